@@ -1,0 +1,1 @@
+"""passlens's compiler core: IR, ops, frontends, passes, interpreter and backend."""

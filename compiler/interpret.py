@@ -1,0 +1,286 @@
+"""The numpy reference interpreter.
+
+``run(module, *inputs)`` evaluates a function on numpy arrays. ``evaluate`` also returns every
+intermediate value and can reuse a :class:`ValueCache`: nodes are immutable and shared between
+modules, so a node already evaluated for the same inputs (in another snapshot, say) is not
+computed again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from compiler.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+    FuncCall,
+    Function,
+    If,
+    Module,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from compiler.ir.symbolic import ANY, SymExpr
+from compiler.ir.types import TensorType, TupleType, Type, shape_matches
+from compiler.ops.registry import get_op
+
+
+class InterpretError(RuntimeError):
+    """Evaluation failed; the message names the binding, its op and provenance."""
+
+    def __init__(self, message: str, node: Optional[Expr] = None):
+        super().__init__(message)
+        self.node = node
+
+
+class ValueCache:
+    """Values of nodes for one set of inputs, shared between evaluations of related modules.
+
+    The cache remembers which array each parameter was bound to; binding a parameter to a
+    different value later raises, because every cached value downstream would be stale.
+    """
+
+    def __init__(self) -> None:
+        self.values: dict[Expr, Any] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def bind(self, var: Var, value: np.ndarray) -> None:
+        """Bind a parameter; raises if it is already bound to a different value."""
+        old = self.values.get(var)
+        if old is not None and old is not value:
+            same = (
+                isinstance(old, np.ndarray)
+                and old.shape == value.shape
+                and old.dtype == value.dtype
+                and np.array_equal(old, value, equal_nan=old.dtype.kind == "f")
+            )
+            if not same:
+                raise InterpretError(
+                    f"ValueCache reused with a different value for parameter %{var.name}: "
+                    "use one cache per set of inputs"
+                )
+            return
+        self.values[var] = value
+
+
+@dataclass
+class TypeMismatch:
+    """A node whose computed value disagrees with its annotated type."""
+
+    node: Expr
+    annotated: Type
+    shape: tuple
+    dtype: str
+
+    def __str__(self) -> str:
+        name = f"%{self.node.name}" if self.node.name else type(self.node).__name__
+        return f"{name}: annotated {self.annotated}, computed {self.dtype}{list(self.shape)}"
+
+
+@dataclass
+class Evaluation:
+    """The result of :func:`evaluate`: outputs, every value (``values[node]``), symbol values,
+    and type mismatches found when ``check_types`` was on."""
+
+    outputs: tuple
+    values: dict
+    symbols: dict[str, int]
+    mismatches: list[TypeMismatch] = field(default_factory=list)
+
+
+def _describe(node: Expr) -> str:
+    label = f"%{node.name} = " if node.name else ""
+    if isinstance(node, Call):
+        args = ", ".join(str(a.ty) for a in node.args)
+        text = f"{label}{node.op}({args}) -> {node.ty}"
+    elif isinstance(node, FuncCall):
+        text = f"{label}call @{node.func} -> {node.ty}"
+    else:
+        text = f"{label}{type(node).__name__} -> {node.ty}"
+    if not node.prov.is_empty:
+        text += f" from {node.prov.describe()}"
+    return text
+
+
+def _resolve(value: Any, env: dict[str, int]) -> Any:
+    if isinstance(value, SymExpr):
+        return value.evaluate(env)
+    if isinstance(value, tuple) and any(isinstance(v, (SymExpr, tuple)) for v in value):
+        return tuple(_resolve(v, env) for v in value)
+    if value is ANY:
+        raise InterpretError("an attribute has an unknown dimension ('?') at run time")
+    return value
+
+
+def _resolved_attrs(node: Call, env: dict[str, int]):
+    attrs = node.attrs
+    if any(
+        isinstance(v, SymExpr) or (isinstance(v, tuple) and any(isinstance(x, SymExpr) for x in v))
+        for v in attrs.values()
+    ):
+        return attrs.with_(**{k: _resolve(v, env) for k, v in attrs.items()})
+    return attrs
+
+
+def _to_array(value: Any, param: Var, index: int) -> np.ndarray:
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
+        value = value.detach().cpu().numpy()
+    if not isinstance(value, (np.ndarray, np.generic)):
+        raise InterpretError(
+            f"input {index} (%{param.name}) must be a numpy array, got {type(value).__name__}"
+        )
+    return np.asarray(value)
+
+
+def _matches(ty: Type, value: Any, env: dict[str, int]) -> bool:
+    if isinstance(ty, TupleType):
+        return (
+            isinstance(value, tuple)
+            and len(value) == len(ty.fields)
+            and all(_matches(t, v, env) for t, v in zip(ty.fields, value))
+        )
+    assert isinstance(ty, TensorType)
+    if not isinstance(value, np.ndarray) or value.dtype != ty.dtype.numpy:
+        return False
+    return shape_matches(ty.shape, value.shape, env)
+
+
+def _value_desc(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_value_desc(v) for v in value) + ")"
+    return f"{value.dtype} array of shape {tuple(value.shape)}"
+
+
+class _Evaluator:
+    def __init__(self, module: Optional[Module], values: dict, env: dict, check_types: bool):
+        self.module = module
+        self.values = values
+        self.env = env
+        self.check_types = check_types
+        self.mismatches: list[TypeMismatch] = []
+        self.cache_hits = 0
+
+    def value(self, expr: Expr) -> Any:
+        if isinstance(expr, Constant):
+            return expr.data
+        try:
+            return self.values[expr]
+        except KeyError:
+            raise InterpretError(f"{_describe(expr)} is used before it is computed", expr) from None
+
+    def run_bindings(self, bindings: Sequence[Expr]) -> None:
+        values = self.values
+        for node in bindings:
+            if node in values:
+                self.cache_hits += 1
+                continue
+            try:
+                result = self.compute(node)
+            except InterpretError:
+                raise
+            except Exception as e:  # an op's reference code failed: say where
+                raise InterpretError(
+                    f"while executing {_describe(node)}: {type(e).__name__}: {e}", node
+                ) from e
+            if self.check_types and not _matches(node.ty, result, dict(self.env)):
+                shape = result.shape if isinstance(result, np.ndarray) else ()
+                dtype = str(result.dtype) if isinstance(result, np.ndarray) else "tuple"
+                self.mismatches.append(TypeMismatch(node, node.ty, tuple(shape), dtype))
+            values[node] = result
+
+    def compute(self, node: Expr) -> Any:
+        if isinstance(node, Call):
+            args = [self.value(a) for a in node.args]
+            out = get_op(node.op).compute(args, _resolved_attrs(node, self.env))
+            if isinstance(out, list):
+                out = tuple(out)
+            return out
+        if isinstance(node, Tuple):
+            return tuple(self.value(f) for f in node.fields)
+        if isinstance(node, TupleGetItem):
+            return self.value(node.tuple_value)[node.index]
+        if isinstance(node, If):
+            cond = np.asarray(self.value(node.cond))
+            if cond.size != 1:
+                raise InterpretError(f"If condition has {cond.size} elements, expected 1", node)
+            branch = node.then_branch if bool(cond.reshape(())) else node.else_branch
+            self.run_bindings(branch.bindings)
+            return self.value(branch.result)
+        if isinstance(node, FuncCall):
+            if self.module is None:
+                raise InterpretError(f"call of @{node.func} outside a module", node)
+            args = [self.value(a) for a in node.args]
+            sub = evaluate(self.module, args, function=node.func, check_types=self.check_types)
+            self.mismatches.extend(sub.mismatches)
+            out = sub.outputs
+            return out if isinstance(self.module[node.func].output.ty, TupleType) else out[0]
+        raise InterpretError(f"cannot evaluate {type(node).__name__}", node)
+
+
+def evaluate(
+    module: Module | Function,
+    inputs: Sequence[Any],
+    function: str = "main",
+    cache: Optional[ValueCache] = None,
+    check_types: bool = False,
+) -> Evaluation:
+    """Evaluate ``function`` on ``inputs``; returns outputs and every intermediate value.
+
+    ``cache``: a ValueCache for these inputs, shared between calls so nodes computed before
+    are reused. ``check_types``: record nodes whose value disagrees with the annotated type.
+    """
+    if isinstance(module, Function):
+        fn, mod = module, None
+    else:
+        fn, mod = module[function], module
+    params = fn.params
+    if len(inputs) != len(params):
+        sig = ", ".join(f"%{p.name}: {p.ty}" for p in params)
+        raise InterpretError(
+            f"@{function} takes {len(params)} input(s) ({sig}), got {len(inputs)}"
+            + (
+                f"; its first {fn.num_input} are runtime inputs and the rest are weights"
+                if fn.num_input != len(params)
+                else ""
+            )
+        )
+    env: dict[str, int] = {}
+    arrays = []
+    for i, (p, v) in enumerate(zip(params, inputs)):
+        arr = _to_array(v, p, i) if not isinstance(v, tuple) else v
+        if not _matches(p.ty, arr, env):
+            raise InterpretError(
+                f"input {i} (%{p.name}) of @{function} expects {p.ty}, got {_value_desc(arr)}"
+            )
+        arrays.append(arr)
+    values: dict = cache.values if cache is not None else {}
+    if cache is not None:
+        for p, arr in zip(params, arrays):
+            cache.bind(p, arr)
+    else:
+        values.update(zip(params, arrays))
+    ev = _Evaluator(mod, values, env, check_types)
+    ev.run_bindings(fn.bindings)
+    if cache is not None:
+        cache.hits += ev.cache_hits
+        cache.misses += len(fn.bindings) - ev.cache_hits
+    out = ev.value(fn.output)
+    outputs = out if isinstance(fn.output.ty, TupleType) else (out,)
+    return Evaluation(tuple(outputs), values, env, ev.mismatches)
+
+
+def run(module: Module | Function, *inputs: Any, function: str = "main") -> tuple:
+    """Run ``function`` of ``module`` on numpy inputs; returns a tuple of output arrays."""
+    return evaluate(module, inputs, function=function).outputs
+
+
+__all__ = ["run", "evaluate", "Evaluation", "ValueCache", "InterpretError", "TypeMismatch"]

@@ -1,0 +1,589 @@
+"""IR nodes: immutable, shared between modules, built through constructors that infer types.
+
+Expressions form a DAG: a node refers to its operands directly, so a node that a pass keeps
+is the very same object in the module before and after the pass, and it has the same value
+for the same inputs. A function lists its non-leaf nodes as *bindings* in SSA order (each
+bound once, after its operands); leaves (Var, Constant) are never bound.
+
+Nobody mutates a node: ``node.replace(field=value)`` returns a new node, or the same node
+when nothing changes. Names on nodes (``name``) are hints for the printer, not semantics.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
+
+import numpy as np
+
+from compiler.ir.provenance import NO_PROVENANCE, Provenance
+from compiler.ir.types import DType, TensorType, TupleType, Type, join_types, type_of_array
+from compiler.ops.registry import Attrs, TypeInferenceError, get_op
+
+
+class IRError(Exception):
+    """An IR node or module could not be built as asked; the message says why and where."""
+
+
+class Node:
+    """Base of all IR objects: immutable, with ``replace`` returning self when unchanged."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __setattr__(self, key, value):
+        raise AttributeError(f"IR nodes are immutable; use .replace({key}=...) instead")
+
+    def __delattr__(self, key):
+        raise AttributeError("IR nodes are immutable")
+
+    def replace(self, **changes: Any):
+        """A copy with ``changes`` applied, or ``self`` when every change is a no-op."""
+        for key in changes:
+            if key not in self._fields:
+                raise TypeError(f"{type(self).__name__} has no field {key!r}")
+        if all(_same(getattr(self, k), v) for k, v in changes.items()):
+            return self
+        kwargs = {f: getattr(self, f) for f in self._fields}
+        kwargs.update(changes)
+        return type(self)(**kwargs)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    if isinstance(a, (str, int, float, Attrs, Provenance, Type)) and type(a) is type(b):
+        return a == b
+    return False
+
+
+def _set(obj: Node, **values: Any) -> None:
+    for k, v in values.items():
+        object.__setattr__(obj, k, v)
+
+
+class Expr(Node):
+    """A value-producing node: has a type ``ty``, a provenance ``prov`` and a name hint."""
+
+    __slots__ = ("ty", "prov", "name")
+
+    @property
+    def operands(self) -> tuple["Expr", ...]:
+        """The expressions this one reads directly (for If: the condition only)."""
+        return ()
+
+    def __repr__(self) -> str:
+        label = f" %{self.name}" if self.name else ""
+        return f"<{type(self).__name__}{label}: {self.ty}>"
+
+
+def _check_prov(prov: Optional[Provenance]) -> Provenance:
+    if prov is None:
+        return NO_PROVENANCE
+    if not isinstance(prov, Provenance):
+        raise TypeError(f"prov must be a Provenance, got {prov!r}")
+    return prov
+
+
+def _check_expr(value: Any, what: str) -> "Expr":
+    if not isinstance(value, Expr):
+        raise TypeError(f"{what} must be an IR expression, got {value!r}")
+    return value
+
+
+class Var(Expr):
+    """A function parameter (runtime input or, with ``num_input``, a weight passed in)."""
+
+    __slots__ = ()
+    _fields = ("name", "ty", "prov")
+
+    def __init__(self, name: str, ty: Type, prov: Optional[Provenance] = None):
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a Var needs a non-empty name, got {name!r}")
+        if not isinstance(ty, Type):
+            raise TypeError(f"Var {name!r}: ty must be a Type, got {ty!r}")
+        _set(self, name=name, ty=ty, prov=_check_prov(prov))
+
+
+class Constant(Expr):
+    """A named, read-only numpy array (a weight, or a literal when unnamed).
+
+    The array is taken as is when it is already read-only, so a pass that keeps a constant
+    never copies its data; a writeable array is copied once and frozen, so no later change
+    by the caller can alter the IR.
+    """
+
+    __slots__ = ("data",)
+    _fields = ("data", "name", "prov")
+
+    def __init__(self, data: Any, name: Optional[str] = None, prov: Optional[Provenance] = None):
+        if isinstance(data, np.ndarray):
+            arr = data
+        elif isinstance(data, np.generic):
+            arr = np.asarray(data)
+        else:
+            raise TypeError(
+                f"Constant {name or ''} needs a numpy array or numpy scalar, got {type(data)}"
+            )
+        ty = type_of_array(arr)  # raises for unsupported dtypes
+        if arr.flags.writeable:
+            arr = np.array(arr, copy=True)
+            arr.flags.writeable = False
+        if name is not None and (not isinstance(name, str) or not name):
+            raise TypeError(f"a Constant's name must be a non-empty string, got {name!r}")
+        _set(self, data=arr, name=name, ty=ty, prov=_check_prov(prov))
+
+    @staticmethod
+    def scalar(value: Any, dtype: DType | str = "float32", prov=None) -> "Constant":
+        """An unnamed 0-d constant of ``dtype``."""
+        return Constant(np.asarray(value, dtype=DType.of(dtype).numpy), prov=prov)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the array."""
+        return int(self.data.nbytes)
+
+
+class Call(Expr):
+    """A call of a registered op with attributes; its type is inferred from the op.
+
+    ``ty`` may be given to *annotate* a type; when it differs from the inferred one the node
+    keeps the annotation (the verifier and the shape check report the disagreement). This is
+    how a faulty pass's wrong annotation is represented faithfully.
+    """
+
+    __slots__ = ("op", "args", "attrs")
+    _fields = ("op", "args", "attrs", "ty", "prov", "name")
+
+    def __init__(
+        self,
+        op: str,
+        args: Sequence[Expr],
+        attrs: Optional[Mapping[str, Any]] = None,
+        ty: Optional[Type] = None,
+        prov: Optional[Provenance] = None,
+        name: Optional[str] = None,
+    ):
+        try:
+            opdef = get_op(op)
+        except KeyError as e:
+            raise IRError(str(e.args[0])) from None
+        args = tuple(_check_expr(a, f"argument {i} of {op}") for i, a in enumerate(args))
+        try:
+            opdef.check_arity(len(args))
+            norm = opdef.normalize_attrs(attrs)
+            inferred = opdef.infer([a.ty for a in args], norm)
+        except TypeInferenceError as e:
+            arg_types = ", ".join(str(a.ty) for a in args)
+            where = f" at {prov.describe()}" if prov is not None and not prov.is_empty else ""
+            raise IRError(f"{op}({arg_types}): {e}{where}") from None
+        if ty is None or ty == inferred:
+            ty = inferred
+        elif not isinstance(ty, Type):
+            raise TypeError(f"ty must be a Type, got {ty!r}")
+        _set(self, op=op, args=args, attrs=norm, ty=ty, prov=_check_prov(prov), name=name)
+
+    @property
+    def operands(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def inferred_type(self) -> Type:
+        """The type the op's inference gives for the current arguments."""
+        return get_op(self.op).infer([a.ty for a in self.args], self.attrs)
+
+
+class FuncCall(Expr):
+    """A call of another function of the module (``call @name(args)``); ``ty`` is its result
+    type, which the verifier checks against the callee."""
+
+    __slots__ = ("func", "args")
+    _fields = ("func", "args", "ty", "prov", "name")
+
+    def __init__(
+        self,
+        func: str,
+        args: Sequence[Expr],
+        ty: Type,
+        prov: Optional[Provenance] = None,
+        name: Optional[str] = None,
+    ):
+        if not isinstance(func, str) or not func:
+            raise TypeError(f"FuncCall needs a function name, got {func!r}")
+        if not isinstance(ty, Type):
+            raise TypeError(f"FuncCall @{func}: ty must be a Type, got {ty!r}")
+        args = tuple(_check_expr(a, f"argument {i} of @{func}") for i, a in enumerate(args))
+        _set(self, func=func, args=args, ty=ty, prov=_check_prov(prov), name=name)
+
+    @property
+    def operands(self) -> tuple[Expr, ...]:
+        return self.args
+
+
+class Tuple(Expr):
+    """A tuple of values."""
+
+    __slots__ = ("fields",)
+    _fields = ("fields", "prov", "name")
+
+    def __init__(
+        self, fields: Sequence[Expr], prov: Optional[Provenance] = None, name: Optional[str] = None
+    ):
+        fields = tuple(_check_expr(f, f"tuple field {i}") for i, f in enumerate(fields))
+        ty = TupleType(f.ty for f in fields)
+        _set(self, fields=fields, ty=ty, prov=_check_prov(prov), name=name)
+
+    @property
+    def operands(self) -> tuple[Expr, ...]:
+        return self.fields
+
+
+class TupleGetItem(Expr):
+    """Field ``index`` of a tuple value."""
+
+    __slots__ = ("tuple_value", "index")
+    _fields = ("tuple_value", "index", "prov", "name")
+
+    def __init__(
+        self,
+        tuple_value: Expr,
+        index: int,
+        prov: Optional[Provenance] = None,
+        name: Optional[str] = None,
+    ):
+        _check_expr(tuple_value, "tuple_value")
+        if not isinstance(tuple_value.ty, TupleType):
+            raise IRError(f"get item {index} of a non-tuple value of type {tuple_value.ty}")
+        n = len(tuple_value.ty.fields)
+        if isinstance(index, bool) or not isinstance(index, int) or not -n <= index < n:
+            raise IRError(f"tuple index {index!r} out of range for {tuple_value.ty}")
+        index = index % n
+        ty = tuple_value.ty.fields[index]
+        _set(self, tuple_value=tuple_value, index=index, ty=ty, prov=_check_prov(prov), name=name)
+
+    @property
+    def operands(self) -> tuple[Expr, ...]:
+        return (self.tuple_value,)
+
+
+class Block(Node):
+    """A branch of an If: its own bindings (SSA order) and a result expression."""
+
+    __slots__ = ("bindings", "result")
+    _fields = ("bindings", "result")
+
+    def __init__(self, bindings: Sequence[Expr], result: Expr):
+        bindings = tuple(_check_expr(b, "block binding") for b in bindings)
+        _check_expr(result, "block result")
+        _set(self, bindings=bindings, result=result)
+
+    @staticmethod
+    def of(result: Expr, bound_outside: Iterable[Expr] = ()) -> "Block":
+        """A block whose bindings are every unbound node ``result`` needs, in order."""
+        return Block(collect_bindings([result], set(map(id, bound_outside))), result)
+
+    def __repr__(self) -> str:
+        return f"<Block {len(self.bindings)} bindings -> {self.result!r}>"
+
+
+class If(Expr):
+    """``if cond { then } else { else }``: evaluates one branch; cond is a scalar bool."""
+
+    __slots__ = ("cond", "then_branch", "else_branch")
+    _fields = ("cond", "then_branch", "else_branch", "ty", "prov", "name")
+
+    def __init__(
+        self,
+        cond: Expr,
+        then_branch: Block,
+        else_branch: Block,
+        ty: Optional[Type] = None,
+        prov: Optional[Provenance] = None,
+        name: Optional[str] = None,
+    ):
+        _check_expr(cond, "If condition")
+        if not isinstance(then_branch, Block) or not isinstance(else_branch, Block):
+            raise TypeError("If branches must be Blocks")
+        ct = cond.ty
+        if not (isinstance(ct, TensorType) and ct.dtype is DType.bool and ct.shape in ((), None)):
+            if not (isinstance(ct, TensorType) and ct.shape is not None and ct.numel == 1):
+                raise IRError(f"an If condition must be a scalar bool, got {ct}")
+        if ty is None:
+            try:
+                ty = join_types(then_branch.result.ty, else_branch.result.ty)
+            except TypeError as e:
+                raise IRError(str(e)) from None
+        _set(
+            self,
+            cond=cond,
+            then_branch=then_branch,
+            else_branch=else_branch,
+            ty=ty,
+            prov=_check_prov(prov),
+            name=name,
+        )
+
+    @property
+    def operands(self) -> tuple[Expr, ...]:
+        return (self.cond,)
+
+
+def children(node: Expr) -> tuple[Expr, ...]:
+    """Every expression ``node`` depends on, including what its branches read."""
+    if isinstance(node, If):
+        return (
+            node.cond,
+            *node.then_branch.bindings,
+            node.then_branch.result,
+            *node.else_branch.bindings,
+            node.else_branch.result,
+        )
+    return node.operands
+
+
+def is_leaf(node: Expr) -> bool:
+    """Leaves (Var, Constant) are never bound; every other expression is."""
+    return isinstance(node, (Var, Constant))
+
+
+def collect_bindings(roots: Sequence[Expr], already_bound: set[int] = frozenset()) -> list[Expr]:
+    """Non-leaf nodes reachable from ``roots`` (not crossing into If branches), in dependency
+    order, skipping ids in ``already_bound``. Iterative, so deep graphs do not overflow."""
+    order: list[Expr] = []
+    seen: set[int] = set(already_bound)
+    stack: list[tuple[Expr, bool]] = [(r, False) for r in reversed(roots)]
+    while stack:
+        node, expanded = stack.pop()
+        if is_leaf(node):
+            continue
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for op in reversed(_outer_operands(node)):
+            if not is_leaf(op) and id(op) not in seen:
+                stack.append((op, False))
+    return order
+
+
+def _outer_operands(node: Expr) -> tuple[Expr, ...]:
+    """Operands bound outside the node: for If, the condition and the branches' free nodes."""
+    if not isinstance(node, If):
+        return node.operands
+    inner = set()
+    for blk in (node.then_branch, node.else_branch):
+        inner.update(id(b) for b in blk.bindings)
+    free = []
+    for blk in (node.then_branch, node.else_branch):
+        for b in (*blk.bindings, blk.result):
+            for op in ((b,) if b is blk.result else children(b)):
+                if not is_leaf(op) and id(op) not in inner:
+                    free.append(op)
+    return (node.cond, *free)
+
+
+class Function(Node):
+    """A function: parameters (runtime inputs first, then weights when weights are inputs:
+    ``attrs['num_input']`` counts the runtime inputs), bindings in SSA order, an output
+    expression (a Tuple for several outputs) and attributes (``private``, ...)."""
+
+    __slots__ = ("params", "bindings", "output", "attrs", "prov")
+    _fields = ("params", "bindings", "output", "attrs", "prov")
+
+    def __init__(
+        self,
+        params: Sequence[Var],
+        bindings: Sequence[Expr],
+        output: Expr,
+        attrs: Optional[Mapping[str, Any]] = None,
+        prov: Optional[Provenance] = None,
+    ):
+        params = tuple(params)
+        for p in params:
+            if not isinstance(p, Var):
+                raise TypeError(f"function parameters must be Vars, got {p!r}")
+        bindings = tuple(_check_expr(b, "binding") for b in bindings)
+        _check_expr(output, "function output")
+        attrs = attrs if isinstance(attrs, Attrs) else Attrs(attrs or {})
+        _set(
+            self,
+            params=params,
+            bindings=bindings,
+            output=output,
+            attrs=attrs,
+            prov=_check_prov(prov),
+        )
+
+    @staticmethod
+    def from_output(
+        params: Sequence[Var],
+        output: Expr,
+        attrs: Optional[Mapping[str, Any]] = None,
+        prov: Optional[Provenance] = None,
+    ) -> "Function":
+        """A function whose bindings are every node ``output`` needs, in dependency order."""
+        return Function(params, collect_bindings([output]), output, attrs, prov)
+
+    @property
+    def ret_type(self) -> Type:
+        """The type of the output."""
+        return self.output.ty
+
+    @property
+    def num_input(self) -> int:
+        """How many leading parameters are runtime inputs (the rest are weights)."""
+        return int(self.attrs.get("num_input", len(self.params)))
+
+    @property
+    def is_private(self) -> bool:
+        """Whether the function is private (only called from inside the module)."""
+        return bool(self.attrs.get("private", False))
+
+    def with_attrs(self, **changes: Any) -> "Function":
+        """The same function with some attributes changed."""
+        return self.replace(attrs=self.attrs.with_(**changes))
+
+    def iter_nodes(self) -> Iterator[Expr]:
+        """Every bound node, entering If branches (depth first, in binding order)."""
+        stack = list(reversed(self.bindings))
+        while stack:
+            node = stack.pop()
+            yield node
+            if isinstance(node, If):
+                stack.extend(reversed(node.else_branch.bindings))
+                stack.extend(reversed(node.then_branch.bindings))
+
+    def __repr__(self) -> str:
+        sig = ", ".join(f"%{p.name}: {p.ty}" for p in self.params)
+        return f"<Function ({sig}) -> {self.ret_type}, {len(self.bindings)} bindings>"
+
+
+class Module(Node):
+    """Named functions. Immutable; ``with_function`` returns a new module sharing the rest."""
+
+    __slots__ = ("functions", "attrs")
+    _fields = ("functions", "attrs")
+
+    def __init__(
+        self,
+        functions: Mapping[str, Function] | Iterable[tuple[str, Function]],
+        attrs: Optional[Mapping[str, Any]] = None,
+    ):
+        funcs = dict(functions)
+        for name, fn in funcs.items():
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"function names must be non-empty strings, got {name!r}")
+            if not isinstance(fn, Function):
+                raise TypeError(f"module entry {name!r} is not a Function")
+        attrs = attrs if isinstance(attrs, Attrs) else Attrs(attrs or {})
+        _set(self, functions=MappingProxyType(funcs), attrs=attrs)
+
+    def replace(self, **changes: Any):
+        if "functions" in changes:
+            new = dict(changes["functions"])
+            if new.keys() == self.functions.keys() and all(
+                new[k] is self.functions[k] for k in new
+            ):
+                changes.pop("functions")
+        return super().replace(**changes) if changes else self
+
+    def __getitem__(self, name: str) -> Function:
+        try:
+            return self.functions[name]
+        except KeyError:
+            raise KeyError(
+                f"module has no function @{name} (has {', '.join('@' + n for n in self.functions)})"
+            ) from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.functions
+
+    def with_function(self, name: str, fn: Function) -> "Module":
+        """A module with function ``name`` added or replaced (others shared)."""
+        if self.functions.get(name) is fn:
+            return self
+        return Module({**self.functions, name: fn}, self.attrs)
+
+    def without_function(self, name: str) -> "Module":
+        """A module without function ``name``."""
+        return Module({k: v for k, v in self.functions.items() if k != name}, self.attrs)
+
+    @property
+    def main(self) -> Function:
+        """The ``main`` function."""
+        return self["main"]
+
+    def constants(self) -> dict[str, Constant]:
+        """Named constants (weights) used anywhere in the module, by name, first use first."""
+        out: dict[str, Constant] = {}
+        for fn in self.functions.values():
+            for c in function_constants(fn):
+                if c.name is not None and c.name not in out:
+                    out[c.name] = c
+        return out
+
+    def __str__(self) -> str:
+        from compiler.ir.printer import print_module
+
+        return print_module(self)
+
+    def __repr__(self) -> str:
+        return f"<Module {', '.join('@' + n for n in self.functions)}>"
+
+
+def function_constants(fn: Function) -> list[Constant]:
+    """Every Constant a function reads (each object once), in order of first use."""
+    out: list[Constant] = []
+    seen: set[int] = set()
+
+    def visit(expr: Expr) -> None:
+        if isinstance(expr, Constant) and id(expr) not in seen:
+            seen.add(id(expr))
+            out.append(expr)
+
+    for node in fn.iter_nodes():
+        for op in node.operands:
+            visit(op)
+        if isinstance(node, If):
+            visit(node.then_branch.result)
+            visit(node.else_branch.result)
+    visit(fn.output)
+    return out
+
+
+def call(op: str, *args: Expr, prov: Optional[Provenance] = None, name=None, **attrs) -> Call:
+    """Shorthand: ``call("add", x, y)``, ``call("sum", x, axes=[1])``."""
+    return Call(op, args, attrs, prov=prov, name=name)
+
+
+__all__ = [
+    "IRError",
+    "TypeInferenceError",
+    "Node",
+    "Expr",
+    "Var",
+    "Constant",
+    "Call",
+    "FuncCall",
+    "Tuple",
+    "TupleGetItem",
+    "Block",
+    "If",
+    "Function",
+    "Module",
+    "call",
+    "children",
+    "is_leaf",
+    "collect_bindings",
+    "function_constants",
+]

@@ -1,0 +1,253 @@
+"""IR types: dtypes, tensor types with symbolic shapes, tuple types. All frozen value objects."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Iterable, Optional, Union
+
+import numpy as np
+
+from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_mul, dim_str, dims_equal, is_dim
+
+try:  # bfloat16 comes from ml_dtypes (a dependency of onnx); without it bf16 is unavailable.
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - exercised only on machines without ml_dtypes
+    _ml_dtypes = None
+
+
+class DType(Enum):
+    """An element type. The value is the short name used in the text format."""
+
+    float16 = "f16"
+    bfloat16 = "bf16"
+    float32 = "f32"
+    float64 = "f64"
+    int8 = "i8"
+    int16 = "i16"
+    int32 = "i32"
+    int64 = "i64"
+    uint8 = "u8"
+    bool = "bool"
+
+    @property
+    def short(self) -> str:
+        """The short name (``f32``) used in the text format."""
+        return self.value
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The numpy dtype holding values of this type."""
+        if self is DType.bfloat16:
+            if _ml_dtypes is None:
+                raise TypeError("bfloat16 needs the ml_dtypes package")
+            return np.dtype(_ml_dtypes.bfloat16)
+        return np.dtype(self.name)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return 2 if self is DType.bfloat16 else np.dtype(self.name).itemsize
+
+    @property
+    def is_float(self) -> bool:
+        """Whether this is a floating-point type."""
+        return self in (DType.float16, DType.bfloat16, DType.float32, DType.float64)
+
+    @property
+    def is_int(self) -> bool:
+        """Whether this is a (signed or unsigned) integer type, bool excluded."""
+        return self in (DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8)
+
+    @staticmethod
+    def of(value: Union[str, "DType", np.dtype, type]) -> "DType":
+        """The DType for a name (``float32`` or ``f32``), a numpy dtype or a DType."""
+        if isinstance(value, DType):
+            return value
+        if isinstance(value, str):
+            if value in _BY_NAME:
+                return _BY_NAME[value]
+            raise TypeError(f"unknown dtype {value!r}; known: {', '.join(d.name for d in DType)}")
+        try:
+            npd = np.dtype(value)
+        except TypeError:
+            raise TypeError(f"unknown dtype {value!r}") from None
+        if _ml_dtypes is not None and npd == np.dtype(_ml_dtypes.bfloat16):
+            return DType.bfloat16
+        if npd.name in _BY_NAME:
+            return _BY_NAME[npd.name]
+        raise TypeError(f"dtype {npd} is not supported by the IR")
+
+    def __repr__(self) -> str:
+        return f"DType.{self.name}"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_BY_NAME = {d.name: d for d in DType} | {d.value: d for d in DType}
+
+
+class Type:
+    """Base class of IR types."""
+
+    __slots__ = ()
+
+    def __setattr__(self, key, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+
+class TensorType(Type):
+    """A tensor of ``dtype`` with ``shape`` (a tuple of dims), or of unknown rank (shape None)."""
+
+    __slots__ = ("shape", "dtype", "_hash")
+
+    def __init__(self, shape: Optional[Iterable[Dim]], dtype: Union[DType, str]):
+        dtype = DType.of(dtype)
+        if shape is not None:
+            shape = tuple(int(d) if isinstance(d, (np.integer,)) else d for d in shape)
+            for d in shape:
+                if not is_dim(d):
+                    raise TypeError(f"invalid dimension {d!r} in shape {shape!r}")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "_hash", hash(("tensor", shape, dtype)))
+
+    @property
+    def ndim(self) -> Optional[int]:
+        """The rank, or None when unknown."""
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        """Whether every dim is a known integer."""
+        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+
+    @property
+    def numel(self) -> Optional[Dim]:
+        """Number of elements (an int, an expression, ANY) or None for unknown rank."""
+        if self.shape is None:
+            return None
+        n: Dim = 1
+        for d in self.shape:
+            n = dim_mul(n, d)
+        return n
+
+    @property
+    def nbytes(self) -> Optional[int]:
+        """Bytes of a value of this type when static, else None."""
+        n = self.numel
+        return n * self.dtype.itemsize if isinstance(n, int) else None
+
+    def with_shape(self, shape) -> "TensorType":
+        """The same dtype with another shape."""
+        return TensorType(shape, self.dtype)
+
+    def with_dtype(self, dtype) -> "TensorType":
+        """The same shape with another dtype."""
+        return TensorType(self.shape, dtype)
+
+    def __eq__(self, other) -> bool:
+        return (
+            isinstance(other, TensorType)
+            and self.dtype is other.dtype
+            and self.shape == other.shape
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __str__(self) -> str:
+        if self.shape is None:
+            return f"{self.dtype.short}[*]"
+        return f"{self.dtype.short}[{', '.join(dim_str(d) for d in self.shape)}]"
+
+    def __repr__(self) -> str:
+        return f"TensorType({self})"
+
+    def __reduce__(self):
+        return (TensorType, (self.shape, self.dtype))
+
+
+class TupleType(Type):
+    """A tuple of values of the given types."""
+
+    __slots__ = ("fields", "_hash")
+
+    def __init__(self, fields: Iterable[Type]):
+        fields = tuple(fields)
+        for f in fields:
+            if not isinstance(f, Type):
+                raise TypeError(f"tuple field must be a Type, got {f!r}")
+        object.__setattr__(self, "fields", fields)
+        object.__setattr__(self, "_hash", hash(("tuple", fields)))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TupleType) and self.fields == other.fields
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __str__(self) -> str:
+        if len(self.fields) == 1:
+            return f"({self.fields[0]},)"
+        return f"({', '.join(str(f) for f in self.fields)})"
+
+    def __repr__(self) -> str:
+        return f"TupleType({self})"
+
+    def __reduce__(self):
+        return (TupleType, (self.fields,))
+
+
+def tensor(shape, dtype="float32") -> TensorType:
+    """Shorthand for ``TensorType(shape, dtype)``."""
+    return TensorType(shape, dtype)
+
+
+def join_types(a: Type, b: Type) -> Type:
+    """The most precise type that covers both (for the result of an ``If``)."""
+    if a == b:
+        return a
+    if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a) == len(b):
+        return TupleType(join_types(x, y) for x, y in zip(a.fields, b.fields))
+    if isinstance(a, TensorType) and isinstance(b, TensorType) and a.dtype is b.dtype:
+        if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+            return TensorType(None, a.dtype)
+        return TensorType(
+            [x if dims_equal(x, y) else ANY for x, y in zip(a.shape, b.shape)], a.dtype
+        )
+    raise TypeError(f"the branches have incompatible types {a} and {b}")
+
+
+def type_of_array(value: np.ndarray) -> TensorType:
+    """The static tensor type of a numpy array."""
+    return TensorType(value.shape, DType.of(value.dtype))
+
+
+def shape_matches(annotated: Optional[tuple], actual: tuple, env: dict) -> bool:
+    """Whether a concrete shape fits an annotated one, binding unbound symbols in ``env``."""
+    if annotated is None:
+        return True
+    if len(annotated) != len(actual):
+        return False
+    for a, v in zip(annotated, actual):
+        if a is ANY:
+            continue
+        if isinstance(a, int):
+            if a != v:
+                return False
+            continue
+        assert isinstance(a, SymExpr)
+        syms = a.free_symbols
+        missing = [s for s in syms if s not in env]
+        if len(a._terms) == 1 and len(syms) == 1 and missing and str(a) == missing[0]:
+            env[missing[0]] = int(v)
+            continue
+        if missing:
+            continue  # cannot check an expression of symbols not bound yet
+        if a.evaluate(env) != v:
+            return False
+    return True

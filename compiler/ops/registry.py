@@ -1,0 +1,230 @@
+"""The op registry: every op is declared once with its inputs, attributes, type inference,
+numpy reference implementation and fusion pattern."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from compiler.ir.symbolic import ANY, SymExpr, is_dim
+from compiler.ir.types import DType, Type
+
+
+class TypeInferenceError(TypeError):
+    """An op was given inputs or attributes it cannot accept; the message says why."""
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+
+# Fusion patterns, as in TVM's OpPatternKind: what fuse-ops may group around an anchor.
+ELEMWISE = "elemwise"  # same shape in and out, one element at a time
+BROADCAST = "broadcast"  # elementwise with numpy broadcasting
+INJECTIVE = "injective"  # each output element reads one input element (reshape, transpose, ...)
+REDUCE = "reduce"  # reductions over axes
+ANCHOR = "anchor"  # compute-heavy ops elementwise ops fuse into (conv2d, matmul)
+OPAQUE = "opaque"  # never fused
+PATTERNS = (ELEMWISE, BROADCAST, INJECTIVE, REDUCE, ANCHOR, OPAQUE)
+
+ATTR_KINDS = ("int", "float", "bool", "str", "ints", "floats", "dim", "dims", "dtype", "any")
+
+
+class Attrs(Mapping):
+    """Immutable, hashable attribute mapping of a call (keys sorted)."""
+
+    __slots__ = ("_items", "_dict", "_hash")
+
+    def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()):
+        pairs = tuple(sorted(dict(items).items()))
+        object.__setattr__(self, "_items", pairs)
+        object.__setattr__(self, "_dict", dict(pairs))
+        object.__setattr__(self, "_hash", None)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("Attrs are immutable")
+
+    def __getitem__(self, key: str) -> Any:
+        return self._dict[key]
+
+    def __iter__(self):
+        return iter(self._dict)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            object.__setattr__(self, "_hash", hash(self._items))
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Attrs):
+            return self._items == other._items
+        return isinstance(other, Mapping) and self._dict == dict(other)
+
+    def with_(self, **changes: Any) -> "Attrs":
+        """A copy with some attributes changed."""
+        return Attrs({**self._dict, **changes})
+
+    def __repr__(self) -> str:
+        return f"Attrs({self._dict!r})"
+
+
+EMPTY_ATTRS = Attrs()
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    """One attribute of an op: its kind, its default (REQUIRED if none) and what it means."""
+
+    kind: str
+    default: Any = REQUIRED
+    doc: str = ""
+
+    def __post_init__(self):
+        if self.kind not in ATTR_KINDS:
+            raise ValueError(f"unknown attribute kind {self.kind!r}")
+
+
+def _convert(op: str, name: str, kind: str, value: Any) -> Any:
+    def bad(expected: str) -> TypeInferenceError:
+        return TypeInferenceError(f"{op}: attribute {name} must be {expected}, got {value!r}")
+
+    if value is None:
+        return None
+    if kind == "any":
+        return tuple(value) if isinstance(value, list) else value
+    if kind == "int":
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise bad("an integer")
+        return int(value)
+    if kind == "float":
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            raise bad("a number")
+        return float(value)
+    if kind == "bool":
+        if not isinstance(value, (bool, np.bool_)):
+            raise bad("true or false")
+        return bool(value)
+    if kind == "str":
+        if not isinstance(value, str):
+            raise bad("a string")
+        return value
+    if kind == "dtype":
+        try:
+            return DType.of(value)
+        except TypeError:
+            raise bad("a dtype") from None
+    if kind in ("ints", "floats", "dims"):
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise bad("a list")
+        inner = {"ints": "int", "floats": "float", "dims": "dim"}[kind]
+        return tuple(_convert(op, name, inner, v) for v in value)
+    if kind == "dim":
+        if value is ANY or isinstance(value, SymExpr):
+            return value
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise bad("an integer or symbolic dimension")
+        return int(value)
+    raise AssertionError(kind)
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """The declaration of an op (see :func:`define_op`)."""
+
+    name: str
+    inputs: tuple[str, ...]
+    attrs: Mapping[str, AttrSpec]
+    infer: Callable[[list[Type], Attrs], Type]
+    compute: Callable[[list[np.ndarray], Attrs], Any]
+    pattern: str
+    doc: str
+    num_outputs: int = 1
+    required_inputs: int = field(init=False)
+    variadic: bool = field(init=False)
+
+    def __post_init__(self):
+        variadic = bool(self.inputs) and self.inputs[-1].startswith("*")
+        required = sum(1 for i in self.inputs if not i.endswith("?") and not i.startswith("*"))
+        if variadic:
+            required += 1  # at least one value for a variadic input
+        object.__setattr__(self, "variadic", variadic)
+        object.__setattr__(self, "required_inputs", required)
+
+    def check_arity(self, n: int) -> None:
+        """Raise TypeInferenceError unless ``n`` inputs suit this op."""
+        if n < self.required_inputs or (not self.variadic and n > len(self.inputs)):
+            names = ", ".join(self.inputs)
+            raise TypeInferenceError(f"{self.name} takes inputs ({names}), got {n} input(s)")
+
+    def normalize_attrs(self, attrs: Mapping[str, Any] | None) -> Attrs:
+        """Check names and kinds, fill defaults; returns the canonical Attrs."""
+        attrs = dict(attrs or {})
+        unknown = set(attrs) - set(self.attrs)
+        if unknown:
+            known = ", ".join(self.attrs) or "none"
+            raise TypeInferenceError(
+                f"{self.name} has no attribute(s) {', '.join(sorted(unknown))} (known: {known})"
+            )
+        out = {}
+        for name, spec in self.attrs.items():
+            if name in attrs:
+                out[name] = _convert(self.name, name, spec.kind, attrs[name])
+            elif spec.default is REQUIRED:
+                raise TypeInferenceError(f"{self.name} needs attribute {name}")
+            else:
+                out[name] = spec.default
+        return Attrs(out)
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def define_op(
+    name: str,
+    *,
+    inputs: Sequence[str],
+    infer: Callable[[list[Type], Attrs], Type],
+    compute: Callable[[list[np.ndarray], Attrs], Any],
+    attrs: Optional[Mapping[str, AttrSpec]] = None,
+    pattern: str = OPAQUE,
+    doc: str = "",
+) -> OpDef:
+    """Declare an op. ``inputs`` names its inputs: ``x`` required, ``x?`` optional, ``*xs``
+    variadic (last). ``infer`` maps input types and attrs to the result type (raising
+    TypeInferenceError with a clear message); ``compute`` is the numpy reference."""
+    if name in _REGISTRY:
+        raise ValueError(f"op {name!r} is defined twice")
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown fusion pattern {pattern!r}")
+    opdef = OpDef(name, tuple(inputs), dict(attrs or {}), infer, compute, pattern, doc)
+    _REGISTRY[name] = opdef
+    return opdef
+
+
+def get_op(name: str) -> OpDef:
+    """The definition of op ``name``; an unknown name raises KeyError with suggestions."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, _REGISTRY, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise KeyError(f"unknown op {name!r}{hint}") from None
+
+
+def all_ops() -> dict[str, OpDef]:
+    """Every registered op by name."""
+    return dict(_REGISTRY)
+
+
+def is_dim_value(value: Any) -> bool:
+    """Whether ``value`` can be a dimension."""
+    return is_dim(value)

@@ -1,0 +1,1 @@
+"""passlens explorer: interactive IR explorer/debugger front end."""

@@ -1,0 +1,1 @@
+"""passlens widgets: Jupyter widgets for viewing compiler IR."""
