@@ -18,9 +18,13 @@ from compiler.ir.nodes import (
     collect_bindings,
     function_constants,
 )
+from compiler.ir.parser import ParseError, parse, parse_type
+from compiler.ir.printer import print_function, print_module
 from compiler.ir.provenance import NO_PROVENANCE, Provenance
+from compiler.ir.structural import assert_structural_equal, structural_equal, structural_hash
 from compiler.ir.symbolic import ANY, Dim, SymExpr, sym
 from compiler.ir.types import DType, TensorType, TupleType, Type, tensor
+from compiler.ir.verify import VerifyError, verify
 
 __all__ = [
     "ANY",
@@ -37,6 +41,16 @@ __all__ = [
     "Module",
     "NO_PROVENANCE",
     "Node",
+    "ParseError",
+    "VerifyError",
+    "assert_structural_equal",
+    "parse",
+    "parse_type",
+    "print_function",
+    "print_module",
+    "structural_equal",
+    "structural_hash",
+    "verify",
     "Provenance",
     "SymExpr",
     "TensorType",

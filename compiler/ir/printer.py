@@ -184,11 +184,11 @@ class Printer:
         """Print one binding (and, for an If, its branches)."""
         head = f"{indent}%{self.name_of(node)}: {node.ty} = {self.rhs(node, indent)}"
         if isinstance(node, If):
-            self._emit(head + " {" + self._loc(node.prov), node)
+            self._emit(head + " {", node)
             self.block(node.then_branch, indent + "  ")
             self._emit(f"{indent}}} else {{")
             self.block(node.else_branch, indent + "  ")
-            self._emit(f"{indent}}}")
+            self._emit(f"{indent}}}" + self._loc(node.prov))
         else:
             self._emit(head + self._loc(node.prov), node)
 

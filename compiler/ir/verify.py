@@ -1,0 +1,268 @@
+"""The verifier: checks a module's invariants and shows the bindings around each problem.
+
+Invariants checked, per function:
+
+1. Parameters are distinct Vars with distinct names; ``num_input`` is an int in
+   ``[0, len(params)]``.
+2. Every non-leaf node (Call, FuncCall, Tuple, TupleGetItem, If) is bound exactly once, and
+   only after every node it reads (SSA order, defined before use). A node bound inside an If
+   branch is visible only inside that branch.
+3. Every Var read is a parameter of the function (no value leaks in from another function).
+4. Each Call's annotated type equals what its op's type inference gives for its arguments.
+5. Each FuncCall names a function of the module, passes as many arguments as it has
+   parameters, with matching types, and its type equals the callee's result type.
+6. Each If's condition is a one-element tensor and its annotated type covers both branches.
+7. The output is defined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from compiler.ir.nodes import (
+    Block,
+    Call,
+    Constant,
+    Expr,
+    FuncCall,
+    Function,
+    If,
+    Module,
+    TupleGetItem,
+    Var,
+)
+from compiler.ir.symbolic import ANY, dims_equal
+from compiler.ir.types import TensorType, TupleType, Type, join_types
+from compiler.ops.registry import TypeInferenceError
+
+
+@dataclass
+class Problem:
+    """One broken invariant: the function, the node (if any) and what is wrong."""
+
+    function: str
+    message: str
+    node: Optional[Expr] = None
+
+    def __str__(self) -> str:
+        return f"@{self.function}: {self.message}"
+
+
+class VerifyError(ValueError):
+    """The module breaks invariants; ``problems`` lists them, the message shows context."""
+
+    def __init__(self, problems: list[Problem], context: str):
+        self.problems = problems
+        super().__init__(context)
+
+
+def _covers(annotated: Type, actual: Type) -> bool:
+    """Whether an annotated type admits values of ``actual`` (ANY dims / unknown rank cover)."""
+    if isinstance(annotated, TupleType) or isinstance(actual, TupleType):
+        return (
+            isinstance(annotated, TupleType)
+            and isinstance(actual, TupleType)
+            and len(annotated) == len(actual)
+            and all(_covers(a, b) for a, b in zip(annotated.fields, actual.fields))
+        )
+    assert isinstance(annotated, TensorType) and isinstance(actual, TensorType)
+    if annotated.dtype is not actual.dtype:
+        return False
+    if annotated.shape is None:
+        return True
+    if actual.shape is None or len(actual.shape) != len(annotated.shape):
+        return False
+    return all(a is ANY or dims_equal(a, b) is not False for a, b in zip(annotated.shape, actual.shape))
+
+
+class _Checker:
+    def __init__(self, module: Optional[Module], name: str, fn: Function):
+        self.module, self.name, self.fn = module, name, fn
+        self.problems: list[Problem] = []
+        self.bound: set[int] = set()
+        self.params = {id(p) for p in fn.params}
+
+    def problem(self, message: str, node: Optional[Expr] = None) -> None:
+        self.problems.append(Problem(self.name, message, node))
+
+    def check_operand(self, op: Expr, user: Expr, visible: list[set[int]]) -> None:
+        if isinstance(op, Constant):
+            return
+        if isinstance(op, Var):
+            if id(op) not in self.params:
+                self.problem(f"reads %{op.name}, which is not a parameter of @{self.name}", user)
+            return
+        if not any(id(op) in scope for scope in visible):
+            what = f"%{op.name}" if op.name else type(op).__name__
+            if id(op) in self.bound:
+                self.problem(f"reads {what}, which is bound in another branch", user)
+            else:
+                self.problem(f"reads {what} before it is bound (or it is never bound)", user)
+
+    def check_bindings(self, bindings, visible: list[set[int]]) -> None:
+        scope = visible[-1]
+        for node in bindings:
+            if isinstance(node, (Var, Constant)):
+                self.problem(f"a {type(node).__name__} cannot be a binding", node)
+                continue
+            if id(node) in self.bound:
+                self.problem("a node is bound twice", node)
+                continue
+            for op in node.operands:
+                self.check_operand(op, node, visible)
+            self.check_node(node, visible)
+            self.bound.add(id(node))
+            scope.add(id(node))
+
+    def check_block(self, blk: Block, visible: list[set[int]]) -> None:
+        inner = visible + [set()]
+        self.check_bindings(blk.bindings, inner)
+        self.check_operand(blk.result, blk.result, inner)
+
+    def check_node(self, node: Expr, visible: list[set[int]]) -> None:
+        if isinstance(node, Call):
+            try:
+                inferred = node.inferred_type()
+            except TypeInferenceError as e:
+                self.problem(f"{node.op}: {e}", node)
+                return
+            if inferred != node.ty:
+                self.problem(
+                    f"{node.op} is annotated {node.ty} but its inputs give {inferred}", node
+                )
+        elif isinstance(node, FuncCall):
+            self.check_func_call(node)
+        elif isinstance(node, TupleGetItem):
+            ty = node.tuple_value.ty
+            if not isinstance(ty, TupleType) or node.index >= len(ty.fields):
+                self.problem(f"tuple index {node.index} out of range for {ty}", node)
+        elif isinstance(node, If):
+            ct = node.cond.ty
+            if not isinstance(ct, TensorType) or (ct.shape is not None and ct.numel != 1):
+                self.problem(f"If condition must hold one element, got {ct}", node)
+            self.check_block(node.then_branch, visible)
+            self.check_block(node.else_branch, visible)
+            try:
+                joined = join_types(node.then_branch.result.ty, node.else_branch.result.ty)
+            except TypeError as e:
+                self.problem(str(e), node)
+                return
+            if not _covers(node.ty, joined):
+                self.problem(
+                    f"If is annotated {node.ty} but its branches give "
+                    f"{node.then_branch.result.ty} and {node.else_branch.result.ty}",
+                    node,
+                )
+
+    def check_func_call(self, node: FuncCall) -> None:
+        if self.module is None:
+            return
+        callee = self.module.functions.get(node.func)
+        if callee is None:
+            self.problem(f"calls @{node.func}, which is not in the module", node)
+            return
+        if len(node.args) != len(callee.params):
+            self.problem(
+                f"calls @{node.func} with {len(node.args)} argument(s), it takes "
+                f"{len(callee.params)}",
+                node,
+            )
+            return
+        for i, (a, p) in enumerate(zip(node.args, callee.params)):
+            if not _covers(p.ty, a.ty) and not _symbolically_compatible(p.ty, a.ty):
+                self.problem(
+                    f"argument {i} of @{node.func} has type {a.ty}, parameter %{p.name} "
+                    f"expects {p.ty}",
+                    node,
+                )
+        if not _covers(node.ty, callee.ret_type) and not _symbolically_compatible(
+            callee.ret_type, node.ty
+        ):
+            self.problem(
+                f"call of @{node.func} is annotated {node.ty}, the function returns "
+                f"{callee.ret_type}",
+                node,
+            )
+
+    def run(self) -> list[Problem]:
+        fn = self.fn
+        names = [p.name for p in fn.params]
+        if len(set(map(id, fn.params))) != len(fn.params):
+            self.problem("a parameter appears twice")
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            self.problem(f"parameter name(s) used twice: {', '.join(dup)}")
+        num_input = fn.attrs.get("num_input")
+        if num_input is not None and (
+            not isinstance(num_input, int)
+            or isinstance(num_input, bool)
+            or not 0 <= num_input <= len(fn.params)
+        ):
+            self.problem(f"num_input = {num_input!r}, but the function has {len(fn.params)} params")
+        self.check_bindings(fn.bindings, [set()])
+        self.check_operand(fn.output, fn.output, [{id(b) for b in fn.bindings}])
+        return self.problems
+
+
+def _symbolically_compatible(param: Type, arg: Type) -> bool:
+    """A callee's symbolic param type accepts a more specific argument (same dtype and rank)."""
+    if isinstance(param, TupleType) and isinstance(arg, TupleType):
+        return len(param) == len(arg) and all(
+            _symbolically_compatible(p, a) for p, a in zip(param.fields, arg.fields)
+        )
+    if isinstance(param, TensorType) and isinstance(arg, TensorType):
+        if param.dtype is not arg.dtype:
+            return False
+        if param.shape is None or arg.shape is None:
+            return True
+        return len(param.shape) == len(arg.shape) and all(
+            not (isinstance(p, int) and isinstance(a, int) and p != a)
+            for p, a in zip(param.shape, arg.shape)
+        )
+    return False
+
+
+def check(module: Module | Function, name: str = "main") -> list[Problem]:
+    """Every broken invariant of a module (or a lone function); empty when it is well formed."""
+    if isinstance(module, Function):
+        return _Checker(None, name, module).run()
+    problems: list[Problem] = []
+    for fname, fn in module.functions.items():
+        problems.extend(_Checker(module, fname, fn).run())
+    return problems
+
+
+def context(module: Module | Function, problems: list[Problem], radius: int = 3) -> str:
+    """The problems, each with the bindings around it printed and the bad one marked."""
+    from compiler.ir.printer import Printer
+
+    out = [f"the module breaks {len(problems)} invariant(s):"]
+    printed: dict[str, Printer] = {}
+    for prob in problems:
+        out.append(f"- {prob}")
+        fn = module if isinstance(module, Function) else module.functions.get(prob.function)
+        if fn is None:
+            continue
+        if prob.function not in printed:
+            pr = Printer()
+            pr.function(prob.function, fn)
+            printed[prob.function] = pr
+        pr = printed[prob.function]
+        line = pr.node_lines.get(id(prob.node)) if prob.node is not None else None
+        if line is None:
+            continue
+        lo, hi = max(0, line - radius), min(len(pr.lines), line + radius + 1)
+        for i in range(lo, hi):
+            out.append(f"    {'>>' if i == line else '  '} {pr.lines[i]}")
+    return "\n".join(out)
+
+
+def verify(module: Module | Function, name: str = "main") -> None:
+    """Raise VerifyError (listing every problem with context) unless the module is well formed."""
+    problems = check(module, name)
+    if problems:
+        raise VerifyError(problems, context(module, problems))
+
+
+__all__ = ["verify", "check", "Problem", "VerifyError"]
