@@ -1,0 +1,52 @@
+"""Passes, the pass manager and pipelines.
+
+``compiler.passes.run(module, pipeline="default", record=True)`` runs a pipeline and returns
+a PassResult with ``.module`` and ``.snapshots`` (one per pass application, nested included).
+"""
+
+from compiler.passes.manager import (
+    Instrument,
+    Pass,
+    PassContext,
+    PassError,
+    PassFailed,
+    PassResult,
+    Recorder,
+    Sequential,
+    Snapshot,
+    VerifyAfterEach,
+    all_passes,
+    get_pass_class,
+    register_pass,
+    run,
+)
+from compiler.passes.pipeline import (
+    PipelineError,
+    build_pipeline,
+    named_pipelines,
+    parse_pass,
+    register_pipeline,
+)
+from compiler.passes import library  # noqa: F401  (registers the passes and pipelines)
+
+__all__ = [
+    "Instrument",
+    "Pass",
+    "PassContext",
+    "PassError",
+    "PassFailed",
+    "PassResult",
+    "PipelineError",
+    "Recorder",
+    "Sequential",
+    "Snapshot",
+    "VerifyAfterEach",
+    "all_passes",
+    "build_pipeline",
+    "get_pass_class",
+    "named_pipelines",
+    "parse_pass",
+    "register_pass",
+    "register_pipeline",
+    "run",
+]

@@ -1,0 +1,75 @@
+"""dead-code-elimination: drop bindings nothing reads and private functions nobody calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from compiler.ir.nodes import Block, Expr, FuncCall, Function, If, Module
+from compiler.passes.manager import Pass, PassContext, register_pass
+
+
+def live_nodes(roots: list[Expr]) -> set[int]:
+    """Ids of every node the roots depend on (through If branches too)."""
+    live: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in live:
+            continue
+        live.add(id(node))
+        if isinstance(node, If):
+            stack += [node.cond, node.then_branch.result, node.else_branch.result]
+        else:
+            stack.extend(node.operands)
+    return live
+
+
+def _filter(bindings: tuple, live: set[int]) -> tuple:
+    out = []
+    for b in bindings:
+        if id(b) not in live:
+            continue
+        if isinstance(b, If):
+            b = b.replace(
+                then_branch=_filter_block(b.then_branch, live),
+                else_branch=_filter_block(b.else_branch, live),
+            )
+        out.append(b)
+    return tuple(out)
+
+
+def _filter_block(blk: Block, live: set[int]) -> Block:
+    return blk.replace(bindings=_filter(blk.bindings, live))
+
+
+def eliminate_dead_bindings(fn: Function) -> Function:
+    """``fn`` without the bindings its output does not need (same object if none)."""
+    live = live_nodes([fn.output])
+    return fn.replace(bindings=_filter(fn.bindings, live))
+
+
+def called_functions(fn: Function) -> set[str]:
+    """Names of the module functions ``fn`` calls."""
+    return {n.func for n in fn.iter_nodes() if isinstance(n, FuncCall)}
+
+
+@register_pass
+@dataclass(frozen=True)
+class DeadCodeElimination(Pass):
+    """Remove unused bindings, and private functions no public function reaches."""
+
+    name: ClassVar[str] = "dead-code-elimination"
+
+    def transform(self, module: Module, ctx: PassContext) -> Module:
+        functions = {name: eliminate_dead_bindings(fn) for name, fn in module.functions.items()}
+        reachable = {n for n, f in functions.items() if not f.is_private}
+        stack = list(reachable)
+        while stack:
+            for callee in called_functions(functions[stack.pop()]):
+                if callee in functions and callee not in reachable:
+                    reachable.add(callee)
+                    stack.append(callee)
+        if not reachable:  # a module of private functions only: keep it as is
+            reachable = set(functions)
+        return module.replace(functions={n: f for n, f in functions.items() if n in reachable})

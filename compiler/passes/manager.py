@@ -1,0 +1,389 @@
+"""Passes, the pass registry, instruments and the pass manager.
+
+A pass is a pure function from Module to Module. A pass with options is a frozen dataclass
+whose fields are its options, so ``str(pass)`` is a spec (``convert-dtype{dtype=float16}``)
+that parses back to an equal pass. The pass manager applies passes through a
+:class:`PassContext`; instruments see every application, nested ones included, before and
+after it runs (like TVM's PassInstrument). The recorder is one such instrument.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Optional, Sequence
+
+from compiler.ir.nodes import Expr, Module
+from compiler.passes import rewrite
+
+
+class PassError(Exception):
+    """A pass cannot transform the module; ``node`` is the binding it failed on, if known."""
+
+    def __init__(self, message: str, node: Optional[Expr] = None):
+        super().__init__(message)
+        self.node = node
+
+
+class PassFailed(RuntimeError):
+    """Raised by ``run(..., raise_on_failure=True)``: names the pass and the passes before."""
+
+
+class Pass:
+    """Base class of passes. Subclasses set ``name`` and implement ``transform``.
+
+    Options are dataclass fields (declare subclasses with ``@dataclass(frozen=True)``).
+    """
+
+    name: ClassVar[str] = ""
+
+    def transform(self, module: Module, ctx: "PassContext") -> Module:
+        """Return the transformed module (the same object when nothing changes)."""
+        raise NotImplementedError
+
+    def __call__(self, module: Module) -> Module:
+        return PassContext.current().apply(self, module)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The option values, by name."""
+        if dataclasses.is_dataclass(self):
+            return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {}
+
+    def spec(self) -> str:
+        """This pass as a pipeline spec item, e.g. ``convert-dtype{dtype=float16}``."""
+        opts = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if dataclasses.is_dataclass(self) and getattr(self, f.name) != _default(f)
+        } if dataclasses.is_dataclass(self) else {}
+        if not opts:
+            return self.name
+        from compiler.passes.pipeline import format_option
+
+        return self.name + "{" + ",".join(f"{k}={format_option(v)}" for k, v in opts.items()) + "}"
+
+    def __str__(self) -> str:
+        return self.spec()
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return dataclasses.MISSING
+
+
+_PASSES: dict[str, type[Pass]] = {}
+
+
+def register_pass(cls: type[Pass]) -> type[Pass]:
+    """Class decorator: make a pass available by its ``name`` in pipeline specs."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    if cls.name in _PASSES and _PASSES[cls.name] is not cls:
+        raise ValueError(f"pass {cls.name!r} is registered twice")
+    _PASSES[cls.name] = cls
+    return cls
+
+
+def get_pass_class(name: str) -> type[Pass]:
+    """The pass class registered under ``name``; unknown names get suggestions."""
+    try:
+        return _PASSES[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, _PASSES, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise KeyError(f"unknown pass {name!r}{hint}") from None
+
+
+def all_passes() -> dict[str, type[Pass]]:
+    """Every registered pass class by name."""
+    return dict(_PASSES)
+
+
+@register_pass
+@dataclass(frozen=True)
+class Sequential(Pass):
+    """Apply passes in order (each application is recorded as a nested step)."""
+
+    name: ClassVar[str] = "sequential"
+    passes: tuple = ()
+    label: str = ""
+
+    def transform(self, module: Module, ctx: "PassContext") -> Module:
+        for p in self.passes:
+            module = ctx.apply(p, module)
+        return module
+
+    def spec(self) -> str:
+        return self.label or ",".join(p.spec() for p in self.passes)
+
+    @property
+    def display_name(self) -> str:
+        """The label, or the pipeline spec."""
+        return self.label or self.spec()
+
+
+class Instrument:
+    """Hooks around every pass application (nested ones included)."""
+
+    def enter(self, ctx: "PassContext") -> None:
+        """Called once when the context starts running."""
+
+    def before(self, p: Pass, module: Module, depth: int) -> None:
+        """Called before ``p`` runs on ``module``."""
+
+    def after(self, p: Pass, before: Module, after: Module, seconds: float, depth: int) -> None:
+        """Called after ``p`` returned ``after``."""
+
+    def failed(
+        self, p: Pass, module: Module, error: BaseException, seconds: float, depth: int
+    ) -> None:
+        """Called when ``p`` raised on ``module`` (the exception then propagates)."""
+
+
+@dataclass
+class Snapshot:
+    """One pass application: what ran, where in the nesting, its result and its cost.
+
+    ``module`` is the module after the pass (a reference; modules are immutable and share
+    unchanged nodes), ``before`` the module it was given. For a failure, ``error`` and
+    ``traceback`` are set, ``module`` is None and ``failed_node`` is the binding the pass was
+    working on when it failed (when known).
+    """
+
+    index: int
+    pass_name: str
+    spec: str
+    options: dict
+    depth: int
+    parent: Optional[int]
+    before: Module
+    module: Optional[Module] = None
+    seconds: float = 0.0
+    error: Optional[BaseException] = None
+    traceback: str = ""
+    failed_function: Optional[str] = None
+    failed_node: Optional[Expr] = None
+    children: list[int] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """Whether the pass returned a different module (identity, not equality)."""
+        return self.module is not None and self.module is not self.before
+
+    @property
+    def failed(self) -> bool:
+        """Whether the pass raised."""
+        return self.error is not None
+
+    @property
+    def status(self) -> str:
+        """``failed``, ``changed`` or ``unchanged``."""
+        return "failed" if self.failed else ("changed" if self.changed else "unchanged")
+
+    def __repr__(self) -> str:
+        return (
+            f"<Snapshot #{self.index} {'  ' * self.depth}{self.spec} {self.status} "
+            f"{self.seconds * 1000:.1f} ms>"
+        )
+
+
+class Recorder(Instrument):
+    """Records every pass application as a :class:`Snapshot` (nested ones included)."""
+
+    def __init__(self) -> None:
+        self.snapshots: list[Snapshot] = []
+        self._stack: list[int] = []
+
+    def before(self, p: Pass, module: Module, depth: int) -> None:
+        parent = self._stack[-1] if self._stack else None
+        snap = Snapshot(
+            index=len(self.snapshots),
+            pass_name=getattr(p, "display_name", None) if isinstance(p, Sequential) else p.name,
+            spec=p.spec(),
+            options=p.options if not isinstance(p, Sequential) else {},
+            depth=depth,
+            parent=parent,
+            before=module,
+        )
+        snap.pass_name = snap.pass_name or p.name
+        if parent is not None:
+            self.snapshots[parent].children.append(snap.index)
+        self.snapshots.append(snap)
+        self._stack.append(snap.index)
+
+    def after(self, p: Pass, before: Module, after: Module, seconds: float, depth: int) -> None:
+        snap = self.snapshots[self._stack.pop()]
+        snap.module = after
+        snap.seconds = seconds
+
+    def failed(self, p, module, error, seconds, depth) -> None:
+        snap = self.snapshots[self._stack.pop()]
+        snap.error = error
+        snap.seconds = seconds
+        snap.traceback = "".join(traceback.format_exception(error))
+        node = getattr(error, "node", None)
+        snap.failed_node = node if node is not None else rewrite.progress.node
+        snap.failed_function = rewrite.progress.function
+
+
+class VerifyAfterEach(Instrument):
+    """Runs the verifier after every pass; a broken invariant fails that pass, naming it."""
+
+    def after(self, p: Pass, before: Module, after: Module, seconds: float, depth: int) -> None:
+        if after is before or isinstance(p, Sequential):
+            return
+        from compiler.ir.verify import check, context
+
+        problems = check(after)
+        if problems:
+            node = problems[0].node
+            raise PassError(
+                f"pass {p.spec()} broke the IR's invariants:\n{context(after, problems)}", node
+            )
+
+
+class PassContext:
+    """Runs passes with instruments; ``PassContext.current()`` is the innermost active one."""
+
+    _stack: ClassVar[list["PassContext"]] = []
+
+    def __init__(self, instruments: Sequence[Instrument] = ()):
+        self.instruments = list(instruments)
+        self.depth = 0
+        self.applied: list[str] = []
+
+    @classmethod
+    def current(cls) -> "PassContext":
+        """The active context, or a fresh one without instruments."""
+        return cls._stack[-1] if cls._stack else PassContext()
+
+    def __enter__(self) -> "PassContext":
+        PassContext._stack.append(self)
+        for inst in self.instruments:
+            inst.enter(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        PassContext._stack.pop()
+
+    def apply(self, p: Pass, module: Module) -> Module:
+        """Run pass ``p`` on ``module``, telling every instrument before and after."""
+        if not isinstance(module, Module):
+            raise TypeError(f"pass {p.spec()} needs a Module, got {type(module).__name__}")
+        depth = self.depth
+        for inst in self.instruments:
+            inst.before(p, module, depth)
+        saved = (rewrite.progress.function, rewrite.progress.node)
+        rewrite.progress.function = rewrite.progress.node = None
+        self.depth += 1
+        start = time.perf_counter()
+        try:
+            with _activate(self):
+                out = p.transform(module, self)
+            if not isinstance(out, Module):
+                raise PassError(f"pass {p.spec()} returned {type(out).__name__}, not a Module")
+            elapsed = time.perf_counter() - start
+            for inst in self.instruments:
+                inst.after(p, module, out, elapsed, depth)
+        except BaseException as e:
+            elapsed = time.perf_counter() - start
+            self.depth = depth
+            for inst in self.instruments:
+                inst.failed(p, module, e, elapsed, depth)
+            raise
+        finally:
+            self.depth = depth
+            rewrite.progress.function, rewrite.progress.node = saved
+        if not isinstance(p, Sequential):
+            self.applied.append(p.spec())
+        return out
+
+
+class _activate:
+    def __init__(self, ctx: PassContext):
+        self.ctx = ctx
+
+    def __enter__(self):
+        PassContext._stack.append(self.ctx)
+
+    def __exit__(self, *exc):
+        PassContext._stack.pop()
+
+
+@dataclass
+class PassResult:
+    """The outcome of :func:`run`: the final module (the last good one if a pass failed), the
+    snapshots (empty without recording) and the failed snapshot, if any."""
+
+    module: Module
+    snapshots: list[Snapshot]
+    pipeline: Sequential
+    failure: Optional[Snapshot] = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether every pass succeeded."""
+        return self.failure is None
+
+    def __repr__(self) -> str:
+        state = "ok" if self.ok else f"failed at {self.failure.spec}"
+        return f"<PassResult {self.pipeline.spec()!r}: {len(self.snapshots)} snapshots, {state}>"
+
+
+def run(
+    module: Module,
+    pipeline: Any = "default",
+    record: bool = True,
+    instruments: Sequence[Instrument] = (),
+    verify_each: bool = False,
+    raise_on_failure: bool = False,
+) -> PassResult:
+    """Run a pipeline (spec string, Pass, or list of passes / specs) on ``module``.
+
+    With ``record`` every pass application (nested ones included) becomes a Snapshot. A pass
+    that fails ends the run with a recorded failure and ``result.module`` is the last good
+    module; with ``raise_on_failure`` a PassFailed is raised instead, naming the pass and
+    the passes that ran before it.
+    """
+    from compiler.passes.pipeline import build_pipeline
+
+    seq = build_pipeline(pipeline)
+    recorder = Recorder() if record else None
+    insts = list(instruments)
+    if verify_each:
+        insts.append(VerifyAfterEach())
+    if recorder is not None:
+        insts.insert(0, recorder)
+    ctx = PassContext(insts)
+    current = module
+    failure = None
+    with ctx:
+        for p in seq.passes:
+            try:
+                current = ctx.apply(p, current)
+            except Exception as e:
+                failure_snap = None
+                if recorder is not None:
+                    failure_snap = next(
+                        (s for s in reversed(recorder.snapshots) if s.failed and s.depth == 0),
+                        None,
+                    )
+                    inner = [s for s in recorder.snapshots if s.failed]
+                    failure_snap = inner[-1] if inner else failure_snap
+                if raise_on_failure or recorder is None:
+                    done = ", ".join(ctx.applied) or "none"
+                    raise PassFailed(
+                        f"an error occurred when running the {p.spec()!r} pass after the "
+                        f"following passes: {done}\n{type(e).__name__}: {e}"
+                    ) from e
+                failure = failure_snap
+                break
+    return PassResult(current, recorder.snapshots if recorder else [], seq, failure)

@@ -1,0 +1,176 @@
+"""Pipeline specs: ``"decompose-ops,fold-constant,dce"``, ``"convert-dtype{dtype=float16}"``.
+
+``build_pipeline(spec)`` turns a spec (or a Pass, or a list of passes and specs) into a
+:class:`Sequential`; ``str(pipeline)`` gives the spec back, so a run can be written down and
+replayed exactly. Named pipelines (``default``, ...) may appear inside a spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any, Sequence
+
+from compiler.ir.types import DType
+from compiler.passes.manager import Pass, Sequential, get_pass_class
+
+_NAMED: dict[str, str] = {}
+_ALIASES = {"dce": "dead-code-elimination"}
+
+
+class PipelineError(ValueError):
+    """A pipeline spec could not be understood; the message says which part and why."""
+
+
+def register_pipeline(name: str, spec: str) -> None:
+    """Make ``name`` usable as a pipeline (or a part of one)."""
+    _NAMED[name] = spec
+
+
+def named_pipelines() -> dict[str, str]:
+    """Every named pipeline and its spec."""
+    return dict(_NAMED)
+
+
+def format_option(value: Any) -> str:
+    """An option value as it appears in a spec."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, DType):
+        return value.name
+    if isinstance(value, (tuple, list)):
+        return "[" + ",".join(format_option(v) for v in value) + "]"
+    if value is None:
+        return "none"
+    return str(value)
+
+
+def _split(text: str, sep: str = ",") -> list[str]:
+    """Split on ``sep`` outside braces and brackets."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth < 0:
+                raise PipelineError(f"unbalanced '{ch}' in {text!r}")
+        if ch == sep and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if depth != 0:
+        raise PipelineError(f"unbalanced braces in {text!r}")
+    parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+def _parse_value(text: str) -> Any:
+    text = text.strip()
+    if text.startswith("[") and text.endswith("]"):
+        inner = text[1:-1].strip()
+        return tuple(_parse_value(t) for t in _split(inner)) if inner else ()
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _coerce(cls: type, fld: dataclasses.Field, value: Any, item: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    hint = hints.get(fld.name, Any)
+    origin = typing.get_origin(hint)
+    try:
+        if hint is bool and not isinstance(value, bool):
+            raise TypeError
+        if hint is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError
+        if hint is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError
+            return float(value)
+        if hint is str:
+            return str(value) if not isinstance(value, bool) else ("true" if value else "false")
+        if hint is DType:
+            return DType.of(value)
+        if origin is tuple and not isinstance(value, tuple):
+            return (value,)
+    except TypeError:
+        raise PipelineError(
+            f"{item}: option {fld.name} expects {getattr(hint, '__name__', hint)}, got {value!r}"
+        ) from None
+    return value
+
+
+def parse_pass(item: str) -> Pass | Sequential:
+    """One spec item, ``name`` or ``name{opt=value,...}``, as a Pass (or a named pipeline)."""
+    item = item.strip()
+    if not item:
+        raise PipelineError("empty pass name in pipeline spec")
+    name, opts_text = item, ""
+    if "{" in item:
+        if not item.endswith("}"):
+            raise PipelineError(f"{item!r}: options must end with '}}'")
+        name, opts_text = item[: item.index("{")].strip(), item[item.index("{") + 1 : -1]
+    name = _ALIASES.get(name, name)
+    if name in _NAMED:
+        if opts_text:
+            raise PipelineError(f"named pipeline {name!r} takes no options")
+        seq = build_pipeline(_NAMED[name])
+        return Sequential(seq.passes, label=name)
+    try:
+        cls = get_pass_class(name)
+    except KeyError as e:
+        raise PipelineError(str(e.args[0])) from None
+    kwargs: dict[str, Any] = {}
+    fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
+    for part in _split(opts_text) if opts_text.strip() else []:
+        if "=" not in part:
+            raise PipelineError(f"{item!r}: option {part!r} needs the form name=value")
+        key, value = (s.strip() for s in part.split("=", 1))
+        if key not in fields:
+            known = ", ".join(fields) or "none"
+            raise PipelineError(f"{item!r}: pass {name} has no option {key!r} (options: {known})")
+        kwargs[key] = _coerce(cls, fields[key], _parse_value(value), item)
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise PipelineError(f"{item!r}: {e}") from None
+
+
+def build_pipeline(pipeline: Any) -> Sequential:
+    """A Sequential from a spec string, a Pass, or a sequence of passes and spec strings."""
+    if isinstance(pipeline, Sequential):
+        return pipeline
+    if isinstance(pipeline, Pass):
+        return Sequential((pipeline,))
+    if isinstance(pipeline, str):
+        items = [p for p in _split(pipeline)]
+        if items == [""]:
+            return Sequential(())
+        passes: list[Pass] = []
+        for item in items:
+            p = parse_pass(item)
+            passes.append(p)
+        return Sequential(tuple(passes))
+    if isinstance(pipeline, Sequence):
+        passes = []
+        for p in pipeline:
+            if isinstance(p, str):
+                passes.extend(build_pipeline(p).passes)
+            elif isinstance(p, Pass):
+                passes.append(p)
+            else:
+                raise PipelineError(f"a pipeline item must be a Pass or a spec string, got {p!r}")
+        return Sequential(tuple(passes))
+    raise PipelineError(f"cannot build a pipeline from {type(pipeline).__name__}")
