@@ -361,7 +361,7 @@ def run(
     if verify_each:
         insts.append(VerifyAfterEach())
     if recorder is not None:
-        insts.insert(0, recorder)
+        insts.append(recorder)  # last, so an instrument that fails a pass is recorded as such
     ctx = PassContext(insts)
     current = module
     failure = None
