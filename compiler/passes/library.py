@@ -1,13 +1,17 @@
-"""Imports every pass module (registering the passes) and defines the named pipelines."""
+"""Imports every pass module of this package and of ``replicas/`` (registering the passes)
+and defines the named pipelines. A new pass only needs its own file."""
 
-from compiler.passes import (  # noqa: F401
-    canonicalize_bindings,
-    dead_code_elimination,
-    fold_constant,
-    infer_types,
-)
-from compiler.passes.manager import _PASSES
+import importlib
+import pkgutil
+
+import compiler.passes as _pkg
 from compiler.passes.pipeline import _ALIASES, register_pipeline
+
+_INFRASTRUCTURE = {"manager", "pipeline", "rewrite", "library"}
+
+for _info in pkgutil.iter_modules(_pkg.__path__):
+    if _info.name not in _INFRASTRUCTURE:
+        importlib.import_module(f"compiler.passes.{_info.name}")
 
 _ALIASES["normalize"] = "infer-types"
 
@@ -15,5 +19,3 @@ register_pipeline(
     "default",
     "infer-types,canonicalize-bindings,fold-constant,dead-code-elimination",
 )
-
-__all__ = ["_PASSES"]

@@ -1,0 +1,13 @@
+"""Deliberately faulty replicas of real compiler bugs (see ../shared/SEEDS.md).
+
+Each module here copies the faulty behaviour of one real pass, says in its docstring which
+bug it copies, and registers under a name starting with ``replica-``. None is ever part of a
+named pipeline: they exist so notebooks can show, and tests can check, that the explorer
+finds what went wrong.
+"""
+
+import importlib
+import pkgutil
+
+for _info in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_info.name}")
