@@ -64,9 +64,13 @@ def broadcast_shapes(*shapes: Optional[tuple]) -> Optional[tuple]:
 
 def normalize_axis(axis: int, ndim: int, what: str = "axis") -> int:
     """A possibly negative axis as an index in ``range(ndim)``."""
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    if ndim == 0:
+        if axis not in (0, -1):
+            raise TypeInferenceError(f"{what} {axis} is out of range for rank 0")
+        return 0
+    if not -ndim <= axis < ndim:
         raise TypeInferenceError(f"{what} {axis} is out of range for rank {ndim}")
-    return axis % ndim if ndim else 0
+    return axis % ndim
 
 
 def normalize_axes(axes: Sequence[int], ndim: int, what: str = "axes") -> tuple[int, ...]:
