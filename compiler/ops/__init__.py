@@ -1,6 +1,6 @@
 """The op registry and the op families. Importing this package registers every op."""
 
-from compiler.ops import elementwise, shape  # noqa: F401  (registers ops)
+from compiler.ops import elementwise, index, reduce, shape  # noqa: F401  (registers ops)
 from compiler.ops.registry import (
     ANCHOR,
     BROADCAST,

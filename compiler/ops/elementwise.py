@@ -140,7 +140,8 @@ define_op(
 
 def _leaky_relu(values, attrs):
     (x,) = values
-    return np.where(x >= 0, x, x * np.asarray(attrs["alpha"], dtype=x.dtype)).astype(x.dtype)
+    xf = x.astype(np.float64)
+    return np.where(xf >= 0, xf, xf * attrs["alpha"]).astype(x.dtype)
 
 
 define_op(
@@ -158,10 +159,11 @@ def _clip_compute(values, attrs):
     (x,) = values
     lo, hi = attrs["min"], attrs["max"]
     y = x
+    integer = x.dtype.kind in "iub"
     if lo is not None:
-        y = np.maximum(y, np.asarray(lo).astype(x.dtype))
+        y = np.maximum(y, np.asarray(np.ceil(lo) if integer else lo).astype(x.dtype))
     if hi is not None:
-        y = np.minimum(y, np.asarray(hi).astype(x.dtype))
+        y = np.minimum(y, np.asarray(np.floor(hi) if integer else hi).astype(x.dtype))
     return np.asarray(y, dtype=x.dtype)
 
 
@@ -219,13 +221,24 @@ def _binary_infer(kind: str):
     return infer
 
 
+def _check_int_divisor(a: np.ndarray, b: np.ndarray) -> None:
+    if a.dtype.kind in "iu" and np.any(b == 0):
+        raise ZeroDivisionError("integer division by zero")
+
+
 def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype.kind in "iu":
-        # integer division truncates toward zero (C, ONNX Div); numpy floors.
-        with np.errstate(divide="ignore"):
-            q = np.trunc(np.true_divide(a, b))
+        # integer division truncates toward zero (C, ONNX Div); numpy floors. Exact in ints.
+        _check_int_divisor(a, b)
+        q = np.floor_divide(a, b)
+        q = q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
         return q.astype(a.dtype)
     return np.true_divide(a, b).astype(a.dtype)
+
+
+def _floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    _check_int_divisor(a, b)
+    return np.floor_divide(a, b).astype(a.dtype)
 
 
 def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -235,6 +248,7 @@ def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    _check_int_divisor(a, b)
     return np.mod(a, b).astype(a.dtype)  # sign follows the divisor, like torch.remainder
 
 
@@ -243,7 +257,7 @@ _BINARY = {
     "subtract": (np.subtract, "numeric"),
     "multiply": (np.multiply, "numeric"),
     "divide": (_divide, "numeric"),
-    "floor_divide": (np.floor_divide, "numeric"),
+    "floor_divide": (_floor_divide, "numeric"),
     "mod": (_mod, "numeric"),
     "power": (_power, "numeric"),
     "maximum": (np.maximum, "any"),
