@@ -24,10 +24,10 @@ from compiler.ir.nodes import (
     Tuple,
     TupleGetItem,
     Var,
+    get_op,
 )
 from compiler.ir.symbolic import ANY, SymExpr
 from compiler.ir.types import TensorType, TupleType, Type, shape_matches
-from compiler.ops.registry import get_op
 
 
 class InterpretError(RuntimeError):

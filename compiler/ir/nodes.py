@@ -18,7 +18,16 @@ import numpy as np
 
 from compiler.ir.provenance import NO_PROVENANCE, Provenance
 from compiler.ir.types import DType, TensorType, TupleType, Type, join_types, type_of_array
-from compiler.ops.registry import Attrs, TypeInferenceError, get_op
+from compiler.ir.attrs import Attrs, TypeInferenceError
+
+
+def get_op(name: str):
+    """The op definition for ``name`` (importing compiler.ops registers every op family)."""
+    from compiler.ops.registry import get_op as _get_op
+
+    import compiler.ops  # noqa: F401
+
+    return _get_op(name)
 
 
 class IRError(Exception):
@@ -385,10 +394,10 @@ def _outer_operands(node: Expr) -> tuple[Expr, ...]:
         inner.update(id(b) for b in blk.bindings)
     free = []
     for blk in (node.then_branch, node.else_branch):
-        for b in (*blk.bindings, blk.result):
-            for op in ((b,) if b is blk.result else children(b)):
-                if not is_leaf(op) and id(op) not in inner:
-                    free.append(op)
+        # what the bindings read from outside (a nested If: only its own free nodes), then
+        # the result itself (which may also be one of the bindings)
+        reads = [op for b in blk.bindings for op in _outer_operands(b)] + [blk.result]
+        free.extend(op for op in reads if not is_leaf(op) and id(op) not in inner)
     return (node.cond, *free)
 
 

@@ -34,7 +34,7 @@ from compiler.ir.nodes import (
 )
 from compiler.ir.symbolic import ANY, dims_equal
 from compiler.ir.types import TensorType, TupleType, Type, join_types
-from compiler.ops.registry import TypeInferenceError
+from compiler.ir.attrs import TypeInferenceError
 
 
 @dataclass

@@ -1,6 +1,9 @@
 """The op registry and the op families. Importing this package registers every op."""
 
-from compiler.ops import elementwise, index, reduce, shape  # noqa: F401  (registers ops)
+import importlib as _importlib
+import pkgutil as _pkgutil
+
+
 from compiler.ops.registry import (
     ANCHOR,
     BROADCAST,
@@ -16,6 +19,13 @@ from compiler.ops.registry import (
     define_op,
     get_op,
 )
+
+# Every module of this package other than the infrastructure is an op family: importing it
+# registers its ops, so a new family only needs its own file.
+_INFRASTRUCTURE = {"registry", "shape_inference"}
+for _info in _pkgutil.iter_modules(__path__):
+    if _info.name not in _INFRASTRUCTURE:
+        _importlib.import_module(f"{__name__}.{_info.name}")
 
 __all__ = [
     "ANCHOR",

@@ -9,12 +9,9 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from compiler.ir.attrs import EMPTY_ATTRS, Attrs, TypeInferenceError  # noqa: F401
 from compiler.ir.symbolic import ANY, SymExpr, is_dim
 from compiler.ir.types import DType, Type
-
-
-class TypeInferenceError(TypeError):
-    """An op was given inputs or attributes it cannot accept; the message says why."""
 
 
 class _Required:
@@ -36,48 +33,7 @@ PATTERNS = (ELEMWISE, BROADCAST, INJECTIVE, REDUCE, ANCHOR, OPAQUE)
 ATTR_KINDS = ("int", "float", "bool", "str", "ints", "floats", "dim", "dims", "dtype", "any")
 
 
-class Attrs(Mapping):
-    """Immutable, hashable attribute mapping of a call (keys sorted)."""
 
-    __slots__ = ("_items", "_dict", "_hash")
-
-    def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()):
-        pairs = tuple(sorted(dict(items).items()))
-        object.__setattr__(self, "_items", pairs)
-        object.__setattr__(self, "_dict", dict(pairs))
-        object.__setattr__(self, "_hash", None)
-
-    def __setattr__(self, key, value):
-        raise AttributeError("Attrs are immutable")
-
-    def __getitem__(self, key: str) -> Any:
-        return self._dict[key]
-
-    def __iter__(self):
-        return iter(self._dict)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __hash__(self) -> int:
-        if self._hash is None:
-            object.__setattr__(self, "_hash", hash(self._items))
-        return self._hash
-
-    def __eq__(self, other) -> bool:
-        if isinstance(other, Attrs):
-            return self._items == other._items
-        return isinstance(other, Mapping) and self._dict == dict(other)
-
-    def with_(self, **changes: Any) -> "Attrs":
-        """A copy with some attributes changed."""
-        return Attrs({**self._dict, **changes})
-
-    def __repr__(self) -> str:
-        return f"Attrs({self._dict!r})"
-
-
-EMPTY_ATTRS = Attrs()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,856 @@
+"""Neural-network ops: matmul and linear, convolutions, pooling, normalisations, softmax and
+scaled dot-product attention.
+
+Every float op computes in float64 and rounds to the result dtype, so float16/bfloat16 results
+are correctly rounded. Semantic choices, where frameworks differ:
+
+- ``matmul``: numpy / torch semantics (1-D operands get a dim prepended / appended and then
+  removed, leading dims broadcast). Contraction dims are an error only when provably different
+  (``3`` vs ``4``); ``n`` vs ``m`` is accepted, as TVM Relax does. ``out_dtype`` (default: the
+  input dtype) lets mixed precision keep f16 inputs with an f32 result.
+- ``linear``: torch's ``F.linear``, ``weight`` is ``(out_features, in_features)``.
+- ``conv1d`` / ``conv2d``: ``padding`` lists every begin then every end (``top, left, bottom,
+  right``); layouts are any permutation of the letters of ``NCHW`` / ``OIHW`` (``NHWC``,
+  ``HWIO``, ``OHWI``, ...), the result is in ``data_layout``. An optional ``bias`` of shape
+  ``(out_channels,)`` is added, as in torch.
+- Pooling windows follow torch: with ``ceil_mode`` the last window must start inside the input
+  or its begin padding; ``avg_pool2d`` with ``count_include_pad`` divides by the window clipped
+  to the padded input, otherwise by the number of input elements in the window.
+- ``batch_norm`` is the inference form: one result (no running-stat outputs, unlike Relax).
+- ``scaled_dot_product_attention``: torch layout ``(..., L, E)`` with broadcasting batch dims;
+  a bool mask keeps True, a float mask is added to the scores; ``is_causal`` keeps the lower
+  triangle aligned top-left and may be combined with a mask (ONNX Attention allows both). A
+  query row with no key left gives zeros, as torch does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from compiler.ir.symbolic import (
+    ANY,
+    Dim,
+    dim_add,
+    dim_mul,
+    dim_str,
+    dim_sub,
+    dims_equal,
+    floordiv,
+)
+from compiler.ir.types import DType, TensorType, Type
+from compiler.ops.registry import (
+    ANCHOR,
+    BROADCAST,
+    OPAQUE,
+    Attrs,
+    AttrSpec,
+    TypeInferenceError,
+    define_op,
+)
+from compiler.ops.shape_inference import (
+    broadcast_shapes,
+    known_rank,
+    normalize_axes,
+    normalize_axis,
+    same_dtype,
+    tensor_input,
+)
+
+# ----- shared helpers ---------------------------------------------------------------------
+
+
+def _shape_text(shape: Sequence[Dim]) -> str:
+    return "[" + ", ".join(dim_str(d) for d in shape) + "]"
+
+
+def _float_input(t: Type, what: str) -> TensorType:
+    t = tensor_input(t, what)
+    if not t.dtype.is_float:
+        raise TypeInferenceError(f"{what} must be floating-point, got {t}")
+    return t
+
+
+def _numeric_input(t: Type, what: str) -> TensorType:
+    t = tensor_input(t, what)
+    if t.dtype is DType.bool:
+        raise TypeInferenceError(f"{what} must be numeric, got {t}")
+    return t
+
+
+def _rank(t: TensorType, rank: int, what: str, layout: str = "") -> tuple:
+    """The shape of ``t``, which must have exactly ``rank`` dims."""
+    n = known_rank(t, what)
+    if n != rank:
+        how = f" (layout {layout})" if layout else ""
+        raise TypeInferenceError(f"{what} must have rank {rank}{how}, got {t}")
+    return t.shape
+
+
+def _out_dtype(attrs: Attrs, dtype: DType) -> DType:
+    return attrs["out_dtype"] if attrs.get("out_dtype") is not None else dtype
+
+
+def _np_out_dtype(attrs: Attrs, dtype: np.dtype) -> np.dtype:
+    out = attrs.get("out_dtype")
+    return out.numpy if out is not None else dtype
+
+
+def _f64(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float64)
+
+
+def _layout_perm(layout: str, canonical: str, what: str) -> tuple[int, ...]:
+    """For each letter of ``canonical``, its position in ``layout``."""
+    if len(layout) != len(canonical) or sorted(layout) != sorted(canonical):
+        raise TypeInferenceError(
+            f"{what} {layout!r} must be a permutation of the letters of {canonical!r}"
+        )
+    return tuple(layout.index(c) for c in canonical)
+
+
+def _to_layout(canonical_dims: Sequence, canonical: str, layout: str) -> tuple:
+    """Dims given in ``canonical`` order, rearranged into ``layout`` order."""
+    return tuple(canonical_dims[canonical.index(c)] for c in layout)
+
+
+def _check_ints(attrs: Attrs, name: str, count: int, minimum: int, meaning: str) -> tuple:
+    values = attrs[name]
+    if len(values) != count:
+        raise TypeInferenceError(f"{name} must have {count} values ({meaning}), got {list(values)}")
+    for v in values:
+        if v < minimum:
+            raise TypeInferenceError(f"{name} must be >= {minimum}, got {list(values)}")
+    return tuple(values)
+
+
+def _window_count(
+    size: Dim,
+    pad_begin: int,
+    pad_end: int,
+    kernel: Dim,
+    stride: int,
+    dilation: int,
+    ceil_mode: bool = False,
+    what: str = "spatial dim",
+) -> Dim:
+    """How many windows fit along one spatial dim: floor (or ceil) of
+    ``(size + pads - dilation*(kernel-1) - 1) / stride`` plus one, on symbolic dims."""
+    extent = dim_add(dim_mul(dilation, dim_sub(kernel, 1)), 1)  # the dilated kernel
+    span = dim_sub(dim_add(size, pad_begin + pad_end), extent)
+    if isinstance(span, int) and span < 0:
+        raise TypeInferenceError(
+            f"{what} of size {dim_str(size)} with padding {pad_begin}+{pad_end} is smaller than "
+            f"the kernel {dim_str(kernel)} (dilation {dilation}): no output"
+        )
+    if not ceil_mode:
+        return dim_add(floordiv(span, stride), 1)
+    out = dim_add(floordiv(dim_add(span, stride - 1), stride), 1)
+    if isinstance(out, int) and isinstance(size, int):
+        # torch: the last window must start inside the input or its begin padding
+        return out - 1 if (out - 1) * stride >= size + pad_begin else out
+    if not isinstance(extent, int):
+        return ANY
+    # Symbolically: the last window can start past the input only if the stride exceeds
+    # the part of the kernel not covered by the end padding.
+    excess = extent - 1 - pad_end
+    if stride <= excess + 1:
+        return out
+    if stride == 1:
+        return dim_sub(out, 1)
+    return ANY
+
+
+def _window_slices(offsets, dilation, strides, out_sizes) -> tuple[slice, ...]:
+    """Slices picking, for one kernel position, the input element of every output window."""
+    return tuple(
+        slice(o * d, o * d + s * (n - 1) + 1, s)
+        for o, d, s, n in zip(offsets, dilation, strides, out_sizes, strict=True)
+    )
+
+
+# ----- matmul and linear ------------------------------------------------------------------
+
+
+def _matmul_infer(types, attrs):
+    a = _numeric_input(types[0], "lhs")
+    b = _numeric_input(types[1], "rhs")
+    dtype = same_dtype([a, b], "lhs and rhs")
+    out_dtype = _out_dtype(attrs, dtype)
+    if a.shape is None or b.shape is None:
+        return TensorType(None, out_dtype)
+    for t, what in ((a, "lhs"), (b, "rhs")):
+        if len(t.shape) == 0:
+            raise TypeInferenceError(f"{what} must have rank >= 1, got {t}")
+    ash = a.shape if len(a.shape) > 1 else (1, *a.shape)
+    bsh = b.shape if len(b.shape) > 1 else (*b.shape, 1)
+    if dims_equal(ash[-1], bsh[-2]) is False:
+        raise TypeInferenceError(
+            f"contraction dims differ: lhs {a} has {dim_str(ash[-1])} columns "
+            f"but rhs {b} has {dim_str(bsh[-2])} rows"
+        )
+    try:
+        batch = broadcast_shapes(ash[:-2], bsh[:-2])
+    except TypeInferenceError:
+        raise TypeInferenceError(
+            f"batch dims {_shape_text(ash[:-2])} of lhs and {_shape_text(bsh[:-2])} of rhs "
+            "do not broadcast"
+        ) from None
+    rows = ash[-2:-1] if len(a.shape) > 1 else ()
+    cols = bsh[-1:] if len(b.shape) > 1 else ()
+    return TensorType((*batch, *rows, *cols), out_dtype)
+
+
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f" or b.dtype.kind == "f":
+        return np.matmul(_f64(a), _f64(b))
+    return np.matmul(a.astype(np.int64), b.astype(np.int64))  # wraps like a framework kernel
+
+
+def _matmul_compute(values, attrs):
+    a, b = values
+    return np.asarray(_matmul(a, b)).astype(_np_out_dtype(attrs, a.dtype))
+
+
+_OUT_DTYPE = AttrSpec("dtype", None, "the result dtype; none = the input dtype")
+
+define_op(
+    "matmul",
+    inputs=("lhs", "rhs"),
+    attrs={"out_dtype": _OUT_DTYPE},
+    infer=_matmul_infer,
+    compute=_matmul_compute,
+    pattern=ANCHOR,
+    doc="Matrix product with numpy semantics: 1-D operands and broadcast batch dims.",
+)
+
+
+def _linear_infer(types, attrs):
+    x = _numeric_input(types[0], "x")
+    w = _numeric_input(types[1], "weight")
+    bias = _numeric_input(types[2], "bias") if len(types) > 2 else None
+    dtype = same_dtype([x, w] + ([bias] if bias else []), "x, weight and bias")
+    out_dtype = _out_dtype(attrs, dtype)
+    out_f, in_f = _rank(w, 2, "weight", "(out_features, in_features)")
+    if bias is not None:
+        brank = known_rank(bias, "bias")
+        if brank > 1 or (brank == 1 and dims_equal(bias.shape[0], out_f) is False):
+            raise TypeInferenceError(
+                f"bias must have shape [{dim_str(out_f)}] (out_features), got {bias}"
+            )
+    if x.shape is None:
+        return TensorType(None, out_dtype)
+    if len(x.shape) == 0:
+        raise TypeInferenceError(f"x must have rank >= 1, got {x}")
+    if dims_equal(x.shape[-1], in_f) is False:
+        raise TypeInferenceError(
+            f"x has {dim_str(x.shape[-1])} features but weight {w} expects {dim_str(in_f)}"
+        )
+    return TensorType((*x.shape[:-1], out_f), out_dtype)
+
+
+def _linear_compute(values, attrs):
+    x, w = values[0], values[1]
+    y = _matmul(x, w.T)
+    if len(values) > 2:
+        y = y + (_f64(values[2]) if y.dtype.kind == "f" else values[2].astype(np.int64))
+    return np.asarray(y).astype(_np_out_dtype(attrs, x.dtype))
+
+
+define_op(
+    "linear",
+    inputs=("x", "weight", "bias?"),
+    attrs={"out_dtype": _OUT_DTYPE},
+    infer=_linear_infer,
+    compute=_linear_compute,
+    pattern=ANCHOR,
+    doc="x @ weight.T + bias with weight of shape (out_features, in_features), like torch.",
+)
+
+# ----- convolution ------------------------------------------------------------------------
+
+_CONV_LAYOUTS = {1: ("NCW", "OIW"), 2: ("NCHW", "OIHW")}
+_SPATIAL_NAMES = {1: ("width",), 2: ("height", "width")}
+
+
+def _conv_attrs(nd: int) -> dict[str, AttrSpec]:
+    data_layout, kernel_layout = _CONV_LAYOUTS[nd]
+    pad_doc = "left, right" if nd == 1 else "top, left, bottom, right"
+    return {
+        "strides": AttrSpec("ints", (1,) * nd, "step of the window per spatial dim"),
+        "padding": AttrSpec("ints", (0,) * (2 * nd), f"zero padding: {pad_doc}"),
+        "dilation": AttrSpec("ints", (1,) * nd, "spacing of kernel elements"),
+        "groups": AttrSpec("int", 1, "channel groups (groups = channels: depthwise)"),
+        "data_layout": AttrSpec("str", data_layout, f"layout of data and result ({data_layout})"),
+        "kernel_layout": AttrSpec("str", kernel_layout, f"layout of weight ({kernel_layout})"),
+        "out_dtype": _OUT_DTYPE,
+    }
+
+
+def _conv_infer(nd: int):
+    canon_data, canon_kernel = _CONV_LAYOUTS[nd]
+
+    def infer(types, attrs):
+        data = _float_input(types[0], "data")
+        weight = _float_input(types[1], "weight")
+        bias = _float_input(types[2], "bias") if len(types) > 2 else None
+        dtype = same_dtype([data, weight] + ([bias] if bias else []), "data, weight and bias")
+        layout, kernel_layout = attrs["data_layout"], attrs["kernel_layout"]
+        dperm = _layout_perm(layout, canon_data, "data_layout")
+        kperm = _layout_perm(kernel_layout, canon_kernel, "kernel_layout")
+        strides = _check_ints(attrs, "strides", nd, 1, "one per spatial dim")
+        dilation = _check_ints(attrs, "dilation", nd, 1, "one per spatial dim")
+        pad_doc = "left, right" if nd == 1 else "top, left, bottom, right"
+        padding = _check_ints(attrs, "padding", 2 * nd, 0, pad_doc)
+        groups = attrs["groups"]
+        if groups < 1:
+            raise TypeInferenceError(f"groups must be >= 1, got {groups}")
+        dshape = _rank(data, nd + 2, "data", layout)
+        kshape = _rank(weight, nd + 2, "weight", kernel_layout)
+        n, c, *spatial = (dshape[p] for p in dperm)
+        o, i, *kernel = (kshape[p] for p in kperm)
+        expected = dim_mul(i, groups)
+        if dims_equal(c, expected) is False:
+            raise TypeInferenceError(
+                f"data has {dim_str(c)} channels but weight expects {dim_str(expected)} "
+                f"(groups={groups})"
+            )
+        if isinstance(o, int) and o % groups:
+            raise TypeInferenceError(
+                f"weight has {o} output channels, which groups={groups} does not divide"
+            )
+        if bias is not None and (
+            known_rank(bias, "bias") != 1 or dims_equal(bias.shape[0], o) is False
+        ):
+            raise TypeInferenceError(
+                f"bias must have shape [{dim_str(o)}] (one per output channel), got {bias}"
+            )
+        out_spatial = [
+            _window_count(
+                spatial[k],
+                padding[k],
+                padding[k + nd],
+                kernel[k],
+                strides[k],
+                dilation[k],
+                what=f"input {_SPATIAL_NAMES[nd][k]}",
+            )
+            for k in range(nd)
+        ]
+        out = _to_layout((n, o, *out_spatial), canon_data, layout)
+        return TensorType(out, _out_dtype(attrs, dtype))
+
+    return infer
+
+
+def _conv(x: np.ndarray, w: np.ndarray, strides, padding, dilation, groups) -> np.ndarray:
+    """Convolution of x (N, C, *S) with w (O, C/groups, *K) in float64; no bias."""
+    nd = x.ndim - 2
+    x = np.pad(_f64(x), [(0, 0), (0, 0)] + [(padding[k], padding[k + nd]) for k in range(nd)])
+    w = _f64(w)
+    n, c, *size = x.shape
+    o, cg, *kernel = w.shape
+    out_sizes = [(size[k] - dilation[k] * (kernel[k] - 1) - 1) // strides[k] + 1 for k in range(nd)]
+    og = o // groups
+    xg = x.reshape(n, groups, cg, *size)
+    wg = w.reshape(groups, og, cg, *kernel)
+    if cg == 1:  # depthwise: a multiply-accumulate per kernel position beats tiny matmuls
+        y = np.zeros((n, groups, og, *out_sizes))
+        spatial_ones = (1,) * nd
+        for offsets in np.ndindex(*kernel):
+            sl = _window_slices(offsets, dilation, strides, out_sizes)
+            patch = xg[(slice(None), slice(None), slice(0, 1)) + sl]  # (n, groups, 1, *out)
+            y += patch * wg[(slice(None), slice(None), 0) + offsets].reshape(
+                groups, og, *spatial_ones
+            )
+        return y.reshape(n, o, *out_sizes)
+    acc = np.zeros((groups, n * math.prod(out_sizes), og))
+    # One batched matrix product per kernel position: little memory, BLAS speed.
+    for offsets in np.ndindex(*kernel):
+        patch = xg[(slice(None),) * 3 + _window_slices(offsets, dilation, strides, out_sizes)]
+        patch = np.moveaxis(np.moveaxis(patch, 2, -1), 1, 0).reshape(groups, -1, cg)
+        acc += patch @ wg[(slice(None),) * 3 + offsets].transpose(0, 2, 1)
+    y = acc.reshape(groups, n, *out_sizes, og)
+    y = y.transpose(1, 0, nd + 2, *range(2, nd + 2))  # (n, groups, og, *out)
+    return y.reshape(n, o, *out_sizes)
+
+
+def _conv_compute(nd: int):
+    canon_data, canon_kernel = _CONV_LAYOUTS[nd]
+
+    def compute(values, attrs):
+        data, weight = values[0], values[1]
+        layout = attrs["data_layout"]
+        dperm = _layout_perm(layout, canon_data, "data_layout")
+        kperm = _layout_perm(attrs["kernel_layout"], canon_kernel, "kernel_layout")
+        x = np.transpose(data, dperm)
+        w = np.transpose(weight, kperm)
+        y = _conv(x, w, attrs["strides"], attrs["padding"], attrs["dilation"], attrs["groups"])
+        if len(values) > 2:
+            y += _f64(values[2]).reshape(-1, *(1,) * nd)
+        y = np.transpose(y, _layout_perm(canon_data, layout, "data_layout"))
+        return y.astype(_np_out_dtype(attrs, data.dtype))
+
+    return compute
+
+
+for _nd in (1, 2):
+    _dl, _kl = _CONV_LAYOUTS[_nd]
+    define_op(
+        f"conv{_nd}d",
+        inputs=("data", "weight", "bias?"),
+        attrs=_conv_attrs(_nd),
+        infer=_conv_infer(_nd),
+        compute=_conv_compute(_nd),
+        pattern=ANCHOR,
+        doc=f"{_nd}-D convolution (cross-correlation) with groups, data {_dl}, weight {_kl}.",
+    )
+
+# ----- pooling ----------------------------------------------------------------------------
+
+
+def _pool_attrs(kind: str) -> dict[str, AttrSpec]:
+    attrs = {
+        "pool_size": AttrSpec("ints", doc="window size (height, width)"),
+        "strides": AttrSpec("ints", None, "step of the window; none = pool_size (torch)"),
+        "padding": AttrSpec("ints", (0, 0, 0, 0), "padding: top, left, bottom, right"),
+        "dilation": AttrSpec("ints", (1, 1), "spacing of window elements"),
+        "ceil_mode": AttrSpec("bool", False, "round the window count up, like torch"),
+        "layout": AttrSpec("str", "NCHW", "layout of data and result (NCHW or NHWC)"),
+    }
+    if kind == "avg":
+        del attrs["dilation"]
+        attrs["count_include_pad"] = AttrSpec(
+            "bool", True, "divide by the whole window (true) or only its input elements"
+        )
+    return attrs
+
+
+def _pool_params(attrs: Attrs) -> tuple[tuple, tuple, tuple, tuple]:
+    pool = _check_ints(attrs, "pool_size", 2, 1, "height, width")
+    if attrs["strides"] is None:
+        strides = pool
+    else:
+        strides = _check_ints(attrs, "strides", 2, 1, "height, width")
+    dilation = (
+        _check_ints(attrs, "dilation", 2, 1, "height, width") if "dilation" in attrs else (1, 1)
+    )
+    padding = _check_ints(attrs, "padding", 4, 0, "top, left, bottom, right")
+    return pool, strides, dilation, padding
+
+
+def _pool_infer(kind: str):
+    def infer(types, attrs):
+        data = _float_input(types[0], "data") if kind == "avg" else _numeric_input(types[0], "data")
+        layout = attrs["layout"]
+        perm = _layout_perm(layout, "NCHW", "layout")
+        pool, strides, dilation, padding = _pool_params(attrs)
+        shape = _rank(data, 4, "data", layout)
+        n, c, h, w = (shape[p] for p in perm)
+        out = [
+            _window_count(
+                size,
+                padding[k],
+                padding[k + 2],
+                pool[k],
+                strides[k],
+                dilation[k],
+                attrs["ceil_mode"],
+                f"input {_SPATIAL_NAMES[2][k]}",
+            )
+            for k, size in enumerate((h, w))
+        ]
+        return data.with_shape(_to_layout((n, c, *out), "NCHW", layout))
+
+    return infer
+
+
+def _pool_compute(kind: str):
+    def compute(values, attrs):
+        (data,) = values
+        layout = attrs["layout"]
+        x = np.transpose(data, _layout_perm(layout, "NCHW", "layout"))
+        pool, strides, dilation, padding = _pool_params(attrs)
+        size = x.shape[2:]
+        out = [
+            _window_count(
+                size[k],
+                padding[k],
+                padding[k + 2],
+                pool[k],
+                strides[k],
+                dilation[k],
+                attrs["ceil_mode"],
+            )
+            for k in range(2)
+        ]
+        # ceil_mode windows may run past the end padding: pad further (never counted).
+        extra = [
+            max(
+                0,
+                (out[k] - 1) * strides[k]
+                + dilation[k] * (pool[k] - 1)
+                + 1
+                - (size[k] + padding[k] + padding[k + 2]),
+            )
+            for k in range(2)
+        ]
+        widths = [(0, 0), (0, 0)] + [(padding[k], padding[k + 2] + extra[k]) for k in range(2)]
+        if kind == "max":
+            low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+            xp = np.pad(x, widths, constant_values=np.asarray(low).astype(x.dtype))
+            y = None
+            for offsets in np.ndindex(*pool):
+                win = xp[(slice(None),) * 2 + _window_slices(offsets, dilation, strides, out)]
+                y = win if y is None else np.maximum(y, win)
+        else:
+            xp = np.pad(_f64(x), widths)
+            if attrs["count_include_pad"]:
+                counted = np.pad(
+                    np.ones([size[k] + padding[k] + padding[k + 2] for k in range(2)]),
+                    [(0, e) for e in extra],
+                )
+            else:
+                counted = np.pad(
+                    np.ones(size), [(padding[k], padding[k + 2] + extra[k]) for k in range(2)]
+                )
+            total = np.zeros(x.shape[:2] + tuple(out))
+            count = np.zeros(out)
+            for offsets in np.ndindex(*pool):
+                sl = _window_slices(offsets, dilation, strides, out)
+                total += xp[(slice(None),) * 2 + sl]
+                count += counted[sl]
+            y = total / count
+        y = np.transpose(y, _layout_perm("NCHW", layout, "layout"))
+        return np.asarray(y).astype(data.dtype)
+
+    return compute
+
+
+define_op(
+    "max_pool2d",
+    inputs=("data",),
+    attrs=_pool_attrs("max"),
+    infer=_pool_infer("max"),
+    compute=_pool_compute("max"),
+    pattern=ANCHOR,
+    doc="2-D max pooling over windows (padding never wins), torch semantics incl. ceil_mode.",
+)
+
+define_op(
+    "avg_pool2d",
+    inputs=("data",),
+    attrs=_pool_attrs("avg"),
+    infer=_pool_infer("avg"),
+    compute=_pool_compute("avg"),
+    pattern=ANCHOR,
+    doc="2-D average pooling over windows, torch semantics incl. ceil_mode, count_include_pad.",
+)
+
+
+def _adaptive_infer(types, attrs):
+    data = _float_input(types[0], "data")
+    layout = attrs["layout"]
+    perm = _layout_perm(layout, "NCHW", "layout")
+    shape = _rank(data, 4, "data", layout)
+    n, c, h, w = (shape[p] for p in perm)
+    size = attrs["output_size"]
+    if size is None:
+        size = (h, w)
+    else:
+        size = _check_ints(attrs, "output_size", 2, 1, "height, width")
+    return data.with_shape(_to_layout((n, c, *size), "NCHW", layout))
+
+
+def _adaptive_mean(x: np.ndarray, axis: int, out: int) -> np.ndarray:
+    """Average ``x`` along ``axis`` into ``out`` bins [floor(i*n/out), ceil((i+1)*n/out))."""
+    n = x.shape[axis]
+    bins = [
+        np.mean(np.take(x, range((i * n) // out, -((-(i + 1) * n) // out)), axis=axis), axis=axis)
+        for i in range(out)
+    ]
+    return np.stack(bins, axis=axis)
+
+
+def _adaptive_compute(values, attrs):
+    (data,) = values
+    layout = attrs["layout"]
+    x = _f64(np.transpose(data, _layout_perm(layout, "NCHW", "layout")))
+    size = attrs["output_size"] or x.shape[2:]
+    # The mean over a rectangle is the mean over its rows of the means over its columns.
+    y = _adaptive_mean(_adaptive_mean(x, 2, size[0]), 3, size[1])
+    return np.transpose(y, _layout_perm("NCHW", layout, "layout")).astype(data.dtype)
+
+
+define_op(
+    "adaptive_avg_pool2d",
+    inputs=("data",),
+    attrs={
+        "output_size": AttrSpec("ints", None, "(height, width) of the result; none = the input's"),
+        "layout": AttrSpec("str", "NCHW", "layout of data and result (NCHW or NHWC)"),
+    },
+    infer=_adaptive_infer,
+    compute=_adaptive_compute,
+    pattern=ANCHOR,
+    doc="2-D average pooling into a fixed output size (torch's bins), e.g. global pooling.",
+)
+
+# ----- normalisation ----------------------------------------------------------------------
+
+
+def _param_input(t: Type, what: str, dims: Sequence[Dim], meaning: str) -> TensorType:
+    """A scale / shift / statistics input, which must have shape ``dims``."""
+    t = _float_input(t, what)
+    ok = (
+        t.shape is not None
+        and len(t.shape) == len(dims)
+        and all(dims_equal(a, b) is not False for a, b in zip(t.shape, dims, strict=True))
+    )
+    if not ok:
+        raise TypeInferenceError(f"{what} must have shape {_shape_text(dims)} ({meaning}), got {t}")
+    return t
+
+
+def _batch_norm_infer(types, attrs):
+    data = _float_input(types[0], "data")
+    rank = known_rank(data, "data")
+    if rank < 2:
+        raise TypeInferenceError(f"data must have rank >= 2, got {data}")
+    axis = normalize_axis(attrs["axis"], rank)
+    c = data.shape[axis]
+    params = [
+        _param_input(t, what, (c,), f"one per channel of axis {axis}")
+        for t, what in zip(types[1:], ("gamma", "beta", "moving_mean", "moving_var"), strict=True)
+    ]
+    same_dtype([data, *params], "data and the batch_norm parameters")
+    return data
+
+
+def _batch_norm_compute(values, attrs):
+    data, gamma, beta, mean, var = values
+    axis = attrs["axis"] % data.ndim
+    shape = [1] * data.ndim
+    shape[axis] = -1
+    g, b, m, v = (_f64(p).reshape(shape) for p in (gamma, beta, mean, var))
+    y = (_f64(data) - m) / np.sqrt(v + attrs["epsilon"]) * g + b
+    return y.astype(data.dtype)
+
+
+_EPSILON = AttrSpec("float", 1e-5, "added to the variance")
+
+define_op(
+    "batch_norm",
+    inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+    attrs={"axis": AttrSpec("int", 1, "the channel axis"), "epsilon": _EPSILON},
+    infer=_batch_norm_infer,
+    compute=_batch_norm_compute,
+    pattern=BROADCAST,
+    doc="Inference batch norm: (x - moving_mean) / sqrt(moving_var + eps) * gamma + beta.",
+)
+
+
+def _layer_norm_infer(types, attrs):
+    data = _float_input(types[0], "data")
+    rank = known_rank(data, "data")
+    if not attrs["axes"]:
+        raise TypeInferenceError("axes must name at least one axis")
+    axes = sorted(normalize_axes(attrs["axes"], rank))
+    dims = tuple(data.shape[a] for a in axes)
+    params = [
+        _param_input(t, what, dims, f"the normalized dims of axes {axes}")
+        for t, what in zip(types[1:], ("gamma", "beta"), strict=False)
+    ]
+    same_dtype([data, *params], "data, gamma and beta")
+    return data
+
+
+def _normalize(x: np.ndarray, axes: tuple[int, ...], epsilon: float) -> np.ndarray:
+    mean = np.mean(x, axis=axes, keepdims=True)
+    var = np.mean((x - mean) ** 2, axis=axes, keepdims=True)
+    return (x - mean) / np.sqrt(var + epsilon)
+
+
+def _layer_norm_compute(values, attrs):
+    data = values[0]
+    axes = tuple(sorted(a % data.ndim for a in attrs["axes"]))
+    y = _normalize(_f64(data), axes, attrs["epsilon"])
+    shape = [data.shape[a] if a in axes else 1 for a in range(data.ndim)]
+    for p, op in zip(values[1:], (np.multiply, np.add), strict=False):
+        y = op(y, _f64(p).reshape(shape))
+    return y.astype(data.dtype)
+
+
+define_op(
+    "layer_norm",
+    inputs=("data", "gamma?", "beta?"),
+    attrs={"axes": AttrSpec("ints", (-1,), "the axes normalized together"), "epsilon": _EPSILON},
+    infer=_layer_norm_infer,
+    compute=_layer_norm_compute,
+    pattern=OPAQUE,
+    doc="Layer norm over axes, then an optional elementwise scale gamma and shift beta.",
+)
+
+
+def _group_norm_infer(types, attrs):
+    data = _float_input(types[0], "data")
+    rank = known_rank(data, "data")
+    if rank < 2:
+        raise TypeInferenceError(f"data must have rank >= 2 (batch, channels, ...), got {data}")
+    axis = normalize_axis(attrs["channel_axis"], rank, "channel_axis")
+    if axis == 0:
+        raise TypeInferenceError("channel_axis must not be 0, the batch axis")
+    groups = attrs["num_groups"]
+    if groups < 1:
+        raise TypeInferenceError(f"num_groups must be >= 1, got {groups}")
+    c = data.shape[axis]
+    if isinstance(c, int) and c % groups:
+        raise TypeInferenceError(f"{c} channels are not divisible by num_groups={groups}")
+    params = [
+        _param_input(t, what, (c,), "one per channel")
+        for t, what in zip(types[1:], ("gamma", "beta"), strict=False)
+    ]
+    same_dtype([data, *params], "data, gamma and beta")
+    return data
+
+
+def _group_norm_compute(values, attrs):
+    data = values[0]
+    axis = attrs["channel_axis"] % data.ndim
+    x = np.moveaxis(_f64(data), axis, 1)
+    n, c = x.shape[:2]
+    y = _normalize(x.reshape(n, attrs["num_groups"], -1), (2,), attrs["epsilon"]).reshape(x.shape)
+    shape = (c,) + (1,) * (x.ndim - 2)
+    for p, op in zip(values[1:], (np.multiply, np.add), strict=False):
+        y = op(y, _f64(p).reshape(shape))
+    return np.moveaxis(y, 1, axis).astype(data.dtype)
+
+
+define_op(
+    "group_norm",
+    inputs=("data", "gamma?", "beta?"),
+    attrs={
+        "num_groups": AttrSpec("int", doc="channel groups normalized separately"),
+        "channel_axis": AttrSpec("int", 1, "the channel axis (axis 0 is the batch)"),
+        "epsilon": _EPSILON,
+    },
+    infer=_group_norm_infer,
+    compute=_group_norm_compute,
+    pattern=OPAQUE,
+    doc="Group norm: each group of channels normalized over it and all non-batch dims.",
+)
+
+# ----- softmax ----------------------------------------------------------------------------
+
+
+def _softmax_infer(types, attrs):
+    data = _float_input(types[0], "data")
+    if data.shape is not None:
+        normalize_axis(attrs["axis"], len(data.shape))
+    return data
+
+
+def _softmax64(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
+    x = _f64(x)
+    if x.ndim == 0:
+        return np.zeros(()) if log else np.ones(())
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    total = np.sum(np.exp(shifted), axis=axis, keepdims=True)
+    return shifted - np.log(total) if log else np.exp(shifted) / total
+
+
+for _name, _log in (("softmax", False), ("log_softmax", True)):
+    define_op(
+        _name,
+        inputs=("data",),
+        attrs={"axis": AttrSpec("int", -1, "the axis normalized")},
+        infer=_softmax_infer,
+        compute=lambda v, a, _log=_log: _softmax64(v[0], a["axis"], _log).astype(v[0].dtype),
+        pattern=OPAQUE,
+        doc=f"{'Log of the s' if _log else 'S'}oftmax along an axis (max-shifted for stability).",
+    )
+
+# ----- attention --------------------------------------------------------------------------
+
+
+def _sdpa_infer(types, attrs):
+    q, k, v = (
+        _float_input(t, what) for t, what in zip(types[:3], ("query", "key", "value"), strict=True)
+    )
+    dtype = same_dtype([q, k, v], "query, key and value")
+    for t, what in ((q, "query"), (k, "key"), (v, "value")):
+        if known_rank(t, what) < 2:
+            raise TypeInferenceError(f"{what} must have rank >= 2 (..., length, features), got {t}")
+    (qlen, e), (klen, ek), (vlen, ev) = q.shape[-2:], k.shape[-2:], v.shape[-2:]
+    if dims_equal(e, ek) is False:
+        raise TypeInferenceError(
+            f"query {q} has {dim_str(e)} features but key {k} has {dim_str(ek)}"
+        )
+    if dims_equal(klen, vlen) is False:
+        raise TypeInferenceError(
+            f"key {k} has {dim_str(klen)} positions but value {v} has {dim_str(vlen)}"
+        )
+    try:
+        scores_batch = broadcast_shapes(q.shape[:-2], k.shape[:-2])
+        batch = broadcast_shapes(scores_batch, v.shape[:-2])
+    except TypeInferenceError:
+        raise TypeInferenceError(
+            f"batch dims of query {q}, key {k} and value {v} do not broadcast"
+        ) from None
+    if len(types) > 3:
+        mask = tensor_input(types[3], "attn_mask")
+        if mask.dtype is not DType.bool and mask.dtype is not dtype:
+            raise TypeInferenceError(
+                f"attn_mask must be bool (True = attend) or {dtype} (added to the scores), "
+                f"got {mask}"
+            )
+        scores = (*scores_batch, qlen, klen)
+        mrank = known_rank(mask, "attn_mask")
+        fits = mrank <= len(scores) and all(
+            d == 1 or dims_equal(d, s) is not False
+            for d, s in zip(mask.shape[::-1], scores[::-1], strict=False)
+        )
+        if not fits:
+            raise TypeInferenceError(
+                f"attn_mask {mask} does not broadcast to the attention scores {_shape_text(scores)}"
+            )
+    if attrs["scale"] is not None and not attrs["scale"] > 0:
+        raise TypeInferenceError(f"scale must be positive, got {attrs['scale']}")
+    return TensorType((*batch, qlen, ev), dtype)
+
+
+def _sdpa_compute(values, attrs):
+    q, k, v = (_f64(x) for x in values[:3])
+    scale = attrs["scale"] if attrs["scale"] is not None else 1.0 / math.sqrt(q.shape[-1])
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale
+    keep = np.ones(scores.shape[-2:], dtype=bool)
+    if attrs["is_causal"]:
+        keep = np.tril(keep)
+    if len(values) > 3:
+        mask = values[3]
+        if mask.dtype == np.bool_:
+            keep = keep & mask
+        else:
+            scores = scores + _f64(mask)
+    scores = np.where(keep, scores, -np.inf)
+    top = np.max(scores, axis=-1, keepdims=True)
+    weights = np.exp(scores - np.where(np.isfinite(top), top, 0.0))
+    total = np.sum(weights, axis=-1, keepdims=True)
+    # A row with nothing to attend to gives zeros, as torch does.
+    probs = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+    return (probs @ v).astype(values[0].dtype)
+
+
+define_op(
+    "scaled_dot_product_attention",
+    inputs=("query", "key", "value", "attn_mask?"),
+    attrs={
+        "is_causal": AttrSpec("bool", False, "attend only to keys at or before the query"),
+        "scale": AttrSpec("float", None, "score scale; none = 1/sqrt(features)"),
+    },
+    infer=_sdpa_infer,
+    compute=_sdpa_compute,
+    pattern=OPAQUE,
+    doc="softmax(query @ key^T * scale + mask) @ value over (..., length, features), like torch.",
+)
