@@ -18,27 +18,12 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from compiler.frontend.errors import FrontendError, UnsupportedOperatorError
 from compiler.ir.nodes import Constant, Expr, Function, IRError, Module, Tuple, Var
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import Dim, SymExpr, sym
 from compiler.ir.types import DType, TensorType
 from compiler.passes.rewrite import with_provenance
-
-
-class FrontendError(Exception):
-    """A model could not be imported; the message says what and where."""
-
-
-class UnsupportedOperatorError(FrontendError):
-    """The model uses operators passlens cannot convert; ``operators`` maps each to where."""
-
-    def __init__(self, operators: dict[str, list[str]], framework: str = "torch"):
-        self.operators = operators
-        lines = [f"{len(operators)} unsupported {framework} operator(s):"]
-        for op, places in operators.items():
-            shown = ", ".join(places[:5]) + (f" and {len(places) - 5} more" if len(places) > 5 else "")
-            lines.append(f"  {op}  used at {shown}")
-        super().__init__("\n".join(lines))
 
 
 Converter = Callable[["ConvertContext", Any, list, dict], Any]

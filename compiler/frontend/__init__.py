@@ -1,0 +1,27 @@
+"""Frontends: ``from_torch`` (torch.export), ``from_onnx`` and ``to_onnx``."""
+
+from compiler.frontend.errors import FrontendError, UnsupportedOperatorError
+
+
+def from_torch(model, example_args=None, dynamic_shapes=None, keep_params_as_input=False, **kw):
+    """Import a torch.nn.Module or ExportedProgram through torch.export (see torch_frontend)."""
+    from compiler.frontend.torch_frontend import from_torch as _from_torch
+
+    return _from_torch(model, example_args, dynamic_shapes, keep_params_as_input, **kw)
+
+
+def from_onnx(model, **kw):
+    """Import an ONNX model from a path, bytes or ModelProto (see onnx_frontend)."""
+    from compiler.frontend.onnx_frontend import from_onnx as _from_onnx
+
+    return _from_onnx(model, **kw)
+
+
+def to_onnx(module, **kw):
+    """Export a module as an onnx.ModelProto (see onnx_export)."""
+    from compiler.frontend.onnx_export import to_onnx as _to_onnx
+
+    return _to_onnx(module, **kw)
+
+
+__all__ = ["from_torch", "from_onnx", "to_onnx", "FrontendError", "UnsupportedOperatorError"]
