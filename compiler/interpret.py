@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+
 from compiler.ir.nodes import (
     Call,
     Constant,
@@ -27,7 +28,7 @@ from compiler.ir.nodes import (
     get_op,
 )
 from compiler.ir.symbolic import ANY, SymExpr
-from compiler.ir.types import TensorType, TupleType, Type, shape_matches
+from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, shape_matches
 
 
 class InterpretError(RuntimeError):
@@ -61,7 +62,7 @@ class ValueCache:
                 isinstance(old, np.ndarray)
                 and old.shape == value.shape
                 and old.dtype == value.dtype
-                and np.array_equal(old, value, equal_nan=old.dtype.kind == "f")
+                and np.array_equal(old, value, equal_nan=is_float_dtype(old.dtype))
             )
             if not same:
                 raise InterpretError(

@@ -27,6 +27,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -42,7 +43,7 @@ from compiler.ir.nodes import (
 )
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import ANY, SymExpr
-from compiler.ir.types import DType
+from compiler.ir.types import DType, is_float_dtype
 
 HEADER = "# passlens IR"
 _SIMPLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
@@ -65,7 +66,7 @@ def format_scalar(value: Any, dtype: Optional[np.dtype] = None) -> str:
         return "nan"
     if math.isinf(f):
         return "inf" if f > 0 else "-inf"
-    if dtype is not None and dtype.kind == "f" and dtype.itemsize < 8:
+    if dtype is not None and is_float_dtype(dtype) and dtype.itemsize < 8:
         text = str(np.asarray(value, dtype=dtype)[()])  # shortest repr for that precision
         if text in ("nan", "inf", "-inf"):
             return text
@@ -122,7 +123,9 @@ class Printer:
         self.show_provenance = show_provenance
         self.max_inline = max_inline
         self.lines: list[str] = []
-        self.node_lines: dict[int, int] = {}  # id(node) -> 0-based line index
+        # id(node) -> 0-based line index; a Block maps to its `yield` line, a Function to
+        # its `return` line
+        self.node_lines: dict[int, int] = {}
         self._names: dict[int, str] = {}
         self._used: set[str] = set()
 
@@ -196,6 +199,7 @@ class Printer:
         """Print a branch's bindings and its ``yield``."""
         for b in blk.bindings:
             self.binding(b, indent)
+        self.node_lines[id(blk)] = len(self.lines)
         self._emit(f"{indent}yield {self.ref(blk.result)}")
 
     def function(self, name: str, fn: Function) -> None:
@@ -211,6 +215,7 @@ class Printer:
         self._emit(f"def @{name}({', '.join(params)}) -> {fn.ret_type}{attrs} {{")
         for b in fn.bindings:
             self.binding(b, "  ")
+        self.node_lines[id(fn)] = len(self.lines)
         self._emit(f"  return {self.ref(fn.output)}")
         self._emit("}")
 

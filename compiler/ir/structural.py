@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+
+from compiler.ir.types import is_float_dtype
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -48,7 +50,7 @@ class _ConstKey:
             a.name == b.name
             and a.ty == b.ty
             and self._hash == other._hash
-            and np.array_equal(a.data, b.data, equal_nan=a.data.dtype.kind == "f")
+            and np.array_equal(a.data, b.data, equal_nan=is_float_dtype(a.data.dtype))
         )
 
     def __hash__(self) -> int:

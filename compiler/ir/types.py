@@ -202,6 +202,12 @@ class TupleType(Type):
         return (TupleType, (self.fields,))
 
 
+def is_float_dtype(dtype) -> bool:
+    """Whether a numpy dtype is floating point (bfloat16 included, whose numpy kind is 'V')."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or (_ml_dtypes is not None and dtype == np.dtype(_ml_dtypes.bfloat16))
+
+
 def tensor(shape, dtype="float32") -> TensorType:
     """Shorthand for ``TensorType(shape, dtype)``."""
     return TensorType(shape, dtype)

@@ -4,9 +4,10 @@ logical ops, where, cast, clip."""
 from __future__ import annotations
 
 import numpy as np
+
 from scipy import special
 
-from compiler.ir.types import DType, TensorType
+from compiler.ir.types import DType, TensorType, is_float_dtype
 from compiler.ops.registry import (
     BROADCAST,
     ELEMWISE,
@@ -189,7 +190,7 @@ def _cast_infer(types, attrs):
 def _cast_compute(values, attrs):
     (x,) = values
     target = attrs["dtype"].numpy
-    if x.dtype.kind == "f" and np.dtype(target).kind in "iub" and target != np.bool_:
+    if is_float_dtype(x.dtype) and np.dtype(target).kind in "iub" and target != np.bool_:
         return np.trunc(x).astype(target)  # C-style truncation toward zero, like torch / ONNX
     return x.astype(target)
 
@@ -242,7 +243,7 @@ def _floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind == "f":
+    if is_float_dtype(a.dtype):
         return np.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
     return np.power(a, b).astype(a.dtype)
 

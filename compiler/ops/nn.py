@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+
 from compiler.ir.symbolic import (
     ANY,
     Dim,
@@ -40,7 +41,7 @@ from compiler.ir.symbolic import (
     dims_equal,
     floordiv,
 )
-from compiler.ir.types import DType, TensorType, Type
+from compiler.ir.types import DType, TensorType, Type, is_float_dtype
 from compiler.ops.registry import (
     ANCHOR,
     BROADCAST,
@@ -204,7 +205,7 @@ def _matmul_infer(types, attrs):
 
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind == "f" or b.dtype.kind == "f":
+    if is_float_dtype(a.dtype) or is_float_dtype(b.dtype):
         return np.matmul(_f64(a), _f64(b))
     return np.matmul(a.astype(np.int64), b.astype(np.int64))  # wraps like a framework kernel
 
@@ -255,7 +256,7 @@ def _linear_compute(values, attrs):
     x, w = values[0], values[1]
     y = _matmul(x, w.T)
     if len(values) > 2:
-        y = y + (_f64(values[2]) if y.dtype.kind == "f" else values[2].astype(np.int64))
+        y = y + (_f64(values[2]) if is_float_dtype(y.dtype) else values[2].astype(np.int64))
     return np.asarray(y).astype(_np_out_dtype(attrs, x.dtype))
 
 
@@ -499,7 +500,7 @@ def _pool_compute(kind: str):
         ]
         widths = [(0, 0), (0, 0)] + [(padding[k], padding[k + 2] + extra[k]) for k in range(2)]
         if kind == "max":
-            low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+            low = -np.inf if is_float_dtype(x.dtype) else np.iinfo(x.dtype).min
             xp = np.pad(x, widths, constant_values=np.asarray(low).astype(x.dtype))
             y = None
             for offsets in np.ndindex(*pool):

@@ -23,6 +23,7 @@ from compiler.ir.nodes import (
     Tuple,
     TupleGetItem,
     Var,
+    function_constants,
     is_leaf,
 )
 from compiler.ir.provenance import Provenance
@@ -143,6 +144,7 @@ class Rewriter:
     def run(self, fn: Function) -> Function:
         progress.function = self.function
         self.known = {id(p) for p in fn.params}
+        self.known.update(id(c) for c in function_constants(fn))  # existing weights stay as is
         for node in fn.iter_nodes():
             self.known.add(id(node))
         bindings = self.bindings(fn.bindings, set())

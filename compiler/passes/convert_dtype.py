@@ -1,0 +1,205 @@
+"""convert-dtype and to-mixed-precision: run float32 compute in a narrower float type.
+
+``convert-dtype{dtype=float16}`` converts every float32 computation of each function to
+``dtype``. Function signatures do not change (as TVM's ToMixedPrecision keeps them): float32
+inputs are cast once at the start, float32 outputs cast back at the end, and calls of other
+functions cast their arguments and results at the call. Named float32 weights get a ``cast``
+op (fold-constant turns it into a new ``dtype`` weight named ``<weight>.cast``); inline
+literals are converted in place; ``dtype`` attributes that say float32 (``full``, ``cast``, ...)
+say ``dtype``. An op that rejects ``dtype`` inputs runs in float32 between casts.
+
+``to-mixed-precision{out_dtype=float32}`` touches only the compute-heavy ops (convolutions,
+matmul, linear): their float32 inputs are cast to float16, they accumulate and output in
+``out_dtype`` (through their ``out_dtype`` attribute when they have one, else a cast of the
+result), and a float16 result is cast back to float32, so the rest stays float32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from compiler.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+    FuncCall,
+    Function,
+    If,
+    IRError,
+    Module,
+    Tuple,
+    TupleGetItem,
+    collect_bindings,
+    function_constants,
+)
+from compiler.ir.types import DType, TensorType, TupleType, Type, join_types
+from compiler.ops.registry import get_op
+from compiler.passes.manager import Pass, PassContext, register_pass
+from compiler.passes.rewrite import Rewriter, progress, rewrite_module
+
+F32 = DType.float32
+
+# Ops to-mixed-precision runs in float16 (TVM's "always" list); absent ones are skipped.
+HEAVY_OPS = ("conv1d", "conv2d", "conv3d", "conv2d_transpose", "matmul", "linear")
+
+
+def _has_dtype(ty: Type, dtype: DType) -> bool:
+    if isinstance(ty, TupleType):
+        return any(_has_dtype(f, dtype) for f in ty.fields)
+    return isinstance(ty, TensorType) and ty.dtype is dtype
+
+
+def cast_to(value: Expr, ty: Type, prov=None) -> Expr:
+    """``value`` with casts wherever its dtype differs from ``ty``'s (tuples field by field);
+    the nodes made get provenance ``prov``."""
+    if isinstance(ty, TupleType) and isinstance(value.ty, TupleType):
+        if value.ty == ty:
+            return value
+        items = value.fields if isinstance(value, Tuple) else None
+        get = (lambda i: items[i]) if items else (lambda i: TupleGetItem(value, i, prov=prov))
+        return Tuple([cast_to(get(i), t, prov) for i, t in enumerate(ty.fields)], prov=prov)
+    if isinstance(ty, TensorType) and isinstance(value.ty, TensorType):
+        if value.ty.dtype is not ty.dtype:
+            return Call("cast", [value], {"dtype": ty.dtype}, prov=prov)
+    return value
+
+
+def _retyped(ty: Type, frm: DType, to: DType) -> Type:
+    if isinstance(ty, TupleType):
+        return TupleType(_retyped(f, frm, to) for f in ty.fields)
+    return ty.with_dtype(to) if isinstance(ty, TensorType) and ty.dtype is frm else ty
+
+
+def _used_vars(fn: Function) -> set[int]:
+    used = {id(fn.output)}
+    for node in fn.iter_nodes():
+        used.update(id(o) for o in node.operands)
+        if isinstance(node, If):
+            used.update({id(node.then_branch.result), id(node.else_branch.result)})
+    return used
+
+
+def _convert_rule(frm: DType, to: DType):
+    def convert_call(node: Call) -> Expr | None:
+        attrs = {k: (to if v is frm else v) for k, v in node.attrs.items()}
+        if attrs == dict(node.attrs) and not _has_dtype(node.ty, frm):
+            return None  # computes nothing in `frm`
+        try:
+            new: Expr = Call(node.op, node.args, attrs)
+        except IRError:  # the op does not take `to` inputs: run it in `frm` between casts
+            args = [cast_to(a, _retyped(a.ty, to, frm)) for a in node.args]
+            new = Call(node.op, args, node.attrs)
+        return cast_to(new, _retyped(new.ty, frm, to))
+
+    def rule(node: Expr) -> Expr | None:
+        if isinstance(node, Call):
+            return convert_call(node)
+        if isinstance(node, If):  # branches were converted: re-derive the type
+            joined = join_types(node.then_branch.result.ty, node.else_branch.result.ty)
+            return None if joined == node.ty else If(node.cond, node.then_branch, node.else_branch)
+        if isinstance(node, FuncCall):  # the callee keeps its signature: cast at the call
+            args = [cast_to(a, _retyped(a.ty, to, frm)) for a in node.args]
+            if args == list(node.args) and not _has_dtype(node.ty, frm):
+                return None
+            return cast_to(FuncCall(node.func, args, node.ty), _retyped(node.ty, frm, to))
+        return None
+
+    return rule
+
+
+def convert_function(fn: Function, fname: str, frm: DType, to: DType, pass_name: str) -> Function:
+    """``fn`` computing in ``to`` where it computed in ``frm``, with the same signature."""
+    used = _used_vars(fn)
+    entry: dict[int, Expr] = {}
+    prelude: list[Expr] = []
+    for p in fn.params:
+        if id(p) in used and isinstance(p.ty, TensorType) and p.ty.dtype is frm:
+            prelude.append(Call("cast", [p], {"dtype": to}, prov=p.prov.with_pass(pass_name)))
+            entry[id(p)] = prelude[-1]
+    for c in function_constants(fn):
+        if c.ty.dtype is not frm:
+            continue
+        if c.name is None:
+            entry[id(c)] = Constant(c.data.astype(to.numpy), prov=c.prov)
+        else:
+            prelude.append(Call("cast", [c], {"dtype": to}, prov=c.prov.with_pass(pass_name)))
+            entry[id(c)] = prelude[-1]
+    # A Rewriter run by hand: the prelude is bound first and the leaves it replaces are
+    # mapped to it. Constants count as known so the rewriter never re-creates them.
+    rewriter = Rewriter(_convert_rule(frm, to), pass_name, fname)
+    rewriter.mapping.update(entry)
+    old = [*fn.params, *fn.iter_nodes(), *function_constants(fn), *prelude, *entry.values()]
+    rewriter.known = {id(n) for n in old}
+    progress.function = fname
+    body = rewriter.bindings(fn.bindings, {id(n) for n in prelude})
+    progress.node = None
+    output = rewriter.mapping.get(id(fn.output), fn.output)
+    final = cast_to(output, fn.output.ty, prov=fn.output.prov.with_pass(pass_name))
+    if final is not output:
+        final = final.replace(name=output.name) if isinstance(final, Tuple) else final
+        if isinstance(output, Tuple) and not any(output in b.operands for b in body):
+            body = tuple(b for b in body if b is not output)  # replaced by the cast tuple
+    if not entry and body == fn.bindings and final is fn.output:
+        return fn
+    tail = collect_bindings([final], {id(b) for b in (*prelude, *body)})
+    return fn.replace(bindings=tuple(prelude) + body + tuple(tail), output=final)
+
+
+def _check_float(dtype: DType, what: str) -> DType:
+    dtype = DType.of(dtype)
+    if not dtype.is_float:
+        raise ValueError(f"{what} must be a floating-point dtype, got {dtype.name}")
+    return dtype
+
+
+@register_pass
+@dataclass(frozen=True)
+class ConvertDtype(Pass):
+    """Run every float32 computation in ``dtype``; signatures stay float32 (casts at the
+    function boundary)."""
+
+    name: ClassVar[str] = "convert-dtype"
+    dtype: DType
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", _check_float(self.dtype, "dtype"))
+
+    def transform(self, module: Module, ctx: PassContext) -> Module:
+        if self.dtype is F32:
+            return module
+        functions = {
+            name: convert_function(fn, name, F32, self.dtype, self.name)
+            for name, fn in module.functions.items()
+        }
+        return module.replace(functions=functions)
+
+
+@register_pass
+@dataclass(frozen=True)
+class ToMixedPrecision(Pass):
+    """Run convolutions and matmuls on float16 inputs, accumulating in ``out_dtype``; every
+    other op stays float32."""
+
+    name: ClassVar[str] = "to-mixed-precision"
+    out_dtype: DType = F32
+
+    def __post_init__(self):
+        object.__setattr__(self, "out_dtype", _check_float(self.out_dtype, "out_dtype"))
+
+    def transform(self, module: Module, ctx: PassContext) -> Module:
+        half = DType.float16
+
+        def rule(node: Expr) -> Expr | None:
+            if not (isinstance(node, Call) and node.op in HEAVY_OPS):
+                return None
+            if not any(_has_dtype(a.ty, F32) for a in node.args):
+                return None
+            args = [cast_to(a, _retyped(a.ty, F32, half)) for a in node.args]
+            attrs = dict(node.attrs)
+            if "out_dtype" in get_op(node.op).attrs:
+                attrs["out_dtype"] = self.out_dtype
+            result = cast_to(Call(node.op, args, attrs), _retyped(node.ty, F32, self.out_dtype))
+            return cast_to(result, node.ty)  # the rest of the graph stays float32
+
+        return rewrite_module(module, lambda name, fn: rule, self.name)

@@ -1,0 +1,245 @@
+"""fuse-ops: outline groups of ops (an anchor such as conv2d or matmul with the elementwise
+ops after it, injective chains, elementwise producers of a reduction) as private primitive
+functions, called where the group was (TVM's FuseOps on our DAG, same rules).
+
+A node joins the group of its immediate post-dominator when every node on the way has a
+pattern the rule accepts, so a group is convex (no path leaves it and comes back) and only
+its last node is read outside it. By pattern (compiler/ops/registry.py): an anchor takes the
+elementwise / broadcast ops after it (phase 0); an elementwise / broadcast op joins an
+injective, reduce or anchor group after it through at most injective ops; an injective op
+joins what follows through injective ops (phase 1); a reduction ends its group; opaque ops,
+tuples, calls and If never fuse; a group never holds two anchors. Groups of one op stay
+inline; constants stay inside the fused function; ``primitive`` functions are left alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from compiler.ir.nodes import Call, Constant, Expr, FuncCall, Function, If, Module, Var
+from compiler.ir.types import TensorType
+from compiler.ops.registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, REDUCE, get_op
+from compiler.passes.manager import Pass, PassContext, PassError, register_pass
+from compiler.passes.rewrite import remap_operands
+
+# TVM's OpPatternKind order: a pattern "at most injective" is one with a rank <= INJ.
+EW, BC, INJ, RED, ANC, OPQ = 0, 1, 2, 3, 4, 8
+_RANK = {ELEMWISE: EW, BROADCAST: BC, INJECTIVE: INJ, REDUCE: RED, ANCHOR: ANC, OPAQUE: OPQ}
+
+
+def node_pattern(node: Expr) -> int:
+    """The fusion rank of a binding: its op's pattern; opaque for non-calls and tuple results."""
+    if not isinstance(node, Call) or not isinstance(node.ty, TensorType):
+        return OPQ
+    return _RANK[get_op(node.op).pattern]
+
+
+def _reads(node: Expr) -> list[Expr]:
+    """The values a binding reads, including those its If branches read from outside."""
+    if not isinstance(node, If):
+        return list(node.operands)
+    inner, out = set(), [node.cond]
+    for blk in (node.then_branch, node.else_branch):
+        for b in blk.bindings:
+            inner.add(id(b))
+            out.extend(_reads(b))
+        out.append(blk.result)
+    return [e for e in out if id(e) not in inner]
+
+
+class _Fuser:
+    """The graph of top-level bindings, its post-dominator tree, and a union-find of groups
+    whose ``pattern`` and ``anchor`` are kept per group object and updated on the root, as in
+    TVM. ``outputs[i]`` lists (consumer, edge pattern); ``extern[i]``: the output reads it."""
+
+    def __init__(self, fn: Function):
+        self.nodes = list(fn.bindings)
+        index = {id(b): i for i, b in enumerate(self.nodes)}
+        n = len(self.nodes)
+        self.pattern = [node_pattern(b) for b in self.nodes]
+        self.outputs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.extern = [id(b) == id(fn.output) for b in self.nodes]
+        for i, node in enumerate(self.nodes):
+            for a in _reads(node):
+                j = index.get(id(a))
+                if j is None or any(c == i for c, _ in self.outputs[j]):
+                    continue
+                edge = self.pattern[i]
+                if edge == BC and isinstance(a.ty, TensorType) and a.ty.shape == node.ty.shape:
+                    edge = EW  # a broadcast op reading an input of its own shape
+                self.outputs[j].append((i, edge))
+        self.parent: list[int | None] = [None] * n  # None: the function's output
+        self.depth, self.dom_pattern = [1] * n, [OPQ] * n
+        for i in reversed(range(n)):
+            if self.extern[i] or not self.outputs[i]:
+                continue
+            lca, pattern = self.outputs[i][0][0], EW
+            for c, edge in self.outputs[i]:
+                lca, pattern = self._lca(lca, c, max(pattern, edge))
+            self.parent[i], self.dom_pattern[i] = lca, pattern
+            self.depth[i] = 1 if lca is None else self.depth[lca] + 1
+        self.up = list(range(n))
+        self.anchor = [p == ANC for p in self.pattern]
+        self.group_pattern = list(self.pattern)
+
+    def _lca(self, a: int | None, b: int | None, pattern: int) -> tuple[int | None, int]:
+        while a != b:
+            if a is None or b is None:
+                return None, pattern
+            da, db = self.depth[a], self.depth[b]
+            if da >= db:
+                pattern, a = max(pattern, self.dom_pattern[a]), self.parent[a]
+            if db >= da:
+                pattern, b = max(pattern, self.dom_pattern[b]), self.parent[b]
+        return a, pattern
+
+    def find(self, i: int) -> int:
+        while self.up[i] != i:
+            self.up[i] = i = self.up[self.up[i]]
+        return i
+
+    def _path(self, src: int, sink: int) -> list[int]:
+        """Every node on a path from ``src`` to ``sink``, both included."""
+        out, stack, seen = [src], [src], {src}
+        while stack:
+            v = stack.pop()
+            for c, _ in self.outputs[v] if v != sink else ():
+                if c not in seen:
+                    seen.add(c)
+                    out.append(c)
+                    stack.append(c)
+        return out
+
+    def _fuse(self, src: int, sink: int, ok) -> None:
+        """Merge the groups on the paths ``src`` -> ``sink`` into the sink's group when the
+        group of every node after ``src`` passes ``ok(pattern, is_sink)``."""
+        path = self._path(src, sink)
+        if not all(ok(self.group_pattern[self.find(v)], v == sink) for v in path[1:]):
+            return
+        roots = {self.find(v) for v in path}
+        if sum(self.anchor[r] for r in roots) > 1:
+            return  # two anchors never share a group
+        target = self.find(sink)
+        for r in roots - {target}:
+            self.up[r] = target
+            if self.anchor[r]:
+                self.anchor[target] = True
+                self.group_pattern[target] = max(self.group_pattern[target], self.group_pattern[r])
+
+    def run(self, phase: int) -> None:
+        """One of TVM's phases: 0 fuses anchors first, 1 then the injective ops."""
+        for i in range(len(self.nodes)):
+            own, sink, dom = self.group_pattern[i], self.parent[i], self.dom_pattern[i]
+            if own == OPQ or sink is None or self.find(i) == self.find(sink):
+                continue
+            if own == ANC and phase == 0 and dom == EW:
+                self._fuse(i, sink, lambda k, is_sink: k <= BC)
+            elif own <= BC and (dom <= INJ or dom == RED):
+                self._fuse(i, sink, lambda k, is_sink: k <= (ANC if is_sink else INJ))
+            elif own == INJ and phase == 1:
+                self._fuse(i, sink, lambda k, is_sink: k <= INJ)
+
+    def groups(self) -> list[list[int]]:
+        """Groups of two or more nodes, each in binding order, ordered by their last node."""
+        by_root: dict[int, list[int]] = {}
+        for i in range(len(self.nodes)):
+            by_root.setdefault(self.find(i), []).append(i)
+        return sorted((m for m in by_root.values() if len(m) > 1), key=lambda m: m[-1])
+
+
+def _substitute(node: Expr, mapping: dict[int, Expr]) -> Expr:
+    """``node`` with operands (and values read inside If branches) replaced via ``mapping``."""
+    new = remap_operands(node, mapping)
+    if isinstance(new, If):
+        branches = [
+            b.replace(
+                bindings=tuple(_substitute(x, mapping) for x in b.bindings),
+                result=mapping.get(id(b.result), b.result),
+            )
+            for b in (new.then_branch, new.else_branch)
+        ]
+        new = new.replace(then_branch=branches[0], else_branch=branches[1])
+    if new is not node:
+        mapping[id(node)] = new
+    return new
+
+
+def _unique(base: str, used: set[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... if taken; the name returned is then taken."""
+    name, k = base, 0
+    while name in used:
+        k += 1
+        name = f"{base}_{k}"
+    used.add(name)
+    return name
+
+
+def _outline(nodes: list[Expr], members: list[int], name: str, pass_name: str):
+    """The private function computing ``members`` (a convex group whose last node is its only
+    output) and the outside values it takes (constants stay inside), in order of first use."""
+    inside = {id(nodes[i]) for i in members}
+    inputs: dict[int, Expr] = {}
+    for i in members:
+        for a in nodes[i].operands:
+            if id(a) not in inside and not isinstance(a, Constant):
+                inputs.setdefault(id(a), a)
+    mapping: dict[int, Expr] = {}
+    for k, a in enumerate(inputs.values()):
+        names = {p.name for p in mapping.values()}
+        hint = a.name if a.name and a.name not in names else f"p{k}"
+        mapping[id(a)] = Var(hint, a.ty, prov=a.prov)
+    body = [_substitute(nodes[i], mapping) for i in members]
+    attrs = {"primitive": True, "private": True}
+    prov = nodes[members[-1]].prov.with_pass(pass_name)
+    params = [mapping[id(a)] for a in inputs.values()]
+    return Function(params, body, body[-1], attrs, prov=prov), list(inputs.values())
+
+
+def fuse_function(fn: Function, used_names: set[str], pass_name: str) -> tuple[Function, dict]:
+    """``fn`` with each group replaced by a call, and the new functions by name."""
+    fuser = _Fuser(fn)
+    fuser.run(0)
+    fuser.run(1)
+    nodes, calls, new_functions = fuser.nodes, {}, {}
+    for members in fuser.groups():
+        for i in members[:-1]:  # cannot happen with post-dominator groups: never emit it
+            if fuser.extern[i] or any(c not in members for c, _ in fuser.outputs[i]):
+                raise PassError("fuse-ops made a group read outside before its end", nodes[i])
+        name = _unique(("fused_" + "_".join(nodes[i].op for i in members))[:80], used_names)
+        callee, inputs = _outline(nodes, members, name, pass_name)
+        new_functions[name] = callee
+        calls[members[-1]] = (name, callee.ret_type, inputs, set(members))
+    if not new_functions:
+        return fn, {}
+    skipped = {i for _, _, _, m in calls.values() for i in m} - set(calls)
+    mapping: dict[int, Expr] = {}
+    bindings = []
+    for i, node in enumerate(nodes):
+        if i in calls:
+            name, ty, inputs, _ = calls[i]
+            args = [mapping.get(id(a), a) for a in inputs]
+            prov = node.prov.with_pass(pass_name)
+            mapping[id(node)] = FuncCall(name, args, ty, prov=prov, name=node.name)
+            bindings.append(mapping[id(node)])
+        elif i not in skipped:
+            bindings.append(_substitute(node, mapping))
+    output = mapping.get(id(fn.output), fn.output)
+    return fn.replace(bindings=tuple(bindings), output=output), new_functions
+
+
+@register_pass
+@dataclass(frozen=True)
+class FuseOps(Pass):
+    """Outline groups of fusable ops (anchor + elementwise epilogue, injective chains,
+    elementwise producers of a reduction) into private primitive functions."""
+
+    name: ClassVar[str] = "fuse-ops"
+
+    def transform(self, module: Module, ctx: PassContext) -> Module:
+        used, functions, added = set(module.functions), dict(module.functions), {}
+        for fname, fn in module.functions.items():
+            if not fn.attrs.get("primitive", False):
+                functions[fname], new = fuse_function(fn, used, self.name)
+                added.update(new)
+        return module.replace(functions={**functions, **added})
