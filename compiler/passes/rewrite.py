@@ -23,6 +23,7 @@ from compiler.ir.nodes import (
     Tuple,
     TupleGetItem,
     Var,
+    _outer_operands,
     function_constants,
     is_leaf,
 )
@@ -109,7 +110,7 @@ class Rewriter:
                     out.append(node)
                 continue
             stack.append((node, True))
-            for op in reversed(node.operands):
+            for op in reversed(_outer_operands(node)):
                 if not is_leaf(op) and id(op) not in bound:
                     stack.append((op, False))
 
@@ -120,9 +121,10 @@ class Rewriter:
             progress.node = node
             new = remap_operands(node, self.mapping)
             if isinstance(new, If):
+                then_ok, else_ok = self.branches_to_rewrite(new)
                 new = new.replace(
-                    then_branch=self.block(new.then_branch, bound),
-                    else_branch=self.block(new.else_branch, bound),
+                    then_branch=self.block(new.then_branch, bound) if then_ok else new.then_branch,
+                    else_branch=self.block(new.else_branch, bound) if else_ok else new.else_branch,
                 )
             replacement = self.rule(new)
             if replacement is not None and replacement is not new:
@@ -135,6 +137,11 @@ class Rewriter:
             self._bind(new, out, bound)
             self.known.add(id(new))
         return tuple(out)
+
+    def branches_to_rewrite(self, node: If) -> tuple[bool, bool]:
+        """Which branches of an If to rewrite (override to skip a branch that will be dropped,
+        e.g. when the condition became a constant)."""
+        return True, True
 
     def block(self, blk: Block, outer: set[int]) -> Block:
         bindings = self.bindings(blk.bindings, outer)

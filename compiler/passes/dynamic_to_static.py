@@ -1,0 +1,214 @@
+"""dynamic-to-static: fold the shape computations of statically shaped values, so ops that
+take a shape as a tensor get the attribute form and results get static types (TVM's
+DynamicToStatic).
+
+One walk over the bindings, in SSA order, so every rule sees operands already folded:
+
+- ``shape_of(x)`` of a static-shaped ``x`` becomes a constant;
+- a call on constants whose result is a small integer or bool tensor (a shape computation:
+  ``take``, ``equal``, ``concat`` of shape pieces ...) becomes its value, computed with the
+  numpy reference; weights are left alone, folding them is fold-constant's job;
+- ``reshape`` / ``pad`` / ``squeeze`` ... whose shape, pads or axes input is now a constant
+  become the attribute form, with an inferred (static) result type;
+- an ``If`` whose condition is now a constant becomes its taken branch: the branch's bindings
+  become bindings of the enclosing block;
+- every other call and ``If`` gets its type re-inferred, so the types downstream become
+  static too (an ``If`` of unknown rank whose branches now agree gets their type).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from compiler.ir.nodes import Block, Call, Constant, Expr, If, IRError, Module, is_leaf
+from compiler.ir.types import TensorType, join_types
+from compiler.ops.registry import get_op
+from compiler.passes import rewrite
+from compiler.passes.fold_constant import fold_call
+from compiler.passes.manager import Pass, PassContext, PassError, register_pass
+from compiler.passes.rewrite import Rewriter, remap_operands, with_provenance
+
+# For each op, which tensor inputs have an attribute form (input name -> attribute name).
+# Entries for inputs an op does not declare are ignored, so the table may name the ONNX-style
+# inputs an op gains later.
+TENSOR_TO_ATTR: dict[str, dict[str, str]] = {
+    "reshape": {"shape": "shape"},
+    "pad": {"pads": "pads"},
+    "squeeze": {"axes": "axes"},
+    "unsqueeze": {"axes": "axes"},
+    "broadcast_to": {"shape": "shape"},
+    "expand": {"shape": "shape"},
+    "tile": {"repeats": "repeats"},
+    "strided_slice": {"begin": "begin", "end": "end", "axes": "axes", "strides": "strides"},
+}
+
+# A shape computation yields a small tensor; bigger integer tensors are data, not shapes.
+MAX_SHAPE_ELEMENTS = 1024
+
+
+def _input_names(op: str) -> list[str]:
+    return [name.strip("?*") for name in get_op(op).inputs]
+
+
+def _attr_value(kind: str, data: np.ndarray):
+    values = [int(v) for v in data.reshape(-1)]
+    if kind in ("int", "dim"):
+        if len(values) != 1:
+            raise ValueError(f"expected one value, got {values}")
+        return values[0]
+    return values
+
+
+def attribute_form(node: Call) -> Call | None:
+    """``node`` with its constant shape/pads/axes inputs turned into attributes, or None."""
+    table = TENSOR_TO_ATTR.get(node.op)
+    if not table or len(node.args) < 2:
+        return None
+    names = _input_names(node.op)
+    moved = {}
+    for i, arg in enumerate(node.args[1:], start=1):
+        name = names[min(i, len(names) - 1)]
+        if name not in table or not isinstance(arg, Constant):
+            return None  # only when every input after the data becomes an attribute
+        kind = get_op(node.op).attrs[table[name]].kind
+        moved[table[name]] = _attr_value(kind, arg.data)
+    try:
+        return Call(node.op, node.args[:1], node.attrs.with_(**moved), name=node.name)
+    except IRError as e:
+        raise PassError(f"dynamic-to-static: {e}", node) from None
+
+
+def _small_integer_result(node: Call) -> bool:
+    ty = node.ty
+    if not isinstance(ty, TensorType) or not (ty.dtype.is_int or ty.dtype.name == "bool"):
+        return False
+    if ty.is_static and ty.numel > MAX_SHAPE_ELEMENTS:
+        return False
+    return all(isinstance(a, Constant) and a.data.size <= MAX_SHAPE_ELEMENTS for a in node.args)
+
+
+def fold_shape_computation(node: Call) -> Constant | None:
+    """The value of a small integer/bool call on constants (an unnamed constant), or None."""
+    if not _small_integer_result(node):
+        return None
+    value = fold_call(node)
+    if value is None or value.size > MAX_SHAPE_ELEMENTS:
+        return None
+    return Constant(value)
+
+
+def _reads_from_outside(node: Expr) -> tuple[Expr, ...]:
+    """What ``node`` reads that is bound outside it: for an If, its condition and what its
+    branches (nested Ifs included) read from outside them."""
+    if not isinstance(node, If):
+        return node.operands
+    reads = [node.cond]
+    for blk in (node.then_branch, node.else_branch):
+        inner = {id(b) for b in blk.bindings}
+        for op in (*(o for b in blk.bindings for o in _reads_from_outside(b)), blk.result):
+            if id(op) not in inner:
+                reads.append(op)
+    return tuple(reads)
+
+
+def taken_branch(node: If) -> Block | None:
+    """The branch an If takes when its condition is a constant, else None."""
+    if not isinstance(node.cond, Constant):
+        return None
+    return node.then_branch if bool(node.cond.data.reshape(())) else node.else_branch
+
+
+class _InliningRewriter(Rewriter):
+    """The core Rewriter with two changes an inlining pass needs (workarounds, reported):
+
+    - an If whose condition has become a constant gets only its taken branch rewritten: the
+      other one may no longer type-check (``squeeze(x, axes=[1])`` guarded by "dim 1 is 1"
+      fails once dim 1 is known to be 2), and it is dropped anyway;
+    - binding a replacement also binds what the branches of an If in it read from outside
+      (``Rewriter._bind`` follows ``node.operands``, for an If its condition only).
+    """
+
+    def bindings(self, bindings: tuple[Expr, ...], visible: set[int]) -> tuple[Expr, ...]:
+        out: list[Expr] = []
+        bound = set(visible)
+        for node in bindings:
+            rewrite.progress.node = node
+            new = remap_operands(node, self.mapping)
+            if isinstance(new, If):
+                taken = taken_branch(new)
+                then_b, else_b = new.then_branch, new.else_branch
+                new = new.replace(
+                    then_branch=then_b if taken is else_b else self.block(then_b, bound),
+                    else_branch=else_b if taken is then_b else self.block(else_b, bound),
+                )
+            replacement = self.rule(new)
+            if replacement is not None and replacement is not new:
+                prov = node.prov.with_pass(self.pass_name) if self.pass_name else node.prov
+                replacement = with_provenance(replacement, prov, self.known | bound, node.name)
+                new = replacement
+            if new is not node:
+                self.mapping[id(node)] = new
+            self._bind(new, out, bound)
+            self.known.add(id(new))
+        return tuple(out)
+
+    def _bind(self, expr: Expr, out: list[Expr], bound: set[int]) -> None:
+        stack: list[tuple[Expr, bool]] = [(expr, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if is_leaf(node) or (id(node) in bound and not expanded):
+                continue
+            if expanded:
+                if id(node) not in bound:
+                    bound.add(id(node))
+                    out.append(node)
+                continue
+            stack.append((node, True))
+            for op in reversed(_reads_from_outside(node)):
+                if not is_leaf(op) and id(op) not in bound:
+                    stack.append((op, False))
+
+
+@register_pass
+@dataclass(frozen=True)
+class DynamicToStatic(Pass):
+    """Fold shape computations on static shapes; constant shape inputs become attributes,
+    Ifs on constant conditions are inlined, and types are re-inferred."""
+
+    name: ClassVar[str] = "dynamic-to-static"
+
+    def inline_branch(self, node: If, result: Expr) -> Expr:
+        """The value that replaces an If whose condition is constant: its branch's result."""
+        return result
+
+    def rule(self, node: Expr) -> Expr | None:
+        """The rewrite of one binding (operands already rewritten), or None to keep it."""
+        if isinstance(node, If):
+            taken = taken_branch(node)
+            if taken is not None:
+                return self.inline_branch(node, taken.result)
+            joined = join_types(node.then_branch.result.ty, node.else_branch.result.ty)
+            return None if joined == node.ty else node.replace(ty=joined)
+        if not isinstance(node, Call):
+            return None
+        folded = fold_shape_computation(node)
+        if folded is not None:
+            return folded
+        if node.op == "shape_of" and isinstance(node.args[0].ty, TensorType):
+            if node.args[0].ty.is_static:
+                return Constant(np.asarray(node.args[0].ty.shape, dtype=np.int64).reshape(-1))
+        static = attribute_form(node)
+        if static is not None:
+            return static
+        inferred = node.inferred_type()
+        return None if inferred == node.ty else node.replace(ty=inferred)
+
+    def transform(self, module: Module, ctx: PassContext) -> Module:
+        functions = {
+            name: _InliningRewriter(self.rule, self.name, name).run(fn)
+            for name, fn in module.functions.items()
+        }
+        return module.replace(functions=functions)
