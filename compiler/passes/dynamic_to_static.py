@@ -23,13 +23,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from compiler.ir.nodes import Block, Call, Constant, Expr, If, IRError, Module, is_leaf
+from compiler.ir.nodes import Block, Call, Constant, Expr, If, IRError, Module
 from compiler.ir.types import TensorType, join_types
 from compiler.ops.registry import get_op
-from compiler.passes import rewrite
 from compiler.passes.fold_constant import fold_call
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rewrite import Rewriter, remap_operands, with_provenance
+from compiler.passes.rewrite import Rewriter
 
 # For each op, which tensor inputs have an attribute form (input name -> attribute name).
 # Entries for inputs an op does not declare are ignored, so the table may name the ONNX-style
@@ -100,20 +99,6 @@ def fold_shape_computation(node: Call) -> Constant | None:
     return Constant(value)
 
 
-def _reads_from_outside(node: Expr) -> tuple[Expr, ...]:
-    """What ``node`` reads that is bound outside it: for an If, its condition and what its
-    branches (nested Ifs included) read from outside them."""
-    if not isinstance(node, If):
-        return node.operands
-    reads = [node.cond]
-    for blk in (node.then_branch, node.else_branch):
-        inner = {id(b) for b in blk.bindings}
-        for op in (*(o for b in blk.bindings for o in _reads_from_outside(b)), blk.result):
-            if id(op) not in inner:
-                reads.append(op)
-    return tuple(reads)
-
-
 def taken_branch(node: If) -> Block | None:
     """The branch an If takes when its condition is a constant, else None."""
     if not isinstance(node.cond, Constant):
@@ -122,54 +107,15 @@ def taken_branch(node: If) -> Block | None:
 
 
 class _InliningRewriter(Rewriter):
-    """The core Rewriter with two changes an inlining pass needs (workarounds, reported):
+    """Rewrites only the taken branch of an If whose condition became a constant: the other
+    one may no longer type-check (``squeeze(x, axes=[1])`` guarded by "dim 1 is 1" fails once
+    dim 1 is known to be 2), and it is dropped anyway."""
 
-    - an If whose condition has become a constant gets only its taken branch rewritten: the
-      other one may no longer type-check (``squeeze(x, axes=[1])`` guarded by "dim 1 is 1"
-      fails once dim 1 is known to be 2), and it is dropped anyway;
-    - binding a replacement also binds what the branches of an If in it read from outside
-      (``Rewriter._bind`` follows ``node.operands``, for an If its condition only).
-    """
-
-    def bindings(self, bindings: tuple[Expr, ...], visible: set[int]) -> tuple[Expr, ...]:
-        out: list[Expr] = []
-        bound = set(visible)
-        for node in bindings:
-            rewrite.progress.node = node
-            new = remap_operands(node, self.mapping)
-            if isinstance(new, If):
-                taken = taken_branch(new)
-                then_b, else_b = new.then_branch, new.else_branch
-                new = new.replace(
-                    then_branch=then_b if taken is else_b else self.block(then_b, bound),
-                    else_branch=else_b if taken is then_b else self.block(else_b, bound),
-                )
-            replacement = self.rule(new)
-            if replacement is not None and replacement is not new:
-                prov = node.prov.with_pass(self.pass_name) if self.pass_name else node.prov
-                replacement = with_provenance(replacement, prov, self.known | bound, node.name)
-                new = replacement
-            if new is not node:
-                self.mapping[id(node)] = new
-            self._bind(new, out, bound)
-            self.known.add(id(new))
-        return tuple(out)
-
-    def _bind(self, expr: Expr, out: list[Expr], bound: set[int]) -> None:
-        stack: list[tuple[Expr, bool]] = [(expr, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if is_leaf(node) or (id(node) in bound and not expanded):
-                continue
-            if expanded:
-                if id(node) not in bound:
-                    bound.add(id(node))
-                    out.append(node)
-                continue
-            stack.append((node, True))
-            for op in reversed(_reads_from_outside(node)):
-                if not is_leaf(op) and id(op) not in bound:
-                    stack.append((op, False))
+    def branches_to_rewrite(self, node: If) -> tuple[bool, bool]:
+        taken = taken_branch(node)
+        if taken is None:
+            return True, True
+        return taken is node.then_branch, taken is node.else_branch
 
 
 @register_pass

@@ -29,7 +29,9 @@ def test_op_case(case):
 
 def test_every_op_has_a_case():
     covered = {c.op for c in CASES}
-    missing = sorted(set(all_ops()) - covered)
+    from compiler.ops.lazy_params import SIDE_EFFECT_OPS  # tested in test_lazy_params.py
+
+    missing = sorted(set(all_ops()) - covered - set(SIDE_EFFECT_OPS))
     assert not missing, f"ops without an OpCase: {missing}"
 
 

@@ -1,0 +1,199 @@
+"""inline-private-functions: Before/Expected pairs, provenance of inlined nodes, numbers."""
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+
+from compiler import passes
+from compiler.interpret import run
+from compiler.ir import Module, assert_structural_equal, parse
+from compiler.passes.inline_private_functions import calls_of
+from tests.compiler.ir_strategies import modules
+
+
+def inline(before: str | Module) -> Module:
+    module = parse(before) if isinstance(before, str) else before
+    result = passes.run(module, "inline-private-functions", verify_each=True)
+    assert result.ok, result.failure and result.failure.traceback
+    return result.module
+
+
+def verify_pass(before: str, expected: str, provenance: bool = False) -> Module:
+    """Run the pass on ``before``, compare with ``expected`` and check the numbers."""
+    after = inline(before)
+    assert_structural_equal(after, parse(expected), provenance=provenance)
+    assert_structural_equal(parse(str(after)), after)
+    module = parse(before)
+    args = [
+        np.linspace(-1, 1, p.ty.numel).reshape(p.ty.shape).astype(np.float32)
+        for p in module.main.params
+    ]
+    np.testing.assert_allclose(run(after, *args)[0], run(module, *args)[0], rtol=1e-6)
+    return after
+
+
+def test_call_twice_gives_two_copies_and_the_function_goes():
+    before = """
+    def @main(%x: f32[3], %y: f32[3]) -> f32[3] {
+      %a: f32[3] = call @scale(%x)
+      %b: f32[3] = call @scale(%y)
+      %c: f32[3] = add(%a, %b)
+      return %c
+    }
+
+    def @scale(%v: f32[3]) -> f32[3] attrs {private = true} {
+      %e: f32[3] = exp(%v)
+      %s: f32[3] = multiply(%e, const(f32[], 2.0))
+      return %s
+    }
+    """
+    expected = """
+    def @main(%x: f32[3], %y: f32[3]) -> f32[3] {
+      %e: f32[3] = exp(%x)
+      %a: f32[3] = multiply(%e, const(f32[], 2.0))
+      %e_1: f32[3] = exp(%y)
+      %b: f32[3] = multiply(%e_1, const(f32[], 2.0))
+      %c: f32[3] = add(%a, %b)
+      return %c
+    }
+    """
+    after = verify_pass(before, expected)
+    assert [b.name for b in after.main.bindings] == ["e", "a", "e", "b", "c"]
+
+
+def test_inlined_nodes_take_the_call_site_provenance_when_they_have_none():
+    before = """
+    def @main(%x: f32[3]) -> f32[3] {
+      %a: f32[3] = call @f(%x)  loc(module="block.0", op="aten.gelu.default")
+      return %a
+    }
+
+    def @f(%v: f32[3]) -> f32[3] attrs {private = true} {
+      %e: f32[3] = exp(%v)  loc(module="inner", op="aten.exp.default")
+      %s: f32[3] = negate_me(%e)
+      return %s
+    }
+    """.replace("negate_me", "neg")
+    expected = """
+    def @main(%x: f32[3]) -> f32[3] {
+      %e: f32[3] = exp(%x)  loc(module="inner", op="aten.exp.default")
+      %a: f32[3] = neg(%e)
+        loc(module="block.0", op="aten.gelu.default", pass="inline-private-functions")
+      return %a
+    }
+    """
+    verify_pass(before, expected, provenance=True)
+
+
+def test_nested_private_calls_and_calls_inside_if_branches():
+    before = """
+    def @main(%flag: bool[], %x: f32[3]) -> f32[3] {
+      %out: f32[3] = if %flag {
+        %a: f32[3] = call @outer(%x)
+        yield %a
+      } else {
+        yield %x
+      }
+      return %out
+    }
+
+    def @outer(%v: f32[3]) -> f32[3] attrs {private = true} {
+      %i: f32[3] = call @inner(%v)
+      %o: f32[3] = add(%i, %v)
+      return %o
+    }
+
+    def @inner(%v: f32[3]) -> f32[3] attrs {private = true} {
+      %e: f32[3] = exp(%v)
+      return %e
+    }
+    """
+    expected = """
+    def @main(%flag: bool[], %x: f32[3]) -> f32[3] {
+      %out: f32[3] = if %flag {
+        %i: f32[3] = exp(%x)
+        %a: f32[3] = add(%i, %x)
+        yield %a
+      } else {
+        yield %x
+      }
+      return %out
+    }
+    """
+    after = inline(before)
+    assert_structural_equal(after, parse(expected))
+    x = np.array([0.0, 1.0, 2.0], np.float32)
+    for flag in (np.bool_(True), np.bool_(False)):
+        np.testing.assert_allclose(run(after, flag, x)[0], run(parse(before), flag, x)[0])
+
+
+def test_public_recursive_and_never_called_functions_stay():
+    before = """
+    def @main(%x: f32[3]) -> f32[3] {
+      %a: f32[3] = call @public(%x)
+      %b: f32[3] = call @loop(%a)
+      return %b
+    }
+
+    def @public(%v: f32[3]) -> f32[3] {
+      %e: f32[3] = exp(%v)
+      return %e
+    }
+
+    def @loop(%v: f32[3]) -> f32[3] attrs {private = true} {
+      %r: f32[3] = call @loop(%v)
+      return %r
+    }
+
+    def @never(%v: f32[3]) -> f32[3] attrs {private = true} {
+      %e: f32[3] = exp(%v)
+      return %e
+    }
+    """
+    module = parse(before)
+    assert inline(module) is module
+
+
+def test_callee_returning_its_parameter_and_symbolic_parameters():
+    before = """
+    def @main(%x: f32[3], %y: f32[3]) -> f32[3] {
+      %p: f32[3] = call @first(%x, %y)
+      %q: f32[3] = call @double(%p)
+      return %q
+    }
+
+    def @first(%a: f32[n], %b: f32[n]) -> f32[n] attrs {private = true} {
+      return %a
+    }
+
+    def @double(%a: f32[n]) -> f32[n] attrs {private = true} {
+      %d: f32[n] = add(%a, %a)
+      return %d
+    }
+    """
+    expected = """
+    def @main(%x: f32[3], %y: f32[3]) -> f32[3] {
+      %q: f32[3] = add(%x, %x)
+      return %q
+    }
+    """
+    verify_pass(before, expected)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=modules())
+def test_inlining_random_modules_preserves_results(gen):
+    after = inline(gen.module)
+    called = set().union(*(calls_of(f) for f in gen.module.functions.values()))
+    assert not called & set(after.functions)  # never-called helpers are dce's business
+    for fname in after.functions:
+        assert not calls_of(after[fname])
+    rng = np.random.default_rng(0)
+    inputs = gen.inputs(rng)
+    got, want = flatten(run(after, *inputs)), flatten(run(gen.module, *inputs))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def flatten(value) -> list:
+    """The arrays of a (nested) tuple of outputs, in order."""
+    return [x for v in value for x in flatten(v)] if isinstance(value, tuple) else [value]
