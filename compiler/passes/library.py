@@ -17,5 +17,6 @@ _ALIASES["normalize"] = "infer-types"
 
 register_pipeline(
     "default",
-    "infer-types,canonicalize-bindings,fold-constant,dead-code-elimination",
+    "infer-types,canonicalize-bindings,dynamic-to-static,decompose-ops{ops=[linear,batch_norm]},"
+    "fold-constant,dead-code-elimination,fuse-ops",
 )

@@ -1,0 +1,99 @@
+"""Every pass (that a spec string can build) preserves results: on random modules drawn by
+hypothesis, and on the model zoo built in our IR (small ConvNeXt, MLP)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from compiler import models, passes
+from compiler.interpret import run
+from compiler.ir import verify
+from compiler.passes import PipelineError, build_pipeline
+from tests.compiler.ir_strategies import modules
+
+# Passes that change what a function computes or how it is called, by design; each has its own
+# tests that compose the new signature (lift-transform-params, lazy-*) or check the size (the
+# replicas keep values but are checked in test_replicas.py).
+SIGNATURE_CHANGING = {
+    "lift-transform-params",
+    "lazy-transform-params",
+    "lazy-get-input",
+    "lazy-set-output",
+    "replica-lazy-transform-params",
+    "bind-params",  # needs values only Python can give; tested in test_bind_params.py
+}
+# Passes that round floats on purpose: compared with a tolerance.
+LOSSY = {"convert-dtype{dtype=float16}": 2e-2, "to-mixed-precision": 5e-3}
+
+
+def _spec_passes() -> list[str]:
+    specs = []
+    for name in sorted(passes.all_passes()):
+        if name in SIGNATURE_CHANGING or name == "sequential" or name.startswith("test-"):
+            continue
+        try:
+            build_pipeline(name)
+        except PipelineError:
+            continue  # needs options that only Python can give (bind-params)
+        specs.append(name)
+    specs.append("convert-dtype{dtype=float16}")
+    specs.append("convert-layout{layout=NHWC}")
+    return specs
+
+
+SPECS = _spec_passes()
+
+
+def test_the_list_covers_the_library():
+    assert {"fold-constant", "fuse-ops", "decompose-ops", "dynamic-to-static"} <= set(SPECS)
+    assert len(SPECS) >= 12
+
+
+def _flatten(value) -> list:
+    if isinstance(value, tuple):
+        return [x for v in value for x in _flatten(v)]
+    return [value]
+
+
+def _compare(spec, before, after, inputs, tol):
+    want = _flatten(run(before, *inputs))
+    got = _flatten(run(after, *inputs))
+    assert len(got) == len(want), spec
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, spec
+        np.testing.assert_allclose(
+            g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol, err_msg=spec
+        )
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=modules())
+def test_pass_preserves_results_on_random_modules(spec, gen):
+    result = passes.run(gen.module, spec, verify_each=True)
+    assert result.ok, result.failure and result.failure.traceback
+    rng = np.random.default_rng(0)
+    inputs = gen.inputs(rng)
+    _compare(spec, gen.module, result.module, inputs, LOSSY.get(spec, 1e-5))
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    rng = np.random.default_rng(0)
+    small = models.convnext(dims=(8, 16, 32, 64), depths=(1, 1, 2, 1), image=32, seed=1)
+    mlp = models.mlp((32, 64, 16), batch=4, seed=2, activation="gelu")
+    return [
+        ("convnext", small, [rng.standard_normal((1, 3, 32, 32)).astype(np.float32)]),
+        ("mlp", mlp, [rng.standard_normal((4, 32)).astype(np.float32)]),
+    ]
+
+
+@pytest.mark.parametrize("spec", SPECS + ["default"])
+def test_pass_preserves_results_on_the_zoo(spec, zoo):
+    for name, module, inputs in zoo:
+        result = passes.run(module, spec)
+        assert result.ok, f"{name}: {result.failure and result.failure.traceback}"
+        verify(result.module)
+        _compare(f"{spec} on {name}", module, result.module, inputs, LOSSY.get(spec, 1e-4))
