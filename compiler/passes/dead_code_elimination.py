@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from compiler.ir.nodes import Block, Expr, FuncCall, Function, If, Module
 from compiler.passes.manager import Pass, PassContext, register_pass
+from compiler.passes.rewrite import rewrite_function
 
 
 def live_nodes(roots: list[Expr]) -> set[int]:
@@ -25,28 +26,25 @@ def live_nodes(roots: list[Expr]) -> set[int]:
     return live
 
 
-def _filter(bindings: tuple, live: set[int]) -> tuple:
-    out = []
-    for b in bindings:
-        if id(b) not in live:
-            continue
-        if isinstance(b, If):
-            b = b.replace(
-                then_branch=_filter_block(b.then_branch, live),
-                else_branch=_filter_block(b.else_branch, live),
-            )
-        out.append(b)
-    return tuple(out)
-
-
-def _filter_block(blk: Block, live: set[int]) -> Block:
-    return blk.replace(bindings=_filter(blk.bindings, live))
-
-
 def eliminate_dead_bindings(fn: Function) -> Function:
     """``fn`` without the bindings its output does not need (same object if none)."""
     live = live_nodes([fn.output])
-    return fn.replace(bindings=_filter(fn.bindings, live))
+    fn = fn.replace(bindings=tuple(b for b in fn.bindings if id(b) in live))
+
+    def drop_dead_in_branches(node: Expr) -> Expr | None:
+        if not isinstance(node, If):
+            return None
+        return node.replace(
+            then_branch=_live_block(node.then_branch, live),
+            else_branch=_live_block(node.else_branch, live),
+        )
+
+    # Rebuilding an If changes its identity: the rewriter also updates whoever reads it.
+    return rewrite_function(fn, drop_dead_in_branches)
+
+
+def _live_block(blk: Block, live: set[int]) -> Block:
+    return blk.replace(bindings=tuple(b for b in blk.bindings if id(b) in live))
 
 
 def called_functions(fn: Function) -> set[str]:

@@ -125,12 +125,9 @@ def test_named_pipeline_is_one_step_with_nested_children(module):
     result = passes.run(module, "default")
     top = result.snapshots[0]
     assert top.pass_name == "default" and top.depth == 0
-    assert [result.snapshots[i].pass_name for i in top.children] == [
-        "infer-types",
-        "canonicalize-bindings",
-        "fold-constant",
-        "dead-code-elimination",
-    ]
+    expected = [p.name for p in build_pipeline(passes.named_pipelines()["default"]).passes]
+    assert [result.snapshots[i].pass_name for i in top.children] == expected
+    assert {"fold-constant", "dead-code-elimination"} <= set(expected)
     assert "relu" not in str(result.module)  # dead code went away
     x = np.ones((2, 3), np.float32)
     from compiler.interpret import run
