@@ -1,0 +1,360 @@
+"""Traces: every step of a conversion, from the source model to the last pass.
+
+``explore(source, example_inputs, pipeline)`` imports the source, runs the pipeline with the
+recorder and returns a :class:`Trace`. Its steps are: the source graph as the framework sees
+it (when the source is a framework model), the imported module, then every pass application
+(nested ones included, each with its depth; a failed one marked as failed). A step is a light
+descriptor: its graph model, text and diff are computed when first asked for, then cached.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from compiler import passes
+from compiler.ir.nodes import Expr, Module
+from compiler.ir.printer import Printer
+from explorer.graph import GraphModel, graph_of_module
+
+
+@dataclass(eq=False)
+class Step:
+    """One step of a trace: the source graph, the imported module, or a pass application."""
+
+    index: int
+    kind: str  # "source", "import" or "pass"
+    name: str
+    spec: str = ""
+    depth: int = 0
+    parent: Optional[int] = None
+    module: Optional[Module] = None
+    before: Optional[Module] = None
+    seconds: float = 0.0
+    error: Optional[BaseException] = None
+    traceback: str = ""
+    failed_node: Optional[Expr] = None
+    failed_function: Optional[str] = None
+    source_graph: Optional[GraphModel] = None
+    children: list[int] = field(default_factory=list)
+    trace: Optional["Trace"] = field(default=None, repr=False)
+    _graph: Optional[GraphModel] = field(default=None, repr=False)
+    _text: Optional[str] = field(default=None, repr=False)
+    _lines: Optional[dict] = field(default=None, repr=False)
+
+    @property
+    def failed(self) -> bool:
+        """Whether this pass raised."""
+        return self.error is not None
+
+    @property
+    def changed(self) -> bool:
+        """Whether the pass returned a different module (identity); imports always change."""
+        if self.kind != "pass":
+            return True
+        return self.module is not None and self.module is not self.before
+
+    @property
+    def status(self) -> str:
+        """``failed``, ``changed`` or ``unchanged``."""
+        return "failed" if self.failed else ("changed" if self.changed else "unchanged")
+
+    @property
+    def shown_module(self) -> Optional[Module]:
+        """The module this step shows: its result, or for a failed pass the module it was given."""
+        return self.module if self.module is not None else self.before
+
+    @property
+    def graph(self) -> GraphModel:
+        """The neutral graph model of this step (built on first use)."""
+        if self._graph is None:
+            if self.source_graph is not None:
+                self._graph = self.source_graph
+            elif self.shown_module is not None:
+                self._graph = graph_of_module(self.shown_module)
+            else:
+                self._graph = GraphModel()
+        return self._graph
+
+    @property
+    def text(self) -> str:
+        """The IR text of this step (for a source step, a listing of its graph)."""
+        if self._text is None:
+            if self.shown_module is None:
+                self._text = _graph_listing(self.graph)
+            else:
+                p = Printer(show_provenance=False, max_inline=8)
+                p.module(self.shown_module)
+                self._text = p.text()
+                self._lines = p.node_lines
+        return self._text
+
+    @property
+    def failed_line(self) -> Optional[int]:
+        """For a failed pass: the 0-based line of ``text`` showing the binding it failed on."""
+        if self.failed_node is None or self.shown_module is None:
+            return None
+        self.text  # noqa: B018  (fills _lines)
+        return (self._lines or {}).get(id(self.failed_node))
+
+    @property
+    def param_bytes(self) -> int:
+        """Bytes of every weight of this step."""
+        return self.graph.param_bytes
+
+    @property
+    def previous(self) -> Optional["Step"]:
+        """The step this one is compared with by default: for a pass, the step whose module it
+        was given; otherwise the step before it."""
+        if self.trace is None or self.index == 0:
+            return None
+        if self.kind == "pass" and self.before is not None:
+            for s in reversed(self.trace.steps[: self.index]):
+                if s.module is self.before:
+                    return s
+        return self.trace.steps[self.index - 1]
+
+    def diff(self, other: Optional["Step"] = None):
+        """What changed from ``other`` (default: the previous step) to this step."""
+        from explorer.diff import diff
+
+        base = other if other is not None else self.previous
+        if base is None:
+            raise ValueError(f"step {self.index} ({self.name}) has no previous step to diff with")
+        return diff(base, self)
+
+    def __repr__(self) -> str:
+        indent = "  " * self.depth
+        return f"<Step #{self.index} {indent}{self.name} [{self.kind}] {self.status}>"
+
+
+def _graph_listing(g: GraphModel) -> str:
+    lines = []
+    for n in g.nodes.values():
+        ins = [e.src for e in g.edges if e.dst == n.id]
+        lines.append(f"{n.id}: {n.type} = {n.op}({', '.join(ins)})")
+    return "\n".join(lines) + "\n"
+
+
+class Trace:
+    """The recorded steps of one conversion, indexable by number or pass name."""
+
+    def __init__(
+        self,
+        steps: Sequence[Step],
+        source: Any = None,
+        example_inputs: Optional[tuple] = None,
+        pipeline: str = "",
+        frontend: str = "",
+    ):
+        self.steps = list(steps)
+        for s in self.steps:
+            s.trace = self
+        self.source = source
+        self.example_inputs = example_inputs
+        self.pipeline = pipeline
+        self.frontend = frontend
+
+    # ----- access -------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __iter__(self):
+        return iter(self.steps)
+
+    def __getitem__(self, key) -> Step:
+        if isinstance(key, int):
+            return self.steps[key]
+        if isinstance(key, str):
+            name, _, nth = key.partition("#")
+            matches = [s for s in self.steps if s.name == name or s.spec == name]
+            if not matches:
+                names = sorted({s.name for s in self.steps})
+                raise KeyError(f"no step named {key!r}; steps: {', '.join(names)}")
+            return matches[int(nth) - 1 if nth else 0]
+        raise TypeError(f"index a trace with an int or a pass name, not {type(key).__name__}")
+
+    @property
+    def imported(self) -> Step:
+        """The step holding the imported module."""
+        return next(s for s in self.steps if s.kind == "import")
+
+    @property
+    def final(self) -> Step:
+        """The last step with a module (the last good one if a pass failed)."""
+        return next(s for s in reversed(self.steps) if s.module is not None)
+
+    @property
+    def failure(self) -> Optional[Step]:
+        """The innermost failed pass, if one failed."""
+        failed = [s for s in self.steps if s.failed]
+        return failed[-1] if failed else None
+
+    # ----- summary ------------------------------------------------------------------------
+    def summary(self) -> list[dict]:
+        """One row per step: index, pass, status, node delta, op-count changes, param bytes and
+        delta, changed shapes, time."""
+        rows = []
+        for s in self.steps:
+            prev = s.previous
+            nodes = len(s.graph.nodes)
+            row = {
+                "step": s.index,
+                "depth": s.depth,
+                "pass": s.name,
+                "kind": s.kind,
+                "status": s.status,
+                "nodes": nodes,
+                "node_delta": nodes - len(prev.graph.nodes) if prev is not None else 0,
+                "param_bytes": s.param_bytes,
+                "param_delta": s.param_bytes - prev.param_bytes if prev is not None else 0,
+                "ms": s.seconds * 1000,
+                "ops": "",
+                "shapes": 0,
+            }
+            if prev is not None and s.kind == "pass" and s.changed and not s.failed:
+                d = s.diff(prev)
+                row["ops"] = d.op_count_text()
+                row["shapes"] = len(d.shape_changes)
+            rows.append(row)
+        return rows
+
+    def __repr__(self) -> str:
+        return self.summary_text()
+
+    def summary_text(self) -> str:
+        """The summary as a plain-text table."""
+        head = f"{'#':>3}  {'pass':<34} {'status':<9} {'nodes':>6} {'Δ':>5} {'params':>12} {'Δ params':>11} {'ms':>8}  ops"
+        lines = [head]
+        for r in self.summary():
+            name = ("  " * r["depth"] + r["pass"])[:34]
+            lines.append(
+                f"{r['step']:>3}  {name:<34} {r['status']:<9} {r['nodes']:>6} "
+                f"{_signed(r['node_delta']):>5} {_bytes(r['param_bytes']):>12} "
+                f"{_signed_bytes(r['param_delta']):>11} {r['ms']:>8.1f}  {r['ops']}"
+            )
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for r in self.summary():
+            cls = {"failed": "pl-failed", "unchanged": "pl-unchanged"}.get(r["status"], "")
+            pad = "&nbsp;" * 4 * r["depth"]
+            rows.append(
+                f"<tr class='{cls}'><td>{r['step']}</td><td>{pad}{html.escape(r['pass'])}</td>"
+                f"<td>{r['status']}</td><td>{r['nodes']}</td><td>{_signed(r['node_delta'])}</td>"
+                f"<td>{_bytes(r['param_bytes'])}</td><td>{_signed_bytes(r['param_delta'])}</td>"
+                f"<td>{r['shapes'] or ''}</td><td>{r['ms']:.1f}</td><td>{html.escape(r['ops'])}</td></tr>"
+            )
+        return (
+            "<style>.pl-failed{background:#fdd}.pl-unchanged{color:#888}</style>"
+            "<table><thead><tr><th>#</th><th>pass</th><th>status</th><th>nodes</th><th>Δ</th>"
+            "<th>params</th><th>Δ params</th><th>shape changes</th><th>ms</th><th>ops</th>"
+            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+        )
+
+    # ----- analysis and export (implemented in their own modules) ----------------------------
+    def check(self, inputs=None, reference: str = "source", rtol: float = 1e-4, atol: float = 1e-5, progress=None):
+        """Run the reference and every step on the same inputs; returns a Report."""
+        from explorer.check import check
+
+        return check(self, inputs, reference=reference, rtol=rtol, atol=atol, progress=progress)
+
+    def save(self, path) -> None:
+        """Save to a ``.passlens`` file (JSON + raw arrays, no pickle)."""
+        from explorer.store import save
+
+        save(self, path)
+
+    def to_html(self, path) -> None:
+        """Write one self-contained HTML report."""
+        from widgets.report import write_html
+
+        write_html(self, path)
+
+    def stepper(self):
+        """The Jupyter widget to step through the passes."""
+        from widgets.stepper import PassStepper
+
+        return PassStepper(self)
+
+
+def _signed(n: int) -> str:
+    return f"+{n}" if n > 0 else (str(n) if n else "")
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _signed_bytes(n: int) -> str:
+    if not n:
+        return ""
+    return ("+" if n > 0 else "-") + _bytes(abs(n))
+
+
+def trace_from_module(
+    module: Module,
+    pipeline: Any = "default",
+    source_step: Optional[Step] = None,
+    import_seconds: float = 0.0,
+    import_name: str = "import",
+    **meta: Any,
+) -> Trace:
+    """Run ``pipeline`` on an already imported module and build the trace."""
+    steps: list[Step] = []
+    if source_step is not None:
+        source_step.index = 0
+        steps.append(source_step)
+    steps.append(Step(len(steps), "import", import_name, module=module, seconds=import_seconds))
+    result = passes.run(module, pipeline, record=True)
+    offset = len(steps)
+    for snap in result.snapshots:
+        steps.append(
+            Step(
+                index=offset + snap.index,
+                kind="pass",
+                name=snap.pass_name,
+                spec=snap.spec,
+                depth=snap.depth,
+                parent=None if snap.parent is None else offset + snap.parent,
+                module=snap.module,
+                before=snap.before,
+                seconds=snap.seconds,
+                error=snap.error,
+                traceback=snap.traceback,
+                failed_node=snap.failed_node,
+                failed_function=snap.failed_function,
+                children=[offset + c for c in snap.children],
+            )
+        )
+    return Trace(steps, pipeline=result.pipeline.spec(), **meta)
+
+
+def explore(source: Any, example_inputs: Any = None, pipeline: Any = "default", **frontend_options) -> Trace:
+    """Import ``source`` (torch.nn.Module, ExportedProgram, ONNX path/bytes/ModelProto, IR
+    Module or IR text), run ``pipeline`` with recording, and return the Trace."""
+    from explorer.sources import import_source
+
+    start = time.perf_counter()
+    imported = import_source(source, example_inputs, **frontend_options)
+    seconds = time.perf_counter() - start
+    if isinstance(example_inputs, list):
+        example_inputs = tuple(example_inputs)
+    elif example_inputs is not None and not isinstance(example_inputs, tuple):
+        example_inputs = (example_inputs,)
+    return trace_from_module(
+        imported.module,
+        pipeline,
+        source_step=imported.source_step,
+        import_seconds=seconds,
+        import_name=imported.name,
+        source=imported.source,
+        example_inputs=example_inputs,
+        frontend=imported.frontend,
+    )
