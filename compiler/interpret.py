@@ -155,6 +155,12 @@ def _matches(ty: Type, value: Any, env: dict[str, int]) -> bool:
     return shape_matches(ty.shape, value.shape, env)
 
 
+def _type_symbols(ty: Type) -> set[str]:
+    if isinstance(ty, TupleType):
+        return set().union(*(_type_symbols(f) for f in ty.fields))
+    return {s for d in ty.shape or () if isinstance(d, SymExpr) for s in d.free_symbols}
+
+
 def _value_desc(value: Any) -> str:
     if isinstance(value, tuple):
         return "(" + ", ".join(_value_desc(v) for v in value) + ")"
@@ -169,6 +175,7 @@ class _Evaluator:
         self.check_types = check_types
         self.mismatches: list[TypeMismatch] = []
         self.cache_hits = 0
+        self.computed = 0  # bindings evaluated (If branches included)
 
     def value(self, expr: Expr) -> Any:
         if isinstance(expr, Constant):
@@ -184,6 +191,7 @@ class _Evaluator:
             if node in values:
                 self.cache_hits += 1
                 continue
+            self.computed += 1
             try:
                 result = self.compute(node)
             except InterpretError:
@@ -255,14 +263,21 @@ def evaluate(
             )
         )
     env: dict[str, int] = {}
-    arrays = []
-    for i, (p, v) in enumerate(zip(params, inputs)):
-        arr = _to_array(v, p, i) if not isinstance(v, tuple) else v
-        if not _matches(p.ty, arr, env):
-            raise InterpretError(
-                f"input {i} (%{p.name}) of @{function} expects {p.ty}, got {_value_desc(arr)}"
-            )
-        arrays.append(arr)
+    arrays = [
+        _to_array(v, p, i) if not isinstance(v, tuple) else v
+        for i, (p, v) in enumerate(zip(params, inputs))
+    ]
+    # Two rounds: the first binds symbols from plain dims (`n`); the second also checks dims
+    # that are expressions of symbols bound by a later input (`2*n + 1` before `n`).
+    for _ in range(2):
+        for i, (p, arr) in enumerate(zip(params, arrays)):
+            if not _matches(p.ty, arr, env):
+                bound = sorted(s for s in _type_symbols(p.ty) if s in env)
+                where = ", ".join(f"{s} = {env[s]}" for s in bound)
+                raise InterpretError(
+                    f"input {i} (%{p.name}) of @{function} expects {p.ty}, got "
+                    f"{_value_desc(arr)}" + (f" (where {where})" if where else "")
+                )
     values: dict = cache.values if cache is not None else {}
     if cache is not None:
         for p, arr in zip(params, arrays):
@@ -273,7 +288,7 @@ def evaluate(
     ev.run_bindings(fn.bindings)
     if cache is not None:
         cache.hits += ev.cache_hits
-        cache.misses += len(fn.bindings) - ev.cache_hits
+        cache.misses += ev.computed
     out = ev.value(fn.output)
     outputs = out if isinstance(fn.output.ty, TupleType) else (out,)
     return Evaluation(tuple(outputs), values, env, ev.mismatches)

@@ -131,6 +131,14 @@ class Parser:
         self.scopes: list[dict[str, Expr]] = []
         self.bindings_stack: list[list[Expr]] = []
 
+    def guarded(self, parse_fn):
+        """Run ``parse_fn``; brackets nested too deep for the recursive descent are a
+        ParseError, not a RecursionError."""
+        try:
+            return parse_fn()
+        except RecursionError:
+            raise self.error("brackets nested too deeply") from None
+
     # ----- token helpers ----------------------------------------------------------------
     @property
     def tok(self) -> Token:
@@ -325,14 +333,8 @@ class Parser:
             and (self.peek().kind == "float" or self.peek().value in _FLOAT_WORDS)
         ):
             return float(self.parse_number())
-        if self.at("punct", "-") and self.peek().kind == "int":
-            self.next()
-            value = -self.next().value
-            if self.at("punct") and self.tok.value in ("+", "-", "*", "//", "%"):
-                raise self.error("write a negative expression in parentheses")
-            return value
-        # an integer or a symbolic expression
-        if tok.kind in ("int", "ident") or (tok.kind == "punct" and tok.value in ("(", "?")):
+        # an integer or a symbolic expression (``-1``, ``n``, ``-2*n + 3``)
+        if tok.kind in ("int", "ident") or (tok.kind == "punct" and tok.value in ("(", "?", "-")):
             return self.parse_dim_expr_signed()
         raise self.error(f"expected an attribute value, found {self._describe(tok)}")
 
@@ -623,7 +625,7 @@ def parse(
     if not isinstance(text, str):
         raise TypeError(f"parse() takes the module text as a str, got {type(text).__name__}")
     parser = Parser(text, params)
-    module = parser.parse_module()
+    module = parser.guarded(parser.parse_module)
     if verify:
         from compiler.ir.verify import verify as _verify
 
@@ -634,7 +636,7 @@ def parse(
 def parse_type(text: str) -> Type:
     """Parse a type such as ``f32[n, 128]`` or ``(f32[2], i64[])``."""
     p = Parser(text)
-    ty = p.parse_type()
+    ty = p.guarded(p.parse_type)
     p.expect("eof", what="end of the type")
     return ty
 
@@ -642,7 +644,7 @@ def parse_type(text: str) -> Type:
 def parse_dim(text: str) -> Dim:
     """Parse a dim: ``128``, ``n``, ``2*n + 1``, ``(n + 1) // 2``, ``?``."""
     p = Parser(text)
-    d = p.parse_dim_expr()
+    d = p.guarded(p.parse_dim_expr)
     p.expect("eof", what="end of the dimension")
     return d
 

@@ -181,6 +181,8 @@ class Printer:
             return f"{self.ref(node.tuple_value)}[{node.index}]"
         if isinstance(node, If):
             return f"if {self.ref(node.cond)}"
+        if isinstance(node, (Var, Constant)):  # only in a broken function (verifier context)
+            return self.ref(node)
         raise TypeError(f"cannot print {type(node).__name__} as a binding")
 
     def binding(self, node: Expr, indent: str) -> None:

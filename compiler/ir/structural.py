@@ -3,7 +3,8 @@
 Two functions are structurally equal when they have the same parameter types, the same
 bindings in the same order (same ops, attributes, annotated types and operand positions) and
 the same output; names of bound values and parameters are hints and do not count. Constants
-compare by name, dtype, shape and values. Provenance counts only with ``provenance=True``.
+compare by name, dtype, shape and values. Provenance (of nodes, parameters and named
+constants) counts only with ``provenance=True``.
 """
 
 from __future__ import annotations
@@ -31,13 +32,17 @@ from compiler.ir.nodes import (
 
 
 class _ConstKey:
-    """A constant inside a canonical form: equal by name and array contents."""
+    """A constant inside a canonical form: equal by name and array contents (bit for bit,
+    except that every NaN equals every other NaN, as the text format prints them all ``nan``)."""
 
     __slots__ = ("const", "_hash")
 
     def __init__(self, const: Constant):
         self.const = const
-        digest = hashlib.blake2b(np.ascontiguousarray(const.data).tobytes(), digest_size=8)
+        data = np.ascontiguousarray(const.data)
+        if is_float_dtype(data.dtype) and np.isnan(data).any():
+            data = np.where(np.isnan(data), np.array(np.nan, data.dtype), data)
+        digest = hashlib.blake2b(data.tobytes(), digest_size=8)
         self._hash = hash((const.name, str(const.ty), digest.digest()))
 
     def __eq__(self, other) -> bool:
@@ -68,7 +73,9 @@ class _Canon:
             key = self.consts.get(id(e))
             if key is None:
                 key = self.consts[id(e)] = _ConstKey(e)
-            return ("const", key)
+            # a weight's provenance is part of the text (its `loc`), an inline literal's is not
+            weight = self.provenance and e.name is not None
+            return ("const", key, e.prov) if weight else ("const", key)
         if id(e) not in self.index:
             return ("free", type(e).__name__, str(e.ty))  # unbound: compare by type only
         return self.index[id(e)]

@@ -70,6 +70,9 @@ class SymExpr:
     def __setattr__(self, key, value):
         raise AttributeError("SymExpr is immutable")
 
+    def __reduce__(self):  # pickle / deepcopy rebuild through __init__ (no __setattr__)
+        return (SymExpr, (dict(self._terms),))
+
     # ----- construction helpers -------------------------------------------------------
     @staticmethod
     def _from(value: Dim) -> dict:
@@ -179,10 +182,11 @@ class SymExpr:
     def __str__(self) -> str:
         parts = []
         for i, (mono, coeff) in enumerate(self._terms):
+            # A `//` or `%` atom needs parentheses inside a product (also `x*x` of one atom)
+            # and after a leading minus, which binds tighter: `-(n // 2)` is not `(-n) // 2`.
+            wrap = sum(p for _, p in mono) > 1 or coeff not in (1, -1) or (i == 0 and coeff < 0)
             body = "*".join(
-                _atom_str_in_product(atom, len(mono) > 1 or coeff not in (1, -1))
-                for atom, power in mono
-                for _ in range(power)
+                _atom_str_in_product(atom, wrap) for atom, power in mono for _ in range(power)
             )
             if not mono:
                 text, sign = str(abs(coeff)), coeff < 0

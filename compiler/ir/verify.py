@@ -13,12 +13,17 @@ Invariants checked, per function:
    parameters, with matching types, and its type equals the callee's result type.
 6. Each If's condition is a one-element tensor and its annotated type covers both branches.
 7. The output is defined.
+8. A weight's name identifies one value across the module: named Constants that share a name
+   have the same type and contents (the text format and ``Module.constants()`` refer to a
+   weight by its name).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
+
+import numpy as np
 
 from compiler.ir.nodes import (
     Block,
@@ -29,21 +34,23 @@ from compiler.ir.nodes import (
     Function,
     If,
     Module,
+    Node,
     TupleGetItem,
     Var,
 )
 from compiler.ir.symbolic import ANY, dims_equal
-from compiler.ir.types import TensorType, TupleType, Type, join_types
+from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, join_types
 from compiler.ir.attrs import TypeInferenceError
 
 
 @dataclass
 class Problem:
-    """One broken invariant: the function, the node (if any) and what is wrong."""
+    """One broken invariant: the function, where (the bad binding; a Block for its ``yield``,
+    the Function for its ``return``; None for the signature) and what is wrong."""
 
     function: str
     message: str
-    node: Optional[Expr] = None
+    node: Optional[Node] = None
 
     def __str__(self) -> str:
         return f"@{self.function}: {self.message}"
@@ -77,24 +84,59 @@ def _covers(annotated: Type, actual: Type) -> bool:
 
 
 class _Checker:
-    def __init__(self, module: Optional[Module], name: str, fn: Function):
+    def __init__(
+        self, module: Optional[Module], name: str, fn: Function, weights: Optional[dict] = None
+    ):
         self.module, self.name, self.fn = module, name, fn
         self.problems: list[Problem] = []
         self.bound: set[int] = set()
         self.params = {id(p) for p in fn.params}
+        # name -> the first Constant of that name; ids of Constants already compared to it
+        self.weights: dict[str, Constant] = {} if weights is None else weights
+        self.seen_weights: set[int] = set()
+        self._printer = None
 
-    def problem(self, message: str, node: Optional[Expr] = None) -> None:
+    def show(self, node: Expr) -> str:
+        """``%name`` of a node as the context printout names it (names are only hints)."""
+        if self._printer is None:
+            from compiler.ir.printer import Printer
+
+            self._printer = Printer()
+            self._printer.function(self.name, self.fn)
+        return "%" + self._printer.name_of(node)
+
+    def problem(self, message: str, node: Optional[Node] = None) -> None:
         self.problems.append(Problem(self.name, message, node))
 
-    def check_operand(self, op: Expr, user: Expr, visible: list[set[int]]) -> None:
+    def check_weight(self, const: Constant, user: Node) -> None:
+        if const.name is None or id(const) in self.seen_weights:
+            return
+        self.seen_weights.add(id(const))
+        first = self.weights.setdefault(const.name, const)
+        if first is const or (
+            first.ty == const.ty
+            and np.array_equal(first.data, const.data, equal_nan=is_float_dtype(first.data.dtype))
+        ):
+            return
+        what = "other values" if first.ty == const.ty else f"type {first.ty}"
+        self.problem(
+            f"reads weight ${const.name} of type {const.ty}, but another weight named "
+            f"${const.name} has {what} (one name must hold one value)",
+            user,
+        )
+
+    def check_operand(self, op: Expr, user: Node, visible: list[set[int]]) -> None:
         if isinstance(op, Constant):
+            self.check_weight(op, user)
             return
         if isinstance(op, Var):
             if id(op) not in self.params:
-                self.problem(f"reads %{op.name}, which is not a parameter of @{self.name}", user)
+                self.problem(
+                    f"reads {self.show(op)}, which is not a parameter of @{self.name}", user
+                )
             return
         if not any(id(op) in scope for scope in visible):
-            what = f"%{op.name}" if op.name else type(op).__name__
+            what = self.show(op)
             if id(op) in self.bound:
                 self.problem(f"reads {what}, which is bound in another branch", user)
             else:
@@ -107,7 +149,7 @@ class _Checker:
                 self.problem(f"a {type(node).__name__} cannot be a binding", node)
                 continue
             if id(node) in self.bound:
-                self.problem("a node is bound twice", node)
+                self.problem(f"{self.show(node)} is bound twice", node)
                 continue
             for op in node.operands:
                 self.check_operand(op, node, visible)
@@ -118,7 +160,7 @@ class _Checker:
     def check_block(self, blk: Block, visible: list[set[int]]) -> None:
         inner = visible + [set()]
         self.check_bindings(blk.bindings, inner)
-        self.check_operand(blk.result, blk.result, inner)
+        self.check_operand(blk.result, blk, inner)
 
     def check_node(self, node: Expr, visible: list[set[int]]) -> None:
         if isinstance(node, Call):
@@ -201,7 +243,7 @@ class _Checker:
         ):
             self.problem(f"num_input = {num_input!r}, but the function has {len(fn.params)} params")
         self.check_bindings(fn.bindings, [set()])
-        self.check_operand(fn.output, fn.output, [{id(b) for b in fn.bindings}])
+        self.check_operand(fn.output, fn, [{id(b) for b in fn.bindings}])
         return self.problems
 
 
@@ -228,8 +270,9 @@ def check(module: Module | Function, name: str = "main") -> list[Problem]:
     if isinstance(module, Function):
         return _Checker(None, name, module).run()
     problems: list[Problem] = []
+    weights: dict = {}  # shared: a weight's name means one value in every function
     for fname, fn in module.functions.items():
-        problems.extend(_Checker(module, fname, fn).run())
+        problems.extend(_Checker(module, fname, fn, weights).run())
     return problems
 
 
@@ -249,7 +292,8 @@ def context(module: Module | Function, problems: list[Problem], radius: int = 3)
             pr.function(prob.function, fn)
             printed[prob.function] = pr
         pr = printed[prob.function]
-        line = pr.node_lines.get(id(prob.node)) if prob.node is not None else None
+        # a problem of the signature (no node) points at the `def` line
+        line = pr.node_lines.get(id(prob.node)) if prob.node is not None else 0
         if line is None:
             continue
         lo, hi = max(0, line - radius), min(len(pr.lines), line + radius + 1)

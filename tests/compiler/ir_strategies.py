@@ -99,7 +99,7 @@ def random_value(ty, rng: np.random.Generator, base: tuple = (), env: dict = SYM
 class _Builder:
     """Draws the values of one function (or branch) into a pool of f32 values."""
 
-    def __init__(self, draw, base: tuple, gen: "_ModuleState", depth: int):
+    def __init__(self, draw, base: tuple, gen: _ModuleState, depth: int):
         self.draw, self.base, self.gen, self.depth = draw, base, gen, depth
         self.pool: list[Expr] = []
 
@@ -119,7 +119,8 @@ class _Builder:
         dims = self.base[len(self.base) - k :]
         ones = self.draw(st.lists(st.booleans(), min_size=k, max_size=k))
         return tuple(
-            1 if one or (static and not isinstance(d, int)) else d for d, one in zip(dims, ones)
+            1 if one or (static and not isinstance(d, int)) else d
+            for d, one in zip(dims, ones, strict=True)
         )
 
     def pick(self) -> Expr:
