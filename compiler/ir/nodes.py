@@ -53,6 +53,16 @@ class Node:
                 raise TypeError(f"{type(self).__name__} has no field {key!r}")
         if all(_same(getattr(self, k), v) for k, v in changes.items()):
             return self
+        if changes.keys() <= {"prov", "name"} and isinstance(self, Expr):
+            # provenance and name hints are not semantic: copy the node without re-inferring
+            clone = object.__new__(type(self))
+            for cls in type(self).__mro__:
+                for slot in getattr(cls, "__slots__", ()):
+                    if hasattr(self, slot):
+                        object.__setattr__(clone, slot, getattr(self, slot))
+            for k, v in changes.items():
+                object.__setattr__(clone, k, _check_prov(v) if k == "prov" else v)
+            return clone
         kwargs = {f: getattr(self, f) for f in self._fields}
         kwargs.update(changes)
         return type(self)(**kwargs)
