@@ -6,14 +6,8 @@
     report = trace.check((x,))                 # numerics, shapes and params at every step
 """
 
+from explorer.diff import Diff, diff
 from explorer.trace import Step, Trace, explore, trace_from_module
-
-
-def diff(step_a, step_b):
-    """What changed from ``step_a`` to ``step_b`` (any two steps, even of different traces)."""
-    from explorer.diff import diff as _diff
-
-    return _diff(step_a, step_b)
 
 
 def compare(trace_a, trace_b):
@@ -30,4 +24,4 @@ def load(path):
     return _load(path)
 
 
-__all__ = ["Step", "Trace", "explore", "trace_from_module", "diff", "compare", "load"]
+__all__ = ["Diff", "Step", "Trace", "explore", "trace_from_module", "diff", "compare", "load"]

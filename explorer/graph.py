@@ -123,12 +123,15 @@ def _prov_dict(prov) -> dict:
 def graph_of_module(module: Module) -> GraphModel:
     """The graph model of an IR module (every function; node ids are ``function/name``)."""
     g = GraphModel()
+    # After lift-transform-params, @main's weight parameters are computed by
+    # @main_transform_params from the stored weights: count only the stored ones.
+    derived = {fn.attrs.get("transform_params_of") for fn in module.functions.values()}
     for fname, fn in module.functions.items():
-        _add_function(g, fname, fn)
+        _add_function(g, fname, fn, weights_are_stored=fname not in derived)
     return g
 
 
-def _add_function(g: GraphModel, fname: str, fn: Function) -> None:
+def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: bool = True) -> None:
     printer = Printer()  # only for unique names within the function
     g.signatures[fname] = Signature(
         fname,
@@ -173,7 +176,7 @@ def _add_function(g: GraphModel, fname: str, fn: Function) -> None:
             p.prov.module_path or "", nbytes, p,
         )
         g.by_object[id(p)] = nid
-        if kind == "param":
+        if kind == "param" and weights_are_stored:
             g.params[f"@{fname}/{p.name}"] = Param(p.name, shape or (), dtype or "", nbytes, nid, p)
 
     def add(node: Expr) -> None:

@@ -286,10 +286,9 @@ def _signed(n: int) -> str:
 
 
 def _bytes(n: int) -> str:
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
+    from explorer.diff import format_bytes
+
+    return format_bytes(n)
 
 
 def _signed_bytes(n: int) -> str:

@@ -1,0 +1,350 @@
+"""Coverage of the ONNX backend node tests: each test model through ``from_onnx`` and the
+reference interpreter, compared with the expected outputs the way onnx's backend runner
+compares them (same dtype and shape; floats within rtol 1e-3, atol 1e-7; others exact).
+
+The onnx wheel no longer ships ``onnx/backend/test/data/node``; it ships the code that makes
+it (``onnx.backend.test.case.node``). When the data is not installed it is generated once, in
+the same layout (``<name>/model.onnx``, ``<name>/test_data_set_0/{input,output}_N.pb``), into
+``build/onnx-node-tests-<onnx version>/`` (or ``$PASSLENS_CACHE``), about 20 s.
+
+Each test ends as:
+
+- passed: imported, ran, and every output matches;
+- unsupported: the import stopped with UnsupportedOperatorError (an op, op version, attribute
+  or input form passlens does not convert) or UnsupportedOnnxFeature (opset, dtype);
+- failed: anything else (another import error, a run error, a wrong result).
+
+The claimed subset is what passlens says it supports: models of ai.onnx opset 13 to 21 whose
+every node (subgraphs included) is an op with a converter, and whose inputs, outputs and
+initializers are tensors of a dtype the IR has (f16, bf16, f32, f64, i8, i16, i32, i64, u8,
+bool). An op that has a converter counts in the claimed subset even for attribute values or
+input forms the converter reports as unsupported: those count against the claimed rate.
+
+    .venv/bin/python bench/onnx_coverage.py [--filter SUBSTR] [--details] [--failed]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+RTOL, ATOL = 1e-3, 1e-7
+
+
+# ----- the test data ----------------------------------------------------------------------
+
+
+def node_test_dir() -> Path:
+    """The directory of node tests: the installed one when onnx ships it, else a generated
+    cache (made on first use)."""
+    import onnx
+
+    shipped = Path(onnx.__file__).parent / "backend" / "test" / "data" / "node"
+    if shipped.is_dir() and any(shipped.iterdir()):
+        return shipped
+    root = Path(os.environ.get("PASSLENS_CACHE", REPO / "build"))
+    cache = root / f"onnx-node-tests-{onnx.__version__}"
+    if not (cache / "COMPLETE").exists():
+        # generate beside it and rename, so concurrent runs never read a half-written cache
+        partial = cache.with_name(f"{cache.name}.partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        generate_node_tests(partial)
+        try:
+            if cache.exists():
+                shutil.rmtree(cache)
+            os.replace(partial, cache)
+        except OSError:  # another run got there first
+            shutil.rmtree(partial, ignore_errors=True)
+    return cache
+
+
+def generate_node_tests(dest: Path) -> None:
+    """Write every node test of the installed onnx into ``dest`` (onnx's layout), plus a
+    ``tolerance.json`` per test with its rtol and atol."""
+    from onnx import numpy_helper
+    from onnx.backend.test.case import node
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np_err = np.seterr(all="ignore")
+        try:
+            cases = node.collect_testcases(None)
+        finally:
+            np.seterr(**np_err)
+    dest.mkdir(parents=True, exist_ok=True)
+    for case in cases:
+        out_dir = dest / case.name
+        data_dir = out_dir / "test_data_set_0"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "model.onnx").write_bytes(case.model.SerializeToString())
+        (out_dir / "tolerance.json").write_text(json.dumps({"rtol": case.rtol, "atol": case.atol}))
+        if not case.data_sets:
+            continue
+        inputs, outputs = case.data_sets[0]
+        for kind, values, infos in (
+            ("input", inputs, case.model.graph.input),
+            ("output", outputs, case.model.graph.output),
+        ):
+            for j, value in enumerate(values):
+                info = infos[j] if j < len(infos) else None
+                proto = _to_proto(value, info, numpy_helper)
+                if proto is not None:
+                    (data_dir / f"{kind}_{j}.pb").write_bytes(proto.SerializeToString())
+    (dest / "COMPLETE").write_text(f"{len(cases)} tests\n")
+
+
+def _to_proto(value, info, numpy_helper):
+    from onnx import TensorProto
+
+    if isinstance(value, TensorProto):
+        return value
+    kind = info.type.WhichOneof("value") if info is not None else "tensor_type"
+    try:
+        if kind == "sequence_type":
+            return numpy_helper.from_list(value, info.name)
+        if kind == "optional_type":
+            return numpy_helper.from_optional(value, info.name)
+        if kind == "map_type":
+            return numpy_helper.from_dict(value, info.name)
+        return numpy_helper.from_array(np.asarray(value), info.name if info else "")
+    except Exception:
+        return None  # a value onnx cannot serialise: the test will fail to load, as upstream
+
+
+@dataclass
+class CaseData:
+    """One node test: the model bytes, inputs, expected outputs and tolerances."""
+
+    name: str
+    model: bytes
+    inputs: list
+    outputs: list
+    rtol: float = RTOL
+    atol: float = ATOL
+
+
+def load_case(case_dir: Path) -> CaseData:
+    """Read a node test directory."""
+    import onnx
+
+    def read(kind: str) -> list:
+        values = []
+        data_dir = case_dir / "test_data_set_0"
+        j = 0
+        while (data_dir / f"{kind}_{j}.pb").exists():
+            t = onnx.TensorProto()
+            t.ParseFromString((data_dir / f"{kind}_{j}.pb").read_bytes())
+            values.append(t)
+            j += 1
+        return values
+
+    tol = {"rtol": RTOL, "atol": ATOL}
+    if (case_dir / "tolerance.json").exists():
+        tol = json.loads((case_dir / "tolerance.json").read_text())
+    return CaseData(
+        case_dir.name,
+        (case_dir / "model.onnx").read_bytes(),
+        read("input"),
+        read("output"),
+        tol["rtol"],
+        tol["atol"],
+    )
+
+
+# ----- the claimed subset -----------------------------------------------------------------
+
+
+def _graph_ops(graph) -> set[tuple[str, str]]:
+    ops = set()
+    for n in graph.node:
+        ops.add((n.domain, n.op_type))
+        for a in n.attribute:
+            for g in [a.g] if a.type == 5 else list(a.graphs) if a.type == 10 else []:
+                ops |= _graph_ops(g)
+    return ops
+
+
+def claim_of(model) -> tuple[bool, str]:
+    """Whether a test model is in the claimed subset, and why not."""
+    from compiler.frontend.onnx_frontend import _DTYPES, CLAIMED_OPSETS
+    from compiler.frontend.onnx_ops import CONVERTERS
+
+    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    if len(versions) != 1 or versions[0] not in CLAIMED_OPSETS:
+        return False, f"opset {versions[0] if versions else 'none'}"
+    for domain, op in sorted(_graph_ops(model.graph)):
+        if domain not in ("", "ai.onnx") or op not in CONVERTERS:
+            return False, f"op {domain + '.' if domain else ''}{op}"
+    g = model.graph
+    for vi in list(g.input) + list(g.output):
+        kind = vi.type.WhichOneof("value")
+        if kind != "tensor_type":
+            return False, f"{kind} value"
+        if vi.type.tensor_type.elem_type not in _DTYPES:
+            return False, "dtype"
+    for t in g.initializer:
+        if t.data_type not in _DTYPES:
+            return False, "dtype"
+    return True, ""
+
+
+# ----- running ----------------------------------------------------------------------------
+
+
+@dataclass
+class CaseResult:
+    """The outcome of one node test."""
+
+    name: str
+    status: str  # passed, failed, unsupported
+    claimed: bool
+    opset: int
+    message: str = ""
+    seconds: float = 0.0
+
+
+def _compare(got: tuple, expected: list, rtol: float, atol: float) -> str:
+    """ "" when the outputs match, else what differs."""
+    from onnx import numpy_helper
+
+    if len(got) != len(expected):
+        return f"{len(got)} outputs, expected {len(expected)}"
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        e = numpy_helper.to_array(e)
+        g = np.asarray(g)
+        if g.shape != e.shape:
+            return f"output {i} has shape {g.shape}, expected {e.shape}"
+        if g.dtype != e.dtype:
+            return f"output {i} has dtype {g.dtype}, expected {e.dtype}"
+        if e.dtype.kind in "fV" or e.dtype.name == "bfloat16":
+            tol = max(rtol, 2**-6) if e.dtype.name == "bfloat16" else rtol
+            gf, ef = g.astype(np.float64), e.astype(np.float64)
+            if not np.allclose(gf, ef, rtol=tol, atol=atol, equal_nan=True):
+                err = np.nanmax(np.abs(gf - ef)) if gf.size else 0.0
+                return f"output {i} differs (max abs error {err:.3g})"
+        elif not np.array_equal(g, e):
+            return f"output {i} differs"
+    return ""
+
+
+def run_case(case_dir: Path) -> CaseResult:
+    """Import and run one node test."""
+    import onnx
+
+    from compiler.frontend import UnsupportedOperatorError, from_onnx
+    from compiler.frontend.onnx_frontend import UnsupportedOnnxFeature
+    from compiler.interpret import run
+
+    start = time.perf_counter()
+    data = load_case(case_dir)
+    model = onnx.ModelProto()
+    model.ParseFromString(data.model)
+    claimed, _ = claim_of(model)
+    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    opset = versions[0] if versions else 0
+
+    def result(status: str, message: str = "") -> CaseResult:
+        return CaseResult(data.name, status, claimed, opset, message, time.perf_counter() - start)
+
+    try:
+        module = from_onnx(data.model)
+    except (UnsupportedOperatorError, UnsupportedOnnxFeature) as e:
+        return result("unsupported", str(e).splitlines()[-1].strip())
+    except Exception as e:
+        return result("failed", f"import: {type(e).__name__}: {str(e).splitlines()[0]}")
+    try:
+        inputs = [onnx.numpy_helper.to_array(t) for t in data.inputs]
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = run(module, *inputs)
+    except Exception as e:
+        lines = str(e).splitlines()
+        return result("failed", f"run: {type(e).__name__}: {lines[0] if lines else ''}")
+    problem = _compare(got, data.outputs, data.rtol, data.atol)
+    return result("failed" if problem else "passed", problem)
+
+
+def run_all(filter_text: str = "") -> list[CaseResult]:
+    """Run every node test whose name contains ``filter_text``."""
+    root = node_test_dir()
+    dirs = sorted(d for d in root.iterdir() if d.is_dir() and filter_text in d.name)
+    return [run_case(d) for d in dirs]
+
+
+def summary(results: list[CaseResult]) -> dict[str, Counter]:
+    """Counts of passed / failed / unsupported, overall and for the claimed subset."""
+    return {
+        "overall": Counter(r.status for r in results),
+        "claimed": Counter(r.status for r in results if r.claimed),
+    }
+
+
+def _line(label: str, counts: Counter) -> str:
+    total = sum(counts.values())
+    passed = counts["passed"]
+    rate = 100.0 * passed / total if total else 0.0
+    return (
+        f"{label:<10} {total:5d} tests: {passed:5d} passed ({rate:5.1f}%), "
+        f"{counts['failed']:4d} failed, {counts['unsupported']:4d} unsupported"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the coverage figures (and, with --details, each failure)."""
+    import onnx
+
+    from compiler.frontend.onnx_ops import supported_ops
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--filter", default="", help="only tests whose name contains this")
+    parser.add_argument("--details", action="store_true", help="list failed and unsupported")
+    parser.add_argument("--failed", action="store_true", help="list failed tests only")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    results = run_all(args.filter)
+    elapsed = time.perf_counter() - start
+    counts = summary(results)
+    print(
+        f"ONNX backend node tests (onnx {onnx.__version__}), {len(supported_ops())} ONNX ops "
+        f"with converters"
+    )
+    print(_line("overall", counts["overall"]))
+    print(_line("claimed", counts["claimed"]))
+    print("  claimed = ai.onnx opset 13-21, every op converted by passlens, IR dtypes only")
+    print(
+        f"{elapsed:.1f} s on {platform.machine()} ({os.cpu_count()} cores), "
+        f"Python {platform.python_version()}"
+    )
+    if args.details or args.failed:
+        for r in results:
+            if r.status == "failed" or (args.details and r.status == "unsupported"):
+                mark = "*" if r.claimed else " "
+                print(f"{mark} {r.status:<11} {r.name}: {r.message}")
+    if not args.details and not args.failed:
+        reasons = Counter(
+            r.message.split("  used at")[0] for r in results if r.status == "unsupported"
+        )
+        print("most common unsupported reasons:")
+        for reason, n in reasons.most_common(15):
+            print(f"  {n:4d}  {reason}")
+    print("command:", shlex.join([".venv/bin/python", "bench/onnx_coverage.py", *sys.argv[1:]]))
+
+
+if __name__ == "__main__":
+    main()

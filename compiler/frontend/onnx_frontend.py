@@ -1,0 +1,844 @@
+"""``from_onnx``: an ONNX model (path, bytes or ModelProto) -> IR Module.
+
+What happens, in order, each step ending in a :class:`FrontendError` that says what and where:
+
+1. load: a path is read (never written), bytes are parsed, a ModelProto is used as given (never
+   modified). A truncated or corrupt file is reported as such.
+2. opset: the default-domain opset must be one passlens imports (11 up to the newest the
+   installed onnx knows; 13-21 is what the node-test coverage claims).
+3. operators: every node (subgraphs included) whose op ONNX does not know, or passlens cannot
+   convert (no converter, an op version or attribute the converter does not handle), is listed
+   at once with its node name in an :class:`UnsupportedOperatorError`.
+4. ``onnx.checker`` on the model; its complaint is reported with a hint when a node reads a
+   name nothing defines (a missing initializer).
+5. conversion, node by node (converters in :mod:`compiler.frontend.onnx_ops`): initializers
+   become named Constants (their ONNX names), Constant nodes unnamed constants, graph inputs
+   parameters whose ``dim_param`` dims are symbolic dims of those names, ``If`` an IR If whose
+   branches read outer values directly. Every IR node gets the provenance of its ONNX node
+   (framework ``onnx``, node name, op type, and the torch module path when the node name or the
+   dynamo exporter's metadata carries one), and the IR node producing an ONNX value gets that
+   value's name as its name hint. Problems found while converting (an op form that needs a
+   constant but gets a computed value, ...) are collected and reported together.
+
+Types of the IR come from the IR's own inference, not from the ONNX value_info annotations.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from compiler.frontend.errors import FrontendError, UnsupportedOperatorError
+from compiler.ir.nodes import (
+    Block,
+    Call,
+    Constant,
+    Expr,
+    Function,
+    IRError,
+    Module,
+    TupleGetItem,
+    Var,
+)
+from compiler.ir.nodes import Tuple as IRTuple
+from compiler.ir.provenance import Provenance
+from compiler.ir.symbolic import ANY, Dim, sym
+from compiler.ir.types import DType, TensorType
+
+MIN_OPSET = 11
+"""The oldest default-domain opset imported (Squeeze/Unsqueeze/Split/Reduce* with attribute
+axes are the opset 11-12 forms)."""
+
+CLAIMED_OPSETS = range(13, 22)
+"""Opsets the coverage figures are claimed for (bench/onnx_coverage.py)."""
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+MAX_RANK = 64
+"""Converters that make one IR node per axis refuse ranks above this (a corrupt model)."""
+
+MAX_IMPORT_ELEMENTS = 1 << 20
+"""Converters that compute a constant at import time (EyeLike, Range) do so up to this size."""
+
+
+class OnnxImportError(FrontendError):
+    """A model that is not valid ONNX, or that passlens cannot read (opset, dtype, file)."""
+
+
+class UnsupportedOnnxFeature(OnnxImportError):
+    """A valid model that uses something passlens does not support (an opset, a dtype)."""
+
+
+class Unsupported(Exception):
+    """Raised by a converter: this node uses a form passlens does not convert."""
+
+
+class ConversionError(Exception):
+    """Raised by a converter: this node is invalid (the message says why)."""
+
+
+# ----- dtypes and tensors -----------------------------------------------------------------
+
+_DTYPES = {
+    1: DType.float32,  # FLOAT
+    2: DType.uint8,
+    3: DType.int8,
+    5: DType.int16,
+    6: DType.int32,
+    7: DType.int64,
+    9: DType.bool,
+    10: DType.float16,
+    11: DType.float64,
+    16: DType.bfloat16,
+}
+ONNX_DTYPE = {v: k for k, v in _DTYPES.items()}
+
+
+def onnx_type_name(elem_type: int) -> str:
+    """``FLOAT``, ``INT64``, ... for an ONNX element type number."""
+    import onnx
+
+    try:
+        return onnx.TensorProto.DataType.Name(elem_type)
+    except ValueError:
+        return f"element type {elem_type}"
+
+
+def dtype_of(elem_type: int) -> DType:
+    """The IR dtype of an ONNX element type; Unsupported when the IR has none."""
+    try:
+        return _DTYPES[elem_type]
+    except KeyError:
+        raise Unsupported(f"tensors of type {onnx_type_name(elem_type)}") from None
+
+
+def tensor_value(t) -> np.ndarray:
+    """The values of a TensorProto as a numpy array of an IR dtype (checked before reading)."""
+    from onnx import numpy_helper
+
+    dtype = dtype_of(t.data_type)
+    if t.data_location == 1:  # EXTERNAL, not loaded
+        raise ConversionError(f"tensor {t.name!r} keeps its data in an external file not loaded")
+    if any(d < 0 for d in t.dims):
+        raise ConversionError(f"tensor {t.name!r} has a negative dim {list(t.dims)}")
+    numel = int(np.prod(t.dims, dtype=object)) if len(t.dims) else 1
+    if t.HasField("raw_data"):
+        stored = len(t.raw_data) // max(dtype.itemsize, 1)
+    else:
+        field_name = {
+            DType.float32: "float_data",
+            DType.float64: "double_data",
+            DType.int64: "int64_data",
+        }.get(dtype, "int32_data")
+        stored = len(getattr(t, field_name))
+    if stored != numel:
+        raise ConversionError(
+            f"tensor {t.name!r} of shape {list(t.dims)} needs {numel} values but holds {stored}"
+        )
+    try:
+        arr = numpy_helper.to_array(t)
+    except Exception as e:
+        raise ConversionError(f"tensor {t.name!r} cannot be read: {e}") from None
+    if arr.dtype != dtype.numpy:
+        arr = arr.astype(dtype.numpy)
+    return arr
+
+
+# ----- names, dims, provenance ------------------------------------------------------------
+
+
+def _identifier(text: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    if not name or not (name[0].isalpha() or name[0] == "_"):
+        name = "d_" + name
+    return name
+
+
+def dim_of(d, symbols: dict[str, Dim]) -> Dim:
+    """An ONNX TensorShapeProto.Dimension as a dim: int, named symbol or ANY."""
+    kind = d.WhichOneof("value")
+    if kind == "dim_value":
+        if d.dim_value < 0:
+            raise ConversionError(f"negative dimension {d.dim_value}")
+        return int(d.dim_value)
+    if kind == "dim_param" and d.dim_param:
+        return symbols.setdefault(d.dim_param, sym(_identifier(d.dim_param)))
+    return ANY
+
+
+def module_path_of(node) -> str | None:
+    """The torch module path a node came from: the dynamo exporter's ``name_scopes``
+    metadata, else a TorchScript-exporter node name (``/layer1/layer1.0/conv1/Conv`` ->
+    ``layer1.0.conv1``)."""
+    for prop in node.metadata_props:
+        if prop.key == "pkg.torch.onnx.name_scopes":
+            # ['', 'layer1', 'layer1.0', 'conv1', 'convolution']: modules, then the FX node
+            scopes = re.findall(r"'([^']*)'", prop.value)[:-1]
+            path = _join_scopes([s for s in scopes if s])
+            return path or None
+    name = node.name
+    if not name.startswith("/"):
+        return None
+    parts = [p for p in name.split("/") if p]
+    if len(parts) < 2:
+        return None
+    return _join_scopes(parts[:-1]) or None
+
+
+def _join_scopes(scopes: Sequence[str]) -> str:
+    """Scope names to a dotted path; a scope naming a child of the previous one by its full
+    name (``layer1`` then ``layer1.0``) replaces it."""
+    path = ""
+    last = ""
+    for s in scopes:
+        if last and s.startswith(last + "."):
+            path = path[: len(path) - len(last)] + s
+        else:
+            path = f"{path}.{s}" if path else s
+        last = s
+    return path
+
+
+def location_of(node) -> str | None:
+    """``file:line`` of the user's code that made a node (the dynamo exporter's stack trace
+    metadata), skipping frames inside installed packages."""
+    for prop in node.metadata_props:
+        if prop.key == "pkg.torch.onnx.stack_trace":
+            frames = re.findall(r'File "([^"]+)", line (\d+)', prop.value)
+            user = [f for f in frames if "site-packages" not in f[0]]
+            if user or frames:
+                file, line = (user or frames)[-1]
+                return f"{file}:{line}"
+    return None
+
+
+def provenance_of(node) -> Provenance:
+    """Provenance of the IR nodes made from an ONNX node."""
+    return Provenance(
+        framework="onnx",
+        module_path=module_path_of(node),
+        source_op=node.op_type,
+        source_node=node.name or None,
+        location=location_of(node),
+    )
+
+
+def _initializer_provenance(name: str) -> Provenance:
+    module = name.rsplit(".", 1)[0] if "." in name and "/" not in name else None
+    return Provenance(
+        framework="onnx", module_path=module, source_op="initializer", source_node=name
+    )
+
+
+# ----- loading and checking ---------------------------------------------------------------
+
+
+def load_model(model: Any):
+    """``model`` (path, bytes or ModelProto) as a ModelProto; a file is only read."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    if isinstance(model, onnx.ModelProto):
+        _check_text(model, "the given ModelProto")
+        return model
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        data, where = bytes(model), f"the given {len(model)} bytes"
+        base_dir = None
+    elif isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        where = path
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise OnnxImportError(f"cannot read ONNX file {path}: {e.strerror or e}") from None
+        base_dir = os.path.dirname(os.path.abspath(path))
+    else:
+        raise OnnxImportError(
+            f"from_onnx takes a path, bytes or an onnx.ModelProto, got {type(model).__name__}"
+        )
+    if not data:
+        raise OnnxImportError(f"{where} is empty, not an ONNX model")
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise OnnxImportError(
+            f"{where} is not a valid ONNX model (truncated or corrupt protobuf: {e})"
+        ) from None
+    if not proto.HasField("graph"):
+        raise OnnxImportError(f"{where} holds no graph: not an ONNX model, or a corrupt one")
+    _check_text(proto, where)
+    if base_dir is not None and _uses_external_data(proto.graph):
+        from onnx.external_data_helper import load_external_data_for_model
+
+        try:
+            load_external_data_for_model(proto, base_dir)
+        except Exception as e:
+            raise OnnxImportError(f"cannot load the external data of {where}: {e}") from None
+    return proto
+
+
+def _check_text(model, where: str) -> None:
+    found = _bad_text(model.graph)
+    if found is None and any(not isinstance(o.domain, str) for o in model.opset_import):
+        found = "an opset_import domain"
+    if found:
+        raise OnnxImportError(f"{where} is corrupt: {found} is not valid UTF-8 text")
+
+
+def _bad_text(graph, where: str = "graph") -> str | None:
+    """Where a name of the graph is not text (protobuf hands undecodable strings over as
+    bytes), or None."""
+
+    def bad(value) -> bool:
+        return not isinstance(value, str)
+
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if bad(vi.name):
+            return f"a value name of {where}"
+        t = vi.type.tensor_type
+        if any(bad(d.dim_param) for d in t.shape.dim):
+            return f"a dim_param of {vi.name} in {where}"
+    if any(bad(t.name) for t in graph.initializer):
+        return f"an initializer name of {where}"
+    for i, node in enumerate(graph.node):
+        fields = [node.op_type, node.name, node.domain, *node.input, *node.output]
+        fields += [a.name for a in node.attribute]
+        if any(bad(f) for f in fields):
+            return f"node #{i} of {where}"
+        for a in node.attribute:
+            for g in [a.g] if a.type == 5 else list(a.graphs) if a.type == 10 else []:
+                found = _bad_text(g, f"{a.name} of node #{i}")
+                if found:
+                    return found
+    return None
+
+
+def _uses_external_data(graph) -> bool:
+    return any(t.data_location == 1 for t in graph.initializer)
+
+
+def default_opset(model) -> int:
+    """The model's ai.onnx opset version (OnnxImportError if it declares none or a bad one)."""
+    import onnx
+
+    versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
+    if not versions:
+        if model.graph.node and all(n.domain not in _DEFAULT_DOMAINS for n in model.graph.node):
+            # only ops of other domains (ai.onnx.ml, training, ...): none has a converter
+            ops: dict[str, list[str]] = {}
+            for node, label in _iter_nodes(model.graph):
+                key = f"{node.domain}.{node.op_type} (domain {node.domain})"
+                ops.setdefault(key, []).append(label)
+            raise UnsupportedOperatorError(ops, framework="onnx")
+        raise OnnxImportError("the model imports no ai.onnx opset (opset_import has none)")
+    if len(set(versions)) > 1:
+        raise OnnxImportError(f"the model imports several ai.onnx opsets: {versions}")
+    version = versions[0]
+    newest = onnx.defs.onnx_opset_version()
+    if version > newest:
+        raise OnnxImportError(
+            f"the model's ai.onnx opset {version} is newer than any onnx "
+            f"{onnx.__version__} knows (up to {newest})"
+        )
+    if version < MIN_OPSET:
+        raise UnsupportedOnnxFeature(
+            f"the model's ai.onnx opset {version} is older than passlens imports "
+            f"({MIN_OPSET} to {newest}); convert it with "
+            f"onnx.version_converter.convert_version(model, 13)"
+        )
+    return version
+
+
+def node_label(node, index: int, prefix: str = "") -> str:
+    """How a node is named in messages: its name, else ``#index (OpType)``."""
+    label = node.name or f"#{index} ({node.op_type})"
+    return prefix + label
+
+
+def _iter_nodes(graph, prefix: str = ""):
+    """(node, label) for every node of a graph and its subgraphs, in order."""
+    for i, node in enumerate(graph.node):
+        label = node_label(node, i, prefix)
+        yield node, label
+        for attr in node.attribute:
+            if attr.type == 5:  # GRAPH
+                yield from _iter_nodes(attr.g, f"{label}/{attr.name}:")
+            elif attr.type == 10:  # GRAPHS
+                for k, g in enumerate(attr.graphs):
+                    yield from _iter_nodes(g, f"{label}/{attr.name}[{k}]:")
+
+
+def unsupported_operators(model, opset: int) -> dict[str, list[str]]:
+    """Every op passlens cannot import, with the nodes using it (subgraphs included)."""
+    import onnx
+
+    from compiler.frontend.onnx_ops import CONVERTERS
+
+    found: dict[str, list[str]] = {}
+    other_opsets = {o.domain: o.version for o in model.opset_import}
+    local_functions = {(f.domain, f.name) for f in model.functions}
+    for node, label in _iter_nodes(model.graph):
+        domain = node.domain
+        key: str | None = None
+        if domain not in _DEFAULT_DOMAINS:
+            if (domain, node.op_type) in local_functions:
+                key = f"{domain}.{node.op_type} (a model-local function)"
+            elif domain not in other_opsets:
+                key = f"{domain}.{node.op_type} (domain {domain!r} is not in opset_import)"
+            else:
+                key = f"{domain}.{node.op_type} (domain {domain})"
+        elif not onnx.defs.has(node.op_type, ""):
+            key = f"{node.op_type} (not an ONNX operator)"
+        else:
+            try:
+                schema = onnx.defs.get_schema(node.op_type, opset, "")
+            except onnx.defs.SchemaError:
+                schema = None
+            if schema is None:
+                key = f"{node.op_type} (not in opset {opset})"
+            else:
+                conv = CONVERTERS.get(node.op_type)
+                if conv is None:
+                    key = node.op_type
+                elif schema.since_version < conv.min_version:
+                    key = f"{node.op_type}-{schema.since_version} (opset {opset})"
+                else:
+                    extra = sorted(a.name for a in node.attribute if a.name not in conv.attrs)
+                    if extra:
+                        key = f"{node.op_type} (attribute {', '.join(extra)})"
+        if key is not None:
+            found.setdefault(key, []).append(label)
+    return found
+
+
+def _undefined_names(graph, outer: frozenset = frozenset(), prefix: str = "") -> list[str]:
+    """Messages for node inputs that nothing defines (a missing initializer, a typo)."""
+    known = set(outer) | {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    known |= {t.values.name for t in graph.sparse_initializer}
+    problems = []
+    for i, node in enumerate(graph.node):
+        label = node_label(node, i, prefix)
+        for name in node.input:
+            if name and name not in known:
+                problems.append(
+                    f"node {label} ({node.op_type}) reads {name!r}, which no node, "
+                    "graph input or initializer defines (a missing initializer?)"
+                )
+        for attr in node.attribute:
+            subs = [attr.g] if attr.type == 5 else list(attr.graphs) if attr.type == 10 else []
+            for g in subs:
+                problems += _undefined_names(g, frozenset(known), f"{label}/{attr.name}:")
+        known.update(o for o in node.output if o)
+    for out in graph.output:
+        if out.name not in known:
+            problems.append(f"graph output {out.name!r} is not defined by any node or input")
+    return problems
+
+
+def checkable(model):
+    """The model as onnx.checker wants it: the checker requires a shape on every graph output,
+    and an unknown-rank output (an If whose branches differ in rank) has none. Such outputs are
+    valid for onnxruntime and Netron; they are checked in a copy where they have an empty one."""
+    outputs = model.graph.output
+    if all(o.type.tensor_type.HasField("shape") for o in outputs if o.type.HasField("tensor_type")):
+        return model
+    copy = type(model)()
+    copy.CopyFrom(model)
+    for o in copy.graph.output:
+        if o.type.HasField("tensor_type") and not o.type.tensor_type.HasField("shape"):
+            o.type.tensor_type.shape.SetInParent()
+    return copy
+
+
+def check_model(model) -> None:
+    """``onnx.checker.check_model`` with its complaint as an OnnxImportError."""
+    import onnx
+
+    problems = _undefined_names(model.graph)
+    if problems:
+        raise OnnxImportError("the graph is not valid: " + "; ".join(problems[:10]))
+    try:
+        if model.ByteSize() > 2**31 - 1:
+            raise OnnxImportError("the model is over 2 GB: save it with external data")
+        onnx.checker.check_model(checkable(model))
+    except (onnx.checker.ValidationError, onnx.onnx_cpp2py_export.checker.ValidationError) as e:
+        first = str(e).strip().splitlines()
+        raise OnnxImportError(
+            "the model fails onnx.checker: "
+            + (first[0] if first else type(e).__name__)
+            + ("\n" + "\n".join(first[1:6]) if len(first) > 1 else "")
+        ) from None
+    except OnnxImportError:
+        raise
+    except Exception as e:  # the C++ checker raises other types for malformed protos
+        raise OnnxImportError(f"the model fails onnx.checker: {type(e).__name__}: {e}") from None
+
+
+# ----- conversion -------------------------------------------------------------------------
+
+POISON = object()
+"""The value of an ONNX name whose producing node could not be converted."""
+
+
+@dataclass
+class Scope:
+    """ONNX names visible in a graph: its own values, then its enclosing graphs'."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    parent: Scope | None = None
+
+    def lookup(self, name: str) -> Any:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.values:
+                return scope.values[name]
+            scope = scope.parent
+        return None
+
+    def bound_ids(self) -> set[int]:
+        """ids of every expression visible from here (bound outside a branch built here)."""
+        out: set[int] = set()
+        scope: Scope | None = self
+        while scope is not None:
+            out.update(id(v) for v in scope.values.values() if isinstance(v, Expr))
+            scope = scope.parent
+        return out
+
+
+class ConvertContext:
+    """What a converter sees: the node, its inputs as IR expressions, its attributes, and
+    helpers that give every IR node it makes the node's provenance."""
+
+    def __init__(self, importer: Importer, node, label: str, inputs: list, scope: Scope):
+        self.importer = importer
+        self.node = node
+        self.label = label
+        self.inputs = inputs
+        self.scope = scope
+        self.prov = provenance_of(node)
+        self.opset = importer.opset
+        self.version = importer.op_version(node.op_type)
+        self.attrs = {a.name: a for a in node.attribute}
+
+    # ----- inputs ---------------------------------------------------------------------
+    @property
+    def num_inputs(self) -> int:
+        """Number of inputs given (trailing missing ones dropped)."""
+        n = len(self.inputs)
+        while n and self.inputs[n - 1] is None:
+            n -= 1
+        return n
+
+    def has(self, i: int) -> bool:
+        """Whether optional input ``i`` is given."""
+        return i < len(self.inputs) and self.inputs[i] is not None
+
+    def input(self, i: int) -> Expr:
+        """Input ``i`` (an error when it is missing)."""
+        if not self.has(i):
+            raise ConversionError(f"input {i} is required")
+        return self.inputs[i]
+
+    def const(self, i: int) -> np.ndarray | None:
+        """The value of input ``i`` when it is an initializer or a Constant node, else None."""
+        if not self.has(i):
+            return None
+        e = self.inputs[i]
+        return e.data if isinstance(e, Constant) else None
+
+    def const_ints(self, i: int, what: str) -> list[int] | None:
+        """Input ``i`` as a list of ints (None when missing); Unsupported when computed."""
+        if not self.has(i):
+            return None
+        value = self.const(i)
+        if value is None:
+            raise Unsupported(f"{self.node.op_type} with a computed {what} input")
+        if not np.issubdtype(value.dtype, np.integer):
+            raise ConversionError(f"{what} must be integers, got {value.dtype}")
+        return [int(v) for v in value.reshape(-1)]
+
+    def ty(self, i: int) -> TensorType:
+        """The tensor type of input ``i``."""
+        t = self.input(i).ty
+        if not isinstance(t, TensorType):
+            raise ConversionError(f"input {i} is not a tensor")
+        return t
+
+    def rank(self, i: int) -> int:
+        """The rank of input ``i``; Unsupported when it is unknown (or absurd)."""
+        t = self.ty(i)
+        if t.shape is None:
+            raise Unsupported(f"{self.node.op_type} on a value of unknown rank")
+        if len(t.shape) > MAX_RANK:
+            raise ConversionError(f"input {i} has rank {len(t.shape)}, more than {MAX_RANK}")
+        return len(t.shape)
+
+    # ----- attributes -------------------------------------------------------------------
+    def attr(self, name: str, default: Any = None) -> Any:
+        """The value of an attribute (strings decoded), or ``default`` when absent."""
+        from onnx import helper
+
+        a = self.attrs.get(name)
+        if a is None:
+            return default
+        if a.type == 0:  # UNDEFINED: a reference to a function attribute
+            raise Unsupported(f"{self.node.op_type} attribute {name} referring to a function")
+        value = helper.get_attribute_value(a)
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        if isinstance(value, list) and value and isinstance(value[0], bytes):
+            return [v.decode("utf-8", "replace") for v in value]
+        return value
+
+    # ----- building ---------------------------------------------------------------------
+    def call(self, op: str, *args: Expr, **attrs) -> Call:
+        """A call of an IR op with this node's provenance."""
+        return Call(op, args, attrs, prov=self.prov)
+
+    def constant(self, value: Any, dtype: DType | str | np.dtype) -> Constant:
+        """An unnamed constant of ``dtype`` with this node's provenance."""
+        dt = DType.of(dtype).numpy if not isinstance(dtype, np.dtype) else dtype
+        return Constant(np.asarray(value).astype(dt), prov=self.prov)
+
+    def like(self, value: Any, x: Expr) -> Constant:
+        """A scalar constant of the dtype of ``x``."""
+        return self.constant(value, x.ty.dtype)
+
+    def tuple_item(self, value: Expr, index: int) -> TupleGetItem:
+        """Field ``index`` of a tuple value, with this node's provenance."""
+        return TupleGetItem(value, index, prov=self.prov)
+
+    def subgraph(self, name: str) -> Block:
+        """The graph attribute ``name`` converted as an If branch (its outputs a Tuple when
+        there are several)."""
+        a = self.attrs.get(name)
+        if a is None or a.type != 5:
+            raise ConversionError(f"attribute {name} must be a graph")
+        return self.importer.branch(a.g, self.scope, f"{self.label}/{name}:")
+
+
+class Importer:
+    """Converts an ONNX graph (and its subgraphs) to IR expressions."""
+
+    def __init__(self, opset: int):
+        self.opset = opset
+        self.symbols: dict[str, Dim] = {}
+        self.unsupported: dict[str, list[str]] = {}
+        self._versions: dict[str, int] = {}
+
+    def op_version(self, op_type: str) -> int:
+        """The version of ``op_type`` in the model's opset (its schema's since_version)."""
+        if op_type not in self._versions:
+            import onnx
+
+            try:
+                version = onnx.defs.get_schema(op_type, self.opset, "").since_version
+            except onnx.defs.SchemaError:
+                version = self.opset
+            self._versions[op_type] = version
+        return self._versions[op_type]
+
+    def note_unsupported(self, what: str, label: str) -> None:
+        self.unsupported.setdefault(what, []).append(label)
+
+    def initializers(self, graph, scope: Scope, prefix: str = "") -> None:
+        for t in graph.initializer:
+            try:
+                value = tensor_value(t)
+            except Unsupported as e:
+                self.note_unsupported(str(e), f"initializer {prefix}{t.name}")
+                scope.values[t.name] = POISON
+                continue
+            except ConversionError as e:
+                raise OnnxImportError(f"initializer {prefix}{t.name}: {e}") from None
+            scope.values[t.name] = Constant(
+                value, name=t.name, prov=_initializer_provenance(t.name)
+            )
+        if len(graph.sparse_initializer):
+            names = [t.values.name for t in graph.sparse_initializer]
+            self.note_unsupported("sparse initializers", ", ".join(names))
+            for n in names:
+                scope.values[n] = POISON
+
+    def param(self, value_info) -> Var:
+        t = value_info.type
+        kind = t.WhichOneof("value")
+        if kind != "tensor_type":
+            raise Unsupported(f"graph inputs of {kind or 'unknown'} type")
+        dtype = dtype_of(t.tensor_type.elem_type)
+        shape = None
+        if t.tensor_type.HasField("shape"):
+            shape = [dim_of(d, self.symbols) for d in t.tensor_type.shape.dim]
+        prov = Provenance(framework="onnx", source_op="input", source_node=value_info.name)
+        return Var(value_info.name, TensorType(shape, dtype), prov=prov)
+
+    def nodes(self, graph, scope: Scope, prefix: str = "") -> None:
+        from compiler.frontend.onnx_ops import CONVERTERS
+
+        for index, node in enumerate(graph.node):
+            label = node_label(node, index, prefix)
+            inputs = [scope.lookup(n) if n else None for n in node.input]
+            if any(v is POISON for v in inputs):
+                for o in node.output:
+                    scope.values[o] = POISON
+                continue
+            missing = [n for n, v in zip(node.input, inputs, strict=True) if n and v is None]
+            if missing:
+                raise OnnxImportError(
+                    f"node {label} ({node.op_type}) reads {missing[0]!r}, which is not defined "
+                    "before it (a missing initializer?)"
+                )
+            conv = CONVERTERS.get(node.op_type)
+            if conv is None:  # found by unsupported_operators first, except in a fuzzed model
+                raise OnnxImportError(f"node {label}: no converter for {node.op_type}")
+            ctx = ConvertContext(self, node, label, inputs, scope)
+            try:
+                result = conv.fn(ctx)
+                outputs = self._outputs(ctx, result)
+            except Unsupported as e:
+                self.note_unsupported(f"{node.op_type} ({e})", label)
+                for o in node.output:
+                    scope.values[o] = POISON
+                continue
+            except (ConversionError, IRError) as e:
+                raise OnnxImportError(f"node {label} ({node.op_type}): {e}") from None
+            except OnnxImportError:
+                raise
+            except Exception as e:  # a converter bug or a fuzzed model: say where
+                raise OnnxImportError(
+                    f"node {label} ({node.op_type}) could not be converted: {type(e).__name__}: {e}"
+                ) from e
+            for name, value in zip(node.output, outputs, strict=True):
+                if name:
+                    scope.values[name] = value
+
+    def _outputs(self, ctx: ConvertContext, result) -> list:
+        node = ctx.node
+        values = list(result) if isinstance(result, (list, tuple)) else [result]
+        wanted = [i for i, n in enumerate(node.output) if n]
+        out: list = [None] * len(node.output)
+        for i in wanted:
+            value = values[i] if i < len(values) else None
+            if value is None:
+                raise Unsupported(f"output {i} ({node.output[i]!r})")
+            if not isinstance(value, Expr):
+                raise ConversionError(f"converter returned {value!r} for output {i}")
+            out[i] = self._named(value, node.output[i], ctx)
+        return out
+
+    def _named(self, value: Expr, name: str, ctx: ConvertContext) -> Expr:
+        """The value with the ONNX value's name as its hint (when this node made it)."""
+        if isinstance(value, (Var, Constant)) or value.name is not None:
+            return value
+        if value.prov is not ctx.prov:
+            return value  # made by another node (an Identity-like converter passed it on)
+        return value.replace(name=name)
+
+    def graph_outputs(self, graph, scope: Scope, prefix: str) -> list:
+        outs = []
+        for o in graph.output:
+            v = scope.lookup(o.name)
+            if v is None:
+                raise OnnxImportError(f"{prefix}graph output {o.name!r} is not defined")
+            outs.append(v)
+        return outs
+
+    def branch(self, graph, outer: Scope, prefix: str) -> Block:
+        if len(graph.input):
+            raise ConversionError(f"{prefix} a branch graph takes no inputs")
+        scope = Scope(parent=outer)
+        self.initializers(graph, scope, prefix)
+        self.nodes(graph, scope, prefix)
+        outs = self.graph_outputs(graph, scope, prefix)
+        if any(v is POISON for v in outs):
+            raise Unsupported("a branch with unsupported nodes")
+        if not outs:
+            raise ConversionError(f"{prefix} a branch graph has no outputs")
+        result = outs[0] if len(outs) == 1 else IRTuple(outs)
+        return Block.of(result, _BoundOutside(outer))
+
+    def main(self, graph) -> Function:
+        scope = Scope()
+        self.initializers(graph, scope)
+        params = []
+        for vi in graph.input:
+            if vi.name in scope.values:
+                continue  # an initializer listed as an input (IR version < 4): a weight
+            try:
+                var = self.param(vi)
+            except Unsupported as e:
+                self.note_unsupported(str(e), f"graph input {vi.name}")
+                scope.values[vi.name] = POISON
+                continue
+            except (ConversionError, ValueError, TypeError) as e:
+                raise OnnxImportError(f"graph input {vi.name!r}: {e}") from None
+            scope.values[vi.name] = var
+            params.append(var)
+        self.nodes(graph, scope)
+        outs = self.graph_outputs(graph, scope, "")
+        if self.unsupported:
+            raise UnsupportedOperatorError(self.unsupported, framework="onnx")
+        if not outs:
+            raise OnnxImportError("the graph has no outputs")
+        output = outs[0] if len(outs) == 1 else IRTuple(outs)
+        return Function.from_output(params, output, {"num_input": len(params)})
+
+
+class _BoundOutside:
+    """The expressions of the enclosing scopes, for Block.of (an iterable of expressions)."""
+
+    def __init__(self, scope: Scope):
+        self.scope = scope
+
+    def __iter__(self):
+        scope: Scope | None = self.scope
+        while scope is not None:
+            yield from (v for v in scope.values.values() if isinstance(v, Expr))
+            scope = scope.parent
+
+
+def from_onnx(model: Any, *, check: bool = True) -> Module:
+    """Import an ONNX model (a path, bytes or an onnx.ModelProto) as a Module with @main.
+
+    ``check=False`` skips onnx.checker (the other checks still run). Raises FrontendError
+    (UnsupportedOperatorError for operators passlens cannot convert) saying what and where.
+    """
+    proto = load_model(model)
+    opset = default_opset(proto)
+    unsupported = unsupported_operators(proto, opset)
+    unknown = {k: v for k, v in unsupported.items() if "not an ONNX operator" in k}
+    if unknown:
+        raise UnsupportedOperatorError(unsupported, framework="onnx")
+    if check:
+        check_model(proto)
+    if unsupported:
+        raise UnsupportedOperatorError(unsupported, framework="onnx")
+    importer = Importer(opset)
+    try:
+        main = importer.main(proto.graph)
+    except RecursionError:
+        raise OnnxImportError("the graph nests too deeply to import") from None
+    return Module({"main": main})
+
+
+__all__ = [
+    "from_onnx",
+    "load_model",
+    "check_model",
+    "default_opset",
+    "unsupported_operators",
+    "OnnxImportError",
+    "UnsupportedOnnxFeature",
+    "ConvertContext",
+    "Unsupported",
+    "ConversionError",
+    "MIN_OPSET",
+    "CLAIMED_OPSETS",
+]

@@ -1,0 +1,96 @@
+"""Traces: steps of a conversion, indexing, summary, failed steps, lazy graph models."""
+
+import pytest
+
+import explorer
+from compiler import models
+from compiler.ir import parse
+
+TEXT = """
+weights {
+  $a: f32[3] = [1.0, 2.0, 3.0]
+}
+def @main(%x: f32[n, 3]) -> f32[n, 3] {
+  %e: f32[3] = exp($a)
+  %dead: f32[n, 3] = relu(%x)
+  %y: f32[n, 3] = add(%x, %e)
+  return %y
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return explorer.explore(models.mlp((32, 64, 16), batch=4, seed=2, activation="gelu"))
+
+
+def test_steps_are_import_then_every_pass_nested(trace):
+    assert trace[0].kind == "import" and trace[0].name == "module"
+    assert trace[1].name == "default" and trace[1].depth == 0
+    inner = [trace[i].name for i in trace[1].children]
+    assert inner[:3] == ["infer-types", "canonicalize-bindings", "dynamic-to-static"]
+    assert all(trace[i].depth == 1 and trace[i].parent == 1 for i in trace[1].children)
+
+
+def test_steps_by_name_and_index(trace):
+    assert trace["fold-constant"] is trace[[s.name for s in trace].index("fold-constant")]
+    with pytest.raises(KeyError, match="no step named 'nope'"):
+        trace["nope"]
+    with pytest.raises(TypeError):
+        trace[1.5]
+
+
+def test_changed_flag_is_identity(trace):
+    for s in trace:
+        if s.kind == "pass" and s.module is s.before:
+            assert s.status == "unchanged"
+    assert trace["fold-constant"].status == "changed"
+
+
+def test_previous_of_a_nested_pass_is_the_step_that_produced_its_input(trace):
+    fold = trace["fold-constant"]
+    assert fold.previous.module is fold.before
+
+
+def test_graph_models_are_built_lazily_and_cached(trace):
+    step = trace["dead-code-elimination"]
+    assert step._graph is None
+    g = step.graph
+    assert step.graph is g and len(g.nodes) > 0
+
+
+def test_summary_counts_nodes_params_and_deltas(trace):
+    rows = trace.summary()
+    assert len(rows) == len(trace)
+    decompose = next(r for r in rows if r["pass"] == "decompose-ops")
+    assert decompose["node_delta"] > 0 and decompose["status"] == "changed"
+    assert all(r["param_bytes"] == rows[0]["param_bytes"] for r in rows)  # default never bloats
+    text = repr(trace)
+    assert "fold-constant" in text and "status" in text.splitlines()[0]
+    assert "<table>" in trace._repr_html_()
+
+
+def test_ir_text_source_and_failed_pass():
+    t = explorer.explore(TEXT, pipeline="fold-constant,test-explode")
+    fail = t.failure
+    assert fail is not None and fail.name == "test-explode" and fail.status == "failed"
+    assert fail.module is None and fail.shown_module is fail.before
+    line = fail.failed_line
+    assert line is not None and "add(" in fail.text.splitlines()[line]
+    assert t.final is t["fold-constant"]
+
+
+def test_module_source_keeps_the_object(trace):
+    m = parse(TEXT)
+    t = explorer.explore(m, pipeline="dce")
+    assert t.imported.module is m
+    assert "relu" not in t[-1].text
+
+
+def test_unknown_source_type_is_a_clear_error():
+    with pytest.raises(TypeError, match="explore\\(\\) takes a torch.nn.Module"):
+        explorer.explore(42)
+
+
+# registers test-explode
+from tests.compiler.passes import test_manager  # noqa: E402,F401
