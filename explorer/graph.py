@@ -5,7 +5,7 @@ an FX graph, an ONNX graph)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from compiler.ir.nodes import (
     Call,
@@ -17,7 +17,6 @@ from compiler.ir.nodes import (
     Module,
     Tuple,
     TupleGetItem,
-    Var,
 )
 from compiler.ir.printer import Printer, format_attr
 from compiler.ir.types import TensorType, Type
@@ -34,8 +33,8 @@ class GraphNode:
     label: str
     function: str
     type: str
-    shape: Optional[tuple] = None
-    dtype: Optional[str] = None
+    shape: tuple | None = None
+    dtype: str | None = None
     attrs: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     group: str = ""  # the source module path, for clustering
@@ -72,7 +71,7 @@ class Signature:
     name: str
     params: list[tuple[str, str]]
     result: str
-    num_input: Optional[int]
+    num_input: int | None
     attrs: dict
 
     def __str__(self) -> str:
@@ -103,15 +102,19 @@ class GraphModel:
                 counts[n.op] = counts.get(n.op, 0) + 1
         return counts
 
-    def node_of(self, obj: Any) -> Optional[GraphNode]:
+    def node_of(self, obj: Any) -> GraphNode | None:
         """The graph node showing an IR object, if any."""
         key = self.by_object.get(id(obj))
         return self.nodes.get(key) if key else None
 
 
-def _shape_dtype(ty: Type) -> tuple[Optional[tuple], Optional[str]]:
+def _shape_dtype(ty: Type) -> tuple[tuple | None, str | None]:
     if isinstance(ty, TensorType):
-        shape = None if ty.shape is None else tuple(str(d) if not isinstance(d, int) else d for d in ty.shape)
+        shape = (
+            None
+            if ty.shape is None
+            else tuple(str(d) if not isinstance(d, int) else d for d in ty.shape)
+        )
         return shape, ty.dtype.short
     return None, None
 
@@ -157,8 +160,19 @@ def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: b
         shape, dtype = _shape_dtype(c.ty)
         label = c.name or f"const {c.ty}"
         g.nodes[nid] = GraphNode(
-            nid, "weight" if c.name else "const", "constant", label, "" if c.name else fname,
-            str(c.ty), shape, dtype, {}, _prov_dict(c.prov), c.prov.module_path or "", c.nbytes, c,
+            nid,
+            "weight" if c.name else "const",
+            "constant",
+            label,
+            "" if c.name else fname,
+            str(c.ty),
+            shape,
+            dtype,
+            {},
+            _prov_dict(c.prov),
+            c.prov.module_path or "",
+            c.nbytes,
+            c,
         )
         g.by_object[key] = nid
         if c.name:
@@ -172,8 +186,19 @@ def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: b
         kind = "input" if i < num_input else "param"
         nbytes = p.ty.nbytes if isinstance(p.ty, TensorType) and p.ty.nbytes else 0
         g.nodes[nid] = GraphNode(
-            nid, kind, kind, p.name, fname, str(p.ty), shape, dtype, {}, _prov_dict(p.prov),
-            p.prov.module_path or "", nbytes, p,
+            nid,
+            kind,
+            kind,
+            p.name,
+            fname,
+            str(p.ty),
+            shape,
+            dtype,
+            {},
+            _prov_dict(p.prov),
+            p.prov.module_path or "",
+            nbytes,
+            p,
         )
         g.by_object[id(p)] = nid
         if kind == "param" and weights_are_stored:
@@ -198,8 +223,19 @@ def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: b
         else:
             return
         g.nodes[nid] = GraphNode(
-            nid, kind, op, printer.name_of(node), fname, str(node.ty), shape, dtype, attrs,
-            _prov_dict(node.prov), node.prov.module_path or "", 0, node,
+            nid,
+            kind,
+            op,
+            printer.name_of(node),
+            fname,
+            str(node.ty),
+            shape,
+            dtype,
+            attrs,
+            _prov_dict(node.prov),
+            node.prov.module_path or "",
+            0,
+            node,
         )
         g.by_object[id(node)] = nid
         for i, a in enumerate(inputs):
@@ -209,5 +245,7 @@ def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: b
         add(node)
     out_id = f"{fname}/return"
     shape, dtype = _shape_dtype(fn.output.ty)
-    g.nodes[out_id] = GraphNode(out_id, "output", "return", "return", fname, str(fn.output.ty), shape, dtype)
+    g.nodes[out_id] = GraphNode(
+        out_id, "output", "return", "return", fname, str(fn.output.ty), shape, dtype
+    )
     g.edges.append(GraphEdge(node_id(fn.output), out_id, 0, str(fn.output.ty)))

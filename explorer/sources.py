@@ -72,7 +72,11 @@ def _import_torch(model, example_inputs, dynamic_shapes=None, **options) -> Impo
     args = example_inputs
     if args is not None and not isinstance(args, tuple):
         args = tuple(args) if isinstance(args, list) else (args,)
-    ep = model if isinstance(model, torch.export.ExportedProgram) else _export(model, args, dynamic_shapes, None)
+    ep = (
+        model
+        if isinstance(model, torch.export.ExportedProgram)
+        else _export(model, args, dynamic_shapes, None)
+    )
     module = from_torch(ep, args, dynamic_shapes=dynamic_shapes, **options)
     step = Step(0, "source", "torch.export", source_graph=fx_graph_model(ep))
     return Imported(module, step, "from_torch", {"model": model, "exported": ep}, "torch")
@@ -101,7 +105,11 @@ def fx_graph_model(ep) -> GraphModel:
     state = ep.state_dict
     for node in ep.graph.nodes:
         val = node.meta.get("val")
-        shape = tuple(int(d) if str(d).isdigit() else str(d) for d in val.shape) if hasattr(val, "shape") else None
+        shape = (
+            tuple(int(d) if str(d).isdigit() else str(d) for d in val.shape)
+            if hasattr(val, "shape")
+            else None
+        )
         dtype = str(val.dtype).replace("torch.", "") if hasattr(val, "dtype") else None
         stack = node.meta.get("nn_module_stack") or {}
         path = list(stack.values())[-1][0] if stack else ""
@@ -112,10 +120,21 @@ def fx_graph_model(ep) -> GraphModel:
             if target in state:
                 t = state[target]
                 nbytes = t.numel() * t.element_size()
-                g.params[target] = Param(target, tuple(t.shape), str(t.dtype).replace("torch.", ""), nbytes, node.name)
-            g.nodes[node.name] = GraphNode(node.name, k, "placeholder", target or node.name, "main",
-                                           f"{dtype}{list(shape) if shape else ''}", shape, dtype,
-                                           nbytes=nbytes, group=(target or "").rpartition(".")[0])
+                g.params[target] = Param(
+                    target, tuple(t.shape), str(t.dtype).replace("torch.", ""), nbytes, node.name
+                )
+            g.nodes[node.name] = GraphNode(
+                node.name,
+                k,
+                "placeholder",
+                target or node.name,
+                "main",
+                f"{dtype}{list(shape) if shape else ''}",
+                shape,
+                dtype,
+                nbytes=nbytes,
+                group=(target or "").rpartition(".")[0],
+            )
         elif node.op == "output":
             g.nodes[node.name] = GraphNode(node.name, "output", "output", "output", "main", "")
             outs = node.args[0] if isinstance(node.args[0], (tuple, list)) else [node.args[0]]
@@ -124,8 +143,14 @@ def fx_graph_model(ep) -> GraphModel:
                     g.edges.append(GraphEdge(o.name, node.name, i, ""))
         else:
             g.nodes[node.name] = GraphNode(
-                node.name, "op", str(node.target), node.name, "main",
-                f"{dtype}{list(shape) if shape is not None else ''}", shape, dtype,
+                node.name,
+                "op",
+                str(node.target),
+                node.name,
+                "main",
+                f"{dtype}{list(shape) if shape is not None else ''}",
+                shape,
+                dtype,
                 provenance={"module": path, "op": str(node.target), "node": node.name},
                 group=path,
             )
@@ -156,9 +181,20 @@ def onnx_graph_model(proto) -> GraphModel:
     for init in graph.initializer:
         arr = numpy_helper.to_array(init)
         nid = f"${init.name}"
-        g.nodes[nid] = GraphNode(nid, "weight", "initializer", init.name, "main", f"{arr.dtype}{list(arr.shape)}",
-                                 tuple(arr.shape), str(arr.dtype), nbytes=int(arr.nbytes))
-        g.params[init.name] = Param(init.name, tuple(arr.shape), str(arr.dtype), int(arr.nbytes), nid)
+        g.nodes[nid] = GraphNode(
+            nid,
+            "weight",
+            "initializer",
+            init.name,
+            "main",
+            f"{arr.dtype}{list(arr.shape)}",
+            tuple(arr.shape),
+            str(arr.dtype),
+            nbytes=int(arr.nbytes),
+        )
+        g.params[init.name] = Param(
+            init.name, tuple(arr.shape), str(arr.dtype), int(arr.nbytes), nid
+        )
         producers[init.name] = nid
     for inp in graph.input:
         if inp.name in producers:
@@ -170,8 +206,16 @@ def onnx_graph_model(proto) -> GraphModel:
         if nid in g.nodes:
             nid = f"{nid}#{i}"
         path = ".".join(p for p in node.name.split("/")[1:-1]) if node.name.startswith("/") else ""
-        g.nodes[nid] = GraphNode(nid, "op", node.op_type, node.name or node.op_type, "main", "",
-                                 provenance={"node": node.name, "op": node.op_type}, group=path)
+        g.nodes[nid] = GraphNode(
+            nid,
+            "op",
+            node.op_type,
+            node.name or node.op_type,
+            "main",
+            "",
+            provenance={"node": node.name, "op": node.op_type},
+            group=path,
+        )
         for j, name in enumerate(node.input):
             if name in producers:
                 g.edges.append(GraphEdge(producers[name], nid, j, ""))

@@ -256,17 +256,24 @@ class Trace:
         )
 
     # ----- analysis and export (implemented in their own modules) ----------------------------
-    def check(self, inputs=None, reference: str = "source", rtol: float = 1e-4, atol: float = 1e-5, progress=None):
+    def check(
+        self,
+        inputs=None,
+        reference: str = "source",
+        rtol: float = 1e-4,
+        atol: float = 1e-5,
+        progress=None,
+    ):
         """Run the reference and every step on the same inputs; returns a Report."""
         from explorer.check import check
 
         return check(self, inputs, reference=reference, rtol=rtol, atol=atol, progress=progress)
 
-    def save(self, path) -> None:
-        """Save to a ``.passlens`` file (JSON + raw arrays, no pickle)."""
+    def save(self, path):
+        """Save to a ``.passlens`` file (JSON + raw arrays, no pickle); returns the path."""
         from explorer.store import save
 
-        save(self, path)
+        return save(self, path)
 
     def to_html(self, path) -> None:
         """Write one self-contained HTML report."""
@@ -335,7 +342,9 @@ def trace_from_module(
     return Trace(steps, pipeline=result.pipeline.spec(), **meta)
 
 
-def explore(source: Any, example_inputs: Any = None, pipeline: Any = "default", **frontend_options) -> Trace:
+def explore(
+    source: Any, example_inputs: Any = None, pipeline: Any = "default", **frontend_options
+) -> Trace:
     """Import ``source`` (torch.nn.Module, ExportedProgram, ONNX path/bytes/ModelProto, IR
     Module or IR text), run ``pipeline`` with recording, and return the Trace."""
     from explorer.sources import import_source

@@ -1,0 +1,367 @@
+"""The ``passlens`` command.
+
+    passlens explore MODEL [--pipeline SPEC] [--check] [--html OUT] [--save OUT.passlens]
+    passlens show TRACE.passlens [--step N] [--diff N]
+    passlens serve TRACE.passlens [--port P]
+    passlens demo
+
+``explore`` imports MODEL, runs the pipeline (default: ``default``) with every pass recorded
+and prints the trace summary; ``--check`` also checks numerics, shapes and parameters at every
+step, ``--html`` writes a self-contained report and ``--save`` the trace. MODEL is one of:
+
+  model.onnx         an ONNX model;
+  model.py           a Python file defining ``model()``, which returns ``(model, example_args)``:
+                     a torch.nn.Module (or an IR Module) and a tuple of example inputs:
+
+                         import torch
+
+                         def model():
+                             net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+                             return net.eval(), (torch.randn(2, 4),)
+
+                     (the file is run as Python: only pass files you trust);
+  model.ir, .txt     a module in the IR text format.
+
+``show`` prints a saved trace's summary; with ``--step N`` that step's IR text instead (N is
+an index or a pass name), with ``--diff N`` what that step changed. ``serve`` opens the Panel
+app on a saved trace, ``demo`` runs the bundled demo.
+
+Exit codes: 0 when all went well; 1 when there are findings (a pass failed, or ``--check``
+found problems); 2 when the command could not run (a missing or unreadable file, a bad
+pipeline spec, a missing dependency). Errors are one line on stderr, without a traceback
+(set PASSLENS_TRACEBACK=1 to see it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class CLIError(Exception):
+    """A command could not run; the message is printed as one line."""
+
+
+# ===== arguments ==============================================================================
+
+
+_PY_MODEL_HELP = """\
+a .py MODEL defines model(), returning the model and a tuple of example inputs:
+
+    import torch
+
+    def model():
+        net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+        return net.eval(), (torch.randn(2, 4),)
+
+exit codes: 0 ok, 1 findings (a pass failed, or --check found problems), 2 error
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="passlens",
+        description="Explore and debug how a deep-learning compiler converts a model.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser(
+        "explore",
+        help="import a model, run a pipeline, print every step",
+        description="Import MODEL (.onnx, .py defining model() -> (model, example_args), or "
+        ".ir/.txt IR text), run the pipeline with every pass recorded, print the summary.",
+        epilog=_PY_MODEL_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", metavar="MODEL", help="an .onnx, .py or .ir/.txt file")
+    p.add_argument(
+        "--pipeline",
+        default="default",
+        metavar="SPEC",
+        help="pass pipeline spec (default: %(default)s)",
+    )
+    p.add_argument(
+        "--check", action="store_true", help="check numerics, shapes and parameters at every step"
+    )
+    p.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
+    p.add_argument("--save", metavar="OUT", help="save the trace (a .passlens file)")
+
+    p = sub.add_parser(
+        "show",
+        help="print a saved trace",
+        description="Print a saved trace's summary, a step's IR or its diff.",
+    )
+    p.add_argument("trace", metavar="TRACE", help="a .passlens file")
+    p.add_argument("--step", metavar="N", help="print step N's IR text (index or pass name)")
+    p.add_argument("--diff", metavar="N", help="print what step N changed")
+
+    p = sub.add_parser("serve", help="open a saved trace in the Panel app")
+    p.add_argument("trace", metavar="TRACE", help="a .passlens file")
+    p.add_argument("--port", type=int, default=5006, help="port (default: %(default)s)")
+
+    sub.add_parser("demo", help="run the bundled demo")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``passlens`` command with ``argv`` (default: the process arguments); returns
+    the exit code."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (2), already printed by argparse
+        return int(e.code or 0)
+    command = {"explore": _explore, "show": _show, "serve": _serve, "demo": _demo}[args.command]
+    try:
+        return command(args)
+    except KeyboardInterrupt:
+        print("passlens: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if os.environ.get("PASSLENS_TRACEBACK"):
+            raise
+        print(f"passlens: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception as one line: CLI errors and known error types as their message, others
+    with their type name."""
+    from compiler.ir.parser import ParseError
+
+    if isinstance(e, ParseError):
+        return f"line {e.line}, column {e.column}: {e.message}"
+    if isinstance(e, ImportError):
+        missing = e.name or "a module"
+        return f"missing dependency {missing} ({e})"
+    text = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+    text = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    if isinstance(e, (CLIError, FileNotFoundError)) or _known(e):
+        return text or type(e).__name__
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _known(e: BaseException) -> bool:
+    """Errors whose message says everything (no need for the type name)."""
+    from compiler.passes.pipeline import PipelineError
+    from explorer.store import TraceFileError
+
+    try:
+        from compiler.frontend.errors import FrontendError
+    except ImportError:  # pragma: no cover - frontend package always present today
+        FrontendError = ()  # type: ignore[assignment]
+    return isinstance(e, (PipelineError, TraceFileError, FrontendError))
+
+
+# ===== explore ================================================================================
+
+
+def _explore(args: argparse.Namespace) -> int:
+    import explorer
+    from compiler.passes import build_pipeline
+    from compiler.passes.pipeline import PipelineError
+
+    try:
+        build_pipeline(args.pipeline)  # a bad spec fails before the model is imported
+    except PipelineError as e:
+        raise CLIError(f"bad pipeline spec {args.pipeline!r}: {e}") from None
+    source, inputs = load_model(Path(args.model))
+    try:
+        trace = explorer.explore(source, inputs, pipeline=args.pipeline)
+    except ImportError as e:
+        raise CLIError(f"cannot import {args.model}: missing {e.name or 'module'} ({e})") from None
+    except Exception as e:
+        raise CLIError(f"cannot import {args.model}: {_one_line(e)}") from None
+    print(trace.summary_text())
+    status = EXIT_OK
+    failure = trace.failure
+    if failure is not None:
+        print(_failure_line(failure))
+        status = EXIT_FINDINGS
+    if args.save:
+        path = trace.save(args.save) or Path(args.save)
+        print(f"saved the trace to {args.save} ({_size(Path(path))})")
+    if args.html:
+        try:
+            trace.to_html(args.html)
+        except ImportError as e:
+            raise CLIError(_missing_feature("--html", e, ("widgets.report", "widgets"))) from None
+        print(f"wrote {args.html}")
+    if args.check:
+        try:
+            report = trace.check(trace.example_inputs)
+        except ImportError as e:
+            raise CLIError(_missing_feature("--check", e, ("explorer.check",))) from None
+        print(report)
+        if getattr(report, "findings", None):
+            status = EXIT_FINDINGS
+    return status
+
+
+def _missing_feature(option: str, e: ImportError, modules: tuple[str, ...]) -> str:
+    if e.name in modules:
+        return f"{option} is not available in this passlens yet (no module {e.name})"
+    return f"{option} needs {e.name or 'a module that is not installed'} ({e})"
+
+
+def _failure_line(step) -> str:
+    error = step.error
+    what = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    where = ""
+    line = step.failed_line
+    if line is not None:
+        where = f" at `{step.text.splitlines()[line].strip()}`"
+        if step.failed_function:
+            where += f" in @{step.failed_function}"
+    return f"pass #{step.index} {step.name} failed{where}: {what}"
+
+
+def _size(path: Path) -> str:
+    from explorer.compare import format_bytes
+
+    try:
+        return format_bytes(path.stat().st_size)
+    except OSError:
+        return "?"
+
+
+def load_model(path: Path) -> tuple[Any, tuple | None]:
+    """What ``explore`` is given for a MODEL file: ``(source, example_inputs)``."""
+    if not path.exists():
+        raise CLIError(f"no such file: {path}")
+    if path.is_dir():
+        raise CLIError(f"{path} is a directory, not a model file")
+    suffix = path.suffix.lower()
+    if suffix == ".onnx":
+        return str(path), None
+    if suffix == ".py":
+        return _python_model(path)
+    if suffix in (".ir", ".txt"):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if "def @" not in text:
+            raise CLIError(f"{path}: no function in this IR text (expected 'def @main(...)')")
+        from compiler.ir import parse
+        from compiler.ir.parser import ParseError
+
+        try:
+            parse(text)
+        except ParseError as e:
+            raise CLIError(f"{path}:{e.line}:{e.column}: {e.message}") from None
+        except Exception as e:
+            raise CLIError(f"{path}: {_one_line(e)}") from None
+        return text, None
+    raise CLIError(
+        f"{path}: unknown model type {suffix or '(no suffix)'!r}; "
+        "expected an .onnx file, a .py file defining model(), or IR text (.ir, .txt)"
+    )
+
+
+def _python_model(path: Path) -> tuple[Any, tuple | None]:
+    import runpy
+
+    try:
+        namespace = runpy.run_path(str(path), run_name="__passlens_model__")
+    except SystemExit:
+        raise CLIError(f"{path}: the file exited while being loaded") from None
+    except Exception as e:
+        raise CLIError(f"{path}: running the file failed: {_one_line(e)}") from None
+    factory = namespace.get("model")
+    if not callable(factory):
+        raise CLIError(
+            f"{path} defines no model() function (it should return (model, example_args))"
+        )
+    try:
+        made = factory()
+    except Exception as e:
+        raise CLIError(f"{path}: model() failed: {_one_line(e)}") from None
+    if isinstance(made, tuple) and len(made) == 2:
+        model, example_args = made
+    else:
+        model, example_args = made, None
+    if example_args is not None and not isinstance(example_args, tuple):
+        example_args = tuple(example_args) if isinstance(example_args, list) else (example_args,)
+    return model, example_args
+
+
+# ===== show, serve, demo ======================================================================
+
+
+def _show(args: argparse.Namespace) -> int:
+    from explorer.store import load
+
+    trace = load(args.trace)
+    if args.step is None and args.diff is None:
+        print(
+            f"{args.trace}: {len(trace)} steps, frontend {trace.frontend or '-'}, "
+            f"pipeline {trace.pipeline or '-'}"
+        )
+        print(trace.summary_text())
+        if trace.failure is not None:
+            print(_failure_line(trace.failure))
+        return EXIT_OK
+    if args.step is not None:
+        step = _step(trace, args.step)
+        text = step.text
+        line = step.failed_line
+        if line is not None:
+            lines = text.splitlines()
+            lines[line] += "    # <-- the pass failed here"
+            text = "\n".join(lines) + "\n"
+        print(text, end="")
+        if step.failed:
+            print(_failure_line(step))
+            if step.traceback:
+                print(step.traceback, end="")
+    if args.diff is not None:
+        step = _step(trace, args.diff)
+        try:
+            d = step.diff()
+        except ImportError as e:
+            raise CLIError(_missing_feature("--diff", e, ("explorer.diff",))) from None
+        except ValueError as e:  # the first step has nothing to diff with
+            raise CLIError(str(e)) from None
+        print(d)
+        if d.text_diff:
+            print(d.text_diff, end="")
+    return EXIT_OK
+
+
+def _step(trace, key: str):
+    try:
+        return trace[int(key)] if key.lstrip("-").isdigit() else trace[key]
+    except IndexError:
+        raise CLIError(f"no step {key}: the trace has steps 0 to {len(trace) - 1}") from None
+    except KeyError as e:
+        raise CLIError(str(e.args[0])) from None
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from explorer.store import load
+
+    trace = load(args.trace)
+    try:
+        from widgets.app import serve
+    except ImportError as e:
+        raise CLIError(_missing_feature("serve", e, ("widgets.app", "widgets", "panel"))) from None
+    serve(trace, port=args.port)
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    try:
+        from explorer.demo import main as demo_main
+    except ImportError as e:
+        if e.name != "explorer.demo":
+            raise
+        from compiler.demo import main as demo_main
+    return int(demo_main() or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

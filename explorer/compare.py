@@ -1,0 +1,338 @@
+"""Two conversions of one model side by side: ``compare(trace_a, trace_b)``.
+
+Typical use: the torch path and the ONNX path of one model, or one model through two
+pipelines. For each trace: node and op counts of the imported and the final module, parameter
+bytes at every step, the built artifact's size when a build step recorded one (a step
+attribute ``artifact_bytes``); and where the two first differ. The first divergence walks the
+*states* each trace goes through (the imported module, then every pass that changed the op
+counts or the parameter bytes) in step: the first pair of states whose op counts or parameter
+bytes differ is where the conversions part ways, whichever passes got them there.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from explorer.trace import Step, Trace
+
+
+@dataclass
+class StepFigures:
+    """The counts of one step: its index and name, nodes, op counts, parameter bytes."""
+
+    index: int
+    name: str
+    nodes: int
+    op_counts: dict[str, int]
+    param_bytes: int
+
+    @staticmethod
+    def of(step: Step) -> StepFigures:
+        """The figures of ``step`` (builds its graph model if not built yet)."""
+        g = step.graph
+        return StepFigures(step.index, step.name, len(g.nodes), g.op_counts(), g.param_bytes)
+
+    @property
+    def label(self) -> str:
+        """``#3 fold-constant``."""
+        return f"#{self.index} {self.name}"
+
+
+@dataclass
+class TraceFigures:
+    """One side of a comparison: the imported and final steps' figures, parameter bytes per
+    step (index, name, bytes, for the import and every pass that ran), the artifact size
+    (None when nothing was built) and the failed pass, if one failed."""
+
+    label: str
+    frontend: str
+    pipeline: str
+    imported: StepFigures
+    final: StepFigures
+    param_bytes: list[tuple[int, str, int]]
+    artifact_bytes: int | None
+    failed: str | None
+
+
+@dataclass
+class Difference:
+    """How two steps differ: op counts that differ (op -> (count a, count b)) and the
+    parameter bytes (a, b) when they differ."""
+
+    ops: dict[str, tuple[int, int]] = field(default_factory=dict)
+    param_bytes: tuple[int, int] | None = None
+
+    @staticmethod
+    def between(a: StepFigures, b: StepFigures) -> Difference:
+        """What differs between the figures of two steps."""
+        ops = {
+            op: (a.op_counts.get(op, 0), b.op_counts.get(op, 0))
+            for op in sorted(set(a.op_counts) | set(b.op_counts))
+            if a.op_counts.get(op, 0) != b.op_counts.get(op, 0)
+        }
+        params = (a.param_bytes, b.param_bytes) if a.param_bytes != b.param_bytes else None
+        return Difference(ops, params)
+
+    def __bool__(self) -> bool:
+        return bool(self.ops) or self.param_bytes is not None
+
+    def __str__(self) -> str:
+        if not self:
+            return "same op counts and parameter bytes"
+        parts = [f"{op} {x} vs {y}" for op, (x, y) in self.ops.items()]
+        if self.param_bytes is not None:
+            x, y = self.param_bytes
+            parts.append(f"params {format_bytes(x)} vs {format_bytes(y)}")
+        return ", ".join(parts)
+
+
+@dataclass
+class Divergence:
+    """The first pair of states (one step of each trace) whose op counts or parameter bytes
+    differ, and how they differ."""
+
+    step_a: Step
+    step_b: Step
+    difference: Difference
+
+    def __str__(self) -> str:
+        where = (
+            "the imported modules differ"
+            if self.step_a.kind == "import" and self.step_b.kind == "import"
+            else f"after A #{self.step_a.index} {self.step_a.name} "
+            f"and B #{self.step_b.index} {self.step_b.name}"
+        )
+        return f"{where}: {self.difference}"
+
+
+@dataclass(eq=False)
+class Comparison:
+    """Two traces side by side (see the module docstring); prints as a table (plain text and
+    Jupyter HTML)."""
+
+    trace_a: Trace = field(repr=False)
+    trace_b: Trace = field(repr=False)
+    a: TraceFigures
+    b: TraceFigures
+    imported: Difference
+    final: Difference
+    first_divergence: Divergence | None
+
+    @property
+    def same(self) -> bool:
+        """Whether the two conversions never differ in op counts or parameter bytes."""
+        return self.first_divergence is None
+
+    # ----- display ------------------------------------------------------------------------
+    def rows(self) -> list[tuple[str, str, str, bool]]:
+        """Table rows ``(label, value a, value b, differs)`` shared by the text and HTML."""
+        a, b = self.a, self.b
+        rows: list[tuple[str, str, str, bool]] = [
+            ("frontend", a.frontend or "-", b.frontend or "-", False),
+            ("pipeline", a.pipeline or "-", b.pipeline or "-", a.pipeline != b.pipeline),
+        ]
+        for title, fa, fb in (("imported", a.imported, b.imported), ("final", a.final, b.final)):
+            rows += [
+                (f"{title} step", fa.label, fb.label, False),
+                (f"{title} nodes", str(fa.nodes), str(fb.nodes), fa.nodes != fb.nodes),
+                (
+                    f"{title} params",
+                    format_bytes(fa.param_bytes),
+                    format_bytes(fb.param_bytes),
+                    fa.param_bytes != fb.param_bytes,
+                ),
+            ]
+        art_a, art_b = a.artifact_bytes, b.artifact_bytes
+        rows.append(
+            (
+                "artifact",
+                "-" if art_a is None else format_bytes(art_a),
+                "-" if art_b is None else format_bytes(art_b),
+                art_a != art_b,
+            )
+        )
+        if a.failed or b.failed:
+            rows.append(("failed pass", a.failed or "-", b.failed or "-", True))
+        for title, fa, fb in (("imported", a.imported, b.imported), ("final", a.final, b.final)):
+            for op in sorted(set(fa.op_counts) | set(fb.op_counts)):
+                x, y = fa.op_counts.get(op, 0), fb.op_counts.get(op, 0)
+                rows.append((f"{title} ops: {op}", str(x), str(y), x != y))
+        return rows
+
+    def param_lines(self, side: TraceFigures) -> list[str]:
+        """Parameter bytes of the import and of every step that changed them."""
+        out, last = [], None
+        for index, name, nbytes in side.param_bytes:
+            if last is None or nbytes != last:
+                delta = "" if last is None else f" ({_signed_bytes(nbytes - last)})"
+                out.append(f"#{index} {name}: {format_bytes(nbytes)}{delta}")
+            last = nbytes
+        return out
+
+    def headline(self) -> str:
+        """One line: the first divergence, or that there is none."""
+        if self.first_divergence is None:
+            return "same op counts and parameter bytes at every stage"
+        return f"first divergence: {self.first_divergence}"
+
+    def text(self) -> str:
+        """The comparison as a plain-text table."""
+        rows = self.rows()
+        width = max(len(r[0]) for r in rows) + 2
+        wa = max(len(self.a.label), *(len(r[1]) for r in rows)) + 2
+        wb = max(len(self.b.label), *(len(r[2]) for r in rows)) + 2
+        lines = [f"{'':<{width}}{self.a.label:<{wa}}{self.b.label:<{wb}}".rstrip()]
+        for label, x, y, differs in rows:
+            lines.append(f"{label:<{width}}{x:<{wa}}{y:<{wb}}{'*' if differs else ''}".rstrip())
+        for side in (self.a, self.b):
+            lines.append(f"param bytes by step, {side.label}: " + "; ".join(self.param_lines(side)))
+        lines.append(self.headline())
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        body = "".join(
+            f"<tr class='{'pl-differs' if d else ''}'><td>{e(label)}</td><td>{e(x)}</td>"
+            f"<td>{e(y)}</td><td>{'*' if d else ''}</td></tr>"
+            for label, x, y, d in self.rows()
+        )
+        params = "".join(
+            f"<li><b>{e(side.label)}</b>: {e('; '.join(self.param_lines(side)))}</li>"
+            for side in (self.a, self.b)
+        )
+        return (
+            "<style>.pl-differs{background:#fff3cd}</style><div class='pl-compare'>"
+            f"<p><b>{e(self.headline())}</b></p><table><thead><tr><th></th>"
+            f"<th>{e(self.a.label)}</th><th>{e(self.b.label)}</th><th></th></tr></thead>"
+            f"<tbody>{body}</tbody></table><p>param bytes by step:</p><ul>{params}</ul></div>"
+        )
+
+
+# ===== the comparison ========================================================================
+
+
+def compare(trace_a: Trace, trace_b: Trace, labels: Sequence[str] | None = None) -> Comparison:
+    """Two conversions of one model side by side; ``labels`` name the sides (default: A and B
+    with each trace's frontend, or pipeline when the frontends are the same)."""
+    for t, which in ((trace_a, "trace_a"), (trace_b, "trace_b")):
+        if not isinstance(t, Trace):
+            raise TypeError(f"compare() takes two Traces; {which} is a {type(t).__name__}")
+    if labels is None:
+        labels = _default_labels(trace_a, trace_b)
+    elif len(labels) != 2:
+        raise ValueError(f"labels must name the two traces, got {labels!r}")
+    fa, fb = _figures(trace_a, labels[0]), _figures(trace_b, labels[1])
+    return Comparison(
+        trace_a,
+        trace_b,
+        fa,
+        fb,
+        Difference.between(fa.imported, fb.imported),
+        Difference.between(fa.final, fb.final),
+        first_divergence(trace_a, trace_b),
+    )
+
+
+def _default_labels(a: Trace, b: Trace) -> tuple[str, str]:
+    if a.frontend and b.frontend and a.frontend != b.frontend:
+        return f"A: {a.frontend}", f"B: {b.frontend}"
+    if a.pipeline != b.pipeline:
+        return f"A: {_short(a.pipeline)}", f"B: {_short(b.pipeline)}"
+    return "A", "B"
+
+
+def _short(text: str, width: int = 30) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _ir_steps(trace: Trace) -> list[Step]:
+    """The import and every innermost pass that produced a module, in order."""
+    return [
+        s
+        for s in trace.steps
+        if s.module is not None and (s.kind == "import" or (s.kind == "pass" and not s.children))
+    ]
+
+
+def _figures(trace: Trace, label: str) -> TraceFigures:
+    steps = _ir_steps(trace)
+    if not steps:
+        raise ValueError(f"trace {label} has no imported module to compare")
+    artifact = None
+    for s in reversed(trace.steps):
+        value = getattr(s, "artifact_bytes", None)
+        if value is not None:
+            artifact = int(value)
+            break
+    failure = trace.failure
+    return TraceFigures(
+        label=label,
+        frontend=trace.frontend,
+        pipeline=trace.pipeline,
+        imported=StepFigures.of(trace.imported),
+        final=StepFigures.of(trace.final),
+        param_bytes=[(s.index, s.name, s.param_bytes) for s in steps],
+        artifact_bytes=artifact,
+        failed=None if failure is None else f"#{failure.index} {failure.name}",
+    )
+
+
+def _states(trace: Trace) -> list[tuple[Step, StepFigures]]:
+    """The steps where op counts or parameter bytes change (the import first)."""
+    out: list[tuple[Step, StepFigures]] = []
+    for s in _ir_steps(trace):
+        if out and (s.module is out[-1][0].module or not s.changed):
+            continue
+        figs = StepFigures.of(s)
+        if out and (figs.op_counts, figs.param_bytes) == (
+            out[-1][1].op_counts,
+            out[-1][1].param_bytes,
+        ):
+            continue
+        out.append((s, figs))
+    return out
+
+
+def first_divergence(trace_a: Trace, trace_b: Trace) -> Divergence | None:
+    """The first pair of states of the two traces whose op counts or parameter bytes differ
+    (see the module docstring), or None when they go through the same counts throughout."""
+    sa, sb = _states(trace_a), _states(trace_b)
+    for k in range(max(len(sa), len(sb))):
+        step_a, fig_a = sa[min(k, len(sa) - 1)]
+        step_b, fig_b = sb[min(k, len(sb) - 1)]
+        difference = Difference.between(fig_a, fig_b)
+        if difference:
+            return Divergence(step_a, step_b, difference)
+    return None
+
+
+def format_bytes(n: int) -> str:
+    """Bytes for people: ``20.4 kB``, ``1.2 MB``."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _signed_bytes(n: int) -> str:
+    return ("+" if n >= 0 else "-") + format_bytes(abs(n))
+
+
+__all__ = [
+    "Comparison",
+    "Difference",
+    "Divergence",
+    "StepFigures",
+    "TraceFigures",
+    "compare",
+    "first_divergence",
+    "format_bytes",
+]

@@ -1,0 +1,272 @@
+"""The ``passlens`` command, run in-process: explore, show, errors and exit codes."""
+
+import importlib.util
+import textwrap
+
+import numpy as np
+import pytest
+
+import explorer
+from explorer.cli import main
+from explorer.store import load
+
+IR = """\
+weights {
+  $a: f32[3] = [1.0, 2.0, 3.0]
+}
+def @main(%x: f32[n, 3]) -> f32[n, 3] {
+  %e: f32[3] = exp($a)
+  %dead: f32[n, 3] = relu(%x)
+  %y: f32[n, 3] = add(%x, %e)
+  return %y
+}
+"""
+
+
+def has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+@pytest.fixture
+def ir_file(tmp_path):
+    path = tmp_path / "model.ir"
+    path.write_text(IR)
+    return path
+
+
+@pytest.fixture
+def onnx_file(tmp_path):
+    pytest.importorskip("compiler.frontend.onnx_frontend")
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), "W")
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "W"], ["y"], name="mm"),
+            helper.make_node("Relu", ["y"], ["z"], name="relu"),
+        ],
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])],
+        [w],
+    )
+    path = tmp_path / "tiny.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def run(capsys, *argv):
+    code = main(list(map(str, argv)))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(err: str, *fragments: str):
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("passlens: error: "), err
+    assert "Traceback" not in err
+    for f in fragments:
+        assert f in lines[0], (f, lines[0])
+
+
+# ----- explore ----------------------------------------------------------------------------
+
+
+def test_explore_ir_text_prints_the_summary_and_saves(capsys, ir_file, tmp_path):
+    out_path = tmp_path / "run.passlens"
+    code, out, err = run(capsys, "explore", ir_file, "--save", out_path)
+    assert code == 0 and err == ""
+    head, *rows = out.splitlines()
+    assert head.split()[:3] == ["#", "pass", "status"]
+    assert any("fold-constant" in r and "changed" in r and "-1 exp" in r for r in rows)
+    assert f"saved the trace to {out_path}" in out
+    trace = load(out_path)
+    assert trace.frontend == "text" and trace["dead-code-elimination"].status == "changed"
+
+
+def test_explore_with_a_pipeline(capsys, ir_file):
+    code, out, _ = run(capsys, "explore", ir_file, "--pipeline", "fold-constant")
+    names = [line.split()[1] for line in out.splitlines()[1:]]
+    assert code == 0 and names == ["parse", "fold-constant"]
+
+
+def test_explore_onnx(capsys, onnx_file):
+    code, out, err = run(capsys, "explore", onnx_file)
+    assert code == 0 and err == ""
+    rows = out.splitlines()[1:]
+    assert rows[0].split()[1] == "onnx" and rows[1].split()[1] == "from_onnx"
+    assert any("fuse-ops" in r for r in rows)
+
+
+def test_explore_python_file_with_model_function(capsys, tmp_path):
+    path = tmp_path / "net.py"
+    path.write_text(
+        textwrap.dedent("""
+        import numpy as np
+        from compiler import models
+
+        def model():
+            return models.mlp((8, 4), batch=2), (np.ones((2, 8), np.float32),)
+    """)
+    )
+    out_path = tmp_path / "net.passlens"
+    code, out, err = run(capsys, "explore", path, "--pipeline", "decompose-ops", "--save", out_path)
+    assert code == 0 and err == "" and "decompose-ops" in out
+    assert load(out_path).example_inputs[0].shape == (2, 8)
+
+
+def test_explore_torch_python_file(capsys, tmp_path):
+    pytest.importorskip("torch")
+    path = tmp_path / "tnet.py"
+    path.write_text(
+        textwrap.dedent("""
+        import torch
+
+        def model():
+            net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+            return net.eval(), (torch.randn(2, 4),)
+    """)
+    )
+    code, out, err = run(capsys, "explore", path, "--pipeline", "fold-constant")
+    assert code == 0 and err == ""
+    assert [line.split()[1] for line in out.splitlines()[1:]] == [
+        "torch.export",
+        "from_torch",
+        "fold-constant",
+    ]
+
+
+def test_a_failed_pass_is_a_finding(capsys, tmp_path):
+    from tests.compiler.passes.test_lazy_params import NESTED
+
+    path = tmp_path / "nested.ir"
+    path.write_text(NESTED)
+    code, out, err = run(
+        capsys, "explore", path, "--pipeline", "lift-transform-params,replica-lazy-transform-params"
+    )
+    assert code == 1 and err == ""
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("pass #2 replica-lazy-transform-params failed at `%r")
+    assert "call @transform" in last and "in @main_transform_params: AssertionError" in last
+
+
+@pytest.mark.parametrize(
+    "option,module", [("--check", "explorer.check"), ("--html", "widgets.report")]
+)
+def test_check_and_html_missing_or_working(capsys, ir_file, tmp_path, option, module):
+    extra = [tmp_path / "r.html"] if option == "--html" else []
+    code, out, err = run(capsys, "explore", ir_file, option, *extra)
+    assert "fold-constant" in out  # the summary is printed first either way
+    if not has_module(module):
+        assert code == 2
+        assert_one_line_error(err, f"{option} is not available in this passlens yet")
+    else:
+        assert code in (0, 1) and err == ""
+
+
+# ----- show -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def saved(tmp_path):
+    trace = explorer.explore(IR, pipeline="fold-constant,dce")
+    path = tmp_path / "t.passlens"
+    trace.save(path)
+    return path
+
+
+def test_show_prints_the_summary(capsys, saved):
+    code, out, err = run(capsys, "show", saved)
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert (
+        lines[0] == f"{saved}: 3 steps, frontend text, pipeline fold-constant,dead-code-elimination"
+    )
+    assert lines[1].split()[:2] == ["#", "pass"] and "-1 relu" in lines[4]
+
+
+def test_show_a_step_and_a_diff(capsys, saved):
+    code, out, _ = run(capsys, "show", saved, "--step", "1")
+    assert code == 0 and out.startswith("# passlens IR") and "exp(" not in out
+    code, out, _ = run(capsys, "show", saved, "--step", "dead-code-elimination")
+    assert code == 0 and "relu" not in out
+    code, out, _ = run(capsys, "show", saved, "--diff", "2")
+    if has_module("explorer.diff"):
+        assert code == 0 and out.startswith("#1 fold-constant -> #2 dead-code-elimination")
+        assert "-  %dead: f32[n, 3] = relu(%x)" in out
+    else:
+        assert code == 2
+
+
+def test_show_a_failed_step_marks_the_line_and_prints_the_traceback(capsys, tmp_path):
+    trace = explorer.explore(IR, pipeline="fold-constant,test-explode")
+    trace.save(tmp_path / "f.passlens")
+    code, out, _ = run(capsys, "show", tmp_path / "f.passlens", "--step", "2")
+    assert code == 0
+    marked = [line for line in out.splitlines() if "<-- the pass failed here" in line]
+    assert len(marked) == 1 and "add(" in marked[0]
+    assert "pass #2 test-explode failed" in out and "Traceback (most recent call last)" in out
+
+
+# ----- errors -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv,fragments",
+    [
+        (["explore", "{tmp}/missing.onnx"], ["no such file", "missing.onnx"]),
+        (
+            ["explore", "{ir}", "--pipeline", "fold-constnt"],
+            ["bad pipeline spec", "did you mean fold-constant"],
+        ),
+        (["explore", "{ir}", "--pipeline", "convert-dtype{dtype=float99}"], ["bad pipeline spec"]),
+        (["explore", "{tmp}/model.xyz"], ["unknown model type '.xyz'"]),
+        (["explore", "{tmp}/bad.ir"], ["bad.ir:2:", "not defined"]),
+        (["explore", "{tmp}/nomodel.py"], ["defines no model() function"]),
+        (["explore", "{tmp}/crash.py"], ["running the file failed", "ZeroDivisionError"]),
+        (["show", "{tmp}/missing.passlens"], ["no such trace file"]),
+        (["show", "{ir}"], ["not a passlens trace file"]),
+        (["show", "{saved}", "--step", "99"], ["no step 99: the trace has steps 0 to 2"]),
+        (["show", "{saved}", "--step", "nope"], ["no step named 'nope'"]),
+        (["show", "{saved}", "--diff", "0"], ["has no previous step"]),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(capsys, tmp_path, ir_file, saved, argv, fragments):
+    (tmp_path / "model.xyz").write_text("?")
+    (tmp_path / "bad.ir").write_text("def @main(%x: f32[2]) -> f32[2] {\n  return %q\n}\n")
+    (tmp_path / "nomodel.py").write_text("x = 1\n")
+    (tmp_path / "crash.py").write_text("1 / 0\n")
+    subst = {"{tmp}": str(tmp_path), "{ir}": str(ir_file), "{saved}": str(saved)}
+    for k, v in subst.items():
+        argv = [a.replace(k, v) for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert_one_line_error(err, *fragments)
+
+
+def test_usage_errors_and_help(capsys):
+    code, _, err = run(capsys, "frobnicate")
+    assert code == 2 and "invalid choice" in err
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and "explore" in out and "show" in out
+
+
+def test_serve_without_the_app_is_a_clear_error(capsys, saved):
+    if has_module("widgets.app"):
+        pytest.skip("the Panel app exists; serving would block")
+    code, _, err = run(capsys, "serve", saved)
+    assert code == 2
+    assert_one_line_error(err, "serve is not available in this passlens yet")
+
+
+def test_demo_runs(capsys):
+    code, out, _ = run(capsys, "demo")
+    assert code == 0 and "default pipeline" in out
+
+
+# registers test-explode
+from tests.compiler.passes import test_manager  # noqa: E402,F401
