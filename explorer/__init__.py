@@ -11,7 +11,6 @@ from explorer.diff import Diff, diff
 from explorer.store import TraceFileError, load
 from explorer.trace import Step, Trace, explore, trace_from_module
 
-
 __all__ = [
     "Comparison",
     "TraceFileError",

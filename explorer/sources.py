@@ -9,7 +9,7 @@ shows its graph nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from compiler.ir.nodes import Module
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param
@@ -22,7 +22,7 @@ class Imported:
     import step's name, the source object kept for reference runs, the frontend's name."""
 
     module: Module
-    source_step: Optional[Step]
+    source_step: Step | None
     name: str
     source: Any
     frontend: str

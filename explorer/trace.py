@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from compiler import passes
 from compiler.ir.nodes import Expr, Module
@@ -29,20 +30,20 @@ class Step:
     name: str
     spec: str = ""
     depth: int = 0
-    parent: Optional[int] = None
-    module: Optional[Module] = None
-    before: Optional[Module] = None
+    parent: int | None = None
+    module: Module | None = None
+    before: Module | None = None
     seconds: float = 0.0
-    error: Optional[BaseException] = None
+    error: BaseException | None = None
     traceback: str = ""
-    failed_node: Optional[Expr] = None
-    failed_function: Optional[str] = None
-    source_graph: Optional[GraphModel] = None
+    failed_node: Expr | None = None
+    failed_function: str | None = None
+    source_graph: GraphModel | None = None
     children: list[int] = field(default_factory=list)
-    trace: Optional["Trace"] = field(default=None, repr=False)
-    _graph: Optional[GraphModel] = field(default=None, repr=False)
-    _text: Optional[str] = field(default=None, repr=False)
-    _lines: Optional[dict] = field(default=None, repr=False)
+    trace: Trace | None = field(default=None, repr=False)
+    _graph: GraphModel | None = field(default=None, repr=False)
+    _text: str | None = field(default=None, repr=False)
+    _lines: dict | None = field(default=None, repr=False)
 
     @property
     def failed(self) -> bool:
@@ -62,7 +63,7 @@ class Step:
         return "failed" if self.failed else ("changed" if self.changed else "unchanged")
 
     @property
-    def shown_module(self) -> Optional[Module]:
+    def shown_module(self) -> Module | None:
         """The module this step shows: its result, or for a failed pass the module it was given."""
         return self.module if self.module is not None else self.before
 
@@ -92,7 +93,7 @@ class Step:
         return self._text
 
     @property
-    def failed_line(self) -> Optional[int]:
+    def failed_line(self) -> int | None:
         """For a failed pass: the 0-based line of ``text`` showing the binding it failed on."""
         if self.failed_node is None or self.shown_module is None:
             return None
@@ -105,7 +106,7 @@ class Step:
         return self.graph.param_bytes
 
     @property
-    def previous(self) -> Optional["Step"]:
+    def previous(self) -> Step | None:
         """The step this one is compared with by default: for a pass, the step whose module it
         was given; otherwise the step before it."""
         if self.trace is None or self.index == 0:
@@ -116,7 +117,7 @@ class Step:
                     return s
         return self.trace.steps[self.index - 1]
 
-    def diff(self, other: Optional["Step"] = None):
+    def diff(self, other: Step | None = None):
         """What changed from ``other`` (default: the previous step) to this step."""
         from explorer.diff import diff
 
@@ -145,7 +146,7 @@ class Trace:
         self,
         steps: Sequence[Step],
         source: Any = None,
-        example_inputs: Optional[tuple] = None,
+        example_inputs: tuple | None = None,
         pipeline: str = "",
         frontend: str = "",
     ):
@@ -187,7 +188,7 @@ class Trace:
         return next(s for s in reversed(self.steps) if s.module is not None)
 
     @property
-    def failure(self) -> Optional[Step]:
+    def failure(self) -> Step | None:
         """The innermost failed pass, if one failed."""
         failed = [s for s in self.steps if s.failed]
         return failed[-1] if failed else None
@@ -307,7 +308,7 @@ def _signed_bytes(n: int) -> str:
 def trace_from_module(
     module: Module,
     pipeline: Any = "default",
-    source_step: Optional[Step] = None,
+    source_step: Step | None = None,
     import_seconds: float = 0.0,
     import_name: str = "import",
     **meta: Any,
