@@ -199,7 +199,7 @@ def _explore(args: argparse.Namespace) -> int:
         except ImportError as e:
             raise CLIError(_missing_feature("--check", e, ("explorer.check",))) from None
         print(report)
-        if getattr(report, "findings", None):
+        if not getattr(report, "ok", True):
             status = EXIT_FINDINGS
     return status
 
