@@ -18,7 +18,7 @@ STAMP  := $(VENV)/.installed
 PIP_INSTALL := $(PIP) install -c constraints.txt
 
 # System (Debian) dependencies as PKG:CMD pairs; installed by .ci/ensure-apt.sh when CMD is missing.
-APT_DEPS := graphviz:dot
+APT_DEPS := graphviz:dot chromium:chromium
 
 PYTEST_ARGS ?=
 LAB_ARGS    ?=

@@ -1,1 +1,28 @@
-"""passlens widgets: Jupyter widgets for viewing compiler IR."""
+"""passlens widgets: Jupyter widgets for viewing compiler IR.
+
+    from widgets import PassStepper, GraphView, write_html
+    PassStepper(trace)                  # step through the passes (or trace.stepper())
+    GraphView(step, baseline)           # one step's graph: pan, zoom, search, click a node
+    write_html(trace, "run.html")       # one self-contained report (or trace.to_html())
+
+Rendering is in :mod:`widgets.render` (pure functions: step -> DOT / SVG / HTML), shared by the
+widgets and the report. Names are imported on first use, so ``import widgets`` stays cheap.
+"""
+
+_LAZY = {
+    "PassStepper": "widgets.stepper",
+    "GraphView": "widgets.graph_view",
+    "write_html": "widgets.report",
+    "report_html": "widgets.report",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'widgets' has no attribute {name!r}")
+
+
+__all__ = list(_LAZY)
