@@ -44,7 +44,7 @@ test: venv
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 demo: venv
-	$(VPY) -m compiler.demo
+	$(VENV)/bin/passlens demo
 
 lab: venv
 	mkdir -p notebooks
