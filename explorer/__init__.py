@@ -11,6 +11,14 @@ from explorer.diff import Diff, diff
 from explorer.store import TraceFileError, load
 from explorer.trace import Step, Trace, explore, trace_from_module
 
+
+def serve(trace, **options):
+    """Open the trace's views as a Panel web app on localhost (see widgets.app.serve)."""
+    from widgets.app import serve as _serve
+
+    return _serve(trace, **options)
+
+
 __all__ = [
     "Comparison",
     "TraceFileError",
@@ -22,4 +30,5 @@ __all__ = [
     "diff",
     "compare",
     "load",
+    "serve",
 ]

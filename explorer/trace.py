@@ -130,6 +130,13 @@ class Step:
         indent = "  " * self.depth
         return f"<Step #{self.index} {indent}{self.name} [{self.kind}] {self.status}>"
 
+    def _repr_html_(self) -> str:
+        """In Jupyter a step shows its graph, coloured against the previous step."""
+        from widgets.render import graph_svg
+
+        head = f"<div><b>#{self.index} {html.escape(self.name)}</b> ({self.status})</div>"
+        return head + graph_svg(self, baseline=self.previous)
+
 
 def _graph_listing(g: GraphModel) -> str:
     lines = []
@@ -281,6 +288,12 @@ class Trace:
         from widgets.report import write_html
 
         write_html(self, path)
+
+    def show(self, step=None):
+        """Display a step's graph in Jupyter (the final step by default)."""
+        from IPython.display import display
+
+        display(self.final if step is None else self[step])
 
     def stepper(self):
         """The Jupyter widget to step through the passes."""

@@ -94,3 +94,8 @@ def test_unknown_source_type_is_a_clear_error():
 
 # registers test-explode
 from tests.compiler.passes import test_manager  # noqa: E402,F401
+
+
+def test_a_step_displays_its_graph_in_jupyter(trace):
+    html = trace["fold-constant"]._repr_html_()
+    assert "<svg" in html and "fold-constant" in html and "matmul" in html
