@@ -235,6 +235,39 @@ class _Evaluator:
         raise InterpretError(f"cannot evaluate {type(node).__name__}", node)
 
 
+def _solve_expression_dims(params: Sequence[Var], arrays: Sequence[Any], env: dict) -> None:
+    """Bind a symbol that appears only inside dims linear in it (``2*n + 1`` of size 7 gives
+    n = 3); a dim that is not linear in its one unbound symbol, or not solvable in integers,
+    binds nothing (the check that follows then reports it)."""
+    pairs: list[tuple[SymExpr, int]] = []
+
+    def collect(ty: Type, value: Any) -> None:
+        if isinstance(ty, TupleType) and isinstance(value, (tuple, list)):
+            for t, v in zip(ty.fields, value):
+                collect(t, v)
+        elif isinstance(ty, TensorType) and ty.shape is not None and hasattr(value, "shape"):
+            if len(ty.shape) == len(value.shape):
+                pairs.extend(
+                    (d, int(n)) for d, n in zip(ty.shape, value.shape) if isinstance(d, SymExpr)
+                )
+
+    for p, arr in zip(params, arrays):
+        collect(p.ty, arr)
+    progress = True
+    while progress:
+        progress = False
+        for d, actual in pairs:
+            unbound = [s for s in d.free_symbols if s not in env]
+            if len(unbound) != 1:
+                continue
+            (name,) = unbound
+            f0, f1, f2 = (d.evaluate({**env, name: v}) for v in (0, 1, 2))
+            slope = f1 - f0
+            if slope and f2 - f1 == slope and (actual - f0) % slope == 0:
+                env[name] = (actual - f0) // slope
+                progress = True
+
+
 def evaluate(
     module: Module | Function,
     inputs: Sequence[Any],
@@ -267,9 +300,12 @@ def evaluate(
         _to_array(v, p, i) if not isinstance(v, tuple) else v
         for i, (p, v) in enumerate(zip(params, inputs))
     ]
-    # Two rounds: the first binds symbols from plain dims (`n`); the second also checks dims
-    # that are expressions of symbols bound by a later input (`2*n + 1` before `n`).
-    for _ in range(2):
+    # Two rounds: the first binds symbols from plain dims (`n`); then a symbol seen only inside
+    # an expression (`2*n + 1`) is solved for; the second round checks every dim, including
+    # expressions of symbols bound by a later input (`2*n + 1` before `n`).
+    for round_ in range(2):
+        if round_ == 1:
+            _solve_expression_dims(params, arrays, env)
         for i, (p, arr) in enumerate(zip(params, arrays)):
             if not _matches(p.ty, arr, env):
                 bound = sorted(s for s in _type_symbols(p.ty) if s in env)

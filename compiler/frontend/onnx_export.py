@@ -269,6 +269,12 @@ class Exporter:
     def lower(self, node: Expr) -> Any:
         if isinstance(node, Call):
             fn = LOWERINGS.get(node.op)
+            if fn is None and node.op == "call_lowered":
+                raise ExportError(
+                    f"{_where(node)}: a compiled kernel (call_lowered of "
+                    f"@{node.attrs['kernel']}) cannot be exported to ONNX; export the module "
+                    "from a step before legalize-ops"
+                )
             if fn is None:
                 raise ExportError(f"{_where(node)}: op {node.op} has no ONNX lowering")
             args = [self.lookup(a) for a in node.args]

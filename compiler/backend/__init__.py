@@ -1,0 +1,89 @@
+"""The backend: graph ops lowered to a loop-level IR (legalize-ops), LLVM code generation with
+llvmlite (codegen), JIT execution and an exported build artifact (object code + weights).
+
+    exe = compiler.backend.build(module)      # runs default,legalize-ops,codegen as needed
+    exe(x)                                    # a tuple of numpy arrays, like interpret.run
+    exe.export("model.plz")                   # bytes written: code + weights
+
+Files: loops.py (the loop IR and its printer), lowering.py and lower_*.py (the rules, one
+file per op family), ops_lowered.py (the graph op ``call_lowered``), codegen.py and
+mathlib.py (LLVM IR), kernel_table.py (kernels by name, compiled once), runtime.py (running
+kernels: threads, library calls), build.py (Executable, export, load).
+
+Importing this package registers ``call_lowered`` and every lowering rule.
+"""
+
+from __future__ import annotations
+
+from compiler.backend import (  # noqa: F401
+    lower_elementwise,
+    lower_index,
+    lower_nn,
+    lower_reduce,
+    lower_shape,
+    ops_lowered,  # noqa: F401  (registers call_lowered)
+)
+from compiler.backend.build import BuildError, Executable, build, load
+from compiler.backend.lowering import LoweringError, supported_ops
+from compiler.ir.nodes import Call, Module
+
+
+def kernel_calls(module: Module) -> dict[str, Call]:
+    """Each kernel a module calls (by name, in order of first call) and its first call."""
+    out: dict[str, Call] = {}
+    for fn in module.functions.values():
+        for node in fn.iter_nodes():
+            if isinstance(node, Call) and node.op == "call_lowered":
+                out.setdefault(node.attrs["kernel"], node)
+    return out
+
+
+def _call_sites(module: Module) -> dict[str, list[str]]:
+    sites: dict[str, list[str]] = {}
+    for fname, fn in module.functions.items():
+        for node in fn.iter_nodes():
+            if isinstance(node, Call) and node.op == "call_lowered":
+                where = node.prov.module_path or node.prov.source_node or node.name or "?"
+                sites.setdefault(node.attrs["kernel"], []).append(f"@{fname} {where}")
+    return sites
+
+
+def lowered_text(module: Module) -> str:
+    """The loop IR of every kernel a module calls, each headed by its call sites (graph
+    provenance), in order of first call: the text of a legalize-ops step."""
+    from compiler.backend import kernel_table
+
+    parts = []
+    for name, sites in _call_sites(module).items():
+        shown = ", ".join(sites[:4]) + (f" and {len(sites) - 4} more" if len(sites) > 4 else "")
+        parts.append(f"# called {len(sites)}x: {shown}\n{kernel_table.lookup(name).text}")
+    return "\n\n".join(parts) + ("\n" if parts else "")
+
+
+def llvm_text(module: Module, optimized: bool = True) -> str:
+    """The LLVM IR (optimised, or as generated) of every kernel a module calls."""
+    from compiler.backend import kernel_table
+
+    key = "optimized_ir" if optimized else "llvm_ir"
+    return "\n".join(getattr(kernel_table.compiled(name), key) for name in kernel_calls(module))
+
+
+def assembly_text(module: Module) -> str:
+    """The host assembly of every kernel a module calls."""
+    from compiler.backend import kernel_table
+
+    return "\n".join(kernel_table.compiled(name).assembly for name in kernel_calls(module))
+
+
+__all__ = [
+    "BuildError",
+    "Executable",
+    "LoweringError",
+    "assembly_text",
+    "build",
+    "kernel_calls",
+    "llvm_text",
+    "load",
+    "lowered_text",
+    "supported_ops",
+]

@@ -1,0 +1,469 @@
+"""``compiler.build(module) -> Executable``: compile a module and run it on numpy arrays.
+
+``build`` runs the passes still needed (``default``, ``legalize-ops``, ``codegen``; each
+recorded, see ``Executable.result``) and turns each function of the legalized module into a
+*plan*: a flat list of instructions (call a kernel, view, fill, tuple, call a function, if)
+over value slots, which the executable interprets, dropping each value after its last use.
+Weights are the module's named constants, passed to kernels by reference (never copied).
+
+``executable.export(path)`` writes one zip file (entries stored, not compressed): the plan and
+the kernels' runtime description as JSON, each kernel's object code (``code/<kernel>.o``,
+host machine code from LLVM) and each weight as a ``.npy``; it returns the file's size in
+bytes, which grows with the weights (SEEDS.md item 1: a weight duplicated by a broadcast
+shows up here). ``load(path)`` loads such a file into a runnable Executable.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+import zipfile
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from compiler.backend import kernel_table
+from compiler.backend.codegen import JIT, host_target
+from compiler.backend.runtime import CompiledKernel, KernelInfo
+from compiler.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+    FuncCall,
+    Function,
+    If,
+    Module,
+    Tuple,
+    TupleGetItem,
+)
+from compiler.ir.symbolic import SymExpr, evaluate_dim, parse_dim
+from compiler.ir.types import DType, TensorType, TupleType, shape_matches
+
+FORMAT = "passlens-executable"
+VERSION = 1
+HOST_OPS = ("reshape", "flatten", "squeeze", "unsqueeze", "full", "zeros", "ones", "arange")
+
+
+class BuildError(Exception):
+    """The module cannot be turned into an executable; the message says which node and why."""
+
+
+# ----- plans ------------------------------------------------------------------------------------
+
+
+def _dim_json(d) -> Any:
+    return d if isinstance(d, int) else str(d)
+
+
+def _dim_from_json(d) -> Any:
+    return d if isinstance(d, int) else parse_dim(d)
+
+
+def _attr_json(v: Any) -> Any:
+    if isinstance(v, DType):
+        return {"dtype": v.name}
+    if isinstance(v, SymExpr):
+        return {"dim": str(v)}
+    if isinstance(v, tuple):
+        return [_attr_json(x) for x in v]
+    return v
+
+
+def _attr_from_json(v: Any) -> Any:
+    if isinstance(v, dict):
+        return DType.of(v["dtype"]) if "dtype" in v else parse_dim(v["dim"])
+    if isinstance(v, list):
+        return tuple(_attr_from_json(x) for x in v)
+    return v
+
+
+def _type_json(ty) -> Any:
+    if isinstance(ty, TupleType):
+        return {"tuple": [_type_json(f) for f in ty.fields]}
+    return {
+        "dtype": ty.dtype.name,
+        "shape": None if ty.shape is None else [_dim_json(d) for d in ty.shape],
+    }
+
+
+def _type_from_json(j) -> Any:
+    if "tuple" in j:
+        return TupleType([_type_from_json(f) for f in j["tuple"]])
+    shape = None if j["shape"] is None else [_dim_from_json(d) for d in j["shape"]]
+    return TensorType(shape, j["dtype"])
+
+
+def _frozen_copy(a: np.ndarray) -> np.ndarray:
+    out = np.ascontiguousarray(a)
+    out.flags.writeable = False
+    return out
+
+
+class _PlanBuilder:
+    """Turns a legalized function into instructions over value slots."""
+
+    def __init__(self, module: Module, params: dict[str, np.ndarray]):
+        self.module = module
+        self.params = params  # weight name -> array (shared with the module)
+        self.kernels: set[str] = set()
+        self._anon: dict[int, str] = {}
+
+    def ref(self, e: Expr, slots: dict[int, int]) -> dict:
+        if isinstance(e, Constant):
+            if e.name is not None:
+                key = e.name
+            elif id(e) in self._anon:
+                key = self._anon[id(e)]
+            else:
+                key = self._anon[id(e)] = f"const.{len(self._anon)}"
+            if key not in self.params:
+                # kernels take row-major buffers: a weight folded from a transpose (a
+                # column-major view) is copied once here rather than at every call
+                self.params[key] = e.data if e.data.flags.c_contiguous else _frozen_copy(e.data)
+            return {"w": key}
+        if id(e) not in slots:
+            raise BuildError(f"{e!r} is used before it is computed")
+        return {"v": slots[id(e)]}
+
+    def block(self, bindings: Sequence[Expr], result: Expr, slots: dict[int, int]) -> dict:
+        instrs = []
+        for b in bindings:
+            slot = len(slots)
+            instrs.append(self.instr(b, slots) | {"out": slot})
+            slots[id(b)] = slot
+        return {"instrs": instrs, "result": self.ref(result, slots)}
+
+    def instr(self, b: Expr, slots: dict[int, int]) -> dict:
+        where = f" (at {b.prov.describe()})" if not b.prov.is_empty else ""
+        if isinstance(b, Call):
+            args = [self.ref(a, slots) for a in b.args]
+            if b.op == "call_lowered":
+                self.kernels.add(b.attrs["kernel"])
+                return {
+                    "op": "kernel",
+                    "kernel": b.attrs["kernel"],
+                    "args": args,
+                    "shape": [_dim_json(d) for d in b.attrs["shape"]],
+                }
+            if b.op in HOST_OPS:
+                if not isinstance(b.ty, TensorType) or b.ty.shape is None:
+                    raise BuildError(f"{b.op}{where}: its result needs a known rank")
+                return {
+                    "op": "host",
+                    "name": b.op,
+                    "args": args,
+                    "attrs": {k: _attr_json(v) for k, v in b.attrs.items()},
+                    "shape": [_dim_json(d) for d in b.ty.shape],
+                }
+            from compiler.passes.legalize_ops import unlowered_reason
+
+            reason = unlowered_reason(self.module, b)
+            raise BuildError(
+                f"op {b.op}{where} is not lowered"
+                + (f": {reason}" if reason else ": run legalize-ops before building")
+            )
+        if isinstance(b, Tuple):
+            return {"op": "tuple", "args": [self.ref(f, slots) for f in b.fields]}
+        if isinstance(b, TupleGetItem):
+            return {"op": "item", "arg": self.ref(b.tuple_value, slots), "index": b.index}
+        if isinstance(b, FuncCall):
+            return {"op": "call", "func": b.func, "args": [self.ref(a, slots) for a in b.args]}
+        if isinstance(b, If):
+            cond = self.ref(b.cond, slots)
+            return {
+                "op": "if",
+                "cond": cond,
+                "then": self.block(b.then_branch.bindings, b.then_branch.result, dict(slots)),
+                "else": self.block(b.else_branch.bindings, b.else_branch.result, dict(slots)),
+            }
+        raise BuildError(f"cannot run a {type(b).__name__}{where}")
+
+    def function(self, fn: Function) -> dict:
+        slots = {id(p): k for k, p in enumerate(fn.params)}
+        body = self.block(fn.bindings, fn.output, slots)
+        _add_frees(body, set(range(len(fn.params))))
+        return {
+            "params": [{"name": p.name, "type": _type_json(p.ty)} for p in fn.params],
+            "num_input": fn.num_input,
+            "output_is_tuple": isinstance(fn.output.ty, TupleType),
+            **body,
+        }
+
+
+def _reads(instr: dict) -> list[int]:
+    refs = []
+    for key in ("args",):
+        refs += instr.get(key, [])
+    for key in ("arg", "cond"):
+        if key in instr:
+            refs.append(instr[key])
+    out = [r["v"] for r in refs if "v" in r]
+    for branch in ("then", "else"):
+        if branch in instr:
+            blk = instr[branch]
+            for i in blk["instrs"]:
+                out += _reads(i)
+            if "v" in blk["result"]:
+                out.append(blk["result"]["v"])
+    return out
+
+
+def _add_frees(block: dict, keep: set[int]) -> None:
+    """Mark, on each instruction, the values read for the last time there (to drop them)."""
+    last: dict[int, int] = {}
+    for k, ins in enumerate(block["instrs"]):
+        for v in _reads(ins):
+            last[v] = k
+    result = block["result"].get("v")
+    for k, ins in enumerate(block["instrs"]):
+        ins["free"] = sorted(
+            v for v, at in last.items() if at == k and v != result and v not in keep
+        )
+        for branch in ("then", "else"):
+            if branch in ins:
+                _add_frees(ins[branch], keep | set(last))
+
+
+# ----- the executable ----------------------------------------------------------------------------
+
+
+class Executable:
+    """A compiled module: call it on numpy arrays (``executable(*inputs)`` -> tuple of
+    outputs, like ``compiler.interpret.run``), ``export(path)`` it to one file."""
+
+    def __init__(
+        self,
+        plans: dict[str, dict],
+        kernels: dict[str, CompiledKernel],
+        params: dict[str, np.ndarray],
+        module: Module | None = None,
+        result: Any = None,
+        seconds: float = 0.0,
+    ):
+        self.plans = plans
+        self.kernels = kernels
+        self.params = params
+        self.module = module
+        self.result = result  # the PassResult of the passes build ran (None when loaded)
+        self.build_seconds = seconds
+
+    def __repr__(self) -> str:
+        return (
+            f"<Executable {', '.join('@' + n for n in self.plans)}: {len(self.kernels)} kernels, "
+            f"{self.param_bytes / 1e6:.1f} MB of weights>"
+        )
+
+    @property
+    def param_bytes(self) -> int:
+        """Bytes of the weights the executable holds."""
+        return sum(int(a.nbytes) for a in self.params.values())
+
+    @property
+    def libraries(self) -> list[str]:
+        """Library routines any kernel calls."""
+        out = []
+        for k in self.kernels.values():
+            for s in k.info.steps:
+                routine = getattr(getattr(s, "call", None), "routine", None)
+                if routine and routine not in out:
+                    out.append(routine)
+        return out
+
+    def __call__(self, *inputs: Any, function: str = "main") -> tuple:
+        return self.run(*inputs, function=function)
+
+    def run(self, *inputs: Any, function: str = "main") -> tuple:
+        """Run ``function`` on numpy (or torch CPU) arrays; returns a tuple of arrays."""
+        if function not in self.plans:
+            raise KeyError(
+                f"the executable has no function @{function} (has {', '.join(self.plans)})"
+            )
+        plan = self.plans[function]
+        params = plan["params"]
+        if len(inputs) != len(params):
+            sig = ", ".join(f"%{p['name']}" for p in params)
+            raise TypeError(f"@{function} takes {len(params)} input(s) ({sig}), got {len(inputs)}")
+        values: dict[int, Any] = {}
+        env: dict[str, int] = {}
+        for k, (p, v) in enumerate(zip(params, inputs, strict=False)):
+            if hasattr(v, "detach") and hasattr(v, "numpy"):
+                v = v.detach().cpu().numpy()
+            ty = p["_type"] if "_type" in p else p.setdefault("_type", _type_from_json(p["type"]))
+            if isinstance(ty, TensorType):
+                v = np.asarray(v)
+                if v.dtype != ty.dtype.numpy or not shape_matches(ty.shape, v.shape, env):
+                    raise TypeError(
+                        f"input {k} (%{p['name']}) of @{function} expects {ty}, got {v.dtype} "
+                        f"array of shape {v.shape}"
+                    )
+            values[k] = v
+        out = self._block(plan, values, env)
+        return tuple(out) if plan["output_is_tuple"] else (out,)
+
+    def _value(self, ref: dict, values: dict) -> Any:
+        return self.params[ref["w"]] if "w" in ref else values[ref["v"]]
+
+    def _block(self, block: dict, values: dict, env: dict[str, int]) -> Any:
+        for ins in block["instrs"]:
+            values[ins["out"]] = self._instr(ins, values, env)
+            for v in ins["free"]:
+                values.pop(v, None)
+        return self._value(block["result"], values)
+
+    def _shape(self, dims: list, env: dict[str, int]) -> tuple[int, ...]:
+        return tuple(d if isinstance(d, int) else evaluate_dim(parse_dim(d), env) for d in dims)
+
+    def _instr(self, ins: dict, values: dict, env: dict[str, int]) -> Any:
+        op = ins["op"]
+        if op == "kernel":
+            args = [self._value(a, values) for a in ins["args"]]
+            return self.kernels[ins["kernel"]].run(args, out_shape=self._shape(ins["shape"], env))
+        if op == "host":
+            args = [self._value(a, values) for a in ins["args"]]
+            shape = self._shape(ins["shape"], env)
+            if ins["name"] in ("reshape", "flatten", "squeeze", "unsqueeze"):
+                return np.reshape(args[0], shape)
+            from compiler.ops.registry import get_op
+
+            attrs = {k: _attr_from_json(v) for k, v in ins["attrs"].items()}
+            attrs = {
+                k: (evaluate_dim(v, env) if isinstance(v, SymExpr) else v) for k, v in attrs.items()
+            }
+            opdef = get_op(ins["name"])
+            return opdef.compute(args, opdef.normalize_attrs(attrs))
+        if op == "tuple":
+            return tuple(self._value(a, values) for a in ins["args"])
+        if op == "item":
+            return self._value(ins["arg"], values)[ins["index"]]
+        if op == "call":
+            args = [self._value(a, values) for a in ins["args"]]
+            out = self.run(*args, function=ins["func"])
+            return out if self.plans[ins["func"]]["output_is_tuple"] else out[0]
+        if op == "if":
+            cond = np.asarray(self._value(ins["cond"], values))
+            branch = ins["then"] if bool(cond.reshape(())) else ins["else"]
+            return self._block(branch, dict(values), env)
+        raise BuildError(f"unknown instruction {op!r}")
+
+    # ----- export and load ---------------------------------------------------------------------
+    def export(self, path: str | os.PathLike) -> int:
+        """Write the executable to one file (plan, object code, weights); returns its size."""
+        infos = {name: k.info.to_json() for name, k in self.kernels.items()}
+        names = list(self.params)
+        plan = {
+            "format": FORMAT,
+            "version": VERSION,
+            "target": host_target().describe(),
+            "functions": {n: _strip(p) for n, p in self.plans.items()},
+            "kernels": infos,
+            "params": {name: f"params/{k}.npy" for k, name in enumerate(names)},
+        }
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
+            z.writestr("plan.json", json.dumps(plan, indent=1))
+            for name in self.kernels:
+                z.writestr(f"code/{name}.o", self._object_code(name))
+            for k, name in enumerate(names):
+                with z.open(f"params/{k}.npy", "w", force_zip64=True) as f:
+                    np.save(f, np.ascontiguousarray(self.params[name]), allow_pickle=False)
+        return os.path.getsize(path)
+
+    def _object_code(self, name: str) -> bytes:
+        code = getattr(self, "_objects", {}).get(name)
+        return code if code is not None else kernel_table.compiled(name).object_code
+
+
+def _strip(plan: dict) -> dict:
+    out = {k: v for k, v in plan.items()}
+    out["params"] = [{k: v for k, v in p.items() if k != "_type"} for p in plan["params"]]
+    return out
+
+
+def load(path: str | os.PathLike) -> Executable:
+    """An executable from a file written by ``Executable.export``."""
+    with zipfile.ZipFile(path) as z:
+        plan = json.loads(z.read("plan.json"))
+        if plan.get("format") != FORMAT:
+            raise BuildError(f"{path} is not a passlens executable")
+        if plan.get("version") != VERSION:
+            raise BuildError(f"{path} has format version {plan.get('version')}, this is {VERSION}")
+        target = host_target().describe()
+        if plan["target"] != target:
+            raise BuildError(f"{path} was built for {plan['target']}, this machine is {target}")
+        jit = JIT()
+        objects = {}
+        for name in plan["kernels"]:
+            objects[name] = z.read(f"code/{name}.o")
+            jit.add_object(objects[name])
+        kernels = {
+            name: CompiledKernel(KernelInfo.from_json(j), jit.address)
+            for name, j in plan["kernels"].items()
+        }
+        params = {}
+        for name, member in plan["params"].items():
+            arr = np.load(io.BytesIO(z.read(member)), allow_pickle=False)
+            arr.flags.writeable = False
+            params[name] = arr
+    exe = Executable(plan["functions"], kernels, params)
+    exe._jit = jit  # keeps the loaded machine code alive
+    exe._objects = objects
+    return exe
+
+
+# ----- build -------------------------------------------------------------------------------------
+
+
+def _stage(module: Module) -> str:
+    """How far a module is: ``graph``, ``fused``, ``loops`` or ``compiled``."""
+    backend = str(module.attrs.get("backend", ""))
+    if backend.startswith("llvm"):
+        return "compiled"
+    if backend == "loops":
+        return "loops"
+    if any(fn.attrs.get("primitive", False) for fn in module.functions.values()):
+        return "fused"
+    return "graph"
+
+
+_PIPELINES = {
+    "graph": "default,legalize-ops,codegen",
+    "fused": "legalize-ops,codegen",
+    "loops": "codegen",
+    "compiled": "",
+}
+
+
+def build(module: Module, pipeline: str | None = None, record: bool = True) -> Executable:
+    """Compile ``module`` into an Executable.
+
+    ``pipeline``: the passes to run first (a spec); by default what the module still needs:
+    ``default,legalize-ops,codegen`` for a graph module, less when it is further along.
+    The recorded run is ``executable.result`` (its snapshots show every stage).
+    """
+    from compiler import passes
+
+    start = time.perf_counter()
+    spec = _PIPELINES[_stage(module)] if pipeline is None else pipeline
+    result = None
+    if spec:
+        result = passes.run(module, spec, record=record, raise_on_failure=True)
+        module = result.module
+    if _stage(module) != "compiled":
+        raise BuildError(
+            f"after the passes {spec!r} the module is at stage {_stage(module)!r}, not compiled: "
+            "end the pipeline with legalize-ops,codegen"
+        )
+    params: dict[str, np.ndarray] = {}
+    builder = _PlanBuilder(module, params)
+    plans = {
+        name: builder.function(fn)
+        for name, fn in module.functions.items()
+        if not fn.attrs.get("primitive", False)
+    }
+    kernels = {name: kernel_table.compiled(name).runnable for name in sorted(builder.kernels)}
+    return Executable(plans, kernels, params, module, result, time.perf_counter() - start)
+
+
+__all__ = ["BuildError", "Executable", "build", "load"]

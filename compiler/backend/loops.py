@@ -1,0 +1,995 @@
+"""The loop-level IR: kernels over buffers, made of loops, loads, stores and scalar arithmetic.
+
+A :class:`Kernel` is what ``legalize-ops`` makes of one graph op (or one fused primitive
+function): buffers in, one buffer out, optional workspaces, and a body of *stages* run one
+after the other. A stage is a loop nest (:class:`Stage`) or a call of a library routine
+(:class:`LibCall`, e.g. ``numpy.matmul``: the text says so). Shapes are static ints or
+expressions of symbolic dims, which a kernel receives as i64 values at run time.
+
+Everything here is an immutable value; printing a kernel gives its readable text, and its
+``key`` (a hash of that text) names it, so two call sites with the same shapes share one kernel.
+
+    kernel @add_relu_3f2a(%lhs: f32[4, 8], %rhs: f32[8], out %out: f32[4, 8]) {
+      stage add, relu {
+        parallel for i0 in 0..4 {
+          for i1 in 0..8 {
+            %out[i0, i1] = max(%lhs[i0, i1] + %rhs[i1], 0.0f)
+          }
+        }
+      }
+    }
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.ir.symbolic import ANY, SymExpr
+from compiler.ir.types import DType
+
+INDEX = DType.int64  # loop variables, dims and index arithmetic
+
+# ----- expressions ------------------------------------------------------------------------
+
+
+class Expr:
+    """A scalar expression of the loop IR; ``dtype`` is its element type."""
+
+    __slots__ = ()
+    dtype: DType
+
+    # Arithmetic builds folded expressions: python numbers become constants of the other
+    # operand's dtype, so ``i * 4 + 1`` works on index expressions.
+    def __add__(self, other):
+        return binary("add", self, other)
+
+    def __radd__(self, other):
+        return binary("add", other, self)
+
+    def __sub__(self, other):
+        return binary("sub", self, other)
+
+    def __rsub__(self, other):
+        return binary("sub", other, self)
+
+    def __mul__(self, other):
+        return binary("mul", self, other)
+
+    def __rmul__(self, other):
+        return binary("mul", other, self)
+
+    def __truediv__(self, other):
+        return binary("div", self, other)
+
+    def __rtruediv__(self, other):
+        return binary("div", other, self)
+
+    def __floordiv__(self, other):
+        return binary("floordiv", self, other)
+
+    def __mod__(self, other):
+        return binary("floormod", self, other)
+
+    def __neg__(self):
+        return unary("neg", self)
+
+    def __str__(self) -> str:
+        return format_expr(self)
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class Const(Expr):
+    """A literal of ``dtype`` (a Python int, float or bool)."""
+
+    value: int | float | bool
+    dtype: DType
+
+    def __post_init__(self):
+        v = self.value
+        if self.dtype is DType.bool:
+            v = bool(v)
+        elif self.dtype.is_float:
+            v = float(v)
+        else:
+            v = int(v)
+        object.__setattr__(self, "value", v)
+
+    def __eq__(self, other) -> bool:  # 0.0 and -0.0 differ, nan equals nan: compare reprs
+        return (
+            isinstance(other, Const)
+            and self.dtype is other.dtype
+            and repr(self.value) == repr(other.value)
+        )
+
+    def __hash__(self) -> int:
+        return hash((repr(self.value), self.dtype))
+
+
+@dataclass(frozen=True, slots=True)
+class Var(Expr):
+    """A scalar variable: a loop index, a ``let`` value, or a symbolic dim (an i64 argument)."""
+
+    name: str
+    dtype: DType = INDEX
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    """A row-major, contiguous array a kernel reads or writes.
+
+    ``role``: ``in`` (an argument), ``out`` (the result), ``work`` (a workspace the runtime
+    allocates for one call) or ``local`` (a scalar accumulator living in registers).
+    """
+
+    name: str
+    shape: tuple[Expr, ...]
+    dtype: DType
+    role: str = "in"
+
+    def __post_init__(self):
+        if self.role not in ("in", "out", "work", "local"):
+            raise ValueError(f"unknown buffer role {self.role!r}")
+        object.__setattr__(self, "shape", tuple(as_expr(d) for d in self.shape))
+
+    @property
+    def ndim(self) -> int:
+        """The number of dims."""
+        return len(self.shape)
+
+    def __getitem__(self, indices) -> Load:
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        return Load(self, tuple(as_expr(i) for i in indices))
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Load(Expr):
+    """The element of ``buffer`` at ``indices`` (one i64 expression per dim)."""
+
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "indices", tuple(as_expr(i) for i in self.indices))
+        if len(self.indices) != self.buffer.ndim:
+            raise ValueError(
+                f"{self.buffer} has {self.buffer.ndim} dims, indexed with {len(self.indices)}"
+            )
+
+    @property
+    def dtype(self) -> DType:  # type: ignore[override]
+        return self.buffer.dtype
+
+
+# Binary ops. Integer "div" truncates toward zero (C); "floordiv" / "floormod" floor (Python).
+ARITH = ("add", "sub", "mul", "div", "floordiv", "floormod", "min", "max", "pow")
+BITWISE = ("and", "or", "xor")
+COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+# Unary math (``Math``): each is elementwise on its dtype; float-only ones say so.
+MATH_FLOAT = (
+    "exp", "log", "sqrt", "tanh", "erf", "sin", "cos", "floor", "ceil", "round", "log1p",
+    "expm1", "isnan",
+)  # fmt: skip
+MATH_ANY = ("neg", "abs", "not")
+
+
+@dataclass(frozen=True, slots=True)
+class Binary(Expr):
+    """``a op b`` for arithmetic (:data:`ARITH`) and bitwise / logical (:data:`BITWISE`) ops."""
+
+    op: str
+    a: Expr
+    b: Expr
+
+    def __post_init__(self):
+        if self.op not in ARITH + BITWISE:
+            raise ValueError(f"unknown binary op {self.op!r}")
+        if self.a.dtype is not self.b.dtype:
+            raise TypeError(f"{self.op} of {self.a.dtype} and {self.b.dtype}: insert a cast")
+
+    @property
+    def dtype(self) -> DType:  # type: ignore[override]
+        return self.a.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class Compare(Expr):
+    """``a op b`` (:data:`COMPARE`), a bool; floats compare as IEEE (nan is unordered)."""
+
+    op: str
+    a: Expr
+    b: Expr
+
+    def __post_init__(self):
+        if self.op not in COMPARE:
+            raise ValueError(f"unknown comparison {self.op!r}")
+        if self.a.dtype is not self.b.dtype:
+            raise TypeError(f"{self.op} of {self.a.dtype} and {self.b.dtype}: insert a cast")
+
+    @property
+    def dtype(self) -> DType:  # type: ignore[override]
+        return DType.bool
+
+
+@dataclass(frozen=True, slots=True)
+class Math(Expr):
+    """A unary math function of a scalar (:data:`MATH_FLOAT`, :data:`MATH_ANY`); ``isnan``
+    gives a bool, the others the operand's dtype."""
+
+    fn: str
+    x: Expr
+
+    def __post_init__(self):
+        if self.fn in MATH_FLOAT:
+            if not self.x.dtype.is_float:
+                raise TypeError(f"{self.fn} needs a float operand, got {self.x.dtype}")
+        elif self.fn not in MATH_ANY:
+            raise ValueError(f"unknown math function {self.fn!r}")
+
+    @property
+    def dtype(self) -> DType:  # type: ignore[override]
+        return DType.bool if self.fn == "isnan" else self.x.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class Select(Expr):
+    """``cond ? a : b`` (both sides evaluated; no side effects exist to skip)."""
+
+    cond: Expr
+    a: Expr
+    b: Expr
+
+    def __post_init__(self):
+        if self.cond.dtype is not DType.bool:
+            raise TypeError(f"select needs a bool condition, got {self.cond.dtype}")
+        if self.a.dtype is not self.b.dtype:
+            raise TypeError(f"select of {self.a.dtype} and {self.b.dtype}: insert a cast")
+
+    @property
+    def dtype(self) -> DType:  # type: ignore[override]
+        return self.a.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    """``value`` converted to ``dtype`` (floats to ints truncate toward zero, saturating)."""
+
+    dtype: DType
+    value: Expr
+
+
+# ----- statements -------------------------------------------------------------------------
+
+
+class Stmt:
+    """A statement of the loop IR."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return "\n".join(_Printer().stmt(self, ""))
+
+
+@dataclass(frozen=True, slots=True)
+class For(Stmt):
+    """``for var in 0..extent { body }``; a ``parallel`` loop's iterations are independent and
+    may run on several threads (codegen collapses the leading parallel loops of a stage)."""
+
+    var: Var
+    extent: Expr
+    body: Stmt
+    parallel: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "extent", as_expr(self.extent))
+
+
+@dataclass(frozen=True, slots=True)
+class Store(Stmt):
+    """``buffer[indices] = value`` (the value is converted to the buffer's dtype)."""
+
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    value: Expr
+
+    def __post_init__(self):
+        object.__setattr__(self, "indices", tuple(as_expr(i) for i in self.indices))
+        if len(self.indices) != self.buffer.ndim:
+            raise ValueError(
+                f"{self.buffer} has {self.buffer.ndim} dims, indexed with {len(self.indices)}"
+            )
+        if self.value.dtype is not self.buffer.dtype:
+            raise TypeError(
+                f"storing {self.value.dtype} into {self.buffer} of {self.buffer.dtype}: "
+                "insert a cast"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Let(Stmt):
+    """``let var = value`` for the statements of ``body``."""
+
+    var: Var
+    value: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Seq(Stmt):
+    """Statements in order."""
+
+    stmts: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IfThen(Stmt):
+    """``if cond { then } else { orelse }``."""
+
+    cond: Expr
+    then: Stmt
+    orelse: Stmt | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Local(Stmt):
+    """Scalar accumulators (``local`` buffers of shape ()) alive in ``body``."""
+
+    buffers: tuple[Buffer, ...]
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Stage(Stmt):
+    """A top-level loop nest, run as one step; ``label`` names the graph op(s) it computes."""
+
+    label: str
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A buffer seen with another shape of the same element count (a free, row-major view)."""
+
+    buffer: Buffer
+    shape: tuple[Expr, ...]
+    transpose: bool = False  # the view's last two axes swapped (a strided library operand)
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(as_expr(d) for d in self.shape))
+
+    def __str__(self) -> str:
+        same = self.shape == self.buffer.shape
+        text = str(self.buffer) if same else f"{self.buffer} as [{_dims(self.shape)}]"
+        return text + ".T" if self.transpose else text
+
+
+@dataclass(frozen=True, slots=True)
+class LibCall(Stmt):
+    """A top-level call of a library routine (``numpy.matmul``) on buffer views, run as one
+    step: not generated code, and the kernel's text says so."""
+
+    routine: str
+    out: View
+    args: tuple[View, ...]
+    attrs: tuple[tuple[str, Any], ...] = ()
+    label: str = ""
+
+
+LIBRARY_ROUTINES = {
+    "numpy.matmul": "out = lhs @ rhs (numpy: BLAS sgemm/dgemm for f32/f64), "
+    "attrs compute = the dtype the product is computed in",
+}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A lowered function: ``params`` (inputs, then the output), workspaces, the symbolic dims
+    it takes as i64 arguments, and its stages. ``source`` names what it was lowered from
+    (a graph op or fused function and its ops, for the explorer)."""
+
+    base: str
+    params: tuple[Buffer, ...]
+    workspaces: tuple[Buffer, ...]
+    dims: tuple[str, ...]
+    body: tuple[Stmt, ...]
+    source: str = ""
+    name: str = field(init=False)
+    text: str = field(init=False, repr=False)
+
+    def __post_init__(self):
+        for s in self.body:
+            if not isinstance(s, (Stage, LibCall)):
+                raise TypeError(f"a kernel's body holds stages and library calls, got {s!r}")
+        body_text = _Printer().kernel_body(self)
+        digest = hashlib.sha1(body_text.encode()).hexdigest()[:8]
+        object.__setattr__(self, "name", f"{self.base}_{digest}")
+        object.__setattr__(self, "text", _Printer().kernel(self, body_text))
+
+    @property
+    def inputs(self) -> tuple[Buffer, ...]:
+        """The input buffers, in argument order."""
+        return tuple(b for b in self.params if b.role == "in")
+
+    @property
+    def output(self) -> Buffer:
+        """The result buffer."""
+        return next(b for b in self.params if b.role == "out")
+
+    @property
+    def buffers(self) -> tuple[Buffer, ...]:
+        """Every non-local buffer: the params, then the workspaces (the runtime's order)."""
+        return self.params + self.workspaces
+
+    @property
+    def libraries(self) -> tuple[str, ...]:
+        """The library routines this kernel calls (empty: all generated code)."""
+        return tuple(dict.fromkeys(s.routine for s in self.body if isinstance(s, LibCall)))
+
+    def __str__(self) -> str:
+        return self.text
+
+
+# ----- building expressions (with folding of constants and trivial identities) -------------
+
+
+def as_expr(value: Any, dtype: DType | None = None) -> Expr:
+    """``value`` as an expression: an Expr as is, a Python number as a Const (of ``dtype``,
+    default i64 for ints and f32 for floats), a symbolic dim as an expression of its symbols."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, SymExpr):
+        return sym_expr(value)
+    if value is ANY:
+        raise ValueError("an unknown dimension ('?') cannot be lowered; its size must be known")
+    if isinstance(value, bool):
+        return Const(value, dtype or DType.bool)
+    if isinstance(value, int):
+        return Const(value, dtype or INDEX)
+    if isinstance(value, float):
+        return Const(value, dtype or DType.float32)
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return as_expr(value.item(), dtype)
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"cannot use {value!r} in a loop expression")
+
+
+def sym_expr(e: SymExpr) -> Expr:
+    """A symbolic dim (``2*n + 1``, ``n // 2``) as an i64 expression of dim variables."""
+    total: Expr = Const(0, INDEX)
+    for mono, coeff in e._terms:
+        term: Expr = Const(coeff, INDEX)
+        for atom, power in mono:
+            a = _atom_expr(atom)
+            for _ in range(power):
+                term = term * a
+        total = total + term
+    return total
+
+
+def _atom_expr(atom) -> Expr:
+    if isinstance(atom, str):
+        return Var(atom, INDEX)
+    kind, inner, divisor = atom
+    inner_e = as_expr(inner)
+    return inner_e // divisor if kind == "floordiv" else inner_e % divisor
+
+
+def const_value(e: Expr) -> int | float | bool | None:
+    """The value of a constant expression, else None."""
+    return e.value if isinstance(e, Const) else None
+
+
+def _coerce(a: Any, b: Any) -> tuple[Expr, Expr]:
+    if isinstance(a, Expr) and not isinstance(b, Expr):
+        return a, as_expr(b, a.dtype)
+    if isinstance(b, Expr) and not isinstance(a, Expr):
+        return as_expr(a, b.dtype), b
+    return as_expr(a), as_expr(b)
+
+
+def _fold_int(op: str, x: int, y: int) -> int | None:
+    if op == "add":
+        return x + y
+    if op == "sub":
+        return x - y
+    if op == "mul":
+        return x * y
+    if op == "min":
+        return min(x, y)
+    if op == "max":
+        return max(x, y)
+    if y == 0:
+        return None
+    if op == "floordiv":
+        return x // y
+    if op == "floormod":
+        return x % y
+    if op == "div":
+        q = abs(x) // abs(y)
+        return q if (x >= 0) == (y >= 0) else -q
+    return None
+
+
+def binary(op: str, a: Any, b: Any) -> Expr:
+    """``a op b``, folding integer constants and identities (``x + 0``, ``x * 1``, ...)."""
+    a, b = _coerce(a, b)
+    ca, cb = const_value(a), const_value(b)
+    is_int = a.dtype.is_int
+    if is_int and isinstance(ca, int) and isinstance(cb, int) and op in ARITH:
+        folded = _fold_int(op, ca, cb)
+        if folded is not None:
+            return Const(folded, a.dtype)
+    if is_int:
+        if op == "add":
+            if ca == 0:
+                return b
+            if cb == 0:
+                return a
+        if op == "sub" and cb == 0:
+            return a
+        if op == "mul":
+            if ca == 1:
+                return b
+            if cb == 1:
+                return a
+            if ca == 0 or cb == 0:
+                return Const(0, a.dtype)
+        if op in ("floordiv", "div") and cb == 1:
+            return a
+        if op == "floormod" and cb == 1:
+            return Const(0, a.dtype)
+    return Binary(op, a, b)
+
+
+def compare(op: str, a: Any, b: Any) -> Expr:
+    """``a op b`` as a bool expression (folded for integer constants)."""
+    a, b = _coerce(a, b)
+    ca, cb = const_value(a), const_value(b)
+    if a.dtype.is_int and isinstance(ca, int) and isinstance(cb, int):
+        result = {"eq": ca == cb, "ne": ca != cb, "lt": ca < cb, "le": ca <= cb,
+                  "gt": ca > cb, "ge": ca >= cb}[op]  # fmt: skip
+        return Const(result, DType.bool)
+    return Compare(op, a, b)
+
+
+def unary(fn: str, x: Any) -> Expr:
+    """A :class:`Math` function of ``x`` (negation of an int constant folds)."""
+    x = as_expr(x)
+    if fn == "neg" and x.dtype.is_int and isinstance(const_value(x), int):
+        return Const(-const_value(x), x.dtype)
+    return Math(fn, x)
+
+
+def select(cond: Expr, a: Any, b: Any) -> Expr:
+    """``cond ? a : b`` (folded for a constant condition or equal sides)."""
+    a, b = _coerce(a, b)
+    c = const_value(cond)
+    if c is not None:
+        return a if c else b
+    if a == b:
+        return a
+    return Select(cond, a, b)
+
+
+def logical_and(a: Expr, b: Expr) -> Expr:
+    """``a and b`` of bools (folded for constants)."""
+    if const_value(a) is True:
+        return b
+    if const_value(b) is True:
+        return a
+    if const_value(a) is False or const_value(b) is False:
+        return Const(False, DType.bool)
+    return Binary("and", a, b)
+
+
+def cast(dtype: DType, x: Expr) -> Expr:
+    """``x`` as ``dtype`` (no-op when it already is; integer constants fold)."""
+    if x.dtype is dtype:
+        return x
+    if isinstance(x, Const) and dtype is not DType.bool and not x.dtype.is_float:
+        if dtype.is_float or dtype.is_int and x.dtype is not DType.bool:
+            return Const(x.value, dtype)
+    return Cast(dtype, x)
+
+
+def minimum(a: Any, b: Any) -> Expr:
+    """``min(a, b)``."""
+    return binary("min", a, b)
+
+
+def maximum(a: Any, b: Any) -> Expr:
+    """``max(a, b)``."""
+    return binary("max", a, b)
+
+
+def seq(stmts: Sequence[Stmt]) -> Stmt:
+    """Statements in order, flattened (a single statement is returned as is)."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if isinstance(s, Seq):
+            flat.extend(s.stmts)
+        elif s is not None:
+            flat.append(s)
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def product(dims: Sequence[Any]) -> Expr:
+    """The product of dims as an i64 expression (folded)."""
+    out: Expr = Const(1, INDEX)
+    for d in dims:
+        out = out * as_expr(d)
+    return out
+
+
+def static_int(e: Any) -> int | None:
+    """The int value of a dim or index expression when it is a constant, else None."""
+    if isinstance(e, int) and not isinstance(e, bool):
+        return e
+    if isinstance(e, Const) and e.dtype.is_int:
+        return int(e.value)
+    return None
+
+
+# ----- traversal ----------------------------------------------------------------------------
+
+
+def expr_children(e: Expr) -> tuple[Expr, ...]:
+    """The operands of an expression."""
+    if isinstance(e, Load):
+        return e.indices
+    if isinstance(e, (Binary, Compare)):
+        return (e.a, e.b)
+    if isinstance(e, Math):
+        return (e.x,)
+    if isinstance(e, Select):
+        return (e.cond, e.a, e.b)
+    if isinstance(e, Cast):
+        return (e.value,)
+    return ()
+
+
+def walk_expr(e: Expr) -> Iterator[Expr]:
+    """Every distinct sub-expression object of ``e`` (pre-order; a shared one once)."""
+    stack, seen = [e], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        yield x
+        stack.extend(reversed(expr_children(x)))
+
+
+def stmt_exprs(s: Stmt) -> Iterator[Expr]:
+    """The expressions a statement holds directly (not those of nested statements)."""
+    if isinstance(s, For):
+        yield s.extent
+    elif isinstance(s, Store):
+        yield from s.indices
+        yield s.value
+    elif isinstance(s, Let):
+        yield s.value
+    elif isinstance(s, IfThen):
+        yield s.cond
+    elif isinstance(s, LibCall):
+        for v in (s.out, *s.args):
+            yield from v.shape
+
+
+def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
+    """The statements nested directly in ``s``."""
+    if isinstance(s, (For, Let, Local, Stage)):
+        return (s.body,)
+    if isinstance(s, Seq):
+        return s.stmts
+    if isinstance(s, IfThen):
+        return (s.then,) if s.orelse is None else (s.then, s.orelse)
+    return ()
+
+
+def walk_stmt(s: Stmt) -> Iterator[Stmt]:
+    """``s`` and every statement nested in it (pre-order)."""
+    stack = [s]
+    while stack:
+        x = stack.pop()
+        yield x
+        stack.extend(reversed(stmt_children(x)))
+
+
+def map_expr(e: Expr, fn: Callable[[Expr], Expr | None], memo: dict | None = None) -> Expr:
+    """``e`` rebuilt bottom-up, each node replaced by ``fn(node)`` when that is not None.
+    A sub-expression shared by several parents is rebuilt once and stays shared."""
+    memo = {} if memo is None else memo
+    if id(e) in memo:
+        return memo[id(e)]
+
+    def m(x: Expr) -> Expr:
+        return map_expr(x, fn, memo)
+
+    if isinstance(e, Load):
+        new: Expr = Load(e.buffer, tuple(m(i) for i in e.indices))
+    elif isinstance(e, Binary):
+        new = Binary(e.op, m(e.a), m(e.b))
+    elif isinstance(e, Compare):
+        new = Compare(e.op, m(e.a), m(e.b))
+    elif isinstance(e, Math):
+        new = Math(e.fn, m(e.x))
+    elif isinstance(e, Select):
+        new = Select(m(e.cond), m(e.a), m(e.b))
+    elif isinstance(e, Cast):
+        new = Cast(e.dtype, m(e.value))
+    else:
+        new = e
+    out = fn(new)
+    result = new if out is None else out
+    memo[id(e)] = result
+    return result
+
+
+def replace_buffers(s: Stmt, mapping: dict[Buffer, Buffer]) -> Stmt:
+    """``s`` with every use of the buffers in ``mapping`` redirected (loads, stores, views)."""
+
+    memo: dict = {}
+
+    def fn(x: Expr) -> Expr | None:
+        if isinstance(x, Load) and x.buffer in mapping:
+            return Load(mapping[x.buffer], x.indices)
+        return None
+
+    def ex(e: Expr) -> Expr:
+        return map_expr(e, fn, memo)
+
+    def view(v: View) -> View:
+        return View(mapping.get(v.buffer, v.buffer), v.shape, v.transpose)
+
+    def st(x: Stmt) -> Stmt:
+        if isinstance(x, For):
+            return For(x.var, ex(x.extent), st(x.body), x.parallel)
+        if isinstance(x, Store):
+            return Store(
+                mapping.get(x.buffer, x.buffer), tuple(ex(i) for i in x.indices), ex(x.value)
+            )
+        if isinstance(x, Let):
+            return Let(x.var, ex(x.value), st(x.body))
+        if isinstance(x, Seq):
+            return Seq(tuple(st(y) for y in x.stmts))
+        if isinstance(x, IfThen):
+            return IfThen(ex(x.cond), st(x.then), None if x.orelse is None else st(x.orelse))
+        if isinstance(x, Local):
+            return Local(x.buffers, st(x.body))
+        if isinstance(x, Stage):
+            return Stage(x.label, st(x.body))
+        if isinstance(x, LibCall):
+            return LibCall(x.routine, view(x.out), tuple(view(a) for a in x.args), x.attrs, x.label)
+        raise TypeError(f"unknown statement {x!r}")
+
+    return st(s)
+
+
+# ----- printing -----------------------------------------------------------------------------
+
+_PREC = {"or": 1, "xor": 2, "and": 3, "cmp": 4, "add": 5, "sub": 5, "mul": 6, "div": 6,
+         "floordiv": 6, "floormod": 6}  # fmt: skip
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%",
+           "and": "&&", "or": "||", "xor": "^", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
+           "gt": ">", "ge": ">="}  # fmt: skip
+
+
+def _const_text(c: Const) -> str:
+    v = c.value
+    if c.dtype is DType.bool:
+        return "true" if v else "false"
+    if c.dtype.is_float:
+        if math.isnan(v):
+            text = "nan"
+        elif math.isinf(v):
+            text = "inf" if v > 0 else "-inf"
+        else:
+            text = repr(v)
+        return text + {"f32": "f", "f16": "h", "bf16": "bf", "f64": ""}[c.dtype.short]
+    if c.dtype is INDEX:
+        return str(v)
+    return f"{v}:{c.dtype.short}"
+
+
+def format_expr(e: Expr, parent: int = 0, names: dict[int, str] | None = None) -> str:
+    """The text of an expression (infix, with the parentheses its precedence needs);
+    ``names`` gives names for shared sub-expressions printed as ``let`` lines before."""
+    names = names or {}
+
+    def fmt(e: Expr, parent: int = 0) -> str:
+        if id(e) in names:
+            return names[id(e)]
+        if isinstance(e, Const):
+            return _const_text(e)
+        if isinstance(e, Var):
+            return e.name
+        if isinstance(e, Load):
+            return f"%{e.buffer.name}[{', '.join(fmt(i) for i in e.indices)}]"
+        if isinstance(e, Binary) and e.op in _SYMBOL:
+            prec = _PREC[e.op]
+            text = f"{fmt(e.a, prec)} {_SYMBOL[e.op]} {fmt(e.b, prec + 1)}"
+            return f"({text})" if prec < parent else text
+        if isinstance(e, Binary):
+            return f"{e.op}({fmt(e.a)}, {fmt(e.b)})"
+        if isinstance(e, Compare):
+            prec = _PREC["cmp"]
+            text = f"{fmt(e.a, prec + 1)} {_SYMBOL[e.op]} {fmt(e.b, prec + 1)}"
+            return f"({text})" if prec < parent else text
+        if isinstance(e, Math):
+            if e.fn == "neg":
+                return f"-{fmt(e.x, 9)}"
+            if e.fn == "not":
+                return f"!{fmt(e.x, 9)}"
+            return f"{e.fn}({fmt(e.x)})"
+        if isinstance(e, Select):
+            return f"select({fmt(e.cond)}, {fmt(e.a)}, {fmt(e.b)})"
+        if isinstance(e, Cast):
+            return f"{e.dtype.short}({fmt(e.value)})"
+        raise TypeError(f"cannot print {e!r}")
+
+    return fmt(e, parent)
+
+
+def _dims(shape: Sequence[Expr]) -> str:
+    return ", ".join(format_expr(d) for d in shape)
+
+
+def buffer_type(b: Buffer) -> str:
+    """``f32[4, n]``: a buffer's dtype and shape."""
+    return f"{b.dtype.short}[{_dims(b.shape)}]"
+
+
+def shared_subexpressions(roots: Sequence[Expr]) -> list[Expr]:
+    """Computed sub-expressions (not constants, variables or loads) that several parents
+    share, dependencies first: the printer names them, codegen computes them once."""
+    counts: dict[int, int] = {}
+    order: list[Expr] = []
+    stack: list[tuple[Expr, bool]] = [(r, False) for r in reversed(roots)]
+    for r in roots:
+        counts[id(r)] = counts.get(id(r), 0) + 1
+    seen: set[int] = set()
+    while stack:
+        e, done = stack.pop()
+        if done:
+            order.append(e)
+            continue
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        stack.append((e, True))
+        for c in expr_children(e):
+            counts[id(c)] = counts.get(id(c), 0) + 1
+            stack.append((c, False))
+    return [e for e in order if counts[id(e)] > 1 and not isinstance(e, (Const, Var, Load))]
+
+
+class _Printer:
+    def exprs(self, roots: Sequence[Expr], ind: str) -> tuple[list[str], list[str]]:
+        """``let`` lines for the shared sub-expressions of ``roots``, and the roots' texts."""
+        names: dict[int, str] = {}
+        lines = []
+        for k, e in enumerate(shared_subexpressions(roots)):
+            text = format_expr(e, 0, names)
+            names[id(e)] = f"t{k}"
+            lines.append(f"{ind}let t{k} = {text}")
+        return lines, [format_expr(r, 0, names) for r in roots]
+
+    def stmt(self, s: Stmt, ind: str) -> list[str]:
+        if isinstance(s, For):
+            head = "parallel for" if s.parallel else "for"
+            return [
+                f"{ind}{head} {s.var.name} in 0..{format_expr(s.extent)} {{",
+                *self.stmt(s.body, ind + "  "),
+                f"{ind}}}",
+            ]
+        if isinstance(s, Store):
+            lets, texts = self.exprs([*s.indices, s.value], ind)
+            idx = ", ".join(texts[:-1])
+            return lets + [f"{ind}%{s.buffer.name}[{idx}] = {texts[-1]}"]
+        if isinstance(s, Let):
+            head = f"{ind}let {s.var.name}: {s.var.dtype.short} = {format_expr(s.value)}"
+            return [head, *self.stmt(s.body, ind)]
+        if isinstance(s, Seq):
+            return [line for x in s.stmts for line in self.stmt(x, ind)]
+        if isinstance(s, IfThen):
+            lines = [f"{ind}if {format_expr(s.cond)} {{", *self.stmt(s.then, ind + "  ")]
+            if s.orelse is not None:
+                lines += [f"{ind}}} else {{", *self.stmt(s.orelse, ind + "  ")]
+            return lines + [f"{ind}}}"]
+        if isinstance(s, Local):
+            decls = ", ".join(f"%{b.name}: {b.dtype.short}" for b in s.buffers)
+            return [f"{ind}local {decls}", *self.stmt(s.body, ind)]
+        if isinstance(s, Stage):
+            return [f"{ind}stage {s.label} {{", *self.stmt(s.body, ind + "  "), f"{ind}}}"]
+        if isinstance(s, LibCall):
+            args = ", ".join(str(a) for a in s.args)
+            attrs = "".join(f", {k}={_attr_text(v)}" for k, v in s.attrs)
+            note = f"  # {s.label}: library call, not generated code" if s.label else ""
+            return [f"{ind}{s.out} = call {s.routine}({args}{attrs}){note}"]
+        raise TypeError(f"cannot print {s!r}")
+
+    def kernel_body(self, k: Kernel) -> str:
+        params = []
+        for b in k.params:
+            role = "out " if b.role == "out" else ""
+            params.append(f"{role}%{b.name}: {buffer_type(b)}")
+        lines = [f"({', '.join(params)})"]
+        if k.dims:
+            lines.append(f"  dims {', '.join(k.dims)}")
+        for w in k.workspaces:
+            lines.append(f"  workspace %{w.name}: {buffer_type(w)}")
+        for s in k.body:
+            lines.extend(self.stmt(s, "  "))
+        return "\n".join(lines)
+
+    def kernel(self, k: Kernel, body_text: str) -> str:
+        head, _, rest = body_text.partition("\n")
+        lines = []
+        if k.source:
+            lines.append(f"# {k.source}")
+        lines.append(f"kernel @{k.name}{head} {{")
+        if rest:
+            lines.append(rest)
+        lines.append("}")
+        return "\n".join(lines)
+
+
+def _attr_text(v: Any) -> str:
+    return v.short if isinstance(v, DType) else repr(v)
+
+
+def free_vars(e: Expr) -> set[str]:
+    """Names of the variables an expression reads."""
+    return {x.name for x in walk_expr(e) if isinstance(x, Var)}
+
+
+__all__ = [
+    "Binary",
+    "Buffer",
+    "Cast",
+    "Compare",
+    "Const",
+    "Expr",
+    "For",
+    "IfThen",
+    "INDEX",
+    "Kernel",
+    "Let",
+    "LibCall",
+    "Load",
+    "Local",
+    "Math",
+    "Select",
+    "Seq",
+    "Stage",
+    "Stmt",
+    "Store",
+    "Var",
+    "View",
+    "as_expr",
+    "binary",
+    "cast",
+    "compare",
+    "format_expr",
+    "map_expr",
+    "product",
+    "replace_buffers",
+    "select",
+    "seq",
+    "static_int",
+    "unary",
+    "walk_expr",
+    "walk_stmt",
+]

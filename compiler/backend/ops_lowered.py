@@ -1,0 +1,53 @@
+"""The ``call_lowered`` op: a call of a loop-IR kernel from the graph (like TVM's call_tir).
+
+``call_lowered(%x, $w, kernel="fused_matmul_add_gelu_3f2a9c1b", shape=[1, 56, 56, 512],
+dtype=f32, library="numpy.matmul")``: the result type comes from the attributes, so the
+graph stays a valid module without the kernel at hand; running it (the interpreter's
+reference for this op) JIT-compiles the kernel once and calls it. ``library`` names the
+library routines the kernel calls, if any (else none: all generated code).
+
+compiler/ops imports only its own modules, so compiler/backend/__init__.py imports this one.
+"""
+
+from __future__ import annotations
+
+from compiler.ir.types import TensorType
+from compiler.ops.registry import OPAQUE, AttrSpec, define_op, get_op
+
+
+def _infer(types, attrs):
+    return TensorType(attrs["shape"], attrs["dtype"])
+
+
+def _compute(values, attrs):
+    from compiler.backend import kernel_table
+
+    kernel = kernel_table.compiled(attrs["kernel"])
+    return kernel.runnable.run(values, out_shape=tuple(attrs["shape"]))
+
+
+def _define() -> None:
+    try:
+        get_op("call_lowered")
+        return  # already registered (a module reload)
+    except KeyError:
+        pass
+    define_op(
+        "call_lowered",
+        inputs=("*args",),
+        attrs={
+            "kernel": AttrSpec("str", doc="name of the loop-IR kernel (made by legalize-ops)"),
+            "shape": AttrSpec("dims", doc="the result shape"),
+            "dtype": AttrSpec("dtype", doc="the result dtype"),
+            "library": AttrSpec(
+                "str", None, "library routines the kernel calls; none = all generated code"
+            ),
+        },
+        infer=_infer,
+        compute=_compute,
+        pattern=OPAQUE,
+        doc="Call a lowered loop-IR kernel on buffers (made by legalize-ops, compiled by codegen).",
+    )
+
+
+_define()

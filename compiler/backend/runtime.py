@@ -1,0 +1,484 @@
+"""Running compiled kernels on numpy arrays: binding symbolic dims, allocating the output and
+workspaces, calling each compiled stage and performing library calls.
+
+Parallelism: one pool of threads does all the work. A stage big enough is cut into more
+chunks than threads, which the threads take one at a time (a thread slowed down by another
+process on its core then simply takes fewer); ctypes releases the GIL during each call. A
+matrix product is cut the same way into row or column blocks, each a single-threaded BLAS
+call (numpy releases the GIL too): OpenBLAS's own threads are set to 1 while a kernel runs,
+because its spinning threads and ours competing for the cores was measured to make a
+ConvNeXt forward 4x slower on a loaded 2-core machine.
+
+A :class:`KernelInfo` is everything the runtime needs about a kernel (buffers, dims, steps),
+serialisable to JSON, so an exported artifact can be loaded without the loop IR.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from compiler.backend import loops as L
+from compiler.backend.codegen import LibStep, LoopStep
+from compiler.ir.types import DType
+
+# A stage with fewer estimated iterations than this runs on the calling thread only.
+PARALLEL_MIN_WORK = 1 << 15
+
+_STAGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+class KernelRunError(RuntimeError):
+    """A kernel was called with arrays that do not fit its buffers; the message says how."""
+
+
+def thread_count() -> int:
+    """Threads the runtime uses: ``PASSLENS_THREADS`` or the CPUs this process may run on."""
+    env = os.environ.get("PASSLENS_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(
+            max_workers=max(thread_count() - 1, 1), thread_name_prefix="passlens"
+        )
+    return _pool
+
+
+def parallel_chunks(n_chunks: int, fn: Callable[[int], None]) -> None:
+    """Call ``fn(k)`` for k in ``range(n_chunks)`` on the pool's threads and this one, each
+    thread taking the next chunk when it is done with one."""
+    workers = min(thread_count(), n_chunks)
+    if workers <= 1:
+        for k in range(n_chunks):
+            fn(k)
+        return
+    counter = itertools.count()  # next() is atomic under the GIL
+
+    def work() -> None:
+        for k in iter(lambda: next(counter), None):
+            if k >= n_chunks:
+                return
+            fn(k)
+
+    futures = [_thread_pool().submit(work) for _ in range(workers - 1)]
+    work()
+    for f in futures:
+        f.result()
+
+
+class _BlasThreads:
+    """Sets the thread count of the OpenBLAS numpy uses (when it can be found)."""
+
+    def __init__(self) -> None:
+        self.set = self.get = None
+        try:
+            with open("/proc/self/maps") as f:
+                paths = {
+                    line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line
+                }
+        except OSError:
+            return
+        for path in sorted(paths):
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for prefix in ("scipy_openblas", "openblas"):
+                for suffix in ("64_", ""):
+                    setter = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                    getter = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                    if setter is not None and getter is not None:
+                        setter.argtypes, getter.restype = [ctypes.c_int], ctypes.c_int
+                        self.set, self.get = setter, getter
+                        return
+
+    def single(self):
+        """A context in which BLAS runs on the calling thread only."""
+        return _SingleBlas(self)
+
+
+class _SingleBlas:
+    def __init__(self, blas: _BlasThreads):
+        self.blas = blas
+        self.saved = None
+
+    def __enter__(self):
+        if self.blas.set is not None:
+            self.saved = self.blas.get()
+            if self.saved != 1:
+                self.blas.set(1)
+
+    def __exit__(self, *exc):
+        if self.saved is not None and self.saved != 1:
+            self.blas.set(self.saved)
+
+
+_blas: _BlasThreads | None = None
+
+
+def blas_threads() -> _BlasThreads:
+    """The (cached) BLAS thread control."""
+    global _blas
+    if _blas is None:
+        _blas = _BlasThreads()
+    return _blas
+
+
+# ----- index expressions: evaluation and JSON ---------------------------------------------
+
+
+def eval_index(e: L.Expr, env: dict[str, int]) -> int:
+    """The value of an i64 expression (a shape dim or loop extent) given dim values."""
+    if isinstance(e, L.Const):
+        return int(e.value)
+    if isinstance(e, L.Var):
+        if e.name not in env:
+            raise KernelRunError(f"no value for symbolic dim {e.name}")
+        return int(env[e.name])
+    if isinstance(e, L.Binary):
+        a, b = eval_index(e.a, env), eval_index(e.b, env)
+        folded = L._fold_int(e.op, a, b)
+        if folded is None:
+            raise KernelRunError(f"cannot evaluate {e} (division by zero?)")
+        return folded
+    raise KernelRunError(f"{e} is not an index expression")
+
+
+def expr_to_json(e: L.Expr) -> Any:
+    """An index expression as nested lists: ``["c", 4]``, ``["v", "n"]``, ``["mul", a, b]``."""
+    if isinstance(e, L.Const):
+        return ["c", int(e.value)]
+    if isinstance(e, L.Var):
+        return ["v", e.name]
+    if isinstance(e, L.Binary):
+        return [e.op, expr_to_json(e.a), expr_to_json(e.b)]
+    raise TypeError(f"{e} is not an index expression")
+
+
+def expr_from_json(j: Any) -> L.Expr:
+    """The inverse of :func:`expr_to_json`."""
+    if j[0] == "c":
+        return L.Const(j[1], L.INDEX)
+    if j[0] == "v":
+        return L.Var(j[1])
+    return L.Binary(j[0], expr_from_json(j[1]), expr_from_json(j[2]))
+
+
+# ----- library routines ---------------------------------------------------------------------
+
+
+# A product smaller than this (multiply-adds) is one call.
+PARALLEL_MIN_MACS = 1 << 20
+
+
+def _numpy_matmul(out: np.ndarray, args: list[np.ndarray], attrs: dict) -> None:
+    a, b = args
+    compute = DType.of(attrs["compute"]).numpy if "compute" in attrs else a.dtype
+    if not (a.dtype == compute and b.dtype == compute and out.dtype == compute):
+        out[...] = np.matmul(a.astype(compute), b.astype(compute)).astype(out.dtype)
+        return
+    if a.ndim != 2 or b.ndim != 2 or thread_count() == 1:
+        with blas_threads().single():
+            np.matmul(a, b, out=out)
+        return
+    (m, k), n = a.shape, b.shape[1]
+    if m * n * k < PARALLEL_MIN_MACS:
+        with blas_threads().single():
+            np.matmul(a, b, out=out)
+        return
+    # blocks of rows, or of columns when there are fewer rows than columns (then each
+    # thread packs only its part of b, as OpenBLAS's own threads do), two per thread
+    by_rows = m > n
+    size = m if by_rows else n
+    chunks = max(1, min(2 * thread_count(), size // 16))
+    bounds = [size * c // chunks for c in range(chunks + 1)]
+
+    def block(c: int) -> None:
+        lo, hi = bounds[c], bounds[c + 1]
+        if by_rows:
+            np.matmul(a[lo:hi], b, out=out[lo:hi])
+        else:
+            np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
+
+    with blas_threads().single():
+        parallel_chunks(chunks, block)
+
+
+LIBRARY: dict[str, Callable[[np.ndarray, list[np.ndarray], dict], None]] = {
+    "numpy.matmul": _numpy_matmul,
+}
+
+
+# ----- kernel metadata ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BufferInfo:
+    """A kernel buffer as the runtime sees it."""
+
+    name: str
+    dtype: DType
+    shape: tuple[L.Expr, ...]
+    role: str
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What the runtime needs to run a kernel: its buffers (params, then workspaces), the
+    symbolic dims it takes, and its steps."""
+
+    name: str
+    buffers: tuple[BufferInfo, ...]
+    dims: tuple[str, ...]
+    steps: tuple[Any, ...]  # LoopStep | LibStep
+
+    @staticmethod
+    def of(kernel: L.Kernel, steps: Sequence[Any]) -> KernelInfo:
+        """The info of a kernel whose stages codegen turned into ``steps``."""
+        bufs = tuple(BufferInfo(b.name, b.dtype, b.shape, b.role) for b in kernel.buffers)
+        return KernelInfo(kernel.name, bufs, kernel.dims, tuple(steps))
+
+    def to_json(self) -> dict:
+        """A JSON-able dict (see :meth:`from_json`)."""
+        index = {b.name: i for i, b in enumerate(self.buffers)}
+
+        def view(v: L.View) -> dict:
+            return {
+                "buffer": index[v.buffer.name],
+                "shape": [expr_to_json(d) for d in v.shape],
+                "transpose": v.transpose,
+            }
+
+        steps = []
+        for s in self.steps:
+            if isinstance(s, LoopStep):
+                steps.append(
+                    {
+                        "kind": "loop",
+                        "symbol": s.symbol,
+                        "label": s.label,
+                        "extent": None if s.extent is None else expr_to_json(s.extent),
+                        "work": s.work,
+                    }
+                )
+            else:
+                c = s.call
+                steps.append(
+                    {
+                        "kind": "library",
+                        "routine": c.routine,
+                        "label": c.label,
+                        "out": view(c.out),
+                        "args": [view(a) for a in c.args],
+                        "attrs": {k: _attr_json(v) for k, v in c.attrs},
+                    }
+                )
+        return {
+            "name": self.name,
+            "buffers": [
+                {
+                    "name": b.name,
+                    "dtype": b.dtype.name,
+                    "shape": [expr_to_json(d) for d in b.shape],
+                    "role": b.role,
+                }
+                for b in self.buffers
+            ],
+            "dims": list(self.dims),
+            "steps": steps,
+        }
+
+    @staticmethod
+    def from_json(j: dict) -> KernelInfo:
+        """Rebuild the info written by :meth:`to_json`."""
+        bufs = tuple(
+            BufferInfo(
+                b["name"],
+                DType.of(b["dtype"]),
+                tuple(expr_from_json(d) for d in b["shape"]),
+                b["role"],
+            )
+            for b in j["buffers"]
+        )
+        lbufs = [L.Buffer(b.name, b.shape, b.dtype, b.role) for b in bufs]
+
+        def view(v: dict) -> L.View:
+            return L.View(
+                lbufs[v["buffer"]], tuple(expr_from_json(d) for d in v["shape"]), v["transpose"]
+            )
+
+        steps: list[Any] = []
+        for s in j["steps"]:
+            if s["kind"] == "loop":
+                ext = None if s["extent"] is None else expr_from_json(s["extent"])
+                steps.append(LoopStep(s["symbol"], s["label"], ext, int(s["work"])))
+            else:
+                call = L.LibCall(
+                    s["routine"],
+                    view(s["out"]),
+                    tuple(view(a) for a in s["args"]),
+                    tuple(s["attrs"].items()),
+                    s["label"],
+                )
+                steps.append(LibStep(call))
+        return KernelInfo(j["name"], bufs, tuple(j["dims"]), tuple(steps))
+
+
+def _attr_json(v: Any) -> Any:
+    return v.name if isinstance(v, DType) else v
+
+
+def bind_dims(pairs: Sequence[tuple[Sequence[L.Expr], Sequence[int]]], env: dict[str, int]) -> None:
+    """Give values to the symbolic dims of declared shapes from actual shapes: a dim that is a
+    symbol binds it; a dim linear in one unbound symbol (``2*n + 1``) is solved for it."""
+    pending = [(d, int(a)) for shape, actual in pairs for d, a in zip(shape, actual, strict=False)]
+    progress = True
+    while progress:
+        progress = False
+        for d, a in pending:
+            unbound = sorted(L.free_vars(d) - env.keys())
+            if len(unbound) != 1:
+                continue
+            (name,) = unbound
+            if isinstance(d, L.Var):
+                env[name] = a
+                progress = True
+                continue
+            try:
+                f0, f1, f2 = (eval_index(d, {**env, name: v}) for v in (0, 1, 2))
+            except KernelRunError:
+                continue
+            slope = f1 - f0
+            if slope and f2 - f1 == slope and (a - f0) % slope == 0:
+                env[name] = (a - f0) // slope
+                progress = True
+
+
+class CompiledKernel:
+    """A kernel ready to run: its info and the compiled stage functions."""
+
+    def __init__(self, info: KernelInfo, address: Callable[[str], int]):
+        self.info = info
+        self.functions = {
+            s.symbol: _STAGE_FN(address(s.symbol)) for s in info.steps if isinstance(s, LoopStep)
+        }
+        self.inputs = [b for b in info.buffers if b.role == "in"]
+        self.output = next(b for b in info.buffers if b.role == "out")
+        self.workspaces = [b for b in info.buffers if b.role == "work"]
+
+    def __repr__(self) -> str:
+        return f"<CompiledKernel @{self.info.name}: {len(self.info.steps)} steps>"
+
+    def run(
+        self, inputs: Sequence[np.ndarray], out_shape: Sequence[int] | None = None
+    ) -> np.ndarray:
+        """Run on ``inputs`` (converted to contiguous arrays); returns a new output array.
+        ``out_shape`` binds dims that appear only in the output."""
+        name = self.info.name
+        if len(inputs) != len(self.inputs):
+            raise KernelRunError(
+                f"kernel @{name} takes {len(self.inputs)} inputs, got {len(inputs)}"
+            )
+        arrays = []
+        for buf, a in zip(self.inputs, inputs, strict=False):
+            a = np.asarray(a)
+            if a.dtype != buf.dtype.numpy:
+                raise KernelRunError(
+                    f"kernel @{name}: input %{buf.name} must be {buf.dtype.name}, got {a.dtype}"
+                )
+            arrays.append(a if a.flags.c_contiguous else np.array(a, order="C"))
+        env: dict[str, int] = {}
+        for buf, a in zip(self.inputs, arrays, strict=False):
+            if a.ndim != len(buf.shape):
+                raise KernelRunError(
+                    f"kernel @{name}: input %{buf.name} must have rank {len(buf.shape)}, "
+                    f"got shape {a.shape}"
+                )
+        pairs = [(b.shape, a.shape) for b, a in zip(self.inputs, arrays, strict=False)]
+        if out_shape is not None:
+            pairs.append((self.output.shape, tuple(out_shape)))
+        bind_dims(pairs, env)
+        missing = [d for d in self.info.dims if d not in env]
+        if missing:
+            raise KernelRunError(
+                f"kernel @{name}: the sizes of its inputs do not determine {', '.join(missing)}"
+            )
+        for buf, a in zip(self.inputs, arrays, strict=False):
+            want = tuple(eval_index(d, env) for d in buf.shape)
+            if want != a.shape:
+                where = ", ".join(f"{k} = {v}" for k, v in sorted(env.items()))
+                raise KernelRunError(
+                    f"kernel @{name}: input %{buf.name} must have shape {list(want)}"
+                    + (f" (where {where})" if where else "")
+                    + f", got {a.shape}"
+                )
+        out = np.empty(
+            tuple(eval_index(d, env) for d in self.output.shape), self.output.dtype.numpy
+        )
+        works = [
+            np.empty(tuple(eval_index(d, env) for d in w.shape), w.dtype.numpy)
+            for w in self.workspaces
+        ]
+        by_name = {b.name: a for b, a in zip(self.inputs, arrays, strict=False)}
+        by_name[self.output.name] = out
+        by_name.update((w.name, a) for w, a in zip(self.workspaces, works, strict=False))
+        ordered = [by_name[b.name] for b in self.info.buffers]
+        ptrs = (ctypes.c_void_p * max(len(ordered), 1))(*[a.ctypes.data for a in ordered])
+        dims = (ctypes.c_int64 * max(len(self.info.dims), 1))(*[env[d] for d in self.info.dims])
+        for step in self.info.steps:
+            if isinstance(step, LoopStep):
+                fn = self.functions[step.symbol]
+                extent = 1 if step.extent is None else eval_index(step.extent, env)
+                _run_parallel(fn, ptrs, dims, extent, step.work)
+            else:
+                call = step.call
+                outv = _view(by_name[call.out.buffer.name], call.out, env)
+                args = [_view(by_name[v.buffer.name], v, env) for v in call.args]
+                LIBRARY[call.routine](outv, args, dict(call.attrs))
+        return out
+
+
+def _view(a: np.ndarray, v: L.View, env: dict[str, int]) -> np.ndarray:
+    shape = tuple(eval_index(d, env) for d in v.shape)
+    out = a.reshape(shape)
+    return np.swapaxes(out, -1, -2) if v.transpose else out
+
+
+def _run_parallel(fn, ptrs, dims, extent: int, work: int) -> None:
+    if extent <= 0:
+        return
+    n = thread_count()
+    if n == 1 or extent == 1 or extent * work < PARALLEL_MIN_WORK:
+        fn(ptrs, dims, 0, extent)
+        return
+    chunks = min(4 * n, extent)
+    bounds = [extent * k // chunks for k in range(chunks + 1)]
+    parallel_chunks(chunks, lambda k: fn(ptrs, dims, bounds[k], bounds[k + 1]))
+
+
+__all__ = [
+    "CompiledKernel",
+    "KernelInfo",
+    "KernelRunError",
+    "LIBRARY",
+    "eval_index",
+    "thread_count",
+]

@@ -1,0 +1,221 @@
+"""legalize-ops: lower every op call, and every fused primitive function, to a loop-IR kernel
+(compiler/backend), replacing it in the graph by a ``call_lowered`` of that kernel.
+
+A fused function becomes one kernel (its elementwise tail fused into the loop nest of its
+anchor or reduction) and its call in the caller becomes the ``call_lowered``; the function
+itself is then dropped. The weights a fused function held move to the call's arguments, so
+they stay visible (and exported) as the module's parameters. Stays as it is:
+
+- a standalone reshape / flatten / squeeze / unsqueeze: a view of its input, no code;
+- an op without inputs (``full``, ``arange`` of a symbolic size): filled by the host.
+
+``split`` lowers as one slice kernel per result and ``scaled_dot_product_attention`` as its
+decomposition (matmul, softmax, matmul). A call that cannot be lowered (an op without a
+lowering, a value of unknown rank or with a '?' dim) is left in the graph, where it is
+visible, and the codegen pass fails on it with the reason, naming the op and where it came
+from; with ``strict=true`` legalize-ops fails there itself. The kernels are listed by
+``compiler.backend.lowered_text(module)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from compiler.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+    FuncCall,
+    Function,
+    Module,
+    Tuple,
+    collect_bindings,
+)
+from compiler.passes.fold_constant import fold_call
+from compiler.passes.manager import Pass, PassContext, PassError, register_pass
+from compiler.passes.rewrite import rewrite_function
+
+VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
+
+
+def _source(ops: list[str], fused: bool) -> str:
+    text = ("fused " if fused else "") + ", ".join(ops)
+    return f"lowered from {text}"
+
+
+def _base_name(ops: list[str], fused: bool) -> str:
+    return (("fused_" if fused else "") + "_".join(ops))[:60]
+
+
+def lowered_call(kernel, args: list[Expr], like: Expr) -> Call | None:
+    """The ``call_lowered`` replacing ``like`` (same type, provenance and name hint); None
+    when the kernel would read no buffer (made from constants only: the host computes it)."""
+    from compiler.backend import kernel_table
+
+    if not args:
+        return None
+
+    kernel_table.register(kernel)
+    libs = kernel.libraries
+    attrs = {
+        "kernel": kernel.name,
+        "shape": like.ty.shape,
+        "dtype": like.ty.dtype,
+        "library": ", ".join(libs) if libs else None,
+    }
+    return Call("call_lowered", args, attrs, prov=like.prov, name=like.name)
+
+
+class _Legalizer:
+    def __init__(self, module: Module, pass_name: str, strict: bool = True):
+        from compiler.backend import lowering
+
+        self.lowering = lowering
+        self.module = module
+        self.pass_name = pass_name
+        self.strict = strict
+
+    def rule(self, node: Expr) -> Expr | None:
+        """The lowered replacement of a binding (None: keep it)."""
+        try:
+            if isinstance(node, Call):
+                return self.lower_call(node)
+            if isinstance(node, FuncCall):
+                return self.lower_fused(node)
+        except PassError:
+            if self.strict:
+                raise
+        return None
+
+    def error(self, message: str, node: Expr) -> PassError:
+        where = "" if node.prov.is_empty else f" (at {node.prov.describe()})"
+        return PassError(f"{message}{where}", node)
+
+    def lower_call(self, node: Call) -> Expr | None:
+        if node.op == "call_lowered" or node.op in VIEW_OPS or not node.args:
+            return None
+        expand = EXPANSIONS.get(node.op)
+        if expand is not None:
+            return self.lower_tree(expand(node, self), node)
+        try:
+            kernel, args = self.lowering.lower_group(
+                _base_name([node.op], False), [node], node, _source([node.op], False)
+            )
+        except self.lowering.LoweringError as e:
+            raise self.error(str(e), node) from None
+        return lowered_call(kernel, args, node)
+
+    def lower_tree(self, root: Expr, origin: Call) -> Expr:
+        """Lower every call of a freshly built subgraph (its leaves are existing values)."""
+        mapping: dict[int, Expr] = {}
+        known = {id(a) for a in origin.args}
+        for b in collect_bindings([root], known):
+            new = b
+            if isinstance(b, Call):
+                call = b.replace(
+                    args=tuple(mapping.get(id(a), a) for a in b.args), prov=origin.prov
+                )
+                value = fold_call(call)  # e.g. the ones() of a causal mask
+                if value is not None:
+                    new = Constant(value, prov=origin.prov.with_pass(self.pass_name))
+                else:
+                    new = self.lower_call(call) or call
+            elif isinstance(b, Tuple):
+                new = b.replace(fields=tuple(mapping.get(id(f), f) for f in b.fields))
+            mapping[id(b)] = new
+        return mapping.get(id(root), root)
+
+    def lower_fused(self, node: FuncCall) -> Expr | None:
+        callee = self.module.functions.get(node.func)
+        if callee is None or not callee.attrs.get("primitive", False):
+            return None
+        calls = [b for b in callee.bindings]
+        if not all(isinstance(b, Call) for b in calls) or not isinstance(callee.output, Call):
+            raise self.error(f"fused function @{node.func} holds more than op calls", node)
+        ops = [c.op for c in calls]
+        try:
+            kernel, inner_args = self.lowering.lower_group(
+                _base_name(ops, True), calls, callee.output, _source(ops, True)
+            )
+        except self.lowering.LoweringError as e:
+            raise self.error(f"in fused function @{node.func}: {e}", node) from None
+        params = {id(p): a for p, a in zip(callee.params, node.args, strict=False)}
+        args = [params.get(id(a), a) for a in inner_args]
+        for a in args:
+            if not isinstance(a, Constant) and id(a) in {id(p) for p in callee.params}:
+                raise self.error(f"fused function @{node.func}: unmapped parameter", node)
+        return lowered_call(kernel, args, node)
+
+
+def unlowered_reason(module: Module, node: Expr) -> str | None:
+    """Why legalize-ops leaves ``node`` (a binding of ``module``) unlowered; None if it
+    lowers or needs no lowering."""
+    try:
+        _Legalizer(module, LegalizeOps.name, strict=True).rule(node)
+    except PassError as e:
+        return str(e)
+    return None
+
+
+def _split(node: Call, legalizer: _Legalizer) -> Expr:
+    x = node.args[0]
+    axis = node.attrs["axis"] % len(x.ty.shape)
+    fields, start = [], 0
+    for ty in node.ty.fields:
+        size = ty.shape[axis]
+        if not isinstance(size, int) or not isinstance(start, int):
+            raise legalizer.error("split: sections of symbolic size cannot be lowered", node)
+        fields.append(
+            Call("strided_slice", [x], {"begin": [start], "end": [start + size], "axes": [axis]})
+        )
+        start += size
+    return Tuple(fields)
+
+
+def _attention(node: Call, legalizer: _Legalizer) -> Expr:
+    from compiler.passes.decompose_ops import DECOMPOSITIONS
+
+    out = DECOMPOSITIONS["scaled_dot_product_attention"](node)
+    if out is None:
+        raise legalizer.error("scaled_dot_product_attention with a symbolic feature size", node)
+    # a query row with no key left (softmax of only -inf: nan) gives zeros, as the op does
+    probs, value = out.args
+    zero = Constant.scalar(0, probs.ty.dtype)
+    safe = Call("where", [Call("isnan", [probs]), zero, probs])
+    return Call("matmul", [safe, value], out.attrs)
+
+
+# Ops lowered through a graph-level expansion into ops that have lowerings.
+EXPANSIONS = {"split": _split, "scaled_dot_product_attention": _attention}
+
+
+@register_pass
+@dataclass(frozen=True)
+class LegalizeOps(Pass):
+    """Lower op calls and fused primitive functions to loop-IR kernels (call_lowered);
+    ``strict``: fail on a call that cannot be lowered instead of leaving it."""
+
+    name: ClassVar[str] = "legalize-ops"
+    strict: bool = False
+
+    def transform(self, module: Module, ctx: PassContext) -> Module:
+        legalizer = _Legalizer(module, self.name, self.strict)
+        functions: dict[str, Function] = {}
+        for fname, fn in module.functions.items():
+            if fn.attrs.get("primitive", False):
+                continue
+            functions[fname] = rewrite_function(fn, legalizer.rule, self.name, fname)
+        called = {
+            b.func for fn in functions.values() for b in fn.iter_nodes() if isinstance(b, FuncCall)
+        }
+        for fname, fn in module.functions.items():
+            if fn.attrs.get("primitive", False) and fname in called:
+                functions[fname] = fn  # still called (from an If branch we could not reach)
+        unchanged = functions.keys() == module.functions.keys() and all(
+            functions[k] is module.functions[k] for k in functions
+        )
+        if unchanged and module.attrs.get("backend") == "loops":
+            return module
+        # marked even when nothing lowered, so codegen checks what was left
+        return Module(functions, module.attrs.with_(backend="loops"))
