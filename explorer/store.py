@@ -204,9 +204,11 @@ class _Writer:
         }
         if s.error is not None:
             rec["error"] = _encode_error(s.error)
-        artifact = getattr(s, "artifact_bytes", None)
-        if isinstance(artifact, (int, np.integer)) and not isinstance(artifact, bool):
-            rec["artifact_bytes"] = int(artifact)
+        if s.backend_stage is not None:  # kernels live in memory: keep what they showed
+            rec["texts"] = {k: v for k, v in s.texts.items() if k != "IR"}
+            artifact = s.artifact_bytes
+            if artifact is not None:
+                rec["artifact_bytes"] = int(artifact)
         return rec
 
     def example_inputs(self, inputs: Any) -> list | None:
@@ -802,7 +804,10 @@ class _Reader:
             children=[int(c) for c in rec.get("children") or []],
         )
         if "artifact_bytes" in rec:
-            step.artifact_bytes = int(rec["artifact_bytes"])  # type: ignore[attr-defined]
+            step._artifact_bytes = int(rec["artifact_bytes"])
+        texts = rec.get("texts")
+        if isinstance(texts, dict):
+            step._texts = {str(k): str(v) for k, v in texts.items()}
         return step
 
     def trace(self) -> Trace:

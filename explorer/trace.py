@@ -44,6 +44,9 @@ class Step:
     _graph: GraphModel | None = field(default=None, repr=False)
     _text: str | None = field(default=None, repr=False)
     _lines: dict | None = field(default=None, repr=False)
+    _texts: dict | None = field(default=None, repr=False)  # the backend's text views
+    _artifact_bytes: int | None = field(default=None, repr=False)
+    _executable: Any = field(default=None, repr=False)
 
     @property
     def failed(self) -> bool:
@@ -93,6 +96,62 @@ class Step:
         return self._text
 
     @property
+    def backend_stage(self) -> str | None:
+        """``"loops"`` after legalize-ops, ``"compiled"`` after codegen, else None."""
+        m = self.shown_module
+        backend = "" if m is None else str(m.attrs.get("backend", "") or "")
+        if backend.startswith("llvm"):
+            return "compiled"
+        return "loops" if backend == "loops" else None
+
+    @property
+    def texts(self) -> dict[str, str]:
+        """Every text view of this step, by name: ``"IR"`` always; after legalize-ops also
+        ``"loop IR"`` (each kernel headed by the graph nodes it was lowered from); after
+        codegen also ``"LLVM IR"`` (optimised) and ``"assembly"`` for the host."""
+        views = {"IR": self.text}
+        if self.backend_stage is None:
+            return views
+        if self._texts is None:
+            self._texts = _backend_texts(self.shown_module, self.backend_stage)
+        views.update(self._texts)
+        return views
+
+    def executable(self):
+        """The compiled model of a step after codegen (``compiler.backend.Executable``: call it
+        on numpy arrays, ``export(path)`` it), built once."""
+        if self.backend_stage != "compiled":
+            raise ValueError(
+                f"step {self.index} ({self.name}) is not compiled; run the pipeline through "
+                "legalize-ops,codegen and take that step"
+            )
+        if self._executable is None:
+            from compiler.backend import build
+            from compiler.backend.kernel_table import KernelNotFound
+
+            try:
+                self._executable = build(self.shown_module, pipeline="", record=False)
+            except KernelNotFound as e:
+                raise ValueError(f"step {self.index} ({self.name}) cannot be rebuilt: {e}") from None
+        return self._executable
+
+    @property
+    def artifact_bytes(self) -> int | None:
+        """For a compiled step: the size in bytes of its exported artifact (object code, plan and
+        weights, as ``Executable.export`` writes it), computed once; None for other steps."""
+        if self._artifact_bytes is None and self.backend_stage == "compiled":
+            import tempfile
+            from pathlib import Path
+
+            try:
+                exe = self.executable()
+            except ValueError:
+                return None  # a loaded trace whose kernels are not in this process
+            with tempfile.TemporaryDirectory(prefix="passlens-artifact-") as tmp:
+                self._artifact_bytes = exe.export(Path(tmp) / "model.plz")
+        return self._artifact_bytes
+
+    @property
     def failed_line(self) -> int | None:
         """For a failed pass: the 0-based line of ``text`` showing the binding it failed on."""
         if self.failed_node is None or self.shown_module is None:
@@ -136,6 +195,21 @@ class Step:
 
         head = f"<div><b>#{self.index} {html.escape(self.name)}</b> ({self.status})</div>"
         return head + graph_svg(self, baseline=self.previous)
+
+
+def _backend_texts(module: Module, stage: str) -> dict[str, str]:
+    from compiler import backend
+    from compiler.backend.kernel_table import KernelNotFound
+
+    out: dict[str, str] = {}
+    try:
+        out["loop IR"] = backend.lowered_text(module)
+        if stage == "compiled":
+            out["LLVM IR"] = backend.llvm_text(module)
+            out["assembly"] = backend.assembly_text(module)
+    except KernelNotFound as e:
+        out.setdefault("loop IR", f"; not available: {e}\n")
+    return out
 
 
 def _graph_listing(g: GraphModel) -> str:
@@ -226,6 +300,13 @@ class Trace:
                 d = s.diff(prev)
                 row["ops"] = d.op_count_text()
                 row["shapes"] = len(d.shape_changes)
+            if s.backend_stage == "compiled" and not s.failed and s is self.final:
+                art = s.artifact_bytes
+                row["artifact_bytes"] = art
+                if art is not None:
+                    ratio = f" = {art / s.param_bytes:.2f}x the weights" if s.param_bytes else ""
+                    note = f"artifact {_bytes(art)}{ratio}"
+                    row["ops"] = f"{row['ops']}; {note}" if row["ops"] else note
             rows.append(row)
         return rows
 
