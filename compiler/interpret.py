@@ -122,13 +122,27 @@ def _resolve(value: Any, env: dict[str, int]) -> Any:
     return value
 
 
+# Attributes an op can run without when the inputs do not bind their symbols: a compiled
+# kernel's result shape (its runtime finds the sizes from its buffers).
+_OPTIONAL_SYMBOLIC = {"call_lowered": ("shape",)}
+
+
 def _resolved_attrs(node: Call, env: dict[str, int]):
     attrs = node.attrs
     if any(
         isinstance(v, SymExpr) or (isinstance(v, tuple) and any(isinstance(x, SymExpr) for x in v))
         for v in attrs.values()
     ):
-        return attrs.with_(**{k: _resolve(v, env) for k, v in attrs.items()})
+        optional = _OPTIONAL_SYMBOLIC.get(node.op, ())
+        resolved = {}
+        for k, v in attrs.items():
+            try:
+                resolved[k] = _resolve(v, env)
+            except KeyError:
+                if k not in optional:
+                    raise
+                resolved[k] = v
+        return attrs.with_(**resolved)
     return attrs
 
 

@@ -147,6 +147,10 @@ class _PlanBuilder:
                     "kernel": b.attrs["kernel"],
                     "args": args,
                     "shape": [_dim_json(d) for d in b.attrs["shape"]],
+                    "dims": [_dim_json(d) for d in b.attrs.get("dims") or ()],
+                    "dim_names": [
+                        n.strip() for n in (b.attrs.get("dim_names") or "").split(",") if n.strip()
+                    ],
                 }
             if b.op in HOST_OPS:
                 if not isinstance(b.ty, TensorType) or b.ty.shape is None:
@@ -320,7 +324,14 @@ class Executable:
         op = ins["op"]
         if op == "kernel":
             args = [self._value(a, values) for a in ins["args"]]
-            return self.kernels[ins["kernel"]].run(args, out_shape=self._shape(ins["shape"], env))
+            kernel = self.kernels[ins["kernel"]]
+            names = ins.get("dim_names") or []
+            known = dict(zip(names, self._shape(ins.get("dims") or [], env), strict=True))
+            try:
+                out_shape = self._shape(ins["shape"], env)
+            except KeyError:  # a symbol the inputs did not bind: the kernel finds it
+                out_shape = None
+            return kernel.run(args, out_shape=out_shape, env=known)
         if op == "host":
             args = [self._value(a, values) for a in ins["args"]]
             shape = self._shape(ins["shape"], env)

@@ -23,7 +23,12 @@ def _compute(values, attrs):
     from compiler.backend import kernel_table
 
     kernel = kernel_table.compiled(attrs["kernel"])
-    return kernel.runnable.run(values, out_shape=tuple(attrs["shape"]))
+    dims = attrs.get("dims")
+    names = [n.strip() for n in (attrs.get("dim_names") or "").split(",") if n.strip()]
+    env = dict(zip(names, (int(d) for d in dims), strict=True)) if dims else None
+    shape = tuple(attrs["shape"])  # symbolic when the inputs did not bind its symbols
+    out_shape = shape if all(isinstance(d, int) for d in shape) else None
+    return kernel.runnable.run(values, out_shape=out_shape, env=env)
 
 
 def _define() -> None:
@@ -39,6 +44,10 @@ def _define() -> None:
             "kernel": AttrSpec("str", doc="name of the loop-IR kernel (made by legalize-ops)"),
             "shape": AttrSpec("dims", doc="the result shape"),
             "dtype": AttrSpec("dtype", doc="the result dtype"),
+            "dims": AttrSpec(
+                "dims", None, "values of the kernel's dims its buffers' sizes do not determine"
+            ),
+            "dim_names": AttrSpec("str", None, "the names of those dims, comma-separated"),
             "library": AttrSpec(
                 "str", None, "library routines the kernel calls; none = all generated code"
             ),

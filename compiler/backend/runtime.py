@@ -367,9 +367,42 @@ def bind_dims(pairs: Sequence[tuple[Sequence[L.Expr], Sequence[int]]], env: dict
             except KernelRunError:
                 continue
             slope = f1 - f0
-            if slope and f2 - f1 == slope and (a - f0) % slope == 0:
-                env[name] = (a - f0) // slope
-                progress = True
+            if slope and f2 - f1 == slope:
+                if (a - f0) % slope == 0:
+                    env[name] = (a - f0) // slope
+                    progress = True
+            elif f0 <= f1 <= f2:  # e.g. n // 2 + 1: the smallest n giving that size
+                found = _monotone_solve(d, name, a, env)
+                if found is not None:
+                    env[name] = found
+                    progress = True
+
+
+def _monotone_solve(d: L.Expr, name: str, target: int, env: dict[str, int]) -> int | None:
+    """The smallest n >= 0 with d(n) == target, for d non-decreasing in n (a floor division
+    of a linear expression); any such n gives the buffers the same sizes."""
+
+    def f(v: int) -> int:
+        return eval_index(d, {**env, name: v})
+
+    try:
+        if f(0) > target:
+            return None
+        hi = 1
+        while f(hi) < target:
+            hi *= 2
+            if hi > 1 << 40:
+                return None
+        lo = hi // 2 if hi > 1 else 0
+        while lo < hi:  # smallest v in [lo, hi] with f(v) >= target
+            mid = (lo + hi) // 2
+            if f(mid) >= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo if f(lo) == target else None
+    except KernelRunError:
+        return None
 
 
 class CompiledKernel:
@@ -388,10 +421,14 @@ class CompiledKernel:
         return f"<CompiledKernel @{self.info.name}: {len(self.info.steps)} steps>"
 
     def run(
-        self, inputs: Sequence[np.ndarray], out_shape: Sequence[int] | None = None
+        self,
+        inputs: Sequence[np.ndarray],
+        out_shape: Sequence[int] | None = None,
+        env: dict[str, int] | None = None,
     ) -> np.ndarray:
         """Run on ``inputs`` (converted to contiguous arrays); returns a new output array.
-        ``out_shape`` binds dims that appear only in the output."""
+        ``out_shape`` binds dims that appear only in the output; ``env`` gives dims the caller
+        knows (checked against the inputs like every other dim)."""
         name = self.info.name
         if len(inputs) != len(self.inputs):
             raise KernelRunError(
@@ -405,7 +442,7 @@ class CompiledKernel:
                     f"kernel @{name}: input %{buf.name} must be {buf.dtype.name}, got {a.dtype}"
                 )
             arrays.append(a if a.flags.c_contiguous else np.array(a, order="C"))
-        env: dict[str, int] = {}
+        env = dict(env) if env else {}
         for buf, a in zip(self.inputs, arrays, strict=False):
             if a.ndim != len(buf.shape):
                 raise KernelRunError(

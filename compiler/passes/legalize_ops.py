@@ -32,6 +32,7 @@ from compiler.ir.nodes import (
     Tuple,
     collect_bindings,
 )
+from compiler.ir.symbolic import sym
 from compiler.passes.fold_constant import fold_call
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import rewrite_function
@@ -46,6 +47,19 @@ def _source(ops: list[str], fused: bool) -> str:
 
 def _base_name(ops: list[str], fused: bool) -> str:
     return (("fused_" if fused else "") + "_".join(ops))[:60]
+
+
+def _determined_dims(args: list[Expr], like: Expr) -> set[str]:
+    """Symbols that appear alone in some dim of the call's arguments or result (``n``,
+    ``2*n + 1``, ``n // 2``): the kernel's runtime finds them from the buffers' sizes."""
+    out: set[str] = set()
+    for e in [*args, like]:
+        shape = getattr(e.ty, "shape", None) or ()
+        for d in shape:
+            free = getattr(d, "free_symbols", None)
+            if free and len(free) == 1:
+                out |= set(free)
+    return out
 
 
 def lowered_call(kernel, args: list[Expr], like: Expr) -> Call | None:
@@ -64,6 +78,12 @@ def lowered_call(kernel, args: list[Expr], like: Expr) -> Call | None:
         "dtype": like.ty.dtype,
         "library": ", ".join(libs) if libs else None,
     }
+    # symbolic dims the buffers' sizes do not determine (``batch * seq``): their values are
+    # passed by whoever runs the call (the interpreter or the executable)
+    implicit = [d for d in kernel.dims if d not in _determined_dims(args, like)]
+    if implicit:
+        attrs["dims"] = [sym(d) for d in implicit]
+        attrs["dim_names"] = ", ".join(implicit)
     return Call("call_lowered", args, attrs, prov=like.prov, name=like.name)
 
 

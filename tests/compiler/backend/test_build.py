@@ -86,6 +86,45 @@ def test_symbolic_batch_runs_at_any_batch():
     assert "dims n" in lowered_text(exe.module)
 
 
+@pytest.mark.parametrize(
+    "dim, size",
+    [("2*n + 1", 7), ("n // 2 + 1", 3)],
+)
+def test_a_dim_that_is_an_expression_of_an_unbound_symbol_runs(dim, size):
+    """The symbol appears only inside an expression: the kernel finds a value of it that gives
+    its buffers their sizes (the interpreter and the executable alike)."""
+    module = parse(f"""
+def @main(%x: f32[{dim}]) -> f32[{dim}] {{
+  %e: f32[{dim}] = exp(%x)
+  %y: f32[{dim}] = multiply(%e, %x)
+  return %y
+}}
+""")
+    x = _input(size)
+    lowered = passes.run(module, "legalize-ops", raise_on_failure=True).module
+    np.testing.assert_allclose(run(lowered, x)[0], run(module, x)[0], rtol=1e-6)
+    np.testing.assert_allclose(build(module)(x)[0], run(module, x)[0], rtol=1e-6)
+
+
+def test_dims_the_buffers_do_not_determine_are_passed_by_the_caller():
+    """(batch*seq, 4): batch and seq are passed to the kernel from the caller's bindings."""
+    module = parse("""
+def @main(%x: f32[batch, seq, 4]) -> f32[batch * seq, 4] {
+  %r: f32[batch * seq, 4] = reshape(%x, shape=[batch * seq, 4])
+  %y: f32[batch * seq, 4] = exp(%r)
+  return %y
+}
+""")
+    lowered = passes.run(module, "legalize-ops", raise_on_failure=True).module
+    call = next(b for b in lowered.main.bindings if getattr(b, "op", "") == "call_lowered")
+    exe = build(module)
+    for shape in ((2, 3, 4), (5, 1, 4)):
+        x = _input(*shape)
+        np.testing.assert_allclose(exe(x)[0], np.exp(x.reshape(-1, 4)), rtol=1e-6)
+        np.testing.assert_allclose(run(lowered, x)[0], np.exp(x.reshape(-1, 4)), rtol=1e-6)
+    assert call is not None
+
+
 def _linear_model() -> Module:
     """Linear(128, 512) on a channels-last (1, 56, 56, 128) input, as in a ConvNeXt block."""
     rng = np.random.default_rng(0)
