@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.interpret import InterpretError, TypeMismatch, ValueCache, evaluate
+from compiler.interpret import CallMemo, InterpretError, TypeMismatch, ValueCache, evaluate
 from compiler.ir.nodes import (
     Call,
     Constant,
@@ -55,6 +55,7 @@ from compiler.ir.nodes import (
 )
 from compiler.ir.symbolic import ANY, SymExpr
 from compiler.ir.types import DType, TensorType, TupleType
+from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED
 from compiler.ops.lazy_params import SIDE_EFFECT_OPS, lazy_callbacks
 from compiler.passes.lift_transform_params import TRANSFORM_PARAMS_OF
 from explorer.trace import Step, Trace
@@ -441,6 +442,8 @@ class _Memo:
     def __init__(self) -> None:
         self.entries: dict[tuple, list] = {}  # key -> [operand arrays, value, generation]
         self.views: dict[tuple, weakref.ref] = {}  # (base, address, layout) -> the first view
+        self.contents: dict[tuple, list] = {}  # (shape, dtype, sampled bytes) -> arrays
+        self.content_hits = 0
         self.generation = 0
         self.hits = 0
 
@@ -450,6 +453,9 @@ class _Memo:
         live = {keep, self.generation}
         self.entries = {k: e for k, e in self.entries.items() if e[2] in live}
         self.views = {k: r for k, r in self.views.items() if r() is not None}
+        self.contents = {
+            k: live for k, refs in self.contents.items() if (live := [r for r in refs if r() is not None])
+        }
         return self.generation
 
     def canonical(self, value: Any) -> Any:
@@ -489,6 +495,96 @@ class _Memo:
         k = self.key(node, operands)
         if k not in self.entries:
             self.entries[k] = [operands, value, self.generation]
+
+    def same_content(self, value: Any) -> Any:
+        """An array computed before with the very same bytes (shape, dtype, every bit), or
+        ``value`` itself. A pass that rebuilds a node around equal values (decompose-ops'
+        matmul + add for a linear, rounded alike) then hands its consumers the array they
+        read before, so the memo reuses everything downstream."""
+        if not isinstance(value, np.ndarray) or value.size < 64 or not value.flags.c_contiguous:
+            return value
+        flat = value.reshape(-1)
+        probe = flat[:: max(1, flat.size // 32)][:32].tobytes()
+        key = (value.shape, value.dtype.str, probe)
+        refs = self.contents.setdefault(key, [])
+        bits = flat.view(np.uint8)
+        for ref in refs:
+            old = ref()
+            if old is not None and old is not value and np.array_equal(
+                old.reshape(-1).view(np.uint8), bits
+            ):
+                self.content_hits += 1
+                return old
+        refs[:] = [r for r in refs if r() is not None][-3:]
+        refs.append(weakref.ref(value))
+        return value
+
+
+# Ops the check computes as their decomposition (whose reference rounds the same way), so the
+# values of decompose-ops' matmul and add are found in the memo instead of computed again.
+_RUN_AS_DECOMPOSED = ("linear",)  # in the dtypes of LINEAR_ROUNDS_AS_DECOMPOSED
+
+
+class _MemoHooks(CallMemo):
+    """The memo, consulted by the interpreter at every op call while a step runs."""
+
+    def __init__(self, memo: _Memo):
+        self.memo = memo
+
+    def _operands(self, node: Call, args: list) -> list | None:
+        if node.op in SIDE_EFFECT_OPS or not all(isinstance(a, np.ndarray) for a in args):
+            return None
+        return [self.memo.canonical(a) for a in args]
+
+    def lookup(self, node: Call, args: list) -> Any:
+        ops = self._operands(node, args)
+        if ops is None:
+            return None
+        value = self.memo.get(node, ops)
+        if value is not None:
+            self.hits += 1
+            return value
+        if node.op in _RUN_AS_DECOMPOSED and node.ty.dtype.numpy in LINEAR_ROUNDS_AS_DECOMPOSED:
+            value = self._decomposed(node, args)
+            if value is not None:
+                self.memo.put(node, ops, value)
+        return value
+
+    def _decomposed(self, node: Call, args: list) -> Any:
+        """The value of ``node`` computed as its decomposition, each part through the memo, so
+        the parts decompose-ops makes later are found there. Only for ops whose reference
+        rounds exactly like their decomposition (tested bitwise)."""
+        from compiler.ops import get_op
+        from compiler.passes.decompose_ops import DECOMPOSITIONS
+
+        root = DECOMPOSITIONS[node.op](node)
+        if root is None:
+            return None
+        known: dict[int, Any] = {id(a): v for a, v in zip(node.args, args, strict=False)}
+
+        def value(e: Expr) -> Any:
+            if id(e) in known:
+                return known[id(e)]
+            if isinstance(e, Constant):
+                return e.data
+            if not isinstance(e, Call):
+                raise TypeError(f"unexpected {type(e).__name__} in a decomposition")
+            vals = [value(a) for a in e.args]
+            v = self.lookup(e, vals)
+            if v is None:
+                v = self.record(e, vals, get_op(e.op).compute(vals, e.attrs))
+            known[id(e)] = v
+            return v
+
+        return value(root)
+
+    def record(self, node: Call, args: list, value: Any) -> Any:
+        ops = self._operands(node, args)
+        if ops is None or not isinstance(value, np.ndarray):
+            return value
+        value = self.memo.same_content(value)
+        self.memo.put(node, ops, value)
+        return value
 
 
 def _memo_operands(memo: _Memo, node: Call, values: dict, params: dict) -> list | None:
@@ -754,13 +850,17 @@ class _Checker:
 
         params = dict(zip(module[fname].params, args, strict=False))
         hits, misses, memo_hits = self.cache.hits, self.cache.misses, self.memo.hits
+        hooks = _MemoHooks(self.memo)
         with lazy_callbacks(get_item=get_item, set_item=set_item):
             seeded = self.seeded
             self._seed(run, module, fname, self.cache.values, params)
             seeded = self.seeded - seeded
-            ev = evaluate(module, list(args), function=fname, cache=self.cache, check_types=True)
+            ev = evaluate(
+                module, list(args), function=fname, cache=self.cache, check_types=True, memo=hooks
+            )
+        # a memo hit inside the evaluation counts as a miss of the node cache
         run.reused += self.cache.hits - hits - seeded + self.memo.hits - memo_hits
-        run.computed += self.cache.misses - misses
+        run.computed += self.cache.misses - misses - hooks.hits
         run.mismatches.extend((m, _function_of(module, m.node, fname)) for m in ev.mismatches)
         for node in module[fname].iter_nodes():
             if isinstance(node, FuncCall):

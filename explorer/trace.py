@@ -151,6 +151,11 @@ class Step:
                 self._artifact_bytes = exe.export(Path(tmp) / "model.plz")
         return self._artifact_bytes
 
+    @artifact_bytes.setter
+    def artifact_bytes(self, size: int | None) -> None:
+        """Record the size of an artifact built elsewhere for this step."""
+        self._artifact_bytes = None if size is None else int(size)
+
     @property
     def failed_line(self) -> int | None:
         """For a failed pass: the 0-based line of ``text`` showing the binding it failed on."""

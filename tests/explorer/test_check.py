@@ -79,7 +79,9 @@ def test_default_pipeline_on_small_convnext_is_ok_and_reuses_values():
     # Passes that rebuild nodes around the same values run nothing again: fold-constant's
     # weight constants are views of the memory permute_dims gave before, and fuse-ops's
     # function bodies compute what the unfused nodes did.
-    for name in ("fold-constant", "fuse-ops"):
+    # decompose-ops' matmul and add too: the check computes a linear as its decomposition
+    # (the reference rounds alike), each part kept by what computes it.
+    for name in ("decompose-ops", "fold-constant", "fuse-ops"):
         c = report.steps[trace[name].index]
         assert c.computed == 0 and c.reused > 0, (name, c)
     assert report.memo_hits > 0
@@ -388,3 +390,34 @@ def test_exported_program_and_weights_as_inputs_check_clean():
     trace = explorer.explore(model, (x,), keep_params_as_input=True, pipeline=spec)
     report = trace.check()
     assert report.ok and report.steps[trace.imported.index].max_abs < 1e-5
+
+
+def test_a_value_recomputed_with_equal_bits_is_shared_downstream():
+    """A pass that rebuilds a node so it computes the very same bits (here multiply(x, 2)
+    becomes add(x, x)) changes nothing after it: the check reuses every later value."""
+    from compiler.ir import parse
+
+    before = """
+def @main(%x: f32[4, 64]) -> f32[4, 64] {
+  %a: f32[4, 64] = multiply(%x, const(f32[], 2.0))
+  %b: f32[4, 64] = exp(%a)
+  %c: f32[4, 64] = tanh(%b)
+  return %c
+}
+"""
+    m2 = parse(before.replace("multiply(%x, const(f32[], 2.0))", "add(%x, %x)"))
+    from explorer.check import _Memo, _MemoHooks
+
+    memo = _Memo()
+    hooks = _MemoHooks(memo)
+    x = np.random.default_rng(0).standard_normal((4, 64)).astype(np.float32)
+    from compiler.interpret import ValueCache, evaluate
+
+    m1 = parse(before)
+    memo.start(None)
+    first = evaluate(m1, [x], cache=ValueCache(), memo=hooks)
+    memo.start(memo.generation)
+    second = evaluate(m2, [x], cache=ValueCache(), memo=hooks)
+    assert memo.content_hits == 1  # add(x, x) gave multiply(x, 2)'s bits
+    assert hooks.hits == 2  # so exp and tanh were found, not run
+    assert second.outputs[0] is first.outputs[0]

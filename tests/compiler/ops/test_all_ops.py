@@ -42,3 +42,29 @@ def test_every_op_is_documented():
     assert compiler.ops  # imported for registration
     undocumented = sorted(name for name, op in all_ops().items() if not op.doc)
     assert not undocumented
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])  # LINEAR_ROUNDS_AS_DECOMPOSED
+@pytest.mark.parametrize("x_shape", [(5, 16), (2, 7, 16), (1, 3, 3, 16)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_rounds_exactly_like_its_decomposition(dtype, x_shape, bias):
+    """The check relies on it (explorer/check.py computes linear as its decomposition)."""
+    import numpy as np
+
+    from compiler.interpret import run
+    from compiler.ir import Function, TensorType, Var, call
+    from compiler.passes.decompose_ops import DECOMPOSITIONS
+
+    rng = np.random.default_rng(0)
+    x = Var("x", TensorType(x_shape, dtype))
+    w = Var("w", TensorType((24, 16), dtype))
+    args = [x, w]
+    values = [rng.standard_normal(x_shape).astype(dtype), rng.standard_normal((24, 16)).astype(dtype)]
+    if bias:
+        args.append(Var("b", TensorType((24,), dtype)))
+        values.append(rng.standard_normal(24).astype(dtype))
+    node = call("linear", *args)
+    whole = run(Function.from_output(args, node), *values)[0]
+    parts = run(Function.from_output(args, DECOMPOSITIONS["linear"](node)), *values)[0]
+    assert whole.dtype == parts.dtype
+    assert whole.tobytes() == parts.tobytes()
