@@ -43,7 +43,9 @@ def _call_sites(module: Module) -> dict[str, list[str]]:
     for fname, fn in module.functions.items():
         for node in fn.iter_nodes():
             if isinstance(node, Call) and node.op == "call_lowered":
-                where = node.prov.module_path or node.prov.source_node or node.name or "?"
+                name = f"%{node.name}" if node.name else "a binding"
+                origin = node.prov.module_path or node.prov.source_node
+                where = f"{name} (from {origin})" if origin else name
                 sites.setdefault(node.attrs["kernel"], []).append(f"@{fname} {where}")
     return sites
 

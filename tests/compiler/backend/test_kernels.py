@@ -36,7 +36,7 @@ def @main(%x: f32[4, 8], %b: f32[8]) -> f32[4, 8] {
 """
 
 GOLDEN = """\
-# called 1x: @main r
+# called 1x: @main %r
 # lowered from fused add, relu
 kernel @fused_add_relu_{hash}(%lhs: f32[4, 8], %rhs: f32[8], out %out: f32[4, 8]) {{
   stage add, relu {{
