@@ -1,7 +1,7 @@
 """The ``passlens`` command.
 
     passlens explore MODEL [--pipeline SPEC] [--check] [--html OUT] [--save OUT.passlens]
-    passlens show TRACE.passlens [--step N] [--diff N]
+    passlens show TRACE.passlens [--step N [--view NAME]] [--diff N]
     passlens serve TRACE.passlens [--port P]
     passlens demo
 
@@ -23,7 +23,8 @@ step, ``--html`` writes a self-contained report and ``--save`` the trace. MODEL 
   model.ir, .txt     a module in the IR text format.
 
 ``show`` prints a saved trace's summary; with ``--step N`` that step's IR text instead (N is
-an index or a pass name), with ``--diff N`` what that step changed. ``serve`` opens the Panel
+an index or a pass name; ``--view "loop IR"``, ``"LLVM IR"`` or ``assembly`` for the backend's
+texts of a step after legalize-ops or codegen), with ``--diff N`` what that step changed. ``serve`` opens the Panel
 app on a saved trace, ``demo`` runs the bundled demo.
 
 Exit codes: 0 when all went well; 1 when there are findings (a pass failed, or ``--check``
@@ -99,6 +100,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("trace", metavar="TRACE", help="a .passlens file")
     p.add_argument("--step", metavar="N", help="print step N's IR text (index or pass name)")
+    p.add_argument(
+        "--view",
+        metavar="NAME",
+        default="IR",
+        help="with --step: which text (IR, 'loop IR', 'LLVM IR', assembly; default %(default)s)",
+    )
     p.add_argument("--diff", metavar="N", help="print what step N changed")
 
     p = sub.add_parser("serve", help="open a saved trace in the Panel app")
@@ -307,8 +314,14 @@ def _show(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.step is not None:
         step = _step(trace, args.step)
-        text = step.text
-        line = step.failed_line
+        views = step.texts
+        if args.view not in views:
+            raise CLIError(
+                f"step {step.index} ({step.name}) has no {args.view!r} text; it has "
+                + ", ".join(repr(v) for v in views)
+            )
+        text = views[args.view]
+        line = step.failed_line if args.view == "IR" else None
         if line is not None:
             lines = text.splitlines()
             lines[line] += "    # <-- the pass failed here"

@@ -270,3 +270,24 @@ def test_demo_runs(capsys):
 
 # registers test-explode
 from tests.compiler.passes import test_manager  # noqa: E402,F401
+
+
+def test_show_the_backend_texts_of_a_compiled_step(capsys, tmp_path):
+    text = textwrap.dedent(
+        """
+        def @main(%x: f32[4, 8]) -> f32[4, 8] {
+          %e: f32[4, 8] = exp(%x)
+          %r: f32[4, 8] = relu(%e)
+          return %r
+        }
+        """
+    )
+    path = tmp_path / "b.passlens"
+    explorer.explore(text, pipeline="fuse-ops,legalize-ops,codegen").save(path)
+    code, out, _ = run(capsys, "show", path, "--step", "codegen", "--view", "loop IR")
+    assert code == 0 and "kernel @fused_exp_relu" in out and "for i0 in 0..4" in out
+    code, out, _ = run(capsys, "show", path, "--step", "codegen", "--view", "assembly")
+    assert code == 0 and "fused_exp_relu" in out
+    code, out, err = run(capsys, "show", path, "--step", "fuse-ops", "--view", "LLVM IR")
+    assert code == 2
+    assert_one_line_error(err, "step 1 (fuse-ops) has no 'LLVM IR' text; it has 'IR'")
