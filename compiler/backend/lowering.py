@@ -23,7 +23,7 @@ import numpy as np
 from compiler.backend import loops as L
 from compiler.ir.nodes import Call, Constant, Expr
 from compiler.ir.symbolic import SymExpr
-from compiler.ir.types import DType, TensorType
+from compiler.ir.types import DType, TensorType, TupleType
 from compiler.ops.registry import get_op
 
 
@@ -128,6 +128,9 @@ class OpCall:
     out_type: TensorType
     out_shape: tuple[L.Expr, ...]
     label: str
+    # for an op with a tuple result (topk): the field the kernel computes (``out_type`` is
+    # its type); the rule returns one Tensor per field and ``dest`` is that field's buffer
+    field: int | None = None
 
     @property
     def out_dtype(self) -> DType:
@@ -135,14 +138,17 @@ class OpCall:
         return self.out_type.dtype
 
 
-Rule = Callable[["KernelBuilder", OpCall, list[Tensor], L.Buffer | None], Tensor]
+Rule = Callable[
+    ["KernelBuilder", OpCall, list[Tensor], L.Buffer | None], Tensor | tuple[Tensor, ...]
+]
 LOWERINGS: dict[str, Rule] = {}
 
 
 def lowering(*ops: str):
     """Decorator: register a rule ``rule(kb, call, inputs, dest) -> Tensor`` for ``ops``.
     ``dest`` is the kernel's output buffer when the call is the group's result (a rule that
-    emits stages may write into it directly and return it), else None."""
+    emits stages may write into it directly and return it), else None. A rule for an op with
+    a tuple result returns one Tensor per field; ``dest`` then holds ``call.field``."""
 
     def register(rule: Rule) -> Rule:
         for op in ops:
@@ -371,10 +377,11 @@ def inline_constant(c: Constant) -> L.Expr | None:
 
 
 def lower_group(
-    base: str, calls: Sequence[Call], result: Call, source: str = ""
+    base: str, calls: Sequence[Call], result: Call, source: str = "", field: int | None = None
 ) -> tuple[L.Kernel, list[Expr]]:
     """One kernel computing ``result`` from ``calls`` (in dependency order, ``result`` last);
-    returns the kernel and the graph values to pass as its arguments, in order."""
+    returns the kernel and the graph values to pass as its arguments, in order. For a
+    ``result`` of tuple type (topk), ``field`` says which of its fields the kernel computes."""
     for call in calls:
         if call.op not in LOWERINGS:
             raise LoweringError(unsupported_message(call.op))
@@ -398,13 +405,14 @@ def lower_group(
                 raise LoweringError(f"{call.op}: argument of type {a.ty} is not a tensor")
             values[id(a)] = BufferTensor(kb.add_input(slot, a.ty))
             args.append(a)
-    if not isinstance(result.ty, TensorType):
-        raise LoweringError(f"{result.op}: a result of type {result.ty} cannot be lowered")
-    out = kb.set_output(result.ty)
+    result_ty = _field_type(result, field)
+    out = kb.set_output(result_ty)
     labels = []
     for call in calls:
         rule = LOWERINGS[call.op]
-        if not isinstance(call.ty, TensorType):
+        call_field = field if call is result else None
+        call_ty = result_ty if call is result else call.ty
+        if not isinstance(call_ty, TensorType):
             raise LoweringError(f"{call.op}: a result of type {call.ty} cannot be lowered")
         for k, v in call.attrs.items():
             if has_symbols(v) and call.op not in SYMBOLIC_ATTR_OK:
@@ -413,18 +421,38 @@ def lower_group(
             call.op,
             dict(call.attrs),
             tuple(a.ty for a in call.args),
-            call.ty,
-            dims_of(call.ty),
+            call_ty,
+            dims_of(call_ty),
             call.op,
+            call_field,
         )
         labels.append(call.op)
         inputs = [values[id(a)] for a in call.args]
         try:
-            values[id(call)] = rule(kb, oc, inputs, out if call is result else None)
+            value = rule(kb, oc, inputs, out if call is result else None)
         except LoweringError as e:
             raise LoweringError(f"{call.op}: {e}") from None
+        if isinstance(value, tuple):
+            if call_field is None:
+                raise LoweringError(
+                    f"{call.op}: a tuple result is lowered one field per kernel (give field)"
+                )
+            value = value[call_field]
+        values[id(call)] = value
     kernel = kb.finish(values[id(result)], ", ".join(dict.fromkeys(labels)))
     return kernel, args
+
+
+def _field_type(result: Call, field: int | None) -> TensorType:
+    """The type of the value a kernel for ``result`` (field ``field`` of it) computes."""
+    ty = result.ty
+    if field is not None:
+        if not isinstance(ty, TupleType) or not 0 <= field < len(ty.fields):
+            raise LoweringError(f"{result.op}: a result of type {ty} has no field {field}")
+        ty = ty.fields[field]
+    if not isinstance(ty, TensorType):
+        raise LoweringError(f"{result.op}: a result of type {ty} cannot be lowered")
+    return ty
 
 
 # Ops whose attributes may hold symbolic dims (the rule evaluates them as expressions).

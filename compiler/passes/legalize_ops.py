@@ -9,8 +9,9 @@ they stay visible (and exported) as the module's parameters. Stays as it is:
 - a standalone reshape / flatten / squeeze / unsqueeze: a view of its input, no code;
 - an op without inputs (``full``, ``arange`` of a symbolic size): filled by the host.
 
-``split`` lowers as one slice kernel per result and ``scaled_dot_product_attention`` as its
-decomposition (matmul, softmax, matmul). A call that cannot be lowered (an op without a
+``split`` lowers as one slice kernel per result, ``scaled_dot_product_attention`` as its
+decomposition (matmul, softmax, matmul) and ``topk`` as a kernel for its indices and a
+gather_elements of the values by them. A call that cannot be lowered (an op without a
 lowering, a value of unknown rank or with a '?' dim) is left in the graph, where it is
 visible, and the codegen pass fails on it with the reason, naming the op and where it came
 from; with ``strict=true`` legalize-ops fails there itself. The kernels are listed by
@@ -30,9 +31,11 @@ from compiler.ir.nodes import (
     Function,
     Module,
     Tuple,
+    TupleGetItem,
     collect_bindings,
 )
 from compiler.ir.symbolic import sym
+from compiler.ops.registry import get_op
 from compiler.passes.fold_constant import fold_call
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import rewrite_function
@@ -206,8 +209,27 @@ def _attention(node: Call, legalizer: _Legalizer) -> Expr:
     return Call("matmul", [safe, value], out.attrs)
 
 
+def _topk(node: Call, legalizer: _Legalizer) -> Expr:
+    """topk as two kernels: the indices (a selection), then the values gathered by them."""
+    x = node.args[0]
+    like = TupleGetItem(node, 1, prov=node.prov)
+    try:
+        kernel, args = legalizer.lowering.lower_group(
+            _base_name(["topk"], False), [node], node, _source(["topk"], False), field=1
+        )
+    except legalizer.lowering.LoweringError as e:
+        raise legalizer.error(str(e), node) from None
+    indices = lowered_call(kernel, args, like)
+    if indices is None:  # a one-element constant: the host computes it
+        prov = node.prov.with_pass(legalizer.pass_name)
+        values, order = get_op("topk").compute([x.data], node.attrs)
+        return Tuple([Constant(values, prov=prov), Constant(order, prov=prov)])
+    values = Call("gather_elements", [x, indices], {"axis": node.attrs["axis"]})
+    return Tuple([values, indices])
+
+
 # Ops lowered through a graph-level expansion into ops that have lowerings.
-EXPANSIONS = {"split": _split, "scaled_dot_product_attention": _attention}
+EXPANSIONS = {"split": _split, "scaled_dot_product_attention": _attention, "topk": _topk}
 
 
 @register_pass
