@@ -8,11 +8,11 @@ computed again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
-
 
 from compiler.ir.nodes import (
     Call,
@@ -34,7 +34,7 @@ from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, shape
 class InterpretError(RuntimeError):
     """Evaluation failed; the message names the binding, its op and provenance."""
 
-    def __init__(self, message: str, node: Optional[Expr] = None):
+    def __init__(self, message: str, node: Expr | None = None):
         super().__init__(message)
         self.node = node
 
@@ -199,11 +199,11 @@ class CallMemo:
 class _Evaluator:
     def __init__(
         self,
-        module: Optional[Module],
+        module: Module | None,
         values: dict,
         env: dict,
         check_types: bool,
-        memo: Optional[CallMemo] = None,
+        memo: CallMemo | None = None,
     ):
         self.module = module
         self.values = values
@@ -316,9 +316,9 @@ def evaluate(
     module: Module | Function,
     inputs: Sequence[Any],
     function: str = "main",
-    cache: Optional[ValueCache] = None,
+    cache: ValueCache | None = None,
     check_types: bool = False,
-    memo: Optional[CallMemo] = None,
+    memo: CallMemo | None = None,
 ) -> Evaluation:
     """Evaluate ``function`` on ``inputs``; returns outputs and every intermediate value.
 

@@ -55,8 +55,8 @@ from compiler.ir.nodes import (
 )
 from compiler.ir.symbolic import ANY, SymExpr
 from compiler.ir.types import DType, TensorType, TupleType
-from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED
 from compiler.ops.lazy_params import SIDE_EFFECT_OPS, lazy_callbacks
+from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED
 from compiler.passes.lift_transform_params import TRANSFORM_PARAMS_OF
 from explorer.trace import Step, Trace
 

@@ -3,7 +3,8 @@ op registry)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 class TypeInferenceError(TypeError):
@@ -43,7 +44,7 @@ class Attrs(Mapping):
             return self._items == other._items
         return isinstance(other, Mapping) and self._dict == dict(other)
 
-    def with_(self, **changes: Any) -> "Attrs":
+    def with_(self, **changes: Any) -> Attrs:
         """A copy with some attributes changed."""
         return Attrs({**self._dict, **changes})
 

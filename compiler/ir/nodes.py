@@ -11,21 +11,21 @@ when nothing changes. Names on nodes (``name``) are hints for the printer, not s
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
+from compiler.ir.attrs import Attrs, TypeInferenceError
 from compiler.ir.provenance import NO_PROVENANCE, Provenance
 from compiler.ir.types import DType, TensorType, TupleType, Type, join_types, type_of_array
-from compiler.ir.attrs import Attrs, TypeInferenceError
 
 
 def get_op(name: str):
     """The op definition for ``name`` (importing compiler.ops registers every op family)."""
-    from compiler.ops.registry import get_op as _get_op
-
     import compiler.ops  # noqa: F401
+    from compiler.ops.registry import get_op as _get_op
 
     return _get_op(name)
 
@@ -95,7 +95,7 @@ class Expr(Node):
     __slots__ = ("ty", "prov", "name")
 
     @property
-    def operands(self) -> tuple["Expr", ...]:
+    def operands(self) -> tuple[Expr, ...]:
         """The expressions this one reads directly (for If: the condition only)."""
         return ()
 
@@ -104,7 +104,7 @@ class Expr(Node):
         return f"<{type(self).__name__}{label}: {self.ty}>"
 
 
-def _check_prov(prov: Optional[Provenance]) -> Provenance:
+def _check_prov(prov: Provenance | None) -> Provenance:
     if prov is None:
         return NO_PROVENANCE
     if not isinstance(prov, Provenance):
@@ -112,7 +112,7 @@ def _check_prov(prov: Optional[Provenance]) -> Provenance:
     return prov
 
 
-def _check_expr(value: Any, what: str) -> "Expr":
+def _check_expr(value: Any, what: str) -> Expr:
     if not isinstance(value, Expr):
         raise TypeError(f"{what} must be an IR expression, got {value!r}")
     return value
@@ -124,7 +124,7 @@ class Var(Expr):
     __slots__ = ()
     _fields = ("name", "ty", "prov")
 
-    def __init__(self, name: str, ty: Type, prov: Optional[Provenance] = None):
+    def __init__(self, name: str, ty: Type, prov: Provenance | None = None):
         if not isinstance(name, str) or not name:
             raise TypeError(f"a Var needs a non-empty name, got {name!r}")
         if not isinstance(ty, Type):
@@ -143,7 +143,7 @@ class Constant(Expr):
     __slots__ = ("data",)
     _fields = ("data", "name", "prov")
 
-    def __init__(self, data: Any, name: Optional[str] = None, prov: Optional[Provenance] = None):
+    def __init__(self, data: Any, name: str | None = None, prov: Provenance | None = None):
         if isinstance(data, np.ndarray):
             arr = data
         elif isinstance(data, np.generic):
@@ -161,7 +161,7 @@ class Constant(Expr):
         _set(self, data=arr, name=name, ty=ty, prov=_check_prov(prov))
 
     @staticmethod
-    def scalar(value: Any, dtype: DType | str = "float32", prov=None) -> "Constant":
+    def scalar(value: Any, dtype: DType | str = "float32", prov=None) -> Constant:
         """An unnamed 0-d constant of ``dtype``."""
         return Constant(np.asarray(value, dtype=DType.of(dtype).numpy), prov=prov)
 
@@ -186,10 +186,10 @@ class Call(Expr):
         self,
         op: str,
         args: Sequence[Expr],
-        attrs: Optional[Mapping[str, Any]] = None,
-        ty: Optional[Type] = None,
-        prov: Optional[Provenance] = None,
-        name: Optional[str] = None,
+        attrs: Mapping[str, Any] | None = None,
+        ty: Type | None = None,
+        prov: Provenance | None = None,
+        name: str | None = None,
     ):
         try:
             opdef = get_op(op)
@@ -231,8 +231,8 @@ class FuncCall(Expr):
         func: str,
         args: Sequence[Expr],
         ty: Type,
-        prov: Optional[Provenance] = None,
-        name: Optional[str] = None,
+        prov: Provenance | None = None,
+        name: str | None = None,
     ):
         if not isinstance(func, str) or not func:
             raise TypeError(f"FuncCall needs a function name, got {func!r}")
@@ -253,7 +253,7 @@ class Tuple(Expr):
     _fields = ("fields", "prov", "name")
 
     def __init__(
-        self, fields: Sequence[Expr], prov: Optional[Provenance] = None, name: Optional[str] = None
+        self, fields: Sequence[Expr], prov: Provenance | None = None, name: str | None = None
     ):
         fields = tuple(_check_expr(f, f"tuple field {i}") for i, f in enumerate(fields))
         ty = TupleType(f.ty for f in fields)
@@ -274,8 +274,8 @@ class TupleGetItem(Expr):
         self,
         tuple_value: Expr,
         index: int,
-        prov: Optional[Provenance] = None,
-        name: Optional[str] = None,
+        prov: Provenance | None = None,
+        name: str | None = None,
     ):
         _check_expr(tuple_value, "tuple_value")
         if not isinstance(tuple_value.ty, TupleType):
@@ -304,7 +304,7 @@ class Block(Node):
         _set(self, bindings=bindings, result=result)
 
     @staticmethod
-    def of(result: Expr, bound_outside: Iterable[Expr] = ()) -> "Block":
+    def of(result: Expr, bound_outside: Iterable[Expr] = ()) -> Block:
         """A block whose bindings are every unbound node ``result`` needs, in order."""
         return Block(collect_bindings([result], set(map(id, bound_outside))), result)
 
@@ -323,9 +323,9 @@ class If(Expr):
         cond: Expr,
         then_branch: Block,
         else_branch: Block,
-        ty: Optional[Type] = None,
-        prov: Optional[Provenance] = None,
-        name: Optional[str] = None,
+        ty: Type | None = None,
+        prov: Provenance | None = None,
+        name: str | None = None,
     ):
         _check_expr(cond, "If condition")
         if not isinstance(then_branch, Block) or not isinstance(else_branch, Block):
@@ -424,8 +424,8 @@ class Function(Node):
         params: Sequence[Var],
         bindings: Sequence[Expr],
         output: Expr,
-        attrs: Optional[Mapping[str, Any]] = None,
-        prov: Optional[Provenance] = None,
+        attrs: Mapping[str, Any] | None = None,
+        prov: Provenance | None = None,
     ):
         params = tuple(params)
         for p in params:
@@ -447,9 +447,9 @@ class Function(Node):
     def from_output(
         params: Sequence[Var],
         output: Expr,
-        attrs: Optional[Mapping[str, Any]] = None,
-        prov: Optional[Provenance] = None,
-    ) -> "Function":
+        attrs: Mapping[str, Any] | None = None,
+        prov: Provenance | None = None,
+    ) -> Function:
         """A function whose bindings are every node ``output`` needs, in dependency order."""
         return Function(params, collect_bindings([output]), output, attrs, prov)
 
@@ -468,7 +468,7 @@ class Function(Node):
         """Whether the function is private (only called from inside the module)."""
         return bool(self.attrs.get("private", False))
 
-    def with_attrs(self, **changes: Any) -> "Function":
+    def with_attrs(self, **changes: Any) -> Function:
         """The same function with some attributes changed."""
         return self.replace(attrs=self.attrs.with_(**changes))
 
@@ -496,7 +496,7 @@ class Module(Node):
     def __init__(
         self,
         functions: Mapping[str, Function] | Iterable[tuple[str, Function]],
-        attrs: Optional[Mapping[str, Any]] = None,
+        attrs: Mapping[str, Any] | None = None,
     ):
         funcs = dict(functions)
         for name, fn in funcs.items():
@@ -527,13 +527,13 @@ class Module(Node):
     def __contains__(self, name: str) -> bool:
         return name in self.functions
 
-    def with_function(self, name: str, fn: Function) -> "Module":
+    def with_function(self, name: str, fn: Function) -> Module:
         """A module with function ``name`` added or replaced (others shared)."""
         if self.functions.get(name) is fn:
             return self
         return Module({**self.functions, name: fn}, self.attrs)
 
-    def without_function(self, name: str) -> "Module":
+    def without_function(self, name: str) -> Module:
         """A module without function ``name``."""
         return Module({k: v for k, v in self.functions.items() if k != name}, self.attrs)
 
@@ -580,7 +580,7 @@ def function_constants(fn: Function) -> list[Constant]:
     return out
 
 
-def call(op: str, *args: Expr, prov: Optional[Provenance] = None, name=None, **attrs) -> Call:
+def call(op: str, *args: Expr, prov: Provenance | None = None, name=None, **attrs) -> Call:
     """Shorthand: ``call("add", x, y)``, ``call("sum", x, axes=[1])``."""
     return Call(op, args, attrs, prov=prov, name=name)
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any
 
 import numpy as np
 
@@ -119,7 +120,7 @@ _FLOAT_WORDS = {"nan": float("nan"), "inf": float("inf")}
 class Parser:
     """Recursive-descent parser over the token list."""
 
-    def __init__(self, text: str, params: Optional[Mapping[str, np.ndarray]] = None):
+    def __init__(self, text: str, params: Mapping[str, np.ndarray] | None = None):
         self.text = text
         self.lines = text.split("\n")
         self.tokens = tokenize(text)
@@ -147,7 +148,7 @@ class Parser:
     def peek(self, offset: int = 1) -> Token:
         return self.tokens[min(self.pos + offset, len(self.tokens) - 1)]
 
-    def error(self, message: str, tok: Optional[Token] = None) -> ParseError:
+    def error(self, message: str, tok: Token | None = None) -> ParseError:
         tok = tok or self.tok
         src = self.lines[tok.line - 1] if 0 < tok.line <= len(self.lines) else ""
         return ParseError(message, tok.line, tok.col, src)
@@ -167,7 +168,7 @@ class Parser:
         t = self.tok
         return t.kind == kind and (value is None or t.value == value)
 
-    def accept(self, kind: str, value: Any = None) -> Optional[Token]:
+    def accept(self, kind: str, value: Any = None) -> Token | None:
         if self.at(kind, value):
             return self.next()
         return None
@@ -338,7 +339,7 @@ class Parser:
             return self.parse_dim_expr_signed()
         raise self.error(f"expected an attribute value, found {self._describe(tok)}")
 
-    def parse_loc(self) -> Optional[Provenance]:
+    def parse_loc(self) -> Provenance | None:
         if not (self.at("ident", "loc") and self.peek().kind == "punct" and self.peek().value == "("):
             return None
         start = self.next()
@@ -618,7 +619,7 @@ def _dim_binop(op: str, a: Dim, b: Dim) -> Dim:
 
 
 def parse(
-    text: str, params: Optional[Mapping[str, np.ndarray]] = None, verify: bool = True
+    text: str, params: Mapping[str, np.ndarray] | None = None, verify: bool = True
 ) -> Module:
     """Parse a module from the text format. ``params`` gives values of weights the text
     declares without values. With ``verify`` (the default) the verifier checks the result."""

@@ -23,10 +23,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
-
 
 from compiler.ir.nodes import (
     Block,
@@ -55,7 +54,7 @@ def format_weight_name(name: str) -> str:
     return f"${name}" if _SIMPLE_NAME.match(name) else f"${json.dumps(name)}"
 
 
-def format_scalar(value: Any, dtype: Optional[np.dtype] = None) -> str:
+def format_scalar(value: Any, dtype: np.dtype | None = None) -> str:
     """One element as text: shortest round-tripping repr for its dtype."""
     if isinstance(value, (bool, np.bool_)):
         return "true" if value else "false"
@@ -158,7 +157,7 @@ class Printer:
         return "%" + self.name_of(node)
 
     # ----- printing ---------------------------------------------------------------------
-    def _emit(self, text: str, node: Optional[Expr] = None) -> None:
+    def _emit(self, text: str, node: Expr | None = None) -> None:
         if node is not None:
             self.node_lines[id(node)] = len(self.lines)
         self.lines.append(text)

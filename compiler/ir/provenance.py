@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Optional
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,14 +15,14 @@ class Provenance:
     created the node (None for nodes made by a frontend or the parser).
     """
 
-    framework: Optional[str] = None
-    module_path: Optional[str] = None
-    source_op: Optional[str] = None
-    source_node: Optional[str] = None
-    location: Optional[str] = None
-    pass_name: Optional[str] = None
+    framework: str | None = None
+    module_path: str | None = None
+    source_op: str | None = None
+    source_node: str | None = None
+    location: str | None = None
+    pass_name: str | None = None
 
-    def with_pass(self, pass_name: Optional[str]) -> "Provenance":
+    def with_pass(self, pass_name: str | None) -> Provenance:
         """The same provenance, marked as created by ``pass_name``."""
         if pass_name == self.pass_name:
             return self
@@ -43,7 +42,7 @@ class Provenance:
         ]
 
     @staticmethod
-    def from_items(items: dict[str, str]) -> "Provenance":
+    def from_items(items: dict[str, str]) -> Provenance:
         """Build from text-format keys (``module``, ``op``, ``node``, ``file``, ...)."""
         unknown = set(items) - set(_FIELD_OF)
         if unknown:

@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 
-
-from compiler.ir.types import is_float_dtype
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -29,6 +27,7 @@ from compiler.ir.nodes import (
     TupleGetItem,
     Var,
 )
+from compiler.ir.types import is_float_dtype
 
 
 class _ConstKey:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
-from typing import Iterable, Optional, Union
 
 import numpy as np
 
@@ -59,7 +59,7 @@ class DType(Enum):
         return self in (DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8)
 
     @staticmethod
-    def of(value: Union[str, "DType", np.dtype, type]) -> "DType":
+    def of(value: str | DType | np.dtype | type) -> DType:
         """The DType for a name (``float32`` or ``f32``), a numpy dtype or a DType."""
         if isinstance(value, DType):
             return value
@@ -101,7 +101,7 @@ class TensorType(Type):
 
     __slots__ = ("shape", "dtype", "_hash")
 
-    def __init__(self, shape: Optional[Iterable[Dim]], dtype: Union[DType, str]):
+    def __init__(self, shape: Iterable[Dim] | None, dtype: DType | str):
         dtype = DType.of(dtype)
         if shape is not None:
             shape = tuple(int(d) if isinstance(d, (np.integer,)) else d for d in shape)
@@ -113,7 +113,7 @@ class TensorType(Type):
         object.__setattr__(self, "_hash", hash(("tensor", shape, dtype)))
 
     @property
-    def ndim(self) -> Optional[int]:
+    def ndim(self) -> int | None:
         """The rank, or None when unknown."""
         return None if self.shape is None else len(self.shape)
 
@@ -123,7 +123,7 @@ class TensorType(Type):
         return self.shape is not None and all(isinstance(d, int) for d in self.shape)
 
     @property
-    def numel(self) -> Optional[Dim]:
+    def numel(self) -> Dim | None:
         """Number of elements (an int, an expression, ANY) or None for unknown rank."""
         if self.shape is None:
             return None
@@ -133,16 +133,16 @@ class TensorType(Type):
         return n
 
     @property
-    def nbytes(self) -> Optional[int]:
+    def nbytes(self) -> int | None:
         """Bytes of a value of this type when static, else None."""
         n = self.numel
         return n * self.dtype.itemsize if isinstance(n, int) else None
 
-    def with_shape(self, shape) -> "TensorType":
+    def with_shape(self, shape) -> TensorType:
         """The same dtype with another shape."""
         return TensorType(shape, self.dtype)
 
-    def with_dtype(self, dtype) -> "TensorType":
+    def with_dtype(self, dtype) -> TensorType:
         """The same shape with another dtype."""
         return TensorType(self.shape, dtype)
 
@@ -233,7 +233,7 @@ def type_of_array(value: np.ndarray) -> TensorType:
     return TensorType(value.shape, DType.of(value.dtype))
 
 
-def shape_matches(annotated: Optional[tuple], actual: tuple, env: dict) -> bool:
+def shape_matches(annotated: tuple | None, actual: tuple, env: dict) -> bool:
     """Whether a concrete shape fits an annotated one, binding unbound symbols in ``env``."""
     if annotated is None:
         return True

@@ -21,10 +21,10 @@ Invariants checked, per function:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
+from compiler.ir.attrs import TypeInferenceError
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -40,7 +40,6 @@ from compiler.ir.nodes import (
 )
 from compiler.ir.symbolic import ANY, dims_equal
 from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, join_types
-from compiler.ir.attrs import TypeInferenceError
 
 
 @dataclass
@@ -50,7 +49,7 @@ class Problem:
 
     function: str
     message: str
-    node: Optional[Node] = None
+    node: Node | None = None
 
     def __str__(self) -> str:
         return f"@{self.function}: {self.message}"
@@ -85,7 +84,7 @@ def _covers(annotated: Type, actual: Type) -> bool:
 
 class _Checker:
     def __init__(
-        self, module: Optional[Module], name: str, fn: Function, weights: Optional[dict] = None
+        self, module: Module | None, name: str, fn: Function, weights: dict | None = None
     ):
         self.module, self.name, self.fn = module, name, fn
         self.problems: list[Problem] = []
@@ -105,7 +104,7 @@ class _Checker:
             self._printer.function(self.name, self.fn)
         return "%" + self._printer.name_of(node)
 
-    def problem(self, message: str, node: Optional[Node] = None) -> None:
+    def problem(self, message: str, node: Node | None = None) -> None:
         self.problems.append(Problem(self.name, message, node))
 
     def check_weight(self, const: Constant, user: Node) -> None:

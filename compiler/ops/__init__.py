@@ -3,7 +3,6 @@
 import importlib as _importlib
 import pkgutil as _pkgutil
 
-
 from compiler.ops.registry import (
     ANCHOR,
     BROADCAST,

@@ -4,7 +4,6 @@ logical ops, where, cast, clip."""
 from __future__ import annotations
 
 import numpy as np
-
 from scipy import special
 
 from compiler.ir.types import DType, TensorType, is_float_dtype

@@ -30,7 +30,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-
 from compiler.ir.symbolic import (
     ANY,
     Dim,

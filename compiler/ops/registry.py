@@ -4,8 +4,9 @@ numpy reference implementation and fusion pattern."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -150,7 +151,7 @@ def define_op(
     inputs: Sequence[str],
     infer: Callable[[list[Type], Attrs], Type],
     compute: Callable[[list[np.ndarray], Attrs], Any],
-    attrs: Optional[Mapping[str, AttrSpec]] = None,
+    attrs: Mapping[str, AttrSpec] | None = None,
     pattern: str = OPAQUE,
     doc: str = "",
 ) -> OpDef:

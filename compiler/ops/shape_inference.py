@@ -3,7 +3,7 @@ broadcasting, axis normalisation. Each raises TypeInferenceError with a plain me
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_str, dims_equal
 from compiler.ir.types import DType, TensorType, Type
@@ -42,7 +42,7 @@ def broadcast_dim(a: Dim, b: Dim) -> Dim:
     raise TypeInferenceError(f"cannot broadcast dimension {dim_str(a)} with {dim_str(b)}")
 
 
-def broadcast_shapes(*shapes: Optional[tuple]) -> Optional[tuple]:
+def broadcast_shapes(*shapes: tuple | None) -> tuple | None:
     """Numpy broadcasting of shapes with symbolic dims (None = unknown rank -> None)."""
     if any(s is None for s in shapes):
         return None

@@ -4,6 +4,7 @@
 a PassResult with ``.module`` and ``.snapshots`` (one per pass application, nested included).
 """
 
+from compiler.passes import library  # noqa: F401  (registers the passes and pipelines)
 from compiler.passes.manager import (
     Instrument,
     Pass,
@@ -27,7 +28,6 @@ from compiler.passes.pipeline import (
     parse_pass,
     register_pipeline,
 )
-from compiler.passes import library  # noqa: F401  (registers the passes and pipelines)
 
 __all__ = [
     "Instrument",

@@ -4,7 +4,7 @@ readers see the real producer (TVM Relax's CanonicalizeBindings, for our DAG IR)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import ClassVar
 
 from compiler.ir.nodes import Call, Expr, Module, Tuple, TupleGetItem
 from compiler.ir.types import TensorType
@@ -12,7 +12,7 @@ from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
 
 
-def _forwarded(node: Expr) -> Optional[Expr]:
+def _forwarded(node: Expr) -> Expr | None:
     if isinstance(node, TupleGetItem) and isinstance(node.tuple_value, Tuple):
         return node.tuple_value.fields[node.index]  # (a, b)[0] -> a
     if isinstance(node, Tuple) and node.fields:

@@ -4,7 +4,7 @@ and replace it by a new named constant. Folding never compiles anything."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import ClassVar
 
 import numpy as np
 
@@ -42,7 +42,7 @@ class ConstantNamer:
         return name
 
 
-def fold_call(node: Call) -> Optional[np.ndarray]:
+def fold_call(node: Call) -> np.ndarray | None:
     """The value of a call whose arguments are all constants, or None if it cannot fold."""
     if node.op in NOT_FOLDABLE or not all(isinstance(a, Constant) for a in node.args):
         return None
@@ -64,7 +64,7 @@ class FoldConstant(Pass):
     def transform(self, module: Module, ctx: PassContext) -> Module:
         namer = ConstantNamer(module)
 
-        def rule(node: Expr) -> Optional[Expr]:
+        def rule(node: Expr) -> Expr | None:
             if isinstance(node, Call):
                 value = fold_call(node)
                 if value is None:

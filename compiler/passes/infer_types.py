@@ -4,7 +4,7 @@ so a module whose annotations drifted (or were written wrong) gets consistent ty
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import ClassVar
 
 from compiler.ir.nodes import Call, Expr, FuncCall, If, Module
 from compiler.ir.types import join_types
@@ -13,7 +13,7 @@ from compiler.passes.rewrite import rewrite_module
 
 
 def _retype(module: Module):
-    def rule(node: Expr) -> Optional[Expr]:
+    def rule(node: Expr) -> Expr | None:
         if isinstance(node, Call):
             inferred = node.inferred_type()
             return None if inferred == node.ty else node.replace(ty=inferred)

@@ -13,8 +13,9 @@ import dataclasses
 import difflib
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar
 
 from compiler.ir.nodes import Expr, Module
 from compiler.passes import rewrite
@@ -23,7 +24,7 @@ from compiler.passes import rewrite
 class PassError(Exception):
     """A pass cannot transform the module; ``node`` is the binding it failed on, if known."""
 
-    def __init__(self, message: str, node: Optional[Expr] = None):
+    def __init__(self, message: str, node: Expr | None = None):
         super().__init__(message)
         self.node = node
 
@@ -40,7 +41,7 @@ class Pass:
 
     name: ClassVar[str] = ""
 
-    def transform(self, module: Module, ctx: "PassContext") -> Module:
+    def transform(self, module: Module, ctx: PassContext) -> Module:
         """Return the transformed module (the same object when nothing changes)."""
         raise NotImplementedError
 
@@ -116,7 +117,7 @@ class Sequential(Pass):
     passes: tuple = ()
     label: str = ""
 
-    def transform(self, module: Module, ctx: "PassContext") -> Module:
+    def transform(self, module: Module, ctx: PassContext) -> Module:
         for p in self.passes:
             module = ctx.apply(p, module)
         return module
@@ -133,7 +134,7 @@ class Sequential(Pass):
 class Instrument:
     """Hooks around every pass application (nested ones included)."""
 
-    def enter(self, ctx: "PassContext") -> None:
+    def enter(self, ctx: PassContext) -> None:
         """Called once when the context starts running."""
 
     def before(self, p: Pass, module: Module, depth: int) -> None:
@@ -163,14 +164,14 @@ class Snapshot:
     spec: str
     options: dict
     depth: int
-    parent: Optional[int]
+    parent: int | None
     before: Module
-    module: Optional[Module] = None
+    module: Module | None = None
     seconds: float = 0.0
-    error: Optional[BaseException] = None
+    error: BaseException | None = None
     traceback: str = ""
-    failed_function: Optional[str] = None
-    failed_node: Optional[Expr] = None
+    failed_function: str | None = None
+    failed_node: Expr | None = None
     children: list[int] = field(default_factory=list)
 
     @property
@@ -253,7 +254,7 @@ class VerifyAfterEach(Instrument):
 class PassContext:
     """Runs passes with instruments; ``PassContext.current()`` is the innermost active one."""
 
-    _stack: ClassVar[list["PassContext"]] = []
+    _stack: ClassVar[list[PassContext]] = []
 
     def __init__(self, instruments: Sequence[Instrument] = ()):
         self.instruments = list(instruments)
@@ -261,11 +262,11 @@ class PassContext:
         self.applied: list[str] = []
 
     @classmethod
-    def current(cls) -> "PassContext":
+    def current(cls) -> PassContext:
         """The active context, or a fresh one without instruments."""
         return cls._stack[-1] if cls._stack else PassContext()
 
-    def __enter__(self) -> "PassContext":
+    def __enter__(self) -> PassContext:
         PassContext._stack.append(self)
         for inst in self.instruments:
             inst.enter(self)
@@ -326,7 +327,7 @@ class PassResult:
     module: Module
     snapshots: list[Snapshot]
     pipeline: Sequential
-    failure: Optional[Snapshot] = None
+    failure: Snapshot | None = None
 
     @property
     def ok(self) -> bool:

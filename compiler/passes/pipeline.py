@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from compiler.ir.types import DType
 from compiler.passes.manager import Pass, Sequential, get_pass_class

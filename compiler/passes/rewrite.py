@@ -10,7 +10,7 @@ the replacing node inherits its name hint, so the explorer can match nodes acros
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from compiler.ir.nodes import (
     Block,
@@ -29,14 +29,14 @@ from compiler.ir.nodes import (
 )
 from compiler.ir.provenance import Provenance
 
-Rule = Callable[[Expr], Optional[Expr]]
+Rule = Callable[[Expr], Expr | None]
 
 
 class _Progress:
     """Which function and binding the current pass is working on (shown when a pass fails)."""
 
-    function: Optional[str] = None
-    node: Optional[Expr] = None
+    function: str | None = None
+    node: Expr | None = None
 
 
 progress = _Progress()
@@ -62,7 +62,7 @@ def remap_operands(node: Expr, mapping: dict[int, Expr]) -> Expr:
 
 
 def with_provenance(
-    expr: Expr, prov: Provenance, known: set[int], name: Optional[str] = None
+    expr: Expr, prov: Provenance, known: set[int], name: str | None = None
 ) -> Expr:
     """Give every fresh node of ``expr`` (not in ``known``) lacking provenance ``prov``;
     the root gets ``name`` as its hint if it has none. Returns the rebuilt expression."""
@@ -90,7 +90,7 @@ def with_provenance(
 class Rewriter:
     """Applies a rule to every binding of a function (entering If branches)."""
 
-    def __init__(self, rule: Rule, pass_name: Optional[str] = None, function: str = "main"):
+    def __init__(self, rule: Rule, pass_name: str | None = None, function: str = "main"):
         self.rule = rule
         self.pass_name = pass_name
         self.function = function
@@ -165,13 +165,13 @@ class Rewriter:
 
 
 def rewrite_function(
-    fn: Function, rule: Rule, pass_name: Optional[str] = None, function: str = "main"
+    fn: Function, rule: Rule, pass_name: str | None = None, function: str = "main"
 ) -> Function:
     """Apply ``rule`` to every binding of ``fn``; returns ``fn`` itself when nothing changes."""
     return Rewriter(rule, pass_name, function).run(fn)
 
 
-def rewrite_module(module, rule_for: Callable[[str, Function], Optional[Rule]], pass_name=None):
+def rewrite_module(module, rule_for: Callable[[str, Function], Rule | None], pass_name=None):
     """Rewrite every function with the rule ``rule_for(name, fn)`` gives (None skips it)."""
     functions = {}
     for name, fn in module.functions.items():

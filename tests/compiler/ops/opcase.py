@@ -7,8 +7,9 @@ Each op family has a ``cases_<family>.py`` module with ``CASES: list[OpCase]``;
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,8 +30,8 @@ class OpCase:
     op: str
     inputs: Sequence[np.ndarray]
     attrs: dict = field(default_factory=dict)
-    reference: Optional[Callable[..., Any]] = None
-    expected: Optional[Any] = None
+    reference: Callable[..., Any] | None = None
+    expected: Any | None = None
     rtol: float = 1e-5
     atol: float = 1e-6
     const_inputs: tuple[int, ...] = ()

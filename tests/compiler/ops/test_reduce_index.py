@@ -13,7 +13,6 @@ import compiler.ops.reduce  # noqa: F401
 from compiler.interpret import InterpretError, run
 from compiler.ir import ANY, Function, IRError, Module, TensorType, TupleType, Var, call, sym
 from compiler.ops import INJECTIVE, OPAQUE, REDUCE, get_op
-from tests.compiler.ops import cases_elementwise, opcase
 
 
 def T(dtype: str, *dims) -> TensorType:
