@@ -25,6 +25,7 @@ from compiler.ir.nodes import (
     Tuple,
     TupleGetItem,
     Var,
+    children,
     get_op,
 )
 from compiler.ir.symbolic import ANY, SymExpr
@@ -50,6 +51,40 @@ class ValueCache:
         self.values: dict[Expr, Any] = {}
         self.hits = 0
         self.misses = 0
+        # a call of another function -> the functions its value was computed with (the callee
+        # and all it calls): a pass may change a callee while the call node stays the same
+        self.callees: dict[Expr, tuple] = {}
+
+    def drop_stale_calls(self, module: Module, fn: Function) -> None:
+        """Forget the values of calls in ``fn`` whose callee (or anything it calls) is not the
+        function their value was computed with, and of everything that depends on them."""
+        if not self.callees:
+            return
+        closures: dict[str, tuple] = {}
+        stale: set[int] = set()
+
+        def visit(bindings: Sequence[Expr]) -> None:
+            for node in bindings:
+                if isinstance(node, If):
+                    visit(node.then_branch.bindings)
+                    visit(node.else_branch.bindings)
+                if node not in self.values:
+                    continue
+                bad = any(id(c) in stale for c in children(node))
+                if not bad and isinstance(node, FuncCall):
+                    if node.func not in closures:
+                        closures[node.func] = callee_closure(module, node.func)
+                    old = self.callees.get(node)
+                    new = closures[node.func]
+                    bad = old is None or len(old) != len(new) or any(
+                        a[0] != b[0] or a[1] is not b[1] for a, b in zip(old, new)
+                    )
+                if bad:
+                    stale.add(id(node))
+                    del self.values[node]
+                    self.callees.pop(node, None)
+
+        visit(fn.bindings)
 
     def __len__(self) -> int:
         return len(self.values)
@@ -181,6 +216,19 @@ def _value_desc(value: Any) -> str:
     return f"{value.dtype} array of shape {tuple(value.shape)}"
 
 
+def callee_closure(module: Module, fname: str) -> tuple:
+    """``(name, Function)`` of ``fname`` and every function it calls, directly or not."""
+    seen: dict[str, Function] = {}
+    stack = [fname]
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in module.functions:
+            continue
+        seen[name] = module.functions[name]
+        stack.extend(n.func for n in seen[name].iter_nodes() if isinstance(n, FuncCall))
+    return tuple(sorted(seen.items(), key=lambda kv: kv[0]))
+
+
 class CallMemo:
     """Hooks around each op call of an evaluation (see ``evaluate(memo=)``): ``lookup`` may
     give the value of a call from its argument values without running the op; ``record``
@@ -204,7 +252,9 @@ class _Evaluator:
         env: dict,
         check_types: bool,
         memo: CallMemo | None = None,
+        cache: ValueCache | None = None,
     ):
+        self.cache = cache
         self.module = module
         self.values = values
         self.env = env
@@ -273,6 +323,8 @@ class _Evaluator:
             sub = evaluate(
                 self.module, args, function=node.func, check_types=self.check_types, memo=self.memo
             )
+            if self.cache is not None:
+                self.cache.callees[node] = callee_closure(self.module, node.func)
             self.mismatches.extend(sub.mismatches)
             out = sub.outputs
             return out if isinstance(self.module[node.func].output.ty, TupleType) else out[0]
@@ -367,7 +419,9 @@ def evaluate(
             cache.bind(p, arr)
     else:
         values.update(zip(params, arrays))
-    ev = _Evaluator(mod, values, env, check_types, memo)
+    if cache is not None and mod is not None:
+        cache.drop_stale_calls(mod, fn)
+    ev = _Evaluator(mod, values, env, check_types, memo, cache)
     ev.run_bindings(fn.bindings)
     if cache is not None:
         cache.hits += ev.cache_hits

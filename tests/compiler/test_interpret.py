@@ -159,6 +159,42 @@ def test_a_cache_is_for_one_set_of_inputs(mod):
         evaluate(mod, [X, np.array(False)], cache=cache)
 
 
+def test_a_call_whose_callee_changed_is_computed_again_with_all_that_depends_on_it():
+    """A pass may change @f while @main (and its call node) stay the same objects: the cached
+    value of the call, and of everything after it, must not be reused."""
+    from compiler.ir import parse
+
+    text = """
+def @f(%a: f32[3]) -> f32[3] {
+  %e: f32[3] = exp(%a)
+  return %e
+}
+
+def @g(%a: f32[3]) -> f32[3] {
+  %r: f32[3] = call @f(%a)
+  return %r
+}
+
+def @main(%x: f32[3]) -> f32[3] {
+  %y: f32[3] = call @g(%x)
+  %z: f32[3] = neg(%y)
+  return %z
+}
+"""
+    before = parse(text)
+    tanh = parse(text.replace("exp(%a)", "tanh(%a)"))
+    after = before.with_function("f", tanh.functions["f"])  # @main and @g are the same objects
+    assert after.main is before.main and after.functions["g"] is before.functions["g"]
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    cache = ValueCache()
+    first = evaluate(before, [x], cache=cache)
+    second = evaluate(after, [x], cache=cache)
+    np.testing.assert_allclose(first.outputs[0], -np.exp(x), rtol=1e-6)
+    np.testing.assert_allclose(second.outputs[0], -np.tanh(x), rtol=1e-6)
+    third = evaluate(after, [x], cache=cache)  # unchanged since: all reused
+    assert third.outputs[0] is second.outputs[0]
+
+
 def test_without_a_cache_nothing_is_reused(mod):
     a = evaluate(mod, [X, np.array(True)])
     b = evaluate(mod, [X, np.array(True)])
