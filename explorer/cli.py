@@ -2,7 +2,7 @@
 
     passlens explore MODEL [--pipeline SPEC] [--check] [--html OUT] [--save OUT.passlens]
     passlens show TRACE.passlens [--step N [--view NAME]] [--diff N]
-    passlens serve TRACE.passlens [--port P]
+    passlens serve TRACE.passlens [--port P] [--open]
     passlens demo
 
 ``explore`` imports MODEL, runs the pipeline (default: ``default``) with every pass recorded
@@ -24,8 +24,9 @@ step, ``--html`` writes a self-contained report and ``--save`` the trace. MODEL 
 
 ``show`` prints a saved trace's summary; with ``--step N`` that step's IR text instead (N is
 an index or a pass name; ``--view "loop IR"``, ``"LLVM IR"`` or ``assembly`` for the backend's
-texts of a step after legalize-ops or codegen), with ``--diff N`` what that step changed. ``serve`` opens the Panel
-app on a saved trace, ``demo`` runs the bundled demo.
+texts of a step after legalize-ops or codegen), with ``--diff N`` what that step changed.
+``serve`` serves the Panel app on a saved trace on localhost (prints the URL, serves until
+Ctrl-C; ``--port 0`` picks a free port), ``demo`` runs the bundled demo.
 
 Exit codes: 0 when all went well; 1 when there are findings (a pass failed, or ``--check``
 found problems); 2 when the command could not run (a missing or unreadable file, a bad
@@ -108,9 +109,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--diff", metavar="N", help="print what step N changed")
 
-    p = sub.add_parser("serve", help="open a saved trace in the Panel app")
+    p = sub.add_parser(
+        "serve",
+        help="open a saved trace in the Panel app",
+        description="Serve the Panel app on a saved trace on localhost: print its URL and "
+        "serve until Ctrl-C.",
+    )
     p.add_argument("trace", metavar="TRACE", help="a .passlens file")
-    p.add_argument("--port", type=int, default=5006, help="port (default: %(default)s)")
+    p.add_argument(
+        "--port", type=int, default=5006, help="port, 0 for a free one (default: %(default)s)"
+    )
+    p.add_argument("--open", action="store_true", help="open the app in a web browser")
 
     sub.add_parser("demo", help="run the bundled demo")
     return parser
@@ -362,7 +371,9 @@ def _serve(args: argparse.Namespace) -> int:
         from widgets.app import serve
     except ImportError as e:
         raise CLIError(_missing_feature("serve", e, ("widgets.app", "widgets", "panel"))) from None
-    serve(trace, port=args.port)
+    if not 0 <= args.port <= 65535:
+        raise CLIError(f"bad port {args.port}: use 0 (a free port) to 65535")
+    serve(trace, port=args.port, show=args.open)  # prints the URL, serves until Ctrl-C
     return EXIT_OK
 
 

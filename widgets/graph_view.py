@@ -13,7 +13,7 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from widgets import render
+from widgets import render, views
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -45,9 +45,10 @@ class GraphView(anywidget.AnyWidget):
         self._draw()
 
     def _draw(self) -> None:
-        state = frozenset(self.collapsed)
-        self.details = render.node_details(self.step, self.baseline, state, self.max_boxes)
-        self.svg = render.graph_svg(self.step, self.baseline, state, self.max_boxes)
+        svg, self.details = views.graph_state(
+            self.step, self.baseline, self.collapsed, self.max_boxes
+        )
+        self.svg = svg
         if self.selected and self.selected not in self.details:
             self.selected = ""
 

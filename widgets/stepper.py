@@ -14,10 +14,9 @@ import html
 import ipywidgets as w
 import traitlets
 
-from widgets import render
+from widgets import render, views
 from widgets.graph_view import GraphView
-
-TABS = ("graph", "IR diff", "params", "shapes", "numerics")
+from widgets.views import TABS
 
 _GRAPH_BOX = (
     "<div class='pl-stepper-graph' style='overflow:auto;max-height:70vh;border:1px solid #eee'>"
@@ -72,7 +71,7 @@ class PassStepper(w.VBox):
         w.link((self.hide_box, "value"), (self, "hide_unchanged"))
         self.timeline.observe(self._on_pick, "value")
         self.tabs.observe(self._on_tab, "selected_index")
-        start = trace.failure.index if trace.failure is not None else 0
+        start = views.start_index(trace)
         self._fill_timeline()
         if start != self.index:
             self.index = start
@@ -88,23 +87,19 @@ class PassStepper(w.VBox):
     @property
     def visible(self) -> list[int]:
         """Indices of the steps the timeline lists."""
-        return [
-            s.index
-            for s in self.trace.steps
-            if not (self.hide_unchanged and s.status == "unchanged")
-        ]
+        return views.visible_steps(self.trace, self.hide_unchanged)
 
     def next(self) -> None:
         """Go to the next listed step."""
-        later = [i for i in self.visible if i > self.index]
-        if later:
-            self.index = later[0]
+        i = views.next_index(self.visible, self.index)
+        if i is not None:
+            self.index = i
 
     def prev(self) -> None:
         """Go to the previous listed step."""
-        earlier = [i for i in self.visible if i < self.index]
-        if earlier:
-            self.index = earlier[-1]
+        i = views.prev_index(self.visible, self.index)
+        if i is not None:
+            self.index = i
 
     @traitlets.validate("index")
     def _valid_index(self, proposal):
@@ -120,18 +115,11 @@ class PassStepper(w.VBox):
     @traitlets.observe("hide_unchanged")
     def _on_hide(self, change) -> None:
         self._fill_timeline()
-        if self.index not in self.visible:
-            later = [i for i in self.visible if i > self.index]
-            earlier = [i for i in self.visible if i < self.index]
-            if later or earlier:
-                self.index = (later or earlier[::-1])[0]
+        self.index = views.nearest_index(self.visible, self.index)
 
     # ----- rendering ----------------------------------------------------------------------
     def _label(self, i: int) -> str:
-        r = self._rows[i]
-        findings = len(render.problems_of(self.report, self.trace.steps[i]))
-        badges = " · ".join(t for _c, t in render.step_badges(r, findings))
-        return f"{'  ' * r['depth']}#{i} {r['pass']} · {badges}".replace("  ", "\u2003")
+        return views.timeline_label(self.trace, self._rows[i], self.report)
 
     def _fill_timeline(self) -> None:
         self.timeline.unobserve(self._on_pick, "value")
@@ -151,23 +139,10 @@ class PassStepper(w.VBox):
             self.timeline.unobserve(self._on_pick, "value")
             self.timeline.value = self.index
             self.timeline.observe(self._on_pick, "value")
-        s, prev = self.step, self.step.previous
-        r = self._rows[s.index]
-        head = render.esc(render.step_diff(prev, s).headline()) if prev is not None else ""
-        error = ""
-        if s.failed:
-            where = f" in @{s.failed_function}" if s.failed_function else ""
-            error = (
-                f"<div style='color:#b71c1c'><b>{render.esc(type(s.error).__name__)}"
-                f"{where}</b>: {render.esc(s.error)}</div>"
-            )
-        self.header.value = (
-            f"<div style='font:13px sans-serif'><b>#{s.index} {render.esc(s.name)}</b> "
-            f"{render.badges_html(render.step_badges(r))}<br><span style='color:#555'>{head}"
-            f"</span>{error}</div>"
-        )
-        self.prev_button.disabled = not any(i < s.index for i in self.visible)
-        self.next_button.disabled = not any(i > s.index for i in self.visible)
+        s = self.step
+        self.header.value = views.header_html(s, self._rows[s.index], self.report)
+        self.prev_button.disabled = views.prev_index(self.visible, s.index) is None
+        self.next_button.disabled = views.next_index(self.visible, s.index) is None
         self._rendered = set()
         self._render_tab(TABS[self.tabs.selected_index or 0])
 
@@ -188,18 +163,8 @@ class PassStepper(w.VBox):
             self.after_view.value = _GRAPH_BOX.format(
                 title=title, svg=render.graph_svg(s, prev, None, self.max_boxes)
             )
-        elif tab == "IR diff":
-            self.panes[tab].value = (
-                render.text_diff_html(render.step_diff(prev, s), mode="side-by-side")
-                if prev is not None
-                else render.ir_text_html(s)
-            )
-        elif tab == "params":
-            self.panes[tab].value = render.param_table_html(s, prev)
-        elif tab == "shapes":
-            self.panes[tab].value = render.shape_table_html(s, self.report)
-        elif tab == "numerics":
-            self.panes[tab].value = render.numerics_table_html(s, self.report)
+        else:
+            self.panes[tab].value = views.tab_html(s, tab, self.report)
 
     def graph_view(self) -> GraphView:
         """An interactive graph of the current step against its previous one."""

@@ -1,0 +1,200 @@
+"""The Panel app driven through its state (no browser), ``serve`` and ``passlens serve``."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import explorer
+from explorer.cli import main
+from widgets import views
+from widgets.app import GraphPane, PassApp, build_app, serve
+
+ROOT = Path(__file__).parents[2]
+
+
+def test_build_app_returns_a_layout_holding_the_app(mlp_trace):
+    import panel as pn
+
+    layout = build_app(mlp_trace)
+    assert isinstance(layout, pn.layout.Panel) and isinstance(layout.passlens_app, PassApp)
+    app = layout.passlens_app
+    assert app.index == 0 and app.tab == "graph" and repr(app) == "<PassApp step 0/9: module>"
+    assert "#0 module" in app.header.object
+
+
+def test_next_prev_and_the_timeline(mlp_trace):
+    app = PassApp(mlp_trace)
+    labels = {v: k for k, v in app.timeline.options.items()}
+    assert labels[5].startswith("\u2003#5 decompose-ops · changed · +6 nodes · ")
+    assert app.prev_button.disabled and not app.next_button.disabled
+    app.next()
+    assert app.index == 1 and app.timeline.value == 1 and "#1 default" in app.header.object
+    app.next_button.clicks += 1  # what a click in the browser does
+    assert app.index == 2 and not app.prev_button.disabled
+    app.prev()
+    app.prev()
+    app.prev()  # nothing before the first step
+    assert app.index == 0
+    app.timeline.value = 6  # picking a step in the timeline
+    assert app.index == 6 and "#6 fold-constant" in app.header.object
+    app.index = len(mlp_trace) - 1
+    assert app.next_button.disabled
+    with pytest.raises(IndexError):
+        app.index = len(mlp_trace)
+
+
+def test_hide_unchanged(mlp_trace):
+    app = PassApp(mlp_trace)
+    app.index = 2  # infer-types, unchanged
+    app.hide_unchanged = True
+    assert list(app.timeline.options.values()) == [0, 1, 5, 6, 8]
+    assert app.index == 5  # moved to the next listed step
+    app.next()
+    app.next()
+    app.next()
+    assert app.index == 8 and app.next_button.disabled
+    app.prev()
+    assert app.index == 6
+    app.hide_box.value = False
+    assert len(app.timeline.options) == len(mlp_trace) and app.index == 6
+
+
+def test_graphs_and_tabs_follow_the_step(mlp_trace):
+    app = PassApp(mlp_trace)
+    app.index = mlp_trace["fold-constant"].index
+    assert "pl_added" in app.after.svg and "pl_added" not in app.before.svg
+    assert "#5 decompose-ops" in app.before_title.object
+    assert app.panes["params"].object == ""  # rendered when shown
+    app.tab = "params"
+    assert "layers.0.weight transposed" in app.panes["params"].object
+    app.tab = "IR diff"
+    assert "pl-side-by-side" in app.panes["IR diff"].object
+    app.tab = "shapes"
+    assert "main/matmul" in app.panes["shapes"].object
+    app.tab = "numerics"
+    assert "trace.check" in app.panes["numerics"].object
+    app.tab = "params"
+    svg = app.after.svg
+    app.next()  # the shown tab follows the step; the graph waits until shown
+    assert "(was 940.6 kB, ±0 B)" in app.panes["params"].object
+    assert app.after.svg == svg
+    app.tab = "graph"
+    assert app.after.svg != svg and "pl_added" not in app.after.svg
+
+
+def test_selecting_a_node_and_expanding_a_group(convnext_trace, base_trace):
+    app = PassApp(convnext_trace)
+    app.index = convnext_trace["fold-constant"].index
+    assert app.selected_details == {}
+    app.after.selected = "main/conv2d"  # what a click in the browser syncs back
+    info = app.selected_details
+    assert info["op"] == "conv2d" and info["attrs"]["strides"] == "[4, 4]"
+    assert info["provenance"]["module"] == "features.0.0" and info["type"] == "f32[1, 8, 8, 8]"
+    app.next()
+    assert app.after.selected == "main/conv2d"  # still there in the next step's graph
+    # a large graph starts collapsed; a double-click on a group expands it
+    pane = GraphPane()
+    pane.show(base_trace[0])
+    assert pane.collapsed and len(pane.details) <= 300
+    group = next(k for k in pane.details if k.startswith("group:"))
+    pane.selected = group
+    assert pane.selected_details["kind"] == "group"
+    pane.expand(pane.details[group]["group"])
+    assert group not in pane.details and pane.selected == ""
+    assert pane.svg.count('class="node pl_node') == len(pane.details)
+
+
+def test_a_failed_trace_opens_on_the_failure(failed_trace):
+    app = PassApp(failed_trace)
+    assert app.index == failed_trace.failure.index
+    assert "AssertionError" in app.header.object and "pl_failed" in app.after.svg
+
+
+def test_a_check_report_adds_findings_and_numerics(checked_trace):
+    trace, report = checked_trace
+    app = PassApp(trace, report=report)
+    labels = list(app.timeline.options)
+    assert [("1 finding" in x) for x in labels] == [False, False, True, False, False]
+    app.index = 2
+    assert "diverged" in app.header.object
+    app.tab = "numerics"
+    assert "main/subtract" in app.panes["numerics"].object
+
+
+def test_shared_navigation():
+    visible = [0, 1, 5, 6, 8]
+    assert views.next_index(visible, 1) == 5 and views.next_index(visible, 8) is None
+    assert views.prev_index(visible, 5) == 1 and views.prev_index(visible, 0) is None
+    assert views.nearest_index(visible, 3) == 5 and views.nearest_index(visible, 9) == 8
+    assert views.nearest_index([], 3) == 3
+    with pytest.raises(ValueError, match="no tab"):
+        views.tab_html(None, "graph")
+
+
+def test_serve_in_a_thread(mlp_trace, tmp_path):
+    path = tmp_path / "t.passlens"
+    mlp_trace.save(path)
+    with serve(str(path), block=False) as srv:  # a saved trace, served on a free port
+        assert re.fullmatch(r"http://localhost:\d+/", srv.url) and srv.port > 0
+        page = urllib.request.urlopen(srv.url, timeout=30).read().decode()
+        assert "passlens: default" in page and "bokeh" in page
+        assert len(srv.apps) == 1 and srv.apps[0].trace.pipeline == "default"
+    assert not srv.thread.is_alive()
+
+
+def test_serve_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such trace file"):
+        serve(tmp_path / "missing.passlens", block=False)
+
+
+@pytest.mark.parametrize(
+    "name, content, fragment",
+    [
+        ("missing.passlens", None, "no such trace file"),
+        ("bad.passlens", b"not a zip", "not a passlens trace file"),
+    ],
+)
+def test_passlens_serve_errors(capsys, tmp_path, name, content, fragment):
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    assert main(["serve", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("passlens: error: ") and fragment in err and err.count("\n") == 1
+
+
+def test_passlens_serve_prints_the_url_and_stops_on_ctrl_c(mlp_trace, tmp_path):
+    path = tmp_path / "t.passlens"
+    mlp_trace.save(path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "explorer.cli", "serve", str(path), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    try:
+        line = proc.stdout.readline()
+        m = re.search(r"serving 9 steps at (http://localhost:\d+/) \(Ctrl-C to stop\)", line)
+        assert m, line + proc.stderr.read() if proc.poll() is not None else line
+        page = urllib.request.urlopen(m.group(1), timeout=30).read().decode()
+        assert "passlens: default" in page
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_explorer_serve_wraps_the_app(mlp_trace):
+    with explorer.serve(mlp_trace, block=False) as srv:
+        assert urllib.request.urlopen(srv.url, timeout=30).status == 200

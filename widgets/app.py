@@ -1,0 +1,460 @@
+"""The Panel app: a trace's views as a web app on localhost, for people outside Jupyter.
+
+    from widgets.app import build_app, serve
+    build_app(trace)                    # a Panel layout (show it in a notebook, or serve it)
+    serve(trace)                        # serve it on localhost until Ctrl-C (or `passlens serve`)
+    server = serve(trace, block=False)  # in a thread: server.url, server.stop()
+
+The same views as the Jupyter :class:`~widgets.stepper.PassStepper`: a timeline of steps with
+badges (changed, node delta, parameter-bytes delta, time, failed, findings), "hide unchanged
+passes", previous / next, the step's before / after graphs side by side, and tabs for the IR
+diff, parameters, shapes and numerics. Each graph is the anywidget GraphView's front end
+(``static/graph_view.js``) run as a Panel ESM component: pan, zoom, search, click a node for its
+details (op, attributes, types, provenance, parameter preview), double-click a group to expand
+it. State and navigation come from :mod:`widgets.views`, HTML from :mod:`widgets.render`.
+
+Nothing is loaded from the network: Panel serves its own scripts, and the components' code is
+plain ESM without imports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+
+import panel as pn
+import param
+from panel.custom import JSComponent
+from panel.io.server import get_server
+
+from widgets import render, views
+from widgets.views import TABS
+
+_STATIC = Path(__file__).parent / "static"
+
+_GV_EXPORT = "export default { render };"
+
+
+def _graph_esm() -> str:
+    """graph_view.js (written for anywidget's model API) under a shim of that API over a
+    Panel JSComponent model (``model.x``, ``model.x = v``, ``model.on("x", f)``)."""
+    source = (_STATIC / "graph_view.js").read_text()
+    if _GV_EXPORT not in source or "function render(" not in source:
+        raise RuntimeError("static/graph_view.js no longer ends with `export default { render };`")
+    source = source.replace(_GV_EXPORT, "").replace("function render(", "function gvRender(", 1)
+    return (
+        source
+        + """
+export function render({ model, el }) {
+  const local = {};
+  const shim = {
+    get: (k) => model[k],
+    set: (k, v) => { model[k] = v; (local[k] || []).forEach((f) => f()); },
+    on: (event, f) => {
+      const k = event.replace(/^change:/, "");
+      (local[k] = local[k] || []).push(f);
+      model.on(k, f);
+    },
+    save_changes: () => {},
+  };
+  gvRender({ model: shim, el });
+}
+"""
+    )
+
+
+class GraphPane(JSComponent):
+    """One step's graph in the app (diff-coloured against ``baseline``): the GraphView front
+    end. ``selected`` is the clicked node's data-node-id, ``collapsed`` the collapsed groups."""
+
+    svg = param.String(default="")
+    details = param.Dict(default={})
+    selected = param.String(default="")
+    query = param.String(default="")
+    collapsed = param.List(default=[], item_type=str)
+
+    _esm = _graph_esm()
+    _stylesheets = [
+        (_STATIC / "graph_view.css").read_text()
+        + ":host{display:block;width:100%}.pl-gv-body{height:560px}"
+        ".pl-gv-details{width:240px}"
+    ]
+
+    def __init__(self, max_boxes: int = render.MAX_BOXES, **params):
+        self._step = self._baseline = None
+        self.max_boxes = max_boxes
+        super().__init__(**params)
+
+    def show(self, step, baseline=None) -> None:
+        """Draw ``step`` (against ``baseline``) in its default view state."""
+        self._step, self._baseline = step, baseline
+        collapsed = sorted(render.default_collapsed(step, baseline, self.max_boxes))
+        if collapsed == self.collapsed:
+            self._draw()
+        else:
+            self.collapsed = collapsed  # draws
+
+    @param.depends("collapsed", watch=True)
+    def _draw(self) -> None:
+        if self._step is None:
+            return
+        svg, details = views.graph_state(self._step, self._baseline, self.collapsed, self.max_boxes)
+        if self.selected not in details:
+            self.selected = ""
+        self.param.update(details=details, svg=svg)
+
+    @property
+    def selected_details(self) -> dict:
+        """The details of the selected node (empty when nothing is selected)."""
+        return self.details.get(self.selected, {})
+
+    def expand(self, group: str) -> None:
+        """Show the nodes of a collapsed group (a module path, or ``@function``)."""
+        self.collapsed = [g for g in self.collapsed if g != group]
+
+
+_CSS = (
+    render.TABLE_CSS
+    + """
+.pl-ir{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;margin:0}
+.pl-ir .pl-failed-line{background:#ffcdd2;display:block}
+.pl-note{color:#666;font:13px sans-serif}
+"""
+)
+
+
+class PassApp:
+    """The app's state and widgets for one browser session (:func:`build_app` returns its
+    ``layout``). ``index`` is the current step; ``hide_unchanged``, ``tab`` and the graphs'
+    ``selected`` nodes are read from the widgets."""
+
+    def __init__(self, trace, report=None, max_boxes: int = render.MAX_BOXES, title: str = ""):
+        self.trace, self.report, self.max_boxes = trace, report, max_boxes
+        self._rows = {r["step"]: r for r in trace.summary()}
+        self._rendered: set[str] = set()
+        self._index = -1
+        self.timeline = pn.widgets.Select(
+            label="steps", options={}, size=min(24, max(8, len(trace))), width=380
+        )
+        self.hide_box = pn.widgets.Checkbox(label="hide unchanged passes", value=False)
+        self.prev_button = pn.widgets.Button(label="◀ prev", width=80, css_classes=["pl-prev"])
+        self.next_button = pn.widgets.Button(label="next ▶", width=80, css_classes=["pl-next"])
+        self.header = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["pl-head"])
+        self.before = GraphPane(max_boxes=max_boxes, sizing_mode="stretch_width")
+        self.after = GraphPane(max_boxes=max_boxes, sizing_mode="stretch_width")
+        self.before_title = pn.pane.HTML("", css_classes=["pl-before-title"])
+        self.after_title = pn.pane.HTML("", css_classes=["pl-after-title"])
+        self.panes = {
+            tab: pn.pane.HTML(
+                "",
+                stylesheets=[_CSS],
+                sizing_mode="stretch_width",
+                css_classes=[f"pl-pane-{tab.replace(' ', '-').lower()}"],
+            )
+            for tab in TABS[1:]
+        }
+        graph = pn.Row(
+            pn.Column(self.before_title, self.before, sizing_mode="stretch_width"),
+            pn.Column(self.after_title, self.after, sizing_mode="stretch_width"),
+            sizing_mode="stretch_width",
+        )
+        self.tabs = pn.Tabs(
+            ("graph", graph), *((t, self.panes[t]) for t in TABS[1:]), sizing_mode="stretch_width"
+        )
+        name = title or f"passlens: {trace.pipeline or 'trace'}"
+        meta = (
+            f"{len(trace.steps)} steps · {trace.frontend or 'IR'} · pipeline "
+            f"<code>{render.esc(trace.pipeline)}</code>"
+        )
+        first = getattr(report, "first_failure", None) if report is not None else None
+        if first is not None:
+            meta += f" · check: {render.esc(first)}"
+        controls = pn.Column(
+            pn.Row(self.prev_button, self.next_button), self.hide_box, self.timeline, width=400
+        )
+        self.layout = pn.Column(
+            pn.pane.HTML(
+                f"<h2 style='margin:4px 0;font:600 18px sans-serif'>{render.esc(name)}</h2>"
+                f"<span style='font:12px sans-serif;color:#555'>{meta}</span>",
+                stylesheets=[_CSS],
+            ),
+            pn.Row(controls, self.header, sizing_mode="stretch_width"),
+            self.tabs,
+            sizing_mode="stretch_width",
+        )
+        self.header.stylesheets = [_CSS]
+        self.prev_button.on_click(lambda _e: self.prev())
+        self.next_button.on_click(lambda _e: self.next())
+        self.hide_box.param.watch(self._on_hide, "value")
+        self.timeline.param.watch(self._on_pick, "value")
+        self.tabs.param.watch(self._on_tab, "active")
+        self._fill_timeline()
+        self.index = views.start_index(trace)
+
+    # ----- state --------------------------------------------------------------------------
+    @property
+    def index(self) -> int:
+        """The current step's index."""
+        return self._index
+
+    @index.setter
+    def index(self, i: int) -> None:
+        if not 0 <= i < len(self.trace.steps):
+            raise IndexError(f"no step {i}: the trace has {len(self.trace.steps)}")
+        if i != self._index:
+            self._index = i
+            self._show()
+
+    @property
+    def step(self):
+        """The current step."""
+        return self.trace.steps[self._index]
+
+    @property
+    def hide_unchanged(self) -> bool:
+        return self.hide_box.value
+
+    @hide_unchanged.setter
+    def hide_unchanged(self, value: bool) -> None:
+        self.hide_box.value = value
+
+    @property
+    def tab(self) -> str:
+        """The name of the tab shown."""
+        return TABS[self.tabs.active]
+
+    @tab.setter
+    def tab(self, name: str) -> None:
+        self.tabs.active = TABS.index(name)
+
+    @property
+    def visible(self) -> list[int]:
+        """Indices of the steps the timeline lists."""
+        return views.visible_steps(self.trace, self.hide_unchanged)
+
+    @property
+    def selected_details(self) -> dict:
+        """Details of the node clicked last in the after graph (else the before graph)."""
+        return self.after.selected_details or self.before.selected_details
+
+    def next(self) -> None:
+        """Go to the next listed step."""
+        i = views.next_index(self.visible, self.index)
+        if i is not None:
+            self.index = i
+
+    def prev(self) -> None:
+        """Go to the previous listed step."""
+        i = views.prev_index(self.visible, self.index)
+        if i is not None:
+            self.index = i
+
+    # ----- rendering ----------------------------------------------------------------------
+    def _fill_timeline(self) -> None:
+        options = {
+            views.timeline_label(self.trace, self._rows[i], self.report): i for i in self.visible
+        }
+        with param.discard_events(self.timeline):
+            self.timeline.options = options
+        self.timeline.value = self._index if self._index in self.visible else None
+
+    def _on_pick(self, event) -> None:
+        if event.new is not None and event.new != self._index:
+            self.index = event.new
+
+    def _on_hide(self, event) -> None:
+        self._fill_timeline()
+        self.index = views.nearest_index(self.visible, self.index)
+        self._update_buttons()
+
+    def _on_tab(self, event) -> None:
+        self._render_tab(TABS[event.new])
+
+    def _update_buttons(self) -> None:
+        self.prev_button.disabled = views.prev_index(self.visible, self.index) is None
+        self.next_button.disabled = views.next_index(self.visible, self.index) is None
+
+    def _show(self) -> None:
+        s = self.step
+        if self.timeline.value != s.index and s.index in self.visible:
+            self.timeline.value = s.index
+        self.header.object = views.header_html(s, self._rows[s.index], self.report)
+        self._update_buttons()
+        self._rendered = set()
+        self._render_tab(self.tab)
+
+    def _render_tab(self, tab: str) -> None:
+        if tab in self._rendered:
+            return
+        self._rendered.add(tab)
+        s, prev = self.step, self.step.previous
+        if tab == "graph":
+            if prev is not None:
+                self.before_title.object = _title("before", prev)
+                self.before.show(prev)
+            else:
+                self.before_title.object = "<i>(no previous step)</i>"
+                self.before.show(s)
+            self.after_title.object = _title("after", s)
+            self.after.show(s, prev)
+        else:
+            self.panes[tab].object = views.tab_html(s, tab, self.report)
+
+    def __repr__(self) -> str:
+        return f"<PassApp step {self.index}/{len(self.trace.steps)}: {self.step.name}>"
+
+
+def _title(which: str, step) -> str:
+    return (
+        f"<div class='pl-graph-title' style='font:12px sans-serif;color:#555'>{which}: "
+        f"#{step.index} {render.esc(step.name)}</div>"
+    )
+
+
+def build_app(trace, report=None, max_boxes: int = render.MAX_BOXES, title: str = ""):
+    """The Panel layout of the app for ``trace`` (and a check ``report``: numerics, shape
+    mismatches and finding badges). Its ``passlens_app`` attribute is the :class:`PassApp`."""
+    app = PassApp(trace, report=report, max_boxes=max_boxes, title=title)
+    app.layout.passlens_app = app
+    return app.layout
+
+
+def _load(trace_or_path):
+    if isinstance(trace_or_path, (str, os.PathLike)):
+        from explorer.store import load
+
+        return load(trace_or_path)
+    return trace_or_path
+
+
+def _free_port(address: str) -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((address, 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """A running app (from ``serve(..., block=False)``): ``url``, ``port``, ``stop()``, and
+    ``apps``, the :class:`PassApp` of every browser session opened so far."""
+
+    def __init__(self, server, thread, loop, address: str, apps: list):
+        self.server, self.thread, self.loop, self.apps = server, thread, loop, apps
+        self.port = server.port
+        self.url = f"http://{address}:{self.port}/"
+
+    def stop(self, timeout: float = 10) -> None:
+        """Stop the server and its thread."""
+
+        def _stop():
+            self.server.stop()
+            self.loop.stop()
+
+        self.loop.add_callback(_stop)
+        self.thread.join(timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<passlens app at {self.url}>"
+
+
+def serve(
+    trace_or_path,
+    port: int = 0,
+    show: bool = False,
+    report=None,
+    address: str = "localhost",
+    block: bool = True,
+    max_boxes: int = render.MAX_BOXES,
+    title: str = "",
+):
+    """Serve the app for a trace (or a saved ``.passlens`` file) on ``address:port`` (a free
+    port when 0). ``show`` opens a browser. With ``block`` (the default) prints the URL and
+    serves until Ctrl-C; else serves from a thread and returns a :class:`Server`."""
+    trace = _load(trace_or_path)
+    port = port or _free_port(address)
+    origins = sorted({f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"})
+    page_title = title or f"passlens: {trace.pipeline or 'trace'}"
+
+    apps: list[PassApp] = []  # one per browser session
+
+    def make():
+        layout = build_app(trace, report=report, max_boxes=max_boxes, title=title)
+        apps.append(layout.passlens_app)
+        return layout
+
+    if block:
+        server = get_server(
+            make,
+            port=port,
+            address=address,
+            show=False,
+            start=False,
+            title=page_title,
+            websocket_origin=origins,
+        )
+        url = f"http://{address}:{server.port}/"
+        print(f"passlens: serving {len(trace)} steps at {url} (Ctrl-C to stop)", flush=True)
+        if show:
+            import webbrowser
+
+            webbrowser.open(url)
+        server.start()
+        try:
+            server.io_loop.start()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.stop()
+        return None
+
+    ready = threading.Event()
+    box: dict = {}
+
+    def run() -> None:
+        asyncio.set_event_loop(asyncio.new_event_loop())
+        from tornado.ioloop import IOLoop
+
+        loop = IOLoop.current()
+        try:
+            box["server"] = get_server(
+                make,
+                port=port,
+                address=address,
+                show=False,
+                start=False,
+                loop=loop,
+                title=page_title,
+                websocket_origin=origins,
+            )
+            box["loop"] = loop
+        except BaseException as e:  # reported to the caller
+            box["error"] = e
+            ready.set()
+            return
+        box["server"].start()
+        ready.set()
+        loop.start()
+
+    thread = threading.Thread(target=run, name="passlens-app", daemon=True)
+    thread.start()
+    ready.wait(60)
+    if "error" in box:
+        raise box["error"]
+    srv = Server(box["server"], thread, box["loop"], address, apps)
+    if show:
+        import webbrowser
+
+        webbrowser.open(srv.url)
+    return srv
+
+
+__all__ = ["GraphPane", "PassApp", "Server", "build_app", "serve"]

@@ -1,0 +1,119 @@
+"""What the stepping front ends share: which steps a timeline lists, where previous / next go,
+a step's timeline label and header, the HTML of its tabs, and a graph view's drawn state.
+
+Pure functions over a trace (and optionally a check report), used by the Jupyter
+:class:`~widgets.stepper.PassStepper`, the anywidget :class:`~widgets.graph_view.GraphView` and
+the Panel app (:mod:`widgets.app`); the HTML pieces come from :mod:`widgets.render`.
+"""
+
+from __future__ import annotations
+
+from widgets import render
+
+TABS = ("graph", "IR diff", "params", "shapes", "numerics")
+
+
+def start_index(trace) -> int:
+    """The step a front end opens on: the failed pass if one failed, else the first step."""
+    failure = trace.failure
+    return failure.index if failure is not None else 0
+
+
+def visible_steps(trace, hide_unchanged: bool) -> list[int]:
+    """Indices of the steps a timeline lists (unchanged passes left out when hidden)."""
+    return [s.index for s in trace.steps if not (hide_unchanged and s.status == "unchanged")]
+
+
+def next_index(visible: list[int], index: int) -> int | None:
+    """The first listed step after ``index`` (None at the end)."""
+    return next((i for i in visible if i > index), None)
+
+
+def prev_index(visible: list[int], index: int) -> int | None:
+    """The last listed step before ``index`` (None at the start)."""
+    return next((i for i in reversed(visible) if i < index), None)
+
+
+def nearest_index(visible: list[int], index: int) -> int:
+    """``index`` if it is listed, else the next listed step, else the previous one (``index``
+    itself when nothing is listed)."""
+    if index in visible:
+        return index
+    later = next_index(visible, index)
+    if later is not None:
+        return later
+    earlier = prev_index(visible, index)
+    return earlier if earlier is not None else index
+
+
+def timeline_label(trace, row: dict, report=None) -> str:
+    """One step of a plain-text timeline: indented by depth, ``#i name · badge · badge``."""
+    findings = len(render.problems_of(report, trace.steps[row["step"]]))
+    badges = " · ".join(t for _c, t in render.step_badges(row, findings))
+    return f"{'  ' * row['depth']}#{row['step']} {row['pass']} · {badges}".replace("  ", "\u2003")
+
+
+def header_html(step, row: dict, report=None) -> str:
+    """The current step's title, badges, what it changed, and its error if it failed."""
+    prev = step.previous
+    head = render.esc(render.step_diff(prev, step).headline()) if prev is not None else ""
+    error = ""
+    if step.failed:
+        where = f" in @{step.failed_function}" if step.failed_function else ""
+        kind = render.esc(type(step.error).__name__)
+        error = (
+            f"<div class='pl-error' style='color:#b71c1c'><b>{kind}{where}</b>: "
+            f"{render.esc(step.error)}</div>"
+        )
+    findings = render.problems_of(report, step)
+    notes = "".join(
+        f"<div class='pl-finding' style='color:#e65100'><b>{render.esc(getattr(f, 'kind', ''))}"
+        f"</b>: {render.esc(getattr(f, 'message', ''))}</div>"
+        for f in findings
+    )
+    return (
+        f"<div class='pl-header' style='font:13px sans-serif'><b class='pl-step-title'>"
+        f"#{step.index} {render.esc(step.name)}</b> "
+        f"{render.badges_html(render.step_badges(row, len(findings)))}<br>"
+        f"<span class='pl-headline' style='color:#555'>{head}</span>{error}{notes}</div>"
+    )
+
+
+def tab_html(step, tab: str, report=None) -> str:
+    """The HTML of a table / text tab of ``step``: ``IR diff`` (against the previous step;
+    the IR text for the first step), ``params``, ``shapes`` or ``numerics``."""
+    if tab not in TABS[1:]:
+        raise ValueError(f"no tab {tab!r}; tabs: {', '.join(TABS[1:])} (and graph)")
+    prev = step.previous
+    if tab == "IR diff":
+        if prev is None:
+            return render.ir_text_html(step)
+        return render.text_diff_html(render.step_diff(prev, step), mode="side-by-side")
+    if tab == "params":
+        return render.param_table_html(step, prev)
+    if tab == "shapes":
+        return render.shape_table_html(step, report)
+    return render.numerics_table_html(step, report)
+
+
+def graph_state(step, baseline, collapsed, max_boxes: int = render.MAX_BOXES) -> tuple[str, dict]:
+    """What a graph view draws for a view state: ``(svg, node details by data-node-id)``."""
+    state = frozenset(collapsed)
+    return (
+        render.graph_svg(step, baseline, state, max_boxes),
+        render.node_details(step, baseline, state, max_boxes),
+    )
+
+
+__all__ = [
+    "TABS",
+    "graph_state",
+    "header_html",
+    "nearest_index",
+    "next_index",
+    "prev_index",
+    "start_index",
+    "tab_html",
+    "timeline_label",
+    "visible_steps",
+]
