@@ -135,10 +135,13 @@ class PassApp:
         self._rows = {r["step"]: r for r in trace.summary()}
         self._rendered: set[str] = set()
         self._index = -1
+        self._filling = False
         self.timeline = pn.widgets.Select(
             label="steps", options={}, size=min(24, max(8, len(trace))), width=380
         )
-        self.hide_box = pn.widgets.Checkbox(label="hide unchanged passes", value=False)
+        self.hide_box = pn.widgets.Checkbox(
+            label="hide unchanged passes", value=False, css_classes=["pl-hide"]
+        )
         self.prev_button = pn.widgets.Button(label="◀ prev", width=80, css_classes=["pl-prev"])
         self.next_button = pn.widgets.Button(label="next ▶", width=80, css_classes=["pl-next"])
         self.header = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["pl-head"])
@@ -256,12 +259,15 @@ class PassApp:
         options = {
             views.timeline_label(self.trace, self._rows[i], self.report): i for i in self.visible
         }
-        with param.discard_events(self.timeline):
+        self._filling = True  # the value the new options imply is not a pick
+        try:
             self.timeline.options = options
-        self.timeline.value = self._index if self._index in self.visible else None
+            self.timeline.value = self._index if self._index in self.visible else None
+        finally:
+            self._filling = False
 
     def _on_pick(self, event) -> None:
-        if event.new is not None and event.new != self._index:
+        if not self._filling and event.new is not None and event.new != self._index:
             self.index = event.new
 
     def _on_hide(self, event) -> None:
