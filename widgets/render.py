@@ -172,6 +172,7 @@ class _Memo:
 
 _DIFFS = _Memo(32)
 _VIEWS = _Memo(32)
+_DETAILS = _Memo(32)
 
 
 def step_diff(baseline, step) -> Diff:
@@ -321,8 +322,7 @@ def default_collapsed(step, baseline=None, max_boxes: int = MAX_BOXES) -> frozen
     """The groups (module paths) and functions (``@name``) collapsed by default: none when
     the graph fits in ``max_boxes`` boxes; else the callee functions, then the groups at the
     finest module depth that fits (the failed node's function and groups stay open)."""
-    entries, *_ = _entries(step, baseline)
-    return _auto_collapsed(entries, max_boxes)
+    return graph_view(step, baseline, None, max_boxes).collapsed
 
 
 # ===== DOT ====================================================================================
@@ -736,7 +736,17 @@ def node_info(node: GraphNode, graph: GraphModel, stats: bool = True, adjacency=
 def node_details(step, baseline=None, collapsed=None, max_boxes: int = MAX_BOXES) -> dict:
     """Details of every box of a view, keyed by its ``data-node-id``: :func:`node_info` plus
     ``status`` (added / changed / removed / failed) and ``change``; for a collapsed group its
-    path, members and op counts."""
+    path, members and op counts. Cached per (step, baseline, view state): the dict returned
+    is shared, do not change it."""
+    state = None if collapsed is None else frozenset(collapsed)
+    return _DETAILS.get(
+        (step, baseline),
+        (state, max_boxes),
+        lambda: _node_details(step, baseline, state, max_boxes),
+    )
+
+
+def _node_details(step, baseline, collapsed, max_boxes: int) -> dict:
     view = graph_view(step, baseline, collapsed, max_boxes)
     gb = step.graph
     ga = baseline.graph if view.diff is not None else GraphModel()

@@ -111,6 +111,7 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
             details = render.node_details(s, prev, view.collapsed, max_boxes)
             nodes = {}
             for key, info in details.items():
+                info = dict(info)  # the details are cached: not ours to change
                 status, change = info.pop("status", ""), info.pop("change", "")
                 nodes[key] = [obj(info), status, change]
             entry["nodes"] = nodes
