@@ -7,23 +7,12 @@ Why JupyterLab and not an exported notebook with the widget state embedded: ipyw
 embedding loads its widget manager (``@jupyter-widgets/html-manager``) from a CDN, which no
 installed package ships, and these tests use no network."""
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 
+from tests.widgets.lab import JUPYTER, jupyterlab, run_all
 from tests.widgets.test_browser import ARGS, CHROMIUM, sync_api
 
 pytestmark = [pytest.mark.browser, pytest.mark.notebook]
-
-ROOT = Path(__file__).parents[2]
-TOKEN = "passlens-test"
-JUPYTER = Path(sys.executable).parent / "jupyter"
 
 CELLS = [
     "import explorer\nfrom compiler import models\n"
@@ -32,65 +21,13 @@ CELLS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def lab(tmp_path):
-    """JupyterLab on a free port serving ``tmp_path``: yields its base URL."""
+    """JupyterLab serving a notebook of CELLS: yields the URL opening it."""
     if not JUPYTER.exists():
         pytest.skip("jupyter is not installed in this environment")
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-    nbformat.write(nb, tmp_path / "widgets.ipynb")
-    port = _free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
-    }
-    log = open(tmp_path / "lab.log", "w")  # noqa: SIM115 (closed below)
-    proc = subprocess.Popen(
-        [
-            str(JUPYTER), "lab", "--no-browser", "--allow-root", f"--port={port}",
-            "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=",
-            "--LabApp.expose_app_in_browser=True",
-        ],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(
-                        "JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()
-                    ) from None
-                time.sleep(0.1)
-        yield base
-    finally:
-        try:
-            req = urllib.request.Request(f"{base}/api/shutdown?token={TOKEN}", method="POST")
-            urllib.request.urlopen(req, timeout=10)
-            proc.wait(30)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
-        log.close()
+    with jupyterlab(tmp_path, CELLS) as url:
+        yield url
 
 
 def test_jupyterlab_renders_the_stepper_and_the_graph_view(lab, tmp_path):
@@ -102,15 +39,12 @@ def test_jupyterlab_renders_the_stepper_and_the_graph_view(lab, tmp_path):
             expect = sync_api.expect
             expect.set_options(timeout=30000)
             problems = []
-            local = (lab, "data:", "blob:", "about:")
+            local = (lab.split("/lab/")[0], "data:", "blob:", "about:")
             page.on(
                 "request", lambda r: None if r.url.startswith(local) else problems.append(r.url)
             )
-            page.goto(f"{lab}/lab/tree/widgets.ipynb?token={TOKEN}&reset")
-            page.wait_for_function(
-                "(document.querySelector('#jp-main-statusbar')?.innerText || '').includes('Idle')"
-            )
-            page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            page.goto(lab)
+            run_all(page)
             # the stepper (ipywidgets): its header and before / after graphs
             stepper = page.locator(".jp-OutputArea-output").nth(0)
             expect(stepper.locator(".pl-stepper-graph svg.pl_graph")).to_have_count(2)
