@@ -4,9 +4,12 @@
     PassStepper(trace)                  # step through the passes (or trace.stepper())
     GraphView(step, baseline)           # one step's graph: pan, zoom, search, click a node
     write_html(trace, "run.html")       # one self-contained report (or trace.to_html())
+    build_app(trace); serve(trace)      # the Panel app (or `passlens serve`, explorer.serve())
 
 Rendering is in :mod:`widgets.render` (pure functions: step -> DOT / SVG / HTML), shared by the
-widgets and the report. Names are imported on first use, so ``import widgets`` stays cheap.
+widgets, the Panel app and the report; :mod:`widgets.views` holds what the stepping front ends
+share (navigation, headers, tabs). Names are imported on first use, so ``import widgets``
+stays cheap.
 """
 
 _LAZY = {
@@ -14,6 +17,8 @@ _LAZY = {
     "GraphView": "widgets.graph_view",
     "write_html": "widgets.report",
     "report_html": "widgets.report",
+    "build_app": "widgets.app",
+    "serve": "widgets.app",
 }
 
 

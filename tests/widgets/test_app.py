@@ -198,3 +198,16 @@ def test_passlens_serve_prints_the_url_and_stops_on_ctrl_c(mlp_trace, tmp_path):
 def test_explorer_serve_wraps_the_app(mlp_trace):
     with explorer.serve(mlp_trace, block=False) as srv:
         assert urllib.request.urlopen(srv.url, timeout=30).status == 200
+
+
+def test_names_from_the_model_are_escaped(evil_trace):
+    from tests.widgets.conftest import EVIL
+
+    app = PassApp(evil_trace, title=EVIL)
+    app.index = 1
+    texts = [app.header.object, app.layout[0].object, app.after.svg, *app.timeline.options]
+    app.tab = "params"
+    texts.append(app.panes["params"].object)
+    assert not any("<script>" in t for t in texts)
+    assert "&lt;script&gt;" in app.layout[0].object
+    assert any(EVIL in str(info.get("name", "")) for info in app.after.details.values())

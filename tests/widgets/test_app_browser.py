@@ -69,6 +69,10 @@ def test_step_through_the_app(app_page, convnext_trace, tmp_path):
     expect(page.locator(".pl-graph-title").nth(1)).to_have_text("after: #1 default")
     expect(after.locator("g.pl_added").first).to_be_visible()
     assert after.inner_html() != first
+    # the arrow keys step through the timeline
+    page.locator("select").focus()
+    page.keyboard.press("ArrowDown")
+    expect(title).to_have_text("#2 infer-types")
     # pick fold-constant in the timeline: new weights (transposed) are added, ghosts removed
     page.locator("select").select_option(value="6")
     expect(title).to_have_text("#6 fold-constant")
