@@ -1,7 +1,7 @@
 # passlens build/test scaffolding.
 #   make venv   - create .venv, install passlens[test] (editable) + system deps
 #   make test   - run the test suite
-#   make demo   - run the compiler demo
+#   make demo   - run the tour notebook headless; report in build/demo/
 #   make lab    - start JupyterLab on notebooks/
 #   make clean  - remove the venv and build/test artefacts
 
@@ -44,7 +44,7 @@ test: venv
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 demo: venv
-	$(VENV)/bin/passlens demo
+	$(VENV)/bin/passlens demo --notebook notebooks/00_tour.ipynb --out build/demo
 
 lab: venv
 	mkdir -p notebooks

@@ -3,7 +3,7 @@
     passlens explore MODEL [--pipeline SPEC] [--check] [--html OUT] [--save OUT.passlens]
     passlens show TRACE.passlens [--step N [--view NAME]] [--diff N]
     passlens serve TRACE.passlens [--port P] [--open]
-    passlens demo
+    passlens demo [--notebook PATH [--out DIR]]
 
 ``explore`` imports MODEL, runs the pipeline (default: ``default``) with every pass recorded
 and prints the trace summary; ``--check`` also checks numerics, shapes and parameters at every
@@ -121,7 +121,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--open", action="store_true", help="open the app in a web browser")
 
-    sub.add_parser("demo", help="run the bundled demo")
+    p = sub.add_parser("demo", help="run the bundled demo")
+    p.add_argument(
+        "--notebook",
+        metavar="PATH",
+        help="run this notebook headless instead (make demo: notebooks/00_tour.ipynb)",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", default="build/demo", help="where to write (default %(default)s)"
+    )
     return parser
 
 
@@ -378,12 +386,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    try:
-        from explorer.demo import main as demo_main
-    except ImportError as e:
-        if e.name != "explorer.demo":
-            raise
-        from compiler.demo import main as demo_main
+    if getattr(args, "notebook", None):
+        from explorer.demo import run_notebook
+
+        return run_notebook(args.notebook, args.out)
+    from explorer.demo import main as demo_main
+
     return int(demo_main() or 0)
 
 

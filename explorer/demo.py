@@ -95,3 +95,61 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def run_notebook(path: str, out_dir: str = os.path.join("build", "demo")) -> int:
+    """Run a notebook headless in a fresh kernel (``make demo`` runs the tour): the executed
+    copy and whatever it writes (the tour's HTML report) land in ``out_dir``; prints the outputs
+    of the cells tagged ``summary`` and where everything is. Returns 0, or 1 if a cell failed."""
+    import re
+    from pathlib import Path
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    src = Path(path)
+    if not src.is_file():
+        print(f"passlens demo: no notebook at {src}", file=sys.stderr)
+        return 2
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.read(src, as_version=4)
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    print(f"running {src} headless ({len(code_cells)} code cells, a fresh kernel)", flush=True)
+    done = [0]
+
+    def progress(cell, cell_index, execute_reply, **_):
+        if cell.cell_type == "code":
+            done[0] += 1
+            first = (cell.source.strip().splitlines() or [""])[0][:60]
+            print(f"  [{done[0]}/{len(code_cells)}] {first}", flush=True)
+
+    client = NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(out)}},
+        on_cell_executed=progress,
+    )
+    start = time.perf_counter()
+    executed = out / src.name
+    try:
+        client.execute()
+    except CellExecutionError as e:
+        nbformat.write(nb, executed)
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", str(e))
+        print(f"\na cell failed (the notebook so far: {executed}):\n{plain[-2500:]}", file=sys.stderr)
+        return 1
+    nbformat.write(nb, executed)
+    for cell in code_cells:
+        if "summary" in cell.metadata.get("tags", []):
+            for output in cell.outputs:
+                text = output.get("text") or output.get("data", {}).get("text/plain", "")
+                if text:
+                    print("\n" + text.rstrip())
+    print(f"\nran in {time.perf_counter() - start:.1f} s")
+    print(f"executed notebook: {executed.resolve()}")
+    for report in sorted(out.glob("*.html")):
+        print(f"HTML report:       {report.resolve()} ({report.stat().st_size / 1e6:.1f} MB)")
+    return 0

@@ -291,3 +291,44 @@ def test_show_the_backend_texts_of_a_compiled_step(capsys, tmp_path):
     code, out, err = run(capsys, "show", path, "--step", "fuse-ops", "--view", "LLVM IR")
     assert code == 2
     assert_one_line_error(err, "step 1 (fuse-ops) has no 'LLVM IR' text; it has 'IR'")
+
+
+def _notebook(path, cells):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for source, tags in cells:
+        cell = new_code_cell(source)
+        if tags:
+            cell.metadata["tags"] = tags
+        nb.cells.append(cell)
+    nbformat.write(nb, path)
+
+
+def test_demo_runs_a_notebook_headless_and_prints_its_summary(capsys, tmp_path):
+    nb = tmp_path / "t.ipynb"
+    _notebook(
+        nb,
+        [
+            ("x = 6 * 7", None),
+            ("print('the answer is', x)", ["summary"]),
+            ("open('r.html', 'w').write('<p>report</p>')", None),
+        ],
+    )
+    out_dir = tmp_path / "out"
+    code, out, _ = run(capsys, "demo", "--notebook", nb, "--out", out_dir)
+    assert code == 0
+    assert "[3/3]" in out and "the answer is 42" in out
+    assert (out_dir / "t.ipynb").is_file() and (out_dir / "r.html").is_file()
+    assert f"HTML report:       {(out_dir / 'r.html').resolve()}" in out
+
+
+def test_demo_with_a_failing_notebook_says_which_cell(capsys, tmp_path):
+    nb = tmp_path / "bad.ipynb"
+    _notebook(nb, [("assert 1 == 2, 'the detector is broken'", None)])
+    code, _, err = run(capsys, "demo", "--notebook", nb, "--out", tmp_path / "out")
+    assert code == 1 and "the detector is broken" in err
+    code, _, err = run(capsys, "demo", "--notebook", tmp_path / "missing.ipynb")
+    assert code == 2 and "no notebook at" in err
