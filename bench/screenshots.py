@@ -63,7 +63,7 @@ def main() -> int:
         with serve(trace, block=False) as srv:
             page.goto(srv.url)
             page.locator(".pl-gv-canvas svg").nth(1).wait_for()
-            page.locator("select").select_option(value=str(step.index))
+            page.locator(f".pl-step-row[data-step='{step.index}']").click()
             expect(page.locator(".pl-step-title")).to_have_text(f"#{step.index} fold-constant")
             after = page.locator(".pl-gv-canvas").nth(1)
             expect(after.locator("g.pl_added").first).to_be_visible()

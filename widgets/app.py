@@ -78,8 +78,8 @@ class GraphPane(JSComponent):
     _esm = _graph_esm()
     _stylesheets = [
         (_STATIC / "graph_view.css").read_text()
-        + ":host{display:block;width:100%}.pl-gv-body{height:560px}"
-        ".pl-gv-details{width:240px}"
+        + ":host{display:block;width:100%}.pl-gv-body{height:calc(100vh - 190px);"
+        "min-height:360px}.pl-gv-details{width:210px}"
     ]
 
     def __init__(self, max_boxes: int = render.MAX_BOXES, **params):
@@ -115,6 +115,24 @@ class GraphPane(JSComponent):
         self.collapsed = [g for g in self.collapsed if g != group]
 
 
+class Timeline(JSComponent):
+    """The steps of a trace with their badges (``rows``: :func:`views.timeline_row_html` of
+    each step); ``index`` is the current step (a click or the arrow keys set it), ``hidden`` the
+    steps not listed."""
+
+    rows = param.String(default="")
+    index = param.Integer(default=0)
+    hidden = param.List(default=[], item_type=int)
+
+    _esm = _STATIC / "timeline.js"
+    _stylesheets = [
+        (_STATIC / "timeline.css").read_text()
+        + render.TABLE_CSS
+        + ":host{display:block}.pl-timeline{font:13px/1.4 system-ui,sans-serif;outline:none;"
+        "max-height:calc(100vh - 170px);overflow:auto;border:1px solid #ddd;padding:2px 0}"
+    ]
+
+
 _CSS = (
     render.TABLE_CSS
     + """
@@ -135,9 +153,11 @@ class PassApp:
         self._rows = {r["step"]: r for r in trace.summary()}
         self._rendered: set[str] = set()
         self._index = -1
-        self._filling = False
-        self.timeline = pn.widgets.Select(
-            label="steps", options={}, size=min(24, max(8, len(trace))), width=380
+        self.timeline = Timeline(
+            rows="".join(
+                views.timeline_row_html(s, self._rows[s.index], report) for s in trace.steps
+            ),
+            width=320,
         )
         self.hide_box = pn.widgets.Checkbox(
             label="hide unchanged passes", value=False, css_classes=["pl-hide"]
@@ -175,23 +195,23 @@ class PassApp:
         if first is not None:
             meta += f" · check: {render.esc(first)}"
         controls = pn.Column(
-            pn.Row(self.prev_button, self.next_button), self.hide_box, self.timeline, width=400
+            pn.Row(self.prev_button, self.next_button), self.hide_box, self.timeline, width=330
         )
+        main = pn.Column(self.header, self.tabs, sizing_mode="stretch_width")
         self.layout = pn.Column(
             pn.pane.HTML(
                 f"<h2 style='margin:4px 0;font:600 18px sans-serif'>{render.esc(name)}</h2>"
                 f"<span style='font:12px sans-serif;color:#555'>{meta}</span>",
                 stylesheets=[_CSS],
             ),
-            pn.Row(controls, self.header, sizing_mode="stretch_width"),
-            self.tabs,
+            pn.Row(controls, main, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
         self.header.stylesheets = [_CSS]
         self.prev_button.on_click(lambda _e: self.prev())
         self.next_button.on_click(lambda _e: self.next())
         self.hide_box.param.watch(self._on_hide, "value")
-        self.timeline.param.watch(self._on_pick, "value")
+        self.timeline.param.watch(self._on_pick, "index")
         self.tabs.param.watch(self._on_tab, "active")
         self._fill_timeline()
         self.index = views.start_index(trace)
@@ -256,18 +276,11 @@ class PassApp:
 
     # ----- rendering ----------------------------------------------------------------------
     def _fill_timeline(self) -> None:
-        options = {
-            views.timeline_label(self.trace, self._rows[i], self.report): i for i in self.visible
-        }
-        self._filling = True  # the value the new options imply is not a pick
-        try:
-            self.timeline.options = options
-            self.timeline.value = self._index if self._index in self.visible else None
-        finally:
-            self._filling = False
+        listed = set(self.visible)
+        self.timeline.hidden = [s.index for s in self.trace.steps if s.index not in listed]
 
     def _on_pick(self, event) -> None:
-        if not self._filling and event.new is not None and event.new != self._index:
+        if event.new != self._index and 0 <= event.new < len(self.trace.steps):
             self.index = event.new
 
     def _on_hide(self, event) -> None:
@@ -284,8 +297,7 @@ class PassApp:
 
     def _show(self) -> None:
         s = self.step
-        if self.timeline.value != s.index and s.index in self.visible:
-            self.timeline.value = s.index
+        self.timeline.index = s.index
         self.header.object = views.header_html(s, self._rows[s.index], self.report)
         self._update_buttons()
         self._rendered = set()
@@ -463,4 +475,4 @@ def serve(
     return srv
 
 
-__all__ = ["GraphPane", "PassApp", "Server", "build_app", "serve"]
+__all__ = ["GraphPane", "PassApp", "Server", "Timeline", "build_app", "serve"]

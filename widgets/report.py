@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from widgets import render
+from widgets import render, views
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -127,14 +127,7 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
             where = f" (in @{s.failed_function})" if s.failed_function else ""
             entry["error"] = f"{s.name} failed{where}: {err}\n{s.traceback}"
         steps_data.append(entry)
-        n_findings = len(render.problems_of(report, s))
-        badges = render.badges_html(render.step_badges(row, n_findings))
-        rows_html.append(
-            f"<div class='pl-step-row pl-st-{s.status}' data-step='{s.index}' "
-            f"style='padding-left:{8 + 14 * s.depth}px'><span class='pl-idx'>{s.index}</span>"
-            f"<span class='pl-name'>{render.esc(s.name)}</span>"
-            f"<span class='pl-badges'>{badges}</span></div>"
-        )
+        rows_html.append(views.timeline_row_html(s, row, report))
 
     failure = trace.failure
     data = {
@@ -142,7 +135,12 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
         "objs": objs,
         "start": failure.index if failure is not None else 0,
     }
-    css = (_STATIC / "report.css").read_text() + render.TABLE_CSS + _plain_css()
+    css = (
+        (_STATIC / "report.css").read_text()
+        + (_STATIC / "timeline.css").read_text()
+        + render.TABLE_CSS
+        + _plain_css()
+    )
     # the tables' sorting, shared by every table instead of inline in each header
     js = f"function plSort(th){{(function(){{{render._SORT_JS}}}).call(th)}}\n"
     js += (_STATIC / "report.js").read_text()

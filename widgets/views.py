@@ -53,6 +53,18 @@ def timeline_label(trace, row: dict, report=None) -> str:
     return f"{'  ' * row['depth']}#{row['step']} {row['pass']} · {badges}".replace("  ", "\u2003")
 
 
+def timeline_row_html(step, row: dict, report=None) -> str:
+    """One step of an HTML timeline: a ``.pl-step-row`` (``data-step`` its index, indented by
+    depth) with its name and badges (styles in ``static/timeline.css``)."""
+    badges = render.badges_html(render.step_badges(row, len(render.problems_of(report, step))))
+    return (
+        f"<div class='pl-step-row pl-st-{step.status}' data-step='{step.index}' "
+        f"style='padding-left:{8 + 14 * step.depth}px'><span class='pl-idx'>{step.index}</span>"
+        f"<span class='pl-name'>{render.esc(step.name)}</span>"
+        f"<span class='pl-badges'>{badges}</span></div>"
+    )
+
+
 def header_html(step, row: dict, report=None) -> str:
     """The current step's title, badges, what it changed, and its error if it failed."""
     prev = step.previous
@@ -115,5 +127,6 @@ __all__ = [
     "start_index",
     "tab_html",
     "timeline_label",
+    "timeline_row_html",
     "visible_steps",
 ]

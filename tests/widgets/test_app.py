@@ -30,18 +30,23 @@ def test_build_app_returns_a_layout_holding_the_app(mlp_trace):
 
 def test_next_prev_and_the_timeline(mlp_trace):
     app = PassApp(mlp_trace)
-    labels = {v: k for k, v in app.timeline.options.items()}
-    assert labels[5].startswith("\u2003#5 decompose-ops · changed · +6 nodes · ")
+    rows = re.findall(r"<div class='pl-step-row.*?</div>", app.timeline.rows)
+    assert len(rows) == len(mlp_trace) and "data-step='5'" in rows[5]
+    assert re.findall(r"<span class='pl-badge [^']*'>([^<]*)</span>", rows[5])[:2] == [
+        "changed",
+        "+6 nodes",
+    ]
+    assert "pl-st-unchanged" in rows[2] and "infer-types" in rows[2]
     assert app.prev_button.disabled and not app.next_button.disabled
     app.next()
-    assert app.index == 1 and app.timeline.value == 1 and "#1 default" in app.header.object
+    assert app.index == 1 and app.timeline.index == 1 and "#1 default" in app.header.object
     app.next_button.clicks += 1  # what a click in the browser does
     assert app.index == 2 and not app.prev_button.disabled
     app.prev()
     app.prev()
     app.prev()  # nothing before the first step
     assert app.index == 0
-    app.timeline.value = 6  # picking a step in the timeline
+    app.timeline.index = 6  # a click on a step of the timeline
     assert app.index == 6 and "#6 fold-constant" in app.header.object
     app.index = len(mlp_trace) - 1
     assert app.next_button.disabled
@@ -53,8 +58,8 @@ def test_hide_unchanged(mlp_trace):
     app = PassApp(mlp_trace)
     app.index = 2  # infer-types, unchanged
     app.hide_unchanged = True
-    assert list(app.timeline.options.values()) == [0, 1, 5, 6, 8]
-    assert app.index == 5  # moved to the next listed step
+    assert app.timeline.hidden == [2, 3, 4, 7] and app.visible == [0, 1, 5, 6, 8]
+    assert app.index == 5 and app.timeline.index == 5  # moved to the next listed step
     app.next()
     app.next()
     app.next()
@@ -62,7 +67,7 @@ def test_hide_unchanged(mlp_trace):
     app.prev()
     assert app.index == 6
     app.hide_box.value = False
-    assert len(app.timeline.options) == len(mlp_trace) and app.index == 6
+    assert app.timeline.hidden == [] and app.index == 6
 
 
 def test_graphs_and_tabs_follow_the_step(mlp_trace):
@@ -119,8 +124,8 @@ def test_a_failed_trace_opens_on_the_failure(failed_trace):
 def test_a_check_report_adds_findings_and_numerics(checked_trace):
     trace, report = checked_trace
     app = PassApp(trace, report=report)
-    labels = list(app.timeline.options)
-    assert [("1 finding" in x) for x in labels] == [False, False, True, False, False]
+    rows = re.findall(r"<div class='pl-step-row.*?</div>", app.timeline.rows)
+    assert [("1 finding" in x) for x in rows] == [False, False, True, False, False]
     app.index = 2
     assert "diverged" in app.header.object
     app.tab = "numerics"
@@ -205,7 +210,7 @@ def test_names_from_the_model_are_escaped(evil_trace):
 
     app = PassApp(evil_trace, title=EVIL)
     app.index = 1
-    texts = [app.header.object, app.layout[0].object, app.after.svg, *app.timeline.options]
+    texts = [app.header.object, app.layout[0].object, app.after.svg, app.timeline.rows]
     app.tab = "params"
     texts.append(app.panes["params"].object)
     assert not any("<script>" in t for t in texts)
