@@ -1108,15 +1108,41 @@ def numerics_table_html(step, report=None) -> str:
 # ===== IR text and its diff ===================================================================
 
 
+# Characters of a backend text (LLVM IR, assembly) shown in HTML; the rest is cut with a note.
+MAX_BACKEND_TEXT = 400_000
+
+
 def ir_text_html(step) -> str:
-    """The step's IR text with line numbers; the binding a failed pass failed on marked."""
+    """The step's IR text; the binding a failed pass failed on marked. After legalize-ops
+    also the loop IR of its kernels (open), after codegen the LLVM IR and the assembly
+    (folded), each cut at MAX_BACKEND_TEXT characters."""
     failed = step.failed_line
     lines = step.text.splitlines()
     out = []
     for i, line in enumerate(lines):
         cls = " class='pl-failed-line'" if i == failed else ""
         out.append(f"<span{cls}>{esc(line)}</span>")
-    return "<pre class='pl-ir'>" + "\n".join(out) + "</pre>"
+    html = "<pre class='pl-ir'>" + "\n".join(out) + "</pre>"
+    if getattr(step, "backend_stage", None) is None:
+        return html
+    parts = [f"<details open><summary>graph IR</summary>{html}</details>"]
+    for name, text in step.texts.items():
+        if name == "IR":
+            continue
+        note = ""
+        if len(text) > MAX_BACKEND_TEXT:
+            note = (
+                f"<p class='pl-note'>{esc(name)}: first {MAX_BACKEND_TEXT:,} of {len(text):,} "
+                f"characters; all of it: <code>step.texts[{name!r}]</code> or <code>passlens "
+                f"show TRACE --step {step.index} --view '{esc(name)}'</code></p>"
+            )
+            text = text[:MAX_BACKEND_TEXT]
+        opened = " open" if name == "loop IR" else ""
+        parts.append(
+            f"<details{opened}><summary>{esc(name)}</summary>{note}"
+            f"<pre class='pl-ir'>{esc(text)}</pre></details>"
+        )
+    return "".join(parts)
 
 
 _DIFF_CLASS = {"delete": "pl-del", "insert": "pl-ins", "replace": "pl-rep", "equal": ""}

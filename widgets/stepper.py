@@ -46,10 +46,7 @@ class PassStepper(w.VBox):
         self.after_view = w.HTML(layout=w.Layout(width="50%"))
         self.panes = {
             "graph": w.HBox([self.before_view, self.after_view]),
-            "IR diff": w.HTML(),
-            "params": w.HTML(),
-            "shapes": w.HTML(),
-            "numerics": w.HTML(),
+            **{tab: w.HTML() for tab in TABS[1:]},
         }
         self.tabs = w.Tab(children=[self.panes[t] for t in TABS], titles=TABS)
         controls = w.VBox(

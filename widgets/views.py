@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from widgets import render
 
-TABS = ("graph", "IR diff", "params", "shapes", "numerics")
+TABS = ("graph", "IR", "IR diff", "params", "shapes", "numerics")
 
 
 def start_index(trace) -> int:
@@ -92,11 +92,14 @@ def header_html(step, row: dict, report=None) -> str:
 
 
 def tab_html(step, tab: str, report=None) -> str:
-    """The HTML of a table / text tab of ``step``: ``IR diff`` (against the previous step;
+    """The HTML of a table / text tab of ``step``: ``IR`` (its text; after legalize-ops and
+    codegen also the loop IR, LLVM IR and assembly), ``IR diff`` (against the previous step;
     the IR text for the first step), ``params``, ``shapes`` or ``numerics``."""
     if tab not in TABS[1:]:
         raise ValueError(f"no tab {tab!r}; tabs: {', '.join(TABS[1:])} (and graph)")
     prev = step.previous
+    if tab == "IR":
+        return render.ir_text_html(step)
     if tab == "IR diff":
         if prev is None:
             return render.ir_text_html(step)

@@ -398,3 +398,33 @@ def test_param_stats_of_integer_and_empty_arrays():
     }
     assert render.param_stats(np.zeros((0,), np.float32)) == {"preview": []}
     assert render.param_stats(np.array([np.nan, 1.0], np.float32))["preview"][0] == "nan"
+
+
+def test_backend_steps_show_loop_ir_llvm_ir_and_assembly(monkeypatch, tmp_path):
+    import explorer
+    from widgets import render as r
+    from widgets import views
+    from widgets.report import write_html
+
+    text = """
+def @main(%x: f32[64, 8]) -> f32[64, 8] {
+  %e: f32[64, 8] = exp(%x)
+  %r: f32[64, 8] = relu(%e)
+  return %r
+}
+"""
+    trace = explorer.explore(text, pipeline="fuse-ops,legalize-ops,codegen")
+    lowered = views.tab_html(trace["legalize-ops"], "IR")
+    assert "<summary>loop IR</summary>" in lowered and "kernel @fused_exp_relu" in lowered
+    assert "LLVM IR" not in lowered  # not compiled yet
+    compiled = views.tab_html(trace["codegen"], "IR")
+    for name in ("graph IR", "loop IR", "LLVM IR", "assembly"):
+        assert f"<summary>{name}</summary>" in compiled
+    assert "define " in compiled and "<8 x float>" not in compiled  # escaped
+    assert "<summary>" not in views.tab_html(trace["fuse-ops"], "IR")  # a graph step: its IR
+    monkeypatch.setattr(r, "MAX_BACKEND_TEXT", 100)
+    cut = views.tab_html(trace["codegen"], "IR")
+    assert "first 100 of" in cut and "--view 'LLVM IR'" in cut
+    path = tmp_path / "r.html"
+    write_html(trace, path)
+    assert "kernel @fused_exp_relu" in path.read_text()
