@@ -5,6 +5,7 @@
     GraphView(step, baseline)           # one step's graph: pan, zoom, search, click a node
     write_html(trace, "run.html")       # one self-contained report (or trace.to_html())
     build_app(trace); serve(trace)      # the Panel app (or `passlens serve`, explorer.serve())
+    ParamTable(step), ShapeTable(step, report), NumericsTable(step, report), TextDiff(step)
 
 Rendering is in :mod:`widgets.render` (pure functions: step -> DOT / SVG / HTML), shared by the
 widgets, the Panel app and the report; :mod:`widgets.views` holds what the stepping front ends
@@ -19,6 +20,10 @@ _LAZY = {
     "report_html": "widgets.report",
     "build_app": "widgets.app",
     "serve": "widgets.app",
+    "ParamTable": "widgets.tables",
+    "ShapeTable": "widgets.tables",
+    "NumericsTable": "widgets.tables",
+    "TextDiff": "widgets.tables",
 }
 
 

@@ -255,14 +255,6 @@ def test_usage_errors_and_help(capsys):
     assert code == 0 and "explore" in out and "show" in out
 
 
-def test_serve_without_the_app_is_a_clear_error(capsys, saved):
-    if has_module("widgets.app"):
-        pytest.skip("the Panel app exists; serving would block")
-    code, _, err = run(capsys, "serve", saved)
-    assert code == 2
-    assert_one_line_error(err, "serve is not available in this passlens yet")
-
-
 def test_demo_runs(capsys):
     code, out, _ = run(capsys, "demo")
     assert code == 0 and "default pipeline" in out
