@@ -143,7 +143,7 @@ _CSS = (
 )
 
 
-class PassApp:
+class PassApp(views.StepNavigation):
     """The app's state and widgets for one browser session (:func:`build_app` returns its
     ``layout``). ``index`` is the current step; ``hide_unchanged``, ``tab`` and the graphs'
     ``selected`` nodes are read from the widgets."""
@@ -252,27 +252,11 @@ class PassApp:
     def tab(self, name: str) -> None:
         self.tabs.active = TABS.index(name)
 
-    @property
-    def visible(self) -> list[int]:
-        """Indices of the steps the timeline lists."""
-        return views.visible_steps(self.trace, self.hide_unchanged)
 
     @property
     def selected_details(self) -> dict:
         """Details of the node clicked last in the after graph (else the before graph)."""
         return self.after.selected_details or self.before.selected_details
-
-    def next(self) -> None:
-        """Go to the next listed step."""
-        i = views.next_index(self.visible, self.index)
-        if i is not None:
-            self.index = i
-
-    def prev(self) -> None:
-        """Go to the previous listed step."""
-        i = views.prev_index(self.visible, self.index)
-        if i is not None:
-            self.index = i
 
     # ----- rendering ----------------------------------------------------------------------
     def _fill_timeline(self) -> None:

@@ -24,7 +24,7 @@ _GRAPH_BOX = (
 )
 
 
-class PassStepper(w.VBox):
+class PassStepper(views.StepNavigation, w.VBox):
     """The timeline of a trace's steps and the current step's views (see the module
     docstring); ``index`` is the current step, ``hide_unchanged`` hides unchanged passes."""
 
@@ -81,22 +81,6 @@ class PassStepper(w.VBox):
         """The current step."""
         return self.trace.steps[self.index]
 
-    @property
-    def visible(self) -> list[int]:
-        """Indices of the steps the timeline lists."""
-        return views.visible_steps(self.trace, self.hide_unchanged)
-
-    def next(self) -> None:
-        """Go to the next listed step."""
-        i = views.next_index(self.visible, self.index)
-        if i is not None:
-            self.index = i
-
-    def prev(self) -> None:
-        """Go to the previous listed step."""
-        i = views.prev_index(self.visible, self.index)
-        if i is not None:
-            self.index = i
 
     @traitlets.validate("index")
     def _valid_index(self, proposal):

@@ -111,6 +111,28 @@ def tab_html(step, tab: str, report=None) -> str:
     return render.numerics_table_html(step, report)
 
 
+class StepNavigation:
+    """``visible``, ``next()`` and ``prev()`` for a front end that has ``trace``,
+    ``hide_unchanged`` and a settable ``index`` (the stepper and the Panel app)."""
+
+    @property
+    def visible(self) -> list[int]:
+        """Indices of the steps the timeline lists."""
+        return visible_steps(self.trace, self.hide_unchanged)
+
+    def next(self) -> None:
+        """Go to the next listed step."""
+        i = next_index(self.visible, self.index)
+        if i is not None:
+            self.index = i
+
+    def prev(self) -> None:
+        """Go to the previous listed step."""
+        i = prev_index(self.visible, self.index)
+        if i is not None:
+            self.index = i
+
+
 def graph_state(step, baseline, collapsed, max_boxes: int = render.MAX_BOXES) -> tuple[str, dict]:
     """What a graph view draws for a view state: ``(svg, node details by data-node-id)``."""
     state = frozenset(collapsed)
@@ -122,6 +144,7 @@ def graph_state(step, baseline, collapsed, max_boxes: int = render.MAX_BOXES) ->
 
 __all__ = [
     "TABS",
+    "StepNavigation",
     "graph_state",
     "header_html",
     "nearest_index",
