@@ -255,7 +255,8 @@ def test_usage_errors_and_help(capsys):
     assert code == 0 and "explore" in out and "show" in out
 
 
-def test_demo_runs(capsys):
+def test_demo_runs(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # it writes build/demo/ where it runs
     code, out, _ = run(capsys, "demo")
     assert code == 0 and "default pipeline" in out
 
