@@ -28,7 +28,7 @@ from compiler.ir.nodes import (
     children,
     get_op,
 )
-from compiler.ir.symbolic import ANY, SymExpr
+from compiler.ir.symbolic import ANY, SymExpr, solve_dim
 from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, shape_matches
 
 
@@ -157,24 +157,20 @@ def _resolve(value: Any, env: dict[str, int]) -> Any:
     return value
 
 
-# Attributes an op can run without when the inputs do not bind their symbols: a compiled
-# kernel's result shape (its runtime finds the sizes from its buffers).
-_OPTIONAL_SYMBOLIC = {"call_lowered": ("shape",)}
-
-
 def _resolved_attrs(node: Call, env: dict[str, int]):
     attrs = node.attrs
     if any(
         isinstance(v, SymExpr) or (isinstance(v, tuple) and any(isinstance(x, SymExpr) for x in v))
         for v in attrs.values()
     ):
-        optional = _OPTIONAL_SYMBOLIC.get(node.op, ())
+        specs = get_op(node.op).attrs
         resolved = {}
         for k, v in attrs.items():
             try:
                 resolved[k] = _resolve(v, env)
             except KeyError:
-                if k not in optional:
+                spec = specs.get(k)
+                if spec is None or not spec.may_stay_symbolic:
                     raise
                 resolved[k] = v
         return attrs.with_(**resolved)
@@ -357,10 +353,9 @@ def _solve_expression_dims(params: Sequence[Var], arrays: Sequence[Any], env: di
             if len(unbound) != 1:
                 continue
             (name,) = unbound
-            f0, f1, f2 = (d.evaluate({**env, name: v}) for v in (0, 1, 2))
-            slope = f1 - f0
-            if slope and f2 - f1 == slope and (actual - f0) % slope == 0:
-                env[name] = (actual - f0) // slope
+            n = solve_dim(lambda v, d=d, name=name: d.evaluate({**env, name: v}), actual)
+            if n is not None:
+                env[name] = n
                 progress = True
 
 

@@ -42,7 +42,7 @@ def _define() -> None:
         inputs=("*args",),
         attrs={
             "kernel": AttrSpec("str", doc="name of the loop-IR kernel (made by legalize-ops)"),
-            "shape": AttrSpec("dims", doc="the result shape"),
+            "shape": AttrSpec("dims", doc="the result shape", may_stay_symbolic=True),
             "dtype": AttrSpec("dtype", doc="the result dtype"),
             "dims": AttrSpec(
                 "dims", None, "values of the kernel's dims its buffers' sizes do not determine"

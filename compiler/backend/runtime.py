@@ -27,6 +27,7 @@ import numpy as np
 
 from compiler.backend import loops as L
 from compiler.backend.codegen import LibStep, LoopStep
+from compiler.ir.symbolic import solve_dim
 from compiler.ir.types import DType
 
 # A stage with fewer estimated iterations than this runs on the calling thread only.
@@ -348,7 +349,8 @@ def _attr_json(v: Any) -> Any:
 
 def bind_dims(pairs: Sequence[tuple[Sequence[L.Expr], Sequence[int]]], env: dict[str, int]) -> None:
     """Give values to the symbolic dims of declared shapes from actual shapes: a dim that is a
-    symbol binds it; a dim linear in one unbound symbol (``2*n + 1``) is solved for it."""
+    symbol binds it; a dim of one unbound symbol (``2*n + 1``, ``n // 2 + 1``) is solved for it
+    (``compiler.ir.symbolic.solve_dim``)."""
     pending = [(d, int(a)) for shape, actual in pairs for d, a in zip(shape, actual, strict=False)]
     progress = True
     while progress:
@@ -362,47 +364,20 @@ def bind_dims(pairs: Sequence[tuple[Sequence[L.Expr], Sequence[int]]], env: dict
                 env[name] = a
                 progress = True
                 continue
-            try:
-                f0, f1, f2 = (eval_index(d, {**env, name: v}) for v in (0, 1, 2))
-            except KernelRunError:
-                continue
-            slope = f1 - f0
-            if slope and f2 - f1 == slope:
-                if (a - f0) % slope == 0:
-                    env[name] = (a - f0) // slope
-                    progress = True
-            elif f0 <= f1 <= f2:  # e.g. n // 2 + 1: the smallest n giving that size
-                found = _monotone_solve(d, name, a, env)
-                if found is not None:
-                    env[name] = found
-                    progress = True
+            # n // 2 + 1 too: every use of n in a kernel goes through its buffers' sizes
+            found = solve_dim(
+                lambda v, d=d, name=name: _size(d, {**env, name: v}), a, monotone=True
+            )
+            if found is not None:
+                env[name] = found
+                progress = True
 
 
-def _monotone_solve(d: L.Expr, name: str, target: int, env: dict[str, int]) -> int | None:
-    """The smallest n >= 0 with d(n) == target, for d non-decreasing in n (a floor division
-    of a linear expression); any such n gives the buffers the same sizes."""
-
-    def f(v: int) -> int:
-        return eval_index(d, {**env, name: v})
-
+def _size(d: L.Expr, env: dict[str, int]) -> int:
     try:
-        if f(0) > target:
-            return None
-        hi = 1
-        while f(hi) < target:
-            hi *= 2
-            if hi > 1 << 40:
-                return None
-        lo = hi // 2 if hi > 1 else 0
-        while lo < hi:  # smallest v in [lo, hi] with f(v) >= target
-            mid = (lo + hi) // 2
-            if f(mid) >= target:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo if f(lo) == target else None
-    except KernelRunError:
-        return None
+        return eval_index(d, env)
+    except KernelRunError as e:  # a division by zero at this value: not a solution
+        raise ArithmeticError(str(e)) from None
 
 
 class CompiledKernel:

@@ -354,3 +354,38 @@ def parse_dim(text: str) -> Dim:
     from compiler.ir.parser import parse_dim as _parse
 
     return _parse(text)
+
+
+def solve_dim(f, target: int, monotone: bool = False) -> int | None:
+    """A value n >= 0 of the one unknown symbol of a dim ``f`` (a function n -> size) for which
+    ``f(n) == target``, or None. A dim linear in n (``2*n + 1``) has at most one. With
+    ``monotone``, a non-decreasing dim (``n // 2 + 1``) gives its smallest such n: right where
+    every use of n goes through sizes that fix it (a compiled kernel's buffers), not where n
+    could mean something else (so the interpreter does not ask for it). ``f`` may raise
+    ArithmeticError or KeyError for values it cannot take; that n is then not a solution."""
+    try:
+        f0, f1, f2 = f(0), f(1), f(2)
+    except (ArithmeticError, KeyError):
+        return None
+    slope = f1 - f0
+    if slope and f2 - f1 == slope:
+        n, rest = divmod(target - f0, slope)
+        return n if rest == 0 and n >= 0 else None
+    if not monotone or not f0 <= f1 <= f2 or f0 > target:
+        return None
+    try:
+        hi = 1
+        while f(hi) < target:
+            hi *= 2
+            if hi > 1 << 40:
+                return None
+        lo = hi // 2
+        while lo < hi:  # the smallest n in [lo, hi] with f(n) >= target
+            mid = (lo + hi) // 2
+            if f(mid) >= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo if f(lo) == target else None
+    except (ArithmeticError, KeyError):
+        return None

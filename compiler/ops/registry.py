@@ -44,6 +44,9 @@ class AttrSpec:
     kind: str
     default: Any = REQUIRED
     doc: str = ""
+    # a dim attribute the op can run without when the inputs leave its symbols unbound (it
+    # then gets the symbolic value): a compiled kernel's result shape, found from its buffers
+    may_stay_symbolic: bool = False
 
     def __post_init__(self):
         if self.kind not in ATTR_KINDS:

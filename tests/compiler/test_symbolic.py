@@ -257,3 +257,22 @@ def test_parse_dim_inverts_str(tree):
     assert dim_str(back) == dim_str(expr)
     # the same text inside a type
     assert parse_type(f"f32[{dim_str(expr)}, 2]") == TensorType((expr, 2), "float32")
+
+
+def test_solve_dim_linear_monotone_and_none():
+    from compiler.ir.symbolic import parse_dim, solve_dim
+
+    def f(text):
+        d = parse_dim(text)
+        return lambda n: d.evaluate({"n": n})
+
+    assert solve_dim(f("2*n + 1"), 7) == 3
+    assert solve_dim(f("2*n + 1"), 8) is None  # no integer n
+    assert solve_dim(f("n - 5"), 2) == 7
+    assert solve_dim(f("n + 4"), 2) is None  # n would be negative
+    # n // 2 + 1 == 3 for n = 4 and n = 5: only asked for with monotone, the smallest
+    assert solve_dim(f("n // 2 + 1"), 3) is None
+    assert solve_dim(f("n // 2 + 1"), 3, monotone=True) == 4
+    assert solve_dim(f("n // 2 + 1"), 0, monotone=True) is None  # below every value
+    assert solve_dim(f("n // 4"), 1000, monotone=True) == 4000
+    assert solve_dim(lambda n: 1 // (n - 1), 1) is None  # raises at n = 1
