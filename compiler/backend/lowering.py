@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.backend import loops as L
+from compiler.ir.names import fresh_name
 from compiler.ir.nodes import Call, Constant, Expr
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import DType, TensorType, TupleType
@@ -185,12 +186,7 @@ class KernelBuilder:
     def unique(self, hint: str) -> str:
         """A buffer or variable name not used yet in this kernel."""
         hint = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "v"
-        name, k = hint, 0
-        while name in self._names:
-            k += 1
-            name = f"{hint}{k}"
-        self._names.add(name)
-        return name
+        return fresh_name(hint, self._names, sep="")
 
     def var(self, hint: str = "i") -> L.Var:
         """A fresh i64 loop variable."""

@@ -24,6 +24,7 @@ import numpy as np
 
 from compiler.frontend.errors import FrontendError
 from compiler.frontend.onnx_frontend import checkable
+from compiler.ir.names import fresh_name
 from compiler.ir.nodes import (
     Call,
     Constant,
@@ -110,13 +111,7 @@ class Exporter:
     # ----- names ------------------------------------------------------------------------
     def unique(self, hint: str) -> str:
         """A value or node name not used yet, derived from ``hint``."""
-        base = re.sub(r"\s+", "_", hint.strip()) or "v"
-        name, k = base, 0
-        while name in self.used:
-            k += 1
-            name = f"{base}_{k}"
-        self.used.add(name)
-        return name
+        return fresh_name(re.sub(r"\s+", "_", hint.strip()) or "v", self.used)
 
     def lookup(self, expr: Expr) -> Any:
         if isinstance(expr, Constant):

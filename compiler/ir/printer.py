@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.ir.names import fresh_name
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -133,12 +134,7 @@ class Printer:
         base = _HINT_CHARS.sub("_", hint).strip("_.") or "v"
         if not (base[0].isalpha() or base[0] == "_"):
             base = "v" + base
-        name, k = base, 0
-        while name in self._used:
-            k += 1
-            name = f"{base}_{k}"
-        self._used.add(name)
-        return name
+        return fresh_name(base, self._used)
 
     def name_of(self, node: Expr) -> str:
         """The printed name of a bound node or parameter (assigned on first use)."""

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from compiler.ir.names import fresh_name
 from compiler.ir.nodes import Call, Constant, Expr, Module, Tuple, TupleGetItem
 from compiler.ir.symbolic import SymExpr
 from compiler.ops.registry import get_op
@@ -34,12 +35,7 @@ class ConstantNamer:
     def name(self, node: Call) -> str:
         base = next((a.name for a in node.args if isinstance(a, Constant) and a.name), None)
         base = f"{base}.{node.op}" if base else f"const.{node.name or node.op}"
-        name, k = base, 0
-        while name in self.used:
-            k += 1
-            name = f"{base}_{k}"
-        self.used.add(name)
-        return name
+        return fresh_name(base, self.used)
 
 
 def fold_call(node: Call) -> np.ndarray | None:

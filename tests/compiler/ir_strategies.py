@@ -36,6 +36,7 @@ from compiler.ir import (
     call,
     sym,
 )
+from compiler.ir.names import fresh_name
 from compiler.ir.symbolic import SymExpr, evaluate_dim
 from compiler.ir.types import TupleType
 
@@ -265,13 +266,7 @@ class _ModuleState:
         self.can_call = False
 
     def weight_name(self, draw) -> str:
-        base = draw(st.sampled_from(WEIGHT_NAMES))
-        name, k = base, 0
-        while name in self.used_names:
-            k += 1
-            name = f"{base}.{k}"
-        self.used_names.add(name)
-        return name
+        return fresh_name(draw(st.sampled_from(WEIGHT_NAMES)), self.used_names, sep=".")
 
     def zeros_param(self, ty: TensorType) -> Var:
         for v in self.extra_params:
