@@ -577,7 +577,9 @@ def load(path: str | os.PathLike) -> Trace:
     with zf:
         manifest = _read_manifest(zf, path)
         try:
-            return _Reader(zf, path, manifest).trace()
+            trace = _Reader(zf, path, manifest).trace()
+            _relower(trace)
+            return trace
         except TraceFileError:
             raise
         except (
@@ -597,6 +599,28 @@ def load(path: str | os.PathLike) -> Trace:
             raise TraceFileError(
                 f"{path}: damaged passlens trace file ({type(e).__name__}: {what})"
             ) from None
+
+
+def _relower(trace: Trace) -> None:
+    """Kernels live in the process that lowered them: make those a loaded trace calls again, by
+    running its legalize-ops steps on the modules they were given (lowering is deterministic
+    and kernels are named by content, so the same names come back). Compiled code is then
+    made when a kernel first runs. A kernel that does not come back stays missing: running it
+    says so."""
+    lowering = [
+        s for s in trace.steps
+        if s.kind == "pass" and s.name == "legalize-ops" and not s.failed
+        and s.before is not None and s.module is not None
+    ]
+    if not lowering:
+        return
+    from compiler import passes
+    from compiler.backend import kernel_calls, kernel_table
+
+    for s in lowering:
+        missing = [n for n in kernel_calls(s.module) if not kernel_table.is_registered(n)]
+        if missing:
+            passes.run(s.before, s.spec or s.name, record=False)
 
 
 def read_manifest(path: str | os.PathLike) -> dict:

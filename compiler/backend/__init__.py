@@ -6,11 +6,11 @@ llvmlite (codegen), JIT execution and an exported build artifact (object code + 
     exe.export("model.plz")                   # bytes written: code + weights
 
 Files: loops.py (the loop IR and its printer), lowering.py and lower_*.py (the rules, one
-file per op family), ops_lowered.py (the graph op ``call_lowered``), codegen.py and
+file per op family), compiler/ops/lowered.py (the graph op ``call_lowered``), codegen.py and
 mathlib.py (LLVM IR), kernel_table.py (kernels by name, compiled once), runtime.py (running
 kernels: threads, library calls), build.py (Executable, export, load).
 
-Importing this package registers ``call_lowered`` and every lowering rule.
+Importing this package registers every lowering rule.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from compiler.backend import (  # noqa: F401
     lower_nn,
     lower_reduce,
     lower_shape,
-    ops_lowered,  # noqa: F401  (registers call_lowered)
 )
 from compiler.backend.build import BuildError, Executable, build, load
 from compiler.backend.lowering import LoweringError, supported_ops

@@ -32,6 +32,11 @@ def register(kernel: Kernel) -> str:
     return kernel.name
 
 
+def is_registered(name: str) -> bool:
+    """Whether a kernel of that name was lowered in this process."""
+    return name in _KERNELS
+
+
 def lookup(name: str) -> Kernel:
     """The kernel called ``name``."""
     try:
@@ -101,4 +106,12 @@ def is_compiled(name: str, opt_level: int = 3) -> bool:
     return (name, opt_level) in _COMPILED
 
 
-__all__ = ["Compiled", "KernelNotFound", "compiled", "is_compiled", "lookup", "register"]
+__all__ = [
+    "Compiled",
+    "KernelNotFound",
+    "compiled",
+    "is_compiled",
+    "is_registered",
+    "lookup",
+    "register",
+]

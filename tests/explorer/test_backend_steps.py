@@ -92,3 +92,34 @@ def test_compiler_build_is_the_backend_build():
     assert compiler.build is build
     with pytest.raises(AttributeError):
         compiler.no_such_thing  # noqa: B018
+
+
+def test_a_trace_loaded_in_another_process_runs_its_kernels_again(mlp_trace, tmp_path):
+    """Kernels live in the process that lowered them: loading re-lowers them (same names), so
+    a fresh process can check the backend steps and run the compiled model."""
+    import subprocess
+    import sys
+    import textwrap
+
+    model, x, trace = mlp_trace
+    path = tmp_path / "t.passlens"
+    trace.save(path)
+    np.save(tmp_path / "x.npy", x.numpy())
+    with torch.no_grad():
+        np.save(tmp_path / "want.npy", model(x).numpy())
+    code = textwrap.dedent(
+        f"""
+        import numpy as np
+        import explorer
+        trace = explorer.load({str(path)!r})
+        x = np.load({str(tmp_path / "x.npy")!r})
+        report = trace.check((x,), reference="import")
+        assert report.ok, report
+        (y,) = trace["codegen"].executable()(x)
+        np.testing.assert_allclose(y, np.load({str(tmp_path / "want.npy")!r}), rtol=1e-4, atol=1e-5)
+        print("ok", trace["codegen"].artifact_bytes)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["ok", str(trace["codegen"].artifact_bytes)]

@@ -6,13 +6,14 @@ graph stays a valid module without the kernel at hand; running it (the interpret
 reference for this op) JIT-compiles the kernel once and calls it. ``library`` names the
 library routines the kernel calls, if any (else none: all generated code).
 
-compiler/ops imports only its own modules, so compiler/backend/__init__.py imports this one.
+The op is registered with every other op (so a saved trace holding kernel calls loads in any
+process); the backend (llvmlite) is imported only when such a call runs.
 """
 
 from __future__ import annotations
 
 from compiler.ir.types import TensorType
-from compiler.ops.registry import OPAQUE, AttrSpec, define_op, get_op
+from compiler.ops.registry import OPAQUE, AttrSpec, define_op
 
 
 def _infer(types, attrs):
@@ -32,11 +33,6 @@ def _compute(values, attrs):
 
 
 def _define() -> None:
-    try:
-        get_op("call_lowered")
-        return  # already registered (a module reload)
-    except KeyError:
-        pass
     define_op(
         "call_lowered",
         inputs=("*args",),
