@@ -1307,21 +1307,30 @@ def _pool_input(x: Expr) -> tuple[Expr, bool]:
     return x, False
 
 
-@converts("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
-def _max_pool2d(ctx, node, args, kwargs):
-    a = ctx.arg(args, kwargs)
+def _pooled(op: str, x: Expr, **attrs) -> Expr:
+    """``op`` over a batched or unbatched (C, H, W) input."""
+    x, unbatched = _pool_input(x)
+    out = call(op, x, **attrs)
+    return call("squeeze", out, axes=[0]) if unbatched else out
+
+
+def _window_pool(op: str, a: dict, **attrs) -> Expr:
     kernel, stride, padding = _pool_args(a)
-    x, unbatched = _pool_input(a["self"])
-    out = call(
-        "max_pool2d",
-        x,
+    return _pooled(
+        op,
+        a["self"],
         pool_size=kernel,
         strides=stride,
         padding=padding,
-        dilation=_ints(a["dilation"], 2),
         ceil_mode=bool(a["ceil_mode"]),
+        **attrs,
     )
-    out = call("squeeze", out, axes=[0]) if unbatched else out
+
+
+@converts("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
+def _max_pool2d(ctx, node, args, kwargs):
+    a = ctx.arg(args, kwargs)
+    out = _window_pool("max_pool2d", a, dilation=_ints(a["dilation"], 2))
     if "with_indices" in op_name(node):
         return out, None  # the indices are not supported; using them is an error
     return out
@@ -1336,26 +1345,12 @@ def _avg_pool_check(node) -> str | None:
 @converts("aten.avg_pool2d.default", check=_avg_pool_check)
 def _avg_pool2d(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
-    kernel, stride, padding = _pool_args(a)
-    x, unbatched = _pool_input(a["self"])
-    out = call(
-        "avg_pool2d",
-        x,
-        pool_size=kernel,
-        strides=stride,
-        padding=padding,
-        ceil_mode=bool(a["ceil_mode"]),
-        count_include_pad=bool(a["count_include_pad"]),
-    )
-    return call("squeeze", out, axes=[0]) if unbatched else out
+    return _window_pool("avg_pool2d", a, count_include_pad=bool(a["count_include_pad"]))
 
 
 @converts("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
 def _adaptive_avg_pool2d(ctx, node, args, kwargs):
-    x, size = args[0], args[1]
-    x, unbatched = _pool_input(x)
-    out = call("adaptive_avg_pool2d", x, output_size=_ints(size, 2))
-    return call("squeeze", out, axes=[0]) if unbatched else out
+    return _pooled("adaptive_avg_pool2d", args[0], output_size=_ints(args[1], 2))
 
 
 @converts("aten.upsample_nearest2d.vec", "aten.upsample_nearest2d.default")

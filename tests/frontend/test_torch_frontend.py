@@ -593,6 +593,14 @@ OP_CASES = {
         ),
         (_r(1, 2, 7, 7),),
     ),
+    "pools_unbatched": (  # (C, H, W): the frontend adds and removes the batch dim
+        lambda m, x: (
+            F.avg_pool2d(x, 2).sum()
+            + F.max_pool2d(x, 3, 2, 1).sum()
+            + F.adaptive_avg_pool2d(x, (2, 3)).sum()
+        ),
+        (_r(2, 7, 7),),
+    ),
     # attention
     "sdpa_masks": (
         lambda m, q, k, v: (
