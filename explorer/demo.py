@@ -74,7 +74,8 @@ def main() -> int:
     bloat_report = bloat.check(args, progress=False)
     print(bloat)
     for finding in bloat_report.findings:
-        print(f"  [{finding.kind}] step #{finding.step.index} {finding.step.name}: {finding.message}")
+        step = finding.step
+        print(f"  [{finding.kind}] step #{step.index} {step.name}: {finding.message}")
     print()
 
     html_path = os.path.join(out_dir, "passlens-demo.html")
@@ -93,15 +94,10 @@ def main() -> int:
     return 0 if ok else 1
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def run_notebook(path: str, out_dir: str = os.path.join("build", "demo")) -> int:
     """Run a notebook headless in a fresh kernel (``make demo`` runs the tour): the executed
     copy and whatever it writes (the tour's HTML report) land in ``out_dir``; prints the outputs
     of the cells tagged ``summary`` and where everything is. Returns 0, or 1 if a cell failed."""
-    import re
     from pathlib import Path
 
     import nbformat
@@ -111,6 +107,10 @@ def run_notebook(path: str, out_dir: str = os.path.join("build", "demo")) -> int
     src = Path(path)
     if not src.is_file():
         print(f"passlens demo: no notebook at {src}", file=sys.stderr)
+        return 2
+    problem = kernel_problem()
+    if problem:
+        print(f"passlens demo: {problem}", file=sys.stderr)
         return 2
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -132,14 +132,13 @@ def run_notebook(path: str, out_dir: str = os.path.join("build", "demo")) -> int
         resources={"metadata": {"path": str(out)}},
         on_cell_executed=progress,
     )
-    start = time.perf_counter()
+    start, started_at = time.perf_counter(), time.time()
     executed = out / src.name
     try:
         client.execute()
     except CellExecutionError as e:
         nbformat.write(nb, executed)
-        plain = re.sub(r"\x1b\[[0-9;]*m", "", str(e))
-        print(f"\na cell failed (the notebook so far: {executed}):\n{plain[-2500:]}", file=sys.stderr)
+        print(f"\n{describe_failure(nb, e)}\n(the notebook so far: {executed})", file=sys.stderr)
         return 1
     nbformat.write(nb, executed)
     for cell in code_cells:
@@ -152,4 +151,61 @@ def run_notebook(path: str, out_dir: str = os.path.join("build", "demo")) -> int
     print(f"executed notebook: {executed.resolve()}")
     for report in sorted(out.glob("*.html")):
         print(f"HTML report:       {report.resolve()} ({report.stat().st_size / 1e6:.1f} MB)")
+    written = [p for p in sorted(out.iterdir()) if p.is_file() and p.stat().st_mtime >= started_at]
+    for other in (p for p in written if p.suffix != ".html" and p.name != executed.name):
+        print(f"also written:      {other.resolve()} ({other.stat().st_size / 1e3:.1f} kB)")
     return 0
+
+
+def describe_failure(nb, error: BaseException) -> str:
+    """A failed notebook run, for people: which code cell failed, its source, then the error
+    with the end of its traceback (without terminal colours). ``nb`` is the notebook as far as
+    it ran; falls back to the error's own text (a timeout, a dead kernel)."""
+    import re
+
+    def plain(text: str) -> str:
+        return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+    number = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        number += 1
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                trace = plain("\n".join(output.get("traceback", [])))
+                rule = "-" * 60
+                return (
+                    f"code cell {number} failed: {output.get('ename')}: "
+                    f"{plain(str(output.get('evalue')))}\n{rule}\n{cell.source}\n{rule}\n"
+                    f"{trace[-2500:]}"
+                )
+    return plain(str(error))[-3000:]
+
+
+def kernel_problem(kernel_name: str = "python3") -> str | None:
+    """Why the Jupyter kernel ``kernel_name`` would not run this interpreter (and so not find
+    passlens), or None when it would. jupyter_client runs ``sys.executable`` for a kernelspec
+    whose command is a bare ``python``/``python3`` (the venv's own spec); a spec with another
+    absolute path (e.g. a user-level one, which takes precedence) runs that Python instead."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    install = f"{sys.executable} -m ipykernel install --sys-prefix"
+    try:
+        spec = KernelSpecManager().get_kernel_spec(kernel_name)
+    except NoSuchKernel:
+        return f"no Jupyter kernel {kernel_name!r}: run {install}"
+    exe = spec.argv[0] if spec.argv else ""
+    major, minor = sys.version_info[:2]
+    if exe in ("python", f"python{major}", f"python{major}.{minor}"):
+        return None
+    if os.path.abspath(exe) == os.path.abspath(sys.executable):
+        return None
+    return (
+        f"the Jupyter kernel {kernel_name!r} ({spec.resource_dir}) runs {exe}, not "
+        f"{sys.executable}: remove that kernelspec, or run {install}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

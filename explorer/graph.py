@@ -95,10 +95,10 @@ class GraphModel:
         return sum(p.nbytes for p in self.params.values())
 
     def op_counts(self) -> dict[str, int]:
-        """How many nodes of each op."""
+        """How many nodes of each op (an ``If`` counts as op ``if``, so folding one shows)."""
         counts: dict[str, int] = {}
         for n in self.nodes.values():
-            if n.kind in ("op", "call"):
+            if n.kind in ("op", "call", "if"):
                 counts[n.op] = counts.get(n.op, 0) + 1
         return counts
 
