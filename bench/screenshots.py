@@ -4,8 +4,9 @@
 - notebooks/img/report.png: the self-contained HTML report (``trace.to_html``),
 - notebooks/img/app.png: the Panel app (``passlens serve``),
 
-each on the fold-constant step of a small ConvNeXt through the default pipeline, where
-fold-constant adds transposed copies of the linear weights.
+each at 1600x1000 on the fold-constant step of a small ConvNeXt through the linear-broadcast
+replica and fold-constant (the weight-bloat bug of SEEDS.md: fold-constant bakes 8 copies of
+each pointwise weight), with the check's findings drawn on the graph.
 
     .venv/bin/python bench/screenshots.py [--out notebooks/img]
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 MODEL = "models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)"
+PIPELINE = "replica-linear-broadcast,fold-constant"
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"]
 
 
@@ -42,33 +44,33 @@ def main() -> int:
     from tests.widgets.lab import jupyterlab, run_all
     from widgets.app import serve
 
-    trace = explorer.explore(eval(MODEL, {"models": models}))  # noqa: S307 (our own constant)
+    trace = explorer.explore(eval(MODEL, {"models": models}), pipeline=PIPELINE)  # noqa: S307
+    report_ = trace.check()
     step = trace["fold-constant"]
     expect.set_options(timeout=60000)
     with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
         browser = p.chromium.launch(executable_path=chromium, args=ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 900}, device_scale_factor=1)
+        page = browser.new_page(viewport={"width": 1600, "height": 1000}, device_scale_factor=1)
         page.set_default_timeout(60000)
 
-        # the HTML report, a node clicked
+        # the HTML report at its first view of the step
         report = Path(tmp) / "report.html"
-        trace.to_html(report)
+        trace.to_html(report, report=report_)
         page.goto(report.as_uri())
         page.click(f".pl-step-row[data-step='{step.index}']")
-        page.click("#pl-canvas g[data-node-id='main/conv2d']")
+        page.locator("#pl-graph .plg-n").first.wait_for()
         page.screenshot(path=str(out / "report.png"))
         print(f"wrote {out / 'report.png'}")
 
         # the Panel app, a node clicked
-        with serve(trace, block=False) as srv:
+        with serve(trace, block=False, report=report_) as srv:
             page.goto(srv.url)
-            page.locator(".pl-gv-canvas svg").nth(1).wait_for()
+            page.locator(".plg-n").first.wait_for()
             page.locator(f".pl-step-row[data-step='{step.index}']").click()
             expect(page.locator(".pl-step-title")).to_have_text(f"#{step.index} fold-constant")
-            after = page.locator(".pl-gv-canvas").nth(1)
-            expect(after.locator("g.pl_added").first).to_be_visible()
-            after.locator("g[data-node-id='main/conv2d']").click()
-            expect(page.locator(".pl-gv-details").nth(1)).to_contain_text("conv2d")
+            expect(page.locator(".plg-s-added").first).to_be_visible()
+            page.locator(".plg-bad").first.click()
+            expect(page.locator(".plg-details")).to_contain_text("copies")
             page.screenshot(path=str(out / "app.png"))
             print(f"wrote {out / 'app.png'}")
 
@@ -77,18 +79,18 @@ def main() -> int:
             f"import explorer\nfrom compiler import models\ntrace = explorer.explore({MODEL})\n"
             f"stepper = trace.stepper()\nstepper.index = {step.index}\nstepper"
         ]
-        page.set_viewport_size({"width": 1500, "height": 1600})
+        cells[0] = cells[0].replace(")\nstepper =", f", pipeline={PIPELINE!r})\nstepper =")
         with jupyterlab(Path(tmp), cells) as url:
             page.goto(url)
             run_all(page)
             output = page.locator(".jp-OutputArea-output").first
-            expect(output.locator(".pl-stepper-graph svg.pl_graph")).to_have_count(2)
+            expect(output.locator(".plg-n").first).to_be_visible()
             expect(output.locator(".pl-header")).to_contain_text("fold-constant")
             page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
             time.sleep(0.5)  # the layout settles after the side panel closes (a screenshot only)
             output.scroll_into_view_if_needed()
             box = output.bounding_box()
-            clip = {**box, "height": min(box["height"], 1000)}
+            clip = {**box, "height": min(box["height"], 1000 - box["y"])}
             page.screenshot(path=str(out / "stepper.png"), clip=clip)
             print(f"wrote {out / 'stepper.png'}")
         browser.close()

@@ -369,11 +369,13 @@ class Trace:
 
         return save(self, path)
 
-    def to_html(self, path) -> None:
-        """Write one self-contained HTML report."""
+    def to_html(self, path, report=None, max_boxes: int = 300) -> int:
+        """Write one self-contained HTML report (with the findings of a check ``report``
+        drawn on the graphs); each step's graph opens with at most ``max_boxes`` boxes
+        (module groups collapsed, finest first, until it fits). Returns the file's size."""
         from widgets.report import write_html
 
-        write_html(self, path)
+        return write_html(self, path, report=report, max_boxes=max_boxes)
 
     def show(self, step=None):
         """Display a step's graph in Jupyter (the final step by default)."""
@@ -381,11 +383,12 @@ class Trace:
 
         display(self.final if step is None else self[step])
 
-    def stepper(self):
-        """The Jupyter widget to step through the passes."""
+    def stepper(self, report=None):
+        """The Jupyter widget to step through the passes (with a check ``report``: its
+        findings on the graphs and in the timeline, and the numerics tab)."""
         from widgets.stepper import PassStepper
 
-        return PassStepper(self)
+        return PassStepper(self, report=report)
 
 
 def _signed(n: int) -> str:

@@ -7,11 +7,11 @@
 
 The same views as the Jupyter :class:`~widgets.stepper.PassStepper`: a timeline of steps with
 badges (changed, node delta, parameter-bytes delta, time, failed, findings), "hide unchanged
-passes", previous / next, the step's before / after graphs side by side, and tabs for the IR
-diff, parameters, shapes and numerics. Each graph is the anywidget GraphView's front end
-(``static/graph_view.js``) run as a Panel ESM component: pan, zoom, search, click a node for its
-details (op, attributes, types, provenance, parameter preview), double-click a group to expand
-it. State and navigation come from :mod:`widgets.views`, HTML from :mod:`widgets.render`.
+passes", previous / next, the step's graph (the graph component of the report and of Jupyter's
+GraphView, run as a Panel ESM component: diff colours, a before / after toggle that keeps the
+selection on the matched node, pan, zoom, search inside collapsed groups, expand / collapse,
+a details drawer), and tabs for the IR, IR diff, parameters, shapes and numerics. State and
+navigation come from :mod:`widgets.views`, HTML from :mod:`widgets.render`.
 
 Nothing is loaded from the network: Panel serves its own scripts, and the components' code is
 plain ESM without imports.
@@ -30,22 +30,20 @@ from panel.custom import JSComponent
 from panel.io.server import get_server
 
 from widgets import render, views
+from widgets.graph_view import graph_css, graph_data, graph_esm, node_details
 from widgets.views import TABS
 
 _STATIC = Path(__file__).parent / "static"
 
-_GV_EXPORT = "export default { render };"
-
-
 def _graph_esm() -> str:
-    """graph_view.js (written for anywidget's model API) under a shim of that API over a
-    Panel JSComponent model (``model.x``, ``model.x = v``, ``model.on("x", f)``)."""
-    source = (_STATIC / "graph_view.js").read_text()
-    if _GV_EXPORT not in source or "function render(" not in source:
-        raise RuntimeError("static/graph_view.js no longer ends with `export default { render };`")
-    source = source.replace(_GV_EXPORT, "").replace("function render(", "function gvRender(", 1)
+    """The graph component with its widget adapter (static/graph_widget.js, written for
+    anywidget's model API) under a shim of that API over a Panel JSComponent model
+    (``model.x``, ``model.x = v``, ``model.on("x", f)``)."""
+    source = graph_esm().replace("export default { render };", "")
+    if "function render(" not in source:
+        raise RuntimeError("static/graph_widget.js no longer defines `render`")
     return (
-        source
+        source.replace("function render(", "function gvRender(", 1)
         + """
 export function render({ model, el }) {
   const local = {};
@@ -59,51 +57,47 @@ export function render({ model, el }) {
     },
     save_changes: () => {},
   };
-  gvRender({ model: shim, el });
+  return gvRender({ model: shim, el });
 }
 """
     )
 
 
 class GraphPane(JSComponent):
-    """One step's graph in the app (diff-coloured against ``baseline``): the GraphView front
-    end. ``selected`` is the clicked node's data-node-id, ``collapsed`` the collapsed groups."""
+    """A step's graph in the app: the graph component (diff-coloured against the previous
+    step, before / after toggle, search, expand / collapse, details drawer). ``selected`` is
+    the selected node's id, ``collapsed`` the collapsed groups, ``mode`` the side shown."""
 
-    svg = param.String(default="")
-    details = param.Dict(default={})
+    data = param.Dict(default={})
     selected = param.String(default="")
     query = param.String(default="")
     collapsed = param.List(default=[], item_type=str)
+    mode = param.String(default="after")
+    height = param.String(default="calc(100vh - 190px)")
 
     _esm = _graph_esm()
-    _stylesheets = [
-        (_STATIC / "graph_view.css").read_text()
-        + ":host{display:block;width:100%}.pl-gv-body{height:calc(100vh - 190px);"
-        "min-height:360px}.pl-gv-details{width:210px}"
-    ]
+    _stylesheets = [graph_css() + ":host{display:block;width:100%}"]
 
     def __init__(self, max_boxes: int = render.MAX_BOXES, **params):
-        self._step = self._baseline = None
         self.max_boxes = max_boxes
+        self._details = None
         super().__init__(**params)
 
-    def show(self, step, baseline=None) -> None:
-        """Draw ``step`` (against ``baseline``) in its default view state."""
-        self._step, self._baseline = step, baseline
-        collapsed = sorted(render.default_collapsed(step, baseline, self.max_boxes))
-        if collapsed == self.collapsed:
-            self._draw()
-        else:
-            self.collapsed = collapsed  # draws
+    def show(self, step, baseline=None, report=None) -> None:
+        """Draw ``step`` against ``baseline`` in its default view state."""
+        data = graph_data(step, baseline, report, self.max_boxes)
+        self._details = None
+        self.param.update(
+            selected="", mode="after", collapsed=list(data["after"]["collapsed"]), data=data
+        )
 
-    @param.depends("collapsed", watch=True)
-    def _draw(self) -> None:
-        if self._step is None:
-            return
-        svg, details = views.graph_state(self._step, self._baseline, self.collapsed, self.max_boxes)
-        if self.selected not in details:
-            self.selected = ""
-        self.param.update(details=details, svg=svg)
+    @property
+    def details(self) -> dict[str, dict]:
+        """Details of every node of the step shown, by node id."""
+        if self._details is None:
+            after = self.data.get("after")
+            self._details = node_details(after) if after else {}
+        return self._details
 
     @property
     def selected_details(self) -> dict:
@@ -165,10 +159,7 @@ class PassApp(views.StepNavigation):
         self.prev_button = pn.widgets.Button(label="◀ prev", width=80, css_classes=["pl-prev"])
         self.next_button = pn.widgets.Button(label="next ▶", width=80, css_classes=["pl-next"])
         self.header = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["pl-head"])
-        self.before = GraphPane(max_boxes=max_boxes, sizing_mode="stretch_width")
-        self.after = GraphPane(max_boxes=max_boxes, sizing_mode="stretch_width")
-        self.before_title = pn.pane.HTML("", css_classes=["pl-before-title"])
-        self.after_title = pn.pane.HTML("", css_classes=["pl-after-title"])
+        self.graph = GraphPane(max_boxes=max_boxes, sizing_mode="stretch_width")
         self.panes = {
             tab: pn.pane.HTML(
                 "",
@@ -178,22 +169,18 @@ class PassApp(views.StepNavigation):
             )
             for tab in TABS[1:]
         }
-        graph = pn.Row(
-            pn.Column(self.before_title, self.before, sizing_mode="stretch_width"),
-            pn.Column(self.after_title, self.after, sizing_mode="stretch_width"),
-            sizing_mode="stretch_width",
-        )
         self.tabs = pn.Tabs(
-            ("graph", graph), *((t, self.panes[t]) for t in TABS[1:]), sizing_mode="stretch_width"
+            ("graph", self.graph), *((t, self.panes[t]) for t in TABS[1:]), sizing_mode="stretch_width"
         )
         name = title or f"passlens: {trace.pipeline or 'trace'}"
         meta = (
-            f"{len(trace.steps)} steps · {trace.frontend or 'IR'} · pipeline "
+            f"{len(trace.steps)} steps · {render.esc(trace.frontend or 'IR')} · pipeline "
             f"<code>{render.esc(trace.pipeline)}</code>"
         )
         first = getattr(report, "first_failure", None) if report is not None else None
         if first is not None:
             meta += f" · check: {render.esc(first)}"
+        one_line = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;display:block"
         controls = pn.Column(
             pn.Row(self.prev_button, self.next_button), self.hide_box, self.timeline, width=330
         )
@@ -201,7 +188,7 @@ class PassApp(views.StepNavigation):
         self.layout = pn.Column(
             pn.pane.HTML(
                 f"<h2 style='margin:4px 0;font:600 18px sans-serif'>{render.esc(name)}</h2>"
-                f"<span style='font:12px sans-serif;color:#555'>{meta}</span>",
+                f"<span style='font:12px sans-serif;color:#555;{one_line}'>{meta}</span>",
                 stylesheets=[_CSS],
             ),
             pn.Row(controls, main, sizing_mode="stretch_width"),
@@ -255,8 +242,8 @@ class PassApp(views.StepNavigation):
 
     @property
     def selected_details(self) -> dict:
-        """Details of the node clicked last in the after graph (else the before graph)."""
-        return self.after.selected_details or self.before.selected_details
+        """Details of the node selected in the graph."""
+        return self.graph.selected_details
 
     # ----- rendering ----------------------------------------------------------------------
     def _fill_timeline(self) -> None:
@@ -293,26 +280,12 @@ class PassApp(views.StepNavigation):
         self._rendered.add(tab)
         s, prev = self.step, self.step.previous
         if tab == "graph":
-            if prev is not None:
-                self.before_title.object = _title("before", prev)
-                self.before.show(prev)
-            else:
-                self.before_title.object = "<i>(no previous step)</i>"
-                self.before.show(s)
-            self.after_title.object = _title("after", s)
-            self.after.show(s, prev)
+            self.graph.show(s, prev, self.report)
         else:
             self.panes[tab].object = views.tab_html(s, tab, self.report)
 
     def __repr__(self) -> str:
         return f"<PassApp step {self.index}/{len(self.trace.steps)}: {self.step.name}>"
-
-
-def _title(which: str, step) -> str:
-    return (
-        f"<div class='pl-graph-title' style='font:12px sans-serif;color:#555'>{which}: "
-        f"#{step.index} {render.esc(step.name)}</div>"
-    )
 
 
 def build_app(trace, report=None, max_boxes: int = render.MAX_BOXES, title: str = ""):

@@ -1,9 +1,12 @@
-"""GraphView: one step's graph as an anywidget (pan, zoom, search, click for details).
+"""GraphView: one step's graph as an anywidget, the same graph component as the HTML report and
+the Panel app (``static/graph.js``).
 
-The SVG comes from :func:`widgets.render.graph_svg` (laid out by Graphviz on the Python side,
-cached); the browser side (``static/graph_view.js``) only pans, zooms, searches, and reports a
-clicked node through the ``selected`` traitlet. Double-clicking a collapsed group expands it:
-the front end edits ``collapsed`` and the Python side draws the new view.
+The Python side sends the step's payload (:func:`widgets.graph_data.graph_payload`: nodes,
+edges, the module tree, changes, findings, details) and the previous step's graph for the
+before / after toggle; the browser lays it out a group at a time, pans, zooms, searches,
+expands and collapses groups, and reports back the selected node (``selected``), the collapsed
+groups (``collapsed``), the search (``query``) and the side shown (``mode``). Setting any of
+them from Python moves the view.
 """
 
 from __future__ import annotations
@@ -13,44 +16,118 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from widgets import render, views
+from widgets import render
+from widgets.graph_data import graph_payload
 
-_STATIC = Path(__file__).parent / "static"
+STATIC = Path(__file__).parent / "static"
+HOST_CSS = ".plg-host{display:block;width:100%}"
+
+
+def graph_esm() -> str:
+    """The graph component as one ES module: layout, component and the widget adapter, with
+    ``render`` exported (anywidget's entry point)."""
+    return (
+        (STATIC / "graph_layout.js").read_text()
+        + "\n"
+        + (STATIC / "graph.js").read_text()
+        + "\n"
+        + (STATIC / "graph_widget.js").read_text()
+        + "\nexport default { render };\n"
+    )
+
+
+def graph_css() -> str:
+    """The component's style sheet (and the widget host's size)."""
+    return (STATIC / "graph.css").read_text() + HOST_CSS
+
+
+def graph_data(step, baseline=None, report=None, max_boxes: int = render.MAX_BOXES) -> dict:
+    """What the component is given for ``step`` against ``baseline``: its payload, and the
+    baseline's own graph for the before / after toggle."""
+    return {
+        "after": graph_payload(step, baseline, report, max_boxes),
+        "before": None if baseline is None else graph_payload(baseline, None, None, max_boxes),
+    }
+
+
+def node_details(payload: dict) -> dict[str, dict]:
+    """The details of every node of a payload keyed by node id (what the details panel
+    shows): kind, op or name, type, status, what changed, bytes, finding mark, and the rest."""
+    out = {}
+    types = payload["types"]
+    for n, d in zip(payload["nodes"], payload["details"], strict=True):
+        info = {
+            "id": n["id"],
+            "kind": n["k"],
+            "title": n["t"],
+            "type": types[n["ty"]],
+            "status": n.get("st", ""),
+            "change": n.get("chg", ""),
+            "nbytes": n.get("b", 0),
+        }
+        for key in ("mark", "err"):
+            if key in n:
+                info[key] = n[key]
+        info.update(d)
+        out[n["id"]] = info
+    return out
 
 
 class GraphView(anywidget.AnyWidget):
-    """The graph of ``step`` (diff-coloured against ``baseline``); ``selected`` is the clicked
-    node's id, ``collapsed`` the collapsed groups (``@name`` for functions)."""
+    """The graph of ``step`` (diff-coloured against ``baseline``, findings of a check
+    ``report`` drawn on it); ``selected`` is the selected node's id, ``collapsed`` the
+    collapsed groups (module paths, ``@function``), ``query`` the search, ``mode`` the side
+    shown (``after`` or ``before``)."""
 
-    _esm = _STATIC / "graph_view.js"
-    _css = _STATIC / "graph_view.css"
+    _esm = graph_esm()
+    _css = graph_css()
 
-    svg = traitlets.Unicode("").tag(sync=True)
-    details = traitlets.Dict().tag(sync=True)
+    data = traitlets.Dict().tag(sync=True)
     selected = traitlets.Unicode("").tag(sync=True)
     query = traitlets.Unicode("").tag(sync=True)
     collapsed = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    mode = traitlets.Unicode("after").tag(sync=True)
+    height = traitlets.Unicode("640px").tag(sync=True)
 
     def __init__(
-        self, step, baseline=None, collapsed=None, max_boxes: int = render.MAX_BOXES, **kwargs
+        self,
+        step=None,
+        baseline=None,
+        report=None,
+        collapsed=None,
+        max_boxes: int = render.MAX_BOXES,
+        **kwargs,
     ):
-        self.step, self.baseline, self.max_boxes = step, baseline, max_boxes
-        if collapsed is None:
-            collapsed = render.default_collapsed(step, baseline, max_boxes)
-        super().__init__(collapsed=sorted(collapsed), **kwargs)
-        self._draw()
+        super().__init__(**kwargs)
+        self.max_boxes = max_boxes
+        self.step = None
+        if step is not None:
+            self.show(step, baseline, report, collapsed)
 
-    @traitlets.observe("collapsed")
-    def _on_collapsed(self, change) -> None:
-        self._draw()
-
-    def _draw(self) -> None:
-        svg, self.details = views.graph_state(
-            self.step, self.baseline, self.collapsed, self.max_boxes
-        )
-        self.svg = svg
-        if self.selected and self.selected not in self.details:
+    def show(self, step, baseline=None, report=None, collapsed=None) -> None:
+        """Draw ``step`` against ``baseline`` (in its default view state unless
+        ``collapsed`` is given)."""
+        self.step, self.baseline, self.report = step, baseline, report
+        data = graph_data(step, baseline, report, self.max_boxes)
+        self._details = None
+        chosen = data["after"]["collapsed"] if collapsed is None else sorted(collapsed)
+        with self.hold_sync():
             self.selected = ""
+            self.mode = "after"
+            self.collapsed = list(chosen)
+            self.data = data
+
+    @property
+    def payload(self) -> dict:
+        """The payload drawn (the after side)."""
+        return self.data.get("after", {})
+
+    @property
+    def details(self) -> dict[str, dict]:
+        """Details of every node of the step (and ghosts of removed ones), by node id."""
+        if self._details is None:
+            self._details = node_details(self.payload) if self.payload else {}
+        return self._details
 
     @property
     def selected_details(self) -> dict:
@@ -67,7 +144,9 @@ class GraphView(anywidget.AnyWidget):
             self.collapsed = sorted([*self.collapsed, group])
 
     def __repr__(self) -> str:
-        return f"<GraphView #{self.step.index} {self.step.name}: {len(self.details)} boxes>"
+        if self.step is None:
+            return "<GraphView (empty)>"
+        return f"<GraphView #{self.step.index} {self.step.name}: {len(self.payload['nodes'])} nodes>"
 
 
-__all__ = ["GraphView"]
+__all__ = ["GraphView", "graph_css", "graph_data", "graph_esm", "node_details"]

@@ -667,16 +667,19 @@ def _jsonable(x: Any) -> Any:
 
 def param_stats(data: np.ndarray, preview: int = 8) -> dict:
     """A weight's first values and its statistics (min, max, mean, std), for people."""
-    flat = data.reshape(-1)
+    # ravel(order="K") reads the array as it lies in memory (no copy for a transposed view);
+    # the preview is in logical order
+    flat = data.ravel(order="K")
     if flat.dtype.kind not in "biuf":
         flat = flat.astype(np.float32)
-    out: dict[str, Any] = {"preview": [float(v) for v in flat[:preview]]}
+    out: dict[str, Any] = {"preview": [float(v) for v in data.flat[:preview]]}
     if flat.size and flat.dtype.kind in "biuf":
+        mean = flat.mean(dtype=np.float64) if flat.dtype.itemsize < 4 else flat.mean()
         out.update(
             min=float(flat.min()),
             max=float(flat.max()),
-            mean=float(flat.mean(dtype=np.float64)),
-            std=float(flat.std(dtype=np.float64)),
+            mean=float(mean),
+            std=float(flat.std(dtype=np.float64) if flat.dtype.itemsize < 4 else flat.std()),
         )
     return _jsonable(out)
 

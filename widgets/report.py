@@ -23,21 +23,6 @@ from widgets import render, views
 _STATIC = Path(__file__).parent / "static"
 
 
-def _plain_css() -> str:
-    """CSS that turns a diff-coloured SVG into the plain graph (for unchanged steps)."""
-    rules = [".pl-plain .pl_removed{display:none}"]
-    for kind, style in render._KIND_STYLE.items():
-        rules.append(
-            f".pl-plain .pl_k_{kind}:is(.pl_added,.pl_changed)>:is(polygon,path,ellipse)"
-            f"{{fill:{style['fillcolor']}}}"
-        )
-    rules.append(f".pl-plain text[fill='{render.COLORS['marks']}']{{display:none}}")
-    rules.append(".pl-plain .pl_shape>path{stroke:#607d8b}")
-    rules.append(".pl-plain .pl_shape>polygon{fill:#607d8b;stroke:#607d8b}")
-    rules.append(".pl-plain .pl_shape>text{fill:#000}")
-    return "\n".join(rules)
-
-
 class _Store:
     """Heavy HTML pieces, each stored once (keyed by content)."""
 
@@ -61,30 +46,43 @@ class _Store:
         )
 
 
-_XMLNS = re.compile(r' xmlns(:xlink)?="[^"]*"')
+def _script(element_id: str, data: Any) -> str:
+    return f'<script type="application/json" id="{element_id}">{render.json_script(data)}</script>'
 
 
-def _inline_svg(svg: str) -> str:
-    """An SVG from :func:`render.graph_svg` for inline HTML (no namespace URLs needed)."""
-    return _XMLNS.sub("", svg, count=2)
+def finding_line(report, step=None) -> str:
+    """One line about a check's findings (of ``step``, or the first failure of the run)."""
+    if report is None:
+        return ""
+    if step is None:
+        first = getattr(report, "first_failure", None)
+        if first is None:
+            return ""
+        n = sum(1 for f in report.findings if f.is_failure)
+        more = f" (+{n - 1} more)" if n > 1 else ""
+        return f"{first.kind} at #{first.step.index} {first.step.name}: {first.message}{more}"
+    found = render.problems_of(report, step)
+    if not found:
+        return ""
+    f = found[0]
+    more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+    return f"{getattr(f, 'kind', '')}: {getattr(f, 'message', '')}{more}"
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: str = "") -> str:
     """The whole report as one HTML string (see the module docstring)."""
+    from widgets.graph_data import graph_payload
+
     store = _Store()
-    objs: list[dict] = []
-    obj_index: dict[str, int] = {}
+    graphs: list[str] = []  # payload scripts, one per step with a graph of its own
     steps_data: list[dict[str, Any]] = []
     owners: dict[int, int] = {}  # step index -> index of the step whose graph it shows
     summary = trace.summary()
     rows_html = []
-
-    def obj(info: dict) -> int:
-        key = render.json_script(info)
-        if key not in obj_index:
-            obj_index[key] = len(objs)
-            objs.append(info)
-        return obj_index[key]
 
     for s, row in zip(trace.steps, summary, strict=True):
         prev = s.previous
@@ -95,26 +93,19 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
             "depth": s.depth,
             "plain": plain,
             "error": "",
+            "prev": prev.index if prev is not None else None,
         }
         if plain:
             owner = owners[prev.index]
             owners[s.index] = owner
             entry["owner"] = owner
-            entry["svg"] = steps_data[owner]["svg"]
+            entry["graph"] = steps_data[owner]["graph"]
         else:
             owners[s.index] = s.index
             entry["owner"] = s.index
-            view = render.graph_view(s, prev, None, max_boxes)
-            entry["svg"] = store.add(
-                _inline_svg(render.graph_svg(s, prev, view.collapsed, max_boxes))
-            )
-            details = render.node_details(s, prev, view.collapsed, max_boxes)
-            nodes = {}
-            for key, info in details.items():
-                info = dict(info)  # the details are cached: not ours to change
-                status, change = info.pop("status", ""), info.pop("change", "")
-                nodes[key] = [obj(info), status, change]
-            entry["nodes"] = nodes
+            entry["graph"] = len(graphs)
+            payload = graph_payload(s, prev, report, max_boxes)
+            graphs.append(_script(f"pl-g{len(graphs)}", payload))
         entry["text"] = store.add(render.ir_text_html(s))
         d = render.step_diff(prev, s) if prev is not None else None
         entry["headline"] = d.headline() if d is not None else f"#{s.index} {s.name}"
@@ -122,6 +113,7 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
         entry["params"] = store.add(render.param_table_html(s, prev))
         if report is not None:
             entry["numerics"] = store.add(render.numerics_table_html(s, report))
+            entry["finding"] = finding_line(report, s)
         if s.failed:
             err = f"{type(s.error).__name__}: {s.error}".rstrip(": ")
             where = f" (in @{s.failed_function})" if s.failed_function else ""
@@ -130,61 +122,67 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
         rows_html.append(views.timeline_row_html(s, row, report))
 
     failure = trace.failure
-    data = {
-        "steps": steps_data,
-        "objs": objs,
-        "start": failure.index if failure is not None else 0,
-    }
+    first = getattr(report, "first_failure", None) if report is not None else None
+    start = failure.index if failure is not None else (first.step.index if first else 0)
+    data = {"steps": steps_data, "start": start}
     css = (
         (_STATIC / "report.css").read_text()
         + (_STATIC / "timeline.css").read_text()
+        + (_STATIC / "graph.css").read_text()
         + render.TABLE_CSS
-        + _plain_css()
     )
     # the tables' sorting, shared by every table instead of inline in each header
     js = f"function plSort(th){{(function(){{{render._SORT_JS}}}).call(th)}}\n"
+    js += (_STATIC / "graph_layout.js").read_text() + "\n"
+    js += (_STATIC / "graph.js").read_text() + "\n"
     js += (_STATIC / "report.js").read_text()
-    name = title or f"passlens: {trace.pipeline or 'trace'}"
+    pipeline = trace.pipeline or "trace"
+    name = title or f"passlens: {_short(pipeline, 40)}"
     meta = (
-        f"{len(trace.steps)} steps · {trace.frontend or 'IR'} · pipeline "
-        f"<code>{render.esc(trace.pipeline)}</code>"
+        f"{len(trace.steps)} steps · {render.esc(trace.frontend or 'IR')} · pipeline "
+        f"<code title='{render.esc(pipeline)}'>{render.esc(_short(pipeline, 60))}</code>"
     )
     if failure is not None:
         meta += f" · <b>failed at #{failure.index} {render.esc(failure.name)}</b>"
-    numerics_tab = numerics_pane = ""
+    numerics_tab = numerics_pane = banner = ""
     if report is not None:
         numerics_tab = '<button data-tab="numerics">Numerics</button>'
         numerics_pane = '<div class="pl-pane" id="pl-pane-numerics"></div>'
-        first = getattr(report, "first_failure", None)
-        if first is not None:
-            meta += f" · check: {render.esc(first)}"
+        line = finding_line(report)
+        if line:
+            banner = (
+                f"<a id='pl-banner' href='#step-{first.step.index}' data-step='{first.step.index}' "
+                f"title='{render.esc(line)}'>⚠ {render.esc(line)}</a>"
+            )
+        else:
+            banner = "<span id='pl-banner' class='pl-ok'>✓ check: no findings</span>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{render.esc(name)}</title>
 <style>{css}</style></head>
 <body>
-<header><h1>{render.esc(name)}</h1><span class="meta">{meta}</span></header>
+<header><h1 title="{render.esc(title or pipeline)}">{render.esc(name)}</h1><span class="meta">{meta}</span>
+{banner}</header>
 <div id="pl-app">
 <nav id="pl-timeline"><label><input type="checkbox" id="pl-hide"> hide unchanged passes</label>
 {"".join(rows_html)}
 </nav>
 <main id="pl-main">
 <div id="pl-toolbar"><button id="pl-prev" title="previous step (←)">◀ prev</button>
-<button id="pl-next" title="next step (→)">next ▶</button><span id="pl-title"></span></div>
-<div id="pl-headline"></div><div id="pl-error"></div>
+<button id="pl-next" title="next step (→)">next ▶</button><span id="pl-title"></span>
+<span id="pl-headline"></span></div>
+<div id="pl-finding"></div><div id="pl-error"></div>
 <div id="pl-tabs"><button data-tab="graph" class="pl-on">Graph</button>
 <button data-tab="ir">IR</button><button data-tab="diff">IR diff</button>
 <button data-tab="params">Params</button>{numerics_tab}</div>
-<div class="pl-pane pl-on" id="pl-pane-graph"><div id="pl-stage"><div id="pl-canvas"></div>
-<div id="pl-gtools"><input id="pl-search" placeholder="search name / op" type="search">
-<button id="pl-fit">fit</button></div><div id="pl-note"></div></div>
-<aside id="pl-details"></aside></div>
+<div class="pl-pane pl-on" id="pl-pane-graph"><div id="pl-graph"></div></div>
 <div class="pl-pane" id="pl-pane-ir"></div>
 <div class="pl-pane" id="pl-pane-diff"></div>
 <div class="pl-pane" id="pl-pane-params"></div>{numerics_pane}
 </main></div>
-{store.html()}<script type="application/json" id="pl-data">{render.json_script(data)}</script>
+{store.html()}{"".join(graphs)}
+{_script("pl-data", data)}
 <script>{js}</script>
 </body></html>
 """
@@ -192,7 +190,8 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
 
 def write_html(trace, path, report=None, max_boxes: int = render.MAX_BOXES) -> int:
     """Write the report of ``trace`` (and of a check ``report``, if given) to ``path``;
-    returns the file's size in bytes."""
+    returns the file's size in bytes. ``max_boxes``: how many boxes a step's graph opens
+    with (groups are collapsed, finest first, until it fits)."""
     text = report_html(trace, report=report, max_boxes=max_boxes)
     data = text.encode("utf-8")
     Path(path).write_bytes(data)

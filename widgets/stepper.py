@@ -1,16 +1,18 @@
 """PassStepper: step through a trace's passes in Jupyter.
 
-A timeline of steps with badges (a Select: arrow keys step through it), a "hide unchanged
-passes" checkbox, previous / next buttons, and tabs for the step's before / after graphs side
-by side, its IR diff, parameters, shapes and numerics. The widget holds the state (``index``,
-``hide_unchanged``) as traitlets and renders with :mod:`widgets.render`; a tab is rendered when
-it is shown (a step is a light descriptor until it is opened).
+A timeline of steps with coloured badges (changed, node delta, parameter-bytes delta, time,
+failed, findings; a click or the arrow keys step through it), a "hide unchanged passes"
+checkbox, previous / next buttons, and tabs for the step's graph (the graph component: diff
+coloured, before / after toggle, search, expand / collapse), its IR, IR diff, parameters, shapes
+and numerics. The widget holds the state (``index``, ``hide_unchanged``) as traitlets; a tab is
+rendered when it is shown (a step is a light descriptor until it is opened).
 """
 
 from __future__ import annotations
 
-import html
+from pathlib import Path
 
+import anywidget
 import ipywidgets as w
 import traitlets
 
@@ -18,10 +20,42 @@ from widgets import render, views
 from widgets.graph_view import GraphView
 from widgets.views import TABS
 
-_GRAPH_BOX = (
-    "<div class='pl-stepper-graph' style='overflow:auto;max-height:70vh;border:1px solid #eee'>"
-    "<div style='font:12px sans-serif;color:#555;padding:2px 4px'>{title}</div>{svg}</div>"
-)
+_STATIC = Path(__file__).parent / "static"
+
+
+def _timeline_esm() -> str:
+    """static/timeline.js (written for a Panel JSComponent model: ``model.x``, ``model.x = v``,
+    ``model.on("x", f)``) under a shim of that API over an anywidget model."""
+    source = (_STATIC / "timeline.js").read_text()
+    if "export function render(" not in source:
+        raise RuntimeError("static/timeline.js no longer exports `render`")
+    return source.replace("export function render(", "function renderTimeline(", 1) + """
+export default { render({ model, el }) {
+  const shim = new Proxy({}, {
+    get(_t, k) { return k === "on" ? (name, f) => model.on("change:" + name, f) : model.get(k); },
+    set(_t, k, v) { model.set(k, v); model.save_changes(); return true; },
+  });
+  return renderTimeline({ model: shim, el });
+} };
+"""
+
+
+class Timeline(anywidget.AnyWidget):
+    """The steps of a trace with their coloured badges (``rows``: the HTML of
+    :func:`views.timeline_row_html` for each step); ``index`` is the current step (a click or
+    the arrow keys set it), ``hidden`` the steps not listed."""
+
+    _esm = _timeline_esm()
+    _css = (
+        (_STATIC / "timeline.css").read_text()
+        + render.TABLE_CSS
+        + ".pl-timeline{font:13px/1.4 system-ui,sans-serif;outline:none;max-height:560px;"
+        "overflow:auto;border:1px solid #ddd;padding:2px 0}"
+    )
+    rows = traitlets.Unicode("").tag(sync=True)
+    index = traitlets.Int(0).tag(sync=True)
+    hidden = traitlets.List(traitlets.Int()).tag(sync=True)
+    key_scope = traitlets.Unicode("focus").tag(sync=True)  # arrow keys only when it has the focus
 
 
 class PassStepper(views.StepNavigation, w.VBox):
@@ -37,15 +71,19 @@ class PassStepper(views.StepNavigation, w.VBox):
         self.max_boxes = max_boxes
         self._rows = {r["step"]: r for r in trace.summary()}
         self._rendered: set[str] = set()
-        self.timeline = w.Select(rows=14, layout=w.Layout(width="360px"))
+        self.timeline = Timeline(
+            rows="".join(
+                views.timeline_row_html(st, self._rows[st.index], report) for st in trace.steps
+            ),
+            layout=w.Layout(width="330px"),
+        )
         self.hide_box = w.Checkbox(description="hide unchanged passes", indent=False)
         self.prev_button = w.Button(description="◀ prev", layout=w.Layout(width="80px"))
         self.next_button = w.Button(description="next ▶", layout=w.Layout(width="80px"))
         self.header = w.HTML()
-        self.before_view = w.HTML(layout=w.Layout(width="50%"))
-        self.after_view = w.HTML(layout=w.Layout(width="50%"))
+        self.graph = GraphView(max_boxes=max_boxes, layout=w.Layout(width="100%"))
         self.panes = {
-            "graph": w.HBox([self.before_view, self.after_view]),
+            "graph": self.graph,
             **{tab: w.HTML() for tab in TABS[1:]},
         }
         self.tabs = w.Tab(children=[self.panes[t] for t in TABS], titles=TABS)
@@ -54,19 +92,20 @@ class PassStepper(views.StepNavigation, w.VBox):
         )
         super().__init__(
             [
-                w.HTML(
-                    f"<style>{render.TABLE_CSS}"
-                    ".pl-stepper-graph svg{max-width:100%;height:auto}</style>"
+                w.HTML(f"<style>{render.TABLE_CSS}</style>"),
+                w.HBox(
+                    [
+                        controls,
+                        w.VBox([self.header, self.tabs], layout=w.Layout(flex="1", width="100%")),
+                    ]
                 ),
-                w.HBox([controls, w.VBox([self.header], layout=w.Layout(flex="1"))]),
-                self.tabs,
             ],
             **kwargs,
         )
         self.prev_button.on_click(lambda _b: self.prev())
         self.next_button.on_click(lambda _b: self.next())
         w.link((self.hide_box, "value"), (self, "hide_unchanged"))
-        self.timeline.observe(self._on_pick, "value")
+        self.timeline.observe(self._on_pick, "index")
         self.tabs.observe(self._on_tab, "selected_index")
         start = views.start_index(trace)
         self._fill_timeline()
@@ -99,27 +138,19 @@ class PassStepper(views.StepNavigation, w.VBox):
         self.index = views.nearest_index(self.visible, self.index)
 
     # ----- rendering ----------------------------------------------------------------------
-    def _label(self, i: int) -> str:
-        return views.timeline_label(self.trace, self._rows[i], self.report)
-
     def _fill_timeline(self) -> None:
-        self.timeline.unobserve(self._on_pick, "value")
-        self.timeline.options = [(self._label(i), i) for i in self.visible]
-        self.timeline.value = self.index if self.index in self.visible else None
-        self.timeline.observe(self._on_pick, "value")
+        listed = set(self.visible)
+        self.timeline.hidden = [s.index for s in self.trace.steps if s.index not in listed]
 
     def _on_pick(self, change) -> None:
-        if change["new"] is not None:
+        if change["new"] != self.index and 0 <= change["new"] < len(self.trace.steps):
             self.index = change["new"]
 
     def _on_tab(self, change) -> None:
         self._render_tab(TABS[change["new"]])
 
     def _show(self) -> None:
-        if self.timeline.value != self.index and self.index in self.visible:
-            self.timeline.unobserve(self._on_pick, "value")
-            self.timeline.value = self.index
-            self.timeline.observe(self._on_pick, "value")
+        self.timeline.index = self.index
         s = self.step
         self.header.value = views.header_html(s, self._rows[s.index], self.report)
         self.prev_button.disabled = views.prev_index(self.visible, s.index) is None
@@ -133,26 +164,16 @@ class PassStepper(views.StepNavigation, w.VBox):
         self._rendered.add(tab)
         s, prev = self.step, self.step.previous
         if tab == "graph":
-            if prev is not None:
-                title = f"before: #{prev.index} {html.escape(prev.name)}"
-                self.before_view.value = _GRAPH_BOX.format(
-                    title=title, svg=render.graph_svg(prev, None, None, self.max_boxes)
-                )
-            else:
-                self.before_view.value = "<p>(no previous step)</p>"
-            title = f"after: #{s.index} {html.escape(s.name)}"
-            self.after_view.value = _GRAPH_BOX.format(
-                title=title, svg=render.graph_svg(s, prev, None, self.max_boxes)
-            )
+            self.graph.show(s, prev, self.report)
         else:
             self.panes[tab].value = views.tab_html(s, tab, self.report)
 
     def graph_view(self) -> GraphView:
-        """An interactive graph of the current step against its previous one."""
-        return GraphView(self.step, self.step.previous, max_boxes=self.max_boxes)
+        """A graph view of its own of the current step against its previous one."""
+        return GraphView(self.step, self.step.previous, self.report, max_boxes=self.max_boxes)
 
     def __repr__(self) -> str:
         return f"<PassStepper step {self.index}/{len(self.trace.steps)}: {self.step.name}>"
 
 
-__all__ = ["GraphView", "PassStepper"]
+__all__ = ["GraphView", "PassStepper", "Timeline"]

@@ -78,9 +78,12 @@ def header_html(step, row: dict, report=None) -> str:
             f"{render.esc(step.error)}</div>"
         )
     findings = render.problems_of(report, step)
+    # one line per finding, cut to the width (the whole text in its tooltip and the numerics tab)
     notes = "".join(
-        f"<div class='pl-finding' style='color:#e65100'><b>{render.esc(getattr(f, 'kind', ''))}"
-        f"</b>: {render.esc(getattr(f, 'message', ''))}</div>"
+        f"<div class='pl-finding' title='{render.esc(getattr(f, 'message', ''))}' "
+        "style='color:#e65100;white-space:nowrap;overflow:hidden;text-overflow:ellipsis'>"
+        f"<b>{render.esc(getattr(f, 'kind', ''))}</b>: {render.esc(getattr(f, 'message', ''))}"
+        "</div>"
         for f in findings
     )
     return (

@@ -1,12 +1,21 @@
-// passlens HTML report: steps the timeline, shows a step's graph, IR, IR diff and params.
-// Data: #pl-data (JSON); heavy content in <template id="pl-t{k}"> elements, each stored once.
+// passlens HTML report: steps the timeline; a step's graph is the shared graph component
+// (PasslensGraph, static/graph.js) fed the step's payload (<script id="pl-g{k}">, parsed when
+// first shown) and the previous step's as "before"; IR, IR diff, params and numerics come from
+// <template id="pl-t{k}"> elements, each stored once.
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("pl-data").textContent);
   const $ = (id) => document.getElementById(id);
   const rows = Array.from(document.querySelectorAll(".pl-step-row"));
-  const canvas = $("pl-canvas");
-  let cur = -1, tab = "graph", view = { x: 0, y: 0, k: 1 }, selected = null;
+  const payloads = new Map();
+  const payload = (k) => {
+    if (k === null || k === undefined) return null;
+    if (!payloads.has(k)) payloads.set(k, JSON.parse($("pl-g" + k).textContent));
+    return payloads.get(k);
+  };
+  const graph = PasslensGraph.create($("pl-graph"), {});
+  window.passlensGraph = graph;
+  let cur = -1, tab = "graph";
 
   function fill(el, k) {
     el.textContent = "";
@@ -16,6 +25,14 @@
   function visible(i) {
     return !($("pl-hide").checked && data.steps[i].status === "unchanged");
   }
+  function showGraph() {
+    const s = data.steps[cur];
+    const prev = s.prev === null ? null : data.steps[s.prev];
+    const before = prev ? payload(prev.graph) : null;
+    if (s.plain) graph.setData(payload(s.graph), null, { plain: true, note: "unchanged: the same graph as #" + s.owner });
+    else graph.setData(payload(s.graph), before);
+    graph.shown = cur;
+  }
   function show(i) {
     if (i < 0 || i >= data.steps.length) return;
     cur = i;
@@ -24,19 +41,23 @@
     rows[i].scrollIntoView({ block: "nearest" });
     $("pl-title").textContent = "#" + i + " " + s.name;
     $("pl-headline").textContent = s.headline;
+    $("pl-headline").title = s.headline;
     $("pl-error").textContent = s.error || "";
     $("pl-error").style.display = s.error ? "" : "none";
-    fill(canvas, s.svg);
-    canvas.classList.toggle("pl-plain", !!s.plain);
-    $("pl-note").textContent = s.plain ? "unchanged: the same graph as #" + s.owner : "";
-    $("pl-note").style.display = s.plain ? "" : "none";
+    const f = $("pl-finding");
+    f.textContent = "";
+    f.style.display = s.finding ? "" : "none";
+    if (s.finding) {
+      const a = document.createElement("a");
+      a.href = "#"; a.textContent = "⚠ " + s.finding; a.title = s.finding;
+      a.addEventListener("click", (e) => { e.preventDefault(); showTab("numerics"); });
+      f.appendChild(a);
+    }
     fill($("pl-pane-ir"), s.text);
     fill($("pl-pane-diff"), s.diff);
     fill($("pl-pane-params"), s.params);
     if ($("pl-pane-numerics")) fill($("pl-pane-numerics"), s.numerics);
-    fit();
-    select(null);
-    search($("pl-search").value);
+    if (tab === "graph") showGraph(); else graph.shown = -1;
     history.replaceState(null, "", "#step-" + i);
   }
   function step(dir) {
@@ -46,103 +67,24 @@
     tab = name;
     document.querySelectorAll("#pl-tabs button").forEach((b) => b.classList.toggle("pl-on", b.dataset.tab === name));
     document.querySelectorAll(".pl-pane").forEach((p) => p.classList.toggle("pl-on", p.id === "pl-pane-" + name));
-    if (name === "graph") fit();
+    if (name === "graph" && graph.shown !== cur) showGraph();
   }
-  // ----- pan and zoom
-  function apply() {
-    const svg = canvas.querySelector("svg");
-    if (svg) svg.style.transform = "translate(" + view.x + "px," + view.y + "px) scale(" + view.k + ")";
-  }
-  function fit() {
-    const svg = canvas.querySelector("svg");
-    if (!svg || !canvas.clientWidth) return;
-    const w = svg.width.baseVal.value || 1, h = svg.height.baseVal.value || 1;
-    view.k = Math.min(1, canvas.clientWidth / w);
-    view.x = Math.max(0, (canvas.clientWidth - w * view.k) / 2);
-    view.y = 30;
-    apply();
-  }
-  canvas.addEventListener("wheel", (e) => {
-    e.preventDefault();
-    const r = canvas.getBoundingClientRect(), mx = e.clientX - r.left, my = e.clientY - r.top;
-    const f = Math.exp(-e.deltaY * 0.0015), k = Math.min(8, Math.max(0.02, view.k * f));
-    view.x = mx - (mx - view.x) * (k / view.k);
-    view.y = my - (my - view.y) * (k / view.k);
-    view.k = k;
-    apply();
-  }, { passive: false });
-  let drag = null;
-  canvas.addEventListener("mousedown", (e) => { drag = { x: e.clientX - view.x, y: e.clientY - view.y, moved: false }; });
-  window.addEventListener("mousemove", (e) => {
-    if (!drag) return;
-    drag.moved = true;
-    view.x = e.clientX - drag.x; view.y = e.clientY - drag.y; apply();
-  });
-  window.addEventListener("mouseup", () => { setTimeout(() => { drag = null; }, 0); });
-  // ----- details of a clicked node
-  function details(id) {
-    const s = data.steps[cur], owner = data.steps[s.owner];
-    const entry = owner.nodes[id];
-    if (!entry) return null;
-    const info = Object.assign({}, data.objs[entry[0]]);
-    if (!s.plain && entry[1]) info.status = entry[1];
-    if (!s.plain && entry[2]) info.change = entry[2];
-    return info;
-  }
-  function select(g) {
-    canvas.querySelectorAll(".pl-selected").forEach((n) => n.classList.remove("pl-selected"));
-    selected = g ? g.getAttribute("data-node-id") : null;
-    const box = $("pl-details");
-    box.textContent = "";
-    if (!g) { box.innerHTML = "<p class='pl-note'>Click a node for its details.</p>"; return; }
-    g.classList.add("pl-selected");
-    const info = details(selected) || { id: selected };
-    const table = document.createElement("table");
-    for (const [k, v] of Object.entries(info)) {
-      if (v === "" || v === null || (typeof v === "object" && Object.keys(v).length === 0)) continue;
-      const tr = table.insertRow();
-      tr.insertCell().textContent = k;
-      tr.insertCell().textContent = typeof v === "object" ? (Array.isArray(v) ? v.join(", ") : Object.entries(v).map(([a, b]) => a + "=" + b).join("\n")) : String(v);
-      tr.cells[1].style.whiteSpace = "pre-wrap";
-    }
-    box.appendChild(table);
-  }
-  canvas.addEventListener("click", (e) => {
-    if (drag && drag.moved) return;
-    select(e.target.closest("g[data-node-id]"));
-  });
-  // ----- search by name, id or op
-  function search(q) {
-    q = (q || "").trim().toLowerCase();
-    let first = null;
-    canvas.querySelectorAll("g[data-node-id]").forEach((g) => {
-      const hit = q !== "" && (g.getAttribute("data-node-id").toLowerCase().includes(q) || g.textContent.toLowerCase().includes(q));
-      g.classList.toggle("pl-hit", hit);
-      if (hit && !first) first = g;
-    });
-    if (first) {
-      const r = first.getBoundingClientRect(), c = canvas.getBoundingClientRect();
-      view.x += c.left + c.width / 2 - (r.left + r.width / 2);
-      view.y += c.top + c.height / 2 - (r.top + r.height / 2);
-      apply();
-    }
-  }
-  $("pl-search").addEventListener("input", (e) => search(e.target.value));
-  $("pl-fit").addEventListener("click", fit);
-  // ----- stepping
   rows.forEach((r) => r.addEventListener("click", () => show(+r.dataset.step)));
   $("pl-prev").addEventListener("click", () => step(-1));
   $("pl-next").addEventListener("click", () => step(1));
   $("pl-hide").addEventListener("change", (e) => {
     $("pl-timeline").classList.toggle("pl-hide-unchanged", e.target.checked);
   });
+  const banner = $("pl-banner");
+  if (banner && banner.dataset.step !== undefined) banner.addEventListener("click", (e) => { e.preventDefault(); show(+banner.dataset.step); showTab("numerics"); });
   document.querySelectorAll("#pl-tabs button").forEach((b) => b.addEventListener("click", () => showTab(b.dataset.tab)));
   document.addEventListener("keydown", (e) => {
-    if (e.target.tagName === "INPUT") return;
+    const t = e.target;
+    if (t && /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)) return;
     if (e.key === "ArrowRight" || e.key === "ArrowDown" || e.key === "j") { e.preventDefault(); step(1); }
     else if (e.key === "ArrowLeft" || e.key === "ArrowUp" || e.key === "k") { e.preventDefault(); step(-1); }
+    else if (tab === "graph" && !$("pl-graph").contains(t)) graph.key(e);
   });
-  window.addEventListener("resize", fit);
   const m = /^#step-(\d+)$/.exec(location.hash);
   show(m ? Math.min(+m[1], data.steps.length - 1) : data.start);
 })();

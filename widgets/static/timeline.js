@@ -1,5 +1,6 @@
 // The Panel app's timeline (a Panel JSComponent): rows of steps with badges (from Python),
-// `index` the current step (a click or the arrow keys set it), `hidden` the steps not listed.
+// `index` the current step (a click or the arrow keys set it), `hidden` the steps not listed,
+// `key_scope` "global" or "focus" (arrow keys anywhere, or only in the timeline).
 export function render({ model, el }) {
   const box = document.createElement("div");
   box.className = "pl-timeline";
@@ -26,7 +27,9 @@ export function render({ model, el }) {
     const r = e.target.closest(".pl-step-row");
     if (r) { model.index = +r.dataset.step; box.focus(); }
   });
-  document.addEventListener("keydown", (e) => {
+  // in the Panel app the arrow keys step wherever the focus is; in Jupyter only when the
+  // timeline has it (the notebook needs its arrow keys)
+  (model.key_scope === "focus" ? box : document).addEventListener("keydown", (e) => {
     const target = e.composedPath()[0];
     if (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) return;
     if (e.key === "ArrowRight" || e.key === "ArrowDown" || e.key === "j") { e.preventDefault(); step(1); }

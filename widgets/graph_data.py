@@ -1,0 +1,611 @@
+"""The graph payload: what the graph component (``static/graph.js``) draws for one step.
+
+One JSON-able dict per (step, baseline, report), shared by the three front ends (the Jupyter
+:class:`~widgets.graph_view.GraphView`, the Panel app and the HTML report). The browser lays it
+out itself, a module group at a time when the group is opened, so the payload holds the whole
+graph but the cost of drawing follows what is visible.
+
+``graph_payload(step, baseline, report)``:
+
+- ``nodes``: every node of the step and, against ``baseline``, a *ghost* of every removed node
+  (status ``removed``), in graph order: ``id``, kind ``k``, title ``t``, lines ``s``, group
+  ``g`` (index into ``groups``), status ``st`` (added / changed / removed / failed / ""),
+  type ``ty`` (index into ``types``), bytes ``b``, and: ``inl`` (the index of the node it is
+  drawn on: a weight or constant this step did not touch is a line of its reader, like
+  Netron, not a box of its own), ``w`` (those lines on a reader), ``mark`` (a finding's badge,
+  e.g. ``×8 copies``), ``bad`` (a finding names it: red outline), ``err`` (its error against
+  the reference after a check, for the error overlay), ``chg`` (what changed, in words);
+- ``edges``: ``[src, dst, type index, flags]`` (flags: 1 ghost, 2 its shape changed);
+- ``groups``: the module hierarchy as a tree (index 0 the root): ``id`` (a module path,
+  ``@function``, or a segment), ``label``, parent ``p``, kind ``k`` (module / function /
+  segment), and for a collapsed box ``n`` (live nodes inside: ghosts are not counted),
+  ``ops`` (an op summary), ``b`` (parameter bytes inside), ``db`` (their change against the
+  baseline), ``ch`` (counts of added / changed / removed / failed nodes inside), ``bad``;
+  a group with more than :data:`MAX_CHILDREN` children has its children split into segments
+  (``ops 1-40``), so a flat graph of 10,000 ops is drawn as a few boxes;
+- ``collapsed``: the groups collapsed at first (the finest level that fits ``max_boxes``
+  boxes, the groups holding the focus opened first), ``changes`` (the changed nodes in graph
+  order: ``n`` / ``p`` step through them), ``focus`` (where the view opens: the first finding's
+  node, else the first change), ``pairs`` (after index -> baseline node id where the matched
+  ids differ), ``details`` (per node: name, function, attributes, provenance with file paths
+  relative to the model's common folder, a weight's preview and statistics).
+
+Everything here is data: strings from the model are escaped by the component when drawn
+(it only ever sets ``textContent``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from typing import Any
+
+from explorer.diff import format_bytes
+from explorer.graph import GraphModel
+from widgets import render
+
+MAX_CHILDREN = 60  # direct children of a group before they are split into segments
+SEGMENT = 40  # children per segment
+MAX_INLINE = 4  # weight lines drawn on one node
+_INLINE_KINDS = ("weight", "const")
+
+_PAYLOADS = render._Memo(16)
+
+
+def graph_payload(step, baseline=None, report=None, max_boxes: int = render.MAX_BOXES) -> dict:
+    """The payload of ``step``'s graph, diff-coloured against ``baseline``, with the findings
+    of a check ``report`` drawn on it (see the module docstring). Cached per (step, baseline,
+    report, max_boxes): the dict returned is shared, do not change it."""
+    return _PAYLOADS.get(
+        (step, baseline, report), max_boxes, lambda: _Builder(step, baseline, report).build(max_boxes)
+    )
+
+
+# ===== helpers =================================================================================
+
+
+def _signed(n: int) -> str:
+    return ("+" if n > 0 else "−") + format_bytes(abs(n)) if n else "±0 B"
+
+
+def _common_dir(paths: list[str]) -> str:
+    dirs = [os.path.dirname(p) for p in paths if p and os.path.isabs(p)]
+    if not dirs:
+        return ""
+    try:
+        return os.path.commonpath(dirs)
+    except ValueError:
+        return ""
+
+
+_FILE_LINE = re.compile(r"^(.*?)(:\d+)?$")
+
+
+def short_path(path: str, root: str) -> str:
+    """``path`` (``file`` or ``file:line``) relative to ``root`` when it lies under it."""
+    m = _FILE_LINE.match(path)
+    file, line = m.group(1), m.group(2) or ""
+    if root and os.path.isabs(file):
+        rel = os.path.relpath(file, root)
+        if not rel.startswith(".."):
+            return rel + line
+    return os.path.basename(file) + line if os.path.isabs(file) else path
+
+
+def _op_summary(ops: list[str], limit: int = 3) -> str:
+    counts = Counter(ops)
+    parts = [f"{op} ×{c}" if c > 1 else op for op, c in counts.most_common(limit)]
+    if len(counts) > limit:
+        parts.append(f"+{len(counts) - limit} more")
+    return ", ".join(parts)
+
+
+def _finding_nodes(f, graph: GraphModel) -> list[str]:
+    return render._finding_nodes(f, graph)
+
+
+# ===== the builder =============================================================================
+
+
+class _Builder:
+    def __init__(self, step, baseline, report):
+        self.step, self.baseline, self.report = step, baseline, report
+        self.entries, self.diff, self.ga, self.gb = render._entries(step, baseline)
+        self.index = {e.key: i for i, e in enumerate(self.entries)}
+        self.types: dict[str, int] = {}
+
+    def type_index(self, text: str) -> int:
+        i = self.types.get(text)
+        if i is None:
+            i = self.types[text] = len(self.types)
+        return i
+
+    # ----- findings ------------------------------------------------------------------------
+    def findings(self) -> tuple[dict[int, str], set[int], dict[int, float]]:
+        """Badges, red outlines and per-node errors: from the diff (a parameter that made the
+        total grow, a broadcast copy) and from the check report, if any."""
+        marks: dict[int, str] = {}
+        bad: set[int] = set()
+        errors: dict[int, float] = {}
+        params = self.gb.params
+
+        def node_of_param(name: str) -> int | None:
+            p = params.get(name)
+            return self.index.get(p.node_id) if p is not None else None
+
+        if self.diff is not None:
+            pd = self.diff.params
+            for c in pd.broadcast:
+                i = node_of_param(c.name)
+                if i is not None:
+                    marks[i] = f"×{c.copies} copies of {c.source}"
+            for g in pd.growth:
+                i = node_of_param(g.name)
+                if i is not None:
+                    bad.add(i)
+                    marks.setdefault(i, f"{_signed(g.delta)} ({g.reason})")
+        for f in render.findings_of(self.report, self.step):
+            kind = getattr(f, "kind", "")
+            details = getattr(f, "details", None) or {}
+            if kind == "param-bloat":
+                for name, _nbytes, delta, reason in details.get("growth", []):
+                    i = node_of_param(name)
+                    if i is not None:
+                        bad.add(i)
+                        marks.setdefault(i, f"{_signed(delta)} ({reason})")
+            elif kind in ("shape-mismatch", "diverged"):
+                for k, nid in enumerate(_finding_nodes(f, self.gb)):
+                    i = self.index.get(nid)
+                    if i is not None:
+                        bad.add(i)
+                        if kind == "shape-mismatch":
+                            marks.setdefault(i, "shape ≠ computed")
+                        elif k == 0:
+                            marks.setdefault(i, "first divergence")
+                for e in details.get("node_errors", []):
+                    node = self.gb.node_of(getattr(e, "node", None))
+                    i = self.index.get(node.id) if node is not None else None
+                    rel = getattr(e, "max_rel", None)
+                    if i is not None and rel is not None and rel == rel:  # not NaN
+                        errors[i] = max(errors.get(i, 0.0), float(rel))
+        return marks, bad, errors
+
+    # ----- which weights are drawn as lines of their readers --------------------------------
+    def inline(self, bad: set[int], marks: dict[int, str]) -> dict[int, int]:
+        readers: dict[str, list[str]] = {}
+        for e in self.gb.edges:
+            readers.setdefault(e.src, []).append(e.dst)
+        out: dict[int, int] = {}
+        for i, e in enumerate(self.entries):
+            if e.node.kind not in _INLINE_KINDS or e.status or i in bad or i in marks:
+                continue
+            hosts = [self.index[r] for r in readers.get(e.key, []) if r in self.index]
+            if hosts:
+                out[i] = hosts[0]
+        return out
+
+    # ----- the group tree ----------------------------------------------------------------------
+    def tree(self, drawn: list[int]) -> tuple[list[dict], list[int]]:
+        """The groups (index 0 the root) and each entry's group, for the drawn entries."""
+        fns = {e.function for e in self.entries if e.function}
+        main = "main" if "main" in fns else (sorted(fns)[0] if fns else "")
+        several = len(fns) > 1
+        groups: list[dict] = [{"id": "", "label": "", "p": -1, "k": "root"}]
+        by_id: dict[str, int] = {"": 0}
+
+        def group(gid: str, label: str, parent: int, kind: str) -> int:
+            i = by_id.get(gid)
+            if i is None:
+                i = by_id[gid] = len(groups)
+                groups.append({"id": gid, "label": label, "p": parent, "k": kind})
+            return i
+
+        of = [0] * len(self.entries)
+        for i in drawn:
+            e = self.entries[i]
+            parent, prefix = 0, ""
+            if several and e.function and e.function != main:
+                parent = group("@" + e.function, "@" + e.function, 0, "function")
+                prefix = f"@{e.function}/"
+            parts = e.group.split(".") if e.group else []
+            for k in range(len(parts)):
+                path = ".".join(parts[: k + 1])
+                parent = group(prefix + path, parts[k], parent, "module")
+            of[i] = parent
+        return self._simplify(groups, of, drawn)
+
+    def _simplify(self, groups, of, drawn):
+        """Drop groups not worth a frame (one member in all, or a lone child group and no
+        nodes of their own: the child takes the parent's place, its label the joined path)."""
+        n = len(groups)
+        kids: list[list[int]] = [[] for _ in range(n)]
+        for g in range(1, n):
+            kids[groups[g]["p"]].append(g)
+        direct = [0] * n
+        for i in drawn:
+            direct[of[i]] += 1
+        total = direct[:]
+        for g in range(n - 1, 0, -1):  # children come after their parents
+            total[groups[g]["p"]] += total[g]
+        alias = list(range(n))  # group -> the group that stands for it
+
+        def resolve(g: int) -> int:
+            while alias[g] != g:
+                g = alias[g]
+            return g
+
+        for g in range(1, n):
+            if groups[g]["k"] == "function":
+                continue
+            if total[g] < 2:
+                alias[g] = groups[g]["p"]
+            elif direct[g] == 0 and len(kids[g]) == 1 and groups[kids[g][0]]["k"] == "module":
+                child = kids[g][0]
+                groups[child]["label"] = groups[g]["label"] + "." + groups[child]["label"]
+                alias[g] = groups[g]["p"]
+        keep = [g for g in range(n) if resolve(g) == g]
+        for g in keep:  # "3" says little on its own: "block.3"
+            label, parent = groups[g]["label"], resolve(groups[g]["p"]) if g else -1
+            if g and label.isdigit() and parent > 0:
+                groups[g]["label"] = groups[parent]["label"].rsplit(".", 1)[-1] + "." + label
+        new_index = {g: k for k, g in enumerate(keep)}
+        out = []
+        for g in keep:
+            d = dict(groups[g])
+            d["p"] = -1 if g == 0 else new_index[resolve(d["p"])]
+            out.append(d)
+        of = [new_index[resolve(of[i])] for i in range(len(of))]
+        return out, of
+
+    def segment(self, groups: list[dict], of: list[int], drawn: list[int], pos) -> None:
+        """Split a group's children into segments where it has more than MAX_CHILDREN."""
+        changed = True
+        while changed:
+            changed = False
+            members: dict[int, list[tuple[float, str, int]]] = {}
+            first: dict[int, float] = {}
+            for i in drawn:
+                g = of[i]
+                first[g] = min(first.get(g, pos[i]), pos[i])
+                members.setdefault(g, []).append((pos[i], "n", i))
+                while g > 0:  # the earliest position of every group
+                    p = groups[g]["p"]
+                    first[p] = min(first.get(p, pos[i]), pos[i])
+                    g = p
+            for g in range(1, len(groups)):
+                members.setdefault(groups[g]["p"], []).append((first.get(g, 0.0), "g", g))
+            for g, items in list(members.items()):
+                if len(items) <= MAX_CHILDREN:
+                    continue
+                changed = True
+                items.sort()
+                chunks = [items[k : k + SEGMENT] for k in range(0, len(items), SEGMENT)]
+                if len(chunks) > MAX_CHILDREN:  # segments of segments: fewer, larger chunks
+                    size = -(-len(items) // MAX_CHILDREN)
+                    chunks = [items[k : k + size] for k in range(0, len(items), size)]
+                gid = groups[g]["id"]
+                done = 0
+                for k, chunk in enumerate(chunks):
+                    s = len(groups)
+                    lo, hi = done + 1, done + len(chunk)
+                    done = hi
+                    groups.append(
+                        {
+                            "id": f"{gid}#{k + 1}" if gid else f"#{k + 1}",
+                            "label": f"{hi - lo + 1} items ({lo}–{hi})",
+                            "p": g,
+                            "k": "segment",
+                        }
+                    )
+                    for _pos, what, idx in chunk:
+                        if what == "n":
+                            of[idx] = s
+                        else:
+                            groups[idx]["p"] = s
+                break  # recompute the membership after each split
+        # parents must come before children for the front end's bottom-up sums
+        order = self._topo_groups(groups)
+        if order != list(range(len(groups))):
+            new = {g: k for k, g in enumerate(order)}
+            groups[:] = [dict(groups[g], p=new.get(groups[g]["p"], -1)) for g in order]
+            for i in drawn:
+                of[i] = new[of[i]]
+
+    @staticmethod
+    def _topo_groups(groups: list[dict]) -> list[int]:
+        kids: dict[int, list[int]] = {}
+        for g in range(1, len(groups)):
+            kids.setdefault(groups[g]["p"], []).append(g)
+        out, stack = [], [0]
+        while stack:
+            g = stack.pop()
+            out.append(g)
+            stack.extend(reversed(kids.get(g, [])))
+        return out
+
+    # ----- positions (graph order, ghosts next to what replaced them) -----------------------
+    def positions(self) -> list[float]:
+        pos = [float(i) for i in range(len(self.entries))]
+        if self.diff is None:
+            return pos
+        back = {aid: bid for bid, (aid, _how) in self.diff.matches.items()}
+        out_edges: dict[str, list[str]] = {}
+        for e in self.ga.edges:
+            out_edges.setdefault(e.src, []).append(e.dst)
+        for i, e in enumerate(self.entries):
+            if e.status != "removed":
+                continue
+            aid = e.key[len("removed:") :]
+            seen, frontier, found = {aid}, [aid], None
+            while frontier and found is None:
+                nxt = []
+                for a in frontier:
+                    for t in out_edges.get(a, ()):
+                        b = back.get(t)
+                        if b is not None and b in self.index:
+                            found = self.index[b]
+                            break
+                        if t not in seen:
+                            seen.add(t)
+                            nxt.append(t)
+                    if found is not None:
+                        break
+                frontier = nxt
+            if found is not None:
+                pos[i] = found - 0.5 + i * 1e-6
+        return pos
+
+    # ----- the payload ---------------------------------------------------------------------
+    def build(self, max_boxes: int) -> dict:
+        entries = self.entries
+        marks, bad, errors = self.findings()
+        inline = self.inline(bad, marks)
+        drawn = [i for i in range(len(entries)) if i not in inline]
+        pos = self.positions()
+        groups, of = self.tree(drawn)
+        self.segment(groups, of, drawn, pos)
+        for i, host in inline.items():
+            of[i] = of[host]
+        roots = self._provenance_root()
+
+        nodes = []
+        lines_on: dict[int, list[str]] = {}
+        for i, host in inline.items():
+            lines_on.setdefault(host, []).append(i)
+        for i, e in enumerate(entries):
+            n = e.node
+            node: dict[str, Any] = {
+                "id": e.key,
+                "k": n.kind,
+                "t": self._title(n, e.group),
+                "s": self._lines(n),
+                "g": of[i],
+                "ty": self.type_index(n.type),
+            }
+            if e.status:
+                node["st"] = e.status
+            if e.change:
+                node["chg"] = e.change
+            if n.nbytes:
+                node["b"] = n.nbytes
+            if i in inline:
+                node["inl"] = inline[i]
+            if i in lines_on:
+                node["w"] = self._weight_lines(lines_on[i], e.group)
+            if i in marks:
+                node["mark"] = marks[i]
+            if i in bad:
+                node["bad"] = 1
+            if i in errors:
+                node["err"] = errors[i]
+            nodes.append(node)
+
+        edges = []
+        shape_changed = {s.node for s in self.diff.shape_changes} if self.diff else set()
+        for e in self.gb.edges:
+            s, t = self.index.get(e.src), self.index.get(e.dst)
+            if s is not None and t is not None:
+                edges.append([s, t, self.type_index(e.type), 2 if e.src in shape_changed else 0])
+        if self.diff is not None:
+            back = {aid: bid for bid, (aid, _how) in self.diff.matches.items()}
+            for e in self.ga.edges:
+                ends = []
+                for aid in (e.src, e.dst):
+                    ghost = "removed:" + aid
+                    ends.append(self.index.get(ghost, self.index.get(back.get(aid, ""))))
+                s, t = ends
+                is_ghost = "removed:" + e.src in self.index or "removed:" + e.dst in self.index
+                if is_ghost and s is not None and t is not None:
+                    edges.append([s, t, self.type_index(e.type), 1])
+
+        self._group_summaries(groups, of, drawn, bad, inline)
+        changes = sorted(
+            (i for i in drawn if entries[i].status), key=lambda i: (pos[i], i)
+        )
+        findings_first = sorted(bad | set(marks), key=lambda i: (pos[i], i))
+        focus = findings_first[0] if findings_first else (changes[0] if changes else None)
+        if focus is not None and focus in inline:
+            focus = inline[focus]
+        pairs = []
+        if self.diff is not None:
+            for bid, (aid, _how) in self.diff.matches.items():
+                if aid != bid and bid in self.index:
+                    pairs.append([self.index[bid], aid])
+        payload = {
+            "step": {"index": self.step.index, "name": self.step.name},
+            "baseline": None
+            if self.baseline is None
+            else {"index": self.baseline.index, "name": self.baseline.name},
+            "nodes": nodes,
+            "edges": edges,
+            "types": list(self.types),
+            "groups": groups,
+            "changes": changes,
+            "focus": focus,
+            "pairs": pairs,
+            "details": self._details(roots),
+        }
+        payload["collapsed"] = self._initial_collapsed(groups, of, drawn, focus, max_boxes)
+        return render._jsonable(payload)
+
+    def _title(self, n, group: str) -> str:
+        if n.kind in ("weight", "param", "input"):
+            # inside its module's frame a weight needs no module path: ``weight``, not
+            # ``features.1.0.block.3.weight`` (the whole name is in the details)
+            if group and n.label.startswith(group + ".") and n.kind == "weight":
+                return n.label[len(group) + 1 :]
+            return n.label
+        if n.kind == "const":
+            return "const"
+        if n.kind == "output":
+            return "return"
+        return n.op
+
+    def _lines(self, n) -> list[str]:
+        if n.kind in ("op",):
+            return render._key_attrs(n.attrs)
+        if n.kind in ("weight", "param"):
+            return [x for x in (n.type, format_bytes(n.nbytes) if n.nbytes else "") if x]
+        if n.kind in ("const", "input"):
+            return [n.type]
+        return []
+
+    def _weight_lines(self, items: list[int], group: str) -> list[str]:
+        out = []
+        for i in items[:MAX_INLINE]:
+            n = self.entries[i].node
+            name = n.label if n.kind == "weight" else "const"
+            if group and name.startswith(group + "."):
+                name = name[len(group) + 1 :]
+            out.append(f"{name} {n.type}")
+        if len(items) > MAX_INLINE:
+            out.append(f"+{len(items) - MAX_INLINE} more")
+        return out
+
+    def _provenance_root(self) -> str:
+        files = [
+            str(e.node.provenance.get("file", "")).rsplit(":", 1)[0] for e in self.entries
+        ]
+        return _common_dir(files)
+
+    def _details(self, root: str) -> list[dict]:
+        adj_a, adj_b = render._adjacency(self.ga), render._adjacency(self.gb)
+        out = []
+        for i, e in enumerate(self.entries):
+            removed = e.status == "removed"
+            info = render.node_info(
+                e.node, self.ga if removed else self.gb, adjacency=adj_a if removed else adj_b
+            )
+            for k in ("id", "kind", "op", "type", "group", "nbytes", "inputs", "users"):
+                info.pop(k, None)  # in the node itself or derived from the edges
+            prov = info.get("provenance") or {}
+            if "file" in prov:
+                prov = dict(prov, file=short_path(str(prov["file"]), root))
+                info["provenance"] = prov
+            out.append({k: v for k, v in info.items() if v not in ("", None, {}, [])})
+        return out
+
+    def _group_summaries(self, groups, of, drawn, bad, inline) -> None:
+        n = len(groups)
+        ops: list[list[str]] = [[] for _ in range(n)]
+        live = [0] * n
+        nbytes = [0] * n
+        ch = [Counter() for _ in range(n)]
+        has_bad = [False] * n
+        members = drawn + list(inline)
+        for i in members:
+            e = self.entries[i]
+            chain, g = [], of[i]
+            while g >= 0:
+                chain.append(g)
+                g = groups[g]["p"]
+            for g in chain:
+                if e.status != "removed":
+                    if e.node.kind in ("op", "call", "if"):
+                        ops[g].append(e.node.op)
+                    if i not in inline:
+                        live[g] += 1
+                    if e.node.kind in ("weight", "param"):
+                        nbytes[g] += e.node.nbytes
+                if e.status:
+                    ch[g][e.status] += 1
+                if i in bad:
+                    has_bad[g] = True
+        before = self._baseline_bytes(groups)
+        for g, grp in enumerate(groups):
+            grp["n"] = live[g]
+            if ops[g]:
+                grp["ops"] = f"{len(ops[g])} ops: {_op_summary(ops[g])}"
+            if nbytes[g]:
+                grp["b"] = nbytes[g]
+            if before is not None:
+                delta = nbytes[g] - before.get(grp["id"], 0)
+                if delta:
+                    grp["db"] = delta
+            if ch[g]:
+                grp["ch"] = dict(ch[g])
+            if has_bad[g]:
+                grp["bad"] = 1
+
+    def _baseline_bytes(self, groups) -> dict[str, int] | None:
+        """Parameter bytes of the baseline per group id (a module path, or ``@fn/path``)."""
+        if self.diff is None:
+            return None
+        entries, _d, _ga, _gb = render._entries(self.baseline, None)
+        fns = {e.function for e in self.entries if e.function}
+        main = "main" if "main" in fns else (sorted(fns)[0] if fns else "")
+        several = len(fns) > 1
+        out: Counter = Counter()
+        for e in entries:
+            if e.node.kind not in ("weight", "param"):
+                continue
+            prefix = ""
+            if several and e.function and e.function != main:
+                prefix = f"@{e.function}/"
+                out["@" + e.function] += e.node.nbytes
+            out[""] += e.node.nbytes
+            for p in render._prefixes(e.group):
+                out[prefix + p] += e.node.nbytes
+        return dict(out)
+
+    def _initial_collapsed(self, groups, of, drawn, focus, max_boxes: int) -> list[str]:
+        """Open groups breadth first (the ones holding the focus first) while the number of
+        boxes stays within ``max_boxes``; the rest start collapsed."""
+        n = len(groups)
+        kids: list[list[int]] = [[] for _ in range(n)]
+        for g in range(1, n):
+            kids[groups[g]["p"]].append(g)
+        direct = [0] * n
+        for i in drawn:
+            direct[of[i]] += 1
+        opened = {0}
+        boxes = direct[0] + len(kids[0])
+
+        def cost(g: int) -> int:
+            return direct[g] + len(kids[g]) - 1  # its children replace its box
+
+        focus_chain: list[int] = []
+        if focus is not None:
+            g = of[focus]
+            while g > 0:
+                focus_chain.append(g)
+                g = groups[g]["p"]
+        for g in reversed(focus_chain):  # the focus is always shown
+            opened.add(g)
+            boxes += cost(g)
+        queue = list(kids[0])
+        while queue:
+            nxt = []
+            for g in queue:
+                if g not in opened:
+                    if boxes + cost(g) > max_boxes:
+                        continue
+                    opened.add(g)
+                    boxes += cost(g)
+                nxt.extend(kids[g])  # only the children of an opened group are shown
+            queue = nxt
+        return [groups[g]["id"] for g in range(1, n) if g not in opened]
+
+
+__all__ = ["MAX_CHILDREN", "SEGMENT", "graph_payload", "short_path"]
