@@ -195,11 +195,11 @@ class Step:
         return f"<Step #{self.index} {indent}{self.name} [{self.kind}] {self.status}>"
 
     def _repr_html_(self) -> str:
-        """In Jupyter a step shows its graph, coloured against the previous step."""
-        from widgets.render import graph_svg
+        """In Jupyter a step shows its graph (the graph component), coloured against the
+        previous step."""
+        from widgets.report import step_html
 
-        head = f"<div><b>#{self.index} {html.escape(self.name)}</b> ({self.status})</div>"
-        return head + graph_svg(self, baseline=self.previous)
+        return step_html(self, baseline=self.previous)
 
 
 def _backend_texts(module: Module, stage: str) -> dict[str, str]:

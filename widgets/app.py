@@ -35,6 +35,7 @@ from widgets.views import TABS
 
 _STATIC = Path(__file__).parent / "static"
 
+
 def _graph_esm() -> str:
     """The graph component with its widget adapter (static/graph_widget.js, written for
     anywidget's model API) under a shim of that API over a Panel JSComponent model
@@ -170,7 +171,9 @@ class PassApp(views.StepNavigation):
             for tab in TABS[1:]
         }
         self.tabs = pn.Tabs(
-            ("graph", self.graph), *((t, self.panes[t]) for t in TABS[1:]), sizing_mode="stretch_width"
+            ("graph", self.graph),
+            *((t, self.panes[t]) for t in TABS[1:]),
+            sizing_mode="stretch_width",
         )
         name = title or f"passlens: {trace.pipeline or 'trace'}"
         meta = (
@@ -238,7 +241,6 @@ class PassApp(views.StepNavigation):
     @tab.setter
     def tab(self, name: str) -> None:
         self.tabs.active = TABS.index(name)
-
 
     @property
     def selected_details(self) -> dict:

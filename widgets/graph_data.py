@@ -58,7 +58,9 @@ def graph_payload(step, baseline=None, report=None, max_boxes: int = render.MAX_
     of a check ``report`` drawn on it (see the module docstring). Cached per (step, baseline,
     report, max_boxes): the dict returned is shared, do not change it."""
     return _PAYLOADS.get(
-        (step, baseline, report), max_boxes, lambda: _Builder(step, baseline, report).build(max_boxes)
+        (step, baseline, report),
+        max_boxes,
+        lambda: _Builder(step, baseline, report).build(max_boxes),
     )
 
 
@@ -420,9 +422,7 @@ class _Builder:
                     edges.append([s, t, self.type_index(e.type), 1])
 
         self._group_summaries(groups, of, drawn, bad, inline)
-        changes = sorted(
-            (i for i in drawn if entries[i].status), key=lambda i: (pos[i], i)
-        )
+        changes = sorted((i for i in drawn if entries[i].status), key=lambda i: (pos[i], i))
         findings_first = sorted(bad | set(marks), key=lambda i: (pos[i], i))
         focus = findings_first[0] if findings_first else (changes[0] if changes else None)
         if focus is not None and focus in inline:
@@ -484,15 +484,13 @@ class _Builder:
         return out
 
     def _provenance_root(self) -> str:
-        files = [
-            str(e.node.provenance.get("file", "")).rsplit(":", 1)[0] for e in self.entries
-        ]
+        files = [str(e.node.provenance.get("file", "")).rsplit(":", 1)[0] for e in self.entries]
         return _common_dir(files)
 
     def _details(self, root: str) -> list[dict]:
         adj_a, adj_b = render._adjacency(self.ga), render._adjacency(self.gb)
         out = []
-        for i, e in enumerate(self.entries):
+        for e in self.entries:
             removed = e.status == "removed"
             info = render.node_info(
                 e.node, self.ga if removed else self.gb, adjacency=adj_a if removed else adj_b

@@ -146,7 +146,8 @@ class GraphView(anywidget.AnyWidget):
     def __repr__(self) -> str:
         if self.step is None:
             return "<GraphView (empty)>"
-        return f"<GraphView #{self.step.index} {self.step.name}: {len(self.payload['nodes'])} nodes>"
+        n = len(self.payload["nodes"])
+        return f"<GraphView #{self.step.index} {self.step.name}: {n} nodes>"
 
 
 __all__ = ["GraphView", "graph_css", "graph_data", "graph_esm", "node_details"]

@@ -42,6 +42,7 @@ from explorer.diff import Diff, diff, diff_params, format_bytes
 from explorer.graph import GraphModel, GraphNode
 
 MAX_BOXES = 300
+MAX_SVG_BOXES = 2000  # boxes graph_svg lays out with Graphviz at most
 PROBLEM_KINDS = ("diverged", "shape-mismatch", "param-bloat", "pass-failed")  # finding badges
 
 COLORS = {
@@ -645,7 +646,15 @@ def graph_svg(step, baseline=None, collapsed=None, max_boxes: int = MAX_BOXES) -
         LAYOUTS.hits += 1
         return hit[2]
     LAYOUTS.misses += 1
-    svg = _svg_of(_build_dot(graph_view(step, baseline, collapsed, max_boxes)))
+    view = graph_view(step, baseline, collapsed, max_boxes)
+    if view.box_count > MAX_SVG_BOXES:  # Graphviz's time and memory grow fast past this
+        raise ValueError(
+            f"#{step.index} {step.name}: {view.box_count} boxes to draw, more than the "
+            f"{MAX_SVG_BOXES} a static SVG is laid out for; collapse groups, or use the "
+            "interactive view (GraphView, trace.stepper(), trace.to_html()), which lays out "
+            "a group at a time"
+        )
+    svg = _svg_of(_build_dot(view))
     LAYOUTS._put(LAYOUTS.views, key, (step, baseline, svg))
     return svg
 

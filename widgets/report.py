@@ -14,7 +14,6 @@ many steps show it; node details are stored once per distinct content in a JSON 
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 from typing import Any
 
@@ -162,8 +161,8 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
 <title>{render.esc(name)}</title>
 <style>{css}</style></head>
 <body>
-<header><h1 title="{render.esc(title or pipeline)}">{render.esc(name)}</h1><span class="meta">{meta}</span>
-{banner}</header>
+<header><h1 title="{render.esc(title or pipeline)}">{render.esc(name)}</h1>
+<span class="meta">{meta}</span>{banner}</header>
 <div id="pl-app">
 <nav id="pl-timeline"><label><input type="checkbox" id="pl-hide"> hide unchanged passes</label>
 {"".join(rows_html)}
@@ -188,6 +187,35 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
 """
 
 
+_STEP_IDS = iter(range(1, 1 << 62))
+
+
+def step_html(step, baseline=None, report=None, max_boxes: int = render.MAX_BOXES) -> str:
+    """One step's graph (diff-coloured against ``baseline``) as an HTML snippet that draws
+    the graph component in place: what ``Step._repr_html_`` shows in Jupyter (its scripts
+    run in a trusted notebook; elsewhere the snippet says so)."""
+    from widgets.graph_view import graph_data
+
+    data = graph_data(step, baseline, report, max_boxes)
+    uid = f"plstep{next(_STEP_IDS)}"
+    js = (_STATIC / "graph_layout.js").read_text() + "\n" + (_STATIC / "graph.js").read_text()
+    title = f"#{step.index} {step.name}" + (
+        f" against #{baseline.index} {baseline.name}" if baseline is not None else ""
+    )
+    return (
+        f"<div class='pl-step-view'><div style='font:600 13px sans-serif;margin:2px 0'>"
+        f"{render.esc(title)}</div>"
+        f"<style>{(_STATIC / 'graph.css').read_text()}</style>"
+        f"<div id='{uid}' style='height:560px;border:1px solid #ddd'>"
+        "<p style='font:12px sans-serif;color:#777;padding:8px'>The graph is drawn by a script: "
+        "trust the notebook, or use <code>trace.stepper()</code> / <code>trace.to_html()</code>."
+        f"</p></div>{_script(uid + '-data', data)}"
+        f"<script>(function(){{{js}\nconst d=JSON.parse(document.getElementById('{uid}-data')"
+        f".textContent);const el=document.getElementById('{uid}');el.textContent='';"
+        "PasslensGraph.create(el,{}).setData(d.after,d.before);})();</script></div>"
+    )
+
+
 def write_html(trace, path, report=None, max_boxes: int = render.MAX_BOXES) -> int:
     """Write the report of ``trace`` (and of a check ``report``, if given) to ``path``;
     returns the file's size in bytes. ``max_boxes``: how many boxes a step's graph opens
@@ -198,4 +226,4 @@ def write_html(trace, path, report=None, max_boxes: int = render.MAX_BOXES) -> i
     return len(data)
 
 
-__all__ = ["report_html", "write_html"]
+__all__ = ["finding_line", "report_html", "step_html", "write_html"]

@@ -29,7 +29,9 @@ def _timeline_esm() -> str:
     source = (_STATIC / "timeline.js").read_text()
     if "export function render(" not in source:
         raise RuntimeError("static/timeline.js no longer exports `render`")
-    return source.replace("export function render(", "function renderTimeline(", 1) + """
+    return (
+        source.replace("export function render(", "function renderTimeline(", 1)
+        + """
 export default { render({ model, el }) {
   const shim = new Proxy({}, {
     get(_t, k) { return k === "on" ? (name, f) => model.on("change:" + name, f) : model.get(k); },
@@ -38,6 +40,7 @@ export default { render({ model, el }) {
   return renderTimeline({ model: shim, el });
 } };
 """
+    )
 
 
 class Timeline(anywidget.AnyWidget):
@@ -119,7 +122,6 @@ class PassStepper(views.StepNavigation, w.VBox):
     def step(self):
         """The current step."""
         return self.trace.steps[self.index]
-
 
     @traitlets.validate("index")
     def _valid_index(self, proposal):

@@ -138,6 +138,7 @@ const PasslensGraph = (function () {
     }
     const vp = svg("g", { class: "plg-vp" }, root);
     const note = h("div", "plg-note", stage);
+    const crumb = h("div", "plg-crumb", stage); // the module of the node in focus
     const legend = h("div", "plg-legend", stage);
     const mini = h("canvas", "plg-mini", stage);
     mini.width = 200; mini.height = 130;
@@ -220,10 +221,15 @@ const PasslensGraph = (function () {
           const ca = chain(a), cb = chain(b), setB = new Set(cb);
           const lca = ca.find((g) => setB.has(g));
           const below = (box, c) => { const i = c.indexOf(lca); return i <= 0 ? box : m.N + c[i - 1]; };
-          rec = { a, b, lca, ca: below(a, ca), cb: below(b, cb), edges: [] };
+          rec = { a, b, lca, ca: below(a, ca), cb: below(b, cb), edges: [], exits: [], entries: [] };
           merged.set(key, rec);
-          if (!byLevel.has(lca)) byLevel.set(lca, []);
-          byLevel.get(lca).push(rec);
+          const at = (g) => { let l = byLevel.get(g); if (!l) { l = { pairs: [], exits: [], entries: [] }; byLevel.set(g, l); } return l; };
+          at(lca).pairs.push(rec);
+          // an edge leaving an open group goes through its OUT port, one entering through IN,
+          // so that inside each group the layout routes it around the boxes
+          for (let k = 0; k < ca.length && ca[k] !== lca; k++) { rec.exits.push(ca[k]); at(ca[k]).exits.push(k === 0 ? a : m.N + ca[k - 1]); }
+          for (let k = 0; k < cb.length && cb[k] !== lca; k++) { rec.entries.push(cb[k]); at(cb[k]).entries.push(k === 0 ? b : m.N + cb[k - 1]); }
+          rec.entries.reverse();
         }
         rec.edges.push(k);
       }
@@ -241,19 +247,23 @@ const PasslensGraph = (function () {
         if (b >= m.N && st.expanded.has(b - m.N)) { const sub = layoutGroup(m, b - m.N, lev); return { w: sub.w + 2 * GPAD, h: sub.h + GPAD + GHEAD }; }
         return boxSize(m, b);
       });
-      const pairs = [], pairKeys = new Map();
-      for (const rec of lev.byLevel.get(g) || []) {
-        const s = index.get(rec.ca), t = index.get(rec.cb);
-        if (s === undefined || t === undefined || s === t) continue;
-        const pk = s + ">" + t;
-        if (!pairKeys.has(pk)) { pairKeys.set(pk, pairs.length); pairs.push([s, t]); }
-      }
-      const out = PasslensLayout.layout({ nodes: sizes, edges: pairs, rankSep: 46, nodeSep: 28, edgeSep: 14, margin: 0 });
+      const pairs = [], pairKeys = new Set();
+      const level = lev.byLevel.get(g) || { pairs: [], exits: [], entries: [] };
+      const add = (s, t) => { if (s === undefined || t === undefined || s === t) return; const pk = s + ">" + t; if (!pairKeys.has(pk)) { pairKeys.add(pk); pairs.push([s, t]); } };
+      for (const rec of level.pairs) add(index.get(rec.ca), index.get(rec.cb));
+      const first = [], last = [];
+      let IN = -1, OUT = -1;
+      if (level.entries.length) { IN = sizes.length; sizes.push({ w: 2, h: 2 }); first.push(IN); }
+      if (level.exits.length) { OUT = sizes.length; sizes.push({ w: 2, h: 2 }); last.push(OUT); }
+      for (const c of level.entries) add(IN, index.get(c));
+      for (const c of level.exits) add(index.get(c), OUT);
+      const out = PasslensLayout.layout({ nodes: sizes, edges: pairs, rankSep: 46, nodeSep: 28, edgeSep: 14, margin: 0, first, last });
       const pos = new Map();
       children.forEach((b, k) => pos.set(b, { x: out.x[k] - sizes[k].w / 2, y: out.y[k] - sizes[k].h / 2, w: sizes[k].w, h: sizes[k].h }));
-      const routes = new Map();
-      for (const r of out.edges) routes.set(children[r.s] + ">" + children[r.t], r.points);
-      L = { w: Math.max(out.width, 60), h: Math.max(out.height, 30), pos, routes };
+      const routes = new Map(), name = (k) => (k === IN ? "IN" : k === OUT ? "OUT" : children[k]);
+      for (const r of out.edges) routes.set(name(r.s) + ">" + name(r.t), r.points);
+      const port = (k) => (k < 0 ? null : [out.x[k], out.y[k]]);
+      L = { w: Math.max(out.width, 60), h: Math.max(out.height, 30), pos, routes, IN: port(IN), OUT: port(OUT) };
       m.cache.set(key, L);
       if (m.cache.size > 4000) m.cache.clear();
       return L;
@@ -271,9 +281,9 @@ const PasslensGraph = (function () {
         }
       };
       place(0, 0, 0);
-      const origin = new Map([[0, { x: 0, y: 0 }]]);
-      for (const f of frames) origin.set(f.b - m.N, { x: f.x + GPAD, y: f.y + GHEAD });
-      return { w: top.w, h: top.h, boxes, frames, lev, origin, layouts: (g) => layoutGroup(m, g, lev) };
+      const origin = new Map([[0, { x: 0, y: 0 }]]), frameOf = new Map();
+      for (const f of frames) { origin.set(f.b - m.N, { x: f.x + GPAD, y: f.y + GHEAD }); frameOf.set(f.b - m.N, f); }
+      return { w: top.w, h: top.h, boxes, frames, frameOf, lev, origin, layouts: (g) => layoutGroup(m, g, lev) };
     }
 
     // ---- drawing ----------------------------------------------------------------------------
@@ -355,10 +365,25 @@ const PasslensGraph = (function () {
       for (const rec of D.lev.merged.values()) {
         const A = D.boxes.get(rec.a), B = D.boxes.get(rec.b);
         if (!A || !B) continue;
-        const L = D.layouts(rec.lca), o = D.origin.get(rec.lca) || { x: 0, y: 0 };
-        const route = L.routes.get(rec.ca + ">" + rec.cb);
         const pts = [[A.x + A.w / 2, A.y + A.h]];
-        if (route) for (const p of route.slice(1, -1)) pts.push([o.x + p[0], o.y + p[1]]);
+        const via = (g, key) => { // the interior points of a route inside group g
+          const route = D.layouts(g).routes.get(key), o = D.origin.get(g) || { x: 0, y: 0 };
+          if (route) for (const p of route.slice(1, -1)) pts.push([o.x + p[0], o.y + p[1]]);
+        };
+        let from = rec.a;
+        for (const X of rec.exits) { // out of each open group through its OUT port
+          const L = D.layouts(X), o = D.origin.get(X), f = D.frameOf.get(X);
+          via(X, from + ">OUT");
+          if (L.OUT && o && f) { pts.push([o.x + L.OUT[0], o.y + L.OUT[1]]); pts.push([o.x + L.OUT[0], f.y + f.h]); }
+          from = m.N + X;
+        }
+        const into = rec.entries.length ? m.N + rec.entries[0] : rec.b;
+        via(rec.lca, from + ">" + into);
+        rec.entries.forEach((Y, k) => { // into each open group through its IN port
+          const L = D.layouts(Y), o = D.origin.get(Y), f = D.frameOf.get(Y);
+          if (L.IN && o && f) { pts.push([o.x + L.IN[0], f.y]); pts.push([o.x + L.IN[0], o.y + L.IN[1]]); }
+          via(Y, "IN>" + (k + 1 < rec.entries.length ? m.N + rec.entries[k + 1] : rec.b));
+        });
         pts.push([B.x + B.w / 2, B.y]);
         if (pts.length === 2 && B.y < A.y + A.h) { pts[0] = [A.x + A.w / 2, A.y]; pts[1] = [B.x + B.w / 2, B.y + B.h]; } // upward
         const es = rec.edges.map((k) => m.p.edges[k]);
@@ -422,6 +447,7 @@ const PasslensGraph = (function () {
       // readable first: zoom 1 (13 px titles), centred on the focus; the whole graph when it fits
       const { w, h } = size(), D = st.draw;
       if (!D) return;
+      setCrumb(focusIndex());
       if (D.w <= w - 40 && D.h <= h - 40) { st.view = { k: 1, x: (w - D.w) / 2, y: Math.max(20, (h - D.h) / 2) }; apply(); return; }
       const f = focusIndex();
       const r = f >= 0 ? boxRect(f) : null;
@@ -558,8 +584,15 @@ const PasslensGraph = (function () {
       b.type = "button";
       b.addEventListener("click", () => toggle(gi));
     }
+    function setCrumb(i) {
+      const m = st.m;
+      const path = m && i >= 0 ? modulePath(m, m.p.nodes[i].g) : "";
+      crumb.textContent = path ? "in " + path : "";
+      crumb.style.display = path ? "" : "none";
+    }
     function select(i, quiet) {
       st.sel = i;
+      if (i >= 0) setCrumb(i);
       markSelection();
       showDetails();
       if (!quiet && opts.onSelect) opts.onSelect(i >= 0 ? st.m.p.nodes[i].id : "");
