@@ -1,0 +1,149 @@
+"""How fast the JavaScript layered layout (widgets/static/graph_layout.js) runs under node, on
+seeded random layered DAGs (node indices shuffled, so input order says nothing about layers)
+and on a chain:
+
+    .venv/bin/python bench/layout_speed.py [--runs 10]
+
+For each graph: the first call in a fresh node process (cold: includes compiling the code) and
+the median of the next runs (warm), plus the layout's size and its edge crossings.
+Goals: 150 nodes / 200 edges < 20 ms, 2,000 nodes / 3,000 edges < 500 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYOUT_JS = ROOT / "widgets" / "static" / "graph_layout.js"
+
+
+def random_layered_dag(n_nodes: int, n_edges: int, seed: int) -> dict:
+    """n_nodes boxes in about sqrt(2 n) layers: each node below layer 0 has a parent in the
+    layer above, each node of layer 0 a child, the other edges mostly join adjacent layers,
+    some skip 1 to 4 layers."""
+    rng = random.Random(seed)
+    n_layers = max(2, int((2 * n_nodes) ** 0.5))
+    layer_of = sorted(rng.randrange(n_layers) for _ in range(n_nodes))
+    layers: list[list[int]] = [[] for _ in range(n_layers)]
+    for v, layer in enumerate(layer_of):
+        layers[layer].append(v)
+    layers = [layer for layer in layers if layer]
+    edges = set()
+    for li in range(1, len(layers)):
+        for v in layers[li]:
+            edges.add((rng.choice(layers[li - 1]), v))
+    for v in layers[0]:  # no isolated nodes
+        edges.add((v, rng.choice(layers[1])))
+    while len(edges) < n_edges:
+        li = rng.randrange(len(layers) - 1)
+        span = 1 if rng.random() < 0.7 else rng.randint(2, 5)
+        lj = min(len(layers) - 1, li + span)
+        edges.add((rng.choice(layers[li]), rng.choice(layers[lj])))
+    perm = list(range(n_nodes))
+    rng.shuffle(perm)
+    nodes = [None] * n_nodes
+    for v in range(n_nodes):
+        nodes[perm[v]] = {"w": rng.randint(40, 160), "h": rng.choice([24, 32, 40])}
+    edge_list = sorted(((perm[s], perm[t]) for s, t in edges), key=lambda e: rng.random())
+    return {"nodes": nodes, "edges": [list(e) for e in edge_list]}
+
+
+def chain(n_nodes: int) -> dict:
+    return {
+        "nodes": [{"w": 60 + (i % 5) * 20, "h": 30} for i in range(n_nodes)],
+        "edges": [[i, i + 1] for i in range(n_nodes - 1)],
+    }
+
+
+RUNNER = r"""
+const fs = require("fs");
+const src = fs.readFileSync(process.argv[1], "utf8");
+const Layout = new Function(src + "\nreturn PasslensLayout;")();
+const cases = JSON.parse(fs.readFileSync(0, "utf8"));
+const runs = Number(process.argv[2]);
+function crossings(res) {
+  // segments between consecutive layers, as [x above, x below], grouped by the upper layer
+  const groups = new Map();
+  for (const e of res.edges) {
+    const step = res.rank[e.t] > res.rank[e.s] ? 1 : -1;
+    for (let i = 0; i + 1 < e.points.length; i++) {
+      const r = res.rank[e.s] + step * i;
+      const a = e.points[i][0], b = e.points[i + 1][0];
+      const key = step > 0 ? r : r - 1;
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(step > 0 ? [a, b] : [b, a]);
+    }
+  }
+  let count = 0;
+  for (const segs of groups.values())
+    for (let i = 0; i < segs.length; i++)
+      for (let j = i + 1; j < segs.length; j++)
+        if ((segs[i][0] - segs[j][0]) * (segs[i][1] - segs[j][1]) < 0) count++;
+  return count;
+}
+const out = [];
+for (const c of cases) {
+  let t0 = process.hrtime.bigint();
+  const res = Layout.layout(c.graph);
+  const cold = Number(process.hrtime.bigint() - t0) / 1e6;
+  const warm = [];
+  for (let i = 0; i < runs; i++) {
+    t0 = process.hrtime.bigint();
+    Layout.layout(c.graph);
+    warm.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  warm.sort((a, b) => a - b);
+  let dummies = 0;
+  for (const e of res.edges) dummies += e.points.length - 2;
+  out.push({ name: c.name, cold, warm: warm[warm.length >> 1], width: res.width,
+             height: res.height, layers: Math.max(-1, ...res.rank) + 1, dummies,
+             crossings: crossings(res) });
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="warm runs per graph (median)")
+    args = parser.parse_args()
+    node = shutil.which("node")
+    if node is None:
+        print("node is not installed")
+        return 1
+    print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"node {version}, {platform.machine()}, {os.cpu_count()} CPUs")
+    cases = [
+        ("random 150 nodes / 200 edges", random_layered_dag(150, 200, 1)),
+        ("random 500 nodes / 800 edges", random_layered_dag(500, 800, 2)),
+        ("random 2000 nodes / 3000 edges", random_layered_dag(2000, 3000, 3)),
+        ("chain of 200 nodes", chain(200)),
+    ]
+    # each graph in a fresh node process, so "cold" is a first call
+    print(f"{'graph':34} {'cold ms':>8} {'warm ms':>8} {'layers':>6} {'dummies':>7} "
+          f"{'crossings':>9} {'size px':>12}")
+    for name, graph in cases:
+        proc = subprocess.run(
+            [node, "-e", RUNNER, str(LAYOUT_JS), str(args.runs)],
+            input=json.dumps([{"name": name, "graph": graph}]),
+            capture_output=True, text=True, check=True,
+        )
+        (r,) = json.loads(proc.stdout)
+        size = f"{r['width']:.0f}x{r['height']:.0f}"
+        print(f"{name:34} {r['cold']:8.1f} {r['warm']:8.1f} {r['layers']:6d} {r['dummies']:7d} "
+              f"{r['crossings']:9d} {size:>12}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
