@@ -2,10 +2,10 @@
 seeded random layered DAGs (node indices shuffled, so input order says nothing about layers)
 and on a chain:
 
-    .venv/bin/python bench/layout_speed.py [--runs 10]
+    .venv/bin/python bench/layout_speed.py [--processes 5] [--runs 10]
 
-For each graph: the first call in a fresh node process (cold: includes compiling the code) and
-the median of the next runs (warm), plus the layout's size and its edge crossings.
+For each graph, in several fresh node processes: the first call (cold: the code is not
+compiled yet), the second, and the steady state; plus the layout's size and edge crossings.
 Goals: 150 nodes / 200 edges < 20 ms, 2,000 nodes / 3,000 edges < 500 ms.
 """
 
@@ -18,8 +18,10 @@ import platform
 import random
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +70,7 @@ RUNNER = r"""
 const fs = require("fs");
 const src = fs.readFileSync(process.argv[1], "utf8");
 const Layout = new Function(src + "\nreturn PasslensLayout;")();
-const cases = JSON.parse(fs.readFileSync(0, "utf8"));
+const graph = JSON.parse(fs.readFileSync(0, "utf8"));
 const runs = Number(process.argv[2]);
 function crossings(res) {
   // segments between consecutive layers, as [x above, x below], grouped by the upper layer
@@ -90,31 +92,26 @@ function crossings(res) {
         if ((segs[i][0] - segs[j][0]) * (segs[i][1] - segs[j][1]) < 0) count++;
   return count;
 }
-const out = [];
-for (const c of cases) {
-  let t0 = process.hrtime.bigint();
-  const res = Layout.layout(c.graph);
-  const cold = Number(process.hrtime.bigint() - t0) / 1e6;
-  const warm = [];
-  for (let i = 0; i < runs; i++) {
-    t0 = process.hrtime.bigint();
-    Layout.layout(c.graph);
-    warm.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  }
-  warm.sort((a, b) => a - b);
-  let dummies = 0;
-  for (const e of res.edges) dummies += e.points.length - 2;
-  out.push({ name: c.name, cold, warm: warm[warm.length >> 1], width: res.width,
-             height: res.height, layers: Math.max(-1, ...res.rank) + 1, dummies,
-             crossings: crossings(res) });
+const times = [];
+let res = null;
+for (let i = 0; i < 1 + 2 * runs; i++) {
+  const t0 = process.hrtime.bigint();
+  res = Layout.layout(graph);
+  times.push(Number(process.hrtime.bigint() - t0) / 1e6);
 }
-console.log(JSON.stringify(out));
+const steady = times.slice(1 + runs).sort((a, b) => a - b);
+let dummies = 0;
+for (const e of res.edges) dummies += e.points.length - 2;
+console.log(JSON.stringify({ first: times[0], second: times[1], steady: steady[steady.length >> 1],
+  width: res.width, height: res.height, layers: Math.max(-1, ...res.rank) + 1, dummies,
+  crossings: crossings(res) }));
 """
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=10, help="warm runs per graph (median)")
+    parser.add_argument("--processes", type=int, default=5, help="fresh node processes per graph")
+    parser.add_argument("--runs", type=int, default=10, help="warm-up calls, then timed calls")
     args = parser.parse_args()
     node = shutil.which("node")
     if node is None:
@@ -122,26 +119,37 @@ def main() -> int:
         return 1
     print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
     version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"node {version}, {platform.machine()}, {os.cpu_count()} CPUs")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"node {version}, {platform.machine()}, {os.cpu_count()} CPUs, load {load:.2f}, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
+    print(f"first: the first call in a fresh node process (code not yet compiled); second: the "
+          f"call after; steady: median of {args.runs} calls after {args.runs} more. "
+          f"Each: best / median of {args.processes} processes, in ms.")
     cases = [
         ("random 150 nodes / 200 edges", random_layered_dag(150, 200, 1)),
         ("random 500 nodes / 800 edges", random_layered_dag(500, 800, 2)),
         ("random 2000 nodes / 3000 edges", random_layered_dag(2000, 3000, 3)),
         ("chain of 200 nodes", chain(200)),
     ]
-    # each graph in a fresh node process, so "cold" is a first call
-    print(f"{'graph':34} {'cold ms':>8} {'warm ms':>8} {'layers':>6} {'dummies':>7} "
-          f"{'crossings':>9} {'size px':>12}")
+    print(f"{'graph':32} {'first':>13} {'second':>13} {'steady':>13} {'layers':>6} "
+          f"{'dummies':>7} {'crossings':>9} {'size px':>12}")
     for name, graph in cases:
-        proc = subprocess.run(
-            [node, "-e", RUNNER, str(LAYOUT_JS), str(args.runs)],
-            input=json.dumps([{"name": name, "graph": graph}]),
-            capture_output=True, text=True, check=True,
-        )
-        (r,) = json.loads(proc.stdout)
+        results = []
+        for _ in range(args.processes):
+            proc = subprocess.run(
+                [node, "-e", RUNNER, str(LAYOUT_JS), str(args.runs)],
+                input=json.dumps(graph), capture_output=True, text=True, check=True,
+            )
+            results.append(json.loads(proc.stdout))
+
+        def cell(key: str) -> str:
+            values = sorted(r[key] for r in results)
+            return f"{values[0]:.1f} / {statistics.median(values):.1f}"
+
+        r = results[0]
         size = f"{r['width']:.0f}x{r['height']:.0f}"
-        print(f"{name:34} {r['cold']:8.1f} {r['warm']:8.1f} {r['layers']:6d} {r['dummies']:7d} "
-              f"{r['crossings']:9d} {size:>12}")
+        print(f"{name:32} {cell('first'):>13} {cell('second'):>13} {cell('steady'):>13} "
+              f"{r['layers']:6d} {r['dummies']:7d} {r['crossings']:9d} {size:>12}")
     return 0
 
 

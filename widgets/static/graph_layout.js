@@ -243,26 +243,20 @@ const PasslensLayout = (function () {
       }
     };
     const inSubtree = (v, top) => low[top] <= lim[v] && lim[v] <= lim[top];
-    // every node of the subtree under v, v last
-    const subtree = (v, fn) => {
-      let sp = 0;
-      stackV[0] = v;
-      stackI[0] = 0;
-      while (sp >= 0) {
-        const u = stackV[sp];
+    // the nodes of the subtree under v (v first) into sub[0..count), count returned
+    const sub = new Int32Array(nn);
+    const collect = (v) => {
+      let count = 1;
+      sub[0] = v;
+      for (let h = 0; h < count; h++) {
+        const u = sub[h];
         const list = treeInc[u];
-        if (stackI[sp] < list.length) {
-          const e = list[stackI[sp]++];
-          const w = other(e, u);
-          if (e === par[u] || lim[w] > lim[u]) continue;
-          sp++;
-          stackV[sp] = w;
-          stackI[sp] = 0;
-        } else {
-          fn(u);
-          sp--;
+        for (let i = 0; i < list.length; i++) {
+          const e = list[i];
+          if (e !== par[u]) sub[count++] = from[e] === u ? to[e] : from[e];
         }
       }
+      return count;
     };
     // cut values, children first
     dfsRange(0, -1, 1, (child) => {
@@ -285,26 +279,38 @@ const PasslensLayout = (function () {
     const enter = (e) => {
       const down = lim[from[e]] < lim[to[e]] ? from[e] : to[e];
       const wantIn = down === from[e]; // edges into the subtree (else out of it)
+      const lo = low[down];
+      const hi = lim[down];
       let best = -1;
       let bestSlack = Infinity;
-      subtree(down, (u) => {
+      const count = collect(down);
+      for (let h = 0; h < count; h++) {
+        const u = sub[h];
         for (let i = incStart[u]; i < incStart[u + 1]; i++) {
           const f = inc[i];
           if (inTree[f]) continue;
-          if (wantIn ? to[f] !== u : from[f] !== u) continue;
-          if (inSubtree(other(f, u), down)) continue;
-          const sl = slack(f);
+          let w;
+          if (wantIn) {
+            if (to[f] !== u) continue;
+            w = from[f];
+          } else {
+            if (from[f] !== u) continue;
+            w = to[f];
+          }
+          if (lo <= lim[w] && lim[w] <= hi) continue;
+          const sl = r[to[f]] - r[from[f]] - minlen[f];
           if (sl < bestSlack || (sl === bestSlack && f < best)) {
             bestSlack = sl;
             best = f;
           }
         }
-      });
+      }
       return best;
     };
-    const shiftSubtree = (v, delta) => subtree(v, (u) => {
-      r[u] += delta;
-    });
+    const shiftSubtree = (v, delta) => {
+      const count = collect(v);
+      for (let h = 0; h < count; h++) r[sub[h]] += delta;
+    };
     // update cut values on the tree path from v up to the common ancestor with w
     const treeUpdate = (v, w, value, dir) => {
       while (!inSubtree(w, v)) {
@@ -355,10 +361,8 @@ const PasslensLayout = (function () {
       inTree[leave] = 0;
       inTree[f] = 1;
       treeEdges[leaveSlot] = f;
-      for (const v of [from[leave], to[leave]]) {
-        const list = treeInc[v];
-        list.splice(list.indexOf(leave), 1);
-      }
+      treeInc[from[leave]].splice(treeInc[from[leave]].indexOf(leave), 1);
+      treeInc[to[leave]].splice(treeInc[to[leave]].indexOf(leave), 1);
       treeInc[from[f]].push(f);
       treeInc[to[f]].push(f);
       dfsRange(lca, par[lca], low[lca], null);
@@ -527,6 +531,9 @@ const PasslensLayout = (function () {
     }
 
     // ---- 2. layers -------------------------------------------------------------------------
+    const pinned = new Uint8Array(n); // 1: top layer, 2: bottom layer
+    for (const v of opts.first || []) if (v >= 0 && v < n) pinned[v] = 1;
+    for (const v of opts.last || []) if (v >= 0 && v < n) pinned[v] = 2;
     const rank = new Int32Array(n);
     const topo = new Int32Array(n);
     {
@@ -548,7 +555,7 @@ const PasslensLayout = (function () {
         const v = topo[i];
         const outs = dagOutStart[v + 1] - dagOutStart[v];
         const ins = dagInStart[v + 1] - dagInStart[v];
-        if (outs === 0 || outs < ins) continue;
+        if (outs === 0 || outs < ins || pinned[v] === 1) continue;
         let lowest = Infinity;
         for (let j = dagOutStart[v]; j < dagOutStart[v + 1]; j++) {
           if (rank[dagOut[j]] < lowest) lowest = rank[dagOut[j]];
@@ -562,6 +569,12 @@ const PasslensLayout = (function () {
     }
     let maxRank = -1;
     for (let v = 0; v < n; v++) if (rank[v] > maxRank) maxRank = rank[v];
+    // opts.first / opts.last: nodes kept on the top / bottom layer (a group's ports: the
+    // points where edges from outside enter it and leave it)
+    for (let v = 0; v < n; v++) {
+      if (pinned[v] === 1 && dagInStart[v + 1] === dagInStart[v]) rank[v] = 0;
+      else if (pinned[v] === 2 && dagOutStart[v + 1] === dagOutStart[v]) rank[v] = maxRank;
+    }
 
     // ---- 3. dummy nodes --------------------------------------------------------------------
     // vertices: 0..n-1 the nodes, n..N-1 the dummies; chainStart[k] is the first dummy of
@@ -666,15 +679,20 @@ const PasslensLayout = (function () {
       return total;
     }
 
-    // Pairs (p in as, q in bs) with pos[p] > pos[q]: crossings of a's and b's edges to one
-    // neighbouring layer when a is just left of b.
+    // Crossings between the edges of two neighbours a, b of one layer to one neighbouring
+    // layer (as, bs: their neighbours there), added to asIs (a left of b) and swapped (b left
+    // of a).
+    let asIs = 0;
+    let swapped = 0;
     function pairCrossings(as, bs) {
-      let count = 0;
       for (let i = 0; i < as.length; i++) {
         const p = pos[as[i]];
-        for (let j = 0; j < bs.length; j++) if (p > pos[bs[j]]) count++;
+        for (let j = 0; j < bs.length; j++) {
+          const q = pos[bs[j]];
+          if (p > q) asIs++;
+          else if (p < q) swapped++;
+        }
       }
-      return count;
     }
 
     function reorder(layer, fixedSide) {
@@ -712,9 +730,13 @@ const PasslensLayout = (function () {
           for (let i = 0; i + 1 < layer.length; i++) {
             const v = layer[i];
             const w = layer[i + 1];
-            const c0 = pairCrossings(up[v], up[w]) + pairCrossings(down[v], down[w]);
+            asIs = 0;
+            swapped = 0;
+            pairCrossings(up[v], up[w]);
+            pairCrossings(down[v], down[w]);
+            const c0 = asIs;
+            const c1 = swapped;
             if (c0 === 0) continue;
-            const c1 = pairCrossings(up[w], up[v]) + pairCrossings(down[w], down[v]);
             if (c1 < c0 || (equalSwaps && c1 === c0)) {
               layer[i] = w;
               layer[i + 1] = v;
@@ -771,12 +793,17 @@ const PasslensLayout = (function () {
     }
 
     function order(vertices, R) {
-      // the work of one sweep grows with the edges; big graphs get fewer sweeps
-      let size = 0;
-      for (const v of vertices) size += 1 + down[v].length;
-      const maxSweeps = size > 20000 ? 8 : size > 5000 ? 12 : 24;
-      const maxPasses = size > 20000 ? 4 : 8;
-      const trials = size > 5000 ? [true] : [true, false];
+      // The work of a sweep: its vertices and edges, and for transposition the products of
+      // the degrees of neighbours. Big graphs get fewer sweeps, so the time stays bounded.
+      let work = 0;
+      for (const v of vertices) {
+        const a = up[v].length;
+        const b = down[v].length;
+        work += 2 + b + a * a + b * b;
+      }
+      const maxSweeps = Math.max(2, Math.min(24, Math.floor(1e6 / work)));
+      const maxPasses = work > 100000 ? 2 : work > 30000 ? 4 : 8;
+      const trials = work > 10000 ? [true] : [true, false];
       let best = null;
       let bestCross = Infinity;
       for (const fromTop of trials) {
@@ -986,42 +1013,13 @@ const PasslensLayout = (function () {
           } else pw[k] += edgeWeight(v, u);
         }
       }
-      if (nSeg + pa.length <= simplexLimit) {
-        // The sum of weighted horizontal edge lengths, least (as Graphviz dot does): network
-        // simplex on the auxiliary graph with a node per linked pair of segments, below both.
-        const from = [];
-        const to = [];
-        const minlen = [];
-        const weight = [];
-        const sepOf = new Map();
-        for (let c = 0; c < nc; c++) {
-          const key = cl[c] * nSeg + cr[c];
-          const k = sepOf.get(key);
-          if (k === undefined) {
-            sepOf.set(key, from.length);
-            from.push(cl[c]);
-            to.push(cr[c]);
-            minlen.push(cg[c]);
-            weight.push(0);
-          } else if (cg[c] > minlen[k]) minlen[k] = cg[c];
-        }
-        const nn = nSeg + pa.length;
-        const r = new Float64Array(nn);
-        r.set(X);
-        for (let k = 0; k < pa.length; k++) {
-          from.push(nSeg + k, nSeg + k);
-          to.push(pa[k], pb[k]);
-          minlen.push(0, 0);
-          weight.push(pw[k], pw[k]);
-          r[nSeg + k] = Math.min(X[pa[k]], X[pb[k]]);
-        }
-        networkSimplex(nn, from, to, minlen, weight, r, 4 * nn, true);
-        for (let s = 0; s < nSeg; s++) X[s] = r[s];
-      } else {
-        // Big graphs: the sum of weighted squared lengths, roughly least. Damped Jacobi steps
-        // toward the weighted mean of the neighbours, each followed by a projection onto the
-        // constraints (the mean of pushing left to right and right to left: feasible, since
-        // the constraints are linear).
+      // The sum of weighted squared lengths, roughly least: damped Jacobi steps toward the
+      // weighted mean of the neighbours, each followed by a projection onto the constraints
+      // (the mean of pushing left to right and right to left: feasible, since the constraints
+      // are linear). The placement for big graphs; a start for network simplex.
+      const exact = nSeg + pa.length <= simplexLimit;
+      const iterations = exact ? 5 : Math.max(10, Math.min(100, Math.floor(2e7 / (nSeg + nc))));
+      if (iterations > 0) {
         const nbStart = new Int32Array(nSeg + 1);
         for (let k = 0; k < pa.length; k++) {
           nbStart[pa[k] + 1]++;
@@ -1042,7 +1040,7 @@ const PasslensLayout = (function () {
         }
         const D = new Float64Array(nSeg);
         const XL = new Float64Array(nSeg);
-        for (let it = 0; it < 100; it++) {
+        for (let it = 0; it < iterations; it++) {
           for (let s = 0; s < nSeg; s++) {
             let sum = 0;
             for (let i = nbStart[s]; i < nbStart[s + 1]; i++) sum += nbW[i] * X[nb[i]];
@@ -1074,6 +1072,48 @@ const PasslensLayout = (function () {
           }
           if (moved < 0.05) break;
         }
+      }
+      if (exact) {
+        // The sum of weighted horizontal edge lengths, least (as Graphviz dot does): network
+        // simplex on the auxiliary graph with a node per linked pair of segments, below both.
+        // The start on the half-pixel grid, pushed right where rounding broke a gap.
+        for (let h = 0; h < nSeg; h++) {
+          const s = topo[h];
+          let v = Math.round(X[s] * 2) / 2;
+          for (let i = inStart[s]; i < inStart[s + 1]; i++) {
+            const c = inC[i];
+            if (X[cl[c]] + cg[c] > v) v = X[cl[c]] + cg[c];
+          }
+          X[s] = v;
+        }
+        const from = [];
+        const to = [];
+        const minlen = [];
+        const weight = [];
+        const sepOf = new Map();
+        for (let c = 0; c < nc; c++) {
+          const key = cl[c] * nSeg + cr[c];
+          const k = sepOf.get(key);
+          if (k === undefined) {
+            sepOf.set(key, from.length);
+            from.push(cl[c]);
+            to.push(cr[c]);
+            minlen.push(cg[c]);
+            weight.push(0);
+          } else if (cg[c] > minlen[k]) minlen[k] = cg[c];
+        }
+        const nn = nSeg + pa.length;
+        const r = new Float64Array(nn);
+        r.set(X);
+        for (let k = 0; k < pa.length; k++) {
+          from.push(nSeg + k, nSeg + k);
+          to.push(pa[k], pb[k]);
+          minlen.push(0, 0);
+          weight.push(pw[k], pw[k]);
+          r[nSeg + k] = Math.min(X[pa[k]], X[pb[k]]);
+        }
+        networkSimplex(nn, from, to, minlen, weight, r, 4 * nn, true);
+        for (let s = 0; s < nSeg; s++) X[s] = r[s];
       }
       for (const v of vertices) x[v] = X[seg[v]];
     }
