@@ -184,6 +184,14 @@ CASES: dict[str, dict] = {
     "duplicates": {"nodes": [WIDE] * 3, "edges": [[0, 1], [1, 1], [0, 1], [1, 2], [0, 1]]},
     # node 0 is a weight feeding the last node of a chain 1..6
     "weight": {"nodes": boxes(7, 4), "edges": [[i, i + 1] for i in range(1, 6)] + [[0, 6]]},
+    # ports of a group: IN (0) feeds 1 -> 2 -> 3 -> 4; OUT (5) takes 2's result, pinned to the
+    # bottom; 6 is a weight of 3; 7 asks to be first but has an edge in (from 4): not pinned
+    "ports": {
+        "nodes": [{"w": 2, "h": 2}, *boxes(4, 5), {"w": 2, "h": 2}, *boxes(2, 6)],
+        "edges": [[0, 1], [1, 2], [2, 3], [3, 4], [2, 5], [6, 3], [4, 7]],
+        "first": [0, 7],
+        "last": [5],
+    },
     "tree": binary_tree(5, 7),
     "ladder": ladder(),
     "transformer": TRANSFORMER,
@@ -446,6 +454,11 @@ def test_margin(layouts):
     assert res["width"] == widest + 30
     assert res["height"] == sum(b["h"] for b in graph["nodes"]) + 2 * 30 + 30
     assert res["x"] == [15 + widest / 2] * 3
+
+
+def test_ports_first_and_last(layouts):
+    res = layouts["ports"]
+    assert res["rank"] == [0, 1, 2, 3, 4, 5, 2, 5]  # OUT on the bottom layer, with 7
 
 
 def test_a_weight_sits_next_to_its_deep_consumer(layouts):

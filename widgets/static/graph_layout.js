@@ -9,8 +9,10 @@
  * index. Edges: one per distinct input edge (duplicates merged, self loops dropped), in input
  * order, each routed from the bottom of s to the top of t (from the top of s to the bottom of
  * t for an edge reversed to break a cycle), through one point per layer in between. An edge
- * naming a missing node throws a RangeError. One more option, simplexLimit (default 3000):
- * the largest auxiliary graph whose x coordinates are solved exactly (below).
+ * naming a missing node throws a RangeError. More options: first / last, lists of node ids
+ * kept on the top / bottom layer when they have no edge in / out (a group's ports, where edges
+ * from outside enter and leave it); simplexLimit (default 3000), the largest auxiliary graph
+ * whose x coordinates are solved exactly (phase 5).
  *
  * The phases:
  *  1. cycles broken by reversing the back edges of a depth-first search from the nodes in
@@ -481,7 +483,7 @@ const PasslensLayout = (function () {
     }
     const mi = iu.length;
     const dagOutStart = new Int32Array(n + 1);
-    const dagInStart = new Int32Array(n + 1);
+    const dagInStart = new Int32Array(n + 1); // in-degrees only
     for (let k = 0; k < mi; k++) {
       dagOutStart[iu[k] + 1]++;
       dagInStart[iv[k] + 1]++;
@@ -491,14 +493,9 @@ const PasslensLayout = (function () {
       dagInStart[v + 1] += dagInStart[v];
     }
     const dagOut = new Int32Array(mi); // target nodes
-    const dagIn = new Int32Array(mi); // source nodes
     {
       const fo = dagOutStart.slice(0, n);
-      const fi = dagInStart.slice(0, n);
-      for (let k = 0; k < mi; k++) {
-        dagOut[fo[iu[k]]++] = iv[k];
-        dagIn[fi[iv[k]]++] = iu[k];
-      }
+      for (let k = 0; k < mi; k++) dagOut[fo[iu[k]]++] = iv[k];
     }
 
     // connected components, numbered in order of their lowest node index
@@ -589,7 +586,6 @@ const PasslensLayout = (function () {
     }
     const vrank = new Int32Array(N);
     const vwidth = new Float64Array(N);
-    const vcomp = new Int32Array(N);
     const up = new Array(N);
     const down = new Array(N);
     for (let v = 0; v < N; v++) {
@@ -600,7 +596,6 @@ const PasslensLayout = (function () {
       vrank[v] = rank[v];
       const box = nodesIn[v] || {};
       vwidth[v] = size(box.w);
-      vcomp[v] = comp[v];
     }
     const compDummies = [];
     for (let c = 0; c < nComps; c++) compDummies.push([]);
@@ -610,7 +605,6 @@ const PasslensLayout = (function () {
       for (let i = 0; i < chainLen[k]; i++) {
         const d = chainStart[k] + i;
         vrank[d] = rank[iu[k]] + 1 + i;
-        vcomp[d] = c;
         compDummies[c].push(d);
         down[prev].push(d);
         up[d].push(prev);
