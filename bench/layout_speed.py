@@ -55,8 +55,37 @@ def random_layered_dag(n_nodes: int, n_edges: int, seed: int) -> dict:
     nodes = [None] * n_nodes
     for v in range(n_nodes):
         nodes[perm[v]] = {"w": rng.randint(40, 160), "h": rng.choice([24, 32, 40])}
-    edge_list = sorted(((perm[s], perm[t]) for s, t in edges), key=lambda e: rng.random())
-    return {"nodes": nodes, "edges": [list(e) for e in edge_list]}
+    edge_list = [[perm[s], perm[t]] for s, t in sorted(edges)]
+    rng.shuffle(edge_list)
+    return {"nodes": nodes, "edges": edge_list}
+
+
+def transformer(blocks: int) -> dict:
+    """A transformer's IR at op level: attention and MLP blocks with residual adds, every
+    weight and bias a box of its own (the kind of graph the viewer shows)."""
+    nodes: list[dict] = []
+    edges: list[list[int]] = []
+
+    def op(name: str, *inputs: int, weights: int = 0) -> int:
+        nodes.append({"w": 16 + 8 * len(name), "h": 44})
+        v = len(nodes) - 1
+        edges.extend([i, v] for i in inputs)
+        for _ in range(weights):
+            nodes.append({"w": 120, "h": 30})
+            edges.append([len(nodes) - 1, v])
+        return v
+
+    x = op("input")
+    for _ in range(blocks):
+        h = op("layer_norm", x, weights=2)
+        q, k, v = (op("permute", op("reshape", op("linear", h, weights=2))) for _ in range(3))
+        s = op("softmax", op("divide", op("matmul", q, op("transpose", k)), weights=1))
+        a = op("linear", op("reshape", op("permute", op("matmul", s, v))), weights=2)
+        x = op("add", x, a)
+        h = op("gelu", op("linear", op("layer_norm", x, weights=2), weights=2))
+        x = op("add", x, op("linear", h, weights=2))
+    op("output", x)
+    return {"nodes": nodes, "edges": edges}
 
 
 def chain(n_nodes: int) -> dict:
@@ -112,6 +141,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=5, help="fresh node processes per graph")
     parser.add_argument("--runs", type=int, default=10, help="warm-up calls, then timed calls")
+    parser.add_argument("--node-option", action="append", default=[],
+                        help="passed to node, e.g. --node-option=--maglev")
     args = parser.parse_args()
     node = shutil.which("node")
     if node is None:
@@ -120,7 +151,8 @@ def main() -> int:
     print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
     version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"node {version}, {platform.machine()}, {os.cpu_count()} CPUs, load {load:.2f}, "
+    flags = " ".join(args.node_option)
+    print(f"node {version} {flags}".rstrip() + f", {platform.machine()}, {os.cpu_count()} CPUs, load {load:.2f}, "
           f"{time.strftime('%Y-%m-%d %H:%M')}")
     print(f"first: the first call in a fresh node process (code not yet compiled); second: the "
           f"call after; steady: median of {args.runs} calls after {args.runs} more. "
@@ -130,14 +162,15 @@ def main() -> int:
         ("random 500 nodes / 800 edges", random_layered_dag(500, 800, 2)),
         ("random 2000 nodes / 3000 edges", random_layered_dag(2000, 3000, 3)),
         ("chain of 200 nodes", chain(200)),
+        ("transformer, 4 blocks: 166 / 181", transformer(4)),
     ]
-    print(f"{'graph':32} {'first':>13} {'second':>13} {'steady':>13} {'layers':>6} "
+    print(f"{'graph':34} {'first':>13} {'second':>13} {'steady':>13} {'layers':>6} "
           f"{'dummies':>7} {'crossings':>9} {'size px':>12}")
     for name, graph in cases:
         results = []
         for _ in range(args.processes):
             proc = subprocess.run(
-                [node, "-e", RUNNER, str(LAYOUT_JS), str(args.runs)],
+                [node, *args.node_option, "-e", RUNNER, str(LAYOUT_JS), str(args.runs)],
                 input=json.dumps(graph), capture_output=True, text=True, check=True,
             )
             results.append(json.loads(proc.stdout))
@@ -148,7 +181,7 @@ def main() -> int:
 
         r = results[0]
         size = f"{r['width']:.0f}x{r['height']:.0f}"
-        print(f"{name:32} {cell('first'):>13} {cell('second'):>13} {cell('steady'):>13} "
+        print(f"{name:34} {cell('first'):>13} {cell('second'):>13} {cell('steady'):>13} "
               f"{r['layers']:6d} {r['dummies']:7d} {r['crossings']:9d} {size:>12}")
     return 0
 

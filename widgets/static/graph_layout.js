@@ -333,7 +333,7 @@ const PasslensLayout = (function () {
       let leave = -1;
       let leaveSlot = -1;
       let found = 0;
-      for (let k = 0; k < nt && found < 30; k++) {
+      for (let k = 0; k < nt && found < 5; k++) {
         const slot = (searchFrom + k) % nt;
         const e = treeEdges[slot];
         if (cut[e] < 0) {
