@@ -216,9 +216,13 @@ const PasslensLayout = (function () {
     const stackV = new Int32Array(nn);
     const stackI = new Int32Array(nn);
     const other = (e, v) => (from[e] === v ? to[e] : from[e]);
-    // number the subtree of v (entered by edge parEdge) in postorder from lowNumber; with
-    // visit, call it on each node in postorder
-    const dfsRange = (v, parEdge, lowNumber, visit) => {
+    // Number the subtree of v (entered by edge parEdge) in postorder from lowNumber; with
+    // visit, call it on each node in postorder. With prune, a subtree whose root is not
+    // marked changed (dirty[w] === stamp), still hangs from the same edge and starts at the
+    // same number keeps its numbers (its inside did not change).
+    const dirty = new Int32Array(nn);
+    let stamp = 0;
+    const dfsRange = (v, parEdge, lowNumber, visit, prune) => {
       let sp = 0;
       let count = lowNumber - 1;
       stackV[0] = v;
@@ -232,6 +236,10 @@ const PasslensLayout = (function () {
           const e = list[stackI[sp]++];
           if (e === par[u]) continue;
           const w = other(e, u);
+          if (prune && dirty[w] !== stamp && par[w] === e && low[w] === count + 1) {
+            count = lim[w];
+            continue;
+          }
           par[w] = e;
           low[w] = count + 1;
           sp++;
@@ -313,9 +321,11 @@ const PasslensLayout = (function () {
       const count = collect(v);
       for (let h = 0; h < count; h++) r[sub[h]] += delta;
     };
-    // update cut values on the tree path from v up to the common ancestor with w
+    // update cut values on the tree path from v up to the common ancestor with w (marking
+    // the nodes on the way changed)
     const treeUpdate = (v, w, value, dir) => {
       while (!inSubtree(w, v)) {
+        dirty[v] = stamp;
         const e = par[v];
         const d = v === from[e] ? dir : !dir;
         if (d) cut[e] += value;
@@ -356,6 +366,7 @@ const PasslensLayout = (function () {
         else shiftSubtree(to[leave], delta);
       }
       const value = cut[leave];
+      stamp++;
       const lca = treeUpdate(from[f], to[f], value, true);
       treeUpdate(to[f], from[f], value, false);
       cut[f] = -value;
@@ -367,7 +378,7 @@ const PasslensLayout = (function () {
       treeInc[to[leave]].splice(treeInc[to[leave]].indexOf(leave), 1);
       treeInc[from[f]].push(f);
       treeInc[to[f]].push(f);
-      dfsRange(lca, par[lca], low[lca], null);
+      dfsRange(lca, par[lca], low[lca], null, true);
       pivots++;
     }
 
