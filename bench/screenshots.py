@@ -69,7 +69,7 @@ def main() -> int:
             page.locator(f".pl-step-row[data-step='{step.index}']").click()
             expect(page.locator(".pl-step-title")).to_have_text(f"#{step.index} fold-constant")
             expect(page.locator(".plg-s-added").first).to_be_visible()
-            page.locator(".plg-bad").first.click()
+            page.locator("g.plg-n.plg-bad[data-i]").first.click()
             expect(page.locator(".plg-details")).to_contain_text("copies")
             page.screenshot(path=str(out / "app.png"))
             print(f"wrote {out / 'app.png'}")

@@ -36,6 +36,8 @@ Everything here is data: strings from the model are escaped by the component whe
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 import re
 from collections import Counter
@@ -84,6 +86,7 @@ def _common_dir(paths: list[str]) -> str:
 _FILE_LINE = re.compile(r"^(.*?)(:\d+)?$")
 
 
+@functools.lru_cache(maxsize=4096)
 def short_path(path: str, root: str) -> str:
     """``path`` (``file`` or ``file:line``) relative to ``root`` when it lies under it."""
     m = _FILE_LINE.match(path)
@@ -169,8 +172,10 @@ class _Builder:
                     node = self.gb.node_of(getattr(e, "node", None))
                     i = self.index.get(node.id) if node is not None else None
                     rel = getattr(e, "max_rel", None)
-                    if i is not None and rel is not None and rel == rel:  # not NaN
+                    if i is not None and rel is not None and math.isfinite(rel):
                         errors[i] = max(errors.get(i, 0.0), float(rel))
+                    elif i is not None and rel is not None and not math.isnan(rel):
+                        errors[i] = 1e30  # infinitely far: the top of the colour scale
         return marks, bad, errors
 
     # ----- which weights are drawn as lines of their readers --------------------------------
@@ -261,51 +266,50 @@ class _Builder:
         return out, of
 
     def segment(self, groups: list[dict], of: list[int], drawn: list[int], pos) -> None:
-        """Split a group's children into segments where it has more than MAX_CHILDREN."""
-        changed = True
-        while changed:
-            changed = False
-            members: dict[int, list[tuple[float, str, int]]] = {}
-            first: dict[int, float] = {}
-            for i in drawn:
-                g = of[i]
-                first[g] = min(first.get(g, pos[i]), pos[i])
-                members.setdefault(g, []).append((pos[i], "n", i))
-                while g > 0:  # the earliest position of every group
-                    p = groups[g]["p"]
-                    first[p] = min(first.get(p, pos[i]), pos[i])
-                    g = p
-            for g in range(1, len(groups)):
-                members.setdefault(groups[g]["p"], []).append((first.get(g, 0.0), "g", g))
-            for g, items in list(members.items()):
-                if len(items) <= MAX_CHILDREN:
-                    continue
-                changed = True
+        """Split a group's children into segments where it has more than MAX_CHILDREN
+        (segments of segments when there are very many)."""
+        first: dict[int, float] = {}
+        for i in drawn:  # the earliest position inside every group
+            g, p = of[i], pos[i]
+            while g >= 0 and first.get(g, float("inf")) > p:
+                first[g] = p
+                g = groups[g]["p"] if g > 0 else -1
+        members: dict[int, list[tuple[float, str, int]]] = {}
+        for i in drawn:
+            members.setdefault(of[i], []).append((pos[i], "n", i))
+        for g in range(1, len(groups)):
+            members.setdefault(groups[g]["p"], []).append((first.get(g, 0.0), "g", g))
+
+        def split(g: int, items: list[tuple[float, str, int]], label_from: int) -> None:
+            if len(items) <= MAX_CHILDREN:
+                for _pos, what, idx in items:
+                    if what == "n":
+                        of[idx] = g
+                    else:
+                        groups[idx]["p"] = g
+                return
+            size = (
+                SEGMENT if len(items) <= SEGMENT * MAX_CHILDREN else -(-len(items) // MAX_CHILDREN)
+            )
+            gid = groups[g]["id"]
+            for k in range(0, len(items), size):
+                chunk = items[k : k + size]
+                lo, hi = label_from + k + 1, label_from + k + len(chunk)
+                s = len(groups)
+                groups.append(
+                    {
+                        "id": f"{gid}#{lo}-{hi}",
+                        "label": f"items {lo}–{hi}",
+                        "p": g,
+                        "k": "segment",
+                    }
+                )
+                split(s, chunk, lo - 1)
+
+        for g, items in list(members.items()):
+            if len(items) > MAX_CHILDREN:
                 items.sort()
-                chunks = [items[k : k + SEGMENT] for k in range(0, len(items), SEGMENT)]
-                if len(chunks) > MAX_CHILDREN:  # segments of segments: fewer, larger chunks
-                    size = -(-len(items) // MAX_CHILDREN)
-                    chunks = [items[k : k + size] for k in range(0, len(items), size)]
-                gid = groups[g]["id"]
-                done = 0
-                for k, chunk in enumerate(chunks):
-                    s = len(groups)
-                    lo, hi = done + 1, done + len(chunk)
-                    done = hi
-                    groups.append(
-                        {
-                            "id": f"{gid}#{k + 1}" if gid else f"#{k + 1}",
-                            "label": f"{hi - lo + 1} items ({lo}–{hi})",
-                            "p": g,
-                            "k": "segment",
-                        }
-                    )
-                    for _pos, what, idx in chunk:
-                        if what == "n":
-                            of[idx] = s
-                        else:
-                            groups[idx]["p"] = s
-                break  # recompute the membership after each split
+                split(g, items, 0)
         # parents must come before children for the front end's bottom-up sums
         order = self._topo_groups(groups)
         if order != list(range(len(groups))):
@@ -447,7 +451,7 @@ class _Builder:
             "details": self._details(roots),
         }
         payload["collapsed"] = self._initial_collapsed(groups, of, drawn, focus, max_boxes)
-        return render._jsonable(payload)
+        return payload  # every piece is JSON-ready (the details through node_info)
 
     def _title(self, n, group: str) -> str:
         if n.kind in ("weight", "param", "input"):

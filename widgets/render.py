@@ -715,7 +715,7 @@ def _cached_stats(data: np.ndarray) -> dict:
         return hit[1]
     stats = param_stats(data)
     _STATS[id(data)] = (data, stats)
-    while len(_STATS) > 4096:
+    while len(_STATS) > 65536:
         _STATS.popitem(last=False)
     return stats
 
@@ -1263,7 +1263,10 @@ def summary_html(trace, report=None) -> str:
 
 def json_script(data: Any) -> str:
     """JSON that is safe inside a ``<script type="application/json">`` element."""
-    text = json.dumps(_jsonable(data), separators=(",", ":"), ensure_ascii=False)
+    try:  # most data is JSON-ready already: walking it to convert costs more than dumping it
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        text = json.dumps(_jsonable(data), separators=(",", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

@@ -97,5 +97,18 @@ from tests.compiler.passes import test_manager  # noqa: E402,F401
 
 
 def test_a_step_displays_its_graph_in_jupyter(trace):
-    html = trace["fold-constant"]._repr_html_()
-    assert "<svg" in html and "fold-constant" in html and "matmul" in html
+    import json
+    import re
+
+    step = trace["fold-constant"]
+    html = step._repr_html_()
+    # the graph component draws it in place, from the step's payload against the previous step
+    assert "PasslensGraph.create" in html and "PasslensLayout" in html
+    assert f"#{step.index} fold-constant against #{step.previous.index}" in html
+    blob = re.search(r'<script type="application/json" id="(plstep\d+)-data">(.*?)</script>', html)
+    data = json.loads(blob.group(2))
+    assert {n["t"] for n in data["after"]["nodes"]} >= {"matmul"}
+    assert data["after"]["step"]["name"] == "fold-constant"
+    assert data["before"]["step"]["index"] == step.previous.index
+    assert f"getElementById('{blob.group(1)}')" in html  # each output draws into its own element
+    assert blob.group(1) not in step._repr_html_()

@@ -846,13 +846,19 @@ const PasslensGraph = (function () {
     // ---- legend ----------------------------------------------------------------------------------
     function renderLegend() {
       legend.textContent = "";
-      const items = [["plg-s-added", "added"], ["plg-s-changed", "changed"], ["plg-s-removed", "removed (ghost)"], ["plg-s-failed", "failed"], ["plg-bad", "finding"], ["plg-k-weight", "weight"], ["plg-group", "group (double-click)"]];
+      const items = [["plg-s-added", "added"], ["plg-s-changed", "changed"], ["plg-s-removed", "removed (ghost)"], ["plg-s-failed", "failed"], ["plg-bad", "finding"], ["plg-k-weight", "weight"], ["plg-group", "group"]];
       for (const [cls, text] of items) {
         const it = h("span", "plg-lg-item", legend);
         h("span", "plg-lg-sw " + cls, it);
         h("span", "", it, text);
       }
       h("div", "plg-lg-keys", legend, "n / p change · / search · f fit · b before/after · drag to pan, wheel to zoom");
+      if (st.err) { // the error overlay's scale
+        const row = h("div", "plg-lg-err", legend);
+        h("span", "", row, "error (max rel) ");
+        for (const e of [1e-7, 1e-5, 1e-3, 1e-1]) { const sw = h("span", "plg-lg-sw", row); sw.style.background = errColor(e); h("span", "", row, " " + e.toExponential(0) + " "); }
+        const none = h("span", "plg-lg-sw", row); none.style.background = "#f5f5f5"; h("span", "", row, " not compared");
+      }
     }
     renderLegend();
 
@@ -899,7 +905,7 @@ const PasslensGraph = (function () {
     fitB.addEventListener("click", fit);
     beforeB.addEventListener("click", () => setMode("before"));
     afterB.addEventListener("click", () => setMode("after"));
-    errB.addEventListener("click", () => { st.err = !st.err; errB.classList.toggle("plg-on", st.err); draw(); });
+    errB.addEventListener("click", () => { st.err = !st.err; errB.classList.toggle("plg-on", st.err); renderLegend(); draw(); });
     function onKey(e) {
       if (e.ctrlKey || e.metaKey || e.altKey) return false;
       const t = e.target;
