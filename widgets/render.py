@@ -683,13 +683,13 @@ def param_stats(data: np.ndarray, preview: int = 8) -> dict:
         flat = flat.astype(np.float32)
     out: dict[str, Any] = {"preview": [float(v) for v in data.flat[:preview]]}
     if flat.size and flat.dtype.kind in "biuf":
-        mean = flat.mean(dtype=np.float64) if flat.dtype.itemsize < 4 else flat.mean()
-        out.update(
-            min=float(flat.min()),
-            max=float(flat.max()),
-            mean=float(mean),
-            std=float(flat.std(dtype=np.float64) if flat.dtype.itemsize < 4 else flat.std()),
-        )
+        with np.errstate(all="ignore"):  # a mask of -3.4e38 sums to -inf: shown as it is
+            out.update(
+                min=float(flat.min()),
+                max=float(flat.max()),
+                mean=float(flat.mean(dtype=np.float64)),
+                std=float(flat.std(dtype=np.float64)),
+            )
     return _jsonable(out)
 
 

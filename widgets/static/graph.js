@@ -933,6 +933,7 @@ const PasslensGraph = (function () {
       key: onKey,
       select(id) { const m = st.m; if (!m) return; const i = id ? m.idIndex.get(id) : -1; select(i === undefined ? -1 : i, true); },
       locate(id) { const m = st.m; const i = m && m.idIndex.get(id); if (i !== undefined) locate(i); },
+      has(id) { return !!st.m && st.m.idIndex.has(id); },
       expand(id) { const m = st.m, g = m && m.groupIndex.get(id); if (g !== undefined && !st.expanded.has(g)) toggle(g); },
       collapse(id) { const m = st.m, g = m && m.groupIndex.get(id); if (g !== undefined && st.expanded.has(g)) toggle(g); },
       openView, get mode() { return st.mode; }, get view() { return Object.assign({}, st.view); },

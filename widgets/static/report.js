@@ -78,6 +78,19 @@
   const banner = $("pl-banner");
   if (banner && banner.dataset.step !== undefined) banner.addEventListener("click", (e) => { e.preventDefault(); show(+banner.dataset.step); showTab("numerics"); });
   document.querySelectorAll("#pl-tabs button").forEach((b) => b.addEventListener("click", () => showTab(b.dataset.tab)));
+  // one selection: a row of the params or numerics table shows its node on the graph
+  function showNode(e) {
+    const tr = e.target.closest("tbody tr");
+    if (!tr || e.target.closest("th")) return;
+    const first = tr.cells[0] ? tr.cells[0].textContent : "";
+    if (!first) return;
+    showTab("graph");
+    const ids = this.id === "pl-pane-params" ? ["$" + first, "removed:$" + first, first] : [first];
+    for (const id of ids) if (graph.has(id)) { graph.locate(id); return; }
+    graph.search(first);
+  }
+  $("pl-pane-params").addEventListener("click", showNode);
+  if ($("pl-pane-numerics")) $("pl-pane-numerics").addEventListener("click", showNode);
   document.addEventListener("keydown", (e) => {
     const t = e.target;
     if (t && /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)) return;

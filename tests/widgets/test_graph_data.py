@@ -1,0 +1,196 @@
+"""The graph payload (widgets/graph_data.py): what the graph component draws, computed in
+Python and tested apart from any browser."""
+
+import json
+
+import pytest
+
+import explorer
+from compiler import models
+from tests.widgets.test_scale_models import sm
+from widgets.graph_data import MAX_CHILDREN, graph_payload, short_path
+from widgets.graph_view import graph_data, node_details
+
+
+@pytest.fixture(scope="module")
+def bloat_trace():
+    """A small ConvNeXt through the linear-broadcast replica and fold-constant: every
+    pointwise weight baked into N copies (SEEDS.md), with module groups."""
+    model = models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)
+    trace = explorer.explore(model, pipeline="replica-linear-broadcast,fold-constant")
+    return trace, trace.check()
+
+
+def _by_id(p):
+    return {n["id"]: n for n in p["nodes"]}
+
+
+def _children(p):
+    kids = {g: 0 for g in range(len(p["groups"]))}
+    for n in p["nodes"]:
+        if "inl" not in n:
+            kids[n["g"]] += 1
+    for g in p["groups"][1:]:
+        kids[g["p"]] += 1
+    return kids
+
+
+def test_the_bloated_weight_is_marked_and_the_view_opens_on_it(bloat_trace):
+    trace, report = bloat_trace
+    step = trace["fold-constant"]
+    p = graph_payload(step, step.previous, report)
+    json.dumps(p, allow_nan=False)  # JSON as it is
+    nodes = p["nodes"]
+    bad = [n for n in nodes if n.get("bad")]
+    assert bad and all(n["k"] == "weight" and n["st"] == "added" for n in bad)
+    assert {n["mark"] for n in bad} >= {"×8 copies of features.1.0.block.3.weight"}
+    # the view opens on the first finding, inside its module, which starts open
+    focus = nodes[p["focus"]]
+    assert focus.get("bad") and focus["id"].startswith("$features.")
+    g, open_groups = focus["g"], set()
+    while g > 0:
+        open_groups.add(p["groups"][g]["id"])
+        g = p["groups"][g]["p"]
+    assert open_groups and not open_groups & set(p["collapsed"])
+    # changes in graph order, ghosts of removed nodes among them
+    statuses = {nodes[i]["st"] for i in p["changes"]}
+    assert statuses == {"added", "changed", "removed"}
+    assert all(nodes[i].get("st") for i in p["changes"])
+
+
+def test_group_boxes_count_live_nodes_and_the_byte_change(bloat_trace):
+    trace, _report = bloat_trace
+    step = trace["fold-constant"]
+    p = graph_payload(step, step.previous)
+    groups = {g["id"]: g for g in p["groups"]}
+    block = groups["features.1.0.block.3"]
+    live = [
+        n
+        for n in p["nodes"]
+        if n.get("st") != "removed" and "inl" not in n and _inside(p, n, "features.1.0.block.3")
+    ]
+    assert block["n"] == len(live)  # ghosts are not counted
+    # its bytes are the live weights only: the 8 copies (8.2 kB) and the bias; before the
+    # step the block held a 1 kB weight and the bias, so it grew by 8 copies less the original
+    weights = {
+        n["id"]: n["b"] for n in p["nodes"] if n["k"] == "weight" and n.get("st") != "removed"
+    }
+    inside = {k: v for k, v in weights.items() if k.startswith("$features.1.0.block.3.")}
+    assert block["b"] == sum(inside.values())
+    assert block["db"] == 32 * 8 * 8 * 4 - 32 * 8 * 4
+    assert block["ch"] == {"added": 1, "changed": 1, "removed": 3}
+    assert p["groups"][0]["db"] == step.graph.param_bytes - step.previous.graph.param_bytes
+
+
+def _inside(p, n, gid):
+    g = n["g"]
+    while g > 0:
+        if p["groups"][g]["id"] == gid:
+            return True
+        g = p["groups"][g]["p"]
+    return False
+
+
+def test_untouched_weights_are_lines_of_their_reader(bloat_trace):
+    trace, _report = bloat_trace
+    step = trace["fold-constant"]
+    p = graph_payload(step, step.previous)
+    nodes = p["nodes"]
+    inline = [n for n in nodes if "inl" in n]
+    assert inline and all(n["k"] in ("weight", "const") and not n.get("st") for n in inline)
+    for n in inline:
+        host = nodes[n["inl"]]
+        assert "inl" not in host and host["w"]
+    # a weight the step added, or a finding names, keeps a box of its own
+    assert all("inl" not in n for n in nodes if n.get("st") or n.get("bad"))
+    ln = _by_id(p)["main/layer_norm"]
+    assert ln["w"] == ["weight f32[8]", "bias f32[8]"]  # its module's prefix dropped
+
+
+def test_details_say_where_in_human_terms(bloat_trace):
+    trace, _report = bloat_trace
+    step = trace["fold-constant"]
+    p = graph_payload(step, step.previous)
+    details = node_details(p)
+    conv = details["main/conv2d"]
+    assert conv["attrs"]["strides"] == "[4, 4]" and conv["type"] == "f32[1, 8, 8, 8]"
+    assert conv["provenance"]["module"] == "features.0.0"
+
+
+def test_source_files_are_shown_relative_to_the_model():
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU()).eval()
+    trace = explorer.explore(model, (torch.randn(2, 4),))
+    step = trace["fold-constant"]
+    files = [
+        d["provenance"]["file"]
+        for d in graph_payload(step, step.previous)["details"]
+        if "file" in d.get("provenance", {})
+    ]
+    assert files and all(not f.startswith("/") and ":" in f for f in files)  # with the line
+    assert short_path("/a/b/c.py:12", "/a") == "b/c.py:12"
+    assert short_path("/x/c.py:3", "/a") == "c.py:3"
+    assert short_path("model.onnx", "/a") == "model.onnx"
+
+
+def test_before_and_after_payloads_for_the_toggle(bloat_trace):
+    trace, _report = bloat_trace
+    step = trace["fold-constant"]
+    data = graph_data(step, step.previous)
+    after, before = data["after"], data["before"]
+    assert before["step"]["index"] == step.previous.index
+    assert not any(n.get("st") for n in before["nodes"])  # the baseline, plain
+    before_ids = {n["id"] for n in before["nodes"]}
+    # every ghost of the after side is a node of the before side
+    ghosts = [n["id"][len("removed:") :] for n in after["nodes"] if n.get("st") == "removed"]
+    assert ghosts and set(ghosts) <= before_ids
+
+
+def test_max_boxes_chooses_how_much_starts_collapsed(bloat_trace):
+    trace, _report = bloat_trace
+    step = trace["fold-constant"]
+    wide = graph_payload(step, step.previous, max_boxes=1000)
+    narrow = graph_payload(step, step.previous, max_boxes=8)
+    assert wide["collapsed"] == []
+    assert len(narrow["collapsed"]) > 0
+    assert set(narrow["collapsed"]) <= {g["id"] for g in narrow["groups"]}
+
+
+def test_a_flat_chain_is_cut_into_segments():
+    trace = sm.flat_chain(1000)
+    step = trace["fold-constant"]
+    p = graph_payload(step, step.previous)
+    kids = _children(p)
+    assert max(kids.values()) <= MAX_CHILDREN
+    segments = [g for g in p["groups"] if g["k"] == "segment"]
+    assert segments and all(g["label"].startswith("items ") for g in segments)
+    # every group comes after its parent; the focus (the folded op) is open
+    assert all(g["p"] < i for i, g in enumerate(p["groups"]) if i)
+    assert p["focus"] is not None
+    g = p["nodes"][p["focus"]]["g"]
+    closed = set(p["collapsed"])
+    while g > 0:
+        assert p["groups"][g]["id"] not in closed
+        g = p["groups"][g]["p"]
+    # a view of at most max_boxes boxes at first
+    opened = {i for i, g in enumerate(p["groups"]) if g["id"] not in closed}
+    shown = 0
+    for i in opened:
+        if i == 0 or p["groups"][i]["p"] in opened:
+            shown += sum(1 for n in p["nodes"] if n["g"] == i and "inl" not in n)
+            shown += sum(
+                1 for k, g in enumerate(p["groups"]) if k and g["p"] == i and k not in opened
+            )
+    assert shown <= 300
+
+
+def test_a_decoder_groups_by_module_and_numbers_read_with_their_parent():
+    trace = sm.decoder(layers=3)
+    step = trace["fold-constant"]
+    p = graph_payload(step, step.previous)
+    labels = {g["id"]: g["label"] for g in p["groups"]}
+    assert labels["model.layers.1"] == "layers.1"  # "1" alone says little
+    assert labels["model.layers.1.self_attn"] == "self_attn"
+    focus = p["nodes"][p["focus"]]
+    assert _inside(p, focus, trace.scale_focus.group)
