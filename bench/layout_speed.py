@@ -5,7 +5,8 @@ and on a chain:
     .venv/bin/python bench/layout_speed.py [--processes 5] [--runs 10]
 
 For each graph, in several fresh node processes: the first call (cold: the code is not
-compiled yet), the second, and the steady state; plus the layout's size and edge crossings.
+compiled yet), the second, and the steady state (after a second of calls); plus the layout's
+size and edge crossings. The machine's load average is printed: other work slows every figure.
 Goals: 150 nodes / 200 edges < 20 ms, 2,000 nodes / 3,000 edges < 500 ms.
 """
 
@@ -121,14 +122,22 @@ function crossings(res) {
         if ((segs[i][0] - segs[j][0]) * (segs[i][1] - segs[j][1]) < 0) count++;
   return count;
 }
+// warm-up: as many calls as fit in about a second (at least `runs`), then `runs` timed calls
 const times = [];
 let res = null;
-for (let i = 0; i < 1 + 2 * runs; i++) {
+const start = Date.now();
+while (times.length < 1 + runs || (Date.now() - start < 1000 && times.length < 200)) {
   const t0 = process.hrtime.bigint();
   res = Layout.layout(graph);
   times.push(Number(process.hrtime.bigint() - t0) / 1e6);
 }
-const steady = times.slice(1 + runs).sort((a, b) => a - b);
+const warmups = times.length;
+for (let i = 0; i < runs; i++) {
+  const t0 = process.hrtime.bigint();
+  Layout.layout(graph);
+  times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+}
+const steady = times.slice(warmups).sort((a, b) => a - b);
 let dummies = 0;
 for (const e of res.edges) dummies += e.points.length - 2;
 console.log(JSON.stringify({ first: times[0], second: times[1], steady: steady[steady.length >> 1],
@@ -140,7 +149,7 @@ console.log(JSON.stringify({ first: times[0], second: times[1], steady: steady[s
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=5, help="fresh node processes per graph")
-    parser.add_argument("--runs", type=int, default=10, help="warm-up calls, then timed calls")
+    parser.add_argument("--runs", type=int, default=10, help="timed calls once warm")
     parser.add_argument("--node-option", action="append", default=[],
                         help="passed to node, e.g. --node-option=--maglev")
     args = parser.parse_args()
@@ -155,7 +164,7 @@ def main() -> int:
     print(f"node {version} {flags}".rstrip() + f", {platform.machine()}, {os.cpu_count()} CPUs, load {load:.2f}, "
           f"{time.strftime('%Y-%m-%d %H:%M')}")
     print(f"first: the first call in a fresh node process (code not yet compiled); second: the "
-          f"call after; steady: median of {args.runs} calls after {args.runs} more. "
+          f"call after; steady: median of {args.runs} calls after a second of calls (JIT warm). "
           f"Each: best / median of {args.processes} processes, in ms.")
     cases = [
         ("random 150 nodes / 200 edges", random_layered_dag(150, 200, 1)),
