@@ -211,17 +211,19 @@ def _explore(args: argparse.Namespace) -> int:
     if args.save:
         path = trace.save(args.save) or Path(args.save)
         print(f"saved the trace to {args.save} ({_size(Path(path))})")
-    if args.html:
-        try:
-            trace.to_html(args.html)
-        except ImportError as e:
-            raise CLIError(_missing_feature("--html", e, ("widgets.report", "widgets"))) from None
-        print(f"wrote {args.html}")
-    if args.check:
+    report = None
+    if args.check:  # before the report, so the findings are drawn on its graphs
         try:
             report = trace.check(trace.example_inputs)
         except ImportError as e:
             raise CLIError(_missing_feature("--check", e, ("explorer.check",))) from None
+    if args.html:
+        try:
+            trace.to_html(args.html, report=report)
+        except ImportError as e:
+            raise CLIError(_missing_feature("--html", e, ("widgets.report", "widgets"))) from None
+        print(f"wrote {args.html}")
+    if report is not None:
         print(report)
         if not getattr(report, "ok", True):
             status = EXIT_FINDINGS

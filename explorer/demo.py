@@ -80,9 +80,12 @@ def main() -> int:
 
     html_path = os.path.join(out_dir, "passlens-demo.html")
     trace_path = os.path.join(out_dir, "passlens-demo.passlens")
+    bloat_path = os.path.join(out_dir, "passlens-demo-bloat.html")
     try:
-        trace.to_html(html_path)
+        trace.to_html(html_path, report=report)
         print(f"HTML report: {os.path.abspath(html_path)}")
+        bloat.to_html(bloat_path, report=bloat_report)
+        print(f"HTML report of the weight bloat: {os.path.abspath(bloat_path)}")
     except ImportError as e:  # the widgets package is optional for the compiler core
         print(f"(no HTML report: {e})")
     trace.save(trace_path)

@@ -325,3 +325,26 @@ def test_demo_with_a_failing_notebook_says_which_cell(capsys, tmp_path):
     assert code == 1 and "the detector is broken" in err
     code, _, err = run(capsys, "demo", "--notebook", tmp_path / "missing.ipynb")
     assert code == 2 and "no notebook at" in err
+
+
+def test_check_and_html_together_draw_the_findings_in_the_report(capsys, tmp_path):
+    path = tmp_path / "bloat.py"  # a model file: model() returns the module to explore
+    path.write_text(
+        "from tests.explorer.test_diff import LINEAR_4D, linear_module\n"
+        "def model():\n    return linear_module(LINEAR_4D)\n"
+    )
+    html = tmp_path / "r.html"
+    code, out, err = run(
+        capsys,
+        "explore",
+        path,
+        "--pipeline",
+        "replica-linear-broadcast,fold-constant",
+        "--check",
+        "--html",
+        html,
+    )
+    assert code == 1 and err == "" and "param-bloat" in out
+    text = html.read_text()
+    assert "id='pl-banner'" in text and "param-bloat at #" in text  # the one-line banner
+    assert '"bad":1' in text and "copies of linear.weight" in text  # drawn on the graph
