@@ -12,7 +12,8 @@ import pytest
 
 import explorer
 from explorer.cli import main
-from widgets import views
+from tests.widgets.test_report import boxes_at_first
+from widgets import render, views
 from widgets.app import GraphPane, PassApp, build_app, serve
 
 ROOT = Path(__file__).parents[2]
@@ -70,11 +71,20 @@ def test_hide_unchanged(mlp_trace):
     assert app.timeline.hidden == [] and app.index == 6
 
 
+def statuses(payload: dict) -> set:
+    return {n.get("st", "") for n in payload["nodes"]} - {""}
+
+
 def test_graphs_and_tabs_follow_the_step(mlp_trace):
     app = PassApp(mlp_trace)
-    app.index = mlp_trace["fold-constant"].index
-    assert "pl_added" in app.after.svg and "pl_added" not in app.before.svg
-    assert "#5 decompose-ops" in app.before_title.object
+    assert isinstance(app.graph, GraphPane) and app.graph.data["before"] is None  # step 0
+    fold = mlp_trace["fold-constant"]
+    app.index = fold.index
+    after, before = app.graph.data["after"], app.graph.data["before"]
+    assert after["step"] == {"index": fold.index, "name": "fold-constant"}
+    assert before["step"] == {"index": 5, "name": "decompose-ops"}
+    assert "added" in statuses(after) and statuses(before) == set()
+    assert app.graph.mode == "after" and app.graph.collapsed == after["collapsed"]
     assert app.panes["params"].object == ""  # rendered when shown
     app.tab = "params"
     assert "layers.0.weight transposed" in app.panes["params"].object
@@ -85,40 +95,45 @@ def test_graphs_and_tabs_follow_the_step(mlp_trace):
     app.tab = "numerics"
     assert "trace.check" in app.panes["numerics"].object
     app.tab = "params"
-    svg = app.after.svg
+    data = app.graph.data
     app.next()  # the shown tab follows the step; the graph waits until shown
     assert "(was 940.6 kB, ±0 B)" in app.panes["params"].object
-    assert app.after.svg == svg
+    assert app.graph.data is data
     app.tab = "graph"
-    assert app.after.svg != svg and "pl_added" not in app.after.svg
+    assert app.graph.data["after"]["step"]["index"] == 7
+    assert statuses(app.graph.data["after"]) == set()
 
 
 def test_selecting_a_node_and_expanding_a_group(convnext_trace, base_trace):
     app = PassApp(convnext_trace)
     app.index = convnext_trace["fold-constant"].index
     assert app.selected_details == {}
-    app.after.selected = "main/conv2d"  # what a click in the browser syncs back
+    app.graph.selected = "main/conv2d"  # what a click in the browser syncs back
     info = app.selected_details
-    assert info["op"] == "conv2d" and info["attrs"]["strides"] == "[4, 4]"
+    assert info["title"] == "conv2d" and info["attrs"]["strides"] == "[4, 4]"
     assert info["provenance"]["module"] == "features.0.0" and info["type"] == "f32[1, 8, 8, 8]"
+    app.graph.mode = "before"  # the toggle, synced back
     app.next()
-    assert app.after.selected == "main/conv2d"  # still there in the next step's graph
+    assert app.graph.selected == "" and app.graph.mode == "after"  # a new step, a fresh view
+    assert app.graph.details["main/conv2d"]["status"] == ""
     # a large graph starts collapsed; a double-click on a group expands it
     pane = GraphPane()
+    assert pane.details == {} and pane.selected_details == {}
     pane.show(base_trace[0])
-    assert pane.collapsed and len(pane.details) <= 300
-    group = next(k for k in pane.details if k.startswith("group:"))
-    pane.selected = group
-    assert pane.selected_details["kind"] == "group"
-    pane.expand(pane.details[group]["group"])
-    assert group not in pane.details and pane.selected == ""
-    assert pane.svg.count('class="node pl_node') == len(pane.details)
+    assert pane.collapsed and pane.collapsed == pane.data["after"]["collapsed"]
+    assert boxes_at_first(pane.data["after"]) <= render.MAX_BOXES
+    group = pane.collapsed[0]
+    pane.expand(group)
+    assert group not in pane.collapsed and len(pane.details) == len(pane.data["after"]["nodes"])
 
 
 def test_a_failed_trace_opens_on_the_failure(failed_trace):
     app = PassApp(failed_trace)
-    assert app.index == failed_trace.failure.index
-    assert "AssertionError" in app.header.object and "pl_failed" in app.after.svg
+    fail = failed_trace.failure
+    assert app.index == fail.index
+    assert "AssertionError" in app.header.object
+    failed = [n["id"] for n in app.graph.data["after"]["nodes"] if n.get("st") == "failed"]
+    assert failed == [fail.graph.node_of(fail.failed_node).id]
 
 
 def test_a_check_report_adds_findings_and_numerics(checked_trace):
@@ -210,9 +225,10 @@ def test_names_from_the_model_are_escaped(evil_trace):
 
     app = PassApp(evil_trace, title=EVIL)
     app.index = 1
-    texts = [app.header.object, app.layout[0].object, app.after.svg, app.timeline.rows]
+    texts = [app.header.object, app.layout[0].object, app.timeline.rows]
     app.tab = "params"
     texts.append(app.panes["params"].object)
     assert not any("<script>" in t for t in texts)
     assert "&lt;script&gt;" in app.layout[0].object
-    assert any(EVIL in str(info.get("name", "")) for info in app.after.details.values())
+    # the graph is data, set as text by the component (see test_app_browser)
+    assert any(EVIL in str(info.get("name", "")) for info in app.graph.details.values())

@@ -1,7 +1,8 @@
 """The notebook front end renders the widgets: JupyterLab served on localhost (token, a free
 port, its config in the test's folder), opened in headless Chromium, a notebook displaying
-``trace.stepper()`` and a GraphView run in its kernel; the SVG graphs appear, a click on the
-stepper's button reaches the kernel and back, a click on a node shows its details.
+``trace.stepper()`` and a GraphView run in its kernel; the graph component appears, a click on
+the stepper's button reaches the kernel and back, a click on a node shows its details and sets
+the view's ``selected`` in the kernel.
 
 Why JupyterLab and not an exported notebook with the widget state embedded: ipywidgets'
 embedding loads its widget manager (``@jupyter-widgets/html-manager``) from a CDN, which no
@@ -9,6 +10,7 @@ installed package ships, and these tests use no network."""
 
 import pytest
 
+from tests.widgets.graph_page import Graph
 from tests.widgets.lab import JUPYTER, jupyterlab, run_all
 from tests.widgets.test_browser import ARGS, CHROMIUM, sync_api
 
@@ -17,7 +19,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.notebook]
 CELLS = [
     "import explorer\nfrom compiler import models\n"
     "trace = explorer.explore(models.mlp())\nstepper = trace.stepper()\nstepper.index = 6\nstepper",
-    "from widgets import GraphView\nstep = trace['fold-constant']\nGraphView(step, step.previous)",
+    "from widgets import GraphView\nstep = trace['fold-constant']\n"
+    "view = GraphView(step, step.previous)\nview",
+    "print('selected:', repr(view.selected), '| stepper at', stepper.index)",
 ]
 
 
@@ -40,28 +44,45 @@ def test_jupyterlab_renders_the_stepper_and_the_graph_view(lab, tmp_path):
             expect.set_options(timeout=30000)
             problems = []
             local = (lab.split("/lab/")[0], "data:", "blob:", "about:")
+            page.on("pageerror", lambda e: problems.append(f"error: {e}"))
             page.on(
                 "request", lambda r: None if r.url.startswith(local) else problems.append(r.url)
             )
             page.goto(lab)
             run_all(page)
-            # the stepper (ipywidgets): its header and before / after graphs
-            stepper = page.locator(".jp-OutputArea-output").nth(0)
-            expect(stepper.locator(".pl-stepper-graph svg.pl_graph")).to_have_count(2)
+            cells = page.locator(".jp-Notebook .jp-Cell")
+            # the stepper (ipywidgets + anywidget): its header, timeline and graph
+            stepper = cells.nth(0).locator(".jp-OutputArea-output")
+            g = Graph(page, stepper.locator(".plg"))
             expect(stepper.locator(".pl-header")).to_contain_text("#6 fold-constant")
-            expect(stepper.locator(".pl-stepper-graph g.pl_added").first).to_be_visible()
+            expect(stepper.locator(".pl-step-row.pl-current")).to_have_attribute("data-step", "6")
+            expect(g.root.locator("g.plg-s-added").first).to_be_visible()
+            expect(g.root.locator(".plg-mode")).to_be_visible()
             # a click in the browser runs in the kernel and the new step comes back
             stepper.locator("button", has_text="next").click()
             expect(stepper.locator(".pl-header")).to_contain_text("#7 dead-code-elimination")
-            expect(stepper.locator(".pl-stepper-graph g.pl_added")).to_have_count(0)
+            expect(stepper.locator(".pl-step-row.pl-current")).to_have_attribute("data-step", "7")
+            expect(g.root.locator("g.plg-s-added")).to_have_count(0)
+            # a click on the timeline too
+            stepper.locator(".pl-step-row[data-step='5']").click()
+            expect(stepper.locator(".pl-header")).to_contain_text("#5 decompose-ops")
+            expect(g.root.locator("g.plg-s-added").first).to_be_visible()
             # the GraphView (anywidget): click a node for its details
-            view = page.locator(".jp-OutputArea-output").nth(1)
-            canvas = view.locator(".pl-gv-canvas")
-            expect(canvas.locator("svg.pl_graph")).to_be_visible()
-            canvas.locator("g[data-node-id='main/matmul']").click()
-            details = view.locator(".pl-gv-details")
-            expect(details).to_contain_text("module=layers.0")
-            expect(details).to_contain_text("f32[1, 256]")
+            view = Graph(page, cells.nth(1).locator(".jp-OutputArea-output .plg"))
+            expect(view.node("main/matmul")).to_be_visible()
+            view.go_to("main/matmul")
+            view.node("main/matmul").click()
+            expect(view.details.locator(".plg-d-title")).to_have_text("matmul")
+            expect(view.details).to_contain_text("layers.0")
+            expect(view.details).to_contain_text("f32[1, 256]")
+            # the selection is in the kernel: a cell run afterwards prints it
+            page.evaluate(
+                """() => { const nb = window.jupyterapp.shell.currentWidget.content;
+                           nb.activeCellIndex = 2;
+                           return window.jupyterapp.commands.execute('notebook:run-cell'); }"""
+            )
+            printed = cells.nth(2).locator(".jp-OutputArea-output")
+            expect(printed).to_have_text("selected: 'main/matmul' | stepper at 5")
             page.screenshot(path=str(tmp_path / "jupyterlab.png"))
             assert problems == []
         finally:

@@ -4,19 +4,28 @@ import json
 import re
 import shutil
 import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from tests.widgets.conftest import EVIL
 from widgets import render
 from widgets.report import report_html, write_html
 
 STATIC = Path(render.__file__).parent / "static"
+SVG_NS = "http://www.w3.org/2000/svg"  # createElementNS's name, never fetched
 
 
 def data_of(text: str) -> dict:
     blob = re.search(r'<script type="application/json" id="pl-data">(.*?)</script>', text, re.S)
     return json.loads(blob.group(1))
+
+
+def payloads(text: str) -> dict[int, dict]:
+    """The graph payloads (``<script type="application/json" id="pl-g{k}">``) by ``k``."""
+    found = re.findall(r'<script type="application/json" id="pl-g(\d+)">(.*?)</script>', text, re.S)
+    return {int(k): json.loads(blob) for k, blob in found}
 
 
 def templates(text: str) -> dict[int, str]:
@@ -25,14 +34,75 @@ def templates(text: str) -> dict[int, str]:
     }
 
 
+def payload_of(text: str, index: int) -> dict:
+    """The payload of the graph step ``index`` shows."""
+    return payloads(text)[data_of(text)["steps"][index]["graph"]]
+
+
+def boxes_at_first(payload: dict) -> int:
+    """How many boxes the component draws at first: nodes (not drawn on a reader) outside
+    every collapsed group, and the outermost collapsed groups."""
+    groups, closed = payload["groups"], set(payload["collapsed"])
+
+    def shown(g: int) -> bool:
+        while g > 0:
+            if groups[g]["id"] in closed:
+                return False
+            g = groups[g]["p"]
+        return True
+
+    nodes = sum(1 for n in payload["nodes"] if "inl" not in n and shown(n["g"]))
+    return nodes + sum(
+        1 for g in range(1, len(groups)) if groups[g]["id"] in closed and shown(groups[g]["p"])
+    )
+
+
+class _Elements(HTMLParser):
+    """The script elements of a page (their attributes and content) and its text outside them,
+    as a browser's parser sees them."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.scripts: list[tuple[dict, str]] = []
+        self.text: list[str] = []
+        self.attrs: list[tuple[str, str, str]] = []  # (tag, name, value)
+        self._in_script: dict | None = None
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.attrs += [(tag, k, v or "") for k, v in attrs]
+        if tag == "script":
+            self._in_script = dict(attrs)
+            self.scripts.append((self._in_script, ""))
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in_script = None
+
+    def handle_data(self, data):
+        if self._in_script is not None:
+            attrs, body = self.scripts[-1]
+            self.scripts[-1] = (attrs, body + data)
+        else:
+            self.text.append(data)
+
+
 def test_one_self_contained_file_with_every_step(convnext_trace, tmp_path):
     out = tmp_path / "run.html"
     size = write_html(convnext_trace, out)
     assert list(tmp_path.iterdir()) == [out] and size == out.stat().st_size
     text = out.read_text()
-    # nothing fetched: no URL anywhere, no external script, style, image or link
-    assert not re.search(r"(src|href)\s*=", text, re.I)
-    assert "http" not in text and "<link" not in text and "@import" not in text
+    # nothing fetched: no URL anywhere (the SVG namespace is a name, not a download), no
+    # external script, style, image or link; links only inside the page
+    assert set(re.findall(r"[a-z][a-z0-9+.-]*://[^\s\"'<>)]*", text, re.I)) == {SVG_NS}
+    assert "<link" not in text and "@import" not in text
+    assert set(re.findall(r"url\(([^)]*)\)", text)) <= {"#${me}-${mk}"}  # arrow markers
+    page = _Elements(text)
+    assert [
+        (t, k, v) for t, k, v in page.attrs if k in ("src", "href") and not v.startswith("#")
+    ] == []
+    assert all(a.get("type") == "application/json" or not a for a, _ in page.scripts)
     # every step in the timeline and in the data
     rows = re.findall(r"class='pl-step-row pl-st-(\w+)' data-step='(\d+)'", text)
     assert [int(i) for _, i in rows] == list(range(len(convnext_trace)))
@@ -43,34 +113,52 @@ def test_one_self_contained_file_with_every_step(convnext_trace, tmp_path):
         assert f">{s.name}<" in text
     # badges: node delta and time
     assert "+10 nodes" in text and "-5 nodes" in text and " ms</span>" in text
+    # the graph component and its layout are in the page
+    assert "const PasslensGraph" in text and "PasslensLayout" in text
     assert size < 1_500_000, f"report of the small ConvNeXt is {size} bytes"
 
 
 def test_unchanged_steps_reuse_the_graph_and_pieces_are_stored_once(convnext_trace):
     text = report_html(convnext_trace)
-    data, pieces = data_of(text), templates(text)
-    svgs = {i for i, c in pieces.items() if c.startswith("<svg")}
+    data, pieces, graphs = data_of(text), templates(text), payloads(text)
     own = [s for s in data["steps"] if not s["plain"]]
-    assert len(svgs) == len({s["svg"] for s in own}) == len(own)
+    assert sorted(graphs) == list(range(len(graphs)))
+    assert len(graphs) == len({s["graph"] for s in own}) == len(own)
     assert len(own) == sum(s.status != "unchanged" for s in convnext_trace)
     for i, (entry, step) in enumerate(zip(data["steps"], convnext_trace, strict=True)):
         if step.status == "unchanged":
             owner = data["steps"][entry["owner"]]
-            assert entry["plain"] and entry["svg"] == owner["svg"] and not owner["plain"]
+            assert entry["plain"] and entry["graph"] == owner["graph"] and not owner["plain"]
             assert convnext_trace[entry["owner"]].shown_module is step.shown_module
             assert entry["text"] == owner["text"]  # the same IR text, stored once
         else:
-            assert entry["owner"] == i and "nodes" in entry
+            assert entry["owner"] == i
+            assert graphs[entry["graph"]]["step"] == {"index": i, "name": step.name}
     assert len(pieces) == len(set(pieces.values()))  # nothing stored twice
-    # the SVGs are inline (no namespace URLs) and carry node ids for the details
-    fold = data["steps"][convnext_trace["fold-constant"].index]
-    svg = pieces[fold["svg"]]
-    ids = set(re.findall(r'data-node-id="([^"]*)"', svg))
-    assert ids == set(fold["nodes"])
-    info = data["objs"][fold["nodes"]["main/conv2d"][0]]
-    assert info["op"] == "conv2d" and info["provenance"] == {"module": "features.0.0"}
-    assert any(st == "changed" for _, st, _ in fold["nodes"].values())
-    assert "pl_added" in svg and "removed:" in svg
+    blobs = re.findall(r'<script type="application/json" id="pl-g\d+">(.*?)</script>', text, re.S)
+    assert len(blobs) == len(set(blobs))
+    # fold-constant's payload: every node of its graph, ghosts of what it removed, details
+    step = convnext_trace["fold-constant"]
+    fold = payload_of(text, step.index)
+    assert fold["baseline"] == {"index": step.previous.index, "name": step.previous.name}
+    ids = {n["id"] for n in fold["nodes"]}
+    removed = {n["id"] for n in fold["nodes"] if n.get("st") == "removed"}
+    assert ids - removed == set(step.graph.nodes)
+    assert removed and all(r.startswith("removed:") for r in removed)
+    assert {r[len("removed:") :] for r in removed} <= set(step.previous.graph.nodes)
+    i = next(k for k, n in enumerate(fold["nodes"]) if n["id"] == "main/conv2d")
+    conv, info = fold["nodes"][i], fold["details"][i]
+    assert conv["k"] == "op" and conv["t"] == "conv2d" and "st" not in conv
+    assert info["attrs"]["strides"] == "[4, 4]" and info["provenance"] == {"module": "features.0.0"}
+    statuses = {n.get("st") for n in fold["nodes"]}
+    assert {"changed", "added", "removed"} <= statuses
+    added = [n for n in fold["nodes"] if n.get("st") == "added"]
+    assert added and all(n["k"] == "weight" for n in added)  # the transposed weights
+    assert fold["changes"] and fold["focus"] in fold["changes"]
+    assert [fold["nodes"][k].get("st") for k in fold["changes"]].count(None) == 0
+    # an unchanged step's entry has no graph of its own and no diff colours
+    dce = data["steps"][convnext_trace["dead-code-elimination"].index]
+    assert dce["plain"] and dce["owner"] == step.index
 
 
 def test_failed_step_report(failed_trace):
@@ -81,39 +169,63 @@ def test_failed_step_report(failed_trace):
     entry = data["steps"][fail.index]
     assert entry["status"] == "failed" and "AssertionError" in entry["error"]
     assert "in @main_transform_params" in entry["error"]
-    svg = templates(text)[entry["svg"]]
     failed_id = fail.graph.node_of(fail.failed_node).id
-    assert re.search(
-        rf'class="node pl_node pl_k_call pl_failed" data-node-id="{re.escape(failed_id)}"', svg
-    )
+    payload = payload_of(text, fail.index)
+    failed = [n["id"] for n in payload["nodes"] if n.get("st") == "failed"]
+    assert failed == [failed_id]
     assert "pl-failed-line" in templates(text)[entry["text"]]
     assert "failed at #2 replica-lazy-transform-params" in text
 
 
 def test_model_names_cannot_inject_markup(evil_trace):
     text = report_html(evil_trace)
-    assert text.count("<script") == 2  # the JSON blob and the report's own script
+    page = _Elements(text)
+    # the only scripts: the JSON blobs and the report's own code (no script from a name)
+    kinds = [a.get("type", "code") for a, _ in page.scripts]
+    assert kinds.count("code") == 1 and set(kinds) == {"code", "application/json"}
+    assert [a.get("id") for a, _ in page.scripts if a] == [
+        *(f"pl-g{k}" for k in range(len(payloads(text)))),
+        "pl-data",
+    ]
     assert "alert(1)</script>" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
-    data = data_of(text)  # the JSON blob parses and keeps the names as they are
-    names = {o.get("name") for o in data["objs"]}
-    assert any(n and n.startswith("<script>alert(1)</script>") for n in names)
+    # the names are text of the page (its templates are parsed as text too)
+    assert any(EVIL in t for t in page.text)
+    # every JSON blob parses and keeps the names as they are
+    for attrs, body in page.scripts:
+        if attrs.get("type") == "application/json":
+            json.loads(body)
+    names = {str(d.get("name", "")) for p in payloads(text).values() for d in p["details"]} | {
+        n["t"] for p in payloads(text).values() for n in p["nodes"]
+    }
+    assert EVIL in names and EVIL + ".w" in names
 
 
 def test_report_with_a_check_report(checked_trace):
     trace, report = checked_trace
     text = report_html(trace, report=report)
-    assert '<button data-tab="numerics">' in text and "check: #2 test-check-flip-add" in text
+    assert '<button data-tab="numerics">' in text
+    assert "id='pl-banner'" in text and "diverged at #2 test-check-flip-add" in text
     rows = re.findall(r"<div class='pl-step-row.*?</div>", text)
     assert [("1 finding<" in r) for r in rows] == [False, False, True, False, False]
     data, pieces = data_of(text), templates(text)
+    assert data["start"] == 2  # opens on the first finding
     assert "layers.0 differs" in pieces[data["steps"][2]["numerics"]]
+    assert data["steps"][2]["finding"].startswith("diverged: ")
     assert "numerics" not in data_of(report_html(trace))["steps"][2]
+    # the finding on the graph: the first divergence outlined, errors for the overlay
+    graph = payload_of(text, 2)
+    bad = [n for n in graph["nodes"] if n.get("bad")]
+    assert [n["id"] for n in bad] == ["main/subtract"] and bad[0]["mark"] == "first divergence"
+    assert graph["focus"] == graph["nodes"].index(bad[0])
+    assert sum("err" in n for n in graph["nodes"]) >= 2
+    plain = payload_of(report_html(trace), 2)
+    assert not any(n.get("bad") or "err" in n for n in plain["nodes"])
 
 
 def test_trace_to_html(mlp_trace, tmp_path):
     out = tmp_path / "mlp.html"
-    mlp_trace.to_html(out)
+    assert mlp_trace.to_html(out) == out.stat().st_size
     text = out.read_text()
     assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
     assert len(data_of(text)["steps"]) == len(mlp_trace)
@@ -123,19 +235,42 @@ def test_trace_to_html(mlp_trace, tmp_path):
 
 def test_large_model_report_stays_collapsed_and_small(base_trace):
     text = report_html(base_trace)
-    pieces = templates(text)
-    for entry in data_of(text)["steps"]:
-        if not entry["plain"]:
-            boxes = re.findall(r'<g id="pl_n\d+" class="node', pieces[entry["svg"]])
-            assert len(boxes) <= render.MAX_BOXES
+    graphs = payloads(text)
+    assert len(graphs) == sum(s.status != "unchanged" for s in base_trace)
+    for payload in graphs.values():
+        assert payload["collapsed"] and boxes_at_first(payload) <= render.MAX_BOXES
+    # fewer boxes asked for: more collapsed, down to the groups holding the focus
+    few = payloads(report_html(base_trace, max_boxes=40))
+    for k, payload in few.items():
+        assert len(payload["collapsed"]) >= len(graphs[k]["collapsed"])
+        groups, chain, g = payload["groups"], set(), -1
+        if payload["focus"] is not None:
+            g = payload["nodes"][payload["focus"]]["g"]
+        while g > 0:
+            chain.add(groups[g]["id"])
+            g = groups[g]["p"]
+        every_other = {x["id"] for x in groups[1:]} - chain
+        assert boxes_at_first(payload) <= 40 or set(payload["collapsed"]) == every_other
     assert len(text.encode()) < 10_000_000
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-@pytest.mark.parametrize("name", ["report.js", "graph_view.js"])
+@pytest.mark.parametrize("name", ["report", "graph_esm", "app_esm", "timeline.js"])
 def test_front_end_scripts_parse(name, tmp_path):
-    script = tmp_path / (name.replace(".js", ".mjs") if name == "graph_view.js" else name)
-    script.write_text((STATIC / name).read_text())
+    from widgets.app import _graph_esm
+    from widgets.graph_view import graph_esm
+
+    sources = {
+        # what the report inlines, in its order (one classic script)
+        "report": "\n".join(
+            (STATIC / f).read_text() for f in ("graph_layout.js", "graph.js", "report.js")
+        ),
+        "graph_esm": graph_esm(),  # the Jupyter GraphView's module
+        "app_esm": _graph_esm(),  # the Panel GraphPane's module
+        "timeline.js": (STATIC / "timeline.js").read_text(),
+    }
+    script = tmp_path / (name + ".js" if name == "report" else name.replace(".js", "") + ".mjs")
+    script.write_text(sources[name])
     result = subprocess.run(
         ["node", "--check", str(script)], capture_output=True, text=True, timeout=30
     )

@@ -1,24 +1,34 @@
 """The Jupyter widgets, driven through their state: PassStepper and GraphView."""
 
+import re
+
 import pytest
 import traitlets
 
+from tests.widgets.test_report import boxes_at_first
+from widgets import render
 from widgets.graph_view import GraphView
-from widgets.stepper import TABS, PassStepper
+from widgets.stepper import TABS, PassStepper, Timeline
+
+
+def statuses(payload: dict) -> set:
+    return {n.get("st", "") for n in payload["nodes"]} - {""}
 
 
 def test_trace_stepper_returns_the_widget(mlp_trace):
     stepper = mlp_trace.stepper()
     assert isinstance(stepper, PassStepper) and stepper.trace is mlp_trace
     assert stepper.index == 0 and repr(stepper) == "<PassStepper step 0/9: module>"
+    assert isinstance(stepper.timeline, Timeline) and isinstance(stepper.graph, GraphView)
+    assert stepper.timeline.key_scope == "focus"  # the notebook keeps its arrow keys
 
 
 def test_next_and_prev(mlp_trace):
     st = PassStepper(mlp_trace)
     st.next()
-    assert st.index == 1 and st.timeline.value == 1
+    assert st.index == 1 and st.timeline.index == 1
     st.next()
-    assert st.index == 2 and st.step.name == "infer-types"
+    assert st.index == 2 and st.step.name == "infer-types" and st.timeline.index == 2
     st.prev()
     st.prev()
     assert st.index == 0 and st.prev_button.disabled
@@ -27,7 +37,7 @@ def test_next_and_prev(mlp_trace):
     st.next_button.click()
     assert st.index == 1 and not st.prev_button.disabled
     st.index = len(mlp_trace) - 1
-    assert st.next_button.disabled
+    assert st.next_button.disabled and st.timeline.index == len(mlp_trace) - 1
     with pytest.raises(traitlets.TraitError):
         st.index = len(mlp_trace)
 
@@ -35,9 +45,10 @@ def test_next_and_prev(mlp_trace):
 def test_hide_unchanged_skips_unchanged_steps(mlp_trace):
     st = PassStepper(mlp_trace)
     changed = [s.index for s in mlp_trace if s.status != "unchanged"]
-    assert changed == [0, 1, 5, 6, 8]
+    assert changed == [0, 1, 5, 6, 8] and st.timeline.hidden == []
     st.hide_unchanged = True
-    assert st.hide_box.value and [v for _, v in st.timeline.options] == changed
+    assert st.hide_box.value and st.timeline.hidden == [2, 3, 4, 7]
+    assert st.visible == changed
     seen = [st.index]
     for _ in range(6):
         st.next()
@@ -47,30 +58,37 @@ def test_hide_unchanged_skips_unchanged_steps(mlp_trace):
     assert st.index == 6
     # showing them again lists every step; hiding them while on one moves to the next shown
     st.hide_box.value = False
-    assert len(st.timeline.options) == len(mlp_trace)
+    assert st.timeline.hidden == [] and len(st.visible) == len(mlp_trace)
     st.index = 2
     st.hide_unchanged = True
-    assert st.index == 5
+    assert st.index == 5 and st.timeline.index == 5
 
 
-def test_timeline_labels_carry_the_badges(mlp_trace):
+def test_timeline_rows_carry_the_badges(mlp_trace):
     st = PassStepper(mlp_trace)
-    labels = dict((v, k) for k, v in st.timeline.options)
-    assert labels[5].startswith("\u2003#5 decompose-ops · changed · +6 nodes · ")
-    assert labels[2].startswith("\u2003#2 infer-types · unchanged")
-    st.timeline.value = 6  # picking a step in the timeline steps there
+    rows = re.findall(r"<div class='pl-step-row.*?</div>", st.timeline.rows)
+    assert len(rows) == len(mlp_trace)
+    assert "data-step='5'" in rows[5] and ">decompose-ops<" in rows[5]
+    assert re.findall(r"<span class='pl-badge [^']*'>([^<]*)</span>", rows[5])[:2] == [
+        "changed",
+        "+6 nodes",
+    ]
+    assert "pl-st-unchanged" in rows[2] and ">infer-types<" in rows[2]
+    st.timeline.index = 6  # a click on a step of the timeline steps there
     assert st.index == 6 and "#6 fold-constant" in st.header.value
+    st.timeline.index = 99  # out of range: ignored
+    assert st.index == 6
 
 
 def test_tabs_render_when_shown(mlp_trace):
     st = PassStepper(mlp_trace)
-    st.index = mlp_trace["fold-constant"].index
-    assert (
-        st.tabs.selected_index == 0
-        and "<svg" in st.before_view.value
-        and "<svg" in st.after_view.value
-    )
-    assert "pl_added" in st.after_view.value and "pl_added" not in st.before_view.value
+    fold = mlp_trace["fold-constant"]
+    st.index = fold.index
+    assert st.tabs.selected_index == 0 and st.graph.step is fold
+    after, before = st.graph.data["after"], st.graph.data["before"]
+    assert after["step"]["index"] == fold.index and before["step"]["index"] == fold.index - 1
+    assert "added" in statuses(after) and statuses(before) == set()  # before: no diff colours
+    assert st.graph.collapsed == after["collapsed"] and st.graph.mode == "after"
     assert st.panes["params"].value == ""  # not rendered until shown
     st.tabs.selected_index = TABS.index("params")
     assert "layers.0.weight transposed" in st.panes["params"].value
@@ -85,24 +103,28 @@ def test_tabs_render_when_shown(mlp_trace):
     assert st.index == 7 and "dead-code-elimination" in st.header.value
     assert "layers.0.weight transposed" not in st.panes["params"].value
     assert "(was 940.6 kB, ±0 B)" in st.panes["params"].value
-    assert "pl_added" in st.after_view.value  # still fold-constant's graph: not shown yet
+    assert st.graph.step is fold  # still fold-constant's graph: not shown yet
     st.tabs.selected_index = TABS.index("graph")
-    assert "pl_added" not in st.after_view.value
+    assert st.graph.step is mlp_trace[7] and statuses(st.graph.payload) == set()
 
 
 def test_a_failed_trace_opens_on_the_failure(failed_trace):
     st = PassStepper(failed_trace)
-    assert st.index == failed_trace.failure.index
+    fail = failed_trace.failure
+    assert st.index == fail.index
     assert "AssertionError" in st.header.value and "@main_transform_params" in st.header.value
-    assert "pl_failed" in st.after_view.value
+    failed = [n["id"] for n in st.graph.payload["nodes"] if n.get("st") == "failed"]
+    assert failed == [fail.graph.node_of(fail.failed_node).id]
+    assert st.graph.payload["nodes"][st.graph.payload["focus"]]["id"] == failed[0]
 
 
 def test_numerics_tab_and_finding_badges_with_a_check_report(checked_trace):
     trace, report = checked_trace
     st = PassStepper(trace, report=report)
-    labels = [label for label, _ in st.timeline.options]
-    assert [("1 finding" in x) for x in labels] == [False, False, True, False, False]
+    rows = re.findall(r"<div class='pl-step-row.*?</div>", st.timeline.rows)
+    assert [("1 finding<" in x) for x in rows] == [False, False, True, False, False]
     st.index = 2
+    assert any(n.get("bad") for n in st.graph.payload["nodes"])  # the finding on the graph
     st.tabs.selected_index = TABS.index("numerics")
     assert "main/subtract" in st.panes["numerics"].value
 
@@ -110,26 +132,42 @@ def test_numerics_tab_and_finding_badges_with_a_check_report(checked_trace):
 def test_graph_view_selection_and_groups(convnext_trace):
     step = convnext_trace["fold-constant"]
     view = GraphView(step, step.previous)
-    assert 'data-node-id="main/conv2d"' in view.svg and view.collapsed == []
+    assert view.collapsed == [] and view.mode == "after" and view.selected == ""
+    assert "main/conv2d" in view.details and repr(view).startswith("<GraphView #6 fold-constant")
     assert view.selected_details == {}
     view.selected = "main/conv2d"  # what a click in the browser sets
-    assert view.selected_details["op"] == "conv2d"
-    view.collapse("features.1")
-    assert "group:main/features.1" in view.details and 'data-group="features.1"' in view.svg
-    assert "main/conv2d_1" not in view.details  # now inside the group
-    view.selected = "group:main/features.1"
-    assert view.selected_details["kind"] == "group" and view.selected_details["ops"]["conv2d"] == 1
-    view.expand("features.1")
-    assert view.collapsed == [] and "main/conv2d_1" in view.details
-    assert view.selected == ""  # the selected group is gone
-    assert GraphView(step).details["main/conv2d"]["status"] == ""
+    info = view.selected_details
+    assert info["title"] == "conv2d" and info["attrs"]["strides"] == "[4, 4]"
+    assert info["provenance"] == {"module": "features.0.0"} and info["type"] == "f32[1, 8, 8, 8]"
+    groups = {g["id"] for g in view.payload["groups"]}
+    assert "features.1.0" in groups
+    view.collapse("features.1.0")
+    view.collapse("features.1.0")  # once
+    assert view.collapsed == ["features.1.0"]
+    view.collapse("classifier")
+    assert view.collapsed == ["classifier", "features.1.0"]
+    view.expand("features.1.0")
+    assert view.collapsed == ["classifier"]
+    # a step shown again opens in its default state
+    view.show(step, step.previous)
+    assert view.collapsed == [] and view.selected == ""
+    view.show(step, step.previous, collapsed=["features.3.0", "features.1.0"])
+    assert view.collapsed == ["features.1.0", "features.3.0"]
+    # statuses against the baseline; none without one, and no before side
+    assert view.details["main/matmul"]["status"] == "changed"
+    alone = GraphView(step)
+    assert alone.details["main/conv2d"]["status"] == "" and alone.data["before"] is None
+    assert statuses(alone.payload) == set()
+    assert repr(GraphView()) == "<GraphView (empty)>"
 
 
 def test_graph_view_of_a_large_graph_starts_collapsed(base_trace):
     view = GraphView(base_trace[0])
-    assert view.collapsed and len(view.details) <= 300
-    group = next(k for k in view.details if k.startswith("group:"))
-    path = view.details[group]["group"]
+    assert view.collapsed and view.collapsed == view.payload["collapsed"]
+    assert boxes_at_first(view.payload) <= render.MAX_BOXES
+    assert len(view.details) == len(view.payload["nodes"])  # every node is in the payload
+    path = view.collapsed[0]
     view.expand(path)  # what a double-click in the browser does
-    assert path not in view.collapsed and group not in view.details
-    assert view.svg.count('class="node pl_node') == len(view.details)
+    assert path not in view.collapsed
+    small = GraphView(base_trace[0], max_boxes=50)
+    assert len(small.collapsed) > len(view.payload["collapsed"])
