@@ -21,9 +21,6 @@ view of fold-constant:
 - the selection (and the groups collapsed) reach Python: the Panel app's state, the kernel
   behind JupyterLab.
 
-Product bugs met on the way are collected and turn the test into an xfail at its end, once
-every other check has passed (see :func:`xfail_on`).
-
 One browser (and one page, server or JupyterLab) per front end, shared by its tests.
 """
 
@@ -113,21 +110,14 @@ def check_readable_and_on_the_change(g: Graph, payload: dict) -> None:
     assert g.root.locator(changed).count() >= len(payload["changes"])
 
 
-def check_the_drawer_keeps_the_node(g: Graph, payload: dict, bugs: list[str]) -> None:
+def check_the_drawer_keeps_the_node(g: Graph, payload: dict) -> None:
     """A click on the first finding opens its details beside the stage; the finding stays
     in view."""
     focus = payload["nodes"][payload["focus"]]["id"]
     g.node(focus).click()
     g.wait_selected(focus)
     expect(g.root.locator(".plg-details")).to_have_class(re.compile(r"\bplg-open\b"))
-    if not g.inside(g.node(focus)):
-        # product bug (graph.js): the drawer narrows the stage and the view does not move
-        box, stage = g.node(focus).bounding_box(), g.stage.bounding_box()
-        right = stage["x"] + stage["width"]
-        bugs.append(
-            f"the details drawer hides the node just clicked ({focus}: x {box['x']:.0f}-"
-            f"{box['x'] + box['width']:.0f}, the stage now ends at {right:.0f})"
-        )
+    g.assert_inside(g.node(focus), "the node whose details the drawer shows")
 
 
 def check_next_change(g: Graph, payload: dict) -> None:
@@ -144,7 +134,7 @@ def check_next_change(g: Graph, payload: dict) -> None:
     g.wait_selected(ids[0])
 
 
-def check_before_after(g: Graph, payload: dict, bugs: list[str]) -> None:
+def check_before_after(g: Graph, payload: dict) -> None:
     """A changed node, a ghost, the ghost of a removed weight and a renamed node selected on
     the "after" side: on "before" their counterparts are selected (a box of their own, in
     view); back on "after" the node is selected again. ``b`` toggles too."""
@@ -168,28 +158,12 @@ def check_before_after(g: Graph, payload: dict, bugs: list[str]) -> None:
         id_row = g.details.locator("tr", has=g.page.locator("th", has_text=re.compile("^id$")))
         expect(id_row.locator("td")).to_have_text(other)
         assert g.root.locator("g.plg-s-added").count() == 0  # nothing is added before
-        if i == weight and g.selected != [other]:
-            # product bug (graph_data.py / graph.js): the before side is the previous
-            # step's own payload, where every weight is drawn as a line of its reader, so
-            # the weight this step removes has no box (and no "removed" colour) there
-            bugs.append(
-                f"on 'before' the weight {other!r} this step removes is a line of its reader "
-                f"{g.selected}, not a box of its own"
-            )
-        else:
-            g.wait_selected(other)
-            g.assert_inside(g.node(other), "the counterpart")
+        # the weight this step removes has a box of its own there (a line of its reader
+        # on any other side)
+        g.wait_selected(other)
+        g.assert_inside(g.node(other), "the counterpart")
         g.root.locator(".plg-after").click()
         expect(g.root).to_have_attribute("data-mode", "after")
-        back = g.selected
-        if i == ghost and back != [node_id] and any(n["id"] == other for n in nodes):
-            # product bug (graph.js counterpart()): before -> after looks the id up among
-            # the after nodes before the ghosts, and this step gave the id to another node
-            bugs.append(
-                f"back on 'after' from the removed node {other!r} the selection is {back} "
-                f"(a node that reuses its id), not its ghost {node_id!r}"
-            )
-            continue
         g.wait_selected(node_id)
         g.assert_inside(g.node(node_id), "the node back on 'after'")
     g.go_to(nodes[changed]["id"])
@@ -298,26 +272,18 @@ SEARCHES = [("gelu", "main/gelu"), ("layer_scale", "$features.1.0.layer_scale")]
 GROUP = "features"
 
 
-def check_all(g: Graph, payload: dict, unit: str, groups: bool) -> list[str]:
-    """Every check in turn; returns the product bugs met (see :func:`xfail_on`)."""
-    bugs: list[str] = []
+def check_all(g: Graph, payload: dict, unit: str, groups: bool) -> None:
+    """Every check in turn."""
     check_readable_and_on_the_change(g, payload)
-    check_the_drawer_keeps_the_node(g, payload, bugs)
+    check_the_drawer_keeps_the_node(g, payload)
     check_next_change(g, payload)
-    check_before_after(g, payload, bugs)
+    check_before_after(g, payload)
     check_details(g, payload, unit)
     if groups:
         for query, node_id in SEARCHES:
             check_search_in_a_collapsed_group(g, payload, query, node_id)
         check_expand_and_collapse(g, GROUP)
     check_fit(g)
-    return bugs
-
-
-def xfail_on(bugs: list[str]) -> None:
-    """Known product bugs, met after every other check of the test passed."""
-    if bugs:
-        pytest.xfail("product bug: " + "; ".join(bugs))
 
 
 # ----- the HTML report -------------------------------------------------------------------------
@@ -341,17 +307,15 @@ def open_report(page, trace, path):
 def test_report_bloat_replica(report_page, broadcast_trace, tmp_path):
     page, problems = report_page
     g = open_report(page, broadcast_trace, tmp_path / "bloat.html")
-    bugs = check_all(g, first_view(broadcast_trace), "MB", groups=False)
+    check_all(g, first_view(broadcast_trace), "MB", groups=False)
     assert problems == []
-    xfail_on(bugs)
 
 
 def test_report_convnext(report_page, convnext_bloat, tmp_path):
     page, problems = report_page
     g = open_report(page, convnext_bloat, tmp_path / "convnext.html")
-    bugs = check_all(g, first_view(convnext_bloat), "kB", groups=True)
+    check_all(g, first_view(convnext_bloat), "kB", groups=True)
     assert problems == []
-    xfail_on(bugs)
 
 
 # ----- the Panel app ---------------------------------------------------------------------------
@@ -389,7 +353,7 @@ def test_app(which, app_page, broadcast_trace, convnext_bloat):
     try:
         payload = first_view(trace)
         unit = "MB" if trace is broadcast_trace else "kB"
-        bugs = check_all(g, payload, unit, groups=trace is convnext_bloat)
+        check_all(g, payload, unit, groups=trace is convnext_bloat)
         app = srv.apps[0]
         focus = payload["nodes"][payload["focus"]]["id"]
         g.go_to(focus)
@@ -400,7 +364,6 @@ def test_app(which, app_page, broadcast_trace, convnext_bloat):
     finally:
         srv.stop()
     assert problems == []
-    xfail_on(bugs)
 
 
 # ----- the stepper in JupyterLab ---------------------------------------------------------------
@@ -469,7 +432,7 @@ def test_jupyterlab_stepper(which, lab_page, broadcast_trace, convnext_bloat):
     expect(g.node(payload["nodes"][payload["focus"]]["id"])).to_be_visible()
     g.root.scroll_into_view_if_needed()
     unit = "MB" if trace is broadcast_trace else "kB"
-    bugs = check_all(g, payload, unit, groups=trace is convnext_bloat)
+    check_all(g, payload, unit, groups=trace is convnext_bloat)
     # the selection reaches the kernel: a kernel-side observer echoes it back, and a cell run
     # afterwards prints it
     focus = payload["nodes"][payload["focus"]]["id"]
@@ -481,4 +444,3 @@ def test_jupyterlab_stepper(which, lab_page, broadcast_trace, convnext_bloat):
     # the component's keys (n, p, b, f, /) did not reach JupyterLab's (b: insert a cell)
     expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(LAB_CELLS))
     assert problems == []
-    xfail_on(bugs)

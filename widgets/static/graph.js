@@ -26,7 +26,7 @@ const PasslensGraph = (function () {
   const cut = (s, n) => { s = String(s); return s.length > n ? s.slice(0, n - 1) + "…" : s; };
   function fmtBytes(n) {
     n = Number(n); const a = Math.abs(n);
-    for (const [u, s] of [["GB", 1e9], ["MB", 1e6], ["kB", 1e3]]) if (a >= s) return (n / s).toFixed(a >= 100 * s ? 0 : a >= 10 * s ? 1 : 2) + " " + u;
+    for (const [u, s] of [["GB", 1e9], ["MB", 1e6], ["kB", 1e3]]) if (a >= s) return (n / s).toFixed(1) + " " + u; // as format_bytes in Python
     return n + " B";
   }
   const signedBytes = (n) => (n > 0 ? "+" : "−") + fmtBytes(Math.abs(n));
@@ -67,7 +67,7 @@ const PasslensGraph = (function () {
   // ----- a payload made ready to draw (computed once per payload) --------------------------
   function prepare(p) {
     const N = p.nodes.length, G = p.groups.length;
-    const m = { p, N, G, kids: [], direct: [], ins: [], outs: [], idIndex: new Map(), groupIndex: new Map(),
+    const m = { p, N, G, uid: ++uid, kids: [], direct: [], ins: [], outs: [], idIndex: new Map(), groupIndex: new Map(),
       depth: new Int32Array(G), cache: new Map(), version: new Int32Array(G), search: null };
     for (let g = 0; g < G; g++) { m.kids.push([]); m.direct.push([]); }
     for (let g = 1; g < G; g++) { m.kids[p.groups[g].p].push(g); m.depth[g] = m.depth[p.groups[g].p] + 1; }
@@ -75,7 +75,7 @@ const PasslensGraph = (function () {
     p.nodes.forEach((n, i) => {
       m.idIndex.set(n.id, i);
       m.ins.push([]); m.outs.push([]);
-      if (n.inl === undefined) m.direct[n.g].push(i);
+      m.direct[n.g].push(i); // inline weights too: drawn as a box when the before side marks them
     });
     p.edges.forEach((e, k) => { m.outs[e[0]].push(k); m.ins[e[1]].push(k); });
     m.pairOf = new Map((p.pairs || []).map(([i, id]) => [i, id]));
@@ -150,6 +150,8 @@ const PasslensGraph = (function () {
 
     // ---- which boxes are shown ------------------------------------------------------------
     const ghost = (m, i) => m.p.nodes[i].st === "removed";
+    // a weight drawn as a line of its reader, unless the before side marks it (removed, changed)
+    const inlined = (m, i) => m.p.nodes[i].inl !== undefined && !(st.mode === "before" && st.beforeStatus.has(i));
     const plain = () => st.mode === "before" || st.plainAfter;
     function shownNode(m, i) { return !(plain() && ghost(m, i)); }
     function groupShown(m, g) {
@@ -158,8 +160,7 @@ const PasslensGraph = (function () {
       return (c.n || 0) > 0;
     }
     function rep(m, i) { // the box showing node i: itself, or its highest collapsed group
-      const n = m.p.nodes[i];
-      if (n.inl !== undefined) i = n.inl;
+      if (inlined(m, i)) i = m.p.nodes[i].inl;
       let box = i;
       for (let g = m.p.nodes[i].g; g > 0; g = m.p.groups[g].p) if (!st.expanded.has(g)) box = m.N + g;
       return box;
@@ -210,7 +211,7 @@ const PasslensGraph = (function () {
       const merged = new Map();
       for (let k = 0; k < m.p.edges.length; k++) {
         const e = m.p.edges[k];
-        if (m.p.nodes[e[0]].inl !== undefined) continue;
+        if (inlined(m, e[0])) continue;
         if (plain() && (e[3] & 1)) continue;
         if (!shownNode(m, e[0]) || !shownNode(m, e[1])) continue;
         const a = rep(m, e[0]), b = rep(m, e[1]);
@@ -236,11 +237,11 @@ const PasslensGraph = (function () {
       return { byLevel, merged };
     }
     function layoutGroup(m, g, lev) {
-      const key = g + ":" + m.version[g] + ":" + (plain() ? "p" : "d");
+      const key = g + ":" + m.version[g] + ":" + (st.mode === "before" ? "b" + st.afterUid : plain() ? "p" : "d");
       let L = m.cache.get(key);
       if (L) return L;
       const children = [];
-      for (const i of m.direct[g]) if (shownNode(m, i)) children.push(i);
+      for (const i of m.direct[g]) if (shownNode(m, i) && !inlined(m, i)) children.push(i);
       for (const c of m.kids[g]) if (groupShown(m, c)) children.push(m.N + c);
       const index = new Map(children.map((b, k) => [b, k]));
       const sizes = children.map((b) => {
@@ -564,7 +565,7 @@ const PasslensGraph = (function () {
       const outs = m.outs[i].map((k) => m.p.edges[k]).filter((e) => !(e[3] & 1) || ghost(m, i)).map((e) => e[1]);
       if (ins.length) row(t, "inputs", nodeList(m, ins));
       if (outs.length) row(t, "users", nodeList(m, outs));
-      if (n.inl !== undefined) row(t, "drawn on", nodeList(m, [n.inl]));
+      if (inlined(m, i)) row(t, "drawn on", nodeList(m, [n.inl]));
     }
     function showGroupDetails(gi) {
       const m = st.m, c = m.p.groups[gi];
@@ -595,12 +596,20 @@ const PasslensGraph = (function () {
       if (i >= 0) setCrumb(i);
       markSelection();
       showDetails();
+      keepInView(i); // the drawer narrows the stage
       if (!quiet && opts.onSelect) opts.onSelect(i >= 0 ? st.m.p.nodes[i].id : "");
+    }
+    function keepInView(i) {
+      const r = i >= 0 ? boxRect(i) : null;
+      if (!r) return;
+      const { w, h } = size(), v = st.view;
+      const x0 = r.x * v.k + v.x, x1 = (r.x + r.w) * v.k + v.x, y0 = r.y * v.k + v.y, y1 = (r.y + r.h) * v.k + v.y;
+      if (x0 < 0 || x1 > w || y0 < 0 || y1 > h) centreOn(r);
     }
     function ensureVisible(i) {
       const m = st.m;
       const n = m.p.nodes[i];
-      const j = n.inl !== undefined ? n.inl : i;
+      const j = inlined(m, i) ? n.inl : i;
       let changed = false;
       for (let g = m.p.nodes[j].g; g > 0; g = m.p.groups[g].p) if (!st.expanded.has(g)) { st.expanded.add(g); bump(m, g); changed = true; }
       if (changed) { draw(); notifyCollapsed(); }
@@ -668,8 +677,9 @@ const PasslensGraph = (function () {
       const low = q.toLowerCase();
       return (s) => s.includes(low);
     }
-    function search(q) {
+    function search(q, fromUser) {
       st.query = q;
+      if (fromUser && opts.onSearch) opts.onSearch(q);
       if (searchBox.value !== q) searchBox.value = q;
       const m = st.m, f = m ? matcher(q) : null;
       st.hits = []; st.hit = -1;
@@ -777,14 +787,15 @@ const PasslensGraph = (function () {
       }
       const id = B.p.nodes[i].id;
       for (const [k, v] of A.pairOf) if (v === id) return k;
-      const j = A.idIndex.get(id);
-      if (j !== undefined) return j;
       const g = A.idIndex.get("removed:" + id);
-      return g === undefined ? -1 : g;
+      if (g !== undefined) return g;
+      const j = A.idIndex.get(id);
+      return j === undefined || A.pairOf.has(j) ? -1 : j; // a node paired with another is not it
     }
     function use(mode, keepView) {
       const p = mode === "before" ? st.before : st.after;
       st.mode = mode;
+      st.afterUid = modelOf(st.after).uid;
       st.m = modelOf(p);
       if (mode === "before") st.beforeStatus = beforeStatuses(modelOf(st.after), st.m);
       let ex = expandedOf.get(st.m);
@@ -889,7 +900,7 @@ const PasslensGraph = (function () {
       const g = e.target.closest("[data-gi]");
       if (g) { e.preventDefault(); toggle(+g.dataset.gi); }
     });
-    searchBox.addEventListener("input", () => search(searchBox.value));
+    searchBox.addEventListener("input", () => search(searchBox.value, true));
     searchBox.addEventListener("keydown", (e) => {
       if (e.key === "Enter") { e.preventDefault(); nextHit(e.shiftKey ? -1 : 1); }
       else if (e.key === "Escape") { results.classList.remove("plg-open"); el.focus(); }

@@ -12,6 +12,7 @@ function render({ model, el }) {
     onSelect: (id) => send("selected", id),
     onCollapsed: (ids) => send("collapsed", ids),
     onMode: (m) => send("mode", m),
+    onSearch: (q) => send("query", q),
   });
   const height = () => { box.style.height = model.get("height") || "640px"; };
   function load() {
