@@ -71,7 +71,7 @@ def header_html(step, row: dict, report=None) -> str:
     head = render.esc(render.step_diff(prev, step).headline()) if prev is not None else ""
     error = ""
     if step.failed:
-        where = f" in @{step.failed_function}" if step.failed_function else ""
+        where = f" in @{render.esc(step.failed_function)}" if step.failed_function else ""
         kind = render.esc(type(step.error).__name__)
         error = (
             f"<div class='pl-error' style='color:#b71c1c'><b>{kind}{where}</b>: "

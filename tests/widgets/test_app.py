@@ -232,3 +232,16 @@ def test_names_from_the_model_are_escaped(evil_trace):
     assert "&lt;script&gt;" in app.layout[0].object
     # the graph is data, set as text by the component (see test_app_browser)
     assert any(EVIL in str(info.get("name", "")) for info in app.graph.details.values())
+
+
+def test_the_header_escapes_a_failed_function_name(failed_trace):
+    import copy
+
+    from tests.widgets.conftest import EVIL
+    from widgets import views
+
+    step = copy.copy(failed_trace.failure)  # the trace's own step stays as it is
+    step.failed_function = EVIL
+    row = {r["step"]: r for r in failed_trace.summary()}[step.index]
+    head = views.header_html(step, row)
+    assert "<script>" not in head and "&lt;script&gt;alert(1)&lt;/script&gt;" in head
