@@ -44,7 +44,6 @@ from collections import Counter
 from typing import Any
 
 from explorer.diff import format_bytes
-from explorer.graph import GraphModel
 from widgets import render
 
 MAX_CHILDREN = 60  # direct children of a group before they are split into segments
@@ -106,10 +105,6 @@ def _op_summary(ops: list[str], limit: int = 3) -> str:
     return ", ".join(parts)
 
 
-def _finding_nodes(f, graph: GraphModel) -> list[str]:
-    return render._finding_nodes(f, graph)
-
-
 # ===== the builder =============================================================================
 
 
@@ -160,7 +155,7 @@ class _Builder:
                         bad.add(i)
                         marks.setdefault(i, f"{_signed(delta)} ({reason})")
             elif kind in ("shape-mismatch", "diverged"):
-                for k, nid in enumerate(_finding_nodes(f, self.gb)):
+                for k, nid in enumerate(render._finding_nodes(f, self.gb)):
                     i = self.index.get(nid)
                     if i is not None:
                         bad.add(i)

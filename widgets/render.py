@@ -1,11 +1,15 @@
 """Rendering as pure functions: a step (and optionally a baseline step) -> DOT, SVG or HTML.
 
-Shared by the Jupyter widgets, the Panel app and the static HTML report. Nothing here holds
-widget state; the only state is the layout cache of :func:`graph_svg` (an LRU keyed by the
-step, the baseline and the view state, backed by a cache keyed by the DOT text itself so two
-views that draw the same graph share one layout).
+The tables, the IR text and its diff, the badges and the trace summary are shared by the
+Jupyter widgets, the Panel app and the static HTML report. The interactive graph those show is
+the graph component (``static/graph.js``, fed by :mod:`widgets.graph_data`); this module also
+draws a *static* picture of a graph with Graphviz (:func:`graph_svg`, for notebooks that want
+an image; at most :data:`MAX_SVG_BOXES` boxes). Nothing here holds widget state; the only state
+is the layout cache of :func:`graph_svg` (an LRU keyed by the step, the baseline and the view
+state, backed by a cache keyed by the DOT text itself so two views that draw the same graph
+share one layout).
 
-The graph view:
+The static graph:
 
 - one box per node (op and key attributes; weights as cylinders with their type and size;
   inputs as ellipses; the return as a house), shapes and dtypes on edges;

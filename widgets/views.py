@@ -1,5 +1,5 @@
 """What the stepping front ends share: which steps a timeline lists, where previous / next go,
-a step's timeline label and header, the HTML of its tabs, and a graph view's drawn state.
+a step's timeline label and header, and the HTML of its tabs.
 
 Pure functions over a trace (and optionally a check report), used by the Jupyter
 :class:`~widgets.stepper.PassStepper`, the anywidget :class:`~widgets.graph_view.GraphView` and
@@ -136,19 +136,9 @@ class StepNavigation:
             self.index = i
 
 
-def graph_state(step, baseline, collapsed, max_boxes: int = render.MAX_BOXES) -> tuple[str, dict]:
-    """What a graph view draws for a view state: ``(svg, node details by data-node-id)``."""
-    state = frozenset(collapsed)
-    return (
-        render.graph_svg(step, baseline, state, max_boxes),
-        render.node_details(step, baseline, state, max_boxes),
-    )
-
-
 __all__ = [
     "TABS",
     "StepNavigation",
-    "graph_state",
     "header_html",
     "nearest_index",
     "next_index",
