@@ -1,24 +1,43 @@
-"""How fast the widgets draw: the ConvNeXt-base default pipeline (torch.export, random
-weights), in one run:
+"""How fast the graph view draws (issue #12): the Python payload and the browser's layout and
+drawing, measured in one run in headless Chromium (Debian's chromium, through playwright):
 
-- the first view of a step (collapsed to at most 300 boxes): what the stepper and the Panel
-  app do when a step is shown — its header (the diff), the before graph and the after graph
-  diff-coloured against it, with their node details — from cold render caches;
-- revisiting a step (the same views again: the layout cache);
-- the fully expanded graph of the imported module (every node a box), from a cold cache;
-- the HTML report of the whole trace: its size and the time to write it;
-- the Panel app's server side: building the app and stepping to a new step.
+1. ConvNeXt-base, default pipeline (torch.export, random weights):
+   - Python, per step: what Jupyter / Panel send when a step is shown
+     (``widgets.graph_view.graph_data``: the step's payload against its previous step and the
+     baseline's own payload), from cold caches ("first view", server side), its JSON, and a
+     revisit (cached);
+   - the HTML report (``trace.to_html``): for every changed step, the time from clicking its
+     timeline row until its graph is drawn (in page JS: ``performance.now()`` around the
+     click, which parses the payload, lays out and draws synchronously; and until the next
+     frame is painted), then a revisit of each (a step already shown).
+2. ``many_ops(5000)`` (11,000 nodes): the report's write time and size, and the first view of
+   step 2 from page load (navigation start to the graph drawn / painted).
+3. ``decoder(32)`` (~10,000 nodes): first view of step 2 from page load, and the component's
+   own time (``JSON.parse`` of the step's and its baseline's payloads + ``setData`` + draw);
+   ``expand(id)`` of every collapsed group visible at first view and of 30 groups at deeper
+   levels (their ancestors opened first); expand-all.
+4. ``flat_chain(10000)`` (no module paths): the report's write time, first view of step 2,
+   expanding one segment group.
+
+And the Python payload (``graph_data``, cold) of step 2 of the three scale models.
 
     .venv/bin/python bench/render_speed.py
 
-Goals: first view < 1 s, revisit < 50 ms, fully expanded < 3 s, report < 10 MB.
+Goals: first view < 1 s (Python and browser; ``many_ops`` from page load < 2 s), revisit
+< 50 ms, report of ``many_ops(5000)`` written in < 10 s, expanding a group < 0.5 s.
+Browser figures are given twice: "js" (the synchronous JavaScript: parse, layout, DOM) and
+"painted" (until the next frame after it, style, layout and paint included); the goal is
+checked on both.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import random
 import shlex
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -26,134 +45,434 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+ARGS = ["--no-sandbox", "--disable-gpu"]
+VIEWPORT = {"width": 1600, "height": 1000}
+DEEP_SAMPLE = 30
+
+# Installed before the report's own scripts: the time (ms from navigation start) at which the
+# graph component first sets data-draw-ms (the graph is laid out and drawn), and the next
+# frame after it (painted); and a helper that waits for the next painted frame.
+INIT_JS = """
+window.__pl = {};
+window.__plFrame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+new MutationObserver(() => {
+  if (window.__pl.drawn !== undefined) return;
+  window.__pl.drawn = performance.now();
+  requestAnimationFrame(() => setTimeout(() => { window.__pl.painted = performance.now(); }, 0));
+}).observe(document, { attributes: true, subtree: true, attributeFilter: ["data-draw-ms"] });
+"""
+
+# time the component's setData as the report calls it (report.js calls graph.setData on the
+# object it also sets as window.passlensGraph)
+WRAP_JS = """() => {
+  const g = window.passlensGraph, setData = g.setData;
+  g.setData = function (...args) {
+    const t = performance.now();
+    try { return setData.apply(this, args); }
+    finally { window.__plSetData = performance.now() - t; }
+  };
+}"""
+
+# click a timeline row: ms of the synchronous handler (payload parse, setData: layout, draw,
+# minimap, view; the IR / diff / params panes) and until the next painted frame, with the
+# component's setData and its layout+draw (data-draw-ms) and the boxes drawn
+CLICK_JS = """async (i) => {
+  const row = document.querySelector(`.pl-step-row[data-step="${i}"]`);
+  const el = document.querySelector("#pl-graph");
+  window.__plSetData = NaN;
+  const t0 = performance.now();
+  row.click();
+  const t1 = performance.now();
+  await window.__plFrame();
+  const t2 = performance.now();
+  return { js: t1 - t0, painted: t2 - t0, setData: window.__plSetData, draw: +el.dataset.drawMs,
+           boxes: +el.dataset.boxes };
+}"""
+
+# the component alone on step `i` of the report: JSON.parse of its payload and its baseline's
+# (fresh objects: nothing cached for them) + setData (layout and draw)
+SET_DATA_JS = """async (i) => {
+  const data = JSON.parse(document.getElementById("pl-data").textContent);
+  const s = data.steps[i], prev = s.prev === null ? null : data.steps[s.prev];
+  const el = document.querySelector("#pl-graph");
+  const t0 = performance.now();
+  const after = JSON.parse(document.getElementById("pl-g" + s.graph).textContent);
+  const before = prev ? JSON.parse(document.getElementById("pl-g" + prev.graph).textContent) : null;
+  const t1 = performance.now();
+  window.passlensGraph.setData(after, before);
+  const t2 = performance.now();
+  await window.__plFrame();
+  const t3 = performance.now();
+  return { parse: t1 - t0, setData: t2 - t1, js: t2 - t0, painted: t3 - t0,
+           draw: +el.dataset.drawMs, boxes: +el.dataset.boxes };
+}"""
+
+# time one component call (expand(id), expandAll()), synchronous and until painted
+CALL_JS = """async ([what, arg]) => {
+  const g = window.passlensGraph, el = document.querySelector("#pl-graph");
+  const t0 = performance.now();
+  if (what === "expand") g.expand(arg); else if (what === "expandAll") g.expandAll();
+  else if (what === "setCollapsed") g.setCollapsed(arg);
+  const t1 = performance.now();
+  await window.__plFrame();
+  const t2 = performance.now();
+  return { js: t1 - t0, painted: t2 - t0, draw: +el.dataset.drawMs, boxes: +el.dataset.boxes };
+}"""
+
+# the group tree of step `i`'s payload, and the collapsed groups drawn as boxes right now
+GROUPS_JS = """(i) => {
+  const data = JSON.parse(document.getElementById("pl-data").textContent);
+  const p = JSON.parse(document.getElementById("pl-g" + data.steps[i].graph).textContent);
+  const visible = Array.from(document.querySelectorAll("#pl-graph g.plg-group[data-group]"))
+    .map((e) => e.dataset.group);
+  return { groups: p.groups.map((g) => [g.id, g.p, g.k]), visible,
+           collapsed: window.passlensGraph.collapsed, nodes: p.nodes.length };
+}"""
+
 
 def _ok(value: float, goal: float) -> str:
     return "ok" if value < goal else "OVER"
+
+
+def _med(xs):
+    return statistics.median(xs)
+
+
+def _ms(x: float) -> str:
+    return f"{1000 * x:.0f} ms" if x >= 0.1 else f"{1000 * x:.1f} ms"
+
+
+def cold() -> None:
+    """Clear every render cache of the Python side (payloads, diffs, views, layouts)."""
+    from widgets import graph_data, render
+
+    graph_data._PAYLOADS.table.clear()
+    for memo in (render._DIFFS, render._VIEWS, render._DETAILS):
+        memo.table.clear()
+    render.LAYOUTS.clear()
+
+
+def python_view(step) -> tuple[float, float, float, int]:
+    """What Jupyter / Panel compute and send when ``step`` is shown, from cold caches:
+    (graph_data seconds, JSON seconds, revisit seconds, JSON bytes)."""
+    from widgets import render
+    from widgets.graph_view import graph_data
+
+    cold()
+    t0 = time.perf_counter()
+    data = graph_data(step, step.previous)
+    t1 = time.perf_counter()
+    text = render.json_script(data)
+    t2 = time.perf_counter()
+    graph_data(step, step.previous)
+    t3 = time.perf_counter()
+    return t1 - t0, t2 - t1, t3 - t2, len(text.encode())
+
+
+def load(browser, path: Path, step: int | None = None):
+    """Open the report at ``step`` (its first view); returns (page, ms to the graph drawn,
+    ms to it painted, both from navigation start)."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.set_default_timeout(300_000)
+    page.add_init_script(INIT_JS)
+    url = path.as_uri() + (f"#step-{step}" if step is not None else "")
+    page.goto(url, wait_until="load")
+    page.wait_for_function("window.__pl.painted !== undefined")
+    pl = page.evaluate("window.__pl")
+    return page, pl["drawn"], pl["painted"]
+
+
+def write_report(trace, path: Path) -> tuple[float, int]:
+    cold()
+    t0 = time.perf_counter()
+    size = trace.to_html(path)
+    return time.perf_counter() - t0, size
+
+
+def fmt_b(r: dict) -> str:
+    return f"js {r['js']:6.0f} ms, painted {r['painted']:6.0f} ms"
+
+
+# ===== 1. ConvNeXt-base ========================================================================
+
+
+def convnext(browser, tmp: Path) -> None:
+    import torch
+
+    import explorer
+    from tests.frontend.torch_zoo import ConvNeXt
+
+    print("\n== 1. ConvNeXt-base, default pipeline (torch.export, random weights)")
+    torch.manual_seed(0)
+    model = ConvNeXt(dims=(128, 256, 512, 1024), depths=(3, 3, 27, 3), num_classes=1000).eval()
+    x = torch.randn(1, 3, 224, 224)
+    t0 = time.perf_counter()
+    trace = explorer.explore(model, (x,))
+    built = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for s in trace:
+        s.graph  # noqa: B018 (the explorer's graph models, built lazily, not timed below)
+    print(
+        f"trace: {len(trace)} steps, built in {built:.1f} s; graph models "
+        f"{time.perf_counter() - t0:.2f} s (largest {max(len(s.graph.nodes) for s in trace)} "
+        "nodes)"
+    )
+
+    print("Python: graph_data(step, step.previous) from cold caches (+ its JSON), then again:")
+    first, again = [], []
+    for step in trace:
+        build, ser, rev, size = python_view(step)
+        first.append(build + ser)
+        again.append(rev)
+        print(
+            f"  #{step.index} {step.name:<24} {step.status:<9} {len(step.graph.nodes):>5} nodes  "
+            f"payload {1000 * build:6.0f} ms + JSON {1000 * ser:4.0f} ms ({size / 1e6:.2f} MB)  "
+            f"revisit {1000 * rev:.3f} ms"
+        )
+    print(
+        f"Python first view (payload + JSON): max {_ms(max(first))}, median {_ms(_med(first))} "
+        f"(goal < 1 s: {_ok(max(first), 1.0)})"
+    )
+    print(
+        f"Python revisit (cached): max {1000 * max(again):.3f} ms (goal < 50 ms: "
+        f"{_ok(max(again), 0.05)})"
+    )
+
+    path = tmp / "convnext.html"
+    took, size = write_report(trace, path)
+    print(f"report: {size / 1e6:.2f} MB written in {took:.2f} s")
+    page, drawn, painted = load(browser, path)
+    page.evaluate(WRAP_JS)
+    start = page.evaluate("JSON.parse(document.getElementById('pl-data').textContent).start")
+    print(
+        f"browser: page load, step #{start} shown: drawn at {drawn:.0f} ms, painted at "
+        f"{painted:.0f} ms from navigation start"
+    )
+    changed = [s.index for s in trace if s.status == "changed" and s.index != start]
+    shown = [start]
+    first_js, first_painted = [], []
+    for i in changed:
+        r = page.evaluate(CLICK_JS, i)
+        shown.append(i)
+        first_js.append(r["js"])
+        first_painted.append(r["painted"])
+        print(
+            f"  click #{i} {trace[i].name:<22} first view: {fmt_b(r)}; setData "
+            f"{r['setData']:4.0f} ms, of which layout+draw {r['draw']:3.0f} ms; {r['boxes']} boxes"
+        )
+    rev_js, rev_painted = [], []
+    for i in reversed(shown[:-1]):  # back through the steps already shown
+        r = page.evaluate(CLICK_JS, i)
+        rev_js.append(r["js"])
+        rev_painted.append(r["painted"])
+        print(
+            f"  click #{i} {trace[i].name:<22} revisit:    {fmt_b(r)}; setData "
+            f"{r['setData']:4.0f} ms, of which layout+draw {r['draw']:3.0f} ms"
+        )
+    page.close()
+    for label, xs, goal in (
+        ("first view (click -> drawn), js", first_js, 1000),
+        ("first view (click -> painted)", first_painted, 1000),
+        ("revisit (click -> drawn), js", rev_js, 50),
+        ("revisit (click -> painted)", rev_painted, 50),
+    ):
+        print(
+            f"browser {label}: max {max(xs):.0f} ms, median {_med(xs):.0f} ms over {len(xs)} "
+            f"steps (goal < {goal} ms: {_ok(max(xs), goal)})"
+        )
+
+
+# ===== 2-4. the scale models =====================================================================
+
+
+def scale_trace(kind: str, args: dict):
+    from bench import scale_models
+
+    t0 = time.perf_counter()
+    trace = scale_models.TRACES[kind](**args)
+    for s in trace:
+        s.graph  # noqa: B018
+    step = trace[scale_models.VIEW_STEP]
+    call = f"{kind}({', '.join(str(v) for v in args.values())})"
+    print(
+        f"\n== {call}: {len(step.graph.nodes)} nodes at step #{step.index} {step.name}; trace "
+        f"and graph models built in {time.perf_counter() - t0:.1f} s"
+    )
+    return trace, step
+
+
+def python_payload(label: str, step, results: list) -> None:
+    build, ser, _rev, size = python_view(step)
+    results.append((label, step, build, ser, size))
+    print(
+        f"Python graph_data(#{step.index}, #{step.previous.index}), cold: {build:.2f} s "
+        f"+ JSON {ser:.2f} s ({size / 1e6:.1f} MB)"
+    )
+
+
+def component(page, step: int, reps: int = 3) -> list[dict]:
+    out = [page.evaluate(SET_DATA_JS, step) for _ in range(reps)]
+    for k, r in enumerate(out):
+        print(
+            f"  component, run {k + 1}: JSON.parse {r['parse']:.0f} ms + setData "
+            f"{r['setData']:.0f} ms (layout+draw {r['draw']:.0f} ms) = js {r['js']:.0f} ms, "
+            f"painted {r['painted']:.0f} ms, {r['boxes']} boxes"
+        )
+    return out
+
+
+def many_ops(browser, tmp: Path, results: list) -> None:
+    trace, step = scale_trace("many_ops", {"n": 5000})
+    python_payload("many_ops(5000)", step, results)
+    path = tmp / "many_ops.html"
+    took, size = write_report(trace, path)
+    print(
+        f"report written in {took:.2f} s (goal < 10 s: {_ok(took, 10)}; Graphviz: 193 s), "
+        f"{size / 1e6:.1f} MB"
+    )
+    page, drawn, painted = load(browser, path, step.index)
+    draw_ms = page.evaluate("+document.querySelector('#pl-graph').dataset.drawMs")
+    print(
+        f"browser first view of #{step.index} from page load: drawn at {drawn:.0f} ms "
+        f"({_ok(drawn, 2000)}), painted at {painted:.0f} ms (goal < 2 s: {_ok(painted, 2000)}), "
+        f"of which layout+draw {draw_ms:.0f} ms"
+    )
+    component(page, step.index, reps=1)
+    page.close()
+
+
+def decoder(browser, tmp: Path, results: list) -> None:
+    trace, step = scale_trace("decoder", {"layers": 32})
+    python_payload("decoder(32)", step, results)
+    path = tmp / "decoder.html"
+    took, size = write_report(trace, path)
+    print(f"report written in {took:.2f} s, {size / 1e6:.1f} MB")
+    page, drawn, painted = load(browser, path, step.index)
+    print(
+        f"browser first view of #{step.index}, whole page load: drawn at {drawn:.0f} ms, "
+        f"painted at {painted:.0f} ms from navigation start"
+    )
+    runs = component(page, step.index, reps=3)
+    for key, label in (("js", "js"), ("painted", "painted")):
+        xs = [r[key] for r in runs]
+        print(
+            f"component first view ({label}): median {_med(xs):.0f} ms, max {max(xs):.0f} ms "
+            f"(goal < 1 s: {_ok(max(xs), 1000)})"
+        )
+
+    info = page.evaluate(GROUPS_JS, step.index)
+    groups = info["groups"]
+    initial = info["collapsed"]
+    closed = set(initial)
+    visible = [g for g in info["visible"] if g in closed]
+    index = {gid: k for k, (gid, _p, _k) in enumerate(groups)}
+
+    def ancestors(gid: str) -> list[str]:
+        out, p = [], groups[index[gid]][1]
+        while p > 0:
+            out.append(groups[p][0])
+            p = groups[p][1]
+        return out
+
+    def expand_times(targets, label):
+        js, painted = [], []
+        worst = ("", 0.0)
+        for gid in targets:
+            opened = set(ancestors(gid))
+            if opened & closed:  # open the ancestors first (not timed)
+                page.evaluate(CALL_JS, ["setCollapsed", [g for g in initial if g not in opened]])
+            r = page.evaluate(CALL_JS, ["expand", gid])
+            js.append(r["js"])
+            painted.append(r["painted"])
+            if r["painted"] > worst[1]:
+                worst = (gid, r["painted"], r["boxes"])
+            page.evaluate(CALL_JS, ["setCollapsed", initial])  # back to the first view
+        print(
+            f"expand(id), {label}: {len(js)} groups: js max {max(js):.0f} ms, median "
+            f"{_med(js):.0f} ms; painted max {max(painted):.0f} ms, median {_med(painted):.0f} ms "
+            f"(goal < 0.5 s: {_ok(max(painted), 500)}; slowest {worst[0]!r}, {worst[2]} boxes "
+            "after)"
+        )
+
+    expand_times(visible, "every collapsed group visible at first view")
+    deep = [g for g in groups[1:] if g[0] in closed and set(ancestors(g[0])) & closed]
+    deep_ids = [g[0] for g in deep]
+    sample = random.Random(0).sample(deep_ids, min(DEEP_SAMPLE, len(deep_ids)))
+    depth = {g: len(ancestors(g)) for g in sample}
+    print(
+        f"  ({len(visible)} collapsed groups visible at first view; {len(deep_ids)} collapsed "
+        f"groups inside them, depth {min(depth.values())}-{max(depth.values())} sampled)"
+    )
+    expand_times(sample, f"a sample of {len(sample)} deeper groups (ancestors opened first)")
+    r = page.evaluate(CALL_JS, ["expandAll", None])
+    print(f"expand all: {fmt_b(r)}, {r['boxes']} boxes (no goal)")
+    page.close()
+
+
+def flat_chain(browser, tmp: Path, results: list) -> None:
+    trace, step = scale_trace("flat_chain", {"n": 10000})
+    python_payload("flat_chain(10000)", step, results)
+    path = tmp / "flat_chain.html"
+    took, size = write_report(trace, path)
+    print(f"report written in {took:.2f} s (goal < 10 s: {_ok(took, 10)}), {size / 1e6:.1f} MB")
+    page, drawn, painted = load(browser, path, step.index)
+    print(
+        f"browser first view of #{step.index} from page load: drawn at {drawn:.0f} ms, painted "
+        f"at {painted:.0f} ms (goal < 2 s: {_ok(painted, 2000)})"
+    )
+    runs = component(page, step.index, reps=1)
+    print(
+        f"component first view: painted {runs[0]['painted']:.0f} ms "
+        f"(goal < 1 s: {_ok(runs[0]['painted'], 1000)})"
+    )
+    info = page.evaluate(GROUPS_JS, step.index)
+    kinds = {gid: k for gid, _p, k in info["groups"]}
+    segs = [g for g in info["visible"] if kinds.get(g) == "segment"]
+    if segs:
+        gid = segs[len(segs) // 2]
+        r = page.evaluate(CALL_JS, ["expand", gid])
+        print(
+            f"expand one segment ({gid!r}, of {len(segs)} drawn): {fmt_b(r)}, {r['boxes']} "
+            f"boxes after (goal < 0.5 s: {_ok(r['painted'], 500)})"
+        )
+    else:
+        print("no segment group drawn at first view")
+    page.close()
 
 
 def main() -> int:
     print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
     print(
         f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"{time.strftime('%Y-%m-%d %H:%M')}"
+        f"{time.strftime('%Y-%m-%d %H:%M')}, load average {os.getloadavg()[0]:.1f}"
     )
-    import torch
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        print("chromium is not installed (Debian: apt-get install chromium)", file=sys.stderr)
+        return 2
+    from playwright.sync_api import sync_playwright
 
-    import explorer
-    from tests.frontend.torch_zoo import ConvNeXt
-    from widgets import render, views
-    from widgets.report import write_html
-
-    torch.manual_seed(0)
-    model = ConvNeXt(dims=(128, 256, 512, 1024), depths=(3, 3, 27, 3), num_classes=1000).eval()
-    x = torch.randn(1, 3, 224, 224)
-    start = time.perf_counter()
-    trace = explorer.explore(model, (x,))
-    print(f"trace: {len(trace)} steps, built in {time.perf_counter() - start:.1f} s")
-    start = time.perf_counter()
-    for s in trace:
-        s.graph  # noqa: B018 (the explorer's graph models, built lazily)
-    nodes = max(len(s.graph.nodes) for s in trace)
-    print(
-        f"graph models of every step: {time.perf_counter() - start:.2f} s (largest {nodes} nodes)"
-    )
-    rows = {r["step"]: r for r in trace.summary()}
-
-    def cold() -> None:
-        render.LAYOUTS.clear()
-        render._VIEWS.table.clear()
-        render._DIFFS.table.clear()
-
-    def view(step) -> int:
-        """What a front end draws when it shows ``step``; returns the boxes drawn."""
-        prev = step.previous
-        views.header_html(step, rows[step.index])
-        boxes = 0
-        for s, base in ((prev, None), (step, prev)) if prev is not None else ((step, None),):
-            collapsed = render.default_collapsed(s, base)
-            svg, details = views.graph_state(s, base, collapsed)
-            boxes = len(details)
-        return boxes
-
-    # ----- first view and revisit of every step ----------------------------------------------
-    first, again = [], []
-    for step in trace:
-        cold()
-        t0 = time.perf_counter()
-        boxes = view(step)
-        t1 = time.perf_counter()
-        view(step)
-        t2 = time.perf_counter()
-        first.append(t1 - t0)
-        again.append(t2 - t1)
+    began = time.perf_counter()
+    results: list = []
+    with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
+        browser = p.chromium.launch(executable_path=chromium, args=ARGS)
+        print(f"browser: chromium {browser.version}, headless, viewport 1600x1000")
+        convnext(browser, Path(tmp))
+        many_ops(browser, Path(tmp), results)
+        decoder(browser, Path(tmp), results)
+        flat_chain(browser, Path(tmp), results)
+        browser.close()
+    print("\n== Python payload of step 2 (graph_data against step 1, cold caches)")
+    for label, step, build, ser, size in results:
+        total = build + ser
         print(
-            f"  #{step.index} {step.name:<26} {len(step.graph.nodes):>4} nodes -> {boxes:>3} "
-            f"boxes   first view {1000 * (t1 - t0):7.1f} ms   revisit {1000 * (t2 - t1):6.2f} ms"
+            f"  {label:<18} {len(step.graph.nodes):>6} nodes: "
+            f"payload {build:.2f} s + JSON {ser:.2f} s = {total:.2f} s, {size / 1e6:.1f} MB "
+            f"(first-view goal < 1 s: {_ok(total, 1.0)})"
         )
-    # stepping through the trace once, caches warm from the previous step only
-    cold()
-    t0 = time.perf_counter()
-    for step in trace:
-        view(step)
-    walk = time.perf_counter() - t0
-    worst, worst_again = max(first), max(again)
     print(
-        f"first view of a step (cold caches): max {1000 * worst:.0f} ms, "
-        f"median {1000 * sorted(first)[len(first) // 2]:.0f} ms "
-        f"(goal < 1 s: {_ok(worst, 1.0)})"
-    )
-    print(
-        f"revisiting a step: max {1000 * worst_again:.2f} ms (goal < 50 ms: "
-        f"{_ok(worst_again, 0.05)})"
-    )
-    print(f"stepping through all {len(trace)} steps once: {walk:.2f} s")
-
-    # ----- the fully expanded graph ------------------------------------------------------------
-    step = trace.imported
-    cold()
-    t0 = time.perf_counter()
-    svg, details = views.graph_state(step, None, frozenset())
-    expanded = time.perf_counter() - t0
-    print(
-        f"fully expanded #{step.index} {step.name}: {len(details)} boxes, SVG "
-        f"{len(svg) / 1e6:.2f} MB, {expanded:.2f} s (goal < 3 s: {_ok(expanded, 3.0)})"
-    )
-    step = trace.final  # for comparison: after fuse-ops, every fused function's body shown
-    cold()
-    t0 = time.perf_counter()
-    svg, details = views.graph_state(step, step.previous, frozenset())
-    took = time.perf_counter() - t0
-    print(
-        f"  (and #{step.index} {step.name} against its previous step, fully expanded: "
-        f"{len(details)} boxes, SVG {len(svg) / 1e6:.2f} MB, {took:.2f} s)"
-    )
-
-    # ----- the HTML report ---------------------------------------------------------------------
-    cold()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "report.html"
-        t0 = time.perf_counter()
-        size = write_html(trace, path)
-        took = time.perf_counter() - t0
-    print(
-        f"HTML report of the whole trace: {size / 1e6:.2f} MB in {took:.2f} s "
-        f"(goal < 10 MB: {_ok(size, 10e6)})"
-    )
-
-    # ----- the Panel app (server side) ---------------------------------------------------------
-    from widgets.app import PassApp
-
-    cold()
-    t0 = time.perf_counter()
-    app = PassApp(trace)
-    built = time.perf_counter() - t0
-    target = trace["fold-constant"].index
-    t0 = time.perf_counter()
-    app.index = target
-    stepped = time.perf_counter() - t0
-    print(
-        f"Panel app: built (on #{trace.steps[0].index}) in {1000 * built:.0f} ms, "
-        f"stepping to #{target} fold-constant {1000 * stepped:.0f} ms"
+        f"\ntotal {time.perf_counter() - began:.0f} s; load average at the end "
+        f"{os.getloadavg()[0]:.1f} (1 min), {os.getloadavg()[1]:.1f} (5 min)"
     )
     return 0
 
