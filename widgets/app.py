@@ -30,7 +30,7 @@ from panel.custom import JSComponent
 from panel.io.server import get_server
 
 from widgets import render, views
-from widgets.graph_view import graph_css, graph_data, graph_esm, node_details
+from widgets.graph_view import graph_css, graph_data, graph_esm, node_details, selected_stats
 from widgets.views import TABS
 
 _STATIC = Path(__file__).parent / "static"
@@ -75,6 +75,7 @@ class GraphPane(JSComponent):
     collapsed = param.List(default=[], item_type=str)
     mode = param.String(default="after")
     height = param.String(default="calc(100vh - 190px)")
+    stats = param.Dict(default={})  # the selected weight's statistics, by id
 
     _esm = _graph_esm()
     _stylesheets = [graph_css() + ":host{display:block;width:100%}"]
@@ -82,11 +83,17 @@ class GraphPane(JSComponent):
     def __init__(self, max_boxes: int = render.MAX_BOXES, **params):
         self.max_boxes = max_boxes
         self._details = None
+        self.step = self.baseline = None
         super().__init__(**params)
+
+    @param.depends("selected", "mode", watch=True)
+    def _send_stats(self) -> None:
+        self.stats = selected_stats(self)
 
     def show(self, step, baseline=None, report=None) -> None:
         """Draw ``step`` against ``baseline`` in its default view state."""
-        data = graph_data(step, baseline, report, self.max_boxes)
+        self.step, self.baseline = step, baseline
+        data = graph_data(step, baseline, report, self.max_boxes, stats=False)
         self._details = None
         self.param.update(
             selected="", mode="after", collapsed=list(data["after"]["collapsed"]), data=data
@@ -102,8 +109,10 @@ class GraphPane(JSComponent):
 
     @property
     def selected_details(self) -> dict:
-        """The details of the selected node (empty when nothing is selected)."""
-        return self.details.get(self.selected, {})
+        """The details of the selected node (empty when nothing is selected), a weight's
+        statistics included."""
+        info = self.details.get(self.selected, {})
+        return {**info, **self.stats.get(self.selected, {})} if info else {}
 
     def expand(self, group: str) -> None:
         """Show the nodes of a collapsed group (a module path, or ``@function``)."""

@@ -43,6 +43,8 @@ import re
 from collections import Counter
 from typing import Any
 
+import numpy as np
+
 from explorer.diff import format_bytes
 from widgets import render
 
@@ -50,19 +52,40 @@ MAX_CHILDREN = 60  # direct children of a group before they are split into segme
 SEGMENT = 40  # children per segment
 MAX_INLINE = 4  # weight lines drawn on one node
 _INLINE_KINDS = ("weight", "const")
+_STATS_KINDS = ("weight", "const")
 
 _PAYLOADS = render._Memo(16)
 
 
-def graph_payload(step, baseline=None, report=None, max_boxes: int = render.MAX_BOXES) -> dict:
+def graph_payload(
+    step, baseline=None, report=None, max_boxes: int = render.MAX_BOXES, stats: bool = True
+) -> dict:
     """The payload of ``step``'s graph, diff-coloured against ``baseline``, with the findings
-    of a check ``report`` drawn on it (see the module docstring). Cached per (step, baseline,
-    report, max_boxes): the dict returned is shared, do not change it."""
+    of a check ``report`` drawn on it (see the module docstring). ``stats``: weights' first
+    values and statistics in the details (a live view leaves them out and sends a weight's
+    when it is selected: :func:`weight_stats`). Cached per (step, baseline, report,
+    max_boxes, stats): the dict returned is shared, do not change it."""
     return _PAYLOADS.get(
         (step, baseline, report),
-        max_boxes,
-        lambda: _Builder(step, baseline, report).build(max_boxes),
+        (max_boxes, stats),
+        lambda: _Builder(step, baseline, report, stats).build(max_boxes),
     )
+
+
+def weight_stats(step, node_id: str) -> dict:
+    """A weight's first values and statistics (what the details show), by its node id in
+    ``step`` (or in the step's baseline, for a ghost ``removed:...``); empty for other
+    nodes."""
+    graph = step.graph
+    if node_id.startswith("removed:"):
+        node_id = node_id[len("removed:") :]
+        prev = step.previous
+        graph = prev.graph if prev is not None else graph
+    node = graph.nodes.get(node_id)
+    data = getattr(getattr(node, "obj", None), "data", None)
+    if node is None or node.kind not in _STATS_KINDS or data is None:
+        return {}
+    return render._cached_stats(data)
 
 
 # ===== helpers =================================================================================
@@ -109,8 +132,8 @@ def _op_summary(ops: list[str], limit: int = 3) -> str:
 
 
 class _Builder:
-    def __init__(self, step, baseline, report):
-        self.step, self.baseline, self.report = step, baseline, report
+    def __init__(self, step, baseline, report, stats: bool = True):
+        self.step, self.baseline, self.report, self.stats = step, baseline, report, stats
         self.entries, self.diff, self.ga, self.gb = render._entries(step, baseline)
         self.index = {e.key: i for i, e in enumerate(self.entries)}
         self.types: dict[str, int] = {}
@@ -487,20 +510,26 @@ class _Builder:
         return _common_dir(files)
 
     def _details(self, root: str) -> list[dict]:
-        adj_a, adj_b = render._adjacency(self.ga), render._adjacency(self.gb)
+        """What the details drawer shows beyond the node itself (its inputs and users come
+        from the edges): name, function, attributes, provenance (file paths relative to
+        ``root``), and a weight's first values and statistics when ``stats``."""
         out = []
         for e in self.entries:
-            removed = e.status == "removed"
-            info = render.node_info(
-                e.node, self.ga if removed else self.gb, adjacency=adj_a if removed else adj_b
-            )
-            for k in ("id", "kind", "op", "type", "group", "nbytes", "inputs", "users"):
-                info.pop(k, None)  # in the node itself or derived from the edges
-            prov = info.get("provenance") or {}
-            if "file" in prov:
-                prov = dict(prov, file=short_path(str(prov["file"]), root))
+            n = e.node
+            info: dict[str, Any] = {"name": n.label}
+            if n.function:
+                info["function"] = n.function
+            if n.attrs:
+                info["attrs"] = n.attrs
+            if n.provenance:
+                prov = dict(n.provenance)
+                if "file" in prov:
+                    prov["file"] = short_path(str(prov["file"]), root)
                 info["provenance"] = prov
-            out.append({k: v for k, v in info.items() if v not in ("", None, {}, [])})
+            data = getattr(n.obj, "data", None)
+            if self.stats and n.kind in _STATS_KINDS and isinstance(data, np.ndarray):
+                info.update(render._cached_stats(data))
+            out.append(info)
         return out
 
     def _group_summaries(self, groups, of, drawn, bad, inline) -> None:
@@ -605,4 +634,4 @@ class _Builder:
         return [groups[g]["id"] for g in range(1, n) if g not in opened]
 
 
-__all__ = ["MAX_CHILDREN", "SEGMENT", "graph_payload", "short_path"]
+__all__ = ["MAX_CHILDREN", "SEGMENT", "graph_payload", "short_path", "weight_stats"]

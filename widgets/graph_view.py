@@ -17,7 +17,7 @@ import anywidget
 import traitlets
 
 from widgets import render
-from widgets.graph_data import graph_payload
+from widgets.graph_data import graph_payload, weight_stats
 
 STATIC = Path(__file__).parent / "static"
 HOST_CSS = ".plg-host{display:block;width:100%}"
@@ -41,13 +41,28 @@ def graph_css() -> str:
     return (STATIC / "graph.css").read_text() + HOST_CSS
 
 
-def graph_data(step, baseline=None, report=None, max_boxes: int = render.MAX_BOXES) -> dict:
+def graph_data(
+    step, baseline=None, report=None, max_boxes: int = render.MAX_BOXES, stats: bool = True
+) -> dict:
     """What the component is given for ``step`` against ``baseline``: its payload, and the
-    baseline's own graph for the before / after toggle."""
+    baseline's own graph for the before / after toggle. Without ``stats`` the weights'
+    statistics are left out (a live view sends them when a weight is selected)."""
     return {
-        "after": graph_payload(step, baseline, report, max_boxes),
-        "before": None if baseline is None else graph_payload(baseline, None, None, max_boxes),
+        "after": graph_payload(step, baseline, report, max_boxes, stats),
+        "before": None
+        if baseline is None
+        else graph_payload(baseline, None, None, max_boxes, stats),
     }
+
+
+def selected_stats(view) -> dict:
+    """``{id: statistics}`` of the weight selected in a live view (a GraphView or the Panel
+    app's GraphPane: ``selected``, ``mode``, ``step``, ``baseline``), else ``{}``."""
+    if not view.selected or view.step is None:
+        return {}
+    step = view.baseline if view.mode == "before" and view.baseline is not None else view.step
+    stats = weight_stats(step, view.selected)
+    return {view.selected: stats} if stats else {}
 
 
 def node_details(payload: dict) -> dict[str, dict]:
@@ -88,6 +103,7 @@ class GraphView(anywidget.AnyWidget):
     collapsed = traitlets.List(traitlets.Unicode()).tag(sync=True)
     mode = traitlets.Unicode("after").tag(sync=True)
     height = traitlets.Unicode("640px").tag(sync=True)
+    stats = traitlets.Dict().tag(sync=True)  # the selected weight's statistics, by id
 
     def __init__(
         self,
@@ -108,7 +124,7 @@ class GraphView(anywidget.AnyWidget):
         """Draw ``step`` against ``baseline`` (in its default view state unless
         ``collapsed`` is given)."""
         self.step, self.baseline, self.report = step, baseline, report
-        data = graph_data(step, baseline, report, self.max_boxes)
+        data = graph_data(step, baseline, report, self.max_boxes, stats=False)
         self._details = None
         chosen = data["after"]["collapsed"] if collapsed is None else sorted(collapsed)
         with self.hold_sync():
@@ -116,6 +132,10 @@ class GraphView(anywidget.AnyWidget):
             self.mode = "after"
             self.collapsed = list(chosen)
             self.data = data
+
+    @traitlets.observe("selected", "mode")
+    def _send_stats(self, change) -> None:
+        self.stats = selected_stats(self)
 
     @property
     def payload(self) -> dict:
@@ -131,8 +151,10 @@ class GraphView(anywidget.AnyWidget):
 
     @property
     def selected_details(self) -> dict:
-        """The details of the selected node (empty when nothing is selected)."""
-        return self.details.get(self.selected, {})
+        """The details of the selected node (empty when nothing is selected), a weight's
+        statistics included."""
+        info = self.details.get(self.selected, {})
+        return {**info, **self.stats.get(self.selected, {})} if info else {}
 
     def expand(self, group: str) -> None:
         """Show the nodes of a collapsed group (a module path, or ``@function``)."""
@@ -150,4 +172,11 @@ class GraphView(anywidget.AnyWidget):
         return f"<GraphView #{self.step.index} {self.step.name}: {n} nodes>"
 
 
-__all__ = ["GraphView", "graph_css", "graph_data", "graph_esm", "node_details"]
+__all__ = [
+    "GraphView",
+    "graph_css",
+    "graph_data",
+    "graph_esm",
+    "node_details",
+    "selected_stats",
+]

@@ -171,3 +171,26 @@ def test_graph_view_of_a_large_graph_starts_collapsed(base_trace):
     assert path not in view.collapsed
     small = GraphView(base_trace[0], max_boxes=50)
     assert len(small.collapsed) > len(view.payload["collapsed"])
+
+
+def test_a_live_view_sends_a_weights_statistics_when_it_is_selected(convnext_trace):
+    import numpy as np
+
+    step = convnext_trace["fold-constant"]
+    view = GraphView(step, step.previous)
+    weight = next(n for n in view.payload["nodes"] if n["k"] == "weight" and n.get("st") == "added")
+    wid = weight["id"]
+    # the first view carries no statistics: they cost a pass over every weight
+    assert not any("std" in d for d in view.payload["details"])
+    assert view.stats == {}
+    view.selected = wid
+    data = step.graph.nodes[wid].obj.data
+    assert view.stats[wid]["max"] == float(data.max())
+    assert view.selected_details["std"] == float(data.std(dtype=np.float64))
+    # on the before side, a node of the previous step
+    old = next(n["id"] for n in view.data["before"]["nodes"] if n["k"] == "weight")
+    view.mode = "before"
+    view.selected = old
+    assert view.stats[old]["min"] == float(step.previous.graph.nodes[old].obj.data.min())
+    view.selected = "main/conv2d"  # not a weight
+    assert view.stats == {}

@@ -67,7 +67,7 @@ const PasslensGraph = (function () {
   // ----- a payload made ready to draw (computed once per payload) --------------------------
   function prepare(p) {
     const N = p.nodes.length, G = p.groups.length;
-    const m = { p, N, G, uid: ++uid, kids: [], direct: [], ins: [], outs: [], idIndex: new Map(), groupIndex: new Map(),
+    const m = { p, N, G, uid: ++uid, epoch: 0, kids: [], direct: [], ins: [], outs: [], idIndex: new Map(), groupIndex: new Map(),
       depth: new Int32Array(G), cache: new Map(), version: new Int32Array(G), search: null };
     for (let g = 0; g < G; g++) { m.kids.push([]); m.direct.push([]); }
     for (let g = 1; g < G; g++) { m.kids[p.groups[g].p].push(g); m.depth[g] = m.depth[p.groups[g].p] + 1; }
@@ -237,7 +237,7 @@ const PasslensGraph = (function () {
       return { byLevel, merged };
     }
     function layoutGroup(m, g, lev) {
-      const key = g + ":" + m.version[g] + ":" + (st.mode === "before" ? "b" + st.afterUid : plain() ? "p" : "d");
+      const key = g + ":" + m.epoch + ":" + m.version[g] + ":" + (st.mode === "before" ? "b" + st.afterUid : plain() ? "p" : "d");
       let L = m.cache.get(key);
       if (L) return L;
       const children = [];
@@ -303,7 +303,7 @@ const PasslensGraph = (function () {
       const cls = ["plg-n", "plg-k-" + n.k];
       if (s) cls.push("plg-s-" + s);
       if (n.bad && !plain()) cls.push("plg-bad");
-      const g = svg("g", { class: cls.join(" "), "data-node-id": n.id, "data-i": i, transform: `translate(${r.x},${r.y})` }, vp);
+      const g = svg("g", { class: cls.join(" "), "data-node-id": n.id, "data-i": i, transform: `translate(${r.x},${r.y})` }, layer);
       const fill = st.err ? (n.err !== undefined ? errColor(n.err) : "#f5f5f5") : null;
       let shape;
       if (n.k === "weight" || n.k === "param") {
@@ -334,7 +334,7 @@ const PasslensGraph = (function () {
       const cls = ["plg-n", "plg-group"];
       if (!plain() && c.ch) cls.push(c.ch.failed ? "plg-s-failed" : "plg-s-changed");
       if (!plain() && c.bad) cls.push("plg-bad");
-      const g = svg("g", { class: cls.join(" "), "data-node-id": "group:" + c.id, "data-group": c.id, "data-gi": gi, transform: `translate(${r.x},${r.y})` }, vp);
+      const g = svg("g", { class: cls.join(" "), "data-node-id": "group:" + c.id, "data-group": c.id, "data-gi": gi, transform: `translate(${r.x},${r.y})` }, layer);
       svg("rect", { class: "plg-shape plg-stack", x: 4, y: 4, width: r.w, height: r.h, rx: 5 }, g);
       const shape = svg("rect", { class: "plg-shape", width: r.w, height: r.h, rx: 5 }, g);
       if (st.err && m.hasErr) shape.style.fill = m.errMax[gi] > 0 ? errColor(m.errMax[gi]) : "#f5f5f5";
@@ -347,7 +347,7 @@ const PasslensGraph = (function () {
     }
     function drawFrame(m, f) {
       const gi = f.b - m.N, c = m.p.groups[gi];
-      const g = svg("g", { class: "plg-frame" + (c.k === "function" ? " plg-fn" : ""), "data-group": c.id, "data-gi": gi }, vp);
+      const g = svg("g", { class: "plg-frame" + (c.k === "function" ? " plg-fn" : ""), "data-group": c.id, "data-gi": gi }, layer);
       svg("rect", { x: f.x, y: f.y, width: f.w, height: f.h, rx: 6 }, g);
       const label = drawText(g, f.x + 8, f.y + 16, "⊟ " + cut(c.label || c.id, 60), "plg-frame-label");
       label.setAttribute("data-group", c.id);
@@ -401,22 +401,39 @@ const PasslensGraph = (function () {
         }
       }
     }
+    // a drawn state (its SVG group, layout, boxes and minimap) is kept for a revisit
+    let layer = vp;
+    const drawnStates = new Map();
+    function stateKey(m) {
+      return m.uid + ":" + m.epoch + ":" + m.version[0] + ":" + (st.mode === "before" ? "b" + st.afterUid : plain() ? "p" : "d") + ":" + (st.err ? 1 : 0);
+    }
     function draw() {
       const m = st.m;
       if (!m) return;
       const t0 = performance.now();
+      const key = stateKey(m);
+      let hit = drawnStates.get(key);
+      if (hit) drawnStates.delete(key); // most recent last
+      else {
+        const D = layoutAll(m);
+        layer = svg("g", { class: "plg-drawing" });
+        st.draw = D;
+        for (const f of D.frames) drawFrame(m, f);
+        drawEdges(m, D, svg("g", { class: "plg-edges" }, layer));
+        const boxes = new Map();
+        for (const [b, r] of D.boxes) boxes.set(b, b < m.N ? drawNode(m, b, r) : drawGroupBox(m, b - m.N, r));
+        hit = { g: layer, D, boxes, mini: null };
+        layer = vp;
+      }
+      drawnStates.set(key, hit);
+      if (drawnStates.size > 12) drawnStates.delete(drawnStates.keys().next().value);
       vp.textContent = "";
-      const D = layoutAll(m);
-      st.draw = D;
-      for (const f of D.frames) drawFrame(m, f);
-      const edgeLayer = svg("g", { class: "plg-edges" }, vp);
-      drawEdges(m, D, edgeLayer);
-      st.boxes = new Map();
-      for (const [b, r] of D.boxes) st.boxes.set(b, b < m.N ? drawNode(m, b, r) : drawGroupBox(m, b - m.N, r));
+      vp.appendChild(hit.g);
+      st.draw = hit.D; st.boxes = hit.boxes;
       st.drawMs = performance.now() - t0;
       el.dataset.drawMs = st.drawMs.toFixed(1);
-      el.dataset.boxes = D.boxes.size;
-      renderMini();
+      el.dataset.boxes = hit.D.boxes.size;
+      renderMini(hit);
       markSelection();
       markHits();
       apply();
@@ -430,7 +447,10 @@ const PasslensGraph = (function () {
       root.classList.toggle("plg-lod-edges", v.k * EDGE < READABLE);
       drawMiniView();
     }
-    const size = () => ({ w: stage.clientWidth || 800, h: stage.clientHeight || 500 });
+    // the stage's size, read again only when it changes (reading it mid-draw costs a layout)
+    let stageSize = null;
+    const sizeNow = () => (stageSize = { w: stage.clientWidth || 800, h: stage.clientHeight || 500 });
+    const size = () => stageSize || sizeNow();
     function fit() {
       if (!st.draw) return;
       const { w, h } = size(), D = st.draw, pad = 20;
@@ -456,12 +476,13 @@ const PasslensGraph = (function () {
       else { st.view = { k: 1, x: Math.max(20, (w - D.w) / 2), y: 20 }; apply(); }
     }
     function boxRect(i) { const m = st.m; return st.draw && st.draw.boxes.get(rep(m, i)); }
-    function renderMini() {
+    function renderMini(hit) {
       const D = st.draw, m = st.m;
       const c = mini.getContext && mini.getContext("2d");
       if (!c || !D) return;
       const s = Math.min(mini.width / Math.max(D.w, 1), mini.height / Math.max(D.h, 1));
       st.mini = { s, ox: (mini.width - D.w * s) / 2, oy: (mini.height - D.h * s) / 2 };
+      if (hit && hit.mini) { st.miniImg = hit.mini; drawMiniView(); return; }
       const off = document.createElement("canvas");
       off.width = mini.width; off.height = mini.height;
       const o = off.getContext("2d");
@@ -477,6 +498,7 @@ const PasslensGraph = (function () {
         o.fillRect(st.mini.ox + r.x * s, st.mini.oy + r.y * s, Math.max(1.5, r.w * s), Math.max(1.5, r.h * s));
       }
       st.miniImg = off;
+      if (hit) hit.mini = off;
       drawMiniView();
     }
     function drawMiniView() {
@@ -602,7 +624,7 @@ const PasslensGraph = (function () {
     function keepInView(i) {
       const r = i >= 0 ? boxRect(i) : null;
       if (!r) return;
-      const { w, h } = size(), v = st.view;
+      const { w, h } = sizeNow(), v = st.view; // the drawer may just have narrowed the stage
       const x0 = r.x * v.k + v.x, x1 = (r.x + r.w) * v.k + v.x, y0 = r.y * v.k + v.y, y1 = (r.y + r.h) * v.k + v.y;
       if (x0 < 0 || x1 > w || y0 < 0 || y1 > h) centreOn(r);
     }
@@ -651,7 +673,7 @@ const PasslensGraph = (function () {
       st.expanded = new Set([0]);
       if (open) for (let g = 1; g < m.G; g++) st.expanded.add(g);
       expandedOf.set(m, st.expanded);
-      m.version.fill(0); m.cache.clear();
+      m.epoch++; m.cache.clear();
       draw(); fit(); notifyCollapsed();
     }
     function setCollapsed(ids) {
@@ -935,7 +957,7 @@ const PasslensGraph = (function () {
     let resizeObs = null;
     if (typeof ResizeObserver !== "undefined") {
       let last = "";
-      resizeObs = new ResizeObserver(() => { const s = size(), key = s.w + "x" + s.h; if (key !== last) { const first = last === ""; last = key; if (first && st.draw) openView(); else drawMiniView(); } });
+      resizeObs = new ResizeObserver(() => { const s = sizeNow(), key = s.w + "x" + s.h; if (key !== last) { const first = last === ""; last = key; if (first && st.draw) openView(); else drawMiniView(); } });
       resizeObs.observe(stage);
     }
 
@@ -945,6 +967,16 @@ const PasslensGraph = (function () {
       select(id) { const m = st.m; if (!m) return; const i = id ? m.idIndex.get(id) : -1; select(i === undefined ? -1 : i, true); },
       locate(id) { const m = st.m; const i = m && m.idIndex.get(id); if (i !== undefined) locate(i); },
       has(id) { return !!st.m && st.m.idIndex.has(id); },
+      addDetails(byId) { // more details of nodes (a weight's statistics, sent on selection)
+        const m = st.m;
+        if (!m) return;
+        for (const [id, extra] of Object.entries(byId)) {
+          const i = m.idIndex.get(id);
+          if (i === undefined) continue;
+          m.p.details[i] = Object.assign({}, m.p.details[i] || {}, extra);
+          if (i === st.sel) showDetails();
+        }
+      },
       expand(id) { const m = st.m, g = m && m.groupIndex.get(id); if (g !== undefined && !st.expanded.has(g)) toggle(g); },
       collapse(id) { const m = st.m, g = m && m.groupIndex.get(id); if (g !== undefined && st.expanded.has(g)) toggle(g); },
       openView, get mode() { return st.mode; }, get view() { return Object.assign({}, st.view); },

@@ -1,7 +1,7 @@
 // The graph component (PasslensGraph) over a widget model with the anywidget API
 // (get / set / on("change:x") / save_changes): the Jupyter GraphView and, through a shim, the
 // Panel app's GraphPane. Synced: data ({after, before, plain, note}), selected, collapsed,
-// query, mode.
+// query, mode, and stats (the selected weight's statistics, sent by Python on selection).
 function render({ model, el }) {
   el.classList.add("plg-host");
   const box = document.createElement("div"); // sized here: ipywidgets restyles `el` itself
@@ -34,6 +34,7 @@ function render({ model, el }) {
   model.on("change:selected", guarded(() => { const id = model.get("selected"); if (id && id !== g.selected) g.locate(id); else if (!id) g.select(""); }));
   model.on("change:mode", guarded(() => g.setMode(model.get("mode") || "after")));
   model.on("change:height", height);
+  model.on("change:stats", () => g.addDetails(model.get("stats") || {}));
   height();
   load();
   return () => g.destroy();
