@@ -51,6 +51,7 @@ from widgets import render
 MAX_CHILDREN = 60  # direct children of a group before they are split into segments
 SEGMENT = 40  # children per segment
 MAX_INLINE = 4  # weight lines drawn on one node
+MAX_OPENED_CHANGES = 50  # changes whose groups are opened at first (while they fit)
 _INLINE_KINDS = ("weight", "const")
 _STATS_KINDS = ("weight", "const")
 
@@ -468,7 +469,9 @@ class _Builder:
             "pairs": pairs,
             "details": self._details(roots),
         }
-        payload["collapsed"] = self._initial_collapsed(groups, of, drawn, focus, max_boxes)
+        payload["collapsed"] = self._initial_collapsed(
+            groups, of, drawn, focus, changes, max_boxes
+        )
         return payload  # every piece is JSON-ready (the details through node_info)
 
     def _title(self, n, group: str) -> str:
@@ -595,9 +598,10 @@ class _Builder:
                 out[prefix + p] += e.node.nbytes
         return dict(out)
 
-    def _initial_collapsed(self, groups, of, drawn, focus, max_boxes: int) -> list[str]:
-        """Open groups breadth first (the ones holding the focus first) while the number of
-        boxes stays within ``max_boxes``; the rest start collapsed."""
+    def _initial_collapsed(self, groups, of, drawn, focus, changes, max_boxes: int) -> list[str]:
+        """The groups holding the focus are open; then those holding the other changes, then
+        groups breadth first, while the number of boxes stays within ``max_boxes``; the rest
+        start collapsed."""
         n = len(groups)
         kids: list[list[int]] = [[] for _ in range(n)]
         for g in range(1, n):
@@ -620,6 +624,16 @@ class _Builder:
         for g in reversed(focus_chain):  # the focus is always shown
             opened.add(g)
             boxes += cost(g)
+        for i in changes[:MAX_OPENED_CHANGES]:  # then the other changes, while they fit
+            chain = []
+            g = of[i]
+            while g > 0 and g not in opened:
+                chain.append(g)
+                g = groups[g]["p"]
+            extra = sum(cost(c) for c in chain)
+            if boxes + extra <= max_boxes:
+                opened.update(chain)
+                boxes += extra
         queue = list(kids[0])
         while queue:
             nxt = []

@@ -158,7 +158,7 @@ def test_max_boxes_chooses_how_much_starts_collapsed(bloat_trace):
 
 
 def test_a_flat_chain_is_cut_into_segments():
-    trace = sm.flat_chain(1000)
+    trace = sm.flat_chain(10000)  # segments of segments
     step = trace["fold-constant"]
     p = graph_payload(step, step.previous)
     kids = _children(p)
@@ -168,11 +168,12 @@ def test_a_flat_chain_is_cut_into_segments():
     # every group comes after its parent; the focus (the folded op) is open
     assert all(g["p"] < i for i, g in enumerate(p["groups"]) if i)
     assert p["focus"] is not None
-    g = p["nodes"][p["focus"]]["g"]
     closed = set(p["collapsed"])
-    while g > 0:
-        assert p["groups"][g]["id"] not in closed
-        g = p["groups"][g]["p"]
+    for i in [p["focus"], *p["changes"]]:  # the focus and the other changes start open
+        g = p["nodes"][i]["g"]
+        while g > 0:
+            assert p["groups"][g]["id"] not in closed, p["nodes"][i]["id"]
+            g = p["groups"][g]["p"]
     # a view of at most max_boxes boxes at first
     opened = {i for i, g in enumerate(p["groups"]) if g["id"] not in closed}
     shown = 0
