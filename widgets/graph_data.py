@@ -418,6 +418,7 @@ class _Builder:
                 node["inl"] = inline[i]
             if i in lines_on:
                 node["w"] = self._weight_lines(lines_on[i], e.group)
+                node["wi"] = lines_on[i][:MAX_INLINE]  # the nodes of those lines
             if i in marks:
                 node["mark"] = marks[i]
             if i in bad:
@@ -561,14 +562,17 @@ class _Builder:
                     ch[g][e.status] += 1
                 if i in bad:
                     has_bad[g] = True
-        before = self._baseline_bytes(groups)
+        before = self._baseline_bytes()
+        after = self._bytes_by_path(e for e in self.entries if e.status != "removed")
         for g, grp in enumerate(groups):
             grp["n"] = live[g]
             if ops[g]:
                 grp["ops"] = f"{len(ops[g])} ops: {_op_summary(ops[g])}"
+            if grp["k"] != "segment":  # a module's weights, wherever they are drawn
+                nbytes[g] = after.get(grp["id"], 0)
             if nbytes[g]:
                 grp["b"] = nbytes[g]
-            if before is not None:
+            if before is not None and grp["k"] != "segment":
                 delta = nbytes[g] - before.get(grp["id"], 0)
                 if delta:
                     grp["db"] = delta
@@ -577,11 +581,10 @@ class _Builder:
             if has_bad[g]:
                 grp["bad"] = 1
 
-    def _baseline_bytes(self, groups) -> dict[str, int] | None:
-        """Parameter bytes of the baseline per group id (a module path, or ``@fn/path``)."""
-        if self.diff is None:
-            return None
-        entries, _d, _ga, _gb = render._entries(self.baseline, None)
+    def _bytes_by_path(self, entries, here: dict | None = None) -> dict[str, int]:
+        """Parameter bytes per group id (a module path, ``@fn`` or ``@fn/path``; "" the
+        whole graph) of ``entries``, each placed where ``here`` (key -> entry of this step)
+        places it, else where it is."""
         fns = {e.function for e in self.entries if e.function}
         main = "main" if "main" in fns else (sorted(fns)[0] if fns else "")
         several = len(fns) > 1
@@ -589,14 +592,25 @@ class _Builder:
         for e in entries:
             if e.node.kind not in ("weight", "param"):
                 continue
+            place = here.get(e.key, e) if here else e
             prefix = ""
-            if several and e.function and e.function != main:
-                prefix = f"@{e.function}/"
-                out["@" + e.function] += e.node.nbytes
+            if several and place.function and place.function != main:
+                prefix = f"@{place.function}/"
+                out["@" + place.function] += e.node.nbytes
             out[""] += e.node.nbytes
-            for p in render._prefixes(e.group):
+            for p in render._prefixes(place.group):
                 out[prefix + p] += e.node.nbytes
         return dict(out)
+
+    def _baseline_bytes(self) -> dict[str, int] | None:
+        """Parameter bytes of the baseline per group id. A weight both steps have is counted
+        where this step places it: a weight whose readers moved to another module is not a
+        change of bytes."""
+        if self.diff is None:
+            return None
+        entries, _d, _ga, _gb = render._entries(self.baseline, None)
+        here = {e.key: e for e in self.entries if e.status != "removed"}
+        return self._bytes_by_path(entries, here)
 
     def _initial_collapsed(self, groups, of, drawn, focus, changes, max_boxes: int) -> list[str]:
         """The groups holding the focus are open; then those holding the other changes, then

@@ -195,3 +195,22 @@ def test_a_decoder_groups_by_module_and_numbers_read_with_their_parent():
     assert labels["model.layers.1.self_attn"] == "self_attn"
     focus = p["nodes"][p["focus"]]
     assert _inside(p, focus, trace.scale_focus.group)
+
+
+def test_a_group_shows_a_byte_change_only_where_parameters_changed():
+    """A weight whose readers move to another module (decompose-ops, fuse-ops) is not a
+    change of bytes: steps that change no parameter show no group byte change."""
+    from tests.frontend import torch_zoo
+
+    model, args, _dynamic = torch_zoo.gpt()
+    trace = explorer.explore(model, args)
+    seen = 0
+    for step in trace.steps[1:]:
+        prev = step.previous
+        if prev is None or step.diff().params.count:
+            continue
+        seen += 1
+        p = graph_payload(step, prev)
+        moved = {g["id"]: g["db"] for g in p["groups"] if g.get("db")}
+        assert moved == {}, f"#{step.index} {step.name}: {moved}"
+    assert seen >= 3

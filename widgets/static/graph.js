@@ -172,7 +172,7 @@ const PasslensGraph = (function () {
     function nodeLines(m, i) {
       const n = m.p.nodes[i];
       const lines = (n.s || []).map((t) => cut(t, MAXLABEL));
-      const w = (n.w || []).map((t) => "▪ " + cut(t, MAXLABEL));
+      const w = (n.w || []).filter((t, k) => !n.wi || k >= n.wi.length || inlined(m, n.wi[k])).map((t) => "▪ " + cut(t, MAXLABEL));
       return { title: cut(n.t, MAXLABEL), lines, w };
     }
     function groupLines(m, g) {
@@ -294,8 +294,7 @@ const PasslensGraph = (function () {
     }
     function errColor(e) {
       const t = Math.max(0, Math.min(1, (Math.log10(Math.max(e, 1e-9)) + 7) / 6)); // 1e-7 -> 0, 1e-1 -> 1
-      const hue = 120 * (1 - t);
-      return `hsl(${hue},70%,72%)`;
+      return `hsl(${(480 - 180 * t) % 360},75%,${74 - 22 * t}%)`; // green, yellow, orange, magenta
     }
     function drawText(parent, x, y, text, cls) { const t = svg("text", { x, y, class: cls }, parent); t.textContent = text; return t; }
     function drawNode(m, i, r) {
@@ -454,7 +453,7 @@ const PasslensGraph = (function () {
     function fit() {
       if (!st.draw) return;
       const { w, h } = size(), D = st.draw, pad = 20;
-      const k = Math.min(1.5, (w - 2 * pad) / Math.max(D.w, 1), (h - 2 * pad) / Math.max(D.h, 1));
+      const k = Math.min(1, (w - 2 * pad) / Math.max(D.w, 1), (h - 2 * pad) / Math.max(D.h, 1));
       st.view = { k, x: (w - D.w * k) / 2, y: Math.max(pad, (h - D.h * k) / 2) };
       apply();
     }
@@ -472,6 +471,9 @@ const PasslensGraph = (function () {
       if (D.w <= w - 40 && D.h <= h - 40) { st.view = { k: 1, x: (w - D.w) / 2, y: Math.max(20, (h - D.h) / 2) }; apply(); return; }
       const f = focusIndex();
       const r = f >= 0 ? boxRect(f) : null;
+      vp.querySelectorAll(".plg-focus").forEach((g) => g.classList.remove("plg-focus"));
+      const fg = f >= 0 && st.boxes && st.boxes.get(rep(st.m, f));
+      if (fg) fg.classList.add("plg-focus"); // where the view opened, until something is selected
       if (r) centreOn(r, 1);
       else { st.view = { k: 1, x: Math.max(20, (w - D.w) / 2), y: 20 }; apply(); }
     }
@@ -480,6 +482,8 @@ const PasslensGraph = (function () {
       const D = st.draw, m = st.m;
       const c = mini.getContext && mini.getContext("2d");
       if (!c || !D) return;
+      const want = Math.round(Math.max(48, Math.min(200, (130 * D.w) / Math.max(D.h, 1))));
+      if (mini.width !== want) { mini.width = want; if (hit) hit.mini = null; }
       const s = Math.min(mini.width / Math.max(D.w, 1), mini.height / Math.max(D.h, 1));
       st.mini = { s, ox: (mini.width - D.w * s) / 2, oy: (mini.height - D.h * s) / 2 };
       if (hit && hit.mini) { st.miniImg = hit.mini; drawMiniView(); return; }
@@ -567,7 +571,7 @@ const PasslensGraph = (function () {
       if (n.mark && !plain()) h("div", "plg-d-mark", panel, n.mark);
       if (n.chg && !plain()) h("div", "plg-d-chg", panel, n.chg);
       const t = h("table", "plg-d-table", panel);
-      row(t, "id", n.id);
+      row(t, "id", n.id.startsWith("removed:") ? n.id.slice(8) + " (removed by this step)" : n.id);
       row(t, "type", m.p.types[n.ty]);
       if (n.b) row(t, "bytes", fmtBytes(n.b));
       row(t, "module", modulePath(m, n.g));
@@ -615,6 +619,7 @@ const PasslensGraph = (function () {
     }
     function select(i, quiet) {
       st.sel = i;
+      if (i >= 0) vp.querySelectorAll(".plg-focus").forEach((g) => g.classList.remove("plg-focus"));
       if (i >= 0) setCrumb(i);
       markSelection();
       showDetails();
@@ -707,7 +712,7 @@ const PasslensGraph = (function () {
       st.hits = []; st.hit = -1;
       if (f === "bad") { hitInfo.textContent = "bad regex"; results.textContent = ""; results.classList.remove("plg-open"); markHits(); return; }
       if (f) for (let i = 0; i < m.N; i++) if (shownNode(m, i) && f(searchText(m, i))) st.hits.push(i);
-      hitInfo.textContent = f ? (st.hits.length ? st.hits.length + " found" : "0 found") : "";
+      hitInfo.textContent = f ? st.hits.length + " found" : "";
       renderResults();
       markHits();
     }
@@ -716,7 +721,7 @@ const PasslensGraph = (function () {
       const m = st.m;
       if (!st.query.trim() || !m) { results.classList.remove("plg-open"); return; }
       results.classList.add("plg-open");
-      const head = h("div", "plg-r-head", results, st.hits.length ? (st.hit >= 0 ? (st.hit + 1) + " of " + st.hits.length : st.hits.length + " hits") + " · Enter: next · Esc: close" : "no node matches");
+      const head = h("div", "plg-r-head", results, st.hits.length ? (st.hit >= 0 ? (st.hit + 1) + " of " + st.hits.length : st.hits.length + (st.hits.length === 1 ? " hit" : " hits")) + " · Enter: next · Esc: close" : "no node matches");
       head.dataset.count = st.hits.length;
       const byModule = new Map();
       for (const i of st.hits.slice(0, 300)) {
@@ -730,8 +735,11 @@ const PasslensGraph = (function () {
           const n = m.p.nodes[i];
           const item = h("div", "plg-r-item" + (st.hits[st.hit] === i ? " plg-on" : ""), results);
           item.dataset.i = i;
+          const d = (m.p.details || [])[i] || {};
           h("span", "plg-r-op", item, n.k === "op" || n.k === "call" ? n.t : n.k);
-          h("span", "plg-r-name", item, " " + (n.k === "op" || n.k === "call" ? n.id.split("/").pop() : n.t));
+          h("span", "plg-r-name", item, " " + (n.k === "op" || n.k === "call" ? n.id.split("/").pop() : d.name || n.t));
+          if (n.st === "removed" && !plain()) h("span", "plg-r-gone", item, " (removed)");
+          item.title = d.name || n.id;
           item.addEventListener("click", () => { st.hit = st.hits.indexOf(i); locate(i); renderResults(); });
         }
       }
@@ -773,7 +781,8 @@ const PasslensGraph = (function () {
     }
     function updateChangeInfo() {
       const list = changes();
-      changeInfo.textContent = list.length ? list.length + " changes" : "no changes";
+      const what = st.mode === "before" ? " removed or changed" : list.length === 1 ? " change" : " changes";
+      changeInfo.textContent = list.length ? list.length + what : "no changes";
       prevChange.disabled = nextChangeB.disabled = !list.length;
     }
 
@@ -849,21 +858,29 @@ const PasslensGraph = (function () {
       const screen = r ? { x: (r.x + r.w / 2) * st.view.k + st.view.x, y: (r.y + r.h / 2) * st.view.k + st.view.y } : null;
       const target = modelOf(mode === "before" ? st.before : st.after);
       syncExpansion(from, target);
-      const j = sel >= 0 ? counterpart(sel, mode) : -1;
+      let j = sel >= 0 ? counterpart(sel, mode) : -1;
+      // a node this step added has no counterpart before it: keep it to come back to
+      const added = mode === "before" && sel >= 0 && j < 0 ? st.m.p.nodes[sel].t : "";
+      if (mode === "before") st.keepAfter = j < 0 ? sel : -1;
+      else if (sel < 0 && st.keepAfter >= 0) j = st.keepAfter;
       use(mode, true);
+      note.textContent = added ? "“" + added + "” is new in this step: the step before has no counterpart" : "";
+      note.style.display = added ? "" : "none";
       if (j >= 0) {
         ensureVisible(j);
         select(j);
         const r2 = boxRect(j);
         if (r2 && screen) { st.view.x = screen.x - (r2.x + r2.w / 2) * st.view.k; st.view.y = screen.y - (r2.y + r2.h / 2) * st.view.k; apply(); }
-      } else { select(-1); openView(); }
+        else if (r2) centreOn(r2);
+      } else if (added) select(-1);
+      else { select(-1); openView(); }
       search(st.query);
       if (opts.onMode) opts.onMode(mode);
     }
     function setData(after, before, o) {
       st.after = after; st.before = before || null;
       st.plainAfter = !!(o && o.plain);
-      st.sel = -1;
+      st.sel = -1; st.keepAfter = -1;
       modeBox.style.display = st.before ? "" : "none";
       const m = modelOf(after);
       errB.style.display = m.hasErr ? "" : "none";
@@ -890,7 +907,7 @@ const PasslensGraph = (function () {
         const row = h("div", "plg-lg-err", legend);
         h("span", "", row, "error (max rel) ");
         for (const e of [1e-7, 1e-5, 1e-3, 1e-1]) { const sw = h("span", "plg-lg-sw", row); sw.style.background = errColor(e); h("span", "", row, " " + e.toExponential(0) + " "); }
-        const none = h("span", "plg-lg-sw", row); none.style.background = "#f5f5f5"; h("span", "", row, " not compared");
+        const none = h("span", "plg-lg-sw", row); none.style.background = "#f5f5f5"; h("span", "", row, " no error reported (within tolerance, or not compared)");
       }
     }
     renderLegend();
@@ -900,7 +917,7 @@ const PasslensGraph = (function () {
     stage.addEventListener("wheel", (e) => {
       e.preventDefault();
       const r = stage.getBoundingClientRect(), mx = e.clientX - r.left, my = e.clientY - r.top, v = st.view;
-      const k = Math.min(4, Math.max(0.02, v.k * Math.exp(-e.deltaY * 0.0015)));
+      const k = Math.min(3, Math.max(0.02, v.k * Math.exp(-e.deltaY * 0.0015)));
       v.x = mx - (mx - v.x) * (k / v.k); v.y = my - (my - v.y) * (k / v.k); v.k = k;
       apply();
     }, { passive: false });
@@ -913,6 +930,7 @@ const PasslensGraph = (function () {
     root.addEventListener("click", (e) => {
       if (drag && drag.moved) return;
       el.focus({ preventScroll: true });
+      results.classList.remove("plg-open");
       const g = e.target.closest("[data-i],[data-gi]");
       if (!g) { select(-1); return; }
       if (g.dataset.i !== undefined) select(+g.dataset.i);
