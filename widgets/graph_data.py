@@ -163,7 +163,12 @@ class _Builder:
             for c in pd.broadcast:
                 i = node_of_param(c.name)
                 if i is not None:
-                    marks[i] = f"×{c.copies} copies of {c.source}"
+                    # inside its module's frame the source needs no module path
+                    group = self.entries[i].group
+                    source = c.source
+                    if group and source.startswith(group + "."):
+                        source = source[len(group) + 1 :]
+                    marks[i] = f"×{c.copies} copies of {source}"
             for g in pd.growth:
                 i = node_of_param(g.name)
                 if i is not None:
