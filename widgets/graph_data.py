@@ -121,14 +121,6 @@ def short_path(path: str, root: str) -> str:
     return os.path.basename(file) + line if os.path.isabs(file) else path
 
 
-def _op_summary(ops: list[str], limit: int = 3) -> str:
-    counts = Counter(ops)
-    parts = [f"{op} ×{c}" if c > 1 else op for op, c in counts.most_common(limit)]
-    if len(counts) > limit:
-        parts.append(f"+{len(counts) - limit} more")
-    return ", ".join(parts)
-
-
 # ===== the builder =============================================================================
 
 
@@ -246,16 +238,22 @@ class _Builder:
             of[i] = parent
         return self._simplify(groups, of, drawn)
 
+    @staticmethod
+    def _shape(groups, of, drawn) -> tuple[list[list[int]], list[int]]:
+        """Each group's child groups, and how many drawn nodes sit directly in it."""
+        kids: list[list[int]] = [[] for _ in groups]
+        for g in range(1, len(groups)):
+            kids[groups[g]["p"]].append(g)
+        direct = [0] * len(groups)
+        for i in drawn:
+            direct[of[i]] += 1
+        return kids, direct
+
     def _simplify(self, groups, of, drawn):
         """Drop groups not worth a frame (one member in all, or a lone child group and no
         nodes of their own: the child takes the parent's place, its label the joined path)."""
         n = len(groups)
-        kids: list[list[int]] = [[] for _ in range(n)]
-        for g in range(1, n):
-            kids[groups[g]["p"]].append(g)
-        direct = [0] * n
-        for i in drawn:
-            direct[of[i]] += 1
+        kids, direct = self._shape(groups, of, drawn)
         total = direct[:]
         for g in range(n - 1, 0, -1):  # children come after their parents
             total[groups[g]["p"]] += total[g]
@@ -572,7 +570,7 @@ class _Builder:
         for g, grp in enumerate(groups):
             grp["n"] = live[g]
             if ops[g]:
-                grp["ops"] = f"{len(ops[g])} ops: {_op_summary(ops[g])}"
+                grp["ops"] = f"{len(ops[g])} ops: {render._op_summary(ops[g], 3)}"
             if grp["k"] != "segment":  # a module's weights, wherever they are drawn
                 nbytes[g] = after.get(grp["id"], 0)
             if nbytes[g]:
@@ -622,12 +620,7 @@ class _Builder:
         groups breadth first, while the number of boxes stays within ``max_boxes``; the rest
         start collapsed."""
         n = len(groups)
-        kids: list[list[int]] = [[] for _ in range(n)]
-        for g in range(1, n):
-            kids[groups[g]["p"]].append(g)
-        direct = [0] * n
-        for i in drawn:
-            direct[of[i]] += 1
+        kids, direct = self._shape(groups, of, drawn)
         opened = {0}
         boxes = direct[0] + len(kids[0])
 
