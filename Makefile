@@ -17,8 +17,9 @@ PIP    := $(VPY) -m pip
 STAMP  := $(VENV)/.installed
 PIP_INSTALL := $(PIP) install -c constraints.txt
 
-# System (Debian) dependencies as PKG:CMD pairs; installed by .ci/ensure-apt.sh when CMD is missing.
-APT_DEPS := graphviz:dot chromium:chromium
+# System (Debian) dependencies as PKG:CMD pairs; installed by .ci/ensure-apt.sh when CMD is missing
+# (node runs the graph layout engine's tests).
+APT_DEPS := graphviz:dot chromium:chromium nodejs:node
 
 PYTEST_ARGS ?=
 LAB_ARGS    ?=
