@@ -564,9 +564,11 @@ def _pow(ctx, node, args, kwargs):
     "aten.minimum.default",
     "aten.fmax.default",
     "aten.fmin.default",
+    "aten.max.other",  # torch.max(a, b): element-wise, as maximum
+    "aten.min.other",
 )
 def _max_min(ctx, node, args, kwargs):
-    op = "maximum" if op_name(node).startswith(("maximum", "fmax")) else "minimum"
+    op = "maximum" if op_name(node) in ("maximum", "fmax", "max") else "minimum"
     return _binary(ctx, op, args[0], args[1])
 
 
@@ -852,6 +854,31 @@ def _slice(ctx, node, args, kwargs):
     end = size if isinstance(end, int) and end >= _TO_END else end
     end = size + end if isinstance(end, int) and end < 0 else end
     return _slice_sym(x, axis, start, end, step)
+
+
+@converts("aten.diff.default")
+def _diff(ctx, node, args, kwargs):
+    """``torch.diff``: ``x[1:] - x[:-1]`` along ``dim``, ``n`` times, after ``prepend`` and
+    ``append`` are joined on (for bool, ``x[1:] != x[:-1]``: torch's logical xor)."""
+    a = ctx.arg(args, kwargs)
+    dtype = ctx.out_dtype
+    x = cast(a["self"], dtype)
+    axis = _axis(int(a["dim"]), _rank(x))
+    parts = [cast(a["prepend"], dtype)] if a.get("prepend") is not None else []
+    parts.append(x)
+    if a.get("append") is not None:
+        parts.append(cast(a["append"], dtype))
+    if len(parts) > 1:
+        x = Call("concat", parts, {"axis": axis})
+    for _ in range(int(a["n"])):
+        size = x.ty.shape[axis]
+        if isinstance(size, int):
+            hi = call("strided_slice", x, begin=[1], end=[size], axes=[axis])
+            lo = call("strided_slice", x, begin=[0], end=[size - 1], axes=[axis])
+        else:
+            hi, lo = _slice_sym(x, axis, 1, size, 1), _slice_sym(x, axis, 0, size - 1, 1)
+        x = call("not_equal" if dtype is DType.bool else "subtract", hi, lo)
+    return x
 
 
 @converts("aten.narrow.default", "aten.narrow_copy.default")

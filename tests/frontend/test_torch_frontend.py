@@ -375,6 +375,19 @@ OP_CASES = {
     ),
     "pow": (lambda m, x, y: x**2 + x.abs() ** 0.5 + 2**x + torch.pow(x.abs() + 1, y), (X, Y)),
     "max_min": (lambda m, x, y: torch.maximum(x, y) - torch.minimum(x, y), (X, Y)),
+    # aten.max.other / aten.min.other (T5's relative position buckets use torch.min(a, b))
+    "max_min_other": (lambda m, x, y: torch.max(x, y) - 2 * torch.min(x, y), (X, Y)),
+    # aten.diff (Llama's packed-sequence check on position ids): n, dim, prepend, bool
+    "diff": (
+        lambda m, x, i: (
+            torch.diff(x).sum()
+            + torch.diff(x, n=2, dim=0).sum()
+            + torch.diff(x, dim=0, prepend=x[:1], append=x[-1:]).sum()
+            + torch.diff(i, dim=-1).float().sum()
+            + torch.diff(x > 0, dim=1).float().sum()
+        ),
+        (X, IDS),
+    ),
     # unary
     "unary_math": (
         lambda m, x: (
