@@ -1621,6 +1621,13 @@ def _cond(ctx, node, args, kwargs):
     return If(cast(pred, DType.bool), branches[0], branches[1])
 
 
+@converts("higher_order.wrap_with_set_grad_enabled")
+def _set_grad(ctx, node, args, kwargs):
+    """A ``torch.no_grad()`` / ``enable_grad()`` region (rotary embeddings in transformers):
+    gradients do not matter to an inference graph, so its subgraph is inlined."""
+    return tuple(ctx.convert_graph(args[1], list(args[2:])))
+
+
 def _bound_outside(ctx: ConvertContext, operands: list) -> list[Expr]:
     """Every expression converted so far in the enclosing graph (bound before the If)."""
     outside = [v for v in ctx.values.values() if isinstance(v, Expr)]

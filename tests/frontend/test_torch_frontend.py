@@ -789,3 +789,29 @@ def test_operator_after_decompositions(case):
     module = from_torch(ep)
     verify(module)
     assert_matches_torch(module, model, args)
+
+
+class _NoGradRotary(nn.Module):
+    """A rotary embedding computed under ``torch.no_grad()`` (as transformers' Llama does):
+    torch.export wraps the region in ``higher_order.wrap_with_set_grad_enabled``."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("inv_freq", torch.linspace(0.1, 1.0, 4))
+
+    def forward(self, x, pos):
+        with torch.no_grad():
+            freqs = pos[:, :, None].float() * self.inv_freq[None, None, :]
+            cos, sin = freqs.cos(), freqs.sin()
+        h = self.lin(x)
+        return h * cos + h.flip(-1) * sin
+
+
+def test_a_no_grad_region_is_inlined():
+    model = _NoGradRotary().eval()
+    args = (torch.randn(2, 3, 4), torch.arange(3)[None].expand(2, 3).contiguous())
+    module = from_torch(model, args)
+    ops = {n.op for n in module["main"].iter_nodes() if hasattr(n, "op")}
+    assert {"cos", "sin"} <= ops  # the region's ops are in @main itself
+    assert_matches_torch(module, model, args)
