@@ -1574,19 +1574,45 @@ def _gather(ctx, node, args, kwargs):
 def _index_check(node) -> str | None:
     indices = node.args[1] if len(node.args) > 1 else []
     used = [i for i in indices if i is not None]
-    if len(used) != 1:
-        return "advanced indexing with several index tensors"
-    val = used[0].meta.get("val") if hasattr(used[0], "meta") else None
-    if val is not None and val.dtype is torch.bool:
-        return "indexing with a bool mask (data-dependent shape)"
+    if not used:
+        return "indexing with no index tensor"
+    for t in used:
+        val = t.meta.get("val") if hasattr(t, "meta") else None
+        if val is not None and val.dtype is torch.bool:
+            return "indexing with a bool mask (data-dependent shape)"
     return None
 
 
 @converts("aten.index.Tensor", check=_index_check)
 def _index(ctx, node, args, kwargs):
-    x, indices = args[0], args[1]
-    (axis,) = [i for i, t in enumerate(indices) if t is not None]
-    return call("take", x, indices[axis], axis=axis)
+    """``x[i]`` along one axis is a take; ``x[i0, i1, ...]`` with several index tensors
+    (broadcast together, as numpy's advanced indexing; transformers' mask builders do it) is a
+    take of the flat index ``i0 * s0 + i1 * s1 + ...`` from ``x`` with those axes merged.
+    Index tensors separated by a full slice put their dims first, as in numpy."""
+    x, indices = args[0], list(args[1])
+    axes = [i for i, t in enumerate(indices) if t is not None]
+    if len(axes) == 1:
+        return call("take", x, indices[axes[0]], axis=axes[0])
+    index = [indices[a] for a in axes]
+    shape = list(x.ty.shape)
+    if axes != list(range(axes[0], axes[-1] + 1)):  # not adjacent: the indexed dims go first
+        order = axes + [a for a in range(len(shape)) if a not in axes]
+        x = call("permute_dims", x, axes=order)
+        shape = [shape[a] for a in order]
+        axes = list(range(len(axes)))
+    dims = [shape[a] for a in axes]
+    if not all(isinstance(d, int) for d in dims):
+        raise FrontendError("advanced indexing with several index tensors over a symbolic dim")
+    zero = as_tensor(0, DType.int64)
+    flat = None
+    for k, (i, d) in enumerate(zip(index, dims, strict=True)):
+        i = cast(i, DType.int64)
+        i = call("where", call("less", i, zero), call("add", i, as_tensor(d, DType.int64)), i)
+        stride = math.prod(dims[k + 1 :])
+        term = i if stride == 1 else call("multiply", i, as_tensor(stride, DType.int64))
+        flat = term if flat is None else call("add", flat, term)
+    merged = shape[: axes[0]] + [math.prod(dims)] + shape[axes[-1] + 1 :]
+    return call("take", call("reshape", x, shape=merged), flat, axis=axes[0])
 
 
 @converts("aten.topk.default")

@@ -552,6 +552,22 @@ OP_CASES = {
         {"idx": torch.tensor([3, 0, 0, 1]), "idx2": _i(3, 4, high=4)},
     ),
     "index_tensor": (lambda m, x: x[:, m.idx], (X,), {"idx": torch.tensor([2, 0])}),
+    # several index tensors, broadcast together, negative indices (transformers' mask builders)
+    "index_tensors": (
+        lambda m, x: x[m.r, m.c] + (x > 0)[m.r, m.k].float() + x.t()[m.c, m.r],
+        (X,),
+        {
+            "r": torch.tensor([[0], [2]]),
+            "c": torch.tensor([1, -1, 0]),
+            "k": torch.tensor([[1, 3, -1]]),
+        },
+    ),
+    # index tensors apart (a full slice between): their dims come first, as in numpy
+    "index_tensors_apart": (
+        lambda m, x: x[m.a, :, m.b],
+        (_r(2, 4, 5),),
+        {"a": torch.tensor([1, 0]), "b": torch.tensor([3, -2])},
+    ),
     # normalisation
     "norms": (
         lambda m, x: (
