@@ -342,6 +342,12 @@ def _clean_path(path: str) -> str:
     return path.strip(".")
 
 
+def _is_torch_file(path: str) -> bool:
+    """Whether a frame's file is torch's own (``.../site-packages/torch/nn/modules/...``)."""
+    parts = path.replace("\\", "/").split("/")
+    return any(p in ("torch", "functorch", "torchgen") for p in parts[:-1])
+
+
 def _location(node) -> str | None:
     trace = node.meta.get("stack_trace")
     if not trace:
@@ -349,13 +355,11 @@ def _location(node) -> str | None:
     frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
     if not frames:
         return None
-    # the innermost frame of the user's code: not torch, not an installed package, not code
-    # torch generated (``<eval_with_key>.3`` in the branches of torch.cond)
-    user = [
-        f
-        for f in frames
-        if "site-packages" not in f[0] and "/torch/" not in f[0] and not f[0].startswith("<")
-    ]
+    # the innermost frame of the model's code: not torch itself, not code torch generated
+    # (``<eval_with_key>.3`` in the branches of torch.cond); a library the model comes from
+    # (transformers' modeling_llama.py) is the model's code: its line is the one that used
+    # the op, the user's wrapper only called it
+    user = [f for f in frames if not _is_torch_file(f[0]) and not f[0].startswith("<")]
     file, line = (user or frames)[-1]
     return f"{file}:{line}"
 

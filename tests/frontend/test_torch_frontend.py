@@ -831,3 +831,31 @@ def test_a_no_grad_region_is_inlined():
     ops = {n.op for n in module["main"].iter_nodes() if hasattr(n, "op")}
     assert {"cos", "sin"} <= ops  # the region's ops are in @main itself
     assert_matches_torch(module, model, args)
+
+
+def test_an_unsupported_op_names_the_library_line_that_uses_it(tmp_path, monkeypatch):
+    """A model from an installed library (transformers): the error points at the library's
+    line that uses the op, not at the user's wrapper that called the library."""
+    lib = tmp_path / "site-packages" / "fakelib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("")
+    (lib / "layers.py").write_text(
+        "import torch\n\n\nclass Odd(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return torch.logcumsumexp(x, dim=-1)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site-packages"))
+    from fakelib.layers import Odd
+
+    class Wrapper(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Odd()
+
+        def forward(self, x):
+            return self.inner(x) * 2
+
+    with pytest.raises(UnsupportedOperatorError) as err:
+        from_torch(Wrapper(), (torch.randn(2, 3),))
+    text = str(err.value)
+    assert "aten.logcumsumexp" in text and "inner" in text
+    assert f"{lib / 'layers.py'}:6" in text
