@@ -76,8 +76,10 @@ class ValueCache:
                         closures[node.func] = callee_closure(module, node.func)
                     old = self.callees.get(node)
                     new = closures[node.func]
-                    bad = old is None or len(old) != len(new) or any(
-                        a[0] != b[0] or a[1] is not b[1] for a, b in zip(old, new)
+                    bad = (
+                        old is None
+                        or len(old) != len(new)
+                        or any(a[0] != b[0] or a[1] is not b[1] for a, b in zip(old, new))
                     )
                 if bad:
                     stale.add(id(node))
@@ -117,9 +119,22 @@ class TypeMismatch:
     shape: tuple
     dtype: str
 
+    @classmethod
+    def of(cls, node: Expr, value: Any) -> TypeMismatch:
+        """The mismatch of ``node`` computing ``value``."""
+        if isinstance(value, np.ndarray):
+            return cls(node, node.ty, tuple(value.shape), str(value.dtype))
+        return cls(
+            node,
+            node.ty,
+            (),
+            _value_desc(value) if isinstance(value, tuple) else type(value).__name__,
+        )
+
     def __str__(self) -> str:
         name = f"%{self.node.name}" if self.node.name else type(self.node).__name__
-        return f"{name}: annotated {self.annotated}, computed {self.dtype}{list(self.shape)}"
+        computed = f"{self.dtype}{list(self.shape)}" if self.dtype.isidentifier() else self.dtype
+        return f"{name}: annotated {self.annotated}, computed {computed}"
 
 
 @dataclass
@@ -185,6 +200,16 @@ def _to_array(value: Any, param: Var, index: int) -> np.ndarray:
             f"input {index} (%{param.name}) must be a numpy array, got {type(value).__name__}"
         )
     return np.asarray(value)
+
+
+def _as_value(value: Any) -> Any:
+    """An op's result as the interpreter keeps it: a numpy scalar (``np.take`` with a 0-d
+    index returns one) becomes the 0-d array its type annotates; tuples element-wise."""
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if isinstance(value, tuple):
+        return tuple(_as_value(v) for v in value)
+    return value
 
 
 def _matches(ty: Type, value: Any, env: dict[str, int]) -> bool:
@@ -283,10 +308,9 @@ class _Evaluator:
                 raise InterpretError(
                     f"while executing {_describe(node)}: {type(e).__name__}: {e}", node
                 ) from e
+            result = _as_value(result)
             if self.check_types and not _matches(node.ty, result, dict(self.env)):
-                shape = result.shape if isinstance(result, np.ndarray) else ()
-                dtype = str(result.dtype) if isinstance(result, np.ndarray) else "tuple"
-                self.mismatches.append(TypeMismatch(node, node.ty, tuple(shape), dtype))
+                self.mismatches.append(TypeMismatch.of(node, result))
             values[node] = result
 
     def compute(self, node: Expr) -> Any:

@@ -335,3 +335,27 @@ def assert_same(got, want):
             assert_same(g, w)
     else:
         assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+
+
+def test_a_numpy_scalar_result_is_the_0d_array_its_type_says():
+    """np.take with a 0-d index returns a numpy scalar: kept as a 0-d array, it matches its
+    annotation (no false shape mismatch), and a real mismatch says what was computed."""
+    from compiler.interpret import TypeMismatch, evaluate
+
+    m = parse(
+        """
+def @main(%x: i64[3]) -> i64[] {
+  %t: i64[] = take(%x, const(i64[], 1), axis=0)
+  return %t
+}
+"""
+    )
+    ev = evaluate(m, [np.array([4, 5, 6])], check_types=True)
+    assert ev.mismatches == []
+    (out,) = run(m, np.array([4, 5, 6]))
+    assert isinstance(out, np.ndarray) and out.shape == () and out == 5
+    node = m["main"].output
+    pair = (np.zeros((2, 3), np.float32), np.zeros(1, np.int64))
+    text = str(TypeMismatch.of(node, pair))
+    assert "computed (float32 array of shape (2, 3), int64 array of shape (1,))" in text
+    assert str(TypeMismatch.of(node, np.zeros(2, np.float32))).endswith("computed float32[2]")
