@@ -1654,6 +1654,20 @@ def _set_grad(ctx, node, args, kwargs):
     return tuple(ctx.convert_graph(args[1], list(args[2:])))
 
 
+@converts("higher_order.wrap_with_autocast")
+def _autocast(ctx, node, args, kwargs):
+    """A ``torch.autocast(...)`` region: inlined when it is disabled (models switch autocast
+    off around their rotary embeddings); an enabled one would run its ops in a lower precision,
+    which this frontend does not reproduce, so it is refused."""
+    device, dtype, enabled = args[0], args[1], args[2]
+    if enabled:
+        raise FrontendError(
+            f"an enabled torch.autocast({device!r}, dtype={dtype}) region: its ops would run "
+            "in that precision; export the model with autocast off"
+        )
+    return tuple(ctx.convert_graph(args[4], list(args[5:])))
+
+
 def _bound_outside(ctx: ConvertContext, operands: list) -> list[Expr]:
     """Every expression converted so far in the enclosing graph (bound before the If)."""
     outside = [v for v in ctx.values.values() if isinstance(v, Expr)]

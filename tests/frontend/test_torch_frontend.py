@@ -859,3 +859,22 @@ def test_an_unsupported_op_names_the_library_line_that_uses_it(tmp_path, monkeyp
     text = str(err.value)
     assert "aten.logcumsumexp" in text and "inner" in text
     assert f"{lib / 'layers.py'}:6" in text
+
+
+class _Autocast(nn.Module):
+    def __init__(self, enabled: bool):
+        super().__init__()
+        self.enabled = enabled
+
+    def forward(self, x):
+        with torch.autocast("cpu", enabled=self.enabled):
+            y = x.exp() @ x.t()
+        return y + 1
+
+
+def test_an_autocast_region_is_inlined_when_disabled_and_refused_when_enabled():
+    args = (_r(3, 4),)
+    module = from_torch(_Autocast(False), args)
+    assert_matches_torch(module, _Autocast(False), args)
+    with pytest.raises(FrontendError, match="an enabled torch.autocast"):
+        from_torch(_Autocast(True), args)  # "an enabled torch.autocast(...) region"
