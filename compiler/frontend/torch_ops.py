@@ -1615,6 +1615,63 @@ def _index(ctx, node, args, kwargs):
     return call("take", call("reshape", x, shape=merged), flat, axis=axes[0])
 
 
+def _index_put_check(node) -> str | None:
+    indices = node.args[1] if len(node.args) > 1 else []
+    for t in indices:
+        val = t.meta.get("val") if hasattr(t, "meta") else None
+        if val is not None and val.dtype is torch.bool:
+            return "index_put with a bool mask (x[mask] = v; data-dependent positions)"
+    return None
+
+
+@converts("aten.index_put.default", "aten.index_put_.default", check=_index_put_check)
+def _index_put(ctx, node, args, kwargs):
+    """``x[i0, i1, ...] = values`` (``accumulate``: ``+=``) with index tensors on adjacent
+    axes, broadcast together: a scatter of the values along the merged indexed axes, at the
+    flat index ``i0 * s0 + i1 * s1 + ...``. With repeated positions and no accumulate the
+    last value wins (torch leaves it unspecified)."""
+    a = ctx.arg(args, kwargs)
+    dtype = ctx.out_dtype
+    x, indices, values = cast(a["self"], dtype), list(a["indices"]), cast(a["values"], dtype)
+    axes = [i for i, t in enumerate(indices) if t is not None]
+    if not axes or axes != list(range(axes[0], axes[-1] + 1)):
+        raise FrontendError("index_put with index tensors on axes that are not adjacent")
+    shape = list(x.ty.shape)
+    dims = [shape[i] for i in axes]
+    index = [cast(indices[i], DType.int64) for i in axes]
+    index_shapes = [t.ty.shape for t in index]
+    if not all(isinstance(d, int) for d in dims) or not all(
+        isinstance(d, int) for s in index_shapes for d in s
+    ):
+        raise FrontendError("index_put over a symbolic dim")
+    pre, post = shape[: axes[0]], shape[axes[-1] + 1 :]
+    picked = list(np.broadcast_shapes(*index_shapes))  # the shape x[i0, i1, ...] has
+    n = math.prod(picked)
+    zero = as_tensor(0, DType.int64)
+    flat = None
+    for k, (i, d) in enumerate(zip(index, dims, strict=True)):
+        i = call("where", call("less", i, zero), call("add", i, as_tensor(d, DType.int64)), i)
+        stride = math.prod(dims[k + 1 :])
+        term = i if stride == 1 else call("multiply", i, as_tensor(stride, DType.int64))
+        flat = term if flat is None else call("add", flat, term)
+    flat = call("reshape", call("broadcast_to", flat, shape=picked), shape=[n])
+    lead, tail = len(pre), len(post)
+    flat = call("reshape", flat, shape=[1] * lead + [n] + [1] * tail)
+    flat = call("broadcast_to", flat, shape=pre + [n] + post)
+    values = call("broadcast_to", values, shape=pre + picked + post)
+    values = call("reshape", values, shape=pre + [n] + post)
+    merged = call("reshape", x, shape=pre + [math.prod(dims)] + post)
+    out = call(
+        "scatter_elements",
+        merged,
+        flat,
+        values,
+        axis=lead,
+        reduction="add" if a["accumulate"] else "none",
+    )
+    return call("reshape", out, shape=shape)
+
+
 @converts("aten.topk.default")
 def _topk(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)

@@ -562,6 +562,13 @@ OP_CASES = {
             "k": torch.tensor([[1, 3, -1]]),
         },
     ),
+    # x[i, j] = v and x[i, j] += v (index_put), broadcast indices and values
+    "index_put": (
+        lambda m, x: torch.index_put(x, (m.r, m.c), torch.tensor(7.0))
+        + torch.index_put(x, (m.r,), x[:1] * 2, accumulate=True),
+        (X,),
+        {"r": torch.tensor([[0], [-1]]), "c": torch.tensor([1, 3])},
+    ),
     # index tensors apart (a full slice between): their dims come first, as in numpy
     "index_tensors_apart": (
         lambda m, x: x[m.a, :, m.b],
