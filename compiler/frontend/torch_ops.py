@@ -1603,6 +1603,13 @@ def _index(ctx, node, args, kwargs):
     dims = [shape[a] for a in axes]
     if not all(isinstance(d, int) for d in dims):
         raise FrontendError("advanced indexing with several index tensors over a symbolic dim")
+    merged = shape[: axes[0]] + [math.prod(dims)] + shape[axes[-1] + 1 :]
+    return call("take", call("reshape", x, shape=merged), _flat_index(index, dims), axis=axes[0])
+
+
+def _flat_index(index: list[Expr], dims: list[int]) -> Expr:
+    """``i0 * s0 + i1 * s1 + ...``: the position in ``dims`` merged into one axis of the
+    index tensors (broadcast together; a negative index counts from the end of its dim)."""
     zero = as_tensor(0, DType.int64)
     flat = None
     for k, (i, d) in enumerate(zip(index, dims, strict=True)):
@@ -1611,8 +1618,7 @@ def _index(ctx, node, args, kwargs):
         stride = math.prod(dims[k + 1 :])
         term = i if stride == 1 else call("multiply", i, as_tensor(stride, DType.int64))
         flat = term if flat is None else call("add", flat, term)
-    merged = shape[: axes[0]] + [math.prod(dims)] + shape[axes[-1] + 1 :]
-    return call("take", call("reshape", x, shape=merged), flat, axis=axes[0])
+    return flat
 
 
 def _index_put_check(node) -> str | None:
@@ -1647,14 +1653,8 @@ def _index_put(ctx, node, args, kwargs):
     pre, post = shape[: axes[0]], shape[axes[-1] + 1 :]
     picked = list(np.broadcast_shapes(*index_shapes))  # the shape x[i0, i1, ...] has
     n = math.prod(picked)
-    zero = as_tensor(0, DType.int64)
-    flat = None
-    for k, (i, d) in enumerate(zip(index, dims, strict=True)):
-        i = call("where", call("less", i, zero), call("add", i, as_tensor(d, DType.int64)), i)
-        stride = math.prod(dims[k + 1 :])
-        term = i if stride == 1 else call("multiply", i, as_tensor(stride, DType.int64))
-        flat = term if flat is None else call("add", flat, term)
-    flat = call("reshape", call("broadcast_to", flat, shape=picked), shape=[n])
+    flat = call("broadcast_to", _flat_index(index, dims), shape=picked)
+    flat = call("reshape", flat, shape=[n])
     lead, tail = len(pre), len(post)
     flat = call("reshape", flat, shape=[1] * lead + [n] + [1] * tail)
     flat = call("broadcast_to", flat, shape=pre + [n] + post)
