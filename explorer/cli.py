@@ -394,7 +394,7 @@ def _demo(args: argparse.Namespace) -> int:
         return run_notebook(args.notebook, args.out)
     from explorer.demo import main as demo_main
 
-    return int(demo_main() or 0)
+    return int(demo_main(args.out) or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -49,11 +49,11 @@ def _model():
     return TinyConvNeXt().eval(), (torch.randn(1, 3, 32, 32),)
 
 
-def main() -> int:
-    """Run the demo; returns a process exit code (0 when every expectation held)."""
+def main(out_dir: str = os.path.join("build", "demo")) -> int:
+    """Run the demo, writing its reports and trace to ``out_dir``; returns a process exit
+    code (0 when every expectation held)."""
     import explorer
 
-    out_dir = os.path.join("build", "demo")
     os.makedirs(out_dir, exist_ok=True)
     model, args = _model()
 

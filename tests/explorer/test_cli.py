@@ -256,9 +256,15 @@ def test_usage_errors_and_help(capsys):
 
 
 def test_demo_runs(capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # it writes build/demo/ where it runs
-    code, out, _ = run(capsys, "demo")
+    monkeypatch.chdir(tmp_path)  # nothing is written where it runs: --out says where
+    out_dir = tmp_path / "out"
+    code, out, _ = run(capsys, "demo", "--out", out_dir)
     assert code == 0 and "default pipeline" in out
+    written = {p.name for p in out_dir.iterdir()}
+    assert {"passlens-demo.html", "passlens-demo-bloat.html", "passlens-demo.passlens"} <= written
+    assert not (tmp_path / "build").exists()
+    bloat = (out_dir / "passlens-demo-bloat.html").read_text()
+    assert "param-bloat at #" in bloat  # the check's findings are in the bloat report
 
 
 # registers test-explode
