@@ -30,7 +30,7 @@ from panel.custom import JSComponent
 from panel.io.server import get_server
 
 from widgets import render, views
-from widgets.graph_view import graph_css, graph_data, graph_esm, node_details, selected_stats
+from widgets.graph_view import GraphState, graph_css, graph_data, graph_esm, selected_stats
 from widgets.views import TABS
 
 _STATIC = Path(__file__).parent / "static"
@@ -64,7 +64,7 @@ export function render({ model, el }) {
     )
 
 
-class GraphPane(JSComponent):
+class GraphPane(GraphState, JSComponent):
     """A step's graph in the app: the graph component (diff-coloured against the previous
     step, before / after toggle, search, expand / collapse, details drawer). ``selected`` is
     the selected node's id, ``collapsed`` the collapsed groups, ``mode`` the side shown."""
@@ -82,7 +82,6 @@ class GraphPane(JSComponent):
 
     def __init__(self, max_boxes: int = render.MAX_BOXES, **params):
         self.max_boxes = max_boxes
-        self._details = None
         self.step = self.baseline = None
         super().__init__(**params)
 
@@ -98,25 +97,6 @@ class GraphPane(JSComponent):
         self.param.update(
             selected="", mode="after", collapsed=list(data["after"]["collapsed"]), data=data
         )
-
-    @property
-    def details(self) -> dict[str, dict]:
-        """Details of every node of the step shown, by node id."""
-        if self._details is None:
-            after = self.data.get("after")
-            self._details = node_details(after) if after else {}
-        return self._details
-
-    @property
-    def selected_details(self) -> dict:
-        """The details of the selected node (empty when nothing is selected), a weight's
-        statistics included."""
-        info = self.details.get(self.selected, {})
-        return {**info, **self.stats.get(self.selected, {})} if info else {}
-
-    def expand(self, group: str) -> None:
-        """Show the nodes of a collapsed group (a module path, or ``@function``)."""
-        self.collapsed = [g for g in self.collapsed if g != group]
 
 
 class Timeline(JSComponent):

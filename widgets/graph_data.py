@@ -92,10 +92,6 @@ def weight_stats(step, node_id: str) -> dict:
 # ===== helpers =================================================================================
 
 
-def _signed(n: int) -> str:
-    return ("+" if n > 0 else "−") + format_bytes(abs(n)) if n else "±0 B"
-
-
 def _common_dir(paths: list[str]) -> str:
     dirs = [os.path.dirname(p) for p in paths if p and os.path.isabs(p)]
     if not dirs:
@@ -165,7 +161,7 @@ class _Builder:
                 i = node_of_param(g.name)
                 if i is not None:
                     bad.add(i)
-                    marks.setdefault(i, f"{_signed(g.delta)} ({g.reason})")
+                    marks.setdefault(i, f"{render._signed_bytes(g.delta)} ({g.reason})")
         for f in render.findings_of(self.report, self.step):
             kind = getattr(f, "kind", "")
             details = getattr(f, "details", None) or {}
@@ -174,7 +170,7 @@ class _Builder:
                     i = node_of_param(name)
                     if i is not None:
                         bad.add(i)
-                        marks.setdefault(i, f"{_signed(delta)} ({reason})")
+                        marks.setdefault(i, f"{render._signed_bytes(delta)} ({reason})")
             elif kind in ("shape-mismatch", "diverged"):
                 for k, nid in enumerate(render._finding_nodes(f, self.gb)):
                     i = self.index.get(nid)
@@ -473,10 +469,8 @@ class _Builder:
             "pairs": pairs,
             "details": self._details(roots),
         }
-        payload["collapsed"] = self._initial_collapsed(
-            groups, of, drawn, focus, changes, max_boxes
-        )
-        return payload  # every piece is JSON-ready (the details through node_info)
+        payload["collapsed"] = self._initial_collapsed(groups, of, drawn, focus, changes, max_boxes)
+        return payload  # every piece is JSON-ready
 
     def _title(self, n, group: str) -> str:
         if n.kind in ("weight", "param", "input"):

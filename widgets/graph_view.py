@@ -23,13 +23,16 @@ STATIC = Path(__file__).parent / "static"
 HOST_CSS = ".plg-host{display:block;width:100%}"
 
 
+def graph_js() -> str:
+    """The graph component as a plain script: the layout engine and ``PasslensGraph``."""
+    return (STATIC / "graph_layout.js").read_text() + "\n" + (STATIC / "graph.js").read_text()
+
+
 def graph_esm() -> str:
     """The graph component as one ES module: layout, component and the widget adapter, with
     ``render`` exported (anywidget's entry point)."""
     return (
-        (STATIC / "graph_layout.js").read_text()
-        + "\n"
-        + (STATIC / "graph.js").read_text()
+        graph_js()
         + "\n"
         + (STATIC / "graph_widget.js").read_text()
         + "\nexport default { render };\n"
@@ -88,7 +91,43 @@ def node_details(payload: dict) -> dict[str, dict]:
     return out
 
 
-class GraphView(anywidget.AnyWidget):
+class GraphState:
+    """What a live graph view (:class:`GraphView`, the Panel app's ``GraphPane``) answers from
+    its synced state (``data``, ``selected``, ``stats``, ``collapsed``): the payload drawn,
+    node details, and expanding / collapsing a group. ``show`` resets ``_details``."""
+
+    _details: dict | None = None
+
+    @property
+    def payload(self) -> dict:
+        """The payload drawn (the after side)."""
+        return self.data.get("after") or {}
+
+    @property
+    def details(self) -> dict[str, dict]:
+        """Details of every node of the step (and ghosts of removed ones), by node id."""
+        if self._details is None:
+            self._details = node_details(self.payload) if self.payload else {}
+        return self._details
+
+    @property
+    def selected_details(self) -> dict:
+        """The details of the selected node (empty when nothing is selected), a weight's
+        statistics included."""
+        info = self.details.get(self.selected, {})
+        return {**info, **self.stats.get(self.selected, {})} if info else {}
+
+    def expand(self, group: str) -> None:
+        """Show the nodes of a collapsed group (a module path, or ``@function``)."""
+        self.collapsed = [g for g in self.collapsed if g != group]
+
+    def collapse(self, group: str) -> None:
+        """Draw a group (a module path, or ``@function``) as one box."""
+        if group not in self.collapsed:
+            self.collapsed = sorted([*self.collapsed, group])
+
+
+class GraphView(GraphState, anywidget.AnyWidget):
     """The graph of ``step`` (diff-coloured against ``baseline``, findings of a check
     ``report`` drawn on it); ``selected`` is the selected node's id, ``collapsed`` the
     collapsed groups (module paths, ``@function``), ``query`` the search, ``mode`` the side
@@ -137,34 +176,6 @@ class GraphView(anywidget.AnyWidget):
     def _send_stats(self, change) -> None:
         self.stats = selected_stats(self)
 
-    @property
-    def payload(self) -> dict:
-        """The payload drawn (the after side)."""
-        return self.data.get("after", {})
-
-    @property
-    def details(self) -> dict[str, dict]:
-        """Details of every node of the step (and ghosts of removed ones), by node id."""
-        if self._details is None:
-            self._details = node_details(self.payload) if self.payload else {}
-        return self._details
-
-    @property
-    def selected_details(self) -> dict:
-        """The details of the selected node (empty when nothing is selected), a weight's
-        statistics included."""
-        info = self.details.get(self.selected, {})
-        return {**info, **self.stats.get(self.selected, {})} if info else {}
-
-    def expand(self, group: str) -> None:
-        """Show the nodes of a collapsed group (a module path, or ``@function``)."""
-        self.collapsed = [g for g in self.collapsed if g != group]
-
-    def collapse(self, group: str) -> None:
-        """Draw a group (a module path, or ``@function``) as one box."""
-        if group not in self.collapsed:
-            self.collapsed = sorted([*self.collapsed, group])
-
     def __repr__(self) -> str:
         if self.step is None:
             return "<GraphView (empty)>"
@@ -173,10 +184,12 @@ class GraphView(anywidget.AnyWidget):
 
 
 __all__ = [
+    "GraphState",
     "GraphView",
     "graph_css",
     "graph_data",
     "graph_esm",
+    "graph_js",
     "node_details",
     "selected_stats",
 ]

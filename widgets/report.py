@@ -1,14 +1,15 @@
 """The self-contained HTML report: one file, no server, no network.
 
 ``write_html(trace, path)`` writes every step of a trace into one HTML file: a timeline with
-badges (changed, node delta, parameter-bytes delta, time, failed), previous / next buttons and
-arrow keys, and for the current step its graph (diff-coloured against its previous step, pan,
-zoom, search, click a node for its details), its IR text, the IR diff and the parameter table.
+badges (changed, node delta, parameter-bytes delta, time, failed, findings), previous / next
+buttons and arrow keys, a one-line findings banner, and for the current step its graph (the
+graph component of ``static/graph.js``, diff-coloured against its previous step, with the
+before / after toggle), its IR text, the IR diff, the parameter table and the numerics.
 
-Kept small enough to attach to a bug report: only changed steps get a graph of their own (an
-unchanged step shows the graph of the step it was given, with the diff colours turned off),
-and every heavy piece (SVG, IR text, diff, table) is stored once in a ``<template>`` however
-many steps show it; node details are stored once per distinct content in a JSON blob.
+Kept small enough to attach to a bug report: only changed steps get a graph payload of their
+own (``<script type="application/json" id="pl-g{k}">``, parsed when first shown; an unchanged
+step shows the graph of the step it was given, drawn plain), and every other heavy piece (IR
+text, diff, table) is stored once in a ``<template>`` however many steps show it.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def _short(text: str, limit: int) -> str:
 def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: str = "") -> str:
     """The whole report as one HTML string (see the module docstring)."""
     from widgets.graph_data import graph_payload
+    from widgets.graph_view import graph_css, graph_js
 
     store = _Store()
     graphs: list[str] = []  # payload scripts, one per step with a graph of its own
@@ -127,14 +129,12 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
     css = (
         (_STATIC / "report.css").read_text()
         + (_STATIC / "timeline.css").read_text()
-        + (_STATIC / "graph.css").read_text()
+        + graph_css()
         + render.TABLE_CSS
     )
     # the tables' sorting, shared by every table instead of inline in each header
     js = f"function plSort(th){{(function(){{{render._SORT_JS}}}).call(th)}}\n"
-    js += (_STATIC / "graph_layout.js").read_text() + "\n"
-    js += (_STATIC / "graph.js").read_text() + "\n"
-    js += (_STATIC / "report.js").read_text()
+    js += graph_js() + "\n" + (_STATIC / "report.js").read_text()
     pipeline = trace.pipeline or "trace"
     name = title or f"passlens: {_short(pipeline, 40)}"
     meta = (
@@ -194,18 +194,18 @@ def step_html(step, baseline=None, report=None, max_boxes: int = render.MAX_BOXE
     """One step's graph (diff-coloured against ``baseline``) as an HTML snippet that draws
     the graph component in place: what ``Step._repr_html_`` shows in Jupyter (its scripts
     run in a trusted notebook; elsewhere the snippet says so)."""
-    from widgets.graph_view import graph_data
+    from widgets.graph_view import graph_css, graph_data, graph_js
 
     data = graph_data(step, baseline, report, max_boxes)
     uid = f"plstep{next(_STEP_IDS)}"
-    js = (_STATIC / "graph_layout.js").read_text() + "\n" + (_STATIC / "graph.js").read_text()
+    js = graph_js()
     title = f"#{step.index} {step.name}" + (
         f" against #{baseline.index} {baseline.name}" if baseline is not None else ""
     )
     return (
         f"<div class='pl-step-view'><div style='font:600 13px sans-serif;margin:2px 0'>"
         f"{render.esc(title)}</div>"
-        f"<style>{(_STATIC / 'graph.css').read_text()}</style>"
+        f"<style>{graph_css()}</style>"
         f"<div id='{uid}' style='height:560px;border:1px solid #ddd'>"
         "<p style='font:12px sans-serif;color:#777;padding:8px'>The graph is drawn by a script: "
         "trust the notebook, or use <code>trace.stepper()</code> / <code>trace.to_html()</code>."
