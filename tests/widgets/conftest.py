@@ -66,3 +66,15 @@ def checked_trace():
     spec = "decompose-ops{ops=[linear]},test-check-flip-add,fold-constant,dead-code-elimination"
     trace = explorer.explore(models.mlp((32, 64, 16), batch=4, seed=2), pipeline=spec)
     return trace, trace.check()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium, one per test module (the browser tests import test_browser, whose
+    import skips them where Playwright or Chromium is missing)."""
+    from tests.widgets.test_browser import ARGS, CHROMIUM, sync_api
+
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()

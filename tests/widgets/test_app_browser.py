@@ -9,21 +9,13 @@ import pytest
 
 from tests.widgets.conftest import EVIL
 from tests.widgets.graph_page import Graph, wait_until
-from tests.widgets.test_browser import ARGS, CHROMIUM, TRAP, sync_api
+from tests.widgets.test_browser import TRAP, sync_api
 from widgets.app import serve
 
 pytestmark = pytest.mark.browser
 
 expect = sync_api.expect
 DIFF = "g.plg-s-added, g.plg-s-changed, g.plg-s-removed"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

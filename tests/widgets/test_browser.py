@@ -41,14 +41,6 @@ expect = sync_api.expect
 TRAP = "window.__alerts = []; window.alert = (m) => window.__alerts.push(String(m));"
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
 def open_report(browser, trace, path):
     write_html(trace, path)
     page = browser.new_page(viewport={"width": 1300, "height": 850})

@@ -34,7 +34,7 @@ import explorer
 from compiler import models
 from tests.widgets.graph_page import TIMEOUT, Graph, sel, wait_until
 from tests.widgets.lab import JUPYTER, jupyterlab, run_all
-from tests.widgets.test_browser import ARGS, CHROMIUM, LOCAL, sync_api
+from tests.widgets.test_browser import LOCAL, sync_api
 from widgets.graph_data import graph_payload
 
 pytestmark = pytest.mark.browser
@@ -50,14 +50,6 @@ def convnext_bloat():
     """A small ConvNeXt through the replica and fold-constant: 8 or 4 copies of each
     pointwise weight, inside the blocks' module groups."""
     return explorer.explore(eval(CONVNEXT, {"models": models}), pipeline=PIPELINE)  # noqa: S307
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def new_page(browser, local: tuple[str, ...], width: int = 1400, height: int = 900):
