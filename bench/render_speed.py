@@ -147,7 +147,7 @@ def cold() -> None:
     from widgets import graph_data, render
 
     graph_data._PAYLOADS.table.clear()
-    for memo in (render._DIFFS, render._VIEWS, render._DETAILS):
+    for memo in (render._DIFFS, render._VIEWS):
         memo.table.clear()
     render.LAYOUTS.clear()
 

@@ -177,7 +177,6 @@ class _Memo:
 
 _DIFFS = _Memo(32)
 _VIEWS = _Memo(32)
-_DETAILS = _Memo(32)
 
 
 def step_diff(baseline, step) -> Diff:
@@ -697,19 +696,6 @@ def param_stats(data: np.ndarray, preview: int = 8) -> dict:
     return _jsonable(out)
 
 
-def _adjacency(graph: GraphModel) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Inputs (in order) and readers of every node."""
-    ins: dict[str, list[tuple[int, str]]] = {}
-    users: dict[str, set[str]] = {}
-    for e in graph.edges:
-        ins.setdefault(e.dst, []).append((e.index, e.src))
-        users.setdefault(e.src, set()).add(e.dst)
-    return (
-        {k: [s for _, s in sorted(v)] for k, v in ins.items()},
-        {k: sorted(v) for k, v in users.items()},
-    )
-
-
 _STATS: OrderedDict = OrderedDict()  # id(array) -> (array, stats), most recent last
 
 
@@ -722,79 +708,6 @@ def _cached_stats(data: np.ndarray) -> dict:
     while len(_STATS) > 65536:
         _STATS.popitem(last=False)
     return stats
-
-
-def node_info(node: GraphNode, graph: GraphModel, stats: bool = True, adjacency=None) -> dict:
-    """What a detail panel shows about one node: op, kind, type, attributes, provenance,
-    module path, function, bytes, inputs and readers; a weight's preview and statistics.
-    ``adjacency``: ``_adjacency(graph)``, when details of many nodes are wanted."""
-    ins_of, users_of = adjacency if adjacency is not None else _adjacency(graph)
-    info: dict[str, Any] = {
-        "id": node.id,
-        "kind": node.kind,
-        "op": node.op,
-        "name": node.label,
-        "function": node.function,
-        "type": node.type,
-        "attrs": dict(node.attrs),
-        "provenance": dict(node.provenance),
-        "group": node.group,
-        "nbytes": node.nbytes,
-        "inputs": ins_of.get(node.id, []),
-        "users": users_of.get(node.id, []),
-    }
-    data = getattr(node.obj, "data", None)
-    if stats and isinstance(data, np.ndarray) and node.kind in ("weight", "const"):
-        info.update(_cached_stats(data))
-    return _jsonable(info)
-
-
-def node_details(step, baseline=None, collapsed=None, max_boxes: int = MAX_BOXES) -> dict:
-    """Details of every box of a view, keyed by its ``data-node-id``: :func:`node_info` plus
-    ``status`` (added / changed / removed / failed) and ``change``; for a collapsed group its
-    path, members and op counts. Cached per (step, baseline, view state): the dict returned
-    is shared, do not change it."""
-    state = None if collapsed is None else frozenset(collapsed)
-    return _DETAILS.get(
-        (step, baseline),
-        (state, max_boxes),
-        lambda: _node_details(step, baseline, state, max_boxes),
-    )
-
-
-def _node_details(step, baseline, collapsed, max_boxes: int) -> dict:
-    view = graph_view(step, baseline, collapsed, max_boxes)
-    gb = step.graph
-    ga = baseline.graph if view.diff is not None else GraphModel()
-    adj_a, adj_b = _adjacency(ga), _adjacency(gb)
-    out: dict[str, dict] = {}
-    for box in view.boxes.values():
-        if box.entry is not None:
-            e = box.entry
-            removed = e.status == "removed"
-            info = node_info(e.node, ga if removed else gb, adjacency=adj_a if removed else adj_b)
-            info.update(status=e.status, change=e.change)
-            out[box.key] = info
-        else:
-            out[box.key] = group_info(box)
-    return out
-
-
-def group_info(box: _Box) -> dict:
-    """Details of a collapsed group box."""
-    ops = Counter(e.node.op for e in box.members if e.node.kind in ("op", "call"))
-    return _jsonable(
-        {
-            "id": box.key,
-            "kind": "group",
-            "group": box.group,
-            "function": box.function,
-            "ops": dict(ops.most_common()),
-            "members": [e.key for e in box.members],
-            "nbytes": sum(e.node.nbytes for e in box.members if e.node.kind in ("weight", "param")),
-            "status": ", ".join(sorted({e.status for e in box.members if e.status})),
-        }
-    )
 
 
 # ===== tables =================================================================================
@@ -1287,11 +1200,8 @@ __all__ = [
     "graph_dot",
     "graph_svg",
     "graph_view",
-    "group_info",
     "ir_text_html",
     "json_script",
-    "node_details",
-    "node_info",
     "numerics_table_html",
     "param_rows",
     "param_stats",

@@ -1,5 +1,5 @@
 """What the stepping front ends share: which steps a timeline lists, where previous / next go,
-a step's timeline label and header, and the HTML of its tabs.
+a step's timeline row and header, and the HTML of its tabs.
 
 Pure functions over a trace (and optionally a check report), used by the Jupyter
 :class:`~widgets.stepper.PassStepper`, the anywidget :class:`~widgets.graph_view.GraphView` and
@@ -44,13 +44,6 @@ def nearest_index(visible: list[int], index: int) -> int:
         return later
     earlier = prev_index(visible, index)
     return earlier if earlier is not None else index
-
-
-def timeline_label(trace, row: dict, report=None) -> str:
-    """One step of a plain-text timeline: indented by depth, ``#i name · badge · badge``."""
-    findings = len(render.problems_of(report, trace.steps[row["step"]]))
-    badges = " · ".join(t for _c, t in render.step_badges(row, findings))
-    return f"{'  ' * row['depth']}#{row['step']} {row['pass']} · {badges}".replace("  ", "\u2003")
 
 
 def timeline_row_html(step, row: dict, report=None) -> str:
@@ -145,7 +138,6 @@ __all__ = [
     "prev_index",
     "start_index",
     "tab_html",
-    "timeline_label",
     "timeline_row_html",
     "visible_steps",
 ]

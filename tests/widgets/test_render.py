@@ -10,6 +10,8 @@ import pytest
 
 from tests.widgets.conftest import EVIL
 from widgets import render
+from widgets.graph_data import graph_payload
+from widgets.graph_view import node_details
 from widgets.render import COLORS
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -125,7 +127,7 @@ def test_everything_from_the_model_is_escaped(evil_trace):
         g.get("data-group") for g in ET.fromstring(svg).iter(SVG + "g") if g.get("data-group")
     ]
     assert EVIL + ".layer" in groups or EVIL in groups
-    details = render.node_details(step, step.previous)
+    details = node_details(graph_payload(step, step.previous))
     assert details[weight]["name"] == EVIL + ".w.exp"
     blob = render.json_script(details)
     assert (
@@ -204,9 +206,11 @@ def test_layouts_are_cached_per_view_and_shared_by_equal_graphs(convnext_trace):
 
 
 def test_node_details(convnext_trace):
+    """What the details drawer shows about a node (the payload's details)."""
     step = convnext_trace["fold-constant"]
-    details = render.node_details(step, step.previous)
-    assert set(details) == set(svg_nodes(render.graph_svg(step, step.previous)))
+    payload = graph_payload(step, step.previous)
+    details = node_details(payload)
+    assert set(details) == {n["id"] for n in payload["nodes"]}
     w = details["$features.0.0.weight"]
     data = step.graph.nodes["$features.0.0.weight"].obj.data
     assert w["kind"] == "weight" and w["type"] == "f32[8, 3, 4, 4]" and w["nbytes"] == 1536
@@ -215,9 +219,11 @@ def test_node_details(convnext_trace):
         float(data.std()), rel=1e-5
     )
     conv = details["main/conv2d"]
-    assert conv["op"] == "conv2d" and conv["attrs"]["strides"] == "[4, 4]"
-    assert conv["provenance"] == {"module": "features.0.0"} and conv["group"] == "features.0.0"
-    assert conv["inputs"] == ["main/x", "$features.0.0.weight", "$features.0.0.bias"]
+    assert conv["title"] == "conv2d" and conv["attrs"]["strides"] == "[4, 4]"
+    assert conv["provenance"] == {"module": "features.0.0"}
+    ids = [n["id"] for n in payload["nodes"]]
+    inputs = [ids[s] for s, t, _ty, flags in payload["edges"] if ids[t] == "main/conv2d"]
+    assert inputs == ["main/x", "$features.0.0.weight", "$features.0.0.bias"]
     changed = [v for v in details.values() if v["status"] == "changed"]
     assert changed and all(v["change"] for v in changed)
     assert any(k.startswith("removed:") and v["status"] == "removed" for k, v in details.items())

@@ -566,7 +566,7 @@ const PasslensGraph = (function () {
       const i = st.sel, n = m.p.nodes[i], d = (m.p.details || [])[i] || {};
       h("div", "plg-d-title", panel, n.t);
       const s = statusOf(m, i);
-      const sub = h("div", "plg-d-sub", panel, n.k + (n.k === "op" ? "" : "") + (s ? " · " : ""));
+      const sub = h("div", "plg-d-sub", panel, n.k + (s ? " · " : ""));
       if (s) h("span", "plg-pill plg-s-" + s, sub, s);
       if (n.mark && !plain()) h("div", "plg-d-mark", panel, n.mark);
       if (n.chg && !plain()) h("div", "plg-d-chg", panel, n.chg);
