@@ -17,6 +17,7 @@ tensor) or reported as unsupported.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -1588,6 +1589,54 @@ def _eye_like(ctx):
 @converter("Gather", attrs=("axis",))
 def _gather(ctx):
     return ctx.call("take", ctx.input(0), ctx.input(1), axis=ctx.attr("axis", 0))
+
+
+@converter("GatherND", attrs=("batch_dims",), min_version=11)
+def _gather_nd(ctx):
+    """``out[i..., :] = data[b..., idx[b..., i..., 0], ..., idx[b..., i..., k-1], ...]``: the
+    leading ``batch_dims`` axes of data and indices are shared and the last axis of indices
+    (of static length k) addresses the next k axes of data. Expressed as a ``take`` on data
+    with those axes (and the batch axes) merged into one, at the flat index
+    ``batch * K + i0 * s0 + ... + i(k-1)``; a negative index counts from the end of its dim."""
+    data, indices = ctx.input(0), _cast(ctx, ctx.input(1), I64)
+    b = ctx.attr("batch_dims", 0)
+    r, q = ctx.rank(0), ctx.rank(1)
+    if q < 1:
+        raise ConversionError("GatherND indices must have rank 1 or more")
+    k = _static(indices.ty.shape[-1], ctx, "last dim of indices")
+    if not 0 <= b < min(r, q):
+        raise ConversionError(f"batch_dims {b} must be less than the ranks {r} and {q}")
+    if b + k > r:
+        raise ConversionError(f"indices address {k} axes after {b} batch axes of a rank-{r} input")
+    if k == 0:  # each index selects the whole of data[b...]: index 0 of a new unit axis
+        data = ctx.call("unsqueeze", data, axes=[b])
+        zero = ctx.call("sum", indices, axes=[q - 1], keepdims=True)  # zeros, shape Q[:-1] + [1]
+        return _gather_nd_flat(ctx, data, zero, b, 1)
+    return _gather_nd_flat(ctx, data, indices, b, k)
+
+
+def _gather_nd_flat(ctx, data: Expr, indices: Expr, b: int, k: int) -> Expr:
+    q = len(indices.ty.shape)
+    dims = [_dim_value(ctx, data, b + j) for j in range(k)]
+    flat = None
+    stride = None  # the product of the dims after the current one, built from the last
+    for j in reversed(range(k)):
+        i = ctx.call("take", indices, ctx.constant(j, I64), axis=q - 1)
+        negative = ctx.call("less", i, ctx.constant(0, I64))
+        i = ctx.call("where", negative, ctx.call("add", i, dims[j]), i)
+        term = i if stride is None else ctx.call("multiply", i, stride)
+        flat = term if flat is None else ctx.call("add", flat, term)
+        stride = dims[j] if stride is None else ctx.call("multiply", stride, dims[j])
+    if b:
+        batch = [_static(d, ctx, "batch dim") for d in data.ty.shape[:b]]
+        if [_static(d, ctx, "batch dim") for d in indices.ty.shape[:b]] != batch:
+            raise ConversionError(
+                f"the batch dims of data {batch} and indices {indices.ty.shape[:b]} differ"
+            )
+        position = np.arange(math.prod(batch)).reshape(batch + [1] * (q - 1 - b))
+        flat = ctx.call("add", flat, ctx.call("multiply", ctx.constant(position, I64), stride))
+    merged = ctx.call("flatten", data, start_dim=0, end_dim=b + k - 1) if b + k > 1 else data
+    return ctx.call("take", merged, flat, axis=0)
 
 
 @converter("GatherElements", attrs=("axis",))

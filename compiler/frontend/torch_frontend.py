@@ -423,7 +423,14 @@ def _dim_names(ep, dynamic_shapes) -> dict[str, str]:
             )
             pairs.append((name, spec))
     else:
-        pairs = list(zip(user_inputs, dynamic_shapes, strict=False))
+        args = tuple(ep.example_inputs[0]) if ep.example_inputs else ()
+        specs = tuple(dynamic_shapes)
+        if len(specs) < len(args) and specs and isinstance(specs[-1], (list, tuple)):
+            specs = specs[:-1] + tuple(specs[-1])  # the last spec is for ``*args``
+        leaves = _spec_leaves(args, specs)
+        if len(leaves) != len(user_inputs):  # cannot be matched up: keep torch's names
+            return names
+        pairs = list(zip(user_inputs, leaves, strict=True))
     for name, spec in pairs:
         node = placeholders.get(name) if name is not None else None
         val = node.meta.get("val") if node is not None else None
@@ -443,6 +450,29 @@ def _dim_names(ep, dynamic_shapes) -> dict[str, str]:
             ):
                 names[str(expr)] = user_name
     return names
+
+
+def _spec_leaves(value, spec) -> list:
+    """The per-tensor specs of ``dynamic_shapes`` in the order of the flattened inputs, read
+    alongside the example input they describe: a tensor's spec is a dict by axis or a sequence
+    of Dims; a tuple, list or dict input (``*args``) has one spec per element (or None)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        while (
+            isinstance(spec, (list, tuple))
+            and len(spec) == 1
+            and isinstance(spec[0], (dict, list, tuple))
+        ):
+            spec = spec[0]  # ``*args`` of one tensor: a per-tensor spec holds no containers
+        return [spec]
+    if isinstance(value, (list, tuple)):
+        specs = spec if isinstance(spec, (list, tuple)) else [None] * len(value)
+        return [leaf for v, sp in zip(value, specs, strict=False) for leaf in _spec_leaves(v, sp)]
+    if isinstance(value, dict):
+        specs = spec if isinstance(spec, dict) else {}
+        return [leaf for k, v in value.items() for leaf in _spec_leaves(v, specs.get(k))]
+    return []  # a constant input has no placeholder
 
 
 def _check_supported(ep) -> None:

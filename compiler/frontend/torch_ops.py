@@ -41,7 +41,7 @@ from compiler.frontend.torch_frontend import (
 )
 from compiler.ir.nodes import Block, Call, Constant, Expr, If, TupleGetItem, call, collect_bindings
 from compiler.ir.nodes import Tuple as IRTuple
-from compiler.ir.symbolic import Dim, SymExpr
+from compiler.ir.symbolic import Dim, SymExpr, dim_mul
 from compiler.ir.types import DType, TensorType, TupleType
 
 # A slice bound this large means "to the end" for strided_slice (torch uses INT64_MAX).
@@ -1601,21 +1601,27 @@ def _index(ctx, node, args, kwargs):
         shape = [shape[a] for a in order]
         axes = list(range(len(axes)))
     dims = [shape[a] for a in axes]
-    if not all(isinstance(d, int) for d in dims):
-        raise FrontendError("advanced indexing with several index tensors over a symbolic dim")
-    merged = shape[: axes[0]] + [math.prod(dims)] + shape[axes[-1] + 1 :]
+    merged = shape[: axes[0]] + [_dim_prod(dims)] + shape[axes[-1] + 1 :]
     return call("take", call("reshape", x, shape=merged), _flat_index(index, dims), axis=axes[0])
 
 
-def _flat_index(index: list[Expr], dims: list[int]) -> Expr:
-    """``i0 * s0 + i1 * s1 + ...``: the position in ``dims`` merged into one axis of the
-    index tensors (broadcast together; a negative index counts from the end of its dim)."""
+def _dim_prod(dims: Sequence[Dim]) -> Dim:
+    out: Dim = 1
+    for d in dims:
+        out = dim_mul(out, d)
+    return out
+
+
+def _flat_index(index: list[Expr], dims: list[Dim]) -> Expr:
+    """``i0 * s0 + i1 * s1 + ...``: the position in ``dims`` (static or symbolic) merged into
+    one axis of the index tensors (broadcast together; a negative index counts from the end of
+    its dim)."""
     zero = as_tensor(0, DType.int64)
     flat = None
     for k, (i, d) in enumerate(zip(index, dims, strict=True)):
         i = cast(i, DType.int64)
         i = call("where", call("less", i, zero), call("add", i, as_tensor(d, DType.int64)), i)
-        stride = math.prod(dims[k + 1 :])
+        stride = _dim_prod(dims[k + 1 :])
         term = i if stride == 1 else call("multiply", i, as_tensor(stride, DType.int64))
         flat = term if flat is None else call("add", flat, term)
     return flat

@@ -16,6 +16,8 @@ Invariants checked, per function:
 8. A weight's name identifies one value across the module: named Constants that share a name
    have the same type and contents (the text format and ``Module.constants()`` refer to a
    weight by its name).
+9. Every symbolic dim a binding uses (in its type or an attribute) is bound by the type of a
+   parameter: the function is called with nothing else that could give its value.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from compiler.ir.nodes import (
     TupleGetItem,
     Var,
 )
-from compiler.ir.symbolic import ANY, dims_equal
+from compiler.ir.symbolic import ANY, SymExpr, dims_equal
 from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, join_types
 
 
@@ -93,6 +95,8 @@ class _Checker:
         # name -> the first Constant of that name; ids of Constants already compared to it
         self.weights: dict[str, Constant] = {} if weights is None else weights
         self.seen_weights: set[int] = set()
+        self.symbols = set().union(*(symbols_of(p.ty) for p in fn.params))
+        self.unbound: set[str] = set()  # reported once each
         self._printer = None
 
     def show(self, node: Expr) -> str:
@@ -161,7 +165,20 @@ class _Checker:
         self.check_bindings(blk.bindings, inner)
         self.check_operand(blk.result, blk, inner)
 
+    def check_symbols(self, node: Expr) -> None:
+        used = symbols_of(node.ty)
+        if isinstance(node, Call):
+            used |= symbols_of(tuple(node.attrs.values()))
+        missing = sorted(used - self.symbols - self.unbound)
+        if missing:
+            self.unbound.update(missing)
+            self.problem(
+                f"uses symbolic dim(s) {', '.join(missing)}, which no parameter's type binds",
+                node,
+            )
+
     def check_node(self, node: Expr, visible: list[set[int]]) -> None:
+        self.check_symbols(node)
         if isinstance(node, Call):
             try:
                 inferred = node.inferred_type()
@@ -244,6 +261,19 @@ class _Checker:
         self.check_bindings(fn.bindings, [set()])
         self.check_operand(fn.output, fn, [{id(b) for b in fn.bindings}])
         return self.problems
+
+
+def symbols_of(value) -> set[str]:
+    """The symbolic dims in a type or an attribute value (a dim or a list of them)."""
+    if isinstance(value, SymExpr):
+        return set(value.free_symbols)
+    if isinstance(value, TupleType):
+        return set().union(*(symbols_of(f) for f in value.fields))
+    if isinstance(value, TensorType):
+        return set().union(*(symbols_of(d) for d in value.shape or ()))
+    if isinstance(value, (tuple, list)):
+        return set().union(*(symbols_of(v) for v in value))
+    return set()
 
 
 def _symbolically_compatible(param: Type, arg: Type) -> bool:

@@ -19,6 +19,7 @@ from typing import ClassVar
 
 from compiler.ir.nodes import Call, Constant, Expr, FuncCall, Function, If, Module, Var
 from compiler.ir.types import TensorType
+from compiler.ir.verify import symbols_of
 from compiler.ops.registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, REDUCE, get_op
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import remap_operands
@@ -175,20 +176,43 @@ def _unique(base: str, used: set[str]) -> str:
     return name
 
 
-def _outline(nodes: list[Expr], members: list[int], name: str, pass_name: str):
+def _witnesses(group: list[Expr], inputs: list[Expr], fn: Function) -> list[Expr]:
+    """Values of ``fn`` to pass only for their shape: the group uses a symbolic dim (in a type
+    or an attribute, e.g. ``arange(stop=n)``) that none of its inputs' types binds, so the
+    callee could not know it. For each such symbol, the first parameter whose type holds it
+    (TVM passes a shape argument instead; the IR has tensors only)."""
+    used = set().union(*(symbols_of(n.ty) | symbols_of(tuple(n.attrs.values())) for n in group))
+    missing = used - set().union(*(symbols_of(a.ty) for a in inputs))
+    out: list[Expr] = []
+    for p in fn.params:
+        if missing & symbols_of(p.ty) and not any(p is i for i in inputs):
+            out.append(p)
+            missing -= symbols_of(p.ty)
+    if missing:  # no parameter binds it: the function itself cannot be run
+        raise PassError(
+            f"fuse-ops: the group uses symbolic dims {sorted(missing)} that no parameter of "
+            "the function binds",
+            group[-1],
+        )
+    return out
+
+
+def _outline(fn: Function, nodes: list[Expr], members: list[int], name: str, pass_name: str):
     """The private function computing ``members`` (a convex group whose last node is its only
-    output) and the outside values it takes (constants stay inside), in order of first use."""
+    output) and the outside values it takes (constants stay inside), in order of first use,
+    then any parameter of ``fn`` passed for the symbolic dims its shape binds."""
     inside = {id(nodes[i]) for i in members}
     inputs: dict[int, Expr] = {}
     for i in members:
         for a in nodes[i].operands:
             if id(a) not in inside and not isinstance(a, Constant):
                 inputs.setdefault(id(a), a)
+    for w in _witnesses([nodes[i] for i in members], list(inputs.values()), fn):
+        inputs[id(w)] = w
     mapping: dict[int, Expr] = {}
+    names: set[str] = set()
     for k, a in enumerate(inputs.values()):
-        names = {p.name for p in mapping.values()}
-        hint = a.name if a.name and a.name not in names else f"p{k}"
-        mapping[id(a)] = Var(hint, a.ty, prov=a.prov)
+        mapping[id(a)] = Var(_unique(a.name or f"p{k}", names), a.ty, prov=a.prov)
     body = [_substitute(nodes[i], mapping) for i in members]
     attrs = {"primitive": True, "private": True}
     prov = nodes[members[-1]].prov.with_pass(pass_name)
@@ -207,7 +231,7 @@ def fuse_function(fn: Function, used_names: set[str], pass_name: str) -> tuple[F
             if fuser.extern[i] or any(c not in members for c, _ in fuser.outputs[i]):
                 raise PassError("fuse-ops made a group read outside before its end", nodes[i])
         name = _unique(("fused_" + "_".join(nodes[i].op for i in members))[:80], used_names)
-        callee, inputs = _outline(nodes, members, name, pass_name)
+        callee, inputs = _outline(fn, nodes, members, name, pass_name)
         new_functions[name] = callee
         calls[members[-1]] = (name, callee.ret_type, inputs, set(members))
     if not new_functions:

@@ -168,7 +168,19 @@ class _Legalizer:
         for a in args:
             if not isinstance(a, Constant) and id(a) in {id(p) for p in callee.params}:
                 raise self.error(f"fused function @{node.func}: unmapped parameter", node)
+        if not args:  # reads no buffer (its parameters only bind symbolic dims): inline it
+            return self.inline(node, callee, params)
         return lowered_call(kernel, args, node)
+
+    def inline(self, node: FuncCall, callee, params: dict[int, Expr]) -> Expr:
+        """The callee's ops in place of the call, each lowered on its own (an op with no
+        argument, e.g. ``arange(stop=n)``, is computed by the host)."""
+        mapping = dict(params)
+        for b in callee.bindings:
+            call = b.replace(args=tuple(mapping.get(id(a), a) for a in b.args), prov=node.prov)
+            mapping[id(b)] = self.lower_call(call) or call
+        out = mapping[id(callee.output)]
+        return out.replace(name=node.name) if out.name != node.name else out
 
 
 def unlowered_reason(module: Module, node: Expr) -> str | None:

@@ -362,3 +362,47 @@ def test_random_elementwise_dags_stay_correct(seed):
     before = parse(text)
     after = fuse(before)
     assert_same_values(before, after)
+
+
+def test_a_group_using_a_symbol_no_input_binds_takes_a_parameter_for_its_shape():
+    """``arange(stop=n) + 1`` reads nothing from outside, so the fused function gets the
+    parameter whose shape binds ``n`` (GPT-2's position ids with a dynamic sequence length);
+    the interpreter and the compiled build both run it."""
+    before = parse(
+        """
+def @main(%ids: f32[b, n]) -> (f32[1, n], f32[b, n]) {
+  %pos: i64[n] = arange(dtype=i64, start=0, step=1, stop=n)
+  %pos1: i64[n] = add(%pos, const(i64[], 1))
+  %f: f32[n] = cast(%pos1, dtype=f32)
+  %row: f32[1, n] = unsqueeze(%f, axes=[0])
+  %y: f32[b, n] = exp(%ids)
+  %t: (f32[1, n], f32[b, n]) = (%row, %y)
+  return %t
+}
+"""
+    )
+    after = fuse(before)
+    (name,) = [n for n in groups(after) if "arange" in n]
+    assert [p.ty for p in after[name].params] == [before["main"].params[0].ty]
+    ids = np.zeros((2, 3), np.float32)
+    np.testing.assert_array_equal(run(after, ids)[0], [[1, 2, 3]])
+    from compiler.backend import build
+
+    np.testing.assert_array_equal(
+        build(after, pipeline="legalize-ops,codegen")(ids)[0], [[1, 2, 3]]
+    )
+
+
+def test_a_group_gets_no_shape_parameter_when_its_inputs_bind_the_symbols():
+    before = parse(
+        """
+def @main(%x: f32[n]) -> f32[n] {
+  %a: f32[n] = exp(%x)
+  %b: f32[n] = add(%a, const(f32[], 1))
+  return %b
+}
+"""
+    )
+    after = fuse(before)
+    (fn,) = [f for f in after.functions.values() if f.attrs.get("primitive")]
+    assert len(fn.params) == 1

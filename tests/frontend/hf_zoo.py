@@ -1,0 +1,279 @@
+"""A zoo of Hugging Face ``transformers`` models, each built from a small random config in code
+(no download), for the torch.export and ONNX paths (issue #13).
+
+:func:`model` builds one (wrapped to take positional inputs and return one tensor);
+:func:`inputs` makes its inputs at a batch size and sequence length; :func:`dynamic_shapes`
+gives the dims that may vary (``batch``, and ``seq`` / ``dec`` for text models; image sizes
+stay static); :data:`EXPORTER` names the ``torch.onnx.export`` mode each model exports with.
+Used by tests/frontend/test_transformers_zoo.py and bench/transformers_zoo.py."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+V = 100  # vocabulary
+
+ZOO = [
+    "gpt2",
+    "bert",
+    "distilbert",
+    "roberta",
+    "t5-encoder",
+    "t5",
+    "llama",
+    "mistral",
+    "qwen2",
+    "phi",
+    "vit",
+    "swin",
+    "mobilevit",
+    "convnext",
+    "resnet",
+    "whisper-encoder",
+    "clip-vision",
+    "clip-text",
+]
+
+FAMILY = {
+    "gpt2": "decoder",
+    "llama": "decoder",
+    "mistral": "decoder",
+    "qwen2": "decoder",
+    "phi": "decoder",
+    "bert": "encoder",
+    "distilbert": "encoder",
+    "roberta": "encoder",
+    "t5-encoder": "encoder",
+    "clip-text": "encoder",
+    "t5": "encoder-decoder",
+    "whisper-encoder": "audio encoder",
+    "vit": "vision transformer",
+    "swin": "vision transformer",
+    "clip-vision": "vision transformer",
+    "mobilevit": "vision hybrid",
+    "convnext": "CNN",
+    "resnet": "CNN",
+}
+
+# torch.onnx.export's dynamo exporter (the default) fails inside torch on these: its
+# decompositions re-trace the attention's ``view`` of a transposed tensor and torch raises
+# "Cannot view a tensor with shape ... and strides ...". They export with the TorchScript
+# exporter (dynamo=False), which users fall back to.
+EXPORTER = {"t5-encoder": "torchscript", "t5": "torchscript", "swin": "torchscript"}
+
+# the inputs of each model by name: "text" (ids), "mask", "decoder" (ids), "image", "features"
+_INPUTS = {
+    "gpt2": ["text"],
+    "bert": ["text", "mask"],
+    "distilbert": ["text", "mask"],
+    "roberta": ["text", "mask"],
+    "t5-encoder": ["text"],
+    "t5": ["text", "decoder"],
+    "llama": ["text"],
+    "mistral": ["text"],
+    "qwen2": ["text"],
+    "phi": ["text"],
+    "vit": ["image"],
+    "swin": ["image"],
+    "mobilevit": ["image"],
+    "convnext": ["image"],
+    "resnet": ["image"],
+    "whisper-encoder": ["features"],
+    "clip-vision": ["image"],
+    "clip-text": ["text"],
+}
+_KEYWORD = {
+    "text": "input_ids",
+    "mask": "attention_mask",
+    "decoder": "decoder_input_ids",
+    "image": "pixel_values",
+    "features": "input_features",
+}
+_IMAGE_SIZE = {"mobilevit": 64}
+MAX_SEQ = {"clip-text": 16}  # its max_position_embeddings; else 64
+
+
+class ByName(nn.Module):
+    """Calls a transformers model with keyword inputs and returns one output tensor."""
+
+    def __init__(self, model: nn.Module, names: list[str], out: str):
+        super().__init__()
+        self.model, self.names, self.out = model, names, out
+
+    def forward(self, *args):
+        return getattr(self.model(**dict(zip(self.names, args, strict=True))), self.out)
+
+
+_ENCODER = dict(
+    num_hidden_layers=2,
+    hidden_size=64,
+    num_attention_heads=4,
+    intermediate_size=128,
+    vocab_size=V,
+    max_position_embeddings=64,
+)
+_DECODER = dict(_ENCODER, num_key_value_heads=2, use_cache=False)
+_T5 = dict(
+    num_layers=2,
+    num_decoder_layers=2,
+    d_model=64,
+    d_kv=16,
+    num_heads=4,
+    d_ff=128,
+    vocab_size=V,
+    decoder_start_token_id=0,
+    use_cache=False,
+)
+
+
+def _module(name: str) -> tuple[nn.Module, str]:
+    """The transformers model and the output it returns."""
+    import transformers as T
+
+    if name == "gpt2":
+        cfg = T.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=V, use_cache=False)
+        return T.GPT2LMHeadModel(cfg), "logits"
+    if name == "bert":
+        return T.BertModel(T.BertConfig(**_ENCODER)), "last_hidden_state"
+    if name == "distilbert":
+        cfg = T.DistilBertConfig(
+            n_layers=2, dim=64, n_heads=4, hidden_dim=128, vocab_size=V, max_position_embeddings=64
+        )
+        return T.DistilBertModel(cfg), "last_hidden_state"
+    if name == "roberta":
+        return T.RobertaModel(T.RobertaConfig(**_ENCODER, pad_token_id=1)), "last_hidden_state"
+    if name == "t5-encoder":
+        return T.T5EncoderModel(T.T5Config(**_T5)), "last_hidden_state"
+    if name == "t5":
+        return T.T5ForConditionalGeneration(T.T5Config(**_T5)), "logits"
+    if name == "llama":
+        return T.LlamaForCausalLM(T.LlamaConfig(**_DECODER)), "logits"
+    if name == "mistral":
+        return T.MistralForCausalLM(T.MistralConfig(**_DECODER, sliding_window=None)), "logits"
+    if name == "qwen2":
+        return T.Qwen2ForCausalLM(T.Qwen2Config(**_DECODER)), "logits"
+    if name == "phi":
+        return T.PhiForCausalLM(T.PhiConfig(**_DECODER)), "logits"
+    if name == "vit":
+        cfg = T.ViTConfig(**_ENCODER, image_size=32, patch_size=8)
+        return T.ViTModel(cfg), "last_hidden_state"
+    if name == "swin":
+        cfg = T.SwinConfig(
+            image_size=32, patch_size=4, embed_dim=32, depths=[1, 1], num_heads=[2, 4], window_size=4
+        )
+        return T.SwinModel(cfg), "last_hidden_state"
+    if name == "mobilevit":
+        cfg = T.MobileViTConfig(
+            image_size=64,
+            patch_size=2,
+            hidden_sizes=[32, 48, 64],
+            neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64],
+            num_attention_heads=4,
+        )
+        return T.MobileViTModel(cfg), "last_hidden_state"
+    if name == "convnext":
+        cfg = T.ConvNextConfig(num_stages=2, hidden_sizes=[32, 64], depths=[1, 1], image_size=32)
+        return T.ConvNextModel(cfg), "last_hidden_state"
+    if name == "resnet":
+        cfg = T.ResNetConfig(embedding_size=32, hidden_sizes=[32, 64], depths=[1, 1])
+        return T.ResNetModel(cfg), "last_hidden_state"
+    if name == "whisper-encoder":
+        from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+        cfg = T.WhisperConfig(
+            encoder_layers=2,
+            decoder_layers=2,
+            d_model=64,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=128,
+            decoder_ffn_dim=128,
+            num_mel_bins=16,
+            max_source_positions=32,
+            vocab_size=V,
+            max_target_positions=32,
+        )
+        return WhisperEncoder(cfg), "last_hidden_state"
+    if name == "clip-vision":
+        cfg = T.CLIPVisionConfig(**_ENCODER, image_size=32, patch_size=8)
+        return T.CLIPVisionModel(cfg), "last_hidden_state"
+    if name == "clip-text":
+        cfg = T.CLIPTextConfig(**dict(_ENCODER, max_position_embeddings=16))
+        return T.CLIPTextModel(cfg), "last_hidden_state"
+    raise KeyError(name)
+
+
+def model(name: str) -> nn.Module:
+    """The model (random weights from seed 0, eval mode), taking its inputs positionally."""
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    module, out = _module(name)
+    return ByName(module, [_KEYWORD[k] for k in _INPUTS[name]], out).eval()
+
+
+def inputs(name: str, batch: int = 2, seq: int = 8) -> tuple[torch.Tensor, ...]:
+    """Inputs of ``name`` at a batch size and sequence length (the decoder's is half)."""
+    g = torch.Generator().manual_seed(batch * 100 + seq)
+    out = []
+    for kind in _INPUTS[name]:
+        if kind == "text":
+            ids = torch.randint(0, V, (batch, seq), generator=g)
+            out.append(ids.clamp(min=2) if name == "roberta" else ids)  # 1 is its padding id
+        elif kind == "decoder":
+            out.append(torch.randint(0, V, (batch, max(1, seq // 2)), generator=g))
+        elif kind == "mask":
+            mask = torch.ones(batch, seq, dtype=torch.long)
+            mask[-1, seq - 2 :] = 0  # padding at the end of the last sequence
+            out.append(mask)
+        elif kind == "image":
+            size = _IMAGE_SIZE.get(name, 32)
+            out.append(torch.randn(batch, 3, size, size, generator=g))
+        else:  # whisper's log-mel features: (batch, mel bins, 2 * positions)
+            out.append(torch.randn(batch, 16, 64, generator=g))
+    return tuple(out)
+
+
+def dynamic_shapes(name: str) -> tuple:
+    """``dynamic_shapes`` for torch.export (the model takes ``*args``): batch everywhere,
+    the sequence length of text inputs (ids and mask share it; a decoder has its own)."""
+    from torch.export import Dim
+
+    batch = Dim("batch", min=1, max=64)
+    seq = Dim("seq", min=2, max=MAX_SEQ.get(name, 64))
+    dec = Dim("dec", min=1, max=64)
+    axes = {"text": {1: seq}, "mask": {1: seq}, "decoder": {1: dec}}
+    return (tuple({0: batch, **axes.get(kind, {})} for kind in _INPUTS[name]),)
+
+
+def dynamic_axes(name: str) -> dict[str, dict[int, str]]:
+    """The same dims for the TorchScript ONNX exporter (by input name: ``args_0``, ...)."""
+    names = {"text": "seq", "mask": "seq", "decoder": "dec"}
+    return {
+        f"args_{i}": {0: "batch", **({1: names[kind]} if kind in names else {})}
+        for i, kind in enumerate(_INPUTS[name])
+    }
+
+
+def export_onnx(name: str, path, dynamic: bool = True) -> str:
+    """``torch.onnx.export`` of the model to ``path`` (the exporter :data:`EXPORTER` names);
+    returns the exporter used."""
+    m, args = model(name), inputs(name)
+    how = EXPORTER.get(name, "dynamo")
+    if how == "dynamo":
+        shapes = dynamic_shapes(name) if dynamic else None
+        torch.onnx.export(m, args, str(path), dynamo=True, dynamic_shapes=shapes, verbose=False)
+    else:
+        names = [f"args_{i}" for i in range(len(args))]
+        torch.onnx.export(
+            m,
+            args,
+            str(path),
+            dynamo=False,
+            input_names=names,
+            output_names=["out"],
+            dynamic_axes=dynamic_axes(name) if dynamic else None,
+        )
+    return how
