@@ -234,6 +234,16 @@ def _add_frees(block: dict, keep: set[int]) -> None:
 # ----- the executable ----------------------------------------------------------------------------
 
 
+def _resolve_dims(value: Any, env: dict[str, int]) -> Any:
+    """An attribute with its symbolic dims (alone or in a list, e.g. ``shape=[b, n]``) given
+    their values."""
+    if isinstance(value, SymExpr):
+        return evaluate_dim(value, env)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_resolve_dims(v, env) for v in value)
+    return value
+
+
 class Executable:
     """A compiled module: call it on numpy arrays (``executable(*inputs)`` -> tuple of
     outputs, like ``compiler.interpret.run``), ``export(path)`` it to one file."""
@@ -340,9 +350,7 @@ class Executable:
             from compiler.ops.registry import get_op
 
             attrs = {k: _attr_from_json(v) for k, v in ins["attrs"].items()}
-            attrs = {
-                k: (evaluate_dim(v, env) if isinstance(v, SymExpr) else v) for k, v in attrs.items()
-            }
+            attrs = {k: _resolve_dims(v, env) for k, v in attrs.items()}
             opdef = get_op(ins["name"])
             return opdef.compute(args, opdef.normalize_attrs(attrs))
         if op == "tuple":

@@ -328,3 +328,32 @@ def test_a_weight_name_holds_one_value(x):
     # equal copies (say, parsed twice) are the same weight
     copy = Constant(np.ones(2, np.float32), name="w")
     verify(Function.from_output([x], call("add", a, copy)))
+
+
+def test_a_symbol_no_parameter_binds_is_reported_once_at_its_first_use():
+    """``arange(stop=n)`` in a function whose parameters never mention ``n``: nothing could
+    give ``n`` a value when the function is called."""
+    text = """
+    def @main(%x: f32[m]) -> i64[1, n] {
+      %a: i64[n] = arange(dtype=i64, start=0, step=1, stop=n)
+      %b: i64[1, n] = unsqueeze(%a, axes=[0])
+      return %b
+    }
+    """
+    with pytest.raises(VerifyError) as e:
+        parse(text)
+    assert only_problem(e.value) == (
+        "@main: uses symbolic dim(s) n, which no parameter's type binds"
+    )
+    assert ">>   %a: i64[n] = arange(" in str(e.value)
+
+
+def test_a_symbol_inside_an_expression_of_a_parameter_is_bound():
+    parse(
+        """
+    def @main(%x: f32[2*n + 1]) -> i64[n] {
+      %a: i64[n] = arange(dtype=i64, start=0, step=1, stop=n)
+      return %a
+    }
+    """
+    )

@@ -612,3 +612,68 @@ def test_torch_zoo_through_the_torchscript_exporter_matches_torch(name):
             for s in getattr(d, "free_symbols", ())
         }
         assert symbols >= {dim for spec in dynamic_axes.values() for dim in spec.values()}
+
+
+# ----- GatherND -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data_shape, index_shape, batch_dims",
+    [
+        ((2, 8), (2, 1, 1, 8, 2), 0),  # BERT's mask lookup (torch.onnx's advanced indexing)
+        ((4, 3, 5), (6, 1), 0),  # whole slices of the first axis
+        ((4, 3, 5), (2, 2, 3), 0),  # single elements
+        ((3, 4, 5), (3, 2, 1), 1),  # per batch row
+        ((2, 3, 4, 5), (2, 3, 2), 2),
+        ((4, 3), (2, 0), 0),  # empty index tuple: the whole input per index
+    ],
+)
+def test_gather_nd_matches_onnxruntime_with_negative_indices(data_shape, index_shape, batch_dims):
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal(data_shape).astype(np.float32)
+    k = index_shape[-1]
+    high = data_shape[batch_dims : batch_dims + k]
+    columns = [rng.integers(-d, d, index_shape[:-1]) for d in high]
+    idx = np.stack(columns, axis=-1) if columns else np.zeros(index_shape)
+    idx = idx.reshape(index_shape).astype(np.int64)
+    out_rank = len(index_shape) - 1 + len(data_shape) - batch_dims - k
+    node = helper.make_node("GatherND", ["data", "idx"], ["y"], batch_dims=batch_dims)
+    model = make_model(
+        [node],
+        [
+            helper.make_tensor_value_info("data", F32, data_shape),
+            helper.make_tensor_value_info("idx", I64, index_shape),
+        ],
+        [helper.make_tensor_value_info("y", F32, [None] * out_rank)],
+    )
+    assert_matches_ort(model, data, idx)
+
+
+def test_gather_nd_over_symbolic_dims():
+    node = helper.make_node("GatherND", ["data", "idx"], ["y"])
+    model = make_model(
+        [node],
+        [
+            helper.make_tensor_value_info("data", F32, ["n", "m", 3]),
+            helper.make_tensor_value_info("idx", I64, ["k", 2]),
+        ],
+        [helper.make_tensor_value_info("y", F32, ["k", 3])],
+    )
+    data = np.arange(5 * 4 * 3, dtype=np.float32).reshape(5, 4, 3)
+    idx = np.array([[0, 0], [4, -1], [-5, 2]], dtype=np.int64)
+    module = assert_matches_ort(model, data, idx)
+    assert str(module.main.output.ty) == "f32[k, 3]"
+
+
+def test_gather_nd_needs_a_static_index_length():
+    node = helper.make_node("GatherND", ["data", "idx"], ["y"])
+    model = make_model(
+        [node],
+        [
+            helper.make_tensor_value_info("data", F32, [4, 3]),
+            helper.make_tensor_value_info("idx", I64, [2, "k"]),
+        ],
+        [helper.make_tensor_value_info("y", F32, None)],
+    )
+    with pytest.raises(UnsupportedOperatorError, match="static last dim of indices"):
+        from_onnx(model)

@@ -135,6 +135,35 @@ def test_exported_program_names_dims_when_given_dynamic_shapes():
     assert_matches_torch(unnamed, model, args)
 
 
+def test_dims_are_named_for_a_model_taking_star_args_and_tuples():
+    """``forward(*args)`` takes one spec for its varargs (a tuple of per-tensor specs), a
+    tuple input one spec per element: the names still reach the right inputs."""
+    from torch.export import Dim
+
+    class Star(torch.nn.Module):
+        def forward(self, *args):
+            return args[0] + args[1].sum()
+
+    class Pair(torch.nn.Module):
+        def forward(self, pair, z):
+            return pair[0] * pair[1] + z
+
+    batch, seq, k = Dim("batch"), Dim("seq"), Dim("k")
+    args = (torch.ones(2, 3), torch.ones(4))
+    star = from_torch(Star(), args, dynamic_shapes=(({0: batch, 1: seq}, {0: k}),))
+    assert [p.ty.shape for p in star.main.params] == [(sym("batch"), sym("seq")), (sym("k"),)]
+    one = from_torch(
+        Star(), (torch.ones(2, 3), torch.ones(())), dynamic_shapes=(({0: batch}, None),)
+    )
+    assert one.main.params[0].ty.shape == (sym("batch"), 3)
+    pair = from_torch(
+        Pair(),
+        ((torch.ones(2, 3), torch.ones(2, 3)), torch.ones(2, 3)),
+        dynamic_shapes=(({0: batch}, {0: batch}), {0: batch}),
+    )
+    assert all(p.ty.shape == (sym("batch"), 3) for p in pair.main.params)
+
+
 # ----- weights --------------------------------------------------------------------------------
 
 
@@ -564,8 +593,10 @@ OP_CASES = {
     ),
     # x[i, j] = v and x[i, j] += v (index_put), broadcast indices and values
     "index_put": (
-        lambda m, x: torch.index_put(x, (m.r, m.c), torch.tensor(7.0))
-        + torch.index_put(x, (m.r,), x[:1] * 2, accumulate=True),
+        lambda m, x: (
+            torch.index_put(x, (m.r, m.c), torch.tensor(7.0))
+            + torch.index_put(x, (m.r,), x[:1] * 2, accumulate=True)
+        ),
         (X,),
         {"r": torch.tensor([[0], [-1]]), "c": torch.tensor([1, 3])},
     ),

@@ -221,3 +221,23 @@ def test_inputs_are_checked():
         exe(np.zeros((3, 784), np.float32))
     with pytest.raises(TypeError, match="takes 1 input"):
         exe()
+
+
+def test_an_op_the_host_computes_takes_its_symbolic_shape_from_the_inputs():
+    """``zeros(shape=[1, n, m])`` reads no buffer, so the executable computes it on the host
+    with the dims its inputs bound (T5's position bias with dynamic lengths)."""
+    module = parse(
+        """
+def @main(%x: f32[n], %y: f32[m]) -> f32[1, n, m] {
+  %z: f32[1, n, m] = zeros(shape=[1, n, m], dtype=f32)
+  %a: f32[n, 1] = unsqueeze(%x, axes=[1])
+  %b: f32[1, n, m] = add(%z, %a)
+  %c: f32[1, n, m] = add(%b, %y)
+  return %c
+}
+"""
+    )
+    exe = build(module, pipeline="legalize-ops,codegen")  # as is: nothing simplifies the zeros
+    x, y = np.arange(3, dtype=np.float32), np.arange(2, dtype=np.float32)
+    np.testing.assert_array_equal(exe(x, y)[0], (x[:, None] + y)[None])
+    np.testing.assert_array_equal(exe(x[:2], y)[0], (x[:2, None] + y)[None])
