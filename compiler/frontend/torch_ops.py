@@ -43,6 +43,7 @@ from compiler.ir.nodes import Block, Call, Constant, Expr, If, TupleGetItem, cal
 from compiler.ir.nodes import Tuple as IRTuple
 from compiler.ir.symbolic import Dim, SymExpr, dim_mul
 from compiler.ir.types import DType, TensorType, TupleType
+from compiler.ops.shape_inference import broadcast_shapes
 
 # A slice bound this large means "to the end" for strided_slice (torch uses INT64_MAX).
 _TO_END = 2**63 - 1
@@ -1629,36 +1630,74 @@ def _flat_index(index: list[Expr], dims: list[Dim]) -> Expr:
 
 def _index_put_check(node) -> str | None:
     indices = node.args[1] if len(node.args) > 1 else []
-    for t in indices:
-        val = t.meta.get("val") if hasattr(t, "meta") else None
-        if val is not None and val.dtype is torch.bool:
-            return "index_put with a bool mask (x[mask] = v; data-dependent positions)"
+    vals = [t.meta.get("val") if hasattr(t, "meta") else None for t in indices]
+    masks = [v for v in vals if v is not None and v.dtype is torch.bool]
+    if not masks:
+        return None
+    if len(masks) != len([t for t in indices if t is not None]):
+        return "index_put mixing a bool mask with integer index tensors"
+    values = node.args[2].meta.get("val") if hasattr(node.args[2], "meta") else None
+    shape = list(getattr(values, "shape", ()))
+    while shape and type(shape[0]) is int and shape[0] == 1:  # a SymInt may not be compared
+        shape.pop(0)
+    first = next(i for i, t in enumerate(indices) if t is not None)
+    after = node.args[0].meta["val"].dim() - first - sum(m.dim() for m in masks)
+    if len(shape) > after:  # one value per selected element: data-dependent positions
+        return "index_put with a bool mask and one value per selected element (x[m] = y[m])"
     return None
 
 
 @converts("aten.index_put.default", "aten.index_put_.default", check=_index_put_check)
 def _index_put(ctx, node, args, kwargs):
-    """``x[i0, i1, ...] = values`` (``accumulate``: ``+=``) with index tensors on adjacent
-    axes, broadcast together: a scatter of the values along the merged indexed axes, at the
-    flat index ``i0 * s0 + i1 * s1 + ...``. With repeated positions and no accumulate the
-    last value wins (torch leaves it unspecified)."""
+    """``x[i0, i1, ...] = values`` (``accumulate``: ``+=``): index tensors broadcast together
+    (numpy's advanced indexing), on adjacent axes or not (then the indexed dims come first in
+    the shape the values broadcast to), and bool masks (``x[mask] = v``, v the same for every
+    selected element: a ``where``). Integer indices are a scatter of the values along the
+    merged indexed axes at the flat index ``i0 * s0 + i1 * s1 + ...``; with repeated positions
+    and no accumulate the last value wins (torch leaves it unspecified)."""
     a = ctx.arg(args, kwargs)
     dtype = ctx.out_dtype
     x, indices, values = cast(a["self"], dtype), list(a["indices"]), cast(a["values"], dtype)
+    accumulate = bool(a["accumulate"])
     axes = [i for i, t in enumerate(indices) if t is not None]
-    if not axes or axes != list(range(axes[0], axes[-1] + 1)):
-        raise FrontendError("index_put with index tensors on axes that are not adjacent")
+    if not axes:
+        raise FrontendError("index_put with no index tensor")
+    if any(_dtype(indices[i]) is DType.bool for i in axes):
+        return _masked_put(x, [indices[i] for i in axes], axes[0], values, accumulate)
+    shape = list(x.ty.shape)
+    if axes != list(range(axes[0], axes[-1] + 1)):  # not adjacent: the indexed axes go first
+        order = axes + [i for i in range(len(shape)) if i not in axes]
+        moved = call("permute_dims", x, axes=order)
+        index = [indices[i] for i in axes]
+        out = _scatter_put(moved, index, list(range(len(axes))), values, accumulate)
+        return call("permute_dims", out, axes=[order.index(i) for i in range(len(shape))])
+    return _scatter_put(x, [indices[i] for i in axes], axes, values, accumulate)
+
+
+def _masked_put(x: Expr, masks: list[Expr], first: int, values: Expr, add: bool) -> Expr:
+    """``x[..., mask, ...] = v`` (bool masks covering the axes from ``first`` on), v the
+    same for every selected element: ``where(mask, v, x)`` (``x + where(mask, v, 0)``)."""
+    covered = sum(_rank(m) for m in masks)
+    after = _rank(x) - first - covered
+    mask = masks[0]
+    for m in masks[1:]:  # x[m1, m2]: both masks, one after the other
+        inner = [1] * _rank(mask) + list(m.ty.shape)
+        left = call("reshape", mask, shape=list(mask.ty.shape) + [1] * _rank(m))
+        mask = call("logical_and", left, call("reshape", m, shape=inner))
+    mask = call("reshape", mask, shape=list(mask.ty.shape) + [1] * after)
+    if add:
+        return call("add", x, call("where", mask, values, as_tensor(0, _dtype(x))))
+    return call("where", mask, values, x)
+
+
+def _scatter_put(x: Expr, index: list[Expr], axes: list[int], values: Expr, add: bool) -> Expr:
+    """``x[..., i0, i1, ..., ...] = values`` with the index tensors on the adjacent ``axes``."""
     shape = list(x.ty.shape)
     dims = [shape[i] for i in axes]
-    index = [cast(indices[i], DType.int64) for i in axes]
-    index_shapes = [t.ty.shape for t in index]
-    if not all(isinstance(d, int) for d in dims) or not all(
-        isinstance(d, int) for s in index_shapes for d in s
-    ):
-        raise FrontendError("index_put over a symbolic dim")
+    index = [cast(t, DType.int64) for t in index]
     pre, post = shape[: axes[0]], shape[axes[-1] + 1 :]
-    picked = list(np.broadcast_shapes(*index_shapes))  # the shape x[i0, i1, ...] has
-    n = math.prod(picked)
+    picked = list(broadcast_shapes(*[t.ty.shape for t in index]))  # the shape x[i0, i1] has
+    n = _dim_prod(picked)
     flat = call("broadcast_to", _flat_index(index, dims), shape=picked)
     flat = call("reshape", flat, shape=[n])
     lead, tail = len(pre), len(post)
@@ -1666,15 +1705,9 @@ def _index_put(ctx, node, args, kwargs):
     flat = call("broadcast_to", flat, shape=pre + [n] + post)
     values = call("broadcast_to", values, shape=pre + picked + post)
     values = call("reshape", values, shape=pre + [n] + post)
-    merged = call("reshape", x, shape=pre + [math.prod(dims)] + post)
-    out = call(
-        "scatter_elements",
-        merged,
-        flat,
-        values,
-        axis=lead,
-        reduction="add" if a["accumulate"] else "none",
-    )
+    merged = call("reshape", x, shape=pre + [_dim_prod(dims)] + post)
+    reduction = "add" if add else "none"
+    out = call("scatter_elements", merged, flat, values, axis=lead, reduction=reduction)
     return call("reshape", out, shape=shape)
 
 

@@ -307,11 +307,25 @@ class _InPlaceOnView(nn.Module):
         return x
 
 
+class _MaskRead(nn.Module):
+    def forward(self, x):
+        return x[x > 0].sum()
+
+
+class _MaskPutPerElement(nn.Module):
+    def forward(self, x):
+        y = x.clone()
+        y[x > 0] = x[x > 0] * 2
+        return y
+
+
 @pytest.mark.parametrize(
     ("model", "expected"),
     [
         (_TrainingDropout(), "dropout in training mode"),
         (_InPlaceOnView(), "in place on a view"),
+        (_MaskRead(), r"indexing with a bool mask \(data-dependent shape\)"),
+        (_MaskPutPerElement(), "bool mask and one value per selected element"),
     ],
 )
 def test_unsupported_uses_of_supported_operators(model, expected):
@@ -378,6 +392,24 @@ def _i(*shape, high=5, seed=0):
 X, Y = _r(3, 4), _r(3, 4, seed=1)
 X4 = _r(1, 4, 6, 6)
 IDS = _i(3, 4)
+
+
+def _put_apart(m, x):
+    y = x.clone()
+    y[m.a, :, m.b] = m.v
+    z = x.clone()
+    z[m.a, :, m.b] += 1.0
+    return y + z
+
+
+def _put_mask(m, x):
+    y = x.clone()
+    y[x > 0] = 0.5
+    y[:, x[0] > 0] = -0.25
+    y.index_put_((x > 1,), torch.tensor(1.0), accumulate=True)
+    y[x[:, :, 0] > 0] = m.row
+    return y
+
 
 OP_CASES = {
     # arithmetic with scalars, alpha and type promotion
@@ -600,6 +632,15 @@ OP_CASES = {
         (X,),
         {"r": torch.tensor([[0], [-1]]), "c": torch.tensor([1, 3])},
     ),
+    # index_put with index tensors apart: the values broadcast to (indexed dims, the rest)
+    "index_put_apart": (
+        _put_apart,
+        (_r(2, 4, 5),),
+        {"a": torch.tensor([1, 0]), "b": torch.tensor([3, -2]), "v": _r(2, 4)},
+    ),
+    # x[mask] = v with the same v for each selected element (a where), masks over the
+    # leading and the middle axes, += too
+    "index_put_mask": (_put_mask, (_r(2, 4, 5),), {"row": _r(5)}),
     # index tensors apart (a full slice between): their dims come first, as in numpy
     "index_tensors_apart": (
         lambda m, x: x[m.a, :, m.b],
