@@ -1,5 +1,9 @@
 """passlens's compiler core: IR, ops, frontends, passes, interpreter and backend."""
 
+from compiler.errors import LimitError, PasslensError
+
+__all__ = ["LimitError", "PasslensError"]
+
 
 def __getattr__(name: str):
     # ``compiler.build(module)``: the backend (llvmlite) is imported only when first asked for

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.errors import PasslensError
 from compiler.ir.nodes import (
     Call,
     Constant,
@@ -32,7 +33,7 @@ from compiler.ir.symbolic import ANY, SymExpr, solve_dim
 from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, shape_matches
 
 
-class InterpretError(RuntimeError):
+class InterpretError(PasslensError, RuntimeError):
     """Evaluation failed; the message names the binding, its op and provenance."""
 
     def __init__(self, message: str, node: Expr | None = None):

@@ -4,8 +4,11 @@ import explorer
 trace = explorer.explore(model, (x,))      # every step of the conversion
 trace["fold-constant"].diff()              # what a pass changed
 report = trace.check((x,))                 # numerics, shapes and params at every step
+
+Every error passlens raises on purpose is an ``explorer.PasslensError``.
 """
 
+from compiler.errors import LimitError, PasslensError
 from explorer.compare import Comparison, compare
 from explorer.diff import Diff, diff
 from explorer.store import TraceFileError, load
@@ -21,6 +24,8 @@ def serve(trace, **options):
 
 __all__ = [
     "Comparison",
+    "LimitError",
+    "PasslensError",
     "TraceFileError",
     "Diff",
     "Step",

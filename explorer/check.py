@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.errors import PasslensError
 from compiler.interpret import CallMemo, InterpretError, TypeMismatch, ValueCache, evaluate
 from compiler.ir.nodes import (
     Call,
@@ -78,7 +79,7 @@ _KIND_ORDER = {k: i for i, k in enumerate(SEVERITY)}
 Progress = Callable[[int, int, str], None]
 
 
-class CheckError(RuntimeError):
+class CheckError(PasslensError, RuntimeError):
     """The check cannot run: no inputs, inputs that do not fit, an unusable reference."""
 
 

@@ -43,10 +43,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from compiler.errors import PasslensError
+
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-class CLIError(Exception):
+class CLIError(PasslensError):
     """A command could not run; the message is printed as one line."""
 
 

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.errors import PasslensError
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -65,7 +66,7 @@ SUFFIX = ".passlens"
 _PROV_FIELDS = tuple(f.name for f in dataclasses.fields(Provenance))
 
 
-class TraceFileError(ValueError):
+class TraceFileError(PasslensError, ValueError):
     """A file could not be read as a passlens trace; the message says which file and why."""
 
 

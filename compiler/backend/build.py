@@ -28,6 +28,7 @@ import numpy as np
 from compiler.backend import kernel_table
 from compiler.backend.codegen import JIT, host_target
 from compiler.backend.runtime import CompiledKernel, KernelInfo
+from compiler.errors import PasslensError
 from compiler.ir.nodes import (
     Call,
     Constant,
@@ -47,7 +48,7 @@ VERSION = 1
 HOST_OPS = ("reshape", "flatten", "squeeze", "unsqueeze", "full", "zeros", "ones", "arange")
 
 
-class BuildError(Exception):
+class BuildError(PasslensError):
     """The module cannot be turned into an executable; the message says which node and why."""
 
 

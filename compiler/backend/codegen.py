@@ -26,6 +26,7 @@ import llvmlite.ir as ir
 
 from compiler.backend import loops as L
 from compiler.backend.mathlib import FAST_F32, fast_f32
+from compiler.errors import PasslensError
 from compiler.ir.types import DType
 
 _I1, _I8, _I16, _I32, _I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
@@ -55,7 +56,7 @@ def _storage_type(dtype: DType) -> ir.Type:
     return _I8 if dtype is DType.bool else _VALUE_TYPES[dtype]
 
 
-class CodegenError(Exception):
+class CodegenError(PasslensError):
     """A kernel could not be turned into LLVM IR; the message names the kernel and why."""
 
 

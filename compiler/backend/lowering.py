@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.backend import loops as L
+from compiler.errors import PasslensError
 from compiler.ir.names import fresh_name
 from compiler.ir.nodes import Call, Constant, Expr
 from compiler.ir.symbolic import SymExpr
@@ -28,7 +29,7 @@ from compiler.ir.types import DType, TensorType, TupleType
 from compiler.ops.registry import get_op
 
 
-class LoweringError(Exception):
+class LoweringError(PasslensError):
     """A graph op cannot be lowered; the message names the op and why."""
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from compiler.backend import loops as L
 from compiler.backend.codegen import LibStep, LoopStep
+from compiler.errors import PasslensError
 from compiler.ir.symbolic import solve_dim
 from compiler.ir.types import DType
 
@@ -36,7 +37,7 @@ PARALLEL_MIN_WORK = 1 << 15
 _STAGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
-class KernelRunError(RuntimeError):
+class KernelRunError(PasslensError, RuntimeError):
     """A kernel was called with arrays that do not fit its buffers; the message says how."""
 
 

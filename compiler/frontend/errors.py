@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from compiler.errors import PasslensError
 
-class FrontendError(Exception):
+
+class FrontendError(PasslensError):
     """A model could not be imported; the message says what and where."""
 
 
@@ -14,6 +16,8 @@ class UnsupportedOperatorError(FrontendError):
         self.operators = operators
         lines = [f"{len(operators)} unsupported {framework} operator(s):"]
         for op, places in operators.items():
-            shown = ", ".join(places[:5]) + (f" and {len(places) - 5} more" if len(places) > 5 else "")
+            shown = ", ".join(places[:5]) + (
+                f" and {len(places) - 5} more" if len(places) > 5 else ""
+            )
             lines.append(f"  {op}  used at {shown}")
         super().__init__("\n".join(lines))

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.errors import PasslensError
 from compiler.frontend.errors import FrontendError, UnsupportedOperatorError
 from compiler.ir.nodes import (
     Block,
@@ -78,7 +79,7 @@ class Unsupported(Exception):
     """Raised by a converter: this node uses a form passlens does not convert."""
 
 
-class ConversionError(Exception):
+class ConversionError(PasslensError):
     """Raised by a converter: this node is invalid (the message says why)."""
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from compiler.errors import PasslensError
 
-class TypeInferenceError(TypeError):
+
+class TypeInferenceError(PasslensError, TypeError):
     """An op was given inputs or attributes it cannot accept; the message says why."""
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.errors import PasslensError
 from compiler.ir.attrs import Attrs, TypeInferenceError
 from compiler.ir.provenance import NO_PROVENANCE, Provenance
 from compiler.ir.types import DType, TensorType, TupleType, Type, join_types, type_of_array
@@ -30,7 +31,7 @@ def get_op(name: str):
     return _get_op(name)
 
 
-class IRError(Exception):
+class IRError(PasslensError):
     """An IR node or module could not be built as asked; the message says why and where."""
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.errors import PasslensError
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -32,7 +33,7 @@ from compiler.ir.symbolic import ANY, Dim, SymExpr, floordiv, mod, sym
 from compiler.ir.types import DType, TensorType, TupleType, Type
 
 
-class ParseError(ValueError):
+class ParseError(PasslensError, ValueError):
     """The text is not valid IR; ``line`` and ``column`` are 1-based."""
 
     def __init__(self, message: str, line: int, column: int, source_line: str = ""):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from compiler.errors import PasslensError
 from compiler.ir.attrs import TypeInferenceError
 from compiler.ir.nodes import (
     Block,
@@ -57,7 +58,7 @@ class Problem:
         return f"@{self.function}: {self.message}"
 
 
-class VerifyError(ValueError):
+class VerifyError(PasslensError, ValueError):
     """The module breaks invariants; ``problems`` lists them, the message shows context."""
 
     def __init__(self, problems: list[Problem], context: str):

@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from compiler.errors import PasslensError
 from compiler.ir.nodes import Expr, Module
 from compiler.passes import rewrite
 
 
-class PassError(Exception):
+class PassError(PasslensError):
     """A pass cannot transform the module; ``node`` is the binding it failed on, if known."""
 
     def __init__(self, message: str, node: Expr | None = None):
@@ -29,7 +30,7 @@ class PassError(Exception):
         self.node = node
 
 
-class PassFailed(RuntimeError):
+class PassFailed(PasslensError, RuntimeError):
     """Raised by ``run(..., raise_on_failure=True)``: names the pass and the passes before."""
 
 

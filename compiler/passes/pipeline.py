@@ -12,6 +12,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
+from compiler.errors import PasslensError
 from compiler.ir.types import DType
 from compiler.passes.manager import Pass, Sequential, get_pass_class
 
@@ -19,7 +20,7 @@ _NAMED: dict[str, str] = {}
 _ALIASES = {"dce": "dead-code-elimination"}
 
 
-class PipelineError(ValueError):
+class PipelineError(PasslensError, ValueError):
     """A pipeline spec could not be understood; the message says which part and why."""
 
 

@@ -357,3 +357,38 @@ def test_a_symbol_inside_an_expression_of_a_parameter_is_bound():
     }
     """
     )
+
+
+def test_every_error_passlens_raises_on_purpose_is_a_passlens_error():
+    """One family at the API boundary; each keeps the builtin base it had."""
+    import explorer
+    from compiler.backend.build import BuildError
+    from compiler.errors import PasslensError
+    from compiler.frontend import FrontendError, UnsupportedOperatorError
+    from compiler.interpret import InterpretError
+    from compiler.ir.parser import ParseError
+    from compiler.passes.manager import PassError, PassFailed
+    from compiler.passes.pipeline import PipelineError
+    from explorer.check import CheckError
+    from explorer.cli import CLIError
+
+    family = [
+        BuildError,
+        FrontendError,
+        UnsupportedOperatorError,
+        InterpretError,
+        ParseError,
+        VerifyError,
+        PassError,
+        PassFailed,
+        PipelineError,
+        CheckError,
+        CLIError,
+        explorer.TraceFileError,
+        explorer.LimitError,
+    ]
+    assert all(issubclass(e, PasslensError) for e in family)
+    assert explorer.PasslensError is PasslensError
+    assert issubclass(ParseError, ValueError) and issubclass(explorer.TraceFileError, ValueError)
+    with pytest.raises(PasslensError):
+        parse("def @main(")

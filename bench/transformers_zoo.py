@@ -1,0 +1,119 @@
+"""Coverage of Hugging Face transformers models on both paths (issue #13): a table of model x
+path, ``ok`` or the reason it is not, with the time each took.
+
+    .venv/bin/python bench/transformers_zoo.py [NAME ...]
+
+The models are tests/frontend/hf_zoo.py's (small random configs built in code, no download).
+Paths, each with a dynamic batch (and sequence length for text models), checked at the
+example size (batch 2, seq 8) and at batch 3, seq 5:
+
+- ``torch``: ``explorer.explore(model, args, "default,legalize-ops,codegen",
+  dynamic_shapes=...)``, ``trace.check`` clean at both sizes, the compiled executable within
+  1e-4 of eager torch;
+- ``onnx``: ``torch.onnx.export`` (the exporter hf_zoo.EXPORTER names) with the same dynamic
+  dims, then ``explorer.explore(path, args)``, ``trace.check`` clean against onnxruntime at
+  both sizes, the final module within 1e-4 of eager torch.
+
+Prints a Markdown table (for BENCHMARKS.md) and the totals.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+OTHER = dict(batch=3, seq=5)
+
+
+def _problem(trace, sizes, model, final_run) -> str:
+    """'' when the trace is clean at every size and matches eager; else the first problem."""
+    import torch
+
+    if trace.failure is not None:
+        return f"pass failed: {trace.failure.name}: {str(trace.failure.error)[:120]}"
+    for args in sizes:
+        report = trace.check(args, progress=False)
+        bad = [f for f in report.findings if f.is_failure]
+        if bad:
+            return f"{len(bad)} finding(s), first: {str(bad[0])[:140]}"
+    args = sizes[-1]
+    with torch.no_grad():
+        expected = model(*args).numpy()
+    (got,) = final_run(*[a.numpy() for a in args])
+    err = float(abs(got - expected).max())
+    if got.shape != expected.shape or err > 1e-4 * max(1.0, float(abs(expected).max())):
+        return f"differs from eager torch by {err:.2e}"
+    return ""
+
+
+def run_torch(name: str) -> str:
+    import explorer
+    from tests.frontend import hf_zoo
+
+    model = hf_zoo.model(name)
+    args = hf_zoo.inputs(name)
+    trace = explorer.explore(
+        model, args, "default,legalize-ops,codegen", dynamic_shapes=hf_zoo.dynamic_shapes(name)
+    )
+    sizes = [args, hf_zoo.inputs(name, **OTHER)]
+    return _problem(trace, sizes, model, lambda *a: trace["codegen"].executable()(*a))
+
+
+def run_onnx(name: str, tmp: Path) -> str:
+    import explorer
+    from compiler.interpret import run
+    from tests.frontend import hf_zoo
+
+    path = tmp / f"{name}.onnx"
+    hf_zoo.export_onnx(name, path)
+    args = hf_zoo.inputs(name)
+    trace = explorer.explore(str(path), args)
+    sizes = [args, hf_zoo.inputs(name, **OTHER)]
+    return _problem(trace, sizes, hf_zoo.model(name), lambda *a: run(trace.final.module, *a))
+
+
+def _cell(fn, *args) -> tuple[str, float]:
+    start = time.perf_counter()
+    try:
+        problem = fn(*args)
+    except Exception as e:  # the table records why, and goes on
+        problem = f"{type(e).__name__}: {str(e).splitlines()[0][:140]}"
+    seconds = time.perf_counter() - start
+    return ("ok" if not problem else problem.replace("|", "/")), seconds
+
+
+def main(names: list[str]) -> None:
+    warnings.filterwarnings("ignore")
+    import logging
+
+    logging.disable(logging.WARNING)
+    from tests.frontend import hf_zoo
+
+    names = names or hf_zoo.ZOO
+    print("| model | family | torch.export (dynamic, compiled) | s | ONNX (exporter) | s |")
+    print("|---|---|---|---:|---|---:|")
+    ok = {"torch": 0, "onnx": 0}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            t, ts = _cell(run_torch, name)
+            o, os_ = _cell(run_onnx, name, Path(tmp))
+            ok["torch"] += t == "ok"
+            ok["onnx"] += o == "ok"
+            exporter = hf_zoo.EXPORTER.get(name, "dynamo")
+            print(
+                f"| {name} | {hf_zoo.FAMILY[name]} | {t} | {ts:.1f} | {o} ({exporter}) "
+                f"| {os_:.1f} |",
+                flush=True,
+            )
+    n = len(names)
+    print(f"\ntorch.export path: {ok['torch']}/{n} ok; ONNX path: {ok['onnx']}/{n} ok")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
