@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import json
+import math
 import os
 import tempfile
 import zipfile
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.errors import PasslensError
+from compiler.errors import LimitError, PasslensError
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -47,7 +48,6 @@ from compiler.ir.nodes import (
     FuncCall,
     Function,
     If,
-    IRError,
     Module,
     Tuple,
     TupleGetItem,
@@ -64,6 +64,13 @@ FORMAT = "passlens-trace"
 VERSION = 1
 SUFFIX = ".passlens"
 _PROV_FIELDS = tuple(f.name for f in dataclasses.fields(Provenance))
+
+
+# Caps on what a trace file may make passlens read or allocate (a file is untrusted input):
+# manifest.json and ir.json: a 10,000-node trace's ir.json is about 10 MB, its manifest 1 MB
+MAX_JSON_BYTES = {"manifest.json": 64 << 20, "ir.json": 256 << 20}
+MAX_ARRAY_BYTES = 8 << 30  # one array (a weight or an example input)
+MAX_STEPS = 1_000_000
 
 
 class TraceFileError(PasslensError, ValueError):
@@ -576,29 +583,17 @@ def load(path: str | os.PathLike) -> Trace:
             f"{path}: not a passlens trace file (not a readable zip archive: {e})"
         ) from None
     with zf:
-        manifest = _read_manifest(zf, path)
         try:
+            manifest = _read_manifest(zf, path)
             trace = _Reader(zf, path, manifest).trace()
             _relower(trace)
             return trace
-        except TraceFileError:
+        except (TraceFileError, LimitError):
             raise
-        except (
-            KeyError,
-            IndexError,
-            TypeError,
-            ValueError,
-            AttributeError,
-            RecursionError,
-            EOFError,
-            OSError,
-            zlib.error,
-            zipfile.BadZipFile,
-            IRError,
-        ) as e:
+        except Exception as e:  # anything else a damaged or crafted file causes
             what = e.args[0] if isinstance(e, KeyError) and e.args else e
             raise TraceFileError(
-                f"{path}: damaged passlens trace file ({type(e).__name__}: {what})"
+                f"{path}: damaged passlens trace file ({type(e).__name__}: {str(what)[:300]})"
             ) from None
 
 
@@ -607,11 +602,16 @@ def _relower(trace: Trace) -> None:
     running its legalize-ops steps on the modules they were given (lowering is deterministic
     and kernels are named by content, so the same names come back). Compiled code is then
     made when a kernel first runs. A kernel that does not come back stays missing: running it
-    says so."""
+    says so. Only legalize-ops itself runs, whatever spec the file records (its options change
+    whether it fails, not the kernels), so a file cannot make loading run other passes."""
     lowering = [
-        s for s in trace.steps
-        if s.kind == "pass" and s.name == "legalize-ops" and not s.failed
-        and s.before is not None and s.module is not None
+        s
+        for s in trace.steps
+        if s.kind == "pass"
+        and s.name == "legalize-ops"
+        and not s.failed
+        and s.before is not None
+        and s.module is not None
     ]
     if not lowering:
         return
@@ -620,8 +620,8 @@ def _relower(trace: Trace) -> None:
 
     for s in lowering:
         missing = [n for n in kernel_calls(s.module) if not kernel_table.is_registered(n)]
-        if missing:
-            passes.run(s.before, s.spec or s.name, record=False)
+        if missing:  # the pass by its name only: nothing else the file says is run
+            passes.run(s.before, "legalize-ops", record=False)
 
 
 def read_manifest(path: str | os.PathLike) -> dict:
@@ -639,8 +639,11 @@ def read_manifest(path: str | os.PathLike) -> dict:
 
 
 def _read_manifest(zf: zipfile.ZipFile, path: Path) -> dict:
-    if "manifest.json" not in zf.namelist():
+    names = zf.namelist()
+    if "manifest.json" not in names:
         raise TraceFileError(f"{path}: not a passlens trace file (no manifest.json)")
+    if len(set(names)) != len(names):  # which copy is read would depend on the reader
+        raise TraceFileError(f"{path}: damaged passlens trace file (a member appears twice)")
     manifest = _read_json(zf, "manifest.json", path)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise TraceFileError(f"{path}: not a passlens trace file (manifest is not a {FORMAT})")
@@ -657,8 +660,14 @@ def _read_manifest(zf: zipfile.ZipFile, path: Path) -> dict:
 
 def _read_json(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
     try:
+        cap = MAX_JSON_BYTES[name]
         with zf.open(name) as f:
-            return json.loads(f.read().decode("utf-8"))
+            data = f.read(cap + 1)  # not the size the zip declares: that is the file's word
+        if len(data) > cap:
+            raise LimitError(
+                f"{path}: {name} is larger than {cap >> 20} MiB, the limit for it; not read"
+            )
+        return json.loads(data.decode("utf-8"))
     except KeyError:
         raise TraceFileError(f"{path}: damaged passlens trace file (no {name})") from None
     except (
@@ -713,6 +722,11 @@ class _Reader:
         spec = self.ref(self.array_specs, i, "array reference")
         dtype = DType.of(spec["dtype"])
         shape = tuple(int(d) for d in spec["shape"])
+        if any(d < 0 for d in shape) or _nbytes(shape, dtype) > MAX_ARRAY_BYTES:
+            raise LimitError(
+                f"{self.path}: array {i} declares shape {list(shape)} ({dtype.name}), over "
+                f"the {MAX_ARRAY_BYTES >> 30} GiB limit for one array; not read"
+            )
         recipe = spec.get("derived")
         if recipe is not None:
             source = recipe["from"]
@@ -722,15 +736,25 @@ class _Reader:
                     f"derived from array {source!r})"
                 )
             arr = self.array(source)
+            if arr.size != math.prod(shape):
+                raise TraceFileError(
+                    f"{self.path}: damaged passlens trace file (array {i} of shape "
+                    f"{list(shape)} derived from array {source} of shape {list(arr.shape)})"
+                )
             if recipe.get("axes") is not None:
-                arr = arr.transpose([int(a) for a in recipe["axes"]])
+                axes = [int(a) for a in recipe["axes"]]
+                if sorted(axes) != list(range(arr.ndim)):
+                    raise TraceFileError(
+                        f"{self.path}: damaged passlens trace file (array {i}: axes {axes} "
+                        f"are not a permutation of {arr.ndim} axes)"
+                    )
+                arr = arr.transpose(axes)
             if recipe.get("cast"):
                 arr = arr.astype(dtype.numpy)
             arr = np.ascontiguousarray(arr)
             what = f"array {i}"
         else:
-            with self.zf.open(spec["member"]) as f:
-                arr = np.lib.format.read_array(f, allow_pickle=False)
+            arr = self.stored_array(spec["member"], dtype, shape)
             what = spec["member"]
         if dtype is DType.bfloat16 and arr.dtype.itemsize == 2 and arr.dtype.kind in "uV":
             arr = arr.view(dtype.numpy)
@@ -743,6 +767,38 @@ class _Reader:
             arr.flags.writeable = False
         self.arrays[i] = arr
         return arr
+
+    def stored_array(self, member: Any, dtype: DType, shape: tuple) -> np.ndarray:
+        """An ``.npy`` member, read only once its header agrees with the declared dtype and
+        shape and the member holds exactly that many bytes (no header can make it allocate
+        more than the file holds)."""
+        info = self.zf.getinfo(str(member))
+        with self.zf.open(info) as f:
+            fmt = np.lib.format
+            version = fmt.read_magic(f)
+            readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
+            if version not in readers:
+                raise TraceFileError(f"{self.path}: {member} has npy format version {version}")
+            stored_shape, fortran, stored = readers[version](f, max_header_size=10_000)
+            want = np.dtype(dtype.numpy)
+            if dtype is DType.bfloat16 and stored.itemsize == 2 and stored.kind in "uV":
+                want = stored  # bfloat16 is stored as its bits
+            if tuple(stored_shape) != shape or stored != want or stored.hasobject:
+                raise TraceFileError(
+                    f"{self.path}: damaged passlens trace file ({member} holds "
+                    f"{stored}{list(stored_shape)}, expected {dtype.name}{list(shape)})"
+                )
+            nbytes = _nbytes(shape, dtype)
+            if info.file_size - f.tell() != nbytes:
+                raise TraceFileError(
+                    f"{self.path}: damaged passlens trace file ({member} holds "
+                    f"{info.file_size - f.tell()} bytes of data, its header says {nbytes})"
+                )
+            data = f.read(nbytes)
+        if len(data) != nbytes:
+            raise TraceFileError(f"{self.path}: damaged passlens trace file ({member} is short)")
+        arr = np.frombuffer(data, dtype=stored).reshape(shape, order="F" if fortran else "C")
+        return np.ascontiguousarray(arr) if fortran else arr.copy()
 
     def attrs(self, rec: Any) -> dict:
         if not isinstance(rec, dict):
@@ -811,13 +867,26 @@ class _Reader:
         before = rec.get("before")
         failed = rec.get("failed_node")
         graph = rec.get("source_graph")
+        depth = int(rec.get("depth") or 0)
+        parent = None if rec.get("parent") is None else int(rec["parent"])
+        children = [int(c) for c in rec.get("children") or []]
+        if not 0 <= depth <= position or (parent is not None and not 0 <= parent < position):
+            raise TraceFileError(
+                f"{self.path}: damaged passlens trace file (step {position} has depth "
+                f"{depth} and parent {parent})"
+            )
+        if any(not position < c < self.n_steps for c in children):
+            raise TraceFileError(
+                f"{self.path}: damaged passlens trace file (step {position} lists children "
+                "that are not later steps)"
+            )
         step = Step(
             index=position,
             kind=str(rec["kind"]),
             name=str(rec["name"]),
             spec=str(rec.get("spec") or ""),
-            depth=int(rec.get("depth") or 0),
-            parent=None if rec.get("parent") is None else int(rec["parent"]),
+            depth=depth,
+            parent=parent,
             module=None if module is None else self.ref(self.modules, module, "module reference"),
             before=None if before is None else self.ref(self.modules, before, "module reference"),
             seconds=float(rec.get("seconds") or 0.0),
@@ -826,7 +895,7 @@ class _Reader:
             failed_node=None if failed is None else self.expr(failed),
             failed_function=rec.get("failed_function"),
             source_graph=None if graph is None else _decode_graph(graph),
-            children=[int(c) for c in rec.get("children") or []],
+            children=children,
         )
         if "artifact_bytes" in rec:
             step._artifact_bytes = int(rec["artifact_bytes"])
@@ -837,7 +906,11 @@ class _Reader:
 
     def trace(self) -> Trace:
         m = self.manifest
-        steps = [self.step(i, rec) for i, rec in enumerate(_list(m, "steps"))]
+        records = _list(m, "steps")
+        if len(records) > MAX_STEPS:
+            raise LimitError(f"{self.path}: {len(records)} steps, over the limit of {MAX_STEPS}")
+        self.n_steps = len(records)
+        steps = [self.step(i, rec) for i, rec in enumerate(records)]
         return Trace(
             steps,
             source=self.source(m.get("source")),
@@ -887,6 +960,10 @@ class _Reader:
             else:
                 return None  # an input that could not be saved: the inputs are incomplete
         return tuple(out)
+
+
+def _nbytes(shape: tuple, dtype: DType) -> int:
+    return math.prod(shape) * np.dtype(dtype.numpy).itemsize
 
 
 def _list(table: dict, key: str) -> list:

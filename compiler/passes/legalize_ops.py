@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from compiler.ir.attrs import TypeInferenceError
 from compiler.ir.nodes import (
     Call,
     Constant,
@@ -103,6 +104,7 @@ class _Legalizer:
         """The lowered replacement of a binding (None: keep it)."""
         try:
             if isinstance(node, Call):
+                self.check_annotation(node)
                 return self.lower_call(node)
             if isinstance(node, FuncCall):
                 return self.lower_fused(node)
@@ -114,6 +116,21 @@ class _Legalizer:
     def error(self, message: str, node: Expr) -> PassError:
         where = "" if node.prov.is_empty else f" (at {node.prov.describe()})"
         return PassError(f"{message}{where}", node)
+
+    def check_annotation(self, node: Call) -> None:
+        """Kernels are generated from the annotated types (loop extents, buffer shapes), so an
+        annotation its inputs do not give (a faulty pass, a crafted file) would make a kernel
+        that reads or writes outside its buffers: such a call is never compiled."""
+        try:
+            inferred = node.inferred_type()
+        except TypeInferenceError as e:
+            raise self.error(f"{node.op} cannot be compiled: {e}", node) from None
+        if inferred != node.ty:
+            raise self.error(
+                f"{node.op} is annotated {node.ty} but its inputs give {inferred}; a call whose "
+                "annotation is wrong is not compiled",
+                node,
+            )
 
     def lower_call(self, node: Call) -> Expr | None:
         if node.op == "call_lowered" or node.op in VIEW_OPS or not node.args:
@@ -156,6 +173,17 @@ class _Legalizer:
         calls = [b for b in callee.bindings]
         if not all(isinstance(b, Call) for b in calls) or not isinstance(callee.output, Call):
             raise self.error(f"fused function @{node.func} holds more than op calls", node)
+        if len(callee.params) != len(node.args):
+            raise self.error(f"fused function @{node.func}: called with a wrong arity", node)
+        for p, a in zip(callee.params, node.args, strict=True):
+            if p.ty != a.ty and not _symbolic_param(p.ty, a.ty):
+                raise self.error(
+                    f"fused function @{node.func}: parameter %{p.name} is {p.ty} but the call "
+                    f"passes {a.ty}; it is not compiled",
+                    node,
+                )
+        for c in calls:
+            self.check_annotation(c)
         ops = [c.op for c in calls]
         try:
             kernel, inner_args = self.lowering.lower_group(
@@ -181,6 +209,20 @@ class _Legalizer:
             mapping[id(b)] = self.lower_call(call) or call
         out = mapping[id(callee.output)]
         return out.replace(name=node.name) if out.name != node.name else out
+
+
+def _symbolic_param(param, arg) -> bool:
+    """A parameter with symbolic dims takes a more specific argument of the same dtype and
+    rank (the kernel binds the dims from the buffers' sizes at run time and checks them)."""
+    from compiler.ir.types import TensorType
+
+    if not (isinstance(param, TensorType) and isinstance(arg, TensorType)):
+        return False
+    if param.dtype is not arg.dtype or param.shape is None or arg.shape is None:
+        return False
+    return len(param.shape) == len(arg.shape) and all(
+        not isinstance(p, int) or p == a for p, a in zip(param.shape, arg.shape, strict=True)
+    )
 
 
 def unlowered_reason(module: Module, node: Expr) -> str | None:

@@ -241,3 +241,28 @@ def @main(%x: f32[n], %y: f32[m]) -> f32[1, n, m] {
     x, y = np.arange(3, dtype=np.float32), np.arange(2, dtype=np.float32)
     np.testing.assert_array_equal(exe(x, y)[0], (x[:, None] + y)[None])
     np.testing.assert_array_equal(exe(x[:2], y)[0], (x[:2, None] + y)[None])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the annotation claims more elements than the input has: a kernel made from it
+        # would read past the input buffer
+        "%y: f32[100000] = exp(%x)\n  return %y",
+        # the same inside a fused function
+        "%y: f32[100000] = call @f(%x)\n  return %y",
+    ],
+)
+def test_a_call_whose_annotation_its_inputs_do_not_give_is_never_compiled(body):
+    text = f"""
+def @main(%x: f32[4]) -> f32[100000] {{
+  {body}
+}}
+def @f(%p: f32[4]) -> f32[100000] attrs {{primitive = true, private = true}} {{
+  %e: f32[100000] = exp(%p)
+  return %e
+}}
+"""
+    module = parse(text, verify=False)
+    with pytest.raises(PassFailed, match=r"annotated f32\[100000\] but its inputs give f32\[4\]"):
+        build(module, pipeline="legalize-ops,codegen")

@@ -1,0 +1,196 @@
+"""Crafted trace files (issue #14): a shared ``.passlens`` file is untrusted input. Each probe
+ends in one clear passlens error (or a correct result), fast and within bounded memory; none
+runs code or passes the file chose, and none makes a compiled kernel read outside its
+buffers."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+import zipfile
+
+import numpy as np
+import pytest
+
+import explorer
+from compiler import models
+from compiler.errors import PasslensError
+from explorer.store import LimitError, TraceFileError, load, save
+from tests.explorer.test_store import rewrite_member
+
+
+@pytest.fixture
+def small_file(tmp_path):
+    trace = explorer.explore(models.mlp((4, 3), batch=2), pipeline="fold-constant")
+    return save(trace, tmp_path / "small.passlens")
+
+
+def _json(path, name):
+    with zipfile.ZipFile(path) as zf:
+        return json.loads(zf.read(name))
+
+
+def _fast_error(path, error=PasslensError, match=None, seconds=10.0):
+    start = time.perf_counter()
+    with pytest.raises(error, match=match) as info:
+        load(path)
+    assert time.perf_counter() - start < seconds
+    return info.value
+
+
+def test_a_manifest_that_inflates_to_more_than_its_limit_is_not_read(small_file):
+    manifest = _json(small_file, "manifest.json")
+    manifest["padding"] = " " * (65 << 20)  # 65 MiB of spaces compress to ~65 kB
+    data = json.dumps(manifest).encode()
+    with zipfile.ZipFile(small_file) as zf:
+        members = {i.filename: zf.read(i.filename) for i in zf.infolist()}
+    members["manifest.json"] = data
+    with zipfile.ZipFile(small_file, "w", zipfile.ZIP_DEFLATED) as zf:
+        for k, v in members.items():
+            zf.writestr(k, v)
+    assert small_file.stat().st_size < 1 << 20
+    err = _fast_error(small_file, LimitError, "manifest.json is larger than 64 MiB")
+    assert isinstance(err, PasslensError)
+
+
+def _npy(header_shape, dtype="<f4", body=b""):
+    f = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        f, {"descr": dtype, "fortran_order": False, "shape": header_shape}
+    )
+    return f.getvalue() + body
+
+
+def _first_array(path):
+    ir = _json(path, "ir.json")
+    i, spec = next((i, s) for i, s in enumerate(ir["arrays"]) if "member" in s)
+    return ir, i, spec
+
+
+def test_an_npy_header_declaring_a_huge_array_is_refused_before_allocating(small_file):
+    ir, i, spec = _first_array(small_file)
+    rewrite_member(small_file, spec["member"], _npy((10**12,)))
+    _fast_error(small_file, TraceFileError, r"holds float32\[1000000000000\]")
+    ir["arrays"][i]["shape"] = [10**12]  # the declared shape agrees: the size limit refuses
+    rewrite_member(small_file, "ir.json", json.dumps(ir).encode())
+    _fast_error(small_file, LimitError, "over the 8 GiB limit for one array")
+
+
+def test_an_npy_member_shorter_than_its_header_says_is_refused(small_file):
+    _, _, spec = _first_array(small_file)
+    rewrite_member(small_file, spec["member"], _npy(tuple(spec["shape"]), body=b"\0" * 4))
+    _fast_error(small_file, TraceFileError, "bytes of data, its header says")
+
+
+def test_an_npy_member_of_another_dtype_is_refused(small_file):
+    _, _, spec = _first_array(small_file)
+    n = int(np.prod(spec["shape"]))
+    rewrite_member(small_file, spec["member"], _npy(tuple(spec["shape"]), "<f8", b"\0" * 8 * n))
+    _fast_error(small_file, TraceFileError, "holds float64")
+
+
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("depth", 10**9, "has depth 1000000000"),
+        ("parent", 7, "parent 7"),
+        ("children", [0], "children that are not later steps"),
+    ],
+)
+def test_step_structure_fields_are_checked(small_file, field, value, match):
+    manifest = _json(small_file, "manifest.json")
+    manifest["steps"][1][field] = value
+    rewrite_member(small_file, "manifest.json", json.dumps(manifest).encode())
+    _fast_error(small_file, TraceFileError, match)
+
+
+def test_a_duplicate_manifest_is_refused(small_file):
+    with zipfile.ZipFile(small_file, "a") as zf:
+        with pytest.warns(UserWarning, match="Duplicate name"):
+            zf.writestr("manifest.json", b"{}")
+    _fast_error(small_file, TraceFileError, "a member appears twice")
+
+
+def test_a_member_with_an_unknown_compression_method_is_a_trace_file_error(small_file):
+    data = bytearray(small_file.read_bytes())
+    # the central directory's compression method of every member: 99 (AES, unsupported)
+    start = data.find(b"PK\x01\x02")
+    while start != -1:
+        data[start + 10 : start + 12] = (99).to_bytes(2, "little")
+        start = data.find(b"PK\x01\x02", start + 4)
+    small_file.write_bytes(bytes(data))
+    _fast_error(small_file, TraceFileError)
+
+
+def _backend_trace(tmp_path):
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 4)
+    trace = explorer.explore(model, (x,), pipeline="fuse-ops,legalize-ops,codegen")
+    return save(trace, tmp_path / "backend.passlens"), x
+
+
+def test_loading_re_lowers_with_legalize_ops_only_whatever_spec_the_file_records(
+    tmp_path, monkeypatch
+):
+    path, _ = _backend_trace(tmp_path)
+    manifest = _json(path, "manifest.json")
+    step = next(s for s in manifest["steps"] if s["name"] == "legalize-ops")
+    step["spec"] = ",".join(["fold-constant"] * 3000 + ["legalize-ops"])
+    rewrite_member(path, "manifest.json", json.dumps(manifest).encode())
+    from compiler import passes
+    from compiler.backend import kernel_table
+
+    ran = []
+    real = passes.run
+
+    def spy(module, spec, **kw):
+        ran.append(spec)
+        return real(module, spec, **kw)
+
+    monkeypatch.setattr(passes, "run", spy)
+    monkeypatch.setattr(kernel_table, "is_registered", lambda name: False)  # a fresh process
+    loaded = load(path)
+    assert ran == ["legalize-ops"]
+    assert loaded["legalize-ops"].spec.count("fold-constant") == 3000  # shown, not run
+
+
+CRAFTED_KERNEL = """
+import sys
+import numpy as np
+import explorer
+
+trace = explorer.load(sys.argv[1])
+report = trace.check((np.ones((2, 4), np.float32),), progress=False)
+print("FINDINGS", sorted({f.kind for f in report.findings}))
+"""
+
+
+def test_a_kernel_annotated_larger_than_its_input_is_not_compiled_from_a_loaded_trace(tmp_path):
+    """Every op of the trace claims to give f32[2, 100000] from f32[2, 4] inputs:
+    re-lowering on load refuses it (a kernel made from it would read past the input), and
+    the check of a fresh process reports findings instead of reading foreign memory."""
+    path, _ = _backend_trace(tmp_path)
+    ir = _json(path, "ir.json")
+    manifest = _json(path, "manifest.json")
+    ir["types"].append("f32[2, 100000]")
+    for node in ir["nodes"]:
+        if node["kind"] in ("call", "func_call") and node.get("op") != "call_lowered":
+            node["type"] = len(ir["types"]) - 1
+    rewrite_member(path, "ir.json", json.dumps(ir).encode())
+    rewrite_member(path, "manifest.json", json.dumps(manifest).encode())
+    loaded = load(path)  # re-lowering refused the kernels: nothing made from the lie
+    from compiler import passes
+
+    with pytest.raises(passes.PassFailed, match=r"annotated f32\[2, 100000\] but its inputs"):
+        passes.run(loaded["legalize-ops"].before, "legalize-ops,codegen", record=False)
+    script = tmp_path / "probe.py"
+    script.write_text(CRAFTED_KERNEL)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]  # never killed by a signal
+    assert "FINDINGS ['run-failed', 'shape-mismatch']" in proc.stdout
