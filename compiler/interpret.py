@@ -33,6 +33,10 @@ from compiler.ir.symbolic import ANY, SymExpr, solve_dim
 from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, shape_matches
 
 
+# The largest value one binding may hold; the annotated size is checked before computing.
+MAX_VALUE_BYTES = 4 << 30
+
+
 class InterpretError(PasslensError, RuntimeError):
     """Evaluation failed; the message names the binding, its op and provenance."""
 
@@ -294,6 +298,26 @@ class _Evaluator:
         except KeyError:
             raise InterpretError(f"{_describe(expr)} is used before it is computed", expr) from None
 
+    def check_size(self, node: Call) -> None:
+        """Refuse a value whose annotated size is over MAX_VALUE_BYTES before computing it (a
+        crafted ``zeros(shape=[10000000000])`` would otherwise take the machine's memory)."""
+        ty = node.ty
+        if not isinstance(ty, TensorType) or ty.shape is None:
+            return
+        n = 1
+        for d in ty.shape:
+            try:
+                n *= d if isinstance(d, int) else _resolve(d, self.env)
+            except (KeyError, InterpretError, TypeError):
+                return  # not known before computing: the op's own checks apply
+        if n * np.dtype(ty.dtype.numpy).itemsize > MAX_VALUE_BYTES:
+            raise InterpretError(
+                f"{_describe(node)} would hold {n:,} elements ({ty}), over the interpreter's "
+                f"limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
+                "(compiler.interpret.MAX_VALUE_BYTES)",
+                node,
+            )
+
     def run_bindings(self, bindings: Sequence[Expr]) -> None:
         values = self.values
         for node in bindings:
@@ -316,6 +340,7 @@ class _Evaluator:
 
     def compute(self, node: Expr) -> Any:
         if isinstance(node, Call):
+            self.check_size(node)
             args = [self.value(a) for a in node.args]
             memo = self.memo
             if memo is not None:

@@ -904,6 +904,9 @@ class _Checker:
         except (InterpretError, CheckError) as e:
             run.error = e
             run.error_node = getattr(e, "node", None)
+        except Exception as e:  # a step that cannot be computed is a finding, never a crash
+            run.error = InterpretError(f"{type(e).__name__}: {str(e)[:500]}")
+            run.error_node = None
         run.seconds = time.perf_counter() - start
         return run
 

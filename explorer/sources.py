@@ -83,16 +83,11 @@ def _import_torch(model, example_inputs, dynamic_shapes=None, **options) -> Impo
 
 
 def _import_onnx(source, **options) -> Imported:
-    import onnx
-
     from compiler.frontend import from_onnx
+    from compiler.frontend.onnx_frontend import load_model
 
-    proto = source
-    if isinstance(source, (bytes, bytearray)):
-        proto = onnx.load_from_string(bytes(source))
-    elif not type(source).__name__ == "ModelProto":
-        proto = onnx.load(str(source))
-    module = from_onnx(source, **options)
+    proto = load_model(source)  # read once, checked: a clear error for a damaged file
+    module = from_onnx(proto, **options)
     step = Step(0, "source", "onnx", source_graph=onnx_graph_model(proto))
     return Imported(module, step, "from_onnx", {"model": proto}, "onnx")
 

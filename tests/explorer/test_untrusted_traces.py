@@ -194,3 +194,37 @@ def test_a_kernel_annotated_larger_than_its_input_is_not_compiled_from_a_loaded_
     )
     assert proc.returncode == 0, proc.stderr[-2000:]  # never killed by a signal
     assert "FINDINGS ['run-failed', 'shape-mismatch']" in proc.stdout
+
+
+# ----- untrusted models and IR ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("data", [b"\x08\x07garbage", bytes(range(256)) * 3, b""])
+def test_explore_of_bytes_that_are_not_an_onnx_model_is_a_passlens_error(data, tmp_path):
+    path = tmp_path / "broken.onnx"
+    path.write_bytes(data)
+    for source in (data, path):
+        with pytest.raises(PasslensError, match="ONNX model|empty"):
+            explorer.explore(source)
+
+
+@pytest.mark.parametrize(
+    "shape, match",
+    [
+        ("10000000000", "over the interpreter's limit of 4 GiB for one value"),
+        (", ".join(["1"] * 70), "zeros"),  # numpy takes 64 dims at most
+    ],
+)
+def test_a_step_that_cannot_be_computed_is_a_run_failed_finding(shape, match):
+    trace = explorer.explore(
+        f"""
+def @main(%x: f32[2]) -> f32[{shape}] {{
+  %z: f32[{shape}] = zeros(shape=[{shape}], dtype=f32)
+  return %z
+}}""",
+        pipeline="",
+    )
+    report = trace.check((np.ones(2, np.float32),), progress=False)
+    (finding,) = report.findings
+    assert finding.kind == "run-failed"
+    assert match in str(finding)
