@@ -37,7 +37,7 @@ from compiler.ir.nodes import (
     TupleGetItem,
 )
 from compiler.ir.symbolic import ANY, Dim, SymExpr
-from compiler.ir.types import DType, TensorType, TupleType, Type
+from compiler.ir.types import DType, TensorType, TupleType, Type, symbol_bindings
 
 DEFAULT_OPSET = 18
 MIN_OPSET = 17
@@ -106,6 +106,8 @@ class Exporter:
         self.used: set[str] = set()
         self.symbol_sources: dict[str, tuple[str, int]] = {}
         self.symbol_values: dict[str, str] = {}
+        # per inlined call: the callee's symbols in the caller's dims (``n`` -> ``batch``)
+        self.dim_envs: list[dict[str, Dim]] = []
         self.current: Expr | None = None
 
     # ----- names ------------------------------------------------------------------------
@@ -179,7 +181,14 @@ class Exporter:
 
     # ----- symbolic dims ----------------------------------------------------------------
     def symbol(self, name: str) -> str:
-        """An i64 [1] tensor holding the value of symbol ``name`` at run time."""
+        """An i64 [1] tensor holding the value of symbol ``name`` at run time (inside an
+        inlined call, a callee's symbol is the caller's dim it stands for)."""
+        if self.dim_envs and name in self.dim_envs[-1]:
+            env = self.dim_envs.pop()
+            try:
+                return self.dim(env[name])
+            finally:
+                self.dim_envs.append(env)
         if name not in self.symbol_values:
             if name not in self.symbol_sources:
                 raise ExportError(
@@ -301,11 +310,13 @@ class Exporter:
         args = [self.lookup(a) for a in node.args]
         saved = self.current
         self.scopes.append({id(p): a for p, a in zip(fn.params, args, strict=True)})
+        self.dim_envs.append(symbol_bindings([p.ty for p in fn.params], [a.ty for a in node.args]))
         try:
             self.bindings(fn.bindings)
             out = self.lookup(fn.output)
         finally:
             self.scopes.pop()
+            self.dim_envs.pop()
             self.current = saved
         return out
 

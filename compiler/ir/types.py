@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import Enum
 
 import numpy as np
 
-from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_mul, dim_str, dims_equal, is_dim
+from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_mul, dim_str, dims_equal, is_dim, sym
 
 try:  # bfloat16 comes from ml_dtypes (a dependency of onnx); without it bf16 is unavailable.
     import ml_dtypes as _ml_dtypes
@@ -257,3 +257,20 @@ def shape_matches(annotated: tuple | None, actual: tuple, env: dict) -> bool:
         if a.evaluate(env) != v:
             return False
     return True
+
+
+def symbol_bindings(params: Sequence[Type], args: Sequence[Type]) -> dict[str, Dim]:
+    """What a callee's symbols stand for at one call: a parameter dim that is a lone symbol
+    (``n``) takes the argument's dim there (``batch``); the first binding of a symbol wins."""
+    env: dict[str, Dim] = {}
+    for pt, at in zip(params, args, strict=False):
+        if not (isinstance(pt, TensorType) and isinstance(at, TensorType)):
+            continue
+        if pt.shape is None or at.shape is None or len(pt.shape) != len(at.shape):
+            continue
+        for pd, ad in zip(pt.shape, at.shape, strict=True):
+            if isinstance(pd, SymExpr) and len(pd.free_symbols) == 1 and ad is not ANY:
+                (name,) = pd.free_symbols
+                if pd == sym(name):
+                    env.setdefault(name, ad)
+    return env

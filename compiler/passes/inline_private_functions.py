@@ -12,10 +12,12 @@ branches are inlined into the branch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from compiler.ir.nodes import Block, Call, Expr, FuncCall, Function, If, Module, Tuple
 from compiler.ir.provenance import Provenance
+from compiler.ir.symbolic import Dim, SymExpr
+from compiler.ir.types import TensorType, TupleType, symbol_bindings
 from compiler.passes import rewrite
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import remap_operands
@@ -42,11 +44,25 @@ def _recursive(module: Module) -> set[str]:
     return out
 
 
-class _Copier:
-    """Fresh copies of a callee's nodes for one call site."""
+def _substituted(value: Any, env: dict[str, Dim]) -> Any:
+    """A type or attribute value with the callee's symbols replaced by the caller's dims."""
+    if isinstance(value, SymExpr):
+        return value.substitute(env)
+    if isinstance(value, TensorType) and value.shape is not None:
+        return TensorType([_substituted(d, env) for d in value.shape], value.dtype)
+    if isinstance(value, TupleType):
+        return TupleType([_substituted(f, env) for f in value.fields])
+    if isinstance(value, (list, tuple)):
+        return type(value)(_substituted(v, env) for v in value)
+    return value
 
-    def __init__(self, mapping: dict[int, Expr], prov: Provenance):
-        self.mapping, self.prov = mapping, prov
+
+class _Copier:
+    """Fresh copies of a callee's nodes for one call site; the callee's symbolic dims become
+    the caller's (``reshape(shape=[n, 3])`` inlined where ``n`` is ``batch``)."""
+
+    def __init__(self, mapping: dict[int, Expr], prov: Provenance, dims: dict[str, Dim]):
+        self.mapping, self.prov, self.dims = mapping, prov, dims
 
     def block(self, blk: Block) -> Block:
         bindings = [self.node(b) for b in blk.bindings]
@@ -65,6 +81,10 @@ class _Copier:
             fields["fields"] = tuple(m(id(f), f) for f in node.fields)
         else:
             fields["tuple_value"] = m(id(node.tuple_value), node.tuple_value)
+        if self.dims:
+            fields["ty"] = _substituted(node.ty, self.dims)
+            if isinstance(node, Call):
+                fields["attrs"] = {k: _substituted(v, self.dims) for k, v in node.attrs.items()}
         if isinstance(node, Call) and node.ty == node.inferred_type():
             fields["ty"] = None  # re-infer: the arguments may be more specific than the params
         if node.prov.is_empty:
@@ -109,7 +129,8 @@ class _Inliner:
             if isinstance(new, FuncCall) and new.func in self.inlinable:
                 callee = self.function(new.func)
                 args = dict(zip(map(id, callee.params), new.args, strict=True))
-                copier = _Copier(args, node.prov.with_pass(self.pass_name))
+                dims = symbol_bindings([p.ty for p in callee.params], [a.ty for a in new.args])
+                copier = _Copier(args, node.prov.with_pass(self.pass_name), dims)
                 for b in callee.bindings:
                     out.append(copier.node(b, node.name if b is callee.output else None))
                 mapping[id(node)] = copier.mapping.get(id(callee.output), callee.output)

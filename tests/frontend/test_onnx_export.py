@@ -182,3 +182,23 @@ def test_a_callback_op_is_a_clear_error():
 def test_opset_older_than_17_is_refused():
     with pytest.raises(FrontendError, match="opset 17 or newer"):
         to_onnx(models.mlp((4, 2)), opset=13)
+
+
+def test_a_called_function_with_its_own_symbols_exports_in_the_callers_dims():
+    module = parse(
+        """
+def @main(%x: f32[batch, 3]) -> f32[3, batch] {
+  %y: f32[3, batch] = call @helper(%x)
+  return %y
+}
+def @helper(%p: f32[n, 3]) -> f32[3, n] {
+  %e: f32[n, 3] = exp(%p)
+  %f: f32[3, n] = reshape(%e, shape=[3, n])
+  return %f
+}
+"""
+    )
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    sess = ort.InferenceSession(to_onnx(module).SerializeToString())
+    (got,) = sess.run(None, {sess.get_inputs()[0].name: x})
+    np.testing.assert_allclose(got, np.exp(x).reshape(3, 4), rtol=1e-6)

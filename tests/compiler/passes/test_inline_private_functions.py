@@ -197,3 +197,29 @@ def test_inlining_random_modules_preserves_results(gen):
 def flatten(value) -> list:
     """The arrays of a (nested) tuple of outputs, in order."""
     return [x for v in value for x in flatten(v)] if isinstance(value, tuple) else [value]
+
+
+SYMBOLIC_CALLEE = """
+def @main(%x: f32[batch, 3]) -> f32[batch, 3] {
+  %y: f32[batch, 3] = call @helper(%x)
+  return %y
+}
+def @helper(%p: f32[n, 3]) -> f32[n, 3] attrs {private = true} {
+  %e: f32[n, 3] = exp(%p)
+  %f: f32[3, n] = reshape(%e, shape=[3, n])
+  %g: f32[n, 3] = reshape(%f, shape=[n, 3])
+  return %g
+}
+"""
+
+
+def test_a_callee_symbol_becomes_the_callers_dim_in_attributes_and_types():
+    """``reshape(shape=[3, n])`` inlined where ``n`` is ``batch`` reads ``shape=[3, batch]``:
+    left as ``n``, the caller would use a dim nothing binds (the verifier says so)."""
+    module = parse(SYMBOLIC_CALLEE)
+    out = passes.run(module, "inline-private-functions", verify_each=True).module
+    text = str(out)
+    assert "shape=[3, batch]" in text and "shape=[batch, 3]" in text
+    assert " n" not in text.split("def @main")[1]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(run(out, x)[0], np.exp(x), rtol=1e-6)
