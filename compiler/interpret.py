@@ -32,7 +32,6 @@ from compiler.ir.nodes import (
 from compiler.ir.symbolic import ANY, SymExpr, solve_dim
 from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, shape_matches
 
-
 # The largest value one binding may hold; the annotated size is checked before computing.
 MAX_VALUE_BYTES = 4 << 30
 
@@ -207,16 +206,6 @@ def _to_array(value: Any, param: Var, index: int) -> np.ndarray:
     return np.asarray(value)
 
 
-def _as_value(value: Any) -> Any:
-    """An op's result as the interpreter keeps it: a numpy scalar (``np.take`` with a 0-d
-    index returns one) becomes the 0-d array its type annotates; tuples element-wise."""
-    if isinstance(value, np.generic):
-        return np.asarray(value)
-    if isinstance(value, tuple):
-        return tuple(_as_value(v) for v in value)
-    return value
-
-
 def _matches(ty: Type, value: Any, env: dict[str, int]) -> bool:
     if isinstance(ty, TupleType):
         return (
@@ -333,7 +322,6 @@ class _Evaluator:
                 raise InterpretError(
                     f"while executing {_describe(node)}: {type(e).__name__}: {e}", node
                 ) from e
-            result = _as_value(result)
             if self.check_types and not _matches(node.ty, result, dict(self.env)):
                 self.mismatches.append(TypeMismatch.of(node, result))
             values[node] = result

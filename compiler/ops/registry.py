@@ -34,9 +34,6 @@ PATTERNS = (ELEMWISE, BROADCAST, INJECTIVE, REDUCE, ANCHOR, OPAQUE)
 ATTR_KINDS = ("int", "float", "bool", "str", "ints", "floats", "dim", "dims", "dtype", "any")
 
 
-
-
-
 @dataclass(frozen=True)
 class AttrSpec:
     """One attribute of an op: its kind, its default (REQUIRED if none) and what it means."""
@@ -165,9 +162,29 @@ def define_op(
         raise ValueError(f"op {name!r} is defined twice")
     if pattern not in PATTERNS:
         raise ValueError(f"unknown fusion pattern {pattern!r}")
-    opdef = OpDef(name, tuple(inputs), dict(attrs or {}), infer, compute, pattern, doc)
+    opdef = OpDef(name, tuple(inputs), dict(attrs or {}), infer, _arrays(compute), pattern, doc)
     _REGISTRY[name] = opdef
     return opdef
+
+
+def _arrays(compute: Callable[[list[np.ndarray], Attrs], Any]):
+    """``compute`` giving arrays only: numpy returns a scalar (``np.int64``) where a 0-d array
+    is meant (``np.take`` with a 0-d index, a full reduction), and every caller (the
+    interpreter, folding, the kernels' references) wants the 0-d array the type annotates."""
+
+    def arrays(values: list[np.ndarray], attrs: Attrs) -> Any:
+        return _as_array(compute(values, attrs))
+
+    arrays.__doc__, arrays.__wrapped__ = compute.__doc__, compute
+    return arrays
+
+
+def _as_array(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_as_array(v) for v in value)
+    return value
 
 
 def get_op(name: str) -> OpDef:

@@ -6,7 +6,9 @@ code, no download) on both paths (issue #13):
   shape mismatch, no failed pass) at the example size and at another size, and the compiled
   executable matches eager torch at that other size.
 - an ONNX file from ``torch.onnx.export`` of the same model, with the same dynamic dims:
-  ``trace.check`` clean against onnxruntime at both sizes, and the final module matches eager.
+  ``trace.check`` clean against onnxruntime at both sizes, and the final module matches eager;
+  a static export through legalize-ops and codegen too, its executable matching eager (a
+  dynamic ONNX file computes its shapes at run time: '?' dims, which do not compile).
 
 bench/transformers_zoo.py prints the same matrix as a table (BENCHMARKS.md)."""
 
@@ -78,3 +80,17 @@ def test_onnx_path_with_dynamic_dims_checks_clean_against_onnxruntime(name, tmp_
         assert _failures(report) == []
     (got,) = run(trace.final.module, *[a.numpy() for a in other])
     _close(got, _eager(hf_zoo.model(name), other))
+
+
+@pytest.mark.parametrize("name", _params(hf_zoo.ZOO))
+def test_onnx_path_compiles_and_matches_eager(name, tmp_path):
+    """A static export: a dynamic one computes its shapes at run time ('?' dims, which the
+    backend cannot loop over), see test_onnx_path_with_dynamic_dims_..."""
+    path = tmp_path / f"{name}.onnx"
+    hf_zoo.export_onnx(name, path, dynamic=False)
+    args = hf_zoo.inputs(name)
+    trace = explorer.explore(str(path), args, PIPELINE)
+    assert trace.failure is None
+    assert _failures(trace.check(args, progress=False)) == []
+    (got,) = trace["codegen"].executable()(*[a.numpy() for a in args])
+    _close(got, _eager(hf_zoo.model(name), args))

@@ -243,3 +243,29 @@ def test_integer_division_by_zero_raises(op):
 
     with pytest.raises(ZeroDivisionError):
         get_op(op).compute([np.array([1, 2], np.int64), np.array([1, 0], np.int64)], {})
+
+
+@pytest.mark.parametrize(
+    "op, inputs, attrs",
+    [
+        ("take", [np.array([2, 8, 8, 32]), np.array(2)], {"axis": 0}),  # numpy gives np.int64
+        ("sum", [np.arange(6.0)], {}),
+        ("argmax", [np.arange(6.0)], {}),
+    ],
+)
+def test_every_op_gives_a_0_d_array_where_numpy_gives_a_scalar(op, inputs, attrs):
+    """One place (the registry) turns numpy scalars into the 0-d arrays the types annotate:
+    folding then folds ``take(shape, 2)`` of a static shape (a static Swin export's window
+    sizes), the interpreter checks it like any value."""
+    opdef = get_op(op)
+    out = opdef.compute(inputs, opdef.normalize_attrs(attrs))
+    assert isinstance(out, np.ndarray) and out.ndim == 0
+
+
+def test_folding_a_scalar_take_of_a_constant_shape():
+    from compiler.ir import Constant
+    from compiler.passes.fold_constant import fold_call
+
+    node = call("take", Constant(np.array([2, 8, 8, 32])), Constant(np.array(2)), axis=0)
+    value = fold_call(node)
+    assert isinstance(value, np.ndarray) and value.shape == () and int(value) == 8
