@@ -1113,6 +1113,11 @@ def _take(e, n, a):
     return e.node("Gather", a, axis=n.attrs["axis"])
 
 
+@lowers("nonzero")
+def _nonzero(e, n, a):
+    return e.node("NonZero", a)
+
+
 @lowers("gather_elements")
 def _gather_elements(e, n, a):
     return e.node("GatherElements", a, axis=n.attrs["axis"])

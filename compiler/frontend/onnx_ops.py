@@ -1633,10 +1633,18 @@ def _gather_nd_flat(ctx, data: Expr, indices: Expr, b: int, k: int) -> Expr:
             raise ConversionError(
                 f"the batch dims of data {batch} and indices {indices.ty.shape[:b]} differ"
             )
-        position = np.arange(math.prod(batch)).reshape(batch + [1] * (q - 1 - b))
-        flat = ctx.call("add", flat, ctx.call("multiply", ctx.constant(position, I64), stride))
+        # each batch element's position, an op: the batch has the size the types declare,
+        # which a few bytes of model can make huge (fold-constant folds the small ones)
+        position = ctx.call("arange", stop=math.prod(batch), dtype=I64)
+        position = ctx.call("reshape", position, shape=batch + [1] * (q - 1 - b))
+        flat = ctx.call("add", flat, ctx.call("multiply", position, stride))
     merged = ctx.call("flatten", data, start_dim=0, end_dim=b + k - 1) if b + k > 1 else data
     return ctx.call("take", merged, flat, axis=0)
+
+
+@converter("NonZero", min_version=9)
+def _non_zero(ctx):
+    return ctx.call("nonzero", ctx.input(0))
 
 
 @converter("GatherElements", attrs=("axis",))

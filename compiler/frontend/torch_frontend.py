@@ -39,7 +39,7 @@ from compiler.ir.nodes import (
     collect_bindings,
 )
 from compiler.ir.provenance import Provenance
-from compiler.ir.symbolic import Dim, SymExpr, dims_equal, sym
+from compiler.ir.symbolic import ANY, Dim, SymExpr, dims_equal, sym
 from compiler.ir.types import DType, TensorType, TupleType
 from compiler.passes.rewrite import with_provenance
 
@@ -295,6 +295,8 @@ def symint_to_dim(value: Any, symbols: dict[str, Dim]) -> Dim:
     kind = type(expr).__name__
     if isinstance(expr, sympy.Integer):
         return int(expr)
+    if any(str(s).startswith("u") for s in getattr(expr, "free_symbols", ())):
+        return ANY  # torch's unbacked sizes (u0: x[mask]'s length) are known only at run time
     if isinstance(expr, sympy.Symbol):
         name = str(expr)
         return symbols.setdefault(name, sym(name))

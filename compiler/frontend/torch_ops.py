@@ -41,7 +41,7 @@ from compiler.frontend.torch_frontend import (
 )
 from compiler.ir.nodes import Block, Call, Constant, Expr, If, TupleGetItem, call, collect_bindings
 from compiler.ir.nodes import Tuple as IRTuple
-from compiler.ir.symbolic import Dim, SymExpr, dim_mul
+from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_mul
 from compiler.ir.types import DType, TensorType, TupleType
 from compiler.ops.shape_inference import broadcast_shapes
 
@@ -657,6 +657,10 @@ def _masked_fill(ctx, node, args, kwargs):
 def _reshape(ctx, node, args, kwargs):
     x = args[0]
     shape = _out_shape(ctx)
+    if ANY in shape:  # a data-dependent size (x[mask].view(-1, 4)): the rest determines it
+        if shape.count(ANY) > 1:
+            raise FrontendError("a reshape to a shape with several data-dependent sizes")
+        shape = [-1 if d is ANY else d for d in shape]
     if isinstance(x.ty, TensorType) and x.ty.shape == tuple(shape):
         return x
     return call("reshape", x, shape=shape)
@@ -1574,13 +1578,8 @@ def _gather(ctx, node, args, kwargs):
 
 def _index_check(node) -> str | None:
     indices = node.args[1] if len(node.args) > 1 else []
-    used = [i for i in indices if i is not None]
-    if not used:
+    if not [i for i in indices if i is not None]:
         return "indexing with no index tensor"
-    for t in used:
-        val = t.meta.get("val") if hasattr(t, "meta") else None
-        if val is not None and val.dtype is torch.bool:
-            return "indexing with a bool mask (data-dependent shape)"
     return None
 
 
@@ -1590,7 +1589,7 @@ def _index(ctx, node, args, kwargs):
     (broadcast together, as numpy's advanced indexing; transformers' mask builders do it) is a
     take of the flat index ``i0 * s0 + i1 * s1 + ...`` from ``x`` with those axes merged.
     Index tensors separated by a full slice put their dims first, as in numpy."""
-    x, indices = args[0], list(args[1])
+    x, indices = args[0], _mask_positions(list(args[1]))
     axes = [i for i, t in enumerate(indices) if t is not None]
     if len(axes) == 1:
         return call("take", x, indices[axes[0]], axis=axes[0])
@@ -1604,6 +1603,20 @@ def _index(ctx, node, args, kwargs):
     dims = [shape[a] for a in axes]
     merged = shape[: axes[0]] + [_dim_prod(dims)] + shape[axes[-1] + 1 :]
     return call("take", call("reshape", x, shape=merged), _flat_index(index, dims), axis=axes[0])
+
+
+def _mask_positions(indices: list) -> list:
+    """Index tensors with each bool mask (covering as many axes as its rank) replaced by the
+    positions of its true elements, one index tensor per axis: ``x[mask]`` is
+    ``x[nonzero(mask)[0], nonzero(mask)[1], ...]``, of a length known only at run time."""
+    out: list = []
+    for t in indices:
+        if t is None or _dtype(t) is not DType.bool:
+            out.append(t)
+            continue
+        positions = call("nonzero", t)
+        out += [call("take", positions, as_tensor(k, DType.int64), axis=0) for k in range(_rank(t))]
+    return out
 
 
 def _dim_prod(dims: Sequence[Dim]) -> Dim:

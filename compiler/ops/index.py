@@ -106,6 +106,35 @@ define_op(
     doc="Select slices of data along an axis by integer indices (ONNX Gather, embedding).",
 )
 
+# ----- nonzero -----------------------------------------------------------------------------
+
+
+def _nonzero_infer(types, attrs):
+    x = tensor_input(types[0], "x")
+    if x.shape is None:
+        raise TypeInferenceError(f"nonzero needs an input of known rank, got {x}")
+    return TensorType((len(x.shape), ANY), DType.int64)
+
+
+def _nonzero_compute(values, attrs):
+    (x,) = values
+    if x.ndim == 0:  # numpy deprecates nonzero of a 0-d array; ONNX: (0, 1) or (0, 0)
+        return np.zeros((0, int(bool(x))), np.int64)
+    return np.stack(np.nonzero(x)).astype(np.int64).reshape(x.ndim, -1)
+
+
+define_op(
+    "nonzero",
+    inputs=("x",),
+    infer=_nonzero_infer,
+    compute=_nonzero_compute,
+    pattern=OPAQUE,
+    doc="The indices of the non-zero elements, one row per axis, in row-major order "
+    "(ONNX NonZero; torch.nonzero transposed): i64[rank, ?], its length known only at run "
+    "time.",
+)
+
+
 # ----- gather_elements, scatter_elements ---------------------------------------------------
 
 

@@ -348,3 +348,22 @@ CASES += [
         id="topk-nan-is-largest",
     ),
 ]
+
+# ----- nonzero -----------------------------------------------------------------------------
+
+
+def _torch_nonzero(x):
+    return torch.nonzero(x).T
+
+
+CASES += [
+    OpCase("nonzero", [_randn(3, 4) > 0], reference=_torch_nonzero, id="nonzero-bool-2d"),
+    OpCase("nonzero", [_idx(3, 2, 3, 4)], reference=_torch_nonzero, id="nonzero-int-3d"),
+    OpCase("nonzero", [np.zeros(5, np.float32)], reference=_torch_nonzero, id="nonzero-none"),
+    OpCase(
+        "nonzero",
+        [np.array(2.0, np.float32)],
+        expected=np.zeros((0, 1), np.int64),
+        id="nonzero-0d-true",
+    ),
+]
