@@ -667,7 +667,15 @@ def _read_json(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
             raise LimitError(
                 f"{path}: {name} is larger than {cap >> 20} MiB, the limit for it; not read"
             )
-        return json.loads(data.decode("utf-8"))
+        obj = json.loads(data.decode("utf-8"))
+        try:  # JSON may spell a lone surrogate (\ud800), which no text output can hold
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise TraceFileError(
+                f"{path}: damaged passlens trace file ({name} holds text that is not valid "
+                "Unicode: a lone surrogate)"
+            ) from None
+        return obj
     except KeyError:
         raise TraceFileError(f"{path}: damaged passlens trace file (no {name})") from None
     except (

@@ -228,3 +228,12 @@ def @main(%x: f32[2]) -> f32[{shape}] {{
     (finding,) = report.findings
     assert finding.kind == "run-failed"
     assert match in str(finding)
+
+
+def test_text_that_is_not_valid_unicode_is_refused(small_file):
+    """JSON can spell a lone surrogate; no report could be written with it (found by
+    bench/fuzz_untrusted.py: to_html raised UnicodeEncodeError)."""
+    manifest = _json(small_file, "manifest.json")
+    manifest["steps"][1]["name"] = "fold\ud800"
+    rewrite_member(small_file, "manifest.json", json.dumps(manifest).encode())
+    _fast_error(small_file, TraceFileError, "not valid Unicode")
