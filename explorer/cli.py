@@ -2,7 +2,7 @@
 
     passlens explore MODEL [--pipeline SPEC] [--check] [--html OUT] [--save OUT.passlens]
     passlens show TRACE.passlens [--step N [--view NAME]] [--diff N]
-    passlens serve TRACE.passlens [--port P] [--open]
+    passlens serve TRACE.passlens [--port P] [--open] [--allow-host HOST ...]
     passlens demo [--notebook PATH [--out DIR]]
 
 ``explore`` imports MODEL, runs the pipeline (default: ``default``) with every pass recorded
@@ -26,7 +26,8 @@ step, ``--html`` writes a self-contained report and ``--save`` the trace. MODEL 
 an index or a pass name; ``--view "loop IR"``, ``"LLVM IR"`` or ``assembly`` for the backend's
 texts of a step after legalize-ops or codegen), with ``--diff N`` what that step changed.
 ``serve`` serves the Panel app on a saved trace on localhost (prints the URL, serves until
-Ctrl-C; ``--port 0`` picks a free port), ``demo`` runs the bundled demo.
+Ctrl-C; ``--port 0`` picks a free port; it answers only requests to localhost, 127.0.0.1 or
+[::1], plus each ``--allow-host HOST[:PORT]``), ``demo`` runs the bundled demo.
 
 Exit codes: 0 when all went well; 1 when there are findings (a pass failed, or ``--check``
 found problems); 2 when the command could not run (a missing or unreadable file, a bad
@@ -122,6 +123,14 @@ def _parser() -> argparse.ArgumentParser:
         "--port", type=int, default=5006, help="port, 0 for a free one (default: %(default)s)"
     )
     p.add_argument("--open", action="store_true", help="open the app in a web browser")
+    p.add_argument(
+        "--allow-host",
+        metavar="HOST",
+        action="append",
+        default=[],
+        help="also answer requests to HOST or HOST:PORT (e.g. a reverse proxy's name; "
+        "repeatable); by default only localhost, 127.0.0.1 and [::1] on the port are answered",
+    )
 
     p = sub.add_parser("demo", help="run the bundled demo")
     p.add_argument(
@@ -380,12 +389,15 @@ def _serve(args: argparse.Namespace) -> int:
 
     trace = load(args.trace)
     try:
-        from widgets.app import serve
+        from widgets.app import HostError, serve
     except ImportError as e:
         raise CLIError(_missing_feature("serve", e, ("widgets.app", "widgets", "panel"))) from None
     if not 0 <= args.port <= 65535:
         raise CLIError(f"bad port {args.port}: use 0 (a free port) to 65535")
-    serve(trace, port=args.port, show=args.open)  # prints the URL, serves until Ctrl-C
+    try:  # prints the URL, serves until Ctrl-C
+        serve(trace, port=args.port, show=args.open, allow_host=args.allow_host)
+    except HostError as e:  # a bad --allow-host: its message says which and why
+        raise CLIError(str(e)) from None
     return EXIT_OK
 
 

@@ -15,20 +15,30 @@ navigation come from :mod:`widgets.views`, HTML from :mod:`widgets.render`.
 
 Nothing is loaded from the network: Panel serves its own scripts, and the components' code is
 plain ESM without imports.
+
+The server answers only requests addressed to it by a local name (``Host`` localhost,
+127.0.0.1 or [::1] with its port, or a host given in ``allow_host``) and coming from a page of
+those hosts (``Origin``): see :class:`HostGuard`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import threading
+from collections.abc import Iterable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import panel as pn
 import param
 from panel.custom import JSComponent
 from panel.io.server import get_server
+from tornado.routing import Matcher, Rule
+from tornado.web import Application, RequestHandler
 
+from compiler.errors import PasslensError
 from widgets import render, views
 from widgets.graph_view import GraphState, graph_css, graph_data, graph_esm, selected_stats
 from widgets.views import TABS
@@ -287,6 +297,135 @@ def build_app(trace, report=None, max_boxes: int = render.MAX_BOXES, title: str 
     return app.layout
 
 
+# ===== who may talk to the server =============================================================
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+_ANY_ADDRESS = {"", "0.0.0.0", "::", "[::]"}  # listen everywhere: not a name a browser uses
+_HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9_.-]*[a-z0-9_-])(?::(\d{1,5}))?")
+
+
+class HostError(PasslensError, ValueError):
+    """A host to allow (``serve(allow_host=...)``, ``passlens serve --allow-host``) that is not
+    a host name or address with an optional port."""
+
+
+def _split_host(text: str) -> tuple[str, int | None] | None:
+    """``host[:port]`` as (host in lower case, IPv6 in brackets; port or None), or None when
+    ``text`` is not one (a scheme, a path, a wildcard, a bad port, several values)."""
+    m = _HOST.fullmatch(text.strip().lower())
+    if m is None:
+        return None
+    port = None if m.group(2) is None else int(m.group(2))
+    return None if port is not None and not 0 < port < 65536 else (m.group(1), port)
+
+
+class HostGuard:
+    """Which requests the server answers: its ``Host`` header must name this server, and an
+    ``Origin`` header (sent by browsers with every websocket and with scripts' requests) must
+    be a page of this server.
+
+    Why: a page of any web site can make the browser talk to ``localhost`` through DNS
+    rebinding (its own name, resolved to 127.0.0.1 once the page is loaded). The browser then
+    sends ``Host`` and ``Origin`` of that site, equal to each other; Tornado accepts a websocket
+    whose Origin equals its Host (or says ``Sec-Fetch-Site: same-origin``) without asking
+    Bokeh's origin list, and Bokeh checks nothing on plain HTTP requests, so the page could
+    read the app and drive it. The guard answers such requests with 403 before any handler.
+
+    Allowed: localhost, 127.0.0.1 and [::1] on the served ``port``; the listening ``address``
+    on it (unless it listens everywhere); and each of ``allow_host``, ``host`` (any port) or
+    ``host:port``."""
+
+    def __init__(self, port: int, address: str = "localhost", allow_host: Iterable[str] = ()):
+        self.port = port
+        self.allowed: list[tuple[str, int | None]] = [(h, port) for h in LOCAL_HOSTS]
+        listen = f"[{address}]" if ":" in address and not address.startswith("[") else address
+        if listen.lower() not in _ANY_ADDRESS:
+            own = _split_host(listen)
+            if own is None:
+                raise HostError(f"cannot serve on address {address!r}: not a host name or address")
+            self.allowed.append((own[0], port))
+        if isinstance(allow_host, str):  # one host, not its characters
+            allow_host = [allow_host]
+        for text in allow_host:
+            entry = _split_host(str(text))
+            if entry is None:
+                raise HostError(
+                    f"cannot allow host {text!r}: give a host name or address, optionally with "
+                    ":PORT (no scheme, path or wildcard)"
+                )
+            self.allowed.append(entry)
+
+    def allows(self, netloc: str, default_port: int = 80) -> bool:
+        """Whether ``netloc`` (``host[:port]``, the port ``default_port`` when left out)
+        is an allowed host."""
+        entry = _split_host(netloc)
+        if entry is None:
+            return False
+        host, port = entry[0], default_port if entry[1] is None else entry[1]
+        return any(host == h and p in (None, port) for h, p in self.allowed)
+
+    def refusal(self, request) -> str | None:
+        """Why ``request`` (a Tornado request) is refused, or None when it is answered."""
+        host = request.headers.get("Host", "")
+        if not self.allows(host):
+            return f"Host {host!r} is not this server ({self.hint})"
+        origin = request.headers.get("Origin")
+        if origin is not None:
+            parts = urlsplit(origin)
+            secure = parts.scheme == "https"
+            if parts.scheme not in ("http", "https") or not self.allows(
+                parts.netloc, 443 if secure else 80
+            ):
+                return f"Origin {origin!r} is not a page of this server ({self.hint})"
+        return None
+
+    @property
+    def hint(self) -> str:
+        """What a refusal adds: the host to use, and how to allow another."""
+        return (
+            f"it answers localhost:{self.port}; to allow another host: passlens serve "
+            "--allow-host HOST, or serve(..., allow_host=[HOST])"
+        )
+
+    def websocket_origins(self) -> list[str]:
+        """The allowed hosts as Bokeh's websocket origin list, which it checks when Tornado
+        takes a websocket for cross-origin (the guard has checked the Origin already; Bokeh's
+        parser cannot read hosts in IPv6 brackets, so those are left to the guard)."""
+        return sorted({h if p is None else f"{h}:{p}" for h, p in self.allowed if ":" not in h})
+
+    def install(self, server) -> None:
+        """Put the guard in front of every handler of a Bokeh ``server`` (not started yet):
+        HTTP requests and websocket upgrades alike go through its first routing rule."""
+        app = getattr(server, "_tornado", None)  # Bokeh keeps its Tornado application there
+        if not isinstance(app, Application):
+            raise RuntimeError(
+                "bokeh's Server no longer keeps its Tornado application in `_tornado`: passlens "
+                "cannot check the Host of requests, and does not serve without that check"
+            )
+        app.default_router.rules.insert(0, Rule(_Refusal(self), _Refused))
+
+
+class _Refusal(Matcher):
+    """Matches the requests a :class:`HostGuard` refuses (the reason goes to the handler)."""
+
+    def __init__(self, guard: HostGuard):
+        self.guard = guard
+
+    def match(self, request) -> dict | None:
+        reason = self.guard.refusal(request)
+        return None if reason is None else {"path_args": [], "path_kwargs": {"reason": reason}}
+
+
+class _Refused(RequestHandler):
+    """403 and the reason as plain text, whatever the method (a websocket upgrade too)."""
+
+    def prepare(self) -> None:
+        self.set_status(403)
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.finish(f"passlens: refused: {self.path_kwargs['reason']}\n")
+
+
 def _load(trace_or_path):
     if isinstance(trace_or_path, (str, os.PathLike)):
         from explorer.store import load
@@ -341,13 +480,19 @@ def serve(
     block: bool = True,
     max_boxes: int = render.MAX_BOXES,
     title: str = "",
+    allow_host: Iterable[str] = (),
 ):
     """Serve the app for a trace (or a saved ``.passlens`` file) on ``address:port`` (a free
     port when 0). ``show`` opens a browser. With ``block`` (the default) prints the URL and
-    serves until Ctrl-C; else serves from a thread and returns a :class:`Server`."""
-    trace = _load(trace_or_path)
+    serves until Ctrl-C; else serves from a thread and returns a :class:`Server`.
+
+    Only requests to localhost, 127.0.0.1 or [::1] on that port (or to ``address``) are
+    answered, from pages of those hosts; ``allow_host`` adds hosts (``host`` for any port,
+    or ``host:port``), e.g. the name of a reverse proxy in front of it. See :class:`HostGuard`.
+    """
     port = port or _free_port(address)
-    origins = sorted({f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"})
+    guard = HostGuard(port, address, allow_host)
+    trace = _load(trace_or_path)
     page_title = title or f"passlens: {trace.pipeline or 'trace'}"
 
     apps: list[PassApp] = []  # one per browser session
@@ -357,16 +502,23 @@ def serve(
         apps.append(layout.passlens_app)
         return layout
 
-    if block:
+    def new_server(loop=None):
         server = get_server(
             make,
             port=port,
             address=address,
             show=False,
             start=False,
+            loop=loop,
             title=page_title,
-            websocket_origin=origins,
+            websocket_origin=guard.websocket_origins(),
+            location=False,  # the URL is not synced (and Panel's sync cannot read [::1] hosts)
         )
+        guard.install(server)
+        return server
+
+    if block:
+        server = new_server()
         url = f"http://{address}:{server.port}/"
         print(f"passlens: serving {len(trace)} steps at {url} (Ctrl-C to stop)", flush=True)
         if show:
@@ -391,16 +543,7 @@ def serve(
 
         loop = IOLoop.current()
         try:
-            box["server"] = get_server(
-                make,
-                port=port,
-                address=address,
-                show=False,
-                start=False,
-                loop=loop,
-                title=page_title,
-                websocket_origin=origins,
-            )
+            box["server"] = new_server(loop)
             box["loop"] = loop
         except BaseException as e:  # reported to the caller
             box["error"] = e
@@ -423,4 +566,14 @@ def serve(
     return srv
 
 
-__all__ = ["GraphPane", "PassApp", "Server", "Timeline", "build_app", "serve"]
+__all__ = [
+    "LOCAL_HOSTS",
+    "GraphPane",
+    "HostError",
+    "HostGuard",
+    "PassApp",
+    "Server",
+    "Timeline",
+    "build_app",
+    "serve",
+]

@@ -1062,8 +1062,8 @@ def ir_text_html(step) -> str:
         if len(text) > MAX_BACKEND_TEXT:
             note = (
                 f"<p class='pl-note'>{esc(name)}: first {MAX_BACKEND_TEXT:,} of {len(text):,} "
-                f"characters; all of it: <code>step.texts[{name!r}]</code> or <code>passlens "
-                f"show TRACE --step {step.index} --view '{esc(name)}'</code></p>"
+                f"characters; all of it: <code>{esc(f'step.texts[{name!r}]')}</code> or "
+                f"<code>passlens show TRACE --step {step.index} --view '{esc(name)}'</code></p>"
             )
             text = text[:MAX_BACKEND_TEXT]
         opened = " open" if name == "loop IR" else ""

@@ -863,6 +863,7 @@ const PasslensGraph = (function () {
       const added = mode === "before" && sel >= 0 && j < 0 ? st.m.p.nodes[sel].t : "";
       if (mode === "before") st.keepAfter = j < 0 ? sel : -1;
       else if (sel < 0 && st.keepAfter >= 0) j = st.keepAfter;
+      st.sel = -1; // an index into the side left: drawing the other side must not read it
       use(mode, true);
       note.textContent = added ? "“" + added + "” is new in this step: the step before has no counterpart" : "";
       note.style.display = added ? "" : "none";
