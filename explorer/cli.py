@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -153,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help (0) or a usage error (2), already printed by argparse
         return int(e.code or 0)
     command = {"explore": _explore, "show": _show, "serve": _serve, "demo": _demo}[args.command]
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Printable(out), _Printable(err)
     try:
         return command(args)
     except KeyboardInterrupt:
@@ -163,6 +166,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"passlens: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+# C0 and C1 control characters but newline and tab: a name in a shared trace or model must not
+# drive the terminal (move the cursor, retitle the window, hide what follows)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class _Printable:
+    """A text stream that shows control characters as ``\\x1b`` escapes."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(_CONTROL.sub(lambda m: ascii(m.group())[1:-1], text))
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 def _one_line(e: BaseException) -> str:

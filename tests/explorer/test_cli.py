@@ -354,3 +354,24 @@ def test_check_and_html_together_draw_the_findings_in_the_report(capsys, tmp_pat
     text = html.read_text()
     assert "id='pl-banner'" in text and "param-bloat at #" in text  # the one-line banner
     assert '"bad":1' in text and "copies of linear.weight" in text  # drawn on the graph
+
+
+def test_control_characters_in_a_trace_do_not_reach_the_terminal(capsys, tmp_path):
+    """A step named with escape sequences (retitle the window, clear the screen) is shown as
+    text: a shared trace must not drive the terminal of whoever opens it."""
+    import json
+    import zipfile
+
+    from compiler import models
+    from tests.explorer.test_store import rewrite_member
+
+    path = tmp_path / "t.passlens"
+    explorer.explore(models.mlp((4, 3), batch=2), pipeline="fold-constant").save(path)
+    with zipfile.ZipFile(path) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+    manifest["steps"][1]["name"] = "fold\x1b]0;owned\x07\x1b[2J"
+    rewrite_member(path, "manifest.json", json.dumps(manifest).encode())
+    code, out, _ = run(capsys, "show", path)
+    assert code == 0
+    assert "\x1b" not in out and "\x07" not in out
+    assert "fold\\x1b]0;owned\\x07\\x1b[2J" in out
