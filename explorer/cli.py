@@ -245,6 +245,9 @@ def _explore(args: argparse.Namespace) -> int:
     if args.save:
         path = trace.save(args.save) or Path(args.save)
         print(f"saved the trace to {args.save} ({_size(Path(path))})")
+    if trace.interrupted:  # Ctrl-C during the pipeline: what ran is kept, nothing more runs
+        print("passlens: interrupted", file=sys.stderr)
+        return 130
     report = None
     if args.check:  # before the report, so the findings are drawn on its graphs
         try:

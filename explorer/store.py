@@ -57,6 +57,7 @@ from compiler.ir.parser import ParseError, Parser, parse_type
 from compiler.ir.printer import format_attr
 from compiler.ir.provenance import NO_PROVENANCE, Provenance
 from compiler.ir.types import DType, Type
+from compiler.passes import SkippedPass
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
 from explorer.trace import Step, Trace
 
@@ -187,6 +188,9 @@ class _Writer:
             "steps": steps,
             "example_inputs": self.example_inputs(trace.example_inputs),
         }
+        if trace.skipped or trace.interrupted:
+            meta["skipped"] = [dataclasses.asdict(k) for k in trace.skipped]
+            meta["interrupted"] = bool(trace.interrupted)
         if isinstance(trace.source, str):  # IR text: small, and it is the whole source
             meta["source"] = {"kind": "text", "text": trace.source}
         return meta
@@ -919,12 +923,20 @@ class _Reader:
             raise LimitError(f"{self.path}: {len(records)} steps, over the limit of {MAX_STEPS}")
         self.n_steps = len(records)
         steps = [self.step(i, rec) for i, rec in enumerate(records)]
+        skipped = [
+            SkippedPass(str(k["pass_name"]), str(k["spec"]), int(k["depth"]), str(k["reason"]))
+            for k in m.get("skipped") or []
+        ]
+        if any(not 0 <= k.depth <= len(steps) for k in skipped):
+            raise TraceFileError(f"{self.path}: damaged passlens trace file (a skipped depth)")
         return Trace(
             steps,
             source=self.source(m.get("source")),
             example_inputs=self.example_inputs(m.get("example_inputs")),
             pipeline=str(m.get("pipeline") or ""),
             frontend=str(m.get("frontend") or ""),
+            skipped=skipped,
+            interrupted=bool(m.get("interrupted")),
         )
 
     def source(self, rec: Any) -> Any:

@@ -18,6 +18,7 @@ from typing import Any
 from compiler import passes
 from compiler.ir.nodes import Expr, Module
 from compiler.ir.printer import Printer
+from compiler.passes import SkippedPass
 from explorer.graph import GraphModel, graph_of_module
 
 
@@ -132,7 +133,9 @@ class Step:
             try:
                 self._executable = build(self.shown_module, pipeline="", record=False)
             except KernelNotFound as e:
-                raise ValueError(f"step {self.index} ({self.name}) cannot be rebuilt: {e}") from None
+                raise ValueError(
+                    f"step {self.index} ({self.name}) cannot be rebuilt: {e}"
+                ) from None
         return self._executable
 
     @property
@@ -235,6 +238,8 @@ class Trace:
         example_inputs: tuple | None = None,
         pipeline: str = "",
         frontend: str = "",
+        skipped: Sequence[SkippedPass] = (),
+        interrupted: bool = False,
     ):
         self.steps = list(steps)
         for s in self.steps:
@@ -243,6 +248,9 @@ class Trace:
         self.example_inputs = example_inputs
         self.pipeline = pipeline
         self.frontend = frontend
+        # the passes of the pipeline a failure (or an interrupt) left unrun, in order
+        self.skipped = list(skipped)
+        self.interrupted = interrupted  # the run was stopped (Ctrl-C) in trace.failure
 
     # ----- access -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -329,6 +337,9 @@ class Trace:
                 f"{_signed(r['node_delta']):>5} {_bytes(r['param_bytes']):>12} "
                 f"{_signed_bytes(r['param_delta']):>11} {r['ms']:>8.1f}  {r['ops']}"
             )
+        for k in self.skipped:
+            name = ("  " * k.depth + k.spec)[:34]
+            lines.append(f"{'-':>3}  {name:<34} {'skipped':<9} {'':>51}  {k.reason}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -421,7 +432,10 @@ def trace_from_module(
         source_step.index = 0
         steps.append(source_step)
     steps.append(Step(len(steps), "import", import_name, module=module, seconds=import_seconds))
-    result = passes.run(module, pipeline, record=True)
+    try:
+        result = passes.run(module, pipeline, record=True)
+    except passes.PassesInterrupted as e:  # Ctrl-C: the trace of what ran, the rest skipped
+        result = e.result
     offset = len(steps)
     for snap in result.snapshots:
         steps.append(
@@ -442,7 +456,13 @@ def trace_from_module(
                 children=[offset + c for c in snap.children],
             )
         )
-    return Trace(steps, pipeline=result.pipeline.spec(), **meta)
+    return Trace(
+        steps,
+        pipeline=result.pipeline.spec(),
+        skipped=result.skipped,
+        interrupted=result.interrupted,
+        **meta,
+    )
 
 
 def explore(

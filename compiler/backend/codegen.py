@@ -221,13 +221,20 @@ class _FunctionEmitter:
 
     # ----- expressions --------------------------------------------------------------------
     def expr(self, e: L.Expr) -> ir.Value:
-        key = id(e)
-        if key in self.memo:
-            return self.memo[key]
-        value = self._expr(e)
-        if not isinstance(e, (L.Const, L.Var)):
-            self.memo[key] = value
-        return value
+        """The value of ``e``: each computed node is emitted once per statement (memo), its
+        operands first, left to right. The walk keeps its own stack, so that ``_expr`` only
+        looks its operands up: an expression's depth is not limited by Python's recursion."""
+        stack: list[tuple[L.Expr, bool]] = [(e, False)]
+        while stack:
+            x, operands_done = stack.pop()
+            if id(x) in self.memo or isinstance(x, (L.Const, L.Var)):
+                continue  # (constants and variables are values already, never memoized)
+            if not operands_done:
+                stack.append((x, True))
+                stack.extend((o, False) for o in reversed(L.expr_children(x)))
+                continue
+            self.memo[id(x)] = self._expr(x)
+        return self.memo[id(e)] if id(e) in self.memo else self._expr(e)
 
     def _expr(self, e: L.Expr) -> ir.Value:
         b = self.b

@@ -709,32 +709,40 @@ def walk_stmt(s: Stmt) -> Iterator[Stmt]:
 
 def map_expr(e: Expr, fn: Callable[[Expr], Expr | None], memo: dict | None = None) -> Expr:
     """``e`` rebuilt bottom-up, each node replaced by ``fn(node)`` when that is not None.
-    A sub-expression shared by several parents is rebuilt once and stays shared."""
+    A sub-expression shared by several parents is rebuilt once and stays shared. The walk keeps
+    its own stack: an expression's depth is not limited by Python's recursion limit."""
     memo = {} if memo is None else memo
-    if id(e) in memo:
-        return memo[id(e)]
+    stack: list[tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        x, operands_done = stack.pop()
+        if id(x) in memo:
+            continue
+        operands = expr_children(x)
+        if operands and not operands_done:
+            stack.append((x, True))
+            stack.extend((o, False) for o in operands)
+            continue
+        new = _rebuild(x, [memo[id(o)] for o in operands])
+        out = fn(new)
+        memo[id(x)] = new if out is None else out
+    return memo[id(e)]
 
-    def m(x: Expr) -> Expr:
-        return map_expr(x, fn, memo)
 
+def _rebuild(e: Expr, operands: list[Expr]) -> Expr:
+    """A node like ``e`` over new operands (in the order of :func:`expr_children`)."""
     if isinstance(e, Load):
-        new: Expr = Load(e.buffer, tuple(m(i) for i in e.indices))
-    elif isinstance(e, Binary):
-        new = Binary(e.op, m(e.a), m(e.b))
-    elif isinstance(e, Compare):
-        new = Compare(e.op, m(e.a), m(e.b))
-    elif isinstance(e, Math):
-        new = Math(e.fn, m(e.x))
-    elif isinstance(e, Select):
-        new = Select(m(e.cond), m(e.a), m(e.b))
-    elif isinstance(e, Cast):
-        new = Cast(e.dtype, m(e.value))
-    else:
-        new = e
-    out = fn(new)
-    result = new if out is None else out
-    memo[id(e)] = result
-    return result
+        return Load(e.buffer, tuple(operands))
+    if isinstance(e, Binary):
+        return Binary(e.op, *operands)
+    if isinstance(e, Compare):
+        return Compare(e.op, *operands)
+    if isinstance(e, Math):
+        return Math(e.fn, *operands)
+    if isinstance(e, Select):
+        return Select(*operands)
+    if isinstance(e, Cast):
+        return Cast(e.dtype, *operands)
+    return e
 
 
 def replace_buffers(s: Stmt, mapping: dict[Buffer, Buffer]) -> Stmt:
@@ -803,43 +811,71 @@ def _const_text(c: Const) -> str:
     return f"{v}:{c.dtype.short}"
 
 
+_ATOM = 10  # the precedence of what never needs parentheses (a name, a call, -x)
+
+
 def format_expr(e: Expr, parent: int = 0, names: dict[int, str] | None = None) -> str:
     """The text of an expression (infix, with the parentheses its precedence needs);
-    ``names`` gives names for shared sub-expressions printed as ``let`` lines before."""
+    ``names`` gives names for shared sub-expressions printed as ``let`` lines before. The walk
+    keeps its own stack: an expression's depth is not limited by Python's recursion limit."""
     names = names or {}
+    done: dict[int, tuple[str, int]] = {}  # id -> (text, precedence)
+    stack: list[tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        x, operands_done = stack.pop()
+        if id(x) in done:
+            continue
+        if id(x) in names:
+            done[id(x)] = (names[id(x)], _ATOM)
+            continue
+        operands = expr_children(x)
+        if operands and not operands_done:
+            stack.append((x, True))
+            stack.extend((o, False) for o in operands)
+            continue
+        done[id(x)] = _format_node(x, [done[id(o)] for o in operands])
+    return _wrap(done[id(e)], parent)
 
-    def fmt(e: Expr, parent: int = 0) -> str:
-        if id(e) in names:
-            return names[id(e)]
-        if isinstance(e, Const):
-            return _const_text(e)
-        if isinstance(e, Var):
-            return e.name
-        if isinstance(e, Load):
-            return f"%{e.buffer.name}[{', '.join(fmt(i) for i in e.indices)}]"
-        if isinstance(e, Binary) and e.op in _SYMBOL:
-            prec = _PREC[e.op]
-            text = f"{fmt(e.a, prec)} {_SYMBOL[e.op]} {fmt(e.b, prec + 1)}"
-            return f"({text})" if prec < parent else text
-        if isinstance(e, Binary):
-            return f"{e.op}({fmt(e.a)}, {fmt(e.b)})"
-        if isinstance(e, Compare):
-            prec = _PREC["cmp"]
-            text = f"{fmt(e.a, prec + 1)} {_SYMBOL[e.op]} {fmt(e.b, prec + 1)}"
-            return f"({text})" if prec < parent else text
-        if isinstance(e, Math):
-            if e.fn == "neg":
-                return f"-{fmt(e.x, 9)}"
-            if e.fn == "not":
-                return f"!{fmt(e.x, 9)}"
-            return f"{e.fn}({fmt(e.x)})"
-        if isinstance(e, Select):
-            return f"select({fmt(e.cond)}, {fmt(e.a)}, {fmt(e.b)})"
-        if isinstance(e, Cast):
-            return f"{e.dtype.short}({fmt(e.value)})"
-        raise TypeError(f"cannot print {e!r}")
 
-    return fmt(e, parent)
+def _wrap(operand: tuple[str, int], parent: int) -> str:
+    """An operand's text, in parentheses when it binds less tightly than ``parent`` needs."""
+    text, prec = operand
+    return f"({text})" if prec < parent else text
+
+
+def _format_node(e: Expr, operands: list[tuple[str, int]]) -> tuple[str, int]:
+    """The text and precedence of one node, given its operands' (see :func:`format_expr`)."""
+    if isinstance(e, Const):
+        return _const_text(e), _ATOM
+    if isinstance(e, Var):
+        return e.name, _ATOM
+    if isinstance(e, Load):
+        return f"%{e.buffer.name}[{', '.join(t for t, _ in operands)}]", _ATOM
+    if isinstance(e, Binary) and e.op in _SYMBOL:
+        prec = _PREC[e.op]
+        a, b = operands
+        return f"{_wrap(a, prec)} {_SYMBOL[e.op]} {_wrap(b, prec + 1)}", prec
+    if isinstance(e, Binary):
+        (a, _), (b, _) = operands
+        return f"{e.op}({a}, {b})", _ATOM
+    if isinstance(e, Compare):
+        prec = _PREC["cmp"]
+        a, b = operands
+        return f"{_wrap(a, prec + 1)} {_SYMBOL[e.op]} {_wrap(b, prec + 1)}", prec
+    if isinstance(e, Math):
+        (x,) = operands
+        if e.fn == "neg":
+            return f"-{_wrap(x, 9)}", _ATOM
+        if e.fn == "not":
+            return f"!{_wrap(x, 9)}", _ATOM
+        return f"{e.fn}({x[0]})", _ATOM
+    if isinstance(e, Select):
+        (c, _), (a, _), (b, _) = operands
+        return f"select({c}, {a}, {b})", _ATOM
+    if isinstance(e, Cast):
+        ((v, _),) = operands
+        return f"{e.dtype.short}({v})", _ATOM
+    raise TypeError(f"cannot print {e!r}")
 
 
 def _dims(shape: Sequence[Expr]) -> str:

@@ -65,18 +65,31 @@ class BufferTensor(Tensor):
 
 
 class LazyTensor(Tensor):
-    """A value computed where it is read: ``fn(idx)`` gives the element at ``idx``."""
+    """A value computed where it is read: ``fn(idx)`` gives the element at ``idx``.
+
+    Reading the same index again gives the same expression object, not a new copy: an op that
+    reads a value twice (``add(v, v)``) would otherwise build it twice, doubling the work with
+    every such op in a chain. A shared expression is computed once by codegen and printed
+    once (``let``)."""
 
     def __init__(self, shape: Sequence[L.Expr], dtype: DType, fn: Callable[[tuple], L.Expr]):
         self.shape = tuple(L.as_expr(d) for d in shape)
         self.dtype = dtype
         self.fn = fn
+        self._reads: dict[tuple, tuple[tuple, L.Expr]] = {}
 
     def at(self, idx: Sequence[L.Expr]) -> L.Expr:
-        value = self.fn(tuple(idx))
-        if value.dtype is not self.dtype:
-            raise LoweringError(f"a lazy value of {self.dtype} gave {value.dtype}")
-        return value
+        idx = tuple(idx)
+        # Index expressions compare by identity (hashing one walks all of it), constants and
+        # variables by value; the entry keeps ``idx`` alive, so no id in a key is reused.
+        key = tuple(e if isinstance(e, (L.Const, L.Var)) else id(e) for e in idx)
+        read = self._reads.get(key)
+        if read is None:
+            value = self.fn(idx)
+            if value.dtype is not self.dtype:
+                raise LoweringError(f"a lazy value of {self.dtype} gave {value.dtype}")
+            read = self._reads[key] = (idx, value)
+        return read[1]
 
 
 def scalar_tensor(value: L.Expr) -> LazyTensor:
@@ -373,6 +386,13 @@ def inline_constant(c: Constant) -> L.Expr | None:
     return L.Const(value, dtype)
 
 
+MAX_LAZY_CHAIN = 32
+"""The most lazy values a fused group reads through one another. Reading an element of a lazy
+value reads its inputs' elements (recursively) into one expression, so a longer chain is cut:
+the value at the limit is stored into a workspace, and the chain goes on reading that buffer.
+A chain of any length then lowers within a fixed recursion depth."""
+
+
 def lower_group(
     base: str, calls: Sequence[Call], result: Call, source: str = "", field: int | None = None
 ) -> tuple[L.Kernel, list[Expr]]:
@@ -405,6 +425,13 @@ def lower_group(
     result_ty = _field_type(result, field)
     out = kb.set_output(result_ty)
     labels = []
+    # id(lazy value) -> (the value, kept alive for its id; the ops of the longest lazy chain
+    # ending at it)
+    chains: dict[int, tuple[Tensor, list[str]]] = {}
+
+    def chain(t: Tensor) -> list[str]:
+        return chains[id(t)][1] if id(t) in chains else []
+
     for call in calls:
         rule = LOWERINGS[call.op]
         call_field = field if call is result else None
@@ -424,7 +451,13 @@ def lower_group(
             call_field,
         )
         labels.append(call.op)
-        inputs = [values[id(a)] for a in call.args]
+        inputs = []
+        for a in call.args:
+            ops = chain(values[id(a)])
+            if len(ops) >= MAX_LAZY_CHAIN:
+                label = ", ".join(dict.fromkeys(ops))
+                values[id(a)] = BufferTensor(kb.materialize(values[id(a)], label))
+            inputs.append(values[id(a)])
         try:
             value = rule(kb, oc, inputs, out if call is result else None)
         except LoweringError as e:
@@ -435,6 +468,9 @@ def lower_group(
                     f"{call.op}: a tuple result is lowered one field per kernel (give field)"
                 )
             value = value[call_field]
+        if isinstance(value, LazyTensor) and id(value) not in chains:
+            longest = max((chain(t) for t in inputs), key=len, default=[])
+            chains[id(value)] = (value, [*longest, call.op])
         values[id(call)] = value
     kernel = kb.finish(values[id(result)], ", ".join(dict.fromkeys(labels)))
     return kernel, args

@@ -105,6 +105,8 @@ def _filled(ctx: ConvertContext, shape: Expr, value: Any, dtype: DType) -> Expr:
     if st.shape is None or len(st.shape) != 1 or not isinstance(st.shape[0], int):
         raise Unsupported(f"{ctx.node.op_type} with a shape input of unknown length")
     rank = st.shape[0]
+    if rank > MAX_RANK:
+        raise ConversionError(f"the shape has {rank} values: more than {MAX_RANK} dims")
     if rank == 0:
         return ctx.constant(value, dtype)
     value = np.asarray(value).astype(dtype.numpy)
@@ -1472,6 +1474,8 @@ def _constant_of_shape(ctx):
     shape = ctx.const(0)
     if shape is None:
         return _filled(ctx, ctx.input(0), value, dtype)
+    if shape.size > MAX_RANK:
+        raise ConversionError(f"the shape has {shape.size} values: more than {MAX_RANK} dims")
     dims = [int(d) for d in shape.reshape(-1)]
     if value == 0:
         return ctx.call("zeros", shape=dims, dtype=dtype)

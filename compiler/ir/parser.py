@@ -1,19 +1,24 @@
 """The text format's parser: ``parse(text)`` reads what ``str(module)`` prints.
 
-Errors are :class:`ParseError` with the line and column and the offending line quoted.
+Errors are :class:`ParseError` with the line and column and the offending line quoted. The text
+may come from anyone (a file, a trace), so what it can make the parser do is bounded: brackets
+nest at most :data:`MAX_NESTING` deep, an integer literal has at most :data:`MAX_INT_DIGITS`
+digits, dims stay within 64 bits and symbolic dims within the caps of
+:mod:`compiler.ir.symbolic`; beyond a limit the error is a :class:`ParseLimitError`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from compiler.errors import PasslensError
+from compiler.errors import LimitError, PasslensError
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -40,8 +45,44 @@ class ParseError(PasslensError, ValueError):
         self.message, self.line, self.column = message, line, column
         text = f"line {line}, column {column}: {message}"
         if source_line:
-            text += f"\n  {source_line}\n  {' ' * (column - 1)}^"
+            quoted, caret = _excerpt(source_line, column)
+            text += f"\n  {quoted}\n  {' ' * (caret - 1)}^"
         super().__init__(text)
+
+
+_QUOTE_WIDTH = 160
+
+
+def _excerpt(line: str, column: int) -> tuple[str, int]:
+    """At most :data:`_QUOTE_WIDTH` characters of ``line`` around ``column`` (``...`` marks a
+    cut) and the column in that excerpt: an error quotes a long line, not all of it."""
+    if len(line) <= _QUOTE_WIDTH:
+        return line, column
+    start = max(0, min(column - 1 - _QUOTE_WIDTH // 2, len(line) - _QUOTE_WIDTH))
+    quoted = line[start : start + _QUOTE_WIDTH]
+    if start + _QUOTE_WIDTH < len(line):
+        quoted += "..."
+    if start:
+        return "..." + quoted, column - start + 3
+    return quoted, column
+
+
+class ParseLimitError(ParseError, LimitError):
+    """The text exceeds one of the parser's limits (nesting, literal length, dim size)."""
+
+
+MAX_NESTING = 64
+"""How deep brackets, parentheses and If branches may nest. The parser descends recursively,
+and so do the printer and the verifier on what it builds: a fixed limit, far below Python's
+recursion limit, keeps deep nesting a ParseError whatever the caller's stack depth."""
+
+MAX_INT_DIGITS = 4300
+"""The longest integer literal (Python's own default limit for converting text to int)."""
+
+MAX_DIM_BITS = 64
+"""Dims and integer attributes, literal or computed (``+ - * // %``), and the coefficients of
+symbolic ones must fit in this many bits (plus a sign): a kernel holds them as i64, and a
+product of huge ones could not even be printed (Python's int-to-text limit)."""
 
 
 @dataclass
@@ -67,10 +108,43 @@ _TOKEN_RE = re.compile(
     """,
     re.VERBOSE,
 )
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _position(text: str, pos: int) -> tuple[int, int, str]:
+    """The line, column and text of the line at offset ``pos``."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    line_end = text.find("\n", pos)
+    line_text = text[line_start : len(text) if line_end < 0 else line_end]
+    return text.count("\n", 0, pos) + 1, pos - line_start + 1, line_text
+
+
+def _decode_quoted(raw: str, what: str, line: int, col: int, source: str) -> str:
+    """A quoted name or string (JSON escapes); it must be valid Unicode, so a lone surrogate
+    (``"\\ud800"``) is refused here rather than failing when the name is written out."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        raise ParseError(f"bad {what}", line, col, source) from None
+    bad = _SURROGATE.search(value)
+    if bad:
+        raise ParseError(
+            f"bad {what}: {bad.group()!r} is a lone surrogate, not a Unicode character",
+            line,
+            col,
+            source,
+        )
+    return value
 
 
 def tokenize(text: str) -> list[Token]:
     """Split text into tokens; an unexpected character is a ParseError."""
+    bad = _SURROGATE.search(text)
+    if bad:
+        line, col, source = _position(text, bad.start())
+        raise ParseError(
+            f"{bad.group()!r} is a lone surrogate, not a Unicode character", line, col, source
+        )
     tokens: list[Token] = []
     pos, line, line_start = 0, 1, 0
     lines = text.split("\n")
@@ -78,9 +152,7 @@ def tokenize(text: str) -> list[Token]:
         m = _TOKEN_RE.match(text, pos)
         col = pos - line_start + 1
         if not m:
-            raise ParseError(
-                f"unexpected character {text[pos]!r}", line, col, lines[line - 1]
-            )
+            raise ParseError(f"unexpected character {text[pos]!r}", line, col, lines[line - 1])
         kind = m.lastgroup
         raw = m.group()
         if kind == "nl":
@@ -95,19 +167,20 @@ def tokenize(text: str) -> list[Token]:
             elif kind == "weight":
                 value = raw[1:]
                 if value.startswith('"'):
-                    try:
-                        value = json.loads(value)
-                    except json.JSONDecodeError:
-                        raise ParseError("bad quoted weight name", line, col, lines[line - 1])
+                    value = _decode_quoted(value, "quoted weight name", line, col, lines[line - 1])
             elif kind == "int":
+                if len(raw) > MAX_INT_DIGITS:
+                    raise ParseLimitError(
+                        f"integer literal of {len(raw)} digits (limit {MAX_INT_DIGITS})",
+                        line,
+                        col,
+                        lines[line - 1],
+                    )
                 value = int(raw)
             elif kind == "float":
                 value = float(raw)
             elif kind == "string":
-                try:
-                    value = json.loads(raw)
-                except json.JSONDecodeError:
-                    raise ParseError("bad string literal", line, col, lines[line - 1]) from None
+                value = _decode_quoted(raw, "string literal", line, col, lines[line - 1])
             tokens.append(Token(kind, value, line, col))
         pos = m.end()
     tokens.append(Token("eof", None, line, pos - line_start + 1))
@@ -132,14 +205,26 @@ class Parser:
         self.missing_weights: list[str] = []
         self.scopes: list[dict[str, Expr]] = []
         self.bindings_stack: list[list[Expr]] = []
+        self.depth = 0
 
     def guarded(self, parse_fn):
-        """Run ``parse_fn``; brackets nested too deep for the recursive descent are a
-        ParseError, not a RecursionError."""
+        """Run ``parse_fn``. Nesting is bounded by :data:`MAX_NESTING`; a caller already deep
+        in Python's stack can still run out of it, which is a ParseError too."""
         try:
             return parse_fn()
         except RecursionError:
             raise self.error("brackets nested too deeply") from None
+
+    @contextmanager
+    def nested(self) -> Iterator[None]:
+        """One more level of brackets (or of If branches) around what is parsed inside."""
+        if self.depth >= MAX_NESTING:
+            raise self.limit_error(f"brackets nested too deeply (limit {MAX_NESTING} levels)")
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     # ----- token helpers ----------------------------------------------------------------
     @property
@@ -149,10 +234,13 @@ class Parser:
     def peek(self, offset: int = 1) -> Token:
         return self.tokens[min(self.pos + offset, len(self.tokens) - 1)]
 
-    def error(self, message: str, tok: Token | None = None) -> ParseError:
+    def error(self, message: str, tok: Token | None = None, cls: type = ParseError) -> ParseError:
         tok = tok or self.tok
         src = self.lines[tok.line - 1] if 0 < tok.line <= len(self.lines) else ""
-        return ParseError(message, tok.line, tok.col, src)
+        return cls(message, tok.line, tok.col, src)
+
+    def limit_error(self, message: str, tok: Token | None = None) -> ParseLimitError:
+        return self.error(message, tok, ParseLimitError)
 
     def _describe(self, tok: Token) -> str:
         if tok.kind == "eof":
@@ -190,10 +278,11 @@ class Parser:
     def parse_type(self) -> Type:
         if self.accept("punct", "("):
             fields: list[Type] = []
-            while not self.at("punct", ")"):
-                fields.append(self.parse_type())
-                if not self.accept("punct", ","):
-                    break
+            with self.nested():
+                while not self.at("punct", ")"):
+                    fields.append(self.parse_type())
+                    if not self.accept("punct", ","):
+                        break
             self.punct(")")
             return TupleType(fields)
         tok = self.expect("ident", what="a type such as f32[2, 3]")
@@ -215,11 +304,7 @@ class Parser:
     def parse_dim_expr(self) -> Dim:
         """dim := term (('+'|'-') term)*"""
         start = self.tok
-        value = self.parse_dim_term()
-        while self.at("punct", "+") or self.at("punct", "-"):
-            op = self.next().value
-            rhs = self.parse_dim_term()
-            value = _dim_binop(op, value, rhs)
+        value = self.parse_dim_expr_signed()
         if isinstance(value, int) and value < 0:
             raise self.error(f"a dimension cannot be negative ({value})", start)
         return value
@@ -228,36 +313,57 @@ class Parser:
         value = self.parse_dim_factor()
         while self.at("punct", "*") or self.at("punct", "//") or self.at("punct", "%"):
             tok = self.next()
-            rhs = self.parse_dim_factor()
-            try:
-                value = _dim_binop(tok.value, value, rhs)
-            except (TypeError, ZeroDivisionError) as e:
-                raise self.error(str(e), tok) from None
+            value = self.dim_op(tok, value, self.parse_dim_factor())
         return value
 
     def parse_dim_factor(self) -> Dim:
         tok = self.tok
         if tok.kind == "int":
             self.next()
-            return tok.value
+            return self.checked_dim(tok, tok.value)
         if tok.kind == "ident" and tok.value not in _DTYPES and tok.value not in _RESERVED:
             self.next()
             return sym(tok.value)
         if self.accept("punct", "?"):
             return ANY
         if self.accept("punct", "("):
-            v = self.parse_dim_expr_signed()
+            with self.nested():
+                v = self.parse_dim_expr_signed()
             self.punct(")")
             return v
         if self.accept("punct", "-"):
-            return _dim_binop("-", 0, self.parse_dim_factor())
+            with self.nested():
+                return self.dim_op(tok, 0, self.parse_dim_factor())
         raise self.error(f"expected a dimension, found {self._describe(tok)}")
 
     def parse_dim_expr_signed(self) -> Dim:
         value = self.parse_dim_term()
         while self.at("punct", "+") or self.at("punct", "-"):
-            op = self.next().value
-            value = _dim_binop(op, value, self.parse_dim_term())
+            tok = self.next()
+            value = self.dim_op(tok, value, self.parse_dim_term())
+        return value
+
+    def dim_op(self, tok: Token, a: Dim, b: Dim) -> Dim:
+        """``a <tok> b`` for dims; an error (a symbolic dim over its caps too) points at
+        ``tok``."""
+        try:
+            value = _dim_binop(tok.value, a, b)
+        except (TypeError, ZeroDivisionError) as e:
+            raise self.error(str(e), tok) from None
+        except LimitError as e:
+            raise self.limit_error(str(e), tok) from None
+        return self.checked_dim(tok, value)
+
+    def checked_dim(self, tok: Token, value: Dim) -> Dim:
+        """``value``, unless it (or a coefficient of it) exceeds :data:`MAX_DIM_BITS`."""
+        if isinstance(value, SymExpr):
+            bits = max(abs(c).bit_length() for _, c in value._terms)
+        else:
+            bits = abs(value).bit_length() if isinstance(value, int) else 0
+        if bits > MAX_DIM_BITS:
+            raise self.limit_error(
+                f"a dimension or its coefficient has {bits} bits (limit {MAX_DIM_BITS})", tok
+            )
         return value
 
     # ----- values and attributes --------------------------------------------------------
@@ -280,10 +386,11 @@ class Parser:
         """A number or nested lists of numbers."""
         if self.accept("punct", "["):
             items = []
-            while not self.at("punct", "]"):
-                items.append(self.parse_values())
-                if not self.accept("punct", ","):
-                    break
+            with self.nested():
+                while not self.at("punct", "]"):
+                    items.append(self.parse_values())
+                    if not self.accept("punct", ","):
+                        break
             self.punct("]")
             return items
         return self.parse_number()
@@ -323,10 +430,11 @@ class Parser:
                 return self.parse_number()
         if self.accept("punct", "["):
             items = []
-            while not self.at("punct", "]"):
-                items.append(self.parse_attr_value())
-                if not self.accept("punct", ","):
-                    break
+            with self.nested():
+                while not self.at("punct", "]"):
+                    items.append(self.parse_attr_value())
+                    if not self.accept("punct", ","):
+                        break
             self.punct("]")
             return tuple(items)
         if tok.kind == "float" or (
@@ -341,7 +449,9 @@ class Parser:
         raise self.error(f"expected an attribute value, found {self._describe(tok)}")
 
     def parse_loc(self) -> Provenance | None:
-        if not (self.at("ident", "loc") and self.peek().kind == "punct" and self.peek().value == "("):
+        if not (
+            self.at("ident", "loc") and self.peek().kind == "punct" and self.peek().value == "("
+        ):
             return None
         start = self.next()
         self.punct("(")
@@ -390,7 +500,9 @@ class Parser:
             values = self.parse_values()
             self.punct(")")
             return Constant(self.make_array(ty, values, vtok))
-        raise self.error(f"expected a value (%name, $weight or const(...)), found {self._describe(tok)}")
+        raise self.error(
+            f"expected a value (%name, $weight or const(...)), found {self._describe(tok)}"
+        )
 
     # ----- bindings ---------------------------------------------------------------------
     def define(self, tok: Token, node: Expr) -> None:
@@ -448,7 +560,9 @@ class Parser:
                 return Call(op, args, attrs, ty=ty, prov=prov, name=name)
             except (IRError, TypeError) as e:
                 raise self.error(str(e), tok) from None
-        raise self.error(f"expected an op call, call @f(...), a tuple, x[i] or if, found {self._describe(tok)}")
+        raise self.error(
+            f"expected an op call, call @f(...), a tuple, x[i] or if, found {self._describe(tok)}"
+        )
 
     def parse_arg_list(self, allow_attrs: bool) -> tuple[list[Expr], dict]:
         self.punct("(")
@@ -479,10 +593,11 @@ class Parser:
         self.punct("{")
         self.scopes.append({})
         self.bindings_stack.append([])
-        while not self.at("ident", "yield"):
-            if self.at("eof") or self.at("punct", "}"):
-                raise self.error("expected 'yield' to end the branch")
-            self.parse_binding()
+        with self.nested():
+            while not self.at("ident", "yield"):
+                if self.at("eof") or self.at("punct", "}"):
+                    raise self.error("expected 'yield' to end the branch")
+                self.parse_binding()
         self.next()
         result = self.parse_ref()
         self.punct("}")
@@ -563,8 +678,10 @@ class Parser:
             self.weight_types[tok.value] = (ty, tok)
             if data is None and tok.value in self.params:
                 data = np.asarray(self.params[tok.value])
-                if not isinstance(ty, TensorType) or data.shape != ty.shape or (
-                    DType.of(data.dtype) is not ty.dtype
+                if (
+                    not isinstance(ty, TensorType)
+                    or data.shape != ty.shape
+                    or (DType.of(data.dtype) is not ty.dtype)
                 ):
                     raise self.error(
                         f"params[{tok.value!r}] is a {data.dtype} array of shape "
@@ -619,9 +736,7 @@ def _dim_binop(op: str, a: Dim, b: Dim) -> Dim:
     raise AssertionError(op)
 
 
-def parse(
-    text: str, params: Mapping[str, np.ndarray] | None = None, verify: bool = True
-) -> Module:
+def parse(text: str, params: Mapping[str, np.ndarray] | None = None, verify: bool = True) -> Module:
     """Parse a module from the text format. ``params`` gives values of weights the text
     declares without values. With ``verify`` (the default) the verifier checks the result."""
     if not isinstance(text, str):
@@ -651,4 +766,12 @@ def parse_dim(text: str) -> Dim:
     return d
 
 
-__all__ = ["parse", "parse_type", "parse_dim", "ParseError", "tokenize", "SymExpr"]
+__all__ = [
+    "parse",
+    "parse_type",
+    "parse_dim",
+    "ParseError",
+    "ParseLimitError",
+    "tokenize",
+    "SymExpr",
+]

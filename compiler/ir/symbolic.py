@@ -4,15 +4,31 @@ A dimension is an ``int``, a :class:`SymExpr`, or :data:`ANY` (a size nobody kno
 ``?``). Expressions are kept in a canonical polynomial form, so ``n + n == 2 * n`` and two
 equal expressions hash alike; an expression that simplifies to a number *is* that ``int``
 (``sym("n") - sym("n")`` is ``0``), which keeps static shapes plain tuples of ints.
+
+Expanding into a polynomial can blow up: ``(a0 + b0)*(a1 + b1)*...*(a23 + b23)`` has 2**24
+terms, written in 200 characters. So an expression's size is capped (:data:`MAX_TERMS`,
+:data:`MAX_DEGREE`, :data:`MAX_NESTING`) and an operation whose result would exceed a cap raises
+:class:`~compiler.errors.LimitError` before it does the work. Real shapes stay far below them.
 """
 
 from __future__ import annotations
 
-from typing import Union
+from compiler.errors import LimitError
+
+MAX_TERMS = 256
+"""The most terms an expression may have, where the terms inside a ``//`` or ``%`` count each
+time that atom is written: this bounds the work of every operation and the length of the text."""
+
+MAX_DEGREE = 64
+"""The highest degree of a term (``n*n*m`` has degree 3)."""
+
+MAX_NESTING = 32
+"""How deep ``//`` and ``%`` may nest (``(n // 2 + 1) // 2`` nests 2 deep): the printer and the
+evaluator recurse through the nesting."""
 
 # A monomial is a sorted tuple of (atom, power); an atom is a symbol name (str) or a
 # floor-division / modulo of a polynomial by a positive constant, kept opaque.
-_Atom = Union[str, tuple]
+_Atom = str | tuple
 _Monomial = tuple  # tuple[tuple[_Atom, int], ...]
 
 
@@ -53,19 +69,38 @@ def _atom_str(atom: _Atom) -> str:
 
 
 def _needs_parens(e: SymExpr) -> bool:
-    (mono, coeff), = e._terms
+    ((mono, coeff),) = e._terms
     return coeff != 1 or len(mono) != 1 or mono[0][1] != 1 or not isinstance(mono[0][0], str)
 
 
 class SymExpr:
-    """A canonical integer polynomial over named symbols (plus opaque ``//`` and ``%`` atoms)."""
+    """A canonical integer polynomial over named symbols (plus opaque ``//`` and ``%`` atoms).
 
-    __slots__ = ("_terms", "_hash")
+    ``size``, ``degree`` and ``nesting`` are its measures against the caps; one over a cap
+    raises LimitError here, the one place every expression is built."""
+
+    __slots__ = ("_terms", "_hash", "size", "degree", "nesting")
 
     def __init__(self, terms: dict):
-        items = tuple(sorted(((m, c) for m, c in terms.items() if c != 0), key=_term_key))
-        object.__setattr__(self, "_terms", items)
-        object.__setattr__(self, "_hash", hash(items))
+        terms = {m: c for m, c in terms.items() if c != 0}
+        size = degree = nesting = 0
+        for mono in terms:
+            size += 1
+            degree = max(degree, sum(p for _, p in mono))
+            for atom, power in mono:
+                if not isinstance(atom, str) and isinstance(atom[1], SymExpr):
+                    size += power * atom[1].size
+                    nesting = max(nesting, atom[1].nesting + 1)
+        _check_limits(size, degree, nesting)
+        items = tuple(sorted(terms.items(), key=_term_key))
+        for name, value in (
+            ("_terms", items),
+            ("_hash", hash(items)),
+            ("size", size),
+            ("degree", degree),
+            ("nesting", nesting),
+        ):
+            object.__setattr__(self, name, value)
 
     def __setattr__(self, key, value):
         raise AttributeError("SymExpr is immutable")
@@ -116,6 +151,11 @@ class SymExpr:
     def __mul__(self, other: Dim) -> Dim:
         if other is ANY:
             return ANY
+        if isinstance(other, SymExpr):
+            # Each term of the product joins one term of each factor, so this bounds its
+            # size; checked first, as expanding is the work the cap is there to prevent.
+            a, b = len(self._terms), len(other._terms)
+            _check_limits(b * self.size + a * other.size - a * b, self.degree + other.degree, 0)
         result: dict = {}
         for m1, c1 in self._from(self).items():
             for m2, c2 in self._from(other).items():
@@ -201,6 +241,21 @@ class SymExpr:
         return "".join(parts)
 
 
+def _check_limits(size: int, degree: int, nesting: int) -> None:
+    """Raise LimitError when an expression of these measures would exceed a cap."""
+    if size > MAX_TERMS:
+        raise LimitError(
+            f"symbolic dim too large: {size} terms, counting those inside // and % "
+            f"(limit {MAX_TERMS})"
+        )
+    if degree > MAX_DEGREE:
+        raise LimitError(f"symbolic dim too large: degree {degree} (limit {MAX_DEGREE})")
+    if nesting > MAX_NESTING:
+        raise LimitError(
+            f"symbolic dim too large: // and % nested {nesting} deep (limit {MAX_NESTING})"
+        )
+
+
 def _atom_str_in_product(atom: _Atom, in_product: bool) -> str:
     s = _atom_str(atom)
     return f"({s})" if in_product and not isinstance(atom, str) else s
@@ -247,7 +302,7 @@ def _subst_atom(atom: _Atom, env: dict[str, Dim]) -> Dim:
     return floordiv(v, divisor) if kind == "floordiv" else mod(v, divisor)
 
 
-Dim = Union[int, SymExpr, _AnyDim]
+Dim = int | SymExpr | _AnyDim
 
 
 def sym(name: str) -> SymExpr:

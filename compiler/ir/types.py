@@ -7,7 +7,18 @@ from enum import Enum
 
 import numpy as np
 
-from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_mul, dim_str, dims_equal, is_dim, sym
+from compiler.ir.symbolic import (
+    ANY,
+    Dim,
+    SymExpr,
+    dim_add,
+    dim_mul,
+    dim_str,
+    dim_sub,
+    dims_equal,
+    is_dim,
+    sym,
+)
 
 try:  # bfloat16 comes from ml_dtypes (a dependency of onnx); without it bf16 is unavailable.
     import ml_dtypes as _ml_dtypes
@@ -260,8 +271,9 @@ def shape_matches(annotated: tuple | None, actual: tuple, env: dict) -> bool:
 
 
 def symbol_bindings(params: Sequence[Type], args: Sequence[Type]) -> dict[str, Dim]:
-    """What a callee's symbols stand for at one call: a parameter dim that is a lone symbol
-    (``n``) takes the argument's dim there (``batch``); the first binding of a symbol wins."""
+    """What a callee's symbols stand for at one call: a parameter dim of one symbol, ``n`` or
+    linear in it (``2*k + 1``), takes the argument's dim there (``batch``; ``2*n + 1`` gives
+    k = n) when that solves exactly; the first binding of a symbol wins."""
     env: dict[str, Dim] = {}
     for pt, at in zip(params, args, strict=False):
         if not (isinstance(pt, TensorType) and isinstance(at, TensorType)):
@@ -271,6 +283,23 @@ def symbol_bindings(params: Sequence[Type], args: Sequence[Type]) -> dict[str, D
         for pd, ad in zip(pt.shape, at.shape, strict=True):
             if isinstance(pd, SymExpr) and len(pd.free_symbols) == 1 and ad is not ANY:
                 (name,) = pd.free_symbols
-                if pd == sym(name):
-                    env.setdefault(name, ad)
+                if name not in env:
+                    value = _solve_linear(pd, name, ad)
+                    if value is not None:
+                        env[name] = value
     return env
+
+
+def _solve_linear(d: SymExpr, name: str, target: Dim) -> Dim | None:
+    """The dim ``v`` with ``d(name = v) == target`` when ``d`` is ``c*name + e`` (ints c, e)
+    and the division is exact, else None."""
+    from compiler.ir.symbolic import floordiv
+
+    e = d.substitute({name: 0})
+    c = dim_sub(d.substitute({name: 1}), e)
+    if not isinstance(c, int) or not isinstance(e, int) or c <= 0:
+        return None
+    if d != dim_add(dim_mul(c, sym(name)), e):
+        return None  # not linear in it
+    value = floordiv(dim_sub(target, e), c)
+    return value if d.substitute({name: value}) == target else None

@@ -18,6 +18,8 @@ Invariants checked, per function:
    weight by its name).
 9. Every symbolic dim a binding uses (in its type or an attribute) is bound by the type of a
    parameter: the function is called with nothing else that could give its value.
+10. No function calls itself, directly or through others: a call's result would need the
+    call itself (the interpreter would recurse without end).
 """
 
 from __future__ import annotations
@@ -295,6 +297,52 @@ def _symbolically_compatible(param: Type, arg: Type) -> bool:
     return False
 
 
+def _call_cycles(module: Module) -> list[Problem]:
+    """Invariant 10: one problem per recursive call found, at the call that closes a cycle of
+    the call graph. A depth-first walk with its own stack: a call chain of any length."""
+    calls = {
+        name: [(n.func, n) for n in fn.iter_nodes() if isinstance(n, FuncCall)]
+        for name, fn in module.functions.items()
+    }
+    on_path: dict[str, int] = {}  # function -> its position in ``path``
+    done: set[str] = set()
+    problems: list[Problem] = []
+    for root in module.functions:
+        if root in done:
+            continue
+        path, todo = [root], [iter(calls[root])]
+        on_path[root] = 0
+        while todo:
+            step = next(todo[-1], None)
+            if step is None:
+                done.add(path[-1])
+                del on_path[path.pop()]
+                todo.pop()
+                continue
+            callee, node = step
+            if callee in on_path:
+                cycle = path[on_path[callee] :] + [callee]
+                if len(cycle) == 2:
+                    what = "itself"
+                else:
+                    what = f"@{callee}, which leads back to @{path[-1]}"
+                message = f"calls {what} ({_chain(cycle)}): recursive calls are not supported"
+                problems.append(Problem(path[-1], message, node))
+            elif callee in calls and callee not in done:
+                on_path[callee] = len(path)
+                path.append(callee)
+                todo.append(iter(calls[callee]))
+    return problems
+
+
+def _chain(names: list[str]) -> str:
+    """``@a -> @b -> @a``, the middle of a long chain elided."""
+    text = [f"@{n}" for n in names]
+    if len(text) > 7:
+        text = [*text[:3], f"... ({len(text) - 6} more)", *text[-3:]]
+    return " -> ".join(text)
+
+
 def check(module: Module | Function, name: str = "main") -> list[Problem]:
     """Every broken invariant of a module (or a lone function); empty when it is well formed."""
     if isinstance(module, Function):
@@ -303,7 +351,7 @@ def check(module: Module | Function, name: str = "main") -> list[Problem]:
     weights: dict = {}  # shared: a weight's name means one value in every function
     for fname, fn in module.functions.items():
         problems.extend(_Checker(module, fname, fn, weights).run())
-    return problems
+    return problems + _call_cycles(module)
 
 
 def context(module: Module | Function, problems: list[Problem], radius: int = 3) -> str:

@@ -93,7 +93,7 @@ def fold_shape_computation(node: Call) -> Constant | None:
     """The value of a small integer/bool call on constants (an unnamed constant), or None."""
     if not _small_integer_result(node):
         return None
-    value = fold_call(node)
+    value = fold_call(node, max_bytes=MAX_SHAPE_ELEMENTS * 8)  # a shape, not data
     if value is None or value.size > MAX_SHAPE_ELEMENTS:
         return None
     return Constant(value)

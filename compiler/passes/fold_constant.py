@@ -1,5 +1,10 @@
 """fold-constant: evaluate, with the numpy reference, every op whose inputs are all constants,
-and replace it by a new named constant. Folding never compiles anything."""
+and replace it by a new named constant. Folding never compiles anything.
+
+A folded value is held by the module (and by every snapshot of a trace), and a few bytes of
+model can describe a huge one (``full(shape=[100000000])``): a value over ``max_bytes`` is left
+to be computed at run time. Its size is known from its type before anything is computed.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,22 @@ from typing import ClassVar
 
 import numpy as np
 
+from compiler.ir.attrs import TypeInferenceError
 from compiler.ir.names import fresh_name
 from compiler.ir.nodes import Call, Constant, Expr, Module, Tuple, TupleGetItem
 from compiler.ir.symbolic import SymExpr
+from compiler.ir.types import TensorType
 from compiler.ops.registry import get_op
-from compiler.passes.manager import Pass, PassContext, register_pass
+from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import rewrite_module
+
+DEFAULT_MAX_BYTES = 64 << 20
+"""The largest value folded by default (64 MiB: a 4096 x 4096 f32 matrix)."""
+
+DATA_DEPENDENT_GROWTH = 64
+"""At most how many times the bytes of its inputs the value of an op whose size depends on its
+input data may take (``nonzero``: an i64 per dim of each nonzero element). Such an op, whose
+size no type gives, is computed only when its inputs fit in ``max_bytes / 64``."""
 
 # Ops whose value must not be frozen into the module even with constant inputs.
 NOT_FOLDABLE: set[str] = set()
@@ -38,31 +53,67 @@ class ConstantNamer:
         return fresh_name(base, self.used)
 
 
-def fold_call(node: Call) -> np.ndarray | None:
-    """The value of a call whose arguments are all constants, or None if it cannot fold."""
+def result_bytes(node: Call) -> int | None:
+    """The size in bytes of the tensor a call on constants computes, from its type; None when
+    no type gives it (a size that depends on the input data, or a failing inference). An
+    annotation written before the inputs became constants (``i64[?]``) is inferred again; a
+    shape given by the values of a constant input (``pad`` by a pads tensor) is read from
+    them, as dynamic-to-static does."""
+    ty = node.ty
+    if isinstance(ty, TensorType) and not ty.is_static:
+        # (dynamic-to-static imports this module: imported here, when first needed)
+        from compiler.passes.dynamic_to_static import attribute_form
+
+        try:
+            ty = node.inferred_type()
+            if isinstance(ty, TensorType) and not ty.is_static:
+                static = attribute_form(node)
+                ty = static.ty if static is not None else ty
+        except (TypeInferenceError, PassError):
+            return None
+    if not isinstance(ty, TensorType) or not ty.is_static:
+        return None
+    return ty.numel * ty.dtype.itemsize
+
+
+def fold_call(node: Call, max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray | None:
+    """The value of a call whose arguments are all constants, or None if it cannot fold or its
+    value would take more than ``max_bytes`` (then nothing is computed, unless no type gives
+    the size: see :data:`DATA_DEPENDENT_GROWTH`)."""
     if node.op in NOT_FOLDABLE or not all(isinstance(a, Constant) for a in node.args):
         return None
-    if any(_has_symbols(v) for v in node.attrs.values()):
+    if not isinstance(node.ty, TensorType) or any(_has_symbols(v) for v in node.attrs.values()):
+        return None  # (ops with several outputs stay as they are)
+    size = result_bytes(node)
+    if size is None:
+        size = DATA_DEPENDENT_GROWTH * sum(a.data.nbytes for a in node.args)
+    if size > max_bytes:
         return None
     out = get_op(node.op).compute([a.data for a in node.args], node.attrs)
-    if not isinstance(out, np.ndarray):
-        return None  # ops with several outputs stay as they are
+    if not isinstance(out, np.ndarray) or out.nbytes > max_bytes:
+        return None
     return out
 
 
 @register_pass
 @dataclass(frozen=True)
 class FoldConstant(Pass):
-    """Replace ops on constants by their values; simplify tuple items of constant tuples."""
+    """Replace ops on constants by their values (up to ``max_bytes`` each: a bigger one stays
+    an op, computed at run time); simplify tuple items of constant tuples."""
 
     name: ClassVar[str] = "fold-constant"
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def __post_init__(self):
+        if self.max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {self.max_bytes}")
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
         namer = ConstantNamer(module)
 
         def rule(node: Expr) -> Expr | None:
             if isinstance(node, Call):
-                value = fold_call(node)
+                value = fold_call(node, self.max_bytes)
                 if value is None:
                     return None
                 return Constant(value, name=namer.name(node), prov=node.prov.with_pass(self.name))

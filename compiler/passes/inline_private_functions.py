@@ -5,8 +5,9 @@ longer called.
 Each call site gets fresh copies of the callee's nodes (the callee may be called twice).
 Copies keep the callee nodes' provenance; those without one get the call site's, marked with
 this pass. The copy of the callee's result takes the call's name hint (the caller's readers
-keep seeing the name they read). Recursive functions are not inlined. Calls inside If
-branches are inlined into the branch.
+keep seeing the name they read). The callee's symbolic dims become the caller's dims they
+stand for; a call where one cannot be told (``f32[n*m]`` given ``f32[12]``) is not inlined,
+nor are recursive functions. Calls inside If branches are inlined into the branch.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from compiler.ir.nodes import Block, Call, Expr, FuncCall, Function, If, Module,
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import Dim, SymExpr
 from compiler.ir.types import TensorType, TupleType, symbol_bindings
+from compiler.ir.verify import symbols_of
 from compiler.passes import rewrite
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import remap_operands
@@ -82,7 +84,8 @@ class _Copier:
         else:
             fields["tuple_value"] = m(id(node.tuple_value), node.tuple_value)
         if self.dims:
-            fields["ty"] = _substituted(node.ty, self.dims)
+            if "ty" in fields:
+                fields["ty"] = _substituted(node.ty, self.dims)
             if isinstance(node, Call):
                 fields["attrs"] = {k: _substituted(v, self.dims) for k, v in node.attrs.items()}
         if isinstance(node, Call) and node.ty == node.inferred_type():
@@ -126,10 +129,14 @@ class _Inliner:
                     then_branch=self.block(new.then_branch, mapping),
                     else_branch=self.block(new.else_branch, mapping),
                 )
+            dims = None
             if isinstance(new, FuncCall) and new.func in self.inlinable:
                 callee = self.function(new.func)
-                args = dict(zip(map(id, callee.params), new.args, strict=True))
                 dims = symbol_bindings([p.ty for p in callee.params], [a.ty for a in new.args])
+                if set().union(*(symbols_of(p.ty) for p in callee.params)) - dims.keys():
+                    dims = None  # a callee symbol the caller's dims do not give: keep the call
+            if dims is not None:
+                args = dict(zip(map(id, callee.params), new.args, strict=True))
                 copier = _Copier(args, node.prov.with_pass(self.pass_name), dims)
                 for b in callee.bindings:
                     out.append(copier.node(b, node.name if b is callee.output else None))

@@ -34,6 +34,20 @@ class PassFailed(PasslensError, RuntimeError):
     """Raised by ``run(..., raise_on_failure=True)``: names the pass and the passes before."""
 
 
+class PassesInterrupted(KeyboardInterrupt):
+    """Raised by :func:`run` when a KeyboardInterrupt (Ctrl-C, a notebook's stop button) stops
+    a recorded run. It is a KeyboardInterrupt, so the run stops as the user asked; ``result``
+    is the partial :class:`PassResult`: what ran, the interrupted pass, what was skipped."""
+
+    def __init__(self, result: PassResult):
+        super().__init__(result)
+        self.result = result
+
+    def __str__(self) -> str:
+        where = self.result.failure.spec if self.result.failure else "?"
+        return f"run interrupted in pass {where} (.result holds what ran)"
+
+
 class Pass:
     """Base class of passes. Subclasses set ``name`` and implement ``transform``.
 
@@ -58,11 +72,15 @@ class Pass:
 
     def spec(self) -> str:
         """This pass as a pipeline spec item, e.g. ``convert-dtype{dtype=float16}``."""
-        opts = {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if dataclasses.is_dataclass(self) and getattr(self, f.name) != _default(f)
-        } if dataclasses.is_dataclass(self) else {}
+        opts = (
+            {
+                f.name: getattr(self, f.name)
+                for f in dataclasses.fields(self)
+                if dataclasses.is_dataclass(self) and getattr(self, f.name) != _default(f)
+            }
+            if dataclasses.is_dataclass(self)
+            else {}
+        )
         if not opts:
             return self.name
         from compiler.passes.pipeline import format_option
@@ -208,14 +226,13 @@ class Recorder(Instrument):
         parent = self._stack[-1] if self._stack else None
         snap = Snapshot(
             index=len(self.snapshots),
-            pass_name=getattr(p, "display_name", None) if isinstance(p, Sequential) else p.name,
+            pass_name=_pass_name(p),
             spec=p.spec(),
             options=p.options if not isinstance(p, Sequential) else {},
             depth=depth,
             parent=parent,
             before=module,
         )
-        snap.pass_name = snap.pass_name or p.name
         if parent is not None:
             self.snapshots[parent].children.append(snap.index)
         self.snapshots.append(snap)
@@ -234,6 +251,11 @@ class Recorder(Instrument):
         node = getattr(error, "node", None)
         snap.failed_node = node if node is not None else rewrite.progress.node
         snap.failed_function = rewrite.progress.function
+
+
+def _pass_name(p: Pass) -> str:
+    """The name a pass is shown by: a named pipeline's label (or spec), else the pass name."""
+    return (p.display_name if isinstance(p, Sequential) else p.name) or p.name
 
 
 class VerifyAfterEach(Instrument):
@@ -321,23 +343,63 @@ class _activate:
 
 
 @dataclass
+class SkippedPass:
+    """A pass of the pipeline that did not run because one before it failed (or the run was
+    interrupted); ``depth`` is its nesting, as a Snapshot's would have been."""
+
+    pass_name: str
+    spec: str
+    depth: int
+    reason: str
+
+
+@dataclass
 class PassResult:
     """The outcome of :func:`run`: the final module (the last good one if a pass failed), the
-    snapshots (empty without recording) and the failed snapshot, if any."""
+    snapshots (empty without recording), the failed snapshot, if any, and the passes a
+    failure left unrun, in pipeline order (``skipped``; recorded runs only)."""
 
     module: Module
     snapshots: list[Snapshot]
     pipeline: Sequential
     failure: Snapshot | None = None
+    skipped: list[SkippedPass] = field(default_factory=list)
+    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
         """Whether every pass succeeded."""
-        return self.failure is None
+        return self.failure is None and not self.interrupted
 
     def __repr__(self) -> str:
-        state = "ok" if self.ok else f"failed at {self.failure.spec}"
-        return f"<PassResult {self.pipeline.spec()!r}: {len(self.snapshots)} snapshots, {state}>"
+        where = self.failure.spec if self.failure else "?"
+        state = "ok" if self.ok else f"{'interrupted' if self.interrupted else 'failed'} at {where}"
+        skipped = f", {len(self.skipped)} skipped" if self.skipped else ""
+        return (
+            f"<PassResult {self.pipeline.spec()!r}: {len(self.snapshots)} snapshots, "
+            f"{state}{skipped}>"
+        )
+
+
+def _skipped(
+    pipeline: Sequential, ran: int, snapshots: list[Snapshot], reason: str
+) -> list[SkippedPass]:
+    """The passes left unrun when the ``ran``-th pass of ``pipeline`` failed, in pipeline order:
+    the rest of each named pipeline (Sequential) the failure happened in, innermost first,
+    then the rest of ``pipeline``. (What a pass would have applied inside itself, other than
+    a Sequential's passes, cannot be known.)"""
+    levels = [(pipeline, ran, 0)]  # (a pipeline, how many of its passes started, their depth)
+    seq = pipeline.passes[ran - 1]
+    snap = next((s for s in reversed(snapshots) if s.depth == 0), None)  # seq's snapshot
+    while isinstance(seq, Sequential) and snap is not None and snap.failed and snap.children:
+        started = len(snap.children)  # a Sequential's children: its passes, in order
+        levels.append((seq, started, snap.depth + 1))
+        seq, snap = seq.passes[started - 1], snapshots[snap.children[-1]]
+    return [
+        SkippedPass(_pass_name(p), p.spec(), depth, reason)
+        for seq, n, depth in reversed(levels)
+        for p in seq.passes[n:]
+    ]
 
 
 def run(
@@ -351,9 +413,14 @@ def run(
     """Run a pipeline (spec string, Pass, or list of passes / specs) on ``module``.
 
     With ``record`` every pass application (nested ones included) becomes a Snapshot. A pass
-    that fails ends the run with a recorded failure and ``result.module`` is the last good
-    module; with ``raise_on_failure`` a PassFailed is raised instead, naming the pass and
-    the passes that ran before it.
+    that fails ends the run with a recorded failure, the passes after it listed in
+    ``result.skipped`` and ``result.module`` the last good module; with ``raise_on_failure``
+    (or without ``record``) a PassFailed is raised instead, naming the pass and the passes
+    that ran before it.
+
+    A KeyboardInterrupt stops the run: it propagates, as :class:`PassesInterrupted` when the
+    run is recorded, which carries the partial result (``.result``, with ``interrupted``
+    set): the explorer can still show what ran, and the user's stop still stops.
     """
     from compiler.passes.pipeline import build_pipeline
 
@@ -366,26 +433,34 @@ def run(
         insts.append(recorder)  # last, so an instrument that fails a pass is recorded as such
     ctx = PassContext(insts)
     current = module
-    failure = None
     with ctx:
-        for p in seq.passes:
+        for ran, p in enumerate(seq.passes, start=1):
             try:
                 current = ctx.apply(p, current)
             except Exception as e:
-                failure_snap = None
-                if recorder is not None:
-                    failure_snap = next(
-                        (s for s in reversed(recorder.snapshots) if s.failed and s.depth == 0),
-                        None,
-                    )
-                    inner = [s for s in recorder.snapshots if s.failed]
-                    failure_snap = inner[-1] if inner else failure_snap
                 if raise_on_failure or recorder is None:
                     done = ", ".join(ctx.applied) or "none"
                     raise PassFailed(
                         f"an error occurred when running the {p.spec()!r} pass after the "
                         f"following passes: {done}\n{type(e).__name__}: {e}"
                     ) from e
-                failure = failure_snap
-                break
-    return PassResult(current, recorder.snapshots if recorder else [], seq, failure)
+                return _stopped(current, recorder.snapshots, seq, ran, interrupted=False)
+            except KeyboardInterrupt as e:
+                if recorder is None:
+                    raise
+                result = _stopped(current, recorder.snapshots, seq, ran, interrupted=True)
+                raise PassesInterrupted(result) from e
+    return PassResult(current, recorder.snapshots if recorder else [], seq)
+
+
+def _stopped(
+    module: Module, snapshots: list[Snapshot], seq: Sequential, ran: int, interrupted: bool
+) -> PassResult:
+    """The result of a recorded run that stopped in its ``ran``-th pass: the innermost failed
+    snapshot is the failure (the pass that raised, not the pipeline around it)."""
+    failed = [s for s in snapshots if s.failed]
+    failure = failed[-1] if failed else None
+    where = failure.spec if failure else seq.passes[ran - 1].spec()
+    reason = f"interrupted in pass {where}" if interrupted else f"pass {where} failed"
+    skipped = _skipped(seq, ran, snapshots, f"skipped: {reason}")
+    return PassResult(module, snapshots, seq, failure, skipped, interrupted)

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import compiler.ops  # noqa: F401
+from compiler.errors import LimitError
 from compiler.ir import (
     ANY,
     DType,
@@ -22,11 +23,12 @@ from compiler.ir import (
     VerifyError,
     call,
     parse,
+    parse_type,
     print_module,
     structural_equal,
     sym,
 )
-from compiler.ir.parser import tokenize
+from compiler.ir.parser import MAX_NESTING, ParseLimitError, tokenize
 from compiler.ops import registry
 from tests.compiler.ir_strategies import modules
 from tests.compiler.test_printer import SAMPLE, sample_module
@@ -249,7 +251,11 @@ def test_errors_give_line_column_and_the_source_line(text, line, column, message
     lines = str(err).split("\n")
     assert lines[0] == f"line {err.line}, column {err.column}: {err.message}"
     source = text.split("\n")[err.line - 1]
-    if source:  # (an error at the end of the text may sit on an empty last line)
+    if len(source) > 160:  # a long line is quoted around the column, the cuts marked "..."
+        quoted, caret = lines[1][2:], lines[2].index("^") - 1
+        assert len(quoted) <= 166 and quoted.strip(".") in source
+        assert quoted[caret] == source[err.column - 1]
+    elif source:  # (an error at the end of the text may sit on an empty last line)
         assert lines[1:] == [f"  {source}", "  " + " " * (err.column - 1) + "^"]
 
 
@@ -463,3 +469,83 @@ def test_mutated_texts_parse_or_fail_with_parse_or_verify_error(case):
 @given(st.text() | st.lists(st.sampled_from(_INSERTS), max_size=40).map("".join))
 def test_random_text_parses_or_fails_with_parse_error(text):
     _parse_or_expected_error(text)
+
+
+# ----- limits (issue #14: untrusted inputs) ----------------------------------------------------
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a dim, a tuple type, unary minus in a dim
+        "def @main(%x: f32[" + "(" * DEEP + "n" + ")" * DEEP + "]) -> f32[2] {\n}\n",
+        "def @main(%x: " + "(" * DEEP + "f32[2]" + ")" * DEEP + ") -> f32[2] {\n}\n",
+        "def @main(%x: f32[" + "-" * DEEP + "n]) -> f32[2] {\n}\n",
+        # an attribute: brackets and parentheses
+        H + "  %y: f32[2] = relu(%x, a=" + "[" * DEEP + "]" * DEEP + ")\n}\n",
+        H + "  %y: f32[2] = relu(%x, a=" + "(" * DEEP + "1" + ")" * DEEP + ")\n}\n",
+        # constant values
+        "weights {\n  $w: f32[1] = " + "[" * DEEP + "1" + "]" * DEEP + "\n}\n",
+        # If branches
+        "def @main(%c: bool[]) -> bool[] {\n" + "%r: bool[] = if %c {\n" * DEEP,
+    ],
+    ids=["dim", "tuple-type", "unary-minus", "attr-brackets", "attr-parens", "values", "if"],
+)
+def test_deep_nesting_is_a_parse_error_at_a_fixed_depth(text):
+    with pytest.raises(ParseLimitError, match=rf"nested too deeply \(limit {MAX_NESTING} levels\)"):
+        parse(text)
+
+
+def test_nesting_up_to_the_limit_parses():
+    deep = "(" * (MAX_NESTING - 1) + "n + 1" + ")" * (MAX_NESTING - 1)
+    assert parse_type(f"f32[{deep}]") == TensorType((n + 1,), "float32")
+
+
+def test_symbolic_dims_over_the_caps_are_parse_errors_at_the_operator():
+    product = "*".join(f"(a{i} + b{i})" for i in range(24))  # 2**24 terms expanded
+    text = f"def @main(%x: f32[{product}]) -> f32[2] {{\n  return %x\n}}\n"
+    with pytest.raises(ParseLimitError, match="symbolic dim too large") as e:
+        parse(text)
+    assert isinstance(e.value, LimitError) and e.value.line == 1
+    assert text[e.value.column - 1] == "*"
+
+
+def test_integer_literals_and_dims_are_bounded():
+    digits = "1" * 5000  # over Python's int() limit: once a raw ValueError
+    with pytest.raises(ParseLimitError, match="integer literal of 5000 digits \\(limit 4300\\)"):
+        parse(H + f"  %y: f32[2] = relu(%x, a={digits})\n  return %y\n}}\n")
+    # a dim too big for the i64 a kernel holds it in; products of such would not even print
+    with pytest.raises(ParseLimitError, match="has 13288 bits \\(limit 64\\)") as e:
+        parse_type(f"f32[{'9' * 4000}]")
+    assert len(str(e.value)) < 400  # the quoted line is cut around the column
+    with pytest.raises(ParseLimitError, match="has 127 bits \\(limit 64\\)"):
+        parse_type(f"f32[{'9' * 19}*{'9' * 19}]")
+    with pytest.raises(ParseLimitError, match="coefficient has 67 bits"):
+        parse_type("f32[100000000000000000000*n]")
+    assert parse_type("f32[9223372036854775807]").shape == (2**63 - 1,)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'weights {\n  $"\\ud800": f32[1] = [1]\n}\n' + H + "  return %x\n}\n",
+        H + '  %y: f32[2] = relu(%x)  loc(module="\\udfff")\n  return %y\n}\n',
+        H + "  # \ud800 raw in a comment\n  return %x\n}\n",
+    ],
+    ids=["escaped-weight-name", "escaped-string", "raw"],
+)
+def test_lone_surrogates_are_refused(text):
+    # once accepted, such a name broke to_html later with a UnicodeEncodeError
+    with pytest.raises(ParseError, match="lone surrogate"):
+        parse(text)
+
+
+def test_an_escaped_surrogate_pair_is_one_character():
+    text = (
+        'weights {\n  $"\\ud83d\\ude00": f32[1] = [1]\n}\n'
+        + H.replace("-> f32[2]", "-> f32[1]")
+        + '  return $"\\ud83d\\ude00"\n}\n'
+    )
+    assert list(parse(text).constants()) == ["\U0001f600"]

@@ -6,8 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compiler.errors import LimitError
 from compiler.ir import ANY, ParseError, SymExpr, TensorType, parse_type, sym
 from compiler.ir.symbolic import (
+    MAX_DEGREE,
+    MAX_NESTING,
+    MAX_TERMS,
     dim_add,
     dim_mul,
     dim_str,
@@ -276,3 +280,68 @@ def test_solve_dim_linear_monotone_and_none():
     assert solve_dim(f("n // 2 + 1"), 0, monotone=True) is None  # below every value
     assert solve_dim(f("n // 4"), 1000, monotone=True) == 4000
     assert solve_dim(lambda n: 1 // (n - 1), 1) is None  # raises at n = 1
+
+
+# ----- size limits (issue #14: untrusted inputs) ---------------------------------------------
+
+
+def _sum(prefix: str, k: int) -> SymExpr:
+    total = sym(f"{prefix}0")
+    for i in range(1, k):
+        total = total + sym(f"{prefix}{i}")
+    return total
+
+
+def test_a_product_of_sums_is_refused_before_it_is_expanded(monkeypatch):
+    # 24 two-term factors written in 200 characters would expand to 2**24 terms (the parse
+    # used to hang and take over 4 GB): the product over the cap is refused at once
+    text = "*".join(f"(a{i} + b{i})" for i in range(24))
+    with pytest.raises(LimitError, match=rf"\d+ terms.*\(limit {MAX_TERMS}\)") as e:
+        parse_dim(text)
+    assert isinstance(e.value, ParseError) and e.value.line == 1
+    # the term count of the product is checked before multiplying: nothing is expanded
+    a, b = _sum("a", 20), _sum("b", 20)
+    import compiler.ir.symbolic as symbolic
+
+    def expand(*args):
+        raise AssertionError("the product was expanded")
+
+    monkeypatch.setattr(symbolic, "_mul_monomials", expand)
+    with pytest.raises(LimitError, match="400 terms"):
+        a * b
+
+
+def test_sums_degrees_and_nesting_are_capped():
+    with pytest.raises(LimitError, match=rf"{MAX_TERMS + 1} terms"):
+        _sum("s", MAX_TERMS + 1)
+    with pytest.raises(LimitError, match=rf"degree {MAX_DEGREE + 1} \(limit {MAX_DEGREE}\)"):
+        parse_dim("*".join(["n"] * (MAX_DEGREE + 1)))
+    deep = n
+    for _ in range(MAX_NESTING):
+        deep = floordiv(deep + 1, 2)
+    with pytest.raises(LimitError, match=rf"nested {MAX_NESTING + 1} deep"):
+        floordiv(deep + 1, 2)
+    with pytest.raises(LimitError, match="nested"):
+        parse_dim("n" + " // 2" * 10_000)  # each // nests the one before
+
+
+def test_terms_inside_floordiv_count_each_time_the_atom_is_written():
+    # the text (and the work) of a product repeats the big atom in every term of it, so
+    # nesting products in // cannot grow an expression exponentially either
+    big = floordiv(_sum("a", 16) * _sum("b", 8), 2)  # one atom holding 128 terms
+    assert big.size == 129 and len(str(big)) > 1000
+    assert (big * 2).size == 129
+    with pytest.raises(LimitError, match="258 terms"):
+        big * (m + z)  # two terms, each writing the atom out
+
+
+def test_real_shapes_stay_far_below_the_limits():
+    # the output size of 8 strided convolutions, symbolic batch * channels * spatial dims
+    h = sym("h")
+    for _ in range(8):
+        h = floordiv(h + 2 * 1 - 3, 2) + 1
+    numel = sym("batch") * 64 * h * h
+    assert numel.size < MAX_TERMS and numel.nesting == 8
+    assert parse_dim(str(numel)) == numel
+    # a product of four sums (16 terms) is fine
+    assert ((n + 1) * (m + 1) * (z + 1) * (sym("w") + 1)).size == 16

@@ -359,6 +359,54 @@ def test_a_symbol_inside_an_expression_of_a_parameter_is_bound():
     )
 
 
+RECURSIVE = """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = call @f(%x)
+  return %y
+}
+def @f(%a: f32[2]) -> f32[2] {
+  %b: f32[2] = call @g(%a)
+  return %b
+}
+def @g(%c: f32[2]) -> f32[2] {
+  %d: f32[2] = relu(%c)
+  %e: f32[2] = call @f(%d)
+  return %e
+}
+def @self(%s: f32[2]) -> f32[2] {
+  %t: f32[2] = call @self(%s)
+  return %t
+}
+"""
+
+
+def test_recursive_calls_are_refused():
+    # once accepted: the interpreter then recursed until Python's RecursionError
+    with pytest.raises(VerifyError) as e:
+        parse(RECURSIVE)
+    assert [str(p) for p in e.value.problems] == [
+        "@g: calls @f, which leads back to @g (@f -> @g -> @f): recursive calls are not supported",
+        "@self: calls itself (@self -> @self): recursive calls are not supported",
+    ]
+    assert ">>   %e: f32[2] = call @f(%d)" in str(e.value)
+    assert ">>   %t: f32[2] = call @self(%s)" in str(e.value)
+
+
+def test_a_call_chain_of_any_depth_is_checked_without_recursion():
+    # 5000 functions, each calling the next, the last calling the first
+    k = 5000
+    text = "".join(
+        f"def @f{i}(%x: f32[2]) -> f32[2] {{\n  %y: f32[2] = call @f{(i + 1) % k}(%x)\n"
+        "  return %y\n}\n"
+        for i in range(k)
+    )
+    (problem,) = check(parse(text, verify=False))
+    assert problem.function == f"f{k - 1}" and "leads back to" in problem.message
+    # without the back edge the chain is fine
+    ok = text.replace("%y: f32[2] = call @f0(%x)", "%y: f32[2] = relu(%x)")
+    assert check(parse(ok, verify=False)) == []
+
+
 def test_every_error_passlens_raises_on_purpose_is_a_passlens_error():
     """One family at the API boundary; each keeps the builtin base it had."""
     import explorer

@@ -237,3 +237,34 @@ def test_text_that_is_not_valid_unicode_is_refused(small_file):
     manifest["steps"][1]["name"] = "fold\ud800"
     rewrite_member(small_file, "manifest.json", json.dumps(manifest).encode())
     _fast_error(small_file, TraceFileError, "not valid Unicode")
+
+
+# ----- failures and interrupts keep the trace ----------------------------------------------------
+
+
+def test_the_passes_a_failure_leaves_unrun_are_listed_and_saved(tmp_path):
+    import tests.compiler.passes.test_manager  # noqa: F401  (registers test-explode)
+
+    text = "def @main(%x: f32[2]) -> f32[2] {\n  %y: f32[2] = add(%x, %x)\n  return %y\n}"
+    trace = explorer.explore(text, pipeline="fold-constant,test-explode,dead-code-elimination")
+    assert trace.failure.name == "test-explode"
+    assert [(k.spec, k.reason) for k in trace.skipped] == [
+        ("dead-code-elimination", "skipped: pass test-explode failed")
+    ]
+    assert "dead-code-elimination" in trace.summary_text().splitlines()[-1]
+    assert "skipped" in trace.summary_text().splitlines()[-1]
+    loaded = load(trace.save(tmp_path / "t.passlens"))
+    assert loaded.skipped == trace.skipped and not loaded.interrupted
+
+
+def test_ctrl_c_in_a_pass_keeps_the_trace_of_what_ran(tmp_path):
+    import tests.compiler.passes.test_manager  # noqa: F401  (registers test-interrupt)
+
+    trace = explorer.explore(
+        models.mlp((4, 3), batch=2), pipeline="fold-constant,test-interrupt,infer-types"
+    )
+    assert trace.interrupted
+    assert [s.name for s in trace][-2:] == ["fold-constant", "test-interrupt"]
+    assert isinstance(trace.failure.error, KeyboardInterrupt)
+    assert [k.reason for k in trace.skipped] == ["skipped: interrupted in pass test-interrupt"]
+    assert load(trace.save(tmp_path / "t.passlens")).interrupted

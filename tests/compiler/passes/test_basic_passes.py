@@ -6,7 +6,8 @@ import pytest
 
 from compiler import passes
 from compiler.interpret import run
-from compiler.ir import Constant, assert_structural_equal, parse
+from compiler.ir import Call, Constant, assert_structural_equal, function_constants, parse
+from compiler.ir.symbolic import ANY
 
 
 def _apply(spec: str, before: str, params=None):
@@ -145,6 +146,83 @@ def @main(%x: f32[2]) -> f32[2] {
     assert folded.prov.module_path == "layer1" and folded.prov.pass_name == "fold-constant"
 
 
+def test_fold_constant_leaves_values_over_max_bytes_unfolded():
+    # a 1e8-element fill is 400 MB once folded; from a few bytes of input it must not be
+    text = """
+def @main() -> (f32[100000000], f32[4]) {
+  %big: f32[100000000] = full(shape=[100000000], value=1.5, dtype=f32)
+  %small: f32[4] = full(shape=[4], value=1.5, dtype=f32)
+  %t: (f32[100000000], f32[4]) = (%big, %small)
+  return %t
+}"""
+    module = parse(text)
+    assert passes.parse_pass("fold-constant").max_bytes == 64 << 20  # the default
+    after = passes.run(module, "fold-constant").module
+    assert [b.op for b in after.main.bindings if isinstance(b, Call)] == ["full"]
+    assert [c.data.nbytes for c in function_constants(after.main)] == [16]
+    # the option sets the limit (in bytes, inclusive)
+    for limit, folded in ((15, 0), (16, 1)):
+        after = passes.run(module, f"fold-constant{{max_bytes={limit}}}").module
+        assert len(function_constants(after.main)) == folded
+    assert str(passes.parse_pass("fold-constant{max_bytes=16}")) == "fold-constant{max_bytes=16}"
+    with pytest.raises(passes.PipelineError, match="max_bytes must be >= 0, got -1"):
+        passes.parse_pass("fold-constant{max_bytes=-1}")
+
+
+def test_fold_constant_bounds_a_value_whose_shape_comes_from_a_constant_input():
+    # pad by a pads *tensor*: the result type says '?', the size is in the constant's values
+    text = """
+def @main() -> bool[?] {
+  %p: bool[?] = pad(const(bool[0], []), const(i64[2], [0, 100000000]), value=1.0)
+  return %p
+}"""
+    module = parse(text)
+    for spec in ("fold-constant", "dynamic-to-static"):
+        after = passes.run(module, spec).module
+        assert all(c.data.size <= 2 for c in function_constants(after.main))
+    small = parse(text.replace("100000000", "3"))
+    after = passes.run(small, "fold-constant").module
+    assert after.main.output.data.tolist() == [True, True, True]
+
+
+@pytest.fixture
+def data_sized_op():
+    """``x[x != 0]``: an op whose result size no type gives (like nonzero), for the test only."""
+    from compiler.ir import TensorType
+    from compiler.ops import registry
+
+    computed = []
+
+    def compute(values, attrs):
+        computed.append(values[0].size)
+        return values[0][values[0] != 0]
+
+    name = "_test_data_sized"
+    registry.define_op(
+        name,
+        inputs=("x",),
+        infer=lambda types, attrs: TensorType((ANY,), types[0].dtype),
+        compute=compute,
+        doc="test only",
+    )
+    yield name, computed
+    registry._REGISTRY.pop(name)
+
+
+def test_fold_constant_computes_a_data_sized_value_only_from_small_inputs(data_sized_op):
+    op, computed = data_sized_op
+    text = f"""
+def @main() -> f32[?] {{
+  %y: f32[?] = {op}(const(f32[4], [0.0, 1.0, 0.0, 2.0]))
+  return %y
+}}"""
+    after = passes.run(parse(text), "fold-constant").module
+    assert after.main.output.data.tolist() == [1.0, 2.0]
+    # inputs of 16 bytes could give up to 64 times as much: refused below 1 KiB, not computed
+    after = passes.run(parse(text), "fold-constant{max_bytes=1000}").module
+    assert isinstance(after.main.output, Call) and computed == [4]  # (the first run only)
+
+
 def test_dead_code_elimination_removes_unused_bindings_and_private_functions():
     _, after = _apply(
         "dead-code-elimination",
@@ -191,6 +269,8 @@ def @main(%x: f32[2], %c: bool[]) -> f32[2] {
     assert_structural_equal(after, expected)
 
 
-@pytest.mark.parametrize("alias, name", [("dce", "dead-code-elimination"), ("normalize", "infer-types")])
+@pytest.mark.parametrize(
+    "alias, name", [("dce", "dead-code-elimination"), ("normalize", "infer-types")]
+)
 def test_aliases(alias, name):
     assert passes.build_pipeline(alias).passes[0].name == name

@@ -149,7 +149,8 @@ def test_public_recursive_and_never_called_functions_stay():
       return %e
     }
     """
-    module = parse(before)
+    # the verifier refuses the recursive @loop (invariant 10); the pass must still not unroll it
+    module = parse(before, verify=False)
     assert inline(module) is module
 
 

@@ -11,6 +11,7 @@ from compiler.ir import Call, Module, parse
 from compiler.passes import (
     Instrument,
     Pass,
+    PassContext,
     PassError,
     PassFailed,
     PipelineError,
@@ -18,6 +19,8 @@ from compiler.passes import (
     build_pipeline,
     register_pass,
 )
+from compiler.passes.dead_code_elimination import DeadCodeElimination as DCE
+from compiler.passes.manager import PassesInterrupted
 from compiler.passes.rewrite import rewrite_module
 
 TEXT = """
@@ -155,9 +158,74 @@ def test_failure_inside_nested_pass_marks_inner_and_outer(module):
     assert result.failure.pass_name == "test-explode"
 
 
+def test_passes_after_a_failure_are_listed_as_skipped(module):
+    result = passes.run(module, "fold-constant,test-explode,dead-code-elimination,infer-types")
+    assert [(s.pass_name, s.spec, s.depth, s.reason) for s in result.skipped] == [
+        ("dead-code-elimination", "dead-code-elimination", 0, "skipped: pass test-explode failed"),
+        ("infer-types", "infer-types", 0, "skipped: pass test-explode failed"),
+    ]
+    assert not result.interrupted and "2 skipped" in repr(result)
+    assert passes.run(module, "fold-constant,dead-code-elimination").skipped == []
+
+
+def test_skipped_passes_of_a_named_pipeline_come_first_at_their_depth(module):
+    inner = Sequential(
+        (passes.parse_pass("canonicalize-bindings"), _Explode(message="inner"), DCE()),
+        label="group",
+    )
+    result = passes.run(module, [inner, "infer-types", "test-nested"])
+    assert [(s.pass_name, s.depth) for s in result.skipped] == [
+        ("dead-code-elimination", 1),
+        ("infer-types", 0),
+        ("test-nested", 0),
+    ]
+    assert {s.reason for s in result.skipped} == {
+        "skipped: pass test-explode{message=inner} failed"
+    }
+
+
+@register_pass
+@dataclass(frozen=True)
+class _Interrupt(Pass):
+    """Stands for a pass the user stops (Ctrl-C, a notebook's stop button)."""
+
+    name: ClassVar[str] = "test-interrupt"
+
+    def transform(self, module, ctx):
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_run_stops_but_keeps_what_ran(module):
+    with pytest.raises(KeyboardInterrupt) as e:  # the run stops, as the user asked
+        passes.run(module, "fold-constant,test-nested,test-interrupt,dead-code-elimination")
+    assert isinstance(e.value, PassesInterrupted)
+    result = e.value.result  # the trace of what ran is not lost
+    assert result.interrupted and not result.ok
+    assert [s.pass_name for s in result.snapshots] == [
+        "fold-constant",
+        "test-nested",
+        "canonicalize-bindings",
+        "dead-code-elimination",
+        "test-interrupt",
+    ]
+    assert result.failure.pass_name == "test-interrupt"
+    assert isinstance(result.failure.error, KeyboardInterrupt)
+    assert result.module is result.snapshots[1].module  # the last good module
+    assert [(s.pass_name, s.reason) for s in result.skipped] == [
+        ("dead-code-elimination", "skipped: interrupted in pass test-interrupt")
+    ]
+    assert "interrupted at test-interrupt" in repr(result)
+    assert PassContext._stack == []  # nothing left behind for the next run
+    # without recording there is nothing to keep: the KeyboardInterrupt itself
+    with pytest.raises(KeyboardInterrupt) as e:
+        passes.run(module, "test-interrupt", record=False)
+    assert type(e.value) is KeyboardInterrupt
+
+
 def test_raise_on_failure_names_the_pass_and_the_passes_before(module):
-    with pytest.raises(PassFailed, match="'test-explode' pass after the following passes: "
-                       "fold-constant"):
+    with pytest.raises(
+        PassFailed, match="'test-explode' pass after the following passes: fold-constant"
+    ):
         passes.run(module, "fold-constant,test-explode", raise_on_failure=True)
 
 
