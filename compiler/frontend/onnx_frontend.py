@@ -554,6 +554,32 @@ class ConvertContext:
         e = self.inputs[i]
         return e.data if isinstance(e, Constant) else None
 
+    def dims(self, i: int, symbolic: bool = True) -> list[Dim] | None:
+        """The value of input ``i`` in dims when it is a shape computation that reads a
+        symbolic dim and whose result is known (``Shape`` of a ``[batch, seq]`` value, pieces
+        of it, sums ...), a 0-d value as one dim; None otherwise, also for one computed from
+        static shapes alone (unless ``symbolic`` is false), which dynamic-to-static folds (see
+        compiler.frontend.shape_values)."""
+        from compiler.frontend.shape_values import (
+            depends_on_symbolic_dims,
+            dims_of,
+            symbolic_value,
+        )
+
+        if not self.has(i):
+            return None
+        e, memo = self.inputs[i], self.importer.shape_memo
+        if symbolic and not depends_on_symbolic_dims(e, memo):  # dynamic-to-static folds it
+            return None
+        return dims_of(symbolic_value(e, memo))
+
+    def reads_symbolic_dims(self, *inputs: int) -> bool:
+        """Whether any of these inputs is computed from a symbolic dim."""
+        from compiler.frontend.shape_values import depends_on_symbolic_dims
+
+        memo = self.importer.shape_memo
+        return any(self.has(i) and depends_on_symbolic_dims(self.inputs[i], memo) for i in inputs)
+
     def const_ints(self, i: int, what: str) -> list[int] | None:
         """Input ``i`` as a list of ints (None when missing); Unsupported when computed."""
         if not self.has(i):
@@ -631,6 +657,7 @@ class Importer:
     def __init__(self, opset: int):
         self.opset = opset
         self.symbols: dict[str, Dim] = {}
+        self.shape_memo: dict = {}  # symbolic values of shape computations, by node
         self.unsupported: dict[str, list[str]] = {}
         self._versions: dict[str, int] = {}
 

@@ -33,8 +33,8 @@ from compiler.frontend.onnx_frontend import (
     dtype_of,
     tensor_value,
 )
-from compiler.ir.nodes import Constant, Expr, If
-from compiler.ir.symbolic import ANY, Dim, dim_str, dims_equal
+from compiler.ir.nodes import Constant, Expr, If, IRError
+from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_add, dim_str, dims_equal
 from compiler.ir.symbolic import floordiv as dim_floordiv
 from compiler.ir.types import DType
 from compiler.ops.shape_inference import broadcast_shapes
@@ -1151,6 +1151,12 @@ def _reshape(ctx):
     allowzero = bool(ctx.attr("allowzero", 0))
     target = ctx.const(1)
     if target is None:
+        dims = ctx.dims(1)
+        if dims is not None and _is_shape(dims):  # [batch, seq, 4, 16]: a symbolic result
+            try:
+                return ctx.call("reshape", x, shape=dims, allowzero=allowzero)
+            except IRError:
+                pass  # not expressible in dims (a -1 over symbolic sizes): computed below
         return ctx.call("reshape", x, _cast(ctx, ctx.input(1), I64), allowzero=allowzero)
     return ctx.call("reshape", x, shape=[int(v) for v in target.reshape(-1)], allowzero=allowzero)
 
@@ -1293,7 +1299,48 @@ def _slice(ctx):
         starts, ends = ctx.const_ints(1, "starts"), ctx.const_ints(2, "ends")
         axes, steps = ctx.const_ints(3, "axes"), ctx.const_ints(4, "steps")
         return ctx.call("strided_slice", x, begin=starts, end=ends, strides=steps, axes=axes)
-    return _slice_computed(ctx, x)
+    symbolic = _slice_symbolic(ctx, x)
+    return symbolic if symbolic is not None else _slice_computed(ctx, x)
+
+
+def _slice_symbolic(ctx, x: Expr) -> Expr | None:
+    """Slice whose computed bounds are known in dims (``x[:, :seq]`` of a longer buffer, as
+    exported models slice their causal masks): per axis a strided_slice for int bounds, or a
+    take of ``arange(start, end)`` for symbolic ones (assumed inside the dim, as the torch
+    path does; an index outside it is an error in the interpreter, clamped in compiled code).
+    None when a bound is not known or a step is not 1 with symbolic bounds."""
+    if not ctx.reads_symbolic_dims(1, 2, 3, 4):
+        return None  # computed from static sizes: dynamic-to-static folds it
+    starts, ends = ctx.dims(1, symbolic=False), ctx.dims(2, symbolic=False)
+    axes = ctx.dims(3, symbolic=False) if ctx.has(3) else None
+    steps = ctx.dims(4, symbolic=False) if ctx.has(4) else None
+    if starts is None or ends is None or len(starts) != len(ends):
+        return None
+    if (ctx.has(3) and axes is None) or (ctx.has(4) and steps is None):
+        return None
+    axes = list(range(len(starts))) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    if not all(isinstance(v, int) for v in (*axes, *steps)) or len(axes) != len(starts):
+        return None
+    rank = ctx.rank(0)
+    y = x
+    for a, start, end, step in zip(axes, starts, ends, steps, strict=True):
+        a = _axis(ctx, a, rank)
+        size = x.ty.shape[a]
+        if isinstance(start, int) and isinstance(end, int):
+            y = ctx.call("strided_slice", y, begin=[start], end=[end], strides=[step], axes=[a])
+            continue
+        if step != 1 or size is ANY:
+            return None
+        if isinstance(start, int) and start < 0:
+            start = dim_add(size, start)
+        if isinstance(end, int):
+            end = size if end >= 2**62 else (dim_add(size, end) if end < 0 else end)
+        if isinstance(start, int) and start == 0 and isinstance(end, SymExpr) and end == size:
+            continue  # the whole axis
+        index = ctx.call("arange", start=start, stop=end, step=1, dtype=I64)
+        y = ctx.call("take", y, index, axis=a)
+    return y
 
 
 def _slice_indices(ctx, x: Expr, a: int, start: Expr, end: Expr, step: Expr, backward: Expr):
@@ -1368,11 +1415,16 @@ def _pad(ctx):
             value = _float_scalar(cv, "constant_value") if cv.size else 0.0
     axes = ctx.const_ints(3, "axes") if ctx.const(3) is not None or not ctx.has(3) else None
     pads = ctx.const(1)
+    if pads is not None:
+        pads = [int(p) for p in pads.reshape(-1)]
+    else:  # computed from static sizes (Swin's window padding of a static image): ints
+        pads = ctx.dims(1)
+        if pads is not None and not all(isinstance(p, int) for p in pads):
+            pads = None  # symbolic pad sizes: pad's attribute holds ints only
     if pads is None or (ctx.has(3) and axes is None):
         pads_in = _pads_tensor(ctx, ctx.input(1), ctx.inputs[3] if ctx.has(3) else None)
         y = ctx.call("pad", x, pads_in, mode=mode, value=value)
     else:
-        pads = [int(p) for p in pads.reshape(-1)]
         if axes is not None:
             rank = ctx.rank(0)
             full = [0] * (2 * rank)
@@ -1427,10 +1479,11 @@ def _pads_tensor(ctx, pads: Expr, axes: Expr | None) -> Expr:
 def _expand(ctx):
     x = ctx.input(0)
     target = ctx.const(1)
-    if target is None:  # computed shape: broadcast against a filled tensor of that shape
+    dims = ctx.dims(1) if target is None else [int(v) for v in target.reshape(-1)]
+    if dims is None or not _is_shape(dims, minus_one=False):
+        # computed shape: broadcast against a filled tensor of that shape
         cond = _filled(ctx, ctx.input(1), True, DType.bool)
         return ctx.call("where", cond, x, x)
-    dims = [int(v) for v in target.reshape(-1)]
     if x.ty.shape is None:
         raise Unsupported("Expand of a value of unknown rank")
     try:
@@ -1473,10 +1526,15 @@ def _constant_of_shape(ctx):
         dtype, value = DType.float32, np.float32(0)
     shape = ctx.const(0)
     if shape is None:
-        return _filled(ctx, ctx.input(0), value, dtype)
-    if shape.size > MAX_RANK:
-        raise ConversionError(f"the shape has {shape.size} values: more than {MAX_RANK} dims")
-    dims = [int(d) for d in shape.reshape(-1)]
+        # known in dims, static ones included: a tensor of computed shape would be all '?'
+        # (exporters build zeros this way inside their pads computations)
+        dims = ctx.dims(0, symbolic=False)
+        if dims is None or not _is_shape(dims, minus_one=False):
+            return _filled(ctx, ctx.input(0), value, dtype)
+    else:
+        if shape.size > MAX_RANK:
+            raise ConversionError(f"the shape has {shape.size} values: more than {MAX_RANK} dims")
+        dims = [int(d) for d in shape.reshape(-1)]
     if value == 0:
         return ctx.call("zeros", shape=dims, dtype=dtype)
     if value == 1:
@@ -1490,6 +1548,14 @@ def _constant_of_shape(ctx):
 def _range(ctx):
     values = [ctx.const(i) for i in range(3)]
     if any(v is None for v in values):
+        bounds = [ctx.dims(i, symbolic=False) for i in range(3)]
+        dtype = ctx.ty(0).dtype
+        known = all(b is not None and len(b) == 1 for b in bounds)
+        if dtype.is_int and known and ctx.reads_symbolic_dims(0, 1, 2):
+            (start,), (stop,), (step,) = bounds
+            if isinstance(start, int) and isinstance(step, int) and step == 1:
+                # range(start, seq): a symbolic length (other steps stay computed)
+                return ctx.call("arange", start=start, stop=stop, step=1, dtype=dtype)
         return _computed_range(ctx)
     start, limit, delta = (v.reshape(-1)[0] for v in values)
     dtype = DType.of(values[0].dtype)
@@ -1507,6 +1573,13 @@ def _range(ctx):
         out = start + delta * np.arange(n, dtype=values[0].dtype)
         return ctx.call("identity", ctx.constant(out.astype(values[0].dtype), dtype))
     return ctx.call("arange", start=int(start), stop=int(limit), step=int(delta), dtype=dtype)
+
+
+def _is_shape(dims: list, minus_one: bool = True) -> bool:
+    """Whether ``dims`` can be a shape attribute: symbolic dims or sizes (and -1 / 0 for
+    Reshape's "infer" and "copy"), no other negative."""
+    low = -1 if minus_one else 0
+    return all(not isinstance(d, int) or d >= low for d in dims)
 
 
 def _computed_range(ctx):

@@ -170,6 +170,9 @@ def _module(name: str) -> tuple[nn.Module, str]:
             hidden_sizes=[32, 48, 64],
             neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64],
             num_attention_heads=4,
+            # the default (0.02) shrinks activations ~1e-11 per stage: the output would be
+            # exactly 0 and every comparison trivially true
+            initializer_range=0.3,
         )
         return T.MobileViTModel(cfg), "last_hidden_state"
     if name == "convnext":

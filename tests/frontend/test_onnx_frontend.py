@@ -677,3 +677,83 @@ def test_gather_nd_needs_a_static_index_length():
     )
     with pytest.raises(UnsupportedOperatorError, match="static last dim of indices"):
         from_onnx(model)
+
+
+# ----- shapes computed at run time, known in dims -----------------------------------------------
+
+
+def _dynamic_shape_model():
+    """What exporters write for dynamic dims: Shape -> Gather -> Range / Concat -> Reshape /
+    Expand / ConstantOfShape / Slice, and Swin-style padding of a static dim to a multiple of 3
+    computed at run time (Mod)."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+        helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+        helper.make_node("Range", ["zero", "n", "one"], ["pos"]),  # arange(seq)
+        helper.make_node("Unsqueeze", ["b", "axis0"], ["b1"]),
+        helper.make_node("Unsqueeze", ["n", "axis0"], ["n1"]),
+        helper.make_node("Concat", ["b1", "n1", "two", "four"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["heads"]),  # [b, n, 2, 4]
+        helper.make_node("Concat", ["b1", "n1"], ["bn"], axis=0),
+        helper.make_node("Expand", ["pos", "bn"], ["pos2"]),  # [b, n]
+        helper.make_node(
+            "ConstantOfShape", ["bn"], ["ones"], value=helper.make_tensor("v", F32, [1], [1.0])
+        ),
+        helper.make_node("Add", ["n", "one"], ["n_plus"]),
+        helper.make_node("Unsqueeze", ["n_plus", "axis0"], ["end"]),
+        helper.make_node("Slice", ["table", "zero1", "end", "zero1"], ["rows"]),  # table[:n+1]
+        helper.make_node("Gather", ["s", "two0"], ["c"], axis=0),
+        helper.make_node("Mod", ["c", "three"], ["r"]),  # pad the last axis to a multiple of 3
+        helper.make_node("Sub", ["three", "r"], ["p"]),
+        helper.make_node("Mod", ["p", "three"], ["pad"]),
+        helper.make_node("Unsqueeze", ["pad", "axis0"], ["pad1"]),
+        helper.make_node(
+            "Concat", ["zero1", "zero1", "zero1", "zero1", "zero1", "pad1"], ["pads"], axis=0
+        ),
+        helper.make_node("Pad", ["x", "pads"], ["padded"]),
+    ]
+    inits = [
+        i64("zero", 0),
+        i64("one", 1),
+        i64("axis0", [0]),
+        i64("two", [2]),
+        i64("four", [4]),
+        i64("zero1", [0]),
+        i64("two0", 2),
+        i64("three", 3),
+        numpy_helper.from_array(np.arange(40, dtype=np.float32).reshape(10, 4), "table"),
+    ]
+    outputs = [
+        helper.make_tensor_value_info("heads", F32, None),
+        helper.make_tensor_value_info("pos2", I64, None),
+        helper.make_tensor_value_info("ones", F32, None),
+        helper.make_tensor_value_info("rows", F32, None),
+        helper.make_tensor_value_info("padded", F32, None),
+    ]
+    x = helper.make_tensor_value_info("x", F32, ["batch", "seq", 8])
+    return make_model(nodes, [x], outputs, inits)
+
+
+def test_shapes_computed_from_symbolic_dims_are_known_in_dims_and_compile():
+    model = _dynamic_shape_model()
+    module = from_onnx(model)
+    assert [str(t) for t in module.main.ret_type.fields] == [
+        "f32[batch, seq, 2, 4]",
+        "i64[batch, seq]",
+        "f32[batch, seq]",
+        "f32[seq + 1, 4]",
+        "f32[batch, seq, 9]",
+    ]
+    assert not [b for b in module.main.bindings if ANY in (getattr(b.ty, "shape", None) or ())]
+    from compiler.backend import build
+
+    exe = build(module)
+    for batch, seq in ((2, 5), (3, 8)):
+        x = np.random.default_rng(seq).standard_normal((batch, seq, 8)).astype(np.float32)
+        expected = ort_run(model, x)
+        for got in (run(module, x), exe(x)):
+            for g, e in zip(got, expected, strict=True):
+                assert g.shape == e.shape
+                np.testing.assert_allclose(g, e, rtol=1e-6)

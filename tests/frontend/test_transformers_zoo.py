@@ -5,10 +5,10 @@ code, no download) on both paths (issue #13):
   default pipeline and then legalize-ops and codegen: ``trace.check`` clean (no divergence, no
   shape mismatch, no failed pass) at the example size and at another size, and the compiled
   executable matches eager torch at that other size.
-- an ONNX file from ``torch.onnx.export`` of the same model, with the same dynamic dims:
-  ``trace.check`` clean against onnxruntime at both sizes, and the final module matches eager;
-  a static export through legalize-ops and codegen too, its executable matching eager (a
-  dynamic ONNX file computes its shapes at run time: '?' dims, which do not compile).
+- an ONNX file from ``torch.onnx.export`` of the same model, with the same dynamic dims,
+  through the same pipeline: the shapes the file computes at run time are known in dims (no
+  '?' in the imported module), ``trace.check`` is clean against onnxruntime at both sizes, and
+  the compiled executable matches eager at the other size.
 
 bench/transformers_zoo.py prints the same matrix as a table (BENCHMARKS.md)."""
 
@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import explorer
-from compiler.interpret import run
+from compiler.ir.symbolic import ANY
 
 pytest.importorskip("transformers")
 
@@ -67,30 +67,19 @@ def test_torch_path_with_dynamic_dims_checks_clean_and_the_compiled_build_matche
 
 
 @pytest.mark.parametrize("name", _params(hf_zoo.ZOO))
-def test_onnx_path_with_dynamic_dims_checks_clean_against_onnxruntime(name, tmp_path):
+def test_onnx_path_with_dynamic_dims_checks_clean_and_the_compiled_build_matches(name, tmp_path):
     path = tmp_path / f"{name}.onnx"
     hf_zoo.export_onnx(name, path)
     args, other = hf_zoo.inputs(name), hf_zoo.inputs(name, **OTHER)
-    trace = explorer.explore(str(path), args)
+    trace = explorer.explore(str(path), args, PIPELINE)
     assert trace.failure is None
-    assert trace.imported.module["main"].params[0].ty.shape[0] not in (2, 3)  # symbolic
+    main = trace.imported.module["main"]
+    assert str(main.params[0].ty.shape[0]) == "batch"
+    # the shapes the model computes at run time are known in dims: no '?' anywhere
+    assert not [b for b in main.bindings if ANY in (getattr(b.ty, "shape", None) or ())]
     for size in (args, other):
         report = trace.check(size, progress=False)
         assert report.numbers_checked
         assert _failures(report) == []
-    (got,) = run(trace.final.module, *[a.numpy() for a in other])
+    (got,) = trace["codegen"].executable()(*[a.numpy() for a in other])
     _close(got, _eager(hf_zoo.model(name), other))
-
-
-@pytest.mark.parametrize("name", _params(hf_zoo.ZOO))
-def test_onnx_path_compiles_and_matches_eager(name, tmp_path):
-    """A static export: a dynamic one computes its shapes at run time ('?' dims, which the
-    backend cannot loop over), see test_onnx_path_with_dynamic_dims_..."""
-    path = tmp_path / f"{name}.onnx"
-    hf_zoo.export_onnx(name, path, dynamic=False)
-    args = hf_zoo.inputs(name)
-    trace = explorer.explore(str(path), args, PIPELINE)
-    assert trace.failure is None
-    assert _failures(trace.check(args, progress=False)) == []
-    (got,) = trace["codegen"].executable()(*[a.numpy() for a in args])
-    _close(got, _eager(hf_zoo.model(name), args))
