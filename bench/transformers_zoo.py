@@ -11,8 +11,8 @@ example size (batch 2, seq 8) and at batch 3, seq 5:
   dynamic_shapes=...)``, ``trace.check`` clean at both sizes, the compiled executable within
   1e-4 of eager torch;
 - ``onnx``: ``torch.onnx.export`` (the exporter hf_zoo.EXPORTER names) with the same dynamic
-  dims, then ``explorer.explore(path, args)``, ``trace.check`` clean against onnxruntime at
-  both sizes, the final module within 1e-4 of eager torch.
+  dims, then ``explorer.explore(path, args, "default,legalize-ops,codegen")``, ``trace.check``
+  clean against onnxruntime at both sizes, the compiled executable within 1e-4 of eager torch.
 
 Prints a Markdown table (for BENCHMARKS.md) and the totals.
 """
@@ -67,15 +67,14 @@ def run_torch(name: str) -> str:
 
 def run_onnx(name: str, tmp: Path) -> str:
     import explorer
-    from compiler.interpret import run
     from tests.frontend import hf_zoo
 
     path = tmp / f"{name}.onnx"
     hf_zoo.export_onnx(name, path)
     args = hf_zoo.inputs(name)
-    trace = explorer.explore(str(path), args)
+    trace = explorer.explore(str(path), args, "default,legalize-ops,codegen")
     sizes = [args, hf_zoo.inputs(name, **OTHER)]
-    return _problem(trace, sizes, hf_zoo.model(name), lambda *a: run(trace.final.module, *a))
+    return _problem(trace, sizes, hf_zoo.model(name), lambda *a: trace["codegen"].executable()(*a))
 
 
 def _cell(fn, *args) -> tuple[str, float]:
@@ -96,7 +95,8 @@ def main(names: list[str]) -> None:
     from tests.frontend import hf_zoo
 
     names = names or hf_zoo.ZOO
-    print("| model | family | torch.export (dynamic, compiled) | s | ONNX (exporter) | s |")
+    head = "| model | family | torch.export (dynamic, compiled) | s |"
+    print(head + " ONNX (dynamic, compiled; exporter) | s |")
     print("|---|---|---|---:|---|---:|")
     ok = {"torch": 0, "onnx": 0}
     with tempfile.TemporaryDirectory() as tmp:

@@ -707,22 +707,30 @@ def walk_stmt(s: Stmt) -> Iterator[Stmt]:
         stack.extend(reversed(stmt_children(x)))
 
 
-def map_expr(e: Expr, fn: Callable[[Expr], Expr | None], memo: dict | None = None) -> Expr:
-    """``e`` rebuilt bottom-up, each node replaced by ``fn(node)`` when that is not None.
-    A sub-expression shared by several parents is rebuilt once and stays shared. The walk keeps
-    its own stack: an expression's depth is not limited by Python's recursion limit."""
-    memo = {} if memo is None else memo
+def postorder(e: Expr, done: dict, leaf: Callable[[Expr], bool] = lambda x: False):
+    """The nodes of ``e`` not yet in ``done`` (by id), each once, operands first; a ``leaf``
+    node's operands are not visited. The caller puts each node it is given into ``done``.
+    The walk keeps its own stack: an expression's depth is not limited by Python's recursion
+    limit."""
     stack: list[tuple[Expr, bool]] = [(e, False)]
     while stack:
         x, operands_done = stack.pop()
-        if id(x) in memo:
+        if id(x) in done:
             continue
-        operands = expr_children(x)
+        operands = () if leaf(x) else expr_children(x)
         if operands and not operands_done:
             stack.append((x, True))
             stack.extend((o, False) for o in operands)
             continue
-        new = _rebuild(x, [memo[id(o)] for o in operands])
+        yield x
+
+
+def map_expr(e: Expr, fn: Callable[[Expr], Expr | None], memo: dict | None = None) -> Expr:
+    """``e`` rebuilt bottom-up, each node replaced by ``fn(node)`` when that is not None.
+    A sub-expression shared by several parents is rebuilt once and stays shared; any depth."""
+    memo = {} if memo is None else memo
+    for x in postorder(e, memo):
+        new = _rebuild(x, [memo[id(o)] for o in expr_children(x)])
         out = fn(new)
         memo[id(x)] = new if out is None else out
     return memo[id(e)]
@@ -816,24 +824,15 @@ _ATOM = 10  # the precedence of what never needs parentheses (a name, a call, -x
 
 def format_expr(e: Expr, parent: int = 0, names: dict[int, str] | None = None) -> str:
     """The text of an expression (infix, with the parentheses its precedence needs);
-    ``names`` gives names for shared sub-expressions printed as ``let`` lines before. The walk
-    keeps its own stack: an expression's depth is not limited by Python's recursion limit."""
+    ``names`` gives names for shared sub-expressions printed as ``let`` lines before; any
+    depth (:func:`postorder`)."""
     names = names or {}
     done: dict[int, tuple[str, int]] = {}  # id -> (text, precedence)
-    stack: list[tuple[Expr, bool]] = [(e, False)]
-    while stack:
-        x, operands_done = stack.pop()
-        if id(x) in done:
-            continue
+    for x in postorder(e, done, leaf=lambda x: id(x) in names):
         if id(x) in names:
             done[id(x)] = (names[id(x)], _ATOM)
-            continue
-        operands = expr_children(x)
-        if operands and not operands_done:
-            stack.append((x, True))
-            stack.extend((o, False) for o in operands)
-            continue
-        done[id(x)] = _format_node(x, [done[id(o)] for o in operands])
+        else:
+            done[id(x)] = _format_node(x, [done[id(o)] for o in expr_children(x)])
     return _wrap(done[id(e)], parent)
 
 
