@@ -1,0 +1,215 @@
+"""The layers hold (issue #15): compiler/ imports nothing of ours; explorer/ imports widgets/
+only in its display hooks; no import cycles; no file in explorer/ or widgets/ over about 600
+lines. Read from the source with ``ast`` (imports inside functions count; those under
+``if TYPE_CHECKING`` do not).
+
+Today's violations are listed below, each with the step of issue #15 that removes it: a new
+violation fails, and an entry that no longer applies fails too (delete it), so the lists only
+shrink."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("compiler", "explorer", "widgets")
+MAX_LINES = 600
+
+# explorer -> widgets imports outside the display hooks (#15 step 13: the CLI and serve move to
+# a package above both)
+DISPLAY_HOOKS = {
+    ("explorer.trace", "Step._repr_html_"),
+    ("explorer.trace", "Trace.to_html"),
+    ("explorer.trace", "Trace.stepper"),
+}
+ALLOWED_WIDGETS_IMPORTS = {
+    ("explorer", "serve"),
+    ("explorer.cli", "_serve"),
+}
+
+# files over MAX_LINES, with the most lines each may have until it is split (#15 steps 9-12)
+ALLOWED_LONG_FILES = {
+    "explorer/check.py": 1540,
+    "explorer/diff.py": 1230,
+    "explorer/store.py": 1100,
+    "widgets/render.py": 1215,
+    "widgets/graph_data.py": 657,
+}
+
+# import cycles (strongly connected modules) today, by the step of #15 that breaks each
+ALLOWED_CYCLES = [
+    # step 6e: ir <-> ops (ir.nodes reads the op registry) and ir's function-level back-edges
+    {
+        "compiler.ir.nodes",
+        "compiler.ir.parser",
+        "compiler.ir.printer",
+        "compiler.ir.symbolic",
+        "compiler.ir.types",
+        "compiler.ir.verify",
+        "compiler.ops",
+        "compiler.ops.registry",
+    },
+    # step 6a: Pass.spec and run() reach back into pipeline
+    {"compiler.passes.manager", "compiler.passes.pipeline"},
+    # step 6b: fold_constant's result_bytes uses dynamic-to-static's attribute_form
+    {"compiler.passes.dynamic_to_static", "compiler.passes.fold_constant"},
+    # step 6e: build() runs legalize-ops, which registers kernels in the backend
+    {"compiler.backend", "compiler.backend.build", "compiler.passes.legalize_ops"},
+    # step 6d: the converter modules import their frontend, which registers them
+    {"compiler.frontend.onnx_frontend", "compiler.frontend.onnx_ops"},
+    {"compiler.frontend.torch_frontend", "compiler.frontend.torch_ops"},
+    # step 8: Trace.check / save / explore import these, which import Step and Trace
+    {"explorer.check", "explorer.sources", "explorer.store", "explorer.trace"},
+]
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            out[name.removesuffix(".__init__")] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _known(name: str) -> str | None:
+    """The module of ours ``name`` is, or is in (``compiler.ir.nodes.Call`` -> its module)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports():
+    """(module, imported module, line, enclosing function or "") for every runtime import."""
+    for mod, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        is_pkg = path.name == "__init__.py"
+
+        def targets(node, mod=mod, is_pkg=is_pkg):
+            if isinstance(node, ast.Import):
+                return [a.name for a in node.names]
+            base = (
+                mod
+                if not node.level
+                else ".".join(
+                    (mod.split(".") if is_pkg else mod.split(".")[:-1])[
+                        : None if node.level == 1 else 1 - node.level
+                    ]
+                )
+            )
+            if node.level and node.module:
+                base = f"{base}.{node.module}"
+            elif not node.level:
+                base = node.module
+            return [f"{base}.{a.name}" for a in node.names] + [base]
+
+        stack = [(tree, "", False)]
+        while stack:
+            node, func, typing_only = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                inner, guard = func, typing_only
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    inner = f"{func}.{child.name}" if func else child.name
+                elif isinstance(child, ast.ClassDef):
+                    inner = f"{func}.{child.name}" if func else child.name
+                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    guard = True
+                if isinstance(child, (ast.Import, ast.ImportFrom)) and not guard:
+                    seen = set()
+                    for t in targets(child):
+                        k = _known(t) if t else None
+                        if k and k != mod and k not in seen:
+                            seen.add(k)
+                            yield mod, k, child.lineno, func
+                stack.append((child, inner, guard))
+
+
+IMPORTS = list(_imports())
+
+
+def test_the_compiler_imports_nothing_of_ours():
+    bad = [
+        f"{m}:{line} imports {t}"
+        for m, t, line, _ in IMPORTS
+        if m.startswith("compiler") and not t.startswith("compiler")
+    ]
+    assert bad == []
+
+
+def test_the_explorer_imports_widgets_only_in_its_display_hooks():
+    found = {
+        (m, func)
+        for m, t, _, func in IMPORTS
+        if m.startswith("explorer") and t.startswith("widgets")
+    }
+    assert found - DISPLAY_HOOKS - ALLOWED_WIDGETS_IMPORTS == set()
+    assert ALLOWED_WIDGETS_IMPORTS - found == set(), "no longer there: remove from the list"
+
+
+def _cycles() -> list[set[str]]:
+    """Strongly connected sets of modules (Tarjan's algorithm, iterative); an import of one's
+    own package ``__init__`` from inside it is not a cycle edge (Python runs it first)."""
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for m, t, _, _ in IMPORTS:
+        if not m.startswith(t + "."):
+            graph[m].add(t)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on, stack, out = set(), [], []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = set()
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.add(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(comp)
+    return out
+
+
+def test_no_new_import_cycles():
+    cycles = _cycles()
+    new = [sorted(c) for c in cycles if not any(c <= allowed for allowed in ALLOWED_CYCLES)]
+    assert new == []
+    stale = [i for i, allowed in enumerate(ALLOWED_CYCLES) if not any(c & allowed for c in cycles)]
+    assert stale == [], "these cycles are gone: remove them from ALLOWED_CYCLES"
+
+
+def test_no_file_in_explorer_or_widgets_grows_past_its_limit():
+    lines = {
+        str(p.relative_to(ROOT)): len(p.read_text().splitlines())
+        for m, p in MODULES.items()
+        if m.startswith(("explorer", "widgets"))
+    }
+    over = {f: n for f, n in lines.items() if n > ALLOWED_LONG_FILES.get(f, MAX_LINES)}
+    assert over == {}
+    stale = [f for f, limit in ALLOWED_LONG_FILES.items() if lines.get(f, 0) <= MAX_LINES]
+    assert stale == [], "split: remove from ALLOWED_LONG_FILES"
