@@ -59,6 +59,7 @@ from compiler.ir.types import DType, TensorType, TupleType
 from compiler.ops.lazy_params import SIDE_EFFECT_OPS, lazy_callbacks
 from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED
 from compiler.passes.lift_transform_params import TRANSFORM_PARAMS_OF
+from explorer.fmt import format_bytes, num
 from explorer.trace import Step, Trace
 
 BLOAT_THRESHOLD = 0.10  # relative growth of parameter bytes over the previous step
@@ -138,7 +139,7 @@ class NodeError:
     shape: tuple
 
     def __str__(self) -> str:
-        return f"{self.where} differs by {_num(self.max_abs)} (max abs, {_num(self.max_rel)} rel)"
+        return f"{self.where} differs by {num(self.max_abs)} (max abs, {num(self.max_rel)} rel)"
 
 
 @dataclass(eq=False)
@@ -274,8 +275,8 @@ class Report:
             name = ("  " * r["depth"] + r["pass"])[:34]
             same = f"  (= #{r['same_as']})" if r["same_as"] is not None else ""
             lines.append(
-                f"{r['step']:>3}  {name:<34} {r['status']:<15} {_num(r['max_abs']):>10} "
-                f"{_num(r['max_rel']):>10}{same}"
+                f"{r['step']:>3}  {name:<34} {r['status']:<15} {num(r['max_abs']):>10} "
+                f"{num(r['max_rel']):>10}{same}"
             )
         if self.findings:
             lines.append("findings:")
@@ -303,8 +304,8 @@ class Report:
             same = f" (= #{r['same_as']})" if r["same_as"] is not None else ""
             rows.append(
                 f"<tr{style}><td>{r['step']}</td><td>{pad}{esc(r['pass'])}</td>"
-                f"<td>{esc(r['status'])}{same}</td><td>{_num(r['max_abs'])}</td>"
-                f"<td>{_num(r['max_rel'])}</td><td>{esc(', '.join(r['findings']))}</td></tr>"
+                f"<td>{esc(r['status'])}{same}</td><td>{num(r['max_abs'])}</td>"
+                f"<td>{num(r['max_rel'])}</td><td>{esc(', '.join(r['findings']))}</td></tr>"
             )
         notes = "".join(f"<br>{esc(n)}" for n in self.notes)
         return (
@@ -316,14 +317,6 @@ class Report:
             + "".join(rows)
             + "</tbody></table></div>"
         )
-
-
-def _num(x: float | None) -> str:
-    if x is None:
-        return ""
-    if x == 0:
-        return "0"
-    return f"{x:.3g}"
 
 
 # ===== how a module is called ===================================================================
@@ -455,7 +448,9 @@ class _Memo:
         self.entries = {k: e for k, e in self.entries.items() if e[2] in live}
         self.views = {k: r for k, r in self.views.items() if r() is not None}
         self.contents = {
-            k: live for k, refs in self.contents.items() if (live := [r for r in refs if r() is not None])
+            k: live
+            for k, refs in self.contents.items()
+            if (live := [r for r in refs if r() is not None])
         }
         return self.generation
 
@@ -511,8 +506,10 @@ class _Memo:
         bits = flat.view(np.uint8)
         for ref in refs:
             old = ref()
-            if old is not None and old is not value and np.array_equal(
-                old.reshape(-1).view(np.uint8), bits
+            if (
+                old is not None
+                and old is not value
+                and np.array_equal(old.reshape(-1).view(np.uint8), bits)
             ):
                 self.content_hits += 1
                 return old
@@ -1088,7 +1085,7 @@ class _Checker:
             n = cmp.beyond
             text = (
                 f"output {cmp.worst} differs from {self.reference_name} by "
-                f"{_num(check.max_abs)} (max abs, {_num(check.max_rel)} max rel; "
+                f"{num(check.max_abs)} (max abs, {num(check.max_rel)} max rel; "
                 f"{n} element{'s' if n != 1 else ''} beyond tolerance)"
             )
         if errors:
@@ -1425,12 +1422,10 @@ def _param_bloat(step: Step, threshold: float, min_bytes: int) -> Finding | None
     growth: list[tuple[str, int, int, str]] = []
     try:
         from explorer.diff import diff as step_diff
-        from explorer.diff import format_bytes
 
         for g in step_diff(prev, step).params.growth:
             growth.append((g.name, g.nbytes, g.delta, g.reason))
     except ImportError:  # no diff: name the parameters that are new, biggest first
-        format_bytes = lambda n: f"{n} B"  # noqa: E731
         old = set(prev.graph.params)
         new = [p for k, p in step.graph.params.items() if k not in old]
         growth = [(p.name, p.nbytes, p.nbytes, "new") for p in sorted(new, key=lambda p: -p.nbytes)]

@@ -286,7 +286,7 @@ def _failure_line(step) -> str:
 
 
 def _size(path: Path) -> str:
-    from explorer.compare import format_bytes
+    from explorer.fmt import format_bytes
 
     try:
         return format_bytes(path.stat().st_size)

@@ -15,6 +15,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from explorer.fmt import format_bytes, signed_bytes
 from explorer.trace import Step, Trace
 
 
@@ -166,7 +167,7 @@ class Comparison:
         out, last = [], None
         for index, name, nbytes in side.param_bytes:
             if last is None or nbytes != last:
-                delta = "" if last is None else f" ({_signed_bytes(nbytes - last)})"
+                delta = "" if last is None else f" ({signed_bytes(nbytes - last)})"
                 out.append(f"#{index} {name}: {format_bytes(nbytes)}{delta}")
             last = nbytes
         return out
@@ -312,18 +313,6 @@ def first_divergence(trace_a: Trace, trace_b: Trace) -> Divergence | None:
         if difference:
             return Divergence(step_a, step_b, difference)
     return None
-
-
-def format_bytes(n: int) -> str:
-    """Bytes for people: ``20.4 kB``, ``1.2 MB``."""
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
-def _signed_bytes(n: int) -> str:
-    return ("+" if n >= 0 else "-") + format_bytes(abs(n))
 
 
 __all__ = [

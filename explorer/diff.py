@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from compiler.ir.nodes import Constant
+from explorer.fmt import format_bytes, signed_bytes
 from explorer.graph import GraphModel, GraphNode, Param, Signature
 
 if TYPE_CHECKING:
@@ -427,7 +428,7 @@ class Diff:
             p = self.params
             head = (
                 f"{format_bytes(p.bytes_before)} -> {format_bytes(p.bytes_after)}"
-                f" ({_signed_bytes(p.bytes_delta)})"
+                f" ({signed_bytes(p.bytes_delta)})"
             )
             lines = [head, *self.params.messages()]
             if self.params.growth:
@@ -452,7 +453,7 @@ class Diff:
             f"{len(self.changed)} changed nodes"
             + (f", {len(self.shape_changes)} shape changes" if self.shape_changes else "")
             + (f", {self.params.count} params changed" if self.params.count else "")
-            + (f" ({_signed_bytes(self.params.bytes_delta)})" if self.params.bytes_delta else "")
+            + (f" ({signed_bytes(self.params.bytes_delta)})" if self.params.bytes_delta else "")
         )
 
     def __str__(self) -> str:
@@ -1186,19 +1187,6 @@ def _copies_of(
 
 
 # ===== formatting =============================================================================
-
-
-def format_bytes(n: int) -> str:
-    """Bytes for people, in decimal units like the trace summary: ``262.1 kB``."""
-    n = int(n)
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
-def _signed_bytes(n: int) -> str:
-    return ("+" if n >= 0 else "-") + format_bytes(abs(n))
 
 
 def _shape(shape) -> str:

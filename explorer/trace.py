@@ -19,6 +19,7 @@ from compiler import passes
 from compiler.ir.nodes import Expr, Module
 from compiler.ir.printer import Printer
 from compiler.passes import SkippedPass
+from explorer.fmt import format_bytes, signed, signed_bytes
 from explorer.graph import GraphModel, graph_of_module
 
 
@@ -318,7 +319,7 @@ class Trace:
                 row["artifact_bytes"] = art
                 if art is not None:
                     ratio = f" = {art / s.param_bytes:.2f}x the weights" if s.param_bytes else ""
-                    note = f"artifact {_bytes(art)}{ratio}"
+                    note = f"artifact {format_bytes(art)}{ratio}"
                     row["ops"] = f"{row['ops']}; {note}" if row["ops"] else note
             rows.append(row)
         return rows
@@ -334,8 +335,8 @@ class Trace:
             name = ("  " * r["depth"] + r["pass"])[:34]
             lines.append(
                 f"{r['step']:>3}  {name:<34} {r['status']:<9} {r['nodes']:>6} "
-                f"{_signed(r['node_delta']):>5} {_bytes(r['param_bytes']):>12} "
-                f"{_signed_bytes(r['param_delta']):>11} {r['ms']:>8.1f}  {r['ops']}"
+                f"{signed(r['node_delta']):>5} {format_bytes(r['param_bytes']):>12} "
+                f"{signed_bytes(r['param_delta'], zero=''):>11} {r['ms']:>8.1f}  {r['ops']}"
             )
         for k in self.skipped:
             name = ("  " * k.depth + k.spec)[:34]
@@ -347,11 +348,13 @@ class Trace:
         for r in self.summary():
             cls = {"failed": "pl-failed", "unchanged": "pl-unchanged"}.get(r["status"], "")
             pad = "&nbsp;" * 4 * r["depth"]
+            delta = signed_bytes(r["param_delta"], zero="")
             rows.append(
                 f"<tr class='{cls}'><td>{r['step']}</td><td>{pad}{html.escape(r['pass'])}</td>"
-                f"<td>{r['status']}</td><td>{r['nodes']}</td><td>{_signed(r['node_delta'])}</td>"
-                f"<td>{_bytes(r['param_bytes'])}</td><td>{_signed_bytes(r['param_delta'])}</td>"
-                f"<td>{r['shapes'] or ''}</td><td>{r['ms']:.1f}</td><td>{html.escape(r['ops'])}</td></tr>"
+                f"<td>{r['status']}</td><td>{r['nodes']}</td><td>{signed(r['node_delta'])}</td>"
+                f"<td>{format_bytes(r['param_bytes'])}</td><td>{delta}</td>"
+                f"<td>{r['shapes'] or ''}</td><td>{r['ms']:.1f}</td>"
+                f"<td>{html.escape(r['ops'])}</td></tr>"
             )
         return (
             "<style>.pl-failed{background:#fdd}.pl-unchanged{color:#888}</style>"
@@ -400,22 +403,6 @@ class Trace:
         from widgets.stepper import PassStepper
 
         return PassStepper(self, report=report)
-
-
-def _signed(n: int) -> str:
-    return f"+{n}" if n > 0 else (str(n) if n else "")
-
-
-def _bytes(n: int) -> str:
-    from explorer.diff import format_bytes
-
-    return format_bytes(n)
-
-
-def _signed_bytes(n: int) -> str:
-    if not n:
-        return ""
-    return ("+" if n > 0 else "-") + _bytes(abs(n))
 
 
 def trace_from_module(

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.diff import format_bytes
+from explorer.fmt import format_bytes
 from widgets import render
 
 MAX_CHILDREN = 60  # direct children of a group before they are split into segments

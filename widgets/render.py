@@ -42,7 +42,8 @@ from typing import Any
 import graphviz
 import numpy as np
 
-from explorer.diff import Diff, diff, diff_params, format_bytes
+from explorer.diff import Diff, diff, diff_params
+from explorer.fmt import format_bytes, num, signed_bytes
 from explorer.graph import GraphModel, GraphNode
 
 MAX_BOXES = 300
@@ -773,9 +774,7 @@ def _shape_text(shape) -> str:
 
 
 def _signed_bytes(n: int) -> str:
-    if not n:
-        return "±0 B"
-    return ("+" if n > 0 else "−") + format_bytes(abs(n))
+    return signed_bytes(n, zero="±0 B", minus="−")
 
 
 def param_rows(step, baseline=None) -> list[dict]:
@@ -983,10 +982,6 @@ def _step_check(report, step):
     return None
 
 
-def _num(x) -> str:
-    return "" if x is None else f"{x:.3g}"
-
-
 def numerics_table_html(step, report=None) -> str:
     """What a check ``report`` says about ``step``: its status and error against the
     reference, its findings, and the per-node errors of a divergence (earliest first, each
@@ -998,7 +993,7 @@ def numerics_table_html(step, report=None) -> str:
     if c is not None:
         line = f"status {c.status}"
         if getattr(c, "max_abs", None) is not None:
-            line += f" · max abs error {_num(c.max_abs)} · max rel {_num(c.max_rel)}"
+            line += f" · max abs error {num(c.max_abs)} · max rel {num(c.max_rel)}"
         if getattr(c, "same_as", None) is not None:
             line += f" · same module as #{c.same_as}, its results reused"
         parts.append(f"<p class='pl-step-check'>{esc(line)}</p>")
@@ -1018,8 +1013,8 @@ def numerics_table_html(step, report=None) -> str:
                 + _td(node.id if node is not None else "")
                 + _td(node.op if node is not None else "")
                 + _td(getattr(e, "where", ""))
-                + _td(_num(e.max_abs), v=e.max_abs if math.isfinite(e.max_abs) else None, num=True)
-                + _td(_num(e.max_rel), v=e.max_rel if math.isfinite(e.max_rel) else None, num=True)
+                + _td(num(e.max_abs), v=e.max_abs if math.isfinite(e.max_abs) else None, num=True)
+                + _td(num(e.max_rel), v=e.max_rel if math.isfinite(e.max_rel) else None, num=True)
                 + _td(_shape_text(getattr(e, "shape", ())))
                 + "</tr>"
             )
