@@ -5,16 +5,11 @@ import pytest
 
 from compiler import passes
 from compiler.interpret import run
-from compiler.ir import DType, Module, assert_structural_equal, parse, verify
+from compiler.ir import DType, Module, assert_structural_equal, parse
 from compiler.passes import PipelineError
 from compiler.passes.convert_dtype import ConvertDtype, ToMixedPrecision
+from tests.compiler.passes.helpers import apply
 from tests.compiler.passes.test_decompose_ops import MODELS, model
-
-
-def apply(module: Module, spec: str) -> Module:
-    out = passes.run(module, spec, raise_on_failure=True, verify_each=True).module
-    verify(out)
-    return out
 
 
 def random_inputs(module: Module, seed: int = 0) -> list[np.ndarray]:

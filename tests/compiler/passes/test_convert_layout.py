@@ -8,7 +8,8 @@ from compiler.interpret import run
 from compiler.ir import Call, Module, assert_structural_equal, parse
 from compiler.passes import PipelineError
 from compiler.passes.convert_layout import ConvertLayout
-from tests.compiler.passes.test_decompose_ops import apply, assert_same_values, model
+from tests.compiler.passes.helpers import apply
+from tests.compiler.passes.test_decompose_ops import assert_same_values, model
 
 NHWC = "convert-layout{layout=NHWC}"
 

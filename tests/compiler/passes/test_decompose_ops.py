@@ -12,9 +12,10 @@ import pytest
 import compiler.ops.nn  # noqa: F401  (registers conv2d, linear, ...)
 from compiler import passes
 from compiler.interpret import run
-from compiler.ir import Call, Module, assert_structural_equal, parse, verify
+from compiler.ir import Call, Module, assert_structural_equal, parse
 from compiler.passes import PipelineError
 from compiler.passes.decompose_ops import DecomposeOps
+from tests.compiler.passes.helpers import apply
 
 # ----- shared small models ----------------------------------------------------------------
 
@@ -108,12 +109,6 @@ def assert_same_values(before: Module, after: Module, rtol=1e-5, atol=1e-5, seed
     for got, want in zip(run(after, *inputs), run(before, *inputs), strict=True):
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-
-
-def apply(module: Module, spec: str) -> Module:
-    out = passes.run(module, spec, raise_on_failure=True, verify_each=True).module
-    verify(out)
-    return out
 
 
 def ops_of(module: Module) -> list[str]:

@@ -5,20 +5,20 @@ import pytest
 
 from compiler import passes
 from compiler.interpret import evaluate, run
-from compiler.ir import If, Module, assert_structural_equal, parse, verify
+from compiler.ir import If, Module, parse, verify
+from tests.compiler.passes import helpers
+from tests.compiler.passes.helpers import apply
+
+PASS = "dynamic-to-static"
 
 
 def _apply(before: str) -> Module:
-    result = passes.run(parse(before), "dynamic-to-static", verify_each=True)
-    assert result.ok, result.failure and result.failure.traceback
-    return result.module
+    return apply(before, PASS)
 
 
 def verify_pass(before: str, expected: str) -> Module:
-    """Run the pass on ``before`` and check it gives ``expected``, structurally."""
-    after = _apply(before)
-    assert_structural_equal(after, parse(expected))
-    return after
+    """The pass on ``before`` gives ``expected``, structurally."""
+    return helpers.verify_pass(before, expected, PASS, roundtrip=False)
 
 
 # SEEDS item 3: ReflectionPad3d(padding=(0, 0, -43, 0, 0, -46)) then squeeze(1), as the

@@ -8,27 +8,19 @@ from compiler.interpret import run
 from compiler.ir import Module, assert_structural_equal, parse
 from compiler.passes.inline_private_functions import calls_of
 from tests.compiler.ir_strategies import modules
+from tests.compiler.passes import helpers
+from tests.compiler.passes.helpers import apply
+
+PASS = "inline-private-functions"
 
 
 def inline(before: str | Module) -> Module:
-    module = parse(before) if isinstance(before, str) else before
-    result = passes.run(module, "inline-private-functions", verify_each=True)
-    assert result.ok, result.failure and result.failure.traceback
-    return result.module
+    return apply(before, PASS)
 
 
 def verify_pass(before: str, expected: str, provenance: bool = False) -> Module:
-    """Run the pass on ``before``, compare with ``expected`` and check the numbers."""
-    after = inline(before)
-    assert_structural_equal(after, parse(expected), provenance=provenance)
-    assert_structural_equal(parse(str(after)), after)
-    module = parse(before)
-    args = [
-        np.linspace(-1, 1, p.ty.numel).reshape(p.ty.shape).astype(np.float32)
-        for p in module.main.params
-    ]
-    np.testing.assert_allclose(run(after, *args)[0], run(module, *args)[0], rtol=1e-6)
-    return after
+    """The pass on ``before`` gives ``expected`` and computes the same numbers."""
+    return helpers.verify_pass(before, expected, PASS, provenance=provenance, numbers=True)
 
 
 def test_call_twice_gives_two_copies_and_the_function_goes():

@@ -5,24 +5,22 @@ from hypothesis import HealthCheck, given, settings
 
 from compiler import passes
 from compiler.interpret import run
-from compiler.ir import Module, Var, assert_structural_equal, call, parse, verify
+from compiler.ir import Module, Var, call, parse, verify
 from compiler.passes.lift_transform_params import substitute
 from tests.compiler.ir_strategies import modules
+from tests.compiler.passes import helpers
+from tests.compiler.passes.helpers import apply
+
+PASS = "lift-transform-params"
 
 
 def lift(before: str | Module) -> Module:
-    module = parse(before) if isinstance(before, str) else before
-    result = passes.run(module, "lift-transform-params", verify_each=True)
-    assert result.ok, result.failure and result.failure.traceback
-    return result.module
+    return apply(before, PASS)
 
 
 def verify_pass(before: str, expected: str, provenance: bool = False) -> Module:
-    """Run the pass on ``before`` and check it gives ``expected``; the result round-trips."""
-    after = lift(before)
-    assert_structural_equal(after, parse(expected), provenance=provenance)
-    assert_structural_equal(parse(str(after)), after)
-    return after
+    """The pass on ``before`` gives ``expected``; the result round-trips."""
+    return helpers.verify_pass(before, expected, PASS, provenance=provenance)
 
 
 def composed(module: Module, inputs: list, weights: list) -> tuple:
