@@ -41,7 +41,7 @@ def main() -> int:
     import torch
 
     from compiler.frontend import from_onnx, from_torch
-    from tests.frontend.torch_zoo import ConvNeXt
+    from tests.compiler.frontend.torch_zoo import ConvNeXt
 
     torch.manual_seed(0)
     model = ConvNeXt(dims=(128, 256, 512, 1024), depths=(3, 3, 27, 3), num_classes=1000).eval()

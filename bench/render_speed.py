@@ -200,7 +200,7 @@ def convnext(browser, tmp: Path) -> None:
     import torch
 
     import explorer
-    from tests.frontend.torch_zoo import ConvNeXt
+    from tests.compiler.frontend.torch_zoo import ConvNeXt
 
     print("\n== 1. ConvNeXt-base, default pipeline (torch.export, random weights)")
     torch.manual_seed(0)

@@ -3,7 +3,7 @@ path, ``ok`` or the reason it is not, with the time each took.
 
     .venv/bin/python bench/transformers_zoo.py [NAME ...]
 
-The models are tests/frontend/hf_zoo.py's (small random configs built in code, no download).
+The models are tests/compiler/frontend/hf_zoo.py's (small random configs built in code, no download).
 Paths, each with a dynamic batch (and sequence length for text models), checked at the
 example size (batch 2, seq 8) and at batch 3, seq 5:
 
@@ -54,7 +54,7 @@ def _problem(trace, sizes, model, final_run) -> str:
 
 def run_torch(name: str) -> str:
     import explorer
-    from tests.frontend import hf_zoo
+    from tests.compiler.frontend import hf_zoo
 
     model = hf_zoo.model(name)
     args = hf_zoo.inputs(name)
@@ -67,7 +67,7 @@ def run_torch(name: str) -> str:
 
 def run_onnx(name: str, tmp: Path) -> str:
     import explorer
-    from tests.frontend import hf_zoo
+    from tests.compiler.frontend import hf_zoo
 
     path = tmp / f"{name}.onnx"
     hf_zoo.export_onnx(name, path)
@@ -92,7 +92,7 @@ def main(names: list[str]) -> None:
     import logging
 
     logging.disable(logging.WARNING)
-    from tests.frontend import hf_zoo
+    from tests.compiler.frontend import hf_zoo
 
     names = names or hf_zoo.ZOO
     head = "| model | family | torch.export (dynamic, compiled) | s |"

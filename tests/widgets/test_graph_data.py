@@ -202,7 +202,7 @@ def test_a_decoder_groups_by_module_and_numbers_read_with_their_parent():
 def test_a_group_shows_a_byte_change_only_where_parameters_changed():
     """A weight whose readers move to another module (decompose-ops, fuse-ops) is not a
     change of bytes: steps that change no parameter show no group byte change."""
-    from tests.frontend import torch_zoo
+    from tests.compiler.frontend import torch_zoo
 
     model, args, _dynamic = torch_zoo.gpt()
     trace = explorer.explore(model, args)

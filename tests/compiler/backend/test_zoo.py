@@ -1,4 +1,4 @@
-"""Every model of the torch zoo (tests/frontend/torch_zoo.py), imported, compiled by
+"""Every model of the torch zoo (tests/compiler/frontend/torch_zoo.py), imported, compiled by
 ``compiler.build`` and run: the compiled model matches torch eager on the example inputs, and
 models exported with dynamic dims run at other sizes too (one build, any size)."""
 
@@ -10,7 +10,7 @@ import torch
 
 from compiler import build
 from compiler.frontend import from_torch
-from tests.frontend.torch_zoo import ZOO, _input, _tokens
+from tests.compiler.frontend.torch_zoo import ZOO, _input, _tokens
 
 
 def _flat(out):

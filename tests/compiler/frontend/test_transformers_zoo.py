@@ -1,4 +1,4 @@
-"""Hugging Face transformers models (tests/frontend/hf_zoo.py: small random configs built in
+"""Hugging Face transformers models (tests/compiler/frontend/hf_zoo.py: small random configs built in
 code, no download) on both paths (issue #13):
 
 - torch.export with a dynamic batch (and sequence length for text models), through the
@@ -23,7 +23,7 @@ from compiler.ir.symbolic import ANY
 
 pytest.importorskip("transformers")
 
-from tests.frontend import hf_zoo  # noqa: E402
+from tests.compiler.frontend import hf_zoo  # noqa: E402
 
 PIPELINE = "default,legalize-ops,codegen"
 OTHER = dict(batch=3, seq=5)  # the second size every dynamic trace is checked at

@@ -17,7 +17,7 @@ from compiler.frontend.torch_frontend import ATEN_CONVERTERS, weight_values
 from compiler.interpret import run
 from compiler.ir import Call, If, assert_structural_equal, parse, print_module, verify
 from compiler.ir.symbolic import sym
-from tests.frontend.torch_zoo import ZOO
+from tests.compiler.frontend.torch_zoo import ZOO
 
 RTOL, ATOL = 1e-4, 1e-5
 

@@ -5,7 +5,7 @@
 :func:`inputs` makes its inputs at a batch size and sequence length; :func:`dynamic_shapes`
 gives the dims that may vary (``batch``, and ``seq`` / ``dec`` for text models; image sizes
 stay static); :data:`EXPORTER` names the ``torch.onnx.export`` mode each model exports with.
-Used by tests/frontend/test_transformers_zoo.py and bench/transformers_zoo.py."""
+Used by tests/compiler/frontend/test_transformers_zoo.py and bench/transformers_zoo.py."""
 
 from __future__ import annotations
 

@@ -561,7 +561,7 @@ def test_an_unsupported_dtype_is_reported():
 
 def _zoo():
     try:
-        from tests.frontend.torch_zoo import ZOO
+        from tests.compiler.frontend.torch_zoo import ZOO
     except ImportError:  # pragma: no cover - the zoo lives beside the torch frontend
         return {}
     return ZOO
