@@ -52,8 +52,6 @@ ALLOWED_CYCLES = [
     },
     # step 6a: Pass.spec and run() reach back into pipeline
     {"compiler.passes.manager", "compiler.passes.pipeline"},
-    # step 6b: fold_constant's result_bytes uses dynamic-to-static's attribute_form
-    {"compiler.passes.dynamic_to_static", "compiler.passes.fold_constant"},
     # step 6e: build() runs legalize-ops, which registers kernels in the backend
     {"compiler.backend", "compiler.backend.build", "compiler.passes.legalize_ops"},
     # step 6d: the converter modules import their frontend, which registers them

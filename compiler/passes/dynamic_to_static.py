@@ -23,61 +23,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from compiler.ir.nodes import Block, Call, Constant, Expr, If, IRError, Module
+from compiler.ir.nodes import Block, Call, Constant, Expr, If, Module
 from compiler.ir.types import TensorType, join_types
-from compiler.ops.registry import get_op
+from compiler.passes.attribute_form import attribute_form
 from compiler.passes.fold_constant import fold_call
-from compiler.passes.manager import Pass, PassContext, PassError, register_pass
+from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import Rewriter
-
-# For each op, which tensor inputs have an attribute form (input name -> attribute name).
-# Entries for inputs an op does not declare are ignored, so the table may name the ONNX-style
-# inputs an op gains later.
-TENSOR_TO_ATTR: dict[str, dict[str, str]] = {
-    "reshape": {"shape": "shape"},
-    "pad": {"pads": "pads"},
-    "squeeze": {"axes": "axes"},
-    "unsqueeze": {"axes": "axes"},
-    "broadcast_to": {"shape": "shape"},
-    "expand": {"shape": "shape"},
-    "tile": {"repeats": "repeats"},
-    "strided_slice": {"begin": "begin", "end": "end", "axes": "axes", "strides": "strides"},
-}
 
 # A shape computation yields a small tensor; bigger integer tensors are data, not shapes.
 MAX_SHAPE_ELEMENTS = 1024
-
-
-def _input_names(op: str) -> list[str]:
-    return [name.strip("?*") for name in get_op(op).inputs]
-
-
-def _attr_value(kind: str, data: np.ndarray):
-    values = [int(v) for v in data.reshape(-1)]
-    if kind in ("int", "dim"):
-        if len(values) != 1:
-            raise ValueError(f"expected one value, got {values}")
-        return values[0]
-    return values
-
-
-def attribute_form(node: Call) -> Call | None:
-    """``node`` with its constant shape/pads/axes inputs turned into attributes, or None."""
-    table = TENSOR_TO_ATTR.get(node.op)
-    if not table or len(node.args) < 2:
-        return None
-    names = _input_names(node.op)
-    moved = {}
-    for i, arg in enumerate(node.args[1:], start=1):
-        name = names[min(i, len(names) - 1)]
-        if name not in table or not isinstance(arg, Constant):
-            return None  # only when every input after the data becomes an attribute
-        kind = get_op(node.op).attrs[table[name]].kind
-        moved[table[name]] = _attr_value(kind, arg.data)
-    try:
-        return Call(node.op, node.args[:1], node.attrs.with_(**moved), name=node.name)
-    except IRError as e:
-        raise PassError(f"dynamic-to-static: {e}", node) from None
 
 
 def _small_integer_result(node: Call) -> bool:

@@ -19,6 +19,7 @@ from compiler.ir.nodes import Call, Constant, Expr, Module, Tuple, TupleGetItem
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import TensorType
 from compiler.ops.registry import get_op
+from compiler.passes.attribute_form import attribute_form
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import rewrite_module
 
@@ -61,9 +62,6 @@ def result_bytes(node: Call) -> int | None:
     them, as dynamic-to-static does."""
     ty = node.ty
     if isinstance(ty, TensorType) and not ty.is_static:
-        # (dynamic-to-static imports this module: imported here, when first needed)
-        from compiler.passes.dynamic_to_static import attribute_form
-
         try:
             ty = node.inferred_type()
             if isinstance(ty, TensorType) and not ty.is_static:
