@@ -21,7 +21,6 @@ from compiler.passes.manager import (
     all_passes,
     get_pass_class,
     register_pass,
-    run,
 )
 from compiler.passes.pipeline import (
     PipelineError,
@@ -30,6 +29,7 @@ from compiler.passes.pipeline import (
     parse_pass,
     register_pipeline,
 )
+from compiler.passes.runner import run
 
 __all__ = [
     "Instrument",

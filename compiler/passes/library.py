@@ -7,7 +7,7 @@ import pkgutil
 import compiler.passes as _pkg
 from compiler.passes.pipeline import _ALIASES, register_pipeline
 
-_INFRASTRUCTURE = {"manager", "pipeline", "rewrite", "library", "attribute_form"}
+_INFRASTRUCTURE = {"manager", "pipeline", "rewrite", "library", "attribute_form", "runner"}
 
 for _info in pkgutil.iter_modules(_pkg.__path__):
     if _info.name not in _INFRASTRUCTURE:

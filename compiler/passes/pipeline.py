@@ -34,19 +34,6 @@ def named_pipelines() -> dict[str, str]:
     return dict(_NAMED)
 
 
-def format_option(value: Any) -> str:
-    """An option value as it appears in a spec."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, DType):
-        return value.name
-    if isinstance(value, (tuple, list)):
-        return "[" + ",".join(format_option(v) for v in value) + "]"
-    if value is None:
-        return "none"
-    return str(value)
-
-
 def _split(text: str, sep: str = ",") -> list[str]:
     """Split on ``sep`` outside braces and brackets."""
     parts, depth, cur = [], 0, []
