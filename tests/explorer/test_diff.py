@@ -12,7 +12,7 @@ from compiler.ir.nodes import Constant
 from explorer.diff import diff, diff_params, diff_signatures
 from explorer.graph import Param, Signature
 
-diff_module = importlib.import_module("explorer.diff")  # explorer.diff is the function
+params_module = importlib.import_module("explorer.params")  # where the content checks live
 
 LINEAR_4D = """
 weights {
@@ -157,7 +157,7 @@ def test_a_cast_is_only_claimed_when_the_values_match():
 
 
 def test_cast_check_past_the_budget_is_sampled(monkeypatch):
-    monkeypatch.setattr(diff_module, "CAST_CHECK_BUDGET", 100)
+    monkeypatch.setattr(params_module, "CAST_CHECK_BUDGET", 100)
     w = np.random.default_rng(1).standard_normal((64, 32), dtype=np.float32)
     d = diff_params({"w": param("w", w)}, {"w": param("w", w.astype(np.float16))})
     assert [(c.name, c.checked) for c in d.cast] == [("w", "sample")]
@@ -314,8 +314,10 @@ def test_source_step_matches_ir_through_provenance():
 
 def test_fingerprints_avoid_full_comparisons_when_nothing_is_duplicated(monkeypatch):
     calls = []
-    real = diff_module._full_equal
-    monkeypatch.setattr(diff_module, "_full_equal", lambda x, y: calls.append(x.size) or real(x, y))
+    real = params_module._full_equal
+    monkeypatch.setattr(
+        params_module, "_full_equal", lambda x, y: calls.append(x.size) or real(x, y)
+    )
     rng = np.random.default_rng(0)
     pa = {
         f"w{i}": param(f"w{i}", rng.standard_normal((64, 32), dtype=np.float32)) for i in range(50)

@@ -1,0 +1,231 @@
+"""Matching the nodes of two steps' graph models: first by identity (a node a pass did not
+touch is the same IR object on both sides), then by provenance (same source layer / op / node
+and same op: the node was rewritten), then by structure (same op, attributes and matched
+inputs), and last by name hint within a function. Source steps (FX / ONNX graphs, no IR
+objects) are matched by node id, or against an IR step through the source node named in each
+IR node's provenance."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+
+from compiler.ir.nodes import Constant
+from explorer.graph import GraphModel, GraphNode
+
+LEAF_KINDS = frozenset({"input", "weight", "const", "param"})
+_PROV_KEYS = ("framework", "module", "op", "node", "file")
+
+
+def _is_source(g: GraphModel) -> bool:
+    """A graph model without IR objects (an FX or ONNX source graph)."""
+    return bool(g.nodes) and all(n.obj is None for n in g.nodes.values() if n.kind != "output")
+
+
+def _inputs(g: GraphModel) -> dict[str, list[str]]:
+    ins: dict[str, list[tuple[int, str]]] = {}
+    for e in g.edges:
+        ins.setdefault(e.dst, []).append((e.index, e.src))
+    return {k: [s for _, s in sorted(v)] for k, v in ins.items()}
+
+
+# ----- node matching --------------------------------------------------------------------------
+
+
+def match_nodes(ga: GraphModel, gb: GraphModel) -> dict[str, tuple[str, str]]:
+    """Match nodes of ``gb`` to nodes of ``ga``: ``{id in b: (id in a, how)}``, one to one.
+
+    Identity first (the same IR object), then leaves by name (weights, inputs, parameters),
+    then provenance (same source layer / op / node and same op), then structure (same op,
+    attributes and matched inputs) in topological order, then name hint and op within a
+    function. Between a source graph and an IR graph: leaves by name, ops through the source
+    node named in the IR node's provenance.
+    """
+    m = _Matcher(ga, gb)
+    src_a, src_b = _is_source(ga), _is_source(gb)
+    if not (src_a or src_b):
+        m.by_identity()
+    m.leaves()
+    if src_a != src_b:
+        m.by_source_node(ga if src_a else gb, reverse=src_b)
+    else:
+        if src_a:
+            m.by_id()
+        m.by_provenance()
+        m.by_structure()
+        m.by_name()
+    m.outputs()
+    return m.out
+
+
+class _Matcher:
+    def __init__(self, ga: GraphModel, gb: GraphModel):
+        self.ga, self.gb = ga, gb
+        self.ins_a, self.ins_b = _inputs(ga), _inputs(gb)
+        self.out: dict[str, tuple[str, str]] = {}
+        self.used_a: set[str] = set()
+        self.ops_b = [
+            nid for nid, n in gb.nodes.items() if n.kind not in LEAF_KINDS and n.kind != "output"
+        ]
+
+    def pair(self, aid: str, bid: str, how: str) -> None:
+        self.out[bid] = (aid, how)
+        self.used_a.add(aid)
+
+    def free_a(self, kinds=None) -> Iterable[tuple[str, GraphNode]]:
+        for nid, n in self.ga.nodes.items():
+            if nid not in self.used_a and (kinds is None or n.kind in kinds):
+                yield nid, n
+
+    def mapped_inputs(self, bid: str) -> list[str | None]:
+        return [self.out[i][0] if i in self.out else None for i in self.ins_b.get(bid, [])]
+
+    def _agreement(self, want: list[str | None], aid: str) -> int:
+        """How many inputs of ``aid`` are the matches of the wanted inputs, position by position."""
+        return sum(x == y for x, y in zip(want, self.ins_a.get(aid, []), strict=False))
+
+    def by_identity(self) -> None:
+        index: dict[int, list[str]] = {}
+        for nid, n in self.ga.nodes.items():
+            if n.obj is not None:
+                index.setdefault(id(n.obj), []).append(nid)
+        for bid, n in self.gb.nodes.items():
+            cands = index.get(id(n.obj)) if n.obj is not None else None
+            if not cands:
+                continue
+            free = [c for c in cands if c not in self.used_a]
+            if free:
+                same_fn = [c for c in free if self.ga.nodes[c].function == n.function]
+                self.pair((same_fn or free)[0], bid, "identity")
+
+    def leaves(self) -> None:
+        index: dict[tuple, list[str]] = {}
+        for nid, n in self.free_a(LEAF_KINDS):
+            index.setdefault(_leaf_key(n), []).append(nid)
+        for bid, n in self.gb.nodes.items():
+            if n.kind in LEAF_KINDS and bid not in self.out:
+                cands = [c for c in index.get(_leaf_key(n), []) if c not in self.used_a]
+                if cands:
+                    self.pair(cands[0], bid, "name")
+
+    def by_id(self) -> None:
+        for bid in self.ops_b:
+            n = self.gb.nodes[bid]
+            other = self.ga.nodes.get(bid)
+            if (
+                bid not in self.out
+                and other is not None
+                and bid not in self.used_a
+                and other.kind == n.kind
+            ):
+                self.pair(bid, bid, "name")
+
+    def by_source_node(self, src: GraphModel, reverse: bool) -> None:
+        """Pair each source node with the last IR node whose provenance names it (the one
+        holding its value); ``reverse`` when the source graph is ``b``."""
+        by_key = {}
+        for nid, n in src.nodes.items():
+            if n.kind not in LEAF_KINDS and n.kind != "output":
+                by_key.setdefault(n.provenance.get("node") or nid, nid)
+        ir = self.ga if reverse else self.gb
+        last: dict[str, str] = {}
+        for nid, n in ir.nodes.items():
+            key = n.provenance.get("node")
+            if key in by_key and n.kind not in LEAF_KINDS and n.kind != "output":
+                last[key] = nid
+        for key, ir_id in last.items():
+            aid, bid = (ir_id, by_key[key]) if reverse else (by_key[key], ir_id)
+            if bid not in self.out and aid not in self.used_a:
+                self.pair(aid, bid, "source-node")
+
+    def by_provenance(self) -> None:
+        groups: dict[tuple, list[str]] = {}
+        for nid, n in self.free_a():
+            key = _prov_key(n)
+            if key is not None and n.kind not in LEAF_KINDS and n.kind != "output":
+                groups.setdefault((key, n.kind, n.op), []).append(nid)
+        if not groups:
+            return
+        for bid in self.ops_b:
+            n = self.gb.nodes[bid]
+            key = _prov_key(n)
+            if bid in self.out or key is None:
+                continue
+            cands = [c for c in groups.get((key, n.kind, n.op), ()) if c not in self.used_a]
+            if not cands:
+                continue
+            if len(cands) > 1:  # several nodes from one layer: prefer one reading the same inputs
+                cands.sort(key=partial(self._agreement, self.mapped_inputs(bid)), reverse=True)
+            self.pair(cands[0], bid, "provenance")
+
+    def by_structure(self) -> None:
+        index: dict[tuple, list[str]] = {}
+        for nid, n in self.free_a():
+            if n.kind not in LEAF_KINDS and n.kind != "output":
+                index.setdefault(_struct_key(n, self.ins_a.get(nid, [])), []).append(nid)
+        for bid in self.ops_b:
+            if bid in self.out:
+                continue
+            ins = self.mapped_inputs(bid)
+            if any(i is None for i in ins):
+                continue
+            cands = [
+                c
+                for c in index.get(_struct_key(self.gb.nodes[bid], ins), ())
+                if c not in self.used_a
+            ]
+            if cands:
+                self.pair(cands[0], bid, "structure")
+
+    def by_name(self) -> None:
+        index: dict[tuple, list[str]] = {}
+        for nid, n in self.free_a():
+            if n.kind not in LEAF_KINDS and n.kind != "output":
+                index.setdefault((n.function, n.kind, n.op, n.label), []).append(nid)
+        for bid in self.ops_b:
+            n = self.gb.nodes[bid]
+            if bid not in self.out:
+                cands = [
+                    c
+                    for c in index.get((n.function, n.kind, n.op, n.label), ())
+                    if c not in self.used_a
+                ]
+                if cands:
+                    self.pair(cands[0], bid, "name")
+
+    def outputs(self) -> None:
+        outs_a = [nid for nid, n in self.free_a({"output"})]
+        for bid, n in self.gb.nodes.items():
+            if n.kind != "output" or bid in self.out:
+                continue
+            same = [
+                a
+                for a in outs_a
+                if a not in self.used_a and self.ga.nodes[a].function == n.function
+            ]
+            any_ = [a for a in outs_a if a not in self.used_a]
+            pick = same or (any_ if _is_source(self.ga) or _is_source(self.gb) else [])
+            if pick:
+                self.pair(pick[0], bid, "name")
+
+
+def _leaf_key(n: GraphNode) -> tuple:
+    if n.kind == "weight":
+        return ("weight", n.label)
+    if n.kind == "const":
+        data = n.obj.data if isinstance(n.obj, Constant) else None
+        digest = data.tobytes() if data is not None and data.nbytes <= 256 else None
+        return ("const", n.function, n.type, digest)
+    return (n.kind, n.function, n.label)
+
+
+def _prov_key(n: GraphNode) -> tuple | None:
+    key = tuple(n.provenance.get(k) for k in _PROV_KEYS)
+    return None if all(v is None for v in key) else key
+
+
+def _struct_key(n: GraphNode, inputs: list) -> tuple:
+    return (n.kind, n.op, tuple(sorted(n.attrs.items())), tuple(inputs))
+
+
+__all__ = ["LEAF_KINDS", "match_nodes"]
