@@ -73,12 +73,12 @@ def test_notebook_runs(name, tmp_path):
 # the kernel by a first cell), the notebook must fail, at the assertion about that finding.
 SABOTAGE = {
     "01_linear_weight_bloat.ipynb": (
-        "import explorer.check\nexplorer.check._param_bloat = lambda *args, **kwargs: None",
+        "import explorer.check.detectors as d\nd._param_bloat = lambda *args, **kwargs: None",
         'bloat = [f for f in report.findings if f.kind == "param-bloat"]',
     ),
     "03_squeeze_dynamic_to_static.ipynb": (
-        "import explorer.check\n"
-        "explorer.check._shape_mismatch = lambda step, label, mm, fname: "
+        "import explorer.check\nimport explorer.check.detectors as d\n"
+        "d._shape_mismatch = lambda step, label, mm, fname: "
         'explorer.check.Finding("diverged", step, [], "no shape check", {})',
         'assert first.kind == "shape-mismatch"',
     ),

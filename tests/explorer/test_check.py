@@ -406,7 +406,7 @@ def @main(%x: f32[4, 64]) -> f32[4, 64] {
 }
 """
     m2 = parse(before.replace("multiply(%x, const(f32[], 2.0))", "add(%x, %x)"))
-    from explorer.check import _Memo, _MemoHooks
+    from explorer.check.memo import _Memo, _MemoHooks
 
     memo = _Memo()
     hooks = _MemoHooks(memo)

@@ -48,7 +48,7 @@ def test_every_op_is_documented():
 @pytest.mark.parametrize("x_shape", [(5, 16), (2, 7, 16), (1, 3, 3, 16)])
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_rounds_exactly_like_its_decomposition(dtype, x_shape, bias):
-    """The check relies on it (explorer/check.py computes linear as its decomposition)."""
+    """The check relies on it (explorer/check/memo.py computes linear as its decomposition)."""
     import numpy as np
 
     from compiler.interpret import run

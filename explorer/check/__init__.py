@@ -1,0 +1,89 @@
+"""Check every step of a trace: numerics against the reference, shapes, parameters, failures.
+
+``check(trace, inputs)`` runs the reference (torch eager, onnxruntime, or for an IR source the
+imported step itself) and every step's module on the same inputs, and returns a
+:class:`Report` of :class:`Finding` s:
+
+- ``diverged``: a step's outputs differ from the reference beyond ``atol + rtol * |ref|``,
+  reported where the divergence starts (the first such step, or a step that changed the
+  numbers again), naming the earliest IR node that differs from the reference node it came
+  from: the FX node named by its provenance (torch), or the imported step's node with the same
+  provenance (other sources);
+- ``shape-mismatch``: a node whose computed value disagrees with its annotated type, at the
+  step that made the node;
+- ``param-bloat``: parameter bytes grew by more than ``bloat_threshold`` over the previous
+  step, naming the parameters responsible (with ``explorer.diff``: "N copies of `W`");
+- ``signature-changed`` (info, never a failure): the way ``@main`` is called changed (after
+  lift-transform-params the check runs ``@main_transform_params`` on the weights, then
+  ``@main``; after the lazy passes it serves ``get_item`` / collects ``set_item``);
+- ``pass-failed``: a pass raised, with the binding it failed on;
+- ``run-failed``: a step's module could not be run by the interpreter.
+
+Steps are run children before their parent (a nested pipeline's step shows its last child's
+module) and a module already run is not run again. Values are reused two ways: one
+``interpret.ValueCache`` serves the whole trace, so a node several snapshots share is computed
+once; and a node a pass rebuilt around the very same values (a matmul whose weight is now a
+folded constant viewing the same memory, a body outlined by fuse-ops) takes the value
+computed before (see ``_Memo``). Cached values of calls whose callee changed, and of all that
+depends on them, are dropped before a run; a value is dropped after the last step using it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from explorer.check.report import (
+    BLOAT_MIN_BYTES,
+    BLOAT_THRESHOLD,
+    NODE_ERRORS_KEPT,
+    PROGRESS_AFTER,
+    SEVERITY,
+    CheckError,
+    Finding,
+    NodeError,
+    Progress,
+    Report,
+    StepCheck,
+)
+from explorer.check.runner import _Checker
+from explorer.trace import Trace
+
+
+def check(
+    trace: Trace,
+    inputs: Any = None,
+    reference: str = "source",
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    progress: Progress | bool | None = None,
+    bloat_threshold: float = BLOAT_THRESHOLD,
+    bloat_min_bytes: int = BLOAT_MIN_BYTES,
+) -> Report:
+    """Run the reference and every step of ``trace`` on ``inputs`` (default: the trace's
+    example inputs; numpy arrays or torch tensors) and report what went wrong where.
+
+    ``reference``: ``"source"`` (torch eager / onnxruntime; the imported step for IR
+    sources) or ``"import"`` (the imported step's results). ``progress``: a callback
+    ``(step_index, total, name)``, True / False to force the stderr line on / off, or None
+    (on for traces of more than 20 steps).
+    """
+    if reference not in ("source", "import"):
+        raise ValueError(f"reference must be 'source' or 'import', got {reference!r}")
+    return _Checker(
+        trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+    ).run()
+
+
+__all__ = [
+    "BLOAT_MIN_BYTES",
+    "BLOAT_THRESHOLD",
+    "NODE_ERRORS_KEPT",
+    "PROGRESS_AFTER",
+    "SEVERITY",
+    "CheckError",
+    "Finding",
+    "NodeError",
+    "Report",
+    "StepCheck",
+    "check",
+]

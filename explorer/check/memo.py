@@ -1,0 +1,200 @@
+"""Reuse of values between steps: a node a pass rebuilt around equal values (or decomposed)
+is not computed again."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from compiler.interpret import CallMemo
+from compiler.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+)
+from compiler.ops.lazy_params import SIDE_EFFECT_OPS
+from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED
+
+# ===== reuse of values between steps ============================================================
+
+
+class _Memo:
+    """Values by what computes them: (op, attributes, annotated type, operand values by
+    identity). The value cache reuses a node shared between snapshots; this reuses the value
+    of a node a pass rebuilt around the very same values: once fold-constant has turned
+    ``permute_dims(W)`` into a constant that is a view of the same memory, the matmul reading
+    it, and everything after, get the values computed before instead of running again (and
+    so do the bodies of functions fuse-ops outlined). Ops are pure, so equal keys mean equal
+    values; the annotated type is in the key so a node with a new annotation is checked.
+
+    An entry keeps its operand arrays alive (so no other array takes their id) and is kept
+    while it was made or used by the module a pass was given or the one being run."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple, list] = {}  # key -> [operand arrays, value, generation]
+        self.views: dict[tuple, weakref.ref] = {}  # (base, address, layout) -> the first view
+        self.contents: dict[tuple, list] = {}  # (shape, dtype, sampled bytes) -> arrays
+        self.content_hits = 0
+        self.generation = 0
+        self.hits = 0
+
+    def start(self, keep: int | None) -> int:
+        """Begin a module's run, keeping the entries of generation ``keep``; its generation."""
+        self.generation += 1
+        live = {keep, self.generation}
+        self.entries = {k: e for k, e in self.entries.items() if e[2] in live}
+        self.views = {k: r for k, r in self.views.items() if r() is not None}
+        self.contents = {
+            k: live
+            for k, refs in self.contents.items()
+            if (live := [r for r in refs if r() is not None])
+        }
+        return self.generation
+
+    def canonical(self, value: Any) -> Any:
+        """The array standing for ``value``: itself, or for a view, the first view seen of
+        the same memory with the same shape, strides and dtype."""
+        if not isinstance(value, np.ndarray) or value.base is None:
+            return value
+        root = value
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        key = (
+            id(root),
+            value.__array_interface__["data"][0],
+            value.shape,
+            value.strides,
+            value.dtype.str,
+        )
+        ref = self.views.get(key)
+        first = ref() if ref is not None else None
+        if first is None:
+            self.views[key] = weakref.ref(value)
+            return value
+        return first
+
+    def key(self, node: Expr, operands: list) -> tuple:
+        return (node.op, node.attrs, node.ty, *map(id, operands))
+
+    def get(self, node: Call, operands: list) -> Any:
+        entry = self.entries.get(self.key(node, operands))
+        if entry is None:
+            return None
+        entry[2] = self.generation
+        self.hits += 1
+        return entry[1]
+
+    def put(self, node: Call, operands: list, value: Any) -> None:
+        k = self.key(node, operands)
+        if k not in self.entries:
+            self.entries[k] = [operands, value, self.generation]
+
+    def same_content(self, value: Any) -> Any:
+        """An array computed before with the very same bytes (shape, dtype, every bit), or
+        ``value`` itself. A pass that rebuilds a node around equal values (decompose-ops'
+        matmul + add for a linear, rounded alike) then hands its consumers the array they
+        read before, so the memo reuses everything downstream."""
+        if not isinstance(value, np.ndarray) or value.size < 64 or not value.flags.c_contiguous:
+            return value
+        flat = value.reshape(-1)
+        probe = flat[:: max(1, flat.size // 32)][:32].tobytes()
+        key = (value.shape, value.dtype.str, probe)
+        refs = self.contents.setdefault(key, [])
+        bits = flat.view(np.uint8)
+        for ref in refs:
+            old = ref()
+            if (
+                old is not None
+                and old is not value
+                and np.array_equal(old.reshape(-1).view(np.uint8), bits)
+            ):
+                self.content_hits += 1
+                return old
+        refs[:] = [r for r in refs if r() is not None][-3:]
+        refs.append(weakref.ref(value))
+        return value
+
+
+# Ops the check computes as their decomposition (whose reference rounds the same way), so the
+# values of decompose-ops' matmul and add are found in the memo instead of computed again.
+_RUN_AS_DECOMPOSED = ("linear",)  # in the dtypes of LINEAR_ROUNDS_AS_DECOMPOSED
+
+
+class _MemoHooks(CallMemo):
+    """The memo, consulted by the interpreter at every op call while a step runs."""
+
+    def __init__(self, memo: _Memo):
+        self.memo = memo
+
+    def _operands(self, node: Call, args: list) -> list | None:
+        if node.op in SIDE_EFFECT_OPS or not all(isinstance(a, np.ndarray) for a in args):
+            return None
+        return [self.memo.canonical(a) for a in args]
+
+    def lookup(self, node: Call, args: list) -> Any:
+        ops = self._operands(node, args)
+        if ops is None:
+            return None
+        value = self.memo.get(node, ops)
+        if value is not None:
+            self.hits += 1
+            return value
+        if node.op in _RUN_AS_DECOMPOSED and node.ty.dtype.numpy in LINEAR_ROUNDS_AS_DECOMPOSED:
+            value = self._decomposed(node, args)
+            if value is not None:
+                self.memo.put(node, ops, value)
+        return value
+
+    def _decomposed(self, node: Call, args: list) -> Any:
+        """The value of ``node`` computed as its decomposition, each part through the memo, so
+        the parts decompose-ops makes later are found there. Only for ops whose reference
+        rounds exactly like their decomposition (tested bitwise)."""
+        from compiler.ops import get_op
+        from compiler.passes.decompose_ops import DECOMPOSITIONS
+
+        root = DECOMPOSITIONS[node.op](node)
+        if root is None:
+            return None
+        known: dict[int, Any] = {id(a): v for a, v in zip(node.args, args, strict=False)}
+
+        def value(e: Expr) -> Any:
+            if id(e) in known:
+                return known[id(e)]
+            if isinstance(e, Constant):
+                return e.data
+            if not isinstance(e, Call):
+                raise TypeError(f"unexpected {type(e).__name__} in a decomposition")
+            vals = [value(a) for a in e.args]
+            v = self.lookup(e, vals)
+            if v is None:
+                v = self.record(e, vals, get_op(e.op).compute(vals, e.attrs))
+            known[id(e)] = v
+            return v
+
+        return value(root)
+
+    def record(self, node: Call, args: list, value: Any) -> Any:
+        ops = self._operands(node, args)
+        if ops is None or not isinstance(value, np.ndarray):
+            return value
+        value = self.memo.same_content(value)
+        self.memo.put(node, ops, value)
+        return value
+
+
+def _memo_operands(memo: _Memo, node: Call, values: dict, params: dict) -> list | None:
+    """The canonical operand arrays of a call, or None when one is not known yet."""
+    out = []
+    for a in node.args:
+        if isinstance(a, Constant):
+            v = a.data
+        else:
+            v = values.get(a)
+            if v is None:
+                v = params.get(a)
+        if not isinstance(v, np.ndarray):
+            return None
+        out.append(memo.canonical(v))
+    return out

@@ -1,0 +1,271 @@
+"""What a check found: the findings (kinds and severities), per-node errors, each step's
+numbers, and the Report that holds them (text and HTML)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from compiler.errors import PasslensError
+from compiler.ir.nodes import (
+    Expr,
+)
+from explorer.fmt import num
+from explorer.trace import Step, Trace
+
+BLOAT_THRESHOLD = 0.10  # relative growth of parameter bytes over the previous step
+BLOAT_MIN_BYTES = 1024  # ... and at least this many bytes (folding a few literals is not bloat)
+PROGRESS_AFTER = 20  # show progress on stderr for traces with more steps than this
+NODE_ERRORS_KEPT = 20  # node errors kept per diverged finding
+
+SEVERITY = {
+    "pass-failed": "error",
+    "run-failed": "error",
+    "shape-mismatch": "error",
+    "diverged": "error",
+    "param-bloat": "warning",
+    "signature-changed": "info",
+}
+_KIND_ORDER = {k: i for i, k in enumerate(SEVERITY)}
+
+Progress = Callable[[int, int, str], None]
+
+
+class CheckError(PasslensError, RuntimeError):
+    """The check cannot run: no inputs, inputs that do not fit, an unusable reference."""
+
+
+# ===== results ================================================================================
+
+
+@dataclass(eq=False)
+class Finding:
+    """One thing the check found: its ``kind`` (see ``SEVERITY``), the step, the IR node(s),
+    a plain-language ``message`` and kind-specific ``details``:
+
+    - diverged: ``max_abs``, ``max_rel``, ``output`` (index of the worst output),
+      ``reference`` (what was compared with), ``node_errors`` (list of :class:`NodeError`,
+      earliest first; ``nodes[0]`` is the earliest node that differs, when one is matched);
+    - shape-mismatch: ``annotated`` (Type), ``shape``, ``dtype``, ``function``;
+    - param-bloat: ``bytes_before``, ``bytes_after``, ``growth`` (list of (name, bytes,
+      net bytes added, reason)), ``previous`` (the step compared with);
+    - signature-changed: ``before`` / ``after`` (how @main was called), ``get_item_calls``,
+      ``set_item_calls``;
+    - pass-failed: ``error``, ``traceback``, ``function``, ``line`` (0-based line of
+      ``step.text``) and ``line_text``;
+    - run-failed: ``error``.
+    """
+
+    kind: str
+    step: Step
+    nodes: list = field(default_factory=list)
+    message: str = ""
+    details: dict = field(default_factory=dict)
+
+    @property
+    def severity(self) -> str:
+        """``error``, ``warning`` or ``info``."""
+        return SEVERITY.get(self.kind, "error")
+
+    @property
+    def is_failure(self) -> bool:
+        """Whether this is a problem (info findings such as signature-changed are not)."""
+        return self.severity != "info"
+
+    def __str__(self) -> str:
+        return f"#{self.step.index} {self.step.name} [{self.kind}] {self.message}"
+
+    def __repr__(self) -> str:
+        return f"<Finding {self.kind} at #{self.step.index} {self.step.name}>"
+
+
+@dataclass
+class NodeError:
+    """How far an IR node's value is from the reference value it was matched with."""
+
+    node: Expr
+    where: str  # ``module.path (fx_node)``: where the node came from in the source
+    max_abs: float
+    max_rel: float
+    shape: tuple
+
+    def __str__(self) -> str:
+        return f"{self.where} differs by {num(self.max_abs)} (max abs, {num(self.max_rel)} rel)"
+
+
+@dataclass(eq=False)
+class StepCheck:
+    """The numbers of one step: ``status`` is reference, ok, diverged, shape-mismatch,
+    run-failed, failed (the pass raised) or not run; ``same_as`` is the index of the step
+    whose module this one shows (its results reused); ``computed`` / ``reused`` count the
+    bindings evaluated and taken from the cache for this step."""
+
+    step: Step
+    status: str
+    max_abs: float | None = None
+    max_rel: float | None = None
+    same_as: int | None = None
+    computed: int = 0
+    reused: int = 0
+    seconds: float = 0.0
+
+
+class Report:
+    """What ``check`` found: ``findings`` in step order, ``first_failure`` (the bisection
+    answer), ``ok``, per-step numbers (``steps`` / ``rows()``) and how many values were
+    reused between steps. ``numbers_checked`` is False when no inputs were given and none
+    could be made up (only failed passes and parameter bloat are then reported)."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        findings: list[Finding],
+        steps: list[StepCheck],
+        reference: str,
+        rtol: float,
+        atol: float,
+        computed: int = 0,
+        cache_hits: int = 0,
+        memo_hits: int = 0,
+        seconds: float = 0.0,
+        notes: Sequence[str] = (),
+    ):
+        self.trace = trace
+        self.findings = sorted(findings, key=lambda f: (f.step.index, _KIND_ORDER.get(f.kind, 99)))
+        self.steps = steps
+        self.reference = reference
+        self.rtol = rtol
+        self.atol = atol
+        self.computed = computed
+        self.cache_hits = cache_hits
+        self.memo_hits = memo_hits
+        self.seconds = seconds
+        self.notes = list(notes)
+        self.numbers_checked = bool(reference)
+
+    @property
+    def failures(self) -> list[Finding]:
+        """The findings that are problems (not info)."""
+        return [f for f in self.findings if f.is_failure]
+
+    @property
+    def first_failure(self) -> Finding | None:
+        """The earliest problem, by step order: where things first went wrong."""
+        fails = self.failures
+        return fails[0] if fails else None
+
+    @property
+    def ok(self) -> bool:
+        """Whether no problem was found (info findings allowed)."""
+        return not self.failures
+
+    def of_kind(self, kind: str) -> list[Finding]:
+        """The findings of one kind."""
+        return [f for f in self.findings if f.kind == kind]
+
+    def at(self, step: Step | int | str) -> list[Finding]:
+        """The findings of one step (a Step, its index or its pass name)."""
+        s = step if isinstance(step, Step) else self.trace[step]
+        return [f for f in self.findings if f.step is s]
+
+    def rows(self) -> list[dict]:
+        """One row per step for a numerics table: step, depth, pass, status, max abs and max
+        rel error against the reference, findings, the step whose results were reused."""
+        counts: dict[int, list[str]] = {}
+        for f in self.findings:
+            counts.setdefault(f.step.index, []).append(f.kind)
+        return [
+            {
+                "step": c.step.index,
+                "depth": c.step.depth,
+                "pass": c.step.name,
+                "status": c.status,
+                "max_abs": c.max_abs,
+                "max_rel": c.max_rel,
+                "findings": counts.get(c.step.index, []),
+                "same_as": c.same_as,
+                "computed": c.computed,
+                "reused": c.reused,
+            }
+            for c in self.steps
+        ]
+
+    @property
+    def reuse_text(self) -> str:
+        """How much the shared value cache saved, in words."""
+        reused = self.cache_hits + self.memo_hits
+        total = reused + self.computed
+        share = f" ({100 * reused / total:.0f}%)" if total else ""
+        return (
+            f"{self.computed} bindings computed, {reused} reused from earlier steps{share}: "
+            f"{self.cache_hits} nodes shared between steps, {self.memo_hits} rebuilt nodes "
+            "on the same values"
+        )
+
+    def headline(self) -> str:
+        """One line: ok, or the count of problems and the first one."""
+        fails = self.failures
+        if not fails:
+            info = len(self.findings)
+            head = "check ok" if self.numbers_checked else "check ok, but numbers not checked"
+            return head + (f" ({info} note{'s' if info != 1 else ''})" if info else "")
+        first = fails[0]
+        return (
+            f"check: {len(fails)} problem{'s' if len(fails) != 1 else ''}; first at "
+            f"#{first.step.index} {first.step.name} ({first.kind})"
+        )
+
+    def __str__(self) -> str:
+        lines = [self.headline()]
+        reference = self.reference or "none"
+        lines.append(f"reference: {reference}; rtol={self.rtol:g}, atol={self.atol:g}")
+        lines += self.notes
+        lines.append(f"values: {self.reuse_text}; {self.seconds:.2f} s")
+        lines.append(f"{'#':>3}  {'pass':<34} {'status':<15} {'max abs':>10} {'max rel':>10}")
+        for r in self.rows():
+            name = ("  " * r["depth"] + r["pass"])[:34]
+            same = f"  (= #{r['same_as']})" if r["same_as"] is not None else ""
+            lines.append(
+                f"{r['step']:>3}  {name:<34} {r['status']:<15} {num(r['max_abs']):>10} "
+                f"{num(r['max_rel']):>10}{same}"
+            )
+        if self.findings:
+            lines.append("findings:")
+            for f in self.findings:
+                tag = "" if f.is_failure else " (info)"
+                lines.append(f"  #{f.step.index} {f.step.name} [{f.kind}]{tag} {f.message}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        colour = {"error": "#fdd", "warning": "#ffe9c6", "info": "#e8f0fe"}
+        items = "".join(
+            f"<li style='background:{colour[f.severity]}'><b>#{f.step.index} {esc(f.step.name)}"
+            f"</b> [{esc(f.kind)}] {esc(f.message)}</li>"
+            for f in self.findings
+        )
+        rows = []
+        for r in self.rows():
+            bad = r["status"] not in ("ok", "reference", "not run")
+            style = " style='background:#fdd'" if bad else ""
+            pad = "&nbsp;" * 4 * r["depth"]
+            same = f" (= #{r['same_as']})" if r["same_as"] is not None else ""
+            rows.append(
+                f"<tr{style}><td>{r['step']}</td><td>{pad}{esc(r['pass'])}</td>"
+                f"<td>{esc(r['status'])}{same}</td><td>{num(r['max_abs'])}</td>"
+                f"<td>{num(r['max_rel'])}</td><td>{esc(', '.join(r['findings']))}</td></tr>"
+            )
+        notes = "".join(f"<br>{esc(n)}" for n in self.notes)
+        return (
+            f"<div><b>{esc(self.headline())}</b><br>reference: {esc(self.reference)}; "
+            f"rtol={self.rtol:g}, atol={self.atol:g}{notes}<br>values: {esc(self.reuse_text)}"
+            + (f"<ul>{items}</ul>" if items else "")
+            + "<table><thead><tr><th>#</th><th>pass</th><th>status</th><th>max abs</th>"
+            "<th>max rel</th><th>findings</th></tr></thead><tbody>"
+            + "".join(rows)
+            + "</tbody></table></div>"
+        )

@@ -1,0 +1,631 @@
+"""Running the check: the reference, every step on the same inputs, the findings."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from compiler.interpret import InterpretError, ValueCache, evaluate
+from compiler.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+    FuncCall,
+    Function,
+    If,
+    Module,
+    Tuple,
+    TupleGetItem,
+    children,
+)
+from compiler.ir.symbolic import ANY, SymExpr
+from compiler.ir.types import TensorType, TupleType
+from compiler.ops.lazy_params import SIDE_EFFECT_OPS, lazy_callbacks
+from explorer.check import detectors
+from explorer.check.convention import (
+    _Convention,
+    _convention,
+    _function_of,
+    _lazy_ops,
+    _signature_message,
+    _transform_of,
+)
+from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
+from explorer.check.numbers import (
+    _allclose,
+    _compare_outputs,
+    _OutputsCompared,
+    _same_value,
+    _to_numpy,
+)
+from explorer.check.references import (
+    _node_errors,
+    _node_reference,
+    _onnx_reference,
+    _torch_reference,
+)
+from explorer.check.report import (
+    NODE_ERRORS_KEPT,
+    PROGRESS_AFTER,
+    CheckError,
+    Finding,
+    Progress,
+    Report,
+    StepCheck,
+)
+from explorer.fmt import num
+from explorer.trace import Step
+
+# ===== the check ================================================================================
+
+
+@dataclass
+class _Run:
+    """The results of running one module."""
+
+    outputs: tuple | None = None
+    error: BaseException | None = None
+    error_node: Expr | None = None
+    mismatches: list = field(default_factory=list)  # (TypeMismatch, function name)
+    convention: _Convention | None = None
+    get_calls: int = 0
+    set_calls: int = 0
+    generation: int = 0
+    diverged: bool = False
+    computed: int = 0
+    reused: int = 0
+    seconds: float = 0.0
+
+
+class _Checker:
+    def __init__(self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min):
+        self.trace = trace
+        self.rtol, self.atol = rtol, atol
+        self.reference_kind = reference
+        self.bloat_threshold, self.bloat_min = bloat_threshold, bloat_min
+        self.progress = progress
+        self.notes: list[str] = []
+        self.cache = ValueCache()
+        self.memo = _Memo()
+        self.seeded = 0  # values put in the cache before a run (from the memo)
+        self.callees: dict[Expr, tuple] = {}  # call node -> the callee functions its value used
+        self.closures: dict[int, dict[str, tuple]] = {}
+        self.set_items: dict[int, bool] = {}  # id(function) -> whether it calls set_item
+        self.findings: list[Finding] = []
+        self.seen_mismatch: set[int] = set()
+        self.results: dict[int, _Run] = {}  # id(module) -> its run
+        self.ref_outputs: tuple | None = None
+        self.reference = self.reference_name = ""
+        self.fx_values: dict[str, np.ndarray] = {}  # torch: FX node name -> value
+        self.node_ref: dict = {}  # other sources: provenance key -> imported values
+        self.imported = trace.imported
+        self.raw_inputs = inputs
+        self.runtime, self.weights = self._split_inputs(inputs)
+
+    # ----- inputs ----------------------------------------------------------------------------
+    def _split_inputs(self, inputs) -> tuple[list | None, list | None]:
+        """The runtime inputs and the weights @main's parameters take (None, None when no
+        inputs were given and none can be made up: the numbers are then not checked)."""
+        module = self.imported.module
+        main = module["main"]
+        k = main.num_input
+        tp = _transform_of(module)
+        weight_vars = module[tp].params if tp is not None else main.params[k:]
+        stored = {c.name: c.data for c in module.attrs.get("param_values", ())}
+        if inputs is None:
+            inputs = self.trace.example_inputs
+        if inputs is None:
+            env: dict[str, int] = {}
+            rng = np.random.default_rng(0)
+            try:
+                runtime = _random_arrays(main.params[:k], env, rng)
+                if all(p.name in stored for p in weight_vars):
+                    weights = [stored[p.name] for p in weight_vars]
+                else:
+                    weights = _random_arrays(weight_vars, env, rng)
+            except CheckError as e:
+                self.notes.append(f"numbers not checked: {e}")
+                return None, None
+            sizes = ", ".join(f"{name} = {n}" for name, n in sorted(env.items()))
+            what = "inputs" if len(weights) == 0 or stored else "inputs and weights"
+            self.notes.append(
+                f"{what}: random (seed 0) from the signature"
+                + (f" with {sizes}" if sizes else "")
+                + "; none were given"
+            )
+            return runtime, weights
+        if not isinstance(inputs, (tuple, list)):
+            inputs = (inputs,)
+        arrays = [_to_numpy(x) for x in inputs]
+        runtime, weights = arrays[:k], arrays[k:]
+        if len(runtime) < k:
+            raise CheckError(f"@main takes {k} runtime input(s), {len(arrays)} given")
+        if not weights and weight_vars:
+            missing = [p.name for p in weight_vars if p.name not in stored]
+            if missing:
+                raise CheckError(
+                    f"@main takes {len(weight_vars)} weight(s) after its {k} input(s) "
+                    f"({', '.join('%' + n for n in missing[:5])}...): pass them after the inputs"
+                )
+            weights = [stored[p.name] for p in weight_vars]
+        elif len(weights) != len(weight_vars):
+            raise CheckError(
+                f"@main takes {k} input(s) and {len(weight_vars)} weight(s); "
+                f"{len(arrays)} value(s) given"
+            )
+        return runtime, weights
+
+    # ----- running modules --------------------------------------------------------------------
+    def _closure(self, module: Module, fname: str) -> tuple:
+        memo = self.closures.setdefault(id(module), {})
+        if fname not in memo:
+            seen: dict[str, Function] = {}
+            stack = [fname]
+            while stack:
+                name = stack.pop()
+                if name in seen or name not in module:
+                    continue
+                seen[name] = module[name]
+                stack.extend(n.func for n in module[name].iter_nodes() if isinstance(n, FuncCall))
+            memo[fname] = tuple(sorted(seen.items(), key=lambda kv: kv[0]))
+        return memo[fname]
+
+    def _stores(self, closure: tuple) -> bool:
+        """Whether a function of ``closure`` calls set_item (whose callback must see every
+        run, so the call's value is never taken from the cache)."""
+        for _, fn in closure:
+            if id(fn) not in self.set_items:
+                self.set_items[id(fn)] = _lazy_ops(fn)[1]
+            if self.set_items[id(fn)]:
+                return True
+        return False
+
+    def _drop_stale(self, module: Module, fname: str, args: Sequence, fetch: Sequence) -> None:
+        """Remove cached values that would be wrong here: parameters bound to other values,
+        calls whose callee changed, get_item results from another weight list, and all that
+        depends on them."""
+        values = self.cache.values
+        fn = module[fname]
+        stale: set[int] = set()
+        for p, a in zip(fn.params, args, strict=False):
+            old = values.get(p)
+            if old is not None and old is not a and not _same_value(old, a):
+                stale.add(id(p))
+                del values[p]
+
+        def visit(bindings) -> None:
+            for node in bindings:
+                if isinstance(node, If):
+                    visit(node.then_branch.bindings)
+                    visit(node.else_branch.bindings)
+                bad = any(id(c) in stale for c in children(node))
+                if not bad and node in values:
+                    if isinstance(node, Call) and node.op == "set_item":
+                        bad = True  # its callback must see this run
+                    elif isinstance(node, FuncCall):
+                        closure = self._closure(module, node.func)
+                        bad = self.callees.get(node) != closure or self._stores(closure)
+                    elif isinstance(node, Call) and node.op == "get_item":
+                        i = node.attrs["index"]
+                        bad = not (i < len(fetch) and values[node] is fetch[i])
+                if bad:
+                    stale.add(id(node))
+                    values.pop(node, None)
+
+        visit(fn.bindings)
+
+    def _seed(self, run: _Run, module: Module, fname: str, values: dict, params: dict) -> None:
+        """Put in ``values`` what the memo already knows for the bindings of ``fname``, in
+        order (a call of another function is run here, through the memo, when its arguments
+        are known)."""
+        for node in module[fname].bindings:
+            if node in values:
+                continue
+            v = None
+            if isinstance(node, Call):
+                if node.op in SIDE_EFFECT_OPS:
+                    continue
+                ops = _memo_operands(self.memo, node, values, params)
+                v = self.memo.get(node, ops) if ops is not None else None
+            elif isinstance(node, Tuple):
+                fields = [_known(f, values, params) for f in node.fields]
+                v = tuple(fields) if all(f is not None for f in fields) else None
+            elif isinstance(node, TupleGetItem):
+                t = _known(node.tuple_value, values, params)
+                v = t[node.index] if isinstance(t, tuple) else None
+            elif isinstance(node, FuncCall) and node.func in module:
+                args = [_known(a, values, params) for a in node.args]
+                if all(a is not None for a in args):
+                    v = self._call(run, module, node, args)
+            if v is not None:
+                values[node] = v
+                self.seeded += 1
+
+    def _call(self, run: _Run, module: Module, node: FuncCall, args: list) -> Any:
+        """The value of a call of another function, its body run through the memo."""
+        callee = module[node.func]
+        sub = ValueCache()
+        params = dict(zip(callee.params, args, strict=False))
+        seeded = self.seeded
+        self._seed(run, module, node.func, sub.values, params)
+        ev = evaluate(module, args, function=node.func, cache=sub, check_types=True)
+        run.computed += sub.misses
+        self.seeded = seeded  # hits inside the callee are not hits of the shared cache
+        run.mismatches.extend((m, node.func) for m in ev.mismatches)
+        self._remember(module, node.func, sub.values, params)
+        return ev.outputs if isinstance(callee.output.ty, TupleType) else ev.outputs[0]
+
+    def _remember(self, module: Module, fname: str, values: dict, params: dict) -> None:
+        for node in module[fname].bindings:
+            if isinstance(node, Call) and node.op not in SIDE_EFFECT_OPS:
+                v = values.get(node)
+                if isinstance(v, np.ndarray):
+                    ops = _memo_operands(self.memo, node, values, params)
+                    if ops is not None:
+                        self.memo.put(node, ops, v)
+
+    def _evaluate(self, run: _Run, module: Module, fname: str, args: Sequence, fetch: Sequence):
+        self._drop_stale(module, fname, args, fetch)
+        stored: dict[int, Any] = {}
+
+        def get_item(i: int):
+            run.get_calls += 1
+            return fetch[i]
+
+        def set_item(i: int, value):
+            run.set_calls += 1
+            stored[i] = value
+
+        params = dict(zip(module[fname].params, args, strict=False))
+        hits, misses, memo_hits = self.cache.hits, self.cache.misses, self.memo.hits
+        hooks = _MemoHooks(self.memo)
+        with lazy_callbacks(get_item=get_item, set_item=set_item):
+            seeded = self.seeded
+            self._seed(run, module, fname, self.cache.values, params)
+            seeded = self.seeded - seeded
+            ev = evaluate(
+                module, list(args), function=fname, cache=self.cache, check_types=True, memo=hooks
+            )
+        # a memo hit inside the evaluation counts as a miss of the node cache
+        run.reused += self.cache.hits - hits - seeded + self.memo.hits - memo_hits
+        run.computed += self.cache.misses - misses - hooks.hits
+        run.mismatches.extend((m, _function_of(module, m.node, fname)) for m in ev.mismatches)
+        for node in module[fname].iter_nodes():
+            if isinstance(node, FuncCall):
+                self.callees[node] = self._closure(module, node.func)
+        self._remember(module, fname, self.cache.values, params)
+        outputs = ev.outputs
+        if stored:  # what a runtime would keep is what was handed to set_item
+            missing = [i for i in range(len(outputs)) if i not in stored]
+            if missing:
+                raise InterpretError(
+                    f"@{fname} never handed result(s) {missing} to set_item "
+                    f"(it returns {len(outputs)})"
+                )
+            outputs = tuple(stored[i] for i in range(len(outputs)))
+        return outputs
+
+    def run_module(self, module: Module) -> _Run:
+        run = _Run()
+        start = time.perf_counter()
+        try:
+            conv = run.convention = _convention(module)
+            weights = self.weights
+            if conv.transform:
+                n = conv.transform_params
+                if n not in (0, len(weights)):
+                    raise CheckError(
+                        f"@{conv.transform} takes {n} parameter(s); there are {len(weights)} "
+                        "weights"
+                    )
+                args = weights if n else ()
+                weights = list(self._evaluate(run, module, conv.transform, args, weights))
+            n = conv.main_weights
+            if n not in (0, len(weights)):
+                raise CheckError(
+                    f"@main takes {n} weight parameter(s); there are {len(weights)} "
+                    + ("transformed weights" if conv.transform else "weights")
+                )
+            args = [*self.runtime, *(weights if n else ())]
+            run.outputs = tuple(self._evaluate(run, module, "main", args, weights))
+        except (InterpretError, CheckError) as e:
+            run.error = e
+            run.error_node = getattr(e, "node", None)
+        except Exception as e:  # a step that cannot be computed is a finding, never a crash
+            run.error = InterpretError(f"{type(e).__name__}: {str(e)[:500]}")
+            run.error_node = None
+        run.seconds = time.perf_counter() - start
+        return run
+
+    # ----- the reference -----------------------------------------------------------------------
+    def _set_reference(self, import_run: _Run) -> None:
+        """Reference outputs, per-node reference values (FX node values by name for torch,
+        else the imported step's values by provenance) and their description."""
+        frontend = self.trace.frontend
+        label = f"the imported step (#{self.imported.index} {self.imported.name})"
+        self.ref_outputs, self.reference_name = import_run.outputs, "the imported step"
+        main = self.imported.module["main"]
+        if import_run.outputs is not None:
+            self.node_ref = _node_reference(main, self.cache.values)
+        if self.reference_kind == "import" or frontend not in ("torch", "onnx"):
+            why = "as asked" if self.reference_kind == "import" else "the source is IR"
+            self.reference = f"{label}, {why}"
+            return
+        try:
+            if frontend == "torch":
+                outputs, fx, how = _torch_reference(self.trace.source, self._all_inputs())
+                self.ref_outputs, self.fx_values = outputs, fx
+                self.reference_name = "torch eager"
+                self.reference = f"torch eager ({how})"
+            else:
+                self.ref_outputs = _onnx_reference(self.trace.source, self.runtime)
+                self.reference = self.reference_name = "onnxruntime"
+                self.reference += " (CPUExecutionProvider)"
+            return
+        except ImportError as e:
+            reason = f"{e.name or e} is not installed"
+        except Exception as e:  # the framework could not run the model: say so, go on
+            reason = f"{type(e).__name__}: {e}"
+        self.notes.append(f"the {frontend} reference could not run ({reason})")
+        self.reference = f"{label}, as the {frontend} reference failed"
+
+    def _all_inputs(self) -> list:
+        raw = self.raw_inputs if self.raw_inputs is not None else self.trace.example_inputs
+        if raw is None:
+            return self.runtime
+        return list(raw) if isinstance(raw, (tuple, list)) else [raw]
+
+    # ----- the main loop -----------------------------------------------------------------------
+    def run(self) -> Report:
+        start = time.perf_counter()
+        steps = self.trace.steps
+        order = _run_order(steps)
+        last_use = self._last_use(order)
+        first_step: dict[int, Step] = {}  # id(module) -> the first step that ran it
+        checks: dict[int, StepCheck] = {}
+        show = self._progress_fn(len(steps))
+        for k, step in enumerate(order):
+            if show:
+                show(step.index, len(steps), step.name)
+            module = step.module
+            if step.kind == "source":
+                checks[step.index] = StepCheck(step, "reference")
+            elif step.failed:
+                checks[step.index] = StepCheck(step, "failed")
+                if not step.children:  # a parent fails because a child did: report the child
+                    self.findings.append(detectors._pass_failed(step))
+            elif module is None:
+                checks[step.index] = StepCheck(step, "not run")
+            elif id(module) in self.results:  # shown by a step already run: reuse its results
+                status, max_abs, max_rel = self._numbers(self.results[id(module)])
+                same = first_step[id(module)].index
+                checks[step.index] = StepCheck(step, status, max_abs, max_rel, same_as=same)
+            elif self.runtime is None:  # no inputs: only what needs no numbers
+                checks[step.index] = StepCheck(step, "not run")
+                if step.kind == "pass" and not step.children:
+                    bloat = detectors._param_bloat(step, self.bloat_threshold, self.bloat_min)
+                    if bloat is not None:
+                        self.findings.append(bloat)
+            else:
+                first_step[id(module)] = step
+                checks[step.index] = self._check_step(step)
+                self._release(order, k, last_use)
+        if show is not None and not callable(self.progress):
+            print(file=sys.stderr)
+        return Report(
+            self.trace,
+            self.findings,
+            [checks[s.index] for s in steps],
+            self.reference,
+            self.rtol,
+            self.atol,
+            sum(r.computed for r in self.results.values()),
+            self.cache.hits - self.seeded,
+            self.memo.hits,
+            time.perf_counter() - start,
+            self.notes,
+        )
+
+    def _numbers(self, run: _Run) -> tuple[str, float | None, float | None]:
+        """Status, max abs and max rel error of a run against the reference outputs."""
+        if run.error is not None:
+            return "run-failed", None, None
+        if self.ref_outputs is None or run.outputs is None:
+            return "ok", None, None
+        cmp = _compare_outputs(run.outputs, self.ref_outputs, self.rtol, self.atol)
+        return ("diverged" if cmp.beyond else "ok"), cmp.max_abs, cmp.max_rel
+
+    def _check_step(self, step: Step) -> StepCheck:
+        """Run a step's module (new to this check) and record what it shows."""
+        module = step.module
+        before_mod = step.before if step.kind == "pass" else None
+        before = self.results.get(id(before_mod)) if before_mod is not None else None
+        generation = self.memo.start(before.generation if before is not None else None)
+        run = self.run_module(module)
+        run.generation = generation
+        self.results[id(module)] = run
+        if step is self.imported:
+            self._set_reference(run)
+        cmp = None
+        if run.error is None and self.ref_outputs is not None and run.outputs is not None:
+            cmp = _compare_outputs(run.outputs, self.ref_outputs, self.rtol, self.atol)
+        run.diverged = cmp is not None and cmp.beyond > 0
+        check = StepCheck(
+            step,
+            "run-failed" if run.error is not None else ("diverged" if run.diverged else "ok"),
+            cmp.max_abs if cmp else None,
+            cmp.max_rel if cmp else None,
+            computed=run.computed,
+            reused=run.reused,
+            seconds=run.seconds,
+        )
+        label = f"after {step.name}" if step.kind == "pass" else f"the import ({step.name})"
+        # A module that cannot run (reported where that starts).
+        if run.error is not None and (before is None or before.error is None):
+            node = [run.error_node] if run.error_node is not None else []
+            message = f"{label}, the module could not be run: {run.error}"
+            self.findings.append(Finding("run-failed", step, node, message, {"error": run.error}))
+        # Annotated types that disagree with computed values (once per node, where it appears).
+        for mm, fname in run.mismatches:
+            if id(mm.node) not in self.seen_mismatch:
+                self.seen_mismatch.add(id(mm.node))
+                check.status = "shape-mismatch"
+                self.findings.append(detectors._shape_mismatch(step, label, mm, fname))
+        # Outputs that diverge: where it starts, or where a pass changed the numbers again.
+        if run.diverged and (
+            before is None
+            or not before.diverged
+            or not _allclose(run.outputs, before.outputs, self.rtol, self.atol)
+        ):
+            self.findings.append(self._diverged(step, label, check, cmp))
+        if step.kind == "pass" and before is not None:
+            self._signature_change(step, before, run)
+            bloat = detectors._param_bloat(step, self.bloat_threshold, self.bloat_min)
+            if bloat is not None:
+                self.findings.append(bloat)
+        return check
+
+    def _signature_change(self, step: Step, before: _Run, run: _Run) -> None:
+        if before.convention is None or run.convention is None:
+            return
+        if before.convention != run.convention:
+            self.findings.append(
+                Finding(
+                    "signature-changed",
+                    step,
+                    [],
+                    _signature_message(step, before.convention, run.convention),
+                    {
+                        "before": before.convention.describe(),
+                        "after": run.convention.describe(),
+                        "get_item_calls": run.get_calls,
+                        "set_item_calls": run.set_calls,
+                    },
+                )
+            )
+
+    def _diverged(self, step: Step, label: str, check: StepCheck, cmp: _OutputsCompared):
+        main = step.module["main"]
+        errors = _node_errors(
+            main, self.cache.values, self.fx_values, self.node_ref, self.rtol, self.atol
+        )
+        if cmp.note:
+            text = cmp.note
+        else:
+            n = cmp.beyond
+            text = (
+                f"output {cmp.worst} differs from {self.reference_name} by "
+                f"{num(check.max_abs)} (max abs, {num(check.max_rel)} max rel; "
+                f"{n} element{'s' if n != 1 else ''} beyond tolerance)"
+            )
+        if errors:
+            text = f"{errors[0]}; {text}"
+        return Finding(
+            "diverged",
+            step,
+            [errors[0].node] if errors else [],
+            f"{label}, {text}",
+            {
+                "max_abs": check.max_abs,
+                "max_rel": check.max_rel,
+                "output": cmp.worst,
+                "reference": self.reference,
+                "node_errors": errors[:NODE_ERRORS_KEPT],
+            },
+        )
+
+    # ----- memory and progress -----------------------------------------------------------------
+    def _last_use(self, order: list[Step]) -> dict[int, int]:
+        """For every node: the position in ``order`` of the last step whose module has it."""
+        last: dict[int, int] = {}
+        done: set[int] = set()
+        for k, step in enumerate(order):
+            m = step.module
+            if m is None or step.failed or id(m) in done:
+                continue
+            done.add(id(m))
+            for node in _module_nodes(m):
+                last[id(node)] = k
+        return last
+
+    def _release(self, order: list[Step], k: int, last: dict[int, int]) -> None:
+        values = self.cache.values
+        m = order[k].module
+        for node in _module_nodes(m):
+            if last.get(id(node)) == k:
+                values.pop(node, None)
+
+    def _progress_fn(self, total: int) -> Progress | None:
+        if callable(self.progress):
+            return self.progress
+        if self.progress is False or (self.progress is None and total <= PROGRESS_AFTER):
+            return None
+        width = [0]
+
+        def show(index: int, total: int, name: str) -> None:
+            text = f"checking step {index + 1}/{total} {name}"
+            sys.stderr.write("\r" + text.ljust(width[0]))
+            sys.stderr.flush()
+            width[0] = max(width[0], len(text))
+
+        return show
+
+
+# ===== helpers ==================================================================================
+
+
+def _run_order(steps: list[Step]) -> list[Step]:
+    """Steps with every parent after its descendants (a nested pipeline's step shows what its
+    last child made), otherwise in index order."""
+    end: dict[int, int] = {}
+    for s in reversed(steps):
+        end[s.index] = max([s.index, *(end.get(c, c) for c in s.children)])
+    return sorted(steps, key=lambda s: (end[s.index], -s.depth, s.index))
+
+
+def _known(expr: Expr, values: dict, params: dict) -> Any:
+    if isinstance(expr, Constant):
+        return expr.data
+    v = values.get(expr)
+    return params.get(expr) if v is None else v
+
+
+def _module_nodes(module: Module):
+    for fn in module.functions.values():
+        yield from fn.params
+        yield from fn.iter_nodes()
+
+
+RANDOM_SYMBOL_VALUE = 2  # the size given to each symbolic dim of random inputs
+
+
+def _random_arrays(params: Sequence, env: dict[str, int], rng) -> list[np.ndarray]:
+    """Random values for parameters (standard normal floats, zeros otherwise), each symbolic
+    dim set to 2 (``env`` learns the sizes chosen)."""
+    out = []
+    for p in params:
+        ty = p.ty
+        dims = ty.shape if isinstance(ty, TensorType) else None
+        if dims is None or any(d is ANY for d in dims):
+            raise CheckError(
+                f"%{p.name}: {ty} has no known shape to make a random value: pass inputs to "
+                "check() or example_inputs to explore()"
+            )
+        shape = []
+        for d in dims:
+            if isinstance(d, SymExpr):
+                for name in d.free_symbols:
+                    env.setdefault(name, RANDOM_SYMBOL_VALUE)
+                d = d.evaluate(env)
+            shape.append(int(d))
+        dt = ty.dtype.numpy
+        if np.issubdtype(dt, np.floating):
+            out.append(rng.standard_normal(shape).astype(dt))
+        else:
+            out.append(np.zeros(shape, dt))
+    return out
