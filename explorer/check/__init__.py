@@ -30,7 +30,7 @@ depends on them, are dropped before a run; a value is dropped after the last ste
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from explorer.check.report import (
     BLOAT_MIN_BYTES,
@@ -46,7 +46,9 @@ from explorer.check.report import (
     StepCheck,
 )
 from explorer.check.runner import _Checker
-from explorer.trace import Trace
+
+if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
+    from explorer.trace import Trace
 
 
 def check(

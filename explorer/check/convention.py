@@ -4,6 +4,7 @@ lift-transform-params, lazy parameters), and what a change of it tells the user.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from compiler.ir.nodes import (
     Call,
@@ -12,7 +13,9 @@ from compiler.ir.nodes import (
     Module,
 )
 from compiler.passes.lift_transform_params import TRANSFORM_PARAMS_OF
-from explorer.trace import Step
+
+if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
+    from explorer.trace import Step
 
 # ===== how a module is called ===================================================================
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from compiler.interpret import TypeMismatch
 from compiler.ir.nodes import (
     Call,
@@ -10,7 +12,9 @@ from compiler.ir.types import DType
 from explorer.check.references import _where
 from explorer.check.report import Finding
 from explorer.fmt import format_bytes
-from explorer.trace import Step
+
+if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
+    from explorer.trace import Step
 
 
 def _pass_failed(step: Step) -> Finding:

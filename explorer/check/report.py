@@ -6,13 +6,16 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from compiler.errors import PasslensError
 from compiler.ir.nodes import (
     Expr,
 )
 from explorer.fmt import num
-from explorer.trace import Step, Trace
+
+if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
+    from explorer.trace import Step, Trace
 
 BLOAT_THRESHOLD = 0.10  # relative growth of parameter bytes over the previous step
 BLOAT_MIN_BYTES = 1024  # ... and at least this many bytes (folding a few literals is not bloat)
@@ -166,7 +169,7 @@ class Report:
 
     def at(self, step: Step | int | str) -> list[Finding]:
         """The findings of one step (a Step, its index or its pass name)."""
-        s = step if isinstance(step, Step) else self.trace[step]
+        s = self.trace[step] if isinstance(step, (int, str)) else step
         return [f for f in self.findings if f.step is s]
 
     def rows(self) -> list[dict]:

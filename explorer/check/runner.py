@@ -6,7 +6,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -59,7 +59,9 @@ from explorer.check.report import (
     StepCheck,
 )
 from explorer.fmt import num
-from explorer.trace import Step
+
+if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
+    from explorer.trace import Step
 
 # ===== the check ================================================================================
 
