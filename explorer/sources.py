@@ -1,4 +1,4 @@
-"""What ``explore`` accepts, and the source-graph step for each framework.
+"""What ``explore`` accepts, and the source graph for each framework.
 
 A torch model is exported once with torch.export; the ExportedProgram is both the source
 step's graph (FX nodes as the framework sees them) and what the frontend imports, so the
@@ -13,16 +13,17 @@ from typing import Any
 
 from compiler.ir.nodes import Module
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param
-from explorer.trace import Step
 
 
 @dataclass
 class Imported:
-    """An imported source: the IR module, the step showing the source graph (or None), the
-    import step's name, the source object kept for reference runs, the frontend's name."""
+    """An imported source: the IR module, the source graph as the framework shows it (or
+    None) and the framework's name for it, the import step's name, the source object kept for
+    reference runs, the frontend's name."""
 
     module: Module
-    source_step: Step | None
+    source_graph: GraphModel | None
+    source_label: str
     name: str
     source: Any
     frontend: str
@@ -31,11 +32,12 @@ class Imported:
 def import_source(source: Any, example_inputs: Any = None, **options) -> Imported:
     """Import any supported source into an IR module (see ``explorer.explore``)."""
     if isinstance(source, Module):
-        return Imported(source, None, "module", source, "ir")
+        return Imported(source, None, "", "module", source, "ir")
     if isinstance(source, str) and ("def @" in source or source.lstrip().startswith("#")):
         from compiler.ir import parse
 
-        return Imported(parse(source, params=options.get("params")), None, "parse", source, "text")
+        module = parse(source, params=options.get("params"))
+        return Imported(module, None, "", "parse", source, "text")
     if _is_torch(source):
         return _import_torch(source, example_inputs, **options)
     if _is_onnx(source):
@@ -78,8 +80,10 @@ def _import_torch(model, example_inputs, dynamic_shapes=None, **options) -> Impo
         else _export(model, args, dynamic_shapes, None)
     )
     module = from_torch(ep, args, dynamic_shapes=dynamic_shapes, **options)
-    step = Step(0, "source", "torch.export", source_graph=fx_graph_model(ep))
-    return Imported(module, step, "from_torch", {"model": model, "exported": ep}, "torch")
+    graph = fx_graph_model(ep)
+    return Imported(
+        module, graph, "torch.export", "from_torch", {"model": model, "exported": ep}, "torch"
+    )
 
 
 def _import_onnx(source, **options) -> Imported:
@@ -88,8 +92,7 @@ def _import_onnx(source, **options) -> Imported:
 
     proto = load_model(source)  # read once, checked: a clear error for a damaged file
     module = from_onnx(proto, **options)
-    step = Step(0, "source", "onnx", source_graph=onnx_graph_model(proto))
-    return Imported(module, step, "from_onnx", {"model": proto}, "onnx")
+    return Imported(module, onnx_graph_model(proto), "onnx", "from_onnx", {"model": proto}, "onnx")
 
 
 def fx_graph_model(ep) -> GraphModel:

@@ -469,7 +469,9 @@ def explore(
     return trace_from_module(
         imported.module,
         pipeline,
-        source_step=imported.source_step,
+        source_step=None
+        if imported.source_graph is None
+        else Step(0, "source", imported.source_label, source_graph=imported.source_graph),
         import_seconds=seconds,
         import_name=imported.name,
         source=imported.source,
