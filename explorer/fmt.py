@@ -15,11 +15,13 @@ def format_bytes(n: float) -> str:
     return f"{n} B"
 
 
-def signed_bytes(n: float, zero: str = "+0 B", minus: str = "-") -> str:
-    """A change in bytes with its sign: ``+14.4 MB``, ``-2.0 kB``; ``zero`` for no change."""
+def signed_bytes(n: float, zero: str = "±0 B") -> str:
+    """A change in bytes with its sign: ``+14.4 MB``, ``-2.0 kB``, ``±0 B`` (``zero``: a table
+    may leave a no-change cell blank). One minus sign everywhere, ASCII: text is copied and
+    searched."""
     if n == 0:
         return zero
-    return ("+" if n > 0 else minus) + format_bytes(abs(n))
+    return ("+" if n > 0 else "-") + format_bytes(abs(n))
 
 
 def signed(n: int) -> str:

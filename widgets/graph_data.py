@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.fmt import format_bytes
+from explorer.fmt import format_bytes, signed_bytes
 from widgets import render
 
 MAX_CHILDREN = 60  # direct children of a group before they are split into segments
@@ -161,7 +161,7 @@ class _Builder:
                 i = node_of_param(g.name)
                 if i is not None:
                     bad.add(i)
-                    marks.setdefault(i, f"{render._signed_bytes(g.delta)} ({g.reason})")
+                    marks.setdefault(i, f"{signed_bytes(g.delta)} ({g.reason})")
         for f in render.findings_of(self.report, self.step):
             kind = getattr(f, "kind", "")
             details = getattr(f, "details", None) or {}
@@ -170,7 +170,7 @@ class _Builder:
                     i = node_of_param(name)
                     if i is not None:
                         bad.add(i)
-                        marks.setdefault(i, f"{render._signed_bytes(delta)} ({reason})")
+                        marks.setdefault(i, f"{signed_bytes(delta)} ({reason})")
             elif kind in ("shape-mismatch", "diverged"):
                 for k, nid in enumerate(render._finding_nodes(f, self.gb)):
                     i = self.index.get(nid)

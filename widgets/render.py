@@ -773,8 +773,6 @@ def _shape_text(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def _signed_bytes(n: int) -> str:
-    return signed_bytes(n, zero="±0 B", minus="−")
 
 
 def param_rows(step, baseline=None) -> list[dict]:
@@ -873,7 +871,7 @@ def param_table_html(step, baseline=None) -> str:
     foot = f"{n} params · {format_bytes(after)}"
     if baseline is not None:
         before = baseline.graph.param_bytes
-        foot += f" (was {format_bytes(before)}, {_signed_bytes(after - before)})"
+        foot += f" (was {format_bytes(before)}, {signed_bytes(after - before)})"
     changed = sum(1 for r in rows if r["status"])
     if changed:
         foot += f" · {changed} with a status"
@@ -1135,7 +1133,7 @@ def step_badges(row: dict, findings: int = 0) -> list[tuple[str, str]]:
         out.append(("pl-b-nodes", f"{row['node_delta']:+d} nodes"))
     if row["param_delta"]:
         cls = "pl-b-grow" if row["param_delta"] > 0 else "pl-b-shrink"
-        out.append((cls, _signed_bytes(row["param_delta"])))
+        out.append((cls, signed_bytes(row["param_delta"])))
     if row["kind"] == "pass":
         out.append(("pl-b-time", f"{row['ms']:.1f} ms"))
     if findings:

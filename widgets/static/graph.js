@@ -29,7 +29,7 @@ const PasslensGraph = (function () {
     for (const [u, s] of [["GB", 1e9], ["MB", 1e6], ["kB", 1e3]]) if (a >= s) return (n / s).toFixed(1) + " " + u; // as format_bytes in Python
     return n + " B";
   }
-  const signedBytes = (n) => (n > 0 ? "+" : "−") + fmtBytes(Math.abs(n));
+  const signedBytes = (n) => (n > 0 ? "+" : "-") + fmtBytes(Math.abs(n)); // as fmt.signed_bytes
   function fmtNum(v) {
     if (typeof v !== "number") return String(v);
     if (v === 0 || !isFinite(v)) return String(v);
