@@ -27,6 +27,7 @@ from compiler.passes.pipeline import (
     build_pipeline,
     named_pipelines,
     parse_pass,
+    register_alias,
     register_pipeline,
 )
 from compiler.passes.runner import run
@@ -50,6 +51,7 @@ __all__ = [
     "get_pass_class",
     "named_pipelines",
     "parse_pass",
+    "register_alias",
     "register_pass",
     "register_pipeline",
     "run",

@@ -3,17 +3,17 @@ and defines the named pipelines. A new pass only needs its own file."""
 
 import importlib
 import pkgutil
+from pathlib import Path
 
-import compiler.passes as _pkg
-from compiler.passes.pipeline import _ALIASES, register_pipeline
+from compiler.passes.pipeline import register_alias, register_pipeline
 
 _INFRASTRUCTURE = {"manager", "pipeline", "rewrite", "library", "attribute_form", "runner"}
 
-for _info in pkgutil.iter_modules(_pkg.__path__):
+for _info in pkgutil.iter_modules([str(Path(__file__).parent)]):
     if _info.name not in _INFRASTRUCTURE:
         importlib.import_module(f"compiler.passes.{_info.name}")
 
-_ALIASES["normalize"] = "infer-types"
+register_alias("normalize", "infer-types")
 
 register_pipeline(
     "default",

@@ -29,6 +29,11 @@ def register_pipeline(name: str, spec: str) -> None:
     _NAMED[name] = spec
 
 
+def register_alias(alias: str, pass_name: str) -> None:
+    """Make ``alias`` another name of the pass ``pass_name`` in specs (``dce``)."""
+    _ALIASES[alias] = pass_name
+
+
 def named_pipelines() -> dict[str, str]:
     """Every named pipeline and its spec."""
     return dict(_NAMED)
