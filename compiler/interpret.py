@@ -31,6 +31,7 @@ from compiler.ir.nodes import (
 )
 from compiler.ir.symbolic import ANY, SymExpr, solve_dim
 from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, shape_matches
+from compiler.ir.verify import symbols_of
 
 # The largest value one binding may hold; the annotated size is checked before computing.
 MAX_VALUE_BYTES = 4 << 30
@@ -217,12 +218,6 @@ def _matches(ty: Type, value: Any, env: dict[str, int]) -> bool:
     if not isinstance(value, np.ndarray) or value.dtype != ty.dtype.numpy:
         return False
     return shape_matches(ty.shape, value.shape, env)
-
-
-def _type_symbols(ty: Type) -> set[str]:
-    if isinstance(ty, TupleType):
-        return set().union(*(_type_symbols(f) for f in ty.fields))
-    return {s for d in ty.shape or () if isinstance(d, SymExpr) for s in d.free_symbols}
 
 
 def _value_desc(value: Any) -> str:
@@ -440,7 +435,7 @@ def evaluate(
             _solve_expression_dims(params, arrays, env)
         for i, (p, arr) in enumerate(zip(params, arrays)):
             if not _matches(p.ty, arr, env):
-                bound = sorted(s for s in _type_symbols(p.ty) if s in env)
+                bound = sorted(s for s in symbols_of(p.ty) if s in env)
                 where = ", ".join(f"{s} = {env[s]}" for s in bound)
                 raise InterpretError(
                     f"input {i} (%{p.name}) of @{function} expects {p.ty}, got "
