@@ -73,13 +73,15 @@ def test_notebook_runs(name, tmp_path):
 # the kernel by a first cell), the notebook must fail, at the assertion about that finding.
 SABOTAGE = {
     "01_linear_weight_bloat.ipynb": (
-        "import explorer.check.detectors as d\nd._param_bloat = lambda *args, **kwargs: None",
+        "from explorer.check.registry import kind_of\n"
+        'kind_of("param-bloat").detect = lambda facts: []',
         'bloat = [f for f in report.findings if f.kind == "param-bloat"]',
     ),
     "03_squeeze_dynamic_to_static.ipynb": (
-        "import explorer.check\nimport explorer.check.detectors as d\n"
-        "d._shape_mismatch = lambda step, label, mm, fname: "
-        'explorer.check.Finding("diverged", step, [], "no shape check", {})',
+        "import explorer.check\nfrom explorer.check.registry import kind_of\n"
+        'kind_of("shape-mismatch").detect = lambda facts: ['
+        'explorer.check.Finding("diverged", facts.step, [], "no shape check", {})'
+        " for _ in (facts.run.mismatches if facts.run else ())]",
         'assert first.kind == "shape-mismatch"',
     ),
 }

@@ -32,12 +32,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from explorer.check.detectors import KINDS
+from explorer.check.registry import Kind
 from explorer.check.report import (
     BLOAT_MIN_BYTES,
     BLOAT_THRESHOLD,
     NODE_ERRORS_KEPT,
     PROGRESS_AFTER,
-    SEVERITY,
     CheckError,
     Finding,
     NodeError,
@@ -46,6 +47,8 @@ from explorer.check.report import (
     StepCheck,
 )
 from explorer.check.runner import _Checker
+
+SEVERITY = {kind.name: kind.severity for kind in KINDS}  # the severity of each built-in kind
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
     from explorer.trace import Trace
@@ -82,8 +85,10 @@ __all__ = [
     "NODE_ERRORS_KEPT",
     "PROGRESS_AFTER",
     "SEVERITY",
+    "KINDS",
     "CheckError",
     "Finding",
+    "Kind",
     "NodeError",
     "Report",
     "StepCheck",

@@ -12,6 +12,7 @@ from compiler.errors import PasslensError
 from compiler.ir.nodes import (
     Expr,
 )
+from explorer.check.registry import order_of, severity_of
 from explorer.fmt import num
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
@@ -21,16 +22,6 @@ BLOAT_THRESHOLD = 0.10  # relative growth of parameter bytes over the previous s
 BLOAT_MIN_BYTES = 1024  # ... and at least this many bytes (folding a few literals is not bloat)
 PROGRESS_AFTER = 20  # show progress on stderr for traces with more steps than this
 NODE_ERRORS_KEPT = 20  # node errors kept per diverged finding
-
-SEVERITY = {
-    "pass-failed": "error",
-    "run-failed": "error",
-    "shape-mismatch": "error",
-    "diverged": "error",
-    "param-bloat": "warning",
-    "signature-changed": "info",
-}
-_KIND_ORDER = {k: i for i, k in enumerate(SEVERITY)}
 
 Progress = Callable[[int, int, str], None]
 
@@ -44,21 +35,9 @@ class CheckError(PasslensError, RuntimeError):
 
 @dataclass(eq=False)
 class Finding:
-    """One thing the check found: its ``kind`` (see ``SEVERITY``), the step, the IR node(s),
-    a plain-language ``message`` and kind-specific ``details``:
-
-    - diverged: ``max_abs``, ``max_rel``, ``output`` (index of the worst output),
-      ``reference`` (what was compared with), ``node_errors`` (list of :class:`NodeError`,
-      earliest first; ``nodes[0]`` is the earliest node that differs, when one is matched);
-    - shape-mismatch: ``annotated`` (Type), ``shape``, ``dtype``, ``function``;
-    - param-bloat: ``bytes_before``, ``bytes_after``, ``growth`` (list of (name, bytes,
-      net bytes added, reason)), ``previous`` (the step compared with);
-    - signature-changed: ``before`` / ``after`` (how @main was called), ``get_item_calls``,
-      ``set_item_calls``;
-    - pass-failed: ``error``, ``traceback``, ``function``, ``line`` (0-based line of
-      ``step.text``) and ``line_text``;
-    - run-failed: ``error``.
-    """
+    """One thing the check found: its ``kind`` (one of the registered kinds,
+    ``explorer.check.detectors.KINDS``), the step, the IR node(s), a plain-language
+    ``message`` and kind-specific ``details`` (each detector module lists its own)."""
 
     kind: str
     step: Step
@@ -69,7 +48,7 @@ class Finding:
     @property
     def severity(self) -> str:
         """``error``, ``warning`` or ``info``."""
-        return SEVERITY.get(self.kind, "error")
+        return severity_of(self.kind)
 
     @property
     def is_failure(self) -> bool:
@@ -135,7 +114,7 @@ class Report:
         notes: Sequence[str] = (),
     ):
         self.trace = trace
-        self.findings = sorted(findings, key=lambda f: (f.step.index, _KIND_ORDER.get(f.kind, 99)))
+        self.findings = sorted(findings, key=lambda f: (f.step.index, order_of(f.kind)))
         self.steps = steps
         self.reference = reference
         self.rtol = rtol

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,39 +25,14 @@ from compiler.ir.nodes import (
 from compiler.ir.symbolic import ANY, SymExpr
 from compiler.ir.types import TensorType, TupleType
 from compiler.ops.lazy_params import SIDE_EFFECT_OPS, lazy_callbacks
-from explorer.check import detectors
-from explorer.check.convention import (
-    _Convention,
-    _convention,
-    _function_of,
-    _lazy_ops,
-    _signature_message,
-    _transform_of,
-)
+from explorer.check import detectors  # noqa: F401 (registers the built-in kinds of finding)
+from explorer.check.convention import _convention, _function_of, _lazy_ops, _transform_of
+from explorer.check.facts import Options, Reference, Run, StepFacts
 from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
-from explorer.check.numbers import (
-    _allclose,
-    _compare_outputs,
-    _OutputsCompared,
-    _same_value,
-    _to_numpy,
-)
-from explorer.check.references import (
-    _node_errors,
-    _node_reference,
-    _onnx_reference,
-    _torch_reference,
-)
-from explorer.check.report import (
-    NODE_ERRORS_KEPT,
-    PROGRESS_AFTER,
-    CheckError,
-    Finding,
-    Progress,
-    Report,
-    StepCheck,
-)
-from explorer.fmt import num
+from explorer.check.numbers import _compare_outputs, _OutputsCompared, _same_value, _to_numpy
+from explorer.check.references import _node_reference, _onnx_reference, _torch_reference
+from explorer.check.registry import kinds
+from explorer.check.report import PROGRESS_AFTER, CheckError, Finding, Progress, Report, StepCheck
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
     from explorer.trace import Step
@@ -66,30 +40,12 @@ if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
 # ===== the check ================================================================================
 
 
-@dataclass
-class _Run:
-    """The results of running one module."""
-
-    outputs: tuple | None = None
-    error: BaseException | None = None
-    error_node: Expr | None = None
-    mismatches: list = field(default_factory=list)  # (TypeMismatch, function name)
-    convention: _Convention | None = None
-    get_calls: int = 0
-    set_calls: int = 0
-    generation: int = 0
-    diverged: bool = False
-    computed: int = 0
-    reused: int = 0
-    seconds: float = 0.0
-
-
 class _Checker:
     def __init__(self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min):
         self.trace = trace
         self.rtol, self.atol = rtol, atol
+        self.options = Options(rtol, atol, bloat_threshold, bloat_min)
         self.reference_kind = reference
-        self.bloat_threshold, self.bloat_min = bloat_threshold, bloat_min
         self.progress = progress
         self.notes: list[str] = []
         self.cache = ValueCache()
@@ -99,12 +55,10 @@ class _Checker:
         self.closures: dict[int, dict[str, tuple]] = {}
         self.set_items: dict[int, bool] = {}  # id(function) -> whether it calls set_item
         self.findings: list[Finding] = []
-        self.seen_mismatch: set[int] = set()
-        self.results: dict[int, _Run] = {}  # id(module) -> its run
+        self.state: dict = {}  # the detectors' check-wide state, by kind
+        self.results: dict[int, Run] = {}  # id(module) -> its run
         self.ref_outputs: tuple | None = None
-        self.reference = self.reference_name = ""
-        self.fx_values: dict[str, np.ndarray] = {}  # torch: FX node name -> value
-        self.node_ref: dict = {}  # other sources: provenance key -> imported values
+        self.reference = Reference()
         self.imported = trace.imported
         self.raw_inputs = inputs
         self.runtime, self.weights = self._split_inputs(inputs)
@@ -221,7 +175,7 @@ class _Checker:
 
         visit(fn.bindings)
 
-    def _seed(self, run: _Run, module: Module, fname: str, values: dict, params: dict) -> None:
+    def _seed(self, run: Run, module: Module, fname: str, values: dict, params: dict) -> None:
         """Put in ``values`` what the memo already knows for the bindings of ``fname``, in
         order (a call of another function is run here, through the memo, when its arguments
         are known)."""
@@ -248,7 +202,7 @@ class _Checker:
                 values[node] = v
                 self.seeded += 1
 
-    def _call(self, run: _Run, module: Module, node: FuncCall, args: list) -> Any:
+    def _call(self, run: Run, module: Module, node: FuncCall, args: list) -> Any:
         """The value of a call of another function, its body run through the memo."""
         callee = module[node.func]
         sub = ValueCache()
@@ -271,7 +225,7 @@ class _Checker:
                     if ops is not None:
                         self.memo.put(node, ops, v)
 
-    def _evaluate(self, run: _Run, module: Module, fname: str, args: Sequence, fetch: Sequence):
+    def _evaluate(self, run: Run, module: Module, fname: str, args: Sequence, fetch: Sequence):
         self._drop_stale(module, fname, args, fetch)
         stored: dict[int, Any] = {}
 
@@ -312,8 +266,8 @@ class _Checker:
             outputs = tuple(stored[i] for i in range(len(outputs)))
         return outputs
 
-    def run_module(self, module: Module) -> _Run:
-        run = _Run()
+    def run_module(self, module: Module) -> Run:
+        run = Run()
         start = time.perf_counter()
         try:
             conv = run.convention = _convention(module)
@@ -345,36 +299,37 @@ class _Checker:
         return run
 
     # ----- the reference -----------------------------------------------------------------------
-    def _set_reference(self, import_run: _Run) -> None:
+    def _set_reference(self, import_run: Run) -> None:
         """Reference outputs, per-node reference values (FX node values by name for torch,
         else the imported step's values by provenance) and their description."""
         frontend = self.trace.frontend
         label = f"the imported step (#{self.imported.index} {self.imported.name})"
-        self.ref_outputs, self.reference_name = import_run.outputs, "the imported step"
+        ref = self.reference
+        self.ref_outputs, ref.name = import_run.outputs, "the imported step"
         main = self.imported.module["main"]
         if import_run.outputs is not None:
-            self.node_ref = _node_reference(main, self.cache.values)
+            ref.node_values = _node_reference(main, self.cache.values)
         if self.reference_kind == "import" or frontend not in ("torch", "onnx"):
             why = "as asked" if self.reference_kind == "import" else "the source is IR"
-            self.reference = f"{label}, {why}"
+            ref.description = f"{label}, {why}"
             return
         try:
             if frontend == "torch":
                 outputs, fx, how = _torch_reference(self.trace.source, self._all_inputs())
-                self.ref_outputs, self.fx_values = outputs, fx
-                self.reference_name = "torch eager"
-                self.reference = f"torch eager ({how})"
+                self.ref_outputs, ref.fx_values = outputs, fx
+                ref.name = "torch eager"
+                ref.description = f"torch eager ({how})"
             else:
                 self.ref_outputs = _onnx_reference(self.trace.source, self.runtime)
-                self.reference = self.reference_name = "onnxruntime"
-                self.reference += " (CPUExecutionProvider)"
+                ref.name = "onnxruntime"
+                ref.description = "onnxruntime (CPUExecutionProvider)"
             return
         except ImportError as e:
             reason = f"{e.name or e} is not installed"
         except Exception as e:  # the framework could not run the model: say so, go on
             reason = f"{type(e).__name__}: {e}"
         self.notes.append(f"the {frontend} reference could not run ({reason})")
-        self.reference = f"{label}, as the {frontend} reference failed"
+        ref.description = f"{label}, as the {frontend} reference failed"
 
     def _all_inputs(self) -> list:
         raw = self.raw_inputs if self.raw_inputs is not None else self.trace.example_inputs
@@ -398,9 +353,7 @@ class _Checker:
             if step.kind == "source":
                 checks[step.index] = StepCheck(step, "reference")
             elif step.failed:
-                checks[step.index] = StepCheck(step, "failed")
-                if not step.children:  # a parent fails because a child did: report the child
-                    self.findings.append(detectors._pass_failed(step))
+                checks[step.index] = self._detect(StepCheck(step, "failed"))
             elif module is None:
                 checks[step.index] = StepCheck(step, "not run")
             elif id(module) in self.results:  # shown by a step already run: reuse its results
@@ -408,11 +361,7 @@ class _Checker:
                 same = first_step[id(module)].index
                 checks[step.index] = StepCheck(step, status, max_abs, max_rel, same_as=same)
             elif self.runtime is None:  # no inputs: only what needs no numbers
-                checks[step.index] = StepCheck(step, "not run")
-                if step.kind == "pass" and not step.children:
-                    bloat = detectors._param_bloat(step, self.bloat_threshold, self.bloat_min)
-                    if bloat is not None:
-                        self.findings.append(bloat)
+                checks[step.index] = self._detect(StepCheck(step, "not run"))
             else:
                 first_step[id(module)] = step
                 checks[step.index] = self._check_step(step)
@@ -423,7 +372,7 @@ class _Checker:
             self.trace,
             self.findings,
             [checks[s.index] for s in steps],
-            self.reference,
+            self.reference.description,
             self.rtol,
             self.atol,
             sum(r.computed for r in self.results.values()),
@@ -433,7 +382,7 @@ class _Checker:
             self.notes,
         )
 
-    def _numbers(self, run: _Run) -> tuple[str, float | None, float | None]:
+    def _numbers(self, run: Run) -> tuple[str, float | None, float | None]:
         """Status, max abs and max rel error of a run against the reference outputs."""
         if run.error is not None:
             return "run-failed", None, None
@@ -466,80 +415,33 @@ class _Checker:
             reused=run.reused,
             seconds=run.seconds,
         )
+        return self._detect(check, run, before, cmp)
+
+    def _detect(
+        self,
+        check: StepCheck,
+        run: Run | None = None,
+        before: Run | None = None,
+        compared: _OutputsCompared | None = None,
+    ) -> StepCheck:
+        """Hand what is known of a step to every registered detector; keep their findings."""
+        step = check.step
         label = f"after {step.name}" if step.kind == "pass" else f"the import ({step.name})"
-        # A module that cannot run (reported where that starts).
-        if run.error is not None and (before is None or before.error is None):
-            node = [run.error_node] if run.error_node is not None else []
-            message = f"{label}, the module could not be run: {run.error}"
-            self.findings.append(Finding("run-failed", step, node, message, {"error": run.error}))
-        # Annotated types that disagree with computed values (once per node, where it appears).
-        for mm, fname in run.mismatches:
-            if id(mm.node) not in self.seen_mismatch:
-                self.seen_mismatch.add(id(mm.node))
-                check.status = "shape-mismatch"
-                self.findings.append(detectors._shape_mismatch(step, label, mm, fname))
-        # Outputs that diverge: where it starts, or where a pass changed the numbers again.
-        if run.diverged and (
-            before is None
-            or not before.diverged
-            or not _allclose(run.outputs, before.outputs, self.rtol, self.atol)
-        ):
-            self.findings.append(self._diverged(step, label, check, cmp))
-        if step.kind == "pass" and before is not None:
-            self._signature_change(step, before, run)
-            bloat = detectors._param_bloat(step, self.bloat_threshold, self.bloat_min)
-            if bloat is not None:
-                self.findings.append(bloat)
-        return check
-
-    def _signature_change(self, step: Step, before: _Run, run: _Run) -> None:
-        if before.convention is None or run.convention is None:
-            return
-        if before.convention != run.convention:
-            self.findings.append(
-                Finding(
-                    "signature-changed",
-                    step,
-                    [],
-                    _signature_message(step, before.convention, run.convention),
-                    {
-                        "before": before.convention.describe(),
-                        "after": run.convention.describe(),
-                        "get_item_calls": run.get_calls,
-                        "set_item_calls": run.set_calls,
-                    },
-                )
-            )
-
-    def _diverged(self, step: Step, label: str, check: StepCheck, cmp: _OutputsCompared):
-        main = step.module["main"]
-        errors = _node_errors(
-            main, self.cache.values, self.fx_values, self.node_ref, self.rtol, self.atol
-        )
-        if cmp.note:
-            text = cmp.note
-        else:
-            n = cmp.beyond
-            text = (
-                f"output {cmp.worst} differs from {self.reference_name} by "
-                f"{num(check.max_abs)} (max abs, {num(check.max_rel)} max rel; "
-                f"{n} element{'s' if n != 1 else ''} beyond tolerance)"
-            )
-        if errors:
-            text = f"{errors[0]}; {text}"
-        return Finding(
-            "diverged",
+        facts = StepFacts(
             step,
-            [errors[0].node] if errors else [],
-            f"{label}, {text}",
-            {
-                "max_abs": check.max_abs,
-                "max_rel": check.max_rel,
-                "output": cmp.worst,
-                "reference": self.reference,
-                "node_errors": errors[:NODE_ERRORS_KEPT],
-            },
+            label,
+            check,
+            self.options,
+            self.reference,
+            run,
+            before,
+            compared,
+            self.cache.values,
+            self.state,
         )
+        for kind in kinds():
+            self.findings.extend(kind.detect(facts))
+        return check
 
     # ----- memory and progress -----------------------------------------------------------------
     def _last_use(self, order: list[Step]) -> dict[int, int]:

@@ -1,0 +1,79 @@
+"""What the check knows of one step when its detectors look at it: the run of its module, the
+run of the module before it, the outputs compared with the reference, and the check's options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from compiler.ir.nodes import Expr
+    from explorer.check.convention import _Convention
+    from explorer.check.numbers import _OutputsCompared
+    from explorer.check.report import StepCheck
+    from explorer.trace import Step
+
+
+@dataclass
+class Run:
+    """The results of running one module."""
+
+    outputs: tuple | None = None
+    error: BaseException | None = None
+    error_node: Expr | None = None
+    mismatches: list = field(default_factory=list)  # (TypeMismatch, function name)
+    convention: _Convention | None = None
+    get_calls: int = 0
+    set_calls: int = 0
+    generation: int = 0
+    diverged: bool = False
+    computed: int = 0
+    reused: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Options:
+    """The tolerances and thresholds of one check."""
+
+    rtol: float
+    atol: float
+    bloat_threshold: float  # relative growth of parameter bytes over the previous step
+    bloat_min_bytes: int  # ... and at least this many bytes
+
+
+@dataclass
+class Reference:
+    """What the steps are compared with: its description (``torch eager (...)``), its short
+    name for messages, and the per-node reference values: FX node values by name (torch) or
+    the imported step's values by provenance key (other sources)."""
+
+    description: str = ""
+    name: str = ""
+    fx_values: dict[str, np.ndarray] = field(default_factory=dict)
+    node_values: dict = field(default_factory=dict)
+
+
+@dataclass
+class StepFacts:
+    """One step as its detectors see it.
+
+    ``run`` is None when the step's module was not run: the pass failed (``step.failed``), or
+    the check has no inputs (then only detectors that need no numbers can report).
+    ``before`` is the run of the module the pass started from (None for the import, or when
+    that module was not run); ``compared`` the step's outputs against the reference (None when
+    either is missing). ``values`` holds the node values of this run (per-node errors are read
+    from them); ``state`` is the check-wide scratch space of the detectors, by kind name."""
+
+    step: Step
+    label: str  # "after <pass>" or "the import (<name>)": how messages name the step
+    check: StepCheck
+    options: Options
+    reference: Reference
+    run: Run | None = None
+    before: Run | None = None
+    compared: _OutputsCompared | None = None
+    values: dict = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
