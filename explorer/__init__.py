@@ -14,14 +14,6 @@ from explorer.diff import Diff, diff
 from explorer.store import TraceFileError, load
 from explorer.trace import Step, Trace, explore, trace_from_module
 
-
-def serve(trace, **options):
-    """Open the trace's views as a Panel web app on localhost (see widgets.app.serve)."""
-    from widgets.app import serve as _serve
-
-    return _serve(trace, **options)
-
-
 __all__ = [
     "Comparison",
     "LimitError",
@@ -35,5 +27,4 @@ __all__ = [
     "diff",
     "compare",
     "load",
-    "serve",
 ]

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from explorer.demo import describe_failure, kernel_problem
+from passlens.demo import describe_failure, kernel_problem
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 EXPECTED = [

@@ -4,7 +4,7 @@
     PassStepper(trace)                  # step through the passes (or trace.stepper())
     GraphView(step, baseline)           # one step's graph: pan, zoom, search, click a node
     write_html(trace, "run.html")       # one self-contained report (or trace.to_html())
-    build_app(trace); serve(trace)      # the Panel app (or `passlens serve`, explorer.serve())
+    build_app(trace); serve(trace)      # the Panel app (or `passlens serve`, passlens.serve())
     ParamTable(step), ShapeTable(step, report), NumericsTable(step, report), TextDiff(step)
 
 Rendering is in :mod:`widgets.render` (pure functions: step -> DOT / SVG / HTML), shared by the

@@ -418,7 +418,7 @@ def test_every_error_passlens_raises_on_purpose_is_a_passlens_error():
     from compiler.passes.manager import PassError, PassFailed
     from compiler.passes.pipeline import PipelineError
     from explorer.check import CheckError
-    from explorer.cli import CLIError
+    from passlens.cli import CLIError
 
     family = [
         BuildError,

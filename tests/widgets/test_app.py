@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import explorer
-from explorer.cli import main
+import passlens
+from passlens.cli import main
 from tests.widgets.test_report import boxes_at_first
 from widgets import render, views
 from widgets.app import GraphPane, PassApp, build_app, serve
@@ -194,7 +194,7 @@ def test_passlens_serve_prints_the_url_and_stops_on_ctrl_c(mlp_trace, tmp_path):
     mlp_trace.save(path)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "explorer.cli", "serve", str(path), "--port", "0"],
+        [sys.executable, "-m", "passlens", "serve", str(path), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -215,8 +215,8 @@ def test_passlens_serve_prints_the_url_and_stops_on_ctrl_c(mlp_trace, tmp_path):
             proc.wait()
 
 
-def test_explorer_serve_wraps_the_app(mlp_trace):
-    with explorer.serve(mlp_trace, block=False) as srv:
+def test_passlens_serve_wraps_the_app(mlp_trace):
+    with passlens.serve(mlp_trace, block=False) as srv:
         assert urllib.request.urlopen(srv.url, timeout=30).status == 200
 
 

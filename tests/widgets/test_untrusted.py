@@ -31,10 +31,10 @@ from compiler.ir.nodes import Call, Constant, FuncCall, Function, Module, Var
 from compiler.ir.provenance import Provenance
 from compiler.ir.types import TensorType
 from explorer.check import Finding, NodeError, Report, StepCheck
-from explorer.cli import main
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
 from explorer.store import load, save
 from explorer.trace import Step, Trace
+from passlens.cli import main
 from tests.explorer.test_store import rewrite_member
 from tests.widgets.graph_page import Graph, expect
 from widgets import render, views
@@ -213,7 +213,7 @@ def test_passlens_serve_allow_host(mlp_trace, tmp_path, capsys):
     command = ["serve", str(path), "--port", "0", "--allow-host", "proxy.example"]
     command += ["--allow-host", "lan.example:8080"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "explorer.cli", *command],
+        [sys.executable, "-m", "passlens", *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

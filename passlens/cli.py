@@ -1,4 +1,4 @@
-"""The ``passlens`` command.
+"""The ``passlens`` command (also ``python -m passlens``).
 
     passlens explore MODEL [--pipeline SPEC] [--check] [--html OUT] [--save OUT.passlens]
     passlens show TRACE.passlens [--step N [--view NAME]] [--diff N]
@@ -429,13 +429,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     if getattr(args, "notebook", None):
-        from explorer.demo import run_notebook
+        from passlens.demo import run_notebook
 
         return run_notebook(args.notebook, args.out)
-    from explorer.demo import main as demo_main
+    from passlens.demo import main as demo_main
 
     return int(demo_main(args.out) or 0)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import explorer
-from explorer.cli import main
 from explorer.store import load
+from passlens.cli import main
 
 IR = """\
 weights {
@@ -297,7 +297,11 @@ def _notebook(path, cells):
     from nbformat.v4 import new_code_cell, new_notebook
 
     nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     for source, tags in cells:
         cell = new_code_cell(source)
         if tags:
