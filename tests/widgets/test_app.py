@@ -1,10 +1,6 @@
 """The Panel app driven through its state (no browser), ``serve`` and ``passlens serve``."""
 
-import os
 import re
-import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -12,6 +8,7 @@ import pytest
 
 import passlens
 from passlens.cli import main
+from tests.widgets.serving import passlens_serve
 from tests.widgets.test_report import boxes_at_first
 from widgets import render, views
 from widgets.app import GraphPane, PassApp, build_app, serve
@@ -192,27 +189,10 @@ def test_passlens_serve_errors(capsys, tmp_path, name, content, fragment):
 def test_passlens_serve_prints_the_url_and_stops_on_ctrl_c(mlp_trace, tmp_path):
     path = tmp_path / "t.passlens"
     mlp_trace.save(path)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "passlens", "serve", str(path), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
-    try:
-        line = proc.stdout.readline()
-        m = re.search(r"serving 9 steps at (http://localhost:\d+/) \(Ctrl-C to stop\)", line)
-        assert m, line + proc.stderr.read() if proc.poll() is not None else line
-        page = urllib.request.urlopen(m.group(1), timeout=30).read().decode()
+    with passlens_serve(path) as (url, _port, line):
+        assert re.search(r"serving 9 steps at http://localhost:\d+/ \(Ctrl-C to stop\)", line)
+        page = urllib.request.urlopen(url, timeout=30).read().decode()
         assert "passlens: default" in page
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_passlens_serve_wraps_the_app(mlp_trace):

@@ -15,11 +15,7 @@ import asyncio
 import html.parser
 import http.client
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -37,6 +33,7 @@ from explorer.trace import Step, Trace
 from passlens.cli import main
 from tests.explorer.test_store import rewrite_member
 from tests.widgets.graph_page import Graph, expect
+from tests.widgets.serving import passlens_serve
 from widgets import render, views
 from widgets.app import HostError, HostGuard, PassApp, serve
 from widgets.report import report_html, step_html, write_html
@@ -209,33 +206,13 @@ def test_passlens_serve_allow_host(mlp_trace, tmp_path, capsys):
     assert main(["serve", str(path), "--allow-host", "http://proxy.example"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("passlens: error: cannot allow host 'http://proxy.example'")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = ["serve", str(path), "--port", "0", "--allow-host", "proxy.example"]
-    command += ["--allow-host", "lan.example:8080"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "passlens", *command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
-    try:
-        line = proc.stdout.readline()
-        m = re.search(r"at http://localhost:(\d+)/", line)
-        assert m, line + proc.stderr.read() if proc.poll() is not None else line
-        port = int(m.group(1))
+    allow = ["--allow-host", "proxy.example", "--allow-host", "lan.example:8080"]
+    with passlens_serve(path, *allow) as (_url, port, _line):
         assert request(port, f"localhost:{port}")[0] == 200
         assert request(port, f"proxy.example:{port}")[0] == 200
         assert request(port, "lan.example:8080")[0] == 200
         assert request(port, f"evil.example:{port}")[0] == 403
         assert handshake(port, f"evil.example:{port}", f"http://evil.example:{port}") == 403
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 # ===== markup in every string of a trace ======================================================
