@@ -144,25 +144,25 @@ def _ms(x: float) -> str:
 
 def cold() -> None:
     """Clear every render cache of the Python side (payloads, diffs, views, layouts)."""
-    from widgets import graph_data, render
+    from widgets import boxes, graph_data, svg
 
     graph_data._PAYLOADS.table.clear()
-    for memo in (render._DIFFS, render._VIEWS):
+    for memo in (boxes._DIFFS, boxes._VIEWS):
         memo.table.clear()
-    render.LAYOUTS.clear()
+    svg.LAYOUTS.clear()
 
 
 def python_view(step) -> tuple[float, float, float, int]:
     """What Jupyter / Panel compute and send when ``step`` is shown, from cold caches:
     (graph_data seconds, JSON seconds, revisit seconds, JSON bytes)."""
-    from widgets import render
+    from widgets.escape import json_script
     from widgets.graph_view import graph_data
 
     cold()
     t0 = time.perf_counter()
     data = graph_data(step, step.previous, stats=False)  # as GraphView / GraphPane send it
     t1 = time.perf_counter()
-    text = render.json_script(data)
+    text = json_script(data)
     t2 = time.perf_counter()
     graph_data(step, step.previous, stats=False)
     t3 = time.perf_counter()

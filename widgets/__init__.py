@@ -7,10 +7,10 @@
     build_app(trace); serve(trace)      # the Panel app (or `passlens serve`, passlens.serve())
     ParamTable(step), ShapeTable(step, report), NumericsTable(step, report), TextDiff(step)
 
-Rendering is in :mod:`widgets.render` (pure functions: step -> DOT / SVG / HTML), shared by the
-widgets, the Panel app and the report; :mod:`widgets.views` holds what the stepping front ends
-share (navigation, headers, tabs). Names are imported on first use, so ``import widgets``
-stays cheap.
+Rendering is pure functions (step -> DOT / SVG / HTML) in modules with one job each, listed in
+:mod:`widgets.render`, shared by the widgets, the Panel app and the report; :mod:`widgets.views`
+holds what the stepping front ends share (navigation, headers, tabs). Names are imported on
+first use, so ``import widgets`` stays cheap.
 """
 
 _LAZY = {

@@ -11,7 +11,8 @@ passes", previous / next, the step's graph (the graph component of the report an
 GraphView, run as a Panel ESM component: diff colours, a before / after toggle that keeps the
 selection on the matched node, pan, zoom, search inside collapsed groups, expand / collapse,
 a details drawer), and tabs for the IR, IR diff, parameters, shapes and numerics. State and
-navigation come from :mod:`widgets.views`, HTML from :mod:`widgets.render`.
+navigation come from :mod:`widgets.views`, HTML from the rendering modules (:mod:`widgets.render`
+lists them).
 
 Nothing is loaded from the network: Panel serves its own scripts, and the components' code is
 plain ESM without imports.
@@ -39,8 +40,11 @@ from tornado.routing import Matcher, Rule
 from tornado.web import Application, RequestHandler
 
 from compiler.errors import PasslensError
-from widgets import render, views
+from widgets import views
+from widgets.boxes import MAX_BOXES
+from widgets.escape import esc
 from widgets.graph_view import GraphState, graph_css, graph_data, graph_esm, selected_stats
+from widgets.tables_html import TABLE_CSS
 from widgets.views import TABS
 
 _STATIC = Path(__file__).parent / "static"
@@ -90,7 +94,7 @@ class GraphPane(GraphState, JSComponent):
     _esm = _graph_esm()
     _stylesheets = [graph_css() + ":host{display:block;width:100%}"]
 
-    def __init__(self, max_boxes: int = render.MAX_BOXES, **params):
+    def __init__(self, max_boxes: int = MAX_BOXES, **params):
         self.max_boxes = max_boxes
         self.step = self.baseline = None
         super().__init__(**params)
@@ -121,14 +125,14 @@ class Timeline(JSComponent):
     _esm = _STATIC / "timeline.js"
     _stylesheets = [
         (_STATIC / "timeline.css").read_text()
-        + render.TABLE_CSS
+        + TABLE_CSS
         + ":host{display:block}.pl-timeline{font:13px/1.4 system-ui,sans-serif;outline:none;"
         "max-height:calc(100vh - 170px);overflow:auto;border:1px solid #ddd;padding:2px 0}"
     ]
 
 
 _CSS = (
-    render.TABLE_CSS
+    TABLE_CSS
     + """
 .pl-ir{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;margin:0}
 .pl-ir .pl-failed-line{background:#ffcdd2;display:block}
@@ -142,7 +146,7 @@ class PassApp(views.StepNavigation):
     ``layout``). ``index`` is the current step; ``hide_unchanged``, ``tab`` and the graphs'
     ``selected`` nodes are read from the widgets."""
 
-    def __init__(self, trace, report=None, max_boxes: int = render.MAX_BOXES, title: str = ""):
+    def __init__(self, trace, report=None, max_boxes: int = MAX_BOXES, title: str = ""):
         self.trace, self.report, self.max_boxes = trace, report, max_boxes
         self._rows = {r["step"]: r for r in trace.summary()}
         self._rendered: set[str] = set()
@@ -176,12 +180,12 @@ class PassApp(views.StepNavigation):
         )
         name = title or f"passlens: {trace.pipeline or 'trace'}"
         meta = (
-            f"{len(trace.steps)} steps · {render.esc(trace.frontend or 'IR')} · pipeline "
-            f"<code>{render.esc(trace.pipeline)}</code>"
+            f"{len(trace.steps)} steps · {esc(trace.frontend or 'IR')} · pipeline "
+            f"<code>{esc(trace.pipeline)}</code>"
         )
         first = getattr(report, "first_failure", None) if report is not None else None
         if first is not None:
-            meta += f" · check: {render.esc(first)}"
+            meta += f" · check: {esc(first)}"
         one_line = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;display:block"
         controls = pn.Column(
             pn.Row(self.prev_button, self.next_button), self.hide_box, self.timeline, width=330
@@ -189,7 +193,7 @@ class PassApp(views.StepNavigation):
         main = pn.Column(self.header, self.tabs, sizing_mode="stretch_width")
         self.layout = pn.Column(
             pn.pane.HTML(
-                f"<h2 style='margin:4px 0;font:600 18px sans-serif'>{render.esc(name)}</h2>"
+                f"<h2 style='margin:4px 0;font:600 18px sans-serif'>{esc(name)}</h2>"
                 f"<span style='font:12px sans-serif;color:#555;{one_line}'>{meta}</span>",
                 stylesheets=[_CSS],
             ),
@@ -289,7 +293,7 @@ class PassApp(views.StepNavigation):
         return f"<PassApp step {self.index}/{len(self.trace.steps)}: {self.step.name}>"
 
 
-def build_app(trace, report=None, max_boxes: int = render.MAX_BOXES, title: str = ""):
+def build_app(trace, report=None, max_boxes: int = MAX_BOXES, title: str = ""):
     """The Panel layout of the app for ``trace`` (and a check ``report``: numerics, shape
     mismatches and finding badges). Its ``passlens_app`` attribute is the :class:`PassApp`."""
     app = PassApp(trace, report=report, max_boxes=max_boxes, title=title)
@@ -478,7 +482,7 @@ def serve(
     report=None,
     address: str = "localhost",
     block: bool = True,
-    max_boxes: int = render.MAX_BOXES,
+    max_boxes: int = MAX_BOXES,
     title: str = "",
     allow_host: Iterable[str] = (),
 ):

@@ -30,14 +30,14 @@ graph but the cost of drawing follows what is visible.
   ids differ), ``details`` (per node: name, function, attributes, provenance with file paths
   relative to the model's common folder, a weight's preview and statistics).
 
-Everything here is data: strings from the model are escaped by the component when drawn
-(it only ever sets ``textContent``).
+The group tree and the node order come from :mod:`widgets.graph_groups`, the findings' marks
+from :func:`widgets.findings.graph_marks`. Everything here is data: strings from the model are
+escaped by the component when drawn (it only ever sets ``textContent``).
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import os
 import re
 from collections import Counter
@@ -45,21 +45,23 @@ from typing import Any
 
 import numpy as np
 
-from explorer.fmt import format_bytes, signed_bytes
-from widgets import render
+from explorer.fmt import format_bytes
+from widgets.boxes import MAX_BOXES, _entries, _Memo, _prefixes
+from widgets.dot import _key_attrs, _op_summary
+from widgets.findings import graph_marks
+from widgets.graph_groups import MAX_CHILDREN, SEGMENT, group_shape, group_tree, positions, segment
+from widgets.stats import _cached_stats
 
-MAX_CHILDREN = 60  # direct children of a group before they are split into segments
-SEGMENT = 40  # children per segment
 MAX_INLINE = 4  # weight lines drawn on one node
 MAX_OPENED_CHANGES = 50  # changes whose groups are opened at first (while they fit)
 _INLINE_KINDS = ("weight", "const")
 _STATS_KINDS = ("weight", "const")
 
-_PAYLOADS = render._Memo(16)
+_PAYLOADS = _Memo(16)
 
 
 def graph_payload(
-    step, baseline=None, report=None, max_boxes: int = render.MAX_BOXES, stats: bool = True
+    step, baseline=None, report=None, max_boxes: int = MAX_BOXES, stats: bool = True
 ) -> dict:
     """The payload of ``step``'s graph, diff-coloured against ``baseline``, with the findings
     of a check ``report`` drawn on it (see the module docstring). ``stats``: weights' first
@@ -86,7 +88,7 @@ def weight_stats(step, node_id: str) -> dict:
     data = getattr(getattr(node, "obj", None), "data", None)
     if node is None or node.kind not in _STATS_KINDS or data is None:
         return {}
-    return render._cached_stats(data)
+    return _cached_stats(data)
 
 
 # ===== helpers =================================================================================
@@ -123,7 +125,7 @@ def short_path(path: str, root: str) -> str:
 class _Builder:
     def __init__(self, step, baseline, report, stats: bool = True):
         self.step, self.baseline, self.report, self.stats = step, baseline, report, stats
-        self.entries, self.diff, self.ga, self.gb = render._entries(step, baseline)
+        self.entries, self.diff, self.ga, self.gb = _entries(step, baseline)
         self.index = {e.key: i for i, e in enumerate(self.entries)}
         self.types: dict[str, int] = {}
 
@@ -132,63 +134,6 @@ class _Builder:
         if i is None:
             i = self.types[text] = len(self.types)
         return i
-
-    # ----- findings ------------------------------------------------------------------------
-    def findings(self) -> tuple[dict[int, str], set[int], dict[int, float]]:
-        """Badges, red outlines and per-node errors: from the diff (a parameter that made the
-        total grow, a broadcast copy) and from the check report, if any."""
-        marks: dict[int, str] = {}
-        bad: set[int] = set()
-        errors: dict[int, float] = {}
-        params = self.gb.params
-
-        def node_of_param(name: str) -> int | None:
-            p = params.get(name)
-            return self.index.get(p.node_id) if p is not None else None
-
-        if self.diff is not None:
-            pd = self.diff.params
-            for c in pd.broadcast:
-                i = node_of_param(c.name)
-                if i is not None:
-                    # inside its module's frame the source needs no module path
-                    group = self.entries[i].group
-                    source = c.source
-                    if group and source.startswith(group + "."):
-                        source = source[len(group) + 1 :]
-                    marks[i] = f"×{c.copies} copies of {source}"
-            for g in pd.growth:
-                i = node_of_param(g.name)
-                if i is not None:
-                    bad.add(i)
-                    marks.setdefault(i, f"{signed_bytes(g.delta)} ({g.reason})")
-        for f in render.findings_of(self.report, self.step):
-            kind = getattr(f, "kind", "")
-            details = getattr(f, "details", None) or {}
-            if kind == "param-bloat":
-                for name, _nbytes, delta, reason in details.get("growth", []):
-                    i = node_of_param(name)
-                    if i is not None:
-                        bad.add(i)
-                        marks.setdefault(i, f"{signed_bytes(delta)} ({reason})")
-            elif kind in ("shape-mismatch", "diverged"):
-                for k, nid in enumerate(render._finding_nodes(f, self.gb)):
-                    i = self.index.get(nid)
-                    if i is not None:
-                        bad.add(i)
-                        if kind == "shape-mismatch":
-                            marks.setdefault(i, "shape ≠ computed")
-                        elif k == 0:
-                            marks.setdefault(i, "first divergence")
-                for e in details.get("node_errors", []):
-                    node = self.gb.node_of(getattr(e, "node", None))
-                    i = self.index.get(node.id) if node is not None else None
-                    rel = getattr(e, "max_rel", None)
-                    if i is not None and rel is not None and math.isfinite(rel):
-                        errors[i] = max(errors.get(i, 0.0), float(rel))
-                    elif i is not None and rel is not None and not math.isnan(rel):
-                        errors[i] = 1e30  # infinitely far: the top of the colour scale
-        return marks, bad, errors
 
     # ----- which weights are drawn as lines of their readers --------------------------------
     def inline(self, bad: set[int], marks: dict[int, str]) -> dict[int, int]:
@@ -204,191 +149,17 @@ class _Builder:
                 out[i] = hosts[0]
         return out
 
-    # ----- the group tree ----------------------------------------------------------------------
-    def tree(self, drawn: list[int]) -> tuple[list[dict], list[int]]:
-        """The groups (index 0 the root) and each entry's group, for the drawn entries."""
-        fns = {e.function for e in self.entries if e.function}
-        main = "main" if "main" in fns else (sorted(fns)[0] if fns else "")
-        several = len(fns) > 1
-        groups: list[dict] = [{"id": "", "label": "", "p": -1, "k": "root"}]
-        by_id: dict[str, int] = {"": 0}
-
-        def group(gid: str, label: str, parent: int, kind: str) -> int:
-            i = by_id.get(gid)
-            if i is None:
-                i = by_id[gid] = len(groups)
-                groups.append({"id": gid, "label": label, "p": parent, "k": kind})
-            return i
-
-        of = [0] * len(self.entries)
-        for i in drawn:
-            e = self.entries[i]
-            parent, prefix = 0, ""
-            if several and e.function and e.function != main:
-                parent = group("@" + e.function, "@" + e.function, 0, "function")
-                prefix = f"@{e.function}/"
-            parts = e.group.split(".") if e.group else []
-            for k in range(len(parts)):
-                path = ".".join(parts[: k + 1])
-                parent = group(prefix + path, parts[k], parent, "module")
-            of[i] = parent
-        return self._simplify(groups, of, drawn)
-
-    @staticmethod
-    def _shape(groups, of, drawn) -> tuple[list[list[int]], list[int]]:
-        """Each group's child groups, and how many drawn nodes sit directly in it."""
-        kids: list[list[int]] = [[] for _ in groups]
-        for g in range(1, len(groups)):
-            kids[groups[g]["p"]].append(g)
-        direct = [0] * len(groups)
-        for i in drawn:
-            direct[of[i]] += 1
-        return kids, direct
-
-    def _simplify(self, groups, of, drawn):
-        """Drop groups not worth a frame (one member in all, or a lone child group and no
-        nodes of their own: the child takes the parent's place, its label the joined path)."""
-        n = len(groups)
-        kids, direct = self._shape(groups, of, drawn)
-        total = direct[:]
-        for g in range(n - 1, 0, -1):  # children come after their parents
-            total[groups[g]["p"]] += total[g]
-        alias = list(range(n))  # group -> the group that stands for it
-
-        def resolve(g: int) -> int:
-            while alias[g] != g:
-                g = alias[g]
-            return g
-
-        for g in range(1, n):
-            if groups[g]["k"] == "function":
-                continue
-            if total[g] < 2:
-                alias[g] = groups[g]["p"]
-            elif direct[g] == 0 and len(kids[g]) == 1 and groups[kids[g][0]]["k"] == "module":
-                child = kids[g][0]
-                groups[child]["label"] = groups[g]["label"] + "." + groups[child]["label"]
-                alias[g] = groups[g]["p"]
-        keep = [g for g in range(n) if resolve(g) == g]
-        for g in keep:  # "3" says little on its own: "block.3"
-            label, parent = groups[g]["label"], resolve(groups[g]["p"]) if g else -1
-            if g and label.isdigit() and parent > 0:
-                groups[g]["label"] = groups[parent]["label"].rsplit(".", 1)[-1] + "." + label
-        new_index = {g: k for k, g in enumerate(keep)}
-        out = []
-        for g in keep:
-            d = dict(groups[g])
-            d["p"] = -1 if g == 0 else new_index[resolve(d["p"])]
-            out.append(d)
-        of = [new_index[resolve(of[i])] for i in range(len(of))]
-        return out, of
-
-    def segment(self, groups: list[dict], of: list[int], drawn: list[int], pos) -> None:
-        """Split a group's children into segments where it has more than MAX_CHILDREN
-        (segments of segments when there are very many)."""
-        first: dict[int, float] = {}
-        for i in drawn:  # the earliest position inside every group
-            g, p = of[i], pos[i]
-            while g >= 0 and first.get(g, float("inf")) > p:
-                first[g] = p
-                g = groups[g]["p"] if g > 0 else -1
-        members: dict[int, list[tuple[float, str, int]]] = {}
-        for i in drawn:
-            members.setdefault(of[i], []).append((pos[i], "n", i))
-        for g in range(1, len(groups)):
-            members.setdefault(groups[g]["p"], []).append((first.get(g, 0.0), "g", g))
-
-        def split(g: int, items: list[tuple[float, str, int]], label_from: int) -> None:
-            if len(items) <= MAX_CHILDREN:
-                for _pos, what, idx in items:
-                    if what == "n":
-                        of[idx] = g
-                    else:
-                        groups[idx]["p"] = g
-                return
-            size = (
-                SEGMENT if len(items) <= SEGMENT * MAX_CHILDREN else -(-len(items) // MAX_CHILDREN)
-            )
-            gid = groups[g]["id"]
-            for k in range(0, len(items), size):
-                chunk = items[k : k + size]
-                lo, hi = label_from + k + 1, label_from + k + len(chunk)
-                s = len(groups)
-                groups.append(
-                    {
-                        "id": f"{gid}#{lo}-{hi}",
-                        "label": f"items {lo}–{hi}",
-                        "p": g,
-                        "k": "segment",
-                    }
-                )
-                split(s, chunk, lo - 1)
-
-        for g, items in list(members.items()):
-            if len(items) > MAX_CHILDREN:
-                items.sort()
-                split(g, items, 0)
-        # parents must come before children for the front end's bottom-up sums
-        order = self._topo_groups(groups)
-        if order != list(range(len(groups))):
-            new = {g: k for k, g in enumerate(order)}
-            groups[:] = [dict(groups[g], p=new.get(groups[g]["p"], -1)) for g in order]
-            for i in drawn:
-                of[i] = new[of[i]]
-
-    @staticmethod
-    def _topo_groups(groups: list[dict]) -> list[int]:
-        kids: dict[int, list[int]] = {}
-        for g in range(1, len(groups)):
-            kids.setdefault(groups[g]["p"], []).append(g)
-        out, stack = [], [0]
-        while stack:
-            g = stack.pop()
-            out.append(g)
-            stack.extend(reversed(kids.get(g, [])))
-        return out
-
-    # ----- positions (graph order, ghosts next to what replaced them) -----------------------
-    def positions(self) -> list[float]:
-        pos = [float(i) for i in range(len(self.entries))]
-        if self.diff is None:
-            return pos
-        back = {aid: bid for bid, (aid, _how) in self.diff.matches.items()}
-        out_edges: dict[str, list[str]] = {}
-        for e in self.ga.edges:
-            out_edges.setdefault(e.src, []).append(e.dst)
-        for i, e in enumerate(self.entries):
-            if e.status != "removed":
-                continue
-            aid = e.key[len("removed:") :]
-            seen, frontier, found = {aid}, [aid], None
-            while frontier and found is None:
-                nxt = []
-                for a in frontier:
-                    for t in out_edges.get(a, ()):
-                        b = back.get(t)
-                        if b is not None and b in self.index:
-                            found = self.index[b]
-                            break
-                        if t not in seen:
-                            seen.add(t)
-                            nxt.append(t)
-                    if found is not None:
-                        break
-                frontier = nxt
-            if found is not None:
-                pos[i] = found - 0.5 + i * 1e-6
-        return pos
-
     # ----- the payload ---------------------------------------------------------------------
     def build(self, max_boxes: int) -> dict:
         entries = self.entries
-        marks, bad, errors = self.findings()
+        marks, bad, errors = graph_marks(
+            self.step, self.report, self.diff, entries, self.index, self.gb
+        )
         inline = self.inline(bad, marks)
         drawn = [i for i in range(len(entries)) if i not in inline]
-        pos = self.positions()
-        groups, of = self.tree(drawn)
-        self.segment(groups, of, drawn, pos)
+        pos = positions(entries, self.diff, self.ga, self.index)
+        groups, of = group_tree(entries, drawn)
+        segment(groups, of, drawn, pos)
         for i, host in inline.items():
             of[i] = of[host]
         roots = self._provenance_root()
@@ -487,7 +258,7 @@ class _Builder:
 
     def _lines(self, n) -> list[str]:
         if n.kind in ("op",):
-            return render._key_attrs(n.attrs)
+            return _key_attrs(n.attrs)
         if n.kind in ("weight", "param"):
             return [x for x in (n.type, format_bytes(n.nbytes) if n.nbytes else "") if x]
         if n.kind in ("const", "input"):
@@ -529,7 +300,7 @@ class _Builder:
                 info["provenance"] = prov
             data = getattr(n.obj, "data", None)
             if self.stats and n.kind in _STATS_KINDS and isinstance(data, np.ndarray):
-                info.update(render._cached_stats(data))
+                info.update(_cached_stats(data))
             out.append(info)
         return out
 
@@ -564,7 +335,7 @@ class _Builder:
         for g, grp in enumerate(groups):
             grp["n"] = live[g]
             if ops[g]:
-                grp["ops"] = f"{len(ops[g])} ops: {render._op_summary(ops[g], 3)}"
+                grp["ops"] = f"{len(ops[g])} ops: {_op_summary(ops[g], 3)}"
             if grp["k"] != "segment":  # a module's weights, wherever they are drawn
                 nbytes[g] = after.get(grp["id"], 0)
             if nbytes[g]:
@@ -595,7 +366,7 @@ class _Builder:
                 prefix = f"@{place.function}/"
                 out["@" + place.function] += e.node.nbytes
             out[""] += e.node.nbytes
-            for p in render._prefixes(place.group):
+            for p in _prefixes(place.group):
                 out[prefix + p] += e.node.nbytes
         return dict(out)
 
@@ -605,7 +376,7 @@ class _Builder:
         change of bytes."""
         if self.diff is None:
             return None
-        entries, _d, _ga, _gb = render._entries(self.baseline, None)
+        entries, _d, _ga, _gb = _entries(self.baseline, None)
         here = {e.key: e for e in self.entries if e.status != "removed"}
         return self._bytes_by_path(entries, here)
 
@@ -614,7 +385,7 @@ class _Builder:
         groups breadth first, while the number of boxes stays within ``max_boxes``; the rest
         start collapsed."""
         n = len(groups)
-        kids, direct = self._shape(groups, of, drawn)
+        kids, direct = group_shape(groups, of, drawn)
         opened = {0}
         boxes = direct[0] + len(kids[0])
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from widgets import render
+from widgets.boxes import MAX_BOXES
 from widgets.graph_data import graph_payload, weight_stats
 
 STATIC = Path(__file__).parent / "static"
@@ -45,7 +45,7 @@ def graph_css() -> str:
 
 
 def graph_data(
-    step, baseline=None, report=None, max_boxes: int = render.MAX_BOXES, stats: bool = True
+    step, baseline=None, report=None, max_boxes: int = MAX_BOXES, stats: bool = True
 ) -> dict:
     """What the component is given for ``step`` against ``baseline``: its payload, and the
     baseline's own graph for the before / after toggle. Without ``stats`` the weights'
@@ -150,7 +150,7 @@ class GraphView(GraphState, anywidget.AnyWidget):
         baseline=None,
         report=None,
         collapsed=None,
-        max_boxes: int = render.MAX_BOXES,
+        max_boxes: int = MAX_BOXES,
         **kwargs,
     ):
         super().__init__(**kwargs)

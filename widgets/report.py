@@ -18,7 +18,18 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from widgets import render, views
+from widgets import views
+from widgets.boxes import MAX_BOXES, step_diff
+from widgets.escape import esc, json_script
+from widgets.findings import problems_of
+from widgets.ir_text import ir_text_html, text_diff_html
+from widgets.tables_html import (
+    _SORT_JS,
+    SORT_ONCLICK,
+    TABLE_CSS,
+    numerics_table_html,
+    param_table_html,
+)
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -33,7 +44,7 @@ class _Store:
     def add(self, content: str | None) -> int | None:
         if content is None:
             return None
-        content = content.replace(render.SORT_ONCLICK, 'onclick="plSort(this)"')
+        content = content.replace(SORT_ONCLICK, 'onclick="plSort(this)"')
         digest = hashlib.sha1(content.encode()).hexdigest()
         if digest not in self.keys:
             self.keys[digest] = len(self.items)
@@ -47,7 +58,7 @@ class _Store:
 
 
 def _script(element_id: str, data: Any) -> str:
-    return f'<script type="application/json" id="{element_id}">{render.json_script(data)}</script>'
+    return f'<script type="application/json" id="{element_id}">{json_script(data)}</script>'
 
 
 def finding_line(report, step=None) -> str:
@@ -61,7 +72,7 @@ def finding_line(report, step=None) -> str:
         n = sum(1 for f in report.findings if f.is_failure)
         more = f" (+{n - 1} more)" if n > 1 else ""
         return f"{first.kind} at #{first.step.index} {first.step.name}: {first.message}{more}"
-    found = render.problems_of(report, step)
+    found = problems_of(report, step)
     if not found:
         return ""
     f = found[0]
@@ -73,7 +84,7 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: str = "") -> str:
+def report_html(trace, report=None, max_boxes: int = MAX_BOXES, title: str = "") -> str:
     """The whole report as one HTML string (see the module docstring)."""
     from widgets.graph_data import graph_payload
     from widgets.graph_view import graph_css, graph_js
@@ -107,13 +118,13 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
             entry["graph"] = len(graphs)
             payload = graph_payload(s, prev, report, max_boxes)
             graphs.append(_script(f"pl-g{len(graphs)}", payload))
-        entry["text"] = store.add(render.ir_text_html(s))
-        d = render.step_diff(prev, s) if prev is not None else None
+        entry["text"] = store.add(ir_text_html(s))
+        d = step_diff(prev, s) if prev is not None else None
         entry["headline"] = d.headline() if d is not None else f"#{s.index} {s.name}"
-        entry["diff"] = store.add(render.text_diff_html(d)) if d is not None else None
-        entry["params"] = store.add(render.param_table_html(s, prev))
+        entry["diff"] = store.add(text_diff_html(d)) if d is not None else None
+        entry["params"] = store.add(param_table_html(s, prev))
         if report is not None:
-            entry["numerics"] = store.add(render.numerics_table_html(s, report))
+            entry["numerics"] = store.add(numerics_table_html(s, report))
             entry["finding"] = finding_line(report, s)
         if s.failed:
             err = f"{type(s.error).__name__}: {s.error}".rstrip(": ")
@@ -130,19 +141,19 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
         (_STATIC / "report.css").read_text()
         + (_STATIC / "timeline.css").read_text()
         + graph_css()
-        + render.TABLE_CSS
+        + TABLE_CSS
     )
     # the tables' sorting, shared by every table instead of inline in each header
-    js = f"function plSort(th){{(function(){{{render._SORT_JS}}}).call(th)}}\n"
+    js = f"function plSort(th){{(function(){{{_SORT_JS}}}).call(th)}}\n"
     js += graph_js() + "\n" + (_STATIC / "report.js").read_text()
     pipeline = trace.pipeline or "trace"
     name = title or f"passlens: {_short(pipeline, 40)}"
     meta = (
-        f"{len(trace.steps)} steps · {render.esc(trace.frontend or 'IR')} · pipeline "
-        f"<code title='{render.esc(pipeline)}'>{render.esc(_short(pipeline, 60))}</code>"
+        f"{len(trace.steps)} steps · {esc(trace.frontend or 'IR')} · pipeline "
+        f"<code title='{esc(pipeline)}'>{esc(_short(pipeline, 60))}</code>"
     )
     if failure is not None:
-        meta += f" · <b>failed at #{failure.index} {render.esc(failure.name)}</b>"
+        meta += f" · <b>failed at #{failure.index} {esc(failure.name)}</b>"
     numerics_tab = numerics_pane = banner = ""
     if report is not None:
         numerics_tab = '<button data-tab="numerics">Numerics</button>'
@@ -151,17 +162,17 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
         if line:
             banner = (
                 f"<a id='pl-banner' href='#step-{first.step.index}' data-step='{first.step.index}' "
-                f"title='{render.esc(line)}'>⚠ {render.esc(line)}</a>"
+                f"title='{esc(line)}'>⚠ {esc(line)}</a>"
             )
         else:
             banner = "<span id='pl-banner' class='pl-ok'>✓ check: no findings</span>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{render.esc(name)}</title>
+<title>{esc(name)}</title>
 <style>{css}</style></head>
 <body>
-<header><h1 title="{render.esc(title or pipeline)}">{render.esc(name)}</h1>
+<header><h1 title="{esc(title or pipeline)}">{esc(name)}</h1>
 <span class="meta">{meta}</span>{banner}</header>
 <div id="pl-app">
 <nav id="pl-timeline"><label><input type="checkbox" id="pl-hide"> hide unchanged passes</label>
@@ -190,7 +201,7 @@ def report_html(trace, report=None, max_boxes: int = render.MAX_BOXES, title: st
 _STEP_IDS = iter(range(1, 1 << 62))
 
 
-def step_html(step, baseline=None, report=None, max_boxes: int = render.MAX_BOXES) -> str:
+def step_html(step, baseline=None, report=None, max_boxes: int = MAX_BOXES) -> str:
     """One step's graph (diff-coloured against ``baseline``) as an HTML snippet that draws
     the graph component in place: what ``Step._repr_html_`` shows in Jupyter (its scripts
     run in a trusted notebook; elsewhere the snippet says so)."""
@@ -204,7 +215,7 @@ def step_html(step, baseline=None, report=None, max_boxes: int = render.MAX_BOXE
     )
     return (
         f"<div class='pl-step-view'><div style='font:600 13px sans-serif;margin:2px 0'>"
-        f"{render.esc(title)}</div>"
+        f"{esc(title)}</div>"
         f"<style>{graph_css()}</style>"
         f"<div id='{uid}' style='height:560px;border:1px solid #ddd'>"
         "<p style='font:12px sans-serif;color:#777;padding:8px'>The graph is drawn by a script: "
@@ -216,7 +227,7 @@ def step_html(step, baseline=None, report=None, max_boxes: int = render.MAX_BOXE
     )
 
 
-def write_html(trace, path, report=None, max_boxes: int = render.MAX_BOXES) -> int:
+def write_html(trace, path, report=None, max_boxes: int = MAX_BOXES) -> int:
     """Write the report of ``trace`` (and of a check ``report``, if given) to ``path``;
     returns the file's size in bytes. ``max_boxes``: how many boxes a step's graph opens
     with (groups are collapsed, finest first, until it fits)."""

@@ -16,8 +16,10 @@ import anywidget
 import ipywidgets as w
 import traitlets
 
-from widgets import render, views
+from widgets import views
+from widgets.boxes import MAX_BOXES
 from widgets.graph_view import GraphView
+from widgets.tables_html import TABLE_CSS
 from widgets.views import TABS
 
 _STATIC = Path(__file__).parent / "static"
@@ -51,7 +53,7 @@ class Timeline(anywidget.AnyWidget):
     _esm = _timeline_esm()
     _css = (
         (_STATIC / "timeline.css").read_text()
-        + render.TABLE_CSS
+        + TABLE_CSS
         + ".pl-timeline{font:13px/1.4 system-ui,sans-serif;outline:none;max-height:560px;"
         "overflow:auto;border:1px solid #ddd;padding:2px 0}"
     )
@@ -68,7 +70,7 @@ class PassStepper(views.StepNavigation, w.VBox):
     index = traitlets.Int(0)
     hide_unchanged = traitlets.Bool(False)
 
-    def __init__(self, trace, report=None, max_boxes: int = render.MAX_BOXES, **kwargs):
+    def __init__(self, trace, report=None, max_boxes: int = MAX_BOXES, **kwargs):
         self.trace = trace
         self.report = report
         self.max_boxes = max_boxes
@@ -95,7 +97,7 @@ class PassStepper(views.StepNavigation, w.VBox):
         )
         super().__init__(
             [
-                w.HTML(f"<style>{render.TABLE_CSS}</style>"),
+                w.HTML(f"<style>{TABLE_CSS}</style>"),
                 w.HBox(
                     [
                         controls,

@@ -5,15 +5,18 @@
     NumericsTable(step, report)         # error against the reference, per-node errors
     TextDiff(step, baseline=None)       # the IR diff, side by side or unified
 
-Each is an ipywidgets box whose content comes from :mod:`widgets.render` (the same HTML as the
-stepper's tabs, the Panel app and the report); ``show(step, ...)`` points it at another step.
+Each is an ipywidgets box whose content comes from :mod:`widgets.tables_html` and
+:mod:`widgets.ir_text` (the same HTML as the stepper's tabs, the Panel app and the report);
+``show(step, ...)`` points it at another step.
 """
 
 from __future__ import annotations
 
 import ipywidgets as w
 
-from widgets import render
+from widgets.boxes import step_diff
+from widgets.ir_text import ir_text_html, text_diff_html
+from widgets.tables_html import numerics_table_html, param_table_html, shape_table_html
 
 
 class _Table(w.VBox):
@@ -44,7 +47,7 @@ class ParamTable(_Table):
 
     def render(self) -> str:
         baseline = self.baseline if self.baseline is not None else self.step.previous
-        return render.param_table_html(self.step, baseline)
+        return param_table_html(self.step, baseline)
 
 
 class ShapeTable(_Table):
@@ -62,7 +65,7 @@ class ShapeTable(_Table):
         self.refresh()
 
     def render(self) -> str:
-        return render.shape_table_html(self.step, self.report)
+        return shape_table_html(self.step, self.report)
 
 
 class NumericsTable(ShapeTable):
@@ -70,7 +73,7 @@ class NumericsTable(ShapeTable):
     the per-node errors of a divergence (earliest first, with their source layer)."""
 
     def render(self) -> str:
-        return render.numerics_table_html(self.step, self.report)
+        return numerics_table_html(self.step, self.report)
 
 
 class TextDiff(_Table):
@@ -98,8 +101,8 @@ class TextDiff(_Table):
     def render(self) -> str:
         baseline = self.baseline if self.baseline is not None else self.step.previous
         if baseline is None:
-            return render.ir_text_html(self.step)
-        return render.text_diff_html(render.step_diff(baseline, self.step), mode=self.mode)
+            return ir_text_html(self.step)
+        return text_diff_html(step_diff(baseline, self.step), mode=self.mode)
 
 
 __all__ = ["NumericsTable", "ParamTable", "ShapeTable", "TextDiff"]

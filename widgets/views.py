@@ -3,12 +3,18 @@ a step's timeline row and header, and the HTML of its tabs.
 
 Pure functions over a trace (and optionally a check report), used by the Jupyter
 :class:`~widgets.stepper.PassStepper`, the anywidget :class:`~widgets.graph_view.GraphView` and
-the Panel app (:mod:`widgets.app`); the HTML pieces come from :mod:`widgets.render`.
+the Panel app (:mod:`widgets.app`); the HTML pieces come from the rendering modules
+(:mod:`widgets.render` lists them).
 """
 
 from __future__ import annotations
 
-from widgets import render
+from widgets.boxes import step_diff
+from widgets.escape import esc
+from widgets.findings import problems_of
+from widgets.ir_text import ir_text_html, text_diff_html
+from widgets.render import badges_html, step_badges
+from widgets.tables_html import numerics_table_html, param_table_html, shape_table_html
 
 TABS = ("graph", "IR", "IR diff", "params", "shapes", "numerics")
 
@@ -49,11 +55,11 @@ def nearest_index(visible: list[int], index: int) -> int:
 def timeline_row_html(step, row: dict, report=None) -> str:
     """One step of an HTML timeline: a ``.pl-step-row`` (``data-step`` its index, indented by
     depth) with its name and badges (styles in ``static/timeline.css``)."""
-    badges = render.badges_html(render.step_badges(row, len(render.problems_of(report, step))))
+    badges = badges_html(step_badges(row, len(problems_of(report, step))))
     return (
         f"<div class='pl-step-row pl-st-{step.status}' data-step='{step.index}' "
         f"style='padding-left:{8 + 14 * step.depth}px'><span class='pl-idx'>{step.index}</span>"
-        f"<span class='pl-name'>{render.esc(step.name)}</span>"
+        f"<span class='pl-name'>{esc(step.name)}</span>"
         f"<span class='pl-badges'>{badges}</span></div>"
     )
 
@@ -61,28 +67,28 @@ def timeline_row_html(step, row: dict, report=None) -> str:
 def header_html(step, row: dict, report=None) -> str:
     """The current step's title, badges, what it changed, and its error if it failed."""
     prev = step.previous
-    head = render.esc(render.step_diff(prev, step).headline()) if prev is not None else ""
+    head = esc(step_diff(prev, step).headline()) if prev is not None else ""
     error = ""
     if step.failed:
-        where = f" in @{render.esc(step.failed_function)}" if step.failed_function else ""
-        kind = render.esc(type(step.error).__name__)
+        where = f" in @{esc(step.failed_function)}" if step.failed_function else ""
+        kind = esc(type(step.error).__name__)
         error = (
             f"<div class='pl-error' style='color:#b71c1c'><b>{kind}{where}</b>: "
-            f"{render.esc(step.error)}</div>"
+            f"{esc(step.error)}</div>"
         )
-    findings = render.problems_of(report, step)
+    findings = problems_of(report, step)
     # one line per finding, cut to the width (the whole text in its tooltip and the numerics tab)
     notes = "".join(
-        f"<div class='pl-finding' title='{render.esc(getattr(f, 'message', ''))}' "
+        f"<div class='pl-finding' title='{esc(getattr(f, 'message', ''))}' "
         "style='color:#e65100;white-space:nowrap;overflow:hidden;text-overflow:ellipsis'>"
-        f"<b>{render.esc(getattr(f, 'kind', ''))}</b>: {render.esc(getattr(f, 'message', ''))}"
+        f"<b>{esc(getattr(f, 'kind', ''))}</b>: {esc(getattr(f, 'message', ''))}"
         "</div>"
         for f in findings
     )
     return (
         f"<div class='pl-header' style='font:13px sans-serif'><b class='pl-step-title'>"
-        f"#{step.index} {render.esc(step.name)}</b> "
-        f"{render.badges_html(render.step_badges(row, len(findings)))}<br>"
+        f"#{step.index} {esc(step.name)}</b> "
+        f"{badges_html(step_badges(row, len(findings)))}<br>"
         f"<span class='pl-headline' style='color:#555'>{head}</span>{error}{notes}</div>"
     )
 
@@ -95,16 +101,16 @@ def tab_html(step, tab: str, report=None) -> str:
         raise ValueError(f"no tab {tab!r}; tabs: {', '.join(TABS[1:])} (and graph)")
     prev = step.previous
     if tab == "IR":
-        return render.ir_text_html(step)
+        return ir_text_html(step)
     if tab == "IR diff":
         if prev is None:
-            return render.ir_text_html(step)
-        return render.text_diff_html(render.step_diff(prev, step), mode="side-by-side")
+            return ir_text_html(step)
+        return text_diff_html(step_diff(prev, step), mode="side-by-side")
     if tab == "params":
-        return render.param_table_html(step, prev)
+        return param_table_html(step, prev)
     if tab == "shapes":
-        return render.shape_table_html(step, report)
-    return render.numerics_table_html(step, report)
+        return shape_table_html(step, report)
+    return numerics_table_html(step, report)
 
 
 class StepNavigation:

@@ -10,8 +10,9 @@ import passlens
 from passlens.cli import main
 from tests.widgets.serving import passlens_serve
 from tests.widgets.test_report import boxes_at_first
-from widgets import render, views
+from widgets import views
 from widgets.app import GraphPane, PassApp, build_app, serve
+from widgets.boxes import MAX_BOXES
 
 ROOT = Path(__file__).parents[2]
 
@@ -118,7 +119,7 @@ def test_selecting_a_node_and_expanding_a_group(convnext_trace, base_trace):
     assert pane.details == {} and pane.selected_details == {}
     pane.show(base_trace[0])
     assert pane.collapsed and pane.collapsed == pane.data["after"]["collapsed"]
-    assert boxes_at_first(pane.data["after"]) <= render.MAX_BOXES
+    assert boxes_at_first(pane.data["after"]) <= MAX_BOXES
     group = pane.collapsed[0]
     pane.expand(group)
     assert group not in pane.collapsed and len(pane.details) == len(pane.data["after"]["nodes"])

@@ -8,7 +8,8 @@ import pytest
 import explorer
 from compiler import models
 from tests.widgets.test_scale_models import sm
-from widgets.graph_data import MAX_CHILDREN, graph_payload, short_path
+from widgets.graph_data import graph_payload, short_path
+from widgets.graph_groups import MAX_CHILDREN
 from widgets.graph_view import graph_data, node_details
 
 

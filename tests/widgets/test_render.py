@@ -9,10 +9,23 @@ import numpy as np
 import pytest
 
 from tests.widgets.conftest import EVIL
-from widgets import render
+from widgets import ir_text
+from widgets.boxes import MAX_BOXES, default_collapsed, graph_view
+from widgets.dot import COLORS, graph_dot
+from widgets.escape import esc, json_script
+from widgets.findings import problems_of
 from widgets.graph_data import graph_payload
 from widgets.graph_view import node_details
-from widgets.render import COLORS
+from widgets.ir_text import ir_text_html, text_diff_html
+from widgets.render import step_badges, summary_html
+from widgets.stats import param_stats
+from widgets.svg import LAYOUTS, graph_svg
+from widgets.tables_html import (
+    numerics_table_html,
+    param_rows,
+    param_table_html,
+    shape_table_html,
+)
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -41,7 +54,7 @@ def texts(g: ET.Element) -> list[str]:
 
 def test_dot_shows_ops_attributes_params_and_edge_types(convnext_trace):
     step = convnext_trace[0]
-    dot = render.graph_dot(step)
+    dot = graph_dot(step)
     assert "<B>conv2d</B>" in dot and "strides=[4, 4]" in dot  # op and its key attributes
     assert "groups=8" in dot and "groups=1<" not in dot  # dull defaults are left out
     # the stem conv's weight: a cylinder with its type and size; the input an ellipse
@@ -56,7 +69,7 @@ def test_dot_shows_ops_attributes_params_and_edge_types(convnext_trace):
 
 def test_svg_nodes_carry_their_ids_and_groups(convnext_trace):
     step = convnext_trace[0]
-    svg = render.graph_svg(step)
+    svg = graph_svg(step)
     nodes = svg_nodes(svg)
     assert set(nodes) == set(step.graph.nodes)  # small: every node drawn, none collapsed
     conv = nodes["main/conv2d"]
@@ -76,7 +89,7 @@ def test_diff_colours_added_changed_and_removed_ghosts(mlp_trace):
     step = mlp_trace["decompose-ops"]
     d = step.diff()
     assert d.added and d.removed and d.changed
-    nodes = svg_nodes(render.graph_svg(step, step.previous))
+    nodes = svg_nodes(graph_svg(step, step.previous))
     for n in d.added:
         assert "pl_added" in nodes[n.id].get("class") and shape_fill(nodes[n.id]) == COLORS["added"]
     for c in d.changed:
@@ -93,29 +106,29 @@ def test_diff_colours_added_changed_and_removed_ghosts(mlp_trace):
     ]
     assert all("pl_added" not in nodes[i].get("class") for i in untouched)
     # no baseline, or an unchanged pass: no colours at all
-    plain = render.graph_svg(step)
+    plain = graph_svg(step)
     assert COLORS["added"] not in plain and "removed:" not in plain
     same = mlp_trace["infer-types"]
-    assert COLORS["added"] not in render.graph_svg(same, same.previous)
+    assert COLORS["added"] not in graph_svg(same, same.previous)
 
 
 def test_failed_node_is_red_and_stays_visible(failed_trace):
     step = failed_trace.failure
     failed_id = step.graph.node_of(step.failed_node).id
-    nodes = svg_nodes(render.graph_svg(step, step.previous))
+    nodes = svg_nodes(graph_svg(step, step.previous))
     red = [k for k, g in nodes.items() if shape_fill(g) == COLORS["failed"]]
     assert red == [failed_id] and "pl_failed" in nodes[failed_id].get("class")
     assert texts(nodes[failed_id])[0] == "@transform"  # the call the replica asserted on
     # even in a view too small for the graph, the failed node is not hidden in a group
-    view = render.graph_view(step, step.previous, max_boxes=3)
+    view = graph_view(step, step.previous, max_boxes=3)
     assert view.box_of_node(failed_id) == failed_id
     assert "@main_transform_params" not in view.collapsed
 
 
 def test_everything_from_the_model_is_escaped(evil_trace):
     step = evil_trace["fold-constant"]
-    dot = render.graph_dot(step, step.previous)
-    svg = render.graph_svg(step, step.previous)
+    dot = graph_dot(step, step.previous)
+    svg = graph_svg(step, step.previous)
     for text in (dot, svg):
         assert "<script" not in text and "alert(1)</" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in svg
@@ -129,25 +142,25 @@ def test_everything_from_the_model_is_escaped(evil_trace):
     assert EVIL + ".layer" in groups or EVIL in groups
     details = node_details(graph_payload(step, step.previous))
     assert details[weight]["name"] == EVIL + ".w.exp"
-    blob = render.json_script(details)
+    blob = json_script(details)
     assert (
         "<" not in blob and ">" not in blob and json.loads(blob) == json.loads(json.dumps(details))
     )
 
 
 def test_escape_replaces_control_characters_and_cuts():
-    assert render.esc("a\x00b\x1bc") == "a\ufffdb\ufffdc"
-    assert render.esc("x" * 100, 10) == "x" * 9 + "…"
-    assert render.esc("<&\"'>") == "&lt;&amp;&quot;&#x27;&gt;"
+    assert esc("a\x00b\x1bc") == "a\ufffdb\ufffdc"
+    assert esc("x" * 100, 10) == "x" * 9 + "…"
+    assert esc("<&\"'>") == "&lt;&amp;&quot;&#x27;&gt;"
 
 
 def test_large_graph_collapses_groups_to_fit(base_trace):
     step = base_trace[0]
     assert len(step.graph.nodes) > 600
-    view = render.graph_view(step)
-    assert 50 <= view.box_count <= render.MAX_BOXES
-    assert view.collapsed == render.default_collapsed(step)
-    svg = render.graph_svg(step)
+    view = graph_view(step)
+    assert 50 <= view.box_count <= MAX_BOXES
+    assert view.collapsed == default_collapsed(step)
+    svg = graph_svg(step)
     nodes = svg_nodes(svg)
     assert len(nodes) == view.box_count
     groups = {k: g for k, g in nodes.items() if k.startswith("group:")}
@@ -162,7 +175,7 @@ def test_large_graph_collapses_groups_to_fit(base_trace):
     assert any("params" in t for t in lines)
     # expanding one group shows its nodes
     one = box.get("data-group")
-    wider = render.graph_view(step, collapsed=view.collapsed - {one})
+    wider = graph_view(step, collapsed=view.collapsed - {one})
     assert wider.box_count > view.box_count
     members = [
         k
@@ -173,35 +186,35 @@ def test_large_graph_collapses_groups_to_fit(base_trace):
     ]
     assert members
     # a smaller budget collapses more coarsely
-    assert render.graph_view(step, max_boxes=60).box_count <= 60
+    assert graph_view(step, max_boxes=60).box_count <= 60
 
 
 def test_fused_functions_are_hidden_behind_their_calls(base_trace):
     step = base_trace["fuse-ops"]
-    view = render.graph_view(step, step.previous)
-    assert view.box_count <= render.MAX_BOXES
+    view = graph_view(step, step.previous)
+    assert view.box_count <= MAX_BOXES
     hidden = {c for c in view.collapsed if c.startswith("@")}
     assert len(hidden) > 100 and "@main" not in hidden
-    dot = render.graph_dot(step, step.previous)
+    dot = graph_dot(step, step.previous)
     assert "<B>@fused_matmul_add_gelu</B>" in dot and "matmul, add, gelu" in dot
 
 
 def test_layouts_are_cached_per_view_and_shared_by_equal_graphs(convnext_trace):
-    cache = render.LAYOUTS
+    cache = LAYOUTS
     cache.clear()
     step = convnext_trace["fold-constant"]
-    first = render.graph_svg(step, step.previous)
+    first = graph_svg(step, step.previous)
     assert (cache.misses, cache.hits, cache.layout_runs) == (1, 0, 1)
-    assert render.graph_svg(step, step.previous) is first  # a revisit
+    assert graph_svg(step, step.previous) is first  # a revisit
     assert (cache.misses, cache.hits, cache.layout_runs) == (1, 1, 1)
-    render.graph_svg(step, step.previous, collapsed={"features"})  # another view state
+    graph_svg(step, step.previous, collapsed={"features"})  # another view state
     assert (cache.misses, cache.layout_runs) == (2, 2)
     # an unchanged pass shows the same module: its plain graph reuses the layout
     dce = convnext_trace["dead-code-elimination"]
     assert dce.status == "unchanged" and dce.previous is step
-    render.graph_svg(step)
+    graph_svg(step)
     runs = cache.layout_runs
-    assert render.graph_svg(dce) == render.graph_svg(step)
+    assert graph_svg(dce) == graph_svg(step)
     assert cache.layout_runs == runs and cache.misses == 4
 
 
@@ -234,14 +247,14 @@ def test_node_details(convnext_trace):
 
 def test_param_table_names_broadcast_copies_and_totals(broadcast_trace):
     step = broadcast_trace["fold-constant"]
-    rows = render.param_rows(step, step.previous)
+    rows = param_rows(step, step.previous)
     by_name = {r["name"]: r for r in rows}
     bloat = by_name["linear.weight.permute_dims.broadcast_to"]
     assert bloat["status"] == "56 copies of linear.weight (transposed)" and bloat["bloat"]
     assert rows[0] is bloat  # the bloat first
     assert by_name["linear.weight"]["status"] == "removed" and rows[-1]["status"] == "removed"
     assert by_name["linear.bias"]["status"] == ""
-    table = render.param_table_html(step, step.previous)
+    table = param_table_html(step, step.previous)
     assert "56 copies of linear.weight" in table and "pl-s-bloat" in table
     assert f'data-v="{56 * 512 * 128 * 4}"' in table  # bytes sort as numbers
     assert "(was 264.2 kB, +14.4 MB)" in table and "onclick=" in table
@@ -249,11 +262,11 @@ def test_param_table_names_broadcast_copies_and_totals(broadcast_trace):
 
 def test_param_table_statuses(mlp_trace):
     step = mlp_trace["fold-constant"]
-    rows = {r["name"]: r["status"] for r in render.param_rows(step, step.previous)}
+    rows = {r["name"]: r["status"] for r in param_rows(step, step.previous)}
     assert rows["layers.0.weight.permute_dims"] == "layers.0.weight transposed"
     assert rows["layers.0.weight"] == "removed" and rows["layers.0.bias"] == ""
     # without a baseline: only duplicates and copies within the step
-    assert all(s == "" for s in (r["status"] for r in render.param_rows(step)))
+    assert all(s == "" for s in (r["status"] for r in param_rows(step)))
 
 
 def test_param_table_finds_duplicates_without_a_baseline():
@@ -278,14 +291,14 @@ def @main(%x: f32[64]) -> f32[4, 64] attrs {num_input = 1} {
         params={"a": data, "b": data.copy(), "c": np.tile(data, (4, 1))},
     )
     step = explorer.explore(module, pipeline="dce")[0]
-    rows = {r["name"]: r["status"] for r in render.param_rows(step)}
+    rows = {r["name"]: r["status"] for r in param_rows(step)}
     assert rows == {"a": "", "b": "duplicate of a", "c": "4 copies of a"}
-    assert "duplicate of a" in render.param_table_html(step)
+    assert "duplicate of a" in param_table_html(step)
 
 
 def test_shape_table_lists_changes_and_report_mismatches_first(mlp_trace):
     step = mlp_trace["decompose-ops"]
-    table = render.shape_table_html(step)
+    table = shape_table_html(step)
     assert "main/matmul" in table and "f32[1, 256]" in table
 
     @dataclass
@@ -305,7 +318,7 @@ def test_shape_table_lists_changes_and_report_mismatches_first(mlp_trace):
             )
         ]
 
-    table = render.shape_table_html(step, Report())
+    table = shape_table_html(step, Report())
     first_row = table.split("<tbody>")[1].split("</tr>")[0]
     assert "main/add_1" in first_row and "computed f32[1, 1]" in first_row
     assert "1 mismatches" in table
@@ -313,18 +326,18 @@ def test_shape_table_lists_changes_and_report_mismatches_first(mlp_trace):
 
 def test_numerics_table_of_a_check_report(checked_trace):
     trace, report = checked_trace
-    assert "trace.check" in render.numerics_table_html(trace[2])
+    assert "trace.check" in numerics_table_html(trace[2])
     bad = trace["test-check-flip-add"]
-    html = render.numerics_table_html(bad, report)
+    html = numerics_table_html(bad, report)
     assert "status diverged · max abs error 0.635" in html
     assert "<b>diverged</b>: after test-check-flip-add, layers.0 differs" in html
     rows = html.split("<tbody>")[1].split("</tr>")
     assert "main/subtract" in rows[0] and "layers.0" in rows[0] and "[4, 64]" in rows[0]
     assert len(rows) - 1 == len(report.first_failure.details["node_errors"])
-    dce = render.numerics_table_html(trace["dead-code-elimination"], report)
+    dce = numerics_table_html(trace["dead-code-elimination"], report)
     assert "same module as #3, its results reused" in dce and "<tbody>" not in dce
-    assert "status ok" in render.numerics_table_html(trace[1], report)
-    assert [len(render.problems_of(report, s)) for s in trace] == [0, 0, 1, 0, 0]
+    assert "status ok" in numerics_table_html(trace[1], report)
+    assert [len(problems_of(report, s)) for s in trace] == [0, 0, 1, 0, 0]
 
 
 def test_shape_table_of_a_check_report():
@@ -335,7 +348,7 @@ def test_shape_table_of_a_check_report():
         SEEDS_PAD_SQUEEZE, (seeds_input(),), pipeline="replica-dynamic-to-static-squeeze"
     )
     report = trace.check()
-    html = render.shape_table_html(trace[1], report)
+    html = shape_table_html(trace[1], report)
     first_row = html.split("<tbody>")[1].split("</tr>")[0]
     assert "main/squeezed" in first_row and "but computes f32[13, 1, 1, 1]" in first_row
     assert "1 mismatches against computed shapes" in html
@@ -343,31 +356,31 @@ def test_shape_table_of_a_check_report():
 
 def test_text_diff_side_by_side_and_unified(evil_trace):
     d = evil_trace["fold-constant"].diff()
-    both = render.text_diff_html(d)
+    both = text_diff_html(d)
     assert "pl-side-by-side" in both and "pl-unified" in both
     assert "<script" not in both and "&lt;script&gt;" in both
-    side = render.text_diff_html(d, mode="side-by-side")
+    side = text_diff_html(d, mode="side-by-side")
     assert "pl-unified" not in side and re.search(r"class='pl-(del|rep)'", side)
-    unified = render.text_diff_html(d, mode="unified")
+    unified = text_diff_html(d, mode="unified")
     assert "pl-side-by-side" not in unified and "+++ #1 fold-constant" in unified
     same = evil_trace[0].diff(evil_trace[0])
-    assert "the IR text is the same" in render.text_diff_html(same)
+    assert "the IR text is the same" in text_diff_html(same)
     with pytest.raises(ValueError, match="mode"):
-        render.text_diff_html(d, mode="columns")
+        text_diff_html(d, mode="columns")
 
 
 def test_text_diff_cuts_long_equal_runs(convnext_trace):
     d = convnext_trace["decompose-ops"].diff()
-    html = render.text_diff_html(d, mode="side-by-side", context=2)
+    html = text_diff_html(d, mode="side-by-side", context=2)
     assert "pl-skip" in html and re.search(r"… \d+ lines", html)
 
 
 def test_summary_has_a_row_and_badges_per_step(failed_trace, mlp_trace):
-    html = render.summary_html(mlp_trace)
+    html = summary_html(mlp_trace)
     rows = re.findall(r"data-step='(\d+)'", html)
     assert rows == [str(i) for i in range(len(mlp_trace))]
     assert "pl-b-unchanged" in html and "+6 nodes" in html and " ms<" in html
-    failed = render.summary_html(failed_trace)
+    failed = summary_html(failed_trace)
     assert "pl-st-failed" in failed and "pl-b-failed" in failed
     row = {
         "status": "changed",
@@ -376,7 +389,7 @@ def test_summary_has_a_row_and_badges_per_step(failed_trace, mlp_trace):
         "kind": "pass",
         "ms": 1.25,
     }
-    assert render.step_badges(row, findings=2) == [
+    assert step_badges(row, findings=2) == [
         ("pl-b-changed", "changed"),
         ("pl-b-nodes", "-3 nodes"),
         ("pl-b-grow", "+2.0 MB"),
@@ -387,14 +400,14 @@ def test_summary_has_a_row_and_badges_per_step(failed_trace, mlp_trace):
 
 def test_ir_text_marks_the_failed_line(failed_trace):
     step = failed_trace.failure
-    html = render.ir_text_html(step)
+    html = ir_text_html(step)
     marked = re.findall(r"<span class='pl-failed-line'>(.*?)</span>", html)
-    assert marked == [render.esc(step.text.splitlines()[step.failed_line])]
+    assert marked == [esc(step.text.splitlines()[step.failed_line])]
     assert "call @transform" in marked[0]
 
 
 def test_param_stats_of_integer_and_empty_arrays():
-    s = render.param_stats(np.array([3, 1, 2], dtype=np.int64))
+    s = param_stats(np.array([3, 1, 2], dtype=np.int64))
     assert s == {
         "preview": [3.0, 1.0, 2.0],
         "min": 1.0,
@@ -402,13 +415,12 @@ def test_param_stats_of_integer_and_empty_arrays():
         "mean": 2.0,
         "std": pytest.approx(0.8164966),
     }
-    assert render.param_stats(np.zeros((0,), np.float32)) == {"preview": []}
-    assert render.param_stats(np.array([np.nan, 1.0], np.float32))["preview"][0] == "nan"
+    assert param_stats(np.zeros((0,), np.float32)) == {"preview": []}
+    assert param_stats(np.array([np.nan, 1.0], np.float32))["preview"][0] == "nan"
 
 
 def test_backend_steps_show_loop_ir_llvm_ir_and_assembly(monkeypatch, tmp_path):
     import explorer
-    from widgets import render as r
     from widgets import views
     from widgets.report import write_html
 
@@ -428,7 +440,7 @@ def @main(%x: f32[64, 8]) -> f32[64, 8] {
         assert f"<summary>{name}</summary>" in compiled
     assert "define " in compiled and "<8 x float>" not in compiled  # escaped
     assert "<summary>" not in views.tab_html(trace["fuse-ops"], "IR")  # a graph step: its IR
-    monkeypatch.setattr(r, "MAX_BACKEND_TEXT", 100)
+    monkeypatch.setattr(ir_text, "MAX_BACKEND_TEXT", 100)
     cut = views.tab_html(trace["codegen"], "IR")
     assert "first 100 of" in cut and "--view 'LLVM IR'" in cut
     path = tmp_path / "r.html"

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+import widgets
 from tests.widgets.conftest import EVIL
-from widgets import render
+from widgets.boxes import MAX_BOXES
 from widgets.report import report_html, write_html
+from widgets.tables_html import SORT_ONCLICK
 
-STATIC = Path(render.__file__).parent / "static"
+STATIC = Path(widgets.__file__).parent / "static"
 SVG_NS = "http://www.w3.org/2000/svg"  # createElementNS's name, never fetched
 
 
@@ -230,7 +232,7 @@ def test_trace_to_html(mlp_trace, tmp_path):
     assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
     assert len(data_of(text)["steps"]) == len(mlp_trace)
     assert "pl-params" in text and "pl-side-by-side" in text and "plSort(this)" in text
-    assert render.SORT_ONCLICK not in text  # one shared sort function, not one per header
+    assert SORT_ONCLICK not in text  # one shared sort function, not one per header
 
 
 def test_large_model_report_stays_collapsed_and_small(base_trace):
@@ -238,7 +240,7 @@ def test_large_model_report_stays_collapsed_and_small(base_trace):
     graphs = payloads(text)
     assert len(graphs) == sum(s.status != "unchanged" for s in base_trace)
     for payload in graphs.values():
-        assert payload["collapsed"] and boxes_at_first(payload) <= render.MAX_BOXES
+        assert payload["collapsed"] and boxes_at_first(payload) <= MAX_BOXES
     # fewer boxes asked for: more collapsed, down to the groups holding the focus
     few = payloads(report_html(base_trace, max_boxes=40))
     for k, payload in few.items():

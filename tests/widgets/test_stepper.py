@@ -6,7 +6,7 @@ import pytest
 import traitlets
 
 from tests.widgets.test_report import boxes_at_first
-from widgets import render
+from widgets.boxes import MAX_BOXES
 from widgets.graph_view import GraphView
 from widgets.stepper import TABS, PassStepper, Timeline
 
@@ -164,7 +164,7 @@ def test_graph_view_selection_and_groups(convnext_trace):
 def test_graph_view_of_a_large_graph_starts_collapsed(base_trace):
     view = GraphView(base_trace[0])
     assert view.collapsed and view.collapsed == view.payload["collapsed"]
-    assert boxes_at_first(view.payload) <= render.MAX_BOXES
+    assert boxes_at_first(view.payload) <= MAX_BOXES
     assert len(view.details) == len(view.payload["nodes"])  # every node is in the payload
     path = view.collapsed[0]
     view.expand(path)  # what a double-click in the browser does

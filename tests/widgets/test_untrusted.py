@@ -34,11 +34,14 @@ from passlens.cli import main
 from tests.explorer.test_store import rewrite_member
 from tests.widgets.graph_page import Graph, expect
 from tests.widgets.serving import passlens_serve
-from widgets import render, views
+from widgets import ir_text, views
 from widgets.app import HostError, HostGuard, PassApp, serve
+from widgets.render import summary_html
 from widgets.report import report_html, step_html, write_html
 from widgets.stepper import PassStepper
+from widgets.svg import graph_svg
 from widgets.tables import NumericsTable, ParamTable, ShapeTable, TextDiff
+from widgets.tables_html import _SORT_JS
 
 ROOT = Path(__file__).parents[2]
 
@@ -349,7 +352,7 @@ def payload(tmp_path_factory):
 @pytest.fixture
 def cut_texts(monkeypatch):
     """Backend texts longer than shown (the note saying where the rest is names the text)."""
-    monkeypatch.setattr(render, "MAX_BACKEND_TEXT", 40)
+    monkeypatch.setattr(ir_text, "MAX_BACKEND_TEXT", 40)
 
 
 class Markup(html.parser.HTMLParser):
@@ -397,7 +400,7 @@ def _strings(value):
             yield from _strings(v)
 
 
-SORT = (render._SORT_JS, "plSort(this)")  # the only inline handler: a table's sorting
+SORT = (_SORT_JS, "plSort(this)")  # the only inline handler: a table's sorting
 
 
 def injected(document: str, svg: bool = False) -> list[str]:
@@ -478,9 +481,9 @@ def test_the_tables_and_the_static_graph_make_no_element_of_the_trace(payload):
             w.html.value
             for w in (ParamTable(s), ShapeTable(s, report), NumericsTable(s, report), TextDiff(s))
         )
-        svgs[f"#{s.index} svg"] = render.graph_svg(s, s.previous)
-        svgs[f"#{s.index} collapsed svg"] = render.graph_svg(s, s.previous, max_boxes=2)
-    documents["summary"] = render.summary_html(trace, report)
+        svgs[f"#{s.index} svg"] = graph_svg(s, s.previous)
+        svgs[f"#{s.index} collapsed svg"] = graph_svg(s, s.previous, max_boxes=2)
+    documents["summary"] = summary_html(trace, report)
     assert_safe(documents)
     assert_safe(svgs, svg=True)
     assert evil("wlabel")[:24] in shown(svgs.values())

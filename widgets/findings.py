@@ -1,0 +1,134 @@
+"""What the widgets show of a check report's findings: which findings are about a step
+(:func:`findings_of`), which of them are problems (:func:`problems_of`, counted on the badges
+of the timeline and the summary), and the marks they and the diff put on the graph payload's
+nodes (:func:`graph_marks`). The tables, the badges and the graph all read findings here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from explorer.fmt import signed_bytes
+from explorer.graph import GraphModel, GraphNode
+
+if TYPE_CHECKING:
+    from explorer.diff import Diff
+    from widgets.boxes import _Entry
+
+PROBLEM_KINDS = ("diverged", "shape-mismatch", "param-bloat", "pass-failed")  # finding badges
+
+
+def findings_of(report, step, kinds: Iterable[str] | None = None) -> list:
+    """A check report's findings about ``step`` (of the given kinds; a finding's ``step`` may
+    be a Step or an index). The report is used through its ``findings`` only."""
+    if report is None:
+        return []
+    kinds = set(kinds) if kinds is not None else None
+    out = []
+    for f in getattr(report, "findings", None) or []:
+        fs = getattr(f, "step", None)
+        same = (
+            fs is step
+            or (isinstance(fs, int) and fs == step.index)
+            or (
+                getattr(fs, "index", None) == step.index
+                and getattr(fs, "trace", None) is step.trace
+            )
+        )
+        if same and (kinds is None or getattr(f, "kind", None) in kinds):
+            out.append(f)
+    return out
+
+
+def problems_of(report, step) -> list:
+    """The findings about ``step`` that are problems (not info such as a signature change)."""
+    return [
+        f
+        for f in findings_of(report, step)
+        if getattr(f, "is_failure", getattr(f, "kind", "") in PROBLEM_KINDS)
+    ]
+
+
+def _finding_nodes(f, graph: GraphModel) -> list[str]:
+    ids = []
+    for n in getattr(f, "nodes", None) or []:
+        if isinstance(n, str):
+            ids.append(n)
+        elif isinstance(n, GraphNode):
+            ids.append(n.id)
+        else:
+            gn = graph.node_of(n)
+            if gn is not None:
+                ids.append(gn.id)
+    return ids
+
+
+def graph_marks(
+    step,
+    report,
+    diff: Diff | None,
+    entries: list[_Entry],
+    index: dict[str, int],
+    graph: GraphModel,
+) -> tuple[dict[int, str], set[int], dict[int, float]]:
+    """Badges, red outlines and per-node errors of the graph payload's nodes (``entries``,
+    by their ``index`` of keys; ``graph`` is the step's): from the ``diff`` against the
+    baseline (a parameter that made the total grow, a broadcast copy) and from the check
+    ``report``, if any."""
+    marks: dict[int, str] = {}
+    bad: set[int] = set()
+    errors: dict[int, float] = {}
+    params = graph.params
+
+    def node_of_param(name: str) -> int | None:
+        p = params.get(name)
+        return index.get(p.node_id) if p is not None else None
+
+    if diff is not None:
+        pd = diff.params
+        for c in pd.broadcast:
+            i = node_of_param(c.name)
+            if i is not None:
+                # inside its module's frame the source needs no module path
+                group = entries[i].group
+                source = c.source
+                if group and source.startswith(group + "."):
+                    source = source[len(group) + 1 :]
+                marks[i] = f"×{c.copies} copies of {source}"
+        for g in pd.growth:
+            i = node_of_param(g.name)
+            if i is not None:
+                bad.add(i)
+                marks.setdefault(i, f"{signed_bytes(g.delta)} ({g.reason})")
+    for f in findings_of(report, step):
+        kind = getattr(f, "kind", "")
+        details = getattr(f, "details", None) or {}
+        if kind == "param-bloat":
+            for name, _nbytes, delta, reason in details.get("growth", []):
+                i = node_of_param(name)
+                if i is not None:
+                    bad.add(i)
+                    marks.setdefault(i, f"{signed_bytes(delta)} ({reason})")
+        elif kind in ("shape-mismatch", "diverged"):
+            for k, nid in enumerate(_finding_nodes(f, graph)):
+                i = index.get(nid)
+                if i is not None:
+                    bad.add(i)
+                    if kind == "shape-mismatch":
+                        marks.setdefault(i, "shape ≠ computed")
+                    elif k == 0:
+                        marks.setdefault(i, "first divergence")
+            for e in details.get("node_errors", []):
+                node = graph.node_of(getattr(e, "node", None))
+                i = index.get(node.id) if node is not None else None
+                rel = getattr(e, "max_rel", None)
+                if i is not None and rel is not None and math.isfinite(rel):
+                    errors[i] = max(errors.get(i, 0.0), float(rel))
+                elif i is not None and rel is not None and not math.isnan(rel):
+                    errors[i] = 1e30  # infinitely far: the top of the colour scale
+    return marks, bad, errors
+
+
+__all__ = ["PROBLEM_KINDS", "findings_of", "graph_marks", "problems_of"]

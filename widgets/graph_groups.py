@@ -1,0 +1,206 @@
+"""The module tree of the graph payload (:mod:`widgets.graph_data`): the groups a step's nodes
+are framed in, and the order the nodes are laid out in.
+
+- :func:`group_tree`: a group per function (when there are several) and per module path, with
+  groups not worth a frame dropped (one member in all, or a lone child group);
+- :func:`segment`: a group with more than :data:`MAX_CHILDREN` children has them split into
+  segments (``items 1-40``), so a flat graph of 10,000 ops is drawn as a few boxes;
+- :func:`positions`: graph order, with a removed node's ghost next to what replaced it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from explorer.diff import Diff
+    from explorer.graph import GraphModel
+    from widgets.boxes import _Entry
+
+MAX_CHILDREN = 60  # direct children of a group before they are split into segments
+SEGMENT = 40  # children per segment
+
+
+def group_tree(entries: list[_Entry], drawn: list[int]) -> tuple[list[dict], list[int]]:
+    """The groups (index 0 the root) and each entry's group, for the drawn entries."""
+    fns = {e.function for e in entries if e.function}
+    main = "main" if "main" in fns else (sorted(fns)[0] if fns else "")
+    several = len(fns) > 1
+    groups: list[dict] = [{"id": "", "label": "", "p": -1, "k": "root"}]
+    by_id: dict[str, int] = {"": 0}
+
+    def group(gid: str, label: str, parent: int, kind: str) -> int:
+        i = by_id.get(gid)
+        if i is None:
+            i = by_id[gid] = len(groups)
+            groups.append({"id": gid, "label": label, "p": parent, "k": kind})
+        return i
+
+    of = [0] * len(entries)
+    for i in drawn:
+        e = entries[i]
+        parent, prefix = 0, ""
+        if several and e.function and e.function != main:
+            parent = group("@" + e.function, "@" + e.function, 0, "function")
+            prefix = f"@{e.function}/"
+        parts = e.group.split(".") if e.group else []
+        for k in range(len(parts)):
+            path = ".".join(parts[: k + 1])
+            parent = group(prefix + path, parts[k], parent, "module")
+        of[i] = parent
+    return _simplify(groups, of, drawn)
+
+
+def group_shape(
+    groups: list[dict], of: list[int], drawn: list[int]
+) -> tuple[list[list[int]], list[int]]:
+    """Each group's child groups, and how many drawn nodes sit directly in it."""
+    kids: list[list[int]] = [[] for _ in groups]
+    for g in range(1, len(groups)):
+        kids[groups[g]["p"]].append(g)
+    direct = [0] * len(groups)
+    for i in drawn:
+        direct[of[i]] += 1
+    return kids, direct
+
+
+def _simplify(groups: list[dict], of: list[int], drawn: list[int]) -> tuple[list[dict], list[int]]:
+    """Drop groups not worth a frame (one member in all, or a lone child group and no
+    nodes of their own: the child takes the parent's place, its label the joined path)."""
+    n = len(groups)
+    kids, direct = group_shape(groups, of, drawn)
+    total = direct[:]
+    for g in range(n - 1, 0, -1):  # children come after their parents
+        total[groups[g]["p"]] += total[g]
+    alias = list(range(n))  # group -> the group that stands for it
+
+    def resolve(g: int) -> int:
+        while alias[g] != g:
+            g = alias[g]
+        return g
+
+    for g in range(1, n):
+        if groups[g]["k"] == "function":
+            continue
+        if total[g] < 2:
+            alias[g] = groups[g]["p"]
+        elif direct[g] == 0 and len(kids[g]) == 1 and groups[kids[g][0]]["k"] == "module":
+            child = kids[g][0]
+            groups[child]["label"] = groups[g]["label"] + "." + groups[child]["label"]
+            alias[g] = groups[g]["p"]
+    keep = [g for g in range(n) if resolve(g) == g]
+    for g in keep:  # "3" says little on its own: "block.3"
+        label, parent = groups[g]["label"], resolve(groups[g]["p"]) if g else -1
+        if g and label.isdigit() and parent > 0:
+            groups[g]["label"] = groups[parent]["label"].rsplit(".", 1)[-1] + "." + label
+    new_index = {g: k for k, g in enumerate(keep)}
+    out = []
+    for g in keep:
+        d = dict(groups[g])
+        d["p"] = -1 if g == 0 else new_index[resolve(d["p"])]
+        out.append(d)
+    of = [new_index[resolve(of[i])] for i in range(len(of))]
+    return out, of
+
+
+def segment(groups: list[dict], of: list[int], drawn: list[int], pos: list[float]) -> None:
+    """Split a group's children into segments where it has more than MAX_CHILDREN
+    (segments of segments when there are very many)."""
+    first: dict[int, float] = {}
+    for i in drawn:  # the earliest position inside every group
+        g, p = of[i], pos[i]
+        while g >= 0 and first.get(g, float("inf")) > p:
+            first[g] = p
+            g = groups[g]["p"] if g > 0 else -1
+    members: dict[int, list[tuple[float, str, int]]] = {}
+    for i in drawn:
+        members.setdefault(of[i], []).append((pos[i], "n", i))
+    for g in range(1, len(groups)):
+        members.setdefault(groups[g]["p"], []).append((first.get(g, 0.0), "g", g))
+
+    def split(g: int, items: list[tuple[float, str, int]], label_from: int) -> None:
+        if len(items) <= MAX_CHILDREN:
+            for _pos, what, idx in items:
+                if what == "n":
+                    of[idx] = g
+                else:
+                    groups[idx]["p"] = g
+            return
+        size = SEGMENT if len(items) <= SEGMENT * MAX_CHILDREN else -(-len(items) // MAX_CHILDREN)
+        gid = groups[g]["id"]
+        for k in range(0, len(items), size):
+            chunk = items[k : k + size]
+            lo, hi = label_from + k + 1, label_from + k + len(chunk)
+            s = len(groups)
+            groups.append(
+                {
+                    "id": f"{gid}#{lo}-{hi}",
+                    "label": f"items {lo}–{hi}",
+                    "p": g,
+                    "k": "segment",
+                }
+            )
+            split(s, chunk, lo - 1)
+
+    for g, items in list(members.items()):
+        if len(items) > MAX_CHILDREN:
+            items.sort()
+            split(g, items, 0)
+    # parents must come before children for the front end's bottom-up sums
+    order = _topo_groups(groups)
+    if order != list(range(len(groups))):
+        new = {g: k for k, g in enumerate(order)}
+        groups[:] = [dict(groups[g], p=new.get(groups[g]["p"], -1)) for g in order]
+        for i in drawn:
+            of[i] = new[of[i]]
+
+
+def _topo_groups(groups: list[dict]) -> list[int]:
+    kids: dict[int, list[int]] = {}
+    for g in range(1, len(groups)):
+        kids.setdefault(groups[g]["p"], []).append(g)
+    out, stack = [], [0]
+    while stack:
+        g = stack.pop()
+        out.append(g)
+        stack.extend(reversed(kids.get(g, [])))
+    return out
+
+
+def positions(
+    entries: list[_Entry], diff: Diff | None, ga: GraphModel, index: dict[str, int]
+) -> list[float]:
+    """Each entry's position in graph order; a ghost (a removed node of the baseline ``ga``)
+    just before the first node of the step its values flowed into (matched by ``diff``)."""
+    pos = [float(i) for i in range(len(entries))]
+    if diff is None:
+        return pos
+    back = {aid: bid for bid, (aid, _how) in diff.matches.items()}
+    out_edges: dict[str, list[str]] = {}
+    for e in ga.edges:
+        out_edges.setdefault(e.src, []).append(e.dst)
+    for i, e in enumerate(entries):
+        if e.status != "removed":
+            continue
+        aid = e.key[len("removed:") :]
+        seen, frontier, found = {aid}, [aid], None
+        while frontier and found is None:
+            nxt = []
+            for a in frontier:
+                for t in out_edges.get(a, ()):
+                    b = back.get(t)
+                    if b is not None and b in index:
+                        found = index[b]
+                        break
+                    if t not in seen:
+                        seen.add(t)
+                        nxt.append(t)
+                if found is not None:
+                    break
+            frontier = nxt
+        if found is not None:
+            pos[i] = found - 0.5 + i * 1e-6
+    return pos
+
+
+__all__ = ["MAX_CHILDREN", "SEGMENT", "group_shape", "group_tree", "positions", "segment"]
