@@ -1,7 +1,8 @@
 """What the widgets show of a check report's findings: which findings are about a step
 (:func:`findings_of`), which of them are problems (:func:`problems_of`, counted on the badges
 of the timeline and the summary), and the marks they and the diff put on the graph payload's
-nodes (:func:`graph_marks`). The tables, the badges and the graph all read findings here.
+nodes (:func:`graph_marks`). The tables, the badges and the graph all read findings here, and
+what a kind of finding is (its severity, its marks) from the check's registry of kinds.
 """
 
 from __future__ import annotations
@@ -10,14 +11,14 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import explorer.check  # noqa: F401 (registers the kinds of finding)
+from explorer.check.registry import kind_of, severity_of
 from explorer.fmt import signed_bytes
 from explorer.graph import GraphModel, GraphNode
 
 if TYPE_CHECKING:
     from explorer.diff import Diff
     from widgets.boxes import _Entry
-
-PROBLEM_KINDS = ("diverged", "shape-mismatch", "param-bloat", "pass-failed")  # finding badges
 
 
 def findings_of(report, step, kinds: Iterable[str] | None = None) -> list:
@@ -47,22 +48,23 @@ def problems_of(report, step) -> list:
     return [
         f
         for f in findings_of(report, step)
-        if getattr(f, "is_failure", getattr(f, "kind", "") in PROBLEM_KINDS)
+        if getattr(f, "is_failure", severity_of(getattr(f, "kind", "")) != "info")
     ]
 
 
+def _node_id(target, graph: GraphModel) -> str | None:
+    """The graph node id of what a finding names: an id, a graph node or an IR object."""
+    if isinstance(target, str):
+        return target
+    if isinstance(target, GraphNode):
+        return target.id
+    node = graph.node_of(target)
+    return node.id if node is not None else None
+
+
 def _finding_nodes(f, graph: GraphModel) -> list[str]:
-    ids = []
-    for n in getattr(f, "nodes", None) or []:
-        if isinstance(n, str):
-            ids.append(n)
-        elif isinstance(n, GraphNode):
-            ids.append(n.id)
-        else:
-            gn = graph.node_of(n)
-            if gn is not None:
-                ids.append(gn.id)
-    return ids
+    ids = (_node_id(n, graph) for n in getattr(f, "nodes", None) or [])
+    return [i for i in ids if i is not None]
 
 
 def graph_marks(
@@ -103,32 +105,21 @@ def graph_marks(
                 bad.add(i)
                 marks.setdefault(i, f"{signed_bytes(g.delta)} ({g.reason})")
     for f in findings_of(report, step):
-        kind = getattr(f, "kind", "")
-        details = getattr(f, "details", None) or {}
-        if kind == "param-bloat":
-            for name, _nbytes, delta, reason in details.get("growth", []):
-                i = node_of_param(name)
-                if i is not None:
-                    bad.add(i)
-                    marks.setdefault(i, f"{signed_bytes(delta)} ({reason})")
-        elif kind in ("shape-mismatch", "diverged"):
-            for k, nid in enumerate(_finding_nodes(f, graph)):
-                i = index.get(nid)
-                if i is not None:
-                    bad.add(i)
-                    if kind == "shape-mismatch":
-                        marks.setdefault(i, "shape ≠ computed")
-                    elif k == 0:
-                        marks.setdefault(i, "first divergence")
-            for e in details.get("node_errors", []):
-                node = graph.node_of(getattr(e, "node", None))
-                i = index.get(node.id) if node is not None else None
-                rel = getattr(e, "max_rel", None)
-                if i is not None and rel is not None and math.isfinite(rel):
-                    errors[i] = max(errors.get(i, 0.0), float(rel))
-                elif i is not None and rel is not None and not math.isnan(rel):
-                    errors[i] = 1e30  # infinitely far: the top of the colour scale
+        kind = kind_of(getattr(f, "kind", ""))
+        for target, label in kind.marks(f) if kind is not None else ():
+            i = index.get(_node_id(target, graph))
+            if i is not None:
+                bad.add(i)
+                marks.setdefault(i, label)
+        for e in (getattr(f, "details", None) or {}).get("node_errors", []):
+            node = graph.node_of(getattr(e, "node", None))
+            i = index.get(node.id) if node is not None else None
+            rel = getattr(e, "max_rel", None)
+            if i is not None and rel is not None and math.isfinite(rel):
+                errors[i] = max(errors.get(i, 0.0), float(rel))
+            elif i is not None and rel is not None and not math.isnan(rel):
+                errors[i] = 1e30  # infinitely far: the top of the colour scale
     return marks, bad, errors
 
 
-__all__ = ["PROBLEM_KINDS", "findings_of", "graph_marks", "problems_of"]
+__all__ = ["findings_of", "graph_marks", "problems_of"]

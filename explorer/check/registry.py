@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from compiler.ir.nodes import Expr
     from explorer.check.facts import StepFacts
     from explorer.check.report import Finding
 
@@ -20,15 +21,20 @@ SEVERITIES = ("error", "warning", "info")
 @dataclass
 class Kind:
     """A kind of finding. ``detect`` gets what the check knows of one step (a
-    :class:`~explorer.check.facts.StepFacts`) and returns the findings of this kind there;
-    ``node_mark`` is the short text the graph view puts on the nodes a finding names (empty:
-    the kind name). Findings of one step are listed in registry order."""
+    :class:`~explorer.check.facts.StepFacts`) and returns the findings of this kind there.
+    Findings of one step are listed in registry order.
+
+    The graph view outlines and labels what :meth:`marks` returns for a finding: by default
+    each node the finding names, labelled ``node_mark`` (no ``node_mark``: nothing is marked);
+    a kind whose labels depend on the finding gives ``mark`` instead, returning (IR node or
+    graph node id, label) pairs."""
 
     name: str
     severity: str  # error (a failure), warning (a failure, not wrong numbers) or info
     description: str
     detect: Callable[[StepFacts], Iterable[Finding]]
     node_mark: str = ""
+    mark: Callable[[Finding], Iterable[tuple[Expr | str, str]]] | None = None
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
@@ -38,6 +44,12 @@ class Kind:
     def is_failure(self) -> bool:
         """Whether findings of this kind are problems (info findings are not)."""
         return self.severity != "info"
+
+    def marks(self, finding: Finding) -> list[tuple[Expr | str, str]]:
+        """What the graph view marks for ``finding``: (IR node or graph node id, label)."""
+        if self.mark is not None:
+            return list(self.mark(finding))
+        return [(node, self.node_mark) for node in finding.nodes] if self.node_mark else []
 
 
 _KINDS: dict[str, Kind] = {}

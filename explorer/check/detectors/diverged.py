@@ -67,4 +67,5 @@ KIND = Kind(
     "error",
     "a step's outputs differ from the reference beyond the tolerance",
     detect,
+    node_mark="first divergence",
 )

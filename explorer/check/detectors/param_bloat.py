@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from explorer.check.registry import Kind
 from explorer.check.report import Finding
 from explorer.diff import diff as step_diff
-from explorer.fmt import format_bytes
+from explorer.fmt import format_bytes, signed_bytes
 
 if TYPE_CHECKING:
     from explorer.check.facts import StepFacts
@@ -56,9 +56,20 @@ def detect(facts: StepFacts) -> list[Finding]:
     return [Finding("param-bloat", step, nodes, text, details)]
 
 
+def mark(finding: Finding) -> list[tuple[str, str]]:
+    """Each parameter that grew (its graph node id), labelled with its growth and why."""
+    params = finding.step.graph.params
+    return [
+        (params[name].node_id, f"{signed_bytes(delta)} ({reason})")
+        for name, _nbytes, delta, reason in finding.details.get("growth", [])
+        if name in params
+    ]
+
+
 KIND = Kind(
     "param-bloat",
     "warning",
     "parameter bytes grew by more than the threshold over the previous step",
     detect,
+    mark=mark,
 )
