@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from compiler.errors import PasslensError
 from compiler.ir.nodes import (
@@ -28,6 +28,18 @@ Progress = Callable[[int, int, str], None]
 
 class CheckError(PasslensError, RuntimeError):
     """The check cannot run: no inputs, inputs that do not fit, an unusable reference."""
+
+
+# ===== reduction ==============================================================================
+
+# Report.reduce runs explorer.reduce.reduce, which registers itself here when imported (by
+# `import explorer`): that package imports the check, so this module cannot import it.
+_reducer: list[Callable[..., Any]] = []
+
+
+def register_reducer(reduce: Callable[..., Any]) -> None:
+    """Make ``reduce`` what :meth:`Report.reduce` runs (``explorer.reduce`` does this)."""
+    _reducer[:] = [reduce]
 
 
 # ===== results ================================================================================
@@ -150,6 +162,17 @@ class Report:
         """The findings of one step (a Step, its index or its pass name)."""
         s = self.trace[step] if isinstance(step, (int, str)) else step
         return [f for f in self.findings if f.step is s]
+
+    def reduce(self, finding: Finding | int | None = None, budget: float = 60.0, progress=None):
+        """Shrink the module and the pipeline until nothing more can be removed while
+        ``finding`` (the first failure by default, or its index in ``findings``) still holds:
+        same kind, at the same pass. Returns an ``explorer.reduce.Reduction`` (a trace of its
+        own, its IR text, pipeline spec and a pytest file that fails while the bug is there).
+        ``budget``: seconds; ``progress``: a callback, True / False, or None (a line on stderr
+        when it is a terminal). See ``explorer.reduce.reduce``."""
+        if not _reducer:
+            raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
+        return _reducer[0](self, finding, budget=budget, progress=progress)
 
     def rows(self) -> list[dict]:
         """One row per step for a numerics table: step, depth, pass, status, max abs and max

@@ -1,0 +1,108 @@
+"""The pipeline side of a reduction: the leaf passes a trace ran, in order, and delta debugging
+(ddmin) over a list of items, used for the passes and for the module's bindings alike.
+
+A named pipeline (``default``) or any pass that is a list of passes is replaced by its passes,
+so every unit is one pass application at depth 0 of a candidate's trace; a pass that applies
+other passes inside itself stays one unit with its nested steps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from compiler.passes import PipelineError, Sequential, build_pipeline
+
+if TYPE_CHECKING:
+    from explorer.trace import Step, Trace
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One pass of the flattened pipeline: its spec and the step that ran it in the trace."""
+
+    spec: str
+    step: Step
+
+
+def _is_list_of_passes(spec: str) -> bool:
+    """Whether a step's spec names a pipeline (its children are its passes, in order)."""
+    try:
+        seq = build_pipeline(spec)
+    except PipelineError:
+        return False
+    return len(seq.passes) != 1 or isinstance(seq.passes[0], Sequential)
+
+
+def units_of(trace: Trace) -> list[Unit]:
+    """The leaf passes the trace ran, in order (named pipelines expanded)."""
+    out: list[Unit] = []
+
+    def visit(step: Step) -> None:
+        if step.children and _is_list_of_passes(step.spec):
+            for c in step.children:
+                visit(trace.steps[c])
+        else:
+            out.append(Unit(step.spec, step))
+
+    for s in trace.steps:
+        if s.kind == "pass" and s.depth == 0:
+            visit(s)
+    return out
+
+
+def unit_index(units: Sequence[Unit], step: Step) -> int | None:
+    """The position of the unit that ran ``step`` (the step itself or one of its ancestors)."""
+    trace = step.trace
+    at: Step | None = step
+    while at is not None:
+        for i, u in enumerate(units):
+            if u.step is at:
+                return i
+        at = trace.steps[at.parent] if trace is not None and at.parent is not None else None
+    return None
+
+
+def subtree(trace: Trace, step: Step) -> set[int]:
+    """Indices of ``step`` and every step nested in it."""
+    inside, stack = set(), [step]
+    while stack:
+        s = stack.pop()
+        inside.add(s.index)
+        stack.extend(trace.steps[c] for c in s.children)
+    return inside
+
+
+def spec_of(units: Sequence[Unit], kept: Sequence[int]) -> str:
+    """The pipeline spec of the units at positions ``kept``."""
+    return ",".join(units[i].spec for i in kept)
+
+
+def ddmin(items: list[T], without: Callable[[list[T]], list[T] | None]) -> list[T]:
+    """Delta debugging (Zeller's ddmin, removing chunks): ``without(chunk)`` tries the
+    candidate without ``chunk`` and returns the items it has left when the finding still holds
+    (fewer than asked for when removing some made others dead), or None. Starts by trying to
+    remove everything, then halves, quarters ... down to single items; returns what is left
+    when no single item can go."""
+    n = 1
+    while items:
+        n = min(n, len(items))
+        size, extra = divmod(len(items), n)
+        chunks, start = [], 0
+        for k in range(n):
+            end = start + size + (1 if k < extra else 0)
+            chunks.append(items[start:end])
+            start = end
+        for chunk in chunks:
+            left = without(chunk)
+            if left is not None and len(left) < len(items):  # progress, so this ends
+                items = left
+                n = max(n - 1, 1)
+                break
+        else:
+            if n >= len(items):
+                return items
+            n = min(2 * n, len(items))
+    return items

@@ -1,0 +1,148 @@
+"""The standalone pytest file of a reduction: the reduced IR text and pipeline, and a test that
+FAILS while the finding is there and passes once it is gone.
+
+The file needs passlens (``explorer``, ``compiler``), numpy and pytest, and, only when the
+finding needs some of the model's own weight values, ``weights.npz`` beside it. Weights whose
+values do not matter are made from their names by :func:`generated_weight`, whose source is
+copied into the file, so the reduction and the file make the very same arrays.
+"""
+
+from __future__ import annotations
+
+import inspect
+import zlib
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+WEIGHTS_FILE = "weights.npz"
+
+
+def generated_weight(name: str, dtype: str, shape: tuple) -> np.ndarray:
+    """A weight made from its name alone, the same in every run: standard normal values for
+    floating-point dtypes, zeros for others."""
+    rng = np.random.default_rng(zlib.crc32(name.encode("utf-8")))
+    dt = np.dtype(dtype)
+    if dt.kind == "f" or dt.name == "bfloat16":
+        return rng.standard_normal(tuple(shape)).astype(dt)
+    return np.zeros(tuple(shape), dt)
+
+
+_TEMPLATE = '''\
+"""A reduced case of a passlens finding, made by `passlens reduce`:
+{what}.
+
+The test FAILS while the bug is there and passes once it is fixed: it checks the module IR
+through PIPELINE and asserts that no {kind} finding is left at the pipeline's pass number
+PASS_INDEX. Try a fix without editing this file:
+
+    PASSLENS_PIPELINE="{pipeline_text}" pytest {{this file}}
+
+Needs passlens (explorer, compiler), numpy and pytest{needs_file}.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+import explorer
+from compiler.ir import parse
+
+KIND = {kind!r}
+PASS_INDEX = {index!r}  # 0-based: the finding was at {pass_name}
+PIPELINE = os.environ.get("PASSLENS_PIPELINE", {pipeline!r})
+RTOL, ATOL = {rtol!r}, {atol!r}
+FINDING = {message!r}  # as the check of the whole model reported it
+# weights made from their names (their values do not matter here): name -> (dtype, shape)
+GENERATED = {generated!r}
+# weights that need the model's own values, read from {weights_file} beside this file
+SAVED = {saved!r}
+
+{ir}
+
+
+{generated_weight}
+
+def weights() -> dict:
+    """The values of the weights IR declares without values."""
+    out = {{name: generated_weight(name, *spec) for name, spec in GENERATED.items()}}
+    if SAVED:
+        with np.load(Path(__file__).with_name({weights_file!r})) as saved:
+            out.update({{name: saved[name] for name in SAVED}})
+    return out
+
+
+def build_trace(pipeline: str = PIPELINE):
+    """The trace of the reduced module through ``pipeline``."""
+    return explorer.explore(parse(IR, params=weights()), pipeline=pipeline)
+
+
+def findings(trace) -> list:
+    """The {kind} findings of the check at the pipeline's pass PASS_INDEX (or nested in it)."""
+    report = trace.check(rtol=RTOL, atol=ATOL, progress=False)
+    passes = [s for s in trace.steps if s.kind == "pass" and s.depth == 0]
+    if PASS_INDEX >= len(passes):
+        return []
+    inside, stack = set(), [passes[PASS_INDEX]]
+    while stack:
+        step = stack.pop()
+        inside.add(step.index)
+        stack.extend(trace.steps[c] for c in step.children)
+    return [f for f in report.findings if f.kind == KIND and f.step.index in inside]
+
+
+def test_the_finding_is_gone():
+    found = findings(build_trace())
+    assert not found, "\\n".join([*map(str, found), f"(reduced from: {{FINDING}})"])
+'''
+
+
+def _ir_constant(text: str) -> str:
+    """``IR = '''...'''`` holding ``text`` (backslashes and single quotes escaped: the IR
+    text quotes with double quotes, which stay readable)."""
+    body = text.replace("\\", "\\\\").replace("'", "\\'")
+    return "IR = '''\\\n" + body + "'''"
+
+
+def _plain(text: str) -> str:
+    """Text safe for the file's docstring: printable ASCII without quotes or backslashes."""
+    return "".join(c if " " <= c <= "~" and c not in "\"'\\" else "?" for c in text)
+
+
+def test_source(
+    ir: str,
+    pipeline: str,
+    kind: str,
+    index: int,
+    pass_name: str,
+    message: str,
+    rtol: float,
+    atol: float,
+    generated: Mapping[str, tuple[str, tuple]],
+    saved: Sequence[str],
+) -> str:
+    """The text of the pytest file for a reduced finding."""
+    return _TEMPLATE.format(
+        what=_plain(f"{kind} at {pass_name}"),
+        kind=kind,
+        index=index,
+        pass_name=_plain(pass_name),
+        pipeline=pipeline,
+        pipeline_text=_plain(pipeline),
+        rtol=rtol,
+        atol=atol,
+        message=message,
+        generated={
+            name: (dtype, tuple(int(d) for d in shape))
+            for name, (dtype, shape) in generated.items()
+        },
+        saved=list(saved),
+        weights_file=WEIGHTS_FILE,
+        needs_file=f", and {WEIGHTS_FILE} beside this file" if saved else "",
+        ir=_ir_constant(ir),
+        generated_weight=inspect.getsource(generated_weight),
+    )

@@ -1,0 +1,271 @@
+"""report.reduce: the module and the pipeline shrunk while the same finding holds, for each
+replica of a real bug (SEEDS.md) on a whole model, and the generated pytest file failing with
+the replica and passing with the correct pass."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+import explorer
+from compiler import models
+from compiler.ir import Call, Constant, Function, Module, Var, parse, tensor
+from compiler.passes import Pass, register_pass
+from compiler.passes.rewrite import rewrite_module
+from explorer.reduce import NotReproducible, ReduceError, Reduction, reduce
+from tests.compiler.passes.test_lazy_params import NESTED
+
+ROOT = Path(__file__).resolve().parents[2]
+CLEANUP = "infer-types,canonicalize-bindings"
+
+
+def run_test_file(reduction: Reduction, where: Path, pipeline: str | None = None):
+    """Save the reduction and run its pytest file in a fresh process (with ``pipeline`` in
+    place of the reduced one, when given)."""
+    out = reduction.save(where)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PASSLENS_PIPELINE", None)
+    if pipeline is not None:
+        env["PASSLENS_PIPELINE"] = pipeline
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_reduced.py"],
+        cwd=out,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def assert_fails_then_passes(reduction: Reduction, where: Path, replica: str, correct: str):
+    """The test file fails as reduced and passes with the replica swapped for the correct pass."""
+    assert replica in reduction.pipeline.split(",")
+    failing = run_test_file(reduction, where)
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "1 failed" in failing.stdout and reduction.finding.kind in failing.stdout
+    fixed = reduction.pipeline.replace(replica, correct)
+    passing = run_test_file(reduction, where, pipeline=fixed)
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+
+
+# ----- the three replicas -----------------------------------------------------------------------
+
+
+def test_linear_broadcast_on_convnext_reduces_to_one_linear_and_two_passes(tmp_path):
+    model = models.convnext(dims=(16, 32), depths=(2, 2), image=64, num_classes=10)
+    spec = f"{CLEANUP},dynamic-to-static,replica-linear-broadcast,fold-constant,dce,fuse-ops"
+    report = explorer.explore(model, pipeline=spec).check()
+    first = report.first_failure
+    assert first.kind == "param-bloat" and first.step.name == "fold-constant"
+    small = report.reduce(progress=False)
+    assert small.pipeline == "replica-linear-broadcast,fold-constant"
+    assert small.bindings == (50, 1)
+    assert small.passes == (7, 2)
+    (linear,) = small.trace.imported.module["main"].bindings
+    assert linear.op == "linear" and linear.prov.module_path.startswith("features.1.")
+    assert small.reproduced.kind == "param-bloat" and small.reproduced.step.name == "fold-constant"
+    assert "copies of `features.1." in small.reproduced.message
+    assert small.generated and not small.saved_weights  # any weight values show the bloat
+    assert not small.cut_short and small.seconds < 20
+    assert_fails_then_passes(
+        small, tmp_path / "case", "replica-linear-broadcast", "decompose-ops{ops=[linear]}"
+    )
+
+
+def _pad_squeeze_onnx() -> bytes:
+    torch = pytest.importorskip("torch")
+    import io
+
+    class PadSqueeze(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pad = torch.nn.ReflectionPad3d(padding=(0, 0, -43, 0, 0, -46))
+
+        def forward(self, x):
+            return self.pad(x).squeeze(1)
+
+    buf = io.BytesIO()
+    x = torch.randn(13, 1, 47, 44, 1)
+    torch.onnx.export(PadSqueeze(), (x,), buf, opset_version=17, dynamo=False)
+    return buf.getvalue()
+
+
+def test_squeeze_replica_on_the_onnx_model_reduces_to_the_folded_if(tmp_path):
+    pytest.importorskip("onnx")
+    spec = f"{CLEANUP},replica-dynamic-to-static-squeeze,decompose-ops,fold-constant,dce"
+    trace = explorer.explore(_pad_squeeze_onnx(), pipeline=spec)
+    report = trace.check()
+    assert report.first_failure.kind == "shape-mismatch"
+    small = report.reduce(progress=False)
+    assert small.pipeline == "replica-dynamic-to-static-squeeze"
+    assert small.bindings[1] <= 3 < small.bindings[0]
+    main = small.trace.imported.module["main"]
+    (the_if,) = main.bindings
+    assert isinstance(the_if.cond, Constant)  # the condition the shapes gave, kept foldable
+    assert str(main.params[0].ty) == "f32[13, 1, 1, 1, 1]"  # the padded value, a new input
+    assert "13, 13, 1, 1" in small.reproduced.message
+    assert_fails_then_passes(
+        small, tmp_path / "case", "replica-dynamic-to-static-squeeze", "dynamic-to-static"
+    )
+
+
+def test_lazy_transform_params_replica_reduces_to_the_call_and_a_tuple(tmp_path):
+    spec = f"{CLEANUP},fold-constant,replica-lazy-transform-params,dce"
+    report = explorer.explore(NESTED, pipeline=spec).check()
+    assert report.first_failure.kind == "pass-failed"
+    small = report.reduce(progress=False)
+    assert small.pipeline == "replica-lazy-transform-params"
+    assert small.bindings == (5, 2)
+    module = small.trace.imported.module
+    assert list(module["main"].bindings) == []
+    (call,) = module["main_transform_params"].bindings
+    assert call.func == "transform"
+    assert isinstance(small.reproduced.details["error"], AssertionError)
+    assert_fails_then_passes(
+        small, tmp_path / "case", "replica-lazy-transform-params", "lazy-transform-params"
+    )
+
+
+# ----- other findings ------------------------------------------------------------------------
+
+
+@register_pass
+@dataclass(frozen=True)
+class _FlipAdd(Pass):
+    """A deliberately wrong pass: every add becomes a subtract."""
+
+    name: ClassVar[str] = "test-reduce-flip-add"
+
+    def transform(self, module, ctx):
+        def rule(node):
+            if isinstance(node, Call) and node.op == "add":
+                return Call("subtract", node.args)
+            return None
+
+        return rewrite_module(module, lambda name, fn: rule, self.name)
+
+
+@register_pass
+@dataclass(frozen=True)
+class _DropZeroLedAdd(Pass):
+    """A deliberately wrong pass: ``add(x, w)`` becomes ``x`` when the weight w starts with 0
+    (as if it were all zeros): wrong only for the weight's own values."""
+
+    name: ClassVar[str] = "test-reduce-drop-zero-led-add"
+
+    def transform(self, module, ctx):
+        def rule(node):
+            if isinstance(node, Call) and node.op == "add":
+                w = node.args[1]
+                if isinstance(w, Constant) and w.data.size and w.data.flat[0] == 0:
+                    return node.args[0]
+            return None
+
+        return rewrite_module(module, lambda name, fn: rule, self.name)
+
+
+@register_pass
+@dataclass(frozen=True)
+class _DropMinimum(Pass):
+    """A deliberately wrong pass: ``minimum(x, c)`` becomes ``x`` (right while x <= c)."""
+
+    name: ClassVar[str] = "test-reduce-drop-minimum"
+
+    def transform(self, module, ctx):
+        def rule(node):
+            return node.args[0] if isinstance(node, Call) and node.op == "minimum" else None
+
+        return rewrite_module(module, lambda name, fn: rule, self.name)
+
+
+def test_a_divergence_reduces_to_the_node_that_differs_and_the_passes_it_needs(tmp_path):
+    model = models.mlp((32, 64, 64, 16), batch=4, seed=2)
+    spec = f"{CLEANUP},decompose-ops{{ops=[linear]}},test-reduce-flip-add,fold-constant,dce"
+    report = explorer.explore(model, pipeline=spec).check()
+    assert report.first_failure.kind == "diverged"
+    small = report.reduce(progress=False)
+    assert small.pipeline == "decompose-ops{ops=[linear]},test-reduce-flip-add"
+    assert small.bindings[1] == 1 and small.reproduced.kind == "diverged"
+    assert run_test_file(small, tmp_path / "case").returncode == 1
+
+
+def test_a_finding_that_needs_the_weights_values_keeps_them_beside_the_test(tmp_path):
+    bias = np.arange(40, dtype=np.float32)  # starts with 0: the wrong pass drops the add
+    x = Var("x", tensor([2, 40]))
+    y = Call("add", [Call("relu", [x]), Constant(bias, name="b")])
+    module = Module({"main": Function.from_output([x], Call("exp", [y]))})
+    report = explorer.explore(module, pipeline=f"{CLEANUP},test-reduce-drop-zero-led-add").check()
+    small = report.reduce(progress=False)
+    assert list(small.saved_weights) == ["b"] and not small.generated
+    assert "the finding needs them" in repr(small)
+    assert "weights.npz" in small.files
+    assert small.pipeline == "test-reduce-drop-zero-led-add"
+    result = run_test_file(small, tmp_path / "case")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (tmp_path / "case" / "weights.npz").exists()
+
+
+def test_a_finding_that_needs_the_traces_own_inputs_is_not_reproducible():
+    text = """
+    def @main(%x: f32[2, 3]) -> f32[2, 3] {
+      %m: f32[2, 3] = minimum(%x, const(f32[], 10.0))
+      %y: f32[2, 3] = exp(%m)
+      return %y
+    }
+    """
+    big = np.full((2, 3), 20.0, np.float32)  # beyond the minimum: only these inputs show it
+    trace = explorer.explore(parse(text), (big,), pipeline="test-reduce-drop-minimum")
+    report = trace.check()
+    assert report.first_failure.kind == "diverged"
+    with pytest.raises(NotReproducible, match="needs the trace's own inputs"):
+        report.reduce(progress=False)
+
+
+def test_a_finding_of_the_import_is_not_a_pass_finding():
+    x = Var("x", tensor([2, 3]))
+    wrong = Call("relu", [x], ty=tensor([2, 4]))  # an annotation the values do not have
+    trace = explorer.explore(Module({"main": Function.from_output([x], wrong)}), pipeline="dce")
+    report = trace.check()
+    assert report.first_failure.step.kind == "import"
+    with pytest.raises(NotReproducible, match="not of a pass"):
+        report.reduce(progress=False)
+
+
+def test_which_finding_and_what_goes_wrong_are_clear_errors():
+    ok = explorer.explore(models.mlp((8, 4)), pipeline="dce").check()
+    with pytest.raises(ReduceError, match="nothing to reduce: check ok"):
+        ok.reduce()
+    failed = explorer.explore(NESTED, pipeline="replica-lazy-transform-params").check()
+    with pytest.raises(ReduceError, match="no finding 5: the report has 1"):
+        failed.reduce(5)
+    with pytest.raises(ReduceError, match="budget"):
+        failed.reduce(budget=0)
+    small = reduce(failed, 0, progress=False)  # the module's entry point, a finding by index
+    assert small.reproduced.kind == "pass-failed"
+
+
+def test_progress_is_reported_and_the_budget_keeps_the_best_so_far():
+    report = explorer.explore(
+        models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10),
+        pipeline=f"{CLEANUP},dynamic-to-static,replica-linear-broadcast,fold-constant",
+    ).check()
+    seen: list[dict] = []
+    budget = 3.0
+
+    def progress(status: dict) -> None:
+        seen.append(status)
+        if status["bindings"] is not None and status["seconds"] < budget:
+            time.sleep(budget - status["seconds"] + 0.05)  # spend the budget at the first hold
+
+    small = report.reduce(budget=budget, progress=progress)
+    assert small.cut_short and "stopped by the time budget" in repr(small)
+    assert {"phase", "tried", "bindings", "passes", "seconds"} <= set(seen[-1])
+    assert small.reproduced.kind == "param-bloat"  # what it returns still shows the finding
