@@ -3,6 +3,7 @@
     passlens explore MODEL [--pipeline SPEC] [--check] [--html OUT] [--save OUT.passlens]
     passlens show TRACE.passlens [--step N [--view NAME]] [--diff N]
     passlens serve TRACE.passlens [--port P] [--open] [--allow-host HOST ...]
+    passlens reduce TRACE.passlens --out DIR [--finding N] [--budget SECONDS]
     passlens demo [--notebook PATH [--out DIR]]
 
 ``explore`` imports MODEL, runs the pipeline (default: ``default``) with every pass recorded
@@ -28,6 +29,9 @@ texts of a step after legalize-ops or codegen), with ``--diff N`` what that step
 ``serve`` serves the Panel app on a saved trace on localhost (prints the URL, serves until
 Ctrl-C; ``--port 0`` picks a free port; it answers only requests to localhost, 127.0.0.1 or
 [::1], plus each ``--allow-host HOST[:PORT]``), ``demo`` runs the bundled demo.
+``reduce`` checks a saved trace, then shrinks its module and pipeline while its first failure
+(or finding ``N`` of the check, 0 the first) still holds, and writes the reduced trace, its IR,
+its pipeline and a pytest file that fails while the bug is there into DIR.
 
 Exit codes: 0 when all went well; 1 when there are findings (a pass failed, or ``--check``
 found problems); 2 when the command could not run (a missing or unreadable file, a bad
@@ -133,6 +137,29 @@ def _parser() -> argparse.ArgumentParser:
         "repeatable); by default only localhost, 127.0.0.1 and [::1] on the port are answered",
     )
 
+    p = sub.add_parser(
+        "reduce",
+        help="shrink a saved trace's finding to a small module, pipeline and test",
+        description="Check TRACE, then shrink its module and pipeline while the finding still "
+        "holds (same kind, same pass); write reduced.passlens, reduced.ir, pipeline.txt and "
+        "test_reduced.py (it fails while the bug is there) into DIR.",
+    )
+    p.add_argument("trace", metavar="TRACE", help="a .passlens file")
+    p.add_argument("--out", metavar="DIR", required=True, help="where to write the reduction")
+    p.add_argument(
+        "--finding",
+        metavar="N",
+        type=int,
+        help="which finding of the check (0 is the first; default: the first failure)",
+    )
+    p.add_argument(
+        "--budget",
+        metavar="SECONDS",
+        type=float,
+        default=60.0,
+        help="time to spend; the smallest case so far is kept (default: %(default)g)",
+    )
+
     p = sub.add_parser("demo", help="run the bundled demo")
     p.add_argument(
         "--notebook",
@@ -153,7 +180,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help (0) or a usage error (2), already printed by argparse
         return int(e.code or 0)
-    command = {"explore": _explore, "show": _show, "serve": _serve, "demo": _demo}[args.command]
+    command = {
+        "explore": _explore,
+        "show": _show,
+        "serve": _serve,
+        "reduce": _reduce,
+        "demo": _demo,
+    }[args.command]
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Printable(out), _Printable(err)
     try:
@@ -424,6 +457,26 @@ def _serve(args: argparse.Namespace) -> int:
         serve(trace, port=args.port, show=args.open, allow_host=args.allow_host)
     except HostError as e:  # a bad --allow-host: its message says which and why
         raise CLIError(str(e)) from None
+    return EXIT_OK
+
+
+def _reduce(args: argparse.Namespace) -> int:
+    from explorer.reduce import ReduceError, reduce
+    from explorer.store import load
+
+    if args.budget <= 0:
+        raise CLIError(f"bad budget {args.budget:g}: give a number of seconds above 0")
+    trace = load(args.trace)
+    print(f"checking {args.trace} ({len(trace)} steps) ...", file=sys.stderr)
+    report = trace.check(trace.example_inputs)
+    print(report.headline(), file=sys.stderr)
+    try:
+        reduction = reduce(report, args.finding, budget=args.budget, progress=True)
+    except ReduceError as e:
+        raise CLIError(str(e)) from None
+    out = reduction.save(args.out)
+    print(reduction)
+    print(f"wrote {', '.join(reduction.files)} to {out}")
     return EXIT_OK
 
 
