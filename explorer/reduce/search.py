@@ -8,6 +8,7 @@ from __future__ import annotations
 import runpy
 import tempfile
 from dataclasses import replace
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ from explorer.reduce.module import INLINE, CannotBuild, Cut, Cutter, count_bindi
 from explorer.reduce.oracle import Oracle, OutOfBudget, Progress, Target
 from explorer.reduce.pipeline import Unit, ddmin, spec_of, unit_index, units_of
 from explorer.reduce.result import Reduction
-from explorer.reduce.testfile import WEIGHTS_FILE, test_source
+from explorer.reduce.testfile import WEIGHTS_FILE, make_test_source
 
 if TYPE_CHECKING:
     from explorer.check import Finding, Report
@@ -133,7 +134,7 @@ class _Search:
     def _focus(self, finding: Finding) -> None:
         """The first candidate that holds: cuts around the named nodes, else the module."""
         self.oracle.status["phase"] = "focus"
-        for cut in [*candidates(finding, self.cutter), self.cutter.start()]:
+        for cut in chain(candidates(finding, self.cutter), [self.cutter.start()]):
             try:
                 module, _ = self.cutter.build(cut)
             except CannotBuild:
@@ -246,7 +247,7 @@ class _Search:
         saved = {n: np.asarray(c.data) for n, c in big.items() if n not in self.cut.generated}
         pipeline = spec_of(self.units, self.kept)
         target = self.oracle.target
-        source = test_source(
+        source = make_test_source(
             ir,
             pipeline,
             target.kind,

@@ -113,7 +113,7 @@ def _plain(text: str) -> str:
     return "".join(c if " " <= c <= "~" and c not in "\"'\\" else "?" for c in text)
 
 
-def test_source(
+def make_test_source(
     ir: str,
     pipeline: str,
     kind: str,
