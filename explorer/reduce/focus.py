@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from compiler.ir import Constant, Expr, Function, If, Module, Tuple
-from compiler.ir.nodes import children, is_leaf
-from explorer.reduce.module import Cut, Cutter
+from compiler.ir.nodes import is_leaf
+from explorer.reduce.module import Cut, Cutter, reads
 
 if TYPE_CHECKING:
     from explorer.check import Finding
@@ -34,7 +34,7 @@ class _Graph:
         skip = id(out) if isinstance(out, Tuple) else None  # outputs are its fields
         self.bindings = [b for b in main.bindings if id(b) != skip]
         self.order = {id(b): i for i, b in enumerate(self.bindings)}
-        self.producers: dict[int, set[int]] = {id(b): _reads(b, self.order) for b in self.bindings}
+        self.producers: dict[int, set[int]] = {id(b): reads(b, self.order) for b in self.bindings}
         self.users: dict[int, set[int]] = {i: set() for i in self.order}
         for b, ps in self.producers.items():
             for p in ps:
@@ -63,23 +63,6 @@ class _Graph:
         )
         frontier = {("main", p) for i in region for p in self.producers[i] if p not in region}
         return Cut(outputs, frozenset(frontier), base.dropped, base.generated)
-
-
-def _reads(node: Expr, top: dict[int, int]) -> set[int]:
-    """Ids of the top-level bindings ``node`` reads (for an If: what its branches read)."""
-    out: set[int] = set()
-    seen: set[int] = set()
-    stack = list(children(node))
-    while stack:
-        n = stack.pop()
-        if id(n) in seen or is_leaf(n):
-            continue
-        seen.add(id(n))
-        if id(n) in top:
-            out.add(id(n))
-        else:  # a node inside a branch: what it reads
-            stack.extend(children(n))
-    return out
 
 
 def _closure(start: set[int], edges: dict[int, set[int]]) -> set[int]:

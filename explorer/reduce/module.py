@@ -44,7 +44,7 @@ from compiler.ir import (
     Var,
     function_constants,
 )
-from compiler.ir.nodes import children
+from compiler.ir.nodes import children, is_leaf
 from compiler.ir.symbolic import SymExpr
 from compiler.passes.dead_code_elimination import eliminate_dead_bindings
 from compiler.passes.rewrite import remap_operands
@@ -94,6 +94,7 @@ class Cutter:
         self._dependent: dict[str, set[int]] = {}
         self._generated: dict[str, Constant] = {}
         self._names = set(module.constants())
+        self._top: dict[int, int] | None = None  # id of a binding of @main -> its position
 
     def start(self) -> Cut:
         """The cut that changes nothing."""
@@ -124,17 +125,33 @@ class Cutter:
         """``cut`` with the items of ``chunk`` removed (None if no output would be left)."""
         frontier, dropped = set(cut.frontier), set(cut.dropped)
         gone = {id(item[1]) for item in chunk if item[0] == "out"}
-        outputs = tuple(o for o in cut.outputs if id(o) not in gone)
+        outputs = [o for o in cut.outputs if id(o) not in gone]
         for item in chunk:
-            if item[0] == "node":
+            if item[0] == "node" and item[1] == "main" and any(item[2] is o for o in outputs):
+                outputs = self._moved_up(outputs, item[2], frontier)
+            elif item[0] == "node":
                 frontier.add((item[1], id(item[2])))
             elif item[0] == "fn":
                 dropped.add(item[1])
         if not outputs:
             return None
         return replace(
-            cut, outputs=outputs, frontier=frozenset(frontier), dropped=frozenset(dropped)
+            cut, outputs=tuple(outputs), frontier=frozenset(frontier), dropped=frozenset(dropped)
         )
+
+    def _moved_up(self, outputs: list[Expr], node: Expr, frontier: set) -> list[Expr]:
+        """@main's ``outputs`` with ``node`` removed: the nodes it reads take its place (when
+        it reads only inputs and weights, it becomes an input itself, in ``frontier``)."""
+        bindings = self.module["main"].bindings
+        if self._top is None:
+            self._top = {id(b): i for i, b in enumerate(bindings)}
+        above = sorted(self._top[i] for i in reads(node, self._top) if ("main", i) not in frontier)
+        if not above:
+            frontier.add(("main", id(node)))
+            return outputs
+        out = [o for o in outputs if o is not node]
+        out += [bindings[i] for i in above if not any(bindings[i] is o for o in out)]
+        return out
 
     def _function(self, name: str, fn: Function, cut: Cut) -> tuple[Function, dict[int, Expr]]:
         mapping: dict[int, Expr] = {}
@@ -332,6 +349,24 @@ def _block(
         if new is not b:
             mapping[id(b)] = new
         out.append(new)
+    return out
+
+
+def reads(node: Expr, top: dict[int, int]) -> set[int]:
+    """Ids of the bindings of ``top`` (ids of a function's top-level bindings) that ``node``
+    reads; for an If, what its branches read too."""
+    out: set[int] = set()
+    seen: set[int] = set()
+    stack = list(children(node))
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or is_leaf(n):
+            continue
+        seen.add(id(n))
+        if id(n) in top:
+            out.add(id(n))
+        else:  # a node inside a branch: what it reads
+            stack.extend(children(n))
     return out
 
 

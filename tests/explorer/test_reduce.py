@@ -197,6 +197,24 @@ def test_a_divergence_reduces_to_the_node_that_differs_and_the_passes_it_needs(t
     assert run_test_file(small, tmp_path / "case").returncode == 1
 
 
+def test_outputs_are_dropped_and_moved_up_to_what_the_finding_needs():
+    text = """
+    def @main(%x: f32[n, 3], %z: f32[n, 3]) -> (f32[n, 3], f32[n, 3]) {
+      %a: f32[n, 3] = add(%x, %z)
+      %b: f32[n, 3] = exp(%a)
+      %c: f32[n, 3] = relu(%z)
+      %t: (f32[n, 3], f32[n, 3]) = (%c, %b)
+      return %t
+    }
+    """
+    report = explorer.explore(parse(text), pipeline="test-reduce-flip-add").check()
+    small = report.reduce(progress=False)
+    main = small.trace.imported.module["main"]
+    (add,) = [b for b in main.bindings if isinstance(b, Call)]  # exp and relu are gone
+    assert add.op == "add" and str(add.ty) == "f32[n, 3]"  # symbolic dims stay
+    assert str(main.ret_type) == "(f32[n, 3],)"  # one output left, still a tuple
+
+
 def test_a_finding_that_needs_the_weights_values_keeps_them_beside_the_test(tmp_path):
     bias = np.arange(40, dtype=np.float32)  # starts with 0: the wrong pass drops the add
     x = Var("x", tensor([2, 40]))
