@@ -83,9 +83,9 @@ def spec_of(units: Sequence[Unit], kept: Sequence[int]) -> str:
 def ddmin(items: list[T], without: Callable[[list[T]], list[T] | None]) -> list[T]:
     """Delta debugging (Zeller's ddmin, removing chunks): ``without(chunk)`` tries the
     candidate without ``chunk`` and returns the items it has left when the finding still holds
-    (fewer than asked for when removing some made others dead), or None. Starts by trying to
-    remove everything, then halves, quarters ... down to single items; returns what is left
-    when no single item can go."""
+    and the candidate is smaller than the current one by a measure that cannot decrease
+    forever (so this ends), or None. Starts by trying to remove everything, then halves,
+    quarters ... down to single items; returns what is left when no single item can go."""
     n = 1
     while items:
         n = min(n, len(items))
@@ -97,7 +97,7 @@ def ddmin(items: list[T], without: Callable[[list[T]], list[T] | None]) -> list[
             start = end
         for chunk in chunks:
             left = without(chunk)
-            if left is not None and len(left) < len(items):  # progress, so this ends
+            if left is not None:
                 items = left
                 n = max(n - 1, 1)
                 break

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from compiler.errors import PasslensError
-from compiler.ir import Module, print_module
+from compiler.ir import Module, Tuple, print_module
 from compiler.passes import PipelineError, build_pipeline
 from explorer.reduce.focus import candidates
 from explorer.reduce.module import INLINE, CannotBuild, Cut, Cutter, count_bindings
@@ -100,6 +100,14 @@ def _pick(report: Report, finding: Finding | int | None) -> Finding:
     return finding
 
 
+def _size(module: Module) -> tuple[int, int, int]:
+    """What the bindings phase makes smaller: bindings, then @main's outputs, then functions
+    (moving an output up to the nodes it reads may add outputs, never bindings)."""
+    out = module["main"].output
+    outputs = len(out.fields) if isinstance(out, Tuple) else 1
+    return count_bindings(module), outputs, len(module.functions)
+
+
 class _Search:
     """The reduction's state: the smallest candidate so far (a cut and the units kept)."""
 
@@ -168,7 +176,8 @@ class _Search:
         ddmin(current[:], without)
 
     def _bindings(self) -> None:
-        _, items = self.cutter.build(self.cut)
+        module, items = self.cutter.build(self.cut)
+        size = [_size(module)]
 
         def without(chunk: list) -> list | None:
             cand = self.cutter.without(self.cut, chunk)
@@ -178,8 +187,9 @@ class _Search:
                 module, left = self.cutter.build(cand)
             except CannotBuild:
                 return None
-            if not self.oracle.holds_module(module, self.kept):
+            if _size(module) >= size[0] or not self.oracle.holds_module(module, self.kept):
                 return None
+            size[0] = _size(module)
             self._accept(cand, self.kept, module, "bindings")
             return left
 
