@@ -69,7 +69,7 @@ def _is_onnx(source: Any) -> bool:
 def _import_torch(model, example_inputs, dynamic_shapes=None, **options) -> Imported:
     import torch
 
-    from compiler.frontend.torch_frontend import _export, from_torch
+    from compiler.frontend import export_torch, from_torch
 
     args = example_inputs
     if args is not None and not isinstance(args, tuple):
@@ -77,7 +77,7 @@ def _import_torch(model, example_inputs, dynamic_shapes=None, **options) -> Impo
     ep = (
         model
         if isinstance(model, torch.export.ExportedProgram)
-        else _export(model, args, dynamic_shapes, None)
+        else export_torch(model, args, dynamic_shapes)
     )
     module = from_torch(ep, args, dynamic_shapes=dynamic_shapes, **options)
     graph = fx_graph_model(ep)

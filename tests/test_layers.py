@@ -45,9 +45,6 @@ ALLOWED_CYCLES = [
     },
     # step 6e: build() runs legalize-ops, which registers kernels in the backend
     {"compiler.backend", "compiler.backend.build", "compiler.passes.legalize_ops"},
-    # step 6d: the converter modules import their frontend, which registers them
-    {"compiler.frontend.onnx_frontend", "compiler.frontend.onnx_ops"},
-    {"compiler.frontend.torch_frontend", "compiler.frontend.torch_ops"},
     # step 8: Trace.save imports store, which builds Steps and Traces when it loads
     {"explorer.store", "explorer.trace"},
 ]

@@ -1,4 +1,5 @@
-"""Frontends: ``from_torch`` (torch.export), ``from_onnx`` and ``to_onnx``."""
+"""Frontends: ``from_torch`` (torch.export, also alone as ``export_torch``), ``from_onnx``
+and ``to_onnx``."""
 
 from compiler.frontend.errors import FrontendError, UnsupportedOperatorError
 
@@ -8,6 +9,14 @@ def from_torch(model, example_args=None, dynamic_shapes=None, keep_params_as_inp
     from compiler.frontend.torch_frontend import from_torch as _from_torch
 
     return _from_torch(model, example_args, dynamic_shapes, keep_params_as_input, **kw)
+
+
+def export_torch(model, example_args=None, dynamic_shapes=None, example_kwargs=None):
+    """torch.export a model as ``from_torch`` does: eval mode, errors as FrontendError; an
+    ExportedProgram is returned as it is (see torch_frontend)."""
+    from compiler.frontend.torch_frontend import export_torch as _export_torch
+
+    return _export_torch(model, example_args, dynamic_shapes, example_kwargs)
 
 
 def from_onnx(model, **kw):
@@ -24,4 +33,11 @@ def to_onnx(module, **kw):
     return _to_onnx(module, **kw)
 
 
-__all__ = ["from_torch", "from_onnx", "to_onnx", "FrontendError", "UnsupportedOperatorError"]
+__all__ = [
+    "from_torch",
+    "export_torch",
+    "from_onnx",
+    "to_onnx",
+    "FrontendError",
+    "UnsupportedOperatorError",
+]
