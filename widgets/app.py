@@ -38,7 +38,7 @@ from panel.io.server import get_server
 from tornado.routing import Matcher, Rule
 from tornado.web import Application, RequestHandler
 
-from compiler.errors import PasslensError
+from compiler import PasslensError
 from widgets import render, views
 from widgets.graph_view import GraphState, graph_css, graph_data, graph_esm, selected_stats
 from widgets.views import TABS

@@ -1,4 +1,4 @@
-"""Frontends: ``from_torch`` (torch.export), ``from_onnx`` and ``to_onnx``."""
+"""Frontends: ``from_torch`` (torch.export), ``from_onnx`` (and ``load_onnx``) and ``to_onnx``."""
 
 from compiler.frontend.errors import FrontendError, UnsupportedOperatorError
 
@@ -17,6 +17,14 @@ def from_onnx(model, **kw):
     return _from_onnx(model, **kw)
 
 
+def load_onnx(model):
+    """An ONNX model (path, bytes or ModelProto) as a ModelProto, read once and checked, so a
+    damaged file gets a clear error (see onnx_frontend.load_model)."""
+    from compiler.frontend.onnx_frontend import load_model
+
+    return load_model(model)
+
+
 def to_onnx(module, **kw):
     """Export a module as an onnx.ModelProto (see onnx_export)."""
     from compiler.frontend.onnx_export import to_onnx as _to_onnx
@@ -24,4 +32,11 @@ def to_onnx(module, **kw):
     return _to_onnx(module, **kw)
 
 
-__all__ = ["from_torch", "from_onnx", "to_onnx", "FrontendError", "UnsupportedOperatorError"]
+__all__ = [
+    "from_torch",
+    "from_onnx",
+    "load_onnx",
+    "to_onnx",
+    "FrontendError",
+    "UnsupportedOperatorError",
+]

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compiler.interpret import TypeMismatch
-from compiler.ir.nodes import (
-    Call,
-)
-from compiler.ir.types import DType
+from compiler import TypeMismatch
+from compiler.ir import Call, DType
 from explorer.check.references import _where
 from explorer.check.report import Finding
 from explorer.fmt import format_bytes

@@ -8,10 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from compiler.errors import PasslensError
-from compiler.ir.nodes import (
-    Expr,
-)
+from compiler import PasslensError
+from compiler.ir import Expr
 from explorer.fmt import num
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one

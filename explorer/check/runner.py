@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from compiler.interpret import InterpretError, ValueCache, evaluate
-from compiler.ir.nodes import (
+from compiler import InterpretError, ValueCache, evaluate
+from compiler.ir import (
+    ANY,
     Call,
     Constant,
     Expr,
@@ -19,22 +20,23 @@ from compiler.ir.nodes import (
     Function,
     If,
     Module,
+    SymExpr,
+    TensorType,
     Tuple,
     TupleGetItem,
+    TupleType,
     children,
 )
-from compiler.ir.symbolic import ANY, SymExpr
-from compiler.ir.types import TensorType, TupleType
-from compiler.ops.lazy_params import SIDE_EFFECT_OPS, lazy_callbacks
-from explorer.check import detectors
-from explorer.check.convention import (
-    _Convention,
-    _convention,
-    _function_of,
-    _lazy_ops,
-    _signature_message,
-    _transform_of,
+from compiler.passes import (
+    SIDE_EFFECT_OPS,
+    CallingConvention,
+    calling_convention,
+    lazy_callbacks,
+    lazy_ops,
+    weight_params,
 )
+from explorer.check import detectors
+from explorer.check.convention import _function_of, _signature_changed
 from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
 from explorer.check.numbers import (
     _allclose,
@@ -74,7 +76,7 @@ class _Run:
     error: BaseException | None = None
     error_node: Expr | None = None
     mismatches: list = field(default_factory=list)  # (TypeMismatch, function name)
-    convention: _Convention | None = None
+    convention: CallingConvention | None = None
     get_calls: int = 0
     set_calls: int = 0
     generation: int = 0
@@ -116,8 +118,7 @@ class _Checker:
         module = self.imported.module
         main = module["main"]
         k = main.num_input
-        tp = _transform_of(module)
-        weight_vars = module[tp].params if tp is not None else main.params[k:]
+        weight_vars = weight_params(module)
         stored = {c.name: c.data for c in module.attrs.get("param_values", ())}
         if inputs is None:
             inputs = self.trace.example_inputs
@@ -182,7 +183,7 @@ class _Checker:
         run, so the call's value is never taken from the cache)."""
         for _, fn in closure:
             if id(fn) not in self.set_items:
-                self.set_items[id(fn)] = _lazy_ops(fn)[1]
+                self.set_items[id(fn)] = lazy_ops(fn)[1]
             if self.set_items[id(fn)]:
                 return True
         return False
@@ -316,7 +317,7 @@ class _Checker:
         run = _Run()
         start = time.perf_counter()
         try:
-            conv = run.convention = _convention(module)
+            conv = run.convention = calling_convention(module)
             weights = self.weights
             if conv.transform:
                 n = conv.transform_params
@@ -327,7 +328,7 @@ class _Checker:
                     )
                 args = weights if n else ()
                 weights = list(self._evaluate(run, module, conv.transform, args, weights))
-            n = conv.main_weights
+            n = conv.entry_weights
             if n not in (0, len(weights)):
                 raise CheckError(
                     f"@main takes {n} weight parameter(s); there are {len(weights)} "
@@ -496,19 +497,9 @@ class _Checker:
         if before.convention is None or run.convention is None:
             return
         if before.convention != run.convention:
+            calls = (run.get_calls, run.set_calls)
             self.findings.append(
-                Finding(
-                    "signature-changed",
-                    step,
-                    [],
-                    _signature_message(step, before.convention, run.convention),
-                    {
-                        "before": before.convention.describe(),
-                        "after": run.convention.describe(),
-                        "get_item_calls": run.get_calls,
-                        "set_item_calls": run.set_calls,
-                    },
-                )
+                _signature_changed(step, before.convention, run.convention, *calls)
             )
 
     def _diverged(self, step: Step, label: str, check: StepCheck, cmp: _OutputsCompared):
