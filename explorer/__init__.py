@@ -8,7 +8,7 @@ report = trace.check((x,))                 # numerics, shapes and params at ever
 Every error passlens raises on purpose is an ``explorer.PasslensError``.
 """
 
-from compiler.errors import LimitError, PasslensError
+from compiler import LimitError, PasslensError
 from explorer.compare import Comparison, compare
 from explorer.diff import Diff, diff
 from explorer.store import TraceFileError, load

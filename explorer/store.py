@@ -39,24 +39,28 @@ from typing import Any
 
 import numpy as np
 
-from compiler.errors import LimitError, PasslensError
-from compiler.ir.nodes import (
+from compiler import LimitError, PasslensError
+from compiler.ir import (
+    NO_PROVENANCE,
     Block,
     Call,
     Constant,
+    DType,
     Expr,
     FuncCall,
     Function,
     If,
     Module,
+    ParseError,
+    Parser,
+    Provenance,
     Tuple,
     TupleGetItem,
+    Type,
     Var,
+    format_attr,
+    parse_type,
 )
-from compiler.ir.parser import ParseError, Parser, parse_type
-from compiler.ir.printer import format_attr
-from compiler.ir.provenance import NO_PROVENANCE, Provenance
-from compiler.ir.types import DType, Type
 from compiler.passes import SkippedPass
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
 from explorer.trace import Step, Trace
@@ -620,10 +624,10 @@ def _relower(trace: Trace) -> None:
     if not lowering:
         return
     from compiler import passes
-    from compiler.backend import kernel_calls, kernel_table
+    from compiler.backend import is_registered, kernel_calls
 
     for s in lowering:
-        missing = [n for n in kernel_calls(s.module) if not kernel_table.is_registered(n)]
+        missing = [n for n in kernel_calls(s.module) if not is_registered(n)]
         if missing:  # the pass by its name only: nothing else the file says is run
             passes.run(s.before, "legalize-ops", record=False)
 

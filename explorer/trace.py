@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import passes
-from compiler.ir.nodes import Expr, Module
-from compiler.ir.printer import Printer
+from compiler.ir import Expr, Module, Printer
 from compiler.passes import SkippedPass
 from explorer.fmt import format_bytes, signed, signed_bytes
 from explorer.graph import GraphModel, graph_of_module
@@ -128,8 +127,7 @@ class Step:
                 "legalize-ops,codegen and take that step"
             )
         if self._executable is None:
-            from compiler.backend import build
-            from compiler.backend.kernel_table import KernelNotFound
+            from compiler.backend import KernelNotFound, build
 
             try:
                 self._executable = build(self.shown_module, pipeline="", record=False)
@@ -208,7 +206,7 @@ class Step:
 
 def _backend_texts(module: Module, stage: str) -> dict[str, str]:
     from compiler import backend
-    from compiler.backend.kernel_table import KernelNotFound
+    from compiler.backend import KernelNotFound
 
     out: dict[str, str] = {}
     try:

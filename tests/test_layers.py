@@ -1,7 +1,8 @@
 """The layers hold (issue #15): compiler/ imports nothing of ours; explorer/ imports widgets/
-only in its display hooks; passlens/ (the command and serve) is on top, imported by none of
-them; no import cycles; no file in explorer/, widgets/ or passlens/ over about 600 lines. Read
-from the source with ``ast`` (imports inside functions count; those under ``if TYPE_CHECKING``
+only in its display hooks; explorer/ and widgets/ take from compiler/ only what a compiler
+package exports; passlens/ (the command and serve) is on top, imported by none of them; no
+import cycles; no file in explorer/, widgets/ or passlens/ over about 600 lines. Read from
+the source with ``ast`` (imports inside functions count; those under ``if TYPE_CHECKING``
 do not).
 
 Today's violations are listed below, each with the step of issue #15 that removes it: a new
@@ -11,6 +12,7 @@ shrink."""
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +26,10 @@ DISPLAY_HOOKS = {
     ("explorer.trace", "Trace.stepper"),
 }
 ALLOWED_WIDGETS_IMPORTS: set[tuple[str, str]] = set()
+
+# explorer / widgets imports from a compiler module that is not a package (file, module), by
+# the step of #15 that makes the name public
+ALLOWED_PRIVATE_COMPILER_IMPORTS: set[tuple[str, str]] = set()
 
 # files over MAX_LINES, with the most lines each may have until it is split (#15 steps 9-12)
 ALLOWED_LONG_FILES = {
@@ -143,6 +149,48 @@ def test_nothing_below_passlens_imports_it():
         if t.partition(".")[0] == "passlens" and m.partition(".")[0] != "passlens"
     ]
     assert bad == []
+
+
+def _is_package(name: str) -> bool:
+    return name in MODULES and MODULES[name].name == "__init__.py"
+
+
+def _compiler_imports():
+    """(file, line, module, name) for every import from compiler/ in explorer/ and widgets/
+    (``import compiler.x`` gives name "")."""
+    for mod, path in MODULES.items():
+        if not mod.startswith(("explorer", "widgets")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == "compiler":
+                        yield str(path.relative_to(ROOT)), node.lineno, alias.name, ""
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                if node.module.split(".")[0] == "compiler":
+                    for alias in node.names:
+                        yield str(path.relative_to(ROOT)), node.lineno, node.module, alias.name
+
+
+def test_explorer_and_widgets_take_from_the_compiler_only_what_its_packages_export():
+    """A name comes from a compiler package (``compiler`` or ``compiler/x/__init__.py``) that
+    lists it in ``__all__``, or is a subpackage: the modules inside a package are its own."""
+    bad, used = [], set()
+    for file, line, module, name in _compiler_imports():
+        if not name:
+            ok = _is_package(module)
+        else:
+            ok = _is_package(module) and (
+                _is_package(f"{module}.{name}")
+                or name in getattr(importlib.import_module(module), "__all__", ())
+            )
+        if not ok:
+            used.add((file, module))
+            if (file, module) not in ALLOWED_PRIVATE_COMPILER_IMPORTS:
+                bad.append(f"{file}:{line} from {module} import {name or '*'}")
+    assert bad == []
+    stale = ALLOWED_PRIVATE_COMPILER_IMPORTS - used
+    assert stale == set(), "public now: remove from ALLOWED_PRIVATE_COMPILER_IMPORTS"
 
 
 def _cycles() -> list[set[str]]:

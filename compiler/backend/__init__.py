@@ -23,6 +23,7 @@ from compiler.backend import (  # noqa: F401
     lower_shape,
 )
 from compiler.backend.build import BuildError, Executable, build, load
+from compiler.backend.kernel_table import KernelNotFound, is_registered
 from compiler.backend.lowering import LoweringError, supported_ops
 from compiler.ir.nodes import Call, Module
 
@@ -79,9 +80,11 @@ def assembly_text(module: Module) -> str:
 __all__ = [
     "BuildError",
     "Executable",
+    "KernelNotFound",
     "LoweringError",
     "assembly_text",
     "build",
+    "is_registered",
     "kernel_calls",
     "llvm_text",
     "load",

@@ -1,5 +1,5 @@
 """Frontends: ``from_torch`` (torch.export, also alone as ``export_torch``), ``from_onnx``
-and ``to_onnx``."""
+(and ``load_onnx``) and ``to_onnx``."""
 
 from compiler.frontend.errors import FrontendError, UnsupportedOperatorError
 
@@ -26,6 +26,14 @@ def from_onnx(model, **kw):
     return _from_onnx(model, **kw)
 
 
+def load_onnx(model):
+    """An ONNX model (path, bytes or ModelProto) as a ModelProto, read once and checked, so a
+    damaged file gets a clear error (see onnx_frontend.load_model)."""
+    from compiler.frontend.onnx_frontend import load_model
+
+    return load_model(model)
+
+
 def to_onnx(module, **kw):
     """Export a module as an onnx.ModelProto (see onnx_export)."""
     from compiler.frontend.onnx_export import to_onnx as _to_onnx
@@ -37,6 +45,7 @@ __all__ = [
     "from_torch",
     "export_torch",
     "from_onnx",
+    "load_onnx",
     "to_onnx",
     "FrontendError",
     "UnsupportedOperatorError",

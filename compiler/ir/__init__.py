@@ -15,11 +15,12 @@ from compiler.ir.nodes import (
     TupleGetItem,
     Var,
     call,
+    children,
     collect_bindings,
     function_constants,
 )
-from compiler.ir.parser import ParseError, parse, parse_type
-from compiler.ir.printer import print_function, print_module
+from compiler.ir.parser import ParseError, Parser, parse, parse_type
+from compiler.ir.printer import Printer, format_attr, print_function, print_module
 from compiler.ir.provenance import NO_PROVENANCE, Provenance
 from compiler.ir.structural import assert_structural_equal, structural_equal, structural_hash
 from compiler.ir.symbolic import ANY, Dim, SymExpr, sym
@@ -42,8 +43,12 @@ __all__ = [
     "NO_PROVENANCE",
     "Node",
     "ParseError",
+    "Parser",
+    "Printer",
     "VerifyError",
     "assert_structural_equal",
+    "children",
+    "format_attr",
     "parse",
     "parse_type",
     "print_function",

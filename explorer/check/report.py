@@ -8,10 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from compiler.errors import PasslensError
-from compiler.ir.nodes import (
-    Expr,
-)
+from compiler import PasslensError
+from compiler.ir import Expr
 from explorer.check.registry import order_of, severity_of
 from explorer.fmt import num
 
