@@ -472,7 +472,7 @@ class Trace:
 
     def save(self, path):
         """Save to a ``.passlens`` file (JSON + raw arrays, no pickle); returns the path."""
-        from explorer.store import save
+        from explorer.store.write import save
 
         return save(self, path)
 
