@@ -17,8 +17,8 @@ import pytest
 
 import explorer
 from compiler import models
-from compiler.errors import PasslensError
-from explorer.store import LimitError, TraceFileError, load, save
+from compiler.errors import LimitError, PasslensError
+from explorer.store import TraceFileError, load, save
 from tests.explorer.test_store import rewrite_member
 
 
