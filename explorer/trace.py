@@ -10,7 +10,6 @@ descriptor: its graph model, text and diff are computed when first asked for, th
 from __future__ import annotations
 
 import dataclasses
-import html
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -18,8 +17,9 @@ from typing import Any
 from compiler import passes
 from compiler.ir import Module, Printer
 from compiler.passes import SkippedPass, Snapshot
-from explorer.fmt import format_bytes, signed, signed_bytes
+from explorer.fmt import format_bytes
 from explorer.graph import GraphModel, graph_of_module
+from explorer.summary import trace_html, trace_text
 
 
 class _Recorded:
@@ -419,40 +419,11 @@ class Trace:
         return self.summary_text()
 
     def summary_text(self) -> str:
-        """The summary as a plain-text table."""
-        head = f"{'#':>3}  {'pass':<34} {'status':<9} {'nodes':>6} {'Δ':>5} {'params':>12} {'Δ params':>11} {'ms':>8}  ops"
-        lines = [head]
-        for r in self.summary():
-            name = ("  " * r["depth"] + r["pass"])[:34]
-            lines.append(
-                f"{r['step']:>3}  {name:<34} {r['status']:<9} {r['nodes']:>6} "
-                f"{signed(r['node_delta']):>5} {format_bytes(r['param_bytes']):>12} "
-                f"{signed_bytes(r['param_delta'], zero=''):>11} {r['ms']:>8.1f}  {r['ops']}"
-            )
-        for k in self.skipped:
-            name = ("  " * k.depth + k.spec)[:34]
-            lines.append(f"{'-':>3}  {name:<34} {'skipped':<9} {'':>51}  {k.reason}")
-        return "\n".join(lines)
+        """The summary as a plain-text table (with the passes skipped, if any)."""
+        return trace_text(self)
 
     def _repr_html_(self) -> str:
-        rows = []
-        for r in self.summary():
-            cls = {"failed": "pl-failed", "unchanged": "pl-unchanged"}.get(r["status"], "")
-            pad = "&nbsp;" * 4 * r["depth"]
-            delta = signed_bytes(r["param_delta"], zero="")
-            rows.append(
-                f"<tr class='{cls}'><td>{r['step']}</td><td>{pad}{html.escape(r['pass'])}</td>"
-                f"<td>{r['status']}</td><td>{r['nodes']}</td><td>{signed(r['node_delta'])}</td>"
-                f"<td>{format_bytes(r['param_bytes'])}</td><td>{delta}</td>"
-                f"<td>{r['shapes'] or ''}</td><td>{r['ms']:.1f}</td>"
-                f"<td>{html.escape(r['ops'])}</td></tr>"
-            )
-        return (
-            "<style>.pl-failed{background:#fdd}.pl-unchanged{color:#888}</style>"
-            "<table><thead><tr><th>#</th><th>pass</th><th>status</th><th>nodes</th><th>Δ</th>"
-            "<th>params</th><th>Δ params</th><th>shape changes</th><th>ms</th><th>ops</th>"
-            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
-        )
+        return trace_html(self)
 
     # ----- analysis and export (implemented in their own modules) ----------------------------
     def check(
