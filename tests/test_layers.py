@@ -49,8 +49,6 @@ ALLOWED_CYCLES = [
         "compiler.ops",
         "compiler.ops.registry",
     },
-    # step 6e: build() runs legalize-ops, which registers kernels in the backend
-    {"compiler.backend", "compiler.backend.build", "compiler.passes.legalize_ops"},
     # step 8: Trace.save imports store, which builds Steps and Traces when it loads
     {"explorer.store", "explorer.trace"},
 ]

@@ -45,7 +45,6 @@ from compiler.ir.types import DType, TensorType, TupleType, shape_matches
 
 FORMAT = "passlens-executable"
 VERSION = 1
-HOST_OPS = ("reshape", "flatten", "squeeze", "unsqueeze", "full", "zeros", "ones", "arange")
 
 
 class BuildError(PasslensError):
@@ -138,6 +137,9 @@ class _PlanBuilder:
         return {"instrs": instrs, "result": self.ref(result, slots)}
 
     def instr(self, b: Expr, slots: dict[int, int]) -> dict:
+        # function-level: loading an executable (``load``) needs no passes
+        from compiler.passes.legalize_ops import HOST_OPS, unlowered_reason
+
         where = f" (at {b.prov.describe()})" if not b.prov.is_empty else ""
         if isinstance(b, Call):
             args = [self.ref(a, slots) for a in b.args]
@@ -163,8 +165,6 @@ class _PlanBuilder:
                     "attrs": {k: _attr_json(v) for k, v in b.attrs.items()},
                     "shape": [_dim_json(d) for d in b.ty.shape],
                 }
-            from compiler.passes.legalize_ops import unlowered_reason
-
             reason = unlowered_reason(self.module, b)
             raise BuildError(
                 f"op {b.op}{where} is not lowered"

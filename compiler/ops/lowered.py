@@ -21,9 +21,9 @@ def _infer(types, attrs):
 
 
 def _compute(values, attrs):
-    from compiler.backend import kernel_table
+    from compiler.backend.kernel_table import compiled
 
-    kernel = kernel_table.compiled(attrs["kernel"])
+    kernel = compiled(attrs["kernel"])
     dims = attrs.get("dims")
     names = [n.strip() for n in (attrs.get("dim_names") or "").split(",") if n.strip()]
     env = dict(zip(names, (int(d) for d in dims), strict=True)) if dims else None
