@@ -38,17 +38,6 @@ ALLOWED_LONG_FILES = {
 
 # import cycles (strongly connected modules) today, by the step of #15 that breaks each
 ALLOWED_CYCLES = [
-    # step 6e: ir <-> ops (ir.nodes reads the op registry) and ir's function-level back-edges
-    {
-        "compiler.ir.nodes",
-        "compiler.ir.parser",
-        "compiler.ir.printer",
-        "compiler.ir.symbolic",
-        "compiler.ir.types",
-        "compiler.ir.verify",
-        "compiler.ops",
-        "compiler.ops.registry",
-    },
     # step 8: Trace.save imports store, which builds Steps and Traces when it loads
     {"explorer.store", "explorer.trace"},
 ]

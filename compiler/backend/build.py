@@ -40,7 +40,8 @@ from compiler.ir.nodes import (
     Tuple,
     TupleGetItem,
 )
-from compiler.ir.symbolic import SymExpr, evaluate_dim, parse_dim
+from compiler.ir.parser import parse_dim
+from compiler.ir.symbolic import SymExpr, evaluate_dim
 from compiler.ir.types import DType, TensorType, TupleType, shape_matches
 
 FORMAT = "passlens-executable"
@@ -348,7 +349,7 @@ class Executable:
             shape = self._shape(ins["shape"], env)
             if ins["name"] in ("reshape", "flatten", "squeeze", "unsqueeze"):
                 return np.reshape(args[0], shape)
-            from compiler.ops.registry import get_op
+            from compiler.ir.op_registry import get_op
 
             attrs = {k: _attr_from_json(v) for k, v in ins["attrs"].items()}
             attrs = {k: _resolve_dims(v, env) for k, v in attrs.items()}

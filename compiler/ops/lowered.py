@@ -12,8 +12,8 @@ process); the backend (llvmlite) is imported only when such a call runs.
 
 from __future__ import annotations
 
+from compiler.ir.op_registry import OPAQUE, AttrSpec, define_op
 from compiler.ir.types import TensorType
-from compiler.ops.registry import OPAQUE, AttrSpec, define_op
 
 
 def _infer(types, attrs):

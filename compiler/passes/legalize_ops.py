@@ -35,8 +35,8 @@ from compiler.ir.nodes import (
     TupleGetItem,
     collect_bindings,
 )
+from compiler.ir.op_registry import get_op
 from compiler.ir.symbolic import sym
-from compiler.ops.registry import get_op
 from compiler.passes.fold_constant import fold_call
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import rewrite_function
