@@ -1,4 +1,10 @@
-"""The graph IR: types, nodes, printer, parser, verifier, structural equality."""
+"""The graph IR: types, nodes, printer, parser, verifier, structural equality, and the op
+registry nodes infer their types from (op_registry.py).
+
+The op families (compiler/ops/) register into that registry. They are imported at the end
+of this file, so any import of the IR has every op; they import the IR's modules, never this
+package.
+"""
 
 from compiler.ir.nodes import (
     Block,
@@ -26,6 +32,9 @@ from compiler.ir.structural import assert_structural_equal, structural_equal, st
 from compiler.ir.symbolic import ANY, Dim, SymExpr, sym
 from compiler.ir.types import DType, TensorType, TupleType, Type, tensor
 from compiler.ir.verify import VerifyError, verify
+
+# isort: split
+from compiler import ops as _ops  # noqa: F401  (registers every op family)
 
 __all__ = [
     "ANY",
