@@ -182,7 +182,8 @@ def _graph_ops(graph) -> set[tuple[str, str]]:
 
 def claim_of(model) -> tuple[bool, str]:
     """Whether a test model is in the claimed subset, and why not."""
-    from compiler.frontend.onnx_frontend import _DTYPES, CLAIMED_OPSETS
+    from compiler.frontend.onnx_context import DTYPES
+    from compiler.frontend.onnx_frontend import CLAIMED_OPSETS
     from compiler.frontend.onnx_ops import CONVERTERS
 
     versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
@@ -196,10 +197,10 @@ def claim_of(model) -> tuple[bool, str]:
         kind = vi.type.WhichOneof("value")
         if kind != "tensor_type":
             return False, f"{kind} value"
-        if vi.type.tensor_type.elem_type not in _DTYPES:
+        if vi.type.tensor_type.elem_type not in DTYPES:
             return False, "dtype"
     for t in g.initializer:
-        if t.data_type not in _DTYPES:
+        if t.data_type not in DTYPES:
             return False, "dtype"
     return True, ""
 

@@ -2,7 +2,18 @@
 
 from compiler.errors import LimitError, PasslensError
 
-__all__ = ["LimitError", "PasslensError"]
+# The interpreter's names, imported when first asked for (``import compiler`` stays light: the
+# IR and the ops load with the first of them).
+_INTERPRETER = (
+    "CallMemo",
+    "Evaluation",
+    "InterpretError",
+    "TypeMismatch",
+    "ValueCache",
+    "evaluate",
+)
+
+__all__ = ["LimitError", "PasslensError", *_INTERPRETER]
 
 
 def __getattr__(name: str):
@@ -11,4 +22,8 @@ def __getattr__(name: str):
         from compiler import backend
 
         return backend.build if name == "build" else backend.load
+    if name in _INTERPRETER:
+        from compiler import interpret
+
+        return getattr(interpret, name)
     raise AttributeError(f"module 'compiler' has no attribute {name!r}")

@@ -464,4 +464,12 @@ def run(module: Module | Function, *inputs: Any, function: str = "main") -> tupl
     return evaluate(module, inputs, function=function).outputs
 
 
-__all__ = ["run", "evaluate", "Evaluation", "ValueCache", "InterpretError", "TypeMismatch"]
+__all__ = [
+    "run",
+    "evaluate",
+    "CallMemo",
+    "Evaluation",
+    "ValueCache",
+    "InterpretError",
+    "TypeMismatch",
+]

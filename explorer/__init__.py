@@ -9,7 +9,7 @@ small = report.reduce()                    # the first failure on a small module
 Every error passlens raises on purpose is an ``explorer.PasslensError``.
 """
 
-from compiler.errors import LimitError, PasslensError
+from compiler import LimitError, PasslensError
 from explorer.compare import Comparison, compare
 from explorer.diff import Diff, diff
 from explorer.reduce import NotReproducible, ReduceError, Reduction

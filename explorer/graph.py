@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.ir.nodes import (
+from compiler.ir import (
     Call,
     Constant,
     Expr,
@@ -15,11 +15,13 @@ from compiler.ir.nodes import (
     Function,
     If,
     Module,
+    Printer,
+    TensorType,
     Tuple,
     TupleGetItem,
+    Type,
+    format_attr,
 )
-from compiler.ir.printer import Printer, format_attr
-from compiler.ir.types import TensorType, Type
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import partial
 
-from compiler.ir.nodes import Constant
+from compiler.ir import Constant
 from explorer.graph import GraphModel, GraphNode
 
 LEAF_KINDS = frozenset({"input", "weight", "const", "param"})

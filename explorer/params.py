@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from compiler.ir.nodes import Constant
+from compiler.ir import Constant
 from explorer.fmt import format_bytes
 from explorer.graph import Param
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.ir.nodes import Module
+from compiler.ir import Module
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param
 
 
@@ -69,7 +69,7 @@ def _is_onnx(source: Any) -> bool:
 def _import_torch(model, example_inputs, dynamic_shapes=None, **options) -> Imported:
     import torch
 
-    from compiler.frontend.torch_frontend import _export, from_torch
+    from compiler.frontend import export_torch, from_torch
 
     args = example_inputs
     if args is not None and not isinstance(args, tuple):
@@ -77,7 +77,7 @@ def _import_torch(model, example_inputs, dynamic_shapes=None, **options) -> Impo
     ep = (
         model
         if isinstance(model, torch.export.ExportedProgram)
-        else _export(model, args, dynamic_shapes, None)
+        else export_torch(model, args, dynamic_shapes)
     )
     module = from_torch(ep, args, dynamic_shapes=dynamic_shapes, **options)
     graph = fx_graph_model(ep)
@@ -87,10 +87,9 @@ def _import_torch(model, example_inputs, dynamic_shapes=None, **options) -> Impo
 
 
 def _import_onnx(source, **options) -> Imported:
-    from compiler.frontend import from_onnx
-    from compiler.frontend.onnx_frontend import load_model
+    from compiler.frontend import from_onnx, load_onnx
 
-    proto = load_model(source)  # read once, checked: a clear error for a damaged file
+    proto = load_onnx(source)  # read once, checked: a clear error for a damaged file
     module = from_onnx(proto, **options)
     return Imported(module, onnx_graph_model(proto), "onnx", "from_onnx", {"model": proto}, "onnx")
 

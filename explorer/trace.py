@@ -9,46 +9,138 @@ descriptor: its graph model, text and diff are computed when first asked for, th
 
 from __future__ import annotations
 
-import html
+import dataclasses
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import passes
-from compiler.ir.nodes import Expr, Module
-from compiler.ir.printer import Printer
-from compiler.passes import SkippedPass
-from explorer.fmt import format_bytes, signed, signed_bytes
+from compiler.ir import Module, Printer
+from compiler.passes import SkippedPass, Snapshot
+from explorer.fmt import format_bytes
 from explorer.graph import GraphModel, graph_of_module
+from explorer.summary import trace_html, trace_text
 
 
-@dataclass(eq=False)
+class _Recorded:
+    """A field of what a pass did, read from the step's :class:`Snapshot`.
+
+    A step without a snapshot (the source and import steps: no pass ran) reads ``default``,
+    or, for the fields such a step has too (``own``: its name, module and time), its own
+    value. Setting the field on a step with a snapshot gives the step an edited copy of it:
+    the snapshot is the compiler's record, which a copy of the step may share.
+    """
+
+    def __init__(self, field: str, default: Any = None, own: bool = False):
+        self.field, self.default, self.own = field, default, own
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.private = f"_{name}"
+
+    def __get__(self, step: Step | None, owner: type | None = None) -> Any:
+        if step is None:
+            return self
+        if step.snapshot is not None:
+            return getattr(step.snapshot, self.field)
+        return getattr(step, self.private) if self.own else self.default
+
+    def __set__(self, step: Step, value: Any) -> None:
+        if step.snapshot is not None:
+            step.snapshot = dataclasses.replace(step.snapshot, **{self.field: value})
+        elif self.own:
+            setattr(step, self.private, value)
+        else:
+            raise AttributeError(f"a {step.kind} step ran no pass: it has no {self.name}")
+
+
+# what only a pass application records, with the value a step that ran no pass reads
+_PASS_ONLY = {
+    "spec": "",
+    "depth": 0,
+    "before": None,
+    "error": None,
+    "traceback": "",
+    "failed_node": None,
+    "failed_function": None,
+}
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    return value is default or (type(value) is type(default) and value == default)
+
+
 class Step:
-    """One step of a trace: the source graph, the imported module, or a pass application."""
+    """One step of a trace: the source graph, the imported module, or a pass application.
 
-    index: int
-    kind: str  # "source", "import" or "pass"
-    name: str
-    spec: str = ""
-    depth: int = 0
-    parent: int | None = None
-    module: Module | None = None
-    before: Module | None = None
-    seconds: float = 0.0
-    error: BaseException | None = None
-    traceback: str = ""
-    failed_node: Expr | None = None
-    failed_function: str | None = None
-    source_graph: GraphModel | None = None
-    children: list[int] = field(default_factory=list)
-    trace: Trace | None = field(default=None, repr=False)
-    _graph: GraphModel | None = field(default=None, repr=False)
-    _text: str | None = field(default=None, repr=False)
-    _lines: dict | None = field(default=None, repr=False)
-    _texts: dict | None = field(default=None, repr=False)  # the backend's text views
-    _artifact_bytes: int | None = field(default=None, repr=False)
-    _executable: Any = field(default=None, repr=False)
+    A pass step holds the compiler's record of the pass, its :class:`Snapshot`, and reads
+    ``name``, ``spec``, ``depth``, ``module``, ``before``, ``seconds``, ``error``,
+    ``traceback`` and ``failed_*`` from it; ``index``, ``parent`` and ``children`` number the
+    steps of the trace (a snapshot numbers the pass applications of its run). Built by
+    keyword instead (a step read from a file, or made by hand), a pass step gets a snapshot
+    made of those keywords (without the pass's options: nothing keeps them). The source and
+    import steps ran no pass: no snapshot, their own ``name``, ``module`` and ``seconds``.
+    """
+
+    name = _Recorded("pass_name", "", own=True)
+    spec = _Recorded("spec", "")
+    depth = _Recorded("depth", 0)
+    module = _Recorded("module", own=True)
+    before = _Recorded("before")
+    seconds = _Recorded("seconds", 0.0, own=True)
+    error = _Recorded("error")
+    traceback = _Recorded("traceback", "")
+    failed_node = _Recorded("failed_node")
+    failed_function = _Recorded("failed_function")
+
+    def __init__(
+        self,
+        index: int,
+        kind: str,
+        name: str = "",
+        *,
+        snapshot: Snapshot | None = None,
+        parent: int | None = None,
+        children: Sequence[int] = (),
+        module: Module | None = None,
+        seconds: float = 0.0,
+        source_graph: GraphModel | None = None,
+        **recorded: Any,
+    ):
+        unknown = sorted(set(recorded) - set(_PASS_ONLY))
+        if unknown:
+            raise TypeError(f"Step() got unexpected keyword arguments {unknown}")
+        if snapshot is not None and (name or module is not None or seconds or recorded):
+            raise TypeError("a step with a snapshot reads its name and what the pass did from it")
+        self.index = index
+        self.kind = kind  # "source", "import" or "pass"
+        self.parent = parent
+        self.children = list(children)
+        self.source_graph = source_graph
+        self.trace: Trace | None = None
+        # a step that records something only a pass has (a file may say so) gets a snapshot too
+        if snapshot is None and (
+            kind == "pass" or any(not _is_default(v, _PASS_ONLY[k]) for k, v in recorded.items())
+        ):
+            snapshot = Snapshot(
+                index=index,
+                pass_name=name,
+                options={},
+                parent=parent,
+                children=list(children),
+                module=module,
+                seconds=seconds,
+                **(_PASS_ONLY | recorded),
+            )
+        self.snapshot = snapshot
+        if snapshot is None:
+            self._name, self._module, self._seconds = name, module, seconds
+        self._graph: GraphModel | None = None
+        self._text: str | None = None
+        self._lines: dict | None = None
+        self._texts: dict | None = None  # the backend's text views
+        self._artifact_bytes: int | None = None
+        self._executable: Any = None
 
     @property
     def failed(self) -> bool:
@@ -128,8 +220,7 @@ class Step:
                 "legalize-ops,codegen and take that step"
             )
         if self._executable is None:
-            from compiler.backend import build
-            from compiler.backend.kernel_table import KernelNotFound
+            from compiler.backend import KernelNotFound, build
 
             try:
                 self._executable = build(self.shown_module, pipeline="", record=False)
@@ -208,7 +299,7 @@ class Step:
 
 def _backend_texts(module: Module, stage: str) -> dict[str, str]:
     from compiler import backend
-    from compiler.backend.kernel_table import KernelNotFound
+    from compiler.backend import KernelNotFound
 
     out: dict[str, str] = {}
     try:
@@ -328,40 +419,11 @@ class Trace:
         return self.summary_text()
 
     def summary_text(self) -> str:
-        """The summary as a plain-text table."""
-        head = f"{'#':>3}  {'pass':<34} {'status':<9} {'nodes':>6} {'Δ':>5} {'params':>12} {'Δ params':>11} {'ms':>8}  ops"
-        lines = [head]
-        for r in self.summary():
-            name = ("  " * r["depth"] + r["pass"])[:34]
-            lines.append(
-                f"{r['step']:>3}  {name:<34} {r['status']:<9} {r['nodes']:>6} "
-                f"{signed(r['node_delta']):>5} {format_bytes(r['param_bytes']):>12} "
-                f"{signed_bytes(r['param_delta'], zero=''):>11} {r['ms']:>8.1f}  {r['ops']}"
-            )
-        for k in self.skipped:
-            name = ("  " * k.depth + k.spec)[:34]
-            lines.append(f"{'-':>3}  {name:<34} {'skipped':<9} {'':>51}  {k.reason}")
-        return "\n".join(lines)
+        """The summary as a plain-text table (with the passes skipped, if any)."""
+        return trace_text(self)
 
     def _repr_html_(self) -> str:
-        rows = []
-        for r in self.summary():
-            cls = {"failed": "pl-failed", "unchanged": "pl-unchanged"}.get(r["status"], "")
-            pad = "&nbsp;" * 4 * r["depth"]
-            delta = signed_bytes(r["param_delta"], zero="")
-            rows.append(
-                f"<tr class='{cls}'><td>{r['step']}</td><td>{pad}{html.escape(r['pass'])}</td>"
-                f"<td>{r['status']}</td><td>{r['nodes']}</td><td>{signed(r['node_delta'])}</td>"
-                f"<td>{format_bytes(r['param_bytes'])}</td><td>{delta}</td>"
-                f"<td>{r['shapes'] or ''}</td><td>{r['ms']:.1f}</td>"
-                f"<td>{html.escape(r['ops'])}</td></tr>"
-            )
-        return (
-            "<style>.pl-failed{background:#fdd}.pl-unchanged{color:#888}</style>"
-            "<table><thead><tr><th>#</th><th>pass</th><th>status</th><th>nodes</th><th>Δ</th>"
-            "<th>params</th><th>Δ params</th><th>shape changes</th><th>ms</th><th>ops</th>"
-            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
-        )
+        return trace_html(self)
 
     # ----- analysis and export (implemented in their own modules) ----------------------------
     def check(
@@ -379,7 +441,7 @@ class Trace:
 
     def save(self, path):
         """Save to a ``.passlens`` file (JSON + raw arrays, no pickle); returns the path."""
-        from explorer.store import save
+        from explorer.store.write import save
 
         return save(self, path)
 
@@ -427,19 +489,10 @@ def trace_from_module(
     for snap in result.snapshots:
         steps.append(
             Step(
-                index=offset + snap.index,
-                kind="pass",
-                name=snap.pass_name,
-                spec=snap.spec,
-                depth=snap.depth,
+                offset + snap.index,
+                "pass",
+                snapshot=snap,
                 parent=None if snap.parent is None else offset + snap.parent,
-                module=snap.module,
-                before=snap.before,
-                seconds=snap.seconds,
-                error=snap.error,
-                traceback=snap.traceback,
-                failed_node=snap.failed_node,
-                failed_function=snap.failed_function,
                 children=[offset + c for c in snap.children],
             )
         )

@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from compiler.errors import PasslensError
+from compiler import PasslensError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -224,7 +224,7 @@ class _Printable:
 def _one_line(e: BaseException) -> str:
     """An exception as one line: CLI errors and known error types as their message, others
     with their type name."""
-    from compiler.ir.parser import ParseError
+    from compiler.ir import ParseError
 
     if isinstance(e, ParseError):
         return f"line {e.line}, column {e.column}: {e.message}"
@@ -240,11 +240,11 @@ def _one_line(e: BaseException) -> str:
 
 def _known(e: BaseException) -> bool:
     """Errors whose message says everything (no need for the type name)."""
-    from compiler.passes.pipeline import PipelineError
+    from compiler.passes import PipelineError
     from explorer.store import TraceFileError
 
     try:
-        from compiler.frontend.errors import FrontendError
+        from compiler.frontend import FrontendError
     except ImportError:  # pragma: no cover - frontend package always present today
         FrontendError = ()  # type: ignore[assignment]
     return isinstance(e, (PipelineError, TraceFileError, FrontendError))
@@ -255,8 +255,7 @@ def _known(e: BaseException) -> bool:
 
 def _explore(args: argparse.Namespace) -> int:
     import explorer
-    from compiler.passes import build_pipeline
-    from compiler.passes.pipeline import PipelineError
+    from compiler.passes import PipelineError, build_pipeline
 
     try:
         build_pipeline(args.pipeline)  # a bad spec fails before the model is imported
@@ -342,8 +341,7 @@ def load_model(path: Path) -> tuple[Any, tuple | None]:
         text = path.read_text(encoding="utf-8", errors="replace")
         if "def @" not in text:
             raise CLIError(f"{path}: no function in this IR text (expected 'def @main(...)')")
-        from compiler.ir import parse
-        from compiler.ir.parser import ParseError
+        from compiler.ir import ParseError, parse
 
         try:
             parse(text)

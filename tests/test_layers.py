@@ -1,16 +1,14 @@
 """The layers hold (issue #15): compiler/ imports nothing of ours; explorer/ imports widgets/
-only in its display hooks; passlens/ (the command and serve) is on top, imported by none of
-them; no import cycles; no file in explorer/, widgets/ or passlens/ over about 600 lines. Read
-from the source with ``ast`` (imports inside functions count; those under ``if TYPE_CHECKING``
-do not).
-
-Today's violations are listed below, each with the step of issue #15 that removes it: a new
-violation fails, and an entry that no longer applies fails too (delete it), so the lists only
-shrink."""
+only in its display hooks; explorer/ and widgets/ take from compiler/ only what a compiler
+package exports; passlens/ (the command and serve) is on top, imported by none of them; no
+import cycles; no file in explorer/, widgets/ or passlens/ over about 600 lines. Read from
+the source with ``ast`` (imports inside functions count; those under ``if TYPE_CHECKING``
+do not). There are no exceptions: a new violation fails."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,34 +21,6 @@ DISPLAY_HOOKS = {
     ("explorer.trace", "Trace.to_html"),
     ("explorer.trace", "Trace.stepper"),
 }
-ALLOWED_WIDGETS_IMPORTS: set[tuple[str, str]] = set()
-
-# files over MAX_LINES, with the most lines each may have until it is split (#15 steps 9-12)
-ALLOWED_LONG_FILES = {
-    "explorer/store.py": 1100,
-}
-
-# import cycles (strongly connected modules) today, by the step of #15 that breaks each
-ALLOWED_CYCLES = [
-    # step 6e: ir <-> ops (ir.nodes reads the op registry) and ir's function-level back-edges
-    {
-        "compiler.ir.nodes",
-        "compiler.ir.parser",
-        "compiler.ir.printer",
-        "compiler.ir.symbolic",
-        "compiler.ir.types",
-        "compiler.ir.verify",
-        "compiler.ops",
-        "compiler.ops.registry",
-    },
-    # step 6e: build() runs legalize-ops, which registers kernels in the backend
-    {"compiler.backend", "compiler.backend.build", "compiler.passes.legalize_ops"},
-    # step 6d: the converter modules import their frontend, which registers them
-    {"compiler.frontend.onnx_frontend", "compiler.frontend.onnx_ops"},
-    {"compiler.frontend.torch_frontend", "compiler.frontend.torch_ops"},
-    # step 8: Trace.save imports store, which builds Steps and Traces when it loads
-    {"explorer.store", "explorer.trace"},
-]
 
 
 def _modules() -> dict[str, Path]:
@@ -135,8 +105,7 @@ def test_the_explorer_imports_widgets_only_in_its_display_hooks():
         for m, t, _, func in IMPORTS
         if m.startswith("explorer") and t.startswith("widgets")
     }
-    assert found - DISPLAY_HOOKS - ALLOWED_WIDGETS_IMPORTS == set()
-    assert ALLOWED_WIDGETS_IMPORTS - found == set(), "no longer there: remove from the list"
+    assert found - DISPLAY_HOOKS == set()
 
 
 def test_nothing_below_passlens_imports_it():
@@ -145,6 +114,44 @@ def test_nothing_below_passlens_imports_it():
         for m, t, line, _ in IMPORTS
         if t.partition(".")[0] == "passlens" and m.partition(".")[0] != "passlens"
     ]
+    assert bad == []
+
+
+def _is_package(name: str) -> bool:
+    return name in MODULES and MODULES[name].name == "__init__.py"
+
+
+def _compiler_imports():
+    """(file, line, module, name) for every import from compiler/ in explorer/ and widgets/
+    (``import compiler.x`` gives name "")."""
+    for mod, path in MODULES.items():
+        if not mod.startswith(("explorer", "widgets")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == "compiler":
+                        yield str(path.relative_to(ROOT)), node.lineno, alias.name, ""
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                if node.module.split(".")[0] == "compiler":
+                    for alias in node.names:
+                        yield str(path.relative_to(ROOT)), node.lineno, node.module, alias.name
+
+
+def test_explorer_and_widgets_take_from_the_compiler_only_what_its_packages_export():
+    """A name comes from a compiler package (``compiler`` or ``compiler/x/__init__.py``) that
+    lists it in ``__all__``, or is a subpackage: the modules inside a package are its own."""
+    bad = []
+    for file, line, module, name in _compiler_imports():
+        if not name:
+            ok = _is_package(module)
+        else:
+            ok = _is_package(module) and (
+                _is_package(f"{module}.{name}")
+                or name in getattr(importlib.import_module(module), "__all__", ())
+            )
+        if not ok:
+            bad.append(f"{file}:{line} from {module} import {name or '*'}")
     assert bad == []
 
 
@@ -193,12 +200,8 @@ def _cycles() -> list[set[str]]:
     return out
 
 
-def test_no_new_import_cycles():
-    cycles = _cycles()
-    new = [sorted(c) for c in cycles if not any(c <= allowed for allowed in ALLOWED_CYCLES)]
-    assert new == []
-    stale = [i for i, allowed in enumerate(ALLOWED_CYCLES) if not any(c & allowed for c in cycles)]
-    assert stale == [], "these cycles are gone: remove them from ALLOWED_CYCLES"
+def test_no_import_cycles():
+    assert [sorted(c) for c in _cycles()] == []
 
 
 def test_no_file_in_explorer_widgets_or_passlens_grows_past_its_limit():
@@ -207,7 +210,4 @@ def test_no_file_in_explorer_widgets_or_passlens_grows_past_its_limit():
         for m, p in MODULES.items()
         if m.startswith(("explorer", "widgets", "passlens"))
     }
-    over = {f: n for f, n in lines.items() if n > ALLOWED_LONG_FILES.get(f, MAX_LINES)}
-    assert over == {}
-    stale = [f for f, limit in ALLOWED_LONG_FILES.items() if lines.get(f, 0) <= MAX_LINES]
-    assert stale == [], "split: remove from ALLOWED_LONG_FILES"
+    assert {f: n for f, n in lines.items() if n > MAX_LINES} == {}

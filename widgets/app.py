@@ -39,7 +39,7 @@ from panel.io.server import get_server
 from tornado.routing import Matcher, Rule
 from tornado.web import Application, RequestHandler
 
-from compiler.errors import PasslensError
+from compiler import PasslensError
 from widgets import views
 from widgets.boxes import MAX_BOXES
 from widgets.escape import esc

@@ -21,6 +21,7 @@ The interactive graph is the graph component (``static/graph.js``, fed by
 from __future__ import annotations
 
 from explorer.fmt import format_bytes, signed_bytes
+from explorer.summary import Column, html_table, name_column
 from widgets.boxes import MAX_BOXES, GraphView, default_collapsed, graph_view, step_diff
 from widgets.dot import COLORS, graph_dot
 from widgets.escape import esc, json_script
@@ -29,7 +30,6 @@ from widgets.ir_text import ir_text_html, text_diff_html
 from widgets.stats import param_stats
 from widgets.svg import LAYOUTS, LayoutCache, graph_svg
 from widgets.tables_html import (
-    _td,
     numerics_table_html,
     param_rows,
     param_table_html,
@@ -63,25 +63,32 @@ def badges_html(badges: list[tuple[str, str]]) -> str:
 def summary_html(trace, report=None) -> str:
     """The trace's steps as a table with badges (one row per step, ``data-step`` its
     index; nested passes indented)."""
-    rows = []
-    for r in trace.summary():
-        step = trace.steps[r["step"]]
-        n = len(problems_of(report, step))
-        pad = "&nbsp;" * 4 * r["depth"]
-        rows.append(
-            f"<tr class='pl-step pl-st-{r['status']}' data-step='{r['step']}'>"
-            f"<td class='num'>{r['step']}</td><td>{pad}{esc(r['pass'])}</td>"
-            f"<td>{badges_html(step_badges(r, n))}</td>"
-            f"<td class='num' data-v='{r['nodes']}'>{r['nodes']}</td>"
-            + _td(format_bytes(r["param_bytes"]), v=r["param_bytes"], num=True)
-            + f"<td>{esc(r['ops'])}</td></tr>"
-        )
-    head = (
-        "<tr><th>#</th><th>step</th><th>badges</th><th>nodes</th><th>params</th><th>ops</th></tr>"
+    steps = trace.steps
+    columns = (
+        Column("#", lambda r: str(r["step"]), attrs=lambda r: "class='num'"),
+        name_column("step"),
+        Column(
+            "badges",
+            lambda r: "",
+            html=lambda r: badges_html(step_badges(r, len(problems_of(report, steps[r["step"]])))),
+        ),
+        Column(
+            "nodes",
+            lambda r: str(r["nodes"]),
+            attrs=lambda r: f"class='num' data-v='{r['nodes']}'",
+        ),
+        Column(
+            "params",
+            lambda r: format_bytes(r["param_bytes"]),
+            attrs=lambda r: f'class="num" data-v="{r["param_bytes"]}"',
+        ),
+        Column("ops", lambda r: r["ops"]),
     )
-    return (
-        f"<table class='pl-table pl-summary'><thead>{head}</thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
+    return html_table(
+        columns,
+        trace.summary(),
+        table_attrs="class='pl-table pl-summary'",
+        row_attrs=lambda r: f"class='pl-step pl-st-{r['status']}' data-step='{r['step']}'",
     )
 
 

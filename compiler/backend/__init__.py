@@ -10,7 +10,10 @@ file per op family), compiler/ops/lowered.py (the graph op ``call_lowered``), co
 mathlib.py (LLVM IR), kernel_table.py (kernels by name, compiled once), runtime.py (running
 kernels: threads, library calls), build.py (Executable, export, load).
 
-Importing this package registers every lowering rule.
+Layers: every module here except build.py sits below the passes, which import those modules
+(legalize-ops: lowering and kernel_table; codegen: codegen and kernel_table) and never this
+package; build.py and this package sit above the passes (``build`` runs a pipeline). Importing
+any module of the package runs this file first, which registers every lowering rule.
 """
 
 from __future__ import annotations
@@ -23,18 +26,9 @@ from compiler.backend import (  # noqa: F401
     lower_shape,
 )
 from compiler.backend.build import BuildError, Executable, build, load
+from compiler.backend.kernel_table import KernelNotFound, is_registered, kernel_calls
 from compiler.backend.lowering import LoweringError, supported_ops
 from compiler.ir.nodes import Call, Module
-
-
-def kernel_calls(module: Module) -> dict[str, Call]:
-    """Each kernel a module calls (by name, in order of first call) and its first call."""
-    out: dict[str, Call] = {}
-    for fn in module.functions.values():
-        for node in fn.iter_nodes():
-            if isinstance(node, Call) and node.op == "call_lowered":
-                out.setdefault(node.attrs["kernel"], node)
-    return out
 
 
 def _call_sites(module: Module) -> dict[str, list[str]]:
@@ -79,9 +73,11 @@ def assembly_text(module: Module) -> str:
 __all__ = [
     "BuildError",
     "Executable",
+    "KernelNotFound",
     "LoweringError",
     "assembly_text",
     "build",
+    "is_registered",
     "kernel_calls",
     "llvm_text",
     "load",

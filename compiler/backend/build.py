@@ -40,12 +40,12 @@ from compiler.ir.nodes import (
     Tuple,
     TupleGetItem,
 )
-from compiler.ir.symbolic import SymExpr, evaluate_dim, parse_dim
+from compiler.ir.parser import parse_dim
+from compiler.ir.symbolic import SymExpr, evaluate_dim
 from compiler.ir.types import DType, TensorType, TupleType, shape_matches
 
 FORMAT = "passlens-executable"
 VERSION = 1
-HOST_OPS = ("reshape", "flatten", "squeeze", "unsqueeze", "full", "zeros", "ones", "arange")
 
 
 class BuildError(PasslensError):
@@ -138,6 +138,9 @@ class _PlanBuilder:
         return {"instrs": instrs, "result": self.ref(result, slots)}
 
     def instr(self, b: Expr, slots: dict[int, int]) -> dict:
+        # function-level: loading an executable (``load``) needs no passes
+        from compiler.passes.legalize_ops import HOST_OPS, unlowered_reason
+
         where = f" (at {b.prov.describe()})" if not b.prov.is_empty else ""
         if isinstance(b, Call):
             args = [self.ref(a, slots) for a in b.args]
@@ -163,8 +166,6 @@ class _PlanBuilder:
                     "attrs": {k: _attr_json(v) for k, v in b.attrs.items()},
                     "shape": [_dim_json(d) for d in b.ty.shape],
                 }
-            from compiler.passes.legalize_ops import unlowered_reason
-
             reason = unlowered_reason(self.module, b)
             raise BuildError(
                 f"op {b.op}{where} is not lowered"
@@ -348,7 +349,7 @@ class Executable:
             shape = self._shape(ins["shape"], env)
             if ins["name"] in ("reshape", "flatten", "squeeze", "unsqueeze"):
                 return np.reshape(args[0], shape)
-            from compiler.ops.registry import get_op
+            from compiler.ir.op_registry import get_op
 
             attrs = {k: _attr_from_json(v) for k, v in ins["attrs"].items()}
             attrs = {k: _resolve_dims(v, env) for k, v in attrs.items()}

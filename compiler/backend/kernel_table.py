@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from compiler.backend import codegen
 from compiler.backend.loops import Kernel
 from compiler.backend.runtime import CompiledKernel, KernelInfo
+from compiler.ir.nodes import Call, Module
 
 _KERNELS: dict[str, Kernel] = {}
 _COMPILED: dict[tuple[str, int], Compiled] = {}
@@ -106,12 +107,23 @@ def is_compiled(name: str, opt_level: int = 3) -> bool:
     return (name, opt_level) in _COMPILED
 
 
+def kernel_calls(module: Module) -> dict[str, Call]:
+    """Each kernel a module calls (by name, in order of first call) and its first call."""
+    out: dict[str, Call] = {}
+    for fn in module.functions.values():
+        for node in fn.iter_nodes():
+            if isinstance(node, Call) and node.op == "call_lowered":
+                out.setdefault(node.attrs["kernel"], node)
+    return out
+
+
 __all__ = [
     "Compiled",
     "KernelNotFound",
     "compiled",
     "is_compiled",
     "is_registered",
+    "kernel_calls",
     "lookup",
     "register",
 ]

@@ -24,9 +24,9 @@ from compiler.backend import loops as L
 from compiler.errors import PasslensError
 from compiler.ir.names import fresh_name
 from compiler.ir.nodes import Call, Constant, Expr
+from compiler.ir.op_registry import get_op
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import DType, TensorType, TupleType
-from compiler.ops.registry import get_op
 
 
 class LoweringError(PasslensError):

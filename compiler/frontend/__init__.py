@@ -1,4 +1,5 @@
-"""Frontends: ``from_torch`` (torch.export), ``from_onnx`` and ``to_onnx``."""
+"""Frontends: ``from_torch`` (torch.export, also alone as ``export_torch``), ``from_onnx``
+(and ``load_onnx``) and ``to_onnx``."""
 
 from compiler.frontend.errors import FrontendError, UnsupportedOperatorError
 
@@ -10,11 +11,27 @@ def from_torch(model, example_args=None, dynamic_shapes=None, keep_params_as_inp
     return _from_torch(model, example_args, dynamic_shapes, keep_params_as_input, **kw)
 
 
+def export_torch(model, example_args=None, dynamic_shapes=None, example_kwargs=None):
+    """torch.export a model as ``from_torch`` does: eval mode, errors as FrontendError; an
+    ExportedProgram is returned as it is (see torch_frontend)."""
+    from compiler.frontend.torch_frontend import export_torch as _export_torch
+
+    return _export_torch(model, example_args, dynamic_shapes, example_kwargs)
+
+
 def from_onnx(model, **kw):
     """Import an ONNX model from a path, bytes or ModelProto (see onnx_frontend)."""
     from compiler.frontend.onnx_frontend import from_onnx as _from_onnx
 
     return _from_onnx(model, **kw)
+
+
+def load_onnx(model):
+    """An ONNX model (path, bytes or ModelProto) as a ModelProto, read once and checked, so a
+    damaged file gets a clear error (see onnx_frontend.load_model)."""
+    from compiler.frontend.onnx_frontend import load_model
+
+    return load_model(model)
 
 
 def to_onnx(module, **kw):
@@ -24,4 +41,12 @@ def to_onnx(module, **kw):
     return _to_onnx(module, **kw)
 
 
-__all__ = ["from_torch", "from_onnx", "to_onnx", "FrontendError", "UnsupportedOperatorError"]
+__all__ = [
+    "from_torch",
+    "export_torch",
+    "from_onnx",
+    "load_onnx",
+    "to_onnx",
+    "FrontendError",
+    "UnsupportedOperatorError",
+]

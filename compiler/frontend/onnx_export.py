@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from compiler.frontend.errors import FrontendError
+from compiler.frontend.onnx_context import ONNX_DTYPE
 from compiler.frontend.onnx_frontend import checkable
 from compiler.ir.names import fresh_name
 from compiler.ir.nodes import (
@@ -41,19 +42,6 @@ from compiler.ir.types import DType, TensorType, TupleType, Type, symbol_binding
 
 DEFAULT_OPSET = 18
 MIN_OPSET = 17
-
-_ONNX_DTYPE = {
-    DType.float32: 1,
-    DType.uint8: 2,
-    DType.int8: 3,
-    DType.int16: 5,
-    DType.int32: 6,
-    DType.int64: 7,
-    DType.bool: 9,
-    DType.float16: 10,
-    DType.float64: 11,
-    DType.bfloat16: 16,
-}
 
 INT64_MAX = 2**63 - 1
 
@@ -90,7 +78,7 @@ def value_info(name: str, ty: Type):
     shape = None
     if ty.shape is not None:
         shape = [d if isinstance(d, int) else (str(d) if d is not ANY else None) for d in ty.shape]
-    return helper.make_tensor_value_info(name, _ONNX_DTYPE[ty.dtype], shape)
+    return helper.make_tensor_value_info(name, ONNX_DTYPE[ty.dtype], shape)
 
 
 class Exporter:
@@ -251,7 +239,7 @@ class Exporter:
         if isinstance(d, (int, float)):
             return self.const(d, dtype)
         v = self.node("Reshape", [self.dim(d), self.i64([])])
-        return v if dtype is DType.int64 else self.node("Cast", [v], to=_ONNX_DTYPE[dtype])
+        return v if dtype is DType.int64 else self.node("Cast", [v], to=ONNX_DTYPE[dtype])
 
     def shape_of(self, name: str, ty: Type) -> str:
         """An i64 tensor of a value's shape (an initializer when static)."""
@@ -326,7 +314,7 @@ class Exporter:
         cond = self.name(node.cond)
         ct = node.cond.ty
         if isinstance(ct, TensorType) and ct.dtype is not DType.bool:
-            cond = self.node("Cast", [cond], to=_ONNX_DTYPE[DType.bool])
+            cond = self.node("Cast", [cond], to=ONNX_DTYPE[DType.bool])
         branches = []
         for label, block in (("then", node.then_branch), ("else", node.else_branch)):
             self.graphs.append([])
@@ -487,10 +475,10 @@ def _widened(e, n: Call, a: list, op: str, **attrs) -> str:
     dtype = _dtype(n.args[0])
     if dtype not in _NARROW:
         return e.node(op, a, **attrs)
-    wide = [e.node("Cast", [x], to=_ONNX_DTYPE[DType.int32]) for x in a[:1]] + list(a[1:])
+    wide = [e.node("Cast", [x], to=ONNX_DTYPE[DType.int32]) for x in a[:1]] + list(a[1:])
     if op in ("Max", "Min"):
-        wide = [e.node("Cast", [x], to=_ONNX_DTYPE[DType.int32]) for x in a]
-    return e.node("Cast", [e.node(op, wide, **attrs)], to=_ONNX_DTYPE[dtype])
+        wide = [e.node("Cast", [x], to=ONNX_DTYPE[DType.int32]) for x in a]
+    return e.node("Cast", [e.node(op, wide, **attrs)], to=ONNX_DTYPE[dtype])
 
 
 LOWERINGS["maximum"] = lambda e, n, a: _widened(e, n, a, "Max")
@@ -575,7 +563,7 @@ def _clip(e, n, a):
 
 @lowers("cast")
 def _cast(e, n, a):
-    return e.node("Cast", a, to=_ONNX_DTYPE[n.attrs["dtype"]])
+    return e.node("Cast", a, to=ONNX_DTYPE[n.attrs["dtype"]])
 
 
 @lowers("floor_divide")
@@ -602,7 +590,7 @@ def _where_op(e, n, a):
 
 def _out_cast(e, n, y: str, dtype: DType) -> str:
     out = n.attrs.get("out_dtype")
-    return y if out is None or out is dtype else e.node("Cast", [y], to=_ONNX_DTYPE[out])
+    return y if out is None or out is dtype else e.node("Cast", [y], to=ONNX_DTYPE[out])
 
 
 @lowers("matmul")
@@ -788,7 +776,7 @@ def _sdpa(e, n, a):
         if isinstance(feat, int):
             scale_name = _scalar_like(e, 1.0 / math.sqrt(feat), q)
         else:
-            f = e.node("Cast", [e.scalar(feat)], to=_ONNX_DTYPE[_dtype(q)])
+            f = e.node("Cast", [e.scalar(feat)], to=ONNX_DTYPE[_dtype(q)])
             scale_name = e.node("Reciprocal", [e.node("Sqrt", [f])])
     else:
         scale_name = _scalar_like(e, scale, q)
@@ -834,9 +822,9 @@ def _reduce_op(e, n, a):
         return e.node("Identity", a)
     dtype = _dtype(n.args[0])
     if dtype in _NARROW and n.op in ("max", "min"):
-        wide = e.node("Cast", a, to=_ONNX_DTYPE[DType.int32])
+        wide = e.node("Cast", a, to=ONNX_DTYPE[DType.int32])
         y = _reduce(e, _REDUCE[n.op], wide, axes, n.attrs["keepdims"])
-        return e.node("Cast", [y], to=_ONNX_DTYPE[dtype])
+        return e.node("Cast", [y], to=ONNX_DTYPE[dtype])
     return _reduce(e, _REDUCE[n.op], a[0], axes, n.attrs["keepdims"])
 
 
@@ -859,7 +847,7 @@ def _variance(e, n, a):
         shape = e.node("Shape", [x])
         picked = e.node("Gather", [shape, e.i64(reduced)])
         total = e.node("ReduceProd", [picked], keepdims=0)
-        total = e.node("Cast", [total], to=_ONNX_DTYPE[_dtype(data)])
+        total = e.node("Cast", [total], to=ONNX_DTYPE[_dtype(data)])
         count = e.node("Sub", [total, _scalar_like(e, n.attrs["correction"], data)])
         count = e.node("Max", [count, _scalar_like(e, 0, data)])
     var = e.node("Div", [ss, count])
@@ -1105,7 +1093,7 @@ def _arange(e, n, a):
         for v in (start, stop, step)
     ]
     y = e.node("Range", args)
-    return y if compute is dtype else e.node("Cast", [y], to=_ONNX_DTYPE[dtype])
+    return y if compute is dtype else e.node("Cast", [y], to=ONNX_DTYPE[dtype])
 
 
 @lowers("take")

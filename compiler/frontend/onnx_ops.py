@@ -5,7 +5,7 @@ A converter is registered with ``@converter(op_type, attrs=..., min_version=...)
 lists every attribute it understands (a node with another attribute is reported as
 unsupported, so a later op version that adds an attribute is never converted wrongly), and
 ``min_version`` is the oldest op version (schema ``since_version``) whose semantics it
-implements. It receives a :class:`~compiler.frontend.onnx_frontend.ConvertContext` and returns
+implements. It receives a :class:`~compiler.frontend.onnx_context.ConvertContext` and returns
 an IR expression, or a sequence with one per ONNX output (None for outputs it cannot give).
 
 Inputs that are shapes, pads, axes, repeats, ... use their values when they are constants
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.frontend.onnx_frontend import (
+from compiler.frontend.onnx_context import (
     MAX_IMPORT_ELEMENTS,
     MAX_RANK,
     ConversionError,

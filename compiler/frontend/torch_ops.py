@@ -30,14 +30,14 @@ import numpy as np
 import torch
 
 from compiler.frontend.errors import FrontendError
-from compiler.frontend.torch_frontend import (
+from compiler.frontend.torch_convert import (
     ATEN_CHECKS,
     ConvertContext,
-    _dtype_of_torch,
-    _target_name,
     converts,
+    dtype_of_torch,
     op_name,
     provenance_of,
+    target_name,
 )
 from compiler.ir.nodes import Block, Call, Constant, Expr, If, TupleGetItem, call, collect_bindings
 from compiler.ir.nodes import Tuple as IRTuple
@@ -122,7 +122,7 @@ def _probe(value: Any):
 
 def common_dtype(a: Any, b: Any) -> DType:
     """torch's type promotion of two operands (tensors, Python numbers or sizes)."""
-    return _dtype_of_torch(torch.result_type(_probe(a), _probe(b)))
+    return dtype_of_torch(torch.result_type(_probe(a), _probe(b)))
 
 
 def _binary(ctx: ConvertContext, op: str, a: Any, b: Any, dtype: DType | None = None) -> Expr:
@@ -289,7 +289,7 @@ def _size_compare(ctx, node, args, kwargs):
     a, b = args[0], args[1]
     if not all(isinstance(v, (int, SymExpr)) and not isinstance(v, bool) for v in (a, b)):
         return _SymbolicScalar(str(val))
-    op = _SIZE_COMPARISONS[_target_name(node.target).split(".")[-1]]
+    op = _SIZE_COMPARISONS[target_name(node.target).split(".")[-1]]
     return call(op, dim_tensor(a), dim_tensor(b))
 
 
@@ -320,7 +320,7 @@ def _getitem_check(node) -> str | None:
     source, index = node.args[0], node.args[1]
     if not hasattr(source, "target") or not node.users:
         return None
-    what = _UNSUPPORTED_RESULTS.get(_target_name(source.target), {}).get(index)
+    what = _UNSUPPORTED_RESULTS.get(target_name(source.target), {}).get(index)
     return f"the {what} output of {source.target}" if what else None
 
 

@@ -1,4 +1,10 @@
-"""The graph IR: types, nodes, printer, parser, verifier, structural equality."""
+"""The graph IR: types, nodes, printer, parser, verifier, structural equality, and the op
+registry nodes infer their types from (op_registry.py).
+
+The op families (compiler/ops/) register into that registry. They are imported at the end
+of this file, so any import of the IR has every op; they import the IR's modules, never this
+package.
+"""
 
 from compiler.ir.nodes import (
     Block,
@@ -15,16 +21,20 @@ from compiler.ir.nodes import (
     TupleGetItem,
     Var,
     call,
+    children,
     collect_bindings,
     function_constants,
 )
-from compiler.ir.parser import ParseError, parse, parse_type
-from compiler.ir.printer import print_function, print_module
+from compiler.ir.parser import ParseError, Parser, parse, parse_type
+from compiler.ir.printer import Printer, format_attr, print_function, print_module
 from compiler.ir.provenance import NO_PROVENANCE, Provenance
 from compiler.ir.structural import assert_structural_equal, structural_equal, structural_hash
 from compiler.ir.symbolic import ANY, Dim, SymExpr, sym
 from compiler.ir.types import DType, TensorType, TupleType, Type, tensor
 from compiler.ir.verify import VerifyError, verify
+
+# isort: split
+from compiler import ops as _ops  # noqa: F401  (registers every op family)
 
 __all__ = [
     "ANY",
@@ -42,8 +52,12 @@ __all__ = [
     "NO_PROVENANCE",
     "Node",
     "ParseError",
+    "Parser",
+    "Printer",
     "VerifyError",
     "assert_structural_equal",
+    "children",
+    "format_attr",
     "parse",
     "parse_type",
     "print_function",

@@ -19,16 +19,9 @@ import numpy as np
 
 from compiler.errors import PasslensError
 from compiler.ir.attrs import Attrs, TypeInferenceError
+from compiler.ir.op_registry import get_op
 from compiler.ir.provenance import NO_PROVENANCE, Provenance
 from compiler.ir.types import DType, TensorType, TupleType, Type, join_types, type_of_array
-
-
-def get_op(name: str):
-    """The op definition for ``name`` (importing compiler.ops registers every op family)."""
-    import compiler.ops  # noqa: F401
-    from compiler.ops.registry import get_op as _get_op
-
-    return _get_op(name)
 
 
 class IRError(PasslensError):
@@ -489,7 +482,8 @@ class Function(Node):
 
 
 class Module(Node):
-    """Named functions. Immutable; ``with_function`` returns a new module sharing the rest."""
+    """Named functions. Immutable; ``with_function`` returns a new module sharing the rest.
+    ``str(module)`` is its text form (``__str__`` comes from compiler/ir/printer.py)."""
 
     __slots__ = ("functions", "attrs")
     _fields = ("functions", "attrs")
@@ -551,11 +545,6 @@ class Module(Node):
                 if c.name is not None and c.name not in out:
                     out[c.name] = c
         return out
-
-    def __str__(self) -> str:
-        from compiler.ir.printer import print_module
-
-        return print_module(self)
 
     def __repr__(self) -> str:
         return f"<Module {', '.join('@' + n for n in self.functions)}>"

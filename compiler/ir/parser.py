@@ -36,6 +36,7 @@ from compiler.ir.nodes import (
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import ANY, Dim, SymExpr, floordiv, mod, sym
 from compiler.ir.types import DType, TensorType, TupleType, Type
+from compiler.ir.verify import verify as _verify
 
 
 class ParseError(PasslensError, ValueError):
@@ -744,8 +745,6 @@ def parse(text: str, params: Mapping[str, np.ndarray] | None = None, verify: boo
     parser = Parser(text, params)
     module = parser.guarded(parser.parse_module)
     if verify:
-        from compiler.ir.verify import verify as _verify
-
         _verify(module)
     return module
 

@@ -258,6 +258,11 @@ def print_module(module: Module, show_provenance: bool = False, max_inline: int 
     return p.text()
 
 
+# ``str(module)`` is its text. The printer installs it: the nodes cannot import the printer,
+# which is built on them (and importing compiler.ir imports this module).
+Module.__str__ = print_module
+
+
 def print_function(
     fn: Function, name: str = "main", show_provenance: bool = False, max_inline: int = 32
 ) -> str:

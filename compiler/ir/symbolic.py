@@ -404,13 +404,6 @@ def dims_equal(a: Dim, b: Dim) -> bool | None:
     return None
 
 
-def parse_dim(text: str) -> Dim:
-    """Parse a dim written as in the text format: ``128``, ``n``, ``2*n + 1``, ``(n + 1) // 2``."""
-    from compiler.ir.parser import parse_dim as _parse
-
-    return _parse(text)
-
-
 def solve_dim(f, target: int, monotone: bool = False) -> int | None:
     """A value n >= 0 of the one unknown symbol of a dim ``f`` (a function n -> size) for which
     ``f(n) == target``, or None. A dim linear in n (``2*n + 1``) has at most one. With

@@ -43,6 +43,7 @@ from compiler.ir.nodes import (
     TupleGetItem,
     Var,
 )
+from compiler.ir.printer import Printer
 from compiler.ir.symbolic import ANY, SymExpr, dims_equal
 from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, join_types
 
@@ -84,13 +85,13 @@ def _covers(annotated: Type, actual: Type) -> bool:
         return True
     if actual.shape is None or len(actual.shape) != len(annotated.shape):
         return False
-    return all(a is ANY or dims_equal(a, b) is not False for a, b in zip(annotated.shape, actual.shape))
+    return all(
+        a is ANY or dims_equal(a, b) is not False for a, b in zip(annotated.shape, actual.shape)
+    )
 
 
 class _Checker:
-    def __init__(
-        self, module: Module | None, name: str, fn: Function, weights: dict | None = None
-    ):
+    def __init__(self, module: Module | None, name: str, fn: Function, weights: dict | None = None):
         self.module, self.name, self.fn = module, name, fn
         self.problems: list[Problem] = []
         self.bound: set[int] = set()
@@ -105,8 +106,6 @@ class _Checker:
     def show(self, node: Expr) -> str:
         """``%name`` of a node as the context printout names it (names are only hints)."""
         if self._printer is None:
-            from compiler.ir.printer import Printer
-
             self._printer = Printer()
             self._printer.function(self.name, self.fn)
         return "%" + self._printer.name_of(node)
@@ -356,8 +355,6 @@ def check(module: Module | Function, name: str = "main") -> list[Problem]:
 
 def context(module: Module | Function, problems: list[Problem], radius: int = 3) -> str:
     """The problems, each with the bindings around it printed and the bad one marked."""
-    from compiler.ir.printer import Printer
-
     out = [f"the module breaks {len(problems)} invariant(s):"]
     printed: dict[str, Printer] = {}
     for prob in problems:

@@ -1,9 +1,10 @@
-"""The op registry and the op families. Importing this package registers every op."""
+"""The op families and the names of the op registry (compiler/ir/op_registry.py). Importing
+this package registers every op; compiler.ir imports it, so any use of the IR has them all."""
 
 import importlib as _importlib
 import pkgutil as _pkgutil
 
-from compiler.ops.registry import (
+from compiler.ir.op_registry import (
     ANCHOR,
     BROADCAST,
     ELEMWISE,
@@ -21,7 +22,7 @@ from compiler.ops.registry import (
 
 # Every module of this package other than the infrastructure is an op family: importing it
 # registers its ops, so a new family only needs its own file.
-_INFRASTRUCTURE = {"registry", "shape_inference"}
+_INFRASTRUCTURE = {"shape_inference"}
 for _info in _pkgutil.iter_modules(__path__):
     if _info.name not in _INFRASTRUCTURE:
         _importlib.import_module(f"{__name__}.{_info.name}")

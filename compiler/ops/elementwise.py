@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from compiler.ir.types import DType, TensorType, is_float_dtype
-from compiler.ops.registry import (
+from compiler.ir.op_registry import (
     BROADCAST,
     ELEMWISE,
     AttrSpec,
     TypeInferenceError,
     define_op,
 )
+from compiler.ir.types import DType, TensorType, is_float_dtype
 from compiler.ops.shape_inference import broadcast_shapes, same_dtype, tensor_input
 
 # ----- unary ------------------------------------------------------------------------------

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from compiler.ir.op_registry import OPAQUE, AttrSpec, TypeInferenceError, define_op
+from compiler.ir.parser import ParseError, parse_type
 from compiler.ir.types import Type
-from compiler.ops.registry import OPAQUE, AttrSpec, TypeInferenceError, define_op
 
 GetItem = Callable[[int], Any]
 SetItem = Callable[[int, Any], None]
@@ -64,8 +65,6 @@ def current_callbacks() -> LazyCallbacks:
 
 @functools.cache
 def _parse_type(text: str) -> Type:
-    from compiler.ir.parser import ParseError, parse_type  # the parser imports the ops
-
     try:
         return parse_type(text)
     except ParseError as e:

@@ -12,8 +12,8 @@ process); the backend (llvmlite) is imported only when such a call runs.
 
 from __future__ import annotations
 
+from compiler.ir.op_registry import OPAQUE, AttrSpec, define_op
 from compiler.ir.types import TensorType
-from compiler.ops.registry import OPAQUE, AttrSpec, define_op
 
 
 def _infer(types, attrs):
@@ -21,9 +21,9 @@ def _infer(types, attrs):
 
 
 def _compute(values, attrs):
-    from compiler.backend import kernel_table
+    from compiler.backend.kernel_table import compiled
 
-    kernel = kernel_table.compiled(attrs["kernel"])
+    kernel = compiled(attrs["kernel"])
     dims = attrs.get("dims")
     names = [n.strip() for n in (attrs.get("dim_names") or "").split(",") if n.strip()]
     env = dict(zip(names, (int(d) for d in dims), strict=True)) if dims else None

@@ -30,6 +30,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from compiler.ir.op_registry import (
+    ANCHOR,
+    BROADCAST,
+    OPAQUE,
+    Attrs,
+    AttrSpec,
+    TypeInferenceError,
+    define_op,
+)
 from compiler.ir.symbolic import (
     ANY,
     Dim,
@@ -41,15 +50,6 @@ from compiler.ir.symbolic import (
     floordiv,
 )
 from compiler.ir.types import DType, TensorType, Type, is_float_dtype
-from compiler.ops.registry import (
-    ANCHOR,
-    BROADCAST,
-    OPAQUE,
-    Attrs,
-    AttrSpec,
-    TypeInferenceError,
-    define_op,
-)
 from compiler.ops.shape_inference import (
     broadcast_shapes,
     known_rank,

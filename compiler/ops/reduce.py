@@ -27,8 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from compiler.ir.op_registry import OPAQUE, REDUCE, AttrSpec, TypeInferenceError, define_op
 from compiler.ir.types import DType, TensorType
-from compiler.ops.registry import OPAQUE, REDUCE, AttrSpec, TypeInferenceError, define_op
 from compiler.ops.shape_inference import normalize_axes, normalize_axis, tensor_input
 
 # ----- shapes ------------------------------------------------------------------------------

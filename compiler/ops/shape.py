@@ -35,11 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_add, dim_mul, dim_str, dims_equal, sym
-from compiler.ir.symbolic import floordiv as dim_floordiv
-from compiler.ir.symbolic import mod as dim_mod
-from compiler.ir.types import DType, TensorType, TupleType
-from compiler.ops.registry import (
+from compiler.ir.op_registry import (
     ELEMWISE,
     INJECTIVE,
     OPAQUE,
@@ -47,6 +43,10 @@ from compiler.ops.registry import (
     TypeInferenceError,
     define_op,
 )
+from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_add, dim_mul, dim_str, dims_equal, sym
+from compiler.ir.symbolic import floordiv as dim_floordiv
+from compiler.ir.symbolic import mod as dim_mod
+from compiler.ir.types import DType, TensorType, TupleType
 from compiler.ops.shape_inference import (
     dim_product,
     known_rank,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from compiler.ir.op_registry import TypeInferenceError
 from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_str, dims_equal
 from compiler.ir.types import DType, TensorType, Type
-from compiler.ops.registry import TypeInferenceError
 
 
 def tensor_input(t: Type, what: str = "input") -> TensorType:

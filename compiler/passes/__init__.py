@@ -2,9 +2,24 @@
 
 ``compiler.passes.run(module, pipeline="default", record=True)`` runs a pipeline and returns
 a PassResult with ``.module`` and ``.snapshots`` (one per pass application, nested included).
+``calling_convention(module)`` says how to call a module after passes that change its signature
+(lift-transform-params, the lazy passes, bind-params: those with ``changes_signature``) and
+``lazy_callbacks`` serves the weights and collects the results of a lazy one;
+``decompose(call)`` is what decompose-ops rewrites one call into (``rounds_as_decomposed``:
+whether that changes no value).
 """
 
 from compiler.passes import library  # noqa: F401  (registers the passes and pipelines)
+from compiler.passes.calling import (
+    SIDE_EFFECT_OPS,
+    CallingConvention,
+    calling_convention,
+    lazy_callbacks,
+    lazy_ops,
+    transform_function,
+    weight_params,
+)
+from compiler.passes.decompose_ops import decompose, rounds_as_decomposed
 from compiler.passes.manager import (
     Instrument,
     Pass,
@@ -33,6 +48,7 @@ from compiler.passes.pipeline import (
 from compiler.passes.runner import run
 
 __all__ = [
+    "CallingConvention",
     "Instrument",
     "Pass",
     "PassContext",
@@ -42,17 +58,25 @@ __all__ = [
     "PassesInterrupted",
     "PipelineError",
     "Recorder",
+    "SIDE_EFFECT_OPS",
     "Sequential",
     "SkippedPass",
     "Snapshot",
     "VerifyAfterEach",
     "all_passes",
     "build_pipeline",
+    "calling_convention",
+    "decompose",
     "get_pass_class",
+    "lazy_callbacks",
+    "lazy_ops",
     "named_pipelines",
     "parse_pass",
     "register_alias",
     "register_pass",
     "register_pipeline",
+    "rounds_as_decomposed",
     "run",
+    "transform_function",
+    "weight_params",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.ir.nodes import Call, Constant, IRError
-from compiler.ops.registry import get_op
+from compiler.ir.op_registry import get_op
 from compiler.passes.manager import PassError
 
 # For each op, which tensor inputs have an attribute form (input name -> attribute name).

@@ -75,6 +75,7 @@ class BindParams(Pass):
     """Replace parameters of one function by named constants (values given in Python)."""
 
     name: ClassVar[str] = "bind-params"
+    changes_signature: ClassVar[bool] = True
     params: tuple = field(default=(), repr=False)
     function: str = "main"
 

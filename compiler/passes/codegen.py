@@ -28,9 +28,9 @@ class Codegen(Pass):
     opt_level: int = 3
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
-        from compiler.backend import codegen, kernel_calls, kernel_table
-        from compiler.backend.build import HOST_OPS
-        from compiler.passes.legalize_ops import unlowered_reason
+        import compiler.backend.codegen as codegen
+        import compiler.backend.kernel_table as kernel_table
+        from compiler.passes.legalize_ops import HOST_OPS, unlowered_reason
 
         if module.attrs.get("backend") != "loops":
             return module  # not legalized (nothing to compile) or compiled already
@@ -50,7 +50,7 @@ class Codegen(Pass):
                             + (f": {reason}" if reason else " (run legalize-ops first)"),
                             node,
                         )
-        calls = kernel_calls(module)
+        calls = kernel_table.kernel_calls(module)
         if not calls:
             return module
         for name, node in calls.items():

@@ -33,8 +33,8 @@ from compiler.ir.nodes import (
     collect_bindings,
     function_constants,
 )
+from compiler.ir.op_registry import get_op
 from compiler.ir.types import DType, TensorType, TupleType, Type, join_types
-from compiler.ops.registry import get_op
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import Rewriter, progress, rewrite_module
 

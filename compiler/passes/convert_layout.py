@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from compiler.ir.nodes import Block, Call, Constant, Expr, Function, If, Module
+from compiler.ir.op_registry import BROADCAST, ELEMWISE, REDUCE, get_op
 from compiler.ir.types import TensorType
-from compiler.ops.registry import BROADCAST, ELEMWISE, REDUCE, get_op
 from compiler.passes.dead_code_elimination import live_nodes
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module

@@ -24,6 +24,7 @@ import numpy as np
 
 from compiler.ir.nodes import Call, Constant, Expr, Module
 from compiler.ir.types import DType, TensorType
+from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
 
@@ -112,6 +113,25 @@ DECOMPOSITIONS: dict[str, Callable[[Call], Expr | None]] = {
 }
 
 
+# Result dtypes in which an op's reference rounds exactly like its decomposition, by op.
+_ROUNDS_AS_DECOMPOSED = {"linear": LINEAR_ROUNDS_AS_DECOMPOSED}
+
+
+def decompose(call: Call) -> Expr | None:
+    """What decompose-ops rewrites ``call`` into (new nodes over its operands), or None when
+    its op has no decomposition."""
+    rule = DECOMPOSITIONS.get(call.op)
+    return rule(call) if rule is not None else None
+
+
+def rounds_as_decomposed(op: str, dtype: DType) -> bool:
+    """Whether ``op`` with a result of ``dtype`` computes, bit for bit, what its decomposition
+    computes (each part rounded to ``dtype``): decompose-ops then changes no value, and a tool
+    may compute the op as its parts and find their values again after decompose-ops."""
+    dtypes = _ROUNDS_AS_DECOMPOSED.get(op)
+    return dtypes is not None and dtype.numpy in dtypes
+
+
 @register_pass
 @dataclass(frozen=True)
 class DecomposeOps(Pass):
@@ -136,6 +156,6 @@ class DecomposeOps(Pass):
                 return None
             if not all(isinstance(a.ty, TensorType) and a.ty.shape is not None for a in node.args):
                 return None  # unknown rank: nothing to build the decomposition on
-            return DECOMPOSITIONS[node.op](node)
+            return decompose(node)
 
         return rewrite_module(module, lambda name, fn: rule, self.name)

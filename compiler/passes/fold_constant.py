@@ -16,9 +16,9 @@ import numpy as np
 from compiler.ir.attrs import TypeInferenceError
 from compiler.ir.names import fresh_name
 from compiler.ir.nodes import Call, Constant, Expr, Module, Tuple, TupleGetItem
+from compiler.ir.op_registry import get_op
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import TensorType
-from compiler.ops.registry import get_op
 from compiler.passes.attribute_form import attribute_form
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import rewrite_module

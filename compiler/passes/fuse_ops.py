@@ -4,7 +4,7 @@ functions, called where the group was (TVM's FuseOps on our DAG, same rules).
 
 A node joins the group of its immediate post-dominator when every node on the way has a
 pattern the rule accepts, so a group is convex (no path leaves it and comes back) and only
-its last node is read outside it. By pattern (compiler/ops/registry.py): an anchor takes the
+its last node is read outside it. By pattern (compiler/ir/op_registry.py): an anchor takes the
 elementwise / broadcast ops after it (phase 0); an elementwise / broadcast op joins an
 injective, reduce or anchor group after it through at most injective ops; an injective op
 joins what follows through injective ops (phase 1); a reduction ends its group; opaque ops,
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from compiler.ir.nodes import Call, Constant, Expr, FuncCall, Function, If, Module, Var
+from compiler.ir.op_registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, REDUCE, get_op
 from compiler.ir.types import TensorType
 from compiler.ir.verify import symbols_of
-from compiler.ops.registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, REDUCE, get_op
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import remap_operands
 

@@ -25,6 +25,7 @@ class LazyGetInput(Pass):
     """Replace weight parameters (after num_input) by get_item calls at their first use."""
 
     name: ClassVar[str] = "lazy-get-input"
+    changes_signature: ClassVar[bool] = True
     function: str = ""
 
     def transform(self, module: Module, ctx: PassContext) -> Module:

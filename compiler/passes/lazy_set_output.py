@@ -24,6 +24,7 @@ class LazySetOutput(Pass):
     """Emit every returned value through set_item right after it is computed."""
 
     name: ClassVar[str] = "lazy-set-output"
+    changes_signature: ClassVar[bool] = True
     function: str = ""
 
     def transform(self, module: Module, ctx: PassContext) -> Module:

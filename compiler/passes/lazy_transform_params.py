@@ -20,7 +20,8 @@ from compiler.ir.nodes import Call, Constant, Expr, Function, Module, Tuple, Tup
 from compiler.ir.types import TupleType
 from compiler.ops.lazy_params import SIDE_EFFECT_OPS
 from compiler.passes import fold_constant, rewrite
-from compiler.passes.lift_transform_params import TRANSFORM_PARAMS_OF, external_reads, substitute
+from compiler.passes.calling import TRANSFORM_PARAMS_OF
+from compiler.passes.lift_transform_params import external_reads, substitute
 from compiler.passes.manager import Pass, PassContext, register_pass
 
 fold_constant.NOT_FOLDABLE.update(SIDE_EFFECT_OPS)  # their values exist only at run time
@@ -138,6 +139,7 @@ class LazyTransformParams(Pass):
     """Fetch transform_params weights with get_item and emit results with set_item."""
 
     name: ClassVar[str] = "lazy-transform-params"
+    changes_signature: ClassVar[bool] = True
 
     def check(self, fn: Function, fname: str) -> None:
         """Called on each function before it is rewritten (the replica fails here)."""

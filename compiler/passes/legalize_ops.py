@@ -35,13 +35,15 @@ from compiler.ir.nodes import (
     TupleGetItem,
     collect_bindings,
 )
+from compiler.ir.op_registry import get_op
 from compiler.ir.symbolic import sym
-from compiler.ops.registry import get_op
 from compiler.passes.fold_constant import fold_call
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import rewrite_function
 
 VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
+# the calls left in a legalized graph that the host runs (a view, or a fill without inputs)
+HOST_OPS = (*VIEW_OPS, "full", "zeros", "ones", "arange")
 
 
 def _source(ops: list[str], fused: bool) -> str:
@@ -69,12 +71,12 @@ def _determined_dims(args: list[Expr], like: Expr) -> set[str]:
 def lowered_call(kernel, args: list[Expr], like: Expr) -> Call | None:
     """The ``call_lowered`` replacing ``like`` (same type, provenance and name hint); None
     when the kernel would read no buffer (made from constants only: the host computes it)."""
-    from compiler.backend import kernel_table
+    from compiler.backend.kernel_table import register
 
     if not args:
         return None
 
-    kernel_table.register(kernel)
+    register(kernel)
     libs = kernel.libraries
     attrs = {
         "kernel": kernel.name,
@@ -93,7 +95,7 @@ def lowered_call(kernel, args: list[Expr], like: Expr) -> Call | None:
 
 class _Legalizer:
     def __init__(self, module: Module, pass_name: str, strict: bool = True):
-        from compiler.backend import lowering
+        import compiler.backend.lowering as lowering  # the module, not the package (above us)
 
         self.lowering = lowering
         self.module = module

@@ -7,7 +7,15 @@ from pathlib import Path
 
 from compiler.passes.pipeline import register_alias, register_pipeline
 
-_INFRASTRUCTURE = {"manager", "pipeline", "rewrite", "library", "attribute_form", "runner"}
+_INFRASTRUCTURE = {
+    "manager",
+    "pipeline",
+    "rewrite",
+    "library",
+    "attribute_form",
+    "runner",
+    "calling",
+}
 
 for _info in pkgutil.iter_modules([str(Path(__file__).parent)]):
     if _info.name not in _INFRASTRUCTURE:

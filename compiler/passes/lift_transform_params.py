@@ -7,10 +7,11 @@ other such bindings is lifted: ``@main_transform_params(weights...)`` computes t
 ``@main`` still needs (a weight it reads directly is passed through) and returns them as a
 tuple; ``@main`` then takes ``(inputs..., transformed weights...)`` with ``num_input = k``.
 
-The signature changes: calling ``@main`` with the original weights now gives wrong numbers.
-The right call is ``p = run(m, *weights, function="main_transform_params")`` then
-``run(m, *inputs, *p)``. The new function carries ``transform_params_of = "main"`` so tools
-can find the pair and compose it. Lifted nodes are the very same objects in the new function
+The signature changes (``changes_signature``): calling ``@main`` with the original weights
+now gives wrong numbers. The right call is ``p = run(m, *weights,
+function="main_transform_params")`` then ``run(m, *inputs, *p)``. The new function carries
+``transform_params_of = "main"`` so ``calling_convention`` (compiler/passes/calling.py) finds
+the pair and tools can compose it. Lifted nodes are the very same objects in the new function
 (its parameters are the original weight Vars), so the explorer matches them by identity.
 Bindings that read only constants are not lifted (folding them is fold-constant's job): they
 stay in main when main reads them, and are also bound in the transform function when a lifted
@@ -26,10 +27,9 @@ from compiler.ir.nodes import Block, Constant, Expr, Function, If, Module, Tuple
 from compiler.ir.provenance import Provenance
 from compiler.ops.lazy_params import SIDE_EFFECT_OPS
 from compiler.passes import rewrite
+from compiler.passes.calling import TRANSFORM_PARAMS_OF
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import remap_operands
-
-TRANSFORM_PARAMS_OF = "transform_params_of"
 
 
 def external_reads(node: Expr) -> list[Expr]:
@@ -154,6 +154,7 @@ class LiftTransformParams(Pass):
     """Lift weight-only bindings of functions with num_input into <name>_transform_params."""
 
     name: ClassVar[str] = "lift-transform-params"
+    changes_signature: ClassVar[bool] = True
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
         functions: dict[str, Function] = {}

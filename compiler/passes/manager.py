@@ -53,9 +53,13 @@ class Pass:
     """Base class of passes. Subclasses set ``name`` and implement ``transform``.
 
     Options are dataclass fields (declare subclasses with ``@dataclass(frozen=True)``).
+    A pass that changes how a module is called (``compiler.passes.calling_convention``: the
+    parameters, a transform function, lazy weights or results) sets ``changes_signature``;
+    every other pass must leave the calling convention as it was.
     """
 
     name: ClassVar[str] = ""
+    changes_signature: ClassVar[bool] = False
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
         """Return the transformed module (the same object when nothing changes)."""

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-    from compiler.ir.nodes import Expr
-    from explorer.check.convention import _Convention
+    from compiler.ir import Expr
+    from compiler.passes import CallingConvention
     from explorer.check.numbers import _OutputsCompared
     from explorer.check.report import StepCheck
     from explorer.trace import Step
@@ -24,7 +24,7 @@ class Run:
     error: BaseException | None = None
     error_node: Expr | None = None
     mismatches: list = field(default_factory=list)  # (TypeMismatch, function name)
-    convention: _Convention | None = None
+    convention: CallingConvention | None = None
     get_calls: int = 0
     set_calls: int = 0
     generation: int = 0

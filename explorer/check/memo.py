@@ -8,14 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from compiler.interpret import CallMemo
-from compiler.ir.nodes import (
-    Call,
-    Constant,
-    Expr,
-)
-from compiler.ops.lazy_params import SIDE_EFFECT_OPS
-from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED
+from compiler import CallMemo
+from compiler.ir import Call, Constant, Expr, TensorType
+from compiler.passes import SIDE_EFFECT_OPS, decompose, rounds_as_decomposed
 
 # ===== reuse of values between steps ============================================================
 
@@ -117,11 +112,6 @@ class _Memo:
         return value
 
 
-# Ops the check computes as their decomposition (whose reference rounds the same way), so the
-# values of decompose-ops' matmul and add are found in the memo instead of computed again.
-_RUN_AS_DECOMPOSED = ("linear",)  # in the dtypes of LINEAR_ROUNDS_AS_DECOMPOSED
-
-
 class _MemoHooks(CallMemo):
     """The memo, consulted by the interpreter at every op call while a step runs."""
 
@@ -141,7 +131,9 @@ class _MemoHooks(CallMemo):
         if value is not None:
             self.hits += 1
             return value
-        if node.op in _RUN_AS_DECOMPOSED and node.ty.dtype.numpy in LINEAR_ROUNDS_AS_DECOMPOSED:
+        # an op whose reference rounds as its decomposition is computed as its parts, so the
+        # values of decompose-ops' matmul and add are found in the memo, not computed again
+        if isinstance(node.ty, TensorType) and rounds_as_decomposed(node.op, node.ty.dtype):
             value = self._decomposed(node, args)
             if value is not None:
                 self.memo.put(node, ops, value)
@@ -152,9 +144,8 @@ class _MemoHooks(CallMemo):
         the parts decompose-ops makes later are found there. Only for ops whose reference
         rounds exactly like their decomposition (tested bitwise)."""
         from compiler.ops import get_op
-        from compiler.passes.decompose_ops import DECOMPOSITIONS
 
-        root = DECOMPOSITIONS[node.op](node)
+        root = decompose(node)
         if root is None:
             return None
         known: dict[int, Any] = {id(a): v for a, v in zip(node.args, args, strict=False)}

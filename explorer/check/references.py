@@ -8,11 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.ir.nodes import (
-    Expr,
-    Function,
-    children,
-)
+from compiler.ir import Expr, Function, children
 from explorer.check.numbers import _compare, _to_numpy
 from explorer.check.report import CheckError, NodeError
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from compiler.ir.nodes import Expr
+    from compiler.ir import Expr
     from explorer.check.facts import StepFacts
     from explorer.check.report import Finding
 

@@ -8,12 +8,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from compiler.errors import PasslensError
-from compiler.ir.nodes import (
-    Expr,
-)
+from compiler import PasslensError
+from compiler.ir import Expr
 from explorer.check.registry import order_of, severity_of
 from explorer.fmt import num
+from explorer.summary import Column, html_table, name_column, step_column, text_table
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
     from explorer.trace import Step, Trace
@@ -227,14 +226,7 @@ class Report:
         lines.append(f"reference: {reference}; rtol={self.rtol:g}, atol={self.atol:g}")
         lines += self.notes
         lines.append(f"values: {self.reuse_text}; {self.seconds:.2f} s")
-        lines.append(f"{'#':>3}  {'pass':<34} {'status':<15} {'max abs':>10} {'max rel':>10}")
-        for r in self.rows():
-            name = ("  " * r["depth"] + r["pass"])[:34]
-            same = f"  (= #{r['same_as']})" if r["same_as"] is not None else ""
-            lines.append(
-                f"{r['step']:>3}  {name:<34} {r['status']:<15} {num(r['max_abs']):>10} "
-                f"{num(r['max_rel']):>10}{same}"
-            )
+        lines.append(text_table(_NUMBER_COLUMNS, self.rows()))
         if self.findings:
             lines.append("findings:")
             for f in self.findings:
@@ -253,24 +245,33 @@ class Report:
             f"</b> [{esc(f.kind)}] {esc(f.message)}</li>"
             for f in self.findings
         )
-        rows = []
-        for r in self.rows():
-            bad = r["status"] not in ("ok", "reference", "not run")
-            style = " style='background:#fdd'" if bad else ""
-            pad = "&nbsp;" * 4 * r["depth"]
-            same = f" (= #{r['same_as']})" if r["same_as"] is not None else ""
-            rows.append(
-                f"<tr{style}><td>{r['step']}</td><td>{pad}{esc(r['pass'])}</td>"
-                f"<td>{esc(r['status'])}{same}</td><td>{num(r['max_abs'])}</td>"
-                f"<td>{num(r['max_rel'])}</td><td>{esc(', '.join(r['findings']))}</td></tr>"
-            )
         notes = "".join(f"<br>{esc(n)}" for n in self.notes)
         return (
             f"<div><b>{esc(self.headline())}</b><br>reference: {esc(self.reference)}; "
             f"rtol={self.rtol:g}, atol={self.atol:g}{notes}<br>values: {esc(self.reuse_text)}"
             + (f"<ul>{items}</ul>" if items else "")
-            + "<table><thead><tr><th>#</th><th>pass</th><th>status</th><th>max abs</th>"
-            "<th>max rel</th><th>findings</th></tr></thead><tbody>"
-            + "".join(rows)
-            + "</tbody></table></div>"
+            + html_table(_NUMBER_COLUMNS + (_FINDINGS_COLUMN,), self.rows(), row_attrs=_bad_row)
+            + "</div>"
         )
+
+
+# ===== the numbers table ======================================================================
+
+
+def _status(row: dict) -> str:
+    same = f" (= #{row['same_as']})" if row["same_as"] is not None else ""
+    return row["status"] + same
+
+
+_NUMBER_COLUMNS = (
+    step_column(),
+    name_column(),
+    Column("status", _status, width=22),
+    Column("max abs", lambda r: num(r["max_abs"]), right=True, width=10),
+    Column("max rel", lambda r: num(r["max_rel"]), right=True, width=10),
+)
+_FINDINGS_COLUMN = Column("findings", lambda r: ", ".join(r["findings"]))
+
+
+def _bad_row(row: dict) -> str:
+    return "" if row["status"] in ("ok", "reference", "not run") else "style='background:#fdd'"

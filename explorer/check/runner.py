@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from compiler.interpret import InterpretError, ValueCache, evaluate
-from compiler.ir.nodes import (
+from compiler import InterpretError, ValueCache, evaluate
+from compiler.ir import (
+    ANY,
     Call,
     Constant,
     Expr,
@@ -18,15 +19,21 @@ from compiler.ir.nodes import (
     Function,
     If,
     Module,
+    SymExpr,
+    TensorType,
     Tuple,
     TupleGetItem,
+    TupleType,
     children,
 )
-from compiler.ir.symbolic import ANY, SymExpr
-from compiler.ir.types import TensorType, TupleType
-from compiler.ops.lazy_params import SIDE_EFFECT_OPS, lazy_callbacks
+from compiler.passes import (
+    SIDE_EFFECT_OPS,
+    calling_convention,
+    lazy_callbacks,
+    lazy_ops,
+    weight_params,
+)
 from explorer.check import detectors  # noqa: F401 (registers the built-in kinds of finding)
-from explorer.check.convention import _convention, _function_of, _lazy_ops, _transform_of
 from explorer.check.facts import Options, Reference, Run, StepFacts
 from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
 from explorer.check.numbers import _compare_outputs, _OutputsCompared, _same_value, _to_numpy
@@ -70,8 +77,7 @@ class _Checker:
         module = self.imported.module
         main = module["main"]
         k = main.num_input
-        tp = _transform_of(module)
-        weight_vars = module[tp].params if tp is not None else main.params[k:]
+        weight_vars = weight_params(module)
         stored = {c.name: c.data for c in module.attrs.get("param_values", ())}
         if inputs is None:
             inputs = self.trace.example_inputs
@@ -136,7 +142,7 @@ class _Checker:
         run, so the call's value is never taken from the cache)."""
         for _, fn in closure:
             if id(fn) not in self.set_items:
-                self.set_items[id(fn)] = _lazy_ops(fn)[1]
+                self.set_items[id(fn)] = lazy_ops(fn)[1]
             if self.set_items[id(fn)]:
                 return True
         return False
@@ -270,7 +276,7 @@ class _Checker:
         run = Run()
         start = time.perf_counter()
         try:
-            conv = run.convention = _convention(module)
+            conv = run.convention = calling_convention(module)
             weights = self.weights
             if conv.transform:
                 n = conv.transform_params
@@ -281,7 +287,7 @@ class _Checker:
                     )
                 args = weights if n else ()
                 weights = list(self._evaluate(run, module, conv.transform, args, weights))
-            n = conv.main_weights
+            n = conv.entry_weights
             if n not in (0, len(weights)):
                 raise CheckError(
                     f"@main takes {n} weight parameter(s); there are {len(weights)} "
@@ -490,6 +496,14 @@ def _run_order(steps: list[Step]) -> list[Step]:
     for s in reversed(steps):
         end[s.index] = max([s.index, *(end.get(c, c) for c in s.children)])
     return sorted(steps, key=lambda s: (end[s.index], -s.depth, s.index))
+
+
+def _function_of(module: Module, node: Expr, default: str) -> str:
+    """The name of the function of ``module`` that binds ``node``."""
+    for name, fn in module.functions.items():
+        if any(n is node for n in fn.iter_nodes()):
+            return name
+    return default
 
 
 def _known(expr: Expr, values: dict, params: dict) -> Any:

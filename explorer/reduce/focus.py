@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from compiler.ir import Constant, Expr, Function, If, Module, Tuple
-from compiler.ir.nodes import is_leaf
+from compiler.ir import Constant, Expr, Function, If, Module, Tuple, Var
 from explorer.reduce.module import Cut, Cutter, reads
 
 if TYPE_CHECKING:
@@ -78,7 +77,7 @@ def _closure(start: set[int], edges: dict[int, set[int]]) -> set[int]:
 def named_nodes(finding: Finding) -> list[Expr]:
     """The nodes a finding names, and for a named weight (a leaf), the nodes reading it."""
     nodes = [n for n in finding.nodes if isinstance(n, Expr)]
-    leaves = {id(n) for n in nodes if is_leaf(n)}
+    leaves = {id(n) for n in nodes if isinstance(n, (Var, Constant))}
     module = finding.step.shown_module
     if leaves and module is not None:
         for fn in module.functions.values():

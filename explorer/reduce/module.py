@@ -25,9 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler import passes
-from compiler.errors import PasslensError
-from compiler.interpret import evaluate
+from compiler import PasslensError, evaluate, passes
 from compiler.ir import (
     ANY,
     Block,
@@ -39,15 +37,14 @@ from compiler.ir import (
     Function,
     If,
     Module,
+    SymExpr,
     TensorType,
     Tuple,
+    TupleGetItem,
     Var,
+    children,
     function_constants,
 )
-from compiler.ir.nodes import children, is_leaf
-from compiler.ir.symbolic import SymExpr
-from compiler.passes.dead_code_elimination import eliminate_dead_bindings
-from compiler.passes.rewrite import remap_operands
 from explorer.reduce.testfile import generated_weight
 
 INLINE = 32  # elements: the IR text shows a weight this small with its values
@@ -112,6 +109,7 @@ class Cutter:
             module = passes.run(
                 Module(functions, self.module.attrs), "dead-code-elimination", record=False
             ).module
+            module = module.with_function("main", _without_unused_inputs(module["main"]))
         except CannotBuild:
             raise
         except (PasslensError, TypeError, ValueError) as e:  # e.g. a call whose new operands
@@ -178,10 +176,7 @@ class Cutter:
             params = [*fn.params[:k], *new_params, *fn.params[k:]]
             if "num_input" in fn.attrs or k < len(fn.params):
                 attrs = attrs.with_(num_input=k + len(new_params))
-        new = eliminate_dead_bindings(Function(params, bindings, output, attrs, fn.prov))
-        if name == "main":
-            new = _without_unused_inputs(new)
-        return new, mapping
+        return Function(params, bindings, output, attrs, fn.prov), mapping
 
     def _items(self, module: Module, cut: Cut, maps: dict[str, dict[int, Expr]]) -> list[Item]:
         items: list[Item] = []
@@ -306,6 +301,30 @@ def _hint(node: Expr) -> str:
     return node.name or getattr(node, "op", None) or type(node).__name__.lower()
 
 
+def _remapped(node: Expr, mapping: dict[int, Expr]) -> Expr:
+    """``node`` reading its operands through ``mapping`` (the same node when none changes; a
+    call made again gets the type its new operands give; an If's branches are left to the
+    caller)."""
+
+    def m(e: Expr) -> Expr:
+        return mapping.get(id(e), e)
+
+    if isinstance(node, Call):
+        args = tuple(m(a) for a in node.args)
+        if all(a is b for a, b in zip(args, node.args, strict=True)):
+            return node
+        return Call(node.op, args, node.attrs, prov=node.prov, name=node.name)
+    if isinstance(node, FuncCall):
+        return node.replace(args=tuple(m(a) for a in node.args))
+    if isinstance(node, Tuple):
+        return node.replace(fields=tuple(m(f) for f in node.fields))
+    if isinstance(node, TupleGetItem):
+        return node.replace(tuple_value=m(node.tuple_value))
+    if isinstance(node, If):
+        return node.replace(cond=m(node.cond))
+    return node
+
+
 def _needed(roots: Sequence[Expr], frontier: dict[int, Expr]) -> set[int]:
     """Ids of the nodes ``roots`` depend on, not looking past the nodes of the frontier."""
     seen: set[int] = set()
@@ -331,9 +350,7 @@ def _block(
     for b in bindings:
         if id(b) in mapping or (needed is not None and id(b) not in needed):
             continue  # a node of the frontier (its stand-in is a leaf), or one nothing needs
-        new = remap_operands(b, mapping)
-        if isinstance(new, Call) and new is not b:  # its type follows its new operands
-            new = Call(new.op, new.args, new.attrs, prov=new.prov, name=new.name)
+        new = _remapped(b, mapping)
         if isinstance(b, If):
             then_b, else_b = b.then_branch, b.else_branch
             new = new.replace(
@@ -360,7 +377,7 @@ def reads(node: Expr, top: dict[int, int]) -> set[int]:
     stack = list(children(node))
     while stack:
         n = stack.pop()
-        if id(n) in seen or is_leaf(n):
+        if id(n) in seen or isinstance(n, (Var, Constant)):
             continue
         seen.add(id(n))
         if id(n) in top:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from compiler.errors import PasslensError
+from compiler import PasslensError
 from compiler.ir import Module, Tuple, print_module
 from compiler.passes import PipelineError, build_pipeline
 from explorer.reduce.focus import candidates

@@ -22,6 +22,7 @@ from compiler.ir import (
     Var,
     VerifyError,
     call,
+    op_registry,
     parse,
     parse_type,
     print_module,
@@ -29,7 +30,6 @@ from compiler.ir import (
     sym,
 )
 from compiler.ir.parser import MAX_NESTING, ParseLimitError, tokenize
-from compiler.ops import registry
 from tests.compiler.ir_strategies import modules
 from tests.compiler.test_printer import SAMPLE, sample_module
 
@@ -309,16 +309,16 @@ def attrs_op():
         "t": "dtype",
         "a": "any",
     }
-    registry.define_op(
+    op_registry.define_op(
         name,
         inputs=("x",),
-        attrs={k: registry.AttrSpec(kind, None) for k, kind in kinds.items()},
+        attrs={k: op_registry.AttrSpec(kind, None) for k, kind in kinds.items()},
         infer=lambda types, attrs: types[0],
         compute=lambda values, attrs: values[0],
         doc="test only",
     )
     yield name
-    registry._REGISTRY.pop(name)
+    op_registry._REGISTRY.pop(name)
 
 
 @pytest.mark.parametrize(

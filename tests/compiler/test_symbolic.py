@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from compiler.errors import LimitError
 from compiler.ir import ANY, ParseError, SymExpr, TensorType, parse_type, sym
+from compiler.ir.parser import parse_dim
 from compiler.ir.symbolic import (
     MAX_DEGREE,
     MAX_NESTING,
@@ -21,7 +22,6 @@ from compiler.ir.symbolic import (
     floordiv,
     is_dim,
     mod,
-    parse_dim,
 )
 
 n, m, z = sym("n"), sym("m"), sym("z")
@@ -264,7 +264,7 @@ def test_parse_dim_inverts_str(tree):
 
 
 def test_solve_dim_linear_monotone_and_none():
-    from compiler.ir.symbolic import parse_dim, solve_dim
+    from compiler.ir.symbolic import solve_dim
 
     def f(text):
         d = parse_dim(text)

@@ -339,10 +339,10 @@ def test_onnx_source_is_checked_against_onnxruntime():
 
 def _torch_mlp():
     torch = pytest.importorskip("torch")
-    from compiler.frontend import torch_frontend, torch_ops  # noqa: F401  (registers converters)
+    from compiler.frontend import torch_convert, torch_ops  # noqa: F401  (registers converters)
 
     aten = torch.ops.aten
-    if not all(torch_frontend.find_converter(t) for t in (aten.linear.default, aten.gelu.default)):
+    if not all(torch_convert.find_converter(t) for t in (aten.linear.default, aten.gelu.default)):
         pytest.skip("the torch frontend has no linear / gelu converter yet")
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))

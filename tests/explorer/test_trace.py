@@ -1,5 +1,7 @@
 """Traces: steps of a conversion, indexing, summary, failed steps, lazy graph models."""
 
+import copy
+
 import pytest
 
 import explorer
@@ -30,6 +32,33 @@ def test_steps_are_import_then_every_pass_nested(trace):
     inner = [trace[i].name for i in trace[1].children]
     assert inner[:3] == ["infer-types", "canonicalize-bindings", "dynamic-to-static"]
     assert all(trace[i].depth == 1 and trace[i].parent == 1 for i in trace[1].children)
+
+
+def test_a_pass_step_reads_what_the_pass_did_from_its_snapshot(trace):
+    imported, fold = trace.imported, trace["fold-constant"]
+    assert imported.snapshot is None and imported.module is not None
+    snap = fold.snapshot
+    assert (snap.pass_name, snap.spec, snap.depth) == (fold.name, fold.spec, fold.depth)
+    assert snap.module is fold.module and snap.before is fold.before
+    # the trace numbers the steps: the snapshot numbers the pass applications of the run
+    assert fold.index == snap.index + imported.index + 1
+    assert fold.children == [c + imported.index + 1 for c in snap.children]
+    # setting a field edits the step's own copy: the compiler's record (shared) stays as it was
+    twin = copy.copy(fold)
+    twin.name = "renamed"
+    assert (twin.name, fold.name, snap.pass_name) == ("renamed", "fold-constant", "fold-constant")
+    assert fold.snapshot is snap
+
+
+def test_a_step_built_by_keyword_gets_a_snapshot_when_a_pass_ran():
+    module = parse(TEXT)
+    made = explorer.Step(1, "pass", "made", before=module, module=module, seconds=0.5)
+    assert made.snapshot.pass_name == "made" and made.snapshot.options == {}
+    assert (made.name, made.before, made.seconds, made.status) == ("made", module, 0.5, "unchanged")
+    imported = explorer.Step(0, "import", "module", module=module)
+    assert imported.snapshot is None and imported.before is None and imported.spec == ""
+    with pytest.raises(AttributeError, match="ran no pass"):
+        imported.spec = "fold-constant"
 
 
 def test_steps_by_name_and_index(trace):

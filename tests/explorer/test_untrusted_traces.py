@@ -17,8 +17,8 @@ import pytest
 
 import explorer
 from compiler import models
-from compiler.errors import PasslensError
-from explorer.store import LimitError, TraceFileError, load, save
+from compiler.errors import LimitError, PasslensError
+from explorer.store import TraceFileError, load, save
 from tests.explorer.test_store import rewrite_member
 
 
@@ -141,8 +141,7 @@ def test_loading_re_lowers_with_legalize_ops_only_whatever_spec_the_file_records
     step = next(s for s in manifest["steps"] if s["name"] == "legalize-ops")
     step["spec"] = ",".join(["fold-constant"] * 3000 + ["legalize-ops"])
     rewrite_member(path, "manifest.json", json.dumps(manifest).encode())
-    from compiler import passes
-    from compiler.backend import kernel_table
+    from compiler import backend, passes
 
     ran = []
     real = passes.run
@@ -152,7 +151,7 @@ def test_loading_re_lowers_with_legalize_ops_only_whatever_spec_the_file_records
         return real(module, spec, **kw)
 
     monkeypatch.setattr(passes, "run", spy)
-    monkeypatch.setattr(kernel_table, "is_registered", lambda name: False)  # a fresh process
+    monkeypatch.setattr(backend, "is_registered", lambda name: False)  # a fresh process
     loaded = load(path)
     assert ran == ["legalize-ops"]
     assert loaded["legalize-ops"].spec.count("fold-constant") == 3000  # shown, not run

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compiler.ir.nodes import Call
-from compiler.ir.types import DType
+from compiler.ir import Call, DType
 from explorer.check.references import _where
 from explorer.check.registry import Kind
 from explorer.check.report import Finding
 
 if TYPE_CHECKING:
-    from compiler.interpret import TypeMismatch
+    from compiler import TypeMismatch
     from explorer.check.facts import StepFacts
 
 

@@ -12,7 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from compiler import passes
 from compiler.frontend import from_onnx
-from compiler.frontend.onnx_frontend import MAX_RANK, OnnxImportError
+from compiler.frontend.onnx_context import MAX_RANK
+from compiler.frontend.onnx_frontend import OnnxImportError
 from compiler.ir import Constant
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64

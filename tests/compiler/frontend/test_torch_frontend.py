@@ -12,8 +12,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from compiler.frontend import FrontendError, UnsupportedOperatorError, from_torch
-from compiler.frontend.torch_frontend import ATEN_CONVERTERS, weight_values
+from compiler.frontend import FrontendError, UnsupportedOperatorError, export_torch, from_torch
+from compiler.frontend.torch_convert import ATEN_CONVERTERS
+from compiler.frontend.torch_frontend import weight_values
 from compiler.interpret import run
 from compiler.ir import Call, If, assert_structural_equal, parse, print_module, verify
 from compiler.ir.symbolic import sym
@@ -357,6 +358,18 @@ def test_export_failure_is_a_frontend_error():
 
     with pytest.raises(FrontendError, match="torch.export could not capture the model"):
         from_torch(DataDependent(), (torch.randn(3),))
+
+
+def test_export_torch_gives_the_program_from_torch_imports():
+    model = _Net().train()
+    x = torch.randn(2, 6)
+    ep = export_torch(model, x)  # one tensor is a tuple of one argument
+    assert isinstance(ep, torch.export.ExportedProgram)
+    assert model.training  # exported in eval mode, the flag restored
+    assert export_torch(ep) is ep
+    assert print_module(from_torch(ep)) == print_module(from_torch(model, (x,)))
+    with pytest.raises(FrontendError, match="needs example_args"):
+        export_torch(model)
 
 
 # ----- operators, one small model each --------------------------------------------------------
@@ -845,6 +858,8 @@ def test_in_place_result_is_seen_by_later_readers():
 
 
 def test_many_aten_targets_are_supported():
+    from compiler.frontend import torch_ops  # noqa: F401  (registers the converters)
+
     assert len(ATEN_CONVERTERS) >= 200
 
 

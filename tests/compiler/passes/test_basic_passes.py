@@ -188,8 +188,7 @@ def @main() -> bool[?] {
 @pytest.fixture
 def data_sized_op():
     """``x[x != 0]``: an op whose result size no type gives (like nonzero), for the test only."""
-    from compiler.ir import TensorType
-    from compiler.ops import registry
+    from compiler.ir import TensorType, op_registry
 
     computed = []
 
@@ -198,7 +197,7 @@ def data_sized_op():
         return values[0][values[0] != 0]
 
     name = "_test_data_sized"
-    registry.define_op(
+    op_registry.define_op(
         name,
         inputs=("x",),
         infer=lambda types, attrs: TensorType((ANY,), types[0].dtype),
@@ -206,7 +205,7 @@ def data_sized_op():
         doc="test only",
     )
     yield name, computed
-    registry._REGISTRY.pop(name)
+    op_registry._REGISTRY.pop(name)
 
 
 def test_fold_constant_computes_a_data_sized_value_only_from_small_inputs(data_sized_op):

@@ -13,17 +13,11 @@ from compiler.ir import verify
 from compiler.passes import PipelineError, build_pipeline
 from tests.compiler.ir_strategies import modules
 
-# Passes that change what a function computes or how it is called, by design; each has its own
-# tests that compose the new signature (lift-transform-params, lazy-*) or check the size (the
-# replicas keep values but are checked in test_replicas.py).
-SIGNATURE_CHANGING = {
-    "lift-transform-params",
-    "lazy-transform-params",
-    "lazy-get-input",
-    "lazy-set-output",
-    "replica-lazy-transform-params",
-    "bind-params",  # needs values only Python can give; tested in test_bind_params.py
-}
+# Passes that change how a function is called, by design (``changes_signature``, checked in
+# test_calling.py); each has its own tests that compose the new signature (lift-transform-params,
+# lazy-*, the replica in test_replicas.py); bind-params needs values only Python can give
+# (test_bind_params.py).
+SIGNATURE_CHANGING = {name for name, cls in passes.all_passes().items() if cls.changes_signature}
 # Passes that round floats on purpose: compared with a tolerance.
 LOSSY = {"convert-dtype{dtype=float16}": 2e-2, "to-mixed-precision": 5e-3}
 

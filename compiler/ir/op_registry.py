@@ -1,5 +1,9 @@
 """The op registry: every op is declared once with its inputs, attributes, type inference,
-numpy reference implementation and fusion pattern."""
+numpy reference implementation and fusion pattern.
+
+It is part of the IR because nodes read it (a Call infers its type from its op); the op
+families (compiler/ops/) register into it, and importing compiler.ir imports them, so every
+op is here whenever a node can be built."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.ir.attrs import EMPTY_ATTRS, Attrs, TypeInferenceError  # noqa: F401
+from compiler.ir.attrs import Attrs, TypeInferenceError
 from compiler.ir.symbolic import ANY, SymExpr, is_dim
 from compiler.ir.types import DType, Type
 

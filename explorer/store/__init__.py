@@ -1,0 +1,55 @@
+"""Save and load traces: ``save(trace, path)`` / ``load(path)``, a versioned format without pickle.
+
+A ``.passlens`` file is a zip archive:
+
+    manifest.json     format name and version, pipeline, frontend, example inputs, and one
+                      record per step (kind, name, spec, depth, parent, children, seconds,
+                      status, the module before / after it by id, error type / message /
+                      traceback, the failed node by id, a source step's graph model)
+    ir.json           tables of unique types (text), provenances (dicts), IR nodes, functions
+                      and modules; nodes refer to earlier nodes by index, so the table is
+                      topologically ordered and has no cycles
+    arrays/<i>.npy    raw arrays (weights, example inputs), written with allow_pickle=False;
+                      an array that is a transpose and/or cast of a stored one (what
+                      fold-constant and convert-dtype make of a weight) is kept in ir.json
+                      as a recipe ``{"from": i, "axes": [...], "cast": true}`` instead
+
+Every IR object is written once however many steps share it, and read back as one object:
+after ``load`` a node a pass did not touch is again the very same object in the steps before
+and after the pass, so identity matching in diffs keeps working, and a weight is stored once
+(arrays with equal content are stored once too). Types and attributes are stored in the IR
+text format and decoded with its parser; nodes are rebuilt through their constructors, which
+check them. Loading a file runs no code from it: JSON, ``.npy`` without pickles, and the IR
+parser. A file that is not a trace, is damaged, or has an unknown format version raises a
+:class:`TraceFileError` that says so.
+
+The package: ``write`` saves (it reads a trace through its attributes, without importing
+explorer.trace), ``read`` loads (the one place that builds Steps and Traces from a file), and
+``fileformat`` holds what both share: the format name and version, the caps on what a file may
+make passlens read, and the errors.
+"""
+
+from explorer.store.fileformat import (
+    FORMAT,
+    MAX_ARRAY_BYTES,
+    MAX_JSON_BYTES,
+    MAX_STEPS,
+    VERSION,
+    RecordedError,
+    TraceFileError,
+)
+from explorer.store.read import load, read_manifest
+from explorer.store.write import save
+
+__all__ = [
+    "FORMAT",
+    "MAX_ARRAY_BYTES",
+    "MAX_JSON_BYTES",
+    "MAX_STEPS",
+    "VERSION",
+    "RecordedError",
+    "TraceFileError",
+    "load",
+    "read_manifest",
+    "save",
+]

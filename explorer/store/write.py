@@ -1,0 +1,515 @@
+"""``save(trace, path)``: a trace as a ``.passlens`` file (the format is described in
+:mod:`explorer.store`). It reads the trace through its attributes only, so it does not import
+explorer.trace (which calls it from ``Trace.save``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from compiler.ir import (
+    NO_PROVENANCE,
+    Block,
+    Call,
+    Constant,
+    DType,
+    Expr,
+    FuncCall,
+    Function,
+    If,
+    Module,
+    Provenance,
+    Tuple,
+    TupleGetItem,
+    Type,
+    Var,
+    format_attr,
+)
+from explorer.graph import GraphModel
+from explorer.store.fileformat import FORMAT, PROV_FIELDS, VERSION
+
+if TYPE_CHECKING:
+    from explorer.trace import Step, Trace
+
+
+def save(trace: Trace, path: str | os.PathLike, include_source: bool = False) -> Path:
+    """Write ``trace`` to ``path`` (a ``.passlens`` zip of JSON and ``.npy`` arrays).
+
+    With ``include_source`` an ONNX source model is stored too (its bytes), so a loaded
+    trace can still run onnxruntime as the reference; it roughly doubles the file.
+    Returns the path written. The file is replaced atomically.
+    """
+    path = Path(path)
+    writer = _Writer()
+    manifest = writer.manifest(trace)
+    ir = writer.ir_tables()
+    source_bytes = _source_bytes(trace) if include_source else None
+    if source_bytes is not None:
+        manifest["source"] = {"kind": "onnx", "member": "source.onnx"}
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        with zipfile.ZipFile(tmp, "w", allowZip64=True) as zf:
+            _write_json(zf, "manifest.json", manifest)
+            _write_json(zf, "ir.json", ir)
+            for i, arr in enumerate(writer.arrays):
+                if writer.derived[i] is not None:
+                    continue
+                big = arr.nbytes > (1 << 31) - (1 << 20)
+                with zf.open(_array_member(i), "w", force_zip64=big) as f:
+                    np.lib.format.write_array(f, _storable(arr), allow_pickle=False)
+            if source_bytes is not None:
+                zf.writestr("source.onnx", source_bytes)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def _write_json(zf: zipfile.ZipFile, name: str, obj: Any) -> None:
+    data = json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+    zf.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
+
+
+def _storable(arr: np.ndarray) -> np.ndarray:
+    """bfloat16 (an ml_dtypes type .npy cannot name) is written as its uint16 bits."""
+    if _dtype_name(arr) == "bfloat16":
+        return np.ascontiguousarray(arr).view(np.uint16)
+    return arr
+
+
+def _array_member(i: int) -> str:
+    return f"arrays/{i}.npy"
+
+
+def _source_bytes(trace: Trace) -> bytes | None:
+    if trace.frontend != "onnx" or not isinstance(trace.source, dict):
+        return None
+    proto = trace.source.get("model")
+    return proto.SerializeToString() if hasattr(proto, "SerializeToString") else None
+
+
+class _Writer:
+    """Collects the tables: every object once, keyed by identity."""
+
+    def __init__(self) -> None:
+        self.types: list[str] = []
+        self._type_ids: dict[Type, int] = {}
+        self.provs: list[dict] = [{}]
+        self._prov_ids: dict[Provenance, int] = {NO_PROVENANCE: 0}
+        self.nodes: list[dict] = []
+        self._node_ids: dict[int, int] = {}
+        self.functions: list[dict] = []
+        self._function_ids: dict[int, int] = {}
+        self.modules: list[dict] = []
+        self._module_ids: dict[int, int] = {}
+        self.arrays: list[np.ndarray] = []
+        self._array_ids: dict[int, int] = {}
+        self._by_fingerprint: dict[tuple, list[int]] = {}  # dtype, shape, sampled bits
+        self._alive: list[Any] = []  # keeps every object whose id() is a key alive
+        self.derived: list[dict | None] = []  # per array: None (stored) or its recipe
+        self._by_size: dict[int, list[int]] = {}  # stored (not derived) arrays by size
+
+    # ----- manifest -----------------------------------------------------------------------
+    def manifest(self, trace: Trace) -> dict:
+        steps = [self.step(s) for s in trace.steps]
+        meta: dict[str, Any] = {
+            "format": FORMAT,
+            "version": VERSION,
+            "created_by": f"passlens {_version()}",
+            "pipeline": str(trace.pipeline or ""),
+            "frontend": str(trace.frontend or ""),
+            "steps": steps,
+            "example_inputs": self.example_inputs(trace.example_inputs),
+        }
+        if trace.skipped or trace.interrupted:
+            meta["skipped"] = [dataclasses.asdict(k) for k in trace.skipped]
+            meta["interrupted"] = bool(trace.interrupted)
+        if isinstance(trace.source, str):  # IR text: small, and it is the whole source
+            meta["source"] = {"kind": "text", "text": trace.source}
+        return meta
+
+    def step(self, s: Step) -> dict:
+        rec: dict[str, Any] = {
+            "index": s.index,
+            "kind": s.kind,
+            "name": s.name,
+            "spec": s.spec,
+            "depth": s.depth,
+            "parent": s.parent,
+            "children": list(s.children),
+            "seconds": float(s.seconds),
+            "status": s.status,
+            "module": None if s.module is None else self.module(s.module),
+            "before": None if s.before is None else self.module(s.before),
+            "error": None,
+            "traceback": s.traceback or "",
+            "failed_node": None if s.failed_node is None else self.node(s.failed_node),
+            "failed_function": s.failed_function,
+            "source_graph": None if s.source_graph is None else _encode_graph(s.source_graph),
+        }
+        if s.error is not None:
+            rec["error"] = _encode_error(s.error)
+        if s.backend_stage is not None:  # kernels live in memory: keep what they showed
+            rec["texts"] = {k: v for k, v in s.texts.items() if k != "IR"}
+            artifact = s.artifact_bytes
+            if artifact is not None:
+                rec["artifact_bytes"] = int(artifact)
+        return rec
+
+    def example_inputs(self, inputs: Any) -> list | None:
+        if inputs is None:
+            return None
+        out = []
+        for x in inputs if isinstance(inputs, (tuple, list)) else (inputs,):
+            if isinstance(x, np.ndarray):
+                out.append({"kind": "numpy", "array": self.array(x)})
+            elif type(x).__module__.startswith("torch") and hasattr(x, "detach"):
+                arr = x.detach().cpu().contiguous().numpy()
+                out.append({"kind": "torch", "array": self.array(arr)})
+            elif isinstance(x, float) and not np.isfinite(x):
+                out.append({"kind": "float", "value": repr(x)})
+            elif isinstance(x, (bool, int, float, str)) or x is None:
+                out.append({"kind": "json", "value": x})
+            elif isinstance(x, np.generic):
+                out.append({"kind": "numpy", "array": self.array(np.asarray(x))})
+            else:
+                out.append({"kind": "unsupported", "type": type(x).__name__})
+        return out
+
+    # ----- IR tables ----------------------------------------------------------------------
+    def ir_tables(self) -> dict:
+        return {
+            "types": self.types,
+            "provenances": self.provs,
+            "nodes": self.nodes,
+            "functions": self.functions,
+            "modules": self.modules,
+            "arrays": [self.array_spec(i) for i in range(len(self.arrays))],
+        }
+
+    def array_spec(self, i: int) -> dict:
+        a = self.arrays[i]
+        spec: dict[str, Any] = {"dtype": _dtype_name(a), "shape": list(a.shape)}
+        if self.derived[i] is None:
+            spec["member"] = _array_member(i)
+        else:
+            spec["derived"] = self.derived[i]
+        return spec
+
+    def module(self, m: Module) -> int:
+        key = id(m)
+        if key not in self._module_ids:
+            rec = {
+                "functions": [[name, self.function(fn)] for name, fn in m.functions.items()],
+                "attrs": _encode_attrs(m.attrs),
+            }
+            self._alive.append(m)
+            self._module_ids[key] = len(self.modules)
+            self.modules.append(rec)
+        return self._module_ids[key]
+
+    def function(self, fn: Function) -> int:
+        key = id(fn)
+        if key not in self._function_ids:
+            rec = {
+                "params": [self.node(p) for p in fn.params],
+                "bindings": [self.node(b) for b in fn.bindings],
+                "output": self.node(fn.output),
+                "attrs": _encode_attrs(fn.attrs),
+                "prov": self.prov(fn.prov),
+            }
+            self._alive.append(fn)
+            self._function_ids[key] = len(self.functions)
+            self.functions.append(rec)
+        return self._function_ids[key]
+
+    def node(self, root: Expr | Block) -> int:
+        """The index of ``root`` in the node table, adding it and what it reads first."""
+        ids = self._node_ids
+        if id(root) in ids:
+            return ids[id(root)]
+        stack: list[tuple[Any, bool]] = [(root, False)]
+        while stack:  # iterative post-order: deep graphs do not overflow the Python stack
+            obj, expanded = stack.pop()
+            if id(obj) in ids:
+                continue
+            if not expanded:
+                stack.append((obj, True))
+                stack.extend((c, False) for c in reversed(_parts(obj)) if id(c) not in ids)
+                continue
+            rec = self.encode(obj)
+            self._alive.append(obj)
+            ids[id(obj)] = len(self.nodes)
+            self.nodes.append(rec)
+        return ids[id(root)]
+
+    def encode(self, obj: Any) -> dict:
+        ids = self._node_ids
+        if isinstance(obj, Block):
+            return {
+                "kind": "block",
+                "bindings": [ids[id(b)] for b in obj.bindings],
+                "result": ids[id(obj.result)],
+            }
+        rec: dict[str, Any]
+        if isinstance(obj, Var):
+            rec = {"kind": "var", "type": self.type(obj.ty)}
+        elif isinstance(obj, Constant):
+            rec = {"kind": "const", "array": self.array(obj.data)}
+        elif isinstance(obj, Call):
+            try:
+                attrs = {k: format_attr(v) for k, v in obj.attrs.items()}
+            except TypeError as e:
+                raise TypeError(f"cannot save a {obj.op} call: {e}") from None
+            rec = {
+                "kind": "call",
+                "op": obj.op,
+                "args": [ids[id(a)] for a in obj.args],
+                "attrs": attrs,
+                "type": self.type(obj.ty),
+            }
+        elif isinstance(obj, FuncCall):
+            rec = {
+                "kind": "func_call",
+                "func": obj.func,
+                "args": [ids[id(a)] for a in obj.args],
+                "type": self.type(obj.ty),
+            }
+        elif isinstance(obj, Tuple):
+            rec = {"kind": "tuple", "args": [ids[id(f)] for f in obj.fields]}
+        elif isinstance(obj, TupleGetItem):
+            rec = {"kind": "get_item", "tuple": ids[id(obj.tuple_value)], "index": obj.index}
+        elif isinstance(obj, If):
+            rec = {
+                "kind": "if",
+                "cond": ids[id(obj.cond)],
+                "then": ids[id(obj.then_branch)],
+                "else": ids[id(obj.else_branch)],
+                "type": self.type(obj.ty),
+            }
+        else:
+            raise TypeError(f"cannot save IR object {obj!r}")
+        if obj.name is not None:
+            rec["name"] = obj.name
+        if obj.prov is not NO_PROVENANCE and not obj.prov.is_empty:
+            rec["prov"] = self.prov(obj.prov)
+        return rec
+
+    def type(self, ty: Type) -> int:
+        if ty not in self._type_ids:
+            self._type_ids[ty] = len(self.types)
+            self.types.append(str(ty))
+        return self._type_ids[ty]
+
+    def prov(self, prov: Provenance) -> int:
+        if prov.is_empty:
+            return 0
+        if prov not in self._prov_ids:
+            self._prov_ids[prov] = len(self.provs)
+            rec = {f: getattr(prov, f) for f in PROV_FIELDS if getattr(prov, f) is not None}
+            self.provs.append(rec)
+        return self._prov_ids[prov]
+
+    def array(self, arr: np.ndarray) -> int:
+        """The index of ``arr`` in the array table; arrays with equal content share one."""
+        key = id(arr)
+        if key in self._array_ids:
+            return self._array_ids[key]
+        self._alive.append(arr)
+        probe = _probe_index(arr)
+        fingerprint = (_dtype_name(arr), arr.shape, _bits(arr[probe]).tobytes())
+        same = self._by_fingerprint.setdefault(fingerprint, [])
+        for j in same:  # equal sampled elements: compare everything
+            if _bits_equal(self.arrays[j], arr):
+                self._array_ids[key] = j
+                return j
+        index = len(self.arrays)
+        self.arrays.append(arr)
+        same.append(index)
+        self._array_ids[key] = index
+        self.derived.append(self._derivation(arr, probe))
+        if self.derived[index] is None:
+            self._by_size.setdefault(arr.size, []).append(index)
+        return index
+
+    def _derivation(self, arr: np.ndarray, probe: tuple) -> dict | None:
+        """How ``arr`` is computed from an array already stored, when it is a permutation
+        and/or a cast of one (fold-constant transposing a weight, convert-dtype casting it):
+        then only the recipe is stored, and the file stays near the size of the weights."""
+        if arr.size < _MIN_DERIVED or arr.ndim > 6:
+            return None
+        want = _bits(arr[probe]).tobytes()
+        identity = tuple(range(arr.ndim))
+        for j in self._by_size.get(arr.size, ()):
+            src = self.arrays[j]
+            if src.ndim != arr.ndim or sorted(src.shape) != sorted(arr.shape):
+                continue
+            same_dtype = src.dtype == arr.dtype
+            for axes in _permutations_to(src.shape, arr.shape):
+                if same_dtype and axes == identity:
+                    continue  # equal content was found already
+                view = src.transpose(axes)
+                got = view[probe] if same_dtype else view[probe].astype(arr.dtype)
+                if _bits(got).tobytes() != want:
+                    continue
+                if _bits_equal(view if same_dtype else view.astype(arr.dtype), arr):
+                    rec: dict[str, Any] = {"from": j}
+                    if axes != identity:
+                        rec["axes"] = list(axes)
+                    if not same_dtype:
+                        rec["cast"] = True
+                    return rec
+        return None
+
+
+def _parts(obj: Any) -> tuple:
+    """What an IR object refers to (written before it)."""
+    if isinstance(obj, (Call, FuncCall)):
+        return obj.args
+    if isinstance(obj, Tuple):
+        return obj.fields
+    if isinstance(obj, TupleGetItem):
+        return (obj.tuple_value,)
+    if isinstance(obj, If):
+        return (obj.cond, obj.then_branch, obj.else_branch)
+    if isinstance(obj, Block):
+        return (*obj.bindings, obj.result)
+    return ()
+
+
+_MIN_DERIVED = 64  # smaller arrays are stored as they are
+
+
+def _probe_index(arr: np.ndarray) -> tuple:
+    """A few positions of ``arr`` (first, last and spread between) to compare cheaply."""
+    if arr.ndim == 0 or arr.size == 0:
+        return (Ellipsis,)
+    flat = np.unique(np.linspace(0, arr.size - 1, num=min(arr.size, 24)).astype(np.int64))
+    return np.unravel_index(flat, arr.shape)
+
+
+def _permutations_to(shape: tuple, target: tuple):
+    """Axis orders ``axes`` with ``transpose(x of shape, axes).shape == target``."""
+    import itertools
+
+    for axes in itertools.permutations(range(len(shape))):
+        if tuple(shape[a] for a in axes) == tuple(target):
+            yield axes
+
+
+def _bits(arr: np.ndarray) -> np.ndarray:
+    """The array's elements as unsigned integers of the same width (so NaN == NaN, and
+    -0.0 != 0.0: equal bits, not equal values)."""
+    if arr.dtype.kind == "b":
+        return arr.view(np.uint8)
+    return arr.view(np.dtype(f"u{arr.dtype.itemsize}"))
+
+
+def _bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(_bits(a), _bits(b)))
+
+
+def _dtype_name(arr: np.ndarray) -> str:
+    try:
+        return DType.of(arr.dtype).name
+    except TypeError as e:
+        raise TypeError(f"cannot save an array of dtype {arr.dtype}: {e}") from None
+
+
+def _encode_attrs(attrs) -> dict:
+    return {k: format_attr(v) for k, v in attrs.items()}
+
+
+def _encode_error(error: BaseException) -> dict:
+    rec: dict[str, Any] = {
+        "type": getattr(error, "type_name", None) or type(error).__name__,
+        "module": getattr(error, "type_module", None) or type(error).__module__,
+        "message": str(error),
+    }
+    if all(isinstance(a, (str, int, float, bool)) or a is None for a in error.args):
+        try:
+            json.dumps(list(error.args), allow_nan=False)
+            rec["args"] = list(error.args)
+        except ValueError:
+            pass
+    return rec
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (str, bool)) or value is None:
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        return f if np.isfinite(f) else str(f)
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+def _encode_graph(g: GraphModel) -> dict:
+    """A source step's graph model (nodes, edges, params, signatures) as JSON."""
+    return {
+        "nodes": [
+            {
+                "id": n.id,
+                "kind": n.kind,
+                "op": n.op,
+                "label": n.label,
+                "function": n.function,
+                "type": n.type,
+                "shape": _jsonable(n.shape),
+                "dtype": n.dtype,
+                "attrs": _jsonable(n.attrs),
+                "provenance": _jsonable(n.provenance),
+                "group": n.group,
+                "nbytes": int(n.nbytes),
+            }
+            for n in g.nodes.values()
+        ],
+        "edges": [[e.src, e.dst, e.index, e.type] for e in g.edges],
+        "params": [
+            {
+                "key": key,
+                "name": p.name,
+                "shape": _jsonable(p.shape),
+                "dtype": p.dtype,
+                "nbytes": int(p.nbytes),
+                "node_id": p.node_id,
+            }
+            for key, p in g.params.items()
+        ],
+        "signatures": [
+            {
+                "name": s.name,
+                "params": _jsonable(s.params),
+                "result": s.result,
+                "num_input": s.num_input,
+                "attrs": _jsonable(s.attrs),
+            }
+            for s in g.signatures.values()
+        ],
+    }
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("passlens")
+    except Exception:  # not installed: running from a checkout
+        return "dev"

@@ -1,0 +1,182 @@
+"""One renderer for the per-step tables: the trace summary (``repr(trace)``, a trace in a
+notebook cell), the check report's numbers, and the widgets' summary with badges.
+
+A table is a list of :class:`Column` s over rows (dicts): each column says how its cell reads
+as text and as HTML, and how it is aligned. :func:`text_table` and :func:`html_table` render
+the same columns, so the text and the HTML form of a table cannot drift apart. Every string
+from a row is escaped in HTML (names come from models: untrusted)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from explorer.fmt import format_bytes, signed, signed_bytes
+
+if TYPE_CHECKING:
+    from explorer.trace import Trace
+
+Row = dict[str, Any]
+
+NAME_WIDTH = 34  # the pass column of text tables, nesting included
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: its ``title``, its cell as text (``text(row)``), its alignment, its width in
+    text tables (None: as wide as its widest cell; the last column is never padded) and, for
+    HTML, the cell's markup when it is more than the escaped text (``html(row)``) and the
+    cell's attributes (``attrs(row)``, e.g. ``class='num'``)."""
+
+    title: str
+    text: Callable[[Row], str]
+    right: bool = False
+    width: int | None = None
+    html: Callable[[Row], str] | None = None
+    attrs: Callable[[Row], str] | None = None
+
+
+def indented_name(row: Row) -> str:
+    """A step's name indented by its nesting depth (text)."""
+    return ("  " * row["depth"] + row["pass"])[:NAME_WIDTH]
+
+
+def indented_name_html(row: Row) -> str:
+    """A step's name indented by its nesting depth (HTML)."""
+    return "&nbsp;" * 4 * row["depth"] + html.escape(row["pass"])
+
+
+def step_column(title: str = "#") -> Column:
+    """The step index, right-aligned."""
+    return Column(title, lambda r: str(r["step"]), right=True, width=3)
+
+
+def name_column(title: str = "pass") -> Column:
+    """The step's name, indented by depth."""
+    return Column(title, indented_name, width=NAME_WIDTH, html=indented_name_html)
+
+
+def text_table(columns: Sequence[Column], rows: Sequence[Row]) -> str:
+    """The rows as a plain-text table under a header line (columns two spaces apart after
+    the first, one elsewhere, as ``repr(trace)`` has always read)."""
+    cells = [[c.text(r) for c in columns] for r in rows]
+    widths = []
+    for k, c in enumerate(columns):
+        if c.width is not None:
+            widths.append(c.width)
+        else:
+            widths.append(max([len(c.title), *(len(line[k]) for line in cells)]))
+    last = len(columns) - 1
+
+    def line(values: Sequence[str]) -> str:
+        parts = []
+        for k, (c, v) in enumerate(zip(columns, values, strict=True)):
+            if k == last and not c.right:
+                parts.append(v)
+            else:
+                parts.append(v.rjust(widths[k]) if c.right else v.ljust(widths[k]))
+        out = parts[0]
+        for k in range(1, len(parts)):
+            out += ("  " if k in (1, last) else " ") + parts[k]
+        return out.rstrip()
+
+    return "\n".join([line([c.title for c in columns]), *(line(v) for v in cells)])
+
+
+def html_table(
+    columns: Sequence[Column],
+    rows: Sequence[Row],
+    table_attrs: str = "",
+    row_attrs: Callable[[Row], str] | None = None,
+) -> str:
+    """The rows as an HTML table (escaped cells, right-aligned columns aligned right unless
+    their ``attrs`` say otherwise; ``row_attrs(row)`` adds attributes to a row's ``<tr>``)."""
+    head = "".join(f"<th>{html.escape(c.title)}</th>" for c in columns)
+    body = []
+    for r in rows:
+        tds = []
+        for c in columns:
+            inner = c.html(r) if c.html is not None else html.escape(c.text(r))
+            attrs = c.attrs(r) if c.attrs is not None else ""
+            if c.right and not attrs:
+                attrs = "style='text-align:right'"
+            tds.append(f"<td{' ' + attrs if attrs else ''}>{inner}</td>")
+        tr = row_attrs(r) if row_attrs is not None else ""
+        body.append(f"<tr{' ' + tr if tr else ''}>{''.join(tds)}</tr>")
+    table = f"<table {table_attrs}>" if table_attrs else "<table>"
+    return f"{table}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+# ===== the trace summary ======================================================================
+
+
+def _blank_if_skipped(text: Callable[[Row], str]) -> Callable[[Row], str]:
+    return lambda r: "" if r["status"] == "skipped" else text(r)
+
+
+TRACE_COLUMNS = (
+    step_column(),
+    name_column(),
+    Column("status", lambda r: r["status"], width=9),
+    Column("nodes", _blank_if_skipped(lambda r: str(r["nodes"])), right=True, width=6),
+    Column("Δ", _blank_if_skipped(lambda r: signed(r["node_delta"])), right=True, width=5),
+    Column(
+        "params", _blank_if_skipped(lambda r: format_bytes(r["param_bytes"])), right=True, width=12
+    ),
+    Column(
+        "Δ params",
+        _blank_if_skipped(lambda r: signed_bytes(r["param_delta"], zero="")),
+        right=True,
+        width=11,
+    ),
+    Column("shapes", lambda r: str(r["shapes"] or ""), right=True, width=6),
+    Column("ms", _blank_if_skipped(lambda r: f"{r['ms']:.1f}"), right=True, width=8),
+    Column("ops", lambda r: r["ops"]),
+)
+
+
+def trace_rows(trace: Trace) -> list[Row]:
+    """``trace.summary()`` and, after it, a row for each pass skipped (status ``skipped``,
+    step ``-``, the reason in the ops column)."""
+    rows = list(trace.summary())
+    for k in trace.skipped:
+        rows.append(
+            {"step": "-", "depth": k.depth, "pass": k.spec, "status": "skipped", "shapes": 0}
+            | {"ops": k.reason}
+        )
+    return rows
+
+
+def trace_text(trace: Trace) -> str:
+    """The trace summary as a plain-text table (``repr(trace)``)."""
+    return text_table(TRACE_COLUMNS, trace_rows(trace))
+
+
+_STATUS_CLASS = {"failed": "pl-failed", "unchanged": "pl-unchanged", "skipped": "pl-unchanged"}
+
+
+def trace_html(trace: Trace) -> str:
+    """The trace summary as an HTML table (a trace in a notebook cell)."""
+    table = html_table(
+        TRACE_COLUMNS,
+        trace_rows(trace),
+        row_attrs=lambda r: (
+            f"class='{_STATUS_CLASS[r['status']]}'" if r["status"] in _STATUS_CLASS else ""
+        ),
+    )
+    return "<style>.pl-failed{background:#fdd}.pl-unchanged{color:#888}</style>" + table
+
+
+__all__ = [
+    "TRACE_COLUMNS",
+    "Column",
+    "html_table",
+    "name_column",
+    "step_column",
+    "text_table",
+    "trace_html",
+    "trace_rows",
+    "trace_text",
+]
