@@ -439,6 +439,15 @@ class Trace:
 
         return check(self, inputs, reference=reference, rtol=rtol, atol=atol, progress=progress)
 
+    def param_map(self, **thresholds: float):
+        """Weight bytes per source layer per step, and where a pass first made a layer's
+        weights grow (``threshold`` / ``min_bytes``: the check's param-bloat thresholds by
+        default): an ``explorer.check.ParamMap``. A method of the trace, not of a check's
+        report: it needs only the steps' graphs, no inputs and no reference."""
+        from explorer.check.param_map import param_map
+
+        return param_map(self, **thresholds)
+
     def save(self, path):
         """Save to a ``.passlens`` file (JSON + raw arrays, no pickle); returns the path."""
         from explorer.store.write import save

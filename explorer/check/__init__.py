@@ -33,6 +33,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from explorer.check.detectors import KINDS
+from explorer.check.layers import ErrorMap, LayerError
+from explorer.check.param_map import ParamMap
 from explorer.check.registry import Kind
 from explorer.check.report import (
     BLOAT_MIN_BYTES,
@@ -87,9 +89,12 @@ __all__ = [
     "SEVERITY",
     "KINDS",
     "CheckError",
+    "ErrorMap",
     "Finding",
     "Kind",
+    "LayerError",
     "NodeError",
+    "ParamMap",
     "Report",
     "StepCheck",
     "check",

@@ -50,29 +50,40 @@ def _node_reference(main: Function, values: dict) -> dict:
     return ref
 
 
+def _root_key(fx_values: dict) -> Callable[[Expr], Any]:
+    """What groups nodes into one source op: the FX node (torch), else the provenance."""
+    return (lambda n: n.prov.source_node) if fx_values else _prov_key
+
+
+def _reference_of(
+    node: Expr, value: np.ndarray, fx_values: dict, node_ref: dict
+) -> np.ndarray | None:
+    """The reference value ``node`` is matched with (of the same shape as ``value``): the FX
+    node named by its provenance, or the one imported node with the same provenance."""
+    if fx_values:
+        ref = fx_values.get(node.prov.source_node)
+    elif node.prov.is_empty:
+        return None
+    else:
+        same = [r for r in node_ref.get(_prov_key(node), ()) if r.shape == value.shape]
+        ref = same[0] if len(same) == 1 else None
+    return ref if ref is not None and ref.shape == value.shape else None
+
+
 def _node_errors(
     main: Function, values: dict, fx_values: dict, node_ref: dict, rtol: float, atol: float
 ) -> list[NodeError]:
     """Nodes of ``main`` (in binding order) whose value differs from the reference value they
     are matched with: the FX node named by their provenance, or the imported node with the
     same provenance."""
-    if fx_values:
-        key = lambda n: n.prov.source_node  # noqa: E731
-    else:
-        key = _prov_key
+    key = _root_key(fx_values)
     errors = []
     for n in _roots(main, key):
         v = values.get(n)
         if not isinstance(v, np.ndarray):
             continue
-        if fx_values:
-            ref = fx_values.get(n.prov.source_node)
-        elif n.prov.is_empty:
-            continue
-        else:
-            same = [r for r in node_ref.get(_prov_key(n), ()) if r.shape == v.shape]
-            ref = same[0] if len(same) == 1 else None
-        if ref is None or ref is v or ref.shape != v.shape:
+        ref = _reference_of(n, v, fx_values, node_ref)
+        if ref is None or ref is v:
             continue
         a, r, beyond = _compare(v, ref, rtol, atol)
         if beyond:

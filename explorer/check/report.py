@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from compiler import PasslensError
 from compiler.ir import Expr
+from explorer.check.layers import ErrorMap, LayerError, error_map
 from explorer.check.registry import order_of, severity_of
 from explorer.fmt import num
 from explorer.summary import Column, html_table, name_column, step_column, text_table
@@ -92,7 +93,8 @@ class StepCheck:
     """The numbers of one step: ``status`` is reference, ok, diverged, shape-mismatch,
     run-failed, failed (the pass raised) or not run; ``same_as`` is the index of the step
     whose module this one shows (its results reused); ``computed`` / ``reused`` count the
-    bindings evaluated and taken from the cache for this step."""
+    bindings evaluated and taken from the cache for this step; ``layers`` holds each source
+    layer's error against the reference (for :meth:`Report.error_map`)."""
 
     step: Step
     status: str
@@ -102,6 +104,7 @@ class StepCheck:
     computed: int = 0
     reused: int = 0
     seconds: float = 0.0
+    layers: dict[str, LayerError] = field(default_factory=dict)  # for the error map, by layer
 
 
 class Report:
@@ -136,6 +139,7 @@ class Report:
         self.seconds = seconds
         self.notes = list(notes)
         self.numbers_checked = bool(reference)
+        self._error_map: ErrorMap | None = None
 
     @property
     def failures(self) -> list[Finding]:
@@ -152,6 +156,15 @@ class Report:
     def ok(self) -> bool:
         """Whether no problem was found (info findings allowed)."""
         return not self.failures
+
+    def error_map(self) -> ErrorMap:
+        """One row per step, one column per source layer (in model order), each cell the
+        relative error of that layer's output at that step against the reference (NaN where
+        the step does not have it), with the first failing step and layer: for a heat map of
+        one's own (``plt.imshow(m.errors)``); the views draw it (see ``explorer.check.layers``)."""
+        if self._error_map is None:
+            self._error_map = error_map(self)
+        return self._error_map
 
     def of_kind(self, kind: str) -> list[Finding]:
         """The findings of one kind."""

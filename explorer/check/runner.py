@@ -35,6 +35,7 @@ from compiler.passes import (
 )
 from explorer.check import detectors  # noqa: F401 (registers the built-in kinds of finding)
 from explorer.check.facts import Options, Reference, Run, StepFacts
+from explorer.check.layer_errors import LayerErrors
 from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
 from explorer.check.numbers import _compare_outputs, _OutputsCompared, _same_value, _to_numpy
 from explorer.check.references import _node_reference, _onnx_reference, _torch_reference
@@ -66,6 +67,7 @@ class _Checker:
         self.results: dict[int, Run] = {}  # id(module) -> its run
         self.ref_outputs: tuple | None = None
         self.reference = Reference()
+        self.layer_errors = LayerErrors(rtol, atol)
         self.imported = trace.imported
         self.raw_inputs = inputs
         self.runtime, self.weights = self._split_inputs(inputs)
@@ -421,6 +423,10 @@ class _Checker:
             reused=run.reused,
             seconds=run.seconds,
         )
+        if run.error is None:  # for the error map: node values are released after this step
+            check.layers = self.layer_errors.of_step(
+                module["main"], self.cache.values, self.reference
+            )
         return self._detect(check, run, before, cmp)
 
     def _detect(

@@ -1,0 +1,96 @@
+"""The numbers of the error map, taken while the check runs: node values are released after
+the last step that uses them, so each step's layer errors are computed when the step is run
+and kept as a few floats (see ``layers.py`` for what a layer is)."""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from explorer.check.layers import LayerError, layer_of
+from explorer.check.references import _reference_of, _root_key, _roots
+
+if TYPE_CHECKING:
+    from compiler.ir import Function
+    from explorer.check.facts import Reference
+
+
+class LayerErrors:
+    """Each layer's output against the reference, step by step. A comparison is made once per
+    (value, reference value) pair: most nodes of a later step hold the very arrays an earlier
+    step computed (shared nodes, and the memo's rebuilt ones), so those cost nothing."""
+
+    def __init__(self, rtol: float, atol: float):
+        self.rtol, self.atol = rtol, atol
+        # id(value) -> (the value, weakly; id(reference value); max rel; share of tolerance)
+        self._seen: dict[int, tuple[weakref.ref, int, float, bool]] = {}
+
+    def of_step(self, main: Function, values: dict, reference: Reference) -> dict[str, LayerError]:
+        """Per layer of ``main``: its last root node (in binding order) whose value in
+        ``values`` is matched with a reference value, and the error of that value."""
+        fx, node_ref = reference.fx_values, reference.node_values
+        if not fx and not node_ref:
+            return {}
+        found: dict[str, LayerError] = {}
+        for node in reversed(_roots(main, _root_key(fx))):
+            layer = layer_of(node)
+            if layer is None or layer in found:
+                continue
+            value = values.get(node)
+            if not isinstance(value, np.ndarray):
+                continue
+            ref = _reference_of(node, value, fx, node_ref)
+            if ref is not None:
+                found[layer] = LayerError(*self._compare(value, ref), node)
+        return found
+
+    def _compare(self, value: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
+        if value is ref:
+            return 0.0, 0.0
+        seen = self._seen.get(id(value))
+        if seen is not None and seen[0]() is value and seen[1] == id(ref):
+            return seen[2], seen[3]
+        rel, ratio = _errors(value, ref, self.rtol, self.atol)
+        try:
+            self._seen[id(value)] = (weakref.ref(value), id(ref), rel, ratio)
+        except TypeError:  # a value that cannot be referenced weakly is compared each time
+            pass
+        return rel, ratio
+
+
+def _errors(value: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
+    """The max relative error ``|value - ref| / (|ref| + atol)`` (as ``numbers._compare``)
+    and the max share of the tolerance used, ``|value - ref| / (atol + rtol * |ref|)``
+    (above 1: beyond tolerance). In the values' own precision when both are float32 or
+    float64 and all is finite: about ten times faster than through float64 with NaN
+    handling, and this runs for every layer of every step (float32 rounding moves the
+    numbers in their 7th digit at most)."""
+    if value.size == 0:
+        return 0.0, 0.0
+    if value.dtype == ref.dtype and value.dtype in (np.float32, np.float64):
+        one = value.dtype.type
+        diff = np.subtract(value, ref)
+        np.abs(diff, out=diff)
+        scale = np.abs(ref)
+        tol = scale * one(rtol)
+        tol += one(atol)
+        scale += one(atol)
+        if atol <= 0:  # no zero divisors
+            np.maximum(tol, np.finfo(value.dtype).tiny, out=tol)
+            np.maximum(scale, np.finfo(value.dtype).tiny, out=scale)
+        ratio = float((diff / tol).max())
+        np.divide(diff, scale, out=diff)
+        rel = float(diff.max())
+        if np.isfinite(rel) and np.isfinite(ratio):
+            return rel, ratio
+    # NaN, infinities, other dtypes: in float64, NaN against NaN equal, other NaN infinitely off
+    a, r = np.asarray(value, np.float64), np.asarray(ref, np.float64)
+    diff = np.abs(a - r)
+    diff = np.where(np.isnan(a) & np.isnan(r), 0.0, diff)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    scale = np.abs(np.nan_to_num(r))
+    ratio = diff / np.maximum(atol + rtol * scale, 1e-300)  # no NaN: diff has none
+    rel = diff / np.maximum(scale + atol, 1e-300)
+    return float(rel.max()), float(ratio.max())
