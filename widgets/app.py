@@ -10,7 +10,8 @@ badges (changed, node delta, parameter-bytes delta, time, failed, findings), "hi
 passes", previous / next, the step's graph (the graph component of the report and of Jupyter's
 GraphView, run as a Panel ESM component: diff colours, a before / after toggle that keeps the
 selection on the matched node, pan, zoom, search inside collapsed groups, expand / collapse,
-a details drawer), and tabs for the IR, IR diff, parameters, shapes and numerics. State and
+a details drawer), tabs for the IR, IR diff, parameters, shapes and numerics, and the error
+and parameter maps (:mod:`widgets.error_map`: a cell opens its step and node). State and
 navigation come from :mod:`widgets.views`, HTML from the rendering modules (:mod:`widgets.render`
 lists them).
 
@@ -41,7 +42,9 @@ from tornado.web import Application, RequestHandler
 
 from compiler import PasslensError
 from widgets import views
+from widgets.app_maps import MapPane
 from widgets.boxes import MAX_BOXES
+from widgets.error_map import LayerMaps, MapNavigation
 from widgets.escape import esc
 from widgets.graph_view import GraphState, graph_css, graph_data, graph_esm, selected_stats
 from widgets.tables_html import TABLE_CSS
@@ -141,7 +144,7 @@ _CSS = (
 )
 
 
-class PassApp(views.StepNavigation):
+class PassApp(MapNavigation, views.StepNavigation):
     """The app's state and widgets for one browser session (:func:`build_app` returns its
     ``layout``). ``index`` is the current step; ``hide_unchanged``, ``tab`` and the graphs'
     ``selected`` nodes are read from the widgets."""
@@ -173,9 +176,15 @@ class PassApp(views.StepNavigation):
             )
             for tab in TABS[1:]
         }
+        self.maps = LayerMaps(trace, report)  # and a click on a map's cell opens its node
+        self.map_views = {t: MapPane(sizing_mode="stretch_width") for t in self.maps.titles}
+        for pane in self.map_views.values():
+            pane.param.watch(lambda e: self._open_pick(e.new), "pick")
+        self.tab_names = (*TABS, *self.map_views)
         self.tabs = pn.Tabs(
             ("graph", self.graph),
             *((t, self.panes[t]) for t in TABS[1:]),
+            *self.map_views.items(),
             sizing_mode="stretch_width",
         )
         name = title or f"passlens: {trace.pipeline or 'trace'}"
@@ -239,11 +248,11 @@ class PassApp(views.StepNavigation):
     @property
     def tab(self) -> str:
         """The name of the tab shown."""
-        return TABS[self.tabs.active]
+        return self.tab_names[self.tabs.active]
 
     @tab.setter
     def tab(self, name: str) -> None:
-        self.tabs.active = TABS.index(name)
+        self.tabs.active = self.tab_names.index(name)
 
     @property
     def selected_details(self) -> dict:
@@ -265,7 +274,7 @@ class PassApp(views.StepNavigation):
         self._update_buttons()
 
     def _on_tab(self, event) -> None:
-        self._render_tab(TABS[event.new])
+        self._render_tab(self.tab_names[event.new])
 
     def _update_buttons(self) -> None:
         self.prev_button.disabled = views.prev_index(self.visible, self.index) is None
@@ -286,7 +295,7 @@ class PassApp(views.StepNavigation):
         s, prev = self.step, self.step.previous
         if tab == "graph":
             self.graph.show(s, prev, self.report)
-        else:
+        elif not self._render_map(tab):
             self.panes[tab].object = views.tab_html(s, tab, self.report)
 
     def __repr__(self) -> str:

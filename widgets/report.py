@@ -4,7 +4,9 @@
 badges (changed, node delta, parameter-bytes delta, time, failed, findings), previous / next
 buttons and arrow keys, a one-line findings banner, and for the current step its graph (the
 graph component of ``static/graph.js``, diff-coloured against its previous step, with the
-before / after toggle), its IR text, the IR diff, the parameter table and the numerics.
+before / after toggle), its IR text, the IR diff, the parameter table and the numerics; and
+for the whole trace the error map (with a check report) and the parameter map
+(:mod:`widgets.error_map`), whose cells open their step with their node selected.
 
 Kept small enough to attach to a bug report: only changed steps get a graph payload of their
 own (``<script type="application/json" id="pl-g{k}">``, parsed when first shown; an unchanged
@@ -20,6 +22,7 @@ from typing import Any
 
 from widgets import views
 from widgets.boxes import MAX_BOXES, step_diff
+from widgets.error_map import MAP_CSS, LayerMaps
 from widgets.escape import esc, json_script
 from widgets.findings import problems_of
 from widgets.ir_text import ir_text_html, text_diff_html
@@ -142,6 +145,7 @@ def report_html(trace, report=None, max_boxes: int = MAX_BOXES, title: str = "")
         + (_STATIC / "timeline.css").read_text()
         + graph_css()
         + TABLE_CSS
+        + MAP_CSS
     )
     # the tables' sorting, shared by every table instead of inline in each header
     js = f"function plSort(th){{(function(){{{_SORT_JS}}}).call(th)}}\n"
@@ -166,6 +170,14 @@ def report_html(trace, report=None, max_boxes: int = MAX_BOXES, title: str = "")
             )
         else:
             banner = "<span id='pl-banner' class='pl-ok'>✓ check: no findings</span>"
+    maps = LayerMaps(trace, report)  # trace-wide: a click on a cell opens its step and node
+    map_tabs = "".join(
+        f'<button data-tab="{t.replace(" ", "-")}">{t.capitalize()}</button>' for t in maps.titles
+    )
+    map_panes = "".join(
+        f'<div class="pl-pane pl-map-pane" id="pl-pane-{t.replace(" ", "-")}">{maps.html(t)}</div>'
+        for t in maps.titles
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -185,11 +197,11 @@ def report_html(trace, report=None, max_boxes: int = MAX_BOXES, title: str = "")
 <div id="pl-finding"></div><div id="pl-error"></div>
 <div id="pl-tabs"><button data-tab="graph" class="pl-on">Graph</button>
 <button data-tab="ir">IR</button><button data-tab="diff">IR diff</button>
-<button data-tab="params">Params</button>{numerics_tab}</div>
+<button data-tab="params">Params</button>{numerics_tab}{map_tabs}</div>
 <div class="pl-pane pl-on" id="pl-pane-graph"><div id="pl-graph"></div></div>
 <div class="pl-pane" id="pl-pane-ir"></div>
 <div class="pl-pane" id="pl-pane-diff"></div>
-<div class="pl-pane" id="pl-pane-params"></div>{numerics_pane}
+<div class="pl-pane" id="pl-pane-params"></div>{numerics_pane}{map_panes}
 </main></div>
 {store.html()}{"".join(graphs)}
 {_script("pl-data", data)}

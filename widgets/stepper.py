@@ -4,7 +4,8 @@ A timeline of steps with coloured badges (changed, node delta, parameter-bytes d
 failed, findings; a click or the arrow keys step through it), a "hide unchanged passes"
 checkbox, previous / next buttons, and tabs for the step's graph (the graph component: diff
 coloured, before / after toggle, search, expand / collapse), its IR, IR diff, parameters, shapes
-and numerics. The widget holds the state (``index``, ``hide_unchanged``) as traitlets; a tab is
+and numerics, and the trace's error map (with a check report) and parameter map, whose cells
+open their step with their node selected (``show_node``). The widget holds the state (``index``, ``hide_unchanged``) as traitlets; a tab is
 rendered when it is shown (a step is a light descriptor until it is opened).
 """
 
@@ -18,6 +19,7 @@ import traitlets
 
 from widgets import views
 from widgets.boxes import MAX_BOXES
+from widgets.error_map import MAP_CSS, LayerMaps, MapNavigation
 from widgets.graph_view import GraphView
 from widgets.tables_html import TABLE_CSS
 from widgets.views import TABS
@@ -25,21 +27,22 @@ from widgets.views import TABS
 _STATIC = Path(__file__).parent / "static"
 
 
-def _timeline_esm() -> str:
-    """static/timeline.js (written for a Panel JSComponent model: ``model.x``, ``model.x = v``,
-    ``model.on("x", f)``) under a shim of that API over an anywidget model."""
-    source = (_STATIC / "timeline.js").read_text()
+def _panel_esm(name: str) -> str:
+    """static/``name`` (written for a Panel JSComponent model: ``model.x``, ``model.x = v``,
+    ``model.on("x", f)``: the timeline, the layer maps) under a shim of that API over an
+    anywidget model."""
+    source = (_STATIC / name).read_text()
     if "export function render(" not in source:
-        raise RuntimeError("static/timeline.js no longer exports `render`")
+        raise RuntimeError(f"static/{name} no longer exports `render`")
     return (
-        source.replace("export function render(", "function renderTimeline(", 1)
+        source.replace("export function render(", "function renderPanel(", 1)
         + """
 export default { render({ model, el }) {
   const shim = new Proxy({}, {
     get(_t, k) { return k === "on" ? (name, f) => model.on("change:" + name, f) : model.get(k); },
     set(_t, k, v) { model.set(k, v); model.save_changes(); return true; },
   });
-  return renderTimeline({ model: shim, el });
+  return renderPanel({ model: shim, el });
 } };
 """
     )
@@ -50,7 +53,7 @@ class Timeline(anywidget.AnyWidget):
     :func:`views.timeline_row_html` for each step); ``index`` is the current step (a click or
     the arrow keys set it), ``hidden`` the steps not listed."""
 
-    _esm = _timeline_esm()
+    _esm = _panel_esm("timeline.js")
     _css = (
         (_STATIC / "timeline.css").read_text()
         + TABLE_CSS
@@ -63,7 +66,19 @@ class Timeline(anywidget.AnyWidget):
     key_scope = traitlets.Unicode("focus").tag(sync=True)  # arrow keys only when it has the focus
 
 
-class PassStepper(views.StepNavigation, w.VBox):
+class MapView(anywidget.AnyWidget):
+    """The error map or the parameter map of a trace (``html``: :mod:`widgets.error_map`);
+    ``current`` is the step whose row is marked, ``pick`` what was clicked (``step``,
+    ``node``)."""
+
+    _esm = _panel_esm("layer_map.js")
+    _css = MAP_CSS
+    html = traitlets.Unicode("").tag(sync=True)
+    current = traitlets.Int(-1).tag(sync=True)
+    pick = traitlets.Dict().tag(sync=True)
+
+
+class PassStepper(MapNavigation, views.StepNavigation, w.VBox):
     """The timeline of a trace's steps and the current step's views (see the module
     docstring); ``index`` is the current step, ``hide_unchanged`` hides unchanged passes."""
 
@@ -91,7 +106,15 @@ class PassStepper(views.StepNavigation, w.VBox):
             "graph": self.graph,
             **{tab: w.HTML() for tab in TABS[1:]},
         }
-        self.tabs = w.Tab(children=[self.panes[t] for t in TABS], titles=TABS)
+        self.maps = LayerMaps(trace, report)
+        self.map_views = {t: MapView() for t in self.maps.titles}
+        for view in self.map_views.values():
+            view.observe(lambda change: self._open_pick(change["new"]), "pick")
+        self.tab_names = (*TABS, *self.map_views)
+        self.tabs = w.Tab(
+            children=[*(self.panes[t] for t in TABS), *self.map_views.values()],
+            titles=self.tab_names,
+        )
         controls = w.VBox(
             [w.HBox([self.prev_button, self.next_button]), self.hide_box, self.timeline]
         )
@@ -125,6 +148,15 @@ class PassStepper(views.StepNavigation, w.VBox):
         """The current step."""
         return self.trace.steps[self.index]
 
+    @property
+    def tab(self) -> str:
+        """The name of the tab shown."""
+        return self.tab_names[self.tabs.selected_index or 0]
+
+    @tab.setter
+    def tab(self, name: str) -> None:
+        self.tabs.selected_index = self.tab_names.index(name)
+
     @traitlets.validate("index")
     def _valid_index(self, proposal):
         i = proposal["value"]
@@ -151,7 +183,7 @@ class PassStepper(views.StepNavigation, w.VBox):
             self.index = change["new"]
 
     def _on_tab(self, change) -> None:
-        self._render_tab(TABS[change["new"]])
+        self._render_tab(self.tab_names[change["new"]])
 
     def _show(self) -> None:
         self.timeline.index = self.index
@@ -160,7 +192,7 @@ class PassStepper(views.StepNavigation, w.VBox):
         self.prev_button.disabled = views.prev_index(self.visible, s.index) is None
         self.next_button.disabled = views.next_index(self.visible, s.index) is None
         self._rendered = set()
-        self._render_tab(TABS[self.tabs.selected_index or 0])
+        self._render_tab(self.tab)
 
     def _render_tab(self, tab: str) -> None:
         if tab in self._rendered:
@@ -169,7 +201,7 @@ class PassStepper(views.StepNavigation, w.VBox):
         s, prev = self.step, self.step.previous
         if tab == "graph":
             self.graph.show(s, prev, self.report)
-        else:
+        elif not self._render_map(tab):
             self.panes[tab].value = views.tab_html(s, tab, self.report)
 
     def graph_view(self) -> GraphView:
@@ -180,4 +212,4 @@ class PassStepper(views.StepNavigation, w.VBox):
         return f"<PassStepper step {self.index}/{len(self.trace.steps)}: {self.step.name}>"
 
 
-__all__ = ["GraphView", "PassStepper", "Timeline"]
+__all__ = ["GraphView", "MapView", "PassStepper", "Timeline"]

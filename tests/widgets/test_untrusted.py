@@ -26,7 +26,7 @@ import explorer
 from compiler.ir.nodes import Call, Constant, FuncCall, Function, Module, Var
 from compiler.ir.provenance import Provenance
 from compiler.ir.types import TensorType
-from explorer.check import Finding, NodeError, Report, StepCheck
+from explorer.check import Finding, LayerError, NodeError, Report, StepCheck
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
 from explorer.store import load, save
 from explorer.trace import Step, Trace
@@ -340,7 +340,9 @@ def payload_report(trace: Trace) -> Report:
         Finding("param-bloat", s[2], [], evil("bloat"), {"growth": [(weight, 24, 24, "why")]}),
         Finding("pass-failed", s[4], [], evil("pf")),
     ]
-    return Report(trace, findings, [StepCheck(x, evil("status")) for x in s], "source", 1e-4, 1e-5)
+    checks = [StepCheck(x, evil("status")) for x in s]
+    checks[2].layers = {evil("mp") + ".sub": LayerError(0.5, 2.0, node)}  # the error map's
+    return Report(trace, findings, checks, "source", 1e-4, 1e-5)
 
 
 @pytest.fixture(scope="module")
@@ -463,6 +465,11 @@ def test_the_stepper_and_the_app_make_no_element_of_the_trace(payload, cut_texts
         for tab in views.TABS[1:]:
             documents[f"stepper #{s.index} {tab}"] = stepper.panes[tab].value
             documents[f"app #{s.index} {tab}"] = app.panes[tab].object
+    for tab in ("error map", "param map"):  # the layer maps, one per trace
+        stepper.tab = app.tab = tab
+        documents[f"stepper {tab}"] = stepper.map_views[tab].html
+        documents[f"app {tab}"] = app.map_views[tab].html
+        assert evil("mp")[:24] in shown([documents[f"app {tab}"]])
     assert_safe(documents)
     # what the headers, timelines and tabs show (the graph is data for the graph component,
     # drawn in the browser tests)
@@ -558,10 +565,13 @@ def test_the_report_runs_nothing_from_the_trace_in_chromium(browser, payload, cu
     for s in trace.steps:
         page.click(f".pl-step-row[data-step='{s.index}']")
         expect(page.locator("#pl-title")).to_have_text(f"#{s.index} {s.name}")
-        for tab in ("ir", "diff", "params", "numerics", "graph"):
+        for tab in ("ir", "diff", "params", "numerics", "error-map", "param-map", "graph"):
             page.click(f"#pl-tabs button[data-tab={tab}]")
         poke(g)
     expect(page.locator("#pl-error")).to_contain_text(evil("err"))  # the failed pass, last
+    page.click("#pl-tabs button[data-tab=error-map]")
+    page.click("#pl-pane-error-map td.pl-map-cell")  # to its step, its node selected
+    expect(page.locator("#pl-title")).to_have_text(f"#2 {trace.steps[2].name}")
     page.click("#pl-banner")  # to the first finding's numerics
     expect(page.locator("#pl-pane-numerics")).to_contain_text(evil("msg"))
     assert page.evaluate(INJECTED, list(SORT)) == []
@@ -601,7 +611,7 @@ def test_the_app_runs_nothing_from_the_trace_in_chromium(browser, payload, cut_t
         for s in trace.steps:
             page.locator(f".pl-step-row[data-step='{s.index}']").click()
             expect(page.locator(".pl-step-title")).to_have_text(f"#{s.index} {s.name}")
-            for tab in (*views.TABS[1:], "graph"):
+            for tab in (*views.TABS[1:], "error map", "param map", "graph"):
                 page.locator(".bk-tab", has_text=re.compile(f"^{tab}$")).click()
             poke(g)
         expect(page.locator(".pl-error")).to_contain_text(evil("err"))

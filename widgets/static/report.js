@@ -1,7 +1,8 @@
 // passlens HTML report: steps the timeline; a step's graph is the shared graph component
 // (PasslensGraph, static/graph.js) fed the step's payload (<script id="pl-g{k}">, parsed when
 // first shown) and the previous step's as "before"; IR, IR diff, params and numerics come from
-// <template id="pl-t{k}"> elements, each stored once.
+// <template id="pl-t{k}"> elements, each stored once; the error and parameter maps are in
+// their panes (.pl-map-pane), a cell opening its step and node.
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("pl-data").textContent);
@@ -58,6 +59,7 @@
     fill($("pl-pane-params"), s.params);
     if ($("pl-pane-numerics")) fill($("pl-pane-numerics"), s.numerics);
     if (tab === "graph") showGraph(); else graph.shown = -1;
+    document.querySelectorAll(".pl-map-pane tr[data-row]").forEach((r) => r.classList.toggle("pl-map-current", +r.dataset.row === i));
     history.replaceState(null, "", "#step-" + i);
   }
   function step(dir) {
@@ -90,6 +92,14 @@
     graph.search(first);
   }
   $("pl-pane-params").addEventListener("click", showNode);
+  // the error / parameter map: a cell opens its step with its node selected, a row's name the step
+  document.querySelectorAll(".pl-map-pane").forEach((p) => p.addEventListener("click", (e) => {
+    const c = e.target.closest("[data-step]");
+    if (!c) return;
+    show(+c.dataset.step);
+    showTab("graph");
+    if (c.dataset.node && graph.has(c.dataset.node)) graph.locate(c.dataset.node);
+  }));
   if ($("pl-pane-numerics")) $("pl-pane-numerics").addEventListener("click", showNode);
   document.addEventListener("keydown", (e) => {
     const t = e.target;
