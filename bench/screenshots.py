@@ -6,7 +6,11 @@
 
 each at 1600x1000 on the fold-constant step of a small ConvNeXt through the linear-broadcast
 replica and fold-constant (the weight-bloat bug of SEEDS.md: fold-constant bakes 8 copies of
-each pointwise weight), with the check's findings drawn on the graph.
+each pointwise weight), with the check's findings drawn on the graph; and in the report
+
+- notebooks/img/param_map.png: the parameter map of that trace (where the bloat starts),
+- notebooks/img/error_map.png: the error map of the same model through a deliberately wrong
+  pass (tests/explorer/test_check.py's test-check-flip-add: every add made a subtract).
 
     .venv/bin/python bench/screenshots.py [--out notebooks/img]
 """
@@ -25,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 MODEL = "models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)"
 PIPELINE = "replica-linear-broadcast,fold-constant"
+WRONG = "decompose-ops,test-check-flip-add,fold-constant,dead-code-elimination,fuse-ops"
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"]
 
 
@@ -61,6 +66,22 @@ def main() -> int:
         page.locator("#pl-graph .plg-n").first.wait_for()
         page.screenshot(path=str(out / "report.png"))
         print(f"wrote {out / 'report.png'}")
+
+        # the layer maps in the report: where the weights grow, where the numbers go wrong
+        page.click("#pl-tabs button[data-tab=param-map]")
+        page.locator("#pl-pane-param-map td.pl-map-first-cell").wait_for()
+        page.screenshot(path=str(out / "param_map.png"))
+        print(f"wrote {out / 'param_map.png'}")
+        from tests.explorer.test_check import _FlipAdd  # noqa: F401 (registers the wrong pass)
+
+        wrong = explorer.explore(eval(MODEL, {"models": models}), pipeline=WRONG)  # noqa: S307
+        errors = Path(tmp) / "errors.html"
+        wrong.to_html(errors, report=wrong.check())
+        page.goto(errors.as_uri())
+        page.click("#pl-tabs button[data-tab=error-map]")
+        page.locator("#pl-pane-error-map td.pl-map-first-cell").wait_for()
+        page.screenshot(path=str(out / "error_map.png"))
+        print(f"wrote {out / 'error_map.png'}")
 
         # the Panel app, a node clicked
         with serve(trace, block=False, report=report_) as srv:
