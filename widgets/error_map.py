@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from explorer.fmt import format_bytes, num
 from widgets.escape import esc
+
+if TYPE_CHECKING:
+    from explorer.check import ErrorMap, ParamMap
 
 MAX_LABEL = 30  # characters of a layer name in a column head (the whole name in its tooltip)
 
@@ -105,7 +108,7 @@ def _key(colour: str, text: str, extra: str = "") -> str:
 
 
 def _grid(
-    m: Any,
+    m: ErrorMap | ParamMap,
     cell: Callable[[int, int], tuple[str, str, str] | None],
     first_cell: tuple[int, int] | None,
 ) -> str:
@@ -153,7 +156,7 @@ def _grid(
     )
 
 
-def error_map_html(m, reference: str = "") -> str:
+def error_map_html(m: ErrorMap, reference: str = "") -> str:
     """The heat map of an :class:`~explorer.check.ErrorMap` (``reference``: what the steps
     were compared with, for the caption)."""
     if not m.layers:
@@ -167,7 +170,9 @@ def error_map_html(m, reference: str = "") -> str:
         f"{against}: one row per step, one column per layer in model order. "
     )
     first_cell = None
-    if m.first_step is None:
+    if m.errors.size and all(math.isnan(e) for e in m.errors.flat):
+        head += "No layer was compared with the reference (no inputs, or no node matched). "
+    elif m.first_step is None:
         head += "No step diverged. "
     else:
         i = m.row(m.first_step)
@@ -209,7 +214,7 @@ def error_map_html(m, reference: str = "") -> str:
     )
 
 
-def param_map_html(m) -> str:
+def param_map_html(m: ParamMap) -> str:
     """The heat map of a :class:`~explorer.check.ParamMap`."""
     if not m.layers:
         return (

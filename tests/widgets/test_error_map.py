@@ -140,3 +140,17 @@ def test_the_report_has_both_maps(checked_trace):
         re.S,
     ).group(1)
     assert len(cells(pane)) == 15
+
+
+def test_a_check_without_numbers_says_so():
+    text = """
+    def @main(%x: f32[*]) -> f32[*] {
+      %y: f32[*] = relu(%x) loc(module="act")
+      return %y
+    }
+    """
+    trace = explorer.explore(text, pipeline="dce")
+    report = trace.check()
+    assert not report.numbers_checked
+    html_ = error_map_html(report.error_map())
+    assert "No layer was compared with the reference" in html_ and "pl-map-cell" not in html_
