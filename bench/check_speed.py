@@ -4,7 +4,9 @@ against torch eager, beside one interpreter forward pass and a naive re-run of e
 
     .venv/bin/python bench/check_speed.py
 
-Goal: the check costs at most 2x one interpreter forward pass of the imported module.
+Goal: the check costs at most 2x one interpreter forward pass of the imported module. Then
+the cost of the error map's numbers (each layer's error at every step, taken while the check
+runs): the same check with and without them.
 """
 
 from __future__ import annotations
@@ -57,6 +59,27 @@ def main() -> int:
     ratio = checked / forward
     print(f"check / one forward = {ratio:.2f}x (goal <= 2x: {'ok' if ratio <= 2 else 'OVER'}); "
           f"naive / one forward = {naive / forward:.2f}x")
+
+    # what the error map's numbers cost: the same check without them, alternated, best of 3
+    from unittest import mock
+
+    from explorer.check.layer_errors import LayerErrors
+
+    def timed() -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        trace.check((x,), progress=False)
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+    runs: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+    for _ in range(3):
+        runs[True].append(timed())
+        with mock.patch.object(LayerErrors, "of_step", lambda *_: {}):
+            runs[False].append(timed())
+    (w1, c1), (w0, c0) = (tuple(map(min, zip(*runs[k], strict=True))) for k in (True, False))
+    layers = len(report.error_map().layers)
+    print(f"error map ({layers} layers x {len(trace)} steps): check {w1:.2f} s wall / {c1:.2f} s "
+          f"CPU with its numbers, {w0:.2f} s / {c0:.2f} s without (best of 3): "
+          f"{w1 / w0:.2f}x wall, {c1 / c0:.2f}x CPU")
     return 0
 
 

@@ -10,7 +10,7 @@ from compiler import models
 from compiler.ir import ANY, Call, Function, Module, Var, tensor
 from compiler.ir.provenance import Provenance
 from explorer.check import ErrorMap, ParamMap
-from explorer.check.layer_errors import _errors
+from explorer.check.layer_errors import CHUNK, _errors
 from explorer.check.layers import layer_order
 from tests.explorer.test_check import _FlipAdd, _torch_mlp, linear_on_4d_input  # noqa: F401
 
@@ -129,6 +129,13 @@ def test_layer_errors_match_the_checks_numbers_and_handle_nan():
     assert _errors(nan, nan.copy(), 1e-4, 1e-5) == (0.0, 0.0)  # NaN against NaN: equal
     assert _errors(nan, np.ones(2, np.float32), 1e-4, 1e-5) == (np.inf, np.inf)
     assert _errors(np.arange(3), np.arange(3), 1e-4, 1e-5) == (0.0, 0.0)  # integers
+    # compared a chunk at a time: a NaN in the last chunk counts, the largest error anywhere
+    big = np.ones(CHUNK + 10, np.float32)
+    bad = big.copy()
+    bad[-1] = np.nan
+    assert _errors(bad, big, 1e-4, 1e-5) == (np.inf, np.inf)
+    bad[-1], bad[3] = 1.5, 3.0
+    assert _errors(bad, big, 1e-4, 1e-5) == pytest.approx((2 / (1 + 1e-5), 2 / (1e-5 + 1e-4)))
 
 
 # ----- the parameter map: where bloat starts -----------------------------------------------------
