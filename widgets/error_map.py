@@ -73,6 +73,11 @@ color:#b71c1c;font-weight:600}
 margin-left:4px;font-weight:600}
 .pl-map-note{color:#666;font:13px sans-serif}
 """
+MAP_CSS += "".join(
+    f".pl-map-grid td.{prefix}{k}{{background:{c}}}\n"
+    for prefix, colours in (("e", OK_COLOURS + OVER_COLOURS), ("b", BYTES_COLOURS))
+    for k, c in enumerate(colours)
+)
 
 
 def _label(name: str) -> str:
@@ -85,19 +90,22 @@ def _bucket(x: float, edges: tuple[float, ...]) -> int:
 
 
 def _error_cell(rel: float, share: float) -> tuple[str, str]:
-    """A cell's colour (by the share of the tolerance it uses) and what its tooltip says."""
+    """A cell's colour class (by the share of the tolerance it uses: ``e0``-``e4`` within,
+    ``e5``-``e9`` beyond) and what its tooltip says."""
     if share > 1:
-        colour = OVER_COLOURS[_bucket(share, tuple(10.0**k for k in range(1, 5)))]
-        return colour, f"rel error {num(rel)}, {num(share)}x the tolerance: beyond it"
-    colour = OK_COLOURS[0 if share == 0 else 1 + _bucket(share, SHARES[:3])]
-    return colour, f"rel error {num(rel)}, {num(share)} of the tolerance"
+        k = 5 + _bucket(share, tuple(10.0**k for k in range(1, 5)))
+        return f"e{k}", f"rel error {num(rel)}, {num(share)}x the tolerance: beyond it"
+    k = 0 if share == 0 else 1 + _bucket(share, SHARES[:3])
+    return f"e{k}", f"rel error {num(rel)}, {num(share)} of the tolerance"
 
 
 def _bytes_cell(nbytes: int, base: int) -> str:
+    """A cell's colour class: ``b0`` the same bytes as the first, ``b1`` fewer, ``b2``-``b4``
+    up to 2x, 8x, more."""
     ratio = nbytes / base if base else 1.0
     if abs(ratio - 1) < 0.01:
-        return BYTES_COLOURS[0]
-    return BYTES_COLOURS[1] if ratio < 1 else BYTES_COLOURS[2 + _bucket(ratio, (2.0, 8.0))]
+        return "b0"
+    return "b1" if ratio < 1 else f"b{2 + _bucket(ratio, (2.0, 8.0))}"
 
 
 def _key(colour: str, text: str, extra: str = "") -> str:
@@ -113,7 +121,9 @@ def _grid(
     first_cell: tuple[int, int] | None,
 ) -> str:
     """The table of a map ``m`` (steps, step_names, depths, layers, nodes, first_step,
-    first_layer): ``cell(i, j)`` is (colour, tooltip text, extra class) or None (blank)."""
+    first_layer): ``cell(i, j)`` is (colour class, tooltip text, extra class) or None
+    (blank). Cells are what a map weighs (a ConvNeXt-base: 2,700 of them): classes, not
+    styles, and the step's name only in its row."""
     first_row, first_col = first_cell if first_cell is not None else (None, None)
     if first_row is None and m.first_step is not None:
         first_row = m.steps.index(m.first_step)
@@ -136,10 +146,10 @@ def _grid(
                 continue
             colour, text, extra = c
             mark = " pl-map-first-cell" if (i, j) == first_cell else extra
-            title = f"#{step} {name} · {layer}: {text}"
             cells.append(
-                f"<td class='pl-map-cell{mark}' style='background:{colour}' data-step='{step}' "
-                f"data-node='{esc(m.nodes[i][j])}' title='{esc(title)}'></td>"
+                f"<td class='pl-map-cell {colour}{mark}' data-step='{step}' "
+                f"data-node='{esc(m.nodes[i][j])}' title='{esc(f'{layer} at #{step}: {text}')}'>"
+                "</td>"
             )
         first = " class='pl-map-first-row'" if i == first_row else ""
         rows.append(

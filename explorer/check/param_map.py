@@ -91,12 +91,14 @@ def param_map(
     steps = [s for s in trace.steps if s.kind != "source"]
     layers = layer_order(trace, steps)
     known = set(layers)
-    by_step: dict[int, dict[str, list[tuple[int, str]]]] = {}
+    by_module: dict[int, dict[str, list[tuple[int, str]]]] = {}
 
     def weights(step: Step) -> dict[str, list[tuple[int, str]]]:
-        if step.index not in by_step:
-            by_step[step.index] = _weights_by_layer(step.graph, known)
-        return by_step[step.index]
+        """Once per module: steps showing the same module have the same graph node ids."""
+        key = id(step.shown_module)
+        if key not in by_module:
+            by_module[key] = _weights_by_layer(step.graph, known)
+        return by_module[key]
 
     for s in steps:  # layers that only weights name (no node of theirs is a binding)
         for layer in weights(s):

@@ -16,15 +16,16 @@ from widgets.report import report_html
 from widgets.stepper import PassStepper
 
 CELL = re.compile(
-    r"<td class='pl-map-cell([^']*)' style='background:#[0-9a-f]{6}' "
-    r"data-step='(\d+)' data-node='([^']*)' title='([^']*)'></td>"
+    r"<td class='pl-map-cell ([eb]\d)([^']*)' data-step='(\d+)' data-node='([^']*)' "
+    r"title='([^']*)'></td>"
 )
 
 
 def cells(text: str) -> list[tuple[str, int, str, str]]:
     """(extra classes, step, node id, tooltip) of every coloured cell, row by row."""
     return [
-        (c.strip(), int(s), html.unescape(n), html.unescape(t)) for c, s, n, t in CELL.findall(text)
+        (c.strip(), int(s), html.unescape(n), html.unescape(t))
+        for _colour, c, s, n, t in CELL.findall(text)
     ]
 
 
@@ -40,12 +41,14 @@ def test_the_error_map_cells_carry_their_step_and_node(checked_trace):
     # the first failing step and layer: the cell outlined, its row and column head marked
     first = [c for c in found if c[0] == "pl-map-first-cell"]
     assert [(s, n) for _, s, n, _ in first] == [(2, "main/subtract")]
-    assert first[0][3].startswith("#2 test-check-flip-add · layers.0: rel error 143, ")
+    assert first[0][3].startswith("layers.0 at #2: rel error 143, ")
     assert first[0][3].endswith("x the tolerance: beyond it")
     assert "<tr data-row='2' class='pl-map-first-row'>" in text
     assert "<th class='pl-map-col pl-map-first-col' title='layers.0'>" in text
     assert "First failing step: #2 test-check-flip-add" in text and "the imported step" in text
-    assert found[0][3] == "#0 module · layers.0: rel error 0, 0 of the tolerance"
+    assert found[0][3] == "layers.0 at #0: rel error 0, 0 of the tolerance"
+    assert "<td class='pl-map-cell e0' data-step='0'" in text  # exactly 0: the lightest
+    assert "<td class='pl-map-cell e9 pl-map-first-cell' data-step='2'" in text  # the darkest
     # a row's name opens its step (no node)
     assert "<th class='pl-map-row' data-step='3' data-node=''" in text
     assert "Within:" in text and "Beyond:" in text and "blank: no value" in text
@@ -92,7 +95,7 @@ def test_names_from_the_model_are_escaped(evil_trace):
     for text in documents:
         assert EVIL not in text and "<script" not in text
         assert html.escape(EVIL + ".layer", quote=True) in text
-    assert cells(documents[0])[0][3].startswith(f"#0 module · {EVIL}.layer: ")
+    assert cells(documents[0])[0][3].startswith(f"{EVIL}.layer at #0: ")
 
 
 def test_the_stepper_and_the_app_open_a_picked_cell(checked_trace):

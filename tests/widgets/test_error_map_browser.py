@@ -86,38 +86,34 @@ STEPPER_CELLS = [
 
 
 @pytest.mark.notebook
-def test_a_click_on_a_cell_in_the_jupyter_stepper_opens_its_step_and_node(tmp_path):
+def test_a_click_on_a_cell_in_the_jupyter_stepper_opens_its_step_and_node(browser, tmp_path):
     from tests.widgets.lab import JUPYTER, jupyterlab, run_all
-    from tests.widgets.test_browser import ARGS, CHROMIUM
 
     if not JUPYTER.exists():
         pytest.skip("jupyter is not installed in this environment")
-    with jupyterlab(tmp_path, STEPPER_CELLS) as url, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60000)
-            expect.set_options(timeout=30000)
-            problems = []
-            page.on("pageerror", lambda e: problems.append(f"error: {e}"))
-            page.goto(url)
-            run_all(page)
-            cells = page.locator(".jp-Notebook .jp-Cell")
-            stepper = cells.nth(0).locator(".jp-OutputArea-output")
-            expect(stepper.locator(".pl-header")).to_contain_text("#0 module")
-            stepper.locator(".lm-TabBar-tab", has_text="error map").click()
-            cell = stepper.locator("td.pl-map-first-cell")
-            expect(cell).to_have_attribute("data-node", "main/subtract")
-            cell.click()  # in the kernel: the step, the graph tab, the node; back in the page
-            expect(stepper.locator(".pl-header")).to_contain_text("#2 test-check-flip-add")
-            Graph(page, stepper.locator(".plg")).wait_selected("main/subtract")
-            page.evaluate(
-                """() => { const nb = window.jupyterapp.shell.currentWidget.content;
-                           nb.activeCellIndex = 1;
-                           return window.jupyterapp.commands.execute('notebook:run-cell'); }"""
-            )
-            printed = cells.nth(1).locator(".jp-OutputArea-output")
-            expect(printed).to_have_text("at 2 graph 'main/subtract'")
-            assert problems == []
-        finally:
-            browser.close()
+    with jupyterlab(tmp_path, STEPPER_CELLS) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(60000)
+        expect.set_options(timeout=30000)
+        problems = []
+        page.on("pageerror", lambda e: problems.append(f"error: {e}"))
+        page.goto(url)
+        run_all(page)
+        cells = page.locator(".jp-Notebook .jp-Cell")
+        stepper = cells.nth(0).locator(".jp-OutputArea-output")
+        expect(stepper.locator(".pl-header")).to_contain_text("#0 module")
+        stepper.locator(".lm-TabBar-tab", has_text="error map").click()
+        cell = stepper.locator("td.pl-map-first-cell")
+        expect(cell).to_have_attribute("data-node", "main/subtract")
+        cell.click()  # in the kernel: the step, the graph tab, the node; back in the page
+        expect(stepper.locator(".pl-header")).to_contain_text("#2 test-check-flip-add")
+        Graph(page, stepper.locator(".plg")).wait_selected("main/subtract")
+        page.evaluate(
+            """() => { const nb = window.jupyterapp.shell.currentWidget.content;
+                       nb.activeCellIndex = 1;
+                       return window.jupyterapp.commands.execute('notebook:run-cell'); }"""
+        )
+        printed = cells.nth(1).locator(".jp-OutputArea-output")
+        expect(printed).to_have_text("at 2 graph 'main/subtract'")
+        page.close()
+        assert problems == []

@@ -257,10 +257,13 @@ def test_large_model_report_stays_collapsed_and_small(base_trace):
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-@pytest.mark.parametrize("name", ["report", "graph_esm", "app_esm", "timeline.js"])
+@pytest.mark.parametrize(
+    "name", ["report", "graph_esm", "app_esm", "timeline.js", "layer_map.js", "map_view_esm"]
+)
 def test_front_end_scripts_parse(name, tmp_path):
     from widgets.app import _graph_esm
     from widgets.graph_view import graph_esm
+    from widgets.stepper import MapView
 
     sources = {
         # what the report inlines, in its order (one classic script)
@@ -270,6 +273,8 @@ def test_front_end_scripts_parse(name, tmp_path):
         "graph_esm": graph_esm(),  # the Jupyter GraphView's module
         "app_esm": _graph_esm(),  # the Panel GraphPane's module
         "timeline.js": (STATIC / "timeline.js").read_text(),
+        "layer_map.js": (STATIC / "layer_map.js").read_text(),  # the Panel MapPane's module
+        "map_view_esm": MapView._esm,  # the Jupyter MapView's: the same under a shim
     }
     script = tmp_path / (name + ".js" if name == "report" else name.replace(".js", "") + ".mjs")
     script.write_text(sources[name])
