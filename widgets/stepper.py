@@ -5,8 +5,9 @@ failed, findings; a click or the arrow keys step through it), a "hide unchanged 
 checkbox, previous / next buttons, and tabs for the step's graph (the graph component: diff
 coloured, before / after toggle, search, expand / collapse), its IR, IR diff, parameters, shapes
 and numerics, and the trace's error map (with a check report) and parameter map, whose cells
-open their step with their node selected (``show_node``). The widget holds the state (``index``, ``hide_unchanged``) as traitlets; a tab is
-rendered when it is shown (a step is a light descriptor until it is opened).
+open their step with their node selected (``show_node``). The widget holds the state
+(``index``, ``hide_unchanged``) as traitlets; a tab is rendered when it is shown (a step is a
+light descriptor until it is opened).
 """
 
 from __future__ import annotations
