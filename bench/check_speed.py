@@ -22,8 +22,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 def main() -> int:
     print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
-    print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}")
+    print(
+        f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}"
+    )
     import torch
 
     import explorer
@@ -35,8 +37,10 @@ def main() -> int:
     x = torch.randn(1, 3, 224, 224)
     trace = explorer.explore(model, (x,))
     xs = x.numpy()
-    print(f"trace: {len(trace)} steps, {sum(s.changed for s in trace if s.kind == 'pass')} passes "
-          "changed the module")
+    print(
+        f"trace: {len(trace)} steps, {sum(s.changed for s in trace if s.kind == 'pass')} passes "
+        "changed the module"
+    )
 
     start = time.perf_counter()
     run(trace.imported.module, xs)
@@ -57,8 +61,10 @@ def main() -> int:
     print(f"trace.check against torch eager: {checked:.2f} s ({report.headline()})")
     print(f"  {report.reuse_text}")
     ratio = checked / forward
-    print(f"check / one forward = {ratio:.2f}x (goal <= 2x: {'ok' if ratio <= 2 else 'OVER'}); "
-          f"naive / one forward = {naive / forward:.2f}x")
+    print(
+        f"check / one forward = {ratio:.2f}x (goal <= 2x: {'ok' if ratio <= 2 else 'OVER'}); "
+        f"naive / one forward = {naive / forward:.2f}x"
+    )
 
     # what the error map's numbers cost: the same check without them, alternated, best of 3
     from unittest import mock
@@ -77,9 +83,11 @@ def main() -> int:
             runs[False].append(timed())
     (w1, c1), (w0, c0) = (tuple(map(min, zip(*runs[k], strict=True))) for k in (True, False))
     layers = len(report.error_map().layers)
-    print(f"error map ({layers} layers x {len(trace)} steps): check {w1:.2f} s wall / {c1:.2f} s "
-          f"CPU with its numbers, {w0:.2f} s / {c0:.2f} s without (best of 3): "
-          f"{w1 / w0:.2f}x wall, {c1 / c0:.2f}x CPU")
+    print(
+        f"error map ({layers} layers x {len(trace)} steps): check {w1:.2f} s wall / {c1:.2f} s "
+        f"CPU with its numbers, {w0:.2f} s / {c0:.2f} s without (best of 3): "
+        f"{w1 / w0:.2f}x wall, {c1 / c0:.2f}x CPU"
+    )
     return 0
 
 
