@@ -17,7 +17,6 @@ under 60 s on ConvNeXt-base.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import platform
 import shlex
@@ -38,24 +37,13 @@ def _convnext_base():
 
 
 def _pad_squeeze_onnx():
-    import torch
+    from tests.test_seeds import pad_squeeze_onnx
 
-    class PadSqueeze(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.pad = torch.nn.ReflectionPad3d(padding=(0, 0, -43, 0, 0, -46))
-
-        def forward(self, x):
-            return self.pad(x).squeeze(1)
-
-    buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(
-            PadSqueeze(), (torch.randn(13, 1, 47, 44, 1),), buf, opset_version=17, dynamo=False
-        )
+        data, _ = pad_squeeze_onnx()
     spec = f"{CLEANUP},replica-dynamic-to-static-squeeze,decompose-ops,fold-constant,dce,fuse-ops"
-    return "ONNX If/Squeeze (SEEDS 3)", buf.getvalue(), spec
+    return "ONNX If/Squeeze (SEEDS 3)", data, spec
 
 
 def _nested_tuple():

@@ -31,9 +31,7 @@ class LinearModel(torch.nn.Module):
 @pytest.mark.parametrize("shape, copies", [((2, 8, 128), 2), ((1, 56, 56, 128), 56)])
 def test_bloat_names_the_step_the_constant_and_the_copies(shape, copies):
     x = torch.randn(*shape)
-    trace = explorer.explore(
-        LinearModel(), (x,), pipeline="replica-linear-broadcast,fold-constant"
-    )
+    trace = explorer.explore(LinearModel(), (x,), pipeline="replica-linear-broadcast,fold-constant")
     fold = trace["fold-constant"]
     weight_bytes = 512 * 128 * 4
     assert fold.param_bytes - trace.imported.param_bytes == (copies - 1) * weight_bytes
@@ -87,7 +85,9 @@ def test_unsupported_operators_are_one_clear_error():
 # ----- 3. A wrong shape after DynamicToStatic ---------------------------------------------
 
 
-def _pad_squeeze_onnx() -> bytes:
+def pad_squeeze_onnx() -> tuple[bytes, torch.Tensor]:
+    """SEEDS item 3's model (reflection pad with negative pads, then squeeze) as ONNX bytes,
+    and an input (used by tests/explorer/test_reduce.py and bench/reduce.py too)."""
     import io
 
     class PadSqueeze(torch.nn.Module):
@@ -105,7 +105,7 @@ def _pad_squeeze_onnx() -> bytes:
 
 
 def test_dynamic_to_static_folds_the_if_to_13_1_1_1():
-    data, x = _pad_squeeze_onnx()
+    data, x = pad_squeeze_onnx()
     trace = explorer.explore(data, pipeline="dynamic-to-static")
     assert trace.imported.module.main.ret_type.shape is None  # the If's branches: rank 4 and 5
     assert trace.final.module.main.ret_type.shape == (13, 1, 1, 1)
@@ -113,7 +113,7 @@ def test_dynamic_to_static_folds_the_if_to_13_1_1_1():
 
 
 def test_the_shape_check_catches_the_replica_at_its_node_and_step():
-    data, x = _pad_squeeze_onnx()
+    data, x = pad_squeeze_onnx()
     trace = explorer.explore(data, pipeline="replica-dynamic-to-static-squeeze")
     report = trace.check((x,))
     first = report.first_failure

@@ -22,6 +22,7 @@ from compiler.passes import Pass, register_pass
 from compiler.passes.rewrite import rewrite_module
 from explorer.reduce import NotReproducible, ReduceError, Reduction, reduce
 from tests.compiler.passes.test_lazy_params import NESTED
+from tests.test_seeds import pad_squeeze_onnx
 
 ROOT = Path(__file__).resolve().parents[2]
 CLEANUP = "infer-types,canonicalize-bindings"
@@ -80,28 +81,10 @@ def test_linear_broadcast_on_convnext_reduces_to_one_linear_and_two_passes(tmp_p
     )
 
 
-def _pad_squeeze_onnx() -> bytes:
-    torch = pytest.importorskip("torch")
-    import io
-
-    class PadSqueeze(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.pad = torch.nn.ReflectionPad3d(padding=(0, 0, -43, 0, 0, -46))
-
-        def forward(self, x):
-            return self.pad(x).squeeze(1)
-
-    buf = io.BytesIO()
-    x = torch.randn(13, 1, 47, 44, 1)
-    torch.onnx.export(PadSqueeze(), (x,), buf, opset_version=17, dynamo=False)
-    return buf.getvalue()
-
-
 def test_squeeze_replica_on_the_onnx_model_reduces_to_the_folded_if(tmp_path):
     pytest.importorskip("onnx")
     spec = f"{CLEANUP},replica-dynamic-to-static-squeeze,decompose-ops,fold-constant,dce"
-    trace = explorer.explore(_pad_squeeze_onnx(), pipeline=spec)
+    trace = explorer.explore(pad_squeeze_onnx()[0], pipeline=spec)
     report = trace.check()
     assert report.first_failure.kind == "shape-mismatch"
     small = report.reduce(progress=False)
