@@ -22,6 +22,7 @@ EXPECTED = [
     "03_squeeze_dynamic_to_static.ipynb",
     "04_lift_transform_params.ipynb",
     "05_lazy_transform_params.ipynb",
+    "06_reduce_and_error_map.ipynb",
 ]
 
 
@@ -83,6 +84,12 @@ SABOTAGE = {
         'explorer.check.Finding("diverged", facts.step, [], "no shape check", {})'
         " for _ in (facts.run.mismatches if facts.run else ())]",
         'assert first.kind == "shape-mismatch"',
+    ),
+    # the error map records no layer: the map cannot say where the error starts
+    "06_reduce_and_error_map.ipynb": (
+        "from explorer.check.layer_errors import LayerErrors\n"
+        "LayerErrors.of_step = lambda self, main, values, reference: {}",
+        'assert m.first_layer == "blocks.0.attn"',
     ),
 }
 
