@@ -692,6 +692,19 @@ OP_CASES = {
         ),
         (_r(1, 2, 5, 5),),
     ),
+    "upsample_bilinear": (
+        lambda m, x: (
+            F.interpolate(x, scale_factor=2, mode="bilinear").sum(1)[:, :6, :6]
+            + F.interpolate(x, size=(6, 6), mode="bilinear", align_corners=True).sum(1)
+            + F.interpolate(x, size=(6, 6), mode="bilinear", align_corners=False).sum(1)
+            + F.interpolate(x, scale_factor=1.5, mode="bilinear", align_corners=True).sum(1)[
+                :, :6, :6
+            ]
+            + F.interpolate(x, size=(3, 1), mode="bilinear").sum(1).mean()
+            + F.interpolate(x, scale_factor=0.7, mode="bilinear").sum(1).mean()
+        ),
+        (_r(1, 2, 5, 5),),
+    ),
     "rms_norm": (lambda m, x: F.rms_norm(x, (4,), m.w, 1e-6), (X,), {"w": _r(4)}),
     # convolution and pooling
     "conv_variants": (
