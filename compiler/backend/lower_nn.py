@@ -580,3 +580,87 @@ def _softmax(kb, call, inputs, dest):
 
 
 __all__ = ["canonical"]
+
+
+# ----- resize ------------------------------------------------------------------------------------
+
+
+def _resize_source(i: L.Expr, size, out, scale: float | None, how: str) -> L.Expr:
+    """The f64 input position of result index ``i`` along one axis (the numpy reference's
+    ``_resize_source``, with ``out / size`` as the scale when none is given)."""
+    fi, fsize, fout = (L.cast(F64, L.as_expr(v)) for v in (i, size, out))
+    s = L.Const(scale, F64) if scale is not None else fout / fsize
+    half, one = L.Const(0.5, F64), L.Const(1.0, F64)
+    if how == "align_corners":
+        ratio = (fsize - one) / L.maximum(fout - one, one)
+        return L.select(L.compare("gt", L.as_expr(out), 1), fi * ratio, L.Const(0.0, F64))
+    if how == "asymmetric":
+        return fi / s
+    source = (fi + half) / s - half
+    if how == "pytorch_half_pixel":
+        return L.select(L.compare("gt", L.as_expr(out), 1), source, L.Const(0.0, F64))
+    if how == "half_pixel_symmetric":
+        source = source + fsize * half * (one - fout / (s * fsize))
+    return source
+
+
+def _nearest(source: L.Expr, how: str) -> L.Expr:
+    down = L.unary("floor", source)
+    if how == "floor":
+        return down
+    if how == "ceil":
+        return L.unary("ceil", source)
+    tie = down if how == "round_prefer_floor" else L.unary("ceil", source)
+    halfway = L.compare("eq", source - down, L.Const(0.5, F64))
+    return L.select(halfway, tie, L.unary("round", source))
+
+
+@lowering("resize")
+def _resize(kb, call, inputs, dest):
+    x = inputs[0]
+    attrs = call.attrs
+    how, scales = attrs["coordinate_transformation_mode"], attrs["scales"]
+    # axes whose positions map one to one (same size, scale 1 or none) are read directly
+    axes = [
+        k
+        for k, (size, out) in enumerate(zip(x.shape, call.out_shape, strict=True))
+        if not (
+            L.static_int(size) is not None
+            and L.static_int(size) == L.static_int(out)
+            and (scales is None or scales[k] == 1.0)
+        )
+    ]
+
+    def source(idx, k):
+        scale = scales[k] if scales is not None else None
+        return _resize_source(idx[k], x.shape[k], call.out_shape[k], scale, how)
+
+    def nearest(idx):
+        src = list(idx)
+        for k in axes:
+            j = L.cast(L.INDEX, _nearest(source(idx, k), attrs["nearest_mode"]))
+            src[k] = clamp(j, x.shape[k])
+        return x.at(src)
+
+    def linear(idx):
+        corners = [(list(idx), L.Const(1.0, F64))]
+        for k in axes:
+            last = L.cast(F64, L.as_expr(x.shape[k])) - L.Const(1.0, F64)
+            pos = L.minimum(L.maximum(source(idx, k), L.Const(0.0, F64)), last)
+            low = L.cast(L.INDEX, L.unary("floor", pos))
+            high = L.minimum(low + 1, x.shape[k] - 1)
+            w = pos - L.cast(F64, low)
+            step = []
+            for at, weight in corners:
+                step.append(([*at[:k], low, *at[k + 1 :]], weight * (L.Const(1.0, F64) - w)))
+                step.append(([*at[:k], high, *at[k + 1 :]], weight * w))
+            corners = step
+        total = None
+        for at, weight in corners:
+            term = L.cast(F64, x.at(at)) * weight
+            total = term if total is None else total + term
+        return L.cast(call.out_dtype, total)
+
+    return LazyTensor(
+        call.out_shape, call.out_dtype, nearest if attrs["mode"] == "nearest" else linear
+    )

@@ -1052,6 +1052,25 @@ def _pad(e, n, a):
     return e.node("Pad", inputs, mode=mode)
 
 
+@lowers("resize")
+def _resize(e, n, a):
+    how = n.attrs["coordinate_transformation_mode"]
+    if how == "half_pixel_symmetric" and e.opset < 19:
+        raise ExportError(f"{_where(n)}: coordinate mode {how} needs opset 19")
+    # given scales take part in the coordinate transform, so they are written, not sizes
+    if n.attrs["scales"] is not None:
+        scales, sizes = e.const(list(n.attrs["scales"]), DType.float32), ""
+    else:
+        scales, sizes = "", e.dims(list(n.attrs["sizes"]))
+    return e.node(
+        "Resize",
+        [a[0], "", scales, sizes],
+        mode=n.attrs["mode"],
+        coordinate_transformation_mode=how,
+        nearest_mode=n.attrs["nearest_mode"],
+    )
+
+
 @lowers("shape_of")
 def _shape_of(e, n, a):
     return e.node("Shape", a)

@@ -34,7 +34,7 @@ from compiler.frontend.onnx_context import (
     tensor_value,
 )
 from compiler.ir.nodes import Constant, Expr, If, IRError
-from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_add, dim_str, dims_equal
+from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_add, dim_mul, dim_str, dims_equal
 from compiler.ir.symbolic import floordiv as dim_floordiv
 from compiler.ir.types import DType
 from compiler.ops.shape_inference import broadcast_shapes
@@ -1446,6 +1446,101 @@ def _pad(ctx):
         mask = ctx.call("pad", inside, pads_in, mode="constant")
     fill = ctx.call("reshape", _cast(ctx, computed_value, x.ty.dtype), shape=[])
     return ctx.call("where", mask, y, fill)
+
+
+_RESIZE_COORDINATES = (
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+)
+
+
+@converter(
+    "Resize",
+    attrs=(
+        "mode",
+        "coordinate_transformation_mode",
+        "nearest_mode",
+        "cubic_coeff_a",
+        "exclude_outside",
+        "extrapolation_value",
+        "antialias",
+        "axes",
+        "keep_aspect_ratio_policy",
+    ),
+    min_version=11,
+)
+def _resize(ctx):
+    x = ctx.input(0)
+    rank = ctx.rank(0)
+    mode = ctx.attr("mode", "nearest")
+    how = ctx.attr("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("nearest", "linear"):
+        raise Unsupported(f"mode {mode}")
+    if how not in _RESIZE_COORDINATES:
+        raise Unsupported(f"coordinate_transformation_mode {how}")
+    nearest = ctx.attr("nearest_mode", "round_prefer_floor")
+    if nearest not in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"):
+        raise Unsupported(f"nearest_mode {nearest}")
+    if ctx.attr("antialias", 0) and mode != "nearest":  # antialias changes linear downsampling
+        raise Unsupported("antialias")
+    # cubic_coeff_a and exclude_outside act in cubic mode only, extrapolation_value in
+    # tf_crop_and_resize only: both refused above
+    axes = ctx.attr("axes")
+    axes = list(range(rank)) if axes is None else [_axis(ctx, a, rank, "axes entry") for a in axes]
+    in_shape = list(x.ty.shape)
+    policy = ctx.attr("keep_aspect_ratio_policy", "stretch")
+    scales = None
+    if ctx.has(3):  # sizes
+        given = ctx.const(3)
+        picked = [int(v) for v in given.reshape(-1)] if given is not None else ctx.dims(3)
+        if picked is None:
+            raise Unsupported("Resize with computed sizes")
+        if len(picked) != len(axes):
+            raise ConversionError(f"sizes {picked} must give one size per axis of {axes}")
+        sizes = list(in_shape)
+        for a, n in zip(axes, picked, strict=True):
+            sizes[a] = n
+        if policy != "stretch":
+            known = [in_shape[a] for a in axes] + picked
+            if not all(isinstance(d, int) for d in known):
+                raise Unsupported(f"keep_aspect_ratio_policy {policy} with symbolic sizes")
+            ratios = [sizes[a] / in_shape[a] for a in axes]
+            scale = min(ratios) if policy == "not_larger" else max(ratios)
+            scales = [scale if a in axes else 1.0 for a in range(rank)]
+            for a in axes:
+                sizes[a] = int(scale * in_shape[a] + 0.5)  # ONNX rounds half up
+    else:
+        given = ctx.const(2) if ctx.has(2) else None
+        if given is None or given.size == 0:
+            raise Unsupported("Resize without constant scales or sizes")
+        picked = [float(v) for v in given.reshape(-1)]
+        if len(picked) != len(axes):
+            raise ConversionError(f"scales {picked} must give one scale per axis of {axes}")
+        scales = [1.0] * rank
+        for a, v in zip(axes, picked, strict=True):
+            scales[a] = v
+        sizes = []
+        for d, v in zip(in_shape, scales, strict=True):
+            if isinstance(d, int):
+                sizes.append(int(math.floor(d * v)))
+            elif v == 1.0:
+                sizes.append(d)
+            elif v == int(v):
+                sizes.append(dim_mul(d, int(v)))
+            else:
+                raise Unsupported(f"scale {v} of the symbolic dim {dim_str(d)}")
+    return ctx.call(
+        "resize",
+        x,
+        sizes=sizes,
+        scales=scales,
+        mode=mode,
+        coordinate_transformation_mode=how,
+        nearest_mode=nearest,
+    )
 
 
 def _pads_tensor(ctx, pads: Expr, axes: Expr | None) -> Expr:

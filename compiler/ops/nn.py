@@ -864,3 +864,118 @@ define_op(
     pattern=OPAQUE,
     doc="softmax(query @ key^T * scale + mask) @ value over (..., length, features), like torch.",
 )
+
+# ----- resize -----------------------------------------------------------------------------
+
+_RESIZE_MODES = ("nearest", "linear")
+_COORDINATE_MODES = (
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+)
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _resize_check(types: list[Type], attrs: Attrs) -> TensorType:
+    data = tensor_input(types[0], "data")
+    for name, allowed in (
+        ("mode", _RESIZE_MODES),
+        ("coordinate_transformation_mode", _COORDINATE_MODES),
+        ("nearest_mode", _NEAREST_MODES),
+    ):
+        if attrs[name] not in allowed:
+            raise TypeInferenceError(
+                f"{name} must be one of {', '.join(allowed)}, got {attrs[name]!r}"
+            )
+    if attrs["mode"] == "linear" and not data.dtype.is_float:
+        raise TypeInferenceError(f"linear resize needs floating-point data, got {data}")
+    rank = known_rank(data, "data")
+    if len(attrs["sizes"]) != rank:
+        raise TypeInferenceError(
+            f"sizes must give all {rank} dims of data {data}, got {_shape_text(attrs['sizes'])}"
+        )
+    scales = attrs["scales"]
+    if scales is not None and (len(scales) != rank or any(s <= 0 for s in scales)):
+        raise TypeInferenceError(f"scales must be {rank} positive numbers, got {list(scales)}")
+    return data
+
+
+def _resize_infer(types: list[Type], attrs: Attrs) -> Type:
+    return _resize_check(types, attrs).with_shape(tuple(attrs["sizes"]))
+
+
+def _resize_source(out: int, size: int, scale: float, how: str) -> np.ndarray:
+    """For each result position along one axis, its (fractional) position in the input:
+    ONNX Resize's coordinate transformations. ``scale`` is the given scale, which ONNX uses
+    instead of ``out / size`` when the model gives scales."""
+    x = np.arange(out, dtype=np.float64)
+    if how == "align_corners":
+        return x * ((size - 1) / (out - 1)) if out > 1 else np.zeros(out)
+    if how == "asymmetric":
+        return x / scale
+    if how == "pytorch_half_pixel" and out == 1:
+        return np.zeros(out)
+    source = (x + 0.5) / scale - 0.5
+    if how == "half_pixel_symmetric":
+        source += size / 2 * (1 - out / (scale * size))
+    return source
+
+
+def _nearest_index(source: np.ndarray, how: str) -> np.ndarray:
+    if how == "floor":
+        return np.floor(source)
+    if how == "ceil":
+        return np.ceil(source)
+    halfway = source - np.floor(source) == 0.5
+    tie = np.floor(source) if how == "round_prefer_floor" else np.ceil(source)
+    return np.where(halfway, tie, np.round(source))
+
+
+def _resize_compute(values: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    (data,) = values
+    y = data if attrs["mode"] == "nearest" else _f64(data)
+    how = attrs["coordinate_transformation_mode"]
+    for axis, (size, out) in enumerate(zip(data.shape, attrs["sizes"], strict=True)):
+        out = int(out)
+        scale = attrs["scales"][axis] if attrs["scales"] is not None else out / size
+        if out == 0 or size == 0:  # nothing to read: an empty result along this axis
+            y = np.take(y, np.zeros(0, dtype=np.int64), axis=axis)
+            continue
+        source = _resize_source(out, size, scale, how)
+        if attrs["mode"] == "nearest":
+            index = np.clip(_nearest_index(source, attrs["nearest_mode"]), 0, size - 1)
+            y = np.take(y, index.astype(np.int64), axis=axis)
+            continue
+        source = np.clip(source, 0, size - 1)  # ONNX and torch repeat the edge
+        low = np.floor(source).astype(np.int64)
+        high = np.minimum(low + 1, size - 1)
+        w = (source - low).reshape((-1,) + (1,) * (data.ndim - axis - 1))
+        y = np.take(y, low, axis=axis) * (1 - w) + np.take(y, high, axis=axis) * w
+    return np.asarray(y).astype(data.dtype)
+
+
+define_op(
+    "resize",
+    inputs=("data",),
+    attrs={
+        "sizes": AttrSpec("dims", doc="the result shape (every dim of data)"),
+        "scales": AttrSpec(
+            "floats", None, "scale per dim for the coordinate transform; none = sizes / input"
+        ),
+        "mode": AttrSpec("str", "nearest", "nearest or linear (n-linear over every dim)"),
+        "coordinate_transformation_mode": AttrSpec(
+            "str",
+            "half_pixel",
+            f"how result positions map to input ones: {', '.join(_COORDINATE_MODES)}",
+        ),
+        "nearest_mode": AttrSpec(
+            "str", "round_prefer_floor", f"rounding: {', '.join(_NEAREST_MODES)}"
+        ),
+    },
+    infer=_resize_infer,
+    compute=_resize_compute,
+    pattern=OPAQUE,
+    doc="Resize every dim by nearest or linear interpolation, with ONNX Resize's coordinate modes.",
+)

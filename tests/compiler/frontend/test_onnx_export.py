@@ -202,3 +202,39 @@ def @helper(%p: f32[n, 3]) -> f32[3, n] {
     sess = ort.InferenceSession(to_onnx(module).SerializeToString())
     (got,) = sess.run(None, {sess.get_inputs()[0].name: x})
     np.testing.assert_allclose(got, np.exp(x).reshape(3, 4), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {
+            "mode": "nearest",
+            "coordinate_transformation_mode": "asymmetric",
+            "nearest_mode": "floor",
+        },
+        {"mode": "nearest", "nearest_mode": "round_prefer_ceil"},
+        {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+        {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+        {"mode": "linear", "scales": (1.0, 1.0, 2.5, 0.6)},
+    ],
+    ids=["nearest-floor", "nearest-ceil-ties", "align-corners", "pytorch-half-pixel", "scales"],
+)
+def test_resize_agrees_with_onnxruntime(attrs):
+    from compiler.ir import Function, TensorType, Var, call
+
+    x = Var("x", TensorType((1, 2, 4, 5), "float32"))
+    sizes = (1, 2, 10, 3)
+    fn = Function.from_output([x], call("resize", x, sizes=sizes, **attrs))
+    assert_onnxruntime_agrees(fn, rand(1, 2, 4, 5))
+
+
+def test_resize_with_symbolic_sizes_exports_them_from_the_input_shape():
+    module = parse(
+        """
+def @main(%x: f32[n, 3, 4]) -> f32[n, 3, 8] {
+  %y: f32[n, 3, 8] = resize(%x, sizes=[n, 3, 8], mode="linear")
+  return %y
+}
+"""
+    )
+    assert_onnxruntime_agrees(module, rand(2, 3, 4))

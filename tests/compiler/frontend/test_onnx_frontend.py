@@ -500,17 +500,16 @@ def test_operators_without_converters_are_listed_with_node_names():
     nodes = [
         helper.make_node("Relu", ["x"], ["a"]),
         helper.make_node("Asin", ["a"], ["b"], name="arc"),
-        helper.make_node("Resize", ["b", "", "scales"], ["y"], name="up"),
+        helper.make_node("Det", ["b"], ["y"], name="det"),
     ]
     model = make_model(
         nodes,
         [helper.make_tensor_value_info("x", F32, [1, 1, 2, 2])],
-        [helper.make_tensor_value_info("y", F32, [1, 1, 4, 4])],
-        [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")],
+        [helper.make_tensor_value_info("y", F32, [1, 1])],
     )
     with pytest.raises(UnsupportedOperatorError) as info:
         from_onnx(model)
-    assert info.value.operators == {"Asin": ["arc"], "Resize": ["up"]}
+    assert info.value.operators == {"Asin": ["arc"], "Det": ["det"]}
 
 
 @pytest.mark.parametrize("opset, match", [(99, "newer than any onnx"), (7, "older than passlens")])
@@ -757,3 +756,116 @@ def test_shapes_computed_from_symbolic_dims_are_known_in_dims_and_compile():
             for g, e in zip(got, expected, strict=True):
                 assert g.shape == e.shape
                 np.testing.assert_allclose(g, e, rtol=1e-6)
+
+
+_RESIZE_X = np.random.default_rng(0).standard_normal((1, 2, 4, 5)).astype(np.float32)
+
+
+def _resize_model(attrs, scales=None, sizes=None, opset=19):
+    inits = [numpy_helper.from_array(np.zeros(0, np.float32), "roi")]
+    names = ["x", "roi", "", ""]
+    if scales is not None or opset < 13:  # opset 11 wants scales, empty when sizes are given
+        inits.append(numpy_helper.from_array(np.array(scales or [], np.float32), "scales"))
+        names[2] = "scales"
+    if sizes is not None:
+        inits.append(numpy_helper.from_array(np.array(sizes, np.int64), "sizes"))
+        names[3] = "sizes"
+    return make_model(
+        [helper.make_node("Resize", names, ["y"], **attrs)],
+        [helper.make_tensor_value_info("x", F32, list(_RESIZE_X.shape))],
+        [helper.make_tensor_value_info("y", F32, None)],
+        inits,
+        opset=opset,
+    )
+
+
+@pytest.mark.parametrize(
+    "attrs, scales, sizes, opset",
+    [
+        ({}, [1, 1, 2, 3], None, 13),
+        ({"mode": "linear"}, [1, 1, 0.6, 0.8], None, 13),
+        (
+            {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+            None,
+            [1, 2, 7, 3],
+            13,
+        ),
+        (
+            {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+            None,
+            [1, 2, 1, 9],
+            11,
+        ),
+        (
+            {"mode": "linear", "coordinate_transformation_mode": "asymmetric"},
+            [1, 1, 2.5, 1.5],
+            None,
+            13,
+        ),
+        (
+            {"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric"},
+            [1, 1, 0.6, 1.7],
+            None,
+            19,
+        ),
+        (
+            {"nearest_mode": "floor", "coordinate_transformation_mode": "asymmetric"},
+            [1, 1, 3, 0.5],
+            None,
+            13,
+        ),
+        (
+            {"nearest_mode": "ceil", "coordinate_transformation_mode": "align_corners"},
+            None,
+            [1, 2, 8, 8],
+            13,
+        ),
+        ({"nearest_mode": "round_prefer_ceil"}, None, [2, 3, 6, 10], 13),
+        ({"axes": [3, 2]}, [3.0, 2.0], None, 18),
+        ({"axes": [2, 3], "keep_aspect_ratio_policy": "not_larger"}, None, [7, 7], 18),
+        (
+            {"axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller", "mode": "linear"},
+            None,
+            [7, 7],
+            18,
+        ),
+    ],
+)
+def test_resize_matches_onnxruntime(attrs, scales, sizes, opset):
+    module = assert_matches_ort(_resize_model(attrs, scales, sizes, opset), _RESIZE_X)
+    (resize,) = calls(module, "resize")
+    assert resize.attrs["mode"] == attrs.get("mode", "nearest")
+
+
+def test_resize_with_sizes_computed_from_a_symbolic_shape():
+    # the usual exported form: sizes = concat(shape(x)[:2], [h, w])
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], end=2),
+        helper.make_node("Concat", ["shape", "hw"], ["sizes"], axis=0),
+        helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear"),
+    ]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", F32, ["n", 2, 4, 5])],
+        [helper.make_tensor_value_info("y", F32, None)],
+        [numpy_helper.from_array(np.array([8, 3], np.int64), "hw")],
+    )
+    module = assert_matches_ort(model, np.concatenate([_RESIZE_X] * 3))
+    (resize,) = calls(module, "resize")
+    assert resize.ty.shape == (sym("n"), 2, 8, 3)
+
+
+def test_resize_cubic_and_computed_scales_are_unsupported():
+    with pytest.raises(UnsupportedOperatorError, match="cubic"):
+        from_onnx(_resize_model({"mode": "cubic"}, [1, 1, 2, 2]))
+    # the result shape would depend on the values: the node tests' form
+    model = make_model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"])],
+        [
+            helper.make_tensor_value_info("x", F32, list(_RESIZE_X.shape)),
+            helper.make_tensor_value_info("scales", F32, [4]),
+        ],
+        [helper.make_tensor_value_info("y", F32, None)],
+    )
+    with pytest.raises(UnsupportedOperatorError, match="constant scales or sizes"):
+        from_onnx(model)

@@ -692,6 +692,19 @@ OP_CASES = {
         ),
         (_r(1, 2, 5, 5),),
     ),
+    "upsample_bilinear": (
+        lambda m, x: (
+            F.interpolate(x, scale_factor=2, mode="bilinear").sum(1)[:, :6, :6]
+            + F.interpolate(x, size=(6, 6), mode="bilinear", align_corners=True).sum(1)
+            + F.interpolate(x, size=(6, 6), mode="bilinear", align_corners=False).sum(1)
+            + F.interpolate(x, scale_factor=1.5, mode="bilinear", align_corners=True).sum(1)[
+                :, :6, :6
+            ]
+            + F.interpolate(x, size=(3, 1), mode="bilinear").sum(1).mean()
+            + F.interpolate(x, scale_factor=0.7, mode="bilinear").sum(1).mean()
+        ),
+        (_r(1, 2, 5, 5),),
+    ),
     "rms_norm": (lambda m, x: F.rms_norm(x, (4,), m.w, 1e-6), (X,), {"w": _r(4)}),
     # convolution and pooling
     "conv_variants": (
@@ -886,6 +899,7 @@ DECOMPOSED_CASES = [
     "norms",
     "instance_norm",
     "upsample_nearest",
+    "upsample_bilinear",
     "conv_variants",
     "pools",
     "sdpa_masks",
@@ -976,3 +990,16 @@ def test_an_autocast_region_is_inlined_when_disabled_and_refused_when_enabled():
     assert_matches_torch(module, _Autocast(False), args)
     with pytest.raises(FrontendError, match="an enabled torch.autocast"):
         from_torch(_Autocast(True), args)  # "an enabled torch.autocast(...) region"
+
+
+def test_bilinear_upsampling_of_a_dynamic_batch_keeps_the_batch_symbolic():
+    class Up(nn.Module):
+        def forward(self, x):
+            return F.interpolate(x, scale_factor=2, mode="bilinear")
+
+    model = Up().eval()
+    batch = torch.export.Dim("batch", min=1, max=64)
+    module = from_torch(model, (_r(2, 3, 4, 5),), dynamic_shapes={"x": {0: batch}})
+    (resize,) = [n for n in module["main"].iter_nodes() if getattr(n, "op", None) == "resize"]
+    assert resize.ty.shape == (sym("batch"), 3, 8, 10)
+    assert_matches_torch(module, model, (_r(3, 3, 4, 5),))

@@ -760,3 +760,149 @@ CASES += [
         id="f16",
     ),
 ]
+
+# ----- resize -----------------------------------------------------------------------------
+
+
+def _interpolate_ref(mode: str, align_corners: bool | None = None):
+    """torch's F.interpolate over the trailing dims (the leading two are kept)."""
+
+    def ref(x, sizes, **_):
+        y = F.interpolate(x.double(), size=tuple(sizes[2:]), mode=mode, align_corners=align_corners)
+        return y.to(x.dtype)
+
+    return ref
+
+
+def _resize_case(x, id, reference=None, expected=None, tol=None, **attrs):
+    tols = tol or {}
+    return OpCase("resize", [x], attrs=attrs, reference=reference, expected=expected, id=id, **tols)
+
+
+_x1 = np.array([[[1.0, 2.0, 3.0, 4.0]]], dtype=np.float32)
+CASES += [
+    _resize_case(
+        _randn(1, 2, 3, 4),
+        "resize-nearest-up-torch",
+        _interpolate_ref("nearest"),
+        sizes=(1, 2, 7, 9),
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+    ),
+    _resize_case(
+        _randn(2, 1, 8, 6),
+        "resize-nearest-down-torch",
+        _interpolate_ref("nearest"),
+        sizes=(2, 1, 3, 4),
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+    ),
+    _resize_case(
+        _randn(1, 2, 5, 4),
+        "resize-nearest-exact-torch",
+        _interpolate_ref("nearest-exact"),
+        sizes=(1, 2, 8, 3),
+        coordinate_transformation_mode="half_pixel",
+        nearest_mode="round_prefer_ceil",
+    ),
+    _resize_case(
+        np.arange(12, dtype=np.int64).reshape(1, 1, 3, 4),
+        "resize-nearest-int-torch",
+        _interpolate_ref("nearest"),
+        sizes=(1, 1, 6, 8),
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+    ),
+    _resize_case(
+        _randn(1, 2, 3, 4),
+        "resize-bilinear-torch",
+        _interpolate_ref("bilinear", False),
+        sizes=(1, 2, 7, 5),
+        mode="linear",
+        coordinate_transformation_mode="pytorch_half_pixel",
+    ),
+    _resize_case(
+        _randn(1, 2, 6, 7),
+        "resize-bilinear-down-torch",
+        _interpolate_ref("bilinear", False),
+        sizes=(1, 2, 4, 3),
+        mode="linear",
+        coordinate_transformation_mode="pytorch_half_pixel",
+    ),
+    _resize_case(
+        _randn(2, 3, 4, 3),
+        "resize-bilinear-align-corners-torch",
+        _interpolate_ref("bilinear", True),
+        sizes=(2, 3, 7, 1),
+        mode="linear",
+        coordinate_transformation_mode="align_corners",
+    ),
+    _resize_case(
+        _randn(1, 2, 3, 4, dtype=np.float16),
+        "resize-bilinear-f16-torch",
+        _interpolate_ref("bilinear", False),
+        sizes=(1, 2, 6, 8),
+        mode="linear",
+        coordinate_transformation_mode="half_pixel",
+        tol=F16,
+    ),
+    # the ONNX-only modes, worked by hand: 4 -> 8 with scale 2
+    _resize_case(
+        _x1,
+        "resize-linear-asymmetric",
+        expected=np.array([[[1, 1.5, 2, 2.5, 3, 3.5, 4, 4]]], dtype=np.float32),
+        sizes=(1, 1, 8),
+        mode="linear",
+        coordinate_transformation_mode="asymmetric",
+    ),
+    _resize_case(
+        _x1,
+        "resize-nearest-half-pixel-round-prefer-floor",
+        # sources -0.25, 0.25, 0.75, ... round to 0, 0, 1, 1, 2, 2, 3, 3
+        expected=np.array([[[1, 1, 2, 2, 3, 3, 4, 4]]], dtype=np.float32),
+        sizes=(1, 1, 8),
+    ),
+    _resize_case(
+        _x1,
+        "resize-nearest-asymmetric-round-prefer-floor",
+        # sources 0, 0.5, 1, ... : halfway rounds down, then up with ceil
+        expected=np.array([[[1, 1, 2, 2, 3, 3, 4, 4]]], dtype=np.float32),
+        sizes=(1, 1, 8),
+        coordinate_transformation_mode="asymmetric",
+    ),
+    _resize_case(
+        _x1,
+        "resize-nearest-asymmetric-round-prefer-ceil",
+        expected=np.array([[[1, 2, 2, 3, 3, 4, 4, 4]]], dtype=np.float32),
+        sizes=(1, 1, 8),
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="round_prefer_ceil",
+    ),
+    _resize_case(
+        _x1,
+        "resize-nearest-asymmetric-ceil",
+        expected=np.array([[[1, 2, 2, 3, 3, 4, 4, 4]]], dtype=np.float32),
+        sizes=(1, 1, 8),
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="ceil",
+    ),
+    _resize_case(
+        _x1,
+        "resize-linear-scales-differ-from-sizes",
+        # scale 0.6 gives 2 results; sources (x + 0.5) / 0.6 - 0.5 = 0.3333, 2
+        expected=np.array([[[4 / 3, 3.0]]], dtype=np.float32),
+        sizes=(1, 1, 2),
+        scales=(1.0, 1.0, 0.6),
+        mode="linear",
+    ),
+    _resize_case(
+        _x1,
+        "resize-linear-half-pixel-symmetric",
+        # 4 -> 2 with scale 0.6: offset 2 * (1 - 2 / 2.4) = 1/3, sources 2/3 and 2.3333
+        expected=np.array([[[5 / 3, 10 / 3]]], dtype=np.float32),
+        sizes=(1, 1, 2),
+        scales=(1.0, 1.0, 0.6),
+        mode="linear",
+        coordinate_transformation_mode="half_pixel_symmetric",
+    ),
+]
