@@ -488,9 +488,10 @@ def _field_type(result: Call, field: int | None) -> TensorType:
     return ty
 
 
-# Ops whose attributes may hold symbolic dims (the rule evaluates them as expressions).
+# Ops whose attributes may hold symbolic dims (the rule evaluates them as expressions, or, for
+# resize's ``sizes``, reads the same dims from the result type).
 SYMBOLIC_ATTR_OK = {"reshape", "broadcast_to", "expand", "full", "zeros", "ones", "arange",
-                    "tril", "triu"}  # fmt: skip
+                    "tril", "triu", "resize"}  # fmt: skip
 
 
 def unsupported_message(op: str) -> str:

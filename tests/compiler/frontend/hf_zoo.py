@@ -90,7 +90,7 @@ _KEYWORD = {
     "image": "pixel_values",
     "features": "input_features",
 }
-_IMAGE_SIZE = {"mobilevit": 64}
+_IMAGE_SIZE: dict[str, int] = {}  # else 32 (MobileViT at 32 interpolates its 1x1 maps to 2x2)
 MAX_SEQ = {"clip-text": 16}  # its max_position_embeddings; else 64
 
 
