@@ -3,12 +3,12 @@
 import importlib.util
 import textwrap
 
-import numpy as np
 import pytest
 
 import explorer
 from explorer.store import load
 from passlens.cli import main
+from tests.explorer.test_store import tiny_onnx
 
 IR = """\
 weights {
@@ -40,22 +40,9 @@ def ir_file(tmp_path):
 @pytest.fixture
 def onnx_file(tmp_path):
     pytest.importorskip("compiler.frontend.onnx_frontend")
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), "W")
-    graph = helper.make_graph(
-        [
-            helper.make_node("MatMul", ["x", "W"], ["y"], name="mm"),
-            helper.make_node("Relu", ["y"], ["z"], name="relu"),
-        ],
-        "tiny",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
-        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])],
-        [w],
-    )
+    onnx, model = tiny_onnx()
     path = tmp_path / "tiny.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    onnx.save(model, str(path))
     return path
 
 
