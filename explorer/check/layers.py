@@ -79,8 +79,24 @@ class LayerError:
         return self.tolerance > 1
 
 
+class LayerGrid:
+    """What the error map and the parameter map share: one row per step (``steps``, their
+    indices), one column per source layer (``layers``, in model order)."""
+
+    steps: list[int]
+    layers: list[str]
+
+    def row(self, step: int) -> int:
+        """The row of step index ``step``."""
+        return self.steps.index(step)
+
+    def column(self, layer: str) -> int:
+        """The column of ``layer``."""
+        return self.layers.index(layer)
+
+
 @dataclass
-class ErrorMap:
+class ErrorMap(LayerGrid):
     """One row per step, one column per source layer (in model order): ``errors[i, j]`` is
     the max relative error of layer ``layers[j]``'s output at step ``steps[i]`` against the
     reference, NaN where the step has no node of that layer matched with a reference value
@@ -106,14 +122,6 @@ class ErrorMap:
     depths: list[int] = field(default_factory=list, repr=False)  # each row's nesting depth
     rtol: float = 1e-4
     atol: float = 1e-5
-
-    def row(self, step: int) -> int:
-        """The row of step index ``step``."""
-        return self.steps.index(step)
-
-    def column(self, layer: str) -> int:
-        """The column of ``layer``."""
-        return self.layers.index(layer)
 
     def __str__(self) -> str:
         head = f"error map: {len(self.steps)} steps x {len(self.layers)} layers"

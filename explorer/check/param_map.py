@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from explorer.check.layers import layer_of, layer_order
+from explorer.check.layers import LayerGrid, layer_of, layer_order
 from explorer.check.report import BLOAT_MIN_BYTES, BLOAT_THRESHOLD
 from explorer.fmt import format_bytes
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class ParamMap:
+class ParamMap(LayerGrid):
     """One row per step, one column per source layer (in model order): ``nbytes[i, j]`` is
     the bytes of the weights of layer ``layers[j]`` at step ``steps[i]`` (0: none).
     ``grew[i, j]`` marks where a pass made a layer's weights grow over the step it was given
@@ -42,14 +42,6 @@ class ParamMap:
     depths: list[int] = field(default_factory=list, repr=False)  # each row's nesting depth
     threshold: float = BLOAT_THRESHOLD
     min_bytes: int = BLOAT_MIN_BYTES
-
-    def row(self, step: int) -> int:
-        """The row of step index ``step``."""
-        return self.steps.index(step)
-
-    def column(self, layer: str) -> int:
-        """The column of ``layer``."""
-        return self.layers.index(layer)
 
     def __str__(self) -> str:
         head = f"parameter map: {len(self.steps)} steps x {len(self.layers)} layers"
