@@ -270,3 +270,36 @@ def test_progress_is_reported_and_the_budget_keeps_the_best_so_far():
     assert small.cut_short and "stopped by the time budget" in repr(small)
     assert {"phase", "tried", "bindings", "passes", "seconds"} <= set(seen[-1])
     assert small.reproduced.kind == "param-bloat"  # what it returns still shows the finding
+
+
+def test_the_test_file_holds_crafted_names_as_data():
+    """Names from a model or a trace file reach the generated file only as string data: quotes,
+    backslashes and newlines in them cannot end a literal and run as code."""
+    import ast
+
+    from explorer.reduce.testfile import make_test_source
+
+    evil = "x'''\"\"\"\\n\nimport os; os.system('boom') # \\"
+    ir = f'def @main(%a: f32[2]) -> f32[2] {{\n  %b: f32[2] = relu(%a)  loc(module="{evil}")\n}}'
+    source = make_test_source(
+        ir, "fold-constant", "diverged", 0, evil, evil, 1e-4, 1e-5, {evil: ("float32", (2,))}, []
+    )
+    tree = ast.parse(source)
+    values = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id in ("IR", "FINDING", "GENERATED")
+    }
+    assert values == {"IR": ir, "FINDING": evil, "GENERATED": {evil: ("float32", (2,))}}
+    docstring = ast.get_docstring(tree)
+    assert "import os" in docstring  # the pass name in the docstring stays inside it
+    # the template's own `import os` is the only one: nothing from the names became code
+    imports_os = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import) and any(a.name == "os" for a in node.names)
+    ]
+    assert len(imports_os) == 1
+    assert not any(isinstance(n, ast.Name) and n.id == "boom" for n in ast.walk(tree))
