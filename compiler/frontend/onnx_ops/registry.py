@@ -1,0 +1,188 @@
+"""The registry of ONNX converters (ai.onnx opsets 11 to the newest onnx knows; 13-21
+claimed) and the helpers the op families share.
+
+A converter is registered with ``@converter(op_type, attrs=..., min_version=...)``: ``attrs``
+lists every attribute it understands (a node with another attribute is reported as
+unsupported, so a later op version that adds an attribute is never converted wrongly), and
+``min_version`` is the oldest op version (schema ``since_version``) whose semantics it
+implements. It receives a :class:`~compiler.frontend.onnx_context.ConvertContext` and returns
+an IR expression, or a sequence with one per ONNX output (None for outputs it cannot give).
+
+Inputs that are shapes, pads, axes, repeats, ... use their values when they are constants
+(an initializer or a Constant node) and the IR op's tensor-input form when they are computed
+(``reshape``, ``pad``); where the IR op has no tensor-input form, a computed shape is expressed
+with existing ops (a filled tensor of a computed shape is an ``edge`` pad of a one-element
+tensor) or reported as unsupported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from compiler.frontend.onnx_context import (
+    MAX_RANK,
+    ConversionError,
+    ConvertContext,
+    Unsupported,
+)
+from compiler.ir.nodes import Expr, If
+from compiler.ir.symbolic import ANY, Dim, dim_str
+from compiler.ir.types import DType
+
+
+@dataclass(frozen=True)
+class OnnxConverter:
+    """How one ONNX op type is converted."""
+
+    op_type: str
+    fn: Callable[[ConvertContext], Any]
+    attrs: frozenset
+    min_version: int = 1
+
+
+CONVERTERS: dict[str, OnnxConverter] = {}
+
+
+def converter(*op_types: str, attrs: Sequence[str] = (), min_version: int = 1):
+    """Register ``fn`` as the converter of ``op_types`` (see the module docstring)."""
+
+    def deco(fn):
+        for t in op_types:
+            if t in CONVERTERS:
+                raise ValueError(f"ONNX op {t} has two converters")
+            CONVERTERS[t] = OnnxConverter(t, fn, frozenset(attrs), min_version)
+        return fn
+
+    return deco
+
+
+def supported_ops() -> list[str]:
+    """The ONNX op types passlens converts, sorted."""
+    return sorted(CONVERTERS)
+
+
+# ----- shared helpers ---------------------------------------------------------------------
+
+I64 = DType.int64
+
+
+def _axis(ctx: ConvertContext, axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise ConversionError(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def _static(d: Dim, ctx: ConvertContext, what: str) -> int:
+    if not isinstance(d, int):
+        raise Unsupported(f"{ctx.node.op_type} needs a static {what}, got {dim_str(d)}")
+    return d
+
+
+def _float_scalar(value: np.ndarray, what: str) -> float:
+    if value.size != 1:
+        raise ConversionError(f"{what} must hold one value, got shape {list(value.shape)}")
+    return float(value.reshape(-1)[0])
+
+
+def _cast(ctx: ConvertContext, x: Expr, dtype: DType) -> Expr:
+    return x if x.ty.dtype is dtype else ctx.call("cast", x, dtype=dtype)
+
+
+def _filled(ctx: ConvertContext, shape: Expr, value: Any, dtype: DType) -> Expr:
+    """A tensor of a computed shape (a 1-D tensor of static length) filled with ``value``: an
+    empty tensor of that rank padded (constant mode) by ``shape`` at the end of each axis."""
+    st = shape.ty
+    if st.shape is None or len(st.shape) != 1 or not isinstance(st.shape[0], int):
+        raise Unsupported(f"{ctx.node.op_type} with a shape input of unknown length")
+    rank = st.shape[0]
+    if rank > MAX_RANK:
+        raise ConversionError(f"the shape has {rank} values: more than {MAX_RANK} dims")
+    if rank == 0:
+        return ctx.constant(value, dtype)
+    value = np.asarray(value).astype(dtype.numpy)
+    exact = dtype is DType.bool or float(value) == value
+    empty = ctx.constant(np.zeros((0,) * rank), dtype)
+    pads = ctx.call("concat", ctx.constant(np.zeros(rank), I64), _cast(ctx, shape, I64), axis=0)
+    filled = ctx.call("pad", empty, pads, value=float(value) if exact else 0.0)
+    if exact:
+        return filled
+    return ctx.call("add", filled, ctx.constant(value, dtype))  # beyond float precision
+
+
+# ----- computed (runtime) shape arguments -------------------------------------------------
+#
+# When an axes / starts / repeats / k input is a computed value and the IR op wants an
+# attribute, the node is expressed with ops that take tensors: index ranges built from a
+# filled tensor and an exclusive cumsum, ``take`` with them, and, where the result's rank
+# depends on the values (axes), one ``If`` per possible axis.
+
+
+def _scalar_i64(ctx: ConvertContext, e: Expr) -> Expr:
+    """``e`` (one element) as a 0-d i64 tensor."""
+    e = _cast(ctx, e, I64)
+    return e if e.ty.shape == () else ctx.call("reshape", e, shape=[])
+
+
+def _item(ctx: ConvertContext, vec: Expr, k: int) -> Expr:
+    """Element ``k`` of a 1-D tensor, as a 0-d i64 tensor."""
+    return ctx.call("take", _cast(ctx, vec, I64), ctx.constant(k, I64), axis=0)
+
+
+def _dim_value(ctx: ConvertContext, x: Expr, axis: int) -> Expr:
+    """Dim ``axis`` of ``x`` as a 0-d i64 tensor (a constant when static)."""
+    d = x.ty.shape[axis] if x.ty.shape is not None else ANY
+    if isinstance(d, int):
+        return ctx.constant(d, I64)
+    return ctx.call("take", ctx.call("shape_of", x), ctx.constant(axis, I64), axis=0)
+
+
+def _index_range(ctx: ConvertContext, start: Expr, stop: Expr, step: Expr) -> Expr:
+    """``range(start, stop, step)`` for 0-d i64 tensors, as a 1-D i64 tensor."""
+    # length: ceil((stop - start) / step) = -((start - stop) // step), at least 0
+    n = ctx.call("neg", ctx.call("floor_divide", ctx.call("subtract", start, stop), step))
+    n = ctx.call("maximum", ctx.call("reshape", n, shape=[1]), ctx.constant([0], I64))
+    steps = ctx.call("cumsum", _filled(ctx, n, 1, I64), axis=0, exclusive=True)
+    return ctx.call("add", start, ctx.call("multiply", steps, step))
+
+
+def _normalized_axes(ctx: ConvertContext, axes: Expr, rank: int) -> Expr:
+    """A computed axes tensor with negative axes counted from the end (``a + rank``)."""
+    axes = _cast(ctx, axes, I64)
+    negative = ctx.call("less", axes, ctx.constant(0, I64))
+    return ctx.call("where", negative, ctx.call("add", axes, ctx.constant(rank, I64)), axes)
+
+
+def _contains(ctx: ConvertContext, vec: Expr, value: int) -> Expr:
+    """Whether a 1-D i64 tensor holds ``value``, as a 0-d bool (false when it is empty)."""
+    hits = _cast(ctx, ctx.call("equal", vec, ctx.constant(value, I64)), I64)
+    return ctx.call("greater", ctx.call("sum", hits), ctx.constant(0, I64))
+
+
+def _select(ctx: ConvertContext, cond: Expr, then_value: Expr, else_value: Expr) -> Expr:
+    """``If(cond) {then_value} else {else_value}`` where ``then_value`` is a single new call
+    on values bound outside (so the branch binds only it) and ``else_value`` is bound outside."""
+    from compiler.ir.nodes import Block, is_leaf
+
+    then_bindings = [] if is_leaf(then_value) else [then_value]
+    return If(cond, Block(then_bindings, then_value), Block([], else_value), prov=ctx.prov)
+
+
+def _reduce_over_computed_axes(ctx, x: Expr, axes: Expr, op: str, keep: bool, noop: bool):
+    """A reduction over computed axes: one If per axis (from the last, so removing an axis
+    leaves the lower ones in place), then an If choosing every axis when axes is empty."""
+    rank = ctx.rank(0)
+    norm = _normalized_axes(ctx, axes, rank)
+    y = x
+    for a in reversed(range(rank)):
+        y = _select(ctx, _contains(ctx, norm, a), ctx.call(op, y, axes=[a], keepdims=keep), y)
+    length = axes.ty.shape[0] if axes.ty.shape is not None and len(axes.ty.shape) == 1 else ANY
+    if noop or (isinstance(length, int) and length > 0):
+        return y
+    if isinstance(length, int) and length == 0:
+        return ctx.call(op, x, keepdims=keep)
+    empty = ctx.call("equal", ctx.call("prod", ctx.call("shape_of", axes)), ctx.constant(0, I64))
+    return _select(ctx, empty, ctx.call(op, x, keepdims=keep), y)
