@@ -68,8 +68,8 @@ def _qparam(ctx, p: Expr, x: Expr, axis: int, block_size: int, what: str) -> Exp
         for k, (dx, dp) in enumerate(zip(x.ty.shape, pshape, strict=True)):
             if k != a and isinstance(dx, int) and isinstance(dp, int) and dx != dp:
                 raise ConversionError(f"a blocked {what} {p.ty} does not match x {x.ty}")
-        if xdim > (1 << 24):
-            raise ConversionError(f"blocked dim {xdim} is too large")
+        if pdim == 1:  # one block covers the axis: the size-1 dim broadcasts
+            return p
         rep = ctx.call("repeat", p, repeats=block_size, axis=a)
         if pdim * block_size == xdim:
             return rep

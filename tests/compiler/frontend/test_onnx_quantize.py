@@ -569,3 +569,10 @@ def test_qdq_cnn_explores_checks_clean_and_compiles(tmp_path):
     (got,) = trace["codegen"].executable()(other)
     want = _ort(onnx.load(str(path)), other)[0]
     assert np.abs(got - want).max() <= step * 1.001
+
+
+def test_a_huge_block_size_allocates_nothing_big():
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], axis=1, block_size=1 << 40)
+    module = from_onnx(_one_node(node, inits=[_t("s", np.full((2, 1), 0.5, np.float32))]))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(run(module, x)[0], np.rint(x / 0.5).astype(np.uint8))
