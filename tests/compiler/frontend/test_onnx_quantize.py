@@ -576,3 +576,16 @@ def test_a_huge_block_size_allocates_nothing_big():
     module = from_onnx(_one_node(node, inits=[_t("s", np.full((2, 1), 0.5, np.float32))]))
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     np.testing.assert_array_equal(run(module, x)[0], np.rint(x / 0.5).astype(np.uint8))
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_quantized_modules_export_to_onnx_and_run_in_onnxruntime(fold):
+    from compiler.frontend.onnx_export import to_onnx
+
+    model, _ = _qdq_model(per_channel=True)
+    module = from_onnx(model.SerializeToString())
+    if fold:
+        module = passes.run(module, "fold-qdq").module
+    x = rng.standard_normal((3, 3, 4, 4)).astype(np.float32)
+    exported = to_onnx(module)
+    np.testing.assert_allclose(_ort(exported, x)[0], run(module, x)[0], rtol=1e-6, atol=1e-6)
