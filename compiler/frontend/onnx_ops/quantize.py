@@ -284,9 +284,9 @@ def _qlinear_conv(ctx):
     x32, w32 = _conv_operands(ctx, x, _opt(ctx, 2), w, _opt(ctx, 5))
     acc = _integer_conv(ctx, x32, w32, _opt(ctx, 8))
     rank = len(acc.ty.shape)
-    sx = _vector_param(ctx, ctx.input(1), rank, 1, None, "x scale")
     if _numel(ctx.input(1)) != 1:
         raise Unsupported("a per-channel input scale")
+    sx = _vector_param(ctx, ctx.input(1), rank, 1, None, "x scale")
     sw = _vector_param(ctx, ctx.input(4), rank, 1, w.ty.shape[0], "w scale")
     in_scale = ctx.call("multiply", sx, _cast(ctx, sw, sx.ty.dtype))
     return _requantize(ctx, acc, in_scale, ctx.input(6), _opt(ctx, 7))
