@@ -34,6 +34,8 @@ NODE_TESTS = [
     "wrap_pad",
     "reduce_max_empty_set",
     "reduce_min_empty_set",
+    "affine_grid_3d_expanded",
+    "affine_grid_3d_align_corners_expanded",
 ]
 
 
@@ -415,3 +417,53 @@ def test_reduce_extreme_over_an_empty_computed_axis(op):
     (y,) = run(from_onnx(model), np.zeros((2, 0, 4), np.float32), np.array([1], np.int64))
     fill = -np.inf if op == "ReduceMax" else np.inf
     np.testing.assert_array_equal(y, np.full((2, 1, 4), fill, np.float32))
+
+
+# ----- If with a condition known from static shapes (expanded AffineGrid) ----------------
+
+
+def _static_if_model(else_nodes, else_inits=()):
+    """z = zeros of the shape of If(Size(x) == 4) {x} else {...}: the condition is static."""
+    four = numpy_helper.from_array(np.array(4, np.int64), "four")
+    then_g = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["t"])], "then", [], [vi("t", F32, None)]
+    )
+    else_g = helper.make_graph(else_nodes, "else", [], [vi("e", F32, None)], list(else_inits))
+    nodes = [
+        helper.make_node("Size", ["x"], ["n"]),
+        helper.make_node("Equal", ["n", "four"], ["c"]),
+        helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("Shape", ["y"], ["y_shape"]),
+        helper.make_node("ConstantOfShape", ["y_shape"], ["z"]),
+    ]
+    graph = helper.make_graph(nodes, "g", [vi("x", F32, [4])], [vi("z", F32, None)], [four])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_if_with_a_static_condition_keeps_the_taken_branch_types():
+    # joined with the then branch's [4], the else branch's [2, 2] leaves the rank unknown
+    shape = numpy_helper.from_array(np.array([2, 2], np.int64), "s")
+    model = _static_if_model([helper.make_node("Reshape", ["x", "s"], ["e"])], [shape])
+    module = from_onnx(model)
+    assert not [n for n in module.main.iter_nodes() if type(n).__name__ == "If"]
+    (z,) = run(module, randn(4))
+    np.testing.assert_array_equal(z, np.zeros(4, np.float32))
+
+
+def test_if_with_a_static_condition_skips_a_branch_that_cannot_convert():
+    bad = helper.make_node("Einsum", ["x"], ["e"], equation="ii->i")  # x has rank 1
+    module = from_onnx(_static_if_model([bad]), check=False)
+    (z,) = run(module, randn(4))
+    assert z.shape == (4,)
+
+
+def test_if_with_a_computed_condition_is_kept():
+    model = _static_if_model([helper.make_node("Neg", ["x"], ["e"])])
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "n"
+    model.graph.output.append(vi("y", F32, None))
+    module = from_onnx(model)
+    assert [n for n in module.main.iter_nodes() if type(n).__name__ == "If"]
+    x = randn(5)
+    z, y = run(module, x)
+    assert z.shape == (5,)
+    np.testing.assert_array_equal(y, -x)
