@@ -47,6 +47,8 @@ def _arange(ctx, x: Expr, axis: int) -> Expr:
     d = x.ty.shape[axis]
     if isinstance(d, int):
         return ctx.constant(np.arange(d), I64)
+    if d is not ANY:  # a symbolic length: the loop backend sizes it from the dim
+        return ctx.call("arange", start=0, stop=d, step=1, dtype=I64)
     zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
     return _index_range(ctx, zero, _dim_value(ctx, x, axis), one)
 

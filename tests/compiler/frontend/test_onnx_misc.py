@@ -232,7 +232,11 @@ def test_cumprod_along_a_symbolic_axis_and_of_ints():
         opset=26,
     )
     x = np.arange(1, 9, dtype=np.int32).reshape(4, 2)
-    np.testing.assert_array_equal(run(from_onnx(model), x)[0], np.cumprod(x, axis=0))
+    module = from_onnx(model)
+    np.testing.assert_array_equal(run(module, x)[0], np.cumprod(x, axis=0))
+    from compiler.backend import build
+
+    np.testing.assert_array_equal(build(module)(x)[0], np.cumprod(x, axis=0))
 
 
 # ----- ScatterND -------------------------------------------------------------------------
@@ -467,3 +471,15 @@ def test_if_with_a_computed_condition_is_kept():
     z, y = run(module, x)
     assert z.shape == (5,)
     np.testing.assert_array_equal(y, -x)
+
+
+def test_reverse_sequence_with_a_symbolic_time_axis_compiles():
+    node = helper.make_node("ReverseSequence", ["x", "lens"], ["y"], batch_axis=1, time_axis=0)
+    model = make_model(
+        [node],
+        [vi("x", F32, ["t", 3, 2]), vi("lens", I64, [3])],
+        [vi("y", F32, ["t", 3, 2])],
+        opset=13,
+    )
+    for t in (4, 6):
+        check(model, randn(t, 3, 2), np.array([4, 1, 2], np.int64), compile=True)
