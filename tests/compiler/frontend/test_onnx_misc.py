@@ -483,3 +483,35 @@ def test_reverse_sequence_with_a_symbolic_time_axis_compiles():
     )
     for t in (4, 6):
         check(model, randn(t, 3, 2), np.array([4, 1, 2], np.int64), compile=True)
+
+
+@pytest.mark.parametrize(
+    "equation, a, b, out",
+    [
+        ("bqhd,bkhd->bhqk", ["b", "s", 2, 4], ["b", "s", 2, 4], ["b", 2, "s", "s"]),
+        ("...qd,...kd->...qk", ["b", 2, "s", 4], ["b", 2, "s", 4], ["b", 2, "s", "s"]),
+        ("bsd,df->bsf", ["b", "s", 4], [4, 3], ["b", "s", 3]),
+        ("bhsd->bsd", ["b", 2, "s", 4], None, ["b", "s", 4]),
+    ],
+)
+def test_einsum_with_symbolic_batch_and_sequence_compiles(equation, a, b, out):
+    names = ["a"] if b is None else ["a", "b"]
+    node = helper.make_node("Einsum", names, ["y"], equation=equation)
+    inputs = [vi("a", F32, a)] + ([] if b is None else [vi("b", F32, b)])
+    model = make_model([node], inputs, [vi("y", F32, out)])
+    module = from_onnx(model)
+    assert [str(d) for d in module.main.ret_type.shape] == [str(d) for d in out]
+    sizes = {"b": 3, "s": 5}
+    arrays = [randn(*[sizes.get(d, d) for d in s]) for s in (a, b) if s is not None]
+    check(model, *arrays, rtol=1e-4, atol=1e-5, compile=True)
+
+
+def test_einsum_merging_axes_of_unknown_sizes_is_unsupported():
+    node = helper.make_node("Einsum", ["a", "b"], ["y"], equation="bijk,bjkl->bil")
+    model = make_model(
+        [node],
+        [vi("a", F32, [None, None, 2, 3]), vi("b", F32, [None, 2, 3, 4])],
+        [vi("y", F32, [None, None, 4])],
+    )
+    with pytest.raises(UnsupportedOperatorError, match="merging several axes of unknown size"):
+        from_onnx(model)
