@@ -17,7 +17,6 @@ import numpy as np
 
 from compiler.frontend.onnx_context import (
     MAX_IMPORT_ELEMENTS,
-    MAX_RANK,
     ConversionError,
     Unsupported,
 )
@@ -359,11 +358,8 @@ def _compress(ctx):
         axis = 0
     else:
         axis = _axis(ctx, axis, ctx.rank(0))
-    d, n = x.ty.shape[axis], cond.ty.shape[0]
-    if isinstance(d, int) and isinstance(n, int) and n > d:
-        # ONNX allows a longer condition only when its extra entries are false; the
-        # positions past the axis would be out of range, which take reports at run time
-        pass
+    # a condition longer than the axis is valid when its extra entries are false; a true
+    # one past the axis is an out-of-range position, which take reports at run time
     positions = ctx.call("take", ctx.call("nonzero", cond), ctx.constant(0, I64), axis=0)
     return ctx.call("take", x, positions, axis=axis)
 
@@ -532,8 +528,6 @@ def _unique(ctx):
     if m is ANY and axis is not None:
         raise Unsupported("Unique along an axis with slices of unknown size")
     _check_pairwise(ctx, rows.ty.shape, n, "of")
-    if rank > MAX_RANK:
-        raise ConversionError(f"rank {rank} is more than {MAX_RANK}")
     rp = ctx.call("unsqueeze", rows, axes=[1])  # [n, 1, m]
     rq = ctx.call("unsqueeze", rows, axes=[0])  # [1, n, m]
     ne = ctx.call("not_equal", rp, rq)
