@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from compiler.frontend.errors import FrontendError
 from compiler.frontend.onnx_context import ConversionError, Unsupported
 from compiler.frontend.onnx_ops.registry import (
     converter,
@@ -65,15 +66,13 @@ def _if(ctx):
         cond = ctx.call("reshape", cond, shape=[])
     known = _static_value(cond)
     taken = None if known is None or known.size != 1 else bool(known.reshape(-1)[0])
-    from compiler.frontend.onnx_frontend import OnnxImportError
-
     importer = ctx.importer
     noted = {k: list(v) for k, v in importer.unsupported.items()}
     try:
         then_b = ctx.subgraph("then_branch")
         else_b = ctx.subgraph("else_branch")
         node = If(cond, then_b, else_b, prov=ctx.prov)
-    except (Unsupported, ConversionError, IRError, OnnxImportError):
+    except (Unsupported, ConversionError, IRError, FrontendError):
         if taken is None:
             raise
         importer.unsupported = noted  # what the branch not taken could not convert
