@@ -9,6 +9,7 @@ from compiler.frontend.onnx_context import (
     ConversionError,
     Unsupported,
 )
+from compiler.frontend.onnx_ops import windows  # pooling composed of 2-D ops and convs
 from compiler.frontend.onnx_ops.registry import (
     _axis,
     _cast,
@@ -236,9 +237,16 @@ def _conv_transpose(ctx):
 def _pool(ctx, ir_op: str, **extra):
     x = ctx.input(0)
     nd, kernel, strides, dilations, pads = _window_attrs(ctx, x)
+    ceil = bool(ctx.attr("ceil_mode", 0))
+    if nd == 3 or (ir_op == "avg_pool2d" and any(d != 1 for d in dilations)):
+        windows._check_window(ctx, kernel, strides, dilations, pads)
+        if ir_op == "max_pool2d":
+            return windows.window_max(ctx, x, kernel, strides, dilations, pads, ceil)
+        include = extra["count_include_pad"]
+        return windows.window_average(ctx, x, kernel, strides, dilations, pads, ceil, include)
     if nd > 2:
         raise Unsupported(f"{nd}-D pooling")
-    attrs = dict(extra, ceil_mode=bool(ctx.attr("ceil_mode", 0)))
+    attrs = dict(extra, ceil_mode=ceil)
     if ir_op == "max_pool2d":
         attrs["dilation"] = dilations if nd == 2 else [1, *dilations]
     elif any(d != 1 for d in dilations):
@@ -292,6 +300,25 @@ def _avg_pool(ctx):
     if not ctx.ty(0).dtype.is_float:
         raise ConversionError("AveragePool needs a floating-point input")
     return _pool(ctx, "avg_pool2d", count_include_pad=bool(ctx.attr("count_include_pad", 0)))
+
+
+@converter(
+    "LpPool",
+    attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"),
+    min_version=11,
+)
+def _lp_pool(ctx):
+    x = ctx.input(0)
+    _, kernel, strides, dilations, pads = _window_attrs(ctx, x)
+    return windows.lp_pool(ctx, x, kernel, strides, dilations, pads)
+
+
+@converter("Col2Im", attrs=("dilations", "pads", "strides"), min_version=18)
+def _col2im(ctx):
+    x = ctx.input(0)
+    image = ctx.const_ints(1, "image_shape")
+    block = ctx.const_ints(2, "block_shape")
+    return windows.col2im(ctx, x, image, block)
 
 
 def _spatial_axes(ctx) -> list[int]:
@@ -348,10 +375,27 @@ def _lp_normalization(ctx):
     "BatchNormalization", attrs=("epsilon", "momentum", "training_mode", "spatial"), min_version=9
 )
 def _batch_norm(ctx):
-    if ctx.attr("training_mode", 0):
-        raise Unsupported("training_mode=1")
     args = [ctx.input(i) for i in range(5)]
-    return ctx.call("batch_norm", *args, axis=1, epsilon=ctx.attr("epsilon", 1e-5))
+    eps = ctx.attr("epsilon", 1e-5)
+    if not ctx.attr("training_mode", 0):
+        return ctx.call("batch_norm", *args, axis=1, epsilon=eps)
+    # training: normalise with the batch statistics (population variance), and give the
+    # running ones, input * momentum + batch * (1 - momentum)
+    x, scale, bias, mean, var = args
+    axes = [a for a in range(ctx.rank(0)) if a != 1]
+    batch_mean = ctx.call("mean", x, axes=axes)
+    batch_var = ctx.call("variance", x, axes=axes)
+    y = ctx.call("batch_norm", x, scale, bias, batch_mean, batch_var, axis=1, epsilon=eps)
+    momentum = ctx.attr("momentum", 0.9)
+
+    def running(old, new):
+        return ctx.call(
+            "add",
+            ctx.call("multiply", old, ctx.like(momentum, old)),
+            ctx.call("multiply", _cast(ctx, new, old.ty.dtype), ctx.like(1 - momentum, old)),
+        )
+
+    return y, running(mean, batch_mean), running(var, batch_var)
 
 
 @converter("InstanceNormalization", attrs=("epsilon",))

@@ -12,9 +12,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
-from compiler.frontend import from_onnx
+from compiler.frontend import UnsupportedOperatorError, from_onnx
 from compiler.frontend.onnx_frontend import OnnxImportError
 from compiler.interpret import run
 
@@ -38,13 +38,25 @@ def harness():
 
 
 # the node tests of this family that pass (every one whose name starts with a prefix here)
-_PASSING_PREFIXES = ("test_nllloss", "test_sce")
+_PASSING_PREFIXES = (
+    "test_nllloss",
+    "test_sce",
+    "test_lppool",
+    "test_maxpool_3d",
+    "test_averagepool_3d",
+    "test_averagepool_2d_dilations",
+    "test_acos",
+    "test_asin",
+    "test_atan",
+    "test_det",
+    "test_batchnorm",
+)
 
 
 def test_node_tests_of_the_family_pass(harness):
     root = harness.node_test_dir()
     dirs = sorted(d for d in root.iterdir() if d.is_dir() and d.name.startswith(_PASSING_PREFIXES))
-    assert len(dirs) >= 100
+    assert len(dirs) >= 120
     bad = []
     for d in dirs:
         r = harness.run_case(d)
@@ -163,4 +175,257 @@ def test_loss_errors():
     model.graph.node[0].CopyFrom(node)
     model.graph.input[1].CopyFrom(helper.make_tensor_value_info("t", I64, [2, 1, 1]))
     with pytest.raises(OnnxImportError, match="target must have rank 1"):
+        from_onnx(model)
+
+
+# ----- pooling composed of 2-D pools and depthwise convs -----------------------------------
+
+
+def _pool_model(op, shape, **attrs):
+    node = helper.make_node(op, ["x"], ["y"], **attrs)
+    nd = len(shape) - 2
+    return make_model(
+        [node],
+        [helper.make_tensor_value_info("x", F32, ["n", *shape[1:]])],
+        [helper.make_tensor_value_info("y", F32, ["n", shape[1]] + [None] * nd)],
+        opset=19,
+    )
+
+
+_POOL_FORMS = [
+    {"kernel_shape": [2, 2, 2]},
+    {"kernel_shape": [3, 2, 2], "strides": [2, 1, 2], "pads": [1, 0, 1, 1, 1, 0]},
+    {"kernel_shape": [2, 3, 2], "dilations": [2, 1, 2], "strides": [1, 2, 3], "ceil_mode": 1},
+    {"kernel_shape": [3, 3, 3], "strides": [2, 2, 2], "pads": [1, 1, 1, 1, 1, 1], "ceil_mode": 1},
+    {"kernel_shape": [2, 2, 2], "auto_pad": "SAME_UPPER", "strides": [2, 2, 2]},
+]
+
+
+@pytest.mark.parametrize("form", range(len(_POOL_FORMS)))
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool", "AveragePool1"])
+def test_3d_pooling_matches_onnxruntime(op, form):
+    attrs = dict(_POOL_FORMS[form])
+    if op == "AveragePool1":
+        op, attrs["count_include_pad"] = "AveragePool", 1
+    model = _pool_model(op, [1, 2, 7, 6, 8], **attrs)
+    for n in (1, 2):
+        x = RNG.standard_normal((n, 2, 7, 6, 8)).astype(np.float32)
+        assert_matches_ort(model, x, compile=form == 2 and n == 2)
+
+
+@pytest.mark.parametrize("include_pad", [0, 1])
+@pytest.mark.parametrize("ceil", [0, 1])
+def test_dilated_2d_average_pool_matches_onnxruntime(include_pad, ceil):
+    model = _pool_model(
+        "AveragePool",
+        [1, 3, 9, 8],
+        kernel_shape=[3, 2],
+        dilations=[2, 3],
+        strides=[2, 2],
+        pads=[1, 1, 2, 1],
+        ceil_mode=ceil,
+        count_include_pad=include_pad,
+    )
+    x = RNG.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    assert_matches_ort(model, x, compile=bool(include_pad and ceil))
+
+
+@pytest.mark.parametrize(
+    "shape, attrs",
+    [
+        ([1, 2, 9], {"kernel_shape": [3], "p": 3, "strides": [2], "pads": [1, 1]}),
+        ([1, 2, 7, 6], {"kernel_shape": [2, 3], "p": 2, "dilations": [2, 1]}),
+        ([1, 2, 7, 6], {"kernel_shape": [2, 2], "p": 1, "auto_pad": "SAME_LOWER"}),
+        ([1, 2, 5, 6, 4], {"kernel_shape": [2, 3, 2], "p": 4, "strides": [1, 2, 1]}),
+    ],
+)
+def test_lp_pool_matches_onnxruntime(shape, attrs):
+    model = _pool_model("LpPool", shape, **attrs)
+    x = RNG.standard_normal((2, *shape[1:])).astype(np.float32)
+    assert_matches_ort(model, x, rtol=1e-4, compile=True)
+
+
+def test_pooling_errors():
+    model = _pool_model("LpPool", [1, 2, 7, 6], kernel_shape=[2, 2], p=0)
+    with pytest.raises(OnnxImportError, match="p must be an integer"):
+        from_onnx(model)
+    model = _pool_model("MaxPool", [1, 2, 7, 6, 5], kernel_shape=[2, 2, 99999])
+    with pytest.raises(OnnxImportError, match="kernel_shape"):
+        from_onnx(model)
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2, 2])
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", F32, [1, 2, "d", 4, 4])],
+        [helper.make_tensor_value_info("y", F32, [1, 2, None, 2, 2])],
+    )
+    with pytest.raises(UnsupportedOperatorError, match="static spatial dim"):
+        from_onnx(model)
+
+
+# ----- Atan, Asin, Acos, Det ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["Atan", "Asin", "Acos"])
+@pytest.mark.parametrize("elem", [F32, TensorProto.DOUBLE])
+def test_inverse_trig_matches_numpy(op, elem):
+    node = helper.make_node(op, ["x"], ["y"])
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", elem, ["n"])],
+        [helper.make_tensor_value_info("y", elem, ["n"])],
+    )
+    dtype = np.float32 if elem == F32 else np.float64
+    if op == "Atan":
+        x = np.concatenate(
+            [RNG.standard_normal(200) * 10, [0.0, -0.0, 0.41, 0.67, 2.4, 2.5, 1e30, -np.inf]]
+        )
+    else:
+        x = np.concatenate([RNG.uniform(-1, 1, 200), [-1.0, 1.0, 0.0, 0.999999, -0.999999]])
+    x = x.astype(dtype)
+    expected = {"Atan": np.arctan, "Asin": np.arcsin, "Acos": np.arccos}[op](x)
+    module = from_onnx(model)
+    (got,) = run(module, x)
+    assert got.dtype == dtype
+    rtol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol * 1e-3)
+    from compiler.backend import build
+
+    (built,) = build(module)(x)
+    np.testing.assert_allclose(built, expected, rtol=rtol, atol=rtol * 1e-3)
+
+
+def test_asin_acos_outside_the_domain_are_nan():
+    for op in ("Asin", "Acos"):
+        node = helper.make_node(op, ["x"], ["y"])
+        model = make_model(
+            [node],
+            [helper.make_tensor_value_info("x", F32, [2])],
+            [helper.make_tensor_value_info("y", F32, [2])],
+        )
+        with np.errstate(invalid="ignore"):
+            (got,) = run(from_onnx(model), np.array([1.5, -2.0], np.float32))
+        assert np.isnan(got).all()
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_det_matches_onnxruntime(n):
+    node = helper.make_node("Det", ["x"], ["y"])
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", F32, ["b", 2, n, n])],
+        [helper.make_tensor_value_info("y", F32, ["b", 2])],
+    )
+    x = RNG.standard_normal((3, 2, n, n)).astype(np.float32)
+    x[0, 0] = np.eye(n)[::-1]  # a zero first pivot
+    assert_matches_ort(model, x, rtol=1e-4, atol=1e-5, compile=n == 3)
+
+
+def test_det_errors():
+    node = helper.make_node("Det", ["x"], ["y"])
+    for shape, error, match in [
+        ([7, 7], UnsupportedOperatorError, "Leibniz formula"),
+        (["n", "n"], UnsupportedOperatorError, "static matrix size"),
+        ([2, 3], OnnxImportError, "square"),
+    ]:
+        model = make_model(
+            [node],
+            [helper.make_tensor_value_info("x", F32, shape)],
+            [helper.make_tensor_value_info("y", F32, [])],
+        )
+        with pytest.raises(error, match=match):
+            from_onnx(model)
+
+
+# ----- BatchNormalization training, Col2Im -------------------------------------------------
+
+
+def test_batch_norm_training_matches_onnxruntime():
+    node = helper.make_node(
+        "BatchNormalization",
+        ["x", "s", "b", "m", "v"],
+        ["y", "rm", "rv"],
+        training_mode=1,
+        momentum=0.7,
+        epsilon=1e-3,
+    )
+    params = [helper.make_tensor_value_info(k, F32, [3]) for k in "sbmv"]
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", F32, ["n", 3, 4, 5]), *params],
+        [
+            helper.make_tensor_value_info("y", F32, ["n", 3, 4, 5]),
+            helper.make_tensor_value_info("rm", F32, [3]),
+            helper.make_tensor_value_info("rv", F32, [3]),
+        ],
+        opset=15,
+    )
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    s, b, m = (RNG.standard_normal(3).astype(np.float32) for _ in range(3))
+    v = RNG.random(3).astype(np.float32) + 0.5
+    assert_matches_ort(model, x, s, b, m, v, rtol=1e-4, atol=1e-5, compile=True)
+
+
+@pytest.mark.parametrize(
+    "image, block, attrs",
+    [
+        ([5, 5], [2, 2], {}),
+        ([5, 5], [2, 2], {"strides": [2, 2]}),
+        ([5, 6], [2, 2], {"dilations": [1, 2], "pads": [0, 1, 1, 0]}),
+        ([4, 3, 5], [2, 1, 3], {"strides": [1, 2, 1], "pads": [1, 0, 0, 0, 1, 1]}),
+    ],
+)
+def test_col2im_with_constant_shapes_matches_onnxruntime(image, block, attrs):
+    nd = len(image)
+    strides = attrs.get("strides", [1] * nd)
+    dil = attrs.get("dilations", [1] * nd)
+    pads = attrs.get("pads", [0] * 2 * nd)
+    length = int(
+        np.prod(
+            [
+                (image[k] + pads[k] + pads[k + nd] - dil[k] * (block[k] - 1) - 1) // strides[k] + 1
+                for k in range(nd)
+            ]
+        )
+    )
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"], **attrs)
+    inits = [
+        numpy_helper.from_array(np.array(image, np.int64), "image"),
+        numpy_helper.from_array(np.array(block, np.int64), "block"),
+    ]
+    k = int(np.prod(block))
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", F32, ["n", 2 * k, length])],
+        [helper.make_tensor_value_info("y", F32, ["n", 2, *image])],
+        inits,
+    )
+    x = RNG.standard_normal((2, 2 * k, length)).astype(np.float32)
+    assert_matches_ort(model, x, compile=nd == 3)
+
+
+def test_col2im_errors():
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"])
+    inputs = [
+        helper.make_tensor_value_info("x", F32, [1, 4, 16]),
+        helper.make_tensor_value_info("image", I64, [2]),
+        helper.make_tensor_value_info("block", I64, [2]),
+    ]
+    model = make_model([node], inputs, [helper.make_tensor_value_info("y", F32, [1, 1, 5, 5])])
+    with pytest.raises(UnsupportedOperatorError, match="computed image_shape"):
+        from_onnx(model)
+    inits = [
+        numpy_helper.from_array(np.array([5, 5], np.int64), "image"),
+        numpy_helper.from_array(np.array([2, 2], np.int64), "block"),
+    ]
+    model = make_model(
+        [node], inputs[:1], [helper.make_tensor_value_info("y", F32, [1, 1, 5, 5])], inits
+    )
+    model.graph.input[0].CopyFrom(helper.make_tensor_value_info("x", F32, [1, 4, 15]))
+    with pytest.raises(OnnxImportError, match="has 15 columns"):
+        from_onnx(model)
+    inits[0] = numpy_helper.from_array(np.array([5000, 5000], np.int64), "image")
+    model = make_model(
+        [node], inputs[:1], [helper.make_tensor_value_info("y", F32, [1, 1, 5, 5])], inits
+    )
+    with pytest.raises(UnsupportedOperatorError, match="scatter matrix is limited"):
         from_onnx(model)

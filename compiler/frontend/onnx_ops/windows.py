@@ -1,0 +1,249 @@
+"""Window ops the IR has no op for, composed of existing ones: LpPool, 3-D max / average
+pooling, average pooling with dilations (the converters are in ``nn``; they call these).
+
+- A window *maximum* is separable: a 3-D max pool is ``max_pool2d`` over (H, W) on an
+  (N, C*D, H, W) view, then ``max_pool2d`` with a (kd, 1) window over an (N, C, D, Ho*Wo)
+  view. Padding, strides, dilations and ceil_mode act on each axis alone, so this is exact.
+- A window *sum* is a depthwise convolution with a kernel of ones (``conv1d`` / ``conv2d``,
+  zero padding, any dilation), separable the same way in 3-D. ceil_mode adds zero padding at
+  the end for the last window (zeros add nothing) and drops a window that would start past
+  the input and its begin padding (torch's and onnx's rule).
+- An *average* is that sum divided by the count of counted window elements (the input only,
+  or the input and its explicit padding with count_include_pad, never the ceil_mode
+  overhang): a box intersected with a box, so the product of per-axis counts, a constant
+  computed at import time from the static spatial dims.
+- ``LpPool`` is ``window_sum(|x|^p) ^ (1/p)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from compiler.frontend.onnx_context import ConversionError, Unsupported
+from compiler.frontend.onnx_ops.registry import _static
+from compiler.ir.nodes import Expr
+
+MAX_WINDOW = 4096
+"""Kernel sizes, strides and dilations above this are refused (a corrupt model)."""
+
+
+def _check_window(ctx, kernel, strides, dilations, pads) -> None:
+    for name, vals, low in (
+        ("kernel_shape", kernel, 1),
+        ("strides", strides, 1),
+        ("dilations", dilations, 1),
+        ("pads", pads, 0),
+    ):
+        for v in vals:
+            if not isinstance(v, int) or not low <= v <= MAX_WINDOW:
+                raise ConversionError(f"{name} {list(vals)} must be in [{low}, {MAX_WINDOW}]")
+
+
+def _out_size(size: int, pb: int, pe: int, k: int, s: int, d: int, ceil: bool) -> int:
+    span = size + pb + pe - (d * (k - 1) + 1)
+    if span < 0:
+        raise ConversionError(
+            f"a spatial dim of size {size} with padding {pb}+{pe} is smaller than the kernel "
+            f"{k} (dilation {d})"
+        )
+    if not ceil:
+        return span // s + 1
+    out = -(-span // s) + 1
+    return out - 1 if (out - 1) * s >= size + pb else out
+
+
+def _layout(ctx, x: Expr, kernel, strides, dilations, pads, ceil: bool):
+    """Static spatial dims, the output sizes and the end pads that give exactly them."""
+    nd = len(kernel)
+    spatial = [_static(d, ctx, "spatial dim") for d in x.ty.shape[2:]]
+    out, ends = [], []
+    for k in range(nd):
+        o = _out_size(spatial[k], pads[k], pads[k + nd], kernel[k], strides[k], dilations[k], ceil)
+        need = (o - 1) * strides[k] + dilations[k] * (kernel[k] - 1) + 1
+        ends.append(max(pads[k + nd], need - spatial[k] - pads[k]))
+        out.append(o)
+    return spatial, out, ends
+
+
+def _depthwise_sum(ctx, x: Expr, kernel, strides, dilations, begins, ends) -> Expr:
+    """Sum over windows of a 1-D or 2-D (N, C, ...) tensor: a depthwise conv with ones."""
+    nd = len(kernel)
+    c = _static(x.ty.shape[1], ctx, "channel count")
+    ones = ctx.constant(np.ones((c, 1, *kernel)), x.ty.dtype)
+    return ctx.call(
+        f"conv{nd}d",
+        x,
+        ones,
+        strides=list(strides),
+        padding=[*begins, *ends],
+        dilation=list(dilations),
+        groups=c,
+    )
+
+
+def _separable(ctx, x: Expr, pool2d, kernel, strides, dilations, begins, ends) -> Expr:
+    """A 3-D window op as a 2-D one over (H, W) then one over D; ``pool2d(x4, kernel,
+    strides, dilations, begins, ends)`` does a 2-D window op on an (N, C', H, W) tensor."""
+    n, c, d, h, w = x.ty.shape
+    c, d = _static(c, ctx, "channel count"), _static(d, ctx, "spatial dim")
+    y = ctx.call("reshape", x, shape=[n, c * d, h, w])
+    y = pool2d(y, kernel[1:], strides[1:], dilations[1:], begins[1:], ends[1:])
+    ho, wo = y.ty.shape[2:]
+    y = ctx.call("reshape", y, shape=[n, c, d, ho * wo])
+    y = pool2d(y, [kernel[0], 1], [strides[0], 1], [dilations[0], 1], [begins[0], 0], [ends[0], 0])
+    return ctx.call("reshape", y, shape=[n, c, y.ty.shape[2], ho, wo])
+
+
+def window_sum(ctx, x: Expr, kernel, strides, dilations, pads, ceil: bool) -> Expr:
+    """The sum over each window of x (N, C, *spatial), zero padded, onnx's output size."""
+    nd = len(kernel)
+    _, out, ends = _layout(ctx, x, kernel, strides, dilations, pads, ceil)
+    begins = list(pads[:nd])
+
+    def pool2d(y, k, s, dl, b, e):
+        return _depthwise_sum(ctx, y, k, s, dl, b, e)
+
+    if nd in (1, 2):
+        y = pool2d(x, kernel, strides, dilations, begins, ends)
+    elif nd == 3:
+        y = _separable(ctx, x, pool2d, kernel, strides, dilations, begins, ends)
+    else:
+        raise Unsupported(f"{nd}-D pooling")
+    if list(y.ty.shape[2:]) != out:  # the conv keeps a last window onnx drops
+        y = ctx.call("strided_slice", y, begin=[0] * nd, end=out, axes=list(range(2, nd + 2)))
+    return y
+
+
+def window_count(kernel, strides, dilations, pads, spatial, out, include_pad: bool):
+    """How many counted elements each window holds: the outer product of per-axis counts."""
+    nd = len(kernel)
+    total = np.ones(())
+    for k in range(nd):
+        starts = np.arange(out[k]) * strides[k] - pads[k]
+        taps = starts[:, None] + np.arange(kernel[k])[None, :] * dilations[k]
+        low, high = (-pads[k], spatial[k] + pads[k + nd]) if include_pad else (0, spatial[k])
+        counts = ((taps >= low) & (taps < high)).sum(axis=1)
+        total = np.multiply.outer(total, counts)
+    return total
+
+
+def window_max(ctx, x: Expr, kernel, strides, dilations, pads, ceil: bool) -> Expr:
+    """A 3-D max pool from two ``max_pool2d``."""
+    nd = len(kernel)
+
+    def pool2d(y, k, s, dl, b, e):
+        return ctx.call(
+            "max_pool2d",
+            y,
+            pool_size=list(k),
+            strides=list(s),
+            padding=[*b, *e],
+            dilation=list(dl),
+            ceil_mode=ceil,
+        )
+
+    return _separable(ctx, x, pool2d, kernel, strides, dilations, pads[:nd], pads[nd:])
+
+
+def window_average(ctx, x: Expr, kernel, strides, dilations, pads, ceil, include_pad) -> Expr:
+    total = window_sum(ctx, x, kernel, strides, dilations, pads, ceil)
+    spatial, out, _ = _layout(ctx, x, kernel, strides, dilations, pads, ceil)
+    count = window_count(kernel, strides, dilations, pads, spatial, out, include_pad)
+    return ctx.call("divide", total, ctx.constant(count, x.ty.dtype))
+
+
+def lp_pool(ctx, x: Expr, kernel, strides, dilations, pads) -> Expr:
+    """LpPool: ``window_sum(|x|^p) ^ (1/p)`` (the converter is in ``nn``, beside MaxPool)."""
+    if not x.ty.dtype.is_float:
+        raise ConversionError(f"LpPool needs a floating-point input, got {x.ty.dtype}")
+    _check_window(ctx, kernel, strides, dilations, pads)
+    p = ctx.attr("p", 2)
+    if not isinstance(p, int) or not 1 <= p <= 64:
+        raise ConversionError(f"p must be an integer in [1, 64], got {p}")
+    ceil = bool(ctx.attr("ceil_mode", 0))
+    if p == 2:
+        powered = ctx.call("multiply", x, x)
+    elif p == 1:
+        powered = ctx.call("abs", x)
+    else:
+        powered = ctx.call("power", ctx.call("abs", x), ctx.like(p, x))
+    total = window_sum(ctx, powered, kernel, strides, dilations, pads, ceil)
+    if p == 1:
+        return total
+    if p == 2:
+        return ctx.call("sqrt", total)
+    return ctx.call("power", total, ctx.like(1.0 / p, x))
+
+
+MAX_COL2IM_MATRIX = 1 << 22
+"""Col2Im's constant scatter matrix holds at most this many elements."""
+
+
+def _col2im_matrix(image, block, strides, dilations, pads) -> np.ndarray:
+    """The 0/1 matrix (K*L, P) adding column (j, l) into image position p."""
+    nd = len(image)
+    out = [
+        _out_size(image[k], pads[k], pads[k + nd], block[k], strides[k], dilations[k], False)
+        for k in range(nd)
+    ]
+    size_k, size_l, size_p = math.prod(block), math.prod(out), math.prod(image)
+    if size_k * size_l * size_p > MAX_COL2IM_MATRIX:
+        raise Unsupported(
+            f"Col2Im of {size_k}x{size_l} columns into {size_p} pixels (the scatter matrix is "
+            f"limited to {MAX_COL2IM_MATRIX} elements)"
+        )
+    js = np.indices(block).reshape(nd, -1)  # (nd, K)
+    ls = np.indices(out).reshape(nd, -1)  # (nd, L)
+    pos = [
+        ls[k][None, :] * strides[k] + js[k][:, None] * dilations[k] - pads[k] for k in range(nd)
+    ]  # each (K, L)
+    inside = np.ones((size_k, size_l), bool)
+    flat = np.zeros((size_k, size_l), np.int64)
+    for k in range(nd):
+        inside &= (pos[k] >= 0) & (pos[k] < image[k])
+        flat = flat * image[k] + pos[k]
+    matrix = np.zeros((size_k * size_l, size_p))
+    rows = np.arange(size_k * size_l).reshape(size_k, size_l)
+    matrix[rows[inside], flat[inside]] = 1.0
+    return matrix
+
+
+def col2im(ctx, x: Expr, image, block) -> Expr:
+    """Col2Im: the blocks in the columns of x (N, C*K, L) summed into (N, C, *image), as a
+    product with a constant 0/1 matrix (K*L, P)."""
+    if image is None or block is None:
+        raise ConversionError("needs image_shape and block_shape")
+    nd = len(image)
+    if len(block) != nd or nd == 0:
+        raise ConversionError(f"image_shape {image} and block_shape {block} must match")
+    strides = list(ctx.attr("strides") or [1] * nd)
+    dilations = list(ctx.attr("dilations") or [1] * nd)
+    pads = list(ctx.attr("pads") or [0] * (2 * nd))
+    if len(strides) != nd or len(dilations) != nd or len(pads) != 2 * nd:
+        raise ConversionError(
+            f"strides {strides}, dilations {dilations}, pads {pads} do not fit {nd} dims"
+        )
+    _check_window(ctx, block, strides, dilations, pads)
+    for v in image:
+        if not 1 <= v <= MAX_COL2IM_MATRIX:
+            raise ConversionError(f"image_shape {image} must be positive")
+    if not x.ty.dtype.is_float:
+        raise ConversionError(f"Col2Im needs a floating-point input, got {x.ty.dtype}")
+    if ctx.rank(0) != 3:
+        raise ConversionError(f"needs an (N, C*K, L) input, got {x.ty}")
+    n, ck, length = x.ty.shape
+    ck = _static(ck, ctx, "column count")
+    k = math.prod(block)
+    if ck % k:
+        raise ConversionError(f"{ck} column rows are not a multiple of the block size {k}")
+    matrix = _col2im_matrix(image, block, strides, dilations, pads)
+    if isinstance(length, int) and length * k != matrix.shape[0]:
+        raise ConversionError(
+            f"the input has {length} columns, the image and block shapes make "
+            f"{matrix.shape[0] // k}"
+        )
+    cols = ctx.call("reshape", x, shape=[n, ck // k, matrix.shape[0]])
+    y = ctx.call("matmul", cols, ctx.constant(matrix, x.ty.dtype))
+    return ctx.call("reshape", y, shape=[n, ck // k, *image])
