@@ -280,7 +280,13 @@ def _pool(ctx, ir_op: str, **extra):
     min_version=8,
 )
 def _max_pool(ctx):
-    return _pool(ctx, "max_pool2d")
+    y = _pool(ctx, "max_pool2d")
+    if len(ctx.node.output) < 2 or not ctx.node.output[1]:
+        return y
+    x = ctx.input(0)
+    _, kernel, strides, dilations, pads = _window_attrs(ctx, x)
+    order = ctx.attr("storage_order", 0)
+    return y, windows.max_pool_indices(ctx, x, y, kernel, strides, dilations, pads, order)
 
 
 @converter(
@@ -319,6 +325,17 @@ def _col2im(ctx):
     image = ctx.const_ints(1, "image_shape")
     block = ctx.const_ints(2, "block_shape")
     return windows.col2im(ctx, x, image, block)
+
+
+@converter("MaxUnpool", attrs=("kernel_shape", "pads", "strides"), min_version=11)
+def _max_unpool(ctx):
+    kernel = list(ctx.attr("kernel_shape") or [])
+    nd = len(kernel)
+    strides = list(ctx.attr("strides") or [1] * nd)
+    pads = list(ctx.attr("pads") or [0] * (2 * nd))
+    if nd == 0 or len(strides) != nd or len(pads) != 2 * nd:
+        raise ConversionError(f"kernel_shape {kernel}, strides {strides}, pads {pads} do not fit")
+    return windows.max_unpool(ctx, ctx.input(0), ctx.input(1), kernel, strides, pads)
 
 
 def _spatial_axes(ctx) -> list[int]:

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from compiler.frontend.onnx_context import ConversionError, Unsupported
-from compiler.frontend.onnx_ops.registry import _static
+from compiler.frontend.onnx_ops.registry import I64, _static
 from compiler.ir.nodes import Expr
 
 MAX_WINDOW = 4096
@@ -247,3 +247,110 @@ def col2im(ctx, x: Expr, image, block) -> Expr:
     cols = ctx.call("reshape", x, shape=[n, ck // k, matrix.shape[0]])
     y = ctx.call("matmul", cols, ctx.constant(matrix, x.ty.dtype))
     return ctx.call("reshape", y, shape=[n, ck // k, *image])
+
+
+def max_pool_indices(ctx, x: Expr, y: Expr, kernel, strides, dilations, pads, storage_order):
+    """MaxPool's second output: the flat index (over the whole input, the spatial part
+    row-major, or column-major with storage_order 1) of the first element of each window,
+    in scan order, equal to the window's maximum ``y``. One strided slice per kernel
+    position, compared with y; a constant grid gives each position's spatial index."""
+    nd = len(kernel)
+    if x.ty.shape is None or y.ty.shape is None:
+        raise Unsupported("MaxPool indices of a value of unknown rank")
+    spatial = [_static(d, ctx, "spatial dim") for d in x.ty.shape[2:]]
+    out = [_static(d, ctx, "output dim") for d in y.ty.shape[2:]]
+    c = _static(x.ty.shape[1], ctx, "channel count")
+    if math.prod(kernel) > MAX_WINDOW:
+        raise Unsupported(f"MaxPool indices over windows of {math.prod(kernel)} elements")
+    ends = [
+        max(
+            pads[k + nd],
+            (out[k] - 1) * strides[k] + dilations[k] * (kernel[k] - 1) + 1 - spatial[k] - pads[k],
+        )
+        for k in range(nd)
+    ]
+    grid = np.arange(math.prod(spatial), dtype=np.int64)
+    if storage_order:
+        grid = grid.reshape(spatial[::-1]).transpose()
+    grid = np.pad(
+        grid.reshape(spatial), list(zip(pads[:nd], ends, strict=True)), constant_values=-1
+    )
+    xp = ctx.call("pad", x, pads=[0, 0, *pads[:nd], 0, 0, *ends])
+    taps = list(np.ndindex(*kernel))
+    index = ctx.constant(-1, I64)
+    for offsets in reversed(taps):  # the first match wins
+        sl = tuple(
+            slice(o * d, o * d + s * (n - 1) + 1, s)
+            for o, d, s, n in zip(offsets, dilations, strides, out, strict=True)
+        )
+        positions = grid[sl]
+        if (positions < 0).all():
+            continue
+        window = ctx.call(
+            "strided_slice",
+            xp,
+            begin=[s.start for s in sl],
+            end=[s.stop for s in sl],
+            strides=list(strides),
+            axes=list(range(2, nd + 2)),
+        )
+        hit = ctx.call("equal", window, y)
+        if (positions < 0).any():
+            hit = ctx.call("logical_and", hit, ctx.constant(positions >= 0, "bool"))
+        index = ctx.call("where", hit, ctx.constant(positions, I64), index)
+    # plus (n * C + c) * prod(spatial)
+    plane = math.prod(spatial)
+    channel = ctx.constant(np.arange(c).reshape(c, *(1,) * nd) * plane, I64)
+    first = ctx.call(
+        "strided_slice", y, begin=[0] * (nd + 1), end=[1] * (nd + 1), axes=list(range(1, nd + 2))
+    )
+    batch = ctx.call("cumsum", ctx.call("ones_like", first, dtype=I64), axis=0, exclusive=True)
+    batch = ctx.call("multiply", batch, ctx.constant(c * plane, I64))
+    return ctx.call("add", index, ctx.call("add", channel, batch))
+
+
+def max_unpool(ctx, x: Expr, indices: Expr, kernel, strides, pads) -> Expr:
+    """MaxUnpool: x scattered at its flat indices into zeros of the inferred shape
+    (N, C, (in - 1) * stride - pads + kernel ...), then, given output_shape, padded at the end
+    to it (onnx's reference: the indices address the inferred shape)."""
+    nd = len(kernel)
+    if x.ty.shape is None or len(x.ty.shape) != nd + 2:
+        raise ConversionError(f"needs an (N, C, ...) input of rank {nd + 2}, got {x.ty}")
+    _check_window(ctx, kernel, strides, [1] * nd, pads)
+    n, c, *size = x.ty.shape
+    size = [_static(d, ctx, "spatial dim") for d in size]
+    inferred = [(size[k] - 1) * strides[k] - pads[k] - pads[k + nd] + kernel[k] for k in range(nd)]
+    if any(d < 1 for d in inferred):
+        raise ConversionError(f"the output would have spatial dims {inferred}")
+    if indices.ty.shape is None or len(indices.ty.shape) != nd + 2:
+        raise ConversionError(f"the indices must have the rank of the input, got {indices.ty}")
+    total = n * c * math.prod(inferred)
+    flat = ctx.call("zeros", shape=[total], dtype=x.ty.dtype)
+    flat = ctx.call(
+        "scatter_elements",
+        flat,
+        ctx.call("reshape", _cast_i64(ctx, indices), shape=[-1]),
+        ctx.call("reshape", x, shape=[-1]),
+        axis=0,
+    )
+    y = ctx.call("reshape", flat, shape=[n, c, *inferred])
+    if not ctx.has(2):
+        return y
+    shape = ctx.const(2)
+    if shape is None:  # computed: pad by output_shape - inferred at the end
+        wanted = _cast_i64(ctx, ctx.input(2))
+        grow = ctx.call("subtract", wanted, ctx.call("shape_of", y))
+        zeros = ctx.constant(np.zeros(nd + 2), I64)
+        return ctx.call("pad", y, ctx.call("concat", zeros, grow, axis=0))
+    shape = [int(v) for v in shape.reshape(-1)]
+    if len(shape) != nd + 2 or any(w < d for w, d in zip(shape[2:], inferred, strict=True)):
+        raise ConversionError(f"output_shape {shape} must be at least {inferred} spatially")
+    return ctx.call(
+        "pad",
+        y,
+        pads=[0] * (nd + 2) + [0, 0] + [w - d for w, d in zip(shape[2:], inferred, strict=True)],
+    )
+
+
+def _cast_i64(ctx, e: Expr) -> Expr:
+    return e if e.ty.dtype is I64 else ctx.call("cast", e, dtype=I64)

@@ -42,7 +42,8 @@ _PASSING_PREFIXES = (
     "test_nllloss",
     "test_sce",
     "test_lppool",
-    "test_maxpool_3d",
+    "test_maxpool",
+    "test_maxunpool",
     "test_averagepool_3d",
     "test_averagepool_2d_dilations",
     "test_acos",
@@ -428,4 +429,72 @@ def test_col2im_errors():
         [node], inputs[:1], [helper.make_tensor_value_info("y", F32, [1, 1, 5, 5])], inits
     )
     with pytest.raises(UnsupportedOperatorError, match="scatter matrix is limited"):
+        from_onnx(model)
+
+
+# ----- MaxPool indices, MaxUnpool ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape, attrs",
+    [
+        ([1, 2, 6, 7], {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1]}),
+        ([1, 2, 6, 7], {"kernel_shape": [2, 2], "storage_order": 1}),
+        (
+            [1, 2, 7, 7],
+            {"kernel_shape": [3, 3], "dilations": [2, 1], "ceil_mode": 1, "strides": [2, 2]},
+        ),
+        ([1, 3, 9], {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+        ([1, 2, 4, 5, 4], {"kernel_shape": [2, 2, 2], "strides": [2, 1, 2]}),
+    ],
+)
+def test_max_pool_indices_match_onnxruntime(shape, attrs):
+    nd = len(shape) - 2
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", F32, ["n", *shape[1:]])],
+        [
+            helper.make_tensor_value_info("y", F32, ["n", shape[1]] + [None] * nd),
+            helper.make_tensor_value_info("i", I64, ["n", shape[1]] + [None] * nd),
+        ],
+    )
+    x = RNG.standard_normal((2, *shape[1:])).astype(np.float32)
+    x.reshape(-1)[::5] = 1.0  # ties: the first in scan order wins
+    assert_matches_ort(model, x, compile=nd == 2)
+
+
+def test_max_unpool_inverts_max_pool_like_onnxruntime():
+    pool = helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2])
+    unpool = helper.make_node("MaxUnpool", ["p", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
+    model = make_model(
+        [pool, unpool],
+        [helper.make_tensor_value_info("x", F32, ["n", 3, 4, 6])],
+        [helper.make_tensor_value_info("y", F32, ["n", 3, 4, 6])],
+    )
+    x = RNG.standard_normal((2, 3, 4, 6)).astype(np.float32)
+    module = assert_matches_ort(model, x, compile=True)
+    assert str(module.main.output.ty) == "f32[n, 3, 4, 6]"
+
+
+def test_max_unpool_with_an_output_shape():
+    node = helper.make_node("MaxUnpool", ["x", "i", "s"], ["y"], kernel_shape=[2], strides=[2])
+    inits = [numpy_helper.from_array(np.array([1, 2, 7], np.int64), "s")]
+    model = make_model(
+        [node],
+        [
+            helper.make_tensor_value_info("x", F32, [1, 2, 3]),
+            helper.make_tensor_value_info("i", I64, [1, 2, 3]),
+        ],
+        [helper.make_tensor_value_info("y", F32, [1, 2, 7])],
+        inits,
+    )
+    x = np.array([[[1, 2, 3], [4, 5, 6]]], np.float32)
+    i = np.array([[[0, 3, 4], [7, 8, 11]]], np.int64)
+    (got,) = run(from_onnx(model), x, i)
+    expected = np.zeros((1, 2, 6), np.float32)
+    expected.reshape(-1)[i.reshape(-1)] = x.reshape(-1)
+    np.testing.assert_array_equal(got, np.pad(expected, [(0, 0), (0, 0), (0, 1)]))
+    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array([1, 2, 5], np.int64), "s"))
+    with pytest.raises(OnnxImportError, match="output_shape"):
         from_onnx(model)
