@@ -118,6 +118,9 @@ def _conv(ctx):
         raise Unsupported("a weight of unknown rank")
     kernel = ctx.attr("kernel_shape") or [_static(d, ctx, "kernel size") for d in wshape[2:]]
     nd, kernel, strides, dilations, pads = _window_attrs(ctx, x, kernel)
+    if nd == 3:
+        bias = ctx.input(2) if ctx.has(2) else None
+        return windows.conv3d(ctx, x, w, bias, strides, pads, dilations, ctx.attr("group", 1))
     if nd > 2:
         raise Unsupported(f"{nd}-D convolution")
     bias = [ctx.input(2)] if ctx.has(2) else []
@@ -153,7 +156,7 @@ def _conv_transpose(ctx):
     x, w = ctx.input(0), ctx.input(1)
     rank = ctx.rank(0)
     nd = rank - 2
-    if nd not in (1, 2):
+    if nd not in (1, 2, 3):
         raise Unsupported(f"{nd}-D transposed convolution")
     if w.ty.shape is None or len(w.ty.shape) != rank:
         raise ConversionError(f"the weight must have rank {rank}, got {w.ty}")
@@ -182,6 +185,11 @@ def _conv_transpose(ctx):
         pads = begins + [t - b for t, b in zip(total, begins, strict=True)]
     else:
         pads = list(ctx.attr("pads") or [0] * (2 * nd))
+    if nd == 3:
+        bias = ctx.input(2) if ctx.has(2) else None
+        return windows.conv_transpose3d(
+            ctx, x, w, bias, kernel, strides, dilations, pads, out_pad, groups
+        )
     if nd == 1:  # work on (N, C, 1, W)
         x = ctx.call("unsqueeze", x, axes=[2])
         w = ctx.call("unsqueeze", w, axes=[2])

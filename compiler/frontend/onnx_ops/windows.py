@@ -354,3 +354,100 @@ def max_unpool(ctx, x: Expr, indices: Expr, kernel, strides, pads) -> Expr:
 
 def _cast_i64(ctx, e: Expr) -> Expr:
     return e if e.ty.dtype is I64 else ctx.call("cast", e, dtype=I64)
+
+
+# ----- 3-D convolutions ---------------------------------------------------------------------
+
+
+def conv3d(ctx, x: Expr, w: Expr, bias: Expr | None, strides, pads, dilations, groups) -> Expr:
+    """A 3-D convolution as kd 2-D ones: the depth taps j each convolve the input's depth
+    slices j*dd, j*dd + sd, ... (as a batch of (H, W) images) with w[:, :, j], summed."""
+    if x.ty.shape is None or len(x.ty.shape) != 5 or w.ty.shape is None or len(w.ty.shape) != 5:
+        raise ConversionError(f"needs 5-D data and weight, got {x.ty} and {w.ty}")
+    _check_window(ctx, [1, 1, 1], strides, dilations, pads)
+    n, c, d, h, wd = x.ty.shape
+    c, d = _static(c, ctx, "channel count"), _static(d, ctx, "spatial dim")
+    o, _, kd, _, _ = (_static(v, ctx, "weight dim") for v in w.ty.shape)
+    sd, dd = strides[0], dilations[0]
+    out_d = _out_size(d, pads[0], pads[3], kd, sd, dd, False)
+    xp = ctx.call("pad", x, pads=[0, 0, pads[0], 0, 0, 0, 0, pads[3], 0, 0])
+    total = None
+    for j in range(kd):
+        xs = ctx.call(
+            "strided_slice",
+            xp,
+            begin=[j * dd],
+            end=[j * dd + sd * (out_d - 1) + 1],
+            strides=[sd],
+            axes=[2],
+        )
+        xs = ctx.call("permute_dims", xs, axes=[0, 2, 1, 3, 4])
+        xs = ctx.call("reshape", xs, shape=[-1, c, h, wd])
+        wj = ctx.call("strided_slice", w, begin=[j], end=[j + 1], axes=[2])
+        wj = ctx.call("squeeze", wj, axes=[2])
+        y = ctx.call(
+            "conv2d",
+            xs,
+            wj,
+            *([bias] if bias is not None and j == 0 else []),
+            strides=list(strides[1:]),
+            padding=[pads[1], pads[2], pads[4], pads[5]],
+            dilation=list(dilations[1:]),
+            groups=groups,
+        )
+        total = y if total is None else ctx.call("add", total, y)
+    ho, wo = total.ty.shape[2:]
+    total = ctx.call("reshape", total, shape=[n, out_d, o, ho, wo])
+    return ctx.call("permute_dims", total, axes=[0, 2, 1, 3, 4])
+
+
+def conv_transpose3d(ctx, x, w, bias, kernel, strides, dilations, pads, out_pad, groups):
+    """A 3-D transposed convolution as a convolution: the input spread by the strides (zeros
+    between elements), padded by dilation*(kernel-1) - pads (+ output_padding at the end;
+    negative pads crop), convolved with the kernel flipped and its channel axes swapped."""
+    _check_window(ctx, kernel, strides, dilations, [abs(p) for p in pads])
+    n, c, *size = x.ty.shape
+    size = [_static(v, ctx, "spatial dim") for v in size]
+    c_in, c_out_g, *_ = (_static(v, ctx, "weight dim") for v in w.ty.shape)
+    y = x
+    if any(s > 1 for s in strides):
+        y = ctx.call("unsqueeze", y, axes=[3, 5, 7])
+        y = ctx.call(
+            "pad", y, pads=[0] * 8 + [0, 0, 0, strides[0] - 1, 0, strides[1] - 1, 0, strides[2] - 1]
+        )
+        y = ctx.call(
+            "reshape", y, shape=[n, c, *(v * s for v, s in zip(size, strides, strict=True))]
+        )
+        y = ctx.call(
+            "strided_slice",
+            y,
+            begin=[0, 0, 0],
+            end=[(v - 1) * s + 1 for v, s in zip(size, strides, strict=True)],
+            axes=[2, 3, 4],
+        )
+    edge = [(k - 1) * d for k, d in zip(kernel, dilations, strict=True)]
+    y = ctx.call(
+        "pad",
+        y,
+        pads=[
+            0,
+            0,
+            *(e - p for e, p in zip(edge, pads[:3], strict=True)),
+            0,
+            0,
+            *(e - p + op for e, p, op in zip(edge, pads[3:], out_pad, strict=True)),
+        ],
+    )
+    kd, kh, kw = kernel
+    wt = ctx.call("reshape", w, shape=[groups, c_in // groups, c_out_g, kd, kh, kw])
+    wt = ctx.call("permute_dims", wt, axes=[0, 2, 1, 3, 4, 5])
+    wt = ctx.call("reshape", wt, shape=[groups * c_out_g, c_in // groups, kd, kh, kw])
+    wt = ctx.call(
+        "strided_slice",
+        wt,
+        begin=[-1, -1, -1],
+        end=[-(2**62)] * 3,
+        strides=[-1, -1, -1],
+        axes=[2, 3, 4],
+    )
+    return conv3d(ctx, y, wt, bias, [1, 1, 1], [0] * 6, dilations, groups)

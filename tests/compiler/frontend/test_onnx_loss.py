@@ -44,6 +44,7 @@ _PASSING_PREFIXES = (
     "test_lppool",
     "test_maxpool",
     "test_maxunpool",
+    "test_convtranspose",
     "test_averagepool_3d",
     "test_averagepool_2d_dilations",
     "test_acos",
@@ -498,3 +499,48 @@ def test_max_unpool_with_an_output_shape():
     model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array([1, 2, 5], np.int64), "s"))
     with pytest.raises(OnnxImportError, match="output_shape"):
         from_onnx(model)
+
+
+# ----- 3-D Conv and ConvTranspose ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "op, wshape, attrs",
+    [
+        ("Conv", [4, 2, 3, 2, 2], {}),
+        ("Conv", [4, 1, 2, 3, 2], {"group": 2, "strides": [2, 1, 2], "pads": [1, 0, 1, 1, 1, 0]}),
+        ("Conv", [2, 2, 2, 2, 2], {"dilations": [2, 1, 2]}),
+        ("Conv", [2, 2, 2, 3, 2], {"auto_pad": "SAME_UPPER"}),
+        ("ConvTranspose", [2, 3, 2, 3, 2], {}),
+        (
+            "ConvTranspose",
+            [2, 2, 3, 2, 2],
+            {"group": 2, "strides": [2, 1, 2], "pads": [1, 0, 0, 0, 1, 1]},
+        ),
+        (
+            "ConvTranspose",
+            [2, 1, 2, 2, 3],
+            {"dilations": [2, 1, 1], "output_padding": [1, 0, 0], "strides": [2, 2, 1]},
+        ),
+        ("ConvTranspose", [2, 2, 2, 2, 2], {"output_shape": [6, 9, 8], "strides": [2, 2, 2]}),
+    ],
+)
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_3d_convolutions_match_onnxruntime(op, wshape, attrs, with_bias):
+    c_in = wshape[0] if op == "ConvTranspose" else wshape[1] * attrs.get("group", 1)
+    c_out = wshape[1] * attrs.get("group", 1) if op == "ConvTranspose" else wshape[0]
+    w = RNG.standard_normal(wshape).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w")]
+    names = ["x", "w"]
+    if with_bias:
+        inits.append(numpy_helper.from_array(RNG.standard_normal(c_out).astype(np.float32), "b"))
+        names.append("b")
+    node = helper.make_node(op, names, ["y"], **attrs)
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", F32, ["n", c_in, 4, 5, 4])],
+        [helper.make_tensor_value_info("y", F32, ["n", c_out, None, None, None])],
+        inits,
+    )
+    x = RNG.standard_normal((2, c_in, 4, 5, 4)).astype(np.float32)
+    assert_matches_ort(model, x, rtol=1e-4, atol=1e-5, compile=with_bias)
