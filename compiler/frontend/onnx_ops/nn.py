@@ -329,10 +329,7 @@ def _lp_pool(ctx):
 
 @converter("Col2Im", attrs=("dilations", "pads", "strides"), min_version=18)
 def _col2im(ctx):
-    x = ctx.input(0)
-    image = ctx.const_ints(1, "image_shape")
-    block = ctx.const_ints(2, "block_shape")
-    return windows.col2im(ctx, x, image, block)
+    return windows.col2im(ctx)
 
 
 @converter("MaxUnpool", attrs=("kernel_shape", "pads", "strides"), min_version=11)

@@ -21,8 +21,8 @@ import math
 
 import numpy as np
 
-from compiler.frontend.onnx_context import ConversionError, Unsupported
-from compiler.frontend.onnx_ops.registry import I64, _static
+from compiler.frontend.onnx_context import MAX_RANK, ConversionError, Unsupported
+from compiler.frontend.onnx_ops.registry import I64, _dim_value, _filled, _static
 from compiler.ir.nodes import Expr
 
 MAX_WINDOW = 4096
@@ -210,14 +210,31 @@ def _col2im_matrix(image, block, strides, dilations, pads) -> np.ndarray:
     return matrix
 
 
-def col2im(ctx, x: Expr, image, block) -> Expr:
-    """Col2Im: the blocks in the columns of x (N, C*K, L) summed into (N, C, *image), as a
-    product with a constant 0/1 matrix (K*L, P)."""
-    if image is None or block is None:
-        raise ConversionError("needs image_shape and block_shape")
-    nd = len(image)
-    if len(block) != nd or nd == 0:
-        raise ConversionError(f"image_shape {image} and block_shape {block} must match")
+def _shape_vector(ctx, i: int, what: str) -> tuple[list[int] | None, Expr, int]:
+    """Input i (image_shape / block_shape): its values when constant, as an i64 vector, and
+    its length."""
+    e = ctx.input(i)
+    if e.ty.shape is None or len(e.ty.shape) != 1 or not isinstance(e.ty.shape[0], int):
+        raise Unsupported(f"a {what} of unknown length")
+    if ctx.const(i) is not None:
+        values = ctx.const_ints(i, what)
+        if any(not 1 <= v <= MAX_COL2IM_MATRIX for v in values):
+            raise ConversionError(f"{what} {values} must hold positive sizes")
+        return values, ctx.constant(values, I64), len(values)
+    return None, _cast_i64(ctx, e), e.ty.shape[0]
+
+
+def col2im(ctx) -> Expr:
+    """Col2Im: the blocks in the columns of x (N, C*K, L) summed into (N, C, *image). With
+    constant shapes, a product with a constant 0/1 matrix (K*L, P); with computed ones (or
+    a matrix too large), an add-scatter at indices computed from them."""
+    x = ctx.input(0)
+    image, image_vec, nd = _shape_vector(ctx, 1, "image_shape")
+    block, block_vec, nd_block = _shape_vector(ctx, 2, "block_shape")
+    if nd != nd_block or nd == 0:
+        raise ConversionError("image_shape and block_shape must have the same length (> 0)")
+    if nd > MAX_RANK:
+        raise ConversionError(f"image_shape has {nd} values: more than {MAX_RANK} dims")
     strides = list(ctx.attr("strides") or [1] * nd)
     dilations = list(ctx.attr("dilations") or [1] * nd)
     pads = list(ctx.attr("pads") or [0] * (2 * nd))
@@ -225,28 +242,111 @@ def col2im(ctx, x: Expr, image, block) -> Expr:
         raise ConversionError(
             f"strides {strides}, dilations {dilations}, pads {pads} do not fit {nd} dims"
         )
-    _check_window(ctx, block, strides, dilations, pads)
-    for v in image:
-        if not 1 <= v <= MAX_COL2IM_MATRIX:
-            raise ConversionError(f"image_shape {image} must be positive")
+    _check_window(ctx, block or [1] * nd, strides, dilations, pads)
     if not x.ty.dtype.is_float:
         raise ConversionError(f"Col2Im needs a floating-point input, got {x.ty.dtype}")
     if ctx.rank(0) != 3:
         raise ConversionError(f"needs an (N, C*K, L) input, got {x.ty}")
     n, ck, length = x.ty.shape
     ck = _static(ck, ctx, "column count")
-    k = math.prod(block)
-    if ck % k:
-        raise ConversionError(f"{ck} column rows are not a multiple of the block size {k}")
-    matrix = _col2im_matrix(image, block, strides, dilations, pads)
-    if isinstance(length, int) and length * k != matrix.shape[0]:
-        raise ConversionError(
-            f"the input has {length} columns, the image and block shapes make "
-            f"{matrix.shape[0] // k}"
+    length = _static(length, ctx, "column count")
+    if image is not None and block is not None:
+        k = math.prod(block)
+        if ck % k:
+            raise ConversionError(f"{ck} column rows are not a multiple of the block size {k}")
+        out = [
+            _out_size(image[a], pads[a], pads[a + nd], block[a], strides[a], dilations[a], False)
+            for a in range(nd)
+        ]
+        if length != math.prod(out):
+            raise ConversionError(
+                f"the input has {length} columns, the image and block shapes make {math.prod(out)}"
+            )
+        if k * length * math.prod(image) <= MAX_COL2IM_MATRIX:
+            matrix = _col2im_matrix(image, block, strides, dilations, pads)
+            cols = ctx.call("reshape", x, shape=[n, ck // k, matrix.shape[0]])
+            y = ctx.call("matmul", cols, ctx.constant(matrix, x.ty.dtype))
+            return ctx.call("reshape", y, shape=[n, ck // k, *image])
+        static = [n, ck // k, *image]
+    else:
+        static = None
+    return _col2im_scatter(ctx, x, image_vec, block_vec, nd, strides, dilations, pads, static)
+
+
+def _col2im_scatter(ctx, x, image_vec, block_vec, nd, strides, dilations, pads, static_shape):
+    """Col2Im with an add-scatter: row r = c*K + j and column l of x go to image position
+    pos_a = l_a * stride_a + j_a * dilation_a - pad_a (j_a, l_a: r % K and l unravelled over
+    the block and the window grid), or to a dropped extra slot when outside the image."""
+    n, ck, length = x.ty.shape
+
+    def c(v):
+        return ctx.constant(v, I64)
+
+    def call(op, *args):
+        return ctx.call(op, *args)
+
+    img = [ctx.call("take", image_vec, c(a), axis=0) for a in range(nd)]
+    blk = [ctx.call("take", block_vec, c(a), axis=0) for a in range(nd)]
+    k = ctx.call("prod", block_vec)
+    # the window grid: out_a = (img + pads - dilation*(block-1) - 1) // stride + 1
+    outs = []
+    for a in range(nd):
+        span = call(
+            "subtract",
+            call("add", img[a], c(pads[a] + pads[a + nd] - 1)),
+            call("multiply", call("subtract", blk[a], c(1)), c(dilations[a])),
         )
-    cols = ctx.call("reshape", x, shape=[n, ck // k, matrix.shape[0]])
-    y = ctx.call("matmul", cols, ctx.constant(matrix, x.ty.dtype))
-    return ctx.call("reshape", y, shape=[n, ck // k, *image])
+        outs.append(call("add", call("floor_divide", span, c(strides[a])), c(1)))
+    rows = c(np.arange(ck).reshape(ck, 1))
+    cols = c(np.arange(length).reshape(1, length))
+    channel = call("floor_divide", rows, k)
+    j, lrem = call("mod", rows, k), cols
+    j_parts, l_parts = [None] * nd, [None] * nd
+    for a in reversed(range(nd)):
+        j_parts[a], j = call("mod", j, blk[a]), call("floor_divide", j, blk[a])
+        l_parts[a], lrem = call("mod", lrem, outs[a]), call("floor_divide", lrem, outs[a])
+    valid, flat = None, None
+    for a in range(nd):
+        pos = call(
+            "add",
+            call("multiply", l_parts[a], c(strides[a])),
+            call("subtract", call("multiply", j_parts[a], c(dilations[a])), c(pads[a])),
+        )
+        inside = call("logical_and", call("greater_equal", pos, c(0)), call("less", pos, img[a]))
+        valid = inside if valid is None else call("logical_and", valid, inside)
+        flat = pos if flat is None else call("add", call("multiply", flat, img[a]), pos)
+    plane = ctx.call("prod", image_vec)
+    channels = call("floor_divide", c(ck), k)
+    dump = call("multiply", channels, plane)
+    index = call("where", valid, call("add", call("multiply", channel, plane), flat), dump)
+    index = ctx.call("reshape", index, shape=[1, ck * length])
+    index = ctx.call("broadcast_to", index, shape=[n, ck * length])
+    size = call("add", dump, c(1))
+    batch = _dim_value(ctx, x, 0)
+    if static_shape is not None:  # constant shapes: zeros of a known shape
+        _, c_out, *image = static_shape
+        y = ctx.call("zeros", shape=[n, c_out * math.prod(image) + 1], dtype=x.ty.dtype)
+    else:
+        zeros_shape = ctx.call(
+            "concat",
+            ctx.call("reshape", batch, shape=[1]),
+            ctx.call("reshape", size, shape=[1]),
+            axis=0,
+        )
+        y = _filled(ctx, zeros_shape, 0, x.ty.dtype)
+    updates = ctx.call("reshape", x, shape=[n, ck * length])
+    y = ctx.call("scatter_elements", y, index, updates, axis=1, reduction="add")
+    y = ctx.call("strided_slice", y, begin=[0], end=[-1], axes=[1])
+    if static_shape is not None:
+        return ctx.call("reshape", y, shape=static_shape)
+    shape = ctx.call(
+        "concat",
+        ctx.call("reshape", batch, shape=[1]),
+        ctx.call("reshape", channels, shape=[1]),
+        image_vec,
+        axis=0,
+    )
+    return ctx.call("reshape", y, shape)
 
 
 def max_pool_indices(ctx, x: Expr, y: Expr, kernel, strides, dilations, pads, storage_order):

@@ -45,6 +45,7 @@ _PASSING_PREFIXES = (
     "test_maxpool",
     "test_maxunpool",
     "test_convtranspose",
+    "test_col2im",
     "test_averagepool_3d",
     "test_averagepool_2d_dilations",
     "test_acos",
@@ -427,31 +428,62 @@ def test_col2im_with_constant_shapes_matches_onnxruntime(image, block, attrs):
     assert_matches_ort(model, x, compile=nd == 3)
 
 
+def test_col2im_with_computed_shapes_matches_onnxruntime():
+    node = helper.make_node(
+        "Col2Im", ["x", "image", "block"], ["y"], strides=[1, 2], pads=[1, 0, 0, 1]
+    )
+    model = make_model(
+        [node],
+        [
+            helper.make_tensor_value_info("x", F32, ["n", 12, 12]),
+            helper.make_tensor_value_info("image", I64, [2]),
+            helper.make_tensor_value_info("block", I64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", F32, ["n", None, None, None])],
+    )
+    x = RNG.standard_normal((2, 12, 12)).astype(np.float32)
+    # image 4x6, block 2x3: windows (4+1-2+1) x ((6+1-3)//2+1) = 4 x 3; 12 rows = 2 channels
+    assert_matches_ort(model, x, np.array([4, 6], np.int64), np.array([2, 3], np.int64))
+    # the same model, image 2x8, block 1x2: windows 3 x 4; 12 rows = 6 channels
+    x = RNG.standard_normal((1, 12, 12)).astype(np.float32)
+    assert_matches_ort(model, x, np.array([2, 8], np.int64), np.array([1, 2], np.int64))
+
+
+def test_col2im_too_large_for_a_matrix_scatters():
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"])
+    inits = [
+        numpy_helper.from_array(np.array([64, 64], np.int64), "image"),
+        numpy_helper.from_array(np.array([3, 3], np.int64), "block"),
+    ]
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", F32, ["n", 18, 62 * 62])],
+        [helper.make_tensor_value_info("y", F32, ["n", 2, 64, 64])],
+        inits,
+    )
+    x = RNG.standard_normal((2, 18, 62 * 62)).astype(np.float32)
+    module = assert_matches_ort(model, x, rtol=1e-5, atol=1e-5, compile=True)
+    assert str(module.main.output.ty) == "f32[n, 2, 64, 64]"
+    assert not any(getattr(b, "op", None) == "matmul" for b in module.main.iter_nodes())
+
+
 def test_col2im_errors():
     node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"])
-    inputs = [
-        helper.make_tensor_value_info("x", F32, [1, 4, 16]),
-        helper.make_tensor_value_info("image", I64, [2]),
-        helper.make_tensor_value_info("block", I64, [2]),
-    ]
-    model = make_model([node], inputs, [helper.make_tensor_value_info("y", F32, [1, 1, 5, 5])])
-    with pytest.raises(UnsupportedOperatorError, match="computed image_shape"):
-        from_onnx(model)
     inits = [
         numpy_helper.from_array(np.array([5, 5], np.int64), "image"),
         numpy_helper.from_array(np.array([2, 2], np.int64), "block"),
     ]
-    model = make_model(
-        [node], inputs[:1], [helper.make_tensor_value_info("y", F32, [1, 1, 5, 5])], inits
-    )
-    model.graph.input[0].CopyFrom(helper.make_tensor_value_info("x", F32, [1, 4, 15]))
+    x = helper.make_tensor_value_info("x", F32, [1, 4, 15])
+    model = make_model([node], [x], [helper.make_tensor_value_info("y", F32, [1, 1, 5, 5])], inits)
     with pytest.raises(OnnxImportError, match="has 15 columns"):
         from_onnx(model)
-    inits[0] = numpy_helper.from_array(np.array([5000, 5000], np.int64), "image")
-    model = make_model(
-        [node], inputs[:1], [helper.make_tensor_value_info("y", F32, [1, 1, 5, 5])], inits
-    )
-    with pytest.raises(UnsupportedOperatorError, match="scatter matrix is limited"):
+    inits[1] = numpy_helper.from_array(np.array([2, 2, 2], np.int64), "block")
+    model = make_model([node], [x], [helper.make_tensor_value_info("y", F32, [1, 1, 5, 5])], inits)
+    with pytest.raises(OnnxImportError, match="same length"):
+        from_onnx(model)
+    inits[1] = numpy_helper.from_array(np.array([2, 0], np.int64), "block")
+    model = make_model([node], [x], [helper.make_tensor_value_info("y", F32, [1, 1, 5, 5])], inits)
+    with pytest.raises(OnnxImportError, match="positive sizes"):
         from_onnx(model)
 
 
