@@ -53,15 +53,11 @@ def _float_in(ctx, what: str) -> tuple[Expr, DType]:
 
 
 def _poly(ctx, z: Expr, coeffs, leading_one: bool = False) -> Expr:
-    """Horner's rule: sum of coeffs[i] * z^(n-1-i) (after a leading 1 * z^n)."""
-    acc = None if not leading_one else z
-    for i, c in enumerate(coeffs):
-        if acc is None:
-            acc = ctx.like(c, z)
-            continue
-        if leading_one and i == 0:
-            acc = ctx.call("add", z, ctx.like(c, z))
-            continue
+    """Horner's rule: ``c0 z^(n-1) + ... + c(n-1)``, or with ``leading_one``
+    ``z^n + c0 z^(n-1) + ... + c(n-1)`` (Cephes' polevl and p1evl)."""
+    coeffs = [1.0, *coeffs] if leading_one else list(coeffs)
+    acc = ctx.like(coeffs[0], z)
+    for c in coeffs[1:]:
         acc = ctx.call("add", ctx.call("multiply", acc, z), ctx.like(c, z))
     return acc
 

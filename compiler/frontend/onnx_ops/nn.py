@@ -247,7 +247,7 @@ def _pool(ctx, ir_op: str, **extra):
     nd, kernel, strides, dilations, pads = _window_attrs(ctx, x)
     ceil = bool(ctx.attr("ceil_mode", 0))
     if nd == 3 or (ir_op == "avg_pool2d" and any(d != 1 for d in dilations)):
-        windows._check_window(ctx, kernel, strides, dilations, pads)
+        windows.check_window(ctx, kernel, strides, dilations, pads)
         if ir_op == "max_pool2d":
             return windows.window_max(ctx, x, kernel, strides, dilations, pads, ceil)
         include = extra["count_include_pad"]

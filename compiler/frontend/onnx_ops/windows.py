@@ -1,5 +1,6 @@
-"""Window ops the IR has no op for, composed of existing ones: LpPool, 3-D max / average
-pooling, average pooling with dilations (the converters are in ``nn``; they call these).
+"""Window ops the IR has no op for, composed of existing ones (the converters are in ``nn``,
+beside their 2-D forms; they call these): LpPool, 3-D max / average pooling, average pooling
+with dilations, MaxPool's indices, MaxUnpool, Col2Im, 3-D Conv and ConvTranspose.
 
 - A window *maximum* is separable: a 3-D max pool is ``max_pool2d`` over (H, W) on an
   (N, C*D, H, W) view, then ``max_pool2d`` with a (kd, 1) window over an (N, C, D, Ho*Wo)
@@ -13,6 +14,15 @@ pooling, average pooling with dilations (the converters are in ``nn``; they call
   overhang): a box intersected with a box, so the product of per-axis counts, a constant
   computed at import time from the static spatial dims.
 - ``LpPool`` is ``window_sum(|x|^p) ^ (1/p)``.
+- MaxPool's indices: one strided slice per kernel position compared with the pooled maximum,
+  the first match in scan order kept (onnx's reference), its position from a constant grid.
+- ``MaxUnpool`` is a ``scatter_elements`` into zeros; ``Col2Im`` a product with a constant
+  0/1 matrix, or, with computed shapes, an add-scatter at indices computed from them.
+- A 3-D convolution is kd 2-D ones over the depth slices, summed; a 3-D transposed one is a
+  convolution of the input spread by the strides with the flipped kernel (as in 2-D).
+
+Every size that drives a loop or a constant is static and checked (``MAX_WINDOW``,
+``MAX_COL2IM_MATRIX``) before anything is allocated.
 """
 
 from __future__ import annotations
@@ -29,7 +39,8 @@ MAX_WINDOW = 4096
 """Kernel sizes, strides and dilations above this are refused (a corrupt model)."""
 
 
-def _check_window(ctx, kernel, strides, dilations, pads) -> None:
+def check_window(ctx, kernel, strides, dilations, pads) -> None:
+    """Window sizes, strides, dilations and pads are ints in range (ConversionError)."""
     for name, vals, low in (
         ("kernel_shape", kernel, 1),
         ("strides", strides, 1),
@@ -158,7 +169,7 @@ def lp_pool(ctx, x: Expr, kernel, strides, dilations, pads) -> Expr:
     """LpPool: ``window_sum(|x|^p) ^ (1/p)`` (the converter is in ``nn``, beside MaxPool)."""
     if not x.ty.dtype.is_float:
         raise ConversionError(f"LpPool needs a floating-point input, got {x.ty.dtype}")
-    _check_window(ctx, kernel, strides, dilations, pads)
+    check_window(ctx, kernel, strides, dilations, pads)
     p = ctx.attr("p", 2)
     if not isinstance(p, int) or not 1 <= p <= 64:
         raise ConversionError(f"p must be an integer in [1, 64], got {p}")
@@ -242,7 +253,7 @@ def col2im(ctx) -> Expr:
         raise ConversionError(
             f"strides {strides}, dilations {dilations}, pads {pads} do not fit {nd} dims"
         )
-    _check_window(ctx, block or [1] * nd, strides, dilations, pads)
+    check_window(ctx, block or [1] * nd, strides, dilations, pads)
     if not x.ty.dtype.is_float:
         raise ConversionError(f"Col2Im needs a floating-point input, got {x.ty.dtype}")
     if ctx.rank(0) != 3:
@@ -416,7 +427,7 @@ def max_unpool(ctx, x: Expr, indices: Expr, kernel, strides, pads) -> Expr:
     nd = len(kernel)
     if x.ty.shape is None or len(x.ty.shape) != nd + 2:
         raise ConversionError(f"needs an (N, C, ...) input of rank {nd + 2}, got {x.ty}")
-    _check_window(ctx, kernel, strides, [1] * nd, pads)
+    check_window(ctx, kernel, strides, [1] * nd, pads)
     n, c, *size = x.ty.shape
     size = [_static(d, ctx, "spatial dim") for d in size]
     inferred = [(size[k] - 1) * strides[k] - pads[k] - pads[k + nd] + kernel[k] for k in range(nd)]
@@ -464,7 +475,7 @@ def conv3d(ctx, x: Expr, w: Expr, bias: Expr | None, strides, pads, dilations, g
     slices j*dd, j*dd + sd, ... (as a batch of (H, W) images) with w[:, :, j], summed."""
     if x.ty.shape is None or len(x.ty.shape) != 5 or w.ty.shape is None or len(w.ty.shape) != 5:
         raise ConversionError(f"needs 5-D data and weight, got {x.ty} and {w.ty}")
-    _check_window(ctx, [1, 1, 1], strides, dilations, pads)
+    check_window(ctx, [1, 1, 1], strides, dilations, pads)
     n, c, d, h, wd = x.ty.shape
     c, d = _static(c, ctx, "channel count"), _static(d, ctx, "spatial dim")
     o, _, kd, _, _ = (_static(v, ctx, "weight dim") for v in w.ty.shape)
@@ -505,7 +516,7 @@ def conv_transpose3d(ctx, x, w, bias, kernel, strides, dilations, pads, out_pad,
     """A 3-D transposed convolution as a convolution: the input spread by the strides (zeros
     between elements), padded by dilation*(kernel-1) - pads (+ output_padding at the end;
     negative pads crop), convolved with the kernel flipped and its channel axes swapped."""
-    _check_window(ctx, kernel, strides, dilations, [abs(p) for p in pads])
+    check_window(ctx, kernel, strides, dilations, [abs(p) for p in pads])
     n, c, *size = x.ty.shape
     size = [_static(v, ctx, "spatial dim") for v in size]
     c_in, c_out_g, *_ = (_static(v, ctx, "weight dim") for v in w.ty.shape)
