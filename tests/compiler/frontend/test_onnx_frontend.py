@@ -499,8 +499,20 @@ def test_every_unknown_operator_is_listed_with_its_node_names():
 def test_operators_without_converters_are_listed_with_node_names():
     nodes = [
         helper.make_node("Relu", ["x"], ["a"]),
-        helper.make_node("Asin", ["a"], ["b"], name="arc"),
-        helper.make_node("Det", ["b"], ["y"], name="det"),
+        helper.make_node(
+            "TfIdfVectorizer",
+            ["a"],
+            ["b"],
+            name="tfidf",
+            mode="TF",
+            min_gram_length=1,
+            max_gram_length=1,
+            max_skip_count=0,
+            ngram_counts=[0],
+            ngram_indexes=[0],
+            pool_int64s=[1],
+        ),
+        helper.make_node("StringNormalizer", ["b"], ["y"], name="norm"),
     ]
     model = make_model(
         nodes,
@@ -509,7 +521,7 @@ def test_operators_without_converters_are_listed_with_node_names():
     )
     with pytest.raises(UnsupportedOperatorError) as info:
         from_onnx(model)
-    assert info.value.operators == {"Asin": ["arc"], "Det": ["det"]}
+    assert info.value.operators == {"TfIdfVectorizer": ["tfidf"], "StringNormalizer": ["norm"]}
 
 
 @pytest.mark.parametrize("opset, match", [(99, "newer than any onnx"), (7, "older than passlens")])
