@@ -402,6 +402,13 @@ def lower_group(
     for call in calls:
         if call.op not in LOWERINGS:
             raise LoweringError(unsupported_message(call.op))
+        for ty in [a.ty for a in call.args] + [call.ty]:
+            for t in ty.fields if isinstance(ty, TupleType) else (ty,):
+                if isinstance(t, TensorType) and t.dtype.is_storage_only:
+                    raise LoweringError(
+                        f"{call.op}: the LLVM backend does not compile {t.dtype.name} "
+                        f"({t.dtype.short}) values; run this module with the interpreter"
+                    )
     kb = KernelBuilder(base, source)
     values: dict[int, Tensor] = {}
     args: list[Expr] = []

@@ -468,7 +468,7 @@ for _ir, _onnx in _BINARY.items():
     LOWERINGS[_ir] = lambda e, n, a, _op=_onnx: e.node(_op, [a[0], a[1]])
 
 # onnxruntime's CPU kernels of these ops lack small integer and bool types: compute in i32
-_NARROW = (DType.int8, DType.int16, DType.uint8, DType.bool)
+_NARROW = (DType.int8, DType.int16, DType.uint8, DType.uint16, DType.bool)
 
 
 def _widened(e, n: Call, a: list, op: str, **attrs) -> str:
@@ -1206,3 +1206,21 @@ def _dequantize_op(e, n, a):
     d = e.node("Sub", [_as_float(e, a[0], x, ct), _as_float(e, a[2], z, ct)])
     y = e.node("Mul", [d, _as_float(e, a[1], s, ct)])
     return y if ct is _dtype(n) else e.node("Cast", [y], to=ONNX_DTYPE[_dtype(n)])
+
+
+# ----- bitwise ops (#17 dtypes) --------------------------------------------------------------
+# BitwiseAnd / Or / Xor / Not take integers only: bools use And / Or / Xor / Not.
+
+_BITWISE = {"bitwise_and": ("BitwiseAnd", "And"), "bitwise_or": ("BitwiseOr", "Or")}
+_BITWISE["bitwise_xor"] = ("BitwiseXor", "Xor")
+
+
+@lowers(*_BITWISE)
+def _bitwise_op(e, n, a):
+    ints, bools = _BITWISE[n.op]
+    return e.node(bools if _dtype(n) is DType.bool else ints, [a[0], a[1]])
+
+
+@lowers("bitwise_not")
+def _bitwise_not_op(e, n, a):
+    return e.node("Not" if _dtype(n) is DType.bool else "BitwiseNot", a)

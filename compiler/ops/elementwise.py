@@ -27,7 +27,7 @@ def _unary_infer(kind: str):
             raise TypeInferenceError(f"needs a floating-point input, got {t.dtype}")
         if kind == "bool" and t.dtype is not DType.bool:
             raise TypeInferenceError(f"needs a bool input, got {t.dtype}")
-        if kind == "signed" and t.dtype in (DType.bool, DType.uint8):
+        if kind == "signed" and (t.dtype is DType.bool or t.dtype.is_unsigned):
             raise TypeInferenceError(f"needs a signed input, got {t.dtype}")
         return t
 

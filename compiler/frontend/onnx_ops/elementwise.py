@@ -48,11 +48,11 @@ _UNARY = {
 def _unary(ir_op: str):
     def convert(ctx: ConvertContext) -> Expr:
         x = ctx.input(0)
-        if ir_op in ("abs", "sign", "neg") and x.ty.dtype is DType.uint8:
+        if ir_op in ("abs", "sign", "neg") and x.ty.dtype.is_unsigned:
             if ir_op == "abs":
                 return ctx.call("identity", x)
             if ir_op == "sign":
-                return _cast(ctx, ctx.call("greater", x, ctx.like(0, x)), DType.uint8)
+                return _cast(ctx, ctx.call("greater", x, ctx.like(0, x)), x.ty.dtype)
         return ctx.call(ir_op, x)
 
     return convert
