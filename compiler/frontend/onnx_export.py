@@ -561,11 +561,6 @@ def _clip(e, n, a):
     return e.node("Clip", [a[0], *bounds])
 
 
-@lowers("cast")
-def _cast(e, n, a):
-    return e.node("Cast", a, to=ONNX_DTYPE[n.attrs["dtype"]])
-
-
 @lowers("floor_divide")
 def _floor_divide(e, n, a):
     if _dtype(n).is_float:
@@ -1224,3 +1219,36 @@ def _bitwise_op(e, n, a):
 @lowers("bitwise_not")
 def _bitwise_not_op(e, n, a):
     return e.node("Not" if _dtype(n) is DType.bool else "BitwiseNot", a)
+
+
+# ----- low-precision dtypes (#17 dtypes) ---------------------------------------------------
+# The IR's cast to a float8 type does not saturate (ml_dtypes); ONNX's Cast does by default.
+
+_FLOAT8 = (DType.float8e4m3fn, DType.float8e4m3fnuz, DType.float8e5m2, DType.float8e5m2fnuz)
+
+
+# the opset whose Cast first takes each low-precision type
+_SINCE = {DType.float4e2m1: 23, DType.float8e8m0: 24, DType.int2: 25, DType.uint2: 25}
+_SINCE |= {d: 19 for d in _FLOAT8} | {DType.int4: 21, DType.uint4: 21}
+
+
+@lowers("cast")
+def _cast(e, n, a):
+    dtype, src = n.attrs["dtype"], _dtype(n.args[0])
+    need = max(_SINCE.get(dtype, 0), _SINCE.get(src, 0))
+    if e.opset < need:
+        what = dtype if dtype in _SINCE else src
+        raise ExportError(
+            f"a cast of {what.name} values needs opset {need} or newer, got {e.opset}"
+        )
+    if dtype in _FLOAT8:
+        return e.node("Cast", a, to=ONNX_DTYPE[dtype], saturate=0)
+    return e.node("Cast", a, to=ONNX_DTYPE[dtype])
+
+
+@lowers("to_float8e8m0")
+def _to_float8e8m0_op(e, n, a):
+    if e.opset < 24:
+        raise ExportError(f"a cast to float8e8m0 needs opset 24 or newer, got {e.opset}")
+    attrs = {"saturate": int(n.attrs["saturate"]), "round_mode": n.attrs["round_mode"]}
+    return e.node("Cast", a, to=ONNX_DTYPE[DType.float8e8m0], **attrs)

@@ -45,7 +45,10 @@ def _powers_of_two(ctx: ConvertContext, s: Expr, dtype: DType, top: int) -> Expr
     type), read from a constant table."""
     powers = np.array([1 << k for k in range(top + 1)], dtype=np.uint64)
     table = ctx.constant(powers.astype(dtype.numpy), dtype)  # (wraps to the signed minimum)
-    idx = _cast(ctx, ctx.call("clip", s, min=0.0, max=float(top)), DType.int64)
+    s = ctx.call("minimum", s, ctx.like(top, s))  # (not clip: onnxruntime lacks uint16 Clip)
+    if not dtype.is_unsigned:
+        s = ctx.call("maximum", s, ctx.like(0, s))
+    idx = _cast(ctx, s, DType.int64)
     return ctx.call("take", table, idx, axis=0)
 
 
@@ -63,12 +66,12 @@ def _bitshift(ctx: ConvertContext) -> Expr:
     beyond = ctx.call("greater_equal", s, ctx.like(bits, s))
     if not dtype.is_unsigned:
         beyond = ctx.call("logical_or", beyond, ctx.call("less", s, ctx.like(0, s)))
-    if direction == "LEFT":
-        shifted = ctx.call("multiply", x, _powers_of_two(ctx, s, dtype, bits - 1))
-        return ctx.call("where", beyond, zero, shifted)
-    if dtype.is_unsigned:
-        shifted = ctx.call("floor_divide", x, _powers_of_two(ctx, s, dtype, bits - 1))
-        return ctx.call("where", beyond, zero, shifted)
+    if direction == "LEFT" or dtype.is_unsigned:
+        powers = _powers_of_two(ctx, s, dtype, bits - 1)
+        op = "multiply" if direction == "LEFT" else "floor_divide"
+        shifted = ctx.call(op, x, powers)
+        # zero where out of range: a multiply by 0 / 1 (onnxruntime's Where lacks uint16/64)
+        return ctx.call("multiply", shifted, _cast(ctx, ctx.call("logical_not", beyond), dtype))
     # signed: 2**(bits-1) is negative in the type; a shift by bits-1 or more gives the sign
     shifted = ctx.call("floor_divide", x, _powers_of_two(ctx, s, dtype, bits - 2))
     sign = ctx.call("where", ctx.call("less", x, zero), ctx.like(-1, x), zero)

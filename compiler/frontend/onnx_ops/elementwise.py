@@ -331,16 +331,16 @@ def _clip(ctx):
 
 @converter("Cast", attrs=("to", "saturate", "round_mode"))
 def _cast_op(ctx):
-    if ctx.attr("round_mode", "up") != "up":
-        raise Unsupported("round_mode other than up")
-    return ctx.call("cast", ctx.input(0), dtype=dtype_of(ctx.attr("to")))
+    from compiler.frontend.onnx_ops.casts import cast_node  # (saturate, round_mode)
+
+    return cast_node(ctx, ctx.input(0), dtype_of(ctx.attr("to")))
 
 
 @converter("CastLike", attrs=("saturate", "round_mode"))
 def _cast_like(ctx):
-    if ctx.attr("round_mode", "up") != "up":
-        raise Unsupported("round_mode other than up")
-    return ctx.call("cast", ctx.input(0), dtype=ctx.ty(1).dtype)
+    from compiler.frontend.onnx_ops.casts import cast_node
+
+    return cast_node(ctx, ctx.input(0), ctx.ty(1).dtype)
 
 
 @converter("Constant", attrs=("value", "value_float", "value_floats", "value_int", "value_ints"))
