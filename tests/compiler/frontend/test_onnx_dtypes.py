@@ -489,3 +489,56 @@ def test_cast_export_needs_a_new_enough_opset():
     module = from_onnx(_cast_model(TP.FLOAT8E4M3FN, 1))
     with pytest.raises(FrontendError, match="needs opset 19"):
         to_onnx(module, opset=18)
+
+
+# ----- trace files keep the new dtypes -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["uint64", "float8e4m3fn", "float8e5m2", "int4", "float4e2m1"])
+def test_trace_files_keep_the_new_dtypes(name, tmp_path):
+    import explorer
+    from compiler.ir import assert_structural_equal
+    from explorer.store import load, save
+
+    dtype = DType.of(name)
+    values = np.linspace(-3, 3, 12) if not dtype.is_unsigned else np.arange(12) * 2**60
+    w = np.asarray(values).astype(dtype.numpy).reshape(3, 4)
+    text = f"""weights {{
+  $w: {dtype.short}[3, 4]
+}}
+def @main(%x: {dtype.short}[3, 4]) -> {dtype.short}[3, 4] {{
+  %y: {dtype.short}[3, 4] = add(%x, $w)
+  return %y
+}}"""
+    trace = explorer.trace_from_module(parse(text, params={"w": w}), "")
+    save(trace, tmp_path / "t.passlens")
+    loaded = load(tmp_path / "t.passlens")
+    got = loaded.imported.module.constants()["w"].data
+    assert got.dtype == w.dtype and got.tobytes() == w.tobytes()
+    assert_structural_equal(loaded.imported.module, trace.imported.module)
+
+
+@pytest.mark.parametrize("elem", [TP.UINT32, TP.UINT64], ids=lambda e: TP.DataType.Name(e))
+def test_unsigned_constants_above_the_signed_range_compile(elem):
+    dtype = UNSIGNED[elem]
+    top = np.iinfo(dtype).max
+    c = np.array([top, 2 ** (np.iinfo(dtype).bits - 1) + 5, 3], dtype)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Add", ["x", "c"], ["y"]),
+            helper.make_node("Less", ["y", "c"], ["z"]),
+            helper.make_node("Div", ["x", "c"], ["w"]),
+            helper.make_node("Mul", ["x", "s"], ["v"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", elem, [3])],
+        [helper.make_tensor_value_info(n, TP.BOOL if n == "z" else elem, None) for n in "yzwv"],
+        [onnx.numpy_helper.from_array(c, "c"), onnx.numpy_helper.from_array(dtype(top), "s")],
+    )
+    module = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]))
+    x = np.array([5, top, 7], dtype)
+    ours = run(module, x)
+    np.testing.assert_array_equal(ours[0], x + c)
+    np.testing.assert_array_equal(ours[1], (x + c) < c)
+    for got, want in zip(build(module)(x), ours, strict=True):
+        np.testing.assert_array_equal(got, want)
