@@ -131,7 +131,7 @@ def _elu(ctx):
     return ctx.call("where", positive, x, _negative_part(ctx, x, ctx.attr("alpha", 1.0)))
 
 
-@converter("Selu", attrs=("alpha", "gamma"))
+@converter("Selu", attrs=("alpha", "gamma"), min_version=6)  # v1: other defaults
 def _selu(ctx):
     x = ctx.input(0)
     alpha, gamma = (
@@ -160,7 +160,7 @@ def _leaky_relu(ctx):
     return ctx.call("leaky_relu", ctx.input(0), alpha=ctx.attr("alpha", 0.01))
 
 
-@converter("PRelu")
+@converter("PRelu", min_version=7)  # v6: slope broadcast undefined
 def _prelu(ctx):
     x, slope = ctx.input(0), ctx.input(1)
     negative = ctx.call("less", x, ctx.like(0, x))
@@ -329,7 +329,7 @@ def _clip(ctx):
     return y if y is not x else ctx.call("identity", x)
 
 
-@converter("Cast", attrs=("to", "saturate", "round_mode"))
+@converter("Cast", attrs=("to", "saturate", "round_mode"), min_version=6)  # v1: `to` a string
 def _cast_op(ctx):
     if ctx.attr("round_mode", "up") != "up":
         raise Unsupported("round_mode other than up")
@@ -358,7 +358,7 @@ def _constant(ctx):
     raise ConversionError("a Constant needs one of value, value_float(s), value_int(s)")
 
 
-@converter("Dropout", attrs=("seed", "ratio"))
+@converter("Dropout", attrs=("seed", "ratio"), min_version=7)  # v6: is_test (legacy.py)
 def _dropout(ctx):
     x = ctx.input(0)
     training = ctx.const(2)
