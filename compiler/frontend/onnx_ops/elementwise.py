@@ -246,11 +246,11 @@ def _binary(ir_op: str):
     return convert
 
 
-for _onnx, _ir in _BINARY.items():
-    converter(_onnx)(_binary(_ir))
+for _onnx, _ir in _BINARY.items():  # before version 7: legacy broadcasting (legacy.py)
+    converter(_onnx, min_version=7)(_binary(_ir))
 
 
-@converter("Pow")
+@converter("Pow", min_version=7)
 def _pow(ctx):
     x, y = ctx.input(0), ctx.input(1)
     dx, dy = x.ty.dtype, y.ty.dtype

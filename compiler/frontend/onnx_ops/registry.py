@@ -71,15 +71,20 @@ def converter(
     def deco(fn):
         for t in op_types:
             conv = OnnxConverter(t, fn, frozenset(attrs), min_version, max_version)
+            older = OLDER_CONVERTERS.setdefault(t, [])
             if max_version is None:
                 if t in CONVERTERS:
                     raise ValueError(f"ONNX op {t} has two converters")
+                if any(o.max_version >= min_version for o in older):
+                    raise ValueError(f"ONNX op {t} has two converters of one version")
                 CONVERTERS[t] = conv
                 continue
             if max_version < min_version:
                 raise ValueError(f"ONNX op {t}: max_version {max_version} < {min_version}")
-            older = OLDER_CONVERTERS.setdefault(t, [])
-            if any(o.min_version <= max_version and min_version <= o.max_version for o in older):
+            newest = CONVERTERS.get(t)
+            if any(
+                o.min_version <= max_version and min_version <= o.max_version for o in older
+            ) or (newest is not None and newest.min_version <= max_version):
                 raise ValueError(f"ONNX op {t} has two converters of one version")
             older.append(conv)
         return fn
