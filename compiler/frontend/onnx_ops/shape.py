@@ -534,8 +534,18 @@ def _constant_of_shape(ctx):
     return ctx.call("full", shape=dims, value=float(value), dtype=dtype)
 
 
-@converter("Range")
+@converter("Range", attrs=("stash_type",))
 def _range(ctx):
+    if ctx.version >= 27 and ctx.attr("stash_type", 1) == 1:
+        dtype = ctx.ty(0).dtype
+        if dtype in (DType.float16, DType.bfloat16):  # Range-27: accumulated in float32
+            ctx.inputs = [
+                _cast(ctx, ctx.input(i), DType.float32)
+                if ctx.const(i) is None
+                else ctx.constant(ctx.const(i).astype(np.float32), DType.float32)
+                for i in range(3)
+            ]
+            return _cast(ctx, _range(ctx), dtype)
     values = [ctx.const(i) for i in range(3)]
     if any(v is None for v in values):
         bounds = [ctx.dims(i, symbolic=False) for i in range(3)]
