@@ -501,3 +501,15 @@ def test_node_tests_of_old_opsets_pass():
     assert all(r.opset < 11 for r in results)
     failing = [f"{r.name}: {r.status} {r.message}" for r in results if r.status != "passed"]
     assert not failing
+
+
+def test_dropout_7_is_the_identity_and_its_unspecified_mask_is_refused():
+    node = helper.make_node("Dropout", ["x"], ["y"], ratio=0.4)
+    model = make_model([node], [_vi("x", F32, [2, 3])], [_vi("y", F32, [2, 3])], 7)
+    _check(model, _f32(2, 3))
+    node = helper.make_node("Dropout", ["x"], ["y", "mask"])
+    model = make_model(
+        [node], [_vi("x", F32, [2, 3])], [_vi("y", F32, [2, 3]), _vi("mask", F32, [2, 3])], 9
+    )
+    with pytest.raises(UnsupportedOperatorError, match=r"Dropout \(output 1 \('mask'\)\)"):
+        from_onnx(model)
