@@ -27,7 +27,7 @@ from compiler.frontend.onnx_ops.registry import (
     converter,
 )
 from compiler.ir.nodes import Expr
-from compiler.ir.symbolic import dim_str, dims_equal
+from compiler.ir.symbolic import dim_str
 
 FLT_MAX = float(np.finfo(np.float32).max)
 
@@ -44,8 +44,12 @@ def _legacy_broadcast(ctx: ConvertContext) -> tuple[Expr, Expr]:
     if not ctx.attr("broadcast", 0):
         if "axis" in ctx.attrs:
             raise ConversionError(f"{op}: axis is given without broadcast=1")
-        if sa is not None and sb is not None:
-            if len(sa) != len(sb) or not all(dims_equal(x, y) for x, y in zip(sa, sb, strict=True)):
+        if sa is not None and sb is not None:  # a symbolic dim is checked at run time
+            differ = len(sa) != len(sb) or any(
+                isinstance(x, int) and isinstance(y, int) and x != y
+                for x, y in zip(sa, sb, strict=False)
+            )
+            if differ:
                 raise ConversionError(
                     f"{op} without broadcast=1 needs equal shapes, got "
                     f"{[dim_str(d) for d in sa]} and {[dim_str(d) for d in sb]}"
@@ -91,7 +95,11 @@ def _gemm_v6(ctx):
         if a.shape is not None and b.shape is not None and c.shape is not None:
             m = a.shape[1] if ctx.attr("transA", 0) else a.shape[0]
             n = b.shape[0] if ctx.attr("transB", 0) else b.shape[1]
-            if len(c.shape) != 2 or not (dims_equal(c.shape[0], m) and dims_equal(c.shape[1], n)):
+            static_differ = any(
+                isinstance(x, int) and isinstance(y, int) and x != y
+                for x, y in zip(c.shape, (m, n), strict=False)
+            )
+            if len(c.shape) != 2 or static_differ:
                 raise ConversionError(
                     f"Gemm-{ctx.version} without broadcast=1 needs C of shape (M, N), got "
                     f"{[dim_str(d) for d in c.shape]}"
@@ -211,8 +219,8 @@ def _pad_v2(ctx):
 def _topk_v1(ctx):
     """TopK-1: k is an attribute; the largest, sorted."""
     k = ctx.attr("k")
-    if not isinstance(k, int):
-        raise ConversionError("TopK-1 needs the k attribute")
+    if not isinstance(k, int) or k < 0:
+        raise ConversionError(f"TopK-1 needs a k attribute of at least 0, got {k}")
     out = ctx.call("topk", ctx.input(0), k=k, axis=ctx.attr("axis", -1), largest=True)
     return ctx.tuple_item(out, 0), ctx.tuple_item(out, 1)
 

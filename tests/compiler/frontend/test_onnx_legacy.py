@@ -115,10 +115,8 @@ def form_changes() -> set[tuple[str, int, int]]:
             for name, default in aa.items():
                 if name in ba and ba[name] != default:
                     changed = True
-                if name not in ba and default is not None and name not in conv.attrs:
-                    changed = True  # the old default applied, the new version lacks it
-                if name not in ba and default is not None and name in conv.attrs:
-                    changed = True
+                if name not in ba and default is not None:
+                    changed = True  # the old version applied a default the new one lacks
             if changed:
                 changes.add((op, a.since_version, b.since_version))
     return changes
