@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from compiler.frontend.onnx_context import (
+    MAX_IMPORT_ELEMENTS,
     ConversionError,
     ConvertContext,
     dtype_of,
@@ -33,7 +34,10 @@ from compiler.ir.types import DType
 
 F64 = DType.float64
 MAX_LENGTH = 1 << 24
-"""The largest static signal, frame or window length converted (a matrix of N x N)."""
+"""The largest static signal, frame, window or DFT length converted."""
+MAX_MATRIX = 1 << 26
+"""The largest static DFT matrix (rows x cols) converted; up to MAX_IMPORT_ELEMENTS it is a
+constant, above it is computed at run time (static shapes either way)."""
 
 Length = int | Expr  # a static length, or a 0-d i64 value known at run time
 
@@ -73,7 +77,9 @@ def _arith(ctx: ConvertContext, op: str, a: Length, b: Length) -> Length:
 def _range(ctx: ConvertContext, n: Length) -> Expr:
     """0, 1, ..., n - 1 as a 1-D i64 tensor."""
     if isinstance(n, int):
-        return ctx.constant(np.arange(n), I64)
+        if n <= MAX_IMPORT_ELEMENTS:
+            return ctx.constant(np.arange(n), I64)
+        return ctx.call("arange", start=0, stop=n, step=1, dtype=I64)
     zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
     return _index_range(ctx, zero, n, one)
 
@@ -93,9 +99,10 @@ def _first(ctx: ConvertContext, x: Expr, n: Length, length: Length) -> Expr:
 
 def _dft_matrices(ctx, rows: Length, cols: Length, n_fft: Length) -> tuple[Expr, Expr]:
     """cos and sin of 2*pi*(r*c mod N)/N, float64 [rows, cols]."""
-    if all(isinstance(v, int) for v in (rows, cols, n_fft)):
-        if rows * cols > MAX_LENGTH:
-            raise ConversionError(f"a DFT matrix of {rows} x {cols} is too large")
+    static = all(isinstance(v, int) for v in (rows, cols, n_fft))
+    if static and rows * cols > MAX_MATRIX:
+        raise ConversionError(f"a DFT matrix of {rows} x {cols} is too large")
+    if static and rows * cols <= MAX_IMPORT_ELEMENTS:
         prod = np.outer(np.arange(rows), np.arange(cols)) % max(n_fft, 1)
         angle = 2 * np.pi * prod / max(n_fft, 1)
         return ctx.constant(np.cos(angle), F64), ctx.constant(np.sin(angle), F64)
@@ -328,18 +335,18 @@ def _window(kind: str):
         dtype = dtype_of(ctx.attr("output_datatype", 1))
         periodic = bool(ctx.attr("periodic", 1))
         size = _length_of(ctx, 0, "size")
-        if isinstance(size, int):
+        if isinstance(size, int) and size <= MAX_IMPORT_ELEMENTS:
             n = np.arange(size, dtype=np.float64)
             with np.errstate(all="ignore"):
                 angle = 2 * np.pi * n / (size if periodic else size - 1)
                 w = a0 - a1 * np.cos(angle) + a2 * np.cos(2 * angle)
             return ctx.constant(w, dtype)
         n = _cast(ctx, _range(ctx, size), F64)
-        denom = size if periodic else ctx.call("subtract", size, ctx.constant(1, I64))
+        denom = _arith(ctx, "subtract", size, 0 if periodic else 1)
         angle = ctx.call(
             "divide",
             ctx.call("multiply", n, ctx.constant(2 * np.pi, F64)),
-            _cast(ctx, denom, F64),
+            _cast(ctx, _expr(ctx, denom), F64),
         )
         w = ctx.call(
             "subtract",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.frontend.onnx_context import ConversionError, Unsupported
+from compiler.frontend.onnx_context import MAX_IMPORT_ELEMENTS, ConversionError, Unsupported
 from compiler.frontend.onnx_ops.registry import I64, _cast, _static, converter
 from compiler.ir.types import DType
 
@@ -107,7 +107,7 @@ def _tfidf(ctx):
             windows = length - (n - 1) * distance
             if windows <= 0:
                 break
-            if windows * len(keys) * n > MAX_WORK:
+            if windows * n > MAX_IMPORT_ELEMENTS or windows * len(keys) * n > MAX_WORK:
                 raise ConversionError(f"{windows} windows x {len(keys)} {n}-grams are too many")
             index = np.arange(windows)[:, None] + distance * np.arange(n)[None, :]
             taken = ctx.call("take", tokens, ctx.constant(index, I64), axis=rank - 1)
