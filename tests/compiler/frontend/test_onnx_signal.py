@@ -292,3 +292,17 @@ def test_window_sizes_are_validated():
     )
     with pytest.raises(FrontendError, match="size 1099511627776 is out of range"):
         from_onnx(model)
+
+
+def test_a_long_dft_computes_its_matrices_at_run_time_with_static_shapes():
+    model = _dft_model([1, 2048, 1], 17, {}, axis=1, out_shape=[1, 2048, 2])
+    module = from_onnx(model)
+    assert str(module.main.ret_type) == "f32[1, 2048, 2]"
+    from compiler.ir import Constant
+
+    operands = [a for b in module.main.bindings for a in getattr(b, "operands", ())]
+    sizes = [a.data.size for a in operands if isinstance(a, Constant)]
+    assert sizes and max(sizes) <= 1 << 20  # no 2048 x 2048 constant
+    x = RNG.standard_normal((1, 2048, 1)).astype(np.float32)
+    expected = _pack(np.fft.fft(x[..., 0].astype(np.float64), axis=1))
+    _compare(run(module, x), [expected.astype(np.float32)], rtol=1e-4, atol=1e-3)
