@@ -145,7 +145,7 @@ def _attention(ctx):
         k = ctx.call("concat", pk, k, axis=2)
         v = ctx.call("concat", pv, v, axis=2)
     present_k, present_v = k, v
-    q_len, kv_len = q.ty.shape[2], k.ty.shape[2]
+    kv_len = k.ty.shape[2]
 
     # the additive bias (None: no bias)
     bias = None
@@ -244,3 +244,286 @@ def _attention(ctx):
         y = ctx.call("permute_dims", y, axes=[0, 2, 1, 3])
         y = ctx.call("reshape", y, shape=[0, 0, heads * dv], allowzero=False)
     return y, present_k, present_v, qk_output
+
+
+# ----- RotaryEmbedding ----------------------------------------------------------------------
+
+
+def _slice_last(ctx, x: Expr, begin: int, end: int, step: int = 1) -> Expr:
+    return ctx.call("strided_slice", x, begin=[begin], end=[end], strides=[step], axes=[-1])
+
+
+@converter(
+    "RotaryEmbedding", attrs=("interleaved", "num_heads", "rotary_embedding_dim"), min_version=23
+)
+def _rotary_embedding(ctx):
+    x = _float_input(ctx, 0, "input")
+    cos, sin = ctx.input(1), ctx.input(2)
+    rank = ctx.rank(0)
+    if rank == 4:  # (batch, heads, seq, size) -> (batch, seq, heads, size)
+        x4 = ctx.call("permute_dims", x, axes=[0, 2, 1, 3])
+    elif rank == 3:
+        heads = _heads_attr(ctx, "num_heads")
+        if heads is None:
+            raise ConversionError("a 3-D input needs the attribute num_heads")
+        hidden = _static(x.ty.shape[2], ctx, "hidden size")
+        if hidden % heads:
+            raise ConversionError(f"the hidden size {hidden} is not a multiple of {heads} heads")
+        x4 = ctx.call("reshape", x, shape=[0, 0, heads, hidden // heads], allowzero=False)
+    else:
+        raise ConversionError(f"the input must be 3-D or 4-D, got {x.ty}")
+    size = _static(x4.ty.shape[3], ctx, "head size")
+    rdim = ctx.attr("rotary_embedding_dim", 0) or size
+    if not 0 < rdim <= size or rdim % 2:
+        raise ConversionError(
+            f"rotary_embedding_dim {rdim} must be even and at most the head size {size}"
+        )
+    half = rdim // 2
+    if ctx.has(3):
+        pos = ctx.input(3)
+        if not pos.ty.dtype.is_int:
+            raise ConversionError(f"position_ids must be integers, got {pos.ty}")
+        if ctx.rank(1) != 2 or ctx.rank(2) != 2:
+            raise ConversionError(f"with position_ids the caches must be 2-D, got {cos.ty}")
+        cos = ctx.call("take", cos, _cast(ctx, pos, I64), axis=0)
+        sin = ctx.call("take", sin, _cast(ctx, pos, I64), axis=0)
+    elif ctx.rank(1) != 3 or ctx.rank(2) != 3:
+        raise ConversionError(f"without position_ids the caches must be 3-D, got {cos.ty}")
+    for c in (cos, sin):
+        if dims_equal(c.ty.shape[-1], half) is False:
+            raise ConversionError(f"the caches must have rotary_embedding_dim/2 = {half} values")
+    cos = _cast(ctx, ctx.call("unsqueeze", cos, axes=[2]), x.ty.dtype)
+    sin = _cast(ctx, ctx.call("unsqueeze", sin, axes=[2]), x.ty.dtype)
+    rot = x4 if rdim == size else _slice_last(ctx, x4, 0, rdim)
+    interleaved = bool(ctx.attr("interleaved", 0))
+    if interleaved:
+        x1, x2 = _slice_last(ctx, rot, 0, rdim, 2), _slice_last(ctx, rot, 1, rdim, 2)
+    else:
+        x1, x2 = _slice_last(ctx, rot, 0, half), _slice_last(ctx, rot, half, rdim)
+    real = ctx.call("subtract", ctx.call("multiply", cos, x1), ctx.call("multiply", sin, x2))
+    imag = ctx.call("add", ctx.call("multiply", sin, x1), ctx.call("multiply", cos, x2))
+    if interleaved:
+        pairs = ctx.call(
+            "concat",
+            ctx.call("unsqueeze", real, axes=[-1]),
+            ctx.call("unsqueeze", imag, axes=[-1]),
+            axis=-1,
+        )
+        rot = ctx.call("reshape", pairs, shape=[0, 0, 0, rdim], allowzero=False)
+    else:
+        rot = ctx.call("concat", real, imag, axis=-1)
+    if rdim < size:
+        rot = ctx.call("concat", rot, _slice_last(ctx, x4, rdim, size), axis=-1)
+    if rank == 4:
+        return ctx.call("permute_dims", rot, axes=[0, 2, 1, 3])
+    return ctx.call("reshape", rot, shape=[0, 0, size * x4.ty.shape[2]], allowzero=False)
+
+
+# ----- SwiGLU -------------------------------------------------------------------------------
+
+
+@converter("SwiGLU", attrs=("alpha",))
+def _swiglu(ctx):
+    a, b = _float_input(ctx, 0, "A"), _float_input(ctx, 1, "B")
+    if a.ty.dtype is not b.ty.dtype:
+        raise ConversionError(f"A and B must have one dtype, got {a.ty} and {b.ty}")
+    if a.ty.shape is not None and b.ty.shape is not None:
+        same = len(a.ty.shape) == len(b.ty.shape) and all(
+            dims_equal(p, r) is not False for p, r in zip(a.ty.shape, b.ty.shape, strict=False)
+        )
+        if not same:
+            raise ConversionError(f"A and B must have one shape (no broadcasting): {a.ty}, {b.ty}")
+    alpha = float(ctx.attr("alpha", 1.0))
+    if not math.isfinite(alpha):
+        raise ConversionError(f"alpha must be finite, got {alpha}")
+    gate_in = a if alpha == 1.0 else ctx.call("multiply", a, ctx.like(alpha, a))
+    swish = ctx.call("multiply", a, ctx.call("sigmoid", gate_in))
+    return ctx.call("multiply", swish, b)
+
+
+# ----- TensorScatter ------------------------------------------------------------------------
+
+
+@converter("TensorScatter", attrs=("axis", "mode"), min_version=24)
+def _tensor_scatter(ctx):
+    cache, update = ctx.input(0), ctx.input(1)
+    if cache.ty.dtype is not update.ty.dtype:
+        raise ConversionError(f"past_cache and update must have one dtype: {cache.ty}, {update.ty}")
+    rank = ctx.rank(0)
+    if ctx.rank(1) != rank or rank < 2:
+        raise ConversionError(f"past_cache and update must have one rank >= 2: {cache.ty}")
+    axis = ctx.attr("axis", -2)
+    if not -rank <= axis < rank:
+        raise ConversionError(f"axis {axis} is out of range for rank {rank}")
+    axis %= rank
+    if axis == 0:
+        raise ConversionError("axis must not be the batch axis 0")
+    mode = ctx.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise ConversionError(f"mode must be linear or circular, got {mode!r}")
+    for i, (c, u) in enumerate(zip(cache.ty.shape, update.ty.shape, strict=True)):
+        if i != axis and dims_equal(c, u) is False:
+            raise ConversionError(
+                f"past_cache {cache.ty} and update {update.ty} differ on axis {i}"
+            )
+        if i == axis and isinstance(c, int) and isinstance(u, int) and u > c:
+            raise ConversionError(f"update {update.ty} is longer than past_cache {cache.ty}")
+    seq = ctx.call("arange", start=0, stop=update.ty.shape[axis], dtype=I64)
+    index = ctx.call("reshape", seq, shape=[-1] + [1] * (rank - axis - 1))
+    if ctx.has(2):
+        w = ctx.input(2)
+        if not w.ty.dtype.is_int:
+            raise ConversionError(f"write_indices must be integers, got {w.ty}")
+        w = ctx.call("reshape", _cast(ctx, w, I64), shape=[-1] + [1] * (rank - 1))
+        index = ctx.call("add", index, w)
+    if mode == "circular":
+        index = ctx.call("mod", index, _dim_value(ctx, cache, axis))
+    zeros = ctx.call("zeros_like", update, dtype=I64)
+    index = ctx.call("add", zeros, index)  # the shape of update
+    return ctx.call("scatter_elements", cache, index, update, axis=axis)
+
+
+# ----- CausalConvWithState ------------------------------------------------------------------
+
+
+@converter("CausalConvWithState", attrs=("activation",), min_version=27)
+def _causal_conv_with_state(ctx):
+    x = _float_input(ctx, 0, "input")
+    w = ctx.input(1)
+    if ctx.rank(0) != 3 or ctx.rank(1) != 3:
+        raise ConversionError(f"input and weight must be 3-D, got {x.ty} and {w.ty}")
+    channels = _static(x.ty.shape[1], ctx, "channel count")
+    c_out, one, kernel = (_static(d, ctx, "weight dim") for d in w.ty.shape)
+    if c_out != channels or one != 1 or kernel < 1:
+        raise ConversionError(f"weight must be ({channels}, 1, k) with k >= 1, got {w.ty}")
+    activation = ctx.attr("activation", "none")
+    if activation not in ("none", "silu", "swish"):
+        raise ConversionError(f"activation must be none, silu or swish, got {activation!r}")
+    w = _cast(ctx, w, x.ty.dtype)
+    if ctx.has(3):
+        past = ctx.input(3)
+        if ctx.rank(3) != 3 or dims_equal(past.ty.shape[2], kernel - 1) is False:
+            raise ConversionError(f"past_state must be (batch, {channels}, {kernel - 1})")
+        padded = ctx.call("concat", _cast(ctx, past, x.ty.dtype), x, axis=2)
+    else:
+        padded = ctx.call("pad", x, pads=[0, 0, kernel - 1, 0, 0, 0])
+    bias = [_cast(ctx, ctx.input(2), x.ty.dtype)] if ctx.has(2) else []
+    y = ctx.call(
+        "conv1d",
+        padded,
+        w,
+        *bias,
+        strides=[1],
+        padding=[0, 0],
+        dilation=[1],
+        groups=channels,
+    )
+    if activation != "none":
+        y = ctx.call("multiply", y, ctx.call("sigmoid", y))
+    end = 1 << 62
+    begin = -(kernel - 1) if kernel > 1 else end
+    state = ctx.call("strided_slice", padded, begin=[begin], end=[end], axes=[2])
+    return y, state
+
+
+# ----- LinearAttention ----------------------------------------------------------------------
+
+MAX_UNROLLED_STEPS = 512
+"""LinearAttention is unrolled over the sequence: at most this many steps."""
+
+
+@converter(
+    "LinearAttention",
+    attrs=("chunk_size", "kv_num_heads", "q_num_heads", "scale", "update_rule"),
+    min_version=27,
+)
+def _linear_attention(ctx):
+    """The reference's recurrence (in float32), unrolled over a static sequence length:
+    state *= exp(decay_t) (gated); v_t = beta_t * (v_t - state^T k_t) (delta);
+    state += k_t v_t^T; out_t = scale * q_t state (KV heads repeated for the query heads)."""
+    rule = ctx.attr("update_rule", "gated_delta")
+    if rule not in ("linear", "gated", "delta", "gated_delta"):
+        raise ConversionError(f"unknown update_rule {rule!r}")
+    hq, hkv = _heads_attr(ctx, "q_num_heads"), _heads_attr(ctx, "kv_num_heads")
+    if hq is None or hkv is None:
+        raise ConversionError("q_num_heads and kv_num_heads are required")
+    if hq % hkv:
+        raise ConversionError(f"q_num_heads {hq} is not a multiple of kv_num_heads {hkv}")
+    gating, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    if gating != ctx.has(4):
+        raise ConversionError(f"update_rule {rule} {'needs' if gating else 'forbids'} decay")
+    if delta != ctx.has(5):
+        raise ConversionError(f"update_rule {rule} {'needs' if delta else 'forbids'} beta")
+    q, k, v = (_float_input(ctx, i, n) for i, n in enumerate(("query", "key", "value")))
+    for i in range(3):
+        if ctx.rank(i) != 3:
+            raise ConversionError(f"query, key and value must be 3-D, got {ctx.input(i).ty}")
+    out_dtype = q.ty.dtype
+    steps = _static(q.ty.shape[1], ctx, "sequence length (the recurrence is unrolled)")
+    if not 0 < steps <= MAX_UNROLLED_STEPS:
+        raise Unsupported(f"LinearAttention over {steps} steps (1 to {MAX_UNROLLED_STEPS})")
+    f32 = DType.float32
+
+    def heads4(x, heads, what):
+        return _cast(ctx, _split_heads(ctx, x, heads, what), f32)
+
+    q4, k4, v4 = heads4(q, hq, "query"), heads4(k, hkv, "key"), heads4(v, hkv, "value")
+    dk, dv = _static(k4.ty.shape[3], ctx, "key size"), _static(v4.ty.shape[3], ctx, "value size")
+    if _static(q4.ty.shape[3], ctx, "query size") != dk:
+        raise ConversionError(f"query and key head sizes differ: {q.ty}, {k.ty}")
+
+    def per_step(i, what, allowed):  # (B, T, n) -> (B, n or H, T, 1 or d)
+        x = _float_input(ctx, i, what)
+        if ctx.rank(i) != 3:
+            raise ConversionError(f"{what} must be 3-D, got {x.ty}")
+        last = _static(x.ty.shape[2], ctx, f"{what} size")
+        if last not in allowed:
+            raise ConversionError(f"{what} last dim {last} must be one of {sorted(set(allowed))}")
+        d = 1 if last in allowed[:2] else dk
+        y = ctx.call("reshape", x, shape=[0, 0, last // d, d], allowzero=False)
+        return _cast(ctx, ctx.call("permute_dims", y, axes=[0, 2, 1, 3]), f32)
+
+    decay = per_step(4, "decay", (hkv, hkv, hkv * dk)) if gating else None
+    beta = per_step(5, "beta", (hkv, 1)) if delta else None
+    if ctx.has(3):
+        past = ctx.input(3)
+        shape = past.ty.shape
+        if (
+            shape is None
+            or len(shape) != 4
+            or [dims_equal(a, b) for a, b in zip(shape[1:], (hkv, dk, dv), strict=True)].count(
+                False
+            )
+        ):
+            raise ConversionError(f"past_state must be (batch, {hkv}, {dk}, {dv}), got {past.ty}")
+        state_dtype = past.ty.dtype
+        state = _cast(ctx, past, f32)
+    else:
+        state_dtype = out_dtype
+        state = ctx.call("zeros", shape=[q.ty.shape[0], hkv, dk, dv], dtype=f32)
+    scale = ctx.attr("scale")
+    scale = 1.0 / math.sqrt(dk) if not scale else float(scale)
+    group = hq // hkv
+    outs = []
+    for t in range(steps):
+        idx = ctx.constant([t], I64)
+
+        def at(x, idx=idx):  # (B, H, 1, d)
+            return ctx.call("take", x, idx, axis=2)
+
+        k_t, v_t = at(k4), at(v4)
+        if gating:  # state (B,H,dk,dv) *= exp(g_t) over dk
+            g = ctx.call("permute_dims", ctx.call("exp", at(decay)), axes=[0, 1, 3, 2])
+            state = ctx.call("multiply", state, g)
+        if delta:
+            retrieved = ctx.call("matmul", k_t, state)  # (B, H, 1, dv)
+            v_t = ctx.call("multiply", at(beta), ctx.call("subtract", v_t, retrieved))
+        outer = ctx.call("matmul", ctx.call("permute_dims", k_t, axes=[0, 1, 3, 2]), v_t)
+        state = ctx.call("add", state, outer)
+        read = state if group == 1 else ctx.call("repeat", state, repeats=group, axis=1)
+        o = ctx.call("matmul", at(q4), read)  # (B, Hq, 1, dv)
+        outs.append(ctx.call("multiply", o, ctx.constant(scale, f32)))
+    out = outs[0] if len(outs) == 1 else ctx.call("concat", *outs, axis=2)
+    out = ctx.call("permute_dims", out, axes=[0, 2, 1, 3])
+    out = ctx.call("reshape", out, shape=[0, 0, hq * dv], allowzero=False)
+    return _cast(ctx, out, out_dtype), _cast(ctx, state, state_dtype)
