@@ -19,7 +19,7 @@ import numpy as np
 from compiler.frontend.onnx_context import ConversionError, Unsupported
 from compiler.frontend.onnx_ops.registry import _cast, _dim_value, _static, converter
 from compiler.ir.nodes import Expr
-from compiler.ir.symbolic import dim_add, dim_str, dims_equal
+from compiler.ir.symbolic import ANY, dim_add, dim_str, dim_sub, dims_equal
 from compiler.ir.types import DType
 
 I64 = DType.int64
@@ -161,16 +161,27 @@ def _attention(ctx):
             raise ConversionError(f"attn_mask must be bool or float, got {mask.ty}")
         last = mask.ty.shape[-1]
         if not dims_equal(last, kv_len):
-            if not (isinstance(last, int) and isinstance(kv_len, int)):
-                raise Unsupported(
-                    f"Attention with an attn_mask of {dim_str(last)} keys for "
-                    f"{dim_str(kv_len)} keys (a symbolic padding)"
-                )
-            if last > kv_len:
-                raise ConversionError(f"attn_mask has {last} keys, more than the {kv_len} keys")
             nd = len(mask.ty.shape)
-            pads = [0] * nd + [0] * (nd - 1) + [kv_len - last]
-            bias = ctx.call("pad", bias, pads=pads, value=-math.inf)
+            if not (isinstance(last, int) and isinstance(kv_len, int)):
+                # pad with a -inf filled (..., kv - mask keys): a mask longer than the keys
+                # fails at run time (a negative dim), as in the reference
+                if any(d is ANY for d in (*mask.ty.shape, kv_len)):
+                    raise Unsupported(
+                        f"Attention with an attn_mask of {dim_str(last)} keys for "
+                        f"{dim_str(kv_len)} keys (a padding of unknown size)"
+                    )
+                fill = ctx.call(
+                    "full",
+                    shape=[*mask.ty.shape[:-1], dim_sub(kv_len, last)],
+                    value=-math.inf,
+                    dtype=dt,
+                )
+                bias = ctx.call("concat", bias, fill, axis=-1)
+            elif last > kv_len:
+                raise ConversionError(f"attn_mask has {last} keys, more than the {kv_len} keys")
+            else:
+                pads = [0] * nd + [0] * (nd - 1) + [kv_len - last]
+                bias = ctx.call("pad", bias, pads=pads, value=-math.inf)
     causal = bool(ctx.attr("is_causal", 0))
     windowed = left >= 0 or right >= 0
     if causal or windowed:
@@ -218,12 +229,13 @@ def _attention(ctx):
         ctx.call("multiply", q, root),
         ctx.call("permute_dims", ctx.call("multiply", k, root), axes=[0, 1, 3, 2]),
     )
+    raw = scores
     if softcap > 0:
         cap = ctx.constant(softcap, dt)
         scores = ctx.call("multiply", ctx.call("tanh", ctx.call("divide", scores, cap)), cap)
     elif softcap < 0 or not math.isfinite(softcap):
         raise ConversionError(f"softcap must be a non-negative number, got {softcap}")
-    qk_output = scores
+    qk_output = raw if mode == 0 else scores  # mode 0: before the softcap (the spec)
     biased = scores if bias is None else ctx.call("add", scores, bias)
     if mode == 2:
         qk_output = biased
