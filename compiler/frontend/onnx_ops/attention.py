@@ -241,11 +241,14 @@ def _attention(ctx):
         qk_output = biased
     if precision is not None:
         biased = _cast(ctx, biased, _FLOAT_TYPES[precision])
-    probs = ctx.call("softmax", biased, axis=-1)
-    if bias is not None:  # a row whose bias is all -inf attends to nothing: zeros
+    if bias is None:
+        probs = ctx.call("softmax", biased, axis=-1)
+    else:  # a row whose bias is all -inf attends to nothing: zeros (softmax of 0s, no NaN)
         top = ctx.call("max", bias, axes=[-1], keepdims=True)
         empty = ctx.call("equal", top, ctx.constant(-np.inf, bias.ty.dtype))
-        probs = ctx.call("where", empty, ctx.constant(0, probs.ty.dtype), probs)
+        zero = ctx.constant(0, biased.ty.dtype)
+        probs = ctx.call("softmax", ctx.call("where", empty, zero, biased), axis=-1)
+        probs = ctx.call("where", empty, zero, probs)
     probs = _cast(ctx, probs, dt)
     if mode == 3:
         qk_output = probs
@@ -430,8 +433,9 @@ def _causal_conv_with_state(ctx):
         dilation=[1],
         groups=channels,
     )
-    if activation != "none":
-        y = ctx.call("multiply", y, ctx.call("sigmoid", y))
+    if activation != "none":  # in float32 at least, as the reference
+        wide = y if y.ty.dtype.itemsize >= 4 else _cast(ctx, y, DType.float32)
+        y = _cast(ctx, ctx.call("multiply", wide, ctx.call("sigmoid", wide)), x.ty.dtype)
     end = 1 << 62
     begin = -(kernel - 1) if kernel > 1 else end
     state = ctx.call("strided_slice", padded, begin=[begin], end=[end], axes=[2])

@@ -428,8 +428,8 @@ def test_attention_past_key_without_past_value_is_an_error():
 
 
 def test_attention_mask_shorter_than_a_symbolic_key_length_is_padded():
-    """A mask of ``m`` keys for ``kv`` keys (both symbolic) is padded with -inf (a filled tensor of kv - m keys)
-    (the reference's padding); the scores keep the symbolic ``kv``."""
+    """A mask of ``m`` keys for ``kv`` keys (both symbolic) is padded with -inf (a filled
+    tensor of ``kv - m`` keys, the reference's padding); the scores keep the symbolic ``kv``."""
     node = helper.make_node("Attention", ["q", "k", "v", "mask"], ["y"])
     model = _model(
         [node],
@@ -481,3 +481,35 @@ def test_causal_conv_weight_must_be_depthwise():
     inputs = [_vi("x", F, [1, 4, 5]), _vi("w", F, [4, 2, 3])]
     with pytest.raises(OnnxImportError, match=r"weight must be \(4, 1, k\)"):
         _import(node, inputs, 27, outputs=("y", "s"))
+
+
+# ----- (e) the converted graphs export back to ONNX ----------------------------------------
+
+
+def test_converted_node_tests_export_to_onnx_and_run_in_onnxruntime(harness):
+    """Each op's float32 node tests (the non-expanded form) go out through to_onnx and give
+    the interpreter's numbers in onnxruntime (bf16 kernels are missing there)."""
+    from compiler.frontend import to_onnx
+
+    ort.set_default_logger_severity(3)
+    root = harness.node_test_dir()
+    names = [
+        "test_attention_4d_with_past_and_present_qk_matmul_bias_3d_mask_causal",
+        "test_attention_3d_gqa_with_past_and_present",
+        "test_attention_4d_causal_nonpad_attn_mask_composition",
+        "test_attention_local_window_gqa_rank4_mask",
+        "test_rotary_embedding_with_interleaved_rotary_dim",
+        "test_rotary_embedding_3d_input",
+        "test_swiglu_alpha",
+        "test_tensorscatter_circular",
+        "test_causal_conv_with_state_silu_fp16",
+        "test_linear_attention_gated_delta_gqa",
+    ]
+    for name in names:
+        case = harness.load_case(root / name)
+        module = from_onnx(case.model)
+        inputs = [onnx.numpy_helper.to_array(t) for t in case.inputs]
+        sess = ort.InferenceSession(to_onnx(module).SerializeToString())
+        got = sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), inputs, strict=True)})
+        want = [onnx.numpy_helper.from_array(np.asarray(v)) for v in run(module, *inputs)]
+        assert harness._compare(tuple(got), want, 1e-3, 1e-6) == "", name
