@@ -543,3 +543,87 @@ def _linear_attention(ctx):
     out = ctx.call("permute_dims", out, axes=[0, 2, 1, 3])
     out = ctx.call("reshape", out, shape=[0, 0, hq * dv], allowzero=False)
     return _cast(ctx, out, out_dtype), _cast(ctx, state, state_dtype)
+
+
+# ----- ai.onnx.preview.FlexAttention --------------------------------------------------------
+
+
+def _inline_modifier(ctx, name: str, value: Expr) -> Expr:
+    """The graph attribute ``name`` (one input, one output) applied to ``value``: its nodes
+    converted in a scope where its input is ``value`` (absent: ``value``)."""
+    from compiler.frontend.onnx_context import Scope
+
+    a = ctx.attrs.get(name)
+    if a is None:
+        return value
+    if a.type != 5:
+        raise ConversionError(f"attribute {name} must be a graph")
+    g = a.g
+    if len(g.input) != 1 or len(g.output) != 1:
+        raise ConversionError(f"the {name} graph must have one input and one output")
+    scope = Scope(parent=ctx.scope)
+    prefix = f"{ctx.label}/{name}:"
+    ctx.importer.initializers(g, scope, prefix)
+    scope.values[g.input[0].name] = value
+    ctx.importer.nodes(g, scope, prefix)
+    out = scope.lookup(g.output[0].name)
+    if not isinstance(out, Expr):
+        raise Unsupported(f"a {name} graph with unsupported nodes")
+    shape, want = out.ty.shape, value.ty.shape
+    if shape is not None and (
+        len(shape) != len(want)
+        or any(dims_equal(s, w) is False for s, w in zip(shape, want, strict=True))
+    ):
+        raise ConversionError(f"the {name} graph changes the shape {value.ty} to {out.ty}")
+    return _cast(ctx, out, value.ty.dtype)
+
+
+@converter(
+    "ai.onnx.preview.FlexAttention",
+    attrs=("prob_mod", "scale", "score_mod", "softmax_precision"),
+    min_version=1,
+)
+def _flex_attention(ctx):
+    """The reference: scores = (Q sqrt(scale)) (K sqrt(scale))^T in the input dtype, then in
+    the softmax precision (float32 for 16-bit inputs): score_mod, softmax, prob_mod, @ V."""
+    q = _float_input(ctx, 0, "Q")
+    k = _float_input(ctx, 1, "K")
+    v = _float_input(ctx, 2, "V")
+    dt = q.ty.dtype
+    if k.ty.dtype is not dt or v.ty.dtype is not dt:
+        raise ConversionError(f"Q, K and V must have one dtype, got {q.ty}, {k.ty}, {v.ty}")
+    if ctx.rank(0) != 4 or ctx.rank(1) != 4 or ctx.rank(2) != 4:
+        raise ConversionError(f"Q, K and V must be 4-D, got {q.ty}, {k.ty}, {v.ty}")
+    size = _static(q.ty.shape[3], ctx, "query head size")
+    if dims_equal(k.ty.shape[3], size) is False:
+        raise ConversionError(f"Q and K head sizes differ: {q.ty} vs {k.ty}")
+    hq, hk = q.ty.shape[1], k.ty.shape[1]
+    if dims_equal(hk, v.ty.shape[1]) is False:
+        raise ConversionError(f"K and V have different head counts: {k.ty} vs {v.ty}")
+    if dims_equal(hq, hk) is not True:
+        hq_s = _static(hq, ctx, "number of query heads")
+        hk_s = _static(hk, ctx, "number of key heads")
+        if hk_s == 0 or hq_s % hk_s:
+            raise ConversionError(f"{hq_s} query heads are not a multiple of {hk_s} KV heads")
+        k = ctx.call("repeat", k, repeats=hq_s // hk_s, axis=1)
+        v = ctx.call("repeat", v, repeats=hq_s // hk_s, axis=1)
+    scale = ctx.attr("scale")
+    scale = 1.0 / math.sqrt(size) if scale is None else float(scale)
+    if not (math.isfinite(scale) and scale >= 0):
+        raise Unsupported(f"FlexAttention with the scale {scale}")
+    root = ctx.constant(np.sqrt(np.float32(scale)), dt)
+    scores = ctx.call(
+        "matmul",
+        ctx.call("multiply", q, root),
+        ctx.call("permute_dims", ctx.call("multiply", k, root), axes=[0, 1, 3, 2]),
+    )
+    precision = ctx.attr("softmax_precision")
+    if precision is None:
+        work = DType.float32 if dt.itemsize < 4 else dt
+    elif precision in _FLOAT_TYPES:
+        work = _FLOAT_TYPES[precision]
+    else:
+        raise ConversionError(f"softmax_precision must be a float type, got {precision}")
+    scores = _inline_modifier(ctx, "score_mod", _cast(ctx, scores, work))
+    probs = _inline_modifier(ctx, "prob_mod", ctx.call("softmax", scores, axis=-1))
+    return _cast(ctx, ctx.call("matmul", probs, _cast(ctx, v, work)), dt)

@@ -1,5 +1,6 @@
 """The transformer family (issue #17): Attention (opsets 23-25), RotaryEmbedding, SwiGLU,
-TensorScatter, CausalConvWithState and LinearAttention, converted by composing IR ops.
+TensorScatter, CausalConvWithState, LinearAttention and ai.onnx.preview.FlexAttention (its
+score_mod / prob_mod graphs inlined), converted by composing IR ops.
 
 - their ONNX node tests pass (one known fp16 rounding failure);
 - models built here with onnx.helper agree with onnxruntime (ONNX's reference implementation
@@ -41,6 +42,7 @@ FAMILIES = {  # name prefix -> the least number of its node tests that pass
     "test_tensorscatter": 3,
     "test_causal_conv_with_state": 26,
     "test_linear_attention_": 14,
+    "test_flexattention": 22,
 }
 KNOWN_FAILURES = {
     # fp16 scores: the reference rounds every partial sum of its fp16 matmul, the interpreter
@@ -398,6 +400,70 @@ def test_linear_attention_update_rules(rule):
     assert _dims(module, 0) == ["batch", "3", "16"]
 
 
+def test_flex_attention_with_a_causal_score_mod_and_a_symbolic_sequence():
+    """score_mod builds a causal mask from Shape / Range of the scores: inlined, it keeps the
+    symbolic sequence length, and the compiled build agrees at two lengths."""
+    consts = {
+        "two": np.array(2, np.int64),
+        "three": np.array(3, np.int64),
+        "zero": np.array(0, np.int64),
+        "one": np.array(1, np.int64),
+        "col": np.array([-1, 1], np.int64),
+        "neg_inf": np.array(-np.inf, np.float32),
+    }
+    mod = helper.make_graph(
+        [
+            helper.make_node("Shape", ["s"], ["shape"]),
+            helper.make_node("Gather", ["shape", "two"], ["L"], axis=0),
+            helper.make_node("Gather", ["shape", "three"], ["S"], axis=0),
+            helper.make_node("Range", ["zero", "L", "one"], ["qr"]),
+            helper.make_node("Reshape", ["qr", "col"], ["qi"]),
+            helper.make_node("Range", ["zero", "S", "one"], ["ki"]),
+            helper.make_node("GreaterOrEqual", ["qi", "ki"], ["keep"]),
+            helper.make_node("Where", ["keep", "s", "neg_inf"], ["out"]),
+        ],
+        "score_mod",
+        [_vi("s", F, None)],
+        [_vi("out", F, None)],
+        initializer=[onnx.numpy_helper.from_array(v, n) for n, v in consts.items()],
+    )
+    prob = helper.make_graph(
+        [helper.make_node("Mul", ["p", "half"], ["p2"])],
+        "prob_mod",
+        [_vi("p", F, None)],
+        [_vi("p2", F, None)],
+        initializer=[onnx.numpy_helper.from_array(np.array(0.5, np.float32), "half")],
+    )
+    node = helper.make_node(
+        "FlexAttention",
+        ["q", "k", "v"],
+        ["y"],
+        domain="ai.onnx.preview",
+        score_mod=mod,
+        prob_mod=prob,
+        scale=0.2,
+    )
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [
+            _vi("q", F, [1, 4, "seq", 8]),
+            _vi("k", F, [1, 2, "seq", 8]),
+            _vi("v", F, [1, 2, "seq", 6]),
+        ],
+        [_vi("y", F, None)],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 26), helper.make_opsetid("ai.onnx.preview", 1)],
+    )
+    model.ir_version = 10
+    for seq in (1, 5):
+        args = (_f32(1, 4, seq, 8), _f32(1, 2, seq, 8), _f32(1, 2, seq, 6))
+        module = _check(model, *args, reference=_reference)
+    assert [str(d) for d in module["main"].output.ty.shape] == ["1", "4", "seq", "6"]
+
+
 # ----- (d) invalid and unsupported forms ---------------------------------------------------
 
 
@@ -504,6 +570,8 @@ def test_converted_node_tests_export_to_onnx_and_run_in_onnxruntime(harness):
         "test_tensorscatter_circular",
         "test_causal_conv_with_state_silu_fp16",
         "test_linear_attention_gated_delta_gqa",
+        "test_flexattention_relative_positional",
+        "test_flexattention_gqa",
     ]
     for name in names:
         case = harness.load_case(root / name)
