@@ -72,6 +72,16 @@ def _positions(ctx, q, kv_len, offset, nonpad):
     return ctx.call("add", i, ctx.call("subtract", n, _dim_value(ctx, q, 2))), j
 
 
+def _softmax(ctx, x: Expr) -> Expr:
+    """Softmax over the last axis; in 16-bit floats step by step (max, exp, sum, divide),
+    each rounded as onnx's reference rounds it."""
+    if x.ty.dtype.itemsize >= 4:
+        return ctx.call("softmax", x, axis=-1)
+    top = ctx.call("max", x, axes=[-1], keepdims=True)
+    e = ctx.call("exp", ctx.call("subtract", x, top))
+    return ctx.call("divide", e, ctx.call("sum", e, axes=[-1], keepdims=True))
+
+
 @converter(
     "Attention",
     attrs=(
@@ -242,12 +252,12 @@ def _attention(ctx):
     if precision is not None:
         biased = _cast(ctx, biased, _FLOAT_TYPES[precision])
     if bias is None:
-        probs = ctx.call("softmax", biased, axis=-1)
+        probs = _softmax(ctx, biased)
     else:  # a row whose bias is all -inf attends to nothing: zeros (softmax of 0s, no NaN)
         top = ctx.call("max", bias, axes=[-1], keepdims=True)
         empty = ctx.call("equal", top, ctx.constant(-np.inf, bias.ty.dtype))
         zero = ctx.constant(0, biased.ty.dtype)
-        probs = ctx.call("softmax", ctx.call("where", empty, zero, biased), axis=-1)
+        probs = _softmax(ctx, ctx.call("where", empty, zero, biased))
         probs = ctx.call("where", empty, zero, probs)
     probs = _cast(ctx, probs, dt)
     if mode == 3:
