@@ -1,6 +1,8 @@
 """Transformer ops of recent opsets: Attention (23-25), RotaryEmbedding, SwiGLU, TensorScatter,
-CausalConvWithState and LinearAttention, composed of existing IR ops (matmul, softmax, where,
-concat, reshape, ...), so they interpret, lower, compile and export like any other graph.
+CausalConvWithState, LinearAttention and ai.onnx.preview.FlexAttention, composed of existing IR
+ops (matmul, softmax, where, concat, reshape, ...), so they interpret, lower, compile and export
+like any other graph; symbolic batch and sequence dims stay symbolic (LinearAttention, a
+recurrence unrolled over the sequence, needs a static sequence length).
 
 Attention follows onnx's reference implementation (``onnx/reference/ops/op_attention.py``):
 Q and K are each scaled by ``sqrt(scale)``; the additive bias is the mask (a bool mask True ->
