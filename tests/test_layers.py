@@ -85,6 +85,12 @@ def _imports():
                             seen.add(k)
                             yield mod, k, child.lineno, func
                 stack.append((child, inner, guard))
+        # a package that imports every module in its folder (``pkgutil.iter_modules``:
+        # compiler.ops, the ONNX converters, the pass library) imports each of them
+        if is_pkg and "iter_modules(__path__)" in path.read_text():
+            for child in MODULES:
+                if child.rpartition(".")[0] == mod:
+                    yield mod, child, 0, ""
 
 
 IMPORTS = list(_imports())

@@ -22,6 +22,7 @@ from compiler.backend import (  # noqa: F401
     lower_elementwise,
     lower_index,
     lower_nn,
+    lower_quantize,
     lower_reduce,
     lower_shape,
 )

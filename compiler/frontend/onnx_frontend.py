@@ -234,6 +234,14 @@ def _iter_nodes(graph, prefix: str = ""):
                     yield from _iter_nodes(g, f"{label}/{attr.name}[{k}]:")
 
 
+def converter_key(node) -> str:
+    """The key of a node's converter: its op type, ``domain.op_type`` outside ai.onnx
+    (``ai.onnx.preview.FlexAttention``)."""
+    if node.domain in _DEFAULT_DOMAINS:
+        return node.op_type
+    return f"{node.domain}.{node.op_type}"
+
+
 def unsupported_operators(model, opset: int) -> dict[str, list[str]]:
     """Every op passlens cannot import, with the nodes using it (subgraphs included)."""
     import onnx
@@ -251,8 +259,12 @@ def unsupported_operators(model, opset: int) -> dict[str, list[str]]:
                 key = f"{domain}.{node.op_type} (a model-local function)"
             elif domain not in other_opsets:
                 key = f"{domain}.{node.op_type} (domain {domain!r} is not in opset_import)"
-            else:
+            elif (conv := CONVERTERS.get(f"{domain}.{node.op_type}")) is None:
                 key = f"{domain}.{node.op_type} (domain {domain})"
+            elif other_opsets[domain] < conv.min_version:
+                key = f"{domain}.{node.op_type} ({domain} opset {other_opsets[domain]})"
+            elif extra := sorted(a.name for a in node.attribute if a.name not in conv.attrs):
+                key = f"{domain}.{node.op_type} (attribute {', '.join(extra)})"
         elif not onnx.defs.has(node.op_type, ""):
             key = f"{node.op_type} (not an ONNX operator)"
         else:
@@ -407,7 +419,7 @@ class Importer:
         return Var(value_info.name, TensorType(shape, dtype), prov=prov)
 
     def nodes(self, graph, scope: Scope, prefix: str = "") -> None:
-        from compiler.frontend.onnx_ops import converter_for
+        from compiler.frontend.onnx_ops import CONVERTERS, converter_for
 
         for index, node in enumerate(graph.node):
             label = node_label(node, index, prefix)
@@ -422,7 +434,10 @@ class Importer:
                     f"node {label} ({node.op_type}) reads {missing[0]!r}, which is not defined "
                     "before it (a missing initializer?)"
                 )
-            conv = converter_for(node.op_type, self.op_version(node.op_type))
+            if node.domain in _DEFAULT_DOMAINS:  # the converter of the op's version
+                conv = converter_for(node.op_type, self.op_version(node.op_type))
+            else:
+                conv = CONVERTERS.get(converter_key(node))
             if conv is None:  # found by unsupported_operators first, except in a fuzzed model
                 raise OnnxImportError(f"node {label}: no converter for {node.op_type}")
             ctx = ConvertContext(self, node, label, inputs, scope)

@@ -9,6 +9,7 @@ from compiler.frontend.onnx_context import (
     ConversionError,
     Unsupported,
 )
+from compiler.frontend.onnx_ops import windows  # pooling composed of 2-D ops and convs
 from compiler.frontend.onnx_ops.registry import (
     _axis,
     _cast,
@@ -117,6 +118,9 @@ def _conv(ctx):
         raise Unsupported("a weight of unknown rank")
     kernel = ctx.attr("kernel_shape") or [_static(d, ctx, "kernel size") for d in wshape[2:]]
     nd, kernel, strides, dilations, pads = _window_attrs(ctx, x, kernel)
+    if nd == 3:
+        bias = ctx.input(2) if ctx.has(2) else None
+        return windows.conv3d(ctx, x, w, bias, strides, pads, dilations, ctx.attr("group", 1))
     if nd > 2:
         raise Unsupported(f"{nd}-D convolution")
     bias = [ctx.input(2)] if ctx.has(2) else []
@@ -152,7 +156,7 @@ def _conv_transpose(ctx):
     x, w = ctx.input(0), ctx.input(1)
     rank = ctx.rank(0)
     nd = rank - 2
-    if nd not in (1, 2):
+    if nd not in (1, 2, 3):
         raise Unsupported(f"{nd}-D transposed convolution")
     if w.ty.shape is None or len(w.ty.shape) != rank:
         raise ConversionError(f"the weight must have rank {rank}, got {w.ty}")
@@ -181,6 +185,11 @@ def _conv_transpose(ctx):
         pads = begins + [t - b for t, b in zip(total, begins, strict=True)]
     else:
         pads = list(ctx.attr("pads") or [0] * (2 * nd))
+    if nd == 3:
+        bias = ctx.input(2) if ctx.has(2) else None
+        return windows.conv_transpose3d(
+            ctx, x, w, bias, kernel, strides, dilations, pads, out_pad, groups
+        )
     if nd == 1:  # work on (N, C, 1, W)
         x = ctx.call("unsqueeze", x, axes=[2])
         w = ctx.call("unsqueeze", w, axes=[2])
@@ -236,9 +245,16 @@ def _conv_transpose(ctx):
 def _pool(ctx, ir_op: str, **extra):
     x = ctx.input(0)
     nd, kernel, strides, dilations, pads = _window_attrs(ctx, x)
+    ceil = bool(ctx.attr("ceil_mode", 0))
+    if nd == 3 or (ir_op == "avg_pool2d" and any(d != 1 for d in dilations)):
+        windows.check_window(ctx, kernel, strides, dilations, pads)
+        if ir_op == "max_pool2d":
+            return windows.window_max(ctx, x, kernel, strides, dilations, pads, ceil)
+        include = extra["count_include_pad"]
+        return windows.window_average(ctx, x, kernel, strides, dilations, pads, ceil, include)
     if nd > 2:
         raise Unsupported(f"{nd}-D pooling")
-    attrs = dict(extra, ceil_mode=bool(ctx.attr("ceil_mode", 0)))
+    attrs = dict(extra, ceil_mode=ceil)
     if ir_op == "max_pool2d":
         attrs["dilation"] = dilations if nd == 2 else [1, *dilations]
     elif any(d != 1 for d in dilations):
@@ -271,7 +287,13 @@ def _pool(ctx, ir_op: str, **extra):
     ),  # v1-v7: no Indices output, no storage_order/ceil_mode/dilations (their defaults)
 )
 def _max_pool(ctx):
-    return _pool(ctx, "max_pool2d")
+    y = _pool(ctx, "max_pool2d")
+    if len(ctx.node.output) < 2 or not ctx.node.output[1]:
+        return y
+    x = ctx.input(0)
+    _, kernel, strides, dilations, pads = _window_attrs(ctx, x)
+    order = ctx.attr("storage_order", 0)
+    return y, windows.max_pool_indices(ctx, x, y, kernel, strides, dilations, pads, order)
 
 
 @converter(
@@ -290,6 +312,33 @@ def _avg_pool(ctx):
     if not ctx.ty(0).dtype.is_float:
         raise ConversionError("AveragePool needs a floating-point input")
     return _pool(ctx, "avg_pool2d", count_include_pad=bool(ctx.attr("count_include_pad", 0)))
+
+
+@converter(
+    "LpPool",
+    attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"),
+    min_version=11,
+)
+def _lp_pool(ctx):
+    x = ctx.input(0)
+    _, kernel, strides, dilations, pads = _window_attrs(ctx, x)
+    return windows.lp_pool(ctx, x, kernel, strides, dilations, pads)
+
+
+@converter("Col2Im", attrs=("dilations", "pads", "strides"), min_version=18)
+def _col2im(ctx):
+    return windows.col2im(ctx)
+
+
+@converter("MaxUnpool", attrs=("kernel_shape", "pads", "strides"), min_version=11)
+def _max_unpool(ctx):
+    kernel = list(ctx.attr("kernel_shape") or [])
+    nd = len(kernel)
+    strides = list(ctx.attr("strides") or [1] * nd)
+    pads = list(ctx.attr("pads") or [0] * (2 * nd))
+    if nd == 0 or len(strides) != nd or len(pads) != 2 * nd:
+        raise ConversionError(f"kernel_shape {kernel}, strides {strides}, pads {pads} do not fit")
+    return windows.max_unpool(ctx, ctx.input(0), ctx.input(1), kernel, strides, pads)
 
 
 def _spatial_axes(ctx) -> list[int]:
@@ -346,10 +395,27 @@ def _lp_normalization(ctx):
     "BatchNormalization", attrs=("epsilon", "momentum", "training_mode", "spatial"), min_version=9
 )
 def _batch_norm(ctx):
-    if ctx.attr("training_mode", 0):
-        raise Unsupported("training_mode=1")
     args = [ctx.input(i) for i in range(5)]
-    return ctx.call("batch_norm", *args, axis=1, epsilon=ctx.attr("epsilon", 1e-5))
+    eps = ctx.attr("epsilon", 1e-5)
+    if not ctx.attr("training_mode", 0):
+        return ctx.call("batch_norm", *args, axis=1, epsilon=eps)
+    # training: normalise with the batch statistics (population variance), and give the
+    # running ones, input * momentum + batch * (1 - momentum)
+    x, scale, bias, mean, var = args
+    axes = [a for a in range(ctx.rank(0)) if a != 1]
+    batch_mean = ctx.call("mean", x, axes=axes)
+    batch_var = ctx.call("variance", x, axes=axes)
+    y = ctx.call("batch_norm", x, scale, bias, batch_mean, batch_var, axis=1, epsilon=eps)
+    momentum = ctx.attr("momentum", 0.9)
+
+    def running(old, new):
+        return ctx.call(
+            "add",
+            ctx.call("multiply", old, ctx.like(momentum, old)),
+            ctx.call("multiply", _cast(ctx, new, old.ty.dtype), ctx.like(1 - momentum, old)),
+        )
+
+    return y, running(mean, batch_mean), running(var, batch_var)
 
 
 @converter("InstanceNormalization", attrs=("epsilon",))

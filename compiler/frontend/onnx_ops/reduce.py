@@ -61,7 +61,10 @@ def _reduce(kind: str):
         else:
             axes = ctx.const_ints(1, "axes")
         if isinstance(axes, Expr):
-            out = _reduce_over_computed_axes(ctx, y, axes, op, keep, noop)
+            prepare = None
+            if op in ("max", "min"):
+                prepare = lambda v, a: _pad_for_empty_extreme(ctx, v, a, op)  # noqa: E731
+            out = _reduce_over_computed_axes(ctx, y, axes, op, keep, noop, prepare)
         elif not axes and noop:
             out = y if y is not x else ctx.call("identity", x)
         else:

@@ -219,18 +219,25 @@ def _select(ctx: ConvertContext, cond: Expr, then_value: Expr, else_value: Expr)
     return If(cond, Block(then_bindings, then_value), Block([], else_value), prov=ctx.prov)
 
 
-def _reduce_over_computed_axes(ctx, x: Expr, axes: Expr, op: str, keep: bool, noop: bool):
+def _reduce_over_computed_axes(
+    ctx, x: Expr, axes: Expr, op: str, keep: bool, noop: bool, prepare=None
+):
     """A reduction over computed axes: one If per axis (from the last, so removing an axis
-    leaves the lower ones in place), then an If choosing every axis when axes is empty."""
+    leaves the lower ones in place), then an If choosing every axis when axes is empty.
+    ``prepare(value, axes)``, when given, rewrites the value a reduction over ``axes`` reads
+    (axes None: every axis)."""
     rank = ctx.rank(0)
     norm = _normalized_axes(ctx, axes, rank)
+    if prepare is None:
+        prepare = lambda value, _axes: value  # noqa: E731
     y = x
     for a in reversed(range(rank)):
-        y = _select(ctx, _contains(ctx, norm, a), ctx.call(op, y, axes=[a], keepdims=keep), y)
+        reduced = ctx.call(op, prepare(y, [a]), axes=[a], keepdims=keep)
+        y = _select(ctx, _contains(ctx, norm, a), reduced, y)
     length = axes.ty.shape[0] if axes.ty.shape is not None and len(axes.ty.shape) == 1 else ANY
     if noop or (isinstance(length, int) and length > 0):
         return y
     if isinstance(length, int) and length == 0:
-        return ctx.call(op, x, keepdims=keep)
+        return ctx.call(op, prepare(x, None), keepdims=keep)
     empty = ctx.call("equal", ctx.call("prod", ctx.call("shape_of", axes)), ctx.constant(0, I64))
-    return _select(ctx, empty, ctx.call(op, x, keepdims=keep), y)
+    return _select(ctx, empty, ctx.call(op, prepare(x, None), keepdims=keep), y)

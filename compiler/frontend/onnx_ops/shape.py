@@ -299,6 +299,10 @@ def _slice_computed(ctx, x: Expr) -> Expr:
 def _pad(ctx):
     x = ctx.input(0)
     mode = ctx.attr("mode", "constant")
+    if mode == "wrap":
+        from compiler.frontend.onnx_ops.misc import pad_wrap
+
+        return pad_wrap(ctx)
     if mode not in ("constant", "reflect", "edge"):
         raise Unsupported(f"mode {mode}")
     value, computed_value = 0.0, None
@@ -633,7 +637,7 @@ def _depth_to_space(ctx):
     return ctx.call("reshape", y, shape=[n, c // (b * b), h * b, w * b])
 
 
-@converter("SpaceToDepth", attrs=("blocksize",))
+@converter("SpaceToDepth", attrs=("blocksize", "mode"))
 def _space_to_depth(ctx):
     x = ctx.input(0)
     if ctx.rank(0) != 4:
@@ -643,8 +647,13 @@ def _space_to_depth(ctx):
     hb, wb = dim_floordiv(h, b), dim_floordiv(w, b)
     if ANY in (hb, wb):
         raise Unsupported("unknown spatial dims")
+    mode = ctx.attr("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        raise ConversionError(f"mode must be DCR or CRD, got {mode!r}")
     y = ctx.call("reshape", x, shape=[n, c, hb, b, wb, b])
-    y = ctx.call("permute_dims", y, axes=[0, 3, 5, 1, 2, 4])
+    # DCR: channel = (row offset * b + column offset) * C + c; CRD: c * b * b + offsets
+    perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+    y = ctx.call("permute_dims", y, axes=perm)
     return ctx.call("reshape", y, shape=[n, c * b * b, hb, wb])
 
 
