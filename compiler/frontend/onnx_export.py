@@ -1225,8 +1225,6 @@ def _bitwise_not_op(e, n, a):
 # The IR's cast to a float8 type does not saturate (ml_dtypes); ONNX's Cast does by default.
 
 _FLOAT8 = (DType.float8e4m3fn, DType.float8e4m3fnuz, DType.float8e5m2, DType.float8e5m2fnuz)
-
-
 # the opset whose Cast first takes each low-precision type
 _SINCE = {DType.float4e2m1: 23, DType.float8e8m0: 24, DType.int2: 25, DType.uint2: 25}
 _SINCE |= {d: 19 for d in _FLOAT8} | {DType.int4: 21, DType.uint4: 21}
@@ -1237,7 +1235,7 @@ def _cast(e, n, a):
     dtype, src = n.attrs["dtype"], _dtype(n.args[0])
     need = max(_SINCE.get(dtype, 0), _SINCE.get(src, 0))
     if e.opset < need:
-        what = dtype if dtype in _SINCE else src
+        what = dtype if _SINCE.get(dtype, 0) == need else src
         raise ExportError(
             f"a cast of {what.name} values needs opset {need} or newer, got {e.opset}"
         )

@@ -119,9 +119,10 @@ class DType(Enum):
             npd = np.dtype(value)
         except TypeError:
             raise TypeError(f"unknown dtype {value!r}") from None
-        if npd.kind == "V" or npd.name in _BY_ML_NAME:
-            if npd.name in _BY_ML_NAME and npd == DType.of(_BY_ML_NAME[npd.name]).numpy:
-                return _BY_ML_NAME[npd.name]
+        if npd.kind == "V" or npd.name in _BY_ML_NAME:  # an ml_dtypes type, checked by identity
+            ml = _BY_ML_NAME.get(npd.name)
+            if ml is not None and npd == ml.numpy:
+                return ml
             raise TypeError(f"dtype {npd} is not supported by the IR")
         if npd.name in _BY_NAME:
             return _BY_NAME[npd.name]
@@ -284,7 +285,8 @@ class TupleType(Type):
 
 
 def is_float_dtype(dtype) -> bool:
-    """Whether a numpy dtype is floating point (bfloat16 included, whose numpy kind is 'V')."""
+    """Whether a numpy dtype is floating point (bfloat16, float8 and float4 included, whose
+    numpy kind is mostly 'V')."""
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
         return True
