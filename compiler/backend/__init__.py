@@ -22,7 +22,6 @@ from compiler.backend import (  # noqa: F401
     lower_bitwise,
     lower_elementwise,
     lower_index,
-    lower_lowp,
     lower_nn,
     lower_quantize,
     lower_reduce,
