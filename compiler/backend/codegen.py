@@ -273,6 +273,8 @@ class _FunctionEmitter:
             return b.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
         if isinstance(e, L.Cast):
             return self.cast(self.expr(e.value), e.value.dtype, e.dtype)
+        if isinstance(e, L.Bitcast):
+            return self.bitcast(self.expr(e.value), e.value.dtype, e.dtype)
         raise self.fail(f"cannot compile expression {e!r}")
 
     def binary(self, op: str, dtype: DType, a: ir.Value, b_: ir.Value, b_expr: L.Expr) -> ir.Value:
@@ -401,6 +403,16 @@ class _FunctionEmitter:
         if fn in ("exp", "log", "tanh", "erf", "sin", "cos", "log1p", "expm1"):
             return b.call(self.libm(fn, x.type), [x])
         raise self.fail(f"math function {fn} is not supported")
+
+    def bitcast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
+        """The bits of ``v`` as ``dst`` (bool is a byte holding 0 or 1)."""
+        b = self.b
+        if src is DType.bool:
+            v = b.zext(v, _I8)
+        if dst is DType.bool:
+            return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+        dt = _value_type(dst)
+        return v if v.type == dt else b.bitcast(v, dt)
 
     def cast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
         b = self.b

@@ -18,3 +18,9 @@ def _bitwise(kb, call, inputs, dest):
 @lowering("bitwise_not")
 def _bitwise_not(kb, call, inputs, dest):
     return elementwise(inputs, call.out_shape, call.out_dtype, lambda x: L.unary("not", x))
+
+
+@lowering("bitcast")
+def _bitcast(kb, call, inputs, dest):
+    dtype = call.out_dtype
+    return elementwise(inputs, call.out_shape, dtype, lambda x: L.Bitcast(dtype, x), promote=False)

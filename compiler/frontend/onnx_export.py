@@ -1250,3 +1250,13 @@ def _to_float8e8m0_op(e, n, a):
         raise ExportError(f"a cast to float8e8m0 needs opset 24 or newer, got {e.opset}")
     attrs = {"saturate": int(n.attrs["saturate"]), "round_mode": n.attrs["round_mode"]}
     return e.node("Cast", a, to=ONNX_DTYPE[DType.float8e8m0], **attrs)
+
+
+@lowers("bitcast")
+def _bitcast_op(e, n, a):
+    src, dtype = _dtype(n.args[0]), n.attrs["dtype"]
+    if not src.is_float and not dtype.is_float and dtype is not DType.bool:
+        return e.node("Cast", a, to=ONNX_DTYPE[dtype])  # same width: a wrapping cast
+    if e.opset < 26:
+        raise ExportError(f"a bitcast of {src.name} to {dtype.name} needs opset 26 or newer")
+    return e.node("BitCast", a, to=ONNX_DTYPE[dtype])

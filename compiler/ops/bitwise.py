@@ -1,4 +1,4 @@
-"""Bitwise ops on integers (two's complement) and bools: and, or, xor, not.
+"""Bitwise ops on integers (two's complement) and bools: and, or, xor, not; and bitcast.
 
 Shifts have no IR op: the ONNX frontend composes them from a multiply / floor-divide by a
 power of two read from a constant table (see compiler/frontend/onnx_ops/bitwise.py).
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.ir.op_registry import BROADCAST, ELEMWISE, TypeInferenceError, define_op
+from compiler.ir.op_registry import BROADCAST, ELEMWISE, AttrSpec, TypeInferenceError, define_op
 from compiler.ir.types import DType, TensorType
 from compiler.ops.shape_inference import broadcast_shapes, same_dtype, tensor_input
 
@@ -55,4 +55,41 @@ define_op(
     compute=lambda v, a: np.asarray(np.invert(v[0]), dtype=v[0].dtype),
     pattern=ELEMWISE,
     doc="Bitwise complement of integers (~x, two's complement), logical not of bools.",
+)
+
+
+# ----- bitcast -----------------------------------------------------------------------------
+
+
+def _bitcast_infer(types, attrs):
+    (t,) = types
+    t = tensor_input(t)
+    src, dst = t.dtype, attrs["dtype"]
+    for d in (src, dst):
+        if d.is_storage_only:
+            raise TypeInferenceError(f"cannot bitcast {d} values (a low-precision type)")
+    if src.itemsize != dst.itemsize:
+        raise TypeInferenceError(
+            f"bitcast needs types of one width, got {src} ({8 * src.itemsize} bits) and "
+            f"{dst} ({8 * dst.itemsize} bits)"
+        )
+    return t.with_dtype(dst)
+
+
+def _bitcast_compute(values, attrs):
+    (x,) = values
+    x = x if x.flags.c_contiguous else x.copy()  # (ascontiguousarray makes 0-d 1-d)
+    if attrs["dtype"] is DType.bool:  # a byte other than 0 / 1 is true
+        return x.view(np.uint8) != 0
+    return x.view(attrs["dtype"].numpy)
+
+
+define_op(
+    "bitcast",
+    inputs=("x",),
+    attrs={"dtype": AttrSpec("dtype", doc="the target dtype, of the same width")},
+    infer=_bitcast_infer,
+    compute=_bitcast_compute,
+    pattern=ELEMWISE,
+    doc="Reinterpret each element's bits as another dtype of the same width (ONNX BitCast).",
 )

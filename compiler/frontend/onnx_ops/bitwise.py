@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.frontend.onnx_context import ConversionError, ConvertContext, Unsupported
+from compiler.frontend.onnx_context import ConversionError, ConvertContext, Unsupported, dtype_of
 from compiler.frontend.onnx_ops.registry import _cast, converter
 from compiler.ir.nodes import Expr
 from compiler.ir.types import DType
@@ -77,3 +77,16 @@ def _bitshift(ctx: ConvertContext) -> Expr:
     sign = ctx.call("where", ctx.call("less", x, zero), ctx.like(-1, x), zero)
     far = ctx.call("greater_equal", s, ctx.like(bits - 1, s))
     return ctx.call("where", ctx.call("logical_or", beyond, far), sign, shifted)
+
+
+@converter("BitCast", attrs=("to",), min_version=26)
+def _bitcast(ctx: ConvertContext) -> Expr:
+    x = ctx.input(0)
+    dtype = dtype_of(ctx.attr("to"))
+    src = x.ty.dtype
+    for d in (src, dtype):
+        if d.is_storage_only:
+            raise Unsupported(f"BitCast of {d.name} values")
+    if src.itemsize != dtype.itemsize:
+        raise ConversionError(f"BitCast from {src.name} to {dtype.name}: widths differ")
+    return ctx.call("bitcast", x, dtype=dtype)

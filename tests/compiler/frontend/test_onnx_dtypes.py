@@ -90,12 +90,13 @@ def _node_tests(harness, *patterns):
     return sorted(p for p in root.iterdir() if any(s in p.name for s in patterns))
 
 
-NOT_MINE = ("bitcast", "quantizelinear", "dequantizelinear")  # other families' ops
+NOT_MINE = ("quantizelinear", "dequantizelinear")  # other families' ops
 
 
 def test_node_tests_of_the_family_pass(harness):
     dirs = _node_tests(
-        harness, "uint16", "uint32", "uint64", "bitshift", "bitwise", "test_cast", "castlike"
+        harness,
+        *("uint16", "uint32", "uint64", "bitshift", "bitwise", "bitcast", "test_cast", "castlike"),
     )
     dirs = [d for d in dirs if not any(s in d.name for s in NOT_MINE)]
     assert len(dirs) > 250
@@ -542,3 +543,69 @@ def test_unsigned_constants_above_the_signed_range_compile(elem):
     np.testing.assert_array_equal(ours[1], (x + c) < c)
     for got, want in zip(build(module)(x), ours, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+# ----- BitCast -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "values"),
+    [
+        (TP.FLOAT, TP.INT32, np.array([1.5, -0.0, np.inf, np.nan, 1e-40, -3.25], np.float32)),
+        (TP.INT64, TP.DOUBLE, np.array([0, 1, -1, 4607182418800017408, 7, 9], np.int64)),
+        (TP.UINT16, TP.INT16, np.array([0, 1, 65535, 32768, 7, 9], np.uint16)),
+        (TP.BOOL, TP.UINT8, np.array([True, False, True, True, False, False])),
+        (TP.FLOAT16, TP.UINT16, np.array([1, -2.5, 65504, np.inf, 0.1, 0], np.float16)),
+    ],
+)
+def test_bitcast_reinterprets_and_compiles(src, dst, values):
+    model = _model(
+        [helper.make_node("BitCast", ["x"], ["y"], to=dst)],
+        [helper.make_tensor_value_info("x", src, ["n", 3])],
+        [helper.make_tensor_value_info("y", dst, None)],
+        opset=26,
+    )
+    module = from_onnx(model)
+    x = values.reshape(2, 3)
+    (ours,) = run(module, x)
+    want = x.view(helper.tensor_dtype_to_np_dtype(dst))
+    assert ours.dtype == want.dtype
+    np.testing.assert_array_equal(ours.view(np.uint8), want.view(np.uint8))
+    (compiled,) = build(module)(x)
+    np.testing.assert_array_equal(compiled.view(np.uint8), want.view(np.uint8))
+    (one,) = build(module)(x[:1])  # another batch size through the symbolic dim
+    np.testing.assert_array_equal(one.view(np.uint8), want[:1].view(np.uint8))
+
+
+def test_bitcast_export_and_errors():
+    x = np.array([[-1, 5, -128]], np.int8)
+    model = _model(
+        [helper.make_node("BitCast", ["x"], ["y"], to=TP.UINT8)],
+        [helper.make_tensor_value_info("x", TP.INT8, ["n", 3])],
+        [helper.make_tensor_value_info("y", TP.UINT8, None)],
+        opset=26,
+    )
+    module = from_onnx(model)
+    exported = to_onnx(module)  # a same-width integer bitcast is a wrapping Cast
+    np.testing.assert_array_equal(
+        _ort(exported, {exported.graph.input[0].name: x})[0], [[255, 5, 128]]
+    )
+    floats = from_onnx(
+        _model(
+            [helper.make_node("BitCast", ["x"], ["y"], to=TP.INT32)],
+            [helper.make_tensor_value_info("x", TP.FLOAT, [3])],
+            [helper.make_tensor_value_info("y", TP.INT32, None)],
+            opset=26,
+        )
+    )
+    with pytest.raises(FrontendError, match="needs opset 26"):
+        to_onnx(floats)
+    assert any(n.op_type == "BitCast" for n in to_onnx(floats, opset=26).graph.node)
+    wider = _model(
+        [helper.make_node("BitCast", ["x"], ["y"], to=TP.INT64)],
+        [helper.make_tensor_value_info("x", TP.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TP.INT64, None)],
+        opset=26,
+    )
+    with pytest.raises(FrontendError, match="widths differ"):
+        from_onnx(wider)

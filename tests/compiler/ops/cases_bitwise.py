@@ -59,3 +59,56 @@ CASES += [
     ),
     OpCase("bitwise_not", [_rng.random((5,)) < 0.5], reference=torch.bitwise_not, id="not-bool"),
 ]
+
+_f = np.array([[1.5, -0.0, np.inf], [np.nan, 1e-40, -3.25]], np.float32)
+CASES += [
+    OpCase(
+        "bitcast",
+        [_f],
+        {"dtype": "int32"},
+        reference=lambda x, dtype: x.view(torch.int32),
+        id="bitcast-f32-i32",
+    ),
+    OpCase(
+        "bitcast",
+        [_i64 := _ints((2, 3), np.int64)],
+        {"dtype": "float64"},
+        expected=_i64.view(np.float64),
+        id="bitcast-i64-f64",
+    ),
+    OpCase(
+        "bitcast",
+        [_ints((5,), np.int8)],
+        {"dtype": "uint8"},
+        reference=lambda x, dtype: x.view(torch.uint8),
+        id="bitcast-i8-u8",
+    ),
+    OpCase(
+        "bitcast",
+        [np.array([True, False, True])],
+        {"dtype": "uint8"},
+        expected=np.array([1, 0, 1], np.uint8),
+        id="bitcast-bool-u8",
+    ),
+    OpCase(
+        "bitcast",
+        [np.array([0, 1, 2, 255], np.uint8)],
+        {"dtype": "bool"},
+        expected=np.array([False, True, True, True]),
+        id="bitcast-u8-bool",
+    ),
+    OpCase(
+        "bitcast",
+        [np.array([1.0, -2.5, 65504.0], np.float16)],
+        {"dtype": "uint16"},
+        expected=np.array([1.0, -2.5, 65504.0], np.float16).view(np.uint16),
+        id="bitcast-f16-u16",
+    ),
+    OpCase(
+        "bitcast",
+        [np.float32(1.0)],
+        {"dtype": "uint32"},
+        expected=np.uint32(0x3F800000),
+        id="bitcast-scalar",
+    ),
+]
