@@ -201,7 +201,8 @@ define_op(
     infer=_cast_infer,
     compute=_cast_compute,
     pattern=ELEMWISE,
-    doc="Convert each element to another dtype (floats to ints truncate toward zero).",
+    doc="Convert each element to another dtype (floats to ints truncate toward zero; to a "
+    "float8 / float4 type round to nearest even without saturating, like ml_dtypes).",
 )
 
 # ----- binary -----------------------------------------------------------------------------

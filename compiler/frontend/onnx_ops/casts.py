@@ -34,6 +34,10 @@ def cast_node(ctx: ConvertContext, x: Expr, dtype: DType) -> Expr:
             x = ctx.call("cast", x, dtype=DType.float32)
         return ctx.call("to_float8e8m0", x, saturate=bool(saturate), round_mode=round_mode)
     if dtype in _SATURATING and saturate and src is not DType.bool:
+        if not src.is_float or src.is_storage_only:
+            # the bounds may not fit the source type (uint8, float8e4m3fn): clip in float32,
+            # exact for every value that does not saturate
+            x = ctx.call("cast", x, dtype=DType.float32)
         largest = _finfo_max(dtype)
         x = ctx.call("clip", x, min=-largest, max=largest)
     return ctx.call("cast", x, dtype=dtype)

@@ -609,3 +609,29 @@ def test_bitcast_export_and_errors():
     )
     with pytest.raises(FrontendError, match="widths differ"):
         from_onnx(wider)
+
+
+@pytest.mark.parametrize(
+    ("src", "values"),
+    [
+        (TP.UINT8, np.array([0, 200, 255, 17], np.uint8)),
+        (TP.INT32, np.array([-100000, 300, 7, 1000001], np.int32)),
+        (TP.INT64, np.array([10**9, 2**62 + 1, -7, 0], np.int64)),
+        (TP.FLOAT8E5M2, np.array([57344, -3, 1e4, np.nan], ml_dtypes.float8_e5m2)),
+        (TP.FLOAT8E4M3FN, np.array([1, -448, 3.5, 0], ml_dtypes.float8_e4m3fn)),
+        (TP.BFLOAT16, np.array([1e5, -3, 250, np.inf], ml_dtypes.bfloat16)),
+    ],
+)
+@pytest.mark.parametrize("to", [TP.FLOAT8E4M3FN, TP.FLOAT8E5M2FNUZ])
+def test_saturating_casts_from_other_types_match_the_onnx_reference(src, values, to):
+    from onnx.reference import ReferenceEvaluator
+
+    model = _model(
+        [helper.make_node("Cast", ["x"], ["y"], to=to)],
+        [helper.make_tensor_value_info("x", src, [4])],
+        [helper.make_tensor_value_info("y", to, None)],
+    )
+    (ours,) = run(from_onnx(model), values)
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": values})
+    assert ours.dtype == expected.dtype
+    np.testing.assert_array_equal(ours.view(np.uint8), expected.view(np.uint8))
