@@ -1,0 +1,449 @@
+"""Recurrent ops and loops: RNN, GRU, LSTM, Scan and Loop, unrolled into existing IR ops.
+
+A static sequence length (trip count) is unrolled step by step, as a compiler would: the
+input projection of every step is one ``linear`` over the whole sequence, then each step is
+a ``linear`` of the hidden state and elementwise gates. Lowering, codegen and ONNX export
+need nothing new. The IR has no loop construct, so a symbolic sequence length (or a trip
+count known only at run time) is reported as unsupported.
+
+``sequence_lens`` is honoured with masks: at step ``t`` a batch entry whose length is at most
+``t`` keeps its state and outputs zeros, which also gives the reverse direction its meaning
+(each sequence read backwards from its own last element).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.frontend.onnx_context import ConversionError, ConvertContext, Unsupported
+from compiler.frontend.onnx_ops.registry import converter
+from compiler.ir.nodes import Expr
+from compiler.ir.symbolic import dim_str
+
+MAX_UNROLL = 4096
+"""Sequence lengths and trip counts unrolled up to this many steps."""
+
+MAX_HIDDEN = 1 << 16
+"""A hidden_size above this is refused (a corrupt model)."""
+
+# ----- activations ------------------------------------------------------------------------
+
+# name: (number of alpha values, number of beta values, default alpha, default beta)
+_ACTIVATIONS = {
+    "Relu": (0, 0, None, None),
+    "Tanh": (0, 0, None, None),
+    "Sigmoid": (0, 0, None, None),
+    "Softsign": (0, 0, None, None),
+    "Softplus": (0, 0, None, None),
+    "Affine": (1, 1, None, None),
+    "LeakyRelu": (1, 0, 0.01, None),
+    "ThresholdedRelu": (1, 0, 1.0, None),
+    "ScaledTanh": (1, 1, None, None),
+    "HardSigmoid": (1, 1, 0.2, 0.5),
+    "Elu": (1, 0, 1.0, None),
+}
+_BY_LOWER = {k.lower(): k for k in _ACTIVATIONS}
+
+
+def _activation(ctx: ConvertContext, name: str, alpha, beta):
+    """A function building activation ``name`` on an expression."""
+
+    def c(v, x):
+        return ctx.like(v, x)
+
+    def apply(x: Expr) -> Expr:
+        call = ctx.call
+        if name == "Relu":
+            return call("relu", x)
+        if name == "Tanh":
+            return call("tanh", x)
+        if name == "Sigmoid":
+            return call("sigmoid", x)
+        if name == "Softsign":
+            return call("divide", x, call("add", c(1, x), call("abs", x)))
+        if name == "Softplus":
+            return call("softplus", x)
+        if name == "Affine":
+            return call("add", call("multiply", c(alpha, x), x), c(beta, x))
+        if name == "LeakyRelu":
+            return call("leaky_relu", x, alpha=float(alpha))
+        if name == "ThresholdedRelu":
+            return call("where", call("greater", x, c(alpha, x)), x, c(0, x))
+        if name == "ScaledTanh":
+            return call("multiply", c(alpha, x), call("tanh", call("multiply", c(beta, x), x)))
+        if name == "HardSigmoid":
+            y = call("add", call("multiply", c(alpha, x), x), c(beta, x))
+            return call("clip", y, min=0.0, max=1.0)
+        if name == "Elu":
+            neg = call("multiply", c(alpha, x), call("expm1", x))
+            return call("where", call("greater_equal", x, c(0, x)), x, neg)
+        raise AssertionError(name)
+
+    return apply
+
+
+def _activations(ctx: ConvertContext, defaults: list[str], num_dir: int) -> list[list]:
+    """The activation functions of each direction (``activations``, ``activation_alpha``,
+    ``activation_beta``; alpha and beta values are taken in order by the functions that use
+    them, as onnxruntime does)."""
+    names = ctx.attr("activations")
+    n = len(defaults)
+    if names is None:
+        names = defaults * num_dir
+    else:
+        names = list(names)
+        if len(names) == n and num_dir == 2:
+            names = names * 2
+        if len(names) != n * num_dir:
+            raise ConversionError(
+                f"activations must list {n * num_dir} functions ({n} per direction), "
+                f"got {len(names)}"
+            )
+    alphas = list(ctx.attr("activation_alpha", []) or [])
+    betas = list(ctx.attr("activation_beta", []) or [])
+    fns = []
+    for raw in names:
+        name = _BY_LOWER.get(str(raw).lower())
+        if name is None:
+            raise Unsupported(f"{ctx.node.op_type} activation {raw!r}")
+        na, nb, da, db = _ACTIVATIONS[name]
+        alpha = alphas.pop(0) if na and alphas else da
+        beta = betas.pop(0) if nb and betas else db
+        if (na and alpha is None) or (nb and beta is None):
+            raise ConversionError(f"activation {name} needs activation_alpha/beta values")
+        fns.append(_activation(ctx, name, alpha, beta))
+    return [fns[d * n : (d + 1) * n] for d in range(num_dir)]
+
+
+# ----- the shared unrolling ---------------------------------------------------------------
+
+_DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
+
+
+class _Recurrence:
+    """What RNN, GRU and LSTM share: inputs in the time-major layout, checked shapes, and the
+    unrolled steps of each direction."""
+
+    def __init__(self, ctx: ConvertContext, gates: int):
+        self.ctx = ctx
+        op = ctx.node.op_type
+        self.layout = ctx.attr("layout", 0)
+        if self.layout not in (0, 1):
+            raise ConversionError(f"layout must be 0 or 1, got {self.layout}")
+        self.direction = ctx.attr("direction", "forward")
+        if self.direction not in _DIRECTIONS:
+            raise ConversionError(
+                f"direction must be forward, reverse or bidirectional, got {self.direction!r}"
+            )
+        self.num_dir = _DIRECTIONS[self.direction]
+        for i, what in ((0, "X"), (1, "W"), (2, "R")):
+            if ctx.rank(i) != 3:
+                raise ConversionError(f"{what} must have rank 3, got {ctx.ty(i)}")
+        x = ctx.input(0)
+        if not x.ty.dtype.is_float:
+            raise ConversionError(f"X must be a float tensor, got {x.ty}")
+        if self.layout == 1:
+            x = ctx.call("permute_dims", x, axes=[1, 0, 2])
+        self.x = x  # [seq, batch, input]
+        steps = x.ty.shape[0]
+        if not isinstance(steps, int):
+            raise Unsupported(
+                f"{op} over a symbolic sequence length {dim_str(steps)}: passlens unrolls "
+                "recurrences and needs a static sequence length"
+            )
+        if steps < 1:
+            raise Unsupported(f"{op} over an empty sequence")
+        if steps > MAX_UNROLL:
+            raise Unsupported(f"{op} over {steps} steps: passlens unrolls up to {MAX_UNROLL}")
+        self.steps = steps
+        hidden = ctx.attr("hidden_size")
+        r_hidden = ctx.ty(2).shape[2]
+        if hidden is None:
+            hidden = r_hidden
+            if not isinstance(hidden, int):
+                raise Unsupported(f"{op} without hidden_size and a symbolic R")
+        if not isinstance(hidden, int) or not 0 < hidden <= MAX_HIDDEN:
+            raise ConversionError(f"hidden_size must be in 1..{MAX_HIDDEN}, got {hidden}")
+        self.hidden = hidden
+        self.gates = gates
+        want = {
+            1: (self.num_dir, gates * hidden, x.ty.shape[2]),
+            2: (self.num_dir, gates * hidden, hidden),
+        }
+        for i, shape in want.items():
+            got = ctx.ty(i).shape
+            for g, w in zip(got, shape, strict=True):
+                if isinstance(g, int) and isinstance(w, int) and g != w:
+                    raise ConversionError(
+                        f"{'WR'[i - 1]} must have shape {list(shape)}, got {ctx.ty(i)}"
+                    )
+        for i in (1, 2):
+            if ctx.ty(i).dtype is not x.ty.dtype:
+                raise ConversionError(f"X, W and R must share a dtype, got {ctx.ty(i)}")
+        self.clip = ctx.attr("clip")
+        if self.clip is not None and not self.clip > 0:
+            raise ConversionError(f"clip must be positive, got {self.clip}")
+        self.mask_lens = None
+        if ctx.has(4):
+            lens = ctx.input(4)
+            lt = lens.ty
+            if not lt.dtype.is_int or lt.shape is None or len(lt.shape) != 1:
+                raise ConversionError(f"sequence_lens must be a 1-D integer tensor, got {lt}")
+            value = ctx.const(4)
+            if value is None or not (value.astype(np.int64) >= steps).all():
+                self.mask_lens = ctx.call("unsqueeze", lens, axes=[1])  # [batch, 1]
+
+    # ----- helpers ------------------------------------------------------------------------
+    def state(self, i: int, d: int) -> Expr | None:
+        """Initial state input ``i`` of direction ``d`` as [batch, hidden], or None."""
+        ctx = self.ctx
+        if not ctx.has(i):
+            return None
+        s = ctx.input(i)
+        if ctx.rank(i) != 3:
+            raise ConversionError(f"input {i} (an initial state) must have rank 3, got {s.ty}")
+        if s.ty.dtype is not self.x.ty.dtype:
+            raise ConversionError(f"input {i} must have the dtype of X, got {s.ty}")
+        return ctx.call("take", s, ctx.constant(d, "int64"), axis=1 if self.layout else 0)
+
+    def weight(self, i: int, d: int) -> Expr:
+        return self.ctx.call("take", self.ctx.input(i), self.ctx.constant(d, "int64"), axis=0)
+
+    def biases(self, d: int) -> tuple[Expr | None, Expr | None]:
+        """The input and recurrence biases (Wb, Rb) of direction ``d``, or Nones."""
+        ctx = self.ctx
+        if not ctx.has(3):
+            return None, None
+        b = ctx.input(3)
+        n = 2 * self.gates * self.hidden
+        bt = b.ty
+        if (
+            bt.shape is None
+            or len(bt.shape) != 2
+            or (isinstance(bt.shape[1], int) and bt.shape[1] != n)
+        ):
+            raise ConversionError(f"B must have shape [{self.num_dir}, {n}], got {bt}")
+        if bt.dtype is not self.x.ty.dtype:
+            raise ConversionError(f"B must have the dtype of X, got {bt}")
+        bd = ctx.call("take", b, ctx.constant(d, "int64"), axis=0)
+        half = n // 2
+        wb = ctx.call("strided_slice", bd, begin=[0], end=[half], axes=[0])
+        rb = ctx.call("strided_slice", bd, begin=[half], end=[n], axes=[0])
+        return wb, rb
+
+    def cols(self, x: Expr, k: int, count: int = 1) -> Expr:
+        """Gate columns ``k .. k + count`` (each ``hidden`` wide) of the last axis of ``x``."""
+        h = self.hidden
+        axis = len(x.ty.shape) - 1
+        return self.ctx.call("strided_slice", x, begin=[k * h], end=[(k + count) * h], axes=[axis])
+
+    def clipped(self, x: Expr) -> Expr:
+        if self.clip is None:
+            return x
+        return self.ctx.call("clip", x, min=-float(self.clip), max=float(self.clip))
+
+    def zeros(self, xw: Expr) -> Expr:
+        """A [batch, hidden] zero state (the batch dim may be symbolic)."""
+        first = self.ctx.call("take", xw, self.ctx.constant(0, "int64"), axis=0)
+        return self.ctx.call("zeros_like", self.cols(first, 0))
+
+    def order(self, d: int) -> list[int]:
+        reverse = self.direction == "reverse" or d == 1
+        return list(reversed(range(self.steps))) if reverse else list(range(self.steps))
+
+    def mask(self, t: int) -> Expr | None:
+        """[batch, 1] bool: which batch entries step ``t`` is inside of, or None (all)."""
+        if self.mask_lens is None:
+            return None
+        lens = self.mask_lens
+        return self.ctx.call("less", self.ctx.constant(t, lens.ty.dtype), lens)
+
+    def keep(self, mask, new: Expr, old: Expr) -> Expr:
+        return new if mask is None else self.ctx.call("where", mask, new, old)
+
+    def run(self, step) -> list[Expr]:
+        """Unroll every direction: ``step(d, t, xt, states) -> (output, states)``, with
+        ``xt`` the step's projected input [batch, gates * hidden] and states the list given by
+        ``self.initial(d, xw)``; returns Y, then each final state, in the ONNX layouts."""
+        ctx = self.ctx
+        ys, finals = [], []
+        for d in range(self.num_dir):
+            wb, _rb = self.biases(d)
+            w = self.weight(1, d)
+            xw = (
+                ctx.call("linear", self.x, w, wb)
+                if wb is not None
+                else ctx.call("linear", self.x, w)
+            )
+            states = self.initial(d, xw)
+            outs: dict[int, Expr] = {}
+            for t in self.order(d):
+                xt = ctx.call("take", xw, ctx.constant(t, "int64"), axis=0)
+                mask = self.mask(t)
+                y, new = step(d, t, xt, states)
+                states = [self.keep(mask, n, o) for n, o in zip(new, states, strict=True)]
+                outs[t] = y if mask is None else ctx.call("where", mask, y, ctx.like(0, y))
+            seq = [ctx.call("unsqueeze", outs[t], axes=[0, 1]) for t in range(self.steps)]
+            ys.append(seq[0] if len(seq) == 1 else ctx.call("concat", *seq, axis=0))
+            finals.append(states)
+        y = ys[0] if len(ys) == 1 else ctx.call("concat", *ys, axis=1)  # [seq, dir, batch, h]
+        if self.layout == 1:
+            y = ctx.call("permute_dims", y, axes=[2, 0, 1, 3])
+        results = [y]
+        for k in range(len(finals[0])):
+            parts = [ctx.call("unsqueeze", f[k], axes=[1 if self.layout else 0]) for f in finals]
+            results.append(
+                parts[0]
+                if len(parts) == 1
+                else ctx.call("concat", *parts, axis=1 if self.layout else 0)
+            )
+        return results
+
+    def initial(self, d: int, xw: Expr) -> list[Expr]:
+        raise NotImplementedError
+
+
+def _recurrence_attrs(*extra: str) -> tuple[str, ...]:
+    return (
+        "activation_alpha",
+        "activation_beta",
+        "activations",
+        "clip",
+        "direction",
+        "hidden_size",
+        "layout",
+        *extra,
+    )
+
+
+def _recurrent(ctx: ConvertContext, gates: int, defaults: list[str], states: int, step_fn):
+    rec = _Recurrence(ctx, gates)
+    acts = _activations(ctx, defaults, rec.num_dir)
+
+    def initial(d, xw):
+        out = []
+        for k in range(states):
+            s = rec.state(5 + k, d)
+            out.append(rec.zeros(xw) if s is None else s)
+        return out
+
+    rec.initial = initial
+    return rec.run(lambda d, t, xt, st: step_fn(rec, ctx, acts[d], d, xt, st))
+
+
+# ----- RNN --------------------------------------------------------------------------------
+
+
+def _rnn_step(rec, ctx, acts, d, xt, states):
+    (h,) = states
+    _wb, rb = rec.biases(d)
+    r = rec.weight(2, d)
+    hr = ctx.call("linear", h, r, rb) if rb is not None else ctx.call("linear", h, r)
+    new = acts[0](rec.clipped(ctx.call("add", xt, hr)))
+    return new, [new]
+
+
+@converter("RNN", attrs=_recurrence_attrs(), min_version=7)
+def _rnn(ctx):
+    """A simple RNN, unrolled: Ht = f(Xt W^T + Ht-1 R^T + Wb + Rb)."""
+    return _recurrent(ctx, 1, ["Tanh"], 1, _rnn_step)
+
+
+# ----- GRU --------------------------------------------------------------------------------
+
+
+def _gru_step(rec, ctx, acts, d, xt, states):
+    (h,) = states
+    f, g = acts
+    _wb, rb = rec.biases(d)
+    r = rec.weight(2, d)
+    hidden = rec.hidden
+    r_zr = ctx.call("strided_slice", r, begin=[0], end=[2 * hidden], axes=[0])
+    r_h = ctx.call("strided_slice", r, begin=[2 * hidden], end=[3 * hidden], axes=[0])
+    rb_zr = rec.cols(rb, 0, 2) if rb is not None else None
+    rb_h = rec.cols(rb, 2) if rb is not None else None
+
+    def lin(x, w, b):
+        return ctx.call("linear", x, w, b) if b is not None else ctx.call("linear", x, w)
+
+    zr = ctx.call("add", rec.cols(xt, 0, 2), lin(h, r_zr, rb_zr))
+    z = f(rec.clipped(rec.cols(zr, 0)))
+    rg = f(rec.clipped(rec.cols(zr, 1)))
+    if ctx.attr("linear_before_reset", 0):
+        hh = ctx.call("multiply", rg, lin(h, r_h, rb_h))
+    else:
+        hh = lin(ctx.call("multiply", rg, h), r_h, rb_h)
+    cand = g(rec.clipped(ctx.call("add", rec.cols(xt, 2), hh)))
+    # Ht = (1 - z) * cand + z * Ht-1 = cand + z * (Ht-1 - cand)
+    new = ctx.call("add", cand, ctx.call("multiply", z, ctx.call("subtract", h, cand)))
+    return new, [new]
+
+
+@converter("GRU", attrs=_recurrence_attrs("linear_before_reset"), min_version=7)
+def _gru(ctx):
+    """A GRU (gates z, r, h), unrolled."""
+    lbr = ctx.attr("linear_before_reset", 0)
+    if lbr not in (0, 1):
+        raise ConversionError(f"linear_before_reset must be 0 or 1, got {lbr}")
+    return _recurrent(ctx, 3, ["Sigmoid", "Tanh"], 1, _gru_step)
+
+
+# ----- LSTM -------------------------------------------------------------------------------
+
+
+def _lstm_step(rec, ctx, acts, d, xt, states):
+    h, c = states
+    f, g, hact = acts
+    _wb, rb = rec.biases(d)
+    r = rec.weight(2, d)
+    hr = ctx.call("linear", h, r, rb) if rb is not None else ctx.call("linear", h, r)
+    pre = ctx.call("add", xt, hr)  # gates i, o, f, c
+    peep = rec.peepholes[d]
+
+    def gate(k, cell):
+        x = rec.cols(pre, k)
+        if peep is not None:
+            x = ctx.call("add", x, ctx.call("multiply", rec.cols(peep, k), cell))
+        return f(rec.clipped(x))
+
+    i = gate(0, c)
+    if rec.input_forget:
+        forget = ctx.call("subtract", ctx.like(1, i), i)
+    else:
+        forget = gate(2, c)
+    cand = g(rec.clipped(rec.cols(pre, 3)))
+    c_new = ctx.call("add", ctx.call("multiply", forget, c), ctx.call("multiply", i, cand))
+    o = gate(1, c_new)
+    h_new = ctx.call("multiply", o, hact(c_new))
+    return h_new, [h_new, c_new]
+
+
+@converter("LSTM", attrs=_recurrence_attrs("input_forget"), min_version=7)
+def _lstm(ctx):
+    """An LSTM (gates i, o, f, c; peepholes i, o, f), unrolled."""
+    input_forget = ctx.attr("input_forget", 0)
+    if input_forget not in (0, 1):
+        raise ConversionError(f"input_forget must be 0 or 1, got {input_forget}")
+    rec = _Recurrence(ctx, 4)
+    rec.input_forget = bool(input_forget)
+    peepholes = [None] * rec.num_dir
+    if ctx.has(7):
+        p = ctx.input(7)
+        pt = p.ty
+        if pt.shape is None or len(pt.shape) != 2 or pt.dtype is not rec.x.ty.dtype:
+            raise ConversionError(f"P must have shape [{rec.num_dir}, {3 * rec.hidden}], got {pt}")
+        if isinstance(pt.shape[1], int) and pt.shape[1] != 3 * rec.hidden:
+            raise ConversionError(f"P must have shape [{rec.num_dir}, {3 * rec.hidden}], got {pt}")
+        peepholes = [rec.weight(7, d) for d in range(rec.num_dir)]
+    rec.peepholes = peepholes
+    acts = _activations(ctx, ["Sigmoid", "Tanh", "Tanh"], rec.num_dir)
+
+    def initial(d, xw):
+        out = []
+        for k in (5, 6):
+            s = rec.state(k, d)
+            out.append(rec.zeros(xw) if s is None else s)
+        return out
+
+    rec.initial = initial
+    return rec.run(lambda d, t, xt, st: _lstm_step(rec, ctx, acts[d], d, xt, st))
