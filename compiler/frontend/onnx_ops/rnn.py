@@ -1,8 +1,8 @@
 """Recurrent ops and loops: RNN, GRU, LSTM, Scan and Loop, unrolled into existing IR ops.
 
 A static sequence length (trip count) is unrolled step by step, as a compiler would: the
-input projection of every step is one ``linear`` over the whole sequence, then each step is
-a ``linear`` of the hidden state and elementwise gates. Lowering, codegen and ONNX export
+input projection of every step is one ``matmul`` over the whole sequence, then each step is
+a ``matmul`` of the hidden state and elementwise gates. Lowering, codegen and ONNX export
 need nothing new. The IR has no loop construct, so a symbolic sequence length (or a trip
 count known only at run time) is reported as unsupported.
 
@@ -126,6 +126,7 @@ class _Recurrence:
 
     def __init__(self, ctx: ConvertContext, gates: int):
         self.ctx = ctx
+        self.memo: dict = {}
         op = ctx.node.op_type
         self.layout = ctx.attr("layout", 0)
         if self.layout not in (0, 1):
@@ -207,10 +208,48 @@ class _Recurrence:
         return ctx.call("take", s, ctx.constant(d, "int64"), axis=1 if self.layout else 0)
 
     def weight(self, i: int, d: int) -> Expr:
-        return self.ctx.call("take", self.ctx.input(i), self.ctx.constant(d, "int64"), axis=0)
+        """Direction ``d`` of weight input ``i`` (made once, shared by every step)."""
+        key = ("weight", i, d)
+        if key not in self.memo:
+            w = self.ctx.input(i)
+            self.memo[key] = self.ctx.call("take", w, self.ctx.constant(d, "int64"), axis=0)
+        return self.memo[key]
+
+    def transposed(self, i: int, d: int, k: int = 0, count: int | None = None) -> Expr:
+        """Gate rows ``k .. k + count`` of direction ``d`` of weight ``i``, transposed (the
+        right operand of a matmul; made once)."""
+        key = ("transposed", i, d, k, count)
+        if key not in self.memo:
+            w = self.weight(i, d)
+            if count is not None:
+                h = self.hidden
+                w = self.ctx.call(
+                    "strided_slice", w, begin=[k * h], end=[(k + count) * h], axes=[0]
+                )
+            self.memo[key] = self.ctx.call("permute_dims", w, axes=[1, 0])
+        return self.memo[key]
+
+    def project(self, x: Expr, i: int, d: int, bias: Expr | None, k=0, count=None) -> Expr:
+        """``x @ W^T (+ bias)`` for weight input ``i`` of direction ``d``."""
+        y = self.ctx.call("matmul", x, self.transposed(i, d, k, count))
+        return y if bias is None else self.ctx.call("add", y, bias)
 
     def biases(self, d: int) -> tuple[Expr | None, Expr | None]:
         """The input and recurrence biases (Wb, Rb) of direction ``d``, or Nones."""
+        if ("bias", d) not in self.memo:
+            self.memo[("bias", d)] = self._biases(d)
+        return self.memo[("bias", d)]
+
+    def bias_cols(self, d: int, k: int, count: int) -> Expr | None:
+        """Gate columns ``k .. k + count`` of the recurrence bias of direction ``d`` (made
+        once), or None."""
+        key = ("bias_cols", d, k, count)
+        if key not in self.memo:
+            rb = self.biases(d)[1]
+            self.memo[key] = None if rb is None else self.cols(rb, k, count)
+        return self.memo[key]
+
+    def _biases(self, d: int) -> tuple[Expr | None, Expr | None]:
         ctx = self.ctx
         if not ctx.has(3):
             return None, None
@@ -269,12 +308,7 @@ class _Recurrence:
         ys, finals = [], []
         for d in range(self.num_dir):
             wb, _rb = self.biases(d)
-            w = self.weight(1, d)
-            xw = (
-                ctx.call("linear", self.x, w, wb)
-                if wb is not None
-                else ctx.call("linear", self.x, w)
-            )
+            xw = self.project(self.x, 1, d, wb)  # [seq, batch, gates * hidden]
             states = self.initial(d, xw)
             outs: dict[int, Expr] = {}
             for t in self.order(d):
@@ -336,9 +370,7 @@ def _recurrent(ctx: ConvertContext, gates: int, defaults: list[str], states: int
 
 def _rnn_step(rec, ctx, acts, d, xt, states):
     (h,) = states
-    _wb, rb = rec.biases(d)
-    r = rec.weight(2, d)
-    hr = ctx.call("linear", h, r, rb) if rb is not None else ctx.call("linear", h, r)
+    hr = rec.project(h, 2, d, rec.biases(d)[1])
     new = acts[0](rec.clipped(ctx.call("add", xt, hr)))
     return new, [new]
 
@@ -355,24 +387,15 @@ def _rnn(ctx):
 def _gru_step(rec, ctx, acts, d, xt, states):
     (h,) = states
     f, g = acts
-    _wb, rb = rec.biases(d)
-    r = rec.weight(2, d)
-    hidden = rec.hidden
-    r_zr = ctx.call("strided_slice", r, begin=[0], end=[2 * hidden], axes=[0])
-    r_h = ctx.call("strided_slice", r, begin=[2 * hidden], end=[3 * hidden], axes=[0])
-    rb_zr = rec.cols(rb, 0, 2) if rb is not None else None
-    rb_h = rec.cols(rb, 2) if rb is not None else None
-
-    def lin(x, w, b):
-        return ctx.call("linear", x, w, b) if b is not None else ctx.call("linear", x, w)
-
-    zr = ctx.call("add", rec.cols(xt, 0, 2), lin(h, r_zr, rb_zr))
+    rb_zr = rec.bias_cols(d, 0, 2)
+    rb_h = rec.bias_cols(d, 2, 1)
+    zr = ctx.call("add", rec.cols(xt, 0, 2), rec.project(h, 2, d, rb_zr, 0, 2))
     z = f(rec.clipped(rec.cols(zr, 0)))
     rg = f(rec.clipped(rec.cols(zr, 1)))
     if ctx.attr("linear_before_reset", 0):
-        hh = ctx.call("multiply", rg, lin(h, r_h, rb_h))
+        hh = ctx.call("multiply", rg, rec.project(h, 2, d, rb_h, 2, 1))
     else:
-        hh = lin(ctx.call("multiply", rg, h), r_h, rb_h)
+        hh = rec.project(ctx.call("multiply", rg, h), 2, d, rb_h, 2, 1)
     cand = g(rec.clipped(ctx.call("add", rec.cols(xt, 2), hh)))
     # Ht = (1 - z) * cand + z * Ht-1 = cand + z * (Ht-1 - cand)
     new = ctx.call("add", cand, ctx.call("multiply", z, ctx.call("subtract", h, cand)))
@@ -394,16 +417,14 @@ def _gru(ctx):
 def _lstm_step(rec, ctx, acts, d, xt, states):
     h, c = states
     f, g, hact = acts
-    _wb, rb = rec.biases(d)
-    r = rec.weight(2, d)
-    hr = ctx.call("linear", h, r, rb) if rb is not None else ctx.call("linear", h, r)
+    hr = rec.project(h, 2, d, rec.biases(d)[1])
     pre = ctx.call("add", xt, hr)  # gates i, o, f, c
     peep = rec.peepholes[d]
 
     def gate(k, cell):
         x = rec.cols(pre, k)
         if peep is not None:
-            x = ctx.call("add", x, ctx.call("multiply", rec.cols(peep, k), cell))
+            x = ctx.call("add", x, ctx.call("multiply", peep[k], cell))
         return f(rec.clipped(x))
 
     i = gate(0, c)
@@ -434,7 +455,7 @@ def _lstm(ctx):
             raise ConversionError(f"P must have shape [{rec.num_dir}, {3 * rec.hidden}], got {pt}")
         if isinstance(pt.shape[1], int) and pt.shape[1] != 3 * rec.hidden:
             raise ConversionError(f"P must have shape [{rec.num_dir}, {3 * rec.hidden}], got {pt}")
-        peepholes = [rec.weight(7, d) for d in range(rec.num_dir)]
+        peepholes = [[rec.cols(rec.weight(7, d), k) for k in range(3)] for d in range(rec.num_dir)]
     rec.peepholes = peepholes
     acts = _activations(ctx, ["Sigmoid", "Tanh", "Tanh"], rec.num_dir)
 
