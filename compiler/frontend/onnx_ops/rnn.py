@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.frontend.onnx_context import ConversionError, ConvertContext, Unsupported
+from compiler.frontend.onnx_context import ConversionError, ConvertContext, Scope, Unsupported
 from compiler.frontend.onnx_ops.registry import converter
 from compiler.ir.nodes import Expr
 from compiler.ir.symbolic import dim_str
+from compiler.ir.types import TensorType
 
 MAX_UNROLL = 4096
 """Sequence lengths and trip counts unrolled up to this many steps."""
@@ -468,3 +469,194 @@ def _lstm(ctx):
 
     rec.initial = initial
     return rec.run(lambda d, t, xt, st: _lstm_step(rec, ctx, acts[d], d, xt, st))
+
+
+# ----- Loop and Scan: bodies unrolled -----------------------------------------------------
+
+
+class _Body:
+    """A loop body graph converted once per iteration with its inputs bound to given values
+    (its initializers converted once)."""
+
+    def __init__(self, ctx: ConvertContext, name: str, num_inputs: int | None = None):
+        from compiler.frontend.onnx_frontend import OnnxImportError
+
+        a = ctx.attrs.get(name)
+        if a is None or a.type != 5:
+            raise ConversionError(f"attribute {name} must be a graph")
+        self.ctx, self.graph, self.name = ctx, a.g, name
+        if num_inputs is not None and len(self.graph.input) != num_inputs:
+            raise ConversionError(
+                f"the {name} graph must take {num_inputs} inputs, got {len(self.graph.input)}"
+            )
+        self.scope = Scope(parent=ctx.scope)
+        try:
+            ctx.importer.initializers(self.graph, self.scope, f"{ctx.label}/{name}:")
+        except OnnxImportError as e:
+            raise ConversionError(str(e)) from None
+
+    def __call__(self, values: list[Expr], iteration: int) -> list[Expr]:
+        from compiler.frontend.onnx_frontend import POISON
+
+        ctx = self.ctx
+        prefix = f"{ctx.label}/{self.name}[{iteration}]:"
+        scope = Scope(parent=self.scope)
+        for vi, v in zip(self.graph.input, values, strict=True):
+            scope.values[vi.name] = v
+        ctx.importer.nodes(self.graph, scope, prefix)
+        outs = ctx.importer.graph_outputs(self.graph, scope, prefix)
+        if any(v is POISON for v in outs):
+            raise Unsupported(f"{ctx.node.op_type} with a {self.name} that does not convert")
+        for o, v in zip(self.graph.output, outs, strict=True):
+            if not isinstance(v, Expr) or not isinstance(v.ty, TensorType):
+                raise Unsupported(f"{ctx.node.op_type} body output {o.name!r} is not a tensor")
+        return outs
+
+
+def _stack(ctx: ConvertContext, items: list[Expr], axis: int) -> Expr:
+    """Tensors of one shape stacked along a new ``axis``."""
+    parts = [ctx.call("unsqueeze", x, axes=[axis]) for x in items]
+    return parts[0] if len(parts) == 1 else ctx.call("concat", *parts, axis=axis)
+
+
+def _static_true(e: Expr) -> bool | None:
+    """The value of a one-element condition known without running (None when computed)."""
+    from compiler.frontend.onnx_ops.control import _static_value
+
+    v = _static_value(e)
+    if v is None or v.size != 1:
+        return None
+    return bool(v.reshape(-1)[0])
+
+
+@converter("Loop", attrs=("body",), min_version=11)
+def _loop(ctx):
+    """A Loop with a constant trip count, unrolled; its condition must stay known-true (an
+    early exit depending on data would give scan outputs a length known only at run time)."""
+    from compiler.ir.types import DType
+
+    op = "Loop"
+    if not ctx.has(0):
+        raise Unsupported(f"{op} without a trip count (a while loop)")
+    trip = ctx.const(0)
+    if trip is None:
+        raise Unsupported(
+            f"{op} with a trip count known only at run time: passlens unrolls loops and "
+            "needs a constant trip count"
+        )
+    if trip.size != 1 or not np.issubdtype(trip.dtype, np.integer):
+        raise ConversionError(f"the trip count must be one integer, got {trip!r}")
+    count = int(trip.reshape(-1)[0])
+    if count < 0:
+        raise ConversionError(f"the trip count must not be negative, got {count}")
+    if count > MAX_UNROLL:
+        raise Unsupported(f"{op} of {count} iterations: passlens unrolls up to {MAX_UNROLL}")
+    carried = [ctx.input(i) for i in range(2, len(ctx.inputs))]
+    if any(not isinstance(v.ty, TensorType) for v in carried):
+        raise Unsupported(f"{op} carrying a value that is not a tensor")
+    cond = ctx.input(1) if ctx.has(1) else ctx.constant(True, DType.bool)
+    body = _Body(ctx, "body", 2 + len(carried))
+    num_scan = len(body.graph.output) - 1 - len(carried)
+    if num_scan < 0:
+        raise ConversionError(
+            f"the body must give a condition and {len(carried)} carried values, "
+            f"got {len(body.graph.output)} outputs"
+        )
+    scans: list[list[Expr]] = [[] for _ in range(num_scan)]
+    for i in range(count):
+        known = _static_true(cond)
+        if known is None:
+            raise Unsupported(f"{op} whose condition is computed from data (an early exit)")
+        if not known:
+            break
+        outs = body([ctx.constant(i, DType.int64), cond, *carried], i)
+        cond, carried = outs[0], outs[1 : 1 + len(carried)]
+        for k, v in enumerate(outs[1 + len(carried) :]):
+            scans[k].append(v)
+    if any(not s for s in scans):
+        raise Unsupported(f"{op} with scan outputs and no iteration run (an empty scan output)")
+    return [*carried, *[_stack(ctx, s, 0) for s in scans]]
+
+
+@converter(
+    "Scan",
+    attrs=(
+        "body",
+        "num_scan_inputs",
+        "scan_input_axes",
+        "scan_input_directions",
+        "scan_output_axes",
+        "scan_output_directions",
+    ),
+    min_version=11,
+)
+def _scan(ctx):
+    """A Scan over a static number of iterations, unrolled."""
+    from compiler.ir.types import DType
+
+    m = ctx.attr("num_scan_inputs")
+    n_in = len(ctx.inputs)
+    if not isinstance(m, int) or not 1 <= m <= n_in:
+        raise ConversionError(f"num_scan_inputs must be in 1..{n_in}, got {m}")
+    n_state = n_in - m
+    states = [ctx.input(i) for i in range(n_state)]
+    xs = [ctx.input(n_state + j) for j in range(m)]
+    in_axes = list(ctx.attr("scan_input_axes", [0] * m))
+    in_dirs = list(ctx.attr("scan_input_directions", [0] * m))
+    if len(in_axes) != m or len(in_dirs) != m:
+        raise ConversionError(f"scan_input_axes and scan_input_directions need {m} values")
+    length = None
+    axes = []
+    for j, (x, ax) in enumerate(zip(xs, in_axes, strict=True)):
+        rank = ctx.rank(n_state + j)
+        if not -rank <= ax < rank:
+            raise ConversionError(f"scan input axis {ax} is out of range for rank {rank}")
+        ax %= rank
+        axes.append(ax)
+        d = x.ty.shape[ax]
+        if not isinstance(d, int):
+            raise Unsupported(
+                f"Scan over a symbolic length {dim_str(d)}: passlens unrolls scans and needs "
+                "a static length"
+            )
+        if length is not None and d != length:
+            raise ConversionError(f"the scan inputs have lengths {length} and {d}")
+        length = d
+    if any(v not in (0, 1) for v in in_dirs):
+        raise ConversionError(f"scan_input_directions must be 0 or 1, got {in_dirs}")
+    if length > MAX_UNROLL:
+        raise Unsupported(f"Scan of {length} iterations: passlens unrolls up to {MAX_UNROLL}")
+    body = _Body(ctx, "body", n_state + m)
+    k = len(body.graph.output) - n_state
+    if k < 0:
+        raise ConversionError(f"the body must give at least {n_state} outputs (the states)")
+    out_axes = list(ctx.attr("scan_output_axes", [0] * k))
+    out_dirs = list(ctx.attr("scan_output_directions", [0] * k))
+    if len(out_axes) != k or len(out_dirs) != k:
+        raise ConversionError(f"scan_output_axes and scan_output_directions need {k} values")
+    if any(v not in (0, 1) for v in out_dirs):
+        raise ConversionError(f"scan_output_directions must be 0 or 1, got {out_dirs}")
+    if length == 0 and k:
+        raise Unsupported("Scan of length 0 with scan outputs (empty outputs)")
+    scans: list[list[Expr]] = [[] for _ in range(k)]
+    for i in range(length):
+        elems = []
+        for x, ax, rev in zip(xs, axes, in_dirs, strict=True):
+            t = length - 1 - i if rev else i
+            elems.append(ctx.call("take", x, ctx.constant(t, DType.int64), axis=ax))
+        outs = body([*states, *elems], i)
+        states = outs[:n_state]
+        for j, v in enumerate(outs[n_state:]):
+            scans[j].append(v)
+    results = list(states)
+    for j, items in enumerate(scans):
+        if out_dirs[j]:
+            items = items[::-1]
+        rank = len(items[0].ty.shape) + 1 if items[0].ty.shape is not None else None
+        if rank is None:
+            raise Unsupported("Scan output of unknown rank")
+        ax = out_axes[j]
+        if not -rank <= ax < rank:
+            raise ConversionError(f"scan output axis {ax} is out of range for rank {rank}")
+        results.append(_stack(ctx, items, ax % rank))
+    return results

@@ -368,3 +368,165 @@ def test_lstm_text_classifier_from_torch_checks_clean_and_compiles(dynamo, tmp_p
     (got,) = trace["codegen"].executable()(ids.numpy())
     assert got.shape == expected.shape == (2, 4)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+# ----- Loop and Scan, unrolled ------------------------------------------------------------
+
+
+def _loop_model(trip=4, trip_as_input=False, cond_from_data=False):
+    """y carried (y + x * i), and a scan output y * 2 each iteration; x from outside."""
+    i64, b = TensorProto.INT64, TensorProto.BOOL
+    body_nodes = [
+        helper.make_node("Cast", ["i"], ["i_f"], to=F32),
+        helper.make_node("Mul", ["x", "i_f"], ["xi"]),
+        helper.make_node("Add", ["y_in", "xi"], ["y_out"]),
+        helper.make_node("Add", ["y_out", "y_out"], ["scan"]),
+    ]
+    if cond_from_data:
+        body_nodes += [
+            helper.make_node("ReduceSum", ["y_out"], ["total"], keepdims=0),
+            helper.make_node("Less", ["total", "limit"], ["cond_out"]),
+        ]
+    else:
+        body_nodes.append(helper.make_node("Identity", ["cond_in"], ["cond_out"]))
+    body = helper.make_graph(
+        body_nodes,
+        "body",
+        [
+            helper.make_tensor_value_info("i", i64, []),
+            helper.make_tensor_value_info("cond_in", b, []),
+            helper.make_tensor_value_info("y_in", F32, ["n", 3]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", b, []),
+            helper.make_tensor_value_info("y_out", F32, ["n", 3]),
+            helper.make_tensor_value_info("scan", F32, ["n", 3]),
+        ],
+        [numpy_helper.from_array(np.array(100.0, np.float32), "limit")],
+    )
+    inputs = [
+        helper.make_tensor_value_info("x", F32, ["n", 3]),
+        helper.make_tensor_value_info("y0", F32, ["n", 3]),
+    ]
+    inits = [numpy_helper.from_array(np.array(True), "cond")]
+    if trip_as_input:
+        inputs.append(helper.make_tensor_value_info("M", i64, []))
+    else:
+        inits.append(numpy_helper.from_array(np.array(trip, np.int64), "M"))
+    node = helper.make_node("Loop", ["M", "cond", "y0"], ["y", "ys"], body=body)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        inputs,
+        [
+            helper.make_tensor_value_info("y", F32, ["n", 3]),
+            helper.make_tensor_value_info("ys", F32, [None, "n", 3]),
+        ],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def test_loop_with_a_constant_trip_count_unrolls_and_matches_onnxruntime():
+    model = _loop_model(4)
+    module = from_onnx(model)
+    assert "n" in str(module.main.params[0].ty)
+    for n in (1, 3):
+        x, y0 = (RNG.standard_normal((n, 3)).astype(np.float32) for _ in range(2))
+        assert_matches_ort(model, x, y0, compile=n == 3)
+    assert str(module).count("cast(") == 4  # one body per iteration
+    assert "-> (f32[n, 3], f32[4, n, 3])" in str(module)
+
+
+def test_loop_forms_not_unrolled_are_unsupported():
+    with pytest.raises(UnsupportedOperatorError, match="needs a constant trip count"):
+        from_onnx(_loop_model(trip_as_input=True))
+    with pytest.raises(UnsupportedOperatorError, match="condition is computed from data"):
+        from_onnx(_loop_model(cond_from_data=True))
+
+
+def _scan_model(in_dir=0, out_dir=0, in_axis=0, out_axis=0):
+    """A running sum over a scan input (state [2]), scan outputs the sums and x * 3."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Add", ["s_in", "x_t"], ["s_out"]),
+            helper.make_node("Mul", ["x_t", "three"], ["x3"]),
+            helper.make_node("Identity", ["s_out"], ["s_scan"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("s_in", F32, [2]),
+            helper.make_tensor_value_info("x_t", F32, [2]),
+        ],
+        [
+            helper.make_tensor_value_info("s_out", F32, [2]),
+            helper.make_tensor_value_info("s_scan", F32, [2]),
+            helper.make_tensor_value_info("x3", F32, [2]),
+        ],
+        [numpy_helper.from_array(np.array(3.0, np.float32), "three")],
+    )
+    x_shape = [5, 2] if in_axis == 0 else [2, 5]
+    node = helper.make_node(
+        "Scan",
+        ["s0", "x"],
+        ["s", "sums", "x3s"],
+        body=body,
+        num_scan_inputs=1,
+        scan_input_axes=[in_axis],
+        scan_input_directions=[in_dir],
+        scan_output_axes=[out_axis, 0],
+        scan_output_directions=[out_dir, 0],
+    )
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [
+            helper.make_tensor_value_info("s0", F32, [2]),
+            helper.make_tensor_value_info("x", F32, x_shape),
+        ],
+        [
+            helper.make_tensor_value_info("s", F32, [2]),
+            helper.make_tensor_value_info("sums", F32, [None, None]),
+            helper.make_tensor_value_info("x3s", F32, [5, 2]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model, x_shape
+
+
+@pytest.mark.parametrize("in_dir, out_dir", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("in_axis, out_axis", [(0, 0), (1, 1), (-1, -1)])
+def test_scan_unrolls_and_matches_onnxruntime(in_dir, out_dir, in_axis, out_axis):
+    model, x_shape = _scan_model(in_dir, out_dir, in_axis, out_axis)
+    s0 = RNG.standard_normal(2).astype(np.float32)
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    assert_matches_ort(model, s0, x, compile=(in_dir, out_dir, in_axis) == (1, 1, 1))
+
+
+def test_the_opset_9_scan_node_tests_pass_once_converted_to_opset_13(harness):
+    """The importer refuses opset 9; onnx's version converter (what its message suggests)
+    brings the Scan node tests to opset 13, and then they give the expected outputs."""
+    from onnx import version_converter
+
+    for name in ("test_scan9_sum", "test_scan9_scalar", "test_scan9_multi_state"):
+        case = harness.load_case(harness.node_test_dir() / name)
+        model = version_converter.convert_version(onnx.load_from_string(case.model), 13)
+        inputs = [numpy_helper.to_array(t) for t in case.inputs]
+        got = run(from_onnx(model), *inputs)
+        got = list(got) if isinstance(got, (list, tuple)) else [got]
+        expected = [numpy_helper.to_array(t) for t in case.outputs]
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected, strict=True):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+def test_a_scan_over_a_symbolic_length_is_unsupported():
+    model, _ = _scan_model()
+    model.graph.input[1].type.tensor_type.shape.dim[0].dim_param = "t"
+    with pytest.raises(UnsupportedOperatorError, match="needs a static length"):
+        from_onnx(model)
