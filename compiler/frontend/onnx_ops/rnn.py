@@ -24,8 +24,24 @@ from compiler.ir.types import TensorType
 MAX_UNROLL = 4096
 """Sequence lengths and trip counts unrolled up to this many steps."""
 
+MAX_UNROLLED_NODES = 1 << 17
+"""What one import may unroll in all (steps times the nodes of a step; nested loops add up)."""
+
 MAX_HIDDEN = 1 << 16
 """A hidden_size above this is refused (a corrupt model)."""
+
+
+def _spend(ctx: ConvertContext, nodes: int) -> None:
+    """Count ``nodes`` unrolled nodes against the import's budget (a corrupt or hostile model
+    nesting loops cannot make the import run for ever)."""
+    importer = ctx.importer
+    spent = getattr(importer, "_unrolled_nodes", 0) + nodes
+    if spent > MAX_UNROLLED_NODES:
+        raise Unsupported(
+            f"{ctx.node.op_type}: unrolling would make more than {MAX_UNROLLED_NODES} nodes"
+        )
+    importer._unrolled_nodes = spent
+
 
 # ----- activations ------------------------------------------------------------------------
 
@@ -158,6 +174,7 @@ class _Recurrence:
         if steps > MAX_UNROLL:
             raise Unsupported(f"{op} over {steps} steps: passlens unrolls up to {MAX_UNROLL}")
         self.steps = steps
+        _spend(ctx, steps * self.num_dir * 8 * gates)
         hidden = ctx.attr("hidden_size")
         r_hidden = ctx.ty(2).shape[2]
         if hidden is None:
@@ -479,8 +496,6 @@ class _Body:
     (its initializers converted once)."""
 
     def __init__(self, ctx: ConvertContext, name: str, num_inputs: int | None = None):
-        from compiler.frontend.onnx_frontend import OnnxImportError
-
         a = ctx.attrs.get(name)
         if a is None or a.type != 5:
             raise ConversionError(f"attribute {name} must be a graph")
@@ -490,25 +505,21 @@ class _Body:
                 f"the {name} graph must take {num_inputs} inputs, got {len(self.graph.input)}"
             )
         self.scope = Scope(parent=ctx.scope)
-        try:
-            ctx.importer.initializers(self.graph, self.scope, f"{ctx.label}/{name}:")
-        except OnnxImportError as e:
-            raise ConversionError(str(e)) from None
+        ctx.importer.initializers(self.graph, self.scope, f"{ctx.label}/{name}:")
 
     def __call__(self, values: list[Expr], iteration: int) -> list[Expr]:
-        from compiler.frontend.onnx_frontend import POISON
-
         ctx = self.ctx
+        _spend(ctx, max(len(self.graph.node), 1))
         prefix = f"{ctx.label}/{self.name}[{iteration}]:"
         scope = Scope(parent=self.scope)
         for vi, v in zip(self.graph.input, values, strict=True):
             scope.values[vi.name] = v
         ctx.importer.nodes(self.graph, scope, prefix)
         outs = ctx.importer.graph_outputs(self.graph, scope, prefix)
-        if any(v is POISON for v in outs):
+        if any(not isinstance(v, Expr) for v in outs):  # the importer's marker of a failure
             raise Unsupported(f"{ctx.node.op_type} with a {self.name} that does not convert")
         for o, v in zip(self.graph.output, outs, strict=True):
-            if not isinstance(v, Expr) or not isinstance(v.ty, TensorType):
+            if not isinstance(v.ty, TensorType):
                 raise Unsupported(f"{ctx.node.op_type} body output {o.name!r} is not a tensor")
         return outs
 
@@ -569,6 +580,7 @@ def _loop(ctx):
             raise Unsupported(f"{op} whose condition is computed from data (an early exit)")
         if not known:
             break
+        cond = ctx.constant(True, DType.bool)  # known: the next body reads a constant
         outs = body([ctx.constant(i, DType.int64), cond, *carried], i)
         cond, carried = outs[0], outs[1 : 1 + len(carried)]
         for k, v in enumerate(outs[1 + len(carried) :]):

@@ -530,3 +530,41 @@ def test_a_scan_over_a_symbolic_length_is_unsupported():
     model.graph.input[1].type.tensor_type.shape.dim[0].dim_param = "t"
     with pytest.raises(UnsupportedOperatorError, match="needs a static length"):
         from_onnx(model)
+
+
+def test_unrolling_has_a_budget(monkeypatch):
+    """Nested constant loops that would unroll into millions of nodes are refused (the budget
+    made small here to keep the test quick)."""
+    from compiler.frontend.onnx_ops import rnn
+
+    monkeypatch.setattr(rnn, "MAX_UNROLLED_NODES", 5000)
+    inner = _loop_model(4000)
+    loop = inner.graph.node[0]
+    outer_body = helper.make_graph(
+        [
+            helper.make_node(
+                "Loop", ["M", "cond", "y_in"], ["y_out", "ys"], body=loop.attribute[0].g
+            ),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        "outer",
+        [
+            helper.make_tensor_value_info("j", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("y_in", F32, ["n", 3]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("y_out", F32, ["n", 3]),
+        ],
+    )
+    node = helper.make_node("Loop", ["M", "cond", "y0"], ["y"], body=outer_body)
+    graph = helper.make_graph(
+        [node], "g", list(inner.graph.input), [inner.graph.output[0]], list(inner.graph.initializer)
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    with pytest.raises(UnsupportedOperatorError, match="unrolling would make more than 5000"):
+        from_onnx(model, check=False)
+    with pytest.raises(UnsupportedOperatorError, match="unrolling would make more than 5000"):
+        from_onnx(_recurrent_model("LSTM", "bidirectional", seq=100))
+    from_onnx(_recurrent_model("LSTM", "bidirectional", seq=5))  # within the budget
