@@ -542,14 +542,17 @@ def _static_true(e: Expr) -> bool | None:
 
 @converter("Loop", attrs=("body",), min_version=11)
 def _loop(ctx):
-    """A Loop with a constant trip count, unrolled; its condition must stay known-true (an
-    early exit depending on data would give scan outputs a length known only at run time)."""
+    """A Loop with a constant trip count (or one computed from static shapes), unrolled; its
+    condition must stay known-true (an early exit depending on data would give scan outputs
+    a length known only at run time)."""
     from compiler.ir.types import DType
 
     op = "Loop"
     if not ctx.has(0):
         raise Unsupported(f"{op} without a trip count (a while loop)")
-    trip = ctx.const(0)
+    from compiler.frontend.onnx_ops.control import _static_value
+
+    trip = _static_value(ctx.input(0))  # a constant, or computed from static shapes
     if trip is None:
         raise Unsupported(
             f"{op} with a trip count known only at run time: passlens unrolls loops and "

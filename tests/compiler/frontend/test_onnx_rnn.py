@@ -232,8 +232,9 @@ def test_directions_and_layouts_match_onnxruntime_with_a_symbolic_batch(op, dire
 
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
 def test_without_bias_and_initial_states(op):
-    model = _recurrent_model(op, "bidirectional", bias=False, batch=2)
-    assert_matches_ort(model, *_inputs(model, 2))
+    model = _recurrent_model(op, "bidirectional", bias=False)  # zero states of a symbolic batch
+    for batch in (2, 4):
+        assert_matches_ort(model, *_inputs(model, batch))
 
 
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
@@ -568,3 +569,18 @@ def test_unrolling_has_a_budget(monkeypatch):
     with pytest.raises(UnsupportedOperatorError, match="unrolling would make more than 5000"):
         from_onnx(_recurrent_model("LSTM", "bidirectional", seq=100))
     from_onnx(_recurrent_model("LSTM", "bidirectional", seq=5))  # within the budget
+
+
+def test_a_loop_trip_count_computed_from_static_shapes_unrolls():
+    model = _loop_model(trip_as_input=True)
+    for vi in model.graph.input[:2]:  # x and y0 static: Shape(x)[1] = 3 iterations
+        vi.type.tensor_type.shape.dim[0].dim_value = 2
+    model.graph.input.pop()  # M
+    model.graph.node.insert(0, helper.make_node("Shape", ["x"], ["shape"], start=1, end=2))
+    model.graph.node.insert(1, helper.make_node("Squeeze", ["shape"], ["M"]))
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    y0 = RNG.standard_normal((2, 3)).astype(np.float32)
+    module = assert_matches_ort(model, x, y0)
+    assert "f32[3, 2, 3]" in str(
+        module.main.ret_type if hasattr(module.main, "ret_type") else module
+    )
