@@ -20,7 +20,13 @@ initializers are tensors of a dtype the IR has (f16, bf16, f32, f64, i8, i16, i3
 bool). An op that has a converter counts in the claimed subset even for attribute values or
 input forms the converter reports as unsupported: those count against the claimed rate.
 
-    .venv/bin/python bench/onnx_coverage.py [--filter SUBSTR] [--details] [--failed]
+The default output is the summary (short enough for BENCHMARKS.md); ``--ops`` adds a table
+per op of the standard domain (the op a test is about: its one op, else the op its name starts
+with), ``--causes`` every failed or unsupported test under its cause (the reason with node
+names, shapes and error sizes left out), ``--details`` / ``--failed`` a line per test.
+
+    .venv/bin/python bench/onnx_coverage.py [--filter SUBSTR] [--ops] [--causes]
+                                            [--details] [--failed]
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import sys
@@ -205,6 +212,68 @@ def claim_of(model) -> tuple[bool, str]:
     return True, ""
 
 
+# ----- which op a test is about -----------------------------------------------------------
+
+
+def _snake(name: str) -> str:
+    """ReduceSum -> reduce_sum, DFT -> dft, LpNormalization -> lp_normalization."""
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+
+
+_NAME_KEYS: list[tuple[str, str]] | None = None
+_NAME_ALIASES = {  # test names that abbreviate their op
+    "mvn": "MeanVarianceNormalization",
+    "nllloss": "NegativeLogLikelihoodLoss",
+    "sce": "SoftmaxCrossEntropyLoss",
+}
+
+
+def _name_keys() -> list[tuple[str, str]]:
+    """(test-name prefix, op) for every op of the standard domain, longest first."""
+    global _NAME_KEYS
+    if _NAME_KEYS is None:
+        import onnx
+
+        keys = set(_NAME_ALIASES.items())
+        for schema in onnx.defs.get_all_schemas():
+            if schema.domain == "":
+                keys |= {(_snake(schema.name), schema.name), (schema.name.lower(), schema.name)}
+        _NAME_KEYS = sorted(keys, key=lambda k: -len(k[0]))
+    return _NAME_KEYS
+
+
+def _op_by_name(name: str, among: set[str] | None = None) -> str | None:
+    rest = name[len("test_") :] if name.startswith("test_") else name
+    for key, op in _name_keys():
+        if among is not None and op not in among:
+            continue
+        if rest.startswith(key) and (len(rest) == len(key) or not rest[len(key)].isalpha()):
+            return op
+    return None
+
+
+OTHER_DOMAINS = "(other domains)"
+
+
+def op_of(name: str, model) -> str:
+    """The standard-domain op a node test is about: the model's one op (Constant aside), else
+    the op its name starts with (``test_reduce_sum_...``, ``test_hannwindow_expanded``);
+    ``(other domains)`` for a test of an op of another domain."""
+    ops = {(n.domain, n.op_type) for n in model.graph.node}
+    standard = {op for domain, op in ops if domain in ("", "ai.onnx")}
+    other = len(standard) < len(ops)
+    if len(standard) > 1:
+        standard.discard("Constant")
+    if len(standard) == 1 and not other:
+        return next(iter(standard))
+    return (
+        _op_by_name(name, standard)
+        or _op_by_name(name)
+        or (OTHER_DOMAINS if other else "(several ops)")
+    )
+
+
 # ----- running ----------------------------------------------------------------------------
 
 
@@ -218,6 +287,7 @@ class CaseResult:
     opset: int
     message: str = ""
     seconds: float = 0.0
+    op: str = ""  # the op the test is about (op_of)
 
 
 def _compare(got: tuple, expected: list, rtol: float, atol: float) -> str:
@@ -259,9 +329,11 @@ def run_case(case_dir: Path) -> CaseResult:
     claimed, _ = claim_of(model)
     versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
     opset = versions[0] if versions else 0
+    op = op_of(data.name, model)
 
     def result(status: str, message: str = "") -> CaseResult:
-        return CaseResult(data.name, status, claimed, opset, message, time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        return CaseResult(data.name, status, claimed, opset, message, seconds, op)
 
     try:
         module = from_onnx(data.model)
@@ -296,6 +368,46 @@ def summary(results: list[CaseResult]) -> dict[str, Counter]:
     }
 
 
+def by_op(results: list[CaseResult]) -> dict[str, Counter]:
+    """Counts of passed / failed / unsupported per op (op_of), sorted by op."""
+    table: dict[str, Counter] = {}
+    for r in results:
+        table.setdefault(r.op, Counter())[r.status] += 1
+    return dict(sorted(table.items(), key=lambda kv: (kv[0].startswith("("), kv[0].lower())))
+
+
+def cause_of(result: CaseResult) -> str:
+    """The one-line cause of a failed or unsupported test: its reason without the node names,
+    shapes and error sizes that differ between tests of one cause."""
+    msg = result.message.split("  used at")[0].strip()
+    msg = re.sub(r"node .*? \((\w+)\): ", r"\1: ", msg)  # node #0 (DFT) (DFT): -> DFT:
+    msg = re.sub(r"while executing .*? from (\w+): ", r"in \1: ", msg)
+    msg = re.sub(r"output \d+ (differs|has)", r"an output \1", msg)
+    msg = re.sub(r" \(max abs error [^)]*\)", "", msg)
+    msg = re.sub(r"shape \([^)]*\), expected \([^)]*\)", "another shape than expected", msg)
+    return f"{result.status}: {msg}" if msg else result.status
+
+
+def by_cause(results: list[CaseResult]) -> dict[str, list[CaseResult]]:
+    """Failed and unsupported tests grouped by cause, the most common cause first."""
+    groups: dict[str, list[CaseResult]] = {}
+    for r in results:
+        if r.status != "passed":
+            groups.setdefault(cause_of(r), []).append(r)
+    return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
+
+def _op_table(results: list[CaseResult]) -> list[str]:
+    lines = [
+        "| op | tests | passed | failed | unsupported |",
+        "|----|------:|-------:|-------:|------------:|",
+    ]
+    for op, c in by_op(results).items():
+        total = sum(c.values())
+        lines.append(f"| {op} | {total} | {c['passed']} | {c['failed']} | {c['unsupported']} |")
+    return lines
+
+
 def _line(label: str, counts: Counter) -> str:
     total = sum(counts.values())
     passed = counts["passed"]
@@ -316,6 +428,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--filter", default="", help="only tests whose name contains this")
     parser.add_argument("--details", action="store_true", help="list failed and unsupported")
     parser.add_argument("--failed", action="store_true", help="list failed tests only")
+    parser.add_argument("--ops", action="store_true", help="a table per op (markdown)")
+    parser.add_argument(
+        "--causes", action="store_true", help="failed and unsupported tests grouped by cause"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     results = run_all(args.filter)
@@ -337,13 +453,19 @@ def main(argv: list[str] | None = None) -> None:
             if r.status == "failed" or (args.details and r.status == "unsupported"):
                 mark = "*" if r.claimed else " "
                 print(f"{mark} {r.status:<11} {r.name}: {r.message}")
-    if not args.details and not args.failed:
-        reasons = Counter(
-            r.message.split("  used at")[0] for r in results if r.status == "unsupported"
-        )
-        print("most common unsupported reasons:")
-        for reason, n in reasons.most_common(15):
-            print(f"  {n:4d}  {reason}")
+    if args.ops:
+        print()
+        print("\n".join(_op_table(results)))
+    if args.causes:
+        for cause, cases in by_cause(results).items():
+            print(f"\n{cause} ({len(cases)})")
+            for r in cases:
+                print(f"  {'*' if r.claimed else ' '} {r.name}: {r.message.split('  used at')[0]}")
+    if not args.details and not args.failed and not args.causes:
+        groups = by_cause(results)
+        print(f"most common causes ({len(groups)} in all; --causes lists them with their tests):")
+        for cause, cases in list(groups.items())[:15]:
+            print(f"  {len(cases):4d}  {cause}")
     print("command:", shlex.join([".venv/bin/python", "bench/onnx_coverage.py", *sys.argv[1:]]))
 
 

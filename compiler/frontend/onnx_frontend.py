@@ -4,8 +4,10 @@ What happens, in order, each step ending in a :class:`FrontendError` that says w
 
 1. load: a path is read (never written), bytes are parsed, a ModelProto is used as given (never
    modified). A truncated or corrupt file is reported as such.
-2. opset: the default-domain opset must be one passlens imports (11 up to the newest the
-   installed onnx knows; 13-21 is what the node-test coverage claims).
+2. opset: the default-domain opset must be one passlens imports (1 up to the newest the
+   installed onnx knows; 13-21 is what the node-test coverage claims). Each converter says
+   which op versions it implements (``min_version``, ``max_version``), so an op version of an
+   old (or new) opset whose semantics differ is reported as unsupported, not converted.
 3. operators: every node (subgraphs included) whose op ONNX does not know, or passlens cannot
    convert (no converter, an op version or attribute the converter does not handle), is listed
    at once with its node name in an :class:`UnsupportedOperatorError`.
@@ -45,9 +47,9 @@ from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import ANY, Dim, sym
 from compiler.ir.types import TensorType
 
-MIN_OPSET = 11
-"""The oldest default-domain opset imported (Squeeze/Unsqueeze/Split/Reduce* with attribute
-axes are the opset 11-12 forms)."""
+MIN_OPSET = 1
+"""The oldest default-domain opset imported. Which op versions of an opset convert is each
+converter's own ``min_version`` (see compiler.frontend.onnx_ops.registry)."""
 
 CLAIMED_OPSETS = range(13, 22)
 """Opsets the coverage figures are claimed for (bench/onnx_coverage.py)."""
@@ -232,11 +234,19 @@ def _iter_nodes(graph, prefix: str = ""):
                     yield from _iter_nodes(g, f"{label}/{attr.name}[{k}]:")
 
 
+def converter_key(node) -> str:
+    """The key of a node's converter: its op type, ``domain.op_type`` outside ai.onnx
+    (``ai.onnx.preview.FlexAttention``)."""
+    if node.domain in _DEFAULT_DOMAINS:
+        return node.op_type
+    return f"{node.domain}.{node.op_type}"
+
+
 def unsupported_operators(model, opset: int) -> dict[str, list[str]]:
     """Every op passlens cannot import, with the nodes using it (subgraphs included)."""
     import onnx
 
-    from compiler.frontend.onnx_ops import CONVERTERS
+    from compiler.frontend.onnx_ops import CONVERTERS, converter_for, oldest_version
 
     found: dict[str, list[str]] = {}
     other_opsets = {o.domain: o.version for o in model.opset_import}
@@ -249,8 +259,12 @@ def unsupported_operators(model, opset: int) -> dict[str, list[str]]:
                 key = f"{domain}.{node.op_type} (a model-local function)"
             elif domain not in other_opsets:
                 key = f"{domain}.{node.op_type} (domain {domain!r} is not in opset_import)"
-            else:
+            elif (conv := CONVERTERS.get(f"{domain}.{node.op_type}")) is None:
                 key = f"{domain}.{node.op_type} (domain {domain})"
+            elif other_opsets[domain] < conv.min_version:
+                key = f"{domain}.{node.op_type} ({domain} opset {other_opsets[domain]})"
+            elif extra := sorted(a.name for a in node.attribute if a.name not in conv.attrs):
+                key = f"{domain}.{node.op_type} (attribute {', '.join(extra)})"
         elif not onnx.defs.has(node.op_type, ""):
             key = f"{node.op_type} (not an ONNX operator)"
         else:
@@ -261,11 +275,15 @@ def unsupported_operators(model, opset: int) -> dict[str, list[str]]:
             if schema is None:
                 key = f"{node.op_type} (not in opset {opset})"
             else:
-                conv = CONVERTERS.get(node.op_type)
-                if conv is None:
+                conv = converter_for(node.op_type, schema.since_version)
+                if conv is None and node.op_type not in CONVERTERS:
                     key = node.op_type
-                elif schema.since_version < conv.min_version:
-                    key = f"{node.op_type}-{schema.since_version} (opset {opset})"
+                elif conv is None:
+                    v, oldest = schema.since_version, oldest_version(node.op_type)
+                    key = (
+                        f"{node.op_type}-{v} (the version of opset {opset}; passlens "
+                        f"converts {node.op_type} from version {oldest})"
+                    )
                 else:
                     extra = sorted(a.name for a in node.attribute if a.name not in conv.attrs)
                     if extra:
@@ -401,7 +419,7 @@ class Importer:
         return Var(value_info.name, TensorType(shape, dtype), prov=prov)
 
     def nodes(self, graph, scope: Scope, prefix: str = "") -> None:
-        from compiler.frontend.onnx_ops import CONVERTERS
+        from compiler.frontend.onnx_ops import CONVERTERS, converter_for
 
         for index, node in enumerate(graph.node):
             label = node_label(node, index, prefix)
@@ -416,7 +434,10 @@ class Importer:
                     f"node {label} ({node.op_type}) reads {missing[0]!r}, which is not defined "
                     "before it (a missing initializer?)"
                 )
-            conv = CONVERTERS.get(node.op_type)
+            if node.domain in _DEFAULT_DOMAINS:  # the converter of the op's version
+                conv = converter_for(node.op_type, self.op_version(node.op_type))
+            else:
+                conv = CONVERTERS.get(converter_key(node))
             if conv is None:  # found by unsupported_operators first, except in a fuzzed model
                 raise OnnxImportError(f"node {label}: no converter for {node.op_type}")
             ctx = ConvertContext(self, node, label, inputs, scope)

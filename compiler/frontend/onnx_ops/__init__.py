@@ -8,8 +8,11 @@ import pkgutil as _pkgutil
 
 from compiler.frontend.onnx_ops.registry import (
     CONVERTERS,
+    OLDER_CONVERTERS,
     OnnxConverter,
     converter,
+    converter_for,
+    oldest_version,
     supported_ops,
 )
 
@@ -17,4 +20,12 @@ for _info in _pkgutil.iter_modules(__path__):
     if _info.name != "registry":
         _importlib.import_module(f"{__name__}.{_info.name}")
 
-__all__ = ["CONVERTERS", "OnnxConverter", "converter", "supported_ops"]
+__all__ = [
+    "CONVERTERS",
+    "OLDER_CONVERTERS",
+    "OnnxConverter",
+    "converter",
+    "converter_for",
+    "oldest_version",
+    "supported_ops",
+]

@@ -131,7 +131,7 @@ def _elu(ctx):
     return ctx.call("where", positive, x, _negative_part(ctx, x, ctx.attr("alpha", 1.0)))
 
 
-@converter("Selu", attrs=("alpha", "gamma"))
+@converter("Selu", attrs=("alpha", "gamma"), min_version=6)  # v1: other defaults
 def _selu(ctx):
     x = ctx.input(0)
     alpha, gamma = (
@@ -160,7 +160,7 @@ def _leaky_relu(ctx):
     return ctx.call("leaky_relu", ctx.input(0), alpha=ctx.attr("alpha", 0.01))
 
 
-@converter("PRelu")
+@converter("PRelu", min_version=7)  # v6: slope broadcast undefined
 def _prelu(ctx):
     x, slope = ctx.input(0), ctx.input(1)
     negative = ctx.call("less", x, ctx.like(0, x))
@@ -246,11 +246,11 @@ def _binary(ir_op: str):
     return convert
 
 
-for _onnx, _ir in _BINARY.items():
-    converter(_onnx)(_binary(_ir))
+for _onnx, _ir in _BINARY.items():  # before version 7: legacy broadcasting (legacy.py)
+    converter(_onnx, min_version=7)(_binary(_ir))
 
 
-@converter("Pow")
+@converter("Pow", min_version=7)
 def _pow(ctx):
     x, y = ctx.input(0), ctx.input(1)
     dx, dy = x.ty.dtype, y.ty.dtype
@@ -329,7 +329,7 @@ def _clip(ctx):
     return y if y is not x else ctx.call("identity", x)
 
 
-@converter("Cast", attrs=("to", "saturate", "round_mode"))
+@converter("Cast", attrs=("to", "saturate", "round_mode"), min_version=6)  # v1: `to` a string
 def _cast_op(ctx):
     if ctx.attr("round_mode", "up") != "up":
         raise Unsupported("round_mode other than up")
@@ -358,11 +358,13 @@ def _constant(ctx):
     raise ConversionError("a Constant needs one of value, value_float(s), value_int(s)")
 
 
-@converter("Dropout", attrs=("seed", "ratio"))
+@converter("Dropout", attrs=("seed", "ratio"), min_version=7)  # v6: is_test (legacy.py)
 def _dropout(ctx):
     x = ctx.input(0)
     training = ctx.const(2)
     if ctx.has(2) and (training is None or bool(training.reshape(-1)[0])):
         raise Unsupported("training mode")
+    if ctx.version < 12:  # the mask of an inference Dropout-7/10 is unspecified (ORT: 0s)
+        return ctx.call("identity", x), None
     mask = ctx.call("full_like", x, value=1.0, dtype=DType.bool)
     return ctx.call("identity", x), mask

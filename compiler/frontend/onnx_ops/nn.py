@@ -284,8 +284,7 @@ def _pool(ctx, ir_op: str, **extra):
         "pads",
         "storage_order",
         "strides",
-    ),
-    min_version=8,
+    ),  # v1-v7: no Indices output, no storage_order/ceil_mode/dilations (their defaults)
 )
 def _max_pool(ctx):
     y = _pool(ctx, "max_pool2d")
@@ -307,8 +306,7 @@ def _max_pool(ctx):
         "kernel_shape",
         "pads",
         "strides",
-    ),
-    min_version=7,
+    ),  # v1: no count_include_pad (its default, 0)
 )
 def _avg_pool(ctx):
     if not ctx.ty(0).dtype.is_float:

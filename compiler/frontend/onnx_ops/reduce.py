@@ -104,7 +104,7 @@ def _pad_for_empty_extreme(ctx, y: Expr, axes, op: str) -> Expr:
 
 
 for _kind in _REDUCTIONS:
-    converter(_kind, attrs=_REDUCE_ATTRS, min_version=11)(_reduce(_kind))
+    converter(_kind, attrs=_REDUCE_ATTRS)(_reduce(_kind))  # axes: an attribute before v13 (v18)
 
 
 @converter("ArgMax", "ArgMin", attrs=("axis", "keepdims", "select_last_index"))

@@ -1,11 +1,16 @@
-"""The registry of ONNX converters (ai.onnx opsets 11 to the newest onnx knows; 13-21
+"""The registry of ONNX converters (ai.onnx opsets 1 to the newest onnx knows; 13-21
 claimed) and the helpers the op families share.
 
 A converter is registered with ``@converter(op_type, attrs=..., min_version=...)``: ``attrs``
 lists every attribute it understands (a node with another attribute is reported as
 unsupported, so a later op version that adds an attribute is never converted wrongly), and
 ``min_version`` is the oldest op version (schema ``since_version``) whose semantics it
-implements. It receives a :class:`~compiler.frontend.onnx_context.ConvertContext` and returns
+implements: an older op version (a model of an older opset) is reported as unsupported, never
+converted with the newer semantics. An op whose old versions have another form (attributes
+that later became inputs, legacy broadcasting) may have converters of those older versions
+too, registered with ``max_version`` (the newest op version they implement; see
+``onnx_ops/legacy.py``): :func:`converter_for` picks the one for a node's op version. It
+receives a :class:`~compiler.frontend.onnx_context.ConvertContext` and returns
 an IR expression, or a sequence with one per ONNX output (None for outputs it cannot give).
 
 Inputs that are shapes, pads, axes, repeats, ... use their values when they are constants
@@ -42,22 +47,65 @@ class OnnxConverter:
     fn: Callable[[ConvertContext], Any]
     attrs: frozenset
     min_version: int = 1
+    max_version: int | None = None  # None: up to the newest op version
+
+    def covers(self, version: int) -> bool:
+        """Whether this converter implements op version ``version`` (a since_version)."""
+        return self.min_version <= version and (
+            self.max_version is None or version <= self.max_version
+        )
 
 
 CONVERTERS: dict[str, OnnxConverter] = {}
+"""The converter of each op type for its newest versions."""
+
+OLDER_CONVERTERS: dict[str, list[OnnxConverter]] = {}
+"""Converters of older op versions (registered with ``max_version``), per op type."""
 
 
-def converter(*op_types: str, attrs: Sequence[str] = (), min_version: int = 1):
+def converter(
+    *op_types: str, attrs: Sequence[str] = (), min_version: int = 1, max_version: int | None = None
+):
     """Register ``fn`` as the converter of ``op_types`` (see the module docstring)."""
 
     def deco(fn):
         for t in op_types:
-            if t in CONVERTERS:
-                raise ValueError(f"ONNX op {t} has two converters")
-            CONVERTERS[t] = OnnxConverter(t, fn, frozenset(attrs), min_version)
+            conv = OnnxConverter(t, fn, frozenset(attrs), min_version, max_version)
+            older = OLDER_CONVERTERS.setdefault(t, [])
+            if max_version is None:
+                if t in CONVERTERS:
+                    raise ValueError(f"ONNX op {t} has two converters")
+                if any(o.max_version >= min_version for o in older):
+                    raise ValueError(f"ONNX op {t} has two converters of one version")
+                CONVERTERS[t] = conv
+                continue
+            if max_version < min_version:
+                raise ValueError(f"ONNX op {t}: max_version {max_version} < {min_version}")
+            newest = CONVERTERS.get(t)
+            if any(
+                o.min_version <= max_version and min_version <= o.max_version for o in older
+            ) or (newest is not None and newest.min_version <= max_version):
+                raise ValueError(f"ONNX op {t} has two converters of one version")
+            older.append(conv)
         return fn
 
     return deco
+
+
+def converter_for(op_type: str, version: int) -> OnnxConverter | None:
+    """The converter of op version ``version`` (a schema since_version) of ``op_type``, or
+    None when no converter implements that version (or the op)."""
+    for conv in [CONVERTERS.get(op_type), *OLDER_CONVERTERS.get(op_type, ())]:
+        if conv is not None and conv.covers(version):
+            return conv
+    return None
+
+
+def oldest_version(op_type: str) -> int | None:
+    """The oldest op version of ``op_type`` any converter implements (None: no converter)."""
+    convs = [CONVERTERS.get(op_type), *OLDER_CONVERTERS.get(op_type, ())]
+    versions = [c.min_version for c in convs if c is not None]
+    return min(versions) if versions else None
 
 
 def supported_ops() -> list[str]:

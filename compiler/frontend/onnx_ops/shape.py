@@ -56,7 +56,7 @@ def _reshape(ctx):
     return ctx.call("reshape", x, shape=[int(v) for v in target.reshape(-1)], allowzero=allowzero)
 
 
-@converter("Flatten", attrs=("axis",), min_version=9)
+@converter("Flatten", attrs=("axis",))
 def _flatten(ctx):
     x = ctx.input(0)
     rank = ctx.rank(0)
@@ -99,7 +99,7 @@ def _computed_axes(ctx) -> Expr | None:
     return ctx.input(1)
 
 
-@converter("Squeeze", attrs=("axes",), min_version=11)
+@converter("Squeeze", attrs=("axes",))
 def _squeeze(ctx):
     x = ctx.input(0)
     computed = _computed_axes(ctx)
@@ -118,7 +118,7 @@ def _squeeze(ctx):
     return y if y is not x else ctx.call("identity", x)
 
 
-@converter("Unsqueeze", attrs=("axes",), min_version=11)
+@converter("Unsqueeze", attrs=("axes",))
 def _unsqueeze(ctx):
     x = ctx.input(0)
     computed = _computed_axes(ctx)
@@ -143,7 +143,7 @@ def _concat(ctx):
     return ctx.call("concat", *args, axis=ctx.attr("axis"))
 
 
-@converter("Split", attrs=("axis", "split", "num_outputs"), min_version=11)
+@converter("Split", attrs=("axis", "split", "num_outputs"), min_version=2)
 def _split(ctx):
     x = ctx.input(0)
     rank = ctx.rank(0)
@@ -538,8 +538,18 @@ def _constant_of_shape(ctx):
     return ctx.call("full", shape=dims, value=float(value), dtype=dtype)
 
 
-@converter("Range")
+@converter("Range", attrs=("stash_type",))
 def _range(ctx):
+    if ctx.version >= 27 and ctx.attr("stash_type", 1) == 1:
+        dtype = ctx.ty(0).dtype
+        if dtype in (DType.float16, DType.bfloat16):  # Range-27: accumulated in float32
+            ctx.inputs = [
+                _cast(ctx, ctx.input(i), DType.float32)
+                if ctx.const(i) is None
+                else ctx.constant(ctx.const(i).astype(np.float32), DType.float32)
+                for i in range(3)
+            ]
+            return _cast(ctx, _range(ctx), dtype)
     values = [ctx.const(i) for i in range(3)]
     if any(v is None for v in values):
         bounds = [ctx.dims(i, symbolic=False) for i in range(3)]
