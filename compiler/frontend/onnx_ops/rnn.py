@@ -9,6 +9,11 @@ count known only at run time) is reported as unsupported.
 ``sequence_lens`` is honoured with masks: at step ``t`` a batch entry whose length is at most
 ``t`` keeps its state and outputs zeros, which also gives the reverse direction its meaning
 (each sequence read backwards from its own last element).
+
+Loop (a trip count that is a constant or computed from static shapes, a condition that stays
+known-true) and Scan (versions 8 and 9+, a static length) convert their body graph once per
+iteration with its inputs bound to the iteration's values. What an import may unroll in all
+is bounded (:data:`MAX_UNROLLED_NODES`).
 """
 
 from __future__ import annotations
@@ -603,7 +608,7 @@ def _loop(ctx):
         "scan_output_axes",
         "scan_output_directions",
     ),
-    min_version=11,
+    min_version=9,
 )
 def _scan(ctx):
     """A Scan over a static number of iterations, unrolled."""
@@ -674,4 +679,59 @@ def _scan(ctx):
         if not -rank <= ax < rank:
             raise ConversionError(f"scan output axis {ax} is out of range for rank {rank}")
         results.append(_stack(ctx, items, ax % rank))
+    return results
+
+
+@converter("Scan", attrs=("body", "directions", "num_scan_inputs"), min_version=8, max_version=8)
+def _scan8(ctx):
+    """Scan-8: every input has a leading batch axis and the scan axis after it; the body runs
+    per batch entry. Unrolled over a static batch and length; ``sequence_lens`` only when it
+    is a constant covering every step."""
+    from compiler.ir.types import DType
+
+    m = ctx.attr("num_scan_inputs")
+    n_in = len(ctx.inputs) - 1
+    if not isinstance(m, int) or not 1 <= m <= n_in:
+        raise ConversionError(f"num_scan_inputs must be in 1..{n_in}, got {m}")
+    n_state = n_in - m
+    values = [ctx.input(i) for i in range(1, len(ctx.inputs))]
+    for i, v in enumerate(values, start=1):
+        if ctx.rank(i) < (1 if i <= n_state else 2):
+            raise ConversionError(f"input {i} lacks its batch (and scan) axis: {v.ty}")
+    batch, length = values[0].ty.shape[0], values[n_state].ty.shape[1]
+    for what, d in (("batch", batch), ("length", length)):
+        if not isinstance(d, int):
+            raise Unsupported(f"Scan-8 over a symbolic {what} {dim_str(d)}: needs a static one")
+    for k, v in enumerate(values):
+        if v.ty.shape[0] != batch or (k >= n_state and v.ty.shape[1] != length):
+            raise ConversionError("the inputs of Scan-8 must share their batch and length")
+    if batch == 0 or length == 0:
+        raise Unsupported("Scan-8 over an empty batch or sequence")
+    if ctx.has(0):
+        lens = ctx.const(0)
+        if lens is None or not (lens.reshape(-1) == length).all():
+            raise Unsupported("Scan-8 with sequence_lens shorter than the inputs")
+    dirs = list(ctx.attr("directions", [0] * m))
+    if len(dirs) != m or any(d not in (0, 1) for d in dirs):
+        raise ConversionError(f"directions must be {m} values, 0 or 1, got {dirs}")
+    _spend(ctx, batch)
+    body = _Body(ctx, "body", n_in)
+
+    def pick(x, k):
+        return ctx.call("take", x, ctx.constant(k, DType.int64), axis=0)
+
+    finals, scans = [], []
+    for b in range(batch):
+        states = [pick(v, b) for v in values[:n_state]]
+        xs = [pick(v, b) for v in values[n_state:]]
+        outs_b: list[list[Expr]] = []
+        for i in range(length):
+            elems = [pick(x, length - 1 - i if r else i) for x, r in zip(xs, dirs, strict=True)]
+            outs = body([*states, *elems], b * length + i)
+            states = outs[:n_state]
+            outs_b.append(outs[n_state:])
+        finals.append(states)
+        scans.append([_stack(ctx, [o[j] for o in outs_b], 0) for j in range(len(outs_b[0]))])
+    results = [_stack(ctx, [f[k] for f in finals], 0) for k in range(n_state)]
+    results += [_stack(ctx, [s[j] for s in scans], 0) for j in range(len(scans[0]))]
     return results

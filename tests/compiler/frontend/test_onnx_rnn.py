@@ -3,7 +3,7 @@ static sequence length. The backend node tests that now pass, small models again
 onnxruntime (every direction, both layouts, initial states, sequence_lens, peepholes, clip,
 linear_before_reset, activations; a symbolic batch), compiled with the LLVM backend, the clear
 errors of forms not converted, and an LSTM text classifier exported by torch through the
-whole pipeline."""
+whole pipeline. Loop (constant trip count) and Scan (8, 9+) unrolled the same way."""
 
 from __future__ import annotations
 
@@ -509,11 +509,14 @@ def test_scan_unrolls_and_matches_onnxruntime(in_dir, out_dir, in_axis, out_axis
     assert_matches_ort(model, s0, x, compile=(in_dir, out_dir, in_axis) == (1, 1, 1))
 
 
-def test_the_opset_9_scan_node_tests_pass_once_converted_to_opset_13(harness):
-    """The importer refuses opset 9; onnx's version converter (what its message suggests)
-    brings the Scan node tests to opset 13, and then they give the expected outputs."""
+def test_the_scan_node_tests_pass(harness):
+    """Scan-8 (batched) and Scan-9; then the Scan-9 tests brought to opset 13 by onnx's version
+    converter (the Scan-11 form) give the expected outputs too."""
     from onnx import version_converter
 
+    for name in ("test_scan_sum", "test_scan9_sum", "test_scan9_scalar", "test_scan9_multi_state"):
+        r = harness.run_case(harness.node_test_dir() / name)
+        assert r.status == "passed", f"{name}: {r.status} {r.message}"
     for name in ("test_scan9_sum", "test_scan9_scalar", "test_scan9_multi_state"):
         case = harness.load_case(harness.node_test_dir() / name)
         model = version_converter.convert_version(onnx.load_from_string(case.model), 13)
@@ -584,3 +587,17 @@ def test_a_loop_trip_count_computed_from_static_shapes_unrolls():
     assert "f32[3, 2, 3]" in str(
         module.main.ret_type if hasattr(module.main, "ret_type") else module
     )
+
+
+def test_scan8_with_short_sequence_lens_is_unsupported(harness):
+    case = harness.load_case(harness.node_test_dir() / "test_scan_sum")
+    model = onnx.load_from_string(case.model)
+    model.graph.initializer.append(numpy_helper.from_array(np.array([2], np.int64), "lens"))
+    model.graph.node[0].input[0] = "lens"
+    with pytest.raises(UnsupportedOperatorError, match="sequence_lens shorter than the inputs"):
+        from_onnx(model, check=False)
+    model.graph.initializer[-1].CopyFrom(numpy_helper.from_array(np.array([3], np.int64), "lens"))
+    inputs = [numpy_helper.to_array(t) for t in case.inputs]
+    got = run(from_onnx(model, check=False), *inputs)
+    for g, e in zip(got, case.outputs, strict=True):
+        np.testing.assert_allclose(g, numpy_helper.to_array(e), rtol=1e-6)
