@@ -58,13 +58,15 @@ def test_node_tests_of_the_family_pass(harness):
 
 
 def test_node_tests_of_the_family_round_trip_through_to_onnx(harness):
-    """The unrolled recurrences export (as their parts) and give the same numbers in
+    """The unrolled recurrences and scans export (as their parts) and give the same numbers in
     onnxruntime."""
     from compiler.frontend import to_onnx
 
     ort.set_default_logger_severity(3)
     root = harness.node_test_dir()
-    dirs = sorted(d for d in root.iterdir() if d.is_dir() and d.name.startswith(_PASSING))
+    dirs = sorted(
+        d for d in root.iterdir() if d.is_dir() and d.name.startswith((*_PASSING, "test_scan"))
+    )
     problems = []
     for d in dirs:
         case = harness.load_case(d)
