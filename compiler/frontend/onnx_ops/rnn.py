@@ -162,7 +162,7 @@ class _Recurrence:
         for i, what in ((0, "X"), (1, "W"), (2, "R")):
             if ctx.rank(i) != 3:
                 raise ConversionError(f"{what} must have rank 3, got {ctx.ty(i)}")
-        x = ctx.input(0)
+        x = _refined(ctx, ctx.input(0))
         if not x.ty.dtype.is_float:
             raise ConversionError(f"X must be a float tensor, got {x.ty}")
         if self.layout == 1:
@@ -535,6 +535,35 @@ def _stack(ctx: ConvertContext, items: list[Expr], axis: int) -> Expr:
     return parts[0] if len(parts) == 1 else ctx.call("concat", *parts, axis=axis)
 
 
+_TENSOR_ARG_ATTRS = {"reshape": "shape", "pad": "pads"}
+"""Ops whose second input, when its value is known, can be given as this attribute."""
+
+
+def _refined(ctx: ConvertContext, e: Expr, depth: int = 0) -> Expr:
+    """``e`` rebuilt with static shapes where it has unknown dims only because a shape input
+    was computed (from static shapes: the importer leaves those to dynamic-to-static): a
+    ``reshape`` or ``pad`` whose shape input has a known value takes it as its attribute, and
+    the calls above it are made again (their types inferred anew)."""
+    from compiler.frontend.onnx_ops.control import _static_value
+    from compiler.ir.nodes import Call
+
+    ty = e.ty
+    if not isinstance(e, Call) or (isinstance(ty, TensorType) and ty.is_static) or depth > 32:
+        return e
+    attr = _TENSOR_ARG_ATTRS.get(e.op)
+    if attr is not None and len(e.args) == 2:
+        value = _static_value(e.args[1])
+        if value is not None and e.attrs.get(attr) is None:
+            data = _refined(ctx, e.args[0], depth + 1)
+            attrs = {**e.attrs, attr: [int(v) for v in value.reshape(-1)]}
+            return Call(e.op, (data,), attrs, prov=e.prov)
+        return e
+    args = tuple(_refined(ctx, a, depth + 1) for a in e.args)
+    if all(a is b for a, b in zip(args, e.args, strict=True)):
+        return e
+    return Call(e.op, args, e.attrs, prov=e.prov)
+
+
 def _static_true(e: Expr) -> bool | None:
     """The value of a one-element condition known without running (None when computed)."""
     from compiler.frontend.onnx_ops.control import _static_value
@@ -619,8 +648,8 @@ def _scan(ctx):
     if not isinstance(m, int) or not 1 <= m <= n_in:
         raise ConversionError(f"num_scan_inputs must be in 1..{n_in}, got {m}")
     n_state = n_in - m
-    states = [ctx.input(i) for i in range(n_state)]
-    xs = [ctx.input(n_state + j) for j in range(m)]
+    states = [_refined(ctx, ctx.input(i)) for i in range(n_state)]
+    xs = [_refined(ctx, ctx.input(n_state + j)) for j in range(m)]
     in_axes = list(ctx.attr("scan_input_axes", [0] * m))
     in_dirs = list(ctx.attr("scan_input_directions", [0] * m))
     if len(in_axes) != m or len(in_dirs) != m:
@@ -628,7 +657,7 @@ def _scan(ctx):
     length = None
     axes = []
     for j, (x, ax) in enumerate(zip(xs, in_axes, strict=True)):
-        rank = ctx.rank(n_state + j)
+        rank = len(x.ty.shape) if x.ty.shape is not None else ctx.rank(n_state + j)
         if not -rank <= ax < rank:
             raise ConversionError(f"scan input axis {ax} is out of range for rank {rank}")
         ax %= rank

@@ -511,6 +511,20 @@ def test_scan_unrolls_and_matches_onnxruntime(in_dir, out_dir, in_axis, out_axis
     assert_matches_ort(model, s0, x, compile=(in_dir, out_dir, in_axis) == (1, 1, 1))
 
 
+def test_the_expanded_linear_attention_node_tests_pass(harness):
+    """Their Scan runs over inputs reshaped by shapes computed from static ones (left unknown
+    at import): the scan refines them to static shapes and unrolls."""
+    root = harness.node_test_dir()
+    dirs = sorted(
+        d
+        for d in root.iterdir()
+        if d.name.startswith("test_linear_attention_") and d.name.endswith("_expanded")
+    )
+    assert len(dirs) == 14
+    bad = [f"{r.name}: {r.status} {r.message}" for r in map(harness.run_case, dirs)]
+    assert [b for b in bad if ": passed " not in b] == []
+
+
 def test_the_scan_node_tests_pass(harness):
     """Scan-8 (batched) and Scan-9; then the Scan-9 tests brought to opset 13 by onnx's version
     converter (the Scan-11 form) give the expected outputs too."""
