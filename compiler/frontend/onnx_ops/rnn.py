@@ -137,6 +137,11 @@ def _activations(ctx: ConvertContext, defaults: list[str], num_dir: int) -> list
     return [fns[d * n : (d + 1) * n] for d in range(num_dir)]
 
 
+def _differ(a, b) -> bool:
+    """Whether two dims are both static and differ."""
+    return isinstance(a, int) and isinstance(b, int) and a != b
+
+
 # ----- the shared unrolling ---------------------------------------------------------------
 
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
@@ -213,6 +218,8 @@ class _Recurrence:
             lt = lens.ty
             if not lt.dtype.is_int or lt.shape is None or len(lt.shape) != 1:
                 raise ConversionError(f"sequence_lens must be a 1-D integer tensor, got {lt}")
+            if _differ(lt.shape[0], x.ty.shape[1]):
+                raise ConversionError(f"sequence_lens {lt} must have one length per batch entry")
             value = ctx.const(4)
             if value is None or not (value.astype(np.int64) >= steps).all():
                 self.mask_lens = ctx.call("unsqueeze", lens, axes=[1])  # [batch, 1]
@@ -228,6 +235,12 @@ class _Recurrence:
             raise ConversionError(f"input {i} (an initial state) must have rank 3, got {s.ty}")
         if s.ty.dtype is not self.x.ty.dtype:
             raise ConversionError(f"input {i} must have the dtype of X, got {s.ty}")
+        dirs, batch = (s.ty.shape[1], s.ty.shape[0]) if self.layout else s.ty.shape[:2]
+        if _differ(dirs, self.num_dir) or _differ(batch, self.x.ty.shape[1]):
+            raise ConversionError(
+                f"input {i} (an initial state) of {s.ty} does not match {self.num_dir} "
+                f"direction(s) and the batch of X"
+            )
         return ctx.call("take", s, ctx.constant(d, "int64"), axis=1 if self.layout else 0)
 
     def weight(self, i: int, d: int) -> Expr:

@@ -325,6 +325,10 @@ def test_invalid_attributes_are_clear_errors():
     model = _recurrent_model("GRU", activations=["Sigmoid"])
     with pytest.raises(OnnxImportError, match="activations must list 2 functions"):
         from_onnx(model, check=False)
+    model = _recurrent_model("RNN", "bidirectional", batch=2, initial=True)
+    model.graph.input[1].type.tensor_type.shape.dim[0].dim_value = 1  # h0 of one direction
+    with pytest.raises(OnnxImportError, match="does not match 2 direction"):
+        from_onnx(model, check=False)
     model = _recurrent_model("LSTM", layout=0)
     for a in model.graph.node[0].attribute:
         if a.name == "layout":
