@@ -162,8 +162,8 @@ class Exporter:
 
         if id(c) not in self.constants:
             name = self.unique(c.name or "const")
-            data = np.ascontiguousarray(c.data).reshape(c.data.shape)  # keeps 0-d as 0-d
-            self.initializers.append(numpy_helper.from_array(data, name))
+            data = c.data
+            self.initializers.append(numpy_helper.from_array(np.asarray(data, order="C"), name))
             self.constants[id(c)] = name
         return self.constants[id(c)]
 

@@ -84,7 +84,7 @@ def _write_json(zf: zipfile.ZipFile, name: str, obj: Any) -> None:
 def _storable(arr: np.ndarray) -> np.ndarray:
     """bfloat16 (an ml_dtypes type .npy cannot name) is written as its uint16 bits."""
     if _dtype_name(arr) == "bfloat16":
-        return np.ascontiguousarray(arr).view(np.uint16)
+        return np.asarray(arr, order="C").view(np.uint16)
     return arr
 
 
