@@ -555,7 +555,7 @@ def _copies_of(
                 continue
             budget[0] -= data.size
         if n > 1 and not target.flags.c_contiguous:
-            target = np.ascontiguousarray(target)  # once, so each copy compares contiguously
+            target = np.asarray(target, order="C")  # once, so each copy compares contiguously
         if _full_equal(data, np.broadcast_to(target, data.shape)):
             return (lead if n > 1 else (), axes, "all")
     return None

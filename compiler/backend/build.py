@@ -98,7 +98,7 @@ def _type_from_json(j) -> Any:
 
 
 def _frozen_copy(a: np.ndarray) -> np.ndarray:
-    out = np.ascontiguousarray(a)
+    out = np.asarray(a, order="C")
     out.flags.writeable = False
     return out
 
@@ -388,7 +388,7 @@ class Executable:
                 z.writestr(f"code/{name}.o", self._object_code(name))
             for k, name in enumerate(names):
                 with z.open(f"params/{k}.npy", "w", force_zip64=True) as f:
-                    np.save(f, np.ascontiguousarray(self.params[name]), allow_pickle=False)
+                    np.save(f, np.asarray(self.params[name], order="C"), allow_pickle=False)
         return os.path.getsize(path)
 
     def _object_code(self, name: str) -> bytes:

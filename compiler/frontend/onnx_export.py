@@ -163,7 +163,7 @@ class Exporter:
         if id(c) not in self.constants:
             name = self.unique(c.name or "const")
             data = c.data
-            self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(data), name))
+            self.initializers.append(numpy_helper.from_array(np.asarray(data, order="C"), name))
             self.constants[id(c)] = name
         return self.constants[id(c)]
 

@@ -38,7 +38,7 @@ class _ConstKey:
 
     def __init__(self, const: Constant):
         self.const = const
-        data = np.ascontiguousarray(const.data)
+        data = np.asarray(const.data, order="C")
         if is_float_dtype(data.dtype) and np.isnan(data).any():
             data = np.where(np.isnan(data), np.array(np.nan, data.dtype), data)
         digest = hashlib.blake2b(data.tobytes(), digest_size=8)

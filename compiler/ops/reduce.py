@@ -256,7 +256,7 @@ def _cumsum_compute(values, attrs):
         out = shifted
     if attrs["reverse"]:
         out = np.flip(out, axis)
-    return np.ascontiguousarray(out).astype(x.dtype)
+    return np.asarray(out, order="C").astype(x.dtype)
 
 
 define_op(

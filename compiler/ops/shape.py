@@ -391,7 +391,7 @@ define_op(
     inputs=("data",),
     attrs={"shape": AttrSpec("dims", doc="the result shape")},
     infer=_broadcast_to_infer,
-    compute=lambda v, a: np.ascontiguousarray(np.broadcast_to(v[0], a["shape"])),
+    compute=lambda v, a: np.asarray(np.broadcast_to(v[0], a["shape"]), order="C"),
     pattern=INJECTIVE,
     doc="Broadcast a tensor to a shape with numpy rules (the copy is materialised).",
 )
@@ -430,8 +430,8 @@ define_op(
     inputs=("data",),
     attrs={"shape": AttrSpec("dims", doc="the result sizes; -1 keeps the input's dim (torch)")},
     infer=_expand_infer,
-    compute=lambda v, a: np.ascontiguousarray(
-        np.broadcast_to(v[0], _expand_target(v[0].shape, a["shape"]))
+    compute=lambda v, a: np.asarray(
+        np.broadcast_to(v[0], _expand_target(v[0].shape, a["shape"])), order="C"
     ),
     pattern=INJECTIVE,
     doc="torch.Tensor.expand: broadcast to sizes where -1 keeps a dim (the copy is materialised).",

@@ -241,7 +241,7 @@ class _Reader:
                 arr = arr.transpose(axes)
             if recipe.get("cast"):
                 arr = arr.astype(dtype.numpy)
-            arr = np.ascontiguousarray(arr)
+            arr = np.asarray(arr, order="C")
             what = f"array {i}"
         else:
             arr = self.stored_array(spec["member"], dtype, shape)
@@ -288,7 +288,7 @@ class _Reader:
         if len(data) != nbytes:
             raise TraceFileError(f"{self.path}: damaged passlens trace file ({member} is short)")
         arr = np.frombuffer(data, dtype=stored).reshape(shape, order="F" if fortran else "C")
-        return np.ascontiguousarray(arr) if fortran else arr.copy()
+        return np.asarray(arr, order="C") if fortran else arr.copy()
 
     def attrs(self, rec: Any) -> dict:
         if not isinstance(rec, dict):

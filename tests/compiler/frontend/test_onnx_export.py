@@ -238,3 +238,31 @@ def @main(%x: f32[n, 3, 4]) -> f32[n, 3, 8] {
 """
     )
     assert_onnxruntime_agrees(module, rand(2, 3, 4))
+
+
+def test_a_0d_constant_stays_0d_so_a_take_with_it_drops_the_axis():
+    """np.ascontiguousarray turns a 0-d array into shape (1,): a scalar index then kept the
+    axis in onnxruntime (f32[2, 2] in passlens, (2, 2, 1) exported)."""
+    module = parse(
+        """
+        def @main(%x: f32[2, 3]) -> f32[2] {
+          %t: f32[2] = take(%x, const(i64[], 1), axis=1)
+          return %t
+        }
+        """
+    )
+    proto = assert_onnxruntime_agrees(module, rand(2, 3))
+    assert [list(t.dims) for t in proto.graph.initializer] == [[]]
+
+
+def test_broadcast_to_a_0d_shape_computes_a_0d_value():
+    module = parse(
+        """
+        def @main(%x: f32[]) -> f32[] {
+          %b: f32[] = broadcast_to(%x, shape=[])
+          return %b
+        }
+        """
+    )
+    (got,) = run(module, np.float32(2.5))
+    assert got.shape == () and got == np.float32(2.5)
