@@ -462,6 +462,14 @@ class Trace:
 
         return write_html(self, path, report=report, max_boxes=max_boxes)
 
+    def export(self, step, path, format: str = "model-explorer", report=None) -> list:
+        """Write one step for another viewer: ``model-explorer`` (Google's Model Explorer
+        graph JSON, plus node data files; with a check ``report``, each node's max error) or
+        ``onnx`` (for Netron). Returns the paths written. See ``explorer.interop``."""
+        from explorer.interop import export
+
+        return export(self, step, path, format=format, report=report)
+
     def show(self, step=None):
         """Display a step's graph in Jupyter (the final step by default)."""
         from IPython.display import display
