@@ -252,8 +252,9 @@ def _text(value: Any) -> str:
 
 def node_errors(step: Step, report) -> dict[str, tuple[float, bool]]:
     """Node id -> (max relative error, beyond tolerance) of the nodes a check ``report``
-    compared with the reference at ``step``: a diverged finding's node errors and every
-    source layer's output (the numbers of the step whose module this step shows, if any)."""
+    compared with the reference at ``step``: a diverged finding's node errors, every source
+    layer's output and, on the output node, the step's outputs (the numbers of the step whose
+    module this step shows, if any)."""
     g = step.graph
     out: dict[str, tuple[float, bool]] = {}
 
@@ -269,10 +270,18 @@ def node_errors(step: Step, report) -> dict[str, tuple[float, bool]]:
     for sc in checks:
         if _is_step(getattr(sc, "step", None), step) and getattr(sc, "same_as", None) is not None:
             wanted.add(sc.same_as)
+    outputs = [n for n in g.nodes.values() if n.kind == "output"]
+    output = next((n for n in outputs if n.function == "main"), outputs[0] if outputs else None)
     for sc in checks:
         if getattr(getattr(sc, "step", None), "index", None) in wanted:
             for layer in (getattr(sc, "layers", None) or {}).values():
                 put(layer.node, layer.max_rel, bool(getattr(layer, "beyond", False)))
+            rel = getattr(sc, "max_rel", None)
+            if output is not None and rel is not None and not math.isnan(rel):
+                # the step's outputs against the reference: on the output node
+                old = out.get(output.id, (0.0, False))
+                beyond = getattr(sc, "status", "") == "diverged"
+                out[output.id] = (max(old[0], float(rel)), old[1] or beyond)
     for f in getattr(report, "findings", None) or []:
         if getattr(getattr(f, "step", None), "index", getattr(f, "step", None)) in wanted:
             for e in (getattr(f, "details", None) or {}).get("node_errors", []):

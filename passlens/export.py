@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 
 
 def add_parser(sub) -> None:
@@ -53,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     report = None
     if args.check:
         report = trace.check(trace.example_inputs)
+        print(report.headline(), file=sys.stderr)
     try:
         paths = trace.export(step, args.out, format=args.format, report=report)
     except ExportError as e:

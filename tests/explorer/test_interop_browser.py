@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 
 import pytest
 
