@@ -3,10 +3,10 @@ the ``model-explorer`` command serves the graph JSON and its node data, headless
 loads it, and the nodes are found by their labels (in the search and in the node data
 table); names from the model stay text.
 
-The command is ``$PASSLENS_MODEL_EXPLORER`` or ``model-explorer`` on PATH (it pins its own
-dependencies, so it may live in a venv of its own: ``python3 -m venv /tmp/mevenv &&
-/tmp/mevenv/bin/pip install ai-edge-model-explorer``, then
-``PASSLENS_MODEL_EXPLORER=/tmp/mevenv/bin/model-explorer``)."""
+The command is ``$PASSLENS_MODEL_EXPLORER``, else ``model-explorer`` next to this Python (what
+``pip install ai-edge-model-explorer`` in the project's venv gives), else on PATH; or a venv of
+its own (``python3 -m venv /tmp/mevenv && /tmp/mevenv/bin/pip install ai-edge-model-explorer``,
+then ``PASSLENS_MODEL_EXPLORER=/tmp/mevenv/bin/model-explorer``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +31,18 @@ sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium")
 if CHROMIUM is None:
     pytest.skip("chromium is not installed", allow_module_level=True)
-MODEL_EXPLORER = os.environ.get("PASSLENS_MODEL_EXPLORER") or shutil.which("model-explorer")
+
+
+def _model_explorer() -> str | None:
+    """$PASSLENS_MODEL_EXPLORER, else model-explorer next to this Python (the venv's bin,
+    not always on PATH), else on PATH."""
+    if os.environ.get("PASSLENS_MODEL_EXPLORER"):
+        return os.environ["PASSLENS_MODEL_EXPLORER"]
+    beside = Path(sys.executable).parent / "model-explorer"
+    return str(beside) if beside.is_file() else shutil.which("model-explorer")
+
+
+MODEL_EXPLORER = _model_explorer()
 if not MODEL_EXPLORER:
     pytest.skip(
         "Model Explorer is not installed: pip install ai-edge-model-explorer (model-explorer on "
