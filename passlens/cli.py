@@ -189,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "serve": _serve,
         "reduce": _reduce,
         "demo": _demo,
-        "export": _export.run,
+        "export": _export_step,
     }[args.command]
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Printable(out), _Printable(err)
@@ -480,6 +480,10 @@ def _reduce(args: argparse.Namespace) -> int:
     print(reduction)
     print(f"wrote {', '.join(reduction.files)} to {out}")
     return EXIT_OK
+
+
+def _export_step(args: argparse.Namespace) -> int:
+    return _export.run(args, step_of=_step, error=CLIError)
 
 
 def _demo(args: argparse.Namespace) -> int:

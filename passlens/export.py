@@ -41,16 +41,16 @@ def add_parser(sub) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``passlens export``; returns the exit code."""
+def run(args: argparse.Namespace, step_of, error: type[Exception]) -> int:
+    """Run ``passlens export``; returns the exit code. ``step_of(trace, key)``: the CLI's
+    step lookup; ``error``: what a usage error raises (one line from the CLI)."""
     from explorer.interop import ExportError
     from explorer.store import load
-    from passlens.cli import EXIT_OK, CLIError, _step
 
     if args.check and args.format != "model-explorer":
-        raise CLIError("--check goes with --format model-explorer only")
+        raise error("--check goes with --format model-explorer only")
     trace = load(args.trace)
-    step = _step(trace, args.step)
+    step = step_of(trace, args.step)
     report = None
     if args.check:
         report = trace.check(trace.example_inputs)
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         paths = trace.export(step, args.out, format=args.format, report=report)
     except ExportError as e:
-        raise CLIError(str(e)) from None
+        raise error(str(e)) from None
     print(f"wrote step {step.index} ({step.name}): {', '.join(str(p) for p in paths)}")
     if args.format == "model-explorer":
         cmd = ["model-explorer", str(paths[0])]
@@ -67,4 +67,4 @@ def run(args: argparse.Namespace) -> int:
         print("open it with: " + shlex.join(cmd))
     else:
         print(f"open it with Netron: netron {shlex.quote(str(paths[0]))}")
-    return EXIT_OK
+    return 0
