@@ -1,0 +1,363 @@
+"""One small Before/Expected case per rewrite rule, each needing its rule (the pass changes
+``before``): removing or flipping a rule fails its case. One table for every pass, checked by
+``helpers.verify_rule``; bench/mutations.py mutates some of these rules on purpose."""
+
+import pytest
+
+from compiler import passes
+from compiler.ir import parse
+from tests.compiler.passes.helpers import RuleCase, rule_ids, verify_rule
+
+C = RuleCase
+
+FOLD = [
+    C(
+        "fold-constant",
+        "an op on unnamed constants becomes a constant named after the binding",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %e: f32[2] = exp(const(f32[2], [0.0, 0.0]))
+  %y: f32[2] = add(%x, %e)
+  return %y
+}""",
+        """
+weights {
+  $const.e: f32[2] = [1.0, 1.0]
+}
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = add(%x, $const.e)
+  return %y
+}""",
+        numbers=True,
+    ),
+    C(
+        "fold-constant",
+        "a folded constant is named after its first named input and the op",
+        """
+weights {
+  $w: f32[2] = [1.0, 4.0]
+}
+def @main(%x: f32[2]) -> f32[2] {
+  %s: f32[2] = sqrt($w)
+  %y: f32[2] = multiply(%x, %s)
+  return %y
+}""",
+        """
+weights {
+  $w.sqrt: f32[2] = [1.0, 2.0]
+}
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = multiply(%x, $w.sqrt)
+  return %y
+}""",
+    ),
+    C(
+        "fold-constant",
+        "%t[0] of a tuple literal whose item is a constant is the constant",
+        """
+def @main(%x: f32[2]) -> (f32[2], f32[2]) {
+  %t: (f32[2], f32[2]) = (const(f32[2], [1.0, 2.0]), %x)
+  %a: f32[2] = %t[0]
+  %b: f32[2] = %t[1]
+  %y: f32[2] = add(%a, %b)
+  %o: (f32[2], f32[2]) = (%y, %b)
+  return %o
+}""",
+        # %t[1] is not a constant: left to canonicalize-bindings
+        """
+def @main(%x: f32[2]) -> (f32[2], f32[2]) {
+  %t: (f32[2], f32[2]) = (const(f32[2], [1.0, 2.0]), %x)
+  %b: f32[2] = %t[1]
+  %y: f32[2] = add(const(f32[2], [1.0, 2.0]), %b)
+  %o: (f32[2], f32[2]) = (%y, %b)
+  return %o
+}""",
+    ),
+    C(
+        "fold-constant",
+        "an op folded through a tuple item of a tuple literal",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %t: (f32[2], f32[2]) = (const(f32[2], [0.0, 0.0]), %x)
+  %a: f32[2] = %t[0]
+  %e: f32[2] = exp(%a)
+  %y: f32[2] = add(%x, %e)
+  return %y
+}""",
+        """
+weights {
+  $const.e: f32[2] = [1.0, 1.0]
+}
+def @main(%x: f32[2]) -> f32[2] {
+  %t: (f32[2], f32[2]) = (const(f32[2], [0.0, 0.0]), %x)
+  %y: f32[2] = add(%x, $const.e)
+  return %y
+}""",
+    ),
+]
+
+SYMBOLIC = """
+def @main(%x: f32[n]) -> f32[n] {
+  %z: f32[n] = zeros(shape=[n], dtype=f32)
+  %y: f32[n] = add(%x, %z)
+  return %y
+}"""
+
+
+def test_fold_constant_leaves_an_op_with_symbolic_attributes_alone():
+    """``zeros(shape=[n])`` has no inputs, so all of them are constants; its shape is not
+    known until run time: it is not folded (and folding it is not attempted)."""
+    module = parse(SYMBOLIC)
+    result = passes.run(module, "fold-constant")
+    assert result.ok, result.failure and result.failure.traceback
+    assert result.module is module
+
+
+def test_fold_constant_folds_the_same_op_with_a_static_shape():
+    """The guard above is about symbols, not about ops without inputs."""
+    static = SYMBOLIC.replace("n]", "3]").replace("[n", "[3")
+    after = passes.run(parse(static), "fold-constant").module
+    assert [b.op for b in after["main"].bindings] == ["add"]
+
+
+def test_fold_constant_does_not_forward_a_tuple_item_that_is_not_a_constant():
+    before = parse(
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %t: (f32[2], f32[2]) = (const(f32[2], [1.0, 2.0]), %x)
+  %b: f32[2] = %t[1]
+  %y: f32[2] = exp(%b)
+  return %y
+}"""
+    )
+    assert passes.run(before, "fold-constant").module is before
+
+
+def test_fold_constant_folds_up_to_max_bytes_inclusive():
+    text = """
+def @main(%x: f32[4]) -> f32[4] {
+  %e: f32[4] = exp(const(f32[4], [0.0, 0.0, 0.0, 0.0]))
+  %y: f32[4] = add(%x, %e)
+  return %y
+}"""
+    assert len(passes.run(parse(text), "fold-constant{max_bytes=16}").module["main"].bindings) == 1
+    assert len(passes.run(parse(text), "fold-constant{max_bytes=15}").module["main"].bindings) == 2
+
+
+def test_fold_constant_needs_every_input_constant():
+    text = """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = add(%x, const(f32[2], [1.0, 2.0]))
+  return %y
+}"""
+    module = parse(text)
+    assert passes.run(module, "fold-constant").module is module
+
+
+CANONICALIZE = [
+    C(
+        "canonicalize-bindings,dead-code-elimination",  # the tuple stays bound until dce
+        "(a, b)[0] -> a",
+        """
+def @main(%x: f32[2], %w: f32[2]) -> f32[2] {
+  %t: (f32[2], f32[2]) = (%x, %w)
+  %a: f32[2] = %t[0]
+  %y: f32[2] = exp(%a)
+  return %y
+}""",
+        """
+def @main(%x: f32[2], %w: f32[2]) -> f32[2] {
+  %y: f32[2] = exp(%x)
+  return %y
+}""",
+    ),
+    C(
+        "canonicalize-bindings,dead-code-elimination",  # the tuple stays bound until dce
+        "(t[0], t[1]) of a 2-tuple t -> t",
+        """
+def @main(%x: f32[2]) -> (f32[1], f32[1]) {
+  %s: (f32[1], f32[1]) = split(%x, indices_or_sections=2, axis=0)
+  %a: f32[1] = %s[0]
+  %b: f32[1] = %s[1]
+  %t: (f32[1], f32[1]) = (%a, %b)
+  return %t
+}""",
+        """
+def @main(%x: f32[2]) -> (f32[1], f32[1]) {
+  %s: (f32[1], f32[1]) = split(%x, indices_or_sections=2, axis=0)
+  return %s
+}""",
+    ),
+    C(
+        "canonicalize-bindings",
+        "identity(x) -> x",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %i: f32[2] = identity(%x)
+  %y: f32[2] = exp(%i)
+  return %y
+}""",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = exp(%x)
+  return %y
+}""",
+    ),
+    C(
+        "canonicalize-bindings",
+        "cast to the dtype it has -> x",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %c: f32[2] = cast(%x, dtype=f32)
+  %y: f32[2] = exp(%c)
+  return %y
+}""",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = exp(%x)
+  return %y
+}""",
+    ),
+    C(
+        "canonicalize-bindings",
+        "reshape to its own static shape -> x",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %r: f32[2, 3] = reshape(%x, shape=[2, 3])
+  %y: f32[2, 3] = exp(%r)
+  return %y
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %y: f32[2, 3] = exp(%x)
+  return %y
+}""",
+    ),
+    C(
+        "canonicalize-bindings",
+        "broadcast_to its own static shape -> x",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %r: f32[2, 3] = broadcast_to(%x, shape=[2, 3])
+  %y: f32[2, 3] = exp(%r)
+  return %y
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %y: f32[2, 3] = exp(%x)
+  return %y
+}""",
+    ),
+    C(
+        "canonicalize-bindings",
+        "a permutation that moves nothing -> x",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %p: f32[2, 3] = permute_dims(%x, axes=[0, 1])
+  %y: f32[2, 3] = exp(%p)
+  return %y
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %y: f32[2, 3] = exp(%x)
+  return %y
+}""",
+    ),
+]
+
+
+def test_canonicalize_bindings_keeps_what_is_not_trivial():
+    """Near misses of each rule: a reshape to another shape, a real permutation, a cast to
+    another dtype, a reshape to a symbolic shape, tuple items out of order."""
+    module = parse(
+        """
+def @main(%x: f32[2, 3], %v: f32[n]) -> (f32[3, 2], f32[3, 2], f16[2, 3], f32[n]) {
+  %r: f32[3, 2] = reshape(%x, shape=[3, 2])
+  %p: f32[3, 2] = permute_dims(%x, axes=[1, 0])
+  %c: f16[2, 3] = cast(%x, dtype=f16)
+  %s: f32[n] = reshape(%v, shape=[n])
+  %o: (f32[3, 2], f32[3, 2], f16[2, 3], f32[n]) = (%r, %p, %c, %s)
+  return %o
+}"""
+    )
+    assert passes.run(module, "canonicalize-bindings").module is module
+    swapped = parse(
+        """
+def @main(%x: f32[2]) -> (f32[1], f32[1]) {
+  %q: (f32[1], f32[1]) = split(%x, indices_or_sections=2, axis=0)
+  %b: f32[1] = %q[1]
+  %a: f32[1] = %q[0]
+  %t: (f32[1], f32[1]) = (%b, %a)
+  return %t
+}"""
+    )
+    assert passes.run(swapped, "canonicalize-bindings").module is swapped
+
+
+DCE = [
+    C(
+        "dead-code-elimination",
+        "a binding nothing reads is dropped",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %a: f32[2] = exp(%x)
+  %y: f32[2] = relu(%x)
+  return %y
+}""",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = relu(%x)
+  return %y
+}""",
+    ),
+    C(
+        "dead-code-elimination",
+        "a private function nobody calls is dropped",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = relu(%x)
+  return %y
+}
+def @unused(%a: f32[2]) -> f32[2] attrs {private = true} {
+  %b: f32[2] = exp(%a)
+  return %b
+}""",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = relu(%x)
+  return %y
+}""",
+    ),
+]
+
+
+def test_dce_keeps_a_private_function_that_is_called_and_every_public_one():
+    module = parse(
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = call @f(%x)
+  return %y
+}
+def @f(%a: f32[2]) -> f32[2] attrs {private = true} {
+  %b: f32[2] = call @g(%a)
+  return %b
+}
+def @g(%a: f32[2]) -> f32[2] attrs {private = true} {
+  %b: f32[2] = exp(%a)
+  return %b
+}
+def @other(%a: f32[2]) -> f32[2] {
+  %b: f32[2] = exp(%a)
+  return %b
+}"""
+    )
+    after = passes.run(module, "dead-code-elimination").module
+    assert list(after.functions) == ["main", "f", "g", "other"]
+
+
+CASES = FOLD + CANONICALIZE + DCE
+
+
+@pytest.mark.parametrize("case", CASES, ids=rule_ids(CASES))
+def test_rule(case):
+    verify_rule(case)
