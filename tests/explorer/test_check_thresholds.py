@@ -80,10 +80,6 @@ def bloat(before_bytes: int, added_bytes: int, **options) -> list:
 # ----- param-bloat: the relative threshold (10%) -----------------------------------------------
 
 
-def test_the_defaults_are_the_documented_ones():
-    assert BLOAT_THRESHOLD == 0.10 and BLOAT_MIN_BYTES == 1024
-
-
 @pytest.mark.parametrize(
     "added, reported",
     [
@@ -142,6 +138,18 @@ def test_param_bloat_without_numbers_is_still_reported():
     report = check(trace, progress=False)
     assert not report.numbers_checked
     assert kinds(report) == ["param-bloat"]
+
+
+def test_param_bloat_of_a_nested_pipeline_is_reported_once_at_its_pass():
+    for batch in (2, ANY):  # with numbers and without
+        trace = explorer.explore(
+            weights_of(64, batch=batch),
+            pipeline=[Sequential((_GrowParams(elements=300),), label="group")],
+        )
+        report = check(trace, progress=False)
+        assert report.numbers_checked is (batch == 2)
+        (f,) = report.of_kind("param-bloat")
+        assert f.step.name == "test-check-grow-params" and f.step.parent is not None
 
 
 # ----- diverged: rtol and atol of Trace.check and check() --------------------------------------
@@ -247,6 +255,39 @@ def test_shape_mismatch_is_reported_once_at_the_step_that_made_it():
     assert not clean.check(progress=False).of_kind("shape-mismatch")
 
 
+@register_pass
+@dataclass(frozen=True)
+class _Mislabel(Pass):
+    """A wrong pass: @main's output goes through a relu annotated with the wrong shape."""
+
+    name: ClassVar[str] = "test-check-mislabel"
+
+    def transform(self, module, ctx):
+        return _replace_main_output(module, lambda y: Call("relu", [y], ty=tensor([3])))
+
+
+CALLS_F = """
+def @main(%x: f32[4]) -> f32[4] {
+  %y: f32[4] = call @f(%x)
+  return %y
+}
+def @f(%a: f32[4]) -> f32[4] attrs {private = true} {
+  %b: f32[4] = add(%a, const(f32[], 1.0))
+  return %b
+}"""
+
+
+def test_a_mismatch_computed_again_later_is_not_reported_again():
+    """After test-check-flip-add changes @f, the mislabelled relu after ``call @f`` is
+    computed again (its input changed): still the mismatch made by test-check-mislabel."""
+    trace = explorer.explore(CALLS_F, pipeline="test-check-mislabel,test-check-flip-add")
+    report = trace.check(progress=False)
+    (mismatch,) = report.of_kind("shape-mismatch")
+    assert mismatch.step is trace["test-check-mislabel"]
+    assert "annotated f32[3] but computes f32[4]" in mismatch.message
+    assert [f.step.name for f in report.of_kind("diverged")] == ["test-check-flip-add"]
+
+
 RUN_FAILS = """
 def @main(%x: f32[2]) -> f32[10000000000] {
   %a: f32[2] = add(%x, %x)
@@ -282,3 +323,7 @@ def test_signature_changed_only_when_the_convention_changes():
 
 
 assert _FlipAdd  # registers test-check-flip-add
+
+
+def test_the_defaults_are_the_documented_ones():
+    assert BLOAT_THRESHOLD == 0.10 and BLOAT_MIN_BYTES == 1024
