@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,30 @@ REPO = Path(__file__).resolve().parents[3]
 # coverage improves, never lower them to make a change pass.
 FLOOR_OVERALL = 997
 FLOOR_CLAIMED = 553
-FLOOR_EXPORTED = 195  # of every 5th passing test (199; bf16 fails in onnxruntime's CPU build)
+FLOOR_EXPORTED = 195  # of the sampled passing tests (1 in 5, chosen by a hash of the name)
+
+_BF16 = "onnxruntime's CPU build has no bfloat16 kernel for it (not a bug of ours)"
+# The sampled round trips allowed to fail, and why; any other failure fails the test, and so
+# does an entry here that now round-trips (remove it).
+ALLOWED_TO_FAIL = {
+    "test_attention_4d_attn_mask_causal_bf16_expanded": _BF16,
+    "test_celu_bfloat16_expanded": _BF16,
+    "test_einsum_transpose_bfloat16": _BF16,
+    "test_reversesequence_bfloat16": _BF16,
+    "test_qlinearconv": "exported as an integer Conv, which onnxruntime's CPU build lacks",
+    "test_dft_axis": "to_onnx bug: the DFT matmul it exports fails onnxruntime's shape check",
+    "test_dft_axis_opset19": "to_onnx bug: as test_dft_axis",
+    "test_gathernd_example_float32": "to_onnx bug: GatherND exported with the wrong out shape",
+    "test_gathernd_example_int32": "to_onnx bug: as test_gathernd_example_float32",
+    "test_scatternd_min": "to_onnx bug: ScatterND(min) exported as ScatterElements, bad rank",
+    "test_mod_float_edge_cases_fmod_0_float32": "to_onnx bug: fmod edge cases (NaN / -0) differ",
+}
+
+
+def _sampled(name: str) -> bool:
+    """1 in 5 passing tests, chosen by name: the sample stays the same when other tests
+    start passing (a new converter), so ALLOWED_TO_FAIL names stay in it."""
+    return zlib.crc32(name.encode()) % 5 == 0
 
 
 def _harness():
@@ -75,9 +99,9 @@ def test_a_sample_of_passing_tests_round_trips_through_to_onnx(harness, results)
     from compiler.interpret import run
 
     ort.set_default_logger_severity(3)
-    passing = [r.name for r in results if r.status == "passed"][::5]
+    passing = [r.name for r in results if r.status == "passed" and _sampled(r.name)]
     root = harness.node_test_dir()
-    ok, problems = 0, []
+    ok, problems = 0, {}
     for name in passing:
         case = harness.load_case(root / name)
         module = from_onnx(case.model)
@@ -87,15 +111,22 @@ def test_a_sample_of_passing_tests_round_trips_through_to_onnx(harness, results)
             got = sess.run(
                 None, {i.name: x for i, x in zip(sess.get_inputs(), inputs, strict=True)}
             )
-        except Exception as e:  # bf16 kernels missing in onnxruntime's CPU build, ...
-            problems.append(f"{name}: {type(e).__name__}: {str(e)[:120]}")
+        except Exception as e:  # noqa: BLE001 (each must be in ALLOWED_TO_FAIL, below)
+            problems[name] = f"{type(e).__name__}: {str(e)[:160]}"
             continue
         with np.errstate(all="ignore"):
             expected = run(module, *inputs)
         wrapped = [onnx.numpy_helper.from_array(np.asarray(v)) for v in expected]
         problem = harness._compare(tuple(got), wrapped, 1e-3, 1e-6)
         if problem:
-            problems.append(f"{name}: {problem}")
+            problems[name] = problem
         else:
             ok += 1
+    unexpected = {n: p for n, p in problems.items() if n not in ALLOWED_TO_FAIL}
+    assert not unexpected, f"round trips that fail and are not in ALLOWED_TO_FAIL: {unexpected}"
+    for n, p in problems.items():  # a bf16 case fails for want of a kernel, not otherwise
+        if ALLOWED_TO_FAIL[n] is _BF16:
+            assert any(w in p for w in ("NOT_IMPLEMENTED", "bfloat16", "Numpy_type 256")), (n, p)
+    fixed = sorted(n for n in ALLOWED_TO_FAIL if n in passing and n not in problems)
+    assert not fixed, f"these round-trip now: remove them from ALLOWED_TO_FAIL: {fixed}"
     assert ok >= FLOOR_EXPORTED, (ok, problems)
