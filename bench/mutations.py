@@ -309,7 +309,7 @@ def main() -> int:
             f"({secs:.0f} s)"
         )
         if code != 0:
-            print(f"  {first}\nthe unmutated tests must pass first")
+            print(f"  {first}\nthe unmutated tests must pass first", flush=True)
             return 2
         killed, survived, stale = [], [], []
         for m in chosen:
@@ -318,7 +318,7 @@ def main() -> int:
                 text = f.read()
             if text.count(m.old) != 1:
                 stale.append(m)
-                print(f"  stale     {m.id}: {m.old!r} occurs {text.count(m.old)} times")
+                print(f"  stale     {m.id}: {m.old!r} occurs {text.count(m.old)} times", flush=True)
                 continue
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text.replace(m.old, m.new))
@@ -332,10 +332,10 @@ def main() -> int:
                     f.write(text)
             if code == 0:
                 survived.append(m)
-                print(f"  SURVIVED  {m.id} ({secs:.0f} s): {m.path}: {m.old!r} -> {m.new!r}")
+                print(f"  SURVIVED  {m.id} ({secs:.0f} s): {m.path}: {m.old!r} -> {m.new!r}", flush=True)
             else:
                 killed.append(m)
-                print(f"  killed    {m.id} ({secs:.0f} s) {first[:100]}")
+                print(f"  killed    {m.id} ({secs:.0f} s) {first[:100]}", flush=True)
         scored = len(killed) + len(survived)
         score = 100 * len(killed) / scored if scored else 0.0
         print(
