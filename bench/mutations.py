@@ -141,6 +141,13 @@ MUTATIONS: list[Mutation] = [
         CHECK_TESTS,
     ),
     M(
+        "nan-as-same",
+        NUMBERS,
+        "same_nan = np.isnan(a64) & np.isnan(r64)",
+        "same_nan = np.isnan(a64) | np.isnan(r64)",
+        CHECK_TESTS,
+    ),
+    M(
         "diverged-every-step",
         DIVERGED,
         "if run is None or not run.diverged or cmp is None:",
@@ -152,6 +159,13 @@ MUTATIONS: list[Mutation] = [
         DIVERGED,
         "and _allclose(run.outputs, before.outputs,",
         "or _allclose(run.outputs, before.outputs,",
+        CHECK_TESTS,
+    ),
+    M(
+        "diverged-no-node",
+        DIVERGED,
+        "[errors[0].node] if errors else [],",
+        "[],",
         CHECK_TESTS,
     ),
     # ----- the other detectors
@@ -332,7 +346,10 @@ def main() -> int:
                     f.write(text)
             if code == 0:
                 survived.append(m)
-                print(f"  SURVIVED  {m.id} ({secs:.0f} s): {m.path}: {m.old!r} -> {m.new!r}", flush=True)
+                print(
+                    f"  SURVIVED  {m.id} ({secs:.0f} s): {m.path}: {m.old!r} -> {m.new!r}",
+                    flush=True,
+                )
             else:
                 killed.append(m)
                 print(f"  killed    {m.id} ({secs:.0f} s) {first[:100]}", flush=True)

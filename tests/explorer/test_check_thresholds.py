@@ -210,6 +210,19 @@ def test_tolerances_are_options(matmul_trace_factory):
     assert zero.check(atol=2e-5, progress=False).ok and check(zero, atol=2e-5).ok
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_nan_where_the_reference_has_a_number_diverges():
+    """0 * inf: NaN against the reference's 0 is beyond any tolerance; NaN against NaN is
+    not an error."""
+    trace = explorer.explore(_zero_model(), pipeline=[_Nudge(scale=float("inf"))])
+    for report in _checks(trace):
+        assert kinds(report) == ["diverged"]
+    x = Var("x", tensor([2, 8]))
+    zero = Call("subtract", [x, x])
+    nan = Module({"main": Function.from_output([x], Call("divide", [zero, zero]))})
+    assert explorer.explore(nan, pipeline=[_Nudge(scale=2.0)]).check(progress=False).ok
+
+
 def test_float16_mlp_diverges_at_the_default_tolerance():
     """An MLP converted to float16 is 1.9% off: not "ok" at the defaults (1e-4, 1e-5)."""
     trace = explorer.explore(
