@@ -457,6 +457,38 @@ def @main(%x: u8[2, 3]) -> u8[2, 2] {
   return %q
 }""",
     ),
+    C(
+        "fold-qdq",
+        "conv2d: integer convolution (in f32: bounded weights), requantized",
+        """
+weights {
+  $w: i8[2, 1, 1, 1] = [[[[3]]], [[[-2]]]]
+}
+def @main(%x: u8[1, 1, 2, 2]) -> u8[1, 2, 2, 2] {
+  %a: f32[1, 1, 2, 2] = dequantize(%x, const(f32[], 0.5), const(u8[], 128))
+  %w: f32[2, 1, 1, 1] = dequantize($w, const(f32[], 0.25), const(i8[], 0))
+  %c: f32[1, 2, 2, 2] = conv2d(%a, %w)
+  %q: u8[1, 2, 2, 2] = quantize(%c, const(f32[], 1.0), const(u8[], 120))
+  return %q
+}""",
+        """
+weights {
+  $w: i8[2, 1, 1, 1] = [[[[3]]], [[[-2]]]]
+}
+def @main(%x: u8[1, 1, 2, 2]) -> u8[1, 2, 2, 2] {
+  %cast: i32[1, 1, 2, 2] = cast(%x, dtype=i32)
+  %subtract: i32[1, 1, 2, 2] = subtract(%cast, const(i32[], 128))
+  %cast_1: f32[1, 1, 2, 2] = cast(%subtract, dtype=f32)
+  %cast_2: i32[2, 1, 1, 1] = cast($w, dtype=i32)
+  %cast_3: f32[2, 1, 1, 1] = cast(%cast_2, dtype=f32)
+  %conv2d: f32[1, 2, 2, 2] = conv2d(%cast_1, %cast_3)
+  %cast_4: i32[1, 2, 2, 2] = cast(%conv2d, dtype=i32)
+  %cast_5: f32[1, 2, 2, 2] = cast(%cast_4, dtype=f32)
+  %multiply: f32[1, 2, 2, 2] = multiply(%cast_5, const(f32[], 0.125))
+  %q: u8[1, 2, 2, 2] = quantize(%multiply, const(f32[], 1.0), const(u8[], 120))
+  return %q
+}""",
+    ),
 ]
 
 
