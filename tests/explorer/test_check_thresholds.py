@@ -237,7 +237,7 @@ def test_float16_mlp_diverges_at_the_default_tolerance():
     assert not trace.check(rtol=1e-2, progress=False).ok
 
 
-def test_a_step_that_changes_wrong_numbers_again_is_reported_again(matmul_trace_factory):
+def test_a_step_that_changes_wrong_numbers_again_is_reported_again():
     spec = "test-check-nudge{scale=2.0},test-check-nudge{scale=3.0},dead-code-elimination"
     trace = explorer.explore(weights_of(4096), pipeline=spec)
     report = trace.check(progress=False)
