@@ -197,6 +197,7 @@ MUTATIONS: list[Mutation] = [
     M("diff-attrs-ignored", DIFF, "if na.attrs != nb.attrs:", "if False:", DIFF_TESTS),
     M("diff-inputs-ignored", DIFF, "if mapped != list(ins_a):", "if False:", DIFF_TESTS),
     M("diff-removed-flipped", DIFF, "if nid not in matched_a]", "if nid in matched_a]", DIFF_TESTS),
+    M("diff-added-flipped", DIFF, "if nid not in matches]", "if nid in matches]", DIFF_TESTS),
     M("diff-signature-params", DIFF, "if a.params != b.params:", "if False:", DIFF_TESTS),
     M(
         "diff-html-unescaped",
@@ -215,6 +216,13 @@ MUTATIONS: list[Mutation] = [
         ESCAPE_TESTS,
     ),
     M("esc-control-kept", ESC, '_CONTROL.sub("\\ufffd", str(value))', "str(value)", ESCAPE_TESTS),
+    M(
+        "esc-limit-off-by-one",
+        ESC,
+        'text = text[: limit - 1] + "…"',
+        'text = text[:limit] + "…"',
+        ESCAPE_TESTS,
+    ),
     M("json-script-lt", ESC, 'text.replace("<", "\\\\u003c")', "text", ESCAPE_TESTS),
     # ----- fold-constant
     M(
@@ -352,7 +360,8 @@ def main() -> int:
                 )
             else:
                 killed.append(m)
-                print(f"  killed    {m.id} ({secs:.0f} s) {first[:100]}", flush=True)
+                why = f" [{m.why}]" if m.why else ""
+                print(f"  killed    {m.id}{why} ({secs:.0f} s) {first[:100]}", flush=True)
         scored = len(killed) + len(survived)
         score = 100 * len(killed) / scored if scored else 0.0
         print(
