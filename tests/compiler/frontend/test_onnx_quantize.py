@@ -540,35 +540,88 @@ def _quantized_cnn(tmp_path: Path) -> tuple[Path, float]:
     return q_path, float(numpy_helper.to_array(y_scale))
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's TorchScript ONNX exporter
-def test_qdq_cnn_explores_checks_clean_and_compiles(tmp_path):
-    import explorer
-    from explorer.check import check
+def _initializer_bytes(path: Path) -> int:
+    return sum(numpy_helper.to_array(i).nbytes for i in onnx.load(str(path)).graph.initializer)
 
-    path, step = _quantized_cnn(tmp_path)
+
+@pytest.fixture(scope="module")
+def quantized_cnn(tmp_path_factory):
+    return _quantized_cnn(tmp_path_factory.mktemp("qdq"))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's TorchScript ONNX exporter
+@pytest.mark.parametrize("fold_qdq", [True, False])
+def test_qdq_cnn_explores_checks_clean_and_compiles(quantized_cnn, fold_qdq):
+    import explorer
+
+    path, step = quantized_cnn
     x = rng.standard_normal((2, 3, 16, 16)).astype(np.float32)
-    trace = explorer.explore(str(path), [x], "fold-qdq,default,legalize-ops,codegen")
+    prefix = "fold-qdq," if fold_qdq else ""
+    trace = explorer.explore(str(path), [x], prefix + "default,legalize-ops,codegen")
     assert trace.failure is None
-    imported, folded = trace.imported.module, trace["fold-qdq"].module
-    before, after = _ops(imported), _ops(folded)
+    imported = trace.imported.module
+    before = _ops(imported)
     assert before["dequantize"] == 13 and before["quantize"] == 7 and before["conv2d"] == 2
-    # left: the input's quantize, three requantizations, the output's dequantize
-    assert after["dequantize"] == 1 and after["quantize"] == 4
-    for n in folded["main"].bindings:
-        if isinstance(n, Call) and n.op in ("conv2d", "linear", "max_pool2d", "flatten"):
-            assert all(not (isinstance(a, Call) and a.op == "dequantize") for a in n.args)
-    # one quantization step of the output; the weights widened from i8 to the i32 / f32 the
-    # integer kernels compute in are the expected growth (the unfolded QDQ model, whose
-    # weights fold to f32, grows as much)
+    if fold_qdq:
+        folded = trace["fold-qdq"].module
+        after = _ops(folded)
+        # left: the input's quantize, three requantizations, the output's dequantize
+        assert after["dequantize"] == 1 and after["quantize"] == 4
+        for n in folded["main"].bindings:
+            if isinstance(n, Call) and n.op in ("conv2d", "linear", "max_pool2d", "flatten"):
+                assert all(not (isinstance(a, Call) and a.op == "dequantize") for a in n.args)
+    # the weights stay quantized through the pipeline: fold-constant leaves their dequantize
+    # (or fold-qdq's widening cast) to run time, so no step grows the parameters
+    file_bytes = _initializer_bytes(path)
+    assert trace["codegen"].param_bytes <= 1.1 * file_bytes
+    assert max(s.param_bytes for s in trace.steps if s.module is not None) <= 1.1 * file_bytes
+    default = trace["default"].module
+    weights = [c for c in default.constants().values() if c.name.endswith("weight_quantized")]
+    assert len(weights) == 3 and all(c.data.dtype == np.int8 for c in weights)
+    # clean with the default param-bloat threshold; one quantization step of the output
     other = rng.standard_normal((3, 3, 16, 16)).astype(np.float32)
     for inputs in ([x], [other]):
-        report = check(trace, inputs, rtol=0.0, atol=step * 1.001, progress=False,
-                       bloat_threshold=4.0)  # fmt: skip
+        report = trace.check(inputs, progress=False, rtol=0.0, atol=step * 1.001)
         assert report.numbers_checked
-        assert [str(f) for f in report.findings if f.is_failure] == []
+        assert [str(f) for f in report.findings] == []
+    # the weights' dequantize / cast runs in the compiled code, fused with what follows it
+    codegen = trace["codegen"].module["main"]
+    kernels = [str(b.attrs.get("kernel")) for b in codegen.bindings if isinstance(b, Call)]
+    widen = "cast" if fold_qdq else "dequantize"
+    assert any(k.startswith(f"fused_{widen}_permute_dims") for k in kernels)  # fc's weight
     (got,) = trace["codegen"].executable()(other)
+    (interpreted,) = run(trace["codegen"].module, other)
+    np.testing.assert_array_equal(got, interpreted)
     want = _ort(onnx.load(str(path)), other)[0]
     assert np.abs(got - want).max() <= step * 1.001
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("fold_qdq", [True, False])
+def test_folding_the_quantized_weights_is_an_option_and_is_flagged(quantized_cnn, fold_qdq):
+    """``fold-constant{fold_qdq=true}`` folds the weights to f32 (as before): the check's
+    param-bloat finding then names them at the fold-constant step."""
+    import explorer
+
+    path, step = quantized_cnn
+    x = rng.standard_normal((2, 3, 16, 16)).astype(np.float32)
+    spec = (
+        "infer-types,canonicalize-bindings,dynamic-to-static,"
+        "decompose-ops{ops=[linear,batch_norm]},fold-constant{fold_qdq=true},"
+        "dead-code-elimination,fuse-ops"
+    )
+    trace = explorer.explore(str(path), [x], ("fold-qdq," if fold_qdq else "") + spec)
+    assert trace.failure is None
+    fold = trace["fold-constant"]
+    assert fold.param_bytes > 3 * _initializer_bytes(path)
+    report = trace.check([x], progress=False, rtol=0.0, atol=step * 1.001)
+    assert [f.kind for f in report.findings] == ["param-bloat"]
+    (finding,) = report.findings
+    assert finding.step is fold
+    grown = {name for name, *_ in finding.details["growth"]}
+    for weight in ("conv1.weight_quantized", "conv2.weight_quantized", "fc.weight_quantized"):
+        assert any(g.startswith(weight + ".") for g in grown), (weight, grown)
+        assert weight in str(finding)
 
 
 def test_a_huge_block_size_allocates_nothing_big():
