@@ -16,6 +16,8 @@ tensor, a product and a sum over the taps.
 
 from __future__ import annotations
 
+import math
+
 from compiler.frontend.onnx_context import ConversionError, Unsupported
 from compiler.frontend.onnx_ops.registry import (
     I64,
@@ -24,8 +26,10 @@ from compiler.frontend.onnx_ops.registry import (
     _dim_value,
     _index_range,
     _item,
+    converter,
 )
 from compiler.ir.nodes import Expr
+from compiler.ir.symbolic import dim_mul, dim_str
 from compiler.ir.types import DType
 
 F64 = DType.float64
@@ -39,6 +43,7 @@ _COORDINATES = (
 )
 _NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 _POLICIES = ("stretch", "not_larger", "not_smaller")
+MAX_SCALE = 1 << 16  # a scale from a file: more is a mistake (or an attack)
 
 
 def resize_needs_composition(ctx) -> bool:
@@ -153,7 +158,6 @@ def resize_composed(ctx) -> Expr:
         ]
     else:
         raise ConversionError("Resize needs scales or sizes")
-    statics = [_static_int(m) for m in ms]
     rois = None
     if how == "tf_crop_and_resize":
         if not ctx.has(1):
@@ -169,6 +173,44 @@ def resize_composed(ctx) -> Expr:
             )
             for i in range(k)
         ]
+    return _compose(
+        ctx,
+        x,
+        axes,
+        ms,
+        scales,
+        rois,
+        mode,
+        how,
+        nearest,
+        a_coeff,
+        antialias,
+        exclude,
+        extrapolation,
+    )
+
+
+def _compose(
+    ctx,
+    x,
+    axes,
+    ms,
+    scales,
+    rois,
+    mode,
+    how,
+    nearest,
+    a_coeff=-0.75,
+    antialias=False,
+    exclude=False,
+    extrapolation=0.0,
+):
+    """Resample ``x`` along ``axes`` to the lengths ``ms`` (0-d i64) with the scales ``scales``
+    (0-d f64) of the coordinate transform."""
+    o = _Ops(ctx)
+    rank = ctx.rank(0)
+    nfs = [_scalar_f64(ctx, _dim_value(ctx, x, a)) for a in axes]
+    statics = [_static_int(m) for m in ms]
     y = x if mode == "nearest" else _cast(ctx, x, F64)
     for i, a in enumerate(axes):
         pos = _positions(ctx, ms[i], statics[i])
@@ -296,3 +338,70 @@ def _filter_axis(ctx, o, y, axis, source, nf, s, radius, mode, a, antialias, exc
 def _count(ctx, v: Expr) -> Expr:
     """The length of a 1-D tensor as a 0-d i64 tensor."""
     return _dim_value(ctx, v, 0)
+
+
+# ----- Upsample (opsets 7-9; Resize since 10) ----------------------------------------------
+
+
+@converter("Upsample", attrs=("mode", "scales"), min_version=7)
+def _upsample(ctx):
+    """Upsample-7 (scales attribute) and -9 (scales input): output dims floor(dim * scale),
+    asymmetric coordinates (ONNX's and onnxruntime's), nearest rounding down."""
+    x = ctx.input(0)
+    rank = ctx.rank(0)
+    mode = ctx.attr("mode", "nearest")
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise Unsupported(f"mode {mode}")
+    if ctx.version < 9:
+        scales = ctx.attr("scales")
+        if scales is None:
+            raise ConversionError("Upsample-7 needs the scales attribute")
+    else:
+        given = ctx.const(1)
+        if given is None:
+            return _upsample_computed(ctx, x, mode)
+        scales = given.reshape(-1)
+    scales = [float(s) for s in scales]
+    if len(scales) != rank:
+        raise ConversionError(f"scales {scales} must give one scale per dim of rank {rank}")
+    if any(not (s >= 1) or s > MAX_SCALE for s in scales):
+        raise ConversionError(f"Upsample scales must be 1 to {MAX_SCALE}, got {scales}")
+    if mode != "nearest" and not x.ty.dtype.is_float:
+        raise Unsupported(f"{mode} Upsample of {x.ty.dtype} data")
+    sizes = []
+    for d, s in zip(x.ty.shape, scales, strict=True):
+        if isinstance(d, int):
+            sizes.append(int(math.floor(d * s)))
+        elif s == 1.0:
+            sizes.append(d)
+        elif s == int(s):
+            sizes.append(dim_mul(d, int(s)))
+        else:
+            raise Unsupported(f"scale {s} of the symbolic dim {dim_str(d)}")
+    return ctx.call(
+        "resize",
+        x,
+        sizes=sizes,
+        scales=scales,
+        mode="nearest" if mode == "nearest" else "linear",
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+    )
+
+
+def _upsample_computed(ctx, x, mode):
+    """Upsample-9 with scales computed at run time: composed, the output dims unknown."""
+    rank = ctx.rank(0)
+    if ctx.ty(1).shape != (rank,):
+        raise Unsupported("Upsample with computed scales of unknown length")
+    if mode != "nearest" and not x.ty.dtype.is_float:
+        raise Unsupported(f"{mode} Upsample of {x.ty.dtype} data")
+    o = _Ops(ctx)
+    given = _cast(ctx, ctx.input(1), F64)
+    scales = [ctx.call("take", given, ctx.constant(i, I64), axis=0) for i in range(rank)]
+    ms = [
+        _cast(ctx, o.floor(o.multiply(s, _scalar_f64(ctx, _dim_value(ctx, x, a)))), I64)
+        for a, s in enumerate(scales)
+    ]
+    mode = "nearest" if mode == "nearest" else "linear"
+    return _compose(ctx, x, list(range(rank)), ms, scales, None, mode, "asymmetric", "floor")
