@@ -29,7 +29,7 @@ from compiler.frontend.onnx_ops.registry import (
     converter,
 )
 from compiler.ir.nodes import Expr
-from compiler.ir.symbolic import dim_mul, dim_str
+from compiler.ir.symbolic import SymExpr, dim_mul, dim_str
 from compiler.ir.types import DType
 
 F64 = DType.float64
@@ -405,3 +405,159 @@ def _upsample_computed(ctx, x, mode):
     ]
     mode = "nearest" if mode == "nearest" else "linear"
     return _compose(ctx, x, list(range(rank)), ms, scales, None, mode, "asymmetric", "floor")
+
+
+# ----- GridSample (16: 4-D; 20: N-D) --------------------------------------------------------
+
+_GRID_MODES = {"bilinear": "linear", "bicubic": "cubic", "linear": "linear", "cubic": "cubic"}
+
+
+@converter("GridSample", attrs=("mode", "padding_mode", "align_corners"), min_version=16)
+def _grid_sample(ctx):
+    """Sample ``x [N, C, D1..Dk]`` at the normalized points ``grid [N, O1..Ok, k]``: per
+    spatial dim, the point's taps (1 nearest, 2 linear, 4 cubic) with their weights and the
+    padding mode's index (zeros: weight 0 outside, border: clamped, reflection: reflected);
+    each combination of taps is a ``take`` from ``x`` flattened to ``[N * D1..Dk, C]``."""
+    x, grid = ctx.input(0), ctx.input(1)
+    rank = ctx.rank(0)
+    k = rank - 2
+    mode = ctx.attr("mode", "bilinear" if ctx.version < 20 else "linear")
+    padding = ctx.attr("padding_mode", "zeros")
+    align = bool(ctx.attr("align_corners", 0))
+    if mode != "nearest":
+        if mode not in _GRID_MODES or (ctx.version >= 20) != (mode in ("linear", "cubic")):
+            raise Unsupported(f"mode {mode}")
+        mode = _GRID_MODES[mode]
+    if padding not in ("zeros", "border", "reflection"):
+        raise Unsupported(f"padding_mode {padding}")
+    if k < 1 or (ctx.version < 20 and k != 2):
+        raise ConversionError(f"GridSample-{ctx.version} cannot sample data of rank {rank}")
+    gshape = grid.ty.shape
+    if (
+        gshape is None
+        or len(gshape) != rank
+        or gshape[-1] not in (k,)
+        and isinstance(gshape[-1], int)
+    ):
+        raise ConversionError(f"grid {grid.ty} must be [N, O1..O{k}, {k}] for data {x.ty}")
+    if not x.ty.dtype.is_float or not grid.ty.dtype.is_float:
+        raise Unsupported(f"GridSample of {x.ty.dtype} data or a {grid.ty.dtype} grid")
+    o = _Ops(ctx)
+    g = _cast(ctx, grid, F64)
+    per_dim = []  # per spatial dim: [(index i64, weight f64 or validity bool)]
+    for i in range(k):
+        d = _scalar_f64(ctx, _dim_value(ctx, x, 2 + i))
+        last = o.subtract(d, 1.0)
+        v = ctx.call("take", g, ctx.constant(k - 1 - i, I64), axis=rank - 1)  # [N, O..]
+        if align:
+            v = o.multiply(o.divide(o.add(v, 1.0), 2.0), last)
+            lo, hi = o.f(0.0), last
+        else:
+            v = o.divide(o.subtract(o.multiply(o.add(v, 1.0), d), 1.0), 2.0)
+            lo, hi = o.f(-0.5), o.subtract(d, 0.5)
+        if mode == "nearest":
+            v = o.round(v)
+        outside = ctx.call("logical_or", o.less(v, lo), o.greater(v, hi))
+        if padding == "border":
+            v = ctx.call("where", outside, o.minimum(o.maximum(v, 0.0), last), v)
+        elif padding == "reflection":
+            v = _reflect(ctx, o, v, lo, hi)
+        if mode == "nearest":
+            taps = [(v, None)]
+        else:
+            down = o.floor(v)
+            r = o.subtract(v, down)
+            if mode == "linear":
+                taps = [(down, o.subtract(1.0, r)), (o.add(down, 1.0), r)]
+            else:
+                taps = [
+                    (
+                        o.add(down, float(j)),
+                        _kernel(o, o.abs(o.subtract(r, float(j))), "cubic", -0.75),
+                    )
+                    for j in (-1, 0, 1, 2)
+                ]
+        dim_taps = []
+        for t, w in taps:
+            valid = None
+            if padding == "zeros":
+                valid = ctx.call("logical_and", o.greater_equal(t, 0.0), o.less_equal(t, last))
+            elif padding == "reflection":
+                t = _trunc(ctx, o, _reflect(ctx, o, t, lo, hi))
+            index = _cast(ctx, o.minimum(o.maximum(t, 0.0), last), I64)
+            dim_taps.append((index, w, valid))
+        per_dim.append(dim_taps)
+    return _gather_taps(ctx, x, per_dim, mode)
+
+
+def _gather_taps(ctx, x, per_dim, mode):
+    """Sum over the combinations of taps of weight * x[n, :, index...] (see GridSample)."""
+    import itertools
+
+    rank = ctx.rank(0)
+    k = rank - 2
+    shape = x.ty.shape
+    # x as [N * S, C]: the rows of sample n start at n * S
+    dims = [_dim_value(ctx, x, 2 + i) for i in range(k)]
+    strides = [ctx.constant(1, I64)]
+    for dim in reversed(dims[1:]):
+        strides.insert(0, ctx.call("multiply", strides[0], dim))
+    size = ctx.call("multiply", strides[0], dims[0])
+    flat = ctx.call("permute_dims", x, axes=[0, *range(2, rank), 1])
+    flat = ctx.call("reshape", flat, shape=[-1, shape[1]])
+    n = shape[0]
+    if isinstance(n, int | SymExpr):
+        batch = ctx.call("arange", stop=n, dtype=I64)
+    else:
+        zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
+        batch = _index_range(ctx, zero, _dim_value(ctx, x, 0), one)
+    batch = ctx.call("multiply", batch, size)
+    out_rank = len(per_dim[0][0][0].ty.shape)
+    batch = ctx.call("reshape", batch, shape=[-1] + [1] * (out_rank - 1))
+    total = None
+    zero = ctx.constant(0.0, x.ty.dtype)
+    for combo in itertools.product(*per_dim):
+        lin = batch
+        weight = None
+        valid = None
+        for (index, w, ok), stride in zip(combo, strides, strict=True):
+            lin = ctx.call("add", lin, ctx.call("multiply", index, stride))
+            if w is not None:
+                weight = w if weight is None else ctx.call("multiply", weight, w)
+            if ok is not None:
+                valid = ok if valid is None else ctx.call("logical_and", valid, ok)
+        vals = ctx.call("take", flat, lin, axis=0)  # [N, O.., C]
+        if weight is not None:
+            if valid is not None:
+                weight = ctx.call("where", valid, weight, ctx.constant(0.0, F64))
+            w = _cast(ctx, ctx.call("unsqueeze", weight, axes=[out_rank]), DType.float64)
+            term = ctx.call("multiply", _cast(ctx, vals, F64), w)
+        else:
+            term = vals
+            if valid is not None:
+                term = ctx.call("where", ctx.call("unsqueeze", valid, axes=[out_rank]), vals, zero)
+        total = term if total is None else ctx.call("add", total, term)
+    total = _cast(ctx, total, x.ty.dtype)
+    return ctx.call("permute_dims", total, axes=[0, out_rank, *range(1, out_rank)])
+
+
+def _trunc(ctx, o, v):
+    return ctx.call("where", o.less(v, 0.0), o.ceil(v), o.floor(v))
+
+
+def _reflect(ctx, o, v, lo, hi):
+    """ONNX GridSample's reflection of ``v`` into ``[lo, hi]`` (v itself inside)."""
+    span = o.subtract(hi, lo)
+    safe = ctx.call("where", o.equal(span, 0.0), o.f(1.0), span)
+
+    def fold(dx):
+        times = o.floor(o.divide(dx, safe))
+        rest = o.subtract(dx, o.multiply(times, safe))
+        even = o.equal(o.subtract(times, o.multiply(o.floor(o.divide(times, 2.0)), 2.0)), 0.0)
+        return rest, even
+
+    below_r, below_even = fold(o.subtract(lo, v))
+    above_r, above_even = fold(o.subtract(v, hi))
+    below = ctx.call("where", below_even, o.add(lo, below_r), o.subtract(hi, below_r))
+    above = ctx.call("where", above_even, o.subtract(hi, above_r), o.add(lo, above_r))
+    return ctx.call("where", o.less(v, lo), below, ctx.call("where", o.greater(v, hi), above, v))
