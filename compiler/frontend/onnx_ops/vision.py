@@ -43,6 +43,7 @@ _COORDINATES = (
 )
 _NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 _POLICIES = ("stretch", "not_larger", "not_smaller")
+MAX_GRID = 1 << 16  # an AffineGrid dim from a file
 MAX_SCALE = 1 << 16  # a scale from a file: more is a mistake (or an attack)
 
 
@@ -561,3 +562,65 @@ def _reflect(ctx, o, v, lo, hi):
     below = ctx.call("where", below_even, o.add(lo, below_r), o.subtract(hi, below_r))
     above = ctx.call("where", above_even, o.subtract(hi, above_r), o.add(lo, above_r))
     return ctx.call("where", o.less(v, lo), below, ctx.call("where", o.greater(v, hi), above, v))
+
+
+# ----- AffineGrid (20) -----------------------------------------------------------------------
+
+
+@converter("AffineGrid", attrs=("align_corners",), min_version=20)
+def _affine_grid(ctx):
+    """``theta [N, k, k+1]`` applied to the normalized base grid of ``size`` (N, C, D.., W):
+    component c of the result is ``sum_j theta[:, c, j] * base_j + theta[:, c, k]``, each
+    base_j a broadcast 1-D ramp over its axis (x over W first, as GridSample reads it)."""
+    theta = ctx.input(0)
+    align = bool(ctx.attr("align_corners", 0))
+    tshape = theta.ty.shape
+    if tshape is None or len(tshape) != 3 or not isinstance(tshape[1], int):
+        raise Unsupported(f"AffineGrid of a theta {theta.ty} of unknown [N, k, k+1] shape")
+    k = tshape[1]
+    if k not in (2, 3) or tshape[2] not in (k + 1,) and isinstance(tshape[2], int):
+        raise ConversionError(f"theta {theta.ty} must be [N, 2, 3] or [N, 3, 4]")
+    if not theta.ty.dtype.is_float:
+        raise ConversionError(f"theta must be floating-point, got {theta.ty.dtype}")
+    if ctx.ty(1).shape != (k + 2,):
+        raise ConversionError(f"size must hold {k + 2} values for a theta {theta.ty}")
+    o = _Ops(ctx)
+    given = ctx.const(1)
+    size = _cast(ctx, ctx.input(1), I64)
+    ramps = []  # per spatial axis (D, H, W order), broadcast over the k spatial dims
+    for i in range(k):
+        if given is not None:
+            length = int(given.reshape(-1)[2 + i])
+            if not 0 <= length <= MAX_GRID:
+                raise ConversionError(f"size {list(given.reshape(-1))}: dims of 0 to {MAX_GRID}")
+            pos = ctx.call("arange", stop=length, dtype=F64)
+            count = ctx.constant(float(length), F64)
+        else:
+            n = _item(ctx, size, 2 + i)
+            pos = _positions(ctx, n, None)
+            count = _scalar_f64(ctx, n)
+        if align:
+            denom = o.subtract(count, 1.0)
+            denom = ctx.call("where", o.equal(denom, 0.0), o.f(1.0), denom)
+            ramp = o.add(o.divide(o.multiply(pos, 2.0), denom), -1.0)
+        else:
+            ramp = o.add(o.divide(o.add(o.multiply(pos, 2.0), 1.0), count), -1.0)
+        shape = [1] * (k + 1)
+        shape[1 + i] = -1
+        ramps.append(ctx.call("reshape", ramp, shape=shape))  # [1, .., L_i, .., 1]
+    base = list(reversed(ramps))  # x (W) first
+    t = _cast(ctx, theta, F64)
+    comps = []
+    for c in range(k):
+        row = ctx.call("take", t, ctx.constant(c, I64), axis=1)  # [N, k+1]
+
+        def coef(j, row=row):
+            v = ctx.call("take", row, ctx.constant(j, I64), axis=1)
+            return ctx.call("reshape", v, shape=[-1] + [1] * k)
+
+        acc = coef(k)
+        for j in range(k):
+            acc = o.add(acc, o.multiply(coef(j), base[j]))
+        comps.append(ctx.call("unsqueeze", acc, axes=[k + 1]))
+    grid = ctx.call("concat", *comps, axis=k + 1)
+    return _cast(ctx, grid, theta.ty.dtype)
