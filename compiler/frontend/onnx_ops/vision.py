@@ -44,7 +44,10 @@ _COORDINATES = (
 _NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 _POLICIES = ("stretch", "not_larger", "not_smaller")
 MAX_GRID = 1 << 16  # an AffineGrid dim from a file
-MAX_SCALE = 1 << 16  # a scale from a file: more is a mistake (or an attack)
+MAX_SCALE = 1 << 16
+MAX_SIZE = (
+    1 << 24
+)  # an output length from a file  # a scale from a file: more is a mistake (or an attack)
 
 
 def resize_needs_composition(ctx) -> bool:
@@ -159,6 +162,11 @@ def resize_composed(ctx) -> Expr:
         ]
     else:
         raise ConversionError("Resize needs scales or sizes")
+    known, same = _static_sizes(ctx, x, axes, policy)
+    ms = [m if k is None else ctx.constant(k, I64) for m, k in zip(ms, known, strict=True)]
+    if how != "tf_crop_and_resize":  # axes left as they are (roi applies to every axis)
+        keep = [i for i in range(len(axes)) if not same[i]]
+        axes, ms, scales = [axes[i] for i in keep], [ms[i] for i in keep], [scales[i] for i in keep]
     rois = None
     if how == "tf_crop_and_resize":
         if not ctx.has(1):
@@ -229,6 +237,39 @@ def _compose(
             mask = ctx.call("reshape", outside, shape=shape)
             y = ctx.call("where", mask, ctx.constant(extrapolation, y.ty.dtype), y)
     return _cast(ctx, y, x.ty.dtype)
+
+
+def _static_sizes(ctx, x, axes, policy) -> tuple[list, list[bool]]:
+    """Per axis: the output length when the sizes or scales are constants (and, for scales or
+    a keep-aspect policy, the input dim static), else None; and whether the axis is left as it
+    is (scale 1 and the same length: ONNX's reference skips those axes)."""
+    dims = [x.ty.shape[a] for a in axes]
+    unknown = [None] * len(axes)
+    if ctx.has(3):
+        given = ctx.const(3)
+        if given is None:
+            return unknown, [False] * len(axes)
+        sizes = [int(v) for v in given.reshape(-1)]
+        if any(not 0 <= v <= MAX_SIZE for v in sizes):
+            raise ConversionError(f"sizes {sizes} must be 0 to {MAX_SIZE}")
+        if policy == "stretch":
+            return sizes, [v == d for v, d in zip(sizes, dims, strict=True)]
+        if not all(isinstance(d, int) and d > 0 for d in dims):
+            return unknown, [False] * len(axes)
+        ratios = [v / d for v, d in zip(sizes, dims, strict=True)]
+        scale = min(ratios) if policy == "not_larger" else max(ratios)
+        return [int(scale * d + 0.5) for d in dims], [scale == 1.0] * len(axes)
+    given = ctx.const(2)
+    if given is None:
+        return unknown, [False] * len(axes)
+    scales = [float(v) for v in given.reshape(-1)]
+    if any(not (0 < v <= MAX_SCALE) for v in scales):
+        raise ConversionError(f"scales {scales} must be positive and at most {MAX_SCALE}")
+    known = [
+        int(math.floor(v * d)) if isinstance(d, int) else None
+        for v, d in zip(scales, dims, strict=True)
+    ]
+    return known, [v == 1.0 for v in scales]
 
 
 def _static_int(e: Expr) -> int | None:

@@ -1,0 +1,274 @@
+"""Vision ops (issue #17): Resize's forms beyond the ``resize`` IR op (cubic, antialias,
+tf_crop_and_resize, scales / sizes computed at run time), Upsample, GridSample, AffineGrid.
+
+- the ONNX backend node tests of these ops pass through the coverage harness;
+- models built here agree with onnxruntime, with a symbolic batch where it makes sense;
+- compiled with ``compiler.backend.build`` they agree with the interpreter;
+- unsupported or malformed forms fail with a clear error."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.frontend import UnsupportedOperatorError, from_onnx
+from compiler.frontend.onnx_frontend import OnnxImportError
+from compiler.interpret import run
+
+ort = pytest.importorskip("onnxruntime")
+
+REPO = Path(__file__).resolve().parents[3]
+F = TensorProto.FLOAT
+rng = np.random.default_rng(17)
+
+
+def _harness():
+    spec = importlib.util.spec_from_file_location(
+        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+NODE_TESTS = ("test_resize_", "test_upsample_", "test_gridsample", "test_affine_grid_")
+EXPECTED_UNSUPPORTED = {  # If branches that use ops of another family
+    "test_affine_grid_2d_expanded",
+    "test_affine_grid_2d_align_corners_expanded",
+}
+
+
+def test_the_node_tests_of_the_vision_ops_pass():
+    harness = _harness()
+    dirs = [d for d in sorted(harness.node_test_dir().iterdir()) if d.name.startswith(NODE_TESTS)]
+    assert len(dirs) >= 39 + 1 + 18 + 4
+    bad = []
+    for d in dirs:
+        if d.name in EXPECTED_UNSUPPORTED:
+            continue
+        r = harness.run_case(d)
+        if r.status != "passed":
+            bad.append(f"{d.name}: {r.status} {r.message}")
+    assert bad == []
+
+
+def _vi(name, dtype, shape):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def _model(nodes, inputs, inits=(), opset=20):
+    graph = helper.make_graph(nodes, "g", inputs, [_vi("y", F, None)], list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def _ort(model, *args):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return sess.run(None, dict(zip(names, args, strict=True)))
+
+
+def _reference(model, *args):
+    from onnx.reference import ReferenceEvaluator
+
+    names = [i.name for i in model.graph.input]
+    return ReferenceEvaluator(model).run(None, dict(zip(names, args, strict=True)))
+
+
+def _check(model, *args, atol=1e-5, compile_too=False, against=_ort):
+    module = from_onnx(model.SerializeToString())
+    (got,) = run(module, *args)
+    (want,) = against(model, *args)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=atol)
+    if compile_too:
+        from compiler.backend import build
+
+        (compiled,) = build(module)(*args)
+        assert compiled.shape == got.shape
+        np.testing.assert_allclose(compiled, got, rtol=1e-5, atol=1e-5)
+    return module
+
+
+def _resize(attrs, x_shape, scales=None, sizes=None, roi=None, runtime=False, opset=19):
+    names = ["x", "", "", ""]
+    inputs, inits, args = [_vi("x", F, x_shape)], [], []
+    for slot, name, value, dtype in (
+        (1, "roi", roi, np.float32),
+        (2, "scales", scales, np.float32),
+        (3, "sizes", sizes, np.int64),
+    ):
+        if value is None:
+            continue
+        names[slot] = name
+        value = np.array(value, dtype)
+        if runtime and slot != 1:
+            code = TensorProto.FLOAT if dtype is np.float32 else TensorProto.INT64
+            inputs.append(_vi(name, code, [len(value)]))
+            args.append(value)
+        else:
+            inits.append(numpy_helper.from_array(value, name))
+    node = helper.make_node("Resize", names, ["y"], **attrs)
+    return _model([node], inputs, inits, opset=opset), args
+
+
+@pytest.mark.parametrize(
+    "attrs, scales, sizes",
+    [
+        ({"mode": "cubic"}, [1, 1, 1.7, 0.6], None),
+        ({"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1}, None, [2, 3, 7, 4]),
+        ({"mode": "cubic", "coordinate_transformation_mode": "align_corners"}, [1, 1, 2, 2], None),
+        ({"mode": "linear", "antialias": 1}, [1, 1, 0.5, 0.7], None),
+        ({"mode": "cubic", "antialias": 1}, None, [2, 3, 3, 2]),
+        (
+            {"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric"},
+            [1, 1, 2.3, 1.5],
+            None,
+        ),
+    ],
+)
+@pytest.mark.parametrize("runtime", [False, True])
+def test_resize_modes_match_onnxruntime(attrs, scales, sizes, runtime):
+    model, extra = _resize(attrs, [2, 3, 5, 6], scales, sizes, runtime=runtime)
+    module = _check(model, rng.standard_normal((2, 3, 5, 6)).astype(np.float32), *extra)
+    dims = module.main.ret_type.shape
+    assert all(isinstance(d, int) for d in dims) != runtime  # runtime sizes: unknown dims
+
+
+def test_resize_tf_crop_and_resize_with_extrapolation():
+    model, _ = _resize(
+        {
+            "mode": "linear",
+            "coordinate_transformation_mode": "tf_crop_and_resize",
+            "extrapolation_value": 7.0,
+            "axes": [3, 2],
+        },
+        [1, 2, 5, 6],
+        sizes=[4, 3],
+        roi=[0.1, -0.2, 1.3, 0.9],
+    )
+    _check(model, rng.standard_normal((1, 2, 5, 6)).astype(np.float32))
+
+
+def test_resize_cubic_compiles_and_keeps_a_symbolic_batch():
+    model, _ = _resize({"mode": "cubic"}, ["n", 2, 4, 5], scales=[1, 1, 2, 1.5])
+    module = from_onnx(model.SerializeToString())
+    assert [str(d) for d in module.main.ret_type.shape] == ["n", "2", "8", "7"]
+    from compiler.backend import build
+
+    exe = build(module)
+    for n in (1, 3):
+        x = rng.standard_normal((n, 2, 4, 5)).astype(np.float32)
+        (want,) = _ort(model, x)
+        for (got,) in (run(module, x), exe(x)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_resize_runtime_sizes_nearest_interprets():
+    model, extra = _resize({"mode": "nearest"}, [1, 2, 3, 4], sizes=[1, 2, 7, 2], runtime=True)
+    _check(model, rng.standard_normal((1, 2, 3, 4)).astype(np.float32), *extra)
+
+
+def test_resize_bad_forms_fail_clearly():
+    cubic = {"mode": "cubic"}
+    with pytest.raises(OnnxImportError, match="sizes must give one size per axis"):
+        from_onnx(_resize(cubic, [1, 1, 4, 4], sizes=[1, 1, 4])[0])
+    with pytest.raises(OnnxImportError, match="must be positive"):
+        from_onnx(_resize(cubic, [1, 1, 4, 4], scales=[1, 1, -2, 1])[0])
+    with pytest.raises(OnnxImportError, match="sizes .* must be 0 to"):
+        from_onnx(_resize(cubic, [1, 1, 4, 4], sizes=[1, 1, 4, 1 << 40])[0])
+    crop = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}
+    with pytest.raises(OnnxImportError, match="needs roi"):
+        from_onnx(_resize(crop, [1, 1, 4, 4], sizes=[1, 1, 2, 2])[0])
+    with pytest.raises(UnsupportedOperatorError, match="cubic Resize of i32 data"):
+        model, _ = _resize(cubic, [1, 1, 4, 4], scales=[1, 1, 2, 2])
+        model.graph.input[0].type.tensor_type.elem_type = TensorProto.INT32
+        from_onnx(model)
+
+
+# ----- Upsample --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("opset", [7, 9])
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_upsample_matches_onnxruntime_and_compiles(opset, mode):
+    scales = [1.0, 1.0, 2.5, 1.5]
+    if opset == 7:
+        node = helper.make_node("Upsample", ["x"], ["y"], mode=mode, scales=scales)
+        inits = []
+    else:
+        node = helper.make_node("Upsample", ["x", "s"], ["y"], mode=mode)
+        inits = [numpy_helper.from_array(np.array(scales, np.float32), "s")]
+    model = _model([node], [_vi("x", F, [2, 3, 3, 4])], inits, opset=opset)
+    _check(model, rng.standard_normal((2, 3, 3, 4)).astype(np.float32), compile_too=True)
+
+
+def test_upsample_with_computed_scales_and_bad_scales():
+    node = helper.make_node("Upsample", ["x", "s"], ["y"], mode="nearest")
+    model = _model([node], [_vi("x", F, [1, 2, 3, 4]), _vi("s", F, [4])], opset=9)
+    _check(
+        model,
+        rng.standard_normal((1, 2, 3, 4)).astype(np.float32),
+        np.array([1, 1, 2, 3], np.float32),
+    )
+    bad = _model(
+        [helper.make_node("Upsample", ["x"], ["y"], scales=[1.0, 1.0, 0.5, 2.0])],
+        [_vi("x", F, [1, 2, 3, 4])],
+        opset=7,
+    )
+    with pytest.raises(OnnxImportError, match="scales"):
+        from_onnx(bad)
+
+
+# ----- GridSample, AffineGrid -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample_matches_onnxruntime(mode, padding, align):
+    node = helper.make_node(
+        "GridSample", ["x", "g"], ["y"], mode=mode, padding_mode=padding, align_corners=align
+    )
+    model = _model([node], [_vi("x", F, ["n", 2, 4, 5]), _vi("g", F, ["n", 3, 6, 2])])
+    for n in (1, 2):
+        x = rng.standard_normal((n, 2, 4, 5)).astype(np.float32)
+        g = rng.uniform(-1.4, 1.4, (n, 3, 6, 2)).astype(np.float32)
+        # onnxruntime's cubic border clamps differently from ONNX's reference (and node tests)
+        against = _reference if (mode, padding) == ("cubic", "border") else _ort
+        _check(model, x, g, atol=1e-4, against=against)
+
+
+def test_grid_sample_compiles():
+    node = helper.make_node("GridSample", ["x", "g"], ["y"], mode="linear", padding_mode="border")
+    model = _model([node], [_vi("x", F, [2, 3, 4, 5]), _vi("g", F, [2, 3, 6, 2])])
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    g = rng.uniform(-1.2, 1.2, (2, 3, 6, 2)).astype(np.float32)
+    _check(model, x, g, compile_too=True)
+
+
+@pytest.mark.parametrize("align", [0, 1])
+def test_affine_grid_then_grid_sample_matches_onnxruntime_and_compiles(align):
+    size = numpy_helper.from_array(np.array([2, 3, 5, 4], np.int64), "size")
+    nodes = [
+        helper.make_node("AffineGrid", ["theta", "size"], ["g"], align_corners=align),
+        helper.make_node("GridSample", ["x", "g"], ["y"], align_corners=align),
+    ]
+    model = _model(nodes, [_vi("theta", F, [2, 2, 3]), _vi("x", F, [2, 3, 6, 7])], [size])
+    theta = rng.uniform(-1, 1, (2, 2, 3)).astype(np.float32)
+    _check(model, theta, rng.standard_normal((2, 3, 6, 7)).astype(np.float32), compile_too=True)
+
+
+def test_affine_grid_bad_theta_fails_clearly():
+    size = numpy_helper.from_array(np.array([2, 3, 5, 4], np.int64), "size")
+    node = helper.make_node("AffineGrid", ["theta", "size"], ["y"])
+    model = _model([node], [_vi("theta", F, [2, 4, 3])], [size])
+    with pytest.raises(OnnxImportError, match="theta"):
+        from_onnx(model)
