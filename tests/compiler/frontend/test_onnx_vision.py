@@ -272,3 +272,85 @@ def test_affine_grid_bad_theta_fails_clearly():
     model = _model([node], [_vi("theta", F, [2, 4, 3])], [size])
     with pytest.raises(OnnxImportError, match="theta"):
         from_onnx(model)
+
+
+# ----- a small FPN-style detector head from torch.onnx.export -----------------------------
+
+
+def _tiny_fpn():
+    import torch
+    import torch.nn.functional as tf
+    from torch import nn
+
+    class TinyFPN(nn.Module):
+        """Conv backbone at 3 scales, a top-down path upsampled by nearest (x2), bilinear (to
+        the lateral's size) and bicubic (x2), a 1x1-conv head."""
+
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU())
+            self.c2 = nn.Sequential(nn.Conv2d(8, 16, 3, 2, 1), nn.ReLU())
+            self.c3 = nn.Sequential(nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU())
+            self.l1, self.l2 = nn.Conv2d(8, 12, 1), nn.Conv2d(16, 12, 1)
+            self.l3 = nn.Conv2d(32, 12, 1)
+            self.head = nn.Conv2d(12, 5, 1)
+
+        def forward(self, x):
+            f1 = self.c1(x)
+            f2 = self.c2(f1)
+            f3 = self.c3(f2)
+            p2 = self.l2(f2) + tf.interpolate(self.l3(f3), scale_factor=2.0, mode="nearest")
+            up = tf.interpolate(p2, size=f1.shape[-2:], mode="bilinear", align_corners=False)
+            cubic = tf.interpolate(p2, scale_factor=2.0, mode="bicubic", align_corners=False)
+            return self.head(self.l1(f1) + up + 0.5 * cubic)
+
+    torch.manual_seed(0)
+    return TinyFPN().eval()
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "legacy"])
+def test_tiny_fpn_from_torch_onnx_export_checks_clean_and_compiles(exporter, tmp_path):
+    torch = pytest.importorskip("torch")
+    import onnx
+
+    import explorer
+
+    model = _tiny_fpn()
+    x, other = torch.randn(2, 3, 32, 32), torch.randn(3, 3, 32, 32)
+    path = str(tmp_path / "fpn.onnx")
+    if exporter == "dynamo":
+        batch = {"x": {0: torch.export.Dim("batch")}}
+        torch.onnx.export(model, (x,), path, dynamo=True, dynamic_shapes=batch, verbose=False)
+    else:
+        axes = {"x": {0: "batch"}, "out": {0: "batch"}}
+        torch.onnx.export(
+            model,
+            (x,),
+            path,
+            dynamo=False,
+            input_names=["x"],
+            output_names=["out"],
+            dynamic_axes=axes,
+        )
+    proto = onnx.load(path)
+    modes = sorted(
+        onnx.helper.get_attribute_value(a).decode()
+        for n in proto.graph.node
+        if n.op_type == "Resize"
+        for a in n.attribute
+        if a.name == "mode"
+    )
+    assert modes == ["cubic", "linear", "nearest"]
+    trace = explorer.explore(path, (x,), "default,legalize-ops,codegen")
+    assert trace.failure is None
+    main = trace.imported.module["main"]
+    assert str(main.ret_type) == "f32[batch, 5, 16, 16]"
+    for size in (x, other):
+        report = trace.check((size,), progress=False)
+        assert report.numbers_checked
+        assert [str(f) for f in report.findings if f.is_failure] == []
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, {proto.graph.input[0].name: other.numpy()})
+    (got,) = trace["codegen"].executable()(other.numpy())
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
