@@ -665,3 +665,118 @@ def _affine_grid(ctx):
         comps.append(ctx.call("unsqueeze", acc, axes=[k + 1]))
     grid = ctx.call("concat", *comps, axis=k + 1)
     return _cast(ctx, grid, theta.ty.dtype)
+
+
+# ----- RoiAlign (10, 16) ----------------------------------------------------------------------
+
+MAX_POOLED = 1 << 12  # output_height / output_width / sampling_ratio from a file
+
+
+@converter(
+    "RoiAlign",
+    attrs=(
+        "coordinate_transformation_mode",
+        "mode",
+        "output_height",
+        "output_width",
+        "sampling_ratio",
+        "spatial_scale",
+    ),
+    min_version=10,
+)
+def _roi_align(ctx):
+    """Per RoI, bin and sample (a fixed ``sampling_ratio`` squared per bin): the bilinear value
+    at the sample (ONNX's edge rules: 0 outside [-1, size], clamped at the last pixel), its
+    four corners ``take``-n from ``x`` flattened to ``[N * H * W, C]``; the bin's mean (avg)
+    or the max over samples of the largest weighted corner (max, as ONNX's reference)."""
+    x, rois, batch = ctx.input(0), ctx.input(1), ctx.input(2)
+    if ctx.rank(0) != 4:
+        raise ConversionError(f"RoiAlign needs 4-D data, got {x.ty}")
+    default = "half_pixel" if ctx.version >= 16 else "output_half_pixel"
+    how = ctx.attr("coordinate_transformation_mode", default)
+    mode = ctx.attr("mode", "avg")
+    ph_n, pw_n = int(ctx.attr("output_height", 1)), int(ctx.attr("output_width", 1))
+    ratio = int(ctx.attr("sampling_ratio", 0))
+    scale = float(ctx.attr("spatial_scale", 1.0))
+    if how not in ("half_pixel", "output_half_pixel"):
+        raise ConversionError(f"coordinate_transformation_mode {how!r}")
+    if mode not in ("avg", "max"):
+        raise ConversionError(f"mode {mode!r} is not avg or max")
+    if not (1 <= ph_n <= MAX_POOLED and 1 <= pw_n <= MAX_POOLED and 0 <= ratio <= 64):
+        raise ConversionError(
+            f"output {ph_n}x{pw_n} and sampling_ratio {ratio}: 1 to {MAX_POOLED}, 0 to 64"
+        )
+    if ratio == 0:
+        raise Unsupported("RoiAlign with adaptive sampling (sampling_ratio 0)")
+    if not x.ty.dtype.is_float:
+        raise Unsupported(f"RoiAlign of {x.ty.dtype} data")
+    rshape = rois.ty.shape
+    if rshape is None or len(rshape) != 2 or rshape[1] not in (4,) and isinstance(rshape[1], int):
+        raise ConversionError(f"rois {rois.ty} must be [num_rois, 4]")
+    o = _Ops(ctx)
+    r = _cast(ctx, rois, F64)
+    offset = 0.5 if how == "half_pixel" else 0.0
+
+    def col(j):
+        v = ctx.call("take", r, ctx.constant(j, I64), axis=1)  # [R]
+        return o.subtract(o.multiply(v, scale), offset)
+
+    starts = {"w": col(0), "h": col(1)}
+    ends = {"w": col(2), "h": col(3)}
+    sizes = {"h": _dim_value(ctx, x, 2), "w": _dim_value(ctx, x, 3)}
+    pooled = {"h": ph_n, "w": pw_n}
+    taps = {}  # per dim: per sample, [(index [R, P] i64, weight [R, P] f64)] for low, high
+    for d in ("h", "w"):
+        length = o.subtract(ends[d], starts[d])
+        if how == "output_half_pixel":
+            length = o.maximum(length, 1.0)
+        bin_size = ctx.call("unsqueeze", o.divide(length, float(pooled[d])), axes=[1])
+        start = ctx.call("unsqueeze", starts[d], axes=[1])
+        base = o.add(start, o.multiply(ctx.call("arange", stop=pooled[d], dtype=F64), bin_size))
+        size = _scalar_f64(ctx, sizes[d])
+        last = o.subtract(size, 1.0)
+        per_sample = []
+        for i in range(ratio):
+            v = o.add(base, o.multiply(bin_size, (i + 0.5) / ratio))  # [R, P]
+            valid = ctx.call("logical_and", o.greater_equal(v, -1.0), o.less_equal(v, size))
+            v = o.maximum(v, 0.0)
+            low = o.floor(v)
+            edge = o.greater_equal(low, last)
+            low = ctx.call("where", edge, last, low)
+            high = ctx.call("where", edge, last, o.add(low, 1.0))
+            v = ctx.call("where", edge, low, v)
+            frac = ctx.call("where", valid, o.subtract(v, low), o.f(0.0))
+            keep = ctx.call("where", valid, o.subtract(1.0, frac), o.f(0.0))
+            per_sample.append([(low, keep), (high, frac)])
+        taps[d] = per_sample
+    # x as [N * H * W, C]; the rows of image b start at b * H * W
+    hw = ctx.call("multiply", sizes["h"], sizes["w"])
+    flat = ctx.call("permute_dims", x, axes=[0, 2, 3, 1])
+    flat = ctx.call("reshape", flat, shape=[-1, x.ty.shape[1]])
+    first = ctx.call("multiply", _cast(ctx, batch, I64), hw)
+    first = ctx.call("reshape", first, shape=[-1, 1, 1])
+    width = sizes["w"]
+    total = None
+    for ys in taps["h"]:
+        for xs in taps["w"]:
+            best = None
+            for yi, wy in ys:
+                for xi, wx in xs:
+                    row = ctx.call("multiply", _cast(ctx, yi, I64), width)
+                    row = ctx.call("unsqueeze", row, axes=[2])  # [R, PH, 1]
+                    col_ = ctx.call("unsqueeze", _cast(ctx, xi, I64), axes=[1])  # [R, 1, PW]
+                    index = ctx.call("add", first, ctx.call("add", row, col_))
+                    vals = _cast(ctx, ctx.call("take", flat, index, axis=0), F64)
+                    w = o.multiply(
+                        ctx.call("unsqueeze", wy, axes=[2]), ctx.call("unsqueeze", wx, axes=[1])
+                    )
+                    term = o.multiply(vals, ctx.call("unsqueeze", w, axes=[3]))  # [R,PH,PW,C]
+                    if mode == "avg":
+                        total = term if total is None else o.add(total, term)
+                    else:
+                        best = term if best is None else o.maximum(best, term)
+            if mode == "max":
+                total = best if total is None else o.maximum(total, best)
+    if mode == "avg":
+        total = o.divide(total, float(ratio * ratio))
+    return _cast(ctx, ctx.call("permute_dims", total, axes=[0, 3, 1, 2]), x.ty.dtype)

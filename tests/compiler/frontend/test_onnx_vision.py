@@ -354,3 +354,52 @@ def test_tiny_fpn_from_torch_onnx_export_checks_clean_and_compiles(exporter, tmp
     (got,) = trace["codegen"].executable()(other.numpy())
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+# ----- RoiAlign ----------------------------------------------------------------------------
+
+
+def _roi_align_model(opset=16, **attrs):
+    node = helper.make_node("RoiAlign", ["x", "rois", "idx"], ["y"], **attrs)
+    inputs = [
+        _vi("x", F, [2, 3, 8, 9]),
+        _vi("rois", F, ["r", 4]),
+        _vi("idx", TensorProto.INT64, ["r"]),
+    ]
+    return _model([node], inputs, opset=opset)
+
+
+def _rois(count):
+    corner = rng.uniform(-1, 6, (count, 2))
+    extent = rng.uniform(0.5, 5, (count, 2))
+    rois = np.concatenate([corner, corner + extent], axis=1).astype(np.float32)
+    return rois, rng.integers(0, 2, count).astype(np.int64)
+
+
+@pytest.mark.parametrize("how", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_roi_align_matches_onnxruntime_and_compiles(how, mode):
+    model = _roi_align_model(
+        coordinate_transformation_mode=how,
+        mode=mode,
+        output_height=3,
+        output_width=4,
+        sampling_ratio=2,
+        spatial_scale=0.8,
+    )
+    x = rng.standard_normal((2, 3, 8, 9)).astype(np.float32)
+    for count in (1, 5):
+        _check(model, x, *_rois(count), atol=1e-5)
+    from compiler.backend import build
+
+    module = from_onnx(model)
+    exe = build(module)
+    args = (x, *_rois(4))
+    np.testing.assert_allclose(exe(*args)[0], run(module, *args)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_roi_align_adaptive_sampling_is_unsupported():
+    with pytest.raises(UnsupportedOperatorError, match="sampling_ratio 0"):
+        from_onnx(_roi_align_model(output_height=2, output_width=2))
+    with pytest.raises(OnnxImportError, match="sampling_ratio"):
+        from_onnx(_roi_align_model(output_height=1 << 20, sampling_ratio=2))
