@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from compiler.frontend.onnx_context import ConversionError, Unsupported
 from compiler.frontend.onnx_ops.registry import (
     I64,
@@ -780,3 +782,131 @@ def _roi_align(ctx):
     if mode == "avg":
         total = o.divide(total, float(ratio * ratio))
     return _cast(ctx, ctx.call("permute_dims", total, axes=[0, 3, 1, 2]), x.ty.dtype)
+
+
+# ----- NonMaxSuppression (10, 11) -------------------------------------------------------------
+
+MAX_NMS_BOXES = 512  # the greedy pass is unrolled, one step per box
+
+
+@converter("NonMaxSuppression", attrs=("center_point_box",), min_version=10)
+def _non_max_suppression(ctx):
+    """Per batch and class, boxes in descending score (``topk``; ties: lower index first),
+    the matrix of "IoU above the threshold" between them, then ONNX's greedy pass unrolled
+    over the (static) box count: box i is kept when it passes the score threshold and no
+    kept box before it overlaps it. The first ``max_output_boxes_per_class`` kept boxes are
+    selected; ``nonzero`` lists them (batch, class, then score order) as [n, 3] indices."""
+    boxes, scores = ctx.input(0), ctx.input(1)
+    center = int(ctx.attr("center_point_box", 0))
+    if center not in (0, 1):
+        raise ConversionError(f"center_point_box must be 0 or 1, got {center}")
+    bshape, sshape = boxes.ty.shape, scores.ty.shape
+    if bshape is None or len(bshape) != 3 or sshape is None or len(sshape) != 3:
+        raise ConversionError(f"boxes {boxes.ty} and scores {scores.ty} must be 3-D")
+    count = bshape[1]
+    if not isinstance(count, int) or sshape[2] != count:
+        raise Unsupported("NonMaxSuppression of an unknown number of boxes")
+    if count > MAX_NMS_BOXES:
+        raise Unsupported(f"NonMaxSuppression of more than {MAX_NMS_BOXES} boxes")
+    if not boxes.ty.dtype.is_float or not scores.ty.dtype.is_float:
+        raise ConversionError("boxes and scores must be floating-point")
+    o = _Ops(ctx)
+    dt = boxes.ty.dtype
+
+    def scalar(i, dtype):
+        if not ctx.has(i):
+            return None
+        v = ctx.input(i)
+        v = _cast(ctx, v, dtype)
+        return v if v.ty.shape == () else ctx.call("reshape", v, shape=[])
+
+    if count == 0:
+        return ctx.call("zeros", shape=[0, 3], dtype=I64)
+    most = scalar(2, I64)
+    iou = scalar(3, dt)
+    least = scalar(4, scores.ty.dtype)
+    # boxes sorted by score per (batch, class): [B, C, S, 4]
+    out = ctx.call("topk", scores, k=count, axis=-1, largest=True)
+    order = ctx.tuple_item(out, 1)  # [B, C, S]
+    batch = ctx.call("arange", stop=bshape[0], dtype=I64) if _is_dim(bshape[0]) else None
+    if batch is None:
+        zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
+        batch = _index_range(ctx, zero, _dim_value(ctx, boxes, 0), one)
+    first = ctx.call(
+        "reshape", ctx.call("multiply", batch, ctx.constant(count, I64)), shape=[-1, 1, 1]
+    )
+    flat = ctx.call("reshape", boxes, shape=[-1, 4])
+    sorted_boxes = ctx.call("take", flat, ctx.call("add", first, order), axis=0)
+
+    def coord(j):
+        return ctx.call("take", sorted_boxes, ctx.constant(j, I64), axis=3)  # [B, C, S]
+
+    if center:
+        two = ctx.constant(2.0, dt)
+        half_w, half_h = o.divide(coord(2), two), o.divide(coord(3), two)
+        x0, x1 = o.subtract(coord(0), half_w), o.add(coord(0), half_w)
+        y0, y1 = o.subtract(coord(1), half_h), o.add(coord(1), half_h)
+    else:
+        y0, y1 = o.minimum(coord(0), coord(2)), o.maximum(coord(0), coord(2))
+        x0, x1 = o.minimum(coord(1), coord(3)), o.maximum(coord(1), coord(3))
+    x0, x1, y0, y1 = (_cast(ctx, v, dt) for v in (x0, x1, y0, y1))
+
+    def pair(v, op):  # [B, C, S, S]: op(v_i, v_j)
+        return ctx.call(op, ctx.call("unsqueeze", v, axes=[3]), ctx.call("unsqueeze", v, axes=[2]))
+
+    wide = ctx.call("subtract", pair(x1, "minimum"), pair(x0, "maximum"))
+    high = ctx.call("subtract", pair(y1, "minimum"), pair(y0, "maximum"))
+    zero = ctx.constant(0.0, dt)
+    area = ctx.call("multiply", ctx.call("subtract", x1, x0), ctx.call("subtract", y1, y0))
+    inter = ctx.call("multiply", wide, high)
+    union = ctx.call("subtract", pair(area, "add"), inter)
+    over = ctx.call("logical_and", ctx.call("greater", wide, zero), ctx.call("greater", high, zero))
+    over = ctx.call("logical_and", over, ctx.call("greater", inter, zero))
+    positive = ctx.call("greater", area, zero)
+    over = ctx.call("logical_and", over, pair(positive, "logical_and"))
+    over = ctx.call("logical_and", over, ctx.call("greater", union, zero))
+    safe = ctx.call("where", ctx.call("greater", union, zero), union, ctx.constant(1.0, dt))
+    ratio = ctx.call("divide", inter, safe)
+    limit = iou if iou is not None else zero
+    over = ctx.call("logical_and", over, ctx.call("greater", ratio, limit))
+    sorted_scores = ctx.tuple_item(out, 0)
+    if least is not None:
+        valid = ctx.call("greater", sorted_scores, least)
+    else:
+        valid = ctx.call("full_like", sorted_scores, value=1.0, dtype=DType.bool)
+    keep = ctx.call("full_like", sorted_scores, value=0.0, dtype=DType.bool)
+    for i in range(count):
+        at = ctx.constant(i, I64)
+        row = ctx.call("take", over, at, axis=2)  # [B, C, S]: overlaps of box i
+        blocked = ctx.call("max", ctx.call("logical_and", keep, row), axes=[2], keepdims=False)
+        ok = ctx.call(
+            "logical_and", ctx.call("take", valid, at, axis=2), ctx.call("logical_not", blocked)
+        )
+        hot = ctx.constant(np.arange(count) == i, DType.bool)
+        keep = ctx.call(
+            "logical_or", keep, ctx.call("logical_and", hot, ctx.call("unsqueeze", ok, axes=[2]))
+        )
+    if most is None:
+        keep = ctx.call("logical_and", keep, ctx.constant(False, DType.bool))
+    else:
+        rank = ctx.call("cumsum", _cast(ctx, keep, I64), axis=2)
+        keep = ctx.call("logical_and", keep, ctx.call("less_equal", rank, most))
+    where = ctx.call("nonzero", keep)  # [3, n]: batch, class, position in score order
+    b, c, pos = (ctx.call("take", where, ctx.constant(j, I64), axis=0) for j in range(3))
+    classes = _dim_value(ctx, scores, 1)
+    flat_index = ctx.call(
+        "add",
+        ctx.call(
+            "multiply",
+            ctx.call("add", ctx.call("multiply", b, classes), c),
+            ctx.constant(count, I64),
+        ),
+        pos,
+    )
+    box = ctx.call("take", ctx.call("reshape", order, shape=[-1]), flat_index, axis=0)
+    rows = [ctx.call("unsqueeze", v, axes=[1]) for v in (b, c, _cast(ctx, box, I64))]
+    return ctx.call("concat", *rows, axis=1)
+
+
+def _is_dim(d) -> bool:
+    return isinstance(d, int | SymExpr)

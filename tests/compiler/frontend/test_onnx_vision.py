@@ -403,3 +403,50 @@ def test_roi_align_adaptive_sampling_is_unsupported():
         from_onnx(_roi_align_model(output_height=2, output_width=2))
     with pytest.raises(OnnxImportError, match="sampling_ratio"):
         from_onnx(_roi_align_model(output_height=1 << 20, sampling_ratio=2))
+
+
+# ----- NonMaxSuppression -------------------------------------------------------------------
+
+
+def _nms_model(center=0, count=12):
+    node = helper.make_node(
+        "NonMaxSuppression", ["b", "s", "k", "iou", "least"], ["y"], center_point_box=center
+    )
+    inputs = [
+        _vi("b", F, ["n", count, 4]),
+        _vi("s", F, ["n", 3, count]),
+        _vi("k", TensorProto.INT64, [1]),
+        _vi("iou", F, [1]),
+        _vi("least", F, [1]),
+    ]
+    graph = helper.make_graph([node], "g", inputs, [_vi("y", TensorProto.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("center", [0, 1])
+def test_non_max_suppression_matches_onnxruntime(center):
+    model = _nms_model(center)
+    module = from_onnx(model)
+    for n, k in ((1, 3), (2, 10)):
+        xy = rng.uniform(0, 4, (n, 12, 2))
+        wh = rng.uniform(0.5, 3, (n, 12, 2))
+        boxes = np.concatenate([xy, wh] if center else [xy, xy + wh], axis=2).astype(np.float32)
+        scores = rng.uniform(0, 1, (n, 3, 12)).astype(np.float32)
+        args = (
+            boxes,
+            scores,
+            np.array([k], np.int64),
+            np.array([0.3], np.float32),
+            np.array([0.2], np.float32),
+        )
+        (want,) = _ort(model, *args)
+        (got,) = run(module, *args)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+
+
+def test_non_max_suppression_of_too_many_boxes_is_unsupported():
+    with pytest.raises(UnsupportedOperatorError, match="more than 512 boxes"):
+        from_onnx(_nms_model(count=600))
