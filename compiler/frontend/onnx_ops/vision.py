@@ -910,3 +910,139 @@ def _non_max_suppression(ctx):
 
 def _is_dim(d) -> bool:
     return isinstance(d, int | SymExpr)
+
+
+# ----- DeformConv (19) ------------------------------------------------------------------------
+
+
+@converter(
+    "DeformConv",
+    attrs=("dilations", "group", "kernel_shape", "offset_group", "pads", "strides"),
+    min_version=19,
+)
+def _deform_conv(ctx):
+    """2-D deformable convolution: per kernel position, the input sampled bilinearly (zeros
+    outside, as ONNX's reference samples with GridSample) at the output position's offset
+    point, times the mask; the columns ``[N, C * kH * kW, oH * oW]`` then meet the weights in
+    one ``matmul`` per group."""
+    x, w, off = ctx.input(0), ctx.input(1), ctx.input(2)
+    xs, ws, offs = x.ty.shape, w.ty.shape, off.ty.shape
+    if xs is None or len(xs) != 4 or ws is None or len(ws) != 4 or offs is None:
+        raise Unsupported("DeformConv other than 2-D of known rank")
+    if not all(isinstance(d, int) for d in (*xs[1:], *ws, *offs[1:])):
+        raise Unsupported("DeformConv with symbolic dims other than the batch")
+    if not x.ty.dtype.is_float:
+        raise ConversionError(f"DeformConv needs floating-point data, got {x.ty.dtype}")
+    _, c, h, wd = xs
+    oc, cg, kh, kw = ws
+    ks = [int(v) for v in ctx.attr("kernel_shape", [kh, kw])]
+    group = int(ctx.attr("group", 1))
+    goff = int(ctx.attr("offset_group", 1))
+    dil = [int(v) for v in ctx.attr("dilations", [1, 1])]
+    strides = [int(v) for v in ctx.attr("strides", [1, 1])]
+    pads = [int(v) for v in ctx.attr("pads", [0, 0, 0, 0])]
+    if ks != [kh, kw] or len(dil) != 2 or len(strides) != 2 or len(pads) != 4:
+        raise ConversionError(f"kernel_shape {ks}, dilations, strides, pads must fit {w.ty}")
+    if group < 1 or goff < 1 or c % group or oc % group or cg * group != c or c % goff:
+        raise ConversionError(f"group {group} / offset_group {goff} do not divide {x.ty}, {w.ty}")
+    if min(dil) < 1 or min(strides) < 1 or min(pads) < 0:
+        raise ConversionError("dilations and strides must be positive, pads not negative")
+    oh = (h + pads[0] + pads[2] - (kh - 1) * dil[0] - 1) // strides[0] + 1
+    ow = (wd + pads[1] + pads[3] - (kw - 1) * dil[1] - 1) // strides[1] + 1
+    k = kh * kw
+    if list(offs[1:]) != [goff * k * 2, oh, ow]:
+        raise ConversionError(f"offset {off.ty} must be [N, {goff * k * 2}, {oh}, {ow}]")
+    mask = ctx.input(4) if ctx.has(4) else None
+    if mask is not None and list(mask.ty.shape or ())[1:] != [goff * k, oh, ow]:
+        raise ConversionError(f"mask {mask.ty} must be [N, {goff * k}, {oh}, {ow}]")
+    o = _Ops(ctx)
+    dt = x.ty.dtype
+    off = ctx.call("reshape", _cast(ctx, off, F64), shape=[-1, goff, kh, kw, 2, oh, ow])
+    if mask is not None:
+        mask = ctx.call("reshape", _cast(ctx, mask, F64), shape=[-1, goff, kh, kw, oh, ow])
+    ci = c // goff
+    # x as [N * goff * H * W, C / goff]; sample (n, g) starts at row (n * goff + g) * H * W
+    flat = ctx.call("reshape", x, shape=[-1, goff, ci, h, wd])
+    flat = ctx.call("permute_dims", flat, axes=[0, 1, 3, 4, 2])
+    flat = ctx.call("reshape", flat, shape=[-1, ci])
+    n = xs[0]
+    if _is_dim(n):
+        batch = ctx.call("arange", stop=n, dtype=I64)
+    else:
+        zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
+        batch = _index_range(ctx, zero, _dim_value(ctx, x, 0), one)
+    first = ctx.call(
+        "add",
+        ctx.call("reshape", ctx.call("multiply", batch, ctx.constant(goff, I64)), shape=[-1, 1]),
+        ctx.call("arange", stop=goff, dtype=I64),
+    )
+    first = ctx.call(
+        "reshape", ctx.call("multiply", first, ctx.constant(h * wd, I64)), shape=[-1, goff, 1, 1]
+    )
+    rows = ctx.call("reshape", ctx.call("arange", stop=oh, dtype=F64), shape=[-1, 1])
+    cols = ctx.call("arange", stop=ow, dtype=F64)
+    base_y = o.subtract(o.multiply(rows, float(strides[0])), float(pads[0]))  # [oH, 1]
+    base_x = o.subtract(o.multiply(cols, float(strides[1])), float(pads[1]))  # [oW]
+    columns = []
+    for i in range(kh):
+        for j in range(kw):
+
+            def part(t, i=i, j=j):
+                v = ctx.call("take", off, ctx.constant(i, I64), axis=2)
+                v = ctx.call("take", v, ctx.constant(j, I64), axis=2)
+                return ctx.call("take", v, ctx.constant(t, I64), axis=2)  # [N, goff, oH, oW]
+
+            y = o.add(part(0), o.add(base_y, float(i * dil[0])))
+            xx = o.add(part(1), o.add(base_x, float(j * dil[1])))
+            total = None
+            y0, x0 = o.floor(y), o.floor(xx)
+            for yi, wy in (
+                (y0, o.subtract(1.0, o.subtract(y, y0))),
+                (o.add(y0, 1.0), o.subtract(y, y0)),
+            ):
+                for xi, wx in (
+                    (x0, o.subtract(1.0, o.subtract(xx, x0))),
+                    (o.add(x0, 1.0), o.subtract(xx, x0)),
+                ):
+                    inside = ctx.call(
+                        "logical_and",
+                        ctx.call(
+                            "logical_and", o.greater_equal(yi, 0.0), o.less_equal(yi, float(h - 1))
+                        ),
+                        ctx.call(
+                            "logical_and", o.greater_equal(xi, 0.0), o.less_equal(xi, float(wd - 1))
+                        ),
+                    )
+                    weight = ctx.call("where", inside, o.multiply(wy, wx), o.f(0.0))
+                    cy = _cast(ctx, o.minimum(o.maximum(yi, 0.0), float(h - 1)), I64)
+                    cx = _cast(ctx, o.minimum(o.maximum(xi, 0.0), float(wd - 1)), I64)
+                    index = ctx.call(
+                        "add",
+                        first,
+                        ctx.call("add", ctx.call("multiply", cy, ctx.constant(wd, I64)), cx),
+                    )
+                    vals = _cast(
+                        ctx, ctx.call("take", flat, index, axis=0), F64
+                    )  # [N,goff,oH,oW,ci]
+                    term = o.multiply(vals, ctx.call("unsqueeze", weight, axes=[4]))
+                    total = term if total is None else o.add(total, term)
+            if mask is not None:
+                m = ctx.call(
+                    "take",
+                    ctx.call("take", mask, ctx.constant(i, I64), axis=2),
+                    ctx.constant(j, I64),
+                    axis=2,
+                )
+                total = o.multiply(total, ctx.call("unsqueeze", m, axes=[4]))
+            # [N, goff, oH, oW, ci] -> [N, C, 1, oH * oW]
+            total = ctx.call("permute_dims", total, axes=[0, 1, 4, 2, 3])
+            columns.append(ctx.call("reshape", total, shape=[-1, c, 1, oh * ow]))
+    col = ctx.call("concat", *columns, axis=2)  # [N, C, K, oH * oW]
+    col = ctx.call("reshape", col, shape=[-1, group, cg * k, oh * ow])
+    weights = ctx.call("reshape", _cast(ctx, w, F64), shape=[group, oc // group, cg * k])
+    out = ctx.call("matmul", weights, col)  # [N, group, oc / group, oH * oW]
+    out = ctx.call("reshape", out, shape=[-1, oc, oh, ow])
+    if ctx.has(3):
+        bias = ctx.call("reshape", _cast(ctx, ctx.input(3), F64), shape=[1, oc, 1, 1])
+        out = o.add(out, bias)
+    return _cast(ctx, out, dt)

@@ -37,7 +37,16 @@ def _harness():
     return module
 
 
-NODE_TESTS = ("test_resize_", "test_upsample_", "test_gridsample", "test_affine_grid_")
+NODE_TESTS = (
+    "test_resize_",
+    "test_upsample_",
+    "test_gridsample",
+    "test_affine_grid_",
+    "test_roialign",
+    "test_nonmaxsuppression",
+    "test_basic_deform_conv",
+    "test_deform_conv",
+)
 EXPECTED_UNSUPPORTED = {  # If branches that use ops of another family
     "test_affine_grid_2d_expanded",
     "test_affine_grid_2d_align_corners_expanded",
@@ -47,7 +56,7 @@ EXPECTED_UNSUPPORTED = {  # If branches that use ops of another family
 def test_the_node_tests_of_the_vision_ops_pass():
     harness = _harness()
     dirs = [d for d in sorted(harness.node_test_dir().iterdir()) if d.name.startswith(NODE_TESTS)]
-    assert len(dirs) >= 39 + 1 + 18 + 4
+    assert len(dirs) >= 39 + 1 + 18 + 8 + 3 + 10 + 4
     bad = []
     for d in dirs:
         if d.name in EXPECTED_UNSUPPORTED:
@@ -450,3 +459,65 @@ def test_non_max_suppression_matches_onnxruntime(center):
 def test_non_max_suppression_of_too_many_boxes_is_unsupported():
     with pytest.raises(UnsupportedOperatorError, match="more than 512 boxes"):
         from_onnx(_nms_model(count=600))
+
+
+# ----- DeformConv --------------------------------------------------------------------------
+
+
+def _deform_model(group=1, offset_group=1, with_mask=True):
+    names = ["x", "w", "off", "bias", "mask"] if with_mask else ["x", "w", "off"]
+    node = helper.make_node(
+        "DeformConv",
+        names,
+        ["y"],
+        kernel_shape=[3, 2],
+        pads=[1, 0, 1, 1],
+        strides=[2, 1],
+        dilations=[1, 2],
+        group=group,
+        offset_group=offset_group,
+    )
+    # x [n, 4, 7, 6] -> out [n, 6, 4, 5]
+    inputs = [
+        _vi("x", F, ["n", 4, 7, 6]),
+        _vi("w", F, [6, 4 // group, 3, 2]),
+        _vi("off", F, ["n", offset_group * 12, 4, 5]),
+    ]
+    if with_mask:
+        inputs += [_vi("bias", F, [6]), _vi("mask", F, ["n", offset_group * 6, 4, 5])]
+    return _model([node], inputs, opset=19)
+
+
+def _deform_args(n, group=1, offset_group=1, with_mask=True):
+    args = [
+        rng.standard_normal((n, 4, 7, 6)).astype(np.float32),
+        rng.standard_normal((6, 4 // group, 3, 2)).astype(np.float32),
+        rng.uniform(-2, 2, (n, offset_group * 12, 4, 5)).astype(np.float32),
+    ]
+    if with_mask:
+        args.append(rng.standard_normal(6).astype(np.float32))
+        args.append(rng.uniform(0, 1, (n, offset_group * 6, 4, 5)).astype(np.float32))
+    return args
+
+
+@pytest.mark.parametrize("group, offset_group, with_mask", [(1, 1, False), (2, 2, True)])
+def test_deform_conv_matches_the_reference_and_compiles(group, offset_group, with_mask):
+    model = _deform_model(group, offset_group, with_mask)
+    module = from_onnx(model)
+    assert [str(d) for d in module.main.ret_type.shape] == ["n", "6", "4", "5"]
+    from compiler.backend import build
+
+    exe = build(module)
+    for n in (1, 2):
+        args = _deform_args(n, group, offset_group, with_mask)
+        (want,) = _reference(model, *args)
+        (got,) = run(module, *args)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(exe(*args)[0], got, rtol=1e-5, atol=1e-5)
+
+
+def test_deform_conv_bad_offset_fails_clearly():
+    model = _deform_model()
+    model.graph.input[2].type.tensor_type.shape.dim[1].dim_value = 5
+    with pytest.raises(OnnxImportError, match="offset"):
+        from_onnx(model)
