@@ -33,7 +33,20 @@ _DTYPE_ALIASES = {
     "int32": "i32",
     "int64": "i64",
     "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
     "bool": "bool",
+    "float8_e4m3fn": "f8e4m3fn",
+    "float8_e4m3fnuz": "f8e4m3fnuz",
+    "float8_e5m2": "f8e5m2",
+    "float8_e5m2fnuz": "f8e5m2fnuz",
+    "float8_e8m0fnu": "f8e8m0",
+    "float4_e2m1fn": "f4e2m1",
+    "int4": "i4",
+    "uint4": "u4",
+    "int2": "i2",
+    "uint2": "u2",
 }
 
 

@@ -19,6 +19,7 @@ any module of the package runs this file first, which registers every lowering r
 from __future__ import annotations
 
 from compiler.backend import (  # noqa: F401
+    lower_bitwise,
     lower_elementwise,
     lower_index,
     lower_nn,

@@ -44,12 +44,25 @@ _VALUE_TYPES = {
     DType.int32: _I32,
     DType.int64: _I64,
     DType.uint8: _I8,
+    DType.uint16: _I16,
+    DType.uint32: _I32,
+    DType.uint64: _I64,
     DType.bool: _I1,
 }
 
 
 def _value_type(dtype: DType) -> ir.Type:
-    return _VALUE_TYPES[dtype]
+    try:
+        return _VALUE_TYPES[dtype]
+    except KeyError:
+        raise CodegenError(
+            f"the LLVM backend does not compile {dtype.name} ({dtype.short}) values"
+        ) from None
+
+
+def _unsigned(dtype: DType) -> bool:
+    """Whether integer values of ``dtype`` use the unsigned instructions (bool included)."""
+    return dtype.is_unsigned or dtype is DType.bool
 
 
 def _storage_type(dtype: DType) -> ir.Type:
@@ -260,6 +273,8 @@ class _FunctionEmitter:
             return b.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
         if isinstance(e, L.Cast):
             return self.cast(self.expr(e.value), e.value.dtype, e.dtype)
+        if isinstance(e, L.Bitcast):
+            return self.bitcast(self.expr(e.value), e.value.dtype, e.dtype)
         raise self.fail(f"cannot compile expression {e!r}")
 
     def binary(self, op: str, dtype: DType, a: ir.Value, b_: ir.Value, b_expr: L.Expr) -> ir.Value:
@@ -297,7 +312,7 @@ class _FunctionEmitter:
                 q = b.fdiv(b.fsub(a, r), b_)
                 return b.select(fix, b.fsub(q, ir.Constant(a.type, 1.0)), q)
             raise self.fail(f"float {op} is not supported")
-        signed = dtype is not DType.uint8 and dtype is not DType.bool
+        signed = not _unsigned(dtype)
         if op == "add":
             return b.add(a, b_)
         if op == "sub":
@@ -356,7 +371,7 @@ class _FunctionEmitter:
             if op == "ne":
                 return self.b.fcmp_unordered("!=", a, b_)
             return self.b.fcmp_ordered(sym, a, b_)
-        if dtype in (DType.uint8, DType.bool):
+        if _unsigned(dtype):
             return self.b.icmp_unsigned(sym, a, b_)
         return self.b.icmp_signed(sym, a, b_)
 
@@ -371,7 +386,7 @@ class _FunctionEmitter:
         if fn == "abs":
             if dtype.is_float:
                 return b.call(self.intrinsic(f"llvm.fabs.{_fname(x.type)}", x.type, [x.type]), [x])
-            if dtype in (DType.uint8, DType.bool):
+            if _unsigned(dtype):
                 return x
             return b.select(
                 b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.sub(ir.Constant(x.type, 0), x), x
@@ -388,6 +403,16 @@ class _FunctionEmitter:
         if fn in ("exp", "log", "tanh", "erf", "sin", "cos", "log1p", "expm1"):
             return b.call(self.libm(fn, x.type), [x])
         raise self.fail(f"math function {fn} is not supported")
+
+    def bitcast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
+        """The bits of ``v`` as ``dst`` (bool is a byte holding 0 or 1)."""
+        b = self.b
+        if src is DType.bool:
+            v = b.zext(v, _I8)
+        if dst is DType.bool:
+            return b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+        dt = _value_type(dst)
+        return v if v.type == dt else b.bitcast(v, dt)
 
     def cast(self, v: ir.Value, src: DType, dst: DType) -> ir.Value:
         b = self.b
@@ -416,11 +441,17 @@ class _FunctionEmitter:
                 v, st = b.fptrunc(v, _F32), _F32
             return b.fpext(v, dt) if _fbits(st) < _fbits(dt) else b.fptrunc(v, dt)
         if src.is_float:  # truncate toward zero, saturating (nan -> 0)
-            wide = dt if dst is not DType.uint8 else _I32
+            if dst is DType.uint64:  # negatives wrap through i64, like numpy
+                usat = self.intrinsic(f"llvm.fptoui.sat.i64.{_fname(st)}", _I64, [st])
+                ssat = self.intrinsic(f"llvm.fptosi.sat.i64.{_fname(st)}", _I64, [st])
+                neg = b.fcmp_ordered("<", v, ir.Constant(st, 0.0))
+                return b.select(neg, b.call(ssat, [v]), b.call(usat, [v]))
+            # narrower unsigned types: through a wider signed int, then wrap (like numpy)
+            wide = {DType.uint8: _I32, DType.uint16: _I32, DType.uint32: _I64}.get(dst, dt)
             sat = self.intrinsic(f"llvm.fptosi.sat.i{wide.width}.{_fname(st)}", wide, [st])
             r = b.call(sat, [v])
             return b.trunc(r, dt) if wide is not dt else r
-        src_signed = src not in (DType.uint8, DType.bool)
+        src_signed = not _unsigned(src)
         if dst.is_float:
             return b.sitofp(v, dt) if src_signed else b.uitofp(v, dt)
         if st.width == dt.width:

@@ -265,6 +265,14 @@ class Cast(Expr):
     value: Expr
 
 
+@dataclass(frozen=True, slots=True)
+class Bitcast(Expr):
+    """The bits of ``value`` read as ``dtype``, a type of the same width (bool as a byte)."""
+
+    dtype: DType
+    value: Expr
+
+
 # ----- statements -------------------------------------------------------------------------
 
 
@@ -654,7 +662,7 @@ def expr_children(e: Expr) -> tuple[Expr, ...]:
         return (e.x,)
     if isinstance(e, Select):
         return (e.cond, e.a, e.b)
-    if isinstance(e, Cast):
+    if isinstance(e, (Cast, Bitcast)):
         return (e.value,)
     return ()
 
@@ -750,6 +758,8 @@ def _rebuild(e: Expr, operands: list[Expr]) -> Expr:
         return Select(*operands)
     if isinstance(e, Cast):
         return Cast(e.dtype, *operands)
+    if isinstance(e, Bitcast):
+        return Bitcast(e.dtype, *operands)
     return e
 
 
@@ -874,6 +884,9 @@ def _format_node(e: Expr, operands: list[tuple[str, int]]) -> tuple[str, int]:
     if isinstance(e, Cast):
         ((v, _),) = operands
         return f"{e.dtype.short}({v})", _ATOM
+    if isinstance(e, Bitcast):
+        ((v, _),) = operands
+        return f"bitcast<{e.dtype.short}>({v})", _ATOM
     raise TypeError(f"cannot print {e!r}")
 
 
@@ -994,6 +1007,7 @@ __all__ = [
     "Binary",
     "Buffer",
     "Cast",
+    "Bitcast",
     "Compare",
     "Const",
     "Expr",

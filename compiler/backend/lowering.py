@@ -400,6 +400,15 @@ def lower_group(
     returns the kernel and the graph values to pass as its arguments, in order. For a
     ``result`` of tuple type (topk), ``field`` says which of its fields the kernel computes."""
     for call in calls:
+        # first the low-precision types (float8, int4, ...): the backend has no values of
+        # them, so an op making or reading them (to_float8e8m0, a cast) has no lowering
+        for ty in [a.ty for a in call.args] + [call.ty]:
+            for t in ty.fields if isinstance(ty, TupleType) else (ty,):
+                if isinstance(t, TensorType) and t.dtype.is_storage_only:
+                    raise LoweringError(
+                        f"{call.op}: the LLVM backend does not compile {t.dtype.name} "
+                        f"({t.dtype.short}) values; run this module with the interpreter"
+                    )
         if call.op not in LOWERINGS:
             raise LoweringError(unsupported_message(call.op))
     kb = KernelBuilder(base, source)

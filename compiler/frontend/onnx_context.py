@@ -53,6 +53,19 @@ DTYPES: dict[int, DType] = {
     10: DType.float16,
     11: DType.float64,
     16: DType.bfloat16,
+    4: DType.uint16,
+    12: DType.uint32,
+    13: DType.uint64,
+    17: DType.float8e4m3fn,
+    18: DType.float8e4m3fnuz,
+    19: DType.float8e5m2,
+    20: DType.float8e5m2fnuz,
+    21: DType.uint4,
+    22: DType.int4,
+    23: DType.float4e2m1,
+    24: DType.float8e8m0,
+    25: DType.uint2,
+    26: DType.int2,
 }
 """The IR dtype of each ONNX element type the IR has (the number in a TensorProto)."""
 
@@ -88,6 +101,8 @@ def tensor_value(t) -> np.ndarray:
     if any(d < 0 for d in t.dims):
         raise ConversionError(f"tensor {t.name!r} has a negative dim {list(t.dims)}")
     numel = int(np.prod(t.dims, dtype=object)) if len(t.dims) else 1
+    if dtype.bits < 8 and dtype is not DType.bool:  # int4, float4, int2, ...: packed
+        numel = -(-numel * dtype.bits // 8)
     if t.HasField("raw_data"):
         stored = len(t.raw_data) // max(dtype.itemsize, 1)
     else:
@@ -95,6 +110,8 @@ def tensor_value(t) -> np.ndarray:
             DType.float32: "float_data",
             DType.float64: "double_data",
             DType.int64: "int64_data",
+            DType.uint32: "uint64_data",
+            DType.uint64: "uint64_data",
         }.get(dtype, "int32_data")
         stored = len(getattr(t, field_name))
     if stored != numel:

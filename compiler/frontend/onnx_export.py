@@ -468,7 +468,7 @@ for _ir, _onnx in _BINARY.items():
     LOWERINGS[_ir] = lambda e, n, a, _op=_onnx: e.node(_op, [a[0], a[1]])
 
 # onnxruntime's CPU kernels of these ops lack small integer and bool types: compute in i32
-_NARROW = (DType.int8, DType.int16, DType.uint8, DType.bool)
+_NARROW = (DType.int8, DType.int16, DType.uint8, DType.uint16, DType.bool)
 
 
 def _widened(e, n: Call, a: list, op: str, **attrs) -> str:
@@ -559,11 +559,6 @@ def _clip(e, n, a):
     while bounds and bounds[-1] == "":
         bounds.pop()
     return e.node("Clip", [a[0], *bounds])
-
-
-@lowers("cast")
-def _cast(e, n, a):
-    return e.node("Cast", a, to=ONNX_DTYPE[n.attrs["dtype"]])
 
 
 @lowers("floor_divide")
@@ -1206,3 +1201,62 @@ def _dequantize_op(e, n, a):
     d = e.node("Sub", [_as_float(e, a[0], x, ct), _as_float(e, a[2], z, ct)])
     y = e.node("Mul", [d, _as_float(e, a[1], s, ct)])
     return y if ct is _dtype(n) else e.node("Cast", [y], to=ONNX_DTYPE[_dtype(n)])
+
+
+# ----- bitwise ops (#17 dtypes) --------------------------------------------------------------
+# BitwiseAnd / Or / Xor / Not take integers only: bools use And / Or / Xor / Not.
+
+_BITWISE = {"bitwise_and": ("BitwiseAnd", "And"), "bitwise_or": ("BitwiseOr", "Or")}
+_BITWISE["bitwise_xor"] = ("BitwiseXor", "Xor")
+
+
+@lowers(*_BITWISE)
+def _bitwise_op(e, n, a):
+    ints, bools = _BITWISE[n.op]
+    return e.node(bools if _dtype(n) is DType.bool else ints, [a[0], a[1]])
+
+
+@lowers("bitwise_not")
+def _bitwise_not_op(e, n, a):
+    return e.node("Not" if _dtype(n) is DType.bool else "BitwiseNot", a)
+
+
+# ----- low-precision dtypes (#17 dtypes) ---------------------------------------------------
+# The IR's cast to a float8 type does not saturate (ml_dtypes); ONNX's Cast does by default.
+
+_FLOAT8 = (DType.float8e4m3fn, DType.float8e4m3fnuz, DType.float8e5m2, DType.float8e5m2fnuz)
+# the opset whose Cast first takes each low-precision type
+_SINCE = {DType.float4e2m1: 23, DType.float8e8m0: 24, DType.int2: 25, DType.uint2: 25}
+_SINCE |= {d: 19 for d in _FLOAT8} | {DType.int4: 21, DType.uint4: 21}
+
+
+@lowers("cast")
+def _cast(e, n, a):
+    dtype, src = n.attrs["dtype"], _dtype(n.args[0])
+    need = max(_SINCE.get(dtype, 0), _SINCE.get(src, 0))
+    if e.opset < need:
+        what = dtype if _SINCE.get(dtype, 0) == need else src
+        raise ExportError(
+            f"a cast of {what.name} values needs opset {need} or newer, got {e.opset}"
+        )
+    if dtype in _FLOAT8:
+        return e.node("Cast", a, to=ONNX_DTYPE[dtype], saturate=0)
+    return e.node("Cast", a, to=ONNX_DTYPE[dtype])
+
+
+@lowers("to_float8e8m0")
+def _to_float8e8m0_op(e, n, a):
+    if e.opset < 24:
+        raise ExportError(f"a cast to float8e8m0 needs opset 24 or newer, got {e.opset}")
+    attrs = {"saturate": int(n.attrs["saturate"]), "round_mode": n.attrs["round_mode"]}
+    return e.node("Cast", a, to=ONNX_DTYPE[DType.float8e8m0], **attrs)
+
+
+@lowers("bitcast")
+def _bitcast_op(e, n, a):
+    src, dtype = _dtype(n.args[0]), n.attrs["dtype"]
+    if not src.is_float and not dtype.is_float and dtype is not DType.bool:
+        return e.node("Cast", a, to=ONNX_DTYPE[dtype])  # same width: a wrapping cast
+    if e.opset < 26:
+        raise ExportError(f"a bitcast of {src.name} to {dtype.name} needs opset 26 or newer")
+    return e.node("BitCast", a, to=ONNX_DTYPE[dtype])

@@ -38,7 +38,22 @@ class DType(Enum):
     int32 = "i32"
     int64 = "i64"
     uint8 = "u8"
+    uint16 = "u16"
+    uint32 = "u32"
+    uint64 = "u64"
     bool = "bool"
+    # low-precision storage types (ml_dtypes): the interpreter computes with them, the LLVM
+    # backend does not compile them (``is_storage_only``)
+    float8e4m3fn = "f8e4m3fn"
+    float8e4m3fnuz = "f8e4m3fnuz"
+    float8e5m2 = "f8e5m2"
+    float8e5m2fnuz = "f8e5m2fnuz"
+    float8e8m0 = "f8e8m0"
+    float4e2m1 = "f4e2m1"
+    int4 = "i4"
+    uint4 = "u4"
+    int2 = "i2"
+    uint2 = "u2"
 
     @property
     def short(self) -> str:
@@ -47,27 +62,49 @@ class DType(Enum):
 
     @property
     def numpy(self) -> np.dtype:
-        """The numpy dtype holding values of this type."""
-        if self is DType.bfloat16:
+        """The numpy dtype holding values of this type (ml_dtypes' for bf16 and the
+        low-precision types)."""
+        ml_name = _ML_NAMES.get(self)
+        if ml_name is not None:
             if _ml_dtypes is None:
-                raise TypeError("bfloat16 needs the ml_dtypes package")
-            return np.dtype(_ml_dtypes.bfloat16)
+                raise TypeError(f"{self.name} needs the ml_dtypes package")
+            return np.dtype(getattr(_ml_dtypes, ml_name))
         return np.dtype(self.name)
 
     @property
     def itemsize(self) -> int:
-        """Bytes per element."""
-        return 2 if self is DType.bfloat16 else np.dtype(self.name).itemsize
+        """Bytes per element in memory (the sub-byte types take one byte each, like numpy)."""
+        if self is DType.bfloat16:
+            return 2
+        if self in _ML_NAMES:
+            return 1
+        return np.dtype(self.name).itemsize
+
+    @property
+    def bits(self) -> int:
+        """Bits of a value (4 for int4, 1 for bool): the width of the type, not of its storage."""
+        return _BITS.get(self, 8 * self.itemsize)
 
     @property
     def is_float(self) -> bool:
-        """Whether this is a floating-point type."""
-        return self in (DType.float16, DType.bfloat16, DType.float32, DType.float64)
+        """Whether this is a floating-point type (the float8 / float4 types included)."""
+        return self in _FLOATS
 
     @property
     def is_int(self) -> bool:
         """Whether this is a (signed or unsigned) integer type, bool excluded."""
-        return self in (DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8)
+        return self in _INTS
+
+    @property
+    def is_unsigned(self) -> bool:
+        """Whether this is an unsigned integer type (bool excluded)."""
+        return self in _UNSIGNED
+
+    @property
+    def is_storage_only(self) -> bool:
+        """Whether this is a low-precision type (float8, float4, int4, int2, ...) that the
+        interpreter handles but the LLVM backend does not compile."""
+        return self in _ML_NAMES and self is not DType.bfloat16
 
     @staticmethod
     def of(value: str | DType | np.dtype | type) -> DType:
@@ -82,8 +119,11 @@ class DType(Enum):
             npd = np.dtype(value)
         except TypeError:
             raise TypeError(f"unknown dtype {value!r}") from None
-        if _ml_dtypes is not None and npd == np.dtype(_ml_dtypes.bfloat16):
-            return DType.bfloat16
+        if npd.kind == "V" or npd.name in _BY_ML_NAME:  # an ml_dtypes type, checked by identity
+            ml = _BY_ML_NAME.get(npd.name)
+            if ml is not None and npd == ml.numpy:
+                return ml
+            raise TypeError(f"dtype {npd} is not supported by the IR")
         if npd.name in _BY_NAME:
             return _BY_NAME[npd.name]
         raise TypeError(f"dtype {npd} is not supported by the IR")
@@ -96,6 +136,37 @@ class DType(Enum):
 
 
 _BY_NAME = {d.name: d for d in DType} | {d.value: d for d in DType}
+_ML_NAMES = {
+    DType.bfloat16: "bfloat16",
+    DType.float8e4m3fn: "float8_e4m3fn",
+    DType.float8e4m3fnuz: "float8_e4m3fnuz",
+    DType.float8e5m2: "float8_e5m2",
+    DType.float8e5m2fnuz: "float8_e5m2fnuz",
+    DType.float8e8m0: "float8_e8m0fnu",
+    DType.float4e2m1: "float4_e2m1fn",
+    DType.int4: "int4",
+    DType.uint4: "uint4",
+    DType.int2: "int2",
+    DType.uint2: "uint2",
+}
+_BY_ML_NAME = {v: k for k, v in _ML_NAMES.items()}
+_FLOATS = frozenset(
+    (DType.float16, DType.bfloat16, DType.float32, DType.float64)
+    + (DType.float8e4m3fn, DType.float8e4m3fnuz, DType.float8e5m2, DType.float8e5m2fnuz)
+    + (DType.float8e8m0, DType.float4e2m1)
+)
+_UNSIGNED = frozenset(
+    (DType.uint8, DType.uint16, DType.uint32, DType.uint64, DType.uint4, DType.uint2)
+)
+_INTS = _UNSIGNED | {DType.int8, DType.int16, DType.int32, DType.int64, DType.int4, DType.int2}
+_BITS = {
+    DType.bool: 1,
+    DType.float4e2m1: 4,
+    DType.int4: 4,
+    DType.uint4: 4,
+    DType.int2: 2,
+    DType.uint2: 2,
+}
 
 
 class Type:
@@ -214,9 +285,13 @@ class TupleType(Type):
 
 
 def is_float_dtype(dtype) -> bool:
-    """Whether a numpy dtype is floating point (bfloat16 included, whose numpy kind is 'V')."""
+    """Whether a numpy dtype is floating point (bfloat16, float8 and float4 included, whose
+    numpy kind is mostly 'V')."""
     dtype = np.dtype(dtype)
-    return dtype.kind == "f" or (_ml_dtypes is not None and dtype == np.dtype(_ml_dtypes.bfloat16))
+    if dtype.kind == "f":
+        return True
+    d = _BY_ML_NAME.get(dtype.name)
+    return d is not None and d.is_float and dtype == d.numpy
 
 
 def tensor(shape, dtype="float32") -> TensorType:

@@ -27,7 +27,7 @@ def _unary_infer(kind: str):
             raise TypeInferenceError(f"needs a floating-point input, got {t.dtype}")
         if kind == "bool" and t.dtype is not DType.bool:
             raise TypeInferenceError(f"needs a bool input, got {t.dtype}")
-        if kind == "signed" and t.dtype in (DType.bool, DType.uint8):
+        if kind == "signed" and (t.dtype is DType.bool or t.dtype.is_unsigned):
             raise TypeInferenceError(f"needs a signed input, got {t.dtype}")
         return t
 
@@ -201,7 +201,8 @@ define_op(
     infer=_cast_infer,
     compute=_cast_compute,
     pattern=ELEMWISE,
-    doc="Convert each element to another dtype (floats to ints truncate toward zero).",
+    doc="Convert each element to another dtype (floats to ints truncate toward zero; to a "
+    "float8 / float4 type round to nearest even without saturating, like ml_dtypes).",
 )
 
 # ----- binary -----------------------------------------------------------------------------

@@ -246,7 +246,7 @@ class _Reader:
         else:
             arr = self.stored_array(spec["member"], dtype, shape)
             what = spec["member"]
-        if dtype is DType.bfloat16 and arr.dtype.itemsize == 2 and arr.dtype.kind in "uV":
+        if _as_bits(dtype, arr.dtype):
             arr = arr.view(dtype.numpy)
         if arr.dtype != dtype.numpy or arr.shape != shape:
             raise TraceFileError(
@@ -271,8 +271,8 @@ class _Reader:
                 raise TraceFileError(f"{self.path}: {member} has npy format version {version}")
             stored_shape, fortran, stored = readers[version](f, max_header_size=10_000)
             want = np.dtype(dtype.numpy)
-            if dtype is DType.bfloat16 and stored.itemsize == 2 and stored.kind in "uV":
-                want = stored  # bfloat16 is stored as its bits
+            if _as_bits(dtype, stored):
+                want = stored  # bfloat16, float8, int4, ... are stored as their bits
             if tuple(stored_shape) != shape or stored != want or stored.hasobject:
                 raise TraceFileError(
                     f"{self.path}: damaged passlens trace file ({member} holds "
@@ -458,6 +458,12 @@ class _Reader:
             else:
                 return None  # an input that could not be saved: the inputs are incomplete
         return tuple(out)
+
+
+def _as_bits(dtype: DType, stored: np.dtype) -> bool:
+    """Whether values of ``dtype`` (an ml_dtypes type) are stored as ``stored``, their bits."""
+    bits = dtype is DType.bfloat16 or dtype.is_storage_only
+    return bits and stored.itemsize == dtype.itemsize and stored.kind in "uV"
 
 
 def _nbytes(shape: tuple, dtype: DType) -> int:

@@ -82,9 +82,12 @@ def _write_json(zf: zipfile.ZipFile, name: str, obj: Any) -> None:
 
 
 def _storable(arr: np.ndarray) -> np.ndarray:
-    """bfloat16 (an ml_dtypes type .npy cannot name) is written as its uint16 bits."""
+    """bfloat16 and the low-precision types (ml_dtypes types .npy cannot name) are written
+    as their bits: uint16 for bfloat16, uint8 for float8 / float4 / int4 / int2."""
     if _dtype_name(arr) == "bfloat16":
         return np.asarray(arr, order="C").view(np.uint16)
+    if DType.of(arr.dtype).is_storage_only:
+        return np.asarray(arr, order="C").view(np.uint8)
     return arr
 
 

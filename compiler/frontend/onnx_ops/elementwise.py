@@ -48,11 +48,11 @@ _UNARY = {
 def _unary(ir_op: str):
     def convert(ctx: ConvertContext) -> Expr:
         x = ctx.input(0)
-        if ir_op in ("abs", "sign", "neg") and x.ty.dtype is DType.uint8:
+        if ir_op in ("abs", "sign", "neg") and x.ty.dtype.is_unsigned:
             if ir_op == "abs":
                 return ctx.call("identity", x)
             if ir_op == "sign":
-                return _cast(ctx, ctx.call("greater", x, ctx.like(0, x)), DType.uint8)
+                return _cast(ctx, ctx.call("greater", x, ctx.like(0, x)), x.ty.dtype)
         return ctx.call(ir_op, x)
 
     return convert
@@ -331,16 +331,16 @@ def _clip(ctx):
 
 @converter("Cast", attrs=("to", "saturate", "round_mode"), min_version=6)  # v1: `to` a string
 def _cast_op(ctx):
-    if ctx.attr("round_mode", "up") != "up":
-        raise Unsupported("round_mode other than up")
-    return ctx.call("cast", ctx.input(0), dtype=dtype_of(ctx.attr("to")))
+    from compiler.frontend.onnx_ops.casts import cast_node  # (saturate, round_mode)
+
+    return cast_node(ctx, ctx.input(0), dtype_of(ctx.attr("to")))
 
 
 @converter("CastLike", attrs=("saturate", "round_mode"))
 def _cast_like(ctx):
-    if ctx.attr("round_mode", "up") != "up":
-        raise Unsupported("round_mode other than up")
-    return ctx.call("cast", ctx.input(0), dtype=ctx.ty(1).dtype)
+    from compiler.frontend.onnx_ops.casts import cast_node
+
+    return cast_node(ctx, ctx.input(0), ctx.ty(1).dtype)
 
 
 @converter("Constant", attrs=("value", "value_float", "value_floats", "value_int", "value_ints"))
