@@ -16,10 +16,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 
-# Measured with onnx 1.23.2 (1884 node tests, 770 in the claimed subset): raise them when
+# Measured with onnx 1.23.2 (1884 node tests, 774 in the claimed subset): raise them when
 # coverage improves, never lower them to make a change pass.
-FLOOR_OVERALL = 1695
-FLOOR_CLAIMED = 727
+FLOOR_OVERALL = 1782
+FLOOR_CLAIMED = 770
 FLOOR_EXPORTED = 297  # of the sampled passing tests (1 in 5, chosen by a hash of the name)
 
 _BF16 = "onnxruntime's CPU build has no bfloat16 kernel for it (not a bug of ours)"
