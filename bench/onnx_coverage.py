@@ -311,6 +311,17 @@ def _value(proto):
     return numpy_helper.to_array(proto) if isinstance(proto, onnx.TensorProto) else proto
 
 
+def example_inputs(model, inputs: list) -> dict | None:
+    """What ``from_onnx(example_inputs=)`` needs of a test's inputs: the values of its sequence
+    and optional graph inputs (their lengths and presence); None when it has none."""
+    examples = {
+        vi.name: _value(t)
+        for vi, t in zip(model.graph.input, inputs, strict=False)
+        if vi.type.WhichOneof("value") in ("sequence_type", "optional_type")
+    }
+    return examples or None
+
+
 def _compare(got: tuple, expected: list, rtol: float, atol: float, what: str = "") -> str:
     """ "" when the outputs match, else what differs."""
     if len(got) != len(expected):
@@ -362,12 +373,7 @@ def run_case(case_dir: Path) -> CaseResult:
         return CaseResult(data.name, status, claimed, opset, message, seconds, op)
 
     try:
-        examples = {  # the lengths of sequence inputs, the presence of optional ones
-            vi.name: _value(t)
-            for vi, t in zip(model.graph.input, data.inputs, strict=False)
-            if vi.type.WhichOneof("value") in ("sequence_type", "optional_type")
-        }
-        module = from_onnx(data.model, **({"example_inputs": examples} if examples else {}))
+        module = from_onnx(data.model, example_inputs=example_inputs(model, data.inputs))
     except (UnsupportedOperatorError, UnsupportedOnnxFeature) as e:
         return result("unsupported", str(e).splitlines()[-1].strip())
     except Exception as e:

@@ -33,7 +33,7 @@ from compiler.frontend.onnx_context import (
 from compiler.frontend.onnx_ops.registry import I64, _axis, _cast, converter
 from compiler.ir.nodes import Expr
 from compiler.ir.nodes import Tuple as IRTuple
-from compiler.ir.symbolic import dim_str
+from compiler.ir.symbolic import ANY, dim_str
 from compiler.ir.types import DType, TensorType, TupleType
 
 MAX_SEQUENCE = 4096
@@ -142,11 +142,12 @@ def _sequence_at(ctx):
     pos = ctx.input(1)
     if pos.ty.shape not in ((), (1,)) or not pos.ty.dtype.is_int:
         raise ConversionError(f"the position must be one integer, got {pos.ty}")
-    if any(x.ty != items[0].ty for x in items) or items[0].ty.shape is None:
+    shape = items[0].ty.shape
+    if any(x.ty != items[0].ty for x in items) or shape is None or ANY in shape:
         raise Unsupported(
             "SequenceAt at a position computed at run time in a sequence whose tensors differ "
-            "in type (or have an unknown rank): the result's type would be known only at run "
-            "time"
+            "in type (or may: unknown dims or rank): the result's type would be known only "
+            "at run time"
         )
     stacked = ctx.call("concat", *[ctx.call("unsqueeze", x, axes=[0]) for x in items], axis=0)
     index = ctx.call("reshape", _cast(ctx, pos, I64), shape=[])

@@ -80,8 +80,9 @@ def test_a_sample_of_passing_tests_round_trips_through_to_onnx(harness, results)
     ok, problems = 0, []
     for name in passing:
         case = harness.load_case(root / name)
-        module = from_onnx(case.model)
-        inputs = [onnx.numpy_helper.to_array(t) for t in case.inputs]
+        examples = harness.example_inputs(onnx.ModelProto.FromString(case.model), case.inputs)
+        module = from_onnx(case.model, example_inputs=examples)
+        inputs = [harness._value(t) for t in case.inputs]
         try:
             sess = ort.InferenceSession(to_onnx(module).SerializeToString())
             got = sess.run(
