@@ -440,3 +440,34 @@ def test_malformed_sequence_nodes_are_clear_errors():
     nodes = [helper.make_node("SplitToSequence", ["x"], ["o"], axis=0)]
     model = make_model(nodes, [_vi("x", F32, [5000])], [_seq_vi("o", F32, None)])
     _unsupported(model, "a sequence of 5000 tensors: passlens keeps up to 4096")
+
+
+def _if_of_sequences(cond_input: bool):
+    """If(cond) giving a sequence of 1 tensor in one branch and of 2 in the other."""
+    seq_type = helper.make_sequence_type_proto(helper.make_tensor_type_proto(F32, [1]))
+
+    def branch(n, name):
+        value = helper.make_tensor("v", F32, [1], [float(n)])
+        nodes = [
+            helper.make_node("Constant", [], ["c" + name], value=value),
+            helper.make_node("SequenceConstruct", ["c" + name] * n, ["s" + name]),
+        ]
+        return helper.make_graph(nodes, name, [], [helper.make_value_info("s" + name, seq_type)])
+
+    nodes = [
+        helper.make_node(
+            "If", ["cond"], ["o"], then_branch=branch(1, "t"), else_branch=branch(2, "e")
+        )
+    ]
+    inputs, inits = [], []
+    if cond_input:
+        inputs = [_vi("cond", TensorProto.BOOL, [])]
+    else:
+        inits = [helper.make_tensor("cond", TensorProto.BOOL, [], [False])]
+    return make_model(nodes, inputs, [helper.make_value_info("o", seq_type)], initializers=inits)
+
+
+def test_an_if_choosing_a_sequence_length_at_run_time_is_unsupported():
+    _unsupported(_if_of_sequences(True), "sequences of different lengths")
+    (seq,) = run(from_onnx(_if_of_sequences(False)))  # a constant condition: the else branch
+    assert len(seq) == 2 and all(np.array_equal(v, [2.0]) for v in seq)
