@@ -100,19 +100,30 @@ class ValueCache:
         """Bind a parameter; raises if it is already bound to a different value."""
         old = self.values.get(var)
         if old is not None and old is not value:
-            same = (
-                isinstance(old, np.ndarray)
-                and old.shape == value.shape
-                and old.dtype == value.dtype
-                and np.array_equal(old, value, equal_nan=is_float_dtype(old.dtype))
-            )
-            if not same:
+            if not _same_value(old, value):
                 raise InterpretError(
                     f"ValueCache reused with a different value for parameter %{var.name}: "
                     "use one cache per set of inputs"
                 )
             return
         self.values[var] = value
+
+
+def _same_value(old: Any, value: Any) -> bool:
+    """Whether two input values are equal (arrays, or tuples of them: ONNX sequences)."""
+    if isinstance(old, tuple):
+        return (
+            isinstance(value, tuple)
+            and len(old) == len(value)
+            and all(_same_value(a, b) for a, b in zip(old, value, strict=True))
+        )
+    return (
+        isinstance(old, np.ndarray)
+        and isinstance(value, np.ndarray)
+        and old.shape == value.shape
+        and old.dtype == value.dtype
+        and np.array_equal(old, value, equal_nan=is_float_dtype(old.dtype))
+    )
 
 
 @dataclass

@@ -471,3 +471,17 @@ def test_an_if_choosing_a_sequence_length_at_run_time_is_unsupported():
     _unsupported(_if_of_sequences(True), "sequences of different lengths")
     (seq,) = run(from_onnx(_if_of_sequences(False)))  # a constant condition: the else branch
     assert len(seq) == 2 and all(np.array_equal(v, [2.0]) for v in seq)
+
+
+def test_a_value_cache_takes_an_equal_sequence_again():
+    from compiler.interpret import ValueCache, evaluate
+
+    module = from_onnx(_sequence_map_model(4), example_inputs={"s": [0, 0]})
+    s = [np.ones(4, np.float32), np.zeros(4, np.float32)]
+    t = np.arange(4, dtype=np.float32)
+    cache = ValueCache()
+    first = evaluate(module, [s, t], cache=cache).outputs
+    again = evaluate(module, [[v.copy() for v in s], t], cache=cache).outputs
+    _same(again, [list(v) for v in first])
+    with pytest.raises(InterpretError, match="different value for parameter %s"):
+        evaluate(module, [[s[1], s[0]], t], cache=cache)
