@@ -454,13 +454,22 @@ class Trace:
 
         return save(self, path)
 
-    def to_html(self, path, report=None, max_boxes: int = 300) -> int:
+    def to_html(self, path, report=None, max_boxes: int = 300, progress=None) -> int:
         """Write one self-contained HTML report (with the findings of a check ``report``
         drawn on the graphs); each step's graph opens with at most ``max_boxes`` boxes
-        (module groups collapsed, finest first, until it fits). Returns the file's size."""
+        (module groups collapsed, finest first, until it fits); ``progress`` per step, as
+        for :func:`explore`. Returns the file's size."""
         from widgets.report import write_html
 
-        return write_html(self, path, report=report, max_boxes=max_boxes)
+        return write_html(self, path, report=report, max_boxes=max_boxes, progress=progress)
+
+    def export(self, step, path, format: str = "model-explorer", report=None) -> list:
+        """Write one step for another viewer: ``model-explorer`` (Google's Model Explorer
+        graph JSON, plus node data files; with a check ``report``, each node's max error) or
+        ``onnx`` (for Netron). Returns the paths written. See ``explorer.interop``."""
+        from explorer.interop import export
+
+        return export(self, step, path, format=format, report=report)
 
     def show(self, step=None):
         """Display a step's graph in Jupyter (the final step by default)."""
@@ -482,18 +491,25 @@ def trace_from_module(
     source_step: Step | None = None,
     import_seconds: float = 0.0,
     import_name: str = "import",
+    progress: Any = None,
     **meta: Any,
 ) -> Trace:
-    """Run ``pipeline`` on an already imported module and build the trace."""
+    """Run ``pipeline`` on an already imported module and build the trace (``progress``: as
+    for :func:`explore`)."""
+    from explorer.progress import passes_job
+
     steps: list[Step] = []
     if source_step is not None:
         source_step.index = 0
         steps.append(source_step)
     steps.append(Step(len(steps), "import", import_name, module=module, seconds=import_seconds))
+    job, instruments = passes_job(progress, pipeline)
     try:
-        result = passes.run(module, pipeline, record=True)
+        result = passes.run(module, pipeline, record=True, instruments=instruments)
     except passes.PassesInterrupted as e:  # Ctrl-C: the trace of what ran, the rest skipped
         result = e.result
+    finally:
+        job.close()
     offset = len(steps)
     for snap in result.snapshots:
         steps.append(
@@ -515,10 +531,18 @@ def trace_from_module(
 
 
 def explore(
-    source: Any, example_inputs: Any = None, pipeline: Any = "default", **frontend_options
+    source: Any,
+    example_inputs: Any = None,
+    pipeline: Any = "default",
+    progress: Any = None,
+    **frontend_options,
 ) -> Trace:
     """Import ``source`` (torch.nn.Module, ExportedProgram, ONNX path/bytes/ModelProto, IR
-    Module or IR text), run ``pipeline`` with recording, and return the Trace."""
+    Module or IR text), run ``pipeline`` with recording, and return the Trace.
+
+    ``progress``: a callback ``(done, total, pass name)`` before each pass, or what
+    :mod:`explorer.progress` shows (None: a bar in a terminal or in Jupyter once the passes
+    take a while, a line in CI logs for a long run; True: at once; False: nothing)."""
     from explorer.sources import import_source
 
     start = time.perf_counter()
@@ -536,6 +560,7 @@ def explore(
         else Step(0, "source", imported.source_label, source_graph=imported.source_graph),
         import_seconds=seconds,
         import_name=imported.name,
+        progress=progress,
         source=imported.source,
         example_inputs=example_inputs,
         frontend=imported.frontend,

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler import PasslensError
+from passlens import export as _export
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -160,6 +161,8 @@ def _parser() -> argparse.ArgumentParser:
         help="time to spend; the smallest case so far is kept (default: %(default)g)",
     )
 
+    _export.add_parser(sub)
+
     p = sub.add_parser("demo", help="run the bundled demo")
     p.add_argument(
         "--notebook",
@@ -186,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "serve": _serve,
         "reduce": _reduce,
         "demo": _demo,
+        "export": _export_step,
     }[args.command]
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Printable(out), _Printable(err)
@@ -476,6 +480,10 @@ def _reduce(args: argparse.Namespace) -> int:
     print(reduction)
     print(f"wrote {', '.join(reduction.files)} to {out}")
     return EXIT_OK
+
+
+def _export_step(args: argparse.Namespace) -> int:
+    return _export.run(args, step_of=_step, error=CLIError)
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -87,8 +87,13 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def report_html(trace, report=None, max_boxes: int = MAX_BOXES, title: str = "") -> str:
-    """The whole report as one HTML string (see the module docstring)."""
+def report_html(
+    trace, report=None, max_boxes: int = MAX_BOXES, title: str = "", progress=None
+) -> str:
+    """The whole report as one HTML string (see the module docstring); ``progress``: per
+    step, as :class:`explorer.progress.Job` shows it (a callback gets ``(done, total,
+    step name)``)."""
+    from explorer.progress import Job
     from widgets.graph_data import graph_payload
     from widgets.graph_view import graph_css, graph_js
 
@@ -99,7 +104,9 @@ def report_html(trace, report=None, max_boxes: int = MAX_BOXES, title: str = "")
     summary = trace.summary()
     rows_html = []
 
+    job = Job(progress, "writing the report", len(trace.steps), callback=progress)
     for s, row in zip(trace.steps, summary, strict=True):
+        job.advance(s.name)
         prev = s.previous
         plain = s.status == "unchanged" and prev is not None and prev.index in owners
         entry: dict[str, Any] = {
@@ -135,6 +142,7 @@ def report_html(trace, report=None, max_boxes: int = MAX_BOXES, title: str = "")
             entry["error"] = f"{s.name} failed{where}: {err}\n{s.traceback}"
         steps_data.append(entry)
         rows_html.append(views.timeline_row_html(s, row, report))
+    job.close()  # (an error above leaves the bar to the garbage collector)
 
     failure = trace.failure
     first = getattr(report, "first_failure", None) if report is not None else None
@@ -239,11 +247,12 @@ def step_html(step, baseline=None, report=None, max_boxes: int = MAX_BOXES) -> s
     )
 
 
-def write_html(trace, path, report=None, max_boxes: int = MAX_BOXES) -> int:
+def write_html(trace, path, report=None, max_boxes: int = MAX_BOXES, progress=None) -> int:
     """Write the report of ``trace`` (and of a check ``report``, if given) to ``path``;
     returns the file's size in bytes. ``max_boxes``: how many boxes a step's graph opens
-    with (groups are collapsed, finest first, until it fits)."""
-    text = report_html(trace, report=report, max_boxes=max_boxes)
+    with (groups are collapsed, finest first, until it fits); ``progress``: per step (see
+    :mod:`explorer.progress`)."""
+    text = report_html(trace, report=report, max_boxes=max_boxes, progress=progress)
     data = text.encode("utf-8")
     Path(path).write_bytes(data)
     return len(data)

@@ -12,8 +12,9 @@ first (the ONNX converters build these shapes). The quantized dtype is the zero 
   scale), of the scale's dtype.
 
 The integer dtypes are read from :class:`DType` (``dtype.is_int`` and its numpy range), so
-narrower or wider integer dtypes added to the IR work without changes here; float8 targets
-(saturating conversions, no rounding to integers) are refused until the IR has them.
+narrower or wider integer dtypes added to the IR work without changes here. Float8 / float4
+targets (saturating conversions, no rounding to integers) are not these ops: the ONNX
+converter composes them of ``divide``, ``clip`` and ``cast``.
 """
 
 from __future__ import annotations

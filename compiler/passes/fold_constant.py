@@ -4,6 +4,20 @@ and replace it by a new named constant. Folding never compiles anything.
 A folded value is held by the module (and by every snapshot of a trace), and a few bytes of
 model can describe a huge one (``full(shape=[100000000])``): a value over ``max_bytes`` is left
 to be computed at run time. Its size is known from its type before anything is computed.
+
+Quantized values stay quantized (TVM's FoldConstant leaves QNN ops alone for the same reason):
+by default a call that only *widens* a constant of a quantized storage type is not folded,
+
+- ``dequantize(c, scale, zero_point)`` of a constant ``c``, and
+- ``cast(c)`` of a constant ``c`` of a narrow integer type (at most 16 bits: i8, u8, i16,
+  u16) to a wider type (what fold-qdq makes of a weight: ``cast(w_i8, dtype=i32)``),
+
+since folding them multiplies the weights' bytes by 2 to 4 (an i8 weight becomes f32) and
+the compressed model is lost; they run at run time, fused with their consumer (fuse-ops puts
+an elementwise producer into the conv2d / matmul it feeds). Ops on the quantized constant
+itself (a transpose of an i8 weight) still fold. Types the LLVM backend cannot compute on at
+run time (int4, float8: :attr:`DType.is_storage_only`) are folded as before.
+``fold-constant{fold_qdq=true}`` folds these too.
 """
 
 from __future__ import annotations
@@ -74,11 +88,36 @@ def result_bytes(node: Call) -> int | None:
     return ty.numel * ty.dtype.itemsize
 
 
-def fold_call(node: Call, max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray | None:
-    """The value of a call whose arguments are all constants, or None if it cannot fold or its
+QUANTIZED_INT_BITS = 16
+"""The widest integer type whose constants are kept when only widened (see the module doc)."""
+
+
+def widens_quantized(node: Call) -> bool:
+    """Whether ``node`` (a call on constants) only widens a quantized value: a ``dequantize``,
+    or a ``cast`` of an integer of at most :data:`QUANTIZED_INT_BITS` bits to a wider type
+    (int4 and the other types the backend cannot compute on excepted)."""
+    if not node.args or not isinstance(node.args[0].ty, TensorType):
+        return False
+    src = node.args[0].ty.dtype
+    if src.is_storage_only:
+        return False
+    if node.op == "dequantize":
+        return True
+    if node.op != "cast" or not isinstance(node.ty, TensorType):
+        return False
+    return src.is_int and src.bits <= QUANTIZED_INT_BITS and node.ty.dtype.bits > src.bits
+
+
+def fold_call(
+    node: Call, max_bytes: int = DEFAULT_MAX_BYTES, fold_qdq: bool = False
+) -> np.ndarray | None:
+    """The value of a call whose arguments are all constants, or None if it cannot fold, its
     value would take more than ``max_bytes`` (then nothing is computed, unless no type gives
-    the size: see :data:`DATA_DEPENDENT_GROWTH`)."""
+    the size: see :data:`DATA_DEPENDENT_GROWTH`) or it only widens a quantized constant
+    (:func:`widens_quantized`; unless ``fold_qdq``)."""
     if node.op in NOT_FOLDABLE or not all(isinstance(a, Constant) for a in node.args):
+        return None
+    if not fold_qdq and widens_quantized(node):
         return None
     if not isinstance(node.ty, TensorType) or any(_has_symbols(v) for v in node.attrs.values()):
         return None  # (ops with several outputs stay as they are)
@@ -97,10 +136,13 @@ def fold_call(node: Call, max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray | No
 @dataclass(frozen=True)
 class FoldConstant(Pass):
     """Replace ops on constants by their values (up to ``max_bytes`` each: a bigger one stays
-    an op, computed at run time); simplify tuple items of constant tuples."""
+    an op, computed at run time); simplify tuple items of constant tuples. Quantized
+    constants stay quantized: a ``dequantize`` or widening ``cast`` of one is folded only
+    with ``fold_qdq`` (see the module doc)."""
 
     name: ClassVar[str] = "fold-constant"
     max_bytes: int = DEFAULT_MAX_BYTES
+    fold_qdq: bool = False
 
     def __post_init__(self):
         if self.max_bytes < 0:
@@ -111,7 +153,7 @@ class FoldConstant(Pass):
 
         def rule(node: Expr) -> Expr | None:
             if isinstance(node, Call):
-                value = fold_call(node, self.max_bytes)
+                value = fold_call(node, self.max_bytes, self.fold_qdq)
                 if value is None:
                     return None
                 return Constant(value, name=namer.name(node), prov=node.prov.with_pass(self.name))

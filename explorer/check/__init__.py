@@ -40,7 +40,6 @@ from explorer.check.report import (
     BLOAT_MIN_BYTES,
     BLOAT_THRESHOLD,
     NODE_ERRORS_KEPT,
-    PROGRESS_AFTER,
     CheckError,
     Finding,
     NodeError,
@@ -71,8 +70,9 @@ def check(
 
     ``reference``: ``"source"`` (torch eager / onnxruntime; the imported step for IR
     sources) or ``"import"`` (the imported step's results). ``progress``: a callback
-    ``(step_index, total, name)``, True / False to force the stderr line on / off, or None
-    (on for traces of more than 20 steps).
+    ``(step_index, total, name)``, or what :mod:`explorer.progress` shows (None: a bar in a
+    terminal or in Jupyter when the check takes a while, a line in CI logs for a long one;
+    True: at once; False: nothing).
     """
     if reference not in ("source", "import"):
         raise ValueError(f"reference must be 'source' or 'import', got {reference!r}")
@@ -85,7 +85,6 @@ __all__ = [
     "BLOAT_MIN_BYTES",
     "BLOAT_THRESHOLD",
     "NODE_ERRORS_KEPT",
-    "PROGRESS_AFTER",
     "SEVERITY",
     "KINDS",
     "CheckError",

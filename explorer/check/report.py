@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
 
 BLOAT_THRESHOLD = 0.10  # relative growth of parameter bytes over the previous step
 BLOAT_MIN_BYTES = 1024  # ... and at least this many bytes (folding a few literals is not bloat)
-PROGRESS_AFTER = 20  # show progress on stderr for traces with more steps than this
 NODE_ERRORS_KEPT = 20  # node errors kept per diverged finding
 
 Progress = Callable[[int, int, str], None]
@@ -180,8 +179,8 @@ class Report:
         ``finding`` (the first failure by default, or its index in ``findings``) still holds:
         same kind, at the same pass. Returns an ``explorer.reduce.Reduction`` (a trace of its
         own, its IR text, pipeline spec and a pytest file that fails while the bug is there).
-        ``budget``: seconds; ``progress``: a callback, True / False, or None (a line on stderr
-        when it is a terminal). See ``explorer.reduce.reduce``."""
+        ``budget``: seconds; ``progress``: a callback, or None / True / False (see
+        ``explorer.progress``). See ``explorer.reduce.reduce``."""
         if not _reducer:
             raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
         return _reducer[0](self, finding, budget=budget, progress=progress)

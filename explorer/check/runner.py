@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -40,7 +39,8 @@ from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
 from explorer.check.numbers import _compare_outputs, _OutputsCompared, _same_value, _to_numpy
 from explorer.check.references import _node_reference, _onnx_reference, _torch_reference
 from explorer.check.registry import kinds
-from explorer.check.report import PROGRESS_AFTER, CheckError, Finding, Progress, Report, StepCheck
+from explorer.check.report import CheckError, Finding, Report, StepCheck
+from explorer.progress import Job
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
     from explorer.trace import Step
@@ -353,29 +353,34 @@ class _Checker:
         last_use = self._last_use(order)
         first_step: dict[int, Step] = {}  # id(module) -> the first step that ran it
         checks: dict[int, StepCheck] = {}
-        show = self._progress_fn(len(steps))
-        for k, step in enumerate(order):
-            if show:
-                show(step.index, len(steps), step.name)
-            module = step.module
-            if step.kind == "source":
-                checks[step.index] = StepCheck(step, "reference")
-            elif step.failed:
-                checks[step.index] = self._detect(StepCheck(step, "failed"))
-            elif module is None:
-                checks[step.index] = StepCheck(step, "not run")
-            elif id(module) in self.results:  # shown by a step already run: reuse its results
-                status, max_abs, max_rel = self._numbers(self.results[id(module)])
-                same = first_step[id(module)].index
-                checks[step.index] = StepCheck(step, status, max_abs, max_rel, same_as=same)
-            elif self.runtime is None:  # no inputs: only what needs no numbers
-                checks[step.index] = self._detect(StepCheck(step, "not run"))
-            else:
-                first_step[id(module)] = step
-                checks[step.index] = self._check_step(step)
-                self._release(order, k, last_use)
-        if show is not None and not callable(self.progress):
-            print(file=sys.stderr)
+        job = Job(
+            self.progress,
+            "checking",
+            len(steps),
+            callback=lambda done, total, name: self.progress(order[done - 1].index, total, name),
+        )
+        try:
+            for k, step in enumerate(order):
+                job.advance(step.name)
+                module = step.module
+                if step.kind == "source":
+                    checks[step.index] = StepCheck(step, "reference")
+                elif step.failed:
+                    checks[step.index] = self._detect(StepCheck(step, "failed"))
+                elif module is None:
+                    checks[step.index] = StepCheck(step, "not run")
+                elif id(module) in self.results:  # shown by a step already run: reuse its results
+                    status, max_abs, max_rel = self._numbers(self.results[id(module)])
+                    same = first_step[id(module)].index
+                    checks[step.index] = StepCheck(step, status, max_abs, max_rel, same_as=same)
+                elif self.runtime is None:  # no inputs: only what needs no numbers
+                    checks[step.index] = self._detect(StepCheck(step, "not run"))
+                else:
+                    first_step[id(module)] = step
+                    checks[step.index] = self._check_step(step)
+                    self._release(order, k, last_use)
+        finally:
+            job.close()
         return Report(
             self.trace,
             self.findings,
@@ -475,21 +480,6 @@ class _Checker:
         for node in _module_nodes(m):
             if last.get(id(node)) == k:
                 values.pop(node, None)
-
-    def _progress_fn(self, total: int) -> Progress | None:
-        if callable(self.progress):
-            return self.progress
-        if self.progress is False or (self.progress is None and total <= PROGRESS_AFTER):
-            return None
-        width = [0]
-
-        def show(index: int, total: int, name: str) -> None:
-            text = f"checking step {index + 1}/{total} {name}"
-            sys.stderr.write("\r" + text.ljust(width[0]))
-            sys.stderr.flush()
-            width[0] = max(width[0], len(text))
-
-        return show
 
 
 # ===== helpers ==================================================================================

@@ -11,13 +11,13 @@ progress."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from compiler.ir import Call, Module, structural_hash, verify
+from explorer.progress import Job
 from explorer.reduce.module import CannotBuild, Cut, Cutter, count_bindings
 from explorer.reduce.pipeline import Unit, spec_of, subtree
 from explorer.trace import explore
@@ -95,7 +95,9 @@ class Oracle:
         self.errors: list[str] = []  # why candidates could not be checked, first ones
         self.status = {"phase": "", "bindings": None, "passes": None}
         self._memo: dict[tuple, bool] = {}
-        self._show = _progress_fn(progress)
+        self._callback = progress if callable(progress) else None
+        self._job = Job(False if self._callback else progress, "reducing", round(budget), unit="s")
+        self._job.line = self.line
 
     @property
     def seconds(self) -> float:
@@ -131,7 +133,7 @@ class Oracle:
         else None."""
         try:
             verify(module)
-            trace = explore(module, inputs, pipeline=spec_of(self.units, kept))
+            trace = explore(module, inputs, pipeline=spec_of(self.units, kept), progress=False)
             report = trace.check(rtol=self.target.rtol, atol=self.target.atol, progress=False)
         except KeyboardInterrupt:
             raise
@@ -148,35 +150,26 @@ class Oracle:
         self.show()
 
     def show(self) -> None:
-        if self._show is not None:
-            self._show({**self.status, "tried": self.tried, "seconds": self.seconds})
+        status = {**self.status, "tried": self.tried, "seconds": self.seconds}
+        if self._callback is not None:
+            self._callback(status)
+        else:
+            self._job.note = self.text(status)
+            self._job.show(min(int(status["seconds"]), self._job.total or 0), status["phase"])
 
-    def done(self) -> None:
-        """End the progress line."""
-        if self._show is not None and getattr(self._show, "line", False):
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-def _progress_fn(progress: Progress | bool | None) -> Progress | None:
-    """A callback, or the stderr line (True; None: when stderr is a terminal), or nothing."""
-    if callable(progress):
-        return progress
-    if progress is False or (progress is None and not sys.stderr.isatty()):
-        return None
-    width = [0]
-
-    def show(status: dict) -> None:
+    @staticmethod
+    def text(status: dict) -> str:
+        """``(phase) 12 candidates tried, 40 bindings left, 3 passes left``."""
         left = ""
         if status["bindings"] is not None:
             left = f", {status['bindings']} bindings left, {status['passes']} passes left"
-        text = (
-            f"reducing ({status['phase']}): {status['tried']} candidates tried{left}, "
-            f"{status['seconds']:.1f} s"
-        )
-        sys.stderr.write("\r" + text.ljust(width[0]))
-        sys.stderr.flush()
-        width[0] = max(width[0], len(text))
+        return f"({status['phase']}) {status['tried']} candidates tried{left}"
 
-    show.line = True  # type: ignore[attr-defined]
-    return show
+    def line(self) -> str:
+        """The job's line (CI logs): what was tried and how long it took."""
+        status = {**self.status, "tried": self.tried}
+        return f"reducing {self.text(status)}, {self.seconds:.1f} s"
+
+    def done(self) -> None:
+        """End the progress display."""
+        self._job.close()

@@ -51,8 +51,9 @@ def reduce(
     ``explorer.reduce.oracle``). ``finding``: a Finding of the report, its index in
     ``report.findings``, or None for the first failure. ``budget``: seconds; when spent, the
     smallest candidate so far is returned (``cut_short``). ``progress``: a callback given a
-    dict (phase, tried, bindings, passes, seconds), True / False for the stderr line, or None
-    (the line when stderr is a terminal). Raises :class:`NotReproducible` when the finding
+    dict (phase, tried, bindings, passes, seconds), or what :mod:`explorer.progress` shows
+    (None: a bar in a terminal or in Jupyter, a line in CI logs; True: at once; False:
+    nothing). Raises :class:`NotReproducible` when the finding
     does not show on its own."""
     finding = _pick(report, finding)
     trace, step = report.trace, finding.step

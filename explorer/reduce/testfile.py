@@ -78,7 +78,7 @@ def weights() -> dict:
 
 def build_trace(pipeline: str = PIPELINE):
     """The trace of the reduced module through ``pipeline``."""
-    return explorer.explore(parse(IR, params=weights()), pipeline=pipeline)
+    return explorer.explore(parse(IR, params=weights()), pipeline=pipeline, progress=False)
 
 
 def findings(trace) -> list:

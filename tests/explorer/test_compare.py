@@ -1,10 +1,13 @@
 """compare(): two conversions of one model side by side and where they first differ."""
 
+import sys
+
 import pytest
 
 import explorer
 from compiler import models
 from explorer.compare import Comparison, compare
+from explorer.diff import Diff
 
 
 def small_convnext(**kw):
@@ -90,12 +93,18 @@ def test_compare_takes_traces():
         compare("a", "b")
 
 
-def test_public_name_survives_being_called(mlp):
+def test_public_names_are_the_functions_and_survive_being_called(mlp):
+    """``explorer.compare`` / ``explorer.diff`` are functions with modules of the same name:
+    importing or calling them must not rebind the package's names to the modules."""
     a = explorer.explore(mlp)
-    assert isinstance(explorer.compare(a, a), Comparison)
-    assert isinstance(explorer.compare(a, a), Comparison)
-    assert callable(explorer.diff) and callable(explorer.load)
-    assert isinstance(explorer.compare(a, a), Comparison)
+    for _ in range(2):
+        c = explorer.compare(a, a)
+        assert type(c) is Comparison and c.same and c.first_divergence is None
+        d = explorer.diff(a.imported, a.final)
+        assert type(d) is Diff and d.op_count_changes["linear"] == -2
+    assert explorer.compare is sys.modules["explorer.compare"].compare is compare
+    assert explorer.diff is sys.modules["explorer.diff"].diff
+    assert explorer.load is sys.modules["explorer.store"].load
 
 
 # registers test-explode

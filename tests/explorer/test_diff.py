@@ -7,7 +7,7 @@ import pytest
 
 import explorer
 from compiler import models
-from compiler.ir import parse
+from compiler.ir import Call, Function, Module, Var, parse, tensor
 from compiler.ir.nodes import Constant
 from explorer.diff import diff, diff_params, diff_signatures
 from explorer.graph import Param, Signature
@@ -394,3 +394,16 @@ def test_text_diff_and_side_by_side(mlp_fold):
     assert len(short) < len(rows) and any(tag == "skip" for *_, tag in short)
     html = d._repr_html_()
     assert "<details" in html and "permute_dims" in html
+
+
+def test_the_html_summary_escapes_names_from_the_model():
+    """A weight name is text from the model: every section of the HTML summary escapes it."""
+    x = Var("x", tensor([2, 4]))
+    w = Constant(np.ones((3, 4), np.float32), name="<i>w&</i>")
+    module = Module({"main": Function.from_output([x], Call("linear", [x, w]))})
+    trace = explorer.explore(module, pipeline="decompose-ops,fold-constant")
+    d = explorer.diff(trace.imported, trace.final)
+    assert "$<i>w&</i>: f32[3, 4]" in str(d)  # the text form is plain
+    page = d._repr_html_()
+    assert "<i>" not in page and "&lt;i&gt;w&amp;&lt;/i&gt;" in page
+    assert page.count("&lt;i&gt;") >= 3  # removed, added and params sections

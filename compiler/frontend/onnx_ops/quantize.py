@@ -11,8 +11,14 @@ which the IR has for floats only, runs exactly in f64 and is cast back to i32), 
 requantized as ONNX's reference does: ``round(acc * (sx * sw / sy)) + zy``, saturated.
 
 The quantized dtype comes from the zero point or ``output_dtype`` through
-:func:`~compiler.frontend.onnx_context.dtype_of`, so any integer dtype the IR has works;
-float8 / float4 quantized types are reported as unsupported.
+:func:`~compiler.frontend.onnx_context.dtype_of`, so any integer dtype the IR has works.
+Float targets (float8e4m3fn / fnuz, float8e5m2 / fnuz, float4e2m1) compose existing ops, as
+onnx's reference computes them: ``x / scale`` clipped to the type's largest finite value
+when ``saturate`` (the default; float4e2m1 always saturates) then a ``cast``; dequantizing is
+``cast(x, f32) * scale``. A float8 zero point must be 0: a constant one that is not is an
+error, one given at run time is ignored, as the reference does; float4e2m1 quantizing adds
+its zero point before the cast and dequantizing ignores it, as the reference does. These
+types run in the interpreter only (the LLVM backend does not compile them).
 """
 
 from __future__ import annotations
@@ -28,6 +34,70 @@ from compiler.ir.types import DType
 I32 = DType.int32
 F32 = DType.float32
 F64 = DType.float64
+
+
+_FLOAT_TARGETS = (
+    DType.float8e4m3fn,
+    DType.float8e4m3fnuz,
+    DType.float8e5m2,
+    DType.float8e5m2fnuz,
+    DType.float4e2m1,
+)
+
+
+def _zero_zero_point(ctx, index: int, dtype: DType) -> None:
+    """A float8 zero point (input ``index``) must be 0: checked when it is a constant."""
+    if not ctx.has(index):
+        return
+    zp = ctx.input(index)
+    if zp.ty.dtype is not dtype:
+        raise ConversionError(f"the zero point is {zp.ty.dtype} but the quantized type {dtype}")
+    value = ctx.const(index)
+    if dtype is not DType.float4e2m1 and value is not None:
+        if np.any(np.asarray(value, np.float32) != 0):
+            raise ConversionError(f"a {dtype} zero point must be 0")
+
+
+def _float_max(dtype: DType) -> float:
+    import ml_dtypes
+
+    return float(ml_dtypes.finfo(dtype.numpy).max)
+
+
+def _quantize_float(ctx, x: Expr, dtype: DType) -> Expr:
+    """QuantizeLinear to a float8 / float4 type: ``cast(clip(x / scale))``."""
+    saturate = ctx.attr("saturate", 1)
+    if saturate not in (0, 1):
+        raise ConversionError(f"saturate must be 0 or 1, got {saturate!r}")
+    _zero_zero_point(ctx, 2, dtype)
+    if x.ty.dtype is not F32:
+        x = _cast(ctx, x, F32)
+    axis, block = ctx.attr("axis", 1), ctx.attr("block_size", 0)
+    scale = _qparam(ctx, ctx.input(1), x, axis, block, "scale")
+    if not scale.ty.dtype.is_float:
+        raise ConversionError(f"the scale must be a float, got {scale.ty.dtype}")
+    y = ctx.call("divide", x, _cast(ctx, scale, F32))
+    if dtype is DType.float4e2m1 and ctx.has(2):
+        zp = _qparam(ctx, ctx.input(2), x, axis, block, "zero point")
+        y = ctx.call("add", y, _cast(ctx, zp, F32))
+    if saturate or dtype is DType.float4e2m1:  # (float4e2m1 has no inf: it always saturates)
+        largest = _float_max(dtype)
+        y = ctx.call("clip", y, min=-largest, max=largest)
+    return ctx.call("cast", y, dtype=dtype)
+
+
+def _dequantize_float(ctx, x: Expr) -> Expr:
+    """DequantizeLinear from a float8 / float4 type: ``cast(x, f32) * scale``, of the scale's
+    dtype."""
+    _zero_zero_point(ctx, 2, x.ty.dtype)
+    scale = ctx.input(1)
+    if not scale.ty.dtype.is_float:
+        raise ConversionError(f"the scale must be a float, got {scale.ty.dtype}")
+    axis, block = ctx.attr("axis", 1), ctx.attr("block_size", 0)
+    scale = _qparam(ctx, scale, x, axis, block, "scale")
+    y = ctx.call("multiply", _cast(ctx, x, F32), _cast(ctx, scale, F32))
+    out = ctx.attr("output_dtype", 0)
+    return _cast(ctx, y, dtype_of(out) if out else scale.ty.dtype)
 
 
 def _quantized_dtype(ctx, dtype: DType) -> DType:
@@ -102,6 +172,9 @@ def _quantize_linear(ctx):
     _check_precision(ctx)
     out = ctx.attr("output_dtype", 0)
     out_dtype = dtype_of(out) if out else None
+    target = ctx.input(2).ty.dtype if ctx.has(2) else out_dtype
+    if target in _FLOAT_TARGETS and out_dtype in (None, target):
+        return _quantize_float(ctx, x, target)
     if ctx.has(2):
         zp = ctx.input(2)
         if out_dtype is not None and out_dtype is not zp.ty.dtype:
@@ -123,6 +196,8 @@ def _quantize_linear(ctx):
 @converter("DequantizeLinear", attrs=("axis", "block_size", "output_dtype"), min_version=10)
 def _dequantize_linear(ctx):
     x = ctx.input(0)
+    if x.ty.dtype in _FLOAT_TARGETS:
+        return _dequantize_float(ctx, x)
     dtype = _quantized_dtype(ctx, x.ty.dtype)
     zp = ctx.input(2) if ctx.has(2) else ctx.constant(0, dtype)
     if zp.ty.dtype is not dtype:

@@ -372,6 +372,10 @@ _RESIZE_COORDINATES = (
     min_version=11,
 )
 def _resize(ctx):
+    from compiler.frontend.onnx_ops import vision  # the forms the resize IR op does not take
+
+    if vision.resize_needs_composition(ctx):
+        return vision.resize_composed(ctx)
     x = ctx.input(0)
     rank = ctx.rank(0)
     mode = ctx.attr("mode", "nearest")

@@ -53,6 +53,15 @@ PASSING = [
     "test_dynamicquantizelinear_max_adjusted_expanded",
     "test_dynamicquantizelinear_min_adjusted",
     "test_dynamicquantizelinear_min_adjusted_expanded",
+    # float8 / float4 targets
+    "test_quantizelinear_e4m3fn",
+    "test_quantizelinear_e5m2",
+    "test_quantizelinear_float4e2m1",
+    "test_dequantizelinear_e4m3fn",
+    "test_dequantizelinear_e4m3fn_float16",
+    "test_dequantizelinear_e4m3fn_zero_point",
+    "test_dequantizelinear_e5m2",
+    "test_dequantizelinear_float4e2m1",
 ] + [
     f"test_qlinearmatmul_{r}D_{q}_{f}"
     for r in (2, 3)
@@ -325,12 +334,51 @@ def _one_node(node, x_type=TensorProto.FLOAT, inits=(), opset=21, out_type=Tenso
     ).SerializeToString()
 
 
-def test_float8_quantization_is_unsupported():
-    node = helper.make_node(
-        "QuantizeLinear", ["x", "s"], ["y"], output_dtype=TensorProto.FLOAT8E4M3FN
+@pytest.mark.parametrize(
+    "target", [TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E4M3FNUZ]
+)
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_float8_quantization_matches_the_onnx_reference(target, saturate):
+    # per axis, values far beyond the type's range (saturated, or inf / nan without saturate)
+    nodes = [
+        helper.make_node(
+            "QuantizeLinear", ["x", "s"], ["q"], axis=1, saturate=saturate, output_dtype=target
+        ),  # fmt: skip
+        helper.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=1),
+    ]
+    model = _model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+        [
+            helper.make_tensor_value_info("q", target, ["batch", 3]),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3]),
+        ],
+        [_t("s", np.array([0.5, 2.0, 1e-3], np.float32))],
+        opset=21,
     )
-    with pytest.raises(UnsupportedOperatorError, match="FLOAT8E4M3FN"):
-        from_onnx(_one_node(node, inits=[_t("s", np.float32(0.1))]))
+    module = from_onnx(model.SerializeToString())
+    for batch in (1, 4):
+        x = (rng.standard_normal((batch, 3)) * 100).astype(np.float32)
+        x[0, 2] = 1e6  # / 1e-3: past every float8's range
+        got, want = run(module, x), _reference(model, x)
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g.astype(np.float32), w.astype(np.float32))
+    assert str(module["main"].params[0].ty.shape[0]) == "batch"
+    if saturate and target == TensorProto.FLOAT8E4M3FN:  # the backend says it cannot compile
+        from compiler.backend import build
+
+        with pytest.raises(Exception, match="does not compile float8e4m3fn"):
+            build(module)
+
+
+def test_a_nonzero_float8_zero_point_is_an_error():
+    import ml_dtypes
+
+    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])
+    inits = [_t("s", np.float32(0.1)), _t("z", np.array(1.0, ml_dtypes.float8_e4m3fn))]
+    with pytest.raises(OnnxImportError, match="f8e4m3fn zero point must be 0"):
+        from_onnx(_one_node(node, inits=inits, out_type=TensorProto.FLOAT8E4M3FN))
 
 
 def test_other_precision_is_unsupported():
@@ -540,35 +588,88 @@ def _quantized_cnn(tmp_path: Path) -> tuple[Path, float]:
     return q_path, float(numpy_helper.to_array(y_scale))
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's TorchScript ONNX exporter
-def test_qdq_cnn_explores_checks_clean_and_compiles(tmp_path):
-    import explorer
-    from explorer.check import check
+def _initializer_bytes(path: Path) -> int:
+    return sum(numpy_helper.to_array(i).nbytes for i in onnx.load(str(path)).graph.initializer)
 
-    path, step = _quantized_cnn(tmp_path)
+
+@pytest.fixture(scope="module")
+def quantized_cnn(tmp_path_factory):
+    return _quantized_cnn(tmp_path_factory.mktemp("qdq"))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's TorchScript ONNX exporter
+@pytest.mark.parametrize("fold_qdq", [True, False])
+def test_qdq_cnn_explores_checks_clean_and_compiles(quantized_cnn, fold_qdq):
+    import explorer
+
+    path, step = quantized_cnn
     x = rng.standard_normal((2, 3, 16, 16)).astype(np.float32)
-    trace = explorer.explore(str(path), [x], "fold-qdq,default,legalize-ops,codegen")
+    prefix = "fold-qdq," if fold_qdq else ""
+    trace = explorer.explore(str(path), [x], prefix + "default,legalize-ops,codegen")
     assert trace.failure is None
-    imported, folded = trace.imported.module, trace["fold-qdq"].module
-    before, after = _ops(imported), _ops(folded)
+    imported = trace.imported.module
+    before = _ops(imported)
     assert before["dequantize"] == 13 and before["quantize"] == 7 and before["conv2d"] == 2
-    # left: the input's quantize, three requantizations, the output's dequantize
-    assert after["dequantize"] == 1 and after["quantize"] == 4
-    for n in folded["main"].bindings:
-        if isinstance(n, Call) and n.op in ("conv2d", "linear", "max_pool2d", "flatten"):
-            assert all(not (isinstance(a, Call) and a.op == "dequantize") for a in n.args)
-    # one quantization step of the output; the weights widened from i8 to the i32 / f32 the
-    # integer kernels compute in are the expected growth (the unfolded QDQ model, whose
-    # weights fold to f32, grows as much)
+    if fold_qdq:
+        folded = trace["fold-qdq"].module
+        after = _ops(folded)
+        # left: the input's quantize, three requantizations, the output's dequantize
+        assert after["dequantize"] == 1 and after["quantize"] == 4
+        for n in folded["main"].bindings:
+            if isinstance(n, Call) and n.op in ("conv2d", "linear", "max_pool2d", "flatten"):
+                assert all(not (isinstance(a, Call) and a.op == "dequantize") for a in n.args)
+    # the weights stay quantized through the pipeline: fold-constant leaves their dequantize
+    # (or fold-qdq's widening cast) to run time, so no step grows the parameters
+    file_bytes = _initializer_bytes(path)
+    assert trace["codegen"].param_bytes <= 1.1 * file_bytes
+    assert max(s.param_bytes for s in trace.steps if s.module is not None) <= 1.1 * file_bytes
+    default = trace["default"].module
+    weights = [c for c in default.constants().values() if c.name.endswith("weight_quantized")]
+    assert len(weights) == 3 and all(c.data.dtype == np.int8 for c in weights)
+    # clean with the default param-bloat threshold; one quantization step of the output
     other = rng.standard_normal((3, 3, 16, 16)).astype(np.float32)
     for inputs in ([x], [other]):
-        report = check(trace, inputs, rtol=0.0, atol=step * 1.001, progress=False,
-                       bloat_threshold=4.0)  # fmt: skip
+        report = trace.check(inputs, progress=False, rtol=0.0, atol=step * 1.001)
         assert report.numbers_checked
-        assert [str(f) for f in report.findings if f.is_failure] == []
+        assert [str(f) for f in report.findings] == []
+    # the weights' dequantize / cast runs in the compiled code, fused with what follows it
+    codegen = trace["codegen"].module["main"]
+    kernels = [str(b.attrs.get("kernel")) for b in codegen.bindings if isinstance(b, Call)]
+    widen = "cast" if fold_qdq else "dequantize"
+    assert any(k.startswith(f"fused_{widen}_permute_dims") for k in kernels)  # fc's weight
     (got,) = trace["codegen"].executable()(other)
+    (interpreted,) = run(trace["codegen"].module, other)
+    np.testing.assert_array_equal(got, interpreted)
     want = _ort(onnx.load(str(path)), other)[0]
     assert np.abs(got - want).max() <= step * 1.001
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("fold_qdq", [True, False])
+def test_folding_the_quantized_weights_is_an_option_and_is_flagged(quantized_cnn, fold_qdq):
+    """``fold-constant{fold_qdq=true}`` folds the weights to f32 (as before): the check's
+    param-bloat finding then names them at the fold-constant step."""
+    import explorer
+
+    path, step = quantized_cnn
+    x = rng.standard_normal((2, 3, 16, 16)).astype(np.float32)
+    spec = (
+        "infer-types,canonicalize-bindings,dynamic-to-static,"
+        "decompose-ops{ops=[linear,batch_norm]},fold-constant{fold_qdq=true},"
+        "dead-code-elimination,fuse-ops"
+    )
+    trace = explorer.explore(str(path), [x], ("fold-qdq," if fold_qdq else "") + spec)
+    assert trace.failure is None
+    fold = trace["fold-constant"]
+    assert fold.param_bytes > 3 * _initializer_bytes(path)
+    report = trace.check([x], progress=False, rtol=0.0, atol=step * 1.001)
+    assert [f.kind for f in report.findings] == ["param-bloat"]
+    (finding,) = report.findings
+    assert finding.step is fold
+    grown = {name for name, *_ in finding.details["growth"]}
+    for weight in ("conv1.weight_quantized", "conv2.weight_quantized", "fc.weight_quantized"):
+        assert any(g.startswith(weight + ".") for g in grown), (weight, grown)
+        assert weight in str(finding)
 
 
 def test_a_huge_block_size_allocates_nothing_big():

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from compiler import passes
 from compiler.interpret import run
-from compiler.ir import Module, assert_structural_equal, parse
+from compiler.ir import Module, assert_structural_equal, parse, structural_equal
 
 
 def apply(before: str | Module, spec: str) -> Module:
@@ -42,3 +44,42 @@ def verify_pass(
         ]
         np.testing.assert_allclose(run(after, *args)[0], run(module, *args)[0], rtol=1e-6)
     return after
+
+
+@dataclass(frozen=True)
+class RuleCase:
+    """One rewrite rule of one pass: ``spec`` turns ``before`` into ``expected``, and does
+    change it (so the case needs the rule). ``rule`` names the rule (the test id)."""
+
+    spec: str
+    rule: str
+    before: str
+    expected: str
+    numbers: bool = False
+    provenance: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"{self.spec}: {self.rule}"
+
+
+def verify_rule(case: RuleCase) -> Module:
+    """:func:`verify_pass` on ``case``, and check the pass had something to do: ``before``
+    is not already ``expected`` (a case the pass leaves alone tests no rule)."""
+    assert not structural_equal(parse(case.before), parse(case.expected)), (
+        f"{case.id}: before is already the expected module"
+    )
+    return verify_pass(
+        case.before,
+        case.expected,
+        case.spec,
+        provenance=case.provenance,
+        numbers=case.numbers,
+    )
+
+
+def rule_ids(cases: list[RuleCase]) -> list[str]:
+    """Test ids of ``cases``: each must be unique."""
+    ids = [c.id for c in cases]
+    assert len(set(ids)) == len(ids), "two cases test the same rule under one name"
+    return ids

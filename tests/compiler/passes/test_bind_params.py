@@ -74,7 +74,14 @@ def test_values_are_frozen_when_the_pass_is_built():
     w[:] = 100.0
     after = p(parse(BEFORE))
     np.testing.assert_array_equal(after.constants()["w"].data, W)
-    assert isinstance(p.params[0][1], Constant) and hash(p) == hash(p)
+    ((name, const),) = p.params
+    assert name == "w" and isinstance(const, Constant)
+    # a read-only copy: neither the caller's array nor anyone holding the pass can change it
+    assert not np.shares_memory(const.data, w) and not const.data.flags.writeable
+    with pytest.raises(ValueError):
+        const.data[0, 0] = 1.0
+    # hashable (the pass manager keys passes by value), and usable as a key
+    assert {p: "bound"}[p] == "bound" and p in {p}
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,382 @@
+"""Do the tests catch a broken detector? A list of hand-picked one-line mutations of the
+check's detectors and tolerances, explorer's diff, the widgets' escaping and fold-constant;
+each is applied to a temporary copy of the repository, the tests that should catch it are
+run, and it is reported killed (a test failed) or survived. Run on demand, never in CI.
+
+    .venv/bin/python bench/mutations.py [--only ID ...] [--list] [--full] [--keep]
+
+``--full`` runs the whole test suite (not only the relevant tests) on each survivor. The copy
+is made once under /tmp (the files git knows, plus untracked ones not ignored) and each
+mutation is undone after its run. A mutation whose line is no longer in its file is reported
+``stale`` and not scored (the code moved: update the list).
+
+Goal (issue #21): at least 90% of the mutations killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CHECK_TESTS = (
+    "tests/explorer/test_check_thresholds.py",
+    "tests/explorer/test_check.py",
+    "tests/explorer/test_check_registry.py",
+)
+DIFF_TESTS = ("tests/explorer/test_diff.py",)
+ESCAPE_TESTS = (
+    "tests/widgets/test_untrusted.py",
+    "tests/widgets/test_render.py",
+    "tests/widgets/test_tables.py",
+    "tests/explorer/test_diff.py",
+)
+FOLD_TESTS = (
+    "tests/compiler/passes/test_pass_rules.py",
+    "tests/compiler/passes/test_basic_passes.py",
+)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    id: str
+    path: str
+    old: str  # must occur exactly once in the file
+    new: str
+    tests: tuple[str, ...]
+    why: str = ""
+
+
+M = Mutation
+BLOAT = "explorer/check/detectors/param_bloat.py"
+REPORT = "explorer/check/report.py"
+DIVERGED = "explorer/check/detectors/diverged.py"
+NUMBERS = "explorer/check/numbers.py"
+TRACE = "explorer/trace.py"
+CHECK = "explorer/check/__init__.py"
+SHAPE = "explorer/check/detectors/shape_mismatch.py"
+SIG = "explorer/check/detectors/signature_changed.py"
+PASS_FAILED = "explorer/check/detectors/pass_failed.py"
+RUN_FAILED = "explorer/check/detectors/run_failed.py"
+DIFF = "explorer/diff.py"
+ESC = "widgets/escape.py"
+FOLD = "compiler/passes/fold_constant.py"
+
+MUTATIONS: list[Mutation] = [
+    # ----- param-bloat
+    M(
+        "bloat-and",
+        BLOAT,
+        "bloat_min_bytes or after <=",
+        "bloat_min_bytes and after <=",
+        CHECK_TESTS,
+        "issue #21: size condition `and` instead of `or`",
+    ),
+    M(
+        "bloat-threshold-0",
+        REPORT,
+        "BLOAT_THRESHOLD = 0.10",
+        "BLOAT_THRESHOLD = 0.0",
+        CHECK_TESTS,
+        "issue #21: growth threshold 0",
+    ),
+    M(
+        "bloat-threshold-0.2",
+        REPORT,
+        "BLOAT_THRESHOLD = 0.10",
+        "BLOAT_THRESHOLD = 0.2",
+        CHECK_TESTS,
+    ),
+    M("bloat-floor-0", REPORT, "BLOAT_MIN_BYTES = 1024", "BLOAT_MIN_BYTES = 0", CHECK_TESTS),
+    M("bloat-floor-2048", REPORT, "BLOAT_MIN_BYTES = 1024", "BLOAT_MIN_BYTES = 2048", CHECK_TESTS),
+    M("bloat-floor-le", BLOAT, "delta < facts.options", "delta <= facts.options", CHECK_TESTS),
+    M("bloat-threshold-lt", BLOAT, "after <= before * (", "after < before * (", CHECK_TESTS),
+    M(
+        "bloat-no-children-guard",
+        BLOAT,
+        "if facts.run is None and step.children:",
+        "if False:",
+        CHECK_TESTS,
+    ),
+    # ----- diverged and the tolerances
+    M(
+        "trace-rtol-1e-1",
+        TRACE,
+        "rtol: float = 1e-4,",
+        "rtol: float = 1e-1,",
+        CHECK_TESTS,
+        "issue #21: Trace.check's default rtol raised",
+    ),
+    M(
+        "check-rtol-1e-1",
+        CHECK,
+        "rtol: float = 1e-4,",
+        "rtol: float = 1e-1,",
+        CHECK_TESTS,
+        "issue #21: check()'s default rtol raised",
+    ),
+    M("trace-rtol-1e-5", TRACE, "rtol: float = 1e-4,", "rtol: float = 1e-5,", CHECK_TESTS),
+    M("trace-atol-1e-3", TRACE, "atol: float = 1e-5,", "atol: float = 1e-3,", CHECK_TESTS),
+    M("check-atol-1e-3", CHECK, "atol: float = 1e-5,", "atol: float = 1e-3,", CHECK_TESTS),
+    M("check-atol-1e-6", CHECK, "atol: float = 1e-5,", "atol: float = 1e-6,", CHECK_TESTS),
+    M(
+        "tolerance-no-rel",
+        NUMBERS,
+        "diff > atol + rtol * np.abs(np.nan_to_num(r64))",
+        "diff > atol + rtol",
+        CHECK_TESTS,
+    ),
+    M(
+        "tolerance-ge",
+        NUMBERS,
+        "diff > atol + rtol * np.abs(np.nan_to_num(r64))",
+        "diff >= 0.5 * (atol + rtol * np.abs(np.nan_to_num(r64)))",
+        CHECK_TESTS,
+    ),
+    M(
+        "nan-as-same",
+        NUMBERS,
+        "same_nan = np.isnan(a64) & np.isnan(r64)",
+        "same_nan = np.isnan(a64) | np.isnan(r64)",
+        CHECK_TESTS,
+    ),
+    M(
+        "diverged-every-step",
+        DIVERGED,
+        "if run is None or not run.diverged or cmp is None:",
+        "if run is None or cmp is None:",
+        CHECK_TESTS,
+    ),
+    M(
+        "diverged-not-again",
+        DIVERGED,
+        "and _allclose(run.outputs, before.outputs,",
+        "or _allclose(run.outputs, before.outputs,",
+        CHECK_TESTS,
+    ),
+    M(
+        "diverged-no-node",
+        DIVERGED,
+        "[errors[0].node] if errors else [],",
+        "[],",
+        CHECK_TESTS,
+    ),
+    # ----- the other detectors
+    M("shape-every-step", SHAPE, "if id(mm.node) not in seen:", "if True:", CHECK_TESTS),
+    M("shape-no-status", SHAPE, 'facts.check.status = "shape-mismatch"', "pass", CHECK_TESTS),
+    M(
+        "signature-flipped",
+        SIG,
+        "if before.convention == run.convention:",
+        "if before.convention != run.convention:",
+        CHECK_TESTS,
+    ),
+    M(
+        "pass-failed-parents",
+        PASS_FAILED,
+        "if not step.failed or step.children:",
+        "if not step.failed:",
+        CHECK_TESTS,
+    ),
+    M(
+        "run-failed-every-step",
+        RUN_FAILED,
+        "or (before is not None and before.error is not None)",
+        "or False",
+        CHECK_TESTS,
+    ),
+    # ----- explorer's diff
+    M("diff-op-flipped", DIFF, "if na.op != nb.op:", "if na.op == nb.op:", DIFF_TESTS),
+    M("diff-attrs-ignored", DIFF, "if na.attrs != nb.attrs:", "if False:", DIFF_TESTS),
+    M("diff-inputs-ignored", DIFF, "if mapped != list(ins_a):", "if False:", DIFF_TESTS),
+    M("diff-removed-flipped", DIFF, "if nid not in matched_a]", "if nid in matched_a]", DIFF_TESTS),
+    M("diff-added-flipped", DIFF, "if nid not in matches]", "if nid in matches]", DIFF_TESTS),
+    M("diff-signature-params", DIFF, "if a.params != b.params:", "if False:", DIFF_TESTS),
+    M(
+        "diff-html-unescaped",
+        DIFF,
+        'f"<li><code>{html.escape(x)}</code></li>"',
+        'f"<li><code>{x}</code></li>"',
+        DIFF_TESTS + ESCAPE_TESTS,
+    ),
+    # ----- the widgets' escaping
+    M("esc-none", ESC, "return html.escape(text, quote=True)", "return text", ESCAPE_TESTS),
+    M(
+        "esc-no-quotes",
+        ESC,
+        "html.escape(text, quote=True)",
+        "html.escape(text, quote=False)",
+        ESCAPE_TESTS,
+    ),
+    M("esc-control-kept", ESC, '_CONTROL.sub("\\ufffd", str(value))', "str(value)", ESCAPE_TESTS),
+    M(
+        "esc-limit-off-by-one",
+        ESC,
+        'text = text[: limit - 1] + "…"',
+        'text = text[:limit] + "…"',
+        ESCAPE_TESTS,
+    ),
+    M("json-script-lt", ESC, 'text.replace("<", "\\\\u003c")', "text", ESCAPE_TESTS),
+    # ----- fold-constant
+    M(
+        "fold-tuple-item",
+        FOLD,
+        "return field if isinstance(field, Constant) else None",
+        "return None",
+        FOLD_TESTS,
+        "issue #21: %t[0] of a tuple literal no longer folded",
+    ),
+    M(
+        "fold-symbolic-guard",
+        FOLD,
+        " or any(_has_symbols(v) for v in node.attrs.values())",
+        "",
+        FOLD_TESTS,
+        "issue #21: the guard against symbolic attributes removed",
+    ),
+    M(
+        "fold-symbolic-tuple",
+        FOLD,
+        "return isinstance(value, tuple) and any(_has_symbols(v) for v in value)",
+        "return False",
+        FOLD_TESTS,
+    ),
+    M("fold-max-bytes-ge", FOLD, "if size > max_bytes:", "if size >= max_bytes:", FOLD_TESTS),
+    M(
+        "fold-data-growth-1",
+        FOLD,
+        "DATA_DEPENDENT_GROWTH = 64",
+        "DATA_DEPENDENT_GROWTH = 1",
+        FOLD_TESTS,
+    ),
+    M(
+        "fold-any-constant",
+        FOLD,
+        "not all(isinstance(a, Constant) for a in node.args)",
+        "not any(isinstance(a, Constant) for a in node.args)",
+        FOLD_TESTS,
+    ),
+    M(
+        "fold-tuple-nonconst",
+        FOLD,
+        "return field if isinstance(field, Constant) else None",
+        "return field",
+        FOLD_TESTS,
+    ),
+    M("fold-name", FOLD, 'base = f"{base}.{node.op}" if base', "base = base if base", FOLD_TESTS),
+]
+
+
+def copy_repo(dest: str) -> None:
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for rel in filter(None, files):
+        src = os.path.join(ROOT, rel)
+        if not os.path.isfile(src):
+            continue
+        out = os.path.join(dest, rel)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        shutil.copy2(src, out)
+
+
+def run_tests(copy: str, tests: tuple[str, ...], timeout: float) -> tuple[int, float, str]:
+    env = {**os.environ, "PYTHONPATH": copy, "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(
+            cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return -1, time.monotonic() - t0, "timeout"
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("FAILED") or "ERROR" in ln]
+    return proc.returncode, time.monotonic() - t0, (lines[0] if lines else "")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", default=None, help="mutation ids to run")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--full", action="store_true", help="run the whole suite on survivors")
+    ap.add_argument("--keep", action="store_true", help="keep the copy under /tmp")
+    ap.add_argument("--timeout", type=float, default=900)
+    args = ap.parse_args()
+    chosen = [m for m in MUTATIONS if args.only is None or m.id in args.only]
+    if args.list:
+        for m in chosen:
+            print(f"{m.id:26} {m.path}: {m.old!r} -> {m.new!r}")
+        return 0
+    copy = tempfile.mkdtemp(prefix="passlens-mutants-")
+    try:
+        copy_repo(copy)
+        baseline = sorted({t for m in chosen for t in m.tests})
+        code, secs, first = run_tests(copy, tuple(baseline), args.timeout)
+        print(
+            f"baseline: {len(baseline)} test files, {'green' if code == 0 else 'RED'} "
+            f"({secs:.0f} s)"
+        )
+        if code != 0:
+            print(f"  {first}\nthe unmutated tests must pass first", flush=True)
+            return 2
+        killed, survived, stale = [], [], []
+        for m in chosen:
+            path = os.path.join(copy, m.path)
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            if text.count(m.old) != 1:
+                stale.append(m)
+                print(f"  stale     {m.id}: {m.old!r} occurs {text.count(m.old)} times", flush=True)
+                continue
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text.replace(m.old, m.new))
+            try:
+                code, secs, first = run_tests(copy, m.tests, args.timeout)
+                if code == 0 and args.full:
+                    code, secs2, first = run_tests(copy, ("tests",), args.timeout)
+                    secs += secs2
+            finally:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+            if code == 0:
+                survived.append(m)
+                print(
+                    f"  SURVIVED  {m.id} ({secs:.0f} s): {m.path}: {m.old!r} -> {m.new!r}",
+                    flush=True,
+                )
+            else:
+                killed.append(m)
+                why = f" [{m.why}]" if m.why else ""
+                print(f"  killed    {m.id}{why} ({secs:.0f} s) {first[:100]}", flush=True)
+        scored = len(killed) + len(survived)
+        score = 100 * len(killed) / scored if scored else 0.0
+        print(
+            f"score: {len(killed)}/{scored} mutations killed ({score:.0f}%)"
+            + (f", {len(stale)} stale" if stale else "")
+        )
+        for m in survived:
+            print(f"survivor: {m.id}: {m.path}: {m.old!r} -> {m.new!r}")
+        return 0 if score >= 90 else 1
+    finally:
+        if args.keep:
+            print(f"copy kept in {copy}")
+        else:
+            shutil.rmtree(copy, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

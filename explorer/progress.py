@@ -1,0 +1,226 @@
+"""Progress of long work (explore, check, the HTML report, reduce), one helper for all.
+
+``progress`` is what the user passed:
+
+- ``None`` (the default): a tqdm bar on a terminal and an ipywidgets bar in Jupyter, once
+  the job has run ``DELAY`` seconds (quick work shows nothing); elsewhere (CI logs, a pipe)
+  one short line when a job that took ``LINE_AFTER`` seconds or more ends;
+- ``True``: the same, at once, and the line for every job;
+- ``False``: nothing;
+- a callable: called instead (each job says with what).
+
+Names in the text come from the model: control characters are shown escaped, so a pass or
+step name cannot drive the terminal."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from typing import Any
+
+DELAY = 1.0  # seconds before a bar appears (progress=None)
+LINE_AFTER = 5.0  # seconds a job must take for its line (progress=None, not a terminal)
+LABEL_CHARS = 48  # a step's name is cut after this many characters
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def clean(text: Any, limit: int = LABEL_CHARS) -> str:
+    """``text`` as one short printable line (at most ``limit`` characters)."""
+    text = _CONTROL.sub(lambda m: ascii(m.group())[1:-1], str(text))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (where a widget shows)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None or "ipykernel" not in sys.modules:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except Exception:
+        return False
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except Exception:
+        return False
+
+
+def mode_of(progress: Any) -> str | None:
+    """``callback``, ``widget``, ``bar`` (tqdm), ``line`` or None (nothing)."""
+    if progress is False:
+        return None
+    if callable(progress):
+        return "callback"
+    if in_notebook():
+        return "widget"
+    if _isatty(sys.stderr):
+        return "bar"
+    return "line"
+
+
+class Job:
+    """One job's progress: ``advance(label)`` after each unit of work (or ``show(done,
+    label)``), ``close()`` at the end (or use it as a context manager).
+
+    ``desc``: what the job does (``checking``); ``total``: how many units (None: unknown);
+    ``callback``: how a callable ``progress`` is called, ``callback(done, total, label)``
+    (None: the caller calls it itself)."""
+
+    def __init__(
+        self,
+        progress: Any,
+        desc: str,
+        total: int | None,
+        unit: str = "step",
+        callback=None,
+    ):
+        self.progress = progress
+        self.mode = mode_of(progress)
+        self.desc = desc
+        self.total = total
+        self.unit = unit
+        self.callback = callback
+        self.done = 0
+        self.label = ""
+        self.note = ""  # shown instead of the label (reduce: what it has found so far)
+        self.line = None  # a callable giving the job's line instead of summary()'s own
+        self.start = time.perf_counter()
+        self.forced = progress is True
+        self._bar: Any = None
+        self._widget: Any = None
+        self._closed = False
+
+    # ----- updates ---------------------------------------------------------------------------
+    def advance(self, label: str = "") -> None:
+        """One more unit done (``label``: the name of the one starting or just done)."""
+        self.show(self.done + 1, label)
+
+    def show(self, done: int, label: str = "") -> None:
+        """``done`` units done."""
+        self.done, self.label = done, label
+        if self.mode == "callback":
+            if self.callback is not None:
+                self.callback(done, self.total, label)
+        elif self.mode == "bar":
+            self._show_bar()
+        elif self.mode == "widget":
+            self._show_widget()
+
+    def _due(self) -> bool:
+        return self.forced or time.perf_counter() - self.start >= DELAY
+
+    def _text(self) -> str:
+        return clean(self.note, 100) if self.note else clean(self.label)
+
+    def _show_bar(self) -> None:
+        if self._bar is None:
+            if not self._due():
+                return
+            try:
+                from tqdm import tqdm
+            except ImportError:  # no tqdm: the line at the end only
+                self.mode = "line"
+                return
+            self._bar = tqdm(
+                total=self.total,
+                desc=self.desc,
+                unit=self.unit,
+                file=sys.stderr,
+                leave=False,
+                dynamic_ncols=True,
+            )
+        self._bar.n = self.done
+        self._bar.set_postfix_str(self._text(), refresh=False)
+        self._bar.refresh()
+
+    def _show_widget(self) -> None:
+        if self._widget is None:
+            if not self._due():
+                return
+            try:
+                import ipywidgets
+                from IPython.display import display
+            except ImportError:
+                self.mode = "line"
+                return
+            bar = ipywidgets.IntProgress(value=0, min=0, max=max(self.total or 1, 1))
+            text = ipywidgets.Label(value="")  # plain text: names are not HTML
+            self._widget = (bar, text)
+            display(ipywidgets.HBox([ipywidgets.Label(value=self.desc), bar, text]))
+        bar, text = self._widget
+        bar.max = max(self.total or self.done or 1, self.done, 1)
+        bar.value = self.done
+        text.value = f"{self.done}/{self.total or '?'} {self._text()}"
+
+    # ----- the end -----------------------------------------------------------------------------
+    def summary(self) -> str:
+        """The job in one line: ``checking: 25/25 steps in 0.3 s (last: fold-constant)``."""
+        if self.line is not None:
+            return clean(self.line(), 200)
+        seconds = time.perf_counter() - self.start
+        count = f"{self.done}/{self.total}" if self.total is not None else str(self.done)
+        unit = {"pass": "passes", "step": "steps"}.get(self.unit, self.unit)
+        text = f"{self.desc}: {count} {unit} in {seconds:.1f} s"
+        if self.label:
+            text += f" (last: {clean(self.label)})"
+        return text
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._bar is not None:
+            self._bar.close()
+        if self._widget is not None:
+            bar, text = self._widget
+            bar.value = bar.max if self.total is not None else bar.value
+            bar.bar_style = "success"
+            text.value = self.summary()
+        seconds = time.perf_counter() - self.start
+        if self.mode == "line" and (self.forced or seconds >= LINE_AFTER):
+            sys.stderr.write(self.summary() + "\n")
+            sys.stderr.flush()
+
+    def __enter__(self) -> Job:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ===== explore: one unit per pass application ===================================================
+
+
+def passes_job(progress: Any, pipeline: Any) -> tuple[Job, list]:
+    """The job of running ``pipeline`` (explore) and the instruments that report to it: a
+    callable ``progress`` is called ``(done, total, pass name)`` before each pass runs."""
+    from compiler.passes import Instrument, Sequential, build_pipeline
+
+    def count(p) -> int:
+        return 1 + sum(count(c) for c in p.passes) if isinstance(p, Sequential) else 1
+
+    if progress is False:
+        return Job(False, "exploring", None), []
+    try:
+        total: int | None = sum(count(p) for p in build_pipeline(pipeline).passes)
+    except Exception:  # the run says what is wrong with the pipeline
+        total = None
+    job = Job(progress, "exploring", total, unit="pass", callback=progress)
+
+    class _Report(Instrument):
+        def before(self, p, module, depth: int) -> None:
+            name = getattr(p, "label", "") or getattr(p, "name", "") or p.spec()
+            if job.total is not None and job.done >= job.total:
+                job.total = None  # a pass ran passes of its own: the count was a guess
+            job.advance(name)
+
+    return job, [_Report()]
+
+
+__all__ = ["DELAY", "LINE_AFTER", "Job", "clean", "in_notebook", "mode_of", "passes_job"]

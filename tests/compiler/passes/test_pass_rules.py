@@ -1,0 +1,512 @@
+"""One small Before/Expected case per rewrite rule, each needing its rule (the pass changes
+``before``): removing or flipping a rule fails its case. One table for every pass, checked by
+``helpers.verify_rule``; bench/mutations.py mutates some of these rules on purpose."""
+
+import pytest
+
+from compiler import passes
+from compiler.ir import parse
+from tests.compiler.passes.helpers import RuleCase, rule_ids, verify_rule
+
+C = RuleCase
+
+FOLD = [
+    C(
+        "fold-constant",
+        "an op on unnamed constants becomes a constant named after the binding",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %e: f32[2] = exp(const(f32[2], [0.0, 0.0]))
+  %y: f32[2] = add(%x, %e)
+  return %y
+}""",
+        """
+weights {
+  $const.e: f32[2] = [1.0, 1.0]
+}
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = add(%x, $const.e)
+  return %y
+}""",
+        numbers=True,
+    ),
+    C(
+        "fold-constant",
+        "a folded constant is named after its first named input and the op",
+        """
+weights {
+  $w: f32[2] = [1.0, 4.0]
+}
+def @main(%x: f32[2]) -> f32[2] {
+  %s: f32[2] = sqrt($w)
+  %y: f32[2] = multiply(%x, %s)
+  return %y
+}""",
+        """
+weights {
+  $w.sqrt: f32[2] = [1.0, 2.0]
+}
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = multiply(%x, $w.sqrt)
+  return %y
+}""",
+    ),
+    C(
+        "fold-constant",
+        "%t[0] of a tuple literal whose item is a constant is the constant",
+        """
+def @main(%x: f32[2]) -> (f32[2], f32[2]) {
+  %t: (f32[2], f32[2]) = (const(f32[2], [1.0, 2.0]), %x)
+  %a: f32[2] = %t[0]
+  %b: f32[2] = %t[1]
+  %y: f32[2] = add(%a, %b)
+  %o: (f32[2], f32[2]) = (%y, %b)
+  return %o
+}""",
+        # %t[1] is not a constant: left to canonicalize-bindings
+        """
+def @main(%x: f32[2]) -> (f32[2], f32[2]) {
+  %t: (f32[2], f32[2]) = (const(f32[2], [1.0, 2.0]), %x)
+  %b: f32[2] = %t[1]
+  %y: f32[2] = add(const(f32[2], [1.0, 2.0]), %b)
+  %o: (f32[2], f32[2]) = (%y, %b)
+  return %o
+}""",
+    ),
+    C(
+        "fold-constant",
+        "an op folded through a tuple item of a tuple literal",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %t: (f32[2], f32[2]) = (const(f32[2], [0.0, 0.0]), %x)
+  %a: f32[2] = %t[0]
+  %e: f32[2] = exp(%a)
+  %y: f32[2] = add(%x, %e)
+  return %y
+}""",
+        """
+weights {
+  $const.e: f32[2] = [1.0, 1.0]
+}
+def @main(%x: f32[2]) -> f32[2] {
+  %t: (f32[2], f32[2]) = (const(f32[2], [0.0, 0.0]), %x)
+  %y: f32[2] = add(%x, $const.e)
+  return %y
+}""",
+    ),
+]
+
+SYMBOLIC = """
+def @main(%x: f32[n]) -> f32[n] {
+  %z: f32[n] = zeros(shape=[n], dtype=f32)
+  %y: f32[n] = add(%x, %z)
+  return %y
+}"""
+
+
+def test_fold_constant_leaves_an_op_with_symbolic_attributes_alone():
+    """``zeros(shape=[n])`` has no inputs, so all of them are constants; its shape is not
+    known until run time: it is not folded (and folding it is not attempted)."""
+    module = parse(SYMBOLIC)
+    result = passes.run(module, "fold-constant")
+    assert result.ok, result.failure and result.failure.traceback
+    assert result.module is module
+
+
+def test_fold_constant_folds_the_same_op_with_a_static_shape():
+    """The guard above is about symbols, not about ops without inputs."""
+    static = SYMBOLIC.replace("n]", "3]").replace("[n", "[3")
+    after = passes.run(parse(static), "fold-constant").module
+    assert [b.op for b in after["main"].bindings] == ["add"]
+
+
+def test_fold_constant_does_not_forward_a_tuple_item_that_is_not_a_constant():
+    before = parse(
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %t: (f32[2], f32[2]) = (const(f32[2], [1.0, 2.0]), %x)
+  %b: f32[2] = %t[1]
+  %y: f32[2] = exp(%b)
+  return %y
+}"""
+    )
+    assert passes.run(before, "fold-constant").module is before
+
+
+def test_fold_constant_folds_up_to_max_bytes_inclusive():
+    text = """
+def @main(%x: f32[4]) -> f32[4] {
+  %e: f32[4] = exp(const(f32[4], [0.0, 0.0, 0.0, 0.0]))
+  %y: f32[4] = add(%x, %e)
+  return %y
+}"""
+    assert len(passes.run(parse(text), "fold-constant{max_bytes=16}").module["main"].bindings) == 1
+    assert len(passes.run(parse(text), "fold-constant{max_bytes=15}").module["main"].bindings) == 2
+
+
+def test_fold_constant_needs_every_input_constant():
+    text = """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = add(%x, const(f32[2], [1.0, 2.0]))
+  return %y
+}"""
+    module = parse(text)
+    assert passes.run(module, "fold-constant").module is module
+
+
+CANONICALIZE = [
+    C(
+        "canonicalize-bindings,dead-code-elimination",  # the tuple stays bound until dce
+        "(a, b)[0] -> a",
+        """
+def @main(%x: f32[2], %w: f32[2]) -> f32[2] {
+  %t: (f32[2], f32[2]) = (%x, %w)
+  %a: f32[2] = %t[0]
+  %y: f32[2] = exp(%a)
+  return %y
+}""",
+        """
+def @main(%x: f32[2], %w: f32[2]) -> f32[2] {
+  %y: f32[2] = exp(%x)
+  return %y
+}""",
+    ),
+    C(
+        "canonicalize-bindings,dead-code-elimination",  # the tuple stays bound until dce
+        "(t[0], t[1]) of a 2-tuple t -> t",
+        """
+def @main(%x: f32[2]) -> (f32[1], f32[1]) {
+  %s: (f32[1], f32[1]) = split(%x, indices_or_sections=2, axis=0)
+  %a: f32[1] = %s[0]
+  %b: f32[1] = %s[1]
+  %t: (f32[1], f32[1]) = (%a, %b)
+  return %t
+}""",
+        """
+def @main(%x: f32[2]) -> (f32[1], f32[1]) {
+  %s: (f32[1], f32[1]) = split(%x, indices_or_sections=2, axis=0)
+  return %s
+}""",
+    ),
+    C(
+        "canonicalize-bindings",
+        "identity(x) -> x",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %i: f32[2] = identity(%x)
+  %y: f32[2] = exp(%i)
+  return %y
+}""",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = exp(%x)
+  return %y
+}""",
+    ),
+    C(
+        "canonicalize-bindings",
+        "cast to the dtype it has -> x",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %c: f32[2] = cast(%x, dtype=f32)
+  %y: f32[2] = exp(%c)
+  return %y
+}""",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = exp(%x)
+  return %y
+}""",
+    ),
+    C(
+        "canonicalize-bindings",
+        "reshape to its own static shape -> x",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %r: f32[2, 3] = reshape(%x, shape=[2, 3])
+  %y: f32[2, 3] = exp(%r)
+  return %y
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %y: f32[2, 3] = exp(%x)
+  return %y
+}""",
+    ),
+    C(
+        "canonicalize-bindings",
+        "broadcast_to its own static shape -> x",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %r: f32[2, 3] = broadcast_to(%x, shape=[2, 3])
+  %y: f32[2, 3] = exp(%r)
+  return %y
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %y: f32[2, 3] = exp(%x)
+  return %y
+}""",
+    ),
+    C(
+        "canonicalize-bindings",
+        "a permutation that moves nothing -> x",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %p: f32[2, 3] = permute_dims(%x, axes=[0, 1])
+  %y: f32[2, 3] = exp(%p)
+  return %y
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %y: f32[2, 3] = exp(%x)
+  return %y
+}""",
+    ),
+]
+
+
+def test_canonicalize_bindings_keeps_what_is_not_trivial():
+    """Near misses of each rule: a reshape to another shape, a real permutation, a cast to
+    another dtype, a reshape to a symbolic shape, tuple items out of order."""
+    module = parse(
+        """
+def @main(%x: f32[2, 3], %v: f32[n]) -> (f32[3, 2], f32[3, 2], f16[2, 3], f32[n]) {
+  %r: f32[3, 2] = reshape(%x, shape=[3, 2])
+  %p: f32[3, 2] = permute_dims(%x, axes=[1, 0])
+  %c: f16[2, 3] = cast(%x, dtype=f16)
+  %s: f32[n] = reshape(%v, shape=[n])
+  %o: (f32[3, 2], f32[3, 2], f16[2, 3], f32[n]) = (%r, %p, %c, %s)
+  return %o
+}"""
+    )
+    assert passes.run(module, "canonicalize-bindings").module is module
+    swapped = parse(
+        """
+def @main(%x: f32[2]) -> (f32[1], f32[1]) {
+  %q: (f32[1], f32[1]) = split(%x, indices_or_sections=2, axis=0)
+  %b: f32[1] = %q[1]
+  %a: f32[1] = %q[0]
+  %t: (f32[1], f32[1]) = (%b, %a)
+  return %t
+}"""
+    )
+    assert passes.run(swapped, "canonicalize-bindings").module is swapped
+
+
+DCE = [
+    C(
+        "dead-code-elimination",
+        "a binding nothing reads is dropped",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %a: f32[2] = exp(%x)
+  %y: f32[2] = relu(%x)
+  return %y
+}""",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = relu(%x)
+  return %y
+}""",
+    ),
+    C(
+        "dead-code-elimination",
+        "a private function nobody calls is dropped",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = relu(%x)
+  return %y
+}
+def @unused(%a: f32[2]) -> f32[2] attrs {private = true} {
+  %b: f32[2] = exp(%a)
+  return %b
+}""",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = relu(%x)
+  return %y
+}""",
+    ),
+]
+
+
+def test_dce_keeps_a_private_function_that_is_called_and_every_public_one():
+    module = parse(
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = call @f(%x)
+  return %y
+}
+def @f(%a: f32[2]) -> f32[2] attrs {private = true} {
+  %b: f32[2] = call @g(%a)
+  return %b
+}
+def @g(%a: f32[2]) -> f32[2] attrs {private = true} {
+  %b: f32[2] = exp(%a)
+  return %b
+}
+def @other(%a: f32[2]) -> f32[2] {
+  %b: f32[2] = exp(%a)
+  return %b
+}"""
+    )
+    after = passes.run(module, "dead-code-elimination").module
+    assert list(after.functions) == ["main", "f", "g", "other"]
+
+
+FOLD_QDQ = [
+    C(
+        "fold-qdq",
+        "relu with the same scale and zero point in and out -> maximum(x, zx)",
+        """
+def @main(%x: u8[2, 4]) -> u8[2, 4] {
+  %d: f32[2, 4] = dequantize(%x, const(f32[], 0.5), const(u8[], 128))
+  %r: f32[2, 4] = relu(%d)
+  %q: u8[2, 4] = quantize(%r, const(f32[], 0.5), const(u8[], 128))
+  return %q
+}""",
+        """
+def @main(%x: u8[2, 4]) -> u8[2, 4] {
+  %q: u8[2, 4] = maximum(%x, const(u8[], 128))
+  return %q
+}""",
+    ),
+    C(
+        "fold-qdq",
+        "data movement on the quantized values",
+        """
+def @main(%x: u8[2, 4]) -> u8[8] {
+  %d: f32[2, 4] = dequantize(%x, const(f32[], 0.5), const(u8[], 128))
+  %r: f32[8] = reshape(%d, shape=[8])
+  %q: u8[8] = quantize(%r, const(f32[], 0.5), const(u8[], 128))
+  return %q
+}""",
+        """
+def @main(%x: u8[2, 4]) -> u8[8] {
+  %q: u8[8] = reshape(%x, allowzero=true, shape=[8])
+  return %q
+}""",
+    ),
+    C(
+        "fold-qdq",
+        "quantize(dequantize(x)) with equal parameters -> x",
+        """
+def @main(%x: u8[2, 4]) -> u8[2, 4] {
+  %d: f32[2, 4] = dequantize(%x, const(f32[], 0.5), const(u8[], 128))
+  %q: u8[2, 4] = quantize(%d, const(f32[], 0.5), const(u8[], 128))
+  return %q
+}""",
+        """
+def @main(%x: u8[2, 4]) -> u8[2, 4] {
+  return %x
+}""",
+    ),
+    C(
+        "fold-qdq",
+        "add: both inputs rescaled to the output scale",
+        """
+def @main(%x: u8[4], %y: u8[4]) -> u8[4] {
+  %a: f32[4] = dequantize(%x, const(f32[], 0.5), const(u8[], 128))
+  %b: f32[4] = dequantize(%y, const(f32[], 0.25), const(u8[], 100))
+  %s: f32[4] = add(%a, %b)
+  %q: u8[4] = quantize(%s, const(f32[], 1.0), const(u8[], 120))
+  return %q
+}""",
+        """
+def @main(%x: u8[4], %y: u8[4]) -> u8[4] {
+  %cast: i32[4] = cast(%x, dtype=i32)
+  %subtract: i32[4] = subtract(%cast, const(i32[], 128))
+  %cast_1: f32[4] = cast(%subtract, dtype=f32)
+  %multiply: f32[4] = multiply(%cast_1, const(f32[], 0.5))
+  %cast_2: i32[4] = cast(%y, dtype=i32)
+  %subtract_1: i32[4] = subtract(%cast_2, const(i32[], 100))
+  %cast_3: f32[4] = cast(%subtract_1, dtype=f32)
+  %multiply_1: f32[4] = multiply(%cast_3, const(f32[], 0.25))
+  %add: f32[4] = add(%multiply, %multiply_1)
+  %q: u8[4] = quantize(%add, const(f32[], 1.0), const(u8[], 120))
+  return %q
+}""",
+    ),
+    C(
+        "fold-qdq",
+        "matmul: integer matmul of x - zx and w - zw, requantized",
+        """
+weights {
+  $w: i8[3, 2] = [[1, 2], [3, 4], [5, 6]]
+}
+def @main(%x: u8[2, 3]) -> u8[2, 2] {
+  %a: f32[2, 3] = dequantize(%x, const(f32[], 0.5), const(u8[], 128))
+  %w: f32[3, 2] = dequantize($w, const(f32[], 0.25), const(i8[], 0))
+  %m: f32[2, 2] = matmul(%a, %w)
+  %q: u8[2, 2] = quantize(%m, const(f32[], 1.0), const(u8[], 120))
+  return %q
+}""",
+        """
+weights {
+  $w: i8[3, 2] = [[1, 2], [3, 4], [5, 6]]
+}
+def @main(%x: u8[2, 3]) -> u8[2, 2] {
+  %cast: i32[2, 3] = cast(%x, dtype=i32)
+  %subtract: i32[2, 3] = subtract(%cast, const(i32[], 128))
+  %cast_1: i32[3, 2] = cast($w, dtype=i32)
+  %matmul: i32[2, 2] = matmul(%subtract, %cast_1, out_dtype=i32)
+  %cast_2: f32[2, 2] = cast(%matmul, dtype=f32)
+  %multiply: f32[2, 2] = multiply(%cast_2, const(f32[], 0.125))
+  %q: u8[2, 2] = quantize(%multiply, const(f32[], 1.0), const(u8[], 120))
+  return %q
+}""",
+    ),
+    C(
+        "fold-qdq",
+        "conv2d: integer convolution (in f32: bounded weights), requantized",
+        """
+weights {
+  $w: i8[2, 1, 1, 1] = [[[[3]]], [[[-2]]]]
+}
+def @main(%x: u8[1, 1, 2, 2]) -> u8[1, 2, 2, 2] {
+  %a: f32[1, 1, 2, 2] = dequantize(%x, const(f32[], 0.5), const(u8[], 128))
+  %w: f32[2, 1, 1, 1] = dequantize($w, const(f32[], 0.25), const(i8[], 0))
+  %c: f32[1, 2, 2, 2] = conv2d(%a, %w)
+  %q: u8[1, 2, 2, 2] = quantize(%c, const(f32[], 1.0), const(u8[], 120))
+  return %q
+}""",
+        """
+weights {
+  $w: i8[2, 1, 1, 1] = [[[[3]]], [[[-2]]]]
+}
+def @main(%x: u8[1, 1, 2, 2]) -> u8[1, 2, 2, 2] {
+  %cast: i32[1, 1, 2, 2] = cast(%x, dtype=i32)
+  %subtract: i32[1, 1, 2, 2] = subtract(%cast, const(i32[], 128))
+  %cast_1: f32[1, 1, 2, 2] = cast(%subtract, dtype=f32)
+  %cast_2: i32[2, 1, 1, 1] = cast($w, dtype=i32)
+  %cast_3: f32[2, 1, 1, 1] = cast(%cast_2, dtype=f32)
+  %conv2d: f32[1, 2, 2, 2] = conv2d(%cast_1, %cast_3)
+  %cast_4: i32[1, 2, 2, 2] = cast(%conv2d, dtype=i32)
+  %cast_5: f32[1, 2, 2, 2] = cast(%cast_4, dtype=f32)
+  %multiply: f32[1, 2, 2, 2] = multiply(%cast_5, const(f32[], 0.125))
+  %q: u8[1, 2, 2, 2] = quantize(%multiply, const(f32[], 1.0), const(u8[], 120))
+  return %q
+}""",
+    ),
+]
+
+
+def test_fold_qdq_leaves_relu_between_different_quantizations():
+    text = """
+def @main(%x: u8[2, 4]) -> u8[2, 4] {
+  %d: f32[2, 4] = dequantize(%x, const(f32[], 0.5), const(u8[], 128))
+  %r: f32[2, 4] = relu(%d)
+  %q: u8[2, 4] = quantize(%r, const(f32[], 0.25), const(u8[], 128))
+  return %q
+}"""
+    after = passes.run(parse(text), "fold-qdq").module
+    assert "relu" in {getattr(b, "op", None) for b in after["main"].bindings}
+
+
+CASES = FOLD + CANONICALIZE + DCE + FOLD_QDQ
+
+
+@pytest.mark.parametrize("case", CASES, ids=rule_ids(CASES))
+def test_rule(case):
+    verify_rule(case)

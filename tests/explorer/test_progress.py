@@ -1,0 +1,122 @@
+"""Progress of long work (explore per pass, check per step, to_html per step, reduce): one line
+per job when stderr is no terminal (CI logs), silent with progress=False and for quick work,
+a tqdm bar on a terminal, an ipywidgets bar in Jupyter, callbacks."""
+
+import io
+import os
+import re
+
+import pytest
+
+import explorer
+from compiler import models
+from explorer import progress as prog
+from tests.compiler.passes.test_lazy_params import NESTED
+
+PIPELINE = "decompose-ops,fold-constant,dead-code-elimination"
+
+
+@pytest.fixture(scope="module")
+def failed():
+    """A trace whose pass fails (something to reduce)."""
+    return explorer.explore(NESTED, pipeline="fold-constant,replica-lazy-transform-params")
+
+
+def jobs(capsys, progress, tmp_path, failed) -> dict[str, str]:
+    """What each of the four jobs writes on stderr with ``progress``."""
+    err = {}
+    trace = explorer.explore(models.mlp(), pipeline=PIPELINE, progress=progress)
+    err["explore"] = capsys.readouterr().err
+    report = trace.check(progress=progress)
+    err["check"] = capsys.readouterr().err
+    trace.to_html(tmp_path / "r.html", report=report, progress=progress)
+    err["to_html"] = capsys.readouterr().err
+    failed.check(progress=False).reduce(budget=5, progress=progress)
+    err["reduce"] = capsys.readouterr().err
+    return err
+
+
+def test_not_a_terminal_one_line_per_job(capsys, tmp_path, failed):
+    err = jobs(capsys, True, tmp_path, failed)
+    assert all(text.count("\n") == 1 and text.endswith("\n") for text in err.values()), err
+    assert "\r" not in "".join(err.values())  # no redrawn bars in a log
+    assert re.fullmatch(
+        r"exploring: 3/3 passes in \d+\.\d s \(last: dead-code-elimination\)\n", err["explore"]
+    )
+    assert re.fullmatch(r"checking: 4/4 steps in \d+\.\d s \(last: \S+\)\n", err["check"])
+    assert err["to_html"].startswith("writing the report: 4/4 steps in ")
+    assert re.fullmatch(r"reducing \(.*\) \d+ candidates tried.*, \d+\.\d s\n", err["reduce"])
+
+
+def test_progress_false_is_silent(capsys, tmp_path, failed, monkeypatch):
+    monkeypatch.setattr(prog, "LINE_AFTER", 0.0)  # even for "long" jobs
+    monkeypatch.setattr(prog, "DELAY", 0.0)
+    assert jobs(capsys, False, tmp_path, failed) == dict.fromkeys(
+        ["explore", "check", "to_html", "reduce"], ""
+    )
+
+
+def test_by_default_quick_jobs_are_silent_and_long_ones_get_their_line(capsys, tmp_path):
+    trace = explorer.explore(models.mlp(), pipeline=PIPELINE)
+    trace.check()
+    trace.to_html(tmp_path / "r.html")
+    assert capsys.readouterr().err == ""
+    prog.LINE_AFTER, saved = 0.0, prog.LINE_AFTER  # every job is "long"
+    try:
+        trace.check()
+    finally:
+        prog.LINE_AFTER = saved
+    assert capsys.readouterr().err.startswith("checking: 4/4 steps in ")
+
+
+def test_callbacks():
+    seen = []
+    trace = explorer.explore(models.mlp(), pipeline=PIPELINE, progress=lambda *a: seen.append(a))
+    # before each pass; the total is known before the first
+    assert [a[:2] for a in seen] == [(1, 3), (2, 3), (3, 3)]
+    assert [a[2] for a in seen] == ["decompose-ops", "fold-constant", "dead-code-elimination"]
+    nested = []
+    explorer.explore(models.mlp(), progress=lambda *a: nested.append(a))  # default: nested
+    assert nested[0][:3] == (1, 8, "default") and nested[-1][:2] == (8, 8)
+    pages = []
+    trace.to_html(os.devnull, progress=lambda *a: pages.append(a))
+    assert pages == [(i + 1, 4, s.name) for i, s in enumerate(trace.steps)]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_tqdm_bar_after_a_while(monkeypatch):
+    pytest.importorskip("tqdm")
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    trace = explorer.explore(models.mlp(), pipeline=PIPELINE)
+    assert term.getvalue() == ""  # quick: no bar at all
+    trace.check(progress=True)
+    out = term.getvalue()
+    assert "checking" in out and "4/4" in out and "\r" in out  # tqdm redraws its line
+
+
+def test_jupyter_gets_a_widget(monkeypatch):
+    ipywidgets = pytest.importorskip("ipywidgets")
+    shown = []
+    monkeypatch.setattr(prog, "in_notebook", lambda: True)
+    monkeypatch.setattr("IPython.display.display", lambda w: shown.append(w))
+    trace = explorer.explore(models.mlp(), pipeline=PIPELINE, progress=True)
+    (box,) = shown
+    label, bar, text = box.children
+    assert isinstance(bar, ipywidgets.IntProgress) and isinstance(text, ipywidgets.Label)
+    assert label.value == "exploring" and bar.value == bar.max == 3
+    assert bar.bar_style == "success" and text.value.startswith("exploring: 3/3 passes")
+    assert len(trace) == 4
+
+
+def test_names_cannot_drive_the_terminal(capsys):
+    job = prog.Job(True, "checking", 2)
+    job.advance("\x1b[2J\x1b]0;owned\x07" + "x" * 100)
+    job.close()
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b[2J" in err
+    assert len(err) < 120  # the name is cut
