@@ -485,3 +485,16 @@ def test_a_value_cache_takes_an_equal_sequence_again():
     _same(again, [list(v) for v in first])
     with pytest.raises(InterpretError, match="different value for parameter %s"):
         evaluate(module, [[s[1], s[0]], t], cache=cache)
+
+
+def test_sequence_inputs_and_outputs_export_as_onnx_sequences():
+    from compiler.frontend import to_onnx
+
+    module = from_onnx(_sequence_ops_model(), example_inputs={"s": [0, 0, 0]})
+    exported = to_onnx(module)
+    kinds = [vi.type.WhichOneof("value") for vi in exported.graph.input]
+    assert kinds == ["sequence_type", "tensor_type", "tensor_type"]
+    s = [RNG.standard_normal((2, 4)).astype(np.float32) for _ in range(3)]
+    t = RNG.standard_normal((2, 4)).astype(np.float32)
+    p = np.array(1, np.int64)
+    _same(run(module, s, t, p), _ort(exported, {"s": s, "t": t, "p": p}))
