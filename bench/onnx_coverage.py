@@ -147,15 +147,22 @@ class CaseData:
 
 
 def load_case(case_dir: Path) -> CaseData:
-    """Read a node test directory."""
+    """Read a node test directory (a value of a sequence or optional graph input or output
+    as the SequenceProto or OptionalProto it is)."""
     import onnx
+
+    model_bytes = (case_dir / "model.onnx").read_bytes()
+    graph = onnx.ModelProto.FromString(model_bytes).graph
+    protos = {"sequence_type": onnx.SequenceProto, "optional_type": onnx.OptionalProto}
 
     def read(kind: str) -> list:
         values = []
         data_dir = case_dir / "test_data_set_0"
+        infos = graph.input if kind == "input" else graph.output
         j = 0
         while (data_dir / f"{kind}_{j}.pb").exists():
-            t = onnx.TensorProto()
+            which = infos[j].type.WhichOneof("value") if j < len(infos) else None
+            t = protos.get(which, onnx.TensorProto)()
             t.ParseFromString((data_dir / f"{kind}_{j}.pb").read_bytes())
             values.append(t)
             j += 1
@@ -166,7 +173,7 @@ def load_case(case_dir: Path) -> CaseData:
         tol = json.loads((case_dir / "tolerance.json").read_text())
     return CaseData(
         case_dir.name,
-        (case_dir / "model.onnx").read_bytes(),
+        model_bytes,
         read("input"),
         read("output"),
         tol["rtol"],
@@ -290,14 +297,44 @@ class CaseResult:
     op: str = ""  # the op the test is about (op_of)
 
 
-def _compare(got: tuple, expected: list, rtol: float, atol: float) -> str:
-    """ "" when the outputs match, else what differs."""
+def _value(proto):
+    """A TensorProto as an array, a SequenceProto as a tuple, an OptionalProto as its value
+    or None (how ``compiler.interpret.run`` takes and gives them)."""
+    import onnx
     from onnx import numpy_helper
 
+    if isinstance(proto, onnx.SequenceProto):
+        return tuple(numpy_helper.to_list(proto))
+    if isinstance(proto, onnx.OptionalProto):
+        value = numpy_helper.to_optional(proto)
+        return tuple(value) if isinstance(value, list) else value
+    return numpy_helper.to_array(proto) if isinstance(proto, onnx.TensorProto) else proto
+
+
+def example_inputs(model, inputs: list) -> dict | None:
+    """What ``from_onnx(example_inputs=)`` needs of a test's inputs: the values of its sequence
+    and optional graph inputs (their lengths and presence); None when it has none."""
+    examples = {
+        vi.name: _value(t)
+        for vi, t in zip(model.graph.input, inputs, strict=False)
+        if vi.type.WhichOneof("value") in ("sequence_type", "optional_type")
+    }
+    return examples or None
+
+
+def _compare(got: tuple, expected: list, rtol: float, atol: float, what: str = "") -> str:
+    """ "" when the outputs match, else what differs."""
     if len(got) != len(expected):
-        return f"{len(got)} outputs, expected {len(expected)}"
+        return f"{len(got)} {what or 'outputs'}, expected {len(expected)}"
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
-        e = numpy_helper.to_array(e)
+        e = _value(e)
+        if e is None or isinstance(e, tuple):  # an empty optional (an empty tuple); a sequence
+            if not isinstance(g, (tuple, list)):
+                return f"output {i} is not a sequence or optional"
+            inner = _compare(tuple(g), list(e or ()), rtol, atol, f"tensors in output {i}")
+            if inner:
+                return inner
+            continue
         g = np.asarray(g)
         if g.shape != e.shape:
             return f"output {i} has shape {g.shape}, expected {e.shape}"
@@ -336,13 +373,13 @@ def run_case(case_dir: Path) -> CaseResult:
         return CaseResult(data.name, status, claimed, opset, message, seconds, op)
 
     try:
-        module = from_onnx(data.model)
+        module = from_onnx(data.model, example_inputs=example_inputs(model, data.inputs))
     except (UnsupportedOperatorError, UnsupportedOnnxFeature) as e:
         return result("unsupported", str(e).splitlines()[-1].strip())
     except Exception as e:
         return result("failed", f"import: {type(e).__name__}: {str(e).splitlines()[0]}")
     try:
-        inputs = [onnx.numpy_helper.to_array(t) for t in data.inputs]
+        inputs = [_value(t) for t in data.inputs]
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             got = run(module, *inputs)

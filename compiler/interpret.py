@@ -100,19 +100,30 @@ class ValueCache:
         """Bind a parameter; raises if it is already bound to a different value."""
         old = self.values.get(var)
         if old is not None and old is not value:
-            same = (
-                isinstance(old, np.ndarray)
-                and old.shape == value.shape
-                and old.dtype == value.dtype
-                and np.array_equal(old, value, equal_nan=is_float_dtype(old.dtype))
-            )
-            if not same:
+            if not _same_value(old, value):
                 raise InterpretError(
                     f"ValueCache reused with a different value for parameter %{var.name}: "
                     "use one cache per set of inputs"
                 )
             return
         self.values[var] = value
+
+
+def _same_value(old: Any, value: Any) -> bool:
+    """Whether two input values are equal (arrays, or tuples of them: ONNX sequences)."""
+    if isinstance(old, tuple):
+        return (
+            isinstance(value, tuple)
+            and len(old) == len(value)
+            and all(_same_value(a, b) for a, b in zip(old, value, strict=True))
+        )
+    return (
+        isinstance(old, np.ndarray)
+        and isinstance(value, np.ndarray)
+        and old.shape == value.shape
+        and old.dtype == value.dtype
+        and np.array_equal(old, value, equal_nan=is_float_dtype(old.dtype))
+    )
 
 
 @dataclass
@@ -205,6 +216,23 @@ def _to_array(value: Any, param: Var, index: int) -> np.ndarray:
             f"input {index} (%{param.name}) must be a numpy array, got {type(value).__name__}"
         )
     return np.asarray(value)
+
+
+def _to_value(value: Any, ty: Type, param: Var, index: int) -> Any:
+    """An input as the interpreter holds it: arrays for tensors, tuples for tuple parameters
+    (a list is taken as a tuple, None as the empty tuple: an ONNX sequence or optional)."""
+    if not isinstance(ty, TupleType):
+        return _to_array(value, param, index) if not isinstance(value, tuple) else value
+    if value is None and not ty.fields:
+        return ()
+    if not isinstance(value, (tuple, list)):
+        raise InterpretError(
+            f"input {index} (%{param.name}) must be a tuple of {len(ty.fields)} value(s) "
+            f"({ty}), got {type(value).__name__}"
+        )
+    if len(value) != len(ty.fields):
+        return tuple(value)  # reported by the type check that follows
+    return tuple(_to_value(v, t, param, index) for v, t in zip(value, ty.fields, strict=True))
 
 
 def _matches(ty: Type, value: Any, env: dict[str, int]) -> bool:
@@ -423,10 +451,7 @@ def evaluate(
             )
         )
     env: dict[str, int] = {}
-    arrays = [
-        _to_array(v, p, i) if not isinstance(v, tuple) else v
-        for i, (p, v) in enumerate(zip(params, inputs))
-    ]
+    arrays = [_to_value(v, p.ty, p, i) for i, (p, v) in enumerate(zip(params, inputs))]
     # Two rounds: the first binds symbols from plain dims (`n`); then a symbol seen only inside
     # an expression (`2*n + 1`) is solved for; the second round checks every dim, including
     # expressions of symbols bound by a later input (`2*n + 1` before `n`).

@@ -40,6 +40,20 @@ class ConversionError(PasslensError):
     """Raised by a converter: this node is invalid (the message says why)."""
 
 
+class _EmptyOptional:
+    """The value of an ONNX optional known at import time to hold nothing (see ``EMPTY``)."""
+
+    def __repr__(self) -> str:
+        return "EMPTY"
+
+
+EMPTY = _EmptyOptional()
+"""An ONNX optional value that is empty, known at import time (``Optional`` without an input,
+an optional graph input imported as absent). A present optional is its element itself (a
+tensor, or a sequence: an IR tuple), so only the optional ops (``onnx_ops/sequence.py``) see
+this marker; any other converter given it reports the node as unsupported."""
+
+
 # ----- dtypes and tensors -----------------------------------------------------------------
 
 DTYPES: dict[int, DType] = {
@@ -247,6 +261,8 @@ class ConvertContext:
         """Input ``i`` (an error when it is missing)."""
         if not self.has(i):
             raise ConversionError(f"input {i} is required")
+        if self.inputs[i] is EMPTY:
+            raise Unsupported(f"an empty optional as input {i}")
         return self.inputs[i]
 
     def const(self, i: int) -> np.ndarray | None:

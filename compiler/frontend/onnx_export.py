@@ -81,6 +81,27 @@ def value_info(name: str, ty: Type):
     return helper.make_tensor_value_info(name, ONNX_DTYPE[ty.dtype], shape)
 
 
+def _sequence_info(name: str, ty: Type):
+    """A ValueInfoProto of an ONNX sequence for a tuple of tensors of one dtype (what the
+    ONNX frontend makes of a sequence); the element shape is the fields' when they agree."""
+    from onnx import helper
+
+    fields = ty.fields if isinstance(ty, TupleType) else ()
+    if not isinstance(ty, TupleType) or not all(isinstance(f, TensorType) for f in fields):
+        raise ExportError(f"value {name!r} of type {ty} is neither a tensor nor a sequence")
+    if len({f.dtype for f in fields}) > 1:
+        raise ExportError(f"value {name!r} of type {ty}: a sequence holds tensors of one dtype")
+    dtype = fields[0].dtype if fields else DType.float32
+    elem = value_info(name, fields[0]) if fields and len(set(fields)) == 1 else None
+    shape = None
+    if elem is not None and elem.type.tensor_type.HasField("shape"):
+        shape = [
+            d.dim_param or (d.dim_value if d.HasField("dim_value") else None)
+            for d in elem.type.tensor_type.shape.dim
+        ]
+    return helper.make_tensor_sequence_value_info(name, ONNX_DTYPE[dtype], shape)
+
+
 class Exporter:
     """Lowers one function (and what it calls) to ONNX nodes."""
 
@@ -357,6 +378,13 @@ class Exporter:
         inputs = []
         for p in fn.params:
             name = self.unique(p.name)
+            if isinstance(p.ty, TupleType):  # an ONNX sequence (see _sequence_info)
+                inputs.append(_sequence_info(name, p.ty))
+                self.current = None
+                self.scopes[-1][id(p)] = [
+                    self.node("SequenceAt", [name, self.i64(k)]) for k in range(len(p.ty))
+                ]
+                continue
             self.scopes[-1][id(p)] = name
             inputs.append(value_info(name, p.ty))
             for axis, d in enumerate(_dims_of(p.ty) or []):
@@ -369,8 +397,20 @@ class Exporter:
         outputs = []
         seen: set[str] = set()
         for i, (r, t) in enumerate(zip(results, types, strict=True)):
-            if isinstance(r, list):
-                raise ExportError("a function output is a nested tuple")
+            if isinstance(r, list):  # a tuple of tensors: an ONNX sequence
+                info = _sequence_info("sequence", t)
+                self.current = None
+                if r:
+                    r = self.node("SequenceConstruct", r)
+                else:
+                    r = self.node(
+                        "SequenceEmpty",
+                        [],
+                        dtype=info.type.sequence_type.elem_type.tensor_type.elem_type,
+                    )
+                seen.add(r)
+                outputs.append(_sequence_info(r, t))
+                continue
             if (
                 r in seen
                 or r in {i.name for i in inputs}

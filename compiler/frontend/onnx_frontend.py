@@ -17,7 +17,10 @@ What happens, in order, each step ending in a :class:`FrontendError` that says w
    :class:`~compiler.frontend.onnx_context.ConvertContext`): initializers become named
    Constants (their ONNX names), Constant nodes unnamed constants, graph inputs parameters
    whose ``dim_param`` dims are symbolic dims of those names, ``If`` an IR If whose branches
-   read outer values directly. Every IR node gets the provenance of its ONNX node
+   read outer values directly. An ONNX sequence is an IR tuple of its tensors and an optional
+   its element, or the ``EMPTY`` marker, so their lengths and presence must be known at import
+   time: a sequence or optional graph input takes its length or presence from
+   ``example_inputs`` (see :func:`from_onnx`). Every IR node gets the provenance of its ONNX node
    (framework ``onnx``, node name, op type, and the torch module path when the node name or the
    dynamo exporter's metadata carries one), and the IR node producing an ONNX value gets that
    value's name as its name hint. Problems found while converting (an op form that needs a
@@ -34,6 +37,7 @@ from typing import Any
 
 from compiler.frontend.errors import FrontendError, UnsupportedOperatorError
 from compiler.frontend.onnx_context import (
+    EMPTY,
     ConversionError,
     ConvertContext,
     Scope,
@@ -45,7 +49,7 @@ from compiler.ir.nodes import Block, Constant, Expr, Function, IRError, Module, 
 from compiler.ir.nodes import Tuple as IRTuple
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import ANY, Dim, sym
-from compiler.ir.types import TensorType
+from compiler.ir.types import TensorType, TupleType, Type
 
 MIN_OPSET = 1
 """The oldest default-domain opset imported. Which op versions of an opset convert is each
@@ -361,12 +365,16 @@ def check_model(model) -> None:
 POISON = object()
 """The value of an ONNX name whose producing node could not be converted."""
 
+_NOT_GIVEN = object()
+
 
 class Importer:
     """Converts an ONNX graph (and its subgraphs) to IR expressions."""
 
-    def __init__(self, opset: int):
+    def __init__(self, opset: int, example_inputs: dict | None = None):
         self.opset = opset
+        self.example_inputs = example_inputs or {}
+        self.empty_inputs: set[str] = set()  # optional inputs imported as absent
         self.symbols: dict[str, Dim] = {}
         self.shape_memo: dict = {}  # symbolic values of shape computations, by node
         self.unsupported: dict[str, list[str]] = {}
@@ -407,16 +415,57 @@ class Importer:
                 scope.values[n] = POISON
 
     def param(self, value_info) -> Var:
-        t = value_info.type
+        """The parameter of a graph input; a sequence input is a tuple of as many tensors as
+        its example (``example_inputs``) has, an optional one its element, or an empty tuple
+        when its example is None (its scope value is then ``EMPTY``: see ``main``)."""
+        name = value_info.name
+        ty = self._input_type(value_info.type, self.example_inputs.get(name, _NOT_GIVEN), name)
+        prov = Provenance(framework="onnx", source_op="input", source_node=name)
+        if ty is EMPTY:
+            self.empty_inputs.add(name)
+            ty = TupleType(())
+        return Var(name, ty, prov=prov)
+
+    def _input_type(self, t, example, name: str, in_sequence: bool = False) -> Type | object:
         kind = t.WhichOneof("value")
-        if kind != "tensor_type":
-            raise Unsupported(f"graph inputs of {kind or 'unknown'} type")
-        dtype = dtype_of(t.tensor_type.elem_type)
-        shape = None
-        if t.tensor_type.HasField("shape"):
-            shape = [dim_of(d, self.symbols) for d in t.tensor_type.shape.dim]
-        prov = Provenance(framework="onnx", source_op="input", source_node=value_info.name)
-        return Var(value_info.name, TensorType(shape, dtype), prov=prov)
+        if kind == "tensor_type":
+            dtype = dtype_of(t.tensor_type.elem_type)
+            shape = None
+            if t.tensor_type.HasField("shape"):
+                shape = [dim_of(d, self.symbols) for d in t.tensor_type.shape.dim]
+                if in_sequence:  # a dim_param may differ between the elements of a sequence
+                    shape = [d if isinstance(d, int) else ANY for d in shape]
+            return TensorType(shape, dtype)
+        if kind == "sequence_type":
+            if example is _NOT_GIVEN:
+                raise Unsupported(
+                    f"graph input {name!r} is a sequence: passlens needs its length at import "
+                    f"time (from_onnx(..., example_inputs={{{name!r}: [...]}}))"
+                )
+            if not isinstance(example, (list, tuple)):
+                raise ConversionError(
+                    f"example_inputs[{name!r}] must be a list or tuple (the input is a "
+                    f"sequence), got {type(example).__name__}"
+                )
+            elem = t.sequence_type.elem_type
+            return TupleType(self._element_type(elem, e, name) for e in example)
+        if kind == "optional_type":
+            if example is _NOT_GIVEN:
+                raise Unsupported(
+                    f"graph input {name!r} is an optional: passlens needs to know at import "
+                    f"time whether it holds a value (from_onnx(..., example_inputs={{{name!r}: "
+                    "None or a value}))"
+                )
+            if example is None:
+                return EMPTY
+            return self._input_type(t.optional_type.elem_type, example, name, in_sequence)
+        raise Unsupported(f"graph inputs of {kind or 'unknown'} type")
+
+    def _element_type(self, t, example, name: str) -> Type:
+        ty = self._input_type(t, example, name, in_sequence=True)
+        if ty is EMPTY or t.WhichOneof("value") != "tensor_type":
+            raise Unsupported(f"graph input {name!r}: a sequence of non-tensor values")
+        return ty
 
     def nodes(self, graph, scope: Scope, prefix: str = "") -> None:
         from compiler.frontend.onnx_ops import CONVERTERS, converter_for
@@ -470,6 +519,9 @@ class Importer:
             value = values[i] if i < len(values) else None
             if value is None:
                 raise Unsupported(f"output {i} ({node.output[i]!r})")
+            if value is EMPTY:
+                out[i] = value
+                continue
             if not isinstance(value, Expr):
                 raise ConversionError(f"converter returned {value!r} for output {i}")
             out[i] = self._named(value, node.output[i], ctx)
@@ -501,6 +553,10 @@ class Importer:
         outs = self.graph_outputs(graph, scope, prefix)
         if any(v is POISON for v in outs):
             raise Unsupported("a branch with unsupported nodes")
+        if any(v is EMPTY for v in outs):
+            raise Unsupported(
+                "a branch giving an empty optional (its presence would be known only at run time)"
+            )
         if not outs:
             raise ConversionError(f"{prefix} a branch graph has no outputs")
         result = outs[0] if len(outs) == 1 else IRTuple(outs)
@@ -521,15 +577,22 @@ class Importer:
                 continue
             except (ConversionError, ValueError, TypeError) as e:
                 raise OnnxImportError(f"graph input {vi.name!r}: {e}") from None
-            scope.values[vi.name] = var
+            scope.values[vi.name] = EMPTY if vi.name in self.empty_inputs else var
             params.append(var)
+        unknown = sorted(set(self.example_inputs) - {vi.name for vi in graph.input})
+        if unknown:
+            raise OnnxImportError(f"example_inputs names no graph input: {', '.join(unknown)}")
         self.nodes(graph, scope)
         outs = self.graph_outputs(graph, scope, "")
         if self.unsupported:
             raise UnsupportedOperatorError(self.unsupported, framework="onnx")
         if not outs:
             raise OnnxImportError("the graph has no outputs")
-        output = outs[0] if len(outs) == 1 else IRTuple(outs)
+        # an empty optional output is an empty tuple; a single sequence output stays one
+        # output (a 1-tuple holding its tuple), never its elements as several outputs
+        outs = [IRTuple([]) if v is EMPTY else v for v in outs]
+        single = len(outs) == 1 and not isinstance(outs[0].ty, TupleType)
+        output = outs[0] if single else IRTuple(outs)
         return Function.from_output(params, output, {"num_input": len(params)})
 
 
@@ -546,11 +609,20 @@ class _BoundOutside:
             scope = scope.parent
 
 
-def from_onnx(model: Any, *, check: bool = True) -> Module:
+def from_onnx(model: Any, *, check: bool = True, example_inputs: Any = None) -> Module:
     """Import an ONNX model (a path, bytes or an onnx.ModelProto) as a Module with @main.
 
     ``check=False`` skips onnx.checker (the other checks still run). Raises FrontendError
     (UnsupportedOperatorError for operators passlens cannot convert) saying what and where.
+
+    ``example_inputs`` (a mapping from graph input names to values like the ones the module
+    will run on) is read for the sequence and optional graph inputs only, and only for their
+    structure: a sequence input becomes a tuple parameter of as many tensors as its example
+    has (a list or tuple), an optional input is absent when its example is None (an empty
+    tuple parameter) and its element otherwise. The tensors' types come from the model (a
+    ``dim_param`` inside a sequence element type is unknown: elements may differ). Run the
+    module with tuples (or lists) for those inputs, ``()`` or None for an absent optional;
+    a sequence output is a tuple of arrays, an empty optional output an empty tuple.
     """
     proto = load_model(model)
     opset = default_opset(proto)
@@ -562,7 +634,9 @@ def from_onnx(model: Any, *, check: bool = True) -> Module:
         check_model(proto)
     if unsupported:
         raise UnsupportedOperatorError(unsupported, framework="onnx")
-    importer = Importer(opset)
+    if example_inputs is not None and not hasattr(example_inputs, "keys"):
+        raise OnnxImportError("example_inputs must map graph input names to values")
+    importer = Importer(opset, dict(example_inputs) if example_inputs is not None else None)
     try:
         main = importer.main(proto.graph)
     except RecursionError:

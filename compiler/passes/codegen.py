@@ -51,8 +51,6 @@ class Codegen(Pass):
                             node,
                         )
         calls = kernel_table.kernel_calls(module)
-        if not calls:
-            return module
         for name, node in calls.items():
             try:
                 kernel_table.compiled(name, self.opt_level)

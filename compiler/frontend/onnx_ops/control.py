@@ -45,6 +45,20 @@ def _static_value(e: Expr, depth: int = 0) -> np.ndarray | None:
     return out if isinstance(out, np.ndarray) and out.size <= _STATIC_ELEMENTS else None
 
 
+def _same_layout(a, b) -> bool:
+    """Whether two types have the same tuple structure (ONNX sequences of equal lengths)."""
+    from compiler.ir.types import TupleType
+
+    if isinstance(a, TupleType) or isinstance(b, TupleType):
+        return (
+            isinstance(a, TupleType)
+            and isinstance(b, TupleType)
+            and len(a.fields) == len(b.fields)
+            and all(_same_layout(x, y) for x, y in zip(a.fields, b.fields, strict=True))
+        )
+    return True
+
+
 def _outputs(ctx, value: Expr):
     outs = len(ctx.node.output)
     if outs == 1:
@@ -71,6 +85,11 @@ def _if(ctx):
     try:
         then_b = ctx.subgraph("then_branch")
         else_b = ctx.subgraph("else_branch")
+        if not _same_layout(then_b.result.ty, else_b.result.ty):
+            raise Unsupported(
+                "branches giving sequences of different lengths (the length would be known "
+                "only at run time)"
+            )
         node = If(cond, then_b, else_b, prov=ctx.prov)
     except (Unsupported, ConversionError, IRError, FrontendError):
         if taken is None:

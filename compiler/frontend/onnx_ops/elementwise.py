@@ -17,7 +17,7 @@ from compiler.frontend.onnx_ops.registry import (
     converter,
 )
 from compiler.ir.nodes import Constant, Expr
-from compiler.ir.types import DType
+from compiler.ir.types import DType, TensorType
 
 # ----- elementwise ------------------------------------------------------------------------
 
@@ -48,6 +48,8 @@ _UNARY = {
 def _unary(ir_op: str):
     def convert(ctx: ConvertContext) -> Expr:
         x = ctx.input(0)
+        if ir_op == "identity" and not isinstance(x.ty, TensorType):
+            return x  # a sequence (a tuple): passed on as is
         if ir_op in ("abs", "sign", "neg") and x.ty.dtype.is_unsigned:
             if ir_op == "abs":
                 return ctx.call("identity", x)

@@ -513,11 +513,14 @@ class _Body:
     """A loop body graph converted once per iteration with its inputs bound to given values
     (its initializers converted once)."""
 
-    def __init__(self, ctx: ConvertContext, name: str, num_inputs: int | None = None):
+    def __init__(
+        self, ctx: ConvertContext, name: str, num_inputs: int | None = None, sequences=False
+    ):
         a = ctx.attrs.get(name)
         if a is None or a.type != 5:
             raise ConversionError(f"attribute {name} must be a graph")
         self.ctx, self.graph, self.name = ctx, a.g, name
+        self.sequences = sequences  # whether outputs may be sequences (tuples of tensors)
         if num_inputs is not None and len(self.graph.input) != num_inputs:
             raise ConversionError(
                 f"the {name} graph must take {num_inputs} inputs, got {len(self.graph.input)}"
@@ -537,9 +540,16 @@ class _Body:
         if any(not isinstance(v, Expr) for v in outs):  # the importer's marker of a failure
             raise Unsupported(f"{ctx.node.op_type} with a {self.name} that does not convert")
         for o, v in zip(self.graph.output, outs, strict=True):
-            if not isinstance(v.ty, TensorType):
+            if not isinstance(v.ty, TensorType) and not (self.sequences and _is_sequence(v.ty)):
                 raise Unsupported(f"{ctx.node.op_type} body output {o.name!r} is not a tensor")
         return outs
+
+
+def _is_sequence(ty) -> bool:
+    """Whether a type is an ONNX sequence as the importer keeps it (a tuple of tensors)."""
+    from compiler.ir.types import TupleType
+
+    return isinstance(ty, TupleType) and all(isinstance(f, TensorType) for f in ty.fields)
 
 
 def _stack(ctx: ConvertContext, items: list[Expr], axis: int) -> Expr:
@@ -613,10 +623,10 @@ def _loop(ctx):
     if count > MAX_UNROLL:
         raise Unsupported(f"{op} of {count} iterations: passlens unrolls up to {MAX_UNROLL}")
     carried = [ctx.input(i) for i in range(2, len(ctx.inputs))]
-    if any(not isinstance(v.ty, TensorType) for v in carried):
-        raise Unsupported(f"{op} carrying a value that is not a tensor")
+    if any(not isinstance(v.ty, TensorType) and not _is_sequence(v.ty) for v in carried):
+        raise Unsupported(f"{op} carrying a value that is not a tensor or a sequence")
     cond = ctx.input(1) if ctx.has(1) else ctx.constant(True, DType.bool)
-    body = _Body(ctx, "body", 2 + len(carried))
+    body = _Body(ctx, "body", 2 + len(carried), sequences=True)
     num_scan = len(body.graph.output) - 1 - len(carried)
     if num_scan < 0:
         raise ConversionError(
@@ -634,6 +644,8 @@ def _loop(ctx):
         outs = body([ctx.constant(i, DType.int64), cond, *carried], i)
         cond, carried = outs[0], outs[1 : 1 + len(carried)]
         for k, v in enumerate(outs[1 + len(carried) :]):
+            if not isinstance(v.ty, TensorType):
+                raise Unsupported(f"{op} with a scan output that is not a tensor")
             scans[k].append(v)
     if any(not s for s in scans):
         raise Unsupported(f"{op} with scan outputs and no iteration run (an empty scan output)")
