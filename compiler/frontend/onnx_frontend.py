@@ -195,9 +195,12 @@ def default_opset(model) -> int:
     if not versions:
         if model.graph.node and all(n.domain not in _DEFAULT_DOMAINS for n in model.graph.node):
             # only ops of other domains (ai.onnx.ml, training, ...): none has a converter
+            from compiler.frontend.onnx_ops import NOT_CONVERTED
+
             ops: dict[str, list[str]] = {}
             for node, label in _iter_nodes(model.graph):
-                key = f"{node.domain}.{node.op_type} (domain {node.domain})"
+                op = f"{node.domain}.{node.op_type}"
+                key = f"{op} ({NOT_CONVERTED.get(op, f'domain {node.domain}')})"
                 ops.setdefault(key, []).append(label)
             raise UnsupportedOperatorError(ops, framework="onnx")
         raise OnnxImportError("the model imports no ai.onnx opset (opset_import has none)")
@@ -250,7 +253,7 @@ def unsupported_operators(model, opset: int) -> dict[str, list[str]]:
     """Every op passlens cannot import, with the nodes using it (subgraphs included)."""
     import onnx
 
-    from compiler.frontend.onnx_ops import CONVERTERS, converter_for, oldest_version
+    from compiler.frontend.onnx_ops import CONVERTERS, NOT_CONVERTED, converter_for, oldest_version
 
     found: dict[str, list[str]] = {}
     other_opsets = {o.domain: o.version for o in model.opset_import}
@@ -264,7 +267,8 @@ def unsupported_operators(model, opset: int) -> dict[str, list[str]]:
             elif domain not in other_opsets:
                 key = f"{domain}.{node.op_type} (domain {domain!r} is not in opset_import)"
             elif (conv := CONVERTERS.get(f"{domain}.{node.op_type}")) is None:
-                key = f"{domain}.{node.op_type} (domain {domain})"
+                why = NOT_CONVERTED.get(f"{domain}.{node.op_type}", f"domain {domain}")
+                key = f"{domain}.{node.op_type} ({why})"
             elif other_opsets[domain] < conv.min_version:
                 key = f"{domain}.{node.op_type} ({domain} opset {other_opsets[domain]})"
             elif extra := sorted(a.name for a in node.attribute if a.name not in conv.attrs):
@@ -281,7 +285,8 @@ def unsupported_operators(model, opset: int) -> dict[str, list[str]]:
             else:
                 conv = converter_for(node.op_type, schema.since_version)
                 if conv is None and node.op_type not in CONVERTERS:
-                    key = node.op_type
+                    why = NOT_CONVERTED.get(node.op_type)
+                    key = f"{node.op_type} ({why})" if why else node.op_type
                 elif conv is None:
                     v, oldest = schema.since_version, oldest_version(node.op_type)
                     key = (

@@ -8,6 +8,7 @@ import pkgutil as _pkgutil
 
 from compiler.frontend.onnx_ops.registry import (
     CONVERTERS,
+    NOT_CONVERTED,
     OLDER_CONVERTERS,
     OnnxConverter,
     converter,
@@ -22,6 +23,7 @@ for _info in _pkgutil.iter_modules(__path__):
 
 __all__ = [
     "CONVERTERS",
+    "NOT_CONVERTED",
     "OLDER_CONVERTERS",
     "OnnxConverter",
     "converter",

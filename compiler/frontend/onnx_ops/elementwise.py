@@ -365,7 +365,7 @@ def _dropout(ctx):
     x = ctx.input(0)
     training = ctx.const(2)
     if ctx.has(2) and (training is None or bool(training.reshape(-1)[0])):
-        raise Unsupported("training mode")
+        raise Unsupported("training mode: a random mask a converted model could not reproduce")
     if ctx.version < 12:  # the mask of an inference Dropout-7/10 is unspecified (ORT: 0s)
         return ctx.call("identity", x), None
     mask = ctx.call("full_like", x, value=1.0, dtype=DType.bool)

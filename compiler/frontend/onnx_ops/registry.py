@@ -108,6 +108,33 @@ def oldest_version(op_type: str) -> int | None:
     return min(versions) if versions else None
 
 
+_STRINGS = "the IR has no string type"
+_RANDOM = "random values: a converted model could not reproduce the original's numbers"
+_ML = "an ai.onnx.ml (classical ML) operator: passlens converts deep-learning graphs"
+_TRAINING = "a training-only optimizer update: passlens converts inference graphs"
+
+NOT_CONVERTED: dict[str, str] = {
+    "StringNormalizer": _STRINGS,
+    "StringSplit": _STRINGS,
+    "StringConcat": _STRINGS,
+    "RegexFullMatch": _STRINGS,
+    "ImageDecoder": "decodes encoded image bytes (JPEG, PNG, ...): the IR has no byte strings",
+    "Bernoulli": _RANDOM,
+    "RandomNormal": _RANDOM,
+    "RandomNormalLike": _RANDOM,
+    "RandomUniform": _RANDOM,
+    "RandomUniformLike": _RANDOM,
+    "Multinomial": _RANDOM,
+    **{
+        f"ai.onnx.ml.{op}": _ML
+        for op in ("ArrayFeatureExtractor", "Binarizer", "LabelEncoder", "TreeEnsemble")
+    },
+    **{f"ai.onnx.preview.training.{op}": _TRAINING for op in ("Adagrad", "Adam", "Momentum")},
+}
+"""Ops passlens deliberately does not convert, with the reason an unsupported-operator error
+gives (keyed like CONVERTERS: ``domain.op_type`` outside ai.onnx)."""
+
+
 def supported_ops() -> list[str]:
     """The ONNX op types passlens converts, sorted."""
     return sorted(CONVERTERS)

@@ -78,6 +78,9 @@ HANDLED_FORM_CHANGES = {
     ("DFT", 17, 20),  # axis attribute -> input (ctx.version)
     ("Dropout", 10, 12),  # ratio attribute -> input; training_mode input checked
     ("Gemm", 9, 11),  # C optional
+    ("GridSample", 16, 20),  # modes renamed (bilinear -> linear), N-D: vision.py reads ctx.version
+    ("OptionalHasElement", 15, 18),  # the input became optional: sequence.py checks ctx.has(0)
+    ("Upsample", 7, 9),  # scales attribute -> input: vision.py reads ctx.version
     ("MaxPool", 1, 8),  # an Indices output (version 1 has none)
     ("Pad", 13, 18),  # axes input
     ("ReduceSum", 11, 13),  # axes attribute -> input
