@@ -496,8 +496,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.causes:
         for cause, cases in by_cause(results).items():
             print(f"\n{cause} ({len(cases)})")
-            for r in cases:
-                print(f"  {'*' if r.claimed else ' '} {r.name}: {r.message.split('  used at')[0]}")
+            for r in cases:  # the message only where it says more than the cause
+                message = r.message.split("  used at")[0]
+                detail = "" if cause == f"{r.status}: {message}" else f": {message}"
+                print(f"  {'*' if r.claimed else ' '} {r.name}{detail}")
     if not args.details and not args.failed and not args.causes:
         groups = by_cause(results)
         print(f"most common causes ({len(groups)} in all; --causes lists them with their tests):")
