@@ -160,7 +160,12 @@ def _module(name: str) -> tuple[nn.Module, str]:
         return T.ViTModel(cfg), "last_hidden_state"
     if name == "swin":
         cfg = T.SwinConfig(
-            image_size=32, patch_size=4, embed_dim=32, depths=[1, 1], num_heads=[2, 4], window_size=4
+            image_size=32,
+            patch_size=4,
+            embed_dim=32,
+            depths=[1, 1],
+            num_heads=[2, 4],
+            window_size=4,
         )
         return T.SwinModel(cfg), "last_hidden_state"
     if name == "mobilevit":

@@ -12,10 +12,6 @@ score_mod / prob_mod graphs inlined), converted by composing IR ops.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -28,8 +24,9 @@ from compiler.frontend import UnsupportedOperatorError, from_onnx  # noqa: E402
 from compiler.frontend.onnx_frontend import OnnxImportError  # noqa: E402
 from compiler.interpret import run  # noqa: E402
 from compiler.ir.nodes import Call  # noqa: E402
+from tests.compiler.frontend.onnx_helpers import load_harness as _harness  # noqa: E402
+from tests.compiler.frontend.onnx_helpers import ort_run as _ort  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[3]
 F, B = TensorProto.FLOAT, TensorProto.BOOL
 rng = np.random.default_rng(0)
 
@@ -50,16 +47,6 @@ KNOWN_FAILURES = {
     # itself computes a 16-bit softmax step by step and passes.
     "test_attention_4d_causal_fp16_expanded",
 }
-
-
-def _harness():
-    spec = importlib.util.spec_from_file_location(
-        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -100,12 +87,6 @@ def _model(nodes, inputs, outputs, opset):
 
 def _vi(name, elem, shape):
     return helper.make_tensor_value_info(name, elem, shape)
-
-
-def _ort(model, *args):
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
-    return sess.run(None, dict(zip(names, args, strict=True)))
 
 
 def _reference(model, *args):

@@ -8,10 +8,6 @@ against the interpreter, and for the clear errors of what is not supported."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import ml_dtypes
 import numpy as np
 import onnx
@@ -28,8 +24,8 @@ from compiler.interpret import run
 from compiler.ir.parser import parse
 from compiler.ir.printer import print_module
 from compiler.ir.types import DType
+from tests.compiler.frontend.onnx_helpers import load_harness as _harness
 
-REPO = Path(__file__).resolve().parents[3]
 rng = np.random.default_rng(17)
 
 UNSIGNED = {TP.UINT16: np.uint16, TP.UINT32: np.uint32, TP.UINT64: np.uint64}
@@ -45,16 +41,6 @@ LOWP = {
     "int2": TP.INT2,
     "uint2": TP.UINT2,
 }
-
-
-def _harness():
-    spec = importlib.util.spec_from_file_location(
-        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import warnings
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -19,6 +18,7 @@ from compiler.frontend.onnx_frontend import checkable
 from compiler.interpret import run
 from compiler.ir import Call, Constant, If, sym
 from compiler.ir.symbolic import ANY
+from tests.compiler.frontend.onnx_helpers import ort_run
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -30,11 +30,6 @@ def make_model(nodes, inputs, outputs, initializers=(), opset=17, **graph_kw):
     model.ir_version = 8
     onnx.checker.check_model(checkable(model))  # outputs of unknown rank have no shape
     return model
-
-
-def ort_run(model, *inputs):
-    sess = ort.InferenceSession(model.SerializeToString())
-    return sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), inputs, strict=True)})
 
 
 def assert_matches_ort(model, *inputs, rtol=1e-5, atol=1e-6):

@@ -5,14 +5,10 @@ the ONNX reference runs them, and the node tests of old opsets pass."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
@@ -20,8 +16,9 @@ from compiler.frontend import FrontendError, UnsupportedOperatorError, from_onnx
 from compiler.frontend.onnx_frontend import MIN_OPSET, unsupported_operators
 from compiler.frontend.onnx_ops import CONVERTERS, OLDER_CONVERTERS, converter, converter_for
 from compiler.interpret import run
+from tests.compiler.frontend.onnx_helpers import load_harness as _harness
+from tests.compiler.frontend.onnx_helpers import ort_run as _ort
 
-REPO = Path(__file__).resolve().parents[3]
 F32, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 RNG = np.random.default_rng(17)
 
@@ -178,12 +175,6 @@ def make_model(nodes, inputs, outputs, opset, initializers=()):
 
 def _vi(name, dtype, shape):
     return helper.make_tensor_value_info(name, dtype, shape)
-
-
-def _ort(model, *inputs):
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
-    return sess.run(None, dict(zip(names, inputs, strict=True)))
 
 
 def _reference(model, *inputs):
@@ -470,16 +461,6 @@ def test_range_27_float16_accumulates_in_float32_unless_stash_type_is_0():
 
 
 # ----- the node tests of old opsets ---------------------------------------------------------
-
-
-def _harness():
-    spec = importlib.util.spec_from_file_location(
-        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 OLD_OPSET_TESTS = [

@@ -5,21 +5,17 @@ compared with the interpreter, and the errors of the forms not converted."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler.frontend import UnsupportedOperatorError, from_onnx
 from compiler.frontend.onnx_frontend import OnnxImportError, checkable
 from compiler.interpret import run
+from tests.compiler.frontend.onnx_helpers import load_harness as _harness
+from tests.compiler.frontend.onnx_helpers import ort_run
 
-REPO = Path(__file__).resolve().parents[3]
 F32, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
 NODE_TESTS = [
@@ -37,16 +33,6 @@ NODE_TESTS = [
     "affine_grid_3d_expanded",
     "affine_grid_3d_align_corners_expanded",
 ]
-
-
-def _harness():
-    spec = importlib.util.spec_from_file_location(
-        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +59,6 @@ def make_model(nodes, inputs, outputs, initializers=(), opset=21):
         model.ir_version = 10
     onnx.checker.check_model(checkable(model))
     return model
-
-
-def ort_run(model, *inputs):
-    sess = ort.InferenceSession(model.SerializeToString())
-    return sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), inputs, strict=True)})
 
 
 def check(model, *inputs, rtol=1e-5, atol=1e-6, compile=False):

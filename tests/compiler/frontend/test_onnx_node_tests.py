@@ -5,16 +5,13 @@ give the same numbers in onnxruntime."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import zlib
-from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from tests.compiler.frontend.onnx_helpers import load_harness as _harness
 
 # Measured with onnx 1.23.2 (1884 node tests, 774 in the claimed subset): raise them when
 # coverage improves, never lower them to make a change pass.
@@ -66,16 +63,6 @@ def harness_opset(model_bytes: bytes) -> int:
     model = onnx.ModelProto()
     model.ParseFromString(model_bytes)
     return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
-
-
-def _harness():
-    spec = importlib.util.spec_from_file_location(
-        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,6 @@ random calibration data) through explore + check + the compiled build.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,8 +29,9 @@ from compiler.frontend import UnsupportedOperatorError, from_onnx  # noqa: E402
 from compiler.frontend.onnx_frontend import OnnxImportError  # noqa: E402
 from compiler.interpret import run  # noqa: E402
 from compiler.ir.nodes import Call  # noqa: E402
+from tests.compiler.frontend.onnx_helpers import load_harness as _harness  # noqa: E402
+from tests.compiler.frontend.onnx_helpers import ort_run as _ort  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[3]
 rng = np.random.default_rng(0)
 
 # ----- (a) the ONNX node tests ---------------------------------------------------------------
@@ -76,16 +75,6 @@ OPSET_10 = [
 ]
 
 
-def _harness():
-    spec = importlib.util.spec_from_file_location(
-        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def harness():
     h = _harness()
@@ -123,12 +112,6 @@ def _model(nodes, inputs, outputs, inits=(), opset=13):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     return model
-
-
-def _ort(model, *args):
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
-    return sess.run(None, dict(zip(names, args, strict=True)))
 
 
 def _t(name, array):

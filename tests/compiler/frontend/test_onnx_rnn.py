@@ -7,10 +7,6 @@ whole pipeline. Loop (constant trip count) and Scan (8, 9+) unrolled the same wa
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -20,21 +16,11 @@ from onnx import TensorProto, helper, numpy_helper
 from compiler.frontend import UnsupportedOperatorError, from_onnx
 from compiler.frontend.onnx_frontend import OnnxImportError
 from compiler.interpret import run
+from tests.compiler.frontend.onnx_helpers import load_harness as _harness
 
-REPO = Path(__file__).resolve().parents[3]
 F32, I32 = TensorProto.FLOAT, TensorProto.INT32
 RNG = np.random.default_rng(17)
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
-
-
-def _harness():
-    spec = importlib.util.spec_from_file_location(
-        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

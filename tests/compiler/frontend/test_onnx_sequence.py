@@ -4,10 +4,6 @@ depends on run-time data."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -18,20 +14,10 @@ from compiler.backend import build
 from compiler.frontend import FrontendError, UnsupportedOperatorError, from_onnx
 from compiler.interpret import InterpretError, run
 from compiler.ir.types import TupleType
+from tests.compiler.frontend.onnx_helpers import load_harness as _harness
 
-REPO = Path(__file__).resolve().parents[3]
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 RNG = np.random.default_rng(17)
-
-
-def _harness():
-    spec = importlib.util.spec_from_file_location(
-        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 PASSING = [

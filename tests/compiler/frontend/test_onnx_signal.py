@@ -4,32 +4,18 @@ malformed inputs."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
 from compiler.frontend import FrontendError, from_onnx
 from compiler.interpret import run
+from tests.compiler.frontend.onnx_helpers import load_harness as _harness
+from tests.compiler.frontend.onnx_helpers import ort_run as _ort
 
-REPO = Path(__file__).resolve().parents[3]
 F32, F64, I64, I32 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.INT32
 RNG = np.random.default_rng(20)
-
-
-def _harness():
-    spec = importlib.util.spec_from_file_location(
-        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 PASSING = [
@@ -76,12 +62,6 @@ def make_model(nodes, inputs, outputs, opset=20, initializers=()):
 
 def _vi(name, dtype, shape):
     return helper.make_tensor_value_info(name, dtype, shape)
-
-
-def _ort(model, *inputs):
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
-    return sess.run(None, dict(zip(names, inputs, strict=True)))
 
 
 def _compare(got, expected, rtol=1e-4, atol=1e-4):

@@ -3,10 +3,6 @@ symbolic batch, every mode, skips, weights), a compiled model, and clear errors.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -15,20 +11,10 @@ from onnx import TensorProto, helper
 
 from compiler.frontend import FrontendError, UnsupportedOperatorError, from_onnx
 from compiler.interpret import run
+from tests.compiler.frontend.onnx_helpers import load_harness as _harness
 
-REPO = Path(__file__).resolve().parents[3]
 RNG = np.random.default_rng(9)
 POOL = dict(ngram_counts=[0, 4], pool_int64s=[2, 3, 5, 4, 5, 6, 7, 8, 6, 7])
-
-
-def _harness():
-    spec = importlib.util.spec_from_file_location(
-        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_tfidf_node_tests_pass():

@@ -8,10 +8,6 @@ tf_crop_and_resize, scales / sizes computed at run time), Upsample, GridSample, 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -19,22 +15,13 @@ from onnx import TensorProto, helper, numpy_helper
 from compiler.frontend import UnsupportedOperatorError, from_onnx
 from compiler.frontend.onnx_frontend import OnnxImportError
 from compiler.interpret import run
+from tests.compiler.frontend.onnx_helpers import load_harness as _harness
+from tests.compiler.frontend.onnx_helpers import ort_run as _ort
 
 ort = pytest.importorskip("onnxruntime")
 
-REPO = Path(__file__).resolve().parents[3]
 F = TensorProto.FLOAT
 rng = np.random.default_rng(17)
-
-
-def _harness():
-    spec = importlib.util.spec_from_file_location(
-        "onnx_coverage", REPO / "bench" / "onnx_coverage.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 NODE_TESTS = (
@@ -76,12 +63,6 @@ def _model(nodes, inputs, inits=(), opset=20):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     return model
-
-
-def _ort(model, *args):
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
-    return sess.run(None, dict(zip(names, args, strict=True)))
 
 
 def _reference(model, *args):
