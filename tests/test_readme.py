@@ -2,6 +2,7 @@
 in a fresh interpreter in an empty directory, the table of the ``default`` pipeline is the
 pipeline's, and every relative link points at a file of the repository."""
 
+import json
 import os
 import re
 import socket
@@ -59,7 +60,9 @@ def test_every_python_block_runs_as_pasted(line, code, tmp_path):
         text=True,
         timeout=240,
     )
-    assert done.returncode == 0, f"README.md line {line}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, (
+        f"README.md line {line}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    )
 
 
 def _table_after(heading: str) -> list[list[str]]:
@@ -91,3 +94,20 @@ def test_links_stay_in_the_repository():
     for target in re.findall(r"\]\(([^)#\s]+)", text):
         if not re.match(r"[a-z]+:", target):
             assert (ROOT / target).exists(), target
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_notebooks_link_their_case_in_docs_bugs():
+    bugs = (ROOT / "docs" / "bugs.md").read_text()
+    anchors = {_slug(h) for h in re.findall(r"^#+ (.*)$", bugs, re.M)}
+    assert set(re.findall(r"\]\(#([^)]+)\)", bugs)) <= anchors  # its own table of contents
+    for n in range(1, 6):
+        (path,) = (ROOT / "notebooks").glob(f"0{n}_*.ipynb")
+        title = json.loads(path.read_text())["cells"][0]["source"][0]
+        (anchor,) = re.findall(rf"\[case {n}\]\(\.\./docs/bugs\.md#([^)]+)\)", title)
+        assert anchor in anchors and anchor.startswith(f"{n}-"), (path.name, anchor)
+    assert "SEEDS" not in bugs

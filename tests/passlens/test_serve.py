@@ -7,6 +7,7 @@ import urllib.request
 
 import pytest
 
+import explorer
 import passlens
 from compiler import models
 from passlens.cli import _parser
@@ -82,8 +83,7 @@ def test_block_is_honoured_everywhere(calls, kernel):
 
 def test_block_false_serves_from_a_thread(tmp_path):
     path = tmp_path / "t.passlens"
-    explorer_trace = __import__("explorer").explore(models.mlp())
-    explorer_trace.save(path)
+    explorer.explore(models.mlp()).save(path)
     server = passlens.serve(str(path), port=0, block=False)
     try:
         assert server.url == f"http://localhost:{server.port}/"
@@ -91,3 +91,23 @@ def test_block_false_serves_from_a_thread(tmp_path):
     finally:
         server.stop()
     assert not server.thread.is_alive()
+
+
+def test_a_jupyter_cell_does_not_hang(tmp_path):
+    """In a real kernel, serve returns its handle at once (a blocking call would time out)."""
+    from nbclient import NotebookClient
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    explorer.explore(models.mlp()).save(tmp_path / "t.passlens")
+    cell = (
+        "import passlens\n"
+        "assert passlens.in_kernel()\n"
+        "server = passlens.serve('t.passlens', port=0)\n"
+        "assert server.url.startswith('http://localhost:')\n"
+        "server.stop()\n"
+    )
+    nb = new_notebook(cells=[new_code_cell(cell)])
+    client = NotebookClient(
+        nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()  # raises on a failed assertion; a blocking serve times out
