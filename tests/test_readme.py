@@ -58,7 +58,7 @@ def test_every_python_block_runs_as_pasted(line, code, tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=120,  # the tour takes about 10 s; a serve that blocks ends here
     )
     assert done.returncode == 0, (
         f"README.md line {line}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
