@@ -3,18 +3,55 @@ widgets (issue #15: the explorer imports widgets only in its display hooks, so w
 trace, or runs one from a shell, lives here).
 
     import passlens
-    passlens.serve(trace)         # the Panel app on localhost (or `passlens serve TRACE.passlens`)
-    python -m passlens --help     # the `passlens` command (passlens.cli)
+    server = passlens.serve(trace)  # in Jupyter: returns at once; server.url, server.stop()
+    passlens.serve("run.passlens")  # in a script: serves until Ctrl-C (block=False: a handle)
+    python -m passlens --help       # the `passlens` command (passlens.cli)
 """
 
+import sys
 
-def serve(trace, **options):
+PORT = 5006  # the default port of passlens.serve and of `passlens serve` (Panel's own default)
+
+_servers: dict = {}  # port -> the non-blocking server passlens.serve started on it
+
+
+def in_kernel() -> bool:
+    """True inside a Jupyter (IPython) kernel, where a blocking call would hang the cell.
+    IPython is not imported to find out: a kernel has always imported it already."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except Exception:  # pragma: no cover - a broken IPython is not a kernel we can use
+        return False
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def serve(trace, *, port: int = PORT, block: bool | None = None, **options):
     """Open the trace's views (a Trace, or a saved ``.passlens`` file) as a Panel web app on
-    localhost; the options are :func:`widgets.app.serve`'s. The app is imported on the first
-    call, so ``import passlens`` (and every other ``passlens`` command) does not load Panel."""
+    localhost, port ``port`` (5006, as ``passlens serve``; 0 picks a free one).
+
+    ``block=None`` (the default) blocks only outside Jupyter: in a Jupyter kernel it returns a
+    handle at once (``.url``, ``.port``, ``.stop()``) and the app is served from a thread; in
+    a script or a terminal it prints the URL and serves until Ctrl-C. ``block=False`` always
+    returns the handle, ``block=True`` always serves until Ctrl-C. Serving again on the port of
+    a handle this function returned (a re-run Jupyter cell) stops that one first.
+
+    The other options are :func:`widgets.app.serve`'s (``report=``, ``show=``,
+    ``allow_host=``, ...). The app is imported on the first call, so ``import passlens`` (and
+    every other ``passlens`` command) does not load Panel."""
     from widgets.app import serve as _serve
 
-    return _serve(trace, **options)
+    if block is None:
+        block = not in_kernel()
+    previous = _servers.pop(port, None) if port else None
+    if previous is not None:
+        previous.stop()
+    server = _serve(trace, port=port, block=block, **options)
+    if server is not None:
+        _servers[server.port] = server
+    return server
 
 
-__all__ = ["serve"]
+__all__ = ["PORT", "in_kernel", "serve"]

@@ -197,7 +197,7 @@ def test_passlens_serve_prints_the_url_and_stops_on_ctrl_c(mlp_trace, tmp_path):
 
 
 def test_passlens_serve_wraps_the_app(mlp_trace):
-    with passlens.serve(mlp_trace, block=False) as srv:
+    with passlens.serve(mlp_trace, port=0, block=False) as srv:
         assert urllib.request.urlopen(srv.url, timeout=30).status == 200
 
 

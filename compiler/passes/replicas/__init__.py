@@ -1,4 +1,5 @@
-"""Deliberately faulty replicas of real compiler bugs (see ../shared/SEEDS.md).
+"""Deliberately faulty replicas of real compiler bugs (see docs/bugs.md; "SEEDS.md item N" in
+a replica's docstring is bug N there).
 
 Each module here copies the faulty behaviour of one real pass, says in its docstring which
 bug it copies, and registers under a name starting with ``replica-``. None is ever part of a
