@@ -42,6 +42,7 @@ pipeline spec, a missing dependency). Errors are one line on stderr, without a t
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -459,6 +460,13 @@ def _serve(args: argparse.Namespace) -> int:
         serve(trace, port=args.port, show=args.open, allow_host=args.allow_host)
     except HostError as e:  # a bad --allow-host: its message says which and why
         raise CLIError(str(e)) from None
+    except OSError as e:
+        if e.errno in (errno.EADDRINUSE, errno.EACCES):
+            raise CLIError(
+                f"port {args.port} is in use (or not allowed): try --port 0 (a free port) "
+                "or another port"
+            ) from None
+        raise
     return EXIT_OK
 
 
