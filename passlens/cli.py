@@ -4,6 +4,8 @@
     passlens show TRACE.passlens [--step N [--view NAME]] [--diff N]
     passlens serve TRACE.passlens [--port P] [--open] [--allow-host HOST ...]
     passlens reduce TRACE.passlens --out DIR [--finding N] [--budget SECONDS]
+    passlens export TRACE.passlens [--step N] [--format model-explorer|onnx] --out PATH
+    passlens passes
     passlens demo [--notebook PATH [--out DIR]]
 
 ``explore`` imports MODEL, runs the pipeline (default: ``default``) with every pass recorded
@@ -31,7 +33,9 @@ Ctrl-C; ``--port 0`` picks a free port; it answers only requests to localhost, 1
 [::1], plus each ``--allow-host HOST[:PORT]``), ``demo`` runs the bundled demo.
 ``reduce`` checks a saved trace, then shrinks its module and pipeline while its first failure
 (or finding ``N`` of the check, 0 the first) still holds, and writes the reduced trace, its IR,
-its pipeline and a pytest file that fails while the bug is there into DIR.
+its pipeline and a pytest file that fails while the bug is there into DIR. ``export`` writes
+one step for Model Explorer or Netron; ``passes`` lists every pass (what it does, its options)
+and the named pipelines, the names a ``--pipeline`` spec can use.
 
 Exit codes: 0 when all went well; 1 when there are findings (a pass failed, or ``--check``
 found problems); 2 when the command could not run (a missing or unreadable file, a bad
@@ -52,6 +56,7 @@ from typing import Any
 
 from compiler import PasslensError
 from passlens import export as _export
+from passlens import passes_cmd as _passes
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -163,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     _export.add_parser(sub)
+    _passes.add_parser(sub)
 
     p = sub.add_parser("demo", help="run the bundled demo")
     p.add_argument(
@@ -191,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "reduce": _reduce,
         "demo": _demo,
         "export": _export_step,
+        "passes": _passes.run,
     }[args.command]
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Printable(out), _Printable(err)
@@ -265,7 +272,10 @@ def _explore(args: argparse.Namespace) -> int:
     try:
         build_pipeline(args.pipeline)  # a bad spec fails before the model is imported
     except PipelineError as e:
-        raise CLIError(f"bad pipeline spec {args.pipeline!r}: {e}") from None
+        raise CLIError(
+            f"bad pipeline spec {args.pipeline!r}: {e}; the passes: {_pass_names()} "
+            "(`passlens passes` says what each does)"
+        ) from None
     source, inputs = load_model(Path(args.model))
     try:
         trace = explorer.explore(source, inputs, pipeline=args.pipeline)
@@ -488,6 +498,12 @@ def _reduce(args: argparse.Namespace) -> int:
     print(reduction)
     print(f"wrote {', '.join(reduction.files)} to {out}")
     return EXIT_OK
+
+
+def _pass_names() -> str:
+    from compiler.passes import all_passes, named_pipelines
+
+    return ", ".join([*named_pipelines(), *sorted(set(all_passes()) - {"sequential"})])
 
 
 def _export_step(args: argparse.Namespace) -> int:

@@ -208,7 +208,12 @@ def test_show_a_failed_step_marks_the_line_and_prints_the_traceback(capsys, tmp_
         (["explore", "{tmp}/missing.onnx"], ["no such file", "missing.onnx"]),
         (
             ["explore", "{ir}", "--pipeline", "fold-constnt"],
-            ["bad pipeline spec", "did you mean fold-constant"],
+            [
+                "bad pipeline spec",
+                "did you mean fold-constant",
+                "the passes: default, ",
+                "fold-qdq",
+            ],
         ),
         (["explore", "{ir}", "--pipeline", "convert-dtype{dtype=float99}"], ["bad pipeline spec"]),
         (["explore", "{tmp}/model.xyz"], ["unknown model type '.xyz'"]),
@@ -233,6 +238,25 @@ def test_errors_are_one_line_and_exit_2(capsys, tmp_path, ir_file, saved, argv, 
     code, out, err = run(capsys, *argv)
     assert code == 2
     assert_one_line_error(err, *fragments)
+
+
+def test_passes_lists_every_pass_with_its_options_and_what_default_runs(capsys):
+    from compiler.passes import all_passes, named_pipelines
+
+    code, out, _ = run(capsys, "passes")
+    assert code == 0
+    listed = {
+        line.strip()
+        for line in out.splitlines()
+        if line.startswith("  ") and not line.startswith("      ")
+    }
+    names = {n for n in listed if " = " not in n}
+    assert names == set(all_passes()) - {"sequential"}
+    assert f"default = {named_pipelines()['default']}" in listed
+    # options with their defaults, written as a spec takes them; a required one says so
+    assert "options: max_bytes=67108864, fold_qdq=false" in out
+    assert "options: dtype (required)" in out
+    assert "Compile the module's loop-IR kernels with LLVM" in out
 
 
 def test_usage_errors_and_help(capsys):
