@@ -14,7 +14,7 @@ from compiler.frontend import UnsupportedOperatorError, from_onnx
 from compiler.frontend.onnx_frontend import OnnxImportError
 from compiler.interpret import run
 from tests.compiler.frontend.onnx_helpers import load_harness as _harness
-from tests.compiler.frontend.onnx_helpers import ort_run
+from tests.compiler.frontend.onnx_helpers import ort_run, round_trip_problem
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -58,22 +58,11 @@ def test_node_tests_of_the_family_pass(harness):
 def test_node_tests_of_the_family_round_trip_through_to_onnx(harness):
     """Every passing node test of the family, exported by to_onnx, gives the interpreter's
     numbers in onnxruntime (the composed ops export as their parts)."""
-    from compiler.frontend import to_onnx
 
     ort.set_default_logger_severity(3)
     root = harness.node_test_dir()
     dirs = sorted(d for d in root.iterdir() if d.is_dir() and d.name.startswith(_PASSING_PREFIXES))
-    problems = []
-    for d in dirs:
-        case = harness.load_case(d)
-        module = from_onnx(case.model)
-        inputs = [numpy_helper.to_array(t) for t in case.inputs]
-        sess = ort.InferenceSession(to_onnx(module).SerializeToString())
-        got = sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), inputs, strict=True)})
-        expected = [numpy_helper.from_array(np.asarray(v)) for v in run(module, *inputs)]
-        problem = harness._compare(tuple(got), expected, 1e-3, 1e-6)
-        if problem:
-            problems.append(f"{d.name}: {problem}")
+    problems = [f"{d.name}: {p}" for d in dirs if (p := round_trip_problem(d))]
     assert not problems, problems
 
 

@@ -17,6 +17,7 @@ from compiler.frontend import UnsupportedOperatorError, from_onnx
 from compiler.frontend.onnx_frontend import OnnxImportError
 from compiler.interpret import run
 from tests.compiler.frontend.onnx_helpers import load_harness as _harness
+from tests.compiler.frontend.onnx_helpers import round_trip_problem
 
 F32, I32 = TensorProto.FLOAT, TensorProto.INT32
 RNG = np.random.default_rng(17)
@@ -46,24 +47,13 @@ def test_node_tests_of_the_family_pass(harness):
 def test_node_tests_of_the_family_round_trip_through_to_onnx(harness):
     """The unrolled recurrences and scans export (as their parts) and give the same numbers in
     onnxruntime."""
-    from compiler.frontend import to_onnx
 
     ort.set_default_logger_severity(3)
     root = harness.node_test_dir()
     dirs = sorted(
         d for d in root.iterdir() if d.is_dir() and d.name.startswith((*_PASSING, "test_scan"))
     )
-    problems = []
-    for d in dirs:
-        case = harness.load_case(d)
-        module = from_onnx(case.model)
-        inputs = [numpy_helper.to_array(t) for t in case.inputs]
-        sess = ort.InferenceSession(to_onnx(module).SerializeToString())
-        got = sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), inputs, strict=True)})
-        expected = [numpy_helper.from_array(np.asarray(v)) for v in run(module, *inputs)]
-        problem = harness._compare(tuple(got), expected, 1e-3, 1e-6)
-        if problem:
-            problems.append(f"{d.name}: {problem}")
+    problems = [f"{d.name}: {p}" for d in dirs if (p := round_trip_problem(d))]
     assert not problems, problems
 
 
