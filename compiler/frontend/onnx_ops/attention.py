@@ -84,6 +84,20 @@ def _softmax(ctx, x: Expr) -> Expr:
     return ctx.call("divide", e, ctx.call("sum", e, axes=[-1], keepdims=True))
 
 
+def _share_kv_heads(ctx, hq, hk, k: Expr, v: Expr) -> tuple[Expr, Expr]:
+    """Grouped-query attention: each of the ``hk`` KV heads serves ``hq / hk`` query heads,
+    so K and V (heads on axis 1) are repeated to ``hq`` heads."""
+    if dims_equal(hq, hk) is True:
+        return k, v
+    hq_s = _static(hq, ctx, "number of query heads")
+    hk_s = _static(hk, ctx, "number of key heads")
+    if hk_s == 0 or hq_s % hk_s:
+        raise ConversionError(f"{hq_s} query heads are not a multiple of {hk_s} KV heads")
+    k = ctx.call("repeat", k, repeats=hq_s // hk_s, axis=1)
+    v = ctx.call("repeat", v, repeats=hq_s // hk_s, axis=1)
+    return k, v
+
+
 @converter(
     "Attention",
     attrs=(
@@ -219,14 +233,7 @@ def _attention(ctx):
         term = _neg_inf_where(ctx, ctx.call("less", j, n), dt)
         bias = term if bias is None else ctx.call("add", bias, term)
 
-    # grouped-query attention: each KV head serves hq / hk query heads
-    if dims_equal(hq, hk) is not True:
-        hq_s = _static(hq, ctx, "number of query heads")
-        hk_s = _static(hk, ctx, "number of key heads")
-        if hk_s == 0 or hq_s % hk_s:
-            raise ConversionError(f"{hq_s} query heads are not a multiple of {hk_s} KV heads")
-        k = ctx.call("repeat", k, repeats=hq_s // hk_s, axis=1)
-        v = ctx.call("repeat", v, repeats=hq_s // hk_s, axis=1)
+    k, v = _share_kv_heads(ctx, hq, hk, k, v)
 
     # scores
     scale = ctx.attr("scale")
@@ -612,13 +619,7 @@ def _flex_attention(ctx):
     hq, hk = q.ty.shape[1], k.ty.shape[1]
     if dims_equal(hk, v.ty.shape[1]) is False:
         raise ConversionError(f"K and V have different head counts: {k.ty} vs {v.ty}")
-    if dims_equal(hq, hk) is not True:
-        hq_s = _static(hq, ctx, "number of query heads")
-        hk_s = _static(hk, ctx, "number of key heads")
-        if hk_s == 0 or hq_s % hk_s:
-            raise ConversionError(f"{hq_s} query heads are not a multiple of {hk_s} KV heads")
-        k = ctx.call("repeat", k, repeats=hq_s // hk_s, axis=1)
-        v = ctx.call("repeat", v, repeats=hq_s // hk_s, axis=1)
+    k, v = _share_kv_heads(ctx, hq, hk, k, v)
     scale = ctx.attr("scale")
     scale = 1.0 / math.sqrt(size) if scale is None else float(scale)
     if not (math.isfinite(scale) and scale >= 0):
