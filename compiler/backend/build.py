@@ -34,6 +34,7 @@ from compiler.ir.nodes import (
     Constant,
     Expr,
     FuncCall,
+    Loop,
     Function,
     If,
     Module,
@@ -175,6 +176,19 @@ class _PlanBuilder:
             return {"op": "tuple", "args": [self.ref(f, slots) for f in b.fields]}
         if isinstance(b, TupleGetItem):
             return {"op": "item", "arg": self.ref(b.tuple_value, slots), "index": b.index}
+        if isinstance(b, Loop):
+            return {
+                "op": "loop",
+                "func": b.func,
+                "args": [self.ref(a, slots) for a in b.args],
+                "carried": b.num_carried,
+                "scan_dtypes": [f.dtype.short for f in b.ty.fields[b.num_carried :]],
+                "scan_shapes": [
+                    list(f.shape) if f.shape is not None and all(isinstance(d, int) for d in f.shape)
+                    else None
+                    for f in self.module[b.func].ret_type.fields[1 + b.num_carried :]
+                ],
+            }
         if isinstance(b, FuncCall):
             return {"op": "call", "func": b.func, "args": [self.ref(a, slots) for a in b.args]}
         if isinstance(b, If):
@@ -363,11 +377,49 @@ class Executable:
             args = [self._value(a, values) for a in ins["args"]]
             out = self.run(*args, function=ins["func"])
             return out if self.plans[ins["func"]]["output_is_tuple"] else out[0]
+        if op == "loop":
+            return self._loop(ins, [self._value(a, values) for a in ins["args"]])
         if op == "if":
             cond = np.asarray(self._value(ins["cond"], values))
             branch = ins["then"] if bool(cond.reshape(())) else ins["else"]
             return self._block(branch, dict(values), env)
         raise BuildError(f"unknown instruction {op!r}")
+
+    def _loop(self, ins: dict, args: list) -> tuple:
+        """A Loop (see compiler.ir.nodes.Loop): the body's plan once per iteration."""
+        from compiler.interpret import MAX_LOOP_ITERATIONS
+
+        func, k = ins["func"], ins["carried"]
+        body = self.plans[func]
+        it_ty = body["params"][0].get("_type") or _type_from_json(body["params"][0]["type"])
+        max_trips = int(np.asarray(args[0]).reshape(()))
+        cond = bool(np.asarray(args[1]).reshape(()))
+        carried, captured = list(args[2 : 2 + k]), args[2 + k :]
+        scans: list[list] = [[] for _ in ins["scan_dtypes"]]
+        i = 0
+        while i < max_trips and cond:
+            if i >= MAX_LOOP_ITERATIONS:
+                raise BuildError(f"loop @{func} ran {MAX_LOOP_ITERATIONS} iterations without ending")
+            out = self.run(np.asarray(i, it_ty.dtype.numpy), np.asarray(cond), *carried, *captured,
+                           function=func)
+            cond = bool(np.asarray(out[0]).reshape(()))
+            carried = list(out[1 : 1 + k])
+            for j, s in enumerate(scans):
+                s.append(np.asarray(out[1 + k + j]))
+            i += 1
+        stacked = []
+        for j, s in enumerate(scans):
+            if not s:  # no iteration: an empty stack of the per-iteration shape, when static
+                shape = ins["scan_shapes"][j]
+                if shape is None:
+                    raise BuildError(
+                        f"loop @{func} ran no iteration and its scanned output {j} has no "
+                        "static per-iteration shape"
+                    )
+                stacked.append(np.zeros((0, *shape), dtype=DType(ins["scan_dtypes"][j]).numpy))
+                continue
+            stacked.append(np.stack(s))
+        return (*carried, *stacked)
 
     # ----- export and load ---------------------------------------------------------------------
     def export(self, path: str | os.PathLike) -> int:

@@ -20,6 +20,7 @@ from compiler.ir.nodes import (
     Constant,
     Expr,
     FuncCall,
+    Loop,
     Function,
     If,
     Module,
@@ -83,6 +84,8 @@ class _Canon:
         prov = (n.prov,) if self.provenance else ()
         if isinstance(n, Call):
             body = ("call", n.op, tuple(self.ref(a) for a in n.args), n.attrs, n.ty)
+        elif isinstance(n, Loop):
+            body = ("loop", n.func, tuple(self.ref(a) for a in n.args), n.ty, n.num_carried)
         elif isinstance(n, FuncCall):
             body = ("fcall", n.func, tuple(self.ref(a) for a in n.args), n.ty)
         elif isinstance(n, Tuple):

@@ -15,6 +15,7 @@ from compiler.ir import (
     Constant,
     Expr,
     FuncCall,
+    Loop,
     Function,
     If,
     Module,
@@ -202,7 +203,7 @@ class _Checker:
             elif isinstance(node, TupleGetItem):
                 t = _known(node.tuple_value, values, params)
                 v = t[node.index] if isinstance(t, tuple) else None
-            elif isinstance(node, FuncCall) and node.func in module:
+            elif isinstance(node, FuncCall) and not isinstance(node, Loop) and node.func in module:
                 args = [_known(a, values, params) for a in node.args]
                 if all(a is not None for a in args):
                     v = self._call(run, module, node, args)

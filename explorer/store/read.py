@@ -26,6 +26,7 @@ from compiler.ir import (
     DType,
     Expr,
     FuncCall,
+    Loop,
     Function,
     If,
     Module,
@@ -318,6 +319,10 @@ class _Reader:
             args = [self.expr(a) for a in rec["args"]]
             ty = self.ref(self.types, rec["type"], "type")
             return FuncCall(rec["func"], args, ty, self.prov(rec), name)
+        if kind == "loop":
+            args = [self.expr(a) for a in rec["args"]]
+            ty = self.ref(self.types, rec["type"], "type")
+            return Loop(rec["func"], args, ty, rec["carried"], self.prov(rec), name)
         if kind == "tuple":
             return Tuple([self.expr(a) for a in rec["args"]], self.prov(rec), name)
         if kind == "get_item":

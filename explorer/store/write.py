@@ -22,6 +22,7 @@ from compiler.ir import (
     DType,
     Expr,
     FuncCall,
+    Loop,
     Function,
     If,
     Module,
@@ -281,6 +282,14 @@ class _Writer:
                 "args": [ids[id(a)] for a in obj.args],
                 "attrs": attrs,
                 "type": self.type(obj.ty),
+            }
+        elif isinstance(obj, Loop):
+            rec = {
+                "kind": "loop",
+                "func": obj.func,
+                "args": [ids[id(a)] for a in obj.args],
+                "type": self.type(obj.ty),
+                "carried": obj.num_carried,
             }
         elif isinstance(obj, FuncCall):
             rec = {
