@@ -174,17 +174,12 @@ class _Recurrence:
             x = ctx.call("permute_dims", x, axes=[1, 0, 2])
         self.x = x  # [seq, batch, input]
         steps = x.ty.shape[0]
-        if not isinstance(steps, int):
-            raise Unsupported(
-                f"{op} over a symbolic sequence length {dim_str(steps)}: passlens unrolls "
-                "recurrences and needs a static sequence length"
-            )
-        if steps < 1:
+        # a static sequence is unrolled; a symbolic (or long) one runs as a Loop node
+        self.looped = not isinstance(steps, int) or steps > MAX_UNROLL
+        if isinstance(steps, int) and steps < 1:
             raise Unsupported(f"{op} over an empty sequence")
-        if steps > MAX_UNROLL:
-            raise Unsupported(f"{op} over {steps} steps: passlens unrolls up to {MAX_UNROLL}")
         self.steps = steps
-        _spend(ctx, steps * self.num_dir * 8 * gates)
+        _spend(ctx, (1 if self.looped else steps) * self.num_dir * 8 * gates)
         hidden = ctx.attr("hidden_size")
         r_hidden = ctx.ty(2).shape[2]
         if hidden is None:
@@ -336,16 +331,29 @@ class _Recurrence:
     def keep(self, mask, new: Expr, old: Expr) -> Expr:
         return new if mask is None else self.ctx.call("where", mask, new, old)
 
+    def mask_at(self, t: Expr) -> Expr | None:
+        """``mask`` for a step number known at run time (a 0-d i64)."""
+        if self.mask_lens is None:
+            return None
+        lens = self.mask_lens
+        return self.ctx.call("less", self.ctx.call("cast", t, dtype=lens.ty.dtype), lens)
+
     def run(self, step) -> list[Expr]:
-        """Unroll every direction: ``step(d, t, xt, states) -> (output, states)``, with
-        ``xt`` the step's projected input [batch, gates * hidden] and states the list given by
-        ``self.initial(d, xw)``; returns Y, then each final state, in the ONNX layouts."""
+        """Unroll every direction (or loop over it, see ``looped``): ``step(d, t, xt,
+        states) -> (output, states)``, with ``xt`` the step's projected input [batch, gates *
+        hidden] and states the list given by ``self.initial(d, xw)``; returns Y, then each
+        final state, in the ONNX layouts."""
         ctx = self.ctx
         ys, finals = [], []
         for d in range(self.num_dir):
             wb, _rb = self.biases(d)
             xw = self.project(self.x, 1, d, wb)  # [seq, batch, gates * hidden]
             states = self.initial(d, xw)
+            if self.looped:
+                y, states = self.loop(step, d, xw, states)
+                ys.append(ctx.call("unsqueeze", y, axes=[1]))
+                finals.append(states)
+                continue
             outs: dict[int, Expr] = {}
             for t in self.order(d):
                 xt = ctx.call("take", xw, ctx.constant(t, "int64"), axis=0)
@@ -368,6 +376,30 @@ class _Recurrence:
                 else ctx.call("concat", *parts, axis=1 if self.layout else 0)
             )
         return results
+
+    def loop(self, step, d: int, xw: Expr, states: list[Expr]) -> tuple[Expr, list[Expr]]:
+        """One direction as a Loop node over the sequence: ``(Y [seq, batch, hidden], final
+        states)``."""
+        from compiler.frontend.onnx_ops.registry import _dim_value
+
+        ctx = self.ctx
+        n = _dim_value(ctx, xw, 0)
+        reverse = self.direction == "reverse" or d == 1
+
+        def build(i, c, st):
+            t = ctx.call("subtract", ctx.call("subtract", n, ctx.constant(1, "int64")), i) if reverse else i
+            xt = ctx.call("take", xw, t, axis=0)
+            mask = self.mask_at(t)
+            y, new = step(d, t, xt, st)
+            new = [self.keep(mask, a, b) for a, b in zip(new, st, strict=True)]
+            y = y if mask is None else ctx.call("where", mask, y, ctx.like(0, y))
+            return c, new, [y]
+
+        outs = _make_loop(ctx, states, build, n, length=self.steps)
+        final, y = outs[:-1], outs[-1]
+        if reverse:  # the steps ran from the end: put Y back in sequence order
+            y = _reversed_axis0(ctx, y, n)
+        return y, final
 
     def initial(self, d: int, xw: Expr) -> list[Expr]:
         raise NotImplementedError
@@ -597,31 +629,98 @@ def _static_true(e: Expr) -> bool | None:
     return bool(v.reshape(-1)[0])
 
 
+
+# ----- the loop construct: what cannot be unrolled -----------------------------------------
+
+
+def _make_loop(ctx, carried: list[Expr], build, max_trips: Expr, cond: Expr | None = None,
+               length=None) -> list[Expr]:
+    """A Loop node (compiler.ir.Loop) over a body made by ``build(i, cond, states) ->
+    (cond', states', scanned)`` (expressions over the body's parameters; whatever else they
+    read becomes a captured value), started from ``carried``; returns the final states and
+    the scanned outputs stacked along a new first axis of length ``length`` (None: ``?``).
+    A carried value whose shape changes between iterations gets ``?`` for the dims that do."""
+    from compiler.ir.closure import close_over
+    from compiler.ir.nodes import Loop, TupleGetItem, Var
+    from compiler.ir.nodes import Tuple as IRTuple
+    from compiler.ir.symbolic import ANY
+    from compiler.ir.types import DType, TupleType, join_types
+
+    for v in carried:
+        if not isinstance(v.ty, TensorType):
+            raise Unsupported(
+                f"{ctx.node.op_type} carrying a value that is not a tensor ({v.ty}) through "
+                "a loop passlens cannot unroll"
+            )
+    types = [v.ty for v in carried]
+    for _attempt in range(3):
+        i = Var("i", TensorType((), DType.int64))
+        c = Var("cond", TensorType((), DType.bool))
+        states = [Var(f"state{j}", t) for j, t in enumerate(types)]
+        cond_out, new, scans = build(i, c, states)
+        if len(new) != len(types):
+            raise ConversionError(f"the body gives {len(new)} carried values, expected {len(types)}")
+        try:
+            joined = [join_types(t, n.ty) for t, n in zip(types, new, strict=True)]
+        except TypeError as e:
+            raise ConversionError(f"a loop-carried value changes type: {e}") from None
+        if joined == types:
+            break
+        types = joined
+    else:
+        raise Unsupported(f"{ctx.node.op_type}: a loop-carried value whose shape never settles")
+    ct = cond_out.ty
+    if not (isinstance(ct, TensorType) and ct.shape is not None and ct.numel == 1):
+        raise ConversionError(f"the loop condition must hold one value, got {ct}")
+    if ct.dtype is not DType.bool:
+        cond_out = ctx.call("cast", cond_out, dtype=DType.bool)
+    if ct.shape != ():
+        cond_out = ctx.call("reshape", cond_out, shape=[])
+    for s in scans:
+        if not isinstance(s.ty, TensorType) or s.ty.shape is None:
+            raise Unsupported(f"{ctx.node.op_type} with a scan output of unknown rank or a sequence")
+    body, captured = close_over([i, c, *states], IRTuple([cond_out, *new, *scans]))
+    name = ctx.importer.add_function(f"{ctx.label}_body", body)
+    lead = ANY if length is None else length
+    ty = TupleType([*types, *[s.ty.with_shape((lead, *s.ty.shape)) for s in scans]])
+
+    def scalar(e: Expr, dtype) -> Expr:
+        if e.ty.dtype is not dtype:
+            e = ctx.call("cast", e, dtype=dtype)
+        return e if e.ty.shape == () else ctx.call("reshape", e, shape=[])
+
+    trips = scalar(max_trips, DType.int64)
+    first = scalar(cond, DType.bool) if cond is not None else ctx.constant(True, DType.bool)
+    node = Loop(name, [trips, first, *carried, *captured], ty, len(carried), prov=ctx.prov)
+    return [TupleGetItem(node, j, prov=ctx.prov) for j in range(len(ty.fields))]
+
+
+def _reversed_axis0(ctx, x: Expr, n: Expr) -> Expr:
+    """``x`` with its first axis (of run-time length ``n``, a 0-d i64) reversed. The indices
+    are counted along ``x`` itself, so they keep its (symbolic) length and compile."""
+    from compiler.ir.types import DType
+
+    i64 = DType.int64
+    col = x
+    for _ in range(len(x.ty.shape) - 1):
+        col = ctx.call("take", col, ctx.constant(0, i64), axis=1)  # [n]
+    ones = ctx.call("add", ctx.call("zeros_like", ctx.call("cast", col, dtype=i64)),
+                    ctx.constant(1, i64))
+    pos = ctx.call("cumsum", ones, axis=0, exclusive=True)  # 0 .. n-1
+    idx = ctx.call("subtract", ctx.call("subtract", n, ctx.constant(1, i64)), pos)
+    return ctx.call("take", x, idx, axis=0)
+
+
 @converter("Loop", attrs=("body",), min_version=11)
 def _loop(ctx):
-    """A Loop with a constant trip count (or one computed from static shapes), unrolled; its
-    condition must stay known-true (an early exit depending on data would give scan outputs
-    a length known only at run time)."""
+    """A Loop with a constant trip count (or one computed from static shapes) and a condition
+    that stays known-true is unrolled; any other (a trip count known at run time, a while
+    loop, an early exit on data, more than MAX_UNROLL iterations) becomes a Loop node over a
+    body function, its scan outputs of a length known at run time."""
+    from compiler.frontend.onnx_ops.control import _static_value
     from compiler.ir.types import DType
 
     op = "Loop"
-    if not ctx.has(0):
-        raise Unsupported(f"{op} without a trip count (a while loop)")
-    from compiler.frontend.onnx_ops.control import _static_value
-
-    trip = _static_value(ctx.input(0))  # a constant, or computed from static shapes
-    if trip is None:
-        raise Unsupported(
-            f"{op} with a trip count known only at run time: passlens unrolls loops and "
-            "needs a constant trip count"
-        )
-    if trip.size != 1 or not np.issubdtype(trip.dtype, np.integer):
-        raise ConversionError(f"the trip count must be one integer, got {trip!r}")
-    count = int(trip.reshape(-1)[0])
-    if count < 0:
-        raise ConversionError(f"the trip count must not be negative, got {count}")
-    if count > MAX_UNROLL:
-        raise Unsupported(f"{op} of {count} iterations: passlens unrolls up to {MAX_UNROLL}")
     carried = [ctx.input(i) for i in range(2, len(ctx.inputs))]
     if any(not isinstance(v.ty, TensorType) and not _is_sequence(v.ty) for v in carried):
         raise Unsupported(f"{op} carrying a value that is not a tensor or a sequence")
@@ -633,11 +732,37 @@ def _loop(ctx):
             f"the body must give a condition and {len(carried)} carried values, "
             f"got {len(body.graph.output)} outputs"
         )
+    trip = _static_value(ctx.input(0)) if ctx.has(0) else None
+    if trip is not None:
+        if trip.size != 1 or not np.issubdtype(trip.dtype, np.integer):
+            raise ConversionError(f"the trip count must be one integer, got {trip!r}")
+        if int(trip.reshape(-1)[0]) < 0:
+            raise ConversionError(f"the trip count must not be negative, got {trip!r}")
+    unrolled = None
+    if trip is not None and int(trip.reshape(-1)[0]) <= MAX_UNROLL:
+        unrolled = _unrolled_loop(ctx, body, int(trip.reshape(-1)[0]), cond, carried, num_scan)
+    if unrolled is not None:
+        return unrolled
+    max_trips = ctx.input(0) if ctx.has(0) else ctx.constant(2**63 - 1, DType.int64)
+
+    def build(i, c, states):
+        outs = body([i, c, *states], "loop")
+        k = len(states)
+        return outs[0], outs[1 : 1 + k], outs[1 + k :]
+
+    return _make_loop(ctx, carried, build, max_trips, cond)
+
+
+def _unrolled_loop(ctx, body, count: int, cond, carried, num_scan) -> list[Expr] | None:
+    """The Loop unrolled ``count`` times; None when it cannot be (a condition computed from
+    data, an empty scan output)."""
+    from compiler.ir.types import DType
+
     scans: list[list[Expr]] = [[] for _ in range(num_scan)]
     for i in range(count):
         known = _static_true(cond)
         if known is None:
-            raise Unsupported(f"{op} whose condition is computed from data (an early exit)")
+            return None  # an early exit on data: a Loop node
         if not known:
             break
         cond = ctx.constant(True, DType.bool)  # known: the next body reads a constant
@@ -645,10 +770,10 @@ def _loop(ctx):
         cond, carried = outs[0], outs[1 : 1 + len(carried)]
         for k, v in enumerate(outs[1 + len(carried) :]):
             if not isinstance(v.ty, TensorType):
-                raise Unsupported(f"{op} with a scan output that is not a tensor")
+                raise Unsupported(f"Loop with a scan output that is not a tensor")
             scans[k].append(v)
     if any(not s for s in scans):
-        raise Unsupported(f"{op} with scan outputs and no iteration run (an empty scan output)")
+        return None  # no iteration ran: the Loop node gives the empty scan outputs
     return [*carried, *[_stack(ctx, s, 0) for s in scans]]
 
 
