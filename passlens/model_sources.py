@@ -194,12 +194,12 @@ def load_model(spec: str, input_shapes: Sequence[str] = ()) -> tuple[Any, tuple 
     shapes = [parse_input_shape(s) for s in input_shapes]  # a typo fails before any import
     spec = str(spec)
     path = Path(spec)
-    if not path.exists():
+    if not _is(path, "exists"):
         head, sep, attr = spec.rpartition(":")
         if sep and head and _ATTR.match(attr):
-            if Path(head).is_file() and not head.lower().endswith(".py"):
+            if _is(Path(head), "is_file") and not head.lower().endswith(".py"):
                 raise CLIError(f"{spec}: only a .py file or a Python module has attributes")
-            if head.endswith(".py") or "/" in head or "\\" in head:
+            if head.lower().endswith(".py") or "/" in head or "\\" in head:
                 return _python_file(Path(head), attr, shapes, spec)
             return _module_attr(head, attr, shapes, spec)
         if _ATTR.match(spec) and "." in spec and path.suffix.lower() not in _SUFFIXES:
@@ -226,6 +226,14 @@ def load_model(spec: str, input_shapes: Sequence[str] = ()) -> tuple[Any, tuple 
 
 
 _SUFFIXES = (".onnx", ".pt2", ".py", ".ir", ".txt")
+
+
+def _is(path: Path, test: str) -> bool:
+    """``path.exists()`` / ``is_file()``, False for a name no file can have (too long, a NUL)."""
+    try:
+        return getattr(path, test)()
+    except (OSError, ValueError):
+        return False
 
 
 def _numpy_inputs(shapes: Sequence[InputShape]) -> tuple | None:
@@ -338,7 +346,7 @@ def _python_file(
     path: Path, attr: str | None, shapes: Sequence[InputShape], spec: str
 ) -> tuple[Any, tuple | None]:
     """``model.py`` (its ``model()``) or ``model.py:ATTR``."""
-    if not path.exists():
+    if not _is(path, "exists"):
         raise CLIError(f"no such file: {path}")
     if path.is_dir():
         raise CLIError(f"{path} is a directory, not a Python file")
