@@ -31,7 +31,14 @@ from compiler.ir.nodes import (
     get_op,
 )
 from compiler.ir.symbolic import ANY, SymExpr, solve_dim
-from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, shape_matches
+from compiler.ir.types import (
+    TensorType,
+    TupleType,
+    Type,
+    empty_scan_shape,
+    is_float_dtype,
+    shape_matches,
+)
 from compiler.ir.verify import symbols_of
 
 # The largest value one binding may hold; the annotated size is checked before computing.
@@ -440,11 +447,13 @@ class _Evaluator:
                 stacked.append(np.stack(scans[j]))
             else:  # no iteration: an empty stack of the per-iteration shape
                 per = body.ret_type.fields[1 + k + j]
-                dims = per.shape
-                if dims is None or not all(isinstance(d, int) for d in dims):
+                dims = empty_scan_shape(
+                    [p.ty for p in body.params[2:]], [*carried, *captured], per
+                )
+                if dims is None:
                     raise InterpretError(
                         f"loop @{node.func} ran no iteration and scanned output {j} has no "
-                        f"static per-iteration shape ({per})",
+                        f"known per-iteration shape ({per})",
                         node,
                     )
                 stacked.append(np.zeros((0, *dims), dtype=ty.dtype.numpy))

@@ -43,7 +43,7 @@ from compiler.ir.nodes import (
 )
 from compiler.ir.parser import parse_dim
 from compiler.ir.symbolic import SymExpr, evaluate_dim
-from compiler.ir.types import DType, TensorType, TupleType, shape_matches
+from compiler.ir.types import DType, TensorType, TupleType, empty_scan_shape, shape_matches
 
 FORMAT = "passlens-executable"
 VERSION = 1
@@ -183,11 +183,6 @@ class _PlanBuilder:
                 "args": [self.ref(a, slots) for a in b.args],
                 "carried": b.num_carried,
                 "scan_dtypes": [f.dtype.short for f in b.ty.fields[b.num_carried :]],
-                "scan_shapes": [
-                    list(f.shape) if f.shape is not None and all(isinstance(d, int) for d in f.shape)
-                    else None
-                    for f in self.module[b.func].ret_type.fields[1 + b.num_carried :]
-                ],
             }
         if isinstance(b, FuncCall):
             return {"op": "call", "func": b.func, "args": [self.ref(a, slots) for a in b.args]}
@@ -209,6 +204,11 @@ class _PlanBuilder:
             "params": [{"name": p.name, "type": _type_json(p.ty)} for p in fn.params],
             "num_input": fn.num_input,
             "output_is_tuple": isinstance(fn.output.ty, TupleType),
+            "ret": (
+                [_type_json(f) for f in fn.output.ty.fields]
+                if isinstance(fn.output.ty, TupleType)
+                else [_type_json(fn.output.ty)]
+            ),
             **body,
         }
 
@@ -409,12 +409,16 @@ class Executable:
             i += 1
         stacked = []
         for j, s in enumerate(scans):
-            if not s:  # no iteration: an empty stack of the per-iteration shape, when static
-                shape = ins["scan_shapes"][j]
+            if not s:  # no iteration: an empty stack of the per-iteration shape
+                types = body.setdefault(
+                    "_param_types", [_type_from_json(p["type"]) for p in body["params"]]
+                )
+                per = _type_from_json(body["ret"][1 + k + j]) if "ret" in body else None
+                shape = empty_scan_shape(types[2:], [*carried, *captured], per)
                 if shape is None:
                     raise BuildError(
                         f"loop @{func} ran no iteration and its scanned output {j} has no "
-                        "static per-iteration shape"
+                        "known per-iteration shape"
                     )
                 stacked.append(np.zeros((0, *shape), dtype=DType(ins["scan_dtypes"][j]).numpy))
                 continue
@@ -449,7 +453,7 @@ class Executable:
 
 
 def _strip(plan: dict) -> dict:
-    out = {k: v for k, v in plan.items()}
+    out = {k: v for k, v in plan.items() if not k.startswith("_")}
     out["params"] = [{k: v for k, v in p.items() if k != "_type"} for p in plan["params"]]
     return out
 

@@ -1,18 +1,22 @@
-"""Recurrent ops and loops: RNN, GRU, LSTM, Scan and Loop, unrolled into existing IR ops.
+"""Recurrent ops and loops: RNN, GRU, LSTM, Scan and Loop, unrolled into existing IR ops or
+run as Loop nodes.
 
-A static sequence length (trip count) is unrolled step by step, as a compiler would: the
-input projection of every step is one ``matmul`` over the whole sequence, then each step is
-a ``matmul`` of the hidden state and elementwise gates. Lowering, codegen and ONNX export
-need nothing new. The IR has no loop construct, so a symbolic sequence length (or a trip
-count known only at run time) is reported as unsupported.
+A static sequence length (trip count) up to :data:`MAX_UNROLL` is unrolled step by step, as
+a compiler would: the input projection of every step is one ``matmul`` over the whole
+sequence, then each step is a ``matmul`` of the hidden state and elementwise gates. A
+symbolic (or longer) sequence, a trip count known only at run time and an early exit on data
+become a ``Loop`` node (compiler.ir.Loop) over a private body function built once: the body's
+reads of outer values are captured as its extra parameters (compiler.ir.closure), the scanned
+outputs stacked by the loop (a reverse direction reversed after it).
 
 ``sequence_lens`` is honoured with masks: at step ``t`` a batch entry whose length is at most
 ``t`` keeps its state and outputs zeros, which also gives the reverse direction its meaning
 (each sequence read backwards from its own last element).
 
 Loop (a trip count that is a constant or computed from static shapes, a condition that stays
-known-true) and Scan (versions 8 and 9+, a static length) convert their body graph once per
-iteration with its inputs bound to the iteration's values. What an import may unroll in all
+known-true) and Scan (versions 8 and 9+, a static length) unroll by converting their body
+graph once per iteration with its inputs bound to the iteration's values; a carried ONNX
+sequence (a tuple whose length may change) cannot be a Loop node's state. What an import may unroll in all
 is bounded (:data:`MAX_UNROLLED_NODES`).
 """
 
@@ -23,7 +27,7 @@ import numpy as np
 from compiler.frontend.onnx_context import ConversionError, ConvertContext, Scope, Unsupported
 from compiler.frontend.onnx_ops.registry import converter
 from compiler.ir.nodes import Expr
-from compiler.ir.symbolic import dim_str
+from compiler.ir.symbolic import ANY, dim_str
 from compiler.ir.types import TensorType
 
 MAX_UNROLL = 4096
@@ -813,18 +817,15 @@ def _scan(ctx):
         ax %= rank
         axes.append(ax)
         d = x.ty.shape[ax]
-        if not isinstance(d, int):
-            raise Unsupported(
-                f"Scan over a symbolic length {dim_str(d)}: passlens unrolls scans and needs "
-                "a static length"
-            )
-        if length is not None and d != length:
+        if d is ANY:
+            raise Unsupported("Scan over an input whose scan axis has an unknown ('?') length")
+        if length is not None and isinstance(d, int) and isinstance(length, int) and d != length:
             raise ConversionError(f"the scan inputs have lengths {length} and {d}")
-        length = d
+        if length is None or isinstance(d, int):
+            length = d
     if any(v not in (0, 1) for v in in_dirs):
         raise ConversionError(f"scan_input_directions must be 0 or 1, got {in_dirs}")
-    if length > MAX_UNROLL:
-        raise Unsupported(f"Scan of {length} iterations: passlens unrolls up to {MAX_UNROLL}")
+    looped = not isinstance(length, int) or length > MAX_UNROLL  # else unrolled
     body = _Body(ctx, "body", n_state + m)
     k = len(body.graph.output) - n_state
     if k < 0:
@@ -835,6 +836,8 @@ def _scan(ctx):
         raise ConversionError(f"scan_output_axes and scan_output_directions need {k} values")
     if any(v not in (0, 1) for v in out_dirs):
         raise ConversionError(f"scan_output_directions must be 0 or 1, got {out_dirs}")
+    if looped:
+        return _scan_loop(ctx, body, states, xs, axes, in_dirs, out_axes, out_dirs, length)
     if length == 0 and k:
         raise Unsupported("Scan of length 0 with scan outputs (empty outputs)")
     scans: list[list[Expr]] = [[] for _ in range(k)]
@@ -858,6 +861,42 @@ def _scan(ctx):
         if not -rank <= ax < rank:
             raise ConversionError(f"scan output axis {ax} is out of range for rank {rank}")
         results.append(_stack(ctx, items, ax % rank))
+    return results
+
+
+def _scan_loop(ctx, body, states, xs, axes, in_dirs, out_axes, out_dirs, length) -> list[Expr]:
+    """A Scan of symbolic (or long) length as a Loop node: the scan inputs are captured and
+    read at the iteration's index; the scanned outputs are reversed and moved to their axis
+    after the loop."""
+    from compiler.frontend.onnx_ops.registry import _dim_value
+    from compiler.ir.types import DType
+
+    n = _dim_value(ctx, xs[0], axes[0])
+    last = ctx.call("subtract", n, ctx.constant(1, DType.int64))
+
+    def build(i, c, st):
+        elems = []
+        for x, ax, rev in zip(xs, axes, in_dirs, strict=True):
+            t = ctx.call("subtract", last, i) if rev else i
+            elems.append(ctx.call("take", x, t, axis=ax))
+        outs = body([*st, *elems], "loop")
+        return c, outs[: len(st)], outs[len(st) :]
+
+    outs = _make_loop(ctx, states, build, n, length=length)
+    results = outs[: len(states)]
+    for j, y in enumerate(outs[len(states) :]):
+        if out_dirs[j]:
+            y = _reversed_axis0(ctx, y, n)
+        rank = len(y.ty.shape)
+        ax = out_axes[j]
+        if not -rank <= ax < rank:
+            raise ConversionError(f"scan output axis {ax} is out of range for rank {rank}")
+        ax %= rank
+        if ax:
+            perm = list(range(1, rank))
+            perm.insert(ax, 0)
+            y = ctx.call("permute_dims", y, axes=perm)
+        results.append(y)
     return results
 
 
