@@ -447,9 +447,7 @@ class _Evaluator:
                 stacked.append(np.stack(scans[j]))
             else:  # no iteration: an empty stack of the per-iteration shape
                 per = body.ret_type.fields[1 + k + j]
-                dims = empty_scan_shape(
-                    [p.ty for p in body.params[2:]], [*carried, *captured], per
-                )
+                dims = empty_scan_shape([p.ty for p in body.params[2:]], [*carried, *captured], per)
                 if dims is None:
                     raise InterpretError(
                         f"loop @{node.func} ran no iteration and scanned output {j} has no "

@@ -34,9 +34,9 @@ from compiler.ir.nodes import (
     Constant,
     Expr,
     FuncCall,
-    Loop,
     Function,
     If,
+    Loop,
     Module,
     Tuple,
     TupleGetItem,
@@ -399,9 +399,16 @@ class Executable:
         i = 0
         while i < max_trips and cond:
             if i >= MAX_LOOP_ITERATIONS:
-                raise BuildError(f"loop @{func} ran {MAX_LOOP_ITERATIONS} iterations without ending")
-            out = self.run(np.asarray(i, it_ty.dtype.numpy), np.asarray(cond), *carried, *captured,
-                           function=func)
+                raise BuildError(
+                    f"loop @{func} ran {MAX_LOOP_ITERATIONS} iterations without ending"
+                )
+            out = self.run(
+                np.asarray(i, it_ty.dtype.numpy),
+                np.asarray(cond),
+                *carried,
+                *captured,
+                function=func,
+            )
             cond = bool(np.asarray(out[0]).reshape(()))
             carried = list(out[1 : 1 + k])
             for j, s in enumerate(scans):

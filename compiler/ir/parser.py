@@ -25,10 +25,10 @@ from compiler.ir.nodes import (
     Constant,
     Expr,
     FuncCall,
-    Loop,
     Function,
     If,
     IRError,
+    Loop,
     Module,
     Tuple,
     TupleGetItem,
@@ -575,7 +575,8 @@ class Parser:
             except (IRError, TypeError) as e:
                 raise self.error(str(e), tok) from None
         raise self.error(
-            f"expected an op call, call @f(...), loop @f(...), a tuple, x[i] or if, found {self._describe(tok)}"
+            "expected an op call, call @f(...), loop @f(...), a tuple, x[i] or if, "
+            f"found {self._describe(tok)}"
         )
 
     def parse_arg_list(self, allow_attrs: bool) -> tuple[list[Expr], dict]:

@@ -399,4 +399,3 @@ def empty_scan_shape(
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
     return dims if all(isinstance(d, int) and d >= 0 for d in dims) else None
-

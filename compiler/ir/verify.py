@@ -39,9 +39,9 @@ from compiler.ir.nodes import (
     Constant,
     Expr,
     FuncCall,
-    Loop,
     Function,
     If,
+    Loop,
     Module,
     Node,
     TupleGetItem,
@@ -276,8 +276,7 @@ class _Checker:
             a, p = node.args[i], body.params[i]
             if not _covers(p.ty, a.ty) and not _symbolically_compatible(p.ty, a.ty):
                 self.problem(
-                    f"argument {i} of {where} has type {a.ty}, parameter %{p.name} "
-                    f"expects {p.ty}",
+                    f"argument {i} of {where} has type {a.ty}, parameter %{p.name} expects {p.ty}",
                     node,
                 )
         out = body.ret_type

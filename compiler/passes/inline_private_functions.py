@@ -131,7 +131,11 @@ class _Inliner:
                 )
             dims = None
             # a Loop runs its body many times: never inlined
-            if isinstance(new, FuncCall) and not isinstance(new, Loop) and new.func in self.inlinable:
+            if (
+                isinstance(new, FuncCall)
+                and not isinstance(new, Loop)
+                and new.func in self.inlinable
+            ):
                 callee = self.function(new.func)
                 dims = symbol_bindings([p.ty for p in callee.params], [a.ty for a in new.args])
                 if set().union(*(symbols_of(p.ty) for p in callee.params)) - dims.keys():

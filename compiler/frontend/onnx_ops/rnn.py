@@ -16,8 +16,8 @@ outputs stacked by the loop (a reverse direction reversed after it).
 Loop (a trip count that is a constant or computed from static shapes, a condition that stays
 known-true) and Scan (versions 8 and 9+, a static length) unroll by converting their body
 graph once per iteration with its inputs bound to the iteration's values; a carried ONNX
-sequence (a tuple whose length may change) cannot be a Loop node's state. What an import may unroll in all
-is bounded (:data:`MAX_UNROLLED_NODES`).
+sequence (a tuple whose length may change) cannot be a Loop node's state. What an import
+may unroll in all is bounded (:data:`MAX_UNROLLED_NODES`).
 """
 
 from __future__ import annotations
@@ -391,7 +391,11 @@ class _Recurrence:
         reverse = self.direction == "reverse" or d == 1
 
         def build(i, c, st):
-            t = ctx.call("subtract", ctx.call("subtract", n, ctx.constant(1, "int64")), i) if reverse else i
+            t = (
+                ctx.call("subtract", ctx.call("subtract", n, ctx.constant(1, "int64")), i)
+                if reverse
+                else i
+            )
             xt = ctx.call("take", xw, t, axis=0)
             mask = self.mask_at(t)
             y, new = step(d, t, xt, st)
@@ -633,12 +637,12 @@ def _static_true(e: Expr) -> bool | None:
     return bool(v.reshape(-1)[0])
 
 
-
 # ----- the loop construct: what cannot be unrolled -----------------------------------------
 
 
-def _make_loop(ctx, carried: list[Expr], build, max_trips: Expr, cond: Expr | None = None,
-               length=None) -> list[Expr]:
+def _make_loop(
+    ctx, carried: list[Expr], build, max_trips: Expr, cond: Expr | None = None, length=None
+) -> list[Expr]:
     """A Loop node (compiler.ir.Loop) over a body made by ``build(i, cond, states) ->
     (cond', states', scanned)`` (expressions over the body's parameters; whatever else they
     read becomes a captured value), started from ``carried``; returns the final states and
@@ -663,7 +667,9 @@ def _make_loop(ctx, carried: list[Expr], build, max_trips: Expr, cond: Expr | No
         states = [Var(f"state{j}", t) for j, t in enumerate(types)]
         cond_out, new, scans = build(i, c, states)
         if len(new) != len(types):
-            raise ConversionError(f"the body gives {len(new)} carried values, expected {len(types)}")
+            raise ConversionError(
+                f"the body gives {len(new)} carried values, expected {len(types)}"
+            )
         try:
             joined = [join_types(t, n.ty) for t, n in zip(types, new, strict=True)]
         except TypeError as e:
@@ -682,7 +688,9 @@ def _make_loop(ctx, carried: list[Expr], build, max_trips: Expr, cond: Expr | No
         cond_out = ctx.call("reshape", cond_out, shape=[])
     for s in scans:
         if not isinstance(s.ty, TensorType) or s.ty.shape is None:
-            raise Unsupported(f"{ctx.node.op_type} with a scan output of unknown rank or a sequence")
+            raise Unsupported(
+                f"{ctx.node.op_type} with a scan output of unknown rank or a sequence"
+            )
     body, captured = close_over([i, c, *states], IRTuple([cond_out, *new, *scans]))
     name = ctx.importer.add_function(f"{ctx.label}_body", body)
     lead = ANY if length is None else length
@@ -708,8 +716,9 @@ def _reversed_axis0(ctx, x: Expr, n: Expr) -> Expr:
     col = x
     for _ in range(len(x.ty.shape) - 1):
         col = ctx.call("take", col, ctx.constant(0, i64), axis=1)  # [n]
-    ones = ctx.call("add", ctx.call("zeros_like", ctx.call("cast", col, dtype=i64)),
-                    ctx.constant(1, i64))
+    ones = ctx.call(
+        "add", ctx.call("zeros_like", ctx.call("cast", col, dtype=i64)), ctx.constant(1, i64)
+    )
     pos = ctx.call("cumsum", ones, axis=0, exclusive=True)  # 0 .. n-1
     idx = ctx.call("subtract", ctx.call("subtract", n, ctx.constant(1, i64)), pos)
     return ctx.call("take", x, idx, axis=0)
@@ -774,7 +783,7 @@ def _unrolled_loop(ctx, body, count: int, cond, carried, num_scan) -> list[Expr]
         cond, carried = outs[0], outs[1 : 1 + len(carried)]
         for k, v in enumerate(outs[1 + len(carried) :]):
             if not isinstance(v.ty, TensorType):
-                raise Unsupported(f"Loop with a scan output that is not a tensor")
+                raise Unsupported("Loop with a scan output that is not a tensor")
             scans[k].append(v)
     if any(not s for s in scans):
         return None  # no iteration ran: the Loop node gives the empty scan outputs
