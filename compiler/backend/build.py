@@ -9,7 +9,7 @@ Weights are the module's named constants, passed to kernels by reference (never 
 ``executable.export(path)`` writes one zip file (entries stored, not compressed): the plan and
 the kernels' runtime description as JSON, each kernel's object code (``code/<kernel>.o``,
 host machine code from LLVM) and each weight as a ``.npy``; it returns the file's size in
-bytes, which grows with the weights (SEEDS.md item 1: a weight duplicated by a broadcast
+bytes, which grows with the weights (docs/bugs.md bug 1: a weight duplicated by a broadcast
 shows up here). ``load(path)`` loads such a file into a runnable Executable.
 """
 
