@@ -360,6 +360,15 @@ class _Evaluator:
             values[node] = result
 
     def compute(self, node: Expr) -> Any:
+        if isinstance(node, Call) and node.op == "match_shape":
+            value = np.asarray(self.value(node.args[0]))
+            if not shape_matches(node.ty.shape, value.shape, self.env):
+                raise InterpretError(
+                    f"match_shape: a value of shape {value.shape} does not fit {node.ty} "
+                    f"(with {', '.join(f'{k} = {v}' for k, v in sorted(self.env.items()))})",
+                    node,
+                )
+            return value
         if isinstance(node, Call):
             self.check_size(node)
             args = [self.value(a) for a in node.args]

@@ -360,9 +360,17 @@ class Executable:
             return kernel.run(args, out_shape=out_shape, env=known)
         if op == "host":
             args = [self._value(a, values) for a in ins["args"]]
-            shape = self._shape(ins["shape"], env)
             if ins["name"] in ("reshape", "flatten", "squeeze", "unsqueeze"):
-                return np.reshape(args[0], shape)
+                return np.reshape(args[0], self._shape(ins["shape"], env))
+            if ins["name"] == "match_shape":  # binds the symbols its type names
+                dims = [_dim_from_json(d) for d in ins["shape"]]
+                value = np.asarray(args[0])
+                if not shape_matches(tuple(dims), value.shape, env):
+                    raise BuildError(
+                        f"match_shape: a value of shape {value.shape} does not fit "
+                        f"{[str(d) for d in dims]}"
+                    )
+                return value
             from compiler.ir.op_registry import get_op
 
             attrs = {k: _attr_from_json(v) for k, v in ins["attrs"].items()}

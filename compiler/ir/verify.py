@@ -172,6 +172,8 @@ class _Checker:
         self.check_operand(blk.result, blk, inner)
 
     def check_symbols(self, node: Expr) -> None:
+        if isinstance(node, Call) and node.op == "match_shape":
+            self.symbols = self.symbols | symbols_of(tuple(node.attrs.values()))  # binds them
         used = symbols_of(node.ty)
         if isinstance(node, Call):
             used |= symbols_of(tuple(node.attrs.values()))
