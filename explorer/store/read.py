@@ -39,6 +39,8 @@ from compiler.ir import (
 )
 from compiler.passes import SkippedPass
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
+from explorer.store.checks import MEMBER as REPORT_MEMBER
+from explorer.store.checks import ReportReader
 from explorer.store.fileformat import (
     FORMAT,
     MAX_ARRAY_BYTES,
@@ -67,7 +69,9 @@ def load(path: str | os.PathLike) -> Trace:
     with zf:
         try:
             manifest = _read_manifest(zf, path)
-            trace = _Reader(zf, path, manifest).trace()
+            reader = _Reader(zf, path, manifest)
+            trace = reader.trace()
+            trace.report = reader.report(trace)
             _relower(trace)
             return trace
         except (TraceFileError, LimitError):
@@ -416,6 +420,23 @@ class _Reader:
             skipped=skipped,
             interrupted=bool(m.get("interrupted")),
         )
+
+    def report(self, trace: Trace) -> Any:
+        """The check report saved with the trace (format version 2), or None."""
+        flag = self.manifest.get("report", False)
+        if flag is False or flag is None:
+            return None
+        if flag is not True:
+            raise TraceFileError(
+                f"{self.path}: damaged passlens trace file (the manifest's report is "
+                f"{str(flag)[:40]!r}, not true)"
+            )
+        if REPORT_MEMBER not in self.zf.namelist():
+            raise TraceFileError(
+                f"{self.path}: damaged passlens trace file (the manifest says it holds a "
+                f"check report, and there is no {REPORT_MEMBER})"
+            )
+        return ReportReader(self, trace).report(_read_json(self.zf, REPORT_MEMBER, self.path))
 
     def source(self, rec: Any) -> Any:
         if not isinstance(rec, dict):
