@@ -364,7 +364,7 @@ class ReportReader:
         if v is None or isinstance(v, (bool, int, str)):
             return v
         if isinstance(v, float):
-            return v  # JSON has no NaN or infinity: finite
+            return v  # (an error may be NaN or infinite: JSON as Python reads it can say so)
         if isinstance(v, list):
             return [self.value(x, what, depth + 1) for x in v]
         if not isinstance(v, dict):
