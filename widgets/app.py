@@ -500,8 +500,9 @@ def serve(
 ):
     """Serve the app for a trace (or a saved ``.passlens`` file) on ``address:port`` (a free
     port when 0), with a check ``report`` (by default the trace's last one, which a file
-    saved after a check holds; False for none). ``show`` opens a browser. With ``block`` (the default) prints the URL and
-    serves until Ctrl-C; else serves from a thread and returns a :class:`Server`.
+    saved after a check holds; False for none). ``show`` opens a browser. With ``block``
+    (the default) prints the URL and serves until Ctrl-C; else serves from a thread and
+    returns a :class:`Server`.
 
     Only requests to localhost, 127.0.0.1 or [::1] on that port (or to ``address``) are
     answered, from pages of those hosts; ``allow_host`` adds hosts (``host`` for any port,

@@ -62,7 +62,7 @@ def load(path: str | os.PathLike) -> Trace:
         raise FileNotFoundError(f"no such trace file: {path}")
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
         raise TraceFileError(
             f"{path}: not a passlens trace file (not a readable zip archive: {e})"
         ) from None
@@ -118,7 +118,7 @@ def read_manifest(path: str | os.PathLike) -> dict:
     try:
         with zipfile.ZipFile(path) as zf:
             return _read_manifest(zf, path)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
         if isinstance(e, TraceFileError):
             raise
         raise TraceFileError(f"{path}: not a passlens trace file ({e})") from None

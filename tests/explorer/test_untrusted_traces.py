@@ -125,6 +125,16 @@ def test_a_member_with_an_unknown_compression_method_is_a_trace_file_error(small
     _fast_error(small_file, TraceFileError)
 
 
+def test_a_zip_needing_a_newer_zip_version_is_a_trace_file_error(small_file):
+    data = bytearray(small_file.read_bytes())
+    start = data.find(b"PK\x01\x02")  # the central directory's first "version needed"
+    data[start + 6 : start + 8] = (245).to_bytes(2, "little")  # zip 24.5
+    small_file.write_bytes(bytes(data))
+    _fast_error(small_file, TraceFileError, "not a readable zip archive: zip file version 24.5")
+    with pytest.raises(TraceFileError, match="zip file version 24.5"):
+        explorer.store.read_manifest(small_file)
+
+
 def _backend_trace(tmp_path):
     torch = pytest.importorskip("torch")
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
@@ -316,7 +326,9 @@ def test_the_report_member_and_the_manifest_must_agree(checked_file):
     _fast_error(checked_file, TraceFileError, r"damaged passlens trace file \(report.json: ")
     rewrite_member(checked_file, "report.json", b"", drop=True)
     _fast_error(checked_file, TraceFileError, "says it holds a check report, and there is no")
-    rewrite_member(checked_file, "manifest.json", json.dumps({**manifest, "report": "yes"}).encode())
+    rewrite_member(
+        checked_file, "manifest.json", json.dumps({**manifest, "report": "yes"}).encode()
+    )
     _fast_error(checked_file, TraceFileError, "the manifest's report is 'yes', not true")
     manifest.pop("report")  # no report named: a report.json member is not read
     rewrite_member(checked_file, "manifest.json", json.dumps(manifest).encode())
@@ -343,6 +355,7 @@ def test_odd_but_valid_report_values_load(checked_file):
     rec = _json(checked_file, "report.json")
     layered = next(c for c in rec["steps"] if c["layers"])
     layered["max_abs"], layered["max_rel"] = "inf", "nan"
+    layered["computed"] = -2  # the check's own bookkeeping can write this
     diverged = rec["findings"][0]
     diverged["details"]["v"].append(
         ["error", {"$": "error", "type": "os.system", "module": "os", "message": "rm -rf /"}]
@@ -351,6 +364,7 @@ def test_odd_but_valid_report_values_load(checked_file):
     report = load(checked_file).report
     check = report.steps[layered["step"]]
     assert check.max_abs == float("inf") and check.max_rel != check.max_rel  # NaN
+    assert check.computed == -2
     error = report.findings[0].details["error"]
     assert type(error).__name__ == "RecordedError" and str(error) == "rm -rf /"
     assert "inf" in str(report)

@@ -519,7 +519,9 @@ def test_a_saved_report_with_markup_comes_back_the_same_and_escaped(payload, tmp
     assert documents["report"] == report_html(trace, report)
     assert documents["repr"] == report._repr_html_()
     text = shown(documents.values())
-    assert [t for t in "msg where mismatch bloat pf status".split() if evil(t)[:24] not in text] == []
+    assert [
+        t for t in "msg where mismatch bloat pf status".split() if evil(t)[:24] not in text
+    ] == []
 
 
 # ----- in Chromium ----------------------------------------------------------------------------
