@@ -343,6 +343,9 @@ class Trace:
         # the passes of the pipeline a failure (or an interrupt) left unrun, in order
         self.skipped = list(skipped)
         self.interrupted = interrupted  # the run was stopped (Ctrl-C) in trace.failure
+        # the last check's Report (trace.check, or read from a file by load); the views and
+        # save use it unless given another
+        self.report: Any = None
 
     # ----- access -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -434,10 +437,19 @@ class Trace:
         atol: float = 1e-5,
         progress=None,
     ):
-        """Run the reference and every step on the same inputs; returns a Report."""
+        """Run the reference and every step on the same inputs; returns a Report, which is
+        also kept as ``trace.report`` (saved with the trace, shown by its views)."""
         from explorer.check import check
 
-        return check(self, inputs, reference=reference, rtol=rtol, atol=atol, progress=progress)
+        report = check(self, inputs, reference=reference, rtol=rtol, atol=atol, progress=progress)
+        self.report = report
+        return report
+
+    def _report(self, report):
+        """The report a view shows: ``report``, the trace's own when None, none when False."""
+        if report is False:
+            return None
+        return self.report if report is None else report
 
     def param_map(self, **thresholds: float):
         """Weight bytes per source layer per step, and where a pass first made a layer's
@@ -448,20 +460,25 @@ class Trace:
 
         return param_map(self, **thresholds)
 
-    def save(self, path):
-        """Save to a ``.passlens`` file (JSON + raw arrays, no pickle); returns the path."""
+    def save(self, path, inputs: bool = False):
+        """Save to a ``.passlens`` file (JSON + raw arrays, no pickle), with the last check
+        report (``trace.report``) and, with ``inputs``, the values it ran on; returns the
+        path. See ``explorer.store.save``."""
         from explorer.store.write import save
 
-        return save(self, path)
+        return save(self, path, inputs=inputs)
 
     def to_html(self, path, report=None, max_boxes: int = 300, progress=None) -> int:
         """Write one self-contained HTML report (with the findings of a check ``report``
-        drawn on the graphs); each step's graph opens with at most ``max_boxes`` boxes
-        (module groups collapsed, finest first, until it fits); ``progress`` per step, as
-        for :func:`explore`. Returns the file's size."""
+        drawn on the graphs: by default the trace's last one, ``trace.report``; False for
+        none); each step's graph opens with at most ``max_boxes`` boxes (module groups
+        collapsed, finest first, until it fits); ``progress`` per step, as for
+        :func:`explore`. Returns the file's size."""
         from widgets.report import write_html
 
-        return write_html(self, path, report=report, max_boxes=max_boxes, progress=progress)
+        return write_html(
+            self, path, report=self._report(report), max_boxes=max_boxes, progress=progress
+        )
 
     def export(self, step, path, format: str = "model-explorer", report=None) -> list:
         """Write one step for another viewer: ``model-explorer`` (Google's Model Explorer
@@ -478,11 +495,12 @@ class Trace:
         display(self.final if step is None else self[step])
 
     def stepper(self, report=None):
-        """The Jupyter widget to step through the passes (with a check ``report``: its
-        findings on the graphs and in the timeline, and the numerics tab)."""
+        """The Jupyter widget to step through the passes (with a check ``report``, by default
+        ``trace.report``, False for none: its findings on the graphs and in the timeline,
+        and the numerics tab)."""
         from widgets.stepper import PassStepper
 
-        return PassStepper(self, report=report)
+        return PassStepper(self, report=self._report(report))
 
 
 def trace_from_module(

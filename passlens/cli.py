@@ -262,18 +262,26 @@ def _explore(args: argparse.Namespace) -> int:
     if failure is not None:
         print(_failure_line(failure))
         status = EXIT_FINDINGS
-    if args.save:
-        path = trace.save(args.save) or Path(args.save)
-        print(f"saved the trace to {args.save} ({_size(Path(path))})")
+
+    def save() -> None:
+        if args.save:  # with the check's report, if any, and the inputs it ran on
+            path = trace.save(args.save, inputs=True) or Path(args.save)
+            print(f"saved the trace to {args.save} ({_size(Path(path))})")
+
     if trace.interrupted:  # Ctrl-C during the pipeline: what ran is kept, nothing more runs
+        save()
         print("passlens: interrupted", file=sys.stderr)
         return 130
     report = None
-    if args.check:  # before the report, so the findings are drawn on its graphs
+    if args.check:  # before saving and the report: the file and the HTML hold the numerics
         try:
             report = trace.check(trace.example_inputs)
-        except ImportError as e:
-            raise CLIError(_missing_feature("--check", e, ("explorer.check",))) from None
+        except BaseException as e:
+            save()  # the trace is kept when the check cannot run (or is interrupted)
+            if isinstance(e, ImportError):
+                raise CLIError(_missing_feature("--check", e, ("explorer.check",))) from None
+            raise
+    save()
     if args.html:
         try:
             trace.to_html(args.html, report=report)
@@ -329,6 +337,8 @@ def _show(args: argparse.Namespace) -> int:
         print(trace.summary_text())
         if trace.failure is not None:
             print(_failure_line(trace.failure))
+        if trace.report is not None:  # the check saved with the trace: verdict and numbers
+            print(trace.report)
         return EXIT_OK
     if args.step is not None:
         step = _step(trace, args.step)

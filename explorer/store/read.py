@@ -40,6 +40,8 @@ from compiler.ir import (
 )
 from compiler.passes import SkippedPass
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
+from explorer.store.checks import MEMBER as REPORT_MEMBER
+from explorer.store.checks import ReportReader
 from explorer.store.fileformat import (
     FORMAT,
     MAX_ARRAY_BYTES,
@@ -61,14 +63,16 @@ def load(path: str | os.PathLike) -> Trace:
         raise FileNotFoundError(f"no such trace file: {path}")
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
         raise TraceFileError(
             f"{path}: not a passlens trace file (not a readable zip archive: {e})"
         ) from None
     with zf:
         try:
             manifest = _read_manifest(zf, path)
-            trace = _Reader(zf, path, manifest).trace()
+            reader = _Reader(zf, path, manifest)
+            trace = reader.trace()
+            trace.report = reader.report(trace)
             _relower(trace)
             return trace
         except (TraceFileError, LimitError):
@@ -115,7 +119,7 @@ def read_manifest(path: str | os.PathLike) -> dict:
     try:
         with zipfile.ZipFile(path) as zf:
             return _read_manifest(zf, path)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
         if isinstance(e, TraceFileError):
             raise
         raise TraceFileError(f"{path}: not a passlens trace file ({e})") from None
@@ -421,6 +425,23 @@ class _Reader:
             skipped=skipped,
             interrupted=bool(m.get("interrupted")),
         )
+
+    def report(self, trace: Trace) -> Any:
+        """The check report saved with the trace (format version 2), or None."""
+        flag = self.manifest.get("report", False)
+        if flag is False or flag is None:
+            return None
+        if flag is not True:
+            raise TraceFileError(
+                f"{self.path}: damaged passlens trace file (the manifest's report is "
+                f"{str(flag)[:40]!r}, not true)"
+            )
+        if REPORT_MEMBER not in self.zf.namelist():
+            raise TraceFileError(
+                f"{self.path}: damaged passlens trace file (the manifest says it holds a "
+                f"check report, and there is no {REPORT_MEMBER})"
+            )
+        return ReportReader(self, trace).report(_read_json(self.zf, REPORT_MEMBER, self.path))
 
     def source(self, rec: Any) -> Any:
         if not isinstance(rec, dict):

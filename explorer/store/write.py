@@ -34,22 +34,37 @@ from compiler.ir import (
     format_attr,
 )
 from explorer.graph import GraphModel
+from explorer.store.checks import MEMBER as REPORT_MEMBER
+from explorer.store.checks import ReportWriter
 from explorer.store.fileformat import FORMAT, PROV_FIELDS, VERSION
 
 if TYPE_CHECKING:
     from explorer.trace import Step, Trace
 
 
-def save(trace: Trace, path: str | os.PathLike, include_source: bool = False) -> Path:
-    """Write ``trace`` to ``path`` (a ``.passlens`` zip of JSON and ``.npy`` arrays).
+def save(
+    trace: Trace, path: str | os.PathLike, include_source: bool = False, inputs: bool = False
+) -> Path:
+    """Write ``trace`` to ``path`` (a ``.passlens`` zip of JSON and ``.npy`` arrays), with its
+    last check report (``trace.report``), if any: findings, each step's numbers, per-node and
+    per-layer errors.
 
-    With ``include_source`` an ONNX source model is stored too (its bytes), so a loaded
-    trace can still run onnxruntime as the reference; it roughly doubles the file.
-    Returns the path written. The file is replaced atomically.
+    With ``inputs`` the values that check ran on are stored too (``trace.report.inputs``,
+    up to 256 MiB; more is left out with a warning), so the loaded trace can be checked
+    again on them: ``trace.check(trace.report.inputs)``. The example inputs are always
+    stored (an input that is one of them is stored once). With ``include_source`` an ONNX
+    source model is stored too (its bytes), so a loaded trace can still run onnxruntime as
+    the reference; it roughly doubles the file. Returns the path written. The file is
+    replaced atomically.
     """
     path = Path(path)
     writer = _Writer()
     manifest = writer.manifest(trace)
+    report = getattr(trace, "report", None)
+    report_json = None
+    if report is not None:  # before the tables: it adds the nodes and arrays it names
+        report_json = ReportWriter(writer, trace).report(report, inputs)
+        manifest["report"] = True
     ir = writer.ir_tables()
     source_bytes = _source_bytes(trace) if include_source else None
     if source_bytes is not None:
@@ -61,6 +76,8 @@ def save(trace: Trace, path: str | os.PathLike, include_source: bool = False) ->
         with zipfile.ZipFile(tmp, "w", allowZip64=True) as zf:
             _write_json(zf, "manifest.json", manifest)
             _write_json(zf, "ir.json", ir)
+            if report_json is not None:
+                _write_json(zf, REPORT_MEMBER, report_json)
             for i, arr in enumerate(writer.arrays):
                 if writer.derived[i] is not None:
                     continue
