@@ -733,7 +733,7 @@ def @main(%x: f32[4, 3]) -> f32[4, 2] {
     ),
     C(
         "to-mixed-precision",
-        "conv2d (no out_dtype attribute): its result is cast to out_dtype",
+        "conv2d on float16 inputs, accumulating in float32",
         """
 weights {
   $w: f32[2, 1, 1, 1] = [[[[3]]], [[[-2]]]]
@@ -1192,6 +1192,31 @@ def @fused_exp_sum(%x: f32[2, 3]) -> f32[2] attrs {primitive = true, private = t
   %e: f32[2, 3] = exp(%x)
   %s: f32[2] = sum(%e, axes=[1], keepdims=false)
   return %s
+}""",
+        numbers=True,
+    ),
+    C(
+        "fuse-ops",
+        "a group never holds two anchors: the second matmul stays out of the add's group",
+        """
+def @main(%x: f32[2, 2], %y: f32[2, 2], %w: f32[2, 2]) -> f32[2, 2] {
+  %m: f32[2, 2] = matmul(%x, %w)
+  %n: f32[2, 2] = matmul(%y, %w)
+  %a: f32[2, 2] = add(%m, %n)
+  return %a
+}""",
+        """
+def @main(%x: f32[2, 2], %y: f32[2, 2], %w: f32[2, 2]) -> f32[2, 2] {
+  %n: f32[2, 2] = matmul(%y, %w, out_dtype=none)
+  %a: f32[2, 2] = call @fused_matmul_add(%x, %w, %n)
+  return %a
+}
+
+def @fused_matmul_add(%x: f32[2, 2], %w: f32[2, 2], %n: f32[2, 2]) -> f32[2, 2]
+    attrs {primitive = true, private = true} {
+  %m: f32[2, 2] = matmul(%x, %w, out_dtype=none)
+  %a: f32[2, 2] = add(%m, %n)
+  return %a
 }""",
         numbers=True,
     ),
