@@ -547,7 +547,10 @@ def test_guard(case):
 
 def test_every_registered_pass_has_a_rule_case():
     covered = {c.pass_name for c in CASES}
-    registered = set(passes.all_passes())
+    # the compiler's passes (tests register passes of their own, e.g. test_manager.py)
+    registered = {
+        name for name, cls in passes.all_passes().items() if cls.__module__.startswith("compiler.")
+    }
     missing = registered - covered - set(NO_RULE_CASE)
     assert not missing, (
         f"passes without a RuleCase (add one, or a reason in NO_RULE_CASE): {missing}"
