@@ -1327,6 +1327,30 @@ def @main_transform_params(%w: f32[3]) -> (f32[3],) attrs {num_input = 0,
   return %transformed
 }""",
     ),
+    C(
+        "lift-transform-params",
+        "a constant-only binding only lifted bindings read moves with them",
+        """
+def @main(%x: f32[3], %w: f32[3]) -> f32[3] attrs {num_input = 1} {
+  %k: f32[3] = exp(const(f32[3], [0.0, 1.0, 2.0]))
+  %e: f32[3] = add(%w, %k)
+  %y: f32[3] = add(%x, %e)
+  return %y
+}""",
+        """
+def @main(%x: f32[3], %e: f32[3]) -> f32[3] attrs {num_input = 1} {
+  %y: f32[3] = add(%x, %e)
+  return %y
+}
+
+def @main_transform_params(%w: f32[3]) -> (f32[3],) attrs {num_input = 0,
+    transform_params_of = "main"} {
+  %k: f32[3] = exp(const(f32[3], [0.0, 1.0, 2.0]))
+  %e: f32[3] = add(%w, %k)
+  %transformed: (f32[3],) = (%e,)
+  return %transformed
+}""",
+    ),
     K(
         "lift-transform-params",
         "a function without num_input",
