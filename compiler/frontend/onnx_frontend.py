@@ -390,7 +390,9 @@ class Importer:
         """Add a private function (a loop body) to the module; returns its name."""
         from compiler.ir.names import fresh_name
 
-        base = re.sub(r"[^A-Za-z0-9_]+", "_", hint).strip("_") or "body"
+        base = re.sub(r"[^A-Za-z0-9_]+", "_", hint).strip("_")[:48] or "body"
+        if base[0].isdigit():
+            base = "f_" + base
         name = fresh_name(base, set(self.functions) | {"main"})
         self.functions[name] = fn.with_attrs(private=True)
         return name

@@ -692,7 +692,7 @@ def _make_loop(
                 f"{ctx.node.op_type} with a scan output of unknown rank or a sequence"
             )
     body, captured = close_over([i, c, *states], IRTuple([cond_out, *new, *scans]))
-    name = ctx.importer.add_function(f"{ctx.label}_body", body)
+    name = ctx.importer.add_function(f"{ctx.node.name or ctx.node.op_type.lower()}_body", body)
     lead = ANY if length is None else length
     ty = TupleType([*types, *[s.ty.with_shape((lead, *s.ty.shape)) for s in scans]])
 

@@ -293,6 +293,11 @@ def test_a_symbolic_sequence_length_runs_as_a_loop(op, direction, layout):
     loops = [n for n in module.main.iter_nodes() if isinstance(n, Loop)]
     assert len(loops) == (2 if direction == "bidirectional" else 1)
     assert all(module[lp.func].is_private for lp in loops)
+    assert [lp.func for lp in loops][0] == f"{op.lower()}_body"
+    from compiler.ir import parse, structural_equal
+
+    weights = {k: c.data for k, c in module.constants().items()}
+    assert structural_equal(parse(str(module), params=weights), module)  # the text round-trips
     y = module.main.ret_type.fields[0]
     assert str(y) == ("f32[s, 2, b, 4]" if layout == 0 else "f32[b, s, 2, 4]").replace(
         ", 2,", ", 2," if direction == "bidirectional" else ", 1,"
