@@ -388,6 +388,54 @@ def test_lstm_text_classifier_from_torch_checks_clean_and_compiles(dynamo, tmp_p
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
+def test_lstm_text_classifier_with_a_dynamic_sequence_runs_as_loops(tmp_path):
+    """The same kind of classifier exported with dynamic batch and sequence axes: each LSTM
+    direction of each layer becomes one Loop node over the symbolic sequence; the trace
+    checks clean and the compiled executable matches onnxruntime at other lengths."""
+    torch = pytest.importorskip("torch")
+    import explorer
+    from compiler.ir import Loop
+
+    class Classifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(50, 16)
+            self.lstm = torch.nn.LSTM(16, 12, num_layers=2, bidirectional=True, batch_first=True)
+            self.head = torch.nn.Linear(24, 4)
+
+        def forward(self, ids):
+            y, _ = self.lstm(self.embed(ids))
+            return self.head(y.mean(dim=1))
+
+    torch.manual_seed(0)
+    model = Classifier().eval()
+    ids = torch.randint(0, 50, (2, 7))
+    path = tmp_path / "lstm_dynamic.onnx"
+    torch.onnx.export(
+        model,
+        (ids,),
+        str(path),
+        dynamo=False,
+        input_names=["ids"],
+        dynamic_axes={"ids": {0: "batch", 1: "seq"}},
+    )
+    proto = onnx.load(str(path))
+    trace = explorer.explore(str(path), (ids,), "default,legalize-ops,codegen")
+    assert trace.failure is None
+    module = trace["from_onnx"].module
+    assert len([n for n in module.main.iter_nodes() if isinstance(n, Loop)]) == 4
+    report = trace.check((ids,), progress=False)
+    assert report.numbers_checked
+    assert [str(f) for f in report.findings if f.is_failure] == []
+    exe = trace["codegen"].executable()
+    for shape in ((2, 7), (3, 11), (1, 1)):
+        x = torch.randint(0, 50, shape).numpy()
+        (expected,) = ort_run(proto, x)
+        (got,) = exe(x)
+        assert got.shape == expected.shape == (shape[0], 4)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
 # ----- Loop and Scan, unrolled ------------------------------------------------------------
 
 
