@@ -11,10 +11,13 @@ Constants stay in the body; they are leaves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from compiler.ir.names import fresh_name
+from compiler.ir.provenance import Provenance
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -127,4 +130,75 @@ def _remapped(node: Expr, mapping: dict[int, Expr]) -> Expr:
     return node
 
 
-__all__ = ["close_over"]
+class LoopError(ValueError):
+    """A loop body that cannot be a Loop node (the message says why)."""
+
+
+def build_loop(
+    carried: Sequence[Expr],
+    build: Callable,
+    add_function: Callable[[Function], str],
+    max_trips: Expr,
+    cond: Expr | None = None,
+    length: Any = None,
+    prov: Provenance | None = None,
+) -> list[Expr]:
+    """A Loop node over a body made by ``build(i, cond, states) -> (cond', states',
+    scanned)``: expressions over the body's parameters (whatever else they read is captured),
+    started from ``carried``. ``add_function(body)`` adds the body to the module and returns
+    its name. Returns the final states, then the scanned outputs stacked along a new first
+    axis of length ``length`` (None: ``?``). A carried value whose shape changes between
+    iterations gets ``?`` for the dims that do (the body is built again, at most twice)."""
+    from compiler.ir.nodes import Loop, Tuple, TupleGetItem, call
+    from compiler.ir.symbolic import ANY
+    from compiler.ir.types import DType, TensorType, TupleType, join_types
+
+    for v in carried:
+        if not isinstance(v.ty, TensorType):
+            raise LoopError(f"a loop carrying a value that is not a tensor ({v.ty})")
+    types = [v.ty for v in carried]
+    for _attempt in range(3):
+        i = Var("i", TensorType((), DType.int64))
+        c = Var("cond", TensorType((), DType.bool))
+        states = [Var(f"state{j}", t) for j, t in enumerate(types)]
+        cond_out, new, scans = build(i, c, states)
+        if len(new) != len(types):
+            raise LoopError(f"the body gives {len(new)} carried values, expected {len(types)}")
+        try:
+            joined = [join_types(t, n.ty) for t, n in zip(types, new, strict=True)]
+        except TypeError as e:
+            raise LoopError(f"a loop-carried value changes type: {e}") from None
+        if joined == types:
+            break
+        types = joined
+    else:
+        raise LoopError("a loop-carried value whose shape never settles")
+
+    def scalar(e: Expr, dtype, what: str) -> Expr:
+        t = e.ty
+        if not (isinstance(t, TensorType) and t.shape is not None and t.numel == 1):
+            raise LoopError(f"the loop's {what} must hold one value, got {t}")
+        if t.dtype is not dtype:
+            e = call("cast", e, dtype=dtype, prov=prov)
+        return e if e.ty.shape == () else call("reshape", e, shape=[], prov=prov)
+
+    cond_out = scalar(cond_out, DType.bool, "condition")
+    for s in scans:
+        if not isinstance(s.ty, TensorType) or s.ty.shape is None:
+            raise LoopError(f"a scanned output of unknown rank or not a tensor ({s.ty})")
+    body, captured = close_over([i, c, *states], Tuple([cond_out, *new, *scans]))
+    name = add_function(body)
+    lead = ANY if length is None else length
+    ty = TupleType([*types, *[s.ty.with_shape((lead, *s.ty.shape)) for s in scans]])
+    trips = scalar(max_trips, DType.int64, "trip count")
+    if cond is None:
+        from compiler.ir.nodes import Constant
+
+        first = Constant(np.asarray(True))
+    else:
+        first = scalar(cond, DType.bool, "condition")
+    node = Loop(name, [trips, first, *carried, *captured], ty, len(carried), prov=prov)
+    return [TupleGetItem(node, j, prov=prov) for j in range(len(ty.fields))]
+
+
+__all__ = ["LoopError", "build_loop", "close_over"]

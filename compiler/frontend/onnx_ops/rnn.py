@@ -643,68 +643,17 @@ def _static_true(e: Expr) -> bool | None:
 def _make_loop(
     ctx, carried: list[Expr], build, max_trips: Expr, cond: Expr | None = None, length=None
 ) -> list[Expr]:
-    """A Loop node (compiler.ir.Loop) over a body made by ``build(i, cond, states) ->
-    (cond', states', scanned)`` (expressions over the body's parameters; whatever else they
-    read becomes a captured value), started from ``carried``; returns the final states and
-    the scanned outputs stacked along a new first axis of length ``length`` (None: ``?``).
-    A carried value whose shape changes between iterations gets ``?`` for the dims that do."""
-    from compiler.ir.closure import close_over
-    from compiler.ir.nodes import Loop, TupleGetItem, Var
-    from compiler.ir.nodes import Tuple as IRTuple
-    from compiler.ir.symbolic import ANY
-    from compiler.ir.types import DType, TupleType, join_types
+    """A Loop node over a body made by ``build`` (see compiler.ir.closure.build_loop), named
+    after the ONNX node; what cannot be a loop is unsupported, with the reason."""
+    from compiler.ir.closure import LoopError, build_loop
 
-    for v in carried:
-        if not isinstance(v.ty, TensorType):
-            raise Unsupported(
-                f"{ctx.node.op_type} carrying a value that is not a tensor ({v.ty}) through "
-                "a loop passlens cannot unroll"
-            )
-    types = [v.ty for v in carried]
-    for _attempt in range(3):
-        i = Var("i", TensorType((), DType.int64))
-        c = Var("cond", TensorType((), DType.bool))
-        states = [Var(f"state{j}", t) for j, t in enumerate(types)]
-        cond_out, new, scans = build(i, c, states)
-        if len(new) != len(types):
-            raise ConversionError(
-                f"the body gives {len(new)} carried values, expected {len(types)}"
-            )
-        try:
-            joined = [join_types(t, n.ty) for t, n in zip(types, new, strict=True)]
-        except TypeError as e:
-            raise ConversionError(f"a loop-carried value changes type: {e}") from None
-        if joined == types:
-            break
-        types = joined
-    else:
-        raise Unsupported(f"{ctx.node.op_type}: a loop-carried value whose shape never settles")
-    ct = cond_out.ty
-    if not (isinstance(ct, TensorType) and ct.shape is not None and ct.numel == 1):
-        raise ConversionError(f"the loop condition must hold one value, got {ct}")
-    if ct.dtype is not DType.bool:
-        cond_out = ctx.call("cast", cond_out, dtype=DType.bool)
-    if ct.shape != ():
-        cond_out = ctx.call("reshape", cond_out, shape=[])
-    for s in scans:
-        if not isinstance(s.ty, TensorType) or s.ty.shape is None:
-            raise Unsupported(
-                f"{ctx.node.op_type} with a scan output of unknown rank or a sequence"
-            )
-    body, captured = close_over([i, c, *states], IRTuple([cond_out, *new, *scans]))
-    name = ctx.importer.add_function(f"{ctx.node.name or ctx.node.op_type.lower()}_body", body)
-    lead = ANY if length is None else length
-    ty = TupleType([*types, *[s.ty.with_shape((lead, *s.ty.shape)) for s in scans]])
+    def add(body) -> str:
+        return ctx.importer.add_function(f"{ctx.node.name or ctx.node.op_type.lower()}_body", body)
 
-    def scalar(e: Expr, dtype) -> Expr:
-        if e.ty.dtype is not dtype:
-            e = ctx.call("cast", e, dtype=dtype)
-        return e if e.ty.shape == () else ctx.call("reshape", e, shape=[])
-
-    trips = scalar(max_trips, DType.int64)
-    first = scalar(cond, DType.bool) if cond is not None else ctx.constant(True, DType.bool)
-    node = Loop(name, [trips, first, *carried, *captured], ty, len(carried), prov=ctx.prov)
-    return [TupleGetItem(node, j, prov=ctx.prov) for j in range(len(ty.fields))]
+    try:
+        return build_loop(carried, build, add, max_trips, cond, length, prov=ctx.prov)
+    except LoopError as e:
+        raise Unsupported(f"{ctx.node.op_type}: {e}") from None
 
 
 def _reversed_axis0(ctx, x: Expr, n: Expr) -> Expr:
