@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from compiler.ir.names import fresh_name
-from compiler.ir.provenance import Provenance
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -33,6 +32,7 @@ from compiler.ir.nodes import (
     collect_bindings,
     is_leaf,
 )
+from compiler.ir.provenance import Provenance
 
 
 def _dependent(roots: Sequence[Expr], params: set[int]) -> dict[int, bool]:
