@@ -528,6 +528,7 @@ _UNARY = {
     "sign": "Sign",
     "relu": "Relu",
     "identity": "Identity",
+    "match_shape": "Identity",  # its symbols name dims the value already has
     "logical_not": "Not",
     "exp": "Exp",
     "log": "Log",
