@@ -705,6 +705,11 @@ def _loop(ctx):
         unrolled = _unrolled_loop(ctx, body, int(trip.reshape(-1)[0]), cond, carried, num_scan)
     if unrolled is not None:
         return unrolled
+    if any(_is_sequence(v.ty) for v in carried):
+        raise Unsupported(
+            f"{op} carrying a sequence that passlens cannot unroll (a trip count known only at "
+            "run time or an early exit): a Loop node's state has a fixed type, a sequence grows"
+        )
     max_trips = ctx.input(0) if ctx.has(0) else ctx.constant(2**63 - 1, DType.int64)
 
     def build(i, c, states):

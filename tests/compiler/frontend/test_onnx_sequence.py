@@ -56,8 +56,8 @@ UNSUPPORTED = {  # a layout or presence known only at run time
     "test_sequence_insert_at_front": "position computed at run time",
     "test_split_to_sequence_1": "chunk size computed at run time",
     "test_if_opt": "empty optional",
-    "test_loop13_seq": "trip count known only at run time",
-    "test_loop16_seq_none": "trip count known only at run time",
+    "test_loop13_seq": "carrying a sequence",
+    "test_loop16_seq_none": "carrying a sequence",
 }
 
 
