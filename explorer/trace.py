@@ -170,8 +170,10 @@ class Step:
         if self._graph is None:
             if self.source_graph is not None:
                 self._graph = self.source_graph
-            elif self.shown_module is not None:
+            elif isinstance(self.shown_module, Module):
                 self._graph = graph_of_module(self.shown_module)
+            elif self.shown_module is not None:  # another compiler's module (explorer.tvm)
+                self._graph = self.shown_module.graph_model()
             else:
                 self._graph = GraphModel()
         return self._graph
@@ -182,6 +184,8 @@ class Step:
         if self._text is None:
             if self.shown_module is None:
                 self._text = _graph_listing(self.graph)
+            elif not isinstance(self.shown_module, Module):
+                self._text = self.shown_module.text()
             else:
                 p = Printer(show_provenance=False, max_inline=8)
                 p.module(self.shown_module)
@@ -193,6 +197,8 @@ class Step:
     def backend_stage(self) -> str | None:
         """``"loops"`` after legalize-ops, ``"compiled"`` after codegen, else None."""
         m = self.shown_module
+        if m is not None and not isinstance(m, Module):
+            return m.backend_stage
         backend = "" if m is None else str(m.attrs.get("backend", "") or "")
         if backend.startswith("llvm"):
             return "compiled"
@@ -207,7 +213,11 @@ class Step:
         if self.backend_stage is None:
             return views
         if self._texts is None:
-            self._texts = _backend_texts(self.shown_module, self.backend_stage)
+            m = self.shown_module
+            if m is not None and not isinstance(m, Module):
+                self._texts = m.texts()
+            else:
+                self._texts = _backend_texts(m, self.backend_stage)
         views.update(self._texts)
         return views
 
@@ -274,6 +284,8 @@ class Step:
             for s in reversed(self.trace.steps[: self.index]):
                 if s.module is self.before:
                     return s
+            if not isinstance(self.before, Module):
+                return None  # another compiler's pass on a module a pass built for itself
         return self.trace.steps[self.index - 1]
 
     def diff(self, other: Step | None = None):
@@ -332,6 +344,7 @@ class Trace:
         frontend: str = "",
         skipped: Sequence[SkippedPass] = (),
         interrupted: bool = False,
+        compiler: str = "passlens",
     ):
         self.steps = list(steps)
         for s in self.steps:
@@ -343,6 +356,7 @@ class Trace:
         # the passes of the pipeline a failure (or an interrupt) left unrun, in order
         self.skipped = list(skipped)
         self.interrupted = interrupted  # the run was stopped (Ctrl-C) in trace.failure
+        self.compiler = compiler  # whose passes: "passlens", or "tvm" (explorer.tvm)
 
     # ----- access -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -370,8 +384,13 @@ class Trace:
 
     @property
     def final(self) -> Step:
-        """The last step with a module (the last good one if a pass failed)."""
-        return next(s for s in reversed(self.steps) if s.module is not None)
+        """The last step with a module (the last good one if a pass failed); not one a pass
+        built for itself (TVM's FoldConstant compiling its kernels)."""
+        return next(
+            s
+            for s in reversed(self.steps)
+            if s.module is not None and not getattr(s.module, "inner", False)
+        )
 
     @property
     def failure(self) -> Step | None:
@@ -436,6 +455,12 @@ class Trace:
     ):
         """Run the reference and every step on the same inputs; returns a Report."""
         from explorer.check import check
+
+        if self.compiler != "passlens":
+            raise NotImplementedError(
+                f"trace.check runs passlens's own steps; checking a {self.compiler} trace "
+                "is not available yet"
+            )
 
         return check(self, inputs, reference=reference, rtol=rtol, atol=atol, progress=progress)
 
@@ -533,8 +558,9 @@ def trace_from_module(
 def explore(
     source: Any,
     example_inputs: Any = None,
-    pipeline: Any = "default",
+    pipeline: Any = None,
     progress: Any = None,
+    compiler: str = "passlens",
     **frontend_options,
 ) -> Trace:
     """Import ``source`` (torch.nn.Module, ExportedProgram, ONNX path/bytes/ModelProto, IR
@@ -542,7 +568,25 @@ def explore(
 
     ``progress``: a callback ``(done, total, pass name)`` before each pass, or what
     :mod:`explorer.progress` shows (None: a bar in a terminal or in Jupyter once the passes
-    take a while, a line in CI logs for a long run; True: at once; False: nothing)."""
+    take a while, a line in CI logs for a long run; True: at once; False: nothing).
+
+    ``compiler="tvm"`` records Apache TVM's Relax passes instead (see :mod:`explorer.tvm`):
+    the source is imported with TVM's frontends (or is a ``tvm.IRModule``) and ``pipeline``
+    is a Relax pipeline name (default ``"zero"``), a TVM pass or a list of passes."""
+    if compiler == "tvm":
+        from explorer.tvm import explore_tvm
+
+        return explore_tvm(
+            source,
+            example_inputs,
+            "zero" if pipeline is None else pipeline,
+            progress,
+            **frontend_options,
+        )
+    if compiler != "passlens":
+        raise ValueError(f"compiler is 'passlens' or 'tvm', not {compiler!r}")
+    if pipeline is None:
+        pipeline = "default"
     from explorer.sources import import_source
 
     start = time.perf_counter()

@@ -191,6 +191,12 @@ class _Reader:
             self.nodes.append(self.decode(rec))
         self.functions = [self.function(rec) for rec in _list(ir, "functions")]
         self.modules = [self.module(rec) for rec in _list(ir, "modules")]
+        self.refs = [self.graph_ref(rec) for rec in _list(ir, "refs")] if "refs" in ir else []
+        self.foreign_modules = (
+            [self.foreign(rec) for rec in _list(ir, "foreign_modules")]
+            if "foreign_modules" in ir
+            else []
+        )
 
     # ----- tables -------------------------------------------------------------------------
     def ref(self, table: list, i: Any, what: str) -> Any:
@@ -346,6 +352,48 @@ class _Reader:
             funcs[name] = self.ref(self.functions, fid, "function reference")
         return Module(funcs, self.attrs(rec["attrs"]))
 
+    def graph_ref(self, rec: Any) -> Any:
+        """A graph node's object: a Constant (its data from the array table) or a stand-in."""
+        from explorer.tvm.module import TVMRef
+
+        if not isinstance(rec, dict):
+            raise TypeError("a ref must be a mapping")
+        prov = self.prov(rec)
+        if rec.get("kind") == "const":
+            return Constant(self.array(rec["array"]), None, prov)
+        if rec.get("kind") == "ref":
+            return TVMRef(prov)
+        raise ValueError(f"unknown ref kind {rec.get('kind')!r}")
+
+    def foreign(self, rec: Any) -> Any:
+        """Another compiler's module as saved: its graph model and texts (no IR)."""
+        from explorer.tvm.module import TVMModule
+
+        if not isinstance(rec, dict) or rec.get("compiler") != "tvm":
+            raise ValueError("a foreign module must be a mapping of compiler 'tvm'")
+        text, texts, stage = rec["text"], rec.get("texts") or {}, rec.get("stage")
+        if not isinstance(text, str) or not isinstance(texts, dict):
+            raise TypeError("a foreign module's text must be text")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in texts.items()):
+            raise TypeError("a foreign module's texts must be text")
+        if stage not in (None, "loops"):
+            raise ValueError(f"unknown backend stage {stage!r}")
+        return TVMModule(
+            None,
+            inner=bool(rec.get("inner")),
+            graph=_decode_graph(rec["graph"], self),
+            text=text,
+            texts=dict(texts),
+            stage=stage,
+        )
+
+    def module_or_foreign(self, rec: dict, key: str) -> Any:
+        foreign = rec.get(f"foreign_{key}")
+        if foreign is not None:
+            return self.ref(self.foreign_modules, foreign, "foreign module reference")
+        value = rec.get(key)
+        return None if value is None else self.ref(self.modules, value, "module reference")
+
     # ----- steps and trace ----------------------------------------------------------------
     def step(self, position: int, rec: dict) -> Step:
         if rec["index"] != position:
@@ -353,8 +401,8 @@ class _Reader:
                 f"{self.path}: damaged passlens trace file (step {position} "
                 f"is numbered {rec['index']!r})"
             )
-        module = rec.get("module")
-        before = rec.get("before")
+        module = self.module_or_foreign(rec, "module")
+        before = self.module_or_foreign(rec, "before")
         failed = rec.get("failed_node")
         graph = rec.get("source_graph")
         depth = int(rec.get("depth") or 0)
@@ -377,8 +425,8 @@ class _Reader:
             spec=str(rec.get("spec") or ""),
             depth=depth,
             parent=parent,
-            module=None if module is None else self.ref(self.modules, module, "module reference"),
-            before=None if before is None else self.ref(self.modules, before, "module reference"),
+            module=module,
+            before=before,
             seconds=float(rec.get("seconds") or 0.0),
             error=None if rec.get("error") is None else _decode_error(rec["error"]),
             traceback=str(rec.get("traceback") or ""),
@@ -415,7 +463,15 @@ class _Reader:
             frontend=str(m.get("frontend") or ""),
             skipped=skipped,
             interrupted=bool(m.get("interrupted")),
+            compiler=self.compiler(m.get("compiler")),
         )
+
+    def compiler(self, value: Any) -> str:
+        if value is None:
+            return "passlens"
+        if value not in ("passlens", "tvm"):
+            raise TraceFileError(f"{self.path}: unknown compiler {value!r} in the manifest")
+        return str(value)
 
     def source(self, rec: Any) -> Any:
         if not isinstance(rec, dict):
@@ -538,8 +594,17 @@ def _tuple_shape(value: Any) -> tuple | None:
     return None if value is None else tuple(value)
 
 
-def _decode_graph(rec: dict) -> GraphModel:
+def _decode_graph(rec: dict, reader: _Reader | None = None) -> GraphModel:
+    """A saved graph model; with ``reader``, node and parameter objects from its ref table."""
     g = GraphModel()
+    refs = reader.refs if reader is not None else []
+
+    def obj(r: dict) -> Any:
+        i = r.get("ref")
+        if i is None or reader is None:
+            return None
+        return reader.ref(refs, i, "graph object reference")
+
     for n in rec["nodes"]:
         node = GraphNode(
             id=str(n["id"]),
@@ -554,8 +619,11 @@ def _decode_graph(rec: dict) -> GraphModel:
             provenance=dict(n.get("provenance") or {}),
             group=str(n.get("group") or ""),
             nbytes=int(n.get("nbytes") or 0),
+            obj=obj(n),
         )
         g.nodes[node.id] = node
+        if node.obj is not None:
+            g.by_object[id(node.obj)] = node.id
     for src, dst, index, ty in rec["edges"]:
         g.edges.append(GraphEdge(str(src), str(dst), int(index), str(ty)))
     for p in rec["params"]:
@@ -565,6 +633,7 @@ def _decode_graph(rec: dict) -> GraphModel:
             str(p["dtype"]),
             int(p["nbytes"]),
             str(p["node_id"]),
+            obj(p),
         )
     for s in rec.get("signatures") or []:
         g.signatures[str(s["name"])] = Signature(

@@ -122,6 +122,10 @@ class _Writer:
         self._alive: list[Any] = []  # keeps every object whose id() is a key alive
         self.derived: list[dict | None] = []  # per array: None (stored) or its recipe
         self._by_size: dict[int, list[int]] = {}  # stored (not derived) arrays by size
+        self.foreign_modules: list[dict] = []  # another compiler's modules (explorer.tvm)
+        self._foreign_ids: dict[int, int] = {}
+        self.refs: list[dict] = []  # the objects of their graph nodes, shared across steps
+        self._ref_ids: dict[int, int] = {}
 
     # ----- manifest -----------------------------------------------------------------------
     def manifest(self, trace: Trace) -> dict:
@@ -135,6 +139,9 @@ class _Writer:
             "steps": steps,
             "example_inputs": self.example_inputs(trace.example_inputs),
         }
+        compiler = str(getattr(trace, "compiler", "passlens") or "passlens")
+        if compiler != "passlens":
+            meta["compiler"] = compiler
         if trace.skipped or trace.interrupted:
             meta["skipped"] = [dataclasses.asdict(k) for k in trace.skipped]
             meta["interrupted"] = bool(trace.interrupted)
@@ -153,8 +160,8 @@ class _Writer:
             "children": list(s.children),
             "seconds": float(s.seconds),
             "status": s.status,
-            "module": None if s.module is None else self.module(s.module),
-            "before": None if s.before is None else self.module(s.before),
+            "module": self.module_ref(s.module),
+            "before": self.module_ref(s.before),
             "error": None,
             "traceback": s.traceback or "",
             "failed_node": None if s.failed_node is None else self.node(s.failed_node),
@@ -163,7 +170,11 @@ class _Writer:
         }
         if s.error is not None:
             rec["error"] = _encode_error(s.error)
-        if s.backend_stage is not None:  # kernels live in memory: keep what they showed
+        for key in ("module", "before"):  # another compiler's module: its graph and text
+            m = getattr(s, key)
+            if m is not None and not isinstance(m, Module):
+                rec[f"foreign_{key}"] = self.foreign(m)
+        if s.backend_stage is not None and isinstance(s.shown_module, Module):  # kernels live in memory: keep what they showed
             rec["texts"] = {k: v for k, v in s.texts.items() if k != "IR"}
             artifact = s.artifact_bytes
             if artifact is not None:
@@ -192,7 +203,10 @@ class _Writer:
 
     # ----- IR tables ----------------------------------------------------------------------
     def ir_tables(self) -> dict:
-        return {
+        tables: dict[str, Any] = {}
+        if self.foreign_modules:
+            tables = {"refs": self.refs, "foreign_modules": self.foreign_modules}
+        return tables | {
             "types": self.types,
             "provenances": self.provs,
             "nodes": self.nodes,
@@ -209,6 +223,47 @@ class _Writer:
         else:
             spec["derived"] = self.derived[i]
         return spec
+
+    def module_ref(self, m: Any) -> int | None:
+        """The index of a passlens module in the module table (None for none, or for another
+        compiler's module: that is ``foreign``'s)."""
+        return self.module(m) if isinstance(m, Module) else None
+
+    def foreign(self, m: Any) -> int:
+        """The index of another compiler's module (a ``explorer.tvm.TVMModule``): what it
+        showed is stored (graph model, text, backend texts), not its IR."""
+        key = id(m)
+        if key not in self._foreign_ids:
+            texts = m.texts()
+            rec = {
+                "compiler": str(m.compiler),
+                "inner": bool(getattr(m, "inner", False)),
+                "text": m.text(),
+                "texts": {str(k): str(v) for k, v in texts.items()},
+                "stage": m.backend_stage,
+                "graph": _encode_graph(m.graph_model(), self),
+            }
+            self._alive.append(m)
+            self._foreign_ids[key] = len(self.foreign_modules)
+            self.foreign_modules.append(rec)
+        return self._foreign_ids[key]
+
+    def ref(self, obj: Any) -> int:
+        """The index of a graph node's object in the ref table: a Constant with its data
+        (so parameter content compares after loading), else a stand-in with its provenance;
+        one entry per object, so identity across steps survives saving."""
+        key = id(obj)
+        if key not in self._ref_ids:
+            prov = getattr(obj, "prov", NO_PROVENANCE)
+            if not isinstance(prov, Provenance):
+                prov = NO_PROVENANCE
+            rec: dict[str, Any] = {"kind": "ref", "prov": self.prov(prov)}
+            if isinstance(obj, Constant):
+                rec = {"kind": "const", "array": self.array(obj.data), "prov": self.prov(prov)}
+            self._alive.append(obj)
+            self._ref_ids[key] = len(self.refs)
+            self.refs.append(rec)
+        return self._ref_ids[key]
 
     def module(self, m: Module) -> int:
         key = id(m)
@@ -464,9 +519,10 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _encode_graph(g: GraphModel) -> dict:
-    """A source step's graph model (nodes, edges, params, signatures) as JSON."""
-    return {
+def _encode_graph(g: GraphModel, writer: _Writer | None = None) -> dict:
+    """A graph model (nodes, edges, params, signatures) as JSON: a source step's, or another
+    compiler's module's (with ``writer``: each node's and parameter's object as a ref)."""
+    out = {
         "nodes": [
             {
                 "id": n.id,
@@ -507,6 +563,14 @@ def _encode_graph(g: GraphModel) -> dict:
             for s in g.signatures.values()
         ],
     }
+    if writer is not None:
+        for rec, n in zip(out["nodes"], g.nodes.values(), strict=True):
+            if n.obj is not None:
+                rec["ref"] = writer.ref(n.obj)
+        for rec, p in zip(out["params"], g.params.values(), strict=True):
+            if p.obj is not None:
+                rec["ref"] = writer.ref(p.obj)
+    return out
 
 
 def _version() -> str:

@@ -1,0 +1,216 @@
+"""What a TVM step holds, without TVM: :class:`TVMModule` (a reference to one immutable TVM
+``IRModule``, or what a saved trace kept of it) and :class:`TVMState` (what the modules of one
+trace share: the stand-ins that give TVM objects an identity across steps, the names of the
+weights). Nothing here imports tvm: a loaded TVM trace needs none of it.
+
+A step of a TVM trace keeps its module as a :class:`TVMModule` and converts it only when a view
+asks (``graph_model()``, ``text()``, ``texts()``); recording is a reference per pass. Modules
+that are structurally equal share one wrapper (a pass that returned an equal copy did not
+change the module: ``step.changed`` is False), so identity means what it means for passlens's
+own modules.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from compiler.ir import Constant, Provenance
+from explorer.graph import GraphModel
+
+NO_PROVENANCE = Provenance()
+
+
+class TVMRef:
+    """The stand-in of one TVM binding (its variable and value) in graph models: the same
+    binding in two steps has the same stand-in, so diffs match it by identity. ``prov`` is
+    where it came from (the FX node of the torch model), ``tvm`` the TVM value (None in a
+    loaded trace)."""
+
+    __slots__ = ("prov", "tvm", "__weakref__")
+
+    def __init__(self, prov: Provenance = NO_PROVENANCE, tvm: Any = None):
+        self.prov = prov
+        self.tvm = tvm
+
+    def __repr__(self) -> str:
+        return f"<TVMRef {self.prov.source_node or ''}>"
+
+
+class TVMModule:
+    """One TVM ``IRModule`` of a trace (``ir``), converted on demand.
+
+    ``graph_model()`` is passlens's neutral graph of its Relax functions, ``text()`` their
+    TVMScript, ``texts()`` the ``"loop IR"`` view (its TIR PrimFuncs) once it has kernels.
+    ``inner`` marks a module a pass built for itself (the kernels FoldConstant compiles): its
+    passes are recorded, but it is not the program the pipeline transforms. A module read from
+    a file has ``ir`` None and the graph and texts it was saved with.
+    """
+
+    compiler = "tvm"
+
+    def __init__(
+        self,
+        ir: Any = None,
+        state: TVMState | None = None,
+        inner: bool = False,
+        *,
+        graph: GraphModel | None = None,
+        text: str | None = None,
+        texts: dict[str, str] | None = None,
+        stage: str | None = None,
+    ):
+        self.ir = ir
+        self.state = state
+        self.inner = inner
+        self._graph = graph
+        self._text = text
+        self._texts = texts
+        self._stage = stage
+        if ir is None and (graph is None or text is None):
+            raise TypeError("a TVMModule without an IRModule needs its graph and text")
+
+    # ----- views ----------------------------------------------------------------------------
+    def graph_model(self) -> GraphModel:
+        """The graph model of the Relax functions (built on first use)."""
+        if self._graph is None:
+            from explorer.tvm.convert import graph_of_tvm
+
+            self._graph = graph_of_tvm(self.ir, self.state or TVMState())
+        return self._graph
+
+    def _views(self) -> None:
+        from explorer.tvm.convert import texts_of_tvm
+
+        self._text, self._texts, self._stage = texts_of_tvm(self.ir)
+
+    def text(self) -> str:
+        """The TVMScript of the Relax functions (of the whole module when it has none)."""
+        if self._text is None:
+            self._views()
+        return self._text
+
+    @property
+    def backend_stage(self) -> str | None:
+        """``"loops"`` when the module holds TIR kernels next to Relax functions, else None."""
+        if self._text is None and self.ir is not None:
+            self._views()
+        return self._stage
+
+    def texts(self) -> dict[str, str]:
+        """The backend views: ``{"loop IR": the TIR PrimFuncs}`` after legalization."""
+        if self._texts is None:
+            if self.ir is None:
+                return {}
+            self._views()
+        return dict(self._texts or {})
+
+    @property
+    def functions(self) -> list[str]:
+        """The names of the Relax functions."""
+        return list(self.graph_model().signatures)
+
+    def __repr__(self) -> str:
+        where = "loaded" if self.ir is None else "live"
+        return f"<TVMModule {where}{' inner' if self.inner else ''} {self.functions}>"
+
+
+def _content_key(arr: np.ndarray) -> tuple:
+    data = np.ascontiguousarray(arr)
+    digest = hashlib.blake2b(data.view(np.uint8).reshape(-1), digest_size=16).digest()
+    return (str(arr.dtype), tuple(arr.shape), digest)
+
+
+class TVMState:
+    """What the modules of one TVM trace share.
+
+    * module wrappers by the TVM object's id (``wrap``), and the TVM objects kept alive, so an
+      id is never reused by another object while the trace lives;
+    * one :class:`TVMRef` per binding and one ``compiler.ir.Constant`` per TVM constant (its
+      data read once), so an untouched binding or weight is the same object in every step;
+    * the names of weights: the source model's parameter whose content a constant holds
+      (``fc.weight``), else ``const<k>`` in order of first sight;
+    * the provenance of the imported bindings (the FX node each came from).
+    """
+
+    def __init__(self) -> None:
+        self.modules: dict[int, TVMModule] = {}
+        self.alive: list[Any] = []
+        self.refs: dict[tuple, TVMRef] = {}
+        self.constants: dict[int, tuple[Constant, str]] = {}
+        self.var_prov: dict[int, Provenance] = {}
+        self.weight_names: dict[tuple, tuple[str, Provenance]] = {}
+        self._unnamed = 0
+
+    # ----- modules ---------------------------------------------------------------------------
+    def wrap(self, ir: Any, inner: bool = False) -> TVMModule:
+        """The wrapper of ``ir`` (one per TVM module object)."""
+        key = ir.id_
+        found = self.modules.get(key)
+        if found is None:
+            found = self.modules[key] = TVMModule(ir, self, inner)
+            self.alive.append(ir)
+        return found
+
+    def result(self, before: TVMModule, ir: Any, equal) -> TVMModule:
+        """The wrapper of what a pass returned: ``before`` itself when the pass returned the
+        same module or a structurally equal one (``equal(a, b)``), else a new wrapper."""
+        key = ir.id_
+        found = self.modules.get(key)
+        if found is not None:
+            return found
+        if before.ir is not None and equal(before.ir, ir):
+            self.modules[key] = before
+            self.alive.append(ir)
+            return before
+        return self.wrap(ir, inner=before.inner)
+
+    # ----- identities ------------------------------------------------------------------------
+    def ref(self, var: Any, value: Any, prov: Provenance | None = None) -> TVMRef:
+        """The stand-in of the binding ``var = value``."""
+        key = (var.id_, None if value is None else value.id_)
+        found = self.refs.get(key)
+        if found is None:
+            if prov is None:
+                prov = self.var_prov.get(var.id_, NO_PROVENANCE)
+            found = self.refs[key] = TVMRef(prov, value if value is not None else var)
+            self.alive.append((var, value))
+        return found
+
+    def constant(self, const: Any, data: np.ndarray | None = None) -> tuple[Constant, str]:
+        """The passlens Constant standing for a TVM constant (its data copied once) and its
+        weight name."""
+        key = const.id_
+        found = self.constants.get(key)
+        if found is None:
+            if data is None:
+                data = const.value.numpy()
+            data = np.asarray(data)
+            if data.flags.writeable:
+                data.flags.writeable = False
+            name, prov = self.weight_names.get(_content_key(data), (None, NO_PROVENANCE))
+            if name is None:
+                name = f"const{self._unnamed}"
+                self._unnamed += 1
+            found = self.constants[key] = (Constant(data, prov=prov), name)
+            self.alive.append(const)
+        return found
+
+    def name_weights(self, named: dict[str, Any], framework: str) -> None:
+        """Learn the source model's weights (``{name: array}``): a TVM constant with the same
+        content is shown under that name, with that layer as its provenance."""
+        for name, arr in named.items():
+            try:
+                data = np.asarray(arr)
+            except Exception:  # a tensor numpy cannot hold: it keeps a const<k> name
+                continue
+            if data.dtype == object:
+                continue
+            layer = name.rpartition(".")[0] or None
+            prov = Provenance(framework=framework, module_path=layer, source_node=name)
+            self.weight_names.setdefault(_content_key(data), (name, prov))
+
+
+__all__ = ["TVMModule", "TVMRef", "TVMState"]
