@@ -558,9 +558,8 @@ def trace_from_module(
 def explore(
     source: Any,
     example_inputs: Any = None,
-    pipeline: Any = None,
+    pipeline: Any = "default",
     progress: Any = None,
-    compiler: str = "passlens",
     **frontend_options,
 ) -> Trace:
     """Import ``source`` (torch.nn.Module, ExportedProgram, ONNX path/bytes/ModelProto, IR
@@ -568,25 +567,7 @@ def explore(
 
     ``progress``: a callback ``(done, total, pass name)`` before each pass, or what
     :mod:`explorer.progress` shows (None: a bar in a terminal or in Jupyter once the passes
-    take a while, a line in CI logs for a long run; True: at once; False: nothing).
-
-    ``compiler="tvm"`` records Apache TVM's Relax passes instead (see :mod:`explorer.tvm`):
-    the source is imported with TVM's frontends (or is a ``tvm.IRModule``) and ``pipeline``
-    is a Relax pipeline name (default ``"zero"``), a TVM pass or a list of passes."""
-    if compiler == "tvm":
-        from explorer.tvm import explore_tvm
-
-        return explore_tvm(
-            source,
-            example_inputs,
-            "zero" if pipeline is None else pipeline,
-            progress,
-            **frontend_options,
-        )
-    if compiler != "passlens":
-        raise ValueError(f"compiler is 'passlens' or 'tvm', not {compiler!r}")
-    if pipeline is None:
-        pipeline = "default"
+    take a while, a line in CI logs for a long run; True: at once; False: nothing)."""
     from explorer.sources import import_source
 
     start = time.perf_counter()

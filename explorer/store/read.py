@@ -38,7 +38,6 @@ from compiler.ir import (
     parse_type,
 )
 from compiler.passes import SkippedPass
-from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
 from explorer.store.fileformat import (
     FORMAT,
     MAX_ARRAY_BYTES,
@@ -49,6 +48,7 @@ from explorer.store.fileformat import (
     RecordedError,
     TraceFileError,
 )
+from explorer.store.graphs import decode_graph, foreign_module, graph_ref
 from explorer.trace import Step, Trace
 
 
@@ -191,12 +191,10 @@ class _Reader:
             self.nodes.append(self.decode(rec))
         self.functions = [self.function(rec) for rec in _list(ir, "functions")]
         self.modules = [self.module(rec) for rec in _list(ir, "modules")]
-        self.refs = [self.graph_ref(rec) for rec in _list(ir, "refs")] if "refs" in ir else []
-        self.foreign_modules = (
-            [self.foreign(rec) for rec in _list(ir, "foreign_modules")]
-            if "foreign_modules" in ir
-            else []
-        )
+        # another compiler's modules (explorer.tvm): their graphs' objects, then the modules
+        self.refs = [graph_ref(self, rec) for rec in _list(ir, "refs")] if "refs" in ir else []
+        foreign = _list(ir, "foreign_modules") if "foreign_modules" in ir else []
+        self.foreign_modules = [foreign_module(self, rec) for rec in foreign]
 
     # ----- tables -------------------------------------------------------------------------
     def ref(self, table: list, i: Any, what: str) -> Any:
@@ -352,41 +350,6 @@ class _Reader:
             funcs[name] = self.ref(self.functions, fid, "function reference")
         return Module(funcs, self.attrs(rec["attrs"]))
 
-    def graph_ref(self, rec: Any) -> Any:
-        """A graph node's object: a Constant (its data from the array table) or a stand-in."""
-        from explorer.tvm.module import TVMRef
-
-        if not isinstance(rec, dict):
-            raise TypeError("a ref must be a mapping")
-        prov = self.prov(rec)
-        if rec.get("kind") == "const":
-            return Constant(self.array(rec["array"]), None, prov)
-        if rec.get("kind") == "ref":
-            return TVMRef(prov)
-        raise ValueError(f"unknown ref kind {rec.get('kind')!r}")
-
-    def foreign(self, rec: Any) -> Any:
-        """Another compiler's module as saved: its graph model and texts (no IR)."""
-        from explorer.tvm.module import TVMModule
-
-        if not isinstance(rec, dict) or rec.get("compiler") != "tvm":
-            raise ValueError("a foreign module must be a mapping of compiler 'tvm'")
-        text, texts, stage = rec["text"], rec.get("texts") or {}, rec.get("stage")
-        if not isinstance(text, str) or not isinstance(texts, dict):
-            raise TypeError("a foreign module's text must be text")
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in texts.items()):
-            raise TypeError("a foreign module's texts must be text")
-        if stage not in (None, "loops"):
-            raise ValueError(f"unknown backend stage {stage!r}")
-        return TVMModule(
-            None,
-            inner=bool(rec.get("inner")),
-            graph=_decode_graph(rec["graph"], self),
-            text=text,
-            texts=dict(texts),
-            stage=stage,
-        )
-
     def module_or_foreign(self, rec: dict, key: str) -> Any:
         foreign = rec.get(f"foreign_{key}")
         if foreign is not None:
@@ -432,7 +395,7 @@ class _Reader:
             traceback=str(rec.get("traceback") or ""),
             failed_node=None if failed is None else self.expr(failed),
             failed_function=rec.get("failed_function"),
-            source_graph=None if graph is None else _decode_graph(graph),
+            source_graph=None if graph is None else decode_graph(graph),
             children=children,
         )
         if "artifact_bytes" in rec:
@@ -588,59 +551,3 @@ def _decode_error(rec: dict) -> BaseException:
             {"type_name": name, "type_module": module, "__module__": module or _PACKAGE},
         )
     return _ERROR_CLASSES[key](message)
-
-
-def _tuple_shape(value: Any) -> tuple | None:
-    return None if value is None else tuple(value)
-
-
-def _decode_graph(rec: dict, reader: _Reader | None = None) -> GraphModel:
-    """A saved graph model; with ``reader``, node and parameter objects from its ref table."""
-    g = GraphModel()
-    refs = reader.refs if reader is not None else []
-
-    def obj(r: dict) -> Any:
-        i = r.get("ref")
-        if i is None or reader is None:
-            return None
-        return reader.ref(refs, i, "graph object reference")
-
-    for n in rec["nodes"]:
-        node = GraphNode(
-            id=str(n["id"]),
-            kind=str(n["kind"]),
-            op=str(n["op"]),
-            label=str(n["label"]),
-            function=str(n["function"]),
-            type=str(n["type"]),
-            shape=_tuple_shape(n.get("shape")),
-            dtype=n.get("dtype"),
-            attrs=dict(n.get("attrs") or {}),
-            provenance=dict(n.get("provenance") or {}),
-            group=str(n.get("group") or ""),
-            nbytes=int(n.get("nbytes") or 0),
-            obj=obj(n),
-        )
-        g.nodes[node.id] = node
-        if node.obj is not None:
-            g.by_object[id(node.obj)] = node.id
-    for src, dst, index, ty in rec["edges"]:
-        g.edges.append(GraphEdge(str(src), str(dst), int(index), str(ty)))
-    for p in rec["params"]:
-        g.params[str(p["key"])] = Param(
-            str(p["name"]),
-            tuple(p["shape"] or ()),
-            str(p["dtype"]),
-            int(p["nbytes"]),
-            str(p["node_id"]),
-            obj(p),
-        )
-    for s in rec.get("signatures") or []:
-        g.signatures[str(s["name"])] = Signature(
-            str(s["name"]),
-            [tuple(x) for x in s["params"]],
-            str(s["result"]),
-            s.get("num_input"),
-            dict(s.get("attrs") or {}),
-        )
-    return g

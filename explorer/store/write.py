@@ -174,7 +174,8 @@ class _Writer:
             m = getattr(s, key)
             if m is not None and not isinstance(m, Module):
                 rec[f"foreign_{key}"] = self.foreign(m)
-        if s.backend_stage is not None and isinstance(s.shown_module, Module):  # kernels live in memory: keep what they showed
+        # kernels live in memory: keep what they showed (another compiler's module keeps its own)
+        if s.backend_stage is not None and isinstance(s.shown_module, Module):
             rec["texts"] = {k: v for k, v in s.texts.items() if k != "IR"}
             artifact = s.artifact_bytes
             if artifact is not None:

@@ -48,8 +48,7 @@ def explore_tvm(
         import tvm  # noqa: F401
     except ImportError as e:
         raise ImportError(
-            "compiler='tvm' needs Apache TVM: pip install 'passlens[tvm]' "
-            f"(apache-tvm 0.27) ({e})"
+            f"compiler='tvm' needs Apache TVM: pip install 'passlens[tvm]' (apache-tvm 0.27) ({e})"
         ) from None
     from explorer.progress import Job
     from explorer.trace import Step, Trace

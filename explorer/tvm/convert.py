@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.ir import DType
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
-from explorer.tvm.module import TVMState
+
+if TYPE_CHECKING:
+    from explorer.tvm.module import TVMState
 
 _DPS_OPS = {"relax.call_tir", "relax.call_tir_inplace", "relax.call_tir_with_grad"}
 
