@@ -141,7 +141,8 @@ class TVMState:
         self.refs: dict[tuple, TVMRef] = {}
         self.constants: dict[int, tuple[Constant, str]] = {}
         self.var_prov: dict[int, Provenance] = {}
-        self.weight_names: dict[tuple, tuple[str, Provenance]] = {}
+        self.weight_names: dict[tuple, list[tuple[str, Provenance]]] = {}
+        self._named: dict[tuple, int] = {}  # content -> how many constants took its names
         self._unnamed = 0
 
     # ----- modules ---------------------------------------------------------------------------
@@ -190,7 +191,13 @@ class TVMState:
             data = np.asarray(data)
             if data.flags.writeable:
                 data.flags.writeable = False
-            name, prov = self.weight_names.get(_content_key(data), (None, NO_PROVENANCE))
+            key = _content_key(data)
+            names = self.weight_names.get(key)
+            name, prov = None, NO_PROVENANCE
+            if names:  # weights with equal content (a fresh BatchNorm's ones) in source order
+                taken = self._named.get(key, 0)
+                name, prov = names[taken] if taken < len(names) else names[0]
+                self._named[key] = taken + 1
             if name is None:
                 name = f"const{self._unnamed}"
                 self._unnamed += 1
@@ -210,7 +217,7 @@ class TVMState:
                 continue
             layer = name.rpartition(".")[0] or None
             prov = Provenance(framework=framework, module_path=layer, source_node=name)
-            self.weight_names.setdefault(_content_key(data), (name, prov))
+            self.weight_names.setdefault(_content_key(data), []).append((name, prov))
 
 
 __all__ = ["TVMModule", "TVMRef", "TVMState"]

@@ -81,6 +81,7 @@ def _import_torch(
     state.name_weights(_torch_weights(program), "torch")
     for node, value in (env or {}).items():
         _learn_provenance(state, node, value)
+    _spread_provenance(state, module)
     return TVMImported(
         module,
         fx_graph_model(program),
@@ -146,6 +147,27 @@ def _learn_provenance(state: TVMState, node: Any, value: Any) -> None:
         ),
     )
     state.alive.append(value)
+
+
+def _spread_provenance(state: TVMState, module: Any) -> None:
+    """Bindings the importer emitted on its way to an FX node's value (a conv's conv2d before
+    its bias add) get that node's provenance: the next binding in order that has one."""
+    from tvm import relax
+
+    for _, fn in module.functions_items():
+        if not isinstance(fn, relax.Function) or not isinstance(fn.body, relax.SeqExpr):
+            continue
+        pending = []
+        for block in fn.body.blocks:
+            for binding in block.bindings:
+                prov = state.var_prov.get(binding.var.id_)
+                if prov is None:
+                    pending.append(binding.var)
+                    continue
+                for var in pending:
+                    state.var_prov[var.id_] = prov
+                    state.alive.append(var)
+                pending = []
 
 
 def _import_onnx(source: Any, state: TVMState, **options: Any) -> TVMImported:
