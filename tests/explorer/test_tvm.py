@@ -386,3 +386,26 @@ def test_bad_pipelines_and_compilers_are_clear_errors(imported_module):
     trace = explorer.explore(imported_module, compiler="tvm", pipeline=[])
     with pytest.raises(NotImplementedError, match="tvm trace"):
         trace.check()
+
+
+# ----- comparison and views --------------------------------------------------------------------
+
+
+def test_compare_puts_tvm_next_to_passlens(zero):
+    ours = explorer.explore(zero.source["model"], zero.example_inputs)
+    c = explorer.compare(zero, ours)
+    text = str(c)
+    assert "A: tvm zero" in text and "B: passlens default" in text
+    assert "final ops: R.call_tir(fused_matmul_add_relu)" in text
+    assert "tirx." not in text  # FoldConstant's kernel builds are not states of the model
+    assert c.first_divergence is not None
+
+
+def test_report_and_viewer_export_work_on_a_tvm_trace(zero, tmp_path):
+    size = zero.to_html(tmp_path / "report.html")
+    html = (tmp_path / "report.html").read_text()
+    assert size > 0 and "FuseTIR" in html and "fused_matmul_add_relu" in html
+    assert "fused_matmul_add_relu" in zero.final._repr_html_()
+    paths = zero.export(zero.final, tmp_path / "final", format="model-explorer")
+    assert all(p.exists() for p in paths)
+    assert "fused_matmul_add_relu" in paths[0].read_text()
