@@ -117,6 +117,18 @@ class TVMModule:
         return f"<TVMModule {where}{' inner' if self.inner else ''} {self.functions}>"
 
 
+def _span_provenance(*exprs: Any) -> Provenance:
+    """``file:line`` from the first TVM span of ``exprs`` (a module parsed from TVMScript
+    has them; the torch frontend sets none)."""
+    for e in exprs:
+        span = getattr(e, "span", None)
+        if span is None:
+            continue
+        source = getattr(span.source_name, "name", None) or "<source>"
+        return Provenance(framework="tvm", location=f"{source}:{span.line}")
+    return NO_PROVENANCE
+
+
 def _content_key(arr: np.ndarray) -> tuple:
     data = np.ascontiguousarray(arr)
     digest = hashlib.blake2b(data.view(np.uint8).reshape(-1), digest_size=16).digest()
@@ -175,7 +187,7 @@ class TVMState:
         found = self.refs.get(key)
         if found is None:
             if prov is None:
-                prov = self.var_prov.get(var.id_, NO_PROVENANCE)
+                prov = self.var_prov.get(var.id_) or _span_provenance(value, var)
             found = self.refs[key] = TVMRef(prov, value if value is not None else var)
             self.alive.append((var, value))
         return found

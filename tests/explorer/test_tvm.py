@@ -409,3 +409,43 @@ def test_report_and_viewer_export_work_on_a_tvm_trace(zero, tmp_path):
     paths = zero.export(zero.final, tmp_path / "final", format="model-explorer")
     assert all(p.exists() for p in paths)
     assert "fused_matmul_add_relu" in paths[0].read_text()
+
+
+def test_a_tvmscript_module_has_its_spans_as_provenance():
+    code = textwrap.dedent(
+        """
+        @I.ir_module
+        class Module:
+            @R.function
+            def main(x: R.Tensor((2, 4), dtype="float32")) -> R.Tensor((2, 4), dtype="float32"):
+                with R.dataflow():
+                    y = R.nn.relu(x)
+                    z = R.add(y, y)
+                    R.output(z)
+                return z
+        """
+    )
+    trace = explorer.explore(tvm.script.from_source(code), compiler="tvm", pipeline=[])
+    assert trace.frontend == "relax" and [s.kind for s in trace.steps] == ["import"]
+    g = trace.imported.graph
+    relu = g.nodes["main/y"]
+    assert relu.provenance["file"].endswith(":7") and relu.op == "R.nn.relu"
+    assert [e.src for e in g.edges if e.dst == "main/z"] == ["main/y", "main/y"]
+
+
+def test_a_damaged_tvm_trace_file_is_a_clear_error(zero, tmp_path):
+    import json
+    import zipfile
+
+    path = zero.save(tmp_path / "zero.passlens")
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    ir = json.loads(members["ir.json"])
+    ir["foreign_modules"][0]["graph"]["nodes"][0]["ref"] = 10**6
+    members["ir.json"] = json.dumps(ir).encode()
+    bad = tmp_path / "bad.passlens"
+    with zipfile.ZipFile(bad, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    with pytest.raises(explorer.TraceFileError, match="graph object reference"):
+        explorer.load(bad)
