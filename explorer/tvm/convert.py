@@ -16,7 +16,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-from compiler.ir import DType
+from compiler.ir import Constant, DType
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
 
 if TYPE_CHECKING:
@@ -97,6 +97,10 @@ def _shape_dtype(ty: Any) -> tuple[tuple | None, str | None]:
 
 
 def _static_nbytes(ty: Any) -> int:
+    """Bytes of a value of type ``ty`` when its shape is static (a tuple's: its fields')."""
+    fields = getattr(ty, "fields", None)
+    if fields is not None and type(ty).__name__ == "TupleType":
+        return sum(_static_nbytes(f) for f in fields)
     shape, _ = _shape_dtype(ty)
     if shape is None or not all(isinstance(d, int) for d in shape):
         return 0
@@ -131,6 +135,13 @@ def attrs_dict(attrs: Any) -> dict[str, str]:
             continue
         out[key.strip()] = value.strip()
     return out
+
+
+def _numpy(tensor: Any) -> Any:
+    try:
+        return tensor.numpy()
+    except Exception:  # a dtype numpy cannot hold
+        return None
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -199,10 +210,9 @@ class _Builder:
             nbytes = _static_nbytes(p.ty)
             obj = self.state.ref(p, None)
             if kind == "param" and values is not None and len(values) == len(fn.params) - n_in:
-                try:
-                    obj, _ = self.state.constant(values[i - n_in], values[i - n_in].numpy())
-                except (TypeError, AttributeError, ValueError):
-                    pass
+                tensor = values[i - n_in]  # the weight's data, in main's "params" attribute
+                const, _ = self.state.constant(tensor, _numpy(tensor))
+                obj = const if isinstance(const, Constant) else obj
             prov = getattr(obj, "prov", None)
             g.nodes[nid] = GraphNode(
                 nid,
@@ -255,20 +265,19 @@ class _Builder:
 
     def constant(self, c: Any) -> str | None:
         g = self.g
-        value = getattr(c, "value", None)
-        if not hasattr(value, "numpy"):
-            return None
-        try:
-            const, name = self.state.constant(c)
-        except (TypeError, ValueError):  # a dtype passlens cannot hold: no node
-            return None
+        if not hasattr(getattr(c, "value", None), "numpy"):
+            return None  # not a tensor: the caller shows it as an attribute
+        const, name = self.state.constant(c)
         if id(const) in g.by_object:
             return g.by_object[id(const)]
         shape, dtype = _shape_dtype(c.ty)
-        if shape is None:
-            shape = tuple(const.data.shape)
-        dtype = dtype or str(const.data.dtype)
-        weight = const.data.ndim > 0
+        data = getattr(const, "data", None)
+        if data is not None:
+            shape, dtype = shape or tuple(data.shape), dtype or str(data.dtype)
+            nbytes = int(data.nbytes)
+        else:  # a dtype numpy cannot hold: its bytes from the type
+            nbytes = _static_nbytes(c.ty)
+        weight = bool(shape)
         if weight:
             nid, k = f"${name}", 2
             while nid in g.nodes:
@@ -281,6 +290,7 @@ class _Builder:
             while nid in g.nodes:
                 nid = f"{self.fname}/const{self.literals}"
                 self.literals += 1
+        prov = const.prov
         g.nodes[nid] = GraphNode(
             nid,
             "weight" if weight else "const",
@@ -291,14 +301,14 @@ class _Builder:
             shape,
             dtype,
             {},
-            dict(const.prov.items()),
-            const.prov.module_path or "",
-            const.nbytes,
+            dict(prov.items()),
+            prov.module_path or "",
+            nbytes,
             const,
         )
         g.by_object[id(const)] = nid
         if weight:
-            g.params[key] = Param(key, tuple(const.data.shape), dtype, const.nbytes, nid, const)
+            g.params[key] = Param(key, tuple(shape), dtype or "", nbytes, nid, const)
         return nid
 
     def edges(self, nid: str, inputs: list, attrs: dict, start: int = 0) -> None:

@@ -192,28 +192,32 @@ class TVMState:
             self.alive.append((var, value))
         return found
 
-    def constant(self, const: Any, data: np.ndarray | None = None) -> tuple[Constant, str]:
+    def constant(self, const: Any, data: Any = None) -> tuple[Constant | TVMRef, str]:
         """The passlens Constant standing for a TVM constant (its data copied once) and its
-        weight name."""
+        weight name; a stand-in without data when numpy cannot hold its dtype."""
         key = const.id_
         found = self.constants.get(key)
         if found is None:
-            if data is None:
-                data = const.value.numpy()
-            data = np.asarray(data)
-            if data.flags.writeable:
-                data.flags.writeable = False
-            key = _content_key(data)
-            names = self.weight_names.get(key)
+            try:
+                arr = np.asarray(const.value.numpy() if data is None else data)
+                if arr.flags.writeable:
+                    arr.flags.writeable = False
+                obj: Constant | TVMRef = Constant(arr)
+            except (TypeError, ValueError, AttributeError, RuntimeError):
+                arr, obj = None, TVMRef(NO_PROVENANCE, const)
             name, prov = None, NO_PROVENANCE
-            if names:  # weights with equal content (a fresh BatchNorm's ones) in source order
-                taken = self._named.get(key, 0)
-                name, prov = names[taken] if taken < len(names) else names[0]
-                self._named[key] = taken + 1
+            if arr is not None:
+                key_ = _content_key(arr)
+                names = self.weight_names.get(key_)
+                if names:  # weights with equal content (a fresh BatchNorm's ones): in order
+                    taken = self._named.get(key_, 0)
+                    name, prov = names[taken] if taken < len(names) else names[0]
+                    self._named[key_] = taken + 1
+                obj = Constant(arr, prov=prov)
             if name is None:
                 name = f"const{self._unnamed}"
                 self._unnamed += 1
-            found = self.constants[key] = (Constant(data, prov=prov), name)
+            found = self.constants[key] = (obj, name)
             self.alive.append(const)
         return found
 

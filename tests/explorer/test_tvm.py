@@ -409,6 +409,12 @@ def test_report_and_viewer_export_work_on_a_tvm_trace(zero, tmp_path):
     paths = zero.export(zero.final, tmp_path / "final", format="model-explorer")
     assert all(p.exists() for p in paths)
     assert "fused_matmul_add_relu" in paths[0].read_text()
+    from explorer.interop import ExportError
+
+    with pytest.raises(ExportError, match="holds a tvm module"):
+        zero.export(zero.final, tmp_path / "final.onnx", format="onnx")
+    layers = zero.param_map()
+    assert layers.layers == ["fc"] and layers.first_step is None
 
 
 def test_a_tvmscript_module_has_its_spans_as_provenance():
@@ -449,3 +455,27 @@ def test_a_damaged_tvm_trace_file_is_a_clear_error(zero, tmp_path):
             zf.writestr(name, data)
     with pytest.raises(explorer.TraceFileError, match="graph object reference"):
         explorer.load(bad)
+
+
+def test_lift_transform_params_changes_mains_signature_and_keeps_the_weight_bytes():
+    model = LinearReLU().eval()
+    trace = explorer.explore(
+        model,
+        (torch.randn(2, 4),),
+        compiler="tvm",
+        keep_params_as_input=True,
+        pipeline=[relax.transform.LiftTransformParams()],
+    )
+    imported, lifted = trace.imported, trace["LiftTransformParams"]
+    params = imported.graph.params
+    assert {k: p.nbytes for k, p in params.items()} == {
+        "@main/p_fc_weight": 48,
+        "@main/p_fc_bias": 12,
+    }
+    np.testing.assert_array_equal(params["@main/p_fc_weight"].obj.data, model.fc.weight.detach())
+    # main's weights are now computed by main_transform_params: only its inputs are stored
+    assert lifted.param_bytes == 60
+    assert list(lifted.graph.params) == ["@main_transform_params/model_params"]
+    d = lifted.diff()
+    assert [c.name for c in d.signature_changes] == ["main"]
+    assert [s.name for s in d.functions_added] == ["main_transform_params"]
