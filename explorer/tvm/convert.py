@@ -160,19 +160,47 @@ def graph_of_tvm(module: Any, state: TVMState) -> GraphModel:
     g = GraphModel()
     funcs = [(gv.name_hint, f) for gv, f in module.functions_items()]
     names = {name for name, _ in funcs}
+    outputs = {
+        name: _output_provenance(fn, state) for name, fn in funcs if isinstance(fn, relax.Function)
+    }
     for fname, fn in funcs:
         if isinstance(fn, relax.Function):
             derived = f"{fname}_transform_params" in names
-            _Builder(g, state, fname, fn, weights_are_stored=not derived).build()
+            _Builder(g, state, fname, fn, not derived, outputs).build()
     return g
 
 
-class _Builder:
-    """Adds one Relax function to a graph model."""
+def _output_provenance(fn: Any, state: TVMState) -> Any:
+    """The provenance of a function's last binding that has one (what a call of it computes:
+    a function FuseOps made from a layer's ops gets that layer), or None."""
+    from tvm import relax
 
-    def __init__(self, g: GraphModel, state: TVMState, fname: str, fn: Any, weights_are_stored):
+    if not isinstance(fn.body, relax.SeqExpr):
+        return None
+    for block in reversed(list(fn.body.blocks)):
+        for binding in reversed(list(block.bindings)):
+            prov = state.var_prov.get(binding.var.id_)
+            if prov is not None:
+                return prov
+    return None
+
+
+class _Builder:
+    """Adds one Relax function to a graph model (``outputs``: each Relax function's output
+    provenance, given to the bindings that call it and have none of their own)."""
+
+    def __init__(
+        self,
+        g: GraphModel,
+        state: TVMState,
+        fname: str,
+        fn: Any,
+        weights_are_stored: bool,
+        outputs: dict | None = None,
+    ):
         self.g, self.state, self.fname, self.fn = g, state, fname, fn
         self.stored = weights_are_stored
+        self.outputs = outputs or {}
         self.ids: dict[int, str] = {}  # TVM var id -> node id
         self.used: set[str] = set()
         self.literals = 0
@@ -366,7 +394,11 @@ class _Builder:
             attrs["value"] = _short(value)
         nid = self.fresh(str(var.name))
         shape, dtype = _shape_dtype(var.ty)
-        obj = self.state.ref(var, value)
+        called = self.outputs.get(op[1:]) if kind == "call" and op.startswith("@") else None
+        if called is not None and var.id_ not in self.state.var_prov:
+            obj = self.state.ref(var, value, called)
+        else:
+            obj = self.state.ref(var, value)
         prov = obj.prov
         node = GraphNode(
             nid,

@@ -179,6 +179,28 @@ def test_imported_graph_ops_shapes_params_and_provenance(zero):
     assert any(how == "source-node" for _, how in d.matches.values())
 
 
+def test_a_call_of_a_fused_function_has_its_layer(zero):
+    g = zero["FuseOps"].graph
+    call = next(n for n in g.nodes.values() if n.op == "@fused_matmul_add_relu")
+    # the fused function's last binding with a provenance is the Linear's add (its relu is a
+    # binding FuseOps made): the call is in the fc layer
+    assert call.function == "main" and call.provenance["node"] == "addmm" and call.group == "fc"
+    inner = g.nodes["fused_matmul_add_relu/lv2"]
+    assert inner.group == "fc" and inner.op == "R.call_tir(add)"
+
+
+def test_the_app_steps_through_a_tvm_trace(zero):
+    pytest.importorskip("panel")
+    from widgets.app import PassApp
+
+    app = PassApp(zero)
+    for name in ("FoldConstant", "tirx.BindTarget", "FuseTIR"):
+        app.index = zero[name].index
+        for tab in ("graph", "IR", "IR diff", "params", "shapes"):
+            app.tab = tab
+    assert "FuseTIR" in app.header.object
+
+
 def test_fold_constant_shows_the_weight_transposed(zero):
     d = zero["FoldConstant"].diff()
     assert d.op_count_changes == {"R.call_tir(transpose)": -1}
