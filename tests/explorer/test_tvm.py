@@ -501,3 +501,21 @@ def test_lift_transform_params_changes_mains_signature_and_keeps_the_weight_byte
     d = lifted.diff()
     assert [c.name for c in d.signature_changes] == ["main"]
     assert [s.name for s in d.functions_added] == ["main_transform_params"]
+
+
+def test_an_exported_program_with_a_progress_callback():
+    model, x = LinearReLU().eval(), torch.randn(2, 4)
+    ep = torch.export.export(model, (x,))
+    calls = []
+    trace = explorer.explore(
+        ep,
+        (x,),
+        compiler="tvm",
+        pipeline=[relax.transform.LegalizeOps(), relax.transform.FoldConstant()],
+        progress=lambda done, total, name: calls.append((done, total, name)),
+    )
+    assert trace.source["exported"] is ep and trace.frontend == "torch"
+    names = [s.name for s in trace.steps if s.kind == "pass"]
+    assert [c[2] for c in calls] == names
+    assert [c[0] for c in calls] == list(range(1, len(names) + 1))
+    assert all(c[1] is None for c in calls)  # TVM's nested passes cannot be counted ahead
