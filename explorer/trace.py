@@ -386,10 +386,10 @@ class Trace:
     def final(self) -> Step:
         """The last step with a module (the last good one if a pass failed); not one a pass
         built for itself (TVM's FoldConstant compiling its kernels)."""
-        return next(
-            s
-            for s in reversed(self.steps)
-            if s.module is not None and not getattr(s.module, "inner", False)
+        with_module = [s for s in reversed(self.steps) if s.module is not None]
+        return (
+            next((s for s in with_module if not getattr(s.module, "inner", False)), None)
+            or (with_module[0])
         )
 
     @property

@@ -44,8 +44,9 @@ class TVMModule:
 
     ``graph_model()`` is passlens's neutral graph of its Relax functions, ``text()`` their
     TVMScript, ``texts()`` the ``"loop IR"`` view (its TIR PrimFuncs) once it has kernels.
-    ``inner`` marks a module a pass built for itself (the kernels FoldConstant compiles): its
-    passes are recorded, but it is not the program the pipeline transforms. A module read from
+    ``inner`` marks a module a pass built for itself (the kernels FoldConstant compiles: TIR
+    only, where the program has Relax functions): its passes are recorded, but it is not the
+    program the pipeline transforms. A module read from
     a file has ``ir`` None and the graph and texts it was saved with.
     """
 
@@ -55,7 +56,7 @@ class TVMModule:
         self,
         ir: Any = None,
         state: TVMState | None = None,
-        inner: bool = False,
+        inner: bool | None = None,
         *,
         graph: GraphModel | None = None,
         text: str | None = None,
@@ -64,13 +65,26 @@ class TVMModule:
     ):
         self.ir = ir
         self.state = state
-        self.inner = inner
+        self._inner = inner
         self._graph = graph
         self._text = text
         self._texts = texts
         self._stage = stage
         if ir is None and (graph is None or text is None):
             raise TypeError("a TVMModule without an IRModule needs its graph and text")
+
+    @property
+    def inner(self) -> bool:
+        """Whether a pass built this module for itself (see the class docstring)."""
+        if self._inner is None:
+            root = self.state.root if self.state is not None else None
+            self._inner = (
+                root is not None
+                and root is not self
+                and _has_relax(root.ir)
+                and not _has_relax(self.ir)
+            )
+        return self._inner
 
     # ----- views ----------------------------------------------------------------------------
     def graph_model(self) -> GraphModel:
@@ -117,6 +131,12 @@ class TVMModule:
         return f"<TVMModule {where}{' inner' if self.inner else ''} {self.functions}>"
 
 
+def _has_relax(ir: Any) -> bool:
+    from tvm import relax
+
+    return any(isinstance(f, relax.Function) for _, f in ir.functions_items())
+
+
 def _span_provenance(*exprs: Any) -> Provenance:
     """``file:line`` from the first TVM span of ``exprs`` (a module parsed from TVMScript
     has them; the torch frontend sets none)."""
@@ -149,6 +169,7 @@ class TVMState:
 
     def __init__(self) -> None:
         self.modules: dict[int, TVMModule] = {}
+        self.root: TVMModule | None = None  # the imported program
         self.alive: list[Any] = []
         self.refs: dict[tuple, TVMRef] = {}
         self.constants: dict[int, tuple[Constant, str]] = {}
@@ -158,13 +179,15 @@ class TVMState:
         self._unnamed = 0
 
     # ----- modules ---------------------------------------------------------------------------
-    def wrap(self, ir: Any, inner: bool = False) -> TVMModule:
-        """The wrapper of ``ir`` (one per TVM module object)."""
+    def wrap(self, ir: Any) -> TVMModule:
+        """The wrapper of ``ir`` (one per TVM module object); the first is the program's."""
         key = ir.id_
         found = self.modules.get(key)
         if found is None:
-            found = self.modules[key] = TVMModule(ir, self, inner)
+            found = self.modules[key] = TVMModule(ir, self)
             self.alive.append(ir)
+            if self.root is None:
+                self.root = found
         return found
 
     def result(self, before: TVMModule, ir: Any, equal) -> TVMModule:
@@ -178,7 +201,7 @@ class TVMState:
             self.modules[key] = before
             self.alive.append(ir)
             return before
-        return self.wrap(ir, inner=before.inner)
+        return self.wrap(ir)
 
     # ----- identities ------------------------------------------------------------------------
     def ref(self, var: Any, value: Any, prov: Provenance | None = None) -> TVMRef:

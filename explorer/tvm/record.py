@@ -73,8 +73,7 @@ class _Run:
 
     def before(self, mod: Any, info: Any) -> None:
         parent = self.stack[-1][0] if self.stack else None
-        known = mod.id_ in self.state.modules
-        wrapper = self.state.wrap(mod, inner=parent is not None and not known)
+        wrapper = self.state.wrap(mod)
         name = str(info.name)
         snap = Snapshot(
             index=len(self.snapshots),
