@@ -173,19 +173,21 @@ def _json_mutation(value, rng: random.Random, depth: int = 0):
 
 
 def seed_trace_bytes() -> bytes:
-    """A saved trace of the IR seed through the default pipeline, legalize-ops and codegen."""
+    """A saved trace of the IR seed through the default pipeline, legalize-ops and codegen,
+    with the report of its check and the inputs it ran on."""
     import explorer
 
     trace = explorer.explore(IR_SEED, pipeline="default,legalize-ops,codegen")
+    trace.check(_inputs_for(trace), progress=False)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "seed.passlens"
-        trace.save(path)
+        trace.save(path, inputs=True)
         return path.read_bytes()
 
 
 def mutate_trace(data: bytes, rng: random.Random) -> bytes:
-    """Mutate a trace zip: a JSON value in manifest.json / ir.json, an npy member's bytes, or
-    the zip's own bytes."""
+    """Mutate a trace zip: a JSON value in manifest.json / ir.json / report.json, an npy
+    member's bytes, or the zip's own bytes."""
     kind = rng.randrange(4)
     if kind == 3:  # raw bytes of the archive
         b = bytearray(data)
@@ -196,6 +198,8 @@ def mutate_trace(data: bytes, rng: random.Random) -> bytes:
         members = {i.filename: zf.read(i.filename) for i in zf.infolist()}
     if kind in (0, 1):
         name = "manifest.json" if kind == 0 else "ir.json"
+        if "report.json" in members and rng.random() < 1 / 3:
+            name = "report.json"
         obj = json.loads(members[name])
         for _ in range(rng.randint(1, 3)):
             obj = _json_mutation(obj, rng)
@@ -281,7 +285,11 @@ def run_trace(data: bytes, tmp: Path) -> None:
 
     path = tmp / "case.passlens"
     path.write_bytes(data)
-    use(explorer.load(path), tmp)
+    trace = explorer.load(path)
+    if trace.report is not None:  # the saved check, as `passlens show` and the report show it
+        str(trace.report)
+        trace.to_html(tmp / "saved-report.html")
+    use(trace, tmp)
 
 
 def run_onnx(data: bytes, tmp: Path) -> None:

@@ -1,5 +1,6 @@
 """Do the tests catch a broken detector? A list of hand-picked one-line mutations of the
-check's detectors and tolerances, explorer's diff, the widgets' escaping and fold-constant;
+check's detectors and tolerances, explorer's diff, the widgets' escaping, fold-constant and
+the rewrite rules and guards of the other passes (caught by their RuleCases / KeepCases);
 each is applied to a temporary copy of the repository, the tests that should catch it are
 run, and it is reported killed (a test failed) or survived. Run on demand, never in CI.
 
@@ -42,6 +43,7 @@ FOLD_TESTS = (
     "tests/compiler/passes/test_pass_rules.py",
     "tests/compiler/passes/test_basic_passes.py",
 )
+RULE_TESTS = ("tests/compiler/passes/test_pass_rules.py",)  # the Before/Expected tables only
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,14 @@ RUN_FAILED = "explorer/check/detectors/run_failed.py"
 DIFF = "explorer/diff.py"
 ESC = "widgets/escape.py"
 FOLD = "compiler/passes/fold_constant.py"
+D2S = "compiler/passes/dynamic_to_static.py"
+DECOMPOSE = "compiler/passes/decompose_ops.py"
+DTYPE = "compiler/passes/convert_dtype.py"
+LAYOUT = "compiler/passes/convert_layout.py"
+INLINE = "compiler/passes/inline_private_functions.py"
+FUSE = "compiler/passes/fuse_ops.py"
+LIFT = "compiler/passes/lift_transform_params.py"
+LAZY = "compiler/passes/lazy_transform_params.py"
 
 MUTATIONS: list[Mutation] = [
     # ----- param-bloat
@@ -271,6 +281,106 @@ MUTATIONS: list[Mutation] = [
         FOLD_TESTS,
     ),
     M("fold-name", FOLD, 'base = f"{base}.{node.op}" if base', "base = base if base", FOLD_TESTS),
+    # ----- the rules and guards of the other passes (tests/compiler/passes/rule_cases.py)
+    M(
+        "d2s-both-branches",
+        D2S,
+        "return taken is node.then_branch, taken is node.else_branch",
+        "return True, True",
+        RULE_TESTS,
+        "SEEDS item 3: the branch a folded If drops is rewritten too (and fails)",
+    ),
+    M(
+        "d2s-symbolic-shape-of",
+        D2S,
+        "            if node.args[0].ty.is_static:",
+        "            if True:",
+        RULE_TESTS,
+        "shape_of a symbolic shape folded",
+    ),
+    M(
+        "d2s-float-folded",
+        D2S,
+        'if not isinstance(ty, TensorType) or not (ty.dtype.is_int or ty.dtype.name == "bool"):',
+        "if not isinstance(ty, TensorType):",
+        RULE_TESTS,
+        "float data folded as if it were a shape",
+    ),
+    M(
+        "decompose-symbolic-scale",
+        DECOMPOSE,
+        "if not isinstance(features, int):",
+        "if False:",
+        RULE_TESTS,
+    ),
+    M("decompose-bn-no-unsqueeze", DECOMPOSE, "if axis < rank - 1:", "if False:", RULE_TESTS),
+    M(
+        "dtype-no-cast-back",
+        DTYPE,
+        "final = cast_to(output, fn.output.ty, prov=fn.output.prov.with_pass(pass_name))",
+        "final = output",
+        RULE_TESTS,
+        "convert-dtype changes the signature's result dtype",
+    ),
+    M("dtype-weight-in-place", DTYPE, "        if c.name is None:", "        if True:", RULE_TESTS),
+    M(
+        "amp-no-cast-back",
+        DTYPE,
+        "return cast_to(result, node.ty)  # the rest",
+        "return result  # the rest",
+        RULE_TESTS,
+    ),
+    M(
+        "layout-moves-any-permute",
+        LAYOUT,
+        "return _is_permute(e) and e.prov.pass_name == PASS_NAME",
+        "return _is_permute(e)",
+        RULE_TESTS,
+        "convert-layout moves permutes it did not make",
+    ),
+    M(
+        "layout-sinks-past-data",
+        LAYOUT,
+        "elif arank <= rank and _from_constants(a, memo):",
+        "elif arank <= rank:",
+        RULE_TESTS,
+    ),
+    M(
+        "inline-unknown-dims",
+        INLINE,
+        "                    dims = None  # a callee symbol",
+        "                    pass  # a callee symbol",
+        RULE_TESTS,
+    ),
+    M(
+        "fuse-not-into-reduce",
+        FUSE,
+        "elif own <= BC and (dom <= INJ or dom == RED):",
+        "elif own <= BC and dom <= INJ:",
+        RULE_TESTS,
+    ),
+    M(
+        "lift-constant-only",
+        LIFT,
+        "            const_only.add(id(node))",
+        "            lifted.add(id(node))",
+        RULE_TESTS,
+    ),
+    M(
+        "lazy-no-split",
+        LAZY,
+        "        split = out_node",
+        "        split = None",
+        RULE_TESTS,
+        "SEEDS item 5: a returned tuple made by a call",
+    ),
+    M(
+        "lazy-set-twice",
+        LAZY,
+        "do_store = store and not is_stored(fn)",
+        "do_store = store",
+        RULE_TESTS,
+    ),
 ]
 
 

@@ -1,12 +1,12 @@
-"""What ``report.reduce()`` costs and how far it gets: each replica of a real bug (SEEDS.md) on a
-whole model, reduced to a small module and pipeline that still show the same finding.
+"""What ``report.reduce()`` costs and how far it gets: each replica of a real bug
+(docs/bugs.md) on a whole model, reduced to a small module and pipeline that still show the same finding.
 
     .venv/bin/python bench/reduce.py [--budget SECONDS]
 
 The models: ConvNeXt-base (``compiler.models.convnext()``: random weights built in code,
 224x224, 354 MB of weights) through a pipeline with the linear-broadcast replica; the ONNX
-If/Squeeze model of SEEDS item 3 (exported by the TorchScript exporter) with the
-dynamic-to-static squeeze replica; the nested-tuple module of SEEDS item 5 with the
+If/Squeeze model of docs/bugs.md bug 3 (exported by the TorchScript exporter) with the
+dynamic-to-static squeeze replica; the nested-tuple module of docs/bugs.md bug 5 with the
 lazy-transform-params replica. Each is explored and checked (not timed as part of the
 reduction), then reduced.
 
@@ -43,14 +43,14 @@ def _pad_squeeze_onnx():
         warnings.simplefilter("ignore")
         data, _ = pad_squeeze_onnx()
     spec = f"{CLEANUP},replica-dynamic-to-static-squeeze,decompose-ops,fold-constant,dce,fuse-ops"
-    return "ONNX If/Squeeze (SEEDS 3)", data, spec
+    return "ONNX If/Squeeze (bug 3)", data, spec
 
 
 def _nested_tuple():
     from tests.compiler.passes.test_lazy_params import NESTED
 
     spec = f"{CLEANUP},fold-constant,replica-lazy-transform-params,dce"
-    return "nested-tuple transform (SEEDS 5)", NESTED, spec
+    return "nested-tuple transform (bug 5)", NESTED, spec
 
 
 def main() -> int:

@@ -5,7 +5,7 @@
 - notebooks/img/app.png: the Panel app (``passlens serve``),
 
 each at 1600x1000 on the fold-constant step of a small ConvNeXt through the linear-broadcast
-replica and fold-constant (the weight-bloat bug of SEEDS.md: fold-constant bakes 8 copies of
+replica and fold-constant (the weight-bloat bug of docs/bugs.md: fold-constant bakes 8 copies of
 each pointwise weight), with the check's findings drawn on the graph; and in the report
 
 - notebooks/img/param_map.png: the parameter map of that trace (where the bloat starts),

@@ -22,6 +22,7 @@ from compiler.ir.nodes import (
     FuncCall,
     Function,
     If,
+    Loop,
     Module,
     Tuple,
     TupleGetItem,
@@ -30,11 +31,20 @@ from compiler.ir.nodes import (
     get_op,
 )
 from compiler.ir.symbolic import ANY, SymExpr, solve_dim
-from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, shape_matches
+from compiler.ir.types import (
+    TensorType,
+    TupleType,
+    Type,
+    empty_scan_shape,
+    is_float_dtype,
+    shape_matches,
+)
 from compiler.ir.verify import symbols_of
 
 # The largest value one binding may hold; the annotated size is checked before computing.
 MAX_VALUE_BYTES = 4 << 30
+MAX_LOOP_ITERATIONS = 1_000_000
+"""Iterations one Loop may run (a Loop whose condition never ends is a hostile model)."""
 
 
 class InterpretError(PasslensError, RuntimeError):
@@ -350,6 +360,15 @@ class _Evaluator:
             values[node] = result
 
     def compute(self, node: Expr) -> Any:
+        if isinstance(node, Call) and node.op == "match_shape":
+            value = np.asarray(self.value(node.args[0]))
+            if not shape_matches(node.ty.shape, value.shape, self.env):
+                raise InterpretError(
+                    f"match_shape: a value of shape {value.shape} does not fit {node.ty} "
+                    f"(with {', '.join(f'{k} = {v}' for k, v in sorted(self.env.items()))})",
+                    node,
+                )
+            return value
         if isinstance(node, Call):
             self.check_size(node)
             args = [self.value(a) for a in node.args]
@@ -373,6 +392,8 @@ class _Evaluator:
             branch = node.then_branch if bool(cond.reshape(())) else node.else_branch
             self.run_bindings(branch.bindings)
             return self.value(branch.result)
+        if isinstance(node, Loop):
+            return self.loop(node)
         if isinstance(node, FuncCall):
             if self.module is None:
                 raise InterpretError(f"call of @{node.func} outside a module", node)
@@ -386,6 +407,64 @@ class _Evaluator:
             out = sub.outputs
             return out if isinstance(self.module[node.func].output.ty, TupleType) else out[0]
         raise InterpretError(f"cannot evaluate {type(node).__name__}", node)
+
+    def loop(self, node: Loop) -> tuple:
+        """Run a Loop: the body once per iteration while the count is below max_trips and
+        the condition holds; the scanned outputs stacked along a new first axis."""
+        if self.module is None or node.func not in self.module:
+            raise InterpretError(f"loop over @{node.func}, which is not in the module", node)
+        body = self.module[node.func]
+        max_trips = int(np.asarray(self.value(node.max_trips)).reshape(()))
+        cond = bool(np.asarray(self.value(node.cond)).reshape(()))
+        carried = [self.value(a) for a in node.carried]
+        captured = [self.value(a) for a in node.captured]
+        k, nscan = node.num_carried, node.num_scan
+        scans: list[list] = [[] for _ in range(nscan)]
+        i = 0
+        it_dtype = body.params[0].ty.dtype.numpy
+        while i < max_trips and cond:
+            if i >= MAX_LOOP_ITERATIONS:
+                raise InterpretError(
+                    f"loop @{node.func} ran {MAX_LOOP_ITERATIONS} iterations without ending "
+                    "(passlens' limit for one loop)",
+                    node,
+                )
+            args = [np.asarray(i, dtype=it_dtype), np.asarray(cond), *carried, *captured]
+            sub = evaluate(
+                self.module, args, function=node.func, check_types=self.check_types, memo=self.memo
+            )
+            self.mismatches.extend(sub.mismatches)
+            out = sub.outputs
+            cond = bool(np.asarray(out[0]).reshape(()))
+            carried = list(out[1 : 1 + k])
+            for j in range(nscan):
+                scans[j].append(np.asarray(out[1 + k + j]))
+            i += 1
+        if self.cache is not None:
+            self.cache.callees[node] = callee_closure(self.module, node.func)
+        stacked = []
+        for j in range(nscan):
+            ty = node.ty.fields[k + j]
+            if scans[j]:
+                shapes = {a.shape for a in scans[j]}
+                if len(shapes) > 1:
+                    raise InterpretError(
+                        f"loop @{node.func}: scanned output {j} changes shape between "
+                        f"iterations ({', '.join(map(str, sorted(shapes)))})",
+                        node,
+                    )
+                stacked.append(np.stack(scans[j]))
+            else:  # no iteration: an empty stack of the per-iteration shape
+                per = body.ret_type.fields[1 + k + j]
+                dims = empty_scan_shape([p.ty for p in body.params[2:]], [*carried, *captured], per)
+                if dims is None:
+                    raise InterpretError(
+                        f"loop @{node.func} ran no iteration and scanned output {j} has no "
+                        f"known per-iteration shape ({per})",
+                        node,
+                    )
+                stacked.append(np.zeros((0, *dims), dtype=ty.dtype.numpy))
+        return (*carried, *stacked)
 
 
 def _solve_expression_dims(params: Sequence[Var], arrays: Sequence[Any], env: dict) -> None:

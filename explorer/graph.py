@@ -14,6 +14,7 @@ from compiler.ir import (
     FuncCall,
     Function,
     If,
+    Loop,
     Module,
     Printer,
     TensorType,
@@ -213,6 +214,9 @@ def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: b
             kind, op = "op", node.op
             attrs = {k: format_attr(v) for k, v in node.attrs.items()}
             inputs = node.args
+        elif isinstance(node, Loop):
+            kind, op, inputs = "call", f"loop @{node.func}", node.args
+            attrs = {"carried": str(node.num_carried), "scanned": str(node.num_scan)}
         elif isinstance(node, FuncCall):
             kind, op, attrs, inputs = "call", f"@{node.func}", {}, node.args
         elif isinstance(node, Tuple):

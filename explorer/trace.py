@@ -214,10 +214,8 @@ class Step:
             return views
         if self._texts is None:
             m = self.shown_module
-            if m is not None and not isinstance(m, Module):
-                self._texts = m.texts()
-            else:
-                self._texts = _backend_texts(m, self.backend_stage)
+            own = m is None or isinstance(m, Module)  # else another compiler's (explorer.tvm)
+            self._texts = _backend_texts(m, self.backend_stage) if own else m.texts()
         views.update(self._texts)
         return views
 
@@ -357,6 +355,9 @@ class Trace:
         self.skipped = list(skipped)
         self.interrupted = interrupted  # the run was stopped (Ctrl-C) in trace.failure
         self.compiler = compiler  # whose passes: "passlens", or "tvm" (explorer.tvm)
+        # the last check's Report (trace.check, or read from a file by load); the views and
+        # save use it unless given another
+        self.report: Any = None
 
     # ----- access -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -385,12 +386,10 @@ class Trace:
     @property
     def final(self) -> Step:
         """The last step with a module (the last good one if a pass failed); not one a pass
-        built for itself (TVM's FoldConstant compiling its kernels)."""
+        built for itself (TVM's FoldConstant compiling its kernels) unless all are."""
         with_module = [s for s in reversed(self.steps) if s.module is not None]
-        return (
-            next((s for s in with_module if not getattr(s.module, "inner", False)), None)
-            or (with_module[0])
-        )
+        own = [s for s in with_module if not getattr(s.module, "inner", False)]
+        return (own or with_module)[0]
 
     @property
     def failure(self) -> Step | None:
@@ -453,16 +452,19 @@ class Trace:
         atol: float = 1e-5,
         progress=None,
     ):
-        """Run the reference and every step on the same inputs; returns a Report."""
+        """Run the reference and every step on the same inputs; returns a Report, which is
+        also kept as ``trace.report`` (saved with the trace, shown by its views)."""
         from explorer.check import check
 
-        if self.compiler != "passlens":
-            raise NotImplementedError(
-                f"trace.check runs passlens's own steps; checking a {self.compiler} trace "
-                "is not available yet"
-            )
+        report = check(self, inputs, reference=reference, rtol=rtol, atol=atol, progress=progress)
+        self.report = report
+        return report
 
-        return check(self, inputs, reference=reference, rtol=rtol, atol=atol, progress=progress)
+    def _report(self, report):
+        """The report a view shows: ``report``, the trace's own when None, none when False."""
+        if report is False:
+            return None
+        return self.report if report is None else report
 
     def param_map(self, **thresholds: float):
         """Weight bytes per source layer per step, and where a pass first made a layer's
@@ -473,20 +475,25 @@ class Trace:
 
         return param_map(self, **thresholds)
 
-    def save(self, path):
-        """Save to a ``.passlens`` file (JSON + raw arrays, no pickle); returns the path."""
+    def save(self, path, inputs: bool = False):
+        """Save to a ``.passlens`` file (JSON + raw arrays, no pickle), with the last check
+        report (``trace.report``) and, with ``inputs``, the values it ran on; returns the
+        path. See ``explorer.store.save``."""
         from explorer.store.write import save
 
-        return save(self, path)
+        return save(self, path, inputs=inputs)
 
     def to_html(self, path, report=None, max_boxes: int = 300, progress=None) -> int:
         """Write one self-contained HTML report (with the findings of a check ``report``
-        drawn on the graphs); each step's graph opens with at most ``max_boxes`` boxes
-        (module groups collapsed, finest first, until it fits); ``progress`` per step, as
-        for :func:`explore`. Returns the file's size."""
+        drawn on the graphs: by default the trace's last one, ``trace.report``; False for
+        none); each step's graph opens with at most ``max_boxes`` boxes (module groups
+        collapsed, finest first, until it fits); ``progress`` per step, as for
+        :func:`explore`. Returns the file's size."""
         from widgets.report import write_html
 
-        return write_html(self, path, report=report, max_boxes=max_boxes, progress=progress)
+        return write_html(
+            self, path, report=self._report(report), max_boxes=max_boxes, progress=progress
+        )
 
     def export(self, step, path, format: str = "model-explorer", report=None) -> list:
         """Write one step for another viewer: ``model-explorer`` (Google's Model Explorer
@@ -503,11 +510,12 @@ class Trace:
         display(self.final if step is None else self[step])
 
     def stepper(self, report=None):
-        """The Jupyter widget to step through the passes (with a check ``report``: its
-        findings on the graphs and in the timeline, and the numerics tab)."""
+        """The Jupyter widget to step through the passes (with a check ``report``, by default
+        ``trace.report``, False for none: its findings on the graphs and in the timeline,
+        and the numerics tab)."""
         from widgets.stepper import PassStepper
 
-        return PassStepper(self, report=report)
+        return PassStepper(self, report=self._report(report))
 
 
 def trace_from_module(

@@ -1,6 +1,7 @@
 """The ``passlens`` command (also ``python -m passlens``).
 
-    passlens explore MODEL [--pipeline SPEC] [--check] [--html OUT] [--save OUT.passlens]
+    passlens explore MODEL [--input-shape SHAPE[:DTYPE] ...] [--pipeline SPEC] [--check]
+                   [--html OUT] [--save OUT.passlens]
     passlens show TRACE.passlens [--step N [--view NAME]] [--diff N]
     passlens serve TRACE.passlens [--port P] [--open] [--allow-host HOST ...]
     passlens reduce TRACE.passlens --out DIR [--finding N] [--budget SECONDS]
@@ -10,20 +11,29 @@
 
 ``explore`` imports MODEL, runs the pipeline (default: ``default``) with every pass recorded
 and prints the trace summary; ``--check`` also checks numerics, shapes and parameters at every
-step, ``--html`` writes a self-contained report and ``--save`` the trace. MODEL is one of:
+step, ``--html`` writes a self-contained report and ``--save`` the trace. MODEL is one of
+(passlens.model_sources resolves it):
 
-  model.onnx         an ONNX model;
-  model.py           a Python file defining ``model()``, which returns ``(model, example_args)``:
-                     a torch.nn.Module (or an IR Module) and a tuple of example inputs:
+  model.onnx           an ONNX model;
+  model.pt2            a program saved by ``torch.export.save``;
+  model.py             a Python file defining ``model()``, which returns ``(model,
+                       example_args)``: a torch.nn.Module (or an IR Module) and a tuple of
+                       example inputs:
 
-                         import torch
+                           import torch
 
-                         def model():
-                             net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
-                             return net.eval(), (torch.randn(2, 4),)
+                           def model():
+                               net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+                               return net.eval(), (torch.randn(2, 4),)
 
-                     (the file is run as Python: only pass files you trust);
-  model.ir, .txt     a module in the IR text format.
+                       (the file is run as Python: only pass files you trust);
+  model.py:ATTR,       ATTR of a Python file or an importable module: an nn.Module, an
+  pkg.module:ATTR      nn.Module class, or a function returning a model or (model, example_args);
+  model.ir, .txt       a module in the IR text format.
+
+A torch model's example inputs are ``--input-shape 1,3,224,224`` (once per input; a dtype as in
+``1,16:int64``) if given, else the example_args returned, else an ``example_inputs`` attribute
+of the model, then of its module (a .pt2's own example inputs).
 
 ``show`` prints a saved trace's summary; with ``--step N`` that step's IR text instead (N is
 an index or a pass name; ``--view "loop IR"``, ``"LLVM IR"`` or ``assembly`` for the backend's
@@ -52,33 +62,18 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from compiler import PasslensError
 from passlens import export as _export
+from passlens import model_sources
 from passlens import passes_cmd as _passes
+from passlens.errors import CLIError
+from passlens.errors import one_line as _one_line
+from passlens.model_sources import load_model
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-class CLIError(PasslensError):
-    """A command could not run; the message is printed as one line."""
-
-
 # ===== arguments ==============================================================================
-
-
-_PY_MODEL_HELP = """\
-a .py MODEL defines model(), returning the model and a tuple of example inputs:
-
-    import torch
-
-    def model():
-        net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
-        return net.eval(), (torch.randn(2, 4),)
-
-exit codes: 0 ok, 1 findings (a pass failed, or --check found problems), 2 error
-"""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -91,12 +86,19 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "explore",
         help="import a model, run a pipeline, print every step",
-        description="Import MODEL (.onnx, .py defining model() -> (model, example_args), or "
-        ".ir/.txt IR text), run the pipeline with every pass recorded, print the summary.",
-        epilog=_PY_MODEL_HELP,
+        description="Import MODEL (a file, FILE.py:ATTR or package.module:ATTR; see below), "
+        "run the pipeline with every pass recorded, print the summary.",
+        epilog=model_sources.HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("model", metavar="MODEL", help="an .onnx, .py or .ir/.txt file")
+    p.add_argument("model", metavar="MODEL", help=model_sources.ARG_HELP)
+    p.add_argument(
+        "--input-shape",
+        metavar="SHAPE[:DTYPE]",
+        action="append",
+        default=[],
+        help=model_sources.SHAPE_HELP,
+    )
     p.add_argument(
         "--pipeline",
         default="default",
@@ -233,35 +235,6 @@ class _Printable:
         return getattr(self.stream, name)
 
 
-def _one_line(e: BaseException) -> str:
-    """An exception as one line: CLI errors and known error types as their message, others
-    with their type name."""
-    from compiler.ir import ParseError
-
-    if isinstance(e, ParseError):
-        return f"line {e.line}, column {e.column}: {e.message}"
-    if isinstance(e, ImportError):
-        missing = e.name or "a module"
-        return f"missing dependency {missing} ({e})"
-    text = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-    text = str(text).strip().splitlines()[0] if str(text).strip() else ""
-    if isinstance(e, (CLIError, FileNotFoundError)) or _known(e):
-        return text or type(e).__name__
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
-
-
-def _known(e: BaseException) -> bool:
-    """Errors whose message says everything (no need for the type name)."""
-    from compiler.passes import PipelineError
-    from explorer.store import TraceFileError
-
-    try:
-        from compiler.frontend import FrontendError
-    except ImportError:  # pragma: no cover - frontend package always present today
-        FrontendError = ()  # type: ignore[assignment]
-    return isinstance(e, (PipelineError, TraceFileError, FrontendError))
-
-
 # ===== explore ================================================================================
 
 
@@ -276,7 +249,7 @@ def _explore(args: argparse.Namespace) -> int:
             f"bad pipeline spec {args.pipeline!r}: {e}; the passes: {_pass_names()} "
             "(`passlens passes` says what each does)"
         ) from None
-    source, inputs = load_model(Path(args.model))
+    source, inputs = load_model(args.model, args.input_shape)
     try:
         trace = explorer.explore(source, inputs, pipeline=args.pipeline)
     except ImportError as e:
@@ -289,18 +262,26 @@ def _explore(args: argparse.Namespace) -> int:
     if failure is not None:
         print(_failure_line(failure))
         status = EXIT_FINDINGS
-    if args.save:
-        path = trace.save(args.save) or Path(args.save)
-        print(f"saved the trace to {args.save} ({_size(Path(path))})")
+
+    def save() -> None:
+        if args.save:  # with the check's report, if any, and the inputs it ran on
+            path = trace.save(args.save, inputs=True) or Path(args.save)
+            print(f"saved the trace to {args.save} ({_size(Path(path))})")
+
     if trace.interrupted:  # Ctrl-C during the pipeline: what ran is kept, nothing more runs
+        save()
         print("passlens: interrupted", file=sys.stderr)
         return 130
     report = None
-    if args.check:  # before the report, so the findings are drawn on its graphs
+    if args.check:  # before saving and the report: the file and the HTML hold the numerics
         try:
             report = trace.check(trace.example_inputs)
-        except ImportError as e:
-            raise CLIError(_missing_feature("--check", e, ("explorer.check",))) from None
+        except BaseException as e:
+            save()  # the trace is kept when the check cannot run (or is interrupted)
+            if isinstance(e, ImportError):
+                raise CLIError(_missing_feature("--check", e, ("explorer.check",))) from None
+            raise
+    save()
     if args.html:
         try:
             trace.to_html(args.html, report=report)
@@ -341,63 +322,6 @@ def _size(path: Path) -> str:
         return "?"
 
 
-def load_model(path: Path) -> tuple[Any, tuple | None]:
-    """What ``explore`` is given for a MODEL file: ``(source, example_inputs)``."""
-    if not path.exists():
-        raise CLIError(f"no such file: {path}")
-    if path.is_dir():
-        raise CLIError(f"{path} is a directory, not a model file")
-    suffix = path.suffix.lower()
-    if suffix == ".onnx":
-        return str(path), None
-    if suffix == ".py":
-        return _python_model(path)
-    if suffix in (".ir", ".txt"):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if "def @" not in text:
-            raise CLIError(f"{path}: no function in this IR text (expected 'def @main(...)')")
-        from compiler.ir import ParseError, parse
-
-        try:
-            parse(text)
-        except ParseError as e:
-            raise CLIError(f"{path}:{e.line}:{e.column}: {e.message}") from None
-        except Exception as e:
-            raise CLIError(f"{path}: {_one_line(e)}") from None
-        return text, None
-    raise CLIError(
-        f"{path}: unknown model type {suffix or '(no suffix)'!r}; "
-        "expected an .onnx file, a .py file defining model(), or IR text (.ir, .txt)"
-    )
-
-
-def _python_model(path: Path) -> tuple[Any, tuple | None]:
-    import runpy
-
-    try:
-        namespace = runpy.run_path(str(path), run_name="__passlens_model__")
-    except SystemExit:
-        raise CLIError(f"{path}: the file exited while being loaded") from None
-    except Exception as e:
-        raise CLIError(f"{path}: running the file failed: {_one_line(e)}") from None
-    factory = namespace.get("model")
-    if not callable(factory):
-        raise CLIError(
-            f"{path} defines no model() function (it should return (model, example_args))"
-        )
-    try:
-        made = factory()
-    except Exception as e:
-        raise CLIError(f"{path}: model() failed: {_one_line(e)}") from None
-    if isinstance(made, tuple) and len(made) == 2:
-        model, example_args = made
-    else:
-        model, example_args = made, None
-    if example_args is not None and not isinstance(example_args, tuple):
-        example_args = tuple(example_args) if isinstance(example_args, list) else (example_args,)
-    return model, example_args
-
-
 # ===== show, serve, demo ======================================================================
 
 
@@ -413,6 +337,8 @@ def _show(args: argparse.Namespace) -> int:
         print(trace.summary_text())
         if trace.failure is not None:
             print(_failure_line(trace.failure))
+        if trace.report is not None:  # the check saved with the trace: verdict and numbers
+            print(trace.report)
         return EXIT_OK
     if args.step is not None:
         step = _step(trace, args.step)

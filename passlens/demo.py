@@ -3,7 +3,7 @@
 A small ConvNeXt-style torch model (random weights, built in code: channels-last linear layers
 on 4-D inputs, as in torchvision's ConvNeXt) goes through torch.export, the IR and the default
 pipeline. The demo prints the trace, what fold-constant changed, and the check against torch
-eager; then it replays SEEDS item 1 with the bloat replica, where the check names the step,
+eager; then it replays docs/bugs.md bug 1 with the bloat replica, where the check names the step,
 the new constant and how many copies of the weight it holds. It writes an HTML report and a
 saved trace under ``build/demo/``.
 """
@@ -69,7 +69,7 @@ def main(out_dir: str = os.path.join("build", "demo")) -> int:
     report = trace.check(args, progress=False)
     print(report, "\n")
 
-    print("== 4. SEEDS item 1: the linear-weight broadcast replica, then fold-constant ==")
+    print("== 4. bug 1 of docs/bugs.md: the linear-weight broadcast replica, then fold-constant ==")
     bloat = explorer.explore(model, args, pipeline="replica-linear-broadcast,fold-constant")
     bloat_report = bloat.check(args, progress=False)
     print(bloat)

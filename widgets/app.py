@@ -303,8 +303,11 @@ class PassApp(MapNavigation, views.StepNavigation):
 
 
 def build_app(trace, report=None, max_boxes: int = MAX_BOXES, title: str = ""):
-    """The Panel layout of the app for ``trace`` (and a check ``report``: numerics, shape
-    mismatches and finding badges). Its ``passlens_app`` attribute is the :class:`PassApp`."""
+    """The Panel layout of the app for ``trace`` (and a check ``report``, by default the
+    trace's last one, ``trace.report``, as a loaded trace has it; False for none: numerics,
+    shape mismatches and finding badges). Its ``passlens_app`` attribute is the
+    :class:`PassApp`."""
+    report = getattr(trace, "report", None) if report is None else (report or None)
     app = PassApp(trace, report=report, max_boxes=max_boxes, title=title)
     app.layout.passlens_app = app
     return app.layout
@@ -496,8 +499,10 @@ def serve(
     allow_host: Iterable[str] = (),
 ):
     """Serve the app for a trace (or a saved ``.passlens`` file) on ``address:port`` (a free
-    port when 0). ``show`` opens a browser. With ``block`` (the default) prints the URL and
-    serves until Ctrl-C; else serves from a thread and returns a :class:`Server`.
+    port when 0), with a check ``report`` (by default the trace's last one, which a file
+    saved after a check holds; False for none). ``show`` opens a browser. With ``block``
+    (the default) prints the URL and serves until Ctrl-C; else serves from a thread and
+    returns a :class:`Server`.
 
     Only requests to localhost, 127.0.0.1 or [::1] on that port (or to ``address``) are
     answered, from pages of those hosts; ``allow_host`` adds hosts (``host`` for any port,

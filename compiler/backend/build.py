@@ -9,7 +9,7 @@ Weights are the module's named constants, passed to kernels by reference (never 
 ``executable.export(path)`` writes one zip file (entries stored, not compressed): the plan and
 the kernels' runtime description as JSON, each kernel's object code (``code/<kernel>.o``,
 host machine code from LLVM) and each weight as a ``.npy``; it returns the file's size in
-bytes, which grows with the weights (SEEDS.md item 1: a weight duplicated by a broadcast
+bytes, which grows with the weights (docs/bugs.md bug 1: a weight duplicated by a broadcast
 shows up here). ``load(path)`` loads such a file into a runnable Executable.
 """
 
@@ -36,13 +36,14 @@ from compiler.ir.nodes import (
     FuncCall,
     Function,
     If,
+    Loop,
     Module,
     Tuple,
     TupleGetItem,
 )
 from compiler.ir.parser import parse_dim
 from compiler.ir.symbolic import SymExpr, evaluate_dim
-from compiler.ir.types import DType, TensorType, TupleType, shape_matches
+from compiler.ir.types import DType, TensorType, TupleType, empty_scan_shape, shape_matches
 
 FORMAT = "passlens-executable"
 VERSION = 1
@@ -175,6 +176,14 @@ class _PlanBuilder:
             return {"op": "tuple", "args": [self.ref(f, slots) for f in b.fields]}
         if isinstance(b, TupleGetItem):
             return {"op": "item", "arg": self.ref(b.tuple_value, slots), "index": b.index}
+        if isinstance(b, Loop):
+            return {
+                "op": "loop",
+                "func": b.func,
+                "args": [self.ref(a, slots) for a in b.args],
+                "carried": b.num_carried,
+                "scan_dtypes": [f.dtype.short for f in b.ty.fields[b.num_carried :]],
+            }
         if isinstance(b, FuncCall):
             return {"op": "call", "func": b.func, "args": [self.ref(a, slots) for a in b.args]}
         if isinstance(b, If):
@@ -195,6 +204,11 @@ class _PlanBuilder:
             "params": [{"name": p.name, "type": _type_json(p.ty)} for p in fn.params],
             "num_input": fn.num_input,
             "output_is_tuple": isinstance(fn.output.ty, TupleType),
+            "ret": (
+                [_type_json(f) for f in fn.output.ty.fields]
+                if isinstance(fn.output.ty, TupleType)
+                else [_type_json(fn.output.ty)]
+            ),
             **body,
         }
 
@@ -346,9 +360,17 @@ class Executable:
             return kernel.run(args, out_shape=out_shape, env=known)
         if op == "host":
             args = [self._value(a, values) for a in ins["args"]]
-            shape = self._shape(ins["shape"], env)
             if ins["name"] in ("reshape", "flatten", "squeeze", "unsqueeze"):
-                return np.reshape(args[0], shape)
+                return np.reshape(args[0], self._shape(ins["shape"], env))
+            if ins["name"] == "match_shape":  # binds the symbols its type names
+                dims = [_dim_from_json(d) for d in ins["shape"]]
+                value = np.asarray(args[0])
+                if not shape_matches(tuple(dims), value.shape, env):
+                    raise BuildError(
+                        f"match_shape: a value of shape {value.shape} does not fit "
+                        f"{[str(d) for d in dims]}"
+                    )
+                return value
             from compiler.ir.op_registry import get_op
 
             attrs = {k: _attr_from_json(v) for k, v in ins["attrs"].items()}
@@ -363,11 +385,60 @@ class Executable:
             args = [self._value(a, values) for a in ins["args"]]
             out = self.run(*args, function=ins["func"])
             return out if self.plans[ins["func"]]["output_is_tuple"] else out[0]
+        if op == "loop":
+            return self._loop(ins, [self._value(a, values) for a in ins["args"]])
         if op == "if":
             cond = np.asarray(self._value(ins["cond"], values))
             branch = ins["then"] if bool(cond.reshape(())) else ins["else"]
             return self._block(branch, dict(values), env)
         raise BuildError(f"unknown instruction {op!r}")
+
+    def _loop(self, ins: dict, args: list) -> tuple:
+        """A Loop (see compiler.ir.nodes.Loop): the body's plan once per iteration."""
+        from compiler.interpret import MAX_LOOP_ITERATIONS
+
+        func, k = ins["func"], ins["carried"]
+        body = self.plans[func]
+        it_ty = body["params"][0].get("_type") or _type_from_json(body["params"][0]["type"])
+        max_trips = int(np.asarray(args[0]).reshape(()))
+        cond = bool(np.asarray(args[1]).reshape(()))
+        carried, captured = list(args[2 : 2 + k]), args[2 + k :]
+        scans: list[list] = [[] for _ in ins["scan_dtypes"]]
+        i = 0
+        while i < max_trips and cond:
+            if i >= MAX_LOOP_ITERATIONS:
+                raise BuildError(
+                    f"loop @{func} ran {MAX_LOOP_ITERATIONS} iterations without ending"
+                )
+            out = self.run(
+                np.asarray(i, it_ty.dtype.numpy),
+                np.asarray(cond),
+                *carried,
+                *captured,
+                function=func,
+            )
+            cond = bool(np.asarray(out[0]).reshape(()))
+            carried = list(out[1 : 1 + k])
+            for j, s in enumerate(scans):
+                s.append(np.asarray(out[1 + k + j]))
+            i += 1
+        stacked = []
+        for j, s in enumerate(scans):
+            if not s:  # no iteration: an empty stack of the per-iteration shape
+                types = body.setdefault(
+                    "_param_types", [_type_from_json(p["type"]) for p in body["params"]]
+                )
+                per = _type_from_json(body["ret"][1 + k + j]) if "ret" in body else None
+                shape = empty_scan_shape(types[2:], [*carried, *captured], per)
+                if shape is None:
+                    raise BuildError(
+                        f"loop @{func} ran no iteration and its scanned output {j} has no "
+                        "known per-iteration shape"
+                    )
+                stacked.append(np.zeros((0, *shape), dtype=DType(ins["scan_dtypes"][j]).numpy))
+                continue
+            stacked.append(np.stack(s))
+        return (*carried, *stacked)
 
     # ----- export and load ---------------------------------------------------------------------
     def export(self, path: str | os.PathLike) -> int:
@@ -397,7 +468,7 @@ class Executable:
 
 
 def _strip(plan: dict) -> dict:
-    out = {k: v for k, v in plan.items()}
+    out = {k: v for k, v in plan.items() if not k.startswith("_")}
     out["params"] = [{k: v for k, v in p.items() if k != "_type"} for p in plan["params"]]
     return out
 

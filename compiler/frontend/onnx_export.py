@@ -33,6 +33,7 @@ from compiler.ir.nodes import (
     FuncCall,
     Function,
     If,
+    Loop,
     Module,
     Tuple,
     TupleGetItem,
@@ -310,6 +311,8 @@ class Exporter:
             return value[node.index]
         if isinstance(node, If):
             return self.lower_if(node)
+        if isinstance(node, Loop):
+            return self.lower_loop(node)
         if isinstance(node, FuncCall):
             return self.inline(node)
         raise ExportError(f"cannot export {type(node).__name__}")
@@ -328,6 +331,63 @@ class Exporter:
             self.dim_envs.pop()
             self.current = saved
         return out
+
+    def lower_loop(self, node: Loop) -> list:
+        """An ONNX Loop whose body graph is the body function (its captured parameters read
+        the outer values directly, as ONNX subgraphs do)."""
+        from onnx import helper
+
+        fn = self.module[node.func]
+        k = node.num_carried
+        outer = [self.name(a) for a in node.args]
+        if isinstance(node.max_trips.ty, TensorType) and node.max_trips.ty.dtype is not DType.int64:
+            outer[0] = self.node("Cast", [outer[0]], to=ONNX_DTYPE[DType.int64])
+        if node.max_trips.ty.shape != ():
+            outer[0] = self.node("Reshape", [outer[0], self.i64([])])
+        if node.cond.ty.shape != ():
+            outer[1] = self.node("Reshape", [outer[1], self.i64([])])
+        saved = self.current
+        self.graphs.append([])
+        inputs = []
+        scope: dict[int, Any] = {}
+        for i, p in enumerate(fn.params[: 2 + k]):
+            name = self.unique(p.name)
+            scope[id(p)] = name
+            ty = TensorType((), DType.int64) if i == 0 else p.ty
+            inputs.append(value_info(name, ty))
+        if fn.params[0].ty.dtype is not DType.int64:
+            self.current = node
+            scope[id(fn.params[0])] = self.node(
+                "Cast", [inputs[0].name], to=ONNX_DTYPE[fn.params[0].ty.dtype]
+            )
+        for p, a in zip(fn.params[2 + k :], outer[2 + k :], strict=True):
+            scope[id(p)] = a
+        self.scopes.append(scope)
+        self.dim_envs.append(
+            symbol_bindings([p.ty for p in fn.params[2:]], [a.ty for a in node.args[2:]])
+        )
+        try:
+            self.bindings(fn.bindings)
+            self.current = node
+            results = self.lookup(fn.output)
+            if not isinstance(results, list):
+                raise ExportError(f"{_where(node)}: the loop body does not return a tuple")
+            outputs = []
+            for r, t in zip(results, fn.ret_type.fields, strict=True):
+                if isinstance(r, list):
+                    raise ExportError(f"{_where(node)}: the loop body yields a nested tuple")
+                out = self.node("Identity", [r])  # body outputs are made in the body
+                outputs.append(value_info(out, t))
+            nodes = self.graphs[-1]
+        finally:
+            self.graphs.pop()
+            self.scopes.pop()
+            self.dim_envs.pop()
+        body = helper.make_graph(nodes, f"{node.func}_body", inputs, outputs)
+        self.current = node
+        outs = self.node("Loop", outer[: 2 + k], outputs=len(node.ty.fields), body=body)
+        self.current = saved
+        return outs if isinstance(outs, list) else [outs]
 
     def lower_if(self, node: If) -> Any:
         from onnx import helper

@@ -384,6 +384,18 @@ class Importer:
         self.shape_memo: dict = {}  # symbolic values of shape computations, by node
         self.unsupported: dict[str, list[str]] = {}
         self._versions: dict[str, int] = {}
+        self.functions: dict[str, Function] = {}  # loop bodies, by name
+
+    def add_function(self, hint: str, fn: Function) -> str:
+        """Add a private function (a loop body) to the module; returns its name."""
+        from compiler.ir.names import fresh_name
+
+        base = re.sub(r"[^A-Za-z0-9_]+", "_", hint).strip("_")[:48] or "body"
+        if base[0].isdigit():
+            base = "f_" + base
+        name = fresh_name(base, set(self.functions) | {"main"})
+        self.functions[name] = fn.with_attrs(private=True)
+        return name
 
     def op_version(self, op_type: str) -> int:
         """The version of ``op_type`` in the model's opset (its schema's since_version)."""
@@ -646,7 +658,7 @@ def from_onnx(model: Any, *, check: bool = True, example_inputs: Any = None) -> 
         main = importer.main(proto.graph)
     except RecursionError:
         raise OnnxImportError("the graph nests too deeply to import") from None
-    return Module({"main": main})
+    return Module({"main": main, **importer.functions})
 
 
 __all__ = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -172,12 +172,24 @@ class ConvertContext:
     symbols: dict[str, Dim]
     node: Any = None
     graph_module: Any = None
+    functions: dict = field(default_factory=dict)  # loop bodies, by name (shared by subgraphs)
+
+    def add_function(self, hint: str, fn) -> str:
+        """Add a private function (a loop body) to the module; returns its name."""
+        from compiler.ir.names import fresh_name
+
+        base = re.sub(r"[^A-Za-z0-9_]+", "_", hint).strip("_")[:48] or "body"
+        if base[0].isdigit():
+            base = "f_" + base
+        name = fresh_name(base, set(self.functions) | {"main"})
+        self.functions[name] = fn.with_attrs(private=True)
+        return name
 
     def convert_graph(self, graph_module, inputs: Sequence[Any]) -> list[Any]:
         """Convert a subgraph (a branch of ``torch.cond``) applied to ``inputs``; returns the
         converted values of its outputs. Its nodes are not bound here: the caller puts them
         in a block."""
-        sub = ConvertContext({}, self.symbols, graph_module=graph_module)
+        sub = ConvertContext({}, self.symbols, graph_module=graph_module, functions=self.functions)
         placeholders = [n for n in graph_module.graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(inputs):
             raise FrontendError(

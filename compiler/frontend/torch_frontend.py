@@ -280,7 +280,7 @@ def from_torch(
     attrs = {"num_input": len(inputs)}
     used = {id(b) for b in collect_bindings([output])}
     fn = Function(params, [b for b in order if id(b) in used], output, attrs)
-    module = Module({"main": fn})
+    module = Module({"main": fn, **ctx.functions})
     if weights:
         values_attr = tuple(Constant(d, name=v.name, prov=v.prov) for v, d in weights)
         module = module.replace(attrs={"param_values": values_attr})

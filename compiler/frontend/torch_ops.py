@@ -1775,6 +1775,49 @@ def _cond(ctx, node, args, kwargs):
     return If(cast(pred, DType.bool), branches[0], branches[1])
 
 
+@converts("higher_order.while_loop")
+def _while_loop(ctx, node, args, kwargs):
+    """``torch._higher_order_ops.while_loop(cond_fn, body_fn, carried, additional)`` as an
+    IR Loop: the condition is checked before each iteration (so it is computed once on the
+    initial values, then by the body on each new one); ``additional`` inputs and whatever the
+    subgraphs read are captured."""
+    from compiler.ir.closure import LoopError, build_loop
+
+    cond_gm, body_gm = args[0], args[1]
+    carried = [v if isinstance(v, Expr) else as_tensor(v, DType.int64) for v in args[2]]
+    extra = list(args[3]) if len(args) > 3 else []
+
+    def one(values: list, what: str) -> Expr:
+        (c,) = values if len(values) == 1 else (None,)
+        if c is None:
+            raise FrontendError(f"while_loop's cond_fn must return one value, got {len(values)}")
+        if not isinstance(c, Expr):
+            c = as_tensor(c, DType.bool)
+        return c
+
+    def build(i, c, states):
+        new = [
+            v if isinstance(v, Expr) else as_tensor(v, DType.int64)
+            for v in ctx.convert_graph(body_gm, [*states, *extra])
+        ]
+        return one(ctx.convert_graph(cond_gm, [*new, *extra]), "cond"), new, []
+
+    first = one(ctx.convert_graph(cond_gm, [*carried, *extra]), "cond")
+    trips = Constant(np.asarray(np.iinfo(np.int64).max))
+    try:
+        outs = build_loop(
+            carried,
+            build,
+            lambda body: ctx.add_function(f"{node.name}_body", body),
+            trips,
+            first,
+            prov=provenance_of(node),
+        )
+    except LoopError as e:
+        raise FrontendError(f"while_loop {node.name}: {e}") from None
+    return outs[0].tuple_value  # the Loop itself: FX's getitem nodes read its fields
+
+
 @converts("higher_order.wrap_with_set_grad_enabled")
 def _set_grad(ctx, node, args, kwargs):
     """A ``torch.no_grad()`` / ``enable_grad()`` region (rotary embeddings in transformers):

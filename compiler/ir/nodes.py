@@ -240,6 +240,100 @@ class FuncCall(Expr):
         return self.args
 
 
+class Loop(FuncCall):
+    """A loop over a private function of the module, the body (like ONNX ``Loop``):
+    ``loop @body(max_trips, cond, carried..., captured...)``.
+
+    The body takes ``(iteration: i64, cond: bool, carried..., captured...)`` and returns the
+    tuple ``(cond', carried'..., scanned...)``. The loop runs while the iteration count is
+    below ``max_trips`` (a scalar integer) and ``cond`` holds; the carried values thread
+    through the iterations, the captured ones (the values of the outer function the body
+    reads) are passed unchanged to every iteration, and each scanned output is stacked along
+    a new leading axis. The result is the tuple ``(carried..., scanned...)``: ``ty`` gives it
+    (the stacked length is the trip count when the caller knows it, else ``?``); the
+    verifier checks it against the body. A Loop is a FuncCall of its body, so whatever
+    collects the functions a module calls sees the body; whatever runs, inlines or rebuilds
+    a FuncCall must test for Loop first.
+    """
+
+    __slots__ = ("num_carried",)
+    _fields = ("func", "args", "ty", "num_carried", "prov", "name")
+
+    def __init__(
+        self,
+        func: str,
+        args: Sequence[Expr],
+        ty: Type,
+        num_carried: int,
+        prov: Provenance | None = None,
+        name: str | None = None,
+    ):
+        super().__init__(func, args, ty, prov=prov, name=name)
+        if not isinstance(num_carried, int) or isinstance(num_carried, bool) or num_carried < 0:
+            raise IRError(f"loop @{func}: num_carried must be an int >= 0, got {num_carried!r}")
+        if len(self.args) < 2 + num_carried:
+            raise IRError(
+                f"loop @{func}: takes max_trips, cond and {num_carried} carried values, "
+                f"got {len(self.args)} arguments"
+            )
+        if not isinstance(ty, TupleType) or len(ty.fields) < num_carried:
+            raise IRError(
+                f"loop @{func}: its type must be a tuple of the {num_carried} carried values "
+                f"and the scanned outputs, got {ty}"
+            )
+        for what, arg, dtypes in (("max_trips", self.args[0], None), ("cond", self.args[1], 1)):
+            t = arg.ty
+            ok = isinstance(t, TensorType) and t.shape is not None and t.numel == 1
+            ok = ok and (t.dtype is DType.bool if dtypes else t.dtype.is_int)
+            if not ok:
+                kind = "a scalar bool" if dtypes else "a scalar integer"
+                raise IRError(f"loop @{func}: {what} must be {kind}, got {t}")
+        _set(self, num_carried=num_carried)
+
+    @property
+    def max_trips(self) -> Expr:
+        return self.args[0]
+
+    @property
+    def cond(self) -> Expr:
+        return self.args[1]
+
+    @property
+    def carried(self) -> tuple[Expr, ...]:
+        return self.args[2 : 2 + self.num_carried]
+
+    @property
+    def captured(self) -> tuple[Expr, ...]:
+        return self.args[2 + self.num_carried :]
+
+    @property
+    def num_scan(self) -> int:
+        return len(self.ty.fields) - self.num_carried
+
+
+def loop_type(body: Function, num_carried: int, annotated: Type | None = None) -> Type | None:
+    """The type of a Loop over ``body``: ``(carried..., scanned...)``, each scanned output
+    with a leading axis: the annotated one's when given (the trip count the caller knows),
+    else ``?``. None when the body does not return ``(cond, carried..., scanned...)``."""
+    from compiler.ir.symbolic import ANY
+
+    out = body.ret_type
+    if not isinstance(out, TupleType) or len(out.fields) < 1 + num_carried:
+        return None
+    carried = list(out.fields[1 : 1 + num_carried])
+    scans = []
+    for j, f in enumerate(out.fields[1 + num_carried :]):
+        if not isinstance(f, TensorType):
+            return None
+        lead = ANY
+        if isinstance(annotated, TupleType) and len(annotated.fields) == len(out.fields) - 1:
+            a = annotated.fields[num_carried + j]
+            if isinstance(a, TensorType) and a.shape:
+                lead = a.shape[0]
+        scans.append(f if f.shape is None else f.with_shape((lead, *f.shape)))
+    return TupleType(carried + scans)
+
+
 class Tuple(Expr):
     """A tuple of values."""
 
@@ -584,6 +678,8 @@ __all__ = [
     "Constant",
     "Call",
     "FuncCall",
+    "Loop",
+    "loop_type",
     "Tuple",
     "TupleGetItem",
     "Block",

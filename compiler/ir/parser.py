@@ -28,6 +28,7 @@ from compiler.ir.nodes import (
     Function,
     If,
     IRError,
+    Loop,
     Module,
     Tuple,
     TupleGetItem,
@@ -536,6 +537,18 @@ class Parser:
             args = self.parse_arg_list(allow_attrs=False)[0]
             prov = self.parse_loc()
             return FuncCall(func, args, ty, prov=prov, name=name)
+        if tok.kind == "ident" and tok.value == "loop":
+            self.next()
+            func = self.expect("global", what="@function").value
+            args, attrs = self.parse_arg_list(allow_attrs=True)
+            carried = attrs.pop("carried", None)
+            if attrs or not isinstance(carried, int) or isinstance(carried, bool):
+                raise self.error("loop @f(...) takes one attribute, carried=N (an int)", tok)
+            prov = self.parse_loc()
+            try:
+                return Loop(func, args, ty, carried, prov=prov, name=name)
+            except (IRError, TypeError) as e:
+                raise self.error(str(e), tok) from None
         if self.accept("punct", "("):
             fields = []
             while not self.at("punct", ")"):
@@ -562,7 +575,8 @@ class Parser:
             except (IRError, TypeError) as e:
                 raise self.error(str(e), tok) from None
         raise self.error(
-            f"expected an op call, call @f(...), a tuple, x[i] or if, found {self._describe(tok)}"
+            "expected an op call, call @f(...), loop @f(...), a tuple, x[i] or if, "
+            f"found {self._describe(tok)}"
         )
 
     def parse_arg_list(self, allow_attrs: bool) -> tuple[list[Expr], dict]:

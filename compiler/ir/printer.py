@@ -36,6 +36,7 @@ from compiler.ir.nodes import (
     FuncCall,
     Function,
     If,
+    Loop,
     Module,
     Tuple,
     TupleGetItem,
@@ -167,6 +168,9 @@ class Printer:
             parts = [self.ref(a) for a in node.args]
             parts += [f"{k}={format_attr(v)}" for k, v in node.attrs.items()]
             return f"{node.op}({', '.join(parts)})"
+        if isinstance(node, Loop):
+            args = ", ".join(self.ref(a) for a in node.args)
+            return f"loop @{node.func}({args}, carried={node.num_carried})"
         if isinstance(node, FuncCall):
             return f"call @{node.func}({', '.join(self.ref(a) for a in node.args)})"
         if isinstance(node, Tuple):
@@ -244,6 +248,8 @@ class Printer:
 def _default_hint(node: Expr) -> str:
     if isinstance(node, Call):
         return node.op
+    if isinstance(node, Loop):
+        return "loop"
     if isinstance(node, FuncCall):
         return node.func
     if isinstance(node, Var):

@@ -22,6 +22,7 @@ from compiler.ir.nodes import (
     FuncCall,
     Function,
     If,
+    Loop,
     Module,
     Tuple,
     TupleGetItem,
@@ -83,6 +84,8 @@ class _Canon:
         prov = (n.prov,) if self.provenance else ()
         if isinstance(n, Call):
             body = ("call", n.op, tuple(self.ref(a) for a in n.args), n.attrs, n.ty)
+        elif isinstance(n, Loop):
+            body = ("loop", n.func, tuple(self.ref(a) for a in n.args), n.ty, n.num_carried)
         elif isinstance(n, FuncCall):
             body = ("fcall", n.func, tuple(self.ref(a) for a in n.args), n.ty)
         elif isinstance(n, Tuple):
@@ -90,7 +93,13 @@ class _Canon:
         elif isinstance(n, TupleGetItem):
             body = ("item", self.ref(n.tuple_value), n.index)
         elif isinstance(n, If):
-            body = ("if", self.ref(n.cond), self.block(n.then_branch), self.block(n.else_branch), n.ty)
+            body = (
+                "if",
+                self.ref(n.cond),
+                self.block(n.then_branch),
+                self.block(n.else_branch),
+                n.ty,
+            )
         else:
             body = ("?", type(n).__name__)
         return body + prov
@@ -176,10 +185,16 @@ def assert_structural_equal(actual: Any, expected: Any, provenance: bool = False
 
     diff = "\n".join(
         difflib.unified_diff(
-            text(expected).splitlines(), text(actual).splitlines(), "expected", "actual", lineterm=""
+            text(expected).splitlines(),
+            text(actual).splitlines(),
+            "expected",
+            "actual",
+            lineterm="",
         )
     )
-    raise AssertionError(f"modules differ structurally:\n{diff or '(same text; names/values differ)'}")
+    raise AssertionError(
+        f"modules differ structurally:\n{diff or '(same text; names/values differ)'}"
+    )
 
 
 __all__ = ["structural_equal", "structural_hash", "assert_structural_equal", "canonical_form"]

@@ -378,3 +378,24 @@ def _solve_linear(d: SymExpr, name: str, target: Dim) -> Dim | None:
         return None  # not linear in it
     value = floordiv(dim_sub(target, e), c)
     return value if d.substitute({name: value}) == target else None
+
+
+def empty_scan_shape(
+    param_types: Sequence[Type], args: Sequence, per_iteration: Type
+) -> tuple[int, ...] | None:
+    """The per-iteration shape of a Loop's scanned output when the loop ran no iteration:
+    its dims evaluated with the symbols the body's parameters (``param_types``, carried and
+    captured) bind from the values passed (``args``); None when one stays unknown."""
+    from compiler.ir.symbolic import evaluate_dim
+
+    if not isinstance(per_iteration, TensorType) or per_iteration.shape is None:
+        return None
+    env: dict = {}
+    for t, a in zip(param_types, args):
+        if isinstance(t, TensorType) and hasattr(a, "shape"):
+            shape_matches(t.shape, tuple(a.shape), env)
+    try:
+        dims = tuple(evaluate_dim(d, env) for d in per_iteration.shape)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return dims if all(isinstance(d, int) and d >= 0 for d in dims) else None

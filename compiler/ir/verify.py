@@ -10,7 +10,10 @@ Invariants checked, per function:
 3. Every Var read is a parameter of the function (no value leaks in from another function).
 4. Each Call's annotated type equals what its op's type inference gives for its arguments.
 5. Each FuncCall names a function of the module, passes as many arguments as it has
-   parameters, with matching types, and its type equals the callee's result type.
+   parameters, with matching types, and its type equals the callee's result type. A Loop's
+   body takes (iteration, cond, carried..., captured...) and returns (cond, carried...,
+   scanned...), the carried types unchanged, and the Loop's type is (carried..., each
+   scanned type with one more leading axis).
 6. Each If's condition is a one-element tensor and its annotated type covers both branches.
 7. The output is defined.
 8. A weight's name identifies one value across the module: named Constants that share a name
@@ -38,6 +41,7 @@ from compiler.ir.nodes import (
     FuncCall,
     Function,
     If,
+    Loop,
     Module,
     Node,
     TupleGetItem,
@@ -45,7 +49,7 @@ from compiler.ir.nodes import (
 )
 from compiler.ir.printer import Printer
 from compiler.ir.symbolic import ANY, SymExpr, dims_equal
-from compiler.ir.types import TensorType, TupleType, Type, is_float_dtype, join_types
+from compiler.ir.types import DType, TensorType, TupleType, Type, is_float_dtype, join_types
 
 
 @dataclass
@@ -168,6 +172,8 @@ class _Checker:
         self.check_operand(blk.result, blk, inner)
 
     def check_symbols(self, node: Expr) -> None:
+        if isinstance(node, Call) and node.op == "match_shape":
+            self.symbols = self.symbols | symbols_of(tuple(node.attrs.values()))  # binds them
         used = symbols_of(node.ty)
         if isinstance(node, Call):
             used |= symbols_of(tuple(node.attrs.values()))
@@ -191,6 +197,8 @@ class _Checker:
                 self.problem(
                     f"{node.op} is annotated {node.ty} but its inputs give {inferred}", node
                 )
+        elif isinstance(node, Loop):
+            self.check_loop(node)
         elif isinstance(node, FuncCall):
             self.check_func_call(node)
         elif isinstance(node, TupleGetItem):
@@ -244,6 +252,72 @@ class _Checker:
                 f"{callee.ret_type}",
                 node,
             )
+
+    def check_loop(self, node: Loop) -> None:
+        if self.module is None:
+            return
+        body = self.module.functions.get(node.func)
+        where = f"loop @{node.func}"
+        if body is None:
+            self.problem(f"{where}: the body is not in the module", node)
+            return
+        if len(node.args) != len(body.params):
+            self.problem(
+                f"{where} passes {len(node.args)} argument(s) (max_trips, cond, carried, "
+                f"captured), the body takes {len(body.params)}",
+                node,
+            )
+            return
+        for i, what in ((0, "the iteration number: a scalar integer"), (1, "a scalar bool")):
+            t = body.params[i].ty
+            ok = isinstance(t, TensorType) and t.shape == ()
+            ok = ok and (t.dtype.is_int if i == 0 else t.dtype is DType.bool)
+            if not ok:
+                self.problem(f"{where}: body parameter {i} must be {what}, got {t}", node)
+        for i in range(2, len(node.args)):
+            a, p = node.args[i], body.params[i]
+            if not _covers(p.ty, a.ty) and not _symbolically_compatible(p.ty, a.ty):
+                self.problem(
+                    f"argument {i} of {where} has type {a.ty}, parameter %{p.name} expects {p.ty}",
+                    node,
+                )
+        out = body.ret_type
+        k = node.num_carried
+        fields = out.fields if isinstance(out, TupleType) else ()
+        if len(fields) != 1 + len(node.ty.fields):
+            self.problem(
+                f"{where}: the body must return (cond, {k} carried, {node.num_scan} scanned), "
+                f"it returns {out}",
+                node,
+            )
+            return
+        c = fields[0]
+        if not (isinstance(c, TensorType) and c.dtype is DType.bool and c.shape == ()):
+            self.problem(f"{where}: the body's first output must be a scalar bool, got {c}", node)
+        for j in range(k):
+            p, o, r = body.params[2 + j].ty, fields[1 + j], node.ty.fields[j]
+            if not _covers(p, o) and not _symbolically_compatible(p, o):
+                self.problem(
+                    f"{where}: carried value {j} enters the body as {p} and leaves it as {o}",
+                    node,
+                )
+            if not _covers(r, p) and not _symbolically_compatible(p, r):
+                self.problem(f"{where}: carried value {j} is annotated {r}, the body has {p}", node)
+        for j in range(node.num_scan):
+            o, r = fields[1 + k + j], node.ty.fields[k + j]
+            ok = isinstance(o, TensorType) and isinstance(r, TensorType)
+            ok = ok and o.dtype is r.dtype
+            if ok and o.shape is not None and r.shape is not None:
+                ok = len(r.shape) == len(o.shape) + 1 and (
+                    _covers(r.with_shape(r.shape[1:]), o)
+                    or _symbolically_compatible(o, r.with_shape(r.shape[1:]))
+                )
+            if not ok:
+                self.problem(
+                    f"{where}: scanned output {j} is annotated {r}, the body yields {o} "
+                    "per iteration (expected one more leading axis)",
+                    node,
+                )
 
     def run(self) -> list[Problem]:
         fn = self.fn

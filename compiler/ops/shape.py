@@ -206,6 +206,39 @@ def _reshape_compute(values, attrs):
     return np.reshape(x, tuple(target))
 
 
+def _match_shape_infer(types, attrs):
+    x = tensor_input(types[0], "x")
+    shape = attrs["shape"]
+    if shape is None:
+        raise TypeInferenceError("match_shape needs shape=[...]")
+    if any(d is ANY for d in shape):
+        raise TypeInferenceError("match_shape names every dim: '?' is not a name")
+    if x.shape is not None:
+        if len(x.shape) != len(shape):
+            raise TypeInferenceError(f"match_shape: rank {len(shape)} for a value of type {x}")
+        for a, b in zip(x.shape, shape, strict=True):
+            if isinstance(a, int) and isinstance(b, int) and a != b:
+                raise TypeInferenceError(f"match_shape: {list(shape)} does not fit {x}")
+    return TensorType(tuple(shape), x.dtype)
+
+
+def _match_shape_compute(values, attrs):
+    return values[0]  # the interpreter binds the shape's new symbols (compiler/interpret.py)
+
+
+define_op(
+    "match_shape",
+    inputs=("x",),
+    attrs={"shape": AttrSpec("dims", None, "the shape, its new symbols bound from the value")},
+    infer=_match_shape_infer,
+    compute=_match_shape_compute,
+    pattern=OPAQUE,
+    doc="The value itself, its type naming the dims its producer left unknown ('?'): each new "
+    "symbol is bound from the value's shape at run time (like TVM Relax's match_cast), so "
+    "what follows has symbolic types and compiles.",
+)
+
+
 define_op(
     "reshape",
     inputs=("data", "shape?"),

@@ -102,7 +102,8 @@ def _convert_rule(frm: DType, to: DType):
             args = [cast_to(a, _retyped(a.ty, to, frm)) for a in node.args]
             if args == list(node.args) and not _has_dtype(node.ty, frm):
                 return None
-            return cast_to(FuncCall(node.func, args, node.ty), _retyped(node.ty, frm, to))
+            # (a Loop stays a Loop: replace keeps the node's class)
+            return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, frm, to))
         return None
 
     return rule

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from compiler.ir.nodes import Call, Expr, FuncCall, If, Module
+from compiler.ir.nodes import Call, Expr, FuncCall, If, Loop, Module, loop_type
 from compiler.ir.types import join_types
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
@@ -20,6 +20,11 @@ def _retype(module: Module):
         if isinstance(node, If):
             joined = join_types(node.then_branch.result.ty, node.else_branch.result.ty)
             return None if joined == node.ty else node.replace(ty=joined)
+        if isinstance(node, Loop):
+            if node.func not in module:
+                return None
+            ty = loop_type(module[node.func], node.num_carried, node.ty)
+            return None if ty is None or ty == node.ty else node.replace(ty=ty)
         if isinstance(node, FuncCall) and node.func in module:
             ret = module[node.func].ret_type
             if ret.__class__ is node.ty.__class__ and ret != node.ty and _static(ret):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from compiler.ir.nodes import Block, Call, Expr, FuncCall, Function, If, Module, Tuple
+from compiler.ir.nodes import Block, Call, Expr, FuncCall, Function, If, Loop, Module, Tuple
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import Dim, SymExpr
 from compiler.ir.types import TensorType, TupleType, symbol_bindings
@@ -130,7 +130,12 @@ class _Inliner:
                     else_branch=self.block(new.else_branch, mapping),
                 )
             dims = None
-            if isinstance(new, FuncCall) and new.func in self.inlinable:
+            # a Loop runs its body many times: never inlined
+            if (
+                isinstance(new, FuncCall)
+                and not isinstance(new, Loop)
+                and new.func in self.inlinable
+            ):
                 callee = self.function(new.func)
                 dims = symbol_bindings([p.ty for p in callee.params], [a.ty for a in new.args])
                 if set().union(*(symbols_of(p.ty) for p in callee.params)) - dims.keys():

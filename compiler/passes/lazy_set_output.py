@@ -4,7 +4,7 @@ computed (TVM Relax's LazySetOutput), so it can be saved and freed before the ot
 Result ``i`` is field ``i`` of the returned tuple (a single returned tensor is result 0). When
 the returned tuple is not built inline (a call of another function, or any tuple-valued
 binding) each item is taken with ``t[i]`` and set on its own: TVM's pass instead hands the
-whole tuple over at index 0 (SEEDS item 5). ``set_item`` returns its value, so the function
+whole tuple over at index 0 (docs/bugs.md bug 5). ``set_item`` returns its value, so the function
 returns what it returned before. Applies to every public function, or to ``function``.
 """
 

@@ -6,7 +6,7 @@ transformed and saved one at a time.
 Weights (the parameters after ``num_input``) stop being parameters. Result ``i`` is field
 ``i`` of the returned tuple; when that tuple is not built inline but comes from a call of
 another function (or any other tuple-valued binding), each of its items is taken with
-``t[i]`` and set on its own, where TVM's pass fails with a bare AssertionError (SEEDS item 5;
+``t[i]`` and set on its own, where TVM's pass fails with a bare AssertionError (docs/bugs.md bug 5;
 ``replica-lazy-transform-params`` copies that). ``set_item`` returns its value, so the
 function still returns what it returned before (see ``compiler/ops/lazy_params.py``).
 """

@@ -30,20 +30,28 @@ from compiler.ir.nodes import (
     Expr,
     FuncCall,
     Function,
+    Loop,
     Module,
     Tuple,
     TupleGetItem,
+    Var,
     collect_bindings,
 )
 from compiler.ir.op_registry import get_op
 from compiler.ir.symbolic import sym
+from compiler.ir.types import TensorType, TupleType
 from compiler.passes.fold_constant import fold_call
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rewrite import rewrite_function
+from compiler.passes.rewrite import remap_operands, rewrite_function
 
 VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
 # the calls left in a legalized graph that the host runs (a view, or a fill without inputs)
-HOST_OPS = (*VIEW_OPS, "full", "zeros", "ones", "arange")
+# ops the host runs because their result's size depends on the data (``nonzero``), and
+# ``match_shape``, which names such a size so that what follows compiles
+RUNTIME_OPS = ("nonzero", "match_shape")
+HOST_OPS = (*VIEW_OPS, "full", "zeros", "ones", "arange", *RUNTIME_OPS)
+# what may leave a '?' dim that only its value at run time gives
+_DYNAMIC_PRODUCERS = ("nonzero", "full", "zeros", "ones", "arange")
 
 
 def _source(ops: list[str], fused: bool) -> str:
@@ -135,7 +143,9 @@ class _Legalizer:
             )
 
     def lower_call(self, node: Call) -> Expr | None:
-        if node.op == "call_lowered" or node.op in VIEW_OPS or not node.args:
+        if node.op == "call_lowered" or node.op in VIEW_OPS or node.op in RUNTIME_OPS:
+            return None
+        if not node.args:
             return None
         expand = EXPANSIONS.get(node.op)
         if expand is not None:
@@ -227,6 +237,109 @@ def _symbolic_param(param, arg) -> bool:
     )
 
 
+def name_dynamic_dims(module: Module, pass_name: str) -> Module:
+    """A ``match_shape`` after each value whose size only the data gives (``nonzero``, a fill
+    of a computed size: a '?' dim), naming that dim with a fresh symbol (``nonzero_n``), and
+    the '?' dims of what reads it made precise from there (their inputs now name them). A
+    '?' has no size to loop over; a symbol is bound at run time, so the kernels after it
+    compile. Annotations other than '?' are never changed (a wrong one is still refused)."""
+    from compiler.ir.names import fresh_name
+    from compiler.ir.symbolic import ANY
+    from compiler.ir.verify import symbols_of
+
+    used: set[str] = set()
+    for fn in module.functions.values():
+        for p in fn.params:
+            used |= symbols_of(p.ty)
+        for n in fn.iter_nodes():
+            used |= symbols_of(n.ty)
+
+    def unknown(ty) -> bool:
+        return isinstance(ty, TensorType) and ty.shape is not None and ANY in ty.shape
+
+    def precise(old, new) -> bool:
+        """Whether ``new`` is ``old`` with some '?' dims named (nothing else changed)."""
+        if isinstance(old, TupleType) and isinstance(new, TupleType):
+            return len(old) == len(new) and all(
+                precise(a, b) for a, b in zip(old.fields, new.fields, strict=True)
+            )
+        return (
+            isinstance(old, TensorType)
+            and isinstance(new, TensorType)
+            and old.dtype is new.dtype
+            and old.shape is not None
+            and new.shape is not None
+            and len(old.shape) == len(new.shape)
+            and all(a is ANY or a == b for a, b in zip(old.shape, new.shape, strict=True))
+        )
+
+    functions = dict(module.functions)
+
+    def specialized(node: FuncCall) -> FuncCall | None:
+        """A call of a fused function whose '?' parameters now receive named dims: the call
+        of a copy typed with them (its inside made precise the same way)."""
+        callee = functions.get(node.func)
+        if callee is None or not callee.attrs.get("primitive", False) or isinstance(node, Loop):
+            return None
+        if not any(
+            p.ty != a.ty and precise(p.ty, a.ty)
+            for p, a in zip(callee.params, node.args, strict=False)
+        ):
+            return None
+        params = [
+            Var(p.name, a.ty, p.prov) if precise(p.ty, a.ty) else p
+            for p, a in zip(callee.params, node.args, strict=False)
+        ]
+        body = _retyped_function(callee, params, rule, pass_name, node.func)
+        name = fresh_name(f"{node.func}_named", set(functions))
+        functions[name] = body
+        ty = body.ret_type if precise(node.ty, body.ret_type) else node.ty
+        return FuncCall(name, node.args, ty, prov=node.prov, name=node.name)
+
+    def rule(node: Expr) -> Expr | None:
+        if isinstance(node, FuncCall):
+            return specialized(node)
+        if not isinstance(node, Call) or not unknown(node.ty) or node.op == "match_shape":
+            return None
+        new = node
+        try:
+            inferred = node.inferred_type()
+        except TypeInferenceError:
+            inferred = None
+        if inferred is not None and precise(node.ty, inferred):
+            new = node.replace(ty=inferred)  # only '?' dims made precise
+        if unknown(new.ty) and new.op in _DYNAMIC_PRODUCERS:
+            shape = [sym(fresh_name(f"{new.op}_n", used)) if d is ANY else d for d in new.ty.shape]
+            return Call("match_shape", [new], {"shape": shape})
+        return None if new is node else new
+
+    if not any(
+        isinstance(n, Call) and n.op in _DYNAMIC_PRODUCERS and unknown(n.ty)
+        for fn in module.functions.values()
+        for n in fn.iter_nodes()
+    ):
+        return module
+    for name, fn in module.functions.items():
+        if not fn.attrs.get("primitive", False):
+            functions[name] = rewrite_function(fn, rule, pass_name, name)
+    return module.replace(functions=functions)
+
+
+def _retyped_function(fn: Function, params: list, rule, pass_name: str, fname: str) -> Function:
+    """``fn`` with new parameters (more precise types), its bindings rebuilt on them."""
+    mapping = {id(old): new for old, new in zip(fn.params, params, strict=True) if old is not new}
+    out = []
+    for b in fn.bindings:
+        new = remap_operands(b, mapping)
+        r = rule(new)
+        new = r if r is not None else new
+        if new is not b:
+            mapping[id(b)] = new
+        out.append(new)
+    output = mapping.get(id(fn.output), fn.output)
+    return Function(params, out, output, fn.attrs, fn.prov)
+
+
 def unlowered_reason(module: Module, node: Expr) -> str | None:
     """Why legalize-ops leaves ``node`` (a binding of ``module``) unlowered; None if it
     lowers or needs no lowering."""
@@ -298,6 +411,7 @@ class LegalizeOps(Pass):
     strict: bool = False
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
+        module = name_dynamic_dims(module, self.name)
         legalizer = _Legalizer(module, self.name, self.strict)
         functions: dict[str, Function] = {}
         for fname, fn in module.functions.items():

@@ -61,9 +61,7 @@ def remap_operands(node: Expr, mapping: dict[int, Expr]) -> Expr:
     return node
 
 
-def with_provenance(
-    expr: Expr, prov: Provenance, known: set[int], name: str | None = None
-) -> Expr:
+def with_provenance(expr: Expr, prov: Provenance, known: set[int], name: str | None = None) -> Expr:
     """Give every fresh node of ``expr`` (not in ``known``) lacking provenance ``prov``;
     the root gets ``name`` as its hint if it has none. Returns the rebuilt expression."""
     memo: dict[int, Expr] = {}

@@ -159,10 +159,12 @@ def error_map(report: Report) -> ErrorMap:
             nodes[i][j] = shown.id if shown is not None else ""
     over = tolerance > 1  # NaN (blank) is not
     first = next((f for f in report.findings if f.kind == "diverged"), None)
-    first_step = first.step.index if first is not None else None
-    first_layer = None
-    if first_step is not None:
-        i = next(k for k, c in enumerate(checks) if c.step.index == first_step)
+    first_step = first_layer = None
+    # (a report read from a file may put it at a step without a row: then none is marked)
+    at = first.step.index if first is not None else None
+    i = next((k for k, c in enumerate(checks) if c.step.index == at), None)
+    if i is not None:
+        first_step = first.step.index
         j = next((j for j in range(len(layers)) if over[i, j]), None)
         first_layer = layers[j] if j is not None else None
     return ErrorMap(

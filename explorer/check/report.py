@@ -110,7 +110,11 @@ class Report:
     """What ``check`` found: ``findings`` in step order, ``first_failure`` (the bisection
     answer), ``ok``, per-step numbers (``steps`` / ``rows()``) and how many values were
     reused between steps. ``numbers_checked`` is False when no inputs were given and none
-    could be made up (only failed passes and parameter bloat are then reported)."""
+    could be made up (only failed passes and parameter bloat are then reported).
+    ``inputs``: the values the steps ran on, as numpy arrays in the order ``check`` takes
+    them (the runtime inputs, then the weights unless they are the module's own), so
+    ``trace.check(report.inputs)`` runs the same check again; None when no numbers were
+    checked (or, for a loaded report, when the file was saved without them)."""
 
     def __init__(
         self,
@@ -125,6 +129,7 @@ class Report:
         memo_hits: int = 0,
         seconds: float = 0.0,
         notes: Sequence[str] = (),
+        inputs: tuple | None = None,
     ):
         self.trace = trace
         self.findings = sorted(findings, key=lambda f: (f.step.index, order_of(f.kind)))
@@ -138,6 +143,7 @@ class Report:
         self.seconds = seconds
         self.notes = list(notes)
         self.numbers_checked = bool(reference)
+        self.inputs = inputs
         self._error_map: ErrorMap | None = None
 
     @property

@@ -17,6 +17,7 @@ from compiler.ir import (
     FuncCall,
     Function,
     If,
+    Loop,
     Module,
     SymExpr,
     TensorType,
@@ -70,6 +71,7 @@ class _Checker:
         self.layer_errors = LayerErrors(rtol, atol)
         self.imported = trace.imported
         self.raw_inputs = inputs
+        self.weights_stored = False  # whether the weights are the module's own (param_values)
         self.runtime, self.weights = self._split_inputs(inputs)
 
     # ----- inputs ----------------------------------------------------------------------------
@@ -90,6 +92,7 @@ class _Checker:
                 runtime = _random_arrays(main.params[:k], env, rng)
                 if all(p.name in stored for p in weight_vars):
                     weights = [stored[p.name] for p in weight_vars]
+                    self.weights_stored = True
                 else:
                     weights = _random_arrays(weight_vars, env, rng)
             except CheckError as e:
@@ -117,6 +120,7 @@ class _Checker:
                     f"({', '.join('%' + n for n in missing[:5])}...): pass them after the inputs"
                 )
             weights = [stored[p.name] for p in weight_vars]
+            self.weights_stored = True
         elif len(weights) != len(weight_vars):
             raise CheckError(
                 f"@main takes {k} input(s) and {len(weight_vars)} weight(s); "
@@ -202,7 +206,7 @@ class _Checker:
             elif isinstance(node, TupleGetItem):
                 t = _known(node.tuple_value, values, params)
                 v = t[node.index] if isinstance(t, tuple) else None
-            elif isinstance(node, FuncCall) and node.func in module:
+            elif isinstance(node, FuncCall) and not isinstance(node, Loop) and node.func in module:
                 args = [_known(a, values, params) for a in node.args]
                 if all(a is not None for a in args):
                     v = self._call(run, module, node, args)
@@ -393,7 +397,16 @@ class _Checker:
             self.memo.hits,
             time.perf_counter() - start,
             self.notes,
+            inputs=self._inputs_used(),
         )
+
+    def _inputs_used(self) -> tuple | None:
+        """The values the steps ran on, as ``check`` takes them: the runtime inputs, then the
+        weights unless they are the module's own (None when the numbers were not checked)."""
+        if self.runtime is None:
+            return None
+        weights = () if self.weights_stored else tuple(self.weights or ())
+        return (*self.runtime, *weights)
 
     def _numbers(self, run: Run) -> tuple[str, float | None, float | None]:
         """Status, max abs and max rel error of a run against the reference outputs."""

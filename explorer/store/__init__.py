@@ -9,6 +9,10 @@ A ``.passlens`` file is a zip archive:
     ir.json           tables of unique types (text), provenances (dicts), IR nodes, functions
                       and modules; nodes refer to earlier nodes by index, so the table is
                       topologically ordered and has no cycles
+    report.json       (version 2, when the trace was checked) the last check report,
+                      ``trace.report``: findings, each step's numbers, node and layer errors,
+                      and with ``save(..., inputs=True)`` the inputs it ran on; see
+                      :mod:`explorer.store.checks`
     arrays/<i>.npy    raw arrays (weights, example inputs), written with allow_pickle=False;
                       an array that is a transpose and/or cast of a stored one (what
                       fold-constant and convert-dtype make of a weight) is kept in ir.json
@@ -20,19 +24,21 @@ and after the pass, so identity matching in diffs keeps working, and a weight is
 (arrays with equal content are stored once too). Types and attributes are stored in the IR
 text format and decoded with its parser; nodes are rebuilt through their constructors, which
 check them. Loading a file runs no code from it: JSON, ``.npy`` without pickles, and the IR
-parser. A file that is not a trace, is damaged, or has an unknown format version raises a
-:class:`TraceFileError` that says so.
+parser. A file that is not a trace, is damaged (its check report included), or has an
+unknown format version raises a :class:`TraceFileError` that says so. Version 2 added the
+check report; version 1 files load as before, without one.
 
 The package: ``write`` saves (it reads a trace through its attributes, without importing
 explorer.trace), ``read`` loads (the one place that builds Steps and Traces from a file), and
 ``fileformat`` holds what both share: the format name and version, the caps on what a file may
-make passlens read, and the errors.
+make passlens read, and the errors; ``checks`` writes and reads the check report.
 """
 
 from explorer.store.fileformat import (
     FORMAT,
     MAX_ARRAY_BYTES,
     MAX_JSON_BYTES,
+    MAX_REPORT_INPUT_BYTES,
     MAX_STEPS,
     VERSION,
     RecordedError,
@@ -45,6 +51,7 @@ __all__ = [
     "FORMAT",
     "MAX_ARRAY_BYTES",
     "MAX_JSON_BYTES",
+    "MAX_REPORT_INPUT_BYTES",
     "MAX_STEPS",
     "VERSION",
     "RecordedError",

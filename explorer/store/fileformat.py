@@ -9,16 +9,19 @@ from compiler import PasslensError
 from compiler.ir import Provenance
 
 FORMAT = "passlens-trace"
-VERSION = 1
+VERSION = 2  # 2: the last check report (report.json) and, optionally, the inputs it ran on
 SUFFIX = ".passlens"
 PROV_FIELDS = tuple(f.name for f in dataclasses.fields(Provenance))
 
 
 # Caps on what a trace file may make passlens read or allocate (a file is untrusted input):
 # manifest.json and ir.json: a 10,000-node trace's ir.json is about 10 MB, its manifest 1 MB
-MAX_JSON_BYTES = {"manifest.json": 64 << 20, "ir.json": 256 << 20}
+MAX_JSON_BYTES = {"manifest.json": 64 << 20, "ir.json": 256 << 20, "report.json": 64 << 20}
 MAX_ARRAY_BYTES = 8 << 30  # one array (a weight or an example input)
 MAX_STEPS = 1_000_000
+# the inputs a check ran on, saved with its report (``save(..., inputs=True)``): all together
+MAX_REPORT_INPUT_BYTES = 256 << 20
+MAX_REPORT_DEPTH = 32  # nesting of the values in a finding's details
 
 
 class TraceFileError(PasslensError, ValueError):

@@ -3,14 +3,115 @@
 rather than as IR. Their graph nodes' objects are a table of refs shared by every module of the
 file (a Constant with its data, or a stand-in with its provenance), so a node a pass did not
 touch is the same object in the steps before and after it once loaded, as for passlens's own
-IR. The reader (``read._Reader``) is passed in: it holds the tables and checks references."""
+IR. The writer (``write._Writer``) or reader (``read._Reader``) is passed in: it holds the
+tables (arrays, provenances, refs) and the reader checks every reference."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from compiler.ir import Constant
+import numpy as np
+
+from compiler.ir import NO_PROVENANCE, Constant, Provenance
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
+
+# ===== writing ===================================================================================
+
+
+def encode_foreign(m: Any, writer: Any) -> dict:
+    """Another compiler's module (a ``explorer.tvm.TVMModule``) as what it showed: graph
+    model (its objects as refs of ``writer``), IR text and backend texts, not its IR."""
+    return {
+        "compiler": str(m.compiler),
+        "inner": bool(getattr(m, "inner", False)),
+        "text": m.text(),
+        "texts": {str(k): str(v) for k, v in m.texts().items()},
+        "stage": m.backend_stage,
+        "graph": encode_graph(m.graph_model(), writer),
+    }
+
+
+def encode_ref(obj: Any, writer: Any) -> dict:
+    """A graph node's object: a Constant with its data (in ``writer``'s array table, so
+    parameter content compares after loading), else a stand-in with its provenance."""
+    prov = getattr(obj, "prov", NO_PROVENANCE)
+    if not isinstance(prov, Provenance):
+        prov = NO_PROVENANCE
+    if isinstance(obj, Constant):
+        return {"kind": "const", "array": writer.array(obj.data), "prov": writer.prov(prov)}
+    return {"kind": "ref", "prov": writer.prov(prov)}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (str, bool)) or value is None:
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        return f if np.isfinite(f) else str(f)
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+def encode_graph(g: GraphModel, writer: Any = None) -> dict:
+    """A graph model (nodes, edges, params, signatures) as JSON: a source step's, or another
+    compiler's module's (with ``writer``: each node's and parameter's object as a ref)."""
+    out = {
+        "nodes": [
+            {
+                "id": n.id,
+                "kind": n.kind,
+                "op": n.op,
+                "label": n.label,
+                "function": n.function,
+                "type": n.type,
+                "shape": _jsonable(n.shape),
+                "dtype": n.dtype,
+                "attrs": _jsonable(n.attrs),
+                "provenance": _jsonable(n.provenance),
+                "group": n.group,
+                "nbytes": int(n.nbytes),
+            }
+            for n in g.nodes.values()
+        ],
+        "edges": [[e.src, e.dst, e.index, e.type] for e in g.edges],
+        "params": [
+            {
+                "key": key,
+                "name": p.name,
+                "shape": _jsonable(p.shape),
+                "dtype": p.dtype,
+                "nbytes": int(p.nbytes),
+                "node_id": p.node_id,
+            }
+            for key, p in g.params.items()
+        ],
+        "signatures": [
+            {
+                "name": s.name,
+                "params": _jsonable(s.params),
+                "result": s.result,
+                "num_input": s.num_input,
+                "attrs": _jsonable(s.attrs),
+            }
+            for s in g.signatures.values()
+        ],
+    }
+    if writer is not None:
+        for rec, n in zip(out["nodes"], g.nodes.values(), strict=True):
+            if n.obj is not None:
+                rec["ref"] = writer.ref(n.obj)
+        for rec, p in zip(out["params"], g.params.values(), strict=True):
+            if p.obj is not None:
+                rec["ref"] = writer.ref(p.obj)
+    return out
+
+
+# ===== reading ===================================================================================
 
 
 def graph_ref(reader: Any, rec: Any) -> Any:

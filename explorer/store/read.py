@@ -28,6 +28,7 @@ from compiler.ir import (
     FuncCall,
     Function,
     If,
+    Loop,
     Module,
     ParseError,
     Parser,
@@ -38,6 +39,8 @@ from compiler.ir import (
     parse_type,
 )
 from compiler.passes import SkippedPass
+from explorer.store.checks import MEMBER as REPORT_MEMBER
+from explorer.store.checks import ReportReader
 from explorer.store.fileformat import (
     FORMAT,
     MAX_ARRAY_BYTES,
@@ -60,14 +63,16 @@ def load(path: str | os.PathLike) -> Trace:
         raise FileNotFoundError(f"no such trace file: {path}")
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
         raise TraceFileError(
             f"{path}: not a passlens trace file (not a readable zip archive: {e})"
         ) from None
     with zf:
         try:
             manifest = _read_manifest(zf, path)
-            trace = _Reader(zf, path, manifest).trace()
+            reader = _Reader(zf, path, manifest)
+            trace = reader.trace()
+            trace.report = reader.report(trace)
             _relower(trace)
             return trace
         except (TraceFileError, LimitError):
@@ -114,7 +119,7 @@ def read_manifest(path: str | os.PathLike) -> dict:
     try:
         with zipfile.ZipFile(path) as zf:
             return _read_manifest(zf, path)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
         if isinstance(e, TraceFileError):
             raise
         raise TraceFileError(f"{path}: not a passlens trace file ({e})") from None
@@ -322,6 +327,10 @@ class _Reader:
             args = [self.expr(a) for a in rec["args"]]
             ty = self.ref(self.types, rec["type"], "type")
             return FuncCall(rec["func"], args, ty, self.prov(rec), name)
+        if kind == "loop":
+            args = [self.expr(a) for a in rec["args"]]
+            ty = self.ref(self.types, rec["type"], "type")
+            return Loop(rec["func"], args, ty, rec["carried"], self.prov(rec), name)
         if kind == "tuple":
             return Tuple([self.expr(a) for a in rec["args"]], self.prov(rec), name)
         if kind == "get_item":
@@ -435,6 +444,23 @@ class _Reader:
         if value not in ("passlens", "tvm"):
             raise TraceFileError(f"{self.path}: unknown compiler {value!r} in the manifest")
         return str(value)
+
+    def report(self, trace: Trace) -> Any:
+        """The check report saved with the trace (format version 2), or None."""
+        flag = self.manifest.get("report", False)
+        if flag is False or flag is None:
+            return None
+        if flag is not True:
+            raise TraceFileError(
+                f"{self.path}: damaged passlens trace file (the manifest's report is "
+                f"{str(flag)[:40]!r}, not true)"
+            )
+        if REPORT_MEMBER not in self.zf.namelist():
+            raise TraceFileError(
+                f"{self.path}: damaged passlens trace file (the manifest says it holds a "
+                f"check report, and there is no {REPORT_MEMBER})"
+            )
+        return ReportReader(self, trace).report(_read_json(self.zf, REPORT_MEMBER, self.path))
 
     def source(self, rec: Any) -> Any:
         if not isinstance(rec, dict):

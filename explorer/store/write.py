@@ -24,6 +24,7 @@ from compiler.ir import (
     FuncCall,
     Function,
     If,
+    Loop,
     Module,
     Provenance,
     Tuple,
@@ -32,23 +33,38 @@ from compiler.ir import (
     Var,
     format_attr,
 )
-from explorer.graph import GraphModel
+from explorer.store.checks import MEMBER as REPORT_MEMBER
+from explorer.store.checks import ReportWriter
 from explorer.store.fileformat import FORMAT, PROV_FIELDS, VERSION
+from explorer.store.graphs import encode_foreign, encode_graph, encode_ref
 
 if TYPE_CHECKING:
     from explorer.trace import Step, Trace
 
 
-def save(trace: Trace, path: str | os.PathLike, include_source: bool = False) -> Path:
-    """Write ``trace`` to ``path`` (a ``.passlens`` zip of JSON and ``.npy`` arrays).
+def save(
+    trace: Trace, path: str | os.PathLike, include_source: bool = False, inputs: bool = False
+) -> Path:
+    """Write ``trace`` to ``path`` (a ``.passlens`` zip of JSON and ``.npy`` arrays), with its
+    last check report (``trace.report``), if any: findings, each step's numbers, per-node and
+    per-layer errors.
 
-    With ``include_source`` an ONNX source model is stored too (its bytes), so a loaded
-    trace can still run onnxruntime as the reference; it roughly doubles the file.
-    Returns the path written. The file is replaced atomically.
+    With ``inputs`` the values that check ran on are stored too (``trace.report.inputs``,
+    up to 256 MiB; more is left out with a warning), so the loaded trace can be checked
+    again on them: ``trace.check(trace.report.inputs)``. The example inputs are always
+    stored (an input that is one of them is stored once). With ``include_source`` an ONNX
+    source model is stored too (its bytes), so a loaded trace can still run onnxruntime as
+    the reference; it roughly doubles the file. Returns the path written. The file is
+    replaced atomically.
     """
     path = Path(path)
     writer = _Writer()
     manifest = writer.manifest(trace)
+    report = getattr(trace, "report", None)
+    report_json = None
+    if report is not None:  # before the tables: it adds the nodes and arrays it names
+        report_json = ReportWriter(writer, trace).report(report, inputs)
+        manifest["report"] = True
     ir = writer.ir_tables()
     source_bytes = _source_bytes(trace) if include_source else None
     if source_bytes is not None:
@@ -60,6 +76,8 @@ def save(trace: Trace, path: str | os.PathLike, include_source: bool = False) ->
         with zipfile.ZipFile(tmp, "w", allowZip64=True) as zf:
             _write_json(zf, "manifest.json", manifest)
             _write_json(zf, "ir.json", ir)
+            if report_json is not None:
+                _write_json(zf, REPORT_MEMBER, report_json)
             for i, arr in enumerate(writer.arrays):
                 if writer.derived[i] is not None:
                     continue
@@ -166,7 +184,7 @@ class _Writer:
             "traceback": s.traceback or "",
             "failed_node": None if s.failed_node is None else self.node(s.failed_node),
             "failed_function": s.failed_function,
-            "source_graph": None if s.source_graph is None else _encode_graph(s.source_graph),
+            "source_graph": None if s.source_graph is None else encode_graph(s.source_graph),
         }
         if s.error is not None:
             rec["error"] = _encode_error(s.error)
@@ -231,39 +249,22 @@ class _Writer:
         return self.module(m) if isinstance(m, Module) else None
 
     def foreign(self, m: Any) -> int:
-        """The index of another compiler's module (a ``explorer.tvm.TVMModule``): what it
-        showed is stored (graph model, text, backend texts), not its IR."""
+        """The index of another compiler's module (see ``graphs.encode_foreign``)."""
         key = id(m)
         if key not in self._foreign_ids:
-            texts = m.texts()
-            rec = {
-                "compiler": str(m.compiler),
-                "inner": bool(getattr(m, "inner", False)),
-                "text": m.text(),
-                "texts": {str(k): str(v) for k, v in texts.items()},
-                "stage": m.backend_stage,
-                "graph": _encode_graph(m.graph_model(), self),
-            }
             self._alive.append(m)
             self._foreign_ids[key] = len(self.foreign_modules)
-            self.foreign_modules.append(rec)
+            self.foreign_modules.append(encode_foreign(m, self))
         return self._foreign_ids[key]
 
     def ref(self, obj: Any) -> int:
-        """The index of a graph node's object in the ref table: a Constant with its data
-        (so parameter content compares after loading), else a stand-in with its provenance;
+        """The index of a graph node's object in the ref table (see ``graphs.encode_ref``):
         one entry per object, so identity across steps survives saving."""
         key = id(obj)
         if key not in self._ref_ids:
-            prov = getattr(obj, "prov", NO_PROVENANCE)
-            if not isinstance(prov, Provenance):
-                prov = NO_PROVENANCE
-            rec: dict[str, Any] = {"kind": "ref", "prov": self.prov(prov)}
-            if isinstance(obj, Constant):
-                rec = {"kind": "const", "array": self.array(obj.data), "prov": self.prov(prov)}
             self._alive.append(obj)
             self._ref_ids[key] = len(self.refs)
-            self.refs.append(rec)
+            self.refs.append(encode_ref(obj, self))
         return self._ref_ids[key]
 
     def module(self, m: Module) -> int:
@@ -337,6 +338,14 @@ class _Writer:
                 "args": [ids[id(a)] for a in obj.args],
                 "attrs": attrs,
                 "type": self.type(obj.ty),
+            }
+        elif isinstance(obj, Loop):
+            rec = {
+                "kind": "loop",
+                "func": obj.func,
+                "args": [ids[id(a)] for a in obj.args],
+                "type": self.type(obj.ty),
+                "carried": obj.num_carried,
             }
         elif isinstance(obj, FuncCall):
             rec = {
@@ -503,75 +512,6 @@ def _encode_error(error: BaseException) -> dict:
         except ValueError:
             pass
     return rec
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (str, bool)) or value is None:
-        return value
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        f = float(value)
-        return f if np.isfinite(f) else str(f)
-    if isinstance(value, (tuple, list)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return str(value)
-
-
-def _encode_graph(g: GraphModel, writer: _Writer | None = None) -> dict:
-    """A graph model (nodes, edges, params, signatures) as JSON: a source step's, or another
-    compiler's module's (with ``writer``: each node's and parameter's object as a ref)."""
-    out = {
-        "nodes": [
-            {
-                "id": n.id,
-                "kind": n.kind,
-                "op": n.op,
-                "label": n.label,
-                "function": n.function,
-                "type": n.type,
-                "shape": _jsonable(n.shape),
-                "dtype": n.dtype,
-                "attrs": _jsonable(n.attrs),
-                "provenance": _jsonable(n.provenance),
-                "group": n.group,
-                "nbytes": int(n.nbytes),
-            }
-            for n in g.nodes.values()
-        ],
-        "edges": [[e.src, e.dst, e.index, e.type] for e in g.edges],
-        "params": [
-            {
-                "key": key,
-                "name": p.name,
-                "shape": _jsonable(p.shape),
-                "dtype": p.dtype,
-                "nbytes": int(p.nbytes),
-                "node_id": p.node_id,
-            }
-            for key, p in g.params.items()
-        ],
-        "signatures": [
-            {
-                "name": s.name,
-                "params": _jsonable(s.params),
-                "result": s.result,
-                "num_input": s.num_input,
-                "attrs": _jsonable(s.attrs),
-            }
-            for s in g.signatures.values()
-        ],
-    }
-    if writer is not None:
-        for rec, n in zip(out["nodes"], g.nodes.values(), strict=True):
-            if n.obj is not None:
-                rec["ref"] = writer.ref(n.obj)
-        for rec, p in zip(out["params"], g.params.values(), strict=True):
-            if p.obj is not None:
-                rec["ref"] = writer.ref(p.obj)
-    return out
 
 
 def _version() -> str:

@@ -4,6 +4,7 @@ import io
 import json
 import zipfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -18,6 +19,7 @@ from compiler.passes import Pass, PassError, register_pass
 from explorer.store import FORMAT, VERSION, RecordedError, TraceFileError, load, save
 from tests.compiler.ir_strategies import modules
 from tests.compiler.passes.test_lazy_params import NESTED
+from tests.compiler.passes.test_lift_transform_params import SEEDS_BEFORE
 
 
 @register_pass
@@ -441,3 +443,196 @@ def test_save_replaces_atomically_and_leaves_no_temp_files(mlp_trace, tmp_path):
     save(mlp_trace, path)
     assert load(path) is not None
     assert [p.name for p in tmp_path.iterdir()] == ["x.passlens"]
+
+
+# ----- the check report -------------------------------------------------------------------
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def checked():
+    """A wrong pass (every add made a subtract) and the check report naming it: a divergence
+    with per-node errors, layer errors for the error map, results reused between steps."""
+    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+
+    spec = "decompose-ops{ops=[linear]},test-check-flip-add,fold-constant,dead-code-elimination"
+    trace = explorer.explore(models.mlp((32, 64, 16), batch=4, seed=2), pipeline=spec)
+    x = np.random.default_rng(3).standard_normal((4, 32)).astype(np.float32)
+    report = trace.check((x,), progress=False)
+    assert trace.report is report and not report.ok
+    return trace, report
+
+
+def test_check_keeps_its_report_on_the_trace(checked):
+    trace, report = checked
+    assert trace.report is report
+    assert trace._report(None) is report and trace._report(False) is None
+    assert report.inputs is not None and len(report.inputs) == 1  # the weights are its own
+
+
+def test_a_check_report_round_trips(checked, tmp_path):
+    from widgets.report import report_html
+    from widgets.tables_html import numerics_table_html
+
+    trace, report = checked
+    loaded, _ = round_trip(trace, tmp_path)
+    got = loaded.report
+    assert got is not None and got.trace is loaded and got is not report
+    assert str(got) == str(report) and got._repr_html_() == report._repr_html_()
+    assert got.rows() == report.rows() and got.headline() == report.headline()
+    assert (got.reference, got.rtol, got.atol, got.seconds) == (
+        report.reference,
+        report.rtol,
+        report.atol,
+        report.seconds,
+    )
+    assert (got.computed, got.cache_hits, got.memo_hits, got.notes) == (
+        report.computed,
+        report.cache_hits,
+        report.memo_hits,
+        report.notes,
+    )
+    assert got.inputs is None  # the inputs only when asked for
+    for a, b in zip(report.findings, got.findings, strict=True):
+        assert (a.kind, a.step.index, a.message) == (b.kind, b.step.index, b.message)
+        assert b.step is loaded[a.step.index]
+        assert [loaded[b.step.index].graph.node_of(n).id for n in b.nodes] == [
+            a.step.graph.node_of(n).id for n in a.nodes
+        ]
+        assert set(a.details) == set(b.details)
+        for k, v in a.details.items():
+            if k == "node_errors":
+                assert [(e.where, e.max_abs, e.max_rel, e.shape) for e in b.details[k]] == [
+                    (e.where, e.max_abs, e.max_rel, e.shape) for e in v
+                ]
+                # the per-node errors name the very nodes of the loaded steps
+                assert all(loaded[b.step.index].graph.node_of(e.node) for e in b.details[k])
+            else:
+                assert b.details[k] == v
+    for a, b in zip(report.steps, got.steps, strict=True):
+        assert b.step is loaded[a.step.index]
+        assert (a.status, a.max_abs, a.max_rel, a.same_as, a.computed, a.reused, a.seconds) == (
+            b.status,
+            b.max_abs,
+            b.max_rel,
+            b.same_as,
+            b.computed,
+            b.reused,
+            b.seconds,
+        )
+        assert {k: (e.max_rel, e.tolerance) for k, e in a.layers.items()} == {
+            k: (e.max_rel, e.tolerance) for k, e in b.layers.items()
+        }
+    ma, mb = report.error_map(), got.error_map()
+    assert np.array_equal(ma.errors, mb.errors, equal_nan=True) and ma.nodes == mb.nodes
+    assert (ma.first_step, ma.first_layer) == (mb.first_step, mb.first_layer) != (None, None)
+    # rendered the same: the HTML report, each step's numerics
+    assert report_html(loaded, got) == report_html(trace, report)
+    for a, b in zip(trace, loaded, strict=True):
+        assert numerics_table_html(b, got) == numerics_table_html(a, report)
+
+
+def test_a_loaded_report_is_what_the_views_show_by_default(checked, tmp_path):
+    from widgets.report import report_html
+
+    trace, report = checked
+    loaded, _ = round_trip(trace, tmp_path)
+    loaded.to_html(tmp_path / "default.html")
+    loaded.to_html(tmp_path / "none.html", report=False)
+    assert (tmp_path / "default.html").read_text() == report_html(loaded, loaded.report)
+    assert (tmp_path / "none.html").read_text() == report_html(loaded)
+    assert loaded.stepper().report is loaded.report
+
+
+def test_the_inputs_of_the_check_are_kept_when_asked(checked, tmp_path):
+    trace, report = checked
+    loaded, path = round_trip(trace, tmp_path, inputs=True)
+    (x,) = loaded.report.inputs
+    assert np.array_equal(x, report.inputs[0]) and x.dtype == np.float32
+    again = loaded.check(loaded.report.inputs, progress=False)
+    assert [(r["status"], r["max_abs"], r["max_rel"]) for r in again.rows()] == [
+        (r["status"], r["max_abs"], r["max_rel"]) for r in report.rows()
+    ]
+    assert loaded.report is again  # the new check is the trace's report now
+    # an input equal to one already stored (an example input, a weight) is stored once
+    trace2 = explorer.explore(models.mlp((4, 3), batch=2), (np.ones((2, 4), np.float32),))
+    trace2.check(trace2.example_inputs, progress=False)
+    _, p1 = round_trip(trace2, tmp_path, "a.passlens")
+    _, p2 = round_trip(trace2, tmp_path, "b.passlens", inputs=True)
+    assert len(npy_members(p1)) == len(npy_members(p2))
+
+
+def test_inputs_over_the_limit_are_left_out_with_a_warning(checked, tmp_path, monkeypatch):
+    from explorer.store import checks
+
+    trace, _ = checked
+    monkeypatch.setattr(checks, "MAX_REPORT_INPUT_BYTES", 100)
+    with pytest.warns(UserWarning, match="inputs are not saved with its report: .* over the"):
+        loaded, _ = round_trip(trace, tmp_path, inputs=True)
+    assert loaded.report is not None and loaded.report.inputs is None
+
+
+def test_findings_of_every_built_in_kind_round_trip(tmp_path):
+    """pass-failed (an error of a non-builtin type), param-bloat (growth tuples, the step
+    before), signature-changed, shape-mismatch (an annotated type), diverged and run-failed:
+    every detail comes back equal."""
+    from tests.explorer.test_check_thresholds import CALLS_F, RUN_FAILS
+    from tests.explorer.test_diff import LINEAR_4D, linear_module
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((16, 16)).astype(np.float32) for _ in range(2))
+    cases = [
+        (explorer.explore(NESTED, pipeline="fold-constant,replica-lazy-transform-params"), None),
+        (
+            explorer.explore(
+                linear_module(LINEAR_4D), pipeline="replica-linear-broadcast,fold-constant"
+            ),
+            None,
+        ),
+        (explorer.explore(SEEDS_BEFORE, (a, b), pipeline="lift-transform-params"), None),
+        (explorer.explore(CALLS_F, pipeline="test-check-mislabel,test-check-flip-add"), None),
+        (explorer.explore(RUN_FAILS, pipeline="test-check-flip-add"), (np.ones(2, np.float32),)),
+    ]
+    kinds = set()
+    for k, (trace, inputs) in enumerate(cases):
+        report = trace.check(inputs, progress=False)
+        loaded, _ = round_trip(trace, tmp_path, f"{k}.passlens")
+        got = loaded.report
+        assert str(got) == str(report)
+        for f, g in zip(report.findings, got.findings, strict=True):
+            kinds.add(f.kind)
+            assert set(g.details) == set(f.details)
+            for key, v in f.details.items():
+                w = g.details[key]
+                if isinstance(v, BaseException):
+                    assert (type(w).__name__, str(w)) == (type(v).__name__, str(v))
+                elif key == "previous":
+                    assert w is loaded[v.index]
+                elif key == "node_errors":
+                    assert [(e.where, e.max_abs, e.shape) for e in w] == [
+                        (e.where, e.max_abs, e.shape) for e in v
+                    ]
+                else:
+                    assert w == v and type(w) is type(v), key
+    assert kinds == {
+        "pass-failed",
+        "param-bloat",
+        "signature-changed",
+        "shape-mismatch",
+        "diverged",
+        "run-failed",
+    }
+
+
+def test_a_version_1_file_loads_without_a_report():
+    """A file written by passlens before the report was kept (format version 1)."""
+    path = DATA / "version1.passlens"
+    with zipfile.ZipFile(path) as z:
+        assert json.loads(z.read("manifest.json"))["version"] == 1
+        assert "report.json" not in z.namelist()
+    trace = load(path)
+    assert trace.report is None and [s.name for s in trace] == ["module", "fold-constant"]
+    assert trace.example_inputs[0].shape == (2, 4)
+    report = trace.check(trace.example_inputs, progress=False)
+    assert report.ok and trace.report is report

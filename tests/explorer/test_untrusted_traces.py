@@ -125,6 +125,16 @@ def test_a_member_with_an_unknown_compression_method_is_a_trace_file_error(small
     _fast_error(small_file, TraceFileError)
 
 
+def test_a_zip_needing_a_newer_zip_version_is_a_trace_file_error(small_file):
+    data = bytearray(small_file.read_bytes())
+    start = data.find(b"PK\x01\x02")  # the central directory's first "version needed"
+    data[start + 6 : start + 8] = (245).to_bytes(2, "little")  # zip 24.5
+    small_file.write_bytes(bytes(data))
+    _fast_error(small_file, TraceFileError, "not a readable zip archive: zip file version 24.5")
+    with pytest.raises(TraceFileError, match="zip file version 24.5"):
+        explorer.store.read_manifest(small_file)
+
+
 def _backend_trace(tmp_path):
     torch = pytest.importorskip("torch")
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
@@ -193,6 +203,171 @@ def test_a_kernel_annotated_larger_than_its_input_is_not_compiled_from_a_loaded_
     )
     assert proc.returncode == 0, proc.stderr[-2000:]  # never killed by a signal
     assert "FINDINGS ['run-failed', 'shape-mismatch']" in proc.stdout
+
+
+# ----- the check report saved with a trace ------------------------------------------------------
+
+
+@pytest.fixture
+def checked_file(tmp_path):
+    """A trace whose check found a divergence (per-node and per-layer errors), saved with its
+    report and inputs."""
+    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+
+    trace = explorer.explore(
+        models.mlp((4, 3), batch=2), pipeline="decompose-ops{ops=[linear]},test-check-flip-add"
+    )
+    report = trace.check((np.ones((2, 4), np.float32),), progress=False)
+    assert report.of_kind("diverged") and report.steps[2].layers
+    return save(trace, tmp_path / "checked.passlens", inputs=True)
+
+
+def _damage_report(rec: dict, damage: str) -> None:
+    diverged = next(f for f in rec["findings"] if f["kind"] == "diverged")
+    details = dict(diverged["details"]["v"])
+    layered = next(c for c in rec["steps"] if c["layers"])
+    if damage == "steps not a list":
+        rec["steps"] = {}
+    elif damage == "negative rtol":
+        rec["rtol"] = -1
+    elif damage == "NaN atol":
+        rec["atol"] = float("nan")
+    elif damage == "a bool count":
+        rec["computed"] = True
+    elif damage == "notes not text":
+        rec["notes"] = [{"x": 1}]
+    elif damage == "finding at no step":
+        diverged["step"] = 99
+    elif damage == "finding at a bool step":
+        diverged["step"] = True
+    elif damage == "finding without a kind":
+        diverged["kind"] = ""
+    elif damage == "message not text":
+        diverged["message"] = 5
+    elif damage == "status not text":
+        layered["status"] = ["diverged"]
+    elif damage == "negative error":
+        layered["max_abs"] = -1.0
+    elif damage == "error as text":
+        layered["max_rel"] = "large"
+    elif damage == "same_as no step":
+        layered["same_as"] = -1
+    elif damage == "a step checked twice":
+        rec["steps"].append(rec["steps"][0])
+    elif damage == "layer node out of range":
+        layered["layers"][0][3] = 10**6
+    elif damage == "layer not a 4-list":
+        layered["layers"][0] = layered["layers"][0][:3]
+    elif damage == "unknown tag":
+        details["output"] = {"$": "pickle", "v": "cos\nsystem\n"}
+    elif damage == "node_errors not node errors":
+        details["node_errors"] = [1, 2]
+    elif damage == "node error shape":
+        details["node_errors"][0]["shape"] = [{"$": "text", "v": "x"}]
+    elif damage == "growth of the wrong shape":
+        details["growth"] = [["w", 1]]
+    elif damage == "nesting too deep":
+        deep: list = []
+        for _ in range(40):
+            deep = [deep]
+        details["output"] = deep
+    elif damage == "details not a mapping":
+        diverged["details"] = {"$": "tuple", "v": []}
+    elif damage == "nodes not nodes":
+        diverged["nodes"] = [{"$": "tuple", "v": []}]
+    elif damage == "bad input reference":
+        rec["inputs"] = [10**6]
+    diverged["details"]["v"] = [[k, v] for k, v in details.items()]
+
+
+@pytest.mark.parametrize(
+    "damage, match",
+    [
+        ("steps not a list", "check report: steps is a dict"),
+        ("negative rtol", "check report: rtol is -1.0, not a finite number"),
+        ("NaN atol", "check report: atol is nan"),
+        ("a bool count", "check report: computed is True"),
+        ("notes not text", "check report: a note is not text"),
+        ("finding at no step", "check report: finding 0 names step 99; the trace has 3"),
+        ("finding at a bool step", "check report: finding 0 names step True"),
+        ("finding without a kind", "check report: finding 0 has no kind"),
+        ("message not text", "check report: finding 0's message is a int"),
+        ("status not text", "check report: step check \\d's status is a list"),
+        ("negative error", "check report: step check \\d's max_abs is -1.0, not an error"),
+        ("error as text", "check report: step check \\d's max_rel is 'large', not an error"),
+        ("same_as no step", "check report: step check \\d's same_as names step -1"),
+        ("a step checked twice", "check report: a step is checked twice"),
+        ("layer node out of range", "check report: step check \\d's layer .* names node 1000000"),
+        ("layer not a 4-list", "check report: step check \\d has a layer that is not"),
+        ("unknown tag", "check report: finding 0 holds a value tagged 'pickle'"),
+        ("node_errors not node errors", "check report: finding 0's node_errors are not"),
+        ("node error shape", "check report: finding 0 holds a node error whose shape"),
+        ("growth of the wrong shape", "check report: finding 0's growth is not a list"),
+        ("nesting too deep", "check report: finding 0 nests deeper than 32"),
+        ("details not a mapping", "check report: finding 0's details are not a mapping"),
+        ("nodes not nodes", "check report: finding 0 names something that is neither"),
+        ("bad input reference", "bad array reference 1000000"),
+    ],
+)
+def test_a_malformed_check_report_is_one_clear_error(checked_file, damage, match):
+    assert load(checked_file).report is not None  # the undamaged file loads with its report
+    rec = _json(checked_file, "report.json")
+    _damage_report(rec, damage)
+    rewrite_member(checked_file, "report.json", json.dumps(rec).encode())
+    err = _fast_error(checked_file, TraceFileError, match)
+    assert str(err).startswith(f"{checked_file}: damaged passlens trace file (")
+    assert "\n" not in str(err)
+
+
+def test_the_report_member_and_the_manifest_must_agree(checked_file):
+    manifest = _json(checked_file, "manifest.json")
+    assert manifest["report"] is True and manifest["version"] == 2
+    rewrite_member(checked_file, "report.json", b"{not json")
+    _fast_error(checked_file, TraceFileError, r"damaged passlens trace file \(report.json: ")
+    rewrite_member(checked_file, "report.json", b"", drop=True)
+    _fast_error(checked_file, TraceFileError, "says it holds a check report, and there is no")
+    rewrite_member(
+        checked_file, "manifest.json", json.dumps({**manifest, "report": "yes"}).encode()
+    )
+    _fast_error(checked_file, TraceFileError, "the manifest's report is 'yes', not true")
+    manifest.pop("report")  # no report named: a report.json member is not read
+    rewrite_member(checked_file, "manifest.json", json.dumps(manifest).encode())
+    rewrite_member(checked_file, "report.json", b"{not json")
+    assert load(checked_file).report is None
+
+
+def test_report_sizes_are_capped(checked_file, monkeypatch):
+    from explorer.store import checks, fileformat
+
+    monkeypatch.setattr(checks, "MAX_REPORT_INPUT_BYTES", 16)  # the inputs are 32 bytes
+    _fast_error(checked_file, LimitError, "inputs are over the 0 MiB limit for them; not read")
+    monkeypatch.undo()
+    monkeypatch.setitem(fileformat.MAX_JSON_BYTES, "report.json", 100)
+    _fast_error(checked_file, LimitError, "report.json is larger than 0 MiB")
+    monkeypatch.undo()
+    monkeypatch.setattr(checks, "MAX_FINDINGS", 0)
+    _fast_error(checked_file, LimitError, "the check report has 1 findings, over the limit of 0")
+
+
+def test_odd_but_valid_report_values_load(checked_file):
+    """An error may be infinite or NaN; an error of a type the file names is rebuilt as a
+    recorded error of that name, running nothing."""
+    rec = _json(checked_file, "report.json")
+    layered = next(c for c in rec["steps"] if c["layers"])
+    layered["max_abs"], layered["max_rel"] = "inf", "nan"
+    layered["computed"] = -2  # the check's own bookkeeping can write this
+    diverged = rec["findings"][0]
+    diverged["details"]["v"].append(
+        ["error", {"$": "error", "type": "os.system", "module": "os", "message": "rm -rf /"}]
+    )
+    rewrite_member(checked_file, "report.json", json.dumps(rec).encode())
+    report = load(checked_file).report
+    check = report.steps[layered["step"]]
+    assert check.max_abs == float("inf") and check.max_rel != check.max_rel  # NaN
+    assert check.computed == -2
+    error = report.findings[0].details["error"]
+    assert type(error).__name__ == "RecordedError" and str(error) == "rm -rf /"
+    assert "inf" in str(report)
 
 
 # ----- untrusted models and IR ----------------------------------------------------------------

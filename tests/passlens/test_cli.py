@@ -390,3 +390,70 @@ def test_control_characters_in_a_trace_do_not_reach_the_terminal(capsys, tmp_pat
     assert code == 0
     assert "\x1b" not in out and "\x07" not in out
     assert "fold\\x1b]0;owned\\x07\\x1b[2J" in out
+
+
+def test_explore_check_save_and_html_keep_the_numerics_then_show_prints_them(capsys, tmp_path):
+    """--check runs before --save and --html: the file and the report both hold the numerics,
+    and `passlens show` prints the verdict and the numbers the check found."""
+    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+
+    model, saved, html = tmp_path / "model.ir", tmp_path / "run.passlens", tmp_path / "r.html"
+    model.write_text(IR)
+    code, out, err = run(
+        capsys,
+        "explore",
+        model,
+        "--pipeline",
+        "test-check-flip-add,fold-constant",
+        "--check",
+        "--save",
+        saved,
+        "--html",
+        html,
+    )
+    assert code == 1 and err == ""
+    assert f"saved the trace to {saved}" in out and f"wrote {html}" in out
+    headline = "check: 1 problem; first at #1 test-check-flip-add (diverged)"
+    assert headline in out
+    trace = load(saved)
+    report = trace.report
+    assert report is not None and report.headline() == headline
+    assert [r["status"] for r in report.rows()] == ["ok", "diverged", "diverged"]
+    assert report.inputs is not None and report.inputs[0].shape == (2, 3)  # random: n = 2
+    text = html.read_text()
+    assert "id='pl-banner'" in text and "diverged at #1" in text  # the one-line banner
+    assert "max abs error" in text  # each step's numerics
+    # show: the summary, then the check saved with the trace
+    code, shown, err = run(capsys, "show", saved)
+    assert code == 0 and err == ""
+    lines = shown.splitlines()
+    start = lines.index(headline)
+    assert lines[start + 1].startswith("reference: the imported step")
+    rows = {r.split()[1]: r.split() for r in lines if r[:3].strip().isdigit()}
+    numbers = report.rows()[1]
+    assert rows["test-check-flip-add"][-3:] == [
+        "diverged",
+        explorer.fmt.num(numbers["max_abs"]),
+        explorer.fmt.num(numbers["max_rel"]),
+    ]
+    assert "findings:" in lines and any("[diverged] after test-check-flip-add" in x for x in lines)
+
+
+def test_explore_saves_the_trace_when_the_check_cannot_run(capsys, tmp_path, monkeypatch):
+    from explorer.check import CheckError
+    from explorer.trace import Trace
+
+    def refuse(self, *args, **kwargs):
+        raise CheckError("the inputs do not fit")
+
+    monkeypatch.setattr(Trace, "check", refuse)
+    model, saved = tmp_path / "model.ir", tmp_path / "run.passlens"
+    model.write_text(IR)
+    code, out, err = run(capsys, "explore", model, "--check", "--save", saved)
+    assert code == 2 and "the inputs do not fit" in err
+    assert f"saved the trace to {saved}" in out and load(saved).report is None
+
+
+def test_show_of_a_trace_without_a_report_prints_no_check(capsys, saved):
+    code, out, _ = run(capsys, "show", saved)
+    assert code == 0 and "check" not in out

@@ -111,3 +111,53 @@ def test_a_jupyter_cell_does_not_hang(tmp_path):
         nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute()  # raises on a failed assertion; a blocking serve times out
+
+
+@pytest.fixture()
+def checked_file(tmp_path):
+    """A trace saved after a check that found a divergence (every add made a subtract)."""
+    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+
+    trace = explorer.explore(
+        models.mlp((8, 16, 4), batch=2), pipeline="decompose-ops{ops=[linear]},test-check-flip-add"
+    )
+    report = trace.check(progress=False)
+    assert report.of_kind("diverged")
+    return trace.save(tmp_path / "checked.passlens"), report
+
+
+def _numerics_shown(app, report) -> None:
+    """The app shows the saved check: numerics of the diverged step, badges, the error map."""
+    step = report.first_failure.step.index
+    assert app.report is not None and app.report.headline() == report.headline()
+    app.index = step
+    app.tab = "numerics"
+    pane = app.panes["numerics"].object
+    assert "status diverged" in pane and "trace.check" not in pane
+    assert f"max abs error {explorer.fmt.num(report.steps[step].max_abs)}" in pane
+    assert "1 finding" in app.timeline.rows  # the badge of the diverged step
+    app.tab = "error map"
+    assert "First failing step: #" in app.map_views["error map"].html
+
+
+def test_a_served_saved_trace_shows_its_check(checked_file):
+    path, report = checked_file
+    with passlens.serve(str(path), port=0, block=False) as server:  # a browser session opens
+        assert urllib.request.urlopen(server.url, timeout=30).status == 200
+        (app,) = server.apps
+        _numerics_shown(app, report)
+
+
+def test_passlens_serve_serves_the_saved_check(checked_file, monkeypatch):
+    """`passlens serve TRACE` hands the app the trace it loaded, whose report the app shows."""
+    import widgets.app
+    from passlens.cli import main
+
+    path, report = checked_file
+    served = []
+    monkeypatch.setattr(widgets.app, "serve", lambda trace, **kw: served.append(trace))
+    assert main(["serve", str(path), "--port", "0"]) == 0
+    (trace,) = served
+    _numerics_shown(widgets.app.build_app(trace).passlens_app, report)
+    plain = widgets.app.build_app(trace, report=False).passlens_app
+    assert plain.report is None and "1 finding" not in plain.timeline.rows

@@ -496,6 +496,34 @@ def test_the_tables_and_the_static_graph_make_no_element_of_the_trace(payload):
     assert evil("wlabel")[:24] in shown(svgs.values())
 
 
+def test_a_saved_report_with_markup_comes_back_the_same_and_escaped(payload, tmp_path):
+    """The report saved with the trace (findings, node and layer errors, statuses with the
+    payload) renders as the report it was: escaped everywhere."""
+    from widgets.tables_html import numerics_table_html
+
+    trace, report = payload
+    trace.report = report
+    try:
+        path = save(trace, tmp_path / "evil-report.passlens")
+    finally:
+        trace.report = None
+    loaded = load(path)
+    got = loaded.report
+    documents = {
+        "report": report_html(loaded, got),
+        "numerics": "".join(numerics_table_html(s, got) for s in loaded),
+        "repr": got._repr_html_(),
+        "app": PassApp(loaded).timeline.rows,  # the app shows the saved report by default
+    }
+    assert_safe(documents)
+    assert documents["report"] == report_html(trace, report)
+    assert documents["repr"] == report._repr_html_()
+    text = shown(documents.values())
+    assert [
+        t for t in "msg where mismatch bloat pf status".split() if evil(t)[:24] not in text
+    ] == []
+
+
 # ----- in Chromium ----------------------------------------------------------------------------
 
 # Elements and handlers made from the page's data, searched through open shadow roots (the

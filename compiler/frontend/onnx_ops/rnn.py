@@ -1,19 +1,23 @@
-"""Recurrent ops and loops: RNN, GRU, LSTM, Scan and Loop, unrolled into existing IR ops.
+"""Recurrent ops and loops: RNN, GRU, LSTM, Scan and Loop, unrolled into existing IR ops or
+run as Loop nodes.
 
-A static sequence length (trip count) is unrolled step by step, as a compiler would: the
-input projection of every step is one ``matmul`` over the whole sequence, then each step is
-a ``matmul`` of the hidden state and elementwise gates. Lowering, codegen and ONNX export
-need nothing new. The IR has no loop construct, so a symbolic sequence length (or a trip
-count known only at run time) is reported as unsupported.
+A static sequence length (trip count) up to :data:`MAX_UNROLL` is unrolled step by step, as
+a compiler would: the input projection of every step is one ``matmul`` over the whole
+sequence, then each step is a ``matmul`` of the hidden state and elementwise gates. A
+symbolic (or longer) sequence, a trip count known only at run time and an early exit on data
+become a ``Loop`` node (compiler.ir.Loop) over a private body function built once: the body's
+reads of outer values are captured as its extra parameters (compiler.ir.closure), the scanned
+outputs stacked by the loop (a reverse direction reversed after it).
 
 ``sequence_lens`` is honoured with masks: at step ``t`` a batch entry whose length is at most
 ``t`` keeps its state and outputs zeros, which also gives the reverse direction its meaning
 (each sequence read backwards from its own last element).
 
 Loop (a trip count that is a constant or computed from static shapes, a condition that stays
-known-true) and Scan (versions 8 and 9+, a static length) convert their body graph once per
-iteration with its inputs bound to the iteration's values. What an import may unroll in all
-is bounded (:data:`MAX_UNROLLED_NODES`).
+known-true) and Scan (versions 8 and 9+, a static length) unroll by converting their body
+graph once per iteration with its inputs bound to the iteration's values; a carried ONNX
+sequence (a tuple whose length may change) cannot be a Loop node's state. What an import
+may unroll in all is bounded (:data:`MAX_UNROLLED_NODES`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import numpy as np
 from compiler.frontend.onnx_context import ConversionError, ConvertContext, Scope, Unsupported
 from compiler.frontend.onnx_ops.registry import converter
 from compiler.ir.nodes import Expr
-from compiler.ir.symbolic import dim_str
+from compiler.ir.symbolic import ANY, dim_str
 from compiler.ir.types import TensorType
 
 MAX_UNROLL = 4096
@@ -174,17 +178,12 @@ class _Recurrence:
             x = ctx.call("permute_dims", x, axes=[1, 0, 2])
         self.x = x  # [seq, batch, input]
         steps = x.ty.shape[0]
-        if not isinstance(steps, int):
-            raise Unsupported(
-                f"{op} over a symbolic sequence length {dim_str(steps)}: passlens unrolls "
-                "recurrences and needs a static sequence length"
-            )
-        if steps < 1:
+        # a static sequence is unrolled; a symbolic (or long) one runs as a Loop node
+        self.looped = not isinstance(steps, int) or steps > MAX_UNROLL
+        if isinstance(steps, int) and steps < 1:
             raise Unsupported(f"{op} over an empty sequence")
-        if steps > MAX_UNROLL:
-            raise Unsupported(f"{op} over {steps} steps: passlens unrolls up to {MAX_UNROLL}")
         self.steps = steps
-        _spend(ctx, steps * self.num_dir * 8 * gates)
+        _spend(ctx, (1 if self.looped else steps) * self.num_dir * 8 * gates)
         hidden = ctx.attr("hidden_size")
         r_hidden = ctx.ty(2).shape[2]
         if hidden is None:
@@ -336,16 +335,29 @@ class _Recurrence:
     def keep(self, mask, new: Expr, old: Expr) -> Expr:
         return new if mask is None else self.ctx.call("where", mask, new, old)
 
+    def mask_at(self, t: Expr) -> Expr | None:
+        """``mask`` for a step number known at run time (a 0-d i64)."""
+        if self.mask_lens is None:
+            return None
+        lens = self.mask_lens
+        return self.ctx.call("less", self.ctx.call("cast", t, dtype=lens.ty.dtype), lens)
+
     def run(self, step) -> list[Expr]:
-        """Unroll every direction: ``step(d, t, xt, states) -> (output, states)``, with
-        ``xt`` the step's projected input [batch, gates * hidden] and states the list given by
-        ``self.initial(d, xw)``; returns Y, then each final state, in the ONNX layouts."""
+        """Unroll every direction (or loop over it, see ``looped``): ``step(d, t, xt,
+        states) -> (output, states)``, with ``xt`` the step's projected input [batch, gates *
+        hidden] and states the list given by ``self.initial(d, xw)``; returns Y, then each
+        final state, in the ONNX layouts."""
         ctx = self.ctx
         ys, finals = [], []
         for d in range(self.num_dir):
             wb, _rb = self.biases(d)
             xw = self.project(self.x, 1, d, wb)  # [seq, batch, gates * hidden]
             states = self.initial(d, xw)
+            if self.looped:
+                y, states = self.loop(step, d, xw, states)
+                ys.append(ctx.call("unsqueeze", y, axes=[1]))
+                finals.append(states)
+                continue
             outs: dict[int, Expr] = {}
             for t in self.order(d):
                 xt = ctx.call("take", xw, ctx.constant(t, "int64"), axis=0)
@@ -368,6 +380,34 @@ class _Recurrence:
                 else ctx.call("concat", *parts, axis=1 if self.layout else 0)
             )
         return results
+
+    def loop(self, step, d: int, xw: Expr, states: list[Expr]) -> tuple[Expr, list[Expr]]:
+        """One direction as a Loop node over the sequence: ``(Y [seq, batch, hidden], final
+        states)``."""
+        from compiler.frontend.onnx_ops.registry import _dim_value
+
+        ctx = self.ctx
+        n = _dim_value(ctx, xw, 0)
+        reverse = self.direction == "reverse" or d == 1
+
+        def build(i, c, st):
+            t = (
+                ctx.call("subtract", ctx.call("subtract", n, ctx.constant(1, "int64")), i)
+                if reverse
+                else i
+            )
+            xt = ctx.call("take", xw, t, axis=0)
+            mask = self.mask_at(t)
+            y, new = step(d, t, xt, st)
+            new = [self.keep(mask, a, b) for a, b in zip(new, st, strict=True)]
+            y = y if mask is None else ctx.call("where", mask, y, ctx.like(0, y))
+            return c, new, [y]
+
+        outs = _make_loop(ctx, states, build, n, length=self.steps)
+        final, y = outs[:-1], outs[-1]
+        if reverse:  # the steps ran from the end: put Y back in sequence order
+            y = _reversed_axis0(ctx, y, n)
+        return y, final
 
     def initial(self, d: int, xw: Expr) -> list[Expr]:
         raise NotImplementedError
@@ -597,31 +637,52 @@ def _static_true(e: Expr) -> bool | None:
     return bool(v.reshape(-1)[0])
 
 
+# ----- the loop construct: what cannot be unrolled -----------------------------------------
+
+
+def _make_loop(
+    ctx, carried: list[Expr], build, max_trips: Expr, cond: Expr | None = None, length=None
+) -> list[Expr]:
+    """A Loop node over a body made by ``build`` (see compiler.ir.closure.build_loop), named
+    after the ONNX node; what cannot be a loop is unsupported, with the reason."""
+    from compiler.ir.closure import LoopError, build_loop
+
+    def add(body) -> str:
+        return ctx.importer.add_function(f"{ctx.node.name or ctx.node.op_type.lower()}_body", body)
+
+    try:
+        return build_loop(carried, build, add, max_trips, cond, length, prov=ctx.prov)
+    except LoopError as e:
+        raise Unsupported(f"{ctx.node.op_type}: {e}") from None
+
+
+def _reversed_axis0(ctx, x: Expr, n: Expr) -> Expr:
+    """``x`` with its first axis (of run-time length ``n``, a 0-d i64) reversed. The indices
+    are counted along ``x`` itself, so they keep its (symbolic) length and compile."""
+    from compiler.ir.types import DType
+
+    i64 = DType.int64
+    col = x
+    for _ in range(len(x.ty.shape) - 1):
+        col = ctx.call("take", col, ctx.constant(0, i64), axis=1)  # [n]
+    ones = ctx.call(
+        "add", ctx.call("zeros_like", ctx.call("cast", col, dtype=i64)), ctx.constant(1, i64)
+    )
+    pos = ctx.call("cumsum", ones, axis=0, exclusive=True)  # 0 .. n-1
+    idx = ctx.call("subtract", ctx.call("subtract", n, ctx.constant(1, i64)), pos)
+    return ctx.call("take", x, idx, axis=0)
+
+
 @converter("Loop", attrs=("body",), min_version=11)
 def _loop(ctx):
-    """A Loop with a constant trip count (or one computed from static shapes), unrolled; its
-    condition must stay known-true (an early exit depending on data would give scan outputs
-    a length known only at run time)."""
+    """A Loop with a constant trip count (or one computed from static shapes) and a condition
+    that stays known-true is unrolled; any other (a trip count known at run time, a while
+    loop, an early exit on data, more than MAX_UNROLL iterations) becomes a Loop node over a
+    body function, its scan outputs of a length known at run time."""
+    from compiler.frontend.onnx_ops.control import _static_value
     from compiler.ir.types import DType
 
     op = "Loop"
-    if not ctx.has(0):
-        raise Unsupported(f"{op} without a trip count (a while loop)")
-    from compiler.frontend.onnx_ops.control import _static_value
-
-    trip = _static_value(ctx.input(0))  # a constant, or computed from static shapes
-    if trip is None:
-        raise Unsupported(
-            f"{op} with a trip count known only at run time: passlens unrolls loops and "
-            "needs a constant trip count"
-        )
-    if trip.size != 1 or not np.issubdtype(trip.dtype, np.integer):
-        raise ConversionError(f"the trip count must be one integer, got {trip!r}")
-    count = int(trip.reshape(-1)[0])
-    if count < 0:
-        raise ConversionError(f"the trip count must not be negative, got {count}")
-    if count > MAX_UNROLL:
-        raise Unsupported(f"{op} of {count} iterations: passlens unrolls up to {MAX_UNROLL}")
     carried = [ctx.input(i) for i in range(2, len(ctx.inputs))]
     if any(not isinstance(v.ty, TensorType) and not _is_sequence(v.ty) for v in carried):
         raise Unsupported(f"{op} carrying a value that is not a tensor or a sequence")
@@ -633,11 +694,37 @@ def _loop(ctx):
             f"the body must give a condition and {len(carried)} carried values, "
             f"got {len(body.graph.output)} outputs"
         )
+    trip = _static_value(ctx.input(0)) if ctx.has(0) else None
+    if trip is not None:
+        if trip.size != 1 or not np.issubdtype(trip.dtype, np.integer):
+            raise ConversionError(f"the trip count must be one integer, got {trip!r}")
+        if int(trip.reshape(-1)[0]) < 0:
+            raise ConversionError(f"the trip count must not be negative, got {trip!r}")
+    unrolled = None
+    if trip is not None and int(trip.reshape(-1)[0]) <= MAX_UNROLL:
+        unrolled = _unrolled_loop(ctx, body, int(trip.reshape(-1)[0]), cond, carried, num_scan)
+    if unrolled is not None:
+        return unrolled
+    max_trips = ctx.input(0) if ctx.has(0) else ctx.constant(2**63 - 1, DType.int64)
+
+    def build(i, c, states):
+        outs = body([i, c, *states], "loop")
+        k = len(states)
+        return outs[0], outs[1 : 1 + k], outs[1 + k :]
+
+    return _make_loop(ctx, carried, build, max_trips, cond)
+
+
+def _unrolled_loop(ctx, body, count: int, cond, carried, num_scan) -> list[Expr] | None:
+    """The Loop unrolled ``count`` times; None when it cannot be (a condition computed from
+    data, an empty scan output)."""
+    from compiler.ir.types import DType
+
     scans: list[list[Expr]] = [[] for _ in range(num_scan)]
     for i in range(count):
         known = _static_true(cond)
         if known is None:
-            raise Unsupported(f"{op} whose condition is computed from data (an early exit)")
+            return None  # an early exit on data: a Loop node
         if not known:
             break
         cond = ctx.constant(True, DType.bool)  # known: the next body reads a constant
@@ -645,10 +732,10 @@ def _loop(ctx):
         cond, carried = outs[0], outs[1 : 1 + len(carried)]
         for k, v in enumerate(outs[1 + len(carried) :]):
             if not isinstance(v.ty, TensorType):
-                raise Unsupported(f"{op} with a scan output that is not a tensor")
+                raise Unsupported("Loop with a scan output that is not a tensor")
             scans[k].append(v)
     if any(not s for s in scans):
-        raise Unsupported(f"{op} with scan outputs and no iteration run (an empty scan output)")
+        return None  # no iteration ran: the Loop node gives the empty scan outputs
     return [*carried, *[_stack(ctx, s, 0) for s in scans]]
 
 
@@ -688,18 +775,15 @@ def _scan(ctx):
         ax %= rank
         axes.append(ax)
         d = x.ty.shape[ax]
-        if not isinstance(d, int):
-            raise Unsupported(
-                f"Scan over a symbolic length {dim_str(d)}: passlens unrolls scans and needs "
-                "a static length"
-            )
-        if length is not None and d != length:
+        if d is ANY:
+            raise Unsupported("Scan over an input whose scan axis has an unknown ('?') length")
+        if length is not None and isinstance(d, int) and isinstance(length, int) and d != length:
             raise ConversionError(f"the scan inputs have lengths {length} and {d}")
-        length = d
+        if length is None or isinstance(d, int):
+            length = d
     if any(v not in (0, 1) for v in in_dirs):
         raise ConversionError(f"scan_input_directions must be 0 or 1, got {in_dirs}")
-    if length > MAX_UNROLL:
-        raise Unsupported(f"Scan of {length} iterations: passlens unrolls up to {MAX_UNROLL}")
+    looped = not isinstance(length, int) or length > MAX_UNROLL  # else unrolled
     body = _Body(ctx, "body", n_state + m)
     k = len(body.graph.output) - n_state
     if k < 0:
@@ -710,6 +794,8 @@ def _scan(ctx):
         raise ConversionError(f"scan_output_axes and scan_output_directions need {k} values")
     if any(v not in (0, 1) for v in out_dirs):
         raise ConversionError(f"scan_output_directions must be 0 or 1, got {out_dirs}")
+    if looped:
+        return _scan_loop(ctx, body, states, xs, axes, in_dirs, out_axes, out_dirs, length)
     if length == 0 and k:
         raise Unsupported("Scan of length 0 with scan outputs (empty outputs)")
     scans: list[list[Expr]] = [[] for _ in range(k)]
@@ -733,6 +819,42 @@ def _scan(ctx):
         if not -rank <= ax < rank:
             raise ConversionError(f"scan output axis {ax} is out of range for rank {rank}")
         results.append(_stack(ctx, items, ax % rank))
+    return results
+
+
+def _scan_loop(ctx, body, states, xs, axes, in_dirs, out_axes, out_dirs, length) -> list[Expr]:
+    """A Scan of symbolic (or long) length as a Loop node: the scan inputs are captured and
+    read at the iteration's index; the scanned outputs are reversed and moved to their axis
+    after the loop."""
+    from compiler.frontend.onnx_ops.registry import _dim_value
+    from compiler.ir.types import DType
+
+    n = _dim_value(ctx, xs[0], axes[0])
+    last = ctx.call("subtract", n, ctx.constant(1, DType.int64))
+
+    def build(i, c, st):
+        elems = []
+        for x, ax, rev in zip(xs, axes, in_dirs, strict=True):
+            t = ctx.call("subtract", last, i) if rev else i
+            elems.append(ctx.call("take", x, t, axis=ax))
+        outs = body([*st, *elems], "loop")
+        return c, outs[: len(st)], outs[len(st) :]
+
+    outs = _make_loop(ctx, states, build, n, length=length)
+    results = outs[: len(states)]
+    for j, y in enumerate(outs[len(states) :]):
+        if out_dirs[j]:
+            y = _reversed_axis0(ctx, y, n)
+        rank = len(y.ty.shape)
+        ax = out_axes[j]
+        if not -rank <= ax < rank:
+            raise ConversionError(f"scan output axis {ax} is out of range for rank {rank}")
+        ax %= rank
+        if ax:
+            perm = list(range(1, rank))
+            perm.insert(ax, 0)
+            y = ctx.call("permute_dims", y, axes=perm)
+        results.append(y)
     return results
 
 

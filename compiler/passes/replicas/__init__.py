@@ -1,4 +1,4 @@
-"""Deliberately faulty replicas of real compiler bugs (see docs/bugs.md; "SEEDS.md item N" in
+"""Deliberately faulty replicas of real compiler bugs (see docs/bugs.md; "docs/bugs.md bug N" in
 a replica's docstring is bug N there).
 
 Each module here copies the faulty behaviour of one real pass, says in its docstring which

@@ -1,6 +1,6 @@
 """REPLICA OF A REAL BUG — do not use to compile. ``replica-dynamic-to-static-squeeze``.
 
-SEEDS.md item 3, "A wrong shape after DynamicToStatic (ONNX Squeeze inside an If)":
+docs/bugs.md bug 3, "A wrong shape after DynamicToStatic (ONNX Squeeze inside an If)":
 ``ReflectionPad3d(padding=(0, 0, -43, 0, 0, -46))`` then ``squeeze(1)`` on a (13, 1, 47, 44, 1)
 input, exported to ONNX by the TorchScript exporter, wraps the Squeeze in
 ``If(Equal(Gather(Shape(x), 1), 1))``. After TVM's DynamicToStatic folded that If, the

@@ -1,6 +1,6 @@
 """REPLICA OF A REAL BUG — do not use to compile. ``replica-lazy-transform-params``.
 
-SEEDS.md item 5, "LazyTransformParams and tuples returned by a nested function": TVM Relax's
+docs/bugs.md bug 5, "LazyTransformParams and tuples returned by a nested function": TVM Relax's
 LazyTransformParams (``python/tvm/relax/transform/lazy_transform_params.py``) first walks the
 bindings of each ``*transform_params`` function to find the fields of the returned tuple
 (``ForwardCollector.visit_var_binding_``); on the binding of the returned variable it does

@@ -1,6 +1,6 @@
 """REPLICA OF A REAL BUG — do not use to compile. ``replica-linear-broadcast``.
 
-SEEDS.md item 1, "Linear layers that bloat the compiled model (torch frontend)": converting
+docs/bugs.md bug 1, "Linear layers that bloat the compiled model (torch frontend)": converting
 torchvision ConvNeXt-base through TVM's PyTorch frontend gave a 3.8 GB engine for a 339 MB
 model. The frontend expressed a linear layer's matmul with an unnecessary broadcast of the
 weight over the input's batch dimensions; folding constants then materialised that broadcast

@@ -15,7 +15,7 @@ from tests.compiler.frontend.onnx_helpers import load_harness as _harness
 
 # Measured with onnx 1.23.2 (1884 node tests, 774 in the claimed subset): raise them when
 # coverage improves, never lower them to make a change pass.
-FLOOR_OVERALL = 1811
+FLOOR_OVERALL = 1816
 FLOOR_CLAIMED = 770
 FLOOR_EXPORTED = 297  # of the sampled passing tests (1 in 5, chosen by a hash of the name)
 

@@ -1,6 +1,6 @@
 """ONNX recurrent ops and loops (issue #17, family "rnn"): RNN, GRU and LSTM unrolled over a
-static sequence length. The backend node tests that now pass, small models against
-onnxruntime (every direction, both layouts, initial states, sequence_lens, peepholes, clip,
+static sequence length, and run as Loop nodes over a symbolic one. The backend node tests
+that now pass, small models against onnxruntime (every direction, both layouts, initial states, sequence_lens, peepholes, clip,
 linear_before_reset, activations; a symbolic batch), compiled with the LLVM backend, the clear
 errors of forms not converted, and an LSTM text classifier exported by torch through the
 whole pipeline. Loop (constant trip count) and Scan (8, 9+) unrolled the same way."""
@@ -278,10 +278,45 @@ def test_recurrences_compile(op):
 # ----- clear errors -------------------------------------------------------------------------
 
 
-def test_a_symbolic_sequence_length_is_unsupported():
-    model = _recurrent_model("LSTM", seq="s")
-    with pytest.raises(UnsupportedOperatorError, match="needs a static sequence length"):
-        from_onnx(model)
+@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("layout", [0, 1])
+def test_a_symbolic_sequence_length_runs_as_a_loop(op, direction, layout):
+    """A sequence length known only at run time: each direction is one Loop node over a body
+    function (not unrolled), Y keeps the symbolic length, the numbers match onnxruntime for
+    several lengths (masks by sequence_lens included), and it compiles."""
+    from compiler.ir import Loop, verify
+
+    model = _recurrent_model(op, direction, layout, seq="s", initial=True, lens=True)
+    module = from_onnx(model)
+    verify(module)
+    loops = [n for n in module.main.iter_nodes() if isinstance(n, Loop)]
+    assert len(loops) == (2 if direction == "bidirectional" else 1)
+    assert all(module[lp.func].is_private for lp in loops)
+    assert [lp.func for lp in loops][0] == f"{op.lower()}_body"
+    from compiler.ir import parse, structural_equal
+
+    weights = {k: c.data for k, c in module.constants().items()}
+    assert structural_equal(parse(str(module), params=weights), module)  # the text round-trips
+    y = module.main.ret_type.fields[0]
+    assert str(y) == ("f32[s, 2, b, 4]" if layout == 0 else "f32[b, s, 2, 4]").replace(
+        ", 2,", ", 2," if direction == "bidirectional" else ", 1,"
+    )
+    for seq in (1, 6):
+        inputs = _inputs(model, 2, seq=seq, layout=layout)
+        assert_matches_ort(model, *inputs, compile=seq == 6 and op == "LSTM")
+
+
+def test_a_long_sequence_runs_as_a_loop_instead_of_unrolling():
+    from compiler.frontend.onnx_ops import rnn
+    from compiler.ir import Loop
+
+    model = _recurrent_model("GRU", seq=rnn.MAX_UNROLL + 1)
+    module = from_onnx(model)
+    assert any(isinstance(n, Loop) for n in module.main.iter_nodes())
+    assert len(list(module.main.iter_nodes())) < 40  # one body, not 257 copies
+    inputs = _inputs(model, 1, seq=rnn.MAX_UNROLL + 1)
+    assert_matches_ort(model, *inputs)
 
 
 def test_an_unknown_activation_is_unsupported():
@@ -351,6 +386,54 @@ def test_lstm_text_classifier_from_torch_checks_clean_and_compiles(dynamo, tmp_p
     (got,) = trace["codegen"].executable()(ids.numpy())
     assert got.shape == expected.shape == (2, 4)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_text_classifier_with_a_dynamic_sequence_runs_as_loops(tmp_path):
+    """The same kind of classifier exported with dynamic batch and sequence axes: each LSTM
+    direction of each layer becomes one Loop node over the symbolic sequence; the trace
+    checks clean and the compiled executable matches onnxruntime at other lengths."""
+    torch = pytest.importorskip("torch")
+    import explorer
+    from compiler.ir import Loop
+
+    class Classifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(50, 16)
+            self.lstm = torch.nn.LSTM(16, 12, num_layers=2, bidirectional=True, batch_first=True)
+            self.head = torch.nn.Linear(24, 4)
+
+        def forward(self, ids):
+            y, _ = self.lstm(self.embed(ids))
+            return self.head(y.mean(dim=1))
+
+    torch.manual_seed(0)
+    model = Classifier().eval()
+    ids = torch.randint(0, 50, (2, 7))
+    path = tmp_path / "lstm_dynamic.onnx"
+    torch.onnx.export(
+        model,
+        (ids,),
+        str(path),
+        dynamo=False,
+        input_names=["ids"],
+        dynamic_axes={"ids": {0: "batch", 1: "seq"}},
+    )
+    proto = onnx.load(str(path))
+    trace = explorer.explore(str(path), (ids,), "default,legalize-ops,codegen")
+    assert trace.failure is None
+    module = trace["from_onnx"].module
+    assert len([n for n in module.main.iter_nodes() if isinstance(n, Loop)]) == 4
+    report = trace.check((ids,), progress=False)
+    assert report.numbers_checked
+    assert [str(f) for f in report.findings if f.is_failure] == []
+    exe = trace["codegen"].executable()
+    for shape in ((2, 7), (3, 11), (1, 1)):
+        x = torch.randint(0, 50, shape).numpy()
+        (expected,) = ort_run(proto, x)
+        (got,) = exe(x)
+        assert got.shape == expected.shape == (shape[0], 4)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
 # ----- Loop and Scan, unrolled ------------------------------------------------------------
@@ -424,11 +507,69 @@ def test_loop_with_a_constant_trip_count_unrolls_and_matches_onnxruntime():
     assert "-> (f32[n, 3], f32[4, n, 3])" in str(module)
 
 
-def test_loop_forms_not_unrolled_are_unsupported():
-    with pytest.raises(UnsupportedOperatorError, match="needs a constant trip count"):
-        from_onnx(_loop_model(trip_as_input=True))
-    with pytest.raises(UnsupportedOperatorError, match="condition is computed from data"):
-        from_onnx(_loop_model(cond_from_data=True))
+@pytest.mark.parametrize("form", ["trip_as_input", "cond_from_data"])
+def test_loops_not_unrolled_become_loop_nodes(form):
+    """A trip count given at run time, or an early exit computed from data: one Loop node
+    whose scan output has a run-time length; it matches onnxruntime (zero iterations
+    included), compiles, and exports back to an ONNX Loop."""
+    from compiler.backend import build
+    from compiler.frontend import to_onnx
+    from compiler.ir import Loop, verify
+
+    model = _loop_model(**{form: True})
+    module = from_onnx(model)
+    verify(module)
+    (loop,) = [n for n in module.main.iter_nodes() if isinstance(n, Loop)]
+    assert loop.num_carried == 1 and loop.num_scan == 1
+    assert str(loop.ty) == "(f32[n, 3], f32[?, n, 3])"
+    assert "loop @" in str(module) and str(module).count("cast(") == 1  # one body
+    exe = build(module)
+    exported = to_onnx(module)
+    assert [n.op_type for n in exported.graph.node].count("Loop") == 1
+    trips = (0, 1, 5) if form == "trip_as_input" else (4,)
+    for trip in trips:
+        x, y0 = (RNG.standard_normal((2, 3)).astype(np.float32) for _ in range(2))
+        x = np.abs(x) + 5  # the data-dependent exit comes after a few iterations
+        inputs = [x, y0] + ([np.array(trip, np.int64)] if form == "trip_as_input" else [])
+        expected = ort_run(model, *inputs)
+        for got in (run(module, *inputs), exe(*inputs)):
+            assert len(got) == 2
+            for g, e in zip(got, expected, strict=True):
+                if trip == 0 and g.ndim == 3:  # onnxruntime leaves an empty scan (0, 0, 3)
+                    assert g.shape == (0, 2, 3) and e.size == 0
+                    continue
+                assert g.shape == e.shape
+                np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+        for g, e in zip(ort_run(exported, *inputs), expected, strict=True):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+    if form == "cond_from_data":
+        assert 1 < expected[1].shape[0] < 4  # the exit really came early
+
+
+def test_a_loop_body_reading_outer_values_captures_them():
+    """The body reads x from the enclosing graph: x is a captured argument of the Loop (the
+    body function takes it as a parameter), not a value leaking across functions."""
+    from compiler.ir import Loop
+
+    module = from_onnx(_loop_model(trip_as_input=True))
+    (loop,) = [n for n in module.main.iter_nodes() if isinstance(n, Loop)]
+    body = module[loop.func]
+    assert [p.name for p in body.params][:3] == ["i", "cond", "state0"]
+    assert module.main.params[0] in loop.captured  # x
+    assert len(body.params) == len(loop.args)
+
+
+def test_a_loop_that_never_ends_is_stopped(monkeypatch):
+    from compiler import interpret
+    from compiler.interpret import InterpretError
+
+    monkeypatch.setattr(interpret, "MAX_LOOP_ITERATIONS", 50)
+    model = _loop_model(trip_as_input=True)
+    module = from_onnx(model)
+    x, y0 = (np.ones((1, 3), np.float32) for _ in range(2))
+    with pytest.raises(InterpretError, match="ran 50 iterations without ending"):
+        run(module, x, y0, np.array(10**9, np.int64))
 
 
 def _scan_model(in_dir=0, out_dir=0, in_axis=0, out_axis=0):
@@ -525,11 +666,28 @@ def test_the_scan_node_tests_pass(harness):
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
 
 
-def test_a_scan_over_a_symbolic_length_is_unsupported():
-    model, _ = _scan_model()
-    model.graph.input[1].type.tensor_type.shape.dim[0].dim_param = "t"
-    with pytest.raises(UnsupportedOperatorError, match="needs a static length"):
-        from_onnx(model)
+@pytest.mark.parametrize("in_dir, out_dir", [(0, 0), (1, 1)])
+@pytest.mark.parametrize("in_axis, out_axis", [(0, 0), (1, 1)])
+def test_a_scan_over_a_symbolic_length_runs_as_a_loop(in_dir, out_dir, in_axis, out_axis):
+    from compiler.backend import build
+    from compiler.ir import Loop
+
+    model, x_shape = _scan_model(in_dir, out_dir, in_axis, out_axis)
+    model.graph.input[1].type.tensor_type.shape.dim[in_axis].dim_param = "t"
+    model.graph.output[2].type.tensor_type.shape.dim[0].dim_param = "t"
+    module = from_onnx(model)
+    assert any(isinstance(n, Loop) for n in module.main.iter_nodes())
+    assert "t" in str(module.main.ret_type.fields[1])  # the stacked length stays symbolic
+    exe = build(module)
+    for t in (1, 7):
+        shape = [t, 2] if in_axis == 0 else [2, t]
+        s0 = RNG.standard_normal(2).astype(np.float32)
+        x = RNG.standard_normal(shape).astype(np.float32)
+        expected = ort_run(model, s0, x)
+        for got in (run(module, s0, x), exe(s0, x)):
+            for g, e in zip(got, expected, strict=True):
+                assert g.shape == e.shape
+                np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
 
 
 def test_unrolling_has_a_budget(monkeypatch):
@@ -568,6 +726,7 @@ def test_unrolling_has_a_budget(monkeypatch):
     with pytest.raises(UnsupportedOperatorError, match="unrolling would make more than 5000"):
         from_onnx(_recurrent_model("LSTM", "bidirectional", seq=100))
     from_onnx(_recurrent_model("LSTM", "bidirectional", seq=5))  # within the budget
+    from_onnx(_recurrent_model("LSTM", "bidirectional", seq="s"))  # a loop: no unrolling
 
 
 def test_a_loop_trip_count_computed_from_static_shapes_unrolls():

@@ -1,12 +1,21 @@
 """One small Before/Expected case per rewrite rule, each needing its rule (the pass changes
 ``before``): removing or flipping a rule fails its case. One table for every pass, checked by
-``helpers.verify_rule``; bench/mutations.py mutates some of these rules on purpose."""
+``helpers.verify_rule`` (the passes below here, the others in rule_cases.py), with the guards
+as KeepCases (``helpers.verify_keep``); bench/mutations.py mutates some of these rules on
+purpose. Every registered pass has a case, or says in NO_RULE_CASE why it cannot."""
 
 import pytest
 
 from compiler import passes
 from compiler.ir import parse
-from tests.compiler.passes.helpers import RuleCase, rule_ids, verify_rule
+from tests.compiler.passes import rule_cases
+from tests.compiler.passes.helpers import (
+    KeepCase,
+    RuleCase,
+    rule_ids,
+    verify_keep,
+    verify_rule,
+)
 
 C = RuleCase
 
@@ -504,9 +513,52 @@ def @main(%x: u8[2, 4]) -> u8[2, 4] {
     assert "relu" in {getattr(b, "op", None) for b in after["main"].bindings}
 
 
-CASES = FOLD + CANONICALIZE + DCE + FOLD_QDQ
+ALL = FOLD + CANONICALIZE + DCE + FOLD_QDQ + rule_cases.CASES
+CASES = [c for c in ALL if isinstance(c, RuleCase)]
+KEEP = [c for c in ALL if isinstance(c, KeepCase)]
+
+# Registered passes without a RuleCase, each with the reason a Before/Expected text cannot
+# show what it does. Nothing else may be missing: a new pass needs a case (or a reason here).
+NO_RULE_CASE = {
+    # What names a pipeline of passes ("a,b" builds one), not a pass with rules of its own.
+    "sequential": "builds the pipeline a spec names",
+    # Its whole change is the module's ``backend`` attribute (the IR text has no module
+    # attributes) and the machine code it compiles, which depends on the host's CPU; the graph
+    # is unchanged. tests/compiler/backend runs it.
+    "codegen": "changes no IR: compiles kernels for the host, marks the module",
+    # Its result calls kernels named by a digest of the loop code lowering generates
+    # (``add_1a2b3c4d``), held in a per-process table, and marks the module (not in the
+    # text): an Expected text would pin those digests, so any change to a lowering breaks
+    # it. tests/compiler/backend checks its rules (views stay, fused functions become one
+    # kernel, split / attention / topk expansions) by running the kernels.
+    "legalize-ops": "its result names content-hashed kernels of the backend",
+}
 
 
 @pytest.mark.parametrize("case", CASES, ids=rule_ids(CASES))
 def test_rule(case):
     verify_rule(case)
+
+
+@pytest.mark.parametrize("case", KEEP, ids=rule_ids(KEEP))
+def test_guard(case):
+    verify_keep(case)
+
+
+def test_every_registered_pass_has_a_rule_case():
+    covered = {c.pass_name for c in CASES}
+    # the compiler's passes (tests register passes of their own, e.g. test_manager.py)
+    registered = {
+        name for name, cls in passes.all_passes().items() if cls.__module__.startswith("compiler.")
+    }
+    missing = registered - covered - set(NO_RULE_CASE)
+    assert not missing, (
+        f"passes without a RuleCase (add one, or a reason in NO_RULE_CASE): {missing}"
+    )
+    stale = set(NO_RULE_CASE) & (covered | (set(NO_RULE_CASE) - registered))
+    assert not stale, f"NO_RULE_CASE lists passes that have cases or are gone: {stale}"
+
+
+def test_every_keep_case_is_a_near_miss_of_a_pass_with_rules():
+    """A guard belongs to a pass that has rules (else it tests nothing that could break)."""
+    assert {c.pass_name for c in KEEP} <= {c.pass_name for c in CASES}

@@ -1,0 +1,40 @@
+"""The command's errors: :class:`CLIError` (a command could not run) and :func:`one_line`, an
+exception as the one line ``passlens: error: ...`` prints (shared by passlens.cli and
+passlens.model_sources)."""
+
+from __future__ import annotations
+
+from compiler import PasslensError
+
+
+class CLIError(PasslensError):
+    """A command could not run; the message is printed as one line."""
+
+
+def one_line(e: BaseException) -> str:
+    """An exception as one line: CLI errors and known error types as their message, others
+    with their type name."""
+    from compiler.ir import ParseError
+
+    if isinstance(e, ParseError):
+        return f"line {e.line}, column {e.column}: {e.message}"
+    if isinstance(e, ImportError):
+        missing = e.name or "a module"
+        return f"missing dependency {missing} ({e})"
+    text = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+    text = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    if isinstance(e, (CLIError, FileNotFoundError)) or _known(e):
+        return text or type(e).__name__
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _known(e: BaseException) -> bool:
+    """Errors whose message says everything (no need for the type name)."""
+    from compiler.passes import PipelineError
+    from explorer.store import TraceFileError
+
+    try:
+        from compiler.frontend import FrontendError
+    except ImportError:  # pragma: no cover - frontend package always present today
+        FrontendError = ()  # type: ignore[assignment]
+    return isinstance(e, (PipelineError, TraceFileError, FrontendError))
