@@ -1,5 +1,6 @@
-"""What recording a TVM pipeline costs: TVM's Relax ``zero`` pipeline on a small ConvNeXt-like
-model imported with ``from_exported_program``, three ways, interleaved, in one process:
+"""What recording a TVM pipeline costs: TVM's Relax ``zero`` pipeline on a ConvNeXt (torchvision's
+layout; ``--size small`` by default, ``--size base`` for ConvNeXt-base) imported with
+``from_exported_program``, three ways, interleaved, in one process:
 
 * ``alone``: the pipeline in a plain ``PassContext``;
 * ``recorded``: with passlens's recording PassInstrument (``explorer.tvm.record``): a
@@ -13,7 +14,7 @@ it is not part of this cost. Time: median and minimum wall time of ``--reps`` ru
 (the minimum is the least disturbed by other processes). The goal (issue #19) is recorded /
 alone <= 1.10.
 
-    .venv/bin/python bench/tvm_recording.py [--reps N] [--blocks N] [--channels N]
+    .venv/bin/python bench/tvm_recording.py [--reps N] [--size small|base]
 """
 
 from __future__ import annotations
@@ -31,42 +32,75 @@ import warnings
 GOAL = 1.10
 
 
-def _model(blocks: int, channels: int):
+def _model(dims: tuple, depths: tuple, image: int):
+    """ConvNeXt in torchvision's layout (stem, stages of blocks, downsampling between them)."""
     import torch
+    from torch import nn
 
-    class Block(torch.nn.Module):
+    class LayerNorm2d(nn.LayerNorm):
+        def forward(self, x):
+            return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+    class Block(nn.Module):
         def __init__(self, c):
             super().__init__()
-            self.dwconv = torch.nn.Conv2d(c, c, 7, padding=3, groups=c)
-            self.norm = torch.nn.LayerNorm(c)
-            self.pwconv1 = torch.nn.Linear(c, 4 * c)
-            self.pwconv2 = torch.nn.Linear(4 * c, c)
-            self.gamma = torch.nn.Parameter(torch.full((c,), 1e-6))
+            self.block = nn.Sequential(
+                nn.Conv2d(c, c, 7, padding=3, groups=c),
+                _Permute((0, 2, 3, 1)),
+                nn.LayerNorm(c, eps=1e-6),
+                nn.Linear(c, 4 * c),
+                nn.GELU(),
+                nn.Linear(4 * c, c),
+                _Permute((0, 3, 1, 2)),
+            )
+            self.layer_scale = nn.Parameter(torch.full((c, 1, 1), 1e-6))
 
         def forward(self, x):
-            y = self.dwconv(x).permute(0, 2, 3, 1)
-            y = self.pwconv2(torch.nn.functional.gelu(self.pwconv1(self.norm(y))))
-            return x + (self.gamma * y).permute(0, 3, 1, 2)
+            return x + self.layer_scale * self.block(x)
 
-    class Net(torch.nn.Module):
+    class _Permute(nn.Module):
+        def __init__(self, order):
+            super().__init__()
+            self.order = order
+
+        def forward(self, x):
+            return x.permute(*self.order)
+
+    layers: list = [
+        nn.Sequential(nn.Conv2d(3, dims[0], 4, stride=4), LayerNorm2d(dims[0], eps=1e-6))
+    ]
+    for i, (dim, depth) in enumerate(zip(dims, depths, strict=True)):
+        layers.append(nn.Sequential(*[Block(dim) for _ in range(depth)]))
+        if i + 1 < len(dims):
+            layers.append(
+                nn.Sequential(LayerNorm2d(dim, eps=1e-6), nn.Conv2d(dim, dims[i + 1], 2, stride=2))
+            )
+
+    class ConvNeXt(nn.Module):
         def __init__(self):
             super().__init__()
-            self.stem = torch.nn.Conv2d(3, channels, 4, stride=4)
-            self.blocks = torch.nn.Sequential(*[Block(channels) for _ in range(blocks)])
-            self.head = torch.nn.Linear(channels, 10)
+            self.features = nn.Sequential(*layers)
+            self.classifier = nn.Sequential(
+                LayerNorm2d(dims[-1], eps=1e-6), nn.Flatten(1), nn.Linear(dims[-1], 1000)
+            )
 
         def forward(self, x):
-            return self.head(self.blocks(self.stem(x)).mean((2, 3)))
+            return self.classifier(self.features(x).mean((2, 3), keepdim=True))
 
     torch.manual_seed(0)
-    return Net().eval(), (torch.randn(1, 3, 32, 32),)
+    return ConvNeXt().eval(), (torch.randn(1, 3, image, image),)
+
+
+SIZES = {
+    "small": ((32, 64, 128, 256), (1, 1, 3, 1), 64),  # a few seconds per run
+    "base": ((128, 256, 512, 1024), (3, 3, 27, 3), 224),  # ConvNeXt-base, 88.6M parameters
+}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--blocks", type=int, default=6)
-    ap.add_argument("--channels", type=int, default=32)
+    ap.add_argument("--size", choices=sorted(SIZES), default="small")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
 
@@ -77,7 +111,8 @@ def main() -> int:
     from explorer.tvm.record import run_pipeline
     from explorer.tvm.source import import_tvm_source
 
-    model, inputs = _model(args.blocks, args.channels)
+    model, inputs = _model(*SIZES[args.size])
+    n_params = sum(p.numel() for p in model.parameters())
     imported = import_tvm_source(model, inputs, TVMState())
     module = imported.module
     bindings = sum(len(b.bindings) for b in module["main"].body.blocks)
@@ -123,8 +158,8 @@ def main() -> int:
         f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}"
     )
     print(
-        f"model: {args.blocks} ConvNeXt-like blocks x {args.channels} channels, "
-        f"{bindings} bindings in main; zero pipeline: {steps} pass applications recorded"
+        f"model: ConvNeXt {args.size} ({n_params / 1e6:.1f}M parameters), {bindings} bindings "
+        f"in main; zero pipeline: {steps} pass applications recorded"
     )
     head = f"{'mode':10} {'median s':>9} {'min s':>8} {'x alone (median)':>17}"
     print(f"{head} {'x alone (min)':>14}")
