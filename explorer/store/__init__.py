@@ -12,7 +12,8 @@ A ``.passlens`` file is a zip archive:
                       (``"compiler": "tvm"`` in the manifest, steps naming ``foreign_module``
                       / ``foreign_before``) adds ``foreign_modules`` (what each module showed:
                       graph model, IR text, backend texts) and ``refs`` (its graph nodes'
-                      objects: a weight's array, or a provenance), so it loads without TVM
+                      objects: a weight's array, or a provenance), so it loads without TVM;
+                      such a file is version 3 (an older passlens says it cannot read it)
     report.json       (version 2, when the trace was checked) the last check report,
                       ``trace.report``: findings, each step's numbers, node and layer errors,
                       and with ``save(..., inputs=True)`` the inputs it ran on; see

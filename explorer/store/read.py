@@ -47,7 +47,7 @@ from explorer.store.fileformat import (
     MAX_JSON_BYTES,
     MAX_STEPS,
     PROV_FIELDS,
-    VERSION,
+    READ_VERSION,
     RecordedError,
     TraceFileError,
 )
@@ -137,10 +137,10 @@ def _read_manifest(zf: zipfile.ZipFile, path: Path) -> dict:
     version = manifest.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise TraceFileError(f"{path}: unknown passlens trace format version {version!r}")
-    if version > VERSION:
+    if version > READ_VERSION:
         raise TraceFileError(
             f"{path}: written by a newer passlens (trace format version {version}; this "
-            f"passlens reads version {VERSION} and older); upgrade passlens to open it"
+            f"passlens reads version {READ_VERSION} and older); upgrade passlens to open it"
         )
     return manifest
 

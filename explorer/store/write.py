@@ -35,7 +35,7 @@ from compiler.ir import (
 )
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportWriter
-from explorer.store.fileformat import FORMAT, PROV_FIELDS, VERSION
+from explorer.store.fileformat import FOREIGN_VERSION, FORMAT, PROV_FIELDS, VERSION
 from explorer.store.graphs import encode_foreign, encode_graph, encode_ref
 
 if TYPE_CHECKING:
@@ -160,6 +160,7 @@ class _Writer:
         compiler = str(getattr(trace, "compiler", "passlens") or "passlens")
         if compiler != "passlens":
             meta["compiler"] = compiler
+            meta["version"] = FOREIGN_VERSION
         if trace.skipped or trace.interrupted:
             meta["skipped"] = [dataclasses.asdict(k) for k in trace.skipped]
             meta["interrupted"] = bool(trace.interrupted)

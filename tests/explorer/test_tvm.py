@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 from tvm import relax  # noqa: E402
 
 import explorer  # noqa: E402
+from explorer.store import read_manifest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -338,6 +339,8 @@ def test_summary_text(zero):
 
 def test_save_load_round_trip(zero, tmp_path):
     path = zero.save(tmp_path / "zero.passlens")
+    manifest = read_manifest(path)
+    assert (manifest["version"], manifest["compiler"]) == (3, "tvm")
     loaded = explorer.load(path)
     assert loaded.compiler == "tvm" and len(loaded) == len(zero)
     assert loaded.summary_text() == zero.summary_text()
