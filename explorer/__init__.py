@@ -14,7 +14,35 @@ from explorer.compare import Comparison, compare
 from explorer.diff import Diff, diff
 from explorer.reduce import NotReproducible, ReduceError, Reduction
 from explorer.store import TraceFileError, load
-from explorer.trace import Step, Trace, explore, trace_from_module
+from explorer.trace import Step, Trace, trace_from_module
+from explorer.trace import explore as _explore_passlens
+
+
+def explore(
+    source,
+    example_inputs=None,
+    pipeline=None,
+    progress=None,
+    compiler: str = "passlens",
+    **options,
+) -> Trace:
+    """Import ``source``, run ``pipeline`` with recording, and return the Trace of every step.
+
+    ``compiler="passlens"`` (the default): passlens's own compiler, as
+    :func:`explorer.trace.explore` (``pipeline`` default ``"default"``). ``compiler="tvm"``:
+    Apache TVM's Relax passes, as :func:`explorer.tvm.explore_tvm` (the source imported with
+    TVM's frontends, or a ``tvm.IRModule``; ``pipeline`` a Relax pipeline name, default
+    ``"zero"``, a TVM pass or a list of passes; needs ``passlens[tvm]``)."""
+    if compiler == "tvm":
+        from explorer.tvm import explore_tvm
+
+        pipeline = "zero" if pipeline is None else pipeline
+        return explore_tvm(source, example_inputs, pipeline, progress, **options)
+    if compiler != "passlens":
+        raise ValueError(f"compiler is 'passlens' or 'tvm', not {compiler!r}")
+    pipeline = "default" if pipeline is None else pipeline
+    return _explore_passlens(source, example_inputs, pipeline, progress, **options)
+
 
 __all__ = [
     "Comparison",

@@ -243,6 +243,9 @@ def compare(trace_a: Trace, trace_b: Trace, labels: Sequence[str] | None = None)
 
 
 def _default_labels(a: Trace, b: Trace) -> tuple[str, str]:
+    ca, cb = getattr(a, "compiler", "passlens"), getattr(b, "compiler", "passlens")
+    if ca != cb:
+        return f"A: {ca} {_short(a.pipeline, 20)}", f"B: {cb} {_short(b.pipeline, 20)}"
     if a.frontend and b.frontend and a.frontend != b.frontend:
         return f"A: {a.frontend}", f"B: {b.frontend}"
     if a.pipeline != b.pipeline:
@@ -255,11 +258,14 @@ def _short(text: str, width: int = 30) -> str:
 
 
 def _ir_steps(trace: Trace) -> list[Step]:
-    """The import and every innermost pass that produced a module, in order."""
+    """The import and every innermost pass that produced a module, in order (not the passes
+    on a module a pass built for itself: TVM's FoldConstant compiling its kernels)."""
     return [
         s
         for s in trace.steps
-        if s.module is not None and (s.kind == "import" or (s.kind == "pass" and not s.children))
+        if s.module is not None
+        and not getattr(s.module, "inner", False)
+        and (s.kind == "import" or (s.kind == "pass" and not s.children))
     ]
 
 

@@ -98,6 +98,12 @@ def _write_onnx(step: Step, path: Path) -> Path:
             f"{where} holds the {step.kind} graph, not an IR module: export the import step "
             "or a later one"
         )
+    compiler = getattr(module, "compiler", None)
+    if compiler is not None:
+        raise ExportError(
+            f"{where} holds a {compiler} module: ONNX export writes passlens's own IR; "
+            "use format='model-explorer' for its graph"
+        )
     try:
         model = to_onnx(module)
     except FrontendError as e:

@@ -170,8 +170,10 @@ class Step:
         if self._graph is None:
             if self.source_graph is not None:
                 self._graph = self.source_graph
-            elif self.shown_module is not None:
+            elif isinstance(self.shown_module, Module):
                 self._graph = graph_of_module(self.shown_module)
+            elif self.shown_module is not None:  # another compiler's module (explorer.tvm)
+                self._graph = self.shown_module.graph_model()
             else:
                 self._graph = GraphModel()
         return self._graph
@@ -182,6 +184,8 @@ class Step:
         if self._text is None:
             if self.shown_module is None:
                 self._text = _graph_listing(self.graph)
+            elif not isinstance(self.shown_module, Module):
+                self._text = self.shown_module.text()
             else:
                 p = Printer(show_provenance=False, max_inline=8)
                 p.module(self.shown_module)
@@ -193,6 +197,8 @@ class Step:
     def backend_stage(self) -> str | None:
         """``"loops"`` after legalize-ops, ``"compiled"`` after codegen, else None."""
         m = self.shown_module
+        if m is not None and not isinstance(m, Module):
+            return m.backend_stage
         backend = "" if m is None else str(m.attrs.get("backend", "") or "")
         if backend.startswith("llvm"):
             return "compiled"
@@ -207,7 +213,9 @@ class Step:
         if self.backend_stage is None:
             return views
         if self._texts is None:
-            self._texts = _backend_texts(self.shown_module, self.backend_stage)
+            m = self.shown_module
+            own = m is None or isinstance(m, Module)  # else another compiler's (explorer.tvm)
+            self._texts = _backend_texts(m, self.backend_stage) if own else m.texts()
         views.update(self._texts)
         return views
 
@@ -274,6 +282,8 @@ class Step:
             for s in reversed(self.trace.steps[: self.index]):
                 if s.module is self.before:
                     return s
+            if not isinstance(self.before, Module):
+                return None  # another compiler's pass on a module a pass built for itself
         return self.trace.steps[self.index - 1]
 
     def diff(self, other: Step | None = None):
@@ -332,6 +342,7 @@ class Trace:
         frontend: str = "",
         skipped: Sequence[SkippedPass] = (),
         interrupted: bool = False,
+        compiler: str = "passlens",
     ):
         self.steps = list(steps)
         for s in self.steps:
@@ -343,6 +354,7 @@ class Trace:
         # the passes of the pipeline a failure (or an interrupt) left unrun, in order
         self.skipped = list(skipped)
         self.interrupted = interrupted  # the run was stopped (Ctrl-C) in trace.failure
+        self.compiler = compiler  # whose passes: "passlens", or "tvm" (explorer.tvm)
         # the last check's Report (trace.check, or read from a file by load); the views and
         # save use it unless given another
         self.report: Any = None
@@ -373,8 +385,11 @@ class Trace:
 
     @property
     def final(self) -> Step:
-        """The last step with a module (the last good one if a pass failed)."""
-        return next(s for s in reversed(self.steps) if s.module is not None)
+        """The last step with a module (the last good one if a pass failed); not one a pass
+        built for itself (TVM's FoldConstant compiling its kernels) unless all are."""
+        with_module = [s for s in reversed(self.steps) if s.module is not None]
+        own = [s for s in with_module if not getattr(s.module, "inner", False)]
+        return (own or with_module)[0]
 
     @property
     def failure(self) -> Step | None:

@@ -74,6 +74,11 @@ def check(
     terminal or in Jupyter when the check takes a while, a line in CI logs for a long one;
     True: at once; False: nothing).
     """
+    if getattr(trace, "compiler", "passlens") != "passlens":
+        raise NotImplementedError(
+            f"trace.check runs passlens's own steps; checking a {trace.compiler} trace "
+            "is not available yet"
+        )
     if reference not in ("source", "import"):
         raise ValueError(f"reference must be 'source' or 'import', got {reference!r}")
     return _Checker(

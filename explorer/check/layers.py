@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from compiler.ir import Expr
+from compiler.ir import Expr, Module
 from explorer.fmt import num
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def layer_order(trace: Trace, steps: list[Step] | None = None) -> list[str]:
     done: set[int] = set()
     order: list[str] = []
     for module in [imported.module] + [s.module for s in steps or trace.steps]:
-        if module is None or id(module) in done or "main" not in module:
+        if not isinstance(module, Module) or id(module) in done or "main" not in module:
             continue
         done.add(id(module))
         last: dict[str, int] = {}

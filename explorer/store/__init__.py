@@ -8,7 +8,12 @@ A ``.passlens`` file is a zip archive:
                       traceback, the failed node by id, a source step's graph model)
     ir.json           tables of unique types (text), provenances (dicts), IR nodes, functions
                       and modules; nodes refer to earlier nodes by index, so the table is
-                      topologically ordered and has no cycles
+                      topologically ordered and has no cycles. A trace of another compiler
+                      (``"compiler": "tvm"`` in the manifest, steps naming ``foreign_module``
+                      / ``foreign_before``) adds ``foreign_modules`` (what each module showed:
+                      graph model, IR text, backend texts) and ``refs`` (its graph nodes'
+                      objects: a weight's array, or a provenance), so it loads without TVM;
+                      such a file is version 3 (an older passlens says it cannot read it)
     report.json       (version 2, when the trace was checked) the last check report,
                       ``trace.report``: findings, each step's numbers, node and layer errors,
                       and with ``save(..., inputs=True)`` the inputs it ran on; see
@@ -31,7 +36,8 @@ check report; version 1 files load as before, without one.
 The package: ``write`` saves (it reads a trace through its attributes, without importing
 explorer.trace), ``read`` loads (the one place that builds Steps and Traces from a file), and
 ``fileformat`` holds what both share: the format name and version, the caps on what a file may
-make passlens read, and the errors; ``checks`` writes and reads the check report.
+make passlens read, and the errors; ``checks`` writes and reads the check report, ``graphs``
+graph models (a source step's, another compiler's modules).
 """
 
 from explorer.store.fileformat import (

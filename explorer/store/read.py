@@ -39,7 +39,6 @@ from compiler.ir import (
     parse_type,
 )
 from compiler.passes import SkippedPass
-from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportReader
 from explorer.store.fileformat import (
@@ -48,10 +47,11 @@ from explorer.store.fileformat import (
     MAX_JSON_BYTES,
     MAX_STEPS,
     PROV_FIELDS,
-    VERSION,
+    READ_VERSION,
     RecordedError,
     TraceFileError,
 )
+from explorer.store.graphs import decode_graph, foreign_module, graph_ref
 from explorer.trace import Step, Trace
 
 
@@ -137,10 +137,10 @@ def _read_manifest(zf: zipfile.ZipFile, path: Path) -> dict:
     version = manifest.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise TraceFileError(f"{path}: unknown passlens trace format version {version!r}")
-    if version > VERSION:
+    if version > READ_VERSION:
         raise TraceFileError(
             f"{path}: written by a newer passlens (trace format version {version}; this "
-            f"passlens reads version {VERSION} and older); upgrade passlens to open it"
+            f"passlens reads version {READ_VERSION} and older); upgrade passlens to open it"
         )
     return manifest
 
@@ -196,6 +196,10 @@ class _Reader:
             self.nodes.append(self.decode(rec))
         self.functions = [self.function(rec) for rec in _list(ir, "functions")]
         self.modules = [self.module(rec) for rec in _list(ir, "modules")]
+        # another compiler's modules (explorer.tvm): their graphs' objects, then the modules
+        self.refs = [graph_ref(self, rec) for rec in _list(ir, "refs")] if "refs" in ir else []
+        foreign = _list(ir, "foreign_modules") if "foreign_modules" in ir else []
+        self.foreign_modules = [foreign_module(self, rec) for rec in foreign]
 
     # ----- tables -------------------------------------------------------------------------
     def ref(self, table: list, i: Any, what: str) -> Any:
@@ -355,6 +359,13 @@ class _Reader:
             funcs[name] = self.ref(self.functions, fid, "function reference")
         return Module(funcs, self.attrs(rec["attrs"]))
 
+    def module_or_foreign(self, rec: dict, key: str) -> Any:
+        foreign = rec.get(f"foreign_{key}")
+        if foreign is not None:
+            return self.ref(self.foreign_modules, foreign, "foreign module reference")
+        value = rec.get(key)
+        return None if value is None else self.ref(self.modules, value, "module reference")
+
     # ----- steps and trace ----------------------------------------------------------------
     def step(self, position: int, rec: dict) -> Step:
         if rec["index"] != position:
@@ -362,8 +373,8 @@ class _Reader:
                 f"{self.path}: damaged passlens trace file (step {position} "
                 f"is numbered {rec['index']!r})"
             )
-        module = rec.get("module")
-        before = rec.get("before")
+        module = self.module_or_foreign(rec, "module")
+        before = self.module_or_foreign(rec, "before")
         failed = rec.get("failed_node")
         graph = rec.get("source_graph")
         depth = int(rec.get("depth") or 0)
@@ -386,14 +397,14 @@ class _Reader:
             spec=str(rec.get("spec") or ""),
             depth=depth,
             parent=parent,
-            module=None if module is None else self.ref(self.modules, module, "module reference"),
-            before=None if before is None else self.ref(self.modules, before, "module reference"),
+            module=module,
+            before=before,
             seconds=float(rec.get("seconds") or 0.0),
             error=None if rec.get("error") is None else _decode_error(rec["error"]),
             traceback=str(rec.get("traceback") or ""),
             failed_node=None if failed is None else self.expr(failed),
             failed_function=rec.get("failed_function"),
-            source_graph=None if graph is None else _decode_graph(graph),
+            source_graph=None if graph is None else decode_graph(graph),
             children=children,
         )
         if "artifact_bytes" in rec:
@@ -424,7 +435,15 @@ class _Reader:
             frontend=str(m.get("frontend") or ""),
             skipped=skipped,
             interrupted=bool(m.get("interrupted")),
+            compiler=self.compiler(m.get("compiler")),
         )
+
+    def compiler(self, value: Any) -> str:
+        if value is None:
+            return "passlens"
+        if value not in ("passlens", "tvm"):
+            raise TraceFileError(f"{self.path}: unknown compiler {value!r} in the manifest")
+        return str(value)
 
     def report(self, trace: Trace) -> Any:
         """The check report saved with the trace (format version 2), or None."""
@@ -558,46 +577,3 @@ def _decode_error(rec: dict) -> BaseException:
             {"type_name": name, "type_module": module, "__module__": module or _PACKAGE},
         )
     return _ERROR_CLASSES[key](message)
-
-
-def _tuple_shape(value: Any) -> tuple | None:
-    return None if value is None else tuple(value)
-
-
-def _decode_graph(rec: dict) -> GraphModel:
-    g = GraphModel()
-    for n in rec["nodes"]:
-        node = GraphNode(
-            id=str(n["id"]),
-            kind=str(n["kind"]),
-            op=str(n["op"]),
-            label=str(n["label"]),
-            function=str(n["function"]),
-            type=str(n["type"]),
-            shape=_tuple_shape(n.get("shape")),
-            dtype=n.get("dtype"),
-            attrs=dict(n.get("attrs") or {}),
-            provenance=dict(n.get("provenance") or {}),
-            group=str(n.get("group") or ""),
-            nbytes=int(n.get("nbytes") or 0),
-        )
-        g.nodes[node.id] = node
-    for src, dst, index, ty in rec["edges"]:
-        g.edges.append(GraphEdge(str(src), str(dst), int(index), str(ty)))
-    for p in rec["params"]:
-        g.params[str(p["key"])] = Param(
-            str(p["name"]),
-            tuple(p["shape"] or ()),
-            str(p["dtype"]),
-            int(p["nbytes"]),
-            str(p["node_id"]),
-        )
-    for s in rec.get("signatures") or []:
-        g.signatures[str(s["name"])] = Signature(
-            str(s["name"]),
-            [tuple(x) for x in s["params"]],
-            str(s["result"]),
-            s.get("num_input"),
-            dict(s.get("attrs") or {}),
-        )
-    return g

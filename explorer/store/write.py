@@ -33,10 +33,10 @@ from compiler.ir import (
     Var,
     format_attr,
 )
-from explorer.graph import GraphModel
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportWriter
-from explorer.store.fileformat import FORMAT, PROV_FIELDS, VERSION
+from explorer.store.fileformat import FOREIGN_VERSION, FORMAT, PROV_FIELDS, VERSION
+from explorer.store.graphs import encode_foreign, encode_graph, encode_ref
 
 if TYPE_CHECKING:
     from explorer.trace import Step, Trace
@@ -140,6 +140,10 @@ class _Writer:
         self._alive: list[Any] = []  # keeps every object whose id() is a key alive
         self.derived: list[dict | None] = []  # per array: None (stored) or its recipe
         self._by_size: dict[int, list[int]] = {}  # stored (not derived) arrays by size
+        self.foreign_modules: list[dict] = []  # another compiler's modules (explorer.tvm)
+        self._foreign_ids: dict[int, int] = {}
+        self.refs: list[dict] = []  # the objects of their graph nodes, shared across steps
+        self._ref_ids: dict[int, int] = {}
 
     # ----- manifest -----------------------------------------------------------------------
     def manifest(self, trace: Trace) -> dict:
@@ -153,6 +157,10 @@ class _Writer:
             "steps": steps,
             "example_inputs": self.example_inputs(trace.example_inputs),
         }
+        compiler = str(getattr(trace, "compiler", "passlens") or "passlens")
+        if compiler != "passlens":
+            meta["compiler"] = compiler
+            meta["version"] = FOREIGN_VERSION
         if trace.skipped or trace.interrupted:
             meta["skipped"] = [dataclasses.asdict(k) for k in trace.skipped]
             meta["interrupted"] = bool(trace.interrupted)
@@ -171,17 +179,22 @@ class _Writer:
             "children": list(s.children),
             "seconds": float(s.seconds),
             "status": s.status,
-            "module": None if s.module is None else self.module(s.module),
-            "before": None if s.before is None else self.module(s.before),
+            "module": self.module_ref(s.module),
+            "before": self.module_ref(s.before),
             "error": None,
             "traceback": s.traceback or "",
             "failed_node": None if s.failed_node is None else self.node(s.failed_node),
             "failed_function": s.failed_function,
-            "source_graph": None if s.source_graph is None else _encode_graph(s.source_graph),
+            "source_graph": None if s.source_graph is None else encode_graph(s.source_graph),
         }
         if s.error is not None:
             rec["error"] = _encode_error(s.error)
-        if s.backend_stage is not None:  # kernels live in memory: keep what they showed
+        for key in ("module", "before"):  # another compiler's module: its graph and text
+            m = getattr(s, key)
+            if m is not None and not isinstance(m, Module):
+                rec[f"foreign_{key}"] = self.foreign(m)
+        # kernels live in memory: keep what they showed (another compiler's module keeps its own)
+        if s.backend_stage is not None and isinstance(s.shown_module, Module):
             rec["texts"] = {k: v for k, v in s.texts.items() if k != "IR"}
             artifact = s.artifact_bytes
             if artifact is not None:
@@ -210,7 +223,10 @@ class _Writer:
 
     # ----- IR tables ----------------------------------------------------------------------
     def ir_tables(self) -> dict:
-        return {
+        tables: dict[str, Any] = {}
+        if self.foreign_modules:
+            tables = {"refs": self.refs, "foreign_modules": self.foreign_modules}
+        return tables | {
             "types": self.types,
             "provenances": self.provs,
             "nodes": self.nodes,
@@ -227,6 +243,30 @@ class _Writer:
         else:
             spec["derived"] = self.derived[i]
         return spec
+
+    def module_ref(self, m: Any) -> int | None:
+        """The index of a passlens module in the module table (None for none, or for another
+        compiler's module: that is ``foreign``'s)."""
+        return self.module(m) if isinstance(m, Module) else None
+
+    def foreign(self, m: Any) -> int:
+        """The index of another compiler's module (see ``graphs.encode_foreign``)."""
+        key = id(m)
+        if key not in self._foreign_ids:
+            self._alive.append(m)
+            self._foreign_ids[key] = len(self.foreign_modules)
+            self.foreign_modules.append(encode_foreign(m, self))
+        return self._foreign_ids[key]
+
+    def ref(self, obj: Any) -> int:
+        """The index of a graph node's object in the ref table (see ``graphs.encode_ref``):
+        one entry per object, so identity across steps survives saving."""
+        key = id(obj)
+        if key not in self._ref_ids:
+            self._alive.append(obj)
+            self._ref_ids[key] = len(self.refs)
+            self.refs.append(encode_ref(obj, self))
+        return self._ref_ids[key]
 
     def module(self, m: Module) -> int:
         key = id(m)
@@ -473,66 +513,6 @@ def _encode_error(error: BaseException) -> dict:
         except ValueError:
             pass
     return rec
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (str, bool)) or value is None:
-        return value
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        f = float(value)
-        return f if np.isfinite(f) else str(f)
-    if isinstance(value, (tuple, list)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return str(value)
-
-
-def _encode_graph(g: GraphModel) -> dict:
-    """A source step's graph model (nodes, edges, params, signatures) as JSON."""
-    return {
-        "nodes": [
-            {
-                "id": n.id,
-                "kind": n.kind,
-                "op": n.op,
-                "label": n.label,
-                "function": n.function,
-                "type": n.type,
-                "shape": _jsonable(n.shape),
-                "dtype": n.dtype,
-                "attrs": _jsonable(n.attrs),
-                "provenance": _jsonable(n.provenance),
-                "group": n.group,
-                "nbytes": int(n.nbytes),
-            }
-            for n in g.nodes.values()
-        ],
-        "edges": [[e.src, e.dst, e.index, e.type] for e in g.edges],
-        "params": [
-            {
-                "key": key,
-                "name": p.name,
-                "shape": _jsonable(p.shape),
-                "dtype": p.dtype,
-                "nbytes": int(p.nbytes),
-                "node_id": p.node_id,
-            }
-            for key, p in g.params.items()
-        ],
-        "signatures": [
-            {
-                "name": s.name,
-                "params": _jsonable(s.params),
-                "result": s.result,
-                "num_input": s.num_input,
-                "attrs": _jsonable(s.attrs),
-            }
-            for s in g.signatures.values()
-        ],
-    }
 
 
 def _version() -> str:

@@ -1,0 +1,117 @@
+"""Apache TVM Relax pipelines as passlens traces (``explore(..., compiler="tvm")``).
+
+    import explorer
+    trace = explorer.explore(model, (x,), compiler="tvm", pipeline="zero")
+    trace["FuseOps"].diff()        # what TVM's FuseOps changed, as for passlens's passes
+    trace.save("zero.passlens")    # loads again without tvm installed
+
+The source is imported with TVM's own frontends (``from_exported_program``, ``from_onnx``; a
+``tvm.IRModule`` as it is), the pipeline runs in a ``PassContext`` with a recording
+``PassInstrument`` (every pass application, nested ones included, with its time, whether it
+changed the module and, for a failure, the exception and traceback), and each recorded module
+is kept as a reference, converted to passlens's graph model only when a view asks. The trace
+is passlens's ``Trace`` of ``Step`` s: summary, diff, parameters, views, save and load work
+on it unchanged. tvm is imported only when a TVM trace is made or converted: nothing else in
+passlens needs it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from explorer.tvm.module import TVMModule, TVMRef, TVMState
+
+
+def explore_tvm(
+    source: Any,
+    example_inputs: Any = None,
+    pipeline: Any = "zero",
+    progress: Any = None,
+    *,
+    opt_level: int | None = None,
+    config: dict | None = None,
+    instruments: Any = (),
+    target: Any = None,
+    **frontend_options: Any,
+):
+    """Import ``source`` with TVM, run ``pipeline`` with recording, return the Trace.
+
+    ``pipeline``: a Relax pipeline name (``"zero"``, for ``relax.get_pipeline``), a
+    ``tvm.transform.Pass`` (a ``Sequential`` included) or a list of passes (applied in turn:
+    after a failure the rest are listed as skipped). ``opt_level``, ``config``, ``instruments``
+    (more PassInstruments) and ``target`` set up the PassContext; other keywords go to the
+    frontend (``dynamic_shapes`` for torch.export, ``keep_params_as_input``, ONNX's
+    ``shape_dict`` ...). ``progress``: as for :func:`explorer.explore`.
+    """
+    try:
+        import tvm  # noqa: F401
+    except ImportError as e:
+        raise ImportError(
+            f"compiler='tvm' needs Apache TVM: pip install 'passlens[tvm]' (apache-tvm 0.27) ({e})"
+        ) from None
+    from explorer.progress import Job
+    from explorer.trace import Step, Trace
+    from explorer.tvm.record import resolve_pipeline, run_pipeline
+    from explorer.tvm.source import import_tvm_source
+
+    state = TVMState()
+    _, pipeline_text, _ = resolve_pipeline(pipeline)  # a bad pipeline fails before the import
+    start = time.perf_counter()
+    imported = import_tvm_source(source, example_inputs, state, **frontend_options)
+    seconds = time.perf_counter() - start
+    if isinstance(example_inputs, list):
+        example_inputs = tuple(example_inputs)
+    elif example_inputs is not None and not isinstance(example_inputs, tuple):
+        example_inputs = (example_inputs,)
+
+    steps: list[Step] = []
+    if imported.source_graph is not None:
+        steps.append(Step(0, "source", imported.source_label, source_graph=imported.source_graph))
+    steps.append(
+        Step(
+            len(steps),
+            "import",
+            imported.name,
+            module=state.wrap(imported.module),
+            seconds=seconds,
+        )
+    )
+    job = Job(progress, "exploring", None, unit="pass", callback=progress)
+    try:
+        snapshots, skipped, interrupted = run_pipeline(
+            imported.module,
+            pipeline,
+            state,
+            job=job,
+            opt_level=opt_level,
+            config=config,
+            instruments=instruments,
+            target=target,
+        )
+    finally:
+        job.close()
+    offset = len(steps)
+    for snap in snapshots:
+        steps.append(
+            Step(
+                offset + snap.index,
+                "pass",
+                snapshot=snap,
+                parent=None if snap.parent is None else offset + snap.parent,
+                children=[offset + c for c in snap.children],
+            )
+        )
+    return Trace(
+        steps,
+        source=imported.source,
+        example_inputs=example_inputs,
+        pipeline=pipeline_text,
+        frontend=imported.frontend,
+        skipped=skipped,
+        interrupted=interrupted,
+        compiler="tvm",
+    )
+
+
+__all__ = ["TVMModule", "TVMRef", "TVMState", "explore_tvm"]

@@ -1,0 +1,194 @@
+"""Running a TVM pipeline with a recording ``PassInstrument``.
+
+The instrument sees every pass application TVM makes in the ``PassContext``, nested ones
+included (a ``Sequential``'s passes, the passes a module pass runs itself, the kernel builds
+of ``FoldConstant``). Each becomes a ``compiler.passes.Snapshot`` whose modules are
+:class:`~explorer.tvm.module.TVMModule` references: the step types, diffs and views are
+passlens's own. A pass that returned a module structurally equal to the one it was given
+(``tvm_ffi.structural_equal``) shares its wrapper: it did not change the module. A pass that
+raises is recorded as failed, with the exception and its traceback, on it and on the passes
+around it, as passlens records its own passes; the run then stops and the trace is returned.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Any
+
+from compiler.passes import SkippedPass, Snapshot
+from explorer.tvm.module import TVMState
+
+
+def resolve_pipeline(pipeline: Any) -> tuple[list, str, bool]:
+    """``(passes to apply in turn, the pipeline's text, whether the passes are known)``.
+
+    ``pipeline`` is a name for ``relax.get_pipeline`` (``"zero"``), a TVM pass (a
+    ``tvm.transform.Sequential`` included) or a list of passes; None or ``[]`` runs nothing.
+    """
+    import tvm
+    from tvm import relax
+
+    if pipeline is None:
+        return [], "", True
+    if isinstance(pipeline, str):
+        try:
+            p = relax.get_pipeline(pipeline)
+        except Exception as e:
+            raise ValueError(f"TVM has no Relax pipeline named {pipeline!r}: {e}") from None
+        return [p], pipeline, False
+    if isinstance(pipeline, tvm.transform.Pass):
+        return [pipeline], _pass_name(pipeline), False
+    if isinstance(pipeline, (list, tuple)):
+        bad = [type(p).__name__ for p in pipeline if not isinstance(p, tvm.transform.Pass)]
+        if bad:
+            raise TypeError(
+                f"a TVM pipeline list holds tvm.transform.Pass objects, not {', '.join(bad)}"
+            )
+        return list(pipeline), ",".join(_pass_name(p) for p in pipeline), True
+    raise TypeError(
+        "pipeline for compiler='tvm' is a relax pipeline name (\"zero\"), a tvm.transform.Pass "
+        f"or Sequential, or a list of passes; got {type(pipeline).__name__}"
+    )
+
+
+def _pass_name(p: Any) -> str:
+    try:
+        return str(p.info.name)
+    except Exception:
+        return type(p).__name__
+
+
+class _Run:
+    """The recorder's state during one run (the instrument calls into it)."""
+
+    def __init__(self, state: TVMState, job: Any):
+        import tvm_ffi
+
+        self.state = state
+        self.job = job
+        self.snapshots: list[Snapshot] = []
+        self.stack: list[tuple[int, float]] = []
+        self.equal = tvm_ffi.structural_equal
+
+    def before(self, mod: Any, info: Any) -> None:
+        parent = self.stack[-1][0] if self.stack else None
+        wrapper = self.state.wrap(mod)
+        name = str(info.name)
+        snap = Snapshot(
+            index=len(self.snapshots),
+            pass_name=name,
+            spec=name,
+            options={},
+            depth=len(self.stack),
+            parent=parent,
+            before=wrapper,
+        )
+        if parent is not None:
+            self.snapshots[parent].children.append(snap.index)
+        self.snapshots.append(snap)
+        if self.job is not None:
+            self.job.advance(name)
+        self.stack.append((snap.index, time.perf_counter()))
+
+    def after(self, mod: Any, info: Any) -> None:
+        index, start = self.stack.pop()
+        snap = self.snapshots[index]
+        snap.seconds = time.perf_counter() - start
+        snap.module = self.state.result(snap.before, mod, self.equal)
+
+    def failed(self, error: BaseException) -> bool:
+        """The passes still open when ``error`` left the pipeline failed with it; False when
+        none was open (the error came from outside any pass)."""
+        if not self.stack:
+            return False
+        now = time.perf_counter()
+        text = "".join(traceback.format_exception(error))
+        while self.stack:
+            index, start = self.stack.pop()
+            snap = self.snapshots[index]
+            snap.error = error
+            snap.traceback = text
+            snap.seconds = now - start
+        return True
+
+
+def make_instrument(run: _Run) -> Any:
+    """A TVM PassInstrument reporting to ``run``."""
+    import tvm
+
+    @tvm.instrument.pass_instrument
+    class PasslensRecorder:
+        """Records every pass application for passlens."""
+
+        def run_before_pass(self, mod, info):
+            run.before(mod, info)
+
+        def run_after_pass(self, mod, info):
+            run.after(mod, info)
+
+    return PasslensRecorder()
+
+
+def run_pipeline(
+    module: Any,
+    pipeline: Any,
+    state: TVMState,
+    *,
+    job: Any = None,
+    opt_level: int | None = None,
+    config: dict | None = None,
+    instruments: Any = (),
+    target: Any = None,
+) -> tuple[list[Snapshot], list[SkippedPass], bool]:
+    """Run ``pipeline`` on ``module`` with the recorder: ``(snapshots, skipped, interrupted)``.
+
+    A failing pass ends the run (the exception is recorded on its snapshot); when the
+    pipeline is a list, the passes after it are listed as skipped.
+    """
+    import contextlib
+
+    import tvm
+
+    passes, _, known = resolve_pipeline(pipeline)
+    run = _Run(state, job)
+    ctx_args: dict[str, Any] = {"instruments": [*instruments, make_instrument(run)]}
+    if opt_level is not None:
+        ctx_args["opt_level"] = opt_level
+    if config:
+        ctx_args["config"] = config
+    skipped: list[SkippedPass] = []
+    interrupted = False
+    current = module
+    with contextlib.ExitStack() as stack:
+        if target is not None:
+            stack.enter_context(tvm.target.Target(target))
+        stack.enter_context(tvm.transform.PassContext(**ctx_args))
+        for k, p in enumerate(passes):
+            try:
+                current = p(current)
+            except Exception as e:
+                if not run.failed(e):
+                    raise
+                reason = f"skipped: pass {_failed_name(run, p)} failed"
+            except KeyboardInterrupt as e:
+                if not run.failed(e):
+                    raise
+                interrupted = True
+                reason = f"skipped: interrupted in pass {_failed_name(run, p)}"
+            else:
+                continue
+            if known:
+                skipped = [
+                    SkippedPass(_pass_name(q), _pass_name(q), 0, reason) for q in passes[k + 1 :]
+                ]
+            break
+    return run.snapshots, skipped, interrupted
+
+
+def _failed_name(run: _Run, p: Any) -> str:
+    failed = [s for s in run.snapshots if s.error is not None]
+    return failed[-1].spec if failed else _pass_name(p)
+
+
+__all__ = ["make_instrument", "resolve_pipeline", "run_pipeline"]
