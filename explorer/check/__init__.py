@@ -74,13 +74,17 @@ def check(
     terminal or in Jupyter when the check takes a while, a line in CI logs for a long one;
     True: at once; False: nothing).
     """
-    if getattr(trace, "compiler", "passlens") != "passlens":
-        raise NotImplementedError(
-            f"trace.check runs passlens's own steps; checking a {trace.compiler} trace "
-            "is not available yet"
-        )
     if reference not in ("source", "import"):
         raise ValueError(f"reference must be 'source' or 'import', got {reference!r}")
+    compiler = getattr(trace, "compiler", "passlens")
+    if compiler == "tvm":  # its steps built with relax.build and run in TVM's VM
+        from explorer.tvm.check import check_tvm
+
+        return check_tvm(
+            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+        )
+    if compiler != "passlens":
+        raise NotImplementedError(f"trace.check cannot run the steps of a {compiler} trace")
     return _Checker(
         trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
     ).run()

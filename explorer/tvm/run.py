@@ -95,36 +95,36 @@ class TVMRunner:
             raise TVMRunError(f"the module has no @{function}")
         main = mod[function]
         inputs = [to_tvm(x) for x in inputs]
-        num_input = _num_input(main)
         transform = f"{function}_transform_params"
         if transform in [_gv_name(gv) for gv in mod.get_global_vars()]:
-            given = self.transformed(mod, transform, weights)
-            args = [*inputs, *given]
-        elif num_input is not None and num_input < len(main.params):
-            args = [*inputs, *[to_tvm(w) for w in weights]]
+            given, source = self.transformed(mod, transform, weights), f"@{transform}"
         else:
-            args = inputs
-        if len(args) != len(main.params):
-            tuples = [
-                f"output {i} is a tuple of {len(v)}"
-                for i, v in enumerate(args[len(inputs) :])
-                if type(v).__name__ in ("Array", "List", "tuple")
-            ]
-            raise TVMRunError(
-                f"@{function} takes {len(main.params)} argument(s); the calling convention of "
-                f"this step gives {len(args)} ({len(inputs)} input(s) and "
-                f"{len(args) - len(inputs)} from @{transform}"
-                + (f": its {', '.join(tuples)}, handed over whole" if tuples else "")
-                + ")"
+            given, source = [to_tvm(w) for w in weights], "the weights"
+        plain = [p for p in main.params if not _is_callable(p)]
+        if len(plain) == len(main.params):  # no callbacks: inputs, then what main takes after
+            num_input = _num_input(main)
+            takes_weights = num_input is not None and num_input < len(main.params)
+            args = (
+                [*inputs, *given] if takes_weights or given and source != "the weights" else inputs
             )
-        out = to_numpy(self.call(mod, function, args))
+            if len(args) != len(main.params):
+                raise TVMRunError(_arity(function, main, args, inputs, source))
+            out = to_numpy(self.call(mod, function, args))
+        else:
+            if len(plain) != len(inputs):
+                raise TVMRunError(
+                    f"@{function} takes {len(plain)} input(s) besides its callbacks, "
+                    f"{len(inputs)} given"
+                )
+            out = self._with_callbacks(mod, function, main, inputs, given, source)
+            out = to_numpy(out[0] if len(out) == 1 else tuple(out))
         return out if isinstance(out, tuple) else (out,)
 
     def transformed(self, mod, name: str, weights: Sequence[Any]) -> list:
         """What the transform function gives for ``weights``, as ``main`` would take it."""
         fn = mod[name]
-        callbacks = [p for p in fn.params if _is_callable(p)]
-        if not callbacks:  # takes the weights: one tuple, or one by one
+        plain = [p for p in fn.params if not _is_callable(p)]
+        if len(plain) == len(fn.params):  # takes the weights: one tuple, or one by one
             if len(fn.params) == 1 and _is_tuple(fn.params[0]):
                 args = [to_tvm(tuple(weights))]
             else:
@@ -135,51 +135,83 @@ class TVMRunner:
                     f"{len(weights)} weight(s)"
                 )
             out = self.call(mod, name, args)
-            return list(out) if type(out).__name__ in ("Array", "List", "tuple") else [out]
-        return self._lazy(mod, name, fn, weights)
+            return list(out) if _is_sequence(out) else [out]
+        # inputs fetched by index: the weight tuple as one input (LazyGetInput on a function
+        # taking the tuple), else each weight by its own index (LazyTransformParams)
+        served = [to_tvm(tuple(weights))] if _reads_a_tuple(fn) else [to_tvm(w) for w in weights]
+        return self._with_callbacks(mod, name, fn, [], served, "the weights")
 
-    def _lazy(self, mod, name: str, fn, weights: Sequence[Any]) -> list:
-        """Serve a lazy transform function's inputs by index and collect what it sets."""
+    def _with_callbacks(self, mod, name: str, fn, plain: list, served: list, source: str):
+        """Call ``name`` with its plain parameters and callbacks: ``get(i)`` serves
+        ``served[i]``; ``set_output(i, v)`` collects. Returns what was set by index (or what
+        the function returned when it sets nothing)."""
         import tvm_ffi
 
-        served: list[Any] = [to_tvm(tuple(weights))] + [to_tvm(w) for w in weights]
         outputs: dict[int, Any] = {}
-        reads: list[int] = []
-        # the inputs the transform took before it was made lazy: LazyGetInput on a function
-        # whose one parameter was the weight tuple reads index 0 as that tuple; the older
-        # LazyTransformParams reads each weight by its own index
-        single_tuple = _reads_a_tuple(fn)
+        failures: list[TVMRunError] = []  # raised in a callback: TVM's VM wraps it, we unwrap
+
+        def fail(message: str):
+            failures.append(TVMRunError(message))
+            raise failures[-1]
 
         def get(index, *rest):
             i = int(index)
-            reads.append(i)
-            if single_tuple:
-                if i != 0:
-                    raise TVMRunError(f"@{name} reads input {i}; it took one (the weights)")
-                return served[0]
-            if not 0 <= i < len(weights):
-                raise TVMRunError(f"@{name} reads weight {i}; the model has {len(weights)}")
-            return served[1 + i]
+            if not 0 <= i < len(served):
+                whole = [k for k, v in enumerate(served) if _is_sequence(v)]
+                why = (
+                    f": {source} handed over {len(served)} value(s), "
+                    + ", ".join(f"value {k} a whole tuple of {len(served[k])}" for k in whole)
+                    if whole
+                    else f" ({source} gave {len(served)})"
+                )
+                fail(f"@{name} asks for value {i}, which it cannot get{why}")
+            return served[i]
 
         def set_output(index, value, *rest):
             i = int(index)
             if i in outputs:
-                raise TVMRunError(f"@{name} sets output {i} twice")
+                fail(f"@{name} sets output {i} twice")
             outputs[i] = value
 
-        args = []
+        args, plain_left, sets = [], list(plain), False
         for p in fn.params:
             label = str(getattr(p, "name", None) or getattr(p, "name_hint", ""))
             if not _is_callable(p):
-                raise TVMRunError(f"@{name}: parameter {label} is neither a callback nor served")
+                args.append(plain_left.pop(0))
+                continue
+            sets = sets or "set" in label
             args.append(tvm_ffi.convert(set_output if "set" in label else get))
-        self.call(mod, name, args)
+        try:
+            returned = self.call(mod, name, args)
+        except TVMRunError:
+            if failures:
+                raise failures[0] from None
+            raise
+        if not sets:  # inputs fetched lazily, results returned as before
+            return list(returned) if _is_sequence(returned) else [returned]
         if not outputs:
             raise TVMRunError(f"@{name} set no output")
         missing = [i for i in range(max(outputs) + 1) if i not in outputs]
         if missing:
             raise TVMRunError(f"@{name} never set output(s) {missing}")
         return [outputs[i] for i in range(len(outputs))]
+
+
+def _is_sequence(value) -> bool:
+    return isinstance(value, (list, tuple)) or type(value).__name__ in ("Array", "List")
+
+
+def _arity(function, main, args, inputs, source) -> str:
+    tuples = [
+        f"value {i} is a whole tuple of {len(v)}"
+        for i, v in enumerate(args[len(inputs) :])
+        if _is_sequence(v)
+    ]
+    return (
+        f"@{function} takes {len(main.params)} argument(s); the calling convention of this "
+        f"step gives {len(args)} ({len(inputs)} input(s) and {len(args) - len(inputs)} from "
+        f"{source}" + (f": its {', '.join(tuples)}, handed over whole" if tuples else "") + ")"
+    )
 
 
 def _num_input(fn) -> int | None:

@@ -1,0 +1,188 @@
+"""``trace.check`` on a TVM trace: the reference (torch eager or onnxruntime) against every
+step's module built with ``relax.build`` and run in the Relax VM (explorer/tvm/run.py).
+
+It is passlens's own check (explorer/check/runner.py: the same report, findings, detectors
+and progress) with a different way to run a step: no per-node values (TVM's VM gives the
+outputs only, so a divergence names the step, not the node), builds shared between
+structurally equal modules, and the calling convention read from the TVM module (after
+``LiftTransformParams`` the check runs ``main_transform_params`` on the weights first; after
+the lazy passes it serves and collects their callbacks by index), so a changed signature is
+the ``signature-changed`` finding and not a false divergence. Modules a pass built for itself
+(FoldConstant's kernels) are not run.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from compiler import InterpretError
+from compiler.passes import CallingConvention
+from explorer.check.facts import Run
+from explorer.check.numbers import _compare_outputs, _to_numpy
+from explorer.check.references import _onnx_reference, _torch_reference
+from explorer.check.report import CheckError, StepCheck
+from explorer.check.runner import _Checker
+
+
+class TVMChecker(_Checker):
+    """The check of a TVM trace (see the module docstring)."""
+
+    def __init__(self, *args: Any, target: str = "llvm"):
+        from explorer.tvm.run import TVMRunner
+
+        self.runner = TVMRunner(target)
+        super().__init__(*args)
+
+    # ----- inputs ----------------------------------------------------------------------------
+    def _split_inputs(self, inputs) -> tuple[list | None, list | None]:
+        if inputs is None:
+            inputs = self.trace.example_inputs
+        if inputs is None:
+            self.notes.append(
+                "numbers not checked: a TVM trace needs example inputs (explore(model, args, "
+                "compiler='tvm') or trace.check(args))"
+            )
+            return None, None
+        if not isinstance(inputs, (tuple, list)):
+            inputs = (inputs,)
+        runtime = [_to_numpy(x) for x in inputs]
+        weights = self._weights()
+        return runtime, weights
+
+    def _weights(self) -> list:
+        """The weights the imported ``main`` takes after its inputs (none when they are
+        constants of the module: TVM's importer keeps them so by default)."""
+        ir = getattr(self.imported.module, "ir", None)
+        if ir is None:
+            return []
+        main = ir["main"]
+        num_input = main.attrs["num_input"] if main.attrs and "num_input" in main.attrs else None
+        if num_input is None or int(num_input) >= len(main.params):
+            return []
+        from tvm import relax
+
+        _, params = relax.frontend.detach_params(ir)
+        values = params.get("main", [])
+        return [np.asarray(v.numpy()) for v in values]
+
+    # ----- running modules --------------------------------------------------------------------
+    def run_module(self, module) -> Run:
+        from explorer.tvm.run import TVMRunError
+
+        run = Run()
+        start = time.perf_counter()
+        ir = getattr(module, "ir", None)
+        try:
+            if ir is None:
+                raise CheckError("the step's TVM module was not kept (a loaded trace)")
+            run.convention = convention(ir)
+            run.outputs = self.runner.run(ir, self.runtime, self.weights)
+            run.computed = 1
+        except (TVMRunError, CheckError) as e:
+            run.error = InterpretError(str(e))
+        except Exception as e:  # a step that cannot be run is a finding, never a crash
+            run.error = InterpretError(f"{type(e).__name__}: {str(e)[:500]}")
+        run.seconds = time.perf_counter() - start
+        return run
+
+    # ----- the reference -----------------------------------------------------------------------
+    def _set_reference(self, import_run: Run) -> None:
+        frontend = self.trace.frontend
+        ref = self.reference
+        self.ref_outputs, ref.name = import_run.outputs, "the imported step"
+        label = f"the imported step (#{self.imported.index} {self.imported.name})"
+        if self.reference_kind == "import" or frontend not in ("torch", "onnx"):
+            why = "as asked" if self.reference_kind == "import" else "the source is a TVM module"
+            ref.description = f"{label}, {why}"
+            return
+        try:
+            if frontend == "torch":
+                outputs, _fx, how = _torch_reference(self.trace.source, self._all_inputs())
+                self.ref_outputs, ref.fx_values = outputs, {}
+                ref.name, ref.description = "torch eager", f"torch eager ({how})"
+            else:
+                self.ref_outputs = _onnx_reference(self.trace.source, self.runtime)
+                ref.name, ref.description = "onnxruntime", "onnxruntime (CPUExecutionProvider)"
+            return
+        except ImportError as e:
+            reason = f"{e.name or e} is not installed"
+        except Exception as e:  # the framework could not run the model: say so, go on
+            reason = f"{type(e).__name__}: {e}"
+        self.notes.append(f"the {frontend} reference could not run ({reason})")
+        ref.description = f"{label}, as the {frontend} reference failed"
+
+    def _check_step(self, step) -> StepCheck:
+        module = step.module
+        if getattr(module, "inner", False):  # a module a pass built for itself: not the program
+            return StepCheck(step, "not run")
+        before_mod = step.before if step.kind == "pass" else None
+        before = self.results.get(id(before_mod)) if before_mod is not None else None
+        run = self.run_module(module)
+        self.results[id(module)] = run
+        if step is self.imported:
+            self._set_reference(run)
+        cmp = None
+        if run.error is None and self.ref_outputs is not None and run.outputs is not None:
+            cmp = _compare_outputs(run.outputs, self.ref_outputs, self.rtol, self.atol)
+        run.diverged = cmp is not None and cmp.beyond > 0
+        check = StepCheck(
+            step,
+            "run-failed" if run.error is not None else ("diverged" if run.diverged else "ok"),
+            cmp.max_abs if cmp else None,
+            cmp.max_rel if cmp else None,
+            computed=run.computed,
+            reused=0,
+            seconds=run.seconds,
+        )
+        return self._detect(check, run, before, cmp)
+
+    # ----- memory: the VM keeps no per-node values ----------------------------------------------
+    def _last_use(self, order) -> dict[int, int]:
+        return {}
+
+    def _release(self, order, k, last) -> None:
+        return None
+
+
+def convention(ir) -> CallingConvention:
+    """How ``main`` of a TVM module is called (passlens's CallingConvention, so the
+    signature-changed finding compares TVM steps as it compares its own)."""
+    from tvm import relax
+
+    names = {str(gv.name_hint) for gv in ir.get_global_vars()}
+    main = ir["main"]
+    num_input = main.attrs["num_input"] if main.attrs and "num_input" in main.attrs else None
+    entry_weights = 0 if num_input is None else max(0, len(main.params) - int(num_input))
+    transform = "main_transform_params" if "main_transform_params" in names else None
+    get = set_ = False
+    params = 0
+    if transform is not None:
+        fn = ir[transform]
+        for p in fn.params:
+            if isinstance(p.ty, relax.FuncType):
+                label = str(getattr(p, "name_hint", "") or "")
+                set_ = set_ or "set" in label
+                get = get or "set" not in label
+            else:
+                params += 1
+    return CallingConvention("main", transform, params, get, set_, entry_weights, False, False)
+
+
+def check_tvm(trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes):
+    """``explorer.check.check`` for a TVM trace."""
+    try:
+        import tvm  # noqa: F401
+    except ImportError as e:
+        raise CheckError(
+            f"checking a TVM trace builds its steps with TVM, which is not installed ({e}); "
+            "pip install 'passlens[tvm]'"
+        ) from None
+    return TVMChecker(
+        trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+    ).run()
+
+
+__all__ = ["TVMChecker", "check_tvm", "convention"]
