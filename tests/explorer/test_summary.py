@@ -48,7 +48,9 @@ def test_html_has_the_same_cells_escaped_and_every_cell_aligned_as_its_column():
     assert "<tr data-step='12'>" in page and "&lt;b&gt;x&lt;/b&gt;" in page and "<b>" not in page
     assert f"<td {RIGHT}>1234</td>" in page and f"<td {LEFT}>&lt;b&gt;x&lt;/b&gt;</td>" in page
     # a column's own attributes win
-    own = html_table([Column("n", lambda r: str(r["n"]), right=True, attrs=lambda r: "class='x'")], ROWS)
+    own = html_table(
+        [Column("n", lambda r: str(r["n"]), right=True, attrs=lambda r: "class='x'")], ROWS
+    )
     assert "<td class='x'>5</td>" in own
 
 
