@@ -60,15 +60,16 @@ def indented_name_html(row: Row) -> str:
 def ops_text(row: Row, shown: int = OPS_SHOWN) -> str:
     """A summary row's ops cell: its first ``shown`` op-count changes (the biggest growth
     first, then the biggest shrinkage, as ``Diff.op_count_changes`` orders them), then
-    ``... and N more``, then its note (the artifact's size); a row without op changes (a
+    ``... and N more`` (N at least 2: one more is shown), then its note (the artifact's size); a row without op changes (a
     skipped pass: its reason) reads its ``ops`` as they are."""
     changes = row.get("op_changes")
     if changes is None:
         return row.get("ops", "")
     items = [f"{v:+d} {k}" for k, v in changes.items()]
-    text = ", ".join(items[:shown])
-    if len(items) > shown:
-        text += f" ... and {len(items) - shown} more"
+    if len(items) <= shown + 1:  # "... and 1 more" would take the room of the one it hides
+        text = ", ".join(items)
+    else:
+        text = ", ".join(items[:shown]) + f" ... and {len(items) - shown} more"
     note = row.get("note", "")
     return f"{text}; {note}" if text and note else text or note
 
@@ -77,7 +78,7 @@ def ops_title(row: Row) -> str:
     """The ``title`` attribute of a capped ops cell: every op-count change (none when the cell
     shows them all)."""
     changes = row.get("op_changes") or {}
-    if len(changes) <= OPS_SHOWN:
+    if len(changes) <= OPS_SHOWN + 1:
         return ""
     full = ", ".join(f"{v:+d} {k}" for k, v in changes.items())
     return f"{_LEFT} title='{html.escape(full, quote=True)}'"

@@ -94,7 +94,7 @@ def test_passes_nested_under_default_are_indented_and_left_aligned_in_both_forms
 def test_the_ops_column_is_capped_with_the_rest_counted_and_in_the_tooltip():
     trace = _default_trace()
     rows = trace_rows(trace)
-    long = [r for r in rows if len(r.get("op_changes", {})) > OPS_SHOWN]
+    long = [r for r in rows if len(r.get("op_changes", {})) > OPS_SHOWN + 1]
     assert long, "the default pipeline on a ConvNeXt changes more op kinds than are shown"
     row = long[0]
     items = [f"{v:+d} {k}" for k, v in row["op_changes"].items()]
@@ -108,12 +108,18 @@ def test_the_ops_column_is_capped_with_the_rest_counted_and_in_the_tooltip():
     # a row with few changes shows them all, with no "more"
     short = next(r for r in rows if 0 < len(r.get("op_changes", {})) <= OPS_SHOWN)
     assert ops_text(short) == short["ops"] and "more" not in ops_text(short)
+    assert "title=" not in page.split(f">{short['ops']}</td>")[0].rsplit("<td", 1)[1]
 
 
 def test_ops_text_keeps_the_note_and_reads_rows_without_changes_as_they_are():
     changes = {f"op{k}": k + 1 for k in range(OPS_SHOWN + 2)}
     row = {"ops": "ignored", "op_changes": changes, "note": "artifact 1 kB"}
     assert ops_text(row).endswith(" ... and 2 more; artifact 1 kB")
+    # one more than shown: shown too, rather than "... and 1 more"
+    one_more = dict(list(changes.items())[: OPS_SHOWN + 1])
+    assert ops_text({"op_changes": one_more}) == ", ".join(
+        f"{v:+d} {k}" for k, v in one_more.items()
+    )
     assert ops_text({"ops": "interrupted"}) == "interrupted"  # a skipped pass: its reason
     assert ops_text({"ops": "artifact 1 kB", "op_changes": {}, "note": "artifact 1 kB"}) == (
         "artifact 1 kB"
