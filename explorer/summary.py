@@ -28,6 +28,7 @@ OPS_SHOWN = 4  # op-count changes shown in the ops column before "... and N more
 # styles), so names stay left and numbers right wherever the table is read
 _LEFT = "style='text-align:left' align='left'"
 _RIGHT = "style='text-align:right' align='right'"
+_NAME = "style='text-align:left;white-space:nowrap' align='left' nowrap"
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,11 @@ def step_column(title: str = "#") -> Column:
 
 
 def name_column(title: str = "pass") -> Column:
-    """The step's name, indented by depth."""
-    return Column(title, indented_name, width=NAME_WIDTH, html=indented_name_html)
+    """The step's name, indented by depth (in HTML on one line: a wrapped name would break
+    the indentation)."""
+    return Column(
+        title, indented_name, width=NAME_WIDTH, html=indented_name_html, attrs=lambda r: _NAME
+    )
 
 
 def text_table(columns: Sequence[Column], rows: Sequence[Row]) -> str:

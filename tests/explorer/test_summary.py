@@ -86,8 +86,9 @@ def test_passes_nested_under_default_are_indented_and_left_aligned_in_both_forms
         assert line[name_at:].startswith("  " * row["depth"] + row["pass"] + " "), line
     page = trace_html(trace)
     nested = next(r for r in rows if r["depth"] == 1)
-    assert f"<td {LEFT}>&nbsp;&nbsp;&nbsp;&nbsp;{nested['pass']}</td>" in page
-    assert f"<td {LEFT}>default</td>" in page
+    name = "style='text-align:left;white-space:nowrap' align='left' nowrap"  # never wrapped
+    assert f"<td {name}>&nbsp;&nbsp;&nbsp;&nbsp;{nested['pass']}</td>" in page
+    assert f"<td {name}>default</td>" in page
     assert "text-align:right" not in page.split("<td")[2]  # the first row's name cell
 
 
