@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
+import re
 import sys
 import tempfile
 import time
@@ -79,21 +81,51 @@ def widget_cells(nb) -> list[int]:
     return out
 
 
-def static_copy(nb):
+_LINK = re.compile(r"(\]\()([^)\s#]+)((?:#[^)\s]*)?\))")
+
+
+def _relink(source: str, folder: Path, page_dir: Path) -> str:
+    """Markdown links of a notebook in ``folder``, for its page in ``page_dir``: a sibling
+    notebook becomes its page (``01_x.ipynb`` -> ``01_x.html``), any other relative link
+    points to the same file from the page's folder; absolute links and images (embedded) are
+    kept."""
+
+    def fix(m: re.Match) -> str:
+        target = m.group(2)
+        if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("/"):
+            return m.group(0)
+        start = m.start()
+        if start > 0 and source.rfind("![", 0, start) > source.rfind("]", 0, start):
+            return m.group(0)  # the closing bracket of an image: embedded, not a link
+        path = folder / target
+        if path.suffix == ".ipynb" and path.parent.resolve() == folder.resolve():
+            new = path.with_suffix(".html").name
+        else:
+            new = os.path.relpath(path, page_dir)
+        return m.group(1) + new.replace(os.sep, "/") + m.group(3)
+
+    return _LINK.sub(fix, source)
+
+
+def static_copy(nb, folder: Path | None = None, page_dir: Path | None = None):
     """A copy of an executed notebook for a static page: widget outputs and the widget state
-    left out (the cells tagged ``hide`` are left out by the exporter)."""
+    left out (the cells tagged ``hide`` are left out by the exporter); with ``folder`` (the
+    notebook's) and ``page_dir`` (the page's), relative links relinked for the page."""
     nb = copy.deepcopy(nb)
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
+        elif cell.cell_type == "markdown" and folder is not None and page_dir is not None:
+            cell.source = _relink(cell.source, folder, page_dir)
     return nb
 
 
-def to_html(nb, images: Path = NOTEBOOKS) -> str:
+def to_html(nb, images: Path = NOTEBOOKS, page_dir: Path | None = None) -> str:
     """An executed notebook as one static HTML page (nbconvert's lab template): cells tagged
     ``hide`` left out, widget outputs left out, markdown images read from ``images`` (the
-    notebooks' folder) and embedded."""
+    notebooks' folder) and embedded; with ``page_dir`` (where the page goes), relative links
+    relinked from there (a sibling notebook to its page)."""
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
 
@@ -102,7 +134,7 @@ def to_html(nb, images: Path = NOTEBOOKS) -> str:
         TagRemovePreprocessor(remove_cell_tags={HIDE_TAG}, enabled=True), enabled=True
     )
     body, _ = exporter.from_notebook_node(
-        static_copy(nb), resources={"metadata": {"path": str(images)}}
+        static_copy(nb, images, page_dir), resources={"metadata": {"path": str(images)}}
     )
     return body
 
@@ -130,7 +162,7 @@ def publish(paths: list[Path], out: Path) -> int:
             print(f"{path.name}: FAILED\n{failure}", file=sys.stderr)
             continue
         target = out / (path.stem + ".html")
-        target.write_text(to_html(nb, images=path.parent), encoding="utf-8")
+        target.write_text(to_html(nb, images=path.parent, page_dir=out), encoding="utf-8")
         seconds = time.perf_counter() - start
         print(f"{target} ({target.stat().st_size / 1e6:.1f} MB, {seconds:.0f} s)", flush=True)
     return 1 if failed else 0

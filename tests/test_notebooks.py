@@ -263,6 +263,21 @@ def test_a_page_that_teaches_has_no_problems(tmp_path):
     assert WIDGET_VIEW not in page and WIDGET_STATE not in page and "PassStepper" not in page
 
 
+def test_the_page_links_to_pages_and_files_from_where_it_is(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    nb = _made(folder)
+    nb.cells[-1].source += (
+        "\n\nNext: [the bloat](01_bloat.ipynb), [its case](../docs/bugs.md#1-a-weight), "
+        "[upstream](https://github.com/apache/tvm/issues/17546)."
+    )
+    page = to_html(nb, images=folder, page_dir=tmp_path / "build" / "notebooks")
+    assert 'href="01_bloat.html"' in page  # a sibling notebook: its page
+    assert 'href="../../docs/bugs.md#1-a-weight"' in page  # a file: from the page's folder
+    assert 'href="https://github.com/apache/tvm/issues/17546"' in page
+    assert "img/shot.png" not in page  # the image is embedded, not relinked
+
+
 def test_each_check_of_the_page_can_fail(tmp_path):
     def problems(nb):
         return page_problems(nb, to_html(nb, images=tmp_path), tmp_path)
