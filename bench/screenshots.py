@@ -1,9 +1,10 @@
 """Screenshots of the widgets for the README, taken in headless Chromium (Debian's chromium):
 
 - notebooks/img/stepper.png: ``trace.stepper()`` in JupyterLab (served on localhost),
-- notebooks/img/tour_stepper.png: the tour's own stepper cell (notebooks/00_tour.ipynb run in
-  JupyterLab up to its ``trace.stepper()`` cell, its cells tagged ``hide`` left out), the
-  picture under that cell for readers without a kernel,
+- notebooks/img/<notebook>_stepper.png (``_stepper_2.png``, ... for a later one): each stepper
+  cell of each notebook (a cell calling ``.stepper(``), the notebook run in JupyterLab up to that
+  cell, its cells tagged ``hide`` left out: the picture the notebook shows under that cell for
+  readers without a kernel (the published pages of ``make notebooks-html``),
 - notebooks/img/report.png: the self-contained HTML report (``trace.to_html``),
 - notebooks/img/app.png: the Panel app (``passlens serve``),
 
@@ -15,7 +16,8 @@ each pointwise weight), with the check's findings drawn on the graph; and in the
 - notebooks/img/error_map.png: the error map of the same model through a deliberately wrong
   pass (tests/explorer/test_check.py's test-check-flip-add: every add made a subtract).
 
-    .venv/bin/python bench/screenshots.py [--out notebooks/img] [--only tour,stepper,...]
+    .venv/bin/python bench/screenshots.py [--out notebooks/img] [--only notebooks,stepper,...]
+        [--notebook notebooks/00_tour.ipynb ...]
 """
 
 from __future__ import annotations
@@ -35,23 +37,25 @@ MODEL = "models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)"
 PIPELINE = "replica-linear-broadcast,fold-constant"
 WRONG = "decompose-ops,test-check-flip-add,fold-constant,dead-code-elimination,fuse-ops"
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"]
-SHOTS = ("report", "maps", "app", "stepper", "tour")
-TOUR = Path(__file__).resolve().parent.parent / "notebooks" / "00_tour.ipynb"
+SHOTS = ("report", "maps", "app", "stepper", "notebooks")
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
-def cells_until_stepper(path: Path) -> list[str]:
-    """The code cells of a notebook up to and including its first ``.stepper(`` cell, the
-    cells tagged ``hide`` (its assertions) left out."""
+def stepper_runs(path: Path) -> list[tuple[str, list[str]]]:
+    """For each stepper cell of a notebook (a code cell calling ``.stepper(``): the name of its
+    screenshot (``00_tour_stepper.png``, then ``..._stepper_2.png``) and the code cells to run
+    up to and including it, the cells tagged ``hide`` (the notebook's assertions) left out."""
     import nbformat
 
-    cells = []
+    runs, cells = [], []
     for cell in nbformat.read(path, as_version=4).cells:
         if cell.cell_type != "code" or "hide" in cell.metadata.get("tags", []):
             continue
         cells.append(cell.source)
         if ".stepper(" in cell.source:
-            return cells
-    raise SystemExit(f"{path}: no cell calls .stepper(")
+            suffix = f"_{len(runs) + 1}" if runs else ""
+            runs.append((f"{path.stem}_stepper{suffix}.png", list(cells)))
+    return runs
 
 
 def shoot_stepper(page, folder: Path, cells: list[str], path: Path, step: str) -> None:
@@ -80,6 +84,12 @@ def main() -> int:
     parser.add_argument("--out", default="notebooks/img", help="folder (default: %(default)s)")
     parser.add_argument(
         "--only", default=",".join(SHOTS), help="comma-separated subset of %(default)s"
+    )
+    parser.add_argument(
+        "--notebook",
+        action="append",
+        type=Path,
+        help="the notebooks whose stepper cells to take (default: every notebook in notebooks/)",
     )
     args = parser.parse_args()
     out = Path(args.out)
@@ -158,15 +168,16 @@ def main() -> int:
             folder.mkdir()
             shoot_stepper(page, folder, [cell], out / "stepper.png", "fold-constant")
 
-        if "tour" in only:
-            # the tour's own stepper cell, run from the tour's cells
-            cells = cells_until_stepper(TOUR)
-            opened = re.search(r"""trace\[["']([^"']+)["']\]\.index""", cells[-1])
-            folder = Path(tmp) / "tour"
-            folder.mkdir()
-            shoot_stepper(
-                page, folder, cells, out / "tour_stepper.png", opened.group(1) if opened else ""
-            )
+        if "notebooks" in only:
+            # each notebook's own stepper cells, run from the notebook's cells
+            for path in args.notebook or sorted(NOTEBOOKS.glob("*.ipynb")):
+                for name, cells in stepper_runs(Path(path)):
+                    # the step it opens on, when the cell says (stepper.index = x["name"].index)
+                    opened = re.search(r"""\[["']([^"']+)["']\]\.index""", cells[-1])
+                    folder = Path(tmp) / name.removesuffix(".png")
+                    folder.mkdir()
+                    step_name = opened.group(1) if opened else ""
+                    shoot_stepper(page, folder, cells, out / name, step_name)
         browser.close()
     return 0
 
