@@ -64,7 +64,7 @@ def executed(tmp_path_factory):
     return run
 
 
-def test_the_notebooks_are_the_tour_and_one_per_seed():
+def test_the_notebooks_are_the_tour_and_one_per_bug():
     assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == EXPECTED
 
 
