@@ -61,8 +61,9 @@ def indented_name_html(row: Row) -> str:
 def ops_text(row: Row, shown: int = OPS_SHOWN) -> str:
     """A summary row's ops cell: its first ``shown`` op-count changes (the biggest growth
     first, then the biggest shrinkage, as ``Diff.op_count_changes`` orders them), then
-    ``... and N more`` (N at least 2: one more is shown), then its note (the artifact's size); a row without op changes (a
-    skipped pass: its reason) reads its ``ops`` as they are."""
+    ``... and N more`` (N at least 2: one more is shown), then its note (the artifact's
+    size); a row without op changes (a skipped pass: its reason) reads its ``ops`` as
+    they are."""
     changes = row.get("op_changes")
     if changes is None:
         return row.get("ops", "")
