@@ -2,6 +2,7 @@
 #   make venv   - create .venv, install passlens[test,tvm] (editable) + system deps
 #   make test   - run the test suite
 #   make demo   - run the tour notebook headless; report in build/demo/
+#   make notebooks-html - execute every notebook, publish static HTML in build/notebooks/
 #   make lab    - start JupyterLab on notebooks/
 #   make clean  - remove the venv and build/test artefacts
 
@@ -24,7 +25,7 @@ APT_DEPS := graphviz:dot chromium:chromium nodejs:node
 PYTEST_ARGS ?=
 LAB_ARGS    ?=
 
-.PHONY: venv sysdeps test demo lab clean
+.PHONY: venv sysdeps test demo notebooks-html lab clean
 
 venv: $(STAMP) sysdeps
 
@@ -46,6 +47,11 @@ test: venv
 
 demo: venv
 	$(VENV)/bin/passlens demo --notebook notebooks/00_tour.ipynb --out build/demo
+
+# each notebook executed in a fresh kernel, converted by nbconvert (cells tagged `hide` left out,
+# screenshots embedded): one self-contained page per notebook
+notebooks-html: venv
+	$(VPY) -m passlens.notebooks --out build/notebooks
 
 lab: venv
 	mkdir -p notebooks

@@ -1,6 +1,10 @@
 """Screenshots of the widgets for the README, taken in headless Chromium (Debian's chromium):
 
 - notebooks/img/stepper.png: ``trace.stepper()`` in JupyterLab (served on localhost),
+- notebooks/img/<notebook>_stepper.png (``_stepper_2.png``, ... for a later one): each stepper
+  cell of each notebook (a cell calling ``.stepper(``), the notebook run in JupyterLab up to that
+  cell, its cells tagged ``hide`` left out: the picture the notebook shows under that cell for
+  readers without a kernel (the published pages of ``make notebooks-html``),
 - notebooks/img/report.png: the self-contained HTML report (``trace.to_html``),
 - notebooks/img/app.png: the Panel app (``passlens serve``),
 
@@ -12,13 +16,15 @@ each pointwise weight), with the check's findings drawn on the graph; and in the
 - notebooks/img/error_map.png: the error map of the same model through a deliberately wrong
   pass (tests/explorer/test_check.py's test-check-flip-add: every add made a subtract).
 
-    .venv/bin/python bench/screenshots.py [--out notebooks/img]
+    .venv/bin/python bench/screenshots.py [--out notebooks/img] [--only notebooks,stepper,...]
+        [--notebook notebooks/00_tour.ipynb ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -31,12 +37,65 @@ MODEL = "models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)"
 PIPELINE = "replica-linear-broadcast,fold-constant"
 WRONG = "decompose-ops,test-check-flip-add,fold-constant,dead-code-elimination,fuse-ops"
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"]
+SHOTS = ("report", "maps", "app", "stepper", "notebooks")
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def stepper_runs(path: Path) -> list[tuple[str, list[str]]]:
+    """For each stepper cell of a notebook (a code cell calling ``.stepper(``): the name of its
+    screenshot (``00_tour_stepper.png``, then ``..._stepper_2.png``) and the code cells to run
+    up to and including it, the cells tagged ``hide`` (the notebook's assertions) left out."""
+    import nbformat
+
+    runs, cells = [], []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code" or "hide" in cell.metadata.get("tags", []):
+            continue
+        cells.append(cell.source)
+        if ".stepper(" in cell.source:
+            suffix = f"_{len(runs) + 1}" if runs else ""
+            runs.append((f"{path.stem}_stepper{suffix}.png", list(cells)))
+    return runs
+
+
+def shoot_stepper(page, folder: Path, cells: list[str], path: Path, step: str) -> None:
+    """Run ``cells`` in JupyterLab and take the last stepper output (on ``step``) at ``path``."""
+    from playwright.sync_api import expect
+
+    from tests.widgets.lab import jupyterlab, run_all
+
+    with jupyterlab(folder, cells) as url:
+        page.goto(url)
+        run_all(page)
+        output = page.locator(".jp-OutputArea-output:has(.pl-header)").last
+        expect(output.locator(".plg-n").first).to_be_visible()
+        expect(output.locator(".pl-header")).to_contain_text(step)
+        page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
+        time.sleep(0.5)  # the layout settles after the side panel closes (a screenshot only)
+        output.scroll_into_view_if_needed()
+        box = output.bounding_box()
+        clip = {**box, "height": min(box["height"], 1000 - box["y"])}
+        page.screenshot(path=str(path), clip=clip)
+        print(f"wrote {path}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="notebooks/img", help="folder (default: %(default)s)")
-    out = Path(parser.parse_args().out)
+    parser.add_argument(
+        "--only", default=",".join(SHOTS), help="comma-separated subset of %(default)s"
+    )
+    parser.add_argument(
+        "--notebook",
+        action="append",
+        type=Path,
+        help="the notebooks whose stepper cells to take (default: every notebook in notebooks/)",
+    )
+    args = parser.parse_args()
+    out = Path(args.out)
+    only = set(args.only.split(","))
+    if only - set(SHOTS):
+        parser.error(f"--only: unknown {', '.join(sorted(only - set(SHOTS)))}; one of {SHOTS}")
     out.mkdir(parents=True, exist_ok=True)
     chromium = shutil.which("chromium")
     if chromium is None:
@@ -46,7 +105,6 @@ def main() -> int:
 
     import explorer
     from compiler import models
-    from tests.widgets.lab import jupyterlab, run_all
     from widgets.app import serve
 
     trace = explorer.explore(eval(MODEL, {"models": models}), pipeline=PIPELINE)  # noqa: S307
@@ -58,62 +116,68 @@ def main() -> int:
         page = browser.new_page(viewport={"width": 1600, "height": 1000}, device_scale_factor=1)
         page.set_default_timeout(60000)
 
-        # the HTML report at its first view of the step
-        report = Path(tmp) / "report.html"
-        trace.to_html(report, report=report_)
-        page.goto(report.as_uri())
-        page.click(f".pl-step-row[data-step='{step.index}']")
-        page.locator("#pl-graph .plg-n").first.wait_for()
-        page.screenshot(path=str(out / "report.png"))
-        print(f"wrote {out / 'report.png'}")
+        if only & {"report", "maps"}:
+            # the HTML report at its first view of the step
+            report = Path(tmp) / "report.html"
+            trace.to_html(report, report=report_)
+            page.goto(report.as_uri())
+            page.click(f".pl-step-row[data-step='{step.index}']")
+            page.locator("#pl-graph .plg-n").first.wait_for()
+            if "report" in only:
+                page.screenshot(path=str(out / "report.png"))
+                print(f"wrote {out / 'report.png'}")
 
-        # the layer maps in the report: where the weights grow, where the numbers go wrong
-        page.click("#pl-tabs button[data-tab=param-map]")
-        page.locator("#pl-pane-param-map td.pl-map-first-cell").wait_for()
-        page.screenshot(path=str(out / "param_map.png"))
-        print(f"wrote {out / 'param_map.png'}")
-        from tests.explorer.test_check import _FlipAdd  # noqa: F401 (registers the wrong pass)
+        if "maps" in only:
+            # the layer maps in the report: where the weights grow, where the numbers go wrong
+            page.click("#pl-tabs button[data-tab=param-map]")
+            page.locator("#pl-pane-param-map td.pl-map-first-cell").wait_for()
+            page.screenshot(path=str(out / "param_map.png"))
+            print(f"wrote {out / 'param_map.png'}")
+            from tests.explorer.test_check import _FlipAdd  # noqa: F401 (registers the pass)
 
-        wrong = explorer.explore(eval(MODEL, {"models": models}), pipeline=WRONG)  # noqa: S307
-        errors = Path(tmp) / "errors.html"
-        wrong.to_html(errors, report=wrong.check())
-        page.goto(errors.as_uri())
-        page.click("#pl-tabs button[data-tab=error-map]")
-        page.locator("#pl-pane-error-map td.pl-map-first-cell").wait_for()
-        page.screenshot(path=str(out / "error_map.png"))
-        print(f"wrote {out / 'error_map.png'}")
+            wrong = explorer.explore(eval(MODEL, {"models": models}), pipeline=WRONG)  # noqa: S307
+            errors = Path(tmp) / "errors.html"
+            wrong.to_html(errors, report=wrong.check())
+            page.goto(errors.as_uri())
+            page.click("#pl-tabs button[data-tab=error-map]")
+            page.locator("#pl-pane-error-map td.pl-map-first-cell").wait_for()
+            page.screenshot(path=str(out / "error_map.png"))
+            print(f"wrote {out / 'error_map.png'}")
 
-        # the Panel app, a node clicked
-        with serve(trace, block=False, report=report_) as srv:
-            page.goto(srv.url)
-            page.locator(".plg-n").first.wait_for()
-            page.locator(f".pl-step-row[data-step='{step.index}']").click()
-            expect(page.locator(".pl-step-title")).to_have_text(f"#{step.index} fold-constant")
-            expect(page.locator(".plg-s-added").first).to_be_visible()
-            page.locator("g.plg-n.plg-bad[data-i]").first.click()
-            expect(page.locator(".plg-details")).to_contain_text("copies")
-            page.screenshot(path=str(out / "app.png"))
-            print(f"wrote {out / 'app.png'}")
+        if "app" in only:
+            # the Panel app, a node clicked
+            with serve(trace, block=False, report=report_) as srv:
+                page.goto(srv.url)
+                page.locator(".plg-n").first.wait_for()
+                page.locator(f".pl-step-row[data-step='{step.index}']").click()
+                expect(page.locator(".pl-step-title")).to_have_text(f"#{step.index} fold-constant")
+                expect(page.locator(".plg-s-added").first).to_be_visible()
+                page.locator("g.plg-n.plg-bad[data-i]").first.click()
+                expect(page.locator(".plg-details")).to_contain_text("copies")
+                page.screenshot(path=str(out / "app.png"))
+                print(f"wrote {out / 'app.png'}")
 
-        # the stepper in JupyterLab: the output cell only
-        cells = [
-            f"import explorer\nfrom compiler import models\ntrace = explorer.explore({MODEL})\n"
-            f"stepper = trace.stepper()\nstepper.index = {step.index}\nstepper"
-        ]
-        cells[0] = cells[0].replace(")\nstepper =", f", pipeline={PIPELINE!r})\nstepper =")
-        with jupyterlab(Path(tmp), cells) as url:
-            page.goto(url)
-            run_all(page)
-            output = page.locator(".jp-OutputArea-output").first
-            expect(output.locator(".plg-n").first).to_be_visible()
-            expect(output.locator(".pl-header")).to_contain_text("fold-constant")
-            page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
-            time.sleep(0.5)  # the layout settles after the side panel closes (a screenshot only)
-            output.scroll_into_view_if_needed()
-            box = output.bounding_box()
-            clip = {**box, "height": min(box["height"], 1000 - box["y"])}
-            page.screenshot(path=str(out / "stepper.png"), clip=clip)
-            print(f"wrote {out / 'stepper.png'}")
+        if "stepper" in only:
+            # the stepper in JupyterLab on the bloat replica's fold-constant: the output only
+            cell = (
+                f"import explorer\nfrom compiler import models\n"
+                f"trace = explorer.explore({MODEL}, pipeline={PIPELINE!r})\n"
+                f"stepper = trace.stepper()\nstepper.index = {step.index}\nstepper"
+            )
+            folder = Path(tmp) / "stepper"
+            folder.mkdir()
+            shoot_stepper(page, folder, [cell], out / "stepper.png", "fold-constant")
+
+        if "notebooks" in only:
+            # each notebook's own stepper cells, run from the notebook's cells
+            for path in args.notebook or sorted(NOTEBOOKS.glob("*.ipynb")):
+                for name, cells in stepper_runs(Path(path)):
+                    # the step it opens on, when the cell says (stepper.index = x["name"].index)
+                    opened = re.search(r"""\[["']([^"']+)["']\]\.index""", cells[-1])
+                    folder = Path(tmp) / name.removesuffix(".png")
+                    folder.mkdir()
+                    step_name = opened.group(1) if opened else ""
+                    shoot_stepper(page, folder, cells, out / name, step_name)
         browser.close()
     return 0
 

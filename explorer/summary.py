@@ -21,6 +21,14 @@ if TYPE_CHECKING:
 Row = dict[str, Any]
 
 NAME_WIDTH = 34  # the pass column of text tables, nesting included
+OPS_SHOWN = 4  # op-count changes shown in the ops column before "... and N more"
+
+# Jupyter's and nbconvert's stylesheets right-align every table cell: each cell says how it is
+# aligned, as a style (Jupyter) and as an ``align`` attribute (kept by code hosts that strip
+# styles), so names stay left and numbers right wherever the table is read
+_LEFT = "style='text-align:left' align='left'"
+_RIGHT = "style='text-align:right' align='right'"
+_NAME = "style='text-align:left;white-space:nowrap' align='left' nowrap"
 
 
 @dataclass(frozen=True)
@@ -44,8 +52,44 @@ def indented_name(row: Row) -> str:
 
 
 def indented_name_html(row: Row) -> str:
-    """A step's name indented by its nesting depth (HTML)."""
+    """A step's name indented by its nesting depth (HTML: non-breaking spaces, which survive
+    sanitisers and whitespace collapsing, so the passes nested under ``default`` read as
+    nested in Jupyter, on a code host and in a converted notebook alike)."""
     return "&nbsp;" * 4 * row["depth"] + html.escape(row["pass"])
+
+
+def ops_text(row: Row, shown: int = OPS_SHOWN) -> str:
+    """A summary row's ops cell: its first ``shown`` op-count changes (the biggest growth
+    first, then the biggest shrinkage, as ``Diff.op_count_changes`` orders them), then
+    ``... and N more`` (N at least 2: one more is shown), then its note (the artifact's
+    size); a row without op changes (a skipped pass: its reason) reads its ``ops`` as
+    they are."""
+    changes = row.get("op_changes")
+    if changes is None:
+        return row.get("ops", "")
+    items = [f"{v:+d} {k}" for k, v in changes.items()]
+    if len(items) <= shown + 1:  # "... and 1 more" would take the room of the one it hides
+        text = ", ".join(items)
+    else:
+        text = ", ".join(items[:shown]) + f" ... and {len(items) - shown} more"
+    note = row.get("note", "")
+    return f"{text}; {note}" if text and note else text or note
+
+
+def ops_title(row: Row) -> str:
+    """The ``title`` attribute of a capped ops cell: every op-count change (none when the cell
+    shows them all)."""
+    changes = row.get("op_changes") or {}
+    if len(changes) <= OPS_SHOWN + 1:
+        return ""
+    full = ", ".join(f"{v:+d} {k}" for k, v in changes.items())
+    return f"{_LEFT} title='{html.escape(full, quote=True)}'"
+
+
+def ops_column(title: str = "ops") -> Column:
+    """The ops column of a summary row: capped at :data:`OPS_SHOWN` changes (all of them in
+    the HTML cell's tooltip)."""
+    return Column(title, ops_text, attrs=ops_title)
 
 
 def step_column(title: str = "#") -> Column:
@@ -54,8 +98,11 @@ def step_column(title: str = "#") -> Column:
 
 
 def name_column(title: str = "pass") -> Column:
-    """The step's name, indented by depth."""
-    return Column(title, indented_name, width=NAME_WIDTH, html=indented_name_html)
+    """The step's name, indented by depth (in HTML on one line: a wrapped name would break
+    the indentation)."""
+    return Column(
+        title, indented_name, width=NAME_WIDTH, html=indented_name_html, attrs=lambda r: _NAME
+    )
 
 
 def text_table(columns: Sequence[Column], rows: Sequence[Row]) -> str:
@@ -91,17 +138,20 @@ def html_table(
     table_attrs: str = "",
     row_attrs: Callable[[Row], str] | None = None,
 ) -> str:
-    """The rows as an HTML table (escaped cells, right-aligned columns aligned right unless
-    their ``attrs`` say otherwise; ``row_attrs(row)`` adds attributes to a row's ``<tr>``)."""
-    head = "".join(f"<th>{html.escape(c.title)}</th>" for c in columns)
+    """The rows as an HTML table (escaped cells; every cell and heading aligned as its column
+    says, right or left, unless its ``attrs`` say otherwise; ``row_attrs(row)`` adds
+    attributes to a row's ``<tr>``)."""
+    head = "".join(
+        f"<th {_RIGHT if c.right else _LEFT}>{html.escape(c.title)}</th>" for c in columns
+    )
     body = []
     for r in rows:
         tds = []
         for c in columns:
             inner = c.html(r) if c.html is not None else html.escape(c.text(r))
             attrs = c.attrs(r) if c.attrs is not None else ""
-            if c.right and not attrs:
-                attrs = "style='text-align:right'"
+            if not attrs:
+                attrs = _RIGHT if c.right else _LEFT
             tds.append(f"<td{' ' + attrs if attrs else ''}>{inner}</td>")
         tr = row_attrs(r) if row_attrs is not None else ""
         body.append(f"<tr{' ' + tr if tr else ''}>{''.join(tds)}</tr>")
@@ -133,7 +183,7 @@ TRACE_COLUMNS = (
     ),
     Column("shapes", lambda r: str(r["shapes"] or ""), right=True, width=6),
     Column("ms", _blank_if_skipped(lambda r: f"{r['ms']:.1f}"), right=True, width=8),
-    Column("ops", lambda r: r["ops"]),
+    ops_column(),
 )
 
 
@@ -174,6 +224,8 @@ __all__ = [
     "Column",
     "html_table",
     "name_column",
+    "ops_column",
+    "ops_text",
     "step_column",
     "text_table",
     "trace_html",

@@ -400,7 +400,10 @@ class Trace:
     # ----- summary ------------------------------------------------------------------------
     def summary(self) -> list[dict]:
         """One row per step: index, pass, status, node delta, op-count changes, param bytes and
-        delta, changed shapes, time."""
+        delta, changed shapes, time. ``ops`` is every op-count change in one line (and, on the
+        compiled step, the artifact's size); a step a pass changed also has ``op_changes`` (op
+        -> change in its count) and ``note`` (the artifact's size or ""), which the summary
+        table reads to cap its ops column."""
         rows = []
         for s in self.steps:
             prev = s.previous
@@ -422,6 +425,8 @@ class Trace:
             if prev is not None and s.kind == "pass" and s.changed and not s.failed:
                 d = s.diff(prev)
                 row["ops"] = d.op_count_text()
+                row["op_changes"] = dict(d.op_count_changes)
+                row["note"] = ""
                 row["shapes"] = len(d.shape_changes)
             if s.backend_stage == "compiled" and not s.failed and s is self.final:
                 art = s.artifact_bytes
@@ -430,6 +435,8 @@ class Trace:
                     ratio = f" = {art / s.param_bytes:.2f}x the weights" if s.param_bytes else ""
                     note = f"artifact {format_bytes(art)}{ratio}"
                     row["ops"] = f"{row['ops']}; {note}" if row["ops"] else note
+                    if "op_changes" in row:
+                        row["note"] = note
             rows.append(row)
         return rows
 

@@ -1,18 +1,26 @@
 """Every notebook in notebooks/ runs top to bottom in a fresh kernel (nbclient, no network),
-and its assertion cells check the findings it teaches; notebooks are stored without outputs.
+and its assertion cells (tagged ``hide``) check the findings it teaches; notebooks are stored
+without outputs. Each executed notebook is then rendered to static HTML as ``make
+notebooks-html`` publishes it (passlens/notebooks.py), and the page is read as a learner reads
+it: a takeaway, a link to the real upstream report, a picture where a widget stands, no
+temporary paths, and no test scaffolding.
 
 The kernel is ``python3`` run by this interpreter (the venv's kernelspec says ``python``, which
 jupyter_client replaces by ``sys.executable``): run the tests with the venv's python."""
 
 from __future__ import annotations
 
+import base64
+import html
 import pathlib
+import re
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from passlens.demo import describe_failure, kernel_problem
+from passlens.demo import kernel_problem
+from passlens.notebooks import HIDE_TAG, WIDGET_STATE, WIDGET_VIEW, execute, to_html, widget_cells
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 EXPECTED = [
@@ -24,24 +32,39 @@ EXPECTED = [
     "05_lazy_transform_params.ipynb",
     "06_reduce_and_error_map.ipynb",
 ]
+# a link to where the bug (or the tool) is discussed upstream: TVM's issues and forum, PyTorch's,
+# ONNX's and onnxruntime's
+UPSTREAM = re.compile(
+    r"""href=["']https?://(?:github\.com/(?:apache/tvm|pytorch/|onnx/|microsoft/onnxruntime)"""
+    r"""|discuss\.tvm\.apache\.org|(?:[a-z-]+\.)?pytorch\.org|onnx\.ai)"""
+)
+TAKEAWAY = re.compile(r"takeaway|why it matters", re.IGNORECASE)
+IMAGE = re.compile(r"""!\[[^\]]*\]\(([^)\s]+)\)|<img[^>]*\ssrc=["']([^"']+)["']""")
+TEMP_PATHS = ("/tmp/", "ipykernel_")
 
 
 def _execute(nb, cwd: pathlib.Path) -> str | None:
     """Run ``nb`` in a fresh python3 kernel with ``cwd`` as its working directory; None when
     every cell ran, else which cell failed, its source and the error."""
-    from nbclient import NotebookClient
-
-    client = NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
-    )
-    try:
-        client.execute()
-    except Exception as e:  # a failed cell, a timeout or a dead kernel
-        return describe_failure(nb, e)
-    return None
+    return execute(nb, cwd)
 
 
-def test_the_notebooks_are_the_tour_and_one_per_seed():
+@pytest.fixture(scope="session")
+def executed(tmp_path_factory):
+    """``executed(name)``: the notebook run once per test session, ``(notebook, failure)``
+    (the run test and the HTML test share it: each notebook runs once)."""
+    runs: dict[str, tuple] = {}
+
+    def run(name: str):
+        if name not in runs:
+            nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+            runs[name] = (nb, _execute(nb, tmp_path_factory.mktemp(name.split("_")[0])))
+        return runs[name]
+
+    return run
+
+
+def test_the_notebooks_are_the_tour_and_one_per_bug():
     assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == EXPECTED
 
 
@@ -63,11 +86,231 @@ def test_the_python3_kernel_runs_this_interpreter():
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", EXPECTED)
-def test_notebook_runs(name, tmp_path):
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    failure = _execute(nb, tmp_path)
+def test_notebook_runs(name, executed):
+    _, failure = executed(name)
     if failure:
         pytest.fail(f"{name}: {failure}", pytrace=False)
+
+
+# ===== the published HTML ========================================================================
+
+
+def _hidden(cell) -> bool:
+    return HIDE_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def _page_text(page: str) -> str:
+    """The page as a reader sees its text: tags (the syntax highlighting's spans) dropped,
+    entities decoded; the styles and scripts of the template left out."""
+    page = re.sub(r"<(style|script)\b.*?</\1>", "", page, flags=re.DOTALL | re.IGNORECASE)
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def _local_images(source: str) -> list[str]:
+    found = [a or b for a, b in IMAGE.findall(source)]
+    return [f for f in found if not re.match(r"[a-z]+:", f)]
+
+
+def page_problems(nb, page: str, folder: pathlib.Path = NOTEBOOKS) -> list[str]:
+    """What a reader of the published page would miss or trip on, in words (empty: none)."""
+    problems = []
+    visible = [c for c in nb.cells if not _hidden(c)]
+    text = _page_text(page)
+
+    # a takeaway: a markdown cell that says why it matters, and it is on the page
+    takeaways = [
+        c
+        for c in visible
+        if c.cell_type == "markdown" and TAKEAWAY.search((c.source.strip().splitlines() or [""])[0])
+    ]
+    if not takeaways:
+        problems.append(
+            "no takeaway (a markdown cell whose first line says 'Takeaway' or 'Why it matters')"
+        )
+    elif TAKEAWAY.search(text) is None:
+        problems.append("the takeaway is not on the page")
+
+    # a link to the real upstream report or discussion
+    if UPSTREAM.search(page) is None:
+        problems.append(
+            "no link to an upstream issue or discussion (github.com/apache/tvm, "
+            "discuss.tvm.apache.org, pytorch, onnx)"
+        )
+
+    # a picture under every widget: the page has no kernel to draw it
+    for k in widget_cells(nb):
+        below = nb.cells[k + 1] if k + 1 < len(nb.cells) else None
+        images = (
+            _local_images(below.source)
+            if below is not None and below.cell_type == "markdown"
+            else []
+        )
+        first = (nb.cells[k].source.strip().splitlines() or [""])[0]
+        if not images:
+            problems.append(f"a widget ({first!r}) with no screenshot in a markdown cell below it")
+            continue
+        for image in images:
+            path = folder / image
+            if not path.is_file():
+                problems.append(f"the screenshot under {first!r} is missing: {image}")
+            elif base64.b64encode(path.read_bytes()).decode()[:2000] not in page:
+                problems.append(f"the screenshot under {first!r} is not embedded in the page")
+
+    # no kernel's temporary paths (/tmp/ipykernel_<pid>/<hash>.py:10, a temp dir it wrote to)
+    for needle in TEMP_PATHS:
+        at = text.find(needle)
+        if at >= 0:
+            problems.append(f"a temporary path on the page: {text[max(0, at - 40) : at + 60]!r}")
+
+    # the assertions are kept, tagged hide, and stay off the page
+    hidden = [c for c in nb.cells if _hidden(c)]
+    if not any(c.cell_type == "code" and "assert " in c.source for c in hidden):
+        problems.append(f"no code cell of assertions tagged {HIDE_TAG!r}")
+    shown = {line.strip() for c in visible for line in c.source.splitlines()}
+    for c in hidden:
+        for line in c.source.splitlines():
+            line = line.strip()
+            if line and line not in shown and line in text:
+                problems.append(f"a cell tagged {HIDE_TAG!r} is on the page: {line!r}")
+                break
+    for c in visible:
+        if c.cell_type == "code" and re.search(r"^\s*assert\b", c.source, re.MULTILINE):
+            first = (c.source.strip().splitlines() or [""])[0]
+            problems.append(f"assertions in a visible cell (tag it {HIDE_TAG!r}): {first!r}")
+    return problems
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", EXPECTED)
+def test_the_published_page_teaches(name, executed):
+    nb, failure = executed(name)
+    if failure:
+        pytest.fail(f"{name} did not run, so it has no page: {failure}", pytrace=False)
+    problems = page_problems(nb, to_html(nb))
+    assert not problems, f"{name}:\n  " + "\n  ".join(problems)
+
+
+# the checks above, on a small notebook made here (no kernel): each can fail
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def _widget_output(model_id: str, result: bool = True):
+    data = {
+        WIDGET_VIEW: {"model_id": model_id, "version_major": 2, "version_minor": 0},
+        "text/plain": "<PassStepper step 0/3: module>",
+    }
+    if result:
+        return new_output("execute_result", data=data, execution_count=2)
+    return new_output("display_data", data=data)
+
+
+def _model(name: str, **state):
+    return {
+        "model_name": name,
+        "model_module": "@jupyter-widgets/controls",
+        "model_module_version": "2.0.0",
+        "state": state,
+    }
+
+
+def _made(tmp_path, *, below: str | None = "![the stepper](img/shot.png)", progress=True):
+    (tmp_path / "img").mkdir(exist_ok=True)
+    (tmp_path / "img" / "shot.png").write_bytes(PNG)
+    stepper = new_code_cell("trace.stepper()", outputs=[_widget_output("stepper")])
+    work = new_code_cell("report = trace.check()", outputs=[_widget_output("bar", result=False)])
+    cells = [
+        new_markdown_cell(
+            "# A bug\n\n[apache/tvm#17546](https://github.com/apache/tvm/issues/17546)"
+        ),
+        stepper,
+        *([new_markdown_cell(below)] if below is not None else []),
+        *([work] if progress else []),
+        new_code_cell(
+            "print('report ok')", outputs=[new_output("stream", name="stdout", text="report ok\n")]
+        ),
+        new_code_cell(
+            "assert report.ok, report\nassert secret_check()", metadata={"tags": [HIDE_TAG]}
+        ),
+        new_markdown_cell("## Takeaway\n\nLook at every step."),
+    ]
+    nb = new_notebook(cells=cells)
+    nb.metadata["widgets"] = {
+        WIDGET_STATE: {
+            "version_major": 2,
+            "version_minor": 0,
+            "state": {
+                "stepper": {"model_name": "AnyModel", "model_module": "anywidget", "state": {}},
+                "bar": _model("HBoxModel", children=["IPY_MODEL_label", "IPY_MODEL_progress"]),
+                "label": _model("LabelModel", value="checking"),
+                "progress": _model("IntProgressModel", value=3, max=3),
+            },
+        }
+    }
+    return nb
+
+
+def test_a_page_that_teaches_has_no_problems(tmp_path):
+    nb = _made(tmp_path)
+    assert widget_cells(nb) == [1]  # the stepper, not the progress bar
+    page = to_html(nb, images=tmp_path)
+    assert page_problems(nb, page, tmp_path) == []
+    text = _page_text(page)
+    assert "secret_check" not in text and "report ok" in text  # the hidden cell is gone
+    assert "data:image/png;base64," in page  # the screenshot is in the page
+    # no widget state, so no widget manager from a CDN, and no empty widget boxes
+    assert WIDGET_VIEW not in page and WIDGET_STATE not in page and "PassStepper" not in page
+
+
+def test_the_page_links_to_pages_and_files_from_where_it_is(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    nb = _made(folder)
+    nb.cells[-1].source += (
+        "\n\nNext: [the bloat](01_bloat.ipynb), [its case](../docs/bugs.md#1-a-weight), "
+        "[upstream](https://github.com/apache/tvm/issues/17546)."
+    )
+    page = to_html(nb, images=folder, page_dir=tmp_path / "build" / "notebooks")
+    assert 'href="01_bloat.html"' in page  # a sibling notebook: its page
+    assert 'href="../../docs/bugs.md#1-a-weight"' in page  # a file: from the page's folder
+    assert 'href="https://github.com/apache/tvm/issues/17546"' in page
+    assert "img/shot.png" not in page  # the image is embedded, not relinked
+
+
+def test_each_check_of_the_page_can_fail(tmp_path):
+    def problems(nb):
+        return page_problems(nb, to_html(nb, images=tmp_path), tmp_path)
+
+    nb = _made(tmp_path, below=None)  # the stepper's screenshot missing
+    assert any("no screenshot" in p for p in problems(nb))
+    nb = _made(tmp_path, below="![gone](img/nowhere.png)")
+    assert any("is missing: img/nowhere.png" in p for p in problems(nb))
+
+    nb = _made(tmp_path)
+    nb.cells[-1].source = "## In short\n\nLook at every step."
+    assert any("no takeaway" in p for p in problems(nb))
+
+    nb = _made(tmp_path)
+    nb.cells[0].source = "# A bug\n\n[a page](https://example.org/tvm)"
+    assert any("no link to an upstream" in p for p in problems(nb))
+
+    nb = _made(tmp_path)
+    nb.cells[4].outputs[0].text = "wrote /tmp/pytest-of-me/report.html\n"
+    assert any("temporary path" in p and "/tmp/pytest-of-me" in p for p in problems(nb))
+    nb.cells[4].outputs[0].text = "IR -> proj (/tmp/ipykernel_1/2.py:10)\n"
+    assert any("temporary path" in p for p in problems(nb))
+
+    nb = _made(tmp_path)
+    nb.cells[5].metadata["tags"] = []  # the assertions shown
+    found = problems(nb)
+    assert any("no code cell of assertions" in p for p in found)
+    assert any("assertions in a visible cell" in p for p in found)
+
+    # a page that shows a hidden cell (an exporter that ignored the tag) is caught
+    nb = _made(tmp_path)
+    page = to_html(nb, images=tmp_path) + "<pre>assert secret_check()</pre>"
+    assert any("tagged 'hide' is on the page" in p for p in page_problems(nb, page, tmp_path))
 
 
 # A notebook's assertion cells are its tests: with the detector it teaches broken (patched in

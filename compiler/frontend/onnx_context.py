@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from compiler.errors import PasslensError
+from compiler.frontend.locations import source_location
 from compiler.ir.nodes import Block, Call, Constant, Expr, TupleGetItem
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import Dim
@@ -186,7 +187,7 @@ def location_of(node) -> str | None:
             user = [f for f in frames if "site-packages" not in f[0]]
             if user or frames:
                 file, line = (user or frames)[-1]
-                return f"{file}:{line}"
+                return source_location(file, line)
     return None
 
 

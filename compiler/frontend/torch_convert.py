@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from compiler.frontend.errors import FrontendError
+from compiler.frontend.locations import source_location
 from compiler.ir.nodes import Constant, Expr, IRError, Var
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import ANY, Dim, SymExpr, dims_equal, sym
@@ -354,7 +355,7 @@ def location_of(node) -> str | None:
     # the op, the user's wrapper only called it
     user = [f for f in frames if not _is_torch_file(f[0]) and not f[0].startswith("<")]
     file, line = (user or frames)[-1]
-    return f"{file}:{line}"
+    return source_location(file, line)
 
 
 def provenance_of(node) -> Provenance:

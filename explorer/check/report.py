@@ -277,14 +277,16 @@ class Report:
 
 
 def _status(row: dict) -> str:
-    same = f" (= #{row['same_as']})" if row["same_as"] is not None else ""
+    """A step's status, and when it shows the very module of an earlier step (whose values it
+    reused, not recomputed), which one: ``ok, same module as #8``."""
+    same = f", same module as #{row['same_as']}" if row["same_as"] is not None else ""
     return row["status"] + same
 
 
 _NUMBER_COLUMNS = (
     step_column(),
     name_column(),
-    Column("status", _status, width=22),
+    Column("status", _status),
     Column("max abs", lambda r: num(r["max_abs"]), right=True, width=10),
     Column("max rel", lambda r: num(r["max_rel"]), right=True, width=10),
 )
