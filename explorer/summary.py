@@ -227,8 +227,52 @@ __all__ = [
     "ops_column",
     "ops_text",
     "step_column",
+    "summary_rows",
     "text_table",
     "trace_html",
     "trace_rows",
     "trace_text",
 ]
+
+
+def summary_rows(trace) -> list[dict]:
+    """One row per step: index, pass, status, node delta, op-count changes, param bytes and
+    delta, changed shapes, time. ``ops`` is every op-count change in one line (and, on the
+    compiled step, the artifact's size); a step a pass changed also has ``op_changes`` (op
+    -> change in its count) and ``note`` (the artifact's size or ""), which the summary
+    table reads to cap its ops column."""
+    rows = []
+    for s in trace.steps:
+        prev = s.previous
+        nodes = len(s.graph.nodes)
+        row = {
+            "step": s.index,
+            "depth": s.depth,
+            "pass": s.name,
+            "kind": s.kind,
+            "status": s.status,
+            "nodes": nodes,
+            "node_delta": nodes - len(prev.graph.nodes) if prev is not None else 0,
+            "param_bytes": s.param_bytes,
+            "param_delta": s.param_bytes - prev.param_bytes if prev is not None else 0,
+            "ms": s.seconds * 1000,
+            "ops": "",
+            "shapes": 0,
+        }
+        if prev is not None and s.kind == "pass" and s.changed and not s.failed:
+            d = s.diff(prev)
+            row["ops"] = d.op_count_text()
+            row["op_changes"] = dict(d.op_count_changes)
+            row["note"] = ""
+            row["shapes"] = len(d.shape_changes)
+        if s.backend_stage == "compiled" and not s.failed and s is trace.final:
+            art = s.artifact_bytes
+            row["artifact_bytes"] = art
+            if art is not None:
+                ratio = f" = {art / s.param_bytes:.2f}x the weights" if s.param_bytes else ""
+                note = f"artifact {format_bytes(art)}{ratio}"
+                row["ops"] = f"{row['ops']}; {note}" if row["ops"] else note
+                if "op_changes" in row:
+                    row["note"] = note
+        rows.append(row)
+    return rows

@@ -128,7 +128,7 @@ class ReportWriter:
         """A detail value as JSON (see the module docstring for the tags)."""
         from explorer.check import NodeError
         from explorer.graph import GraphNode
-        from explorer.store.write import _encode_error
+        from explorer.store.errors import _encode_error
 
         if depth > MAX_REPORT_DEPTH:
             return {"$": "text", "v": str(v)[:_TEXT_CHARS]}
@@ -358,7 +358,7 @@ class ReportReader:
     def value(self, v: Any, what: str, depth: int) -> Any:
         """A detail value back from JSON (see the module docstring for the tags)."""
         from explorer.check import NodeError
-        from explorer.store.read import _decode_error
+        from explorer.store.errors import _decode_error
 
         if depth > MAX_REPORT_DEPTH + 1:
             raise self.bad(f"{what} nests deeper than {MAX_REPORT_DEPTH}")

@@ -6,7 +6,6 @@ causes is raised as a TraceFileError (or a LimitError for a cap)."""
 
 from __future__ import annotations
 
-import builtins
 import json
 import math
 import os
@@ -41,6 +40,7 @@ from compiler.ir import (
 from compiler.passes import SkippedPass
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportReader
+from explorer.store.errors import _decode_error
 from explorer.store.fileformat import (
     FORMAT,
     MAX_ARRAY_BYTES,
@@ -48,7 +48,6 @@ from explorer.store.fileformat import (
     MAX_STEPS,
     PROV_FIELDS,
     READ_VERSION,
-    RecordedError,
     TraceFileError,
 )
 from explorer.store.graphs import decode_graph, foreign_module, graph_ref
@@ -547,33 +546,3 @@ def _provenance(rec: Any) -> Provenance:
     if not all(isinstance(v, str) for v in rec.values()):
         raise ValueError(f"bad provenance record {rec!r}")
     return Provenance(**rec) if rec else NO_PROVENANCE
-
-
-_ERROR_CLASSES: dict[tuple[str, str], type] = {}
-_PACKAGE = "explorer.store"  # the module of a recorded type whose own module is not known
-
-
-def _decode_error(rec: dict) -> BaseException:
-    """The saved exception: a builtin type is rebuilt as itself, any other type as a
-    RecordedError subclass of the same name (no code of the file's choosing runs)."""
-    name, module, message = str(rec["type"]), str(rec.get("module") or ""), str(rec["message"])
-    args = rec.get("args")
-    if not isinstance(args, list):
-        args = [message] if message else []
-    cls = getattr(builtins, name, None) if module == "builtins" else None
-    if isinstance(cls, type) and issubclass(cls, BaseException):
-        try:
-            error = cls(*args)
-            if str(error) == message:
-                return error
-        except Exception:
-            pass
-    key = (module, name)
-    if key not in _ERROR_CLASSES:
-        safe = name if name.isidentifier() else "RecordedError"
-        _ERROR_CLASSES[key] = type(
-            safe,
-            (RecordedError,),
-            {"type_name": name, "type_module": module, "__module__": module or _PACKAGE},
-        )
-    return _ERROR_CLASSES[key](message)

@@ -35,6 +35,7 @@ from compiler.ir import (
 )
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportWriter
+from explorer.store.errors import _encode_error
 from explorer.store.fileformat import FOREIGN_VERSION, FORMAT, PROV_FIELDS, VERSION
 from explorer.store.graphs import encode_foreign, encode_graph, encode_ref
 
@@ -498,21 +499,6 @@ def _dtype_name(arr: np.ndarray) -> str:
 
 def _encode_attrs(attrs) -> dict:
     return {k: format_attr(v) for k, v in attrs.items()}
-
-
-def _encode_error(error: BaseException) -> dict:
-    rec: dict[str, Any] = {
-        "type": getattr(error, "type_name", None) or type(error).__name__,
-        "module": getattr(error, "type_module", None) or type(error).__module__,
-        "message": str(error),
-    }
-    if all(isinstance(a, (str, int, float, bool)) or a is None for a in error.args):
-        try:
-            json.dumps(list(error.args), allow_nan=False)
-            rec["args"] = list(error.args)
-        except ValueError:
-            pass
-    return rec
 
 
 def _version() -> str:
