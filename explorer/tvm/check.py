@@ -150,25 +150,33 @@ class TVMChecker(_Checker):
 def convention(ir) -> CallingConvention:
     """How ``main`` of a TVM module is called (passlens's CallingConvention, so the
     signature-changed finding compares TVM steps as it compares its own)."""
-    from tvm import relax
-
     names = {str(gv.name_hint) for gv in ir.get_global_vars()}
     main = ir["main"]
+    plain, entry_get, entry_set = _callbacks(main)
     num_input = main.attrs["num_input"] if main.attrs and "num_input" in main.attrs else None
-    entry_weights = 0 if num_input is None else max(0, len(main.params) - int(num_input))
+    entry_weights = 0 if num_input is None else max(0, plain - int(num_input))
     transform = "main_transform_params" if "main_transform_params" in names else None
-    get = set_ = False
-    params = 0
+    params, get, set_ = 0, False, False
     if transform is not None:
-        fn = ir[transform]
-        for p in fn.params:
-            if isinstance(p.ty, relax.FuncType):
-                label = str(getattr(p, "name_hint", "") or "")
-                set_ = set_ or "set" in label
-                get = get or "set" not in label
-            else:
-                params += 1
-    return CallingConvention("main", transform, params, get, set_, entry_weights, False, False)
+        params, get, set_ = _callbacks(ir[transform])
+    return CallingConvention(
+        "main", transform, params, get, set_, entry_weights, entry_get, entry_set
+    )
+
+
+def _callbacks(fn) -> tuple[int, bool, bool]:
+    """How many plain parameters ``fn`` takes, and whether it takes a get / a set callback."""
+    from tvm import relax
+
+    plain, get, set_ = 0, False, False
+    for p in fn.params:
+        if isinstance(p.ty, relax.FuncType):
+            label = str(getattr(p, "name", None) or getattr(p, "name_hint", "") or "")
+            set_ = set_ or "set" in label
+            get = get or "set" not in label
+        else:
+            plain += 1
+    return plain, get, set_
 
 
 def check_tvm(trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes):
