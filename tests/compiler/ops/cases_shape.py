@@ -34,6 +34,7 @@ def _seed3_pad(x, *rest, **attrs):
 
 CASES: list[OpCase] = [
     # reshape: torch semantics (-1 inferred); allowzero=false is ONNX's 0-copies-the-dim.
+    OpCase("match_shape", [_f32(2, 3)], {"shape": [2, 3]}, lambda x, shape: x),
     OpCase("reshape", [_f32(2, 3, 4)], {"shape": [2, -1]}, lambda x, shape: x.reshape(2, -1)),
     OpCase("reshape", [_f32(3, 4)], {"shape": [-1]}, lambda x, shape: x.reshape(-1)),
     OpCase(

@@ -22,7 +22,7 @@ def test_replicas_are_labelled_and_never_in_named_pipelines():
         cls = passes.get_pass_class(name)
         assert cls.__module__.startswith("compiler.passes.replicas.")
         doc = sys.modules[cls.__module__].__doc__
-        assert doc.startswith("REPLICA OF A REAL BUG") and "SEEDS.md item" in doc
+        assert doc.startswith("REPLICA OF A REAL BUG") and "docs/bugs.md bug" in doc
     for spec in named_pipelines().values():
         assert "replica-" not in spec
 
