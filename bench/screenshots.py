@@ -68,8 +68,10 @@ def shoot_stepper(page, folder: Path, cells: list[str], path: Path, step: str) -
         page.goto(url)
         run_all(page)
         output = page.locator(".jp-OutputArea-output:has(.pl-header)").last
-        expect(output.locator(".plg-n").first).to_be_visible()
         expect(output.locator(".pl-header")).to_contain_text(step)
+        # the graph may open on another tab (an error map) or away from the first node
+        expect(output.locator(".plg-n, .pl-errmap, table").first).to_be_attached()
+        time.sleep(1.0)
         page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
         time.sleep(0.5)  # the layout settles after the side panel closes (a screenshot only)
         output.scroll_into_view_if_needed()
