@@ -97,20 +97,62 @@ class _Run:
         snap.seconds = time.perf_counter() - start
         snap.module = self.state.result(snap.before, mod, self.equal)
 
-    def failed(self, error: BaseException) -> bool:
+    def failed(self, error: BaseException, binding: Any = None) -> bool:
         """The passes still open when ``error`` left the pipeline failed with it; False when
         none was open (the error came from outside any pass)."""
         if not self.stack:
             return False
         now = time.perf_counter()
         text = "".join(traceback.format_exception(error))
+        node = None
+        if binding is not None:
+            try:
+                node = self.state.ref(binding.var, binding.value)
+            except Exception:  # a binding of an unexpected shape: the failure still records
+                node = None
         while self.stack:
             index, start = self.stack.pop()
             snap = self.snapshots[index]
             snap.error = error
             snap.traceback = text
             snap.seconds = now - start
+            if node is not None and snap.failed_node is None:
+                snap.failed_node = node
         return True
+
+
+def failing_binding(p: Any, module: Any, ctx_args: dict) -> Any:
+    """The Relax binding pass ``p`` was visiting when it failed on ``module``: ``p`` is run
+    again (outside the recording, in its own PassContext) while a profiler notes the last
+    ``binding`` argument of the Python visitors it calls (TVM's Python passes visit bindings
+    with ``visit_var_binding_`` / ``visit_binding``; the FFI's traceback frames do not keep
+    their locals). None when no visitor had one (a pass written in C++)."""
+    import sys
+
+    import tvm
+
+    seen: list[Any] = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            value = frame.f_locals.get("binding")
+            if hasattr(value, "var") and hasattr(value, "value"):
+                seen.append(value)
+
+    args = {k: v for k, v in ctx_args.items() if k != "instruments"}
+    old = sys.getprofile()
+    try:
+        with tvm.transform.PassContext(**args):
+            sys.setprofile(profile)
+            try:
+                p(module)
+            except Exception:  # the failure again: what we wanted
+                pass
+            finally:
+                sys.setprofile(old)
+    except Exception:  # the context itself: no binding then
+        return None
+    return seen[-1] if seen else None
 
 
 def make_instrument(run: _Run) -> Any:
@@ -168,7 +210,7 @@ def run_pipeline(
             try:
                 current = p(current)
             except Exception as e:
-                if not run.failed(e):
+                if not run.failed(e, failing_binding(p, current, ctx_args)):
                     raise
                 reason = f"skipped: pass {_failed_name(run, p)} failed"
             except KeyboardInterrupt as e:

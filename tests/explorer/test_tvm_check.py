@@ -146,3 +146,38 @@ def test_an_onnx_source_is_checked_against_onnxruntime(model_and_input, tmp_path
     assert report.reference.startswith("onnxruntime")
     assert [f for f in report.findings if f.is_failure] == []
     np.testing.assert_allclose(report.steps[-1].max_abs or 0.0, 0.0, atol=1e-5)
+
+
+def test_lazy_transform_params_on_a_nested_tuple_fails_on_that_binding():
+    """TVM 0.27's LazyTransformParams asserts that the output tuple is built in place; when
+    it comes from a call of another function it fails. The failure is recorded with the
+    binding it was visiting (found by running the pass again under a profiler): the call."""
+    from tvm.script import ir as I
+    from tvm.script import relax as R
+
+    @I.ir_module
+    class Nested:
+        @R.function(private=True)
+        def pack(a: R.Tensor((3, 4), "float32"), b: R.Tensor((3,), "float32")):
+            t = R.permute_dims(a)
+            return (t, b)
+
+        @R.function
+        def transform_params(
+            params: R.Tuple(R.Tensor((3, 4), "float32"), R.Tensor((3,), "float32")),
+        ):
+            R.func_attr({"num_input": 0})
+            a = params[0]
+            b = params[1]
+            out = Nested.pack(a, b)
+            return out
+
+    trace = explorer.explore(
+        Nested, compiler="tvm", pipeline=[relax.transform.LazyTransformParams()]
+    )
+    failed = trace.failure
+    assert failed is not None and failed.name == "LazyTransformParams"
+    assert isinstance(failed.error, AssertionError)
+    assert "assert isinstance(binding.value, relax.Tuple)" in failed.traceback
+    (node,) = [n for n in failed.graph.nodes.values() if n.obj is failed.failed_node]
+    assert (node.label, node.op) == ("out", "@pack")
