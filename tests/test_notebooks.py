@@ -31,6 +31,7 @@ EXPECTED = [
     "04_lift_transform_params.ipynb",
     "05_lazy_transform_params.ipynb",
     "06_reduce_and_error_map.ipynb",
+    "07_tvm.ipynb",
 ]
 # a link to where the bug (or the tool) is discussed upstream: TVM's issues and forum, PyTorch's,
 # ONNX's and onnxruntime's

@@ -216,6 +216,11 @@ class Report:
     @property
     def reuse_text(self) -> str:
         """How much the shared value cache saved, in words."""
+        if getattr(self.trace, "compiler", "passlens") == "tvm":  # whole modules built and run
+            return (
+                f"{self.computed} modules built with relax.build and run in TVM's VM "
+                "(structurally equal modules share one build)"
+            )
         reused = self.cache_hits + self.memo_hits
         total = reused + self.computed
         share = f" ({100 * reused / total:.0f}%)" if total else ""
