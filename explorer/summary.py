@@ -199,9 +199,29 @@ def trace_rows(trace: Trace) -> list[Row]:
     return rows
 
 
+FIRST_CALL_NOTE_MS = 1000.0
+"""An import step slower than this gets a note under the table: it is mostly one-time cost."""
+
+
 def trace_text(trace: Trace) -> str:
-    """The trace summary as a plain-text table (``repr(trace)``)."""
-    return text_table(TRACE_COLUMNS, trace_rows(trace))
+    """The trace summary as a plain-text table (``repr(trace)``), and a note when the import
+    was slow (mostly a first call's one-time cost)."""
+    text = text_table(TRACE_COLUMNS, trace_rows(trace))
+    note = first_call_note(trace)
+    return f"{text}\n{note}" if note else text
+
+
+def first_call_note(trace: Trace) -> str:
+    """What a slow import's ``ms`` means (empty when the import was quick)."""
+    slow = [s for s in trace.steps if s.kind == "import" and s.seconds * 1000 >= FIRST_CALL_NOTE_MS]
+    if not slow:
+        return ""
+    s = slow[0]
+    return (
+        f"ms: wall time of each step. #{s.index} {s.name} took {s.seconds * 1000:,.0f} ms, mostly "
+        "what the first import in a process pays once (loading the exporter and the op tables); "
+        "importing again in the same process is much faster."
+    )
 
 
 _STATUS_CLASS = {"failed": "pl-failed", "unchanged": "pl-unchanged", "skipped": "pl-unchanged"}
@@ -231,6 +251,7 @@ __all__ = [
     "text_table",
     "trace_html",
     "trace_rows",
+    "first_call_note",
     "trace_text",
 ]
 

@@ -138,3 +138,20 @@ def test_the_check_table_spells_out_a_reused_module():
     unchanged = next(c for c in report.steps if c.same_as is not None)
     line = next(x for x in text.splitlines() if f"  {unchanged.step.name}  " in x)
     assert f"{unchanged.status}, same module as #{unchanged.same_as}" in line
+
+
+def test_a_slow_import_gets_a_note_on_what_its_ms_mean():
+    import explorer
+    from compiler.ir import parse
+    from explorer.summary import FIRST_CALL_NOTE_MS
+
+    trace = explorer.explore(
+        parse("def @main(%x: f32[2]) -> f32[2] {\n  %y: f32[2] = relu(%x)\n  return %y\n}\n"),
+        pipeline="fold-constant",
+    )
+    assert "first import" not in trace.summary_text()
+    imported = trace.imported
+    imported.seconds = FIRST_CALL_NOTE_MS / 1000 * 3
+    text = trace.summary_text()
+    assert f"#{imported.index} {imported.name} took 3,000 ms" in text
+    assert "the first import in a process pays once" in text
