@@ -351,13 +351,9 @@ def test_invalid_attributes_are_clear_errors():
 # ----- an LSTM text classifier exported by torch ------------------------------------------
 
 
-@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
-def test_lstm_text_classifier_from_torch_checks_clean_and_compiles(dynamo, tmp_path):
-    """nn.Embedding + a 2-layer bidirectional nn.LSTM + nn.Linear (random weights), exported
-    at a fixed sequence length: the exporters emit ONNX LSTM nodes, which unroll; the trace
-    checks clean against onnxruntime and the compiled executable matches it."""
-    torch = pytest.importorskip("torch")
-    import explorer
+def _lstm_classifier(torch, pool: str):
+    """nn.Embedding + a 2-layer bidirectional nn.LSTM + nn.Linear on the last step's output
+    (``pool="last"``) or the mean over the sequence (``"mean"``)."""
 
     class Classifier(torch.nn.Module):
         def __init__(self):
@@ -368,10 +364,21 @@ def test_lstm_text_classifier_from_torch_checks_clean_and_compiles(dynamo, tmp_p
 
         def forward(self, ids):
             y, _ = self.lstm(self.embed(ids))
-            return self.head(y[:, -1])
+            return self.head(y[:, -1] if pool == "last" else y.mean(dim=1))
+
+    return Classifier()
+
+
+@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
+def test_lstm_text_classifier_from_torch_checks_clean_and_compiles(dynamo, tmp_path):
+    """nn.Embedding + a 2-layer bidirectional nn.LSTM + nn.Linear (random weights), exported
+    at a fixed sequence length: the exporters emit ONNX LSTM nodes, which unroll; the trace
+    checks clean against onnxruntime and the compiled executable matches it."""
+    torch = pytest.importorskip("torch")
+    import explorer
 
     torch.manual_seed(0)
-    model = Classifier().eval()
+    model = _lstm_classifier(torch, pool="last").eval()
     ids = torch.randint(0, 50, (2, 7))
     path = tmp_path / "lstm.onnx"
     torch.onnx.export(model, (ids,), str(path), dynamo=dynamo, input_names=["ids"])
@@ -396,19 +403,8 @@ def test_lstm_text_classifier_with_a_dynamic_sequence_runs_as_loops(tmp_path):
     import explorer
     from compiler.ir import Loop
 
-    class Classifier(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = torch.nn.Embedding(50, 16)
-            self.lstm = torch.nn.LSTM(16, 12, num_layers=2, bidirectional=True, batch_first=True)
-            self.head = torch.nn.Linear(24, 4)
-
-        def forward(self, ids):
-            y, _ = self.lstm(self.embed(ids))
-            return self.head(y.mean(dim=1))
-
     torch.manual_seed(0)
-    model = Classifier().eval()
+    model = _lstm_classifier(torch, pool="mean").eval()
     ids = torch.randint(0, 50, (2, 7))
     path = tmp_path / "lstm_dynamic.onnx"
     torch.onnx.export(
