@@ -1,9 +1,10 @@
 """ONNX recurrent ops and loops (issue #17, family "rnn"): RNN, GRU and LSTM unrolled over a
 static sequence length, and run as Loop nodes over a symbolic one. The backend node tests
-that now pass, small models against onnxruntime (every direction, both layouts, initial states, sequence_lens, peepholes, clip,
-linear_before_reset, activations; a symbolic batch), compiled with the LLVM backend, the clear
-errors of forms not converted, and an LSTM text classifier exported by torch through the
-whole pipeline. Loop (constant trip count) and Scan (8, 9+) unrolled the same way."""
+that now pass, small models against onnxruntime (every direction, both layouts, initial
+states, sequence_lens, peepholes, clip, linear_before_reset, activations; a symbolic batch),
+compiled with the LLVM backend, the clear errors of forms not converted, and LSTM text
+classifiers exported by torch through the whole pipeline. Loop and Scan unroll for constant
+trip counts and lengths, and run as Loop nodes otherwise."""
 
 from __future__ import annotations
 
