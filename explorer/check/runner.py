@@ -422,7 +422,7 @@ class _Checker:
         module = step.module
         before_mod = step.before if step.kind == "pass" else None
         before = self.results.get(id(before_mod)) if before_mod is not None else None
-        generation = self.memo.start(before.generation if before is not None else None)
+        generation = self._generation(before)
         run = self.run_module(module)
         run.generation = generation
         self.results[id(module)] = run
@@ -441,11 +441,17 @@ class _Checker:
             reused=run.reused,
             seconds=run.seconds,
         )
-        if run.error is None:  # for the error map: node values are released after this step
-            check.layers = self.layer_errors.of_step(
-                module["main"], self.cache.values, self.reference
-            )
+        if run.error is None:
+            check.layers = self._layers(module)
         return self._detect(check, run, before, cmp)
+
+    def _generation(self, before: Run | None) -> int:
+        """The memo generation of a step's run (values a pass rebuilt on the same inputs)."""
+        return self.memo.start(before.generation if before is not None else None)
+
+    def _layers(self, module: Module):
+        """Per-layer errors for the error map (node values are released after this step)."""
+        return self.layer_errors.of_step(module["main"], self.cache.values, self.reference)
 
     def _detect(
         self,

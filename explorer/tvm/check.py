@@ -21,7 +21,7 @@ import numpy as np
 from compiler import InterpretError
 from compiler.passes import CallingConvention
 from explorer.check.facts import Run
-from explorer.check.numbers import _compare_outputs, _to_numpy
+from explorer.check.numbers import _to_numpy
 from explorer.check.references import _onnx_reference, _torch_reference
 from explorer.check.report import CheckError, StepCheck
 from explorer.check.runner import _Checker
@@ -115,29 +115,15 @@ class TVMChecker(_Checker):
         ref.description = f"{label}, as the {frontend} reference failed"
 
     def _check_step(self, step) -> StepCheck:
-        module = step.module
-        if getattr(module, "inner", False):  # a module a pass built for itself: not the program
+        if getattr(step.module, "inner", False):  # a module a pass built for itself
             return StepCheck(step, "not run")
-        before_mod = step.before if step.kind == "pass" else None
-        before = self.results.get(id(before_mod)) if before_mod is not None else None
-        run = self.run_module(module)
-        self.results[id(module)] = run
-        if step is self.imported:
-            self._set_reference(run)
-        cmp = None
-        if run.error is None and self.ref_outputs is not None and run.outputs is not None:
-            cmp = _compare_outputs(run.outputs, self.ref_outputs, self.rtol, self.atol)
-        run.diverged = cmp is not None and cmp.beyond > 0
-        check = StepCheck(
-            step,
-            "run-failed" if run.error is not None else ("diverged" if run.diverged else "ok"),
-            cmp.max_abs if cmp else None,
-            cmp.max_rel if cmp else None,
-            computed=run.computed,
-            reused=0,
-            seconds=run.seconds,
-        )
-        return self._detect(check, run, before, cmp)
+        return super()._check_step(step)
+
+    def _generation(self, before) -> int:
+        return 0  # no node values to reuse between steps
+
+    def _layers(self, module):
+        return {}  # the VM gives outputs only: no per-layer errors
 
     # ----- memory: the VM keeps no per-node values ----------------------------------------------
     def _last_use(self, order) -> dict[int, int]:
