@@ -372,7 +372,7 @@ MUTATIONS: list[Mutation] = [
         "        split = out_node",
         "        split = None",
         RULE_TESTS,
-        "SEEDS item 5: a returned tuple made by a call",
+        "docs/bugs.md bug 5: a returned tuple made by a call",
     ),
     M(
         "lazy-set-twice",

@@ -1,5 +1,5 @@
 """trace.check: numerics against the reference, shapes, parameter bloat, signature changes and
-failed passes at every step, and the SEEDS items it must make obvious."""
+failed passes at every step, and the the bugs of docs/bugs.md it must make obvious."""
 
 import re
 from dataclasses import dataclass
@@ -106,7 +106,7 @@ def test_wrong_number_of_inputs_is_a_clear_error(mlp_trace):
         mlp_trace.check((x, x))
 
 
-# ----- SEEDS item 3: a wrong shape after dynamic-to-static ------------------------------------
+# ----- bug 3: a wrong shape after dynamic-to-static ------------------------------------
 
 
 def test_squeeze_replica_is_one_shape_mismatch_at_the_squeeze_and_its_step():
@@ -135,7 +135,7 @@ def test_real_dynamic_to_static_checks_clean():
     assert trace.check().ok
 
 
-# ----- SEEDS item 1: bloat from a broadcast weight -----------------------------------------------
+# ----- bug 1: bloat from a broadcast weight -----------------------------------------------
 
 
 def linear_on_4d_input() -> Module:
@@ -180,7 +180,7 @@ def test_the_same_model_without_the_replica_does_not_bloat():
     assert trace.check().ok
 
 
-# ----- SEEDS item 4 and 5: signatures that change, lazy callbacks, failed passes ----------------
+# ----- bug 4 and 5: signatures that change, lazy callbacks, failed passes ----------------
 
 
 def test_lift_transform_params_is_a_signature_change_not_a_failure():

@@ -1,5 +1,5 @@
 """compiler.backend.build: models end to end against the interpreter, every stage recorded,
-symbolic batch, export size (SEEDS.md item 1), export and load, clear errors."""
+symbolic batch, export size (docs/bugs.md bug 1), export and load, clear errors."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def @main(%x: f32[1, 56, 56, 128]) -> f32[1, 56, 56, 512] {
 
 
 def test_export_size_grows_with_a_weight_duplicated_by_the_broadcast_replica(tmp_path):
-    """SEEDS.md item 1: the faulty frontend's broadcast, folded, makes the weight 56 copies."""
+    """docs/bugs.md bug 1: the faulty frontend's broadcast, folded, makes the weight 56 copies."""
     module = _linear_model()
     good = build(module)
     bloated = build(passes.run(module, "replica-linear-broadcast", raise_on_failure=True).module)

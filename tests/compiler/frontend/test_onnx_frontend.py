@@ -1,5 +1,5 @@
 """from_onnx: structure, provenance, symbolic dims, control flow, computed shape inputs, bad
-input, and numbers against onnxruntime and torch (SEEDS.md item 3 and the torch zoo)."""
+input, and numbers against onnxruntime and torch (docs/bugs.md bug 3 and the torch zoo)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def calls(module, op=None):
     return [n for n in module.main.iter_nodes() if isinstance(n, Call) and op in (None, n.op)]
 
 
-# ----- SEEDS.md item 3: ReflectionPad3d with negative pads, then squeeze(1) ------------------
+# ----- docs/bugs.md bug 3: ReflectionPad3d with negative pads, then squeeze(1) ------------------
 
 
 def seeds_model():

@@ -22,7 +22,7 @@ def _i64(*shape: int) -> np.ndarray:
     return _rng.integers(-50, 50, shape).astype(np.int64)
 
 
-# The input of SEEDS.md item 3: ReflectionPad3d((0, 0, -43, 0, 0, -46)) on (13, 1, 47, 44, 1).
+# The input of docs/bugs.md bug 3: ReflectionPad3d((0, 0, -43, 0, 0, -46)) on (13, 1, 47, 44, 1).
 SEED3_INPUT = _f32(13, 1, 47, 44, 1)
 # The same pads in ONNX order (all begins for N, C, D, H, W, then all ends).
 SEED3_PADS = [0, 0, 0, -43, 0, 0, 0, -46, 0, 0]

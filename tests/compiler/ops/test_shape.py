@@ -230,7 +230,7 @@ def test_shape_input_forms_against_torch(case):
     np.testing.assert_allclose(got, want.numpy(), rtol=case.rtol, atol=case.atol)
 
 
-# ----- SEEDS.md item 3: ReflectionPad3d with negative pads, then squeeze(1) ---------------
+# ----- docs/bugs.md bug 3: ReflectionPad3d with negative pads, then squeeze(1) ---------------
 
 
 def _seed3_reference() -> np.ndarray:

@@ -1,4 +1,4 @@
-"""dynamic-to-static: Before/Expected pairs, and SEEDS item 3 (ONNX Squeeze inside an If)."""
+"""dynamic-to-static: Before/Expected pairs, and bug 3 (ONNX Squeeze inside an If)."""
 
 import numpy as np
 import pytest
@@ -21,7 +21,7 @@ def verify_pass(before: str, expected: str) -> Module:
     return helpers.verify_pass(before, expected, PASS, roundtrip=False)
 
 
-# SEEDS item 3: ReflectionPad3d(padding=(0, 0, -43, 0, 0, -46)) then squeeze(1), as the
+# bug 3: ReflectionPad3d(padding=(0, 0, -43, 0, 0, -46)) then squeeze(1), as the
 # TorchScript ONNX exporter (opset 17) writes it: the pads are computed from the torch padding
 # list (Concat with ConstantOfShape, Reshape, Slice reversing, Transpose, Reshape, Cast), and
 # the Squeeze sits in an If on Equal(Gather(Shape(pad), [1]), [1]). The branches have ranks 4
@@ -66,7 +66,7 @@ def @main(%input: f32[13, 1, 47, 44, 1]) -> f32[13, 1, 1, 1] {
 
 
 def seeds_input(seed: int = 0) -> np.ndarray:
-    """An input of the SEEDS item 3 shape."""
+    """An input of the bug 3 shape."""
     return np.random.default_rng(seed).standard_normal((13, 1, 47, 44, 1)).astype(np.float32)
 
 

@@ -1,5 +1,5 @@
 """lazy-transform-params, lazy-get-input, lazy-set-output, the get_item / set_item ops, and
-SEEDS item 5 (a transform whose returned tuple comes from a call) with the TVM replica."""
+bug 5 (a transform whose returned tuple comes from a call) with the TVM replica."""
 
 import numpy as np
 import pytest
@@ -102,7 +102,7 @@ def test_folding_and_dce_keep_the_callbacks():
     assert lazy_run(cleaned, [W1, W2])[1] == [("get", 0), ("set", 0), ("get", 1), ("set", 1)]
 
 
-# SEEDS item 5: the transform's returned tuple comes from a call of another function.
+# bug 5: the transform's returned tuple comes from a call of another function.
 NESTED = """
 def @main(%x: f32[2, 4], %wt: f32[4, 3], %b2: f32[4]) -> f32[2, 4] attrs {num_input = 1} {
   %y: f32[2, 4] = multiply(%x, %b2)

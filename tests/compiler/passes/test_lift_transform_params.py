@@ -1,4 +1,4 @@
-"""lift-transform-params: Before/Expected pairs, and SEEDS item 4 (the signature changes)."""
+"""lift-transform-params: Before/Expected pairs, and bug 4 (the signature changes)."""
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -29,7 +29,7 @@ def composed(module: Module, inputs: list, weights: list) -> tuple:
     return run(module, *inputs, *transformed)
 
 
-# SEEDS item 4: main(A, B), num_input = 1, C = A * (B + 1).
+# bug 4: main(A, B), num_input = 1, C = A * (B + 1).
 SEEDS_BEFORE = """
 def @main(%A: f32[16, 16], %B: f32[16, 16]) -> f32[16, 16] attrs {num_input = 1} {
   %B1: f32[16, 16] = add(%B, const(f32[], 1.0))

@@ -27,7 +27,7 @@ def test_replicas_are_labelled_and_never_in_named_pipelines():
         assert "replica-" not in spec
 
 
-# ----- SEEDS item 3: (13, 13, 1, 1) after dynamic-to-static -------------------------------
+# ----- bug 3: (13, 13, 1, 1) after dynamic-to-static -------------------------------
 
 
 def test_squeeze_replica_annotates_13_13_1_1_and_the_type_check_finds_that_node():
@@ -68,7 +68,7 @@ def test_squeeze_replica_leaves_modules_without_a_folded_if_as_the_real_pass_doe
     assert passes.run(module, "replica-dynamic-to-static-squeeze").module is module
 
 
-# ----- SEEDS item 1: a linear layer's weight broadcast over the batch dims ----------------
+# ----- bug 1: a linear layer's weight broadcast over the batch dims ----------------
 
 
 def _linear_module(input_shape: tuple, seed: int = 0):
