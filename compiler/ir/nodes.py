@@ -320,7 +320,14 @@ def loop_type(body: Function, num_carried: int, annotated: Type | None = None) -
     out = body.ret_type
     if not isinstance(out, TupleType) or len(out.fields) < 1 + num_carried:
         return None
-    carried = list(out.fields[1 : 1 + num_carried])
+    if len(body.params) < 2 + num_carried:
+        return None
+    try:  # no iteration gives the initial values: what enters the body covers both
+        carried = [
+            join_types(body.params[2 + j].ty, out.fields[1 + j]) for j in range(num_carried)
+        ]
+    except TypeError:
+        return None
     scans = []
     for j, f in enumerate(out.fields[1 + num_carried :]):
         if not isinstance(f, TensorType):
