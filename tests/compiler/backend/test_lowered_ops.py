@@ -76,9 +76,10 @@ def test_lowered_op_matches_interpreter(case):
         assert_close(g, w, case.label())
 
 
-# Ops whose result length is known only at run time (a '?' dim): loops need a size, so these
-# run in the interpreter only; legalize-ops leaves them and codegen says why.
-DATA_DEPENDENT = {"nonzero"}
+# Ops the host runs in a compiled module instead of a kernel (legalize_ops.RUNTIME_OPS):
+# nonzero, whose result length only the data gives, and match_shape, which names that length
+# (tests/compiler/backend/test_data_dependent.py compiles and runs them).
+DATA_DEPENDENT = {"nonzero", "match_shape"}
 
 
 # Ops whose results are of a low-precision type (float8, int4, ...): the backend has no values
@@ -87,8 +88,11 @@ STORAGE_ONLY = {"to_float8e8m0"}
 
 
 def test_lowering_covers_the_op_set():
-    """Every op with an OpCase lowers, but those with a data-dependent result size or a
-    low-precision result type."""
+    """Every op with an OpCase lowers, but those the host runs (a data-dependent result size)
+    or with a low-precision result type."""
+    from compiler.passes.legalize_ops import RUNTIME_OPS
+
+    assert set(RUNTIME_OPS) == DATA_DEPENDENT
     ops = {c.op for c in ALL_CASES}
     missing = sorted(ops - supported_ops() - EXPANDED - DATA_DEPENDENT - STORAGE_ONLY)
     assert missing == []
