@@ -22,7 +22,7 @@ PIP_INSTALL := $(PIP) install -c constraints.txt
 # (node runs the graph layout engine's tests).
 APT_DEPS := graphviz:dot chromium:chromium nodejs:node
 
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -n 2 --dist loadfile
 LAB_ARGS    ?=
 
 .PHONY: venv sysdeps test demo notebooks-html lab clean
