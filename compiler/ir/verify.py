@@ -237,13 +237,7 @@ class _Checker:
                 node,
             )
             return
-        for i, (a, p) in enumerate(zip(node.args, callee.params)):
-            if not _covers(p.ty, a.ty) and not _symbolically_compatible(p.ty, a.ty):
-                self.problem(
-                    f"argument {i} of @{node.func} has type {a.ty}, parameter %{p.name} "
-                    f"expects {p.ty}",
-                    node,
-                )
+        self.check_args(node, callee, f"@{node.func}", 0)
         if not _covers(node.ty, callee.ret_type) and not _symbolically_compatible(
             callee.ret_type, node.ty
         ):
@@ -252,6 +246,16 @@ class _Checker:
                 f"{callee.ret_type}",
                 node,
             )
+
+    def check_args(self, node: FuncCall, callee: Function, where: str, first: int) -> None:
+        """Each argument of a call (from ``first`` on) fits the callee's parameter."""
+        for i in range(first, len(node.args)):
+            a, p = node.args[i], callee.params[i]
+            if not _covers(p.ty, a.ty) and not _symbolically_compatible(p.ty, a.ty):
+                self.problem(
+                    f"argument {i} of {where} has type {a.ty}, parameter %{p.name} expects {p.ty}",
+                    node,
+                )
 
     def check_loop(self, node: Loop) -> None:
         if self.module is None:
@@ -274,13 +278,7 @@ class _Checker:
             ok = ok and (t.dtype.is_int if i == 0 else t.dtype is DType.bool)
             if not ok:
                 self.problem(f"{where}: body parameter {i} must be {what}, got {t}", node)
-        for i in range(2, len(node.args)):
-            a, p = node.args[i], body.params[i]
-            if not _covers(p.ty, a.ty) and not _symbolically_compatible(p.ty, a.ty):
-                self.problem(
-                    f"argument {i} of {where} has type {a.ty}, parameter %{p.name} expects {p.ty}",
-                    node,
-                )
+        self.check_args(node, body, where, 2)  # max_trips and cond are not the body's i, cond
         out = body.ret_type
         k = node.num_carried
         fields = out.fields if isinstance(out, TupleType) else ()
