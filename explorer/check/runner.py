@@ -311,6 +311,12 @@ class _Checker:
         return run
 
     # ----- the reference -----------------------------------------------------------------------
+    own_source = "the source is IR"  # why the imported step is the reference
+
+    def _node_values(self) -> dict:
+        """The imported step's node values, by provenance (the per-node reference)."""
+        return _node_reference(self.imported.module["main"], self.cache.values)
+
     def _set_reference(self, import_run: Run) -> None:
         """Reference outputs, per-node reference values (FX node values by name for torch,
         else the imported step's values by provenance) and their description."""
@@ -318,11 +324,10 @@ class _Checker:
         label = f"the imported step (#{self.imported.index} {self.imported.name})"
         ref = self.reference
         self.ref_outputs, ref.name = import_run.outputs, "the imported step"
-        main = self.imported.module["main"]
         if import_run.outputs is not None:
-            ref.node_values = _node_reference(main, self.cache.values)
+            ref.node_values = self._node_values()
         if self.reference_kind == "import" or frontend not in ("torch", "onnx"):
-            why = "as asked" if self.reference_kind == "import" else "the source is IR"
+            why = "as asked" if self.reference_kind == "import" else self.own_source
             ref.description = f"{label}, {why}"
             return
         try:

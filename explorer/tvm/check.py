@@ -22,7 +22,6 @@ from compiler import InterpretError
 from compiler.passes import CallingConvention
 from explorer.check.facts import Run
 from explorer.check.numbers import _to_numpy
-from explorer.check.references import _onnx_reference, _torch_reference
 from explorer.check.report import CheckError, StepCheck
 from explorer.check.runner import _Checker
 
@@ -88,31 +87,11 @@ class TVMChecker(_Checker):
         run.seconds = time.perf_counter() - start
         return run
 
-    # ----- the reference -----------------------------------------------------------------------
-    def _set_reference(self, import_run: Run) -> None:
-        frontend = self.trace.frontend
-        ref = self.reference
-        self.ref_outputs, ref.name = import_run.outputs, "the imported step"
-        label = f"the imported step (#{self.imported.index} {self.imported.name})"
-        if self.reference_kind == "import" or frontend not in ("torch", "onnx"):
-            why = "as asked" if self.reference_kind == "import" else "the source is a TVM module"
-            ref.description = f"{label}, {why}"
-            return
-        try:
-            if frontend == "torch":
-                outputs, _fx, how = _torch_reference(self.trace.source, self._all_inputs())
-                self.ref_outputs, ref.fx_values = outputs, {}
-                ref.name, ref.description = "torch eager", f"torch eager ({how})"
-            else:
-                self.ref_outputs = _onnx_reference(self.trace.source, self.runtime)
-                ref.name, ref.description = "onnxruntime", "onnxruntime (CPUExecutionProvider)"
-            return
-        except ImportError as e:
-            reason = f"{e.name or e} is not installed"
-        except Exception as e:  # the framework could not run the model: say so, go on
-            reason = f"{type(e).__name__}: {e}"
-        self.notes.append(f"the {frontend} reference could not run ({reason})")
-        ref.description = f"{label}, as the {frontend} reference failed"
+    # ----- the reference: passlens's, without per-node values (the VM gives outputs only) ------
+    own_source = "the source is a TVM module"
+
+    def _node_values(self) -> dict:
+        return {}
 
     def _check_step(self, step) -> StepCheck:
         if getattr(step.module, "inner", False):  # a module a pass built for itself
