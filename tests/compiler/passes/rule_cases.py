@@ -1633,6 +1633,54 @@ def @main(%x: f32[3, 1, 2], %c: bool[]) -> f32[*] {
     ),
 ]
 
+REPLICA_RELAY_IF = [
+    C(
+        "replica-relay-onnx-if",
+        "an If whose branches differ in rank: the lower one broadcast like the other (Relay)",
+        """
+def @main(%x: f32[3, 2], %c: bool[]) -> f32[*] {
+  %r: f32[3, 1, 2] = reshape(%x, shape=[3, 1, 2])
+  %o: f32[*] = if %c {
+    %q: f32[3, 2] = squeeze(%r, axes=[1])
+    yield %q
+  } else {
+    %i: f32[3, 1, 2] = identity(%r)
+    yield %i
+  }
+  return %o
+}""",
+        """
+def @main(%x: f32[3, 2], %c: bool[]) -> f32[3, ?, 2] {
+  %r: f32[3, 1, 2] = reshape(%x, allowzero=true, shape=[3, 1, 2])
+  %o: f32[3, ?, 2] = if %c {
+    %q: f32[3, 2] = squeeze(%r, axes=[1])
+    %i: f32[3, 1, 2] = identity(%r)
+    %broadcast_to_like: f32[3, 3, 2] = where(const(bool[], true), %q, %i)
+    yield %broadcast_to_like
+  } else {
+    %i_1: f32[3, 1, 2] = identity(%r)
+    yield %i_1
+  }
+  return %o
+}""",
+    ),
+    K(
+        "replica-relay-onnx-if",
+        "an If whose branches have one rank",
+        """
+def @main(%x: f32[3, 1, 2], %c: bool[]) -> f32[3, 1, 2] {
+  %o: f32[3, 1, 2] = if %c {
+    %q: f32[3, 1, 2] = relu(%x)
+    yield %q
+  } else {
+    %i: f32[3, 1, 2] = identity(%x)
+    yield %i
+  }
+  return %o
+}""",
+    ),
+]
+
 REPLICA_LAZY = [
     C(
         "replica-lazy-transform-params",
@@ -1671,5 +1719,6 @@ CASES = (
     + BIND_PARAMS
     + REPLICA_LINEAR
     + REPLICA_SQUEEZE
+    + REPLICA_RELAY_IF
     + REPLICA_LAZY
 )
