@@ -16,7 +16,11 @@ each pointwise weight), with the check's findings drawn on the graph; and in the
 - notebooks/img/error_map.png: the error map of the same model through a deliberately wrong
   pass (tests/explorer/test_check.py's test-check-flip-add: every add made a subtract).
 
-    .venv/bin/python bench/screenshots.py [--out notebooks/img] [--only notebooks,stepper,...]
+The pictures go to build/screenshots/ (a look at what would change, nothing tracked is touched);
+``--refresh`` writes them over the tracked ones in notebooks/img/ (what the README and the
+notebooks show), ``--out`` anywhere else.
+
+    .venv/bin/python bench/screenshots.py [--refresh | --out DIR] [--only notebooks,stepper,...]
         [--notebook notebooks/00_tour.ipynb ...]
 """
 
@@ -39,6 +43,8 @@ WRONG = "decompose-ops,test-check-flip-add,fold-constant,dead-code-elimination,f
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"]
 SHOTS = ("report", "maps", "app", "stepper", "notebooks")
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+TRACKED = NOTEBOOKS / "img"  # what the README and the notebooks show: written with --refresh
+PREVIEW = Path("build/screenshots")
 
 
 def stepper_runs(path: Path) -> list[tuple[str, list[str]]]:
@@ -83,7 +89,13 @@ def shoot_stepper(page, folder: Path, cells: list[str], path: Path, step: str) -
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="notebooks/img", help="folder (default: %(default)s)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--refresh",
+        action="store_true",
+        help=f"write over the tracked pictures in {TRACKED} (default: {PREVIEW})",
+    )
+    where.add_argument("--out", help=f"another folder (default: {PREVIEW})")
     parser.add_argument(
         "--only", default=",".join(SHOTS), help="comma-separated subset of %(default)s"
     )
@@ -94,7 +106,7 @@ def main() -> int:
         help="the notebooks whose stepper cells to take (default: every notebook in notebooks/)",
     )
     args = parser.parse_args()
-    out = Path(args.out)
+    out = TRACKED if args.refresh else Path(args.out) if args.out else PREVIEW
     only = set(args.only.split(","))
     if only - set(SHOTS):
         parser.error(f"--only: unknown {', '.join(sorted(only - set(SHOTS)))}; one of {SHOTS}")
