@@ -10,7 +10,13 @@ nbconvert's HTML exporter:
 - widget outputs are left out with the notebook's widget state: no kernel drives them in a
   static page (the page would load a widget manager from a CDN and still show an empty box).
   A notebook puts a screenshot in a markdown cell under each widget it shows; a progress bar
-  (an ``HBox`` holding an ``IntProgress``, shown while a job runs) has nothing to show.
+  (an ``HBox`` holding an ``IntProgress``, shown while a job runs) has nothing to show;
+- no script is loaded from the network: the template's require.js and MathJax are left out
+  (no notebook uses math, and nothing on the page needs a module loader);
+- the code cells are numbered 1, 2, 3 ... as shown (the hidden cells leave no gaps), and the
+  machine's paths (the repository's folder, the Python installation's) are written relative;
+- docs/bugs.md, which every notebook links, is published beside them as ``bugs.html`` and the
+  notebooks' links to it point there.
 
     .venv/bin/python -m passlens.notebooks [--out build/notebooks] [NOTEBOOK ...]
 """
@@ -24,12 +30,16 @@ import re
 import sys
 import tempfile
 import time
+from html import unescape as html_unescape
 from pathlib import Path
 
 HIDE_TAG = "hide"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+ROOT = NOTEBOOKS.parent
+BUGS = ROOT / "docs" / "bugs.md"
+BUGS_PAGE = "bugs.html"  # docs/bugs.md, published beside the notebooks' pages
 _PROGRESS_MODELS = {"IntProgressModel", "FloatProgressModel"}
 
 
@@ -87,8 +97,8 @@ _LINK = re.compile(r"(\]\()([^)\s#]+)((?:#[^)\s]*)?\))")
 def _relink(source: str, folder: Path, page_dir: Path) -> str:
     """Markdown links of a notebook in ``folder``, for its page in ``page_dir``: a sibling
     notebook becomes its page (``01_x.ipynb`` -> ``01_x.html``), any other relative link
-    points to the same file from the page's folder; absolute links and images (embedded) are
-    kept."""
+    points to the same file from the page's folder (docs/bugs.md to its page, ``bugs.html``,
+    published beside); absolute links and images (embedded) are kept."""
 
     def fix(m: re.Match) -> str:
         target = m.group(2)
@@ -100,6 +110,8 @@ def _relink(source: str, folder: Path, page_dir: Path) -> str:
         path = folder / target
         if path.suffix == ".ipynb" and path.parent.resolve() == folder.resolve():
             new = path.with_suffix(".html").name
+        elif path.resolve() == BUGS.resolve():
+            new = BUGS_PAGE
         else:
             new = os.path.relpath(path, page_dir)
         return m.group(1) + new.replace(os.sep, "/") + m.group(3)
@@ -107,18 +119,78 @@ def _relink(source: str, folder: Path, page_dir: Path) -> str:
     return _LINK.sub(fix, source)
 
 
+def _machine_paths() -> list[tuple[str, str]]:
+    """(path, what to write instead) for the folders of this machine a page must not show:
+    the repository (its files named from its root) and the Python installation."""
+    pairs = [(str(ROOT) + os.sep, "")]
+    for prefix in {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.__file__))}:
+        if prefix and prefix != os.sep:
+            pairs.append((prefix + os.sep, "<python>" + os.sep))
+    home = os.path.expanduser("~")
+    if home and home != os.sep:
+        pairs.append((home + os.sep, "~" + os.sep))
+    return sorted(pairs, key=lambda p: -len(p[0]))  # the longest (most specific) first
+
+
+def _without_machine_paths(text: str, pairs: list[tuple[str, str]]) -> str:
+    for path, instead in pairs:
+        text = text.replace(path, instead)
+    return text
+
+
+def _scrub_output(output, pairs) -> None:
+    if output.get("output_type") == "stream":
+        output["text"] = _without_machine_paths(output.get("text", ""), pairs)
+    elif output.get("output_type") == "error":
+        lines = output.get("traceback", [])
+        output["traceback"] = [_without_machine_paths(t, pairs) for t in lines]
+        output["evalue"] = _without_machine_paths(output.get("evalue", ""), pairs)
+    data = output.get("data", {})
+    for kind in ("text/plain", "text/html"):
+        if isinstance(data.get(kind), str):
+            data[kind] = _without_machine_paths(data[kind], pairs)
+
+
 def static_copy(nb, folder: Path | None = None, page_dir: Path | None = None):
     """A copy of an executed notebook for a static page: widget outputs and the widget state
-    left out (the cells tagged ``hide`` are left out by the exporter); with ``folder`` (the
+    left out (the cells tagged ``hide`` are left out by the exporter), the shown code cells
+    numbered 1, 2, 3 ..., this machine's paths written relative; with ``folder`` (the
     notebook's) and ``page_dir`` (the page's), relative links relinked for the page."""
     nb = copy.deepcopy(nb)
     nb.metadata.pop("widgets", None)
+    pairs = _machine_paths()
+    shown = 0
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
+            for o in cell.outputs:
+                _scrub_output(o, pairs)
+            if HIDE_TAG in cell.get("metadata", {}).get("tags", []):
+                continue
+            if cell.get("execution_count") is not None:
+                shown += 1
+                cell.execution_count = shown
+                for o in cell.outputs:
+                    if o.get("output_type") == "execute_result":
+                        o["execution_count"] = shown
         elif cell.cell_type == "markdown" and folder is not None and page_dir is not None:
             cell.source = _relink(cell.source, folder, page_dir)
     return nb
+
+
+# the template's scripts from a CDN: require.js and MathJax (a src on the network), MathJax's
+# configuration, and the loader that imports mermaid from a CDN when a page has a diagram
+_NETWORK_SCRIPT = re.compile(
+    r"""<script\b[^>]*\bsrc=["']https?://[^"']*["'][^>]*>\s*</script>\s*"""
+    r"""|<script\b[^>]*type=["']text/x-mathjax-config["'][^>]*>.*?</script>\s*"""
+    r"""|<script\b[^>]*>(?:(?!</script>).)*?\bimport\((?:(?!</script>).)*?https?://.*?</script>\s*""",
+    re.DOTALL | re.IGNORECASE,
+)
+
+
+def without_network_scripts(page: str) -> str:
+    """``page`` without a ``<script>`` loaded from the network (a page that stands alone)."""
+    return _NETWORK_SCRIPT.sub("", page)
 
 
 def to_html(nb, images: Path = NOTEBOOKS, page_dir: Path | None = None) -> str:
@@ -136,7 +208,41 @@ def to_html(nb, images: Path = NOTEBOOKS, page_dir: Path | None = None) -> str:
     body, _ = exporter.from_notebook_node(
         static_copy(nb, images, page_dir), resources={"metadata": {"path": str(images)}}
     )
-    return body
+    return without_network_scripts(body)
+
+
+def _slug(heading: str) -> str:
+    """The anchor a code host gives a Markdown heading (what the notebooks link to)."""
+    text = re.sub(r"<[^>]+>", "", heading)
+    return re.sub(r"[^\w\- ]", "", html_unescape(text).strip().lower()).replace(" ", "-")
+
+
+def bugs_html(path: Path = BUGS) -> str:
+    """docs/bugs.md as one static HTML page (no script), each heading with the anchor the
+    notebooks link to; links to the notebooks point to their pages beside it."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    text = path.read_text(encoding="utf-8")
+    body = markdown2html_mistune(text)
+    body = re.sub(r'<a class="anchor-link"[^>]*>.*?</a>', "", body)  # nbconvert's own anchors
+
+    def anchor(m: re.Match) -> str:
+        return f'<h{m.group(1)} id="{_slug(m.group(2))}">{m.group(2)}</h{m.group(1)}>'
+
+    body = re.sub(r"<h([1-6])[^>]*>(.*?)</h\1>", anchor, body, flags=re.DOTALL)
+    body = re.sub(r'href="(?:\.\./)?notebooks/([\w-]+)\.ipynb', r'href="\1.html', body)
+    title = re.search(r"<h1[^>]*>(.*?)</h1>", body, re.DOTALL)
+    name = re.sub(r"<[^>]+>", "", title.group(1)) if title else "docs/bugs.md"
+    style = (
+        "body{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}"
+        "code,pre{font-family:ui-monospace,monospace;font-size:90%}"
+        "pre{background:#f6f8fa;padding:.75rem;overflow:auto}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25rem .5rem}"
+    )
+    return (
+        f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{name}</title>"
+        f"<style>{style}</style></head><body>\n{body}\n</body></html>\n"
+    )
 
 
 def publish(paths: list[Path], out: Path) -> int:
@@ -151,6 +257,9 @@ def publish(paths: list[Path], out: Path) -> int:
         print(f"notebooks-html: {problem}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
+    bugs = out / BUGS_PAGE
+    bugs.write_text(bugs_html(), encoding="utf-8")
+    print(f"{bugs} (docs/bugs.md, which the notebooks link)", flush=True)
     failed = 0
     for path in paths:
         start = time.perf_counter()

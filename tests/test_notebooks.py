@@ -20,7 +20,17 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from passlens.demo import kernel_problem
-from passlens.notebooks import HIDE_TAG, WIDGET_STATE, WIDGET_VIEW, execute, to_html, widget_cells
+from passlens.notebooks import (
+    BUGS_PAGE,
+    HIDE_TAG,
+    ROOT,
+    WIDGET_STATE,
+    WIDGET_VIEW,
+    bugs_html,
+    execute,
+    to_html,
+    widget_cells,
+)
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 EXPECTED = [
@@ -42,6 +52,12 @@ UPSTREAM = re.compile(
 TAKEAWAY = re.compile(r"takeaway|why it matters", re.IGNORECASE)
 IMAGE = re.compile(r"""!\[[^\]]*\]\(([^)\s]+)\)|<img[^>]*\ssrc=["']([^"']+)["']""")
 TEMP_PATHS = ("/tmp/", "ipykernel_")
+NETWORK_SCRIPT = re.compile(
+    r"""<script\b[^>]*\bsrc=["']?https?://|<script\b[^>]*>(?:(?!</script>).)*?\bimport\(["'`]?https?://"""
+    r"""|<script\b[^>]*>(?:(?!</script>).)*?"https?://cdn""",
+    re.DOTALL | re.IGNORECASE,
+)
+PROMPT = re.compile(r"In\xa0\[(\d+)\]:")
 
 
 def _execute(nb, cwd: pathlib.Path) -> str | None:
@@ -163,6 +179,18 @@ def page_problems(nb, page: str, folder: pathlib.Path = NOTEBOOKS) -> list[str]:
         if at >= 0:
             problems.append(f"a temporary path on the page: {text[max(0, at - 40) : at + 60]!r}")
 
+    # the page stands alone: no script from the network, no path of the machine that built it
+    if NETWORK_SCRIPT.search(page):
+        problems.append("a script loaded from the network (the page must stand alone)")
+    if str(ROOT) in text:
+        at = text.find(str(ROOT))
+        problems.append(f"a path of this machine on the page: {text[max(0, at - 40) : at + 60]!r}")
+
+    # the code cells shown are numbered 1, 2, 3 ... (no gap where a hidden cell ran)
+    counts = [int(n) for n in PROMPT.findall(page)]
+    if counts != list(range(1, len(counts) + 1)):
+        problems.append(f"the cells' numbers are not 1, 2, 3 ...: {counts}")
+
     # the assertions are kept, tagged hide, and stay off the page
     hidden = [c for c in nb.cells if _hidden(c)]
     if not any(c.cell_type == "code" and "assert " in c.source for c in hidden):
@@ -279,6 +307,42 @@ def test_the_page_links_to_pages_and_files_from_where_it_is(tmp_path):
     assert "img/shot.png" not in page  # the image is embedded, not relinked
 
 
+def test_the_page_stands_alone(tmp_path):
+    """No script from the network, cells numbered as shown, no path of this machine, and the
+    link to docs/bugs.md pointing at its page beside the notebooks'."""
+    nb = _made(tmp_path)
+    nb.cells.insert(3, new_code_cell("secret = 1", metadata={"tags": [HIDE_TAG]}))
+    for k, count in ((1, 1), (3, 2), (4, 3), (5, 4)):  # the hidden cell ran second
+        nb.cells[k].execution_count = count
+    nb.cells[5].outputs[0].text = f"wrote {ROOT / 'build' / 'x.html'}\n"
+    nb.cells[0].source += "\n\n[its case](../docs/bugs.md#1-a-weight-copied-once-per-batch-row)"
+    page = to_html(nb, images=tmp_path, page_dir=tmp_path / "out")
+    assert "<script" not in page.replace('<script type="text/javascript">', "")  # none at all
+    assert not NETWORK_SCRIPT.search(page)
+    assert [int(n) for n in PROMPT.findall(page)] == [1, 2, 3]
+    assert str(ROOT) not in page and "wrote build/x.html" in _page_text(page)
+    # a link to the repository's docs/bugs.md, from a notebook in the repository's notebooks/
+    real = _made(tmp_path)
+    case3 = "3-a-wrong-shape-after-dynamic-to-static"
+    real.cells[0].source += f"\n\n[its case](../docs/bugs.md#{case3})"
+    from passlens.notebooks import static_copy
+
+    copied = static_copy(real, NOTEBOOKS, tmp_path / "out")
+    assert f"]({BUGS_PAGE}#{case3})" in copied.cells[0].source
+    assert page_problems(nb, page, tmp_path) == []
+
+
+def test_bugs_page_has_every_anchor_the_notebooks_link():
+    page = bugs_html()
+    assert "<script" not in page and "ipynb" not in re.sub(r"<code>[^<]*</code>", "", page)
+    ids = set(re.findall(r'<h[1-6] id="([^"]+)"', page))
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        source = "".join(c.source for c in nbformat.read(path, as_version=4).cells)
+        for anchor in re.findall(r"\]\(\.\./docs/bugs\.md#([^)]+)\)", source):
+            assert anchor in ids, (path.name, anchor)
+    assert set(re.findall(r'href="#([^"]+)"', page)) <= ids  # its own table of contents
+
+
 def test_each_check_of_the_page_can_fail(tmp_path):
     def problems(nb):
         return page_problems(nb, to_html(nb, images=tmp_path), tmp_path)
@@ -307,6 +371,20 @@ def test_each_check_of_the_page_can_fail(tmp_path):
     found = problems(nb)
     assert any("no code cell of assertions" in p for p in found)
     assert any("assertions in a visible cell" in p for p in found)
+
+    nb = _made(tmp_path)
+    page = to_html(nb, images=tmp_path)
+    cdn = '<script src="https://cdnjs.cloudflare.com/ajax/libs/require.js/2.1.10/require.min.js">'
+    assert any(
+        "from the network" in p for p in page_problems(nb, page + cdn + "</script>", tmp_path)
+    )
+    assert any(
+        "this machine" in p for p in page_problems(nb, page + f"<pre>{ROOT}/x</pre>", tmp_path)
+    )
+    nb.cells[1].execution_count, nb.cells[3].execution_count = 1, 2
+    gap = to_html(nb, images=tmp_path).replace("In\xa0[2]:", "In\xa0[7]:")
+    assert "In\xa0[7]:" in gap
+    assert any("not 1, 2, 3" in p for p in page_problems(nb, gap, tmp_path))
 
     # a page that shows a hidden cell (an exporter that ignored the tag) is caught
     nb = _made(tmp_path)
