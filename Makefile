@@ -53,9 +53,10 @@ demo: venv
 notebooks-html: venv
 	$(VPY) -m passlens.notebooks --out build/notebooks
 
+# as root (a container, a fresh VM) Jupyter refuses to start without --allow-root
 lab: venv
 	mkdir -p notebooks
-	$(VENV)/bin/jupyter lab notebooks/ $(LAB_ARGS)
+	$(VENV)/bin/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis .ruff_cache

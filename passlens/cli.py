@@ -211,7 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if os.environ.get("PASSLENS_TRACEBACK"):
             raise
-        print(f"passlens: error: {_one_line(e)}", file=sys.stderr)
+        # a CLIError may say more on its own short lines (each unknown pass name, ...)
+        more = str(e).strip().splitlines()[1:] if isinstance(e, CLIError) else []
+        print("\n".join([f"passlens: error: {_one_line(e)}", *more]), file=sys.stderr)
         return EXIT_ERROR
     finally:
         sys.stdout, sys.stderr = out, err
@@ -242,12 +244,15 @@ def _explore(args: argparse.Namespace) -> int:
     import explorer
     from compiler.passes import PipelineError, build_pipeline
 
+    unknown = _unknown_pass_names(args.pipeline)
+    if unknown:
+        raise CLIError(unknown)
     try:
         build_pipeline(args.pipeline)  # a bad spec fails before the model is imported
     except PipelineError as e:
         raise CLIError(
-            f"bad pipeline spec {args.pipeline!r}: {e}; the passes: {_pass_names()} "
-            "(`passlens passes` says what each does)"
+            f"bad pipeline spec {args.pipeline!r}: {e} "
+            "(`passlens passes` lists every pass and its options)"
         ) from None
     source, inputs = load_model(args.model, args.input_shape)
     try:
@@ -426,10 +431,53 @@ def _reduce(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _pass_names() -> str:
-    from compiler.passes import all_passes, named_pipelines
+def _spec_names(spec: str) -> list[str]:
+    """The pass or pipeline name of each top-level item of a spec (``a,b{x=1}`` -> a, b)."""
+    names, depth, cur = [], 0, []
+    for ch in spec + ",":
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        if ch == "," and depth <= 0:
+            item = "".join(cur).strip()
+            names.append(item.split("{", 1)[0].strip())
+            cur = []
+        else:
+            cur.append(ch)
+    return [n for n in names if n]
 
-    return ", ".join([*named_pipelines(), *sorted(set(all_passes()) - {"sequential"})])
+
+def _unknown_pass_names(spec: str) -> str | None:
+    """A message naming every unknown pass name of ``spec``, each with the names it is
+    closest to, one short line each; None when every name is known."""
+    import difflib
+
+    from compiler.passes import PipelineError, all_passes, build_pipeline, named_pipelines
+
+    known = [*named_pipelines(), *sorted(set(all_passes()) - {"sequential"})]
+    unknown = []
+    for name in dict.fromkeys(_spec_names(spec)):
+        if name in known:
+            continue
+        try:
+            build_pipeline(name)  # an alias (dce) is known too
+        except PipelineError as e:
+            if "unknown pass" in str(e):
+                unknown.append(name)
+        except Exception:  # noqa: S110 - a pass that needs options: its name is known
+            pass
+    if not unknown:
+        return None
+    lines = [
+        f"bad pipeline spec: {len(unknown)} unknown pass name{'s' if len(unknown) > 1 else ''}"
+    ]
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+        hint = f": did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        lines.append(f"  {name!r}{hint}")
+    lines.append("`passlens passes` lists every pass and what it does.")
+    return "\n".join(lines)
 
 
 def _export_step(args: argparse.Namespace) -> int:
