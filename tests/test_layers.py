@@ -20,6 +20,8 @@ DISPLAY_HOOKS = {
     ("explorer.trace", "Step._repr_html_"),
     ("explorer.trace", "Trace.to_html"),
     ("explorer.trace", "Trace.stepper"),
+    ("explorer.check.param_map", "ParamMap._repr_html_"),
+    ("explorer.check.layers", "ErrorMap._repr_html_"),
 }
 
 

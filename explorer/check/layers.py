@@ -134,6 +134,12 @@ class ErrorMap(LayerGrid):
             text += f", first layer beyond tolerance there: {self.first_layer} ({num(rel)} rel)"
         return text
 
+    def _repr_html_(self) -> str:
+        """The heat map, in Jupyter (the output of ``report.error_map()`` in a cell)."""
+        from widgets.error_map import MAP_CSS, error_map_html
+
+        return f"<style>{MAP_CSS}</style>{error_map_html(self)}"
+
 
 def error_map(report: Report) -> ErrorMap:
     """The :class:`ErrorMap` of a check ``report`` (every step but the source graph, which

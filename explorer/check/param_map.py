@@ -53,6 +53,12 @@ class ParamMap(LayerGrid):
             f"{self.first_layer} (to {format_bytes(int(self.nbytes[i, j]))})"
         )
 
+    def _repr_html_(self) -> str:
+        """The heat map, in Jupyter (the output of ``trace.param_map()`` in a cell)."""
+        from widgets.error_map import MAP_CSS, param_map_html
+
+        return f"<style>{MAP_CSS}</style>{param_map_html(self)}"
+
 
 def _weights_by_layer(graph: GraphModel, known: set[str]) -> dict[str, list[tuple[int, str]]]:
     """Each layer's weights in a step's graph: (bytes, graph node id), largest first. A

@@ -38,6 +38,8 @@ def test_the_error_map_of_a_wrong_pass(flipped):
     assert m.over[2:].all() and (m.tolerance[2:] > 1).all()
     assert (m.errors[4] == m.errors[3]).all()
     assert m.first_step == 2 and m.first_layer == "layers.0"
+    page = m._repr_html_()  # in Jupyter: the heat map, the first failing cell marked
+    assert page.startswith("<style>") and "pl-map-first-cell" in page and "layers.0" in page
     # the same number and node as the diverged finding's first node error
     f = report.first_failure
     first = f.details["node_errors"][0]
@@ -159,6 +161,9 @@ def test_the_param_map_shows_where_the_broadcast_replica_bloats():
     assert m.nodes[2][0] == "$" + bloat.details["growth"][0][0]
     assert m.nodes[0][0] == "$fc.weight"
     assert "weights first grew at #2 fold-constant, in fc (to 16.5 kB)" in str(m)
+    # in Jupyter: the heat map with its style, the first cell marked (not the raw repr)
+    page = m._repr_html_()
+    assert page.startswith("<style>") and "pl-map-first-cell" in page and ">fc<" in page
 
 
 def test_the_param_map_agrees_with_param_bloat_on_convnext():
