@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import sys
 
 
@@ -67,4 +68,9 @@ def run(args: argparse.Namespace, step_of, error: type[Exception]) -> int:
         print("open it with: " + shlex.join(cmd))
     else:
         print(f"open it with Netron: netron {shlex.quote(str(paths[0]))}")
+        if shutil.which("netron") is None:
+            print(
+                "(Netron is not installed here: `pip install netron`, or open the file at "
+                "https://netron.app in a browser)"
+            )
     return 0

@@ -64,6 +64,16 @@ def test_export_onnx(capsys, saved, tmp_path):
     assert "Netron" in out
 
 
+def test_export_onnx_says_how_to_get_netron_when_it_is_missing(
+    capsys, saved, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no netron on the PATH
+    args = ["export", saved, "--step", "dead-code-elimination", "--format", "onnx"]
+    code, out, err = run(capsys, *args, "--out", tmp_path / "m.onnx")
+    assert code == 0, err
+    assert "open it with Netron: netron " in out and "pip install netron" in out
+
+
 @pytest.mark.parametrize(
     "argv, fragments",
     [
