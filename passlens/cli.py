@@ -184,6 +184,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# what a command says before its first slow step (importing torch and the compiler takes a few
+# seconds, exporting a model more): a line in the first second, on a terminal only
+_STARTING = {
+    "explore": "importing {model} (loading torch and the compiler first: a few seconds) ...",
+    "show": "reading {trace} ...",
+    "serve": "loading {trace}, then starting the app ...",
+    "reduce": "loading {trace} to reduce its first finding ...",
+    "demo": "running the demo (loading torch and the compiler first: a few seconds) ...",
+    "export": "loading {trace} ...",
+}
+
+
+def starting(args: argparse.Namespace, stream) -> None:
+    """Say on ``stream`` (stderr) what the command is about to do, when a person is watching
+    (a terminal): the slow imports come next, and nothing else would show for seconds."""
+    text = _STARTING.get(args.command)
+    isatty = getattr(stream, "isatty", None)
+    if text is None or not (callable(isatty) and isatty()):
+        return
+    names = {k: getattr(args, k, "") for k in ("model", "trace")}
+    print(f"passlens {args.command}: {text.format(**names)}", file=stream, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``passlens`` command with ``argv`` (default: the process arguments); returns
     the exit code."""
@@ -204,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Printable(out), _Printable(err)
     try:
+        starting(args, sys.stderr)
         return command(args)
     except KeyboardInterrupt:
         print("passlens: interrupted", file=sys.stderr)

@@ -464,3 +464,22 @@ def test_explore_saves_the_trace_when_the_check_cannot_run(capsys, tmp_path, mon
 def test_show_of_a_trace_without_a_report_prints_no_check(capsys, saved):
     code, out, _ = run(capsys, "show", saved)
     assert code == 0 and "check" not in out
+
+
+def test_a_line_shows_before_the_slow_imports_on_a_terminal_only(capsys, ir_file):
+    import io
+
+    from passlens.cli import _parser, starting
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    args = _parser().parse_args(["explore", str(ir_file)])
+    shown, piped = Terminal(), io.StringIO()
+    starting(args, shown)
+    starting(args, piped)
+    assert shown.getvalue().startswith(f"passlens explore: importing {ir_file} (loading torch")
+    assert piped.getvalue() == ""  # a pipe or a test gets nothing extra on stderr
+    starting(_parser().parse_args(["passes"]), shown)  # instant: nothing to announce
+    assert shown.getvalue().count("\n") == 1
