@@ -216,7 +216,7 @@ class PassApp(MapNavigation, views.StepNavigation):
         self.timeline.param.watch(self._on_pick, "index")
         self.tabs.param.watch(self._on_tab, "active")
         self._fill_timeline()
-        self.index = views.start_index(trace)
+        self.index = views.start_index(trace, report)
 
     # ----- state --------------------------------------------------------------------------
     @property

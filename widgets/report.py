@@ -146,8 +146,7 @@ def report_html(
 
     failure = trace.failure
     first = getattr(report, "first_failure", None) if report is not None else None
-    start = failure.index if failure is not None else (first.step.index if first else 0)
-    data = {"steps": steps_data, "start": start}
+    data = {"steps": steps_data, "start": views.start_index(trace, report)}
     css = (
         (_STATIC / "report.css").read_text()
         + (_STATIC / "timeline.css").read_text()

@@ -19,10 +19,25 @@ from widgets.tables_html import numerics_table_html, param_table_html, shape_tab
 TABS = ("graph", "IR", "IR diff", "params", "shapes", "numerics")
 
 
-def start_index(trace) -> int:
-    """The step a front end opens on: the failed pass if one failed, else the first step."""
+def start_index(trace, report=None) -> int:
+    """The step a front end opens on: the failed pass if one failed, else the step of the
+    check ``report``'s first finding (a failure before a note), else the first pass that
+    changed the module (a pass of its own, not a pipeline holding others), else the first
+    step. Where there is something to see, not the source graph."""
     failure = trace.failure
-    return failure.index if failure is not None else 0
+    if failure is not None:
+        return failure.index
+    if report is not None:
+        findings = list(getattr(report, "findings", None) or ())
+        first = getattr(report, "first_failure", None) or (findings[0] if findings else None)
+        if first is not None:
+            return first.step.index
+    steps = list(trace.steps)
+    for k, s in enumerate(steps):
+        holds_others = k + 1 < len(steps) and steps[k + 1].depth > s.depth
+        if s.kind == "pass" and s.status == "changed" and not holds_others:
+            return s.index
+    return 0
 
 
 def visible_steps(trace, hide_unchanged: bool) -> list[int]:

@@ -23,8 +23,10 @@ def test_build_app_returns_a_layout_holding_the_app(mlp_trace):
     layout = build_app(mlp_trace)
     assert isinstance(layout, pn.layout.Panel) and isinstance(layout.passlens_app, PassApp)
     app = layout.passlens_app
-    assert app.index == 0 and app.tab == "graph" and repr(app) == "<PassApp step 0/9: module>"
-    assert "#0 module" in app.header.object
+    # no check, no failure: it opens on the first pass that changed the module
+    first = "<PassApp step 5/9: decompose-ops>"
+    assert app.index == 5 and app.tab == "graph" and repr(app) == first
+    assert "#5 decompose-ops" in app.header.object
 
 
 def test_next_prev_and_the_timeline(mlp_trace):
@@ -36,6 +38,7 @@ def test_next_prev_and_the_timeline(mlp_trace):
         "+6 nodes",
     ]
     assert "pl-st-unchanged" in rows[2] and "infer-types" in rows[2]
+    app.index = 0
     assert app.prev_button.disabled and not app.next_button.disabled
     app.next()
     assert app.index == 1 and app.timeline.index == 1 and "#1 default" in app.header.object
@@ -75,6 +78,7 @@ def statuses(payload: dict) -> set:
 
 def test_graphs_and_tabs_follow_the_step(mlp_trace):
     app = PassApp(mlp_trace)
+    app.index = 0
     assert isinstance(app.graph, GraphPane) and app.graph.data["before"] is None  # step 0
     fold = mlp_trace["fold-constant"]
     app.index = fold.index

@@ -11,6 +11,7 @@ from tests.widgets.conftest import EVIL
 from tests.widgets.graph_page import Graph, wait_until
 from tests.widgets.test_browser import TRAP, sync_api
 from widgets.app import serve
+from widgets.views import start_index
 
 pytestmark = pytest.mark.browser
 
@@ -48,6 +49,9 @@ def app_page(browser):
 def test_step_through_the_app(app_page, convnext_trace, tmp_path):
     page, srv, problems, g = app_page(convnext_trace)
     title = page.locator(".pl-step-title")
+    start = start_index(convnext_trace)  # no check: the first pass that changed the module
+    expect(title).to_have_text(f"#{start} {convnext_trace[start].name}")
+    page.locator(".pl-step-row[data-step='0']").click()
     expect(title).to_have_text("#0 module")
     expect(g.root.locator(".plg-mode")).to_be_hidden()  # no previous step: no before side
     expect(g.node("main/conv2d")).to_have_count(1)
@@ -135,6 +139,9 @@ def test_step_through_the_app(app_page, convnext_trace, tmp_path):
 
 def test_a_collapsed_group_expands_on_double_click(app_page, base_trace, tmp_path):
     page, srv, problems, g = app_page(base_trace)
+    # the app opens on the first change; the import is opened from the source graph
+    page.locator(".pl-step-row[data-step='0']").click()
+    expect(page.locator(".pl-step-title")).to_contain_text("#0 ")
     page.locator(".pl-step-row[data-step='1']").click()
     expect(page.locator(".pl-step-title")).to_contain_text("#1 ")
     app = srv.apps[0]

@@ -15,6 +15,7 @@ from tests.widgets.test_report import boxes_at_first
 from widgets.graph_data import graph_payload
 from widgets.graph_view import GraphView, graph_css, graph_esm
 from widgets.report import write_html
+from widgets.views import start_index
 
 pytestmark = pytest.mark.browser
 
@@ -67,6 +68,9 @@ DIFF = "g.plg-s-added, g.plg-s-changed, g.plg-s-removed"
 def test_step_through_the_report(browser, convnext_trace, tmp_path):
     page, problems = open_report(browser, convnext_trace, tmp_path / "r.html")
     g = Graph(page, page.locator("#pl-graph.plg"))
+    start = start_index(convnext_trace)  # no check: the first pass that changed the module
+    expect(page.locator("#pl-title")).to_have_text(f"#{start} {convnext_trace[start].name}")
+    page.locator(".pl-step-row[data-step='0']").click()
     expect(page.locator("#pl-title")).to_have_text("#0 module")
     expect(g.node("main/conv2d")).to_have_count(1)
     first = drawn(g)

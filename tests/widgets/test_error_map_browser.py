@@ -25,6 +25,9 @@ def test_a_click_on_an_error_map_cell_in_the_app_opens_its_step_and_node(
     m = report.error_map()
     page, srv, problems, g = app_page(trace, report=report)
     title = page.locator(".pl-step-title")
+    first = report.first_failure.step  # the app opens on the first finding
+    expect(title).to_have_text(f"#{first.index} {first.name}")
+    page.locator(".pl-step-row[data-step='0']").click()
     expect(title).to_have_text("#0 module")
     page.locator(".bk-tab", has_text=re.compile("^error map$")).click()
     # the first failing layer at the first failing step, outlined

@@ -282,3 +282,21 @@ def test_front_end_scripts_parse(name, tmp_path):
         ["node", "--check", str(script)], capture_output=True, text=True, timeout=30
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_a_report_with_nothing_to_find_opens_on_the_first_change():
+    """No failure and no finding: the report (and the app, views.start_index) opens on the
+    first pass that changed the module, not on the source graph."""
+    import explorer
+    from compiler import models
+    from widgets.views import start_index
+
+    trace = explorer.explore(models.mlp((8, 16, 4), batch=2, seed=0))
+    report = trace.check()
+    assert report.findings == []
+    changed = [s for s in trace.steps if s.kind == "pass" and s.status == "changed"]
+    start = data_of(report_html(trace, report=report))["start"]
+    assert start == start_index(trace, report) > 0
+    assert trace[start].kind == "pass" and trace[start].status == "changed"
+    assert trace[start].name != "default"  # a pass of its own, not the pipeline holding it
+    assert start == min(s.index for s in changed if s.name != "default")
