@@ -2,8 +2,8 @@
 in the VM against torch eager / onnxruntime, with the findings of issue #19 on real TVM 0.27:
 LiftTransformParams changes main's signature (checked correctly, said as signature-changed),
 the documented lazy workaround hands the whole tuple to set_output(0) (a run-failed finding
-with that reason), a wrong pass diverges, and the weight-bloat scenario is fixed in TVM 0.27
-(no param-bloat). Skipped only where tvm is not installed."""
+with that reason), a wrong pass diverges, and the weight-bloat scenario no longer happens in
+TVM 0.27 (no param-bloat: the Relay frontend that had it is gone, docs/bugs.md bug 1). Skipped only where tvm is not installed."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def test_a_wrong_pass_is_found_where_it_diverges(model_and_input):
     assert not report.ok
 
 
-def test_the_bloat_scenario_is_fixed_in_tvm_0_27():
+def test_the_bloat_scenario_no_longer_happens_in_tvm_0_27():
     """A Linear on (1, 56, 56, 128) through TVM's own zero pipeline: the replica of passlens
     bakes 56 copies of the weight; TVM 0.27 keeps one (no param-bloat, numbers right)."""
     torch.manual_seed(0)
