@@ -3,7 +3,8 @@ in the VM against torch eager / onnxruntime, with the findings of issue #19 on r
 LiftTransformParams changes main's signature (checked correctly, said as signature-changed),
 the documented lazy workaround hands the whole tuple to set_output(0) (a run-failed finding
 with that reason), a wrong pass diverges, and the weight-bloat scenario no longer happens in
-TVM 0.27 (no param-bloat: the Relay frontend that had it is gone, docs/bugs.md bug 1). Skipped only where tvm is not installed."""
+TVM 0.27 (no param-bloat: the Relay frontend that had it is gone, docs/bugs.md bug 1).
+Skipped only where tvm is not installed."""
 
 from __future__ import annotations
 
