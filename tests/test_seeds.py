@@ -123,6 +123,18 @@ def test_the_shape_check_catches_the_replica_at_its_node_and_step():
     assert "13, 13, 1, 1" in first.message
 
 
+def test_relay_if_converter_replica_puts_13_in_dim_1_found_at_the_frontend_step():
+    """Upstream's account (apache/tvm#17383): Relay's ONNX If converter broadcast the rank-4
+    squeeze like the rank-5 branch; DynamicToStatic only made the 13 in dim 1 visible."""
+    data, x = pad_squeeze_onnx()
+    trace = explorer.explore(data, pipeline="replica-relay-onnx-if,dynamic-to-static")
+    assert trace.final.module.main.ret_type.shape == (13, 13, 1, 1, 1)
+    first = trace.check((x,)).first_failure
+    assert first is not None and first.kind == "diverged"
+    assert first.step is trace["replica-relay-onnx-if"]  # the frontend's step, not the fold
+    assert "[13, 13, 1, 1, 1]" in first.message and "[13, 1, 1, 1]" in first.message
+
+
 # ----- 4. LiftTransformParams changes the function signature ------------------------------
 
 
