@@ -136,7 +136,7 @@ class PassStepper(MapNavigation, views.StepNavigation, w.VBox):
         w.link((self.hide_box, "value"), (self, "hide_unchanged"))
         self.timeline.observe(self._on_pick, "index")
         self.tabs.observe(self._on_tab, "selected_index")
-        start = views.start_index(trace)
+        start = views.start_index(trace, first_change=False)
         self._fill_timeline()
         if start != self.index:
             self.index = start

@@ -19,14 +19,18 @@ from widgets.tables_html import numerics_table_html, param_table_html, shape_tab
 TABS = ("graph", "IR", "IR diff", "params", "shapes", "numerics")
 
 
-def start_index(trace, report=None) -> int:
+def start_index(trace, report=None, first_change: bool = True) -> int:
     """The step a front end opens on: the failed pass if one failed, else the step of the
-    check ``report``'s first finding (a failure before a note), else the first pass that
-    changed the module (a pass of its own, not a pipeline holding others), else the first
-    step. Where there is something to see, not the source graph."""
+    check ``report``'s first finding (a failure before a note), else (with ``first_change``)
+    the first pass that changed the module (a pass of its own, not a pipeline holding
+    others), else the first step. Where there is something to see, not the source graph:
+    the report and the Panel app; the Jupyter stepper, which a notebook usually points at a
+    step itself, opens on the failed pass or the first step."""
     failure = trace.failure
     if failure is not None:
         return failure.index
+    if not first_change:
+        return 0
     if report is not None:
         findings = list(getattr(report, "findings", None) or ())
         first = getattr(report, "first_failure", None) or (findings[0] if findings else None)
