@@ -66,9 +66,7 @@ def test_every_python_block_runs_as_pasted(line, code, tmp_path):
         text=True,
         timeout=120,  # the tour takes about 10 s; a serve that blocks ends here
     )
-    assert done.returncode == 0, (
-        f"{line}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
-    )
+    assert done.returncode == 0, f"{line}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
 
 
 def _table_after(heading: str) -> list[list[str]]:

@@ -61,9 +61,9 @@ def test_after_dynamic_to_static_the_13_lands_in_dim_1_and_values_are_13_copies(
 
 
 def test_ifs_whose_branches_agree_in_rank_are_left_alone():
-    text = SEEDS_PAD_SQUEEZE.replace(
-        "squeeze(%pad, axes=[1])", "relu(%pad)"
-    ).replace("%squeezed: f32[?, ?, ?, ?]", "%squeezed: f32[?, ?, ?, ?, ?]")
+    text = SEEDS_PAD_SQUEEZE.replace("squeeze(%pad, axes=[1])", "relu(%pad)").replace(
+        "%squeezed: f32[?, ?, ?, ?]", "%squeezed: f32[?, ?, ?, ?, ?]"
+    )
     module = parse(text)
     assert passes.run(module, REPLICA).module is module
 
