@@ -3,15 +3,18 @@
 docs/bugs.md bug 3, "A wrong shape after DynamicToStatic (ONNX Squeeze inside an If)":
 ``ReflectionPad3d(padding=(0, 0, -43, 0, 0, -46))`` then ``squeeze(1)`` on a (13, 1, 47, 44, 1)
 input, exported to ONNX by the TorchScript exporter, wraps the Squeeze in
-``If(Equal(Gather(Shape(x), 1), 1))``. After TVM's DynamicToStatic folded that If, the
-squeeze's result was annotated (13, 13, 1, 1) where (13, 1, 1, 1) is right.
+``If(Equal(Gather(Shape(x), 1), 1))``. The report saw, after TVM's DynamicToStatic, the
+squeeze's result annotated (13, 13, 1, 1) where (13, 1, 1, 1) is right.
 
-This pass is dynamic-to-static except for that one place: when it inlines an If branch whose
-result is a squeeze, it annotates the squeeze with the shape TVM reported. The reported shape
-is what a shape rule with an off-by-one gives: the squeezed axis is filled with the dim before
-it, and the last dim is dropped (13, 1, 1, 1, 1) -> (13, 13, 1, 1). That rule is a model of
-the symptom, not a copy of TVM's code. The values stay right; only the annotation is wrong,
-so ``interpret.evaluate(..., check_types=True)`` reports a mismatch at the squeeze node.
+Upstream's fix (apache/tvm#17383) shows the cause was not DynamicToStatic: Relay's ONNX ``If``
+converter forced both branches to one rank with a right-aligned ``broadcast_to_like``, so 13
+landed in dim 1; DynamicToStatic only made it visible. That mechanism is replicated by
+``replica-relay-onnx-if`` (replicas/relay_onnx_if.py). This pass models only the symptom as the
+report saw it, for the second half of notebook 03: it is dynamic-to-static except that, when it
+inlines an If branch whose result is a squeeze, it annotates the squeeze with the reported shape
+(the squeezed axis filled with the dim before it, the last dim dropped: (13, 1, 1, 1, 1) ->
+(13, 13, 1, 1)). That rule is not TVM's code. The values stay right; only the annotation is
+wrong, so ``interpret.evaluate(..., check_types=True)`` reports a mismatch at the squeeze node.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ def faulty_squeeze_type(squeeze: Call) -> TensorType:
 @register_pass
 @dataclass(frozen=True)
 class ReplicaDynamicToStaticSqueeze(DynamicToStatic):
-    """dynamic-to-static with TVM's wrong shape for a squeeze inlined out of a folded If."""
+    """dynamic-to-static annotating a squeeze inlined out of a folded If with the shape the
+    upstream report saw (the symptom; the cause is replica-relay-onnx-if)."""
 
     name: ClassVar[str] = "replica-dynamic-to-static-squeeze"
 
