@@ -170,6 +170,7 @@ class Recorder:
         self.level = "dynamo"
         self.group_end = 0.0  # when the last group step closed (AOTAutograd's start)
         self.copies = 0
+        self.recording = False  # inside ``patched``
 
     # ----- modules --------------------------------------------------------------------------
     def wrap(self, gm: Any) -> FXModule:
@@ -245,6 +246,8 @@ class Recorder:
         """The Dynamo backend: record Dynamo's graph, compile it with Inductor (recorded)."""
         from torch._inductor.compile_fx import compile_fx
 
+        if not self.recording:  # the compiled model recompiling after explore: no steps
+            return compile_fx(gm, example_inputs)
         record = self._begin_graph(gm, example_inputs)
         try:
             compiled = compile_fx(gm, example_inputs)
@@ -393,8 +396,10 @@ class Recorder:
             patch(debug, "log_ir_pre_fusion", self._text_hook("scheduler IR (before fusion)"))
             patch(debug, "log_ir_post_fusion", self._text_hook("scheduler IR (after fusion)"))
             patch(graph_mod.GraphLowering, "_compile_to_module", self._output_code)
+            self.recording = True
             yield self
         finally:
+            self.recording = False
             for owner, name, old in reversed(undo):
                 setattr(owner, name, old)
 
