@@ -73,6 +73,16 @@ def _cache_config() -> tuple[dict, dict]:
     return inductor, functorch
 
 
+def _tensor(x: Any) -> Any:
+    """A numpy array as a torch tensor (what torch.compile is called with); others as they are."""
+    import numpy as np
+    import torch
+
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(x))
+    return x
+
+
 def _patch_config(module: Any, values: dict):
     known = {k: v for k, v in values.items() if hasattr(module, k)}
     return module.patch(known)
@@ -123,6 +133,7 @@ def explore_inductor(
         args = tuple(args)
     elif not isinstance(args, tuple):
         args = (args,)
+    args = tuple(_tensor(a) for a in args)
     unknown = sorted(k for k in (options or {}) if not hasattr(inductor_config, k))
     if unknown:
         raise ValueError(f"torch._inductor.config has no option(s) {', '.join(unknown)}")

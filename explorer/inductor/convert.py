@@ -167,7 +167,6 @@ def graph_of_fx(graph: Any, attrs: dict, state: FXState, module: FXModule) -> Gr
     for node in graph.nodes:
         ty, shape, dtype = value_type(_val(node))
         types[node.name] = ty
-        ref = state.ref(node_key(node, ty))
         path = node_module(node) if node.op != "placeholder" else ""  # an input is no layer's
         prov = {"framework": "torch", "node": node.name}
         if path:
@@ -175,6 +174,9 @@ def graph_of_fx(graph: Any, attrs: dict, state: FXState, module: FXModule) -> Gr
         loc = node_location(node)
         if loc:
             prov["file"] = loc
+        if node.op.startswith("call"):
+            prov["op"] = op_name(node)
+        ref = state.ref(node_key(node, ty), prov)
         if node.op == "placeholder":
             tensor = by_position.get(node.name)
             if tensor is not None:
@@ -235,8 +237,7 @@ def graph_of_fx(graph: Any, attrs: dict, state: FXState, module: FXModule) -> Gr
             for i, a in enumerate(_flat_nodes(node.args)):
                 g.edges.append(GraphEdge(a.name, node.name, i, types.get(a.name, "?")))
         else:
-            op = op_name(node)
-            prov["op"] = op
+            op = prov["op"]
             attrs_text = {
                 f"arg{i}": _short(a) for i, a in enumerate(node.args) if not _flat_nodes(a)
             }

@@ -13,18 +13,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.ir import Provenance
 from explorer.graph import GraphModel
+
+NO_PROVENANCE = Provenance()
 
 
 class FXRef:
     """The stand-in of one FX node in graph models: a node with the same name, op, target and
     inputs in two steps has the same stand-in, so diffs match it by identity. ``name`` is the
-    FX node's name."""
+    FX node's name, ``prov`` where it came from (the user's module, the op, file:line)."""
 
-    __slots__ = ("name", "__weakref__")
+    __slots__ = ("name", "prov", "__weakref__")
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, prov: Provenance = NO_PROVENANCE):
         self.name = name
+        self.prov = prov
 
     def __repr__(self) -> str:
         return f"<FXRef {self.name}>"
@@ -130,11 +134,13 @@ class FXState:
         # takes (a parameter or buffer of the model) or None for a runtime input
         self.graph_weights: dict[int, list] = {}
 
-    def ref(self, key: tuple) -> FXRef:
-        """The stand-in of the node with identity ``key`` (name first)."""
+    def ref(self, key: tuple, prov: dict | None = None) -> FXRef:
+        """The stand-in of the node with identity ``key`` (name first), with the provenance
+        ``prov`` (text keys: ``module``, ``op``, ``node``, ``file``) when it is new."""
         found = self.refs.get(key)
         if found is None:
-            found = self.refs[key] = FXRef(str(key[0]))
+            p = Provenance.from_items(prov) if prov else NO_PROVENANCE
+            found = self.refs[key] = FXRef(str(key[0]), p)
         return found
 
     def name_params(self, model: Any) -> None:

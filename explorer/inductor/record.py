@@ -217,8 +217,18 @@ class Recorder:
             snap.traceback = "".join(traceback.format_exception(error))
             return
         snap.module = self.wrap(gm if gm is not None else op.gm)
+        if op.kind == "pattern" and snap.module is snap.before and not snap.children:
+            self._drop(snap)  # a pattern whose replacement changed nothing: no step
+            return
         if op.kind == "group":
             self.group_end = time.perf_counter()
+
+    def _drop(self, snap: Snapshot) -> None:
+        """Forget the last step (nothing was recorded after it)."""
+        assert self.items[-1] is snap
+        self.items.pop()
+        if snap.parent is not None:
+            self.items[snap.parent].children.remove(snap.index)
 
     def fail_open(self, error: BaseException) -> None:
         """Every step still open failed with ``error`` (it left a pass)."""
