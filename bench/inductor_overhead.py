@@ -112,12 +112,18 @@ def main() -> None:
     graphs = len(trace.inductor.graphs)
     print(f"command: {shlex.join([os.path.basename(sys.executable), *sys.argv])}")
     print(f"model: {a.model}, {a.layers} layers, hidden 128, input 1x32 tokens")
-    print(f"trace: {graphs} graph(s), {steps} steps, {changed} passes changed a graph, "
-          f"{trace.inductor.copies} graph copies")
-    print(f"torch.compile       median {statistics.median(plains):7.2f} s  min {min(plains):7.2f} s")
+    print(
+        f"trace: {graphs} graph(s), {steps} steps, {changed} passes changed a graph, "
+        f"{trace.inductor.copies} graph copies"
+    )
+    print(
+        f"torch.compile       median {statistics.median(plains):7.2f} s  min {min(plains):7.2f} s"
+    )
     print(f"explore (recorded)  median {statistics.median(recs):7.2f} s  min {min(recs):7.2f} s")
-    print(f"ratio (median)      {statistics.median(recs) / statistics.median(plains):.2f}x  "
-          f"(min {min(recs) / min(plains):.2f}x; goal <= 1.2x)")
+    print(
+        f"ratio (median)      {statistics.median(recs) / statistics.median(plains):.2f}x  "
+        f"(min {min(recs) / min(plains):.2f}x; goal <= 1.2x)"
+    )
     start = time.perf_counter()
     report = trace.check((ids,))
     print(f"check: {report.headline()} in {time.perf_counter() - start:.2f} s")

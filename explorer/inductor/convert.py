@@ -166,6 +166,9 @@ def graph_of_fx(graph: Any, attrs: dict, state: FXState, module: FXModule) -> Gr
         by_position = {}  # the inputs do not line up with Dynamo's: no names rather than wrong ones
     for node in graph.nodes:
         ty, shape, dtype = value_type(_val(node))
+        if node.op == "output":  # its fake value comes and goes between passes: its inputs'
+            outs = [types.get(a.name, "?") for a in _flat_nodes(node.args)]
+            ty, shape, dtype = f"({', '.join(outs)}{',' if len(outs) == 1 else ''})", None, None
         types[node.name] = ty
         path = node_module(node) if node.op != "placeholder" else ""  # an input is no layer's
         prov = {"framework": "torch", "node": node.name}
