@@ -52,6 +52,7 @@ class InductorRun:
     dynamic: bool | None = None
     options: dict = field(default_factory=dict)
     copies: int = 0  # graph copies taken (one per pass that changed its graph)
+    calls: list = field(default_factory=list)  # the argument tuples after the example inputs
 
     def notes(self) -> list[str]:
         """One line per graph: its name and why it ends or was recompiled."""
@@ -96,12 +97,16 @@ def explore_inductor(
     *,
     dynamic: bool | None = None,
     options: dict | None = None,
+    calls: Any = (),
 ):
     """Compile ``source`` (a ``torch.nn.Module`` or a function of tensors) with torch.compile
     (Inductor, CPU), record every FX stage and pass, return the Trace.
 
     ``dynamic``: torch.compile's ``dynamic``; ``options``: ``torch._inductor.config`` values
-    for this compile (``{"post_grad_custom_post_pass": MyPass()}``). ``pipeline`` must be
+    for this compile (``{"post_grad_custom_post_pass": MyPass()}``); ``calls``: more argument
+    tuples the compiled model is called with after ``example_inputs`` (one whose shapes or
+    types break a guard makes Dynamo recompile: those graphs are recorded too, as
+    ``dynamo 0/1 ...`` with the guard that failed). ``pipeline`` must be
     None: Inductor's passes are what torch.compile runs. ``progress``: as for
     :func:`explorer.explore`.
     """
@@ -138,6 +143,9 @@ def explore_inductor(
     if unknown:
         raise ValueError(f"torch._inductor.config has no option(s) {', '.join(unknown)}")
 
+    extra = [
+        tuple(_tensor(a) for a in (c if isinstance(c, (tuple, list)) else (c,))) for c in calls
+    ]
     state = FXState()
     state.name_params(source)
     job = Job(progress, "exploring", None, unit="pass", callback=progress)
@@ -156,6 +164,8 @@ def explore_inductor(
             compiled = torch.compile(source, backend=recorder.backend, dynamic=dynamic)
             with torch.no_grad():
                 compiled(*args)
+                for more in extra:
+                    compiled(*more)
     except Exception as e:
         error = e
     finally:
@@ -184,7 +194,9 @@ def explore_inductor(
             steps.append(Step(i, "import", item.name, module=item.module, seconds=item.seconds))
         else:
             steps.append(Step(i, "pass", snapshot=item, parent=item.parent, children=item.children))
-    run = InductorRun(recorder.graphs, compiled, dynamic, dict(options or {}), recorder.copies)
+    run = InductorRun(
+        recorder.graphs, compiled, dynamic, dict(options or {}), recorder.copies, extra
+    )
     trace = Trace(
         steps,
         source={"model": source, "compiled": compiled, "run": run},

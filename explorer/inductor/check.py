@@ -46,10 +46,12 @@ class InductorChecker(_Checker):
 
     # ----- inputs ----------------------------------------------------------------------------
     def _split_inputs(self, inputs) -> tuple[list | None, list | None]:
-        from explorer.inductor.run import capture
+        from explorer.inductor.run import capture, graph_inputs
 
-        if inputs is None:
+        calls: list = []
+        if inputs is None:  # the inputs explore ran on: the recompiles' calls too
             inputs = self.trace.example_inputs
+            calls = list(getattr(self.run_info, "calls", None) or [])
         if not isinstance(inputs, (tuple, list)):
             inputs = (inputs,)
         model = (self.trace.source or {}).get("model")
@@ -60,14 +62,29 @@ class InductorChecker(_Checker):
             )
         args = tuple(_as_tensor(x) for x in inputs)
         self.args = args
-        self.captured = capture(model, args, self.run_info.graphs, self.run_info.dynamic)
+        self._compare_models(
+            model, args
+        )  # first: the compiled model's own cache is as explore left it
+        self.captured = capture(model, args, self.run_info.dynamic, calls)
         self.pending.extend(self.captured.notes)
-        self._compare_models(args)
+        self.inputs_of_graph: dict[int, list | CheckError] = {}
+        missing = []
+        for g in self.run_info.graphs:
+            try:
+                self.inputs_of_graph[g.index] = graph_inputs(g.dynamo.graph, self.captured)
+            except CheckError as e:
+                self.inputs_of_graph[g.index] = e
+                missing.append(g.label)
+        if missing:
+            self.pending.append(
+                f"{len(missing)} recorded graph(s) not made by Dynamo for these inputs "
+                f"({', '.join(missing[:3])}): their steps are not run"
+            )
         return [_to_numpy(x) for x in args], []
 
-    def _compare_models(self, args: tuple) -> None:
+    def _compare_models(self, model: Any, args: tuple) -> None:
         """The compiled model against eager on ``args`` (a note of the report)."""
-        from explorer.inductor.run import flat_outputs
+        from explorer.inductor.run import _clone, flat_outputs
 
         compiled = self.run_info.compiled
         if compiled is None:
@@ -76,11 +93,11 @@ class InductorChecker(_Checker):
 
         try:
             with torch.no_grad():
-                got = flat_outputs(compiled(*[a.clone() for a in args]))
+                want = flat_outputs(model(*[_clone(a) for a in args]))
+                got = flat_outputs(compiled(*[_clone(a) for a in args]))
         except Exception as e:  # the compiled model failing is worth a note, not a crash
             self.pending.append(f"the compiled model failed on these inputs: {e}"[:500])
             return
-        want = flat_outputs(self.captured.eager)
         cmp = _compare_outputs(
             tuple(_to_numpy(x) for x in got),
             tuple(_to_numpy(x) for x in want),
@@ -96,16 +113,13 @@ class InductorChecker(_Checker):
 
     # ----- running steps -----------------------------------------------------------------------
     def _inputs_of(self, module) -> list:
-        from explorer.inductor.run import aten_inputs
+        from explorer.inductor.run import line_up
 
-        k = module.graph_index
-        inputs = self.captured.inputs.get(k) if self.captured is not None else None
-        if inputs is None:
-            raise CheckError(
-                f"Dynamo did not make graph {k} for these inputs: the step cannot be run"
-            )
+        inputs = self.inputs_of_graph.get(module.graph_index)
+        if inputs is None or isinstance(inputs, CheckError):
+            raise inputs or CheckError("no inputs for this graph")
         if module.level == "aten" and not module.extra_texts:
-            return aten_inputs(module.graph, inputs)
+            return line_up(module.graph, inputs)
         return inputs
 
     def run_module(self, module) -> Run:
@@ -178,6 +192,8 @@ class InductorChecker(_Checker):
 
     def _check_step(self, step) -> StepCheck:
         module = step.module
+        if isinstance(self.inputs_of_graph.get(module.graph_index), CheckError):
+            return StepCheck(step, "not run")  # Dynamo made no such graph on these inputs
         self.ref_outputs = self._reference_for(module)
         check = super()._check_step(step)
         run = self.results.get(id(module))

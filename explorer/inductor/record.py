@@ -286,7 +286,8 @@ class Recorder:
         why = getattr(gm, "compile_subgraph_reason", None)
         if why is not None and getattr(why, "graph_break", False):
             first = str(getattr(why, "reason", "")).strip().splitlines()
-            reason = f"graph break: {first[0] if first else 'unknown reason'}"
+            brk = f"graph break: {first[0] if first else 'unknown reason'}"
+            reason = f"{reason}; {brk}" if reason else brk
         record = GraphRecord(len(self.graphs), compile_id, code, location, reason)
         self.graphs.append(record)
         self.graph = record
@@ -539,8 +540,16 @@ _TEXTS = ("scheduler IR (before fusion)", "scheduler IR (after fusion)", "output
 
 
 def graph_signature(graph: Any) -> tuple:
-    """Every node's op and name: a replay of the same frame makes the same graph."""
-    return tuple((n.op, n.name) for n in graph.nodes)
+    """Every node's op and name but symbolic-size inputs: a replay of the same frame makes
+    the same graph, static or dynamic."""
+    out = []
+    for n in graph.nodes:
+        if n.op == "placeholder":
+            val = n.meta.get("example_value", n.meta.get("val"))
+            if not hasattr(val, "shape"):
+                continue
+        out.append((n.op, n.name))
+    return tuple(out)
 
 
 def _recompile_reason(code: Any) -> str:

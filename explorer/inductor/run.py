@@ -5,8 +5,9 @@
   values of the Python code between), and runs the model eagerly: the reference;
 - :func:`run_graph` runs one stage's GraphModule on its inputs with ``torch.fx``'s
   Interpreter, keeping every node's value (the per-node errors);
-- :func:`aten_inputs` maps a Dynamo graph's inputs onto the ATen graph AOTAutograd made of
-  it (the same tensors in the same order; symbolic sizes read from the tensors' shapes);
+- :func:`graph_inputs` / :func:`line_up` give a recorded graph its captured values, and map a
+  Dynamo graph's inputs onto the ATen graph AOTAutograd made of it (the same tensors in the
+  same order; symbolic sizes read from the tensors' shapes);
 - :func:`run_compiled` calls the callable Inductor returned for a graph.
 """
 
@@ -21,12 +22,14 @@ from explorer.inductor.record import graph_signature
 
 @dataclass
 class Captured:
-    """The eager outputs of the model and, per recorded graph (by index), the values Dynamo
-    passed it; ``missing`` names graphs a replay did not make."""
+    """Per graph signature, the values Dynamo passed each
+    graph with that signature (every call, at most ``KEPT_CALLS``)."""
 
-    eager: Any = None
-    inputs: dict[int, list] = field(default_factory=dict)
+    inputs: dict[tuple, list[list]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+KEPT_CALLS = 4  # input sets kept per graph signature
 
 
 def _clone(x: Any) -> Any:
@@ -39,36 +42,49 @@ def _clone(x: Any) -> Any:
     return x
 
 
-def capture(model: Any, args: tuple, graphs: list, dynamic: bool | None) -> Captured:
-    """Run ``model`` eagerly and through Dynamo (no Inductor) on ``args``; keep each recorded
-    graph's inputs (matched by the graph's node names and ops)."""
+def capture(model: Any, args: tuple, dynamic: bool | None, calls: list | tuple = ()) -> Captured:
+    """Run ``model`` through Dynamo (no Inductor) on ``args`` and on
+    each of ``calls``; keep what Dynamo passes each graph, by the graph's signature (its
+    nodes but symbolic-size inputs: a replay may make a static graph dynamic or the other
+    way, as Dynamo's shape guesses stand)."""
     import torch
 
     out = Captured()
-    by_signature = {g.signature: g.index for g in graphs}
 
     def backend(gm: Any, example_inputs: list) -> Any:
-        k = by_signature.get(graph_signature(gm.graph))
+        key = graph_signature(gm.graph)
         forward = gm.forward
 
         def call(*inputs: Any) -> Any:
-            if k is not None and k not in out.inputs:
-                out.inputs[k] = [_clone(x) for x in inputs]
+            kept = out.inputs.setdefault(key, [])
+            if len(kept) < KEPT_CALLS:
+                kept.append([_clone(x) for x in inputs])
             return forward(*inputs)
 
         return call
 
     with torch.no_grad():
-        out.eager = model(*[_clone(a) for a in args])
         replay = torch.compile(model, backend=backend, dynamic=dynamic)
         replay(*[_clone(a) for a in args])
-    missing = [g.label for g in graphs if g.index not in out.inputs]
-    if missing:
-        out.notes.append(
-            f"{len(missing)} recorded graph(s) not made by Dynamo for these inputs "
-            f"({', '.join(missing[:3])}): their steps are not run (explore with these inputs)"
-        )
+        for more in calls:
+            replay(*[_clone(a) for a in more])
     return out
+
+
+def graph_inputs(graph: Any, captured: Captured) -> list:
+    """The inputs of a recorded Dynamo graph: the first values captured for a graph with its
+    signature that line up with its placeholders (see :func:`line_up`). Raises CheckError
+    when none do."""
+    candidates = captured.inputs.get(graph_signature(graph), [])
+    if not candidates:
+        raise CheckError("Dynamo made no such graph on these inputs: the step cannot be run")
+    last: CheckError | None = None
+    for values in candidates:
+        try:
+            return line_up(graph, values)
+        except CheckError as e:
+            last = e
+    raise CheckError(f"no captured inputs fit this graph ({last})")
 
 
 def run_graph(gm: Any, inputs: list) -> tuple[tuple, dict[str, Any]]:
@@ -115,40 +131,49 @@ def flat_outputs(result: Any) -> tuple:
     return tuple(out)
 
 
-def aten_inputs(graph: Any, dynamo_inputs: list) -> list:
-    """The inputs of an ATen graph AOTAutograd made from a Dynamo graph: its tensor
-    placeholders take Dynamo's tensors in order, its symbolic-int placeholders the sizes
-    those tensors have where the fake values have that symbol. Raises CheckError when they
-    do not line up."""
+def _val(node: Any) -> Any:
+    val = node.meta.get("val")
+    return node.meta.get("example_value") if val is None else val
+
+
+def line_up(graph: Any, values: list) -> list:
+    """``values``' tensors on ``graph``'s tensor placeholders, in order (dtype, rank and
+    static sizes checked), and its symbolic-int placeholders given the sizes those tensors
+    have where the placeholders' fake values have that symbol: how a Dynamo graph takes
+    values captured from another compile of the same frame, and how AOTAutograd's ATen
+    graph takes its Dynamo graph's. Raises CheckError when they do not line up."""
     import torch
 
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    tensors = [x for x in dynamo_inputs if isinstance(x, torch.Tensor)]
-    vals = [n.meta.get("val") for n in placeholders]
+    tensors = [x for x in values if isinstance(x, torch.Tensor)]
+    vals = [_val(n) for n in placeholders]
     tensor_slots = [i for i, v in enumerate(vals) if isinstance(v, torch.Tensor)]
     if len(tensor_slots) != len(tensors):
         raise CheckError(
-            f"the ATen graph takes {len(tensor_slots)} tensors, Dynamo's graph "
-            f"{len(tensors)}: cannot line up its inputs"
+            f"the graph takes {len(tensor_slots)} tensors, {len(tensors)} are given: cannot "
+            "line up its inputs"
         )
     env: dict[str, int] = {}
     out: list = [None] * len(placeholders)
     for slot, t in zip(tensor_slots, tensors, strict=True):
         fake = vals[slot]
+        name = placeholders[slot].name
         if fake.dim() != t.dim() or fake.dtype != t.dtype:
             raise CheckError(
-                f"ATen input {placeholders[slot].name} is {fake.dtype}{list(fake.shape)}, "
-                f"Dynamo's is {t.dtype}{list(t.shape)}: cannot line up the inputs"
+                f"input {name} is {fake.dtype}{list(fake.shape)}, the value "
+                f"{t.dtype}{list(t.shape)}"
             )
         for d, size in zip(fake.shape, t.shape, strict=True):
             try:
-                if int(d) != int(size):
-                    raise CheckError(
-                        f"ATen input {placeholders[slot].name} has shape {list(fake.shape)}, "
-                        f"the value {list(t.shape)}"
-                    )
-            except (TypeError, RuntimeError, ValueError):  # a symbolic dim: learn it
-                env[str(d)] = int(size)
+                static = int(d)
+            except (TypeError, RuntimeError, ValueError):
+                static = None
+            if static is None or type(d).__name__ == "SymInt":
+                env.setdefault(str(d), int(size))
+            elif static != int(size):
+                raise CheckError(
+                    f"input {name} has shape {list(fake.shape)}, the value {list(t.shape)}"
+                )
         out[slot] = t
     for i, v in enumerate(vals):
         if out[i] is not None:
@@ -160,9 +185,17 @@ def aten_inputs(graph: Any, dynamo_inputs: list) -> list:
             out[i] = v
         else:
             raise CheckError(
-                f"ATen input {placeholders[i].name} ({key}) is not a size of any input tensor"
+                f"input {placeholders[i].name} ({key}) is not a size of any input tensor"
             )
     return out
 
 
-__all__ = ["Captured", "aten_inputs", "capture", "flat_outputs", "run_compiled", "run_graph"]
+__all__ = [
+    "Captured",
+    "capture",
+    "flat_outputs",
+    "graph_inputs",
+    "line_up",
+    "run_compiled",
+    "run_graph",
+]
