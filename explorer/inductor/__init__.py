@@ -149,7 +149,7 @@ def explore_inductor(
     state = FXState()
     state.name_params(source)
     job = Job(progress, "exploring", None, unit="pass", callback=progress)
-    recorder = Recorder(state, job)
+    recorder = Recorder(state, job, source)
     inductor_cfg, functorch_cfg = _cache_config()
     start = time.perf_counter()
     compiled = None

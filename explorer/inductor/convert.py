@@ -42,10 +42,11 @@ def _dtype(dtype: Any) -> str:
 
 
 def _dim(d: Any) -> int | str:
-    try:
+    """A size: an int, or a symbolic size as its expression (``s77``; never int() of a
+    SymInt, which would read its example value and specialize it)."""
+    if isinstance(d, int):
         return int(d)
-    except (TypeError, ValueError, RuntimeError):
-        return str(d)
+    return str(d)
 
 
 def value_type(val: Any) -> tuple[str, tuple | None, str | None]:

@@ -158,8 +158,10 @@ def pattern_label(entry: Any) -> str:
 class Recorder:
     """Records one ``explore``: the steps of every FX graph Inductor compiles."""
 
-    def __init__(self, state: FXState, job: Any = None):
+    def __init__(self, state: FXState, job: Any = None, model: Any = None):
         self.state = state
+        forward = getattr(type(model), "forward", model)
+        self.root_code = getattr(forward, "__code__", None)  # the model's own frame
         self.job = job
         self.items: list[Snapshot | ImportItem] = []
         self.graphs: list[GraphRecord] = []
@@ -279,7 +281,10 @@ class Recorder:
         tc = TracingContext.try_get()
         traced = list(getattr(tc, "traced_code", None) or [])
         if traced:
-            c = traced[0]
+            c = traced[0]  # the frame Dynamo compiled; a wrapper of Dynamo's: the model's code
+            if _is_dynamo(c):
+                own = [t for t in traced if not _is_dynamo(t)]
+                c = self.root_code if self.root_code in traced else (own or traced)[0]
             code = c.co_name
             location = f"{os.path.basename(c.co_filename)}:{c.co_firstlineno}"
             reason = _recompile_reason(c)
@@ -550,6 +555,11 @@ def graph_signature(graph: Any) -> tuple:
                 continue
         out.append((n.op, n.name))
     return tuple(out)
+
+
+def _is_dynamo(code: Any) -> bool:
+    """Whether ``code`` is one of Dynamo's own wrappers (``external_utils.inner``)."""
+    return f"{os.sep}torch{os.sep}_dynamo{os.sep}" in code.co_filename
 
 
 def _recompile_reason(code: Any) -> str:

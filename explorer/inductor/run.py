@@ -164,11 +164,8 @@ def line_up(graph: Any, values: list) -> list:
                 f"{t.dtype}{list(t.shape)}"
             )
         for d, size in zip(fake.shape, t.shape, strict=True):
-            try:
-                static = int(d)
-            except (TypeError, RuntimeError, ValueError):
-                static = None
-            if static is None or type(d).__name__ == "SymInt":
+            static = int(d) if isinstance(d, int) else None  # never int() of a SymInt
+            if static is None:
                 env.setdefault(str(d), int(size))
             elif static != int(size):
                 raise CheckError(
