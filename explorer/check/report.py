@@ -187,6 +187,10 @@ class Report:
         own, its IR text, pipeline spec and a pytest file that fails while the bug is there).
         ``budget``: seconds; ``progress``: a callback, or None / True / False (see
         ``explorer.progress``). See ``explorer.reduce.reduce``."""
+        if getattr(self.trace, "compiler", "passlens") == "inductor":  # a custom pass alone
+            from explorer.inductor.reduce import reduce_inductor
+
+            return reduce_inductor(self, finding, budget=budget, progress=progress)
         if not _reducer:
             raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
         return _reducer[0](self, finding, budget=budget, progress=progress)

@@ -53,6 +53,7 @@ class InductorRun:
     options: dict = field(default_factory=dict)
     copies: int = 0  # graph copies taken (one per pass that changed its graph)
     calls: list = field(default_factory=list)  # the argument tuples after the example inputs
+    custom_passes: dict = field(default_factory=dict)  # step index -> the custom pass it ran
 
     def notes(self) -> list[str]:
         """One line per graph: its name and why it ends or was recompiled."""
@@ -205,6 +206,7 @@ def explore_inductor(
         frontend="torch.compile",
         compiler="inductor",
     )
+    run.custom_passes = dict(recorder.custom_passes)
     trace.inductor = run
     trace.record_seconds = seconds
     return trace

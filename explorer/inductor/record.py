@@ -173,6 +173,7 @@ class Recorder:
         self.group_end = 0.0  # when the last group step closed (AOTAutograd's start)
         self.copies = 0
         self.recording = False  # inside ``patched``
+        self.custom_passes: dict[int, Any] = {}  # step index -> the custom pass it ran
 
     # ----- modules --------------------------------------------------------------------------
     def wrap(self, gm: Any) -> FXModule:
@@ -480,11 +481,14 @@ class Recorder:
             if self._active() and not nested:
                 name = str(obs.passname)
                 fn = getattr(obs, "_passlens_pass", None)
-                if "custom" in name and fn is not None:
+                custom = "custom" in name and fn is not None
+                if custom:
                     name, spec = pass_label(fn), f"{obs.passname}={pass_label(fn)}"
                 else:
                     spec = f"{obs.subsystem}/{name}" if obs.subsystem else name
-                self.open(name, spec, obs.gm, "observer")
+                index = self.open(name, spec, obs.gm, "observer")
+                if custom:  # a pass of the user's: it can be run again alone (reduce)
+                    self.custom_passes[index] = fn
                 obs._passlens_open = True
             return result
 

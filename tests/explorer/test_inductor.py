@@ -221,6 +221,23 @@ def test_wrong_custom_pass_is_found_at_its_own_step_on_its_node(wrong_pass):
     assert any("differ" in n for n in report.notes)
 
 
+def test_reduce_cuts_the_graph_to_the_node_the_pass_breaks(wrong_pass, tmp_path):
+    trace, report = wrong_pass
+    reduction = report.reduce(budget=30)
+    assert reduction.pass_name == "AddToSub"
+    assert reduction.nodes[1] == 1  # the add alone, its inputs as values
+    assert "torch.ops.aten.add.Tensor" in reduction.code
+    assert reduction.max_abs > 1.0
+    out = reduction.save(tmp_path / "red")
+    assert sorted(p.name for p in out.iterdir()) == ["inputs.npz", "test_reduced.py"]
+    source = (out / "test_reduced.py").read_text()
+    assert "from tests.explorer.test_inductor import AddToSub" in source
+    namespace = {"__file__": str(out / "test_reduced.py"), "__name__": "reduced"}
+    exec(compile(source, str(out / "test_reduced.py"), "exec"), namespace)
+    with pytest.raises(AssertionError):  # fails while the pass is wrong
+        namespace["test_reduced"]()
+
+
 def test_line_up_refuses_values_that_do_not_fit(broken):
     _, _, trace = broken
     graph = trace.steps[0].module.graph
@@ -257,6 +274,8 @@ def test_save_and_load_keep_graphs_texts_and_findings(wrong_pass, tmp_path):
     assert first.step.name == "AddToSub" and step.graph.node_of(first.nodes[0]).id == "add"
     with pytest.raises(explorer.PasslensError, match="loaded from a file"):
         loaded.check()
+    with pytest.raises(explorer.PasslensError, match="explore it again"):
+        loaded.report.reduce()
 
 
 def test_bad_arguments_say_what_is_wrong():
