@@ -238,6 +238,35 @@ def test_reduce_cuts_the_graph_to_the_node_the_pass_breaks(wrong_pass, tmp_path)
         namespace["test_reduced"]()
 
 
+class Boom(CustomGraphPass):
+    """A custom pass that raises."""
+
+    def __call__(self, graph):
+        raise RuntimeError("boom in a custom pass")
+
+    def uuid(self):
+        return "passlens-test-boom"
+
+
+def test_a_failing_custom_pass_is_a_failed_step_and_the_trace_is_kept():
+    x = torch.randn(2, 4)
+    trace = explorer.explore(
+        torch.nn.Linear(4, 4),
+        (x,),
+        compiler="inductor",
+        progress=False,
+        options={"post_grad_custom_pre_pass": Boom()},
+    )
+    failure = trace.failure
+    assert failure.name == "Boom" and "boom in a custom pass" in str(failure.error)
+    assert trace.steps[failure.parent].name == "post-grad passes"
+    assert trace.steps[failure.parent].failed
+    assert "inductor codegen" not in [s.name for s in trace.steps]
+    report = trace.check((x,))
+    assert [f.kind for f in report.failures] == ["pass-failed"]
+    assert report.first_failure.step is failure
+
+
 def test_line_up_refuses_values_that_do_not_fit(broken):
     _, _, trace = broken
     graph = trace.steps[0].module.graph
