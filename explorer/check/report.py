@@ -225,6 +225,11 @@ class Report:
                 f"{self.computed} modules built with relax.build and run in TVM's VM "
                 "(structurally equal modules share one build)"
             )
+        if getattr(self.trace, "compiler", "passlens") == "inductor":  # torch.fx, graph by graph
+            return (
+                f"{self.computed} FX node values computed by torch.fx (each graph a pass changed "
+                "run whole; the passes that changed nothing share its run)"
+            )
         reused = self.cache_hits + self.memo_hits
         total = reused + self.computed
         share = f" ({100 * reused / total:.0f}%)" if total else ""

@@ -231,9 +231,6 @@ class Recorder:
         while self.stack:
             self.close(error=error)
 
-    def step_of(self, gm: Any) -> _Open | None:
-        return self.stack[-1] if self.stack else None
-
     @contextlib.contextmanager
     def step(self, name: str, spec: str, gm: Any, kind: str):
         """Record what runs inside as one step (``result`` set by the caller when the pass
@@ -453,16 +450,13 @@ class Recorder:
         return wrapper
 
     def _observer_apply(self, old):
-        recorder = self
-
         def wrapper(obs, pass_fn):
-            obs._passlens_pass = pass_fn
+            obs._passlens_pass = pass_fn  # what __enter__ names the step after
             try:
                 return old(obs, pass_fn)
             finally:
                 obs._passlens_pass = None
 
-        del recorder
         return wrapper
 
     def _observer_enter(self, old):
