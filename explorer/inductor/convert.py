@@ -163,8 +163,13 @@ def graph_of_fx(graph: Any, attrs: dict, state: FXState, module: FXModule) -> Gr
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     tensors = [n for n in placeholders if hasattr(_val(n), "shape")]
     by_position = dict(zip((n.name for n in tensors), weights, strict=False))
+    labels = dict(
+        zip((n.name for n in tensors), state.graph_inputs.get(module.graph_index, []), strict=False)
+    )
     if len(tensors) != len(weights):
-        by_position = {}  # the inputs do not line up with Dynamo's: no names rather than wrong ones
+        by_position = (
+            labels
+        ) = {}  # inputs that do not line up with Dynamo's: no names rather than wrong ones
     for node in graph.nodes:
         ty, shape, dtype = value_type(_val(node))
         if node.op == "output":  # its fake value comes and goes between passes: its inputs'
@@ -190,7 +195,7 @@ def graph_of_fx(graph: Any, attrs: dict, state: FXState, module: FXModule) -> Gr
                 node.name,
                 "input",
                 "input",
-                str(node.target),
+                labels.get(node.name, str(node.target)),
                 "forward",
                 ty,
                 shape,

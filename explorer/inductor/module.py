@@ -133,6 +133,9 @@ class FXState:
         # per Dynamo graph: for each of its tensor placeholders in order, the weight tensor it
         # takes (a parameter or buffer of the model) or None for a runtime input
         self.graph_weights: dict[int, list] = {}
+        # per Dynamo graph: its tensor placeholders' names, in order (the ATen graph's inputs
+        # are shown under them, so a diff across AOTAutograd matches the inputs)
+        self.graph_inputs: dict[int, list[str]] = {}
 
     def ref(self, key: tuple, prov: dict | None = None) -> FXRef:
         """The stand-in of the node with identity ``key`` (name first), with the provenance

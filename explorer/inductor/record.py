@@ -305,15 +305,18 @@ class Recorder:
         tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         weights: list = []
+        names: list[str] = []
         for n, x in zip(placeholders, example_inputs, strict=False):
             if not isinstance(x, torch.Tensor):
                 continue
+            names.append(str(n.target))
             source = str(getattr(n.meta.get("grapharg"), "source", ""))
             is_weight = isinstance(x, torch.nn.Parameter) or id(x) in self.state.param_names
             is_weight = is_weight or "_parameters" in source or "_buffers" in source
             weights.append(x if is_weight else None)
         if len(weights) == len(tensors):
             self.state.graph_weights[record.index] = weights
+            self.state.graph_inputs[record.index] = names
 
     def _aot(self, gm: Any) -> None:
         """AOTAutograd's forward graph reaches Inductor: the ``aot-autograd`` step."""
