@@ -41,6 +41,7 @@ class InductorChecker(_Checker):
         self.node_refs: dict[tuple[int, str], dict] = {}  # (graph, level) -> node values
         self.values: dict[int, dict] = {}  # id(module) -> its node values
         self.pending: list[str] = []
+        self.random_graphs: set[int] = set()  # graphs whose two runs differ: not judged
         super().__init__(trace, *args)
         self.notes.extend(self.pending)
 
@@ -94,9 +95,16 @@ class InductorChecker(_Checker):
         try:
             with torch.no_grad():
                 want = flat_outputs(model(*[_clone(a) for a in args]))
+                again = flat_outputs(model(*[_clone(a) for a in args]))
                 got = flat_outputs(compiled(*[_clone(a) for a in args]))
         except Exception as e:  # the compiled model failing is worth a note, not a crash
             self.pending.append(f"the compiled model failed on these inputs: {e}"[:500])
+            return
+        if not _identical(tuple(_to_numpy(x) for x in want), tuple(_to_numpy(x) for x in again)):
+            self.pending.append(
+                "two eager runs of the model differ (random ops): the compiled model's outputs "
+                "are not compared with eager's"
+            )
             return
         cmp = _compare_outputs(
             tuple(_to_numpy(x) for x in got),
@@ -164,8 +172,17 @@ class InductorChecker(_Checker):
                     from explorer.inductor.run import run_graph
 
                     outputs, values = run_graph(record.dynamo.graph_module(), inputs)
-                    self.graph_refs[(k, "dynamo")] = tuple(_to_numpy(x) for x in outputs)
-                    self.node_refs[(k, "dynamo")] = values
+                    again, _ = run_graph(record.dynamo.graph_module(), inputs)
+                    first = tuple(_to_numpy(x) for x in outputs)
+                    if not _identical(first, tuple(_to_numpy(x) for x in again)):
+                        self.random_graphs.add(k)
+                        self.notes.append(
+                            f"{record.label}: two runs on the same inputs differ (random ops: "
+                            "dropout in training mode?): its steps' numbers are not compared"
+                        )
+                    else:
+                        self.graph_refs[(k, "dynamo")] = first
+                        self.node_refs[(k, "dynamo")] = values
                 except Exception as e:  # no reference for this graph: said once
                     self.notes.append(f"graph {k}: its Dynamo graph could not run ({e})"[:500])
         return self.graph_refs[(k, "dynamo")]
@@ -195,6 +212,8 @@ class InductorChecker(_Checker):
         if isinstance(self.inputs_of_graph.get(module.graph_index), CheckError):
             return StepCheck(step, "not run")  # Dynamo made no such graph on these inputs
         self.ref_outputs = self._reference_for(module)
+        if module.graph_index in self.random_graphs:
+            return StepCheck(step, "not run")  # no reference to judge a random graph by
         check = super()._check_step(step)
         run = self.results.get(id(module))
         if run is not None:
@@ -253,6 +272,14 @@ def node_errors(module, values: dict, ref: dict, rtol: float, atol: float) -> li
         where = f"{g.group} ({node.name})" if g is not None and g.group else node.name
         errors.append(NodeError(g.obj if g is not None else None, where, a, rel, tuple(v.shape)))
     return errors
+
+
+def _identical(a: tuple, b: tuple) -> bool:
+    """Whether two runs' outputs are the same, bit for bit (NaN equal to NaN)."""
+    return len(a) == len(b) and all(
+        x.shape == y.shape and np.array_equal(x, y, equal_nan=x.dtype.kind in "fc")
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def _as_tensor(x: Any) -> Any:
