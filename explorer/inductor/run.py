@@ -117,12 +117,16 @@ def run_compiled(compiled: Any, inputs: list) -> tuple:
 
 
 def flat_outputs(result: Any) -> tuple:
-    """A graph's result as a flat tuple of tensors (None outputs dropped)."""
+    """A graph's or a model's result as a flat tuple (tuples, lists and dicts walked in
+    order; None dropped)."""
     out: list = []
 
     def visit(v: Any) -> None:
         if isinstance(v, (tuple, list)):
             for x in v:
+                visit(x)
+        elif isinstance(v, dict):  # a transformers ModelOutput is an OrderedDict
+            for x in v.values():
                 visit(x)
         elif v is not None:
             out.append(v)
