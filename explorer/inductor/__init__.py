@@ -17,7 +17,9 @@ The internal split, one module per job (what the adapter interface asks of a com
   stage's GraphModule with every node's value) and :mod:`explorer.inductor.check`;
 - save and load: a step's module is stored as what it showed (graph model, FX code, texts),
   as for TVM (``explorer.store.graphs``); a loaded trace has no GraphModules and cannot be
-  checked again.
+  checked or reduced again;
+- reduce: :mod:`explorer.inductor.reduce` (a custom pass's divergence cut down to the node it
+  breaks, with a pytest file).
 
 Steps, per FX graph Dynamo makes (a graph break starts a new one; a recompile too):
 ``dynamo <id> <frame> (<file>:<line>)`` (the import step: Dynamo's Torch IR graph),
