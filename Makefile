@@ -20,7 +20,7 @@ PIP_INSTALL := $(PIP) install -c constraints.txt
 
 # System (Debian) dependencies as PKG:CMD pairs; installed by .ci/ensure-apt.sh when CMD is missing
 # (node runs the graph layout engine's tests).
-APT_DEPS := graphviz:dot chromium:chromium nodejs:node
+APT_DEPS := graphviz:dot chromium:chromium nodejs:node g++:g++
 
 PYTEST_ARGS ?= -n 2 --dist loadfile
 LAB_ARGS    ?=

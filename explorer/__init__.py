@@ -32,14 +32,20 @@ def explore(
     :func:`explorer.trace.explore` (``pipeline`` default ``"default"``). ``compiler="tvm"``:
     Apache TVM's Relax passes, as :func:`explorer.tvm.explore_tvm` (the source imported with
     TVM's frontends, or a ``tvm.IRModule``; ``pipeline`` a Relax pipeline name, default
-    ``"zero"``, a TVM pass or a list of passes; needs ``passlens[tvm]``)."""
+    ``"zero"``, a TVM pass or a list of passes; needs ``passlens[tvm]``).
+    ``compiler="inductor"``: torch.compile's Dynamo graphs and Inductor's FX passes, as
+    :func:`explorer.inductor.explore_inductor` (no ``pipeline``)."""
     if compiler == "tvm":
         from explorer.tvm import explore_tvm
 
         pipeline = "zero" if pipeline is None else pipeline
         return explore_tvm(source, example_inputs, pipeline, progress, **options)
+    if compiler == "inductor":
+        from explorer.inductor import explore_inductor
+
+        return explore_inductor(source, example_inputs, pipeline, progress, **options)
     if compiler != "passlens":
-        raise ValueError(f"compiler is 'passlens' or 'tvm', not {compiler!r}")
+        raise ValueError(f"compiler is 'passlens', 'tvm' or 'inductor', not {compiler!r}")
     pipeline = "default" if pipeline is None else pipeline
     return _explore_passlens(source, example_inputs, pipeline, progress, **options)
 

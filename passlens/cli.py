@@ -101,9 +101,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--pipeline",
-        default="default",
+        default=None,
         metavar="SPEC",
-        help="pass pipeline spec (default: %(default)s)",
+        help="pass pipeline spec (default: default; with --compiler tvm a Relax pipeline name, "
+        "default zero; none with --compiler inductor)",
+    )
+    p.add_argument(
+        "--compiler",
+        choices=("passlens", "tvm", "inductor"),
+        default="passlens",
+        help="whose passes to record: passlens's own, Apache TVM Relax's, or torch.compile's "
+        "(Inductor, CPU) (default: %(default)s)",
     )
     p.add_argument(
         "--check", action="store_true", help="check numerics, shapes and parameters at every step"
@@ -268,19 +276,29 @@ def _explore(args: argparse.Namespace) -> int:
     import explorer
     from compiler.passes import PipelineError, build_pipeline
 
-    unknown = _unknown_pass_names(args.pipeline)
-    if unknown:
-        raise CLIError(unknown)
-    try:
-        build_pipeline(args.pipeline)  # a bad spec fails before the model is imported
-    except PipelineError as e:
-        raise CLIError(
-            f"bad pipeline spec {args.pipeline!r}: {e} "
-            "(`passlens passes` lists every pass and its options)"
-        ) from None
+    compiler = getattr(args, "compiler", "passlens")
+    if compiler == "passlens":
+        args.pipeline = "default" if args.pipeline is None else args.pipeline
+        unknown = _unknown_pass_names(args.pipeline)
+        if unknown:
+            raise CLIError(unknown)
+        try:
+            build_pipeline(args.pipeline)  # a bad spec fails before the model is imported
+        except PipelineError as e:
+            raise CLIError(
+                f"bad pipeline spec {args.pipeline!r}: {e} "
+                "(`passlens passes` lists every pass and its options)"
+            ) from None
+    elif compiler == "inductor" and args.pipeline is not None:
+        raise CLIError("--compiler inductor runs torch.compile's own passes: give no --pipeline")
     source, inputs = load_model(args.model, args.input_shape)
+    if compiler == "inductor" and inputs is None:
+        raise CLIError(
+            f"--compiler inductor needs example inputs for {args.model}: --input-shape, or "
+            "example args returned by model()"
+        )
     try:
-        trace = explorer.explore(source, inputs, pipeline=args.pipeline)
+        trace = explorer.explore(source, inputs, pipeline=args.pipeline, compiler=compiler)
     except ImportError as e:
         raise CLIError(f"cannot import {args.model}: missing {e.name or 'module'} ({e})") from None
     except Exception as e:

@@ -83,6 +83,12 @@ def check(
         return check_tvm(
             trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
         )
+    if compiler == "inductor":  # its FX stages run by torch.fx, its code by Inductor
+        from explorer.inductor.check import check_inductor
+
+        return check_inductor(
+            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+        )
     if compiler != "passlens":
         raise NotImplementedError(f"trace.check cannot run the steps of a {compiler} trace")
     return _Checker(

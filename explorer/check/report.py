@@ -187,6 +187,10 @@ class Report:
         own, its IR text, pipeline spec and a pytest file that fails while the bug is there).
         ``budget``: seconds; ``progress``: a callback, or None / True / False (see
         ``explorer.progress``). See ``explorer.reduce.reduce``."""
+        if getattr(self.trace, "compiler", "passlens") == "inductor":  # a custom pass alone
+            from explorer.inductor.reduce import reduce_inductor
+
+            return reduce_inductor(self, finding, budget=budget, progress=progress)
         if not _reducer:
             raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
         return _reducer[0](self, finding, budget=budget, progress=progress)
@@ -220,6 +224,11 @@ class Report:
             return (
                 f"{self.computed} modules built with relax.build and run in TVM's VM "
                 "(structurally equal modules share one build)"
+            )
+        if getattr(self.trace, "compiler", "passlens") == "inductor":  # torch.fx, graph by graph
+            return (
+                f"{self.computed} FX node values computed by torch.fx (each graph a pass changed "
+                "run whole; the passes that changed nothing share its run)"
             )
         reused = self.cache_hits + self.memo_hits
         total = reused + self.computed

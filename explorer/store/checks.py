@@ -148,7 +148,9 @@ class ReportWriter:
         if isinstance(v, NodeError):
             return {
                 "$": "node_error",
-                "node": self.writer.node(v.node),
+                "node": self.writer.node(v.node)
+                if isinstance(v.node, Expr)
+                else {"ref": self.writer.ref(v.node)},  # a stand-in of another compiler's node
                 "where": str(v.where),
                 "max_abs": _number(v.max_abs),
                 "max_rel": _number(v.max_rel),
@@ -162,6 +164,8 @@ class ReportWriter:
             return {"$": "error", **_encode_error(v)}
         if isinstance(v, GraphNode):
             return v.id
+        if hasattr(v, "prov") and id(v) in getattr(self.writer, "_ref_ids", {}):
+            return {"$": "ref", "v": self.writer.ref(v)}  # another compiler's node stand-in
         if id(v) in self.index:
             return {"$": "step", "v": self.index[id(v)]}
         return {"$": "text", "v": str(v)[:_TEXT_CHARS]}
@@ -239,6 +243,10 @@ class ReportReader:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < len(steps):
             raise self.bad(f"{what} names step {v!r}; the trace has {len(steps)}")
         return steps[v]
+
+    def stand_in(self, v: Any, what: str) -> Any:
+        """Another compiler's node stand-in, from the trace's ref table."""
+        return self.reader.ref(self.reader.refs, v, f"{what}'s node stand-in")
 
     def node(self, v: Any, what: str) -> Expr:
         nodes = self.reader.nodes
@@ -322,7 +330,8 @@ class ReportReader:
             self.value(n, f"{what}'s nodes", 1)
             for n in self.field(rec, "nodes", list, f"{what}'s nodes")
         ]
-        if any(not isinstance(n, (Expr, str)) for n in nodes):
+        stand_ins = {id(r) for r in self.reader.refs}
+        if any(not isinstance(n, (Expr, str)) and id(n) not in stand_ins for n in nodes):
             raise self.bad(f"{what} names something that is neither a node nor a node id")
         details = self.value(self.field(rec, "details", dict, f"{what}'s details"), what, 0)
         if not isinstance(details, dict):
@@ -402,8 +411,11 @@ class ReportReader:
                 isinstance(d, (int, str)) and not isinstance(d, bool) for d in shape
             ):
                 raise self.bad(f"{what} holds a node error whose shape is not a list of sizes")
+            node = v.get("node")
             return NodeError(
-                self.node(v.get("node"), what),
+                self.stand_in(node.get("ref"), what)
+                if isinstance(node, dict)
+                else self.node(node, what),
                 self.text(v.get("where"), f"{what}'s node error source"),
                 self.error(v.get("max_abs"), f"{what}'s node error max_abs", optional=False),
                 self.error(v.get("max_rel"), f"{what}'s node error max_rel", optional=False),
@@ -411,6 +423,8 @@ class ReportReader:
             )
         if tag == "text" and isinstance(body, str):
             return body
+        if tag == "ref":
+            return self.stand_in(body, what)
         raise self.bad(f"{what} holds a value tagged {str(tag)[:40]!r} that is not understood")
 
     def inputs(self, refs: Any) -> tuple | None:

@@ -132,8 +132,8 @@ def foreign_module(reader: Any, rec: Any) -> Any:
     """Another compiler's module as saved: its graph model and texts (no IR)."""
     from explorer.tvm.module import TVMModule
 
-    if not isinstance(rec, dict) or rec.get("compiler") != "tvm":
-        raise ValueError("a foreign module must be a mapping of compiler 'tvm'")
+    if not isinstance(rec, dict) or rec.get("compiler") not in ("tvm", "inductor"):
+        raise ValueError("a foreign module must be a mapping of compiler 'tvm' or 'inductor'")
     text, texts, stage = rec["text"], rec.get("texts") or {}, rec.get("stage")
     if not isinstance(text, str) or not isinstance(texts, dict):
         raise TypeError("a foreign module's text must be text")
@@ -141,6 +141,11 @@ def foreign_module(reader: Any, rec: Any) -> Any:
         raise TypeError("a foreign module's texts must be text")
     if stage not in (None, "loops"):
         raise ValueError(f"unknown backend stage {stage!r}")
+    if rec["compiler"] == "inductor":  # a torch.compile FX graph: no GraphModule once loaded
+        from explorer.inductor.module import FXModule
+
+        graph = decode_graph(rec["graph"], reader)
+        return FXModule(model=graph, text=text, extra_texts=dict(texts) or None, stage=stage)
     return TVMModule(
         None,
         inner=bool(rec.get("inner")),

@@ -440,7 +440,7 @@ class _Reader:
     def compiler(self, value: Any) -> str:
         if value is None:
             return "passlens"
-        if value not in ("passlens", "tvm"):
+        if value not in ("passlens", "tvm", "inductor"):
             raise TraceFileError(f"{self.path}: unknown compiler {value!r} in the manifest")
         return str(value)
 

@@ -1,0 +1,362 @@
+"""Recording torch.compile (explorer.inductor): Dynamo's graphs by frame (graph breaks,
+recompiles), AOTAutograd's graph, Inductor's passes and pattern replacements as steps, the
+graph model (ops, shapes, weights with bytes, provenance), texts, the check against eager (a
+wrong custom post-grad pass found at its own step, on the node it broke), save / load, and
+``passlens explore --compiler inductor``."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch._inductor")
+
+from torch._inductor.custom_graph_pass import CustomGraphPass  # noqa: E402
+
+import explorer  # noqa: E402
+from explorer.inductor.run import line_up  # noqa: E402
+
+
+class Broken(torch.nn.Module):
+    """Two linears with a graph break between them: two FX graphs."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 8)
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        y = torch.relu(self.fc(x)) + 1.0
+        torch._dynamo.graph_break()
+        return self.head(y) * 2.0
+
+
+class AddToSub(CustomGraphPass):
+    """A wrong post-grad pass: every aten.add.Tensor becomes aten.sub.Tensor."""
+
+    def __call__(self, graph):
+        for node in graph.nodes:
+            if node.target is torch.ops.aten.add.Tensor:
+                node.target = torch.ops.aten.sub.Tensor
+
+    def uuid(self):
+        return "passlens-test-add-to-sub"
+
+
+class Residual(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) + x
+
+
+@pytest.fixture(scope="module")
+def broken():
+    torch.manual_seed(0)
+    model = Broken().eval()
+    x = torch.randn(2, 4)
+    trace = explorer.explore(
+        model, (x,), compiler="inductor", progress=False, calls=[(torch.randn(5, 4),)]
+    )
+    return model, x, trace
+
+
+@pytest.fixture(scope="module")
+def wrong_pass():
+    torch.manual_seed(0)
+    model = Residual().eval()
+    x = torch.randn(2, 8)
+    trace = explorer.explore(
+        model,
+        (x,),
+        compiler="inductor",
+        progress=False,
+        options={"post_grad_custom_post_pass": AddToSub()},
+    )
+    return trace, trace.check((x,))
+
+
+def _graph_steps(trace, graph_index):
+    return [s for s in trace.steps if getattr(s.shown_module, "graph_index", None) == graph_index]
+
+
+# ----- recording ----------------------------------------------------------------------------------
+
+
+def test_graph_breaks_and_recompiles_are_graphs_named_by_frame(broken):
+    _, _, trace = broken
+    imports = [s.name for s in trace.steps if s.kind == "import"]
+    assert len(imports) == 4
+    assert imports[0].startswith("dynamo 0/0 forward (test_inductor.py:")
+    assert imports[1].startswith("dynamo 1/0 torch_dynamo_resume_in_forward")
+    assert imports[2].startswith("dynamo 0/1 forward")  # the recompile for batch 5
+    reasons = [g.reason for g in trace.inductor.graphs]
+    assert reasons[0].startswith("graph break: ")
+    assert "recompiled" in reasons[2] and "size mismatch" in reasons[2]
+    assert trace.compiler == "inductor" and trace.imported is trace.steps[0]
+
+
+def test_every_graph_goes_through_the_stages_in_order(broken):
+    _, _, trace = broken
+    for k in range(4):
+        top = [s.name for s in _graph_steps(trace, k) if s.depth == 0]
+        assert top[0].startswith("dynamo ")
+        assert top[1:] == [
+            "pre-grad passes",
+            "aot-autograd",
+            "joint-graph passes",
+            "post-grad passes",
+            "inductor codegen",
+        ]
+    nested = [s for s in trace.steps if s.depth == 1]
+    assert any(s.name == "remove_noop_ops" for s in nested)
+    for s in nested:
+        assert trace.steps[s.parent].name.endswith("passes")
+
+
+def test_an_unchanged_pass_shares_its_module_and_a_changed_one_copies(broken):
+    _, _, trace = broken
+    pre = trace["pre-grad passes"]
+    assert not pre.changed and pre.module is pre.before
+    aot = trace["aot-autograd"]
+    assert aot.changed and aot.module.level == "aten" and aot.before.level == "dynamo"
+
+
+def test_graph_model_has_aten_ops_shapes_weights_and_provenance(broken):
+    _, _, trace = broken
+    g = trace["aot-autograd"].graph
+    addmm = [n for n in g.nodes.values() if n.op == "aten.addmm.default"]
+    assert len(addmm) == 1
+    node = addmm[0]
+    assert node.shape == (2, 8) and node.dtype == "f32" and node.type == "f32[2, 8]"
+    assert node.group == "fc" and node.provenance["module"] == "fc"
+    assert node.provenance["file"].endswith("test_inductor.py:" + _line_of("self.fc(x)"))
+    assert set(g.params) == {"fc.weight", "fc.bias"}
+    assert g.params["fc.weight"].nbytes == 8 * 4 * 4 and g.param_bytes == (32 + 8) * 4
+    assert np.array_equal(g.params["fc.weight"].obj.data, broken[0].fc.weight.detach().numpy())
+    # symbolic dims in the recompiled (dynamic) graph
+    dyn = trace["aot-autograd#3"].graph
+    shapes = [n.shape for n in dyn.nodes.values() if n.op == "aten.addmm.default"]
+    assert shapes and isinstance(shapes[0][0], str) and shapes[0][1] == 8
+
+
+def _line_of(code: str) -> str:
+    import inspect
+
+    lines, start = inspect.getsourcelines(Broken.forward)
+    return str(start + next(i for i, line in enumerate(lines) if code in line))
+
+
+def test_diff_and_texts(broken):
+    _, _, trace = broken
+    d = trace["aot-autograd"].diff()
+    assert d.op_counts_after.get("aten.addmm.default") == 1
+    assert d.op_counts_before.get("torch._C._nn.linear") == 1
+    codegen = trace["inductor codegen"]
+    texts = codegen.texts
+    assert {
+        "IR",
+        "scheduler IR (before fusion)",
+        "scheduler IR (after fusion)",
+        "output code",
+    } <= set(texts)
+    assert "def call(" in texts["output code"] or "def call" in texts["output code"]
+    assert "SchedulerNode" in texts["scheduler IR (before fusion)"]
+    assert "def forward(" in trace["aot-autograd"].text
+    assert "inductor codegen" in trace.summary_text()
+
+
+def test_pattern_replacements_are_named_by_their_pattern():
+    torch.manual_seed(0)
+
+    def viewed(x):
+        return (x.view(16).view(2, 8) + 1.0).sum(-1)  # a view pair that undoes itself
+
+    trace = explorer.explore(viewed, (torch.randn(2, 8),), compiler="inductor", progress=False)
+    patterns = [s for s in trace.steps if s.name.startswith("pattern ")]
+    assert patterns, "a pointless view should be replaced by a pattern"
+    assert all(s.changed for s in patterns)  # replacements that changed nothing are not steps
+    assert [s.name for s in patterns] == ["pattern pointless_view_pair"]
+    parent = trace.steps[patterns[0].parent]
+    assert parent.name == "pattern_matcher" and trace.steps[parent.parent].name == (
+        "joint-graph passes"
+    )
+    d = patterns[0].diff()
+    assert sorted(n.op for n in d.removed) == ["aten.view.default", "aten.view.default"]
+
+
+# ----- the check ----------------------------------------------------------------------------------
+
+
+def test_check_of_a_correct_compile_is_ok_on_every_graph(broken):
+    _, x, trace = broken
+    report = trace.check()
+    assert report.ok, str(report)
+    ran = [c for c in report.steps if c.status == "ok" and c.same_as is None]
+    graphs = {c.step.shown_module.graph_index for c in ran}
+    assert graphs == {0, 1, 2, 3}  # the recompiled graphs ran on the call that made them
+    assert any("agree" in n for n in report.notes)
+
+
+def test_wrong_custom_pass_is_found_at_its_own_step_on_its_node(wrong_pass):
+    trace, report = wrong_pass
+    first = report.first_failure
+    assert first.kind == "diverged"
+    assert first.step.name == "AddToSub"
+    assert trace.steps[first.step.parent].name == "post-grad passes"
+    assert first.step.spec == "post_grad_custom_post_pass=AddToSub"
+    assert [n.name for n in first.nodes] == ["add"]
+    assert first.details["node_errors"][0].where == "add"
+    assert first.step.graph.node_of(first.nodes[0]).op == "aten.sub.Tensor"
+    before = [c for c in report.steps if c.step.index < first.step.index and not c.step.children]
+    assert all(c.status != "diverged" for c in before)
+    assert len([f for f in report.failures if f.kind == "diverged"]) == 1  # codegen: same error
+    codegen = next(c for c in report.steps if c.step.name == "inductor codegen")
+    assert codegen.status == "diverged"
+    assert any("differ" in n for n in report.notes)
+
+
+def test_reduce_cuts_the_graph_to_the_node_the_pass_breaks(wrong_pass, tmp_path):
+    trace, report = wrong_pass
+    reduction = report.reduce(budget=30)
+    assert reduction.pass_name == "AddToSub"
+    assert reduction.nodes[1] == 1  # the add alone, its inputs as values
+    assert "torch.ops.aten.add.Tensor" in reduction.code
+    assert reduction.max_abs > 1.0
+    out = reduction.save(tmp_path / "red")
+    assert sorted(p.name for p in out.iterdir()) == ["inputs.npz", "test_reduced.py"]
+    source = (out / "test_reduced.py").read_text()
+    assert "from tests.explorer.test_inductor import AddToSub" in source
+    namespace = {"__file__": str(out / "test_reduced.py"), "__name__": "reduced"}
+    exec(compile(source, str(out / "test_reduced.py"), "exec"), namespace)
+    with pytest.raises(AssertionError):  # fails while the pass is wrong
+        namespace["test_reduced"]()
+
+
+class Boom(CustomGraphPass):
+    """A custom pass that raises."""
+
+    def __call__(self, graph):
+        raise RuntimeError("boom in a custom pass")
+
+    def uuid(self):
+        return "passlens-test-boom"
+
+
+def test_a_failing_custom_pass_is_a_failed_step_and_the_trace_is_kept():
+    x = torch.randn(2, 4)
+    trace = explorer.explore(
+        torch.nn.Linear(4, 4),
+        (x,),
+        compiler="inductor",
+        progress=False,
+        options={"post_grad_custom_pre_pass": Boom()},
+    )
+    failure = trace.failure
+    assert failure.name == "Boom" and "boom in a custom pass" in str(failure.error)
+    assert trace.steps[failure.parent].name == "post-grad passes"
+    assert trace.steps[failure.parent].failed
+    assert "inductor codegen" not in [s.name for s in trace.steps]
+    report = trace.check((x,))
+    assert [f.kind for f in report.failures] == ["pass-failed"]
+    assert report.first_failure.step is failure
+
+
+def test_a_random_graph_is_not_judged():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5)).train()
+    x = torch.randn(4, 8)
+    trace = explorer.explore(model, (x,), compiler="inductor", progress=False)
+    report = trace.check((x,))
+    assert report.failures == []  # dropout's masks differ run to run: no false divergence
+    assert all(c.status == "not run" for c in report.steps if c.step.kind == "pass")
+    assert any("random ops" in n for n in report.notes)
+
+
+def test_line_up_refuses_values_that_do_not_fit(broken):
+    _, _, trace = broken
+    graph = trace.steps[0].module.graph
+    values = [
+        torch.zeros(n.meta["example_value"].shape) for n in graph.nodes if n.op == "placeholder"
+    ]
+    assert [tuple(v.shape) for v in line_up(graph, values)] == [tuple(v.shape) for v in values]
+    with pytest.raises(explorer.PasslensError, match="cannot line up"):
+        line_up(graph, values[:1])
+    values[-1] = torch.zeros(3, 5)
+    with pytest.raises(explorer.PasslensError, match=r"has shape \[2, 4\], the value \[3, 5\]"):
+        line_up(graph, values)
+
+
+# ----- save / load, errors, the CLI ---------------------------------------------------------------
+
+
+def test_save_and_load_keep_graphs_texts_and_findings(wrong_pass, tmp_path):
+    trace, report = wrong_pass
+    path = tmp_path / "inductor.passlens"
+    trace.save(path)
+    loaded = explorer.load(path)
+    assert loaded.compiler == "inductor"
+    assert [s.name for s in loaded.steps] == [s.name for s in trace.steps]
+    step = loaded["AddToSub"]
+    d = step.diff()
+    assert step.changed and [n.op for n in d.added] == ["aten.sub.Tensor"]
+    assert [n.op for n in d.removed] == ["aten.add.Tensor"]
+    assert (
+        loaded["inductor codegen"].texts["output code"]
+        == trace["inductor codegen"].texts["output code"]
+    )
+    first = loaded.report.first_failure
+    assert first.step.name == "AddToSub" and step.graph.node_of(first.nodes[0]).id == "add"
+    with pytest.raises(explorer.PasslensError, match="loaded from a file"):
+        loaded.check()
+    with pytest.raises(explorer.PasslensError, match="explore it again"):
+        loaded.report.reduce()
+
+
+def test_bad_arguments_say_what_is_wrong():
+    model = Residual()
+    x = torch.randn(2, 8)
+    with pytest.raises(ValueError, match="no pipeline"):
+        explorer.explore(model, (x,), "default", compiler="inductor")
+    with pytest.raises(ValueError, match="no option"):
+        explorer.explore(model, (x,), compiler="inductor", options={"no_such_option": 1})
+    with pytest.raises(ValueError, match="example inputs"):
+        explorer.explore(model, compiler="inductor")
+    with pytest.raises(ValueError, match="'inductor'"):
+        explorer.explore(model, (x,), compiler="nvcc")
+
+
+def test_patches_are_restored_after_explore(broken):
+    from torch._inductor import compile_fx
+    from torch.fx.passes.graph_transform_observer import GraphTransformObserver
+
+    assert compile_fx._recursive_post_grad_passes.__module__ == "torch._inductor.compile_fx"
+    assert GraphTransformObserver.__enter__.__module__.startswith("torch.fx")
+
+
+def test_cli_explores_with_inductor(tmp_path, capsys):
+    from passlens.cli import main
+
+    src = tmp_path / "model.py"
+    src.write_text(
+        textwrap.dedent(
+            """
+            import torch
+
+            def model():
+                torch.manual_seed(0)
+                net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+                return net.eval(), (torch.randn(2, 4),)
+            """
+        )
+    )
+    assert main(["explore", str(src), "--compiler", "inductor", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "dynamo 0/0 forward" in out and "inductor codegen" in out and "check ok" in out
+    assert "post-grad passes" in out
+    assert main(["explore", str(src), "--compiler", "inductor", "--pipeline", "x"]) != 0
