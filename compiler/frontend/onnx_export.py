@@ -289,6 +289,13 @@ class Exporter:
                     f"@{node.attrs['kernel']}) cannot be exported to ONNX; export the module "
                     "from a step before legalize-ops"
                 )
+            if fn is None and node.op == "opaque":
+                from compiler.ops.opaque import describe
+
+                raise ExportError(
+                    f"{_where(node)}: opaque op {describe(node.attrs)} cannot be exported to "
+                    "ONNX: passlens has no converter for it, so no ONNX form"
+                )
             if fn is None:
                 raise ExportError(f"{_where(node)}: op {node.op} has no ONNX lowering")
             args = [self.lookup(a) for a in node.args]

@@ -14,8 +14,10 @@ decomposition (matmul, softmax, matmul) and ``topk`` as a kernel for its indices
 gather_elements of the values by them. A call that cannot be lowered (an op without a
 lowering, a value of unknown rank or with a '?' dim) is left in the graph, where it is
 visible, and the codegen pass fails on it with the reason, naming the op and where it came
-from; with ``strict=true`` legalize-ops fails there itself. The kernels are listed by
-``compiler.backend.lowered_text(module)``.
+from; with ``strict=true`` legalize-ops fails there itself. An opaque op (an op of the source
+model without a converter, run by torch or onnxruntime) is such a call: no kernel computes it,
+and calling its framework from a compiled executable would make the build depend on it. The
+kernels are listed by ``compiler.backend.lowered_text(module)``.
 """
 
 from __future__ import annotations
@@ -101,6 +103,19 @@ def lowered_call(kernel, args: list[Expr], like: Expr) -> Call | None:
     return Call("call_lowered", args, attrs, prov=like.prov, name=like.name)
 
 
+def opaque_refusal(node: Call) -> str:
+    """Why an opaque op is not compiled (the message legalize-ops and codegen give)."""
+    from compiler.ops.opaque import describe
+
+    module = node.prov.module_path
+    where = f" in module {module}" if module else ""
+    return (
+        f"opaque op {describe(node.attrs)}{where} cannot be compiled: passlens has no "
+        "converter for it, so no kernel; only its framework can run it (the interpreter and "
+        "the check do). Add a converter, or stop the pipeline before legalize-ops"
+    )
+
+
 class _Legalizer:
     def __init__(self, module: Module, pass_name: str, strict: bool = True):
         import compiler.backend.lowering as lowering  # the module, not the package (above us)
@@ -143,6 +158,8 @@ class _Legalizer:
             )
 
     def lower_call(self, node: Call) -> Expr | None:
+        if node.op == "opaque":
+            raise self.error(opaque_refusal(node), node)
         if node.op == "call_lowered" or node.op in VIEW_OPS or node.op in RUNTIME_OPS:
             return None
         if not node.args:
