@@ -108,6 +108,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--check", action="store_true", help="check numerics, shapes and parameters at every step"
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse a model with an operator passlens has no converter for (by default such "
+        "an operator is kept as an opaque op that torch or onnxruntime runs)",
+    )
     p.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
     p.add_argument("--save", metavar="OUT", help="save the trace (a .passlens file)")
 
@@ -251,7 +257,8 @@ def _explore(args: argparse.Namespace) -> int:
         ) from None
     source, inputs = load_model(args.model, args.input_shape)
     try:
-        trace = explorer.explore(source, inputs, pipeline=args.pipeline)
+        options = {"strict": True} if args.strict else {}
+        trace = explorer.explore(source, inputs, pipeline=args.pipeline, **options)
     except ImportError as e:
         raise CLIError(f"cannot import {args.model}: missing {e.name or 'module'} ({e})") from None
     except Exception as e:
