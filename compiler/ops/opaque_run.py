@@ -61,8 +61,8 @@ def resolve_torch_op(target: str):
             raise OpaqueOpError(f"torch {torch.__version__} has no operator aten.{name}")
         raise OpaqueOpError(
             f"torch has no operator {ns}.{name} in this process: it is a custom op; import the "
-            f"library that registers it (the module that defines the '{ns}' ops, e.g. "
-            f"`import {ns}`) before running or checking this model"
+            f"Python library that registers the '{ns}' operators (with torch.library) before "
+            "running or checking this model"
         )
     try:
         op = getattr(packet, overload)
