@@ -425,8 +425,7 @@ class _Evaluator:
             )
         except KeyError as e:
             raise InterpretError(
-                f"{_describe(node)}: its arguments name the size {e.args[0]}, which no input "
-                "gives",
+                f"{_describe(node)}: its arguments name the size {e.args[0]}, which no input gives",
                 node,
             ) from None
         memo = self.memo

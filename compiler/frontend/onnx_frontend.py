@@ -254,7 +254,13 @@ def node_problem(node, opset: int, other_opsets: dict, local_functions: set):
     op that onnxruntime runs: ``(reason, opaque_ok)``, or None when a converter takes it."""
     import onnx
 
-    from compiler.frontend.onnx_ops import CONVERTERS, NOT_CONVERTED, converter_for, oldest_version
+    from compiler.frontend.onnx_ops import (
+        CONVERTERS,
+        NOT_CONVERTED,
+        converter_for,
+        oldest_version,
+        registry,
+    )
 
     domain = node.domain
     if domain not in _DEFAULT_DOMAINS:
@@ -281,7 +287,9 @@ def node_problem(node, opset: int, other_opsets: dict, local_functions: set):
     conv = converter_for(node.op_type, schema.since_version)
     if conv is None and node.op_type not in CONVERTERS:
         why = NOT_CONVERTED.get(node.op_type)
-        return (f"{node.op_type} ({why})" if why else node.op_type), True
+        # random values: a check would compare two different draws (a false finding)
+        opaque_ok = why not in (registry._RANDOM, registry._STRINGS)
+        return (f"{node.op_type} ({why})" if why else node.op_type), opaque_ok
     if conv is None:
         v, oldest = schema.since_version, oldest_version(node.op_type)
         return (

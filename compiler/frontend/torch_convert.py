@@ -436,6 +436,11 @@ def opaque_problem(node) -> str | None:
         check_target("torch", target_name(target))
     except TypeInferenceError as e:
         return str(e)
+    import torch
+
+    if torch.Tag.nondeterministic_seeded in getattr(target, "tags", ()):
+        # a check would compare two different random draws: a false finding, so refused
+        return "random values (a converted model could not reproduce the original's numbers)"
     for i, a in enumerate(schema.arguments):
         info = a.alias_info
         if info is not None and info.is_write and i > 0:
@@ -507,9 +512,7 @@ def convert_opaque(ctx: ConvertContext, node, args: list, kwargs: dict) -> Expr:
     laid_args = [lay(a) for a in args]
     laid_kwargs = [(k, lay(v)) for k, v in kwargs.items()]
     ty = _recorded_type(ctx, node.meta.get("val"))
-    attrs = opaque_attrs(
-        "torch", target_name(node.target), ty, laid_args, laid_kwargs, pure=True
-    )
+    attrs = opaque_attrs("torch", target_name(node.target), ty, laid_args, laid_kwargs, pure=True)
     return Call("opaque", inputs, attrs)
 
 
