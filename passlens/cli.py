@@ -246,6 +246,7 @@ class _Printable:
 
 def _explore(args: argparse.Namespace) -> int:
     import explorer
+    from compiler.frontend.errors import UnsupportedOperatorError
     from compiler.passes import PipelineError, build_pipeline
 
     try:
@@ -261,6 +262,9 @@ def _explore(args: argparse.Namespace) -> int:
         trace = explorer.explore(source, inputs, pipeline=args.pipeline, **options)
     except ImportError as e:
         raise CLIError(f"cannot import {args.model}: missing {e.name or 'module'} ({e})") from None
+    except UnsupportedOperatorError as e:  # every operator and where, on one line
+        listed = "; ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        raise CLIError(f"cannot import {args.model}: {listed}") from None
     except Exception as e:
         raise CLIError(f"cannot import {args.model}: {_one_line(e)}") from None
     print(trace.summary_text())

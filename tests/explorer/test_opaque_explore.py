@@ -1,0 +1,191 @@
+"""Exploring a model with an op passlens has no converter for: it is kept as an opaque op,
+listed in the summary, marked in the graph, checked with values from its framework (torch,
+onnxruntime), saved and loaded; loading never resolves or runs what the file names."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from onnx import TensorProto, helper
+
+import explorer
+from compiler.frontend import UnsupportedOperatorError
+from compiler.ops import opaque_run
+from explorer.store import TraceFileError, load
+from passlens.cli import main
+from tests.explorer.test_store import rewrite_member
+from widgets.graph_data import graph_payload
+
+
+class Scan(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        values, indices = torch.cummax(self.proj(x), dim=1)
+        return self.head(values.relu()), indices
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scan = Scan()
+
+    def forward(self, x):
+        return self.scan(x)
+
+
+@pytest.fixture(scope="module")
+def example():
+    torch.manual_seed(0)
+    return Model().eval(), torch.randn(4, 8)
+
+
+@pytest.fixture(scope="module")
+def trace(example):
+    model, x = example
+    return explorer.explore(model, (x,))
+
+
+@pytest.fixture(scope="module")
+def saved(trace, example, tmp_path_factory):
+    path = tmp_path_factory.mktemp("opaque") / "scan.passlens"
+    trace.save(path)
+    return path
+
+
+def test_the_model_explores_and_checks_clean_against_eager(trace, example):
+    report = trace.check((example[1],))
+    assert report.ok, report
+    assert "torch eager" in str(report)
+    imported = next(s for s in trace.steps if s.kind == "import")
+    assert 'opaque(%linear, framework="torch", target="aten.cummax.default"' in str(imported.module)
+
+
+def test_the_summary_lists_the_opaque_op_with_its_count_and_module(trace):
+    text = trace.summary_text()
+    assert "1 opaque op(s): no converter" in text
+    assert "aten.cummax.default x1 (run by torch)  at scan" in text
+    html = trace._repr_html_()
+    assert "<code>aten.cummax.default</code> &times;1 (run by torch) at scan" in html
+
+
+def test_the_graph_marks_it(trace):
+    for step in (trace[1], trace[-1]):
+        payload = graph_payload(step)
+        marked = [n for n in payload["nodes"] if n.get("opq")]
+        assert len(marked) == 1, step.name
+        (node,) = marked
+        assert node["opq"] == "torch" and node["t"] == "aten.cummax.default"
+        assert node["s"] == ["opaque · torch"]
+    unmarked = [n for n in graph_payload(trace[1])["nodes"] if n["t"] == "linear"]
+    assert unmarked and not any("opq" in n for n in unmarked)
+
+
+def test_the_trace_saves_and_loads_without_resolving_the_op(saved, example, monkeypatch):
+    def refuse(target):
+        raise AssertionError(f"loading resolved {target}")
+
+    monkeypatch.setattr(opaque_run, "resolve_torch_op", refuse)
+    loaded = load(saved)
+    assert "aten.cummax.default x1 (run by torch)" in loaded.summary_text()
+    monkeypatch.undo()
+    report = loaded.check((example[1].numpy(),))
+    assert report.ok, report
+
+
+def test_strict_refuses_the_model(example):
+    model, x = example
+    with pytest.raises(UnsupportedOperatorError, match=r"aten\.cummax\.default\s+used at scan"):
+        explorer.explore(model, (x,), strict=True)
+
+
+def test_the_compile_steps_fail_with_the_op_and_its_module(example):
+    model, x = example
+    trace = explorer.explore(model, (x,), pipeline="default,legalize-ops,codegen")
+    failure = trace.failure
+    assert failure is not None and failure.name == "codegen"
+    assert "opaque op aten.cummax.default (run by torch, no converter) in module scan" in str(
+        failure.error
+    )
+
+
+def _hostile(saved, tmp_path, target: str):
+    import zipfile
+
+    path = tmp_path / "hostile.passlens"
+    path.write_bytes(saved.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        ir = zf.read("ir.json")
+    assert b"aten.cummax.default" in ir
+    rewrite_member(path, "ir.json", ir.replace(b"aten.cummax.default", target.encode()))
+    return path
+
+
+def test_a_hostile_trace_naming_os_system_loads_and_its_check_fails_clearly(
+    saved, example, tmp_path, monkeypatch
+):
+    import os
+
+    ran = []
+    monkeypatch.setattr(os, "system", lambda *a: ran.append(a) or 0)
+    loaded = load(_hostile(saved, tmp_path, "os.system.default"))
+    assert "os.system.default x1 (run by torch)" in loaded.summary_text()
+    report = loaded.check((example[1].numpy(),))
+    assert not report.ok
+    text = str(report)
+    assert "no operator os.system" in text and "import the Python library" in text
+    assert ran == []
+
+
+def test_a_trace_naming_no_torch_operator_is_refused_when_loaded(saved, tmp_path):
+    with pytest.raises(TraceFileError, match="is not a torch op name"):
+        load(_hostile(saved, tmp_path, "os.system"))
+
+
+# ----- ONNX --------------------------------------------------------------------------------------
+
+
+def _roi_model():
+    vi = helper.make_tensor_value_info
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("MaxRoiPool", ["r", "rois"], ["p"], name="roi/pool", pooled_shape=[2, 2]),
+        helper.make_node("Sigmoid", ["p"], ["y"]),
+    ]
+    inputs = [vi("x", TensorProto.FLOAT, [1, 3, 8, 8]), vi("rois", TensorProto.FLOAT, [2, 5])]
+    g = helper.make_graph(nodes, "g", inputs, [vi("y", TensorProto.FLOAT, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _roi_inputs():
+    x = np.random.default_rng(3).random((1, 3, 8, 8)).astype(np.float32)
+    return x, np.array([[0, 0, 0, 4, 4], [0, 2, 2, 7, 7]], np.float32)
+
+
+def test_an_onnx_model_checks_clean_against_onnxruntime(tmp_path):
+    trace = explorer.explore(_roi_model())
+    assert "ai.onnx::MaxRoiPool x1 (run by onnxruntime)  at roi/pool" in trace.summary_text()
+    report = trace.check(_roi_inputs())
+    assert report.ok and "onnxruntime" in str(report)
+    payload = graph_payload(trace[1])
+    assert [n["t"] for n in payload["nodes"] if n.get("opq") == "onnxruntime"] == [
+        "ai.onnx::MaxRoiPool"
+    ]
+    trace.save(tmp_path / "roi.passlens")
+    assert load(tmp_path / "roi.passlens").check(_roi_inputs()).ok
+
+
+def test_the_cli_explores_it_and_refuses_it_with_strict(capsys, tmp_path):
+    path = tmp_path / "roi.onnx"
+    path.write_bytes(_roi_model().SerializeToString())
+    assert main(["explore", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "ai.onnx::MaxRoiPool x1 (run by onnxruntime)" in out
+    code = main(["explore", str(path), "--strict"])
+    captured = capsys.readouterr()
+    assert code != 0
+    assert "MaxRoiPool" in captured.err and "unsupported onnx operator" in captured.err
