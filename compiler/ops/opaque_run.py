@@ -134,12 +134,52 @@ def _torch_arg(value: Any, tensors: list, dtypes: dict) -> Any:
     return value
 
 
+def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict) -> None:
+    """Run the op on fake tensors (shapes and dtypes only, nothing allocated) and refuse it
+    when its results would be over the interpreter's limit for one value: the arguments come
+    from a model or a trace file, untrusted (``aten.full`` of [100000, 100000]). An op whose
+    result size depends on the data (``nonzero``) cannot be sized so: it runs."""
+    import torch
+    from torch._subclasses.fake_tensor import (
+        DataDependentOutputException,
+        DynamicOutputShapeException,
+        FakeTensorMode,
+        UnsupportedOperatorException,
+    )
+
+    from compiler.interpret import MAX_VALUE_BYTES
+
+    mode = FakeTensorMode()
+    try:
+        with mode:
+            fakes = [mode.from_tensor(t) for t in tensors]
+            args = [_torch_arg(a, fakes, dtypes) for a in attrs["args"]]
+            kwargs = {k: _torch_arg(v, fakes, dtypes) for k, v in attrs["kwargs"]}
+            out = op(*args, **kwargs)
+    except (DynamicOutputShapeException, DataDependentOutputException):
+        return  # a size only the values give
+    except UnsupportedOperatorException:
+        return  # a custom op without a fake kernel: only running it tells
+    except Exception as e:  # the op refuses these arguments: its own message, named
+        head = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise OpaqueOpError(f"torch {target} failed: {type(e).__name__}: {head}") from e
+    results = out if isinstance(out, (tuple, list)) else [out]
+    nbytes = sum(t.numel() * t.element_size() for t in results if isinstance(t, torch.Tensor))
+    if nbytes > MAX_VALUE_BYTES:
+        raise OpaqueOpError(
+            f"torch {target} would give {nbytes:,} bytes for these arguments, over the "
+            f"interpreter's limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
+            "(compiler.interpret.MAX_VALUE_BYTES); it was not run"
+        )
+
+
 def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
     """Call the torch op on ``values`` with the stored arguments; numpy in and out."""
     target = attrs["target"]
     op = resolve_torch_op(target)
     dtypes = _torch_dtypes()
     tensors = [_to_torch(v) for v in values]
+    _check_sizes_first(op, target, tensors, attrs, dtypes)
     args = [_torch_arg(a, tensors, dtypes) for a in attrs["args"]]
     kwargs = {k: _torch_arg(v, tensors, dtypes) for k, v in attrs["kwargs"]}
     import torch

@@ -278,3 +278,14 @@ def test_the_build_and_to_onnx_refuse_it(module):
     assert "no converter" in str(info.value)
     with pytest.raises(Exception, match="opaque op aten.cummax.default .* cannot be exported"):
         to_onnx(module)
+
+
+def test_a_huge_result_is_refused_before_torch_allocates_it():
+    """The arguments come from an untrusted file: sized on fake tensors first, never run."""
+    text = """
+def @main() -> f32[1] {
+  %a: f32[1] = opaque(framework="torch", target="aten.full.default", args=[[100000, 100000], 1.0], pure=true, type="f32[1]")
+  return %a
+}"""
+    with pytest.raises(InterpretError, match=r"would give 40,000,000,000 bytes .* it was not run"):
+        run(parse(text))
