@@ -298,9 +298,57 @@ def _session(attrs: Mapping[str, Any], in_dtypes: tuple):
     return sess
 
 
+MAX_SIZE_INPUT = 64
+"""An integer input of at most this many elements is given to ONNX shape inference as a value
+(a shape, repeats, pads), so the size of what the op makes from it is known before it runs."""
+
+
+def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list) -> None:
+    """ONNX shape inference on the one-node model with the actual input shapes (and small
+    integer inputs as values): refuse the op when its results would be over the interpreter's
+    limit for one value (``ConstantOfShape`` of a huge shape from an untrusted file). Results
+    shape inference cannot size run."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    from compiler.interpret import MAX_VALUE_BYTES
+
+    model = _onnx_model(attrs, tuple(a.dtype for a in arrays))
+    graph = model.graph
+    inputs = []
+    for i, a in enumerate(arrays):
+        name = f"in{i}"
+        if a.dtype.kind in "iu" and a.size <= MAX_SIZE_INPUT:
+            graph.initializer.append(numpy_helper.from_array(a, name))
+        else:
+            elem = helper.np_dtype_to_tensor_dtype(a.dtype)
+            inputs.append(helper.make_tensor_value_info(name, elem, list(a.shape)))
+    del graph.input[:]
+    graph.input.extend(inputs)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:  # shape inference cannot read it: onnxruntime's own checks apply
+        return
+    total = 0
+    for out in inferred.graph.output:
+        t = out.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        if not t.HasField("shape") or any(d is None for d in dims):
+            return
+        n = int(np.prod(dims, dtype=object)) if dims else 1
+        total += n * helper.tensor_dtype_to_np_dtype(t.elem_type).itemsize
+    if total > MAX_VALUE_BYTES:
+        raise OpaqueOpError(
+            f"onnxruntime {attrs['target']} would give {total:,} bytes for these inputs, over "
+            f"the interpreter's limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
+            "(compiler.interpret.MAX_VALUE_BYTES); it was not run"
+        )
+
+
 def run_onnx(values: list, attrs: Mapping[str, Any]) -> Any:
     """Run the ONNX op in onnxruntime (a cached one-node model) on ``values``."""
     arrays = [np.ascontiguousarray(v) for v in values]
+    _check_onnx_sizes(attrs, arrays)
     sess = _session(attrs, tuple(a.dtype for a in arrays))
     feed = {f"in{i}": a for i, a in enumerate(arrays)}
     try:

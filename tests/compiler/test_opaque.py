@@ -289,3 +289,13 @@ def @main() -> f32[1] {
 }"""
     with pytest.raises(InterpretError, match=r"would give 40,000,000,000 bytes .* it was not run"):
         run(parse(text))
+
+
+def test_a_huge_onnx_result_is_refused_before_onnxruntime_allocates_it():
+    text = """
+def @main() -> f32[1] {
+  %a: f32[1] = opaque(const(i64[2], [100000, 100000]), framework="onnx", target="ai.onnx::ConstantOfShape", args=["%0"], opset=17, pure=true, type="f32[1]")
+  return %a
+}"""
+    with pytest.raises(InterpretError, match=r"would give 40,000,000,000 bytes .* it was not run"):
+        run(parse(text))
