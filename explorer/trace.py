@@ -407,6 +407,14 @@ class Trace:
     def __repr__(self) -> str:
         return self.summary_text()
 
+    def opaque_ops(self) -> list[dict]:
+        """The ops without a converter the import kept as opaque ops (run by torch or
+        onnxruntime), one row per op: target, runner, count, places (see
+        ``explorer.summary.opaque_ops``)."""
+        from explorer.summary import opaque_ops
+
+        return opaque_ops(self)
+
     def summary_text(self) -> str:
         """The summary as a plain-text table (with the passes skipped, if any)."""
         return trace_text(self)
