@@ -72,6 +72,24 @@ def test_symbolic_sizes_come_from_torch_export():
         np.testing.assert_allclose(got[0], _eager(model, x)[0], rtol=1e-6, atol=1e-6)
 
 
+class KthOfHalf(torch.nn.Module):
+    def forward(self, x):
+        values, indices = torch.kthvalue(x, x.shape[0] // 2 + 1, dim=0)
+        return values + 1, indices
+
+
+def test_a_size_argument_stays_symbolic_and_is_bound_when_it_runs():
+    model = KthOfHalf()
+    module = from_torch(model, (torch.randn(6, 3),), dynamic_shapes=({0: torch.export.Dim.AUTO},))
+    (node,) = _opaque(module)
+    size = node.attrs["args"][1]
+    assert str(size).endswith("// 2 + 1")  # the batch symbol, kept as a dim expression
+    for n in (5, 9):
+        x = torch.randn(n, 3)
+        for got, want in zip(run(module, x.numpy()), _eager(model, x), strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
 @torch.library.custom_op("passlens_test::scaled_cumsum", mutates_args=())
 def scaled_cumsum(x: torch.Tensor, scale: float, mode: str) -> torch.Tensor:
     """A custom op of the test's own library (no converter can exist for it)."""
