@@ -381,6 +381,10 @@ def check_model(model) -> None:
 
 # ----- conversion -------------------------------------------------------------------------
 
+RANDOM_WHEN_REFUSED = frozenset({"Dropout"})
+"""Ops whose converter refuses exactly their random forms (Dropout in training mode): such a
+node is never kept opaque, since a check would compare two different random draws."""
+
 POISON = object()
 """The value of an ONNX name whose producing node could not be converted."""
 
@@ -540,7 +544,7 @@ class Importer:
                         result = conv.fn(ctx)
                         outputs = self._outputs(ctx, result)
                     except Unsupported as e:
-                        if self.strict:
+                        if self.strict or node.op_type in RANDOM_WHEN_REFUSED:
                             raise
                         try:  # a form the converter refuses: kept as it is, if it can be
                             outputs = self.opaque(ctx)

@@ -259,3 +259,15 @@ def test_an_onnx_random_op_is_never_kept_opaque():
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(UnsupportedOperatorError, match="random values"):
         from_onnx(model)
+
+
+def test_an_onnx_dropout_in_training_mode_is_never_kept_opaque():
+    node = helper.make_node("Dropout", ["x", "ratio", "training"], ["y"])
+    inits = [
+        helper.make_tensor("ratio", F32, [], [0.5]),
+        helper.make_tensor("training", TensorProto.BOOL, [], [True]),
+    ]
+    g = helper.make_graph([node], "g", [_vi("x", [2, 3])], [_vi("y", [2, 3])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(UnsupportedOperatorError, match="Dropout"):
+        from_onnx(model)
