@@ -163,8 +163,7 @@ def test_imported_onnx_round_trips_through_export():
 
 
 def test_every_op_has_a_lowering_except_the_lazy_parameter_callbacks_and_kernels():
-    # and opaque ops (no converter: refused by name, tests/compiler/test_opaque.py)
-    assert set(all_ops()) - set(LOWERINGS) == {"get_item", "set_item", "call_lowered", "opaque"}
+    assert set(all_ops()) - set(LOWERINGS) == {"get_item", "set_item", "call_lowered"}
 
 
 def test_a_callback_op_is_a_clear_error():

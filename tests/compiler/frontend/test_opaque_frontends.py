@@ -271,3 +271,36 @@ def test_an_onnx_dropout_in_training_mode_is_never_kept_opaque():
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(UnsupportedOperatorError, match="Dropout"):
         from_onnx(model)
+
+
+def test_an_opaque_onnx_op_exports_as_the_node_it_came_from():
+    from compiler.frontend import to_onnx
+
+    model = _contrib_model(value_info=True)
+    module = from_onnx(model)
+    exported = to_onnx(module)
+    assert ("com.microsoft", 1) in {(o.domain, o.version) for o in exported.opset_import}
+    (fused,) = [n for n in exported.graph.node if n.op_type == "FusedMatMul"]
+    assert fused.domain == "com.microsoft"
+    assert {a.name for a in fused.attribute} == {"alpha", "transB"}
+    rng = np.random.default_rng(4)
+    a, b = rng.random((2, 3)).astype(np.float32), rng.random((4, 3)).astype(np.float32)
+    np.testing.assert_allclose(_ort(exported, {"a": a, "b": b})[0], run(module, a, b)[0], rtol=1e-6)
+    roi = from_onnx(_roi_model())
+    x = np.random.default_rng(5).random((1, 3, 8, 8)).astype(np.float32)
+    rois = np.array([[0, 0, 0, 7, 7]], np.float32)
+    rois = np.concatenate([rois, rois])
+    np.testing.assert_allclose(
+        _ort(to_onnx(roi), {"x": x, "rois": rois})[0], run(roi, x, rois)[0], rtol=1e-6
+    )
+
+
+def test_an_opaque_onnx_op_of_another_version_than_the_export_opset_is_refused():
+    from compiler.frontend import to_onnx
+    from compiler.frontend.onnx_export import ExportError
+
+    node = helper.make_node("Hardmax", ["x"], ["y"], axis=1)
+    g = helper.make_graph([node], "g", [_vi("x", [2, "n", 4])], [_vi("y", [2, "n", 4])])
+    module = from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]))
+    with pytest.raises(ExportError, match="Hardmax was recorded at opset 11, and opset 17 has"):
+        to_onnx(module, opset=17)
