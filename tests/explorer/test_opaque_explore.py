@@ -83,6 +83,10 @@ def test_the_graph_marks_it(trace):
         assert node["s"] == ["opaque · torch"]
     unmarked = [n for n in graph_payload(trace[1])["nodes"] if n["t"] == "linear"]
     assert unmarked and not any("opq" in n for n in unmarked)
+    from widgets.render import graph_svg  # the static Graphviz picture marks it too
+
+    svg = graph_svg(trace[1])
+    assert svg.count("pl_opaque") == 1 and "opaque · torch" in svg
 
 
 def test_the_trace_saves_and_loads_without_resolving_the_op(saved, example, monkeypatch):
