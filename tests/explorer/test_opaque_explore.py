@@ -73,6 +73,13 @@ def test_the_summary_lists_the_opaque_op_with_its_count_and_module(trace):
     assert "<code>aten.cummax.default</code> &times;1 (run by torch) at scan" in html
 
 
+def test_the_html_report_names_it_in_its_header(trace, tmp_path):
+    path = tmp_path / "scan.html"
+    trace.to_html(path)
+    html = path.read_text()
+    assert "1 opaque op(s): aten.cummax.default ×1 (torch)" in html
+
+
 def test_the_graph_marks_it(trace):
     for step in (trace[1], trace[-1]):
         payload = graph_payload(step)
