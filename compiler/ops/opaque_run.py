@@ -134,11 +134,40 @@ def _torch_arg(value: Any, tensors: list, dtypes: dict) -> Any:
     return value
 
 
+_SIZED: OrderedDict = OrderedDict()  # calls found within the limit (they depend on shapes only)
+MAX_SIZED = 4096
+
+
+def _sized_before(key) -> bool:
+    with _LOCK:
+        if key in _SIZED:
+            _SIZED.move_to_end(key)
+            return True
+    return False
+
+
+def _remember_sized(key) -> None:
+    with _LOCK:
+        _SIZED[key] = True
+        while len(_SIZED) > MAX_SIZED:
+            _SIZED.popitem(last=False)
+
+
 def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict) -> None:
     """Run the op on fake tensors (shapes and dtypes only, nothing allocated) and refuse it
     when its results would be over the interpreter's limit for one value: the arguments come
     from a model or a trace file, untrusted (``aten.full`` of [100000, 100000]). An op whose
-    result size depends on the data (``nonzero``) cannot be sized so: it runs."""
+    result size depends on the data (``nonzero``) cannot be sized so: it runs. A call sized
+    before (same op, arguments and input shapes) is not sized again."""
+    key = (
+        "torch",
+        target,
+        attrs["args"],
+        attrs["kwargs"],
+        tuple((tuple(t.shape), t.dtype) for t in tensors),
+    )
+    if _sized_before(key):
+        return
     import torch
     from torch._subclasses.fake_tensor import (
         DataDependentOutputException,
@@ -157,9 +186,11 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict) -> N
             kwargs = {k: _torch_arg(v, fakes, dtypes) for k, v in attrs["kwargs"]}
             out = op(*args, **kwargs)
     except (DynamicOutputShapeException, DataDependentOutputException):
-        return  # a size only the values give
+        _remember_sized(key)  # a size only the values give
+        return
     except UnsupportedOperatorException:
-        return  # a custom op without a fake kernel: only running it tells
+        _remember_sized(key)  # a custom op without a fake kernel: only running it tells
+        return
     except Exception as e:  # the op refuses these arguments: its own message, named
         head = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise OpaqueOpError(f"torch {target} failed: {type(e).__name__}: {head}") from e
@@ -171,6 +202,7 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict) -> N
             f"interpreter's limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
             "(compiler.interpret.MAX_VALUE_BYTES); it was not run"
         )
+    _remember_sized(key)
 
 
 def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
@@ -308,6 +340,21 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list) -> None:
     integer inputs as values): refuse the op when its results would be over the interpreter's
     limit for one value (``ConstantOfShape`` of a huge shape from an untrusted file). Results
     shape inference cannot size run."""
+    small = [a.dtype.kind in "iu" and a.size <= MAX_SIZE_INPUT for a in arrays]
+    key = (
+        "onnx",
+        attrs["target"],
+        attrs["opset"],
+        attrs["args"],
+        attrs["kwargs"],
+        attrs.get("outputs"),
+        tuple(
+            (a.shape, a.dtype, a.tobytes() if k else b"")
+            for a, k in zip(arrays, small, strict=True)
+        ),
+    )
+    if _sized_before(key):
+        return
     import onnx
     from onnx import helper, numpy_helper
 
@@ -316,9 +363,9 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list) -> None:
     model = _onnx_model(attrs, tuple(a.dtype for a in arrays))
     graph = model.graph
     inputs = []
-    for i, a in enumerate(arrays):
+    for i, (a, k) in enumerate(zip(arrays, small, strict=True)):
         name = f"in{i}"
-        if a.dtype.kind in "iu" and a.size <= MAX_SIZE_INPUT:
+        if k:
             graph.initializer.append(numpy_helper.from_array(a, name))
         else:
             elem = helper.np_dtype_to_tensor_dtype(a.dtype)
@@ -328,12 +375,14 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list) -> None:
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
     except Exception:  # shape inference cannot read it: onnxruntime's own checks apply
+        _remember_sized(key)
         return
     total = 0
     for out in inferred.graph.output:
         t = out.type.tensor_type
         dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
         if not t.HasField("shape") or any(d is None for d in dims):
+            _remember_sized(key)  # a size only the values give
             return
         n = int(np.prod(dims, dtype=object)) if dims else 1
         total += n * helper.tensor_dtype_to_np_dtype(t.elem_type).itemsize
@@ -343,6 +392,7 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list) -> None:
             f"the interpreter's limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
             "(compiler.interpret.MAX_VALUE_BYTES); it was not run"
         )
+    _remember_sized(key)
 
 
 def run_onnx(values: list, attrs: Mapping[str, Any]) -> Any:
