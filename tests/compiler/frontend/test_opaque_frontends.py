@@ -60,6 +60,14 @@ def test_strict_refuses_it_as_before():
         from_torch(CumMax(), (torch.randn(4, 8),), strict=True)
 
 
+def test_an_op_torch_export_did_not_type_is_still_refused_saying_so():
+    ep = torch.export.export(CumMax().eval(), (torch.randn(4, 8),))
+    (node,) = [n for n in ep.graph.nodes if str(n.target) == "aten.cummax.default"]
+    del node.meta["val"]
+    with pytest.raises(UnsupportedOperatorError, match="torch.export recorded no type"):
+        from_torch(ep)
+
+
 def test_symbolic_sizes_come_from_torch_export():
     batch = torch.export.Dim("batch", min=2, max=64)
     module = from_torch(CumMax(), (torch.randn(4, 8),), dynamic_shapes=({0: batch},))
