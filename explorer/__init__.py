@@ -32,10 +32,15 @@ def explore(
     :func:`explorer.trace.explore` (``pipeline`` default ``"default"``). ``compiler="tvm"``:
     Apache TVM's Relax passes, as :func:`explorer.tvm.explore_tvm` (the source imported with
     TVM's frontends, or a ``tvm.IRModule``; ``pipeline`` a Relax pipeline name, default
-    ``"zero"``, a TVM pass or a list of passes; needs ``passlens[tvm]``)."""
+    ``"zero"``, a TVM pass or a list of passes; needs ``passlens[tvm]``).
+
+    An operator passlens has no converter for is kept as an opaque op that torch or
+    onnxruntime runs (the summary lists them); ``strict=True`` refuses such a model at import.
+    TVM's frontends refuse such operators themselves (``strict`` has no effect there)."""
     if compiler == "tvm":
         from explorer.tvm import explore_tvm
 
+        options.pop("strict", None)
         pipeline = "zero" if pipeline is None else pipeline
         return explore_tvm(source, example_inputs, pipeline, progress, **options)
     if compiler != "passlens":
