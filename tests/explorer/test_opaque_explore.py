@@ -200,3 +200,71 @@ def test_the_cli_explores_it_and_refuses_it_with_strict(capsys, tmp_path):
     captured = capsys.readouterr()
     assert code != 0
     assert "MaxRoiPool" in captured.err and "unsupported onnx operator" in captured.err
+
+
+# ----- a real custom op: transformers' mixture-of-experts routing ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def moe(tmp_path_factory):
+    """A tiny Qwen3-MoE (random weights): its experts run transformers' own custom op
+    ``transformers.grouped_mm_fallback``, which no converter can know."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.Qwen3MoeConfig(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=64,
+        moe_intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        num_experts=4,
+        num_experts_per_tok=2,
+        use_cache=False,
+    )
+    torch.manual_seed(0)
+    model = transformers.Qwen3MoeForCausalLM(cfg).eval()
+    ids = torch.randint(0, 128, (1, 6))
+    trace = explorer.explore(model, (ids,))
+    path = tmp_path_factory.mktemp("moe") / "moe.passlens"
+    trace.save(path)
+    return trace, ids, path
+
+
+def test_a_mixture_of_experts_model_explores_and_checks_clean(moe):
+    trace, ids, _ = moe
+    rows = {r["target"]: r for r in trace.opaque_ops()}
+    grouped = rows["transformers.grouped_mm_fallback.default"]
+    assert grouped["count"] == 4 and grouped["runner"] == "torch"
+    assert grouped["places"] == ["model.layers.0.mlp.experts", "model.layers.1.mlp.experts"]
+    report = trace.check((ids,))
+    assert report.ok, report
+
+
+def test_checking_it_where_transformers_is_not_imported_says_to_import_it(moe):
+    """A fresh process that loads the trace has no transformers ops registered."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    _, ids, path = moe
+    root = pathlib.Path(__file__).resolve().parents[2]
+    code = (
+        "import sys, numpy as np, explorer\n"
+        f"report = explorer.load({str(path)!r}).check((np.array({ids.tolist()}),))\n"
+        "assert 'transformers' not in sys.modules\n"
+        "print(report)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "no operator transformers.grouped_mm_fallback in this process" in out.stdout
+    assert "import the Python library that registers the 'transformers' operators" in out.stdout
