@@ -4,9 +4,12 @@ is and run by its own framework wherever a value is needed.
 ::
 
     %m: (f32[4, 8], i64[4, 8]) = opaque(%x, framework="torch", target="aten.cummax.default",
-        type="(f32[4, 8], i64[4, 8])", args=["%0", 1], kwargs=[], pure=true)
+        args=["%0", 1], pure=true, type="(f32[4, 8], i64[4, 8])")
     %r: f32[2, 3, 2, 2] = opaque(%x, %rois, framework="onnx", target="ai.onnx::MaxRoiPool",
-        type="f32[2, 3, 2, 2]", args=["%0", "%1"], kwargs=[["pooled_shape", [2, 2]]], opset=17)
+        args=["%0", "%1"], kwargs=[["pooled_shape", [2, 2]]], opset=17, pure=true,
+        type="f32[2, 3, 2, 2]")
+
+(printed on one line each; attributes at their defaults are left out).
 
 - ``framework``: who runs it, ``torch`` (``torch.ops.<ns>.<name>.<overload>``) or ``onnx``
   (onnxruntime, as a one-node model);
@@ -21,8 +24,9 @@ is and run by its own framework wherever a value is needed.
   for an omitted optional one) and ``kwargs`` its attributes;
 - ``opset``: the version of the ONNX op's domain; ``outputs``: which of the ONNX node's outputs
   the result holds, when not all of them;
-- ``pure``: the op has no effect besides its result (the frontend read it from the op's schema),
-  so dead-code elimination may drop it when unused.
+- ``pure``: the op has no effect besides its result (the frontend found so: a torch op that
+  writes into no argument but an in-place op's first, any ONNX op), so dead-code elimination
+  may drop it when unused; false (the default) keeps it.
 
 Passes treat it as a barrier: never folded, fused, decomposed or lowered. Nothing here imports
 torch or onnxruntime, and building, printing, parsing, verifying or loading an opaque node never
