@@ -177,8 +177,14 @@ def _check_supported(ep, strict: bool = False) -> dict:
         name = target_name(node.target)
         reason = None
         keep = node  # the node kept opaque when this one cannot be converted
+        target = mutated_input(node)
+        view = None
+        if target is not None and is_view(target):
+            # the IR has values, not storage: no op, opaque or not, can stand for the write
+            view = f"in place on a view: {target.name} = {target_name(target.target)}"
+            keep = None
         if find_converter(node.target) is None:
-            key = name
+            key = name if view is None else f"{name} ({view})"
             reason = "no converter"
         else:
             check = find_check(node.target)
@@ -186,10 +192,7 @@ def _check_supported(ep, strict: bool = False) -> dict:
                 reason = check(node) if check is not None else None
             except Exception as e:  # a check must never crash the import
                 reason = f"arguments that could not be checked ({type(e).__name__}: {e})"
-            target = mutated_input(node)
-            if reason is None and target is not None and is_view(target):
-                reason = f"in place on a view: {target.name} = {target_name(target.target)}"
-                keep = None  # the IR has values, not storage: no op can stand for it
+            reason = reason or view
             if reason is None:
                 continue
             key = f"{name} ({reason})"
