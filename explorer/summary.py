@@ -254,7 +254,7 @@ def opaque_text(trace: Trace) -> str:
         return ""
     lines = [
         f"{len(rows)} opaque op(s): no converter, so passes leave them as they are and "
-        "their own framework computes their values; legalize-ops / codegen cannot compile them"
+        "their own framework computes their values (compiled code calls it on the host)"
     ]
     for r in rows:
         places = r["places"]

@@ -15,9 +15,9 @@ gather_elements of the values by them. A call that cannot be lowered (an op with
 lowering, a value of unknown rank or with a '?' dim) is left in the graph, where it is
 visible, and the codegen pass fails on it with the reason, naming the op and where it came
 from; with ``strict=true`` legalize-ops fails there itself. An opaque op (an op of the source
-model without a converter, run by torch or onnxruntime) is such a call: no kernel computes it,
-and calling its framework from a compiled executable would make the build depend on it. The
-kernels are listed by ``compiler.backend.lowered_text(module)``.
+model without a converter) stays as it is: the host calls its framework (torch or onnxruntime)
+between the kernels, as it runs ``nonzero``, so a compiled model holding one needs that
+framework where it runs. The kernels are listed by ``compiler.backend.lowered_text(module)``.
 """
 
 from __future__ import annotations
@@ -50,10 +50,11 @@ VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
 # the calls left in a legalized graph that the host runs (a view, or a fill without inputs)
 # ops the host runs because their result's size depends on the data (``nonzero``), and
 # ``match_shape``, which names such a size so that what follows compiles
-RUNTIME_OPS = ("nonzero", "match_shape")
+# and opaque ops (no converter: their framework, torch or onnxruntime, runs them)
+RUNTIME_OPS = ("nonzero", "match_shape", "opaque")
 HOST_OPS = (*VIEW_OPS, "full", "zeros", "ones", "arange", *RUNTIME_OPS)
 # what may leave a '?' dim that only its value at run time gives
-_DYNAMIC_PRODUCERS = ("nonzero", "full", "zeros", "ones", "arange")
+_DYNAMIC_PRODUCERS = ("nonzero", "full", "zeros", "ones", "arange", "opaque")
 
 
 def _source(ops: list[str], fused: bool) -> str:
@@ -103,19 +104,6 @@ def lowered_call(kernel, args: list[Expr], like: Expr) -> Call | None:
     return Call("call_lowered", args, attrs, prov=like.prov, name=like.name)
 
 
-def opaque_refusal(node: Call) -> str:
-    """Why an opaque op is not compiled (the message legalize-ops and codegen give)."""
-    from compiler.ops.opaque import describe
-
-    module = node.prov.module_path
-    where = f" in module {module}" if module else ""
-    return (
-        f"opaque op {describe(node.attrs)}{where} cannot be compiled: passlens has no "
-        "converter for it, so no kernel; only its framework can run it (the interpreter and "
-        "the check do). Add a converter, or stop the pipeline before legalize-ops"
-    )
-
-
 class _Legalizer:
     def __init__(self, module: Module, pass_name: str, strict: bool = True):
         import compiler.backend.lowering as lowering  # the module, not the package (above us)
@@ -158,8 +146,6 @@ class _Legalizer:
             )
 
     def lower_call(self, node: Call) -> Expr | None:
-        if node.op == "opaque":
-            raise self.error(opaque_refusal(node), node)
         if node.op == "call_lowered" or node.op in VIEW_OPS or node.op in RUNTIME_OPS:
             return None
         if not node.args:
