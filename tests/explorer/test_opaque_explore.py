@@ -225,14 +225,15 @@ def moe(tmp_path_factory):
     torch.manual_seed(0)
     model = transformers.Qwen3MoeForCausalLM(cfg).eval()
     ids = torch.randint(0, 128, (1, 6))
-    trace = explorer.explore(model, (ids,))
+    trace = explorer.explore(model, (ids,), pipeline="default,legalize-ops,codegen")
     path = tmp_path_factory.mktemp("moe") / "moe.passlens"
     trace.save(path)
     return trace, ids, path
 
 
-def test_a_mixture_of_experts_model_explores_and_checks_clean(moe):
+def test_a_mixture_of_experts_model_compiles_and_checks_clean(moe):
     trace, ids, _ = moe
+    assert trace.failure is None  # its opaque ops run on the host between the kernels
     rows = {r["target"]: r for r in trace.opaque_ops()}
     grouped = rows["transformers.grouped_mm_fallback.default"]
     assert grouped["count"] == 4 and grouped["runner"] == "torch"
