@@ -369,6 +369,8 @@ class _Evaluator:
                     node,
                 )
             return value
+        if isinstance(node, Call) and node.op == "opaque":
+            return self.opaque(node)
         if isinstance(node, Call):
             self.check_size(node)
             args = [self.value(a) for a in node.args]
@@ -407,6 +409,41 @@ class _Evaluator:
             out = sub.outputs
             return out if isinstance(self.module[node.func].output.ty, TupleType) else out[0]
         raise InterpretError(f"cannot evaluate {type(node).__name__}", node)
+
+    def opaque(self, node: Call) -> Any:
+        """Run an opaque op with its framework (torch, onnxruntime) and check that what it
+        gives has the type the exporter recorded, binding the symbols that type names."""
+        from compiler.ops.opaque import describe, resolve_symbols
+
+        self.check_size(node)
+        args = [self.value(a) for a in node.args]
+        attrs = node.attrs
+        try:
+            attrs = attrs.with_(
+                args=resolve_symbols(attrs["args"], self.env),
+                kwargs=resolve_symbols(attrs["kwargs"], self.env),
+            )
+        except KeyError as e:
+            raise InterpretError(
+                f"{_describe(node)}: its arguments name the size {e.args[0]}, which no input gives",
+                node,
+            ) from None
+        memo = self.memo
+        out = memo.lookup(node, args) if memo is not None else None
+        if out is None:
+            try:
+                out = get_op("opaque").compute(args, attrs)
+            except PasslensError as e:
+                raise InterpretError(f"while executing {_describe(node)}: {e}", node) from e
+            if isinstance(out, list):
+                out = tuple(out)
+        if not _matches(node.ty, out, self.env):
+            raise InterpretError(
+                f"{_describe(node)}: {describe(node.attrs)} gave {_value_desc(out)}, not the "
+                f"{node.ty} the exporter recorded",
+                node,
+            )
+        return out if memo is None else memo.record(node, args, out)
 
     def loop(self, node: Loop) -> tuple:
         """Run a Loop: the body once per iteration while the count is below max_trips and

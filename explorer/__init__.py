@@ -34,15 +34,22 @@ def explore(
     TVM's frontends, or a ``tvm.IRModule``; ``pipeline`` a Relax pipeline name, default
     ``"zero"``, a TVM pass or a list of passes; needs ``passlens[tvm]``).
     ``compiler="inductor"``: torch.compile's Dynamo graphs and Inductor's FX passes, as
-    :func:`explorer.inductor.explore_inductor` (no ``pipeline``)."""
+    :func:`explorer.inductor.explore_inductor` (no ``pipeline``).
+
+    An operator passlens has no converter for is kept as an opaque op that torch or
+    onnxruntime runs (the summary lists them); ``strict=True`` refuses such a model at import.
+    TVM's frontends and torch.compile handle such operators themselves (``strict`` has no
+    effect there)."""
     if compiler == "tvm":
         from explorer.tvm import explore_tvm
 
+        options.pop("strict", None)
         pipeline = "zero" if pipeline is None else pipeline
         return explore_tvm(source, example_inputs, pipeline, progress, **options)
     if compiler == "inductor":
         from explorer.inductor import explore_inductor
 
+        options.pop("strict", None)
         return explore_inductor(source, example_inputs, pipeline, progress, **options)
     if compiler != "passlens":
         raise ValueError(f"compiler is 'passlens', 'tvm' or 'inductor', not {compiler!r}")

@@ -28,7 +28,9 @@ from compiler.ir import (
 @dataclass
 class GraphNode:
     """One node: ``kind`` is input, weight, param (a weight passed as input), op, call, tuple,
-    item, if or output; ``obj`` is the IR object it shows (None for source graphs)."""
+    item, if or output; ``obj`` is the IR object it shows (None for source graphs);
+    ``opaque`` for an opaque op (no converter): its ``target`` and ``runner`` (torch or
+    onnxruntime), else empty."""
 
     id: str
     kind: str
@@ -43,6 +45,7 @@ class GraphNode:
     group: str = ""  # the source module path, for clustering
     nbytes: int = 0
     obj: Any = None
+    opaque: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -243,6 +246,13 @@ def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: b
             0,
             node,
         )
+        if isinstance(node, Call) and node.op == "opaque":
+            from compiler.ops.opaque import RUNNERS
+
+            g.nodes[nid].opaque = {
+                "target": str(node.attrs["target"]),
+                "runner": RUNNERS.get(node.attrs["framework"], "?"),
+            }
         g.by_object[id(node)] = nid
         for i, a in enumerate(inputs):
             g.edges.append(GraphEdge(node_id(a), nid, i, str(a.ty)))

@@ -204,11 +204,65 @@ FIRST_CALL_NOTE_MS = 1000.0
 
 
 def trace_text(trace: Trace) -> str:
-    """The trace summary as a plain-text table (``repr(trace)``), and a note when the import
-    was slow (mostly a first call's one-time cost)."""
+    """The trace summary as a plain-text table (``repr(trace)``), the opaque ops if any, and a
+    note when the import was slow (mostly a first call's one-time cost)."""
     text = text_table(TRACE_COLUMNS, trace_rows(trace))
-    note = first_call_note(trace)
-    return f"{text}\n{note}" if note else text
+    extra = [t for t in (opaque_text(trace), first_call_note(trace)) if t]
+    return "\n".join([text, *extra])
+
+
+MAX_OPAQUE_PLACES = 3
+
+
+def opaque_ops(trace: Trace) -> list[dict]:
+    """The opaque ops of the imported module (ops without a converter, run by their own
+    framework), one row per op: ``target``, ``runner`` (torch / onnxruntime), ``count`` and
+    ``places`` (the module paths, or node names, where it is used, first use first)."""
+    from compiler.ir import Call, Module
+    from compiler.ops.opaque import RUNNERS
+
+    step = next((s for s in trace.steps if s.kind == "import"), None)
+    module = getattr(step, "module", None) if step is not None else None
+    if not isinstance(module, Module):
+        return []
+    rows: dict[str, dict] = {}
+    for fn in module.functions.values():
+        for node in fn.iter_nodes():
+            if not (isinstance(node, Call) and node.op == "opaque"):
+                continue
+            target = str(node.attrs["target"])
+            row = rows.setdefault(
+                target,
+                {
+                    "target": target,
+                    "runner": RUNNERS.get(node.attrs["framework"], "?"),
+                    "count": 0,
+                    "places": [],
+                },
+            )
+            row["count"] += 1
+            place = node.prov.module_path or node.prov.source_node or node.name or "<model>"
+            if place not in row["places"]:
+                row["places"].append(place)
+    return list(rows.values())
+
+
+def opaque_text(trace: Trace) -> str:
+    """Lines naming the opaque ops of the trace ("" when there are none)."""
+    rows = opaque_ops(trace)
+    if not rows:
+        return ""
+    lines = [
+        f"{len(rows)} opaque op(s): no converter, so passes leave them as they are and "
+        "their own framework computes their values (compiled code calls it on the host)"
+    ]
+    for r in rows:
+        places = r["places"]
+        shown = ", ".join(places[:MAX_OPAQUE_PLACES])
+        if len(places) > MAX_OPAQUE_PLACES:
+            shown += f" and {len(places) - MAX_OPAQUE_PLACES} more"
+        lines.append(f"  {r['target']} x{r['count']} (run by {r['runner']})  at {shown}")
+    return "\n".join(lines)
 
 
 def first_call_note(trace: Trace) -> str:
@@ -236,7 +290,27 @@ def trace_html(trace: Trace) -> str:
             f"class='{_STATUS_CLASS[r['status']]}'" if r["status"] in _STATUS_CLASS else ""
         ),
     )
-    return "<style>.pl-failed{background:#fdd}.pl-unchanged{color:#888}</style>" + table
+    style = "<style>.pl-failed{background:#fdd}.pl-unchanged{color:#888}</style>"
+    rows = opaque_ops(trace)
+    if not rows:
+        return style + table
+    items = "".join(
+        f"<li><code>{html.escape(r['target'])}</code> &times;{r['count']} (run by "
+        f"{html.escape(r['runner'])}) at {html.escape(', '.join(r['places'][:MAX_OPAQUE_PLACES]))}"
+        + (
+            f" and {len(r['places']) - MAX_OPAQUE_PLACES} more"
+            if len(r["places"]) > MAX_OPAQUE_PLACES
+            else ""
+        )
+        + "</li>"
+        for r in rows
+    )
+    note = (
+        f"<div class='pl-opaque'>{len(rows)} opaque op(s): no converter, so passes leave them "
+        "as they are and their own framework computes their values<ul>"
+        f"{items}</ul></div>"
+    )
+    return style + table + note
 
 
 __all__ = [
@@ -252,6 +326,8 @@ __all__ = [
     "trace_html",
     "trace_rows",
     "first_call_note",
+    "opaque_ops",
+    "opaque_text",
     "trace_text",
 ]
 

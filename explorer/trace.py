@@ -407,6 +407,14 @@ class Trace:
     def __repr__(self) -> str:
         return self.summary_text()
 
+    def opaque_ops(self) -> list[dict]:
+        """The ops without a converter the import kept as opaque ops (run by torch or
+        onnxruntime), one row per op: target, runner, count, places (see
+        ``explorer.summary.opaque_ops``)."""
+        from explorer.summary import opaque_ops
+
+        return opaque_ops(self)
+
     def summary_text(self) -> str:
         """The summary as a plain-text table (with the passes skipped, if any)."""
         return trace_text(self)
@@ -539,10 +547,15 @@ def explore(
     example_inputs: Any = None,
     pipeline: Any = "default",
     progress: Any = None,
+    strict: bool = False,
     **frontend_options,
 ) -> Trace:
     """Import ``source`` (torch.nn.Module, ExportedProgram, ONNX path/bytes/ModelProto, IR
     Module or IR text), run ``pipeline`` with recording, and return the Trace.
+
+    An operator passlens has no converter for becomes an opaque op, run by torch or
+    onnxruntime wherever a value is needed (the trace's summary lists them); ``strict=True``
+    refuses such a model at import instead (UnsupportedOperatorError).
 
     ``progress``: a callback ``(done, total, pass name)`` before each pass, or what
     :mod:`explorer.progress` shows (None: a bar in a terminal or in Jupyter once the passes
@@ -550,6 +563,8 @@ def explore(
     from explorer.sources import import_source
 
     start = time.perf_counter()
+    if strict:
+        frontend_options["strict"] = True
     imported = import_source(source, example_inputs, **frontend_options)
     seconds = time.perf_counter() - start
     if isinstance(example_inputs, list):

@@ -116,6 +116,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--check", action="store_true", help="check numerics, shapes and parameters at every step"
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse a model with an operator passlens has no converter for (by default such "
+        "an operator is kept as an opaque op that torch or onnxruntime runs)",
+    )
     p.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
     p.add_argument("--save", metavar="OUT", help="save the trace (a .passlens file)")
 
@@ -274,6 +280,7 @@ class _Printable:
 
 def _explore(args: argparse.Namespace) -> int:
     import explorer
+    from compiler.frontend.errors import UnsupportedOperatorError
     from compiler.passes import PipelineError, build_pipeline
 
     compiler = getattr(args, "compiler", "passlens")
@@ -298,9 +305,15 @@ def _explore(args: argparse.Namespace) -> int:
             "example args returned by model()"
         )
     try:
-        trace = explorer.explore(source, inputs, pipeline=args.pipeline, compiler=compiler)
+        options = {"strict": True} if args.strict else {}
+        trace = explorer.explore(
+            source, inputs, pipeline=args.pipeline, compiler=compiler, **options
+        )
     except ImportError as e:
         raise CLIError(f"cannot import {args.model}: missing {e.name or 'module'} ({e})") from None
+    except UnsupportedOperatorError as e:  # every operator and where, on one line
+        listed = "; ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        raise CLIError(f"cannot import {args.model}: {listed}") from None
     except Exception as e:
         raise CLIError(f"cannot import {args.model}: {_one_line(e)}") from None
     print(trace.summary_text())

@@ -96,6 +96,8 @@ def _op_summary(ops: Iterable[str], limit: int = 4) -> str:
 
 
 def _node_label(n: GraphNode, callee_ops: dict[str, list[str]]) -> str:
+    if n.opaque:  # an op without a converter: named by the op it stands for
+        return _label(n.opaque["target"], [f"opaque · {n.opaque['runner']}"])
     if n.kind == "op":
         return _label(n.op, _key_attrs(n.attrs))
     if n.kind == "call":
@@ -145,7 +147,11 @@ def _node_attrs(box: _Box, view: GraphView) -> dict[str, str]:
         attrs.update(fillcolor=COLORS["failed"], color=COLORS["failed_border"], penwidth="2")
     elif status == "removed":
         attrs.update(style="dashed", color=COLORS["removed"], fontcolor=COLORS["removed"])
+    if box.entry is not None and box.entry.node.opaque and not status:
+        attrs.update(style="filled,dashed", fillcolor="#e0f2f1", color="#00695c", penwidth="2")
     classes = ["pl_node", "pl_k_" + _css(kind)] + ([f"pl_{status}"] if status else [])
+    if box.entry is not None and box.entry.node.opaque:
+        classes.append("pl_opaque")
     attrs["class"] = " ".join(classes)
     return attrs
 

@@ -14,7 +14,9 @@ graph but the cost of drawing follows what is visible.
   drawn on: a weight or constant this step did not touch is a line of its reader, like
   Netron, not a box of its own), ``w`` (those lines on a reader), ``mark`` (a finding's badge,
   e.g. ``×8 copies``), ``bad`` (a finding names it: red outline), ``err`` (its error against
-  the reference after a check, for the error overlay), ``chg`` (what changed, in words);
+  the reference after a check, for the error overlay), ``chg`` (what changed, in words),
+  ``opq`` (an opaque op, no converter: who runs it, torch or onnxruntime; its title is the op
+  it stands for, e.g. ``aten.cummax.default``);
 - ``edges``: ``[src, dst, type index, flags]`` (flags: 1 ghost, 2 its shape changed);
 - ``groups``: the module hierarchy as a tree (index 0 the root): ``id`` (a module path,
   ``@function``, or a segment), ``label``, parent ``p``, kind ``k`` (module / function /
@@ -195,6 +197,8 @@ class _Builder:
                 node["bad"] = 1
             if i in errors:
                 node["err"] = errors[i]
+            if n.opaque:
+                node["opq"] = n.opaque["runner"]
             nodes.append(node)
 
         edges = []
@@ -254,9 +258,13 @@ class _Builder:
             return "const"
         if n.kind == "output":
             return "return"
+        if n.opaque:
+            return n.opaque["target"]
         return n.op
 
     def _lines(self, n) -> list[str]:
+        if n.opaque:
+            return [f"opaque · {n.opaque['runner']}"]
         if n.kind in ("op",):
             return _key_attrs(n.attrs)
         if n.kind in ("weight", "param"):

@@ -165,6 +165,14 @@ def report_html(
     )
     if failure is not None:
         meta += f" · <b>failed at #{failure.index} {esc(failure.name)}</b>"
+    opaque = trace.opaque_ops() if hasattr(trace, "opaque_ops") else []
+    if opaque:  # ops without a converter, run by their framework: say so up front
+        names = ", ".join(f"{r['target']} ×{r['count']} ({r['runner']})" for r in opaque)
+        meta += (
+            f" · <span class='pl-opaque-ops' title='opaque ops (no converter; their framework "
+            f"computes their values): {esc(names)}'>{len(opaque)} opaque op(s): "
+            f"{esc(_short(names, 80))}</span>"
+        )
     numerics_tab = numerics_pane = banner = ""
     if report is not None:
         numerics_tab = '<button data-tab="numerics">Numerics</button>'

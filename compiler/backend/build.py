@@ -157,6 +157,14 @@ class _PlanBuilder:
                         n.strip() for n in (b.attrs.get("dim_names") or "").split(",") if n.strip()
                     ],
                 }
+            if b.op == "opaque":  # its framework runs it; its result checked against its type
+                return {
+                    "op": "host",
+                    "name": b.op,
+                    "args": args,
+                    "attrs": {k: _attr_json(v) for k, v in b.attrs.items()},
+                    "type": _type_json(b.ty),
+                }
             if b.op in HOST_OPS:
                 if not isinstance(b.ty, TensorType) or b.ty.shape is None:
                     raise BuildError(f"{b.op}{where}: its result needs a known rank")
@@ -248,6 +256,21 @@ def _add_frees(block: dict, keep: set[int]) -> None:
 
 
 # ----- the executable ----------------------------------------------------------------------------
+
+
+def _fits(ty, value: Any, env: dict[str, int]) -> bool:
+    """Whether a value a host op gave has type ``ty`` (binding the symbols it names)."""
+    if isinstance(ty, TupleType):
+        return (
+            isinstance(value, tuple)
+            and len(value) == len(ty.fields)
+            and all(_fits(t, v, env) for t, v in zip(ty.fields, value, strict=True))
+        )
+    return (
+        isinstance(value, np.ndarray)
+        and value.dtype == ty.dtype.numpy
+        and shape_matches(ty.shape, value.shape, env)
+    )
 
 
 def _resolve_dims(value: Any, env: dict[str, int]) -> Any:
@@ -376,7 +399,16 @@ class Executable:
             attrs = {k: _attr_from_json(v) for k, v in ins["attrs"].items()}
             attrs = {k: _resolve_dims(v, env) for k, v in attrs.items()}
             opdef = get_op(ins["name"])
-            return opdef.compute(args, opdef.normalize_attrs(attrs))
+            out = opdef.compute(args, opdef.normalize_attrs(attrs))
+            if ins["name"] == "opaque":
+                out = tuple(out) if isinstance(out, list) else out
+                ty = _type_from_json(ins["type"])
+                if not _fits(ty, out, env):
+                    raise BuildError(
+                        f"opaque op {attrs.get('target')} gave a value that is not of its "
+                        f"recorded type {ty}"
+                    )
+            return out
         if op == "tuple":
             return tuple(self._value(a, values) for a in ins["args"])
         if op == "item":

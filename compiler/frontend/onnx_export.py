@@ -119,6 +119,7 @@ class Exporter:
         # per inlined call: the callee's symbols in the caller's dims (``n`` -> ``batch``)
         self.dim_envs: list[dict[str, Dim]] = []
         self.current: Expr | None = None
+        self.domains: dict[str, int] = {}  # opsets of other domains (opaque ONNX ops)
 
     # ----- names ------------------------------------------------------------------------
     def unique(self, hint: str) -> str:
@@ -507,9 +508,10 @@ def to_onnx(module: Module | Function, *, opset: int = DEFAULT_OPSET, function: 
         raise ExportError(f"to_onnx takes a Module, got {type(module).__name__}")
     exporter = Exporter(module, opset)
     graph = exporter.function(module[function], function)
+    others = [helper.make_opsetid(d, v) for d, v in sorted(exporter.domains.items())]
     model = helper.make_model(
         graph,
-        opset_imports=[helper.make_opsetid("", opset)],
+        opset_imports=[helper.make_opsetid("", opset), *others],
         producer_name="passlens",
         ir_version=min(onnx.IR_VERSION, 10),
     )
@@ -1214,6 +1216,58 @@ def _arange(e, n, a):
 @lowers("take")
 def _take(e, n, a):
     return e.node("Gather", a, axis=n.attrs["axis"])
+
+
+@lowers("opaque")
+def _opaque(e, n, a):
+    """An opaque ONNX op goes out as the node it came from (same op version); an opaque torch
+    op has no ONNX form."""
+    import onnx
+
+    from compiler.ops.opaque import ONNX_DEFAULT_DOMAIN, describe, result_type, unescape
+    from compiler.ops.opaque_run import _onnx_attribute
+
+    attrs = n.attrs
+    if attrs["framework"] != "onnx":
+        raise ExportError(
+            f"opaque op {describe(attrs)} cannot be exported to ONNX: passlens has no "
+            "converter for it, so no ONNX form"
+        )
+    domain, op_type = attrs["target"].split("::")
+    recorded = attrs["opset"]
+    if domain == ONNX_DEFAULT_DOMAIN:
+        domain = ""
+        try:
+            same = (
+                onnx.defs.get_schema(op_type, recorded, "").since_version
+                == onnx.defs.get_schema(op_type, e.opset, "").since_version
+            )
+        except onnx.defs.SchemaError:
+            same = False
+        if not same:
+            raise ExportError(
+                f"opaque op {attrs['target']} was recorded at opset {recorded}, and opset "
+                f"{e.opset} has another version of it: it is exported only at an opset with "
+                "the same version"
+            )
+    elif e.domains.setdefault(domain, recorded) != recorded:
+        raise ExportError(
+            f"ops of domain {domain} recorded at opsets {e.domains[domain]} and {recorded}"
+        )
+    inputs = ["" if x is None else a[unescape(x)] for x in attrs["args"]]
+    ty = result_type(attrs["type"])
+    fields = len(ty.fields) if isinstance(ty, TupleType) else 1
+    positions = list(attrs["outputs"]) if attrs["outputs"] else list(range(fields))
+    outs = e.node(op_type, inputs, outputs=max(positions) + 1, domain=domain)
+    outs = outs if isinstance(outs, list) else [outs]
+    node = e.graphs[-1][-1]
+    for k in range(len(outs)):
+        if k not in positions:
+            node.output[k] = ""  # an optional output the model did not ask for
+    for name, value in attrs["kwargs"]:
+        node.attribute.append(_onnx_attribute(name, value, op_type, domain, recorded))
+    kept = [outs[p] for p in positions]
+    return kept if isinstance(ty, TupleType) else kept[0]
 
 
 @lowers("nonzero")

@@ -249,56 +249,70 @@ def converter_key(node) -> str:
     return f"{node.domain}.{node.op_type}"
 
 
-def unsupported_operators(model, opset: int) -> dict[str, list[str]]:
-    """Every op passlens cannot import, with the nodes using it (subgraphs included)."""
+def node_problem(node, opset: int, other_opsets: dict, local_functions: set):
+    """Why passlens cannot convert an ONNX node, and whether it may still be kept as an opaque
+    op that onnxruntime runs: ``(reason, opaque_ok)``, or None when a converter takes it."""
     import onnx
 
-    from compiler.frontend.onnx_ops import CONVERTERS, NOT_CONVERTED, converter_for, oldest_version
+    from compiler.frontend.onnx_ops import (
+        CONVERTERS,
+        NOT_CONVERTED,
+        converter_for,
+        oldest_version,
+        registry,
+    )
 
+    domain = node.domain
+    if domain not in _DEFAULT_DOMAINS:
+        if (domain, node.op_type) in local_functions:
+            return f"{domain}.{node.op_type} (a model-local function)", False
+        if domain not in other_opsets:
+            return f"{domain}.{node.op_type} (domain {domain!r} is not in opset_import)", False
+        if (conv := CONVERTERS.get(f"{domain}.{node.op_type}")) is None:
+            why = NOT_CONVERTED.get(f"{domain}.{node.op_type}", f"domain {domain}")
+            return f"{domain}.{node.op_type} ({why})", True
+        if other_opsets[domain] < conv.min_version:
+            return f"{domain}.{node.op_type} ({domain} opset {other_opsets[domain]})", True
+        if extra := sorted(a.name for a in node.attribute if a.name not in conv.attrs):
+            return f"{domain}.{node.op_type} (attribute {', '.join(extra)})", True
+        return None
+    if not onnx.defs.has(node.op_type, ""):
+        return f"{node.op_type} (not an ONNX operator)", False
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, "")
+    except onnx.defs.SchemaError:
+        schema = None
+    if schema is None:
+        return f"{node.op_type} (not in opset {opset})", False
+    conv = converter_for(node.op_type, schema.since_version)
+    if conv is None and node.op_type not in CONVERTERS:
+        why = NOT_CONVERTED.get(node.op_type)
+        # random values: a check would compare two different draws (a false finding)
+        opaque_ok = why not in (registry._RANDOM, registry._STRINGS)
+        return (f"{node.op_type} ({why})" if why else node.op_type), opaque_ok
+    if conv is None:
+        v, oldest = schema.since_version, oldest_version(node.op_type)
+        return (
+            f"{node.op_type}-{v} (the version of opset {opset}; passlens "
+            f"converts {node.op_type} from version {oldest})"
+        ), True
+    extra = sorted(a.name for a in node.attribute if a.name not in conv.attrs)
+    if extra:
+        return f"{node.op_type} (attribute {', '.join(extra)})", True
+    return None
+
+
+def unsupported_operators(model, opset: int, strict: bool = True) -> dict[str, list[str]]:
+    """Every op passlens cannot import, with the nodes using it (subgraphs included); with
+    ``strict=False`` only those that cannot be kept as opaque ops either."""
     found: dict[str, list[str]] = {}
     other_opsets = {o.domain: o.version for o in model.opset_import}
     local_functions = {(f.domain, f.name) for f in model.functions}
     for node, label in _iter_nodes(model.graph):
-        domain = node.domain
-        key: str | None = None
-        if domain not in _DEFAULT_DOMAINS:
-            if (domain, node.op_type) in local_functions:
-                key = f"{domain}.{node.op_type} (a model-local function)"
-            elif domain not in other_opsets:
-                key = f"{domain}.{node.op_type} (domain {domain!r} is not in opset_import)"
-            elif (conv := CONVERTERS.get(f"{domain}.{node.op_type}")) is None:
-                why = NOT_CONVERTED.get(f"{domain}.{node.op_type}", f"domain {domain}")
-                key = f"{domain}.{node.op_type} ({why})"
-            elif other_opsets[domain] < conv.min_version:
-                key = f"{domain}.{node.op_type} ({domain} opset {other_opsets[domain]})"
-            elif extra := sorted(a.name for a in node.attribute if a.name not in conv.attrs):
-                key = f"{domain}.{node.op_type} (attribute {', '.join(extra)})"
-        elif not onnx.defs.has(node.op_type, ""):
-            key = f"{node.op_type} (not an ONNX operator)"
-        else:
-            try:
-                schema = onnx.defs.get_schema(node.op_type, opset, "")
-            except onnx.defs.SchemaError:
-                schema = None
-            if schema is None:
-                key = f"{node.op_type} (not in opset {opset})"
-            else:
-                conv = converter_for(node.op_type, schema.since_version)
-                if conv is None and node.op_type not in CONVERTERS:
-                    why = NOT_CONVERTED.get(node.op_type)
-                    key = f"{node.op_type} ({why})" if why else node.op_type
-                elif conv is None:
-                    v, oldest = schema.since_version, oldest_version(node.op_type)
-                    key = (
-                        f"{node.op_type}-{v} (the version of opset {opset}; passlens "
-                        f"converts {node.op_type} from version {oldest})"
-                    )
-                else:
-                    extra = sorted(a.name for a in node.attribute if a.name not in conv.attrs)
-                    if extra:
-                        key = f"{node.op_type} (attribute {', '.join(extra)})"
-        if key is not None:
-            found.setdefault(key, []).append(label)
+        problem = node_problem(node, opset, other_opsets, local_functions)
+        if problem is None or (problem[1] and not strict):
+            continue
+        found.setdefault(problem[0], []).append(label)
     return found
 
 
@@ -367,6 +381,10 @@ def check_model(model) -> None:
 
 # ----- conversion -------------------------------------------------------------------------
 
+RANDOM_WHEN_REFUSED = frozenset({"Dropout"})
+"""Ops whose converter refuses exactly their random forms (Dropout in training mode): such a
+node is never kept opaque, since a check would compare two different random draws."""
+
 POISON = object()
 """The value of an ONNX name whose producing node could not be converted."""
 
@@ -376,8 +394,17 @@ _NOT_GIVEN = object()
 class Importer:
     """Converts an ONNX graph (and its subgraphs) to IR expressions."""
 
-    def __init__(self, opset: int, example_inputs: dict | None = None):
+    def __init__(
+        self,
+        opset: int,
+        example_inputs: dict | None = None,
+        model=None,
+        strict: bool = True,
+    ):
         self.opset = opset
+        self.model = model
+        self.strict = strict
+        self._value_types: dict | None = None  # ONNX value name -> TypeProto (for opaque ops)
         self.example_inputs = example_inputs or {}
         self.empty_inputs: set[str] = set()  # optional inputs imported as absent
         self.symbols: dict[str, Dim] = {}
@@ -504,12 +531,26 @@ class Importer:
                 conv = converter_for(node.op_type, self.op_version(node.op_type))
             else:
                 conv = CONVERTERS.get(converter_key(node))
-            if conv is None:  # found by unsupported_operators first, except in a fuzzed model
+            keep_opaque = not self.strict and self._problem(node) is not None
+            if conv is None and not keep_opaque:
+                # found by unsupported_operators first, except in a fuzzed model
                 raise OnnxImportError(f"node {label}: no converter for {node.op_type}")
             ctx = ConvertContext(self, node, label, inputs, scope)
             try:
-                result = conv.fn(ctx)
-                outputs = self._outputs(ctx, result)
+                if keep_opaque:
+                    outputs = self.opaque(ctx)
+                else:
+                    try:
+                        result = conv.fn(ctx)
+                        outputs = self._outputs(ctx, result)
+                    except Unsupported as e:
+                        if self.strict or node.op_type in RANDOM_WHEN_REFUSED:
+                            raise
+                        try:  # a form the converter refuses: kept as it is, if it can be
+                            outputs = self.opaque(ctx)
+                        except Unsupported as why:
+                            reason = f"{e}; cannot be kept as an opaque op: {why}"
+                            raise Unsupported(reason) from None
             except Unsupported as e:
                 self.note_unsupported(f"{node.op_type} ({e})", label)
                 for o in node.output:
@@ -526,6 +567,105 @@ class Importer:
             for name, value in zip(node.output, outputs, strict=True):
                 if name:
                     scope.values[name] = value
+
+    def _problem(self, node):
+        """What :func:`node_problem` says of a node the model's opsets allow to be opaque."""
+        problem = node_problem(
+            node,
+            self.opset,
+            {o.domain: o.version for o in self.model.opset_import} if self.model else {},
+            {(f.domain, f.name) for f in self.model.functions} if self.model else set(),
+        )
+        return problem if problem is not None and problem[1] else None
+
+    def value_types(self) -> dict:
+        """ONNX value name -> TypeProto, from the model's annotations and ONNX shape
+        inference (not strict: what it cannot infer stays unknown); computed once."""
+        if self._value_types is None:
+            import onnx
+
+            model = self.model
+            try:
+                model = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+            except Exception:  # a model shape inference cannot read: its annotations only
+                model = self.model
+            types: dict = {}
+
+            def collect(graph) -> None:
+                for vi in [*graph.input, *graph.value_info, *graph.output]:
+                    if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+                        types.setdefault(vi.name, vi.type)
+                for n in graph.node:
+                    for a in n.attribute:
+                        for g in [a.g] if a.type == 5 else list(a.graphs) if a.type == 10 else []:
+                            collect(g)
+
+            if model is not None:
+                collect(model.graph)
+            self._value_types = types
+        return self._value_types
+
+    def opaque(self, ctx: ConvertContext) -> list:
+        """The node as an ``opaque`` call that onnxruntime runs, typed by ONNX shape inference
+        (or the model's value_info); Unsupported when it cannot be kept so."""
+        from compiler.ir.attrs import TypeInferenceError
+        from compiler.ir.nodes import Call, TupleGetItem
+        from compiler.ops.opaque import check_target, input_ref, opaque_attrs
+
+        node = ctx.node
+        domain = node.domain if node.domain not in _DEFAULT_DOMAINS else "ai.onnx"
+        target = f"{domain}::{node.op_type}"
+        try:
+            check_target("onnx", target)
+        except TypeInferenceError as e:
+            raise Unsupported(str(e)) from None
+        opset = self.opset
+        if node.domain not in _DEFAULT_DOMAINS:
+            opset = {o.domain: o.version for o in self.model.opset_import}.get(node.domain, 1)
+        inputs: list[Expr] = []
+        args: list = []
+        for name, value in zip(node.input, ctx.inputs, strict=True):
+            if not name:
+                args.append(None)
+                continue
+            if not isinstance(value, Expr) or not isinstance(value.ty, TensorType):
+                raise Unsupported(f"input {name!r} is not a tensor")
+            inputs.append(value)
+            args.append(input_ref(len(inputs) - 1))
+        kwargs = [(a.name, _attribute_value(a)) for a in node.attribute]
+        positions = [i for i, n in enumerate(node.output) if n]
+        if not positions:
+            raise Unsupported("a node without outputs")
+        types = []
+        for i in positions:
+            proto = self.value_types().get(node.output[i])
+            if proto is None:
+                raise Unsupported(
+                    f"no type for its output {node.output[i]!r}: ONNX shape inference does not "
+                    f"know {target} and the model gives no value_info for it"
+                )
+            t = proto.tensor_type
+            shape = None
+            if t.HasField("shape"):
+                shape = [dim_of(d, self.symbols) for d in t.shape.dim]
+            types.append(TensorType(shape, dtype_of(t.elem_type)))
+        single = len(node.output) == 1
+        ty = types[0] if single else TupleType(types)
+        outputs_attr = None if positions == list(range(len(node.output))) else positions
+        attrs = opaque_attrs(
+            "onnx", target, ty, args, kwargs, opset=opset, outputs=outputs_attr, pure=True
+        )
+        try:
+            call = Call("opaque", inputs, attrs, prov=ctx.prov)
+        except IRError as e:
+            raise Unsupported(str(e)) from None
+        if single:
+            return [self._named(call, node.output[0], ctx)]
+        call = call.replace(name=node.name or None)
+        out: list = [None] * len(node.output)
+        for k, i in enumerate(positions):
+            out[i] = TupleGetItem(call, k, prov=ctx.prov, name=node.output[i])
+        return out
 
     def _outputs(self, ctx: ConvertContext, result) -> list:
         node = ctx.node
@@ -613,6 +753,39 @@ class Importer:
         return Function.from_output(params, output, {"num_input": len(params)})
 
 
+_ATTRIBUTE_KINDS = {1: "float", 2: "int", 3: "string", 6: "floats", 7: "ints", 8: "strings"}
+
+
+def _attribute_value(a) -> Any:
+    """An ONNX attribute's value as an opaque op keeps it (numbers, strings, lists of them);
+    Unsupported for a tensor, graph or type attribute."""
+    from compiler.ops.opaque import literal
+
+    if a.ref_attr_name:
+        raise Unsupported(f"attribute {a.name} refers to a function attribute")
+    kind = _ATTRIBUTE_KINDS.get(a.type)
+    if kind is None:
+        raise Unsupported(f"attribute {a.name} is not a number, string or list of them")
+
+    def text(b: bytes) -> str:
+        try:
+            return literal(b.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise Unsupported(f"attribute {a.name} is not UTF-8 text") from None
+
+    if kind == "float":
+        return float(a.f)
+    if kind == "int":
+        return int(a.i)
+    if kind == "string":
+        return text(a.s)
+    if kind == "floats":
+        return tuple(float(v) for v in a.floats)
+    if kind == "ints":
+        return tuple(int(v) for v in a.ints)
+    return tuple(text(v) for v in a.strings)
+
+
 class _BoundOutside:
     """The expressions of the enclosing scopes, for Block.of (an iterable of expressions)."""
 
@@ -626,11 +799,18 @@ class _BoundOutside:
             scope = scope.parent
 
 
-def from_onnx(model: Any, *, check: bool = True, example_inputs: Any = None) -> Module:
+def from_onnx(
+    model: Any, *, check: bool = True, example_inputs: Any = None, strict: bool = False
+) -> Module:
     """Import an ONNX model (a path, bytes or an onnx.ModelProto) as a Module with @main.
 
     ``check=False`` skips onnx.checker (the other checks still run). Raises FrontendError
     (UnsupportedOperatorError for operators passlens cannot convert) saying what and where.
+
+    An operator ONNX knows that passlens does not convert (a contrib op such as
+    ``com.microsoft::FusedMatMul``, an op version or attribute no converter takes) becomes an
+    ``opaque`` call that onnxruntime runs (compiler/ops/opaque.py), typed by ONNX shape
+    inference or the model's value_info; ``strict=True`` refuses such a model instead.
 
     ``example_inputs`` (a mapping from graph input names to values like the ones the module
     will run on) is read for the sequence and optional graph inputs only, and only for their
@@ -643,7 +823,7 @@ def from_onnx(model: Any, *, check: bool = True, example_inputs: Any = None) -> 
     """
     proto = load_model(model)
     opset = default_opset(proto)
-    unsupported = unsupported_operators(proto, opset)
+    unsupported = unsupported_operators(proto, opset, strict=strict)
     unknown = {k: v for k, v in unsupported.items() if "not an ONNX operator" in k}
     if unknown:
         raise UnsupportedOperatorError(unsupported, framework="onnx")
@@ -653,7 +833,12 @@ def from_onnx(model: Any, *, check: bool = True, example_inputs: Any = None) -> 
         raise UnsupportedOperatorError(unsupported, framework="onnx")
     if example_inputs is not None and not hasattr(example_inputs, "keys"):
         raise OnnxImportError("example_inputs must map graph input names to values")
-    importer = Importer(opset, dict(example_inputs) if example_inputs is not None else None)
+    importer = Importer(
+        opset,
+        dict(example_inputs) if example_inputs is not None else None,
+        model=proto,
+        strict=strict,
+    )
     try:
         main = importer.main(proto.graph)
     except RecursionError:

@@ -174,6 +174,9 @@ class ConvertContext:
     node: Any = None
     graph_module: Any = None
     functions: dict = field(default_factory=dict)  # loop bodies, by name (shared by subgraphs)
+    # FX nodes kept as opaque ops (no converter, or a use the converter refuses), shared by
+    # subgraphs: node -> why
+    opaque: dict = field(default_factory=dict)
 
     def add_function(self, hint: str, fn) -> str:
         """Add a private function (a loop body) to the module; returns its name."""
@@ -190,7 +193,13 @@ class ConvertContext:
         """Convert a subgraph (a branch of ``torch.cond``) applied to ``inputs``; returns the
         converted values of its outputs. Its nodes are not bound here: the caller puts them
         in a block."""
-        sub = ConvertContext({}, self.symbols, graph_module=graph_module, functions=self.functions)
+        sub = ConvertContext(
+            {},
+            self.symbols,
+            graph_module=graph_module,
+            functions=self.functions,
+            opaque=self.opaque,
+        )
         placeholders = [n for n in graph_module.graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(inputs):
             raise FrontendError(
@@ -390,7 +399,7 @@ def convert_node(ctx: ConvertContext, node) -> Any:
     """Convert an FX ``call_function`` node with its registered converter, check the result
     against what torch.export recorded and give the new IR nodes the node's provenance; any
     failure becomes a FrontendError naming the node and where it came from."""
-    conv = find_converter(node.target)
+    conv = convert_opaque if node in ctx.opaque else find_converter(node.target)
     args = [lookup(ctx.values, a) for a in node.args]
     kwargs = {k: lookup(ctx.values, v) for k, v in node.kwargs.items()}
     known = _existing_ids(args, kwargs)
@@ -407,6 +416,104 @@ def convert_node(ctx: ConvertContext, node) -> Any:
     if prov.module_path is None:  # no module stack (inside torch.cond): the weights' module
         prov = replace(prov, module_path=_weight_module(args))
     return _stamp(out, prov, known, node.name)
+
+
+# ----- opaque ops: what has no converter, kept as it is and run by torch -------------------
+
+
+def opaque_problem(node) -> str | None:
+    """Why an FX node cannot be kept as an opaque op (None when it can): only a torch
+    operator (an OpOverload, called as ``torch.ops.ns.name.overload``) that writes into none
+    of its arguments but an in-place op's first, and whose results torch.export typed."""
+    target = node.target
+    schema = getattr(target, "_schema", None)
+    if schema is None or not hasattr(target, "_overloadpacket"):
+        return "not a torch operator passlens could call"
+    from compiler.ir.attrs import TypeInferenceError
+    from compiler.ops.opaque import check_target
+
+    try:
+        check_target("torch", target_name(target))
+    except TypeInferenceError as e:
+        return str(e)
+    import torch
+
+    if torch.Tag.nondeterministic_seeded in getattr(target, "tags", ()):
+        # a check would compare two different random draws: a false finding, so refused
+        return "random values (a converted model could not reproduce the original's numbers)"
+    for i, a in enumerate(schema.arguments):
+        info = a.alias_info
+        if info is not None and info.is_write and i > 0:
+            return f"it writes into its argument {a.name}"
+    return _untyped(node.meta.get("val"))
+
+
+def _untyped(val) -> str | None:
+    if val is None:
+        return "torch.export recorded no type for its result"
+    if isinstance(val, (list, tuple)):
+        if not val:
+            return "it returns an empty list"
+        for v in val:
+            why = _untyped(v)
+            if why is not None:
+                return why
+        return None
+    if not (hasattr(val, "shape") and hasattr(val, "dtype")):
+        return f"it returns a {type(val).__name__}, not tensors"
+    try:
+        dtype_of_torch(val.dtype)
+    except FrontendError as e:
+        return str(e)
+    return None
+
+
+def _recorded_type(ctx: ConvertContext, val) -> Any:
+    if isinstance(val, (list, tuple)):
+        return TupleType([_recorded_type(ctx, v) for v in val])
+    return TensorType([ctx.dim(d) for d in val.shape], dtype_of_torch(val.dtype))
+
+
+def convert_opaque(ctx: ConvertContext, node, args: list, kwargs: dict) -> Expr:
+    """An FX node without a converter as an ``opaque`` call: its tensor arguments become the
+    call's inputs, the rest are kept as attributes, its type is what torch.export recorded."""
+    import torch
+
+    from compiler.ir.nodes import Call
+    from compiler.ops.opaque import input_ref, literal, opaque_attrs
+
+    why = opaque_problem(node)
+    if why is not None:
+        raise FrontendError(f"no converter, and it cannot be kept as an opaque op: {why}")
+    inputs: list[Expr] = []
+
+    def lay(v: Any) -> Any:
+        if isinstance(v, Expr):
+            if not isinstance(v.ty, TensorType):
+                raise FrontendError(f"an argument of type {v.ty} (only tensors are kept)")
+            inputs.append(v)
+            return input_ref(len(inputs) - 1)
+        if v is None or isinstance(v, (bool, int, float)):
+            return v
+        if isinstance(v, str):
+            return literal(v)
+        if isinstance(v, SymExpr):
+            return v
+        if isinstance(v, (list, tuple)):
+            return tuple(lay(x) for x in v)
+        if isinstance(v, torch.dtype):
+            return dtype_of_torch(v)
+        if isinstance(v, torch.device):
+            return literal(str(v))
+        if v is ANY:
+            raise FrontendError("an argument is a size known only at run time")
+        raise FrontendError(f"an argument of type {type(v).__name__} cannot be kept")
+
+    laid_args = [lay(a) for a in args]
+    laid_kwargs = [(k, lay(v)) for k, v in kwargs.items()]
+    ty = _recorded_type(ctx, node.meta.get("val"))
+    attrs = opaque_attrs("torch", target_name(node.target), ty, laid_args, laid_kwargs, pure=True)
+    return Call("opaque", inputs, attrs)
 
 
 def _weight_module(args: list) -> str | None:

@@ -5,10 +5,11 @@ Parameters and buffers become named Constants (state_dict names such as
 ``keep_params_as_input``. Every IR node gets provenance from the FX node it came from: the
 module path (``nn_module_stack``), the ATen op, the FX node name and the user's file:line.
 torch.export's symbolic sizes become symbolic dims, named after the ``torch.export.Dim``
-the user gave where there is one. Operators without a converter, and supported operators used
-in a way the IR cannot express (a converter's ``check``: batch norm in training mode, a
-transposed convolution, an in-place write into a view), are reported all at once, each with
-the module paths where it occurs, before anything is converted.
+the user gave where there is one. With ``strict=True``, operators without a converter, and
+supported operators used in a way the IR cannot express (a converter's ``check``: batch norm
+in training mode, a transposed convolution, an in-place write into a view), are reported all at
+once, each with the module paths where it occurs, before anything is converted; by default
+they become opaque ops (below), and only what cannot be one is reported.
 
 Converters live in ``torch_ops`` and register in ``torch_convert``, which also converts the
 nodes. In-place operators use the functional converter and later readers of the mutated value
@@ -160,35 +161,55 @@ def _spec_leaves(value, spec) -> list:
     return []  # a constant input has no placeholder
 
 
-def _check_supported(ep) -> None:
-    """Raise UnsupportedOperatorError listing every operator (or use of one) that cannot be
+def _check_supported(ep, strict: bool = False) -> dict:
+    """The FX nodes to keep as opaque ops (no converter, or a use their converter refuses),
+    each with why. Raises UnsupportedOperatorError listing every operator (or use of one)
+    that can be neither converted nor kept opaque, or, with ``strict``, that cannot be
     converted, each with the module paths where it occurs."""
+    from compiler.frontend.torch_convert import opaque_problem
+
     missing: dict[str, list[str]] = {}
+    opaque: dict = {}
     graphs = [m.graph for m in ep.graph_module.modules() if hasattr(m, "graph")]
     for node in (n for g in graphs for n in g.nodes):
         if node.op != "call_function":
             continue
         name = target_name(node.target)
         reason = None
+        keep = node  # the node kept opaque when this one cannot be converted
+        target = mutated_input(node)
+        view = None
+        if target is not None and is_view(target):
+            # the IR has values, not storage: no op, opaque or not, can stand for the write
+            view = f"in place on a view: {target.name} = {target_name(target.target)}"
+            keep = None
         if find_converter(node.target) is None:
-            key = name
+            key = name if view is None else f"{name} ({view})"
+            reason = "no converter"
         else:
             check = find_check(node.target)
             try:
                 reason = check(node) if check is not None else None
             except Exception as e:  # a check must never crash the import
                 reason = f"arguments that could not be checked ({type(e).__name__}: {e})"
-            target = mutated_input(node)
-            if reason is None and target is not None and is_view(target):
-                reason = f"in place on a view: {target.name} = {target_name(target.target)}"
+            reason = reason or view
             if reason is None:
                 continue
             key = f"{name} ({reason})"
+            if target_name(node.target) == "operator.getitem":
+                keep = node.args[0]  # an output the converter does not make: keep the producer
+        if not strict and keep is not None:
+            problem = opaque_problem(keep)
+            if problem is None:
+                opaque[keep] = reason
+                continue
+            key = f"{key}; cannot be kept as an opaque op: {problem}"
         where = module_path_of(node) or "<model>"
         loc = location_of(node)
         missing.setdefault(key, []).append(f"{where}" + (f" ({loc})" if loc else ""))
     if missing:
         raise UnsupportedOperatorError(missing)
+    return opaque
 
 
 def from_torch(
@@ -197,17 +218,22 @@ def from_torch(
     dynamic_shapes=None,
     keep_params_as_input: bool = False,
     example_kwargs: dict | None = None,
+    strict: bool = False,
 ) -> Module:
     """Import a torch model (or ExportedProgram) through torch.export into an IR Module.
 
     ``dynamic_shapes`` is passed to torch.export and names the symbolic dims after the
     ``torch.export.Dim`` objects in it (with an ExportedProgram it only names them).
     ``keep_params_as_input`` makes parameters and buffers function parameters after the
-    runtime inputs (``num_input``); :func:`weight_values` gives their values by name."""
+    runtime inputs (``num_input``); :func:`weight_values` gives their values by name.
+
+    An operator without a converter (or used in a way its converter refuses) is kept as an
+    ``opaque`` op that torch runs (compiler/ops/opaque.py), typed from what torch.export
+    recorded; ``strict=True`` refuses such a model instead (UnsupportedOperatorError)."""
     from compiler.frontend import torch_ops  # noqa: F401  (registers converters)
 
     ep = export_torch(model, example_args, dynamic_shapes, example_kwargs)
-    _check_supported(ep)
+    opaque = _check_supported(ep, strict)
     sig = ep.graph_signature
     renames = _dim_names(ep, dynamic_shapes)
     symbols: dict[str, Dim] = {old: sym(new) for old, new in renames.items()}
@@ -221,7 +247,7 @@ def from_torch(
     inputs: list[Var] = []
     weights: list[tuple[Var, np.ndarray]] = []
     shared: dict[tuple, np.ndarray] = {}
-    ctx = ConvertContext(values, symbols, graph_module=ep.graph_module)
+    ctx = ConvertContext(values, symbols, graph_module=ep.graph_module, opaque=opaque)
     for node in ep.graph.nodes:
         if node.op != "placeholder":
             continue

@@ -61,7 +61,7 @@ def _convert(op: str, name: str, kind: str, value: Any) -> Any:
     if value is None:
         return None
     if kind == "any":
-        return tuple(value) if isinstance(value, list) else value
+        return _tuples(value)
     if kind == "int":
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise bad("an integer")
@@ -97,6 +97,13 @@ def _convert(op: str, name: str, kind: str, value: Any) -> Any:
     raise AssertionError(kind)
 
 
+def _tuples(value: Any) -> Any:
+    """Lists (nested too) as tuples, so an attribute value is hashable."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
 @dataclass(frozen=True)
 class OpDef:
     """The declaration of an op (see :func:`define_op`)."""
@@ -115,8 +122,8 @@ class OpDef:
     def __post_init__(self):
         variadic = bool(self.inputs) and self.inputs[-1].startswith("*")
         required = sum(1 for i in self.inputs if not i.endswith("?") and not i.startswith("*"))
-        if variadic:
-            required += 1  # at least one value for a variadic input
+        if variadic and not self.inputs[-1].endswith("?"):
+            required += 1  # at least one value for a variadic input (``*xs?``: none or more)
         object.__setattr__(self, "variadic", variadic)
         object.__setattr__(self, "required_inputs", required)
 
@@ -160,8 +167,9 @@ def define_op(
     doc: str = "",
 ) -> OpDef:
     """Declare an op. ``inputs`` names its inputs: ``x`` required, ``x?`` optional, ``*xs``
-    variadic (last). ``infer`` maps input types and attrs to the result type (raising
-    TypeInferenceError with a clear message); ``compute`` is the numpy reference."""
+    variadic (last; ``*xs?`` may be empty). ``infer`` maps input types and attrs to the
+    result type (raising TypeInferenceError with a clear message); ``compute`` is the numpy
+    reference."""
     if name in _REGISTRY:
         raise ValueError(f"op {name!r} is defined twice")
     if pattern not in PATTERNS:

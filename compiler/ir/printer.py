@@ -166,7 +166,7 @@ class Printer:
         """The right-hand side of a binding (an If is printed over several lines)."""
         if isinstance(node, Call):
             parts = [self.ref(a) for a in node.args]
-            parts += [f"{k}={format_attr(v)}" for k, v in node.attrs.items()]
+            parts += [f"{k}={format_attr(v)}" for k, v in _printed_attrs(node)]
             return f"{node.op}({', '.join(parts)})"
         if isinstance(node, Loop):
             args = ", ".join(self.ref(a) for a in node.args)
@@ -243,6 +243,23 @@ class Printer:
     def text(self) -> str:
         """Everything printed so far."""
         return "\n".join(self.lines) + "\n"
+
+
+# an opaque op reads best with what it is first and its long type last; defaults left out
+_OPAQUE_ORDER = ("framework", "target", "args", "kwargs", "opset", "outputs", "pure", "type")
+_OPAQUE_DEFAULTS = {"kwargs": (), "opset": None, "outputs": None, "pure": False}
+
+
+def _printed_attrs(node: Call) -> list[tuple[str, Any]]:
+    if node.op != "opaque":
+        return list(node.attrs.items())
+    attrs = node.attrs
+    keys = [k for k in _OPAQUE_ORDER if k in attrs] + [k for k in attrs if k not in _OPAQUE_ORDER]
+    return [
+        (k, attrs[k])
+        for k in keys
+        if not (k in _OPAQUE_DEFAULTS and attrs[k] == _OPAQUE_DEFAULTS[k] and k != "args")
+    ]
 
 
 def _default_hint(node: Expr) -> str:

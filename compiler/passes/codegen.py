@@ -45,6 +45,8 @@ class Codegen(Pass):
                     reason = unlowered_reason(module, node)
                     if reason is not None or isinstance(node, Call):
                         what = node.op if isinstance(node, Call) else f"call @{node.func}"
+                        if what == "opaque":
+                            what = f"opaque op {node.attrs['target']}"
                         raise PassError(
                             f"{what} was not lowered by legalize-ops"
                             + (f": {reason}" if reason else " (run legalize-ops first)"),

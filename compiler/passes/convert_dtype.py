@@ -6,7 +6,8 @@ inputs are cast once at the start, float32 outputs cast back at the end, and cal
 functions cast their arguments and results at the call. Named float32 weights get a ``cast``
 op (fold-constant turns it into a new ``dtype`` weight named ``<weight>.cast``); inline
 literals are converted in place; ``dtype`` attributes that say float32 (``full``, ``cast``, ...)
-say ``dtype``. An op that rejects ``dtype`` inputs runs in float32 between casts.
+say ``dtype``. An op that rejects ``dtype`` inputs runs in float32 between casts, and so does
+an opaque op (run by its framework on the dtypes it was recorded with).
 
 ``to-mixed-precision{out_dtype=float32}`` touches only the compute-heavy ops (convolutions,
 matmul, linear): their float32 inputs are cast to float16, they accumulate and output in
@@ -82,6 +83,11 @@ def _used_vars(fn: Function) -> set[int]:
 
 def _convert_rule(frm: DType, to: DType):
     def convert_call(node: Call) -> Expr | None:
+        if node.op == "opaque":  # its framework runs it as recorded: in `frm`, between casts
+            args = [cast_to(a, _retyped(a.ty, to, frm)) for a in node.args]
+            if args == list(node.args) and not _has_dtype(node.ty, frm):
+                return None
+            return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, frm, to))
         attrs = {k: (to if v is frm else v) for k, v in node.attrs.items()}
         if attrs == dict(node.attrs) and not _has_dtype(node.ty, frm):
             return None  # computes nothing in `frm`

@@ -1,4 +1,8 @@
-"""dead-code-elimination: drop bindings nothing reads and private functions nobody calls."""
+"""dead-code-elimination: drop bindings nothing reads and private functions nobody calls.
+
+An opaque op (an op of the source model without a converter) is dropped only when its
+frontend found it pure (``pure=true``: its schema says it has no effect besides its result); an
+impure one is kept, with what it reads, even when nothing reads it."""
 
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ def live_nodes(roots: list[Expr]) -> set[int]:
 
 def eliminate_dead_bindings(fn: Function) -> Function:
     """``fn`` without the bindings its output does not need (same object if none)."""
-    live = live_nodes([fn.output])
+    live = live_nodes([fn.output, *_effects(fn)])
     fn = fn.replace(bindings=tuple(b for b in fn.bindings if id(b) in live))
 
     def drop_dead_in_branches(node: Expr) -> Expr | None:
@@ -41,6 +45,13 @@ def eliminate_dead_bindings(fn: Function) -> Function:
 
     # Rebuilding an If changes its identity: the rewriter also updates whoever reads it.
     return rewrite_function(fn, drop_dead_in_branches)
+
+
+def _effects(fn: Function) -> list[Expr]:
+    """The bindings kept for their effects: opaque ops not known to be pure."""
+    return [
+        n for n in fn.iter_nodes() if getattr(n, "op", None) == "opaque" and not n.attrs["pure"]
+    ]
 
 
 def _live_block(blk: Block, live: set[int]) -> Block:

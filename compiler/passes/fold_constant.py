@@ -45,8 +45,9 @@ DATA_DEPENDENT_GROWTH = 64
 input data may take (``nonzero``: an i64 per dim of each nonzero element). Such an op, whose
 size no type gives, is computed only when its inputs fit in ``max_bytes / 64``."""
 
-# Ops whose value must not be frozen into the module even with constant inputs.
-NOT_FOLDABLE: set[str] = set()
+# Ops whose value must not be frozen into the module even with constant inputs (an opaque op
+# is run by its framework, never at compile time: it is a barrier to every pass).
+NOT_FOLDABLE: set[str] = {"opaque"}
 
 
 def _has_symbols(value) -> bool:

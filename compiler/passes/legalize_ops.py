@@ -14,8 +14,10 @@ decomposition (matmul, softmax, matmul) and ``topk`` as a kernel for its indices
 gather_elements of the values by them. A call that cannot be lowered (an op without a
 lowering, a value of unknown rank or with a '?' dim) is left in the graph, where it is
 visible, and the codegen pass fails on it with the reason, naming the op and where it came
-from; with ``strict=true`` legalize-ops fails there itself. The kernels are listed by
-``compiler.backend.lowered_text(module)``.
+from; with ``strict=true`` legalize-ops fails there itself. An opaque op (an op of the source
+model without a converter) stays as it is: the host calls its framework (torch or onnxruntime)
+between the kernels, as it runs ``nonzero``, so a compiled model holding one needs that
+framework where it runs. The kernels are listed by ``compiler.backend.lowered_text(module)``.
 """
 
 from __future__ import annotations
@@ -48,10 +50,11 @@ VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
 # the calls left in a legalized graph that the host runs (a view, or a fill without inputs)
 # ops the host runs because their result's size depends on the data (``nonzero``), and
 # ``match_shape``, which names such a size so that what follows compiles
-RUNTIME_OPS = ("nonzero", "match_shape")
+# and opaque ops (no converter: their framework, torch or onnxruntime, runs them)
+RUNTIME_OPS = ("nonzero", "match_shape", "opaque")
 HOST_OPS = (*VIEW_OPS, "full", "zeros", "ones", "arange", *RUNTIME_OPS)
 # what may leave a '?' dim that only its value at run time gives
-_DYNAMIC_PRODUCERS = ("nonzero", "full", "zeros", "ones", "arange")
+_DYNAMIC_PRODUCERS = ("nonzero", "full", "zeros", "ones", "arange", "opaque")
 
 
 def _source(ops: list[str], fused: bool) -> str:

@@ -302,6 +302,7 @@ const PasslensGraph = (function () {
       const cls = ["plg-n", "plg-k-" + n.k];
       if (s) cls.push("plg-s-" + s);
       if (n.bad && !plain()) cls.push("plg-bad");
+      if (n.opq) cls.push("plg-opaque");
       const g = svg("g", { class: cls.join(" "), "data-node-id": n.id, "data-i": i, transform: `translate(${r.x},${r.y})` }, layer);
       const fill = st.err ? (n.err !== undefined ? errColor(n.err) : "#f5f5f5") : null;
       let shape;
@@ -325,7 +326,7 @@ const PasslensGraph = (function () {
         svg("rect", { class: "plg-mark", x: r.w / 2 - tw / 2, y: y - LINE + 1, width: tw, height: LINE_H + 1, rx: 7 }, g);
         drawText(g, r.w / 2, y + 1, text, "plg-mark-text");
       }
-      const title = svg("title", null, g); title.textContent = n.id;
+      const title = svg("title", null, g); title.textContent = n.opq ? n.id + "\nopaque: run by " + n.opq + ", no converter" : n.id;
       return g;
     }
     function drawGroupBox(m, gi, r) {
@@ -569,6 +570,7 @@ const PasslensGraph = (function () {
       const sub = h("div", "plg-d-sub", panel, n.k + (s ? " · " : ""));
       if (s) h("span", "plg-pill plg-s-" + s, sub, s);
       if (n.mark && !plain()) h("div", "plg-d-mark", panel, n.mark);
+      if (n.opq) h("div", "plg-d-opaque", panel, "opaque: run by " + n.opq + ", no converter");
       if (n.chg && !plain()) h("div", "plg-d-chg", panel, n.chg);
       const t = h("table", "plg-d-table", panel);
       row(t, "id", n.id.startsWith("removed:") ? n.id.slice(8) + " (removed by this step)" : n.id);
@@ -897,7 +899,7 @@ const PasslensGraph = (function () {
     // ---- legend ----------------------------------------------------------------------------------
     function renderLegend() {
       legend.textContent = "";
-      const items = [["plg-s-added", "added"], ["plg-s-changed", "changed"], ["plg-s-removed", "removed (ghost)"], ["plg-s-failed", "failed"], ["plg-bad", "finding"], ["plg-k-weight", "weight"], ["plg-group", "group"]];
+      const items = [["plg-s-added", "added"], ["plg-s-changed", "changed"], ["plg-s-removed", "removed (ghost)"], ["plg-s-failed", "failed"], ["plg-bad", "finding"], ["plg-k-weight", "weight"], ["plg-opaque", "opaque (no converter)"], ["plg-group", "group"]];
       for (const [cls, text] of items) {
         const it = h("span", "plg-lg-item", legend);
         h("span", "plg-lg-sw " + cls, it);

@@ -71,7 +71,7 @@ def test_a_cell_the_running_kernel_knows_is_named_by_its_prompt(shell):
     assert source_location(CELL, 10) == "In[7]:10"
     assert _linear_location() == "In[7]:10"
     with pytest.raises(UnsupportedOperatorError) as e:
-        from_torch(_cell_module("Unsupported"), (torch.randn(3, 3),))
+        from_torch(_cell_module("Unsupported"), (torch.randn(3, 3),), strict=True)
     assert "(In[7]:15)" in str(e.value) and "ipykernel" not in str(e.value)
 
 

@@ -451,7 +451,7 @@ def test_flex_attention_with_a_causal_score_mod_and_a_symbolic_sequence():
 
 def _import(node, inputs, opset, outputs=("y",)):
     model = _model([node], inputs, [_vi(o, F, None) for o in outputs], opset)
-    return from_onnx(model.SerializeToString())
+    return from_onnx(model.SerializeToString(), strict=True)  # a refused form is an error
 
 
 def test_attention_3d_without_head_counts_is_an_error():

@@ -469,7 +469,7 @@ def test_bad_attributes_are_reported():
 def test_bitwise_on_floats_is_unsupported():
     model = _binary_model("BitwiseAnd", TP.FLOAT, opset=18)
     with pytest.raises(UnsupportedOperatorError, match="float32"):
-        from_onnx(model)
+        from_onnx(model, strict=True)
 
 
 def test_cast_export_needs_a_new_enough_opset():

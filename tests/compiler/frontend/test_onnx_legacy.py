@@ -326,7 +326,7 @@ def test_hardmax_11_and_its_symbolic_refusal():
     _check(model, _f32(2, 3, 4))
     model = make_model([node], [_vi("x", F32, [2, "n", 4])], [_vi("y", F32, [2, "n", 4])], 11)
     with pytest.raises(UnsupportedOperatorError, match="Hardmax needs a static size of dim 1"):
-        from_onnx(model)
+        from_onnx(model, strict=True)
 
 
 def test_clip_6_topk_1_flatten_1_maxpool_1_opset7():
@@ -436,7 +436,7 @@ def test_op_versions_passlens_does_not_implement_are_unsupported(op, opset, attr
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 4
     with pytest.raises(UnsupportedOperatorError, match=match):
-        from_onnx(model)
+        from_onnx(model, strict=True)
 
 
 def test_the_opset_floor_is_1():
@@ -495,4 +495,4 @@ def test_dropout_7_is_the_identity_and_its_unspecified_mask_is_refused():
         [node], [_vi("x", F32, [2, 3])], [_vi("y", F32, [2, 3]), _vi("mask", F32, [2, 3])], 9
     )
     with pytest.raises(UnsupportedOperatorError, match=r"Dropout \(output 1 \('mask'\)\)"):
-        from_onnx(model)
+        from_onnx(model, strict=True)

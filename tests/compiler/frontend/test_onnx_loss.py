@@ -244,10 +244,10 @@ def test_lp_pool_matches_onnxruntime(shape, attrs):
 def test_pooling_errors():
     model = _pool_model("LpPool", [1, 2, 7, 6], kernel_shape=[2, 2], p=0)
     with pytest.raises(OnnxImportError, match="p must be an integer"):
-        from_onnx(model)
+        from_onnx(model, strict=True)
     model = _pool_model("MaxPool", [1, 2, 7, 6, 5], kernel_shape=[2, 2, 99999])
     with pytest.raises(OnnxImportError, match="kernel_shape"):
-        from_onnx(model)
+        from_onnx(model, strict=True)
     node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2, 2])
     model = make_model(
         [node],
@@ -255,7 +255,7 @@ def test_pooling_errors():
         [helper.make_tensor_value_info("y", F32, [1, 2, None, 2, 2])],
     )
     with pytest.raises(UnsupportedOperatorError, match="static spatial dim"):
-        from_onnx(model)
+        from_onnx(model, strict=True)
 
 
 # ----- Atan, Asin, Acos, Det ---------------------------------------------------------------
@@ -329,7 +329,7 @@ def test_det_errors():
             [helper.make_tensor_value_info("y", F32, [])],
         )
         with pytest.raises(error, match=match):
-            from_onnx(model)
+            from_onnx(model, strict=True)
 
 
 # ----- BatchNormalization training, Col2Im -------------------------------------------------

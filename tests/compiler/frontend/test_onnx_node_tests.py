@@ -115,7 +115,7 @@ def test_a_sample_of_passing_tests_round_trips_through_to_onnx(harness, results)
     for name in passing:
         case = harness.load_case(root / name)
         examples = harness.example_inputs(onnx.ModelProto.FromString(case.model), case.inputs)
-        module = from_onnx(case.model, example_inputs=examples)
+        module = from_onnx(case.model, example_inputs=examples, strict=True)
         inputs = [harness._value(t) for t in case.inputs]
         try:
             # a model of a newer opset (a float8 cast) goes out at its own opset

@@ -367,7 +367,7 @@ def test_a_nonzero_float8_zero_point_is_an_error():
 def test_other_precision_is_unsupported():
     node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], precision=TensorProto.DOUBLE)
     with pytest.raises(UnsupportedOperatorError, match="precision 11"):
-        from_onnx(_one_node(node, inits=[_t("s", np.float32(0.1))], opset=23))
+        from_onnx(_one_node(node, inits=[_t("s", np.float32(0.1))], opset=23), strict=True)
 
 
 def test_a_per_axis_scale_of_the_wrong_length_is_an_error():

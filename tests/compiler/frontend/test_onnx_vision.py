@@ -169,18 +169,18 @@ def test_resize_runtime_sizes_nearest_interprets():
 def test_resize_bad_forms_fail_clearly():
     cubic = {"mode": "cubic"}
     with pytest.raises(OnnxImportError, match="sizes must give one size per axis"):
-        from_onnx(_resize(cubic, [1, 1, 4, 4], sizes=[1, 1, 4])[0])
+        from_onnx(_resize(cubic, [1, 1, 4, 4], sizes=[1, 1, 4])[0], strict=True)
     with pytest.raises(OnnxImportError, match="must be positive"):
-        from_onnx(_resize(cubic, [1, 1, 4, 4], scales=[1, 1, -2, 1])[0])
+        from_onnx(_resize(cubic, [1, 1, 4, 4], scales=[1, 1, -2, 1])[0], strict=True)
     with pytest.raises(OnnxImportError, match="sizes .* must be 0 to"):
-        from_onnx(_resize(cubic, [1, 1, 4, 4], sizes=[1, 1, 4, 1 << 40])[0])
+        from_onnx(_resize(cubic, [1, 1, 4, 4], sizes=[1, 1, 4, 1 << 40])[0], strict=True)
     crop = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}
     with pytest.raises(OnnxImportError, match="needs roi"):
-        from_onnx(_resize(crop, [1, 1, 4, 4], sizes=[1, 1, 2, 2])[0])
+        from_onnx(_resize(crop, [1, 1, 4, 4], sizes=[1, 1, 2, 2])[0], strict=True)
     with pytest.raises(UnsupportedOperatorError, match="cubic Resize of i32 data"):
         model, _ = _resize(cubic, [1, 1, 4, 4], scales=[1, 1, 2, 2])
         model.graph.input[0].type.tensor_type.elem_type = TensorProto.INT32
-        from_onnx(model)
+        from_onnx(model, strict=True)
 
 
 # ----- Upsample --------------------------------------------------------------------------
@@ -390,9 +390,9 @@ def test_roi_align_matches_onnxruntime_and_compiles(how, mode):
 
 def test_roi_align_adaptive_sampling_is_unsupported():
     with pytest.raises(UnsupportedOperatorError, match="sampling_ratio 0"):
-        from_onnx(_roi_align_model(output_height=2, output_width=2))
+        from_onnx(_roi_align_model(output_height=2, output_width=2), strict=True)
     with pytest.raises(OnnxImportError, match="sampling_ratio"):
-        from_onnx(_roi_align_model(output_height=1 << 20, sampling_ratio=2))
+        from_onnx(_roi_align_model(output_height=1 << 20, sampling_ratio=2), strict=True)
 
 
 # ----- NonMaxSuppression -------------------------------------------------------------------
@@ -439,7 +439,7 @@ def test_non_max_suppression_matches_onnxruntime(center):
 
 def test_non_max_suppression_of_too_many_boxes_is_unsupported():
     with pytest.raises(UnsupportedOperatorError, match="more than 512 boxes"):
-        from_onnx(_nms_model(count=600))
+        from_onnx(_nms_model(count=600), strict=True)
 
 
 # ----- DeformConv --------------------------------------------------------------------------

@@ -1703,6 +1703,85 @@ def @main_transform_params() -> (f32[3], f32[3]) {
     ),
 ]
 
+# An opaque op (no converter: run by torch / onnxruntime) is a barrier to every pass.
+_OPAQUE_CUMSUM = (
+    'opaque(%e, framework="torch", target="aten.cumsum.default", args=["%0", 1], '
+    'pure=PURE, type="f32[4, 8]")'
+)
+_OPAQUE_ON_CONSTANT = (
+    'opaque(const(f32[3], [1.0, 2.0, 3.0]), framework="torch", target="aten.cumsum.default", '
+    'args=["%0", 0], pure=true, type="f32[3]")'
+)
+OPAQUE = [
+    C(
+        "convert-dtype{dtype=float16}",
+        "an opaque op runs on the dtype it was recorded with, between casts",
+        f"""
+def @main(%x: f32[4, 8]) -> f32[4, 8] {{
+  %e: f32[4, 8] = exp(%x)
+  %c: f32[4, 8] = {_OPAQUE_CUMSUM.replace("PURE", "true")}
+  %r: f32[4, 8] = exp(%c)
+  return %r
+}}""",
+        f"""
+def @main(%x: f32[4, 8]) -> f32[4, 8] {{
+  %cast: f16[4, 8] = cast(%x, dtype=f16)
+  %e: f16[4, 8] = exp(%cast)
+  %cast_1: f32[4, 8] = cast(%e, dtype=f32)
+  %c: f32[4, 8] = {_OPAQUE_CUMSUM.replace("PURE", "true").replace("%e", "%cast_1")}
+  %c_1: f16[4, 8] = cast(%c, dtype=f16)
+  %r: f16[4, 8] = exp(%c_1)
+  %cast_2: f32[4, 8] = cast(%r, dtype=f32)
+  return %cast_2
+}}""",
+    ),
+    C(
+        "dead-code-elimination",
+        "an unused opaque op its frontend found pure is dropped",
+        f"""
+def @main(%x: f32[4, 8]) -> f32[4, 8] {{
+  %e: f32[4, 8] = exp(%x)
+  %c: f32[4, 8] = {_OPAQUE_CUMSUM.replace("PURE", "true")}
+  return %e
+}}""",
+        """
+def @main(%x: f32[4, 8]) -> f32[4, 8] {
+  %e: f32[4, 8] = exp(%x)
+  return %e
+}""",
+    ),
+    K(
+        "dead-code-elimination",
+        "an unused opaque op not known to be pure (it may have effects)",
+        f"""
+def @main(%x: f32[4, 8]) -> f32[4, 8] {{
+  %e: f32[4, 8] = exp(%x)
+  %c: f32[4, 8] = {_OPAQUE_CUMSUM.replace("PURE", "false")}
+  return %e
+}}""",
+    ),
+    K(
+        "fold-constant",
+        "an opaque op on constants (its framework runs it, never the compiler)",
+        f"""
+def @main() -> f32[3] {{
+  %c: f32[3] = {_OPAQUE_ON_CONSTANT}
+  return %c
+}}""",
+    ),
+    K(
+        "fuse-ops",
+        "an opaque op between elementwise ops (never fused)",
+        f"""
+def @main(%x: f32[4, 8]) -> f32[4, 8] {{
+  %e: f32[4, 8] = exp(%x)
+  %c: f32[4, 8] = {_OPAQUE_CUMSUM.replace("PURE", "true")}
+  %r: f32[4, 8] = exp(%c)
+  return %r
+}}""",
+    ),
+]
+
 CASES = (
     INFER_TYPES
     + DYNAMIC_TO_STATIC
@@ -1721,4 +1800,5 @@ CASES = (
     + REPLICA_SQUEEZE
     + REPLICA_RELAY_IF
     + REPLICA_LAZY
+    + OPAQUE
 )

@@ -1,0 +1,414 @@
+"""Running an ``opaque`` op (see compiler/ops/opaque.py) with its own framework.
+
+- torch: the op is found by attribute lookup only, ``torch.ops.<ns>.<name>.<overload>``, and
+  must be an ``OpOverload`` (never a module imported, never a string evaluated). A custom op
+  whose library this process has not imported is not there: the error says to import it.
+  Inputs are copied into torch tensors (an in-place op may write into them).
+- onnx: the op runs in onnxruntime as a one-node model built with onnx.helper; the session is
+  cached per op, attributes and input dtypes.
+
+torch and onnxruntime are imported when an opaque op runs, never before.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from compiler.ir.types import DType, TensorType, TupleType
+from compiler.ops.opaque import ONNX_DEFAULT_DOMAIN, OpaqueOpError, result_type, unescape
+
+MAX_SESSIONS = 64
+"""onnxruntime sessions kept for opaque ONNX ops (least recently used dropped first)."""
+
+
+def run(values: list, attrs: Mapping[str, Any]) -> Any:
+    """The value of an opaque op on ``values`` (numpy arrays); attrs with symbols resolved."""
+    if attrs["framework"] == "torch":
+        return run_torch(values, attrs)
+    if attrs["framework"] == "onnx":
+        return run_onnx(values, attrs)
+    raise OpaqueOpError(f"opaque op {attrs['target']}: unknown framework {attrs['framework']!r}")
+
+
+# ----- torch ------------------------------------------------------------------------------------
+
+
+def resolve_torch_op(target: str):
+    """The ``torch._ops.OpOverload`` named ``ns.name.overload``, found by attribute lookup
+    under ``torch.ops``; OpaqueOpError when this process has no such operator."""
+    try:
+        import torch
+        from torch._ops import OpOverload, OpOverloadPacket, _OpNamespace
+    except ImportError:
+        raise OpaqueOpError(
+            f"opaque op {target} is run by torch, which is not installed here"
+        ) from None
+    ns, name, overload = target.split(".")
+    namespace = getattr(torch.ops, ns, None)
+    packet = None
+    if isinstance(namespace, _OpNamespace):
+        try:
+            packet = getattr(namespace, name)
+        except (AttributeError, RuntimeError):
+            packet = None
+    if not isinstance(packet, OpOverloadPacket):
+        if ns == "aten":
+            raise OpaqueOpError(f"torch {torch.__version__} has no operator aten.{name}")
+        raise OpaqueOpError(
+            f"torch has no operator {ns}.{name} in this process: it is a custom op; import the "
+            f"Python library that registers the '{ns}' operators (with torch.library) before "
+            "running or checking this model"
+        )
+    try:
+        op = getattr(packet, overload)
+    except (AttributeError, RuntimeError):
+        op = None
+    if not isinstance(op, OpOverload):
+        have = ", ".join(getattr(packet, "overloads", lambda: [])()) or "none"
+        raise OpaqueOpError(
+            f"torch operator {ns}.{name} has no overload {overload!r} (it has: {have})"
+        )
+    return op
+
+
+def _torch_dtypes() -> dict:
+    import torch
+
+    return {
+        DType.float16: torch.float16,
+        DType.bfloat16: torch.bfloat16,
+        DType.float32: torch.float32,
+        DType.float64: torch.float64,
+        DType.int8: torch.int8,
+        DType.int16: torch.int16,
+        DType.int32: torch.int32,
+        DType.int64: torch.int64,
+        DType.uint8: torch.uint8,
+        DType.bool: torch.bool,
+    }
+
+
+def _to_torch(value: Any):
+    import torch
+
+    arr = np.asarray(value)
+    if arr.dtype == DType.bfloat16.numpy:
+        return torch.from_numpy(arr.view(np.int16).copy()).view(torch.bfloat16)
+    try:
+        return torch.from_numpy(np.array(arr, copy=True))  # a copy: the op may write into it
+    except TypeError as e:
+        raise OpaqueOpError(f"torch cannot hold a {arr.dtype} array: {e}") from None
+
+
+def _from_torch(value: Any, target: str) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(DType.bfloat16.numpy).copy()
+        try:
+            return t.numpy().copy()
+        except TypeError as e:
+            raise OpaqueOpError(f"{target} gave a {t.dtype} tensor: {e}") from None
+    if isinstance(value, (tuple, list)):
+        return tuple(_from_torch(v, target) for v in value)
+    raise OpaqueOpError(f"{target} gave a {type(value).__name__}, not tensors")
+
+
+def _torch_arg(value: Any, tensors: list, dtypes: dict) -> Any:
+    if isinstance(value, str):
+        got = unescape(value)
+        return tensors[got] if isinstance(got, int) else got
+    if isinstance(value, DType):
+        if value not in dtypes:
+            raise OpaqueOpError(f"torch has no dtype for {value.short}")
+        return dtypes[value]
+    if isinstance(value, tuple):
+        return [_torch_arg(v, tensors, dtypes) for v in value]
+    return value
+
+
+_SIZED: OrderedDict = OrderedDict()  # calls found within the limit (they depend on shapes only)
+MAX_SIZED = 4096
+
+
+def _sized_before(key) -> bool:
+    with _LOCK:
+        if key in _SIZED:
+            _SIZED.move_to_end(key)
+            return True
+    return False
+
+
+def _remember_sized(key) -> None:
+    with _LOCK:
+        _SIZED[key] = True
+        while len(_SIZED) > MAX_SIZED:
+            _SIZED.popitem(last=False)
+
+
+def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict) -> None:
+    """Run the op on fake tensors (shapes and dtypes only, nothing allocated) and refuse it
+    when its results would be over the interpreter's limit for one value: the arguments come
+    from a model or a trace file, untrusted (``aten.full`` of [100000, 100000]). An op whose
+    result size depends on the data (``nonzero``) cannot be sized so: it runs. A call sized
+    before (same op, arguments and input shapes) is not sized again."""
+    key = (
+        "torch",
+        target,
+        attrs["args"],
+        attrs["kwargs"],
+        tuple((tuple(t.shape), t.dtype) for t in tensors),
+    )
+    if _sized_before(key):
+        return
+    import torch
+    from torch._subclasses.fake_tensor import (
+        DataDependentOutputException,
+        DynamicOutputShapeException,
+        FakeTensorMode,
+        UnsupportedOperatorException,
+    )
+
+    from compiler.interpret import MAX_VALUE_BYTES
+
+    mode = FakeTensorMode()
+    try:
+        with mode:
+            fakes = [mode.from_tensor(t) for t in tensors]
+            args = [_torch_arg(a, fakes, dtypes) for a in attrs["args"]]
+            kwargs = {k: _torch_arg(v, fakes, dtypes) for k, v in attrs["kwargs"]}
+            out = op(*args, **kwargs)
+    except (DynamicOutputShapeException, DataDependentOutputException):
+        _remember_sized(key)  # a size only the values give
+        return
+    except UnsupportedOperatorException:
+        _remember_sized(key)  # a custom op without a fake kernel: only running it tells
+        return
+    except Exception as e:  # the op refuses these arguments: its own message, named
+        head = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise OpaqueOpError(f"torch {target} failed: {type(e).__name__}: {head}") from e
+    results = out if isinstance(out, (tuple, list)) else [out]
+    nbytes = sum(t.numel() * t.element_size() for t in results if isinstance(t, torch.Tensor))
+    if nbytes > MAX_VALUE_BYTES:
+        raise OpaqueOpError(
+            f"torch {target} would give {nbytes:,} bytes for these arguments, over the "
+            f"interpreter's limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
+            "(compiler.interpret.MAX_VALUE_BYTES); it was not run"
+        )
+    _remember_sized(key)
+
+
+def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
+    """Call the torch op on ``values`` with the stored arguments; numpy in and out."""
+    target = attrs["target"]
+    op = resolve_torch_op(target)
+    dtypes = _torch_dtypes()
+    tensors = [_to_torch(v) for v in values]
+    _check_sizes_first(op, target, tensors, attrs, dtypes)
+    args = [_torch_arg(a, tensors, dtypes) for a in attrs["args"]]
+    kwargs = {k: _torch_arg(v, tensors, dtypes) for k, v in attrs["kwargs"]}
+    import torch
+
+    try:
+        with torch.no_grad():
+            out = op(*args, **kwargs)
+    except Exception as e:  # the op's own error, with the op named
+        head = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise OpaqueOpError(f"torch {target} failed: {type(e).__name__}: {head}") from e
+    return _from_torch(out, target)
+
+
+# ----- onnxruntime ------------------------------------------------------------------------------
+
+_SESSIONS: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _onnx_model(attrs: Mapping[str, Any], in_dtypes: tuple):
+    import onnx
+    from onnx import helper
+
+    domain, op_type = attrs["target"].split("::")
+    node_domain = "" if domain == ONNX_DEFAULT_DOMAIN else domain
+    inputs = []
+    for a in attrs["args"]:
+        inputs.append("" if a is None else f"in{unescape(a)}")
+    ty = result_type(attrs["type"])
+    fields = list(ty.fields) if isinstance(ty, TupleType) else [ty]
+    positions = list(attrs["outputs"]) if attrs.get("outputs") else list(range(len(fields)))
+    if len(positions) != len(fields) or len(set(positions)) != len(positions):
+        raise OpaqueOpError(f"outputs={positions} does not match the type {ty}")
+    outputs = [""] * (max(positions) + 1)
+    for k, p in enumerate(positions):
+        outputs[p] = f"out{k}"
+    node = helper.make_node(op_type, inputs, outputs, domain=node_domain)
+    for name, value in attrs["kwargs"]:
+        node.attribute.append(_onnx_attribute(name, value, op_type, node_domain, attrs["opset"]))
+    graph_inputs = [
+        helper.make_tensor_value_info(f"in{i}", helper.np_dtype_to_tensor_dtype(dt), None)
+        for i, dt in enumerate(in_dtypes)
+    ]
+    graph_outputs = []
+    for k, f in enumerate(fields):
+        assert isinstance(f, TensorType)
+        elem = helper.np_dtype_to_tensor_dtype(np.dtype(f.dtype.numpy))
+        graph_outputs.append(helper.make_tensor_value_info(f"out{k}", elem, None))
+    graph = helper.make_graph([node], "opaque", graph_inputs, graph_outputs)
+    opsets = [helper.make_opsetid(node_domain, attrs["opset"])]
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="passlens")
+    model.ir_version = min(onnx.IR_VERSION, 10)
+    return model
+
+
+def _onnx_attribute(name: str, value: Any, op_type: str, domain: str, opset: int):
+    from onnx import AttributeProto, helper
+
+    if isinstance(value, tuple) and not value:  # an empty list: its type from the schema
+        kind = AttributeProto.INTS
+        try:
+            import onnx
+
+            schema = onnx.defs.get_schema(op_type, opset, domain)
+            kind = schema.attributes[name].type
+        except Exception:  # unknown schema or attribute: ints, the usual empty list
+            pass
+        return helper.make_attribute(name, [], attr_type=kind)
+    if isinstance(value, str):
+        value = unescape(value)
+        if isinstance(value, int):
+            raise OpaqueOpError(f"attribute {name} of {op_type} refers to an input")
+    try:
+        return helper.make_attribute(name, list(value) if isinstance(value, tuple) else value)
+    except Exception as e:
+        raise OpaqueOpError(f"attribute {name}={value!r} of {op_type}: {e}") from None
+
+
+def _session(attrs: Mapping[str, Any], in_dtypes: tuple):
+    key = (
+        attrs["target"],
+        attrs["opset"],
+        attrs["args"],
+        attrs["kwargs"],
+        attrs.get("outputs"),
+        attrs["type"],
+        in_dtypes,
+    )
+    with _LOCK:
+        sess = _SESSIONS.get(key)
+        if sess is not None:
+            _SESSIONS.move_to_end(key)
+            return sess
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise OpaqueOpError(
+            f"opaque op {attrs['target']} is run by onnxruntime, which is not installed here"
+        ) from None
+    model = _onnx_model(attrs, in_dtypes)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as e:
+        head = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise OpaqueOpError(
+            f"onnxruntime cannot run {attrs['target']} (opset {attrs['opset']}): {head}"
+        ) from None
+    with _LOCK:
+        _SESSIONS[key] = sess
+        while len(_SESSIONS) > MAX_SESSIONS:
+            _SESSIONS.popitem(last=False)
+    return sess
+
+
+MAX_SIZE_INPUT = 64
+"""An integer input of at most this many elements is given to ONNX shape inference as a value
+(a shape, repeats, pads), so the size of what the op makes from it is known before it runs."""
+
+
+def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list) -> None:
+    """ONNX shape inference on the one-node model with the actual input shapes (and small
+    integer inputs as values): refuse the op when its results would be over the interpreter's
+    limit for one value (``ConstantOfShape`` of a huge shape from an untrusted file). Results
+    shape inference cannot size run."""
+    small = [a.dtype.kind in "iu" and a.size <= MAX_SIZE_INPUT for a in arrays]
+    key = (
+        "onnx",
+        attrs["target"],
+        attrs["opset"],
+        attrs["args"],
+        attrs["kwargs"],
+        attrs.get("outputs"),
+        tuple(
+            (a.shape, a.dtype, a.tobytes() if k else b"")
+            for a, k in zip(arrays, small, strict=True)
+        ),
+    )
+    if _sized_before(key):
+        return
+    import onnx
+    from onnx import helper, numpy_helper
+
+    from compiler.interpret import MAX_VALUE_BYTES
+
+    model = _onnx_model(attrs, tuple(a.dtype for a in arrays))
+    graph = model.graph
+    inputs = []
+    for i, (a, k) in enumerate(zip(arrays, small, strict=True)):
+        name = f"in{i}"
+        if k:
+            graph.initializer.append(numpy_helper.from_array(a, name))
+        else:
+            elem = helper.np_dtype_to_tensor_dtype(a.dtype)
+            inputs.append(helper.make_tensor_value_info(name, elem, list(a.shape)))
+    del graph.input[:]
+    graph.input.extend(inputs)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:  # shape inference cannot read it: onnxruntime's own checks apply
+        _remember_sized(key)
+        return
+    total = 0
+    for out in inferred.graph.output:
+        t = out.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        if not t.HasField("shape") or any(d is None for d in dims):
+            _remember_sized(key)  # a size only the values give
+            return
+        n = int(np.prod(dims, dtype=object)) if dims else 1
+        total += n * helper.tensor_dtype_to_np_dtype(t.elem_type).itemsize
+    if total > MAX_VALUE_BYTES:
+        raise OpaqueOpError(
+            f"onnxruntime {attrs['target']} would give {total:,} bytes for these inputs, over "
+            f"the interpreter's limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
+            "(compiler.interpret.MAX_VALUE_BYTES); it was not run"
+        )
+    _remember_sized(key)
+
+
+def run_onnx(values: list, attrs: Mapping[str, Any]) -> Any:
+    """Run the ONNX op in onnxruntime (a cached one-node model) on ``values``."""
+    arrays = [np.ascontiguousarray(v) for v in values]
+    _check_onnx_sizes(attrs, arrays)
+    sess = _session(attrs, tuple(a.dtype for a in arrays))
+    feed = {f"in{i}": a for i, a in enumerate(arrays)}
+    try:
+        outs = sess.run(None, feed)
+    except Exception as e:
+        head = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise OpaqueOpError(f"onnxruntime {attrs['target']} failed: {head}") from None
+    ty = result_type(attrs["type"])
+    outs = [np.asarray(o) for o in outs]
+    return tuple(outs) if isinstance(ty, TupleType) else outs[0]
+
+
+__all__ = ["MAX_SESSIONS", "resolve_torch_op", "run", "run_onnx", "run_torch"]
