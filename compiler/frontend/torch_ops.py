@@ -1752,6 +1752,42 @@ def _topk(ctx, node, args, kwargs):
     return TupleGetItem(out, 0), TupleGetItem(out, 1)
 
 
+def _sort_order(x: Expr, dim: int, descending: bool, what: str) -> Expr:
+    """The (values, indices) of a stable sort of ``x`` along ``dim``: a ``topk`` of the whole
+    axis (its order is stable: ties keep the lower index first, ascending or descending; nan
+    sorts as the largest value, last ascending and first descending, as in torch)."""
+    rank = _rank(x)
+    if rank == 0:  # torch sorts a 0-d tensor as one element
+        one = call("unsqueeze", x, axes=[0])
+        out = call("topk", one, k=1, axis=0, largest=bool(descending))
+        squeeze = [call("squeeze", TupleGetItem(out, i), axes=[0]) for i in range(2)]
+        return IRTuple(squeeze)
+    axis = _axis(int(dim), rank)
+    if not 0 <= axis < rank:
+        raise FrontendError(f"{what}: dim {dim} is out of range for a tensor of rank {rank}")
+    n = x.ty.shape[axis]
+    if not isinstance(n, int):
+        raise FrontendError(
+            f"{what} along a dim of symbolic size ({n}) is not supported: export with that "
+            "dim static"
+        )
+    return call("topk", x, k=n, axis=axis, largest=bool(descending))
+
+
+@converts("aten.sort.default", "aten.sort.stable")
+def _sort(ctx, node, args, kwargs):
+    """``torch.sort``: torch's CPU sort is stable whether or not ``stable=True`` is asked."""
+    a = ctx.arg(args, kwargs)
+    out = _sort_order(a["self"], a["dim"], a["descending"], "sort")
+    return TupleGetItem(out, 0), TupleGetItem(out, 1)
+
+
+@converts("aten.argsort.default", "aten.argsort.stable")
+def _argsort(ctx, node, args, kwargs):
+    a = ctx.arg(args, kwargs)
+    return TupleGetItem(_sort_order(a["self"], a["dim"], a["descending"], "argsort"), 1)
+
+
 # ----- control flow ---------------------------------------------------------------------------
 
 

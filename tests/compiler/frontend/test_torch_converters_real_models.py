@@ -1,0 +1,173 @@
+"""Converters for the ops that stopped real models (issue 29): sort / argsort, histc /
+bincount, meshgrid, bicubic resize, weight_norm, in-place updates of views and pooling with
+``ceil_mode``. Each is compared with torch eager through the interpreter and the compiled
+backend, and (where torch.onnx.export takes the op) through the ONNX path against
+onnxruntime."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+from torch.nn import functional as F
+
+from compiler import build
+from compiler.frontend import from_onnx, from_torch
+from compiler.interpret import run
+from compiler.ir import verify
+from tests.compiler.frontend.onnx_helpers import ort_run
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+
+
+class Fn(nn.Module):
+    """A module that calls ``fn(*inputs)``."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *inputs):
+        return self.fn(*inputs)
+
+
+def _flat(out) -> list[np.ndarray]:
+    if isinstance(out, (tuple, list)):
+        return [x for o in out for x in _flat(o)]
+    return [out.detach().numpy()]
+
+
+def _assert_same(got, want, label, rtol, atol):
+    assert len(got) == len(want), label
+    for g, w in zip(got, want, strict=True):
+        g = np.asarray(g)
+        assert g.shape == w.shape, f"{label}: shape {g.shape} vs torch {w.shape}"
+        assert g.dtype == w.dtype, f"{label}: dtype {g.dtype} vs torch {w.dtype}"
+        if w.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w, err_msg=label)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=label)
+
+
+def check_torch(fn, *args, compiled=True, rtol=1e-5, atol=1e-6, dynamic_shapes=None):
+    """Import ``fn`` (a module or a function of the inputs); the interpreter (and the compiled
+    backend) give torch eager's results. Returns the imported module."""
+    model = fn if isinstance(fn, nn.Module) else Fn(fn)
+    model.eval()
+    with torch.no_grad():
+        want = _flat(model(*args))
+    module = from_torch(model, args, dynamic_shapes=dynamic_shapes)
+    verify(module)
+    inputs = [a.numpy() for a in args]
+    _assert_same(run(module, *inputs), want, "interpreter", rtol, atol)
+    if compiled:
+        _assert_same(build(module)(*inputs), want, "compiled", rtol, atol)
+    return module
+
+
+def onnx_bytes(fn, *args, dynamo=False, opset=17) -> bytes:
+    """``fn`` exported by torch.onnx.export (TorchScript exporter unless ``dynamo``)."""
+    model = fn if isinstance(fn, nn.Module) else Fn(fn)
+    model.eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if dynamo:
+            program = torch.onnx.export(model, args, dynamo=True, verbose=False)
+            return program.model_proto.SerializeToString()
+        f = io.BytesIO()
+        torch.onnx.export(model, args, f, opset_version=opset, dynamo=False)
+        return f.getvalue()
+
+
+def check_onnx(fn, *args, dynamo=False, compiled=True, rtol=1e-5, atol=1e-6, opset=17):
+    """Export ``fn`` to ONNX, import it: the interpreter (and the compiled backend) give
+    onnxruntime's results, and those are torch eager's."""
+    import onnx
+
+    data = onnx_bytes(fn, *args, dynamo=dynamo, opset=opset)
+    inputs = [a.numpy() for a in args]
+    want = [np.asarray(v) for v in ort_run(onnx.load_from_string(data), *inputs)]
+    model = fn if isinstance(fn, nn.Module) else Fn(fn)
+    with torch.no_grad():
+        eager = _flat(model(*args))
+    _assert_same(want, eager, "onnxruntime vs torch", rtol, atol)
+    module = from_onnx(data)
+    verify(module)
+    _assert_same(run(module, *inputs), want, "interpreter (onnx)", rtol, atol)
+    if compiled:
+        _assert_same(build(module)(*inputs), want, "compiled (onnx)", rtol, atol)
+    return module
+
+
+def _ops(module) -> set[str]:
+    from compiler.ir.nodes import Call
+
+    return {b.op for b in module.main.bindings if isinstance(b, Call)}
+
+
+# ----- sort / argsort -------------------------------------------------------------------------
+
+
+def _ties(*shape, seed=0, nan=False, dtype=torch.float32):
+    """Values with many ties (small integers), a few nans when asked."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(-3, 4, shape, generator=g).to(dtype)
+    if nan:
+        x.view(-1)[:: max(1, x.numel() // 4)] = float("nan")
+    return x
+
+
+@pytest.mark.parametrize(
+    "dim, descending, stable",
+    [(-1, False, False), (1, True, False), (0, False, True), (-2, True, True)],
+)
+def test_sort_keeps_torch_stable_order_of_ties_and_nans(dim, descending, stable):
+    x = _ties(4, 5, 6, nan=True)
+    module = check_torch(lambda t: torch.sort(t, dim=dim, descending=descending, stable=stable), x)
+    assert _ops(module) == {"topk"}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64, torch.int32])
+def test_argsort_of_other_dtypes(dtype):
+    x = _ties(3, 7, dtype=dtype)
+    check_torch(lambda t: (torch.argsort(t, dim=1), torch.argsort(t, dim=0, descending=True)), x)
+
+
+def test_sort_of_a_0d_tensor():
+    check_torch(lambda t: torch.sort(t), torch.tensor(2.5), compiled=False)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 5), min_size=1, max_size=3),
+    descending=st.booleans(),
+    data=st.data(),
+)
+def test_sort_matches_torch_on_random_shapes(shape, descending, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = _ties(*shape, seed=data.draw(st.integers(0, 99)), nan=data.draw(st.booleans()))
+    check_torch(lambda t: torch.sort(t, dim=dim, descending=descending), x, compiled=False)
+
+
+def test_sort_along_a_symbolic_dim_is_a_clear_error():
+    from compiler.frontend import FrontendError
+
+    batch = torch.export.Dim("n", min=2)
+    with pytest.raises(FrontendError, match="sort along a dim of symbolic size"):
+        from_torch(
+            Fn(lambda t: torch.sort(t, dim=0)),
+            (torch.randn(3, 4),),
+            dynamic_shapes=(({0: batch},),),
+        )
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_sort_through_onnx(dynamo):
+    x = _ties(3, 8, seed=3)
+    check_onnx(lambda t: torch.sort(t, dim=1, descending=True), x, dynamo=dynamo)
