@@ -1326,13 +1326,6 @@ def _conv(ctx, node, args, kwargs):
     return call("squeeze", out, axes=[0]) if unbatched else out
 
 
-def _pool_args(a: dict) -> tuple[list[int], list[int], list[int]]:
-    kernel = _ints(a["kernel_size"], 2)
-    stride = _ints(a["stride"], 2) if a["stride"] not in (None, []) else kernel
-    padding = _ints(a["padding"], 2)
-    return kernel, stride, padding + padding
-
-
 def _pool_input(x: Expr) -> tuple[Expr, bool]:
     if _rank(x) == 3:
         return call("unsqueeze", x, axes=[0]), True
@@ -1346,38 +1339,87 @@ def _pooled(op: str, x: Expr, **attrs) -> Expr:
     return call("squeeze", out, axes=[0]) if unbatched else out
 
 
-def _window_pool(op: str, a: dict, **attrs) -> Expr:
-    kernel, stride, padding = _pool_args(a)
-    return _pooled(
-        op,
-        a["self"],
-        pool_size=kernel,
-        strides=stride,
-        padding=padding,
-        ceil_mode=bool(a["ceil_mode"]),
-        **attrs,
-    )
+def _window_counts(size: int, kernel: int, stride: int, pad: int, out: int) -> np.ndarray:
+    """How many elements of the padded input (not of the ceil_mode overhang) each window
+    along one axis holds: torch's divisor with count_include_pad."""
+    starts = np.arange(out) * stride - pad
+    return np.minimum(starts + kernel, size + pad) - starts
 
 
-@converts("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
-def _max_pool2d(ctx, node, args, kwargs):
-    a = ctx.arg(args, kwargs)
-    out = _window_pool("max_pool2d", a, dilation=_ints(a["dilation"], 2))
-    if "with_indices" in op_name(node):
+def _pool_nd(a: dict, kind: str, nd: int) -> Expr:
+    """``max_pool{nd}d`` / ``avg_pool{nd}d`` (batched or not) from the 2-D IR ops: 1-D pools an
+    (N, C, 1, W) view; 3-D is separable (a window max, and an average whose divisor is a
+    product of per-axis counts, in torch as here): a 2-D pool over (H, W) of an
+    (N, C*D, H, W) view, then one with a (kd, 1) window over an (N, C, D, Ho*Wo) view.
+    ``divisor_override`` scales the count_include_pad average by count / divisor."""
+    x = a["self"]
+    kernel = _ints(a["kernel_size"], nd)
+    stride = _ints(a["stride"], nd) if a["stride"] not in (None, []) else kernel
+    padding = _ints(a["padding"], nd)
+    dilation = _ints(a["dilation"], nd) if kind == "max" else [1] * nd
+    ceil = bool(a["ceil_mode"])
+    divisor = a.get("divisor_override") if kind == "avg" else None
+    # with divisor_override torch divides the window sum: the count_include_pad average
+    # times its count
+    include = kind == "max" or bool(a["count_include_pad"]) or divisor is not None
+    op = f"{kind}_pool2d"
+    unbatched = _rank(x) == nd + 1
+    if _rank(x) not in (nd + 1, nd + 2):
+        raise FrontendError(f"{op[:-2]}{nd}d needs a {nd + 1}-D or {nd + 2}-D input, got {x.ty}")
+    if unbatched:
+        x = call("unsqueeze", x, axes=[0])
+
+    def pool2d(y: Expr, k, s, p, d) -> Expr:
+        attrs = {"dilation": list(d)} if kind == "max" else {"count_include_pad": include}
+        return call(
+            op, y, pool_size=list(k), strides=list(s), padding=[*p, *p], ceil_mode=ceil, **attrs
+        )
+
+    if nd == 1:
+        y = pool2d(call("unsqueeze", x, axes=[2]), [1, *kernel], [1, *stride], [0, *padding],
+                   [1, *dilation])  # fmt: skip
+        y = call("squeeze", y, axes=[2])
+    elif nd == 2:
+        y = pool2d(x, kernel, stride, padding, dilation)
+    else:
+        n, c, d, h, w = x.ty.shape
+        y = call("reshape", x, shape=[n, dim_mul(c, d), h, w])
+        y = pool2d(y, kernel[1:], stride[1:], padding[1:], dilation[1:])
+        ho, wo = y.ty.shape[2:]
+        y = call("reshape", y, shape=[n, c, d, dim_mul(ho, wo)])
+        y = pool2d(y, [kernel[0], 1], [stride[0], 1], [padding[0], 0], [dilation[0], 1])
+        y = call("reshape", y, shape=[n, c, y.ty.shape[2], ho, wo])
+    if divisor is not None:
+        sizes, outs = x.ty.shape[2:], y.ty.shape[2:]
+        if not all(isinstance(v, int) for v in (*sizes, *outs)):
+            raise FrontendError(f"avg_pool{nd}d with divisor_override on symbolic spatial dims")
+        count = np.ones(())
+        for k in range(nd):
+            count = np.multiply.outer(
+                count, _window_counts(sizes[k], kernel[k], stride[k], padding[k], outs[k])
+            )
+        y = call("multiply", y, Constant((count / float(divisor)).astype(_dtype(y).numpy)))
+    return call("squeeze", y, axes=[0]) if unbatched else y
+
+
+@converts(
+    "aten.max_pool1d.default",
+    "aten.max_pool2d.default",
+    "aten.max_pool3d.default",
+    "aten.max_pool2d_with_indices.default",
+    "aten.max_pool3d_with_indices.default",
+)
+def _max_pool(ctx, node, args, kwargs):
+    name = op_name(node)
+    out = _pool_nd(ctx.arg(args, kwargs), "max", int(name[len("max_pool")]))
+    if "with_indices" in name:
         return out, None  # the indices are not supported; using them is an error
     return out
 
 
-def _avg_pool_check(node) -> str | None:
-    if _literal_arg(node, "divisor_override", None) is not None:
-        return "avg_pool2d with divisor_override"
-    return None
-
-
-@converts("aten.avg_pool2d.default", check=_avg_pool_check)
-def _avg_pool2d(ctx, node, args, kwargs):
-    a = ctx.arg(args, kwargs)
-    return _window_pool("avg_pool2d", a, count_include_pad=bool(a["count_include_pad"]))
+@converts("aten.avg_pool1d.default", "aten.avg_pool2d.default", "aten.avg_pool3d.default")
+def _avg_pool(ctx, node, args, kwargs):
+    return _pool_nd(ctx.arg(args, kwargs), "avg", int(op_name(node)[len("avg_pool")]))
 
 
 @converts("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")

@@ -140,7 +140,9 @@ def _window_count(
     ``(size + pads - dilation*(kernel-1) - 1) / stride`` plus one, on symbolic dims."""
     extent = dim_add(dim_mul(dilation, dim_sub(kernel, 1)), 1)  # the dilated kernel
     span = dim_sub(dim_add(size, pad_begin + pad_end), extent)
-    if isinstance(span, int) and span < 0:
+    if isinstance(span, int) and (span < 0 if not ceil_mode else span + stride - 1 < 0):
+        # (with ceil_mode, a kernel larger than the padded input still gives the one window
+        # that starts at its beginning, as torch and ONNX do)
         raise TypeInferenceError(
             f"{what} of size {dim_str(size)} with padding {pad_begin}+{pad_end} is smaller than "
             f"the kernel {dim_str(kernel)} (dilation {dilation}): no output"
@@ -150,7 +152,13 @@ def _window_count(
     out = dim_add(floordiv(dim_add(span, stride - 1), stride), 1)
     if isinstance(out, int) and isinstance(size, int):
         # torch: the last window must start inside the input or its begin padding
-        return out - 1 if (out - 1) * stride >= size + pad_begin else out
+        out = out - 1 if (out - 1) * stride >= size + pad_begin else out
+        if out < 1:
+            raise TypeInferenceError(
+                f"{what} of size {dim_str(size)} with padding {pad_begin}+{pad_end}: no "
+                f"window of the kernel {dim_str(kernel)} starts inside it: no output"
+            )
+        return out
     if not isinstance(extent, int):
         return ANY
     # Symbolically: the last window can start past the input only if the stride exceeds

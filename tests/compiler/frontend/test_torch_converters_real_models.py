@@ -21,6 +21,7 @@ from compiler import build
 from compiler.frontend import from_onnx, from_torch
 from compiler.interpret import run
 from compiler.ir import verify
+from compiler.ir.nodes import IRError
 from tests.compiler.frontend.onnx_helpers import ort_run
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
@@ -171,3 +172,87 @@ def test_sort_along_a_symbolic_dim_is_a_clear_error():
 def test_sort_through_onnx(dynamo):
     x = _ties(3, 8, seed=3)
     check_onnx(lambda t: torch.sort(t, dim=1, descending=True), x, dynamo=dynamo)
+
+
+# ----- pooling with ceil_mode ------------------------------------------------------------------
+
+
+POOLS = {
+    # a kernel larger than the input: torch gives one window (1x1)
+    "avg_kernel_over_input": (nn.AvgPool2d(3, ceil_mode=True), (1, 2, 2, 2)),
+    "max_kernel_over_input": (nn.MaxPool2d(3, ceil_mode=True), (1, 2, 2, 2)),
+    # the last window starts in the end padding: torch drops it
+    "avg_last_window_in_padding": (nn.AvgPool2d(2, 2, padding=1, ceil_mode=True), (1, 3, 4, 5)),
+    "avg_ceil_exclude_pad": (
+        nn.AvgPool2d(3, 2, padding=1, ceil_mode=True, count_include_pad=False),
+        (2, 3, 6, 7),
+    ),
+    "avg_ceil_include_pad": (nn.AvgPool2d((3, 2), (2, 3), padding=1, ceil_mode=True), (1, 2, 6, 7)),
+    "avg_divisor_override": (
+        nn.AvgPool2d(3, 2, padding=1, ceil_mode=True, divisor_override=5),
+        (1, 2, 6, 7),
+    ),
+    "max_ceil_dilated": (nn.MaxPool2d(3, 2, padding=1, dilation=2, ceil_mode=True), (1, 2, 9, 8)),
+    "avg1d_ceil": (nn.AvgPool1d(3, 2, padding=1, ceil_mode=True), (2, 3, 8)),
+    "avg1d_unbatched": (nn.AvgPool1d(4, ceil_mode=True, count_include_pad=False), (3, 6)),
+    "max1d_ceil": (nn.MaxPool1d(3, 2, ceil_mode=True), (2, 3, 8)),
+    "avg3d_ceil": (
+        nn.AvgPool3d(3, 2, padding=1, ceil_mode=True, count_include_pad=False),
+        (1, 2, 4, 5, 6),
+    ),
+    "avg3d_divisor": (nn.AvgPool3d((2, 3, 2), ceil_mode=True, divisor_override=3), (1, 2, 3, 5, 5)),
+    "max3d_ceil": (nn.MaxPool3d(2, ceil_mode=True), (1, 2, 3, 5, 4)),
+    "max3d_unbatched": (nn.MaxPool3d(3, 2, padding=1), (2, 4, 5, 6)),
+}
+
+
+@pytest.mark.parametrize("name", list(POOLS))
+def test_pooling_matches_torch(name):
+    model, shape = POOLS[name]
+    check_torch(model, torch.randn(*shape, generator=torch.Generator().manual_seed(1)))
+
+
+def test_kernel_over_the_input_gives_one_window_of_the_padded_input():
+    x = torch.arange(8.0).reshape(1, 2, 2, 2)
+    module = check_torch(nn.AvgPool2d(3, ceil_mode=True), x)
+    assert module.main.outputs[0].ty.shape == (1, 2, 1, 1)
+    # torch divides by the window clipped to the input (4), not the kernel (9)
+    np.testing.assert_allclose(run(module, x.numpy())[0].reshape(-1), [1.5, 5.5])
+
+
+@pytest.mark.parametrize("ceil_mode, kernel", [(False, 3), (True, 4)])
+def test_pooling_without_any_window_is_a_type_error(ceil_mode, kernel):
+    from compiler.ir.nodes import Var, call
+    from compiler.ir.types import DType, TensorType
+
+    x = Var("x", TensorType((1, 1, 2, 2), DType.float32))
+    with pytest.raises(IRError, match=f"smaller than the kernel {kernel}"):
+        call("avg_pool2d", x, pool_size=[kernel, kernel], strides=[1, 1], ceil_mode=ceil_mode)
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+@pytest.mark.parametrize(
+    "name", ["avg_kernel_over_input", "max_kernel_over_input", "avg_last_window_in_padding",
+             "avg_ceil_exclude_pad", "avg1d_ceil", "avg3d_ceil"],
+)  # fmt: skip
+def test_pooling_through_onnx(name, dynamo):
+    model, shape = POOLS[name]
+    check_onnx(model, torch.randn(*shape, generator=torch.Generator().manual_seed(2)),
+               dynamo=dynamo)  # fmt: skip
+
+
+def test_onnx_pool_of_a_dynamic_batch_gets_static_shapes():
+    """dynamic-to-static types an AveragePool whose kernel is larger than its input."""
+    import explorer
+
+    model = nn.Sequential(nn.Conv2d(2, 2, 1), nn.AvgPool2d(3, ceil_mode=True))
+    x = torch.randn(1, 2, 2, 2)
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (x,), f, dynamo=False, input_names=["x"],
+                          dynamic_axes={"x": {0: "n", 2: "h", 3: "w"}})  # fmt: skip
+    trace = explorer.explore(f.getvalue(), (x.numpy(),))
+    assert trace.failure is None, trace.failure
+    report = trace.check((x.numpy(),))
+    assert not report.findings, report.findings
