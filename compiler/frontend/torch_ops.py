@@ -750,6 +750,31 @@ def _repeat_interleave(ctx, node, args, kwargs):
     return call("repeat", a["self"], repeats=int(a["repeats"]), axis=a["dim"])
 
 
+@converts("aten.meshgrid.default", "aten.meshgrid.indexing")
+def _meshgrid(ctx, node, args, kwargs):
+    """``torch.meshgrid``: each 0-d or 1-d input broadcast over the grid of all; ``xy``
+    indexing swaps the first two grid dims (torch's default is ``ij``)."""
+    a = ctx.arg(args, kwargs)
+    tensors, indexing = list(a["tensors"]), a.get("indexing") or "ij"
+    if indexing not in ("ij", "xy"):
+        raise FrontendError(f"meshgrid indexing must be 'ij' or 'xy', got {indexing!r}")
+    for t in tensors:
+        if _rank(t) > 1:
+            raise FrontendError(f"meshgrid takes 0-d or 1-d tensors, got {t.ty}")
+    flat = [call("reshape", t, shape=[1]) if _rank(t) == 0 else t for t in tensors]
+    swap = indexing == "xy" and len(flat) >= 2
+    order = list(range(len(flat)))
+    if swap:  # the grid of (b, a, c, ...) with each input at its place in that order
+        order[0], order[1] = 1, 0
+    shape = [flat[i].ty.shape[0] for i in order]
+    out = []
+    for i, t in enumerate(flat):
+        view = [1] * len(flat)
+        view[order.index(i)] = t.ty.shape[0]
+        out.append(call("broadcast_to", call("reshape", t, shape=view), shape=shape))
+    return out
+
+
 @converts("aten.cat.default", "aten.concat.default", "aten.concatenate.default")
 def _cat(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
@@ -859,6 +884,86 @@ def _slice(ctx, node, args, kwargs):
     end = size if isinstance(end, int) and end >= _TO_END else end
     end = size + end if isinstance(end, int) and end < 0 else end
     return _slice_sym(x, axis, start, end, step)
+
+
+def _positions(size: Dim) -> Expr:
+    """``0 .. size-1`` (i64) along an axis of ``size``, static or symbolic."""
+    return call("arange", start=0, stop=size, dtype=DType.int64)
+
+
+def _along(v: Expr, axis: int, rank: int) -> Expr:
+    """A 1-D ``v`` shaped to broadcast along ``axis`` of a rank-``rank`` tensor."""
+    shape: list[Dim] = [1] * rank
+    shape[axis] = v.ty.shape[0]
+    return call("reshape", v, shape=shape)
+
+
+@converts("aten.slice_scatter.default")
+def _slice_scatter(ctx, node, args, kwargs):
+    """``x`` with ``x[start:end:step]`` along ``dim`` replaced by ``src`` (what torch's
+    functionalisation makes of a write into a slice): a ``where`` over the positions of the
+    axis, reading ``src`` at ``(p - start) // step``."""
+    a = ctx.arg(args, kwargs)
+    x = a["self"]
+    src = cast(a["src"], _dtype(x))
+    rank = _rank(x)
+    axis = _axis(int(a["dim"]), rank)
+    size = x.ty.shape[axis]
+    step = int(a["step"])
+    start = 0 if a["start"] is None else a["start"]
+    end = _TO_END if a["end"] is None else a["end"]
+    if isinstance(size, int) and isinstance(start, int) and isinstance(end, int):
+        start, end, _ = slice(start, end, step).indices(size)
+    else:  # a symbolic size or bound: count a negative int from the end (as ``slice``)
+        start = size + start if isinstance(start, int) and start < 0 else start
+        end = size if isinstance(end, int) and end >= _TO_END else end
+        end = size + end if isinstance(end, int) and end < 0 else end
+    count = src.ty.shape[axis]
+    if isinstance(count, int) and count == 0:
+        return x
+    p = _positions(size)
+    offset = call("subtract", p, dim_tensor(start))
+    inside = call(
+        "logical_and",
+        call("greater_equal", p, dim_tensor(start)),
+        call("less", p, dim_tensor(end)),
+    )
+    if step != 1:
+        on_step = call("equal", call("mod", offset, as_tensor(step, DType.int64)),
+                       as_tensor(0, DType.int64))  # fmt: skip
+        inside = call("logical_and", inside, on_step)
+        offset = call("floor_divide", offset, as_tensor(step, DType.int64))
+    last = call("subtract", dim_tensor(count), as_tensor(1, DType.int64))
+    index = call("minimum", call("maximum", offset, as_tensor(0, DType.int64)), last)
+    spread = call("take", src, index, axis=axis)
+    return call("where", _along(inside, axis, rank), spread, x)
+
+
+@converts("aten.select_scatter.default")
+def _select_scatter(ctx, node, args, kwargs):
+    """``x`` with ``x.select(dim, index)`` replaced by ``src``."""
+    a = ctx.arg(args, kwargs)
+    x = a["self"]
+    rank = _rank(x)
+    axis = _axis(int(a["dim"]), rank)
+    size = x.ty.shape[axis]
+    index = a["index"]
+    if isinstance(index, int) and index < 0:
+        index = size + index
+    src = call("unsqueeze", cast(a["src"], _dtype(x)), axes=[axis])
+    mask = call("equal", _positions(size), dim_tensor(index))
+    return call("where", _along(mask, axis, rank), src, x)
+
+
+@converts("aten.copy.default")
+def _copy(ctx, node, args, kwargs):
+    """``x.copy_(src)`` made functional: ``src`` in ``x``'s dtype and shape."""
+    a = ctx.arg(args, kwargs)
+    x, src = a["self"], a["src"]
+    src = as_tensor(src, _dtype(x))
+    if src.ty.shape != x.ty.shape:
+        src = call("broadcast_to", src, shape=list(x.ty.shape))
+    return src
 
 
 @converts("aten.diff.default")
@@ -1540,6 +1645,27 @@ def _layer_norm(ctx, node, args, kwargs):
     out = Call("layer_norm", operands, {"axes": list(range(rank - n, rank)), "epsilon": a["eps"]})
     if "native" in op_name(node):
         return out, None, None
+    return out
+
+
+@converts("aten._weight_norm.default", "aten._weight_norm_interface.default")
+def _weight_norm(ctx, node, args, kwargs):
+    """``v * (g / ||v||)``, the norm over every dim but ``dim`` (torch's norm_except_dim:
+    ``dim=-1``, what ``weight_norm(dim=None)`` passes, is the norm of the whole tensor; any
+    other negative dim counts from the end). ``_weight_norm_interface`` also gives the norm."""
+    a = ctx.arg(args, kwargs)
+    v, g, dim = a["v"], a["g"], int(a["dim"])
+    dtype = common_dtype(v, g)
+    v, g = cast(v, dtype), cast(g, dtype)
+    rank = _rank(v)
+    keep = None if dim == -1 else _axis(dim, rank)
+    if keep is not None and not 0 <= keep < rank:
+        raise FrontendError(f"weight_norm: dim {dim} is out of range for a weight of rank {rank}")
+    axes = [i for i in range(rank) if i != keep]
+    norm = call("sqrt", call("sum", call("multiply", v, v), axes=axes, keepdims=keep is not None))
+    out = call("multiply", v, call("divide", g, norm))
+    if "interface" in op_name(node):
+        return out, norm
     return out
 
 

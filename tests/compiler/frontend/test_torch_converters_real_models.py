@@ -24,7 +24,9 @@ from compiler.ir import verify
 from compiler.ir.nodes import IRError
 from tests.compiler.frontend.onnx_helpers import ort_run
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
+)
 
 
 class Fn(nn.Module):
@@ -256,3 +258,169 @@ def test_onnx_pool_of_a_dynamic_batch_gets_static_shapes():
     assert trace.failure is None, trace.failure
     report = trace.check((x.numpy(),))
     assert not report.findings, report.findings
+
+
+# ----- weight_norm, meshgrid --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -2, None])
+def test_weight_norm_matches_torch(dim):
+    conv = nn.Conv1d(3, 4, 3)
+    if dim is None or dim < -1:  # (the old API: dim=None is the norm of the whole weight)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = nn.utils.weight_norm(conv, dim=dim)
+    else:
+        model = nn.utils.parametrizations.weight_norm(conv, dim=dim)
+    module = check_torch(model, torch.randn(2, 3, 8))
+    assert "sqrt" in _ops(module)
+
+
+def test_weight_norm_of_a_hubert_style_positional_conv():
+    """A grouped, padded convolution whose weight is normalised over dim 2 (wav2vec2,
+    HuBERT: the convolutional position embedding)."""
+    conv = nn.Conv1d(8, 8, kernel_size=5, padding=2, groups=2)
+    model = nn.utils.parametrizations.weight_norm(conv, name="weight", dim=2)
+    check_torch(model, torch.randn(1, 8, 12), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_matches_torch(indexing):
+    def fn(a, b, c):
+        grids = torch.meshgrid(a, b, c, indexing=indexing)
+        return (*grids, torch.stack(torch.meshgrid(a, b, indexing=indexing)))
+
+    check_torch(fn, torch.arange(3.0), torch.randn(4), torch.tensor([7.0, 8.0]))
+
+
+def test_meshgrid_of_0d_and_single_inputs():
+    check_torch(lambda a, b: torch.meshgrid(a, b, indexing="xy"), torch.tensor(2),
+                torch.arange(3))  # fmt: skip
+    check_torch(lambda a: torch.meshgrid(a, indexing="ij"), torch.arange(4))
+
+
+def test_meshgrid_of_a_symbolic_length():
+    n = torch.export.Dim("n", min=3)
+    module = check_torch(
+        lambda a, b: torch.meshgrid(a, b, indexing="ij"),
+        torch.arange(5.0),
+        torch.arange(3.0),
+        dynamic_shapes=(({0: n}, None),),
+    )
+    out = run(module, np.arange(7.0, dtype=np.float32), np.arange(3.0, dtype=np.float32))
+    assert out[0].shape == (7, 3)
+    np.testing.assert_array_equal(out[0][:, 1], np.arange(7.0))
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_meshgrid_and_weight_norm_through_onnx(dynamo):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(3, 4, 3), dim=0)
+
+        def forward(self, x, a):
+            gi, gj = torch.meshgrid(a, a[:3], indexing="xy")
+            return self.conv(x), gi * 2 + gj
+
+    with torch.no_grad():
+        check_onnx(Model(), torch.randn(1, 3, 8), torch.arange(5.0), dynamo=dynamo, atol=1e-5)
+
+
+# ----- in-place updates of views (functionalised) -----------------------------------------------
+
+
+def _beit_relative_position_index(window_size):
+    """transformers' BeitRelativePositionBias.generate_relative_position_index (5.x), as
+    BEiT / Data2VecVision compute it in forward."""
+    num_relative_distance = (2 * window_size[0] - 1) * (2 * window_size[1] - 1) + 3
+    window_area = window_size[0] * window_size[1]
+    grid = torch.meshgrid(torch.arange(window_size[0]), torch.arange(window_size[1]), indexing="ij")
+    coords_flatten = torch.flatten(torch.stack(grid), start_dim=1)
+    relative_coords = (coords_flatten[:, :, None] - coords_flatten[:, None, :]).permute(1, 2, 0)
+    relative_coords = relative_coords.contiguous()
+    relative_coords[:, :, 0] += window_size[0] - 1
+    relative_coords[:, :, 1] += window_size[1] - 1
+    relative_coords[:, :, 0] *= 2 * window_size[1] - 1
+    index = torch.zeros(size=(window_area + 1,) * 2, dtype=relative_coords.dtype)
+    index[1:, 1:] = relative_coords.sum(-1)
+    index[0, 0:] = num_relative_distance - 3
+    index[0:, 0] = num_relative_distance - 2
+    index[0, 0] = num_relative_distance - 1
+    return index
+
+
+class RelativeBias(nn.Module):
+    def __init__(self, window=(3, 2), heads=2):
+        super().__init__()
+        self.window = window
+        n = (2 * window[0] - 1) * (2 * window[1] - 1) + 3
+        self.table = nn.Parameter(torch.randn(n, heads))
+
+    def forward(self, scores):
+        index = _beit_relative_position_index(self.window)
+        area = self.window[0] * self.window[1] + 1
+        bias = self.table[index.view(-1)].view(area, area, -1).permute(2, 0, 1)
+        return scores + bias
+
+
+def test_beit_relative_position_index_is_functionalised():
+    model = RelativeBias()
+    module = check_torch(model, torch.randn(1, 2, 7, 7))
+    assert {"where"} <= _ops(module)
+
+
+VIEW_WRITES = {
+    "add_into_select": lambda x: _then(x.clone(), lambda t: t[:, 0].add_(1.0)),
+    "relu_into_select": lambda x: _then(x * 1, lambda t: t[:, 0].relu_()),
+    "mul_into_view": lambda x: _then(x.clone(), lambda t: t.view(-1).mul_(2.0)),
+    "copy_into_slice": lambda x: _then(x.clone(), lambda t: t[1:, ::2].copy_(x[:-1, :3] * 3)),
+    "fill_into_narrow": lambda x: _then(x.clone(), lambda t: t.narrow(1, 1, 2).fill_(-1.0)),
+    "setitem_negative": lambda x: _then(x.clone(), lambda t: t.__setitem__((-1, slice(-2, None)), 5)),
+    "nested_views": lambda x: _then(x.clone(), lambda t: t[1:][:, 1].sub_(x[0, 0])),
+    "earlier_view_sees_write": lambda x: _aliased(x),
+    "index_put_into_view": lambda x: _then(
+        x.clone(), lambda t: t[1].index_put_((torch.tensor([0, 2]),), torch.tensor(9.0))
+    ),
+}  # fmt: skip
+
+
+def _then(t, write):
+    write(t)
+    return t
+
+
+def _aliased(x):
+    t = x * 1
+    v = t[:, 1:]  # a view taken before the write through another view
+    t[0].add_(10.0)
+    return v + 0, t
+
+
+@pytest.mark.parametrize("name", list(VIEW_WRITES))
+def test_in_place_writes_into_views_match_torch(name):
+    check_torch(VIEW_WRITES[name], torch.randn(4, 5, generator=torch.Generator().manual_seed(3)))
+
+
+def test_in_place_write_into_a_view_of_a_symbolic_tensor():
+    n = torch.export.Dim("n", min=3)
+    fn = VIEW_WRITES["copy_into_slice"]
+    module = check_torch(fn, torch.randn(4, 5), dynamic_shapes=(({0: n},),))
+    x = torch.randn(7, 5)
+    np.testing.assert_allclose(run(module, x.numpy())[0], fn(x).numpy(), rtol=1e-6)
+
+
+def test_explore_and_check_a_model_writing_into_views():
+    """The explorer shows, and checks per node against, the functionalised program."""
+    import explorer
+
+    x = torch.randn(1, 2, 7, 7)
+    trace = explorer.explore(RelativeBias(), (x,))
+    assert trace.failure is None
+    report = trace.check((x,))
+    assert not report.findings, [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_view_writes_through_onnx(dynamo):
+    check_onnx(RelativeBias(), torch.randn(1, 2, 7, 7), dynamo=dynamo)
