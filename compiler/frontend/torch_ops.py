@@ -1572,6 +1572,108 @@ def _upsample_bilinear2d(ctx, node, args, kwargs):
     )
 
 
+def _cubic(d: np.ndarray, a: float) -> np.ndarray:
+    """The cubic convolution kernel (Keys) at distances ``|d|``, coefficient ``a``."""
+    d = np.abs(d)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+
+def _resample_scale(size: int, out: int, align_corners: bool, factor) -> float:
+    """torch's area_pixel_compute_scale: input pixels per output pixel."""
+    if align_corners:
+        return (size - 1) / (out - 1) if out > 1 else 0.0
+    return 1.0 / float(factor) if factor is not None and factor > 0 else size / out
+
+
+def _bicubic_taps(size: int, out: int, align_corners: bool, factor, ft=np.float32) -> tuple:
+    """Per output position the 4 input positions (clamped into the input: torch repeats the
+    edge) and their weights: torch's upsample_bicubic2d along one axis (coefficient -0.75,
+    source ``scale * (dst + 0.5) - 0.5`` not clamped, or ``scale * dst`` with
+    align_corners). The weights are computed in ``ft`` (float32 for float32 input, as in
+    torch)."""
+    scale = ft(_resample_scale(size, out, align_corners, factor))
+    dst = np.arange(out, dtype=ft)
+    real = scale * dst if align_corners else scale * (dst + ft(0.5)) - ft(0.5)
+    low = np.floor(real)
+    t = (real - low).astype(ft)
+    a = ft(-0.75)
+    weights = np.stack([_cubic(t + 1, a), _cubic(t, a), _cubic(1 - t, a), _cubic(2 - t, a)], 1)
+    index = low.astype(np.int64)[:, None] + np.arange(-1, 3)[None, :]
+    return np.clip(index, 0, size - 1), weights
+
+
+def _antialias_taps(size: int, out: int, align_corners: bool, factor, mode: str) -> tuple:
+    """torch's antialiased resampling along one axis (``_upsample_*_aa``, Pillow's): the
+    filter (triangle, or cubic with a = -0.5) stretched by the scale when downsampling,
+    over the input positions within its support around ``scale * (dst + 0.5)``, the
+    weights normalised to sum 1. Positions past the taps of a row get weight 0."""
+    scale = _resample_scale(size, out, align_corners, factor)
+    radius = 1.0 if mode == "linear" else 2.0
+    support = radius * scale if scale >= 1.0 else radius
+    invscale = 1.0 / scale if scale >= 1.0 else 1.0
+    rows = []
+    for i in range(out):
+        center = scale * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), size)
+        d = (np.arange(lo, hi) - center + 0.5) * invscale
+        w = np.maximum(0.0, 1.0 - np.abs(d)) if mode == "linear" else _cubic(d, -0.5)
+        total = w.sum()
+        rows.append((np.arange(lo, hi), w / total if total != 0 else w))
+    taps = max(1, max(len(r[0]) for r in rows))
+    index = np.zeros((out, taps), np.int64)
+    weights = np.zeros((out, taps))
+    for i, (pos, w) in enumerate(rows):
+        index[i, : len(pos)], weights[i, : len(pos)] = pos, w
+        index[i, len(pos) :] = pos[-1] if len(pos) else 0
+    return index, weights
+
+
+def _resample(x: Expr, axis: int, index: np.ndarray, weights: np.ndarray) -> Expr:
+    """``sum_k x[..., index[i, k], ...] * weights[i, k]`` along ``axis``: a take of the taps,
+    a product and a sum over them (the form ONNX Resize's cubic mode is composed in)."""
+    dtype = _dtype(x)
+    gathered = call("take", x, Constant(index), axis=axis)  # [..., out, K, ...]
+    tail = _rank(x) - axis - 1
+    w = Constant(weights.reshape(weights.shape + (1,) * tail).astype(dtype.numpy))
+    return call("sum", call("multiply", gathered, w), axes=[axis + 1], keepdims=False)
+
+
+@converts(
+    "aten.upsample_bicubic2d.vec",
+    "aten.upsample_bicubic2d.default",
+    "aten._upsample_bicubic2d_aa.vec",
+    "aten._upsample_bicubic2d_aa.default",
+    "aten._upsample_bilinear2d_aa.vec",
+    "aten._upsample_bilinear2d_aa.default",
+)
+def _upsample_taps(ctx, node, args, kwargs):
+    """Bicubic resizing (and antialiased bicubic and bilinear) of the last two dims, one axis
+    at a time, with torch's taps and weights computed at import (static spatial sizes)."""
+    a = ctx.arg(args, kwargs)
+    x = a["input"] if "input" in a else a["self"]
+    name = op_name(node)
+    factors = a.get("scale_factors") or [a.get("scales_h"), a.get("scales_w")]
+    align = bool(a["align_corners"])
+    out = _out_shape(ctx)
+    dtype = _dtype(x)
+    y = x if dtype in (DType.float32, DType.float64) else cast(x, DType.float32)
+    for axis in (2, 3):
+        size, n = x.ty.shape[axis], out[axis]
+        if not (isinstance(size, int) and isinstance(n, int)):
+            raise FrontendError(f"{name} of symbolic spatial sizes is not supported")
+        factor = factors[axis - 2] if factors and len(factors) > axis - 2 else None
+        if name.endswith("_aa"):
+            mode = "linear" if "bilinear" in name else "cubic"
+            index, weights = _antialias_taps(size, n, align, factor, mode)
+        else:
+            index, weights = _bicubic_taps(size, n, align, factor, _dtype(y).numpy.type)
+        y = _resample(y, axis, index, weights)
+    return cast(y, dtype)
+
+
 @converts("aten.adaptive_avg_pool1d.default")
 def _adaptive_avg_pool1d(ctx, node, args, kwargs):
     x, size = args[0], args[1]

@@ -165,6 +165,14 @@ def resize_composed(ctx) -> Expr:
     else:
         raise ConversionError("Resize needs scales or sizes")
     known, same = _static_sizes(ctx, x, axes, policy)
+    # scales known at import become constants (antialiasing then has a static tap count)
+    given_scales = ctx.const(2) if ctx.has(2) and not ctx.has(3) else None
+    for i, a in enumerate(axes):
+        dim = x.ty.shape[a]
+        if given_scales is not None and given_scales.size == len(axes):
+            scales[i] = ctx.constant(float(given_scales.reshape(-1)[i]), F64)
+        elif ctx.has(3) and policy == "stretch" and known[i] is not None and isinstance(dim, int):
+            scales[i] = ctx.constant(known[i] / dim, F64) if dim > 0 else scales[i]
     ms = [m if k is None else ctx.constant(k, I64) for m, k in zip(ms, known, strict=True)]
     if how != "tf_crop_and_resize":  # axes left as they are (roi applies to every axis)
         keep = [i for i in range(len(axes)) if not same[i]]
@@ -282,6 +290,15 @@ def _static_int(e: Expr) -> int | None:
     return None
 
 
+def _static_float(e: Expr) -> float | None:
+    """The value of a one-element constant (a scale known at import), else None."""
+    from compiler.ir.nodes import Constant
+
+    if isinstance(e, Constant) and e.data.size == 1:
+        return float(e.data.reshape(-1)[0])
+    return None
+
+
 def _source(o, pos, nf, m, s, how, roi):
     """The f64 source coordinate of each output position, and (tf_crop_and_resize) the mask
     of those outside the input."""
@@ -346,10 +363,15 @@ def _kernel(o, d, mode, a):
 def _filter_axis(ctx, o, y, axis, source, nf, s, radius, mode, a, antialias, exclude):
     """Linear or cubic resampling along ``axis`` (see the module docstring)."""
     if antialias:
+        given = _static_float(s)
         s = o.minimum(s, 1.0)
-        # K = -2 * floor(-radius / s) taps, at least 2 * radius
-        taps = _cast(ctx, o.multiply(o.floor(o.divide(-radius, s)), -2.0), I64)
-        k = _positions(ctx, taps, None)
+        # K = -2 * floor(-radius / s) taps, at least 2 * radius (a static count for a
+        # constant scale, so the taps have a static shape)
+        if given is not None and given > 0:
+            k = ctx.call("arange", stop=int(-2 * math.floor(-radius / min(given, 1.0))), dtype=F64)
+        else:
+            taps = _cast(ctx, o.multiply(o.floor(o.divide(-radius, s)), -2.0), I64)
+            k = _positions(ctx, taps, None)
     else:
         s = o.f(1.0)
         k = ctx.call("arange", stop=int(2 * radius), dtype=F64)

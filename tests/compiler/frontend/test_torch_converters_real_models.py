@@ -376,7 +376,7 @@ VIEW_WRITES = {
     "mul_into_view": lambda x: _then(x.clone(), lambda t: t.view(-1).mul_(2.0)),
     "copy_into_slice": lambda x: _then(x.clone(), lambda t: t[1:, ::2].copy_(x[:-1, :3] * 3)),
     "fill_into_narrow": lambda x: _then(x.clone(), lambda t: t.narrow(1, 1, 2).fill_(-1.0)),
-    "setitem_negative": lambda x: _then(x.clone(), lambda t: t.__setitem__((-1, slice(-2, None)), 5)),
+    "setitem_neg": lambda x: _then(x.clone(), lambda t: t.__setitem__((-1, slice(-2, None)), 5)),
     "nested_views": lambda x: _then(x.clone(), lambda t: t[1:][:, 1].sub_(x[0, 0])),
     "earlier_view_sees_write": lambda x: _aliased(x),
     "index_put_into_view": lambda x: _then(
@@ -424,3 +424,81 @@ def test_explore_and_check_a_model_writing_into_views():
 @pytest.mark.parametrize("dynamo", [False, True])
 def test_view_writes_through_onnx(dynamo):
     check_onnx(RelativeBias(), torch.randn(1, 2, 7, 7), dynamo=dynamo)
+
+
+# ----- bicubic (and antialiased) resizing --------------------------------------------------------
+
+
+class Interpolate(nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+        self.options = options
+
+    def forward(self, x):
+        return F.interpolate(x, **self.options)
+
+
+RESIZES = [
+    {"size": (11, 13)},
+    {"size": (4, 5)},
+    {"size": (1, 1)},
+    {"size": (15, 3)},
+    {"scale_factor": 1.7},
+    {"scale_factor": (0.5, 2.3)},
+]
+
+
+@pytest.mark.parametrize("antialias", [False, True])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("options", RESIZES, ids=str)
+def test_bicubic_matches_torch(options, align_corners, antialias):
+    model = Interpolate(mode="bicubic", align_corners=align_corners, antialias=antialias,
+                        **options)  # fmt: skip
+    x = torch.randn(2, 3, 7, 9, generator=torch.Generator().manual_seed(4))
+    check_torch(model, x, compiled=options is RESIZES[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_antialiased_bilinear_matches_torch(align_corners):
+    model = Interpolate(size=(3, 10), mode="bilinear", align_corners=align_corners,
+                        antialias=True)  # fmt: skip
+    check_torch(model, torch.randn(1, 2, 8, 6), rtol=1e-5, atol=1e-5)
+
+
+def test_bicubic_of_float64_and_the_weights_sum_to_one():
+    x = torch.randn(1, 1, 5, 6, dtype=torch.float64)
+    module = check_torch(Interpolate(size=(9, 4), mode="bicubic"), x, rtol=1e-6, atol=1e-6)
+    ones = np.ones((1, 1, 5, 6))
+    np.testing.assert_allclose(run(module, ones)[0], np.ones((1, 1, 9, 4)), rtol=1e-12)
+
+
+def test_beit_style_position_table_interpolation():
+    """Position embeddings interpolated to the image size (ViT, DINOv2, BEiT)."""
+
+    class PosEmbed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Parameter(torch.randn(1, 16, 8))
+
+        def forward(self, x):
+            grid = self.table.reshape(1, 4, 4, 8).permute(0, 3, 1, 2)
+            grid = F.interpolate(grid, scale_factor=(1.5, 1.5), mode="bicubic",
+                                 align_corners=False)  # fmt: skip
+            return x + grid.permute(0, 2, 3, 1).reshape(1, -1, 8)
+
+    check_torch(PosEmbed(), torch.randn(1, 36, 8), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_bicubic_through_onnx(align_corners, dynamo):
+    model = Interpolate(size=(10, 5), mode="bicubic", align_corners=align_corners)
+    check_onnx(model, torch.randn(1, 2, 6, 7), dynamo=dynamo, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bicubic", "bilinear"])
+def test_antialiased_resize_through_onnx(mode):
+    """The dynamo exporter writes Resize with antialias=1 (the TorchScript one refuses it);
+    a constant scale gives the taps a static count, so the compiled backend takes it."""
+    model = Interpolate(size=(3, 10), mode=mode, antialias=True)
+    check_onnx(model, torch.randn(1, 2, 8, 6), dynamo=True, rtol=1e-5, atol=1e-5)
