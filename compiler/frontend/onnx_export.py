@@ -1221,6 +1221,21 @@ def _nonzero(e, n, a):
     return e.node("NonZero", a)
 
 
+@lowers("bincount")
+def _bincount(e, n, a):
+    """max(max(x) + 1, minlength) zeros, then a ScatterElements add of ones (or weights)."""
+    dtype = n.attrs["dtype"]
+    x = e.node("Cast", [a[0]], to=ONNX_DTYPE[DType.int64])
+    top = e.node("Add", [e.node("ReduceMax", [x], keepdims=1), e.i64([1])])
+    length = e.node("Max", [top, e.i64([n.attrs["minlength"]])])
+    zeros = e.node("ConstantOfShape", [length], value=_fill_tensor(0, dtype))
+    if len(a) > 1:
+        updates = e.node("Cast", [a[1]], to=ONNX_DTYPE[dtype])
+    else:
+        updates = e.node("Expand", [e.const(1, dtype), e.node("Shape", [x])])
+    return e.node("ScatterElements", [zeros, x, updates], axis=0, reduction="add")
+
+
 @lowers("gather_elements")
 def _gather_elements(e, n, a):
     return e.node("GatherElements", a, axis=n.attrs["axis"])

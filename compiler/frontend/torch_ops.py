@@ -2058,6 +2058,71 @@ def _argsort(ctx, node, args, kwargs):
     return TupleGetItem(_sort_order(a["self"], a["dim"], a["descending"], "argsort"), 1)
 
 
+def _rounded_steps(steps: list, dtype: DType) -> Expr:
+    """``((a op1 b) op2 c) ...`` with every step rounded to ``dtype`` as IEEE arithmetic in
+    ``dtype`` rounds it: for float32 each step is done in float64 and cast back (exact: a
+    +, -, *, / in float64 rounded to float32 is the float32 result), so the compiled
+    backend, which may contract and reassociate float arithmetic, cannot move a bin edge."""
+    wide = DType.float64 if dtype is DType.float32 else dtype
+    value = None
+    for op, a, b in steps:
+        a = value if a is None else a
+        value = cast(call(op, cast(a, wide), cast(b, wide)), dtype)
+    return value
+
+
+@converts("aten.histc.default")
+def _histc(ctx, node, args, kwargs):
+    """``torch.histc``: counts of the elements in ``bins`` equal bins over [min, max] (the
+    data's range when min == max, widened by 1 each way when that is one value; elements
+    outside, and nans, are not counted). As torch's CPU kernel: bin
+    ``int((x - min) * bins / (max - min))`` in the input's dtype, the last bin closed. A
+    scatter-add of ones, the elements outside sent to an extra bin that is dropped."""
+    a = ctx.arg(args, kwargs)
+    x = a["self"]
+    dtype = _dtype(x)
+    if not dtype.is_float:
+        raise FrontendError(f"histc of {dtype} input (torch takes floating-point input only)")
+    bins = int(a["bins"])
+    if bins <= 0:
+        raise FrontendError(f"histc needs bins > 0, got {bins}")
+    lo_v, hi_v = float(a["min"]), float(a["max"])
+    if lo_v > hi_v:
+        raise FrontendError(f"histc: max ({hi_v}) must be larger than min ({lo_v})")
+    flat = call("reshape", x, shape=[-1])
+    if lo_v == hi_v:  # the data's range
+        lo, hi = call("min", flat), call("max", flat)
+        same = call("equal", lo, hi)
+        one = as_tensor(1, dtype)
+        lo = call("where", same, call("subtract", lo, one), lo)
+        hi = call("where", same, call("add", hi, one), hi)
+    else:
+        lo, hi = as_tensor(lo_v, dtype), as_tensor(hi_v, dtype)
+    inside = call("logical_and", call("greater_equal", flat, lo), call("less_equal", flat, hi))
+    scaled = _rounded_steps(
+        [("subtract", flat, lo), ("multiply", None, as_tensor(bins, dtype)),
+         ("divide", None, call("subtract", hi, lo))], dtype)  # fmt: skip
+    pos = call("cast", call("where", inside, scaled, as_tensor(0, dtype)), dtype=DType.int64)
+    pos = call("minimum", pos, as_tensor(bins - 1, DType.int64))
+    pos = call("where", inside, pos, as_tensor(bins, DType.int64))
+    ones = call("broadcast_to", as_tensor(1, dtype), shape=list(flat.ty.shape))
+    zeros = Constant(np.zeros(bins + 1, dtype.numpy))
+    counts = call("scatter_elements", zeros, pos, ones, axis=0, reduction="add")
+    return call("strided_slice", counts, begin=[0], end=[bins], axes=[0])
+
+
+@converts("aten.bincount.default")
+def _bincount(ctx, node, args, kwargs):
+    """``torch.bincount``: the ``bincount`` op, whose length depends on the data (a '?' dim,
+    as nonzero's; the compiled backend runs it on the host)."""
+    a = ctx.arg(args, kwargs)
+    x, weights, minlength = a["self"], a.get("weights"), int(a["minlength"])
+    if _rank(x) != 1 or not _dtype(x).is_int:
+        raise FrontendError(f"bincount takes a 1-D tensor of integers, got {x.ty}")
+    extra = [] if weights is None else [weights]
+    return call("bincount", x, *extra, minlength=minlength, dtype=ctx.out_dtype)
+
+
 # ----- control flow ---------------------------------------------------------------------------
 
 

@@ -135,6 +135,54 @@ define_op(
 )
 
 
+# ----- bincount ----------------------------------------------------------------------------
+
+
+def _bincount_infer(types, attrs):
+    x = tensor_input(types[0], "x")
+    if not x.dtype.is_int or x.dtype is DType.bool or (x.shape is not None and len(x.shape) != 1):
+        raise TypeInferenceError(f"x must be a 1-D tensor of integers, got {x}")
+    if attrs["minlength"] < 0:
+        raise TypeInferenceError(f"minlength must be >= 0, got {attrs['minlength']}")
+    if len(types) > 1 and types[1] is not None:
+        w = tensor_input(types[1], "weights")
+        if w.shape is not None and (len(w.shape) != 1 or not _same_len(w.shape[0], x.shape)):
+            raise TypeInferenceError(f"weights must be 1-D with one weight per element of {x}")
+    return TensorType((ANY,), attrs["dtype"])
+
+
+def _same_len(n, shape) -> bool:
+    m = None if shape is None else shape[0]
+    return not (isinstance(n, int) and isinstance(m, int)) or n == m
+
+
+def _bincount_compute(values, attrs):
+    x = values[0].astype(np.int64)
+    weights = values[1] if len(values) > 1 and values[1] is not None else None
+    if x.size and x.min() < 0:
+        raise ValueError(f"bincount of a negative value ({x.min()})")
+    if weights is not None and weights.shape != x.shape:
+        raise ValueError(f"{weights.shape[0]} weights for {x.shape[0]} values")
+    w = None if weights is None else weights.astype(np.float64)
+    return np.bincount(x, w, minlength=attrs["minlength"]).astype(attrs["dtype"].numpy)
+
+
+define_op(
+    "bincount",
+    inputs=("x", "weights?"),
+    attrs={
+        "minlength": AttrSpec("int", 0, "the fewest bins"),
+        "dtype": AttrSpec("dtype", DType.int64, "the result dtype"),
+    },
+    infer=_bincount_infer,
+    compute=_bincount_compute,
+    pattern=OPAQUE,
+    doc="How often each value 0 .. max(x) of a 1-D integer tensor occurs, or the sum of its "
+    "weights (torch.bincount): [max(max(x) + 1, minlength)], a length known only at run "
+    "time (the host computes it, as nonzero).",
+)
+
+
 # ----- gather_elements, scatter_elements ---------------------------------------------------
 
 

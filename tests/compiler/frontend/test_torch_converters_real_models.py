@@ -22,6 +22,7 @@ from compiler.frontend import from_onnx, from_torch
 from compiler.interpret import run
 from compiler.ir import verify
 from compiler.ir.nodes import IRError
+from compiler.ir.symbolic import ANY
 from tests.compiler.frontend.onnx_helpers import ort_run
 
 pytestmark = pytest.mark.filterwarnings(
@@ -217,7 +218,7 @@ def test_pooling_matches_torch(name):
 def test_kernel_over_the_input_gives_one_window_of_the_padded_input():
     x = torch.arange(8.0).reshape(1, 2, 2, 2)
     module = check_torch(nn.AvgPool2d(3, ceil_mode=True), x)
-    assert module.main.outputs[0].ty.shape == (1, 2, 1, 1)
+    assert module.main.output.ty.shape == (1, 2, 1, 1)
     # torch divides by the window clipped to the input (4), not the kernel (9)
     np.testing.assert_allclose(run(module, x.numpy())[0].reshape(-1), [1.5, 5.5])
 
@@ -502,3 +503,91 @@ def test_antialiased_resize_through_onnx(mode):
     a constant scale gives the taps a static count, so the compiled backend takes it."""
     model = Interpolate(size=(3, 10), mode=mode, antialias=True)
     check_onnx(model, torch.randn(1, 2, 8, 6), dynamo=True, rtol=1e-5, atol=1e-5)
+
+
+# ----- histc / bincount ---------------------------------------------------------------------------
+
+
+def _edges(dtype=torch.float32):
+    """Values on and around bin edges, outside the range, and a nan."""
+    x = torch.cat([torch.linspace(-1.2, 1.2, 241), torch.arange(-100, 101) / 100,
+                   torch.arange(0, 21) * 0.03, torch.tensor([float("nan")])])  # fmt: skip
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bins, lo, hi", [(20, -1, 1), (7, -0.3, 0.9), (13, 0.1, 0.7), (3, 0, 0)])
+def test_histc_matches_torch_on_bin_edges(bins, lo, hi, dtype):
+    """torch's float arithmetic bins every edge value alike, in the compiled backend too."""
+    x = _edges(dtype)
+    if lo == hi:  # the data's range: no nan (torch refuses a nan range)
+        x = x[:-1]
+    check_torch(lambda t: torch.histc(t, bins=bins, min=lo, max=hi), x, atol=0)
+
+
+def test_histc_of_one_value_widens_the_range():
+    check_torch(lambda t: torch.histc(t, bins=4), torch.full((2, 3), 3.0), atol=0)
+
+
+def test_histc_of_moe_expert_ids():
+    """transformers' MoE load balancing: tokens per expert from top-k expert ids."""
+
+    def fn(logits):
+        _, experts = torch.topk(logits.softmax(-1), 2, dim=-1)
+        return torch.histc(experts.float(), bins=4, min=0, max=3)
+
+    check_torch(fn, torch.randn(6, 4), atol=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    bins=st.integers(1, 12),
+    lo=st.floats(-3, 3, width=32),
+    width=st.floats(0.125, 4, width=32),
+    seed=st.integers(0, 99),
+)
+def test_histc_matches_torch_on_random_ranges(bins, lo, width, seed):
+    x = torch.randn(60, generator=torch.Generator().manual_seed(seed)) * 2
+    hi = float(np.float32(lo + width))
+    check_torch(lambda t: torch.histc(t, bins=bins, min=lo, max=hi), x, compiled=False, atol=0)
+
+
+@pytest.mark.parametrize(
+    "weights, minlength",
+    [(None, 0), (None, 9), (torch.float32, 0), (torch.float64, 3)],
+)
+def test_bincount_matches_torch(weights, minlength):
+    x = torch.tensor([1, 3, 3, 0, 5, 1, 1])
+    w = None if weights is None else torch.randn(7, dtype=weights)
+    module = check_torch(lambda t: torch.bincount(t, weights=w, minlength=minlength), x)
+    assert module.main.output.ty.shape == (ANY,)
+
+
+def test_bincount_of_a_symbolic_length_and_of_other_data():
+    n = torch.export.Dim("n", min=2)
+    fn = Fn(lambda t: torch.bincount(t * 2, minlength=3))
+    module = check_torch(fn, torch.tensor([1, 0, 4]), dynamic_shapes=(({0: n},),))
+    exe = build(module)
+    for data in ([0, 0], [7, 1, 2, 2, 9]):
+        x = torch.tensor(data)
+        want = fn(x).numpy()
+        np.testing.assert_array_equal(run(module, x.numpy())[0], want)
+        np.testing.assert_array_equal(exe(x.numpy())[0], want)
+
+
+def test_histc_and_bincount_export_to_onnx():
+    """Neither torch exporter takes histc or bincount; to_onnx writes them for onnxruntime."""
+    import onnxruntime as ort
+
+    from compiler.frontend import to_onnx
+
+    def fn(t, w, f):
+        return torch.bincount(t, weights=w, minlength=8), torch.histc(f, bins=5)
+
+    args = (torch.tensor([1, 3, 3, 0, 5]), torch.randn(5), torch.randn(40))
+    module = check_torch(fn, *args)
+    sess = ort.InferenceSession(to_onnx(module).SerializeToString())
+    feed = zip(sess.get_inputs(), args, strict=True)
+    got = sess.run(None, {i.name: a.numpy() for i, a in feed})
+    for g, w in zip(got, fn(*args), strict=True):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)
