@@ -1865,6 +1865,63 @@ def _gather(ctx, node, args, kwargs):
     return call("gather_elements", x, a["index"], axis=_axis(int(a["dim"]), _rank(x)))
 
 
+_SCATTER_REDUCE = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul",
+                   "amax": "max", "amin": "min"}  # fmt: skip
+
+
+def _scatter_check(node) -> str | None:
+    reduce = _literal_arg(node, "reduce", None)
+    if reduce is not None and reduce not in _SCATTER_REDUCE:
+        return f"scatter with reduce={reduce!r}"
+    if op_name(node) == "scatter_reduce" and not _literal_arg(node, "include_self", True):
+        return "scatter_reduce with include_self=False"
+    return None
+
+
+@converts(
+    "aten.scatter.value",
+    "aten.scatter.src",
+    "aten.scatter.value_reduce",
+    "aten.scatter.reduce",
+    "aten.scatter_add.default",
+    "aten.scatter_reduce.two",
+    check=_scatter_check,
+)
+def _scatter(ctx, node, args, kwargs):
+    """``torch.scatter`` / ``scatter_add`` / ``scatter_reduce`` (include_self): a
+    ``scatter_elements`` (with duplicate indices the last write wins; torch leaves that
+    order unspecified)."""
+    a = ctx.arg(args, kwargs)
+    x, index = a["self"], a["index"]
+    axis = _axis(int(a["dim"]), _rank(x))
+    src = a.get("src", a.get("value"))
+    if isinstance(src, Expr) and _rank(src) > 0:
+        updates = cast(src, _dtype(x))
+    else:  # a number (or a 0-d tensor) written at every index
+        updates = call("broadcast_to", as_tensor(src, _dtype(x)), shape=list(index.ty.shape))
+    reduce = a.get("reduce")
+    if op_name(node) == "scatter_add":
+        reduce = "sum"
+    reduction = "none" if reduce is None else _SCATTER_REDUCE[reduce]
+    return call("scatter_elements", x, index, updates, axis=axis, reduction=reduction)
+
+
+@converts("aten.index_add.default")
+def _index_add(ctx, node, args, kwargs):
+    """``x.index_add(dim, index, source, alpha)``: ``source * alpha`` added at the rows
+    ``index`` along ``dim`` (duplicates accumulate)."""
+    a = ctx.arg(args, kwargs)
+    x, index, source = a["self"], a["index"], a["source"]
+    rank = _rank(x)
+    axis = _axis(int(a["dim"]), rank)
+    source = _scale(cast(source, _dtype(x)), a.get("alpha", 1))
+    if rank == 0:
+        return call("add", x, source)
+    positions = _along(cast(index, DType.int64), axis, rank)
+    positions = call("broadcast_to", positions, shape=list(source.ty.shape))
+    return call("scatter_elements", x, positions, source, axis=axis, reduction="add")
+
+
 def _index_check(node) -> str | None:
     indices = node.args[1] if len(node.args) > 1 else []
     if not [i for i in indices if i is not None]:

@@ -591,3 +591,26 @@ def test_histc_and_bincount_export_to_onnx():
     got = sess.run(None, {i.name: a.numpy() for i, a in feed})
     for g, w in zip(got, fn(*args), strict=True):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)
+
+
+# ----- scatter / index_add (JetMoE's router and expert sums) -------------------------------------
+
+
+def test_scatter_and_index_add_match_torch():
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(4, 6, generator=g)
+    index = torch.tensor([[0, 5, 2], [1, 1, 3], [4, 0, 0], [2, 3, 5]])
+    rows = torch.tensor([2, 0, 2])
+    src = torch.randn(4, 3, generator=g)
+
+    def fn(t):
+        return (
+            torch.zeros_like(t).scatter(1, index, 1.0),
+            t.scatter(1, index[:, :1], src[:, :1]),
+            t.scatter_add(1, index, src),
+            t.scatter_reduce(1, index, src, "amax"),
+            t.index_add(0, rows, t[:3] * 2, alpha=0.5),
+            t.index_add(1, torch.tensor([5, 5]), t[:, :2]),
+        )
+
+    check_torch(fn, x)
