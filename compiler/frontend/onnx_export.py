@@ -1271,9 +1271,15 @@ def _trilu(e, n, a):
 
 @lowers("topk")
 def _topk(e, n, a):
+    k = n.attrs["k"]
+    if k == -1:  # the whole axis: its size, read from the data
+        axis = n.attrs["axis"] % len(n.args[0].ty.shape)
+        kname = e.node("Slice", [e.node("Shape", [a[0]]), e.i64([axis]), e.i64([axis + 1])])
+    else:
+        kname = e.i64([k])
     return e.node(
         "TopK",
-        [a[0], e.i64([n.attrs["k"]])],
+        [a[0], kname],
         outputs=2,
         axis=n.attrs["axis"],
         largest=int(n.attrs["largest"]),

@@ -2093,12 +2093,8 @@ def _sort_order(x: Expr, dim: int, descending: bool, what: str) -> Expr:
     if not 0 <= axis < rank:
         raise FrontendError(f"{what}: dim {dim} is out of range for a tensor of rank {rank}")
     n = x.ty.shape[axis]
-    if not isinstance(n, int):
-        raise FrontendError(
-            f"{what} along a dim of symbolic size ({n}) is not supported: export with that "
-            "dim static"
-        )
-    return call("topk", x, k=n, axis=axis, largest=bool(descending))
+    k = n if isinstance(n, int) else -1  # -1: the whole axis, of a symbolic size
+    return call("topk", x, k=k, axis=axis, largest=bool(descending))
 
 
 @converts("aten.sort.default", "aten.sort.stable")

@@ -353,8 +353,8 @@ for _name, _fn, _where in (
 def _topk_infer(types, attrs):
     data = tensor_input(types[0], "data")
     k = attrs["k"]
-    if k < 0:
-        raise TypeInferenceError(f"k must be >= 0, got {k}")
+    if k < -1:
+        raise TypeInferenceError(f"k must be >= 0 (or -1: the whole axis), got {k}")
     if data.shape is None:
         return TupleType([data, TensorType(None, DType.int64)])
     rank = len(data.shape)
@@ -362,7 +362,9 @@ def _topk_infer(types, attrs):
         raise TypeInferenceError(f"data must have rank >= 1, got {data}")
     axis = normalize_axis(attrs["axis"], rank)
     d = data.shape[axis]
-    if isinstance(d, int) and k > d:
+    if k == -1:  # a sort of the whole axis, whatever its size
+        k = d
+    elif isinstance(d, int) and k > d:
         raise TypeInferenceError(f"k={k} is larger than axis {axis} of {data} ({dim_str(d)})")
     shape = data.shape[:axis] + (k,) + data.shape[axis + 1 :]
     return TupleType([data.with_shape(shape), TensorType(shape, DType.int64)])
@@ -371,7 +373,7 @@ def _topk_infer(types, attrs):
 def _topk_compute(values, attrs):
     (x,) = values
     axis = normalize_axis(attrs["axis"], x.ndim)
-    k = attrs["k"]
+    k = x.shape[axis] if attrs["k"] == -1 else attrs["k"]
     if k > x.shape[axis]:
         raise IndexError(f"k={k} is larger than axis {axis} (size {x.shape[axis]})")
     keys = x.astype(np.float32) if x.dtype.kind == "V" else x  # bfloat16 sorts as float32
@@ -391,7 +393,7 @@ define_op(
     "topk",
     inputs=("data",),
     attrs={
-        "k": AttrSpec("int", doc="how many elements to keep"),
+        "k": AttrSpec("int", doc="how many elements to keep; -1: all (a sort of the axis)"),
         "axis": AttrSpec("int", -1, "the axis to search"),
         "largest": AttrSpec("bool", True, "the k largest (true) or the k smallest (false)"),
     },

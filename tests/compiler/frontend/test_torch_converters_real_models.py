@@ -159,16 +159,24 @@ def test_sort_matches_torch_on_random_shapes(shape, descending, data):
     check_torch(lambda t: torch.sort(t, dim=dim, descending=descending), x, compiled=False)
 
 
-def test_sort_along_a_symbolic_dim_is_a_clear_error():
-    from compiler.frontend import FrontendError
+def test_sort_along_a_symbolic_dim():
+    """A topk of the whole axis (k=-1) whatever its size: one build runs at other sizes."""
+    import onnxruntime as ort
 
-    batch = torch.export.Dim("n", min=2)
-    with pytest.raises(FrontendError, match="sort along a dim of symbolic size"):
-        from_torch(
-            Fn(lambda t: torch.sort(t, dim=0)),
-            (torch.randn(3, 4),),
-            dynamic_shapes=(({0: batch},),),
-        )
+    from compiler.frontend import to_onnx
+
+    n = torch.export.Dim("n", min=2)
+    fn = Fn(lambda t: torch.sort(t, dim=0, descending=True))
+    module = check_torch(fn, _ties(5, 3, nan=True), dynamic_shapes=(({0: n},),))
+    exe = build(module)
+    sess = ort.InferenceSession(to_onnx(module).SerializeToString())
+    for rows in (2, 9):
+        x = _ties(rows, 3, seed=rows, nan=True)
+        want = [v.numpy() for v in fn(x)]
+        for got in (run(module, x.numpy()), exe(x.numpy())):
+            _assert_same(got, want, f"{rows} rows", 0, 0)
+        got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})
+        np.testing.assert_array_equal(got[0], want[0])
 
 
 @pytest.mark.parametrize("dynamo", [False, True])
