@@ -622,3 +622,33 @@ def test_scatter_and_index_add_match_torch():
         )
 
     check_torch(fn, x)
+
+
+# ----- to_onnx of what the converters build ------------------------------------------------------
+
+TO_ONNX = {
+    "bicubic": (Interpolate(size=(9, 4), mode="bicubic"), (1, 2, 5, 6)),
+    "bicubic_antialias": (Interpolate(size=(3, 4), mode="bicubic", antialias=True), (1, 2, 7, 9)),
+    "relative_bias": (RelativeBias(), (1, 2, 7, 7)),
+    "view_writes": (Fn(VIEW_WRITES["earlier_view_sees_write"]), (4, 5)),
+    "avg_pool3d_divisor": (POOLS["avg3d_divisor"][0], (1, 2, 3, 5, 5)),
+    "max_pool1d_ceil": (POOLS["max1d_ceil"][0], (2, 3, 8)),
+    "weight_norm": (nn.utils.parametrizations.weight_norm(nn.Conv1d(3, 4, 3)), (1, 3, 8)),
+    "sort": (Fn(lambda t: torch.sort(t, dim=0)), (5, 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(TO_ONNX))
+def test_converted_models_export_to_onnx(name):
+    """to_onnx writes what the converters build, and onnxruntime gives torch's numbers."""
+    import onnxruntime as ort
+
+    from compiler.frontend import to_onnx
+
+    model, shape = TO_ONNX[name]
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(6))
+    module = from_torch(model.eval(), (x,))
+    sess = ort.InferenceSession(to_onnx(module).SerializeToString())
+    got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})
+    with torch.no_grad():
+        _assert_same(got, _flat(model(x)), "onnxruntime", 1e-5, 1e-5)
