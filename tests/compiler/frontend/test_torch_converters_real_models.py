@@ -252,17 +252,19 @@ def test_pooling_through_onnx(name, dynamo):
                dynamo=dynamo)  # fmt: skip
 
 
-def test_onnx_pool_of_a_dynamic_batch_gets_static_shapes():
-    """dynamic-to-static types an AveragePool whose kernel is larger than its input."""
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_explore_and_check_an_onnx_pool_larger_than_its_input(dynamic):
+    """EfficientNet's pooler (AvgPool2d(hidden_dim, ceil_mode=True) on a small map): the
+    import, dynamic-to-static and the check all take the one window torch gives."""
     import explorer
 
     model = nn.Sequential(nn.Conv2d(2, 2, 1), nn.AvgPool2d(3, ceil_mode=True))
     x = torch.randn(1, 2, 2, 2)
     f = io.BytesIO()
+    axes = {"x": {0: "n", 2: "h", 3: "w"}} if dynamic else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, (x,), f, dynamo=False, input_names=["x"],
-                          dynamic_axes={"x": {0: "n", 2: "h", 3: "w"}})  # fmt: skip
+        torch.onnx.export(model, (x,), f, dynamo=False, input_names=["x"], dynamic_axes=axes)
     trace = explorer.explore(f.getvalue(), (x.numpy(),))
     assert trace.failure is None, trace.failure
     report = trace.check((x.numpy(),))
