@@ -391,6 +391,14 @@ for _kind in ("max", "avg"):
             ceil_mode=True,
         ),
         _pool_case(
+            _kind,
+            _randn(1, 2, 2, 2),
+            f"{_kind}_pool2d-ceil-kernel-over-input",  # torch: one window (EfficientNet)
+            pool_size=(3, 3),
+            strides=(3, 3),
+            ceil_mode=True,
+        ),
+        _pool_case(
             _kind, _randn(1, 2, 7, 9), f"{_kind}_pool2d-rect", pool_size=(2, 3), strides=(1, 2)
         ),
         _pool_case(
