@@ -138,6 +138,10 @@ define_op(
 # ----- bincount ----------------------------------------------------------------------------
 
 
+MAX_BINS = 1 << 28
+"""The most bins ``bincount`` makes (its length comes from the data)."""
+
+
 def _bincount_infer(types, attrs):
     x = tensor_input(types[0], "x")
     if not x.dtype.is_int or x.dtype is DType.bool or (x.shape is not None and len(x.shape) != 1):
@@ -163,6 +167,9 @@ def _bincount_compute(values, attrs):
         raise ValueError(f"bincount of a negative value ({x.min()})")
     if weights is not None and weights.shape != x.shape:
         raise ValueError(f"{weights.shape[0]} weights for {x.shape[0]} values")
+    length = max(int(x.max()) + 1 if x.size else 0, attrs["minlength"])
+    if length > MAX_BINS:  # (a value from a file or an IR text: never a huge allocation)
+        raise ValueError(f"bincount would make {length} bins, more than {MAX_BINS}")
     w = None if weights is None else weights.astype(np.float64)
     return np.bincount(x, w, minlength=attrs["minlength"]).astype(attrs["dtype"].numpy)
 

@@ -654,3 +654,11 @@ def test_converted_models_export_to_onnx(name):
     got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})
     with torch.no_grad():
         _assert_same(got, _flat(model(x)), "onnxruntime", 1e-5, 1e-5)
+
+
+def test_bincount_of_a_huge_value_is_refused_not_allocated():
+    from compiler.ops.index import MAX_BINS
+
+    module = from_torch(Fn(lambda t: torch.bincount(t)), (torch.tensor([1, 2]),))
+    with pytest.raises(Exception, match=f"more than {MAX_BINS}"):
+        run(module, np.array([1, 2**40], np.int64))
