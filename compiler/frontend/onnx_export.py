@@ -1158,12 +1158,19 @@ def _resize(e, n, a):
         scales, sizes = e.const(list(n.attrs["scales"]), DType.float32), ""
     else:
         scales, sizes = "", e.dims(list(n.attrs["sizes"]))
+    cubic = {}
+    if n.attrs["mode"] == "cubic":
+        cubic = {
+            "cubic_coeff_a": float(n.attrs["cubic_coeff_a"]),
+            "exclude_outside": int(n.attrs["exclude_outside"]),
+        }
     return e.node(
         "Resize",
         [a[0], "", scales, sizes],
         mode=n.attrs["mode"],
         coordinate_transformation_mode=how,
         nearest_mode=n.attrs["nearest_mode"],
+        **cubic,
     )
 
 

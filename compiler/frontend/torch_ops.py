@@ -1587,23 +1587,6 @@ def _resample_scale(size: int, out: int, align_corners: bool, factor) -> float:
     return 1.0 / float(factor) if factor is not None and factor > 0 else size / out
 
 
-def _bicubic_taps(size: int, out: int, align_corners: bool, factor, ft=np.float32) -> tuple:
-    """Per output position the 4 input positions (clamped into the input: torch repeats the
-    edge) and their weights: torch's upsample_bicubic2d along one axis (coefficient -0.75,
-    source ``scale * (dst + 0.5) - 0.5`` not clamped, or ``scale * dst`` with
-    align_corners). The weights are computed in ``ft`` (float32 for float32 input, as in
-    torch)."""
-    scale = ft(_resample_scale(size, out, align_corners, factor))
-    dst = np.arange(out, dtype=ft)
-    real = scale * dst if align_corners else scale * (dst + ft(0.5)) - ft(0.5)
-    low = np.floor(real)
-    t = (real - low).astype(ft)
-    a = ft(-0.75)
-    weights = np.stack([_cubic(t + 1, a), _cubic(t, a), _cubic(1 - t, a), _cubic(2 - t, a)], 1)
-    index = low.astype(np.int64)[:, None] + np.arange(-1, 3)[None, :]
-    return np.clip(index, 0, size - 1), weights
-
-
 def _antialias_taps(size: int, out: int, align_corners: bool, factor, mode: str) -> tuple:
     """torch's antialiased resampling along one axis (``_upsample_*_aa``, Pillow's): the
     filter (triangle, or cubic with a = -0.5) stretched by the scale when downsampling,
@@ -1641,17 +1624,42 @@ def _resample(x: Expr, axis: int, index: np.ndarray, weights: np.ndarray) -> Exp
     return call("sum", call("multiply", gathered, w), axes=[axis + 1], keepdims=False)
 
 
+@converts("aten.upsample_bicubic2d.vec", "aten.upsample_bicubic2d.default")
+def _upsample_bicubic2d(ctx, node, args, kwargs):
+    """Bicubic resizing of the last two dims: ``resize`` in cubic mode, as ONNX's Resize with
+    torch's coefficient -0.75, taps clamped into the input (exclude_outside off) and
+    torch's source positions: ``(dst + 0.5) * scale - 0.5`` (not clamped for cubic, so
+    ``half_pixel`` even for an output of size 1), or align_corners; ``scale`` is ``1 /
+    scale_factor`` when one is given, else ``in / out``."""
+    a = ctx.arg(args, kwargs)
+    x = a["input"] if "input" in a else a["self"]
+    factors = a.get("scale_factors") or [a.get("scales_h"), a.get("scales_w")]
+    scales = None
+    if not a["align_corners"] and factors and all(f is not None for f in factors):
+        scales = [1.0, 1.0, *(float(f) for f in factors)]
+    how = "align_corners" if a["align_corners"] else "half_pixel"
+    sizes = [*x.ty.shape[:2], *_out_shape(ctx)[2:]]
+    return call(
+        "resize",
+        x,
+        sizes=sizes,
+        scales=scales,
+        mode="cubic",
+        coordinate_transformation_mode=how,
+        cubic_coeff_a=-0.75,
+        exclude_outside=False,
+    )
+
+
 @converts(
-    "aten.upsample_bicubic2d.vec",
-    "aten.upsample_bicubic2d.default",
     "aten._upsample_bicubic2d_aa.vec",
     "aten._upsample_bicubic2d_aa.default",
     "aten._upsample_bilinear2d_aa.vec",
     "aten._upsample_bilinear2d_aa.default",
 )
 def _upsample_taps(ctx, node, args, kwargs):
-    """Bicubic resizing (and antialiased bicubic and bilinear) of the last two dims, one axis
-    at a time, with torch's taps and weights computed at import (static spatial sizes)."""
+    """Antialiased bicubic and bilinear resizing of the last two dims, one axis at a time,
+    with torch's taps and weights computed at import (static spatial sizes)."""
     a = ctx.arg(args, kwargs)
     x = a["input"] if "input" in a else a["self"]
     name = op_name(node)
@@ -1665,11 +1673,8 @@ def _upsample_taps(ctx, node, args, kwargs):
         if not (isinstance(size, int) and isinstance(n, int)):
             raise FrontendError(f"{name} of symbolic spatial sizes is not supported")
         factor = factors[axis - 2] if factors and len(factors) > axis - 2 else None
-        if name.endswith("_aa"):
-            mode = "linear" if "bilinear" in name else "cubic"
-            index, weights = _antialias_taps(size, n, align, factor, mode)
-        else:
-            index, weights = _bicubic_taps(size, n, align, factor, _dtype(y).numpy.type)
+        mode = "linear" if "bilinear" in name else "cubic"
+        index, weights = _antialias_taps(size, n, align, factor, mode)
         y = _resample(y, axis, index, weights)
     return cast(y, dtype)
 

@@ -1,10 +1,11 @@
 """Vision ops composed of IR ops: the forms of Resize the ``resize`` IR op does not take.
 
-``resize`` (shape.py's converter) takes nearest / linear resampling whose output sizes are
-known in dims. Everything else is composed here, one axis at a time, as ONNX's reference
-does (Resize is separable): cubic mode (``cubic_coeff_a``, ``exclude_outside``), antialiased
-downsampling, ``tf_crop_and_resize`` (``roi``, ``extrapolation_value``), and scales or sizes
-computed at run time (output dims unknown until then, like NonZero's).
+``resize`` (shape.py's converter) takes nearest / linear / cubic resampling whose output
+sizes are known in dims. Everything else is composed here, one axis at a time, as ONNX's
+reference does (Resize is separable): antialiased downsampling, ``tf_crop_and_resize``
+(``roi``, ``extrapolation_value``), and scales or sizes computed at run time (output dims
+unknown until then, like NonZero's), in any mode (cubic: ``cubic_coeff_a``,
+``exclude_outside``).
 
 Along one axis of input length ``n`` resized to ``m`` with scale ``s``, output position ``i``
 maps to the source coordinate ``x_i`` of the coordinate mode. Nearest rounds it and gathers.
@@ -53,15 +54,15 @@ MAX_SIZE = (
 
 
 def resize_needs_composition(ctx) -> bool:
-    """Whether the Resize node takes a form the ``resize`` IR op does not: cubic, antialias
-    (not nearest), tf_crop_and_resize, or scales / sizes not known in dims."""
+    """Whether the Resize node takes a form the ``resize`` IR op does not: antialias (not
+    nearest), tf_crop_and_resize, or scales / sizes not known in dims."""
     mode = ctx.attr("mode", "nearest")
     how = ctx.attr("coordinate_transformation_mode", "half_pixel")
-    if mode == "cubic" or how == "tf_crop_and_resize":
+    if how == "tf_crop_and_resize":
         return True
-    if ctx.attr("antialias", 0) and mode == "linear":
+    if ctx.attr("antialias", 0) and mode in ("linear", "cubic"):
         return True
-    if mode not in ("nearest", "linear"):
+    if mode not in ("nearest", "linear", "cubic"):
         return False  # refused by the converter with its reason
     if ctx.has(3):
         return ctx.const(3) is None and ctx.dims(3) is None
@@ -280,6 +281,27 @@ def _static_sizes(ctx, x, axes, policy) -> tuple[list, list[bool]]:
         for v, d in zip(scales, dims, strict=True)
     ]
     return known, [v == 1.0 for v in scales]
+
+
+def check_resize_values(ctx, axes) -> None:
+    """Constant sizes / scales of a Resize are one per axis and in range (ConversionError):
+    a size of 0 to MAX_SIZE, a positive scale up to MAX_SCALE."""
+    for i, what, fits in (
+        (3, "sizes", lambda v: 0 <= v <= MAX_SIZE),
+        (2, "scales", lambda v: 0 < v <= MAX_SCALE),
+    ):
+        given = ctx.const(i) if ctx.has(i) else None
+        if given is None or (i == 2 and given.size == 0):
+            continue
+        values = [float(v) if i == 2 else int(v) for v in given.reshape(-1)]
+        if len(values) != len(axes):
+            raise ConversionError(
+                f"{what} must give one {what[:-1]} per axis of {axes}, got {values}"
+            )
+        if not all(fits(v) for v in values):
+            bound = f"0 to {MAX_SIZE}" if i == 3 else f"positive and at most {MAX_SCALE}"
+            raise ConversionError(f"{what} {values} must be {bound}")
+        return
 
 
 def _static_int(e: Expr) -> int | None:
