@@ -662,3 +662,30 @@ def test_bincount_of_a_huge_value_is_refused_not_allocated():
     module = from_torch(Fn(lambda t: torch.bincount(t)), (torch.tensor([1, 2]),))
     with pytest.raises(Exception, match=f"more than {MAX_BINS}"):
         run(module, np.array([1, 2**40], np.int64))
+
+
+# ----- a transformers model that stopped on these ops ---------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["torch", "onnx"])
+def test_beit_with_relative_position_bias_explores_and_checks_clean(path):
+    """BEiT builds its relative position index in forward (meshgrid, in-place writes into
+    views); small random config. The dynamo ONNX exporter fails inside torch on it."""
+    from transformers import BeitConfig, BeitModel
+
+    import explorer
+
+    torch.manual_seed(0)
+    config = BeitConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64,
+                        use_relative_position_bias=True)  # fmt: skip
+    model = BeitModel(config).eval()
+    x = torch.randn(1, 3, 32, 32)
+    if path == "torch":
+        trace, inputs = explorer.explore(model, (x,)), (x,)
+    else:
+        data = onnx_bytes(model, x)
+        trace, inputs = explorer.explore(data, (x.numpy(),)), (x.numpy(),)
+    assert trace.failure is None, trace.failure
+    report = trace.check(inputs)
+    assert not report.findings, [f.message for f in report.findings]
