@@ -2104,7 +2104,10 @@ def _sort_order(x: Expr, dim: int, descending: bool, what: str) -> Expr:
 
 @converts("aten.sort.default", "aten.sort.stable")
 def _sort(ctx, node, args, kwargs):
-    """``torch.sort``: torch's CPU sort is stable whether or not ``stable=True`` is asked."""
+    """``torch.sort``, always stable. Without ``stable=True`` torch's CPU sort orders ties
+    as std::sort leaves them (stable up to 16 elements along the axis, not beyond): the
+    values agree, the indices of equal values may not (torch leaves that order unspecified;
+    the same holds for ``topk``)."""
     a = ctx.arg(args, kwargs)
     out = _sort_order(a["self"], a["dim"], a["descending"], "sort")
     return TupleGetItem(out, 0), TupleGetItem(out, 1)

@@ -143,6 +143,17 @@ def test_argsort_of_other_dtypes(dtype):
     check_torch(lambda t: (torch.argsort(t, dim=1), torch.argsort(t, dim=0, descending=True)), x)
 
 
+def test_sort_without_stable_on_a_long_axis_is_torchs_stable_order():
+    """torch's default CPU sort is std::sort beyond 16 elements: ties in any order. The
+    values are torch's; the indices are those of ``stable=True`` (a valid answer)."""
+    x = _ties(2, 40, seed=7)
+    module = from_torch(Fn(lambda t: torch.sort(t, dim=1, descending=True)), (x,))
+    values, indices = run(module, x.numpy())
+    want = torch.sort(x, dim=1, descending=True, stable=True)
+    np.testing.assert_array_equal(values, want.values.numpy())
+    np.testing.assert_array_equal(indices, want.indices.numpy())
+
+
 def test_sort_of_a_0d_tensor():
     check_torch(lambda t: torch.sort(t), torch.tensor(2.5), compiled=False)
 
