@@ -2138,7 +2138,8 @@ def _histc(ctx, node, args, kwargs):
     data's range when min == max, widened by 1 each way when that is one value; elements
     outside, and nans, are not counted). As torch's CPU kernel: bin
     ``int((x - min) * bins / (max - min))`` in the input's dtype, the last bin closed. A
-    scatter-add of ones, the elements outside sent to an extra bin that is dropped."""
+    scatter-add of ones, the elements outside sent to an extra bin that is dropped. (A data
+    range that is not finite, which torch refuses at run time, counts nothing here.)"""
     a = ctx.arg(args, kwargs)
     x = a["self"]
     dtype = _dtype(x)
