@@ -700,3 +700,25 @@ def test_beit_with_relative_position_bias_explores_and_checks_clean(path):
     assert trace.failure is None, trace.failure
     report = trace.check(inputs)
     assert not report.findings, [f.message for f in report.findings]
+
+
+def test_onnx_topk_with_a_computed_k_along_a_symbolic_axis():
+    """A TopK whose k is an input sorts the whole axis (topk k=-1), then keeps k."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=0, largest=1)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3]),
+         helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("v", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("i", TensorProto.INT64, None)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    module = from_onnx(model)
+    for n, k in ((5, 2), (9, 9)):
+        x = _ties(n, 3, seed=n).numpy()
+        want = ort_run(onnx.load_from_string(model.SerializeToString()), x, np.array([k]))
+        _assert_same(run(module, x, np.array([k])), [np.asarray(w) for w in want], "", 0, 0)
