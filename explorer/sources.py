@@ -67,18 +67,14 @@ def _is_onnx(source: Any) -> bool:
 
 
 def _import_torch(model, example_inputs, dynamic_shapes=None, **options) -> Imported:
-    import torch
-
     from compiler.frontend import export_torch, from_torch
 
     args = example_inputs
     if args is not None and not isinstance(args, tuple):
         args = tuple(args) if isinstance(args, list) else (args,)
-    ep = (
-        model
-        if isinstance(model, torch.export.ExportedProgram)
-        else export_torch(model, args, dynamic_shapes)
-    )
+    # an ExportedProgram too: one that writes into views is functionalised, and the graph
+    # shown and the per-node reference come from the program imported
+    ep = export_torch(model, args, dynamic_shapes)
     module = from_torch(ep, args, dynamic_shapes=dynamic_shapes, **options)
     graph = fx_graph_model(ep)
     return Imported(

@@ -168,8 +168,9 @@ def _sorts_equal(a: L.Expr, b: L.Expr) -> L.Expr:
 def _topk(kb, call, inputs, dest):
     (x,) = inputs
     axis = normalize_axis(call.attrs["axis"], x.ndim)
-    k, largest = call.attrs["k"], call.attrs["largest"]
+    largest = call.attrs["largest"]
     n = x.shape[axis]
+    k = n if call.attrs["k"] == -1 else call.attrs["k"]  # -1: the whole axis (a sort)
     if dest is not None and call.field == 1:
         order = dest
     else:

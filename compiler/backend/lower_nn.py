@@ -661,6 +661,36 @@ def _resize(kb, call, inputs, dest):
             total = term if total is None else total + term
         return L.cast(call.out_dtype, total)
 
-    return LazyTensor(
-        call.out_shape, call.out_dtype, nearest if attrs["mode"] == "nearest" else linear
-    )
+    def cubic(idx):
+        """4 taps per resized axis (16 in 2-D): the reference's ``_cubic_axis``."""
+        from compiler.ops.nn import cubic_weights
+
+        corners = [(list(idx), L.Const(1.0, F64))]
+        for k in axes:
+            pos = source(idx, k)
+            down = L.unary("floor", pos)
+            weights = cubic_weights(pos - down, float(attrs["cubic_coeff_a"]))
+            low = L.cast(L.INDEX, down)
+            taps = [low + (d - 1) for d in range(4)]
+            if attrs["exclude_outside"]:
+                inside = [
+                    L.logical_and(L.compare("ge", j, 0), L.compare("lt", j, x.shape[k]))
+                    for j in taps
+                ]
+                zero = L.Const(0.0, F64)
+                weights = [L.select(c, w, zero) for c, w in zip(inside, weights, strict=True)]
+                total = weights[0] + weights[1] + weights[2] + weights[3]
+                weights = [w / total for w in weights]
+            step = []
+            for at, weight in corners:
+                for j, w in zip(taps, weights, strict=True):
+                    step.append(([*at[:k], clamp(j, x.shape[k]), *at[k + 1 :]], weight * w))
+            corners = step
+        total = None
+        for at, weight in corners:
+            term = L.cast(F64, x.at(at)) * weight
+            total = term if total is None else total + term
+        return L.cast(call.out_dtype, total)
+
+    kinds = {"nearest": nearest, "linear": linear, "cubic": cubic}
+    return LazyTensor(call.out_shape, call.out_dtype, kinds[attrs["mode"]])

@@ -1160,12 +1160,19 @@ def _resize(e, n, a):
         scales, sizes = e.const(list(n.attrs["scales"]), DType.float32), ""
     else:
         scales, sizes = "", e.dims(list(n.attrs["sizes"]))
+    cubic = {}
+    if n.attrs["mode"] == "cubic":
+        cubic = {
+            "cubic_coeff_a": float(n.attrs["cubic_coeff_a"]),
+            "exclude_outside": int(n.attrs["exclude_outside"]),
+        }
     return e.node(
         "Resize",
         [a[0], "", scales, sizes],
         mode=n.attrs["mode"],
         coordinate_transformation_mode=how,
         nearest_mode=n.attrs["nearest_mode"],
+        **cubic,
     )
 
 
@@ -1275,6 +1282,21 @@ def _nonzero(e, n, a):
     return e.node("NonZero", a)
 
 
+@lowers("bincount")
+def _bincount(e, n, a):
+    """max(max(x) + 1, minlength) zeros, then a ScatterElements add of ones (or weights)."""
+    dtype = n.attrs["dtype"]
+    x = e.node("Cast", [a[0]], to=ONNX_DTYPE[DType.int64])
+    top = e.node("Add", [e.node("ReduceMax", [x], keepdims=1), e.i64([1])])
+    length = e.node("Max", [top, e.i64([n.attrs["minlength"]])])
+    zeros = e.node("ConstantOfShape", [length], value=_fill_tensor(0, dtype))
+    if len(a) > 1:
+        updates = e.node("Cast", [a[1]], to=ONNX_DTYPE[dtype])
+    else:
+        updates = e.node("Expand", [e.const(1, dtype), e.node("Shape", [x])])
+    return e.node("ScatterElements", [zeros, x, updates], axis=0, reduction="add")
+
+
 @lowers("gather_elements")
 def _gather_elements(e, n, a):
     return e.node("GatherElements", a, axis=n.attrs["axis"])
@@ -1310,9 +1332,15 @@ def _trilu(e, n, a):
 
 @lowers("topk")
 def _topk(e, n, a):
+    k = n.attrs["k"]
+    if k == -1:  # the whole axis: its size, read from the data
+        axis = n.attrs["axis"] % len(n.args[0].ty.shape)
+        kname = e.node("Slice", [e.node("Shape", [a[0]]), e.i64([axis]), e.i64([axis + 1])])
+    else:
+        kname = e.i64([k])
     return e.node(
         "TopK",
-        [a[0], e.i64([n.attrs["k"]])],
+        [a[0], kname],
         outputs=2,
         axis=n.attrs["axis"],
         largest=int(n.attrs["largest"]),

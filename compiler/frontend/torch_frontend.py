@@ -41,6 +41,7 @@ from compiler.frontend.torch_convert import (
     read_attribute,
     target_name,
 )
+from compiler.frontend.torch_functionalize import functionalized
 from compiler.ir.nodes import Constant, Expr, Function, Module, Tuple, Var, collect_bindings
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import Dim, SymExpr, sym
@@ -60,12 +61,13 @@ def tensor_to_numpy(t) -> np.ndarray:
 def export_torch(model, example_args=None, dynamic_shapes=None, example_kwargs=None):
     """The ExportedProgram ``from_torch`` imports: torch.export of ``model`` in eval mode (its
     training flag is restored after), with torch.export's failure as a FrontendError; an
-    ExportedProgram is returned as it is. The explorer calls it to show the FX graph it
-    imports from the same capture."""
+    ExportedProgram is taken as it is. Either is functionalised first when it writes in
+    place into a view (``torch_functionalize``). The explorer calls it to show the FX graph
+    it imports, and to check against, from the same capture."""
     import torch
 
     if isinstance(model, torch.export.ExportedProgram):
-        return model
+        return functionalized(model)
     if not isinstance(model, torch.nn.Module):
         raise FrontendError(
             f"from_torch needs a torch.nn.Module or ExportedProgram, got {type(model).__name__}"
@@ -79,7 +81,7 @@ def export_torch(model, example_args=None, dynamic_shapes=None, example_kwargs=N
     was_training = model.training
     model.eval()
     try:
-        return torch.export.export(
+        ep = torch.export.export(
             model, example_args, kwargs=example_kwargs, dynamic_shapes=dynamic_shapes
         )
     except Exception as e:  # torch.export's own errors are long; keep the head and say so
@@ -89,6 +91,7 @@ def export_torch(model, example_args=None, dynamic_shapes=None, example_kwargs=N
         ) from e
     finally:
         model.train(was_training)
+    return functionalized(ep)
 
 
 def _dim_names(ep, dynamic_shapes) -> dict[str, str]:

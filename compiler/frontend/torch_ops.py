@@ -750,6 +750,31 @@ def _repeat_interleave(ctx, node, args, kwargs):
     return call("repeat", a["self"], repeats=int(a["repeats"]), axis=a["dim"])
 
 
+@converts("aten.meshgrid.default", "aten.meshgrid.indexing")
+def _meshgrid(ctx, node, args, kwargs):
+    """``torch.meshgrid``: each 0-d or 1-d input broadcast over the grid of all; ``xy``
+    indexing swaps the first two grid dims (torch's default is ``ij``)."""
+    a = ctx.arg(args, kwargs)
+    tensors, indexing = list(a["tensors"]), a.get("indexing") or "ij"
+    if indexing not in ("ij", "xy"):
+        raise FrontendError(f"meshgrid indexing must be 'ij' or 'xy', got {indexing!r}")
+    for t in tensors:
+        if _rank(t) > 1:
+            raise FrontendError(f"meshgrid takes 0-d or 1-d tensors, got {t.ty}")
+    flat = [call("reshape", t, shape=[1]) if _rank(t) == 0 else t for t in tensors]
+    swap = indexing == "xy" and len(flat) >= 2
+    order = list(range(len(flat)))
+    if swap:  # the grid of (b, a, c, ...) with each input at its place in that order
+        order[0], order[1] = 1, 0
+    shape = [flat[i].ty.shape[0] for i in order]
+    out = []
+    for i, t in enumerate(flat):
+        view = [1] * len(flat)
+        view[order.index(i)] = t.ty.shape[0]
+        out.append(call("broadcast_to", call("reshape", t, shape=view), shape=shape))
+    return out
+
+
 @converts("aten.cat.default", "aten.concat.default", "aten.concatenate.default")
 def _cat(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
@@ -859,6 +884,86 @@ def _slice(ctx, node, args, kwargs):
     end = size if isinstance(end, int) and end >= _TO_END else end
     end = size + end if isinstance(end, int) and end < 0 else end
     return _slice_sym(x, axis, start, end, step)
+
+
+def _positions(size: Dim) -> Expr:
+    """``0 .. size-1`` (i64) along an axis of ``size``, static or symbolic."""
+    return call("arange", start=0, stop=size, dtype=DType.int64)
+
+
+def _along(v: Expr, axis: int, rank: int) -> Expr:
+    """A 1-D ``v`` shaped to broadcast along ``axis`` of a rank-``rank`` tensor."""
+    shape: list[Dim] = [1] * rank
+    shape[axis] = v.ty.shape[0]
+    return call("reshape", v, shape=shape)
+
+
+@converts("aten.slice_scatter.default")
+def _slice_scatter(ctx, node, args, kwargs):
+    """``x`` with ``x[start:end:step]`` along ``dim`` replaced by ``src`` (what torch's
+    functionalisation makes of a write into a slice): a ``where`` over the positions of the
+    axis, reading ``src`` at ``(p - start) // step``."""
+    a = ctx.arg(args, kwargs)
+    x = a["self"]
+    src = cast(a["src"], _dtype(x))
+    rank = _rank(x)
+    axis = _axis(int(a["dim"]), rank)
+    size = x.ty.shape[axis]
+    step = int(a["step"])
+    start = 0 if a["start"] is None else a["start"]
+    end = _TO_END if a["end"] is None else a["end"]
+    if isinstance(size, int) and isinstance(start, int) and isinstance(end, int):
+        start, end, _ = slice(start, end, step).indices(size)
+    else:  # a symbolic size or bound: count a negative int from the end (as ``slice``)
+        start = size + start if isinstance(start, int) and start < 0 else start
+        end = size if isinstance(end, int) and end >= _TO_END else end
+        end = size + end if isinstance(end, int) and end < 0 else end
+    count = src.ty.shape[axis]
+    if isinstance(count, int) and count == 0:
+        return x
+    p = _positions(size)
+    offset = call("subtract", p, dim_tensor(start))
+    inside = call(
+        "logical_and",
+        call("greater_equal", p, dim_tensor(start)),
+        call("less", p, dim_tensor(end)),
+    )
+    if step != 1:
+        on_step = call("equal", call("mod", offset, as_tensor(step, DType.int64)),
+                       as_tensor(0, DType.int64))  # fmt: skip
+        inside = call("logical_and", inside, on_step)
+        offset = call("floor_divide", offset, as_tensor(step, DType.int64))
+    last = call("subtract", dim_tensor(count), as_tensor(1, DType.int64))
+    index = call("minimum", call("maximum", offset, as_tensor(0, DType.int64)), last)
+    spread = call("take", src, index, axis=axis)
+    return call("where", _along(inside, axis, rank), spread, x)
+
+
+@converts("aten.select_scatter.default")
+def _select_scatter(ctx, node, args, kwargs):
+    """``x`` with ``x.select(dim, index)`` replaced by ``src``."""
+    a = ctx.arg(args, kwargs)
+    x = a["self"]
+    rank = _rank(x)
+    axis = _axis(int(a["dim"]), rank)
+    size = x.ty.shape[axis]
+    index = a["index"]
+    if isinstance(index, int) and index < 0:
+        index = size + index
+    src = call("unsqueeze", cast(a["src"], _dtype(x)), axes=[axis])
+    mask = call("equal", _positions(size), dim_tensor(index))
+    return call("where", _along(mask, axis, rank), src, x)
+
+
+@converts("aten.copy.default")
+def _copy(ctx, node, args, kwargs):
+    """``x.copy_(src)`` made functional: ``src`` in ``x``'s dtype and shape."""
+    a = ctx.arg(args, kwargs)
+    x, src = a["self"], a["src"]
+    src = as_tensor(src, _dtype(x))
+    if src.ty.shape != x.ty.shape:
+        src = call("broadcast_to", src, shape=list(x.ty.shape))
+    return src
 
 
 @converts("aten.diff.default")
@@ -1326,13 +1431,6 @@ def _conv(ctx, node, args, kwargs):
     return call("squeeze", out, axes=[0]) if unbatched else out
 
 
-def _pool_args(a: dict) -> tuple[list[int], list[int], list[int]]:
-    kernel = _ints(a["kernel_size"], 2)
-    stride = _ints(a["stride"], 2) if a["stride"] not in (None, []) else kernel
-    padding = _ints(a["padding"], 2)
-    return kernel, stride, padding + padding
-
-
 def _pool_input(x: Expr) -> tuple[Expr, bool]:
     if _rank(x) == 3:
         return call("unsqueeze", x, axes=[0]), True
@@ -1346,38 +1444,87 @@ def _pooled(op: str, x: Expr, **attrs) -> Expr:
     return call("squeeze", out, axes=[0]) if unbatched else out
 
 
-def _window_pool(op: str, a: dict, **attrs) -> Expr:
-    kernel, stride, padding = _pool_args(a)
-    return _pooled(
-        op,
-        a["self"],
-        pool_size=kernel,
-        strides=stride,
-        padding=padding,
-        ceil_mode=bool(a["ceil_mode"]),
-        **attrs,
-    )
+def _window_counts(size: int, kernel: int, stride: int, pad: int, out: int) -> np.ndarray:
+    """How many elements of the padded input (not of the ceil_mode overhang) each window
+    along one axis holds: torch's divisor with count_include_pad."""
+    starts = np.arange(out) * stride - pad
+    return np.minimum(starts + kernel, size + pad) - starts
 
 
-@converts("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
-def _max_pool2d(ctx, node, args, kwargs):
-    a = ctx.arg(args, kwargs)
-    out = _window_pool("max_pool2d", a, dilation=_ints(a["dilation"], 2))
-    if "with_indices" in op_name(node):
+def _pool_nd(a: dict, kind: str, nd: int) -> Expr:
+    """``max_pool{nd}d`` / ``avg_pool{nd}d`` (batched or not) from the 2-D IR ops: 1-D pools an
+    (N, C, 1, W) view; 3-D is separable (a window max, and an average whose divisor is a
+    product of per-axis counts, in torch as here): a 2-D pool over (H, W) of an
+    (N, C*D, H, W) view, then one with a (kd, 1) window over an (N, C, D, Ho*Wo) view.
+    ``divisor_override`` scales the count_include_pad average by count / divisor."""
+    x = a["self"]
+    kernel = _ints(a["kernel_size"], nd)
+    stride = _ints(a["stride"], nd) if a["stride"] not in (None, []) else kernel
+    padding = _ints(a["padding"], nd)
+    dilation = _ints(a["dilation"], nd) if kind == "max" else [1] * nd
+    ceil = bool(a["ceil_mode"])
+    divisor = a.get("divisor_override") if kind == "avg" else None
+    # with divisor_override torch divides the window sum: the count_include_pad average
+    # times its count
+    include = kind == "max" or bool(a["count_include_pad"]) or divisor is not None
+    op = f"{kind}_pool2d"
+    unbatched = _rank(x) == nd + 1
+    if _rank(x) not in (nd + 1, nd + 2):
+        raise FrontendError(f"{op[:-2]}{nd}d needs a {nd + 1}-D or {nd + 2}-D input, got {x.ty}")
+    if unbatched:
+        x = call("unsqueeze", x, axes=[0])
+
+    def pool2d(y: Expr, k, s, p, d) -> Expr:
+        attrs = {"dilation": list(d)} if kind == "max" else {"count_include_pad": include}
+        return call(
+            op, y, pool_size=list(k), strides=list(s), padding=[*p, *p], ceil_mode=ceil, **attrs
+        )
+
+    if nd == 1:
+        y = pool2d(call("unsqueeze", x, axes=[2]), [1, *kernel], [1, *stride], [0, *padding],
+                   [1, *dilation])  # fmt: skip
+        y = call("squeeze", y, axes=[2])
+    elif nd == 2:
+        y = pool2d(x, kernel, stride, padding, dilation)
+    else:
+        n, c, d, h, w = x.ty.shape
+        y = call("reshape", x, shape=[n, dim_mul(c, d), h, w])
+        y = pool2d(y, kernel[1:], stride[1:], padding[1:], dilation[1:])
+        ho, wo = y.ty.shape[2:]
+        y = call("reshape", y, shape=[n, c, d, dim_mul(ho, wo)])
+        y = pool2d(y, [kernel[0], 1], [stride[0], 1], [padding[0], 0], [dilation[0], 1])
+        y = call("reshape", y, shape=[n, c, y.ty.shape[2], ho, wo])
+    if divisor is not None:
+        sizes, outs = x.ty.shape[2:], y.ty.shape[2:]
+        if not all(isinstance(v, int) for v in (*sizes, *outs)):
+            raise FrontendError(f"avg_pool{nd}d with divisor_override on symbolic spatial dims")
+        count = np.ones(())
+        for k in range(nd):
+            count = np.multiply.outer(
+                count, _window_counts(sizes[k], kernel[k], stride[k], padding[k], outs[k])
+            )
+        y = call("multiply", y, Constant((count / float(divisor)).astype(_dtype(y).numpy)))
+    return call("squeeze", y, axes=[0]) if unbatched else y
+
+
+@converts(
+    "aten.max_pool1d.default",
+    "aten.max_pool2d.default",
+    "aten.max_pool3d.default",
+    "aten.max_pool2d_with_indices.default",
+    "aten.max_pool3d_with_indices.default",
+)
+def _max_pool(ctx, node, args, kwargs):
+    name = op_name(node)
+    out = _pool_nd(ctx.arg(args, kwargs), "max", int(name[len("max_pool")]))
+    if "with_indices" in name:
         return out, None  # the indices are not supported; using them is an error
     return out
 
 
-def _avg_pool_check(node) -> str | None:
-    if _literal_arg(node, "divisor_override", None) is not None:
-        return "avg_pool2d with divisor_override"
-    return None
-
-
-@converts("aten.avg_pool2d.default", check=_avg_pool_check)
-def _avg_pool2d(ctx, node, args, kwargs):
-    a = ctx.arg(args, kwargs)
-    return _window_pool("avg_pool2d", a, count_include_pad=bool(a["count_include_pad"]))
+@converts("aten.avg_pool1d.default", "aten.avg_pool2d.default", "aten.avg_pool3d.default")
+def _avg_pool(ctx, node, args, kwargs):
+    return _pool_nd(ctx.arg(args, kwargs), "avg", int(op_name(node)[len("avg_pool")]))
 
 
 @converts("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
@@ -1423,6 +1570,113 @@ def _upsample_bilinear2d(ctx, node, args, kwargs):
     return call(
         "resize", x, sizes=sizes, scales=scales, mode="linear", coordinate_transformation_mode=how
     )
+
+
+def _cubic(d: np.ndarray, a: float) -> np.ndarray:
+    """The cubic convolution kernel (Keys) at distances ``|d|``, coefficient ``a``."""
+    d = np.abs(d)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+
+def _resample_scale(size: int, out: int, align_corners: bool, factor) -> float:
+    """torch's area_pixel_compute_scale: input pixels per output pixel."""
+    if align_corners:
+        return (size - 1) / (out - 1) if out > 1 else 0.0
+    return 1.0 / float(factor) if factor is not None and factor > 0 else size / out
+
+
+def _antialias_taps(size: int, out: int, align_corners: bool, factor, mode: str) -> tuple:
+    """torch's antialiased resampling along one axis (``_upsample_*_aa``, Pillow's): the
+    filter (triangle, or cubic with a = -0.5) stretched by the scale when downsampling,
+    over the input positions within its support around ``scale * (dst + 0.5)``, the
+    weights normalised to sum 1. Positions past the taps of a row get weight 0."""
+    scale = _resample_scale(size, out, align_corners, factor)
+    radius = 1.0 if mode == "linear" else 2.0
+    support = radius * scale if scale >= 1.0 else radius
+    invscale = 1.0 / scale if scale >= 1.0 else 1.0
+    rows = []
+    for i in range(out):
+        center = scale * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), size)
+        d = (np.arange(lo, hi) - center + 0.5) * invscale
+        w = np.maximum(0.0, 1.0 - np.abs(d)) if mode == "linear" else _cubic(d, -0.5)
+        total = w.sum()
+        rows.append((np.arange(lo, hi), w / total if total != 0 else w))
+    taps = max(1, max(len(r[0]) for r in rows))
+    index = np.zeros((out, taps), np.int64)
+    weights = np.zeros((out, taps))
+    for i, (pos, w) in enumerate(rows):
+        index[i, : len(pos)], weights[i, : len(pos)] = pos, w
+        index[i, len(pos) :] = pos[-1] if len(pos) else 0
+    return index, weights
+
+
+def _resample(x: Expr, axis: int, index: np.ndarray, weights: np.ndarray) -> Expr:
+    """``sum_k x[..., index[i, k], ...] * weights[i, k]`` along ``axis``: a take of the taps,
+    a product and a sum over them (the form ONNX Resize's cubic mode is composed in)."""
+    dtype = _dtype(x)
+    gathered = call("take", x, Constant(index), axis=axis)  # [..., out, K, ...]
+    tail = _rank(x) - axis - 1
+    w = Constant(weights.reshape(weights.shape + (1,) * tail).astype(dtype.numpy))
+    return call("sum", call("multiply", gathered, w), axes=[axis + 1], keepdims=False)
+
+
+@converts("aten.upsample_bicubic2d.vec", "aten.upsample_bicubic2d.default")
+def _upsample_bicubic2d(ctx, node, args, kwargs):
+    """Bicubic resizing of the last two dims: ``resize`` in cubic mode, as ONNX's Resize with
+    torch's coefficient -0.75, taps clamped into the input (exclude_outside off) and
+    torch's source positions: ``(dst + 0.5) * scale - 0.5`` (not clamped for cubic, so
+    ``half_pixel`` even for an output of size 1), or align_corners; ``scale`` is ``1 /
+    scale_factor`` when one is given, else ``in / out``."""
+    a = ctx.arg(args, kwargs)
+    x = a["input"] if "input" in a else a["self"]
+    factors = a.get("scale_factors") or [a.get("scales_h"), a.get("scales_w")]
+    scales = None
+    if not a["align_corners"] and factors and all(f is not None for f in factors):
+        scales = [1.0, 1.0, *(float(f) for f in factors)]
+    how = "align_corners" if a["align_corners"] else "half_pixel"
+    sizes = [*x.ty.shape[:2], *_out_shape(ctx)[2:]]
+    return call(
+        "resize",
+        x,
+        sizes=sizes,
+        scales=scales,
+        mode="cubic",
+        coordinate_transformation_mode=how,
+        cubic_coeff_a=-0.75,
+        exclude_outside=False,
+    )
+
+
+@converts(
+    "aten._upsample_bicubic2d_aa.vec",
+    "aten._upsample_bicubic2d_aa.default",
+    "aten._upsample_bilinear2d_aa.vec",
+    "aten._upsample_bilinear2d_aa.default",
+)
+def _upsample_taps(ctx, node, args, kwargs):
+    """Antialiased bicubic and bilinear resizing of the last two dims, one axis at a time,
+    with torch's taps and weights computed at import (static spatial sizes)."""
+    a = ctx.arg(args, kwargs)
+    x = a["input"] if "input" in a else a["self"]
+    name = op_name(node)
+    factors = a.get("scale_factors") or [a.get("scales_h"), a.get("scales_w")]
+    align = bool(a["align_corners"])
+    out = _out_shape(ctx)
+    dtype = _dtype(x)
+    y = x if dtype in (DType.float32, DType.float64) else cast(x, DType.float32)
+    for axis in (2, 3):
+        size, n = x.ty.shape[axis], out[axis]
+        if not (isinstance(size, int) and isinstance(n, int)):
+            raise FrontendError(f"{name} of symbolic spatial sizes is not supported")
+        factor = factors[axis - 2] if factors and len(factors) > axis - 2 else None
+        mode = "linear" if "bilinear" in name else "cubic"
+        index, weights = _antialias_taps(size, n, align, factor, mode)
+        y = _resample(y, axis, index, weights)
+    return cast(y, dtype)
 
 
 @converts("aten.adaptive_avg_pool1d.default")
@@ -1498,6 +1752,27 @@ def _layer_norm(ctx, node, args, kwargs):
     out = Call("layer_norm", operands, {"axes": list(range(rank - n, rank)), "epsilon": a["eps"]})
     if "native" in op_name(node):
         return out, None, None
+    return out
+
+
+@converts("aten._weight_norm.default", "aten._weight_norm_interface.default")
+def _weight_norm(ctx, node, args, kwargs):
+    """``v * (g / ||v||)``, the norm over every dim but ``dim`` (torch's norm_except_dim:
+    ``dim=-1``, what ``weight_norm(dim=None)`` passes, is the norm of the whole tensor; any
+    other negative dim counts from the end). ``_weight_norm_interface`` also gives the norm."""
+    a = ctx.arg(args, kwargs)
+    v, g, dim = a["v"], a["g"], int(a["dim"])
+    dtype = common_dtype(v, g)
+    v, g = cast(v, dtype), cast(g, dtype)
+    rank = _rank(v)
+    keep = None if dim == -1 else _axis(dim, rank)
+    if keep is not None and not 0 <= keep < rank:
+        raise FrontendError(f"weight_norm: dim {dim} is out of range for a weight of rank {rank}")
+    axes = [i for i in range(rank) if i != keep]
+    norm = call("sqrt", call("sum", call("multiply", v, v), axes=axes, keepdims=keep is not None))
+    out = call("multiply", v, call("divide", g, norm))
+    if "interface" in op_name(node):
+        return out, norm
     return out
 
 
@@ -1593,6 +1868,63 @@ def _gather(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
     return call("gather_elements", x, a["index"], axis=_axis(int(a["dim"]), _rank(x)))
+
+
+_SCATTER_REDUCE = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul",
+                   "amax": "max", "amin": "min"}  # fmt: skip
+
+
+def _scatter_check(node) -> str | None:
+    reduce = _literal_arg(node, "reduce", None)
+    if reduce is not None and reduce not in _SCATTER_REDUCE:
+        return f"scatter with reduce={reduce!r}"
+    if op_name(node) == "scatter_reduce" and not _literal_arg(node, "include_self", True):
+        return "scatter_reduce with include_self=False"
+    return None
+
+
+@converts(
+    "aten.scatter.value",
+    "aten.scatter.src",
+    "aten.scatter.value_reduce",
+    "aten.scatter.reduce",
+    "aten.scatter_add.default",
+    "aten.scatter_reduce.two",
+    check=_scatter_check,
+)
+def _scatter(ctx, node, args, kwargs):
+    """``torch.scatter`` / ``scatter_add`` / ``scatter_reduce`` (include_self): a
+    ``scatter_elements`` (with duplicate indices the last write wins; torch leaves that
+    order unspecified)."""
+    a = ctx.arg(args, kwargs)
+    x, index = a["self"], a["index"]
+    axis = _axis(int(a["dim"]), _rank(x))
+    src = a.get("src", a.get("value"))
+    if isinstance(src, Expr) and _rank(src) > 0:
+        updates = cast(src, _dtype(x))
+    else:  # a number (or a 0-d tensor) written at every index
+        updates = call("broadcast_to", as_tensor(src, _dtype(x)), shape=list(index.ty.shape))
+    reduce = a.get("reduce")
+    if op_name(node) == "scatter_add":
+        reduce = "sum"
+    reduction = "none" if reduce is None else _SCATTER_REDUCE[reduce]
+    return call("scatter_elements", x, index, updates, axis=axis, reduction=reduction)
+
+
+@converts("aten.index_add.default")
+def _index_add(ctx, node, args, kwargs):
+    """``x.index_add(dim, index, source, alpha)``: ``source * alpha`` added at the rows
+    ``index`` along ``dim`` (duplicates accumulate)."""
+    a = ctx.arg(args, kwargs)
+    x, index, source = a["self"], a["index"], a["source"]
+    rank = _rank(x)
+    axis = _axis(int(a["dim"]), rank)
+    source = _scale(cast(source, _dtype(x)), a.get("alpha", 1))
+    if rank == 0:
+        return call("add", x, source)
+    positions = _along(cast(index, DType.int64), axis, rank)
+    positions = call("broadcast_to", positions, shape=list(source.ty.shape))
+    return call("scatter_elements", x, positions, source, axis=axis, reduction="add")
 
 
 def _index_check(node) -> str | None:
@@ -1750,6 +2082,107 @@ def _topk(ctx, node, args, kwargs):
     # an unsorted topk may return its values in any order: the sorted order is one of them
     out = call("topk", x, k=int(a["k"]), axis=int(a["dim"]), largest=bool(a["largest"]))
     return TupleGetItem(out, 0), TupleGetItem(out, 1)
+
+
+def _sort_order(x: Expr, dim: int, descending: bool, what: str) -> Expr:
+    """The (values, indices) of a stable sort of ``x`` along ``dim``: a ``topk`` of the whole
+    axis (its order is stable: ties keep the lower index first, ascending or descending; nan
+    sorts as the largest value, last ascending and first descending, as in torch)."""
+    rank = _rank(x)
+    if rank == 0:  # torch sorts a 0-d tensor as one element
+        one = call("unsqueeze", x, axes=[0])
+        out = call("topk", one, k=1, axis=0, largest=bool(descending))
+        squeeze = [call("squeeze", TupleGetItem(out, i), axes=[0]) for i in range(2)]
+        return IRTuple(squeeze)
+    axis = _axis(int(dim), rank)
+    if not 0 <= axis < rank:
+        raise FrontendError(f"{what}: dim {dim} is out of range for a tensor of rank {rank}")
+    n = x.ty.shape[axis]
+    k = n if isinstance(n, int) else -1  # -1: the whole axis, of a symbolic size
+    return call("topk", x, k=k, axis=axis, largest=bool(descending))
+
+
+@converts("aten.sort.default", "aten.sort.stable")
+def _sort(ctx, node, args, kwargs):
+    """``torch.sort``, always stable. Without ``stable=True`` torch's CPU sort orders ties
+    as std::sort leaves them (stable up to 16 elements along the axis, not beyond): the
+    values agree, the indices of equal values may not (torch leaves that order unspecified;
+    the same holds for ``topk``)."""
+    a = ctx.arg(args, kwargs)
+    out = _sort_order(a["self"], a["dim"], a["descending"], "sort")
+    return TupleGetItem(out, 0), TupleGetItem(out, 1)
+
+
+@converts("aten.argsort.default", "aten.argsort.stable")
+def _argsort(ctx, node, args, kwargs):
+    a = ctx.arg(args, kwargs)
+    return TupleGetItem(_sort_order(a["self"], a["dim"], a["descending"], "argsort"), 1)
+
+
+def _rounded_steps(steps: list, dtype: DType) -> Expr:
+    """``((a op1 b) op2 c) ...`` with every step rounded to ``dtype`` as IEEE arithmetic in
+    ``dtype`` rounds it: for float32 each step is done in float64 and cast back (exact: a
+    +, -, *, / in float64 rounded to float32 is the float32 result), so the compiled
+    backend, which may contract and reassociate float arithmetic, cannot move a bin edge."""
+    wide = DType.float64 if dtype is DType.float32 else dtype
+    value = None
+    for op, a, b in steps:
+        a = value if a is None else a
+        value = cast(call(op, cast(a, wide), cast(b, wide)), dtype)
+    return value
+
+
+@converts("aten.histc.default")
+def _histc(ctx, node, args, kwargs):
+    """``torch.histc``: counts of the elements in ``bins`` equal bins over [min, max] (the
+    data's range when min == max, widened by 1 each way when that is one value; elements
+    outside, and nans, are not counted). As torch's CPU kernel: bin
+    ``int((x - min) * bins / (max - min))`` in the input's dtype, the last bin closed. A
+    scatter-add of ones, the elements outside sent to an extra bin that is dropped. (A data
+    range that is not finite, which torch refuses at run time, counts nothing here.)"""
+    a = ctx.arg(args, kwargs)
+    x = a["self"]
+    dtype = _dtype(x)
+    if not dtype.is_float:
+        raise FrontendError(f"histc of {dtype} input (torch takes floating-point input only)")
+    bins = int(a["bins"])
+    if bins <= 0:
+        raise FrontendError(f"histc needs bins > 0, got {bins}")
+    lo_v, hi_v = float(a["min"]), float(a["max"])
+    if lo_v > hi_v:
+        raise FrontendError(f"histc: max ({hi_v}) must be larger than min ({lo_v})")
+    flat = call("reshape", x, shape=[-1])
+    if lo_v == hi_v:  # the data's range
+        lo, hi = call("min", flat), call("max", flat)
+        same = call("equal", lo, hi)
+        one = as_tensor(1, dtype)
+        lo = call("where", same, call("subtract", lo, one), lo)
+        hi = call("where", same, call("add", hi, one), hi)
+    else:
+        lo, hi = as_tensor(lo_v, dtype), as_tensor(hi_v, dtype)
+    inside = call("logical_and", call("greater_equal", flat, lo), call("less_equal", flat, hi))
+    scaled = _rounded_steps(
+        [("subtract", flat, lo), ("multiply", None, as_tensor(bins, dtype)),
+         ("divide", None, call("subtract", hi, lo))], dtype)  # fmt: skip
+    pos = call("cast", call("where", inside, scaled, as_tensor(0, dtype)), dtype=DType.int64)
+    pos = call("minimum", pos, as_tensor(bins - 1, DType.int64))
+    pos = call("where", inside, pos, as_tensor(bins, DType.int64))
+    ones = call("broadcast_to", as_tensor(1, dtype), shape=list(flat.ty.shape))
+    zeros = Constant(np.zeros(bins + 1, dtype.numpy))
+    counts = call("scatter_elements", zeros, pos, ones, axis=0, reduction="add")
+    return call("strided_slice", counts, begin=[0], end=[bins], axes=[0])
+
+
+@converts("aten.bincount.default")
+def _bincount(ctx, node, args, kwargs):
+    """``torch.bincount``: the ``bincount`` op, whose length depends on the data (a '?' dim,
+    as nonzero's; the compiled backend runs it on the host)."""
+    a = ctx.arg(args, kwargs)
+    x, weights, minlength = a["self"], a.get("weights"), int(a["minlength"])
+    if _rank(x) != 1 or not _dtype(x).is_int:
+        raise FrontendError(f"bincount takes a 1-D tensor of integers, got {x.ty}")
+    extra = [] if weights is None else [weights]
+    return call("bincount", x, *extra, minlength=minlength, dtype=ctx.out_dtype)
 
 
 # ----- control flow ---------------------------------------------------------------------------

@@ -135,6 +135,61 @@ define_op(
 )
 
 
+# ----- bincount ----------------------------------------------------------------------------
+
+
+MAX_BINS = 1 << 28
+"""The most bins ``bincount`` makes (its length comes from the data)."""
+
+
+def _bincount_infer(types, attrs):
+    x = tensor_input(types[0], "x")
+    if not x.dtype.is_int or x.dtype is DType.bool or (x.shape is not None and len(x.shape) != 1):
+        raise TypeInferenceError(f"x must be a 1-D tensor of integers, got {x}")
+    if attrs["minlength"] < 0:
+        raise TypeInferenceError(f"minlength must be >= 0, got {attrs['minlength']}")
+    if len(types) > 1 and types[1] is not None:
+        w = tensor_input(types[1], "weights")
+        if w.shape is not None and (len(w.shape) != 1 or not _same_len(w.shape[0], x.shape)):
+            raise TypeInferenceError(f"weights must be 1-D with one weight per element of {x}")
+    return TensorType((ANY,), attrs["dtype"])
+
+
+def _same_len(n, shape) -> bool:
+    m = None if shape is None else shape[0]
+    return not (isinstance(n, int) and isinstance(m, int)) or n == m
+
+
+def _bincount_compute(values, attrs):
+    x = values[0].astype(np.int64)
+    weights = values[1] if len(values) > 1 and values[1] is not None else None
+    if x.size and x.min() < 0:
+        raise ValueError(f"bincount of a negative value ({x.min()})")
+    if weights is not None and weights.shape != x.shape:
+        raise ValueError(f"{weights.shape[0]} weights for {x.shape[0]} values")
+    length = max(int(x.max()) + 1 if x.size else 0, attrs["minlength"])
+    if length > MAX_BINS:  # (a value from a file or an IR text: never a huge allocation)
+        raise ValueError(f"bincount would make {length} bins, more than {MAX_BINS}")
+    w = None if weights is None else weights.astype(np.float64)
+    return np.bincount(x, w, minlength=attrs["minlength"]).astype(attrs["dtype"].numpy)
+
+
+define_op(
+    "bincount",
+    inputs=("x", "weights?"),
+    attrs={
+        "minlength": AttrSpec("int", 0, "the fewest bins"),
+        "dtype": AttrSpec("dtype", DType.int64, "the result dtype"),
+    },
+    infer=_bincount_infer,
+    compute=_bincount_compute,
+    pattern=OPAQUE,
+    doc="How often each value 0 .. max(x) of a 1-D integer tensor occurs, or the sum of its "
+    "weights (torch.bincount): [max(max(x) + 1, minlength)], a length known only at run "
+    "time (the host computes it, as nonzero).",
+)
+
+
 # ----- gather_elements, scatter_elements ---------------------------------------------------
 
 
@@ -305,8 +360,8 @@ for _name, _fn, _where in (
 def _topk_infer(types, attrs):
     data = tensor_input(types[0], "data")
     k = attrs["k"]
-    if k < 0:
-        raise TypeInferenceError(f"k must be >= 0, got {k}")
+    if k < -1:
+        raise TypeInferenceError(f"k must be >= 0 (or -1: the whole axis), got {k}")
     if data.shape is None:
         return TupleType([data, TensorType(None, DType.int64)])
     rank = len(data.shape)
@@ -314,7 +369,9 @@ def _topk_infer(types, attrs):
         raise TypeInferenceError(f"data must have rank >= 1, got {data}")
     axis = normalize_axis(attrs["axis"], rank)
     d = data.shape[axis]
-    if isinstance(d, int) and k > d:
+    if k == -1:  # a sort of the whole axis, whatever its size
+        k = d
+    elif isinstance(d, int) and k > d:
         raise TypeInferenceError(f"k={k} is larger than axis {axis} of {data} ({dim_str(d)})")
     shape = data.shape[:axis] + (k,) + data.shape[axis + 1 :]
     return TupleType([data.with_shape(shape), TensorType(shape, DType.int64)])
@@ -323,7 +380,7 @@ def _topk_infer(types, attrs):
 def _topk_compute(values, attrs):
     (x,) = values
     axis = normalize_axis(attrs["axis"], x.ndim)
-    k = attrs["k"]
+    k = x.shape[axis] if attrs["k"] == -1 else attrs["k"]
     if k > x.shape[axis]:
         raise IndexError(f"k={k} is larger than axis {axis} (size {x.shape[axis]})")
     keys = x.astype(np.float32) if x.dtype.kind == "V" else x  # bfloat16 sorts as float32
@@ -343,7 +400,7 @@ define_op(
     "topk",
     inputs=("data",),
     attrs={
-        "k": AttrSpec("int", doc="how many elements to keep"),
+        "k": AttrSpec("int", doc="how many elements to keep; -1: all (a sort of the axis)"),
         "axis": AttrSpec("int", -1, "the axis to search"),
         "largest": AttrSpec("bool", True, "the k largest (true) or the k smallest (false)"),
     },

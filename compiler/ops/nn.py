@@ -140,7 +140,9 @@ def _window_count(
     ``(size + pads - dilation*(kernel-1) - 1) / stride`` plus one, on symbolic dims."""
     extent = dim_add(dim_mul(dilation, dim_sub(kernel, 1)), 1)  # the dilated kernel
     span = dim_sub(dim_add(size, pad_begin + pad_end), extent)
-    if isinstance(span, int) and span < 0:
+    if isinstance(span, int) and (span < 0 if not ceil_mode else span + stride - 1 < 0):
+        # (with ceil_mode, a kernel larger than the padded input still gives the one window
+        # that starts at its beginning, as torch and ONNX do)
         raise TypeInferenceError(
             f"{what} of size {dim_str(size)} with padding {pad_begin}+{pad_end} is smaller than "
             f"the kernel {dim_str(kernel)} (dilation {dilation}): no output"
@@ -150,7 +152,13 @@ def _window_count(
     out = dim_add(floordiv(dim_add(span, stride - 1), stride), 1)
     if isinstance(out, int) and isinstance(size, int):
         # torch: the last window must start inside the input or its begin padding
-        return out - 1 if (out - 1) * stride >= size + pad_begin else out
+        out = out - 1 if (out - 1) * stride >= size + pad_begin else out
+        if out < 1:
+            raise TypeInferenceError(
+                f"{what} of size {dim_str(size)} with padding {pad_begin}+{pad_end}: no "
+                f"window of the kernel {dim_str(kernel)} starts inside it: no output"
+            )
+        return out
     if not isinstance(extent, int):
         return ANY
     # Symbolically: the last window can start past the input only if the stride exceeds
@@ -867,7 +875,7 @@ define_op(
 
 # ----- resize -----------------------------------------------------------------------------
 
-_RESIZE_MODES = ("nearest", "linear")
+_RESIZE_MODES = ("nearest", "linear", "cubic")
 _COORDINATE_MODES = (
     "half_pixel",
     "half_pixel_symmetric",
@@ -889,8 +897,8 @@ def _resize_check(types: list[Type], attrs: Attrs) -> TensorType:
             raise TypeInferenceError(
                 f"{name} must be one of {', '.join(allowed)}, got {attrs[name]!r}"
             )
-    if attrs["mode"] == "linear" and not data.dtype.is_float:
-        raise TypeInferenceError(f"linear resize needs floating-point data, got {data}")
+    if attrs["mode"] != "nearest" and not data.dtype.is_float:
+        raise TypeInferenceError(f"{attrs['mode']} resize needs floating-point data, got {data}")
     rank = known_rank(data, "data")
     if len(attrs["sizes"]) != rank:
         raise TypeInferenceError(
@@ -933,6 +941,36 @@ def _nearest_index(source: np.ndarray, how: str) -> np.ndarray:
     return np.where(halfway, tie, np.round(source))
 
 
+def cubic_weights(t, a: float) -> list:
+    """The weights of the 4 taps ``floor(x) - 1 .. floor(x) + 2`` for ``t = x - floor(x)``
+    (in [0, 1)): the cubic convolution kernel with coefficient ``a`` at distances ``t + 1``,
+    ``t``, ``1 - t``, ``2 - t`` (ONNX Resize's cubic mode, torch's bicubic with -0.75). Works
+    on numpy arrays and, with the same arithmetic, on the lowering's expressions."""
+
+    def near(d):  # distance <= 1
+        return ((d * (a + 2) - (a + 3)) * d) * d + 1
+
+    def far(d):  # 1 <= distance < 2
+        return ((d * a - 5 * a) * d + 8 * a) * d - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _cubic_axis(y: np.ndarray, axis: int, source: np.ndarray, size: int, attrs: Attrs):
+    low = np.floor(source)
+    w = np.stack(cubic_weights(source - low, float(attrs["cubic_coeff_a"])), axis=1)
+    taps = low.astype(np.int64)[:, None] + np.arange(-1, 3)[None, :]
+    if attrs["exclude_outside"]:  # taps outside the input weigh 0, the rest renormalised
+        w = np.where((taps >= 0) & (taps < size), w, 0.0)
+        w = w / w.sum(axis=1, keepdims=True)
+    taps = np.clip(taps, 0, size - 1)  # else the edge repeats
+    out = 0.0
+    for k in range(4):
+        wk = w[:, k].reshape((-1,) + (1,) * (y.ndim - axis - 1))
+        out = out + np.take(y, taps[:, k], axis=axis) * wk
+    return out
+
+
 def _resize_compute(values: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     (data,) = values
     y = data if attrs["mode"] == "nearest" else _f64(data)
@@ -947,6 +985,10 @@ def _resize_compute(values: list[np.ndarray], attrs: Attrs) -> np.ndarray:
         if attrs["mode"] == "nearest":
             index = np.clip(_nearest_index(source, attrs["nearest_mode"]), 0, size - 1)
             y = np.take(y, index.astype(np.int64), axis=axis)
+            continue
+        if attrs["mode"] == "cubic":
+            if out != size or scale != 1.0:  # (ONNX's reference leaves such axes as they are)
+                y = _cubic_axis(y, axis, source, size, attrs)
             continue
         source = np.clip(source, 0, size - 1)  # ONNX and torch repeat the edge
         low = np.floor(source).astype(np.int64)
@@ -964,7 +1006,13 @@ define_op(
         "scales": AttrSpec(
             "floats", None, "scale per dim for the coordinate transform; none = sizes / input"
         ),
-        "mode": AttrSpec("str", "nearest", "nearest or linear (n-linear over every dim)"),
+        "mode": AttrSpec(
+            "str", "nearest", "nearest, linear or cubic (n-linear / n-cubic over every dim)"
+        ),
+        "cubic_coeff_a": AttrSpec("float", -0.75, "the cubic kernel's coefficient (torch: -0.75)"),
+        "exclude_outside": AttrSpec(
+            "bool", False, "cubic: taps outside the input weigh 0 (else the edge repeats)"
+        ),
         "coordinate_transformation_mode": AttrSpec(
             "str",
             "half_pixel",
@@ -977,5 +1025,6 @@ define_op(
     infer=_resize_infer,
     compute=_resize_compute,
     pattern=OPAQUE,
-    doc="Resize every dim by nearest or linear interpolation, with ONNX Resize's coordinate modes.",
+    doc="Resize every dim by nearest, linear or cubic interpolation, with ONNX Resize's "
+    "coordinate modes.",
 )

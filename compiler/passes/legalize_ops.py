@@ -48,13 +48,14 @@ from compiler.passes.rewrite import remap_operands, rewrite_function
 
 VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
 # the calls left in a legalized graph that the host runs (a view, or a fill without inputs)
-# ops the host runs because their result's size depends on the data (``nonzero``), and
+# ops the host runs because their result's size depends on the data (``nonzero``,
+# ``bincount``), and
 # ``match_shape``, which names such a size so that what follows compiles
 # and opaque ops (no converter: their framework, torch or onnxruntime, runs them)
-RUNTIME_OPS = ("nonzero", "match_shape", "opaque")
+RUNTIME_OPS = ("nonzero", "bincount", "match_shape", "opaque")
 HOST_OPS = (*VIEW_OPS, "full", "zeros", "ones", "arange", *RUNTIME_OPS)
 # what may leave a '?' dim that only its value at run time gives
-_DYNAMIC_PRODUCERS = ("nonzero", "full", "zeros", "ones", "arange", "opaque")
+_DYNAMIC_PRODUCERS = ("nonzero", "bincount", "full", "zeros", "ones", "arange", "opaque")
 
 
 def _source(ops: list[str], fused: bool) -> str:

@@ -175,11 +175,11 @@ def _topk(ctx):
             raise ConversionError("needs one k")
         out = ctx.call("topk", x, k=k[0], axis=ctx.attr("axis", -1), largest=largest)
         return ctx.tuple_item(out, 0), ctx.tuple_item(out, 1)
-    # a computed k: sort the whole axis, keep the first k
+    # a computed k: sort the whole axis (k=-1 when its size is symbolic), keep the first k
     rank = ctx.rank(0)
     axis = _axis(ctx, ctx.attr("axis", -1), rank)
-    n = _static(x.ty.shape[axis], ctx, "axis size")
-    out = ctx.call("topk", x, k=n, axis=axis, largest=largest)
+    n = x.ty.shape[axis]
+    out = ctx.call("topk", x, k=n if isinstance(n, int) else -1, axis=axis, largest=largest)
     zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
     first = _index_range(ctx, zero, _scalar_i64(ctx, ctx.input(1)), one)
     return (

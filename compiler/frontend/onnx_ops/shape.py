@@ -380,7 +380,7 @@ def _resize(ctx):
     rank = ctx.rank(0)
     mode = ctx.attr("mode", "nearest")
     how = ctx.attr("coordinate_transformation_mode", "half_pixel")
-    if mode not in ("nearest", "linear"):
+    if mode not in ("nearest", "linear", "cubic"):
         raise Unsupported(f"mode {mode}")
     if how not in _RESIZE_COORDINATES:
         raise Unsupported(f"coordinate_transformation_mode {how}")
@@ -389,12 +389,20 @@ def _resize(ctx):
         raise Unsupported(f"nearest_mode {nearest}")
     if ctx.attr("antialias", 0) and mode != "nearest":  # antialias changes linear downsampling
         raise Unsupported("antialias")
-    # cubic_coeff_a and exclude_outside act in cubic mode only, extrapolation_value in
-    # tf_crop_and_resize only: both refused above
+    # extrapolation_value acts in tf_crop_and_resize only (composed in vision)
+    cubic = {}
+    if mode == "cubic":
+        cubic = {
+            "cubic_coeff_a": float(ctx.attr("cubic_coeff_a", -0.75)),
+            "exclude_outside": bool(ctx.attr("exclude_outside", 0)),
+        }
+    if mode != "nearest" and not x.ty.dtype.is_float:
+        raise Unsupported(f"{mode} Resize of {x.ty.dtype} data")
     axes = ctx.attr("axes")
     axes = list(range(rank)) if axes is None else [_axis(ctx, a, rank, "axes entry") for a in axes]
     in_shape = list(x.ty.shape)
     policy = ctx.attr("keep_aspect_ratio_policy", "stretch")
+    vision.check_resize_values(ctx, axes)  # sizes and scales in range (from a file)
     scales = None
     if ctx.has(3):  # sizes
         given = ctx.const(3)
@@ -443,6 +451,7 @@ def _resize(ctx):
         mode=mode,
         coordinate_transformation_mode=how,
         nearest_mode=nearest,
+        **cubic,
     )
 
 

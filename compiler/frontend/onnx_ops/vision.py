@@ -1,10 +1,11 @@
 """Vision ops composed of IR ops: the forms of Resize the ``resize`` IR op does not take.
 
-``resize`` (shape.py's converter) takes nearest / linear resampling whose output sizes are
-known in dims. Everything else is composed here, one axis at a time, as ONNX's reference
-does (Resize is separable): cubic mode (``cubic_coeff_a``, ``exclude_outside``), antialiased
-downsampling, ``tf_crop_and_resize`` (``roi``, ``extrapolation_value``), and scales or sizes
-computed at run time (output dims unknown until then, like NonZero's).
+``resize`` (shape.py's converter) takes nearest / linear / cubic resampling whose output
+sizes are known in dims. Everything else is composed here, one axis at a time, as ONNX's
+reference does (Resize is separable): antialiased downsampling, ``tf_crop_and_resize``
+(``roi``, ``extrapolation_value``), and scales or sizes computed at run time (output dims
+unknown until then, like NonZero's), in any mode (cubic: ``cubic_coeff_a``,
+``exclude_outside``).
 
 Along one axis of input length ``n`` resized to ``m`` with scale ``s``, output position ``i``
 maps to the source coordinate ``x_i`` of the coordinate mode. Nearest rounds it and gathers.
@@ -53,15 +54,15 @@ MAX_SIZE = (
 
 
 def resize_needs_composition(ctx) -> bool:
-    """Whether the Resize node takes a form the ``resize`` IR op does not: cubic, antialias
-    (not nearest), tf_crop_and_resize, or scales / sizes not known in dims."""
+    """Whether the Resize node takes a form the ``resize`` IR op does not: antialias (not
+    nearest), tf_crop_and_resize, or scales / sizes not known in dims."""
     mode = ctx.attr("mode", "nearest")
     how = ctx.attr("coordinate_transformation_mode", "half_pixel")
-    if mode == "cubic" or how == "tf_crop_and_resize":
+    if how == "tf_crop_and_resize":
         return True
-    if ctx.attr("antialias", 0) and mode == "linear":
+    if ctx.attr("antialias", 0) and mode in ("linear", "cubic"):
         return True
-    if mode not in ("nearest", "linear"):
+    if mode not in ("nearest", "linear", "cubic"):
         return False  # refused by the converter with its reason
     if ctx.has(3):
         return ctx.const(3) is None and ctx.dims(3) is None
@@ -165,6 +166,14 @@ def resize_composed(ctx) -> Expr:
     else:
         raise ConversionError("Resize needs scales or sizes")
     known, same = _static_sizes(ctx, x, axes, policy)
+    # scales known at import become constants (antialiasing then has a static tap count)
+    given_scales = ctx.const(2) if ctx.has(2) and not ctx.has(3) else None
+    for i, a in enumerate(axes):
+        dim = x.ty.shape[a]
+        if given_scales is not None and given_scales.size == len(axes):
+            scales[i] = ctx.constant(float(given_scales.reshape(-1)[i]), F64)
+        elif ctx.has(3) and policy == "stretch" and known[i] is not None and isinstance(dim, int):
+            scales[i] = ctx.constant(known[i] / dim, F64) if dim > 0 else scales[i]
     ms = [m if k is None else ctx.constant(k, I64) for m, k in zip(ms, known, strict=True)]
     if how != "tf_crop_and_resize":  # axes left as they are (roi applies to every axis)
         keep = [i for i in range(len(axes)) if not same[i]]
@@ -274,11 +283,41 @@ def _static_sizes(ctx, x, axes, policy) -> tuple[list, list[bool]]:
     return known, [v == 1.0 for v in scales]
 
 
+def check_resize_values(ctx, axes) -> None:
+    """Constant sizes / scales of a Resize are one per axis and in range (ConversionError):
+    a size of 0 to MAX_SIZE, a positive scale up to MAX_SCALE."""
+    for i, what, fits in (
+        (3, "sizes", lambda v: 0 <= v <= MAX_SIZE),
+        (2, "scales", lambda v: 0 < v <= MAX_SCALE),
+    ):
+        given = ctx.const(i) if ctx.has(i) else None
+        if given is None or (i == 2 and given.size == 0):
+            continue
+        values = [float(v) if i == 2 else int(v) for v in given.reshape(-1)]
+        if len(values) != len(axes):
+            raise ConversionError(
+                f"{what} must give one {what[:-1]} per axis of {axes}, got {values}"
+            )
+        if not all(fits(v) for v in values):
+            bound = f"0 to {MAX_SIZE}" if i == 3 else f"positive and at most {MAX_SCALE}"
+            raise ConversionError(f"{what} {values} must be {bound}")
+        return
+
+
 def _static_int(e: Expr) -> int | None:
     from compiler.ir.nodes import Constant
 
     if isinstance(e, Constant) and e.data.size == 1:
         return int(e.data.reshape(-1)[0])
+    return None
+
+
+def _static_float(e: Expr) -> float | None:
+    """The value of a one-element constant (a scale known at import), else None."""
+    from compiler.ir.nodes import Constant
+
+    if isinstance(e, Constant) and e.data.size == 1:
+        return float(e.data.reshape(-1)[0])
     return None
 
 
@@ -346,10 +385,15 @@ def _kernel(o, d, mode, a):
 def _filter_axis(ctx, o, y, axis, source, nf, s, radius, mode, a, antialias, exclude):
     """Linear or cubic resampling along ``axis`` (see the module docstring)."""
     if antialias:
+        given = _static_float(s)
         s = o.minimum(s, 1.0)
-        # K = -2 * floor(-radius / s) taps, at least 2 * radius
-        taps = _cast(ctx, o.multiply(o.floor(o.divide(-radius, s)), -2.0), I64)
-        k = _positions(ctx, taps, None)
+        # K = -2 * floor(-radius / s) taps, at least 2 * radius (a static count for a
+        # constant scale, so the taps have a static shape)
+        if given is not None and given > 0:
+            k = ctx.call("arange", stop=int(-2 * math.floor(-radius / min(given, 1.0))), dtype=F64)
+        else:
+            taps = _cast(ctx, o.multiply(o.floor(o.divide(-radius, s)), -2.0), I64)
+            k = _positions(ctx, taps, None)
     else:
         s = o.f(1.0)
         k = ctx.call("arange", stop=int(2 * radius), dtype=F64)

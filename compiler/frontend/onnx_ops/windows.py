@@ -54,15 +54,15 @@ def check_window(ctx, kernel, strides, dilations, pads) -> None:
 
 def _out_size(size: int, pb: int, pe: int, k: int, s: int, d: int, ceil: bool) -> int:
     span = size + pb + pe - (d * (k - 1) + 1)
-    if span < 0:
+    out = span // s + 1 if not ceil else -(-span // s) + 1
+    if ceil and (out - 1) * s >= size + pb:
+        out -= 1  # the last window must start inside the input or its begin padding
+    if out < 1:  # (with ceil_mode, a kernel larger than the input still has one window)
         raise ConversionError(
             f"a spatial dim of size {size} with padding {pb}+{pe} is smaller than the kernel "
             f"{k} (dilation {d})"
         )
-    if not ceil:
-        return span // s + 1
-    out = -(-span // s) + 1
-    return out - 1 if (out - 1) * s >= size + pb else out
+    return out
 
 
 def _layout(ctx, x: Expr, kernel, strides, dilations, pads, ceil: bool):

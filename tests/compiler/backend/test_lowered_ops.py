@@ -79,7 +79,7 @@ def test_lowered_op_matches_interpreter(case):
 # Ops the host runs in a compiled module instead of a kernel (legalize_ops.RUNTIME_OPS):
 # nonzero, whose result length only the data gives, and match_shape, which names that length
 # (tests/compiler/backend/test_data_dependent.py compiles and runs them).
-DATA_DEPENDENT = {"nonzero", "match_shape"}
+DATA_DEPENDENT = {"nonzero", "bincount", "match_shape"}
 
 
 # Ops whose results are of a low-precision type (float8, int4, ...): the backend has no values

@@ -301,13 +301,6 @@ class _TrainingDropout(nn.Module):
         return F.dropout(x, 0.5, training=True)
 
 
-class _InPlaceOnView(nn.Module):
-    def forward(self, x):
-        x = x * 1
-        x[:, 0].relu_()
-        return x
-
-
 class _MaskPutPerElement(nn.Module):
     def forward(self, x):
         y = x.clone()
@@ -319,7 +312,6 @@ class _MaskPutPerElement(nn.Module):
     ("model", "expected"),
     [
         (_TrainingDropout(), "dropout in training mode"),
-        (_InPlaceOnView(), "in place on a view"),
         (_MaskPutPerElement(), "bool mask and one value per selected element"),
     ],
 )

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import compiler.ops.index  # noqa: F401  (registers the ops)
+from compiler.ir.types import DType
 from tests.compiler.ops.opcase import OpCase
 
 _rng = np.random.default_rng(2)
@@ -365,5 +366,30 @@ CASES += [
         [np.array(2.0, np.float32)],
         expected=np.zeros((0, 1), np.int64),
         id="nonzero-0d-true",
+    ),
+]
+
+# ----- bincount ----------------------------------------------------------------------------
+
+
+def _torch_bincount(x, w=None, minlength=0, dtype=None):
+    return torch.bincount(x, weights=w, minlength=minlength)
+
+
+CASES += [
+    OpCase("bincount", [_idx(6, 9)], reference=_torch_bincount, id="bincount"),
+    OpCase(
+        "bincount",
+        [_idx(3, 4, dtype=np.int32)],
+        {"minlength": 7},
+        reference=_torch_bincount,
+        id="bincount-minlength",
+    ),
+    OpCase(
+        "bincount",
+        [_idx(5, 8), _randn(8, dtype=np.float64)],
+        {"dtype": DType.float64},
+        reference=_torch_bincount,
+        id="bincount-weights",
     ),
 ]

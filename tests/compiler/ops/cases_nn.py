@@ -391,6 +391,14 @@ for _kind in ("max", "avg"):
             ceil_mode=True,
         ),
         _pool_case(
+            _kind,
+            _randn(1, 2, 2, 2),
+            f"{_kind}_pool2d-ceil-kernel-over-input",  # torch: one window (EfficientNet)
+            pool_size=(3, 3),
+            strides=(3, 3),
+            ceil_mode=True,
+        ),
+        _pool_case(
             _kind, _randn(1, 2, 7, 9), f"{_kind}_pool2d-rect", pool_size=(2, 3), strides=(1, 2)
         ),
         _pool_case(
@@ -904,5 +912,42 @@ CASES += [
         scales=(1.0, 1.0, 0.6),
         mode="linear",
         coordinate_transformation_mode="half_pixel_symmetric",
+    ),
+    # cubic: torch's bicubic (a = -0.75, the edge repeated), both coordinate modes
+    _resize_case(
+        _randn(1, 2, 5, 6),
+        "resize-cubic-up-torch",
+        _interpolate_ref("bicubic", align_corners=False),
+        sizes=(1, 2, 9, 4),
+        mode="cubic",
+    ),
+    _resize_case(
+        _randn(1, 2, 5, 6),
+        "resize-cubic-align-corners-torch",
+        _interpolate_ref("bicubic", align_corners=True),
+        sizes=(1, 2, 3, 11),
+        mode="cubic",
+        coordinate_transformation_mode="align_corners",
+    ),
+    _resize_case(
+        _x1,
+        "resize-cubic-exclude-outside",
+        # 4 -> 2, half_pixel: sources 0.5 and 2.5, tap weights (a = -0.5) -0.0625, 0.5625,
+        # 0.5625, -0.0625; the taps -1 and 4 lie outside: weight 0, the rest / 1.0625
+        expected=np.array(
+            [
+                [
+                    [
+                        (0.5625 * 1 + 0.5625 * 2 - 0.0625 * 3) / 1.0625,
+                        (-0.0625 * 2 + 0.5625 * 3 + 0.5625 * 4) / 1.0625,
+                    ]
+                ]
+            ],  # fmt: skip
+            dtype=np.float32,
+        ),
+        sizes=(1, 1, 2),
+        mode="cubic",
+        cubic_coeff_a=-0.5,
+        exclude_outside=True,
     ),
 ]

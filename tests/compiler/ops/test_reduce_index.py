@@ -169,7 +169,7 @@ def test_symbolic_inference(op, types, attrs, expected):
         ),
         ("triu", [T("f32", 4, 4)], {"k": ANY}, "k must be known"),
         ("topk", [T("f32", 2, 4)], {"k": 5}, "k=5 is larger than axis 1 of f32[2, 4] (4)"),
-        ("topk", [T("f32", 2, 4)], {"k": -1}, "k must be >= 0, got -1"),
+        ("topk", [T("f32", 2, 4)], {"k": -2}, "k must be >= 0 (or -1: the whole axis), got -2"),
         ("topk", [T("f32")], {"k": 1}, "data must have rank >= 1"),
     ],
 )
