@@ -303,3 +303,68 @@ def test_the_test_file_holds_crafted_names_as_data():
     ]
     assert len(imports_os) == 1
     assert not any(isinstance(n, ast.Name) and n.id == "boom" for n in ast.walk(tree))
+
+
+# ----- the oracle: the same finding, not one of the same kind -----------------------------------
+
+
+@register_pass
+@dataclass(frozen=True)
+class _RaiseByOp(Pass):
+    """A deliberately failing pass: AssertionError on a relu, TypeError on an exp."""
+
+    name: ClassVar[str] = "test-reduce-raise-by-op"
+
+    def transform(self, module, ctx):
+        def rule(node):
+            if isinstance(node, Call) and node.op == "relu":
+                raise AssertionError("relu")
+            if isinstance(node, Call) and node.op == "exp":
+                raise TypeError("exp")
+            return None
+
+        return rewrite_module(module, lambda name, fn: rule, self.name)
+
+
+@register_pass
+@dataclass(frozen=True)
+class _Misannotate(Pass):
+    """A deliberately wrong pass: a relu or an exp annotated with one more column."""
+
+    name: ClassVar[str] = "test-reduce-misannotate"
+
+    def transform(self, module, ctx):
+        def rule(node):
+            if isinstance(node, Call) and node.op in ("relu", "exp"):
+                shape = (*node.ty.shape[:-1], node.ty.shape[-1] + 1)
+                return Call(node.op, node.args, ty=tensor(list(shape)))
+            return None
+
+        return rewrite_module(module, lambda name, fn: rule, self.name)
+
+
+def _one_op(op: str) -> Module:
+    x = Var("x", tensor([2, 3]))
+    return Module({"main": Function.from_output([x], Call(op, [x]))})
+
+
+@pytest.mark.parametrize(
+    "spec,kind",
+    [("test-reduce-raise-by-op", "pass-failed"), ("test-reduce-misannotate", "shape-mismatch")],
+)
+def test_the_oracle_wants_the_same_error_type_or_op_not_only_the_same_kind(spec, kind):
+    """Behaviour protected: a candidate holds only when it shows the same finding: for a
+    failed pass the same error type, for a shape mismatch the same op. A relu failing with an
+    AssertionError (or misannotated) is not reproduced by an exp failing with a TypeError (or
+    misannotated): accepting it would shrink to a different bug and call it reproduced."""
+    from explorer.reduce.oracle import Target
+
+    relu = explorer.explore(_one_op("relu"), pipeline=spec)
+    relu_report = relu.check(progress=False)
+    (finding,) = relu_report.of_kind(kind)
+    target = Target.of(finding, 0, relu_report)
+    assert target.found(relu, relu_report, 0) == [finding]
+    exp = explorer.explore(_one_op("exp"), pipeline=spec)
+    exp_report = exp.check(progress=False)
+    assert [f.kind for f in exp_report.of_kind(kind)] == [kind]  # the same kind, at the same pass
+    assert target.found(exp, exp_report, 0) == []
