@@ -1,7 +1,10 @@
 """``load(path)``: a trace back from a ``.passlens`` file, the one place that builds Steps and
 Traces from a file. The file is untrusted input: every reference must point to an earlier
 table entry, arrays are read only once their ``.npy`` header agrees with what ir.json declares,
-sizes are capped (see :mod:`explorer.store.fileformat`), and anything a damaged or crafted file
+sizes are capped (see :mod:`explorer.store.fileformat`): one array, and everything a load
+materialises together (``MAX_LOAD_BYTES``: an array named by several entries is read once and
+shared, a derived array is counted when it is made, the ONNX source member is read in chunks
+up to its cap), each checked before anything is allocated; anything a damaged or crafted file
 causes is raised as a TraceFileError (or a LimitError for a cap)."""
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ from explorer.store.fileformat import (
     FORMAT,
     MAX_ARRAY_BYTES,
     MAX_JSON_BYTES,
+    MAX_LOAD_BYTES,
+    MAX_SOURCE_BYTES,
     MAX_STEPS,
     PROV_FIELDS,
     READ_VERSION,
@@ -189,6 +194,8 @@ class _Reader:
         self.provs = [_provenance(p) for p in _list(ir, "provenances")]
         self.array_specs = _list(ir, "arrays")
         self.arrays: dict[int, np.ndarray] = {}
+        self.members: dict[str, np.ndarray] = {}  # each .npy member read once, then shared
+        self.loaded = 0  # bytes materialised so far (the load budget, MAX_LOAD_BYTES)
         self._attr_cache: dict[str, Any] = {}
         self.nodes: list[Any] = []
         for rec in _list(ir, "nodes"):
@@ -214,6 +221,17 @@ class _Reader:
             )
         return node
 
+    def spend(self, nbytes: int, what: str) -> None:
+        """Count ``nbytes`` about to be materialised for ``what`` against the load budget,
+        before allocating them: a LimitError naming what and how much past the budget."""
+        if self.loaded + nbytes > MAX_LOAD_BYTES:
+            raise LimitError(
+                f"{self.path}: {what} ({_size(nbytes)}) would bring what loading this trace "
+                f"materialises to {_size(self.loaded + nbytes)}, over the "
+                f"{_size(MAX_LOAD_BYTES)} budget for one trace; not read"
+            )
+        self.loaded += nbytes
+
     def array(self, i: Any) -> np.ndarray:
         if i in self.arrays:
             return self.arrays[i]
@@ -234,6 +252,8 @@ class _Reader:
                     f"derived from array {source!r})"
                 )
             arr = self.array(source)
+            if recipe.get("axes") is not None or recipe.get("cast"):  # a new buffer
+                self.spend(_nbytes(shape, dtype), f"array {i} (derived from array {source})")
             if arr.size != math.prod(shape):
                 raise TraceFileError(
                     f"{self.path}: damaged passlens trace file (array {i} of shape "
@@ -252,8 +272,11 @@ class _Reader:
             arr = np.asarray(arr, order="C")
             what = f"array {i}"
         else:
-            arr = self.stored_array(spec["member"], dtype, shape)
-            what = spec["member"]
+            what = str(spec["member"])
+            arr = self.members.get(what)
+            if arr is None:
+                self.spend(_nbytes(shape, dtype), f"array {i} ({what})")
+                arr = self.members[what] = self.stored_array(what, dtype, shape)
         if _as_bits(dtype, arr.dtype):
             arr = arr.view(dtype.numpy)
         if arr.dtype != dtype.numpy or arr.shape != shape:
@@ -292,11 +315,18 @@ class _Reader:
                     f"{self.path}: damaged passlens trace file ({member} holds "
                     f"{info.file_size - f.tell()} bytes of data, its header says {nbytes})"
                 )
-            data = f.read(nbytes)
-        if len(data) != nbytes:
+            buffer = np.empty(nbytes, np.uint8)  # read in chunks: no second copy of the data
+            view, done = memoryview(buffer), 0
+            while done < nbytes:
+                chunk = f.read(min(_CHUNK, nbytes - done))
+                if not chunk:
+                    break
+                view[done : done + len(chunk)] = chunk
+                done += len(chunk)
+        if done != nbytes:
             raise TraceFileError(f"{self.path}: damaged passlens trace file ({member} is short)")
-        arr = np.frombuffer(data, dtype=stored).reshape(shape, order="F" if fortran else "C")
-        return np.asarray(arr, order="C") if fortran else arr.copy()
+        arr = buffer.view(stored).reshape(shape, order="F" if fortran else "C")
+        return np.asarray(arr, order="C")
 
     def attrs(self, rec: Any) -> dict:
         if not isinstance(rec, dict):
@@ -471,13 +501,30 @@ class _Reader:
                 import onnx
             except ImportError:
                 return None
-            with self.zf.open(rec["member"]) as f:
-                data = f.read()
+            data = self.source_bytes(rec["member"])
             try:
                 return {"model": onnx.load_from_string(data)}
             except Exception as e:  # protobuf's DecodeError
                 raise TraceFileError(f"{self.path}: damaged ONNX source model ({e})") from None
         return None
+
+    def source_bytes(self, member: Any) -> bytes:
+        """The ONNX source member, read in chunks up to its cap and the load budget (the size
+        the zip declares is the file's word, not checked here)."""
+        name, chunks, total = str(member), [], 0
+        cap = min(MAX_SOURCE_BYTES, MAX_LOAD_BYTES - self.loaded)
+        with self.zf.open(name) as f:
+            while chunk := f.read(min(_CHUNK, cap + 1 - total)):
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > cap:
+                    self.spend(total, f"the ONNX source model {name}")  # over the budget
+                    raise LimitError(
+                        f"{self.path}: the ONNX source model {name} is larger than "
+                        f"{_size(MAX_SOURCE_BYTES)}, the limit for it; not read"
+                    )
+        self.spend(total, f"the ONNX source model {name}")
+        return b"".join(chunks)
 
     def example_inputs(self, recs: Any) -> tuple | None:
         if recs is None:
@@ -492,6 +539,7 @@ class _Reader:
                 try:
                     import torch
 
+                    self.spend(arr.nbytes, f"a copy of array {rec['array']} as a torch tensor")
                     out.append(torch.from_numpy(np.array(arr)))
                 except ImportError:
                     out.append(arr)
@@ -508,6 +556,17 @@ def _as_bits(dtype: DType, stored: np.dtype) -> bool:
     """Whether values of ``dtype`` (an ml_dtypes type) are stored as ``stored``, their bits."""
     bits = dtype is DType.bfloat16 or dtype.is_storage_only
     return bits and stored.itemsize == dtype.itemsize and stored.kind in "uV"
+
+
+_CHUNK = 16 << 20  # bytes read from a member at a time
+
+
+def _size(nbytes: int) -> str:
+    """``1.5 GiB``, ``300.0 MiB``, ``2.0 KiB``, ``12 bytes``."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):.1f} {unit}"
+    return f"{nbytes:,} bytes"
 
 
 def _nbytes(shape: tuple, dtype: DType) -> int:

@@ -1,0 +1,149 @@
+"""Untrusted inputs, round two (issue #31): budgets as well as caps. A small file or spec must
+not cost gigabytes or minutes: each probe of the issue is built here small (the budgets are
+lowered for the test) and must end in one clear LimitError naming what and how much, or in a
+correct result."""
+
+from __future__ import annotations
+
+import io
+import json
+import tracemalloc
+import zipfile
+
+import numpy as np
+import pytest
+
+import explorer
+from compiler import models
+from compiler.errors import LimitError
+from explorer.store import fileformat, load, read, save
+from tests.explorer.test_store import tiny_onnx
+
+
+def _json(path, name):
+    with zipfile.ZipFile(path) as zf:
+        return json.loads(zf.read(name))
+
+
+@pytest.fixture
+def small_file(tmp_path):
+    trace = explorer.explore(models.mlp((4, 3), batch=2), pipeline="fold-constant")
+    return save(trace, tmp_path / "small.passlens")
+
+
+def _rewrite(path, members: dict[str, bytes]) -> None:
+    """Replace or add ``members`` (zipped: zeros take almost no room)."""
+    with zipfile.ZipFile(path) as zf:
+        old = {i.filename: zf.read(i.filename) for i in zf.infolist()}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for k, v in {**old, **members}.items():
+            zf.writestr(k, v)
+
+
+def _add_constants(path, specs: list[dict]) -> list[int]:
+    """Append array entries ``specs`` to ir.json, each read by a new constant node."""
+    ir = _json(path, "ir.json")
+    first = len(ir["arrays"])
+    ir["arrays"] += specs
+    ir["nodes"] += [{"kind": "const", "array": first + k} for k in range(len(specs))]
+    _rewrite(path, {"ir.json": json.dumps(ir).encode()})
+    return list(range(first, first + len(specs)))
+
+
+def _stored(path) -> dict:
+    ir = _json(path, "ir.json")
+    return next(s for s in ir["arrays"] if "member" in s)
+
+
+# ----- load: one budget for everything it materialises -------------------------------------------
+
+
+def test_entries_naming_one_member_read_it_once_and_share_it(small_file, monkeypatch):
+    """Eight array entries naming one .npy member (the issue's 2.4 GB probe, small): the
+    member is read once and the eight constants share it, within a budget one copy fits."""
+    spec = _stored(small_file)
+    nbytes = int(np.prod(spec["shape"])) * 4
+    _add_constants(small_file, [dict(spec) for _ in range(8)])
+    baseline = _json(small_file, "ir.json")["arrays"]
+    total = sum(int(np.prod(s["shape"])) * 4 for s in baseline if "member" in s) - 8 * nbytes
+    monkeypatch.setattr(read, "MAX_LOAD_BYTES", total + 2 * nbytes)  # not 8 more copies
+    trace = load(small_file)
+    assert trace is not None
+    # the same entries with another shape for the member: refused, not re-read
+    ir = _json(small_file, "ir.json")
+    ir["arrays"][-1]["shape"] = [int(np.prod(spec["shape"]))]
+    _rewrite(small_file, {"ir.json": json.dumps(ir).encode()})
+    with pytest.raises(explorer.store.TraceFileError, match="holds float32"):
+        load(small_file)
+
+
+def test_distinct_arrays_past_the_budget_are_a_limit_error_naming_what_and_how_much(
+    small_file, monkeypatch
+):
+    """Six distinct zero-filled members of 256 KiB (a few hundred bytes each, zipped): the
+    budget refuses the first that does not fit, before reading it."""
+    buf = io.BytesIO()
+    np.save(buf, np.zeros((256, 256), np.float32))
+    _rewrite(small_file, {f"arrays/big{k}.npy": buf.getvalue() for k in range(6)})
+    specs = [
+        {"dtype": "float32", "shape": [256, 256], "member": f"arrays/big{k}.npy"} for k in range(6)
+    ]
+    first = _add_constants(small_file, specs)[0]
+    assert small_file.stat().st_size < 64 << 10
+    monkeypatch.setattr(read, "MAX_LOAD_BYTES", 1 << 20)  # the small model and 3 of them fit
+    with pytest.raises(LimitError) as info:
+        load(small_file)
+    message = str(info.value)
+    assert f"array {first + 3} (arrays/big3.npy) (256.0 KiB) would bring" in message
+    assert "over the 1.0 MiB budget for one trace; not read" in message
+
+
+def test_a_chain_of_derived_arrays_is_counted_once_per_array(small_file, monkeypatch):
+    """Arrays derived from one another (each a transposed copy of the one before) amplify
+    one stored member: each derived array is counted when it is made."""
+    spec = _stored(small_file)
+    first = len(_json(small_file, "ir.json")["arrays"])
+    src = _json(small_file, "ir.json")["arrays"].index(spec)
+    shape = list(spec["shape"])
+    assert len(shape) == 2
+    chain = []
+    for k in range(24):
+        source = src if k == 0 else first + k - 1
+        shape = shape[::-1]
+        chain.append(
+            {"dtype": "float32", "shape": shape, "derived": {"from": source, "axes": [1, 0]}}
+        )
+    _add_constants(small_file, chain)
+    nbytes = int(np.prod(shape)) * 4
+    assert load(small_file) is not None  # within the default budget: a correct result
+    monkeypatch.setattr(read, "MAX_LOAD_BYTES", 200 + 10 * nbytes)
+    with pytest.raises(LimitError, match=r"derived from array \d+\) \(\d+ bytes\) would bring"):
+        load(small_file)
+
+
+@pytest.fixture
+def onnx_file(tmp_path):
+    pytest.importorskip("compiler.frontend.onnx_frontend")
+    _, proto = tiny_onnx()
+    return save(explorer.explore(proto), tmp_path / "onnx.passlens", include_source=True)
+
+
+def test_the_onnx_source_member_is_capped_as_it_is_read(onnx_file, monkeypatch):
+    """A zip-bombed source.onnx (64 MiB of zeros, 64 kB in the file) is refused after reading
+    its cap, not read whole: the memory a load takes stays near the cap."""
+    assert load(onnx_file).source is not None
+    _rewrite(onnx_file, {"source.onnx": b"\0" * (64 << 20)})
+    assert onnx_file.stat().st_size < 1 << 20
+    monkeypatch.setattr(read, "MAX_SOURCE_BYTES", 1 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(LimitError, match="source model source.onnx is larger than 1.0 MiB"):
+            load(onnx_file)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 << 20, peak  # the chunks up to the cap, not 64 MiB
+    monkeypatch.setattr(read, "MAX_SOURCE_BYTES", fileformat.MAX_SOURCE_BYTES)
+    monkeypatch.setattr(read, "MAX_LOAD_BYTES", 4 << 20)  # the source counts in the budget
+    with pytest.raises(LimitError, match="the ONNX source model source.onnx .* over the 4.0 MiB"):
+        load(onnx_file)
