@@ -147,3 +147,141 @@ def test_the_onnx_source_member_is_capped_as_it_is_read(onnx_file, monkeypatch):
     monkeypatch.setattr(read, "MAX_LOAD_BYTES", 4 << 20)  # the source counts in the budget
     with pytest.raises(LimitError, match="the ONNX source model source.onnx .* over the 4.0 MiB"):
         load(onnx_file)
+
+
+# ----- check: random inputs, loops, scanned outputs within a budget -------------------------------
+
+
+@pytest.mark.parametrize("side", [12000, 100000])
+def test_random_inputs_are_made_only_up_to_a_stated_size(side):
+    """A 105-byte IR text asking for a 12000 x 12000 input (a 200 s check) or a 100000 x
+    100000 one (a raw MemoryError) is a clear error before anything is allocated: it names
+    the input, its bytes and how to pass real inputs."""
+    text = (
+        f"def @main(%x: f32[{side}, {side}]) -> f32[{side}, {side}] {{\n"
+        f"  %y: f32[{side}, {side}] = matmul(%x, %x)\n  return %y\n}}\n"
+    )
+    trace = explorer.explore(text, pipeline="fold-constant")
+    tracemalloc.start()
+    try:
+        with pytest.raises(LimitError) as info:
+            trace.check(progress=False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    message = str(info.value)
+    assert f"%x: f32[{side}, {side}] would need {side * side * 4:,} bytes" in message
+    assert "only up to 256 MiB" in message and "pass real inputs: trace.check((x, ...))" in message
+    assert peak < 64 << 20
+
+
+def test_a_tiny_onnx_file_declaring_a_huge_input_is_a_limit_error():
+    """A 73-byte ONNX file (one Identity, an input of 40000 x 41250 floats) would grow to
+    6.6 GB of random input: a LimitError instead."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("compiler.frontend.onnx_frontend")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [40000, 41250])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [40000, 41250])],
+    )
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    data = data.SerializeToString()
+    assert len(data) < 100 and onnx is not None
+    trace = explorer.explore(data)
+    with pytest.raises(LimitError, match=r"%x: f32\[40000, 41250\] would need 6,600,000,000 bytes"):
+        trace.check(progress=False)
+
+
+def test_a_memory_error_in_a_check_is_a_limit_error(monkeypatch):
+    """Whatever no limit foresaw: a MemoryError inside the check ends as one clear error."""
+    from explorer.check import runner
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate 6.15 GiB")
+
+    monkeypatch.setattr(runner, "_random_arrays", no_memory)
+    trace = explorer.explore(models.mlp((4, 3), batch=2), pipeline="fold-constant")
+    trace.example_inputs = None
+    with pytest.raises(LimitError, match="the check ran out of memory .*6.15 GiB"):
+        trace.check(progress=False)
+
+
+NESTED_LOOPS = """
+def @main(%x: f32[2], %n: i64[]) -> f32[2] {
+  %r: (f32[2],) = loop @outer(%n, const(bool[], true), %x, %n, carried=1)
+  %y: f32[2] = %r[0]
+  return %y
+}
+
+def @outer(%i: i64[], %c: bool[], %acc: f32[2], %n: i64[])
+    -> (bool[], f32[2]) attrs {private = true} {
+  %r: (f32[2],) = loop @inner(%n, const(bool[], true), %acc, carried=1)
+  %a: f32[2] = %r[0]
+  %t: (bool[], f32[2]) = (%c, %a)
+  return %t
+}
+
+def @inner(%i: i64[], %c: bool[], %acc: f32[2]) -> (bool[], f32[2]) attrs {private = true} {
+  %a: f32[2] = add(%acc, const(f32[], 1.0))
+  %t: (bool[], f32[2]) = (%c, %a)
+  return %t
+}
+"""
+
+
+def test_nested_loops_share_one_work_budget(monkeypatch):
+    """Loops each under the iteration cap, nested, multiply: n = 1000 runs a million inner
+    iterations. All the loops of one run share MAX_LOOP_WORK; within it, a correct result."""
+    from compiler import interpret
+    from compiler.interpret import InterpretError, run
+    from compiler.ir import parse
+
+    module = parse(NESTED_LOOPS)
+    x = np.zeros(2, np.float32)
+    (y,) = run(module, x, np.array(10, np.int64))  # 10 x 10 iterations: well within
+    assert y.tolist() == [100.0, 100.0]
+    monkeypatch.setattr(interpret, "MAX_LOOP_WORK", 5_000)
+    with pytest.raises(InterpretError) as info:
+        run(module, x, np.array(1000, np.int64))
+    assert "over the interpreter's budget of 5,000 for all loops of one run" in str(info.value)
+    assert "nested loops included (compiler.interpret.MAX_LOOP_WORK)" in str(info.value)
+    assert interpret.MAX_LOOP_ITERATIONS > 1000  # each loop alone is under its own cap
+    # a second run has a budget of its own
+    (y,) = run(module, x, np.array(10, np.int64))
+    assert y.tolist() == [100.0, 100.0]
+
+
+SCAN = """
+def @main(%x: f32[64], %trips: i64[]) -> (f32[64], f32[?, 64]) {
+  %r: (f32[64], f32[?, 64]) = loop @body(%trips, const(bool[], true), %x, carried=1)
+  return %r
+}
+
+def @body(%i: i64[], %c: bool[], %acc: f32[64]) -> (bool[], f32[64], f32[64])
+    attrs {private = true} {
+  %t: (bool[], f32[64], f32[64]) = (%c, %acc, %acc)
+  return %t
+}
+"""
+
+
+def test_a_scanned_output_is_sized_before_it_is_stacked(monkeypatch):
+    """A loop's scanned output grows by one value per iteration: it is refused once it
+    passes the limit for one value, before the stack is made."""
+    from compiler import interpret
+    from compiler.interpret import InterpretError, run
+    from compiler.ir import parse
+
+    module = parse(SCAN)
+    x = np.ones(64, np.float32)  # 256 bytes an iteration
+    _, scanned = run(module, x, np.array(3, np.int64))
+    assert scanned.shape == (3, 64)
+    monkeypatch.setattr(interpret, "MAX_VALUE_BYTES", 1000)
+    with pytest.raises(
+        InterpretError, match="scanned output 0 would hold more than 1,024 bytes after 4"
+    ):
+        run(module, x, np.array(100, np.int64))
