@@ -450,6 +450,13 @@ class _Reader:
             raise LimitError(f"{self.path}: {len(records)} steps, over the limit of {MAX_STEPS}")
         self.n_steps = len(records)
         steps = [self.step(i, rec) for i, rec in enumerate(records)]
+        for s in steps:  # a tree: each step is the child of its own parent only
+            for c in s.children:
+                if steps[c].parent != s.index:
+                    raise TraceFileError(
+                        f"{self.path}: damaged passlens trace file (step {s.index} lists step "
+                        f"{c} as a child, whose parent is {steps[c].parent})"
+                    )
         skipped = [
             SkippedPass(str(k["pass_name"]), str(k["spec"]), int(k["depth"]), str(k["reason"]))
             for k in m.get("skipped") or []
