@@ -285,3 +285,71 @@ def test_a_scanned_output_is_sized_before_it_is_stacked(monkeypatch):
         InterpretError, match="scanned output 0 would hold more than 1,024 bytes after 4"
     ):
         run(module, x, np.array(100, np.int64))
+
+
+# ----- TVM traces (format 3): every graph field's type checked at load --------------------------
+
+
+@pytest.fixture(scope="module")
+def tvm_file(tmp_path_factory):
+    pytest.importorskip("tvm")
+    torch = pytest.importorskip("torch")
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
+    trace = explorer.explore(model, (torch.randn(2, 4),), compiler="tvm", pipeline="zero")
+    return save(trace, tmp_path_factory.mktemp("tvm") / "zero.passlens")
+
+
+def _damage_graph(path, out, damage) -> None:
+    ir = _json(path, "ir.json")
+    graph = ir["foreign_modules"][0]["graph"]
+    damage(graph)
+    with zipfile.ZipFile(path) as zf:
+        members = {i.filename: zf.read(i.filename) for i in zf.infolist()}
+    members["ir.json"] = json.dumps(ir).encode()
+    with zipfile.ZipFile(out, "w") as zf:
+        for k, v in members.items():
+            zf.writestr(k, v)
+
+
+def _first_op(graph):
+    return next(n for n in graph["nodes"] if n["kind"] in ("op", "call"))
+
+
+@pytest.mark.parametrize(
+    "damage, match",
+    [
+        (lambda g: g["nodes"][0].update(dtype={"a": 1}), "dtype must be text, not dict"),
+        (
+            lambda g: _first_op(g).update(attrs={"k": {"nested": {"x": 1}}}),
+            "attribute 'k' must be text, a number or a list of them",
+        ),
+        (lambda g: g["nodes"][0].update(provenance=["a", "b"]), "provenance must be a mapping"),
+        (
+            lambda g: g["nodes"][0].update(provenance={"module_path": ["a"]}),
+            "provenance 'module_path' must be text",
+        ),
+        (lambda g: g["nodes"][0].update(shape="2,3"), "a shape must be a list of integers"),
+        (lambda g: g["nodes"][0].update(label=["x"]), "label must be text, not list"),
+        (lambda g: g["nodes"][0].update(nbytes="9"), "nbytes must be an integer"),
+        (lambda g: g["edges"][0].__setitem__(2, "0"), "edge's index must be an integer"),
+        (lambda g: g["params"][0].update(shape=[[2]]), "a shape must be a list of integers"),
+        (lambda g: g["signatures"][0].update(params=[["x"]]), "params must be .name, type. pairs"),
+    ],
+)
+def test_a_tvm_graph_field_of_the_wrong_type_is_a_trace_file_error(
+    tvm_file, tmp_path, damage, match
+):
+    """Each of these gave a raw TypeError in summary or to_html; now load refuses the file."""
+    bad = tmp_path / "bad.passlens"
+    _damage_graph(tvm_file, bad, damage)
+    with pytest.raises(explorer.store.TraceFileError, match=match):
+        load(bad)
+
+
+def test_an_undamaged_tvm_trace_loads_and_renders(tvm_file, tmp_path):
+    trace = load(tvm_file)
+    assert trace.compiler == "tvm" and "zero" in trace.pipeline
+    trace.to_html(tmp_path / "t.html", progress=False)
+    assert "LegalizeOps" in trace.summary_text()
