@@ -353,3 +353,70 @@ def test_an_undamaged_tvm_trace_loads_and_renders(tvm_file, tmp_path):
     assert trace.compiler == "tvm" and "zero" in trace.pipeline
     trace.to_html(tmp_path / "t.html", progress=False)
     assert "LegalizeOps" in trace.summary_text()
+
+
+# ----- long texts: cut in every view, with a note and a way to get all of it ----------------------
+
+
+def _with_member(path, out, name, edit) -> None:
+    with zipfile.ZipFile(path) as zf:
+        members = {i.filename: zf.read(i.filename) for i in zf.infolist()}
+    doc = json.loads(members[name])
+    edit(doc)
+    members[name] = json.dumps(doc).encode()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for k, v in members.items():
+            zf.writestr(k, v)
+
+
+def test_a_million_line_module_text_is_cut_in_every_view(tvm_file, tmp_path):
+    """A TVM module text of 1,000,000 lines (a few kB zipped) made to_html take 31 s, 2.7 GB
+    and write 491 MB. Every view now shows the first MAX_TEXT_CHARS characters with a note
+    naming how to get the whole text; the report stays small."""
+    from widgets.ir_text import MAX_TEXT_CHARS, ir_text_html, text_diff_html
+
+    huge = "  %v = R.add(%x, %x)\n" * 1_000_000
+    bad = tmp_path / "huge.passlens"
+
+    last = _json(tvm_file, "manifest.json")["steps"][-1]["foreign_module"]
+
+    def edit(ir):  # the final step's module
+        ir["foreign_modules"][last]["text"] = huge + ir["foreign_modules"][last]["text"]
+
+    _with_member(tvm_file, bad, "ir.json", edit)
+    assert bad.stat().st_size < 1 << 20
+    trace = load(bad)
+    step = trace.final
+    assert len(step.text) > 20_000_000  # the whole text stays available
+    html = ir_text_html(step)
+    assert len(html) < 2 * MAX_TEXT_CHARS
+    assert f"of {len(step.text):,} characters" in html and "step.text" in html
+    assert f"passlens show TRACE --step {step.index}" in html
+    d = step.diff()
+    assert "the IR diff covers the first 10,000 lines of each text" in text_diff_html(d)
+    out = tmp_path / "huge.html"
+    trace.to_html(out, progress=False)
+    assert out.stat().st_size < 30 << 20
+
+
+def test_a_huge_traceback_is_cut_in_the_report(tmp_path):
+    import tests.compiler.passes.test_manager  # noqa: F401  (registers test-explode)
+
+    text = "def @main(%x: f32[2]) -> f32[2] {\n  %y: f32[2] = add(%x, %x)\n  return %y\n}"
+    trace = explorer.explore(text, pipeline="test-explode")
+    path = save(trace, tmp_path / "t.passlens")
+    bad = tmp_path / "tb.passlens"
+
+    def edit(manifest):
+        failed = next(s for s in manifest["steps"] if s.get("traceback"))
+        failed["traceback"] = "  File 'x.py', line 1\n" * 500_000 + "AssertionError: boom\n"
+
+    _with_member(path, bad, "manifest.json", edit)
+    loaded = load(bad)
+    assert len(loaded.failure.traceback) > 10_000_000
+    out = tmp_path / "tb.html"
+    loaded.to_html(out, progress=False)
+    html = out.read_text()
+    assert len(html) < 5 << 20
+    assert "characters of the traceback; all of it: trace[" in html
+    assert "AssertionError: boom" in html  # the innermost frames are kept
