@@ -457,3 +457,29 @@ def test_explore_saves_the_trace_when_the_check_cannot_run(capsys, tmp_path, mon
 def test_show_of_a_trace_without_a_report_prints_no_check(capsys, saved):
     code, out, _ = run(capsys, "show", saved)
     assert code == 0 and "check" not in out
+
+
+def test_python_m_passlens_does_not_import_from_the_current_folder(tmp_path):
+    """``python -m`` puts the current folder first on the import path: a ``numpy.py`` in the
+    folder a command runs from (a downloaded model's folder) must not run in place of numpy."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    marker = tmp_path / "RAN"
+    (tmp_path / "numpy.py").write_text(
+        f"open({str(marker)!r}, 'w').write('x')\nraise SystemExit('the planted numpy ran')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "passlens", "passes"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "fold-constant" in proc.stdout and not marker.exists()
