@@ -195,6 +195,11 @@ class _Reader:
         self.array_specs = _list(ir, "arrays")
         self.arrays: dict[int, np.ndarray] = {}
         self.members: dict[str, np.ndarray] = {}  # each .npy member read once, then shared
+        # what each array is: (its root member, its axes in the root's, the casts on the way,
+        # its dtype); arrays with the same values (a transpose of a transpose, a derivation
+        # named twice) are made once and shared
+        self.keys: dict[int, tuple] = {}
+        self.made: dict[tuple, np.ndarray] = {}
         self.loaded = 0  # bytes materialised so far (the load budget, MAX_LOAD_BYTES)
         self._attr_cache: dict[str, Any] = {}
         self.nodes: list[Any] = []
@@ -252,13 +257,13 @@ class _Reader:
                     f"derived from array {source!r})"
                 )
             arr = self.array(source)
-            if recipe.get("axes") is not None or recipe.get("cast"):  # a new buffer
-                self.spend(_nbytes(shape, dtype), f"array {i} (derived from array {source})")
+            root, order, casts, _ = self.keys[source]
             if arr.size != math.prod(shape):
                 raise TraceFileError(
                     f"{self.path}: damaged passlens trace file (array {i} of shape "
                     f"{list(shape)} derived from array {source} of shape {list(arr.shape)})"
                 )
+            axes = None
             if recipe.get("axes") is not None:
                 axes = [int(a) for a in recipe["axes"]]
                 if sorted(axes) != list(range(arr.ndim)):
@@ -266,10 +271,21 @@ class _Reader:
                         f"{self.path}: damaged passlens trace file (array {i}: axes {axes} "
                         f"are not a permutation of {arr.ndim} axes)"
                     )
-                arr = arr.transpose(axes)
+                order = tuple(order[a] for a in axes)  # this array's axes, in the root's
             if recipe.get("cast"):
-                arr = arr.astype(dtype.numpy)
-            arr = np.asarray(arr, order="C")
+                casts = (*casts, dtype.name)
+            key = (root, order, casts, dtype.name)
+            made = self.made.get(key)
+            if made is not None and made.shape == shape:  # the same values made before
+                arr = made
+            else:
+                if axes is not None or recipe.get("cast"):  # a new buffer
+                    self.spend(_nbytes(shape, dtype), f"array {i} (derived from array {source})")
+                if axes is not None:
+                    arr = arr.transpose(axes)
+                if recipe.get("cast"):
+                    arr = arr.astype(dtype.numpy)
+                arr = np.asarray(arr, order="C")
             what = f"array {i}"
         else:
             what = str(spec["member"])
@@ -277,6 +293,7 @@ class _Reader:
             if arr is None:
                 self.spend(_nbytes(shape, dtype), f"array {i} ({what})")
                 arr = self.members[what] = self.stored_array(what, dtype, shape)
+            key = (what, tuple(range(len(shape))), (), dtype.name)
         if _as_bits(dtype, arr.dtype):
             arr = arr.view(dtype.numpy)
         if arr.dtype != dtype.numpy or arr.shape != shape:
@@ -287,6 +304,8 @@ class _Reader:
         if arr.flags.writeable:
             arr.flags.writeable = False
         self.arrays[i] = arr
+        self.keys[i] = key
+        self.made.setdefault(key, arr)
         return arr
 
     def stored_array(self, member: Any, dtype: DType, shape: tuple) -> np.ndarray:

@@ -98,27 +98,38 @@ def test_distinct_arrays_past_the_budget_are_a_limit_error_naming_what_and_how_m
     assert "over the 1.0 MiB budget for one trace; not read" in message
 
 
-def test_a_chain_of_derived_arrays_is_counted_once_per_array(small_file, monkeypatch):
-    """Arrays derived from one another (each a transposed copy of the one before) amplify
-    one stored member: each derived array is counted when it is made."""
-    spec = _stored(small_file)
-    first = len(_json(small_file, "ir.json")["arrays"])
-    src = _json(small_file, "ir.json")["arrays"].index(spec)
-    shape = list(spec["shape"])
-    assert len(shape) == 2
-    chain = []
-    for k in range(24):
-        source = src if k == 0 else first + k - 1
-        shape = shape[::-1]
-        chain.append(
-            {"dtype": "float32", "shape": shape, "derived": {"from": source, "axes": [1, 0]}}
-        )
+def test_derived_arrays_with_the_same_values_are_made_once_and_others_counted(
+    small_file, monkeypatch
+):
+    """Arrays derived from one another amplify one stored member. A chain of 24 transposes
+    holds only two distinct arrays (the member and its transpose): they are made once and
+    shared. A chain of casts (float32 -> float64 -> float32 ...) makes a new array each
+    time: each is counted when made, and the budget stops it."""
+    buf = io.BytesIO()
+    np.save(buf, np.zeros((256, 256), np.float32))  # 256 KiB, a few hundred bytes zipped
+    _rewrite(small_file, {"arrays/big.npy": buf.getvalue()})
+    root = len(_json(small_file, "ir.json")["arrays"])
+    big = {"dtype": "float32", "shape": [256, 256], "member": "arrays/big.npy"}
+    chain = [big] + [
+        {"dtype": "float32", "shape": [256, 256], "derived": {"from": root + k, "axes": [1, 0]}}
+        for k in range(24)
+    ]
     _add_constants(small_file, chain)
-    nbytes = int(np.prod(shape)) * 4
-    assert load(small_file) is not None  # within the default budget: a correct result
-    monkeypatch.setattr(read, "MAX_LOAD_BYTES", 200 + 10 * nbytes)
-    with pytest.raises(LimitError, match=r"derived from array \d+\) \(\d+ bytes\) would bring"):
-        load(small_file)
+    monkeypatch.setattr(read, "MAX_LOAD_BYTES", 1 << 20)  # the member and one transpose fit
+    trace = load(small_file)
+    assert trace is not None
+    casts = tmp = small_file.with_name("casts.passlens")
+    tmp.write_bytes(small_file.read_bytes())
+    ir = _json(tmp, "ir.json")
+    for k in range(24):
+        rec = ir["arrays"][root + 1 + k]
+        rec["dtype"] = "float64" if k % 2 == 0 else "float32"
+        rec["derived"] = {"from": root + k, "cast": True}
+    _rewrite(tmp, {"ir.json": json.dumps(ir).encode()})
+    with pytest.raises(LimitError) as info:
+        load(casts)
+    assert "(derived from array" in str(info.value)
+    assert "over the 1.0 MiB budget for one trace" in str(info.value)
 
 
 @pytest.fixture
