@@ -47,10 +47,11 @@ from compiler.ir.verify import symbols_of
 MAX_VALUE_BYTES = 4 << 30
 MAX_LOOP_ITERATIONS = 1_000_000
 """Iterations one Loop may run (a Loop whose condition never ends is a hostile model)."""
-MAX_LOOP_WORK = 1_000_000
+MAX_LOOP_WORK = 250_000
 """Work all the loops of one run may do together, nested loops included: each iteration
-counts one plus the bindings of its body (a binding costs some tens of microseconds, so about
-a minute at most). Loops each under MAX_LOOP_ITERATIONS, nested, would otherwise multiply."""
+counts one plus the bindings of its body (a unit costs 20-40 microseconds, so about 10 s at
+most; an RNN of 1,000 steps of 50 bindings is 51,000). Loops each under MAX_LOOP_ITERATIONS,
+nested, would otherwise multiply. A longer legitimate loop: raise it in code."""
 _LOOP_WORK: ContextVar[list[int] | None] = ContextVar("passlens_loop_work", default=None)
 
 

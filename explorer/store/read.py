@@ -535,10 +535,18 @@ class _Reader:
         return None
 
     def source_bytes(self, member: Any) -> bytes:
-        """The ONNX source member, read in chunks up to its cap and the load budget (the size
-        the zip declares is the file's word, not checked here)."""
+        """The ONNX source member, read in chunks up to its cap and the load budget: refused
+        at once when the size the zip declares is over them, else when what it holds is (the
+        declared size is the file's word)."""
         name, chunks, total = str(member), [], 0
         cap = min(MAX_SOURCE_BYTES, MAX_LOAD_BYTES - self.loaded)
+        declared = self.zf.getinfo(name).file_size
+        if declared > cap:  # refused at once when the zip says so; else counted as read
+            self.spend(declared, f"the ONNX source model {name}")
+            raise LimitError(
+                f"{self.path}: the ONNX source model {name} is {_size(declared)}, over "
+                f"{_size(MAX_SOURCE_BYTES)}, the limit for it; not read"
+            )
         with self.zf.open(name) as f:
             while chunk := f.read(min(_CHUNK, cap + 1 - total)):
                 chunks.append(chunk)
