@@ -445,6 +445,19 @@ class _Evaluator:
         k, nscan = node.num_carried, node.num_scan
         scans: list[list] = [[] for _ in range(nscan)]
         scan_bytes = [0] * nscan  # each stack sized before it is made (MAX_VALUE_BYTES)
+        for j in range(nscan):  # an annotated size over the limit: refused before running
+            ty = node.ty.fields[k + j]
+            if isinstance(ty, TensorType) and ty.shape is not None:
+                if all(isinstance(d, int) for d in ty.shape):
+                    n = int(np.prod(ty.shape, dtype=object)) * np.dtype(ty.dtype.numpy).itemsize
+                    if n > MAX_VALUE_BYTES:
+                        raise InterpretError(
+                            f"loop @{node.func}: scanned output {j} is annotated {ty}, "
+                            f"{n:,} bytes, over the interpreter's limit of "
+                            f"{MAX_VALUE_BYTES >> 30} GiB for one value "
+                            "(compiler.interpret.MAX_VALUE_BYTES)",
+                            node,
+                        )
         i = 0
         it_dtype = body.params[0].ty.dtype.numpy
         work = _LOOP_WORK.get() or [0]

@@ -293,6 +293,12 @@ def test_a_scanned_output_is_sized_before_it_is_stacked(monkeypatch):
     _, scanned = run(module, x, np.array(3, np.int64))
     assert scanned.shape == (3, 64)
     monkeypatch.setattr(interpret, "MAX_VALUE_BYTES", 1000)
+    # annotated with its number of iterations: refused before the first one
+    static = parse(SCAN.replace("f32[?, 64]", "f32[100, 64]"))
+    with pytest.raises(
+        InterpretError, match=r"scanned output 0 is annotated f32\[100, 64\], 25,600"
+    ):
+        run(static, x, np.array(100, np.int64))
     with pytest.raises(
         InterpretError, match="scanned output 0 would hold more than 1,024 bytes after 4"
     ):
