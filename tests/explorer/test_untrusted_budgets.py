@@ -16,7 +16,7 @@ import pytest
 import explorer
 from compiler import models
 from compiler.errors import LimitError
-from explorer.store import fileformat, load, read, save
+from explorer.store import fileformat, load, read_arrays, save
 from tests.explorer.test_store import tiny_onnx
 
 
@@ -66,7 +66,7 @@ def test_entries_naming_one_member_read_it_once_and_share_it(small_file, monkeyp
     _add_constants(small_file, [dict(spec) for _ in range(8)])
     baseline = _json(small_file, "ir.json")["arrays"]
     total = sum(int(np.prod(s["shape"])) * 4 for s in baseline if "member" in s) - 8 * nbytes
-    monkeypatch.setattr(read, "MAX_LOAD_BYTES", total + 2 * nbytes)  # not 8 more copies
+    monkeypatch.setattr(read_arrays, "MAX_LOAD_BYTES", total + 2 * nbytes)  # not 8 more copies
     trace = load(small_file)
     assert trace is not None
     # the same entries with another shape for the member: refused, not re-read
@@ -90,7 +90,7 @@ def test_distinct_arrays_past_the_budget_are_a_limit_error_naming_what_and_how_m
     ]
     first = _add_constants(small_file, specs)[0]
     assert small_file.stat().st_size < 64 << 10
-    monkeypatch.setattr(read, "MAX_LOAD_BYTES", 1 << 20)  # the small model and 3 of them fit
+    monkeypatch.setattr(read_arrays, "MAX_LOAD_BYTES", 1 << 20)  # the small model and 3 of them fit
     with pytest.raises(LimitError) as info:
         load(small_file)
     message = str(info.value)
@@ -115,7 +115,7 @@ def test_derived_arrays_with_the_same_values_are_made_once_and_others_counted(
         for k in range(24)
     ]
     _add_constants(small_file, chain)
-    monkeypatch.setattr(read, "MAX_LOAD_BYTES", 1 << 20)  # the member and one transpose fit
+    monkeypatch.setattr(read_arrays, "MAX_LOAD_BYTES", 1 << 20)  # the member and one transpose fit
     trace = load(small_file)
     assert trace is not None
     casts = tmp = small_file.with_name("casts.passlens")
@@ -146,7 +146,7 @@ def test_the_onnx_source_member_is_capped_as_it_is_read(onnx_file, monkeypatch):
     assert load(onnx_file).source is not None
     _rewrite(onnx_file, {"source.onnx": b"\0" * (64 << 20)})
     assert onnx_file.stat().st_size < 1 << 20
-    monkeypatch.setattr(read, "MAX_SOURCE_BYTES", 1 << 20)
+    monkeypatch.setattr(read_arrays, "MAX_SOURCE_BYTES", 1 << 20)
     tracemalloc.start()
     try:
         with pytest.raises(LimitError, match="source model source.onnx is 64.0 MiB, over 1.0 MiB"):
@@ -155,8 +155,8 @@ def test_the_onnx_source_member_is_capped_as_it_is_read(onnx_file, monkeypatch):
     finally:
         tracemalloc.stop()
     assert peak < 24 << 20, peak  # the chunks up to the cap, not 64 MiB
-    monkeypatch.setattr(read, "MAX_SOURCE_BYTES", fileformat.MAX_SOURCE_BYTES)
-    monkeypatch.setattr(read, "MAX_LOAD_BYTES", 4 << 20)  # the source counts in the budget
+    monkeypatch.setattr(read_arrays, "MAX_SOURCE_BYTES", fileformat.MAX_SOURCE_BYTES)
+    monkeypatch.setattr(read_arrays, "MAX_LOAD_BYTES", 4 << 20)  # the source counts in the budget
     with pytest.raises(LimitError, match="the ONNX source model source.onnx .* over the 4.0 MiB"):
         load(onnx_file)
 
