@@ -483,3 +483,18 @@ def test_python_m_passlens_does_not_import_from_the_current_folder(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "fold-constant" in proc.stdout and not marker.exists()
+
+
+def test_check_of_a_huge_signature_without_inputs_is_one_clear_error(capsys, tmp_path):
+    """issue #31: a 105-byte IR text asking for a 12000 x 12000 input ran `--check` for over
+    200 s; random inputs are made only up to a stated size, and the error says what to do."""
+    path = tmp_path / "big.ir"
+    path.write_text(
+        "def @main(%x: f32[12000, 12000]) -> f32[12000, 12000] {\n"
+        "  %y: f32[12000, 12000] = matmul(%x, %x)\n  return %y\n}\n"
+    )
+    code, _, err = run(capsys, "explore", path, "--check")
+    assert code == 2
+    assert_one_line_error(
+        err, "%x: f32[12000, 12000] would need 576,000,000 bytes", "pass real inputs", "256 MiB"
+    )
