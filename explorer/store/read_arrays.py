@@ -31,6 +31,7 @@ class ArrayReading:
     array_specs: list
 
     def init_arrays(self) -> None:
+        """Empty tables, nothing loaded yet."""
         self.arrays: dict[int, np.ndarray] = {}
         self.members: dict[str, np.ndarray] = {}  # each .npy member read once, then shared
         # what each array is: (its root member, its axes in the root's, the casts on the way,
@@ -55,6 +56,8 @@ class ArrayReading:
         self.loaded += nbytes
 
     def array(self, i: Any) -> np.ndarray:
+        """Array ``i`` of the table (read-only), read or derived the first time it is asked
+        for, within MAX_ARRAY_BYTES and the load budget."""
         if i in self.arrays:
             return self.arrays[i]
         spec = self.ref(self.array_specs, i, "array reference")
