@@ -455,9 +455,8 @@ def _amplified(tmp: Path, entries: int, derived: bool) -> Path:
 def _onnx_bomb(tmp: Path) -> Path:
     """An ONNX trace whose source.onnx member is 2.5 GB of zeros (a few MB zipped)."""
     import explorer
-    from compiler.frontend import to_onnx
-
     from compiler import models
+    from compiler.frontend import to_onnx
 
     proto = to_onnx(models.mlp((4, 3), batch=2))
     members = _trace_members(explorer.explore(proto.SerializeToString()))

@@ -548,9 +548,7 @@ A signature asking for more (``%x: f32[100000, 100000]``, 40 GB from a 100-byte 
 LimitError naming the input, before anything is allocated: pass real inputs instead."""
 
 
-def _random_arrays(
-    params: Sequence, env: dict[str, int], rng, made: int = 0
-) -> list[np.ndarray]:
+def _random_arrays(params: Sequence, env: dict[str, int], rng, made: int = 0) -> list[np.ndarray]:
     """Random values for parameters (standard normal floats, zeros otherwise), each symbolic
     dim set to 2 (``env`` learns the sizes chosen); ``made``: bytes of random values already
     made (all of them are within MAX_RANDOM_INPUT_BYTES, checked before allocating)."""
