@@ -381,6 +381,39 @@ MUTATIONS: list[Mutation] = [
         "do_store = store",
         RULE_TESTS,
     ),
+    # ----- issue 31: four mutations the suite let pass
+    M(
+        "reduce-oracle-any-error",
+        "explorer/reduce/oracle.py",
+        "if f.kind == self.kind and f.step.index in inside and _extra(f) == self.extra",
+        "if f.kind == self.kind and f.step.index in inside",
+        ("tests/explorer/test_reduce.py",),
+        "reduction shrinks to a finding of the same kind with another error type or op",
+    ),
+    M(
+        "tvm-run-bound-params-take-weights",
+        "explorer/tvm/run.py",
+        "takes_weights = num_input is not None and num_input < len(main.params)",
+        "takes_weights = num_input is not None and num_input <= len(main.params)",
+        ("tests/explorer/test_tvm_run.py",),
+        "every step after BindParams reported run-failed",
+    ),
+    M(
+        "match-provenance-no-tie-break",
+        "explorer/matching.py",
+        "cands.sort(key=partial(self._agreement, self.mapped_inputs(bid)), reverse=True)",
+        "pass",
+        DIFF_TESTS,
+        "two same-op nodes of one layer matched crosswise",
+    ),
+    M(
+        "report-inputs-cap-per-input",
+        "explorer/store/checks.py",
+        "total += max(nbytes, 0)",
+        "total = max(nbytes, 0)",
+        ("tests/explorer/test_store.py",),
+        "a file brings any number of inputs each under the cap",
+    ),
 ]
 
 

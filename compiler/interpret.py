@@ -8,7 +8,9 @@ computed again.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +47,28 @@ from compiler.ir.verify import symbols_of
 MAX_VALUE_BYTES = 4 << 30
 MAX_LOOP_ITERATIONS = 1_000_000
 """Iterations one Loop may run (a Loop whose condition never ends is a hostile model)."""
+MAX_LOOP_WORK = 250_000
+"""Work all the loops of one run may do together, nested loops included: each iteration
+counts one plus the bindings of its body (a unit costs 20-40 microseconds, so about 10 s at
+most; an RNN of 1,000 steps of 50 bindings is 51,000). Loops each under MAX_LOOP_ITERATIONS,
+nested, would otherwise multiply. A longer legitimate loop: raise it in code."""
+_LOOP_WORK: ContextVar[list[int] | None] = ContextVar("passlens_loop_work", default=None)
+
+
+def _one_loop_budget(fn):
+    """The outermost ``evaluate`` of a run opens the loop work budget its nested calls share."""
+
+    @functools.wraps(fn)
+    def evaluate_within_budget(*args, **kwargs):
+        if _LOOP_WORK.get() is not None:
+            return fn(*args, **kwargs)
+        token = _LOOP_WORK.set([0])
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _LOOP_WORK.reset(token)
+
+    return evaluate_within_budget
 
 
 class InterpretError(PasslensError, RuntimeError):
@@ -457,13 +481,37 @@ class _Evaluator:
         captured = [self.value(a) for a in node.captured]
         k, nscan = node.num_carried, node.num_scan
         scans: list[list] = [[] for _ in range(nscan)]
+        scan_bytes = [0] * nscan  # each stack sized before it is made (MAX_VALUE_BYTES)
+        for j in range(nscan):  # an annotated size over the limit: refused before running
+            ty = node.ty.fields[k + j]
+            if isinstance(ty, TensorType) and ty.shape is not None:
+                if all(isinstance(d, int) for d in ty.shape):
+                    n = int(np.prod(ty.shape, dtype=object)) * np.dtype(ty.dtype.numpy).itemsize
+                    if n > MAX_VALUE_BYTES:
+                        raise InterpretError(
+                            f"loop @{node.func}: scanned output {j} is annotated {ty}, "
+                            f"{n:,} bytes, over the interpreter's limit of "
+                            f"{MAX_VALUE_BYTES >> 30} GiB for one value "
+                            "(compiler.interpret.MAX_VALUE_BYTES)",
+                            node,
+                        )
         i = 0
         it_dtype = body.params[0].ty.dtype.numpy
+        work = _LOOP_WORK.get() or [0]
         while i < max_trips and cond:
             if i >= MAX_LOOP_ITERATIONS:
                 raise InterpretError(
                     f"loop @{node.func} ran {MAX_LOOP_ITERATIONS} iterations without ending "
                     "(passlens' limit for one loop)",
+                    node,
+                )
+            work[0] += 1 + len(body.bindings)
+            if work[0] > MAX_LOOP_WORK:
+                raise InterpretError(
+                    f"loop @{node.func} (iteration {i:,}): the loops of this run did "
+                    f"{work[0]:,} units of work (an iteration and its body's bindings), over "
+                    f"the interpreter's budget of {MAX_LOOP_WORK:,} for all loops of one run, "
+                    "nested loops included (compiler.interpret.MAX_LOOP_WORK)",
                     node,
                 )
             args = [np.asarray(i, dtype=it_dtype), np.asarray(cond), *carried, *captured]
@@ -475,7 +523,17 @@ class _Evaluator:
             cond = bool(np.asarray(out[0]).reshape(()))
             carried = list(out[1 : 1 + k])
             for j in range(nscan):
-                scans[j].append(np.asarray(out[1 + k + j]))
+                scanned = np.asarray(out[1 + k + j])
+                scan_bytes[j] += scanned.nbytes
+                if scan_bytes[j] > MAX_VALUE_BYTES:
+                    raise InterpretError(
+                        f"loop @{node.func}: scanned output {j} would hold more than "
+                        f"{scan_bytes[j]:,} bytes after {i + 1:,} iterations, over the "
+                        f"interpreter's limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
+                        "(compiler.interpret.MAX_VALUE_BYTES)",
+                        node,
+                    )
+                scans[j].append(scanned)
             i += 1
         if self.cache is not None:
             self.cache.callees[node] = callee_closure(self.module, node.func)
@@ -536,6 +594,7 @@ def _solve_expression_dims(params: Sequence[Var], arrays: Sequence[Any], env: di
                 progress = True
 
 
+@_one_loop_budget
 def evaluate(
     module: Module | Function,
     inputs: Sequence[Any],

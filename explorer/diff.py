@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from explorer.trace import Step
 
 _SHOWN = 12  # lines per section in the text summary
+MAX_DIFF_LINES = 10_000
+"""Lines of each step's IR text the text diff compares (difflib's cost grows faster than the
+texts; a 1,000,000-line module text fits in a 14 KB trace file)."""
 
 
 # ===== results ================================================================================
@@ -174,14 +177,37 @@ class Diff:
 
     # ----- the IR text ----------------------------------------------------------------------
     @cached_property
+    def _lines(self) -> tuple[list[str], list[str], str]:
+        """The two texts' lines the text diff compares (at most MAX_DIFF_LINES of each) and
+        a note when some were left out."""
+        left, right = self.a.text.splitlines(), self.b.text.splitlines()
+        note = ""
+        if max(len(left), len(right)) > MAX_DIFF_LINES:
+            note = (
+                f"the IR diff covers the first {MAX_DIFF_LINES:,} lines of each text "
+                f"(#{self.a.index} has {len(left):,}, #{self.b.index} {len(right):,}); the whole "
+                f"texts: trace[{self.a.index}].text and trace[{self.b.index}].text, or "
+                f"passlens show TRACE --step N"
+            )
+            left, right = left[:MAX_DIFF_LINES], right[:MAX_DIFF_LINES]
+        return left, right, note
+
+    @property
+    def text_diff_note(self) -> str:
+        """Why the text diff is not the whole of both texts ("" when it is)."""
+        return "" if self.identical else self._lines[2]
+
+    @cached_property
     def text_diff(self) -> str:
-        """A unified diff of the two steps' IR text ("" when they show the same module)."""
+        """A unified diff of the two steps' IR text ("" when they show the same module); of
+        their first MAX_DIFF_LINES lines when longer (``text_diff_note`` says so)."""
         if self.identical:
             return ""
+        left, right, _ = self._lines
         return "".join(
             difflib.unified_diff(
-                self.a.text.splitlines(keepends=True),
-                self.b.text.splitlines(keepends=True),
+                [line + "\n" for line in left],
+                [line + "\n" for line in right],
                 fromfile=_step_name(self.a),
                 tofile=_step_name(self.b),
             )
@@ -189,9 +215,10 @@ class Diff:
 
     @cached_property
     def _opcodes(self) -> tuple[list[str], list[str], list]:
-        left, right = self.a.text.splitlines(), self.b.text.splitlines()
         if self.identical:
+            left, right = self.a.text.splitlines(), self.b.text.splitlines()
             return left, right, [("equal", 0, len(left), 0, len(right))]
+        left, right, _ = self._lines
         return left, right, difflib.SequenceMatcher(None, left, right).get_opcodes()
 
     def side_by_side(self, context: int | None = None) -> list[tuple[str | None, str | None, str]]:

@@ -17,6 +17,14 @@ Netron; a step that cannot be written says which node and op stop it.
 
 Every name and string comes from the model: the JSON is written with ``json.dumps``
 (``ensure_ascii``, no NaN or infinity), so any name (quotes, newlines, unicode) stays data.
+
+Errors that are not finite (a float16 overflow gives an infinite relative error; a NaN the
+check judged beyond tolerance) are what this export exists to show, and JSON has no infinity:
+Model Explorer's page reads node data with ``JSON.parse`` and colours a result by the gradient
+only when its value is a number (``processNodeDataProviderDataForGraph``: the gradient's range
+is the min and max of the numeric values, a result's own ``bgColor`` wins). So such a result
+is the string ``"inf"`` or ``"nan"`` with its own colour, the top of the gradient: the finite
+errors keep their scale, the node shows ``inf``. Attribute values are strings anyway.
 """
 
 from __future__ import annotations
@@ -35,8 +43,8 @@ if TYPE_CHECKING:
 
 FORMATS = ("model-explorer", "onnx")
 MAX_ATTR_CHARS = 2000  # an attribute's text is cut after this many characters
-HUGE = 1e30  # an infinite error, as a finite number (JSON has no infinity)
 BEYOND_COLOR = "#d93025"  # border of a node whose error is beyond tolerance
+WORST_FILL = "#f28b82"  # the top of the error gradient: a node whose error is inf or nan
 
 
 class ExportError(PasslensError, ValueError):
@@ -173,7 +181,7 @@ def _node(
     style = None
     if node.id in errors:
         rel, beyond = errors[node.id]
-        attrs.append(("max rel error", _num(rel)))
+        attrs.append(("max rel error", _error_text(rel)))
         if beyond:
             attrs.append(("beyond tolerance", "yes"))
             style = {"borderColor": BEYOND_COLOR, "hoveredBorderColor": BEYOND_COLOR}
@@ -234,16 +242,31 @@ def tensor_shape(node: GraphNode) -> str:
 def _node_data(name: str, values: dict[str, float]) -> dict:
     return {
         "name": name,
-        "results": {nid: {"value": v} for nid, v in values.items()},
+        "results": {nid: _result(v) for nid, v in values.items()},
         "gradient": [
             {"stop": 0, "bgColor": "#ffffff"},
-            {"stop": 1, "bgColor": "#f28b82"},
+            {"stop": 1, "bgColor": WORST_FILL},
         ],
     }
 
 
-def _num(x: float) -> float:
-    return HUGE if math.isinf(x) else float(x)
+def _result(value: float) -> dict:
+    """A node data result: a finite number, or ``"inf"`` / ``"nan"`` with its own colour (JSON
+    has no infinity; Model Explorer leaves non-numeric values out of the gradient's range)."""
+    value = float(value)
+    if math.isfinite(value):
+        return {"value": value}
+    return {"value": _error_text(value), "bgColor": WORST_FILL}
+
+
+def _error_text(value: float) -> str:
+    """An error as an attribute's text: ``0.25``, ``inf``, ``nan``."""
+    value = float(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return str(value)
 
 
 def _text(value: Any) -> str:
@@ -266,10 +289,13 @@ def node_errors(step: Step, report) -> dict[str, tuple[float, bool]]:
 
     def put(expr, rel, beyond: bool) -> None:
         node = g.node_of(expr)
-        if node is None or rel is None or (isinstance(rel, float) and math.isnan(rel)):
+        if node is None or rel is None:
+            return
+        rel = float(rel)
+        if math.isnan(rel) and not beyond:  # not judged: nothing to show
             return
         old = out.get(node.id, (0.0, False))
-        out[node.id] = (max(old[0], float(rel)), old[1] or beyond)
+        out[node.id] = (_worse(old[0], rel), old[1] or beyond)
 
     wanted = {step.index}
     checks = list(getattr(report, "steps", None) or [])
@@ -283,16 +309,27 @@ def node_errors(step: Step, report) -> dict[str, tuple[float, bool]]:
             for layer in (getattr(sc, "layers", None) or {}).values():
                 put(layer.node, layer.max_rel, bool(getattr(layer, "beyond", False)))
             rel = getattr(sc, "max_rel", None)
-            if output is not None and rel is not None and not math.isnan(rel):
+            beyond = getattr(sc, "status", "") == "diverged"
+            if output is not None and rel is not None and (beyond or not math.isnan(rel)):
                 # the step's outputs against the reference: on the output node
                 old = out.get(output.id, (0.0, False))
-                beyond = getattr(sc, "status", "") == "diverged"
-                out[output.id] = (max(old[0], float(rel)), old[1] or beyond)
+                out[output.id] = (_worse(old[0], float(rel)), old[1] or beyond)
     for f in getattr(report, "findings", None) or []:
         if getattr(getattr(f, "step", None), "index", getattr(f, "step", None)) in wanted:
             for e in (getattr(f, "details", None) or {}).get("node_errors", []):
                 put(getattr(e, "node", None), getattr(e, "max_rel", None), True)
     return out
+
+
+def _worse(a: float, b: float) -> float:
+    """The worse of two errors: inf, then nan (not comparable, judged beyond), then larger."""
+    for x in (a, b):
+        if math.isinf(x):
+            return x
+    for x in (a, b):
+        if math.isnan(x):
+            return x
+    return max(a, b)
 
 
 def _finding_notes(step: Step, report) -> dict[str, list[str]]:

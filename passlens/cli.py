@@ -430,6 +430,8 @@ def _show(args: argparse.Namespace) -> int:
         print(d)
         if d.text_diff:
             print(d.text_diff, end="")
+            if d.text_diff_note:
+                print(f"({d.text_diff_note})")
     return EXIT_OK
 
 

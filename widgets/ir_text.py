@@ -6,35 +6,58 @@ from __future__ import annotations
 from explorer.diff import Diff
 from widgets.escape import esc
 
-# Characters of a backend text (LLVM IR, assembly) shown in HTML; the rest is cut with a note.
-MAX_BACKEND_TEXT = 400_000
+# Characters of any text a view shows (graph IR, loop IR, LLVM IR, assembly); the rest is cut
+# with a note saying how to get all of it. A module text of a million lines fits in a 14 KB
+# trace file: every view (stepper, Panel app, report) shows at most this much of it.
+MAX_TEXT_CHARS = 400_000
+MAX_BACKEND_TEXT = MAX_TEXT_CHARS  # the earlier name
+MAX_TRACEBACK_CHARS = 20_000  # of a failed pass's traceback
+
+
+def cut_text(text: str, limit: int, what: str, whole: str) -> tuple[str, str]:
+    """``text`` cut to ``limit`` characters (at a line's end when there is one) and the note
+    saying so, as HTML (empty when nothing was cut); ``whole`` says how to get all of it."""
+    if len(text) <= limit:
+        return text, ""
+    shown = text[:limit]
+    end = shown.rfind("\n")
+    if end > limit // 2:
+        shown = shown[:end]
+    note = (
+        f"<p class='pl-note'>{esc(what)}: the first {len(shown):,} of {len(text):,} characters "
+        f"({text.count(chr(10), len(shown)):,} more lines); all of it: {whole}</p>"
+    )
+    return shown, note
+
+
+def _whole(step, name: str) -> str:
+    attr = "step.text" if name == "IR" else f"step.texts[{name!r}]"
+    return (
+        f"<code>{esc(attr)}</code> or <code>passlens show TRACE --step {step.index}"
+        + ("" if name == "IR" else f" --view '{esc(name)}'")
+        + "</code>"
+    )
 
 
 def ir_text_html(step) -> str:
     """The step's IR text; the binding a failed pass failed on marked. After legalize-ops
     also the loop IR of its kernels (open), after codegen the LLVM IR and the assembly
-    (folded), each cut at MAX_BACKEND_TEXT characters."""
+    (folded); each cut at MAX_TEXT_CHARS characters, with a note."""
     failed = step.failed_line
-    lines = step.text.splitlines()
+    shown, note = cut_text(step.text, MAX_TEXT_CHARS, "the IR", _whole(step, "IR"))
+    lines = shown.splitlines()
     out = []
     for i, line in enumerate(lines):
         cls = " class='pl-failed-line'" if i == failed else ""
         out.append(f"<span{cls}>{esc(line)}</span>")
-    html = "<pre class='pl-ir'>" + "\n".join(out) + "</pre>"
+    html = note + "<pre class='pl-ir'>" + "\n".join(out) + "</pre>"
     if getattr(step, "backend_stage", None) is None:
         return html
     parts = [f"<details open><summary>graph IR</summary>{html}</details>"]
     for name, text in step.texts.items():
         if name == "IR":
             continue
-        note = ""
-        if len(text) > MAX_BACKEND_TEXT:
-            note = (
-                f"<p class='pl-note'>{esc(name)}: first {MAX_BACKEND_TEXT:,} of {len(text):,} "
-                f"characters; all of it: <code>{esc(f'step.texts[{name!r}]')}</code> or "
-                f"<code>passlens show TRACE --step {step.index} --view '{esc(name)}'</code></p>"
-            )
-            text = text[:MAX_BACKEND_TEXT]
+        text, note = cut_text(text, MAX_TEXT_CHARS, name, _whole(step, name))
         opened = " open" if name == "loop IR" else ""
         parts.append(
             f"<details{opened}><summary>{esc(name)}</summary>{note}"
@@ -53,7 +76,7 @@ def text_diff_html(d: Diff, mode: str = "both", context: int = 3) -> str:
         raise ValueError(f"mode must be 'both', 'side-by-side' or 'unified', not {mode!r}")
     if d.identical or not d.text_diff:
         return f"<p class='pl-note'>{esc(d.headline())}: the IR text is the same.</p>"
-    parts = []
+    parts = [f"<p class='pl-note'>{esc(d.text_diff_note)}</p>"] if d.text_diff_note else []
     if mode in ("both", "side-by-side"):
         rows = []
         ln = rn = 0
@@ -98,4 +121,25 @@ def text_diff_html(d: Diff, mode: str = "both", context: int = 3) -> str:
     return "".join(parts)
 
 
-__all__ = ["MAX_BACKEND_TEXT", "ir_text_html", "text_diff_html"]
+def traceback_text(step) -> str:
+    """A failed pass's traceback for a view, cut at MAX_TRACEBACK_CHARS (its end kept: the
+    innermost frames say where it failed), with a line saying how to get all of it."""
+    tb = step.traceback or ""
+    if len(tb) <= MAX_TRACEBACK_CHARS:
+        return tb
+    return (
+        f"[the last {MAX_TRACEBACK_CHARS:,} of {len(tb):,} characters of the traceback; all of "
+        f"it: trace[{step.index}].traceback or passlens show TRACE --step {step.index}]\n"
+        + tb[-MAX_TRACEBACK_CHARS:]
+    )
+
+
+__all__ = [
+    "MAX_BACKEND_TEXT",
+    "MAX_TEXT_CHARS",
+    "MAX_TRACEBACK_CHARS",
+    "cut_text",
+    "ir_text_html",
+    "text_diff_html",
+    "traceback_text",
+]

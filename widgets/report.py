@@ -25,7 +25,7 @@ from widgets.boxes import MAX_BOXES, step_diff
 from widgets.error_map import MAP_CSS, LayerMaps
 from widgets.escape import esc, json_script
 from widgets.findings import problems_of
-from widgets.ir_text import ir_text_html, text_diff_html
+from widgets.ir_text import MAX_TRACEBACK_CHARS, ir_text_html, text_diff_html, traceback_text
 from widgets.tables_html import (
     _SORT_JS,
     SORT_ONCLICK,
@@ -139,7 +139,8 @@ def report_html(
         if s.failed:
             err = f"{type(s.error).__name__}: {s.error}".rstrip(": ")
             where = f" (in @{s.failed_function})" if s.failed_function else ""
-            entry["error"] = f"{s.name} failed{where}: {err}\n{s.traceback}"
+            err = err if len(err) <= MAX_TRACEBACK_CHARS else err[:MAX_TRACEBACK_CHARS] + "..."
+            entry["error"] = f"{s.name} failed{where}: {err}\n{traceback_text(s)}"
         steps_data.append(entry)
         rows_html.append(views.timeline_row_html(s, row, report))
     job.close()  # (an error above leaves the bar to the garbage collector)

@@ -93,14 +93,14 @@ def header_html(step, row: dict, report=None) -> str:
         kind = esc(type(step.error).__name__)
         error = (
             f"<div class='pl-error' style='color:#b71c1c'><b>{kind}{where}</b>: "
-            f"{esc(step.error)}</div>"
+            f"{esc(step.error, 2000)}</div>"  # cut: the whole error in trace[i].error
         )
     findings = problems_of(report, step)
     # one line per finding, cut to the width (the whole text in its tooltip and the numerics tab)
     notes = "".join(
-        f"<div class='pl-finding' title='{esc(getattr(f, 'message', ''))}' "
+        f"<div class='pl-finding' title='{esc(getattr(f, 'message', ''), 2000)}' "
         "style='color:#e65100;white-space:nowrap;overflow:hidden;text-overflow:ellipsis'>"
-        f"<b>{esc(getattr(f, 'kind', ''))}</b>: {esc(getattr(f, 'message', ''))}"
+        f"<b>{esc(getattr(f, 'kind', ''))}</b>: {esc(getattr(f, 'message', ''), 2000)}"
         "</div>"
         for f in findings
     )

@@ -22,7 +22,7 @@ run time (int4, float8: :attr:`DType.is_storage_only`) are folded as before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -142,7 +142,8 @@ class FoldConstant(Pass):
     with ``fold_qdq`` (see the module doc)."""
 
     name: ClassVar[str] = "fold-constant"
-    max_bytes: int = DEFAULT_MAX_BYTES
+    # a safety limit: a spec may lower it, not raise it (compiler.passes.pipeline.LIMIT)
+    max_bytes: int = field(default=DEFAULT_MAX_BYTES, metadata={"limit": True})
     fold_qdq: bool = False
 
     def __post_init__(self):

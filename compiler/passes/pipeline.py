@@ -18,6 +18,12 @@ from compiler.passes.manager import Pass, Sequential, get_pass_class
 
 _NAMED: dict[str, str] = {}
 _ALIASES = {"dce": "dead-code-elimination"}
+MAX_SPEC_CHARS = 1 << 20  # a spec may come from a file (a trace's steps, a reduction)
+MAX_SPEC_DEPTH = 32  # braces and brackets nested in a spec
+LIMIT = "limit"
+"""Field metadata of a pass option that is a safety limit (``fold-constant``'s ``max_bytes``):
+a spec may lower it, never raise it past its default; code raises it by building the pass
+(``FoldConstant(max_bytes=...)``). Specs are text a file can hold; limits are the user's."""
 
 
 class PipelineError(PasslensError, ValueError):
@@ -40,11 +46,16 @@ def named_pipelines() -> dict[str, str]:
 
 
 def _split(text: str, sep: str = ",") -> list[str]:
-    """Split on ``sep`` outside braces and brackets."""
+    """Split on ``sep`` outside braces and brackets (at most MAX_SPEC_DEPTH deep)."""
     parts, depth, cur = [], 0, []
     for ch in text:
         if ch in "{[":
             depth += 1
+            if depth > MAX_SPEC_DEPTH:
+                raise PipelineError(
+                    f"the pipeline spec nests braces and brackets deeper than {MAX_SPEC_DEPTH} "
+                    f"({text[:60]!r}...)"
+                )
         elif ch in "}]":
             depth -= 1
             if depth < 0:
@@ -136,10 +147,28 @@ def parse_pass(item: str) -> Pass | Sequential:
             known = ", ".join(fields) or "none"
             raise PipelineError(f"{item!r}: pass {name} has no option {key!r} (options: {known})")
         kwargs[key] = _coerce(cls, fields[key], _parse_value(value), item)
+        if fields[key].metadata.get(LIMIT) and not _within(kwargs[key], _default_of(fields[key])):
+            raise PipelineError(
+                f"{item[:200]!r}: {key} is a safety limit ({_default_of(fields[key])!r} by "
+                f"default); a spec may lower it, not raise it (a spec can come from a file): "
+                f"build the pass in code to raise it, {cls.__name__}({key}=...)"
+            )
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as e:
         raise PipelineError(f"{item!r}: {e}") from None
+
+
+def _default_of(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+
+
+def _within(value: Any, default: Any) -> bool:
+    """Whether a limit's ``value`` is no looser than its default (numbers: not larger)."""
+    try:
+        return value <= default
+    except TypeError:
+        return value == default
 
 
 def build_pipeline(pipeline: Any) -> Sequential:
@@ -149,6 +178,11 @@ def build_pipeline(pipeline: Any) -> Sequential:
     if isinstance(pipeline, Pass):
         return Sequential((pipeline,))
     if isinstance(pipeline, str):
+        if len(pipeline) > MAX_SPEC_CHARS:
+            raise PipelineError(
+                f"the pipeline spec has {len(pipeline):,} characters, over the limit of "
+                f"{MAX_SPEC_CHARS:,}"
+            )
         items = [p for p in _split(pipeline)]
         if items == [""]:
             return Sequential(())

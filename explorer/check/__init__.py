@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from compiler import LimitError
 from explorer.check.detectors import KINDS
 from explorer.check.layers import ErrorMap, LayerError
 from explorer.check.param_map import ParamMap
@@ -77,23 +78,29 @@ def check(
     if reference not in ("source", "import"):
         raise ValueError(f"reference must be 'source' or 'import', got {reference!r}")
     compiler = getattr(trace, "compiler", "passlens")
-    if compiler == "tvm":  # its steps built with relax.build and run in TVM's VM
-        from explorer.tvm.check import check_tvm
-
-        return check_tvm(
-            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-        )
-    if compiler == "inductor":  # its FX stages run by torch.fx, its code by Inductor
-        from explorer.inductor.check import check_inductor
-
-        return check_inductor(
-            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-        )
-    if compiler != "passlens":
+    if compiler not in ("passlens", "tvm", "inductor"):
         raise NotImplementedError(f"trace.check cannot run the steps of a {compiler} trace")
-    return _Checker(
-        trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-    ).run()
+    try:
+        if compiler == "tvm":  # its steps built with relax.build and run in TVM's VM
+            from explorer.tvm.check import check_tvm
+
+            return check_tvm(
+                trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+            )
+        if compiler == "inductor":  # its FX stages run by torch.fx, its code by Inductor
+            from explorer.inductor.check import check_inductor
+
+            return check_inductor(
+                trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+            )
+        return _Checker(
+            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+        ).run()
+    except MemoryError as e:  # what no size limit foresaw: one clear error, not a raw one
+        raise LimitError(
+            f"the check ran out of memory ({type(e).__name__}: {str(e)[:200] or 'no details'}); "
+            "check smaller inputs, or fewer steps (a shorter pipeline)"
+        ) from None
 
 
 __all__ = [

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from compiler import InterpretError, ValueCache, evaluate
+from compiler import InterpretError, LimitError, ValueCache, evaluate
 from compiler.ir import (
     ANY,
     Call,
@@ -94,7 +95,8 @@ class _Checker:
                     weights = [stored[p.name] for p in weight_vars]
                     self.weights_stored = True
                 else:
-                    weights = _random_arrays(weight_vars, env, rng)
+                    made = sum(a.nbytes for a in runtime)
+                    weights = _random_arrays(weight_vars, env, rng, made)
             except CheckError as e:
                 self.notes.append(f"numbers not checked: {e}")
                 return None, None
@@ -540,12 +542,17 @@ def _module_nodes(module: Module):
 
 
 RANDOM_SYMBOL_VALUE = 2  # the size given to each symbolic dim of random inputs
+MAX_RANDOM_INPUT_BYTES = 256 << 20
+"""Random inputs (and weights) a check makes up when none are given: all of them together.
+A signature asking for more (``%x: f32[100000, 100000]``, 40 GB from a 100-byte file) is a
+LimitError naming the input, before anything is allocated: pass real inputs instead."""
 
 
-def _random_arrays(params: Sequence, env: dict[str, int], rng) -> list[np.ndarray]:
+def _random_arrays(params: Sequence, env: dict[str, int], rng, made: int = 0) -> list[np.ndarray]:
     """Random values for parameters (standard normal floats, zeros otherwise), each symbolic
-    dim set to 2 (``env`` learns the sizes chosen)."""
-    out = []
+    dim set to 2 (``env`` learns the sizes chosen); ``made``: bytes of random values already
+    made (all of them are within MAX_RANDOM_INPUT_BYTES, checked before allocating)."""
+    out, planned = [], []
     for p in params:
         ty = p.ty
         dims = ty.shape if isinstance(ty, TensorType) else None
@@ -561,7 +568,18 @@ def _random_arrays(params: Sequence, env: dict[str, int], rng) -> list[np.ndarra
                     env.setdefault(name, RANDOM_SYMBOL_VALUE)
                 d = d.evaluate(env)
             shape.append(int(d))
-        dt = ty.dtype.numpy
+        nbytes = math.prod(shape) * np.dtype(ty.dtype.numpy).itemsize
+        made += nbytes
+        if made > MAX_RANDOM_INPUT_BYTES:
+            raise LimitError(
+                f"%{p.name}: {ty} would need {nbytes:,} bytes of random values; a check makes "
+                f"up random inputs only up to {MAX_RANDOM_INPUT_BYTES >> 20} MiB in all "
+                "(explorer.check.runner.MAX_RANDOM_INPUT_BYTES); pass real inputs: "
+                "trace.check((x, ...)) or explore(model, (x, ...)); on the command line, a "
+                ".py model file whose model() returns (model, inputs), or --input-shape"
+            )
+        planned.append((shape, ty.dtype.numpy))
+    for shape, dt in planned:
         if np.issubdtype(dt, np.floating):
             out.append(rng.standard_normal(shape).astype(dt))
         else:

@@ -85,11 +85,12 @@ class Oracle:
         units: Sequence[Unit],
         budget: float,
         progress: Progress | bool | None,
+        start: float | None = None,
     ):
         self.target = target
         self.cutter = cutter
         self.units = list(units)
-        self.start = time.perf_counter()
+        self.start = time.perf_counter() if start is None else start  # the budget's start
         self.deadline = self.start + budget
         self.tried = 0  # candidates explored and checked (memo hits not counted)
         self.errors: list[str] = []  # why candidates could not be checked, first ones
@@ -98,6 +99,11 @@ class Oracle:
         self._callback = progress if callable(progress) else None
         self._job = Job(False if self._callback else progress, "reducing", round(budget), unit="s")
         self._job.line = self.line
+
+    @property
+    def spent(self) -> bool:
+        """Whether the time budget is spent."""
+        return time.perf_counter() > self.deadline
 
     @property
     def seconds(self) -> float:

@@ -37,41 +37,47 @@ def _is_list_of_passes(spec: str) -> bool:
 
 
 def units_of(trace: Trace) -> list[Unit]:
-    """The leaf passes the trace ran, in order (named pipelines expanded)."""
+    """The leaf passes the trace ran, in order (named pipelines expanded). The step tree is
+    walked iteratively and each step at most once: a crafted trace whose steps list
+    overlapping children (or a chain thousands deep) costs its size, not more."""
     out: list[Unit] = []
-
-    def visit(step: Step) -> None:
+    seen: set[int] = set()
+    stack = [s for s in reversed(trace.steps) if s.kind == "pass" and s.depth == 0]
+    while stack:
+        step = stack.pop()
+        if step.index in seen:
+            continue
+        seen.add(step.index)
         if step.children and _is_list_of_passes(step.spec):
-            for c in step.children:
-                visit(trace.steps[c])
+            stack.extend(trace.steps[c] for c in reversed(step.children) if c not in seen)
         else:
             out.append(Unit(step.spec, step))
-
-    for s in trace.steps:
-        if s.kind == "pass" and s.depth == 0:
-            visit(s)
     return out
 
 
 def unit_index(units: Sequence[Unit], step: Step) -> int | None:
     """The position of the unit that ran ``step`` (the step itself or one of its ancestors)."""
     trace = step.trace
+    position = {id(u.step): i for i, u in enumerate(units)}
     at: Step | None = step
-    while at is not None:
-        for i, u in enumerate(units):
-            if u.step is at:
-                return i
+    seen: set[int] = set()
+    while at is not None and at.index not in seen:
+        seen.add(at.index)
+        if id(at) in position:
+            return position[id(at)]
         at = trace.steps[at.parent] if trace is not None and at.parent is not None else None
     return None
 
 
 def subtree(trace: Trace, step: Step) -> set[int]:
-    """Indices of ``step`` and every step nested in it."""
+    """Indices of ``step`` and every step nested in it (each visited once)."""
     inside, stack = set(), [step]
     while stack:
         s = stack.pop()
+        if s.index in inside:
+            continue
         inside.add(s.index)
-        stack.extend(trace.steps[c] for c in s.children)
+        stack.extend(trace.steps[c] for c in s.children if c not in inside)
     return inside
 
 

@@ -4,13 +4,15 @@ pipeline spec and the standalone pytest file, with how far it got and what it co
 from __future__ import annotations
 
 import html
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from explorer.reduce.testfile import WEIGHTS_FILE
+from explorer.reduce.testfile import WEIGHTS_FILE, write_weights
 
 if TYPE_CHECKING:
     from explorer.check import Finding, Report
@@ -53,15 +55,19 @@ class Reduction:
     def save(self, directory: str | Path) -> Path:
         """Write ``reduced.passlens`` (the trace), ``reduced.ir``, ``pipeline.txt``,
         ``test_reduced.py`` and, when some weights need the model's values, ``weights.npz``
-        into ``directory`` (made if missing); returns its path."""
+        into ``directory`` (made if missing); returns its path.
+
+        Each file is written as a new regular file this call creates, then renamed over the
+        name: whatever was there (a symlink someone put in a shared folder, say) is replaced,
+        never written through."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        self.trace.save(out / "reduced.passlens")
-        (out / "reduced.ir").write_text(self.ir, encoding="utf-8")
-        (out / "pipeline.txt").write_text(self.pipeline + "\n", encoding="utf-8")
-        (out / "test_reduced.py").write_text(self.test_source, encoding="utf-8")
+        self.trace.save(out / "reduced.passlens")  # the same way (a temporary file, renamed)
+        _write_new(out, "reduced.ir", self.ir.encode("utf-8"))
+        _write_new(out, "pipeline.txt", (self.pipeline + "\n").encode("utf-8"))
+        _write_new(out, "test_reduced.py", self.test_source.encode("utf-8"))
         if self.saved_weights:
-            np.savez(out / WEIGHTS_FILE, **self.saved_weights)
+            _write_new(out, WEIGHTS_FILE, lambda f: write_weights(f, self.saved_weights))
         return out
 
     def lines(self) -> list[str]:
@@ -100,3 +106,22 @@ class Reduction:
         head, *rest = self.lines()
         items = "".join(f"<li>{esc(line)}</li>" for line in rest)
         return f"<div><b>{esc(head)}</b><ul>{items}</ul><pre>{esc(self.ir)}</pre></div>"
+
+
+def _write_new(directory: Path, name: str, data) -> None:
+    """Write ``data`` (bytes, or a function given a binary file) to ``directory / name``
+    through a file this call creates (O_EXCL, O_NOFOLLOW: never an existing file or a link's
+    target), then renamed over ``name`` (a rename replaces a symlink, not what it points to)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            if callable(data):
+                data(f)
+            else:
+                f.write(data)
+        os.replace(tmp, directory / name)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise

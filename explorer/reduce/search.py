@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import runpy
 import tempfile
+import time
 from dataclasses import replace
 from itertools import chain
 from pathlib import Path
@@ -22,7 +23,7 @@ from explorer.reduce.module import INLINE, CannotBuild, Cut, Cutter, count_bindi
 from explorer.reduce.oracle import Oracle, OutOfBudget, Progress, Target
 from explorer.reduce.pipeline import Unit, ddmin, spec_of, unit_index, units_of
 from explorer.reduce.result import Reduction
-from explorer.reduce.testfile import WEIGHTS_FILE, make_test_source
+from explorer.reduce.testfile import WEIGHTS_FILE, make_test_source, write_weights
 
 if TYPE_CHECKING:
     from explorer.check import Finding, Report
@@ -54,7 +55,12 @@ def reduce(
     dict (phase, tried, bindings, passes, seconds), or what :mod:`explorer.progress` shows
     (None: a bar in a terminal or in Jupyter, a line in CI logs; True: at once; False:
     nothing). Raises :class:`NotReproducible` when the finding
-    does not show on its own."""
+    does not show on its own.
+
+    The budget counts from the call: reading the trace's steps (walked once each), every
+    candidate, and no new candidate starts once it is spent; only the first try of the
+    weights phase and the final check through the test file run past it (one each)."""
+    started = time.perf_counter()
     finding = _pick(report, finding)
     trace, step = report.trace, finding.step
     what = f"{finding.kind} at #{step.index} {step.name}"
@@ -75,7 +81,8 @@ def reduce(
     if module is None or "main" not in module:
         raise ReduceError("the imported module has no @main to reduce")
     cutter = Cutter(module)
-    oracle = Oracle(Target.of(finding, position, report), cutter, units, budget, progress)
+    target = Target.of(finding, position, report)
+    oracle = Oracle(target, cutter, units, budget, progress, start=started)
     search = _Search(oracle, cutter, units, position, budget)
     try:
         search.run(finding, trace, report)
@@ -229,8 +236,10 @@ class _Search:
             f"the imported module, checked again through the passes up to {name} with random "
             "inputs (seed 0), does not show it"
         )
-        if trace.example_inputs is not None and self.oracle.run(
-            module, self.kept, trace.example_inputs
+        if (
+            trace.example_inputs is not None
+            and not self.oracle.spent
+            and self.oracle.run(module, self.kept, trace.example_inputs)
         ):
             why = (
                 "it needs the trace's own inputs: with random inputs of the same shapes "
@@ -297,7 +306,7 @@ class _Search:
             path = Path(tmp) / "test_reduced.py"
             path.write_text(source, encoding="utf-8")
             if saved:
-                np.savez(Path(tmp) / WEIGHTS_FILE, **saved)
+                write_weights(Path(tmp) / WEIGHTS_FILE, saved)
             namespace = runpy.run_path(str(path), run_name="passlens_reduced_test")
             trace = namespace["build_trace"]()
             report = trace.check(rtol=target.rtol, atol=target.atol, progress=False)

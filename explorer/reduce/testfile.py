@@ -18,6 +18,13 @@ import numpy as np
 WEIGHTS_FILE = "weights.npz"
 
 
+def write_weights(file, saved: dict[str, np.ndarray]) -> None:
+    """The saved weights in an .npz file (a path or a binary file object), by position: the
+    k-th is ``arr_k`` and the test file lists the names in that order. Names are never
+    keywords of ``np.savez`` (a weight named ``file`` or ``allow_pickle`` would be one)."""
+    np.savez(file, *saved.values())
+
+
 def generated_weight(name: str, dtype: str, shape: tuple) -> np.ndarray:
     """A weight made from its name alone, the same in every run: standard normal values for
     floating-point dtypes, zeros for others."""
@@ -59,7 +66,8 @@ RTOL, ATOL = {rtol!r}, {atol!r}
 FINDING = {message!r}  # as the check of the whole model reported it
 # weights made from their names (their values do not matter here): name -> (dtype, shape)
 GENERATED = {generated!r}
-# weights that need the model's own values, read from {weights_file} beside this file
+# weights that need the model's own values, read from {weights_file} beside this file (the
+# k-th name's values are its array arr_k: any name round-trips)
 SAVED = {saved!r}
 
 {ir}
@@ -72,7 +80,7 @@ def weights() -> dict:
     out = {{name: generated_weight(name, *spec) for name, spec in GENERATED.items()}}
     if SAVED:
         with np.load(Path(__file__).with_name({weights_file!r})) as saved:
-            out.update({{name: saved[name] for name in SAVED}})
+            out.update({{name: saved[f"arr_{{k}}"] for k, name in enumerate(SAVED)}})
     return out
 
 

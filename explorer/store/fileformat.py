@@ -22,6 +22,11 @@ PROV_FIELDS = tuple(f.name for f in dataclasses.fields(Provenance))
 # manifest.json and ir.json: a 10,000-node trace's ir.json is about 10 MB, its manifest 1 MB
 MAX_JSON_BYTES = {"manifest.json": 64 << 20, "ir.json": 256 << 20, "report.json": 64 << 20}
 MAX_ARRAY_BYTES = 8 << 30  # one array (a weight or an example input)
+# everything one ``load`` materialises: arrays read or derived (an array named twice is read
+# and counted once), the ONNX source model's bytes, tensor copies of example inputs. A file
+# never costs more than what it declares, and what it declares is capped here.
+MAX_LOAD_BYTES = 16 << 30
+MAX_SOURCE_BYTES = 2 << 30  # the ONNX source member (protobuf's own limit is 2 GiB)
 MAX_STEPS = 1_000_000
 # the inputs a check ran on, saved with its report (``save(..., inputs=True)``): all together
 MAX_REPORT_INPUT_BYTES = 256 << 20

@@ -156,12 +156,82 @@ def foreign_module(reader: Any, rec: Any) -> Any:
     )
 
 
-def _tuple_shape(value: Any) -> tuple | None:
-    return None if value is None else tuple(value)
+_MAX_VALUE_DEPTH = 8  # lists nested in an attribute value
 
 
-def decode_graph(rec: dict, reader: Any = None) -> GraphModel:
-    """A saved graph model; with ``reader``, node and parameter objects from its ref table."""
+def _text(rec: dict, key: str, what: str, default: Any = ...) -> Any:
+    """``rec[key]``, which must be text (``default`` when missing or None, if given)."""
+    value = rec.get(key) if default is not ... else rec[key]
+    if value is None and default is not ...:
+        return default
+    if not isinstance(value, str):
+        raise TypeError(f"{what}: {key} must be text, not {type(value).__name__}")
+    return value
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__}")
+    return value
+
+
+def _nbytes(value: Any, what: str) -> int:
+    if _int(value, what) < 0:
+        raise ValueError(f"{what} must not be negative")
+    return value
+
+
+def _shape(value: Any, what: str) -> tuple | None:
+    """None, or a list of dims: integers, or text for a symbolic dim (``n``)."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(
+        isinstance(d, str) or (isinstance(d, int) and not isinstance(d, bool)) for d in value
+    ):
+        raise TypeError(f"{what}: a shape must be a list of integers and names, not {value!r:.80}")
+    return tuple(value)
+
+
+def _plain(value: Any, what: str, depth: int = 0) -> Any:
+    """An attribute value: text, a number, true/false, null, or a list of those (nested a
+    few levels); a mapping is not one (views show attributes as text)."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, list) and depth < _MAX_VALUE_DEPTH:
+        return [_plain(v, what, depth + 1) for v in value]
+    raise TypeError(f"{what} must be text, a number or a list of them, not {value!r:.80}")
+
+
+def _mapping(value: Any, what: str, values=_plain) -> dict:
+    """A mapping of text keys to plain values (None: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} must be a mapping, not {type(value).__name__}")
+    return {str(k): values(v, f"{what} {str(k)[:40]!r}") for k, v in value.items()}
+
+
+def _prov_value(value: Any, what: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{what} must be text, not {type(value).__name__}")
+
+
+def _list(rec: dict, key: str, what: str) -> list:
+    value = rec.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"{what}: {key} must be a list, not {type(value).__name__}")
+    return value
+
+
+def decode_graph(rec: Any, reader: Any = None) -> GraphModel:
+    """A saved graph model; with ``reader``, node and parameter objects from its ref table.
+    Every field's type is checked (a file is untrusted): a wrong one is a TypeError, which
+    ``load`` reports as a damaged trace file."""
+    if not isinstance(rec, dict):
+        raise TypeError("a graph must be a mapping")
     g = GraphModel()
     refs = reader.refs if reader is not None else []
 
@@ -171,42 +241,66 @@ def decode_graph(rec: dict, reader: Any = None) -> GraphModel:
             return None
         return reader.ref(refs, i, "graph object reference")
 
-    for n in rec["nodes"]:
+    for k, n in enumerate(_list(rec, "nodes", "a graph")):
+        if not isinstance(n, dict):
+            raise TypeError(f"graph node {k} must be a mapping")
+        what = f"graph node {k}"
+        dtype = n.get("dtype")
+        if dtype is not None and not isinstance(dtype, str):
+            raise TypeError(f"{what}: dtype must be text, not {type(dtype).__name__}")
         node = GraphNode(
-            id=str(n["id"]),
-            kind=str(n["kind"]),
-            op=str(n["op"]),
-            label=str(n["label"]),
-            function=str(n["function"]),
-            type=str(n["type"]),
-            shape=_tuple_shape(n.get("shape")),
-            dtype=n.get("dtype"),
-            attrs=dict(n.get("attrs") or {}),
-            provenance=dict(n.get("provenance") or {}),
-            group=str(n.get("group") or ""),
-            nbytes=int(n.get("nbytes") or 0),
+            id=_text(n, "id", what),
+            kind=_text(n, "kind", what),
+            op=_text(n, "op", what),
+            label=_text(n, "label", what),
+            function=_text(n, "function", what),
+            type=_text(n, "type", what),
+            shape=_shape(n.get("shape"), what),
+            dtype=dtype,
+            attrs=_mapping(n.get("attrs"), f"{what}'s attribute"),
+            provenance=_mapping(n.get("provenance"), f"{what}'s provenance", _prov_value),
+            group=_text(n, "group", what, ""),
+            nbytes=_nbytes(n.get("nbytes") or 0, f"{what}'s nbytes"),
             obj=obj(n),
         )
         g.nodes[node.id] = node
         if node.obj is not None:
             g.by_object[id(node.obj)] = node.id
-    for src, dst, index, ty in rec["edges"]:
-        g.edges.append(GraphEdge(str(src), str(dst), int(index), str(ty)))
-    for p in rec["params"]:
-        g.params[str(p["key"])] = Param(
-            str(p["name"]),
-            tuple(p["shape"] or ()),
-            str(p["dtype"]),
-            int(p["nbytes"]),
-            str(p["node_id"]),
+    for e in _list(rec, "edges", "a graph"):
+        if not (isinstance(e, list) and len(e) == 4):
+            raise TypeError(f"a graph edge must be [src, dst, index, type], not {e!r:.80}")
+        src, dst, index, ty = e
+        if not all(isinstance(x, str) for x in (src, dst, ty)):
+            raise TypeError(f"a graph edge's ends and type must be text: {e!r:.80}")
+        g.edges.append(GraphEdge(src, dst, _int(index, "a graph edge's index"), ty))
+    for k, p in enumerate(_list(rec, "params", "a graph")):
+        if not isinstance(p, dict):
+            raise TypeError(f"graph parameter {k} must be a mapping")
+        what = f"graph parameter {k}"
+        g.params[_text(p, "key", what)] = Param(
+            _text(p, "name", what),
+            _shape(p.get("shape"), what) or (),
+            _text(p, "dtype", what),
+            _nbytes(p.get("nbytes"), f"{what}'s nbytes"),
+            _text(p, "node_id", what),
             obj(p),
         )
-    for s in rec.get("signatures") or []:
-        g.signatures[str(s["name"])] = Signature(
-            str(s["name"]),
-            [tuple(x) for x in s["params"]],
-            str(s["result"]),
-            s.get("num_input"),
-            dict(s.get("attrs") or {}),
+    for k, sig in enumerate(_list(rec, "signatures", "a graph")):
+        if not isinstance(sig, dict):
+            raise TypeError(f"signature {k} must be a mapping")
+        what = f"signature {k}"
+        params = _list(sig, "params", what)
+        if not all(
+            isinstance(x, list) and len(x) == 2 and all(isinstance(t, str) for t in x)
+            for x in params
+        ):
+            raise TypeError(f"{what}: params must be [name, type] pairs of text")
+        num_input = sig.get("num_input")
+        g.signatures[_text(sig, "name", what)] = Signature(
+            _text(sig, "name", what),
+            [tuple(x) for x in params],
+            _text(sig, "result", what),
+            None if num_input is None else _int(num_input, f"{what}'s num_input"),
+            _mapping(sig.get("attrs"), f"{what}'s attribute"),
         )
     return g

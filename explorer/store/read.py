@@ -1,13 +1,15 @@
 """``load(path)``: a trace back from a ``.passlens`` file, the one place that builds Steps and
 Traces from a file. The file is untrusted input: every reference must point to an earlier
 table entry, arrays are read only once their ``.npy`` header agrees with what ir.json declares,
-sizes are capped (see :mod:`explorer.store.fileformat`), and anything a damaged or crafted file
+sizes are capped (see :mod:`explorer.store.fileformat`): one array, and everything a load
+materialises together (``MAX_LOAD_BYTES``: an array named by several entries is read once and
+shared, a derived array is counted when it is made, the ONNX source member is read in chunks
+up to its cap), each checked before anything is allocated; anything a damaged or crafted file
 causes is raised as a TraceFileError (or a LimitError for a cap)."""
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import zipfile
 import zlib
@@ -22,7 +24,6 @@ from compiler.ir import (
     Block,
     Call,
     Constant,
-    DType,
     Expr,
     FuncCall,
     Function,
@@ -43,7 +44,6 @@ from explorer.store.checks import ReportReader
 from explorer.store.errors import _decode_error
 from explorer.store.fileformat import (
     FORMAT,
-    MAX_ARRAY_BYTES,
     MAX_JSON_BYTES,
     MAX_STEPS,
     PROV_FIELDS,
@@ -51,6 +51,7 @@ from explorer.store.fileformat import (
     TraceFileError,
 )
 from explorer.store.graphs import decode_graph, foreign_module, graph_ref
+from explorer.store.read_arrays import ArrayReading
 from explorer.trace import Step, Trace
 
 
@@ -176,8 +177,9 @@ def _read_json(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
         raise TraceFileError(f"{path}: damaged passlens trace file ({name}: {e})") from None
 
 
-class _Reader:
-    """Rebuilds the tables in order; every reference must point to an earlier entry."""
+class _Reader(ArrayReading):
+    """Rebuilds the tables in order; every reference must point to an earlier entry (the
+    arrays and the source model through :class:`ArrayReading`, within the load budget)."""
 
     def __init__(self, zf: zipfile.ZipFile, path: Path, manifest: dict):
         self.zf, self.path, self.manifest = zf, path, manifest
@@ -188,7 +190,7 @@ class _Reader:
         self.types = [_parse(parse_type, t) for t in _list(ir, "types")]
         self.provs = [_provenance(p) for p in _list(ir, "provenances")]
         self.array_specs = _list(ir, "arrays")
-        self.arrays: dict[int, np.ndarray] = {}
+        self.init_arrays()
         self._attr_cache: dict[str, Any] = {}
         self.nodes: list[Any] = []
         for rec in _list(ir, "nodes"):
@@ -213,90 +215,6 @@ class _Reader:
                 f"{self.path}: damaged passlens trace file (node {i} is not a value)"
             )
         return node
-
-    def array(self, i: Any) -> np.ndarray:
-        if i in self.arrays:
-            return self.arrays[i]
-        spec = self.ref(self.array_specs, i, "array reference")
-        dtype = DType.of(spec["dtype"])
-        shape = tuple(int(d) for d in spec["shape"])
-        if any(d < 0 for d in shape) or _nbytes(shape, dtype) > MAX_ARRAY_BYTES:
-            raise LimitError(
-                f"{self.path}: array {i} declares shape {list(shape)} ({dtype.name}), over "
-                f"the {MAX_ARRAY_BYTES >> 30} GiB limit for one array; not read"
-            )
-        recipe = spec.get("derived")
-        if recipe is not None:
-            source = recipe["from"]
-            if isinstance(source, bool) or not isinstance(source, int) or not 0 <= source < i:
-                raise TraceFileError(
-                    f"{self.path}: damaged passlens trace file (array {i} "
-                    f"derived from array {source!r})"
-                )
-            arr = self.array(source)
-            if arr.size != math.prod(shape):
-                raise TraceFileError(
-                    f"{self.path}: damaged passlens trace file (array {i} of shape "
-                    f"{list(shape)} derived from array {source} of shape {list(arr.shape)})"
-                )
-            if recipe.get("axes") is not None:
-                axes = [int(a) for a in recipe["axes"]]
-                if sorted(axes) != list(range(arr.ndim)):
-                    raise TraceFileError(
-                        f"{self.path}: damaged passlens trace file (array {i}: axes {axes} "
-                        f"are not a permutation of {arr.ndim} axes)"
-                    )
-                arr = arr.transpose(axes)
-            if recipe.get("cast"):
-                arr = arr.astype(dtype.numpy)
-            arr = np.asarray(arr, order="C")
-            what = f"array {i}"
-        else:
-            arr = self.stored_array(spec["member"], dtype, shape)
-            what = spec["member"]
-        if _as_bits(dtype, arr.dtype):
-            arr = arr.view(dtype.numpy)
-        if arr.dtype != dtype.numpy or arr.shape != shape:
-            raise TraceFileError(
-                f"{self.path}: damaged passlens trace file ({what} holds "
-                f"{arr.dtype}{list(arr.shape)}, expected {dtype.name}{list(shape)})"
-            )
-        if arr.flags.writeable:
-            arr.flags.writeable = False
-        self.arrays[i] = arr
-        return arr
-
-    def stored_array(self, member: Any, dtype: DType, shape: tuple) -> np.ndarray:
-        """An ``.npy`` member, read only once its header agrees with the declared dtype and
-        shape and the member holds exactly that many bytes (no header can make it allocate
-        more than the file holds)."""
-        info = self.zf.getinfo(str(member))
-        with self.zf.open(info) as f:
-            fmt = np.lib.format
-            version = fmt.read_magic(f)
-            readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
-            if version not in readers:
-                raise TraceFileError(f"{self.path}: {member} has npy format version {version}")
-            stored_shape, fortran, stored = readers[version](f, max_header_size=10_000)
-            want = np.dtype(dtype.numpy)
-            if _as_bits(dtype, stored):
-                want = stored  # bfloat16, float8, int4, ... are stored as their bits
-            if tuple(stored_shape) != shape or stored != want or stored.hasobject:
-                raise TraceFileError(
-                    f"{self.path}: damaged passlens trace file ({member} holds "
-                    f"{stored}{list(stored_shape)}, expected {dtype.name}{list(shape)})"
-                )
-            nbytes = _nbytes(shape, dtype)
-            if info.file_size - f.tell() != nbytes:
-                raise TraceFileError(
-                    f"{self.path}: damaged passlens trace file ({member} holds "
-                    f"{info.file_size - f.tell()} bytes of data, its header says {nbytes})"
-                )
-            data = f.read(nbytes)
-        if len(data) != nbytes:
-            raise TraceFileError(f"{self.path}: damaged passlens trace file ({member} is short)")
-        arr = np.frombuffer(data, dtype=stored).reshape(shape, order="F" if fortran else "C")
-        return np.asarray(arr, order="C") if fortran else arr.copy()
 
     def attrs(self, rec: Any) -> dict:
         if not isinstance(rec, dict):
@@ -420,6 +338,13 @@ class _Reader:
             raise LimitError(f"{self.path}: {len(records)} steps, over the limit of {MAX_STEPS}")
         self.n_steps = len(records)
         steps = [self.step(i, rec) for i, rec in enumerate(records)]
+        for s in steps:  # a tree: each step is the child of its own parent only
+            for c in s.children:
+                if steps[c].parent != s.index:
+                    raise TraceFileError(
+                        f"{self.path}: damaged passlens trace file (step {s.index} lists step "
+                        f"{c} as a child, whose parent is {steps[c].parent})"
+                    )
         skipped = [
             SkippedPass(str(k["pass_name"]), str(k["spec"]), int(k["depth"]), str(k["reason"]))
             for k in m.get("skipped") or []
@@ -471,8 +396,7 @@ class _Reader:
                 import onnx
             except ImportError:
                 return None
-            with self.zf.open(rec["member"]) as f:
-                data = f.read()
+            data = self.source_bytes(rec["member"])
             try:
                 return {"model": onnx.load_from_string(data)}
             except Exception as e:  # protobuf's DecodeError
@@ -492,6 +416,7 @@ class _Reader:
                 try:
                     import torch
 
+                    self.spend(arr.nbytes, f"a copy of array {rec['array']} as a torch tensor")
                     out.append(torch.from_numpy(np.array(arr)))
                 except ImportError:
                     out.append(arr)
@@ -502,16 +427,6 @@ class _Reader:
             else:
                 return None  # an input that could not be saved: the inputs are incomplete
         return tuple(out)
-
-
-def _as_bits(dtype: DType, stored: np.dtype) -> bool:
-    """Whether values of ``dtype`` (an ml_dtypes type) are stored as ``stored``, their bits."""
-    bits = dtype is DType.bfloat16 or dtype.is_storage_only
-    return bits and stored.itemsize == dtype.itemsize and stored.kind in "uV"
-
-
-def _nbytes(shape: tuple, dtype: DType) -> int:
-    return math.prod(shape) * np.dtype(dtype.numpy).itemsize
 
 
 def _list(table: dict, key: str) -> list:

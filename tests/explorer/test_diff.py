@@ -407,3 +407,36 @@ def test_the_html_summary_escapes_names_from_the_model():
     page = d._repr_html_()
     assert "<i>" not in page and "&lt;i&gt;w&amp;&lt;/i&gt;" in page
     assert page.count("&lt;i&gt;") >= 3  # removed, added and params sections
+
+
+def test_two_same_op_nodes_of_one_layer_match_by_the_inputs_they_read():
+    """Behaviour protected: the provenance tie-break in node matching. Two relu nodes from
+    one layer read different inputs; two builds (no shared objects) bind them in opposite
+    orders. Each must match the one reading the same input, so the diff is empty. Matched
+    crosswise, the diff would show three changed nodes (both relus, and the subtract reading
+    them) where nothing changed."""
+    from compiler.ir.provenance import Provenance
+
+    def build(swap: bool) -> Module:
+        f32 = tensor((2, 3), "float32")
+        x, y = Var("x", f32), Var("y", f32)
+        prov = Provenance(framework="torch", module_path="act", source_op="aten.relu.default")
+        rx = Call("relu", (x,), {}, prov=prov, name="rx")
+        ry = Call("relu", (y,), {}, prov=prov, name="ry")
+        out = Call("subtract", (rx, ry), {}, name="out")
+        bindings = [ry, rx, out] if swap else [rx, ry, out]
+        return Module({"main": Function([x, y], bindings, out, {"num_input": 2})})
+
+    a = explorer.explore(build(swap=False), pipeline="dce")
+    b = explorer.explore(build(swap=True), pipeline="dce")
+    d = diff(a.imported, b.imported)
+    ga, gb = a.imported.graph, b.imported.graph
+
+    def reads(g, nid):
+        return [g.nodes[e.src].label for e in g.edges if e.dst == nid]
+
+    relus = [bid for bid in d.matches if gb.nodes[bid].op == "relu"]
+    assert len(relus) == 2 and {d.matches[b][1] for b in relus} == {"provenance"}
+    for bid in relus:
+        assert reads(ga, d.matches[bid][0]) == reads(gb, bid)  # x with x, y with y
+    assert d.changed == [] and d.is_empty

@@ -209,3 +209,61 @@ def test_a_source_graph_exports_to_model_explorer_but_not_onnx(tmp_path):
     doc = json.loads(trace.export(1, tmp_path / "imp.json")[0].read_text())
     assert any(n["namespace"] == "fc" for n in nodes(doc).values())
     assert onnx_path.stat().st_size > 0
+
+
+F16_OVERFLOW = """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %a: f32[2, 3] = multiply(%x, const(f32[], 1000.0))
+  %b: f32[2, 3] = multiply(%a, %a)
+  %c: f32[2, 3] = sqrt(%b)
+  return %c
+}
+"""
+
+
+def f16_overflow():
+    """x * 1000 squared overflows float16 (1e10 > 65504): an infinite relative error."""
+    x = np.full((2, 3), 100.0, np.float32)
+    with np.errstate(over="ignore"):
+        trace = explorer.explore(F16_OVERFLOW, (x,), pipeline="convert-dtype{dtype=float16}")
+        report = trace.check(progress=False)
+    return trace, report
+
+
+def strict_json(raw: str):
+    """JSON as a browser's JSON.parse reads it: Infinity and NaN are not JSON."""
+
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(raw, parse_constant=refuse)
+
+
+def test_an_infinite_error_exports_as_model_explorer_reads_it(tmp_path):
+    """The float16 overflow this tool exists to show: the export works, the node data holds
+    "inf" as a string with its own colour (Model Explorer leaves non-numbers out of the
+    gradient's range and a result's bgColor wins), the attribute says inf."""
+    trace, report = f16_overflow()
+    assert report.first_failure.kind == "diverged"
+    step = trace["convert-dtype"]
+    graph, *node_data = trace.export(step, tmp_path / "f16.json", report=report)
+    doc = strict_json(graph.read_text())
+    check_schema(doc)
+    errors = next(p for p in node_data if p.name == "f16.max_error.json")
+    data = strict_json(errors.read_text())["main"]
+    result = data["results"]["main/return"]
+    assert result == {"value": "inf", "bgColor": data["gradient"][-1]["bgColor"]}
+    a = attrs(nodes(doc)["main/return"])
+    assert a["max rel error"] == "inf" and a["beyond tolerance"] == "yes"
+    # finite errors stay numbers
+    _, nd0 = model_explorer_json(trace[0], report)
+    assert all(isinstance(r["value"], float) for r in nd0["max_error"]["main"]["results"].values())
+
+
+def test_a_nan_error_judged_beyond_tolerance_is_shown_as_nan():
+    from explorer.interop import _result, _worse
+
+    assert _result(float("nan")) == {"value": "nan", "bgColor": "#f28b82"}
+    assert _result(0.5) == {"value": 0.5}
+    assert _worse(float("nan"), 3.0) != _worse(float("nan"), 3.0)  # nan wins over a number
+    assert _worse(float("nan"), float("inf")) == float("inf")

@@ -180,3 +180,26 @@ def test_untrusted_names_stay_text(browser, tmp_path):
         assert not problems, problems
     finally:
         served.close()
+
+
+def test_an_infinite_error_opens_with_its_node_data(browser, tmp_path):
+    """The float16 overflow's export: Model Explorer reads the node data (JSON.parse) with
+    "inf" where the error is infinite, lists the node, and the page raises no error."""
+    from tests.explorer.test_interop import f16_overflow
+
+    trace, report = f16_overflow()
+    step = trace["convert-dtype"].index
+    graph, *node_data = trace.export(step, tmp_path / "f16.json", report=report)
+    errors = [p for p in node_data if p.name.endswith(".max_error.json")]
+    served = Served(graph, errors)
+    try:
+        page, problems = open_in_model_explorer(browser, served)
+        expect(page.get_by_text(f"passlens step {step} convert-dtype")).to_be_visible()
+        expect(page.get_by_text("max rel error").first).to_be_visible()
+        table = page.locator("table", has=page.get_by_text("max rel error")).last
+        expect(table.get_by_text("inf", exact=True).first).to_be_visible()
+        page.screenshot(path=str(tmp_path / "f16.png"))
+        assert not problems, problems
+        assert not any("Failed to" in line for line in served.log), served.log
+    finally:
+        served.close()

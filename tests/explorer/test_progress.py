@@ -56,16 +56,16 @@ def test_progress_false_is_silent(capsys, tmp_path, failed, monkeypatch):
     )
 
 
-def test_by_default_quick_jobs_are_silent_and_long_ones_get_their_line(capsys, tmp_path):
+def test_by_default_quick_jobs_are_silent_and_long_ones_get_their_line(
+    capsys, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(prog, "LINE_AFTER", float("inf"))  # no job is "long"
     trace = explorer.explore(models.mlp(), pipeline=PIPELINE)
     trace.check()
     trace.to_html(tmp_path / "r.html")
     assert capsys.readouterr().err == ""
-    prog.LINE_AFTER, saved = 0.0, prog.LINE_AFTER  # every job is "long"
-    try:
-        trace.check()
-    finally:
-        prog.LINE_AFTER = saved
+    monkeypatch.setattr(prog, "LINE_AFTER", 0.0)  # every job is "long"
+    trace.check()
     assert capsys.readouterr().err.startswith("checking: 4/4 steps in ")
 
 

@@ -303,3 +303,216 @@ def test_the_test_file_holds_crafted_names_as_data():
     ]
     assert len(imports_os) == 1
     assert not any(isinstance(n, ast.Name) and n.id == "boom" for n in ast.walk(tree))
+
+
+# ----- the oracle: the same finding, not one of the same kind -----------------------------------
+
+
+@register_pass
+@dataclass(frozen=True)
+class _RaiseByOp(Pass):
+    """A deliberately failing pass: AssertionError on a relu, TypeError on an exp."""
+
+    name: ClassVar[str] = "test-reduce-raise-by-op"
+
+    def transform(self, module, ctx):
+        def rule(node):
+            if isinstance(node, Call) and node.op == "relu":
+                raise AssertionError("relu")
+            if isinstance(node, Call) and node.op == "exp":
+                raise TypeError("exp")
+            return None
+
+        return rewrite_module(module, lambda name, fn: rule, self.name)
+
+
+@register_pass
+@dataclass(frozen=True)
+class _Misannotate(Pass):
+    """A deliberately wrong pass: a relu or an exp annotated with one more column."""
+
+    name: ClassVar[str] = "test-reduce-misannotate"
+
+    def transform(self, module, ctx):
+        def rule(node):
+            if isinstance(node, Call) and node.op in ("relu", "exp"):
+                shape = (*node.ty.shape[:-1], node.ty.shape[-1] + 1)
+                return Call(node.op, node.args, ty=tensor(list(shape)))
+            return None
+
+        return rewrite_module(module, lambda name, fn: rule, self.name)
+
+
+def _one_op(op: str) -> Module:
+    x = Var("x", tensor([2, 3]))
+    return Module({"main": Function.from_output([x], Call(op, [x]))})
+
+
+@pytest.mark.parametrize(
+    "spec,kind",
+    [("test-reduce-raise-by-op", "pass-failed"), ("test-reduce-misannotate", "shape-mismatch")],
+)
+def test_the_oracle_wants_the_same_error_type_or_op_not_only_the_same_kind(spec, kind):
+    """Behaviour protected: a candidate holds only when it shows the same finding: for a
+    failed pass the same error type, for a shape mismatch the same op. A relu failing with an
+    AssertionError (or misannotated) is not reproduced by an exp failing with a TypeError (or
+    misannotated): accepting it would shrink to a different bug and call it reproduced."""
+    from explorer.reduce.oracle import Target
+
+    relu = explorer.explore(_one_op("relu"), pipeline=spec)
+    relu_report = relu.check(progress=False)
+    (finding,) = relu_report.of_kind(kind)
+    target = Target.of(finding, 0, relu_report)
+    assert target.found(relu, relu_report, 0) == [finding]
+    exp = explorer.explore(_one_op("exp"), pipeline=spec)
+    exp_report = exp.check(progress=False)
+    assert [f.kind for f in exp_report.of_kind(kind)] == [kind]  # the same kind, at the same pass
+    assert target.found(exp, exp_report, 0) == []
+
+
+# ----- issue 31: reduce bounded, its files written safely ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def keyword_named_weights():
+    """A reduction whose saved weights are named like np.savez's own keywords."""
+    rng = np.random.default_rng(0)
+    x = Var("x", tensor([2, 40]))
+    y = Call("relu", [x])
+    for name in ("file", "allow_pickle"):
+        w = np.concatenate([[0.0], rng.standard_normal(39)]).astype(np.float32)  # a leading 0
+        y = Call("add", [y, Constant(w, name=name)])
+    module = Module({"main": Function.from_output([x], Call("exp", [y]))})
+    report = explorer.explore(module, pipeline=f"{CLEANUP},test-reduce-drop-zero-led-add").check()
+    return report.reduce(progress=False)
+
+
+def test_any_weight_name_round_trips_through_the_weights_file(keyword_named_weights, tmp_path):
+    """Weights named ``file`` or ``allow_pickle`` (keywords of np.savez) are saved and read
+    back by the test file under their own names."""
+    small = keyword_named_weights
+    assert set(small.saved_weights) <= {"file", "allow_pickle"} and small.saved_weights
+    result = run_test_file(small, tmp_path / "case")
+    assert result.returncode == 1, result.stdout + result.stderr  # the bug shows, as reduced
+    import runpy
+
+    namespace = runpy.run_path(str(tmp_path / "case" / "test_reduced.py"), run_name="x")
+    values = namespace["weights"]()
+    for name, value in small.saved_weights.items():
+        assert np.array_equal(values[name], value)
+
+
+def test_save_replaces_symlinks_and_never_writes_through_them(keyword_named_weights, tmp_path):
+    """A folder holding symlinks named like the reduction's files (someone else's shared
+    folder): save replaces the links with its own regular files; their targets are untouched."""
+    out = tmp_path / "out"
+    out.mkdir()
+    victims = {}
+    for name in keyword_named_weights.files:
+        victim = tmp_path / f"victim-{name}"
+        victim.write_text("precious")
+        (out / name).symlink_to(victim)
+        victims[name] = victim
+    keyword_named_weights.save(out)
+    for name, victim in victims.items():
+        assert victim.read_text() == "precious", name
+        assert (out / name).is_file() and not (out / name).is_symlink(), name
+    assert (out / "reduced.ir").read_text() == keyword_named_weights.ir
+    assert sorted(p.name for p in out.iterdir()) == sorted(keyword_named_weights.files)
+    keyword_named_weights.save(out)  # a second save replaces its own files
+    assert (out / "pipeline.txt").read_text() == keyword_named_weights.pipeline + "\n"
+
+
+class _FakeStep:
+    def __init__(self, index, spec, children, parent):
+        self.index, self.spec, self.children, self.parent = index, spec, children, parent
+        self.kind, self.depth, self.trace = "pass", 0 if parent is None else 1, None
+
+
+def test_the_step_tree_is_walked_once_per_step(monkeypatch):
+    """Steps whose children lists overlap (each lists every later step) made the walk
+    exponential; a chain 3,000 deep made it a RecursionError. Each step is now visited once."""
+    from types import SimpleNamespace
+
+    from explorer.reduce import pipeline
+
+    calls = []
+    real = pipeline._is_list_of_passes
+    monkeypatch.setattr(pipeline, "_is_list_of_passes", lambda s: calls.append(s) or real(s))
+    n = 20  # the old recursive walk made 2**19 calls here
+    steps = [
+        _FakeStep(i, "dce,dce" if i < n - 1 else "dce", list(range(i + 1, n)), i - 1 or None)
+        for i in range(n)
+    ]
+    steps[0].parent = None
+    trace = SimpleNamespace(steps=steps)
+    units = pipeline.units_of(trace)
+    assert [u.step.index for u in units] == [n - 1] and len(calls) <= n
+    assert pipeline.subtree(trace, steps[0]) == set(range(n))
+    deep = 3000
+    chain = [_FakeStep(i, "dce,dce", [i + 1], i - 1 if i else None) for i in range(deep)]
+    chain.append(_FakeStep(deep, "dce", [], deep - 1))
+    trace = SimpleNamespace(steps=chain)
+    for s in chain:
+        s.trace = trace
+    units = pipeline.units_of(trace)
+    assert [u.step.index for u in units] == [deep]
+    assert pipeline.unit_index(units, chain[deep]) == 0
+
+
+def test_a_trace_file_whose_steps_list_overlapping_children_is_refused(tmp_path):
+    import json
+    import zipfile
+
+    from explorer.store import TraceFileError, load
+    from tests.explorer.test_store import rewrite_member
+
+    trace = explorer.explore(NESTED, pipeline="default")
+    path = trace.save(tmp_path / "t.passlens")
+    with zipfile.ZipFile(path) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+    nested = [s for s in manifest["steps"] if s.get("children")]
+    assert nested
+    outer = nested[0]
+    other = manifest["steps"][outer["index"] - 1]  # an earlier step
+    other["children"] = list(outer["children"])  # the same children under two steps
+    rewrite_member(path, "manifest.json", json.dumps(manifest).encode())
+    with pytest.raises(TraceFileError, match=r"lists step \d+ as a child, whose parent is"):
+        load(path)
+
+
+def test_a_files_spec_cannot_lift_a_safety_limit(tmp_path):
+    """A trace file's step spec chooses passes, not limits: fold-constant{max_bytes=...}
+    above its default is refused (a spec may lower it); code may raise it."""
+    from compiler.passes import PipelineError, build_pipeline
+    from compiler.passes.fold_constant import DEFAULT_MAX_BYTES, FoldConstant
+
+    assert build_pipeline("fold-constant{max_bytes=16}").passes[0].max_bytes == 16
+    with pytest.raises(PipelineError, match="max_bytes is a safety limit .* not raise it"):
+        build_pipeline(f"fold-constant{{max_bytes={DEFAULT_MAX_BYTES + 1}}}")
+    assert FoldConstant(max_bytes=DEFAULT_MAX_BYTES * 4).max_bytes == DEFAULT_MAX_BYTES * 4
+    # through a reduction of a trace whose recorded spec lifts it: a clear error
+    import json
+    import zipfile
+
+    from explorer.store import load
+    from tests.explorer.test_store import rewrite_member
+
+    report = explorer.explore(NESTED, pipeline="fold-constant,replica-lazy-transform-params")
+    path = report.save(tmp_path / "t.passlens")
+    with zipfile.ZipFile(path) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+    step = next(s for s in manifest["steps"] if s["name"] == "fold-constant")
+    step["spec"] = "fold-constant{max_bytes=1000000000000}"
+    rewrite_member(path, "manifest.json", json.dumps(manifest).encode())
+    loaded = load(path)
+    with pytest.raises(ReduceError, match="cannot run here: .*max_bytes is a safety limit"):
+        loaded.check(progress=False).reduce(progress=False)
+
+
+def test_a_deep_spec_is_a_clear_error():
+    from compiler.passes import PipelineError, build_pipeline
+
+    for spec in ("decompose-ops{ops=" + "[" * 3000 + "]" * 3000 + "}", "x" + "{" * 3000):
+        with pytest.raises(PipelineError, match="deeper than 32"):
+            build_pipeline(spec)

@@ -636,3 +636,30 @@ def test_a_version_1_file_loads_without_a_report():
     assert trace.example_inputs[0].shape == (2, 4)
     report = trace.check(trace.example_inputs, progress=False)
     assert report.ok and trace.report is report
+
+
+def test_the_cap_on_saved_check_inputs_is_on_their_total(tmp_path, monkeypatch):
+    """Behaviour protected: the limit on a check's saved inputs holds for all of them together,
+    on writing and on reading. Two inputs each under the cap but over it together are left
+    out when saving (with a warning) and refused when loading; a per-input cap would let a
+    file bring any number of inputs just under it."""
+    from compiler.errors import LimitError
+    from explorer.store import checks
+
+    text = (
+        "def @main(%x: f32[2, 4], %y: f32[2, 4]) -> f32[2, 4] {\n"
+        "  %z: f32[2, 4] = add(%x, %y)\n  return %z\n}\n"
+    )
+    trace = explorer.explore(text, pipeline="fold-constant")
+    x, y = (np.full((2, 4), v, np.float32) for v in (1.0, 2.0))  # 32 bytes each, 64 together
+    trace.check((x, y), progress=False)
+    monkeypatch.setattr(checks, "MAX_REPORT_INPUT_BYTES", 48)  # each under it, not the total
+    with pytest.warns(UserWarning, match="inputs are not saved with its report: 0 MiB, over"):
+        loaded, _ = round_trip(trace, tmp_path, "capped.passlens", inputs=True)
+    assert loaded.report is not None and loaded.report.inputs is None
+    monkeypatch.setattr(checks, "MAX_REPORT_INPUT_BYTES", 64)  # both fit: saved and read
+    loaded, path = round_trip(trace, tmp_path, "kept.passlens", inputs=True)
+    assert [a.tolist() for a in loaded.report.inputs] == [x.tolist(), y.tolist()]
+    monkeypatch.setattr(checks, "MAX_REPORT_INPUT_BYTES", 48)  # a reader with a lower cap
+    with pytest.raises(LimitError, match="the check report's inputs are over the 0 MiB limit"):
+        load(path)

@@ -101,3 +101,17 @@ def test_a_module_without_the_function_is_a_clear_error(imported):
     _, x, mod, weights = imported
     with pytest.raises(TVMRunError, match="has no @forward"):
         TVMRunner().run(mod, [x.numpy()], weights, function="forward")
+
+
+def test_after_bind_params_main_takes_the_inputs_only(imported):
+    """Behaviour protected: the calling convention after BindParams. The weights are now
+    constants of main; its ``num_input`` still counts the runtime inputs and equals the
+    number of parameters, so main is called with the inputs alone (handing it the weights
+    too would fail every step after BindParams as run-failed)."""
+    model, x, mod, weights = imported
+    names = [str(p.name) for p in mod["main"].params[1:]]
+    bound = relax.transform.BindParams("main", dict(zip(names, weights, strict=True)))(mod)
+    main = bound["main"]
+    assert len(main.params) == 1 and int(main.attrs["num_input"]) == len(main.params)
+    (got,) = TVMRunner().run(bound, [x.numpy()], weights)
+    np.testing.assert_allclose(got, _expected(model, x), rtol=1e-5, atol=1e-6)

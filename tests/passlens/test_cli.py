@@ -483,3 +483,44 @@ def test_a_line_shows_before_the_slow_imports_on_a_terminal_only(capsys, ir_file
     assert piped.getvalue() == ""  # a pipe or a test gets nothing extra on stderr
     starting(_parser().parse_args(["passes"]), shown)  # instant: nothing to announce
     assert shown.getvalue().count("\n") == 1
+
+
+def test_python_m_passlens_does_not_import_from_the_current_folder(tmp_path):
+    """``python -m`` puts the current folder first on the import path: a ``numpy.py`` in the
+    folder a command runs from (a downloaded model's folder) must not run in place of numpy."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    marker = tmp_path / "RAN"
+    (tmp_path / "numpy.py").write_text(
+        f"open({str(marker)!r}, 'w').write('x')\nraise SystemExit('the planted numpy ran')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "passlens", "passes"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "fold-constant" in proc.stdout and not marker.exists()
+
+
+def test_check_of_a_huge_signature_without_inputs_is_one_clear_error(capsys, tmp_path):
+    """issue #31: a 105-byte IR text asking for a 12000 x 12000 input ran `--check` for over
+    200 s; random inputs are made only up to a stated size, and the error says what to do."""
+    path = tmp_path / "big.ir"
+    path.write_text(
+        "def @main(%x: f32[12000, 12000]) -> f32[12000, 12000] {\n"
+        "  %y: f32[12000, 12000] = matmul(%x, %x)\n  return %y\n}\n"
+    )
+    code, _, err = run(capsys, "explore", path, "--check")
+    assert code == 2
+    assert_one_line_error(
+        err, "%x: f32[12000, 12000] would need 576,000,000 bytes", "pass real inputs", "256 MiB"
+    )

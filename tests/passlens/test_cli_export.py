@@ -91,3 +91,22 @@ def test_export_errors(capsys, saved, tmp_path, argv, fragments):
 def test_export_a_bad_format_is_a_usage_error(capsys, saved, tmp_path):
     code, out, err = run(capsys, "export", saved, "--format", "svg", "--out", tmp_path / "x")
     assert code == 2 and "invalid choice: 'svg'" in err
+
+
+def test_export_check_of_a_float16_overflow(capsys, tmp_path):
+    """``passlens export --check`` of a trace whose check sees an infinite error writes JSON
+    Model Explorer reads (no Infinity), with "inf" where the error is."""
+    from tests.explorer.test_interop import f16_overflow, strict_json
+
+    trace, _ = f16_overflow()
+    trace.save(tmp_path / "f16.passlens")
+    out_path = tmp_path / "g.json"
+    with np.errstate(over="ignore"):
+        code, out, err = run(
+            capsys, "export", tmp_path / "f16.passlens", "--check", "--out", out_path
+        )
+    assert code == 0, err
+    assert "diverged" in err
+    strict_json(out_path.read_text())
+    data = strict_json((tmp_path / "g.max_error.json").read_text())
+    assert data["main"]["results"]["main/return"]["value"] == "inf"

@@ -54,3 +54,29 @@ def test_reduce_a_trace_without_problems_says_so(capsys, tmp_path):
     assert main(["reduce", str(path), "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip().endswith("passlens: error: nothing to reduce: check ok")
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("damage", ["lifted limit", "overlapping steps"])
+def test_a_crafted_trace_is_one_clear_error_for_reduce(capsys, failed_trace_file, damage, tmp_path):
+    """issue #31: a file's step spec lifting a safety limit, or steps listing overlapping
+    children, end in one passlens error line (exit 2), not a hang or a lifted limit."""
+    import json
+    import zipfile
+
+    from tests.explorer.test_store import rewrite_member
+    from tests.passlens.test_cli import assert_one_line_error
+
+    with zipfile.ZipFile(failed_trace_file) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+    if damage == "lifted limit":
+        step = next(s for s in manifest["steps"] if s["name"] == "fold-constant")
+        step["spec"] = "fold-constant{max_bytes=1000000000000}"
+        fragment = "max_bytes is a safety limit"
+    else:
+        manifest["steps"][1]["children"] = [2]  # step 2's parent is not step 1
+        manifest["steps"][0]["children"] = [2]  # listed under two steps
+        fragment = "as a child, whose parent is"
+    rewrite_member(failed_trace_file, "manifest.json", json.dumps(manifest).encode())
+    out = tmp_path / "out"
+    assert main(["reduce", str(failed_trace_file), "--out", str(out), "--budget", "30"]) == 2
+    assert_one_line_error(capsys.readouterr().err.splitlines()[-1], fragment)

@@ -440,9 +440,11 @@ def @main(%x: f32[64, 8]) -> f32[64, 8] {
         assert f"<summary>{name}</summary>" in compiled
     assert "define " in compiled and "<8 x float>" not in compiled  # escaped
     assert "<summary>" not in views.tab_html(trace["fuse-ops"], "IR")  # a graph step: its IR
-    monkeypatch.setattr(ir_text, "MAX_BACKEND_TEXT", 100)
+    monkeypatch.setattr(ir_text, "MAX_TEXT_CHARS", 100)
     cut = views.tab_html(trace["codegen"], "IR")
-    assert "first 100 of" in cut and "--view 'LLVM IR'" in cut
+    assert re.search(r"LLVM IR: the first \d+ of [\d,]+ characters", cut)
+    assert "--view 'LLVM IR'" in cut and "the IR: the first" in cut
+    monkeypatch.undo()
     path = tmp_path / "r.html"
     write_html(trace, path)
     assert "kernel @fused_exp_relu" in path.read_text()
