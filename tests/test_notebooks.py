@@ -42,6 +42,7 @@ EXPECTED = [
     "05_lazy_transform_params.ipynb",
     "06_reduce_and_error_map.ipynb",
     "07_tvm.ipynb",
+    "08_torch_compile.ipynb",
 ]
 # a link to where the bug (or the tool) is discussed upstream: TVM's issues and forum, PyTorch's,
 # ONNX's and onnxruntime's
