@@ -1,9 +1,10 @@
 """Reducing a ``diverged`` finding of a torch.compile trace to a few FX nodes and a test.
 
 A custom pass (one set in ``torch._inductor.config``) can be run again alone: the reducer
-takes the graph the pass was given, and for each node (the nodes the finding names first)
-cuts out the node with its producers up to a depth (none, 1, 2 levels, then all), the values flowing
-in becoming inputs, runs the pass on the cut and compares the cut's result with and without
+takes the graph the pass was given, and for each node (the nodes the finding names first,
+each through every depth) cuts out the node with its producers up to a depth (none, 1 to 4
+levels, then all), the values flowing in becoming inputs (a tuple never: a deeper cut takes
+its producer in), runs the pass on the cut and compares the cut's result with and without
 the pass. The first cut where the pass changes the numbers is the reduction: its Python code,
 its inputs, and a pytest file that builds it with ``torch.fx.symbolic_trace``, runs the pass
 and fails while the pass is wrong. Inductor's own passes cannot be replayed one by one (they
@@ -25,7 +26,7 @@ from explorer.reduce import NotReproducible, ReduceError
 
 INPUTS_FILE = "inputs.npz"
 TEST_FILE = "test_reduced.py"
-DEPTHS = (0, 1, 2, None)  # levels of producers kept above the node (None: all of them)
+DEPTHS = (0, 1, 2, 3, 4, None)  # levels of producers kept above the node (None: all)
 
 
 @dataclass
