@@ -414,6 +414,12 @@ SABOTAGE = {
         "LayerErrors.of_step = lambda self, main, values, reference: {}",
         'assert m.first_layer == "blocks.0.attn"',
     ),
+    # the torch.compile check names no node: the finding cannot say where the pass broke it
+    "08_torch_compile.ipynb": (
+        "from explorer.inductor.check import InductorChecker\n"
+        "InductorChecker._name_nodes = lambda self, step: None",
+        'assert [n.name for n in first.nodes] == ["add_4"]',
+    ),
 }
 
 
