@@ -1,9 +1,10 @@
 """Reducing a ``diverged`` finding of a torch.compile trace to a few FX nodes and a test.
 
 A custom pass (one set in ``torch._inductor.config``) can be run again alone: the reducer
-takes the graph the pass was given, and for each node (the nodes the finding names first)
-cuts out the node with its producers up to a depth (none, 1, 2 levels, then all), the values flowing
-in becoming inputs, runs the pass on the cut and compares the cut's result with and without
+takes the graph the pass was given, and for each node (the nodes the finding names first,
+each through every depth) cuts out the node with its producers up to a depth (none, 1 to 4
+levels, then all), the values flowing in becoming inputs (a tuple never: a deeper cut takes
+its producer in), runs the pass on the cut and compares the cut's result with and without
 the pass. The first cut where the pass changes the numbers is the reduction: its Python code,
 its inputs, and a pytest file that builds it with ``torch.fx.symbolic_trace``, runs the pass
 and fails while the pass is wrong. Inductor's own passes cannot be replayed one by one (they
@@ -25,7 +26,7 @@ from explorer.reduce import NotReproducible, ReduceError
 
 INPUTS_FILE = "inputs.npz"
 TEST_FILE = "test_reduced.py"
-DEPTHS = (0, 1, 2, None)  # levels of producers kept above the node (None: all of them)
+DEPTHS = (0, 1, 2, 3, 4, None)  # levels of producers kept above the node (None: all)
 
 
 @dataclass
@@ -100,36 +101,40 @@ def reduce_inductor(report, finding=None, budget: float = 60.0, progress=None):
     values = _values(before, inputs)
     named = [e.node.name for e in finding.details.get("node_errors", []) if e.node is not None]
     calls = [n for n in before.graph.nodes if n.op == "call_function"]
-    order = [n for name in named for n in calls if n.name == name]
-    order += [n for n in calls if n not in order]
+    first = [n for name in named for n in calls if n.name == name]
+    # the nodes the finding names, each with more and more of its producers; then the others,
+    # the smallest cuts first
+    cuts = [(n, d) for n in first for d in DEPTHS]
+    cuts += [(n, d) for d in DEPTHS for n in calls if n not in first]
     tried = 0
-    for depth in DEPTHS:
-        for node in order:
-            if time.perf_counter() - start > budget:
-                raise NotReproducible(
-                    f"no cut of {step.before.graph_index}'s graph reproduced the finding "
-                    f"within {budget:.0f} s ({tried} tried)"
-                )
-            tried += 1
-            cut, names = cut_graph(before.graph, node, depth)
-            cut_inputs = [values[name] for name in names]
-            moved = _moved(fn, cut, cut_inputs, report.rtol, report.atol)
-            if moved is None:
-                continue
-            ops = sum(1 for n in cut.nodes if n.op == "call_function")
-            code = cut.python_code(root_module="self").src
-            return InductorReduction(
-                finding,
-                step.name,
-                code,
-                [_to_numpy(x) for x in cut_inputs],
-                (len(calls), ops),
-                moved,
-                test_source(step.name, fn, code, len(cut_inputs), report.rtol, report.atol),
-                tried,
-                time.perf_counter() - start,
-                budget,
+    for node, depth in cuts:
+        if time.perf_counter() - start > budget:
+            raise NotReproducible(
+                f"no cut of {step.before.graph_index}'s graph reproduced the finding "
+                f"within {budget:.0f} s ({tried} tried)"
             )
+        tried += 1
+        cut, names = cut_graph(before.graph, node, depth)
+        if any(name not in values for name in names):
+            continue  # a tuple flows in (split, var_mean): a deeper cut takes its producer
+        cut_inputs = [values[name] for name in names]
+        moved = _moved(fn, cut, cut_inputs, report.rtol, report.atol)
+        if moved is None:
+            continue
+        ops = sum(1 for n in cut.nodes if n.op == "call_function")
+        code = cut.python_code(root_module="self").src
+        return InductorReduction(
+            finding,
+            step.name,
+            code,
+            [_to_numpy(x) for x in cut_inputs],
+            (len(calls), ops),
+            moved,
+            test_source(step.name, fn, code, len(cut_inputs), report.rtol, report.atol),
+            tried,
+            time.perf_counter() - start,
+            budget,
+        )
     raise NotReproducible(
         f"{step.name} run alone on cuts of its graph never changed the numbers ({tried} tried): "
         "the finding needs more than the pass and its graph"
@@ -188,6 +193,8 @@ def _moved(fn: Any, cut: Any, inputs: list, rtol: float, atol: float) -> float |
     (or the pass or the cut fails: not this finding)."""
     import torch
 
+    from explorer.inductor.run import flat_outputs
+
     try:
         with torch.no_grad():
             plain = torch.fx.GraphModule({}, copy.deepcopy(cut))
@@ -198,10 +205,20 @@ def _moved(fn: Any, cut: Any, inputs: list, rtol: float, atol: float) -> float |
             got = passed(*inputs)[0]
     except Exception:  # a cut the pass or torch cannot take is not a reproduction
         return None
-    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape):
+    got, want = flat_outputs(got), flat_outputs(want)  # split and var_mean give tuples
+    if not all(isinstance(w, torch.Tensor) for w in want):
+        return None  # not numbers the finding is about
+    if len(got) != len(want):
         return float("inf")
-    a, _, beyond = _compare(_to_numpy(got), _to_numpy(want), rtol, atol)
-    return a if beyond else None
+    pairs = list(zip(got, want, strict=True))
+    if any(not isinstance(g, torch.Tensor) or g.shape != w.shape for g, w in pairs):
+        return float("inf")
+    worst = None
+    for g, w in pairs:
+        a, _, beyond = _compare(_to_numpy(g), _to_numpy(w), rtol, atol)
+        if beyond:
+            worst = a if worst is None else max(worst, a)
+    return worst
 
 
 def _pass_import(fn: Any) -> tuple[str, str]:

@@ -360,3 +360,73 @@ def test_cli_explores_with_inductor(tmp_path, capsys):
     assert "dynamo 0/0 forward" in out and "inductor codegen" in out and "check ok" in out
     assert "post-grad passes" in out
     assert main(["explore", str(src), "--compiler", "inductor", "--pipeline", "x"]) != 0
+
+
+class SplitVarMeanForgetsCorrection(CustomGraphPass):
+    """A wrong post-grad pass: var_mean becomes var + mean, and var loses ``correction=0``
+    (LayerNorm's biased variance becomes the unbiased one)."""
+
+    def __call__(self, graph):
+        aten = torch.ops.aten
+        for node in list(graph.nodes):
+            if node.target is not aten.var_mean.correction:
+                continue
+            x, dims = node.args[0], node.args[1]
+            keepdim = node.kwargs.get("keepdim", False)
+            with graph.inserting_before(node):
+                var = graph.call_function(aten.var.correction, (x, dims), {"keepdim": keepdim})
+                mean = graph.call_function(aten.mean.dim, (x, dims, keepdim))
+            for user in list(node.users):
+                user.replace_all_uses_with(var if user.args[1] == 0 else mean)
+                graph.erase_node(user)
+            graph.erase_node(node)
+
+    def uuid(self):
+        return "passlens-test-split-var-mean"
+
+
+class NormedAndMasked(torch.nn.Module):
+    """A LayerNorm (var_mean, a tuple), a split (a tuple) and a -inf mask (equal infinities)."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(8)
+
+    def forward(self, x):
+        a, b = self.norm(x).split(4, dim=-1)
+        mask = torch.where(a > 0, 0.0, float("-inf"))
+        return torch.softmax(b + mask, dim=-1)
+
+
+def test_reduce_takes_a_tuple_producer_in_and_no_equal_infinities_for_a_change():
+    torch.manual_seed(0)
+    x = torch.randn(3, 8)
+    x[:, :4] = x[:, :4].abs() + 0.1  # every row keeps an unmasked column
+    trace = explorer.explore(
+        NormedAndMasked().eval(),
+        (x,),
+        compiler="inductor",
+        progress=False,
+        options={"post_grad_custom_post_pass": SplitVarMeanForgetsCorrection()},
+    )
+    report = trace.check((x,))
+    assert report.first_failure.step.name == "SplitVarMeanForgetsCorrection"
+    reduction = report.reduce(budget=30)
+    # not the split or the mask (whose -inf stay -inf): the var_mean the pass rewrites, with
+    # the value the finding names
+    assert "aten.var_mean.correction" in reduction.code and "correction = 0" in reduction.code
+    assert "split" not in reduction.code and "where" not in reduction.code
+    assert 0 < reduction.max_abs < 1.0
+
+
+def test_equal_infinities_do_not_differ():
+    from explorer.check.numbers import _compare
+
+    inf = np.inf
+    assert _compare(np.array([-inf, inf, 1.0]), np.array([-inf, inf, 1.0]), 1e-4, 1e-5) == (
+        0.0,
+        0.0,
+        0,
+    )
+    assert _compare(np.array([inf]), np.array([-inf]), 1e-4, 1e-5)[2] == 1
+    assert _compare(np.array([inf]), np.array([1.0]), 1e-4, 1e-5)[2] == 1
