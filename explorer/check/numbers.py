@@ -57,13 +57,47 @@ def _compare(a: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[
 @dataclass
 class _OutputsCompared:
     """Outputs against the reference: elements beyond tolerance, worst errors, the output
-    with the largest error, and a note when shapes or counts differ."""
+    with the largest error, a note when shapes or counts differ, and the verdict: ``wrong``
+    and the rule that judged it (``judge.py``: "tolerance", or "float64" when every output
+    beyond the tolerance was judged against the float64 run; ``float64`` is then the
+    judgement of the output furthest over its allowance)."""
 
     beyond: int
     max_abs: float
     max_rel: float
     worst: int = 0
     note: str = ""
+    rule: str = "tolerance"
+    wrong: bool | None = None  # None: as ``beyond`` says (no float64 judgement made)
+    float64: Any = None  # the deciding Float64Judgement
+
+    @property
+    def diverged(self) -> bool:
+        return bool(self.beyond) if self.wrong is None else self.wrong
+
+
+def _judge_outputs(got: tuple, want: tuple, float64, rtol: float, atol: float) -> _OutputsCompared:
+    """Outputs against the reference by the tolerance, then, where elements are beyond it,
+    against the float64 run ``float64`` (a ``judge.Float64Reference`` or None; run here on
+    first need)."""
+    from explorer.check.judge import FLOAT64, judge_float64
+
+    cmp = _compare_outputs(got, want, rtol, atol)
+    if not cmp.beyond or cmp.note or float64 is None or not float64.available:
+        return cmp
+    wrong, judged = False, []
+    for i, (g, w) in enumerate(zip(_leaves(got), _leaves(want), strict=True)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g is w or not _compare(g, w, rtol, atol)[2]:
+            continue
+        j = judge_float64(g, w, float64.output(i), atol)
+        if j is None:
+            return cmp  # an output the rule cannot judge: the tolerance judges them all
+        judged.append(j)
+        wrong = wrong or j.wrong
+    cmp.rule, cmp.wrong = FLOAT64, wrong
+    cmp.float64 = max(judged, key=lambda j: j.share) if judged else None
+    return cmp
 
 
 def _compare_outputs(got: tuple, want: tuple, rtol: float, atol: float) -> _OutputsCompared:

@@ -35,10 +35,17 @@ from compiler.passes import (
 )
 from explorer.check import detectors  # noqa: F401 (registers the built-in kinds of finding)
 from explorer.check.facts import Options, Reference, Run, StepFacts
+from explorer.check.judge import Float64Reference
 from explorer.check.layer_errors import LayerErrors
 from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
-from explorer.check.numbers import _compare_outputs, _OutputsCompared, _same_value, _to_numpy
-from explorer.check.references import _node_reference, _onnx_reference, _torch_reference
+from explorer.check.numbers import _judge_outputs, _OutputsCompared, _same_value, _to_numpy
+from explorer.check.references import (
+    _node_reference,
+    _onnx_float64,
+    _onnx_reference,
+    _torch_float64,
+    _torch_reference,
+)
 from explorer.check.registry import kinds
 from explorer.check.report import CheckError, Finding, Report, StepCheck
 from explorer.progress import Job
@@ -332,14 +339,29 @@ class _Checker:
             return
         try:
             if frontend == "torch":
-                outputs, fx, how = _torch_reference(self.trace.source, self._all_inputs())
+                source = self.trace.source
+                outputs, fx, how = _torch_reference(source, self._all_inputs())
                 self.ref_outputs, ref.fx_values = outputs, fx
                 ref.name = "torch eager"
                 ref.description = f"torch eager ({how})"
+                ep = source.get("exported")
+                if ep is None and _is_exported(source["model"]):
+                    ep = source["model"]
+                if ep is not None:
+                    inputs = self._all_inputs()
+                    ref.float64 = Float64Reference(
+                        lambda: _torch_float64(ep, inputs),
+                        "the exported graph run in float64 by torch",
+                    )
             else:
-                self.ref_outputs = _onnx_reference(self.trace.source, self.runtime)
+                proto, runtime = self.trace.source["model"], self.runtime
+                self.ref_outputs = _onnx_reference(self.trace.source, runtime)
                 ref.name = "onnxruntime"
                 ref.description = "onnxruntime (CPUExecutionProvider)"
+                ref.float64 = Float64Reference(
+                    lambda: _onnx_float64(proto, runtime),
+                    "onnxruntime on the model cast to float64",
+                )
             return
         except ImportError as e:
             reason = f"{e.name or e} is not installed"
@@ -380,8 +402,15 @@ class _Checker:
                     checks[step.index] = StepCheck(step, "not run")
                 elif id(module) in self.results:  # shown by a step already run: reuse its results
                     status, max_abs, max_rel = self._numbers(self.results[id(module)])
-                    same = first_step[id(module)].index
-                    checks[step.index] = StepCheck(step, status, max_abs, max_rel, same_as=same)
+                    first = first_step[id(module)]
+                    checks[step.index] = StepCheck(
+                        step,
+                        status,
+                        max_abs,
+                        max_rel,
+                        same_as=first.index,
+                        rule=checks[first.index].rule,
+                    )
                 elif self.runtime is None:  # no inputs: only what needs no numbers
                     checks[step.index] = self._detect(StepCheck(step, "not run"))
                 else:
@@ -419,8 +448,25 @@ class _Checker:
             return "run-failed", None, None
         if self.ref_outputs is None or run.outputs is None:
             return "ok", None, None
-        cmp = _compare_outputs(run.outputs, self.ref_outputs, self.rtol, self.atol)
-        return ("diverged" if cmp.beyond else "ok"), cmp.max_abs, cmp.max_rel
+        cmp = self._judge(run.outputs)
+        return ("diverged" if cmp.diverged else "ok"), cmp.max_abs, cmp.max_rel
+
+    def _judge(self, outputs: tuple) -> _OutputsCompared:
+        """Outputs against the reference: the tolerance, then the float64 rule (judge.py)."""
+        cmp = _judge_outputs(
+            outputs, self.ref_outputs, self.reference.float64, self.rtol, self.atol
+        )
+        self._float64_note()
+        return cmp
+
+    def _float64_note(self) -> None:
+        f64 = self.reference.float64
+        if f64 is not None and f64.failure and not getattr(self, "_f64_noted", False):
+            self._f64_noted = True
+            self.notes.append(
+                f"no float64 run to judge values beyond the tolerance ({f64.failure}): "
+                "the tolerance alone judged them"
+            )
 
     def _check_step(self, step: Step) -> StepCheck:
         """Run a step's module (new to this check) and record what it shows."""
@@ -435,8 +481,8 @@ class _Checker:
             self._set_reference(run)
         cmp = None
         if run.error is None and self.ref_outputs is not None and run.outputs is not None:
-            cmp = _compare_outputs(run.outputs, self.ref_outputs, self.rtol, self.atol)
-        run.diverged = cmp is not None and cmp.beyond > 0
+            cmp = self._judge(run.outputs)
+        run.diverged = cmp is not None and cmp.diverged
         check = StepCheck(
             step,
             "run-failed" if run.error is not None else ("diverged" if run.diverged else "ok"),
@@ -445,9 +491,11 @@ class _Checker:
             computed=run.computed,
             reused=run.reused,
             seconds=run.seconds,
+            rule=cmp.rule if cmp is not None else "tolerance",
         )
         if run.error is None:
             check.layers = self._layers(module)
+            self._float64_note()
         return self._detect(check, run, before, cmp)
 
     def _generation(self, before: Run | None) -> int:
@@ -516,6 +564,12 @@ def _run_order(steps: list[Step]) -> list[Step]:
     for s in reversed(steps):
         end[s.index] = max([s.index, *(end.get(c, c) for c in s.children)])
     return sorted(steps, key=lambda s: (end[s.index], -s.depth, s.index))
+
+
+def _is_exported(model) -> bool:
+    import torch
+
+    return isinstance(model, torch.export.ExportedProgram)
 
 
 def _function_of(module: Module, node: Expr, default: str) -> str:
