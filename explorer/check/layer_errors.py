@@ -49,7 +49,8 @@ class LayerErrors:
             ref = _reference_of(node, value, fx, node_ref)
             if ref is not None:
                 name = node.prov.source_node if fx else None
-                found[layer] = LayerError(*self._compare(value, ref, name, reference.float64), node)
+                rel, share, f64 = self._compare(value, ref, name, reference.float64)
+                found[layer] = LayerError(rel, share, node, f64)
         return found
 
     def _compare(
