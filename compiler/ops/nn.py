@@ -211,7 +211,7 @@ MATMUL_BLOCK_BYTES = 1 << 20
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if is_float_dtype(a.dtype) or is_float_dtype(b.dtype):
-        if b.ndim == 2 and b.size * 8 > 8 * MATMUL_BLOCK_BYTES and a.ndim >= 1:
+        if b.ndim == 2 and b.size * 8 > MATMUL_BLOCK_BYTES and a.ndim >= 1:
             return _matmul_f64_blocks(a, b)
         return np.matmul(_f64(a), _f64(b))
     return np.matmul(a.astype(np.int64), b.astype(np.int64))  # wraps like a framework kernel

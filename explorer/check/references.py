@@ -251,8 +251,23 @@ def _torch_float64(ep, inputs: list) -> tuple[tuple, dict[str, np.ndarray]]:
             out[..., j : j + rows] = torch.nn.functional.linear(x, up(w[j : j + rows]))
         return out if b is None else out + up(b)
 
+    def sub(gm):
+        """A graph a higher-order op runs (under set_grad_enabled, autocast), run in float64."""
+        return lambda *a: Float64(gm).run(*a)
+
+    hop_graphs = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
+    asserts = {getattr(aten, "_assert_tensor_metadata", None)}
+
     class Float64(torch.fx.Interpreter):
         def call_function(self, target, args, kwargs):
+            if any(target is getattr(a, "default", None) for a in asserts if a is not None):
+                return None  # export's dtype assertions name float32
+            k = hop_graphs.get(getattr(target, "__name__", None))
+            if k is not None and isinstance(args[k], torch.fx.GraphModule):
+                if target.__name__ == "wrap_with_set_grad_enabled":
+                    with torch.set_grad_enabled(bool(args[0])):
+                        return sub(args[k])(*up(args[k + 1 :]))
+                return sub(args[k])(*up(args[k + 1 :]))  # no autocast on float64
             if target in views:  # a view of a weight stays float32 until an op reads it
                 args = tuple(a if isinstance(a, torch.Tensor) else up(a) for a in args)
                 return super().call_function(target, args, kwargs)
