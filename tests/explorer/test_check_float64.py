@@ -72,6 +72,11 @@ def wide():
     return explorer.explore(model, (ids,)), explorer.explore(model, (ids,), pipeline=spec)
 
 
+@pytest.fixture(scope="module")
+def scaled_report(wide):
+    return wide[1].check(progress=False)
+
+
 def test_float32_rounding_on_a_real_width_decoder_is_not_a_divergence(wide):
     trace, _ = wide
     assert "diverged" not in kinds(trace.check(progress=False))
@@ -86,9 +91,8 @@ def test_float32_rounding_on_a_real_width_decoder_is_not_a_divergence(wide):
     assert m.rule(*np.argwhere(m.tolerance > 1)[0]) == "float64"
 
 
-def test_a_pass_changing_one_layer_by_1e_3_is_caught_at_its_step(wide):
-    _, trace = wide
-    report = trace.check(progress=False)
+def test_a_pass_changing_one_layer_by_1e_3_is_caught_at_its_step(scaled_report):
+    report = scaled_report
     assert kinds(report) == ["diverged"]
     finding = report.first_failure
     assert finding.step.name == "test-check-scale-layer"
@@ -98,14 +102,12 @@ def test_a_pass_changing_one_layer_by_1e_3_is_caught_at_its_step(wide):
     assert "judged against float64" in finding.message and LAYER in finding.message
     m = report.error_map()
     assert m.first_layer == LAYER and m.rule(m.row(m.first_step), m.column(LAYER)) == "float64"
-    # saved and loaded, the verdict keeps its rule
     row = {r["step"]: r for r in report.rows()}[finding.step.index]
     assert row["status"] == "diverged" and row["rule"] == "float64"
 
 
-def test_a_report_keeps_its_rules_through_save_and_load(wide, tmp_path):
-    _, trace = wide
-    report = trace.check(progress=False)
+def test_a_report_keeps_its_rules_through_save_and_load(wide, scaled_report, tmp_path):
+    trace, report = wide[1], scaled_report
     trace.save(tmp_path / "t.passlens")  # with its last report
     loaded = explorer.load(tmp_path / "t.passlens").report
     assert [r["rule"] for r in loaded.rows()] == [r["rule"] for r in report.rows()]
