@@ -289,10 +289,12 @@ class Report:
 
 
 def _status(row: dict) -> str:
-    """A step's status, and when it shows the very module of an earlier step (whose values it
-    reused, not recomputed), which one: ``ok, same module as #8``."""
+    """A step's status, ``(float64)`` when values beyond the tolerance were judged against the
+    float64 run (judge.py), and when it shows the very module of an earlier step (whose
+    values it reused, not recomputed), which one: ``ok (float64), same module as #8``."""
     same = f", same module as #{row['same_as']}" if row["same_as"] is not None else ""
-    return row["status"] + same
+    judged = " (float64)" if row.get("rule") == "float64" else ""  # see judge.py
+    return row["status"] + judged + same
 
 
 _NUMBER_COLUMNS = (

@@ -35,7 +35,7 @@ from compiler.passes import (
 )
 from explorer.check import detectors  # noqa: F401 (registers the built-in kinds of finding)
 from explorer.check.facts import Options, Reference, Run, StepFacts
-from explorer.check.judge import Float64Reference
+from explorer.check.judge import FLOAT64_MULTIPLIER, Float64Reference
 from explorer.check.layer_errors import LayerErrors
 from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
 from explorer.check.numbers import _judge_outputs, _OutputsCompared, _same_value, _to_numpy
@@ -419,6 +419,13 @@ class _Checker:
                     self._release(order, k, last_use)
         finally:
             job.close()
+        f64 = self.reference.float64
+        if f64 is not None and f64.made:
+            self.notes.append(
+                f"values beyond the tolerance were judged against {f64.description}: wrong only "
+                f"when further from float64 than {self.reference.name} is, by over "
+                f"{FLOAT64_MULTIPLIER:g}x (statuses marked float64)"
+            )
         return Report(
             self.trace,
             self.findings,
