@@ -58,6 +58,8 @@ def build_model(layers: int, vocab: int, seed: int = 0):
     with torch.device("meta"):
         model = LlamaForCausalLM(cfg)
     model = model.to_empty(device="cpu")
+    model.tie_weights()  # to_empty made the tied lm_head a tensor of its own
+    assert model.lm_head.weight is model.model.embed_tokens.weight
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():

@@ -39,19 +39,33 @@ def _leaves(value: Any) -> list:
     return [value]
 
 
+COMPARE_CHUNK = 1 << 16  # elements compared at a time, in float64 (512 kB: in cache)
+
+
 def _compare(a: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[float, float, int]:
-    """(max abs error, max rel error, elements beyond ``atol + rtol * |ref|``)."""
-    a64 = np.asarray(a, dtype=np.float64)
-    r64 = np.asarray(ref, dtype=np.float64)
-    if a64.size == 0:
+    """(max abs error, max rel error, elements beyond ``atol + rtol * |ref|``), in float64, a
+    chunk at a time (whole-array float64 temporaries of a 1B model's logits took 0.2 s per
+    comparison, and their memory)."""
+    a, ref = np.asarray(a), np.asarray(ref)
+    if a.size == 0:
         return 0.0, 0.0, 0
-    diff = np.abs(a64 - r64)
-    same_nan = np.isnan(a64) & np.isnan(r64)
-    diff = np.where(same_nan, 0.0, diff)
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    beyond = int(np.count_nonzero(diff > atol + rtol * np.abs(np.nan_to_num(r64))))
-    rel = diff / (np.abs(np.nan_to_num(r64)) + atol)
-    return float(diff.max()), float(rel.max()), beyond
+    af, rf = a.reshape(-1), ref.reshape(-1)
+    worst_abs = worst_rel = 0.0
+    beyond = 0
+    for k in range(0, af.size, COMPARE_CHUNK):
+        a64 = af[k : k + COMPARE_CHUNK].astype(np.float64)
+        r64 = rf[k : k + COMPARE_CHUNK].astype(np.float64)
+        diff = np.abs(a64 - r64)
+        if np.isnan(diff).any():
+            same_nan = np.isnan(a64) & np.isnan(r64)
+            diff = np.where(same_nan, 0.0, diff)
+            diff = np.where(np.isnan(diff), np.inf, diff)
+        scale = np.abs(np.nan_to_num(r64))
+        beyond += int(np.count_nonzero(diff > atol + rtol * scale))
+        scale += atol
+        worst_abs = max(worst_abs, float(diff.max()))
+        worst_rel = max(worst_rel, float((diff / scale).max()))
+    return worst_abs, worst_rel, beyond
 
 
 @dataclass
