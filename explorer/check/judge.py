@@ -106,6 +106,7 @@ class Float64Reference:
         self.outputs: tuple | None = None
         self.nodes: dict[str, np.ndarray] = {}
         self.failure: str | None = None
+        self.noted = False  # whether the check's notes say the run failed
         self._done = compute is None
         self._reference_errors: dict[str, float] = {}
 
@@ -151,6 +152,27 @@ class Float64Reference:
         return self._reference_errors[name]
 
 
+def failure_note(float64: Float64Reference | None, notes: list[str]) -> None:
+    """Add to a check's ``notes``, once, that the float64 run failed and why."""
+    if float64 is not None and float64.failure and not float64.noted:
+        float64.noted = True
+        notes.append(
+            f"no float64 run to judge values beyond the tolerance ({float64.failure}): "
+            "the tolerance alone judged them"
+        )
+
+
+def used_note(reference, notes: list[str]) -> None:
+    """Add to a check's ``notes`` that values were judged against the float64 run."""
+    f64 = reference.float64
+    if f64 is not None and f64.made:
+        notes.append(
+            f"values beyond the tolerance were judged against {f64.description}: wrong only "
+            f"when further from float64 than {reference.name} is, by over "
+            f"{FLOAT64_MULTIPLIER:g}x (statuses marked float64)"
+        )
+
+
 __all__ = [
     "FLOAT64",
     "FLOAT64_MULTIPLIER",
@@ -159,5 +181,7 @@ __all__ = [
     "Float64Judgement",
     "Float64Reference",
     "judge_float64",
+    "failure_note",
     "max_distance",
+    "used_note",
 ]

@@ -204,6 +204,31 @@ def _fx_values(ep, tensors: list) -> dict[str, np.ndarray]:
     return _fx_run(ep, tensors)[1]
 
 
+def float64_reference(frontend: str, source: dict, inputs: list, runtime: list):
+    """The float64 run a check judges with (a ``judge.Float64Reference``, made on first use):
+    torch's exported graph in float64, or onnxruntime on the model cast to float64; None for
+    other sources."""
+    from explorer.check.judge import Float64Reference
+
+    if frontend == "torch":
+        import torch
+
+        ep = source.get("exported")
+        if ep is None and isinstance(source.get("model"), torch.export.ExportedProgram):
+            ep = source["model"]
+        if ep is None:
+            return None
+        return Float64Reference(
+            lambda: _torch_float64(ep, inputs), "the exported graph run in float64 by torch"
+        )
+    if frontend == "onnx":
+        proto = source["model"]
+        return Float64Reference(
+            lambda: _onnx_float64(proto, runtime), "onnxruntime on the model cast to float64"
+        )
+    return None
+
+
 LINEAR_BLOCK_BYTES = 1 << 20  # a bigger linear weight is cast a block at a time (_torch_float64)
 
 

@@ -35,16 +35,15 @@ from compiler.passes import (
 )
 from explorer.check import detectors  # noqa: F401 (registers the built-in kinds of finding)
 from explorer.check.facts import Options, Reference, Run, StepFacts
-from explorer.check.judge import FLOAT64_MULTIPLIER, Float64Reference
+from explorer.check.judge import failure_note, used_note
 from explorer.check.layer_errors import LayerErrors
 from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
 from explorer.check.numbers import _judge_outputs, _OutputsCompared, _same_value, _to_numpy
 from explorer.check.references import (
     _node_reference,
-    _onnx_float64,
     _onnx_reference,
-    _torch_float64,
     _torch_reference,
+    float64_reference,
 )
 from explorer.check.registry import kinds
 from explorer.check.report import CheckError, Finding, Report, StepCheck
@@ -339,29 +338,17 @@ class _Checker:
             return
         try:
             if frontend == "torch":
-                source = self.trace.source
-                outputs, fx, how = _torch_reference(source, self._all_inputs())
+                outputs, fx, how = _torch_reference(self.trace.source, self._all_inputs())
                 self.ref_outputs, ref.fx_values = outputs, fx
                 ref.name = "torch eager"
                 ref.description = f"torch eager ({how})"
-                ep = source.get("exported")
-                if ep is None and _is_exported(source["model"]):
-                    ep = source["model"]
-                if ep is not None:
-                    inputs = self._all_inputs()
-                    ref.float64 = Float64Reference(
-                        lambda: _torch_float64(ep, inputs),
-                        "the exported graph run in float64 by torch",
-                    )
             else:
-                proto, runtime = self.trace.source["model"], self.runtime
-                self.ref_outputs = _onnx_reference(self.trace.source, runtime)
+                self.ref_outputs = _onnx_reference(self.trace.source, self.runtime)
                 ref.name = "onnxruntime"
                 ref.description = "onnxruntime (CPUExecutionProvider)"
-                ref.float64 = Float64Reference(
-                    lambda: _onnx_float64(proto, runtime),
-                    "onnxruntime on the model cast to float64",
-                )
+            ref.float64 = float64_reference(
+                frontend, self.trace.source, self._all_inputs(), self.runtime
+            )
             return
         except ImportError as e:
             reason = f"{e.name or e} is not installed"
@@ -419,13 +406,7 @@ class _Checker:
                     self._release(order, k, last_use)
         finally:
             job.close()
-        f64 = self.reference.float64
-        if f64 is not None and f64.made:
-            self.notes.append(
-                f"values beyond the tolerance were judged against {f64.description}: wrong only "
-                f"when further from float64 than {self.reference.name} is, by over "
-                f"{FLOAT64_MULTIPLIER:g}x (statuses marked float64)"
-            )
+        used_note(self.reference, self.notes)
         return Report(
             self.trace,
             self.findings,
@@ -460,20 +441,10 @@ class _Checker:
 
     def _judge(self, outputs: tuple) -> _OutputsCompared:
         """Outputs against the reference: the tolerance, then the float64 rule (judge.py)."""
-        cmp = _judge_outputs(
-            outputs, self.ref_outputs, self.reference.float64, self.rtol, self.atol
-        )
-        self._float64_note()
-        return cmp
-
-    def _float64_note(self) -> None:
         f64 = self.reference.float64
-        if f64 is not None and f64.failure and not getattr(self, "_f64_noted", False):
-            self._f64_noted = True
-            self.notes.append(
-                f"no float64 run to judge values beyond the tolerance ({f64.failure}): "
-                "the tolerance alone judged them"
-            )
+        cmp = _judge_outputs(outputs, self.ref_outputs, f64, self.rtol, self.atol)
+        failure_note(f64, self.notes)
+        return cmp
 
     def _check_step(self, step: Step) -> StepCheck:
         """Run a step's module (new to this check) and record what it shows."""
@@ -502,7 +473,7 @@ class _Checker:
         )
         if run.error is None:
             check.layers = self._layers(module)
-            self._float64_note()
+            failure_note(self.reference.float64, self.notes)
         return self._detect(check, run, before, cmp)
 
     def _generation(self, before: Run | None) -> int:
@@ -571,12 +542,6 @@ def _run_order(steps: list[Step]) -> list[Step]:
     for s in reversed(steps):
         end[s.index] = max([s.index, *(end.get(c, c) for c in s.children)])
     return sorted(steps, key=lambda s: (end[s.index], -s.depth, s.index))
-
-
-def _is_exported(model) -> bool:
-    import torch
-
-    return isinstance(model, torch.export.ExportedProgram)
 
 
 def _function_of(module: Module, node: Expr, default: str) -> str:
