@@ -23,6 +23,7 @@ run to judge with) or ``"float64"``.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,6 +108,7 @@ class Float64Reference:
         self.nodes: dict[str, np.ndarray] = {}
         self.failure: str | None = None
         self.noted = False  # whether the check's notes say the run failed
+        self.seconds = 0.0  # how long the run took
         self._done = compute is None
         self._reference_errors: dict[str, float] = {}
 
@@ -125,8 +127,10 @@ class Float64Reference:
         if self._done:
             return
         self._done = True
+        start = time.perf_counter()
         try:
             self.outputs, self.nodes = self._compute()
+            self.seconds = time.perf_counter() - start
         except ImportError as e:
             self.failure = f"{e.name or e} is not installed"
         except Exception as e:  # the rule is a refinement: without it, the tolerance judges
@@ -167,9 +171,9 @@ def used_note(reference, notes: list[str]) -> None:
     f64 = reference.float64
     if f64 is not None and f64.made:
         notes.append(
-            f"values beyond the tolerance were judged against {f64.description}: wrong only "
-            f"when further from float64 than {reference.name} is, by over "
-            f"{FLOAT64_MULTIPLIER:g}x (statuses marked float64)"
+            f"values beyond the tolerance were judged against {f64.description} "
+            f"({f64.seconds:.2f} s): wrong only when further from float64 than "
+            f"{reference.name} is, by over {FLOAT64_MULTIPLIER:g}x (statuses marked float64)"
         )
 
 
