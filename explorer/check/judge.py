@@ -129,7 +129,10 @@ class Float64Reference:
         self._done = True
         start = time.perf_counter()
         try:
-            self.outputs, self.nodes = self._compute()
+            result = self._compute()
+            self.outputs, self.nodes = result[0], result[1]
+            if len(result) > 2:  # the run says how it was made
+                self.description = result[2]
             self.seconds = time.perf_counter() - start
         except ImportError as e:
             self.failure = f"{e.name or e} is not installed"
