@@ -11,6 +11,7 @@ _INTERPRETER = (
     "TypeMismatch",
     "ValueCache",
     "evaluate",
+    "matmul_float64",
 )
 
 __all__ = ["LimitError", "PasslensError", *_INTERPRETER]

@@ -659,6 +659,14 @@ def evaluate(
     return Evaluation(tuple(outputs), values, env, ev.mismatches)
 
 
+def matmul_float64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` accumulated in float64 as the interpreter's matmul computes it (a big 2-D
+    ``b`` upcast a block of columns at a time, never whole); the float64 result."""
+    from compiler.ops.nn import _matmul
+
+    return np.asarray(_matmul(a, b), dtype=np.float64)
+
+
 def run(module: Module | Function, *inputs: Any, function: str = "main") -> tuple:
     """Run ``function`` of ``module`` on numpy inputs; returns a tuple of output arrays."""
     return evaluate(module, inputs, function=function).outputs
@@ -666,6 +674,7 @@ def run(module: Module | Function, *inputs: Any, function: str = "main") -> tupl
 
 __all__ = [
     "run",
+    "matmul_float64",
     "evaluate",
     "CallMemo",
     "Evaluation",

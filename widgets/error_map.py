@@ -89,9 +89,23 @@ def _bucket(x: float, edges: tuple[float, ...]) -> int:
     return next((k for k, e in enumerate(edges) if x < e), len(edges))
 
 
-def _error_cell(rel: float, share: float) -> tuple[str, str]:
+def _error_cell(rel: float, share: float, float64: float = math.nan) -> tuple[str, str]:
     """A cell's colour class (by the share of the tolerance it uses: ``e0``-``e4`` within,
-    ``e5``-``e9`` beyond) and what its tooltip says."""
+    ``e5``-``e9`` beyond) and what its tooltip says. A cell beyond the tolerance that the
+    float64 rule judged (``float64``: the share of its allowance, NaN when it did not) is
+    coloured as within when that rule finds float32 rounding only."""
+    if share > 1 and not math.isnan(float64):
+        if float64 <= 1:
+            return "e4", (
+                f"rel error {num(rel)}, {num(share)}x the tolerance, but judged against "
+                f"float64: {num(float64)} of the allowance (float32 rounding, as the "
+                "reference's own)"
+            )
+        k = 5 + _bucket(share, tuple(10.0**k for k in range(1, 5)))
+        return f"e{k}", (
+            f"rel error {num(rel)}, {num(share)}x the tolerance; judged against float64: "
+            f"{num(float64)}x the allowance: wrong"
+        )
     if share > 1:
         k = 5 + _bucket(share, tuple(10.0**k for k in range(1, 5)))
         return f"e{k}", f"rel error {num(rel)}, {num(share)}x the tolerance: beyond it"
@@ -209,13 +223,17 @@ def error_map_html(m: ErrorMap, reference: str = "") -> str:
         + "".join(_key(c, f"< {10**k:g}x") for k, c in enumerate(OVER_COLOURS[:4], 1))
         + _key(OVER_COLOURS[4], "more")
         + _key("#fff", "blank: no value of that layer at the step")
+        + "<span>A cell beyond the tolerance is judged again against a float64 run of the "
+        "source where there is one: it is wrong only when further from float64 than the "
+        "reference is (3x), and coloured as within otherwise.</span>"
     )
 
     def cell(i: int, j: int) -> tuple[str, str, str] | None:
         rel = m.errors[i, j]
         if math.isnan(rel):
             return None
-        colour, text = _error_cell(float(rel), float(m.tolerance[i, j]))
+        f64 = m.float64[i, j] if getattr(m, "float64", None) is not None else math.nan
+        colour, text = _error_cell(float(rel), float(m.tolerance[i, j]), float(f64))
         return colour, text, ""
 
     return (

@@ -247,6 +247,11 @@ def numerics_table_html(step, report=None) -> str:
     c = _step_check(report, step)
     if c is not None:
         line = f"status {c.status}"
+        if getattr(c, "rule", "tolerance") == "float64":
+            line += (
+                " (beyond the tolerance, judged against a float64 run of the source: "
+                "further from float64 than the reference is, by over 3x, is wrong)"
+            )
         if getattr(c, "max_abs", None) is not None:
             line += f" · max abs error {num(c.max_abs)} · max rel {num(c.max_rel)}"
         if getattr(c, "same_as", None) is not None:

@@ -329,8 +329,8 @@ def _bind_new(value: Any, order: list[Expr], bound: set[int]) -> None:
 
 
 def _shared_array(tensor, shared: dict[tuple, np.ndarray]) -> np.ndarray:
-    """A read-only numpy copy of a weight; tensors sharing storage (tied weights such as a
-    GPT's ``wte.weight`` and ``lm_head.weight``) share one array."""
+    """A read-only numpy view of a weight (see ``_weight_view``); tensors sharing storage
+    (tied weights such as a GPT's ``wte.weight`` and ``lm_head.weight``) share one array."""
     key = None
     try:
         key = (
@@ -344,11 +344,31 @@ def _shared_array(tensor, shared: dict[tuple, np.ndarray]) -> np.ndarray:
         key = None
     if key is not None and key in shared:
         return shared[key]
-    data = tensor_to_numpy(tensor)
+    data = _weight_view(tensor)
     data.flags.writeable = False
     if key is not None:
         shared[key] = data
     return data
+
+
+def _weight_view(tensor) -> np.ndarray:
+    """A weight's values without a copy: a numpy view of the model's own memory on the CPU (a
+    1B-parameter model's weights are 5 GB: a copy doubled the memory an import takes; TVM
+    copies them too). The view keeps the storage alive when the model drops its tensor
+    (``model.half()``); a model changed in place after the import (an optimizer step) changes
+    the constants of the steps that read the weight as it is. A copy where no view is possible
+    (another device, a conjugated tensor)."""
+    import torch
+
+    t = tensor.detach()
+    if t.device.type == "cpu" and not t.is_conj() and not t.is_neg() and t.layout == torch.strided:
+        try:
+            if t.dtype == torch.bfloat16:
+                return t.view(torch.int16).numpy().view(DType.bfloat16.numpy)
+            return t.numpy()
+        except (RuntimeError, TypeError):  # a dtype numpy cannot view: copied below
+            pass
+    return tensor_to_numpy(t)
 
 
 def _output(ctx: ConvertContext, node, sig) -> Expr:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -50,6 +51,7 @@ from compiler.ir.symbolic import (
     floordiv,
 )
 from compiler.ir.types import DType, TensorType, Type, is_float_dtype
+from compiler.ops.blas_threads import one_blas_thread
 from compiler.ops.shape_inference import (
     broadcast_shapes,
     known_rank,
@@ -211,10 +213,46 @@ def _matmul_infer(types, attrs):
     return TensorType((*batch, *rows, *cols), out_dtype)
 
 
+# A weight bigger than this is upcast for matmul a block of columns at a time (see _matmul).
+MATMUL_BLOCK_BYTES = 1 << 20
+
+
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if is_float_dtype(a.dtype) or is_float_dtype(b.dtype):
+        if b.ndim == 2 and b.size * 8 > MATMUL_BLOCK_BYTES and a.ndim >= 1:
+            return _matmul_f64_blocks(a, b)
         return np.matmul(_f64(a), _f64(b))
     return np.matmul(a.astype(np.int64), b.astype(np.int64))  # wraps like a framework kernel
+
+
+def _matmul_f64_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` accumulated in float64 like ``np.matmul(_f64(a), _f64(b))``, with the 2-D
+    ``b`` (a weight: a 1B-parameter model's embedding is 1 GiB) upcast a block of columns at a
+    time into one cache-sized buffer instead of as a whole: no float64 copy twice its size,
+    and memory read once, as a float32 kernel reads it (each output element is the same
+    float64 dot product as before)."""
+    a64 = _f64(a)
+    k, n = b.shape
+    vector = a64.ndim == 1
+    if vector:
+        a64 = a64[None, :]
+    out = np.empty((*a64.shape[:-1], n), np.float64)
+    width = max(1, MATMUL_BLOCK_BYTES // (8 * max(1, k)))
+    # a block is copied in the weight's own layout: a linear's weight is read transposed
+    by_rows = b.flags.f_contiguous and not b.flags.c_contiguous
+    buf = np.empty((min(width, n), k) if by_rows else (k, min(width, n)), np.float64)
+    few_rows = a64.size // max(1, k) <= 256  # a memory-bound product: one thread is as fast
+    with one_blas_thread() if few_rows else nullcontext():
+        for j in range(0, n, width):
+            w = min(width, n - j)
+            if by_rows:
+                np.copyto(buf[:w], b.T[j : j + w], casting="unsafe")
+                part = buf[:w].T
+            else:
+                np.copyto(buf[:, :w], b[:, j : j + w], casting="unsafe")
+                part = buf[:, :w]
+            np.matmul(a64, part, out=out[..., j : j + w])
+    return out[0] if vector else out
 
 
 def _matmul_compute(values, attrs):

@@ -4,7 +4,10 @@
 imported step itself) and every step's module on the same inputs, and returns a
 :class:`Report` of :class:`Finding` s:
 
-- ``diverged``: a step's outputs differ from the reference beyond ``atol + rtol * |ref|``,
+- ``diverged``: a step's outputs differ from the reference beyond ``atol + rtol * |ref|``
+  and, where a float64 run of the source exists (torch's exported graph, onnxruntime on the
+  model cast to float64), are further from it than the reference is, by over 3x (float32
+  rounding on a wide model is not a bug; see ``judge.py``: every verdict names its rule),
   reported where the divergence starts (the first such step, or a step that changed the
   numbers again), naming the earliest IR node that differs from the reference node it came
   from: the FX node named by its provenance (torch), or the imported step's node with the same

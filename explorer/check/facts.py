@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
     from compiler.ir import Expr
     from compiler.passes import CallingConvention
+    from explorer.check.judge import Float64Reference
     from explorer.check.numbers import _OutputsCompared
     from explorer.check.report import StepCheck
     from explorer.trace import Step
@@ -54,6 +55,8 @@ class Reference:
     name: str = ""
     fx_values: dict[str, np.ndarray] = field(default_factory=dict)
     node_values: dict = field(default_factory=dict)
+    # the reference run in float64, made on first use (see judge.py); None: no such run
+    float64: Float64Reference | None = None
 
 
 @dataclass

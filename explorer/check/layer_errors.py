@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from explorer.check.judge import judge_float64
 from explorer.check.layers import LayerError, layer_of
 from explorer.check.references import _reference_of, _root_key, _roots
 
@@ -27,8 +28,9 @@ class LayerErrors:
 
     def __init__(self, rtol: float, atol: float):
         self.rtol, self.atol = rtol, atol
-        # id(value) -> (the value, weakly; id(reference value); max rel; share of tolerance)
-        self._seen: dict[int, tuple[weakref.ref, int, float, bool]] = {}
+        # id(value) -> (the value, weakly; id(reference value); max rel; share of tolerance;
+        # share of the float64 rule's allowance or None)
+        self._seen: dict[int, tuple] = {}
 
     def of_step(self, main: Function, values: dict, reference: Reference) -> dict[str, LayerError]:
         """Per layer of ``main``: its last root node (in binding order) whose value in
@@ -46,21 +48,34 @@ class LayerErrors:
                 continue
             ref = _reference_of(node, value, fx, node_ref)
             if ref is not None:
-                found[layer] = LayerError(*self._compare(value, ref), node)
+                name = node.prov.source_node if fx else None
+                rel, share, f64 = self._compare(value, ref, name, reference.float64)
+                found[layer] = LayerError(rel, share, node, f64)
         return found
 
-    def _compare(self, value: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
+    def _compare(
+        self, value: np.ndarray, ref: np.ndarray, name: str | None, float64
+    ) -> tuple[float, float, float | None]:
+        """(max rel, share of the tolerance, share of the float64 rule's allowance or None):
+        a layer beyond the tolerance is judged against the float64 run of FX node ``name``
+        (``float64``: a ``judge.Float64Reference``, run here on first need), as outputs are."""
         if value is ref:
-            return 0.0, 0.0
+            return 0.0, 0.0, None
         seen = self._seen.get(id(value))
         if seen is not None and seen[0]() is value and seen[1] == id(ref):
-            return seen[2], seen[3]
+            return seen[2], seen[3], seen[4]
         rel, ratio = _errors(value, ref, self.rtol, self.atol)
+        share = None
+        if ratio > 1 and name is not None and float64 is not None and float64.available:
+            judged = judge_float64(
+                value, ref, float64.node(name), self.atol, float64.reference_error(name, ref)
+            )
+            share = judged.share if judged is not None else None
         try:
-            self._seen[id(value)] = (weakref.ref(value), id(ref), rel, ratio)
+            self._seen[id(value)] = (weakref.ref(value), id(ref), rel, ratio, share)
         except TypeError:  # a value that cannot be referenced weakly is compared each time
             pass
-        return rel, ratio
+        return rel, ratio, share
 
 
 def _errors(value: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:

@@ -72,10 +72,22 @@ class LayerError:
     max_rel: float
     tolerance: float
     node: Expr
+    # beyond the tolerance and judged against the float64 run (judge.py): the share of its
+    # allowance used (above 1: further from float64 than the reference, over 3x); None when
+    # within the tolerance or no float64 value judged it
+    float64: float | None = None
+
+    @property
+    def rule(self) -> str:
+        """What judged the cell: "float64" or "tolerance"."""
+        return "float64" if self.float64 is not None else "tolerance"
 
     @property
     def beyond(self) -> bool:
-        """Whether some element is beyond tolerance."""
+        """Whether the layer is wrong: elements beyond tolerance, and (when the float64 run
+        judged it) further from float64 than the reference is."""
+        if self.float64 is not None:
+            return self.tolerance > 1 and not self.float64 <= 1
         return self.tolerance > 1
 
 
@@ -102,9 +114,12 @@ class ErrorMap(LayerGrid):
     reference, NaN where the step has no node of that layer matched with a reference value
     (or was not run). ``tolerance`` holds the max share of the tolerance each cell uses
     (``|x - ref| / (atol + rtol * |ref|)``: the relative error of a value near zero is large
-    however small the difference, this is what the check judges) and ``over`` marks the cells
-    beyond it (share above 1). ``nodes[i][j]`` is the graph node id of the node standing for
-    the cell (``""`` for a blank cell), the one a view selects when the cell is clicked.
+    however small the difference). A cell beyond it is judged again against the float64 run
+    where there is one (``explorer/check/judge.py``, the rule of the ``diverged`` verdict):
+    ``float64`` holds the share of that rule's allowance (NaN where it did not judge) and
+    ``over`` marks the cells that are wrong by the rule that judged them. ``nodes[i][j]`` is
+    the graph node id of the node standing for the cell (``""`` for a blank cell), the one a
+    view selects when the cell is clicked.
 
     ``first_step`` is the first failing step (the step of the report's first ``diverged``
     finding), ``first_layer`` the first layer, in model order, beyond tolerance there (None
@@ -122,6 +137,12 @@ class ErrorMap(LayerGrid):
     depths: list[int] = field(default_factory=list, repr=False)  # each row's nesting depth
     rtol: float = 1e-4
     atol: float = 1e-5
+    float64: np.ndarray | None = field(default=None, repr=False)
+
+    def rule(self, i: int, j: int) -> str:
+        """What judged cell ``(i, j)``: "float64" or "tolerance"."""
+        f = self.float64
+        return "float64" if f is not None and not np.isnan(f[i, j]) else "tolerance"
 
     def __str__(self) -> str:
         head = f"error map: {len(self.steps)} steps x {len(self.layers)} layers"
@@ -150,6 +171,8 @@ def error_map(report: Report) -> ErrorMap:
     col = {name: j for j, name in enumerate(layers)}
     errors = np.full((len(checks), len(layers)), np.nan)
     tolerance = np.full((len(checks), len(layers)), np.nan)
+    float64 = np.full((len(checks), len(layers)), np.nan)
+    over = np.zeros((len(checks), len(layers)), bool)
     nodes = [[""] * len(layers) for _ in checks]
     for i, c in enumerate(checks):
         source = by_index.get(c.same_as, c) if c.same_as is not None else c
@@ -161,9 +184,11 @@ def error_map(report: Report) -> ErrorMap:
             if j is None:
                 continue
             errors[i, j], tolerance[i, j] = err.max_rel, err.tolerance
+            if err.float64 is not None:
+                float64[i, j] = err.float64
+            over[i, j] = err.beyond
             shown = graph.node_of(err.node)
             nodes[i][j] = shown.id if shown is not None else ""
-    over = tolerance > 1  # NaN (blank) is not
     first = next((f for f in report.findings if f.kind == "diverged"), None)
     first_step = first_layer = None
     # (a report read from a file may put it at a step without a row: then none is marked)
@@ -186,6 +211,7 @@ def error_map(report: Report) -> ErrorMap:
         [c.step.depth for c in checks],
         report.rtol,
         report.atol,
+        float64,
     )
 
 

@@ -82,9 +82,14 @@ class NodeError:
     max_abs: float
     max_rel: float
     shape: tuple
+    float64: Any = None  # its judge.Float64Judgement when the float64 rule judged it
 
     def __str__(self) -> str:
-        return f"{self.where} differs by {num(self.max_abs)} (max abs, {num(self.max_rel)} rel)"
+        text = f"{self.where} differs by {num(self.max_abs)} (max abs, {num(self.max_rel)} rel"
+        j = self.float64
+        if j is not None:
+            text += f"; {num(j.error)} from float64 where the reference is {num(j.reference_error)}"
+        return text + ")"
 
 
 @dataclass(eq=False)
@@ -104,6 +109,7 @@ class StepCheck:
     reused: int = 0
     seconds: float = 0.0
     layers: dict[str, LayerError] = field(default_factory=dict)  # for the error map, by layer
+    rule: str = "tolerance"  # what judged the status (judge.py): "tolerance" or "float64"
 
 
 class Report:
@@ -213,6 +219,7 @@ class Report:
                 "same_as": c.same_as,
                 "computed": c.computed,
                 "reused": c.reused,
+                "rule": c.rule,
             }
             for c in self.steps
         ]
@@ -291,10 +298,12 @@ class Report:
 
 
 def _status(row: dict) -> str:
-    """A step's status, and when it shows the very module of an earlier step (whose values it
-    reused, not recomputed), which one: ``ok, same module as #8``."""
+    """A step's status, ``(float64)`` when values beyond the tolerance were judged against the
+    float64 run (judge.py), and when it shows the very module of an earlier step (whose
+    values it reused, not recomputed), which one: ``ok (float64), same module as #8``."""
     same = f", same module as #{row['same_as']}" if row["same_as"] is not None else ""
-    return row["status"] + same
+    judged = " (float64)" if row.get("rule") == "float64" else ""  # see judge.py
+    return row["status"] + judged + same
 
 
 _NUMBER_COLUMNS = (

@@ -36,10 +36,16 @@ from compiler.passes import (
 )
 from explorer.check import detectors  # noqa: F401 (registers the built-in kinds of finding)
 from explorer.check.facts import Options, Reference, Run, StepFacts
+from explorer.check.judge import failure_note, used_note
 from explorer.check.layer_errors import LayerErrors
 from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
-from explorer.check.numbers import _compare_outputs, _OutputsCompared, _same_value, _to_numpy
-from explorer.check.references import _node_reference, _onnx_reference, _torch_reference
+from explorer.check.numbers import _judge_outputs, _OutputsCompared, _same_value, _to_numpy
+from explorer.check.references import (
+    _node_reference,
+    _onnx_reference,
+    _torch_reference,
+    float64_reference,
+)
 from explorer.check.registry import kinds
 from explorer.check.report import CheckError, Finding, Report, StepCheck
 from explorer.progress import Job
@@ -342,6 +348,9 @@ class _Checker:
                 self.ref_outputs = _onnx_reference(self.trace.source, self.runtime)
                 ref.name = "onnxruntime"
                 ref.description = "onnxruntime (CPUExecutionProvider)"
+            ref.float64 = float64_reference(
+                frontend, self.trace.source, self._all_inputs(), self.runtime
+            )
             return
         except ImportError as e:
             reason = f"{e.name or e} is not installed"
@@ -382,8 +391,15 @@ class _Checker:
                     checks[step.index] = StepCheck(step, "not run")
                 elif id(module) in self.results:  # shown by a step already run: reuse its results
                     status, max_abs, max_rel = self._numbers(self.results[id(module)])
-                    same = first_step[id(module)].index
-                    checks[step.index] = StepCheck(step, status, max_abs, max_rel, same_as=same)
+                    first = first_step[id(module)]
+                    checks[step.index] = StepCheck(
+                        step,
+                        status,
+                        max_abs,
+                        max_rel,
+                        same_as=first.index,
+                        rule=checks[first.index].rule,
+                    )
                 elif self.runtime is None:  # no inputs: only what needs no numbers
                     checks[step.index] = self._detect(StepCheck(step, "not run"))
                 else:
@@ -392,6 +408,7 @@ class _Checker:
                     self._release(order, k, last_use)
         finally:
             job.close()
+        used_note(self.reference, self.notes)
         return Report(
             self.trace,
             self.findings,
@@ -421,8 +438,15 @@ class _Checker:
             return "run-failed", None, None
         if self.ref_outputs is None or run.outputs is None:
             return "ok", None, None
-        cmp = _compare_outputs(run.outputs, self.ref_outputs, self.rtol, self.atol)
-        return ("diverged" if cmp.beyond else "ok"), cmp.max_abs, cmp.max_rel
+        cmp = self._judge(run.outputs)
+        return ("diverged" if cmp.diverged else "ok"), cmp.max_abs, cmp.max_rel
+
+    def _judge(self, outputs: tuple) -> _OutputsCompared:
+        """Outputs against the reference: the tolerance, then the float64 rule (judge.py)."""
+        f64 = self.reference.float64
+        cmp = _judge_outputs(outputs, self.ref_outputs, f64, self.rtol, self.atol)
+        failure_note(f64, self.notes)
+        return cmp
 
     def _check_step(self, step: Step) -> StepCheck:
         """Run a step's module (new to this check) and record what it shows."""
@@ -437,8 +461,8 @@ class _Checker:
             self._set_reference(run)
         cmp = None
         if run.error is None and self.ref_outputs is not None and run.outputs is not None:
-            cmp = _compare_outputs(run.outputs, self.ref_outputs, self.rtol, self.atol)
-        run.diverged = cmp is not None and cmp.beyond > 0
+            cmp = self._judge(run.outputs)
+        run.diverged = cmp is not None and cmp.diverged
         check = StepCheck(
             step,
             "run-failed" if run.error is not None else ("diverged" if run.diverged else "ok"),
@@ -447,9 +471,11 @@ class _Checker:
             computed=run.computed,
             reused=run.reused,
             seconds=run.seconds,
+            rule=cmp.rule if cmp is not None else "tolerance",
         )
         if run.error is None:
             check.layers = self._layers(module)
+            failure_note(self.reference.float64, self.notes)
         return self._detect(check, run, before, cmp)
 
     def _generation(self, before: Run | None) -> int:

@@ -11,7 +11,9 @@ input or a weight is stored once).
 
     reference, rtol, atol, computed, cache_hits, memo_hits, seconds, notes
     steps       one record per step checked: step (index), status, max_abs, max_rel,
-                same_as, computed, reused, seconds, layers ([name, max_rel, tolerance, node])
+                same_as, computed, reused, seconds, layers ([name, max_rel, tolerance, node,
+                and the float64 share when that rule judged the layer]), rule ("tolerance" or
+                "float64": what judged the status)
     findings    kind, step (index), nodes, message, details
     inputs      (optional) array references, in the order ``check`` takes them
 
@@ -111,8 +113,10 @@ class ReportWriter:
             "seconds": float(c.seconds),
             "layers": [
                 [str(name), _number(e.max_rel), _number(e.tolerance), self.writer.node(e.node)]
+                + ([_number(e.float64)] if e.float64 is not None else [])
                 for name, e in c.layers.items()
             ],
+            "rule": str(getattr(c, "rule", "tolerance")),
         }
 
     def finding(self, f: Any) -> dict:
@@ -297,14 +301,22 @@ class ReportReader:
         same_as = rec.get("same_as")
         layers: dict[str, LayerError] = {}
         for entry in self.field(rec, "layers", list, f"{what}'s layers"):
-            if not isinstance(entry, list) or len(entry) != 4:
-                raise self.bad(f"{what} has a layer that is not [name, max_rel, tolerance, node]")
+            if not isinstance(entry, list) or len(entry) not in (4, 5):
+                raise self.bad(
+                    f"{what} has a layer that is not [name, max_rel, tolerance, node(, float64)]"
+                )
             name = self.text(entry[0], f"a layer name of {what}")
             layers[name] = LayerError(
                 self.error(entry[1], f"{what}'s max_rel of {name!r}", optional=False),
                 self.error(entry[2], f"{what}'s tolerance of {name!r}", optional=False),
                 self.node(entry[3], f"{what}'s layer {name!r}"),
+                self.error(entry[4], f"{what}'s float64 share of {name!r}", optional=False)
+                if len(entry) == 5
+                else None,
             )
+        rule = rec.get("rule", "tolerance")
+        if rule not in ("tolerance", "float64"):
+            raise self.bad(f"{what}'s rule is not 'tolerance' or 'float64'")
         return StepCheck(
             self.step(rec.get("step"), what),
             self.field(rec, "status", str, f"{what}'s status"),
@@ -315,6 +327,7 @@ class ReportReader:
             self.count(rec, "reused", f"{what}'s reused"),
             self.finite(rec, "seconds", f"{what}'s seconds"),
             layers,
+            rule,
         )
 
     def finding(self, rec: Any, k: int):

@@ -448,3 +448,16 @@ def @main(%x: f32[64, 8]) -> f32[64, 8] {
     path = tmp_path / "r.html"
     write_html(trace, path)
     assert "kernel @fused_exp_relu" in path.read_text()
+
+
+def test_param_stats_in_chunks_match_numpy(monkeypatch):
+    """Mean and std are computed a chunk at a time (no float64 copy of a big weight): the
+    same numbers as numpy's over the whole array."""
+    import widgets.stats as stats
+
+    monkeypatch.setattr(stats, "CHUNK", 1000)
+    x = np.random.default_rng(0).standard_normal((37, 101)).astype(np.float32) * 3 + 1
+    got = stats.param_stats(x.T)  # a transposed view, read as it lies in memory
+    want = x.astype(np.float64)
+    assert got["mean"] == pytest.approx(float(want.mean()), rel=1e-12)
+    assert got["std"] == pytest.approx(float(want.std()), rel=1e-12)

@@ -6,13 +6,17 @@ node named by its provenance (torch), or the imported step's node with the same 
 
 Details: ``max_abs``, ``max_rel``, ``output`` (index of the worst output), ``reference``
 (what was compared with), ``node_errors`` (list of :class:`~explorer.check.report.NodeError`,
-earliest first; ``nodes[0]`` is the earliest node that differs, when one is matched)."""
+earliest first; ``nodes[0]`` is the earliest node that differs, when one is matched),
+``rule`` (what judged: ``"tolerance"`` or ``"float64"``, see ``explorer/check/judge.py``) and
+``float64`` (for the float64 rule: ``error`` and ``reference_error``, the largest distances of
+the step's and the reference's outputs from the float64 run, and ``share`` of the allowance)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from compiler.ir import Module
+from explorer.check.judge import FLOAT64, FLOAT64_MULTIPLIER
 from explorer.check.numbers import _allclose
 from explorer.check.references import _node_errors
 from explorer.check.registry import Kind
@@ -38,7 +42,13 @@ def detect(facts: StepFacts) -> list[Finding]:
     errors = []
     if isinstance(module, Module):  # another compiler's steps give outputs only, no node values
         errors = _node_errors(
-            module["main"], facts.values, ref.fx_values, ref.node_values, opts.rtol, opts.atol
+            module["main"],
+            facts.values,
+            ref.fx_values,
+            ref.node_values,
+            opts.rtol,
+            opts.atol,
+            ref.float64 if cmp.rule == FLOAT64 else None,
         )
     if cmp.note:
         text = cmp.note
@@ -51,6 +61,7 @@ def detect(facts: StepFacts) -> list[Finding]:
         )
     if errors:
         text = f"{errors[0]}; {text}"
+    text += "; " + _rule_text(cmp, ref)
     finding = Finding(
         "diverged",
         facts.step,
@@ -62,9 +73,37 @@ def detect(facts: StepFacts) -> list[Finding]:
             "output": cmp.worst,
             "reference": ref.description,
             "node_errors": errors[:NODE_ERRORS_KEPT],
+            "rule": cmp.rule,
+            "float64": _judgement(cmp.float64),
         },
     )
     return [finding]
+
+
+def _rule_text(cmp, ref) -> str:
+    """Which rule judged (judge.py), in words."""
+    j = cmp.float64
+    if cmp.rule == FLOAT64 and j is not None:
+        return (
+            f"judged against float64 ({ref.float64.description}): {num(j.error)} from it "
+            f"where {ref.name} is {num(j.reference_error)}, over {FLOAT64_MULTIPLIER:g}x "
+            "that: not float32 rounding"
+        )
+    why = ""
+    f64 = ref.float64
+    if f64 is None:
+        why = " (no float64 run of this reference)"
+    elif f64.failure:
+        why = f" (the float64 run failed: {f64.failure[:120]})"
+    elif f64.made:
+        why = " (an output the float64 rule cannot judge: another dtype)"
+    return f"judged by the tolerance (atol + rtol * |ref|){why}"
+
+
+def _judgement(j) -> dict | None:
+    if j is None:
+        return None
+    return {"error": j.error, "reference_error": j.reference_error, "share": j.share}
 
 
 KIND = Kind(

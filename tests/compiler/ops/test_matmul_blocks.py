@@ -1,0 +1,33 @@
+"""The interpreter's matmul upcasts a big weight a block of columns at a time: the same float64
+products as upcasting it whole, for every layout and rank."""
+
+import numpy as np
+import pytest
+
+from compiler.ops import blas_threads, nn
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "transposed"),
+    [((7, 33), True), ((7, 33), False), ((33,), True), ((2, 3, 5, 33), True), ((4, 33), False)],
+)
+def test_blocked_matmul_equals_the_whole_upcast(monkeypatch, a_shape, transposed):
+    monkeypatch.setattr(nn, "MATMUL_BLOCK_BYTES", 8 * 33 * 5)  # blocks of 5 columns
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    w = rng.standard_normal((1031, 33) if transposed else (33, 1031)).astype(np.float32)
+    b = w.T if transposed else w  # a linear's weight is read transposed
+    assert b.size * 8 > nn.MATMUL_BLOCK_BYTES  # the blocked path
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    got = nn._matmul(a, b)
+    assert got.dtype == np.float64 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
+    assert np.array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+def test_one_blas_thread_restores_the_thread_count():
+    libs = blas_threads._openblas()
+    before = [get() for _, get in libs]
+    with blas_threads.one_blas_thread():
+        assert all(get() == 1 for _, get in libs)
+    assert [get() for _, get in libs] == before
