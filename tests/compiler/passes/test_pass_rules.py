@@ -105,6 +105,96 @@ def @main(%x: f32[2]) -> f32[2] {
     ),
 ]
 
+TIED = """
+weights {
+  $w: f32[3, 2] = [[1, 2], [3, 4], [5, 6]]
+}"""
+
+FOLD += [
+    C(
+        "fold-constant",
+        "a transpose of a constant only matmuls read -> the matmul reads it with transpose_b",
+        # a tied embedding: the table is read as it is (take) and transposed (the output
+        # layer); folding the transpose would store the table twice
+        TIED
+        + """
+def @main(%ids: i64[4], %h: f32[4, 2]) -> (f32[4, 2], f32[4, 3]) {
+  %e: f32[4, 2] = take($w, %ids, axis=0)
+  %t: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %y: f32[4, 3] = matmul(%h, %t)
+  %o: (f32[4, 2], f32[4, 3]) = (%e, %y)
+  return %o
+}""",
+        TIED
+        + """
+def @main(%ids: i64[4], %h: f32[4, 2]) -> (f32[4, 2], f32[4, 3]) {
+  %e: f32[4, 2] = take($w, %ids, axis=0)
+  %y: f32[4, 3] = matmul(%h, $w, transpose_b=true)
+  %o: (f32[4, 2], f32[4, 3]) = (%e, %y)
+  return %o
+}""",
+    ),
+    C(
+        "fold-constant",
+        "a transpose read transposed again flips transpose_b back",
+        TIED
+        + """
+def @main(%h: f32[4, 3]) -> f32[4, 2] {
+  %t: f32[2, 3] = permute_dims($w)
+  %y: f32[4, 2] = matmul(%h, %t, transpose_b=true)
+  return %y
+}""",
+        TIED
+        + """
+def @main(%h: f32[4, 3]) -> f32[4, 2] {
+  %y: f32[4, 2] = matmul(%h, $w)
+  return %y
+}""",
+        numbers=True,
+    ),
+    C(
+        "fold-constant",
+        "a transpose that is also returned is folded (the copy is needed)",
+        TIED
+        + """
+def @main(%h: f32[4, 2]) -> (f32[4, 3], f32[2, 3]) {
+  %t: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %y: f32[4, 3] = matmul(%h, %t)
+  %o: (f32[4, 3], f32[2, 3]) = (%y, %t)
+  return %o
+}""",
+        """
+weights {
+  $w.permute_dims: f32[2, 3] = [[1, 3, 5], [2, 4, 6]]
+}
+def @main(%h: f32[4, 2]) -> (f32[4, 3], f32[2, 3]) {
+  %y: f32[4, 3] = matmul(%h, $w.permute_dims)
+  %o: (f32[4, 3], f32[2, 3]) = (%y, $w.permute_dims)
+  return %o
+}""",
+    ),
+    C(
+        "fold-constant",
+        "a matmul of a constant by a transposed constant folds whole",
+        TIED
+        + """
+def @main(%x: f32[3, 3]) -> f32[3, 3] {
+  %t: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %m: f32[3, 3] = matmul($w, %t)
+  %y: f32[3, 3] = add(%x, %m)
+  return %y
+}""",
+        """
+weights {
+  $w.matmul: f32[3, 3] = [[5, 11, 17], [11, 25, 39], [17, 39, 61]]
+}
+def @main(%x: f32[3, 3]) -> f32[3, 3] {
+  %y: f32[3, 3] = add(%x, $w.matmul)
+  return %y
+}""",
+    ),
+]
+
 SYMBOLIC = """
 def @main(%x: f32[n]) -> f32[n] {
   %z: f32[n] = zeros(shape=[n], dtype=f32)
