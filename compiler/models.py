@@ -114,8 +114,7 @@ def convnext(
     layer norm, linear 4x, gelu, linear, layer scale and residual; a layer norm + conv 2x2/2
     between stages; global average pool, layer norm, linear head. ``batch`` may be a symbol.
     ``linear_form="matmul"`` writes each linear layer as ``matmul(x, permute_dims(W)) + b``, as
-    TVM Relax's torch frontend does (fold-constant then has the matmul read ``W`` with
-    ``transpose_b``, as decompose-ops writes a linear).
+    TVM Relax's torch frontend does (fold-constant then transposes the weights).
     """
     if linear_form not in ("linear", "matmul"):
         raise ValueError(f"linear_form must be 'linear' or 'matmul', got {linear_form!r}")

@@ -1,9 +1,7 @@
 """decompose-ops: rewrite composite ops into simpler ones the rest of the pipeline and the
 backend understand (TVM Relax's DecomposeOpsForInference, plus linear and attention).
 
-- ``linear(x, w, b)`` -> ``matmul(x, w, transpose_b=true) + b``: the weight is read as it is
-  stored, so fold-constant writes no transposed copy of it (with tied embeddings the
-  embedding table and the output layer stay one array);
+- ``linear(x, w, b)`` -> ``matmul(x, permute_dims(w)) + b``;
 - ``batch_norm`` (inference) -> ``x * scale + shift`` with ``scale = gamma / sqrt(var + eps)``
   and ``shift = beta - mean * scale`` computed by ops on the parameters, so fold-constant
   turns them into two constants when the parameters are weights;
@@ -41,7 +39,7 @@ def _scalar(value: float, like: Expr) -> Constant:
 
 def _linear(node: Call) -> Expr | None:
     x, w, *bias = node.args
-    y = _op("matmul", x, w, out_dtype=node.attrs["out_dtype"], transpose_b=True)
+    y = _op("matmul", x, _op("permute_dims", w, axes=[1, 0]), out_dtype=node.attrs["out_dtype"])
     if not bias:
         return y
     b = bias[0]

@@ -19,15 +19,17 @@ itself (a transpose of an i8 weight) still fold. Types the LLVM backend cannot c
 run time (int4, float8: :attr:`DType.is_storage_only`) are folded as before.
 ``fold-constant{fold_qdq=true}`` folds these too.
 
-A transpose of a constant that only matmuls read (``matmul(x, permute_dims(W))``, the last two
-dims swapped: a linear layer written as a product, the ONNX ``Transpose`` + ``MatMul`` of an
-initializer) is not folded into a transposed copy: the matmuls read ``W`` with ``transpose_b``
-instead. When ``W`` has other readers (a tied embedding table) the copy would double its bytes;
-a matmul reading it transposed costs nothing (BLAS reads either layout).
+A transpose of a constant that something else reads as it is (a tied embedding table: read by
+``take``, and transposed by the output layer, ``matmul(h, permute_dims(W))``) is not folded
+when only matmuls read the transpose: folding it would store the constant twice. The matmuls
+read the constant with ``transpose_b`` instead (BLAS reads either layout, so this costs nothing
+at run time). A transpose of a constant nothing else reads (an ordinary linear layer's weight)
+is folded as before: the copy replaces the original.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -151,11 +153,32 @@ def swaps_last_two(node: Expr) -> bool:
     return axes == [*range(rank - 2), rank - 1, rank - 2]
 
 
-def transposes_read_by_matmuls(fn: Function) -> dict[int, Call]:
+def _key(c: Constant) -> object:
+    return c.name if c.name is not None else id(c)
+
+
+def constant_reads(module: Module) -> Counter:
+    """How many times each constant of ``module`` is read (by name, or identity when
+    unnamed): as an operand, a branch's result or a function's output."""
+    reads: Counter = Counter()
+    for fn in module.functions.values():
+        values = [fn.output]
+        for node in fn.iter_nodes():
+            values.extend(node.operands)
+            if isinstance(node, If):
+                values += [node.then_branch.result, node.else_branch.result]
+        reads.update(_key(v) for v in values if isinstance(v, Constant))
+    return reads
+
+
+def shared_transposes(fn: Function, reads: Counter) -> dict[int, Call]:
     """The bindings of ``fn`` (top level) that transpose a constant (:func:`swaps_last_two`)
-    and are read only as the ``rhs`` of matmuls, by id."""
+    which something else reads too (``reads``: :func:`constant_reads`), and are read only as
+    the ``rhs`` of matmuls (by id): folding one would store the constant twice."""
     candidates = {
-        id(b): b for b in fn.bindings if swaps_last_two(b) and isinstance(b.args[0], Constant)
+        id(b): b
+        for b in fn.bindings
+        if swaps_last_two(b) and isinstance(b.args[0], Constant) and reads[_key(b.args[0])] > 1
     }
     if not candidates:
         return {}
@@ -163,7 +186,7 @@ def transposes_read_by_matmuls(fn: Function) -> dict[int, Call]:
     for node in fn.iter_nodes():
         if isinstance(node, If):
             other.update((id(node.then_branch.result), id(node.else_branch.result)))
-        # a matmul of two constants folds: its transpose is folded as before
+        # a matmul of two constants folds whole: its transpose is folded as before
         by_matmul = (
             isinstance(node, Call)
             and node.op == "matmul"
@@ -205,9 +228,10 @@ class FoldConstant(Pass):
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
         namer = ConstantNamer(module)
+        reads = constant_reads(module)
         functions = {}
         for name, fn in module.functions.items():
-            transposes = transposes_read_by_matmuls(fn)
+            transposes = shared_transposes(fn, reads)
             out = rewrite_function(fn, self._rule(namer, transposes), self.name, name)
             if transposes:  # the transposes the matmuls no longer read
                 kept = tuple(b for b in out.bindings if id(b) not in transposes)

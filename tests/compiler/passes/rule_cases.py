@@ -294,7 +294,7 @@ weights {
 DECOMPOSE_OPS = [
     C(
         "decompose-ops",
-        "linear(x, w) -> matmul(x, w, transpose_b=true)",
+        "linear(x, w) -> matmul(x, permute_dims(w))",
         DECOMPOSE
         + """
 def @main(%x: f32[4, 2]) -> f32[4, 3] {
@@ -307,7 +307,8 @@ weights {
 }
 
 def @main(%x: f32[4, 2]) -> f32[4, 3] {
-  %y: f32[4, 3] = matmul(%x, $w, out_dtype=none, transpose_b=true)
+  %permute_dims: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %y: f32[4, 3] = matmul(%x, %permute_dims, out_dtype=none)
   return %y
 }""",
         numbers=True,
@@ -328,7 +329,8 @@ weights {
 }
 
 def @main(%x: f32[4, 2]) -> f32[4, 3] {
-  %matmul: f32[4, 3] = matmul(%x, $w, out_dtype=none, transpose_b=true)
+  %permute_dims: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %matmul: f32[4, 3] = matmul(%x, %permute_dims, out_dtype=none)
   %y: f32[4, 3] = add(%matmul, $b)
   return %y
 }""",
@@ -350,7 +352,8 @@ weights {
 }
 
 def @main(%x: f32[4, 2]) -> f16[4, 3] {
-  %matmul: f16[4, 3] = matmul(%x, $w, out_dtype=f16, transpose_b=true)
+  %permute_dims: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %matmul: f16[4, 3] = matmul(%x, %permute_dims, out_dtype=f16)
   %cast: f16[3] = cast($b, dtype=f16)
   %y: f16[4, 3] = add(%matmul, %cast)
   return %y
