@@ -413,6 +413,37 @@ def test_shape_arguments_constant_or_computed_match_onnxruntime(computed):
         assert {"broadcast_to", "strided_slice", "tile", "full", "arange"} <= ops
 
 
+def test_tile_by_the_batch_size_keeps_its_dims():
+    """Whisper's position ids as torch.onnx exports them: ``Tile(arange(seq)[None],
+    Concat(Shape(ids)[:1], [1]))``. The repeats are known in dims, so the result is
+    ``[batch, seq]``, not ``[?, ?]`` (an Expand after it needs known sizes)."""
+    nodes = [
+        helper.make_node("Shape", ["ids"], ["b"], start=0, end=1),
+        helper.make_node("Concat", ["b", "one"], ["reps"], axis=0),
+        helper.make_node("Shape", ["ids"], ["s"], start=1, end=2),
+        helper.make_node("Squeeze", ["s"], ["n"]),
+        helper.make_node("Range", ["zero", "n", "step"], ["pos"]),
+        helper.make_node("Unsqueeze", ["pos", "zero1"], ["row"]),
+        helper.make_node("Tile", ["row", "reps"], ["t"]),
+        helper.make_node("Expand", ["t", "reps2"], ["y"]),
+        helper.make_node("Concat", ["b", "n1"], ["reps2"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "zero1"], ["n1"]),
+    ]
+    nodes = nodes[:7] + nodes[9:] + nodes[8:9] + nodes[7:8]  # topological order
+    inits = [
+        numpy_helper.from_array(np.array([1], np.int64), "one"),
+        numpy_helper.from_array(np.array(0, np.int64), "zero"),
+        numpy_helper.from_array(np.array(1, np.int64), "step"),
+        numpy_helper.from_array(np.array([0], np.int64), "zero1"),
+    ]
+    ids = helper.make_tensor_value_info("ids", I64, ["batch", "seq"])
+    model = make_model(nodes, [ids], [helper.make_tensor_value_info("y", I64, None)], inits)
+    for shape in ((2, 3), (4, 1)):
+        module = assert_matches_ort(model, np.zeros(shape, np.int64))
+    assert [str(d) for d in module.main.output.ty.shape] == ["batch", "seq"]
+    assert not [n for n in calls(module) if ANY in (n.ty.shape or ())]
+
+
 def test_reductions_with_computed_axes_match_onnxruntime():
     nodes = [
         helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=0),
