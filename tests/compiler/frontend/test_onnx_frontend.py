@@ -444,6 +444,41 @@ def test_tile_by_the_batch_size_keeps_its_dims():
     assert not [n for n in calls(module) if ANY in (n.ty.shape or ())]
 
 
+def test_torchscript_expand_with_minus_one_keeps_its_dims():
+    """``cls_token.expand(batch, -1, -1)`` as the TorchScript exporter writes it: the target
+    ``[batch, -1, -1]`` goes through ``Where(Equal(t, -1), 1, t)``. A dim is a size (never -1),
+    so the target is ``[batch, 1, 1]`` in dims and the result ``[batch, 1, 4]``, not '?'
+    (BEiT's embeddings: every layer after them had '?' dims and could not be compiled)."""
+    ones = helper.make_tensor("one", I64, [1], [1])
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes0"], ["b1"]),
+        helper.make_node("Concat", ["b1", "m1", "m1"], ["t"], axis=0),
+        helper.make_node("Shape", ["t"], ["ts"]),
+        helper.make_node("ConstantOfShape", ["ts"], ["o"], value=ones),
+        helper.make_node("Mul", ["o", "minus"], ["mo"]),
+        helper.make_node("Equal", ["t", "mo"], ["eq"]),
+        helper.make_node("Where", ["eq", "o", "t"], ["target"]),
+        helper.make_node("Expand", ["cls", "target"], ["e"]),
+        helper.make_node("Concat", ["e", "x"], ["y"], axis=1),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(0, np.int64), "zero"),
+        numpy_helper.from_array(np.array([0], np.int64), "axes0"),
+        numpy_helper.from_array(np.array([-1], np.int64), "m1"),
+        numpy_helper.from_array(np.array(-1, np.int64), "minus"),
+        numpy_helper.from_array(np.arange(4, dtype=np.float32).reshape(1, 1, 4), "cls"),
+    ]
+    x = helper.make_tensor_value_info("x", F32, ["batch", 3, 4])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", F32, None)], inits)
+    for batch in (2, 5):
+        module = assert_matches_ort(model, np.ones((batch, 3, 4), np.float32))
+    assert [str(d) for d in module.main.output.ty.shape] == ["batch", "4", "4"]
+    (expand,) = calls(module, "broadcast_to")
+    assert [str(d) for d in expand.attrs["shape"]] == ["batch", "1", "4"]
+
+
 def test_reductions_with_computed_axes_match_onnxruntime():
     nodes = [
         helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=0),
