@@ -220,17 +220,19 @@ def _witnesses(group: list[Expr], inputs: list[Expr], fn: Function) -> list[Expr
     (TVM passes a shape argument instead; the IR has tensors only)."""
     used = set().union(*(symbols_of(n.ty) | symbols_of(tuple(n.attrs.values())) for n in group))
     types = [a.ty for a in inputs]
-    missing = used - bound_symbols(types)
+    # ``missing``: no input's type names it; ``unsolved``: no input's type gives its value
+    # (``n`` of ``n // 2 + 1`` is left to the kernels, which find it from their buffers)
+    missing = used - set().union(*(symbols_of(t) for t in types))
+    unsolved = used - bound_symbols(types)
     out: list[Expr] = []
     for p in fn.params:
-        if missing & symbols_of(p.ty) and not any(p is i for i in inputs):
-            types.append(p.ty)
-            now = missing - bound_symbols(types)
-            if now == missing:
-                types.pop()
-                continue
+        if any(p is i for i in inputs) or not unsolved & symbols_of(p.ty):
+            continue
+        now = unsolved - bound_symbols([*types, p.ty])
+        if now != unsolved or missing & symbols_of(p.ty):
             out.append(p)
-            missing = now
+            types.append(p.ty)
+            unsolved, missing = now, missing - symbols_of(p.ty)
     if missing:  # no parameter binds it: the function itself cannot be run
         raise PassError(
             f"fuse-ops: the group uses symbolic dims {sorted(missing)} that no parameter of "
