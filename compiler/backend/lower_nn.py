@@ -71,7 +71,8 @@ def _matmul(kb, call, inputs, dest):
         av, ov = _rows_view(ab, a.shape), _rows_view(out, call.out_shape)
     else:
         av, ov = L.View(ab, ab.shape), L.View(out, out.shape)
-    kb.libcall("numpy.matmul", ov, [av, L.View(bb, bb.shape)], "matmul", compute=compute)
+    bv = L.View(bb, bb.shape, transpose=call.attrs["transpose_b"])  # BLAS reads either layout
+    kb.libcall("numpy.matmul", ov, [av, bv], "matmul", compute=compute)
     return BufferTensor(out)
 
 

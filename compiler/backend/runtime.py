@@ -197,6 +197,12 @@ def _numpy_matmul(out: np.ndarray, args: list[np.ndarray], attrs: dict) -> None:
     if not (a.dtype == compute and b.dtype == compute and out.dtype == compute):
         out[...] = np.matmul(a.astype(compute), b.astype(compute)).astype(out.dtype)
         return
+    if a.ndim == 2 and _read_transposed(b) and a.shape[0] <= 64 < b.shape[1]:
+        # b is a row-major (n, k) weight read transposed (matmul transpose_b: a tied
+        # embedding table) by few rows: BLAS is faster with the big matrix as the left
+        # operand, so out.T = b.T @ a.T (1.7x at 16 rows here), then transposed back
+        _transposed_product(out, a, b.T)
+        return
     if a.ndim != 2 or b.ndim != 2 or thread_count() == 1:
         with blas_threads().single():
             np.matmul(a, b, out=out)
@@ -222,6 +228,32 @@ def _numpy_matmul(out: np.ndarray, args: list[np.ndarray], attrs: dict) -> None:
 
     with blas_threads().single():
         parallel_chunks(chunks, block)
+
+
+def _read_transposed(b: np.ndarray) -> bool:
+    """Whether ``b`` is a transposed view of a row-major matrix (column-major, not row-major)."""
+    return b.ndim == 2 and b.flags.f_contiguous and not b.flags.c_contiguous
+
+
+def _transposed_product(out: np.ndarray, a: np.ndarray, w: np.ndarray) -> None:
+    """``out = a @ w.T`` for a row-major ``w`` (n, k), computed as ``(w @ a.T).T``."""
+    n, m = w.shape[0], a.shape[0]
+    tmp = np.empty((n, m), out.dtype)
+    chunks = 1
+    if thread_count() > 1 and m * n * a.shape[1] >= PARALLEL_MIN_MACS:
+        chunks = max(1, min(2 * thread_count(), n // 16))
+    bounds = [n * c // chunks for c in range(chunks + 1)]
+
+    def block(c: int) -> None:
+        lo, hi = bounds[c], bounds[c + 1]
+        np.matmul(w[lo:hi], a.T, out=tmp[lo:hi])
+
+    with blas_threads().single():
+        if chunks == 1:
+            block(0)
+        else:
+            parallel_chunks(chunks, block)
+    out[...] = tmp.T
 
 
 LIBRARY: dict[str, Callable[[np.ndarray, list[np.ndarray], dict], None]] = {

@@ -693,7 +693,19 @@ def _out_cast(e, n, y: str, dtype: DType) -> str:
 
 @lowers("matmul")
 def _matmul(e, n, a):
-    return _out_cast(e, n, e.node("MatMul", a), _dtype(n.args[0]))
+    lhs, rhs = n.args
+    if not n.attrs["transpose_b"]:
+        return _out_cast(e, n, e.node("MatMul", a), _dtype(lhs))
+    if rhs.ty.shape is None:
+        raise ExportError("matmul with transpose_b: the rank of rhs is unknown")
+    rank = len(rhs.ty.shape)
+    gemm = lhs.ty.shape is not None and len(lhs.ty.shape) == 2 and rank == 2
+    if gemm and lhs.ty.dtype in (DType.float32, DType.float64):
+        y = e.node("Gemm", a, transB=1)  # a linear layer's (out, in) weight, as torch writes it
+    else:
+        perm = [*range(rank - 2), rank - 1, rank - 2]
+        y = e.node("MatMul", [a[0], e.node("Transpose", [a[1]], perm=perm)])
+    return _out_cast(e, n, y, _dtype(lhs))
 
 
 @lowers("linear")

@@ -15,7 +15,9 @@ for dynamic-to-static to fold where the stepper shows it.
 (constants, ``shape_of``, ``zeros`` / ``ones``, ``take``, ``strided_slice``, ``concat``,
 ``unsqueeze`` / ``squeeze`` / ``reshape`` / ``flatten``, ``permute_dims``, ``cast`` to an
 integer, ``identity``, ``add`` / ``subtract`` / ``multiply`` / ``divide`` / ``floor_divide`` /
-``mod``, ``neg``, ``maximum`` / ``minimum`` of ints) on integer tensors of at most
+``mod``, ``neg``, ``maximum`` / ``minimum`` of ints; ``equal`` / ``not_equal`` where known and
+``where`` on known conditions: TorchScript's ``expand(batch, -1, -1)``) on integer or bool
+tensors of at most
 :data:`MAX_ELEMENTS` values; anything else is unknown (None). A result is kept only when its
 shape is the one the node's type declares.
 """
@@ -26,7 +28,7 @@ import numpy as np
 
 from compiler.ir.nodes import Call, Constant, Expr
 from compiler.ir.symbolic import ANY, Dim, SymExpr, floordiv
-from compiler.ir.types import TensorType
+from compiler.ir.types import DType, TensorType
 
 MAX_ELEMENTS = 64  # a shape, not data
 _INT_OPS = ("add", "subtract", "multiply", "divide", "floor_divide", "mod", "maximum", "minimum")
@@ -56,7 +58,7 @@ def _entry(e: Expr, memo: dict) -> tuple:
 def _small_int(ty) -> bool:
     return (
         isinstance(ty, TensorType)
-        and ty.dtype.is_int
+        and (ty.dtype.is_int or ty.dtype is DType.bool)
         and ty.shape is not None
         and all(isinstance(d, int) for d in ty.shape)
         and int(np.prod(ty.shape)) <= MAX_ELEMENTS
@@ -68,7 +70,7 @@ def _objects(values) -> np.ndarray:
     arr = np.asarray(values)
     out = np.empty(arr.shape, dtype=object)
     for i, v in np.ndenumerate(arr):
-        out[i] = int(v) if not isinstance(v, SymExpr) else v
+        out[i] = v if isinstance(v, SymExpr) else bool(v) if arr.dtype == bool else int(v)
     return out
 
 
@@ -76,7 +78,7 @@ def _value(e: Expr, memo: dict) -> tuple[np.ndarray | None, bool]:
     """The value and whether it reads a symbolic dim."""
     if isinstance(e, Constant):
         data = e.data
-        if data.dtype.kind not in "iu" or data.size > MAX_ELEMENTS:
+        if data.dtype.kind not in "iub" or data.size > MAX_ELEMENTS:
             return None, False
         return _objects(data), False
     if not isinstance(e, Call) or not _small_int(e.ty):
@@ -90,7 +92,8 @@ def _value(e: Expr, memo: dict) -> tuple[np.ndarray | None, bool]:
         out[:] = list(shape)
         return out, any(isinstance(d, SymExpr) for d in shape)
     if op in ("zeros", "ones") and not e.args:
-        return _objects(np.full(e.ty.shape, 0 if op == "zeros" else 1)), False
+        dtype = bool if e.ty.dtype is DType.bool else np.int64
+        return _objects(np.full(e.ty.shape, 0 if op == "zeros" else 1, dtype)), False
     entries = [_entry(a, memo) for a in e.args]
     args = [v for _, v, _ in entries]
     if any(a is None for a in args):
@@ -113,8 +116,12 @@ def _ints(values) -> list[int] | None:
 
 
 def _apply(op: str, attrs, args: list[np.ndarray]) -> np.ndarray | None:
-    if op in ("identity",) or (op == "cast" and attrs["dtype"].is_int):
+    if op == "identity":
         return args[0]
+    if op == "cast" and attrs["dtype"].is_int:  # a bool becomes 0 / 1
+        return np.vectorize(lambda v: int(v) if isinstance(v, bool) else v, otypes=[object])(
+            args[0]
+        )
     if op == "take":
         index = args[1]
         if _ints(index.reshape(-1)) is None:
@@ -141,7 +148,34 @@ def _apply(op: str, attrs, args: list[np.ndarray]) -> np.ndarray | None:
     if op in _INT_OPS:
         a, b = np.broadcast_arrays(args[0], args[1])
         return np.vectorize(lambda x, y: _binary(op, x, y), otypes=[object])(a, b)
+    if op in ("equal", "not_equal"):
+        a, b = np.broadcast_arrays(args[0], args[1])
+        same = np.vectorize(_equal, otypes=[object])(a, b)
+        return same if op == "equal" else np.vectorize(lambda v: not v, otypes=[object])(same)
+    if op == "where":
+        cond, x, y = np.broadcast_arrays(*args)
+        if not all(isinstance(c, bool) for c in cond.reshape(-1)):
+            return None
+        return np.where(cond.astype(bool), x, y)
     return None
+
+
+def _equal(x: Dim, y: Dim) -> bool:
+    """Whether two dims are equal, where it is known: a symbolic dim is a size (never
+    negative: ``batch == -1`` is false, the TorchScript exporter's test for ``expand(-1)``)
+    and equals the very same expression."""
+    if isinstance(x, bool) or isinstance(y, bool):
+        if isinstance(x, bool) and isinstance(y, bool):
+            return x == y
+        raise ArithmeticError("a bool compared with a dim")
+    if isinstance(x, int) and isinstance(y, int):
+        return x == y
+    if x == y:
+        return True
+    other = y if isinstance(x, SymExpr) else x
+    if isinstance(other, int) and other < 0:
+        return False
+    raise ArithmeticError(f"whether {x} equals {y} is not known in dims")
 
 
 def _reshaped(attrs, v: np.ndarray) -> np.ndarray | None:

@@ -741,7 +741,19 @@ def _expand(ctx, node, args, kwargs):
 
 @converts("aten.repeat.default")
 def _repeat(ctx, node, args, kwargs):
-    return call("tile", args[0], repeats=[int(r) for r in args[1]])
+    x, reps = args[0], list(args[1])
+    if all(isinstance(r, int) for r in reps):
+        return call("tile", x, repeats=[int(r) for r in reps])
+    # a symbolic count (``ids.repeat(batch, 1)``): tile's counts are static, so each axis of
+    # size s repeated r times is (1, s) broadcast to (r, s) and merged into r * s
+    shape = x.ty.shape if isinstance(x.ty, TensorType) else None
+    if shape is None or ANY in shape:
+        raise FrontendError("repeat by a symbolic count of a tensor of unknown shape")
+    shape = (1,) * (len(reps) - len(shape)) + tuple(shape)
+    split = [d for s in shape for d in (1, s)]
+    wide = [d for r, s in zip(reps, shape, strict=True) for d in (r, s)]
+    y = call("expand", call("reshape", x, shape=split), shape=wide)
+    return call("reshape", y, shape=_out_shape(ctx))
 
 
 @converts("aten.repeat_interleave.self_int")

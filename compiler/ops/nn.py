@@ -7,7 +7,10 @@ are correctly rounded. Semantic choices, where frameworks differ:
 - ``matmul``: numpy / torch semantics (1-D operands get a dim prepended / appended and then
   removed, leading dims broadcast). Contraction dims are an error only when provably different
   (``3`` vs ``4``); ``n`` vs ``m`` is accepted, as TVM Relax does. ``out_dtype`` (default: the
-  input dtype) lets mixed precision keep f16 inputs with an f32 result.
+  input dtype) lets mixed precision keep f16 inputs with an f32 result. ``transpose_b`` reads
+  ``rhs`` (rank >= 2) with its last two dims swapped, like ONNX Gemm's ``transB``: a linear
+  layer's ``(out, in)`` weight is read as it is stored, so no transposed copy of it is made
+  (a tied embedding stays one array).
 - ``linear``: torch's ``F.linear``, ``weight`` is ``(out_features, in_features)``.
 - ``conv1d`` / ``conv2d``: ``padding`` lists every begin then every end (``top, left, bottom,
   right``); layouts are any permutation of the letters of ``NCHW`` / ``OIHW`` (``NHWC``,
@@ -194,12 +197,18 @@ def _matmul_infer(types, attrs):
     for t, what in ((a, "lhs"), (b, "rhs")):
         if len(t.shape) == 0:
             raise TypeInferenceError(f"{what} must have rank >= 1, got {t}")
+    bshape = b.shape
+    if attrs["transpose_b"]:
+        if len(bshape) < 2:
+            raise TypeInferenceError(f"transpose_b needs an rhs of rank >= 2, got {b}")
+        bshape = (*bshape[:-2], bshape[-1], bshape[-2])
     ash = a.shape if len(a.shape) > 1 else (1, *a.shape)
-    bsh = b.shape if len(b.shape) > 1 else (*b.shape, 1)
+    bsh = bshape if len(bshape) > 1 else (*bshape, 1)
+    rhs = f"rhs {b}" + (" read transposed" if attrs["transpose_b"] else "")
     if dims_equal(ash[-1], bsh[-2]) is False:
         raise TypeInferenceError(
             f"contraction dims differ: lhs {a} has {dim_str(ash[-1])} columns "
-            f"but rhs {b} has {dim_str(bsh[-2])} rows"
+            f"but {rhs} has {dim_str(bsh[-2])} rows"
         )
     try:
         batch = broadcast_shapes(ash[:-2], bsh[:-2])
@@ -209,7 +218,7 @@ def _matmul_infer(types, attrs):
             "do not broadcast"
         ) from None
     rows = ash[-2:-1] if len(a.shape) > 1 else ()
-    cols = bsh[-1:] if len(b.shape) > 1 else ()
+    cols = bsh[-1:] if len(bshape) > 1 else ()
     return TensorType((*batch, *rows, *cols), out_dtype)
 
 
@@ -257,6 +266,8 @@ def _matmul_f64_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _matmul_compute(values, attrs):
     a, b = values
+    if attrs["transpose_b"]:
+        b = np.swapaxes(b, -1, -2)
     return np.asarray(_matmul(a, b)).astype(_np_out_dtype(attrs, a.dtype))
 
 
@@ -265,11 +276,15 @@ _OUT_DTYPE = AttrSpec("dtype", None, "the result dtype; none = the input dtype")
 define_op(
     "matmul",
     inputs=("lhs", "rhs"),
-    attrs={"out_dtype": _OUT_DTYPE},
+    attrs={
+        "out_dtype": _OUT_DTYPE,
+        "transpose_b": AttrSpec("bool", False, "read rhs with its last two dims swapped"),
+    },
     infer=_matmul_infer,
     compute=_matmul_compute,
     pattern=ANCHOR,
-    doc="Matrix product with numpy semantics: 1-D operands and broadcast batch dims.",
+    doc="Matrix product with numpy semantics: 1-D operands and broadcast batch dims; "
+    "transpose_b reads rhs transposed (a linear layer's weight as it is stored).",
 )
 
 

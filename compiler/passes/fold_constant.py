@@ -18,10 +18,18 @@ an elementwise producer into the conv2d / matmul it feeds). Ops on the quantized
 itself (a transpose of an i8 weight) still fold. Types the LLVM backend cannot compute on at
 run time (int4, float8: :attr:`DType.is_storage_only`) are folded as before.
 ``fold-constant{fold_qdq=true}`` folds these too.
+
+A transpose of a constant that something else reads as it is (a tied embedding table: read by
+``take``, and transposed by the output layer, ``matmul(h, permute_dims(W))``) is not folded
+when only matmuls read the transpose: folding it would store the constant twice. The matmuls
+read the constant with ``transpose_b`` instead (BLAS reads either layout, so this costs nothing
+at run time). A transpose of a constant nothing else reads (an ordinary linear layer's weight)
+is folded as before: the copy replaces the original.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -29,13 +37,13 @@ import numpy as np
 
 from compiler.ir.attrs import TypeInferenceError
 from compiler.ir.names import fresh_name
-from compiler.ir.nodes import Call, Constant, Expr, Module, Tuple, TupleGetItem
+from compiler.ir.nodes import Call, Constant, Expr, Function, If, Module, Tuple, TupleGetItem
 from compiler.ir.op_registry import get_op
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import TensorType
 from compiler.passes.attribute_form import attribute_form
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.rewrite import rewrite_function
 
 DEFAULT_MAX_BYTES = 64 << 20
 """The largest value folded by default (64 MiB: a 4096 x 4096 f32 matrix)."""
@@ -133,6 +141,76 @@ def fold_call(
     return out
 
 
+def swaps_last_two(node: Expr) -> bool:
+    """Whether ``node`` is a ``permute_dims`` that swaps the last two dims and keeps the rest."""
+    if not (isinstance(node, Call) and node.op == "permute_dims"):
+        return False
+    ty = node.args[0].ty
+    if not isinstance(ty, TensorType) or ty.shape is None or len(ty.shape) < 2:
+        return False
+    rank = len(ty.shape)
+    axes = node.attrs["axes"]
+    axes = list(reversed(range(rank))) if axes is None else [a % rank for a in axes]
+    return axes == [*range(rank - 2), rank - 1, rank - 2]
+
+
+def _key(c: Constant) -> object:
+    return c.name if c.name is not None else id(c)
+
+
+def constant_reads(module: Module) -> Counter:
+    """How many times each constant of ``module`` is read (by name, or identity when
+    unnamed): as an operand, a branch's result or a function's output."""
+    reads: Counter = Counter()
+    for fn in module.functions.values():
+        values = [fn.output]
+        for node in fn.iter_nodes():
+            values.extend(node.operands)
+            if isinstance(node, If):
+                values += [node.then_branch.result, node.else_branch.result]
+        reads.update(_key(v) for v in values if isinstance(v, Constant))
+    return reads
+
+
+def shared_transposes(fn: Function, reads: Counter) -> dict[int, Call]:
+    """The bindings of ``fn`` (top level) that transpose a constant (:func:`swaps_last_two`)
+    which something else reads too (``reads``: :func:`constant_reads`), and are read only as
+    the ``rhs`` of matmuls (by id): folding one would store the constant twice."""
+    candidates = {
+        id(b): b
+        for b in fn.bindings
+        if swaps_last_two(b) and isinstance(b.args[0], Constant) and reads[_key(b.args[0])] > 1
+    }
+    if not candidates:
+        return {}
+    other: set[int] = {id(fn.output)}  # returned: its value is needed as it is
+    for node in fn.iter_nodes():
+        if isinstance(node, If):
+            other.update((id(node.then_branch.result), id(node.else_branch.result)))
+        # a matmul of two constants folds whole: its transpose is folded as before
+        by_matmul = (
+            isinstance(node, Call)
+            and node.op == "matmul"
+            and not isinstance(node.args[0], Constant)
+        )
+        for i, arg in enumerate(node.operands):
+            if not (by_matmul and i == 1):
+                other.add(id(arg))
+    if isinstance(fn.output, Tuple):
+        other.update(id(f) for f in fn.output.fields)
+    return {k: b for k, b in candidates.items() if k not in other}
+
+
+def read_transposed(node: Call, transposes: dict[int, Call]) -> Call | None:
+    """``matmul(x, permute_dims(W))`` as ``matmul(x, W, transpose_b=...)`` when the transpose
+    is one of ``transposes``, else None."""
+    if node.op != "matmul" or id(node.args[1]) not in transposes:
+        return None
+    (w,) = node.args[1].args
+    flipped = node.attrs.with_(transpose_b=not node.attrs["transpose_b"])
+    return Call("matmul", (node.args[0], w), flipped, name=node.name)
+
+
 @register_pass
 @dataclass(frozen=True)
 class FoldConstant(Pass):
@@ -152,8 +230,25 @@ class FoldConstant(Pass):
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
         namer = ConstantNamer(module)
+        reads = constant_reads(module)
+        functions = {}
+        for name, fn in module.functions.items():
+            transposes = shared_transposes(fn, reads)
+            out = rewrite_function(fn, self._rule(namer, transposes), self.name, name)
+            if transposes:  # the transposes the matmuls no longer read
+                kept = tuple(b for b in out.bindings if id(b) not in transposes)
+                out = out.replace(bindings=kept)
+            functions[name] = out
+        return module.replace(functions=functions)
 
+    def _rule(self, namer: ConstantNamer, transposes: dict[int, Call]):
         def rule(node: Expr) -> Expr | None:
+            if isinstance(node, Call) and transposes:
+                if id(node) in transposes:
+                    return None  # read transposed by its matmuls (below), not copied
+                matmul = read_transposed(node, transposes)
+                if matmul is not None:
+                    return matmul
             if isinstance(node, Call):
                 value = fold_call(node, self.max_bytes, self.fold_qdq)
                 if value is None:
@@ -164,4 +259,4 @@ class FoldConstant(Pass):
                 return field if isinstance(field, Constant) else None
             return None
 
-        return rewrite_module(module, lambda name, fn: rule, self.name)
+        return rule

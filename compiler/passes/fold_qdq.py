@@ -186,6 +186,8 @@ def _fold_matmul(f: Call, sy: np.ndarray, zy: Expr) -> Expr | None:
     rb = len(bq.ty.shape)
     if f.op == "linear":  # weight (out, in): per output channel along axis 0
         sb_vec = _along(sb, 0, rb, bq.ty.shape[0]) if rb == 2 else None
+    elif f.attrs["transpose_b"]:  # rhs (..., out, in): per output channel along axis -2
+        sb_vec = _along(sb, rb - 2, rb, bq.ty.shape[-2])
     else:
         sb_vec = _along(sb, rb - 1, rb, bq.ty.shape[-1]) if rb >= 2 else _along(sb, 0, 1, 1)
     if sb_vec is None:
@@ -200,7 +202,7 @@ def _fold_matmul(f: Call, sy: np.ndarray, zy: Expr) -> Expr | None:
                 return None
             acc = _op("add", acc, b)
     else:
-        acc = _op("matmul", a32, b32, out_dtype=I32)
+        acc = _op("matmul", a32, b32, out_dtype=I32, transpose_b=f.attrs["transpose_b"])
     return _requantize(acc, real / sy.reshape(()), zy)
 
 

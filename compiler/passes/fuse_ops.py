@@ -19,7 +19,8 @@ from typing import ClassVar
 
 from compiler.ir.nodes import Call, Constant, Expr, FuncCall, Function, If, Module, Var
 from compiler.ir.op_registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, REDUCE, get_op
-from compiler.ir.types import TensorType
+from compiler.ir.symbolic import SymExpr
+from compiler.ir.types import TensorType, TupleType
 from compiler.ir.verify import symbols_of
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import remap_operands
@@ -176,18 +177,62 @@ def _unique(base: str, used: set[str]) -> str:
     return name
 
 
+def bound_symbols(types: list) -> set[str]:
+    """The symbolic dims that arguments of ``types`` give a callee: a dim that is a symbol,
+    then (repeatedly) the one unknown symbol of a dim linear in it, as the interpreter and the
+    kernels solve them (``2*n + 1``; ``batch*seq`` once ``batch`` is known). A symbol seen only
+    in ``batch*seq`` is not bound: the size does not say how it splits."""
+    dims = {d for t in types for d in _dims(t) if isinstance(d, SymExpr)}
+    bound: set[str] = set()
+    progress = True
+    while progress:
+        progress = False
+        for d in dims:
+            unbound = set(d.free_symbols) - bound
+            if len(unbound) == 1 and _linear_in(d, next(iter(unbound)), bound):
+                bound |= unbound
+                progress = True
+    return bound
+
+
+def _dims(ty) -> list:
+    if isinstance(ty, TupleType):
+        return [d for f in ty.fields for d in _dims(f)]
+    if isinstance(ty, TensorType) and ty.shape is not None:
+        return list(ty.shape)
+    return []
+
+
+def _linear_in(d: SymExpr, name: str, bound: set[str]) -> bool:
+    """Whether ``d`` is linear in ``name`` (the others at a sample value), as solve_dim needs."""
+    env = dict.fromkeys(bound, 3)
+    try:
+        f0, f1, f2 = (d.evaluate({**env, name: v}) for v in (0, 1, 2))
+    except (ArithmeticError, KeyError):
+        return False
+    return f1 != f0 and f2 - f1 == f1 - f0
+
+
 def _witnesses(group: list[Expr], inputs: list[Expr], fn: Function) -> list[Expr]:
     """Values of ``fn`` to pass only for their shape: the group uses a symbolic dim (in a type
     or an attribute, e.g. ``arange(stop=n)``) that none of its inputs' types binds, so the
     callee could not know it. For each such symbol, the first parameter whose type holds it
     (TVM passes a shape argument instead; the IR has tensors only)."""
     used = set().union(*(symbols_of(n.ty) | symbols_of(tuple(n.attrs.values())) for n in group))
-    missing = used - set().union(*(symbols_of(a.ty) for a in inputs))
+    types = [a.ty for a in inputs]
+    # ``missing``: no input's type names it; ``unsolved``: no input's type gives its value
+    # (``n`` of ``n // 2 + 1`` is left to the kernels, which find it from their buffers)
+    missing = used - set().union(*(symbols_of(t) for t in types))
+    unsolved = used - bound_symbols(types)
     out: list[Expr] = []
     for p in fn.params:
-        if missing & symbols_of(p.ty) and not any(p is i for i in inputs):
+        if any(p is i for i in inputs) or not unsolved & symbols_of(p.ty):
+            continue
+        now = unsolved - bound_symbols([*types, p.ty])
+        if now != unsolved or missing & symbols_of(p.ty):
             out.append(p)
-            missing -= symbols_of(p.ty)
+            types.append(p.ty)
+            unsolved, missing = now, missing - symbols_of(p.ty)
     if missing:  # no parameter binds it: the function itself cannot be run
         raise PassError(
             f"fuse-ops: the group uses symbolic dims {sorted(missing)} that no parameter of "

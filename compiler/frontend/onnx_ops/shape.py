@@ -505,6 +505,20 @@ def _tile(ctx):
     x = ctx.input(0)
     if ctx.const(1) is not None:
         return ctx.call("tile", x, repeats=ctx.const_ints(1, "repeats"))
+    reps = ctx.dims(1)
+    shape = x.ty.shape
+    if reps is not None and shape is not None and ANY not in shape and ANY not in reps:
+        if len(reps) != len(shape) or not _is_shape(reps, minus_one=False):
+            raise ConversionError(
+                f"repeats {[dim_str(r) for r in reps]} for a rank-{len(shape)} input"
+            )
+        # repeats known in dims (``Tile(x, Concat(Shape(ids)[:1], [1]))``: a batch): the same
+        # spreading with every size known, so the result has dims, not '?'
+        split = [d for s in shape for d in (1, s)]
+        wide = [d for r, s in zip(reps, shape, strict=True) for d in (r, s)]
+        y = ctx.call("broadcast_to", ctx.call("reshape", x, shape=split), shape=wide)
+        out = [dim_mul(r, s) for r, s in zip(reps, shape, strict=True)]
+        return ctx.call("reshape", y, shape=out)
     # computed repeats: (1, d0, 1, d1, ...) broadcast to (r0, d0, r1, d1, ...), then merged
     rank = ctx.rank(0)
     reps = _cast(ctx, ctx.input(1), I64)

@@ -269,3 +269,31 @@ def @f(%p: f32[4]) -> f32[100000] attrs {{primitive = true, private = true}} {{
     module = parse(text, verify=False)
     with pytest.raises(PassFailed, match=r"annotated f32\[100000\] but its inputs give f32\[4\]"):
         build(module, pipeline="legalize-ops,codegen")
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("rows", [1, 16, 200])
+def test_matmul_reading_a_tied_table_transposed_matches_numpy(rows, threads, monkeypatch):
+    """``matmul(h, table, transpose_b=true)`` (a tied output layer): the library call reads
+    the (vocab, dim) table as stored; with few rows it runs as ``(table @ h.T).T``."""
+    from compiler.backend import runtime
+
+    monkeypatch.setenv("PASSLENS_THREADS", threads)
+    swapped = []
+    product = runtime._transposed_product
+    monkeypatch.setattr(runtime, "_transposed_product", lambda *a: swapped.append(1) or product(*a))
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((3000, 96)).astype(np.float32)
+    text = f"""
+def @main(%h: f32[{rows}, 96], %t: f32[3000, 96]) -> f32[{rows}, 3000] {{
+  %y: f32[{rows}, 3000] = matmul(%h, %t, transpose_b=true)
+  return %y
+}}"""
+    module = parse(text)
+    h = rng.standard_normal((rows, 96)).astype(np.float32)
+    (got,) = build(module, pipeline="legalize-ops,codegen")(h, table)
+    np.testing.assert_allclose(
+        got, h.astype(np.float64) @ table.T.astype(np.float64), rtol=1e-4, atol=1e-4
+    )
+    np.testing.assert_allclose(run(module, h, table)[0], got, rtol=1e-5, atol=1e-5)
+    assert bool(swapped) == (rows <= 64)

@@ -46,6 +46,28 @@ def test_mlp():
     assert {i.name for i in proto.graph.initializer} >= {"layers.0.weight", "layers.2.bias"}
 
 
+def test_matmul_reading_rhs_transposed_is_gemm_or_matmul_of_a_transpose():
+    """transpose_b (a linear layer's weight read as stored): Gemm transB for 2-D floats,
+    MatMul of a Transpose (of the last two dims) otherwise; the weight is exported once."""
+    weights = f"weights {{\n  $w: f32[5, 4] = {rand(5, 4).tolist()}\n}}"
+    text = """
+def @main(%x: f32[3, 4], %y: f32[2, 3, 4]) -> (f32[3, 5], f32[2, 3, 5], f32[2, 3, 3]) {
+  %a: f32[3, 5] = matmul(%x, $w, transpose_b=true)
+  %b: f32[2, 3, 5] = matmul(%y, $w, transpose_b=true)
+  %c: f32[2, 3, 3] = matmul(%y, %y, transpose_b=true)
+  %o: (f32[3, 5], f32[2, 3, 5], f32[2, 3, 3]) = (%a, %b, %c)
+  return %o
+}"""
+    module = parse(weights + text)
+    proto = assert_onnxruntime_agrees(module, rand(3, 4), rand(2, 3, 4, seed=1))
+    ops = [n.op_type for n in proto.graph.node]
+    assert ops.count("Gemm") == 1 and ops.count("MatMul") == 2
+    transposes = [n for n in proto.graph.node if n.op_type == "Transpose"]
+    perms = [list(a.ints) for n in transposes for a in n.attribute]
+    assert sorted(perms) == [[0, 2, 1], [1, 0]]
+    assert [i.name for i in proto.graph.initializer] == ["w"]
+
+
 def test_conv_net():
     module = models.convnext(dims=(8, 16, 32, 64), depths=(1, 1, 2, 1), image=32, num_classes=10)
     proto = assert_onnxruntime_agrees(module, rand(1, 3, 32, 32))

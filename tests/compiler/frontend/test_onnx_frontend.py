@@ -413,6 +413,72 @@ def test_shape_arguments_constant_or_computed_match_onnxruntime(computed):
         assert {"broadcast_to", "strided_slice", "tile", "full", "arange"} <= ops
 
 
+def test_tile_by_the_batch_size_keeps_its_dims():
+    """Whisper's position ids as torch.onnx exports them: ``Tile(arange(seq)[None],
+    Concat(Shape(ids)[:1], [1]))``. The repeats are known in dims, so the result is
+    ``[batch, seq]``, not ``[?, ?]`` (an Expand after it needs known sizes)."""
+    nodes = [
+        helper.make_node("Shape", ["ids"], ["b"], start=0, end=1),
+        helper.make_node("Concat", ["b", "one"], ["reps"], axis=0),
+        helper.make_node("Shape", ["ids"], ["s"], start=1, end=2),
+        helper.make_node("Squeeze", ["s"], ["n"]),
+        helper.make_node("Range", ["zero", "n", "step"], ["pos"]),
+        helper.make_node("Unsqueeze", ["pos", "zero1"], ["row"]),
+        helper.make_node("Tile", ["row", "reps"], ["t"]),
+        helper.make_node("Expand", ["t", "reps2"], ["y"]),
+        helper.make_node("Concat", ["b", "n1"], ["reps2"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "zero1"], ["n1"]),
+    ]
+    nodes = nodes[:7] + nodes[9:] + nodes[8:9] + nodes[7:8]  # topological order
+    inits = [
+        numpy_helper.from_array(np.array([1], np.int64), "one"),
+        numpy_helper.from_array(np.array(0, np.int64), "zero"),
+        numpy_helper.from_array(np.array(1, np.int64), "step"),
+        numpy_helper.from_array(np.array([0], np.int64), "zero1"),
+    ]
+    ids = helper.make_tensor_value_info("ids", I64, ["batch", "seq"])
+    model = make_model(nodes, [ids], [helper.make_tensor_value_info("y", I64, None)], inits)
+    for shape in ((2, 3), (4, 1)):
+        module = assert_matches_ort(model, np.zeros(shape, np.int64))
+    assert [str(d) for d in module.main.output.ty.shape] == ["batch", "seq"]
+    assert not [n for n in calls(module) if ANY in (n.ty.shape or ())]
+
+
+def test_torchscript_expand_with_minus_one_keeps_its_dims():
+    """``cls_token.expand(batch, -1, -1)`` as the TorchScript exporter writes it: the target
+    ``[batch, -1, -1]`` goes through ``Where(Equal(t, -1), 1, t)``. A dim is a size (never -1),
+    so the target is ``[batch, 1, 1]`` in dims and the result ``[batch, 1, 4]``, not '?'
+    (BEiT's embeddings: every layer after them had '?' dims and could not be compiled)."""
+    ones = helper.make_tensor("one", I64, [1], [1])
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes0"], ["b1"]),
+        helper.make_node("Concat", ["b1", "m1", "m1"], ["t"], axis=0),
+        helper.make_node("Shape", ["t"], ["ts"]),
+        helper.make_node("ConstantOfShape", ["ts"], ["o"], value=ones),
+        helper.make_node("Mul", ["o", "minus"], ["mo"]),
+        helper.make_node("Equal", ["t", "mo"], ["eq"]),
+        helper.make_node("Where", ["eq", "o", "t"], ["target"]),
+        helper.make_node("Expand", ["cls", "target"], ["e"]),
+        helper.make_node("Concat", ["e", "x"], ["y"], axis=1),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(0, np.int64), "zero"),
+        numpy_helper.from_array(np.array([0], np.int64), "axes0"),
+        numpy_helper.from_array(np.array([-1], np.int64), "m1"),
+        numpy_helper.from_array(np.array(-1, np.int64), "minus"),
+        numpy_helper.from_array(np.arange(4, dtype=np.float32).reshape(1, 1, 4), "cls"),
+    ]
+    x = helper.make_tensor_value_info("x", F32, ["batch", 3, 4])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", F32, None)], inits)
+    for batch in (2, 5):
+        module = assert_matches_ort(model, np.ones((batch, 3, 4), np.float32))
+    assert [str(d) for d in module.main.output.ty.shape] == ["batch", "4", "4"]
+    (expand,) = calls(module, "broadcast_to")
+    assert [str(d) for d in expand.attrs["shape"]] == ["batch", "1", "4"]
+
+
 def test_reductions_with_computed_axes_match_onnxruntime():
     nodes = [
         helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=0),

@@ -64,6 +64,26 @@ def test_zoo_model_matches_torch(name):
     assert_matches_torch(module, model, args)
 
 
+class _RepeatByBatch(torch.nn.Module):
+    """Whisper's decoder: position ids ``arange(seq).unsqueeze(0).repeat(batch, 1)``, and a
+    tensor wider than 1 repeated by a symbolic count."""
+
+    def forward(self, x):
+        pos = torch.arange(x.shape[1]).unsqueeze(0).repeat(x.shape[0], 1)
+        return x + pos, x.repeat(2, x.shape[0], 1)
+
+
+def test_repeat_by_a_symbolic_count_matches_torch_at_other_sizes():
+    from torch.export import Dim
+
+    model, x = _RepeatByBatch(), torch.randn(2, 3)
+    dynamic = ({0: Dim("batch", max=16), 1: Dim("seq", max=16)},)
+    module = from_torch(model, (x,), dynamic_shapes=dynamic)
+    verify(module)
+    for shape in ((2, 3), (4, 5), (1, 2)):
+        assert_matches_torch(module, model, (torch.randn(*shape),))
+
+
 @pytest.mark.parametrize("name", ["resnet18", "convnext", "transformer_encoder", "gpt"])
 def test_decomposed_exported_program_matches_torch(name):
     # core ATen after run_decompositions: convolution, addmm, native_layer_norm,

@@ -1,5 +1,5 @@
-"""Hugging Face transformers models (tests/compiler/frontend/hf_zoo.py: small random configs built in
-code, no download) on both paths (issue #13):
+"""Hugging Face transformers models (tests/compiler/frontend/hf_zoo.py: small random configs
+built in code, no download) on both paths (issue #13):
 
 - torch.export with a dynamic batch (and sequence length for text models), through the
   default pipeline and then legalize-ops and codegen: ``trace.check`` clean (no divergence, no
@@ -10,9 +10,20 @@ code, no download) on both paths (issue #13):
   '?' in the imported module), ``trace.check`` is clean against onnxruntime at both sizes, and
   the compiled executable matches eager at the other size.
 
+Issue 29 grew the zoo: mixture-of-experts decoders (Mixtral with transformers' default
+grouped-experts kernel, Qwen2-MoE with batched experts), vision transformers with relative
+position bias (BEiT, Swin v2), convolutional audio feature extractors (wav2vec 2.0, WavLM,
+Data2Vec audio), encoder-decoders (BART, Marian, Whisper) and more decoders and encoders.
+A model that fails today only for an op another part of issue 29 adds is marked xfail with
+that op named (:data:`XFAIL_TORCH`); one no torch.onnx.export mode exports is not run on the
+ONNX path (``hf_zoo.NO_ONNX``). Models of the same family as a tested one are run by the bench
+only (``hf_zoo.BENCH_ONLY``).
+
 bench/transformers_zoo.py prints the same matrix as a table (BENCHMARKS.md)."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pytest
@@ -28,10 +39,37 @@ from tests.compiler.frontend import hf_zoo  # noqa: E402
 PIPELINE = "default,legalize-ops,codegen"
 OTHER = dict(batch=3, seq=5)  # the second size every dynamic trace is checked at
 SLOW = {"mobilevit", "t5", "swin"}  # 10-20 s each on both paths
+NAMES = [n for n in hf_zoo.ZOO if n not in hf_zoo.BENCH_ONLY]
+
+_MOE_OPS = (
+    "needs converters for aten.sort and aten.histc and an opaque node for the custom op "
+    "transformers.grouped_mm_fallback (issue 29)"
+)
+_WEIGHT_NORM = "needs a converter for aten._weight_norm (issue 29)"
+# models that fail on the torch path today only for an op another part of issue 29 adds
+XFAIL_TORCH = {
+    "mixtral": _MOE_OPS,
+    "beit": "needs converters for aten.meshgrid and in-place updates of views (add_ / copy_ "
+    "into a select of the relative position index) (issue 29)",
+    "wav2vec2": _WEIGHT_NORM,
+    "wavlm": _WEIGHT_NORM,
+}
+# the relative position index is computed in the file from static sizes: those values are
+# '?' when imported and dynamic-to-static folds them (values that read a symbolic dim never are)
+STATIC_SHAPE_COMPUTATIONS = {"beit"}
 
 
-def _params(names):
-    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in names]
+def _params(names, xfail=None):
+    out = []
+    for n in names:
+        marks = [pytest.mark.slow] if n in SLOW else []
+        if xfail and n in xfail:
+            marks.append(pytest.mark.xfail(strict=False, reason=xfail[n]))
+        out.append(pytest.param(n, marks=marks))
+    return out
+
+
+_model = functools.cache(hf_zoo.model)  # built once for both paths
 
 
 def _failures(report) -> list[str]:
@@ -43,14 +81,23 @@ def _close(got: np.ndarray, expected: np.ndarray) -> None:
     assert abs(got - expected).max() <= 1e-4 * max(1.0, abs(expected).max())
 
 
-def _eager(model, args) -> np.ndarray:
+@functools.cache
+def _eager(name: str) -> np.ndarray:
+    """Eager torch at the other size."""
     with torch.no_grad():
-        return model(*args).numpy()
+        return _model(name)(*hf_zoo.inputs(name, **OTHER)).numpy()
 
 
-@pytest.mark.parametrize("name", _params(hf_zoo.ZOO))
+@pytest.fixture(scope="module", autouse=True)
+def _release_models():
+    yield
+    _model.cache_clear()
+    _eager.cache_clear()
+
+
+@pytest.mark.parametrize("name", _params(NAMES, XFAIL_TORCH))
 def test_torch_path_with_dynamic_dims_checks_clean_and_the_compiled_build_matches(name):
-    model = hf_zoo.model(name)
+    model = _model(name)
     args, other = hf_zoo.inputs(name), hf_zoo.inputs(name, **OTHER)
     trace = explorer.explore(model, args, PIPELINE, dynamic_shapes=hf_zoo.dynamic_shapes(name))
     assert trace.failure is None
@@ -63,23 +110,30 @@ def test_torch_path_with_dynamic_dims_checks_clean_and_the_compiled_build_matche
         assert report.numbers_checked
         assert _failures(report) == []
     (got,) = trace["codegen"].executable()(*[a.numpy() for a in other])
-    _close(got, _eager(model, other))
+    _close(got, _eager(name))
 
 
-@pytest.mark.parametrize("name", _params(hf_zoo.ZOO))
+def _unknown(module) -> list:
+    return [b for b in module["main"].bindings if ANY in (getattr(b.ty, "shape", None) or ())]
+
+
+@pytest.mark.parametrize("name", _params([n for n in NAMES if n not in hf_zoo.NO_ONNX]))
 def test_onnx_path_with_dynamic_dims_checks_clean_and_the_compiled_build_matches(name, tmp_path):
     path = tmp_path / f"{name}.onnx"
-    hf_zoo.export_onnx(name, path)
+    hf_zoo.export_onnx(name, path, built=_model(name))
     args, other = hf_zoo.inputs(name), hf_zoo.inputs(name, **OTHER)
     trace = explorer.explore(str(path), args, PIPELINE)
     assert trace.failure is None
     main = trace.imported.module["main"]
     assert str(main.params[0].ty.shape[0]) == "batch"
-    # the shapes the model computes at run time are known in dims: no '?' anywhere
-    assert not [b for b in main.bindings if ANY in (getattr(b.ty, "shape", None) or ())]
+    # the shapes the model computes at run time are known in dims: no '?' anywhere (values
+    # computed from static sizes alone: no '?' once dynamic-to-static has folded them)
+    if name not in STATIC_SHAPE_COMPUTATIONS:
+        assert not _unknown(trace.imported.module)
+    assert not _unknown(trace["dynamic-to-static"].module)
     for size in (args, other):
         report = trace.check(size, progress=False)
         assert report.numbers_checked
         assert _failures(report) == []
     (got,) = trace["codegen"].executable()(*[a.numpy() for a in other])
-    _close(got, _eager(hf_zoo.model(name), other))
+    _close(got, _eager(name))

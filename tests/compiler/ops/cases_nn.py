@@ -43,8 +43,9 @@ CASES: list[OpCase] = []
 # ----- matmul and linear ------------------------------------------------------------------
 
 
-def _matmul_ref(a, b, out_dtype=None):
+def _matmul_ref(a, b, out_dtype=None, transpose_b=False):
     out = getattr(torch, out_dtype) if out_dtype else a.dtype
+    b = b.transpose(-1, -2) if transpose_b else b
     if a.dtype.is_floating_point:
         return torch.matmul(a.double(), b.double()).to(out)
     return torch.matmul(a, b).to(out)
@@ -105,6 +106,38 @@ CASES += [
         id="matmul-i32",
     ),
 ]
+
+
+# transpose_b: rhs read with its last two dims swapped (a linear layer's (out, in) weight)
+_TRANSPOSED_SHAPES = [
+    ((4,), (3, 4), "vec"),
+    ((3, 4), (5, 4), "2d"),
+    ((2, 3, 4), (5, 4), "3d-2d"),
+    ((2, 3, 4), (2, 5, 4), "batched"),
+    ((2, 1, 3, 4), (5, 6, 4), "4d-broadcast"),
+]
+for _a, _b, _id in _TRANSPOSED_SHAPES:
+    CASES.append(
+        OpCase(
+            "matmul",
+            [_randn(*_a), _randn(*_b)],
+            attrs={"transpose_b": True},
+            reference=_matmul_ref,
+            id=f"matmul-transpose-b-{_id}",
+        )
+    )
+CASES.append(
+    OpCase(
+        "matmul",
+        [
+            _rng.integers(-9, 9, (3, 4)).astype(np.int32),
+            _rng.integers(-9, 9, (5, 4)).astype(np.int32),
+        ],
+        attrs={"transpose_b": True},
+        reference=_matmul_ref,
+        id="matmul-transpose-b-i32",
+    )
+)
 
 
 def _linear_ref(x, w, b=None, out_dtype=None):

@@ -239,6 +239,19 @@ def test_matmul_errors(lhs, rhs, expected):
     assert expected in error("matmul", tensor(lhs), tensor(rhs))
 
 
+def test_matmul_transpose_b_types_and_errors():
+    """transpose_b contracts lhs's last dim with rhs's last dim (rhs is (..., out, in))."""
+    got = infer("matmul", tensor([b, n, 64]), tensor([128, 64]), transpose_b=True)
+    assert got == tensor([b, n, 128])
+    got = infer("matmul", tensor([64]), tensor([b, 128, 64]), transpose_b=True)
+    assert got == tensor([b, 128])
+    msg = error("matmul", tensor([2, 3]), tensor([3, 4]), transpose_b=True)
+    assert "lhs f32[2, 3] has 3 columns but rhs f32[3, 4] read transposed has 4 rows" in msg
+    assert "transpose_b needs an rhs of rank >= 2" in error(
+        "matmul", tensor([4]), tensor([4]), transpose_b=True
+    )
+
+
 def test_matmul_and_linear_dtype_errors():
     assert "one dtype" in error("matmul", tensor([2, 3]), tensor([3, 4], "f16"))
     assert "must be numeric" in error("matmul", tensor([2, 3], "bool"), tensor([3, 4], "bool"))

@@ -393,6 +393,32 @@ def @main(%ids: f32[b, n]) -> (f32[1, n], f32[b, n]) {
     )
 
 
+def test_a_group_whose_input_has_only_a_product_of_symbols_takes_a_parameter_for_them():
+    """A mixture-of-experts router (Mixtral's batched experts): the group's input is
+    ``f32[b*s, 2]`` and it reshapes to ``[2*b*s]``; ``b*s`` does not say what ``b`` and ``s``
+    are, so the fused function also takes the parameter whose shape binds them."""
+    before = parse(
+        """
+def @main(%x: f32[b, s, 2]) -> f32[2*b*s] {
+  %r: f32[b*s, 2] = reshape(%x, shape=[b*s, 2])
+  %m: f32[b*s, 2] = softmax(%r, axis=-1)
+  %e: f32[b*s, 2] = exp(%m)
+  %y: f32[2*b*s] = reshape(%e, shape=[2*b*s])
+  return %y
+}
+"""
+    )
+    after = fuse(before)
+    (name,) = [n for n in groups(after) if n.startswith("fused_exp")]
+    assert [str(p.ty) for p in after[name].params] == ["f32[b*s, 2]", "f32[b, s, 2]"]
+    x = np.random.default_rng(0).standard_normal((2, 3, 2)).astype(np.float32)
+    want = run(before, x)[0]
+    np.testing.assert_allclose(run(after, x)[0], want, rtol=1e-6)
+    from compiler.backend import build
+
+    np.testing.assert_allclose(build(after, pipeline="legalize-ops,codegen")(x)[0], want, rtol=1e-6)
+
+
 def test_a_group_gets_no_shape_parameter_when_its_inputs_bind_the_symbols():
     before = parse(
         """

@@ -105,6 +105,120 @@ def @main(%x: f32[2]) -> f32[2] {
     ),
 ]
 
+TIED = """
+weights {
+  $w: f32[3, 2] = [[1, 2], [3, 4], [5, 6]]
+}"""
+
+FOLD += [
+    C(
+        "fold-constant",
+        "a transpose of a shared constant only matmuls read -> the matmul reads it transposed",
+        # a tied embedding: the table is read as it is (take) and transposed (the output
+        # layer); folding the transpose would store the table twice
+        TIED
+        + """
+def @main(%ids: i64[4], %h: f32[4, 2]) -> (f32[4, 2], f32[4, 3]) {
+  %e: f32[4, 2] = take($w, %ids, axis=0)
+  %t: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %y: f32[4, 3] = matmul(%h, %t)
+  %o: (f32[4, 2], f32[4, 3]) = (%e, %y)
+  return %o
+}""",
+        TIED
+        + """
+def @main(%ids: i64[4], %h: f32[4, 2]) -> (f32[4, 2], f32[4, 3]) {
+  %e: f32[4, 2] = take($w, %ids, axis=0)
+  %y: f32[4, 3] = matmul(%h, $w, transpose_b=true)
+  %o: (f32[4, 2], f32[4, 3]) = (%e, %y)
+  return %o
+}""",
+    ),
+    C(
+        "fold-constant",
+        "a shared constant's transpose read with transpose_b -> the constant read as it is",
+        TIED
+        + """
+def @main(%h: f32[4, 3]) -> (f32[4, 2], f32[3, 2]) {
+  %t: f32[2, 3] = permute_dims($w)
+  %y: f32[4, 2] = matmul(%h, %t, transpose_b=true)
+  %o: (f32[4, 2], f32[3, 2]) = (%y, $w)
+  return %o
+}""",
+        TIED
+        + """
+def @main(%h: f32[4, 3]) -> (f32[4, 2], f32[3, 2]) {
+  %y: f32[4, 2] = matmul(%h, $w)
+  %o: (f32[4, 2], f32[3, 2]) = (%y, $w)
+  return %o
+}""",
+        numbers=True,
+    ),
+    C(
+        "fold-constant",
+        "a transpose of a constant nothing else reads is folded (the copy replaces it)",
+        TIED
+        + """
+def @main(%h: f32[4, 2]) -> f32[4, 3] {
+  %t: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %y: f32[4, 3] = matmul(%h, %t)
+  return %y
+}""",
+        """
+weights {
+  $w.permute_dims: f32[2, 3] = [[1, 3, 5], [2, 4, 6]]
+}
+def @main(%h: f32[4, 2]) -> f32[4, 3] {
+  %y: f32[4, 3] = matmul(%h, $w.permute_dims)
+  return %y
+}""",
+    ),
+    C(
+        "fold-constant",
+        "a shared constant's transpose that is also returned is folded (its value is needed)",
+        TIED
+        + """
+def @main(%ids: i64[4], %h: f32[4, 2]) -> (f32[4, 2], f32[4, 3], f32[2, 3]) {
+  %e: f32[4, 2] = take($w, %ids, axis=0)
+  %t: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %y: f32[4, 3] = matmul(%h, %t)
+  %o: (f32[4, 2], f32[4, 3], f32[2, 3]) = (%e, %y, %t)
+  return %o
+}""",
+        """
+weights {
+  $w: f32[3, 2] = [[1, 2], [3, 4], [5, 6]]
+  $w.permute_dims: f32[2, 3] = [[1, 3, 5], [2, 4, 6]]
+}
+def @main(%ids: i64[4], %h: f32[4, 2]) -> (f32[4, 2], f32[4, 3], f32[2, 3]) {
+  %e: f32[4, 2] = take($w, %ids, axis=0)
+  %y: f32[4, 3] = matmul(%h, $w.permute_dims)
+  %o: (f32[4, 2], f32[4, 3], f32[2, 3]) = (%e, %y, $w.permute_dims)
+  return %o
+}""",
+    ),
+    C(
+        "fold-constant",
+        "a matmul of a constant by its own transpose folds whole",
+        TIED
+        + """
+def @main(%x: f32[3, 3]) -> f32[3, 3] {
+  %t: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %m: f32[3, 3] = matmul($w, %t)
+  %y: f32[3, 3] = add(%x, %m)
+  return %y
+}""",
+        """
+weights {
+  $w.matmul: f32[3, 3] = [[5, 11, 17], [11, 25, 39], [17, 39, 61]]
+}
+def @main(%x: f32[3, 3]) -> f32[3, 3] {
+  %y: f32[3, 3] = add(%x, $w.matmul)
+  return %y
+}""",
+    ),
+]
+
 SYMBOLIC = """
 def @main(%x: f32[n]) -> f32[n] {
   %z: f32[n] = zeros(shape=[n], dtype=f32)
@@ -462,6 +576,35 @@ def @main(%x: u8[2, 3]) -> u8[2, 2] {
   %matmul: i32[2, 2] = matmul(%subtract, %cast_1, out_dtype=i32)
   %cast_2: f32[2, 2] = cast(%matmul, dtype=f32)
   %multiply: f32[2, 2] = multiply(%cast_2, const(f32[], 0.125))
+  %q: u8[2, 2] = quantize(%multiply, const(f32[], 1.0), const(u8[], 120))
+  return %q
+}""",
+    ),
+    C(
+        "fold-qdq",
+        "matmul reading w transposed: per-channel scales along w's rows, transpose_b kept",
+        """
+weights {
+  $w: i8[2, 3] = [[1, 3, 5], [2, 4, 6]]
+}
+def @main(%x: u8[2, 3]) -> u8[2, 2] {
+  %a: f32[2, 3] = dequantize(%x, const(f32[], 0.5), const(u8[], 128))
+  %w: f32[2, 3] = dequantize($w, const(f32[2, 1], [[0.25], [0.5]]), const(i8[], 0))
+  %m: f32[2, 2] = matmul(%a, %w, transpose_b=true)
+  %q: u8[2, 2] = quantize(%m, const(f32[], 1.0), const(u8[], 120))
+  return %q
+}""",
+        """
+weights {
+  $w: i8[2, 3] = [[1, 3, 5], [2, 4, 6]]
+}
+def @main(%x: u8[2, 3]) -> u8[2, 2] {
+  %cast: i32[2, 3] = cast(%x, dtype=i32)
+  %subtract: i32[2, 3] = subtract(%cast, const(i32[], 128))
+  %cast_1: i32[2, 3] = cast($w, dtype=i32)
+  %matmul: i32[2, 2] = matmul(%subtract, %cast_1, out_dtype=i32, transpose_b=true)
+  %cast_2: f32[2, 2] = cast(%matmul, dtype=f32)
+  %multiply: f32[2, 2] = multiply(%cast_2, const(f32[2], [0.125, 0.25]))
   %q: u8[2, 2] = quantize(%multiply, const(f32[], 1.0), const(u8[], 120))
   return %q
 }""",
