@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from compiler.ir.attrs import TypeInferenceError
 from compiler.ir.nodes import (
     Call,
@@ -160,6 +162,8 @@ class _Legalizer:
             )
         except self.lowering.LoweringError as e:
             raise self.error(str(e), node) from None
+        if not args:  # reads no buffer: a fill the host makes, once its dims are known
+            return _as_fill(node)
         return lowered_call(kernel, args, node)
 
     def lower_tree(self, root: Expr, origin: Call) -> Expr:
@@ -225,6 +229,27 @@ class _Legalizer:
             mapping[id(b)] = self.lower_call(call) or call
         out = mapping[id(callee.output)]
         return out.replace(name=node.name) if out.name != node.name else out
+
+
+def _as_fill(node: Call) -> Call | None:
+    """A call made from one scalar constant alone (``broadcast_to(1.0, [2*batch*seq])``, left by
+    fold-constant when the size is symbolic) as the host fill ``full`` of its type; None when
+    it is not one."""
+    ty = node.ty
+    if node.op not in ("broadcast_to", "expand") or not isinstance(ty, TensorType):
+        return None
+    if ty.shape is None or len(node.args) != 1 or not isinstance(node.args[0], Constant):
+        return None
+    value = np.asarray(node.args[0].data)
+    if value.size != 1 or ty.dtype.numpy.kind not in "fiub":
+        return None
+    return Call(
+        "full",
+        (),
+        {"shape": ty.shape, "value": float(value.reshape(())), "dtype": ty.dtype},
+        prov=node.prov,
+        name=node.name,
+    )
 
 
 def _symbolic_param(param, arg) -> bool:

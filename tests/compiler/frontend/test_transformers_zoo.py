@@ -14,10 +14,11 @@ Issue 29 grew the zoo: mixture-of-experts decoders (Mixtral with transformers' d
 grouped-experts kernel, Qwen2-MoE with batched experts), vision transformers with relative
 position bias (BEiT, Swin v2), convolutional audio feature extractors (wav2vec 2.0, WavLM,
 Data2Vec audio), encoder-decoders (BART, Marian, Whisper) and more decoders and encoders.
-A model that fails today only for an op another part of issue 29 adds is marked xfail with
-that op named (:data:`XFAIL_TORCH`); one no torch.onnx.export mode exports is not run on the
-ONNX path (``hf_zoo.NO_ONNX``). Models of the same family as a tested one are run by the bench
-only (``hf_zoo.BENCH_ONLY``).
+Mixtral runs transformers' own custom op ``grouped_mm_fallback`` as an opaque op (torch
+computes it, compiled code calls it on the host). A model failing for a known reason would be
+marked xfail with the reason (:data:`XFAIL_TORCH`, empty today); one no torch.onnx.export mode
+exports is not run on the ONNX path (``hf_zoo.NO_ONNX``). Models of the same family as a
+tested one are run by the bench only (``hf_zoo.BENCH_ONLY``).
 
 bench/transformers_zoo.py prints the same matrix as a table (BENCHMARKS.md)."""
 
@@ -41,19 +42,8 @@ OTHER = dict(batch=3, seq=5)  # the second size every dynamic trace is checked a
 SLOW = {"mobilevit", "t5", "swin"}  # 10-20 s each on both paths
 NAMES = [n for n in hf_zoo.ZOO if n not in hf_zoo.BENCH_ONLY]
 
-_MOE_OPS = (
-    "needs converters for aten.sort and aten.histc and an opaque node for the custom op "
-    "transformers.grouped_mm_fallback (issue 29)"
-)
-_WEIGHT_NORM = "needs a converter for aten._weight_norm (issue 29)"
-# models that fail on the torch path today only for an op another part of issue 29 adds
-XFAIL_TORCH = {
-    "mixtral": _MOE_OPS,
-    "beit": "needs converters for aten.meshgrid and in-place updates of views (add_ / copy_ "
-    "into a select of the relative position index) (issue 29)",
-    "wav2vec2": _WEIGHT_NORM,
-    "wavlm": _WEIGHT_NORM,
-}
+# models that fail on the torch path today, with why
+XFAIL_TORCH: dict[str, str] = {}
 # the relative position index is computed in the file from static sizes: those values are
 # '?' when imported and dynamic-to-static folds them (values that read a symbolic dim never are)
 STATIC_SHAPE_COMPUTATIONS = {"beit"}

@@ -1,0 +1,27 @@
+"""A scalar constant broadcast to a symbolic size reads no buffer, so no kernel can make it:
+legalize-ops hands it to the host as a fill (found on a mixture-of-experts decoder, where
+fold-constant leaves ``broadcast_to(1.0, [2*batch*seq])`` as the routing's scatter source)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import compiler
+from compiler import passes
+from compiler.ir import parse
+
+IR = """def @main(%x: f32[n]) -> f32[2*n] {
+  %y: f32[2*n] = concat(%x, %x, axis=0)
+  %b: f32[2*n] = broadcast_to(const(f32[], 1.5), shape=[2*n])
+  %z: f32[2*n] = add(%y, %b)
+  return %z
+}"""
+
+
+def test_a_broadcast_scalar_of_a_symbolic_size_is_a_host_fill_that_compiles():
+    result = passes.run(parse(IR), "legalize-ops,codegen")
+    text = str(result.module)
+    assert "broadcast_to" not in text
+    assert "full(dtype=f32, shape=[2*n], value=1.5)" in text
+    (got,) = compiler.build(result.module)(np.arange(3, dtype=np.float32))
+    np.testing.assert_array_equal(got, [1.5, 2.5, 3.5, 1.5, 2.5, 3.5])
