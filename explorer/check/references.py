@@ -79,13 +79,17 @@ def _node_errors(
     rtol: float,
     atol: float,
     float64=None,
+    ties: list | None = None,
 ) -> list[NodeError]:
     """Nodes of ``main`` (in binding order) whose value differs from the reference value they
     are matched with (the FX node named by their provenance, or the imported node with the
     same provenance) beyond the tolerance, and, where the float64 run ``float64`` (a
     ``judge.Float64Reference``) has that FX node, further from float64 than the reference
-    is (``judge.py``; the error then says so)."""
+    is (``judge.py``; the error then says so). An index of an order-selecting op that selects
+    the same values as the reference's indices (tied values ordered otherwise, ``ties.py``) is
+    no error: it is appended to ``ties`` when given."""
     from explorer.check.judge import judge_float64
+    from explorer.check.ties import tied
 
     key = _root_key(fx_values)
     errors = []
@@ -98,6 +102,10 @@ def _node_errors(
             continue
         a, r, beyond = _compare(v, ref, rtol, atol)
         if not beyond:
+            continue
+        if tied(n, v, ref, values, rtol, atol):
+            if ties is not None:
+                ties.append(n)
             continue
         judged = None
         if fx_values and float64 is not None and float64.made:

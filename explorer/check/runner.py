@@ -39,15 +39,24 @@ from explorer.check.facts import Options, Reference, Run, StepFacts
 from explorer.check.judge import failure_note, used_note
 from explorer.check.layer_errors import LayerErrors
 from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
-from explorer.check.numbers import _judge_outputs, _OutputsCompared, _same_value, _to_numpy
+from explorer.check.numbers import (
+    _compare,
+    _judge_outputs,
+    _leaves,
+    _OutputsCompared,
+    _same_value,
+    _to_numpy,
+)
 from explorer.check.references import (
     _node_reference,
     _onnx_reference,
     _torch_reference,
+    _where,
     float64_reference,
 )
 from explorer.check.registry import kinds
 from explorer.check.report import CheckError, Finding, Report, StepCheck
+from explorer.check.ties import TIE_NOTE, index_source, output_nodes, tied
 from explorer.progress import Job
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
@@ -64,6 +73,7 @@ class _Checker:
         self.reference_kind = reference
         self.progress = progress
         self.notes: list[str] = []
+        self.tie_notes: set[str] = set()  # the notes on tied indices already made
         self.cache = ValueCache()
         self.memo = _Memo()
         self.seeded = 0  # values put in the cache before a run (from the memo)
@@ -438,7 +448,7 @@ class _Checker:
             return "run-failed", None, None
         if self.ref_outputs is None or run.outputs is None:
             return "ok", None, None
-        cmp = self._judge(run.outputs)
+        cmp = self._judge(run.judged if run.judged is not None else run.outputs)
         return ("diverged" if cmp.diverged else "ok"), cmp.max_abs, cmp.max_rel
 
     def _judge(self, outputs: tuple) -> _OutputsCompared:
@@ -461,7 +471,8 @@ class _Checker:
             self._set_reference(run)
         cmp = None
         if run.error is None and self.ref_outputs is not None and run.outputs is not None:
-            cmp = self._judge(run.outputs)
+            run.judged = self._untie(step, run.outputs)
+            cmp = self._judge(run.judged)
         run.diverged = cmp is not None and cmp.diverged
         check = StepCheck(
             step,
@@ -477,6 +488,36 @@ class _Checker:
             check.layers = self._layers(module)
             failure_note(self.reference.float64, self.notes)
         return self._detect(check, run, before, cmp)
+
+    def _untie(self, step: Step, outputs: tuple) -> tuple:
+        """The outputs as they are judged: an output that is the index result of an
+        order-selecting op (``ties.py``) and selects the same values of its input as the
+        reference's indices do is taken as the reference's (tied values ordered otherwise:
+        both orders are correct), with a note; every other output as it is."""
+        got, want = _leaves(outputs), _leaves(self.ref_outputs)
+        nodes = output_nodes(step.module["main"].output)
+        if not (len(nodes) == len(got) == len(want)):
+            return outputs
+        judged, changed = list(got), False
+        for i, (node, g, w) in enumerate(zip(nodes, got, want, strict=True)):
+            if index_source(node) is None:
+                continue
+            g, w = np.asarray(g), np.asarray(w)
+            if g.shape != w.shape or not _compare(g, w, self.rtol, self.atol)[2]:
+                continue
+            if tied(node, g, w, self.cache.values, self.rtol, self.atol):
+                judged[i], changed = w.astype(g.dtype, copy=False), True
+                self.tie_note(f"output {i} ({_where(node)})")
+        return tuple(judged) if changed else outputs
+
+    def tie_note(self, where: str) -> None:
+        """Say once that the indices of tied values at ``where`` differ from the reference's."""
+        note = TIE_NOTE.format(ref=self.reference.name, where=where) + (
+            "; judged by the values they select"
+        )
+        if note not in self.tie_notes:
+            self.tie_notes.add(note)
+            self.notes.append(note)
 
     def _generation(self, before: Run | None) -> int:
         """The memo generation of a step's run (values a pass rebuilt on the same inputs)."""
