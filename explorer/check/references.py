@@ -71,6 +71,18 @@ def _reference_of(
     return ref if ref is not None and ref.shape == value.shape else None
 
 
+def _input_reference(fx_values: dict, node_ref: dict):
+    """``reference_of(expr, value)`` for ``ties.tied``: the reference value an op's input is
+    matched with, or None."""
+
+    def reference_of(expr: Expr, value: np.ndarray):
+        if fx_values and expr.prov.source_node is None:
+            return None
+        return _reference_of(expr, value, fx_values, node_ref)
+
+    return reference_of
+
+
 def _node_errors(
     main: Function,
     values: dict,
@@ -103,7 +115,7 @@ def _node_errors(
         a, r, beyond = _compare(v, ref, rtol, atol)
         if not beyond:
             continue
-        if tied(n, v, ref, values, rtol, atol):
+        if tied(n, v, ref, values, rtol, atol, _input_reference(fx_values, node_ref)):
             if ties is not None:
                 ties.append(n)
             continue

@@ -48,6 +48,7 @@ from explorer.check.numbers import (
     _to_numpy,
 )
 from explorer.check.references import (
+    _input_reference,
     _node_reference,
     _onnx_reference,
     _torch_reference,
@@ -505,7 +506,9 @@ class _Checker:
             g, w = np.asarray(g), np.asarray(w)
             if g.shape != w.shape or not _compare(g, w, self.rtol, self.atol)[2]:
                 continue
-            if tied(node, g, w, self.cache.values, self.rtol, self.atol):
+            ref = self.reference
+            within = _input_reference(ref.fx_values, ref.node_values)
+            if tied(node, g, w, self.cache.values, self.rtol, self.atol, within):
                 judged[i], changed = w.astype(g.dtype, copy=False), True
                 self.tie_note(f"output {i} ({_where(node)})")
         return tuple(judged) if changed else outputs
