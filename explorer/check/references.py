@@ -72,12 +72,21 @@ def _reference_of(
 
 
 def _input_reference(fx_values: dict, node_ref: dict):
-    """``reference_of(expr, value)`` for ``ties.tied``: the reference value an op's input is
-    matched with, or None."""
+    """``reference_of(expr, value, op)`` for ``ties.tied``: the reference value that ``expr``,
+    the input of ``op``, is matched with, or None (no match, or ``expr`` is of ``op``'s own
+    source op)."""
 
-    def reference_of(expr: Expr, value: np.ndarray):
-        if fx_values and expr.prov.source_node is None:
-            return None
+    key = _root_key(fx_values)
+
+    def reference_of(expr: Expr, value: np.ndarray, op: Expr):
+        if fx_values:  # the FX op's own input, recorded when the reference ran
+            ops = [op, getattr(op, "tuple_value", op)]
+            for name in dict.fromkeys(o.prov.source_node for o in ops):
+                x = fx_values.get(ORDER_INPUT.format(name))
+                if x is not None and x.shape == value.shape:
+                    return x
+        if key(expr) is None or key(expr) == key(op):
+            return None  # an intermediate made for the op itself: its reference is the op's
         return _reference_of(expr, value, fx_values, node_ref)
 
     return reference_of
@@ -213,11 +222,28 @@ def _fx_run(ep, tensors: list) -> tuple[tuple, dict[str, np.ndarray]]:
             out = super().run_node(n)
             if n.op == "call_function" and isinstance(out, torch.Tensor):
                 values[n.name] = _to_numpy(out)
+            if n.op == "call_function" and _orders(n):
+                # the input of an op whose indices may order ties otherwise (ties.py)
+                first = n.args[0] if n.args else None
+                for m in (n, *n.users):
+                    x = self.env.get(first) if isinstance(first, torch.fx.Node) else None
+                    if isinstance(x, torch.Tensor):
+                        values[ORDER_INPUT.format(m.name)] = _to_numpy(x)
             return out
 
     with torch.no_grad():
         out = Capture(ep.graph_module).run(*_graph_args(ep, tensors))
     return _user_outputs(ep, out), values
+
+
+ORDER_INPUT = "{}<input>"  # fx values: the input of an order-selecting FX node (and its getitems)
+ORDER_TARGETS = ("sort", "argsort", "topk", "argmax", "argmin", "max.dim", "min.dim", "kthvalue")
+
+
+def _orders(n) -> bool:
+    """Whether FX node ``n`` selects by order (its indices may tie)."""
+    name = str(getattr(n.target, "__name__", n.target))
+    return any(name == t or name.startswith(t + ".") for t in ORDER_TARGETS)
 
 
 def _fx_values(ep, tensors: list) -> dict[str, np.ndarray]:

@@ -59,7 +59,7 @@ def tied(node: Expr, value, ref, values: dict, rtol: float, atol: float, referen
     """Whether ``value`` (the value of ``node`` in a step) differs from the reference value
     ``ref`` only in the order of tied values: ``node`` is the index of an order-selecting op
     whose input value is in ``values``, and both index sets select the same values of it.
-    ``reference_of(expr, value)`` gives the reference value of the op's input when one is
+    ``reference_of(expr, value, node)`` gives the reference value of the op's input when one is
     matched: it must then agree with the step's input (a pass that changed the input, making
     values tie that did not, is no tie)."""
     src = index_source(node)
@@ -69,7 +69,7 @@ def tied(node: Expr, value, ref, values: dict, rtol: float, atol: float, referen
     if not isinstance(x, np.ndarray) or value.shape != ref.shape:
         return False
     if reference_of is not None:
-        x_ref = reference_of(src[0], x)
+        x_ref = reference_of(src[0], x, node)
         if x_ref is not None and (x_ref.shape != x.shape or _compare(x, x_ref, rtol, atol)[2]):
             return False
     got = _select(x, value, src[1], src[2])
