@@ -120,3 +120,37 @@ def test_argmax_ties():
     report = explorer.explore(_Argmax(), (x,)).check((x,))
     assert report.findings == []
     assert _not_ok(report) == []
+
+
+def test_onnx_topk_ties_agree_with_onnxruntime():
+    """onnxruntime's TopK puts the lower index first on ties, as the ONNX spec says and as
+    passlens's topk does: no note, no finding, largest or smallest."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    x = _tied_input().numpy()
+    for largest in (1, 0):
+        node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=-1, largest=largest)
+        graph = helper.make_graph(
+            [node],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 64])],
+            [
+                helper.make_tensor_value_info("v", TensorProto.FLOAT, [3, 40]),
+                helper.make_tensor_value_info("i", TensorProto.INT64, [3, 40]),
+            ],
+            initializer=[helper.make_tensor("k", TensorProto.INT64, [1], [40])],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        _, idx = session.run(None, {"x": x})
+        stable = np.argsort(-x if largest else x, axis=-1, kind="stable")[:, :40]
+        assert np.array_equal(idx, stable)
+        report = explorer.explore(model, (x,)).check((x,))
+        assert report.findings == []
+        assert _not_ok(report) == []
+        assert not [n for n in report.notes if "tied values" in n]
+    del onnx
