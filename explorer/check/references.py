@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from compiler import matmul_float64
-from compiler.ir import Expr, Function, children
+from compiler.ir import Expr, Function, TupleGetItem, children
 from explorer.check.numbers import _compare, _to_numpy
 from explorer.check.report import CheckError, NodeError
 
@@ -63,6 +63,8 @@ def _reference_of(
     node named by its provenance, or the one imported node with the same provenance."""
     if fx_values:
         ref = fx_values.get(node.prov.source_node)
+        if ref is None and isinstance(node, TupleGetItem):  # of a sort / topk / max.dim
+            ref = fx_values.get(ORDER_FIELD.format(node.prov.source_node, node.index))
     elif node.prov.is_empty:
         return None
     else:
@@ -222,6 +224,10 @@ def _fx_run(ep, tensors: list) -> tuple[tuple, dict[str, np.ndarray]]:
             out = super().run_node(n)
             if n.op == "call_function" and isinstance(out, torch.Tensor):
                 values[n.name] = _to_numpy(out)
+            if n.op == "call_function" and _orders(n) and isinstance(out, (tuple, list)):
+                for k, t in enumerate(out):  # (values, indices): no FX getitem is matched
+                    if isinstance(t, torch.Tensor):
+                        values[ORDER_FIELD.format(n.name, k)] = _to_numpy(t)
             if n.op == "call_function" and _orders(n):
                 # the input of an op whose indices may order ties otherwise (ties.py)
                 first = n.args[0] if n.args else None
@@ -236,6 +242,7 @@ def _fx_run(ep, tensors: list) -> tuple[tuple, dict[str, np.ndarray]]:
     return _user_outputs(ep, out), values
 
 
+ORDER_FIELD = "{}<{}>"  # fx values: field k of an order-selecting FX node's tuple
 ORDER_INPUT = "{}<input>"  # fx values: the input of an order-selecting FX node (and its getitems)
 ORDER_TARGETS = ("sort", "argsort", "topk", "argmax", "argmin", "max.dim", "min.dim", "kthvalue")
 
