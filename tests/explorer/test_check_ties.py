@@ -115,6 +115,26 @@ def test_indices_used_downstream_name_the_tie():
     assert finding.details["tied_indices"] == ["argsort"]
 
 
+def test_topk_routing_on_tied_scores_names_the_tie():
+    """MoE-like routing: the top 20 of 32 tied scores pick other experts than torch's (both
+    correct); the finding on what they route to says the indices differ only by ties."""
+
+    class Route(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.experts = torch.nn.Parameter(torch.randn(32, 8))
+
+        def forward(self, scores):
+            w, idx = torch.topk(scores, 20, dim=-1)
+            return (self.experts[idx] * w[..., None]).sum(1)
+
+    torch.manual_seed(0)
+    scores = torch.randint(0, 3, (6, 32)).float()
+    (finding,) = explorer.explore(Route(), (scores,)).check((scores,)).findings
+    assert finding.details["tied_indices"] == ["topk"]
+    assert "only in the order of tied values" in finding.message
+
+
 def test_argmax_ties():
     x = _tied_input()
     report = explorer.explore(_Argmax(), (x,)).check((x,))
