@@ -51,6 +51,7 @@ from explorer.check.references import (
     _input_reference,
     _node_reference,
     _onnx_reference,
+    _reference_of,
     _torch_reference,
     _where,
     float64_reference,
@@ -470,6 +471,9 @@ class _Checker:
         self.results[id(module)] = run
         if step is self.imported:
             self._set_reference(run)
+        if run.error is None and self.ref_outputs is not None and isinstance(module, Module):
+            run = self._retie(module, run)
+            self.results[id(module)] = run
         cmp = None
         if run.error is None and self.ref_outputs is not None and run.outputs is not None:
             run.judged = self._untie(step, run.outputs)
@@ -512,14 +516,51 @@ class _Checker:
             within = _input_reference(ref.fx_values, ref.node_values)
             if tied(node, g, w, self.cache.values, self.rtol, self.atol, within):
                 judged[i], changed = w.astype(g.dtype, copy=False), True
-                self.tie_note(f"output {i} ({_where(node)})")
+                self.tie_note(f"output {i} ({_where(node)})", "judged by the values they select")
         return tuple(judged) if changed else outputs
 
-    def tie_note(self, where: str) -> None:
-        """Say once that the indices of tied values at ``where`` differ from the reference's."""
-        note = TIE_NOTE.format(ref=self.reference.name, where=where) + (
-            "; judged by the values they select"
-        )
+    def _retie(self, module: Module, run: Run) -> Run:
+        """The run again with every index of tied values in @main that differs from the
+        reference's (``ties.py``) set to the reference's, and all that reads it computed
+        again: what the module computes when it breaks ties as the reference does (a value
+        routed by the order of ties, an MoE's chosen experts, is then comparable; a wrong
+        index is not tied and stays). A note names each such index."""
+        ref = self.reference
+        fx, node_ref = ref.fx_values, ref.node_values
+        if not fx and not node_ref:
+            return run
+        values, within = self.cache.values, _input_reference(fx, node_ref)
+        main = module["main"]
+        dirty: dict[int, Expr] = {}
+        for node in main.iter_nodes():
+            v = values.get(node)
+            if index_source(node) is None or not isinstance(v, np.ndarray):
+                continue
+            want = _reference_of(node, v, fx, node_ref)
+            if want is None or want is v or not _compare(v, want, self.rtol, self.atol)[2]:
+                continue
+            if tied(node, v, want, values, self.rtol, self.atol, within):
+                values[node] = np.asarray(want).astype(v.dtype, copy=False)
+                dirty[id(node)] = node
+                self.tie_note(_where(node), f"values after it computed with {ref.name}'s order")
+        if not dirty:
+            return run
+        tied_ids = set(dirty)
+        for node in main.iter_nodes():  # what reads a replaced index is computed again
+            if id(node) not in tied_ids and any(id(c) in dirty for c in children(node)):
+                dirty[id(node)] = node
+                values.pop(node, None)
+        again = self.run_module(module)
+        again.generation = run.generation
+        again.computed += run.computed
+        again.reused += run.reused
+        again.seconds += run.seconds
+        return again
+
+    def tie_note(self, where: str, how: str) -> None:
+        """Say once that the indices of tied values at ``where`` differ from the reference's,
+        and ``how`` they were judged."""
+        note = f"{TIE_NOTE.format(ref=self.reference.name, where=where)}; {how}"
         if note not in self.tie_notes:
             self.tie_notes.add(note)
             self.notes.append(note)

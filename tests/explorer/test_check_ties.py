@@ -80,8 +80,7 @@ def test_sort_ties_are_not_a_divergence_and_a_note_says_so():
     assert report.findings == []
     assert _not_ok(report) == []
     notes = [n for n in report.notes if "indices of tied values differ" in n]
-    assert any("output 1" in n for n in notes)
-    assert any("output 2" in n for n in notes)
+    assert [n.split(" at ")[1].split(":")[0] for n in notes] == ["sort", "argsort", "topk"]
     assert all("both orders are correct" in n for n in notes)
     del j, ti
 
@@ -98,7 +97,10 @@ def test_wrong_indices_are_still_caught(zero):
     assert statuses["test-ties-wrong-order"] == "diverged"
 
 
-def test_indices_used_downstream_name_the_tie():
+def test_values_routed_by_tied_indices_are_computed_with_torchs_order():
+    """Values that depend on which tied index comes first (positions, an MoE's experts chosen
+    from tied scores) are computed again with torch's order: no false divergence."""
+
     class Positions(torch.nn.Module):
         def forward(self, x):
             return torch.argsort(x, dim=-1).float() * 0.5
@@ -106,18 +108,6 @@ def test_indices_used_downstream_name_the_tie():
     class Gathered(torch.nn.Module):
         def forward(self, x):
             return torch.gather(x * 2 + 1, -1, torch.argsort(x, dim=-1))
-
-    x = _tied_input()
-    assert explorer.explore(Gathered(), (x,)).check((x,)).findings == []
-    (finding,) = explorer.explore(Positions(), (x,)).check((x,)).findings
-    # the positions of tied values are not determined: the finding says why they may differ
-    assert "differ from torch eager's only in the order of tied values" in finding.message
-    assert finding.details["tied_indices"] == ["argsort"]
-
-
-def test_topk_routing_on_tied_scores_names_the_tie():
-    """MoE-like routing: the top 20 of 32 tied scores pick other experts than torch's (both
-    correct); the finding on what they route to says the indices differ only by ties."""
 
     class Route(torch.nn.Module):
         def __init__(self):
@@ -128,11 +118,26 @@ def test_topk_routing_on_tied_scores_names_the_tie():
             w, idx = torch.topk(scores, 20, dim=-1)
             return (self.experts[idx] * w[..., None]).sum(1)
 
+    x = _tied_input()
     torch.manual_seed(0)
     scores = torch.randint(0, 3, (6, 32)).float()
-    (finding,) = explorer.explore(Route(), (scores,)).check((scores,)).findings
-    assert finding.details["tied_indices"] == ["topk"]
-    assert "only in the order of tied values" in finding.message
+    for model, inp in ((Positions(), x), (Gathered(), x), (Route(), scores)):
+        report = explorer.explore(model, (inp,)).check((inp,))
+        assert report.findings == []
+        assert _not_ok(report) == []
+        assert any("values after it computed with torch eager's order" in n for n in report.notes)
+
+
+def test_wrong_indices_read_downstream_are_caught():
+    class Positions(torch.nn.Module):
+        def forward(self, x):
+            return torch.argsort(x, dim=-1).float() * 0.5
+
+    x = _tied_input()
+    trace = explorer.explore(Positions(), (x,), pipeline=[_WrongOrder()])
+    (finding,) = trace.check((x,)).findings
+    assert finding.step.name == "test-ties-wrong-order"
+    assert finding.details["tied_indices"] == []
 
 
 def test_argmax_ties():
