@@ -6,7 +6,14 @@ passlens's ``topk`` is stable (ties keep the lower index first), so on tied valu
 may differ from the reference's while both are correct. An index value that differs from the
 reference's is therefore judged by what it selects: the op's input (this step's value) gathered
 at this step's indices and at the reference's must agree within the tolerance. A wrong index
-(one that selects another value) still differs.
+(one that selects another value) still differs, and so does an input a pass changed so that
+values tie which did not: the op's input must agree with the reference's (torch: the FX op's
+own input, recorded when the reference ran).
+
+Where such an index differs from the reference's only by ties, the check runs the step again
+with the reference's indices in its place (``runner._Checker._retie``): values that depend on
+which tied index comes first (positions, the experts an MoE routes to from tied scores) are
+then judged as the reference computed them. A note names every such index.
 
 What can be judged so is an IR node that is the index result of an order-selecting op: the
 index field of ``topk`` (which sort, argsort and ONNX TopK convert to) and ``argmax`` /
