@@ -22,6 +22,8 @@ class Run:
     """The results of running one module."""
 
     outputs: tuple | None = None
+    # the outputs as judged: tied indices taken as the reference's (ties.py); None: ``outputs``
+    judged: tuple | None = None
     error: BaseException | None = None
     error_node: Expr | None = None
     mismatches: list = field(default_factory=list)  # (TypeMismatch, function name)

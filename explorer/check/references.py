@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from compiler import matmul_float64
-from compiler.ir import Expr, Function, children
+from compiler.ir import Expr, Function, TupleGetItem, children
 from explorer.check.numbers import _compare, _to_numpy
 from explorer.check.report import CheckError, NodeError
 
@@ -63,12 +63,35 @@ def _reference_of(
     node named by its provenance, or the one imported node with the same provenance."""
     if fx_values:
         ref = fx_values.get(node.prov.source_node)
+        if ref is None and isinstance(node, TupleGetItem):  # of a sort / topk / max.dim
+            ref = fx_values.get(ORDER_FIELD.format(node.prov.source_node, node.index))
     elif node.prov.is_empty:
         return None
     else:
         same = [r for r in node_ref.get(_prov_key(node), ()) if r.shape == value.shape]
         ref = same[0] if len(same) == 1 else None
     return ref if ref is not None and ref.shape == value.shape else None
+
+
+def _input_reference(fx_values: dict, node_ref: dict):
+    """``reference_of(expr, value, op)`` for ``ties.tied``: the reference value that ``expr``,
+    the input of ``op``, is matched with, or None (no match, or ``expr`` is of ``op``'s own
+    source op)."""
+
+    key = _root_key(fx_values)
+
+    def reference_of(expr: Expr, value: np.ndarray, op: Expr):
+        if fx_values:  # the FX op's own input, recorded when the reference ran
+            ops = [op, getattr(op, "tuple_value", op)]
+            for name in dict.fromkeys(o.prov.source_node for o in ops):
+                x = fx_values.get(ORDER_INPUT.format(name))
+                if x is not None and x.shape == value.shape:
+                    return x
+        if key(expr) is None or key(expr) == key(op):
+            return None  # an intermediate made for the op itself: its reference is the op's
+        return _reference_of(expr, value, fx_values, node_ref)
+
+    return reference_of
 
 
 def _node_errors(
@@ -79,13 +102,17 @@ def _node_errors(
     rtol: float,
     atol: float,
     float64=None,
+    ties: list | None = None,
 ) -> list[NodeError]:
     """Nodes of ``main`` (in binding order) whose value differs from the reference value they
     are matched with (the FX node named by their provenance, or the imported node with the
     same provenance) beyond the tolerance, and, where the float64 run ``float64`` (a
     ``judge.Float64Reference``) has that FX node, further from float64 than the reference
-    is (``judge.py``; the error then says so)."""
+    is (``judge.py``; the error then says so). An index of an order-selecting op that selects
+    the same values as the reference's indices (tied values ordered otherwise, ``ties.py``) is
+    no error: it is appended to ``ties`` when given."""
     from explorer.check.judge import judge_float64
+    from explorer.check.ties import tied
 
     key = _root_key(fx_values)
     errors = []
@@ -98,6 +125,10 @@ def _node_errors(
             continue
         a, r, beyond = _compare(v, ref, rtol, atol)
         if not beyond:
+            continue
+        if tied(n, v, ref, values, rtol, atol, _input_reference(fx_values, node_ref)):
+            if ties is not None:
+                ties.append(n)
             continue
         judged = None
         if fx_values and float64 is not None and float64.made:
@@ -193,11 +224,33 @@ def _fx_run(ep, tensors: list) -> tuple[tuple, dict[str, np.ndarray]]:
             out = super().run_node(n)
             if n.op == "call_function" and isinstance(out, torch.Tensor):
                 values[n.name] = _to_numpy(out)
+            if n.op == "call_function" and _orders(n) and isinstance(out, (tuple, list)):
+                for k, t in enumerate(out):  # (values, indices): no FX getitem is matched
+                    if isinstance(t, torch.Tensor):
+                        values[ORDER_FIELD.format(n.name, k)] = _to_numpy(t)
+            if n.op == "call_function" and _orders(n):
+                # the input of an op whose indices may order ties otherwise (ties.py)
+                first = n.args[0] if n.args else None
+                for m in (n, *n.users):
+                    x = self.env.get(first) if isinstance(first, torch.fx.Node) else None
+                    if isinstance(x, torch.Tensor):
+                        values[ORDER_INPUT.format(m.name)] = _to_numpy(x)
             return out
 
     with torch.no_grad():
         out = Capture(ep.graph_module).run(*_graph_args(ep, tensors))
     return _user_outputs(ep, out), values
+
+
+ORDER_FIELD = "{}<{}>"  # fx values: field k of an order-selecting FX node's tuple
+ORDER_INPUT = "{}<input>"  # fx values: the input of an order-selecting FX node (and its getitems)
+ORDER_TARGETS = ("sort", "argsort", "topk", "argmax", "argmin", "max.dim", "min.dim", "kthvalue")
+
+
+def _orders(n) -> bool:
+    """Whether FX node ``n`` selects by order (its indices may tie)."""
+    name = str(getattr(n.target, "__name__", n.target))
+    return any(name == t or name.startswith(t + ".") for t in ORDER_TARGETS)
 
 
 def _fx_values(ep, tensors: list) -> dict[str, np.ndarray]:

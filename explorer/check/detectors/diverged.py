@@ -9,16 +9,18 @@ Details: ``max_abs``, ``max_rel``, ``output`` (index of the worst output), ``ref
 earliest first; ``nodes[0]`` is the earliest node that differs, when one is matched),
 ``rule`` (what judged: ``"tolerance"`` or ``"float64"``, see ``explorer/check/judge.py``) and
 ``float64`` (for the float64 rule: ``error`` and ``reference_error``, the largest distances of
-the step's and the reference's outputs from the float64 run, and ``share`` of the allowance)."""
+the step's and the reference's outputs from the float64 run, and ``share`` of the allowance),
+``tied_indices`` (where index values differ from the reference's only in the order of tied
+values, ``ties.py``: no error; the message says so when the first node that differs reads one)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compiler.ir import Module
+from compiler.ir import Module, children
 from explorer.check.judge import FLOAT64, FLOAT64_MULTIPLIER
 from explorer.check.numbers import _allclose
-from explorer.check.references import _node_errors
+from explorer.check.references import _node_errors, _where
 from explorer.check.registry import Kind
 from explorer.check.report import NODE_ERRORS_KEPT, Finding
 from explorer.fmt import num
@@ -39,7 +41,7 @@ def detect(facts: StepFacts) -> list[Finding]:
         return []  # diverged as much as the module before: reported there
     ref, check = facts.reference, facts.check
     module = facts.step.module
-    errors = []
+    errors, ties = [], []
     if isinstance(module, Module):  # another compiler's steps give outputs only, no node values
         errors = _node_errors(
             module["main"],
@@ -49,6 +51,7 @@ def detect(facts: StepFacts) -> list[Finding]:
             opts.rtol,
             opts.atol,
             ref.float64 if cmp.rule == FLOAT64 else None,
+            ties,
         )
     if cmp.note:
         text = cmp.note
@@ -59,8 +62,14 @@ def detect(facts: StepFacts) -> list[Finding]:
             f"{num(check.max_abs)} (max abs, {num(check.max_rel)} max rel; "
             f"{n} element{'s' if n != 1 else ''} beyond tolerance)"
         )
+    tie = _tie_read(errors[0].node, ties) if errors else None
     if errors:
         text = f"{errors[0]}; {text}"
+    if tie is not None:
+        text += (
+            f"; it reads the indices at {_where(tie)}, which differ from {ref.name}'s only in "
+            "the order of tied values (both correct): this difference may be that order alone"
+        )
     text += "; " + _rule_text(cmp, ref)
     finding = Finding(
         "diverged",
@@ -75,9 +84,27 @@ def detect(facts: StepFacts) -> list[Finding]:
             "node_errors": errors[:NODE_ERRORS_KEPT],
             "rule": cmp.rule,
             "float64": _judgement(cmp.float64),
+            "tied_indices": [_where(n) for n in ties],
         },
     )
     return [finding]
+
+
+def _tie_read(node, ties: list):
+    """The first of the tied-index nodes ``ties`` that ``node`` reads, directly or not."""
+    if not ties:
+        return None
+    wanted = {id(t): t for t in ties}
+    seen, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if id(n) in wanted and n is not node:
+            return n
+        stack.extend(children(n))
+    return None
 
 
 def _rule_text(cmp, ref) -> str:
