@@ -353,7 +353,7 @@ class Trace:
         # the passes of the pipeline a failure (or an interrupt) left unrun, in order
         self.skipped = list(skipped)
         self.interrupted = interrupted  # the run was stopped (Ctrl-C) in trace.failure
-        self.compiler = compiler  # whose passes: "passlens", or "tvm" (explorer.tvm)
+        self.compiler = compiler  # whose passes: an adapter name (explorer.adapters)
         # the last check's Report (trace.check, or read from a file by load); the views and
         # save use it unless given another
         self.report: Any = None

@@ -129,11 +129,13 @@ def graph_ref(reader: Any, rec: Any) -> Any:
 
 
 def foreign_module(reader: Any, rec: Any) -> Any:
-    """Another compiler's module as saved: its graph model and texts (no IR)."""
-    from explorer.tvm.module import TVMModule
+    """Another compiler's module as saved: its graph model and texts (no IR), rebuilt by that
+    compiler's adapter (``explorer.adapters``)."""
+    from explorer.adapters import get_adapter, is_adapter_name
 
-    if not isinstance(rec, dict) or rec.get("compiler") not in ("tvm", "inductor"):
-        raise ValueError("a foreign module must be a mapping of compiler 'tvm' or 'inductor'")
+    name = rec.get("compiler") if isinstance(rec, dict) else None
+    if not is_adapter_name(name) or name == "passlens":
+        raise ValueError("a foreign module must be a mapping naming another compiler")
     text, texts, stage = rec["text"], rec.get("texts") or {}, rec.get("stage")
     if not isinstance(text, str) or not isinstance(texts, dict):
         raise TypeError("a foreign module's text must be text")
@@ -141,19 +143,8 @@ def foreign_module(reader: Any, rec: Any) -> Any:
         raise TypeError("a foreign module's texts must be text")
     if stage not in (None, "loops"):
         raise ValueError(f"unknown backend stage {stage!r}")
-    if rec["compiler"] == "inductor":  # a torch.compile FX graph: no GraphModule once loaded
-        from explorer.inductor.module import FXModule
-
-        graph = decode_graph(rec["graph"], reader)
-        return FXModule(model=graph, text=text, extra_texts=dict(texts) or None, stage=stage)
-    return TVMModule(
-        None,
-        inner=bool(rec.get("inner")),
-        graph=decode_graph(rec["graph"], reader),
-        text=text,
-        texts=dict(texts),
-        stage=stage,
-    )
+    graph = decode_graph(rec["graph"], reader)
+    return get_adapter(name).load_module(rec, graph, text, dict(texts), stage)
 
 
 _MAX_VALUE_DEPTH = 8  # lists nested in an attribute value

@@ -39,6 +39,7 @@ from compiler.ir import (
     parse_type,
 )
 from compiler.passes import SkippedPass
+from explorer.adapters import is_adapter_name
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportReader
 from explorer.store.errors import _decode_error
@@ -365,7 +366,7 @@ class _Reader(ArrayReading):
     def compiler(self, value: Any) -> str:
         if value is None:
             return "passlens"
-        if value not in ("passlens", "tvm", "inductor"):
+        if not is_adapter_name(value):  # a registered compiler (explorer.adapters)
             raise TraceFileError(f"{self.path}: unknown compiler {value!r} in the manifest")
         return str(value)
 
