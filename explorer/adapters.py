@@ -174,8 +174,8 @@ def is_adapter_name(name: Any) -> bool:
 def get_adapter(name: Any) -> Adapter:
     """The adapter called ``name``, importing its module on first use."""
     if not is_adapter_name(name):
-        names = ", ".join(repr(n) for n in adapter_names())
-        raise ValueError(f"compiler is one of {names}, not {str(name)[:60]!r}")
+        names = " or ".join(repr(n) for n in adapter_names())
+        raise ValueError(f"compiler is {names}, not {str(name)[:60]!r}")
     if name not in _ADAPTERS:
         importlib.import_module(_LAZY[name])
         if name not in _ADAPTERS:
