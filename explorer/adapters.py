@@ -83,8 +83,15 @@ class Adapter:
         return None
 
     def reduce(self, report: Any, finding: Any, budget: float, progress: Any) -> Any:
-        """Shrink ``finding`` (default: passlens's reducer, ``explorer.reduce``)."""
+        """Shrink ``finding`` (default: passlens's reducer, ``explorer.reduce``, for an adapter
+        with the REDUCE capability; else a ReduceError)."""
         from explorer.check.report import _reducer
+        from explorer.reduce import ReduceError
+
+        if REDUCE not in self.capabilities:
+            raise ReduceError(
+                f"reduce cannot shrink a {self.name} trace (its adapter has no reducer)"
+            )
 
         if not _reducer:
             raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
@@ -163,7 +170,7 @@ def unregister_adapter(name: str) -> None:
 
 def adapter_names() -> tuple[str, ...]:
     """Every compiler's name, registered or registered on first use (nothing imported)."""
-    return tuple(dict.fromkeys([*_ADAPTERS, *_LAZY]))
+    return tuple(dict.fromkeys([PasslensAdapter.name, *_LAZY, *_ADAPTERS]))
 
 
 def is_adapter_name(name: Any) -> bool:
