@@ -497,6 +497,31 @@ class Trace:
         return PassStepper(self, report=self._report(report))
 
 
+def pass_steps(snapshots: Sequence[Any], offset: int) -> list[Step]:
+    """The pass steps of a run's snapshots (each a ``compiler.passes.Snapshot`` or one with
+    its fields), numbered after the ``offset`` steps before them (source, import): what every
+    adapter's recorder builds its trace from."""
+    return [
+        Step(
+            offset + snap.index,
+            "pass",
+            snapshot=snap,
+            parent=None if snap.parent is None else offset + snap.parent,
+            children=[offset + c for c in snap.children],
+        )
+        for snap in snapshots
+    ]
+
+
+def input_tuple(example_inputs: Any) -> tuple | None:
+    """Example inputs as a trace keeps them: a tuple (one value becomes a 1-tuple), or None."""
+    if isinstance(example_inputs, list):
+        return tuple(example_inputs)
+    if example_inputs is not None and not isinstance(example_inputs, tuple):
+        return (example_inputs,)
+    return example_inputs
+
+
 def trace_from_module(
     module: Module,
     pipeline: Any = "default",
@@ -522,17 +547,7 @@ def trace_from_module(
         result = e.result
     finally:
         job.close()
-    offset = len(steps)
-    for snap in result.snapshots:
-        steps.append(
-            Step(
-                offset + snap.index,
-                "pass",
-                snapshot=snap,
-                parent=None if snap.parent is None else offset + snap.parent,
-                children=[offset + c for c in snap.children],
-            )
-        )
+    steps += pass_steps(result.snapshots, len(steps))
     return Trace(
         steps,
         pipeline=result.pipeline.spec(),
@@ -567,10 +582,7 @@ def explore(
         frontend_options["strict"] = True
     imported = import_source(source, example_inputs, **frontend_options)
     seconds = time.perf_counter() - start
-    if isinstance(example_inputs, list):
-        example_inputs = tuple(example_inputs)
-    elif example_inputs is not None and not isinstance(example_inputs, tuple):
-        example_inputs = (example_inputs,)
+    example_inputs = input_tuple(example_inputs)
     return trace_from_module(
         imported.module,
         pipeline,
