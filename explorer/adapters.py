@@ -117,7 +117,7 @@ class Adapter:
 
 
 class PasslensAdapter(Adapter):
-    """passlens's own compiler: ``explorer.trace.explore``, the check's ``_Checker``."""
+    """passlens's own compiler: ``explorer.trace.explore``, the check's ``Checker``."""
 
     name = "passlens"
     default_pipeline = "default"
@@ -131,9 +131,9 @@ class PasslensAdapter(Adapter):
     def check(
         self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
     ):
-        from explorer.check.runner import _Checker
+        from explorer.check.runner import Checker
 
-        return _Checker(
+        return Checker(
             trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
         ).run()
 
@@ -143,7 +143,7 @@ class PasslensAdapter(Adapter):
         return graph_of_module(module)
 
     def texts(self, module):
-        from compiler.ir.printer import print_module
+        from compiler.ir import print_module
 
         return {"ir": print_module(module)}
 

@@ -23,7 +23,7 @@ from explorer.adapters import (
 )
 from explorer.check.facts import Run
 from explorer.check.report import CheckError
-from explorer.check.runner import _Checker
+from explorer.check.runner import Checker
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param
 from explorer.progress import Job
 from explorer.trace import Step, Trace
@@ -124,7 +124,7 @@ def broken(m: ChainModule) -> ChainModule:
     raise RuntimeError("broken pass")
 
 
-class ChainChecker(_Checker):
+class ChainChecker(Checker):
     """Each step run whole by numpy (outputs only; the reference is the imported step)."""
 
     own_source = "the source is a numpy chain"
