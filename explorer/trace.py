@@ -171,7 +171,7 @@ class Step:
                 self._graph = self.source_graph
             elif isinstance(self.shown_module, Module):
                 self._graph = graph_of_module(self.shown_module)
-            elif self.shown_module is not None:  # another compiler's module (explorer.tvm)
+            elif self.shown_module is not None:  # another compiler's module (explorer.adapters)
                 self._graph = self.shown_module.graph_model()
             else:
                 self._graph = GraphModel()
@@ -213,7 +213,7 @@ class Step:
             return views
         if self._texts is None:
             m = self.shown_module
-            own = m is None or isinstance(m, Module)  # else another compiler's (explorer.tvm)
+            own = m is None or isinstance(m, Module)  # else another compiler's (explorer.adapters)
             self._texts = _backend_texts(m, self.backend_stage) if own else m.texts()
         views.update(self._texts)
         return views

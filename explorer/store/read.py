@@ -198,7 +198,7 @@ class _Reader(ArrayReading):
             self.nodes.append(self.decode(rec))
         self.functions = [self.function(rec) for rec in _list(ir, "functions")]
         self.modules = [self.module(rec) for rec in _list(ir, "modules")]
-        # another compiler's modules (explorer.tvm): their graphs' objects, then the modules
+        # another compiler's modules (explorer.adapters): their graphs' objects, then the modules
         self.refs = [graph_ref(self, rec) for rec in _list(ir, "refs")] if "refs" in ir else []
         foreign = _list(ir, "foreign_modules") if "foreign_modules" in ir else []
         self.foreign_modules = [foreign_module(self, rec) for rec in foreign]

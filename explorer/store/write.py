@@ -142,7 +142,7 @@ class _Writer:
         self._alive: list[Any] = []  # keeps every object whose id() is a key alive
         self.derived: list[dict | None] = []  # per array: None (stored) or its recipe
         self._by_size: dict[int, list[int]] = {}  # stored (not derived) arrays by size
-        self.foreign_modules: list[dict] = []  # another compiler's modules (explorer.tvm)
+        self.foreign_modules: list[dict] = []  # another compiler's modules (explorer.adapters)
         self._foreign_ids: dict[int, int] = {}
         self.refs: list[dict] = []  # the objects of their graph nodes, shared across steps
         self._ref_ids: dict[int, int] = {}
