@@ -12,9 +12,11 @@ the check runs its steps (:meth:`Adapter.check`), how a saved module of it is re
 (:meth:`Adapter.load_module`), how a finding is reduced (:meth:`Adapter.reduce`) and what it
 can do (:attr:`Adapter.capabilities`).
 
-passlens's own compiler is the adapter defined here. Other compilers live in their own
-package and are registered lazily: ``explorer`` imports none of them (nor tvm, nor torch's
-Inductor) until a trace of theirs is recorded, checked or loaded. To add a compiler, write
+Every adapter lives in its own module (passlens's in ``explorer.passlens_adapter``, TVM's in
+``explorer.tvm.adapter``, Inductor's in ``explorer.inductor.adapter``) and is registered
+lazily: ``explorer`` imports none of them (nor tvm, nor torch's Inductor) until a trace of
+theirs is recorded, checked or loaded; this module imports nothing of the explorer. To add a
+compiler, write
 an ``Adapter`` subclass in its package, call :func:`register_adapter` at the end of that
 module, and list the module in ``_LAZY`` (or call ``register_adapter`` from user code).
 """
@@ -82,28 +84,14 @@ class Adapter:
         """How the check shared its work, in words (None: the default, value-cache counts)."""
         return None
 
-    def reduce(self, report: Any, finding: Any, budget: float, progress: Any) -> Any:
-        """Shrink ``finding`` (default: passlens's reducer, ``explorer.reduce``, for an adapter
-        with the REDUCE capability; else a ReduceError)."""
-        from explorer.check.report import _reducer
-        from explorer.reduce import ReduceError
-
-        if REDUCE not in self.capabilities:
-            raise ReduceError(
-                f"reduce cannot shrink a {self.name} trace (its adapter has no reducer)"
-            )
-
-        if not _reducer:
-            raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
-        return _reducer[0](report, finding, budget=budget, progress=progress)
+    #: ``reduce(report, finding, budget, progress)``: the compiler's own reducer; None: passlens's
+    #: (``explorer.reduce``), for an adapter with the REDUCE capability (else a ReduceError)
+    reduce: Any = None
 
     # ----- the store ----------------------------------------------------------------------
-    def save_module(self, module: Any, writer: Any) -> dict:
-        """A step's module as stored (default: what it showed: graph model and texts; see
-        ``explorer.store.graphs.encode_foreign``)."""
-        from explorer.store.graphs import encode_foreign
-
-        return encode_foreign(module, writer)
+    #: ``save_module(module, writer) -> dict``: how a step's module is stored; None: as what it
+    #: showed, graph model and texts (``explorer.store.graphs.encode_foreign``)
+    save_module: Any = None
 
     def load_module(
         self, rec: dict, graph: Any, text: str, texts: dict[str, str], stage: str | None
@@ -116,41 +104,13 @@ class Adapter:
         return f"<{type(self).__name__} {self.name!r}>"
 
 
-class PasslensAdapter(Adapter):
-    """passlens's own compiler: ``explorer.trace.explore``, the check's ``Checker``."""
-
-    name = "passlens"
-    default_pipeline = "default"
-    capabilities = frozenset({NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD})
-
-    def record(self, source, example_inputs, pipeline, progress, **options):
-        from explorer.trace import explore
-
-        return explore(source, example_inputs, pipeline, progress, **options)
-
-    def check(
-        self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-    ):
-        from explorer.check.runner import Checker
-
-        return Checker(
-            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-        ).run()
-
-    def graph_model(self, module):
-        from explorer.graph import graph_of_module
-
-        return graph_of_module(module)
-
-    def texts(self, module):
-        from compiler.ir import print_module
-
-        return {"ir": print_module(module)}
-
-
 _ADAPTERS: dict[str, Adapter] = {}
 # name -> the module that registers it when imported (imported on first use only)
-_LAZY: dict[str, str] = {"tvm": "explorer.tvm.adapter", "inductor": "explorer.inductor.adapter"}
+_LAZY: dict[str, str] = {
+    "passlens": "explorer.passlens_adapter",
+    "tvm": "explorer.tvm.adapter",
+    "inductor": "explorer.inductor.adapter",
+}
 
 
 def register_adapter(adapter: Adapter) -> Adapter:
@@ -170,7 +130,7 @@ def unregister_adapter(name: str) -> None:
 
 def adapter_names() -> tuple[str, ...]:
     """Every compiler's name, registered or registered on first use (nothing imported)."""
-    return tuple(dict.fromkeys([PasslensAdapter.name, *_LAZY, *_ADAPTERS]))
+    return tuple(dict.fromkeys([*_LAZY, *_ADAPTERS]))
 
 
 def is_adapter_name(name: Any) -> bool:
@@ -190,14 +150,11 @@ def get_adapter(name: Any) -> Adapter:
     return _ADAPTERS[name]
 
 
-register_adapter(PasslensAdapter())
-
 __all__ = [
     "NODE_ERRORS",
     "RECHECK_AFTER_LOAD",
     "REDUCE",
     "Adapter",
-    "PasslensAdapter",
     "adapter_names",
     "get_adapter",
     "is_adapter_name",

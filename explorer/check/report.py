@@ -196,7 +196,11 @@ class Report:
         from explorer.adapters import get_adapter
 
         adapter = get_adapter(getattr(self.trace, "compiler", "passlens"))
-        return adapter.reduce(self, finding, budget=budget, progress=progress)
+        if adapter.reduce is not None:  # the compiler's own reducer
+            return adapter.reduce(self, finding, budget=budget, progress=progress)
+        if not _reducer:
+            raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
+        return _reducer[0](self, finding, budget=budget, progress=progress)
 
     def rows(self) -> list[dict]:
         """One row per step for a numerics table: step, depth, pass, status, max abs and max

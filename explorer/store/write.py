@@ -38,7 +38,7 @@ from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportWriter
 from explorer.store.errors import _encode_error
 from explorer.store.fileformat import FOREIGN_VERSION, FORMAT, PROV_FIELDS, VERSION
-from explorer.store.graphs import encode_graph, encode_ref
+from explorer.store.graphs import encode_foreign, encode_graph, encode_ref
 
 if TYPE_CHECKING:
     from explorer.trace import Step, Trace
@@ -257,8 +257,8 @@ class _Writer:
         if key not in self._foreign_ids:
             self._alive.append(m)
             self._foreign_ids[key] = len(self.foreign_modules)
-            adapter = get_adapter(str(m.compiler))  # how that compiler's modules are saved
-            self.foreign_modules.append(adapter.save_module(m, self))
+            save = get_adapter(str(m.compiler)).save_module  # that compiler's way, if its own
+            self.foreign_modules.append(save(m, self) if save else encode_foreign(m, self))
         return self._foreign_ids[key]
 
     def ref(self, obj: Any) -> int:
