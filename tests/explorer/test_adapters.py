@@ -335,3 +335,10 @@ def test_save_load_and_compare(trace, tmp_path):
     cmp = explorer.compare(good, loaded)
     assert cmp.first_divergence is not None
     assert "add_becomes_sub" in str(cmp)
+
+
+def test_the_cli_offers_every_registered_compiler(adapter):
+    from passlens.cli import _parser
+
+    args = _parser().parse_args(["explore", "model.py", "--compiler", NAME])
+    assert args.compiler == NAME
