@@ -171,7 +171,7 @@ class Step:
                 self._graph = self.source_graph
             elif isinstance(self.shown_module, Module):
                 self._graph = graph_of_module(self.shown_module)
-            elif self.shown_module is not None:  # another compiler's module (explorer.tvm)
+            elif self.shown_module is not None:  # another compiler's module (explorer.adapters)
                 self._graph = self.shown_module.graph_model()
             else:
                 self._graph = GraphModel()
@@ -213,7 +213,7 @@ class Step:
             return views
         if self._texts is None:
             m = self.shown_module
-            own = m is None or isinstance(m, Module)  # else another compiler's (explorer.tvm)
+            own = m is None or isinstance(m, Module)  # else another compiler's (explorer.adapters)
             self._texts = _backend_texts(m, self.backend_stage) if own else m.texts()
         views.update(self._texts)
         return views
@@ -353,7 +353,7 @@ class Trace:
         # the passes of the pipeline a failure (or an interrupt) left unrun, in order
         self.skipped = list(skipped)
         self.interrupted = interrupted  # the run was stopped (Ctrl-C) in trace.failure
-        self.compiler = compiler  # whose passes: "passlens", or "tvm" (explorer.tvm)
+        self.compiler = compiler  # whose passes: an adapter name (explorer.adapters)
         # the last check's Report (trace.check, or read from a file by load); the views and
         # save use it unless given another
         self.report: Any = None
@@ -497,6 +497,31 @@ class Trace:
         return PassStepper(self, report=self._report(report))
 
 
+def pass_steps(snapshots: Sequence[Any], offset: int) -> list[Step]:
+    """The pass steps of a run's snapshots (each a ``compiler.passes.Snapshot`` or one with
+    its fields), numbered after the ``offset`` steps before them (source, import): what every
+    adapter's recorder builds its trace from."""
+    return [
+        Step(
+            offset + snap.index,
+            "pass",
+            snapshot=snap,
+            parent=None if snap.parent is None else offset + snap.parent,
+            children=[offset + c for c in snap.children],
+        )
+        for snap in snapshots
+    ]
+
+
+def input_tuple(example_inputs: Any) -> tuple | None:
+    """Example inputs as a trace keeps them: a tuple (one value becomes a 1-tuple), or None."""
+    if isinstance(example_inputs, list):
+        return tuple(example_inputs)
+    if example_inputs is not None and not isinstance(example_inputs, tuple):
+        return (example_inputs,)
+    return example_inputs
+
+
 def trace_from_module(
     module: Module,
     pipeline: Any = "default",
@@ -522,17 +547,7 @@ def trace_from_module(
         result = e.result
     finally:
         job.close()
-    offset = len(steps)
-    for snap in result.snapshots:
-        steps.append(
-            Step(
-                offset + snap.index,
-                "pass",
-                snapshot=snap,
-                parent=None if snap.parent is None else offset + snap.parent,
-                children=[offset + c for c in snap.children],
-            )
-        )
+    steps += pass_steps(result.snapshots, len(steps))
     return Trace(
         steps,
         pipeline=result.pipeline.spec(),
@@ -567,10 +582,7 @@ def explore(
         frontend_options["strict"] = True
     imported = import_source(source, example_inputs, **frontend_options)
     seconds = time.perf_counter() - start
-    if isinstance(example_inputs, list):
-        example_inputs = tuple(example_inputs)
-    elif example_inputs is not None and not isinstance(example_inputs, tuple):
-        example_inputs = (example_inputs,)
+    example_inputs = input_tuple(example_inputs)
     return trace_from_module(
         imported.module,
         pipeline,

@@ -77,6 +77,8 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _parser() -> argparse.ArgumentParser:
+    from explorer.adapters import adapter_names  # every registered compiler (none imported)
+
     parser = argparse.ArgumentParser(
         prog="passlens",
         description="Explore and debug how a deep-learning compiler converts a model.",
@@ -108,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--compiler",
-        choices=("passlens", "tvm", "inductor"),
+        choices=adapter_names(),
         default="passlens",
         help="whose passes to record: passlens's own, Apache TVM Relax's, or torch.compile's "
         "(Inductor, CPU) (default: %(default)s)",
@@ -296,12 +298,13 @@ def _explore(args: argparse.Namespace) -> int:
                 f"bad pipeline spec {args.pipeline!r}: {e} "
                 "(`passlens passes` lists every pass and its options)"
             ) from None
-    elif compiler == "inductor" and args.pipeline is not None:
-        raise CLIError("--compiler inductor runs torch.compile's own passes: give no --pipeline")
+    adapter = explorer.get_adapter(compiler)
+    if not adapter.takes_pipeline and args.pipeline is not None:
+        raise CLIError(f"--compiler {compiler} runs its own passes: give no --pipeline")
     source, inputs = load_model(args.model, args.input_shape)
-    if compiler == "inductor" and inputs is None:
+    if adapter.needs_inputs and inputs is None:
         raise CLIError(
-            f"--compiler inductor needs example inputs for {args.model}: --input-shape, or "
+            f"--compiler {compiler} needs example inputs for {args.model}: --input-shape, or "
             "example args returned by model()"
         )
     try:

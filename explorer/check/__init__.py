@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from compiler import LimitError
+from explorer.adapters import get_adapter, is_adapter_name
 from explorer.check.detectors import KINDS
 from explorer.check.layers import ErrorMap, LayerError
 from explorer.check.param_map import ParamMap
@@ -51,7 +52,6 @@ from explorer.check.report import (
     Report,
     StepCheck,
 )
-from explorer.check.runner import _Checker
 
 SEVERITY = {kind.name: kind.severity for kind in KINDS}  # the severity of each built-in kind
 
@@ -81,24 +81,12 @@ def check(
     if reference not in ("source", "import"):
         raise ValueError(f"reference must be 'source' or 'import', got {reference!r}")
     compiler = getattr(trace, "compiler", "passlens")
-    if compiler not in ("passlens", "tvm", "inductor"):
+    if not is_adapter_name(compiler):
         raise NotImplementedError(f"trace.check cannot run the steps of a {compiler} trace")
-    try:
-        if compiler == "tvm":  # its steps built with relax.build and run in TVM's VM
-            from explorer.tvm.check import check_tvm
-
-            return check_tvm(
-                trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-            )
-        if compiler == "inductor":  # its FX stages run by torch.fx, its code by Inductor
-            from explorer.inductor.check import check_inductor
-
-            return check_inductor(
-                trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-            )
-        return _Checker(
+    try:  # how the steps run: the compiler's adapter (explorer.adapters)
+        return get_adapter(compiler).check(
             trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-        ).run()
+        )
     except MemoryError as e:  # what no size limit foresaw: one clear error, not a raw one
         raise LimitError(
             f"the check ran out of memory ({type(e).__name__}: {str(e)[:200] or 'no details'}); "

@@ -193,10 +193,11 @@ class Report:
         own, its IR text, pipeline spec and a pytest file that fails while the bug is there).
         ``budget``: seconds; ``progress``: a callback, or None / True / False (see
         ``explorer.progress``). See ``explorer.reduce.reduce``."""
-        if getattr(self.trace, "compiler", "passlens") == "inductor":  # a custom pass alone
-            from explorer.inductor.reduce import reduce_inductor
+        from explorer.adapters import get_adapter
 
-            return reduce_inductor(self, finding, budget=budget, progress=progress)
+        adapter = get_adapter(getattr(self.trace, "compiler", "passlens"))
+        if adapter.reduce is not None:  # the compiler's own reducer
+            return adapter.reduce(self, finding, budget=budget, progress=progress)
         if not _reducer:
             raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
         return _reducer[0](self, finding, budget=budget, progress=progress)
@@ -227,16 +228,11 @@ class Report:
     @property
     def reuse_text(self) -> str:
         """How much the shared value cache saved, in words."""
-        if getattr(self.trace, "compiler", "passlens") == "tvm":  # whole modules built and run
-            return (
-                f"{self.computed} modules built with relax.build and run in TVM's VM "
-                "(structurally equal modules share one build)"
-            )
-        if getattr(self.trace, "compiler", "passlens") == "inductor":  # torch.fx, graph by graph
-            return (
-                f"{self.computed} FX node values computed by torch.fx (each graph a pass changed "
-                "run whole; the passes that changed nothing share its run)"
-            )
+        from explorer.adapters import get_adapter
+
+        text = get_adapter(getattr(self.trace, "compiler", "passlens")).reuse_text(self)
+        if text is not None:  # the compiler shares its work its own way
+            return text
         reused = self.cache_hits + self.memo_hits
         total = reused + self.computed
         share = f" ({100 * reused / total:.0f}%)" if total else ""

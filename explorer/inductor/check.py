@@ -25,11 +25,11 @@ from compiler import InterpretError
 from explorer.check.facts import Run
 from explorer.check.numbers import _compare, _compare_outputs, _to_numpy
 from explorer.check.report import NODE_ERRORS_KEPT, CheckError, NodeError, StepCheck
-from explorer.check.runner import _Checker
+from explorer.check.runner import Checker
 from explorer.fmt import num
 
 
-class InductorChecker(_Checker):
+class InductorChecker(Checker):
     """The check of a torch.compile trace (see the module docstring)."""
 
     own_source = "the source is torch.compile's Dynamo graph"

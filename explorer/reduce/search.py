@@ -18,6 +18,7 @@ import numpy as np
 from compiler import PasslensError
 from compiler.ir import Module, Tuple, print_module
 from compiler.passes import PipelineError, build_pipeline
+from explorer.adapters import REDUCE, get_adapter
 from explorer.reduce.focus import candidates
 from explorer.reduce.module import INLINE, CannotBuild, Cut, Cutter, count_bindings
 from explorer.reduce.oracle import Oracle, OutOfBudget, Progress, Target
@@ -61,6 +62,9 @@ def reduce(
     candidate, and no new candidate starts once it is spent; only the first try of the
     weights phase and the final check through the test file run past it (one each)."""
     started = time.perf_counter()
+    compiler = getattr(report.trace, "compiler", "passlens")
+    if REDUCE not in get_adapter(compiler).capabilities:
+        raise ReduceError(f"reduce cannot shrink a {compiler} trace (its adapter has no reducer)")
     finding = _pick(report, finding)
     trace, step = report.trace, finding.step
     what = f"{finding.kind} at #{step.index} {step.name}"

@@ -9,10 +9,11 @@ A ``.passlens`` file is a zip archive:
     ir.json           tables of unique types (text), provenances (dicts), IR nodes, functions
                       and modules; nodes refer to earlier nodes by index, so the table is
                       topologically ordered and has no cycles. A trace of another compiler
-                      (``"compiler": "tvm"`` in the manifest, steps naming ``foreign_module``
-                      / ``foreign_before``) adds ``foreign_modules`` (what each module showed:
-                      graph model, IR text, backend texts) and ``refs`` (its graph nodes'
-                      objects: a weight's array, or a provenance), so it loads without TVM;
+                      (its adapter's name as ``"compiler"`` in the manifest, steps naming
+                      ``foreign_module`` / ``foreign_before``) adds ``foreign_modules`` (what
+                      each module showed: graph model, IR text, backend texts) and ``refs``
+                      (its graph nodes' objects: a weight's array, or a provenance), so it
+                      loads without that compiler;
                       such a file is version 3 (an older passlens says it cannot read it)
     report.json       (version 2, when the trace was checked) the last check report,
                       ``trace.report``: findings, each step's numbers, node and layer errors,

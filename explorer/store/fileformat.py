@@ -10,7 +10,7 @@ from compiler.ir import Provenance
 
 FORMAT = "passlens-trace"
 VERSION = 2  # 2: the last check report (report.json) and, optionally, the inputs it ran on
-# 3: another compiler's trace (explorer.tvm: foreign modules and refs in ir.json). Only such
+# 3: another compiler's trace (explorer.adapters: foreign modules and refs in ir.json). Only such
 # files are written as version 3, so a passlens that cannot show them says so.
 FOREIGN_VERSION = 3
 READ_VERSION = FOREIGN_VERSION  # the newest version this passlens reads

@@ -1,5 +1,5 @@
 """Graph models in trace files: a source step's graph, and the modules of another compiler
-(``explorer.tvm``), which are stored as what they showed (graph model, IR text, backend texts)
+(``explorer.adapters``), which are stored as what they showed (graph model, IR text, backend texts)
 rather than as IR. Their graph nodes' objects are a table of refs shared by every module of the
 file (a Constant with its data, or a stand-in with its provenance), so a node a pass did not
 touch is the same object in the steps before and after it once loaded, as for passlens's own
@@ -19,7 +19,7 @@ from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
 
 
 def encode_foreign(m: Any, writer: Any) -> dict:
-    """Another compiler's module (a ``explorer.tvm.TVMModule``) as what it showed: graph
+    """Another compiler's module (see ``explorer.adapters``) as what it showed: graph
     model (its objects as refs of ``writer``), IR text and backend texts, not its IR."""
     return {
         "compiler": str(m.compiler),
@@ -114,26 +114,40 @@ def encode_graph(g: GraphModel, writer: Any = None) -> dict:
 # ===== reading ===================================================================================
 
 
+class StoredRef:
+    """The stand-in of another compiler's graph node object in a loaded trace (what
+    ``encode_ref`` kept of it: where it came from). Steps that shared the object share the
+    stand-in, so diffs still match it by identity."""
+
+    __slots__ = ("prov", "__weakref__")
+
+    def __init__(self, prov: Provenance = NO_PROVENANCE):
+        self.prov = prov
+
+    def __repr__(self) -> str:
+        return f"<StoredRef {self.prov.source_node or ''}>"
+
+
 def graph_ref(reader: Any, rec: Any) -> Any:
     """A graph node's object: a Constant (its data from the array table) or a stand-in."""
-    from explorer.tvm.module import TVMRef
-
     if not isinstance(rec, dict):
         raise TypeError("a ref must be a mapping")
     prov = reader.prov(rec)
     if rec.get("kind") == "const":
         return Constant(reader.array(rec["array"]), None, prov)
     if rec.get("kind") == "ref":
-        return TVMRef(prov)
+        return StoredRef(prov)
     raise ValueError(f"unknown ref kind {rec.get('kind')!r}")
 
 
 def foreign_module(reader: Any, rec: Any) -> Any:
-    """Another compiler's module as saved: its graph model and texts (no IR)."""
-    from explorer.tvm.module import TVMModule
+    """Another compiler's module as saved: its graph model and texts (no IR), rebuilt by that
+    compiler's adapter (``explorer.adapters``)."""
+    from explorer.adapters import get_adapter, is_adapter_name
 
-    if not isinstance(rec, dict) or rec.get("compiler") not in ("tvm", "inductor"):
-        raise ValueError("a foreign module must be a mapping of compiler 'tvm' or 'inductor'")
+    name = rec.get("compiler") if isinstance(rec, dict) else None
+    if not is_adapter_name(name) or name == "passlens":
+        raise ValueError("a foreign module must be a mapping naming another compiler")
     text, texts, stage = rec["text"], rec.get("texts") or {}, rec.get("stage")
     if not isinstance(text, str) or not isinstance(texts, dict):
         raise TypeError("a foreign module's text must be text")
@@ -141,19 +155,8 @@ def foreign_module(reader: Any, rec: Any) -> Any:
         raise TypeError("a foreign module's texts must be text")
     if stage not in (None, "loops"):
         raise ValueError(f"unknown backend stage {stage!r}")
-    if rec["compiler"] == "inductor":  # a torch.compile FX graph: no GraphModule once loaded
-        from explorer.inductor.module import FXModule
-
-        graph = decode_graph(rec["graph"], reader)
-        return FXModule(model=graph, text=text, extra_texts=dict(texts) or None, stage=stage)
-    return TVMModule(
-        None,
-        inner=bool(rec.get("inner")),
-        graph=decode_graph(rec["graph"], reader),
-        text=text,
-        texts=dict(texts),
-        stage=stage,
-    )
+    graph = decode_graph(rec["graph"], reader)
+    return get_adapter(name).load_module(rec, graph, text, dict(texts), stage)
 
 
 _MAX_VALUE_DEPTH = 8  # lists nested in an attribute value

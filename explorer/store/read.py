@@ -39,6 +39,7 @@ from compiler.ir import (
     parse_type,
 )
 from compiler.passes import SkippedPass
+from explorer.adapters import is_adapter_name
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportReader
 from explorer.store.errors import _decode_error
@@ -197,7 +198,7 @@ class _Reader(ArrayReading):
             self.nodes.append(self.decode(rec))
         self.functions = [self.function(rec) for rec in _list(ir, "functions")]
         self.modules = [self.module(rec) for rec in _list(ir, "modules")]
-        # another compiler's modules (explorer.tvm): their graphs' objects, then the modules
+        # another compiler's modules (explorer.adapters): their graphs' objects, then the modules
         self.refs = [graph_ref(self, rec) for rec in _list(ir, "refs")] if "refs" in ir else []
         foreign = _list(ir, "foreign_modules") if "foreign_modules" in ir else []
         self.foreign_modules = [foreign_module(self, rec) for rec in foreign]
@@ -365,7 +366,7 @@ class _Reader(ArrayReading):
     def compiler(self, value: Any) -> str:
         if value is None:
             return "passlens"
-        if value not in ("passlens", "tvm", "inductor"):
+        if not is_adapter_name(value):  # a registered compiler (explorer.adapters)
             raise TraceFileError(f"{self.path}: unknown compiler {value!r} in the manifest")
         return str(value)
 

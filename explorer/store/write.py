@@ -33,6 +33,7 @@ from compiler.ir import (
     Var,
     format_attr,
 )
+from explorer.adapters import get_adapter
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportWriter
 from explorer.store.errors import _encode_error
@@ -141,7 +142,7 @@ class _Writer:
         self._alive: list[Any] = []  # keeps every object whose id() is a key alive
         self.derived: list[dict | None] = []  # per array: None (stored) or its recipe
         self._by_size: dict[int, list[int]] = {}  # stored (not derived) arrays by size
-        self.foreign_modules: list[dict] = []  # another compiler's modules (explorer.tvm)
+        self.foreign_modules: list[dict] = []  # another compiler's modules (explorer.adapters)
         self._foreign_ids: dict[int, int] = {}
         self.refs: list[dict] = []  # the objects of their graph nodes, shared across steps
         self._ref_ids: dict[int, int] = {}
@@ -256,7 +257,8 @@ class _Writer:
         if key not in self._foreign_ids:
             self._alive.append(m)
             self._foreign_ids[key] = len(self.foreign_modules)
-            self.foreign_modules.append(encode_foreign(m, self))
+            save = get_adapter(str(m.compiler)).save_module  # that compiler's way, if its own
+            self.foreign_modules.append(save(m, self) if save else encode_foreign(m, self))
         return self._foreign_ids[key]
 
     def ref(self, obj: Any) -> int:

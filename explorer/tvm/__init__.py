@@ -51,7 +51,7 @@ def explore_tvm(
             f"compiler='tvm' needs Apache TVM: pip install 'passlens[tvm]' (apache-tvm 0.27) ({e})"
         ) from None
     from explorer.progress import Job
-    from explorer.trace import Step, Trace
+    from explorer.trace import Step, Trace, input_tuple, pass_steps
     from explorer.tvm.record import resolve_pipeline, run_pipeline
     from explorer.tvm.source import import_tvm_source
 
@@ -60,10 +60,7 @@ def explore_tvm(
     start = time.perf_counter()
     imported = import_tvm_source(source, example_inputs, state, **frontend_options)
     seconds = time.perf_counter() - start
-    if isinstance(example_inputs, list):
-        example_inputs = tuple(example_inputs)
-    elif example_inputs is not None and not isinstance(example_inputs, tuple):
-        example_inputs = (example_inputs,)
+    example_inputs = input_tuple(example_inputs)
 
     steps: list[Step] = []
     if imported.source_graph is not None:
@@ -91,17 +88,7 @@ def explore_tvm(
         )
     finally:
         job.close()
-    offset = len(steps)
-    for snap in snapshots:
-        steps.append(
-            Step(
-                offset + snap.index,
-                "pass",
-                snapshot=snap,
-                parent=None if snap.parent is None else offset + snap.parent,
-                children=[offset + c for c in snap.children],
-            )
-        )
+    steps += pass_steps(snapshots, len(steps))
     return Trace(
         steps,
         source=imported.source,

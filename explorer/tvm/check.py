@@ -23,10 +23,10 @@ from compiler.passes import CallingConvention
 from explorer.check.facts import Run
 from explorer.check.numbers import _to_numpy
 from explorer.check.report import CheckError, StepCheck
-from explorer.check.runner import _Checker
+from explorer.check.runner import Checker
 
 
-class TVMChecker(_Checker):
+class TVMChecker(Checker):
     """The check of a TVM trace (see the module docstring)."""
 
     def __init__(self, *args: Any, target: str = "llvm"):

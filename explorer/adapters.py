@@ -1,0 +1,163 @@
+"""Compilers plug into the explorer through one interface: an :class:`Adapter`, registered by
+name.
+
+    from explorer.adapters import adapter_names, get_adapter
+    adapter_names()                       # ('passlens', 'tvm', 'inductor', ...)
+    trace = get_adapter("tvm").record(model, (x,), "zero", None)
+
+An adapter says how a source is recorded through a pipeline into a ``Trace`` of steps
+(:meth:`Adapter.record`), how a step's module shows (its graph model and texts, through the
+module's own ``graph_model()`` / ``text`` / ``texts``: the duck type every module shares), how
+the check runs its steps (:meth:`Adapter.check`), how a saved module of it is rebuilt
+(:meth:`Adapter.load_module`), how a finding is reduced (:meth:`Adapter.reduce`) and what it
+can do (:attr:`Adapter.capabilities`).
+
+Every adapter lives in its own module (passlens's in ``explorer.passlens_adapter``, TVM's in
+``explorer.tvm.adapter``, Inductor's in ``explorer.inductor.adapter``) and is registered
+lazily: ``explorer`` imports none of them (nor tvm, nor torch's Inductor) until a trace of
+theirs is recorded, checked or loaded; this module imports nothing of the explorer. To add a
+compiler, write
+an ``Adapter`` subclass in its package, call :func:`register_adapter` at the end of that
+module, and list the module in ``_LAZY`` (or call ``register_adapter`` from user code).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# capability names
+NODE_ERRORS = "node_errors"  # the check compares values node by node
+REDUCE = "reduce"  # a finding can be reduced
+RECHECK_AFTER_LOAD = "recheck_after_load"  # a loaded trace can be checked again
+
+
+class Adapter:
+    """One compiler as the explorer sees it. Subclasses set :attr:`name` and implement
+    :meth:`record` and :meth:`check`; the rest has defaults."""
+
+    name: str = ""
+    #: the pipeline used when none is given (None: the compiler takes no pipeline)
+    default_pipeline: Any = None
+    #: whether a pipeline may be given at all
+    takes_pipeline: bool = True
+    #: whether recording needs example inputs (the CLI asks for them up front)
+    needs_inputs: bool = False
+    #: keyword options of ``explore`` this compiler ignores (accepted for every compiler)
+    ignored_options: tuple[str, ...] = ()
+    #: what it can do: a subset of NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD
+    capabilities: frozenset[str] = frozenset()
+
+    # ----- recording ----------------------------------------------------------------------
+    def record(
+        self, source: Any, example_inputs: Any, pipeline: Any, progress: Any, **options: Any
+    ) -> Any:
+        """Import ``source``, run ``pipeline`` with recording (``progress`` as for
+        :func:`explorer.explore`) and return the ``Trace`` of every step."""
+        raise NotImplementedError(f"the {self.name} adapter cannot record")
+
+    def explore(self, source, example_inputs, pipeline, progress, **options):
+        """:meth:`record` with the defaults applied (what ``explorer.explore`` calls)."""
+        for key in self.ignored_options:
+            options.pop(key, None)
+        if pipeline is None:
+            pipeline = self.default_pipeline
+        return self.record(source, example_inputs, pipeline, progress, **options)
+
+    # ----- a snapshot ---------------------------------------------------------------------
+    def graph_model(self, module: Any) -> Any:
+        """The graph model of one step's module (nodes, edges, shapes, weights, provenance)."""
+        return module.graph_model()
+
+    def texts(self, module: Any) -> dict[str, str]:
+        """A step's module's texts: its IR text, then any backend texts by title."""
+        return {"ir": module.text(), **module.texts()}
+
+    # ----- the check ----------------------------------------------------------------------
+    def check(
+        self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+    ) -> Any:
+        """Run every step of ``trace`` (as ``explorer.check.check``) and return the Report."""
+        raise NotImplementedError(f"trace.check cannot run the steps of a {self.name} trace")
+
+    def reuse_text(self, report: Any) -> str | None:
+        """How the check shared its work, in words (None: the default, value-cache counts)."""
+        return None
+
+    #: ``reduce(report, finding, budget, progress)``: the compiler's own reducer; None: passlens's
+    #: (``explorer.reduce``), for an adapter with the REDUCE capability (else a ReduceError)
+    reduce: Any = None
+
+    # ----- the store ----------------------------------------------------------------------
+    #: ``save_module(module, writer) -> dict``: how a step's module is stored; None: as what it
+    #: showed, graph model and texts (``explorer.store.graphs.encode_foreign``)
+    save_module: Any = None
+
+    def load_module(
+        self, rec: dict, graph: Any, text: str, texts: dict[str, str], stage: str | None
+    ) -> Any:
+        """A stored module rebuilt from what it showed (``graph`` its decoded graph model;
+        ``rec`` the checked record). Only compilers whose modules are stored so need it."""
+        raise ValueError(f"a {self.name} trace stores no foreign modules")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+_ADAPTERS: dict[str, Adapter] = {}
+# name -> the module that registers it when imported (imported on first use only)
+_LAZY: dict[str, str] = {
+    "passlens": "explorer.passlens_adapter",
+    "tvm": "explorer.tvm.adapter",
+    "inductor": "explorer.inductor.adapter",
+}
+
+
+def register_adapter(adapter: Adapter) -> Adapter:
+    """Make ``adapter`` available by its name (replacing one of the same name)."""
+    if not isinstance(adapter, Adapter):
+        raise TypeError(f"an adapter must be an explorer.adapters.Adapter, not {adapter!r}")
+    if not isinstance(adapter.name, str) or not adapter.name:
+        raise ValueError("an adapter needs a name")
+    _ADAPTERS[adapter.name] = adapter
+    return adapter
+
+
+def unregister_adapter(name: str) -> None:
+    """Forget a registered adapter (tests); a lazily registered one comes back on next use."""
+    _ADAPTERS.pop(name, None)
+
+
+def adapter_names() -> tuple[str, ...]:
+    """Every compiler's name, registered or registered on first use (nothing imported)."""
+    return tuple(dict.fromkeys([*_LAZY, *_ADAPTERS]))
+
+
+def is_adapter_name(name: Any) -> bool:
+    """Whether ``name`` (any value: it may come from a file) names a compiler."""
+    return isinstance(name, str) and name in adapter_names()
+
+
+def get_adapter(name: Any) -> Adapter:
+    """The adapter called ``name``, importing its module on first use."""
+    if not is_adapter_name(name):
+        names = " or ".join(repr(n) for n in adapter_names())
+        raise ValueError(f"compiler is {names}, not {str(name)[:60]!r}")
+    if name not in _ADAPTERS:
+        importlib.import_module(_LAZY[name])
+        if name not in _ADAPTERS:
+            raise RuntimeError(f"{_LAZY[name]} did not register the {name!r} adapter")
+    return _ADAPTERS[name]
+
+
+__all__ = [
+    "NODE_ERRORS",
+    "RECHECK_AFTER_LOAD",
+    "REDUCE",
+    "Adapter",
+    "adapter_names",
+    "get_adapter",
+    "is_adapter_name",
+    "register_adapter",
+    "unregister_adapter",
+]

@@ -1,0 +1,53 @@
+"""torch.compile (Inductor) as an explorer adapter (registered by ``explorer.adapters`` on
+first use)."""
+
+from __future__ import annotations
+
+from explorer.adapters import NODE_ERRORS, REDUCE, Adapter, register_adapter
+
+
+class InductorAdapter(Adapter):
+    """Dynamo's graphs and Inductor's FX passes recorded by a torch.compile backend; each FX
+    stage's GraphModule run by torch.fx for the check (per-node values); a custom pass's
+    divergence reduced on its own. A loaded trace keeps graphs and texts only."""
+
+    name = "inductor"
+    default_pipeline = None
+    takes_pipeline = False  # torch.compile runs its own passes
+    needs_inputs = True  # the model is compiled by calling it
+    ignored_options = ("strict",)  # torch.compile handles operators itself
+    capabilities = frozenset({NODE_ERRORS, REDUCE})
+
+    def record(self, source, example_inputs, pipeline, progress, **options):
+        from explorer.inductor import explore_inductor
+
+        return explore_inductor(source, example_inputs, pipeline, progress, **options)
+
+    def check(
+        self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+    ):
+        from explorer.inductor.check import check_inductor
+
+        return check_inductor(
+            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+        )
+
+    def reduce(self, report, finding, budget, progress):
+        from explorer.inductor.reduce import reduce_inductor
+
+        return reduce_inductor(report, finding, budget=budget, progress=progress)
+
+    def reuse_text(self, report) -> str:
+        return (
+            f"{report.computed} FX node values computed by torch.fx (each graph a pass changed "
+            "run whole; the passes that changed nothing share its run)"
+        )
+
+    def load_module(self, rec, graph, text, texts, stage):
+        from explorer.inductor.module import FXModule
+
+        # a torch.compile FX graph: no GraphModule once loaded
+        return FXModule(model=graph, text=text, extra_texts=texts or None, stage=stage)
+
+
+ADAPTER = register_adapter(InductorAdapter())

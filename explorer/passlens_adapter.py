@@ -1,0 +1,43 @@
+"""passlens's own compiler as an explorer adapter (registered by ``explorer.adapters`` on
+first use): ``explorer.trace.explore`` records it, ``explorer.check.runner.Checker`` runs its
+steps with the interpreter (per-node values), ``explorer.reduce`` reduces its findings, and
+its modules are saved as IR (``explorer.store``)."""
+
+from __future__ import annotations
+
+from explorer.adapters import NODE_ERRORS, RECHECK_AFTER_LOAD, REDUCE, Adapter, register_adapter
+
+
+class PasslensAdapter(Adapter):
+    """passlens's own compiler: frontends into its IR, its pass manager, its interpreter."""
+
+    name = "passlens"
+    default_pipeline = "default"
+    capabilities = frozenset({NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD})
+
+    def record(self, source, example_inputs, pipeline, progress, **options):
+        from explorer.trace import explore
+
+        return explore(source, example_inputs, pipeline, progress, **options)
+
+    def check(
+        self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+    ):
+        from explorer.check.runner import Checker
+
+        return Checker(
+            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+        ).run()
+
+    def graph_model(self, module):
+        from explorer.graph import graph_of_module
+
+        return graph_of_module(module)
+
+    def texts(self, module):
+        from compiler.ir import print_module
+
+        return {"ir": print_module(module)}
+
+
+ADAPTER = register_adapter(PasslensAdapter())

@@ -1,0 +1,47 @@
+"""Apache TVM's Relax passes as an explorer adapter (registered by ``explorer.adapters`` on
+first use). Importing this module does not import tvm: recording and checking do."""
+
+from __future__ import annotations
+
+from explorer.adapters import Adapter, register_adapter
+
+
+class TVMAdapter(Adapter):
+    """The source imported with TVM's frontends (or a ``tvm.IRModule``), a Relax pipeline
+    (default ``"zero"``) run with a recording PassInstrument; steps built with relax.build and
+    run in TVM's VM for the check (outputs only: no per-node values)."""
+
+    name = "tvm"
+    default_pipeline = "zero"
+    ignored_options = ("strict",)  # TVM's frontends handle operators themselves
+    capabilities = frozenset()
+
+    def record(self, source, example_inputs, pipeline, progress, **options):
+        from explorer.tvm import explore_tvm
+
+        return explore_tvm(source, example_inputs, pipeline, progress, **options)
+
+    def check(
+        self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+    ):
+        from explorer.tvm.check import check_tvm
+
+        return check_tvm(
+            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+        )
+
+    def reuse_text(self, report) -> str:
+        return (
+            f"{report.computed} modules built with relax.build and run in TVM's VM "
+            "(structurally equal modules share one build)"
+        )
+
+    def load_module(self, rec, graph, text, texts, stage):
+        from explorer.tvm.module import TVMModule
+
+        return TVMModule(
+            None, inner=bool(rec.get("inner")), graph=graph, text=text, texts=texts, stage=stage
+        )
+
+
+ADAPTER = register_adapter(TVMAdapter())
