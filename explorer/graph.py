@@ -247,7 +247,7 @@ def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: b
             node,
         )
         if isinstance(node, Call) and node.op == "opaque":
-            from compiler.ops.opaque import RUNNERS
+            from compiler.ops import OPAQUE_RUNNERS as RUNNERS
 
             g.nodes[nid].opaque = {
                 "target": str(node.attrs["target"]),

@@ -219,7 +219,7 @@ def opaque_ops(trace: Trace) -> list[dict]:
     framework), one row per op: ``target``, ``runner`` (torch / onnxruntime), ``count`` and
     ``places`` (the module paths, or node names, where it is used, first use first)."""
     from compiler.ir import Call, Module
-    from compiler.ops.opaque import RUNNERS
+    from compiler.ops import OPAQUE_RUNNERS as RUNNERS
 
     step = next((s for s in trace.steps if s.kind == "import"), None)
     module = getattr(step, "module", None) if step is not None else None

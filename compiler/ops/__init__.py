@@ -27,7 +27,10 @@ for _info in _pkgutil.iter_modules(__path__):
     if _info.name not in _INFRASTRUCTURE:
         _importlib.import_module(f"{__name__}.{_info.name}")
 
+from compiler.ops.opaque import RUNNERS as OPAQUE_RUNNERS  # noqa: E402  (who runs an opaque op)
+
 __all__ = [
+    "OPAQUE_RUNNERS",
     "ANCHOR",
     "BROADCAST",
     "ELEMWISE",

@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from compiler.errors import PasslensError
-from compiler.ir.op_registry import OPAQUE, AttrSpec, TypeInferenceError, define_op
+from compiler.ir.op_registry import TypeInferenceError
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import DType, TensorType, TupleType, Type
 
@@ -182,47 +182,6 @@ def result_type(text: str) -> Type:
     if not all(isinstance(f, TensorType) for f in fields):
         raise TypeInferenceError(f"type={text!r}: an opaque op gives tensors or a tuple of them")
     return ty
-
-
-def _infer(types: list[Type], attrs) -> Type:
-    check_target(attrs["framework"], attrs["target"])
-    check_layout(attrs, len(types))
-    for i, t in enumerate(types):
-        if not isinstance(t, TensorType):
-            raise TypeInferenceError(f"input {i} must be a tensor, got {t}")
-    if attrs["framework"] == "onnx":
-        if attrs["opset"] is None or attrs["opset"] < 1:
-            raise TypeInferenceError("an ONNX opaque op needs opset >= 1")
-        for i, a in enumerate(attrs["args"]):
-            if a is not None and not (isinstance(a, str) and isinstance(unescape(a), int)):
-                raise TypeInferenceError(f"ONNX input {i} must be an input reference or none")
-    return result_type(attrs["type"])
-
-
-def _compute(values: list, attrs) -> Any:
-    from compiler.ops import opaque_run
-
-    return opaque_run.run(values, attrs)
-
-
-define_op(
-    "opaque",
-    inputs=("*inputs?",),  # none or more
-    attrs={
-        "framework": AttrSpec("str", doc="who runs the op: torch or onnx"),
-        "target": AttrSpec("str", doc="the op: aten.sort.default, com.microsoft::FusedMatMul"),
-        "type": AttrSpec("str", doc="the result type the exporter recorded, in the text format"),
-        "args": AttrSpec("any", (), "positional arguments; '%i' is the i-th tensor input"),
-        "kwargs": AttrSpec("any", (), "keyword arguments (ONNX: attributes), [name, value]"),
-        "opset": AttrSpec("int", None, "ONNX: the version of the op's domain"),
-        "outputs": AttrSpec("ints", None, "ONNX: which node outputs the result holds"),
-        "pure": AttrSpec("bool", False, "no effect besides the result (DCE may drop it)"),
-    },
-    infer=_infer,
-    compute=_compute,
-    pattern=OPAQUE,
-    doc="An op passlens has no converter for, run by its own framework (torch, onnxruntime).",
-)
 
 
 # ----- building and describing ----------------------------------------------------------------

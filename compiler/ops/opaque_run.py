@@ -19,8 +19,20 @@ from typing import Any
 
 import numpy as np
 
-from compiler.ir.types import DType, TensorType, TupleType
-from compiler.ops.opaque import ONNX_DEFAULT_DOMAIN, OpaqueOpError, result_type, unescape
+from compiler.ir.op_registry import OPAQUE, AttrSpec, TypeInferenceError, define_op
+from compiler.ir.types import DType, TensorType, TupleType, Type
+from compiler.ops.opaque import (
+    ONNX_DEFAULT_DOMAIN,
+    OpaqueOpError,
+    check_layout,
+    check_target,
+    result_type,
+    unescape,
+)
+
+# the most one result of an opaque op may hold: the interpreter's limit for one value
+# (compiler.interpret.MAX_VALUE_BYTES), stated here so that running an op needs no interpreter
+MAX_RESULT_BYTES = 4 << 30
 
 MAX_SESSIONS = 64
 """onnxruntime sessions kept for opaque ONNX ops (least recently used dropped first)."""
@@ -176,7 +188,6 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict) -> N
         UnsupportedOperatorException,
     )
 
-    from compiler.interpret import MAX_VALUE_BYTES
 
     mode = FakeTensorMode()
     try:
@@ -196,11 +207,11 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict) -> N
         raise OpaqueOpError(f"torch {target} failed: {type(e).__name__}: {head}") from e
     results = out if isinstance(out, (tuple, list)) else [out]
     nbytes = sum(t.numel() * t.element_size() for t in results if isinstance(t, torch.Tensor))
-    if nbytes > MAX_VALUE_BYTES:
+    if nbytes > MAX_RESULT_BYTES:
         raise OpaqueOpError(
             f"torch {target} would give {nbytes:,} bytes for these arguments, over the "
-            f"interpreter's limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
-            "(compiler.interpret.MAX_VALUE_BYTES); it was not run"
+            f"interpreter's limit of {MAX_RESULT_BYTES >> 30} GiB for one value "
+            "(compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
         )
     _remember_sized(key)
 
@@ -358,7 +369,6 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list) -> None:
     import onnx
     from onnx import helper, numpy_helper
 
-    from compiler.interpret import MAX_VALUE_BYTES
 
     model = _onnx_model(attrs, tuple(a.dtype for a in arrays))
     graph = model.graph
@@ -386,11 +396,11 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list) -> None:
             return
         n = int(np.prod(dims, dtype=object)) if dims else 1
         total += n * helper.tensor_dtype_to_np_dtype(t.elem_type).itemsize
-    if total > MAX_VALUE_BYTES:
+    if total > MAX_RESULT_BYTES:
         raise OpaqueOpError(
             f"onnxruntime {attrs['target']} would give {total:,} bytes for these inputs, over "
-            f"the interpreter's limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
-            "(compiler.interpret.MAX_VALUE_BYTES); it was not run"
+            f"the interpreter's limit of {MAX_RESULT_BYTES >> 30} GiB for one value "
+            "(compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
         )
     _remember_sized(key)
 
@@ -412,3 +422,47 @@ def run_onnx(values: list, attrs: Mapping[str, Any]) -> Any:
 
 
 __all__ = ["MAX_SESSIONS", "resolve_torch_op", "run", "run_onnx", "run_torch"]
+
+
+# ----- the op ---------------------------------------------------------------------------------
+# Declared here, beside what runs it, so that compiler/ops/opaque.py (its layout, names and
+# types) imports nothing that runs it.
+
+
+def _infer(types: list[Type], attrs) -> Type:
+    check_target(attrs["framework"], attrs["target"])
+    check_layout(attrs, len(types))
+    for i, t in enumerate(types):
+        if not isinstance(t, TensorType):
+            raise TypeInferenceError(f"input {i} must be a tensor, got {t}")
+    if attrs["framework"] == "onnx":
+        if attrs["opset"] is None or attrs["opset"] < 1:
+            raise TypeInferenceError("an ONNX opaque op needs opset >= 1")
+        for i, a in enumerate(attrs["args"]):
+            if a is not None and not (isinstance(a, str) and isinstance(unescape(a), int)):
+                raise TypeInferenceError(f"ONNX input {i} must be an input reference or none")
+    return result_type(attrs["type"])
+
+
+def _compute(values: list, attrs) -> Any:
+    return run(values, attrs)
+
+
+define_op(
+    "opaque",
+    inputs=("*inputs?",),  # none or more
+    attrs={
+        "framework": AttrSpec("str", doc="who runs the op: torch or onnx"),
+        "target": AttrSpec("str", doc="the op: aten.sort.default, com.microsoft::FusedMatMul"),
+        "type": AttrSpec("str", doc="the result type the exporter recorded, in the text format"),
+        "args": AttrSpec("any", (), "positional arguments; '%i' is the i-th tensor input"),
+        "kwargs": AttrSpec("any", (), "keyword arguments (ONNX: attributes), [name, value]"),
+        "opset": AttrSpec("int", None, "ONNX: the version of the op's domain"),
+        "outputs": AttrSpec("ints", None, "ONNX: which node outputs the result holds"),
+        "pure": AttrSpec("bool", False, "no effect besides the result (DCE may drop it)"),
+    },
+    infer=_infer,
+    compute=_compute,
+    pattern=OPAQUE,
+    doc="An op passlens has no converter for, run by its own framework (torch, onnxruntime).",
+)

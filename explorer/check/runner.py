@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from compiler import InterpretError, LimitError, ValueCache, evaluate
+from compiler import InterpretError, ValueCache, evaluate
 from compiler.ir import (
-    ANY,
     Call,
     Constant,
     Expr,
@@ -20,8 +18,6 @@ from compiler.ir import (
     If,
     Loop,
     Module,
-    SymExpr,
-    TensorType,
     Tuple,
     TupleGetItem,
     TupleType,
@@ -40,25 +36,25 @@ from explorer.check.judge import failure_note, used_note
 from explorer.check.layer_errors import LayerErrors
 from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
 from explorer.check.numbers import (
-    _compare,
     _judge_outputs,
-    _leaves,
     _OutputsCompared,
     _same_value,
     _to_numpy,
 )
+from explorer.check.random_inputs import (  # noqa: F401 (the limits, where they were)
+    MAX_RANDOM_INPUT_BYTES,
+    RANDOM_SYMBOL_VALUE,
+)
+from explorer.check.random_inputs import random_arrays as _random_arrays
 from explorer.check.references import (
-    _input_reference,
     _node_reference,
     _onnx_reference,
-    _reference_of,
     _torch_reference,
-    _where,
     float64_reference,
 )
 from explorer.check.registry import kinds
 from explorer.check.report import CheckError, Finding, Report, StepCheck
-from explorer.check.ties import TIE_NOTE, index_source, output_nodes, tied
+from explorer.check.tie_judging import TieJudging
 from explorer.progress import Job
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
@@ -67,7 +63,8 @@ if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
 # ===== the check ================================================================================
 
 
-class Checker:  # an adapter's checker subclasses it: run_module, _split_inputs, the hooks
+# an adapter's checker subclasses it: run_module, _split_inputs, the hooks
+class Checker(TieJudging):
     def __init__(self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min):
         self.trace = trace
         self.rtol, self.atol = rtol, atol
@@ -494,77 +491,6 @@ class Checker:  # an adapter's checker subclasses it: run_module, _split_inputs,
             failure_note(self.reference.float64, self.notes)
         return self._detect(check, run, before, cmp)
 
-    def _untie(self, step: Step, outputs: tuple) -> tuple:
-        """The outputs as they are judged: an output that is the index result of an
-        order-selecting op (``ties.py``) and selects the same values of its input as the
-        reference's indices do is taken as the reference's (tied values ordered otherwise:
-        both orders are correct), with a note; every other output as it is."""
-        if not isinstance(step.module, Module):  # another compiler's steps: outputs only
-            return outputs
-        got, want = _leaves(outputs), _leaves(self.ref_outputs)
-        nodes = output_nodes(step.module["main"].output)
-        if not (len(nodes) == len(got) == len(want)):
-            return outputs
-        judged, changed = list(got), False
-        for i, (node, g, w) in enumerate(zip(nodes, got, want, strict=True)):
-            if index_source(node) is None:
-                continue
-            g, w = np.asarray(g), np.asarray(w)
-            if g.shape != w.shape or not _compare(g, w, self.rtol, self.atol)[2]:
-                continue
-            ref = self.reference
-            within = _input_reference(ref.fx_values, ref.node_values)
-            if tied(node, g, w, self.cache.values, self.rtol, self.atol, within):
-                judged[i], changed = w.astype(g.dtype, copy=False), True
-                self.tie_note(f"output {i} ({_where(node)})", "judged by the values they select")
-        return tuple(judged) if changed else outputs
-
-    def _retie(self, module: Module, run: Run) -> Run:
-        """The run again with every index of tied values in @main that differs from the
-        reference's (``ties.py``) set to the reference's, and all that reads it computed
-        again: what the module computes when it breaks ties as the reference does (a value
-        routed by the order of ties, an MoE's chosen experts, is then comparable; a wrong
-        index is not tied and stays). A note names each such index."""
-        ref = self.reference
-        fx, node_ref = ref.fx_values, ref.node_values
-        if not fx and not node_ref:
-            return run
-        values, within = self.cache.values, _input_reference(fx, node_ref)
-        main = module["main"]
-        dirty: dict[int, Expr] = {}
-        for node in main.iter_nodes():
-            v = values.get(node)
-            if index_source(node) is None or not isinstance(v, np.ndarray):
-                continue
-            want = _reference_of(node, v, fx, node_ref)
-            if want is None or want is v or not _compare(v, want, self.rtol, self.atol)[2]:
-                continue
-            if tied(node, v, want, values, self.rtol, self.atol, within):
-                values[node] = np.asarray(want).astype(v.dtype, copy=False)
-                dirty[id(node)] = node
-                self.tie_note(_where(node), f"values after it computed with {ref.name}'s order")
-        if not dirty:
-            return run
-        tied_ids = set(dirty)
-        for node in main.iter_nodes():  # what reads a replaced index is computed again
-            if id(node) not in tied_ids and any(id(c) in dirty for c in children(node)):
-                dirty[id(node)] = node
-                values.pop(node, None)
-        again = self.run_module(module)
-        again.generation = run.generation
-        again.computed += run.computed
-        again.reused += run.reused
-        again.seconds += run.seconds
-        return again
-
-    def tie_note(self, where: str, how: str) -> None:
-        """Say once that the indices of tied values at ``where`` differ from the reference's,
-        and ``how`` they were judged."""
-        note = f"{TIE_NOTE.format(ref=self.reference.name, where=where)}; {how}"
-        if note not in self.tie_notes:
-            self.tie_notes.add(note)
-            self.notes.append(note)
-
     def _generation(self, before: Run | None) -> int:
         """The memo generation of a step's run (values a pass rebuilt on the same inputs)."""
         return self.memo.start(before.generation if before is not None else None)
@@ -652,52 +578,6 @@ def _module_nodes(module: Module):
     for fn in module.functions.values():
         yield from fn.params
         yield from fn.iter_nodes()
-
-
-RANDOM_SYMBOL_VALUE = 2  # the size given to each symbolic dim of random inputs
-MAX_RANDOM_INPUT_BYTES = 256 << 20
-"""Random inputs (and weights) a check makes up when none are given: all of them together.
-A signature asking for more (``%x: f32[100000, 100000]``, 40 GB from a 100-byte file) is a
-LimitError naming the input, before anything is allocated: pass real inputs instead."""
-
-
-def _random_arrays(params: Sequence, env: dict[str, int], rng, made: int = 0) -> list[np.ndarray]:
-    """Random values for parameters (standard normal floats, zeros otherwise), each symbolic
-    dim set to 2 (``env`` learns the sizes chosen); ``made``: bytes of random values already
-    made (all of them are within MAX_RANDOM_INPUT_BYTES, checked before allocating)."""
-    out, planned = [], []
-    for p in params:
-        ty = p.ty
-        dims = ty.shape if isinstance(ty, TensorType) else None
-        if dims is None or any(d is ANY for d in dims):
-            raise CheckError(
-                f"%{p.name}: {ty} has no known shape to make a random value: pass inputs to "
-                "check() or example_inputs to explore()"
-            )
-        shape = []
-        for d in dims:
-            if isinstance(d, SymExpr):
-                for name in d.free_symbols:
-                    env.setdefault(name, RANDOM_SYMBOL_VALUE)
-                d = d.evaluate(env)
-            shape.append(int(d))
-        nbytes = math.prod(shape) * np.dtype(ty.dtype.numpy).itemsize
-        made += nbytes
-        if made > MAX_RANDOM_INPUT_BYTES:
-            raise LimitError(
-                f"%{p.name}: {ty} would need {nbytes:,} bytes of random values; a check makes "
-                f"up random inputs only up to {MAX_RANDOM_INPUT_BYTES >> 20} MiB in all "
-                "(explorer.check.runner.MAX_RANDOM_INPUT_BYTES); pass real inputs: "
-                "trace.check((x, ...)) or explore(model, (x, ...)); on the command line, a "
-                ".py model file whose model() returns (model, inputs), or --input-shape"
-            )
-        planned.append((shape, ty.dtype.numpy))
-    for shape, dt in planned:
-        if np.issubdtype(dt, np.floating):
-            out.append(rng.standard_normal(shape).astype(dt))
-        else:
-            out.append(np.zeros(shape, dt))
-    return out
 
 
 _Checker = Checker  # the former name (branches that subclass it)

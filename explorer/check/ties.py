@@ -11,7 +11,7 @@ values tie which did not: the op's input must agree with the reference's (torch:
 own input, recorded when the reference ran).
 
 Where such an index differs from the reference's only by ties, the check runs the step again
-with the reference's indices in its place (``runner._Checker._retie``): values that depend on
+with the reference's indices in its place (``tie_judging.TieJudging._retie``): values that depend on
 which tied index comes first (positions, the experts an MoE routes to from tied scores) are
 then judged as the reference computed them. A note names every such index.
 
