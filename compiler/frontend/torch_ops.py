@@ -1565,12 +1565,9 @@ def _upsample_nearest2d(ctx, node, args, kwargs):
     return x
 
 
-@converts("aten.upsample_bilinear2d.vec", "aten.upsample_bilinear2d.default")
-def _upsample_bilinear2d(ctx, node, args, kwargs):
-    """Bilinear resizing of the last two dims. torch maps ``dst`` to ``dst * (in-1)/(out-1)``
-    with align_corners, else to ``(dst + 0.5) * scale - 0.5`` clamped at 0 (ONNX half_pixel,
-    not pytorch_half_pixel, which differs for an output of size 1), where ``scale`` is
-    ``1 / scale_factor`` when one is given, else ``in / out``."""
+def _resize_2d(ctx, args, kwargs) -> tuple:
+    """What torch's 2-D upsampling ops say: (input, sizes, scales or None, the coordinate
+    transformation): scales only when every factor is given and align_corners is off."""
     a = ctx.arg(args, kwargs)
     x = a["input"] if "input" in a else a["self"]
     factors = a.get("scale_factors") or [a.get("scales_h"), a.get("scales_w")]
@@ -1579,6 +1576,16 @@ def _upsample_bilinear2d(ctx, node, args, kwargs):
         scales = [1.0, 1.0, *(float(f) for f in factors)]
     how = "align_corners" if a["align_corners"] else "half_pixel"
     sizes = [*x.ty.shape[:2], *_out_shape(ctx)[2:]]
+    return x, sizes, scales, how
+
+
+@converts("aten.upsample_bilinear2d.vec", "aten.upsample_bilinear2d.default")
+def _upsample_bilinear2d(ctx, node, args, kwargs):
+    """Bilinear resizing of the last two dims. torch maps ``dst`` to ``dst * (in-1)/(out-1)``
+    with align_corners, else to ``(dst + 0.5) * scale - 0.5`` clamped at 0 (ONNX half_pixel,
+    not pytorch_half_pixel, which differs for an output of size 1), where ``scale`` is
+    ``1 / scale_factor`` when one is given, else ``in / out``."""
+    x, sizes, scales, how = _resize_2d(ctx, args, kwargs)
     return call(
         "resize", x, sizes=sizes, scales=scales, mode="linear", coordinate_transformation_mode=how
     )
@@ -1643,14 +1650,7 @@ def _upsample_bicubic2d(ctx, node, args, kwargs):
     torch's source positions: ``(dst + 0.5) * scale - 0.5`` (not clamped for cubic, so
     ``half_pixel`` even for an output of size 1), or align_corners; ``scale`` is ``1 /
     scale_factor`` when one is given, else ``in / out``."""
-    a = ctx.arg(args, kwargs)
-    x = a["input"] if "input" in a else a["self"]
-    factors = a.get("scale_factors") or [a.get("scales_h"), a.get("scales_w")]
-    scales = None
-    if not a["align_corners"] and factors and all(f is not None for f in factors):
-        scales = [1.0, 1.0, *(float(f) for f in factors)]
-    how = "align_corners" if a["align_corners"] else "half_pixel"
-    sizes = [*x.ty.shape[:2], *_out_shape(ctx)[2:]]
+    x, sizes, scales, how = _resize_2d(ctx, args, kwargs)
     return call(
         "resize",
         x,
