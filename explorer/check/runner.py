@@ -347,6 +347,14 @@ class Checker(TieJudging):
             why = "as asked" if self.reference_kind == "import" else self.own_source
             ref.description = f"{label}, {why}"
             return
+        if self.trace.source is None:  # a loaded trace: its file keeps no model to run
+            self.notes.append(
+                f"this trace was loaded from a file, which keeps no {frontend} model to run: "
+                "the imported step is the reference (explore the model again to check against "
+                f"{frontend})"
+            )
+            ref.description = f"{label}, as the trace keeps no {frontend} model"
+            return
         try:
             if frontend == "torch":
                 outputs, fx, how = _torch_reference(self.trace.source, self._all_inputs())

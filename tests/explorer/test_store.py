@@ -663,3 +663,19 @@ def test_the_cap_on_saved_check_inputs_is_on_their_total(tmp_path, monkeypatch):
     monkeypatch.setattr(checks, "MAX_REPORT_INPUT_BYTES", 48)  # a reader with a lower cap
     with pytest.raises(LimitError, match="the check report's inputs are over the 0 MiB limit"):
         load(path)
+
+
+def test_a_loaded_torch_trace_is_checked_against_its_import_and_says_why(tmp_path):
+    """A trace file keeps no torch model: checking a loaded trace uses the imported step as the
+    reference and says so in plain words (it said "TypeError: 'NoneType' object is not
+    subscriptable")."""
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+    x = torch.randn(2, 4)
+    explorer.explore(model, (x,)).save(tmp_path / "run.passlens")
+    report = explorer.load(tmp_path / "run.passlens").check((x,), progress=False)
+    assert not report.findings
+    assert "keeps no torch model" in report.reference
+    (note,) = [n for n in report.notes if "keeps no torch model" in n]
+    assert "Error" not in note and "explore the model again" in note
