@@ -30,6 +30,7 @@ from compiler.backend.codegen import LibStep, LoopStep
 from compiler.errors import PasslensError
 from compiler.ir.symbolic import solve_dim
 from compiler.ir.types import DType
+from compiler.ops.blas_threads import one_blas_thread
 
 # A stage with fewer estimated iterations than this runs on the calling thread only.
 PARALLEL_MIN_WORK = 1 << 15
@@ -84,64 +85,6 @@ def parallel_chunks(n_chunks: int, fn: Callable[[int], None]) -> None:
     work()
     for f in futures:
         f.result()
-
-
-class _BlasThreads:
-    """Sets the thread count of the OpenBLAS numpy uses (when it can be found)."""
-
-    def __init__(self) -> None:
-        self.set = self.get = None
-        try:
-            with open("/proc/self/maps") as f:
-                paths = {
-                    line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line
-                }
-        except OSError:
-            return
-        for path in sorted(paths):
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError:
-                continue
-            for prefix in ("scipy_openblas", "openblas"):
-                for suffix in ("64_", ""):
-                    setter = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-                    getter = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-                    if setter is not None and getter is not None:
-                        setter.argtypes, getter.restype = [ctypes.c_int], ctypes.c_int
-                        self.set, self.get = setter, getter
-                        return
-
-    def single(self):
-        """A context in which BLAS runs on the calling thread only."""
-        return _SingleBlas(self)
-
-
-class _SingleBlas:
-    def __init__(self, blas: _BlasThreads):
-        self.blas = blas
-        self.saved = None
-
-    def __enter__(self):
-        if self.blas.set is not None:
-            self.saved = self.blas.get()
-            if self.saved != 1:
-                self.blas.set(1)
-
-    def __exit__(self, *exc):
-        if self.saved is not None and self.saved != 1:
-            self.blas.set(self.saved)
-
-
-_blas: _BlasThreads | None = None
-
-
-def blas_threads() -> _BlasThreads:
-    """The (cached) BLAS thread control."""
-    global _blas
-    if _blas is None:
-        _blas = _BlasThreads()
-    return _blas
 
 
 # ----- index expressions: evaluation and JSON ---------------------------------------------
@@ -204,12 +147,12 @@ def _numpy_matmul(out: np.ndarray, args: list[np.ndarray], attrs: dict) -> None:
         _transposed_product(out, a, b.T)
         return
     if a.ndim != 2 or b.ndim != 2 or thread_count() == 1:
-        with blas_threads().single():
+        with one_blas_thread():
             np.matmul(a, b, out=out)
         return
     (m, k), n = a.shape, b.shape[1]
     if m * n * k < PARALLEL_MIN_MACS:
-        with blas_threads().single():
+        with one_blas_thread():
             np.matmul(a, b, out=out)
         return
     # blocks of rows, or of columns when there are fewer rows than columns (then each
@@ -226,7 +169,7 @@ def _numpy_matmul(out: np.ndarray, args: list[np.ndarray], attrs: dict) -> None:
         else:
             np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
 
-    with blas_threads().single():
+    with one_blas_thread():
         parallel_chunks(chunks, block)
 
 
@@ -248,7 +191,7 @@ def _transposed_product(out: np.ndarray, a: np.ndarray, w: np.ndarray) -> None:
         lo, hi = bounds[c], bounds[c + 1]
         np.matmul(w[lo:hi], a.T, out=tmp[lo:hi])
 
-    with blas_threads().single():
+    with one_blas_thread():
         if chunks == 1:
             block(0)
         else:

@@ -1,8 +1,10 @@
-"""Running numpy's BLAS on one thread for a while: the interpreter's blocked float64 matmul
+"""Running numpy's BLAS on one thread for a while. The interpreter's blocked float64 matmul
 (``nn._matmul_f64_blocks``) makes thousands of small calls, each of which a multi-threaded
 OpenBLAS splits across its threads and waits for; on a busy 2-core machine that wait made a
-1 GiB matmul 30x slower than on one thread (13 s against 0.4 s). OpenBLAS is found among the
-loaded libraries (as threadpoolctl does); without it nothing changes."""
+1 GiB matmul 30x slower than on one thread (13 s against 0.4 s). The compiled runtime
+(backend/runtime.py) runs its library calls on its own threads, one BLAS thread each.
+OpenBLAS is found among the loaded libraries (as threadpoolctl does); without it nothing
+changes."""
 
 from __future__ import annotations
 
