@@ -23,7 +23,7 @@ from compiler.frontend.locations import source_location
 from compiler.ir.nodes import Constant, Expr, IRError, Var
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import ANY, Dim, SymExpr, dims_equal, sym
-from compiler.ir.types import DType, TensorType, TupleType
+from compiler.ir.types import DType, TensorType, TupleType, torch_dtypes
 from compiler.passes.rewrite import with_provenance
 
 Converter = Callable[["ConvertContext", Any, list, dict], Any]
@@ -146,20 +146,7 @@ def is_view(node) -> bool:
 
 def dtype_of_torch(dtype) -> DType:
     """The IR dtype of a torch dtype; FrontendError for one the IR has not."""
-    import torch
-
-    table = {
-        torch.float16: DType.float16,
-        torch.bfloat16: DType.bfloat16,
-        torch.float32: DType.float32,
-        torch.float64: DType.float64,
-        torch.int8: DType.int8,
-        torch.int16: DType.int16,
-        torch.int32: DType.int32,
-        torch.int64: DType.int64,
-        torch.uint8: DType.uint8,
-        torch.bool: DType.bool,
-    }
+    table = {t: d for d, t in torch_dtypes().items()}
     if dtype not in table:
         raise FrontendError(f"torch dtype {dtype} is not supported by passlens")
     return table[dtype]

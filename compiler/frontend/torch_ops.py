@@ -42,7 +42,7 @@ from compiler.frontend.torch_convert import (
 from compiler.ir.nodes import Block, Call, Constant, Expr, If, TupleGetItem, call, collect_bindings
 from compiler.ir.nodes import Tuple as IRTuple
 from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_mul
-from compiler.ir.types import DType, TensorType, TupleType
+from compiler.ir.types import DType, TensorType, TupleType, torch_dtypes
 from compiler.ops.shape_inference import broadcast_shapes
 
 # A slice bound this large means "to the end" for strided_slice (torch uses INT64_MAX).
@@ -96,18 +96,7 @@ def as_tensor(value: Any, dtype: DType) -> Expr:
 
 
 def _torch_dtype(dtype: DType):
-    return {
-        DType.float16: torch.float16,
-        DType.bfloat16: torch.bfloat16,
-        DType.float32: torch.float32,
-        DType.float64: torch.float64,
-        DType.int8: torch.int8,
-        DType.int16: torch.int16,
-        DType.int32: torch.int32,
-        DType.int64: torch.int64,
-        DType.uint8: torch.uint8,
-        DType.bool: torch.bool,
-    }[dtype]
+    return torch_dtypes()[dtype]
 
 
 def _probe(value: Any):

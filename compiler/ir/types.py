@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from enum import Enum
 
@@ -282,6 +283,19 @@ class TupleType(Type):
 
     def __reduce__(self):
         return (TupleType, (self.fields,))
+
+
+_TORCH_NAMES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64")
+_TORCH_NAMES += ("uint8", "bool")
+
+
+@functools.cache
+def torch_dtypes() -> dict:
+    """The IR dtypes torch has, each with its torch dtype (imports torch: call it only where
+    torch is needed). The same dict each call: do not change it."""
+    import torch
+
+    return {DType[name]: getattr(torch, name) for name in _TORCH_NAMES}
 
 
 def is_float_dtype(dtype) -> bool:

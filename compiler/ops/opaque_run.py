@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from compiler.ir.op_registry import OPAQUE, AttrSpec, TypeInferenceError, define_op
-from compiler.ir.types import DType, TensorType, TupleType, Type
+from compiler.ir.types import DType, TensorType, TupleType, Type, torch_dtypes
 from compiler.ops.opaque import (
     ONNX_DEFAULT_DOMAIN,
     OpaqueOpError,
@@ -86,23 +86,6 @@ def resolve_torch_op(target: str):
             f"torch operator {ns}.{name} has no overload {overload!r} (it has: {have})"
         )
     return op
-
-
-def _torch_dtypes() -> dict:
-    import torch
-
-    return {
-        DType.float16: torch.float16,
-        DType.bfloat16: torch.bfloat16,
-        DType.float32: torch.float32,
-        DType.float64: torch.float64,
-        DType.int8: torch.int8,
-        DType.int16: torch.int16,
-        DType.int32: torch.int32,
-        DType.int64: torch.int64,
-        DType.uint8: torch.uint8,
-        DType.bool: torch.bool,
-    }
 
 
 def _to_torch(value: Any):
@@ -220,7 +203,7 @@ def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
     """Call the torch op on ``values`` with the stored arguments; numpy in and out."""
     target = attrs["target"]
     op = resolve_torch_op(target)
-    dtypes = _torch_dtypes()
+    dtypes = torch_dtypes()
     tensors = [_to_torch(v) for v in values]
     _check_sizes_first(op, target, tensors, attrs, dtypes)
     args = [_torch_arg(a, tensors, dtypes) for a in attrs["args"]]
