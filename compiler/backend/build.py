@@ -140,7 +140,7 @@ class _PlanBuilder:
 
     def instr(self, b: Expr, slots: dict[int, int]) -> dict:
         # function-level: loading an executable (``load``) needs no passes
-        from compiler.passes.legalize_ops import HOST_OPS, unlowered_reason
+        from compiler.passes.legalize_ops import is_host_call, unlowered_reason
 
         where = f" (at {b.prov.describe()})" if not b.prov.is_empty else ""
         if isinstance(b, Call):
@@ -165,7 +165,7 @@ class _PlanBuilder:
                     "attrs": {k: _attr_json(v) for k, v in b.attrs.items()},
                     "type": _type_json(b.ty),
                 }
-            if b.op in HOST_OPS:
+            if is_host_call(b):
                 if not isinstance(b.ty, TensorType) or b.ty.shape is None:
                     raise BuildError(f"{b.op}{where}: its result needs a known rank")
                 return {

@@ -30,7 +30,7 @@ class Codegen(Pass):
     def transform(self, module: Module, ctx: PassContext) -> Module:
         import compiler.backend.codegen as codegen
         import compiler.backend.kernel_table as kernel_table
-        from compiler.passes.legalize_ops import HOST_OPS, unlowered_reason
+        from compiler.passes.legalize_ops import is_host_call, unlowered_reason
 
         if module.attrs.get("backend") != "loops":
             return module  # not legalized (nothing to compile) or compiled already
@@ -39,7 +39,7 @@ class Codegen(Pass):
                 continue
             for node in fn.iter_nodes():
                 lowered = isinstance(node, Call) and (
-                    node.op == "call_lowered" or node.op in HOST_OPS
+                    node.op == "call_lowered" or is_host_call(node)
                 )
                 if isinstance(node, (Call, FuncCall)) and not lowered:
                     reason = unlowered_reason(module, node)

@@ -25,8 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
-
 from compiler.ir.attrs import TypeInferenceError
 from compiler.ir.nodes import (
     Call,
@@ -56,6 +54,19 @@ VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
 # and opaque ops (no converter: their framework, torch or onnxruntime, runs them)
 RUNTIME_OPS = ("nonzero", "bincount", "match_shape", "opaque")
 HOST_OPS = (*VIEW_OPS, "full", "zeros", "ones", "arange", *RUNTIME_OPS)
+
+
+def is_host_call(node: Expr) -> bool:
+    """Whether the host computes this call in legalized code: a view, a fill, a runtime op, or
+    a call made from constants alone that folding left (a scalar broadcast to a symbolic size,
+    ``broadcast_to(1.0, [2*batch*seq])``): it reads no buffer, so no kernel makes it."""
+    if not isinstance(node, Call) or node.op == "call_lowered":
+        return False
+    return node.op in HOST_OPS or (
+        bool(node.args) and all(isinstance(a, Constant) for a in node.args)
+    )
+
+
 # what may leave a '?' dim that only its value at run time gives
 _DYNAMIC_PRODUCERS = ("nonzero", "bincount", "full", "zeros", "ones", "arange", "opaque")
 
@@ -162,8 +173,6 @@ class _Legalizer:
             )
         except self.lowering.LoweringError as e:
             raise self.error(str(e), node) from None
-        if not args:  # reads no buffer: a fill the host makes, once its dims are known
-            return _as_fill(node)
         return lowered_call(kernel, args, node)
 
     def lower_tree(self, root: Expr, origin: Call) -> Expr:
@@ -229,27 +238,6 @@ class _Legalizer:
             mapping[id(b)] = self.lower_call(call) or call
         out = mapping[id(callee.output)]
         return out.replace(name=node.name) if out.name != node.name else out
-
-
-def _as_fill(node: Call) -> Call | None:
-    """A call made from one scalar constant alone (``broadcast_to(1.0, [2*batch*seq])``, left by
-    fold-constant when the size is symbolic) as the host fill ``full`` of its type; None when
-    it is not one."""
-    ty = node.ty
-    if node.op not in ("broadcast_to", "expand") or not isinstance(ty, TensorType):
-        return None
-    if ty.shape is None or len(node.args) != 1 or not isinstance(node.args[0], Constant):
-        return None
-    value = np.asarray(node.args[0].data)
-    if value.size != 1 or ty.dtype.numpy.kind not in "fiub":
-        return None
-    return Call(
-        "full",
-        (),
-        {"shape": ty.shape, "value": float(value.reshape(())), "dtype": ty.dtype},
-        prov=node.prov,
-        name=node.name,
-    )
 
 
 def _symbolic_param(param, arg) -> bool:
