@@ -211,11 +211,11 @@ def _pane_html(view, trace, report, on: bool) -> str:
     from the step's templates), or a trace view's whole HTML."""
     cls = "pl-pane pl-on" if on else "pl-pane"
     if view.scope == "graph":
-        return f'<div class="{cls}" id="pl-pane-{view.key}"><div id="pl-graph"></div></div>\n'
+        return f'<div class="{cls}" id="pl-pane-{view.key}"><div id="pl-graph"></div></div>'
     if view.scope == "step":
-        return f'<div class="{cls} pl-step-pane" id="pl-pane-{view.key}"></div>\n'
+        return f'<div class="{cls} pl-step-pane" id="pl-pane-{view.key}"></div>'
     html = views.trace_html(view, trace, report)
-    return f'<div class="{cls} pl-map-pane" id="pl-pane-{view.key}">{html}</div>\n'
+    return f'<div class="{cls} pl-map-pane" id="pl-pane-{view.key}">{html}</div>'
 
 
 _STEP_IDS = iter(range(1, 1 << 62))
