@@ -2,7 +2,6 @@
 in the graph, in the Panel app (synced back to Python), in the HTML report and in the stepper
 in JupyterLab (through the kernel). Skipped where Chromium or Playwright is missing."""
 
-import re
 
 import pytest
 
@@ -29,7 +28,7 @@ def test_a_click_on_an_error_map_cell_in_the_app_opens_its_step_and_node(
     expect(title).to_have_text(f"#{first.index} {first.name}")
     page.locator(".pl-step-row[data-step='0']").click()
     expect(title).to_have_text("#0 module")
-    page.locator(".bk-tab", has_text=re.compile("^error map$")).click()
+    page.locator(".pl-tabs button[data-tab=error-map]").click()
     # the first failing layer at the first failing step, outlined
     cell = page.locator("td.pl-map-first-cell")
     expect(cell).to_have_attribute("data-step", str(m.first_step))
@@ -44,7 +43,7 @@ def test_a_click_on_an_error_map_cell_in_the_app_opens_its_step_and_node(
     wait_until(page, lambda: app.graph.selected == node, "the selection synced to Python")
     assert app.index == m.first_step and app.tab == "graph"
     # another cell: a later step, another layer
-    page.locator(".bk-tab", has_text=re.compile("^error map$")).click()
+    page.locator(".pl-tabs button[data-tab=error-map]").click()
     expect(page.locator("tr.pl-map-current")).to_have_attribute("data-row", str(m.first_step))
     other = m.nodes[m.row(3)][m.column("layers.2")]
     page.locator(f"td[data-step='3'][data-node='{other}']").click()
