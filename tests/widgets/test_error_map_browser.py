@@ -104,7 +104,7 @@ def test_a_click_on_a_cell_in_the_jupyter_stepper_opens_its_step_and_node(browse
         cells = page.locator(".jp-Notebook .jp-Cell")
         stepper = cells.nth(0).locator(".jp-OutputArea-output")
         expect(stepper.locator(".pl-header")).to_contain_text("#0 module")
-        stepper.locator(".lm-TabBar-tab", has_text="error map").click()
+        stepper.locator(".pl-tabs button[data-tab=error-map]").click()
         cell = stepper.locator("td.pl-map-first-cell")
         expect(cell).to_have_attribute("data-node", "main/subtract")
         cell.click()  # in the kernel: the step, the graph tab, the node; back in the page
