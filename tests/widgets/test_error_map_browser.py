@@ -2,7 +2,6 @@
 in the graph, in the Panel app (synced back to Python), in the HTML report and in the stepper
 in JupyterLab (through the kernel). Skipped where Chromium or Playwright is missing."""
 
-
 import pytest
 
 from tests.widgets.graph_page import Graph, wait_until
