@@ -10,11 +10,16 @@ numerics and the error map only with a check report), and how it renders (``html
 front end reads :func:`views_for` and nothing else to know its tabs; their frames (timeline,
 header, tab bar, panes) are :mod:`widgets.frame`.
 
-Adding a view is one function and one line, here or in the module that renders it::
+Adding a view is one function (in the module that renders it) and one line in the list of
+views below (``register(View(...))`` after the built-in ones), which every front end then shows::
 
     def rewrites_html(step, report=None) -> str | None:   # HTML, every name escaped (esc)
         ...                                               # None: nothing for this step
-    register(View("rewrites", order=45, html=rewrites_html))
+    register(View("rewrites", 45, rewrites_html))          # 45: between params and shapes
+
+(the line must run when :mod:`widgets.views` is imported: a view registered in a module nobody
+imports is in no front end). Built-in orders: graph 10, IR 20, IR diff 30, params 40, shapes
+50, numerics 60, error map 70, param map 80.
 
 ``scope="step"`` (the default) renders one pane per step: ``html(step, report)``, returning
 None where the view has nothing for that step (the frames then say so). The report renders it
