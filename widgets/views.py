@@ -240,12 +240,13 @@ def timeline_row_html(step, row: dict, report=None) -> str:
     )
 
 
-def header_html(step, row: dict, report=None) -> str:
-    """The current step's title, badges, what it changed, and its error if it failed."""
+def header_html(step, row: dict, report=None, notes: bool = True) -> str:
+    """The current step's title, badges, what it changed, and (with ``notes``) its error if
+    it failed and its findings (the report shows those in lines of its own)."""
     prev = step.previous
     head = esc(step_diff(prev, step).headline()) if prev is not None else ""
     error = ""
-    if step.failed:
+    if step.failed and notes:
         where = f" in @{esc(step.failed_function)}" if step.failed_function else ""
         kind = esc(type(step.error).__name__)
         error = (
@@ -253,13 +254,14 @@ def header_html(step, row: dict, report=None) -> str:
             f"{esc(step.error, 2000)}</div>"  # cut: the whole error in trace[i].error
         )
     findings = problems_of(report, step)
+    shown = findings if notes else []
     # one line per finding, cut to the width (the whole text in its tooltip and the numerics tab)
     notes = "".join(
         f"<div class='pl-finding' title='{esc(getattr(f, 'message', ''), 2000)}' "
         "style='color:#e65100;white-space:nowrap;overflow:hidden;text-overflow:ellipsis'>"
         f"<b>{esc(getattr(f, 'kind', ''))}</b>: {esc(getattr(f, 'message', ''), 2000)}"
         "</div>"
-        for f in findings
+        for f in shown
     )
     return (
         f"<div class='pl-header' style='font:13px sans-serif'><b class='pl-step-title'>"
