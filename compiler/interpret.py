@@ -440,7 +440,7 @@ class _Evaluator:
 
     def kernel_call(self, node: Call, args: list, attrs) -> Any:
         """Run a ``call_lowered`` with the kernel its module holds (compiled on first use)."""
-        from compiler.backend.kernels import KernelNotFound, module_kernels
+        from compiler.backend.kernels import KernelNotFound, module_kernels, opt_level_of
         from compiler.ops.lowered import run_kernel
 
         if self.module is None:
@@ -448,7 +448,8 @@ class _Evaluator:
                 "a kernel call runs only inside the module that holds its kernel", node
             )
         try:
-            compiled = module_kernels(self.module).compiled(attrs["kernel"])
+            level = opt_level_of(self.module)
+            compiled = module_kernels(self.module).compiled(attrs["kernel"], level)
         except KernelNotFound as e:
             raise InterpretError(str(e), node) from None
         return run_kernel(compiled.runnable, args, attrs)

@@ -34,6 +34,7 @@ from compiler.backend.kernels import (
     kernel_calls,
     missing_kernels,
     module_kernels,
+    opt_level_of,
     with_kernels,
 )
 from compiler.backend.lowering import LoweringError, supported_ops
@@ -67,13 +68,15 @@ def llvm_text(module: Module, optimized: bool = True) -> str:
     """The LLVM IR (optimised, or as generated) of every kernel a module calls."""
     held = module_kernels(module)
     key = "optimized_ir" if optimized else "llvm_ir"
-    return "\n".join(getattr(held.compiled(name), key) for name in kernel_calls(module))
+    level = opt_level_of(module)
+    return "\n".join(getattr(held.compiled(name, level), key) for name in kernel_calls(module))
 
 
 def assembly_text(module: Module) -> str:
     """The host assembly of every kernel a module calls."""
     held = module_kernels(module)
-    return "\n".join(held.compiled(name).assembly for name in kernel_calls(module))
+    level = opt_level_of(module)
+    return "\n".join(held.compiled(name, level).assembly for name in kernel_calls(module))
 
 
 __all__ = [

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from compiler.backend.codegen import JIT, host_target
-from compiler.backend.kernels import module_kernels
+from compiler.backend.kernels import module_kernels, opt_level_of
 from compiler.backend.runtime import CompiledKernel, KernelInfo
 from compiler.errors import PasslensError
 from compiler.ir.nodes import (
@@ -583,7 +583,8 @@ def build(module: Module, pipeline: str | None = None, record: bool = True) -> E
     }
     held = module_kernels(module)
     try:
-        compiled = {name: held.compiled(name) for name in sorted(builder.kernels)}
+        level = opt_level_of(module)  # the code codegen made (and checked), not another
+        compiled = {name: held.compiled(name, level) for name in sorted(builder.kernels)}
     except KeyError as e:  # KernelNotFound: a module parsed or loaded without its kernels
         raise BuildError(str(e)) from None
     return Executable(

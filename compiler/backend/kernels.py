@@ -163,6 +163,14 @@ def with_kernels(module: Module, kernels: KernelSet) -> Module:
     return module.replace(attrs=module.attrs.with_(**{ATTR: kernels}))
 
 
+def opt_level_of(module: Module) -> int:
+    """The optimisation level codegen compiled ``module`` at (``backend="llvm O2 ..."``), 3
+    for a module codegen has not run on."""
+    backend = str(module.attrs.get("backend", "") or "")
+    level = backend.split()[1] if backend.startswith("llvm ") and len(backend.split()) > 1 else ""
+    return int(level[1:]) if level[:1] == "O" and level[1:].isdigit() else 3
+
+
 def kernel_calls(module: Module) -> dict[str, Call]:
     """Each kernel a module calls (by name, in order of first call) and its first call."""
     out: dict[str, Call] = {}
@@ -187,5 +195,6 @@ __all__ = [
     "kernel_calls",
     "missing_kernels",
     "module_kernels",
+    "opt_level_of",
     "with_kernels",
 ]

@@ -94,3 +94,12 @@ def test_the_interpreter_runs_a_kernel_call_with_its_modules_kernel():
         run(parse(str(lowered)), X)
     with pytest.raises(PasslensError, match="run legalize-ops on the module again"):
         build(parse(str(lowered)))
+
+
+def test_a_build_uses_the_code_codegen_made_at_its_level():
+    spec = "legalize-ops,codegen{opt_level=1}"
+    compiled = passes.run(parse(TANH), spec, raise_on_failure=True).module
+    held = module_kernels(compiled)
+    exe = build(compiled)
+    assert all(held.is_compiled(n, 1) and not held.is_compiled(n, 3) for n in held)
+    np.testing.assert_allclose(exe(X)[0], np.tanh(X) + X, rtol=1e-6)
