@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.ir import Module, Printer
 from compiler.passes import Snapshot
 from explorer import step_backend
+from explorer.diff import diff as diff_steps
 from explorer.graph import GraphModel, graph_of_module
 
 if TYPE_CHECKING:
@@ -259,12 +260,10 @@ class Step:
 
     def diff(self, other: Step | None = None):
         """What changed from ``other`` (default: the previous step) to this step."""
-        from explorer.diff import diff
-
         base = other if other is not None else self.previous
         if base is None:
             raise ValueError(f"step {self.index} ({self.name}) has no previous step to diff with")
-        return diff(base, self)
+        return diff_steps(base, self)
 
     def __repr__(self) -> str:
         indent = "  " * self.depth
