@@ -147,7 +147,7 @@ def cold() -> None:
     from widgets import boxes, graph_data, svg
 
     graph_data._PAYLOADS.table.clear()
-    for memo in (boxes._DIFFS, boxes._VIEWS):
+    for memo in (boxes._DIFFS, boxes._VIEWS, boxes._ENTRIES):
         memo.table.clear()
     svg.LAYOUTS.clear()
 

@@ -105,6 +105,8 @@ class _Memo:
 
 _DIFFS = _Memo(32)
 _VIEWS = _Memo(32)
+_ENTRIES = _Memo(8)
+_PLACED_KINDS = ("weight", "const")  # placed where their readers are
 
 
 def step_diff(baseline, step) -> Diff:
@@ -114,6 +116,14 @@ def step_diff(baseline, step) -> Diff:
 
 
 def _entries(step, baseline) -> tuple[list[_Entry], Diff | None, GraphModel, GraphModel]:
+    """The nodes to draw of ``step`` against ``baseline`` (and of the baseline's removed nodes,
+    as ghosts), placed in their function and group; with the diff (None when there is no
+    baseline or nothing changed) and the two graphs. Remembered for the last few pairs of
+    steps: a payload and the payload of its baseline share them. Do not change them."""
+    return _ENTRIES.get((step, baseline), None, lambda: _make_entries(step, baseline))
+
+
+def _make_entries(step, baseline) -> tuple[list[_Entry], Diff | None, GraphModel, GraphModel]:
     gb = step.graph
     d = None
     if baseline is not None:
@@ -146,16 +156,25 @@ def _place(entries: list[_Entry], gb: GraphModel, ga: GraphModel) -> None:
     """Each entry's function and group. A weight (module-wide) sits in its readers' function
     when they share one and, without a module path of its own, in their group when they
     share one."""
-    readers: dict[tuple[bool, str], set[tuple[str, str]]] = {}
-    for ghost, g in ((False, gb), (True, ga)):
-        for e in g.edges:
-            dst = g.nodes.get(e.dst)
-            if dst is not None:
-                readers.setdefault((ghost, e.src), set()).add((dst.function, dst.group))
+    homeless = {False: set(), True: set()}  # the weights and constants, by graph (ghost or not)
     for e in entries:
         n = e.node
         e.function, e.group = n.function, n.group
-        if n.kind in ("weight", "const"):
+        if n.kind in _PLACED_KINDS:
+            homeless[e.status == "removed"].add(n.id)
+    readers: dict[tuple[bool, str], set[tuple[str, str]]] = {}
+    for ghost, g in ((False, gb), (True, ga)):
+        wanted, nodes = homeless[ghost], g.nodes
+        if not wanted:
+            continue
+        for e in g.edges:
+            if e.src in wanted:
+                dst = nodes.get(e.dst)
+                if dst is not None:
+                    readers.setdefault((ghost, e.src), set()).add((dst.function, dst.group))
+    for e in entries:
+        n = e.node
+        if n.kind in _PLACED_KINDS:
             homes = readers.get((e.status == "removed", n.id), set())
             fns = {f for f, _ in homes}
             if not n.function and len(fns) == 1:
