@@ -16,6 +16,13 @@ Each cell prints the kernel's own time for it (building the widget and its paylo
 models included); the rest is sending the payload to the browser, ``JSON.parse`` and the
 component's layout and draw (``data-draw-ms``, printed too).
 
+First, in this process and without a browser, the CPU time of what the kernel does for
+``GraphView(step, step.previous)`` from nothing cached, part by part: the explorer's graph
+models of the two steps, the payload (``graph_data``: the diff, the step's payload and its
+baseline's), and the widget's message (ipywidgets' ``_remove_buffers`` walk of the state and
+the kernel session's JSON), with the message's size. CPU time, because on a shared machine the
+wall clock also counts the time other processes held the CPU.
+
     .venv/bin/python bench/jupyter_speed.py
 
 Goal: the graph shown < 2 s after running the cell (cases 1 and 2).
@@ -89,6 +96,38 @@ RUN_CELL_JS = """async (i) => {
 }"""
 
 
+def kernel_parts() -> None:
+    """The CPU seconds of each part of what the kernel does for a GraphView (no browser)."""
+    from ipywidgets.widgets.widget import _remove_buffers
+    from jupyter_client.session import json_packer
+
+    from bench import scale_models
+    from widgets.graph_view import graph_data
+
+    trace = scale_models.decoder(32)
+    step = trace["fold-constant"]
+
+    def cpu(f):
+        t = time.process_time()
+        out = f()
+        return out, time.process_time() - t
+
+    _, models = cpu(lambda: (step.previous.graph, step.graph))
+    data, payload = cpu(lambda: graph_data(step, step.previous, stats=False))
+    state = {"data": data, "collapsed": data["after"]["collapsed"]}
+    (clean, paths, _buffers), walk = cpu(lambda: _remove_buffers(state))
+    msg, packed = cpu(lambda: json_packer({"state": clean, "buffer_paths": paths}))
+    after = len(json_packer({"after": data["after"]}))
+    print(
+        f"kernel CPU for GraphView(step, step.previous) of decoder(32), nothing cached: graph "
+        f"models {models:.2f} s + payload {payload:.2f} s + message {walk + packed:.2f} s "
+        f"(_remove_buffers {walk:.2f} s, JSON {packed:.2f} s) = "
+        f"{models + payload + walk + packed:.2f} s; message {len(msg) / 1e6:.1f} MB, of which "
+        f"the step's own payload {after / 1e6:.1f} MB (the rest: its baseline's, for the "
+        "before / after toggle)"
+    )
+
+
 def main() -> int:
     print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
     print(
@@ -106,6 +145,7 @@ def main() -> int:
     if not JUPYTER.exists():
         print("jupyter is not installed in this environment", file=sys.stderr)
         return 2
+    kernel_parts()
     cells = [SETUP] + [code for _label, code in CASES]
     results = []
     with tempfile.TemporaryDirectory() as tmp, jupyterlab(Path(tmp), cells) as url:
