@@ -66,6 +66,7 @@ _DULL_ATTRS = {  # attributes at their usual value: not worth a line on the box
     ("out_layout", '"NCHW"'),
 }
 _INLINE_KINDS = ("weight", "const")
+_BYTE_KINDS = ("weight", "param")  # counted in a group's parameter bytes
 _STATS_KINDS = ("weight", "const")
 
 _PAYLOADS = _Memo(16)
@@ -122,6 +123,9 @@ def weight_stats(step, node_id: str) -> dict:
 
 
 # ===== helpers =================================================================================
+
+
+_size = functools.lru_cache(maxsize=1024)(format_bytes)  # weights share a few sizes
 
 
 def _key_attrs(attrs: dict) -> list[str]:
@@ -210,6 +214,7 @@ class _Builder:
         self.entries, self.diff, self.ga, self.gb = _entries(step, baseline)
         self.index = {e.key: i for i, e in enumerate(self.entries)}
         self.types: dict[str, int] = {}
+        self._functions: tuple[str, bool] | None = None  # the main function, several or not
 
     def type_index(self, text: str) -> int:
         i = self.types.get(text)
@@ -250,15 +255,16 @@ class _Builder:
         lines_on: dict[int, list[str]] = {}
         for i, host in inline.items():
             lines_on.setdefault(host, []).append(i)
+        title, lines, type_index = self._title, self._lines, self.type_index
         for i, e in enumerate(entries):
             n = e.node
             node: dict[str, Any] = {
                 "id": e.key,
                 "k": n.kind,
-                "t": self._title(n, e.group),
-                "s": self._lines(n),
+                "t": title(n, e.group),
+                "s": lines(n),
                 "g": of[i],
-                "ty": self.type_index(n.type),
+                "ty": type_index(n.type),
             }
             if e.status:
                 node["st"] = e.status
@@ -348,7 +354,7 @@ class _Builder:
         if n.kind in ("op",):
             return _key_attrs(n.attrs)
         if n.kind in ("weight", "param"):
-            return [x for x in (n.type, format_bytes(n.nbytes) if n.nbytes else "") if x]
+            return [x for x in (n.type, _size(n.nbytes) if n.nbytes else "") if x]
         if n.kind in ("const", "input"):
             return [n.type]
         return []
@@ -374,6 +380,7 @@ class _Builder:
         from the edges): name, function, attributes, provenance (file paths relative to
         ``root``), and a weight's first values and statistics when ``stats``."""
         out = []
+        stats = self.stats
         for e in self.entries:
             n = e.node
             info: dict[str, Any] = {"name": n.label}
@@ -386,9 +393,10 @@ class _Builder:
                 if "file" in prov:
                     prov["file"] = short_path(str(prov["file"]), root)
                 info["provenance"] = prov
-            data = getattr(n.obj, "data", None)
-            if self.stats and n.kind in _STATS_KINDS and isinstance(data, np.ndarray):
-                info.update(_cached_stats(data))
+            if stats and n.kind in _STATS_KINDS:
+                data = getattr(n.obj, "data", None)
+                if isinstance(data, np.ndarray):
+                    info.update(_cached_stats(data))
             out.append(info)
         return out
 
@@ -452,12 +460,13 @@ class _Builder:
         """Parameter bytes per group id (a module path, ``@fn`` or ``@fn/path``; "" the
         whole graph) of ``entries``, each placed where ``here`` (key -> entry of this step)
         places it, else where it is."""
-        fns = {e.function for e in self.entries if e.function}
-        main = "main" if "main" in fns else (sorted(fns)[0] if fns else "")
-        several = len(fns) > 1
+        if self._functions is None:
+            fns = {e.function for e in self.entries if e.function}
+            self._functions = ("main" if "main" in fns else min(fns, default=""), len(fns) > 1)
+        main, several = self._functions
         placed: dict[tuple[str, str], int] = {}  # (function or "", module path) -> bytes
         for e in entries:
-            if e.node.kind not in ("weight", "param"):
+            if e.node.kind not in _BYTE_KINDS:
                 continue
             place = here.get(e.key, e) if here else e
             fn = place.function if several and place.function and place.function != main else ""
