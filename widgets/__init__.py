@@ -3,11 +3,12 @@
     from widgets import PassStepper, GraphView, write_html
     PassStepper(trace)                  # step through the passes (or trace.stepper())
     GraphView(step, baseline)           # one step's graph: pan, zoom, search, click a node
+    GraphSnapshot(step, baseline)       # the same graph with no kernel (a notebook's picture)
     write_html(trace, "run.html")       # one self-contained report (or trace.to_html())
     build_app(trace); serve(trace)      # the Panel app (or `passlens serve`, passlens.serve())
     ParamTable(step), ShapeTable(step, report), NumericsTable(step, report), TextDiff(step)
 
-Rendering is pure functions (step -> DOT / SVG / HTML) in modules with one job each, listed in
+Rendering is pure functions (step -> HTML) in modules with one job each, listed in
 :mod:`widgets.render`, shared by the widgets, the Panel app and the report; :mod:`widgets.views`
 is the registry of views (the tabs of all three, in one order) and :mod:`widgets.frame` the
 frame they share (timeline, header, tab bar, panes). Names are imported on first use, so
@@ -17,6 +18,7 @@ frame they share (timeline, header, tab bar, panes). Names are imported on first
 _LAZY = {
     "PassStepper": "widgets.stepper",
     "GraphView": "widgets.graph_view",
+    "GraphSnapshot": "widgets.snapshot",
     "write_html": "widgets.report",
     "report_html": "widgets.report",
     "build_app": "widgets.app",

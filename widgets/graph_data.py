@@ -39,7 +39,9 @@ escaped by the component when drawn (it only ever sets ``textContent``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import os
 import re
 from collections import Counter
@@ -49,14 +51,22 @@ import numpy as np
 
 from explorer.fmt import format_bytes
 from widgets.boxes import MAX_BOXES, _entries, _Memo, _prefixes
-from widgets.dot import _key_attrs, _op_summary
 from widgets.findings import graph_marks
 from widgets.graph_groups import MAX_CHILDREN, SEGMENT, group_shape, group_tree, positions, segment
 from widgets.stats import _cached_stats
 
 MAX_INLINE = 4  # weight lines drawn on one node
 MAX_OPENED_CHANGES = 50  # changes whose groups are opened at first (while they fit)
+_MAX_ATTRS = 3  # key attributes shown on an op's box
+_DULL_ATTRS = {  # attributes at their usual value: not worth a line on the box
+    ("groups", "1"),
+    ("dilation", "[1, 1]"),
+    ("data_layout", '"NCHW"'),
+    ("kernel_layout", '"OIHW"'),
+    ("out_layout", '"NCHW"'),
+}
 _INLINE_KINDS = ("weight", "const")
+_BYTE_KINDS = ("weight", "param")  # counted in a group's parameter bytes
 _STATS_KINDS = ("weight", "const")
 
 _PAYLOADS = _Memo(16)
@@ -73,8 +83,27 @@ def graph_payload(
     return _PAYLOADS.get(
         (step, baseline, report),
         (max_boxes, stats),
-        lambda: _Builder(step, baseline, report, stats).build(max_boxes),
+        lambda: _build(step, baseline, report, stats, max_boxes),
     )
+
+
+def _build(step, baseline, report, stats: bool, max_boxes: int) -> dict:
+    # A payload is some 20 small objects per node, all kept: the cyclic garbage collector
+    # would walk every object of the process several times while it is built (a third of the
+    # time of a 10,000-node payload) and find nothing to free. It is paused meanwhile.
+    with _collector_paused():
+        return _Builder(step, baseline, report, stats).build(max_boxes)
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def weight_stats(step, node_id: str) -> dict:
@@ -94,6 +123,22 @@ def weight_stats(step, node_id: str) -> dict:
 
 
 # ===== helpers =================================================================================
+
+
+_size = functools.lru_cache(maxsize=1024)(format_bytes)  # weights share a few sizes
+
+
+def _key_attrs(attrs: dict) -> list[str]:
+    """The first few attributes of an op worth a line on its box (``strides=[2, 2]``)."""
+    out = []
+    for k, v in attrs.items():
+        v = str(v)
+        if v == "none" or (k, v) in _DULL_ATTRS:
+            continue
+        out.append(f"{k}={v}")
+        if len(out) == _MAX_ATTRS:
+            break
+    return out
 
 
 def _common_dir(paths: list[str]) -> str:
@@ -121,6 +166,45 @@ def short_path(path: str, root: str) -> str:
     return os.path.basename(file) + line if os.path.isabs(file) else path
 
 
+# ----- tallies summed over the group tree -------------------------------------------------------
+# A tally is ``{key: [count, first]}``: how often a key was met among a group's members and the
+# position of the first one, so a tally summed from the children's lists its keys in the order
+# they were first met, as a Counter of the members would.
+
+
+def _tally(t: dict[str, list[int]], key: str, pos: int) -> None:
+    seen = t.get(key)
+    if seen is None:
+        t[key] = [1, pos]
+    else:
+        seen[0] += 1
+
+
+def _merge(into: dict[str, list[int]], t: dict[str, list[int]]) -> None:
+    for key, (c, first) in t.items():
+        seen = into.get(key)
+        if seen is None:
+            into[key] = [c, first]
+        else:
+            seen[0] += c
+            if first < seen[1]:
+                seen[1] = first
+
+
+def _by_first(t: dict[str, list[int]]) -> list[tuple[str, list[int]]]:
+    return sorted(t.items(), key=lambda kv: kv[1][1])
+
+
+def _op_line(t: dict[str, list[int]], limit: int = 3) -> str:
+    """``12 ops: add ×4, matmul ×3, exp, +2 more``: the commonest ops first (ties in the order
+    first met)."""
+    common = sorted(t.items(), key=lambda kv: (-kv[1][0], kv[1][1]))
+    parts = [f"{op} ×{c}" if c > 1 else op for op, (c, _first) in common[:limit]]
+    if len(common) > limit:
+        parts.append(f"+{len(common) - limit} more")
+    return f"{sum(c for c, _first in t.values())} ops: {', '.join(parts)}"
+
+
 # ===== the builder =============================================================================
 
 
@@ -130,6 +214,7 @@ class _Builder:
         self.entries, self.diff, self.ga, self.gb = _entries(step, baseline)
         self.index = {e.key: i for i, e in enumerate(self.entries)}
         self.types: dict[str, int] = {}
+        self._functions: tuple[str, bool] | None = None  # the main function, several or not
 
     def type_index(self, text: str) -> int:
         i = self.types.get(text)
@@ -170,15 +255,16 @@ class _Builder:
         lines_on: dict[int, list[str]] = {}
         for i, host in inline.items():
             lines_on.setdefault(host, []).append(i)
+        title, lines, type_index = self._title, self._lines, self.type_index
         for i, e in enumerate(entries):
             n = e.node
             node: dict[str, Any] = {
                 "id": e.key,
                 "k": n.kind,
-                "t": self._title(n, e.group),
-                "s": self._lines(n),
+                "t": title(n, e.group),
+                "s": lines(n),
                 "g": of[i],
-                "ty": self.type_index(n.type),
+                "ty": type_index(n.type),
             }
             if e.status:
                 node["st"] = e.status
@@ -268,7 +354,7 @@ class _Builder:
         if n.kind in ("op",):
             return _key_attrs(n.attrs)
         if n.kind in ("weight", "param"):
-            return [x for x in (n.type, format_bytes(n.nbytes) if n.nbytes else "") if x]
+            return [x for x in (n.type, _size(n.nbytes) if n.nbytes else "") if x]
         if n.kind in ("const", "input"):
             return [n.type]
         return []
@@ -286,14 +372,15 @@ class _Builder:
         return out
 
     def _provenance_root(self) -> str:
-        files = [str(e.node.provenance.get("file", "")).rsplit(":", 1)[0] for e in self.entries]
-        return _common_dir(files)
+        files = {str(e.node.provenance.get("file", "")) for e in self.entries}
+        return _common_dir(sorted({f.rsplit(":", 1)[0] for f in files}))
 
     def _details(self, root: str) -> list[dict]:
         """What the details drawer shows beyond the node itself (its inputs and users come
         from the edges): name, function, attributes, provenance (file paths relative to
         ``root``), and a weight's first values and statistics when ``stats``."""
         out = []
+        stats = self.stats
         for e in self.entries:
             n = e.node
             info: dict[str, Any] = {"name": n.label}
@@ -306,44 +393,56 @@ class _Builder:
                 if "file" in prov:
                     prov["file"] = short_path(str(prov["file"]), root)
                 info["provenance"] = prov
-            data = getattr(n.obj, "data", None)
-            if self.stats and n.kind in _STATS_KINDS and isinstance(data, np.ndarray):
-                info.update(_cached_stats(data))
+            if stats and n.kind in _STATS_KINDS:
+                data = getattr(n.obj, "data", None)
+                if isinstance(data, np.ndarray):
+                    info.update(_cached_stats(data))
             out.append(info)
         return out
 
     def _group_summaries(self, groups, of, drawn, bad, inline) -> None:
+        """Each group's box: live nodes inside, op summary, parameter bytes and their change,
+        counts of changes, whether a finding is inside. Summed bottom-up: the groups come
+        parents first (``segment`` orders them so)."""
         n = len(groups)
-        ops: list[list[str]] = [[] for _ in range(n)]
+        parent = [grp["p"] for grp in groups]
+        assert all(parent[g] < g for g in range(1, n)), "groups must come parents first"
+        # op -> [count, first position among the members] per group: the summary lists the
+        # commonest ops, ties in the order first met (as Counter.most_common does)
+        ops: list[dict[str, list[int]]] = [{} for _ in range(n)]
         live = [0] * n
         nbytes = [0] * n
-        ch = [Counter() for _ in range(n)]
+        ch: list[dict[str, list[int]]] = [{} for _ in range(n)]  # status -> [count, first]
         has_bad = [False] * n
         members = drawn + list(inline)
-        for i in members:
-            e = self.entries[i]
-            chain, g = [], of[i]
-            while g >= 0:
-                chain.append(g)
-                g = groups[g]["p"]
-            for g in chain:
-                if e.status != "removed":
-                    if e.node.kind in ("op", "call", "if"):
-                        ops[g].append(e.node.op)
-                    if i not in inline:
-                        live[g] += 1
-                    if e.node.kind in ("weight", "param"):
-                        nbytes[g] += e.node.nbytes
-                if e.status:
-                    ch[g][e.status] += 1
-                if i in bad:
-                    has_bad[g] = True
+        entries = self.entries
+        for pos, i in enumerate(members):
+            e = entries[i]
+            node, g = e.node, of[i]
+            if e.status != "removed":
+                if node.kind in ("op", "call", "if"):
+                    _tally(ops[g], node.op, pos)
+                if i not in inline:
+                    live[g] += 1
+                if node.kind in ("weight", "param"):
+                    nbytes[g] += node.nbytes
+            if e.status:
+                _tally(ch[g], e.status, pos)
+            if i in bad:
+                has_bad[g] = True
+        for g in range(n - 1, 0, -1):  # children into their parents
+            p = parent[g]
+            live[p] += live[g]
+            nbytes[p] += nbytes[g]
+            has_bad[p] = has_bad[p] or has_bad[g]
+            _merge(ch[p], ch[g])
+            _merge(ops[p], ops[g])
         before = self._baseline_bytes()
         after = self._bytes_by_path(e for e in self.entries if e.status != "removed")
         for g, grp in enumerate(groups):
             grp["n"] = live[g]
             if ops[g]:
-                grp["ops"] = f"{len(ops[g])} ops: {_op_summary(ops[g], 3)}"
+                grp["ops"] = _op_line(ops[g])
             if grp["k"] != "segment":  # a module's weights, wherever they are drawn
                 nbytes[g] = after.get(grp["id"], 0)
             if nbytes[g]:
@@ -353,7 +452,7 @@ class _Builder:
                 if delta:
                     grp["db"] = delta
             if ch[g]:
-                grp["ch"] = dict(ch[g])
+                grp["ch"] = {k: c for k, (c, _first) in _by_first(ch[g])}
             if has_bad[g]:
                 grp["bad"] = 1
 
@@ -361,21 +460,26 @@ class _Builder:
         """Parameter bytes per group id (a module path, ``@fn`` or ``@fn/path``; "" the
         whole graph) of ``entries``, each placed where ``here`` (key -> entry of this step)
         places it, else where it is."""
-        fns = {e.function for e in self.entries if e.function}
-        main = "main" if "main" in fns else (sorted(fns)[0] if fns else "")
-        several = len(fns) > 1
-        out: Counter = Counter()
+        if self._functions is None:
+            fns = {e.function for e in self.entries if e.function}
+            self._functions = ("main" if "main" in fns else min(fns, default=""), len(fns) > 1)
+        main, several = self._functions
+        placed: dict[tuple[str, str], int] = {}  # (function or "", module path) -> bytes
         for e in entries:
-            if e.node.kind not in ("weight", "param"):
+            if e.node.kind not in _BYTE_KINDS:
                 continue
             place = here.get(e.key, e) if here else e
+            fn = place.function if several and place.function and place.function != main else ""
+            placed[fn, place.group] = placed.get((fn, place.group), 0) + e.node.nbytes
+        out: Counter = Counter()
+        for (fn, group), nbytes in placed.items():
             prefix = ""
-            if several and place.function and place.function != main:
-                prefix = f"@{place.function}/"
-                out["@" + place.function] += e.node.nbytes
-            out[""] += e.node.nbytes
-            for p in _prefixes(place.group):
-                out[prefix + p] += e.node.nbytes
+            if fn:
+                prefix = f"@{fn}/"
+                out["@" + fn] += nbytes
+            out[""] += nbytes
+            for p in _prefixes(group):
+                out[prefix + p] += nbytes
         return dict(out)
 
     def _baseline_bytes(self) -> dict[str, int] | None:

@@ -36,18 +36,29 @@ def group_tree(entries: list[_Entry], drawn: list[int]) -> tuple[list[dict], lis
             groups.append({"id": gid, "label": label, "p": parent, "k": kind})
         return i
 
+    placed: dict[tuple[str, str], int] = {}  # (function, module path) -> its group
+
+    def place(fn: str, path: str) -> int:
+        """The group of module ``path`` (its ancestors made first) in function ``fn``."""
+        i = placed.get((fn, path))
+        if i is None:
+            if "." in path:
+                parent_path, _dot, name = path.rpartition(".")
+                parent = place(fn, parent_path)
+            else:
+                name = path
+                parent = group("@" + fn, "@" + fn, 0, "function") if fn else 0
+            i = placed[fn, path] = group(f"@{fn}/{path}" if fn else path, name, parent, "module")
+        return i
+
     of = [0] * len(entries)
     for i in drawn:
         e = entries[i]
-        parent, prefix = 0, ""
-        if several and e.function and e.function != main:
-            parent = group("@" + e.function, "@" + e.function, 0, "function")
-            prefix = f"@{e.function}/"
-        parts = e.group.split(".") if e.group else []
-        for k in range(len(parts)):
-            path = ".".join(parts[: k + 1])
-            parent = group(prefix + path, parts[k], parent, "module")
-        of[i] = parent
+        fn = e.function if several and e.function and e.function != main else ""
+        if e.group:
+            of[i] = place(fn, e.group)
+        elif fn:
+            of[i] = group("@" + fn, "@" + fn, 0, "function")
     return _simplify(groups, of, drawn)
 
 

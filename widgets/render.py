@@ -1,34 +1,31 @@
-"""Rendering as pure functions: a step (and optionally a baseline step) -> DOT, SVG or HTML,
+"""Rendering as pure functions: a step (and optionally a baseline step) -> HTML,
 shared by the Jupyter widgets, the Panel app and the static HTML report. Nothing holds widget
 state. Each job has its module; this one renders the trace summary (the badges and the table
 of steps) and gathers the public names of the others:
 
 - :mod:`widgets.escape`: text from a model made safe (``esc``, ``json_script``);
-- :mod:`widgets.boxes`: which boxes a graph is drawn with (``graph_view``,
-  ``default_collapsed``, ``GraphView``) and the remembered step diffs (``step_diff``);
-- :mod:`widgets.dot` and :mod:`widgets.svg`: the static Graphviz picture of a graph
-  (``graph_dot``, ``graph_svg`` and its layout cache ``LAYOUTS``);
+- :mod:`widgets.boxes`: the nodes a graph is drawn with and the remembered step diffs
+  (``step_diff``);
 - :mod:`widgets.stats`: a weight's statistics (``param_stats``);
 - :mod:`widgets.findings`: a check report's findings about a step (``findings_of``,
   ``problems_of``);
 - :mod:`widgets.tables_html`: the parameter, shape and numerics tables and ``TABLE_CSS``;
 - :mod:`widgets.ir_text`: the IR text and the IR diff.
 
-The interactive graph is the graph component (``static/graph.js``, fed by
-:mod:`widgets.graph_data`).
+Every graph is drawn by the graph component (``static/graph.js``, fed by
+:mod:`widgets.graph_data`): live in Jupyter and Panel, in the HTML report, and as a picture with
+no kernel (:mod:`widgets.snapshot`: ``GraphSnapshot``, ``graph_page``).
 """
 
 from __future__ import annotations
 
 from explorer.fmt import format_bytes, signed_bytes
 from explorer.summary import Column, html_table, name_column
-from widgets.boxes import MAX_BOXES, GraphView, default_collapsed, graph_view, step_diff
-from widgets.dot import COLORS, graph_dot
+from widgets.boxes import MAX_BOXES, step_diff
 from widgets.escape import esc, json_script
 from widgets.findings import findings_of, problems_of
 from widgets.ir_text import ir_text_html, text_diff_html
 from widgets.stats import param_stats
-from widgets.svg import LAYOUTS, LayoutCache, graph_svg
 from widgets.tables_html import (
     numerics_table_html,
     param_rows,
@@ -93,18 +90,10 @@ def summary_html(trace, report=None) -> str:
 
 
 __all__ = [
-    "COLORS",
-    "LAYOUTS",
     "MAX_BOXES",
-    "GraphView",
-    "LayoutCache",
     "badges_html",
-    "default_collapsed",
     "esc",
     "findings_of",
-    "graph_dot",
-    "graph_svg",
-    "graph_view",
     "ir_text_html",
     "json_script",
     "numerics_table_html",

@@ -90,10 +90,10 @@ def test_the_graph_marks_it(trace):
         assert node["s"] == ["opaque · torch"]
     unmarked = [n for n in graph_payload(trace[1])["nodes"] if n["t"] == "linear"]
     assert unmarked and not any("opq" in n for n in unmarked)
-    from widgets.render import graph_svg  # the static Graphviz picture marks it too
+    from widgets.snapshot import graph_page  # a picture with no kernel: the same payload
 
-    svg = graph_svg(trace[1])
-    assert svg.count("pl_opaque") == 1 and "opaque · torch" in svg
+    page = graph_page(trace[1])
+    assert page.count('"opq":"torch"') == 1 and "opaque · torch" in page
 
 
 def test_the_trace_saves_and_loads_without_resolving_the_op(saved, example, monkeypatch):

@@ -1,8 +1,7 @@
-"""The pure rendering functions: DOT, SVG, node details, tables, IR diff, summary."""
+"""The pure rendering functions: the graph payload, node details, tables, IR diff, summary."""
 
 import json
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,8 +9,6 @@ import pytest
 
 from tests.widgets.conftest import EVIL
 from widgets import ir_text
-from widgets.boxes import MAX_BOXES, default_collapsed, graph_view
-from widgets.dot import COLORS, graph_dot
 from widgets.escape import esc, json_script
 from widgets.findings import problems_of
 from widgets.graph_data import graph_payload
@@ -19,7 +16,6 @@ from widgets.graph_view import node_details
 from widgets.ir_text import ir_text_html, text_diff_html
 from widgets.render import step_badges, summary_html
 from widgets.stats import param_stats
-from widgets.svg import LAYOUTS, graph_svg
 from widgets.tables_html import (
     numerics_table_html,
     param_rows,
@@ -27,125 +23,86 @@ from widgets.tables_html import (
     shape_table_html,
 )
 
-SVG = "{http://www.w3.org/2000/svg}"
+
+def _nodes(payload) -> dict[str, dict]:
+    return {n["id"]: n for n in payload["nodes"]}
 
 
-def svg_nodes(svg: str) -> dict[str, ET.Element]:
-    """The node groups of a rendered SVG by data-node-id (parsing also proves it is XML)."""
-    root = ET.fromstring(svg)
-    return {
-        g.get("data-node-id"): g
-        for g in root.iter(SVG + "g")
-        if "pl_node" in (g.get("class") or "").split()
-    }
+def _groups_of(payload, node) -> list[str]:
+    """The ids of the groups a payload node sits in, innermost first."""
+    out, g = [], node["g"]
+    while g > 0:
+        out.append(payload["groups"][g]["id"])
+        g = payload["groups"][g]["p"]
+    return out
 
 
-def shape_fill(g: ET.Element) -> str:
-    shape = next(c for c in g if c.tag in (SVG + "polygon", SVG + "path", SVG + "ellipse"))
-    return shape.get("fill")
+# ----- the graph (the payload the graph component draws) -----------------------------------
 
 
-def texts(g: ET.Element) -> list[str]:
-    return [t.text for t in g.iter(SVG + "text")]
-
-
-# ----- the graph ------------------------------------------------------------------------------
-
-
-def test_dot_shows_ops_attributes_params_and_edge_types(convnext_trace):
+def test_ops_show_key_attributes_weights_and_edge_types(convnext_trace):
     step = convnext_trace[0]
-    dot = graph_dot(step)
-    assert "<B>conv2d</B>" in dot and "strides=[4, 4]" in dot  # op and its key attributes
-    assert "groups=8" in dot and "groups=1<" not in dot  # dull defaults are left out
-    # the stem conv's weight: a cylinder with its type and size; the input an ellipse
-    weight = re.search(r"\n\s*(n\d+) \[label=<<B>features\.0\.0\.weight</B>[^\n]*", dot).group(0)
-    assert "shape=cylinder" in weight and "f32[8, 3, 4, 4]" in weight and "1.5 kB" in weight
-    assert re.search(r"label=<<B>x</B>[^\n]*shape=ellipse", dot)
-    # shapes and dtypes on the edges
-    assert "label=<f32[1, 3, 32, 32]>" in dot and "label=<f32[1, 8, 8, 8]>" in dot
-    # clustered by source module path
-    assert "subgraph cluster_" in dot and "label=<features>" in dot
-
-
-def test_svg_nodes_carry_their_ids_and_groups(convnext_trace):
-    step = convnext_trace[0]
-    svg = graph_svg(step)
-    nodes = svg_nodes(svg)
-    assert set(nodes) == set(step.graph.nodes)  # small: every node drawn, none collapsed
+    p = graph_payload(step)
+    nodes = _nodes(p)
     conv = nodes["main/conv2d"]
-    assert conv.get("id").startswith("pl_n") and "pl_k_op" in conv.get("class")
-    assert texts(conv)[0] == "conv2d"
-    assert conv.find(SVG + "title").text == "main/conv2d"
-    clusters = [
-        g.get("data-group")
-        for g in ET.fromstring(svg).iter(SVG + "g")
-        if "pl_cluster" in (g.get("class") or "")
-    ]
-    assert "features.1.0.block.0" in clusters or "features.1.0.block" in clusters
-    assert svg.startswith("<svg") and "<!--" not in svg
+    assert conv["t"] == "conv2d" and "strides=[4, 4]" in conv["s"]  # op and key attributes
+    grouped = [n for n in p["nodes"] if any(x.startswith("groups=") for x in n["s"])]
+    assert grouped and all("groups=1" not in n["s"] for n in grouped)  # dull defaults left out
+    # the stem conv's weight, untouched by the step: a line on its reader with type and name
+    assert "weight f32[8, 3, 4, 4]" in conv["w"]
+    weight = nodes["$features.0.0.weight"]
+    assert weight["inl"] == p["nodes"].index(conv) and weight["s"] == ["f32[8, 3, 4, 4]", "1.5 kB"]
+    assert nodes["main/x"]["k"] == "input"
+    # types on the edges
+    types = p["types"]
+    into_conv = [types[ty] for s, t, ty, _f in p["edges"] if p["nodes"][t]["id"] == "main/conv2d"]
+    assert "f32[1, 3, 32, 32]" in into_conv
+    # grouped by source module path
+    assert "features" in {g["id"] for g in p["groups"]}
+    assert "features.0.0" in _groups_of(p, conv) or "features.0" in _groups_of(p, conv)
 
 
-def test_diff_colours_added_changed_and_removed_ghosts(mlp_trace):
+def test_diff_marks_added_changed_and_removed_ghosts(mlp_trace):
     step = mlp_trace["decompose-ops"]
     d = step.diff()
     assert d.added and d.removed and d.changed
-    nodes = svg_nodes(graph_svg(step, step.previous))
-    for n in d.added:
-        assert "pl_added" in nodes[n.id].get("class") and shape_fill(nodes[n.id]) == COLORS["added"]
-    for c in d.changed:
-        assert shape_fill(nodes[c.after.id]) == COLORS["changed"]
-    for n in d.removed:  # the linear ops are dashed grey ghosts
-        ghost = nodes["removed:" + n.id]
-        shape = next(c for c in ghost if c.tag == SVG + "polygon")
-        assert shape.get("stroke") == COLORS["removed"] and shape.get("stroke-dasharray")
-    assert {texts(nodes["removed:" + n.id])[0] for n in d.removed} == {"linear"}
-    untouched = [
-        i
-        for i in step.graph.nodes
-        if i not in {n.id for n in d.added} and i not in {c.after.id for c in d.changed}
-    ]
-    assert all("pl_added" not in nodes[i].get("class") for i in untouched)
-    # no baseline, or an unchanged pass: no colours at all
-    plain = graph_svg(step)
-    assert COLORS["added"] not in plain and "removed:" not in plain
+    nodes = _nodes(graph_payload(step, step.previous))
+    assert all(nodes[n.id]["st"] == "added" for n in d.added)
+    assert all(nodes[c.after.id]["st"] == "changed" for c in d.changed)
+    ghosts = [nodes["removed:" + n.id] for n in d.removed]  # the linear ops, as ghosts
+    assert {g["st"] for g in ghosts} == {"removed"} and {g["t"] for g in ghosts} == {"linear"}
+    touched = {n.id for n in d.added} | {c.after.id for c in d.changed}
+    assert all("st" not in nodes[i] for i in step.graph.nodes if i not in touched)
+    # no baseline, or an unchanged pass: no statuses at all
+    assert not any("st" in n for n in graph_payload(step)["nodes"])
     same = mlp_trace["infer-types"]
-    assert COLORS["added"] not in graph_svg(same, same.previous)
+    assert not any("st" in n for n in graph_payload(same, same.previous)["nodes"])
 
 
-def test_failed_node_is_red_and_stays_visible(failed_trace):
+def test_failed_node_is_marked_and_stays_visible(failed_trace):
     step = failed_trace.failure
     failed_id = step.graph.node_of(step.failed_node).id
-    nodes = svg_nodes(graph_svg(step, step.previous))
-    red = [k for k, g in nodes.items() if shape_fill(g) == COLORS["failed"]]
-    assert red == [failed_id] and "pl_failed" in nodes[failed_id].get("class")
-    assert texts(nodes[failed_id])[0] == "@transform"  # the call the replica asserted on
-    # even in a view too small for the graph, the failed node is not hidden in a group
-    view = graph_view(step, step.previous, max_boxes=3)
-    assert view.box_of_node(failed_id) == failed_id
-    assert "@main_transform_params" not in view.collapsed
+    p = graph_payload(step, step.previous, max_boxes=3)  # a view too small for the graph
+    failed = [n for n in p["nodes"] if n.get("st") == "failed"]
+    assert [n["id"] for n in failed] == [failed_id]
+    assert failed[0]["t"] == "@transform"  # the call the replica asserted on
+    # the view opens on it, and none of its groups starts collapsed
+    assert p["nodes"][p["focus"]]["id"] == failed_id
+    assert not set(_groups_of(p, failed[0])) & set(p["collapsed"])
 
 
-def test_everything_from_the_model_is_escaped(evil_trace):
+def test_names_from_the_model_are_data_and_json_scripts_escape_them(evil_trace):
     step = evil_trace["fold-constant"]
-    dot = graph_dot(step, step.previous)
-    svg = graph_svg(step, step.previous)
-    for text in (dot, svg):
-        assert "<script" not in text and "alert(1)</" not in text
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in svg
-    nodes = svg_nodes(svg)  # parses: quotes and ampersands are escaped too
+    p = graph_payload(step, step.previous)
+    nodes = _nodes(p)
     weight = "$" + EVIL + ".w.exp"
-    assert weight in nodes and texts(nodes[weight])[0] == EVIL + ".w.exp"
-    assert "removed:$" + EVIL + ".w" in nodes  # the ghost of the folded weight
-    groups = [
-        g.get("data-group") for g in ET.fromstring(svg).iter(SVG + "g") if g.get("data-group")
-    ]
-    assert EVIL + ".layer" in groups or EVIL in groups
-    details = node_details(graph_payload(step, step.previous))
+    assert weight in nodes and "removed:$" + EVIL + ".w" in nodes  # the folded weight's ghost
+    assert {EVIL + ".layer", EVIL} & {g["id"] for g in p["groups"]}
+    details = node_details(p)
     assert details[weight]["name"] == EVIL + ".w.exp"
-    blob = json_script(details)
-    assert (
-        "<" not in blob and ">" not in blob and json.loads(blob) == json.loads(json.dumps(details))
-    )
+    blob = json_script(p)  # as the report and the snapshot embed it
+    assert "<" not in blob and ">" not in blob and "&" not in blob
+    assert json.loads(blob) == json.loads(json.dumps(p))
 
 
 def test_escape_replaces_control_characters_and_cuts():
@@ -154,68 +111,25 @@ def test_escape_replaces_control_characters_and_cuts():
     assert esc("<&\"'>") == "&lt;&amp;&quot;&#x27;&gt;"
 
 
-def test_large_graph_collapses_groups_to_fit(base_trace):
-    step = base_trace[0]
-    assert len(step.graph.nodes) > 600
-    view = graph_view(step)
-    assert 50 <= view.box_count <= MAX_BOXES
-    assert view.collapsed == default_collapsed(step)
-    svg = graph_svg(step)
-    nodes = svg_nodes(svg)
-    assert len(nodes) == view.box_count
-    groups = {k: g for k, g in nodes.items() if k.startswith("group:")}
-    assert groups and all(g.get("data-group") in view.collapsed for g in groups.values())
-    # a collapsed group: its path, its op counts and its weights
-    box = groups[
-        "group:main/"
-        + next(iter(sorted(p for p in view.collapsed if p.startswith("features.5.1"))))
-    ]
-    lines = texts(box)
-    assert lines[0].startswith("features.5.1") and "ops:" in lines[1]
-    assert any("params" in t for t in lines)
-    # expanding one group shows its nodes
-    one = box.get("data-group")
-    wider = graph_view(step, collapsed=view.collapsed - {one})
-    assert wider.box_count > view.box_count
-    members = [
-        k
-        for k, b in wider.box_of.items()
-        if b == k
-        and step.graph.nodes.get(k) is not None
-        and step.graph.nodes[k].group.startswith(one)
-    ]
-    assert members
-    # a smaller budget collapses more coarsely
-    assert graph_view(step, max_boxes=60).box_count <= 60
-
-
-def test_fused_functions_are_hidden_behind_their_calls(base_trace):
+def test_fused_functions_are_groups_under_their_calls(base_trace):
     step = base_trace["fuse-ops"]
-    view = graph_view(step, step.previous)
-    assert view.box_count <= MAX_BOXES
-    hidden = {c for c in view.collapsed if c.startswith("@")}
-    assert len(hidden) > 100 and "@main" not in hidden
-    dot = graph_dot(step, step.previous)
-    assert "<B>@fused_matmul_add_gelu</B>" in dot and "matmul, add, gelu" in dot
+    p = graph_payload(step, step.previous)
+    functions = {g["id"] for g in p["groups"] if g["k"] == "function"}
+    assert len(functions) > 100 and "@main" not in functions
+    call = next(n for n in p["nodes"] if n["t"] == "@fused_matmul_add_gelu")
+    assert call["k"] == "call"
+    inside = p["groups"][
+        p["groups"].index(next(g for g in p["groups"] if g["id"] == "@fused_matmul_add_gelu"))
+    ]
+    assert "matmul" in inside["ops"] and "gelu" in inside["ops"]
 
 
-def test_layouts_are_cached_per_view_and_shared_by_equal_graphs(convnext_trace):
-    cache = LAYOUTS
-    cache.clear()
+def test_a_payload_is_remembered_per_step_baseline_and_view(convnext_trace):
     step = convnext_trace["fold-constant"]
-    first = graph_svg(step, step.previous)
-    assert (cache.misses, cache.hits, cache.layout_runs) == (1, 0, 1)
-    assert graph_svg(step, step.previous) is first  # a revisit
-    assert (cache.misses, cache.hits, cache.layout_runs) == (1, 1, 1)
-    graph_svg(step, step.previous, collapsed={"features"})  # another view state
-    assert (cache.misses, cache.layout_runs) == (2, 2)
-    # an unchanged pass shows the same module: its plain graph reuses the layout
-    dce = convnext_trace["dead-code-elimination"]
-    assert dce.status == "unchanged" and dce.previous is step
-    graph_svg(step)
-    runs = cache.layout_runs
-    assert graph_svg(dce) == graph_svg(step)
-    assert cache.layout_runs == runs and cache.misses == 4
+    first = graph_payload(step, step.previous)
+    assert graph_payload(step, step.previous) is first  # a revisit
+    assert graph_payload(step, step.previous, max_boxes=20) is not first  # another first view
+    assert graph_payload(step) is not first
 
 
 def test_node_details(convnext_trace):

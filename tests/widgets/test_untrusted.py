@@ -38,8 +38,8 @@ from widgets import ir_text, views
 from widgets.app import HostError, HostGuard, PassApp, serve
 from widgets.render import summary_html
 from widgets.report import report_html, step_html, write_html
+from widgets.snapshot import GraphSnapshot, graph_page
 from widgets.stepper import PassStepper
-from widgets.svg import graph_svg
 from widgets.tables import NumericsTable, ParamTable, ShapeTable, TextDiff
 from widgets.tables_html import _SORT_JS
 
@@ -480,20 +480,35 @@ def test_the_stepper_and_the_app_make_no_element_of_the_trace(payload, cut_texts
     assert all(evil(tag)[:24] in shown([documents["app title"]]) for tag in ("title", "pl", "fe"))
 
 
-def test_the_tables_and_the_static_graph_make_no_element_of_the_trace(payload):
+def test_the_tables_and_the_graph_snapshot_make_no_element_of_the_trace(payload):
     trace, report = payload
-    documents, svgs = {}, {}
+    documents = {}
     for s in trace.steps:
         documents[f"#{s.index} tables"] = "".join(
             w.html.value
             for w in (ParamTable(s), ShapeTable(s, report), NumericsTable(s, report), TextDiff(s))
         )
-        svgs[f"#{s.index} svg"] = graph_svg(s, s.previous)
-        svgs[f"#{s.index} collapsed svg"] = graph_svg(s, s.previous, max_boxes=2)
+        documents[f"#{s.index} snapshot"] = graph_page(s, s.previous, report, title=evil("title"))
+        documents[f"#{s.index} collapsed snapshot"] = graph_page(s, s.previous, max_boxes=2)
     documents["summary"] = summary_html(trace, report)
     assert_safe(documents)
-    assert_safe(svgs, svg=True)
-    assert evil("wlabel")[:24] in shown(svgs.values())
+    # the snapshot's names are data for the graph component (drawn in the browser tests), and
+    # its page title is text
+    last = trace.steps[-1]
+    page = documents[f"#{last.index} snapshot"]
+    assert evil("title")[:24] in shown([page])
+    data = [
+        json.loads(m.group(1))
+        for m in re.finditer(r"id='pl-snapshot'>(.*?)</script>", "".join(documents.values()))
+    ]
+    assert len(data) == 2 * len(trace.steps)
+    assert evil("wlabel")[:24] in "\n".join(_strings(data))
+    # in a notebook cell: one iframe whose document is that page, escaped as an attribute
+    cell = GraphSnapshot(last, last.previous, report).iframe_html()
+    (tag, attrs), *more = Markup(cell).elements
+    attrs = dict(attrs)
+    assert tag == "iframe" and not more and not [k for k in attrs if k.startswith("on")]
+    assert attrs["srcdoc"] == graph_page(last, last.previous, report)
 
 
 def test_a_saved_report_with_markup_comes_back_the_same_and_escaped(payload, tmp_path):
