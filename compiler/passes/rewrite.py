@@ -14,18 +14,15 @@ from collections.abc import Callable
 
 from compiler.ir.nodes import (
     Block,
-    Call,
     Constant,
     Expr,
-    FuncCall,
     Function,
     If,
-    Tuple,
-    TupleGetItem,
     Var,
     _outer_operands,
     function_constants,
     is_leaf,
+    remap_operands,
 )
 from compiler.ir.provenance import Provenance
 
@@ -40,25 +37,6 @@ class _Progress:
 
 
 progress = _Progress()
-
-
-def remap_operands(node: Expr, mapping: dict[int, Expr]) -> Expr:
-    """``node`` with each operand replaced through ``mapping`` (same object if none changes)."""
-
-    def m(e: Expr) -> Expr:
-        return mapping.get(id(e), e)
-
-    if isinstance(node, Call):
-        return node.replace(args=tuple(m(a) for a in node.args))
-    if isinstance(node, FuncCall):
-        return node.replace(args=tuple(m(a) for a in node.args))
-    if isinstance(node, Tuple):
-        return node.replace(fields=tuple(m(f) for f in node.fields))
-    if isinstance(node, TupleGetItem):
-        return node.replace(tuple_value=m(node.tuple_value))
-    if isinstance(node, If):
-        return node.replace(cond=m(node.cond))
-    return node
 
 
 def with_provenance(expr: Expr, prov: Provenance, known: set[int], name: str | None = None) -> Expr:
