@@ -288,3 +288,33 @@ def @main(%x: f32[2, 3], %w: f32[4, 3], %g: f32[4], %b: f32[4]) -> f32[2, 4] {
     assert [(r.rule, r.matched[0]) for r in records] == [
         ("decompose-ops/layer-norm-to-moments", "n")
     ]
+
+
+def test_record_names_are_the_printed_names():
+    """value_names (what records are named by) names every value as the printer does: one
+    hint shared by many values, values without a hint, a hint that looks like a suffixed name,
+    If branches."""
+    from compiler.ir import Block, Function, If, Var, call, tensor
+    from compiler.ir.printer import Printer, value_names
+
+    x, c = Var("x", tensor((2,))), Var("c", tensor((), "bool"))
+    a = call("exp", x, name="a")
+    a1 = call("exp", a, name="a_1")
+    a2 = call("exp", a1, name="a")
+    inner = call("relu", a2, name="a")
+    branch = If(c, Block([inner], inner), Block([], a), name="a")
+    out = call("add", branch, call("add", a, a))
+    fn = Function([x, c], [a, a1, a2, branch, out.args[1], out], out)
+    printer = Printer()
+    printer.function("main", fn)
+    names = value_names(fn)
+    assert names == {id(n): printer.name_of(n) for n in [*fn.params, *fn.iter_nodes()]}
+    assert [names[id(n)] for n in (a, a1, a2, branch, inner, out.args[1], out)] == [
+        "a",
+        "a_1",
+        "a_2",
+        "a_3",
+        "a_4",
+        "add",
+        "add_1",
+    ]
