@@ -283,11 +283,8 @@ def finish_frame(frame: _Frame, before: Module, after: Module) -> list[RewriteRe
 
 
 def _unique(names) -> tuple[str, ...]:
-    out: list[str] = []
-    for n in names:
-        if n is not None and n not in out:
-            out.append(n)
-    return tuple(out)
+    """The names given (None left out), each once, in order."""
+    return tuple(dict.fromkeys(n for n in names if n is not None))
 
 
 __all__ = [
