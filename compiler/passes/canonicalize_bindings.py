@@ -10,7 +10,7 @@ from compiler.ir.nodes import Call, Module, Tuple, TupleGetItem
 from compiler.ir.types import TensorType
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
-from compiler.passes.rules import Rule, Rules, kind, op
+from compiler.passes.rules import Rule, Rules, kind, op, rule_table
 
 
 def _items_of_whole_tuple(t: Tuple, ctx=None) -> bool:
@@ -38,7 +38,8 @@ def _first_arg(n: Call, ctx=None):
     return n.args[0]
 
 
-RULES = (
+RULES = rule_table(
+    "canonicalize-bindings",
     Rule(  # (a, b)[0] -> a
         "item-of-tuple",
         kind(

@@ -38,7 +38,7 @@ from compiler.ir.op_registry import get_op
 from compiler.ir.types import DType, TensorType, TupleType, Type, join_types
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import Rewriter, progress, rewrite_module
-from compiler.passes.rules import Rule, Rules, kind, op
+from compiler.passes.rules import Rule, Rules, kind, op, rule_table
 
 F32 = DType.float32
 
@@ -138,7 +138,8 @@ def _cast_at_call(node: FuncCall, c: Conversion) -> Expr | None:
     return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, c.frm, c.to))
 
 
-CONVERT_RULES = (
+CONVERT_RULES = rule_table(
+    "convert-dtype",
     # opaque(x) -> cast(opaque(cast(x, frm)), to): its framework runs it as recorded
     Rule("opaque-between-casts", op("opaque"), _opaque),
     # op(x: to, dtype=frm) -> op(x, dtype=to): the op computes in `to`
@@ -245,7 +246,8 @@ def _half(node: Call, p: ToMixedPrecision) -> Expr:
     return cast_to(result, node.ty)  # the rest of the graph stays float32
 
 
-MIXED_RULES = (
+MIXED_RULES = rule_table(
+    "to-mixed-precision",
     # conv2d(x: f32, w: f32) -> cast(conv2d(cast(x, f16), cast(w, f16), out_dtype), f32)
     Rule(
         "heavy-op-in-half",

@@ -27,7 +27,7 @@ from compiler.ir.types import DType, TensorType
 from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
-from compiler.passes.rules import Rule, Rules, op
+from compiler.passes.rules import Rule, Rules, op, rule_table
 
 
 def _op(op: str, *args: Expr, **attrs) -> Call:
@@ -115,7 +115,8 @@ def _rule(name: str, op_name: str, build: Callable[[Call], Expr | None]) -> Rule
     return Rule(name, op(op_name, where=_known_ranks), lambda n, ctx: build(n))
 
 
-RULES = (
+RULES = rule_table(
+    "decompose-ops",
     _rule("linear-to-matmul", "linear", _linear),  # linear -> matmul(x, W^T) + b
     _rule("batch-norm-to-scale-shift", "batch_norm", _batch_norm),  # -> x * scale + shift
     _rule("layer-norm-to-moments", "layer_norm", _layer_norm),  # -> (x - mean) * rsqrt(var+eps)

@@ -29,7 +29,7 @@ from compiler.passes.attribute_form import attribute_form
 from compiler.passes.fold_constant import fold_call
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import Rewriter
-from compiler.passes.rules import Rule, Rules, kind, op
+from compiler.passes.rules import Rule, Rules, kind, op, rule_table
 
 # A shape computation yields a small tensor; bigger integer tensors are data, not shapes.
 MAX_SHAPE_ELEMENTS = 1024
@@ -94,7 +94,8 @@ def _reinfer(node: Call, ctx=None) -> Expr | None:
 CONSTANT_IF = kind(If, lambda n, ctx: taken_branch(n) is not None, lambda n: (n.cond,))
 """An If whose condition is a constant (the replica of bug 3 rewrites these too)."""
 
-RULES = (
+RULES = rule_table(
+    "dynamic-to-static",
     Rule("inline-constant-if", CONSTANT_IF, _inline),  # if true {a} else {b} -> a
     Rule("join-if-type", kind(If), _join_if_type),  # if: the type its branches now agree on
     Rule(  # small integer op(constants...) -> its value

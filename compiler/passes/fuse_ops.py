@@ -34,7 +34,7 @@ from compiler.ir.types import TensorType, TupleType
 from compiler.ir.verify import symbols_of
 from compiler.passes import rules
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rules import Rule, Rules, kind
+from compiler.passes.rules import Rule, Rules, kind, rule_table
 
 # TVM's OpPatternKind order: a pattern "at most injective" is one with a rank <= INJ.
 EW, BC, INJ, RED, ANC, OPQ = 0, 1, 2, 3, 4, 8
@@ -179,7 +179,8 @@ def _merge(ok):
     return lambda m, fuser: fuser.fuse(m.node, ok)
 
 
-MERGES = (
+MERGES = rule_table(
+    "fuse-ops",
     # conv2d -> add -> relu: an anchor takes the elementwise / broadcast ops after it
     Rule(
         "anchor-with-epilogue",

@@ -78,6 +78,26 @@ class Rule:
             raise ValueError(f"a rule needs a name without '/', got {self.name!r}")
 
 
+_TABLES: dict[str, tuple[Rule, ...]] = {}
+
+
+def rule_table(pass_name: str, *rules: Rule) -> tuple[Rule, ...]:
+    """Register ``rules`` as the rule table of pass ``pass_name`` (what :func:`rule_tables`
+    lists), tried in this order; returns them."""
+    names = [r.name for r in rules]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"{pass_name}: rules named twice: {', '.join(dup)}")
+    _TABLES[pass_name] = rules
+    return rules
+
+
+def rule_tables() -> dict[str, tuple[Rule, ...]]:
+    """The rule table of every pass built from rules, by pass name (a record's rule is
+    ``pass/rule`` of one of these)."""
+    return dict(_TABLES)
+
+
 class Rules:
     """A pass's rule table applied with a context ``ctx`` (the pass's options and state, given
     to every pattern and rewrite). Called on a node it returns the first replacement a
@@ -293,6 +313,8 @@ __all__ = [
     "Rule",
     "Rules",
     "collect_rewrites",
+    "rule_table",
+    "rule_tables",
     "kind",
     "op",
     "recording",

@@ -26,7 +26,7 @@ from compiler.ir.nodes import Call, Expr, If
 from compiler.ir.types import TensorType
 from compiler.passes.dynamic_to_static import CONSTANT_IF, DynamicToStatic, taken_branch
 from compiler.passes.manager import register_pass
-from compiler.passes.rules import Pattern, Rule
+from compiler.passes.rules import Pattern, Rule, rule_table
 
 
 def faulty_squeeze_type(squeeze: Call) -> TensorType:
@@ -77,4 +77,6 @@ class ReplicaDynamicToStaticSqueeze(DynamicToStatic):
     upstream report saw (the symptom; the cause is replica-relay-onnx-if)."""
 
     name: ClassVar[str] = "replica-dynamic-to-static-squeeze"
-    rules: ClassVar[tuple[Rule, ...]] = (FAULTY_RULE, *DynamicToStatic.rules)
+    rules: ClassVar[tuple[Rule, ...]] = rule_table(
+        "replica-dynamic-to-static-squeeze", FAULTY_RULE, *DynamicToStatic.rules
+    )
