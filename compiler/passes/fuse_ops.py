@@ -15,7 +15,7 @@ inline; constants stay inside the fused function; ``primitive`` functions are le
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from compiler.ir.nodes import (
     Call,
@@ -164,8 +164,7 @@ class _Fuser:
         return sorted((m for m in by_root.values() if len(m) > 1), key=lambda m: m[-1])
 
 
-@dataclass(frozen=True)
-class Merge:
+class Merge(NamedTuple):
     """A candidate merge: node ``node`` (of fusion rank ``own``) joining the group of its
     immediate post-dominator, reached through ops of rank at most ``dom``, in ``phase``."""
 
