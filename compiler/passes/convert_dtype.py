@@ -140,16 +140,31 @@ def _cast_at_call(node: FuncCall, c: Conversion) -> Expr | None:
 
 CONVERT_RULES = rule_table(
     "convert-dtype",
-    # opaque(x) -> cast(opaque(cast(x, frm)), to): its framework runs it as recorded
-    Rule("opaque-between-casts", op("opaque"), _opaque),
-    # op(x: to, dtype=frm) -> op(x, dtype=to): the op computes in `to`
-    Rule("convert-call", op(where=_computes_in_frm), _convert_call),
-    # an op refusing `to` inputs -> cast(op(cast(x, frm)), to)
-    Rule("call-between-casts", op(where=_computes_in_frm), _call_between_casts),
-    # if: the type of its converted branches
-    Rule("retype-if", kind(If), _retype_if),
-    # call @f(x) -> cast(call @f(cast(x, frm)), to): the callee keeps its signature
-    Rule("cast-at-call", kind(FuncCall), _cast_at_call),
+    Rule(
+        "opaque-between-casts",
+        op("opaque"),
+        _opaque,
+        "opaque(x) -> cast(opaque(cast(x, f32))): its framework runs it as it was recorded",
+    ),
+    Rule(
+        "convert-call",
+        op(where=_computes_in_frm),
+        _convert_call,
+        "an op computing in f32 computes in the new dtype (dtype attributes too)",
+    ),
+    Rule(
+        "call-between-casts",
+        op(where=_computes_in_frm),
+        _call_between_casts,
+        "an op refusing the new dtype -> cast(op(cast(x, f32))): it runs in f32",
+    ),
+    Rule("retype-if", kind(If), _retype_if, "an If gets the type of its converted branches"),
+    Rule(
+        "cast-at-call",
+        kind(FuncCall),
+        _cast_at_call,
+        "call @f(x) -> cast(call @f(cast(x, f32))): the callee keeps its signature",
+    ),
 )
 
 
@@ -248,10 +263,10 @@ def _half(node: Call, p: ToMixedPrecision) -> Expr:
 
 MIXED_RULES = rule_table(
     "to-mixed-precision",
-    # conv2d(x: f32, w: f32) -> cast(conv2d(cast(x, f16), cast(w, f16), out_dtype), f32)
     Rule(
         "heavy-op-in-half",
         op(*HEAVY_OPS, where=lambda n, p: any(_has_dtype(a.ty, F32) for a in n.args)),
         _half,
+        "conv2d(x, w) -> cast(conv2d(cast(x, f16), cast(w, f16), out_dtype), f32)",
     ),
 )

@@ -270,7 +270,7 @@ def _constant_field(node: TupleGetItem, ctx=None) -> Expr | None:
 
 RULES = rule_table(
     "fold-constant",
-    Rule(  # matmul(x, permute_dims(W)) of a shared W -> matmul(x, W, transpose_b)
+    Rule(
         "read-shared-transpose",
         op(
             "matmul",
@@ -278,11 +278,15 @@ RULES = rule_table(
             also=lambda n: (n.args[1],),
         ),
         lambda n, c: read_transposed(n, c.transposes),
+        "matmul(x, permute_dims(W)) of a W read elsewhere too -> matmul(x, W, transpose_b)",
     ),
-    Rule(  # op(constants...) -> constant (a shared transpose stays: read transposed above)
-        "fold-call", op(where=lambda n, c: id(n) not in c.transposes), _fold
+    Rule(
+        "fold-call",
+        op(where=lambda n, c: id(n) not in c.transposes),
+        _fold,
+        "op(constants...) -> a new named constant (its value)",
     ),
-    Rule(  # (c, x)[0] -> c for a constant c
+    Rule(
         "fold-tuple-item",
         kind(
             TupleGetItem,
@@ -290,5 +294,6 @@ RULES = rule_table(
             lambda n: (n.tuple_value,),
         ),
         _constant_field,
+        "(c, x)[0] -> c for a constant c",
     ),
 )

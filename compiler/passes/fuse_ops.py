@@ -180,23 +180,23 @@ def _merge(ok):
 
 MERGES = rule_table(
     "fuse-ops",
-    # conv2d -> add -> relu: an anchor takes the elementwise / broadcast ops after it
     Rule(
         "anchor-with-epilogue",
         kind(Merge, lambda m, f: m.own == ANC and m.phase == 0 and m.dom == EW),
         _merge(lambda k, is_sink: k <= BC),
+        "conv2d -> add -> relu: an anchor op takes the elementwise ops after it",
     ),
-    # add -> sum, add -> reshape, add -> conv2d: an elementwise op joins what it feeds
     Rule(
         "elemwise-into-consumer",
         kind(Merge, lambda m, f: m.own <= BC and (m.dom <= INJ or m.dom == RED)),
         _merge(lambda k, is_sink: k <= (ANC if is_sink else INJ)),
+        "add -> sum / reshape / conv2d: an elementwise op joins the group it feeds",
     ),
-    # reshape -> transpose -> ...: an injective chain (phase 1)
     Rule(
         "injective-chain",
         kind(Merge, lambda m, f: m.own == INJ and m.phase == 1),
         _merge(lambda k, is_sink: k <= INJ),
+        "reshape -> transpose -> ...: injective ops make one group",
     ),
 )
 

@@ -67,11 +67,13 @@ def kind(cls: type, where=None, also=None) -> Pattern:
 @dataclass(frozen=True)
 class Rule:
     """A named local rewrite: ``rewrite(node, ctx)`` for a node ``pattern`` matches returns its
-    replacement (new nodes over its operands, or an existing value), or None to keep it."""
+    replacement (new nodes over its operands, or an existing value), or None to keep it.
+    ``doc`` says what it does in one line (``identity(x) -> x``), for views and listings."""
 
     name: str
     pattern: Pattern
     rewrite: Rewrite
+    doc: str = ""
 
     def __post_init__(self):
         if not self.name or "/" in self.name:

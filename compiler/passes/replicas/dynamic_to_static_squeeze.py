@@ -58,7 +58,7 @@ def _misannotated_squeeze(node: If, ctx: ReplicaDynamicToStaticSqueeze) -> Expr:
     return result.replace(ty=faulty_squeeze_type(result), prov=result.prov.with_pass(ctx.name))
 
 
-FAULTY_RULE = Rule(  # if true {squeeze(x)} -> squeeze(x) annotated with the reported shape
+FAULTY_RULE = Rule(
     "inline-squeeze-misannotated",
     Pattern(
         If,
@@ -67,6 +67,8 @@ FAULTY_RULE = Rule(  # if true {squeeze(x)} -> squeeze(x) annotated with the rep
         CONSTANT_IF.also,
     ),
     _misannotated_squeeze,
+    "FAULTY (replica): if true {squeeze(x)} -> squeeze(x) annotated with the shape TVM's report "
+    "saw",
 )
 
 

@@ -48,8 +48,11 @@ def broadcast_linear(node: Call) -> Expr | None:
     return y
 
 
-BROADCAST_WEIGHT = Rule(  # linear(x, W, b) -> matmul(x, broadcast_to(W^T, batch+(in, out))) + b
-    "linear-with-broadcast-weight", op("linear"), lambda n, ctx: broadcast_linear(n)
+BROADCAST_WEIGHT = Rule(
+    "linear-with-broadcast-weight",
+    op("linear"),
+    lambda n, ctx: broadcast_linear(n),
+    "FAULTY (replica): linear(x, W, b) -> matmul(x, broadcast_to(W^T, batch + (in, out))) + b",
 )
 """The faulty rule: the broadcast it makes is what fold-constant turns into copies of W."""
 

@@ -102,8 +102,12 @@ def unify_ranks(node: If, pass_name: str = "replica-relay-onnx-if") -> If | None
 
 RULES = rule_table(
     "replica-relay-onnx-if",
-    # if c {low} else {high}, low of a lower rank -> if c {broadcast_to_like(low, high)} ...
-    Rule("broadcast-branch-to-like", kind(If), lambda n, p: unify_ranks(n, p.name)),
+    Rule(
+        "broadcast-branch-to-like",
+        kind(If),
+        lambda n, p: unify_ranks(n, p.name),
+        "FAULTY (replica): the branch of lower rank -> broadcast_to_like(it, the other's result)",
+    ),
 )
 
 

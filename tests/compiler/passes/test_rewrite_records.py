@@ -314,3 +314,8 @@ def test_record_names_are_the_printed_names():
         "add",
         "add_1",
     ]
+
+
+def test_every_rule_says_what_it_does():
+    undocumented = [f"{p}/{r.name}" for p, t in TABLES.items() for r in t if not r.doc]
+    assert not undocumented, undocumented
