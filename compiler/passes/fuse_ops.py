@@ -23,10 +23,10 @@ from compiler.ir.nodes import (
     Expr,
     FuncCall,
     Function,
-    If,
     Module,
     Var,
-    remap_operands,
+    external_reads,
+    substitute,
 )
 from compiler.ir.op_registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, REDUCE, get_op
 from compiler.ir.symbolic import SymExpr
@@ -48,19 +48,6 @@ def node_pattern(node: Expr) -> int:
     return _RANK[get_op(node.op).pattern]
 
 
-def _reads(node: Expr) -> list[Expr]:
-    """The values a binding reads, including those its If branches read from outside."""
-    if not isinstance(node, If):
-        return list(node.operands)
-    inner, out = set(), [node.cond]
-    for blk in (node.then_branch, node.else_branch):
-        for b in blk.bindings:
-            inner.add(id(b))
-            out.extend(_reads(b))
-        out.append(blk.result)
-    return [e for e in out if id(e) not in inner]
-
-
 class _Fuser:
     """The graph of top-level bindings, its post-dominator tree, and a union-find of groups
     whose ``pattern`` and ``anchor`` are kept per group object and updated on the root, as in
@@ -74,7 +61,7 @@ class _Fuser:
         self.outputs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         self.extern = [id(b) == id(fn.output) for b in self.nodes]
         for i, node in enumerate(self.nodes):
-            for a in _reads(node):
+            for a in external_reads(node):
                 j = index.get(id(a))
                 if j is None or any(c == i for c, _ in self.outputs[j]):
                     continue
@@ -201,23 +188,6 @@ MERGES = rule_table(
 )
 
 
-def _substitute(node: Expr, mapping: dict[int, Expr]) -> Expr:
-    """``node`` with operands (and values read inside If branches) replaced via ``mapping``."""
-    new = remap_operands(node, mapping)
-    if isinstance(new, If):
-        branches = [
-            b.replace(
-                bindings=tuple(_substitute(x, mapping) for x in b.bindings),
-                result=mapping.get(id(b.result), b.result),
-            )
-            for b in (new.then_branch, new.else_branch)
-        ]
-        new = new.replace(then_branch=branches[0], else_branch=branches[1])
-    if new is not node:
-        mapping[id(node)] = new
-    return new
-
-
 def _unique(base: str, used: set[str]) -> str:
     """``base``, or ``base_1``, ``base_2``, ... if taken; the name returned is then taken."""
     name, k = base, 0
@@ -309,7 +279,7 @@ def _outline(fn: Function, nodes: list[Expr], members: list[int], name: str, pas
     names: set[str] = set()
     for k, a in enumerate(inputs.values()):
         mapping[id(a)] = Var(_unique(a.name or f"p{k}", names), a.ty, prov=a.prov)
-    body = [_substitute(nodes[i], mapping) for i in members]
+    body = list(substitute([nodes[i] for i in members], mapping))
     attrs = {"primitive": True, "private": True}
     prov = nodes[members[-1]].prov.with_pass(pass_name)
     params = [mapping[id(a)] for a in inputs.values()]
@@ -346,7 +316,7 @@ def fuse_function(
             mapping[id(node)] = FuncCall(name, args, ty, prov=prov, name=node.name)
             bindings.append(mapping[id(node)])
         elif i not in skipped:
-            bindings.append(_substitute(node, mapping))
+            bindings.extend(substitute((node,), mapping))
     output = mapping.get(id(fn.output), fn.output)
     if rules.recording():
         last = {fuser.find(m[-1]): m[-1] for m in fuser.groups()}
