@@ -6,11 +6,16 @@ returns the replacement of a matched node, or None to leave it (the next rule of
 then tried). A pass built from rules hands its table to the rewriter as :class:`Rules`, which
 tries, for each binding, the rules whose pattern matches, in table order::
 
-    RULES = (
-        Rule("identity", op("identity"), lambda n, ctx: n.args[0]),  # identity(x) -> x
+    RULES = rule_table(  # registered: rule_tables() lists every pass's rules
+        "canonicalize-bindings",
+        Rule("identity", op("identity"), lambda n, ctx: n.args[0], "identity(x) -> x"),
         ...
     )
-    rewrite_module(module, lambda name, fn: Rules("canonicalize-bindings", RULES), pass_name)
+    rules = Rules("canonicalize-bindings", RULES, ctx)  # ctx: options and state of one run
+    rewrite_module(module, lambda name, fn: rules, pass_name)
+
+A pass that is not a walk of the rewriter (fuse-ops' merges) applies its table with
+``Rules.fire`` and records what happened with :func:`note`.
 
 Inside :func:`collect_rewrites` every rule application of every pass run on this thread
 (this context) appends a :class:`RewriteRecord`: the rule (``pass/rule``), the nodes it matched
