@@ -18,7 +18,7 @@ result), and a float16 result is cast back to float32, so the rest stays float32
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from compiler.ir.nodes import (
     Call,
@@ -31,14 +31,16 @@ from compiler.ir.nodes import (
     Module,
     Tuple,
     TupleGetItem,
+    Var,
     collect_bindings,
     function_constants,
 )
 from compiler.ir.op_registry import get_op
+from compiler.ir.provenance import Provenance
 from compiler.ir.types import DType, TensorType, TupleType, Type, join_types
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import Rewriter, progress, rewrite_module
-from compiler.passes.rules import Rule, Rules, kind, op, rule_table
+from compiler.passes.rules import Rule, Rules, kind, note, op, rule_table
 
 F32 = DType.float32
 
@@ -84,11 +86,34 @@ def _used_vars(fn: Function) -> set[int]:
 
 @dataclass(frozen=True)
 class Conversion:
-    """What convert-dtype's rules read: the dtype computations are in (``frm``) and the one
-    they move to (``to``)."""
+    """What convert-dtype's rules read: the dtype computations are in (``frm``), the one they
+    move to (``to``), and the pass (marks the casts it makes)."""
 
     frm: DType
     to: DType
+    pass_name: str = "convert-dtype"
+
+
+class FunctionResult(NamedTuple):
+    """A function's result ``value``, the type its signature keeps (``ty``) and the
+    provenance of the result before the pass (``prov``)."""
+
+    value: Expr
+    ty: Type
+    prov: Provenance
+
+
+def _cast_leaf(leaf: Expr, c: Conversion) -> Expr:
+    return Call("cast", [leaf], {"dtype": c.to}, prov=leaf.prov.with_pass(c.pass_name))
+
+
+def _in_place(k: Constant, c: Conversion) -> Expr:
+    return Constant(k.data.astype(c.to.numpy), prov=k.prov)
+
+
+def _cast_back(r: FunctionResult, c: Conversion) -> Expr | None:
+    final = cast_to(r.value, r.ty, prov=r.prov.with_pass(c.pass_name))
+    return None if final is r.value else final
 
 
 def _in_frm(value: Expr, c: Conversion) -> Expr:
@@ -165,6 +190,31 @@ CONVERT_RULES = rule_table(
         _cast_at_call,
         "call @f(x) -> cast(call @f(cast(x, f32))): the callee keeps its signature",
     ),
+    # the function's boundary (applied by convert_function, not by the rewriter's walk)
+    Rule(
+        "cast-input",
+        kind(Var, lambda v, c: isinstance(v.ty, TensorType) and v.ty.dtype is c.frm),
+        _cast_leaf,
+        "a float32 input -> cast(x) to the new dtype, once at the start",
+    ),
+    Rule(
+        "convert-literal",
+        kind(Constant, lambda k, c: k.name is None and k.ty.dtype is c.frm),
+        _in_place,
+        "an inline float32 literal -> the same literal in the new dtype",
+    ),
+    Rule(
+        "cast-weight",
+        kind(Constant, lambda k, c: k.ty.dtype is c.frm),
+        _cast_leaf,
+        "a named float32 weight -> cast(w) (fold-constant makes it a new weight)",
+    ),
+    Rule(
+        "cast-result-back",
+        kind(FunctionResult),
+        _cast_back,
+        "the function's result -> cast back to the dtype its signature keeps",
+    ),
 )
 
 
@@ -173,21 +223,17 @@ def convert_function(fn: Function, fname: str, frm: DType, to: DType, pass_name:
     used = _used_vars(fn)
     entry: dict[int, Expr] = {}
     prelude: list[Expr] = []
-    for p in fn.params:
-        if id(p) in used and isinstance(p.ty, TensorType) and p.ty.dtype is frm:
-            prelude.append(Call("cast", [p], {"dtype": to}, prov=p.prov.with_pass(pass_name)))
-            entry[id(p)] = prelude[-1]
-    for c in function_constants(fn):
-        if c.ty.dtype is not frm:
-            continue
-        if c.name is None:
-            entry[id(c)] = Constant(c.data.astype(to.numpy), prov=c.prov)
-        else:
-            prelude.append(Call("cast", [c], {"dtype": to}, prov=c.prov.with_pass(pass_name)))
-            entry[id(c)] = prelude[-1]
+    rules = Rules(pass_name, CONVERT_RULES, Conversion(frm, to, pass_name))
+    for leaf in (*(p for p in fn.params if id(p) in used), *function_constants(fn)):
+        fired = rules.fire(leaf)  # cast-input, cast-weight, convert-literal
+        if fired is not None:
+            entry[id(leaf)] = fired[1]
+            if isinstance(fired[1], Call):
+                prelude.append(fired[1])
+            note(f"{pass_name}/{fired[0].name}", fname, (leaf,), (fired[1],))
     # A Rewriter run by hand: the prelude is bound first and the leaves it replaces are
     # mapped to it. Constants count as known so the rewriter never re-creates them.
-    rewriter = Rewriter(Rules(pass_name, CONVERT_RULES, Conversion(frm, to)), pass_name, fname)
+    rewriter = Rewriter(rules, pass_name, fname)
     rewriter.mapping.update(entry)
     old = [*fn.params, *fn.iter_nodes(), *function_constants(fn), *prelude, *entry.values()]
     rewriter.known = {id(n) for n in old}
@@ -195,7 +241,8 @@ def convert_function(fn: Function, fname: str, frm: DType, to: DType, pass_name:
     body = rewriter.bindings(fn.bindings, {id(n) for n in prelude})
     progress.node = None
     output = rewriter.mapping.get(id(fn.output), fn.output)
-    final = cast_to(output, fn.output.ty, prov=fn.output.prov.with_pass(pass_name))
+    fired = rules.fire(FunctionResult(output, fn.output.ty, fn.output.prov))  # cast-result-back
+    final = output if fired is None else fired[1]
     if final is not output:
         final = final.replace(name=output.name) if isinstance(final, Tuple) else final
         if isinstance(output, Tuple) and not any(output in b.operands for b in body):
@@ -203,6 +250,8 @@ def convert_function(fn: Function, fname: str, frm: DType, to: DType, pass_name:
     if not entry and body == fn.bindings and final is fn.output:
         return fn
     tail = collect_bindings([final], {id(b) for b in (*prelude, *body)})
+    if fired is not None:
+        note(f"{pass_name}/{fired[0].name}", fname, (fn.output,), (final, *tail))
     return fn.replace(bindings=tuple(prelude) + body + tuple(tail), output=final)
 
 

@@ -142,21 +142,36 @@ RECORDS: dict[str, list[tuple]] = {
         )
     ],
     CD + "a call of another function casts its arguments and result; an If is retyped": [
+        ("convert-dtype/cast-input", ("x",), ("cast",)),
         ("convert-dtype/convert-call", ("t",), ("t",)),
         ("convert-dtype/convert-call", ("e",), ("e",)),
         ("convert-dtype/retype-if", ("r",), ("r",)),
         # the cast of the result replaces the call (named s_1), then the cast argument
         ("convert-dtype/cast-at-call", ("s",), ("s_1", "cast_1", "s")),
+        ("convert-dtype/cast-result-back", ("s",), ("cast_2",)),
+        ("convert-dtype/cast-input", ("v",), ("cast",), "total"),
         ("convert-dtype/convert-call", ("s",), ("s",), "total"),
+        ("convert-dtype/cast-result-back", ("s",), ("cast_1",), "total"),
+    ],
+    CD + "a named weight gets a cast; an inline literal is converted in place": [
+        ("convert-dtype/cast-input", ("x",), ("cast",)),
+        ("convert-dtype/cast-weight", ("$w",), ("cast_1",)),
+        ("convert-dtype/convert-literal", (), ()),  # an inline literal has no name
+        ("convert-dtype/convert-call", ("a",), ("a",)),
+        ("convert-dtype/convert-call", ("y",), ("y",)),
+        ("convert-dtype/cast-result-back", ("y",), ("cast_2",)),
     ],
     CD + "an opaque op runs on the dtype it was recorded with, between casts": [
+        ("convert-dtype/cast-input", ("x",), ("cast",)),
         ("convert-dtype/convert-call", ("e",), ("e",)),
         ("convert-dtype/opaque-between-casts", ("c",), ("c_1", "cast_1", "c")),
         ("convert-dtype/convert-call", ("r",), ("r",)),
+        ("convert-dtype/cast-result-back", ("r",), ("cast_2",)),
     ],
     BITCAST.id: [
         ("convert-dtype/call-between-casts", ("b",), ("b", "bitcast")),
         ("convert-dtype/convert-call", ("y",), ("y",)),
+        ("convert-dtype/cast-result-back", ("y",), ("cast",)),
     ],
     TMP + ": matmul on float16 inputs, accumulating in float32 through out_dtype": [
         ("to-mixed-precision/heavy-op-in-half", ("m",), ("m", "cast", "cast_1"))
