@@ -293,8 +293,8 @@ MUTATIONS: list[Mutation] = [
     M(
         "d2s-symbolic-shape-of",
         D2S,
-        "            if node.args[0].ty.is_static:",
-        "            if True:",
+        "return isinstance(node.args[0].ty, TensorType) and node.args[0].ty.is_static",
+        "return isinstance(node.args[0].ty, TensorType)",
         RULE_TESTS,
         "shape_of a symbolic shape folded",
     ),
@@ -317,12 +317,18 @@ MUTATIONS: list[Mutation] = [
     M(
         "dtype-no-cast-back",
         DTYPE,
-        "final = cast_to(output, fn.output.ty, prov=fn.output.prov.with_pass(pass_name))",
+        "final = output if fired is None else fired[1]",
         "final = output",
         RULE_TESTS,
         "convert-dtype changes the signature's result dtype",
     ),
-    M("dtype-weight-in-place", DTYPE, "        if c.name is None:", "        if True:", RULE_TESTS),
+    M(
+        "dtype-weight-in-place",
+        DTYPE,
+        "kind(Constant, lambda k, c: k.name is None and k.ty.dtype is c.frm)",
+        "kind(Constant, lambda k, c: k.ty.dtype is c.frm)",
+        RULE_TESTS,
+    ),
     M(
         "amp-no-cast-back",
         DTYPE,
@@ -355,8 +361,8 @@ MUTATIONS: list[Mutation] = [
     M(
         "fuse-not-into-reduce",
         FUSE,
-        "elif own <= BC and (dom <= INJ or dom == RED):",
-        "elif own <= BC and dom <= INJ:",
+        "m.own <= BC and (m.dom <= INJ or m.dom == RED)",
+        "m.own <= BC and m.dom <= INJ",
         RULE_TESTS,
     ),
     M(

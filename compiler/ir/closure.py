@@ -18,19 +18,15 @@ import numpy as np
 
 from compiler.ir.names import fresh_name
 from compiler.ir.nodes import (
-    Block,
-    Call,
     Constant,
     Expr,
-    FuncCall,
     Function,
     If,
-    Tuple,
-    TupleGetItem,
     Var,
     children,
     collect_bindings,
     is_leaf,
+    substitute,
 )
 from compiler.ir.provenance import Provenance
 
@@ -96,38 +92,9 @@ def close_over(
         v = Var(fresh_name(e.name or "captured", used), e.ty, e.prov)
         mapping[id(e)] = v
         extra.append(v)
-    bindings = _rebuild(collect_bindings([output], set(captured)), mapping)
+    bindings = substitute(collect_bindings([output], set(captured)), mapping)
     out = mapping.get(id(output), output)
     return Function([*params, *extra], bindings, out, attrs), list(captured.values())
-
-
-def _rebuild(bindings: Sequence[Expr], mapping: dict[int, Expr]) -> list[Expr]:
-    out = []
-    for b in bindings:
-        new = _remapped(b, mapping)
-        if new is not b:
-            mapping[id(b)] = new
-        out.append(new)
-    return out
-
-
-def _remapped(node: Expr, mapping: dict[int, Expr]) -> Expr:
-    def m(e: Expr) -> Expr:
-        return mapping.get(id(e), e)
-
-    if isinstance(node, (Call, FuncCall)):
-        return node.replace(args=tuple(m(a) for a in node.args))
-    if isinstance(node, Tuple):
-        return node.replace(fields=tuple(m(f) for f in node.fields))
-    if isinstance(node, TupleGetItem):
-        return node.replace(tuple_value=m(node.tuple_value))
-    if isinstance(node, If):
-        blocks = []
-        for blk in (node.then_branch, node.else_branch):
-            bindings = _rebuild(blk.bindings, mapping)
-            blocks.append(Block(bindings, m(blk.result)))
-        return node.replace(cond=m(node.cond), then_branch=blocks[0], else_branch=blocks[1])
-    return node
 
 
 class LoopError(ValueError):

@@ -18,7 +18,7 @@ result), and a float16 result is cast back to float32, so the rest stays float32
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from compiler.ir.nodes import (
     Call,
@@ -31,13 +31,16 @@ from compiler.ir.nodes import (
     Module,
     Tuple,
     TupleGetItem,
+    Var,
     collect_bindings,
     function_constants,
 )
 from compiler.ir.op_registry import get_op
+from compiler.ir.provenance import Provenance
 from compiler.ir.types import DType, TensorType, TupleType, Type, join_types
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import Rewriter, progress, rewrite_module
+from compiler.passes.rules import Rule, Rules, kind, note, op, rule_table
 
 F32 = DType.float32
 
@@ -81,38 +84,138 @@ def _used_vars(fn: Function) -> set[int]:
     return used
 
 
-def _convert_rule(frm: DType, to: DType):
-    def convert_call(node: Call) -> Expr | None:
-        if node.op == "opaque":  # its framework runs it as recorded: in `frm`, between casts
-            args = [cast_to(a, _retyped(a.ty, to, frm)) for a in node.args]
-            if args == list(node.args) and not _has_dtype(node.ty, frm):
-                return None
-            return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, frm, to))
-        attrs = {k: (to if v is frm else v) for k, v in node.attrs.items()}
-        if attrs == dict(node.attrs) and not _has_dtype(node.ty, frm):
-            return None  # computes nothing in `frm`
-        try:
-            new: Expr = Call(node.op, node.args, attrs)
-        except IRError:  # the op does not take `to` inputs: run it in `frm` between casts
-            args = [cast_to(a, _retyped(a.ty, to, frm)) for a in node.args]
-            new = Call(node.op, args, node.attrs)
-        return cast_to(new, _retyped(new.ty, frm, to))
+@dataclass(frozen=True)
+class Conversion:
+    """What convert-dtype's rules read: the dtype computations are in (``frm``), the one they
+    move to (``to``), and the pass (marks the casts it makes)."""
 
-    def rule(node: Expr) -> Expr | None:
-        if isinstance(node, Call):
-            return convert_call(node)
-        if isinstance(node, If):  # branches were converted: re-derive the type
-            joined = join_types(node.then_branch.result.ty, node.else_branch.result.ty)
-            return None if joined == node.ty else If(node.cond, node.then_branch, node.else_branch)
-        if isinstance(node, FuncCall):  # the callee keeps its signature: cast at the call
-            args = [cast_to(a, _retyped(a.ty, to, frm)) for a in node.args]
-            if args == list(node.args) and not _has_dtype(node.ty, frm):
-                return None
-            # (a Loop stays a Loop: replace keeps the node's class)
-            return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, frm, to))
+    frm: DType
+    to: DType
+    pass_name: str = "convert-dtype"
+
+
+class FunctionResult(NamedTuple):
+    """A function's result ``value``, the type its signature keeps (``ty``) and the
+    provenance of the result before the pass (``prov``)."""
+
+    value: Expr
+    ty: Type
+    prov: Provenance
+
+
+def _cast_leaf(leaf: Expr, c: Conversion) -> Expr:
+    return Call("cast", [leaf], {"dtype": c.to}, prov=leaf.prov.with_pass(c.pass_name))
+
+
+def _in_place(k: Constant, c: Conversion) -> Expr:
+    return Constant(k.data.astype(c.to.numpy), prov=k.prov)
+
+
+def _cast_back(r: FunctionResult, c: Conversion) -> Expr | None:
+    final = cast_to(r.value, r.ty, prov=r.prov.with_pass(c.pass_name))
+    return None if final is r.value else final
+
+
+def _in_frm(value: Expr, c: Conversion) -> Expr:
+    return cast_to(value, _retyped(value.ty, c.to, c.frm))
+
+
+def _opaque(node: Call, c: Conversion) -> Expr | None:
+    args = [_in_frm(a, c) for a in node.args]
+    if args == list(node.args) and not _has_dtype(node.ty, c.frm):
         return None
+    return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, c.frm, c.to))
 
-    return rule
+
+def _converted_attrs(node: Call, c: Conversion) -> dict:
+    return {k: (c.to if v is c.frm else v) for k, v in node.attrs.items()}
+
+
+def _computes_in_frm(node: Call, c: Conversion) -> bool:
+    if node.op == "opaque":
+        return False
+    return _converted_attrs(node, c) != dict(node.attrs) or _has_dtype(node.ty, c.frm)
+
+
+def _convert_call(node: Call, c: Conversion) -> Expr | None:
+    try:
+        new: Expr = Call(node.op, node.args, _converted_attrs(node, c))
+    except IRError:  # the op does not take `to` inputs: the next rule runs it in `frm`
+        return None
+    return cast_to(new, _retyped(new.ty, c.frm, c.to))
+
+
+def _call_between_casts(node: Call, c: Conversion) -> Expr | None:
+    new = Call(node.op, [_in_frm(a, c) for a in node.args], node.attrs)
+    return cast_to(new, _retyped(new.ty, c.frm, c.to))
+
+
+def _retype_if(node: If, c: Conversion) -> Expr | None:
+    joined = join_types(node.then_branch.result.ty, node.else_branch.result.ty)
+    return None if joined == node.ty else If(node.cond, node.then_branch, node.else_branch)
+
+
+def _cast_at_call(node: FuncCall, c: Conversion) -> Expr | None:
+    args = [_in_frm(a, c) for a in node.args]
+    if args == list(node.args) and not _has_dtype(node.ty, c.frm):
+        return None
+    # (a Loop stays a Loop: replace keeps the node's class)
+    return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, c.frm, c.to))
+
+
+CONVERT_RULES = rule_table(
+    "convert-dtype",
+    Rule(
+        "opaque-between-casts",
+        op("opaque"),
+        _opaque,
+        "opaque(x) -> cast(opaque(cast(x, f32))): its framework runs it as it was recorded",
+    ),
+    Rule(
+        "convert-call",
+        op(where=_computes_in_frm),
+        _convert_call,
+        "an op computing in f32 computes in the new dtype (dtype attributes too)",
+    ),
+    Rule(
+        "call-between-casts",
+        op(where=_computes_in_frm),
+        _call_between_casts,
+        "an op refusing the new dtype -> cast(op(cast(x, f32))): it runs in f32",
+    ),
+    Rule("retype-if", kind(If), _retype_if, "an If gets the type of its converted branches"),
+    Rule(
+        "cast-at-call",
+        kind(FuncCall),
+        _cast_at_call,
+        "call @f(x) -> cast(call @f(cast(x, f32))): the callee keeps its signature",
+    ),
+    # the function's boundary (applied by convert_function, not by the rewriter's walk)
+    Rule(
+        "cast-input",
+        kind(Var, lambda v, c: isinstance(v.ty, TensorType) and v.ty.dtype is c.frm),
+        _cast_leaf,
+        "a float32 input -> cast(x) to the new dtype, once at the start",
+    ),
+    Rule(
+        "convert-literal",
+        kind(Constant, lambda k, c: k.name is None and k.ty.dtype is c.frm),
+        _in_place,
+        "an inline float32 literal -> the same literal in the new dtype",
+    ),
+    Rule(
+        "cast-weight",
+        kind(Constant, lambda k, c: k.ty.dtype is c.frm),
+        _cast_leaf,
+        "a named float32 weight -> cast(w) (fold-constant makes it a new weight)",
+    ),
+    Rule(
+        "cast-result-back",
+        kind(FunctionResult),
+        _cast_back,
+        "the function's result -> cast back to the dtype its signature keeps",
+    ),
+)
 
 
 def convert_function(fn: Function, fname: str, frm: DType, to: DType, pass_name: str) -> Function:
@@ -120,21 +223,17 @@ def convert_function(fn: Function, fname: str, frm: DType, to: DType, pass_name:
     used = _used_vars(fn)
     entry: dict[int, Expr] = {}
     prelude: list[Expr] = []
-    for p in fn.params:
-        if id(p) in used and isinstance(p.ty, TensorType) and p.ty.dtype is frm:
-            prelude.append(Call("cast", [p], {"dtype": to}, prov=p.prov.with_pass(pass_name)))
-            entry[id(p)] = prelude[-1]
-    for c in function_constants(fn):
-        if c.ty.dtype is not frm:
-            continue
-        if c.name is None:
-            entry[id(c)] = Constant(c.data.astype(to.numpy), prov=c.prov)
-        else:
-            prelude.append(Call("cast", [c], {"dtype": to}, prov=c.prov.with_pass(pass_name)))
-            entry[id(c)] = prelude[-1]
+    rules = Rules(pass_name, CONVERT_RULES, Conversion(frm, to, pass_name))
+    for leaf in (*(p for p in fn.params if id(p) in used), *function_constants(fn)):
+        fired = rules.fire(leaf)  # cast-input, cast-weight, convert-literal
+        if fired is not None:
+            entry[id(leaf)] = fired[1]
+            if isinstance(fired[1], Call):
+                prelude.append(fired[1])
+            note(f"{pass_name}/{fired[0].name}", fname, (leaf,), (fired[1],))
     # A Rewriter run by hand: the prelude is bound first and the leaves it replaces are
     # mapped to it. Constants count as known so the rewriter never re-creates them.
-    rewriter = Rewriter(_convert_rule(frm, to), pass_name, fname)
+    rewriter = Rewriter(rules, pass_name, fname)
     rewriter.mapping.update(entry)
     old = [*fn.params, *fn.iter_nodes(), *function_constants(fn), *prelude, *entry.values()]
     rewriter.known = {id(n) for n in old}
@@ -142,7 +241,8 @@ def convert_function(fn: Function, fname: str, frm: DType, to: DType, pass_name:
     body = rewriter.bindings(fn.bindings, {id(n) for n in prelude})
     progress.node = None
     output = rewriter.mapping.get(id(fn.output), fn.output)
-    final = cast_to(output, fn.output.ty, prov=fn.output.prov.with_pass(pass_name))
+    fired = rules.fire(FunctionResult(output, fn.output.ty, fn.output.prov))  # cast-result-back
+    final = output if fired is None else fired[1]
     if final is not output:
         final = final.replace(name=output.name) if isinstance(final, Tuple) else final
         if isinstance(output, Tuple) and not any(output in b.operands for b in body):
@@ -150,6 +250,8 @@ def convert_function(fn: Function, fname: str, frm: DType, to: DType, pass_name:
     if not entry and body == fn.bindings and final is fn.output:
         return fn
     tail = collect_bindings([final], {id(b) for b in (*prelude, *body)})
+    if fired is not None:
+        note(f"{pass_name}/{fired[0].name}", fname, (fn.output,), (final, *tail))
     return fn.replace(bindings=tuple(prelude) + body + tuple(tail), output=final)
 
 
@@ -195,18 +297,25 @@ class ToMixedPrecision(Pass):
         object.__setattr__(self, "out_dtype", _check_float(self.out_dtype, "out_dtype"))
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
-        half = DType.float16
+        rules = Rules(self.name, MIXED_RULES, self)
+        return rewrite_module(module, lambda name, fn: rules, self.name)
 
-        def rule(node: Expr) -> Expr | None:
-            if not (isinstance(node, Call) and node.op in HEAVY_OPS):
-                return None
-            if not any(_has_dtype(a.ty, F32) for a in node.args):
-                return None
-            args = [cast_to(a, _retyped(a.ty, F32, half)) for a in node.args]
-            attrs = dict(node.attrs)
-            if "out_dtype" in get_op(node.op).attrs:
-                attrs["out_dtype"] = self.out_dtype
-            result = cast_to(Call(node.op, args, attrs), _retyped(node.ty, F32, self.out_dtype))
-            return cast_to(result, node.ty)  # the rest of the graph stays float32
 
-        return rewrite_module(module, lambda name, fn: rule, self.name)
+def _half(node: Call, p: ToMixedPrecision) -> Expr:
+    args = [cast_to(a, _retyped(a.ty, F32, DType.float16)) for a in node.args]
+    attrs = dict(node.attrs)
+    if "out_dtype" in get_op(node.op).attrs:
+        attrs["out_dtype"] = p.out_dtype
+    result = cast_to(Call(node.op, args, attrs), _retyped(node.ty, F32, p.out_dtype))
+    return cast_to(result, node.ty)  # the rest of the graph stays float32
+
+
+MIXED_RULES = rule_table(
+    "to-mixed-precision",
+    Rule(
+        "heavy-op-in-half",
+        op(*HEAVY_OPS, where=lambda n, p: any(_has_dtype(a.ty, F32) for a in n.args)),
+        _half,
+        "conv2d(x, w) -> cast(conv2d(cast(x, f16), cast(w, f16), out_dtype), f32)",
+    ),
+)

@@ -15,15 +15,26 @@ inline; constants stay inside the fused function; ``primitive`` functions are le
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
-from compiler.ir.nodes import Call, Constant, Expr, FuncCall, Function, If, Module, Var
+from compiler.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+    FuncCall,
+    Function,
+    Module,
+    Var,
+    external_reads,
+    substitute,
+)
 from compiler.ir.op_registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, REDUCE, get_op
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import TensorType, TupleType
 from compiler.ir.verify import symbols_of
+from compiler.passes import rules
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rewrite import remap_operands
+from compiler.passes.rules import Rule, Rules, kind, rule_table
 
 # TVM's OpPatternKind order: a pattern "at most injective" is one with a rank <= INJ.
 EW, BC, INJ, RED, ANC, OPQ = 0, 1, 2, 3, 4, 8
@@ -35,19 +46,6 @@ def node_pattern(node: Expr) -> int:
     if not isinstance(node, Call) or not isinstance(node.ty, TensorType):
         return OPQ
     return _RANK[get_op(node.op).pattern]
-
-
-def _reads(node: Expr) -> list[Expr]:
-    """The values a binding reads, including those its If branches read from outside."""
-    if not isinstance(node, If):
-        return list(node.operands)
-    inner, out = set(), [node.cond]
-    for blk in (node.then_branch, node.else_branch):
-        for b in blk.bindings:
-            inner.add(id(b))
-            out.extend(_reads(b))
-        out.append(blk.result)
-    return [e for e in out if id(e) not in inner]
 
 
 class _Fuser:
@@ -63,7 +61,7 @@ class _Fuser:
         self.outputs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         self.extern = [id(b) == id(fn.output) for b in self.nodes]
         for i, node in enumerate(self.nodes):
-            for a in _reads(node):
+            for a in external_reads(node):
                 j = index.get(id(a))
                 if j is None or any(c == i for c, _ in self.outputs[j]):
                     continue
@@ -83,6 +81,7 @@ class _Fuser:
             self.depth[i] = 1 if lca is None else self.depth[lca] + 1
         self.up = list(range(n))
         self.anchor = [p == ANC for p in self.pattern]
+        self.merged: list[tuple[str, list[int]]] = []  # (merge rule, nodes merged), in order
         self.group_pattern = list(self.pattern)
 
     def _lca(self, a: int | None, b: int | None, pattern: int) -> tuple[int | None, int]:
@@ -113,34 +112,36 @@ class _Fuser:
                     stack.append(c)
         return out
 
-    def _fuse(self, src: int, sink: int, ok) -> None:
-        """Merge the groups on the paths ``src`` -> ``sink`` into the sink's group when the
-        group of every node after ``src`` passes ``ok(pattern, is_sink)``."""
+    def fuse(self, src: int, ok) -> list[int] | None:
+        """Merge the groups on the paths ``src`` -> its post-dominator into the latter's group
+        when the group of every node after ``src`` passes ``ok(pattern, is_sink)``; the
+        nodes of those paths (``src`` first), or None when they do not merge."""
+        sink = self.parent[src]
         path = self._path(src, sink)
         if not all(ok(self.group_pattern[self.find(v)], v == sink) for v in path[1:]):
-            return
+            return None
         roots = {self.find(v) for v in path}
         if sum(self.anchor[r] for r in roots) > 1:
-            return  # two anchors never share a group
+            return None  # two anchors never share a group
         target = self.find(sink)
         for r in roots - {target}:
             self.up[r] = target
             if self.anchor[r]:
                 self.anchor[target] = True
                 self.group_pattern[target] = max(self.group_pattern[target], self.group_pattern[r])
+        return path
 
     def run(self, phase: int) -> None:
-        """One of TVM's phases: 0 fuses anchors first, 1 then the injective ops."""
+        """One of TVM's phases: 0 fuses anchors first, 1 then the injective ops; each node
+        joins the group after it by the first merge rule (MERGES) that takes it."""
+        table = Rules("fuse-ops", MERGES, self)
         for i in range(len(self.nodes)):
-            own, sink, dom = self.group_pattern[i], self.parent[i], self.dom_pattern[i]
+            own, sink = self.group_pattern[i], self.parent[i]
             if own == OPQ or sink is None or self.find(i) == self.find(sink):
                 continue
-            if own == ANC and phase == 0 and dom == EW:
-                self._fuse(i, sink, lambda k, is_sink: k <= BC)
-            elif own <= BC and (dom <= INJ or dom == RED):
-                self._fuse(i, sink, lambda k, is_sink: k <= (ANC if is_sink else INJ))
-            elif own == INJ and phase == 1:
-                self._fuse(i, sink, lambda k, is_sink: k <= INJ)
+            fired = table.fire(Merge(i, own, self.dom_pattern[i], phase))
+            if fired is not None:
+                self.merged.append((fired[0].name, fired[1]))
 
     def groups(self) -> list[list[int]]:
         """Groups of two or more nodes, each in binding order, ordered by their last node."""
@@ -150,21 +151,41 @@ class _Fuser:
         return sorted((m for m in by_root.values() if len(m) > 1), key=lambda m: m[-1])
 
 
-def _substitute(node: Expr, mapping: dict[int, Expr]) -> Expr:
-    """``node`` with operands (and values read inside If branches) replaced via ``mapping``."""
-    new = remap_operands(node, mapping)
-    if isinstance(new, If):
-        branches = [
-            b.replace(
-                bindings=tuple(_substitute(x, mapping) for x in b.bindings),
-                result=mapping.get(id(b.result), b.result),
-            )
-            for b in (new.then_branch, new.else_branch)
-        ]
-        new = new.replace(then_branch=branches[0], else_branch=branches[1])
-    if new is not node:
-        mapping[id(node)] = new
-    return new
+class Merge(NamedTuple):
+    """A candidate merge: node ``node`` (of fusion rank ``own``) joining the group of its
+    immediate post-dominator, reached through ops of rank at most ``dom``, in ``phase``."""
+
+    node: int
+    own: int
+    dom: int
+    phase: int
+
+
+def _merge(ok):
+    return lambda m, fuser: fuser.fuse(m.node, ok)
+
+
+MERGES = rule_table(
+    "fuse-ops",
+    Rule(
+        "anchor-with-epilogue",
+        kind(Merge, lambda m, f: m.own == ANC and m.phase == 0 and m.dom == EW),
+        _merge(lambda k, is_sink: k <= BC),
+        "conv2d -> add -> relu: an anchor op takes the elementwise ops after it",
+    ),
+    Rule(
+        "elemwise-into-consumer",
+        kind(Merge, lambda m, f: m.own <= BC and (m.dom <= INJ or m.dom == RED)),
+        _merge(lambda k, is_sink: k <= (ANC if is_sink else INJ)),
+        "add -> sum / reshape / conv2d: an elementwise op joins the group it feeds",
+    ),
+    Rule(
+        "injective-chain",
+        kind(Merge, lambda m, f: m.own == INJ and m.phase == 1),
+        _merge(lambda k, is_sink: k <= INJ),
+        "reshape -> transpose -> ...: injective ops make one group",
+    ),
+)
 
 
 def _unique(base: str, used: set[str]) -> str:
@@ -258,15 +279,18 @@ def _outline(fn: Function, nodes: list[Expr], members: list[int], name: str, pas
     names: set[str] = set()
     for k, a in enumerate(inputs.values()):
         mapping[id(a)] = Var(_unique(a.name or f"p{k}", names), a.ty, prov=a.prov)
-    body = [_substitute(nodes[i], mapping) for i in members]
+    body = list(substitute([nodes[i] for i in members], mapping))
     attrs = {"primitive": True, "private": True}
     prov = nodes[members[-1]].prov.with_pass(pass_name)
     params = [mapping[id(a)] for a in inputs.values()]
     return Function(params, body, body[-1], attrs, prov=prov), list(inputs.values())
 
 
-def fuse_function(fn: Function, used_names: set[str], pass_name: str) -> tuple[Function, dict]:
-    """``fn`` with each group replaced by a call, and the new functions by name."""
+def fuse_function(
+    fn: Function, used_names: set[str], pass_name: str, fname: str = "main"
+) -> tuple[Function, dict]:
+    """``fn`` (named ``fname``) with each group replaced by a call, and the new functions by
+    name."""
     fuser = _Fuser(fn)
     fuser.run(0)
     fuser.run(1)
@@ -292,8 +316,13 @@ def fuse_function(fn: Function, used_names: set[str], pass_name: str) -> tuple[F
             mapping[id(node)] = FuncCall(name, args, ty, prov=prov, name=node.name)
             bindings.append(mapping[id(node)])
         elif i not in skipped:
-            bindings.append(_substitute(node, mapping))
+            bindings.extend(substitute((node,), mapping))
     output = mapping.get(id(fn.output), fn.output)
+    if rules.recording():
+        last = {fuser.find(m[-1]): m[-1] for m in fuser.groups()}
+        for rule, path in fuser.merged:  # each merge made the call of the group it joined
+            call = mapping[id(nodes[last[fuser.find(path[0])]])]
+            rules.note(f"{pass_name}/{rule}", fname, [nodes[i] for i in path], [call])
     return fn.replace(bindings=tuple(bindings), output=output), new_functions
 
 
@@ -309,6 +338,6 @@ class FuseOps(Pass):
         used, functions, added = set(module.functions), dict(module.functions), {}
         for fname, fn in module.functions.items():
             if not fn.attrs.get("primitive", False):
-                functions[fname], new = fuse_function(fn, used, self.name)
+                functions[fname], new = fuse_function(fn, used, self.name, fname)
                 added.update(new)
         return module.replace(functions={**functions, **added})

@@ -41,11 +41,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from compiler.ir.nodes import Block, Call, Constant, Expr, If, Module
+from compiler.ir.nodes import Block, Call, Constant, Expr, If, Module, remap_operands
 from compiler.ir.provenance import Provenance
 from compiler.ir.types import TensorType
 from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import remap_operands, rewrite_module
+from compiler.passes.rewrite import rewrite_module
+from compiler.passes.rules import Rule, Rules, kind, rule_table
 
 
 def _rank(e: Expr) -> int | None:
@@ -99,6 +100,17 @@ def unify_ranks(node: If, pass_name: str = "replica-relay-onnx-if") -> If | None
     return If(node.cond, then_b, low, prov=node.prov, name=node.name)
 
 
+RULES = rule_table(
+    "replica-relay-onnx-if",
+    Rule(
+        "broadcast-branch-to-like",
+        kind(If),
+        lambda n, p: unify_ranks(n, p.name),
+        "FAULTY (replica): the branch of lower rank -> broadcast_to_like(it, the other's result)",
+    ),
+)
+
+
 @register_pass
 @dataclass(frozen=True)
 class ReplicaRelayOnnxIf(Pass):
@@ -107,7 +119,5 @@ class ReplicaRelayOnnxIf(Pass):
     name: ClassVar[str] = "replica-relay-onnx-if"
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
-        def rule(node: Expr) -> Expr | None:
-            return unify_ranks(node, self.name) if isinstance(node, If) else None
-
-        return rewrite_module(module, lambda name, fn: rule, self.name)
+        rules = Rules(self.name, RULES, self)
+        return rewrite_module(module, lambda name, fn: rules, self.name)
