@@ -18,6 +18,7 @@ from compiler import passes
 from compiler.ir import Module, Printer
 from compiler.passes import SkippedPass, Snapshot
 from explorer.graph import GraphModel, graph_of_module
+from explorer.rewrites import RewriteLog
 from explorer.summary import trace_html, trace_text
 
 
@@ -140,6 +141,7 @@ class Step:
         self._texts: dict | None = None  # the backend's text views
         self._artifact_bytes: int | None = None
         self._executable: Any = None
+        self.rewrites: tuple = ()  # the rule applications of this pass (explorer.rewrites)
 
     @property
     def failed(self) -> bool:
@@ -293,6 +295,18 @@ class Step:
         if base is None:
             raise ValueError(f"step {self.index} ({self.name}) has no previous step to diff with")
         return diff(base, self)
+
+    def rewrites_of(self, node: str) -> list:
+        """This pass's rewrites that matched or produced ``node`` (see explorer.rewrites)."""
+        from explorer.rewrites import rewrites_of
+
+        return rewrites_of(self, node)
+
+    def why(self, node: str):
+        """Why ``node`` changed: the rule and the step that made it (explorer.rewrites.why)."""
+        from explorer.rewrites import why
+
+        return why(self, node)
 
     def __repr__(self) -> str:
         indent = "  " * self.depth
@@ -541,13 +555,17 @@ def trace_from_module(
         steps.append(source_step)
     steps.append(Step(len(steps), "import", import_name, module=module, seconds=import_seconds))
     job, instruments = passes_job(progress, pipeline)
-    try:
-        result = passes.run(module, pipeline, record=True, instruments=instruments)
-    except passes.PassesInterrupted as e:  # Ctrl-C: the trace of what ran, the rest skipped
-        result = e.result
-    finally:
-        job.close()
-    steps += pass_steps(result.snapshots, len(steps))
+    with passes.collect_rewrites() as records:
+        log = RewriteLog(records)
+        try:
+            result = passes.run(module, pipeline, record=True, instruments=[*instruments, log])
+        except passes.PassesInterrupted as e:  # Ctrl-C: the trace of what ran, the rest skipped
+            result = e.result
+        finally:
+            job.close()
+    offset = len(steps)
+    steps += pass_steps(result.snapshots, offset)
+    log.attach(steps, offset)
     return Trace(
         steps,
         pipeline=result.pipeline.spec(),

@@ -28,6 +28,7 @@ from compiler.ir.nodes import (
     is_leaf,
 )
 from compiler.ir.provenance import Provenance
+from compiler.passes import rewrite_records
 
 Rule = Callable[[Expr], Expr | None]
 
@@ -94,6 +95,7 @@ class Rewriter:
         self.function = function
         self.mapping: dict[int, Expr] = {}
         self.known: set[int] = set()  # ids of nodes that exist before the rule's output
+        self.applied: list[tuple[Expr, Expr, set[int]]] = []  # (matched, root, known then)
 
     def _bind(self, expr: Expr, out: list[Expr], bound: set[int]) -> None:
         """Append the unbound non-leaf nodes ``expr`` needs (and ``expr``), in order."""
@@ -130,6 +132,8 @@ class Rewriter:
                 known = self.known | bound
                 replacement = with_provenance(replacement, prov, known, node.name)
                 new = replacement
+                if rewrite_records.collecting():
+                    self.applied.append((node, new, known))
             if new is not node:
                 self.mapping[id(node)] = new
             self._bind(new, out, bound)
@@ -159,7 +163,37 @@ class Rewriter:
             self._bind(output, extra, {id(b) for b in bindings} | {id(b) for b in fn.params})
             bindings = bindings + tuple(extra)
         progress.node = None
-        return fn.replace(bindings=bindings, output=output)
+        out = fn.replace(bindings=bindings, output=output)
+        if self.applied:
+            self._record(fn, out)
+        return out
+
+    def _record(self, before: Function, after: Function) -> None:
+        """A RewriteRecord per replacement (the stand-in naming: ``pass/op``)."""
+        old, new = rewrite_records.binding_names(before), rewrite_records.binding_names(after)
+        for node, root, known in self.applied:
+            fresh: list[Expr] = []
+            stack, seen = [root], set()
+            while stack:
+                e = stack.pop()
+                if id(e) in seen or (id(e) in known and e is not root):
+                    continue
+                seen.add(id(e))
+                fresh.append(e)
+                if not isinstance(e, Constant):
+                    stack.extend(reversed(e.operands))
+            produced = [rewrite_records.name_of(e, new) for e in fresh]
+            matched = rewrite_records.name_of(node, old)
+            what = node.op if isinstance(node, Call) else type(node).__name__.lower()
+            rewrite_records.add(
+                rewrite_records.RewriteRecord(
+                    f"{self.pass_name or 'rewrite'}/{what}",
+                    (matched,) if matched else (),
+                    tuple(n for n in produced if n),
+                    self.function,
+                )
+            )
+        self.applied = []
 
 
 def rewrite_function(
