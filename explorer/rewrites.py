@@ -180,24 +180,62 @@ def _made_by(trace: Any) -> dict[int, tuple[Any, Rewrite]]:
     return index
 
 
+_WHYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _whys_of(step: Any) -> _Whys:
+    w = _WHYS.get(step)
+    if w is None or w.count != len(step.rewrites):
+        w = _WHYS[step] = _Whys(step)
+    return w
+
+
 def why(step: Any, node: str) -> Why | None:
     """Why ``node`` (a node id of ``step``) is what it is: the rule and the step that
     produced it (this step, or the earlier step whose rule made the very same node object),
     else, for a node this step rebuilt, the rule of this step that made one of its inputs;
     None when no rule is on record for it."""
-    return _Whys(step).of(node)
+    return _whys_of(step).of(node)
 
 
 def whys(step: Any) -> dict[str, str]:
-    """``why`` of every node of ``step`` that has an answer, as text, by node id."""
+    """Why every node of ``step`` that has an answer is what it is, as text, by node id:
+    :func:`why`, then the rules behind what that rule matched (:func:`origin`), one a line."""
     if not step.rewrites and (step.trace is None or not any(s.rewrites for s in step.trace)):
         return {}
-    w = _Whys(step)
+    w = _whys_of(step)
     out = {}
-    for nid in step.graph.nodes:
+    for nid, n in step.graph.nodes.items():
+        if n.kind in ("input", "param", "output"):
+            continue
         found = w.of(nid)
-        if found is not None:
-            out[nid] = str(found)
+        if found is None:
+            continue
+        lines = [str(found)]
+        if found.how != "input":
+            chain = origin(step, nid, limit=4)
+            lines += [
+                f"from {src.rewrite.matched[0]}, {w2}"
+                for src, w2 in zip(chain, chain[1:], strict=False)
+            ]
+        out[nid] = "\n".join(lines)
+    return out
+
+
+def origin(step: Any, node: str, limit: int = 8) -> list[Why]:
+    """The rules behind ``node`` of ``step``, newest first: the rule that made it, then the
+    rule that made the root it matched, and so on back through the steps (at most
+    ``limit``). E.g. a folded constant: ``fold-constant/...`` from a ``broadcast_to`` that a
+    rule of an earlier pass made."""
+    out: list[Why] = []
+    while step is not None and len(out) < limit:
+        w = why(step, node)
+        if w is None or w.how == "input" or not w.rewrite.matched:
+            if w is not None and w.how != "input":
+                out.append(w)
+            break
+        out.append(w)
+        step, node = w.step.previous, w.rewrite.matched[0]
     return out
 
 
@@ -206,6 +244,7 @@ class _Whys:
 
     def __init__(self, step: Any) -> None:
         self.step = step
+        self.count = len(step.rewrites)
         self.graph = step.graph
         self.produced = {nid: r for r in reversed(step.rewrites) for nid in r.produced}
         self.made_by = _made_by(step.trace) if step.trace is not None else {}
@@ -240,6 +279,7 @@ __all__ = [
     "Why",
     "from_record",
     "make",
+    "origin",
     "node_id",
     "rewrites_of",
     "rule_counts",

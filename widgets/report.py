@@ -4,9 +4,10 @@
 badges (changed, node delta, parameter-bytes delta, time, failed, findings), previous / next
 buttons and arrow keys, a one-line findings banner, and for the current step its graph (the
 graph component of ``static/graph.js``, diff-coloured against its previous step, with the
-before / after toggle), its IR text, the IR diff, the parameter table and the numerics; and
-for the whole trace the error map (with a check report) and the parameter map
-(:mod:`widgets.error_map`), whose cells open their step with their node selected.
+before / after toggle), its IR text, the IR diff, its rewrites (the rules its pass applied),
+the parameter table and the numerics; and for the whole trace the error map (with a check
+report) and the parameter map (:mod:`widgets.error_map`), whose cells open their step with
+their node selected.
 
 Kept small enough to attach to a bug report: only changed steps get a graph payload of their
 own (``<script type="application/json" id="pl-g{k}">``, parsed when first shown; an unchanged
@@ -26,6 +27,7 @@ from widgets.error_map import MAP_CSS, LayerMaps
 from widgets.escape import esc, json_script
 from widgets.findings import problems_of
 from widgets.ir_text import MAX_TRACEBACK_CHARS, ir_text_html, text_diff_html, traceback_text
+from widgets.rewrites_html import rewrites_html
 from widgets.tables_html import (
     _SORT_JS,
     SORT_ONCLICK,
@@ -133,6 +135,7 @@ def report_html(
         entry["headline"] = d.headline() if d is not None else f"#{s.index} {s.name}"
         entry["diff"] = store.add(text_diff_html(d)) if d is not None else None
         entry["params"] = store.add(param_table_html(s, prev))
+        entry["rewrites"] = store.add(rewrites_html(s))
         if report is not None:
             entry["numerics"] = store.add(numerics_table_html(s, report))
             entry["finding"] = finding_line(report, s)
@@ -213,10 +216,12 @@ def report_html(
 <div id="pl-finding"></div><div id="pl-error"></div>
 <div id="pl-tabs"><button data-tab="graph" class="pl-on">Graph</button>
 <button data-tab="ir">IR</button><button data-tab="diff">IR diff</button>
+<button data-tab="rewrites">Rewrites</button>
 <button data-tab="params">Params</button>{numerics_tab}{map_tabs}</div>
 <div class="pl-pane pl-on" id="pl-pane-graph"><div id="pl-graph"></div></div>
 <div class="pl-pane" id="pl-pane-ir"></div>
 <div class="pl-pane" id="pl-pane-diff"></div>
+<div class="pl-pane" id="pl-pane-rewrites"></div>
 <div class="pl-pane" id="pl-pane-params"></div>{numerics_pane}{map_panes}
 </main></div>
 {store.html()}{"".join(graphs)}

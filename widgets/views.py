@@ -14,9 +14,10 @@ from widgets.escape import esc
 from widgets.findings import problems_of
 from widgets.ir_text import ir_text_html, text_diff_html
 from widgets.render import badges_html, step_badges
+from widgets.rewrites_html import rewrites_html
 from widgets.tables_html import numerics_table_html, param_table_html, shape_table_html
 
-TABS = ("graph", "IR", "IR diff", "params", "shapes", "numerics")
+TABS = ("graph", "IR", "IR diff", "rewrites", "params", "shapes", "numerics")
 
 
 def start_index(trace, report=None, first_change: bool = True) -> int:
@@ -115,7 +116,8 @@ def header_html(step, row: dict, report=None) -> str:
 def tab_html(step, tab: str, report=None) -> str:
     """The HTML of a table / text tab of ``step``: ``IR`` (its text; after legalize-ops and
     codegen also the loop IR, LLVM IR and assembly), ``IR diff`` (against the previous step;
-    the IR text for the first step), ``params``, ``shapes`` or ``numerics``."""
+    the IR text for the first step), ``rewrites`` (the rules its pass applied: counts, a
+    filter by rule, every application), ``params``, ``shapes`` or ``numerics``."""
     if tab not in TABS[1:]:
         raise ValueError(f"no tab {tab!r}; tabs: {', '.join(TABS[1:])} (and graph)")
     prev = step.previous
@@ -125,6 +127,8 @@ def tab_html(step, tab: str, report=None) -> str:
         if prev is None:
             return ir_text_html(step)
         return text_diff_html(step_diff(prev, step), mode="side-by-side")
+    if tab == "rewrites":
+        return rewrites_html(step)
     if tab == "params":
         return param_table_html(step, prev)
     if tab == "shapes":

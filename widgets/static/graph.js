@@ -575,6 +575,7 @@ const PasslensGraph = (function () {
       const t = h("table", "plg-d-table", panel);
       row(t, "id", n.id.startsWith("removed:") ? n.id.slice(8) + " (removed by this step)" : n.id);
       row(t, "type", m.p.types[n.ty]);
+      if (d.why) row(t, "why", d.why); // the rule and the step that made it (explorer.rewrites)
       if (n.b) row(t, "bytes", fmtBytes(n.b));
       row(t, "module", modulePath(m, n.g));
       row(t, "function", d.function);

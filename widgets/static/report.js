@@ -56,6 +56,7 @@
     }
     fill($("pl-pane-ir"), s.text);
     fill($("pl-pane-diff"), s.diff);
+    fill($("pl-pane-rewrites"), s.rewrites);
     fill($("pl-pane-params"), s.params);
     if ($("pl-pane-numerics")) fill($("pl-pane-numerics"), s.numerics);
     if (tab === "graph") showGraph(); else graph.shown = -1;
