@@ -1,11 +1,11 @@
 """Rewrites: which rule of a pass fired on which nodes, recorded under the pass's step.
 
-A pass built from rules (``compiler.passes.collect_rewrites``) records every rule application;
-:class:`RewriteLog` hands each to the step of the pass that was running (the innermost one)
-as a :class:`Rewrite`, whose ``matched`` nodes are node ids of the step before (the graph
-model's ids, as every view names nodes) and whose ``produced`` nodes are node ids of the step
-itself. Other compilers' recorders make Rewrites the same way (Inductor's pattern-matcher
-replacements, named by their pattern).
+A pass built from rules records every rule application inside
+``compiler.passes.rules.collect_rewrites()`` on its snapshot (the innermost pass running);
+:func:`step_rewrites` makes each a :class:`Rewrite` of the pass's step, whose ``matched``
+nodes are node ids of the step before (the graph model's ids, as every view names nodes) and
+whose ``produced`` nodes are node ids of the step itself. Other compilers' recorders make
+Rewrites the same way (Inductor's pattern-matcher replacements, named by their pattern).
 
 - ``step.rewrites``: the step's rewrites, in order;
 - :func:`rule_counts`: each rule with its number of applications;
@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-
-from compiler.passes import Instrument
 
 MAX_NAMES = 64  # nodes a rewrite keeps per side (a bigger match is cut, and says so)
 
@@ -74,44 +72,10 @@ def from_record(record: Any) -> Rewrite:
     )
 
 
-class RewriteLog(Instrument):
-    """Gives each rule application recorded in ``records`` (the list
-    ``compiler.passes.collect_rewrites()`` yields) to the pass application running when it
-    was recorded: the innermost one. Numbers applications as the Recorder numbers its
-    snapshots (in the order they start)."""
-
-    def __init__(self, records: list) -> None:
-        self.records = records
-        self.taken = 0
-        self.started = 0
-        self.stack: list[int] = []
-        self.by_application: dict[int, list[Rewrite]] = {}
-
-    def _flush(self) -> None:
-        new = self.records[self.taken :]
-        self.taken = len(self.records)
-        if new and self.stack:
-            mine = self.by_application.setdefault(self.stack[-1], [])
-            mine.extend(from_record(r) for r in new)
-
-    def before(self, p, module, depth) -> None:
-        self._flush()
-        self.stack.append(self.started)
-        self.started += 1
-
-    def after(self, p, before, after, seconds, depth) -> None:
-        self._flush()
-        self.stack.pop()
-
-    def failed(self, p, module, error, seconds, depth) -> None:
-        self._flush()
-        self.stack.pop()
-
-    def attach(self, steps: Sequence[Any], offset: int) -> None:
-        """Set ``rewrites`` on the pass steps (application ``k`` is ``steps[offset + k]``)."""
-        for k, rewrites in self.by_application.items():
-            if 0 <= offset + k < len(steps):
-                steps[offset + k].rewrites = tuple(rewrites)
+def step_rewrites(records: Iterable[Any]) -> tuple[Rewrite, ...]:
+    """A step's rewrites from its snapshot's: ``compiler.passes.rules.RewriteRecord`` items
+    (names turned into node ids) or Rewrites already (another compiler's recorder)."""
+    return tuple(r if isinstance(r, Rewrite) else from_record(r) for r in records)
 
 
 # ----- summaries ------------------------------------------------------------------------------
@@ -275,7 +239,6 @@ class _Whys:
 __all__ = [
     "MAX_NAMES",
     "Rewrite",
-    "RewriteLog",
     "Why",
     "from_record",
     "make",
@@ -283,6 +246,7 @@ __all__ = [
     "node_id",
     "rewrites_of",
     "rule_counts",
+    "step_rewrites",
     "why",
     "whys",
 ]

@@ -17,8 +17,9 @@ from typing import Any
 from compiler import passes
 from compiler.ir import Module, Printer
 from compiler.passes import SkippedPass, Snapshot
+from compiler.passes.rules import collect_rewrites
 from explorer.graph import GraphModel, graph_of_module
-from explorer.rewrites import RewriteLog
+from explorer.rewrites import step_rewrites
 from explorer.summary import trace_html, trace_text
 
 
@@ -515,7 +516,7 @@ def pass_steps(snapshots: Sequence[Any], offset: int) -> list[Step]:
     """The pass steps of a run's snapshots (each a ``compiler.passes.Snapshot`` or one with
     its fields), numbered after the ``offset`` steps before them (source, import): what every
     adapter's recorder builds its trace from."""
-    return [
+    steps = [
         Step(
             offset + snap.index,
             "pass",
@@ -525,6 +526,9 @@ def pass_steps(snapshots: Sequence[Any], offset: int) -> list[Step]:
         )
         for snap in snapshots
     ]
+    for step, snap in zip(steps, snapshots, strict=True):
+        step.rewrites = step_rewrites(getattr(snap, "rewrites", ()))
+    return steps
 
 
 def input_tuple(example_inputs: Any) -> tuple | None:
@@ -555,17 +559,14 @@ def trace_from_module(
         steps.append(source_step)
     steps.append(Step(len(steps), "import", import_name, module=module, seconds=import_seconds))
     job, instruments = passes_job(progress, pipeline)
-    with passes.collect_rewrites() as records:
-        log = RewriteLog(records)
-        try:
-            result = passes.run(module, pipeline, record=True, instruments=[*instruments, log])
-        except passes.PassesInterrupted as e:  # Ctrl-C: the trace of what ran, the rest skipped
-            result = e.result
-        finally:
-            job.close()
-    offset = len(steps)
-    steps += pass_steps(result.snapshots, offset)
-    log.attach(steps, offset)
+    try:
+        with collect_rewrites():  # each snapshot gets its pass's rule applications
+            result = passes.run(module, pipeline, record=True, instruments=instruments)
+    except passes.PassesInterrupted as e:  # Ctrl-C: the trace of what ran, the rest skipped
+        result = e.result
+    finally:
+        job.close()
+    steps += pass_steps(result.snapshots, len(steps))
     return Trace(
         steps,
         pipeline=result.pipeline.spec(),

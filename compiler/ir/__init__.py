@@ -25,6 +25,9 @@ from compiler.ir.nodes import (
     children,
     collect_bindings,
     function_constants,
+    map_operands,
+    operands,
+    remap_operands,
 )
 from compiler.ir.parser import ParseError, Parser, parse, parse_type
 from compiler.ir.printer import Printer, format_attr, print_function, print_module
@@ -78,6 +81,9 @@ __all__ = [
     "call",
     "collect_bindings",
     "function_constants",
+    "map_operands",
+    "operands",
+    "remap_operands",
     "sym",
     "tensor",
 ]

@@ -19,18 +19,15 @@ import numpy as np
 from compiler.ir.names import fresh_name
 from compiler.ir.nodes import (
     Block,
-    Call,
     Constant,
     Expr,
-    FuncCall,
     Function,
     If,
-    Tuple,
-    TupleGetItem,
     Var,
     children,
     collect_bindings,
     is_leaf,
+    remap_operands,
 )
 from compiler.ir.provenance import Provenance
 
@@ -112,22 +109,14 @@ def _rebuild(bindings: Sequence[Expr], mapping: dict[int, Expr]) -> list[Expr]:
 
 
 def _remapped(node: Expr, mapping: dict[int, Expr]) -> Expr:
-    def m(e: Expr) -> Expr:
-        return mapping.get(id(e), e)
-
-    if isinstance(node, (Call, FuncCall)):
-        return node.replace(args=tuple(m(a) for a in node.args))
-    if isinstance(node, Tuple):
-        return node.replace(fields=tuple(m(f) for f in node.fields))
-    if isinstance(node, TupleGetItem):
-        return node.replace(tuple_value=m(node.tuple_value))
-    if isinstance(node, If):
+    new = remap_operands(node, mapping)
+    if isinstance(new, If):
         blocks = []
         for blk in (node.then_branch, node.else_branch):
             bindings = _rebuild(blk.bindings, mapping)
-            blocks.append(Block(bindings, m(blk.result)))
-        return node.replace(cond=m(node.cond), then_branch=blocks[0], else_branch=blocks[1])
-    return node
+            blocks.append(Block(bindings, mapping.get(id(blk.result), blk.result)))
+        return new.replace(then_branch=blocks[0], else_branch=blocks[1])
+    return new
 
 
 class LoopError(ValueError):

@@ -11,7 +11,7 @@ when nothing changes. Names on nodes (``name``) are hints for the printer, not s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -462,6 +462,34 @@ def children(node: Expr) -> tuple[Expr, ...]:
     return node.operands
 
 
+def operands(expr: Expr) -> tuple[Expr, ...]:
+    """The expressions ``expr`` reads directly, in order: a call's arguments (a Loop's
+    included), a tuple's fields, a get-item's tuple, an If's condition (its branches are
+    blocks, see ``children``); none for a leaf."""
+    return expr.operands
+
+
+def map_operands(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
+    """``expr`` reading ``fn(operand)`` in place of each operand: the same object when
+    ``fn`` returns every operand itself, else a copy that keeps the type annotation, the
+    provenance and the name. An If's branches are left as they are (only its condition is
+    an operand)."""
+    if isinstance(expr, (Call, FuncCall)):
+        return expr.replace(args=tuple(fn(a) for a in expr.args))
+    if isinstance(expr, Tuple):
+        return expr.replace(fields=tuple(fn(f) for f in expr.fields))
+    if isinstance(expr, TupleGetItem):
+        return expr.replace(tuple_value=fn(expr.tuple_value))
+    if isinstance(expr, If):
+        return expr.replace(cond=fn(expr.cond))
+    return expr
+
+
+def remap_operands(expr: Expr, mapping: Mapping[int, Expr]) -> Expr:
+    """``map_operands`` through a table: ``mapping[id(old)]`` replaces an operand ``old``."""
+    return map_operands(expr, lambda e: mapping.get(id(e), e))
+
+
 def is_leaf(node: Expr) -> bool:
     """Leaves (Var, Constant) are never bound; every other expression is."""
     return isinstance(node, (Var, Constant))
@@ -695,6 +723,9 @@ __all__ = [
     "Module",
     "call",
     "children",
+    "operands",
+    "map_operands",
+    "remap_operands",
     "is_leaf",
     "collect_bindings",
     "function_constants",

@@ -45,7 +45,6 @@ from compiler.passes.pipeline import (
     register_alias,
     register_pipeline,
 )
-from compiler.passes.rewrite_records import RewriteRecord, collect_rewrites
 from compiler.passes.runner import run
 
 __all__ = [
@@ -59,7 +58,6 @@ __all__ = [
     "PassesInterrupted",
     "PipelineError",
     "Recorder",
-    "RewriteRecord",
     "SIDE_EFFECT_OPS",
     "Sequential",
     "SkippedPass",
@@ -67,7 +65,6 @@ __all__ = [
     "VerifyAfterEach",
     "all_passes",
     "build_pipeline",
-    "collect_rewrites",
     "calling_convention",
     "decompose",
     "get_pass_class",

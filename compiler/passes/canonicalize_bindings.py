@@ -6,36 +6,64 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from compiler.ir.nodes import Call, Expr, Module, Tuple, TupleGetItem
+from compiler.ir.nodes import Call, Module, Tuple, TupleGetItem
 from compiler.ir.types import TensorType
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
+from compiler.passes.rules import Rule, Rules, kind, op
 
 
-def _forwarded(node: Expr) -> Expr | None:
-    if isinstance(node, TupleGetItem) and isinstance(node.tuple_value, Tuple):
-        return node.tuple_value.fields[node.index]  # (a, b)[0] -> a
-    if isinstance(node, Tuple) and node.fields:
-        first = node.fields[0]
-        if (
-            all(isinstance(f, TupleGetItem) for f in node.fields)
-            and all(f.tuple_value is first.tuple_value for f in node.fields)
-            and [f.index for f in node.fields] == list(range(len(first.tuple_value.ty.fields)))
-        ):
-            return first.tuple_value  # (t[0], t[1]) of a 2-tuple t -> t
-    if isinstance(node, Call) and node.args:
-        x = node.args[0]
-        same = isinstance(x.ty, TensorType) and x.ty == node.ty and x.ty.is_static
-        if node.op == "identity":
-            return x  # identity(x) -> x
-        if node.op == "cast" and x.ty == node.ty:
-            return x  # cast to the dtype it has -> x
-        if node.op in ("reshape", "broadcast_to") and same and len(node.args) == 1:
-            return x  # reshape / broadcast to its own static shape -> x
-        if node.op == "permute_dims" and node.attrs.get("axes") is not None:
-            if list(node.attrs["axes"]) == list(range(len(node.attrs["axes"]))):
-                return x  # permutation that moves nothing -> x
-    return None
+def _items_of_whole_tuple(t: Tuple, ctx=None) -> bool:
+    """``(t[0], t[1], ...)`` listing every field of one tuple ``t``, in order."""
+    first = t.fields[0] if t.fields else None
+    return (
+        first is not None
+        and all(isinstance(f, TupleGetItem) for f in t.fields)
+        and all(f.tuple_value is first.tuple_value for f in t.fields)
+        and [f.index for f in t.fields] == list(range(len(first.tuple_value.ty.fields)))
+    )
+
+
+def _same_static_type(n: Call, ctx=None) -> bool:
+    x = n.args[0]
+    return isinstance(x.ty, TensorType) and x.ty == n.ty and x.ty.is_static and len(n.args) == 1
+
+
+def _moves_nothing(n: Call, ctx=None) -> bool:
+    axes = n.attrs.get("axes")
+    return axes is not None and list(axes) == list(range(len(axes)))
+
+
+def _first_arg(n: Call, ctx=None):
+    return n.args[0]
+
+
+RULES = (
+    Rule(  # (a, b)[0] -> a
+        "item-of-tuple",
+        kind(
+            TupleGetItem,
+            lambda n, ctx: isinstance(n.tuple_value, Tuple),
+            lambda n: (n.tuple_value,),
+        ),
+        lambda n, ctx: n.tuple_value.fields[n.index],
+    ),
+    Rule(  # (t[0], t[1]) of a 2-tuple t -> t
+        "tuple-of-items",
+        kind(Tuple, _items_of_whole_tuple, lambda n: tuple(n.fields)),
+        lambda n, ctx: n.fields[0].tuple_value,
+    ),
+    Rule("identity", op("identity", where=lambda n, ctx: bool(n.args)), _first_arg),  # -> x
+    Rule(  # cast to the dtype it has -> x
+        "no-op-cast",
+        op("cast", where=lambda n, ctx: bool(n.args) and n.args[0].ty == n.ty),
+        _first_arg,
+    ),
+    Rule(  # reshape / broadcast to its own static shape -> x
+        "no-op-reshape", op("reshape", "broadcast_to", where=_same_static_type), _first_arg
+    ),
+    Rule("no-op-permute", op("permute_dims", where=_moves_nothing), _first_arg),  # -> x
+)
 
 
 @register_pass
@@ -46,4 +74,5 @@ class CanonicalizeBindings(Pass):
     name: ClassVar[str] = "canonicalize-bindings"
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
-        return rewrite_module(module, lambda name, fn: _forwarded, self.name)
+        rules = Rules(self.name, RULES)
+        return rewrite_module(module, lambda name, fn: rules, self.name)

@@ -27,6 +27,7 @@ from compiler.ir.types import DType, TensorType
 from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
+from compiler.passes.rules import Rule, Rules, op
 
 
 def _op(op: str, *args: Expr, **attrs) -> Call:
@@ -72,11 +73,11 @@ def _layer_norm(node: Call) -> Expr | None:
     eps = _scalar(node.attrs["epsilon"], x)
     y = _op("multiply", _op("subtract", x, mean), _op("rsqrt", _op("add", var, eps)))
     trailing = axes == list(range(rank - len(axes), rank))
-    for p, op in zip(params, ("multiply", "add"), strict=False):
+    for p, combine in zip(params, ("multiply", "add"), strict=False):
         if not trailing:  # gamma/beta cover the normalized dims: give them x's rank
             shape = [x.ty.shape[a] if a in axes else 1 for a in range(rank)]
             p = _op("reshape", p, shape=shape)
-        y = _op(op, y, p)
+        y = _op(combine, y, p)
     return y
 
 
@@ -104,6 +105,22 @@ def _attention(node: Call) -> Expr | None:
         scores = _op("where", keep, scores, _scalar(-np.inf, scores))
     return _op("matmul", _op("softmax", scores, axis=-1), v)
 
+
+def _known_ranks(node: Call, ctx=None) -> bool:
+    """Every argument a tensor of known rank (else nothing to build the decomposition on)."""
+    return all(isinstance(a.ty, TensorType) and a.ty.shape is not None for a in node.args)
+
+
+def _rule(name: str, op_name: str, build: Callable[[Call], Expr | None]) -> Rule:
+    return Rule(name, op(op_name, where=_known_ranks), lambda n, ctx: build(n))
+
+
+RULES = (
+    _rule("linear-to-matmul", "linear", _linear),  # linear -> matmul(x, W^T) + b
+    _rule("batch-norm-to-scale-shift", "batch_norm", _batch_norm),  # -> x * scale + shift
+    _rule("layer-norm-to-moments", "layer_norm", _layer_norm),  # -> (x - mean) * rsqrt(var+eps)
+    _rule("attention-to-softmax", "scaled_dot_product_attention", _attention),  # softmax(qk^T)v
+)
 
 DECOMPOSITIONS: dict[str, Callable[[Call], Expr | None]] = {
     "linear": _linear,
@@ -151,11 +168,5 @@ class DecomposeOps(Pass):
         object.__setattr__(self, "ops", ops)
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
-        def rule(node: Expr) -> Expr | None:
-            if not (isinstance(node, Call) and node.op in self.ops):
-                return None
-            if not all(isinstance(a.ty, TensorType) and a.ty.shape is not None for a in node.args):
-                return None  # unknown rank: nothing to build the decomposition on
-            return decompose(node)
-
-        return rewrite_module(module, lambda name, fn: rule, self.name)
+        rules = Rules(self.name, [r for r in RULES if r.pattern.ops & set(self.ops)])
+        return rewrite_module(module, lambda name, fn: rules, self.name)

@@ -44,6 +44,7 @@ from compiler.ir.types import TensorType
 from compiler.passes.attribute_form import attribute_form
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import rewrite_function
+from compiler.passes.rules import Rule, Rules, kind, op
 
 DEFAULT_MAX_BYTES = 64 << 20
 """The largest value folded by default (64 MiB: a 4096 x 4096 f32 matrix)."""
@@ -241,22 +242,46 @@ class FoldConstant(Pass):
             functions[name] = out
         return module.replace(functions=functions)
 
-    def _rule(self, namer: ConstantNamer, transposes: dict[int, Call]):
-        def rule(node: Expr) -> Expr | None:
-            if isinstance(node, Call) and transposes:
-                if id(node) in transposes:
-                    return None  # read transposed by its matmuls (below), not copied
-                matmul = read_transposed(node, transposes)
-                if matmul is not None:
-                    return matmul
-            if isinstance(node, Call):
-                value = fold_call(node, self.max_bytes, self.fold_qdq)
-                if value is None:
-                    return None
-                return Constant(value, name=namer.name(node), prov=node.prov.with_pass(self.name))
-            if isinstance(node, TupleGetItem) and isinstance(node.tuple_value, Tuple):
-                field = node.tuple_value.fields[node.index]
-                return field if isinstance(field, Constant) else None
-            return None
+    def _rule(self, namer: ConstantNamer, transposes: dict[int, Call]) -> Rules:
+        return Rules(self.name, RULES, _Folding(self, namer, transposes))
 
-        return rule
+
+@dataclass(frozen=True)
+class _Folding:
+    """What fold-constant's rules read: the pass's options, the namer of new constants and
+    the shared transposes of the function (read transposed by matmuls, never copied)."""
+
+    fold: FoldConstant
+    namer: ConstantNamer
+    transposes: dict[int, Call]
+
+
+def _fold(node: Call, ctx: _Folding) -> Constant | None:
+    value = fold_call(node, ctx.fold.max_bytes, ctx.fold.fold_qdq)
+    if value is None:
+        return None
+    return Constant(value, name=ctx.namer.name(node), prov=node.prov.with_pass(ctx.fold.name))
+
+
+def _constant_field(node: TupleGetItem, ctx=None) -> Expr | None:
+    field = node.tuple_value.fields[node.index]
+    return field if isinstance(field, Constant) else None
+
+
+RULES = (
+    Rule(  # matmul(x, permute_dims(W)) of a shared W -> matmul(x, W, transpose_b)
+        "read-shared-transpose",
+        op("matmul", where=lambda n, c: id(n.args[1]) in c.transposes, also=lambda n: (n.args[1],)),
+        lambda n, c: read_transposed(n, c.transposes),
+    ),
+    Rule(  # op(constants...) -> constant (a shared transpose stays: read transposed above)
+        "fold-call", op(where=lambda n, c: id(n) not in c.transposes), _fold
+    ),
+    Rule(  # (c, x)[0] -> c for a constant c
+        "fold-tuple-item",
+        kind(
+            TupleGetItem, lambda n, c: isinstance(n.tuple_value, Tuple), lambda n: (n.tuple_value,)
+        ),
+        _constant_field,
+    ),
+)

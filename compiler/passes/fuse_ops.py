@@ -17,13 +17,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from compiler.ir.nodes import Call, Constant, Expr, FuncCall, Function, If, Module, Var
+from compiler.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+    FuncCall,
+    Function,
+    If,
+    Module,
+    Var,
+    remap_operands,
+)
 from compiler.ir.op_registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, REDUCE, get_op
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import TensorType, TupleType
 from compiler.ir.verify import symbols_of
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rewrite import remap_operands
 
 # TVM's OpPatternKind order: a pattern "at most injective" is one with a rank <= INJ.
 EW, BC, INJ, RED, ANC, OPQ = 0, 1, 2, 3, 4, 8

@@ -15,14 +15,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from compiler.ir.nodes import Block, Call, Expr, FuncCall, Function, If, Loop, Module, Tuple
+from compiler.ir.nodes import (
+    Block,
+    Call,
+    Expr,
+    FuncCall,
+    Function,
+    If,
+    Loop,
+    Module,
+    Tuple,
+    remap_operands,
+)
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import Dim, SymExpr
 from compiler.ir.types import TensorType, TupleType, symbol_bindings
 from compiler.ir.verify import symbols_of
 from compiler.passes import rewrite
 from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import remap_operands
 
 
 def calls_of(fn: Function) -> set[str]:

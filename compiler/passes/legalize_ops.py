@@ -38,13 +38,14 @@ from compiler.ir.nodes import (
     TupleGetItem,
     Var,
     collect_bindings,
+    remap_operands,
 )
 from compiler.ir.op_registry import get_op
 from compiler.ir.symbolic import sym
 from compiler.ir.types import TensorType, TupleType
 from compiler.passes.fold_constant import fold_call
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rewrite import remap_operands, rewrite_function
+from compiler.passes.rewrite import rewrite_function
 
 VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
 # the calls left in a legalized graph that the host runs (a view, or a fill without inputs)
@@ -191,7 +192,7 @@ class _Legalizer:
                 else:
                     new = self.lower_call(call) or call
             elif isinstance(b, Tuple):
-                new = b.replace(fields=tuple(mapping.get(id(f), f) for f in b.fields))
+                new = remap_operands(b, mapping)
             mapping[id(b)] = new
         return mapping.get(id(root), root)
 
@@ -234,7 +235,7 @@ class _Legalizer:
         argument, e.g. ``arange(stop=n)``, is computed by the host)."""
         mapping = dict(params)
         for b in callee.bindings:
-            call = b.replace(args=tuple(mapping.get(id(a), a) for a in b.args), prov=node.prov)
+            call = remap_operands(b, mapping).replace(prov=node.prov)
             mapping[id(b)] = self.lower_call(call) or call
         out = mapping[id(callee.output)]
         return out.replace(name=node.name) if out.name != node.name else out

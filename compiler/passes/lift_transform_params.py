@@ -23,13 +23,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from compiler.ir.nodes import Block, Constant, Expr, Function, If, Module, Tuple, Var
+from compiler.ir.nodes import (
+    Block,
+    Constant,
+    Expr,
+    Function,
+    If,
+    Module,
+    Tuple,
+    Var,
+    remap_operands,
+)
 from compiler.ir.provenance import Provenance
 from compiler.ops.lazy_params import SIDE_EFFECT_OPS
 from compiler.passes import rewrite
 from compiler.passes.calling import TRANSFORM_PARAMS_OF
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rewrite import remap_operands
 
 
 def external_reads(node: Expr) -> list[Expr]:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from compiler.errors import PasslensError
 from compiler.ir.nodes import Expr, Module
 from compiler.ir.types import DType
-from compiler.passes import rewrite
+from compiler.passes import rewrite, rules
 
 
 class PassError(PasslensError):
@@ -196,6 +196,9 @@ class Snapshot:
     failed_function: str | None = None
     failed_node: Expr | None = None
     children: list[int] = field(default_factory=list)
+    # the rule applications of this pass (compiler.passes.RewriteRecord; collected only
+    # inside compiler.passes.collect_rewrites)
+    rewrites: tuple = ()
 
     @property
     def changed(self) -> bool:
@@ -225,6 +228,10 @@ class Recorder(Instrument):
     def __init__(self) -> None:
         self.snapshots: list[Snapshot] = []
         self._stack: list[int] = []
+        self._ctx: PassContext | None = None
+
+    def enter(self, ctx: PassContext) -> None:
+        self._ctx = ctx
 
     def before(self, p: Pass, module: Module, depth: int) -> None:
         parent = self._stack[-1] if self._stack else None
@@ -246,6 +253,8 @@ class Recorder(Instrument):
         snap = self.snapshots[self._stack.pop()]
         snap.module = after
         snap.seconds = seconds
+        if self._ctx is not None:
+            snap.rewrites = self._ctx.rewrites
 
     def failed(self, p, module, error, seconds, depth) -> None:
         snap = self.snapshots[self._stack.pop()]
@@ -287,6 +296,8 @@ class PassContext:
         self.instruments = list(instruments)
         self.depth = 0
         self.applied: list[str] = []
+        # the rule applications of the pass that has just finished (inside collect_rewrites)
+        self.rewrites: tuple = ()
 
     @classmethod
     def current(cls) -> PassContext:
@@ -314,10 +325,11 @@ class PassContext:
         self.depth += 1
         start = time.perf_counter()
         try:
-            with _activate(self):
+            with _activate(self), rules.pass_frame() as frame:
                 out = p.transform(module, self)
             if not isinstance(out, Module):
                 raise PassError(f"pass {p.spec()} returned {type(out).__name__}, not a Module")
+            self.rewrites = () if frame is None else tuple(rules.finish_frame(frame, module, out))
             elapsed = time.perf_counter() - start
             for inst in self.instruments:
                 inst.after(p, module, out, elapsed, depth)

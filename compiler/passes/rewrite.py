@@ -14,21 +14,18 @@ from collections.abc import Callable
 
 from compiler.ir.nodes import (
     Block,
-    Call,
     Constant,
     Expr,
-    FuncCall,
     Function,
     If,
-    Tuple,
-    TupleGetItem,
     Var,
     _outer_operands,
     function_constants,
     is_leaf,
+    remap_operands,
 )
 from compiler.ir.provenance import Provenance
-from compiler.passes import rewrite_records
+from compiler.passes import rules
 
 Rule = Callable[[Expr], Expr | None]
 
@@ -43,28 +40,16 @@ class _Progress:
 progress = _Progress()
 
 
-def remap_operands(node: Expr, mapping: dict[int, Expr]) -> Expr:
-    """``node`` with each operand replaced through ``mapping`` (same object if none changes)."""
-
-    def m(e: Expr) -> Expr:
-        return mapping.get(id(e), e)
-
-    if isinstance(node, Call):
-        return node.replace(args=tuple(m(a) for a in node.args))
-    if isinstance(node, FuncCall):
-        return node.replace(args=tuple(m(a) for a in node.args))
-    if isinstance(node, Tuple):
-        return node.replace(fields=tuple(m(f) for f in node.fields))
-    if isinstance(node, TupleGetItem):
-        return node.replace(tuple_value=m(node.tuple_value))
-    if isinstance(node, If):
-        return node.replace(cond=m(node.cond))
-    return node
-
-
-def with_provenance(expr: Expr, prov: Provenance, known: set[int], name: str | None = None) -> Expr:
+def with_provenance(
+    expr: Expr,
+    prov: Provenance,
+    known: set[int],
+    name: str | None = None,
+    fresh: list[Expr] | None = None,
+) -> Expr:
     """Give every fresh node of ``expr`` (not in ``known``) lacking provenance ``prov``;
-    the root gets ``name`` as its hint if it has none. Returns the rebuilt expression."""
+    the root gets ``name`` as its hint if it has none. Returns the rebuilt expression; the
+    fresh nodes of the result are appended to ``fresh`` when given (the root excepted)."""
     memo: dict[int, Expr] = {}
 
     def visit(e: Expr) -> Expr:
@@ -83,6 +68,8 @@ def with_provenance(expr: Expr, prov: Provenance, known: set[int], name: str | N
     out = visit(expr)
     if name and not out.name and not is_leaf(out) and id(out) not in known:
         out = out.replace(name=name)
+    if fresh is not None:
+        fresh.extend(e for e in memo.values() if e is not out and not is_leaf(e))
     return out
 
 
@@ -95,7 +82,9 @@ class Rewriter:
         self.function = function
         self.mapping: dict[int, Expr] = {}
         self.known: set[int] = set()  # ids of nodes that exist before the rule's output
-        self.applied: list[tuple[Expr, Expr, set[int]]] = []  # (matched, root, known then)
+        # when rule applications are recorded: the node each rewritten one stands for
+        self.frame = rules.current_frame() if isinstance(rule, rules.Rules) else None
+        self.origin: dict[int, Expr] = {}
 
     def _bind(self, expr: Expr, out: list[Expr], bound: set[int]) -> None:
         """Append the unbound non-leaf nodes ``expr`` needs (and ``expr``), in order."""
@@ -126,19 +115,34 @@ class Rewriter:
                     then_branch=self.block(new.then_branch, bound) if then_ok else new.then_branch,
                     else_branch=self.block(new.else_branch, bound) if else_ok else new.else_branch,
                 )
-            replacement = self.rule(new)
+            if self.frame is None:
+                fired, replacement = None, self.rule(new)
+            else:
+                fired = self.rule.fire(new)
+                replacement = fired[1] if fired is not None else None
             if replacement is not None and replacement is not new:
                 prov = node.prov.with_pass(self.pass_name) if self.pass_name else node.prov
                 known = self.known | bound
-                replacement = with_provenance(replacement, prov, known, node.name)
+                fresh: list[Expr] | None = [] if fired is not None else None
+                replacement = with_provenance(replacement, prov, known, node.name, fresh)
+                if fired is not None:
+                    self.note(fired[0], node, new, replacement, fresh)
                 new = replacement
-                if rewrite_records.collecting():
-                    self.applied.append((node, new, known))
             if new is not node:
                 self.mapping[id(node)] = new
+                if self.frame is not None:
+                    self.origin[id(new)] = node
             self._bind(new, out, bound)
             self.known.add(id(new))
         return tuple(out)
+
+    def note(self, rule, node: Expr, seen: Expr, replacement: Expr, fresh: list[Expr]) -> None:
+        """Record that ``rule`` rewrote ``node`` (seen by the rule as ``seen``, its operands
+        rewritten) into ``replacement`` with the ``fresh`` nodes."""
+        also = rule.pattern.also(seen) if rule.pattern.also is not None else ()
+        matched = (node, *(self.origin.get(id(e), e) for e in also))
+        name = f"{self.rule.pass_name}/{rule.name}"
+        rules.note(name, self.function, matched, (replacement, *fresh))
 
     def branches_to_rewrite(self, node: If) -> tuple[bool, bool]:
         """Which branches of an If to rewrite (override to skip a branch that will be dropped,
@@ -163,37 +167,7 @@ class Rewriter:
             self._bind(output, extra, {id(b) for b in bindings} | {id(b) for b in fn.params})
             bindings = bindings + tuple(extra)
         progress.node = None
-        out = fn.replace(bindings=bindings, output=output)
-        if self.applied:
-            self._record(fn, out)
-        return out
-
-    def _record(self, before: Function, after: Function) -> None:
-        """A RewriteRecord per replacement (the stand-in naming: ``pass/op``)."""
-        old, new = rewrite_records.binding_names(before), rewrite_records.binding_names(after)
-        for node, root, known in self.applied:
-            fresh: list[Expr] = []
-            stack, seen = [root], set()
-            while stack:
-                e = stack.pop()
-                if id(e) in seen or (id(e) in known and e is not root):
-                    continue
-                seen.add(id(e))
-                fresh.append(e)
-                if not isinstance(e, Constant):
-                    stack.extend(reversed(e.operands))
-            produced = [rewrite_records.name_of(e, new) for e in fresh]
-            matched = rewrite_records.name_of(node, old)
-            what = node.op if isinstance(node, Call) else type(node).__name__.lower()
-            rewrite_records.add(
-                rewrite_records.RewriteRecord(
-                    f"{self.pass_name or 'rewrite'}/{what}",
-                    (matched,) if matched else (),
-                    tuple(n for n in produced if n),
-                    self.function,
-                )
-            )
-        self.applied = []
+        return fn.replace(bindings=bindings, output=output)
 
 
 def rewrite_function(

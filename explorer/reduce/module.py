@@ -40,10 +40,10 @@ from compiler.ir import (
     SymExpr,
     TensorType,
     Tuple,
-    TupleGetItem,
     Var,
     children,
     function_constants,
+    remap_operands,
 )
 from explorer.reduce.testfile import generated_weight
 
@@ -305,24 +305,10 @@ def _remapped(node: Expr, mapping: dict[int, Expr]) -> Expr:
     """``node`` reading its operands through ``mapping`` (the same node when none changes; a
     call made again gets the type its new operands give; an If's branches are left to the
     caller)."""
-
-    def m(e: Expr) -> Expr:
-        return mapping.get(id(e), e)
-
-    if isinstance(node, Call):
-        args = tuple(m(a) for a in node.args)
-        if all(a is b for a, b in zip(args, node.args, strict=True)):
-            return node
-        return Call(node.op, args, node.attrs, prov=node.prov, name=node.name)
-    if isinstance(node, FuncCall):
-        return node.replace(args=tuple(m(a) for a in node.args))
-    if isinstance(node, Tuple):
-        return node.replace(fields=tuple(m(f) for f in node.fields))
-    if isinstance(node, TupleGetItem):
-        return node.replace(tuple_value=m(node.tuple_value))
-    if isinstance(node, If):
-        return node.replace(cond=m(node.cond))
-    return node
+    new = remap_operands(node, mapping)
+    if isinstance(new, Call) and new is not node:
+        return Call(new.op, new.args, new.attrs, prov=new.prov, name=new.name)
+    return new
 
 
 def _needed(roots: Sequence[Expr], frontier: dict[int, Expr]) -> set[int]:

@@ -41,11 +41,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from compiler.ir.nodes import Block, Call, Constant, Expr, If, Module
+from compiler.ir.nodes import Block, Call, Constant, Expr, If, Module, remap_operands
 from compiler.ir.provenance import Provenance
 from compiler.ir.types import TensorType
 from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import remap_operands, rewrite_module
+from compiler.passes.rewrite import rewrite_module
 
 
 def _rank(e: Expr) -> int | None:

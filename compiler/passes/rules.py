@@ -1,0 +1,275 @@
+"""Rewrite rules as data, and the record of every rule application.
+
+A :class:`Rule` is a name, a :class:`Pattern` and a rewrite. A pattern says which nodes a rule
+looks at: their kind (a Call by default), the op names of a call, and a predicate; a rewrite
+returns the replacement of a matched node, or None to leave it (the next rule of the table is
+then tried). A pass built from rules hands its table to the rewriter as :class:`Rules`, which
+tries, for each binding, the rules whose pattern matches, in table order::
+
+    RULES = (
+        Rule("identity", op("identity"), lambda n, ctx: n.args[0]),  # identity(x) -> x
+        ...
+    )
+    rewrite_module(module, lambda name, fn: Rules("canonicalize-bindings", RULES), pass_name)
+
+Inside :func:`collect_rewrites` every rule application of every pass run on this thread
+(this context) appends a :class:`RewriteRecord`: the rule (``pass/rule``), the nodes it matched
+(names in the module before the pass, the root first) and the nodes it produced (names in the
+module after the pass, the replacement of the root first; nodes the pass itself removed again
+are left out). Outside it nothing is recorded and nothing is paid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.ir.nodes import Call, Constant, Expr, Function, Module
+from compiler.ir.printer import Printer
+
+Rewrite = Callable[[Any, Any], "Expr | None"]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """Which nodes a rule looks at: of class ``kind``, calling one of ``ops`` (calls only;
+    None: any op), for which ``where(node, ctx)`` holds (None: all). ``also(node)`` gives the
+    other nodes the rule reads besides the root (a tuple item's tuple), for the record."""
+
+    kind: type = Call
+    ops: frozenset[str] | None = None
+    where: Callable[[Any, Any], bool] | None = None
+    also: Callable[[Any], tuple[Expr, ...]] | None = None
+
+    def matches(self, node: Expr, ctx: Any = None) -> bool:
+        """Whether ``node`` is one this pattern describes."""
+        if not isinstance(node, self.kind):
+            return False
+        if self.ops is not None and node.op not in self.ops:
+            return False
+        return self.where is None or bool(self.where(node, ctx))
+
+
+def op(*names: str, where=None, also=None) -> Pattern:
+    """A call of one of the ops ``names`` (none given: any op) for which ``where`` holds."""
+    return Pattern(Call, frozenset(names) if names else None, where, also)
+
+
+def kind(cls: type, where=None, also=None) -> Pattern:
+    """A node of class ``cls`` (Tuple, TupleGetItem, If, FuncCall ...) for which ``where``
+    holds."""
+    return Pattern(cls, None, where, also)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named local rewrite: ``rewrite(node, ctx)`` for a node ``pattern`` matches returns its
+    replacement (new nodes over its operands, or an existing value), or None to keep it."""
+
+    name: str
+    pattern: Pattern
+    rewrite: Rewrite
+
+    def __post_init__(self):
+        if not self.name or "/" in self.name:
+            raise ValueError(f"a rule needs a name without '/', got {self.name!r}")
+
+
+class Rules:
+    """A pass's rule table applied with a context ``ctx`` (the pass's options and state, given
+    to every pattern and rewrite). Called on a node it returns the first replacement a
+    matching rule gives (so it is a plain rule for :mod:`compiler.passes.rewrite`)."""
+
+    def __init__(self, pass_name: str, rules: Sequence[Rule], ctx: Any = None):
+        names = [r.name for r in rules]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"{pass_name}: rules named twice: {', '.join(sorted(dup))}")
+        self.pass_name = pass_name
+        self.rules = tuple(rules)
+        self.ctx = ctx
+        # rules by op (calls with listed ops) and by node class (the others), in table order
+        self._by_op: dict[str, list[tuple[int, Rule]]] = {}
+        self._other: list[tuple[int, Rule]] = []
+        for i, r in enumerate(self.rules):
+            if r.pattern.kind is Call and r.pattern.ops is not None:
+                for name in r.pattern.ops:
+                    self._by_op.setdefault(name, []).append((i, r))
+            else:
+                self._other.append((i, r))
+        self._cache: dict[tuple[type, str | None], tuple[Rule, ...]] = {}
+
+    def candidates(self, node: Expr) -> tuple[Rule, ...]:
+        """The rules whose kind and ops fit ``node``, in table order."""
+        key = (type(node), node.op if isinstance(node, Call) else None)
+        found = self._cache.get(key)
+        if found is None:
+            pairs = [p for p in self._other if isinstance(node, p[1].pattern.kind)]
+            if key[1] is not None:
+                pairs += self._by_op.get(key[1], [])
+            found = self._cache[key] = tuple(r for _, r in sorted(pairs, key=lambda p: p[0]))
+        return found
+
+    def fire(self, node: Expr) -> tuple[Rule, Expr] | None:
+        """The first rule that rewrites ``node`` and its replacement, or None."""
+        ctx = self.ctx
+        for rule in self.candidates(node):
+            where = rule.pattern.where
+            if where is not None and not where(node, ctx):
+                continue
+            out = rule.rewrite(node, ctx)
+            if out is not None and out is not node:
+                return rule, out
+        return None
+
+    def __call__(self, node: Expr) -> Expr | None:
+        fired = self.fire(node)
+        return None if fired is None else fired[1]
+
+
+# ===== the record of rule applications ==========================================================
+
+
+@dataclass(frozen=True)
+class RewriteRecord:
+    """One rule application: ``rule`` is ``pass/rule``; ``matched`` the names (in the module
+    before the pass) of the nodes it matched, the root first; ``produced`` the names (in the
+    module after the pass) of the nodes it made, the root's replacement first; ``function``
+    the function it happened in. A name is a binding's or parameter's name as the IR text
+    prints it (without ``%``), or ``$name`` for a named weight."""
+
+    rule: str
+    matched: tuple[str, ...]
+    produced: tuple[str, ...]
+    function: str
+
+
+@dataclass
+class Application:
+    """A rule application as it happened, before names are known: the nodes themselves (kept
+    alive until the pass has finished and they are named)."""
+
+    rule: str
+    function: str
+    matched: tuple[Expr, ...]
+    produced: tuple[Expr, ...]
+
+
+@dataclass
+class _Frame:
+    """The applications of the pass being run (names are given when it has finished)."""
+
+    applications: list[Application] = field(default_factory=list)
+
+
+_SINK: ContextVar[list[RewriteRecord] | None] = ContextVar("passlens_rewrites", default=None)
+_FRAME: ContextVar[_Frame | None] = ContextVar("passlens_rewrite_frame", default=None)
+
+
+@contextlib.contextmanager
+def collect_rewrites() -> Iterator[list[RewriteRecord]]:
+    """Record every rule application of the passes run inside (on this thread / context) in
+    the list yielded, as :class:`RewriteRecord` items in the order they happened."""
+    out: list[RewriteRecord] = []
+    token = _SINK.set(out)
+    try:
+        yield out
+    finally:
+        _SINK.reset(token)
+
+
+def recording() -> bool:
+    """Whether rule applications are being collected."""
+    return _SINK.get() is not None
+
+
+def current_frame() -> _Frame | None:
+    """Where the pass being run notes its rule applications (None: not recording)."""
+    return _FRAME.get()
+
+
+def note(rule: str, function: str, matched: Sequence[Expr], produced: Sequence[Expr]) -> None:
+    """Note one rule application of the pass being run (no-op when not recording)."""
+    frame = _FRAME.get()
+    if frame is not None:
+        frame.applications.append(Application(rule, function, tuple(matched), tuple(produced)))
+
+
+@contextlib.contextmanager
+def pass_frame() -> Iterator[_Frame | None]:
+    """Around one pass application: a fresh frame when recording (else None)."""
+    if _SINK.get() is None:
+        yield None
+        return
+    frame = _Frame()
+    token = _FRAME.set(frame)
+    try:
+        yield frame
+    finally:
+        _FRAME.reset(token)
+
+
+def function_names(fn: Function) -> dict[int, str]:
+    """The printed name of every parameter and bound node of ``fn`` (by id), and ``$name`` of
+    every named weight it reads, as the IR text and the graph view name them."""
+    printer = Printer()
+    names = {id(p): printer.name_of(p) for p in fn.params}
+    for n in fn.iter_nodes():
+        names[id(n)] = printer.name_of(n)
+        for o in n.operands:
+            if isinstance(o, Constant) and o.name is not None:
+                names[id(o)] = "$" + o.name
+    out = fn.output
+    if isinstance(out, Constant) and out.name is not None:
+        names[id(out)] = "$" + out.name
+    return names
+
+
+def finish_frame(frame: _Frame, before: Module, after: Module) -> list[RewriteRecord]:
+    """The frame's applications as records named in ``before`` / ``after``, appended to the
+    collecting list."""
+    sink = _SINK.get()
+    records: list[RewriteRecord] = []
+    if not frame.applications:
+        return records
+    cache: dict[tuple[int, str], dict[int, str]] = {}
+
+    def names(module: Module, fname: str) -> dict[int, str]:
+        key = (id(module), fname)
+        if key not in cache:
+            fn = module.functions.get(fname)
+            cache[key] = function_names(fn) if fn is not None else {}
+        return cache[key]
+
+    for app in frame.applications:
+        old, new = names(before, app.function), names(after, app.function)
+        matched = _unique(old.get(id(e)) for e in app.matched)
+        produced = _unique(new.get(id(e)) for e in app.produced)
+        records.append(RewriteRecord(app.rule, matched, produced, app.function))
+    frame.applications.clear()
+    if sink is not None:
+        sink.extend(records)
+    return records
+
+
+def _unique(names) -> tuple[str, ...]:
+    out: list[str] = []
+    for n in names:
+        if n is not None and n not in out:
+            out.append(n)
+    return tuple(out)
+
+
+__all__ = [
+    "Pattern",
+    "RewriteRecord",
+    "Rule",
+    "Rules",
+    "collect_rewrites",
+    "kind",
+    "op",
+    "recording",
+]
