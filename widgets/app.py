@@ -30,109 +30,20 @@ import os
 import re
 import threading
 from collections.abc import Iterable
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import panel as pn
-import param
-from panel.custom import JSComponent
 from panel.io.server import get_server
 from tornado.routing import Matcher, Rule
 from tornado.web import Application, RequestHandler
 
 from compiler import PasslensError
 from widgets import views
-from widgets.app_maps import MapPane
+from widgets.app_maps import GraphPane, MapPane, TabBar, Timeline
 from widgets.boxes import MAX_BOXES
-from widgets.error_map import LayerMaps, MapNavigation
 from widgets.escape import esc
-from widgets.graph_view import GraphState, graph_css, graph_data, graph_esm, selected_stats
+from widgets.frame import StepFrame
 from widgets.tables_html import TABLE_CSS
-from widgets.views import TABS
-
-_STATIC = Path(__file__).parent / "static"
-
-
-def _graph_esm() -> str:
-    """The graph component with its widget adapter (static/graph_widget.js, written for
-    anywidget's model API) under a shim of that API over a Panel JSComponent model
-    (``model.x``, ``model.x = v``, ``model.on("x", f)``)."""
-    source = graph_esm().replace("export default { render };", "")
-    if "function render(" not in source:
-        raise RuntimeError("static/graph_widget.js no longer defines `render`")
-    return (
-        source.replace("function render(", "function gvRender(", 1)
-        + """
-export function render({ model, el }) {
-  const local = {};
-  const shim = {
-    get: (k) => model[k],
-    set: (k, v) => { model[k] = v; (local[k] || []).forEach((f) => f()); },
-    on: (event, f) => {
-      const k = event.replace(/^change:/, "");
-      (local[k] = local[k] || []).push(f);
-      model.on(k, f);
-    },
-    save_changes: () => {},
-  };
-  return gvRender({ model: shim, el });
-}
-"""
-    )
-
-
-class GraphPane(GraphState, JSComponent):
-    """A step's graph in the app: the graph component (diff-coloured against the previous
-    step, before / after toggle, search, expand / collapse, details drawer). ``selected`` is
-    the selected node's id, ``collapsed`` the collapsed groups, ``mode`` the side shown."""
-
-    data = param.Dict(default={})
-    selected = param.String(default="")
-    query = param.String(default="")
-    collapsed = param.List(default=[], item_type=str)
-    mode = param.String(default="after")
-    height = param.String(default="calc(100vh - 190px)")
-    stats = param.Dict(default={})  # the selected weight's statistics, by id
-
-    _esm = _graph_esm()
-    _stylesheets = [graph_css() + ":host{display:block;width:100%}"]
-
-    def __init__(self, max_boxes: int = MAX_BOXES, **params):
-        self.max_boxes = max_boxes
-        self.step = self.baseline = None
-        super().__init__(**params)
-
-    @param.depends("selected", "mode", watch=True)
-    def _send_stats(self) -> None:
-        self.stats = selected_stats(self)
-
-    def show(self, step, baseline=None, report=None) -> None:
-        """Draw ``step`` against ``baseline`` in its default view state."""
-        self.step, self.baseline = step, baseline
-        data = graph_data(step, baseline, report, self.max_boxes, stats=False)
-        self._details = None
-        self.param.update(
-            selected="", mode="after", collapsed=list(data["after"]["collapsed"]), data=data
-        )
-
-
-class Timeline(JSComponent):
-    """The steps of a trace with their badges (``rows``: :func:`views.timeline_row_html` of
-    each step); ``index`` is the current step (a click or the arrow keys set it), ``hidden`` the
-    steps not listed."""
-
-    rows = param.String(default="")
-    index = param.Integer(default=0)
-    hidden = param.List(default=[], item_type=int)
-
-    _esm = _STATIC / "timeline.js"
-    _stylesheets = [
-        (_STATIC / "timeline.css").read_text()
-        + TABLE_CSS
-        + ":host{display:block}.pl-timeline{font:13px/1.4 system-ui,sans-serif;outline:none;"
-        "max-height:calc(100vh - 170px);overflow:auto;border:1px solid #ddd;padding:2px 0}"
-    ]
-
 
 _CSS = (
     TABLE_CSS
@@ -144,21 +55,35 @@ _CSS = (
 )
 
 
-class PassApp(MapNavigation, views.StepNavigation):
+class PassApp(StepFrame):
     """The app's state and widgets for one browser session (:func:`build_app` returns its
-    ``layout``). ``index`` is the current step; ``hide_unchanged``, ``tab`` and the graphs'
-    ``selected`` nodes are read from the widgets."""
+    ``layout``): the frame of :mod:`widgets.frame`, its tabs the views of :mod:`widgets.views`.
+    ``index`` is the current step; ``hide_unchanged``, ``tab`` and the graphs' ``selected``
+    nodes are read from the widgets."""
 
     def __init__(self, trace, report=None, max_boxes: int = MAX_BOXES, title: str = ""):
-        self.trace, self.report, self.max_boxes = trace, report, max_boxes
-        self._rows = {r["step"]: r for r in trace.summary()}
-        self._rendered: set[str] = set()
+        self.max_boxes = max_boxes
         self._index = -1
-        self.timeline = Timeline(
-            rows="".join(
-                views.timeline_row_html(s, self._rows[s.index], report) for s in trace.steps
-            ),
-            width=320,
+        self.graph = GraphPane(max_boxes=max_boxes, sizing_mode="stretch_width")
+
+        def step_pane(view):
+            return pn.pane.HTML(
+                "",
+                stylesheets=[_CSS],
+                sizing_mode="stretch_width",
+                css_classes=[f"pl-pane-{view.key}"],
+                visible=False,
+            )
+
+        def trace_pane(view):
+            pane = MapPane(sizing_mode="stretch_width", visible=False)
+            pane.param.watch(lambda e: self._open_pick(e.new), "pick")
+            return pane
+
+        self._frame_views(trace, report, step_pane, trace_pane)
+        self.timeline = Timeline(rows=self.timeline_rows(), width=290)
+        self.tab_bar = TabBar(
+            html=self.tab_bar_html(), active=self.views[0].key, sizing_mode="stretch_width"
         )
         self.hide_box = pn.widgets.Checkbox(
             label="hide unchanged passes", value=False, css_classes=["pl-hide"]
@@ -166,27 +91,10 @@ class PassApp(MapNavigation, views.StepNavigation):
         self.prev_button = pn.widgets.Button(label="◀ prev", width=80, css_classes=["pl-prev"])
         self.next_button = pn.widgets.Button(label="next ▶", width=80, css_classes=["pl-next"])
         self.header = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["pl-head"])
-        self.graph = GraphPane(max_boxes=max_boxes, sizing_mode="stretch_width")
-        self.panes = {
-            tab: pn.pane.HTML(
-                "",
-                stylesheets=[_CSS],
-                sizing_mode="stretch_width",
-                css_classes=[f"pl-pane-{tab.replace(' ', '-').lower()}"],
-            )
-            for tab in TABS[1:]
-        }
-        self.maps = LayerMaps(trace, report)  # and a click on a map's cell opens its node
-        self.map_views = {t: MapPane(sizing_mode="stretch_width") for t in self.maps.titles}
-        for pane in self.map_views.values():
-            pane.param.watch(lambda e: self._open_pick(e.new), "pick")
-        self.tab_names = (*TABS, *self.map_views)
-        self.tabs = pn.Tabs(
-            ("graph", self.graph),
-            *((t, self.panes[t]) for t in TABS[1:]),
-            *self.map_views.items(),
-            sizing_mode="stretch_width",
+        self.stack = pn.Column(
+            *(self.panes[t] for t in self.tab_names), sizing_mode="stretch_width"
         )
+        self._show_pane(0)
         name = title or f"passlens: {trace.pipeline or 'trace'}"
         meta = (
             f"{len(trace.steps)} steps · {esc(trace.frontend or 'IR')} · pipeline "
@@ -196,25 +104,25 @@ class PassApp(MapNavigation, views.StepNavigation):
         if first is not None:
             meta += f" · check: {esc(first)}"
         one_line = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;display:block"
-        controls = pn.Column(
-            pn.Row(self.prev_button, self.next_button), self.hide_box, self.timeline, width=330
-        )
-        main = pn.Column(self.header, self.tabs, sizing_mode="stretch_width")
+        side = pn.Column(self.hide_box, self.timeline, width=300)
+        bar = pn.Row(self.prev_button, self.next_button, self.header, sizing_mode="stretch_width")
+        main = pn.Column(bar, self.tab_bar, self.stack, sizing_mode="stretch_width")
         self.layout = pn.Column(
             pn.pane.HTML(
                 f"<h2 style='margin:4px 0;font:600 18px sans-serif'>{esc(name)}</h2>"
                 f"<span style='font:12px sans-serif;color:#555;{one_line}'>{meta}</span>",
                 stylesheets=[_CSS],
+                sizing_mode="stretch_width",
             ),
-            pn.Row(controls, main, sizing_mode="stretch_width"),
+            pn.Row(side, main, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
         self.header.stylesheets = [_CSS]
         self.prev_button.on_click(lambda _e: self.prev())
         self.next_button.on_click(lambda _e: self.next())
-        self.hide_box.param.watch(self._on_hide, "value")
-        self.timeline.param.watch(self._on_pick, "index")
-        self.tabs.param.watch(self._on_tab, "active")
+        self.hide_box.param.watch(lambda _e: self._on_hide(), "value")
+        self.timeline.param.watch(lambda e: self._on_pick(e.new), "index")
+        self.tab_bar.param.watch(lambda e: self._on_tab_key(e.new), "active")
         self._fill_timeline()
         self.index = views.start_index(trace, report)
 
@@ -233,11 +141,6 @@ class PassApp(MapNavigation, views.StepNavigation):
             self._show()
 
     @property
-    def step(self):
-        """The current step."""
-        return self.trace.steps[self._index]
-
-    @property
     def hide_unchanged(self) -> bool:
         return self.hide_box.value
 
@@ -246,57 +149,17 @@ class PassApp(MapNavigation, views.StepNavigation):
         self.hide_box.value = value
 
     @property
-    def tab(self) -> str:
-        """The name of the tab shown."""
-        return self.tab_names[self.tabs.active]
-
-    @tab.setter
-    def tab(self, name: str) -> None:
-        self.tabs.active = self.tab_names.index(name)
-
-    @property
     def selected_details(self) -> dict:
         """Details of the node selected in the graph."""
         return self.graph.selected_details
 
-    # ----- rendering ----------------------------------------------------------------------
-    def _fill_timeline(self) -> None:
-        listed = set(self.visible)
-        self.timeline.hidden = [s.index for s in self.trace.steps if s.index not in listed]
+    # ----- what the frame asks of a toolkit -----------------------------------------------
+    def _set_html(self, pane, html: str) -> None:
+        pane.object = html
 
-    def _on_pick(self, event) -> None:
-        if event.new != self._index and 0 <= event.new < len(self.trace.steps):
-            self.index = event.new
-
-    def _on_hide(self, event) -> None:
-        self._fill_timeline()
-        self.index = views.nearest_index(self.visible, self.index)
-        self._update_buttons()
-
-    def _on_tab(self, event) -> None:
-        self._render_tab(self.tab_names[event.new])
-
-    def _update_buttons(self) -> None:
-        self.prev_button.disabled = views.prev_index(self.visible, self.index) is None
-        self.next_button.disabled = views.next_index(self.visible, self.index) is None
-
-    def _show(self) -> None:
-        s = self.step
-        self.timeline.index = s.index
-        self.header.object = views.header_html(s, self._rows[s.index], self.report)
-        self._update_buttons()
-        self._rendered = set()
-        self._render_tab(self.tab)
-
-    def _render_tab(self, tab: str) -> None:
-        if tab in self._rendered:
-            return
-        self._rendered.add(tab)
-        s, prev = self.step, self.step.previous
-        if tab == "graph":
-            self.graph.show(s, prev, self.report)
-        elif not self._render_map(tab):
-            self.panes[tab].object = views.tab_html(s, tab, self.report)
+    def _show_pane(self, k: int) -> None:
+        for j, title in enumerate(self.tab_names):
+            self.panes[title].visible = j == k
 
     def __repr__(self) -> str:
         return f"<PassApp step {self.index}/{len(self.trace.steps)}: {self.step.name}>"
@@ -589,8 +452,10 @@ __all__ = [
     "GraphPane",
     "HostError",
     "HostGuard",
+    "MapPane",
     "PassApp",
     "Server",
+    "TabBar",
     "Timeline",
     "build_app",
     "serve",

@@ -1,27 +1,124 @@
-"""The error map and the parameter map in the Panel app: the map component
-(``static/layer_map.js``, the same as the Jupyter stepper's :class:`~widgets.stepper.MapView`)
-as a Panel JSComponent. Kept out of :mod:`widgets.app`, which holds the app and its server."""
+"""The Panel app's components (Panel JSComponents), kept out of :mod:`widgets.app`, which holds
+the app and its server: the graph component (:class:`GraphPane`), the timeline
+(:class:`Timeline`), the tab bar (:class:`TabBar`) and a view of the whole trace such as the
+error map or the parameter map (:class:`MapPane`). Each runs the same script as its Jupyter
+twin of :mod:`widgets.stepper` (``static/timeline.js``, ``static/tabs.js``,
+``static/layer_map.js``) and the same graph component as the report."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import param
 from panel.custom import JSComponent
 
+from widgets.boxes import MAX_BOXES
 from widgets.error_map import MAP_CSS
+from widgets.frame import FRAME_CSS, STATIC, tabs_esm
+from widgets.graph_view import GraphState, graph_css, graph_data, graph_esm, selected_stats
+from widgets.tables_html import TABLE_CSS
+
+
+def _graph_esm() -> str:
+    """The graph component with its widget adapter (static/graph_widget.js, written for
+    anywidget's model API) under a shim of that API over a Panel JSComponent model
+    (``model.x``, ``model.x = v``, ``model.on("x", f)``)."""
+    source = graph_esm().replace("export default { render };", "")
+    if "function render(" not in source:
+        raise RuntimeError("static/graph_widget.js no longer defines `render`")
+    return (
+        source.replace("function render(", "function gvRender(", 1)
+        + """
+export function render({ model, el }) {
+  const local = {};
+  const shim = {
+    get: (k) => model[k],
+    set: (k, v) => { model[k] = v; (local[k] || []).forEach((f) => f()); },
+    on: (event, f) => {
+      const k = event.replace(/^change:/, "");
+      (local[k] = local[k] || []).push(f);
+      model.on(k, f);
+    },
+    save_changes: () => {},
+  };
+  return gvRender({ model: shim, el });
+}
+"""
+    )
+
+
+class GraphPane(GraphState, JSComponent):
+    """A step's graph in the app: the graph component (diff-coloured against the previous
+    step, before / after toggle, search, expand / collapse, details drawer). ``selected`` is
+    the selected node's id, ``collapsed`` the collapsed groups, ``mode`` the side shown."""
+
+    data = param.Dict(default={})
+    selected = param.String(default="")
+    query = param.String(default="")
+    collapsed = param.List(default=[], item_type=str)
+    mode = param.String(default="after")
+    height = param.String(default="calc(100vh - 190px)")
+    stats = param.Dict(default={})  # the selected weight's statistics, by id
+
+    _esm = _graph_esm()
+    _stylesheets = [graph_css() + ":host{display:block;width:100%}"]
+
+    def __init__(self, max_boxes: int = MAX_BOXES, **params):
+        self.max_boxes = max_boxes
+        self.step = self.baseline = None
+        super().__init__(**params)
+
+    @param.depends("selected", "mode", watch=True)
+    def _send_stats(self) -> None:
+        self.stats = selected_stats(self)
+
+    def show(self, step, baseline=None, report=None) -> None:
+        """Draw ``step`` against ``baseline`` in its default view state."""
+        self.step, self.baseline = step, baseline
+        data = graph_data(step, baseline, report, self.max_boxes, stats=False)
+        self._details = None
+        self.param.update(
+            selected="", mode="after", collapsed=list(data["after"]["collapsed"]), data=data
+        )
+
+
+class Timeline(JSComponent):
+    """The steps of a trace with their badges (``rows``: :func:`views.timeline_row_html` of
+    each step); ``index`` is the current step (a click or the arrow keys set it), ``hidden`` the
+    steps not listed."""
+
+    rows = param.String(default="")
+    index = param.Integer(default=0)
+    hidden = param.List(default=[], item_type=int)
+
+    _esm = STATIC / "timeline.js"
+    _stylesheets = [
+        FRAME_CSS
+        + TABLE_CSS
+        + ":host{display:block}.pl-timeline{font:13px/1.4 system-ui,sans-serif;outline:none;"
+        "max-height:calc(100vh - 130px);overflow:auto;border:1px solid #ddd;padding:2px 0}"
+    ]
+
+
+class TabBar(JSComponent):
+    """The tab bar (``html``: :func:`widgets.frame.tab_bar_html`); ``active`` is the key of
+    the tab shown (a click sets it)."""
+
+    html = param.String(default="")
+    active = param.String(default="")
+
+    _esm = tabs_esm()
+    _stylesheets = [FRAME_CSS + ":host{display:block;width:100%}"]
 
 
 class MapPane(JSComponent):
-    """A map of a trace (``html``: :mod:`widgets.error_map`); ``current`` is the step whose
-    row is marked, ``pick`` what was clicked (``step``, ``node``)."""
+    """A view of the whole trace (``html``: :mod:`widgets.error_map`'s maps); ``current`` is
+    the step whose row is marked, ``pick`` what was clicked (``step``, ``node``)."""
 
     html = param.String(default="")
     current = param.Integer(default=-1)
     pick = param.Dict(default={})
 
-    _esm = Path(__file__).parent / "static" / "layer_map.js"
+    _esm = STATIC / "layer_map.js"
     _stylesheets = [MAP_CSS + ":host{display:block;width:100%}"]
 
 
-__all__ = ["MapPane"]
+__all__ = ["GraphPane", "MapPane", "TabBar", "Timeline"]

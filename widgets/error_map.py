@@ -6,9 +6,9 @@ layer (model order), a colour per cell, a legend, the first failing step and lay
   tolerance, warm beyond);
 - :func:`param_map_html`: a trace's :class:`~explorer.check.ParamMap` (each layer's weight
   bytes against the import; outlined where a pass made them grow);
-- :class:`LayerMaps`: which maps a front end shows (an error map only with a check report)
-  and their HTML, built when first shown; :class:`MapNavigation`: ``show_node(step, node)``,
-  what a click on a cell does in the stepper and the Panel app (``static/layer_map.js``).
+Both are views of the whole trace in :mod:`widgets.views`' registry (the error map only with a
+check report): tabs of the report, the stepper and the Panel app (``static/layer_map.js``),
+where a click on a cell opens its step (:class:`widgets.frame.StepFrame`).
 
 A cell carries ``data-step`` and ``data-node`` (the graph node id to select), a row's name
 ``data-step``; the report (``static/report.js``) and ``static/layer_map.js`` read them. Every
@@ -295,67 +295,8 @@ def param_map_html(m: ParamMap) -> str:
     )
 
 
-ERROR_MAP, PARAM_MAP = "error map", "param map"
-
-
-class LayerMaps:
-    """The maps a front end shows for ``trace``: the error map (with a check ``report``) and
-    the parameter map, by tab title; each built when first asked for."""
-
-    def __init__(self, trace, report=None):
-        self.trace, self.report = trace, report
-        self._html: dict[str, str] = {}
-
-    @property
-    def titles(self) -> list[str]:
-        """The maps' tab titles."""
-        return [ERROR_MAP, PARAM_MAP] if self.report is not None else [PARAM_MAP]
-
-    def html(self, title: str) -> str:
-        """The HTML of the map called ``title``."""
-        if title not in self._html:
-            if title == ERROR_MAP and self.report is not None:
-                text = error_map_html(self.report.error_map(), self.report.reference)
-            elif title == PARAM_MAP:
-                text = param_map_html(self.trace.param_map())
-            else:
-                raise ValueError(f"no map {title!r}; maps: {', '.join(self.titles)}")
-            self._html[title] = text
-        return self._html[title]
-
-
-class MapNavigation:
-    """What a click on a map's cell does in a front end that has ``index``, ``tab``,
-    ``graph`` (with ``selected``), ``maps`` (:class:`LayerMaps`) and ``map_views`` (a map
-    component by title, with ``html`` and ``current``)."""
-
-    def show_node(self, step: int, node: str = "") -> None:
-        """Show step ``step`` in the graph tab, with the node of id ``node`` selected."""
-        self.index = step
-        self.tab = "graph"
-        if node:
-            self.graph.selected = node
-
-    def _open_pick(self, pick: dict) -> None:
-        if isinstance(pick, dict) and isinstance(pick.get("step"), int):
-            if 0 <= pick["step"] < len(self.trace.steps):
-                self.show_node(pick["step"], str(pick.get("node") or ""))
-
-    def _render_map(self, tab: str) -> bool:
-        """Fill the map tab ``tab`` (marking the current step's row); False for other tabs."""
-        view = self.map_views.get(tab)
-        if view is None:
-            return False
-        if not view.html:
-            view.html = self.maps.html(tab)
-        view.current = self.index
-        return True
-
-
 __all__ = [
     "MAP_CSS",
-    "LayerMaps",
-    "MapNavigation",
     "error_map_html",
     "param_map_html",
 ]

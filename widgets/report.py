@@ -4,10 +4,9 @@
 badges (changed, node delta, parameter-bytes delta, time, failed, findings), previous / next
 buttons and arrow keys, a one-line findings banner, and for the current step its graph (the
 graph component of ``static/graph.js``, diff-coloured against its previous step, with the
-before / after toggle), its IR text, the IR diff, its rewrites (the rules its pass applied),
-the parameter table and the numerics; and for the whole trace the error map (with a check
-report) and the parameter map (:mod:`widgets.error_map`), whose cells open their step with
-their node selected.
+before / after toggle), its IR text, the IR diff, the parameter table and the numerics; and
+for the whole trace the error map (with a check report) and the parameter map
+(:mod:`widgets.error_map`), whose cells open their step with their node selected.
 
 Kept small enough to attach to a bug report: only changed steps get a graph payload of their
 own (``<script type="application/json" id="pl-g{k}">``, parsed when first shown; an unchanged
@@ -23,18 +22,12 @@ from typing import Any
 
 from widgets import views
 from widgets.boxes import MAX_BOXES, step_diff
-from widgets.error_map import MAP_CSS, LayerMaps
+from widgets.error_map import MAP_CSS
 from widgets.escape import esc, json_script
 from widgets.findings import problems_of
-from widgets.ir_text import MAX_TRACEBACK_CHARS, ir_text_html, text_diff_html, traceback_text
-from widgets.rewrites_html import rewrites_html
-from widgets.tables_html import (
-    _SORT_JS,
-    SORT_ONCLICK,
-    TABLE_CSS,
-    numerics_table_html,
-    param_table_html,
-)
+from widgets.frame import FRAME_CSS, frame_js, tab_bar_html
+from widgets.ir_text import MAX_TRACEBACK_CHARS, traceback_text
+from widgets.tables_html import _SORT_JS, SORT_ONCLICK, TABLE_CSS
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -105,6 +98,8 @@ def report_html(
     owners: dict[int, int] = {}  # step index -> index of the step whose graph it shows
     summary = trace.summary()
     rows_html = []
+    shown = views.views_for(trace, report)
+    step_views = [v for v in shown if v.scope == "step"]
 
     job = Job(progress, "writing the report", len(trace.steps), callback=progress)
     for s, row in zip(trace.steps, summary, strict=True):
@@ -130,14 +125,10 @@ def report_html(
             entry["graph"] = len(graphs)
             payload = graph_payload(s, prev, report, max_boxes)
             graphs.append(_script(f"pl-g{len(graphs)}", payload))
-        entry["text"] = store.add(ir_text_html(s))
         d = step_diff(prev, s) if prev is not None else None
         entry["headline"] = d.headline() if d is not None else f"#{s.index} {s.name}"
-        entry["diff"] = store.add(text_diff_html(d)) if d is not None else None
-        entry["params"] = store.add(param_table_html(s, prev))
-        entry["rewrites"] = store.add(rewrites_html(s))
+        entry["panes"] = {v.key: store.add(views.step_html(v, s, report)) for v in step_views}
         if report is not None:
-            entry["numerics"] = store.add(numerics_table_html(s, report))
             entry["finding"] = finding_line(report, s)
         if s.failed:
             err = f"{type(s.error).__name__}: {s.error}".rstrip(": ")
@@ -150,17 +141,16 @@ def report_html(
 
     failure = trace.failure
     first = getattr(report, "first_failure", None) if report is not None else None
-    data = {"steps": steps_data, "start": views.start_index(trace, report)}
-    css = (
-        (_STATIC / "report.css").read_text()
-        + (_STATIC / "timeline.css").read_text()
-        + graph_css()
-        + TABLE_CSS
-        + MAP_CSS
-    )
+    data = {
+        "steps": steps_data,
+        "start": views.start_index(trace, report),
+        "panes": [v.key for v in step_views],
+        "tabs": [v.key for v in shown],
+    }
+    css = (_STATIC / "report.css").read_text() + FRAME_CSS + graph_css() + TABLE_CSS + MAP_CSS
     # the tables' sorting, shared by every table instead of inline in each header
     js = f"function plSort(th){{(function(){{{_SORT_JS}}}).call(th)}}\n"
-    js += graph_js() + "\n" + (_STATIC / "report.js").read_text()
+    js += frame_js() + "\n" + graph_js() + "\n" + (_STATIC / "report.js").read_text()
     pipeline = trace.pipeline or "trace"
     name = title or f"passlens: {_short(pipeline, 40)}"
     meta = (
@@ -177,10 +167,8 @@ def report_html(
             f"computes their values): {esc(names)}'>{len(opaque)} opaque op(s): "
             f"{esc(_short(names, 80))}</span>"
         )
-    numerics_tab = numerics_pane = banner = ""
+    banner = ""
     if report is not None:
-        numerics_tab = '<button data-tab="numerics">Numerics</button>'
-        numerics_pane = '<div class="pl-pane" id="pl-pane-numerics"></div>'
         line = finding_line(report)
         if line:
             banner = (
@@ -189,14 +177,8 @@ def report_html(
             )
         else:
             banner = "<span id='pl-banner' class='pl-ok'>✓ check: no findings</span>"
-    maps = LayerMaps(trace, report)  # trace-wide: a click on a cell opens its step and node
-    map_tabs = "".join(
-        f'<button data-tab="{t.replace(" ", "-")}">{t.capitalize()}</button>' for t in maps.titles
-    )
-    map_panes = "".join(
-        f'<div class="pl-pane pl-map-pane" id="pl-pane-{t.replace(" ", "-")}">{maps.html(t)}</div>'
-        for t in maps.titles
-    )
+    panes = "".join(_pane_html(v, trace, report, k == 0) for k, v in enumerate(shown))
+    tabs = tab_bar_html(shown, shown[0].key if shown else "")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -214,21 +196,26 @@ def report_html(
 <button id="pl-next" title="next step (→)">next ▶</button><span id="pl-title"></span>
 <span id="pl-headline"></span></div>
 <div id="pl-finding"></div><div id="pl-error"></div>
-<div id="pl-tabs"><button data-tab="graph" class="pl-on">Graph</button>
-<button data-tab="ir">IR</button><button data-tab="diff">IR diff</button>
-<button data-tab="rewrites">Rewrites</button>
-<button data-tab="params">Params</button>{numerics_tab}{map_tabs}</div>
-<div class="pl-pane pl-on" id="pl-pane-graph"><div id="pl-graph"></div></div>
-<div class="pl-pane" id="pl-pane-ir"></div>
-<div class="pl-pane" id="pl-pane-diff"></div>
-<div class="pl-pane" id="pl-pane-rewrites"></div>
-<div class="pl-pane" id="pl-pane-params"></div>{numerics_pane}{map_panes}
+<div id="pl-tabs" class="pl-tabs">{tabs}</div>
+{panes}
 </main></div>
 {store.html()}{"".join(graphs)}
 {_script("pl-data", data)}
 <script>{js}</script>
 </body></html>
 """
+
+
+def _pane_html(view, trace, report, on: bool) -> str:
+    """The pane of a view in the page: the graph's host, an empty pane of a step view (filled
+    from the step's templates), or a trace view's whole HTML."""
+    cls = "pl-pane pl-on" if on else "pl-pane"
+    if view.scope == "graph":
+        return f'<div class="{cls}" id="pl-pane-{view.key}"><div id="pl-graph"></div></div>\n'
+    if view.scope == "step":
+        return f'<div class="{cls} pl-step-pane" id="pl-pane-{view.key}"></div>\n'
+    html = views.trace_html(view, trace, report)
+    return f'<div class="{cls} pl-map-pane" id="pl-pane-{view.key}">{html}</div>\n'
 
 
 _STEP_IDS = iter(range(1, 1 << 62))

@@ -69,8 +69,9 @@ def _nested(step) -> list:
     return out
 
 
-def rewrites_html(step) -> str:
-    """The rewrites view of ``step`` (see the module docstring)."""
+def rewrites_html(step, report=None) -> str:
+    """The rewrites view of ``step`` (see the module docstring); ``report`` is not used (a
+    view of the registry of :mod:`widgets.views` takes it)."""
     rewrites = list(getattr(step, "rewrites", ()) or ())
     if not rewrites:
         if step.kind != "pass":

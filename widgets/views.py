@@ -1,15 +1,38 @@
-"""What the stepping front ends share: which steps a timeline lists, where previous / next go,
-a step's timeline row and header, and the HTML of its tabs.
+"""The views of a step, one registry for the three front ends (the Jupyter
+:class:`~widgets.stepper.PassStepper`, the Panel app of :mod:`widgets.app` and the HTML report of
+:mod:`widgets.report`), and what their frames share: which steps a timeline lists, where
+previous / next go, a step's timeline row and header.
 
-Pure functions over a trace (and optionally a check report), used by the Jupyter
-:class:`~widgets.stepper.PassStepper`, the anywidget :class:`~widgets.graph_view.GraphView` and
-the Panel app (:mod:`widgets.app`); the HTML pieces come from the rendering modules
-(:mod:`widgets.render` lists them).
+A view is a tab: the graph, the IR, the IR diff, the parameters, the shapes, the numerics, the
+error map, the parameter map. Each is one :class:`View` in :data:`VIEWS`: its title, its place
+(``order``: the tabs are sorted by it, in every front end), when a trace has it (``when``:
+numerics and the error map only with a check report), and how it renders (``html``). Every
+front end reads :func:`views_for` and nothing else to know its tabs; their frames (timeline,
+header, tab bar, panes) are :mod:`widgets.frame`.
+
+Adding a view is one function and one line, here or in the module that renders it::
+
+    def rewrites_html(step, report=None) -> str | None:   # HTML, every name escaped (esc)
+        ...                                               # None: nothing for this step
+    register(View("rewrites", order=45, html=rewrites_html))
+
+``scope="step"`` (the default) renders one pane per step: ``html(step, report)``, returning
+None where the view has nothing for that step (the frames then say so). The report renders it
+for every step and stores each distinct pane once; the stepper and the app when the tab is
+shown. ``scope="trace"`` renders one pane for the whole trace, ``html(trace, report)``, whose
+cells carry ``data-step`` (and ``data-node``, a graph node id) to open that step (the maps of
+:mod:`widgets.error_map`); ``when(trace, report)`` leaves a view out of a trace (by default
+it is always there). Pure functions: no widget state.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from widgets.boxes import step_diff
+from widgets.error_map import error_map_html, param_map_html
 from widgets.escape import esc
 from widgets.findings import problems_of
 from widgets.ir_text import ir_text_html, text_diff_html
@@ -17,7 +40,137 @@ from widgets.render import badges_html, step_badges
 from widgets.rewrites_html import rewrites_html
 from widgets.tables_html import numerics_table_html, param_table_html, shape_table_html
 
-TABS = ("graph", "IR", "IR diff", "rewrites", "params", "shapes", "numerics")
+# ===== the registry of views =================================================================
+
+SCOPES = ("graph", "step", "trace")
+_KEY = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
+def always(trace, report=None) -> bool:
+    """``when`` of a view every trace has."""
+    return True
+
+
+def with_report(trace, report=None) -> bool:
+    """``when`` of a view shown only with a check report."""
+    return report is not None
+
+
+@dataclass(frozen=True)
+class View:
+    """One tab of every front end (see the module docstring). ``key`` names it in a page
+    (``data-tab``, ``pl-pane-{key}``): by default its title in lower case, spaces as dashes."""
+
+    title: str
+    order: float
+    html: Callable[..., str | None] | None = None
+    when: Callable[..., bool] = always
+    scope: str = "step"
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise ValueError(
+                f"view {self.title!r}: scope must be one of {SCOPES}, not {self.scope!r}"
+            )
+        if self.scope != "graph" and self.html is None:
+            raise ValueError(f"view {self.title!r}: a {self.scope} view needs its html function")
+        key = self.key or self.title.lower().replace(" ", "-")
+        if not _KEY.fullmatch(key):
+            raise ValueError(f"view {self.title!r}: key {key!r} is not lower-case a-z, 0-9, -")
+        object.__setattr__(self, "key", key)
+
+    @property
+    def label(self) -> str:
+        """The title on its tab (first letter upper case)."""
+        return self.title[:1].upper() + self.title[1:]
+
+
+VIEWS: dict[str, View] = {}
+
+
+def register(view: View) -> View:
+    """Add ``view`` to :data:`VIEWS` (replacing the view of the same title); returns it."""
+    clash = next((v for v in VIEWS.values() if v.key == view.key and v.title != view.title), None)
+    if clash is not None:
+        raise ValueError(f"view {view.title!r}: key {view.key!r} is taken by {clash.title!r}")
+    graphs = [v for v in VIEWS.values() if v.scope == "graph" and v.title != view.title]
+    if view.scope == "graph" and graphs:
+        raise ValueError(f"view {view.title!r}: there is one graph view")
+    VIEWS[view.title] = view
+    return view
+
+
+def unregister(title: str) -> View:
+    """Take the view called ``title`` out of :data:`VIEWS`; returns it."""
+    if title not in VIEWS:
+        raise ValueError(f"no view {title!r}; views: {', '.join(VIEWS)}")
+    return VIEWS.pop(title)
+
+
+def views_for(trace, report=None) -> list[View]:
+    """The views a front end shows for ``trace`` (and a check ``report``), in tab order."""
+    chosen = [v for v in VIEWS.values() if v.when(trace, report)]
+    return sorted(chosen, key=lambda v: (v.order, v.title))
+
+
+def step_html(view: View, step, report=None) -> str | None:
+    """The HTML of a step view for ``step`` (None: nothing to show for it)."""
+    if view.scope != "step":
+        raise ValueError(f"{view.title!r} is a {view.scope} view, not a view of a step")
+    return view.html(step, report)
+
+
+def trace_html(view: View, trace, report=None) -> str:
+    """The HTML of a trace view (one pane for the whole trace)."""
+    if view.scope != "trace":
+        raise ValueError(f"{view.title!r} is a {view.scope} view, not a view of the trace")
+    return view.html(trace, report)
+
+
+def tab_html(step, tab: str, report=None) -> str:
+    """The HTML of the step view called ``tab`` for ``step`` (a note where it has nothing)."""
+    view = VIEWS.get(tab)
+    if view is None or view.scope != "step":
+        names = ", ".join(v.title for v in VIEWS.values() if v.scope == "step")
+        raise ValueError(f"no tab {tab!r} of a step; tabs: {names} (and graph)")
+    text = step_html(view, step, report)
+    return NOTHING if text is None else text
+
+
+NOTHING = "<p class='pl-note'>Nothing to show for this step.</p>"
+
+
+# ----- the views of a step ----------------------------------------------------------------------
+
+
+def _ir_diff_html(step, report=None) -> str:
+    """The side-by-side diff against the previous step (the IR text for the first step)."""
+    prev = step.previous
+    if prev is None:
+        return ir_text_html(step)
+    return text_diff_html(step_diff(prev, step), mode="side-by-side")
+
+
+def _error_map_html(trace, report) -> str:
+    return error_map_html(report.error_map(), report.reference)
+
+
+def _param_map_html(trace, report=None) -> str:
+    return param_map_html(trace.param_map())
+
+
+register(View("graph", 10, scope="graph"))
+register(View("IR", 20, lambda step, report=None: ir_text_html(step)))
+register(View("IR diff", 30, _ir_diff_html, key="diff"))
+register(View("rewrites", 35, rewrites_html))
+register(View("params", 40, lambda step, report=None: param_table_html(step, step.previous)))
+register(View("shapes", 50, shape_table_html))
+register(View("numerics", 60, numerics_table_html, when=with_report))
+register(View("error map", 70, _error_map_html, when=with_report, scope="trace"))
+register(View("param map", 80, _param_map_html, scope="trace"))
+
+# ===== navigation, the timeline and the header =================================================
 
 
 def start_index(trace, report=None, first_change: bool = True) -> int:
@@ -113,29 +266,6 @@ def header_html(step, row: dict, report=None) -> str:
     )
 
 
-def tab_html(step, tab: str, report=None) -> str:
-    """The HTML of a table / text tab of ``step``: ``IR`` (its text; after legalize-ops and
-    codegen also the loop IR, LLVM IR and assembly), ``IR diff`` (against the previous step;
-    the IR text for the first step), ``rewrites`` (the rules its pass applied: counts, a
-    filter by rule, every application), ``params``, ``shapes`` or ``numerics``."""
-    if tab not in TABS[1:]:
-        raise ValueError(f"no tab {tab!r}; tabs: {', '.join(TABS[1:])} (and graph)")
-    prev = step.previous
-    if tab == "IR":
-        return ir_text_html(step)
-    if tab == "IR diff":
-        if prev is None:
-            return ir_text_html(step)
-        return text_diff_html(step_diff(prev, step), mode="side-by-side")
-    if tab == "rewrites":
-        return rewrites_html(step)
-    if tab == "params":
-        return param_table_html(step, prev)
-    if tab == "shapes":
-        return shape_table_html(step, report)
-    return numerics_table_html(step, report)
-
-
 class StepNavigation:
     """``visible``, ``next()`` and ``prev()`` for a front end that has ``trace``,
     ``hide_unchanged`` and a settable ``index`` (the stepper and the Panel app)."""
@@ -159,8 +289,18 @@ class StepNavigation:
 
 
 __all__ = [
-    "TABS",
+    "NOTHING",
+    "SCOPES",
+    "VIEWS",
     "StepNavigation",
+    "View",
+    "always",
+    "register",
+    "step_html",
+    "trace_html",
+    "unregister",
+    "views_for",
+    "with_report",
     "header_html",
     "nearest_index",
     "next_index",

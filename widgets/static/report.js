@@ -1,8 +1,10 @@
-// passlens HTML report: steps the timeline; a step's graph is the shared graph component
-// (PasslensGraph, static/graph.js) fed the step's payload (<script id="pl-g{k}">, parsed when
-// first shown) and the previous step's as "before"; IR, IR diff, params and numerics come from
-// <template id="pl-t{k}"> elements, each stored once; the error and parameter maps are in
-// their panes (.pl-map-pane), a cell opening its step and node.
+// passlens HTML report: steps the timeline; the tabs are the views of widgets/views.py's
+// registry (data.tabs, their keys; the tab bar's logic is plTabs of static/frame.js). A step's
+// graph is the shared graph component (PasslensGraph, static/graph.js) fed the step's payload
+// (<script id="pl-g{k}">, parsed when first shown) and the previous step's as "before"; the
+// pane of every other view of a step (data.panes) comes from a <template id="pl-t{k}">
+// (steps[i].panes[key] = k), each stored once; a view of the whole trace (the error and
+// parameter maps, .pl-map-pane) is in its pane, a cell opening its step and node.
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("pl-data").textContent);
@@ -51,14 +53,10 @@
     if (s.finding) {
       const a = document.createElement("a");
       a.href = "#"; a.textContent = "⚠ " + s.finding; a.title = s.finding;
-      a.addEventListener("click", (e) => { e.preventDefault(); showTab("numerics"); });
+      a.addEventListener("click", (e) => { e.preventDefault(); if (has("numerics")) showTab("numerics"); });
       f.appendChild(a);
     }
-    fill($("pl-pane-ir"), s.text);
-    fill($("pl-pane-diff"), s.diff);
-    fill($("pl-pane-rewrites"), s.rewrites);
-    fill($("pl-pane-params"), s.params);
-    if ($("pl-pane-numerics")) fill($("pl-pane-numerics"), s.numerics);
+    data.panes.forEach((key) => fill($("pl-pane-" + key), s.panes[key]));
     if (tab === "graph") showGraph(); else graph.shown = -1;
     document.querySelectorAll(".pl-map-pane tr[data-row]").forEach((r) => r.classList.toggle("pl-map-current", +r.dataset.row === i));
     history.replaceState(null, "", "#step-" + i);
@@ -66,9 +64,12 @@
   function step(dir) {
     for (let i = cur + dir; i >= 0 && i < data.steps.length; i += dir) if (visible(i)) return show(i);
   }
+  const has = (key) => data.tabs.includes(key);
+  const markTab = plTabs($("pl-tabs"), (key) => showTab(key));
   function showTab(name) {
+    if (!has(name)) return;
     tab = name;
-    document.querySelectorAll("#pl-tabs button").forEach((b) => b.classList.toggle("pl-on", b.dataset.tab === name));
+    markTab(name);
     document.querySelectorAll(".pl-pane").forEach((p) => p.classList.toggle("pl-on", p.id === "pl-pane-" + name));
     if (name === "graph" && graph.shown !== cur) showGraph();
   }
@@ -80,19 +81,18 @@
   });
   const banner = $("pl-banner");
   if (banner && banner.dataset.step !== undefined) banner.addEventListener("click", (e) => { e.preventDefault(); show(+banner.dataset.step); showTab("numerics"); });
-  document.querySelectorAll("#pl-tabs button").forEach((b) => b.addEventListener("click", () => showTab(b.dataset.tab)));
-  // one selection: a row of the params or numerics table shows its node on the graph
+  // one selection: a row of a step's table (params, shapes, numerics, ...) shows its node
+  // on the graph (a weight's row names it without its "$")
   function showNode(e) {
-    const tr = e.target.closest("tbody tr");
-    if (!tr || e.target.closest("th")) return;
+    const tr = e.target.closest("table.pl-table tbody tr");
+    if (!tr || e.target.closest("th") || !has("graph")) return;
     const first = tr.cells[0] ? tr.cells[0].textContent : "";
     if (!first) return;
     showTab("graph");
-    const ids = this.id === "pl-pane-params" ? ["$" + first, "removed:$" + first, first] : [first];
-    for (const id of ids) if (graph.has(id)) { graph.locate(id); return; }
+    for (const id of [first, "$" + first, "removed:$" + first]) if (graph.has(id)) { graph.locate(id); return; }
     graph.search(first);
   }
-  $("pl-pane-params").addEventListener("click", showNode);
+  document.querySelectorAll(".pl-step-pane").forEach((p) => p.addEventListener("click", showNode));
   // the error / parameter map: a cell opens its step with its node selected, a row's name the step
   document.querySelectorAll(".pl-map-pane").forEach((p) => p.addEventListener("click", (e) => {
     const c = e.target.closest("[data-step]");
@@ -101,7 +101,6 @@
     showTab("graph");
     if (c.dataset.node && graph.has(c.dataset.node)) graph.locate(c.dataset.node);
   }));
-  if ($("pl-pane-numerics")) $("pl-pane-numerics").addEventListener("click", showNode);
   document.addEventListener("keydown", (e) => {
     const t = e.target;
     if (t && /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)) return;
