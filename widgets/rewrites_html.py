@@ -19,9 +19,10 @@ MAX_ROWS = 1000
 MAX_SHOWN_NAMES = 8
 MAX_NAME_CHARS = 120
 
-# show the rewrites of the clicked rule (data-rule: its row number; "" for all)
+# show the rewrites of the clicked rule (data-rule: its row number; "" for all); the click
+# stays here (a front end's click on a table row opens the node of its first cell)
 _FILTER_JS = (
-    "var b=this.closest('.pl-rewrites'),k=this.dataset.rule;"
+    "event.stopPropagation();var b=this.closest('.pl-rewrites'),k=this.dataset.rule;"
     "b.querySelectorAll('tr[data-r]').forEach(function(t){"
     "t.style.display=(k===''||t.dataset.r===k)?'':'none'});"
     "b.querySelectorAll('tr[data-rule]').forEach(function(t){"
@@ -107,11 +108,14 @@ def rewrites_html(step, report=None) -> str:
     before = step.previous
     was = before.graph if before is not None else None
     body = []
-    for i, r in enumerate(rewrites[:MAX_ROWS]):
+    for r in rewrites[:MAX_ROWS]:
+        root = (r.produced or r.matched or ("",))[0]
+        graph = step.graph if r.produced else was
         body.append(
-            f"<tr data-r='{number[r.rule]}'><td class='num'>{i + 1}</td>"
+            f"<tr data-r='{number[r.rule]}' title='click: show this node on the graph'>"
+            f"<td>{_names((root,), 0, graph) if root else '-'}</td>"
             f"<td>{esc(r.rule, 400)}</td><td>{_names(r.matched, 0, was)}</td>"
-            f"<td>{_names(r.produced, r.cut, step.graph)}</td></tr>"
+            f"<td>{_names(r.produced[1:], r.cut, step.graph)}</td></tr>"
         )
     more = (
         f"<p style='color:#888'>+{total - MAX_ROWS} more rewrites not listed</p>"
@@ -125,11 +129,12 @@ def rewrites_html(step, report=None) -> str:
         f"{_plural(len(counts), 'rule')}. Click a rule to list only its rewrites.</p>"
         "<table class='pl-table pl-rules'><thead><tr><th>rule</th><th>count</th></tr></thead>"
         f"<tbody>{''.join(rule_rows)}</tbody></table>"
-        f"<p>Showing <span class='pl-rw-shown'>{esc(all_label)}</span>: the nodes each "
-        f"rule matched in {before_name} and the nodes it produced here (node ids as the graph's "
-        "details name them; grey: gone by the end of the pass).</p>"
-        "<table class='pl-table pl-rewrite-list'><thead><tr><th>#</th><th>rule</th>"
-        "<th>matched</th><th>produced</th></tr></thead>"
+        f"<p>Showing <span class='pl-rw-shown'>{esc(all_label)}</span>: each rewrite's node "
+        f"(what it produced; what it matched when it produced nothing), the nodes it matched in "
+        f"{before_name} and the other nodes it produced (ids as the graph's details name them; "
+        "grey: gone by the end of the pass).</p>"
+        "<table class='pl-table pl-rewrite-list'><thead><tr><th>node</th><th>rule</th>"
+        "<th>matched</th><th>also produced</th></tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>{more}</div>"
     )
 
