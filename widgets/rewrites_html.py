@@ -92,7 +92,7 @@ def rewrites_html(step, report=None) -> str:
     counts = rule_counts(rewrites)
     number = {rule: k for k, rule in enumerate(counts)}
     total = len(rewrites)
-    all_label = f"all {total} rewrites"
+    all_label = f"all {_plural(total, 'rewrite')}"
     rule_rows = [
         f"<tr data-rule='' data-label='{esc(all_label)}' {_FILTER} "
         f"style='{_ROW};background:#e3f2fd'><td><i>all rules</i></td>"
