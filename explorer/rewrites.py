@@ -203,6 +203,17 @@ def origin(step: Any, node: str, limit: int = 8) -> list[Why]:
     return out
 
 
+def _done_by(made: Any, step: Any) -> bool:
+    """Whether ``made`` had run when ``step``'s module was made: an earlier step, the step
+    itself, or a pass nested in it (a pipeline's step comes before its passes)."""
+    if made.index <= step.index:
+        return True
+    steps, parent = step.trace.steps, made.parent
+    while parent is not None and parent > step.index:
+        parent = steps[parent].parent
+    return parent == step.index
+
+
 class _Whys:
     """``why`` for the nodes of one step, with what it needs computed once."""
 
@@ -223,7 +234,7 @@ class _Whys:
             return Why(self.step, r)
         if obj is not None:
             found = self.made_by.get(id(obj))
-            if found is not None and found[0].index <= self.step.index:
+            if found is not None and _done_by(found[0], self.step):
                 return Why(found[0], found[1])
         if self.produced:
             if self.inputs is None:

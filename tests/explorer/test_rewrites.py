@@ -80,6 +80,9 @@ def test_why_names_the_rule_and_the_step_that_made_a_node(mlp_trace):
     assert final.index > fold.index
     assert (w.step, w.rewrite.rule, w.how) == (fold, "fold-constant/fold-call", "produced")
     assert str(w) == f"made by rule fold-constant/fold-call at #{fold.index} fold-constant"
+    # the pipeline's step holds the passes that ran after it is numbered: the same answer
+    pipeline = mlp_trace["default"]
+    assert pipeline.index < fold.index and pipeline.why(weight).step is fold
     # ... from a permute_dims that decompose-ops's rule made
     chain = origin(final, weight)
     assert [(c.step, c.rewrite.rule) for c in chain] == [
