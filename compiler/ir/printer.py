@@ -20,6 +20,7 @@ unique. Provenance is printed as a ``loc(...)`` suffix when ``show_provenance`` 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -27,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from compiler.ir.names import fresh_name
 from compiler.ir.nodes import (
     Block,
     Call,
@@ -117,6 +117,15 @@ def format_provenance(prov: Provenance) -> str:
     return "  loc(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in prov.items()) + ")"
 
 
+@functools.lru_cache(maxsize=4096)
+def _base_name(hint: str) -> str:
+    """A name hint as a printable name: other characters become ``_``; starts with a letter."""
+    base = _HINT_CHARS.sub("_", hint).strip("_.") or "v"
+    if not (base[0].isalpha() or base[0] == "_"):
+        base = "v" + base
+    return base
+
+
 class Printer:
     """Prints functions and modules; remembers on which line each node was printed."""
 
@@ -129,13 +138,21 @@ class Printer:
         self.node_lines: dict[int, int] = {}
         self._names: dict[int, str] = {}
         self._used: set[str] = set()
+        self._next: dict[str, int] = {}  # base -> the next suffix to try
 
     # ----- naming -----------------------------------------------------------------------
     def _unique(self, hint: str) -> str:
-        base = _HINT_CHARS.sub("_", hint).strip("_.") or "v"
-        if not (base[0].isalpha() or base[0] == "_"):
-            base = "v" + base
-        return fresh_name(base, self._used)
+        # fresh_name(base, self._used), starting from the suffix after the last one given
+        # for this base (every one before it is taken), so many values of one op stay linear
+        base = _base_name(hint)
+        k = self._next.get(base, 0)
+        name = base if k == 0 else f"{base}_{k}"
+        while name in self._used:
+            k += 1
+            name = f"{base}_{k}"
+        self._used.add(name)
+        self._next[base] = k + 1
+        return name
 
     def name_of(self, node: Expr) -> str:
         """The printed name of a bound node or parameter (assigned on first use)."""
@@ -205,7 +222,7 @@ class Printer:
 
     def function(self, name: str, fn: Function) -> None:
         """Print ``def @name(...) -> type attrs {...} { ... }``."""
-        self._names, self._used = {}, set()
+        self._names, self._used, self._next = {}, set(), {}
         params = []
         for p in fn.params:
             params.append(f"%{self.name_of(p)}: {p.ty}{self._loc(p.prov).rstrip()}")
@@ -260,6 +277,27 @@ def _printed_attrs(node: Call) -> list[tuple[str, Any]]:
         for k in keys
         if not (k in _OPAQUE_DEFAULTS and attrs[k] == _OPAQUE_DEFAULTS[k] and k != "args")
     ]
+
+
+def value_names(fn: Function) -> dict[int, str]:
+    """The name the printer gives each parameter and bound node of ``fn`` (by id): the same
+    as ``Printer.function`` assigns, computed without printing (for rewrite records)."""
+    names: dict[int, str] = {}
+    used: set[str] = set()
+    nxt: dict[str, int] = {}
+    for node in (*fn.params, *fn.iter_nodes()):
+        if id(node) in names:
+            continue
+        base = _base_name(node.name or _default_hint(node))
+        k = nxt.get(base, 0)
+        name = base if k == 0 else f"{base}_{k}"
+        while name in used:
+            k += 1
+            name = f"{base}_{k}"
+        used.add(name)
+        nxt[base] = k + 1
+        names[id(node)] = name
+    return names
 
 
 def _default_hint(node: Expr) -> str:

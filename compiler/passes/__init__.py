@@ -6,7 +6,9 @@ a PassResult with ``.module`` and ``.snapshots`` (one per pass application, nest
 (lift-transform-params, the lazy passes, bind-params: those with ``changes_signature``) and
 ``lazy_callbacks`` serves the weights and collects the results of a lazy one;
 ``decompose(call)`` is what decompose-ops rewrites one call into (``rounds_as_decomposed``:
-whether that changes no value).
+whether that changes no value). Local rewrites are rule tables (``Rule``: a name, a
+``Pattern``, a rewrite); inside ``collect_rewrites()`` every rule application is recorded as a
+``RewriteRecord`` (and on its ``Snapshot.rewrites``).
 """
 
 from compiler.passes import library  # noqa: F401  (registers the passes and pipelines)
@@ -45,6 +47,7 @@ from compiler.passes.pipeline import (
     register_alias,
     register_pipeline,
 )
+from compiler.passes.rules import Pattern, RewriteRecord, Rule, Rules, collect_rewrites
 from compiler.passes.runner import run
 
 __all__ = [
@@ -52,6 +55,10 @@ __all__ = [
     "Instrument",
     "Pass",
     "PassContext",
+    "Pattern",
+    "RewriteRecord",
+    "Rule",
+    "Rules",
     "PassError",
     "PassFailed",
     "PassResult",
@@ -66,6 +73,7 @@ __all__ = [
     "all_passes",
     "build_pipeline",
     "calling_convention",
+    "collect_rewrites",
     "decompose",
     "get_pass_class",
     "lazy_callbacks",

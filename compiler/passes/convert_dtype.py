@@ -38,6 +38,7 @@ from compiler.ir.op_registry import get_op
 from compiler.ir.types import DType, TensorType, TupleType, Type, join_types
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import Rewriter, progress, rewrite_module
+from compiler.passes.rules import Rule, Rules, kind, op
 
 F32 = DType.float32
 
@@ -81,38 +82,74 @@ def _used_vars(fn: Function) -> set[int]:
     return used
 
 
-def _convert_rule(frm: DType, to: DType):
-    def convert_call(node: Call) -> Expr | None:
-        if node.op == "opaque":  # its framework runs it as recorded: in `frm`, between casts
-            args = [cast_to(a, _retyped(a.ty, to, frm)) for a in node.args]
-            if args == list(node.args) and not _has_dtype(node.ty, frm):
-                return None
-            return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, frm, to))
-        attrs = {k: (to if v is frm else v) for k, v in node.attrs.items()}
-        if attrs == dict(node.attrs) and not _has_dtype(node.ty, frm):
-            return None  # computes nothing in `frm`
-        try:
-            new: Expr = Call(node.op, node.args, attrs)
-        except IRError:  # the op does not take `to` inputs: run it in `frm` between casts
-            args = [cast_to(a, _retyped(a.ty, to, frm)) for a in node.args]
-            new = Call(node.op, args, node.attrs)
-        return cast_to(new, _retyped(new.ty, frm, to))
+@dataclass(frozen=True)
+class Conversion:
+    """What convert-dtype's rules read: the dtype computations are in (``frm``) and the one
+    they move to (``to``)."""
 
-    def rule(node: Expr) -> Expr | None:
-        if isinstance(node, Call):
-            return convert_call(node)
-        if isinstance(node, If):  # branches were converted: re-derive the type
-            joined = join_types(node.then_branch.result.ty, node.else_branch.result.ty)
-            return None if joined == node.ty else If(node.cond, node.then_branch, node.else_branch)
-        if isinstance(node, FuncCall):  # the callee keeps its signature: cast at the call
-            args = [cast_to(a, _retyped(a.ty, to, frm)) for a in node.args]
-            if args == list(node.args) and not _has_dtype(node.ty, frm):
-                return None
-            # (a Loop stays a Loop: replace keeps the node's class)
-            return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, frm, to))
+    frm: DType
+    to: DType
+
+
+def _in_frm(value: Expr, c: Conversion) -> Expr:
+    return cast_to(value, _retyped(value.ty, c.to, c.frm))
+
+
+def _opaque(node: Call, c: Conversion) -> Expr | None:
+    args = [_in_frm(a, c) for a in node.args]
+    if args == list(node.args) and not _has_dtype(node.ty, c.frm):
         return None
+    return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, c.frm, c.to))
 
-    return rule
+
+def _converted_attrs(node: Call, c: Conversion) -> dict:
+    return {k: (c.to if v is c.frm else v) for k, v in node.attrs.items()}
+
+
+def _computes_in_frm(node: Call, c: Conversion) -> bool:
+    if node.op == "opaque":
+        return False
+    return _converted_attrs(node, c) != dict(node.attrs) or _has_dtype(node.ty, c.frm)
+
+
+def _convert_call(node: Call, c: Conversion) -> Expr | None:
+    try:
+        new: Expr = Call(node.op, node.args, _converted_attrs(node, c))
+    except IRError:  # the op does not take `to` inputs: the next rule runs it in `frm`
+        return None
+    return cast_to(new, _retyped(new.ty, c.frm, c.to))
+
+
+def _call_between_casts(node: Call, c: Conversion) -> Expr | None:
+    new = Call(node.op, [_in_frm(a, c) for a in node.args], node.attrs)
+    return cast_to(new, _retyped(new.ty, c.frm, c.to))
+
+
+def _retype_if(node: If, c: Conversion) -> Expr | None:
+    joined = join_types(node.then_branch.result.ty, node.else_branch.result.ty)
+    return None if joined == node.ty else If(node.cond, node.then_branch, node.else_branch)
+
+
+def _cast_at_call(node: FuncCall, c: Conversion) -> Expr | None:
+    args = [_in_frm(a, c) for a in node.args]
+    if args == list(node.args) and not _has_dtype(node.ty, c.frm):
+        return None
+    # (a Loop stays a Loop: replace keeps the node's class)
+    return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, c.frm, c.to))
+
+
+CONVERT_RULES = (
+    # opaque(x) -> cast(opaque(cast(x, frm)), to): its framework runs it as recorded
+    Rule("opaque-between-casts", op("opaque"), _opaque),
+    # op(x: to, dtype=frm) -> op(x, dtype=to): the op computes in `to`
+    Rule("convert-call", op(where=_computes_in_frm), _convert_call),
+    # an op refusing `to` inputs -> cast(op(cast(x, frm)), to)
+    Rule("call-between-casts", op(where=_computes_in_frm), _call_between_casts),
+    # if: the type of its converted branches
+    Rule("retype-if", kind(If), _retype_if),
+    # call @f(x) -> cast(call @f(cast(x, frm)), to): the callee keeps its signature
+    Rule("cast-at-call", kind(FuncCall), _cast_at_call),
+)
 
 
 def convert_function(fn: Function, fname: str, frm: DType, to: DType, pass_name: str) -> Function:
@@ -134,7 +171,7 @@ def convert_function(fn: Function, fname: str, frm: DType, to: DType, pass_name:
             entry[id(c)] = prelude[-1]
     # A Rewriter run by hand: the prelude is bound first and the leaves it replaces are
     # mapped to it. Constants count as known so the rewriter never re-creates them.
-    rewriter = Rewriter(_convert_rule(frm, to), pass_name, fname)
+    rewriter = Rewriter(Rules(pass_name, CONVERT_RULES, Conversion(frm, to)), pass_name, fname)
     rewriter.mapping.update(entry)
     old = [*fn.params, *fn.iter_nodes(), *function_constants(fn), *prelude, *entry.values()]
     rewriter.known = {id(n) for n in old}
@@ -195,18 +232,24 @@ class ToMixedPrecision(Pass):
         object.__setattr__(self, "out_dtype", _check_float(self.out_dtype, "out_dtype"))
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
-        half = DType.float16
+        rules = Rules(self.name, MIXED_RULES, self)
+        return rewrite_module(module, lambda name, fn: rules, self.name)
 
-        def rule(node: Expr) -> Expr | None:
-            if not (isinstance(node, Call) and node.op in HEAVY_OPS):
-                return None
-            if not any(_has_dtype(a.ty, F32) for a in node.args):
-                return None
-            args = [cast_to(a, _retyped(a.ty, F32, half)) for a in node.args]
-            attrs = dict(node.attrs)
-            if "out_dtype" in get_op(node.op).attrs:
-                attrs["out_dtype"] = self.out_dtype
-            result = cast_to(Call(node.op, args, attrs), _retyped(node.ty, F32, self.out_dtype))
-            return cast_to(result, node.ty)  # the rest of the graph stays float32
 
-        return rewrite_module(module, lambda name, fn: rule, self.name)
+def _half(node: Call, p: ToMixedPrecision) -> Expr:
+    args = [cast_to(a, _retyped(a.ty, F32, DType.float16)) for a in node.args]
+    attrs = dict(node.attrs)
+    if "out_dtype" in get_op(node.op).attrs:
+        attrs["out_dtype"] = p.out_dtype
+    result = cast_to(Call(node.op, args, attrs), _retyped(node.ty, F32, p.out_dtype))
+    return cast_to(result, node.ty)  # the rest of the graph stays float32
+
+
+MIXED_RULES = (
+    # conv2d(x: f32, w: f32) -> cast(conv2d(cast(x, f16), cast(w, f16), out_dtype), f32)
+    Rule(
+        "heavy-op-in-half",
+        op(*HEAVY_OPS, where=lambda n, p: any(_has_dtype(a.ty, F32) for a in n.args)),
+        _half,
+    ),
+)

@@ -29,6 +29,7 @@ from compiler.passes.attribute_form import attribute_form
 from compiler.passes.fold_constant import fold_call
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import Rewriter
+from compiler.passes.rules import Rule, Rules, kind, op
 
 # A shape computation yields a small tensor; bigger integer tensors are data, not shapes.
 MAX_SHAPE_ELEMENTS = 1024
@@ -72,6 +73,44 @@ class _InliningRewriter(Rewriter):
         return taken is node.then_branch, taken is node.else_branch
 
 
+def _inline(node: If, ctx=None) -> Expr:
+    return taken_branch(node).result
+
+
+def _join_if_type(node: If, ctx=None) -> Expr | None:
+    joined = join_types(node.then_branch.result.ty, node.else_branch.result.ty)
+    return None if joined == node.ty else node.replace(ty=joined)
+
+
+def _shape_of_static(node: Call, ctx=None) -> bool:
+    return isinstance(node.args[0].ty, TensorType) and node.args[0].ty.is_static
+
+
+def _reinfer(node: Call, ctx=None) -> Expr | None:
+    inferred = node.inferred_type()
+    return None if inferred == node.ty else node.replace(ty=inferred)
+
+
+CONSTANT_IF = kind(If, lambda n, ctx: taken_branch(n) is not None, lambda n: (n.cond,))
+"""An If whose condition is a constant (the replica of bug 3 rewrites these too)."""
+
+RULES = (
+    Rule("inline-constant-if", CONSTANT_IF, _inline),  # if true {a} else {b} -> a
+    Rule("join-if-type", kind(If), _join_if_type),  # if: the type its branches now agree on
+    Rule(  # small integer op(constants...) -> its value
+        "fold-shape-computation", op(), lambda n, ctx: fold_shape_computation(n)
+    ),
+    Rule(  # shape_of(x) of a static x -> its shape
+        "shape-of-static",
+        op("shape_of", where=_shape_of_static),
+        lambda n, ctx: Constant(np.asarray(n.args[0].ty.shape, dtype=np.int64).reshape(-1)),
+    ),
+    # reshape(x, const) -> reshape(x, shape=[...]): the shape input as an attribute
+    Rule("attribute-form", op(), lambda n, ctx: attribute_form(n)),
+    Rule("reinfer-type", op(), _reinfer),  # a call's type, inferred again from its inputs
+)
+
+
 @register_pass
 @dataclass(frozen=True)
 class DynamicToStatic(Pass):
@@ -79,36 +118,12 @@ class DynamicToStatic(Pass):
     Ifs on constant conditions are inlined, and types are re-inferred."""
 
     name: ClassVar[str] = "dynamic-to-static"
-
-    def inline_branch(self, node: If, result: Expr) -> Expr:
-        """The value that replaces an If whose condition is constant: its branch's result."""
-        return result
-
-    def rule(self, node: Expr) -> Expr | None:
-        """The rewrite of one binding (operands already rewritten), or None to keep it."""
-        if isinstance(node, If):
-            taken = taken_branch(node)
-            if taken is not None:
-                return self.inline_branch(node, taken.result)
-            joined = join_types(node.then_branch.result.ty, node.else_branch.result.ty)
-            return None if joined == node.ty else node.replace(ty=joined)
-        if not isinstance(node, Call):
-            return None
-        folded = fold_shape_computation(node)
-        if folded is not None:
-            return folded
-        if node.op == "shape_of" and isinstance(node.args[0].ty, TensorType):
-            if node.args[0].ty.is_static:
-                return Constant(np.asarray(node.args[0].ty.shape, dtype=np.int64).reshape(-1))
-        static = attribute_form(node)
-        if static is not None:
-            return static
-        inferred = node.inferred_type()
-        return None if inferred == node.ty else node.replace(ty=inferred)
+    rules: ClassVar[tuple[Rule, ...]] = RULES
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
+        rules = Rules(self.name, self.rules, self)
         functions = {
-            name: _InliningRewriter(self.rule, self.name, name).run(fn)
+            name: _InliningRewriter(rules, self.name, name).run(fn)
             for name, fn in module.functions.items()
         }
         return module.replace(functions=functions)

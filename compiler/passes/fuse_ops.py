@@ -32,7 +32,9 @@ from compiler.ir.op_registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQ
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import TensorType, TupleType
 from compiler.ir.verify import symbols_of
+from compiler.passes import rules
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
+from compiler.passes.rules import Rule, Rules, kind
 
 # TVM's OpPatternKind order: a pattern "at most injective" is one with a rank <= INJ.
 EW, BC, INJ, RED, ANC, OPQ = 0, 1, 2, 3, 4, 8
@@ -92,6 +94,7 @@ class _Fuser:
             self.depth[i] = 1 if lca is None else self.depth[lca] + 1
         self.up = list(range(n))
         self.anchor = [p == ANC for p in self.pattern]
+        self.merged: list[tuple[str, list[int]]] = []  # (merge rule, nodes merged), in order
         self.group_pattern = list(self.pattern)
 
     def _lca(self, a: int | None, b: int | None, pattern: int) -> tuple[int | None, int]:
@@ -122,34 +125,36 @@ class _Fuser:
                     stack.append(c)
         return out
 
-    def _fuse(self, src: int, sink: int, ok) -> None:
-        """Merge the groups on the paths ``src`` -> ``sink`` into the sink's group when the
-        group of every node after ``src`` passes ``ok(pattern, is_sink)``."""
+    def fuse(self, src: int, ok) -> list[int] | None:
+        """Merge the groups on the paths ``src`` -> its post-dominator into the latter's group
+        when the group of every node after ``src`` passes ``ok(pattern, is_sink)``; the
+        nodes of those paths (``src`` first), or None when they do not merge."""
+        sink = self.parent[src]
         path = self._path(src, sink)
         if not all(ok(self.group_pattern[self.find(v)], v == sink) for v in path[1:]):
-            return
+            return None
         roots = {self.find(v) for v in path}
         if sum(self.anchor[r] for r in roots) > 1:
-            return  # two anchors never share a group
+            return None  # two anchors never share a group
         target = self.find(sink)
         for r in roots - {target}:
             self.up[r] = target
             if self.anchor[r]:
                 self.anchor[target] = True
                 self.group_pattern[target] = max(self.group_pattern[target], self.group_pattern[r])
+        return path
 
     def run(self, phase: int) -> None:
-        """One of TVM's phases: 0 fuses anchors first, 1 then the injective ops."""
+        """One of TVM's phases: 0 fuses anchors first, 1 then the injective ops; each node
+        joins the group after it by the first merge rule (MERGES) that takes it."""
+        table = Rules("fuse-ops", MERGES, self)
         for i in range(len(self.nodes)):
-            own, sink, dom = self.group_pattern[i], self.parent[i], self.dom_pattern[i]
+            own, sink = self.group_pattern[i], self.parent[i]
             if own == OPQ or sink is None or self.find(i) == self.find(sink):
                 continue
-            if own == ANC and phase == 0 and dom == EW:
-                self._fuse(i, sink, lambda k, is_sink: k <= BC)
-            elif own <= BC and (dom <= INJ or dom == RED):
-                self._fuse(i, sink, lambda k, is_sink: k <= (ANC if is_sink else INJ))
-            elif own == INJ and phase == 1:
-                self._fuse(i, sink, lambda k, is_sink: k <= INJ)
+            fired = table.fire(Merge(i, own, self.dom_pattern[i], phase))
+            if fired is not None:
+                self.merged.append((fired[0].name, fired[1]))
 
     def groups(self) -> list[list[int]]:
         """Groups of two or more nodes, each in binding order, ordered by their last node."""
@@ -157,6 +162,43 @@ class _Fuser:
         for i in range(len(self.nodes)):
             by_root.setdefault(self.find(i), []).append(i)
         return sorted((m for m in by_root.values() if len(m) > 1), key=lambda m: m[-1])
+
+
+@dataclass(frozen=True)
+class Merge:
+    """A candidate merge: node ``node`` (of fusion rank ``own``) joining the group of its
+    immediate post-dominator, reached through ops of rank at most ``dom``, in ``phase``."""
+
+    node: int
+    own: int
+    dom: int
+    phase: int
+
+
+def _merge(ok):
+    return lambda m, fuser: fuser.fuse(m.node, ok)
+
+
+MERGES = (
+    # conv2d -> add -> relu: an anchor takes the elementwise / broadcast ops after it
+    Rule(
+        "anchor-with-epilogue",
+        kind(Merge, lambda m, f: m.own == ANC and m.phase == 0 and m.dom == EW),
+        _merge(lambda k, is_sink: k <= BC),
+    ),
+    # add -> sum, add -> reshape, add -> conv2d: an elementwise op joins what it feeds
+    Rule(
+        "elemwise-into-consumer",
+        kind(Merge, lambda m, f: m.own <= BC and (m.dom <= INJ or m.dom == RED)),
+        _merge(lambda k, is_sink: k <= (ANC if is_sink else INJ)),
+    ),
+    # reshape -> transpose -> ...: an injective chain (phase 1)
+    Rule(
+        "injective-chain",
+        kind(Merge, lambda m, f: m.own == INJ and m.phase == 1),
+        _merge(lambda k, is_sink: k <= INJ),
+    ),
+)
 
 
 def _substitute(node: Expr, mapping: dict[int, Expr]) -> Expr:
@@ -274,8 +316,11 @@ def _outline(fn: Function, nodes: list[Expr], members: list[int], name: str, pas
     return Function(params, body, body[-1], attrs, prov=prov), list(inputs.values())
 
 
-def fuse_function(fn: Function, used_names: set[str], pass_name: str) -> tuple[Function, dict]:
-    """``fn`` with each group replaced by a call, and the new functions by name."""
+def fuse_function(
+    fn: Function, used_names: set[str], pass_name: str, fname: str = "main"
+) -> tuple[Function, dict]:
+    """``fn`` (named ``fname``) with each group replaced by a call, and the new functions by
+    name."""
     fuser = _Fuser(fn)
     fuser.run(0)
     fuser.run(1)
@@ -303,6 +348,11 @@ def fuse_function(fn: Function, used_names: set[str], pass_name: str) -> tuple[F
         elif i not in skipped:
             bindings.append(_substitute(node, mapping))
     output = mapping.get(id(fn.output), fn.output)
+    if rules.recording():
+        last = {fuser.find(m[-1]): m[-1] for m in fuser.groups()}
+        for rule, path in fuser.merged:  # each merge made the call of the group it joined
+            call = mapping[id(nodes[last[fuser.find(path[0])]])]
+            rules.note(f"{pass_name}/{rule}", fname, [nodes[i] for i in path], [call])
     return fn.replace(bindings=tuple(bindings), output=output), new_functions
 
 
@@ -318,6 +368,6 @@ class FuseOps(Pass):
         used, functions, added = set(module.functions), dict(module.functions), {}
         for fname, fn in module.functions.items():
             if not fn.attrs.get("primitive", False):
-                functions[fname], new = fuse_function(fn, used, self.name)
+                functions[fname], new = fuse_function(fn, used, self.name, fname)
                 added.update(new)
         return module.replace(functions={**functions, **added})

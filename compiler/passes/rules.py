@@ -27,8 +27,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.ir.nodes import Call, Constant, Expr, Function, Module
-from compiler.ir.printer import Printer
+from compiler.ir.nodes import Call, Constant, Expr, Function, Module, function_constants
+from compiler.ir.printer import value_names
 
 Rewrite = Callable[[Any, Any], "Expr | None"]
 
@@ -166,6 +166,13 @@ class _Frame:
 
 
 _SINK: ContextVar[list[RewriteRecord] | None] = ContextVar("passlens_rewrites", default=None)
+# the printed names of the functions seen while collecting: id(fn) -> (fn, names). The module
+# after one pass is the one before the next, and unchanged functions are shared, so most
+# functions are named once.
+_NAMES: ContextVar[dict[int, tuple[Function, dict[int, str]]] | None] = ContextVar(
+    "passlens_rewrite_names", default=None
+)
+_NAMES_KEPT = 32
 _FRAME: ContextVar[_Frame | None] = ContextVar("passlens_rewrite_frame", default=None)
 
 
@@ -174,11 +181,12 @@ def collect_rewrites() -> Iterator[list[RewriteRecord]]:
     """Record every rule application of the passes run inside (on this thread / context) in
     the list yielded, as :class:`RewriteRecord` items in the order they happened."""
     out: list[RewriteRecord] = []
-    token = _SINK.set(out)
+    token, names = _SINK.set(out), _NAMES.set({})
     try:
         yield out
     finally:
         _SINK.reset(token)
+        _NAMES.reset(names)
 
 
 def recording() -> bool:
@@ -213,19 +221,20 @@ def pass_frame() -> Iterator[_Frame | None]:
 
 
 def function_names(fn: Function) -> dict[int, str]:
-    """The printed name of every parameter and bound node of ``fn`` (by id), and ``$name`` of
-    every named weight it reads, as the IR text and the graph view name them."""
-    printer = Printer()
-    names = {id(p): printer.name_of(p) for p in fn.params}
-    for n in fn.iter_nodes():
-        names[id(n)] = printer.name_of(n)
-        for o in n.operands:
-            if isinstance(o, Constant) and o.name is not None:
-                names[id(o)] = "$" + o.name
-    out = fn.output
-    if isinstance(out, Constant) and out.name is not None:
-        names[id(out)] = "$" + out.name
-    return names
+    """The printed name of every parameter and bound node of ``fn`` (by id), as the IR text
+    and the graph view name them."""
+    return value_names(fn)
+
+
+def _name(e: Expr, names: dict[int, str]) -> str | None:
+    if isinstance(e, Constant):
+        return "$" + e.name if e.name is not None else None
+    return names.get(id(e))
+
+
+def _read_weights(fn: Function) -> set[int]:
+    """Ids of the named weights ``fn`` reads."""
+    return {id(c) for c in function_constants(fn) if c.name is not None}
 
 
 def finish_frame(frame: _Frame, before: Module, after: Module) -> list[RewriteRecord]:
@@ -235,19 +244,37 @@ def finish_frame(frame: _Frame, before: Module, after: Module) -> list[RewriteRe
     records: list[RewriteRecord] = []
     if not frame.applications:
         return records
-    cache: dict[tuple[int, str], dict[int, str]] = {}
+    cache = _NAMES.get()
+    if cache is None:
+        cache = {}
 
     def names(module: Module, fname: str) -> dict[int, str]:
-        key = (id(module), fname)
-        if key not in cache:
+        fn = module.functions.get(fname)
+        if fn is None:
+            return {}
+        if id(fn) not in cache:
+            if len(cache) >= _NAMES_KEPT:
+                del cache[next(iter(cache))]
+            cache[id(fn)] = (fn, function_names(fn))
+        return cache[id(fn)][1]
+
+    read: dict[str, set[int]] = {}
+
+    def weights(module: Module, fname: str) -> set[int]:
+        """The weights the function reads after the pass (a folded one may be dead)."""
+        if fname not in read:
             fn = module.functions.get(fname)
-            cache[key] = function_names(fn) if fn is not None else {}
-        return cache[key]
+            read[fname] = _read_weights(fn) if fn is not None else set()
+        return read[fname]
 
     for app in frame.applications:
         old, new = names(before, app.function), names(after, app.function)
-        matched = _unique(old.get(id(e)) for e in app.matched)
-        produced = _unique(new.get(id(e)) for e in app.produced)
+        matched = _unique(_name(e, old) for e in app.matched)
+        produced = _unique(
+            _name(e, new)
+            for e in app.produced
+            if not isinstance(e, Constant) or id(e) in weights(after, app.function)
+        )
         records.append(RewriteRecord(app.rule, matched, produced, app.function))
     frame.applications.clear()
     if sink is not None:

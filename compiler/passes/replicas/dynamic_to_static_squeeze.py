@@ -24,8 +24,9 @@ from typing import ClassVar
 
 from compiler.ir.nodes import Call, Expr, If
 from compiler.ir.types import TensorType
-from compiler.passes.dynamic_to_static import DynamicToStatic
+from compiler.passes.dynamic_to_static import CONSTANT_IF, DynamicToStatic, taken_branch
 from compiler.passes.manager import register_pass
+from compiler.passes.rules import Pattern, Rule
 
 
 def faulty_squeeze_type(squeeze: Call) -> TensorType:
@@ -42,6 +43,33 @@ def faulty_squeeze_type(squeeze: Call) -> TensorType:
     return data.with_shape(shape[: len(shape) - len(axes)])
 
 
+def _inlines_static_squeeze(node: If, ctx=None) -> bool:
+    """An If on a constant condition whose taken branch's result is a squeeze of a static
+    value."""
+    result = taken_branch(node).result
+    if not (isinstance(result, Call) and result.op == "squeeze"):
+        return False
+    data = result.args[0].ty
+    return isinstance(data, TensorType) and data.is_static and bool(data.shape)
+
+
+def _misannotated_squeeze(node: If, ctx: ReplicaDynamicToStaticSqueeze) -> Expr:
+    result = taken_branch(node).result
+    return result.replace(ty=faulty_squeeze_type(result), prov=result.prov.with_pass(ctx.name))
+
+
+FAULTY_RULE = Rule(  # if true {squeeze(x)} -> squeeze(x) annotated with the reported shape
+    "inline-squeeze-misannotated",
+    Pattern(
+        If,
+        None,
+        lambda n, ctx: CONSTANT_IF.matches(n) and _inlines_static_squeeze(n),
+        CONSTANT_IF.also,
+    ),
+    _misannotated_squeeze,
+)
+
+
 @register_pass
 @dataclass(frozen=True)
 class ReplicaDynamicToStaticSqueeze(DynamicToStatic):
@@ -49,11 +77,4 @@ class ReplicaDynamicToStaticSqueeze(DynamicToStatic):
     upstream report saw (the symptom; the cause is replica-relay-onnx-if)."""
 
     name: ClassVar[str] = "replica-dynamic-to-static-squeeze"
-
-    def inline_branch(self, node: If, result: Expr) -> Expr:
-        if not (isinstance(result, Call) and result.op == "squeeze"):
-            return result
-        data = result.args[0].ty
-        if not (isinstance(data, TensorType) and data.is_static and data.shape):
-            return result
-        return result.replace(ty=faulty_squeeze_type(result), prov=result.prov.with_pass(self.name))
+    rules: ClassVar[tuple[Rule, ...]] = (FAULTY_RULE, *DynamicToStatic.rules)

@@ -26,6 +26,7 @@ from compiler.ir.nodes import Call, Expr, Module
 from compiler.ir.types import TensorType
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
+from compiler.passes.rules import Rule, Rules, op
 
 
 def broadcast_linear(node: Call) -> Expr | None:
@@ -47,6 +48,14 @@ def broadcast_linear(node: Call) -> Expr | None:
     return y
 
 
+BROADCAST_WEIGHT = Rule(  # linear(x, W, b) -> matmul(x, broadcast_to(W^T, batch+(in, out))) + b
+    "linear-with-broadcast-weight", op("linear"), lambda n, ctx: broadcast_linear(n)
+)
+"""The faulty rule: the broadcast it makes is what fold-constant turns into copies of W."""
+
+RULES = (BROADCAST_WEIGHT,)
+
+
 @register_pass
 @dataclass(frozen=True)
 class ReplicaLinearBroadcast(Pass):
@@ -55,7 +64,5 @@ class ReplicaLinearBroadcast(Pass):
     name: ClassVar[str] = "replica-linear-broadcast"
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
-        def rule(node: Expr) -> Expr | None:
-            return broadcast_linear(node) if isinstance(node, Call) else None
-
-        return rewrite_module(module, lambda name, fn: rule, self.name)
+        rules = Rules(self.name, RULES)
+        return rewrite_module(module, lambda name, fn: rules, self.name)

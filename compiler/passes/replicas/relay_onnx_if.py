@@ -46,6 +46,7 @@ from compiler.ir.provenance import Provenance
 from compiler.ir.types import TensorType
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
+from compiler.passes.rules import Rule, Rules, kind
 
 
 def _rank(e: Expr) -> int | None:
@@ -99,6 +100,12 @@ def unify_ranks(node: If, pass_name: str = "replica-relay-onnx-if") -> If | None
     return If(node.cond, then_b, low, prov=node.prov, name=node.name)
 
 
+RULES = (
+    # if c {low} else {high} of different ranks -> if c {broadcast_to_like(low, high)} else {high}
+    Rule("broadcast-branch-to-like", kind(If), lambda n, p: unify_ranks(n, p.name)),
+)
+
+
 @register_pass
 @dataclass(frozen=True)
 class ReplicaRelayOnnxIf(Pass):
@@ -107,7 +114,5 @@ class ReplicaRelayOnnxIf(Pass):
     name: ClassVar[str] = "replica-relay-onnx-if"
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
-        def rule(node: Expr) -> Expr | None:
-            return unify_ranks(node, self.name) if isinstance(node, If) else None
-
-        return rewrite_module(module, lambda name, fn: rule, self.name)
+        rules = Rules(self.name, RULES, self)
+        return rewrite_module(module, lambda name, fn: rules, self.name)
