@@ -17,7 +17,7 @@ from typing import Any
 from compiler import passes
 from compiler.ir import Module, Printer
 from compiler.passes import SkippedPass, Snapshot
-from compiler.passes.rules import collect_rewrites
+from compiler.passes import collect_rewrites
 from explorer.graph import GraphModel, graph_of_module
 from explorer.rewrites import step_rewrites
 from explorer.summary import trace_html, trace_text
