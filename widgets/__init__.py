@@ -9,8 +9,9 @@
 
 Rendering is pure functions (step -> DOT / SVG / HTML) in modules with one job each, listed in
 :mod:`widgets.render`, shared by the widgets, the Panel app and the report; :mod:`widgets.views`
-holds what the stepping front ends share (navigation, headers, tabs). Names are imported on
-first use, so ``import widgets`` stays cheap.
+is the registry of views (the tabs of all three, in one order) and :mod:`widgets.frame` the
+frame they share (timeline, header, tab bar, panes). Names are imported on first use, so
+``import widgets`` stays cheap.
 """
 
 _LAZY = {

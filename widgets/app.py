@@ -5,15 +5,15 @@
     serve(trace)                        # serve it on localhost until Ctrl-C (or `passlens serve`)
     server = serve(trace, block=False)  # in a thread: server.url, server.stop()
 
-The same views as the Jupyter :class:`~widgets.stepper.PassStepper`: a timeline of steps with
-badges (changed, node delta, parameter-bytes delta, time, failed, findings), "hide unchanged
-passes", previous / next, the step's graph (the graph component of the report and of Jupyter's
-GraphView, run as a Panel ESM component: diff colours, a before / after toggle that keeps the
-selection on the matched node, pan, zoom, search inside collapsed groups, expand / collapse,
-a details drawer), tabs for the IR, IR diff, parameters, shapes and numerics, and the error
-and parameter maps (:mod:`widgets.error_map`: a cell opens its step and node). State and
-navigation come from :mod:`widgets.views`, HTML from the rendering modules (:mod:`widgets.render`
-lists them).
+The same frame (:mod:`widgets.frame`) and views (:mod:`widgets.views`' registry: which tabs,
+in what order) as the Jupyter :class:`~widgets.stepper.PassStepper` and the report: a timeline
+of steps with badges (changed, node delta, parameter-bytes delta, time, failed, findings),
+"hide unchanged passes", previous / next, the step's graph (the graph component of the report
+and of Jupyter's GraphView, run as a Panel ESM component: diff colours, a before / after toggle
+that keeps the selection on the matched node, pan, zoom, search inside collapsed groups,
+expand / collapse, a details drawer), tabs for the IR, IR diff, parameters, shapes and
+numerics, and the error and parameter maps (:mod:`widgets.error_map`: a cell opens its step
+and node). Its components are in :mod:`widgets.app_maps`.
 
 Nothing is loaded from the network: Panel serves its own scripts, and the components' code is
 plain ESM without imports.

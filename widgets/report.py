@@ -1,17 +1,20 @@
 """The self-contained HTML report: one file, no server, no network.
 
-``write_html(trace, path)`` writes every step of a trace into one HTML file: a timeline with
-badges (changed, node delta, parameter-bytes delta, time, failed, findings), previous / next
-buttons and arrow keys, a one-line findings banner, and for the current step its graph (the
-graph component of ``static/graph.js``, diff-coloured against its previous step, with the
-before / after toggle), its IR text, the IR diff, the parameter table and the numerics; and
-for the whole trace the error map (with a check report) and the parameter map
-(:mod:`widgets.error_map`), whose cells open their step with their node selected.
+``write_html(trace, path)`` writes every step of a trace into one HTML file, in the frame every
+front end shares (:mod:`widgets.frame`): a timeline with badges (changed, node delta,
+parameter-bytes delta, time, failed, findings), previous / next buttons and arrow keys, a
+one-line findings banner, and a tab per view of :mod:`widgets.views`' registry, in its order:
+for the current step its graph (the graph component of ``static/graph.js``, diff-coloured
+against its previous step, with the before / after toggle), its IR text, the IR diff, the
+parameters, the shapes and the numerics (with a check report); for the whole trace the error
+map (with a check report) and the parameter map (:mod:`widgets.error_map`), whose cells open
+their step with their node selected. A view registered later is a tab here with no change to
+this file.
 
 Kept small enough to attach to a bug report: only changed steps get a graph payload of their
 own (``<script type="application/json" id="pl-g{k}">``, parsed when first shown; an unchanged
-step shows the graph of the step it was given, drawn plain), and every other heavy piece (IR
-text, diff, table) is stored once in a ``<template>`` however many steps show it.
+step shows the graph of the step it was given, drawn plain), and every other pane of a step
+(IR text, diff, table, ...) is stored once in a ``<template>`` however many steps show it.
 """
 
 from __future__ import annotations
@@ -211,11 +214,11 @@ def _pane_html(view, trace, report, on: bool) -> str:
     from the step's templates), or a trace view's whole HTML."""
     cls = "pl-pane pl-on" if on else "pl-pane"
     if view.scope == "graph":
-        return f'<div class="{cls}" id="pl-pane-{view.key}"><div id="pl-graph"></div></div>\n'
+        return f'<div class="{cls}" id="pl-pane-{view.key}"><div id="pl-graph"></div></div>'
     if view.scope == "step":
-        return f'<div class="{cls} pl-step-pane" id="pl-pane-{view.key}"></div>\n'
+        return f'<div class="{cls} pl-step-pane" id="pl-pane-{view.key}"></div>'
     html = views.trace_html(view, trace, report)
-    return f'<div class="{cls} pl-map-pane" id="pl-pane-{view.key}">{html}</div>\n'
+    return f'<div class="{cls} pl-map-pane" id="pl-pane-{view.key}">{html}</div>'
 
 
 _STEP_IDS = iter(range(1, 1 << 62))

@@ -29,14 +29,16 @@ from widgets.frame import FRAME_CSS, STATIC, StepFrame, panel_esm, tabs_esm
 from widgets.graph_view import GraphView
 from widgets.tables_html import TABLE_CSS
 
-# the frame's layout in a notebook: timeline and step side by side, the step under the
-# timeline where the cell is narrow (a container query on the frame's width)
+# the frame's layout in a notebook: timeline (280 px) and step (at least 560 px) side by side,
+# the step under the timeline where the cell is narrower than both (848 px: the container
+# query on the frame's width; the timeline then as wide as the cell, and shorter)
 LAYOUT_CSS = """
 .pl-frame{container-type:inline-size}
 .pl-frame-bar .pl-header{flex:1;min-width:0}
 .pl-frame-bar .widget-button{flex:none}
 .pl-frame .pl-timeline{max-height:600px}
-@container (max-width: 860px){.pl-frame .pl-timeline{max-height:170px}}
+@container (max-width: 848px){.pl-frame .pl-timeline{max-height:170px}
+.pl-frame .pl-frame-side{flex:1 1 100% !important}}
 """
 
 

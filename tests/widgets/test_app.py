@@ -94,9 +94,12 @@ def test_graphs_and_tabs_follow_the_step(mlp_trace):
     assert "pl-side-by-side" in app.panes["IR diff"].object
     app.tab = "shapes"
     assert "main/matmul" in app.panes["shapes"].object
-    app.tab = "numerics"
-    assert "trace.check" in app.panes["numerics"].object
+    assert "numerics" not in app.tab_names  # numerics only with a check report
+    with pytest.raises(ValueError, match="no tab 'numerics'"):
+        app.tab = "numerics"
     app.tab = "params"
+    assert [app.panes[t].visible for t in app.tab_names].count(True) == 1
+    assert app.panes["params"].visible and not app.graph.visible  # the tab shown, only
     data = app.graph.data
     app.next()  # the shown tab follows the step; the graph waits until shown
     assert "(was 940.6 kB, ±0 B)" in app.panes["params"].object

@@ -106,7 +106,7 @@ def test_step_through_the_app(app_page, convnext_trace, tmp_path):
     expect(g.root.locator("g.plg-hit")).to_have_count(5)
     g.search("")
     # the params table, then the next step's table
-    page.locator(".bk-tab", has_text="params").click()
+    page.locator(".pl-tabs button[data-tab=params]").click()
     params = page.locator(".pl-params")
     expect(params).to_contain_text("transposed")
     page.locator(".pl-next button").click()
@@ -115,13 +115,13 @@ def test_step_through_the_app(app_page, convnext_trace, tmp_path):
     expect(params.locator("tfoot")).to_contain_text("±0 B")
     # the IR diff of the step before
     page.locator(".pl-prev button").click()
-    page.locator(".bk-tab", has_text="IR diff").click()
+    page.locator(".pl-tabs button[data-tab=diff]").click()
     expect(page.locator(".pl-side-by-side")).to_be_visible()
     page.screenshot(path=str(tmp_path / "app-diff.png"))
     # back to the graph: an unchanged step shows no diff colours
     page.locator(".pl-next button").click()
     expect(title).to_have_text("#7 dead-code-elimination")
-    page.locator(".bk-tab", has_text="graph").click()
+    page.locator(".pl-tabs button[data-tab=graph]").click()
     expect(g.root.locator("g.plg-n").first).to_be_visible()
     wait_until(page, lambda: app.graph.data["after"]["step"]["index"] == 7, "step 7's graph")
     expect(g.root.locator(DIFF)).to_have_count(0)
@@ -189,7 +189,7 @@ def test_names_from_the_model_stay_text_in_the_app(app_page, evil_trace):
     app = srv.apps[0]
     wait_until(page, lambda: app.graph.selected == f"${EVIL}.w.exp", "the selection in Python")
     assert g.search("<script>") == 5  # the input; the add, the weight and 2 ghosts by module
-    page.locator(".bk-tab", has_text="params").click()
+    page.locator(".pl-tabs button[data-tab=params]").click()
     expect(page.locator(".pl-params")).to_contain_text(EVIL)
     assert page.evaluate("window.__alerts") == []
     assert page.locator(".plg script, .pl-params script, .plg img").count() == 0

@@ -5,15 +5,14 @@ stepper, the Panel app and the report show them, a picked cell opening its step 
 import html
 import re
 
-import pytest
-
 import explorer
 from compiler import models
 from tests.widgets.conftest import EVIL
 from widgets.app import PassApp
-from widgets.error_map import LayerMaps, error_map_html, param_map_html
+from widgets.error_map import error_map_html, param_map_html
 from widgets.report import report_html
 from widgets.stepper import PassStepper
+from widgets.views import views_for
 
 CELL = re.compile(
     r"<td class='pl-map-cell ([eb]\d)([^']*)' data-step='(\d+)' data-node='([^']*)' "
@@ -124,9 +123,7 @@ def test_without_a_report_only_the_param_map(mlp_trace):
     stepper, app = PassStepper(mlp_trace), PassApp(mlp_trace)
     assert stepper.tab_names[-1] == app.tab_names[-1] == "param map"
     assert "error map" not in stepper.tab_names and "error map" not in app.tab_names
-    assert LayerMaps(mlp_trace).titles == ["param map"]
-    with pytest.raises(ValueError, match="no map 'error map'"):
-        LayerMaps(mlp_trace).html("error map")
+    assert [v.title for v in views_for(mlp_trace) if v.scope == "trace"] == ["param map"]
     text = report_html(mlp_trace)
     assert 'data-tab="param-map"' in text and 'data-tab="error-map"' not in text
 

@@ -2,8 +2,6 @@
 in the graph, in the Panel app (synced back to Python), in the HTML report and in the stepper
 in JupyterLab (through the kernel). Skipped where Chromium or Playwright is missing."""
 
-import re
-
 import pytest
 
 from tests.widgets.graph_page import Graph, wait_until
@@ -29,7 +27,7 @@ def test_a_click_on_an_error_map_cell_in_the_app_opens_its_step_and_node(
     expect(title).to_have_text(f"#{first.index} {first.name}")
     page.locator(".pl-step-row[data-step='0']").click()
     expect(title).to_have_text("#0 module")
-    page.locator(".bk-tab", has_text=re.compile("^error map$")).click()
+    page.locator(".pl-tabs button[data-tab=error-map]").click()
     # the first failing layer at the first failing step, outlined
     cell = page.locator("td.pl-map-first-cell")
     expect(cell).to_have_attribute("data-step", str(m.first_step))
@@ -44,7 +42,7 @@ def test_a_click_on_an_error_map_cell_in_the_app_opens_its_step_and_node(
     wait_until(page, lambda: app.graph.selected == node, "the selection synced to Python")
     assert app.index == m.first_step and app.tab == "graph"
     # another cell: a later step, another layer
-    page.locator(".bk-tab", has_text=re.compile("^error map$")).click()
+    page.locator(".pl-tabs button[data-tab=error-map]").click()
     expect(page.locator("tr.pl-map-current")).to_have_attribute("data-row", str(m.first_step))
     other = m.nodes[m.row(3)][m.column("layers.2")]
     page.locator(f"td[data-step='3'][data-node='{other}']").click()
@@ -105,7 +103,7 @@ def test_a_click_on_a_cell_in_the_jupyter_stepper_opens_its_step_and_node(browse
         cells = page.locator(".jp-Notebook .jp-Cell")
         stepper = cells.nth(0).locator(".jp-OutputArea-output")
         expect(stepper.locator(".pl-header")).to_contain_text("#0 module")
-        stepper.locator(".lm-TabBar-tab", has_text="error map").click()
+        stepper.locator(".pl-tabs button[data-tab=error-map]").click()
         cell = stepper.locator("td.pl-map-first-cell")
         expect(cell).to_have_attribute("data-node", "main/subtract")
         cell.click()  # in the kernel: the step, the graph tab, the node; back in the page

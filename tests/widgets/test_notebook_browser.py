@@ -25,6 +25,22 @@ CELLS = [
 ]
 
 
+ROOM_JS = """(out) => {
+  const w = (s) => out.querySelector(s).getBoundingClientRect();
+  return {frame: w('.pl-frame').width, side: w('.pl-frame-side').width,
+          main: w('.pl-frame-main').width, graph: w('.plg').width, tabs: w('.pl-tabs').height,
+          bar: w('.pl-frame-bar').height, header: w('.pl-frame-bar .pl-header').height,
+          bar_tops: [...out.querySelectorAll('.pl-frame-bar button, .pl-frame-bar .pl-header')].map(
+            (b) => Math.round(b.getBoundingClientRect().top))};
+}"""
+
+
+def stepper_room(stepper) -> dict:
+    """Sizes in px of the stepper's parts (its frame, timeline column, step column, graph, tab
+    bar height, toolbar height and its header's, the tops of the toolbar's buttons)."""
+    return stepper.evaluate(ROOM_JS)
+
+
 @pytest.fixture
 def lab(tmp_path):
     """JupyterLab serving a notebook of CELLS: yields the URL opening it."""
@@ -58,6 +74,10 @@ def test_jupyterlab_renders_the_stepper_and_the_graph_view(lab, tmp_path):
             expect(stepper.locator(".pl-step-row.pl-current")).to_have_attribute("data-step", "6")
             expect(g.root.locator("g.plg-s-added").first).to_be_visible()
             expect(g.root.locator(".plg-mode")).to_be_visible()
+            # room: the step takes the cell's width beside the timeline, the tabs one row
+            room = stepper_room(stepper)
+            assert room["main"] >= room["frame"] - room["side"] - 16 and room["side"] <= 290
+            assert room["graph"] >= room["main"] - 2 and room["tabs"] < 36
             # a click in the browser runs in the kernel and the new step comes back
             stepper.locator("button", has_text="next").click()
             expect(stepper.locator(".pl-header")).to_contain_text("#7 dead-code-elimination")
@@ -84,6 +104,18 @@ def test_jupyterlab_renders_the_stepper_and_the_graph_view(lab, tmp_path):
             printed = cells.nth(2).locator(".jp-OutputArea-output")
             expect(printed).to_have_text("selected: 'main/matmul' | stepper at 5")
             page.screenshot(path=str(tmp_path / "jupyterlab.png"))
+            # a 1000 px window: the step goes under the timeline, as wide as the cell; the
+            # tab bar and the stepper's toolbar (prev, next, header) stay one row each
+            page.set_viewport_size({"width": 1000, "height": 1000})
+            page.wait_for_function(
+                "(el) => el.querySelector('.pl-frame').getBoundingClientRect().width < 800",
+                arg=stepper.element_handle(),
+            )
+            room = stepper_room(stepper)
+            assert room["main"] >= room["frame"] - 2 and room["graph"] >= room["main"] - 2
+            assert room["side"] >= room["frame"] - 2  # the timeline above it, as wide
+            tops = room["bar_tops"]  # prev, next and the header: one row
+            assert room["tabs"] < 36 and len(tops) == 3 and max(tops) - min(tops) <= 4
             assert problems == []
         finally:
             browser.close()

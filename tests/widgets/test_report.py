@@ -132,7 +132,7 @@ def test_unchanged_steps_reuse_the_graph_and_pieces_are_stored_once(convnext_tra
             owner = data["steps"][entry["owner"]]
             assert entry["plain"] and entry["graph"] == owner["graph"] and not owner["plain"]
             assert convnext_trace[entry["owner"]].shown_module is step.shown_module
-            assert entry["text"] == owner["text"]  # the same IR text, stored once
+            assert entry["panes"]["ir"] == owner["panes"]["ir"]  # the same IR text, stored once
         else:
             assert entry["owner"] == i
             assert graphs[entry["graph"]]["step"] == {"index": i, "name": step.name}
@@ -175,7 +175,7 @@ def test_failed_step_report(failed_trace):
     payload = payload_of(text, fail.index)
     failed = [n["id"] for n in payload["nodes"] if n.get("st") == "failed"]
     assert failed == [failed_id]
-    assert "pl-failed-line" in templates(text)[entry["text"]]
+    assert "pl-failed-line" in templates(text)[entry["panes"]["ir"]]
     assert "failed at #2 replica-lazy-transform-params" in text
 
 
@@ -212,7 +212,7 @@ def test_report_with_a_check_report(checked_trace):
     assert [("1 finding<" in r) for r in rows] == [False, False, True, False, False]
     data, pieces = data_of(text), templates(text)
     assert data["start"] == 2  # opens on the first finding
-    assert "layers.0 differs" in pieces[data["steps"][2]["numerics"]]
+    assert "layers.0 differs" in pieces[data["steps"][2]["panes"]["numerics"]]
     assert data["steps"][2]["finding"].startswith("diverged: ")
     assert "numerics" not in data_of(report_html(trace))["steps"][2]
     # the finding on the graph: the first divergence outlined, errors for the overlay
@@ -258,23 +258,37 @@ def test_large_model_report_stays_collapsed_and_small(base_trace):
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 @pytest.mark.parametrize(
-    "name", ["report", "graph_esm", "app_esm", "timeline.js", "layer_map.js", "map_view_esm"]
+    "name",
+    [
+        "report",
+        "graph_esm",
+        "app_esm",
+        "timeline.js",
+        "layer_map.js",
+        "map_view_esm",
+        "tabs_esm",
+        "tab_bar_esm",
+    ],
 )
 def test_front_end_scripts_parse(name, tmp_path):
-    from widgets.app import _graph_esm
+    from widgets.app_maps import _graph_esm
+    from widgets.frame import tabs_esm
     from widgets.graph_view import graph_esm
-    from widgets.stepper import MapView
+    from widgets.stepper import MapView, TabBar
 
     sources = {
         # what the report inlines, in its order (one classic script)
         "report": "\n".join(
-            (STATIC / f).read_text() for f in ("graph_layout.js", "graph.js", "report.js")
+            (STATIC / f).read_text()
+            for f in ("frame.js", "graph_layout.js", "graph.js", "report.js")
         ),
         "graph_esm": graph_esm(),  # the Jupyter GraphView's module
         "app_esm": _graph_esm(),  # the Panel GraphPane's module
         "timeline.js": (STATIC / "timeline.js").read_text(),
         "layer_map.js": (STATIC / "layer_map.js").read_text(),  # the Panel MapPane's module
         "map_view_esm": MapView._esm,  # the Jupyter MapView's: the same under a shim
+        "tabs_esm": tabs_esm(),  # the Panel TabBar's module
+        "tab_bar_esm": TabBar._esm,  # the Jupyter TabBar's
     }
     script = tmp_path / (name + ".js" if name == "report" else name.replace(".js", "") + ".mjs")
     script.write_text(sources[name])
