@@ -181,4 +181,6 @@ def test_param_bloat_names_the_rules_that_made_the_broadcast(bloat_trace):
     assert chain and chain[0].rewrite.rule.startswith("fold-constant/")
     expected = " -> ".join(f"{w.rewrite.rule} at #{w.step.index}" for w in reversed(chain))
     assert expected in finding.message
-    assert "made by rule" in finding.message
+    # the rule that made the broadcast, then the fold that baked it
+    assert [w.step.name for w in chain] == ["fold-constant", "replica-linear-broadcast"]
+    assert "made by rules replica-linear-broadcast/" in finding.message
