@@ -93,6 +93,23 @@ def test_a_crafted_rule_name_is_data_in_the_payload(trace):
         step.rewrites = saved
 
 
+def test_a_crafted_trace_file_renders_escaped(trace, tmp_path):
+    from tests.explorer.test_rewrites import _rewrite_manifest
+    from widgets.escape import esc
+
+    def change(step):
+        step["rewrites"][0][0] = EVIL  # the rule
+        step["rewrites"][0][1] = [EVIL]  # a matched node
+
+    path = trace.save(tmp_path / "t.passlens")
+    loaded = explorer.load(_rewrite_manifest(path, tmp_path / "evil.passlens", change))
+    out = tmp_path / "evil.html"
+    write_html(loaded, out)
+    text = out.read_text()
+    assert "<script>alert(1)</script>" not in text
+    assert esc(EVIL) in text  # in the rewrites pane, as text
+
+
 # ----- in the browser ---------------------------------------------------------------------------
 
 sync_api = pytest.importorskip("playwright.sync_api")
