@@ -37,6 +37,20 @@ def test_a_pass_step_lists_its_rules_with_counts_and_every_rewrite(trace):
         assert r.produced[0] in html and r.matched[0] in html
 
 
+def test_the_stepper_and_the_app_show_the_same_view(trace):
+    from widgets.app import PassApp
+    from widgets.stepper import PassStepper
+
+    step = trace["decompose-ops"]
+    for front, html_of in (
+        (PassStepper(trace), lambda pane: pane.value),
+        (PassApp(trace), lambda pane: pane.object),
+    ):
+        front.index = step.index
+        front.tab = "rewrites"
+        assert html_of(front.panes["rewrites"]) == tab_html(step, "rewrites")
+
+
 def test_steps_without_rewrites_say_so(trace):
     assert "rewrites are recorded for passes" in rewrites_html(trace.imported)
     dce = next(s for s in trace if s.kind == "pass" and not s.rewrites and not s.children)
