@@ -1,16 +1,15 @@
 """The ``rewrites`` view of a step: the rules its pass applied, with counts, and every rule
-application (matched nodes before, produced nodes after); a click on a rule shows only its
-rewrites (a click on "all rules" shows them all again).
+application (matched nodes before, produced nodes after); choosing a rule shows only its
+rewrites ("all rules" shows them all again).
 
-Self-contained HTML (the filter is an inline handler that works on row numbers, never on
-names), so the report, the Jupyter stepper and the Panel app show the same piece. Every name
+Self-contained HTML: the filter is a radio button per rule in the view's own form and CSS
+that works on rule numbers (``:has``), no script and no name in a selector, so the report,
+the Jupyter stepper and the Panel app show the same piece. Every name
 is escaped; long lists are cut (:data:`MAX_ROWS` rewrites, :data:`MAX_SHOWN_NAMES` names a
 cell).
 """
 
 from __future__ import annotations
-
-import html
 
 from explorer.rewrites import rule_counts
 from widgets.escape import esc
@@ -19,18 +18,26 @@ MAX_ROWS = 1000
 MAX_SHOWN_NAMES = 8
 MAX_NAME_CHARS = 120
 
-# show the rewrites of the clicked rule (data-rule: its row number; "" for all); the click
-# stays here (a front end's click on a table row opens the node of its first cell)
-_FILTER_JS = (
-    "event.stopPropagation();var b=this.closest('.pl-rewrites'),k=this.dataset.rule;"
-    "b.querySelectorAll('tr[data-r]').forEach(function(t){"
-    "t.style.display=(k===''||t.dataset.r===k)?'':'none'});"
-    "b.querySelectorAll('tr[data-rule]').forEach(function(t){"
-    "t.style.background=t.dataset.rule===k?'#e3f2fd':''});"
-    "var n=b.querySelector('.pl-rw-shown');if(n)n.textContent=this.dataset.label"
-)
-_FILTER = f'onclick="{html.escape(_FILTER_JS)}"'
-_ROW = "cursor:pointer"
+MAX_FILTERED_RULES = 200  # rules one can choose to filter by (the rest are listed)
+
+
+def _filter_css(n: int) -> str:
+    """The filter, in CSS alone (no handler, no name: rule numbers): the chosen radio of the
+    view's form hides the other rules' rows and their line of "Showing ..."."""
+    css = [
+        ".pl-rw-rules{border-collapse:collapse;font:12px/1.4 system-ui,sans-serif;margin:4px 0}",
+        ".pl-rw-rules td,.pl-rw-rules th{padding:2px 8px;border-bottom:1px solid #eee;"
+        "text-align:left}",
+        ".pl-rw-rules th{background:#f5f5f5}.pl-rw-rules td.num{text-align:right}",
+        ".pl-rw-rules label{cursor:pointer;display:block}",
+        ".pl-rw-rules tr:has(input:checked){background:#e3f2fd}",
+    ]
+    for k in ["all", *range(n)]:
+        chosen = f'.pl-rewrites:has(input[value="{k}"]:checked)'
+        if k != "all":
+            css.append(f'{chosen} tr[data-r]:not([data-r="{k}"]){{display:none}}')
+        css.append(f'{chosen} .pl-rw-shown:not([data-k="{k}"]){{display:none}}')
+    return "<style>" + "".join(css) + "</style>"
 
 
 _GONE = (
@@ -93,18 +100,22 @@ def rewrites_html(step, report=None) -> str:
     number = {rule: k for k, rule in enumerate(counts)}
     total = len(rewrites)
     all_label = f"all {_plural(total, 'rewrite')}"
+    filtered = list(counts)[:MAX_FILTERED_RULES]
+    radio = "<input type='radio' name='rule' value='{}'{}> "
     rule_rows = [
-        f"<tr data-rule='' data-label='{esc(all_label)}' {_FILTER} "
-        f"style='{_ROW};background:#e3f2fd'><td><i>all rules</i></td>"
+        f"<tr><td><label>{radio.format('all', ' checked')}<i>all rules</i></label></td>"
         f"<td class='num'>{total}</td></tr>"
     ]
+    shown = [f"<span class='pl-rw-shown' data-k='all'>{esc(all_label)}</span>"]
     for rule, n in counts.items():
-        label = f"{_plural(n, 'rewrite')} by {rule}"
+        k = number[rule]
+        choose = radio.format(k, "") if k < MAX_FILTERED_RULES else ""
         rule_rows.append(
-            f"<tr data-rule='{number[rule]}' data-label='{esc(label, 400)}' {_FILTER} "
-            f"style='{_ROW}' title='show only this rule&#x27;s rewrites'>"
-            f"<td>{esc(rule, 400)}</td><td class='num'>{n}</td></tr>"
+            f"<tr><td><label>{choose}{esc(rule, 400)}</label></td><td class='num'>{n}</td></tr>"
         )
+        if k < MAX_FILTERED_RULES:
+            label = f"{_plural(n, 'rewrite')} by {rule}"
+            shown.append(f"<span class='pl-rw-shown' data-k='{k}'>{esc(label, 400)}</span>")
     before = step.previous
     was = before.graph if before is not None else None
     body = []
@@ -124,18 +135,18 @@ def rewrites_html(step, report=None) -> str:
     )
     before_name = f"#{before.index} {esc(before.name)}" if before is not None else "the step before"
     return (
-        "<div class='pl-rewrites' style='font:13px sans-serif'>"
+        f"<form class='pl-rewrites' style='font:13px sans-serif'>{_filter_css(len(filtered))}"
         f"<p><b>#{step.index} {esc(step.name)}</b> applied {_plural(total, 'rewrite')} by "
-        f"{_plural(len(counts), 'rule')}. Click a rule to list only its rewrites.</p>"
-        "<table class='pl-table pl-rules'><thead><tr><th>rule</th><th>count</th></tr></thead>"
+        f"{_plural(len(counts), 'rule')}. Choose a rule to list only its rewrites.</p>"
+        "<table class='pl-rw-rules'><thead><tr><th>rule</th><th>count</th></tr></thead>"
         f"<tbody>{''.join(rule_rows)}</tbody></table>"
-        f"<p>Showing <span class='pl-rw-shown'>{esc(all_label)}</span>: each rewrite's node "
+        f"<p>Showing {''.join(shown)}: each rewrite's node "
         f"(what it produced; what it matched when it produced nothing), the nodes it matched in "
         f"{before_name} and the other nodes it produced (ids as the graph's details name them; "
         "grey: gone by the end of the pass).</p>"
         "<table class='pl-table pl-rewrite-list'><thead><tr><th>node</th><th>rule</th>"
         "<th>matched</th><th>also produced</th></tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table>{more}</div>"
+        f"<tbody>{''.join(body)}</tbody></table>{more}</form>"
     )
 
 

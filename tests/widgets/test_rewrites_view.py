@@ -29,9 +29,10 @@ def test_a_pass_step_lists_its_rules_with_counts_and_every_rewrite(trace):
     html = tab_html(step, "rewrites")
     assert "rewrites" in [v.key for v in views_for(trace)]
     assert "applied 3 rewrites by 1 rule" in html
-    # one row per rule (and "all rules"), its count; one row per application, tagged by rule
-    rules = re.findall(r"<tr data-rule='(\d*)'[^>]*><td>(.*?)</td><td class='num'>(\d+)", html)
-    assert rules == [("", "<i>all rules</i>", "3"), ("0", "decompose-ops/linear-to-matmul", "3")]
+    # one row per rule (and "all rules") with its radio and count; one row per application,
+    # tagged by its rule's number
+    rules = re.findall(r"value='(\w+)'[^>]*> (.*?)</label></td><td class='num'>(\d+)", html)
+    assert rules == [("all", "<i>all rules</i>", "3"), ("0", "decompose-ops/linear-to-matmul", "3")]
     assert html.count("<tr data-r='0'") == 3
     for r in step.rewrites:
         assert r.produced[0] in html and r.matched[0] in html
@@ -57,7 +58,7 @@ def test_steps_without_rewrites_say_so(trace):
     assert f"#{dce.index} {dce.name} applied no rewrite rule" in rewrites_html(dce)
 
 
-def test_the_filter_works_on_row_numbers_not_names():
+def test_the_filter_works_on_rule_numbers_not_names():
     class Step:  # a step of a crafted trace: only what the view reads
         index, name, kind, children, trace, previous = 3, EVIL, "pass", [], None, None
         rewrites = (make(EVIL + "/r", [EVIL], ["main/" + EVIL]), make("p/q", ["a"], ["b"]))
@@ -68,10 +69,12 @@ def test_the_filter_works_on_row_numbers_not_names():
     html = rewrites_html(Step())
     assert "<script>" not in html and "alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    # the inline filter compares data-rule / data-r numbers: no name inside a handler
-    handlers = re.findall(r'onclick="([^"]*)"', html)
-    assert handlers and all("alert" not in h and "script" not in h for h in handlers)
-    assert re.findall(r"data-rule='([^']*)'", html) == ["", "0", "1"]
+    # no handler at all; the filter's CSS names rule numbers only
+    assert not re.search(r"\son\w+=", html)
+    (css,) = re.findall(r"<style>(.*?)</style>", html, re.S)
+    assert "alert" not in css and "script" not in css and "p/q" not in css
+    assert re.findall(r"name='rule' value='(\w+)'", html) == ["all", "0", "1"]
+    assert re.findall(r"data-r='(\d+)'", html) == ["0", "1"]
 
 
 def test_the_details_say_why_a_node_changed(trace):
@@ -154,11 +157,16 @@ def test_filter_and_drawer_in_the_report(trace, tmp_path):
         page.click("button[data-tab='rewrites']")
         pane = page.locator("#pl-pane-rewrites")
         assert pane.locator("tr[data-r]:visible").count() == 4
-        pane.locator("tr[data-rule='1']").click()  # decompose-ops/other
+        assert pane.locator(".pl-rw-shown:visible").text_content() == "all 4 rewrites"
+        pane.locator("input[value='1']").check()  # decompose-ops/other
         assert pane.locator("tr[data-r]:visible").count() == 1
-        assert pane.locator(".pl-rw-shown").text_content() == ("1 rewrite by decompose-ops/other")
+        assert pane.locator(".pl-rw-shown:visible").text_content() == (
+            "1 rewrite by decompose-ops/other"
+        )
         assert page.locator("button[data-tab='rewrites']").get_attribute("class") == "pl-on"
-        pane.locator("tr[data-rule='']").click()
+        pane.get_by_text("decompose-ops/linear-to-matmul", exact=True).first.click()
+        assert pane.locator("tr[data-r]:visible").count() == 3
+        pane.locator("input[value='all']").check()
         assert pane.locator("tr[data-r]:visible").count() == 4
         # the drawer: why the folded weight changed
         page.click(f".pl-step-row[data-step='{fold.index}']")
