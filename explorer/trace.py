@@ -16,10 +16,9 @@ from typing import Any
 
 from compiler import passes
 from compiler.ir import Module, Printer
-from compiler.passes import SkippedPass, Snapshot
-from compiler.passes import collect_rewrites
+from compiler.passes import SkippedPass, Snapshot, collect_rewrites
+from explorer import rewrites
 from explorer.graph import GraphModel, graph_of_module
-from explorer.rewrites import step_rewrites
 from explorer.summary import trace_html, trace_text
 
 
@@ -142,7 +141,8 @@ class Step:
         self._texts: dict | None = None  # the backend's text views
         self._artifact_bytes: int | None = None
         self._executable: Any = None
-        self.rewrites: tuple = ()  # the rule applications of this pass (explorer.rewrites)
+        # the rule applications of this pass (explorer.rewrites): from its snapshot, or a file
+        self.rewrites = rewrites.step_rewrites(getattr(snapshot, "rewrites", ()))
 
     @property
     def failed(self) -> bool:
@@ -297,17 +297,8 @@ class Step:
             raise ValueError(f"step {self.index} ({self.name}) has no previous step to diff with")
         return diff(base, self)
 
-    def rewrites_of(self, node: str) -> list:
-        """This pass's rewrites that matched or produced ``node`` (see explorer.rewrites)."""
-        from explorer.rewrites import rewrites_of
-
-        return rewrites_of(self, node)
-
-    def why(self, node: str):
-        """Why ``node`` changed: the rule and the step that made it (explorer.rewrites.why)."""
-        from explorer.rewrites import why
-
-        return why(self, node)
+    rewrites_of = rewrites.rewrites_of  # (node) -> this pass's rewrites that matched / made it
+    why = rewrites.why  # (node) -> the rule and the step that made it, or None
 
     def __repr__(self) -> str:
         indent = "  " * self.depth
@@ -516,7 +507,7 @@ def pass_steps(snapshots: Sequence[Any], offset: int) -> list[Step]:
     """The pass steps of a run's snapshots (each a ``compiler.passes.Snapshot`` or one with
     its fields), numbered after the ``offset`` steps before them (source, import): what every
     adapter's recorder builds its trace from."""
-    steps = [
+    return [
         Step(
             offset + snap.index,
             "pass",
@@ -526,9 +517,6 @@ def pass_steps(snapshots: Sequence[Any], offset: int) -> list[Step]:
         )
         for snap in snapshots
     ]
-    for step, snap in zip(steps, snapshots, strict=True):
-        step.rewrites = step_rewrites(getattr(snap, "rewrites", ()))
-    return steps
 
 
 def input_tuple(example_inputs: Any) -> tuple | None:

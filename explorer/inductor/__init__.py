@@ -37,7 +37,6 @@ from typing import Any
 from compiler import PasslensError
 from explorer.inductor.module import FXModule, FXRef, FXState
 from explorer.inductor.record import GraphRecord
-from explorer.rewrites import step_rewrites
 
 
 class InductorError(PasslensError, RuntimeError):
@@ -198,7 +197,6 @@ def explore_inductor(
             steps.append(Step(i, "import", item.name, module=item.module, seconds=item.seconds))
         else:
             steps.append(Step(i, "pass", snapshot=item, parent=item.parent, children=item.children))
-            steps[-1].rewrites = step_rewrites(item.rewrites)  # pattern replacements
     run = InductorRun(
         recorder.graphs, compiled, dynamic, dict(options or {}), recorder.copies, extra
     )
