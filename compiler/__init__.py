@@ -1,4 +1,4 @@
-"""passlens's compiler core: IR, ops, frontends, passes, interpreter and backend."""
+"""passlens's compiler core: IR, ops, frontends, exporters, passes, interpreter and backend."""
 
 from compiler.errors import LimitError, PasslensError
 

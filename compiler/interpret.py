@@ -403,7 +403,11 @@ class _Evaluator:
                 out = memo.lookup(node, args)
                 if out is not None:
                     return out
-            out = get_op(node.op).compute(args, _resolved_attrs(node, self.env))
+            attrs = _resolved_attrs(node, self.env)
+            if node.op == "call_lowered":
+                out = self.kernel_call(node, args, attrs)
+            else:
+                out = get_op(node.op).compute(args, attrs)
             if isinstance(out, list):
                 out = tuple(out)
             return out if memo is None else memo.record(node, args, out)
@@ -433,6 +437,22 @@ class _Evaluator:
             out = sub.outputs
             return out if isinstance(self.module[node.func].output.ty, TupleType) else out[0]
         raise InterpretError(f"cannot evaluate {type(node).__name__}", node)
+
+    def kernel_call(self, node: Call, args: list, attrs) -> Any:
+        """Run a ``call_lowered`` with the kernel its module holds (compiled on first use)."""
+        from compiler.backend.kernels import KernelNotFound, module_kernels, opt_level_of
+        from compiler.ops.lowered import run_kernel
+
+        if self.module is None:
+            raise InterpretError(
+                "a kernel call runs only inside the module that holds its kernel", node
+            )
+        try:
+            level = opt_level_of(self.module)
+            compiled = module_kernels(self.module).compiled(attrs["kernel"], level)
+        except KernelNotFound as e:
+            raise InterpretError(str(e), node) from None
+        return run_kernel(compiled.runnable, args, attrs)
 
     def opaque(self, node: Call) -> Any:
         """Run an opaque op with its framework (torch, onnxruntime) and check that what it

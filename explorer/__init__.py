@@ -13,9 +13,10 @@ from compiler import LimitError, PasslensError
 from explorer.adapters import Adapter, adapter_names, get_adapter, register_adapter
 from explorer.compare import Comparison, compare
 from explorer.diff import Diff, diff
+from explorer.recording import trace_from_module
 from explorer.reduce import NotReproducible, ReduceError, Reduction
 from explorer.store import TraceFileError, load
-from explorer.trace import Step, Trace, trace_from_module
+from explorer.trace import Step, Trace
 
 
 def explore(
@@ -29,7 +30,7 @@ def explore(
     """Import ``source``, run ``pipeline`` with recording, and return the Trace of every step.
 
     ``compiler``: whose passes, an adapter's name (:func:`explorer.adapters.adapter_names`):
-    ``"passlens"`` (the default), passlens's own compiler, as :func:`explorer.trace.explore`
+    ``"passlens"`` (the default), passlens's own compiler, as :func:`explorer.recording.explore`
     (``pipeline`` default ``"default"``); Apache TVM's Relax passes
     (:func:`explorer.tvm.explore_tvm`: ``pipeline`` a Relax pipeline name, default ``"zero"``,
     a TVM pass or a list of passes; needs ``passlens[tvm]``); torch.compile's Dynamo graphs and

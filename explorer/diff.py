@@ -37,7 +37,7 @@ from explorer.params import (
 )
 
 if TYPE_CHECKING:
-    from explorer.trace import Step
+    from explorer.step import Step
 
 _SHOWN = 12  # lines per section in the text summary
 MAX_DIFF_LINES = 10_000

@@ -12,7 +12,7 @@ bytes are node attributes. Node data files next to it (the format of
 and, given a check report, by each node's max relative error against the reference; open them
 with ``model-explorer FILE.json --node_data_paths=A,B``.
 
-``format="onnx"``: the step's module as an ONNX file (``compiler.frontend.to_onnx``) for
+``format="onnx"``: the step's module as an ONNX file (``compiler.export.to_onnx``) for
 Netron; a step that cannot be written says which node and op stop it.
 
 Every name and string comes from the model: the JSON is written with ``json.dumps``
@@ -97,7 +97,8 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 def _write_onnx(step: Step, path: Path) -> Path:
-    from compiler.frontend import FrontendError, to_onnx
+    from compiler.export import to_onnx
+    from compiler.frontend import FrontendError  # what to_onnx raises (ExportError is one)
 
     module = step.shown_module
     where = f"step {step.index} ({step.name})"

@@ -1,5 +1,5 @@
 """passlens's own compiler as an explorer adapter (registered by ``explorer.adapters`` on
-first use): ``explorer.trace.explore`` records it, ``explorer.check.runner.Checker`` runs its
+first use): ``explorer.recording.explore`` records it, ``explorer.check.runner.Checker`` runs its
 steps with the interpreter (per-node values), ``explorer.reduce`` reduces its findings, and
 its modules are saved as IR (``explorer.store``)."""
 
@@ -16,7 +16,7 @@ class PasslensAdapter(Adapter):
     capabilities = frozenset({NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD})
 
     def record(self, source, example_inputs, pipeline, progress, **options):
-        from explorer.trace import explore
+        from explorer.recording import explore
 
         return explore(source, example_inputs, pipeline, progress, **options)
 

@@ -18,7 +18,7 @@ MAX_LINES = 600
 
 # the only places the explorer imports widgets (the CLI and serve are in passlens, above both)
 DISPLAY_HOOKS = {
-    ("explorer.trace", "Step._repr_html_"),
+    ("explorer.step", "Step._repr_html_"),
     ("explorer.trace", "Trace.to_html"),
     ("explorer.trace", "Trace.stepper"),
     ("explorer.check.param_map", "ParamMap._repr_html_"),

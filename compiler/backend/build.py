@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from compiler.backend import kernel_table
 from compiler.backend.codegen import JIT, host_target
+from compiler.backend.kernels import module_kernels, opt_level_of
 from compiler.backend.runtime import CompiledKernel, KernelInfo
 from compiler.errors import PasslensError
 from compiler.ir.nodes import (
@@ -290,14 +290,23 @@ class Executable:
     def __init__(
         self,
         plans: dict[str, dict],
-        kernels: dict[str, CompiledKernel],
+        objects: dict[str, bytes],
+        infos: dict[str, KernelInfo],
         params: dict[str, np.ndarray],
         module: Module | None = None,
         result: Any = None,
         seconds: float = 0.0,
     ):
         self.plans = plans
-        self.kernels = kernels
+        # the executable's own machine code: each kernel's object code loaded into an engine
+        # of its own, so no other executable shares it and it is freed with this one
+        self._objects = objects
+        self._jit = JIT()
+        for code in objects.values():
+            self._jit.add_object(code)
+        self.kernels: dict[str, CompiledKernel] = {
+            name: CompiledKernel(infos[name], self._jit.address, self._jit) for name in objects
+        }
         self.params = params
         self.module = module
         self.result = result  # the PassResult of the passes build ran (None when loaded)
@@ -487,16 +496,12 @@ class Executable:
         }
         with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
             z.writestr("plan.json", json.dumps(plan, indent=1))
-            for name in self.kernels:
-                z.writestr(f"code/{name}.o", self._object_code(name))
+            for name, code in self._objects.items():
+                z.writestr(f"code/{name}.o", code)
             for k, name in enumerate(names):
                 with z.open(f"params/{k}.npy", "w", force_zip64=True) as f:
                     np.save(f, np.asarray(self.params[name], order="C"), allow_pickle=False)
         return os.path.getsize(path)
-
-    def _object_code(self, name: str) -> bytes:
-        code = getattr(self, "_objects", {}).get(name)
-        return code if code is not None else kernel_table.compiled(name).object_code
 
 
 def _strip(plan: dict) -> dict:
@@ -516,24 +521,14 @@ def load(path: str | os.PathLike) -> Executable:
         target = host_target().describe()
         if plan["target"] != target:
             raise BuildError(f"{path} was built for {plan['target']}, this machine is {target}")
-        jit = JIT()
-        objects = {}
-        for name in plan["kernels"]:
-            objects[name] = z.read(f"code/{name}.o")
-            jit.add_object(objects[name])
-        kernels = {
-            name: CompiledKernel(KernelInfo.from_json(j), jit.address)
-            for name, j in plan["kernels"].items()
-        }
+        objects = {name: z.read(f"code/{name}.o") for name in plan["kernels"]}
+        infos = {name: KernelInfo.from_json(j) for name, j in plan["kernels"].items()}
         params = {}
         for name, member in plan["params"].items():
             arr = np.load(io.BytesIO(z.read(member)), allow_pickle=False)
             arr.flags.writeable = False
             params[name] = arr
-    exe = Executable(plan["functions"], kernels, params)
-    exe._jit = jit  # keeps the loaded machine code alive
-    exe._objects = objects
-    return exe
+    return Executable(plan["functions"], objects, infos, params)
 
 
 # ----- build -------------------------------------------------------------------------------------
@@ -586,8 +581,21 @@ def build(module: Module, pipeline: str | None = None, record: bool = True) -> E
         for name, fn in module.functions.items()
         if not fn.attrs.get("primitive", False)
     }
-    kernels = {name: kernel_table.compiled(name).runnable for name in sorted(builder.kernels)}
-    return Executable(plans, kernels, params, module, result, time.perf_counter() - start)
+    held = module_kernels(module)
+    try:
+        level = opt_level_of(module)  # the code codegen made (and checked), not another
+        compiled = {name: held.compiled(name, level) for name in sorted(builder.kernels)}
+    except KeyError as e:  # KernelNotFound: a module parsed or loaded without its kernels
+        raise BuildError(str(e)) from None
+    return Executable(
+        plans,
+        {name: c.object_code for name, c in compiled.items()},
+        {name: c.info for name, c in compiled.items()},
+        params,
+        module,
+        result,
+        time.perf_counter() - start,
+    )
 
 
 __all__ = ["BuildError", "Executable", "build", "load"]

@@ -357,10 +357,12 @@ def _size(d: L.Expr, env: dict[str, int]) -> int:
 
 
 class CompiledKernel:
-    """A kernel ready to run: its info and the compiled stage functions."""
+    """A kernel ready to run: its info and the compiled stage functions. ``owner`` is what
+    holds the machine code (a JIT engine): kept alive as long as the kernel is."""
 
-    def __init__(self, info: KernelInfo, address: Callable[[str], int]):
+    def __init__(self, info: KernelInfo, address: Callable[[str], int], owner: Any = None):
         self.info = info
+        self.owner = owner
         self.functions = {
             s.symbol: _STAGE_FN(address(s.symbol)) for s in info.steps if isinstance(s, LoopStep)
         }

@@ -4,10 +4,10 @@ IR from the loop IR, optimised at O3 so loops vectorise, JIT-loaded with MCJIT).
 The graph is unchanged; the module is marked with the target (``attrs["backend"]``) so the
 step is recorded as a change, and its time is the compilation time. A call legalize-ops left
 in the graph fails this pass, with the reason it could not be lowered. A module legalize-ops
-has not run on is left as it is. Kernels are compiled once
-per process (they are named by content), so a second build of an equal model is quick. The
-LLVM IR and the assembly of the step: ``compiler.backend.llvm_text(module)`` and
-``compiler.backend.assembly_text(module)``.
+has not run on is left as it is. The compiled code stays with the module's kernels (its
+``KernelSet``, shared by the modules of the run after legalize-ops), so building or running the
+result compiles nothing again. The LLVM IR and the assembly of the step:
+``compiler.backend.llvm_text(module)`` and ``compiler.backend.assembly_text(module)``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Codegen(Pass):
 
     def transform(self, module: Module, ctx: PassContext) -> Module:
         import compiler.backend.codegen as codegen
-        import compiler.backend.kernel_table as kernel_table
+        import compiler.backend.kernels as kernels
         from compiler.passes.legalize_ops import is_host_call, unlowered_reason
 
         if module.attrs.get("backend") != "loops":
@@ -52,11 +52,11 @@ class Codegen(Pass):
                             + (f": {reason}" if reason else " (run legalize-ops first)"),
                             node,
                         )
-        calls = kernel_table.kernel_calls(module)
-        for name, node in calls.items():
+        held = kernels.module_kernels(module)
+        for name, node in kernels.kernel_calls(module).items():
             try:
-                kernel_table.compiled(name, self.opt_level)
-            except (codegen.CodegenError, kernel_table.KernelNotFound) as e:
+                held.compiled(name, self.opt_level)
+            except (codegen.CodegenError, kernels.KernelNotFound) as e:
                 raise PassError(str(e), node) from None
         target = codegen.host_target().describe()
         return module.replace(attrs=module.attrs.with_(backend=f"llvm O{self.opt_level} {target}"))

@@ -55,8 +55,9 @@ input data may take (``nonzero``: an i64 per dim of each nonzero element). Such 
 size no type gives, is computed only when its inputs fit in ``max_bytes / 64``."""
 
 # Ops whose value must not be frozen into the module even with constant inputs (an opaque op
-# is run by its framework, never at compile time: it is a barrier to every pass).
-NOT_FOLDABLE: set[str] = {"opaque"}
+# is run by its framework, never at compile time: it is a barrier to every pass; a kernel call
+# runs with its module's kernel, which a lone call does not have).
+NOT_FOLDABLE: set[str] = {"opaque", "call_lowered"}
 
 
 def _has_symbols(value) -> bool:

@@ -17,7 +17,9 @@ visible, and the codegen pass fails on it with the reason, naming the op and whe
 from; with ``strict=true`` legalize-ops fails there itself. An opaque op (an op of the source
 model without a converter) stays as it is: the host calls its framework (torch or onnxruntime)
 between the kernels, as it runs ``nonzero``, so a compiled model holding one needs that
-framework where it runs. The kernels are listed by ``compiler.backend.lowered_text(module)``.
+framework where it runs. The module holds the kernels it calls (``module.attrs["kernels"]``,
+a ``compiler.backend.kernels.KernelSet``: no table outside it); they are listed by
+``compiler.backend.lowered_text(module)``.
 """
 
 from __future__ import annotations
@@ -94,15 +96,14 @@ def _determined_dims(args: list[Expr], like: Expr) -> set[str]:
     return out
 
 
-def lowered_call(kernel, args: list[Expr], like: Expr) -> Call | None:
-    """The ``call_lowered`` replacing ``like`` (same type, provenance and name hint); None
-    when the kernel would read no buffer (made from constants only: the host computes it)."""
-    from compiler.backend.kernel_table import register
-
+def lowered_call(kernel, args: list[Expr], like: Expr, kernels: dict) -> Call | None:
+    """The ``call_lowered`` replacing ``like`` (same type, provenance and name hint), its
+    kernel added to ``kernels`` (name -> kernel: what the module will hold); None when the
+    kernel would read no buffer (made from constants only: the host computes it)."""
     if not args:
         return None
 
-    register(kernel)
+    kernels.setdefault(kernel.name, kernel)
     libs = kernel.libraries
     attrs = {
         "kernel": kernel.name,
@@ -127,6 +128,7 @@ class _Legalizer:
         self.module = module
         self.pass_name = pass_name
         self.strict = strict
+        self.kernels: dict = {}  # name -> the kernels lowered so far (the module will hold them)
 
     def rule(self, node: Expr) -> Expr | None:
         """The lowered replacement of a binding (None: keep it)."""
@@ -174,7 +176,7 @@ class _Legalizer:
             )
         except self.lowering.LoweringError as e:
             raise self.error(str(e), node) from None
-        return lowered_call(kernel, args, node)
+        return lowered_call(kernel, args, node, self.kernels)
 
     def lower_tree(self, root: Expr, origin: Call) -> Expr:
         """Lower every call of a freshly built subgraph (its leaves are existing values)."""
@@ -228,7 +230,7 @@ class _Legalizer:
                 raise self.error(f"fused function @{node.func}: unmapped parameter", node)
         if not args:  # reads no buffer (its parameters only bind symbolic dims): inline it
             return self.inline(node, callee, params)
-        return lowered_call(kernel, args, node)
+        return lowered_call(kernel, args, node, self.kernels)
 
     def inline(self, node: FuncCall, callee, params: dict[int, Expr]) -> Expr:
         """The callee's ops in place of the call, each lowered on its own (an op with no
@@ -406,7 +408,7 @@ def _topk(node: Call, legalizer: _Legalizer) -> Expr:
         )
     except legalizer.lowering.LoweringError as e:
         raise legalizer.error(str(e), node) from None
-    indices = lowered_call(kernel, args, like)
+    indices = lowered_call(kernel, args, like, legalizer.kernels)
     if indices is None:  # a one-element constant: the host computes it
         prov = node.prov.with_pass(legalizer.pass_name)
         values, order = get_op("topk").compute([x.data], node.attrs)
@@ -447,5 +449,11 @@ class LegalizeOps(Pass):
         )
         if unchanged and module.attrs.get("backend") == "loops":
             return module
-        # marked even when nothing lowered, so codegen checks what was left
-        return Module(functions, module.attrs.with_(backend="loops"))
+        from compiler.backend.kernels import ATTR, kernel_calls, module_kernels
+
+        # the module holds the kernels it calls (those of an earlier lowering too); marked
+        # "loops" even when nothing lowered, so codegen checks what was left
+        lowered = Module(functions, module.attrs)
+        held = module_kernels(module).with_kernels(legalizer.kernels.values())
+        kernels = held.only(n for n in kernel_calls(lowered) if n in held)
+        return Module(functions, module.attrs.with_(backend="loops", **{ATTR: kernels}))

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.ir import Call, Module, structural_hash, verify
 from explorer.progress import Job
+from explorer.recording import explore
 from explorer.reduce.module import CannotBuild, Cut, Cutter, count_bindings
 from explorer.reduce.pipeline import Unit, spec_of, subtree
-from explorer.trace import explore
 
 if TYPE_CHECKING:
     from explorer.check import Finding, Report

@@ -87,11 +87,13 @@ def load(path: str | os.PathLike) -> Trace:
 
 
 def _relower(trace: Trace) -> None:
-    """Kernels live in the process that lowered them: make those a loaded trace calls again, by
-    running its legalize-ops steps on the modules they were given (lowering is deterministic
-    and kernels are named by content, so the same names come back). Compiled code is then
-    made when a kernel first runs. A kernel that does not come back stays missing: running it
-    says so. Only legalize-ops itself runs, whatever spec the file records (its options change
+    """A module holds its kernels, and a file keeps none: give a loaded trace's modules their
+    kernels again, by running its legalize-ops steps on the modules they were given (lowering
+    is deterministic and kernels are named by content, so the same names come back), then
+    giving every loaded module that calls them one set of those kernels (the step's module is
+    the same module with its kernels: same functions, same nodes). Compiled code is then made
+    when a kernel first runs. A kernel that does not come back stays missing: running it says
+    so. Only legalize-ops itself runs, whatever spec the file records (its options change
     whether it fails, not the kernels), so a file cannot make loading run other passes."""
     lowering = [
         s
@@ -99,18 +101,35 @@ def _relower(trace: Trace) -> None:
         if s.kind == "pass"
         and s.name == "legalize-ops"
         and not s.failed
-        and s.before is not None
-        and s.module is not None
+        and isinstance(s.before, Module)
+        and isinstance(s.module, Module)
     ]
     if not lowering:
         return
     from compiler import passes
-    from compiler.backend import is_registered, kernel_calls
+    from compiler.backend import KernelSet, missing_kernels, module_kernels, with_kernels
 
+    found = KernelSet()
     for s in lowering:
-        missing = [n for n in kernel_calls(s.module) if not is_registered(n)]
-        if missing:  # the pass by its name only: nothing else the file says is run
-            passes.run(s.before, "legalize-ops", record=False)
+        if missing_kernels(s.module):  # the pass by its name only: nothing else is run
+            result = passes.run(s.before, "legalize-ops", record=False)
+            found = found.with_kernels(module_kernels(result.module).values())
+    if not found:
+        return
+    held: dict[int, Module] = {}
+
+    def with_found(m: Any) -> Any:
+        if not isinstance(m, Module) or not missing_kernels(m):
+            return m
+        if id(m) not in held:
+            held[id(m)] = with_kernels(m, found)
+        return held[id(m)]
+
+    for s in trace.steps:  # one new module per loaded one, so steps still share theirs
+        if s.module is not None:
+            s.module = with_found(s.module)
+        if s.snapshot is not None and s.before is not None:
+            s.before = with_found(s.before)
 
 
 def read_manifest(path: str | os.PathLike) -> dict:

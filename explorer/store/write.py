@@ -279,7 +279,9 @@ class _Writer:
         if key not in self._module_ids:
             rec = {
                 "functions": [[name, self.function(fn)] for name, fn in m.functions.items()],
-                "attrs": _encode_attrs(m.attrs),
+                # not the kernels a lowered module holds (compiler.backend.kernels): loading
+                # lowers them again (explorer.store.read._relower)
+                "attrs": _encode_attrs({k: v for k, v in m.attrs.items() if k != "kernels"}),
             }
             self._alive.append(m)
             self._module_ids[key] = len(self.modules)

@@ -51,7 +51,9 @@ def explore_tvm(
             f"compiler='tvm' needs Apache TVM: pip install 'passlens[tvm]' (apache-tvm 0.27) ({e})"
         ) from None
     from explorer.progress import Job
-    from explorer.trace import Step, Trace, input_tuple, pass_steps
+    from explorer.recording import input_tuple, pass_steps
+    from explorer.step import Step
+    from explorer.trace import Trace
     from explorer.tvm.record import resolve_pipeline, run_pipeline
     from explorer.tvm.source import import_tvm_source
 

@@ -170,7 +170,7 @@ def test_onnx_export_opens_in_onnx(mlp, tmp_path):
 
 
 def test_onnx_errors_name_the_op(mlp, tmp_path, monkeypatch):
-    from compiler.frontend import onnx_export
+    from compiler.export import onnx as onnx_export
 
     monkeypatch.delitem(onnx_export.LOWERINGS, "linear")
     with pytest.raises(ExportError, match=r"step 0 \(module\) as ONNX: .*linear"):

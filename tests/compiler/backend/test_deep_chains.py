@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.backend import build, kernel_calls, kernel_table
+from compiler.backend import build, kernel_calls, module_kernels
 from compiler.backend.lowering import MAX_LAZY_CHAIN
 from compiler.interpret import run
 from compiler.ir import parse
@@ -24,7 +24,7 @@ def _kernel(exe):
     """The one kernel of a build (the whole chain fused into one group)."""
     legalized = next(s.module for s in exe.result.snapshots if s.pass_name == "legalize-ops")
     (name,) = kernel_calls(legalized)
-    return kernel_table.lookup(name)
+    return module_kernels(legalized)[name]
 
 
 def test_a_fused_chain_of_2000_elementwise_ops_compiles_and_matches():

@@ -664,7 +664,7 @@ def test_a_huge_block_size_allocates_nothing_big():
 
 @pytest.mark.parametrize("fold", [False, True])
 def test_quantized_modules_export_to_onnx_and_run_in_onnxruntime(fold):
-    from compiler.frontend.onnx_export import to_onnx
+    from compiler.export.onnx import to_onnx
 
     model, _ = _qdq_model(per_channel=True)
     module = from_onnx(model.SerializeToString())

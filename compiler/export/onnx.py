@@ -8,9 +8,14 @@ outer values directly, a call of another function of the module is inlined, and 
 gives several graph outputs. A symbolic dim used by an op (a reshape target ``[n, 128]``, an
 arange bound) is computed from the shape of a graph input that has it.
 
-Each ONNX node is named after its IR node (name hint, else op) and carries the IR node's
-provenance as ``metadata_props`` (``passlens.module``, ``passlens.op``, ``passlens.node``,
-``passlens.file``, ``passlens.pass``) and as its doc string, so Netron shows where it came from.
+Each ONNX node is named by the torch module path its IR node came from, the way
+torch.onnx.export names them: ``/stages.0/blocks.0/pwconv1/MatMul`` (a module path's numeric
+parts stay with the name before them, as torch's scopes do; a node without one is ``/MatMul``;
+repeats get ``_1``, ``_2``, ...). Netron and Model Explorer group and search by those
+namespaces, and ``from_onnx`` reads the module path back from them. Each node also carries its
+IR node's provenance as ``metadata_props`` (``passlens.module``, ``passlens.op``,
+``passlens.node``, ``passlens.file``, ``passlens.pass``) and as its doc string, so Netron shows
+where it came from. Its outputs are named after the IR node's name hint, else its op.
 """
 
 from __future__ import annotations
@@ -151,11 +156,12 @@ class Exporter:
             ir.op if isinstance(ir, Call) else op_type
         )
         outs = [self.unique(hint) for _ in range(outputs)]
+        scope = node_scope(ir.prov.module_path if ir is not None else None)
         node = helper.make_node(
             op_type,
             list(inputs),
             outs,
-            name=self.unique(f"{hint}/{op_type}"),
+            name=fresh_name(f"{scope}/{op_type}", self.used),
             **{k: v for k, v in attrs.items() if v is not None},
         )
         if ir is not None and not ir.prov.is_empty:
@@ -483,6 +489,30 @@ class Exporter:
             outputs.append(value_info(r, t))
         nodes = self.graphs.pop()
         return helper.make_graph(nodes, graph_name, inputs, outputs, self.initializers)
+
+
+_UNSAFE_IN_SCOPE = re.compile(r"[\s/\\\x00-\x1f\x7f]+")
+MAX_SCOPE_CHARS = 1000  # a module path longer than this (an untrusted model's) is cut
+
+
+def node_scope(module_path: str | None) -> str:
+    """The namespace part of an ONNX node name for a torch module path, as torch.onnx.export
+    writes it: ``stages.0.blocks.0.pwconv1`` -> ``/stages.0/blocks.0/pwconv1`` (a numeric part
+    stays with the name before it: ``stages.0`` is one scope); ``""`` for no path. Slashes,
+    whitespace and control characters inside a name become ``_``, so a name never makes a
+    namespace of its own."""
+    if not module_path:
+        return ""
+    scopes: list[str] = []
+    for part in module_path[:MAX_SCOPE_CHARS].split("."):
+        part = _UNSAFE_IN_SCOPE.sub("_", part)
+        if not part:
+            continue
+        if scopes and part.isdigit():
+            scopes[-1] = f"{scopes[-1]}.{part}"
+        else:
+            scopes.append(part)
+    return "".join(f"/{s}" for s in scopes)
 
 
 def _where(node: Expr) -> str:
@@ -1360,7 +1390,15 @@ def _topk(e, n, a):
     )
 
 
-__all__ = ["to_onnx", "ExportError", "LOWERINGS", "DEFAULT_OPSET"]
+__all__ = [
+    "DEFAULT_OPSET",
+    "LOWERINGS",
+    "MIN_OPSET",
+    "ExportError",
+    "lowers",
+    "node_scope",
+    "to_onnx",
+]
 
 
 # ----- quantization (quantize, dequantize) ------------------------------------------------

@@ -10,8 +10,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler import models
-from compiler.frontend import FrontendError, from_onnx, to_onnx
-from compiler.frontend.onnx_export import LOWERINGS
+from compiler.export import to_onnx
+from compiler.export.onnx import LOWERINGS
+from compiler.frontend import FrontendError, from_onnx
 from compiler.frontend.onnx_frontend import checkable
 from compiler.interpret import run
 from compiler.ir import If, parse, sym

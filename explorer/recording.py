@@ -1,0 +1,119 @@
+"""Recording: ``explore(source, example_inputs, pipeline)`` imports the source, runs the
+pipeline with the recorder and returns a :class:`~explorer.trace.Trace`.
+
+Its steps are: the source graph as the framework sees it (when the source is a framework
+model), the imported module, then every pass application (nested ones included, each with its
+depth; a failed one marked as failed). ``pass_steps`` turns a run's snapshots into steps: what
+every adapter's recorder builds its trace from.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from compiler import passes
+from compiler.ir import Module
+from explorer.progress import passes_job
+from explorer.sources import import_source
+from explorer.step import Step
+from explorer.trace import Trace
+
+
+def pass_steps(snapshots: Sequence[Any], offset: int) -> list[Step]:
+    """The pass steps of a run's snapshots (each a ``compiler.passes.Snapshot`` or one with
+    its fields), numbered after the ``offset`` steps before them (source, import): what every
+    adapter's recorder builds its trace from."""
+    return [
+        Step(
+            offset + snap.index,
+            "pass",
+            snapshot=snap,
+            parent=None if snap.parent is None else offset + snap.parent,
+            children=[offset + c for c in snap.children],
+        )
+        for snap in snapshots
+    ]
+
+
+def input_tuple(example_inputs: Any) -> tuple | None:
+    """Example inputs as a trace keeps them: a tuple (one value becomes a 1-tuple), or None."""
+    if isinstance(example_inputs, list):
+        return tuple(example_inputs)
+    if example_inputs is not None and not isinstance(example_inputs, tuple):
+        return (example_inputs,)
+    return example_inputs
+
+
+def trace_from_module(
+    module: Module,
+    pipeline: Any = "default",
+    source_step: Step | None = None,
+    import_seconds: float = 0.0,
+    import_name: str = "import",
+    progress: Any = None,
+    **meta: Any,
+) -> Trace:
+    """Run ``pipeline`` on an already imported module and build the trace (``progress``: as
+    for :func:`explore`)."""
+    steps: list[Step] = []
+    if source_step is not None:
+        source_step.index = 0
+        steps.append(source_step)
+    steps.append(Step(len(steps), "import", import_name, module=module, seconds=import_seconds))
+    job, instruments = passes_job(progress, pipeline)
+    try:
+        with passes.collect_rewrites():  # each snapshot gets its pass's rule applications
+            result = passes.run(module, pipeline, record=True, instruments=instruments)
+    except passes.PassesInterrupted as e:  # Ctrl-C: the trace of what ran, the rest skipped
+        result = e.result
+    finally:
+        job.close()
+    steps += pass_steps(result.snapshots, len(steps))
+    return Trace(
+        steps,
+        pipeline=result.pipeline.spec(),
+        skipped=result.skipped,
+        interrupted=result.interrupted,
+        **meta,
+    )
+
+
+def explore(
+    source: Any,
+    example_inputs: Any = None,
+    pipeline: Any = "default",
+    progress: Any = None,
+    strict: bool = False,
+    **frontend_options,
+) -> Trace:
+    """Import ``source`` (torch.nn.Module, ExportedProgram, ONNX path/bytes/ModelProto, IR
+    Module or IR text), run ``pipeline`` with recording, and return the Trace.
+
+    An operator passlens has no converter for becomes an opaque op, run by torch or
+    onnxruntime wherever a value is needed (the trace's summary lists them); ``strict=True``
+    refuses such a model at import instead (UnsupportedOperatorError).
+
+    ``progress``: a callback ``(done, total, pass name)`` before each pass, or what
+    :mod:`explorer.progress` shows (None: a bar in a terminal or in Jupyter once the passes
+    take a while, a line in CI logs for a long run; True: at once; False: nothing)."""
+    start = time.perf_counter()
+    if strict:
+        frontend_options["strict"] = True
+    imported = import_source(source, example_inputs, **frontend_options)
+    seconds = time.perf_counter() - start
+    example_inputs = input_tuple(example_inputs)
+    return trace_from_module(
+        imported.module,
+        pipeline,
+        source_step=None
+        if imported.source_graph is None
+        else Step(0, "source", imported.source_label, source_graph=imported.source_graph),
+        import_seconds=seconds,
+        import_name=imported.name,
+        progress=progress,
+        source=imported.source,
+        example_inputs=example_inputs,
+        frontend=imported.frontend,
+    )
