@@ -97,8 +97,9 @@ def rewrites_of(step: Any, node: str) -> list[Rewrite]:
 class Why:
     """Why a node is what it is: ``rewrite`` (its rule) fired in ``step``; ``how`` is
     ``produced`` (the rule made this node), ``reused`` (the rule put this existing node in
-    place of what it matched) or ``input`` (the rule made ``via``, an input of
-    this node, which the pass then rebuilt)."""
+    place of what it matched), ``input`` (the rule made ``via``, an input of this node,
+    which the pass then rebuilt) or ``put-input`` (the rule put the existing node ``via`` in
+    place of this node's input)."""
 
     step: Any
     rewrite: Rewrite
@@ -112,6 +113,10 @@ class Why:
             return f"rule {self.rewrite.rule} at {where} put it in place of {what}"
         if self.how == "input":
             return f"its input {self.via} was made by rule {self.rewrite.rule} at {where}"
+        if self.how == "put-input":
+            what = ", ".join(self.rewrite.matched) or "another node"
+            via, rule = self.via, self.rewrite.rule
+            return f"rule {rule} at {where} made {via} its input in place of {what}"
         return f"made by rule {self.rewrite.rule} at {where}"
 
 
@@ -176,7 +181,7 @@ def whys(step: Any) -> dict[str, str]:
         if found is None:
             continue
         lines = [str(found)]
-        if found.how != "input":
+        if found.how not in ("input", "put-input"):
             chain = origin(step, nid, limit=4)
             lines += [
                 f"from {src.rewrite.matched[0]}, {w2}"
@@ -194,11 +199,11 @@ def origin(step: Any, node: str, limit: int = 8) -> list[Why]:
     out: list[Why] = []
     while step is not None and len(out) < limit:
         w = why(step, node)
-        if w is None or w.how == "input" or not w.rewrite.matched:
-            if w is not None and w.how != "input":
-                out.append(w)
-            break
+        if w is None or w.how in ("input", "put-input"):
+            break  # no rule made it (an input's rule is not this node's)
         out.append(w)
+        if w.how == "reused" or not w.rewrite.matched:
+            break  # the node is older than the rule: what it matched is another story
         step, node = w.step.previous, w.rewrite.matched[0]
     return out
 
@@ -243,7 +248,9 @@ class _Whys:
                     self.inputs.setdefault(e.dst, []).append(e.src)
             for src in self.inputs.get(node, ()):
                 if src in self.produced:
-                    return Why(self.step, self.produced[src], "input", src)
+                    old = getattr(self.graph.nodes.get(src), "obj", None)
+                    how = "input" if id(old) not in _objects_before(self.step) else "put-input"
+                    return Why(self.step, self.produced[src], how, src)
         return None
 
 

@@ -100,6 +100,34 @@ def test_why_names_the_rule_and_the_step_that_made_a_node(mlp_trace):
     assert fold.why("main/x") is None
 
 
+FORWARDED = """
+def @main(%x: f32[2, 3]) -> f32[2, 3] attrs {num_input = 1} {
+  %a: f32[2, 3] = add(%x, %x)
+  %b: f32[2, 3] = reshape(%a, shape=[2, 3])
+  %c: f32[2, 3] = exp(%b)
+  return %c
+}
+"""
+
+
+def test_why_a_rule_that_reuses_a_node_does_not_claim_to_have_made_it():
+    trace = explorer.explore(parse(FORWARDED), pipeline="canonicalize-bindings", progress=False)
+    step = trace["canonicalize-bindings"]
+    (r,) = step.rewrites
+    assert (r.matched, r.produced) == (("main/b",), ("main/a",))  # the reshape forwarded to %a
+    w = step.why("main/a")
+    assert w.how == "reused"
+    assert (
+        str(w) == f"rule {r.rule} at #{step.index} canonicalize-bindings put it in place of main/b"
+    )
+    assert str(step.why("main/c")) == (
+        f"rule {r.rule} at #{step.index} canonicalize-bindings made main/a its input in place "
+        "of main/b"
+    )
+    assert origin(step, "main/a") == [w]  # the chain stops: %a is older than the rule
+    assert origin(step, "main/c") == []
+
+
 def test_rewrites_are_saved_and_loaded(mlp_trace, tmp_path):
     path = mlp_trace.save(tmp_path / "t.passlens")
     loaded = explorer.load(path)
