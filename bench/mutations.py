@@ -293,8 +293,8 @@ MUTATIONS: list[Mutation] = [
     M(
         "d2s-symbolic-shape-of",
         D2S,
-        "            if node.args[0].ty.is_static:",
-        "            if True:",
+        "return isinstance(node.args[0].ty, TensorType) and node.args[0].ty.is_static",
+        "return isinstance(node.args[0].ty, TensorType)",
         RULE_TESTS,
         "shape_of a symbolic shape folded",
     ),
@@ -355,8 +355,8 @@ MUTATIONS: list[Mutation] = [
     M(
         "fuse-not-into-reduce",
         FUSE,
-        "elif own <= BC and (dom <= INJ or dom == RED):",
-        "elif own <= BC and dom <= INJ:",
+        "m.own <= BC and (m.dom <= INJ or m.dom == RED)",
+        "m.own <= BC and m.dom <= INJ",
         RULE_TESTS,
     ),
     M(

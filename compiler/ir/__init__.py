@@ -24,10 +24,12 @@ from compiler.ir.nodes import (
     call,
     children,
     collect_bindings,
+    external_reads,
     function_constants,
     map_operands,
     operands,
     remap_operands,
+    substitute,
 )
 from compiler.ir.parser import ParseError, Parser, parse, parse_type
 from compiler.ir.printer import Printer, format_attr, print_function, print_module
@@ -80,10 +82,12 @@ __all__ = [
     "Var",
     "call",
     "collect_bindings",
+    "external_reads",
     "function_constants",
     "map_operands",
     "operands",
     "remap_operands",
+    "substitute",
     "sym",
     "tensor",
 ]

@@ -18,7 +18,6 @@ import numpy as np
 
 from compiler.ir.names import fresh_name
 from compiler.ir.nodes import (
-    Block,
     Constant,
     Expr,
     Function,
@@ -27,7 +26,7 @@ from compiler.ir.nodes import (
     children,
     collect_bindings,
     is_leaf,
-    remap_operands,
+    substitute,
 )
 from compiler.ir.provenance import Provenance
 
@@ -93,30 +92,9 @@ def close_over(
         v = Var(fresh_name(e.name or "captured", used), e.ty, e.prov)
         mapping[id(e)] = v
         extra.append(v)
-    bindings = _rebuild(collect_bindings([output], set(captured)), mapping)
+    bindings = substitute(collect_bindings([output], set(captured)), mapping)
     out = mapping.get(id(output), output)
     return Function([*params, *extra], bindings, out, attrs), list(captured.values())
-
-
-def _rebuild(bindings: Sequence[Expr], mapping: dict[int, Expr]) -> list[Expr]:
-    out = []
-    for b in bindings:
-        new = _remapped(b, mapping)
-        if new is not b:
-            mapping[id(b)] = new
-        out.append(new)
-    return out
-
-
-def _remapped(node: Expr, mapping: dict[int, Expr]) -> Expr:
-    new = remap_operands(node, mapping)
-    if isinstance(new, If):
-        blocks = []
-        for blk in (node.then_branch, node.else_branch):
-            bindings = _rebuild(blk.bindings, mapping)
-            blocks.append(Block(bindings, mapping.get(id(blk.result), blk.result)))
-        return new.replace(then_branch=blocks[0], else_branch=blocks[1])
-    return new
 
 
 class LoopError(ValueError):

@@ -490,6 +490,51 @@ def remap_operands(expr: Expr, mapping: Mapping[int, Expr]) -> Expr:
     return map_operands(expr, lambda e: mapping.get(id(e), e))
 
 
+def external_reads(node: Expr) -> list[Expr]:
+    """What ``node`` reads from outside itself: its operands, and for an If everything its
+    branches read that they do not bind themselves (Vars and Constants included)."""
+    if not isinstance(node, If):
+        return list(node.operands)
+    inner, reads = set(), [node.cond]
+    for blk in (node.then_branch, node.else_branch):
+        for b in blk.bindings:
+            reads.extend(r for r in external_reads(b) if id(r) not in inner)
+            inner.add(id(b))
+        if id(blk.result) not in inner:
+            reads.append(blk.result)
+    return reads
+
+
+def substitute(
+    bindings: Sequence[Expr],
+    mapping: dict[int, Expr],
+    on_binding: Callable[[Expr], None] | None = None,
+) -> tuple[Expr, ...]:
+    """``bindings`` reading ``mapping[id(old)]`` in place of each value ``old`` they read,
+    inside If branches too; ``mapping`` learns each rebuilt node. Unchanged nodes stay the
+    same objects. ``on_binding(node)`` is told of each binding first (to say where a failure
+    happened)."""
+    out = []
+    for node in bindings:
+        if on_binding is not None:
+            on_binding(node)
+        new = remap_operands(node, mapping)
+        if isinstance(new, If):
+            new = new.replace(
+                then_branch=_substitute_block(new.then_branch, mapping, on_binding),
+                else_branch=_substitute_block(new.else_branch, mapping, on_binding),
+            )
+        if new is not node:
+            mapping[id(node)] = new
+        out.append(new)
+    return tuple(out)
+
+
+def _substitute_block(blk: Block, mapping: dict[int, Expr], on_binding) -> Block:
+    bindings = substitute(blk.bindings, mapping, on_binding)
+    return blk.replace(bindings=bindings, result=mapping.get(id(blk.result), blk.result))
+
+
 def is_leaf(node: Expr) -> bool:
     """Leaves (Var, Constant) are never bound; every other expression is."""
     return isinstance(node, (Var, Constant))
@@ -726,6 +771,8 @@ __all__ = [
     "operands",
     "map_operands",
     "remap_operands",
+    "external_reads",
+    "substitute",
     "is_leaf",
     "collect_bindings",
     "function_constants",

@@ -47,7 +47,15 @@ from compiler.passes.pipeline import (
     register_alias,
     register_pipeline,
 )
-from compiler.passes.rules import Pattern, RewriteRecord, Rule, Rules, collect_rewrites
+from compiler.passes.rules import (
+    Pattern,
+    RewriteRecord,
+    Rule,
+    Rules,
+    collect_rewrites,
+    rule_table,
+    rule_tables,
+)
 from compiler.passes.runner import run
 
 __all__ = [
@@ -84,6 +92,8 @@ __all__ = [
     "register_pass",
     "register_pipeline",
     "rounds_as_decomposed",
+    "rule_table",
+    "rule_tables",
     "run",
     "transform_function",
     "weight_params",

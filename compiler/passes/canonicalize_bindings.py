@@ -10,7 +10,7 @@ from compiler.ir.nodes import Call, Module, Tuple, TupleGetItem
 from compiler.ir.types import TensorType
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
-from compiler.passes.rules import Rule, Rules, kind, op
+from compiler.passes.rules import Rule, Rules, kind, op, rule_table
 
 
 def _items_of_whole_tuple(t: Tuple, ctx=None) -> bool:
@@ -38,8 +38,9 @@ def _first_arg(n: Call, ctx=None):
     return n.args[0]
 
 
-RULES = (
-    Rule(  # (a, b)[0] -> a
+RULES = rule_table(
+    "canonicalize-bindings",
+    Rule(
         "item-of-tuple",
         kind(
             TupleGetItem,
@@ -47,22 +48,38 @@ RULES = (
             lambda n: (n.tuple_value,),
         ),
         lambda n, ctx: n.tuple_value.fields[n.index],
+        "(a, b)[0] -> a",
     ),
-    Rule(  # (t[0], t[1]) of a 2-tuple t -> t
+    Rule(
         "tuple-of-items",
         kind(Tuple, _items_of_whole_tuple, lambda n: tuple(n.fields)),
         lambda n, ctx: n.fields[0].tuple_value,
+        "(t[0], t[1]) of a 2-tuple t -> t",
     ),
-    Rule("identity", op("identity", where=lambda n, ctx: bool(n.args)), _first_arg),  # -> x
-    Rule(  # cast to the dtype it has -> x
+    Rule(
+        "identity",
+        op("identity", where=lambda n, ctx: bool(n.args)),
+        _first_arg,
+        "identity(x) -> x",
+    ),
+    Rule(
         "no-op-cast",
         op("cast", where=lambda n, ctx: bool(n.args) and n.args[0].ty == n.ty),
         _first_arg,
+        "cast(x) to the dtype x has -> x",
     ),
-    Rule(  # reshape / broadcast to its own static shape -> x
-        "no-op-reshape", op("reshape", "broadcast_to", where=_same_static_type), _first_arg
+    Rule(
+        "no-op-reshape",
+        op("reshape", "broadcast_to", where=_same_static_type),
+        _first_arg,
+        "reshape / broadcast_to(x) to x's own static shape -> x",
     ),
-    Rule("no-op-permute", op("permute_dims", where=_moves_nothing), _first_arg),  # -> x
+    Rule(
+        "no-op-permute",
+        op("permute_dims", where=_moves_nothing),
+        _first_arg,
+        "permute_dims(x) that moves no axis -> x",
+    ),
 )
 
 

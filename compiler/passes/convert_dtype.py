@@ -38,7 +38,7 @@ from compiler.ir.op_registry import get_op
 from compiler.ir.types import DType, TensorType, TupleType, Type, join_types
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import Rewriter, progress, rewrite_module
-from compiler.passes.rules import Rule, Rules, kind, op
+from compiler.passes.rules import Rule, Rules, kind, op, rule_table
 
 F32 = DType.float32
 
@@ -138,17 +138,33 @@ def _cast_at_call(node: FuncCall, c: Conversion) -> Expr | None:
     return cast_to(node.replace(args=tuple(args)), _retyped(node.ty, c.frm, c.to))
 
 
-CONVERT_RULES = (
-    # opaque(x) -> cast(opaque(cast(x, frm)), to): its framework runs it as recorded
-    Rule("opaque-between-casts", op("opaque"), _opaque),
-    # op(x: to, dtype=frm) -> op(x, dtype=to): the op computes in `to`
-    Rule("convert-call", op(where=_computes_in_frm), _convert_call),
-    # an op refusing `to` inputs -> cast(op(cast(x, frm)), to)
-    Rule("call-between-casts", op(where=_computes_in_frm), _call_between_casts),
-    # if: the type of its converted branches
-    Rule("retype-if", kind(If), _retype_if),
-    # call @f(x) -> cast(call @f(cast(x, frm)), to): the callee keeps its signature
-    Rule("cast-at-call", kind(FuncCall), _cast_at_call),
+CONVERT_RULES = rule_table(
+    "convert-dtype",
+    Rule(
+        "opaque-between-casts",
+        op("opaque"),
+        _opaque,
+        "opaque(x) -> cast(opaque(cast(x, f32))): its framework runs it as it was recorded",
+    ),
+    Rule(
+        "convert-call",
+        op(where=_computes_in_frm),
+        _convert_call,
+        "an op computing in f32 computes in the new dtype (dtype attributes too)",
+    ),
+    Rule(
+        "call-between-casts",
+        op(where=_computes_in_frm),
+        _call_between_casts,
+        "an op refusing the new dtype -> cast(op(cast(x, f32))): it runs in f32",
+    ),
+    Rule("retype-if", kind(If), _retype_if, "an If gets the type of its converted branches"),
+    Rule(
+        "cast-at-call",
+        kind(FuncCall),
+        _cast_at_call,
+        "call @f(x) -> cast(call @f(cast(x, f32))): the callee keeps its signature",
+    ),
 )
 
 
@@ -245,11 +261,12 @@ def _half(node: Call, p: ToMixedPrecision) -> Expr:
     return cast_to(result, node.ty)  # the rest of the graph stays float32
 
 
-MIXED_RULES = (
-    # conv2d(x: f32, w: f32) -> cast(conv2d(cast(x, f16), cast(w, f16), out_dtype), f32)
+MIXED_RULES = rule_table(
+    "to-mixed-precision",
     Rule(
         "heavy-op-in-half",
         op(*HEAVY_OPS, where=lambda n, p: any(_has_dtype(a.ty, F32) for a in n.args)),
         _half,
+        "conv2d(x, w) -> cast(conv2d(cast(x, f16), cast(w, f16), out_dtype), f32)",
     ),
 )

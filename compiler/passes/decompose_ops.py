@@ -27,7 +27,7 @@ from compiler.ir.types import DType, TensorType
 from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
-from compiler.passes.rules import Rule, Rules, op
+from compiler.passes.rules import Rule, Rules, op, rule_table
 
 
 def _op(op: str, *args: Expr, **attrs) -> Call:
@@ -111,15 +111,31 @@ def _known_ranks(node: Call, ctx=None) -> bool:
     return all(isinstance(a.ty, TensorType) and a.ty.shape is not None for a in node.args)
 
 
-def _rule(name: str, op_name: str, build: Callable[[Call], Expr | None]) -> Rule:
-    return Rule(name, op(op_name, where=_known_ranks), lambda n, ctx: build(n))
+def _rule(name: str, op_name: str, build: Callable[[Call], Expr | None], doc: str) -> Rule:
+    return Rule(name, op(op_name, where=_known_ranks), lambda n, ctx: build(n), doc)
 
 
-RULES = (
-    _rule("linear-to-matmul", "linear", _linear),  # linear -> matmul(x, W^T) + b
-    _rule("batch-norm-to-scale-shift", "batch_norm", _batch_norm),  # -> x * scale + shift
-    _rule("layer-norm-to-moments", "layer_norm", _layer_norm),  # -> (x - mean) * rsqrt(var+eps)
-    _rule("attention-to-softmax", "scaled_dot_product_attention", _attention),  # softmax(qk^T)v
+RULES = rule_table(
+    "decompose-ops",
+    _rule("linear-to-matmul", "linear", _linear, "linear(x, W, b) -> matmul(x, W^T) + b"),
+    _rule(
+        "batch-norm-to-scale-shift",
+        "batch_norm",
+        _batch_norm,
+        "batch_norm(x) -> x * scale + shift, from gamma, beta, mean and var",
+    ),
+    _rule(
+        "layer-norm-to-moments",
+        "layer_norm",
+        _layer_norm,
+        "layer_norm(x) -> (x - mean) * rsqrt(variance + eps) * gamma + beta",
+    ),
+    _rule(
+        "attention-to-softmax",
+        "scaled_dot_product_attention",
+        _attention,
+        "attention(q, k, v) -> softmax(q k^T * scale [+ mask]) v",
+    ),
 )
 
 DECOMPOSITIONS: dict[str, Callable[[Call], Expr | None]] = {

@@ -29,7 +29,7 @@ from compiler.passes.attribute_form import attribute_form
 from compiler.passes.fold_constant import fold_call
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import Rewriter
-from compiler.passes.rules import Rule, Rules, kind, op
+from compiler.passes.rules import Rule, Rules, kind, op, rule_table
 
 # A shape computation yields a small tensor; bigger integer tensors are data, not shapes.
 MAX_SHAPE_ELEMENTS = 1024
@@ -94,20 +94,29 @@ def _reinfer(node: Call, ctx=None) -> Expr | None:
 CONSTANT_IF = kind(If, lambda n, ctx: taken_branch(n) is not None, lambda n: (n.cond,))
 """An If whose condition is a constant (the replica of bug 3 rewrites these too)."""
 
-RULES = (
-    Rule("inline-constant-if", CONSTANT_IF, _inline),  # if true {a} else {b} -> a
-    Rule("join-if-type", kind(If), _join_if_type),  # if: the type its branches now agree on
-    Rule(  # small integer op(constants...) -> its value
-        "fold-shape-computation", op(), lambda n, ctx: fold_shape_computation(n)
+RULES = rule_table(
+    "dynamic-to-static",
+    Rule("inline-constant-if", CONSTANT_IF, _inline, "if true {a} else {b} -> a"),
+    Rule("join-if-type", kind(If), _join_if_type, "an If gets the type its branches agree on"),
+    Rule(
+        "fold-shape-computation",
+        op(),
+        lambda n, ctx: fold_shape_computation(n),
+        "a small integer op(constants...) -> its value",
     ),
-    Rule(  # shape_of(x) of a static x -> its shape
+    Rule(
         "shape-of-static",
         op("shape_of", where=_shape_of_static),
         lambda n, ctx: Constant(np.asarray(n.args[0].ty.shape, dtype=np.int64).reshape(-1)),
+        "shape_of(x) of a static x -> its shape",
     ),
-    # reshape(x, const) -> reshape(x, shape=[...]): the shape input as an attribute
-    Rule("attribute-form", op(), lambda n, ctx: attribute_form(n)),
-    Rule("reinfer-type", op(), _reinfer),  # a call's type, inferred again from its inputs
+    Rule(
+        "attribute-form",
+        op(),
+        lambda n, ctx: attribute_form(n),
+        "reshape(x, const) -> reshape(x, shape=[...]): a constant shape input as an attribute",
+    ),
+    Rule("reinfer-type", op(), _reinfer, "a call gets the type its inputs now give"),
 )
 
 

@@ -44,7 +44,7 @@ from compiler.ir.types import TensorType
 from compiler.passes.attribute_form import attribute_form
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import rewrite_function
-from compiler.passes.rules import Rule, Rules, kind, op
+from compiler.passes.rules import Rule, Rules, kind, op, rule_table
 
 DEFAULT_MAX_BYTES = 64 << 20
 """The largest value folded by default (64 MiB: a 4096 x 4096 f32 matrix)."""
@@ -269,20 +269,32 @@ def _constant_field(node: TupleGetItem, ctx=None) -> Expr | None:
     return field if isinstance(field, Constant) else None
 
 
-RULES = (
-    Rule(  # matmul(x, permute_dims(W)) of a shared W -> matmul(x, W, transpose_b)
+RULES = rule_table(
+    "fold-constant",
+    Rule(
         "read-shared-transpose",
-        op("matmul", where=lambda n, c: id(n.args[1]) in c.transposes, also=lambda n: (n.args[1],)),
+        op(
+            "matmul",
+            where=lambda n, c: id(n.args[1]) in c.transposes,
+            also=lambda n: (n.args[1],),
+        ),
         lambda n, c: read_transposed(n, c.transposes),
+        "matmul(x, permute_dims(W)) of a W read elsewhere too -> matmul(x, W, transpose_b)",
     ),
-    Rule(  # op(constants...) -> constant (a shared transpose stays: read transposed above)
-        "fold-call", op(where=lambda n, c: id(n) not in c.transposes), _fold
+    Rule(
+        "fold-call",
+        op(where=lambda n, c: id(n) not in c.transposes),
+        _fold,
+        "op(constants...) -> a new named constant (its value)",
     ),
-    Rule(  # (c, x)[0] -> c for a constant c
+    Rule(
         "fold-tuple-item",
         kind(
-            TupleGetItem, lambda n, c: isinstance(n.tuple_value, Tuple), lambda n: (n.tuple_value,)
+            TupleGetItem,
+            lambda n, c: isinstance(n.tuple_value, Tuple),
+            lambda n: (n.tuple_value,),
         ),
         _constant_field,
+        "(c, x)[0] -> c for a constant c",
     ),
 )

@@ -15,7 +15,7 @@ inline; constants stay inside the fused function; ``primitive`` functions are le
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from compiler.ir.nodes import (
     Call,
@@ -23,10 +23,10 @@ from compiler.ir.nodes import (
     Expr,
     FuncCall,
     Function,
-    If,
     Module,
     Var,
-    remap_operands,
+    external_reads,
+    substitute,
 )
 from compiler.ir.op_registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, REDUCE, get_op
 from compiler.ir.symbolic import SymExpr
@@ -34,7 +34,7 @@ from compiler.ir.types import TensorType, TupleType
 from compiler.ir.verify import symbols_of
 from compiler.passes import rules
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rules import Rule, Rules, kind
+from compiler.passes.rules import Rule, Rules, kind, rule_table
 
 # TVM's OpPatternKind order: a pattern "at most injective" is one with a rank <= INJ.
 EW, BC, INJ, RED, ANC, OPQ = 0, 1, 2, 3, 4, 8
@@ -46,19 +46,6 @@ def node_pattern(node: Expr) -> int:
     if not isinstance(node, Call) or not isinstance(node.ty, TensorType):
         return OPQ
     return _RANK[get_op(node.op).pattern]
-
-
-def _reads(node: Expr) -> list[Expr]:
-    """The values a binding reads, including those its If branches read from outside."""
-    if not isinstance(node, If):
-        return list(node.operands)
-    inner, out = set(), [node.cond]
-    for blk in (node.then_branch, node.else_branch):
-        for b in blk.bindings:
-            inner.add(id(b))
-            out.extend(_reads(b))
-        out.append(blk.result)
-    return [e for e in out if id(e) not in inner]
 
 
 class _Fuser:
@@ -74,7 +61,7 @@ class _Fuser:
         self.outputs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         self.extern = [id(b) == id(fn.output) for b in self.nodes]
         for i, node in enumerate(self.nodes):
-            for a in _reads(node):
+            for a in external_reads(node):
                 j = index.get(id(a))
                 if j is None or any(c == i for c, _ in self.outputs[j]):
                     continue
@@ -164,8 +151,7 @@ class _Fuser:
         return sorted((m for m in by_root.values() if len(m) > 1), key=lambda m: m[-1])
 
 
-@dataclass(frozen=True)
-class Merge:
+class Merge(NamedTuple):
     """A candidate merge: node ``node`` (of fusion rank ``own``) joining the group of its
     immediate post-dominator, reached through ops of rank at most ``dom``, in ``phase``."""
 
@@ -179,43 +165,27 @@ def _merge(ok):
     return lambda m, fuser: fuser.fuse(m.node, ok)
 
 
-MERGES = (
-    # conv2d -> add -> relu: an anchor takes the elementwise / broadcast ops after it
+MERGES = rule_table(
+    "fuse-ops",
     Rule(
         "anchor-with-epilogue",
         kind(Merge, lambda m, f: m.own == ANC and m.phase == 0 and m.dom == EW),
         _merge(lambda k, is_sink: k <= BC),
+        "conv2d -> add -> relu: an anchor op takes the elementwise ops after it",
     ),
-    # add -> sum, add -> reshape, add -> conv2d: an elementwise op joins what it feeds
     Rule(
         "elemwise-into-consumer",
         kind(Merge, lambda m, f: m.own <= BC and (m.dom <= INJ or m.dom == RED)),
         _merge(lambda k, is_sink: k <= (ANC if is_sink else INJ)),
+        "add -> sum / reshape / conv2d: an elementwise op joins the group it feeds",
     ),
-    # reshape -> transpose -> ...: an injective chain (phase 1)
     Rule(
         "injective-chain",
         kind(Merge, lambda m, f: m.own == INJ and m.phase == 1),
         _merge(lambda k, is_sink: k <= INJ),
+        "reshape -> transpose -> ...: injective ops make one group",
     ),
 )
-
-
-def _substitute(node: Expr, mapping: dict[int, Expr]) -> Expr:
-    """``node`` with operands (and values read inside If branches) replaced via ``mapping``."""
-    new = remap_operands(node, mapping)
-    if isinstance(new, If):
-        branches = [
-            b.replace(
-                bindings=tuple(_substitute(x, mapping) for x in b.bindings),
-                result=mapping.get(id(b.result), b.result),
-            )
-            for b in (new.then_branch, new.else_branch)
-        ]
-        new = new.replace(then_branch=branches[0], else_branch=branches[1])
-    if new is not node:
-        mapping[id(node)] = new
-    return new
 
 
 def _unique(base: str, used: set[str]) -> str:
@@ -309,7 +279,7 @@ def _outline(fn: Function, nodes: list[Expr], members: list[int], name: str, pas
     names: set[str] = set()
     for k, a in enumerate(inputs.values()):
         mapping[id(a)] = Var(_unique(a.name or f"p{k}", names), a.ty, prov=a.prov)
-    body = [_substitute(nodes[i], mapping) for i in members]
+    body = list(substitute([nodes[i] for i in members], mapping))
     attrs = {"primitive": True, "private": True}
     prov = nodes[members[-1]].prov.with_pass(pass_name)
     params = [mapping[id(a)] for a in inputs.values()]
@@ -346,7 +316,7 @@ def fuse_function(
             mapping[id(node)] = FuncCall(name, args, ty, prov=prov, name=node.name)
             bindings.append(mapping[id(node)])
         elif i not in skipped:
-            bindings.append(_substitute(node, mapping))
+            bindings.extend(substitute((node,), mapping))
     output = mapping.get(id(fn.output), fn.output)
     if rules.recording():
         last = {fuser.find(m[-1]): m[-1] for m in fuser.groups()}

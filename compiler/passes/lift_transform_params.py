@@ -24,16 +24,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from compiler.ir.nodes import (
-    Block,
     Constant,
     Expr,
     Function,
-    If,
     Module,
     Tuple,
     Var,
-    remap_operands,
+    external_reads,
 )
+from compiler.ir.nodes import substitute as ir_substitute
 from compiler.ir.provenance import Provenance
 from compiler.ops.lazy_params import SIDE_EFFECT_OPS
 from compiler.passes import rewrite
@@ -41,42 +40,13 @@ from compiler.passes.calling import TRANSFORM_PARAMS_OF
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 
 
-def external_reads(node: Expr) -> list[Expr]:
-    """What ``node`` reads from outside itself: its operands, and for an If everything its
-    branches read that they do not bind themselves (Vars and Constants included)."""
-    if not isinstance(node, If):
-        return list(node.operands)
-    inner, reads = set(), [node.cond]
-    for blk in (node.then_branch, node.else_branch):
-        for b in blk.bindings:
-            reads.extend(r for r in external_reads(b) if id(r) not in inner)
-            inner.add(id(b))
-        if id(blk.result) not in inner:
-            reads.append(blk.result)
-    return reads
-
-
 def substitute(bindings: tuple[Expr, ...], mapping: dict[int, Expr]) -> tuple[Expr, ...]:
-    """``bindings`` with operands replaced through ``mapping``, inside If branches too;
-    ``mapping`` learns each rebuilt node. Unchanged nodes stay the same objects."""
-    out = []
-    for node in bindings:
-        rewrite.progress.node = node
-        new = remap_operands(node, mapping)
-        if isinstance(new, If):
-            new = new.replace(
-                then_branch=_substitute_block(new.then_branch, mapping),
-                else_branch=_substitute_block(new.else_branch, mapping),
-            )
-        if new is not node:
-            mapping[id(node)] = new
-        out.append(new)
-    return tuple(out)
+    """``compiler.ir.substitute``, telling the pass manager which binding is being rebuilt."""
+    return ir_substitute(bindings, mapping, _working_on)
 
 
-def _substitute_block(blk: Block, mapping: dict[int, Expr]) -> Block:
-    bindings = substitute(blk.bindings, mapping)
-    return blk.replace(bindings=bindings, result=mapping.get(id(blk.result), blk.result))
+def _working_on(node: Expr) -> None:
+    rewrite.progress.node = node
 
 
 def _classify(fn: Function) -> tuple[set[int], set[int]]:

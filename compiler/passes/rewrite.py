@@ -65,11 +65,11 @@ def with_provenance(
         memo[id(e)] = out
         return out
 
-    out = visit(expr)
+    root = out = visit(expr)
     if name and not out.name and not is_leaf(out) and id(out) not in known:
         out = out.replace(name=name)
     if fresh is not None:
-        fresh.extend(e for e in memo.values() if e is not out and not is_leaf(e))
+        fresh.extend(e for e in memo.values() if e is not root and not is_leaf(e))
     return out
 
 

@@ -6,11 +6,16 @@ returns the replacement of a matched node, or None to leave it (the next rule of
 then tried). A pass built from rules hands its table to the rewriter as :class:`Rules`, which
 tries, for each binding, the rules whose pattern matches, in table order::
 
-    RULES = (
-        Rule("identity", op("identity"), lambda n, ctx: n.args[0]),  # identity(x) -> x
+    RULES = rule_table(  # registered: rule_tables() lists every pass's rules
+        "canonicalize-bindings",
+        Rule("identity", op("identity"), lambda n, ctx: n.args[0], "identity(x) -> x"),
         ...
     )
-    rewrite_module(module, lambda name, fn: Rules("canonicalize-bindings", RULES), pass_name)
+    rules = Rules("canonicalize-bindings", RULES, ctx)  # ctx: options and state of one run
+    rewrite_module(module, lambda name, fn: rules, pass_name)
+
+A pass that is not a walk of the rewriter (fuse-ops' merges) applies its table with
+``Rules.fire`` and records what happened with :func:`note`.
 
 Inside :func:`collect_rewrites` every rule application of every pass run on this thread
 (this context) appends a :class:`RewriteRecord`: the rule (``pass/rule``), the nodes it matched
@@ -67,15 +72,37 @@ def kind(cls: type, where=None, also=None) -> Pattern:
 @dataclass(frozen=True)
 class Rule:
     """A named local rewrite: ``rewrite(node, ctx)`` for a node ``pattern`` matches returns its
-    replacement (new nodes over its operands, or an existing value), or None to keep it."""
+    replacement (new nodes over its operands, or an existing value), or None to keep it.
+    ``doc`` says what it does in one line (``identity(x) -> x``), for views and listings."""
 
     name: str
     pattern: Pattern
     rewrite: Rewrite
+    doc: str = ""
 
     def __post_init__(self):
         if not self.name or "/" in self.name:
             raise ValueError(f"a rule needs a name without '/', got {self.name!r}")
+
+
+_TABLES: dict[str, tuple[Rule, ...]] = {}
+
+
+def rule_table(pass_name: str, *rules: Rule) -> tuple[Rule, ...]:
+    """Register ``rules`` as the rule table of pass ``pass_name`` (what :func:`rule_tables`
+    lists), tried in this order; returns them."""
+    names = [r.name for r in rules]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"{pass_name}: rules named twice: {', '.join(dup)}")
+    _TABLES[pass_name] = rules
+    return rules
+
+
+def rule_tables() -> dict[str, tuple[Rule, ...]]:
+    """The rule table of every pass built from rules, by pass name (a record's rule is
+    ``pass/rule`` of one of these)."""
+    return dict(_TABLES)
 
 
 class Rules:
@@ -283,11 +310,8 @@ def finish_frame(frame: _Frame, before: Module, after: Module) -> list[RewriteRe
 
 
 def _unique(names) -> tuple[str, ...]:
-    out: list[str] = []
-    for n in names:
-        if n is not None and n not in out:
-            out.append(n)
-    return tuple(out)
+    """The names given (None left out), each once, in order."""
+    return tuple(dict.fromkeys(n for n in names if n is not None))
 
 
 __all__ = [
@@ -296,6 +320,8 @@ __all__ = [
     "Rule",
     "Rules",
     "collect_rewrites",
+    "rule_table",
+    "rule_tables",
     "kind",
     "op",
     "recording",

@@ -32,6 +32,7 @@ from compiler.ir import (
     Type,
     Var,
     format_attr,
+    operands,
 )
 from explorer.adapters import get_adapter
 from explorer.store.checks import MEMBER as REPORT_MEMBER
@@ -452,17 +453,11 @@ class _Writer:
 
 def _parts(obj: Any) -> tuple:
     """What an IR object refers to (written before it)."""
-    if isinstance(obj, (Call, FuncCall)):
-        return obj.args
-    if isinstance(obj, Tuple):
-        return obj.fields
-    if isinstance(obj, TupleGetItem):
-        return (obj.tuple_value,)
     if isinstance(obj, If):
         return (obj.cond, obj.then_branch, obj.else_branch)
     if isinstance(obj, Block):
         return (*obj.bindings, obj.result)
-    return ()
+    return operands(obj) if isinstance(obj, Expr) else ()
 
 
 _MIN_DERIVED = 64  # smaller arrays are stored as they are

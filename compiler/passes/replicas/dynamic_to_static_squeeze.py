@@ -26,7 +26,7 @@ from compiler.ir.nodes import Call, Expr, If
 from compiler.ir.types import TensorType
 from compiler.passes.dynamic_to_static import CONSTANT_IF, DynamicToStatic, taken_branch
 from compiler.passes.manager import register_pass
-from compiler.passes.rules import Pattern, Rule
+from compiler.passes.rules import Pattern, Rule, rule_table
 
 
 def faulty_squeeze_type(squeeze: Call) -> TensorType:
@@ -58,7 +58,7 @@ def _misannotated_squeeze(node: If, ctx: ReplicaDynamicToStaticSqueeze) -> Expr:
     return result.replace(ty=faulty_squeeze_type(result), prov=result.prov.with_pass(ctx.name))
 
 
-FAULTY_RULE = Rule(  # if true {squeeze(x)} -> squeeze(x) annotated with the reported shape
+FAULTY_RULE = Rule(
     "inline-squeeze-misannotated",
     Pattern(
         If,
@@ -67,6 +67,8 @@ FAULTY_RULE = Rule(  # if true {squeeze(x)} -> squeeze(x) annotated with the rep
         CONSTANT_IF.also,
     ),
     _misannotated_squeeze,
+    "FAULTY (replica): if true {squeeze(x)} -> squeeze(x) annotated with the shape TVM's report "
+    "saw",
 )
 
 
@@ -77,4 +79,6 @@ class ReplicaDynamicToStaticSqueeze(DynamicToStatic):
     upstream report saw (the symptom; the cause is replica-relay-onnx-if)."""
 
     name: ClassVar[str] = "replica-dynamic-to-static-squeeze"
-    rules: ClassVar[tuple[Rule, ...]] = (FAULTY_RULE, *DynamicToStatic.rules)
+    rules: ClassVar[tuple[Rule, ...]] = rule_table(
+        "replica-dynamic-to-static-squeeze", FAULTY_RULE, *DynamicToStatic.rules
+    )

@@ -26,7 +26,7 @@ from compiler.ir.nodes import Call, Expr, Module
 from compiler.ir.types import TensorType
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
-from compiler.passes.rules import Rule, Rules, op
+from compiler.passes.rules import Rule, Rules, op, rule_table
 
 
 def broadcast_linear(node: Call) -> Expr | None:
@@ -48,12 +48,15 @@ def broadcast_linear(node: Call) -> Expr | None:
     return y
 
 
-BROADCAST_WEIGHT = Rule(  # linear(x, W, b) -> matmul(x, broadcast_to(W^T, batch+(in, out))) + b
-    "linear-with-broadcast-weight", op("linear"), lambda n, ctx: broadcast_linear(n)
+BROADCAST_WEIGHT = Rule(
+    "linear-with-broadcast-weight",
+    op("linear"),
+    lambda n, ctx: broadcast_linear(n),
+    "FAULTY (replica): linear(x, W, b) -> matmul(x, broadcast_to(W^T, batch + (in, out))) + b",
 )
 """The faulty rule: the broadcast it makes is what fold-constant turns into copies of W."""
 
-RULES = (BROADCAST_WEIGHT,)
+RULES = rule_table("replica-linear-broadcast", BROADCAST_WEIGHT)
 
 
 @register_pass

@@ -46,7 +46,7 @@ from compiler.ir.provenance import Provenance
 from compiler.ir.types import TensorType
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
-from compiler.passes.rules import Rule, Rules, kind
+from compiler.passes.rules import Rule, Rules, kind, rule_table
 
 
 def _rank(e: Expr) -> int | None:
@@ -100,9 +100,14 @@ def unify_ranks(node: If, pass_name: str = "replica-relay-onnx-if") -> If | None
     return If(node.cond, then_b, low, prov=node.prov, name=node.name)
 
 
-RULES = (
-    # if c {low} else {high} of different ranks -> if c {broadcast_to_like(low, high)} else {high}
-    Rule("broadcast-branch-to-like", kind(If), lambda n, p: unify_ranks(n, p.name)),
+RULES = rule_table(
+    "replica-relay-onnx-if",
+    Rule(
+        "broadcast-branch-to-like",
+        kind(If),
+        lambda n, p: unify_ranks(n, p.name),
+        "FAULTY (replica): the branch of lower rank -> broadcast_to_like(it, the other's result)",
+    ),
 )
 
 
