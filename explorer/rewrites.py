@@ -8,7 +8,8 @@ whose ``produced`` nodes are node ids of the step itself. Other compilers' recor
 Rewrites the same way (Inductor's pattern-matcher replacements, named by their pattern).
 
 - ``step.rewrites``: the step's rewrites, in order;
-- :func:`rule_counts`: each rule with its number of applications;
+- :func:`rule_counts`: each rule with its number of applications; :func:`rule_doc` what a
+  rule does;
 - :func:`rewrites_of` (``step.rewrites_of(node)``): the rewrites of a step that matched or
   produced a node;
 - :func:`why` (``step.why(node)``): why a node of a step is what it is: the rule and the step
@@ -22,6 +23,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from compiler import passes
 
 MAX_NAMES = 64  # nodes a rewrite keeps per side (a bigger match is cut, and says so)
 
@@ -85,6 +88,14 @@ def rule_counts(rewrites: Iterable[Rewrite]) -> dict[str, int]:
     """Each rule with how many times it fired, the most frequent first (ties: first seen)."""
     counts = Counter(r.rule for r in rewrites)
     return dict(counts.most_common())
+
+
+def rule_doc(rule: str) -> str:
+    """What a rule does, in one line (``compiler.passes.rule_tables``), for ``pass/rule``;
+    "" for a rule no table of this passlens has (another compiler's pattern, an old file)."""
+    pass_name, _, name = rule.partition("/")
+    table = passes.rule_tables().get(pass_name, ())
+    return next((r.doc for r in table if r.name == name), "")
 
 
 def rewrites_of(step: Any, node: str) -> list[Rewrite]:
@@ -264,6 +275,7 @@ __all__ = [
     "node_id",
     "rewrites_of",
     "rule_counts",
+    "rule_doc",
     "step_rewrites",
     "why",
     "whys",

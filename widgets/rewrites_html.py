@@ -11,7 +11,7 @@ cell).
 
 from __future__ import annotations
 
-from explorer.rewrites import rule_counts
+from explorer.rewrites import rule_counts, rule_doc
 from widgets.escape import esc
 
 MAX_ROWS = 1000
@@ -29,7 +29,7 @@ def _filter_css(n: int) -> str:
         ".pl-rw-rules td,.pl-rw-rules th{padding:2px 8px;border-bottom:1px solid #eee;"
         "text-align:left}",
         ".pl-rw-rules th{background:#f5f5f5}.pl-rw-rules td.num{text-align:right}",
-        ".pl-rw-rules label{cursor:pointer;display:block}",
+        ".pl-rw-rules label{cursor:pointer;display:block}.pl-rw-doc{color:#555}",
         ".pl-rw-rules tr:has(input:checked){background:#e3f2fd}",
     ]
     for k in ["all", *range(n)]:
@@ -104,14 +104,15 @@ def rewrites_html(step, report=None) -> str:
     radio = "<input type='radio' name='rule' value='{}'{}> "
     rule_rows = [
         f"<tr><td><label>{radio.format('all', ' checked')}<i>all rules</i></label></td>"
-        f"<td class='num'>{total}</td></tr>"
+        f"<td class='num'>{total}</td><td></td></tr>"
     ]
     shown = [f"<span class='pl-rw-shown' data-k='all'>{esc(all_label)}</span>"]
     for rule, n in counts.items():
         k = number[rule]
         choose = radio.format(k, "") if k < MAX_FILTERED_RULES else ""
         rule_rows.append(
-            f"<tr><td><label>{choose}{esc(rule, 400)}</label></td><td class='num'>{n}</td></tr>"
+            f"<tr><td><label>{choose}{esc(rule, 400)}</label></td><td class='num'>{n}</td>"
+            f"<td class='pl-rw-doc'>{esc(rule_doc(rule), 400)}</td></tr>"
         )
         if k < MAX_FILTERED_RULES:
             label = f"{_plural(n, 'rewrite')} by {rule}"
@@ -138,7 +139,8 @@ def rewrites_html(step, report=None) -> str:
         f"<form class='pl-rewrites' style='font:13px sans-serif'>{_filter_css(len(filtered))}"
         f"<p><b>#{step.index} {esc(step.name)}</b> applied {_plural(total, 'rewrite')} by "
         f"{_plural(len(counts), 'rule')}. Choose a rule to list only its rewrites.</p>"
-        "<table class='pl-rw-rules'><thead><tr><th>rule</th><th>count</th></tr></thead>"
+        "<table class='pl-rw-rules'><thead><tr><th>rule</th><th>count</th>"
+        "<th>what it does</th></tr></thead>"
         f"<tbody>{''.join(rule_rows)}</tbody></table>"
         f"<p>Showing {''.join(shown)}: each rewrite's node "
         f"(what it produced; what it matched when it produced nothing), the nodes it matched in "

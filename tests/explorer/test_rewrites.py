@@ -11,7 +11,7 @@ import pytest
 import explorer
 from compiler import LimitError, models
 from compiler.ir import parse
-from explorer.rewrites import Rewrite, make, origin, rule_counts, why, whys
+from explorer.rewrites import Rewrite, make, origin, rule_counts, rule_doc, why, whys
 from explorer.store import TraceFileError
 from explorer.store import rewrites as stored
 
@@ -69,6 +69,11 @@ def test_rule_counts_and_rewrites_of(mlp_trace):
     assert fold.rewrites_of(first.produced[0]) == [first]
     assert fold.rewrites_of(first.matched[0]) == [first]
     assert fold.rewrites_of("main/no-such-node") == []
+    assert (
+        rule_doc("fold-constant/fold-call")
+        == "op(constants...) -> a new named constant (its value)"
+    )
+    assert rule_doc("fold-constant/no-such-rule") == rule_doc("pointless_view_pair") == ""
     counts = rule_counts([make("b", (), ()), make("a", (), ()), make("a", (), ())])
     assert list(counts.items()) == [("a", 2), ("b", 1)]
 

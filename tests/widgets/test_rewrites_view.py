@@ -34,6 +34,8 @@ def test_a_pass_step_lists_its_rules_with_counts_and_every_rewrite(trace):
     rules = re.findall(r"value='(\w+)'[^>]*> (.*?)</label></td><td class='num'>(\d+)", html)
     assert rules == [("all", "<i>all rules</i>", "3"), ("0", "decompose-ops/linear-to-matmul", "3")]
     assert html.count("<tr data-r='0'") == 3
+    # what the rule does, from its table
+    assert "<td class='pl-rw-doc'>linear(x, W, b) -&gt; matmul(x, W^T) + b</td>" in html
     for r in step.rewrites:
         assert r.produced[0] in html and r.matched[0] in html
 
