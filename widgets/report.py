@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from widgets import views
-from widgets.boxes import MAX_BOXES, step_diff
+from widgets.boxes import MAX_BOXES
 from widgets.error_map import MAP_CSS
 from widgets.escape import esc, json_script
 from widgets.findings import problems_of
@@ -128,8 +128,7 @@ def report_html(
             entry["graph"] = len(graphs)
             payload = graph_payload(s, prev, report, max_boxes)
             graphs.append(_script(f"pl-g{len(graphs)}", payload))
-        d = step_diff(prev, s) if prev is not None else None
-        entry["headline"] = d.headline() if d is not None else f"#{s.index} {s.name}"
+        entry["header"] = views.header_html(s, row, report, notes=False)  # as the stepper's
         entry["panes"] = {v.key: store.add(views.step_html(v, s, report)) for v in step_views}
         if report is not None:
             entry["finding"] = finding_line(report, s)
@@ -196,8 +195,7 @@ def report_html(
 </nav>
 <main id="pl-main">
 <div id="pl-toolbar"><button id="pl-prev" title="previous step (←)">◀ prev</button>
-<button id="pl-next" title="next step (→)">next ▶</button><span id="pl-title"></span>
-<span id="pl-headline"></span></div>
+<button id="pl-next" title="next step (→)">next ▶</button><div id="pl-head"></div></div>
 <div id="pl-finding"></div><div id="pl-error"></div>
 <div id="pl-tabs" class="pl-tabs">{tabs}</div>
 {panes}

@@ -10,11 +10,16 @@ numerics and the error map only with a check report), and how it renders (``html
 front end reads :func:`views_for` and nothing else to know its tabs; their frames (timeline,
 header, tab bar, panes) are :mod:`widgets.frame`.
 
-Adding a view is one function and one line, here or in the module that renders it::
+Adding a view is one function (in the module that renders it) and one line in the list of
+views below (``register(View(...))`` after the built-in ones), which every front end then shows::
 
     def rewrites_html(step, report=None) -> str | None:   # HTML, every name escaped (esc)
         ...                                               # None: nothing for this step
-    register(View("rewrites", order=45, html=rewrites_html))
+    register(View("rewrites", 45, rewrites_html))          # 45: between params and shapes
+
+(the line must run when :mod:`widgets.views` is imported: a view registered in a module nobody
+imports is in no front end). Built-in orders: graph 10, IR 20, IR diff 30, params 40, shapes
+50, numerics 60, error map 70, param map 80.
 
 ``scope="step"`` (the default) renders one pane per step: ``html(step, report)``, returning
 None where the view has nothing for that step (the frames then say so). The report renders it
@@ -237,12 +242,13 @@ def timeline_row_html(step, row: dict, report=None) -> str:
     )
 
 
-def header_html(step, row: dict, report=None) -> str:
-    """The current step's title, badges, what it changed, and its error if it failed."""
+def header_html(step, row: dict, report=None, notes: bool = True) -> str:
+    """The current step's title, badges, what it changed, and (with ``notes``) its error if
+    it failed and its findings (the report shows those in lines of its own)."""
     prev = step.previous
     head = esc(step_diff(prev, step).headline()) if prev is not None else ""
     error = ""
-    if step.failed:
+    if step.failed and notes:
         where = f" in @{esc(step.failed_function)}" if step.failed_function else ""
         kind = esc(type(step.error).__name__)
         error = (
@@ -250,13 +256,14 @@ def header_html(step, row: dict, report=None) -> str:
             f"{esc(step.error, 2000)}</div>"  # cut: the whole error in trace[i].error
         )
     findings = problems_of(report, step)
+    shown = findings if notes else []
     # one line per finding, cut to the width (the whole text in its tooltip and the numerics tab)
     notes = "".join(
         f"<div class='pl-finding' title='{esc(getattr(f, 'message', ''), 2000)}' "
         "style='color:#e65100;white-space:nowrap;overflow:hidden;text-overflow:ellipsis'>"
         f"<b>{esc(getattr(f, 'kind', ''))}</b>: {esc(getattr(f, 'message', ''), 2000)}"
         "</div>"
-        for f in findings
+        for f in shown
     )
     return (
         f"<div class='pl-header' style='font:13px sans-serif'><b class='pl-step-title'>"

@@ -127,3 +127,24 @@ def test_a_view_is_checked_when_registered():
         views.unregister("nope")
     with pytest.raises(ValueError, match="no tab 'param map' of a step"):
         views.tab_html(None, "param map")
+
+
+@pytest.mark.browser
+def test_the_report_shows_a_registered_view_in_chromium(browser, mlp_trace, lines_view, tmp_path):
+    """The report's script knows no view by name: a new view's tab shows its pane for the
+    step shown, the note where it has nothing, and nothing it renders runs."""
+    from tests.widgets.test_browser import expect, open_report
+
+    page, problems = open_report(browser, mlp_trace, tmp_path / "lines.html")
+    step = mlp_trace["fold-constant"]
+    page.click(f".pl-step-row[data-step='{step.index}']")
+    page.click("#pl-tabs button[data-tab=line-count]")
+    expect(page.locator("#pl-tabs button.pl-on")).to_have_text("Line count")
+    expect(page.locator("#pl-pane-line-count .pl-lines")).to_contain_text(
+        f"lines of fold-constant{EVIL}"
+    )
+    expect(page.locator("#pl-pane-graph")).to_be_hidden()
+    page.click(".pl-step-row[data-step='0']")  # the tab stays; nothing for the first step
+    expect(page.locator("#pl-pane-line-count")).to_have_text("Nothing to show for this step.")
+    assert page.query_selector("img[src=x]") is None and problems == []
+    page.close()

@@ -42,9 +42,12 @@
     const s = data.steps[i];
     rows.forEach((r) => r.classList.toggle("pl-current", +r.dataset.step === i));
     rows[i].scrollIntoView({ block: "nearest" });
-    $("pl-title").textContent = "#" + i + " " + s.name;
-    $("pl-headline").textContent = s.headline;
-    $("pl-headline").title = s.headline;
+    // the header of every front end (widgets/views.py header_html, escaped there)
+    $("pl-head").innerHTML = s.header;
+    const title = $("pl-head").querySelector(".pl-step-title");
+    if (title) title.id = "pl-title";
+    const line = $("pl-head").querySelector(".pl-headline");
+    if (line) line.title = line.textContent;
     $("pl-error").textContent = s.error || "";
     $("pl-error").style.display = s.error ? "" : "none";
     const f = $("pl-finding");
