@@ -15,7 +15,7 @@ views below (``register(View(...))`` after the built-in ones), which every front
 
     def rewrites_html(step, report=None) -> str | None:   # HTML, every name escaped (esc)
         ...                                               # None: nothing for this step
-    register(View("rewrites", 45, rewrites_html))          # 45: between params and shapes
+    register(View("rewrites", 35, rewrites_html))          # 35: after the IR diff
 
 (the line must run when :mod:`widgets.views` is imported: a view registered in a module nobody
 imports is in no front end). Built-in orders: graph 10, IR 20, IR diff 30, params 40, shapes
