@@ -64,7 +64,8 @@ def trace_from_module(
     steps.append(Step(len(steps), "import", import_name, module=module, seconds=import_seconds))
     job, instruments = passes_job(progress, pipeline)
     try:
-        result = passes.run(module, pipeline, record=True, instruments=instruments)
+        with passes.collect_rewrites():  # each snapshot gets its pass's rule applications
+            result = passes.run(module, pipeline, record=True, instruments=instruments)
     except passes.PassesInterrupted as e:  # Ctrl-C: the trace of what ran, the rest skipped
         result = e.result
     finally:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.ir import Module, Printer
 from compiler.passes import Snapshot
-from explorer import step_backend
+from explorer import rewrites, step_backend
 from explorer.diff import diff as diff_steps
 from explorer.graph import GraphModel, graph_of_module
 
@@ -141,6 +141,8 @@ class Step:
         self._texts: dict | None = None  # the backend's text views
         self._artifact_bytes: int | None = None
         self._executable: Any = None
+        # the rule applications of this pass (explorer.rewrites): from its snapshot, or a file
+        self.rewrites = rewrites.step_rewrites(getattr(snapshot, "rewrites", ()))
 
     @property
     def failed(self) -> bool:
@@ -257,6 +259,9 @@ class Step:
             if not isinstance(self.before, Module):
                 return None  # another compiler's pass on a module a pass built for itself
         return self.trace.steps[self.index - 1]
+
+    rewrites_of = rewrites.rewrites_of  # (node) -> this pass's rewrites that matched / made it
+    why = rewrites.why  # (node) -> the rule and the step that made it, or None
 
     def diff(self, other: Step | None = None):
         """What changed from ``other`` (default: the previous step) to this step."""

@@ -30,7 +30,8 @@ graph but the cost of drawing follows what is visible.
   order: ``n`` / ``p`` step through them), ``focus`` (where the view opens: the first finding's
   node, else the first change), ``pairs`` (after index -> baseline node id where the matched
   ids differ), ``details`` (per node: name, function, attributes, provenance with file paths
-  relative to the model's common folder, a weight's preview and statistics).
+  relative to the model's common folder, a weight's preview and statistics, and ``why``:
+  the rule and the step that made the node, from the steps' rewrites).
 
 The group tree and the node order come from :mod:`widgets.graph_groups`, the findings' marks
 from :func:`widgets.findings.graph_marks`. Everything here is data: strings from the model are
@@ -50,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from explorer.fmt import format_bytes
+from explorer.rewrites import whys
 from widgets.boxes import MAX_BOXES, _entries, _Memo, _prefixes
 from widgets.findings import graph_marks
 from widgets.graph_groups import MAX_CHILDREN, SEGMENT, group_shape, group_tree, positions, segment
@@ -381,9 +383,12 @@ class _Builder:
         ``root``), and a weight's first values and statistics when ``stats``."""
         out = []
         stats = self.stats
+        why = self._whys()
         for e in self.entries:
             n = e.node
             info: dict[str, Any] = {"name": n.label}
+            if e.key in why:
+                info["why"] = why[e.key]
             if n.function:
                 info["function"] = n.function
             if n.attrs:
@@ -398,6 +403,18 @@ class _Builder:
                 if isinstance(data, np.ndarray):
                     info.update(_cached_stats(data))
             out.append(info)
+        return out
+
+    def _whys(self) -> dict[str, str]:
+        """Why each node changed, by entry key: the rule and the step that made it
+        (:func:`explorer.rewrites.whys`), and for a removed node the rule of this step that
+        replaced it (when the baseline is the step this pass was given)."""
+        out = whys(self.step)
+        if self.baseline is not None and self.baseline is self.step.previous:
+            where = f"#{self.step.index} {self.step.name}"
+            for r in self.step.rewrites:
+                for nid in r.matched:
+                    out.setdefault(f"removed:{nid}", f"replaced by rule {r.rule} at {where}")
         return out
 
     def _group_summaries(self, groups, of, drawn, bad, inline) -> None:

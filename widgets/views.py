@@ -15,7 +15,7 @@ views below (``register(View(...))`` after the built-in ones), which every front
 
     def rewrites_html(step, report=None) -> str | None:   # HTML, every name escaped (esc)
         ...                                               # None: nothing for this step
-    register(View("rewrites", 45, rewrites_html))          # 45: between params and shapes
+    register(View("rewrites", 35, rewrites_html))          # 35: after the IR diff
 
 (the line must run when :mod:`widgets.views` is imported: a view registered in a module nobody
 imports is in no front end). Built-in orders: graph 10, IR 20, IR diff 30, params 40, shapes
@@ -42,6 +42,7 @@ from widgets.escape import esc
 from widgets.findings import problems_of
 from widgets.ir_text import ir_text_html, text_diff_html
 from widgets.render import badges_html, step_badges
+from widgets.rewrites_html import rewrites_html
 from widgets.tables_html import numerics_table_html, param_table_html, shape_table_html
 
 # ===== the registry of views =================================================================
@@ -167,6 +168,7 @@ def _param_map_html(trace, report=None) -> str:
 register(View("graph", 10, scope="graph"))
 register(View("IR", 20, lambda step, report=None: ir_text_html(step)))
 register(View("IR diff", 30, _ir_diff_html, key="diff"))
+register(View("rewrites", 35, rewrites_html))
 register(View("params", 40, lambda step, report=None: param_table_html(step, step.previous)))
 register(View("shapes", 50, shape_table_html))
 register(View("numerics", 60, numerics_table_html, when=with_report))

@@ -15,7 +15,9 @@ Inside :meth:`Recorder.patched` (a context manager that restores everything it r
   each pass application its step, named by the pass (a custom pass from
   ``torch._inductor.config`` by its class);
 - the pattern matcher's entries (``ReplacementPatternEntry`` / ``GraphPatternEntry`` /
-  ``LoweringPatternEntry``) give each replacement its step, named by its pattern;
+  ``LoweringPatternEntry``) give each replacement its step, named by its pattern, and a
+  rewrite (``step.rewrites``: the pattern, the FX nodes it matched and those it added) on
+  that step and on the pass that ran the pattern matcher;
 - ``torch._inductor.debug.log_ir_pre_fusion`` / ``log_ir_post_fusion`` and
   ``GraphLowering._compile_to_module`` give the scheduler's IR before and after fusion and
   the output code (the ``inductor codegen`` step's texts).
@@ -146,6 +148,16 @@ def pattern_label(entry: Any) -> str:
         return pattern.fns_repr()
     except Exception:
         return type(pattern).__name__
+
+
+def make_rewrite(pattern: str, matched: list[str], graph: Any, before: set) -> Any:
+    """A pattern-matcher replacement as a rewrite (``explorer.rewrites.Rewrite``) named by its
+    pattern: the FX nodes it matched (the node it fired on first) and the nodes it added to
+    ``graph`` (not in ``before``), the last of them (the replacement's output) first."""
+    from explorer.rewrites import make
+
+    added = [n.name for n in graph.nodes if n not in before]
+    return make(pattern, matched, added[-1:] + added[:-1])
 
 
 class Recorder:
@@ -499,10 +511,27 @@ class Recorder:
             if not self._active() or gm is None:
                 return old(entry, match, graph, node)
             name = pattern_label(entry)
+            index, before = len(self.items), set(graph.nodes)
+            matched = [node.name] + [
+                n.name for n in getattr(match, "nodes", ()) or () if n is not node
+            ]
             with self.step(f"pattern {name}", f"pattern {name}", gm, "pattern"):
-                return old(entry, match, graph, node)
+                result = old(entry, match, graph, node)
+            if index < len(self.items):  # a step: the replacement changed the graph
+                self._rewrite(index, make_rewrite(name, matched, graph, before))
+            return result
 
         return wrapper
+
+    def _rewrite(self, index: int, rewrite: Any) -> None:
+        """Record a replacement on its own step and on the pass that ran the pattern matcher
+        (the innermost open step that is not a replacement)."""
+        owners = [self.items[index]]
+        outer = next((o for o in reversed(self.stack) if o.kind != "pattern"), None)
+        if outer is not None:
+            owners.append(self.items[outer.index])
+        for snap in owners:
+            snap.rewrites = (*snap.rewrites, rewrite)
 
     def _text_hook(self, key: str):
         def make(old):

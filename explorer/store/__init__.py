@@ -5,7 +5,8 @@ A ``.passlens`` file is a zip archive:
     manifest.json     format name and version, pipeline, frontend, example inputs, and one
                       record per step (kind, name, spec, depth, parent, children, seconds,
                       status, the module before / after it by id, error type / message /
-                      traceback, the failed node by id, a source step's graph model)
+                      traceback, the failed node by id, a source step's graph model, its
+                      rewrites: rule, matched and produced node ids, see ``rewrites``)
     ir.json           tables of unique types (text), provenances (dicts), IR nodes, functions
                       and modules; nodes refer to earlier nodes by index, so the table is
                       topologically ordered and has no cycles. A trace of another compiler

@@ -53,6 +53,7 @@ from explorer.store.fileformat import (
 )
 from explorer.store.graphs import decode_graph, foreign_module, graph_ref
 from explorer.store.read_arrays import ArrayReading
+from explorer.store.rewrites import decode_rewrites
 from explorer.trace import Step, Trace
 
 
@@ -344,6 +345,8 @@ class _Reader(ArrayReading):
             source_graph=None if graph is None else decode_graph(graph),
             children=children,
         )
+        where = f"{self.path}, step {position}"
+        step.rewrites = decode_rewrites(rec.get("rewrites"), where)
         if "artifact_bytes" in rec:
             step._artifact_bytes = int(rec["artifact_bytes"])
         texts = rec.get("texts")

@@ -40,6 +40,7 @@ from explorer.store.checks import ReportWriter
 from explorer.store.errors import _encode_error
 from explorer.store.fileformat import FOREIGN_VERSION, FORMAT, PROV_FIELDS, VERSION
 from explorer.store.graphs import encode_foreign, encode_graph, encode_ref
+from explorer.store.rewrites import encode_rewrites
 
 if TYPE_CHECKING:
     from explorer.trace import Step, Trace
@@ -192,6 +193,8 @@ class _Writer:
         }
         if s.error is not None:
             rec["error"] = _encode_error(s.error)
+        if getattr(s, "rewrites", ()):
+            rec["rewrites"] = encode_rewrites(s.rewrites)
         for key in ("module", "before"):  # another compiler's module: its graph and text
             m = getattr(s, key)
             if m is not None and not isinstance(m, Module):

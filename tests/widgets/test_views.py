@@ -43,8 +43,8 @@ def report_tabs(text: str) -> list[str]:
 
 
 def test_a_registered_view_is_a_tab_of_all_three_front_ends(mlp_trace, lines_view):
-    keys = ["graph", "ir", "diff", "line-count", "params", "shapes", "param-map"]
-    titles = ["graph", "IR", "IR diff", "line count", "params", "shapes", "param map"]
+    keys = ["graph", "ir", "diff", "line-count", "rewrites", "params", "shapes", "param-map"]
+    titles = ["graph", "IR", "IR diff", "line count", "rewrites", "params", "shapes", "param map"]
     step = mlp_trace["fold-constant"]
     # the report: its button, its pane, the step's pane stored in a template
     text = report_html(mlp_trace)
@@ -86,7 +86,8 @@ def test_the_tab_order_is_the_same_in_all_three(checked_trace):
     trace, report = checked_trace
     order = [v.key for v in views.views_for(trace, report)]
     assert order == [
-        "graph", "ir", "diff", "params", "shapes", "numerics", "error-map", "param-map"
+        "graph", "ir", "diff", "rewrites", "params", "shapes", "numerics", "error-map",
+        "param-map"
     ]  # fmt: skip
     assert report_tabs(report_html(trace, report)) == order
     assert [v.key for v in PassStepper(trace, report).views] == order

@@ -52,8 +52,25 @@ def detect(facts: StepFacts) -> list[Finding]:
     )
     if reasons:
         text += ": " + "; ".join(reasons)
+    rules = _rules(step, [g[0] for g in growth[:1]])
+    if rules:
+        text += f" ({rules})"  # which rule made the broadcast
     details = {"bytes_before": before, "bytes_after": after, "growth": growth, "previous": prev}
     return [Finding("param-bloat", step, nodes, text, details)]
+
+
+def _rules(step, names: list[str]) -> str:
+    """The rules that made the first parameter that grew, oldest first, from the steps'
+    rewrites: ``made by rules p/r at #2 -> fold-constant/x at #3``; "" if none is known."""
+    from explorer.rewrites import origin
+
+    params = step.graph.params
+    for name in names:
+        chain = origin(step, params[name].node_id) if name in params else []
+        if chain:
+            rules = " -> ".join(f"{w.rewrite.rule} at #{w.step.index}" for w in reversed(chain))
+            return f"made by rule{'s' if len(chain) > 1 else ''} {rules}"
+    return ""
 
 
 def mark(finding: Finding) -> list[tuple[str, str]]:
