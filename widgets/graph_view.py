@@ -32,13 +32,15 @@ LAYOUT_JS = (
     "graph_layout.js",
 )
 # the graph component's scripts in their order: the layout engine, the shared base, one module
-# per concern (each installs its functions on the component's context), and graph.js, which
-# assembles ``PasslensGraph``
+# per concern (each installs its functions on the component's context; graph_worker.js runs
+# the layouts in a Web Worker made from the engine's text), and graph.js, which assembles
+# ``PasslensGraph``
 GRAPH_JS = (
     *LAYOUT_JS,
     "graph_base.js",
     "graph_state.js",
     "graph_place.js",
+    "graph_worker.js",
     "graph_draw.js",
     "graph_viewport.js",
     "graph_minimap.js",

@@ -47,17 +47,26 @@ class Graph:
         """A collapsed group's box."""
         return self.root.locator(f"g.plg-n.plg-group[data-group={sel(group_id)}]")
 
+    def settle(self) -> None:
+        """Wait until what was asked is drawn: the layouts are made in a Web Worker, so a
+        click that opens groups draws once they come back (``data-layout`` is "pending" until
+        then)."""
+        expect(self.root).not_to_have_attribute("data-layout", "pending")
+
     @property
     def boxes(self) -> int:
+        self.settle()
         return int(self.root.get_attribute("data-boxes"))
 
     @property
     def transform(self) -> str:
+        self.settle()
         return self.vp.get_attribute("transform")
 
     @property
     def selected(self) -> list[str]:
         """The ids of the boxes marked selected."""
+        self.settle()
         return self.root.locator("g.plg-sel").evaluate_all("gs => gs.map((g) => g.dataset.nodeId)")
 
     @property
@@ -77,7 +86,8 @@ class Graph:
 
     def assert_inside(self, locator, what: str) -> None:
         expect(locator).to_have_count(1)
-        for _ in range(40):  # the drawing is synchronous; a front end's sync may lag
+        self.settle()
+        for _ in range(40):  # a front end's sync may lag
             if self.inside(locator):
                 return
             self.page.wait_for_timeout(50)
@@ -88,6 +98,7 @@ class Graph:
         """A key with the component focused (as after a click on it)."""
         self.root.focus()
         self.page.keyboard.press(key)
+        self.settle()
 
     def search(self, query: str) -> int:
         """Type a search; returns the number of hits the result list reports (an empty

@@ -18,6 +18,7 @@ view of fold-constant:
 - the details drawer gives sizes in human units, and its inputs / users links move the
   selection,
 - ``f`` fits the whole graph in the stage,
+- the layouts are made in a Web Worker (made from the engine's text in the page),
 - the selection (and the groups collapsed) reach Python: the Panel app's state, the kernel
   behind JupyterLab.
 
@@ -99,6 +100,7 @@ def check_readable_and_on_the_change(g: Graph, payload: dict) -> None:
     for k in payload["changes"]:
         st = nodes[k]["st"]
         expect(g.node(nodes[k]["id"])).to_have_class(re.compile(rf"\bplg-s-{st}\b"))
+    g.settle()
     assert g.root.locator(changed).count() >= len(payload["changes"])
 
 
@@ -200,6 +202,7 @@ def check_search_in_a_collapsed_group(g: Graph, payload: dict, query: str, node_
     Enter opens its groups, selects it and brings it into view."""
     g.root.locator(".plg-collapse-all").click()
     expect(g.node(node_id)).to_have_count(0)  # inside a collapsed group: not drawn
+    g.settle()
     assert g.root.locator("g.plg-n.plg-group").count() > 0
     g.root.locator("input.plg-search").fill(query)
     head = g.root.locator(".plg-results .plg-r-head")
@@ -276,6 +279,13 @@ def check_all(g: Graph, payload: dict, unit: str, groups: bool) -> None:
             check_search_in_a_collapsed_group(g, payload, query, node_id)
         check_expand_and_collapse(g, GROUP)
     check_fit(g)
+    check_laid_out_off_the_page_thread(g)
+
+
+def check_laid_out_off_the_page_thread(g: Graph) -> None:
+    """The layouts were made in the Web Worker (static/graph_worker.js), not on the page's
+    thread: this front end lets the component make one from the engine's text."""
+    assert g.root.get_attribute("data-layout-in") == "worker"
 
 
 # ----- the HTML report -------------------------------------------------------------------------
