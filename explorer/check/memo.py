@@ -135,6 +135,8 @@ class _MemoHooks(CallMemo):
         # values of decompose-ops' matmul and add are found in the memo, not computed again
         if isinstance(node.ty, TensorType) and rounds_as_decomposed(node.op, node.ty.dtype):
             value = self._decomposed(node, args)
+            if isinstance(value, np.ndarray) and value.dtype.kind == "f" and np.isnan(value).any():
+                value = None  # the op and its decomposition may differ there: compute the op
             if value is not None:
                 self.memo.put(node, ops, value)
         return value
@@ -142,7 +144,8 @@ class _MemoHooks(CallMemo):
     def _decomposed(self, node: Call, args: list) -> Any:
         """The value of ``node`` computed as its decomposition, each part through the memo, so
         the parts decompose-ops makes later are found there. Only for ops whose reference
-        rounds exactly like their decomposition (tested bitwise)."""
+        rounds exactly like their decomposition (tested bitwise), and kept only when it has
+        no NaN (where attention's value and its decomposition's differ)."""
         from compiler.ops import get_op
 
         root = decompose(node)
