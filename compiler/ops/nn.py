@@ -1,8 +1,12 @@
 """Neural-network ops: matmul and linear, convolutions, pooling, normalisations, softmax and
 scaled dot-product attention.
 
-Every float op computes in float64 and rounds to the result dtype, so float16/bfloat16 results
-are correctly rounded. Semantic choices, where frameworks differ:
+Float ops compute in float64 and round to the result dtype, so float16/bfloat16 results are
+correctly rounded; but a float32 matmul / linear accumulates in float32 (BLAS sgemm), and
+float32 attention is computed op by op as decompose-ops writes it (each part rounded to
+float32), as torch's CPU kernels compute them: the values then differ from torch eager's as two
+float32 kernels differ, they take eager's time, and decompose-ops changes no float32 value.
+Semantic choices, where frameworks differ:
 
 - ``matmul``: numpy / torch semantics (1-D operands get a dim prepended / appended and then
   removed, leading dims broadcast). Contraction dims are an error only when provably different
