@@ -17,7 +17,7 @@ from typing import Any
 from compiler import passes
 from compiler.ir import Module, Printer
 from compiler.passes import SkippedPass, Snapshot
-from explorer.graph import GraphModel, graph_of_module
+from explorer.graph import GraphModel, graph_of_module, module_param_bytes
 from explorer.summary import trace_html, trace_text
 
 
@@ -268,7 +268,13 @@ class Step:
 
     @property
     def param_bytes(self) -> int:
-        """Bytes of every weight of this step."""
+        """Bytes of every weight of this step (from the module when no graph was built)."""
+        if (
+            self._graph is None
+            and self.source_graph is None
+            and isinstance(self.shown_module, Module)
+        ):
+            return module_param_bytes(self.shown_module)
         return self.graph.param_bytes
 
     @property
