@@ -64,3 +64,19 @@ def test_one_blas_thread_restores_the_thread_count():
     with blas_threads.one_blas_thread():
         assert all(get() == 1 for _, get in libs)
     assert [get() for _, get in libs] == before
+
+
+def test_float32_matmul_in_blocks_among_threads(monkeypatch):
+    """A transposed weight split in blocks of rows among threads: within float32 rounding of
+    the float64 product, and the same bits on every call (the blocks depend on shapes only)."""
+    monkeypatch.setattr(nn, "PARALLEL_MIN_MACS", 0)
+    monkeypatch.setattr(nn, "MATMUL_CHUNK_BYTES", 33 * 4 * 100)  # ~100 rows a block
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((1, 16, 33)).astype(np.float32)
+    w = rng.standard_normal((1031, 33)).astype(np.float32)
+    got = nn._matmul(a, w.T)
+    want = np.matmul(a.astype(np.float64), w.T.astype(np.float64))
+    assert got.dtype == np.float32 and got.shape == (1, 16, 1031) and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    for _ in range(3):
+        assert nn._matmul(a, w.T).tobytes() == got.tobytes()
