@@ -120,7 +120,20 @@ def passlens_side(layers: int, vocab: int, hidden: int) -> dict:
             start = time.perf_counter()
             model(ids)
             eager.append(time.perf_counter() - start)
-    out: dict = {"weights": nbytes, "init": init, "eager": min(eager)}
+        # torch on one thread too: on a busy machine its threads wait for each other, so the
+        # two-thread figure there says more about the load than about torch
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            eager1 = []
+            for _ in range(2):
+                start = time.perf_counter()
+                model(ids)
+                eager1.append(time.perf_counter() - start)
+        finally:
+            torch.set_num_threads(threads)
+    out: dict = {"weights": nbytes, "init": init, "eager": min(eager), "eager1": min(eager1)}
+    out["threads"] = threads
     start = time.perf_counter()
     trace = explorer.explore(model, (ids,))
     out["explore"] = time.perf_counter() - start
@@ -194,11 +207,15 @@ def main() -> int:
     if p is not None:
         total = p["explore"] + p["check"] + p["to_html"] + p["save"]
         print("passlens (one process):")
-        print(f"  torch eager forward (warm, best of 3): {p['eager']:.2f} s")
+        print(
+            f"  torch eager forward (warm, best of 3): {p['eager']:.2f} s "
+            f"({p['threads']} threads; on 1 thread, best of 2: {p['eager1']:.2f} s)"
+        )
         print(f"  explore  {p['explore']:7.1f} s   peak RSS {p['rss_explore'] / w:.2f}x weights")
         print(
             f"  check    {p['check']:7.1f} s   = {p['check'] / p['eager']:.1f}x one eager forward "
-            f"(goal <= 5x)   peak RSS {p['rss_check'] / w:.2f}x"
+            f"(goal <= 5x), {p['check'] / p['eager1']:.1f}x one on 1 thread   "
+            f"peak RSS {p['rss_check'] / w:.2f}x"
         )
         print(f"  to_html  {p['to_html']:7.1f} s")
         print(f"  save     {p['save']:7.1f} s   ({p['saved_bytes'] / w:.3f}x the weights on disk)")
