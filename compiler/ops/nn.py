@@ -278,7 +278,7 @@ def _matmul_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a thread of ours that is held up just takes fewer blocks. The blocks depend on the
     shapes alone, so equal operands give equal bits."""
     if not _transposed_weight(a, b):
-        return np.matmul(a, b)
+        return _matmul_f32_rows(a, b)
     k, n = b.shape
     w = b.T  # (n, k), row-major
     x = _rows_of(a, k)
@@ -295,6 +295,29 @@ def _matmul_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with one_blas_thread():
         parallel_chunks(chunks, block)
     return np.ascontiguousarray(y.T).reshape(*a.shape[:-1], n)
+
+
+def _matmul_f32_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """float32 ``a @ b`` on one BLAS thread; a big product by a 2-D ``b`` in blocks of rows
+    of ``a`` shared among our threads (as ``_matmul_f32``, and for the same reason)."""
+    k = b.shape[0] if b.ndim >= 1 else 1
+    rows = a.size // max(1, k) if a.ndim >= 2 else 1
+    if b.ndim != 2 or a.ndim < 2 or rows * k * b.shape[1] < PARALLEL_MIN_MACS or rows < 2:
+        with one_blas_thread():
+            return np.matmul(a, b)
+    x = _rows_of(a, k)
+    n = b.shape[1]
+    y = np.empty((rows, n), np.float32)
+    chunks = min(rows, 2 * cpu_threads())
+    bounds = [rows * c // chunks for c in range(chunks + 1)]
+
+    def block(c: int) -> None:
+        lo, hi = bounds[c], bounds[c + 1]
+        np.matmul(x[lo:hi], b, out=y[lo:hi])
+
+    with one_blas_thread():
+        parallel_chunks(chunks, block)
+    return y.reshape(*a.shape[:-1], n)
 
 
 def _matmul_f64(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -80,3 +80,16 @@ def test_float32_matmul_in_blocks_among_threads(monkeypatch):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     for _ in range(3):
         assert nn._matmul(a, w.T).tobytes() == got.tobytes()
+
+
+def test_float32_matmul_in_blocks_of_rows(monkeypatch):
+    """A big product by a row-major 2-D weight, in blocks of rows of ``a`` among threads."""
+    monkeypatch.setattr(nn, "PARALLEL_MIN_MACS", 0)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 300, 33)).astype(np.float32)
+    b = rng.standard_normal((33, 41)).astype(np.float32)
+    got = nn._matmul(a, b)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    assert got.dtype == np.float32 and got.shape == (2, 300, 41)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert nn._matmul(a, b).tobytes() == got.tobytes()
