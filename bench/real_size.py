@@ -2,7 +2,7 @@
 intermediate 8192, vocab 128256, tied embeddings; 1.24B parameters, random weights), batch 1,
 sequence 16, beside TVM 0.27 on the same model, in one run.
 
-    .venv/bin/python bench/real_size.py [--layers 16] [--vocab 128256]
+    .venv/bin/python bench/real_size.py [--layers 16] [--vocab 128256] [--hidden 2048]
 
 passlens: ``explore`` (torch.export + import + the default pipeline, recorded), ``check``
 (against torch eager), ``to_html``, ``save``; one warm torch eager forward; the check's verdict;
@@ -37,19 +37,21 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def build_model(layers: int, vocab: int, seed: int = 0):
+def build_model(layers: int, vocab: int, seed: int = 0, hidden: int = 2048):
     """The decoder with random weights: built on the meta device, then filled (norms 1,
-    other weights N(0, 0.02)); returns (model, input ids, weight bytes, init seconds)."""
+    other weights N(0, 0.02)); returns (model, input ids, weight bytes, init seconds).
+    ``hidden`` below 2048 scales heads, kv heads and the MLP with it (a variant to iterate
+    on; the figures are the 1B's)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     start = time.perf_counter()
     cfg = LlamaConfig(
-        hidden_size=2048,
+        hidden_size=hidden,
         num_hidden_layers=layers,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        intermediate_size=8192,
+        num_attention_heads=hidden // 64,
+        num_key_value_heads=max(1, hidden // 256),
+        intermediate_size=4 * hidden,
         vocab_size=vocab,
         max_position_embeddings=2048,
         tie_word_embeddings=True,
@@ -76,14 +78,14 @@ def build_model(layers: int, vocab: int, seed: int = 0):
     return model, ids, nbytes, time.perf_counter() - start
 
 
-def tvm_side(layers: int, vocab: int) -> dict:
+def tvm_side(layers: int, vocab: int, hidden: int) -> dict:
     """TVM 0.27: torch.export + from_exported_program + the zero pipeline (in this process)."""
     import torch
     import tvm
     from tvm import relax
     from tvm.relax.frontend.torch import from_exported_program
 
-    model, ids, nbytes, init = build_model(layers, vocab)
+    model, ids, nbytes, init = build_model(layers, vocab, hidden=hidden)
     base = _peak_rss()
     start = time.perf_counter()
     ep = torch.export.export(model, (ids,))
@@ -105,12 +107,12 @@ def tvm_side(layers: int, vocab: int) -> dict:
     }
 
 
-def passlens_side(layers: int, vocab: int) -> dict:
+def passlens_side(layers: int, vocab: int, hidden: int) -> dict:
     import torch
 
     import explorer
 
-    model, ids, nbytes, init = build_model(layers, vocab)
+    model, ids, nbytes, init = build_model(layers, vocab, hidden=hidden)
     with torch.no_grad():
         model(ids)  # warm up
         eager = []
@@ -118,7 +120,20 @@ def passlens_side(layers: int, vocab: int) -> dict:
             start = time.perf_counter()
             model(ids)
             eager.append(time.perf_counter() - start)
-    out: dict = {"weights": nbytes, "init": init, "eager": min(eager)}
+        # torch on one thread too: on a busy machine its threads wait for each other, so the
+        # two-thread figure there says more about the load than about torch
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            eager1 = []
+            for _ in range(2):
+                start = time.perf_counter()
+                model(ids)
+                eager1.append(time.perf_counter() - start)
+        finally:
+            torch.set_num_threads(threads)
+    out: dict = {"weights": nbytes, "init": init, "eager": min(eager), "eager1": min(eager1)}
+    out["threads"] = threads
     start = time.perf_counter()
     trace = explorer.explore(model, (ids,))
     out["explore"] = time.perf_counter() - start
@@ -151,13 +166,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", type=int, default=16)
     ap.add_argument("--vocab", type=int, default=128256)
+    ap.add_argument(
+        "--hidden", type=int, default=2048, help="a smaller variant to iterate on (e.g. 1024)"
+    )
     ap.add_argument("--side", choices=("both", "passlens", "tvm"), default="both")
     ap.add_argument("--json", action="store_true", help="print one side's figures as JSON")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     if args.json:  # a subprocess: one side, its figures as JSON on the last line
         side = tvm_side if args.side == "tvm" else passlens_side
-        print(json.dumps(side(args.layers, args.vocab)))
+        print(json.dumps(side(args.layers, args.vocab, args.hidden)))
         return 0
 
     print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
@@ -170,6 +188,7 @@ def main() -> int:
     def run(side: str) -> dict:
         cmd = [sys.executable, os.path.abspath(__file__), "--json", "--side", side]
         cmd += ["--layers", str(args.layers), "--vocab", str(args.vocab)]
+        cmd += ["--hidden", str(args.hidden)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"{side} failed:\n{done.stderr[-3000:]}")
@@ -180,18 +199,23 @@ def main() -> int:
     t = run("tvm") if args.side in ("both", "tvm") else None
     w = (p or t)["weights"]
     print(
-        f"model: Llama-3.2-1B shape, {args.layers} layers, vocab {args.vocab}: "
+        f"model: Llama-3.2-1B shape, hidden {args.hidden}, {args.layers} layers, "
+        f"vocab {args.vocab}: "
         f"{w / 4 / 1e9:.2f}B parameters, {w / gib:.2f} GiB of float32 weights; "
         f"random init {(p or t)['init']:.1f} s (not counted)"
     )
     if p is not None:
         total = p["explore"] + p["check"] + p["to_html"] + p["save"]
         print("passlens (one process):")
-        print(f"  torch eager forward (warm, best of 3): {p['eager']:.2f} s")
+        print(
+            f"  torch eager forward (warm, best of 3): {p['eager']:.2f} s "
+            f"({p['threads']} threads; on 1 thread, best of 2: {p['eager1']:.2f} s)"
+        )
         print(f"  explore  {p['explore']:7.1f} s   peak RSS {p['rss_explore'] / w:.2f}x weights")
         print(
             f"  check    {p['check']:7.1f} s   = {p['check'] / p['eager']:.1f}x one eager forward "
-            f"(goal <= 5x)   peak RSS {p['rss_check'] / w:.2f}x"
+            f"(goal <= 5x), {p['check'] / p['eager1']:.1f}x one on 1 thread   "
+            f"peak RSS {p['rss_check'] / w:.2f}x"
         )
         print(f"  to_html  {p['to_html']:7.1f} s")
         print(f"  save     {p['save']:7.1f} s   ({p['saved_bytes'] / w:.3f}x the weights on disk)")

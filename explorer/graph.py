@@ -140,6 +140,41 @@ def graph_of_module(module: Module) -> GraphModel:
     return g
 
 
+def module_param_bytes(module: Module) -> int:
+    """``graph_of_module(module).param_bytes`` without building the graph (the check's
+    param-bloat detector asks it of every step: building the graphs of a 16-layer decoder's
+    steps took longer than running it). The same weights are counted: named constants read
+    by a node or returned, by name, and the weight parameters of functions whose weights
+    are stored."""
+    derived = {fn.attrs.get("transform_params_of") for fn in module.functions.values()}
+    params: dict[str, int] = {}
+
+    def see(e: Expr) -> None:
+        if isinstance(e, Constant) and e.name:
+            params[e.name] = e.nbytes
+
+    for fname, fn in module.functions.items():
+        for node in fn.iter_nodes():
+            if isinstance(node, (Call, FuncCall)):
+                inputs = node.args
+            elif isinstance(node, Tuple):
+                inputs = node.fields
+            elif isinstance(node, TupleGetItem):
+                inputs = (node.tuple_value,)
+            elif isinstance(node, If):
+                inputs = (node.cond, node.then_branch.result, node.else_branch.result)
+            else:
+                continue
+            for a in inputs:
+                see(a)
+        see(fn.output)
+        if fname not in derived:
+            for p in fn.params[fn.num_input :]:
+                n = p.ty.nbytes if isinstance(p.ty, TensorType) and p.ty.nbytes else 0
+                params[f"@{fname}/{p.name}"] = n
+    return sum(params.values())
+
+
 def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: bool = True) -> None:
     printer = Printer()  # only for unique names within the function
     g.signatures[fname] = Signature(

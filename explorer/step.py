@@ -16,7 +16,7 @@ from compiler.ir import Module, Printer
 from compiler.passes import Snapshot
 from explorer import rewrites, step_backend
 from explorer.diff import diff as diff_steps
-from explorer.graph import GraphModel, graph_of_module
+from explorer.graph import GraphModel, graph_of_module, module_param_bytes
 
 if TYPE_CHECKING:
     from explorer.trace import Trace
@@ -243,7 +243,13 @@ class Step:
 
     @property
     def param_bytes(self) -> int:
-        """Bytes of every weight of this step."""
+        """Bytes of every weight of this step (from the module when no graph was built)."""
+        if (
+            self._graph is None
+            and self.source_graph is None
+            and isinstance(self.shown_module, Module)
+        ):
+            return module_param_bytes(self.shown_module)
         return self.graph.param_bytes
 
     @property

@@ -1,16 +1,18 @@
-"""Running numpy's BLAS on one thread for a while. The interpreter's blocked float64 matmul
-(``nn._matmul_f64_blocks``) makes thousands of small calls, each of which a multi-threaded
-OpenBLAS splits across its threads and waits for; on a busy 2-core machine that wait made a
-1 GiB matmul 30x slower than on one thread (13 s against 0.4 s). The compiled runtime
-(backend/runtime.py) runs its library calls on its own threads, one BLAS thread each.
-OpenBLAS is found among the loaded libraries (as threadpoolctl does); without it nothing
-changes."""
+"""Running numpy's BLAS on one thread for a while, and work split among threads of our own.
+The interpreter's blocked float64 matmul (``nn._matmul_f64``) makes thousands of small
+calls, each of which a multi-threaded OpenBLAS splits across its threads and waits for; on a
+busy 2-core machine that wait made a 1 GiB matmul 30x slower than on one thread (13 s against
+0.4 s): its blocks go to ``parallel_chunks``'s threads instead, one BLAS thread each, as the
+compiled runtime (backend/runtime.py) runs its library calls. OpenBLAS is found among the
+loaded libraries (as threadpoolctl does); without it nothing changes."""
 
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 _SETTERS = (
@@ -62,3 +64,43 @@ def one_blas_thread() -> Iterator[None]:
     finally:
         for (set_, _), n in zip(libs, before, strict=True):
             set_(n)
+
+
+def cpu_threads() -> int:
+    """The CPUs this process may run on (``PASSLENS_THREADS`` when set)."""
+    env = os.environ.get("PASSLENS_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def parallel_chunks(n_chunks: int, fn: Callable[[int], None]) -> None:
+    """Call ``fn(k)`` for k in ``range(n_chunks)`` on a pool's threads and this one, each
+    thread taking the next chunk when it is done with one (numpy releases the GIL in its
+    copies and BLAS calls). An exception of ``fn`` is raised here."""
+    global _pool
+    workers = min(cpu_threads(), n_chunks)
+    if workers <= 1:
+        for k in range(n_chunks):
+            fn(k)
+        return
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=max(cpu_threads() - 1, 1), thread_name_prefix="blas")
+    counter = itertools.count()  # next() is atomic under the GIL
+
+    def work() -> None:
+        for k in counter:
+            if k >= n_chunks:
+                return
+            fn(k)
+
+    futures = [_pool.submit(work) for _ in range(workers - 1)]
+    work()
+    for f in futures:
+        f.result()

@@ -1,8 +1,12 @@
 """Neural-network ops: matmul and linear, convolutions, pooling, normalisations, softmax and
 scaled dot-product attention.
 
-Every float op computes in float64 and rounds to the result dtype, so float16/bfloat16 results
-are correctly rounded. Semantic choices, where frameworks differ:
+Float ops compute in float64 and round to the result dtype, so float16/bfloat16 results are
+correctly rounded; but a float32 matmul / linear accumulates in float32 (BLAS sgemm), and
+float32 attention is computed op by op as decompose-ops writes it (each part rounded to
+float32), as torch's CPU kernels compute them: the values then differ from torch eager's as two
+float32 kernels differ, they take eager's time, and decompose-ops changes no float32 value.
+Semantic choices, where frameworks differ:
 
 - ``matmul``: numpy / torch semantics (1-D operands get a dim prepended / appended and then
   removed, leading dims broadcast). Contraction dims are an error only when provably different
@@ -29,8 +33,8 @@ are correctly rounded. Semantic choices, where frameworks differ:
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
-from contextlib import nullcontext
 
 import numpy as np
 
@@ -42,6 +46,7 @@ from compiler.ir.op_registry import (
     AttrSpec,
     TypeInferenceError,
     define_op,
+    get_op,
 )
 from compiler.ir.symbolic import (
     ANY,
@@ -54,7 +59,7 @@ from compiler.ir.symbolic import (
     floordiv,
 )
 from compiler.ir.types import DType, TensorType, Type, is_float_dtype
-from compiler.ops.blas_threads import one_blas_thread
+from compiler.ops.blas_threads import cpu_threads, one_blas_thread, parallel_chunks
 from compiler.ops.shape_inference import (
     broadcast_shapes,
     known_rank,
@@ -222,53 +227,146 @@ def _matmul_infer(types, attrs):
     return TensorType((*batch, *rows, *cols), out_dtype)
 
 
-# A weight bigger than this is upcast for matmul a block of columns at a time (see _matmul).
+# A weight bigger than this is upcast for a float64 matmul a block at a time (see _matmul_f64).
 MATMUL_BLOCK_BYTES = 1 << 20
+# A product reading a transposed weight by at most this many rows is computed transposed
+# (``(w @ a.T).T``): OpenBLAS is several times faster with the big matrix on the left.
+FEW_ROWS = 256
+# Such a product of fewer multiply-adds is one BLAS call; a bigger one is split in blocks of
+# about this many bytes of the weight (and at least two per thread).
+PARALLEL_MIN_MACS = 1 << 22
+MATMUL_CHUNK_BYTES = 4 << 20
 
 
-def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _matmul(a: np.ndarray, b: np.ndarray, out: np.dtype | None = None) -> np.ndarray:
+    """``a @ b`` for the interpreter, with a result meant to be rounded to ``out`` (default:
+    ``a``'s dtype). float32 operands with a float32 result: float32 products accumulated in
+    float32 (BLAS sgemm, on BLAS's threads), as torch eager's kernels and the compiled
+    runtime compute them; other floats accumulated in float64 (so a float16 result is
+    correctly rounded); integers in int64, wrapping like a framework kernel."""
+    out = np.dtype(out) if out is not None else a.dtype
+    if a.dtype == np.float32 and b.dtype == np.float32 and out == np.float32:
+        return _matmul_f32(a, b)
     if is_float_dtype(a.dtype) or is_float_dtype(b.dtype):
-        if b.ndim == 2 and b.size * 8 > MATMUL_BLOCK_BYTES and a.ndim >= 1:
-            return _matmul_f64_blocks(a, b)
-        return np.matmul(_f64(a), _f64(b))
-    return np.matmul(a.astype(np.int64), b.astype(np.int64))  # wraps like a framework kernel
+        return _matmul_f64(a, b)
+    return np.matmul(a.astype(np.int64), b.astype(np.int64))
 
 
-def _matmul_f64_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` accumulated in float64 like ``np.matmul(_f64(a), _f64(b))``, with the 2-D
-    ``b`` (a weight: a 1B-parameter model's embedding is 1 GiB) upcast a block of columns at a
-    time into one cache-sized buffer instead of as a whole: no float64 copy twice its size,
-    and memory read once, as a float32 kernel reads it (each output element is the same
-    float64 dot product as before)."""
-    a64 = _f64(a)
+def _transposed_weight(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a @ b`` reads a 2-D ``b`` that is a transposed view of a row-major (n, k)
+    matrix (a linear's weight, a tied embedding) by few rows."""
+    return (
+        b.ndim == 2
+        and a.ndim >= 1
+        and b.flags.f_contiguous
+        and not b.flags.c_contiguous
+        and a.size // max(1, b.shape[0]) <= FEW_ROWS
+    )
+
+
+def _rows_of(a: np.ndarray, k: int) -> np.ndarray:
+    """``a`` as a C-contiguous (rows, k) matrix (a 1-D ``a`` is one row)."""
+    return np.ascontiguousarray(a.reshape(-1, k))
+
+
+def _matmul_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """float32 ``a @ b`` accumulated in float32 (BLAS sgemm). A transposed weight read by
+    few rows is multiplied as ``(w @ a.T).T`` (the same float32 products and sums, the
+    weight streamed once: a 1 GiB embedding read by 16 rows in 0.26 s against 0.47 s), in
+    blocks of the weight's rows shared among our threads, one BLAS thread each: OpenBLAS's
+    own threads wait for each other on a busy machine (a 512-wide layer 20x slower), while
+    a thread of ours that is held up just takes fewer blocks. The blocks depend on the
+    shapes alone, so equal operands give equal bits."""
+    if not _transposed_weight(a, b):
+        return _matmul_f32_rows(a, b)
     k, n = b.shape
-    vector = a64.ndim == 1
-    if vector:
-        a64 = a64[None, :]
-    out = np.empty((*a64.shape[:-1], n), np.float64)
-    width = max(1, MATMUL_BLOCK_BYTES // (8 * max(1, k)))
-    # a block is copied in the weight's own layout: a linear's weight is read transposed
+    w = b.T  # (n, k), row-major
+    x = _rows_of(a, k)
+    y = np.empty((n, x.shape[0]), np.float32)
+    chunks = min(max(1, n // 64), max(2 * cpu_threads(), w.nbytes // MATMUL_CHUNK_BYTES))
+    if x.shape[0] * n * k < PARALLEL_MIN_MACS:
+        chunks = 1
+    bounds = [n * c // chunks for c in range(chunks + 1)]
+
+    def block(c: int) -> None:
+        lo, hi = bounds[c], bounds[c + 1]
+        np.matmul(w[lo:hi], x.T, out=y[lo:hi])
+
+    with one_blas_thread():
+        parallel_chunks(chunks, block)
+    return np.ascontiguousarray(y.T).reshape(*a.shape[:-1], n)
+
+
+def _matmul_f32_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """float32 ``a @ b`` on one BLAS thread; a big product by a 2-D ``b`` in blocks of rows
+    of ``a`` shared among our threads (as ``_matmul_f32``, and for the same reason)."""
+    k = b.shape[0] if b.ndim >= 1 else 1
+    rows = a.size // max(1, k) if a.ndim >= 2 else 1
+    if b.ndim != 2 or a.ndim < 2 or rows * k * b.shape[1] < PARALLEL_MIN_MACS or rows < 2:
+        with one_blas_thread():
+            return np.matmul(a, b)
+    x = _rows_of(a, k)
+    n = b.shape[1]
+    y = np.empty((rows, n), np.float32)
+    chunks = min(rows, 2 * cpu_threads())
+    bounds = [rows * c // chunks for c in range(chunks + 1)]
+
+    def block(c: int) -> None:
+        lo, hi = bounds[c], bounds[c + 1]
+        np.matmul(x[lo:hi], b, out=y[lo:hi])
+
+    with one_blas_thread():
+        parallel_chunks(chunks, block)
+    return y.reshape(*a.shape[:-1], n)
+
+
+def _matmul_f64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` accumulated in float64 like ``np.matmul(_f64(a), _f64(b))``. A 2-D ``b``
+    bigger than ``MATMUL_BLOCK_BYTES`` in float64 (a weight: a 1B-parameter model's
+    embedding is 1 GiB) is upcast a block at a time into cache-sized buffers instead of as a
+    whole (no float64 copy twice its size; memory read once, as a float32 kernel reads it),
+    the blocks shared among the CPUs' threads, one BLAS thread each (thousands of small
+    calls on a multi-threaded OpenBLAS wait for its threads: on a busy 2-core machine 30x
+    slower). Each output element is the same float64 dot product as the whole upcast's."""
+    if not (b.ndim == 2 and b.size * 8 > MATMUL_BLOCK_BYTES and a.ndim >= 1):
+        return np.matmul(_f64(a), _f64(b))
+    k, n = b.shape
+    a64 = _rows_of(_f64(a), k)  # (rows, k)
+    # a transposed weight (a linear's) is read by rows of its (n, k) storage:
+    # (w @ a.T).T, the big matrix on the left; otherwise by blocks of columns of b
     by_rows = b.flags.f_contiguous and not b.flags.c_contiguous
-    buf = np.empty((min(width, n), k) if by_rows else (k, min(width, n)), np.float64)
-    few_rows = a64.size // max(1, k) <= 256  # a memory-bound product: one thread is as fast
-    with one_blas_thread() if few_rows else nullcontext():
-        for j in range(0, n, width):
-            w = min(width, n - j)
-            if by_rows:
-                np.copyto(buf[:w], b.T[j : j + w], casting="unsafe")
-                part = buf[:w].T
-            else:
-                np.copyto(buf[:, :w], b[:, j : j + w], casting="unsafe")
-                part = buf[:, :w]
-            np.matmul(a64, part, out=out[..., j : j + w])
-    return out[0] if vector else out
+    width = max(1, MATMUL_BLOCK_BYTES // (8 * max(1, k)))
+    starts = range(0, n, width)
+    y = np.empty((n, a64.shape[0]) if by_rows else (a64.shape[0], n), np.float64)
+    buffers: dict[int, np.ndarray] = {}
+    a64t = a64.T
+
+    def block(c: int) -> None:
+        j = starts[c]
+        w = min(width, n - j)
+        me = threading.get_ident()
+        buf = buffers.get(me)
+        if buf is None:
+            buf = buffers[me] = np.empty((width, k) if by_rows else (k, width), np.float64)
+        if by_rows:
+            np.copyto(buf[:w], b.T[j : j + w], casting="unsafe")
+            np.matmul(buf[:w], a64t, out=y[j : j + w])
+        else:
+            np.copyto(buf[:, :w], b[:, j : j + w], casting="unsafe")
+            np.matmul(a64, buf[:, :w], out=y[:, j : j + w])
+
+    with one_blas_thread():
+        parallel_chunks(len(starts), block)
+    rows = y.T if by_rows else y
+    return np.ascontiguousarray(rows).reshape(*a.shape[:-1], n)
 
 
 def _matmul_compute(values, attrs):
     a, b = values
     if attrs["transpose_b"]:
         b = np.swapaxes(b, -1, -2)
-    return np.asarray(_matmul(a, b)).astype(_np_out_dtype(attrs, a.dtype))
+    out = _np_out_dtype(attrs, a.dtype)
+    return np.asarray(_matmul(a, b, out)).astype(out)
 
 
 _OUT_DTYPE = AttrSpec("dtype", None, "the result dtype; none = the input dtype")
@@ -322,9 +420,9 @@ def _linear_compute(values, attrs):
     x, w = values[0], values[1]
     out = _np_out_dtype(attrs, x.dtype)
     if len(values) > 2 and out in LINEAR_ROUNDS_AS_DECOMPOSED:
-        y = np.asarray(_matmul(x, w.T)).astype(out)
+        y = np.asarray(_matmul(x, w.T, out)).astype(out)
         return np.asarray(y + values[2].astype(out)).astype(out)
-    y = _matmul(x, w.T)
+    y = _matmul(x, w.T, out)
     if len(values) > 2:
         y = y + (_f64(values[2]) if is_float_dtype(y.dtype) else values[2].astype(np.int64))
     return np.asarray(y).astype(out)
@@ -891,7 +989,52 @@ def _sdpa_infer(types, attrs):
     return TensorType((*batch, qlen, ev), dtype)
 
 
+# Result dtypes in which attention is computed as its decomposition (decompose-ops' ``_attention``:
+# scores, scale, mask, softmax and product each rounded to the dtype, as torch's kernels do):
+# decompose-ops then changes no value (but where a query has no key left: zeros here, NaN there)
+# and the check reuses everything after it. Other dtypes are computed in float64, rounded once.
+SDPA_ROUNDS_AS_DECOMPOSED = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _part(op: str, values: list, **attrs) -> np.ndarray:
+    """The value of op ``op`` on ``values``, computed as the interpreter computes a call."""
+    d = get_op(op)
+    return d.compute(values, d.normalize_attrs(attrs))
+
+
+def _sdpa_parts(values, attrs) -> np.ndarray:
+    """Attention op by op, exactly as decompose-ops' ``_attention`` writes it; a query row with
+    no key left gives zeros (its decomposition: NaN)."""
+    q, k, v, *mask = values
+    dtype = q.dtype
+    scale = attrs["scale"] if attrs["scale"] is not None else 1.0 / math.sqrt(q.shape[-1])
+    axes = list(range(k.ndim))
+    axes[-2:] = axes[-1], axes[-2]
+    kt = _part("permute_dims", [k], axes=axes)
+    scores = _part("multiply", [_part("matmul", [q, kt]), np.asarray(scale, dtype)])
+    keep = None
+    if mask and mask[0].dtype == np.bool_:
+        keep = mask[0]
+    elif mask:
+        scores = _part("add", [scores, mask[0]])
+    if attrs["is_causal"]:
+        ones = _part("ones", [], shape=[q.shape[-2], k.shape[-2]], dtype=DType.bool)
+        causal = _part("tril", [ones])
+        keep = causal if keep is None else _part("logical_and", [keep, causal])
+    if keep is not None:
+        scores = _part("where", [keep, scores, np.asarray(-np.inf, dtype)])
+    with np.errstate(invalid="ignore"):  # a row with no key left: zeros below
+        probs = _part("softmax", [scores], axis=-1)
+    out = _part("matmul", [probs, v])
+    dead = np.max(scores, axis=-1, keepdims=True) == -np.inf  # no key left (NaN above)
+    if dead.any():
+        out = np.where(dead, np.zeros((), dtype), out).astype(dtype)
+    return out
+
+
 def _sdpa_compute(values, attrs):
+    if values[0].dtype in SDPA_ROUNDS_AS_DECOMPOSED:
+        return _sdpa_parts(values, attrs)
     q, k, v = (_f64(x) for x in values[:3])
     scale = attrs["scale"] if attrs["scale"] is not None else 1.0 / math.sqrt(q.shape[-1])
     scores = (q @ np.swapaxes(k, -1, -2)) * scale

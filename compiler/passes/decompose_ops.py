@@ -24,7 +24,7 @@ import numpy as np
 
 from compiler.ir.nodes import Call, Constant, Expr, Module
 from compiler.ir.types import DType, TensorType
-from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED
+from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED, SDPA_ROUNDS_AS_DECOMPOSED
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
 from compiler.passes.rules import Rule, Rules, op, rule_table
@@ -147,7 +147,10 @@ DECOMPOSITIONS: dict[str, Callable[[Call], Expr | None]] = {
 
 
 # Result dtypes in which an op's reference rounds exactly like its decomposition, by op.
-_ROUNDS_AS_DECOMPOSED = {"linear": LINEAR_ROUNDS_AS_DECOMPOSED}
+_ROUNDS_AS_DECOMPOSED = {
+    "linear": LINEAR_ROUNDS_AS_DECOMPOSED,
+    "scaled_dot_product_attention": SDPA_ROUNDS_AS_DECOMPOSED,
+}
 
 
 def decompose(call: Call) -> Expr | None:
@@ -159,8 +162,10 @@ def decompose(call: Call) -> Expr | None:
 
 def rounds_as_decomposed(op: str, dtype: DType) -> bool:
     """Whether ``op`` with a result of ``dtype`` computes, bit for bit, what its decomposition
-    computes (each part rounded to ``dtype``): decompose-ops then changes no value, and a tool
-    may compute the op as its parts and find their values again after decompose-ops."""
+    computes (each part rounded to ``dtype``) wherever the decomposition's value is not NaN
+    (attention's query rows with no key left are zeros, NaN in the decomposition): a
+    decomposition value without NaN is then the op's, and a tool may compute the op as its
+    parts and find their values again after decompose-ops."""
     dtypes = _ROUNDS_AS_DECOMPOSED.get(op)
     return dtypes is not None and dtype.numpy in dtypes
 

@@ -25,10 +25,13 @@ class _Memo:
     values; the annotated type is in the key so a node with a new annotation is checked.
 
     An entry keeps its operand arrays alive (so no other array takes their id) and is kept
-    while it was made or used by the module a pass was given or the one being run."""
+    while it was made or used by the module a pass was given or the one being run; an entry
+    of an op computed as its decomposition keeps the entries of its parts with it (a step
+    that reuses the op's value keeps the parts decompose-ops' nodes will look up)."""
 
     def __init__(self) -> None:
-        self.entries: dict[tuple, list] = {}  # key -> [operand arrays, value, generation]
+        # key -> [operand arrays, value, generation, keys of its parts' entries]
+        self.entries: dict[tuple, list] = {}
         self.views: dict[tuple, weakref.ref] = {}  # (base, address, layout) -> the first view
         self.contents: dict[tuple, list] = {}  # (shape, dtype, sampled bytes) -> arrays
         self.content_hits = 0
@@ -70,21 +73,50 @@ class _Memo:
             return value
         return first
 
+    def operands(self, node: Call, arrays: list) -> list:
+        """The canonical operands of ``node`` (see ``key``)."""
+        ops = [self.canonical(a) for a in arrays]
+        if _reads_transposed(node) and len(ops) == 2 and getattr(ops[1], "ndim", 0) >= 2:
+            ops[1] = self.canonical(np.swapaxes(ops[1], -1, -2))
+        return ops
+
     def key(self, node: Expr, operands: list) -> tuple:
-        return (node.op, node.attrs, node.ty, *map(id, operands))
+        """What computes a value: the op, attributes, type and operands by identity. A matmul
+        reading its rhs transposed (``transpose_b``) is keyed as the plain matmul of the
+        transposed view, which is what it computes (the same view, the same ``_matmul``
+        call): fold-constant's ``matmul(x, E, transpose_b)`` for ``matmul(x,
+        permute_dims(E))`` of a tied embedding gets the value computed before."""
+        attrs = node.attrs.with_(transpose_b=False) if _reads_transposed(node) else node.attrs
+        return (node.op, attrs, node.ty, *map(id, operands))
 
     def get(self, node: Call, operands: list) -> Any:
         entry = self.entries.get(self.key(node, operands))
         if entry is None:
             return None
-        entry[2] = self.generation
+        self._touch(entry)
         self.hits += 1
         return entry[1]
 
-    def put(self, node: Call, operands: list, value: Any) -> None:
+    def _touch(self, entry: list) -> None:
+        """Mark ``entry`` and its parts' entries used by this generation."""
+        stack = [entry]
+        while stack:
+            e = stack.pop()
+            if e[2] == self.generation:
+                continue
+            e[2] = self.generation
+            stack.extend(p for k in e[3] if (p := self.entries.get(k)) is not None)
+
+    def put(self, node: Call, operands: list, value: Any, parts: tuple = ()) -> tuple:
+        """Remember ``value`` (its parts: the keys of the entries it was computed from);
+        returns its key."""
         k = self.key(node, operands)
-        if k not in self.entries:
-            self.entries[k] = [operands, value, self.generation]
+        entry = self.entries.get(k)
+        if entry is None:
+            self.entries[k] = [operands, value, self.generation, parts]
+        else:  # computed before and found again (the node cache): keep it with its parts
+            self._touch(entry)
+        return k
 
     def same_content(self, value: Any) -> Any:
         """An array computed before with the very same bytes (shape, dtype, every bit), or
@@ -117,11 +149,12 @@ class _MemoHooks(CallMemo):
 
     def __init__(self, memo: _Memo):
         self.memo = memo
+        self._parts: list | None = None  # the keys a decomposition being computed used
 
     def _operands(self, node: Call, args: list) -> list | None:
         if node.op in SIDE_EFFECT_OPS or not all(isinstance(a, np.ndarray) for a in args):
             return None
-        return [self.memo.canonical(a) for a in args]
+        return self.memo.operands(node, args)
 
     def lookup(self, node: Call, args: list) -> Any:
         ops = self._operands(node, args)
@@ -130,19 +163,30 @@ class _MemoHooks(CallMemo):
         value = self.memo.get(node, ops)
         if value is not None:
             self.hits += 1
+            if self._parts is not None:
+                self._parts.append(self.memo.key(node, ops))
             return value
         # an op whose reference rounds as its decomposition is computed as its parts, so the
         # values of decompose-ops' matmul and add are found in the memo, not computed again
         if isinstance(node.ty, TensorType) and rounds_as_decomposed(node.op, node.ty.dtype):
-            value = self._decomposed(node, args)
+            outer, self._parts = self._parts, []
+            try:
+                value = self._decomposed(node, args)
+            finally:
+                parts, self._parts = tuple(self._parts), outer
+            if isinstance(value, np.ndarray) and value.dtype.kind == "f" and np.isnan(value).any():
+                value = None  # the op and its decomposition may differ there: compute the op
             if value is not None:
-                self.memo.put(node, ops, value)
+                key = self.memo.put(node, ops, value, parts)
+                if self._parts is not None:
+                    self._parts.append(key)
         return value
 
     def _decomposed(self, node: Call, args: list) -> Any:
         """The value of ``node`` computed as its decomposition, each part through the memo, so
         the parts decompose-ops makes later are found there. Only for ops whose reference
-        rounds exactly like their decomposition (tested bitwise)."""
+        rounds exactly like their decomposition (tested bitwise), and kept only when it has
+        no NaN (where attention's value and its decomposition's differ)."""
         from compiler.ops import get_op
 
         root = decompose(node)
@@ -171,7 +215,9 @@ class _MemoHooks(CallMemo):
         if ops is None or not isinstance(value, np.ndarray):
             return value
         value = self.memo.same_content(value)
-        self.memo.put(node, ops, value)
+        key = self.memo.put(node, ops, value)
+        if self._parts is not None:
+            self._parts.append(key)
         return value
 
 
@@ -187,5 +233,9 @@ def _memo_operands(memo: _Memo, node: Call, values: dict, params: dict) -> list 
                 v = params.get(a)
         if not isinstance(v, np.ndarray):
             return None
-        out.append(memo.canonical(v))
-    return out
+        out.append(v)
+    return memo.operands(node, out)
+
+
+def _reads_transposed(node: Expr) -> bool:
+    return isinstance(node, Call) and node.op == "matmul" and bool(node.attrs.get("transpose_b"))

@@ -340,3 +340,30 @@ assert _FlipAdd  # registers test-check-flip-add
 
 def test_the_defaults_are_the_documented_ones():
     assert BLOAT_THRESHOLD == 0.10 and BLOAT_MIN_BYTES == 1024
+
+
+def test_param_bytes_from_the_module_equal_the_graphs():
+    """Step.param_bytes counts a module's weights without building its graph (the check asks
+    it of every step): the same count as the graph's, for stored, lifted and lazy weights,
+    constants folded and grown."""
+    from compiler.ir import Module
+    from explorer.graph import graph_of_module, module_param_bytes
+    from tests.compiler.passes.test_lazy_params import MODEL as LAZY_MODEL
+    from tests.compiler.passes.test_lazy_params import W1, W2, X
+
+    traces = [
+        explorer.explore(weights_of(4096), pipeline="test-check-grow-params{elements=300},default"),
+        explorer.explore(
+            LAZY_MODEL,
+            (X, W1, W2),
+            pipeline="lift-transform-params,lazy-transform-params,fold-constant,lazy-get-input",
+        ),
+    ]
+    seen = 0
+    for trace in traces:
+        for step in trace.steps:
+            if isinstance(step.module, Module):
+                want = graph_of_module(step.module).param_bytes
+                assert module_param_bytes(step.module) == want, step.name
+                seen += want > 0
+    assert seen >= 4

@@ -73,3 +73,38 @@ def test_linear_rounds_exactly_like_its_decomposition(dtype, x_shape, bias):
     parts = run(Function.from_output(args, DECOMPOSITIONS["linear"](node)), *values)[0]
     assert whole.dtype == parts.dtype
     assert whole.tobytes() == parts.tobytes()
+
+
+@pytest.mark.filterwarnings("ignore:invalid value")  # the decomposition's NaN rows
+@pytest.mark.parametrize("dtype", ["float32", "float64"])  # SDPA_ROUNDS_AS_DECOMPOSED
+@pytest.mark.parametrize("mask", [None, "bool", "float"])
+@pytest.mark.parametrize("causal", [True, False])
+def test_attention_rounds_exactly_like_its_decomposition(dtype, mask, causal):
+    """The check relies on it (explorer/check/memo.py computes attention as its decomposition
+    and keeps the value when it has no NaN): equal bit for bit, but where a query row has no
+    key left (the op: zeros, the decomposition: NaN)."""
+    import numpy as np
+
+    from compiler.interpret import run
+    from compiler.ir import Function, TensorType, Var, call
+    from compiler.passes.decompose_ops import DECOMPOSITIONS
+
+    rng = np.random.default_rng(0)
+    shapes = {"q": (1, 4, 6, 8), "k": (1, 1, 7, 8), "v": (1, 1, 7, 5)}  # kv heads broadcast
+    args = [Var(n, TensorType(s, dtype)) for n, s in shapes.items()]
+    values = [rng.standard_normal(s).astype(dtype) for s in shapes.values()]
+    if mask is not None:
+        keep = rng.random((6, 7)) < 0.7
+        keep[2] = False  # query 2 has no key left
+        args.append(Var("m", TensorType((6, 7), "bool" if mask == "bool" else dtype)))
+        values.append(keep if mask == "bool" else np.where(keep, 0.0, -np.inf).astype(dtype))
+    node = call("scaled_dot_product_attention", *args, is_causal=causal)
+    whole = run(Function.from_output(args, node), *values)[0]
+    parts = run(
+        Function.from_output(args, DECOMPOSITIONS["scaled_dot_product_attention"](node)), *values
+    )[0]
+    assert whole.dtype == parts.dtype and whole.shape == parts.shape == (1, 4, 6, 5)
+    nan = np.isnan(parts)
+    assert nan.any() == (mask is not None)
+    assert not np.isnan(whole).any() and np.all(whole[nan] == 0)
+    assert whole[~nan].tobytes() == parts[~nan].tobytes()
