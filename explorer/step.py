@@ -263,7 +263,8 @@ class Step:
         timeline of a front end lists for every step: see ``explorer.graph.module_size``)."""
         if self._size is None:
             graph = self._graph
-            if graph is None and self.source_graph is None and isinstance(self.shown_module, Module):
+            own = self.source_graph is None and isinstance(self.shown_module, Module)
+            if graph is None and own:
                 graph = self._sibling_graph()
                 if graph is None:
                     self._size = self._from_sibling("_size") or module_size(self.shown_module)
