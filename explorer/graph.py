@@ -132,10 +132,10 @@ def _prov_dict(prov) -> dict:
 
 
 @contextlib.contextmanager
-def _collector_paused():
-    """The cyclic garbage collector paused: a graph model is some ten objects per node, all
-    kept, which the collector would walk several times while they are made, freeing
-    nothing."""
+def collector_paused():
+    """The cyclic garbage collector paused: a graph model (or a diff) is some ten objects per
+    node, all kept, which the collector would walk several times while they are made (and
+    every other object of the process with them), freeing nothing."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -147,7 +147,7 @@ def _collector_paused():
 
 def graph_of_module(module: Module) -> GraphModel:
     """The graph model of an IR module (every function; node ids are ``function/name``)."""
-    with _collector_paused():
+    with collector_paused():
         return _graph_of_module(module, light=False)
 
 

@@ -7,7 +7,7 @@ import traitlets
 
 from tests.widgets.test_report import boxes_at_first
 from widgets.boxes import MAX_BOXES
-from widgets.graph_view import GraphView
+from widgets.graph_view import GraphView, graph_data
 from widgets.stepper import PassStepper, Timeline
 
 
@@ -85,7 +85,12 @@ def test_tabs_render_when_shown(mlp_trace):
     fold = mlp_trace["fold-constant"]
     st.index = fold.index
     assert st.tab == "graph" and st.graph.step is fold
-    after, before = st.graph.data["after"], st.graph.data["before"]
+    # the step's payload is sent; the baseline's (the before side) when the browser asks
+    assert st.graph.data["before"] is None and st.graph.data["baseline"] is True
+    assert st.graph.baseline_data == {}
+    st.graph.send_baseline()
+    after, before = st.graph.data["after"], st.graph.baseline_data
+    assert before == graph_data(fold, fold.previous, stats=False)["before"]
     assert after["step"]["index"] == fold.index and before["step"]["index"] == fold.index - 1
     assert "added" in statuses(after) and statuses(before) == set()  # before: no diff colours
     assert st.graph.collapsed == after["collapsed"] and st.graph.mode == "after"
@@ -156,6 +161,9 @@ def test_graph_view_selection_and_groups(convnext_trace):
     assert view.details["main/matmul"]["status"] == "changed"
     alone = GraphView(step)
     assert alone.details["main/conv2d"]["status"] == "" and alone.data["before"] is None
+    assert alone.data["baseline"] is False and alone.baseline_payload() is None
+    alone.send_baseline()  # nothing to send
+    assert alone.baseline_data == {}
     assert statuses(alone.payload) == set()
     assert repr(GraphView()) == "<GraphView (empty)>"
 
@@ -187,7 +195,7 @@ def test_a_live_view_sends_a_weights_statistics_when_it_is_selected(convnext_tra
     assert view.stats[wid]["max"] == float(data.max())
     assert view.selected_details["std"] == float(data.std(dtype=np.float64))
     # on the before side, a node of the previous step
-    old = next(n["id"] for n in view.data["before"]["nodes"] if n["k"] == "weight")
+    old = next(n["id"] for n in view.baseline_payload()["nodes"] if n["k"] == "weight")
     view.mode = "before"
     view.selected = old
     assert view.stats[old]["min"] == float(step.previous.graph.nodes[old].obj.data.min())
