@@ -201,3 +201,43 @@ def test_a_live_view_sends_a_weights_statistics_when_it_is_selected(convnext_tra
     assert view.stats[old]["min"] == float(step.previous.graph.nodes[old].obj.data.min())
     view.selected = "main/conv2d"  # not a weight
     assert view.stats == {}
+
+
+def test_the_stepper_makes_the_graph_models_of_the_steps_shown_only(monkeypatch):
+    import importlib
+
+    import explorer
+    from compiler import models
+
+    step_module = importlib.import_module("explorer.step")
+    diff_module = importlib.import_module("explorer.diff")  # (explorer.diff is the function)
+    trace = explorer.explore(models.mlp())  # a trace of its own: no graph model made yet
+    made, diffs = [], []
+    real_graph, real_diff = step_module.graph_of_module, diff_module._diff
+
+    def graph_of_module(module):
+        made.append(module)
+        return real_graph(module)
+
+    def diff(a, b, ga, gb):
+        diffs.append((a.index, b.index))
+        return real_diff(a, b, ga, gb)
+
+    monkeypatch.setattr(step_module, "graph_of_module", graph_of_module)
+    monkeypatch.setattr(diff_module, "_diff", diff)
+    st = trace.stepper()
+    # the first step's graph alone; the timeline's badges of every step without a graph model
+    assert st.index == 0 and made == [trace[0].module] and diffs == []
+    rows = re.findall(r"<div class='pl-step-row.*?</div>", st.timeline.rows)
+    assert len(rows) == len(trace) and "+6 nodes" in rows[5]
+    fold = trace["fold-constant"]
+    st.index = fold.index  # the step shown and the one it is compared with, one diff
+    assert made == [trace[0].module, fold.previous.module, fold.module]
+    assert diffs == [(fold.previous.index, fold.index)]
+    st.tab = "IR diff"
+    st.tab = "shapes"
+    assert len(made) == 3 and len(diffs) == 1
+    # the badges read what the whole summary (every graph model and diff made) says
+    keys = ("step", "status", "nodes", "node_delta", "param_bytes", "param_delta", "kind")
+    full = [{k: r[k] for k in keys} for r in trace.summary()]
+    assert [{k: st._row(s)[k] for k in keys} for s in trace] == full
