@@ -2,8 +2,9 @@
 the Panel app (``static/graph.js``).
 
 The Python side sends the step's payload (:func:`widgets.graph_data.graph_payload`: nodes,
-edges, the module tree, changes, findings, details) and the previous step's graph for the
-before / after toggle; the browser lays it out a group at a time, pans, zooms, searches,
+edges, the module tree, changes, findings, details) as one binary buffer of JSON, and the
+previous step's graph for the before / after toggle when the browser first shows the before
+side (it asks for it); the browser lays it out a group at a time, pans, zooms, searches,
 expands and collapses groups, and reports back the selected node (``selected``), the collapsed
 groups (``collapsed``), the search (``query``) and the side shown (``mode``). Setting any of
 them from Python moves the view.
