@@ -133,8 +133,8 @@ def json_buffer(value, widget=None):
     """A payload as ipywidgets sends it: one binary buffer of JSON (UTF-8), which the widget
     parses with one ``JSON.parse`` (``static/graph_widget.js``), instead of a state of some
     100,000 objects that ipywidgets walks for buffers and the kernel writes as JSON. A value
-    JSON cannot hold as it is (a NaN, a non-string key) is sent as it is, as before: the
-    kernel's packer cleans it."""
+    JSON cannot hold as it is (a NaN, a set, a lone surrogate) is sent as it is, as before:
+    the kernel's packer cleans it."""
     if not value:
         return value
     try:

@@ -241,3 +241,23 @@ def test_the_stepper_makes_the_graph_models_of_the_steps_shown_only(monkeypatch)
     keys = ("step", "status", "nodes", "node_delta", "param_bytes", "param_delta", "kind")
     full = [{k: r[k] for k in keys} for r in trace.summary()]
     assert [{k: st._row(s)[k] for k in keys} for s in trace] == full
+
+
+def test_a_live_views_payload_is_one_buffer_of_json(convnext_trace):
+    import json
+    import math
+
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    from widgets.graph_view import json_buffer
+
+    step = convnext_trace["fold-constant"]
+    view = GraphView(step, step.previous)
+    state, paths, buffers = _remove_buffers(view.get_state(["data", "baseline_data"]))
+    assert paths == [["data"]] and state["baseline_data"] == {}
+    sent = json.loads(bytes(buffers[0]).decode("utf-8"))
+    assert sent == json.loads(json.dumps(view.data)) and sent["before"] is None
+    # what JSON cannot hold as it is goes as it is (the kernel's packer deals with it)
+    for odd in ({"x": math.nan}, {"name": "\ud800"}, {"x": {1, 2}}):
+        assert json_buffer(odd) is odd
+    assert json_buffer({}) == {} and bytes(json_buffer({"t": "é<"})) == '{"t":"é<"}'.encode()
