@@ -18,10 +18,12 @@ component's layout and draw (``data-draw-ms``, printed too).
 
 First, in this process and without a browser, the CPU time of what the kernel does for
 ``GraphView(step, step.previous)`` from nothing cached, part by part: the explorer's graph
-models of the two steps, the payload (``graph_data``: the diff, the step's payload and its
-baseline's), and the widget's message (ipywidgets' ``_remove_buffers`` walk of the state and
-the kernel session's JSON), with the message's size. CPU time, because on a shared machine the
-wall clock also counts the time other processes held the CPU.
+models of the two steps, their diff, the step's payload, and the widget's message (the payload
+as one binary buffer of JSON, ipywidgets' ``_remove_buffers`` walk of the state and the kernel
+session's JSON), with the message's size; what the before side costs when it is first shown
+(the baseline's payload, made and sent then); and the CPU time of ``trace.stepper()``. CPU
+time, because on a shared machine the wall clock also counts the time other processes held
+the CPU.
 
     .venv/bin/python bench/jupyter_speed.py
 
@@ -97,12 +99,15 @@ RUN_CELL_JS = """async (i) => {
 
 
 def kernel_parts() -> None:
-    """The CPU seconds of each part of what the kernel does for a GraphView (no browser)."""
+    """The CPU seconds of each part of what the kernel does for a GraphView and for
+    ``trace.stepper()`` (no browser), each on a trace of its own, nothing cached."""
     from ipywidgets.widgets.widget import _remove_buffers
     from jupyter_client.session import json_packer
 
     from bench import scale_models
-    from widgets.graph_view import graph_data
+    from widgets.boxes import step_diff
+    from widgets.graph_data import graph_payload
+    from widgets.graph_view import json_buffer
 
     trace = scale_models.decoder(32)
     step = trace["fold-constant"]
@@ -112,19 +117,39 @@ def kernel_parts() -> None:
         out = f()
         return out, time.process_time() - t
 
+    def message(data: dict) -> tuple[bytes, list, float]:
+        """What ipywidgets sends for ``data``: the state (``json_buffer``: one binary buffer)
+        walked for buffers, and the kernel's JSON of the rest."""
+
+        def send():
+            state = {"data": json_buffer(data), "collapsed": data["after"]["collapsed"]}
+            clean, paths, buffers = _remove_buffers(state)
+            return json_packer({"state": clean, "buffer_paths": paths}), buffers
+
+        (msg, buffers), seconds = cpu(send)
+        return msg, buffers, seconds
+
     _, models = cpu(lambda: (step.previous.graph, step.graph))
-    data, payload = cpu(lambda: graph_data(step, step.previous, stats=False))
-    state = {"data": data, "collapsed": data["after"]["collapsed"]}
-    (clean, paths, _buffers), walk = cpu(lambda: _remove_buffers(state))
-    msg, packed = cpu(lambda: json_packer({"state": clean, "buffer_paths": paths}))
-    after = len(json_packer({"after": data["after"]}))
+    _, diff = cpu(lambda: step_diff(step.previous, step))
+    after, payload = cpu(lambda: graph_payload(step, step.previous, stats=False))
+    msg, buffers, sent = message({"after": after, "before": None, "baseline": True})
+    size = len(msg) + sum(len(b) for b in buffers)
+    before, toggle = cpu(lambda: graph_payload(step.previous, None, stats=False))
+    _, _, toggle_sent = message({"after": before})
     print(
         f"kernel CPU for GraphView(step, step.previous) of decoder(32), nothing cached: graph "
-        f"models {models:.2f} s + payload {payload:.2f} s + message {walk + packed:.2f} s "
-        f"(_remove_buffers {walk:.2f} s, JSON {packed:.2f} s) = "
-        f"{models + payload + walk + packed:.2f} s; message {len(msg) / 1e6:.1f} MB, of which "
-        f"the step's own payload {after / 1e6:.1f} MB (the rest: its baseline's, for the "
-        "before / after toggle)"
+        f"models {models:.2f} s + diff {diff:.2f} s + payload {payload:.2f} s + message "
+        f"{sent:.2f} s = {models + diff + payload + sent:.2f} s; message {size / 1e6:.1f} MB "
+        f"(the step's payload, one binary buffer); the baseline's payload, made and sent when "
+        f"the before side is first shown: {toggle + toggle_sent:.2f} s"
+    )
+    trace = scale_models.decoder(32)
+    _, stepper = cpu(trace.stepper)
+    made = [s.index for s in trace.steps if s._graph is not None]
+    print(
+        f"kernel CPU for trace.stepper() of decoder(32), nothing cached: {stepper:.2f} s (graph "
+        f"models made: steps {made} of {len(trace.steps)}; the timeline's badges from "
+        "Step.size)"
     )
 
 

@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
 
 from explorer.fmt import format_bytes, signed_bytes
-from explorer.graph import GraphModel, GraphNode, Signature
+from explorer.graph import GraphModel, GraphNode, Signature, collector_paused
 from explorer.matching import _inputs, _is_source, match_nodes
 from explorer.params import (
     _DTYPE_ALIASES,
@@ -338,6 +338,11 @@ def diff(a: Step, b: Step) -> Diff:
     if a is b or _same_module(a, b):
         return Diff(a, b, identical=True)
     ga, gb = a.graph, b.graph
+    with collector_paused():
+        return _diff(a, b, ga, gb)
+
+
+def _diff(a: Step, b: Step, ga: GraphModel, gb: GraphModel) -> Diff:
     matches = match_nodes(ga, gb)
     cross = _is_source(ga) != _is_source(gb)
     d = Diff(a, b, matches=matches)

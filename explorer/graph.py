@@ -4,6 +4,8 @@ an FX graph, an ONNX graph)."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,64 +128,132 @@ def _shape_dtype(ty: Type) -> tuple[tuple | None, str | None]:
 
 
 def _prov_dict(prov) -> dict:
-    return {k: v for k, v in prov.items()} if prov is not None else {}
+    return dict(prov.items()) if prov is not None else {}
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """The cyclic garbage collector paused: a graph model (or a diff) is some ten objects per
+    node, all kept, which the collector would walk several times while they are made (and
+    every other object of the process with them), freeing nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def graph_of_module(module: Module) -> GraphModel:
     """The graph model of an IR module (every function; node ids are ``function/name``)."""
+    with collector_paused():
+        return _graph_of_module(module, light=False)
+
+
+def module_size(module: Module) -> tuple[int, int]:
+    """``(nodes, parameter bytes)`` of ``graph_of_module(module)`` without making it: the same
+    walk and the same node ids, but no node's type, attributes or provenance (what a timeline
+    lists for steps not shown; a fraction of the cost)."""
+    g = _graph_of_module(module, light=True)
+    return len(g.nodes), g.param_bytes
+
+
+class _Counted:
+    """What a light walk keeps of a node: the function it belongs to (node ids depend on it)."""
+
+    __slots__ = ("function",)
+
+    def __init__(self, function: str):
+        self.function = function
+
+
+_NAMED = _Counted("")  # a named constant (a weight) belongs to no function
+
+
+def _graph_of_module(module: Module, light: bool) -> GraphModel:
     g = GraphModel()
     # After lift-transform-params, @main's weight parameters are computed by
     # @main_transform_params from the stored weights: count only the stored ones.
     derived = {fn.attrs.get("transform_params_of") for fn in module.functions.values()}
     for fname, fn in module.functions.items():
-        _add_function(g, fname, fn, weights_are_stored=fname not in derived)
+        _add_function(g, fname, fn, weights_are_stored=fname not in derived, light=light)
     return g
 
 
-def module_param_bytes(module: Module) -> int:
-    """``graph_of_module(module).param_bytes`` without building the graph (the check's
-    param-bloat detector asks it of every step: building the graphs of a 16-layer decoder's
-    steps took longer than running it). The same weights are counted: named constants read
-    by a node or returned, by name, and the weight parameters of functions whose weights
-    are stored."""
-    derived = {fn.attrs.get("transform_params_of") for fn in module.functions.values()}
-    params: dict[str, int] = {}
-
-    def see(e: Expr) -> None:
-        if isinstance(e, Constant) and e.name:
-            params[e.name] = e.nbytes
-
-    for fname, fn in module.functions.items():
-        for node in fn.iter_nodes():
-            if isinstance(node, (Call, FuncCall)):
-                inputs = node.args
-            elif isinstance(node, Tuple):
-                inputs = node.fields
-            elif isinstance(node, TupleGetItem):
-                inputs = (node.tuple_value,)
-            elif isinstance(node, If):
-                inputs = (node.cond, node.then_branch.result, node.else_branch.result)
-            else:
-                continue
-            for a in inputs:
-                see(a)
-        see(fn.output)
-        if fname not in derived:
-            for p in fn.params[fn.num_input :]:
-                n = p.ty.nbytes if isinstance(p.ty, TensorType) and p.ty.nbytes else 0
-                params[f"@{fname}/{p.name}"] = n
-    return sum(params.values())
+def _inputs_of(node: Expr) -> tuple | None:
+    """The inputs of a node the graph shows, in edge order (None: not a node of the graph)."""
+    if isinstance(node, (Call, Loop, FuncCall)):
+        return node.args
+    if isinstance(node, Tuple):
+        return node.fields
+    if isinstance(node, TupleGetItem):
+        return (node.tuple_value,)
+    if isinstance(node, If):
+        return (node.cond, node.then_branch.result, node.else_branch.result)
+    return None
 
 
-def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: bool = True) -> None:
-    printer = Printer()  # only for unique names within the function
-    g.signatures[fname] = Signature(
+def _op_node(node: Expr, nid: str, fname: str, label: str) -> GraphNode:
+    """The graph node of a call, loop, function call, tuple, item or if."""
+    if isinstance(node, Call):
+        kind, op = "op", node.op
+        attrs = {k: format_attr(v) for k, v in node.attrs.items()}
+    elif isinstance(node, Loop):
+        kind, op = "call", f"loop @{node.func}"
+        attrs = {"carried": str(node.num_carried), "scanned": str(node.num_scan)}
+    elif isinstance(node, FuncCall):
+        kind, op, attrs = "call", f"@{node.func}", {}
+    elif isinstance(node, Tuple):
+        kind, op, attrs = "tuple", "tuple", {}
+    elif isinstance(node, TupleGetItem):
+        kind, op, attrs = "item", f"[{node.index}]", {}
+    else:
+        kind, op, attrs = "if", "if", {}
+    shape, dtype = _shape_dtype(node.ty)
+    out = GraphNode(
+        nid,
+        kind,
+        op,
+        label,
         fname,
-        [(printer.name_of(p), str(p.ty)) for p in fn.params],
-        str(fn.ret_type),
-        fn.attrs.get("num_input"),
-        {k: v for k, v in fn.attrs.items()},
+        str(node.ty),
+        shape,
+        dtype,
+        attrs,
+        _prov_dict(node.prov),
+        node.prov.module_path or "",
+        0,
+        node,
     )
+    if isinstance(node, Call) and node.op == "opaque":
+        from compiler.ops import OPAQUE_RUNNERS as RUNNERS
+
+        out.opaque = {
+            "target": str(node.attrs["target"]),
+            "runner": RUNNERS.get(node.attrs["framework"], "?"),
+        }
+    return out
+
+
+def _add_function(
+    g: GraphModel, fname: str, fn: Function, weights_are_stored: bool = True, light: bool = False
+) -> None:
+    """Add the nodes and edges of ``fn``; ``light``: only the nodes' ids (each a
+    :class:`_Counted`) and the weights, no edges (:func:`module_size`)."""
+    printer = Printer()  # only for unique names within the function
+    counted = _Counted(fname)
+    if not light:
+        g.signatures[fname] = Signature(
+            fname,
+            [(printer.name_of(p), str(p.ty)) for p in fn.params],
+            str(fn.ret_type),
+            fn.attrs.get("num_input"),
+            {k: v for k, v in fn.attrs.items()},
+        )
+    else:  # the names made in the same order as a full walk's
+        for p in fn.params:
+            printer.name_of(p)
 
     def node_id(obj: Expr) -> str:
         key = id(obj)
@@ -198,26 +268,33 @@ def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: b
         if key in g.by_object:
             return g.by_object[key]
         nid = f"${c.name}" if c.name else f"{fname}/const{len(g.nodes)}"
-        shape, dtype = _shape_dtype(c.ty)
-        label = c.name or f"const {c.ty}"
-        g.nodes[nid] = GraphNode(
-            nid,
-            "weight" if c.name else "const",
-            "constant",
-            label,
-            "" if c.name else fname,
-            str(c.ty),
-            shape,
-            dtype,
-            {},
-            _prov_dict(c.prov),
-            c.prov.module_path or "",
-            c.nbytes,
-            c,
-        )
+        if light:
+            g.nodes[nid] = _NAMED if c.name else counted
+        else:
+            shape, dtype = _shape_dtype(c.ty)
+            label = c.name or f"const {c.ty}"
+            g.nodes[nid] = GraphNode(
+                nid,
+                "weight" if c.name else "const",
+                "constant",
+                label,
+                "" if c.name else fname,
+                str(c.ty),
+                shape,
+                dtype,
+                {},
+                _prov_dict(c.prov),
+                c.prov.module_path or "",
+                c.nbytes,
+                c,
+            )
         g.by_object[key] = nid
         if c.name:
-            g.params[c.name] = Param(c.name, c.data.shape, str(c.ty.dtype.short), c.nbytes, nid, c)
+            g.params[c.name] = (
+                Param(c.name, (), "", c.nbytes, nid)
+                if light
+                else Param(c.name, c.data.shape, str(c.ty.dtype.short), c.nbytes, nid, c)
+            )
         return nid
 
     num_input = fn.num_input
@@ -226,75 +303,45 @@ def _add_function(g: GraphModel, fname: str, fn: Function, weights_are_stored: b
         shape, dtype = _shape_dtype(p.ty)
         kind = "input" if i < num_input else "param"
         nbytes = p.ty.nbytes if isinstance(p.ty, TensorType) and p.ty.nbytes else 0
-        g.nodes[nid] = GraphNode(
-            nid,
-            kind,
-            kind,
-            p.name,
-            fname,
-            str(p.ty),
-            shape,
-            dtype,
-            {},
-            _prov_dict(p.prov),
-            p.prov.module_path or "",
-            nbytes,
-            p,
+        g.nodes[nid] = (
+            counted
+            if light
+            else GraphNode(
+                nid,
+                kind,
+                kind,
+                p.name,
+                fname,
+                str(p.ty),
+                shape,
+                dtype,
+                {},
+                _prov_dict(p.prov),
+                p.prov.module_path or "",
+                nbytes,
+                p,
+            )
         )
         g.by_object[id(p)] = nid
         if kind == "param" and weights_are_stored:
             g.params[f"@{fname}/{p.name}"] = Param(p.name, shape or (), dtype or "", nbytes, nid, p)
 
-    def add(node: Expr) -> None:
+    for node in fn.iter_nodes():
+        inputs = _inputs_of(node)
         nid = node_id(node)
-        shape, dtype = _shape_dtype(node.ty)
-        if isinstance(node, Call):
-            kind, op = "op", node.op
-            attrs = {k: format_attr(v) for k, v in node.attrs.items()}
-            inputs = node.args
-        elif isinstance(node, Loop):
-            kind, op, inputs = "call", f"loop @{node.func}", node.args
-            attrs = {"carried": str(node.num_carried), "scanned": str(node.num_scan)}
-        elif isinstance(node, FuncCall):
-            kind, op, attrs, inputs = "call", f"@{node.func}", {}, node.args
-        elif isinstance(node, Tuple):
-            kind, op, attrs, inputs = "tuple", "tuple", {}, node.fields
-        elif isinstance(node, TupleGetItem):
-            kind, op, attrs, inputs = "item", f"[{node.index}]", {}, (node.tuple_value,)
-        elif isinstance(node, If):
-            kind, op, attrs = "if", "if", {}
-            inputs = (node.cond, node.then_branch.result, node.else_branch.result)
-        else:
-            return
-        g.nodes[nid] = GraphNode(
-            nid,
-            kind,
-            op,
-            printer.name_of(node),
-            fname,
-            str(node.ty),
-            shape,
-            dtype,
-            attrs,
-            _prov_dict(node.prov),
-            node.prov.module_path or "",
-            0,
-            node,
-        )
-        if isinstance(node, Call) and node.op == "opaque":
-            from compiler.ops import OPAQUE_RUNNERS as RUNNERS
-
-            g.nodes[nid].opaque = {
-                "target": str(node.attrs["target"]),
-                "runner": RUNNERS.get(node.attrs["framework"], "?"),
-            }
+        if inputs is None:
+            continue
+        g.nodes[nid] = counted if light else _op_node(node, nid, fname, printer.name_of(node))
         g.by_object[id(node)] = nid
         for i, a in enumerate(inputs):
-            g.edges.append(GraphEdge(node_id(a), nid, i, str(a.ty)))
-
-    for node in fn.iter_nodes():
-        add(node)
+            src = node_id(a)
+            if not light:
+                g.edges.append(GraphEdge(src, nid, i, str(a.ty)))
     out_id = f"{fname}/return"
+    if light:
+        g.nodes[out_id] = counted
+        node_id(fn.output)
+        return
     shape, dtype = _shape_dtype(fn.output.ty)
     g.nodes[out_id] = GraphNode(
         out_id, "output", "return", "return", fname, str(fn.output.ty), shape, dtype

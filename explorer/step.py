@@ -9,6 +9,7 @@ and artifact size) comes from :mod:`explorer.step_backend`.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from compiler.ir import Module, Printer
 from compiler.passes import Snapshot
 from explorer import rewrites, step_backend
 from explorer.diff import diff as diff_steps
-from explorer.graph import GraphModel, graph_of_module, module_param_bytes
+from explorer.graph import GraphModel, graph_of_module, module_size
 
 if TYPE_CHECKING:
     from explorer.trace import Trace
@@ -136,6 +137,7 @@ class Step:
         if snapshot is None:
             self._name, self._module, self._seconds = name, module, seconds
         self._graph: GraphModel | None = None
+        self._size: tuple[int, int] | None = None  # (nodes, parameter bytes)
         self._text: str | None = None
         self._lines: dict | None = None
         self._texts: dict | None = None  # the backend's text views
@@ -168,12 +170,14 @@ class Step:
 
     @property
     def graph(self) -> GraphModel:
-        """The neutral graph model of this step (built on first use)."""
+        """The neutral graph model of this step (built on first use; shared with the steps of
+        its trace that show the same module, such as a pass that changed nothing)."""
         if self._graph is None:
             if self.source_graph is not None:
                 self._graph = self.source_graph
             elif isinstance(self.shown_module, Module):
-                self._graph = graph_of_module(self.shown_module)
+                shared = self._sibling_graph()
+                self._graph = shared if shared is not None else graph_of_module(self.shown_module)
             elif self.shown_module is not None:  # another compiler's module (explorer.adapters)
                 self._graph = self.shown_module.graph_model()
             else:
@@ -241,16 +245,45 @@ class Step:
         self.text  # noqa: B018  (fills _lines)
         return (self._lines or {}).get(id(self.failed_node))
 
+    def _sibling_graph(self) -> GraphModel | None:
+        """The graph model a step of the same trace already made of this step's module."""
+        return self._from_sibling("_graph")
+
+    def _from_sibling(self, attr: str) -> Any:
+        """``attr`` (``_graph``, ``_size``) of a step of the same trace showing the same
+        module, where one has it made (else None)."""
+        module = self.shown_module
+        for s in _steps_showing(self.trace, module):
+            if s is not self and getattr(s, attr) is not None and s.shown_module is module:
+                return getattr(s, attr)
+        return None
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """``(nodes, parameter bytes)`` of this step's graph model (``len(graph.nodes)``,
+        ``graph.param_bytes``), without making the model when it is not made yet (what the
+        timeline of a front end lists for every step: see ``explorer.graph.module_size``)."""
+        if self._size is None:
+            graph = self._graph
+            own = self.source_graph is None and isinstance(self.shown_module, Module)
+            if graph is None and own:
+                graph = self._sibling_graph()
+                if graph is None:
+                    self._size = self._from_sibling("_size") or module_size(self.shown_module)
+                    return self._size
+            graph = graph if graph is not None else self.graph
+            self._size = (len(graph.nodes), graph.param_bytes)
+        return self._size
+
+    @property
+    def node_count(self) -> int:
+        """Nodes of this step's graph model (see ``size``)."""
+        return self.size[0]
+
     @property
     def param_bytes(self) -> int:
-        """Bytes of every weight of this step (from the module when no graph was built)."""
-        if (
-            self._graph is None
-            and self.source_graph is None
-            and isinstance(self.shown_module, Module)
-        ):
-            return module_param_bytes(self.shown_module)
-        return self.graph.param_bytes
+        """Bytes of every weight of this step (see ``size``)."""
+        return self.size[1]
 
     @property
     def previous(self) -> Step | None:
@@ -286,6 +319,23 @@ class Step:
         from widgets.report import step_html
 
         return step_html(self, baseline=self.previous)
+
+
+_BY_MODULE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _steps_showing(trace: Trace | None, module: Any) -> list[Step]:
+    """The steps of ``trace`` showing ``module`` (an index by module, made again when the
+    trace has more steps; a trace of thousands of steps is not scanned once per step)."""
+    if trace is None:
+        return []
+    index = _BY_MODULE.get(trace)
+    if index is None or index[0] != len(trace.steps):
+        by: dict[int, list[Step]] = {}
+        for s in trace.steps:
+            by.setdefault(id(s.shown_module), []).append(s)
+        index = _BY_MODULE[trace] = (len(trace.steps), by)
+    return index[1].get(id(module), [])
 
 
 def _graph_listing(g: GraphModel) -> str:

@@ -321,6 +321,7 @@ __all__ = [
     "ops_column",
     "ops_text",
     "step_column",
+    "summary_row",
     "summary_rows",
     "text_table",
     "trace_html",
@@ -338,38 +339,48 @@ def summary_rows(trace) -> list[dict]:
     compiled step, the artifact's size); a step a pass changed also has ``op_changes`` (op
     -> change in its count) and ``note`` (the artifact's size or ""), which the summary
     table reads to cap its ops column."""
-    rows = []
-    for s in trace.steps:
-        prev = s.previous
-        nodes = len(s.graph.nodes)
-        row = {
-            "step": s.index,
-            "depth": s.depth,
-            "pass": s.name,
-            "kind": s.kind,
-            "status": s.status,
-            "nodes": nodes,
-            "node_delta": nodes - len(prev.graph.nodes) if prev is not None else 0,
-            "param_bytes": s.param_bytes,
-            "param_delta": s.param_bytes - prev.param_bytes if prev is not None else 0,
-            "ms": s.seconds * 1000,
-            "ops": "",
-            "shapes": 0,
-        }
-        if prev is not None and s.kind == "pass" and s.changed and not s.failed:
-            d = s.diff(prev)
-            row["ops"] = d.op_count_text()
-            row["op_changes"] = dict(d.op_count_changes)
-            row["note"] = ""
-            row["shapes"] = len(d.shape_changes)
-        if s.backend_stage == "compiled" and not s.failed and s is trace.final:
-            art = s.artifact_bytes
-            row["artifact_bytes"] = art
-            if art is not None:
-                ratio = f" = {art / s.param_bytes:.2f}x the weights" if s.param_bytes else ""
-                note = f"artifact {format_bytes(art)}{ratio}"
-                row["ops"] = f"{row['ops']}; {note}" if row["ops"] else note
-                if "op_changes" in row:
-                    row["note"] = note
-        rows.append(row)
-    return rows
+    return [summary_row(s, trace=trace) for s in trace.steps]
+
+
+def summary_row(s, ops: bool = True, trace=None) -> dict:
+    """The summary row of step ``s`` (see :func:`summary_rows`). Without ``ops``, only what
+    a timeline's badges read (index, pass, kind, status, nodes and their delta, param bytes
+    and their delta, time): no diff, no artifact, so no graph model is made (the node and
+    byte counts come from ``Step.size``). ``trace``: the step's own by default."""
+    prev = s.previous
+    d = None
+    if ops and prev is not None and s.kind == "pass" and s.changed and not s.failed:
+        d = s.diff(prev)  # first: it makes the graph models the counts then read
+    nodes = s.node_count
+    row = {
+        "step": s.index,
+        "depth": s.depth,
+        "pass": s.name,
+        "kind": s.kind,
+        "status": s.status,
+        "nodes": nodes,
+        "node_delta": nodes - prev.node_count if prev is not None else 0,
+        "param_bytes": s.param_bytes,
+        "param_delta": s.param_bytes - prev.param_bytes if prev is not None else 0,
+        "ms": s.seconds * 1000,
+        "ops": "",
+        "shapes": 0,
+    }
+    if not ops:
+        return row
+    if d is not None:
+        row["ops"] = d.op_count_text()
+        row["op_changes"] = dict(d.op_count_changes)
+        row["note"] = ""
+        row["shapes"] = len(d.shape_changes)
+    trace = trace if trace is not None else s.trace
+    if s.backend_stage == "compiled" and not s.failed and trace is not None and s is trace.final:
+        art = s.artifact_bytes
+        row["artifact_bytes"] = art
+        if art is not None:
+            ratio = f" = {art / s.param_bytes:.2f}x the weights" if s.param_bytes else ""
+            note = f"artifact {format_bytes(art)}{ratio}"
+            row["ops"] = f"{row['ops']}; {note}" if row["ops"] else note
+            if "op_changes" in row:
+                row["note"] = note
+    return row

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from explorer.summary import summary_row
 from widgets import views
 from widgets.escape import esc
 
@@ -81,7 +82,7 @@ class StepFrame(views.StepNavigation):
         ``trace_pane(view)`` (a component with ``html``, ``current`` and ``pick``) make them;
         the graph view's pane is ``self.graph``."""
         self.trace, self.report = trace, report
-        self._rows = {r["step"]: r for r in trace.summary()}
+        self._rows: dict[int, dict] = {}  # the steps' badges, made when first shown
         self._rendered: set[str] = set()
         self.views = views.views_for(trace, report)
         self.tab_names = tuple(v.title for v in self.views)
@@ -95,10 +96,18 @@ class StepFrame(views.StepNavigation):
             else:
                 self.map_views[v.title] = self.panes[v.title] = trace_pane(v)
 
+    def _row(self, step) -> dict:
+        """What the badges of ``step`` read (``explorer.summary.summary_row`` without the op
+        counts: no diff, no graph model made for a step not shown)."""
+        row = self._rows.get(step.index)
+        if row is None:
+            row = self._rows[step.index] = summary_row(step, ops=False)
+        return row
+
     def timeline_rows(self) -> str:
         """The timeline's rows (HTML)."""
         return "".join(
-            views.timeline_row_html(s, self._rows[s.index], self.report) for s in self.trace.steps
+            views.timeline_row_html(s, self._row(s), self.report) for s in self.trace.steps
         )
 
     def tab_bar_html(self) -> str:
@@ -162,7 +171,7 @@ class StepFrame(views.StepNavigation):
     def _show(self) -> None:
         s = self.step
         self.timeline.index = s.index
-        self._set_html(self.header, views.header_html(s, self._rows[s.index], self.report))
+        self._set_html(self.header, views.header_html(s, self._row(s), self.report))
         self._update_buttons()
         self._rendered = set()
         self._render_tab(self.tab)

@@ -2,8 +2,9 @@
 the Panel app (``static/graph.js``).
 
 The Python side sends the step's payload (:func:`widgets.graph_data.graph_payload`: nodes,
-edges, the module tree, changes, findings, details) and the previous step's graph for the
-before / after toggle; the browser lays it out a group at a time, pans, zooms, searches,
+edges, the module tree, changes, findings, details) as one binary buffer of JSON, and the
+previous step's graph for the before / after toggle when the browser first shows the before
+side (it asks for it); the browser lays it out a group at a time, pans, zooms, searches,
 expands and collapses groups, and reports back the selected node (``selected``), the collapsed
 groups (``collapsed``), the search (``query``) and the side shown (``mode``). Setting any of
 them from Python moves the view.
@@ -11,6 +12,7 @@ them from Python moves the view.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anywidget
@@ -160,16 +162,38 @@ class GraphState:
             self.collapsed = sorted([*self.collapsed, group])
 
 
+def json_buffer(value, widget=None):
+    """A payload as ipywidgets sends it: one binary buffer of JSON (UTF-8), which the widget
+    parses with one ``JSON.parse`` (``static/graph_widget.js``), instead of a state of some
+    100,000 objects that ipywidgets walks for buffers and the kernel writes as JSON. A value
+    JSON cannot hold as it is (a NaN, a set, a lone surrogate) is sent as it is, as before:
+    the kernel's packer cleans it."""
+    if not value:
+        return value
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return memoryview(text.encode("utf-8", errors="surrogateescape"))
+    except (TypeError, ValueError):  # (UnicodeEncodeError is a ValueError)
+        return value
+
+
 class GraphView(GraphState, anywidget.AnyWidget):
     """The graph of ``step`` (diff-coloured against ``baseline``, findings of a check
     ``report`` drawn on it); ``selected`` is the selected node's id, ``collapsed`` the
     collapsed groups (module paths, ``@function``), ``query`` the search, ``mode`` the side
-    shown (``after`` or ``before``)."""
+    shown (``after`` or ``before``).
+
+    ``data`` holds the step's payload (``after``) and whether it has a ``baseline``; the
+    baseline's own payload (the before side) is made and sent as ``baseline_data`` when
+    the browser first shows the before side (:meth:`send_baseline`): most views never show
+    it, and it would double what the first view costs. Both are sent as one binary buffer
+    each (:func:`json_buffer`)."""
 
     _esm = graph_esm()
     _css = graph_css()
 
-    data = traitlets.Dict().tag(sync=True)
+    data = traitlets.Dict().tag(sync=True, to_json=json_buffer)
+    baseline_data = traitlets.Dict().tag(sync=True, to_json=json_buffer)
     selected = traitlets.Unicode("").tag(sync=True)
     query = traitlets.Unicode("").tag(sync=True)
     collapsed = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -188,7 +212,8 @@ class GraphView(GraphState, anywidget.AnyWidget):
     ):
         super().__init__(**kwargs)
         self.max_boxes = max_boxes
-        self.step = None
+        self.step = self.baseline = self.report = None
+        self.on_msg(self._on_msg)
         if step is not None:
             self.show(step, baseline, report, collapsed)
 
@@ -196,14 +221,33 @@ class GraphView(GraphState, anywidget.AnyWidget):
         """Draw ``step`` against ``baseline`` (in its default view state unless
         ``collapsed`` is given)."""
         self.step, self.baseline, self.report = step, baseline, report
-        data = graph_data(step, baseline, report, self.max_boxes, stats=False)
+        after = graph_payload(step, baseline, report, self.max_boxes, stats=False)
         self._details = None
-        chosen = data["after"]["collapsed"] if collapsed is None else sorted(collapsed)
+        chosen = after["collapsed"] if collapsed is None else sorted(collapsed)
         with self.hold_sync():
             self.selected = ""
             self.mode = "after"
             self.collapsed = list(chosen)
-            self.data = data
+            self.baseline_data = {}
+            self.data = {"after": after, "before": None, "baseline": baseline is not None}
+
+    def baseline_payload(self) -> dict | None:
+        """The payload of the before side (the baseline's own graph: what ``graph_data``
+        gives as ``before``), None without a baseline."""
+        if self.baseline is None:
+            return None
+        return graph_payload(self.baseline, None, None, self.max_boxes, stats=False)
+
+    def send_baseline(self) -> None:
+        """Send the before side's payload (``baseline_data``): what the browser asks for when
+        it first shows the before side."""
+        payload = self.baseline_payload()
+        if payload is not None:
+            self.baseline_data = payload
+
+    def _on_msg(self, _widget, content, _buffers) -> None:
+        if isinstance(content, dict) and content.get("want") == "baseline":
+            self.send_baseline()
 
     @traitlets.observe("selected", "mode")
     def _send_stats(self, change) -> None:
@@ -224,6 +268,7 @@ __all__ = [
     "graph_esm",
     "graph_js",
     "layout_js",
+    "json_buffer",
     "node_details",
     "selected_stats",
 ]

@@ -36,6 +36,16 @@ class Attrs(Mapping):
     def __len__(self) -> int:
         return len(self._items)
 
+    # the views of the dict held (read-only, iterated in C; Mapping's own are Python loops)
+    def keys(self):
+        return self._dict.keys()
+
+    def values(self):
+        return self._dict.values()
+
+    def items(self):
+        return self._dict.items()
+
     def __hash__(self) -> int:
         if self._hash is None:
             object.__setattr__(self, "_hash", hash(self._items))

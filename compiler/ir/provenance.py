@@ -31,14 +31,14 @@ class Provenance:
     @property
     def is_empty(self) -> bool:
         """Whether no field is set."""
-        return all(getattr(self, f.name) is None for f in fields(self))
+        return all(getattr(self, name) is None for name in _FIELD_NAMES)
 
     def items(self) -> list[tuple[str, str]]:
         """The set fields as (text-format key, value) pairs, in a fixed order."""
         return [
-            (_TEXT_KEYS[f.name], getattr(self, f.name))
-            for f in fields(self)
-            if getattr(self, f.name) is not None
+            (key, value)
+            for name, key in _TEXT_KEYS.items()
+            if (value := getattr(self, name)) is not None
         ]
 
     @staticmethod
@@ -70,5 +70,8 @@ _TEXT_KEYS = {
     "pass_name": "pass",
 }
 _FIELD_OF = {v: k for k, v in _TEXT_KEYS.items()}
+_FIELD_NAMES = tuple(f.name for f in fields(Provenance))  # (dataclasses.fields is slow per call)
+if tuple(_TEXT_KEYS) != _FIELD_NAMES:  # items() lists the fields in their order
+    raise RuntimeError("Provenance: _TEXT_KEYS must name every field, in the fields' order")
 
 NO_PROVENANCE = Provenance()

@@ -182,7 +182,7 @@ class Type:
 class TensorType(Type):
     """A tensor of ``dtype`` with ``shape`` (a tuple of dims), or of unknown rank (shape None)."""
 
-    __slots__ = ("shape", "dtype", "_hash")
+    __slots__ = ("shape", "dtype", "_hash", "_text")  # _text: str(self), made on first use
 
     def __init__(self, shape: Iterable[Dim] | None, dtype: DType | str):
         dtype = DType.of(dtype)
@@ -240,9 +240,16 @@ class TensorType(Type):
         return self._hash
 
     def __str__(self) -> str:
+        try:  # a type is immutable: its text is made once (views print types of every node)
+            return self._text
+        except AttributeError:
+            pass
         if self.shape is None:
-            return f"{self.dtype.short}[*]"
-        return f"{self.dtype.short}[{', '.join(dim_str(d) for d in self.shape)}]"
+            text = f"{self.dtype.short}[*]"
+        else:
+            text = f"{self.dtype.short}[{', '.join(dim_str(d) for d in self.shape)}]"
+        object.__setattr__(self, "_text", text)
+        return text
 
     def __repr__(self) -> str:
         return f"TensorType({self})"
@@ -254,7 +261,7 @@ class TensorType(Type):
 class TupleType(Type):
     """A tuple of values of the given types."""
 
-    __slots__ = ("fields", "_hash")
+    __slots__ = ("fields", "_hash", "_text")  # _text: str(self), made on first use
 
     def __init__(self, fields: Iterable[Type]):
         fields = tuple(fields)
@@ -274,9 +281,16 @@ class TupleType(Type):
         return len(self.fields)
 
     def __str__(self) -> str:
+        try:
+            return self._text
+        except AttributeError:
+            pass
         if len(self.fields) == 1:
-            return f"({self.fields[0]},)"
-        return f"({', '.join(str(f) for f in self.fields)})"
+            text = f"({self.fields[0]},)"
+        else:
+            text = f"({', '.join(str(f) for f in self.fields)})"
+        object.__setattr__(self, "_text", text)
+        return text
 
     def __repr__(self) -> str:
         return f"TupleType({self})"

@@ -3,6 +3,7 @@ details, search, names from the model kept as text, no network) and GraphView's 
 driven through a stand-in for the anywidget model. Skipped where Chromium or Playwright is
 missing (Debian: ``apt-get install chromium``; never ``playwright install``)."""
 
+import base64
 import json
 import re
 import shutil
@@ -10,7 +11,7 @@ import shutil
 import pytest
 
 from tests.widgets.conftest import EVIL
-from tests.widgets.graph_page import Graph
+from tests.widgets.graph_page import Graph, wait_until
 from tests.widgets.test_report import boxes_at_first
 from widgets.graph_data import graph_payload
 from widgets.graph_view import GraphView, graph_css, graph_esm
@@ -200,17 +201,34 @@ def test_names_from_the_model_stay_text_in_the_report(browser, evil_trace, tmp_p
     assert problems == []
 
 
-# The part of anywidget's model API a widget's render() uses, over a plain object.
+# The part of anywidget's model API a widget's render() uses, over a plain object; the state
+# is what the kernel sends (ipywidgets' state, its binary buffers put back as DataViews, as the
+# widget manager does: `withBuffers`); a custom message (`send`) goes to `window.toKernel`.
 HOST = """
 <div id="root" style="width:1000px"></div>
 <script type="module">
 const state = %(state)s, listeners = {};
+window.withBuffers = (st, buffers) => {
+  for (const [path, b64] of buffers) {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    let o = st;
+    for (const k of path.slice(0, -1)) o = o[k];
+    o[path.at(-1)] = new DataView(bytes.buffer);
+  }
+  return st;
+};
+withBuffers(state, %(buffers)s);
 window.saved = [];
+const plain = (v) => v instanceof DataView ? JSON.parse(new TextDecoder().decode(v)) : v;
 const model = {
   get: (k) => state[k],
   set: (k, v) => { state[k] = v; (listeners["change:" + k] || []).forEach((f) => f()); },
   on: (event, f) => { (listeners[event] = listeners[event] || []).push(f); },
-  save_changes: () => { window.saved.push(JSON.parse(JSON.stringify(state))); },
+  save_changes: () => {
+    const copy = Object.fromEntries(Object.entries(state).map(([k, v]) => [k, plain(v)]));
+    window.saved.push(JSON.parse(JSON.stringify(copy)));
+  },
+  send: (content) => window.toKernel(content),
 };
 window.model = model;
 const url = URL.createObjectURL(new Blob([%(esm)s], { type: "text/javascript" }));
@@ -219,19 +237,35 @@ widget.render({ model, el: document.getElementById("root") });
 window.ready = true;
 </script>
 """
-SYNCED = ("data", "selected", "query", "collapsed", "mode", "height")
+SYNCED = ("data", "baseline_data", "selected", "query", "collapsed", "mode", "height")
+
+
+def sent_state(view, keys=SYNCED) -> tuple[dict, list]:
+    """The state of ``keys`` as the kernel sends it: JSON, and each binary buffer as its path
+    and base64 text (the page's ``withBuffers`` puts them back)."""
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    state, paths, buffers = _remove_buffers(view.get_state(list(keys)))
+    return state, [[p, base64.b64encode(b).decode()] for p, b in zip(paths, buffers, strict=True)]
 
 
 def test_graph_view_front_end(browser, convnext_trace, tmp_path):
     step = convnext_trace["fold-constant"]
     view = GraphView(step, step.previous)
-    state = {k: getattr(view, k) for k in SYNCED}
+    state, buffers = sent_state(view)
+    assert [p for p, _ in buffers] == [["data"]]  # the payload: one binary buffer
     page = browser.new_page(viewport={"width": 1100, "height": 800})
     page.set_default_timeout(5000)
     problems = []
     page.on("pageerror", lambda e: problems.append(f"error: {e}"))
     page.on("request", lambda r: None if r.url.startswith(LOCAL) else problems.append(r.url))
-    html = HOST % {"state": json.dumps(state), "esm": json.dumps(graph_esm())}
+    asked = []  # the widget's custom messages to the kernel
+    page.expose_function("toKernel", lambda content: asked.append(content))
+    html = HOST % {
+        "state": json.dumps(state),
+        "buffers": json.dumps(buffers),
+        "esm": json.dumps(graph_esm()),
+    }
     page.set_content(f"<style>{graph_css()}</style>{html}")
     page.wait_for_function("window.ready === true")
     g = Graph(page, page.locator("#root .plg"))
@@ -271,14 +305,33 @@ def test_graph_view_front_end(browser, convnext_trace, tmp_path):
     expect(g.node("main/gelu")).to_have_count(1)
     view.collapsed = saved("collapsed")
     assert view.collapsed == []
-    # the before / after toggle is synced back
+    # the before / after toggle: the baseline's payload was not sent with the step's; the
+    # first click asks the kernel for it, then draws it, and the side is synced back
+    ghost = next(n["id"] for n in view.payload["nodes"] if n.get("st") == "removed")
+    g.go_to(ghost)
+    g.node(ghost).click()
+    assert saved("selected") == ghost and asked == []
     g.root.locator(".plg-before").click()
+    wait_until(page, lambda: asked == [{"want": "baseline"}], "the request for the baseline")
+    view._on_msg(view, asked[0], [])  # what the kernel does with it: sends baseline_data
+    state, buffers = sent_state(view, ["baseline_data"])
+    assert [p for p, _ in buffers] == [["baseline_data"]]
+    page.evaluate(
+        "([s, b]) => model.set('baseline_data', withBuffers(s, b).baseline_data)", [state, buffers]
+    )
+    expect(g.root).to_have_attribute("data-mode", "before")
+    g.wait_selected(ghost.removeprefix("removed:"))  # the node itself, on the baseline's graph
     assert saved("mode") == "before"
     page.evaluate("model.set('mode', 'after')")
     expect(g.root).to_have_attribute("data-mode", "after")
+    g.root.locator(".plg-before").click()  # asked once: the baseline is kept
+    expect(g.root).to_have_attribute("data-mode", "before")
+    page.evaluate("model.set('mode', 'after')")
+    assert len(asked) == 1
     # a new step from Python: drawn, in its default state
     view.show(convnext_trace["fuse-ops"], step)
-    page.evaluate("(d) => model.set('data', d)", view.data)
+    state, buffers = sent_state(view, ["data"])
+    page.evaluate("([s, b]) => model.set('data', withBuffers(s, b).data)", [state, buffers])
     expect(g.root.locator("g.plg-k-call").first).to_be_visible()
     # typing a search in the browser sets `query` in Python
     page.screenshot(path=str(tmp_path / "graph_view.png"))

@@ -103,6 +103,16 @@ def test_jupyterlab_renders_the_stepper_and_the_graph_view(lab, tmp_path):
             )
             printed = cells.nth(2).locator(".jp-OutputArea-output")
             expect(printed).to_have_text("selected: 'main/matmul' | stepper at 5")
+            # the before side: the kernel sent the step's payload alone; the first click asks
+            # it for the baseline's, then draws it (a node fold-constant removed is a node of
+            # its own there, not a ghost)
+            expect(view.node("main/permute_dims")).to_have_count(0)
+            view.root.locator(".plg-before").click()
+            expect(view.root).to_have_attribute("data-mode", "before")
+            expect(view.node("main/permute_dims")).to_have_count(1)
+            view.wait_selected("main/matmul")  # the selection's counterpart
+            view.root.locator(".plg-after").click()
+            expect(view.root).to_have_attribute("data-mode", "after")
             page.screenshot(path=str(tmp_path / "jupyterlab.png"))
             # a 1000 px window: the step goes under the timeline, as wide as the cell; the
             # tab bar and the stepper's toolbar (prev, next, header) stay one row each

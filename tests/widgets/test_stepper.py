@@ -7,7 +7,7 @@ import traitlets
 
 from tests.widgets.test_report import boxes_at_first
 from widgets.boxes import MAX_BOXES
-from widgets.graph_view import GraphView
+from widgets.graph_view import GraphView, graph_data
 from widgets.stepper import PassStepper, Timeline
 
 
@@ -85,7 +85,12 @@ def test_tabs_render_when_shown(mlp_trace):
     fold = mlp_trace["fold-constant"]
     st.index = fold.index
     assert st.tab == "graph" and st.graph.step is fold
-    after, before = st.graph.data["after"], st.graph.data["before"]
+    # the step's payload is sent; the baseline's (the before side) when the browser asks
+    assert st.graph.data["before"] is None and st.graph.data["baseline"] is True
+    assert st.graph.baseline_data == {}
+    st.graph.send_baseline()
+    after, before = st.graph.data["after"], st.graph.baseline_data
+    assert before == graph_data(fold, fold.previous, stats=False)["before"]
     assert after["step"]["index"] == fold.index and before["step"]["index"] == fold.index - 1
     assert "added" in statuses(after) and statuses(before) == set()  # before: no diff colours
     assert st.graph.collapsed == after["collapsed"] and st.graph.mode == "after"
@@ -156,6 +161,9 @@ def test_graph_view_selection_and_groups(convnext_trace):
     assert view.details["main/matmul"]["status"] == "changed"
     alone = GraphView(step)
     assert alone.details["main/conv2d"]["status"] == "" and alone.data["before"] is None
+    assert alone.data["baseline"] is False and alone.baseline_payload() is None
+    alone.send_baseline()  # nothing to send
+    assert alone.baseline_data == {}
     assert statuses(alone.payload) == set()
     assert repr(GraphView()) == "<GraphView (empty)>"
 
@@ -187,9 +195,69 @@ def test_a_live_view_sends_a_weights_statistics_when_it_is_selected(convnext_tra
     assert view.stats[wid]["max"] == float(data.max())
     assert view.selected_details["std"] == float(data.std(dtype=np.float64))
     # on the before side, a node of the previous step
-    old = next(n["id"] for n in view.data["before"]["nodes"] if n["k"] == "weight")
+    old = next(n["id"] for n in view.baseline_payload()["nodes"] if n["k"] == "weight")
     view.mode = "before"
     view.selected = old
     assert view.stats[old]["min"] == float(step.previous.graph.nodes[old].obj.data.min())
     view.selected = "main/conv2d"  # not a weight
     assert view.stats == {}
+
+
+def test_the_stepper_makes_the_graph_models_of_the_steps_shown_only(monkeypatch):
+    import importlib
+
+    import explorer
+    from compiler import models
+
+    step_module = importlib.import_module("explorer.step")
+    diff_module = importlib.import_module("explorer.diff")  # (explorer.diff is the function)
+    trace = explorer.explore(models.mlp())  # a trace of its own: no graph model made yet
+    made, diffs = [], []
+    real_graph, real_diff = step_module.graph_of_module, diff_module._diff
+
+    def graph_of_module(module):
+        made.append(module)
+        return real_graph(module)
+
+    def diff(a, b, ga, gb):
+        diffs.append((a.index, b.index))
+        return real_diff(a, b, ga, gb)
+
+    monkeypatch.setattr(step_module, "graph_of_module", graph_of_module)
+    monkeypatch.setattr(diff_module, "_diff", diff)
+    st = trace.stepper()
+    # the first step's graph alone; the timeline's badges of every step without a graph model
+    assert st.index == 0 and made == [trace[0].module] and diffs == []
+    rows = re.findall(r"<div class='pl-step-row.*?</div>", st.timeline.rows)
+    assert len(rows) == len(trace) and "+6 nodes" in rows[5]
+    fold = trace["fold-constant"]
+    st.index = fold.index  # the step shown and the one it is compared with, one diff
+    assert made == [trace[0].module, fold.previous.module, fold.module]
+    assert diffs == [(fold.previous.index, fold.index)]
+    st.tab = "IR diff"
+    st.tab = "shapes"
+    assert len(made) == 3 and len(diffs) == 1
+    # the badges read what the whole summary (every graph model and diff made) says
+    keys = ("step", "status", "nodes", "node_delta", "param_bytes", "param_delta", "kind")
+    full = [{k: r[k] for k in keys} for r in trace.summary()]
+    assert [{k: st._row(s)[k] for k in keys} for s in trace] == full
+
+
+def test_a_live_views_payload_is_one_buffer_of_json(convnext_trace):
+    import json
+    import math
+
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    from widgets.graph_view import json_buffer
+
+    step = convnext_trace["fold-constant"]
+    view = GraphView(step, step.previous)
+    state, paths, buffers = _remove_buffers(view.get_state(["data", "baseline_data"]))
+    assert paths == [["data"]] and state["baseline_data"] == {}
+    sent = json.loads(bytes(buffers[0]).decode("utf-8"))
+    assert sent == json.loads(json.dumps(view.data)) and sent["before"] is None
+    # what JSON cannot hold as it is goes as it is (the kernel's packer deals with it)
+    for odd in ({"x": math.nan}, {"name": "\ud800"}, {"x": {1, 2}}):
+        assert json_buffer(odd) is odd
+    assert json_buffer({}) == {} and bytes(json_buffer({"t": "é<"})) == '{"t":"é<"}'.encode()

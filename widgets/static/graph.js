@@ -9,7 +9,8 @@
 // widgets/graph_view.py (GRAPH_JS) lists them in their order.
 //
 //   const g = PasslensGraph.create(el, { onSelect(id), onCollapsed(ids), onMode(mode) });
-//   g.setData(after, before)   // payloads; `before` (optional) is the previous step's
+//   g.setData(after, before, o)   // payloads; `before` (optional) is the previous step's, or
+//                                 // o.loadBefore() gives a promise of it when first shown
 //   g.select(id) / g.locate(id) / g.expand(id) / g.collapse(id) / g.expandAll() / g.collapseAll()
 //   g.search(q) / g.nextHit(d) / g.nextChange(d) / g.fit() / g.setMode("after" | "before")
 //
@@ -96,6 +97,11 @@ const PasslensGraph = (function (P) {
       draw(() => { if (!keepView) openView(); if (then) then(); });
     }
     function setMode(mode) {
+      if (mode === "before" && !st.before && st.loadBefore) { // a live view's before side: asked for when first shown
+        const after = st.after;
+        st.loadBefore().then((b) => { if (st.after === after && !st.before) { st.before = b; setMode("before"); } });
+        return;
+      }
       if (mode === st.mode || (mode === "before" && !st.before)) return;
       const from = st.m, sel = st.sel, r = sel >= 0 ? boxRect(sel) : null;
       const screen = r ? { x: (r.x + r.w / 2) * st.view.k + st.view.x, y: (r.y + r.h / 2) * st.view.k + st.view.y } : null;
@@ -127,9 +133,10 @@ const PasslensGraph = (function (P) {
     }
     function setData(after, before, o) {
       st.after = after; st.before = before || null;
+      st.loadBefore = (!st.before && o && o.loadBefore) || null; // () => a promise of `before`
       st.plainAfter = !!(o && o.plain);
       st.sel = -1; st.keepAfter = -1;
-      modeBox.style.display = st.before ? "" : "none";
+      modeBox.style.display = st.before || st.loadBefore ? "" : "none";
       const m = modelOf(after);
       errB.style.display = m.hasErr ? "" : "none";
       if (!m.hasErr) st.err = false;

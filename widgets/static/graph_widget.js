@@ -1,7 +1,9 @@
 // The graph component (PasslensGraph) over a widget model with the anywidget API
-// (get / set / on("change:x") / save_changes): the Jupyter GraphView and, through a shim, the
-// Panel app's GraphPane. Synced: data ({after, before, plain, note}), selected, collapsed,
-// query, mode, and stats (the selected weight's statistics, sent by Python on selection).
+// (get / set / on("change:x") / save_changes / send): the Jupyter GraphView and, through a
+// shim, the Panel app's GraphPane. Synced: data ({after, before, baseline, plain, note}),
+// baseline_data, selected, collapsed, query, mode, and stats (the selected weight's
+// statistics, sent by Python on selection). `data` and `baseline_data` come from the kernel as
+// one binary buffer of JSON each (a DataView), or as objects (the Panel app).
 function render({ model, el }) {
   el.classList.add("plg-host");
   const box = document.createElement("div"); // sized here: ipywidgets restyles `el` itself
@@ -15,12 +17,28 @@ function render({ model, el }) {
     onSearch: (q) => send("query", q),
   });
   const height = () => { box.style.height = model.get("height") || "640px"; };
+  const parsed = (v) => (v instanceof DataView ? JSON.parse(new TextDecoder().decode(v)) : v);
+  // the before side of a live view (data.baseline without data.before): the baseline's
+  // payload, asked for when the before side is first shown, arrives as `baseline_data`
+  let pending = null, listening = false;
+  const arrived = () => { const b = parsed(model.get("baseline_data")); return b && b.nodes ? b : null; };
+  function baseline() {
+    const have = arrived();
+    if (have) return Promise.resolve(have);
+    if (!listening) {
+      listening = true;
+      model.on("change:baseline_data", () => { const b = arrived(); if (b && pending) { const r = pending; pending = null; r(b); } });
+    }
+    return new Promise((resolve) => { pending = resolve; model.send({ want: "baseline" }); });
+  }
   function load() {
-    const d = model.get("data") || {};
+    const d = parsed(model.get("data")) || {};
     if (!d.after) return;
+    pending = null; // a request for an earlier step's baseline: its answer is not this one's
     quiet = true;
     try {
-      g.setData(d.after, d.before || null, { plain: !!d.plain, note: d.note || "" });
+      const lazy = !d.before && d.baseline ? baseline : null;
+      g.setData(d.after, d.before || null, { plain: !!d.plain, note: d.note || "", loadBefore: lazy });
       const c = model.get("collapsed");
       if (Array.isArray(c)) g.setCollapsed(c);
       if (model.get("query")) g.search(model.get("query"));
