@@ -23,9 +23,27 @@ STATIC = Path(__file__).parent / "static"
 HOST_CSS = ".plg-host{display:block;width:100%}"
 
 
+# the graph component's scripts in their order: the layout engine, the shared base, one module
+# per concern (each installs its functions on the component's context), and graph.js, which
+# assembles ``PasslensGraph``
+GRAPH_JS = (
+    "graph_layout.js",
+    "graph_base.js",
+    "graph_state.js",
+    "graph_place.js",
+    "graph_draw.js",
+    "graph_viewport.js",
+    "graph_minimap.js",
+    "graph_details.js",
+    "graph_search.js",
+    "graph_interaction.js",
+    "graph.js",
+)
+
+
 def graph_js() -> str:
     """The graph component as a plain script: the layout engine and ``PasslensGraph``."""
-    return (STATIC / "graph_layout.js").read_text() + "\n" + (STATIC / "graph.js").read_text()
+    return "\n".join((STATIC / name).read_text() for name in GRAPH_JS)
 
 
 def graph_esm() -> str:

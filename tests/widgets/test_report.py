@@ -262,14 +262,12 @@ def test_large_model_report_stays_collapsed_and_small(base_trace):
 )
 def test_front_end_scripts_parse(name, tmp_path):
     from widgets.app import _graph_esm
-    from widgets.graph_view import graph_esm
+    from widgets.graph_view import graph_esm, graph_js
     from widgets.stepper import MapView
 
     sources = {
         # what the report inlines, in its order (one classic script)
-        "report": "\n".join(
-            (STATIC / f).read_text() for f in ("graph_layout.js", "graph.js", "report.js")
-        ),
+        "report": graph_js() + "\n" + (STATIC / "report.js").read_text(),
         "graph_esm": graph_esm(),  # the Jupyter GraphView's module
         "app_esm": _graph_esm(),  # the Panel GraphPane's module
         "timeline.js": (STATIC / "timeline.js").read_text(),

@@ -1,0 +1,178 @@
+// passlens graph component: drawing the placed graph as SVG (nodes, group boxes, frames of open
+// groups, edges with their labels), a drawn state kept for a revisit, and the legend.
+(function (P) {
+  "use strict";
+  const { TITLE, LINE, PADX, PADY, LINE_H, cut, svg, h, textWidth } = P;
+  P.drawing = function (c) {
+    const { el, me, vp, legend, st } = c;
+    // from the other modules, looked up when called
+    const apply = P.late(c, "apply"), groupLines = P.late(c, "groupLines"),
+      layoutAll = P.late(c, "layoutAll"), markHits = P.late(c, "markHits"),
+      markSelection = P.late(c, "markSelection"), nodeLines = P.late(c, "nodeLines"),
+      plain = P.late(c, "plain"), renderMini = P.late(c, "renderMini"), statusOf = P.late(c, "statusOf");
+    function errColor(e) {
+      const t = Math.max(0, Math.min(1, (Math.log10(Math.max(e, 1e-9)) + 7) / 6)); // 1e-7 -> 0, 1e-1 -> 1
+      return `hsl(${(480 - 180 * t) % 360},75%,${74 - 22 * t}%)`; // green, yellow, orange, magenta
+    }
+    function drawText(parent, x, y, text, cls) { const t = svg("text", { x, y, class: cls }, parent); t.textContent = text; return t; }
+    function drawNode(m, i, r) {
+      const n = m.p.nodes[i], s = statusOf(m, i);
+      const cls = ["plg-n", "plg-k-" + n.k];
+      if (s) cls.push("plg-s-" + s);
+      if (n.bad && !plain()) cls.push("plg-bad");
+      if (n.opq) cls.push("plg-opaque");
+      const g = svg("g", { class: cls.join(" "), "data-node-id": n.id, "data-i": i, transform: `translate(${r.x},${r.y})` }, layer);
+      const fill = st.err ? (n.err !== undefined ? errColor(n.err) : "#f5f5f5") : null;
+      let shape;
+      if (n.k === "weight" || n.k === "param") {
+        const e = 5, w = r.w, hh = r.h;
+        shape = svg("path", { class: "plg-shape", d: `M0,${e} A${w / 2},${e} 0 0 1 ${w},${e} L${w},${hh - e} A${w / 2},${e} 0 0 1 0,${hh - e} Z M0,${e} A${w / 2},${e} 0 0 0 ${w},${e}` }, g);
+      } else if (n.k === "input" || n.k === "output") {
+        shape = svg("rect", { class: "plg-shape", width: r.w, height: r.h, rx: Math.min(r.h / 2, 16) }, g);
+      } else {
+        shape = svg("rect", { class: "plg-shape", width: r.w, height: r.h, rx: 4 }, g);
+      }
+      if (fill) shape.style.fill = fill;
+      const t = nodeLines(m, i);
+      let y = PADY + TITLE - 1 + (n.k === "weight" || n.k === "param" ? 6 : 0);
+      drawText(g, r.w / 2, y, t.title, "plg-title");
+      for (const l of t.lines) { y += LINE_H; drawText(g, r.w / 2, y, l, "plg-sub"); }
+      for (const l of t.w) { y += LINE_H; drawText(g, r.w / 2, y, l, "plg-sub plg-wline"); }
+      if (n.mark && !plain()) {
+        y += LINE_H + 2;
+        const text = cut(n.mark, 34), tw = Math.min(textWidth(text, LINE, true) + 10, r.w - 4);
+        svg("rect", { class: "plg-mark", x: r.w / 2 - tw / 2, y: y - LINE + 1, width: tw, height: LINE_H + 1, rx: 7 }, g);
+        drawText(g, r.w / 2, y + 1, text, "plg-mark-text");
+      }
+      const title = svg("title", null, g); title.textContent = n.opq ? n.id + "\nopaque: run by " + n.opq + ", no converter" : n.id;
+      return g;
+    }
+    function drawGroupBox(m, gi, r) {
+      const c = m.p.groups[gi], t = groupLines(m, gi);
+      const cls = ["plg-n", "plg-group"];
+      if (!plain() && c.ch) cls.push(c.ch.failed ? "plg-s-failed" : "plg-s-changed");
+      if (!plain() && c.bad) cls.push("plg-bad");
+      const g = svg("g", { class: cls.join(" "), "data-node-id": "group:" + c.id, "data-group": c.id, "data-gi": gi, transform: `translate(${r.x},${r.y})` }, layer);
+      svg("rect", { class: "plg-shape plg-stack", x: 4, y: 4, width: r.w, height: r.h, rx: 5 }, g);
+      const shape = svg("rect", { class: "plg-shape", width: r.w, height: r.h, rx: 5 }, g);
+      if (st.err && m.hasErr) shape.style.fill = m.errMax[gi] > 0 ? errColor(m.errMax[gi]) : "#f5f5f5";
+      let y = PADY + TITLE - 1;
+      drawText(g, PADX, y, "⊞ " + t.title, "plg-title plg-left");
+      for (const l of t.lines) { y += LINE_H; drawText(g, PADX, y, l, "plg-sub plg-left"); }
+      if (t.marks) { y += LINE_H; drawText(g, PADX, y, t.marks, "plg-sub plg-left plg-marks"); }
+      const title = svg("title", null, g); title.textContent = (c.id || "") + " — double-click to expand";
+      return g;
+    }
+    function drawFrame(m, f) {
+      const gi = f.b - m.N, c = m.p.groups[gi];
+      const g = svg("g", { class: "plg-frame" + (c.k === "function" ? " plg-fn" : ""), "data-group": c.id, "data-gi": gi }, layer);
+      svg("rect", { x: f.x, y: f.y, width: f.w, height: f.h, rx: 6 }, g);
+      const label = drawText(g, f.x + 8, f.y + 16, "⊟ " + cut(c.label || c.id, 60), "plg-frame-label");
+      label.setAttribute("data-group", c.id);
+      const title = svg("title", null, g); title.textContent = (c.id || "") + " — double-click to collapse";
+    }
+    function curve(pts) {
+      let d = `M${pts[0][0]},${pts[0][1]}`;
+      for (let k = 1; k < pts.length; k++) {
+        const [x0, y0] = pts[k - 1], [x1, y1] = pts[k], dy = (y1 - y0) / 2;
+        d += ` C${x0},${y0 + dy} ${x1},${y1 - dy} ${x1},${y1}`;
+      }
+      return d;
+    }
+    function drawEdges(m, D, edgeLayer) {
+      const labelLayer = svg("g", { class: "plg-elabels" }, edgeLayer);
+      for (const rec of D.lev.merged.values()) {
+        const A = D.boxes.get(rec.a), B = D.boxes.get(rec.b);
+        if (!A || !B) continue;
+        const pts = [[A.x + A.w / 2, A.y + A.h]];
+        const via = (g, key) => { // the interior points of a route inside group g
+          const route = D.layouts(g).routes.get(key), o = D.origin.get(g) || { x: 0, y: 0 };
+          if (route) for (const p of route.slice(1, -1)) pts.push([o.x + p[0], o.y + p[1]]);
+        };
+        let from = rec.a;
+        for (const X of rec.exits) { // out of each open group through its OUT port
+          const L = D.layouts(X), o = D.origin.get(X), f = D.frameOf.get(X);
+          via(X, from + ">OUT");
+          if (L.OUT && o && f) { pts.push([o.x + L.OUT[0], o.y + L.OUT[1]]); pts.push([o.x + L.OUT[0], f.y + f.h]); }
+          from = m.N + X;
+        }
+        const into = rec.entries.length ? m.N + rec.entries[0] : rec.b;
+        via(rec.lca, from + ">" + into);
+        rec.entries.forEach((Y, k) => { // into each open group through its IN port
+          const L = D.layouts(Y), o = D.origin.get(Y), f = D.frameOf.get(Y);
+          if (L.IN && o && f) { pts.push([o.x + L.IN[0], f.y]); pts.push([o.x + L.IN[0], o.y + L.IN[1]]); }
+          via(Y, "IN>" + (k + 1 < rec.entries.length ? m.N + rec.entries[k + 1] : rec.b));
+        });
+        pts.push([B.x + B.w / 2, B.y]);
+        if (pts.length === 2 && B.y < A.y + A.h) { pts[0] = [A.x + A.w / 2, A.y]; pts[1] = [B.x + B.w / 2, B.y + B.h]; } // upward
+        const es = rec.edges.map((k) => m.p.edges[k]);
+        const isGhost = es.every((e) => e[3] & 1), shape = !plain() && es.some((e) => e[3] & 2);
+        const cls = "plg-e" + (isGhost && !plain() ? " plg-e-ghost" : "") + (shape ? " plg-e-shape" : "");
+        const mk = isGhost && !plain() ? "r" : shape ? "s" : "a";
+        const path = svg("path", { class: cls, d: curve(pts), "marker-end": `url(#${me}-${mk})`, "data-src": m.p.nodes[es[0][0]].id, "data-dst": m.p.nodes[es[0][1]].id }, edgeLayer);
+        path.dataset.a = rec.a; path.dataset.b = rec.b;
+        const srcs = new Set(es.map((e) => e[0]));
+        const label = srcs.size === 1 ? m.p.types[es[0][2]] : srcs.size + " values";
+        if (label) {
+          const t = drawText(labelLayer, pts[0][0] + 5, pts[0][1] + 14, cut(label, 40), "plg-elabel" + (shape ? " plg-e-shape" : "") + (isGhost && !plain() ? " plg-e-ghost" : ""));
+          t.setAttribute("text-anchor", "start");
+        }
+      }
+    }
+    // a drawn state (its SVG group, layout, boxes and minimap) is kept for a revisit
+    let layer = vp;
+    const drawnStates = new Map();
+    function stateKey(m) {
+      return m.uid + ":" + m.epoch + ":" + m.version[0] + ":" + (st.mode === "before" ? "b" + st.afterUid : plain() ? "p" : "d") + ":" + (st.err ? 1 : 0);
+    }
+    function draw() {
+      const m = st.m;
+      if (!m) return;
+      const t0 = performance.now();
+      const key = stateKey(m);
+      let hit = drawnStates.get(key);
+      if (hit) drawnStates.delete(key); // most recent last
+      else {
+        const D = layoutAll(m);
+        layer = svg("g", { class: "plg-drawing" });
+        st.draw = D;
+        for (const f of D.frames) drawFrame(m, f);
+        drawEdges(m, D, svg("g", { class: "plg-edges" }, layer));
+        const boxes = new Map();
+        for (const [b, r] of D.boxes) boxes.set(b, b < m.N ? drawNode(m, b, r) : drawGroupBox(m, b - m.N, r));
+        hit = { g: layer, D, boxes, mini: null };
+        layer = vp;
+      }
+      drawnStates.set(key, hit);
+      if (drawnStates.size > 12) drawnStates.delete(drawnStates.keys().next().value);
+      vp.textContent = "";
+      vp.appendChild(hit.g);
+      st.draw = hit.D; st.boxes = hit.boxes;
+      st.drawMs = performance.now() - t0;
+      el.dataset.drawMs = st.drawMs.toFixed(1);
+      el.dataset.boxes = hit.D.boxes.size;
+      renderMini(hit);
+      markSelection();
+      markHits();
+      apply();
+    }
+    // ---- legend ----------------------------------------------------------------------------------
+    function renderLegend() {
+      legend.textContent = "";
+      const items = [["plg-s-added", "added"], ["plg-s-changed", "changed"], ["plg-s-removed", "removed (ghost)"], ["plg-s-failed", "failed"], ["plg-bad", "finding"], ["plg-k-weight", "weight"], ["plg-opaque", "opaque (no converter)"], ["plg-group", "group"]];
+      for (const [cls, text] of items) {
+        const it = h("span", "plg-lg-item", legend);
+        h("span", "plg-lg-sw " + cls, it);
+        h("span", "", it, text);
+      }
+      h("div", "plg-lg-keys", legend, "n / p change · / search · f fit · b before/after · drag to pan, wheel to zoom");
+      if (st.err) { // the error overlay's scale
+        const row = h("div", "plg-lg-err", legend);
+        h("span", "", row, "error (max rel) ");
+        for (const e of [1e-7, 1e-5, 1e-3, 1e-1]) { const sw = h("span", "plg-lg-sw", row); sw.style.background = errColor(e); h("span", "", row, " " + e.toExponential(0) + " "); }
+        const none = h("span", "plg-lg-sw", row); none.style.background = "#f5f5f5"; h("span", "", row, " no error reported (within tolerance, or not compared)");
+      }
+    }
+    Object.assign(c, { errColor, drawText, draw, renderLegend, curve });
+  };
+})(PasslensGraphParts);

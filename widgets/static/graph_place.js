@@ -1,0 +1,96 @@
+// passlens graph component: where the boxes go. The layout of each open group (PasslensLayout,
+// static/graph_layout.js) cached by the version of its subtree, and the whole drawing's
+// placement: boxes, frames of open groups, and each merged edge's route through the groups.
+(function (P) {
+  "use strict";
+  const { GPAD, GHEAD, h } = P;
+  P.place = function (c) {
+    const { st } = c;
+    // from the other modules, looked up when called
+    const boxSize = P.late(c, "boxSize"), groupShown = P.late(c, "groupShown"),
+      inlined = P.late(c, "inlined"), parentOf = P.late(c, "parentOf"), plain = P.late(c, "plain"),
+      rep = P.late(c, "rep"), shownNode = P.late(c, "shownNode");
+    // ---- layout: a group at a time, cached by the version of its subtree -------------------
+    function levelEdges(m) {
+      const byLevel = new Map(), chain = (box) => { const out = []; for (let g = parentOf(m, box); g >= 0; g = g > 0 ? m.p.groups[g].p : -1) out.push(g); return out; };
+      const merged = new Map();
+      for (let k = 0; k < m.p.edges.length; k++) {
+        const e = m.p.edges[k];
+        if (inlined(m, e[0])) continue;
+        if (plain() && (e[3] & 1)) continue;
+        if (!shownNode(m, e[0]) || !shownNode(m, e[1])) continue;
+        const a = rep(m, e[0]), b = rep(m, e[1]);
+        if (a === b) continue;
+        const key = a + ">" + b;
+        let rec = merged.get(key);
+        if (!rec) {
+          const ca = chain(a), cb = chain(b), setB = new Set(cb);
+          const lca = ca.find((g) => setB.has(g));
+          const below = (box, c) => { const i = c.indexOf(lca); return i <= 0 ? box : m.N + c[i - 1]; };
+          rec = { a, b, lca, ca: below(a, ca), cb: below(b, cb), edges: [], exits: [], entries: [] };
+          merged.set(key, rec);
+          const at = (g) => { let l = byLevel.get(g); if (!l) { l = { pairs: [], exits: [], entries: [] }; byLevel.set(g, l); } return l; };
+          at(lca).pairs.push(rec);
+          // an edge leaving an open group goes through its OUT port, one entering through IN,
+          // so that inside each group the layout routes it around the boxes
+          for (let k = 0; k < ca.length && ca[k] !== lca; k++) { rec.exits.push(ca[k]); at(ca[k]).exits.push(k === 0 ? a : m.N + ca[k - 1]); }
+          for (let k = 0; k < cb.length && cb[k] !== lca; k++) { rec.entries.push(cb[k]); at(cb[k]).entries.push(k === 0 ? b : m.N + cb[k - 1]); }
+          rec.entries.reverse();
+        }
+        rec.edges.push(k);
+      }
+      return { byLevel, merged };
+    }
+    function layoutGroup(m, g, lev) {
+      const key = g + ":" + m.epoch + ":" + m.version[g] + ":" + (st.mode === "before" ? "b" + st.afterUid : plain() ? "p" : "d");
+      let L = m.cache.get(key);
+      if (L) return L;
+      const children = [];
+      for (const i of m.direct[g]) if (shownNode(m, i) && !inlined(m, i)) children.push(i);
+      for (const c of m.kids[g]) if (groupShown(m, c)) children.push(m.N + c);
+      const index = new Map(children.map((b, k) => [b, k]));
+      const sizes = children.map((b) => {
+        if (b >= m.N && st.expanded.has(b - m.N)) { const sub = layoutGroup(m, b - m.N, lev); return { w: sub.w + 2 * GPAD, h: sub.h + GPAD + GHEAD }; }
+        return boxSize(m, b);
+      });
+      const pairs = [], pairKeys = new Set();
+      const level = lev.byLevel.get(g) || { pairs: [], exits: [], entries: [] };
+      const add = (s, t) => { if (s === undefined || t === undefined || s === t) return; const pk = s + ">" + t; if (!pairKeys.has(pk)) { pairKeys.add(pk); pairs.push([s, t]); } };
+      for (const rec of level.pairs) add(index.get(rec.ca), index.get(rec.cb));
+      const first = [], last = [];
+      let IN = -1, OUT = -1;
+      if (level.entries.length) { IN = sizes.length; sizes.push({ w: 2, h: 2 }); first.push(IN); }
+      if (level.exits.length) { OUT = sizes.length; sizes.push({ w: 2, h: 2 }); last.push(OUT); }
+      for (const c of level.entries) add(IN, index.get(c));
+      for (const c of level.exits) add(index.get(c), OUT);
+      const out = PasslensLayout.layout({ nodes: sizes, edges: pairs, rankSep: 46, nodeSep: 28, edgeSep: 14, margin: 0, first, last });
+      const pos = new Map();
+      children.forEach((b, k) => pos.set(b, { x: out.x[k] - sizes[k].w / 2, y: out.y[k] - sizes[k].h / 2, w: sizes[k].w, h: sizes[k].h }));
+      const routes = new Map(), name = (k) => (k === IN ? "IN" : k === OUT ? "OUT" : children[k]);
+      for (const r of out.edges) routes.set(name(r.s) + ">" + name(r.t), r.points);
+      const port = (k) => (k < 0 ? null : [out.x[k], out.y[k]]);
+      L = { w: Math.max(out.width, 60), h: Math.max(out.height, 30), pos, routes, IN: port(IN), OUT: port(OUT) };
+      m.cache.set(key, L);
+      if (m.cache.size > 4000) m.cache.clear();
+      return L;
+    }
+    function layoutAll(m) {
+      const lev = levelEdges(m);
+      const top = layoutGroup(m, 0, lev);
+      const boxes = new Map(), frames = [];
+      const place = (g, ox, oy) => {
+        const L = layoutGroup(m, g, lev);
+        for (const [b, r] of L.pos) {
+          const a = { x: ox + r.x, y: oy + r.y, w: r.w, h: r.h, g: g };
+          if (b >= m.N && st.expanded.has(b - m.N)) { frames.push({ b, ...a }); place(b - m.N, a.x + GPAD, a.y + GHEAD); }
+          else boxes.set(b, a);
+        }
+      };
+      place(0, 0, 0);
+      const origin = new Map([[0, { x: 0, y: 0 }]]), frameOf = new Map();
+      for (const f of frames) { origin.set(f.b - m.N, { x: f.x + GPAD, y: f.y + GHEAD }); frameOf.set(f.b - m.N, f); }
+      return { w: top.w, h: top.h, boxes, frames, frameOf, lev, origin, layouts: (g) => layoutGroup(m, g, lev) };
+    }
+    Object.assign(c, { levelEdges, layoutGroup, layoutAll });
+  };
+})(PasslensGraphParts);

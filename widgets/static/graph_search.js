@@ -1,0 +1,92 @@
+// passlens graph component: finding things. Search (substring or /regex/) over every node,
+// including those inside collapsed groups, its results list and marks; going through changes.
+(function (P) {
+  "use strict";
+  const { h, modulePath, searchText } = P;
+  P.search = function (c) {
+    const { opts, searchBox, hitInfo, prevChange, changeInfo, nextChangeB, results, vp, st } = c;
+    // from the other modules, looked up when called
+    const changes = P.late(c, "changes"), locate = P.late(c, "locate"), plain = P.late(c, "plain"),
+      rep = P.late(c, "rep"), shownNode = P.late(c, "shownNode");
+    // ---- search --------------------------------------------------------------------------------
+    function matcher(q) {
+      q = q.trim();
+      if (!q) return null;
+      const re = /^\/(.+)\/([a-z]*)$/.exec(q);
+      if (re) { try { const r = new RegExp(re[1], re[2].includes("i") ? re[2] : re[2] + "i"); return (s) => r.test(s); } catch (e) { return "bad"; } }
+      const low = q.toLowerCase();
+      return (s) => s.includes(low);
+    }
+    function search(q, fromUser) {
+      st.query = q;
+      if (fromUser && opts.onSearch) opts.onSearch(q);
+      if (searchBox.value !== q) searchBox.value = q;
+      const m = st.m, f = m ? matcher(q) : null;
+      st.hits = []; st.hit = -1;
+      if (f === "bad") { hitInfo.textContent = "bad regex"; results.textContent = ""; results.classList.remove("plg-open"); markHits(); return; }
+      if (f) for (let i = 0; i < m.N; i++) if (shownNode(m, i) && f(searchText(m, i))) st.hits.push(i);
+      hitInfo.textContent = f ? st.hits.length + " found" : "";
+      renderResults();
+      markHits();
+    }
+    function renderResults() {
+      results.textContent = "";
+      const m = st.m;
+      if (!st.query.trim() || !m) { results.classList.remove("plg-open"); return; }
+      results.classList.add("plg-open");
+      const head = h("div", "plg-r-head", results, st.hits.length ? (st.hit >= 0 ? (st.hit + 1) + " of " + st.hits.length : st.hits.length + (st.hits.length === 1 ? " hit" : " hits")) + " · Enter: next · Esc: close" : "no node matches");
+      head.dataset.count = st.hits.length;
+      const byModule = new Map();
+      for (const i of st.hits.slice(0, 300)) {
+        const key = modulePath(m, m.p.nodes[i].g) || "(top level)";
+        if (!byModule.has(key)) byModule.set(key, []);
+        byModule.get(key).push(i);
+      }
+      for (const [mod, list] of byModule) {
+        h("div", "plg-r-mod", results, mod + " (" + list.length + ")");
+        for (const i of list) {
+          const n = m.p.nodes[i];
+          const item = h("div", "plg-r-item" + (st.hits[st.hit] === i ? " plg-on" : ""), results);
+          item.dataset.i = i;
+          const d = (m.p.details || [])[i] || {};
+          h("span", "plg-r-op", item, n.k === "op" || n.k === "call" ? n.t : n.k);
+          h("span", "plg-r-name", item, " " + (n.k === "op" || n.k === "call" ? n.id.split("/").pop() : d.name || n.t));
+          if (n.st === "removed" && !plain()) h("span", "plg-r-gone", item, " (removed)");
+          item.title = d.name || n.id;
+          item.addEventListener("click", () => { st.hit = st.hits.indexOf(i); locate(i); renderResults(); });
+        }
+      }
+      if (st.hits.length > 300) h("div", "plg-dim", results, "first 300 shown");
+    }
+    function markHits() {
+      vp.querySelectorAll(".plg-hit").forEach((g) => g.classList.remove("plg-hit"));
+      const m = st.m;
+      if (!m || !st.boxes) return;
+      for (const i of st.hits) { const g = st.boxes.get(rep(m, i)); if (g) g.classList.add("plg-hit"); }
+    }
+    function nextHit(d) {
+      if (!st.hits.length) return;
+      st.hit = (st.hit + (d || 1) + st.hits.length) % st.hits.length;
+      locate(st.hits[st.hit]);
+      markHits();
+      renderResults();
+      hitInfo.textContent = (st.hit + 1) + " of " + st.hits.length;
+    }
+
+    function nextChange(d) {
+      const list = changes();
+      if (!list.length) return;
+      st.change = st.change < 0 ? (d > 0 ? 0 : list.length - 1) : (st.change + d + list.length) % list.length;
+      locate(list[st.change]);
+      changeInfo.textContent = (st.change + 1) + "/" + list.length;
+    }
+    function updateChangeInfo() {
+      const list = changes();
+      const what = st.mode === "before" ? " removed or changed" : list.length === 1 ? " change" : " changes";
+      changeInfo.textContent = list.length ? list.length + what : "no changes";
+      prevChange.disabled = nextChangeB.disabled = !list.length;
+    }
+
+    Object.assign(c, { matcher, search, renderResults, markHits, nextHit, nextChange, updateChangeInfo });
+  };
+})(PasslensGraphParts);
