@@ -152,6 +152,7 @@
       el.dataset.drawMs = st.drawMs.toFixed(1);
       el.dataset.boxes = hit.D.boxes.size;
       renderMini(hit);
+      c.overviewDrawn();
       markSelection();
       markHits();
       apply();

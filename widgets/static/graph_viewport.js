@@ -15,6 +15,8 @@
       root.classList.toggle("plg-lod", v.k * TITLE < READABLE);
       root.classList.toggle("plg-lod-edges", v.k * EDGE < READABLE);
       drawMiniView();
+      c.semanticSchedule(); // the zoomed-out blocks
+      c.overviewViewMoved(); // the overview's rows in view
     }
     // the stage's size, read again only when it changes (reading it mid-draw costs a layout)
     let stageSize = null;
