@@ -16,7 +16,7 @@
 //   g.search(q) / g.nextHit(d) / g.nextChange(d) / g.fit() / g.setMode("after" | "before")
 //   g.overview(open) / g.goGroup(id)   // the module tree shown or not; a group opened and fitted
 //
-// It opens readable (labels 13 px at zoom 1) and centred on the payload's focus (the first
+// It opens readable (titles 14 px, shapes and attributes 12 px at zoom 1) and centred on the payload's focus (the first
 // finding or change); n / p go through the changes, "/" searches (substring, or /regex/) over
 // every node including those inside collapsed groups; a double-click expands or collapses a
 // group. Text from the model is only ever set as textContent.

@@ -6,7 +6,7 @@
 // toolbar's "overview"; open at first view when the component is wide enough.
 (function (P) {
   "use strict";
-  const { h, fmtBytes, signedBytes, cut } = P;
+  const { h, fmtBytes, signedBytes } = P;
   const WIDE = 900;        // px: the component opens with the overview beside the graph from here
   const FIRST_ROWS = 36;   // rows shown at first (the tree opened breadth first up to this)
   const MAX_ROWS = 3000;   // rows drawn at most (a tree opened that far is cut, and says so)
@@ -81,7 +81,7 @@
         out.push({ cls: grp.ch.failed ? "plg-ov-fail" : "plg-ov-ch", text, title: words + " — go to the first change", node: grp.ci });
       }
       if (grp.f || grp.bad) {
-        const text = "▲ " + (grp.fm ? cut(grp.fm, 26) : (grp.f || 1) + (grp.f === 1 ? " finding" : " findings"));
+        const text = "▲ " + (grp.f || 1);
         const title = (grp.f || 1) + (grp.f === 1 ? " node a finding names" : " nodes findings name") + (grp.fm ? " (first: " + grp.fm + ")" : "") + " — go to the first";
         out.push({ cls: "plg-ov-f", text, title, node: grp.fi });
       }
@@ -98,7 +98,10 @@
       h("span", "plg-ov-name", r, grp.label || grp.id);
       h("span", "plg-ov-n", r, String(grp.n || 0));
       const bytes = h("span", "plg-ov-b", r, grp.b ? fmtBytes(grp.b) : "");
-      if (grp.db && !plain()) { bytes.classList.add("plg-ov-db"); bytes.textContent = fmtBytes(grp.b || 0) + " (" + signedBytes(grp.db) + ")"; }
+      if (grp.db && !plain()) { // what changed is what matters here: the whole is in the tooltip
+        bytes.classList.add("plg-ov-db"); bytes.textContent = signedBytes(grp.db);
+        bytes.title = fmtBytes(grp.b || 0) + " of parameters, " + signedBytes(grp.db) + " against the step before";
+      }
       for (const mk of marksOf(grp)) {
         const s = h("span", "plg-ov-mark " + mk.cls, r, mk.text);
         s.title = mk.title;

@@ -24,16 +24,18 @@
     const sem = { blocks: [] };
 
     const rectOf = (m, D, g) => D.frameOf.get(g) || D.boxes.get(m.N + g);
-    // the blocks: a cut through the groups drawn, in screen coordinates
-    function cutBlocks(m, D, v, W, H) {
+    // the blocks: a cut through the groups drawn, in the coordinates of `t` (the screen's, or
+    // the minimap's: x' = x * t.kx + t.x, y' = y * t.ky + t.y), in a W x H area, each room for
+    // a line `row` px high
+    function cutBlocks(m, D, t, W, H, row) {
       const out = [];
-      const scr = (r) => ({ x: r.x * v.k + v.x, y: r.y * v.k + v.y, w: r.w * v.k, h: r.h * v.k });
+      const scr = (r) => ({ x: r.x * t.kx + t.x, y: r.y * t.ky + t.y, w: r.w * t.kx, h: r.h * t.ky });
       const seen = (s) => s.x < W && s.y < H && s.x + s.w > 0 && s.y + s.h > 0;
       const descend = (g, s) => {
         let n = 0;
         for (const k of m.kids[g]) if (rectOf(m, D, k)) n++;
         // its child groups each get a line's height (they stack) or a label's width (side by side)
-        return n > 0 && (s.h / n >= ROW || s.w / n >= 140);
+        return n > 0 && (s.h / n >= row || s.w / n >= 140);
       };
       const visit = (g, depth) => {
         for (const k of m.kids[g]) {
@@ -52,13 +54,13 @@
     // two screen rectangles apart by at most a line's height, across and along
     const near = (a, b) => Math.max(0, b.y - a.y - a.h, a.y - b.y - b.h) <= 2 * ROW && Math.max(0, b.x - a.x - a.w, a.x - b.x - b.w) <= 2 * ROW;
     // consecutive neighbouring blocks of one parent too thin for a line of text become one run
-    function mergeRuns(blocks) {
+    function mergeRuns(blocks, row) {
       const out = [];
       let run = null;
       const close = () => { if (run) out.push(run); run = null; };
       for (const b of blocks) {
-        const thin = b.s.h < ROW;
-        if (thin && run && run.parent === b.parent && run.s.h < ROW && near(run.s, b.s)) {
+        const thin = b.s.h < row;
+        if (thin && run && run.parent === b.parent && run.s.h < row && near(run.s, b.s)) {
           const x0 = Math.min(run.s.x, b.s.x), y0 = Math.min(run.s.y, b.s.y);
           const x1 = Math.max(run.s.x + run.s.w, b.s.x + b.s.w), y1 = Math.max(run.s.y + run.s.h, b.s.y + b.s.h);
           run.s = { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
@@ -109,7 +111,7 @@
       sem.blocks = [];
       if (!on) { el.dataset.blocks = "0"; return; }
       const { w: W, h: H } = size();
-      const blocks = mergeRuns(cutBlocks(m, D, v, W, H));
+      const blocks = mergeRuns(cutBlocks(m, D, { kx: v.k, ky: v.k, x: v.x, y: v.y }, W, H, ROW), ROW);
       // widen each block to its label where that covers no other block, most important first
       const info = blocks.map((b) => Object.assign(b, { d: describe(m, b) }));
       const order = info.slice().sort((a, b) => (b.d.bad - a.d.bad) || (b.d.changed - a.d.changed) || (b.d.n - a.d.n));
@@ -225,6 +227,12 @@
       if (x0 < Infinity) fitView({ x: x0, y: y0, w: x1 - x0, h: y1 - y0 });
     });
     layer.addEventListener("dblclick", (e) => { if (e.target.closest("[data-sem-groups]")) e.stopPropagation(); });
-    Object.assign(c, { semanticRender: render, semanticSchedule: schedule, semanticState: sem });
+    // the blocks of a cut in other coordinates (the minimap's), each with what it says
+    function blocksIn(t, W, H, row) {
+      const m = st.m, D = st.draw;
+      if (!m || !D) return [];
+      return mergeRuns(cutBlocks(m, D, t, W, H, row), row).map((b) => Object.assign(b, { d: describe(m, b) }));
+    }
+    Object.assign(c, { semanticRender: render, semanticSchedule: schedule, semanticState: sem, semanticBlocks: blocksIn });
   };
 })(PasslensGraphParts);

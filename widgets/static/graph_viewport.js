@@ -36,7 +36,7 @@
       apply();
     }
     function openView() {
-      // readable first: zoom 1 (13 px titles), centred on the focus; the whole graph when it fits
+      // readable first: zoom 1 (14 px titles, 12 px shapes and attributes), centred on the focus; the whole graph when it fits
       const { w, h } = size(), D = st.draw;
       if (!D) return;
       setCrumb(focusIndex());
