@@ -7,7 +7,7 @@
 (function (P) {
   "use strict";
   const { h, fmtBytes, signedBytes } = P;
-  const WIDE = 900;        // px: the component opens with the overview beside the graph from here
+  const WIDE = 1100;       // px: the component opens with the overview beside the graph from here
   const FIRST_ROWS = 36;   // rows shown at first (the tree opened breadth first up to this)
   const MAX_ROWS = 3000;   // rows drawn at most (a tree opened that far is cut, and says so)
   const STATUS = [["added", "+"], ["changed", "~"], ["removed", "−"], ["failed", "!"]];
@@ -36,11 +36,11 @@
     function setOverview(open, keepCentre) {
       open = !!open;
       decided = true;
+      el.dataset.overview = open ? "open" : "closed";
       if (open === ov.open) return;
       const before = stage.clientWidth;
       ov.open = open;
       pane.classList.toggle("plg-open", open);
-      el.dataset.overview = open ? "open" : "closed";
       if (c.overviewB) c.overviewB.classList.toggle("plg-on", open);
       if (open) render();
       const after = sizeNow().w;
