@@ -42,7 +42,7 @@
       ov.open = open;
       pane.classList.toggle("plg-open", open);
       if (c.overviewB) c.overviewB.classList.toggle("plg-on", open);
-      if (open) render();
+      if (open) renderTree();
       const after = sizeNow().w;
       if (keepCentre !== false && st.draw) { // the stage narrows or widens from the left: keep its centre
         st.view.x += (after - before) / 2;
@@ -111,7 +111,7 @@
       rowsOf.set(g, r);
       return r;
     }
-    function render() {
+    function renderTree() {
       const m = st.m;
       list.textContent = "";
       rowsOf = new Map();
@@ -142,7 +142,7 @@
       pending = 0;
       const m = st.m, D = st.draw;
       if (!ov.open || !m || !D) return;
-      if (drawnFor !== m) { render(); return; }
+      if (drawnFor !== m) { renderTree(); return; }
       const { w, h: H } = sizeNow(), v = st.view;
       const x0 = -v.x / v.k, y0 = -v.y / v.k, x1 = x0 + w / v.k, y1 = y0 + H / v.k;
       const here = new Set(), i = st.sel >= 0 ? st.sel : focusIndex();
@@ -163,7 +163,7 @@
     }
     function drawn() { // after every drawing (groups opened or closed, another side)
       if (!decided && st.m) setOverview(el.clientWidth >= WIDE, false);
-      if (ov.open) render();
+      if (ov.open) renderTree();
     }
 
     // ---- going to a group --------------------------------------------------------------------
@@ -197,7 +197,7 @@
       if (t.dataset.toggle !== undefined) {
         const g = +t.dataset.toggle, s = opened(m);
         if (s.has(g)) s.delete(g); else s.add(g);
-        render();
+        renderTree();
       } else if (t.dataset.node !== undefined) c.locate(+t.dataset.node);
       else goGroup(+t.dataset.gi);
     });

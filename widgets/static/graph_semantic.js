@@ -3,8 +3,9 @@
 // tree (a group opened on the screen is replaced by its child groups while each of them gets
 // room for a label), runs of consecutive blocks too thin to label merged into one
 // ("layers.0 – layers.16"), each block with its name, live-node count and its changes' and
-// findings' marks, drawn in screen space over the drawing. A click on a block goes there
-// (its group opened, the view fitted to it); on a mark, to the first change or finding inside.
+// findings' marks, drawn in screen space over the drawing. A block of a collapsed group acts as
+// its box (a click shows its details, a double-click opens it); a click on an opened group's
+// block, or a run's, fits the view to it; on a mark, goes to the first change or finding inside.
 (function (P) {
   "use strict";
   const { svg, textWidth, cut, TITLE, READABLE } = P;
@@ -18,7 +19,8 @@
     const { st, root, el } = c;
     // from the other modules, looked up when called
     const goGroup = P.late(c, "goGroup"), fitView = P.late(c, "fitView"), locate = P.late(c, "locate"),
-      plain = P.late(c, "plain"), size = P.late(c, "size");
+      plain = P.late(c, "plain"), size = P.late(c, "size"), markSelection = P.late(c, "markSelection"),
+      showGroupDetails = P.late(c, "showGroupDetails"), toggle = P.late(c, "toggle");
     const layer = svg("g", { class: "plg-sem" }, root);
     let pending = 0;
     const sem = { blocks: [] };
@@ -102,7 +104,7 @@
     }
     const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 
-    function render() {
+    function drawBlocks() {
       pending = 0;
       layer.textContent = "";
       const m = st.m, D = st.draw, v = st.view;
@@ -211,7 +213,7 @@
     }
     function schedule() {
       if (pending) return;
-      pending = typeof requestAnimationFrame === "function" ? requestAnimationFrame(render) : (render(), 0);
+      pending = typeof requestAnimationFrame === "function" ? requestAnimationFrame(drawBlocks) : (drawBlocks(), 0);
     }
     layer.addEventListener("click", (e) => {
       const mk = e.target.closest("[data-node]"), b = e.target.closest("[data-sem-groups]");
@@ -220,19 +222,30 @@
       const m = st.m;
       if (mk) { locate(+mk.dataset.node); return; }
       const gs = b.dataset.semGroups.split(",").map(Number);
+      if (gs.length === 1 && st.draw.boxes.has(m.N + gs[0])) { // a collapsed group: as a click on its box
+        st.sel = -1; markSelection(); showGroupDetails(gs[0]);
+        if (c.opts.onSelect) c.opts.onSelect("group:" + m.p.groups[gs[0]].id);
+        return;
+      }
       if (gs.length === 1) { goGroup(gs[0]); return; }
       // a run: fit its groups into the view, where each gets room for its own block
       let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
       for (const g of gs) { const r = rectOf(m, st.draw, g); if (!r) continue; x0 = Math.min(x0, r.x); y0 = Math.min(y0, r.y); x1 = Math.max(x1, r.x + r.w); y1 = Math.max(y1, r.y + r.h); }
       if (x0 < Infinity) fitView({ x: x0, y: y0, w: x1 - x0, h: y1 - y0 });
     });
-    layer.addEventListener("dblclick", (e) => { if (e.target.closest("[data-sem-groups]")) e.stopPropagation(); });
+    layer.addEventListener("dblclick", (e) => { // on a collapsed group, as on its box: open it
+      const b = e.target.closest("[data-sem-groups]");
+      if (!b) return;
+      e.stopPropagation(); e.preventDefault();
+      const gs = b.dataset.semGroups.split(",").map(Number), m = st.m;
+      if (gs.length === 1 && st.draw.boxes.has(m.N + gs[0]) && !e.target.closest("[data-node]")) toggle(gs[0]);
+    });
     // the blocks of a cut in other coordinates (the minimap's), each with what it says
     function blocksIn(t, W, H, row) {
       const m = st.m, D = st.draw;
       if (!m || !D) return [];
       return mergeRuns(cutBlocks(m, D, t, W, H, row), row).map((b) => Object.assign(b, { d: describe(m, b) }));
     }
-    Object.assign(c, { semanticRender: render, semanticSchedule: schedule, semanticState: sem, semanticBlocks: blocksIn });
+    Object.assign(c, { semanticRender: drawBlocks, semanticSchedule: schedule, semanticState: sem, semanticBlocks: blocksIn });
   };
 })(PasslensGraphParts);
