@@ -51,9 +51,7 @@ class Graph:
         """What a user clicks for a collapsed group: its box, or, zoomed out below the size
         where box titles are drawn, the labelled block drawn over it (graph_semantic.js: a
         click there shows the group's details, a double-click opens it, as on the box)."""
-        k = self.page.evaluate(
-            "(t) => parseFloat(/scale\\(([^)]+)\\)/.exec(t)[1])", self.transform
-        )
+        k = self.page.evaluate("(t) => parseFloat(/scale\\(([^)]+)\\)/.exec(t)[1])", self.transform)
         if k * 14 >= 8:  # titles drawn (TITLE x zoom >= READABLE): no blocks
             return self.group(group_id)
         block = self.root.locator(f".plg-sem g[data-group={sel(group_id)}]")

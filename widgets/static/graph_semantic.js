@@ -106,6 +106,10 @@
 
     function drawBlocks() {
       pending = 0;
+      const t0 = performance.now();
+      try { drawCut(); } finally { el.dataset.blocksMs = (performance.now() - t0).toFixed(1); }
+    }
+    function drawCut() {
       layer.textContent = "";
       const m = st.m, D = st.draw, v = st.view;
       const on = !!(m && D && v.k * TITLE < READABLE);
