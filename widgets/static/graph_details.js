@@ -149,6 +149,7 @@
       markSelection();
       showDetails();
       keepInView(i); // the drawer narrows the stage
+      c.overviewViewMoved(); // the overview shows where the selection is
       if (!quiet && opts.onSelect) opts.onSelect(i >= 0 ? st.m.p.nodes[i].id : "");
     }
     function ensureVisible(i) {

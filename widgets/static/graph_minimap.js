@@ -1,11 +1,13 @@
 // passlens graph component: the minimap (a canvas of the whole drawing with the view's frame;
-// a click or drag there moves the view). Large enough to read and to aim at: up to 240 x 180 px,
-// a graph much taller than wide (a chain, a decoder) stretched across to at least 150 px, its
-// top groups labelled (the cut of the semantic zoom, graph_semantic.js, in its coordinates).
+// a click or drag there moves the view). Large enough to read and to aim at: at the foot of the
+// overview when that is open (up to 280 x 200 px, covering nothing), else in the stage's corner
+// (up to 200 x 140 px); a graph much taller than wide (a chain, a decoder) stretched across,
+// its top groups labelled (the cut of the semantic zoom, graph_semantic.js, in its coordinates).
 (function (P) {
   "use strict";
   const { FONT } = P;
-  const MAXW = 240, MAXH = 180, MINW = 150, MINH = 100, LABEL = 11;
+  const LABEL = 11;
+  const SIZES = { pane: [280, 200, 200, 110], stage: [200, 140, 120, 90] }; // max w, max h, min w, min h
   P.minimap = function (c) {
     const { mini, st } = c;
     // from the other modules, looked up when called
@@ -16,6 +18,8 @@
       const D = st.draw, m = st.m;
       const ctx = mini.getContext && mini.getContext("2d");
       if (!ctx || !D) return;
+      const inPane = !!(mini.parentElement && mini.parentElement.classList.contains("plg-overview"));
+      const [MAXW, MAXH, MINW, MINH] = inPane ? SIZES.pane : SIZES.stage;
       const s = Math.min(MAXW / Math.max(D.w, 1), MAXH / Math.max(D.h, 1));
       const w = Math.round(Math.max(MINW, D.w * s)), hh = Math.round(Math.max(MINH, D.h * s));
       const sx = w / Math.max(D.w, 1), sy = hh / Math.max(D.h, 1), r2 = dpr();

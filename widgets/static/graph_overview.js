@@ -3,7 +3,8 @@
 // group's live nodes, parameter bytes, changes and findings; the rows of the groups in view
 // are tinted, those holding the selection (else the focus) in bold; a click on a row goes
 // there (its groups opened, the view fitted to it, at most zoom 1). Toggled by `o` and the
-// toolbar's "overview"; open at first view when the component is wide enough.
+// toolbar's "overview"; open at first view when the component is wide enough. The minimap sits
+// at its foot while it is open.
 (function (P) {
   "use strict";
   const { h, fmtBytes, signedBytes } = P;
@@ -43,6 +44,9 @@
       pane.classList.toggle("plg-open", open);
       if (c.overviewB) c.overviewB.classList.toggle("plg-on", open);
       if (open) renderTree();
+      // the minimap at the foot of the overview (it covers nothing there), else in the stage
+      if (open) pane.appendChild(c.mini); else stage.appendChild(c.mini);
+      if (st.draw) c.renderMini(null);
       const after = sizeNow().w;
       if (keepCentre !== false && st.draw) { // the stage narrows or widens from the left: keep its centre
         st.view.x += (after - before) / 2;
