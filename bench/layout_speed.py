@@ -1,4 +1,4 @@
-"""How fast the JavaScript layered layout (widgets/static/graph_layout.js) runs under node, on
+"""How fast the JavaScript layered layout (widgets/static/graph_layout*.js) runs under node, on
 seeded random layered DAGs (node indices shuffled, so input order says nothing about layers)
 and on a chain:
 
@@ -26,7 +26,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYOUT_JS = ROOT / "widgets" / "static" / "graph_layout.js"
+STATIC = ROOT / "widgets" / "static"
+# the engine's scripts in the order the pages inline them (widgets.graph_view.LAYOUT_JS, read
+# here without importing the widgets)
+LAYOUT_JS = (
+    "graph_layout_simplex.js",
+    "graph_layout_order.js",
+    "graph_layout_x.js",
+    "graph_layout.js",
+)
+LAYOUT_FILES = ",".join(str(STATIC / f) for f in LAYOUT_JS)
 
 
 def random_layered_dag(n_nodes: int, n_edges: int, seed: int) -> dict:
@@ -98,7 +107,7 @@ def chain(n_nodes: int) -> dict:
 
 RUNNER = r"""
 const fs = require("fs");
-const src = fs.readFileSync(process.argv[1], "utf8");
+const src = process.argv[1].split(",").map((f) => fs.readFileSync(f, "utf8")).join("\n");
 const Layout = new Function(src + "\nreturn PasslensLayout;")();
 const graph = JSON.parse(fs.readFileSync(0, "utf8"));
 const runs = Number(process.argv[2]);
@@ -179,7 +188,7 @@ def main() -> int:
         results = []
         for _ in range(args.processes):
             proc = subprocess.run(
-                [node, *args.node_option, "-e", RUNNER, str(LAYOUT_JS), str(args.runs)],
+                [node, *args.node_option, "-e", RUNNER, LAYOUT_FILES, str(args.runs)],
                 input=json.dumps(graph), capture_output=True, text=True, check=True,
             )
             results.append(json.loads(proc.stdout))

@@ -1,9 +1,10 @@
 """The layers hold (issue #15): compiler/ imports nothing of ours; explorer/ imports widgets/
 only in its display hooks; explorer/ and widgets/ take from compiler/ only what a compiler
 package exports; passlens/ (the command and serve) is on top, imported by none of them; no
-import cycles; no file in explorer/, widgets/ or passlens/ over about 600 lines. Read from
-the source with ``ast`` (imports inside functions count; those under ``if TYPE_CHECKING``
-do not). There are no exceptions: a new violation fails."""
+import cycles; no file in explorer/, widgets/ or passlens/ over about 600 lines, the
+JavaScript of widgets/static/ included. Read from the source with ``ast`` (imports inside
+functions count; those under ``if TYPE_CHECKING`` do not). There are no exceptions: a new
+violation fails."""
 
 from __future__ import annotations
 
@@ -218,4 +219,12 @@ def test_no_file_in_explorer_widgets_or_passlens_grows_past_its_limit():
         for m, p in MODULES.items()
         if m.startswith(("explorer", "widgets", "passlens"))
     }
+    assert {f: n for f, n in lines.items() if n > MAX_LINES} == {}
+
+
+def test_no_script_of_the_widgets_grows_past_the_limit():
+    """The views' JavaScript (widgets/static/*.js) is held to the same limit as the Python."""
+    scripts = sorted((ROOT / "widgets" / "static").glob("*.js"))
+    assert len(scripts) >= 10  # the graph component's modules, the report's, the maps'...
+    lines = {p.name: len(p.read_text().splitlines()) for p in scripts}
     assert {f: n for f, n in lines.items() if n > MAX_LINES} == {}

@@ -23,14 +23,24 @@ STATIC = Path(__file__).parent / "static"
 HOST_CSS = ".plg-host{display:block;width:100%}"
 
 
-# the graph component's scripts in their order: the layout engine, the shared base, one module
-# per concern (each installs its functions on the component's context), and graph.js, which
-# assembles ``PasslensGraph``
-GRAPH_JS = (
+# the layout engine's scripts in their order (graph_layout.js, which builds ``PasslensLayout``
+# from the parts, last)
+LAYOUT_JS = (
+    "graph_layout_simplex.js",
+    "graph_layout_order.js",
+    "graph_layout_x.js",
     "graph_layout.js",
+)
+# the graph component's scripts in their order: the layout engine, the shared base, one module
+# per concern (each installs its functions on the component's context; graph_worker.js runs
+# the layouts in a Web Worker made from the engine's text), and graph.js, which assembles
+# ``PasslensGraph``
+GRAPH_JS = (
+    *LAYOUT_JS,
     "graph_base.js",
     "graph_state.js",
     "graph_place.js",
+    "graph_worker.js",
     "graph_draw.js",
     "graph_viewport.js",
     "graph_minimap.js",
@@ -41,6 +51,11 @@ GRAPH_JS = (
     "graph_semantic.js",
     "graph.js",
 )
+
+
+def layout_js() -> str:
+    """The layout engine as a plain script defining ``PasslensLayout``."""
+    return "\n".join((STATIC / name).read_text() for name in LAYOUT_JS)
 
 
 def graph_js() -> str:
@@ -210,6 +225,7 @@ __all__ = [
     "graph_data",
     "graph_esm",
     "graph_js",
+    "layout_js",
     "node_details",
     "selected_stats",
 ]

@@ -59,17 +59,26 @@ class Graph:
         assert "," not in block.get_attribute("data-sem-groups"), f"{group_id} is in a run"
         return block
 
+    def settle(self) -> None:
+        """Wait until what was asked is drawn: the layouts are made in a Web Worker, so a
+        click that opens groups draws once they come back (``data-layout`` is "pending" until
+        then)."""
+        expect(self.root).not_to_have_attribute("data-layout", "pending")
+
     @property
     def boxes(self) -> int:
+        self.settle()
         return int(self.root.get_attribute("data-boxes"))
 
     @property
     def transform(self) -> str:
+        self.settle()
         return self.vp.get_attribute("transform")
 
     @property
     def selected(self) -> list[str]:
         """The ids of the boxes marked selected."""
+        self.settle()
         return self.root.locator("g.plg-sel").evaluate_all("gs => gs.map((g) => g.dataset.nodeId)")
 
     @property

@@ -18,6 +18,7 @@ view of fold-constant:
 - the details drawer gives sizes in human units, and its inputs / users links move the
   selection,
 - ``f`` fits the whole graph in the stage,
+- the layouts are made in a Web Worker (made from the engine's text in the page),
 - the selection (and the groups collapsed) reach Python: the Panel app's state, the kernel
   behind JupyterLab.
 
@@ -276,6 +277,13 @@ def check_all(g: Graph, payload: dict, unit: str, groups: bool) -> None:
             check_search_in_a_collapsed_group(g, payload, query, node_id)
         check_expand_and_collapse(g, GROUP)
     check_fit(g)
+    check_laid_out_off_the_page_thread(g)
+
+
+def check_laid_out_off_the_page_thread(g: Graph) -> None:
+    """The layouts were made in the Web Worker (static/graph_worker.js), not on the page's
+    thread: this front end lets the component make one from the engine's text."""
+    assert g.root.get_attribute("data-layout-in") == "worker"
 
 
 # ----- the HTML report -------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The layered layout engine of the graph viewer (widgets/static/graph_layout.js), run under
-node: every case is laid out in one node process (the `layouts` fixture), then checked here.
+"""The layered layout engine of the graph viewer (widgets/static/graph_layout*.js, joined by
+widgets.graph_view.layout_js), run under node: every case is laid out in one node process (the
+`layouts` fixture), then checked here.
 """
 
 from __future__ import annotations
@@ -17,7 +18,16 @@ import pytest
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed: the layout is JS")
 
-LAYOUT_JS = Path(__file__).resolve().parents[2] / "widgets" / "static" / "graph_layout.js"
+
+@pytest.fixture(scope="module")
+def layout_file(tmp_path_factory) -> Path:
+    """The engine's scripts joined, as the pages inline them."""
+    from widgets.graph_view import layout_js
+
+    path = tmp_path_factory.mktemp("layout") / "layout.js"
+    path.write_text(layout_js())
+    return path
+
 
 # Lays out every case of the JSON list on stdin ({name, graph, repeat}) and prints
 # {name: result}; a case with repeat > 1 is laid out again and must come out the same.
@@ -48,9 +58,9 @@ process.stdout.write(JSON.stringify(out));
 """
 
 
-def run_layouts(cases: list[dict]) -> dict:
+def run_layouts(cases: list[dict], layout_file: Path) -> dict:
     proc = subprocess.run(
-        [NODE, "-e", RUNNER, str(LAYOUT_JS)],
+        [NODE, "-e", RUNNER, str(layout_file)],
         input=json.dumps(cases), capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
@@ -212,11 +222,11 @@ BIG = random_dag(2000, 3000, 10)
 
 
 @pytest.fixture(scope="module")
-def layouts() -> dict:
+def layouts(layout_file) -> dict:
     cases = [{"name": name, "graph": graph, "repeat": 3} for name, graph in CASES.items()]
     cases.append({"name": "big", "graph": BIG})
     cases.append({"name": "bad_edge", "graph": {"nodes": [WIDE] * 2, "edges": [[0, 5]]}})
-    results = run_layouts(cases)
+    results = run_layouts(cases, layout_file)
     for name, res in results.items():
         if name != "bad_edge":
             assert "error" not in res, (name, res)
@@ -261,31 +271,61 @@ def distinct_edges(graph: dict) -> list[tuple[int, int]]:
 # ---- tests -------------------------------------------------------------------------------
 
 
-def test_file_is_a_plain_script_with_one_global():
-    src = LAYOUT_JS.read_text()
+def test_files_are_plain_scripts_with_one_global(layout_file):
+    src = layout_file.read_text()
     assert not re.search(r"^\s*(import|export)\b", src, re.M)
     assert "require(" not in src
     assert "?." not in src.replace("? .", "") and "??" not in src  # ES2019: no ?. or ??
-    assert re.match(r"(?s)\s*/\*.*?\*/\s*const PasslensLayout = \(function \(\) \{", src)
-    # run in a fresh context: exactly one new global binding, nothing put on the global object
+    # run in a fresh context: nothing put on the global object (the parts are `const`s), and
+    # the engine's own text (what the Web Worker runs) is a script that lays out alike
     probe = r"""
 const vm = require("vm"), fs = require("fs");
 const ctx = vm.createContext({});
 const before = Object.getOwnPropertyNames(ctx);
 vm.runInContext(fs.readFileSync(process.argv[1], "utf8"), ctx);
 const added = Object.getOwnPropertyNames(ctx).filter((k) => !before.includes(k));
+const other = vm.createContext({});
+vm.runInContext(vm.runInContext("PasslensLayout.source()", ctx), other);
+const g = "({nodes: [{w: 30, h: 10}, {w: 20, h: 10}, {w: 9, h: 9}], " +
+  "edges: [[0, 1], [2, 1], [1, 0]]})";
+const same = JSON.stringify(vm.runInContext("PasslensLayout.layout(" + g + ")", ctx)) ===
+  JSON.stringify(vm.runInContext("PasslensLayout.layout(" + g + ")", other));
 console.log(JSON.stringify({added, type: vm.runInContext("typeof PasslensLayout.layout", ctx),
-  keys: vm.runInContext("Object.keys(PasslensLayout)", ctx)}));
+  keys: vm.runInContext("Object.keys(PasslensLayout)", ctx), same}));
 """
-    out = subprocess.run([NODE, "-e", probe, str(LAYOUT_JS)], capture_output=True, text=True)
+    out = subprocess.run([NODE, "-e", probe, str(layout_file)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"added": [], "type": "function", "keys": ["layout"]}
+    assert json.loads(out.stdout) == {
+        "added": [], "type": "function", "keys": ["layout", "layoutBatch", "source"], "same": True
+    }
     # prepended to an ES module (strict, module scope)
     module = src + "\nexport default PasslensLayout;\nconsole.log(PasslensLayout.layout(" \
         '{nodes: [{w: 10, h: 10}, {w: 10, h: 10}], edges: [[0, 1]]}).rank.join(","));\n'
     out = subprocess.run([NODE, "--input-type=module", "-e", module], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0,1"
+
+
+def test_a_batch_sizes_a_node_after_an_earlier_job(layout_file):
+    """layoutBatch (what the component sends to the Web Worker): a node given as {job: k, ...}
+    is as big as job k's drawing (at least minW x minH) plus the padding."""
+    probe = r"""
+const fs = require("fs");
+const src = fs.readFileSync(process.argv[1], "utf8");
+const Layout = new Function(src + "\nreturn PasslensLayout;")();
+const inner = { nodes: [{ w: 100, h: 20 }, { w: 40, h: 20 }], edges: [[0, 1]], rankSep: 10 };
+const tiny = { nodes: [{ w: 4, h: 4 }], edges: [] };
+const outer = { nodes: [{ w: 10, h: 10 }, { job: 0, minW: 60, minH: 30, padW: 32, padH: 40 },
+  { job: 1, minW: 60, minH: 30, padW: 2, padH: 4 }], edges: [[0, 1], [1, 2]] };
+const [a, b, c] = Layout.layoutBatch([inner, tiny, outer]);
+const alone = Layout.layout({ nodes: [{ w: 10, h: 10 }, { w: 132, h: 90 }, { w: 62, h: 34 }],
+  edges: [[0, 1], [1, 2]] });
+const same = JSON.stringify(c) === JSON.stringify(alone);
+console.log(JSON.stringify({ a: [a.width, a.height], b: [b.width, b.height], same }));
+"""
+    out = subprocess.run([NODE, "-e", probe, str(layout_file)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"a": [100, 50], "b": [4, 4], "same": True}
 
 
 @pytest.mark.parametrize("name", list(CASES))

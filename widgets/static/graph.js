@@ -81,7 +81,8 @@ const PasslensGraph = (function (P) {
       setAll, onKey, locate, toggle, collapsedIds, unlisten } = c;
 
     // ---- data and mode -----------------------------------------------------------------------------
-    function use(mode, keepView) {
+    // show one side; `then` runs once it is drawn
+    function use(mode, keepView, then) {
       const p = mode === "before" ? st.before : st.after;
       st.mode = mode;
       st.afterUid = modelOf(st.after).uid;
@@ -95,8 +96,7 @@ const PasslensGraph = (function (P) {
       el.dataset.mode = mode;
       st.change = -1;
       updateChangeInfo();
-      draw();
-      if (!keepView) openView();
+      draw(() => { if (!keepView) openView(); if (then) then(); });
     }
     function setMode(mode) {
       if (mode === st.mode || (mode === "before" && !st.before)) return;
@@ -109,18 +109,22 @@ const PasslensGraph = (function (P) {
       const added = mode === "before" && sel >= 0 && j < 0 ? st.m.p.nodes[sel].t : "";
       if (mode === "before") st.keepAfter = j < 0 ? sel : -1;
       else if (sel < 0 && st.keepAfter >= 0) j = st.keepAfter;
-      st.sel = -1; // an index into the side left: drawing the other side must not read it
-      use(mode, true);
+      st.sel = -1; st.hits = []; st.hit = -1; // indices into the side left: drawing the other side must not read them
+      use(mode, true, () => {
+        if (st.m !== target) return; // the side shown changed meanwhile
+        if (j >= 0) {
+          ensureVisible(j, () => {
+            if (st.m !== target) return;
+            select(j);
+            const r2 = boxRect(j);
+            if (r2 && screen) { st.view.x = screen.x - (r2.x + r2.w / 2) * st.view.k; st.view.y = screen.y - (r2.y + r2.h / 2) * st.view.k; apply(); }
+            else if (r2) centreOn(r2);
+          });
+        } else if (added) select(-1);
+        else { select(-1); openView(); }
+      });
       note.textContent = added ? "“" + added + "” is new in this step: the step before has no counterpart" : "";
       note.style.display = added ? "" : "none";
-      if (j >= 0) {
-        ensureVisible(j);
-        select(j);
-        const r2 = boxRect(j);
-        if (r2 && screen) { st.view.x = screen.x - (r2.x + r2.w / 2) * st.view.k; st.view.y = screen.y - (r2.y + r2.h / 2) * st.view.k; apply(); }
-        else if (r2) centreOn(r2);
-      } else if (added) select(-1);
-      else { select(-1); openView(); }
       search(st.query);
       if (opts.onMode) opts.onMode(mode);
     }

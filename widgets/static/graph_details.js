@@ -20,7 +20,7 @@
     function openDrawer() {
       const before = size(), was = panel.classList.contains("plg-open");
       panel.classList.add("plg-open");
-      if (was || !st.draw || !st.m) return;
+      if (was || !st.draw || !st.m || st.drawn !== st.m) return;
       const { w, h } = sizeNow();
       if (w >= before.w - 1) return;
       const m = st.m, D = st.draw, v = st.view, pad = 12;
@@ -152,20 +152,25 @@
       c.overviewViewMoved(); // the overview shows where the selection is
       if (!quiet && opts.onSelect) opts.onSelect(i >= 0 ? st.m.p.nodes[i].id : "");
     }
-    function ensureVisible(i) {
+    // open the groups holding node i; `then` runs once it is drawn
+    function ensureVisible(i, then) {
       const m = st.m;
       const n = m.p.nodes[i];
       const j = inlined(m, i) ? n.inl : i;
       let changed = false;
       for (let g = m.p.nodes[j].g; g > 0; g = m.p.groups[g].p) if (!st.expanded.has(g)) { st.expanded.add(g); bump(m, g); changed = true; }
-      if (changed) { draw(); notifyCollapsed(); }
+      if (changed) draw(() => { notifyCollapsed(); if (then) then(); });
+      else if (then) then();
     }
     function locate(i, k) {
       if (i < 0) return;
-      ensureVisible(i);
-      select(i);
-      const r = boxRect(i);
-      if (r) centreOn(r, Math.max(st.view.k, k || 1));
+      const m = st.m;
+      ensureVisible(i, () => {
+        if (st.m !== m) return; // the side shown changed meanwhile
+        select(i);
+        const r = boxRect(i);
+        if (r) centreOn(r, Math.max(st.view.k, k || 1));
+      });
     }
     Object.assign(c, { markSelection, showDetails, showGroupDetails, setCrumb, select, ensureVisible, locate });
   };

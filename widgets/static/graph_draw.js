@@ -9,7 +9,8 @@
     const apply = P.late(c, "apply"), groupLines = P.late(c, "groupLines"),
       layoutAll = P.late(c, "layoutAll"), markHits = P.late(c, "markHits"),
       markSelection = P.late(c, "markSelection"), nodeLines = P.late(c, "nodeLines"),
-      plain = P.late(c, "plain"), renderMini = P.late(c, "renderMini"), statusOf = P.late(c, "statusOf");
+      plain = P.late(c, "plain"), ready = P.late(c, "ready"), renderMini = P.late(c, "renderMini"),
+      statusOf = P.late(c, "statusOf");
     function errColor(e) {
       const t = Math.max(0, Math.min(1, (Math.log10(Math.max(e, 1e-9)) + 7) / 6)); // 1e-7 -> 0, 1e-1 -> 1
       return `hsl(${(480 - 180 * t) % 360},75%,${74 - 22 * t}%)`; // green, yellow, orange, magenta
@@ -146,11 +147,16 @@
     function stateKey(m) {
       return m.uid + ":" + m.epoch + ":" + m.version[0] + ":" + (st.mode === "before" ? "b" + st.afterUid : plain() ? "p" : "d") + ":" + (st.err ? 1 : 0);
     }
-    function draw() {
+    // draw the state shown; `then` runs once it is drawn: at once, or when the layouts it
+    // needs are made (off the page's thread: graph_place.js, ready)
+    const thens = [];
+    function draw(then) {
+      if (then) thens.push(then);
       const m = st.m;
       if (!m) return;
       const t0 = performance.now();
       const key = stateKey(m);
+      if (!ready(m, drawnStates.has(key), () => draw())) return;
       let hit = drawnStates.get(key);
       if (hit) drawnStates.delete(key); // most recent last
       else {
@@ -168,7 +174,7 @@
       if (drawnStates.size > 12) drawnStates.delete(drawnStates.keys().next().value);
       vp.textContent = "";
       vp.appendChild(hit.g);
-      st.draw = hit.D; st.boxes = hit.boxes;
+      st.draw = hit.D; st.boxes = hit.boxes; st.drawn = m;
       st.drawMs = performance.now() - t0;
       el.dataset.drawMs = st.drawMs.toFixed(1);
       el.dataset.boxes = hit.D.boxes.size;
@@ -177,6 +183,7 @@
       markSelection();
       markHits();
       apply();
+      for (const f of thens.splice(0)) f();
     }
     // ---- legend ----------------------------------------------------------------------------------
     function renderLegend() {

@@ -24,11 +24,12 @@
       const anchor = before ? { x: before.x * st.view.k + st.view.x, y: before.y * st.view.k + st.view.y } : null;
       if (st.expanded.has(gi)) st.expanded.delete(gi); else st.expanded.add(gi);
       bump(m, gi);
-      draw();
-      // keep the group where it was on the screen
-      const after = st.draw.boxes.get(m.N + gi) || st.draw.frames.find((f) => f.b === m.N + gi);
-      if (anchor && after) { st.view.x = anchor.x - after.x * st.view.k; st.view.y = anchor.y - after.y * st.view.k; apply(); }
-      notifyCollapsed();
+      draw(() => {
+        // keep the group where it was on the screen
+        const after = st.m === m && (st.draw.boxes.get(m.N + gi) || st.draw.frames.find((f) => f.b === m.N + gi));
+        if (anchor && after) { st.view.x = anchor.x - after.x * st.view.k; st.view.y = anchor.y - after.y * st.view.k; apply(); }
+        notifyCollapsed();
+      });
     }
     function setAll(open) {
       const m = st.m;
@@ -37,7 +38,7 @@
       if (open) for (let g = 1; g < m.G; g++) st.expanded.add(g);
       expandedOf.set(m, st.expanded);
       m.epoch++; m.cache.clear();
-      draw(); fit(); notifyCollapsed();
+      draw(() => { fit(); notifyCollapsed(); });
     }
     function setCollapsed(ids) {
       const m = st.m;
@@ -70,6 +71,7 @@
     mini.addEventListener("mousedown", (e) => { e.stopPropagation(); miniJump(e); const mv = (ev) => miniJump(ev); const up = () => { window.removeEventListener("mousemove", mv); window.removeEventListener("mouseup", up); }; window.addEventListener("mousemove", mv); window.addEventListener("mouseup", up); });
     root.addEventListener("click", (e) => {
       if (drag && drag.moved) return;
+      if (st.drawn !== st.m) return; // the other side's drawing, while this one's is laid out
       el.focus({ preventScroll: true });
       results.classList.remove("plg-open");
       const g = e.target.closest("[data-i],[data-gi]");

@@ -145,7 +145,7 @@
     function markView() {
       pending = 0;
       const m = st.m, D = st.draw;
-      if (!ov.open || !m || !D) return;
+      if (!ov.open || !m || !D || st.drawn !== m) return; // (the other side's drawing, while this one is laid out)
       if (drawnFor !== m) { renderTree(); return; }
       const { w, h: H } = sizeNow(), v = st.view;
       const x0 = -v.x / v.k, y0 = -v.y / v.k, x1 = x0 + w / v.k, y1 = y0 + H / v.k;
@@ -171,12 +171,17 @@
     }
 
     // ---- going to a group --------------------------------------------------------------------
+    // open group g (and the groups holding it), then fit the view to it; drawn once its
+    // layouts are made (in a Web Worker: graph_place.js), so the rest waits for the drawing
     function goGroup(g, fitTo) {
       const m = st.m;
       if (!m || g < 0 || g >= m.G) return;
       let changed = false;
       for (let a = g; a > 0; a = m.p.groups[a].p) if (!st.expanded.has(a)) { st.expanded.add(a); bump(m, a); changed = true; }
-      if (changed) { draw(); notifyCollapsed(); }
+      if (changed) draw(() => { notifyCollapsed(); if (st.m === m) shown(m, g, fitTo); });
+      else if (st.drawn === m) shown(m, g, fitTo);
+    }
+    function shown(m, g, fitTo) {
       const D = st.draw, r = g === 0 ? { x: 0, y: 0, w: D.w, h: D.h } : D.frameOf.get(g) || D.boxes.get(m.N + g);
       if (!r) return;
       fitView(fitTo || r);

@@ -1,11 +1,13 @@
 // passlens graph component: where the boxes go. The layout of each open group (PasslensLayout,
 // static/graph_layout.js) cached by the version of its subtree, and the whole drawing's
 // placement: boxes, frames of open groups, and each merged edge's route through the groups.
+// The layouts a drawing lacks are made in a batch off the page's thread (ready(), through
+// static/graph_worker.js) before it is drawn.
 (function (P) {
   "use strict";
-  const { GPAD, GHEAD, h } = P;
+  const { GPAD, GHEAD } = P;
   P.place = function (c) {
-    const { st } = c;
+    const { el, st } = c;
     // from the other modules, looked up when called
     const boxSize = P.late(c, "boxSize"), groupShown = P.late(c, "groupShown"),
       inlined = P.late(c, "inlined"), parentOf = P.late(c, "parentOf"), plain = P.late(c, "plain"),
@@ -41,18 +43,24 @@
       }
       return { byLevel, merged };
     }
-    function layoutGroup(m, g, lev) {
-      const key = g + ":" + m.epoch + ":" + m.version[g] + ":" + (st.mode === "before" ? "b" + st.afterUid : plain() ? "p" : "d");
-      let L = m.cache.get(key);
-      if (L) return L;
+    // the key of group g's layout in the cache: the version of its subtree and the side shown
+    const layoutKey = (m, g) => g + ":" + m.epoch + ":" + m.version[g] + ":" + (st.mode === "before" ? "b" + st.afterUid : plain() ? "p" : "d");
+    // the edges of the drawing of m as it is now, computed once for the check and the drawing
+    let levMemo = null;
+    function levelsOf(m) {
+      const key = m.uid + "|" + layoutKey(m, 0);
+      if (!levMemo || levMemo.key !== key) levMemo = { key, lev: levelEdges(m) };
+      return levMemo.lev;
+    }
+    const framed = (L) => ({ w: L.w + 2 * GPAD, h: L.h + GPAD + GHEAD }); // an open group's box
+    // what the layout of group g is given: its children's boxes (an open child sized by
+    // sizeOf(child group)), the edges between them and the group's IN / OUT ports
+    function groupInput(m, g, lev, sizeOf) {
       const children = [];
       for (const i of m.direct[g]) if (shownNode(m, i) && !inlined(m, i)) children.push(i);
       for (const c of m.kids[g]) if (groupShown(m, c)) children.push(m.N + c);
       const index = new Map(children.map((b, k) => [b, k]));
-      const sizes = children.map((b) => {
-        if (b >= m.N && st.expanded.has(b - m.N)) { const sub = layoutGroup(m, b - m.N, lev); return { w: sub.w + 2 * GPAD, h: sub.h + GPAD + GHEAD }; }
-        return boxSize(m, b);
-      });
+      const sizes = children.map((b) => (b >= m.N && st.expanded.has(b - m.N) ? sizeOf(b - m.N) : boxSize(m, b)));
       const pairs = [], pairKeys = new Set();
       const level = lev.byLevel.get(g) || { pairs: [], exits: [], entries: [] };
       const add = (s, t) => { if (s === undefined || t === undefined || s === t) return; const pk = s + ">" + t; if (!pairKeys.has(pk)) { pairKeys.add(pk); pairs.push([s, t]); } };
@@ -63,19 +71,79 @@
       if (level.exits.length) { OUT = sizes.length; sizes.push({ w: 2, h: 2 }); last.push(OUT); }
       for (const c of level.entries) add(IN, index.get(c));
       for (const c of level.exits) add(index.get(c), OUT);
-      const out = PasslensLayout.layout({ nodes: sizes, edges: pairs, rankSep: 46, nodeSep: 28, edgeSep: 14, margin: 0, first, last });
+      return { children, IN, OUT, job: { nodes: sizes, edges: pairs, rankSep: 46, nodeSep: 28, edgeSep: 14, margin: 0, first, last } };
+    }
+    // a group's layout from the engine's result `out` (sizes: its boxes' sizes)
+    function groupLayout(input, sizes, out) {
+      const { children, IN, OUT } = input;
       const pos = new Map();
       children.forEach((b, k) => pos.set(b, { x: out.x[k] - sizes[k].w / 2, y: out.y[k] - sizes[k].h / 2, w: sizes[k].w, h: sizes[k].h }));
       const routes = new Map(), name = (k) => (k === IN ? "IN" : k === OUT ? "OUT" : children[k]);
       for (const r of out.edges) routes.set(name(r.s) + ">" + name(r.t), r.points);
       const port = (k) => (k < 0 ? null : [out.x[k], out.y[k]]);
-      L = { w: Math.max(out.width, 60), h: Math.max(out.height, 30), pos, routes, IN: port(IN), OUT: port(OUT) };
+      return { w: Math.max(out.width, 60), h: Math.max(out.height, 30), pos, routes, IN: port(IN), OUT: port(OUT) };
+    }
+    // group g's layout: from the cache, else laid out here (with its open children first)
+    function layoutGroup(m, g, lev) {
+      const key = layoutKey(m, g);
+      let L = m.cache.get(key);
+      if (L) return L;
+      const input = groupInput(m, g, lev, (k) => framed(layoutGroup(m, k, lev)));
+      L = groupLayout(input, input.job.nodes, PasslensLayout.layout(input.job));
       m.cache.set(key, L);
       if (m.cache.size > 4000) m.cache.clear();
       return L;
     }
+    // The layouts the drawing of m needs and the cache lacks, children first, as a batch for
+    // the engine (an open child not in the cache is sized after its own job's result).
+    function missing(m, lev) {
+      const jobs = [], inputs = [], jobOf = new Map();
+      const ref = (k) => ({ job: jobOf.get(k), minW: 60, minH: 30, padW: 2 * GPAD, padH: GPAD + GHEAD });
+      const visit = (g) => {
+        for (const k of m.kids[g]) if (st.expanded.has(k) && groupShown(m, k)) visit(k);
+        const key = layoutKey(m, g);
+        if (m.cache.has(key)) return;
+        const input = groupInput(m, g, lev, (k) => { const L = m.cache.get(layoutKey(m, k)); return L ? framed(L) : ref(k); });
+        jobOf.set(g, jobs.length);
+        jobs.push(input.job);
+        inputs.push({ key, input });
+      };
+      visit(0);
+      return { jobs, inputs };
+    }
+    // Whether the drawing of m can be made now (`drawn`: it is kept drawn, or every layout it
+    // needs is in the cache). Else its layouts are asked of the engine (in a Web Worker where
+    // one could be made, static/graph_worker.js) and `proceed` is called once they are in the
+    // cache, unless another drawing was asked for in the meantime. el.dataset.layout is
+    // "pending" while the engine works, "placed" after.
+    let pending = null;
+    function ready(m, drawn, proceed) {
+      const batch = drawn ? null : missing(m, levelsOf(m));
+      const settle = () => { pending = null; if (el.dataset.layout === "pending") el.dataset.layout = "placed"; };
+      if (!batch || !batch.jobs.length) { settle(); return true; }
+      const token = pending = {};
+      let waiting = false, now = false;
+      P.layoutRunner().run(batch.jobs, (results, where) => {
+        el.dataset.layoutIn = where; // (for the tests: "worker", or "page" where none could be made)
+        const done = [];
+        if (m.cache.size + results.length > 4000) m.cache.clear();
+        batch.inputs.forEach(({ key, input }, k) => {
+          const sizes = input.job.nodes.map((s) => (s.job === undefined ? s : framed(done[s.job])));
+          done.push(groupLayout(input, sizes, results[k]));
+          m.cache.set(key, done[k]);
+        });
+        if (!waiting) { now = true; return; } // laid out on this thread, at once
+        if (pending !== token) return;
+        settle();
+        proceed();
+      });
+      if (now) { settle(); return true; }
+      waiting = true;
+      el.dataset.layout = "pending";
+      return false;
+    }
     function layoutAll(m) {
-      const lev = levelEdges(m);
+      const lev = levelsOf(m);
       const top = layoutGroup(m, 0, lev);
       const boxes = new Map(), frames = [];
       const place = (g, ox, oy) => {
@@ -91,6 +159,6 @@
       for (const f of frames) { origin.set(f.b - m.N, { x: f.x + GPAD, y: f.y + GHEAD }); frameOf.set(f.b - m.N, f); }
       return { w: top.w, h: top.h, boxes, frames, frameOf, lev, origin, layouts: (g) => layoutGroup(m, g, lev) };
     }
-    Object.assign(c, { levelEdges, layoutGroup, layoutAll });
+    Object.assign(c, { levelEdges, layoutGroup, layoutAll, ready });
   };
 })(PasslensGraphParts);

@@ -112,7 +112,7 @@
     function drawCut() {
       layer.textContent = "";
       const m = st.m, D = st.draw, v = st.view;
-      const on = !!(m && D && v.k * TITLE < READABLE);
+      const on = !!(m && D && st.drawn === m && v.k * TITLE < READABLE); // (not the other side's drawing)
       root.classList.toggle("plg-semantic", on);
       sem.blocks = [];
       if (!on) { el.dataset.blocks = "0"; return; }
@@ -224,6 +224,7 @@
       if (!b) return;
       e.stopPropagation();
       const m = st.m;
+      if (st.drawn !== m) return; // the other side's drawing, while this one's is laid out
       if (mk) { locate(+mk.dataset.node); return; }
       const gs = b.dataset.semGroups.split(",").map(Number);
       if (gs.length === 1 && st.draw.boxes.has(m.N + gs[0])) { // a collapsed group: as a click on its box
@@ -247,7 +248,7 @@
     // the blocks of a cut in other coordinates (the minimap's), each with what it says
     function blocksIn(t, W, H, row) {
       const m = st.m, D = st.draw;
-      if (!m || !D) return [];
+      if (!m || !D || st.drawn !== m) return [];
       return mergeRuns(cutBlocks(m, D, t, W, H, row), row).map((b) => Object.assign(b, { d: describe(m, b) }));
     }
     Object.assign(c, { semanticRender: drawBlocks, semanticSchedule: schedule, semanticState: sem, semanticBlocks: blocksIn });
