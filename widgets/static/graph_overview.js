@@ -159,7 +159,11 @@
         r.classList.toggle("plg-ov-here", here.has(g));
         if (here.has(g)) first = r;
       }
-      if (first && !ov.scrolled) { ov.scrolled = true; first.scrollIntoView({ block: "nearest" }); }
+      if (first && !ov.scrolled) { // the list only (scrollIntoView would scroll a notebook too)
+        ov.scrolled = true;
+        const top = first.offsetTop - list.offsetTop;
+        if (top < list.scrollTop || top > list.scrollTop + list.clientHeight - first.offsetHeight) list.scrollTop = Math.max(0, top - list.clientHeight / 3);
+      }
     }
     function viewMoved() { // after every pan / zoom: once a frame
       if (!ov.open || pending) return;
