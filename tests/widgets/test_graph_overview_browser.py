@@ -53,7 +53,10 @@ def page_of(browser, data: dict, width: int = 1600, height: int = 1000):
     text = json.dumps(data).replace("</", "<\\/")
     page.set_content(PAGE % {"css": graph_css(), "data": text, "js": graph_js()})
     page.wait_for_function("window.ready === true")
-    return page, Graph(page, page.locator("#g.plg")), problems
+    g = Graph(page, page.locator("#g.plg"))
+    expect(g.root).to_have_attribute("data-boxes", re.compile(r"^\d+$"))  # drawn (layouts
+    g.settle()  # are made in a Web Worker)
+    return page, g, problems
 
 
 def step_data(trace, report=None):

@@ -194,7 +194,7 @@
         h("span", "plg-lg-sw " + cls, it);
         h("span", "", it, text);
       }
-      h("div", "plg-lg-keys", legend, "n / p change · / search · f fit · b before/after · drag to pan, wheel to zoom");
+      h("div", "plg-lg-keys", legend, "n / p change · / search · f fit · o overview · b before/after · drag to pan, wheel to zoom");
       if (st.err) { // the error overlay's scale
         const row = h("div", "plg-lg-err", legend);
         h("span", "", row, "error (max rel) ");
