@@ -87,6 +87,11 @@
       let name = gs.length === 1 ? label(first) : label(first) + " – " + label(last);
       const a = /^(items )(\d+)–\d+$/.exec(first.label || ""), z = /^items \d+–(\d+)$/.exec(last.label || "");
       if (gs.length > 1 && a && z) name = a[1] + a[2] + "–" + z[1]; // segments: "items 1–334"
+      if (first.k === "segment") { // "0.blocks · items 1–40": the module they are a run of
+        let up = first.p;
+        while (up > 0 && m.p.groups[up].k === "segment") up = m.p.groups[up].p;
+        if (up > 0) name = (m.p.groups[up].label || m.p.groups[up].id) + " · " + name;
+      }
       let n = 0, f = 0, fi, fm, ci, bad = false;
       const ch = {};
       for (const grp of gs) {
