@@ -569,3 +569,12 @@ def test_big_random_dag(layouts):
     print(f"\n2,000 nodes / 3,000 edges: {res['ms']:.0f} ms (first call in the process), "
           f"{crossings(res)} crossings, {res['width']:.0f} x {res['height']:.0f} px")
     print(f"150 nodes / 200 edges: {layouts['random150']['ms']:.1f} ms")
+
+
+def test_the_bench_lays_out_with_the_same_scripts():
+    """bench/layout_speed.py names the engine's scripts itself (it does not import the widgets):
+    the same list, in the same order, as the pages inline."""
+    from bench.layout_speed import LAYOUT_JS as BENCH
+    from widgets.graph_view import LAYOUT_JS
+
+    assert BENCH == LAYOUT_JS
