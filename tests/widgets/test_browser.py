@@ -265,6 +265,7 @@ def test_graph_view_front_end(browser, convnext_trace, tmp_path):
     expect(g.details.locator(".plg-d-title")).to_have_text("1.0")
     assert "features.1.0" in g.details.inner_text()
     target.dblclick()
+    g.settle()  # opened once its layout is back from the Web Worker
     assert saved("collapsed") == []
     expect(g.node("main/gelu")).to_have_count(1)
     view.collapsed = saved("collapsed")
