@@ -136,7 +136,8 @@ def main() -> int:
             trace.to_html(report, report=report_)
             page.goto(report.as_uri())
             page.click(f".pl-step-row[data-step='{step.index}']")
-            page.locator("#pl-graph .plg-n").first.wait_for()
+            # drawn once its layouts are back from the component's worker
+            page.locator("#pl-graph:not([data-layout=pending]) .plg-n").first.wait_for()
             if "report" in only:
                 page.screenshot(path=str(out / "report.png"))
                 print(f"wrote {out / 'report.png'}")
@@ -166,6 +167,7 @@ def main() -> int:
                 page.locator(f".pl-step-row[data-step='{step.index}']").click()
                 expect(page.locator(".pl-step-title")).to_have_text(f"#{step.index} fold-constant")
                 expect(page.locator(".plg-s-added").first).to_be_visible()
+                expect(page.locator(".plg")).not_to_have_attribute("data-layout", "pending")
                 page.locator("g.plg-n.plg-bad[data-i]").first.click()
                 expect(page.locator(".plg-details")).to_contain_text("copies")
                 page.screenshot(path=str(out / "app.png"))

@@ -98,7 +98,8 @@ class Graph:
 
     def assert_inside(self, locator, what: str) -> None:
         expect(locator).to_have_count(1)
-        for _ in range(40):  # the drawing is synchronous; a front end's sync may lag
+        self.settle()
+        for _ in range(40):  # a front end's sync may lag
             if self.inside(locator):
                 return
             self.page.wait_for_timeout(50)
@@ -109,6 +110,7 @@ class Graph:
         """A key with the component focused (as after a click on it)."""
         self.root.focus()
         self.page.keyboard.press(key)
+        self.settle()
 
     def search(self, query: str) -> int:
         """Type a search; returns the number of hits the result list reports (an empty

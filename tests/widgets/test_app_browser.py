@@ -152,6 +152,7 @@ def test_a_collapsed_group_expands_on_double_click(app_page, base_trace, tmp_pat
     expect(g.root.locator("g.plg-n.plg-group").first).to_be_visible()
     # a collapsed group in view (the view opens on the first change)
     groups = g.root.locator("g.plg-n.plg-group")
+    g.settle()
     group = next(groups.nth(k) for k in range(groups.count()) if g.inside(groups.nth(k)))
     path = group.get_attribute("data-group")
     assert path in collapsed

@@ -58,6 +58,7 @@ def open_report(browser, trace, path):
 
 def drawn(g: Graph) -> set[str]:
     """The ids of the boxes drawn."""
+    g.settle()
     return set(g.root.locator("g.plg-n").evaluate_all("gs => gs.map((g) => g.dataset.nodeId)"))
 
 
@@ -93,11 +94,13 @@ def test_step_through_the_report(browser, convnext_trace, tmp_path):
     # dead-code-elimination changed nothing: fold-constant's graph without its diff colours
     page.click(".pl-step-row[data-step='7']")
     expect(g.root.locator(".plg-note")).to_contain_text("same graph as #6")
+    g.settle()
     assert g.root.locator(DIFF).count() == 0
     weight = "g.plg-k-weight[data-node-id='$features.1.0.block.3.weight.permute_dims']"
     assert g.root.locator(weight).evaluate(FILL) == "rgb(243, 229, 245)"  # a plain weight
     page.click(".pl-step-row[data-step='6']")
     expect(g.root.locator(".plg-note")).to_be_hidden()
+    g.settle()
     assert g.root.locator("g.plg-s-removed").count() == 10  # ghosts of what it removed
     assert g.root.locator(weight).evaluate(FILL) == "rgb(200, 230, 201)"  # added: green
     assert "plg-s-added" in g.root.locator(weight).get_attribute("class")

@@ -100,6 +100,7 @@ def check_readable_and_on_the_change(g: Graph, payload: dict) -> None:
     for k in payload["changes"]:
         st = nodes[k]["st"]
         expect(g.node(nodes[k]["id"])).to_have_class(re.compile(rf"\bplg-s-{st}\b"))
+    g.settle()
     assert g.root.locator(changed).count() >= len(payload["changes"])
 
 
@@ -201,6 +202,7 @@ def check_search_in_a_collapsed_group(g: Graph, payload: dict, query: str, node_
     Enter opens its groups, selects it and brings it into view."""
     g.root.locator(".plg-collapse-all").click()
     expect(g.node(node_id)).to_have_count(0)  # inside a collapsed group: not drawn
+    g.settle()
     assert g.root.locator("g.plg-n.plg-group").count() > 0
     g.root.locator("input.plg-search").fill(query)
     head = g.root.locator(".plg-results .plg-r-head")

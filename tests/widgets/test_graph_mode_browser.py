@@ -20,6 +20,7 @@ def test_the_last_node_selected_then_the_before_side(browser, mlp_trace):
     page.set_content(f"<!DOCTYPE html><body>{step_html(step, step.previous)}</body>")
     g = Graph(page, page.locator(".plg"))
     g.root.locator(".plg-expand-all").click()
+    g.settle()
     last = g.root.locator("g.plg-n[data-i]").evaluate_all(
         "gs => gs.reduce((a, g) => (+g.dataset.i > +a.dataset.i ? g : a)).dataset.nodeId"
     )

@@ -562,6 +562,7 @@ def poke(g: Graph) -> None:
     the other side."""
     expand = g.root.locator(".plg-expand-all")
     expand.click()
+    g.settle()
     boxes = g.root.locator("g.plg-n")
     for k in range(boxes.count()):
         boxes.nth(k).dispatch_event("mouseover")

@@ -76,6 +76,7 @@ const PasslensGraph = (function (P) {
       expandAllB, collapseAllB, fitB, overviewB, modeBox, beforeB, afterB, errB, results, body, stage, root, vp, note, crumb,
       legend, mini, panel, st, expandedOf };
     for (const part of ["state", "place", "drawing", "viewport", "minimap", "details", "search", "interaction", "overview", "semantic"]) P[part](c);
+    P.layoutRunner(); // the page's layout worker starts while the page reads the graph's data
     const { modelOf, syncExpansion, counterpart, beforeStatuses, defaultExpanded, boxRect, updateChangeInfo, draw, openView,
       ensureVisible, select, apply, centreOn, search, showDetails, renderLegend, fit, nextHit, nextChange, setCollapsed,
       setAll, onKey, locate, toggle, collapsedIds, unlisten } = c;
