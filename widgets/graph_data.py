@@ -20,9 +20,12 @@ graph but the cost of drawing follows what is visible.
 - ``edges``: ``[src, dst, type index, flags]`` (flags: 1 ghost, 2 its shape changed);
 - ``groups``: the module hierarchy as a tree (index 0 the root): ``id`` (a module path,
   ``@function``, or a segment), ``label``, parent ``p``, kind ``k`` (module / function /
-  segment), and for a collapsed box ``n`` (live nodes inside: ghosts are not counted),
-  ``ops`` (an op summary), ``b`` (parameter bytes inside), ``db`` (their change against the
-  baseline), ``ch`` (counts of added / changed / removed / failed nodes inside), ``bad``;
+  segment), and (every group: drawn as a box, or a row of the overview) ``n`` (live nodes
+  inside: ghosts are not counted), ``ops`` (an op summary), ``b`` (parameter bytes inside),
+  ``db`` (their change against the baseline), ``ch`` (counts of added / changed / removed /
+  failed nodes inside), ``bad``, ``f`` (nodes inside that a finding names), ``fm`` (the first
+  one's badge), ``fi`` (the first one), ``ci`` (the first changed node inside; see
+  :func:`widgets.graph_groups.group_marks`);
   a group with more than :data:`MAX_CHILDREN` children has its children split into segments
   (``ops 1-40``), so a flat graph of 10,000 ops is drawn as a few boxes;
 - ``collapsed``: the groups collapsed at first (the finest level that fits ``max_boxes``
@@ -54,7 +57,15 @@ from explorer.fmt import format_bytes
 from explorer.rewrites import whys
 from widgets.boxes import MAX_BOXES, _entries, _Memo, _prefixes
 from widgets.findings import graph_marks
-from widgets.graph_groups import MAX_CHILDREN, SEGMENT, group_shape, group_tree, positions, segment
+from widgets.graph_groups import (
+    MAX_CHILDREN,
+    SEGMENT,
+    group_marks,
+    group_shape,
+    group_tree,
+    positions,
+    segment,
+)
 from widgets.stats import _cached_stats
 
 MAX_INLINE = 4  # weight lines drawn on one node
@@ -310,6 +321,7 @@ class _Builder:
         self._group_summaries(groups, of, drawn, bad, inline)
         changes = sorted((i for i in drawn if entries[i].status), key=lambda i: (pos[i], i))
         findings_first = sorted(bad | set(marks), key=lambda i: (pos[i], i))
+        group_marks(groups, of, findings_first, marks, changes)
         focus = findings_first[0] if findings_first else (changes[0] if changes else None)
         if focus is not None and focus in inline:
             focus = inline[focus]

@@ -5,7 +5,9 @@ are framed in, and the order the nodes are laid out in.
   groups not worth a frame dropped (one member in all, or a lone child group);
 - :func:`segment`: a group with more than :data:`MAX_CHILDREN` children has them split into
   segments (``items 1-40``), so a flat graph of 10,000 ops is drawn as a few boxes;
-- :func:`positions`: graph order, with a removed node's ghost next to what replaced it.
+- :func:`positions`: graph order, with a removed node's ghost next to what replaced it;
+- :func:`group_marks`: where each group's findings and changes are (the overview's marks and
+  the zoomed-out blocks' links).
 """
 
 from __future__ import annotations
@@ -214,4 +216,41 @@ def positions(
     return pos
 
 
-__all__ = ["MAX_CHILDREN", "SEGMENT", "group_shape", "group_tree", "positions", "segment"]
+def group_marks(
+    groups: list[dict],
+    of: list[int],
+    findings: list[int],
+    marks: dict[int, str],
+    changes: list[int],
+) -> None:
+    """Add to each group what the overview and the zoomed-out blocks show of its findings
+    and changes: ``f`` how many nodes inside it a finding names, ``fm`` the badge of the
+    first of them that has one (e.g. ``×8 copies of weight``), ``fi`` the first of them
+    (the node a click on the group's finding mark goes to), ``ci`` its first changed node.
+    ``findings`` and ``changes`` are node indices in graph order, ``of`` each node's group
+    (parents come before children). O(groups + findings x depth + changes)."""
+    for i in findings:
+        g = of[i]
+        while g >= 0:
+            grp = groups[g]
+            grp["f"] = grp.get("f", 0) + 1
+            grp.setdefault("fi", i)
+            if i in marks and "fm" not in grp:
+                grp["fm"] = marks[i]
+            g = grp["p"]
+    for i in changes:
+        g = of[i]
+        while g >= 0 and "ci" not in groups[g]:  # an ancestor with one has an earlier one
+            groups[g]["ci"] = i
+            g = groups[g]["p"]
+
+
+__all__ = [
+    "MAX_CHILDREN",
+    "SEGMENT",
+    "group_marks",
+    "group_shape",
+    "group_tree",
+    "positions",
+    "segment",
+]

@@ -49,6 +49,8 @@ GRAPH_JS = (
     "graph_details.js",
     "graph_search.js",
     "graph_interaction.js",
+    "graph_overview.js",
+    "graph_semantic.js",
     "graph.js",
 )
 

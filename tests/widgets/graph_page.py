@@ -47,6 +47,18 @@ class Graph:
         """A collapsed group's box."""
         return self.root.locator(f"g.plg-n.plg-group[data-group={sel(group_id)}]")
 
+    def group_target(self, group_id: str):
+        """What a user clicks for a collapsed group: its box, or, zoomed out below the size
+        where box titles are drawn, the labelled block drawn over it (graph_semantic.js: a
+        click there shows the group's details, a double-click opens it, as on the box)."""
+        k = self.page.evaluate("(t) => parseFloat(/scale\\(([^)]+)\\)/.exec(t)[1])", self.transform)
+        if k * 14 >= 8:  # titles drawn (TITLE x zoom >= READABLE): no blocks
+            return self.group(group_id)
+        block = self.root.locator(f".plg-sem g[data-group={sel(group_id)}]")
+        expect(block).to_have_count(1)
+        assert "," not in block.get_attribute("data-sem-groups"), f"{group_id} is in a run"
+        return block
+
     def settle(self) -> None:
         """Wait until what was asked is drawn: the layouts are made in a Web Worker, so a
         click that opens groups draws once they come back (``data-layout`` is "pending" until

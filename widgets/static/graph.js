@@ -5,7 +5,9 @@
 // (the DOM, the state `st`, the options): graph_base.js (helpers, prepared payload),
 // graph_state.js (what is shown), graph_place.js (layout of the groups), graph_draw.js (SVG),
 // graph_viewport.js (pan / zoom / fit), graph_minimap.js, graph_details.js (selection, drawer),
-// graph_search.js (search, changes), graph_interaction.js (expand / collapse, mouse, keys).
+// graph_search.js (search, changes), graph_interaction.js (expand / collapse, mouse, keys),
+// graph_overview.js (the module tree beside the graph, `o`), graph_semantic.js (groups as
+// labelled blocks below the zoom where box titles are drawn).
 // widgets/graph_view.py (GRAPH_JS) lists them in their order.
 //
 //   const g = PasslensGraph.create(el, { onSelect(id), onCollapsed(ids), onMode(mode) });
@@ -13,8 +15,9 @@
 //                                 // o.loadBefore() gives a promise of it when first shown
 //   g.select(id) / g.locate(id) / g.expand(id) / g.collapse(id) / g.expandAll() / g.collapseAll()
 //   g.search(q) / g.nextHit(d) / g.nextChange(d) / g.fit() / g.setMode("after" | "before")
+//   g.overview(open) / g.goGroup(id)   // the module tree shown or not; a group opened and fitted
 //
-// It opens readable (labels 13 px at zoom 1) and centred on the payload's focus (the first
+// It opens readable (titles 14 px, shapes and attributes 12 px at zoom 1) and centred on the payload's focus (the first
 // finding or change); n / p go through the changes, "/" searches (substring, or /regex/) over
 // every node including those inside collapsed groups; a double-click expands or collapses a
 // group. Text from the model is only ever set as textContent.
@@ -44,6 +47,7 @@ const PasslensGraph = (function (P) {
     const expandAllB = btn("expand all", "open every group", "plg-expand-all");
     const collapseAllB = btn("collapse all", "close every group", "plg-collapse-all");
     const fitB = btn("fit", "show the whole graph (f)", "plg-fit");
+    const overviewB = btn("overview", "the module tree: nodes, bytes, changes and findings of each group; a click goes there (o)", "plg-overview-btn");
     const modeBox = h("span", "plg-mode", bar);
     const beforeB = h("button", "plg-btn plg-before", modeBox, "before"); beforeB.type = "button";
     const afterB = h("button", "plg-btn plg-after plg-on", modeBox, "after"); afterB.type = "button";
@@ -70,9 +74,9 @@ const PasslensGraph = (function (P) {
       sel: -1, plainAfter: false, hits: [], hit: -1, change: -1, err: false, boxes: null, draw: null, miniImg: null, query: "" };
     const expandedOf = new Map(); // model -> Set of expanded group indices
     const c = { el, opts, me, bar, searchBox, hitInfo, prevHit, nextHitB, prevChange, changeInfo, nextChangeB,
-      expandAllB, collapseAllB, fitB, modeBox, beforeB, afterB, errB, results, body, stage, root, vp, note, crumb,
+      expandAllB, collapseAllB, fitB, overviewB, modeBox, beforeB, afterB, errB, results, body, stage, root, vp, note, crumb,
       legend, mini, panel, st, expandedOf };
-    for (const part of ["state", "place", "drawing", "viewport", "minimap", "details", "search", "interaction"]) P[part](c);
+    for (const part of ["state", "place", "drawing", "viewport", "minimap", "details", "search", "interaction", "overview", "semantic"]) P[part](c);
     P.layoutRunner(); // the page's layout worker starts while the page reads the graph's data
     const { modelOf, syncExpansion, counterpart, beforeStatuses, defaultExpanded, boxRect, updateChangeInfo, draw, openView,
       ensureVisible, select, apply, centreOn, search, showDetails, renderLegend, fit, nextHit, nextChange, setCollapsed,
@@ -150,10 +154,14 @@ const PasslensGraph = (function (P) {
 
     Object.assign(c, { use, setMode, setData });
     renderLegend();
+    overviewB.addEventListener("click", () => c.toggleOverview());
 
     return {
       el, setData, setMode, fit, search, nextHit, nextChange, setCollapsed, expandAll: () => setAll(true), collapseAll: () => setAll(false),
       key: onKey,
+      overview(open) { c.setOverview(open === undefined ? !c.overviewState.open : open); },
+      goGroup(id) { const m = st.m, g = m && m.groupIndex.get(id); if (g !== undefined) c.goGroup(g); },
+      get blocks() { return c.semanticState.blocks.slice(); },
       select(id) { const m = st.m; if (!m) return; const i = id ? m.idIndex.get(id) : -1; select(i === undefined ? -1 : i, true); },
       locate(id) { const m = st.m; const i = m && m.idIndex.get(id); if (i !== undefined) locate(i); },
       has(id) { return !!st.m && st.m.idIndex.has(id); },

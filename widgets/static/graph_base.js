@@ -5,8 +5,8 @@ const PasslensGraphParts = (function () {
   "use strict";
   const NS = "http://www.w3.org/2000/svg";
   const FONT = 'system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif';
-  const TITLE = 13, LINE = 11, EDGE = 10;      // font sizes at zoom 1
-  const PADX = 10, PADY = 6, TITLE_H = 17, LINE_H = 14;
+  const TITLE = 14, LINE = 12, EDGE = 12;      // font sizes at zoom 1 (secondary text at least 12 px)
+  const PADX = 10, PADY = 6, TITLE_H = 18, LINE_H = 15;
   const GPAD = 16, GHEAD = 24;                   // an expanded group's frame
   const READABLE = 8;                            // px: smaller text is not drawn
   const MAXLABEL = 44;

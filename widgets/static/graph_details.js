@@ -10,7 +10,41 @@
       draw = P.late(c, "draw"), ghost = P.late(c, "ghost"), inlined = P.late(c, "inlined"),
       keepInView = P.late(c, "keepInView"), notifyCollapsed = P.late(c, "notifyCollapsed"),
       plain = P.late(c, "plain"), rep = P.late(c, "rep"), statusOf = P.late(c, "statusOf"),
-      toggle = P.late(c, "toggle");
+      toggle = P.late(c, "toggle"), apply = P.late(c, "apply"), size = P.late(c, "size"),
+      sizeNow = P.late(c, "sizeNow");
+    // ---- the drawer covers nothing important ---------------------------------------------------
+    // The drawer narrows the stage from the right. When it opens, the view moves left just
+    // enough that the selected box and the findings that were in view stay in view (as far as
+    // the leftmost of them allows; the selection first, keepInView), so that nothing the user
+    // was looking at, or about to click, goes under the drawer.
+    function openDrawer() {
+      const before = size(), was = panel.classList.contains("plg-open");
+      panel.classList.add("plg-open");
+      if (was || !st.draw || !st.m || st.drawn !== st.m) return;
+      const { w, h } = sizeNow();
+      if (w >= before.w - 1) return;
+      const m = st.m, D = st.draw, v = st.view, pad = 12;
+      const scr = (r) => ({ x0: r.x * v.k + v.x, x1: (r.x + r.w) * v.k + v.x, y0: r.y * v.k + v.y, y1: (r.y + r.h) * v.k + v.y });
+      const keep = [];
+      const sel = st.sel >= 0 ? boxRect(st.sel) : null;
+      if (sel) keep.push(scr(sel));
+      if (!plain()) for (const [b, r] of D.boxes) {
+        const it = b < m.N ? m.p.nodes[b] : m.p.groups[b - m.N];
+        if (!(it.bad || it.mark || it.f)) continue;
+        const s = scr(r);
+        if (s.x1 > 0 && s.x0 < before.w && s.y1 > 0 && s.y0 < h) keep.push(s);
+      }
+      if (!keep.length) return;
+      const right = Math.max(...keep.map((s) => s.x1)), left = Math.min(...keep.map((s) => s.x0));
+      if (right <= w - pad) return;
+      const dx = Math.min(right - (w - pad), Math.max(0, left - pad));
+      if (dx > 0) { v.x -= dx; apply(); }
+    }
+    function closeDrawer() {
+      if (!panel.classList.contains("plg-open")) return;
+      panel.classList.remove("plg-open");
+      sizeNow(); // the stage is wider again: the next opening measures from here
+    }
     // ---- selection and details ------------------------------------------------------------------
     function markSelection() {
       vp.querySelectorAll(".plg-sel,.plg-nb").forEach((g) => g.classList.remove("plg-sel", "plg-nb"));
@@ -51,8 +85,8 @@
       panel.textContent = "";
       const close = h("button", "plg-close", panel, "×"); close.type = "button"; close.title = "close the details";
       close.addEventListener("click", () => { select(-1); });
-      if (!m || st.sel < 0) { panel.classList.remove("plg-open"); return; }
-      panel.classList.add("plg-open");
+      if (!m || st.sel < 0) { closeDrawer(); return; }
+      openDrawer();
       const i = st.sel, n = m.p.nodes[i], d = (m.p.details || [])[i] || {};
       h("div", "plg-d-title", panel, n.t);
       const s = statusOf(m, i);
@@ -88,9 +122,9 @@
     function showGroupDetails(gi) {
       const m = st.m, c = m.p.groups[gi];
       panel.textContent = "";
-      panel.classList.add("plg-open");
+      openDrawer();
       const close = h("button", "plg-close", panel, "×"); close.type = "button";
-      close.addEventListener("click", () => panel.classList.remove("plg-open"));
+      close.addEventListener("click", closeDrawer);
       h("div", "plg-d-title", panel, c.label || c.id);
       h("div", "plg-d-sub", panel, c.k === "segment" ? "a run of nodes" : c.k === "function" ? "function" : "module");
       const t = h("table", "plg-d-table", panel);
@@ -116,6 +150,7 @@
       markSelection();
       showDetails();
       keepInView(i); // the drawer narrows the stage
+      c.overviewViewMoved(); // the overview shows where the selection is
       if (!quiet && opts.onSelect) opts.onSelect(i >= 0 ? st.m.p.nodes[i].id : "");
     }
     // open the groups holding node i; `then` runs once it is drawn

@@ -2,7 +2,7 @@
 // groups, edges with their labels), a drawn state kept for a revisit, and the legend.
 (function (P) {
   "use strict";
-  const { TITLE, LINE, PADX, PADY, LINE_H, cut, svg, h, textWidth } = P;
+  const { TITLE, LINE, EDGE, PADX, PADY, LINE_H, cut, svg, h, textWidth } = P;
   P.drawing = function (c) {
     const { el, me, vp, legend, st } = c;
     // from the other modules, looked up when called
@@ -82,6 +82,24 @@
     }
     function drawEdges(m, D, edgeLayer) {
       const labelLayer = svg("g", { class: "plg-elabels" }, edgeLayer);
+      // edge labels kept apart: a grid of the rectangles taken (a label that would cover
+      // another goes left of its edge, then a line lower; one already drawn there is not repeated)
+      const grid = new Map(), CW = 120, CH = 20;
+      const cells = (r, f) => { for (let i = Math.floor(r.x / CW); i <= Math.floor((r.x + r.w) / CW); i++) for (let j = Math.floor(r.y / CH); j <= Math.floor((r.y + r.h) / CH); j++) f(i + ":" + j); };
+      const taken = (r) => { let hit = null; cells(r, (k) => { for (const o of grid.get(k) || []) if (r.x < o.x + o.w && o.x < r.x + r.w && r.y < o.y + o.h && o.y < r.y + r.h) hit = hit || o; }); return hit; };
+      const take = (r) => cells(r, (k) => { let l = grid.get(k); if (!l) grid.set(k, (l = [])); l.push(r); });
+      function placeLabel(x, y, text) {
+        const w = textWidth(text, EDGE) + 2, h = EDGE + 2;
+        for (const dy of [0, LINE_H]) {
+          for (const left of [false, true]) {
+            const r = { x: left ? x - 5 - w : x + 5, y: y + dy - EDGE, w, h, text };
+            const o = taken(r);
+            if (o && o.text === text && Math.abs(o.x - r.x) < 1 && Math.abs(o.y - r.y) < 1) return null; // the same label
+            if (!o) { take(r); return { x: left ? x - 5 : x + 5, y: y + dy, anchor: left ? "end" : "start" }; }
+          }
+        }
+        return { x: x + 5, y, anchor: "start" };
+      }
       for (const rec of D.lev.merged.values()) {
         const A = D.boxes.get(rec.a), B = D.boxes.get(rec.b);
         if (!A || !B) continue;
@@ -115,8 +133,11 @@
         const srcs = new Set(es.map((e) => e[0]));
         const label = srcs.size === 1 ? m.p.types[es[0][2]] : srcs.size + " values";
         if (label) {
-          const t = drawText(labelLayer, pts[0][0] + 5, pts[0][1] + 14, cut(label, 40), "plg-elabel" + (shape ? " plg-e-shape" : "") + (isGhost && !plain() ? " plg-e-ghost" : ""));
-          t.setAttribute("text-anchor", "start");
+          const text = cut(label, 40), at = placeLabel(pts[0][0], pts[0][1] + 15, text);
+          if (at) {
+            const t = drawText(labelLayer, at.x, at.y, text, "plg-elabel" + (shape ? " plg-e-shape" : "") + (isGhost && !plain() ? " plg-e-ghost" : ""));
+            t.setAttribute("text-anchor", at.anchor);
+          }
         }
       }
     }
@@ -158,6 +179,7 @@
       el.dataset.drawMs = st.drawMs.toFixed(1);
       el.dataset.boxes = hit.D.boxes.size;
       renderMini(hit);
+      c.overviewDrawn();
       markSelection();
       markHits();
       apply();
@@ -172,7 +194,7 @@
         h("span", "plg-lg-sw " + cls, it);
         h("span", "", it, text);
       }
-      h("div", "plg-lg-keys", legend, "n / p change · / search · f fit · b before/after · drag to pan, wheel to zoom");
+      h("div", "plg-lg-keys", legend, "n / p change · / search · f fit · o overview · b before/after · drag to pan, wheel to zoom");
       if (st.err) { // the error overlay's scale
         const row = h("div", "plg-lg-err", legend);
         h("span", "", row, "error (max rel) ");

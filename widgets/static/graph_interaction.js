@@ -107,6 +107,7 @@
       if (e.key === "n") nextChange(1);
       else if (e.key === "p") nextChange(-1);
       else if (e.key === "f") fit();
+      else if (e.key === "o") c.toggleOverview();
       else if (e.key === "b") setMode(st.mode === "after" ? "before" : "after");
       else if (e.key === "/") { searchBox.focus(); searchBox.select(); }
       else if (e.key === "Escape") { results.classList.remove("plg-open"); select(-1); }

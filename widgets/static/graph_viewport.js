@@ -15,6 +15,8 @@
       root.classList.toggle("plg-lod", v.k * TITLE < READABLE);
       root.classList.toggle("plg-lod-edges", v.k * EDGE < READABLE);
       drawMiniView();
+      c.semanticSchedule(); // the zoomed-out blocks
+      c.overviewViewMoved(); // the overview's rows in view
     }
     // the stage's size, read again only when it changes (reading it mid-draw costs a layout)
     let stageSize = null;
@@ -34,7 +36,7 @@
       apply();
     }
     function openView() {
-      // readable first: zoom 1 (13 px titles), centred on the focus; the whole graph when it fits
+      // readable first: zoom 1 (14 px titles, 12 px shapes and attributes), centred on the focus; the whole graph when it fits
       const { w, h } = size(), D = st.draw;
       if (!D) return;
       setCrumb(focusIndex());

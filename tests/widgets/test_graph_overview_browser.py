@@ -1,0 +1,297 @@
+"""Issue #35 in the browser: the graph component (widgets/static/graph*.js) at every zoom, on one
+page holding the component alone at 1600x1000 (the size of the issue's comparison), in headless
+Chromium:
+
+- the overview (the module tree) is open at first view beside the graph, lists each group with
+  its live-node count, parameter bytes and change / finding marks, and a click on a row opens
+  that group and brings it into the stage; ``o`` and the toolbar's button close and reopen it;
+- semantic zoom: a fitted 10,000-node chain and a fitted 32-layer decoder draw labelled blocks
+  (module name, node count, change mark) covering their groups, 12 px text; a click on a
+  change mark selects a changed node and shows it, a click on a block goes into it;
+- the minimap is large enough to read and to click;
+- the details drawer never covers the selected node or a finding in view, and a click on that
+  finding right after reaches it;
+- secondary text (shapes on edges, attributes) is drawn at 12 px or more at first view.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import explorer
+from compiler import models
+from tests.widgets.graph_page import TIMEOUT, Graph
+from tests.widgets.test_browser import LOCAL, sync_api
+from tests.widgets.test_scale_models import sm
+from widgets.graph_view import graph_css, graph_data, graph_js
+
+pytestmark = pytest.mark.browser
+expect = sync_api.expect
+
+PAGE = """<!doctype html><meta charset="utf-8"><style>%(css)s
+html,body{margin:0;height:100%%}#g{height:100vh}</style><div id="g"></div>
+<script type="application/json" id="data">%(data)s</script>
+<script>%(js)s
+window.G = PasslensGraph.create(document.getElementById("g"), {});
+const d = JSON.parse(document.getElementById("data").textContent);
+G.setData(d.after, d.before);
+window.ready = true;
+</script>"""
+
+
+def page_of(browser, data: dict, width: int = 1600, height: int = 1000):
+    """A page with the component alone, drawing ``data`` (graph_data of a step); any script
+    error or request leaving the page fails the test that uses it."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(TIMEOUT)
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(f"error: {e}"))
+    page.on("request", lambda r: None if r.url.startswith(LOCAL) else problems.append(r.url))
+    text = json.dumps(data).replace("</", "<\\/")
+    page.set_content(PAGE % {"css": graph_css(), "data": text, "js": graph_js()})
+    page.wait_for_function("window.ready === true")
+    g = Graph(page, page.locator("#g.plg"))
+    expect(g.root).to_have_attribute("data-boxes", re.compile(r"^\d+$"))  # drawn (layouts
+    g.settle()  # are made in a Web Worker)
+    return page, g, problems
+
+
+def step_data(trace, report=None):
+    step = trace["fold-constant"]
+    return graph_data(step, step.previous, report)
+
+
+def fmt_bytes(n: int) -> str:  # as the component (and explorer.fmt.format_bytes)
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def blocks(page) -> list[dict]:
+    """The semantic blocks drawn (after the frame that draws them)."""
+    page.wait_for_function("Number(document.querySelector('#g').dataset.blocks) > 0")
+    return page.evaluate("G.blocks")
+
+
+def count_of(block: dict) -> int:
+    return int(re.match(r"(\d+) nodes?", block["count"]).group(1))
+
+
+@pytest.fixture(scope="module")
+def decoder_data():
+    """A 32-layer decoder (two experts a layer, ~3,000 nodes); fold-constant changes layer 17."""
+    return step_data(sm.decoder(layers=32, experts=2))
+
+
+@pytest.fixture(scope="module")
+def chain_data():
+    """10,000 elementwise ops in a chain, no module path: segments of segments."""
+    return step_data(sm.flat_chain(10000))
+
+
+@pytest.fixture(scope="module")
+def bloat_data():
+    """The weight-bloat replica on a small ConvNeXt, with a check: red finding nodes."""
+    model = models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)
+    trace = explorer.explore(model, pipeline="replica-linear-broadcast,fold-constant")
+    return step_data(trace, trace.check())
+
+
+def test_the_overview_lists_the_modules_and_goes_there(browser, decoder_data):
+    page, g, problems = page_of(browser, decoder_data)
+    p = decoder_data["after"]
+    groups = p["groups"]
+    pane = g.root.locator(".plg-overview")
+    expect(pane).to_be_visible()  # at first view, beside the graph
+    expect(g.root).to_have_attribute("data-overview", "open")
+    side = pane.bounding_box()
+    assert side["x"] + side["width"] <= g.stage.bounding_box()["x"] + 1
+    # every layer has a row with its live nodes and parameter bytes
+    for k in (0, 17, 31):
+        gid = f"model.layers.{k}"
+        grp = next(x for x in groups if x["id"] == gid)
+        row = pane.locator(f".plg-ov-row[data-group='{gid}']")
+        expect(row.locator(".plg-ov-name")).to_have_text(f"layers.{k}")
+        expect(row.locator(".plg-ov-n")).to_have_text(str(grp["n"]))
+        expect(row.locator(".plg-ov-b")).to_have_text(fmt_bytes(grp["b"]))
+    # the change is marked on its layer (and the focus's rows are bold), no other layer
+    changed = pane.locator(".plg-ov-row[data-group='model.layers.17'] .plg-ov-ch")
+    expect(changed).to_have_text(re.compile(r"[+~−]\d"))
+    expect(pane.locator(".plg-ov-row[data-group='model.layers.5'] .plg-ov-mark")).to_have_count(0)
+    expect(pane.locator(".plg-ov-row.plg-ov-here[data-group='model.layers.17']")).to_have_count(1)
+    # a click on a layer far from the view (every group collapsed) opens it and shows it
+    target = "model.layers.28"
+    frame = g.root.locator(f"g.plg-frame[data-group='{target}']")
+    expect(pane.locator(f".plg-ov-row.plg-ov-inview[data-group='{target}']")).to_have_count(0)
+    g.root.locator(".plg-collapse-all").click()
+    expect(frame).to_have_count(0)
+    before = g.transform
+    pane.locator(f".plg-ov-row[data-group='{target}'] .plg-ov-name").click()
+    expect(g.root).to_have_attribute("data-located", target)
+    expect(frame).to_have_count(1)
+    assert g.transform != before
+    g.assert_inside(frame.locator("rect").first, f"{target} after a click on its row")
+    expect(pane.locator(f".plg-ov-row.plg-ov-inview[data-group='{target}']")).to_have_count(1)
+    # its change mark goes to the first change of layer 17
+    changed.click()
+    first = p["nodes"][next(x for x in groups if x["id"] == "model.layers.17")["ci"]]
+    g.wait_selected(first["id"] if "inl" not in first else p["nodes"][first["inl"]]["id"])
+    # o and the toolbar button close and reopen it; the stage takes the room
+    width = g.stage.bounding_box()["width"]
+    g.press("o")
+    expect(pane).to_be_hidden()
+    assert g.stage.bounding_box()["width"] > width + 200
+    g.root.locator(".plg-overview-btn").click()
+    expect(pane).to_be_visible()
+    assert problems == []
+    page.close()
+
+
+def test_a_fitted_chain_of_10000_ops_draws_labelled_blocks(browser, chain_data):
+    page, g, problems = page_of(browser, chain_data)
+    p = chain_data["after"]
+    g.press("f")
+    bs = blocks(page)
+    assert len(bs) >= 8, bs
+    # the blocks cover the chain: their counts add up to the nodes of the top groups
+    top = sum(grp["n"] for grp in p["groups"] if grp["p"] == 0)
+    assert sum(count_of(b) for b in bs) == top
+    assert all(re.match(r"items \d+–\d+$", b["name"]) for b in bs)
+    # readable: 12 px text, each block's label within the stage
+    sizes = g.root.locator(".plg-sem text").evaluate_all(
+        "ts => ts.map((t) => parseFloat(getComputedStyle(t).fontSize))"
+    )
+    assert sizes and min(sizes) >= 12
+    labels = g.root.locator(".plg-sem .plg-sem-name")
+    assert labels.count() >= len(bs) * 0.8
+    for k in range(labels.count()):
+        g.assert_inside(labels.nth(k), f"block label {k}")
+    # the change is marked; a click on its mark selects a changed node and shows it
+    mark = g.root.locator(".plg-sem .plg-sem-ch").first
+    expect(mark).to_contain_text("change")
+    mark.click()
+    changed = {p["nodes"][i]["id"] for i in p["changes"]}
+    page.wait_for_function("G.selected !== ''")
+    assert page.evaluate("G.selected") in changed
+    g.assert_inside(g.root.locator("g.plg-sel"), "the change the mark went to")
+    expect(g.root).to_have_attribute("data-blocks", "0")  # readable again: boxes, no blocks
+    # a click on a block goes into it
+    g.press("f")
+    first = g.root.locator(".plg-sem .plg-sem-block").first
+    k0 = page.evaluate("G.view.k")
+    first.click(position={"x": 5, "y": 5})
+    page.wait_for_function(f"G.view.k > {k0 * 1.5}")
+    assert problems == []
+    page.close()
+
+
+def test_a_fitted_decoder_of_32_layers_shows_every_layer(browser, decoder_data):
+    page, g, problems = page_of(browser, decoder_data)
+    g.press("f")
+    bs = blocks(page)
+    covered = {gid for b in bs for gid in b["groups"]}
+
+    # every layer is a block, in a run of blocks, or (opened at first) its parts are
+    def covers(gid: str, k: int) -> bool:
+        return gid == f"model.layers.{k}" or gid.startswith(f"model.layers.{k}.")
+
+    missing = [k for k in range(32) if not any(covers(gid, k) for gid in covered)]
+    assert missing == []
+    # the layer the step changed is a block of its own (or its parts are), marked
+    marked = [b for b in bs if any(m.startswith("~") for m in b["marks"])]
+    assert marked and all("layers.17" in b["name"] for b in marked), marked
+    # most layers are labelled on the screen, alone or as a run "layers.3 – layers.9" (the
+    # tooltip names the rest)
+    names = g.root.locator(".plg-sem .plg-sem-name, .plg-sem .plg-sem-side").evaluate_all(
+        "ts => ts.map((t) => t.textContent)"
+    )
+    named = set()
+    for text in names:
+        ks = [int(k) for k in re.findall(r"\blayers\.(\d+)\b", text)]
+        named.update(range(ks[0], ks[-1] + 1) if " – " in text and len(ks) == 2 else ks)
+    assert len(named & set(range(32))) >= 24, sorted(named)
+    # the minimap: large enough to read and to click
+    mini = g.root.locator("canvas.plg-mini")
+    box = mini.bounding_box()
+    assert box["width"] >= 150 and box["height"] >= 100, box
+    assert int(mini.get_attribute("data-labels")) >= 1
+    before = g.transform
+    mini.click(position={"x": box["width"] / 2, "y": box["height"] * 0.1})
+    assert g.transform != before
+    assert problems == []
+    page.close()
+
+
+def test_the_drawer_never_covers_the_selection_or_a_finding(browser, bloat_data):
+    """The red finding brought to the stage's right edge, where the drawer opens: a click on
+    a node further left opens its details, the view moves so that the finding stays in the
+    stage, beside the drawer, and a click on it right after selects it (no Escape first)."""
+    page, g, problems = page_of(browser, bloat_data, width=1000, height=700)
+    p = bloat_data["after"]
+    expect(g.root).to_have_attribute("data-overview", "closed")  # too narrow for it
+    focus = p["nodes"][p["focus"]]
+    assert focus.get("bad")
+    finding = g.node(focus["id"])
+    g.assert_inside(finding, "the finding at first view")
+    # drag the graph so that the finding sits at the stage's right edge
+    stage, box = g.stage.bounding_box(), finding.bounding_box()
+    dx = stage["x"] + stage["width"] - 12 - (box["x"] + box["width"])
+    page.mouse.move(stage["x"] + 200, stage["y"] + 300)
+    page.mouse.down()
+    page.mouse.move(stage["x"] + 200 + dx / 2, stage["y"] + 300, steps=4)
+    page.mouse.move(stage["x"] + 200 + dx, stage["y"] + 300, steps=4)
+    page.mouse.up()
+    g.assert_inside(finding, "the finding after the drag")
+    right = stage["x"] + stage["width"]
+    box = finding.bounding_box()
+    assert box["x"] + box["width"] > right - 240  # where the drawer opens
+    # a node in view that the drawer would not cover
+    other = g.root.locator("g.plg-n:not(.plg-bad)").evaluate_all(
+        """(gs, right) => gs.map((g) => [g.dataset.nodeId, g.getBoundingClientRect()])
+             .filter(([, r]) => r.right < right - 340 && r.left > 0 && r.top > 40 && r.bottom < 690)
+             .map(([id]) => id)""",
+        right,
+    )
+    assert other, "no node left of the drawer's place"
+    g.node(other[0]).click()
+    g.wait_selected(other[0])
+    drawer = g.details.bounding_box()
+    assert drawer["width"] >= 240
+    for node_id, what in ((other[0], "the selected node"), (focus["id"], "the finding")):
+        g.assert_inside(g.node(node_id), what)
+        b = g.node(node_id).bounding_box()
+        assert b["x"] + b["width"] <= drawer["x"], f"{what} is under the drawer"
+    finding.click()
+    g.wait_selected(focus["id"])
+    expect(g.details.locator(".plg-d-title")).to_have_text(focus["t"])
+    assert problems == []
+    page.close()
+
+
+def test_secondary_text_is_at_least_12_px_at_first_view(browser, decoder_data):
+    page, g, problems = page_of(browser, decoder_data)
+    assert page.evaluate("G.view.k") == 1
+    sizes = g.root.locator("text.plg-sub, text.plg-elabel").evaluate_all(
+        "ts => ts.map((t) => [t.className.baseVal, parseFloat(getComputedStyle(t).fontSize),"
+        " t.getBoundingClientRect().height])"
+    )
+    assert len(sizes) > 20
+    small = [s for s in sizes if s[1] < 12 or s[2] < 12]
+    assert small == [], small[:5]
+    # the attribute lines fit their boxes (the layout measures them at that size)
+    overflow = g.root.locator("g.plg-n:not(.plg-group)").evaluate_all(
+        """gs => gs.filter((g) => {
+             const r = g.querySelector('.plg-shape').getBoundingClientRect();
+             return [...g.querySelectorAll('text')].some((t) => {
+               const b = t.getBoundingClientRect();
+               return b.left < r.left - 1 || b.right > r.right + 1;
+             });
+           }).map((g) => g.dataset.nodeId)"""
+    )
+    assert overflow == []
+    assert problems == []
+    page.close()

@@ -1,0 +1,219 @@
+// passlens graph component: the overview, the module tree beside the graph (the payload's
+// groups: stem, stages, head... or a function's, or a chain's segments). Each row gives a
+// group's live nodes, parameter bytes, changes and findings; the rows of the groups in view
+// are tinted, those holding the selection (else the focus) in bold; a click on a row goes
+// there (its groups opened, the view fitted to it, at most zoom 1). Toggled by `o` and the
+// toolbar's "overview"; open at first view when the component is wide enough. The minimap sits
+// at its foot while it is open.
+(function (P) {
+  "use strict";
+  const { h, fmtBytes, signedBytes } = P;
+  const WIDE = 1100;       // px: the component opens with the overview beside the graph from here
+  const FIRST_ROWS = 36;   // rows shown at first (the tree opened breadth first up to this)
+  const MAX_ROWS = 3000;   // rows drawn at most (a tree opened that far is cut, and says so)
+  const STATUS = [["added", "+"], ["changed", "~"], ["removed", "−"], ["failed", "!"]];
+
+  P.overview = function (c) {
+    const { st, body, stage, el } = c;
+    // from the other modules, looked up when called
+    const apply = P.late(c, "apply"), bump = P.late(c, "bump"), draw = P.late(c, "draw"),
+      focusIndex = P.late(c, "focusIndex"), notifyCollapsed = P.late(c, "notifyCollapsed"),
+      plain = P.late(c, "plain"), sizeNow = P.late(c, "sizeNow");
+    const pane = h("nav", "plg-overview");
+    body.insertBefore(pane, stage);
+    pane.setAttribute("aria-label", "module overview");
+    const head = h("div", "plg-ov-head", pane);
+    h("span", "plg-ov-title", head, "modules");
+    const total = h("span", "plg-ov-total", head);
+    const close = h("button", "plg-close", head, "×");
+    close.type = "button"; close.title = "close the overview (o)";
+    close.addEventListener("click", () => setOverview(false));
+    const list = h("div", "plg-ov-list", pane);
+    list.setAttribute("role", "tree");
+    const treeOpen = new WeakMap(); // model -> Set of groups opened in the tree
+    let decided = false, rowsOf = new Map(), drawnFor = null;
+
+    const ov = { open: false };
+    function setOverview(open, keepCentre) {
+      open = !!open;
+      decided = true;
+      el.dataset.overview = open ? "open" : "closed";
+      if (open === ov.open) return;
+      const before = stage.clientWidth;
+      ov.open = open;
+      pane.classList.toggle("plg-open", open);
+      if (c.overviewB) c.overviewB.classList.toggle("plg-on", open);
+      if (open) renderTree();
+      // the minimap at the foot of the overview (it covers nothing there), else in the stage
+      if (open) pane.appendChild(c.mini); else stage.appendChild(c.mini);
+      if (st.draw) c.renderMini(null);
+      const after = sizeNow().w;
+      if (keepCentre !== false && st.draw) { // the stage narrows or widens from the left: keep its centre
+        st.view.x += (after - before) / 2;
+        apply();
+      }
+    }
+
+    // ---- which rows are shown --------------------------------------------------------------
+    function opened(m) {
+      let s = treeOpen.get(m);
+      if (s) return s;
+      s = new Set([0]);
+      const f = focusIndex();
+      if (f >= 0) for (let g = m.p.nodes[f].g; g > 0; g = m.p.groups[g].p) s.add(m.p.groups[g].p);
+      // then breadth first while the rows stay few
+      let rows = m.kids[0].length, level = m.kids[0].slice();
+      for (const g of s) if (g > 0) rows += m.kids[g].length;
+      while (level.length) {
+        const next = [];
+        for (const g of level) {
+          if (!m.kids[g].length) continue;
+          if (!s.has(g) && rows + m.kids[g].length <= FIRST_ROWS) { s.add(g); rows += m.kids[g].length; }
+          if (s.has(g)) next.push(...m.kids[g]);
+        }
+        level = next;
+      }
+      treeOpen.set(m, s);
+      return s;
+    }
+    function marksOf(grp) {
+      const out = [];
+      if (plain()) return out;
+      if (grp.ch) {
+        const text = STATUS.filter(([k]) => grp.ch[k]).map(([k, s]) => s + grp.ch[k]).join(" ");
+        const words = STATUS.filter(([k]) => grp.ch[k]).map(([k]) => grp.ch[k] + " " + k).join(", ");
+        out.push({ cls: grp.ch.failed ? "plg-ov-fail" : "plg-ov-ch", text, title: words + " — go to the first change", node: grp.ci });
+      }
+      if (grp.f || grp.bad) {
+        const text = "▲ " + (grp.f || 1);
+        const title = (grp.f || 1) + (grp.f === 1 ? " node a finding names" : " nodes findings name") + (grp.fm ? " (first: " + grp.fm + ")" : "") + " — go to the first";
+        out.push({ cls: "plg-ov-f", text, title, node: grp.fi });
+      }
+      return out;
+    }
+    function row(m, g, depth) {
+      const grp = m.p.groups[g], kids = m.kids[g].length, open = opened(m).has(g);
+      const r = h("div", "plg-ov-row" + (grp.k === "segment" ? " plg-ov-seg" : grp.k === "function" ? " plg-ov-fn" : ""), list);
+      r.dataset.gi = g; r.dataset.group = grp.id;
+      r.setAttribute("role", "treeitem");
+      r.style.paddingLeft = 4 + depth * 12 + "px";
+      const caret = h("span", "plg-ov-caret", r, kids ? (open ? "▾" : "▸") : "");
+      if (kids) { caret.dataset.toggle = g; caret.title = (open ? "hide" : "show") + " its " + kids + " groups"; r.setAttribute("aria-expanded", open ? "true" : "false"); }
+      h("span", "plg-ov-name", r, grp.label || grp.id);
+      h("span", "plg-ov-n", r, String(grp.n || 0));
+      const bytes = h("span", "plg-ov-b", r, grp.b ? fmtBytes(grp.b) : "");
+      if (grp.db && !plain()) { // what changed is what matters here: the whole is in the tooltip
+        bytes.classList.add("plg-ov-db"); bytes.textContent = signedBytes(grp.db);
+        bytes.title = fmtBytes(grp.b || 0) + " of parameters, " + signedBytes(grp.db) + " against the step before";
+      }
+      for (const mk of marksOf(grp)) {
+        const s = h("span", "plg-ov-mark " + mk.cls, r, mk.text);
+        s.title = mk.title;
+        if (mk.node !== undefined) s.dataset.node = mk.node;
+      }
+      r.title = (grp.id || "") + (grp.ops ? "\n" + grp.ops : "") + "\n" + (grp.n || 0) + " nodes" + (grp.b ? ", " + fmtBytes(grp.b) + " of parameters" : "") + "\nclick: go there";
+      rowsOf.set(g, r);
+      return r;
+    }
+    function renderTree() {
+      const m = st.m;
+      list.textContent = "";
+      rowsOf = new Map();
+      drawnFor = m;
+      if (!m) return;
+      const top = m.p.groups[0];
+      const bits = [(top.n || 0) + " nodes"];
+      if (top.b) bits.push(fmtBytes(top.b));
+      total.textContent = bits.join(" · ");
+      const s = opened(m);
+      let count = 0;
+      const walk = (g, depth) => {
+        for (const k of m.kids[g]) {
+          if (++count > MAX_ROWS) return;
+          row(m, k, depth);
+          if (s.has(k)) walk(k, depth + 1);
+        }
+      };
+      walk(0, 0);
+      if (count > MAX_ROWS) h("div", "plg-dim plg-ov-more", list, "first " + MAX_ROWS + " rows shown: close some groups");
+      if (!m.kids[0].length) h("div", "plg-dim plg-ov-more", list, "no modules: the graph is flat");
+      markView();
+    }
+
+    // ---- where the view is -------------------------------------------------------------------
+    let pending = 0;
+    function markView() {
+      pending = 0;
+      const m = st.m, D = st.draw;
+      if (!ov.open || !m || !D || st.drawn !== m) return; // (the other side's drawing, while this one is laid out)
+      if (drawnFor !== m) { renderTree(); return; }
+      const { w, h: H } = sizeNow(), v = st.view;
+      const x0 = -v.x / v.k, y0 = -v.y / v.k, x1 = x0 + w / v.k, y1 = y0 + H / v.k;
+      const here = new Set(), i = st.sel >= 0 ? st.sel : focusIndex();
+      if (i >= 0 && i < m.N) for (let g = m.p.nodes[i].g; g > 0; g = m.p.groups[g].p) here.add(g);
+      let first = null;
+      for (const [g, r] of rowsOf) {
+        const rect = D.frameOf.get(g) || D.boxes.get(m.N + g);
+        const seen = !!rect && rect.x < x1 && rect.x + rect.w > x0 && rect.y < y1 && rect.y + rect.h > y0;
+        r.classList.toggle("plg-ov-inview", seen);
+        r.classList.toggle("plg-ov-here", here.has(g));
+        if (here.has(g)) first = r;
+      }
+      if (first && !ov.scrolled) { // the list only (scrollIntoView would scroll a notebook too)
+        ov.scrolled = true;
+        const top = first.offsetTop - list.offsetTop;
+        if (top < list.scrollTop || top > list.scrollTop + list.clientHeight - first.offsetHeight) list.scrollTop = Math.max(0, top - list.clientHeight / 3);
+      }
+    }
+    function viewMoved() { // after every pan / zoom: once a frame
+      if (!ov.open || pending) return;
+      pending = typeof requestAnimationFrame === "function" ? requestAnimationFrame(markView) : (markView(), 0);
+    }
+    function drawn() { // after every drawing (groups opened or closed, another side)
+      if (!decided && st.m) setOverview(el.clientWidth >= WIDE, false);
+      if (ov.open) renderTree();
+    }
+
+    // ---- going to a group --------------------------------------------------------------------
+    // open group g (and the groups holding it), then fit the view to it; drawn once its
+    // layouts are made (in a Web Worker: graph_place.js), so the rest waits for the drawing
+    function goGroup(g, fitTo) {
+      const m = st.m;
+      if (!m || g < 0 || g >= m.G) return;
+      let changed = false;
+      for (let a = g; a > 0; a = m.p.groups[a].p) if (!st.expanded.has(a)) { st.expanded.add(a); bump(m, a); changed = true; }
+      if (changed) draw(() => { notifyCollapsed(); if (st.m === m) shown(m, g, fitTo); });
+      else if (st.drawn === m) shown(m, g, fitTo);
+    }
+    function shown(m, g, fitTo) {
+      const D = st.draw, r = g === 0 ? { x: 0, y: 0, w: D.w, h: D.h } : D.frameOf.get(g) || D.boxes.get(m.N + g);
+      if (!r) return;
+      fitView(fitTo || r);
+      const mark = c.vp.querySelector(`[data-gi="${g}"]`);
+      c.vp.querySelectorAll(".plg-located").forEach((e) => e.classList.remove("plg-located"));
+      if (mark) mark.classList.add("plg-located");
+      el.dataset.located = m.p.groups[g].id;
+      if (c.opts.onGroup) c.opts.onGroup(m.p.groups[g].id);
+    }
+    function fitView(r) { // the rectangle r (layout coordinates) in the middle, at most zoom 1
+      const { w, h: H } = sizeNow(), pad = 30;
+      const k = Math.max(0.02, Math.min(1, (w - 2 * pad) / Math.max(r.w, 1), (H - 2 * pad) / Math.max(r.h, 1)));
+      st.view = { k, x: w / 2 - (r.x + r.w / 2) * k, y: r.h * k > H - 2 * pad ? pad - r.y * k : H / 2 - (r.y + r.h / 2) * k };
+      apply();
+    }
+
+    list.addEventListener("click", (e) => {
+      const m = st.m;
+      if (!m) return;
+      const t = e.target.closest("[data-toggle],[data-node],[data-gi]");
+      if (!t) return;
+      if (t.dataset.toggle !== undefined) {
+        const g = +t.dataset.toggle, s = opened(m);
+        if (s.has(g)) s.delete(g); else s.add(g);
+        renderTree();
+      } else if (t.dataset.node !== undefined) c.locate(+t.dataset.node);
+      else goGroup(+t.dataset.gi);
+    });
+    Object.assign(c, { setOverview, toggleOverview: () => setOverview(!ov.open), overviewState: ov, overviewDrawn: drawn, overviewViewMoved: viewMoved, goGroup, fitView });
+  };
+})(PasslensGraphParts);
