@@ -159,6 +159,14 @@ def module_size(module: Module) -> tuple[int, int]:
     return len(g.nodes), g.param_bytes
 
 
+def module_objects(module: Module) -> dict[int, str]:
+    """``graph_of_module(module).by_object`` (id of an IR object -> its node id) from the same
+    light walk as :func:`module_size`: which node a rewrite record names is which object,
+    without making the graph model."""
+    with collector_paused():
+        return _graph_of_module(module, light=True).by_object
+
+
 class _Counted:
     """What a light walk keeps of a node: the function it belongs to (node ids depend on it)."""
 

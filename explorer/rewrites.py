@@ -134,7 +134,7 @@ class Why:
 def _objects_before(step: Any) -> set[int] | dict:
     """The ids of the IR objects of the step before ``step`` (what its rules could reuse)."""
     prev = step.previous
-    return prev.graph.by_object if prev is not None else {}
+    return prev.object_ids if prev is not None else {}
 
 
 _INDEX: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -149,13 +149,13 @@ def _made_by(trace: Any) -> dict[int, tuple[Any, Rewrite]]:
         for s in trace.steps:
             if not s.rewrites:
                 continue
-            nodes = s.graph.nodes
+            objects = {nid: oid for oid, nid in s.object_ids.items()}  # the last, as graph.nodes
             older = _objects_before(s)
             for r in s.rewrites:
                 for nid in r.produced:
-                    obj = getattr(nodes.get(nid), "obj", None)
-                    if obj is not None and id(obj) not in older:  # reused: not made here
-                        index[id(obj)] = (s, r)
+                    oid = objects.get(nid)
+                    if oid is not None and oid not in older:  # reused: not made here
+                        index[oid] = (s, r)
         _INDEX[trace] = index
     return index
 

@@ -17,7 +17,7 @@ from compiler.ir import Module, Printer
 from compiler.passes import Snapshot
 from explorer import rewrites, step_backend
 from explorer.diff import diff as diff_steps
-from explorer.graph import GraphModel, graph_of_module, module_size
+from explorer.graph import GraphModel, graph_of_module, module_objects, module_size
 
 if TYPE_CHECKING:
     from explorer.trace import Trace
@@ -138,6 +138,7 @@ class Step:
             self._name, self._module, self._seconds = name, module, seconds
         self._graph: GraphModel | None = None
         self._size: tuple[int, int] | None = None  # (nodes, parameter bytes)
+        self._objects: dict[int, str] | None = None  # id(IR object) -> node id (light walk)
         self._text: str | None = None
         self._lines: dict | None = None
         self._texts: dict | None = None  # the backend's text views
@@ -274,6 +275,20 @@ class Step:
             graph = graph if graph is not None else self.graph
             self._size = (len(graph.nodes), graph.param_bytes)
         return self._size
+
+    @property
+    def object_ids(self) -> dict[int, str]:
+        """id(IR object) -> node id of this step's graph model (``graph.by_object``), from a
+        light walk when the model is not made (what the rewrites' "why" reads of every step
+        with rewrites, not only the one shown)."""
+        graph = self._graph if self._graph is not None else self._sibling_graph()
+        if graph is not None:
+            return graph.by_object
+        if self._objects is None:
+            if self.source_graph is not None or not isinstance(self.shown_module, Module):
+                return self.graph.by_object
+            self._objects = self._from_sibling("_objects") or module_objects(self.shown_module)
+        return self._objects
 
     @property
     def node_count(self) -> int:
