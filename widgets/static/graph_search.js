@@ -79,11 +79,15 @@
       st.change = st.change < 0 ? (d > 0 ? 0 : list.length - 1) : (st.change + d + list.length) % list.length;
       locate(list[st.change]);
       changeInfo.textContent = (st.change + 1) + "/" + list.length;
+      changeInfo.title = "change " + changeInfo.textContent;
     }
     function updateChangeInfo() {
       const list = changes();
       const what = st.mode === "before" ? " removed or changed" : list.length === 1 ? " change" : " changes";
-      changeInfo.textContent = list.length ? list.length + what : "no changes";
+      // "20 changes": the word is dropped where the toolbar is narrow (graph.css), the title keeps it
+      changeInfo.textContent = list.length;
+      h("span", "plg-ci-word", changeInfo, what);
+      changeInfo.title = changeInfo.textContent;
       prevChange.disabled = nextChangeB.disabled = !list.length;
     }
 
