@@ -61,6 +61,8 @@ const PasslensGraph = (function (P) {
     const beforeB = h("button", "plg-btn plg-before", modeBox, "before"); beforeB.type = "button";
     const afterB = h("button", "plg-btn plg-after plg-on", modeBox, "after"); afterB.type = "button";
     beforeB.title = afterB.title = "show the graph before / after this step (b)";
+    beforeB.setAttribute("aria-label", "the graph before this step");
+    afterB.setAttribute("aria-label", "the graph after this step");
     const errB = btn("errors", "colour nodes by their error against the reference", "plg-errors", "colour by error");
     const results = h("div", "plg-results", el);
     const body = h("div", "plg-body", el);
