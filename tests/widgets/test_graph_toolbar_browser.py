@@ -35,8 +35,8 @@ PIPELINE = "replica-linear-broadcast,fold-constant"
 # boxes and text sizes, the bar's height and its own padding and border
 MEASURE = """(bar) => {
   const shown = (e) => e.getClientRects().length > 0;
-  const items = [...bar.children].flatMap((e) => e.classList.contains('plg-mode') ? [...e.children] : [e])
-    .filter(shown);
+  const items = [...bar.children]
+    .flatMap((e) => e.classList.contains('plg-mode') ? [...e.children] : [e]).filter(shown);
   const cs = getComputedStyle(bar), b = bar.getBoundingClientRect();
   const px = (k) => parseFloat(cs[k]);
   return {
@@ -47,7 +47,8 @@ MEASURE = """(bar) => {
       const r = e.getBoundingClientRect();
       return { cls: e.className, top: r.top, bottom: r.bottom, left: r.left, right: r.right,
         font: parseFloat(getComputedStyle(e).fontSize), text: e.textContent,
-        title: e.title || '', aria: e.getAttribute('aria-label') || '', button: e.tagName === 'BUTTON' };
+        title: e.title || '', aria: e.getAttribute('aria-label') || '',
+        button: e.tagName === 'BUTTON' };
     }),
   };
 }"""
@@ -65,13 +66,14 @@ def assert_one_row(bar: dict, what: str, scrolls: bool = False) -> None:
     tallest = max(i["bottom"] - i["top"] for i in items)
     assert bar["height"] <= tallest + bar["frame"] + 1, (what, bar["height"], tallest, items)
     middles = [(i["top"] + i["bottom"]) / 2 for i in items]
-    assert max(middles) - min(middles) <= 2, (what, [(i["cls"], m) for i, m in zip(items, middles)])
+    off = [(i["cls"], m) for i, m in zip(items, middles, strict=True)]
+    assert max(middles) - min(middles) <= 2, (what, off)
     for i in items:
         assert i["font"] >= 12, (what, i)
         if i["button"]:
             assert i["title"] and i["aria"], (what, "a button without a title or aria-label", i)
     if not scrolls:
-        assert bar["scroll"] <= bar["client"], (what, "the toolbar scrolls", bar["scroll"], bar["client"])
+        assert bar["scroll"] <= bar["client"], (what, "scrolls", bar["scroll"], bar["client"])
         for i in items:
             assert bar["left"] - 0.5 <= i["left"] and i["right"] <= bar["right"] + 0.5, (what, i)
 
