@@ -36,6 +36,7 @@ const PasslensGraph = (function (P) {
     const searchBox = h("input", "plg-search", bar);
     searchBox.type = "search"; searchBox.placeholder = "search names, ops, shapes… (/regex/)";
     searchBox.setAttribute("aria-label", "search the graph");
+    searchBox.title = "search names, ops and shapes, or /regex/ (key /; Enter: next hit)";
     const hitInfo = h("span", "plg-hits", bar); // empty (and hidden) until a search
     hitInfo.setAttribute("aria-live", "polite");
     // the toolbar stays one row down to ~560 px (graph.css): short labels, each button's whole
