@@ -36,23 +36,35 @@ const PasslensGraph = (function (P) {
     const searchBox = h("input", "plg-search", bar);
     searchBox.type = "search"; searchBox.placeholder = "search names, ops, shapes… (/regex/)";
     searchBox.setAttribute("aria-label", "search the graph");
-    const hitInfo = h("span", "plg-hits", bar);
-    const btn = (label, title, cls) => { const b = h("button", "plg-btn " + (cls || ""), bar, label); b.title = title; b.type = "button"; return b; };
-    const prevHit = btn("‹", "previous hit (Shift+Enter)", "plg-prev-hit"), nextHitB = btn("›", "next hit (Enter)", "plg-next-hit");
+    searchBox.title = "search names, ops and shapes, or /regex/ (key /; Enter: next hit)";
+    const hitInfo = h("span", "plg-hits", bar); // empty (and hidden) until a search
+    hitInfo.setAttribute("aria-live", "polite");
+    // the toolbar stays one row down to ~560 px (graph.css): short labels, each button's whole
+    // meaning in its title (tooltip) and aria-label
+    const btn = (label, title, cls, aria) => {
+      const b = h("button", "plg-btn " + (cls || ""), bar, label);
+      b.title = title; b.type = "button"; b.setAttribute("aria-label", aria || label); return b;
+    };
+    const prevHit = btn("‹", "previous hit (Shift+Enter)", "plg-prev-hit plg-icon", "previous hit");
+    const nextHitB = btn("›", "next hit (Enter)", "plg-next-hit plg-icon", "next hit");
     h("span", "plg-sep", bar);
-    const prevChange = btn("◀ change", "previous change (p)", "plg-prev-change");
+    const prevChange = btn("◀", "previous change (p)", "plg-prev-change plg-icon", "previous change");
     const changeInfo = h("span", "plg-change-info", bar);
-    const nextChangeB = btn("change ▶", "next change (n)", "plg-next-change");
+    const nextChangeB = btn("▶", "next change (n)", "plg-next-change plg-icon", "next change");
     h("span", "plg-sep", bar);
-    const expandAllB = btn("expand all", "open every group", "plg-expand-all");
-    const collapseAllB = btn("collapse all", "close every group", "plg-collapse-all");
-    const fitB = btn("fit", "show the whole graph (f)", "plg-fit");
-    const overviewB = btn("overview", "the module tree: nodes, bytes, changes and findings of each group; a click goes there (o)", "plg-overview-btn");
+    const expandAllB = btn("expand", "expand all: open every group", "plg-expand-all", "expand all groups");
+    const collapseAllB = btn("collapse", "collapse all: close every group", "plg-collapse-all", "collapse all groups");
+    const fitB = btn("fit", "show the whole graph (f)", "plg-fit", "fit the whole graph");
+    const overviewB = btn("overview", "the module tree: nodes, bytes, changes and findings of each group; a click goes there (o)",
+      "plg-overview-btn", "overview: the module tree");
     const modeBox = h("span", "plg-mode", bar);
+    modeBox.setAttribute("role", "group"); modeBox.setAttribute("aria-label", "before or after this step");
     const beforeB = h("button", "plg-btn plg-before", modeBox, "before"); beforeB.type = "button";
     const afterB = h("button", "plg-btn plg-after plg-on", modeBox, "after"); afterB.type = "button";
     beforeB.title = afterB.title = "show the graph before / after this step (b)";
-    const errB = btn("errors", "colour nodes by their error against the reference", "plg-errors");
+    beforeB.setAttribute("aria-label", "the graph before this step");
+    afterB.setAttribute("aria-label", "the graph after this step");
+    const errB = btn("errors", "colour nodes by their error against the reference", "plg-errors", "colour by error");
     const results = h("div", "plg-results", el);
     const body = h("div", "plg-body", el);
     const stage = h("div", "plg-stage", body);

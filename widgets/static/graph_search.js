@@ -25,7 +25,9 @@
       st.hits = []; st.hit = -1;
       if (f === "bad") { hitInfo.textContent = "bad regex"; results.textContent = ""; results.classList.remove("plg-open"); markHits(); return; }
       if (f) for (let i = 0; i < m.N; i++) if (shownNode(m, i) && f(searchText(m, i))) st.hits.push(i);
-      hitInfo.textContent = f ? st.hits.length + " found" : "";
+      hitInfo.textContent = f ? st.hits.length : ""; // "5 found", the word dropped where narrow (graph.css)
+      if (f) h("span", "plg-word", hitInfo, " found");
+      hitInfo.title = hitInfo.textContent;
       renderResults();
       markHits();
     }
@@ -79,11 +81,15 @@
       st.change = st.change < 0 ? (d > 0 ? 0 : list.length - 1) : (st.change + d + list.length) % list.length;
       locate(list[st.change]);
       changeInfo.textContent = (st.change + 1) + "/" + list.length;
+      changeInfo.title = "change " + changeInfo.textContent;
     }
     function updateChangeInfo() {
       const list = changes();
       const what = st.mode === "before" ? " removed or changed" : list.length === 1 ? " change" : " changes";
-      changeInfo.textContent = list.length ? list.length + what : "no changes";
+      // "20 changes": the word is dropped where the toolbar is narrow (graph.css), the title keeps it
+      changeInfo.textContent = list.length;
+      h("span", "plg-word", changeInfo, what);
+      changeInfo.title = changeInfo.textContent;
       prevChange.disabled = nextChangeB.disabled = !list.length;
     }
 
