@@ -43,9 +43,7 @@ escaped by the component when drawn (it only ever sets ``textContent``).
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import os
 import re
 from collections import Counter
@@ -54,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from explorer.fmt import format_bytes
+from explorer.graph import collector_paused
 from explorer.rewrites import whys
 from widgets.boxes import MAX_BOXES, _entries, _Memo, _prefixes
 from widgets.findings import graph_marks
@@ -104,19 +103,8 @@ def _build(step, baseline, report, stats: bool, max_boxes: int) -> dict:
     # A payload is some 20 small objects per node, all kept: the cyclic garbage collector
     # would walk every object of the process several times while it is built (a third of the
     # time of a 10,000-node payload) and find nothing to free. It is paused meanwhile.
-    with _collector_paused():
+    with collector_paused():
         return _Builder(step, baseline, report, stats).build(max_boxes)
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def weight_stats(step, node_id: str) -> dict:

@@ -16,10 +16,7 @@ serialisable to JSON, so an exported artifact can be loaded without the loop IR.
 from __future__ import annotations
 
 import ctypes
-import itertools
-import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +27,7 @@ from compiler.backend.codegen import LibStep, LoopStep
 from compiler.errors import PasslensError
 from compiler.ir.symbolic import solve_dim
 from compiler.ir.types import DType
-from compiler.ops.blas_threads import one_blas_thread
+from compiler.ops.blas_threads import cpu_threads, one_blas_thread, parallel_chunks
 
 # A stage with fewer estimated iterations than this runs on the calling thread only.
 PARALLEL_MIN_WORK = 1 << 15
@@ -42,49 +39,7 @@ class KernelRunError(PasslensError, RuntimeError):
     """A kernel was called with arrays that do not fit its buffers; the message says how."""
 
 
-def thread_count() -> int:
-    """Threads the runtime uses: ``PASSLENS_THREADS`` or the CPUs this process may run on."""
-    env = os.environ.get("PASSLENS_THREADS")
-    if env:
-        return max(1, int(env))
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-_pool: ThreadPoolExecutor | None = None
-
-
-def _thread_pool() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(
-            max_workers=max(thread_count() - 1, 1), thread_name_prefix="passlens"
-        )
-    return _pool
-
-
-def parallel_chunks(n_chunks: int, fn: Callable[[int], None]) -> None:
-    """Call ``fn(k)`` for k in ``range(n_chunks)`` on the pool's threads and this one, each
-    thread taking the next chunk when it is done with one."""
-    workers = min(thread_count(), n_chunks)
-    if workers <= 1:
-        for k in range(n_chunks):
-            fn(k)
-        return
-    counter = itertools.count()  # next() is atomic under the GIL
-
-    def work() -> None:
-        for k in iter(lambda: next(counter), None):
-            if k >= n_chunks:
-                return
-            fn(k)
-
-    futures = [_thread_pool().submit(work) for _ in range(workers - 1)]
-    work()
-    for f in futures:
-        f.result()
+thread_count = cpu_threads  # the runtime's threads: PASSLENS_THREADS or the CPUs it may use
 
 
 # ----- index expressions: evaluation and JSON ---------------------------------------------
