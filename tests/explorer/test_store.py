@@ -551,9 +551,13 @@ def test_the_inputs_of_the_check_are_kept_when_asked(checked, tmp_path):
     (x,) = loaded.report.inputs
     assert np.array_equal(x, report.inputs[0]) and x.dtype == np.float32
     again = loaded.check(loaded.report.inputs, progress=False)
-    assert [(r["status"], r["max_abs"], r["max_rel"]) for r in again.rows()] == [
-        (r["status"], r["max_abs"], r["max_rel"]) for r in report.rows()
-    ]
+    # the same verdicts and errors, up to float32's rounding: the interpreter's float32 matmul
+    # accumulates as BLAS does, in an order that depends on the weight's layout, and the store
+    # writes a weight fold-constant left as a transposed view in row-major order
+    assert [r["status"] for r in again.rows()] == [r["status"] for r in report.rows()]
+    for a, b in zip(again.rows(), report.rows(), strict=True):
+        for key in ("max_abs", "max_rel"):
+            assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-6), (a["step"], key)
     assert loaded.report is again  # the new check is the trace's report now
     # an input equal to one already stored (an example input, a weight) is stored once
     trace2 = explorer.explore(models.mlp((4, 3), batch=2), (np.ones((2, 4), np.float32),))

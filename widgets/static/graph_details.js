@@ -17,7 +17,7 @@
     // enough that the selected box and the findings that were in view stay in view (as far as
     // the leftmost of them allows; the selection first, keepInView), so that nothing the user
     // was looking at, or about to click, goes under the drawer.
-    function openDrawer() {
+    function openDrawer(box) { // box: the drawn box to keep (a group's), else the selection's
       const before = size(), was = panel.classList.contains("plg-open");
       panel.classList.add("plg-open");
       if (was || !st.draw || !st.m || st.drawn !== st.m) return;
@@ -26,7 +26,7 @@
       const m = st.m, D = st.draw, v = st.view, pad = 12;
       const scr = (r) => ({ x0: r.x * v.k + v.x, x1: (r.x + r.w) * v.k + v.x, y0: r.y * v.k + v.y, y1: (r.y + r.h) * v.k + v.y });
       const keep = [];
-      const sel = st.sel >= 0 ? boxRect(st.sel) : null;
+      const sel = box !== undefined ? D.boxes.get(box) : st.sel >= 0 ? boxRect(st.sel) : null;
       if (sel) keep.push(scr(sel));
       if (!plain()) for (const [b, r] of D.boxes) {
         const it = b < m.N ? m.p.nodes[b] : m.p.groups[b - m.N];
@@ -122,7 +122,7 @@
     function showGroupDetails(gi) {
       const m = st.m, c = m.p.groups[gi];
       panel.textContent = "";
-      openDrawer();
+      openDrawer(m.N + gi); // the group's box stays clear of the drawer
       const close = h("button", "plg-close", panel, "×"); close.type = "button";
       close.addEventListener("click", closeDrawer);
       h("div", "plg-d-title", panel, c.label || c.id);
