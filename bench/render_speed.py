@@ -63,8 +63,9 @@ window.__pl = {};
 // the page's long tasks (> 50 ms, Chromium's Long Tasks API), for the expand-all's longest
 window.__plLong = [];
 try {
-  new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__plLong.push([e.startTime, e.duration]); })
-    .observe({ type: "longtask", buffered: true });
+  new PerformanceObserver((l) => {
+    for (const e of l.getEntries()) window.__plLong.push([e.startTime, e.duration]);
+  }).observe({ type: "longtask", buffered: true });
 } catch (e) { /* no Long Tasks API */ }
 // the next painted frame once the graph is drawn (its layouts come from a Web Worker: while
 // data-layout is "pending" the drawing is still to come)
