@@ -189,3 +189,45 @@ def test_the_worker_and_the_page_place_the_boxes_alike(browser, chain_page):
         assert errors == []
         page.close()
     assert len(drawn[0]) > 50 and drawn[0] == drawn[1]
+
+
+# "expand all", then "collapse all" as soon as the expanded drawing's chunks begin: resolves
+# with the state once the component has settled (its last drawing shown) and the box counts
+# of the drawings shown after the click
+COLLAPSE_WHILE_DRAWING = """() => new Promise((resolve) => {
+  const el = document.querySelector(".plg"), shown = [];
+  let clicked = false;
+  const mo = new MutationObserver(() => {
+    if (clicked || el.dataset.drawing !== "chunks") return;
+    clicked = true;
+    mo.disconnect();
+    new MutationObserver(() => shown.push(el.dataset.boxes))
+      .observe(el, { attributes: true, attributeFilter: ["data-draw-ms"] });
+    el.querySelector(".plg-collapse-all").click();
+    const settled = () => {
+      if (el.dataset.layout === "pending") { setTimeout(settled, 50); return; }
+      setTimeout(() => resolve({
+        el: { ...el.dataset }, shown,
+        layers: el.querySelectorAll("g.plg-drawing").length,
+        groups: el.querySelectorAll("g.plg-drawing g.plg-group").length,
+        ops: el.querySelectorAll("g.plg-drawing g.plg-n[data-i]").length,
+      }), 500);
+    };
+    settled();
+  });
+  mo.observe(el, { attributes: true, attributeFilter: ["data-drawing"] });
+  el.querySelector(".plg-expand-all").click();
+})"""
+
+
+def test_a_drawing_asked_for_while_another_is_drawn_in_chunks_replaces_it(browser, chain_page):
+    """Collapsing every group while the expand-all is still being drawn: the expanded drawing's
+    chunks stop, its part drawn is dropped, and the collapsed graph is what is shown."""
+    page, _root, errors = open_chain(browser, chain_page["worker"])
+    out = page.evaluate(COLLAPSE_WHILE_DRAWING)
+    assert out["shown"] == [str(N // GROUP)], out  # (never the expanded drawing)
+    assert out["layers"] == 1, out
+    assert out["groups"] == N // GROUP and out["ops"] == 0, out
+    assert out["el"]["boxes"] == str(N // GROUP) and out["el"]["layout"] == "placed", out
+    assert "drawing" not in out["el"] and errors == []
+    page.close()
