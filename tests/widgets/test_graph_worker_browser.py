@@ -231,3 +231,40 @@ def test_a_drawing_asked_for_while_another_is_drawn_in_chunks_replaces_it(browse
     assert out["el"]["boxes"] == str(N // GROUP) and out["el"]["layout"] == "placed", out
     assert "drawing" not in out["el"] and errors == []
     page.close()
+
+
+def test_a_big_drawing_shown_again_is_put_back_in_chunks(browser, chain_page):
+    """The expanded chain drawn, another drawing of it (colour by error) shown, then the first
+    again: kept, it is put back a chunk per task too, with the page's timer ticks between,
+    and every box is back (the search hit marked on it)."""
+    page, _root, errors = open_chain(browser, chain_page["worker"])
+    page.evaluate(EXPAND_ALL)
+    toggle = """() => new Promise((resolve) => {
+      const el = document.querySelector(".plg"), log = [];
+      new MutationObserver(() => log.push("drawing:" + (el.dataset.drawing || "done")))
+        .observe(el, { attributes: true, attributeFilter: ["data-drawing"] });
+      const tick = () => {
+        log.push("tick");
+        if (el.dataset.layout === "pending") setTimeout(tick, 0);
+      };
+      el.querySelector(".plg-errors").click();
+      log.push("clicked");
+      setTimeout(tick, 0);
+      const done = () => {
+        if (el.dataset.layout === "pending") { setTimeout(done, 50); return; }
+        resolve({ log, boxes: el.querySelectorAll("g.plg-drawing g.plg-n[data-i]").length,
+                  layers: el.querySelectorAll("g.plg-drawing").length,
+                  hits: el.querySelectorAll("g.plg-drawing .plg-hit").length,
+                  chunks: +el.dataset.drawChunks });
+      };
+      done();
+    })"""
+    first = page.evaluate(toggle)  # colour by error: drawn anew, in chunks
+    assert first["log"][:2] == ["clicked", "drawing:chunks"], first["log"][:5]
+    again = page.evaluate(toggle)  # back: the kept drawing
+    log = again["log"]
+    assert log[:2] == ["clicked", "drawing:chunks"], log[:5]
+    assert log[2 : log.index("drawing:done")].count("tick") >= 2, log
+    assert again["chunks"] >= 2 and again["layers"] == 1 and again["boxes"] == N, again
+    assert again["hits"] == 1 and errors == []  # (the search typed during the expand-all)
+    page.close()

@@ -154,7 +154,15 @@
       yield* drawEdges(m, D, svg("g", { class: "plg-edges" }, layer));
       for (const [b, r] of D.boxes) { boxes.set(b, b < m.N ? drawNode(m, b, r) : drawGroupBox(m, b - m.N, r)); yield; }
     }
-    // A drawing of more than CHUNK elements is built in chunks (CHUNK elements or BUDGET ms
+    // a kept drawing's elements moved into dst (a group of many children re-made empty and
+    // filled in turn, so that the browser styles a chunk at a time; yields after each move)
+    function* reattach(src, dst) {
+      for (const n of Array.from(src.childNodes)) {
+        if (n.childNodes.length > 64) { const copy = n.cloneNode(false); dst.appendChild(copy); yield* reattach(n, copy); }
+        else { dst.appendChild(n); yield; }
+      }
+    }
+    // A drawing of more than CHUNK elements is built (or a kept one shown again) in chunks (CHUNK elements or BUDGET ms
     // each, a task apiece) so that the page answers meanwhile: into a hidden group beside the
     // drawing shown, which stays shown (and st.draw / st.boxes with it) until the last chunk.
     // el.dataset.drawing is "chunks" meanwhile, and el.dataset.layout "pending".
@@ -182,7 +190,7 @@
       if (!done) { setTimeout(() => runChunk(j), 0); return; }
       job = null;
       j.g.style.clipPath = "";
-      show(j.m, j.key, { g: j.g, D: j.D, boxes: j.boxes, mini: null }, j.ms, j.chunks);
+      show(j.m, j.key, { g: j.g, D: j.D, boxes: j.boxes, mini: j.mini }, j.ms, j.chunks);
     }
     // draw the state shown; `then` runs once it is drawn: at once, or when the layouts it
     // needs are made (off the page's thread: graph_place.js, ready) and, for a big drawing,
@@ -197,13 +205,14 @@
       if (job && job.key === key) return; // being drawn: `then` runs after its last chunk
       stopJob();
       if (!ready(m, drawnStates.has(key), () => draw())) return;
-      const hit = drawnStates.get(key);
-      if (hit) { drawnStates.delete(key); show(m, key, hit, performance.now() - t0, 0); return; } // most recent last
-      const D = layoutAll(m), boxes = new Map();
-      const g = svg("g", { class: "plg-drawing" });
-      const it = build(m, D, boxes);
-      if (D.frames.length + D.lev.merged.size + D.boxes.size > CHUNK) {
-        job = { m, key, D, g, boxes, it, ms: performance.now() - t0, chunks: 0 };
+      const hit = drawnStates.get(key), big = (D) => D.frames.length + D.lev.merged.size + D.boxes.size > CHUNK;
+      if (hit) drawnStates.delete(key); // (most recent last)
+      if (hit && (!big(hit.D) || hit.g.parentNode === vp)) { show(m, key, hit, performance.now() - t0, 0); return; } // (small, or shown now)
+      const D = hit ? hit.D : layoutAll(m), boxes = hit ? hit.boxes : new Map();
+      const g = hit ? hit.g.cloneNode(false) : svg("g", { class: "plg-drawing" });
+      const it = hit ? reattach(hit.g, g) : build(m, D, boxes);
+      if (big(D)) {
+        job = { m, key, D, g, boxes, it, mini: hit ? hit.mini : null, ms: performance.now() - t0, chunks: 0 };
         g.style.clipPath = "inset(50%)"; // (laid out by the browser a chunk at a time, shown at the end)
         vp.appendChild(g);
         el.dataset.layout = "pending";
