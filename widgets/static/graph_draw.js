@@ -162,10 +162,11 @@
         else { dst.appendChild(n); yield; }
       }
     }
-    // A drawing of more than CHUNK elements is built (or a kept one shown again) in chunks (CHUNK elements or BUDGET ms
-    // each, a task apiece) so that the page answers meanwhile: into a hidden group beside the
-    // drawing shown, which stays shown (and st.draw / st.boxes with it) until the last chunk.
-    // el.dataset.drawing is "chunks" meanwhile, and el.dataset.layout "pending".
+    // A drawing of more than CHUNK elements is built (or a kept one put back) in chunks of
+    // CHUNK elements or BUDGET ms, a task apiece, so that the page answers meanwhile: into a
+    // group hidden by a clip (not by visibility: showing that would restyle every element)
+    // beside the drawing shown, which stays shown (and st.draw / st.boxes with it) until the
+    // last chunk. el.dataset.drawing is "chunks" meanwhile, and el.dataset.layout "pending".
     const CHUNK = 1500, BUDGET = 30;
     let job = null;
     function stopJob() {
