@@ -21,10 +21,11 @@ drawing, measured in one run in headless Chromium (Debian's chromium, through pl
 
 And the Python payload (``graph_data``, cold) of step 2 of the three scale models.
 
-    .venv/bin/python bench/render_speed.py [--python]
+    .venv/bin/python bench/render_speed.py [--python | --expand-all]
 
 ``--python``: only the Python payloads of the three scale models (each the fastest of three
-cold runs, with its CPU time), no browser.
+cold runs, with its CPU time), no browser. ``--expand-all``: decoder(32)'s expand-all alone
+(three runs), with the longest main-thread task of each (Chromium's Long Tasks API).
 
 Goals: first view < 1 s (Python and browser; ``many_ops`` from page load < 2 s), revisit
 < 50 ms, report of ``many_ops(5000)`` written in < 10 s, expanding a group < 0.5 s.
@@ -59,6 +60,13 @@ PAYLOAD_RUNS = 3  # cold payloads of a scale model: the fastest is reported
 # frame after it (painted); and a helper that waits for the next painted frame.
 INIT_JS = """
 window.__pl = {};
+// the page's long tasks (> 50 ms, Chromium's Long Tasks API), for the expand-all's longest
+window.__plLong = [];
+try {
+  new PerformanceObserver((l) => {
+    for (const e of l.getEntries()) window.__plLong.push([e.startTime, e.duration]);
+  }).observe({ type: "longtask", buffered: true });
+} catch (e) { /* no Long Tasks API */ }
 // the next painted frame once the graph is drawn (its layouts come from a Web Worker: while
 // data-layout is "pending" the drawing is still to come)
 window.__plFrame = () => new Promise((r) => {
@@ -131,7 +139,10 @@ CALL_JS = """async ([what, arg]) => {
   const t1 = performance.now();
   await window.__plFrame();
   const t2 = performance.now();
-  return { js: t1 - t0, painted: t2 - t0, draw: +el.dataset.drawMs, boxes: +el.dataset.boxes };
+  await new Promise((r) => setTimeout(r, 200)); // (long tasks are reported a little later)
+  const tasks = window.__plLong.filter(([s, d]) => s + d > t0 && s < t2).map(([s, d]) => d);
+  return { js: t1 - t0, painted: t2 - t0, draw: +el.dataset.drawMs, boxes: +el.dataset.boxes,
+           longest: tasks.length ? Math.max(...tasks) : 0, long: tasks.length };
 }"""
 
 # the group tree of step `i`'s payload, and the collapsed groups drawn as boxes right now
@@ -435,6 +446,30 @@ def decoder(browser, tmp: Path, results: list) -> None:
     expand_times(sample, f"a sample of {len(sample)} deeper groups (ancestors opened first)")
     r = page.evaluate(CALL_JS, ["expandAll", None])
     print(f"expand all: {fmt_b(r)}, {r['boxes']} boxes (no goal)")
+    longest_task(r)
+    page.close()
+
+
+def longest_task(r: dict) -> None:
+    print(
+        f"  longest main-thread task meanwhile {r['longest']:.0f} ms, of {r['long']} long "
+        "tasks (> 50 ms; the page answers between tasks)"
+    )
+
+
+def expand_all_only(browser, tmp: Path) -> None:
+    """``--expand-all``: decoder(32)'s expand-all alone, three times from the first view, with
+    the longest main-thread task of each."""
+    trace, step = scale_trace("decoder", {"layers": 32})
+    path = tmp / "decoder.html"
+    write_report(trace, path)
+    page, _drawn, _painted = load(browser, path, step.index)
+    initial = page.evaluate("window.passlensGraph.collapsed")
+    for k in range(3):
+        r = page.evaluate(CALL_JS, ["expandAll", None])
+        print(f"decoder(32) expand all, run {k + 1}: {fmt_b(r)}, {r['boxes']} boxes")
+        longest_task(r)
+        page.evaluate(CALL_JS, ["setCollapsed", initial])
     page.close()
 
 
@@ -514,6 +549,10 @@ def main() -> int:
     with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
         browser = p.chromium.launch(executable_path=chromium, args=ARGS)
         print(f"browser: chromium {browser.version}, headless, viewport 1600x1000")
+        if "--expand-all" in sys.argv[1:]:
+            expand_all_only(browser, Path(tmp))
+            browser.close()
+            return 0
         convnext(browser, Path(tmp))
         many_ops(browser, Path(tmp), results)
         decoder(browser, Path(tmp), results)

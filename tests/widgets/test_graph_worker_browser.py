@@ -5,8 +5,10 @@ back to the page's thread where no worker can be made.
 The page here is the component alone, opened from disk (as a report is): a chain of 10,000 ops
 in 100 groups of 100, collapsed. "expand all" lays out the 101 groups at once. The test records
 in the page, in order: the component's ``data-layout`` states ("pending" while the engine
-works, "placed" when its results are in, drawn in the same task) and the page's own timer ticks
-and a search typed while waiting; it asserts the order of those events, not their times.
+works and while the drawing is made, "placed" once it is drawn), its ``data-drawing`` state
+("chunks" while its ~20,000 elements are drawn a chunk per task, static/graph_draw.js) and the
+page's own timer ticks and a search typed while waiting; it asserts the order of those events,
+not their times.
 """
 
 from __future__ import annotations
@@ -80,13 +82,18 @@ NO_WORKERS = (
     "script-src 'unsafe-inline'; style-src 'unsafe-inline'; worker-src 'none'\">"
 )
 
-# Click "expand all" and log, in order: the click, each change of data-layout, the page's
-# timer ticks while the layout is pending, and a search typed on the first tick (its hit count
-# as the component shows it). Resolves once the expanded graph is drawn.
+# Click "expand all" and log, in order: the click, each change of data-layout and of
+# data-drawing, the page's timer ticks while the layout is pending, and a search typed on the
+# first tick (its hit count as the component shows it). Resolves once the expanded graph is
+# drawn.
 EXPAND_ALL = """() => new Promise((resolve) => {
   const el = document.querySelector(".plg"), log = [];
-  new MutationObserver(() => log.push("layout:" + el.dataset.layout))
-    .observe(el, { attributes: true, attributeFilter: ["data-layout"] });
+  new MutationObserver((records) => {
+    for (const r of records) {
+      if (r.attributeName === "data-layout") log.push("layout:" + el.dataset.layout);
+      else log.push("drawing:" + (el.dataset.drawing || "done"));
+    }
+  }).observe(el, { attributes: true, attributeFilter: ["data-layout", "data-drawing"] });
   let ticks = 0;
   const tick = () => {
     log.push("tick");
@@ -139,13 +146,17 @@ def test_the_page_answers_while_an_expand_all_of_10000_nodes_is_laid_out(browser
     out = page.evaluate(EXPAND_ALL)
     log = out["log"]
     assert log[:2] == ["clicked", "layout:pending"], log[:5]
-    placed = log.index("layout:placed")
-    waiting = log[2:placed]
+    drawing, placed = log.index("drawing:chunks"), log.index("layout:placed")
+    waiting = log[2:drawing]
     # the page's own timer ran, and the search typed meanwhile was handled by the component
     # (its hit count shown), all before the engine's results came back
-    assert waiting.count("tick") >= 2, log[: placed + 1]
-    assert "search:1 found" in waiting, log[: placed + 1]
-    assert out["el"]["layoutIn"] == "worker" and errors == []
+    assert waiting.count("tick") >= 2, log[: drawing + 1]
+    assert "search:1 found" in waiting, log[: drawing + 1]
+    # and it ran between the drawing's chunks, "placed" only once the last one is drawn
+    assert log[drawing:placed].count("tick") >= 2, log[drawing : placed + 1]
+    assert log[placed - 1 : placed + 1] == ["drawing:done", "layout:placed"], log[drawing:]
+    assert out["el"]["layoutIn"] == "worker" and int(out["el"]["drawChunks"]) >= 2
+    assert errors == []
     page.close()
 
 
@@ -153,8 +164,14 @@ def test_without_workers_the_page_lays_out_on_its_own_thread(browser, chain_page
     page, root, errors = open_chain(browser, chain_page["no_workers"])
     assert root.get_attribute("data-layout-in") == "page"
     out = page.evaluate(EXPAND_ALL)
-    # laid out and drawn in the click itself: nothing pending, no tick before it
-    assert "layout:pending" not in out["log"] and out["log"][0] == "clicked"
+    log = out["log"]
+    # laid out in the click itself (no tick before its drawing began), then drawn in chunks
+    # with the page's timer ticks between them
+    assert log[:3] == ["clicked", "layout:pending", "drawing:chunks"], log[:5]
+    placed = log.index("layout:placed")
+    assert log[3:placed].count("tick") >= 2, log[: placed + 1]
+    assert "search:1 found" in log[3:placed], log[: placed + 1]
+    assert log[placed - 1 : placed + 1] == ["drawing:done", "layout:placed"], log[placed - 3 :]
     assert out["el"]["boxes"] == str(N) and errors == []
     page.close()
 
@@ -172,3 +189,82 @@ def test_the_worker_and_the_page_place_the_boxes_alike(browser, chain_page):
         assert errors == []
         page.close()
     assert len(drawn[0]) > 50 and drawn[0] == drawn[1]
+
+
+# "expand all", then "collapse all" as soon as the expanded drawing's chunks begin: resolves
+# with the state once the component has settled (its last drawing shown) and the box counts
+# of the drawings shown after the click
+COLLAPSE_WHILE_DRAWING = """() => new Promise((resolve) => {
+  const el = document.querySelector(".plg"), shown = [];
+  let clicked = false;
+  const mo = new MutationObserver(() => {
+    if (clicked || el.dataset.drawing !== "chunks") return;
+    clicked = true;
+    mo.disconnect();
+    new MutationObserver(() => shown.push(el.dataset.boxes))
+      .observe(el, { attributes: true, attributeFilter: ["data-draw-ms"] });
+    el.querySelector(".plg-collapse-all").click();
+    const settled = () => {
+      if (el.dataset.layout === "pending") { setTimeout(settled, 50); return; }
+      setTimeout(() => resolve({
+        el: { ...el.dataset }, shown,
+        layers: el.querySelectorAll("g.plg-drawing").length,
+        groups: el.querySelectorAll("g.plg-drawing g.plg-group").length,
+        ops: el.querySelectorAll("g.plg-drawing g.plg-n[data-i]").length,
+      }), 500);
+    };
+    settled();
+  });
+  mo.observe(el, { attributes: true, attributeFilter: ["data-drawing"] });
+  el.querySelector(".plg-expand-all").click();
+})"""
+
+
+def test_a_drawing_asked_for_while_another_is_drawn_in_chunks_replaces_it(browser, chain_page):
+    """Collapsing every group while the expand-all is still being drawn: the expanded drawing's
+    chunks stop, its part drawn is dropped, and the collapsed graph is what is shown."""
+    page, _root, errors = open_chain(browser, chain_page["worker"])
+    out = page.evaluate(COLLAPSE_WHILE_DRAWING)
+    assert out["shown"] == [str(N // GROUP)], out  # (never the expanded drawing)
+    assert out["layers"] == 1, out
+    assert out["groups"] == N // GROUP and out["ops"] == 0, out
+    assert out["el"]["boxes"] == str(N // GROUP) and out["el"]["layout"] == "placed", out
+    assert "drawing" not in out["el"] and errors == []
+    page.close()
+
+
+def test_a_big_drawing_shown_again_is_put_back_in_chunks(browser, chain_page):
+    """The expanded chain drawn, another drawing of it (colour by error) shown, then the first
+    again: kept, it is put back a chunk per task too, with the page's timer ticks between,
+    and every box is back (the search hit marked on it)."""
+    page, _root, errors = open_chain(browser, chain_page["worker"])
+    page.evaluate(EXPAND_ALL)
+    toggle = """() => new Promise((resolve) => {
+      const el = document.querySelector(".plg"), log = [];
+      new MutationObserver(() => log.push("drawing:" + (el.dataset.drawing || "done")))
+        .observe(el, { attributes: true, attributeFilter: ["data-drawing"] });
+      const tick = () => {
+        log.push("tick");
+        if (el.dataset.layout === "pending") setTimeout(tick, 0);
+      };
+      el.querySelector(".plg-errors").click();
+      log.push("clicked");
+      setTimeout(tick, 0);
+      const done = () => {
+        if (el.dataset.layout === "pending") { setTimeout(done, 50); return; }
+        resolve({ log, boxes: el.querySelectorAll("g.plg-drawing g.plg-n[data-i]").length,
+                  layers: el.querySelectorAll("g.plg-drawing").length,
+                  hits: el.querySelectorAll("g.plg-drawing .plg-hit").length,
+                  chunks: +el.dataset.drawChunks });
+      };
+      done();
+    })"""
+    first = page.evaluate(toggle)  # colour by error: drawn anew, in chunks
+    assert first["log"][:2] == ["clicked", "drawing:chunks"], first["log"][:5]
+    again = page.evaluate(toggle)  # back: the kept drawing
+    log = again["log"]
+    assert log[:2] == ["clicked", "drawing:chunks"], log[:5]
+    assert log[2 : log.index("drawing:done")].count("tick") >= 2, log
+    assert again["chunks"] >= 2 and again["layers"] == 1 and again["boxes"] == N, again
+    assert again["hits"] == 1 and errors == []  # (the search typed during the expand-all)
+    page.close()

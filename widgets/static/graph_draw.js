@@ -80,7 +80,7 @@
       }
       return d;
     }
-    function drawEdges(m, D, edgeLayer) {
+    function* drawEdges(m, D, edgeLayer) { // (yields after each edge: drawn in chunks, draw())
       const labelLayer = svg("g", { class: "plg-elabels" }, edgeLayer);
       // edge labels kept apart: a grid of the rectangles taken (a label that would cover
       // another goes left of its edge, then a line lower; one already drawn there is not repeated)
@@ -139,6 +139,7 @@
             t.setAttribute("text-anchor", at.anchor);
           }
         }
+        yield;
       }
     }
     // a drawn state (its SVG group, layout, boxes and minimap) is kept for a revisit
@@ -147,37 +148,100 @@
     function stateKey(m) {
       return m.uid + ":" + m.epoch + ":" + m.version[0] + ":" + (st.mode === "before" ? "b" + st.afterUid : plain() ? "p" : "d") + ":" + (st.err ? 1 : 0);
     }
+    // the SVG of a drawing, an element at a time (frames, edges, boxes; yields after each)
+    function* build(m, D, boxes) {
+      for (const f of D.frames) { drawFrame(m, f); yield; }
+      yield* drawEdges(m, D, svg("g", { class: "plg-edges" }, layer));
+      for (const [b, r] of D.boxes) { boxes.set(b, b < m.N ? drawNode(m, b, r) : drawGroupBox(m, b - m.N, r)); yield; }
+    }
+    // a kept drawing's elements moved into dst (a group of many children re-made empty and
+    // filled in turn, so that the browser styles a chunk at a time; yields after each move)
+    function* reattach(src, dst) {
+      for (const n of Array.from(src.childNodes)) {
+        if (n.childNodes.length > 64) { const copy = n.cloneNode(false); dst.appendChild(copy); yield* reattach(n, copy); }
+        else { dst.appendChild(n); yield; }
+      }
+    }
+    // A drawing of more than CHUNK elements is built (or a kept one put back) in chunks of
+    // CHUNK elements or BUDGET ms, a task apiece, so that the page answers meanwhile: into a
+    // group hidden by a clip (not by visibility: showing that would restyle every element)
+    // beside the drawing shown, which stays shown (and st.draw / st.boxes with it) until the
+    // last chunk. el.dataset.drawing is "chunks" meanwhile, and el.dataset.layout "pending".
+    const CHUNK = 1500, BUDGET = 30;
+    let job = null;
+    function stopJob() {
+      if (!job) return;
+      job.g.remove();
+      job = null;
+      delete el.dataset.drawing;
+    }
+    function runChunk(j) {
+      if (job !== j) return; // another drawing was asked for meanwhile
+      const t0 = performance.now();
+      layer = j.g;
+      let done = false;
+      try {
+        for (let k = 0; k < CHUNK; k++) {
+          if (j.it.next().done) { done = true; break; }
+          if ((k & 63) === 63 && performance.now() - t0 > BUDGET) break;
+        }
+      } finally { layer = vp; }
+      j.ms += performance.now() - t0;
+      j.chunks++;
+      if (!done) { setTimeout(() => runChunk(j), 0); return; }
+      job = null;
+      j.g.style.clipPath = "";
+      show(j.m, j.key, { g: j.g, D: j.D, boxes: j.boxes, mini: j.mini }, j.ms, j.chunks);
+    }
     // draw the state shown; `then` runs once it is drawn: at once, or when the layouts it
-    // needs are made (off the page's thread: graph_place.js, ready)
+    // needs are made (off the page's thread: graph_place.js, ready) and, for a big drawing,
+    // once its last chunk is drawn
     const thens = [];
     function draw(then) {
       if (then) thens.push(then);
       const m = st.m;
-      if (!m) return;
+      if (!m) { stopJob(); return; }
       const t0 = performance.now();
       const key = stateKey(m);
+      if (job && job.key === key) return; // being drawn: `then` runs after its last chunk
+      stopJob();
       if (!ready(m, drawnStates.has(key), () => draw())) return;
-      let hit = drawnStates.get(key);
-      if (hit) drawnStates.delete(key); // most recent last
-      else {
-        const D = layoutAll(m);
-        layer = svg("g", { class: "plg-drawing" });
-        st.draw = D;
-        for (const f of D.frames) drawFrame(m, f);
-        drawEdges(m, D, svg("g", { class: "plg-edges" }, layer));
-        const boxes = new Map();
-        for (const [b, r] of D.boxes) boxes.set(b, b < m.N ? drawNode(m, b, r) : drawGroupBox(m, b - m.N, r));
-        hit = { g: layer, D, boxes, mini: null };
-        layer = vp;
+      const hit = drawnStates.get(key), big = (D) => D.frames.length + D.lev.merged.size + D.boxes.size > CHUNK;
+      if (hit) drawnStates.delete(key); // (most recent last)
+      if (hit && (!big(hit.D) || hit.g.parentNode === vp)) { show(m, key, hit, performance.now() - t0, 0); return; } // (small, or shown now)
+      const D = hit ? hit.D : layoutAll(m), boxes = hit ? hit.boxes : new Map();
+      const g = hit ? hit.g.cloneNode(false) : svg("g", { class: "plg-drawing" });
+      const it = hit ? reattach(hit.g, g) : build(m, D, boxes);
+      if (big(D)) {
+        job = { m, key, D, g, boxes, it, mini: hit ? hit.mini : null, ms: performance.now() - t0, chunks: 0 };
+        g.style.clipPath = "inset(50%)"; // (laid out by the browser a chunk at a time, shown at the end)
+        vp.appendChild(g);
+        el.dataset.layout = "pending";
+        el.dataset.drawing = "chunks";
+        runChunk(job);
+        return;
       }
+      layer = g;
+      try { while (!it.next().done); } finally { layer = vp; }
+      show(m, key, { g, D, boxes, mini: null }, performance.now() - t0, 0);
+    }
+    // the drawing `hit` of state `key` shown (ms: the time it took to draw)
+    function show(m, key, hit, ms, chunks) {
       drawnStates.set(key, hit);
       if (drawnStates.size > 12) drawnStates.delete(drawnStates.keys().next().value);
-      vp.textContent = "";
-      vp.appendChild(hit.g);
+      if (hit.g.parentNode === vp) { // drawn in chunks beside the drawing shown: kept in place (not restyled)
+        for (const n of Array.from(vp.childNodes)) if (n !== hit.g) n.remove();
+      } else {
+        vp.textContent = "";
+        vp.appendChild(hit.g);
+      }
       st.draw = hit.D; st.boxes = hit.boxes; st.drawn = m;
-      st.drawMs = performance.now() - t0;
+      st.drawMs = ms;
       el.dataset.drawMs = st.drawMs.toFixed(1);
+      el.dataset.drawChunks = chunks;
       el.dataset.boxes = hit.D.boxes.size;
+      delete el.dataset.drawing;
+      if (el.dataset.layout === "pending") el.dataset.layout = "placed";
       renderMini(hit);
       c.overviewDrawn();
       markSelection();
