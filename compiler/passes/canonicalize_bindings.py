@@ -10,7 +10,7 @@ from compiler.ir.nodes import Call, Module, Tuple, TupleGetItem
 from compiler.ir.types import TensorType
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
-from compiler.passes.rules import Rule, Rules, kind, op, rule_table
+from compiler.passes.rules import ITEM_OF_TUPLE, Rule, Rules, kind, op, rule_table
 
 
 def _items_of_whole_tuple(t: Tuple, ctx=None) -> bool:
@@ -42,11 +42,7 @@ RULES = rule_table(
     "canonicalize-bindings",
     Rule(
         "item-of-tuple",
-        kind(
-            TupleGetItem,
-            lambda n, ctx: isinstance(n.tuple_value, Tuple),
-            lambda n: (n.tuple_value,),
-        ),
+        ITEM_OF_TUPLE,
         lambda n, ctx: n.tuple_value.fields[n.index],
         "(a, b)[0] -> a",
     ),

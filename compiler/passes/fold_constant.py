@@ -44,7 +44,7 @@ from compiler.ir.types import TensorType
 from compiler.passes.attribute_form import attribute_form
 from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.rewrite import rewrite_function
-from compiler.passes.rules import Rule, Rules, kind, op, rule_table
+from compiler.passes.rules import ITEM_OF_TUPLE, Rule, Rules, op, rule_table
 
 DEFAULT_MAX_BYTES = 64 << 20
 """The largest value folded by default (64 MiB: a 4096 x 4096 f32 matrix)."""
@@ -289,11 +289,7 @@ RULES = rule_table(
     ),
     Rule(
         "fold-tuple-item",
-        kind(
-            TupleGetItem,
-            lambda n, c: isinstance(n.tuple_value, Tuple),
-            lambda n: (n.tuple_value,),
-        ),
+        ITEM_OF_TUPLE,
         _constant_field,
         "(c, x)[0] -> c for a constant c",
     ),

@@ -32,7 +32,16 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.ir.nodes import Call, Constant, Expr, Function, Module, function_constants
+from compiler.ir.nodes import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    Module,
+    Tuple,
+    TupleGetItem,
+    function_constants,
+)
 from compiler.ir.printer import value_names
 
 Rewrite = Callable[[Any, Any], "Expr | None"]
@@ -67,6 +76,14 @@ def kind(cls: type, where=None, also=None) -> Pattern:
     """A node of class ``cls`` (Tuple, TupleGetItem, If, FuncCall ...) for which ``where``
     holds."""
     return Pattern(cls, None, where, also)
+
+
+def _item_of_built_tuple(n: TupleGetItem, ctx: Any) -> bool:
+    return isinstance(n.tuple_value, Tuple)
+
+
+# an item of a tuple built in place, ``(a, b)[0]`` (the tuple is read too, for the record)
+ITEM_OF_TUPLE = kind(TupleGetItem, _item_of_built_tuple, lambda n: (n.tuple_value,))
 
 
 @dataclass(frozen=True)
