@@ -41,7 +41,7 @@ texts of a step after legalize-ops or codegen), with ``--diff N`` what that step
 ``serve`` serves the Panel app on a saved trace on localhost (prints the URL, serves until
 Ctrl-C; ``--port 0`` picks a free port; it answers only requests to localhost, 127.0.0.1 or
 [::1], plus each ``--allow-host HOST[:PORT]``, from its own pages, for its own paths:
-``widgets.app.HostGuard``), ``demo`` runs the bundled demo.
+``widgets.app_guard.HostGuard``), ``demo`` runs the bundled demo.
 ``reduce`` checks a saved trace, then shrinks its module and pipeline while its first failure
 (or finding ``N`` of the check, 0 the first) still holds, and writes the reduced trace, its IR,
 its pipeline and a pytest file that fails while the bug is there into DIR. ``export`` writes
