@@ -159,17 +159,20 @@ def _remember_sized(key) -> None:
             _SIZED.popitem(last=False)
 
 
-def _concrete(value: Any, real: Any, schema_arg) -> Any:
+_NOT = object()  # an argument the fake run takes as it is
+
+
+def _concrete(real: Any, schema_arg) -> Any:
     """For the fake run: a tensor passed where the schema takes a number or a list of numbers
     (``arange("%0")``, a Scalar from a 0-d tensor) as its actual value, so the fake run sizes
-    what the real one (which reads the same value) makes; other arguments as they are."""
+    what the real one (which reads the same value) makes; _NOT for other arguments."""
     import torch
 
     if not isinstance(real, torch.Tensor) or schema_arg is None:
-        return value
+        return _NOT
     kind = str(schema_arg.type)
     if "Tensor" in kind or real.numel() > MAX_SIZE_INPUT:
-        return value
+        return _NOT
     return real.tolist() if "[]" in kind else real.item()
 
 
@@ -211,17 +214,18 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict):
         ]
         if p is not None
     )
+    concrete = [_concrete(r, params[i] if i < len(params) else None) for i, r in enumerate(args)]
+    concrete_kw = {k: _concrete(r, by_name.get(k)) for k, r in kwargs.items()}
     mode = FakeTensorMode()
     try:
         with mode, captured_output(f"torch {target} (sized on fake tensors)"):
             fakes = [mode.from_tensor(t) for t in tensors]
             fargs = [_torch_arg(a, fakes, dtypes) for a in attrs["args"]]
             fkwargs = {k: _torch_arg(v, fakes, dtypes) for k, v in attrs["kwargs"]}
-            fargs = [
-                _concrete(f, r, params[i] if i < len(params) else None)
-                for i, (f, r) in enumerate(zip(fargs, args, strict=True))
-            ]
-            fkwargs = {k: _concrete(f, kwargs[k], by_name.get(k)) for k, f in fkwargs.items()}
+            fargs = [f if c is _NOT else c for f, c in zip(fargs, concrete, strict=True)]
+            fkwargs = {
+                k: f if concrete_kw[k] is _NOT else concrete_kw[k] for k, f in fkwargs.items()
+            }
             out = op(*fargs, **fkwargs)
     except (DynamicOutputShapeException, DataDependentOutputException):
         bound = torch_bound(target, op, args, kwargs)  # a size only the values give
@@ -369,7 +373,7 @@ def _session(attrs: Mapping[str, Any], in_dtypes: tuple):
         ) from None
     model = _onnx_model(attrs, in_dtypes)
     options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # its errors come back as exceptions; nothing printed
     try:
         sess = ort.InferenceSession(
             model.SerializeToString(), options, providers=["CPUExecutionProvider"]
@@ -480,7 +484,7 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
 
 def run_onnx(values: list, attrs: Mapping[str, Any]) -> Any:
     """Run the ONNX op in onnxruntime (a cached one-node model) on ``values``."""
-    arrays = [np.ascontiguousarray(v) for v in values]
+    arrays = [np.ascontiguousarray(v).reshape(np.shape(v)) for v in values]  # 0-d stays 0-d
     budget = _check_onnx_sizes(attrs, arrays)
     with captured_output(f"onnxruntime {attrs['target']}"):
         sess = _session(attrs, tuple(a.dtype for a in arrays))

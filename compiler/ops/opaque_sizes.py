@@ -216,6 +216,7 @@ TORCH_BOUNDS: dict[str, Callable[[dict], float]] = {
     "aten.index.Tensor": _index,
     "aten.item.default": _scalar,
     "aten._local_scalar_dense.default": _scalar,
+    "aten.equal.default": _scalar,
 }
 """Bounds, in bytes, of what an op whose result size depends on its input values makes (its
 results and the index tensors it builds on the way), from the actual arguments. The ops are
