@@ -89,7 +89,9 @@ def test_a_mask_index_is_bounded_by_its_true_count():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     mask = x > 4.5
     ir = _torch(
-        f"const(f32[3, 4], {x.tolist()}), const(bool[3, 4], {mask.tolist()})".replace("True", "true").replace("False", "false"),
+        f"const(f32[3, 4], {x.tolist()}), const(bool[3, 4], {mask.tolist()})".replace(
+            "True", "true"
+        ).replace("False", "false"),
         "aten.index.Tensor",
         '["%0", ["%1"]]',
         f"f32[{mask.sum()}]",
@@ -142,7 +144,9 @@ def test_a_value_sized_call_is_sized_again_for_other_values(never_run):
     small = _torch("const(i64[1], [3])", "aten.repeat_interleave.Tensor", '["%0"]', "i64[3]")
     with pytest.raises(InterpretError, match="was run"):  # sized fine, then (guarded) run
         run(small)
-    huge = _torch("const(i64[1], [8589934592])", "aten.repeat_interleave.Tensor", '["%0"]', "i64[3]")
+    huge = _torch(
+        "const(i64[1], [8589934592])", "aten.repeat_interleave.Tensor", '["%0"]', "i64[3]"
+    )
     with pytest.raises(InterpretError, match="could make up to"):
         run(huge)
 
@@ -165,7 +169,9 @@ def test_an_unsized_op_without_a_bound_runs_under_the_budget(monkeypatch):
     monkeypatch.setattr(opaque_run, "MAX_RESULT_BYTES", 64 << 20)
     monkeypatch.setattr(opaque_sizes, "BUDGET_HEADROOM", 128 << 20)
     m = _torch("const(i64[1], [134217728])", "aten.repeat_interleave.Tensor", '["%0"]', "i64[8]")
-    with pytest.raises(InterpretError, match=r"torch aten\.repeat_interleave\.Tensor needed more than 0\.0625 GiB"):
+    with pytest.raises(
+        InterpretError, match=r"torch aten\.repeat_interleave\.Tensor needed more than 0\.0625 GiB"
+    ):
         run(m)[0]
     # the limit is restored: the same process allocates as before
     assert torch.ones(1 << 26, dtype=torch.int64).sum() == 1 << 26
@@ -181,14 +187,18 @@ def test_a_float_range_is_sized_by_shape_inference(never_run):
         '["%0", "%1", "%2"]',
         "f32[8]",
     )
-    with pytest.raises(InterpretError, match=r"ai\.onnx::Range would give 40,000,000,000 bytes .* not run"):
+    with pytest.raises(
+        InterpretError, match=r"ai\.onnx::Range would give 40,000,000,000 bytes .* not run"
+    ):
         run(m)[0]
 
 
 def test_constant_of_shape_of_65_dims_is_refused(never_run):
     shape = [1] * 65
     m = _onnx(f"const(i64[65], {shape})", "ai.onnx::ConstantOfShape", '["%0"]', "f32[1]")
-    with pytest.raises(InterpretError, match=r"ConstantOfShape would give a result of 65 dims, more than 64"):
+    with pytest.raises(
+        InterpretError, match=r"ConstantOfShape would give a result of 65 dims, more than 64"
+    ):
         run(m)[0]
 
 
@@ -200,7 +210,10 @@ def test_a_contrib_range_is_bounded_by_its_inputs(never_run):
         "f32[8]",
         opset=1,
     )
-    with pytest.raises(InterpretError, match=r"com\.microsoft::Range could make up to 40,000,000,000 bytes .* not run"):
+    with pytest.raises(
+        InterpretError,
+        match=r"com\.microsoft::Range could make up to 40,000,000,000 bytes .* not run",
+    ):
         run(m)[0]
 
 
@@ -259,7 +272,7 @@ def test_small_onnx_ops_still_give_numpys_values():
         kwargs='[["sorted", 1]]',
         opset=11,
     )
-    m = parse(str(m).replace('opset=11', 'opset=11, outputs=[0]'))
+    m = parse(str(m).replace("opset=11", "opset=11, outputs=[0]"))
     np.testing.assert_array_equal(run(m)[0], [1.0, 2.0, 3.0])
 
 
