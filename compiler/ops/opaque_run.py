@@ -173,7 +173,10 @@ def _concrete(real: Any, schema_arg) -> Any:
     kind = str(schema_arg.type)
     if "Tensor" in kind or real.numel() > MAX_SIZE_INPUT:
         return _NOT
-    return real.tolist() if "[]" in kind else real.item()
+    try:
+        return real.tolist() if "[]" in kind else real.item()
+    except Exception:  # not one number (the op refuses it, on fake tensors too)
+        return _NOT
 
 
 def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict):
@@ -488,15 +491,15 @@ def run_onnx(values: list, attrs: Mapping[str, Any]) -> Any:
     budget = _check_onnx_sizes(attrs, arrays)
     with captured_output(f"onnxruntime {attrs['target']}"):
         sess = _session(attrs, tuple(a.dtype for a in arrays))
-    feed = {f"in{i}": a for i, a in enumerate(arrays)}
-    try:
-        with captured_output(f"onnxruntime {attrs['target']}"), budget or nullcontext():
-            outs = sess.run(None, feed)
-    except BudgetError:
-        raise
-    except Exception as e:
-        head = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise OpaqueOpError(f"onnxruntime {attrs['target']} failed: {head}") from None
+        feed = {f"in{i}": a for i, a in enumerate(arrays)}
+        try:
+            with budget or nullcontext():
+                outs = sess.run(None, feed)
+        except BudgetError:
+            raise
+        except Exception as e:
+            head = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise OpaqueOpError(f"onnxruntime {attrs['target']} failed: {head}") from None
     ty = result_type(attrs["type"])
     outs = [np.asarray(o) for o in outs]
     return tuple(outs) if isinstance(ty, TupleType) else outs[0]

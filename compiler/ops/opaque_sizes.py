@@ -543,11 +543,24 @@ class _Capped(io.TextIOBase):
         return len(s)
 
 
-def _flush_c() -> None:
-    with contextlib.suppress(Exception):
-        import ctypes
+_STDIO: list = []  # libc's fflush and its stdout / stderr FILE pointers, found once
 
-        ctypes.CDLL(None).fflush(None)
+
+def _flush_c() -> None:
+    """Flush C stdio's stdout and stderr (text a C library printed but has not written yet)."""
+    with contextlib.suppress(Exception):
+        if not _STDIO:
+            import ctypes
+
+            libc = ctypes.CDLL(None)
+            streams = [ctypes.c_void_p.in_dll(libc, n) for n in ("stdout", "stderr")]
+            _STDIO.append((libc.fflush, streams))
+        fflush, streams = _STDIO[0]
+        for f in streams:
+            fflush(f)
+
+
+_SINK: list = []  # one temporary file, reused (truncated) by every capture
 
 
 _CAPTURE_LOCK = threading.RLock()
@@ -571,7 +584,9 @@ def captured_output(what: str):
         _flush_c()
         py = _Capped()
         saved_py = sys.stdout, sys.stderr
-        tmp = tempfile.TemporaryFile()
+        if not _SINK:
+            _SINK.append(tempfile.TemporaryFile())
+        tmp = _SINK[0]
         saved = []
         try:
             for fd in (1, 2):
@@ -588,10 +603,13 @@ def captured_output(what: str):
             for fd, copy in saved:
                 os.dup2(copy, fd)
                 os.close(copy)
-            tmp.seek(0)
-            raw = tmp.read(4 * MAX_PRINTED).decode("utf-8", "backslashreplace")
-            size = os.fstat(tmp.fileno()).st_size
-            tmp.close()
+            size = os.lseek(tmp.fileno(), 0, os.SEEK_END)  # what fd 1 and fd 2 wrote
+            raw = ""
+            if size:
+                os.lseek(tmp.fileno(), 0, os.SEEK_SET)
+                raw = os.read(tmp.fileno(), 4 * MAX_PRINTED).decode("utf-8", "backslashreplace")
+                os.lseek(tmp.fileno(), 0, os.SEEK_SET)
+                os.ftruncate(tmp.fileno(), 0)
             _capturing.on = False
             text = "".join(py.parts) + raw
             total = py.total + size

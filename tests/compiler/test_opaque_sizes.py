@@ -316,3 +316,9 @@ def test_what_an_op_prints_never_reaches_the_terminal_raw(capfd):
 def test_the_escaped_text_is_cut():
     s = escape("\x1b" * 10_000, cap=100)
     assert len(s) < 200 and "\x1b" not in s and "10,000 characters" in s
+
+
+def test_a_tensor_of_several_numbers_where_one_is_taken_is_the_ops_own_error(never_run):
+    m = _torch("const(i64[2], [3, 4])", "aten.arange.default", '["%0"]', "i64[3]")
+    with pytest.raises(InterpretError, match=r"torch aten\.arange\.default failed"):
+        run(m)
