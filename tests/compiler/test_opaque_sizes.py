@@ -322,3 +322,23 @@ def test_a_tensor_of_several_numbers_where_one_is_taken_is_the_ops_own_error(nev
     m = _torch("const(i64[2], [3, 4])", "aten.arange.default", '["%0"]', "i64[3]")
     with pytest.raises(InterpretError, match=r"torch aten\.arange\.default failed"):
         run(m)
+
+
+def test_a_one_hot_of_a_float_depth_and_a_resize_of_float_scales_are_sized(never_run):
+    m = _onnx(
+        "const(i64[3], [0, 1, 2]), const(f32[], 1000000000.0), const(f32[2], [0.0, 1.0])",
+        "ai.onnx::OneHot",
+        '["%0", "%1", "%2"]',
+        "f32[3, 8]",
+    )
+    with pytest.raises(InterpretError, match=r"OneHot would give 12,000,000,000 bytes .* not run"):
+        run(m)
+    m = _onnx(
+        "const(f32[1, 1, 2, 2], [[[[1.0, 2.0], [3.0, 4.0]]]]), const(f32[0], []), "
+        "const(f32[4], [1.0, 1.0, 100000.0, 100000.0])",
+        "ai.onnx::Resize",
+        '["%0", "%1", "%2"]',
+        "f32[1, 1, 8, 8]",
+    )
+    with pytest.raises(InterpretError, match=r"Resize would give 160,000,000,000 bytes .* not run"):
+        run(m)
