@@ -28,9 +28,14 @@ for _info in _pkgutil.iter_modules(__path__):
         _importlib.import_module(f"{__name__}.{_info.name}")
 
 from compiler.ops.opaque import RUNNERS as OPAQUE_RUNNERS  # noqa: E402  (who runs an opaque op)
+from compiler.ops.opaque_sizes import BudgetError, run_onnx_model  # noqa: E402
+from compiler.ops.opaque_sizes import escape as escape_printed  # noqa: E402
 
 __all__ = [
     "OPAQUE_RUNNERS",
+    "BudgetError",
+    "escape_printed",
+    "run_onnx_model",
     "ANCHOR",
     "BROADCAST",
     "ELEMWISE",

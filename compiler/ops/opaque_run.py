@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,16 @@ from compiler.ops.opaque import (
     check_target,
     result_type,
     unescape,
+)
+from compiler.ops.opaque_sizes import (
+    MAX_RANK,
+    MAX_VALUE_INPUT,
+    BudgetError,
+    captured_output,
+    memory_budget,
+    onnx_bound,
+    torch_bound,
+    value_input,
 )
 
 # the most one result of an opaque op may hold: the interpreter's limit for one value
@@ -148,12 +159,35 @@ def _remember_sized(key) -> None:
             _SIZED.popitem(last=False)
 
 
-def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict) -> None:
+_NOT = object()  # an argument the fake run takes as it is
+
+
+def _concrete(real: Any, schema_arg) -> Any:
+    """For the fake run: a tensor passed where the schema takes a number or a list of numbers
+    (``arange("%0")``, a Scalar from a 0-d tensor) as its actual value, so the fake run sizes
+    what the real one (which reads the same value) makes; _NOT for other arguments."""
+    import torch
+
+    if not isinstance(real, torch.Tensor) or schema_arg is None:
+        return _NOT
+    kind = str(schema_arg.type)
+    if "Tensor" in kind or real.numel() > MAX_SIZE_INPUT:
+        return _NOT
+    try:
+        return real.tolist() if "[]" in kind else real.item()
+    except Exception:  # not one number (the op refuses it, on fake tensors too)
+        return _NOT
+
+
+def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict):
     """Run the op on fake tensors (shapes and dtypes only, nothing allocated) and refuse it
     when its results would be over the interpreter's limit for one value: the arguments come
     from a model or a trace file, untrusted (``aten.full`` of [100000, 100000]). An op whose
-    result size depends on the data (``nonzero``) cannot be sized so: it runs. A call sized
-    before (same op, arguments and input shapes) is not sized again."""
+    result size depends on the data (``nonzero``, ``repeat_interleave.Tensor``) is bounded
+    from the actual inputs instead (``opaque_sizes.TORCH_BOUNDS``); one with neither a size
+    nor a bound (a custom op without a fake kernel) runs under a memory budget: this returns
+    that budget (a context manager) for the call, else None. A call sized before (same op,
+    arguments and input shapes; never one sized from the values) is not sized again."""
     key = (
         "torch",
         target,
@@ -162,7 +196,7 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict) -> N
         tuple((tuple(t.shape), t.dtype) for t in tensors),
     )
     if _sized_before(key):
-        return
+        return None
     import torch
     from torch._subclasses.fake_tensor import (
         DataDependentOutputException,
@@ -171,32 +205,65 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict) -> N
         UnsupportedOperatorException,
     )
 
-
+    args = [_torch_arg(a, tensors, dtypes) for a in attrs["args"]]
+    kwargs = {k: _torch_arg(v, tensors, dtypes) for k, v in attrs["kwargs"]}
+    params = list(op._schema.arguments)
+    by_name = {p.name: p for p in params}
+    valued = any(
+        isinstance(a, torch.Tensor) and "Tensor" not in str(p.type)
+        for p, a in [
+            *zip(params, args, strict=False),
+            *((by_name.get(k), v) for k, v in kwargs.items()),
+        ]
+        if p is not None
+    )
+    concrete = [_concrete(r, params[i] if i < len(params) else None) for i, r in enumerate(args)]
+    concrete_kw = {k: _concrete(r, by_name.get(k)) for k, r in kwargs.items()}
     mode = FakeTensorMode()
     try:
-        with mode:
+        with mode, captured_output(f"torch {target} (sized on fake tensors)"):
             fakes = [mode.from_tensor(t) for t in tensors]
-            args = [_torch_arg(a, fakes, dtypes) for a in attrs["args"]]
-            kwargs = {k: _torch_arg(v, fakes, dtypes) for k, v in attrs["kwargs"]}
-            out = op(*args, **kwargs)
+            fargs = [_torch_arg(a, fakes, dtypes) for a in attrs["args"]]
+            fkwargs = {k: _torch_arg(v, fakes, dtypes) for k, v in attrs["kwargs"]}
+            fargs = [f if c is _NOT else c for f, c in zip(fargs, concrete, strict=True)]
+            fkwargs = {
+                k: f if concrete_kw[k] is _NOT else concrete_kw[k] for k, f in fkwargs.items()
+            }
+            out = op(*fargs, **fkwargs)
     except (DynamicOutputShapeException, DataDependentOutputException):
-        _remember_sized(key)  # a size only the values give
-        return
-    except UnsupportedOperatorException:
-        _remember_sized(key)  # a custom op without a fake kernel: only running it tells
-        return
+        bound = torch_bound(target, op, args, kwargs)  # a size only the values give
+        if bound is None:
+            return memory_budget(f"torch {target}", MAX_RESULT_BYTES)
+        if bound > MAX_RESULT_BYTES:
+            raise OpaqueOpError(
+                f"torch {target} could make up to {bound:,.0f} bytes from these input values "
+                f"(its output size depends on them), over the interpreter's limit of "
+                f"{MAX_RESULT_BYTES >> 30} GiB for one value "
+                "(compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
+            ) from None
+        return None
+    except UnsupportedOperatorException:  # a custom op without a fake kernel: unsized
+        return memory_budget(f"torch {target}", MAX_RESULT_BYTES)
     except Exception as e:  # the op refuses these arguments: its own message, named
         head = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise OpaqueOpError(f"torch {target} failed: {type(e).__name__}: {head}") from e
     results = out if isinstance(out, (tuple, list)) else [out]
-    nbytes = sum(t.numel() * t.element_size() for t in results if isinstance(t, torch.Tensor))
+    tensors_out = [t for t in results if isinstance(t, torch.Tensor)]
+    if any(t.dim() > MAX_RANK for t in tensors_out):
+        raise OpaqueOpError(
+            f"torch {target} would give a result of more than {MAX_RANK} dims for these "
+            "arguments (compiler.ops.opaque_sizes.MAX_RANK); it was not run"
+        )
+    nbytes = sum(t.numel() * t.element_size() for t in tensors_out)
     if nbytes > MAX_RESULT_BYTES:
         raise OpaqueOpError(
             f"torch {target} would give {nbytes:,} bytes for these arguments, over the "
             f"interpreter's limit of {MAX_RESULT_BYTES >> 30} GiB for one value "
             "(compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
         )
-    _remember_sized(key)
+    if not valued:
+        _remember_sized(key)
+    return None
 
 
 def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
@@ -205,14 +272,16 @@ def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
     op = resolve_torch_op(target)
     dtypes = torch_dtypes()
     tensors = [_to_torch(v) for v in values]
-    _check_sizes_first(op, target, tensors, attrs, dtypes)
+    budget = _check_sizes_first(op, target, tensors, attrs, dtypes)
     args = [_torch_arg(a, tensors, dtypes) for a in attrs["args"]]
     kwargs = {k: _torch_arg(v, tensors, dtypes) for k, v in attrs["kwargs"]}
     import torch
 
     try:
-        with torch.no_grad():
+        with captured_output(f"torch {target}"), budget or nullcontext(), torch.no_grad():
             out = op(*args, **kwargs)
+    except BudgetError:
+        raise
     except Exception as e:  # the op's own error, with the op named
         head = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise OpaqueOpError(f"torch {target} failed: {type(e).__name__}: {head}") from e
@@ -307,7 +376,7 @@ def _session(attrs: Mapping[str, Any], in_dtypes: tuple):
         ) from None
     model = _onnx_model(attrs, in_dtypes)
     options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # its errors come back as exceptions; nothing printed
     try:
         sess = ort.InferenceSession(
             model.SerializeToString(), options, providers=["CPUExecutionProvider"]
@@ -324,20 +393,26 @@ def _session(attrs: Mapping[str, Any], in_dtypes: tuple):
     return sess
 
 
-MAX_SIZE_INPUT = 64
-"""An integer input of at most this many elements is given to ONNX shape inference as a value
-(a shape, repeats, pads), so the size of what the op makes from it is known before it runs."""
+MAX_SIZE_INPUT = MAX_VALUE_INPUT
+"""An input of at most this many numeric elements is given to ONNX shape inference as a value
+(a shape, repeats, pads, Range's bounds, Resize's scales), and a tensor passed to a torch op
+where it takes numbers is given to its fake run as those numbers, so the size of what the op
+makes from it is known before it runs."""
 
 
-def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list) -> None:
+def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
     """ONNX shape inference on the one-node model with the actual input shapes (and small
-    integer inputs as values): refuse the op when its results would be over the interpreter's
-    limit for one value (``ConstantOfShape`` of a huge shape from an untrusted file). Results
-    shape inference cannot size run."""
-    small = [a.dtype.kind in "iu" and a.size <= MAX_SIZE_INPUT for a in arrays]
+    numeric inputs as values): refuse the op when its results would be over the interpreter's
+    limit for one value (``ConstantOfShape`` of a huge shape from an untrusted file) or of
+    more than MAX_RANK dims. Results shape inference cannot size are bounded from the inputs
+    (``opaque_sizes.ONNX_BOUNDS``: NonZero, Unique, Compress, com.microsoft::Range); what has
+    no bound either runs under a memory budget: this returns that budget (a context manager)
+    for the call, else None."""
+    target = attrs["target"]
+    small = [value_input(a) for a in arrays]
     key = (
         "onnx",
-        attrs["target"],
+        target,
         attrs["opset"],
         attrs["args"],
         attrs["kwargs"],
@@ -348,10 +423,27 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list) -> None:
         ),
     )
     if _sized_before(key):
-        return
+        return None
+    if target.endswith("::ConstantOfShape") and arrays and arrays[0].size > MAX_RANK:
+        raise OpaqueOpError(
+            f"onnxruntime {target} would give a result of {arrays[0].size:,} dims, more than "
+            f"{MAX_RANK} (compiler.ops.opaque_sizes.MAX_RANK); it was not run"
+        )
     import onnx
     from onnx import helper, numpy_helper
 
+    def unsized():
+        bound = onnx_bound(target, arrays, attrs)
+        if bound is None:
+            return memory_budget(f"onnxruntime {target}", MAX_RESULT_BYTES)
+        if bound > MAX_RESULT_BYTES:
+            raise OpaqueOpError(
+                f"onnxruntime {target} could make up to {bound:,.0f} bytes from these input "
+                "values (its output size depends on them), over the interpreter's limit of "
+                f"{MAX_RESULT_BYTES >> 30} GiB for one value "
+                "(compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
+            )
+        return None
 
     model = _onnx_model(attrs, tuple(a.dtype for a in arrays))
     graph = model.graph
@@ -367,38 +459,47 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list) -> None:
     graph.input.extend(inputs)
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
-    except Exception:  # shape inference cannot read it: onnxruntime's own checks apply
-        _remember_sized(key)
-        return
+    except Exception:  # shape inference cannot read it: a bound, else the budget
+        return unsized()
     total = 0
     for out in inferred.graph.output:
         t = out.type.tensor_type
         dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
         if not t.HasField("shape") or any(d is None for d in dims):
-            _remember_sized(key)  # a size only the values give
-            return
+            return unsized()  # a size only the values give
+        if len(dims) > MAX_RANK:
+            raise OpaqueOpError(
+                f"onnxruntime {target} would give a result of {len(dims):,} dims for these "
+                f"inputs, more than {MAX_RANK} (compiler.ops.opaque_sizes.MAX_RANK); "
+                "it was not run"
+            )
         n = int(np.prod(dims, dtype=object)) if dims else 1
         total += n * helper.tensor_dtype_to_np_dtype(t.elem_type).itemsize
     if total > MAX_RESULT_BYTES:
         raise OpaqueOpError(
-            f"onnxruntime {attrs['target']} would give {total:,} bytes for these inputs, over "
+            f"onnxruntime {target} would give {total:,} bytes for these inputs, over "
             f"the interpreter's limit of {MAX_RESULT_BYTES >> 30} GiB for one value "
             "(compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
         )
     _remember_sized(key)
+    return None
 
 
 def run_onnx(values: list, attrs: Mapping[str, Any]) -> Any:
     """Run the ONNX op in onnxruntime (a cached one-node model) on ``values``."""
-    arrays = [np.ascontiguousarray(v) for v in values]
-    _check_onnx_sizes(attrs, arrays)
-    sess = _session(attrs, tuple(a.dtype for a in arrays))
-    feed = {f"in{i}": a for i, a in enumerate(arrays)}
-    try:
-        outs = sess.run(None, feed)
-    except Exception as e:
-        head = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise OpaqueOpError(f"onnxruntime {attrs['target']} failed: {head}") from None
+    arrays = [np.ascontiguousarray(v).reshape(np.shape(v)) for v in values]  # 0-d stays 0-d
+    budget = _check_onnx_sizes(attrs, arrays)
+    with captured_output(f"onnxruntime {attrs['target']}"):
+        sess = _session(attrs, tuple(a.dtype for a in arrays))
+        feed = {f"in{i}": a for i, a in enumerate(arrays)}
+        try:
+            with budget or nullcontext():
+                outs = sess.run(None, feed)
+        except BudgetError:
+            raise
+        except Exception as e:
+            head = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise OpaqueOpError(f"onnxruntime {attrs['target']} failed: {head}") from None
     ty = result_type(attrs["type"])
     outs = [np.asarray(o) for o in outs]
     return tuple(outs) if isinstance(ty, TupleType) else outs[0]

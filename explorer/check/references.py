@@ -373,15 +373,46 @@ def _torch_float64(ep, inputs: list) -> tuple[tuple, dict[str, np.ndarray]]:
     return _user_outputs(ep, out), values
 
 
-def _onnx_reference(source: dict, runtime: list) -> tuple:
-    import onnxruntime as ort
+REFERENCE_BUDGET = 4 << 30
+"""The memory an ONNX reference run (onnxruntime on the whole source model, or its float64
+variant) may use beyond the model and its inputs: it runs in a child process with that
+address-space limit (``compiler.ops.run_onnx_model``), so a model that makes a huge value from
+its data (a 253-byte ``com.microsoft::Range(0, 1e10, 1)``) fails there, not here."""
 
-    proto = source["model"]
-    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
-    if len(names) != len(runtime):
-        raise CheckError(f"the ONNX model takes {len(names)} input(s), {len(runtime)} given")
-    return tuple(np.asarray(o) for o in sess.run(None, dict(zip(names, runtime, strict=True))))
+
+def _model_name(proto) -> str:
+    from compiler.ops import escape_printed
+
+    name = proto.graph.name
+    return f"the ONNX model '{escape_printed(name, 80)}'" if name else "the ONNX model"
+
+
+def _run_budgeted(proto, runtime: list, what: str, fallback: bool = False):
+    """``compiler.ops.run_onnx_model`` on ``proto``: its outputs and how they were made."""
+    from compiler.ops import run_onnx_model
+
+    try:
+        return run_onnx_model(
+            proto.SerializeToString(),
+            list(runtime),
+            what=f"{what} of {_model_name(proto)}",
+            budget=REFERENCE_BUDGET,
+            fallback=fallback,
+            budget_name="explorer.check.references.REFERENCE_BUDGET",
+        )
+    except ValueError as e:
+        if e.args and e.args[0] == "inputs":
+            raise CheckError(
+                f"the ONNX model takes {e.args[1]} input(s), {len(runtime)} given"
+            ) from None
+        raise
+
+
+def _onnx_reference(source: dict, runtime: list) -> tuple:
+    """onnxruntime's run of the whole source model (CPUExecutionProvider), in a child process
+    under ``REFERENCE_BUDGET`` (a model from a file may make a value of any size)."""
+    outs, _ = _run_budgeted(source["model"], runtime, "onnxruntime's reference run")
+    return tuple(np.asarray(o) for o in outs)
 
 
 def _onnx_float64(proto, runtime: list) -> tuple[tuple, dict]:
@@ -389,9 +420,9 @@ def _onnx_float64(proto, runtime: list) -> tuple[tuple, dict]:
     types, Cast targets and constant attributes; float inputs cast): the source graph run by
     its own framework in float64, apart from the import being judged. onnxruntime lacks
     float64 kernels for some ops (Erf): then onnx's reference evaluator (numpy) runs the cast
-    model; when both fail, the error says why and the tolerance judges."""
+    model; when both fail, the error says why and the tolerance judges. Both run in a child
+    process under ``REFERENCE_BUDGET``, as the float32 reference does."""
     import onnx
-    import onnxruntime as ort
     from onnx import TensorProto, numpy_helper
 
     floats = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
@@ -436,18 +467,13 @@ def _onnx_float64(proto, runtime: list) -> tuple[tuple, dict]:
     for name, x in zip(names, runtime, strict=True):
         x = np.asarray(x)
         feeds[name] = x.astype(np.float64) if x.dtype.kind == "f" else x
-    try:
-        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        return tuple(np.asarray(o) for o in sess.run(None, feeds)), {}
-    except Exception as e:  # no float64 kernel (Erf, ...): onnx's own numpy reference runs it
-        from onnx.reference import ReferenceEvaluator
-
-        try:
-            outputs = ReferenceEvaluator(model).run(None, feeds)
-        except Exception as e2:
-            raise RuntimeError(f"onnxruntime: {str(e)[:200]}; onnx.reference: {e2}") from e2
+    outs, how = _run_budgeted(
+        model, [feeds[n] for n in names], "onnxruntime's float64 reference run", fallback=True
+    )
+    if how == "reference":  # no float64 kernel (Erf, ...): onnx's own numpy reference ran it
         how = (
             "onnx.reference (numpy) on the model cast to float64 (onnxruntime has no float64 "
             "kernel for one of its ops)"
         )
-        return tuple(np.asarray(o) for o in outputs), {}, how
+        return tuple(np.asarray(o) for o in outs), {}, how
+    return tuple(np.asarray(o) for o in outs), {}
