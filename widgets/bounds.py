@@ -77,6 +77,14 @@ def clip_tree(value: Any, limit: int = MAX_TEXT) -> tuple[Any, int]:
         size += len(x) + 3
         return x
 
+    if type(value) is dict:  # the common case, a dict of short texts: as it is (shared)
+        n = 0
+        for k, v in value.items():
+            if type(k) is not str or type(v) is not str or len(k) > limit or len(v) > limit:
+                break
+            n += len(k) + len(v) + 6
+        else:
+            return value, n + 2
     if not isinstance(value, (dict, list, tuple)):
         return leaf(value), size
     root: list = [None]
