@@ -27,6 +27,8 @@ from typing import Any
 from compiler import passes
 
 MAX_NAMES = 64  # nodes a rewrite keeps per side (a bigger match is cut, and says so)
+MAX_WHY_NAMES = 8  # nodes a why line names (then "and N more")
+MAX_WHY_CHARS = 500  # characters of one line of whys() (a file's names can be long)
 
 
 @dataclass(frozen=True)
@@ -120,15 +122,29 @@ class Why:
     def __str__(self) -> str:
         where = f"#{self.step.index} {self.step.name}"
         if self.how == "reused":
-            what = ", ".join(self.rewrite.matched) or "a node"
+            what = _names_text(self.rewrite.matched) or "a node"
             return f"rule {self.rewrite.rule} at {where} put it in place of {what}"
         if self.how == "input":
             return f"its input {self.via} was made by rule {self.rewrite.rule} at {where}"
         if self.how == "put-input":
-            what = ", ".join(self.rewrite.matched) or "another node"
+            what = _names_text(self.rewrite.matched) or "another node"
             via, rule = self.via, self.rewrite.rule
             return f"rule {rule} at {where} made {via} its input in place of {what}"
         return f"made by rule {self.rewrite.rule} at {where}"
+
+
+def _names_text(names: tuple[str, ...]) -> str:
+    """``a, b, c`` for at most :data:`MAX_WHY_NAMES` names, then ``and N more``."""
+    text = ", ".join(names[:MAX_WHY_NAMES])
+    more = len(names) - MAX_WHY_NAMES
+    return f"{text} and {more} more" if more > 0 else text
+
+
+def _cut(line: str) -> str:
+    """A line of :func:`whys` cut to :data:`MAX_WHY_CHARS` characters, with a note."""
+    if len(line) <= MAX_WHY_CHARS:
+        return line
+    return f"{line[:MAX_WHY_CHARS]}… ({len(line) - MAX_WHY_CHARS:,} more characters)"
 
 
 def _objects_before(step: Any) -> set[int] | dict:
@@ -180,7 +196,8 @@ def why(step: Any, node: str) -> Why | None:
 
 def whys(step: Any) -> dict[str, str]:
     """Why every node of ``step`` that has an answer is what it is, as text, by node id:
-    :func:`why`, then the rules behind what that rule matched (:func:`origin`), one a line."""
+    :func:`why`, then the rules behind what that rule matched (:func:`origin`), one a line
+    (at most four lines, each cut at :data:`MAX_WHY_CHARS` characters with a note)."""
     if not step.rewrites and (step.trace is None or not any(s.rewrites for s in step.trace)):
         return {}
     w = _whys_of(step)
@@ -198,7 +215,7 @@ def whys(step: Any) -> dict[str, str]:
                 f"from {src.rewrite.matched[0]}, {w2}"
                 for src, w2 in zip(chain, chain[1:], strict=False)
             ]
-        out[nid] = "\n".join(lines)
+        out[nid] = "\n".join(map(_cut, lines))
     return out
 
 

@@ -155,16 +155,26 @@ class Trace:
         return export_step(self, step, path, format=format, report=report)
 
     # ----- display hooks (the only places that reach the widgets) ----------------------------
-    def to_html(self, path, report=None, max_boxes: int = 300, progress=None) -> int:
+    def to_html(
+        self, path, report=None, max_boxes: int = 300, progress=None, max_bytes: int | None = None
+    ) -> int:
         """Write one self-contained HTML report (with the findings of a check ``report``
         drawn on the graphs: by default the trace's last one, ``trace.report``; False for
         none); each step's graph opens with at most ``max_boxes`` boxes (module groups
         collapsed, finest first, until it fits); ``progress`` per step, as for
-        :func:`explorer.explore`. Returns the file's size."""
+        :func:`explorer.explore`. Returns the file's size. A report over ``max_bytes``
+        (default 128 MiB: ``widgets.bounds.MAX_REPORT_BYTES``) is a ``LimitError`` naming
+        its largest steps, and no file."""
         from widgets.report import write_html
 
+        extra = {} if max_bytes is None else {"max_bytes": max_bytes}
         return write_html(
-            self, path, report=self._report(report), max_boxes=max_boxes, progress=progress
+            self,
+            path,
+            report=self._report(report),
+            max_boxes=max_boxes,
+            progress=progress,
+            **extra,
         )
 
     def show(self, step=None):

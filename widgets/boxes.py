@@ -13,6 +13,7 @@ from typing import Any
 
 from explorer.diff import Diff, diff
 from explorer.graph import GraphModel, GraphNode
+from widgets.bounds import module_path
 
 MAX_BOXES = 300
 
@@ -105,13 +106,14 @@ def _make_entries(step, baseline) -> tuple[list[_Entry], Diff | None, GraphModel
 
 
 def _place(entries: list[_Entry], gb: GraphModel, ga: GraphModel) -> None:
-    """Each entry's function and group. A weight (module-wide) sits in its readers' function
+    """Each entry's function and group (its module path bounded to MAX_GROUP_DEPTH levels:
+    :func:`widgets.bounds.module_path`). A weight (module-wide) sits in its readers' function
     when they share one and, without a module path of its own, in their group when they
     share one."""
     homeless = {False: set(), True: set()}  # the weights and constants, by graph (ghost or not)
     for e in entries:
         n = e.node
-        e.function, e.group = n.function, n.group
+        e.function, e.group = n.function, module_path(n.group)  # (bounded: from a file)
         if n.kind in _PLACED_KINDS:
             homeless[e.status == "removed"].add(n.id)
     readers: dict[tuple[bool, str], set[tuple[str, str]]] = {}
@@ -123,7 +125,8 @@ def _place(entries: list[_Entry], gb: GraphModel, ga: GraphModel) -> None:
             if e.src in wanted:
                 dst = nodes.get(e.dst)
                 if dst is not None:
-                    readers.setdefault((ghost, e.src), set()).add((dst.function, dst.group))
+                    home = (dst.function, module_path(dst.group))
+                    readers.setdefault((ghost, e.src), set()).add(home)
     for e in entries:
         n = e.node
         if n.kind in _PLACED_KINDS:

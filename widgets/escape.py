@@ -2,7 +2,8 @@
 (:func:`esc`) and JSON inside a ``<script>`` element (:func:`json_script`).
 
 Every renderer in :mod:`widgets` passes what it takes from a model (names, attributes, types,
-paths, messages) through these.
+paths, messages) through these; :func:`esc` also cuts a text at :data:`widgets.bounds.MAX_TEXT`
+characters with a note (a whole IR text, cut on its own, passes ``limit=None``).
 """
 
 from __future__ import annotations
@@ -13,30 +14,47 @@ import math
 import re
 from typing import Any
 
+from widgets.bounds import MAX_TEXT, clip
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
-def esc(value: Any, limit: int | None = None) -> str:
+def esc(value: Any, limit: int | None = MAX_TEXT) -> str:
     """Text from a model made safe for HTML, SVG and Graphviz HTML-like labels: control
-    characters replaced, optionally cut to ``limit`` characters, ``<>&"'`` escaped."""
-    text = _CONTROL.sub("\ufffd", str(value))
-    if limit is not None and len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return html.escape(text, quote=True)
+    characters replaced, cut to ``limit`` characters with a note (``… (N more characters)``;
+    None: not cut), ``<>&"'`` escaped."""
+    text = str(value)
+    if limit is not None:
+        text = clip(text, limit)
+    return html.escape(_CONTROL.sub("\ufffd", text), quote=True)
 
 
 def jsonable(x: Any) -> Any:
     """``x`` as JSON can hold it: dict keys and unknown objects as text, NaN and infinities as
-    their text ('nan', 'inf') rather than the non-standard tokens ``json`` writes."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, (str, int, float, bool)) or x is None:
-        return x
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    return str(x)
+    their text ('nan', 'inf') rather than the non-standard tokens ``json`` writes. Walks with a
+    stack of its own (no recursion over the value's nesting)."""
+
+    def leaf(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return str(v)
+        if isinstance(v, (str, int, float, bool)) or v is None:
+            return v
+        return str(v)
+
+    root: list = [None]
+    stack: list[tuple[Any, Any, Any]] = [(x, root, 0)]
+    while stack:
+        v, into, key = stack.pop()
+        if isinstance(v, dict):
+            out: Any = {str(k): None for k in v}
+            stack.extend((item, out, str(k)) for k, item in v.items())
+        elif isinstance(v, (list, tuple)):
+            out = [None] * len(v)
+            stack.extend((item, out, i) for i, item in enumerate(v))
+        else:
+            out = leaf(v)
+        into[key] = out
+    return root[0]
 
 
 def json_script(data: Any) -> str:

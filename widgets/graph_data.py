@@ -54,6 +54,14 @@ import numpy as np
 from explorer.fmt import format_bytes
 from explorer.graph import collector_paused
 from explorer.rewrites import whys
+from widgets.bounds import (
+    MAX_PAYLOAD_BYTES,
+    MAX_TEXT,
+    check_budget,
+    clip,
+    clip_id,
+    clip_tree,
+)
 from widgets.boxes import MAX_BOXES, _entries, _Memo, _prefixes
 from widgets.findings import graph_marks
 from widgets.graph_groups import (
@@ -69,6 +77,7 @@ from widgets.stats import _cached_stats
 
 MAX_INLINE = 4  # weight lines drawn on one node
 MAX_OPENED_CHANGES = 50  # changes whose groups are opened at first (while they fit)
+MAX_WHYS = 20_000  # nodes of a step whose why lines a payload holds (the rest: a note)
 _MAX_ATTRS = 3  # key attributes shown on an op's box
 _DULL_ATTRS = {  # attributes at their usual value: not worth a line on the box
     ("groups", "1"),
@@ -203,7 +212,7 @@ def _op_line(t: dict[str, list[int]], limit: int = 3) -> str:
     parts = [f"{op} ×{c}" if c > 1 else op for op, (c, _first) in common[:limit]]
     if len(common) > limit:
         parts.append(f"+{len(common) - limit} more")
-    return f"{sum(c for c, _first in t.values())} ops: {', '.join(parts)}"
+    return clip(f"{sum(c for c, _first in t.values())} ops: {', '.join(parts)}")
 
 
 # ===== the builder =============================================================================
@@ -253,6 +262,7 @@ class _Builder:
         roots = self._provenance_root()
 
         nodes = []
+        size = 0  # about the payload's bytes as JSON (its budget: MAX_PAYLOAD_BYTES)
         lines_on: dict[int, list[str]] = {}
         for i, host in inline.items():
             lines_on.setdefault(host, []).append(i)
@@ -260,17 +270,17 @@ class _Builder:
         for i, e in enumerate(entries):
             n = e.node
             node: dict[str, Any] = {
-                "id": e.key,
+                "id": clip_id(e.key),
                 "k": n.kind,
-                "t": title(n, e.group),
-                "s": lines(n),
+                "t": clip(title(n, e.group)),
+                "s": [clip(x) for x in lines(n)],
                 "g": of[i],
                 "ty": type_index(n.type),
             }
             if e.status:
                 node["st"] = e.status
             if e.change:
-                node["chg"] = e.change
+                node["chg"] = clip(e.change)
             if n.nbytes:
                 node["b"] = n.nbytes
             if i in inline:
@@ -279,14 +289,15 @@ class _Builder:
                 node["w"] = self._weight_lines(lines_on[i], e.group)
                 node["wi"] = lines_on[i][:MAX_INLINE]  # the nodes of those lines
             if i in marks:
-                node["mark"] = marks[i]
+                node["mark"] = clip(str(marks[i]))
             if i in bad:
                 node["bad"] = 1
             if i in errors:
                 node["err"] = errors[i]
             if n.opaque:
-                node["opq"] = n.opaque["runner"]
+                node["opq"] = clip(n.opaque["runner"])
             nodes.append(node)
+            size += 80 + len(node["id"]) + len(node["t"]) + sum(map(len, node["s"]))
 
         edges = []
         shape_changed = {s.node for s in self.diff.shape_changes} if self.diff else set()
@@ -317,20 +328,35 @@ class _Builder:
         if self.diff is not None:
             for bid, (aid, _how) in self.diff.matches.items():
                 if aid != bid and bid in self.index:
-                    pairs.append([self.index[bid], aid])
+                    pairs.append([self.index[bid], clip_id(aid)])
+        details, details_size = self._details(roots)
+        types = [clip(t) for t in self.types]
+        for grp in groups:
+            grp["id"], grp["label"] = clip_id(grp["id"]), clip(grp["label"])
+            if "fm" in grp:
+                grp["fm"] = clip(str(grp["fm"]))
+        size += details_size + 16 * len(edges) + sum(map(len, types)) + 120 * len(groups)
+        size += sum(len(grp["id"]) + len(grp["label"]) + len(grp.get("ops", "")) for grp in groups)
+        check_budget(
+            size,
+            MAX_PAYLOAD_BYTES,
+            f"the graph of step #{self.step.index} ({len(nodes):,} nodes, {len(edges):,} edges)",
+            "its nodes' texts are long or it has very many nodes: view fewer steps, or a smaller "
+            "part of the model",
+        )
         payload = {
-            "step": {"index": self.step.index, "name": self.step.name},
+            "step": {"index": self.step.index, "name": clip(self.step.name)},
             "baseline": None
             if self.baseline is None
-            else {"index": self.baseline.index, "name": self.baseline.name},
+            else {"index": self.baseline.index, "name": clip(self.baseline.name)},
             "nodes": nodes,
             "edges": edges,
-            "types": list(self.types),
+            "types": types,
             "groups": groups,
             "changes": changes,
             "focus": focus,
             "pairs": pairs,
-            "details": self._details(roots),
+            "details": details,
         }
         payload["collapsed"] = self._initial_collapsed(groups, of, drawn, focus, changes, max_boxes)
         return payload  # every piece is JSON-ready
@@ -368,7 +394,7 @@ class _Builder:
             name = n.label if n.kind == "weight" else "const"
             if group and name.startswith(group + "."):
                 name = name[len(group) + 1 :]
-            out.append(f"{name} {n.type}")
+            out.append(clip(f"{name} {n.type}"))
         if len(items) > MAX_INLINE:
             out.append(f"+{len(items) - MAX_INLINE} more")
         return out
@@ -377,45 +403,59 @@ class _Builder:
         files = {str(e.node.provenance.get("file", "")) for e in self.entries}
         return _common_dir(sorted({f.rsplit(":", 1)[0] for f in files}))
 
-    def _details(self, root: str) -> list[dict]:
+    def _details(self, root: str) -> tuple[list[dict], int]:
         """What the details drawer shows beyond the node itself (its inputs and users come
         from the edges): name, function, attributes, provenance (file paths relative to
-        ``root``), and a weight's first values and statistics when ``stats``."""
+        ``root``), and a weight's first values and statistics when ``stats``; every text cut
+        at MAX_TEXT characters with a note. With about their bytes as JSON."""
         out = []
         stats = self.stats
         why = self._whys()
+        size = 0
         for e in self.entries:
             n = e.node
-            info: dict[str, Any] = {"name": n.label}
+            info: dict[str, Any] = {"name": clip(n.label)}
             if e.key in why:
                 info["why"] = why[e.key]
             if n.function:
-                info["function"] = n.function
+                info["function"] = clip(n.function)
             if n.attrs:
-                info["attrs"] = n.attrs
+                info["attrs"], k = clip_tree(n.attrs)
+                size += k
             if n.provenance:
                 prov = dict(n.provenance)
                 if "file" in prov:
                     prov["file"] = short_path(str(prov["file"]), root)
-                info["provenance"] = prov
+                info["provenance"], k = clip_tree(prov)
+                size += k
+            size += 40 + len(info["name"]) + len(info.get("why", "")) + len(n.function)
             if stats and n.kind in _STATS_KINDS:
                 data = getattr(n.obj, "data", None)
                 if isinstance(data, np.ndarray):
                     info.update(_cached_stats(data))
+                    size += 400
             out.append(info)
-        return out
+        return out, size
 
     def _whys(self) -> dict[str, str]:
         """Why each node changed, by entry key: the rule and the step that made it
         (:func:`explorer.rewrites.whys`), and for a removed node the rule of this step that
-        replaced it (when the baseline is the step this pass was given)."""
+        replaced it (when the baseline is the step this pass was given); for MAX_WHYS nodes
+        at most (the others say so), each cut at 4 x MAX_TEXT characters."""
         out = whys(self.step)
         if self.baseline is not None and self.baseline is self.step.previous:
             where = f"#{self.step.index} {self.step.name}"
             for r in self.step.rewrites:
                 for nid in r.matched:
                     out.setdefault(f"removed:{nid}", f"replaced by rule {r.rule} at {where}")
-        return out
+                if len(out) > 2 * MAX_WHYS:
+                    break
+        if len(out) > MAX_WHYS:
+            keys = list(out)
+            n = len(keys) - MAX_WHYS
+            note = f"(why lines kept for {MAX_WHYS:,} nodes, not {n:,} more: step.why(node))"
+            out = {k: out[k] for k in keys[:MAX_WHYS]} | dict.fromkeys(keys[MAX_WHYS:], note)
+        return {k: clip(v, 4 * MAX_TEXT) for k, v in out.items()}
 
     def _group_summaries(self, groups, of, drawn, bad, inline) -> None:
         """Each group's box: live nodes inside, op summary, parameter bytes and their change,

@@ -41,17 +41,21 @@ def group_tree(entries: list[_Entry], drawn: list[int]) -> tuple[list[dict], lis
     placed: dict[tuple[str, str], int] = {}  # (function, module path) -> its group
 
     def place(fn: str, path: str) -> int:
-        """The group of module ``path`` (its ancestors made first) in function ``fn``."""
-        i = placed.get((fn, path))
-        if i is None:
-            if "." in path:
-                parent_path, _dot, name = path.rpartition(".")
-                parent = place(fn, parent_path)
-            else:
-                name = path
-                parent = group("@" + fn, "@" + fn, 0, "function") if fn else 0
-            i = placed[fn, path] = group(f"@{fn}/{path}" if fn else path, name, parent, "module")
-        return i
+        """The group of module ``path`` (its ancestors made first) in function ``fn``; a
+        loop, not recursion: paths are bounded (:func:`widgets.bounds.module_path`) but
+        come from a file."""
+        chain = []  # the path and its ancestors without a group yet, innermost first
+        while path and (fn, path) not in placed:
+            chain.append(path)
+            path = path.rpartition(".")[0]
+        if path:
+            parent = placed[fn, path]
+        else:
+            parent = group("@" + fn, "@" + fn, 0, "function") if fn else 0
+        for p in reversed(chain):
+            name = p.rpartition(".")[2]
+            parent = placed[fn, p] = group(f"@{fn}/{p}" if fn else p, name, parent, "module")
+        return parent
 
     of = [0] * len(entries)
     for i in drawn:
@@ -132,28 +136,27 @@ def segment(groups: list[dict], of: list[int], drawn: list[int], pos: list[float
         members.setdefault(groups[g]["p"], []).append((first.get(g, 0.0), "g", g))
 
     def split(g: int, items: list[tuple[float, str, int]], label_from: int) -> None:
-        if len(items) <= MAX_CHILDREN:
-            for _pos, what, idx in items:
-                if what == "n":
-                    of[idx] = g
-                else:
-                    groups[idx]["p"] = g
-            return
-        size = SEGMENT if len(items) <= SEGMENT * MAX_CHILDREN else -(-len(items) // MAX_CHILDREN)
-        gid = groups[g]["id"]
-        for k in range(0, len(items), size):
-            chunk = items[k : k + size]
-            lo, hi = label_from + k + 1, label_from + k + len(chunk)
-            s = len(groups)
-            groups.append(
-                {
-                    "id": f"{gid}#{lo}-{hi}",
-                    "label": f"items {lo}–{hi}",
-                    "p": g,
-                    "k": "segment",
-                }
-            )
-            split(s, chunk, lo - 1)
+        todo = [(g, items, label_from)]  # a stack, not recursion
+        while todo:
+            g, items, label_from = todo.pop()
+            if len(items) <= MAX_CHILDREN:
+                for _pos, what, idx in items:
+                    if what == "n":
+                        of[idx] = g
+                    else:
+                        groups[idx]["p"] = g
+                continue
+            many = len(items) > SEGMENT * MAX_CHILDREN
+            size = -(-len(items) // MAX_CHILDREN) if many else SEGMENT
+            gid = groups[g]["id"]
+            for k in range(0, len(items), size):
+                chunk = items[k : k + size]
+                lo, hi = label_from + k + 1, label_from + k + len(chunk)
+                s = len(groups)
+                groups.append(
+                    {"id": f"{gid}#{lo}-{hi}", "label": f"items {lo}–{hi}", "p": g, "k": "segment"}
+                )
+                todo.append((s, chunk, lo - 1))
 
     for g, items in list(members.items()):
         if len(items) > MAX_CHILDREN:

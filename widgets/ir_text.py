@@ -12,6 +12,7 @@ from widgets.escape import esc
 MAX_TEXT_CHARS = 400_000
 MAX_BACKEND_TEXT = MAX_TEXT_CHARS  # the earlier name
 MAX_TRACEBACK_CHARS = 20_000  # of a failed pass's traceback
+MAX_LINE_CHARS = 4000  # of one line of the IR diff (its 10,000 lines are not cut otherwise)
 
 
 def cut_text(text: str, limit: int, what: str, whole: str) -> tuple[str, str]:
@@ -49,7 +50,7 @@ def ir_text_html(step) -> str:
     out = []
     for i, line in enumerate(lines):
         cls = " class='pl-failed-line'" if i == failed else ""
-        out.append(f"<span{cls}>{esc(line)}</span>")
+        out.append(f"<span{cls}>{esc(line, None)}</span>")  # (the text is cut)
     html = note + "<pre class='pl-ir'>" + "\n".join(out) + "</pre>"
     if getattr(step, "backend_stage", None) is None:
         return html
@@ -61,7 +62,7 @@ def ir_text_html(step) -> str:
         opened = " open" if name == "loop IR" else ""
         parts.append(
             f"<details{opened}><summary>{esc(name)}</summary>{note}"
-            f"<pre class='pl-ir'>{esc(text)}</pre></details>"
+            f"<pre class='pl-ir'>{esc(text, None)}</pre></details>"
         )
     return "".join(parts)
 
@@ -85,7 +86,8 @@ def text_diff_html(d: Diff, mode: str = "both", context: int = 3) -> str:
                 skipped = int(left.split()[1]) if left and left.split()[1].isdigit() else 0
                 ln += skipped
                 rn += skipped
-                rows.append(f"<tr class='pl-skip'><td></td><td colspan='3'>{esc(left)}</td></tr>")
+                skip = esc(left, MAX_LINE_CHARS)
+                rows.append(f"<tr class='pl-skip'><td></td><td colspan='3'>{skip}</td></tr>")
                 continue
             cls = f" class='{_DIFF_CLASS[tag]}'" if _DIFF_CLASS[tag] else ""
             lcls = cls if left is not None else ""
@@ -96,9 +98,9 @@ def text_diff_html(d: Diff, mode: str = "both", context: int = 3) -> str:
                 rn += 1
             rows.append(
                 f"<tr><td class='ln'>{ln if left is not None else ''}</td>"
-                f"<td{lcls}>{esc(left or '')}</td>"
+                f"<td{lcls}>{esc(left or '', MAX_LINE_CHARS)}</td>"
                 f"<td class='ln'>{rn if right is not None else ''}</td>"
-                f"<td{rcls}>{esc(right or '')}</td></tr>"
+                f"<td{rcls}>{esc(right or '', MAX_LINE_CHARS)}</td></tr>"
             )
         parts.append(
             "<table class='pl-diff pl-side-by-side'><colgroup><col style='width:3.5em'><col>"
@@ -108,15 +110,15 @@ def text_diff_html(d: Diff, mode: str = "both", context: int = 3) -> str:
         out = []
         for line in d.text_diff.splitlines():
             if line.startswith(("+++", "---")):
-                out.append(f"<b>{esc(line)}</b>\n")
+                out.append(f"<b>{esc(line, MAX_LINE_CHARS)}</b>\n")
             elif line.startswith("@@"):
-                out.append(f"<span class='pl-hunk'>{esc(line)}</span>")
+                out.append(f"<span class='pl-hunk'>{esc(line, MAX_LINE_CHARS)}</span>")
             elif line.startswith("+"):
-                out.append(f"<span class='pl-ins'>{esc(line)}</span>")
+                out.append(f"<span class='pl-ins'>{esc(line, MAX_LINE_CHARS)}</span>")
             elif line.startswith("-"):
-                out.append(f"<span class='pl-del'>{esc(line)}</span>")
+                out.append(f"<span class='pl-del'>{esc(line, MAX_LINE_CHARS)}</span>")
             else:
-                out.append(esc(line) + "\n")
+                out.append(esc(line, MAX_LINE_CHARS) + "\n")
         parts.append("<pre class='pl-unified'>" + "".join(out) + "</pre>")
     return "".join(parts)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from widgets import views
+from widgets.bounds import MAX_REPORT_BYTES, check_budget, clip
 from widgets.boxes import MAX_BOXES
 from widgets.error_map import MAP_CSS
 from widgets.escape import esc, json_script
@@ -41,6 +42,7 @@ class _Store:
     def __init__(self) -> None:
         self.keys: dict[str, int] = {}
         self.items: list[str] = []
+        self.size = 0  # characters of the items
 
     def add(self, content: str | None) -> int | None:
         if content is None:
@@ -50,6 +52,7 @@ class _Store:
         if digest not in self.keys:
             self.keys[digest] = len(self.items)
             self.items.append(content)
+            self.size += len(content)
         return self.keys[digest]
 
     def html(self) -> str:
@@ -85,12 +88,36 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _over_budget(trace, sizes: dict[int, int], total: int, max_bytes: int) -> None:
+    """Raise :class:`widgets.bounds.RenderLimitError` once the report is over ``max_bytes``,
+    naming its largest steps."""
+    big = sorted(sizes, key=lambda i: -sizes[i])[:3]
+    names = ", ".join(
+        f"#{i} {clip(trace.steps[i].name, 60)} ({sizes[i] / 2**20:,.1f} MiB)" for i in big
+    )
+    check_budget(
+        total,
+        max_bytes,
+        f"the HTML report of {len(trace.steps):,} steps (written so far: {len(sizes):,})",
+        f"the largest steps are {names}. Narrow it: fewer steps (a shorter pipeline, or "
+        "trace[i].to_html / passlens show for one step), or raise the budget with "
+        "to_html(..., max_bytes=N) for a trace you trust.",
+    )
+
+
 def report_html(
-    trace, report=None, max_boxes: int = MAX_BOXES, title: str = "", progress=None
+    trace,
+    report=None,
+    max_boxes: int = MAX_BOXES,
+    title: str = "",
+    progress=None,
+    max_bytes: int = MAX_REPORT_BYTES,
 ) -> str:
     """The whole report as one HTML string (see the module docstring); ``progress``: per
     step, as :class:`explorer.progress.Job` shows it (a callback gets ``(done, total,
-    step name)``)."""
+    step name)``). Past ``max_bytes`` (about: characters) it raises
+    :class:`widgets.bounds.RenderLimitError`, naming the largest steps, rather than writing
+    a report no browser opens."""
     from explorer.progress import Job
     from widgets.graph_data import graph_payload
     from widgets.graph_view import graph_css, graph_js
@@ -105,12 +132,15 @@ def report_html(
     step_views = [v for v in shown if v.scope == "step"]
 
     job = Job(progress, "writing the report", len(trace.steps), callback=progress)
+    sizes: dict[int, int] = {}  # about the characters each step adds
+    total = 0
     for s, row in zip(trace.steps, summary, strict=True):
         job.advance(s.name)
+        stored = store.size
         prev = s.previous
         plain = s.status == "unchanged" and prev is not None and prev.index in owners
         entry: dict[str, Any] = {
-            "name": s.name,
+            "name": clip(s.name),
             "status": s.status,
             "depth": s.depth,
             "plain": plain,
@@ -128,6 +158,7 @@ def report_html(
             entry["graph"] = len(graphs)
             payload = graph_payload(s, prev, report, max_boxes)
             graphs.append(_script(f"pl-g{len(graphs)}", payload))
+            sizes[s.index] = len(graphs[-1])
         entry["header"] = views.header_html(s, row, report, notes=False)  # as the stepper's
         entry["panes"] = {v.key: store.add(views.step_html(v, s, report)) for v in step_views}
         if report is not None:
@@ -139,6 +170,11 @@ def report_html(
             entry["error"] = f"{s.name} failed{where}: {err}\n{traceback_text(s)}"
         steps_data.append(entry)
         rows_html.append(views.timeline_row_html(s, row, report))
+        texts = (entry["header"], entry["error"], entry.get("finding", ""), rows_html[-1])
+        sizes[s.index] = sizes.get(s.index, 0) + store.size - stored + sum(map(len, texts))
+        total += sizes[s.index] + 200
+        if total > max_bytes:
+            _over_budget(trace, sizes, total, max_bytes)
     job.close()  # (an error above leaves the bar to the garbage collector)
 
     failure = trace.failure
@@ -180,6 +216,8 @@ def report_html(
         else:
             banner = "<span id='pl-banner' class='pl-ok'>✓ check: no findings</span>"
     panes = "".join(_pane_html(v, trace, report, k == 0) for k, v in enumerate(shown))
+    if total + len(panes) > max_bytes:  # the trace's views (the error and parameter maps)
+        _over_budget(trace, sizes, total + len(panes), max_bytes)
     tabs = tab_bar_html(shown, shown[0].key if shown else "")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -248,12 +286,22 @@ def step_html(step, baseline=None, report=None, max_boxes: int = MAX_BOXES) -> s
     )
 
 
-def write_html(trace, path, report=None, max_boxes: int = MAX_BOXES, progress=None) -> int:
+def write_html(
+    trace,
+    path,
+    report=None,
+    max_boxes: int = MAX_BOXES,
+    progress=None,
+    max_bytes: int = MAX_REPORT_BYTES,
+) -> int:
     """Write the report of ``trace`` (and of a check ``report``, if given) to ``path``;
     returns the file's size in bytes. ``max_boxes``: how many boxes a step's graph opens
     with (groups are collapsed, finest first, until it fits); ``progress``: per step (see
-    :mod:`explorer.progress`)."""
-    text = report_html(trace, report=report, max_boxes=max_boxes, progress=progress)
+    :mod:`explorer.progress`); ``max_bytes``: the report's budget (past it, a
+    :class:`widgets.bounds.RenderLimitError` and no file)."""
+    text = report_html(
+        trace, report=report, max_boxes=max_boxes, progress=progress, max_bytes=max_bytes
+    )
     data = text.encode("utf-8")
     Path(path).write_bytes(data)
     return len(data)

@@ -5,8 +5,8 @@ rewrites ("all rules" shows them all again).
 Self-contained HTML: the filter is a radio button per rule in the view's own form and CSS
 that works on rule numbers (``:has``), no script and no name in a selector, so the report,
 the Jupyter stepper and the Panel app show the same piece. Every name
-is escaped; long lists are cut (:data:`MAX_ROWS` rewrites, :data:`MAX_SHOWN_NAMES` names a
-cell).
+is escaped; long lists are cut (:data:`MAX_ROWS` rewrites, :data:`MAX_RULE_ROWS` rules,
+:data:`MAX_SHOWN_NAMES` names a cell, :data:`MAX_NAME_CHARS` characters a name), with a note.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ MAX_SHOWN_NAMES = 8
 MAX_NAME_CHARS = 120
 
 MAX_FILTERED_RULES = 200  # rules one can choose to filter by (the rest are listed)
+MAX_RULE_ROWS = 1000  # rules listed (a file can name a million)
 
 
 def _filter_css(n: int) -> str:
@@ -68,12 +69,12 @@ def _nested(step) -> list:
     trace = step.trace
     if trace is None or not step.children:
         return []
-    out, todo = [], list(step.children)
+    out, todo = [], list(reversed(step.children))  # a stack, in order: no recursion
     while todo:
-        s = trace.steps[todo.pop(0)]
+        s = trace.steps[todo.pop()]
         if s.rewrites:
             out.append(s)
-        todo[:0] = s.children
+        todo.extend(reversed(s.children))
     return out
 
 
@@ -94,6 +95,8 @@ def rewrites_html(step, report=None) -> str:
                 f"{_plural(len(rule_counts(s.rewrites)), 'rule')}</li>"
                 for s in nested[:MAX_ROWS]
             )
+            if len(nested) > MAX_ROWS:
+                items += f"<li>+{len(nested) - MAX_ROWS} more passes not listed</li>"
             note += f" Its nested passes did:<ul>{items}</ul>"
         return f"<div class='pl-rewrites pl-note' style='font:13px sans-serif'>{note}</div>"
     counts = rule_counts(rewrites)
@@ -107,7 +110,7 @@ def rewrites_html(step, report=None) -> str:
         f"<td class='num'>{total}</td><td></td></tr>"
     ]
     shown = [f"<span class='pl-rw-shown' data-k='all'>{esc(all_label)}</span>"]
-    for rule, n in counts.items():
+    for rule, n in list(counts.items())[:MAX_RULE_ROWS]:
         k = number[rule]
         choose = radio.format(k, "") if k < MAX_FILTERED_RULES else ""
         rule_rows.append(
@@ -117,6 +120,11 @@ def rewrites_html(step, report=None) -> str:
         if k < MAX_FILTERED_RULES:
             label = f"{_plural(n, 'rewrite')} by {rule}"
             shown.append(f"<span class='pl-rw-shown' data-k='{k}'>{esc(label, 400)}</span>")
+    if len(counts) > MAX_RULE_ROWS:
+        rule_rows.append(
+            f"<tr><td colspan='3' style='color:#888'>+{len(counts) - MAX_RULE_ROWS} more rules "
+            "not listed</td></tr>"
+        )
     before = step.previous
     was = before.graph if before is not None else None
     body = []

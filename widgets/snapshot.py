@@ -97,7 +97,7 @@ class GraphSnapshot:
         """The page in an ``<iframe srcdoc>`` (the page escaped as an attribute value)."""
         label = f"graph of #{self.step.index} {self.step.name}"
         return (
-            f'<iframe srcdoc="{esc(self.page)}" title="{esc(label, 200)}" '
+            f'<iframe srcdoc="{esc(self.page, None)}" title="{esc(label, 200)}" '
             f"style='width:100%;height:{self.height + 4}px;border:1px solid #ddd;"
             "border-radius:4px' loading='lazy'></iframe>"
         )

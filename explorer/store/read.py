@@ -214,8 +214,10 @@ class _Reader(ArrayReading):
         self.init_arrays()
         self._attr_cache: dict[str, Any] = {}
         self.nodes: list[Any] = []
+        self.nesting: list[int] = []  # how deep each node nests tuples and If branches
         for rec in _list(ir, "nodes"):
             self.nodes.append(self.decode(rec))
+            self.nest(rec)
         self.functions = [self.function(rec) for rec in _list(ir, "functions")]
         self.modules = [self.module(rec) for rec in _list(ir, "modules")]
         # another compiler's modules (explorer.adapters): their graphs' objects, then the modules
@@ -249,6 +251,29 @@ class _Reader(ArrayReading):
 
     def prov(self, rec: dict) -> Provenance:
         return self.ref(self.provs, rec.get("prov", 0), "provenance reference")
+
+    def nest(self, rec: dict) -> None:
+        """Record how deep the node just decoded nests values (a tuple of tuples, an If in a
+        branch of an If): every walk of a module recurses over that nesting (its type's text,
+        the printer), so a file may nest no deeper than the IR text can
+        (:data:`MAX_NODE_NESTING`, the parser's limit)."""
+        kind, n = rec["kind"], self.nesting
+        if kind == "tuple":
+            depth = 1 + max((n[a] for a in rec["args"]), default=0)
+        elif kind == "if":
+            depth = 1 + max(n[rec["then"]], n[rec["else"]], n[rec["cond"]])
+        elif kind == "block":
+            depth = max(n[rec["result"]], max((n[b] for b in rec["bindings"]), default=0))
+        elif kind == "get_item":
+            depth = n[rec["tuple"]]
+        else:
+            depth = 0
+        if depth > MAX_NODE_NESTING:
+            raise LimitError(
+                f"{self.path}: node {len(n)} nests tuples or If branches {depth} levels deep, "
+                f"over the limit of {MAX_NODE_NESTING} (the IR text's)"
+            )
+        n.append(depth)
 
     def decode(self, rec: dict) -> Any:
         kind = rec["kind"]
@@ -450,6 +475,9 @@ class _Reader(ArrayReading):
             else:
                 return None  # an input that could not be saved: the inputs are incomplete
         return tuple(out)
+
+
+MAX_NODE_NESTING = 64  # tuples and If branches nested in a node (compiler.ir.parser.MAX_NESTING)
 
 
 def _list(table: dict, key: str) -> list:

@@ -441,3 +441,50 @@ def test_ctrl_c_in_a_pass_keeps_the_trace_of_what_ran(tmp_path):
     assert isinstance(trace.failure.error, KeyboardInterrupt)
     assert [k.reason for k in trace.skipped] == ["skipped: interrupted in pass test-interrupt"]
     assert load(trace.save(tmp_path / "t.passlens")).interrupted
+
+
+# ----- nesting and long texts (issue #39: bounded rendering) --------------------------------
+
+
+def _nest_tuples(path, depth: int) -> None:
+    """The file's @main returns its value wrapped in ``depth`` tuples, one in another."""
+    ir = _json(path, "ir.json")
+    nodes, fn = ir["nodes"], ir["functions"][0]
+    prev, binds = fn["output"], list(fn["bindings"])
+    for i in range(depth):
+        nodes.append({"kind": "tuple", "args": [prev], "name": f"t{i}"})
+        prev = len(nodes) - 1
+        binds.append(prev)
+    fn["bindings"], fn["output"] = binds, prev
+    rewrite_member(path, "ir.json", json.dumps(ir).encode())
+
+
+def test_tuples_nested_5000_deep_are_a_limit_error_at_load(small_file):
+    """Every walk of a module (a type's text, the printer, the graph) recurses over that
+    nesting: a RecursionError in every view before."""
+    _nest_tuples(small_file, 5000)
+    err = _fast_error(small_file, LimitError, "nests tuples or If branches 65 levels deep")
+    assert "over the limit of 64" in str(err)
+
+
+def test_tuples_nested_within_the_limit_load_and_render(small_file, tmp_path):
+    _nest_tuples(small_file, 60)
+    trace = load(small_file)
+    assert trace.to_html(tmp_path / "nested.html") > 0
+
+
+def test_why_lines_of_long_matched_names_are_cut(small_file):
+    """A rewrite of 64 matched names of 4,090 characters by a 4,000-character rule: a why
+    line names 8 of them and is cut at MAX_WHY_CHARS with a note (before: 262 KB a node)."""
+    from explorer.rewrites import MAX_WHY_CHARS, whys
+
+    trace = load(small_file)
+    manifest = _json(small_file, "manifest.json")
+    names = [f"m{i:02d}" + "x" * 4090 for i in range(64)]
+    for s, rec in zip(trace.steps, manifest["steps"], strict=True):
+        rec["rewrites"] = [["r/" + "R" * 4000, names, list(s.graph.nodes), 0]]
+    rewrite_member(small_file, "manifest.json", json.dumps(manifest).encode())
+    loaded = load(small_file)
+    lines = [line for s in loaded.steps for w in whys(s).values() for line in w.split("\n")]
+    assert lines and all(len(line) <= MAX_WHY_CHARS + 40 for line in lines)
+    assert all(line.endswith("more characters)") for line in lines)

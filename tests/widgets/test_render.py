@@ -107,7 +107,9 @@ def test_names_from_the_model_are_data_and_json_scripts_escape_them(evil_trace):
 
 def test_escape_replaces_control_characters_and_cuts():
     assert esc("a\x00b\x1bc") == "a\ufffdb\ufffdc"
-    assert esc("x" * 100, 10) == "x" * 9 + "…"
+    assert esc("x" * 100, 10) == "x" * 10 + "… (90 more characters)"
+    assert esc("x" * 5000) == "x" * 1000 + "… (4,000 more characters)"  # every text, by default
+    assert esc("x" * 5000, None) == "x" * 5000
     assert esc("<&\"'>") == "&lt;&amp;&quot;&#x27;&gt;"
 
 

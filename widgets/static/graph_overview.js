@@ -127,14 +127,16 @@
       total.textContent = bits.join(" · ");
       const s = opened(m);
       let count = 0;
-      const walk = (g, depth) => {
-        for (const k of m.kids[g]) {
-          if (++count > MAX_ROWS) return;
-          row(m, k, depth);
-          if (s.has(k)) walk(k, depth + 1);
-        }
-      };
-      walk(0, 0);
+      // depth first, in order, with a stack of its own (no recursion over the groups' nesting)
+      const stack = [[0, 0, 0]]; // [group, depth, next child]
+      while (stack.length && count <= MAX_ROWS) {
+        const top = stack[stack.length - 1], kids = m.kids[top[0]];
+        if (top[2] >= kids.length) { stack.pop(); continue; }
+        const k = kids[top[2]++];
+        if (++count > MAX_ROWS) break;
+        row(m, k, top[1]);
+        if (s.has(k)) stack.push([k, top[1] + 1, 0]);
+      }
       if (count > MAX_ROWS) h("div", "plg-dim plg-ov-more", list, "first " + MAX_ROWS + " rows shown: close some groups");
       if (!m.kids[0].length) h("div", "plg-dim plg-ov-more", list, "no modules: the graph is flat");
       markView();

@@ -83,32 +83,53 @@
       const port = (k) => (k < 0 ? null : [out.x[k], out.y[k]]);
       return { w: Math.max(out.width, 60), h: Math.max(out.height, 30), pos, routes, IN: port(IN), OUT: port(OUT) };
     }
-    // group g's layout: from the cache, else laid out here (with its open children first)
+    // group g's layout: from the cache, else laid out here with its open children first (a
+    // stack of its own, children before parents: no recursion over the groups' nesting)
     function layoutGroup(m, g, lev) {
-      const key = layoutKey(m, g);
-      let L = m.cache.get(key);
-      if (L) return L;
-      const input = groupInput(m, g, lev, (k) => framed(layoutGroup(m, k, lev)));
-      L = groupLayout(input, input.job.nodes, PasslensLayout.layout(input.job));
-      m.cache.set(key, L);
-      if (m.cache.size > 4000) m.cache.clear();
-      return L;
+      const hit = m.cache.get(layoutKey(m, g));
+      if (hit) return hit;
+      const order = [], stack = [g], made = new Map();
+      while (stack.length) { // the open groups under g whose layouts are missing, parents first
+        const k = stack.pop();
+        order.push(k);
+        for (const c of m.kids[k]) {
+          if (!st.expanded.has(c) || !groupShown(m, c)) continue;
+          const L = m.cache.get(layoutKey(m, c));
+          if (L) made.set(c, L); else stack.push(c); // (kept here: the cache may be cleared)
+        }
+      }
+      for (let j = order.length - 1; j >= 0; j--) { // children before their parents
+        const k = order[j];
+        const sizeOf = (c) => framed(made.get(c));
+        const input = groupInput(m, k, lev, sizeOf);
+        const L = groupLayout(input, input.job.nodes, PasslensLayout.layout(input.job));
+        made.set(k, L);
+        if (m.cache.size > 4000) m.cache.clear();
+        m.cache.set(layoutKey(m, k), L);
+      }
+      return made.get(g);
     }
     // The layouts the drawing of m needs and the cache lacks, children first, as a batch for
     // the engine (an open child not in the cache is sized after its own job's result).
     function missing(m, lev) {
       const jobs = [], inputs = [], jobOf = new Map();
       const ref = (k) => ({ job: jobOf.get(k), minW: 60, minH: 30, padW: 2 * GPAD, padH: GPAD + GHEAD });
-      const visit = (g) => {
-        for (const k of m.kids[g]) if (st.expanded.has(k) && groupShown(m, k)) visit(k);
-        const key = layoutKey(m, g);
-        if (m.cache.has(key)) return;
+      // the open groups children first (post-order), with a stack of its own (no recursion)
+      const order = [], stack = [0];
+      while (stack.length) {
+        const g = stack.pop();
+        order.push(g);
+        const kids = m.kids[g];
+        for (let j = kids.length - 1; j >= 0; j--) if (st.expanded.has(kids[j]) && groupShown(m, kids[j])) stack.push(kids[j]);
+      }
+      for (let j = order.length - 1; j >= 0; j--) {
+        const g = order[j], key = layoutKey(m, g);
+        if (m.cache.has(key)) continue;
         const input = groupInput(m, g, lev, (k) => { const L = m.cache.get(layoutKey(m, k)); return L ? framed(L) : ref(k); });
         jobOf.set(g, jobs.length);
         jobs.push(input.job);
         inputs.push({ key, input });
-      };
-      visit(0);
+      }
       return { jobs, inputs };
     }
     // Whether the drawing of m can be made now (`drawn`: it is kept drawn, or every layout it
@@ -146,15 +167,18 @@
       const lev = levelsOf(m);
       const top = layoutGroup(m, 0, lev);
       const boxes = new Map(), frames = [];
-      const place = (g, ox, oy) => {
+      const todo = [[0, 0, 0]]; // [group, x, y] to place: a stack, not recursion
+      while (todo.length) {
+        const [g, ox, oy] = todo.pop();
         const L = layoutGroup(m, g, lev);
+        const inner = [];
         for (const [b, r] of L.pos) {
           const a = { x: ox + r.x, y: oy + r.y, w: r.w, h: r.h, g: g };
-          if (b >= m.N && st.expanded.has(b - m.N)) { frames.push({ b, ...a }); place(b - m.N, a.x + GPAD, a.y + GHEAD); }
+          if (b >= m.N && st.expanded.has(b - m.N)) { frames.push({ b, ...a }); inner.push([b - m.N, a.x + GPAD, a.y + GHEAD]); }
           else boxes.set(b, a);
         }
-      };
-      place(0, 0, 0);
+        for (let j = inner.length - 1; j >= 0; j--) todo.push(inner[j]);
+      }
       const origin = new Map([[0, { x: 0, y: 0 }]]), frameOf = new Map();
       for (const f of frames) { origin.set(f.b - m.N, { x: f.x + GPAD, y: f.y + GHEAD }); frameOf.set(f.b - m.N, f); }
       return { w: top.w, h: top.h, boxes, frames, frameOf, lev, origin, layouts: (g) => layoutGroup(m, g, lev) };

@@ -39,18 +39,19 @@
         // its child groups each get a line's height (they stack) or a label's width (side by side)
         return n > 0 && (s.h / n >= row || s.w / n >= 140);
       };
-      const visit = (g, depth) => {
-        for (const k of m.kids[g]) {
-          if (out.length >= MAX_BLOCKS) return;
-          const r = rectOf(m, D, k);
-          if (!r) continue;
-          const s = scr(r);
-          if (!seen(s)) continue;
-          if (D.frameOf.has(k) && descend(k, s)) visit(k, depth + 1);
-          else out.push({ g: k, parent: g, depth, s, members: [k] });
-        }
-      };
-      visit(0, 0);
+      // depth first, in order, with a stack of its own (no recursion over the groups' nesting)
+      const stack = [[0, 0, 0]]; // [group, depth, next child]
+      while (stack.length && out.length < MAX_BLOCKS) {
+        const top = stack[stack.length - 1], kids = m.kids[top[0]];
+        if (top[2] >= kids.length) { stack.pop(); continue; }
+        const k = kids[top[2]++], g = top[0], depth = top[1];
+        const r = rectOf(m, D, k);
+        if (!r) continue;
+        const s = scr(r);
+        if (!seen(s)) continue;
+        if (D.frameOf.has(k) && descend(k, s)) stack.push([k, depth + 1, 0]);
+        else out.push({ g: k, parent: g, depth, s, members: [k] });
+      }
       return out;
     }
     // two screen rectangles apart by at most a line's height, across and along
