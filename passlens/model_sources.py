@@ -267,15 +267,22 @@ def _torch(what: str):
 
 
 def _exported_file(path: Path, shapes: Sequence[InputShape]) -> tuple[Any, tuple | None]:
-    torch = _torch(f"{path} (a torch.export program)")
-    try:
-        ep = torch.export.load(str(path))
-    except Exception as e:
-        raise CLIError(
-            f"{path}: not a program saved by torch.export.save ({_one_line(e)})"
-        ) from None
+    """A ``.pt2``, read by :mod:`passlens.pt2`: no pickle but torch's weights-only one, no
+    code of the file's choosing (``torch.export.load`` would unpickle its sample inputs)."""
+    _torch(f"{path} (a torch.export program)")
+    from passlens.pt2 import load_program
+
+    ep, sample, notes = load_program(path)
+    for note in notes:
+        print(f"passlens: note: {_one_line(note)}", file=sys.stderr)
     if shapes:
         return ep, _program_inputs(ep, shapes, str(path))
+    if sample is None and notes:
+        raise CLIError(
+            f"{path}: no example inputs to run the program on (its sample inputs were not "
+            "read, see the note above): give each input's shape with --input-shape, e.g. "
+            "--input-shape 1,3,224,224"
+        )
     return ep, _exported_example_inputs(ep, str(path))
 
 
