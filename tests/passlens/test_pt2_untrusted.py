@@ -285,3 +285,33 @@ def test_a_zip_bombed_pt2_member_is_refused_before_torch_reads_it(capsys, tmp_pa
     code, _, err = run(capsys, "explore", bad, *PIPELINE)
     assert code == 2
     assert_one_line_error(err, "weight_0", "100 times")
+
+
+# ----- what the docs say runs code ---------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _what_runs_code() -> str:
+    text = (ROOT / "docs" / "reference.md").read_text()
+    start = text.index("**What runs code**")
+    return " ".join(text[start : text.index("`python -m passlens` drops", start)].split())
+
+
+def test_the_docs_list_python_sources_as_running_code_and_pt2_as_read_safely():
+    """What the docs say is what the tests above show: .py files and modules run (they are
+    Python); a .pt2 runs nothing of the file's (the payload tests above)."""
+    from passlens.model_sources import HELP
+
+    para = _what_runs_code()
+    runs, _, safe = para.partition("runs no code of the file's")
+    assert "`model.py` (run as Python)" in runs and "`module:ATTR` (imported)" in runs
+    assert "`.pt2`" not in runs.replace("Loading a trace, an ONNX file, IR text or a `.pt2`", "")
+    assert safe and "weights-only unpickler" in safe and "AOTInductor code refused" in safe
+    help_text = " ".join(HELP.split())
+    assert ".py files and modules are run as Python: only use ones you trust." in help_text
+    assert "A .pt2 is read safely" in help_text
+    for doc in (ROOT / "README.md", ROOT / "docs" / "reference.md"):
+        flat = " ".join(doc.read_text().split())
+        assert "unpickled by torch" not in flat and "pickled by torch" not in flat, doc
+    assert "pickled by torch" not in help_text and ".pt2 files are unpickled" not in help_text
