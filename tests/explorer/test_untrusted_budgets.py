@@ -367,7 +367,7 @@ def _first_op(graph):
         (lambda g: g["params"][0].update(shape=[1] * 100), "a shape of 100 dims, more than 64"),
         (lambda g: g["params"][0].update(shape=["n" * 300]), "a symbolic dim must be 1 to 256"),
         (lambda g: g["params"][0].update(nbytes=10**40), "nbytes is 1000.* over"),
-        (lambda g: g["params"][0].update(dtype="f32<script>"), "is not a dtype's name"),
+        (lambda g: g["params"][0].update(dtype="f" * 300), "is not a dtype's name"),
         (lambda g: g["params"][0].update(dtype=7), "dtype must be text, not int"),
         (lambda g: g["params"][0].update(name="n" * 70_000), "name is 70,000 characters"),
         (lambda g: g["nodes"][0].update(shape=[-1]), "a dim must be between 0 and 2..62"),
