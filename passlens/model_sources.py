@@ -4,8 +4,9 @@
 MODEL is one of:
 
 - ``model.onnx``: an ONNX model;
-- ``model.pt2``: a program saved by ``torch.export.save`` (inputs: the program's own
-  ``example_inputs``, or ``--input-shape``);
+- ``model.pt2``: a program saved by ``torch.export.save``, read by :mod:`passlens.pt2`
+  without running code from it (inputs: the program's own ``example_inputs``, or
+  ``--input-shape``);
 - ``model.py``: a Python file defining ``model()``, which returns ``(model, example_args)`` or
   a model;
 - ``model.py:ATTR`` or ``package.module:ATTR``: an ``nn.Module`` instance, an ``nn.Module``
@@ -59,7 +60,8 @@ a torch model's example inputs are the first of: --input-shape (once per input, 
 --input-shape 1,3,224,224 --input-shape 1,16:int64; floats are random normal, integers 0 or
 1, seed 0), the example_args a function returned, an example_inputs attribute of the model,
 then of its module or file (a tuple of tensors, or a function returning one).
-.py files and modules are run as Python and .pt2 files are unpickled: only use ones you trust.
+.py files and modules are run as Python: only use ones you trust. A .pt2 is read safely
+(nothing of the file's runs; its sample inputs only through torch's weights-only unpickler).
 
 exit codes: 0 ok, 1 findings (a pass failed, or --check found problems), 2 error
 """
@@ -267,15 +269,22 @@ def _torch(what: str):
 
 
 def _exported_file(path: Path, shapes: Sequence[InputShape]) -> tuple[Any, tuple | None]:
-    torch = _torch(f"{path} (a torch.export program)")
-    try:
-        ep = torch.export.load(str(path))
-    except Exception as e:
-        raise CLIError(
-            f"{path}: not a program saved by torch.export.save ({_one_line(e)})"
-        ) from None
+    """A ``.pt2``, read by :mod:`passlens.pt2`: no pickle but torch's weights-only one, no
+    code of the file's choosing (``torch.export.load`` would unpickle its sample inputs)."""
+    _torch(f"{path} (a torch.export program)")
+    from passlens.pt2 import load_program
+
+    ep, sample, notes = load_program(path)
+    for note in notes:
+        print(f"passlens: note: {_one_line(note)}", file=sys.stderr)
     if shapes:
         return ep, _program_inputs(ep, shapes, str(path))
+    if sample is None and notes:
+        raise CLIError(
+            f"{path}: no example inputs to run the program on (its sample inputs were not "
+            "read, see the note above): give each input's shape with --input-shape, e.g. "
+            "--input-shape 1,3,224,224"
+        )
     return ep, _exported_example_inputs(ep, str(path))
 
 

@@ -77,6 +77,11 @@ def _shape_text(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+def _elements(shape) -> int | str:
+    """A shape's element count for sorting; a symbolic dim (text, ``n``) counts as 1."""
+    return math.prod(d for d in shape if isinstance(d, int)) if shape else 1
+
+
 def param_rows(step, baseline=None) -> list[dict]:
     """One row per parameter of ``step`` (and per parameter of ``baseline`` it no longer
     has): name, shape, dtype, bytes, status, and ``bloat`` when it made the total grow.
@@ -162,7 +167,7 @@ def param_table_html(step, baseline=None) -> str:
         body.append(
             f"<tr class='pl-s-{cls}'>"
             + _td(r["name"])
-            + _td(_shape_text(r["shape"]), v=math.prod(r["shape"]) if r["shape"] else 1, num=True)
+            + _td(_shape_text(r["shape"]), v=_elements(r["shape"]), num=True)
             + _td(r["dtype"])
             + _td(format_bytes(r["nbytes"]), v=r["nbytes"], num=True)
             + _td(st)

@@ -160,38 +160,76 @@ def foreign_module(reader: Any, rec: Any) -> Any:
 
 
 _MAX_VALUE_DEPTH = 8  # lists nested in an attribute value
+# caps on a graph model's fields (a file is untrusted; views and sums take them as they are)
+MAX_NAME_CHARS = 1 << 16  # an id, name, label, op, function, group, key
+MAX_TYPE_CHARS = 1 << 20  # a type's text (a tuple of many tensors)
+MAX_RANK = 64
+MAX_DIM = 1 << 62  # one dim; a product or a sum of bytes still fits in int64 for the views
+MAX_NBYTES = 1 << 52  # one value's or parameter's bytes (4 PiB): sums of many stay in int64
+MAX_SYMBOLIC_DIM_CHARS = 256  # a symbolic dim's text (``n``, ``batch * 2``)
+MAX_INDEX = (1 << 31) - 1  # an edge's operand index, a signature's num_input
+MAX_DTYPE_CHARS = 256  # a dtype's name (f32, float8_e4m3fn, custom[posit]32, TVM's own)
 
 
-def _text(rec: dict, key: str, what: str, default: Any = ...) -> Any:
-    """``rec[key]``, which must be text (``default`` when missing or None, if given)."""
+def _text(rec: dict, key: str, what: str, default: Any = ..., cap: int = MAX_NAME_CHARS) -> Any:
+    """``rec[key]``, which must be text of at most ``cap`` characters (``default`` when
+    missing or None, if given)."""
     value = rec.get(key) if default is not ... else rec[key]
     if value is None and default is not ...:
         return default
     if not isinstance(value, str):
         raise TypeError(f"{what}: {key} must be text, not {type(value).__name__}")
+    if len(value) > cap:
+        raise ValueError(f"{what}: {key} is {len(value):,} characters, over {cap:,}")
     return value
 
 
-def _int(value: Any, what: str) -> int:
+def _int(value: Any, what: str, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an integer, not {type(value).__name__}")
+    if high is not None and not 0 <= value <= high:
+        raise ValueError(f"{what} must be between 0 and {high:,}, not {str(value)[:80]}")
     return value
 
 
 def _nbytes(value: Any, what: str) -> int:
     if _int(value, what) < 0:
         raise ValueError(f"{what} must not be negative")
+    if value > MAX_NBYTES:
+        raise ValueError(f"{what} is {str(value)[:80]}, over {MAX_NBYTES:,} (4 PiB)")
+    return value
+
+
+def _dtype(value: Any, what: str) -> str | None:
+    """None, or a dtype's name: short text on one line (views escape it; any compiler's
+    dtype names are accepted, so it is not matched against a list)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{what}: dtype must be text, not {type(value).__name__}")
+    if len(value) > MAX_DTYPE_CHARS or any(ord(c) < 32 for c in value):
+        raise ValueError(f"{what}: dtype {value[:80]!r} is not a dtype's name")
     return value
 
 
 def _shape(value: Any, what: str) -> tuple | None:
-    """None, or a list of dims: integers, or text for a symbolic dim (``n``)."""
+    """None, or a list of at most MAX_RANK dims: integers from 0 to MAX_DIM, or short text
+    for a symbolic dim (``n``)."""
     if value is None:
         return None
     if not isinstance(value, list) or not all(
         isinstance(d, str) or (isinstance(d, int) and not isinstance(d, bool)) for d in value
     ):
         raise TypeError(f"{what}: a shape must be a list of integers and names, not {value!r:.80}")
+    if len(value) > MAX_RANK:
+        raise ValueError(f"{what}: a shape of {len(value):,} dims, more than {MAX_RANK}")
+    for d in value:
+        if isinstance(d, str) and not 0 < len(d) <= MAX_SYMBOLIC_DIM_CHARS:
+            raise ValueError(
+                f"{what}: a symbolic dim must be 1 to {MAX_SYMBOLIC_DIM_CHARS} characters"
+            )
+        if isinstance(d, int) and not 0 <= d <= MAX_DIM:
+            raise ValueError(f"{what}: a dim must be between 0 and 2**62, not {str(d)[:80]}")
     return tuple(value)
 
 
@@ -248,16 +286,14 @@ def decode_graph(rec: Any, reader: Any = None) -> GraphModel:
         if not isinstance(n, dict):
             raise TypeError(f"graph node {k} must be a mapping")
         what = f"graph node {k}"
-        dtype = n.get("dtype")
-        if dtype is not None and not isinstance(dtype, str):
-            raise TypeError(f"{what}: dtype must be text, not {type(dtype).__name__}")
+        dtype = _dtype(n.get("dtype"), what)
         node = GraphNode(
             id=_text(n, "id", what),
             kind=_text(n, "kind", what),
             op=_text(n, "op", what),
             label=_text(n, "label", what),
             function=_text(n, "function", what),
-            type=_text(n, "type", what),
+            type=_text(n, "type", what, cap=MAX_TYPE_CHARS),
             shape=_shape(n.get("shape"), what),
             dtype=dtype,
             attrs=_mapping(n.get("attrs"), f"{what}'s attribute"),
@@ -275,7 +311,9 @@ def decode_graph(rec: Any, reader: Any = None) -> GraphModel:
         src, dst, index, ty = e
         if not all(isinstance(x, str) for x in (src, dst, ty)):
             raise TypeError(f"a graph edge's ends and type must be text: {e!r:.80}")
-        g.edges.append(GraphEdge(src, dst, _int(index, "a graph edge's index"), ty))
+        if max(len(src), len(dst)) > MAX_NAME_CHARS or len(ty) > MAX_TYPE_CHARS:
+            raise ValueError("a graph edge's ends or type are over their length caps")
+        g.edges.append(GraphEdge(src, dst, _int(index, "a graph edge's index", MAX_INDEX), ty))
     for k, p in enumerate(_list(rec, "params", "a graph")):
         if not isinstance(p, dict):
             raise TypeError(f"graph parameter {k} must be a mapping")
@@ -283,7 +321,7 @@ def decode_graph(rec: Any, reader: Any = None) -> GraphModel:
         g.params[_text(p, "key", what)] = Param(
             _text(p, "name", what),
             _shape(p.get("shape"), what) or (),
-            _text(p, "dtype", what),
+            _dtype(_text(p, "dtype", what), what) or "",
             _nbytes(p.get("nbytes"), f"{what}'s nbytes"),
             _text(p, "node_id", what),
             obj(p),
@@ -294,16 +332,20 @@ def decode_graph(rec: Any, reader: Any = None) -> GraphModel:
         what = f"signature {k}"
         params = _list(sig, "params", what)
         if not all(
-            isinstance(x, list) and len(x) == 2 and all(isinstance(t, str) for t in x)
+            isinstance(x, list)
+            and len(x) == 2
+            and all(isinstance(t, str) for t in x)
+            and len(x[0]) <= MAX_NAME_CHARS
+            and len(x[1]) <= MAX_TYPE_CHARS
             for x in params
         ):
-            raise TypeError(f"{what}: params must be [name, type] pairs of text")
+            raise TypeError(f"{what}: params must be [name, type] pairs of text (within caps)")
         num_input = sig.get("num_input")
         g.signatures[_text(sig, "name", what)] = Signature(
             _text(sig, "name", what),
             [tuple(x) for x in params],
-            _text(sig, "result", what),
-            None if num_input is None else _int(num_input, f"{what}'s num_input"),
+            _text(sig, "result", what, cap=MAX_TYPE_CHARS),
+            None if num_input is None else _int(num_input, f"{what}'s num_input", MAX_INDEX),
             _mapping(sig.get("attrs"), f"{what}'s attribute"),
         )
     return g

@@ -54,6 +54,7 @@ from explorer.store.fileformat import (
 from explorer.store.graphs import decode_graph, foreign_module, graph_ref
 from explorer.store.read_arrays import ArrayReading
 from explorer.store.rewrites import decode_rewrites
+from explorer.store.zipread import check_archive, read_member
 from explorer.trace import Step, Trace
 
 
@@ -152,6 +153,7 @@ def _read_manifest(zf: zipfile.ZipFile, path: Path) -> dict:
         raise TraceFileError(f"{path}: not a passlens trace file (no manifest.json)")
     if len(set(names)) != len(names):  # which copy is read would depend on the reader
         raise TraceFileError(f"{path}: damaged passlens trace file (a member appears twice)")
+    check_archive(zf, path, TraceFileError, LimitError)  # sizes, ratios: no member is a bomb
     manifest = _read_json(zf, "manifest.json", path)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise TraceFileError(f"{path}: not a passlens trace file (manifest is not a {FORMAT})")
@@ -169,12 +171,13 @@ def _read_manifest(zf: zipfile.ZipFile, path: Path) -> dict:
 def _read_json(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
     try:
         cap = MAX_JSON_BYTES[name]
-        with zf.open(name) as f:
-            data = f.read(cap + 1)  # not the size the zip declares: that is the file's word
-        if len(data) > cap:
+        info = zf.getinfo(name)
+        if info.file_size > cap:
             raise LimitError(
                 f"{path}: {name} is larger than {cap >> 20} MiB, the limit for it; not read"
             )
+        # counted as it inflates, within the size declared and its ratio cap
+        data = read_member(zf, info, path, TraceFileError, limit_error=LimitError)
         obj = json.loads(data.decode("utf-8"))
         try:  # JSON may spell a lone surrogate (\ud800), which no text output can hold
             json.dumps(obj, ensure_ascii=False).encode("utf-8")

@@ -20,6 +20,7 @@ from explorer.store.fileformat import (
     MAX_SOURCE_BYTES,
     TraceFileError,
 )
+from explorer.store.zipread import BoundedMember, read_member
 
 
 class ArrayReading:
@@ -133,7 +134,7 @@ class ArrayReading:
         shape and the member holds exactly that many bytes (no header can make it allocate
         more than the file holds)."""
         info = self.zf.getinfo(str(member))
-        with self.zf.open(info) as f:
+        with BoundedMember(self.zf, info, self.path, TraceFileError) as f:
             fmt = np.lib.format
             version = fmt.read_magic(f)
             readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
@@ -169,29 +170,29 @@ class ArrayReading:
 
     def source_bytes(self, member: Any) -> bytes:
         """The ONNX source member, read in chunks up to its cap and the load budget: refused
-        at once when the size the zip declares is over them, else when what it holds is (the
-        declared size is the file's word)."""
-        name, chunks, total = str(member), [], 0
+        at once when the size the zip declares is over them or over its ratio cap (a zip
+        bomb), and never read past the size declared (see :mod:`explorer.store.zipread`)."""
+        name = str(member)
         cap = min(MAX_SOURCE_BYTES, MAX_LOAD_BYTES - self.loaded)
-        declared = self.zf.getinfo(name).file_size
+        info = self.zf.getinfo(name)
+        declared = info.file_size
         if declared > cap:  # refused at once when the zip says so; else counted as read
             self.spend(declared, f"the ONNX source model {name}")
             raise LimitError(
                 f"{self.path}: the ONNX source model {name} is {_size(declared)}, over "
                 f"{_size(MAX_SOURCE_BYTES)}, the limit for it; not read"
             )
-        with self.zf.open(name) as f:
-            while chunk := f.read(min(_CHUNK, cap + 1 - total)):
-                chunks.append(chunk)
-                total += len(chunk)
-                if total > cap:
-                    self.spend(total, f"the ONNX source model {name}")  # over the budget
-                    raise LimitError(
-                        f"{self.path}: the ONNX source model {name} is larger than "
-                        f"{_size(MAX_SOURCE_BYTES)}, the limit for it; not read"
-                    )
-        self.spend(total, f"the ONNX source model {name}")
-        return b"".join(chunks)
+        self.spend(declared, f"the ONNX source model {name}")
+        return read_member(
+            self.zf,
+            info,
+            self.path,
+            TraceFileError,
+            cap,
+            f"the ONNX source model {name}",
+            _CHUNK,
+            limit_error=LimitError,
+        )
 
 
 def _as_bits(dtype: DType, stored: np.dtype) -> bool:

@@ -16,7 +16,7 @@ import pytest
 import explorer
 from compiler import models
 from compiler.errors import LimitError
-from explorer.store import fileformat, load, read_arrays, save
+from explorer.store import fileformat, load, read_arrays, save, zipread
 from tests.explorer.test_store import tiny_onnx
 
 
@@ -146,6 +146,7 @@ def test_the_onnx_source_member_is_capped_as_it_is_read(onnx_file, monkeypatch):
     assert load(onnx_file).source is not None
     _rewrite(onnx_file, {"source.onnx": b"\0" * (64 << 20)})
     assert onnx_file.stat().st_size < 1 << 20
+    monkeypatch.setattr(zipread, "MAX_RATIO", 10_000)  # (the ratio refuses it first otherwise)
     monkeypatch.setattr(read_arrays, "MAX_SOURCE_BYTES", 1 << 20)
     tracemalloc.start()
     try:
@@ -354,6 +355,26 @@ def _first_op(graph):
         (lambda g: g["edges"][0].__setitem__(2, "0"), "edge's index must be an integer"),
         (lambda g: g["params"][0].update(shape=[[2]]), "a shape must be a list of integers"),
         (lambda g: g["signatures"][0].update(params=[["x"]]), "params must be .name, type. pairs"),
+        # issue #39: a param's shape as a string, a mapping, nested, huge, negative, too long
+        (lambda g: g["params"][0].update(shape="2,3"), "a shape must be a list of integers"),
+        (lambda g: g["params"][0].update(shape={"0": 2}), "a shape must be a list of integers"),
+        (lambda g: g["params"][0].update(shape=[[2, 3]]), "a shape must be a list of integers"),
+        (lambda g: g["params"][0].update(shape=[10**30, 4]), "a dim must be between 0 and 2..62"),
+        (
+            lambda g: g["params"][0].update(shape=[-3, 4]),
+            "a dim must be between 0 and 2..62, not -3",
+        ),
+        (lambda g: g["params"][0].update(shape=[1] * 100), "a shape of 100 dims, more than 64"),
+        (lambda g: g["params"][0].update(shape=["n" * 300]), "a symbolic dim must be 1 to 256"),
+        (lambda g: g["params"][0].update(nbytes=10**40), "nbytes is 1000.* over"),
+        (lambda g: g["params"][0].update(dtype="f" * 300), "is not a dtype's name"),
+        (lambda g: g["params"][0].update(dtype=7), "dtype must be text, not int"),
+        (lambda g: g["params"][0].update(name="n" * 70_000), "name is 70,000 characters"),
+        (lambda g: g["nodes"][0].update(shape=[-1]), "a dim must be between 0 and 2..62"),
+        (lambda g: g["nodes"][0].update(nbytes=10**40), "nbytes is 1000.* over"),
+        (lambda g: g["nodes"][0].update(id="i" * 70_000), "id is 70,000 characters"),
+        (lambda g: g["edges"][0].__setitem__(2, -7), "edge's index must be between 0 and"),
+        (lambda g: g["signatures"][0].update(num_input=-1), "num_input must be between 0 and"),
     ],
 )
 def test_a_tvm_graph_field_of_the_wrong_type_is_a_trace_file_error(
@@ -364,6 +385,22 @@ def test_a_tvm_graph_field_of_the_wrong_type_is_a_trace_file_error(
     _damage_graph(tvm_file, bad, damage)
     with pytest.raises(explorer.store.TraceFileError, match=match):
         load(bad)
+
+
+def test_symbolic_param_dims_load_and_the_params_table_renders(tvm_file, tmp_path):
+    """A TVM function parameter's shape may have symbolic dims (text): the params table
+    sorts by the known dims instead of multiplying text (a raw TypeError before)."""
+    from widgets.tables_html import param_table_html
+
+    bad = tmp_path / "sym.passlens"
+    _damage_graph(tvm_file, bad, lambda g: g["params"][0].update(shape=["n", "m"]))
+    trace = load(bad)
+    step = next(
+        s for s in trace.steps if any(p.shape == ("n", "m") for p in s.graph.params.values())
+    )
+    html = param_table_html(step) + param_table_html(step, trace.steps[0])
+    assert "[n, m]" in html
+    trace.to_html(tmp_path / "sym.html", progress=False)
 
 
 def test_an_undamaged_tvm_trace_loads_and_renders(tvm_file, tmp_path):

@@ -18,7 +18,7 @@ import pytest
 import explorer
 from compiler import models
 from compiler.errors import LimitError, PasslensError
-from explorer.store import TraceFileError, load, save
+from explorer.store import TraceFileError, load, save, zipread
 from tests.explorer.test_store import rewrite_member
 
 
@@ -41,7 +41,7 @@ def _fast_error(path, error=PasslensError, match=None, seconds=10.0):
     return info.value
 
 
-def test_a_manifest_that_inflates_to_more_than_its_limit_is_not_read(small_file):
+def test_a_manifest_that_inflates_to_more_than_its_limit_is_not_read(small_file, monkeypatch):
     manifest = _json(small_file, "manifest.json")
     manifest["padding"] = " " * (65 << 20)  # 65 MiB of spaces compress to ~65 kB
     data = json.dumps(manifest).encode()
@@ -52,8 +52,11 @@ def test_a_manifest_that_inflates_to_more_than_its_limit_is_not_read(small_file)
         for k, v in members.items():
             zf.writestr(k, v)
     assert small_file.stat().st_size < 1 << 20
-    err = _fast_error(small_file, LimitError, "manifest.json is larger than 64 MiB")
+    # 1,000-fold: refused by its ratio before anything is read (explorer.store.zipread)
+    err = _fast_error(small_file, LimitError, "manifest.json declares 65.0 MiB .* 100 times")
     assert isinstance(err, PasslensError)
+    monkeypatch.setattr(zipread, "MAX_RATIO", 10_000)  # past the ratio: the member's own cap
+    err = _fast_error(small_file, LimitError, "manifest.json is larger than 64 MiB")
 
 
 def _npy(header_shape, dtype="<f4", body=b""):
