@@ -71,6 +71,35 @@ def trusting(trace: Any, trust_ops: Iterable[str] | str | None = None):
         yield
 
 
+class TrustingExecutable:
+    """A compiled step's executable that runs with its trace's own trust (a live torch model's
+    custom ops, called on the host between the kernels); everything else is the executable's."""
+
+    def __init__(self, executable: Any, trust: frozenset[str]):
+        self._executable = executable
+        self._trust = trust
+
+    def __call__(self, *inputs: Any, **options: Any):
+        with trusted_ops(self._trust):
+            return self._executable(*inputs, **options)
+
+    def run(self, *inputs: Any, **options: Any):
+        with trusted_ops(self._trust):
+            return self._executable.run(*inputs, **options)
+
+    def __getattr__(self, name: str):
+        return getattr(self._executable, name)
+
+    def __repr__(self) -> str:
+        return repr(self._executable)
+
+
+def with_trace_trust(executable: Any, trace: Any) -> Any:
+    """``executable`` running with ``trace``'s own trust, if it has any."""
+    trust = frozenset(getattr(trace, "trusted_ops", ()) or ())
+    return TrustingExecutable(executable, trust) if trust else executable
+
+
 def needed_trust(module: Any) -> frozenset[str]:
     """The opaque targets of ``module`` that run only when trusted (not known to be pure
     computations), whatever is trusted now."""
@@ -89,4 +118,5 @@ __all__ = [
     "refuse_untrusted",
     "trace_modules",
     "trusting",
+    "with_trace_trust",
 ]

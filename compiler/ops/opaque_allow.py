@@ -183,9 +183,6 @@ def torch_refusal(op) -> str | None:
     overload = schema.overload_name or "default"
     if ns not in TORCH_NAMESPACES:
         return f"namespace {ns}"
-    why = denied(f"{ns}.{name}")
-    if why is not None:
-        return f"hand denylist: {why}"
     if "out" in overload.split("_") or overload.startswith("out"):
         return "an out= form"
     for tag in getattr(op, "tags", ()):
@@ -209,6 +206,9 @@ def torch_refusal(op) -> str | None:
     for r in schema.returns:
         if str(r.type) not in _RETURN_TYPES:
             return f"returns {r.type}"
+    why = denied(f"{ns}.{name}")
+    if why is not None:
+        return f"hand denylist: {why}"
     if name.endswith("_"):  # an in-place form: allowed as its functional op is
         functional = _functional(ns, name[:-1], overload)
         if functional is None:
