@@ -284,3 +284,11 @@ class _FlipAddOfOpaque(Pass):
             return None
 
         return rewrite_module(module, lambda name, fn: rule, self.name)
+
+
+def test_the_summary_says_which_ops_a_check_runs_only_when_trusted(live):
+    text = explorer.explore(SHIFT_IR).summary_text()
+    assert f"run only when trusted: {SHIFT}" in text
+    assert "run only when trusted" not in live[0].summary_text()  # its own op: trusted
+    cumsum = SHIFT_IR.replace(SHIFT, "aten.cumsum.default").replace('"%0", 0.5', '"%0", 1')
+    assert "run only when trusted" not in explorer.explore(cumsum).summary_text()
