@@ -516,8 +516,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--why", metavar="TARGET", help="why ns.name.overload is (not) allowed")
     args = p.parse_args(argv)
     if args.why:
-        ns, name, overload = args.why.split(".")
-        op = _functional(ns, name, overload)
+        parts = args.why.split(".")
+        if len(parts) != 3:
+            print(f"{args.why}: give a torch op as ns.name.overload (aten.sort.default)")
+            return 2
+        op = _functional(*parts)
         if op is None:
             print(f"{args.why}: no such op in this torch")
             return 1
