@@ -19,6 +19,7 @@ from explorer.progress import passes_job
 from explorer.sources import import_source
 from explorer.step import Step
 from explorer.trace import Trace
+from explorer.trust import live_trust
 
 
 def pass_steps(snapshots: Sequence[Any], offset: int) -> list[Step]:
@@ -116,4 +117,6 @@ def explore(
         source=imported.source,
         example_inputs=example_inputs,
         frontend=imported.frontend,
+        # a torch model of the user's own code may run the ops its export made (explorer.trust)
+        trusted_ops=live_trust(imported.module) if imported.frontend == "torch" else (),
     )

@@ -222,7 +222,9 @@ class Step:
         """The compiled model of a step after codegen (``compiler.backend.Executable``: call it
         on numpy arrays, ``export(path)`` it), built once."""
         if self._executable is None:
-            self._executable = step_backend.executable(self)
+            from explorer.trust import with_trace_trust
+
+            self._executable = with_trace_trust(step_backend.executable(self), self.trace)
         return self._executable
 
     @property

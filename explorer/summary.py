@@ -262,7 +262,24 @@ def opaque_text(trace: Trace) -> str:
         if len(places) > MAX_OPAQUE_PLACES:
             shown += f" and {len(places) - MAX_OPAQUE_PLACES} more"
         lines.append(f"  {r['target']} x{r['count']} (run by {r['runner']})  at {shown}")
+    untrusted = _untrusted(trace)
+    if untrusted:
+        lines.append(
+            f"  not known to be pure computations, so run only when trusted: "
+            f"{', '.join(untrusted)} (trust_ops=[...] / --trust-op NAME; see explorer.trust)"
+        )
     return "\n".join(lines)
+
+
+def _untrusted(trace: Trace) -> list[str]:
+    """The opaque targets of the imported step a check would refuse with the trace's own
+    trust (explorer.trust)."""
+    from compiler.ops import refused_opaque_ops
+
+    step = next((s for s in trace.steps if s.kind == "import"), None)
+    module = getattr(step, "module", None) if step is not None else None
+    trust = frozenset(getattr(trace, "trusted_ops", ()) or ())
+    return list(refused_opaque_ops(module, trust)) if module is not None else []
 
 
 def first_call_note(trace: Trace) -> str:

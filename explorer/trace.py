@@ -44,6 +44,7 @@ class Trace:
         skipped: Sequence[SkippedPass] = (),
         interrupted: bool = False,
         compiler: str = "passlens",
+        trusted_ops=(),
     ):
         self.steps = list(steps)
         for s in self.steps:
@@ -56,6 +57,10 @@ class Trace:
         self.skipped = list(skipped)
         self.interrupted = interrupted  # the run was stopped (Ctrl-C) in trace.failure
         self.compiler = compiler  # whose passes: an adapter name (explorer.adapters)
+        # opaque ops this trace may run although not known to be pure computations: a live
+        # torch model's own ops, or what explorer.load(..., trust_ops=) was told; never saved
+        # (see explorer.trust)
+        self.trusted_ops = frozenset(trusted_ops)
         # the last check's Report (trace.check, or read from a file by load); the views and
         # save use it unless given another
         self.report: Any = None
@@ -117,11 +122,20 @@ class Trace:
         rtol: float = 1e-4,
         atol: float = 1e-5,
         progress=None,
+        trust_ops=None,
     ):
         """Run the reference and every step on the same inputs; returns a Report, which is
-        also kept as ``trace.report`` (saved with the trace, shown by its views)."""
+        also kept as ``trace.report`` (saved with the trace, shown by its views).
+        ``trust_ops``: opaque ops to run although passlens does not know them to be pure
+        computations (``["mylib.scale"]``), for a trace you trust (see explorer.trust)."""
         report = check_trace(
-            self, inputs, reference=reference, rtol=rtol, atol=atol, progress=progress
+            self,
+            inputs,
+            reference=reference,
+            rtol=rtol,
+            atol=atol,
+            progress=progress,
+            trust_ops=trust_ops,
         )
         self.report = report
         return report

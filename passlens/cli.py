@@ -127,6 +127,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
     p.add_argument("--save", metavar="OUT", help="save the trace (a .passlens file)")
+    _export.add_trust_op(p)
 
     p = sub.add_parser(
         "show",
@@ -185,6 +186,7 @@ def _parser() -> argparse.ArgumentParser:
         default=60.0,
         help="time to spend; the smallest case so far is kept (default: %(default)g)",
     )
+    _export.add_trust_op(p)
 
     _export.add_parser(sub)
     _passes.add_parser(sub)
@@ -339,7 +341,7 @@ def _explore(args: argparse.Namespace) -> int:
     report = None
     if args.check:  # before saving and the report: the file and the HTML hold the numerics
         try:
-            report = trace.check(trace.example_inputs)
+            report = trace.check(trace.example_inputs, trust_ops=args.trust_op)
         except BaseException as e:
             save()  # the trace is kept when the check cannot run (or is interrupted)
             if isinstance(e, ImportError):
@@ -478,7 +480,7 @@ def _reduce(args: argparse.Namespace) -> int:
 
     if args.budget <= 0:
         raise CLIError(f"bad budget {args.budget:g}: give a number of seconds above 0")
-    trace = load(args.trace)
+    trace = load(args.trace, trust_ops=args.trust_op)
     print(f"checking {args.trace} ({len(trace)} steps) ...", file=sys.stderr)
     report = trace.check(trace.example_inputs)
     print(report.headline(), file=sys.stderr)

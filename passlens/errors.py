@@ -30,6 +30,7 @@ def one_line(e: BaseException) -> str:
 
 def _known(e: BaseException) -> bool:
     """Errors whose message says everything (no need for the type name)."""
+    from compiler.ops import OpaqueOpError
     from compiler.passes import PipelineError
     from explorer.store import TraceFileError
 
@@ -37,4 +38,4 @@ def _known(e: BaseException) -> bool:
         from compiler.frontend import FrontendError
     except ImportError:  # pragma: no cover - frontend package always present today
         FrontendError = ()  # type: ignore[assignment]
-    return isinstance(e, (PipelineError, TraceFileError, FrontendError))
+    return isinstance(e, (PipelineError, TraceFileError, FrontendError, OpaqueOpError))

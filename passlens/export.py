@@ -40,6 +40,21 @@ def add_parser(sub) -> None:
         help="model-explorer: check the trace on its saved inputs first, and write each "
         "node's max error against the reference",
     )
+    add_trust_op(p)
+
+
+def add_trust_op(p: argparse.ArgumentParser) -> None:
+    """``--trust-op NAME`` (repeatable): an opaque op to run although passlens does not know
+    it to be a pure computation (explorer.trust)."""
+    p.add_argument(
+        "--trust-op",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="run the opaque op NAME (torch: ns.name or ns.name.overload; ONNX: "
+        "domain::OpType) although passlens does not know it to be a pure computation; only "
+        "for a file you trust: the op may do anything its code does (repeatable)",
+    )
 
 
 def run(args: argparse.Namespace, step_of, error: type[Exception]) -> int:
@@ -50,7 +65,7 @@ def run(args: argparse.Namespace, step_of, error: type[Exception]) -> int:
 
     if args.check and args.format != "model-explorer":
         raise error("--check goes with --format model-explorer only")
-    trace = load(args.trace)
+    trace = load(args.trace, trust_ops=getattr(args, "trust_op", None))
     step = step_of(trace, args.step)
     report = None
     if args.check:

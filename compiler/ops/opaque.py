@@ -30,8 +30,10 @@ is and run by its own framework wherever a value is needed.
 
 Passes treat it as a barrier: never folded, fused, decomposed or lowered. Nothing here imports
 torch or onnxruntime, and building, printing, parsing, verifying or loading an opaque node never
-resolves what it names: only running it does (``compiler.ops.opaque_run``), and then only by
-attribute lookup under ``torch.ops`` or as an op type of a one-node ONNX model.
+resolves what it names: only running it does (``compiler.ops.opaque_run``), and then only an
+op known to be a pure computation or trusted by the person running it
+(``compiler.ops.opaque_allow``), by attribute lookup under ``torch.ops`` or as an op type of a
+one-node ONNX model.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Running an ``opaque`` op (see compiler/ops/opaque.py) with its own framework.
 
+- Only what is known to be a pure computation runs, or what the person running it trusts
+  (compiler/ops/opaque_allow.py): anything else is refused before its name is looked up.
 - torch: the op is found by attribute lookup only, ``torch.ops.<ns>.<name>.<overload>``, and
   must be an ``OpOverload`` (never a module imported, never a string evaluated). A custom op
   whose library this process has not imported is not there: the error says to import it.
@@ -268,7 +270,10 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict):
 
 def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
     """Call the torch op on ``values`` with the stored arguments; numpy in and out."""
+    from compiler.ops.opaque_allow import check_allowed
+
     target = attrs["target"]
+    check_allowed("torch", target)  # before anything of it is looked up
     op = resolve_torch_op(target)
     dtypes = torch_dtypes()
     tensors = [_to_torch(v) for v in values]
@@ -487,6 +492,9 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
 
 def run_onnx(values: list, attrs: Mapping[str, Any]) -> Any:
     """Run the ONNX op in onnxruntime (a cached one-node model) on ``values``."""
+    from compiler.ops.opaque_allow import check_allowed
+
+    check_allowed("onnx", attrs["target"])
     arrays = [np.ascontiguousarray(v).reshape(np.shape(v)) for v in values]  # 0-d stays 0-d
     budget = _check_onnx_sizes(attrs, arrays)
     with captured_output(f"onnxruntime {attrs['target']}"):

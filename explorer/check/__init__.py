@@ -52,6 +52,7 @@ from explorer.check.report import (
     Report,
     StepCheck,
 )
+from explorer.trust import trusting
 
 SEVERITY = {kind.name: kind.severity for kind in KINDS}  # the severity of each built-in kind
 
@@ -68,6 +69,7 @@ def check(
     progress: Progress | bool | None = None,
     bloat_threshold: float = BLOAT_THRESHOLD,
     bloat_min_bytes: int = BLOAT_MIN_BYTES,
+    trust_ops=None,
 ) -> Report:
     """Run the reference and every step of ``trace`` on ``inputs`` (default: the trace's
     example inputs; numpy arrays or torch tensors) and report what went wrong where.
@@ -77,6 +79,11 @@ def check(
     ``(step_index, total, name)``, or what :mod:`explorer.progress` shows (None: a bar in a
     terminal or in Jupyter when the check takes a while, a line in CI logs for a long one;
     True: at once; False: nothing).
+
+    An opaque op not known to be a pure computation runs only when trusted: by ``trust_ops``
+    (``["mylib.scale"]``, ``["com.example::Op"]``), by the trace itself (a live torch model's
+    own ops) or by the context (``compiler.ops.trusted_ops``); a trace holding any other is
+    refused before anything runs (OpaqueOpError, naming each op; see explorer.trust).
     """
     if reference not in ("source", "import"):
         raise ValueError(f"reference must be 'source' or 'import', got {reference!r}")
@@ -84,9 +91,10 @@ def check(
     if not is_adapter_name(compiler):
         raise NotImplementedError(f"trace.check cannot run the steps of a {compiler} trace")
     try:  # how the steps run: the compiler's adapter (explorer.adapters)
-        return get_adapter(compiler).check(
-            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-        )
+        with trusting(trace, trust_ops):
+            return get_adapter(compiler).check(
+                trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
+            )
     except MemoryError as e:  # what no size limit foresaw: one clear error, not a raw one
         raise LimitError(
             f"the check ran out of memory ({type(e).__name__}: {str(e)[:200] or 'no details'}); "

@@ -186,21 +186,30 @@ class Report:
         s = self.trace[step] if isinstance(step, (int, str)) else step
         return [f for f in self.findings if f.step is s]
 
-    def reduce(self, finding: Finding | int | None = None, budget: float = 60.0, progress=None):
+    def reduce(
+        self,
+        finding: Finding | int | None = None,
+        budget: float = 60.0,
+        progress=None,
+        trust_ops=None,
+    ):
         """Shrink the module and the pipeline until nothing more can be removed while
         ``finding`` (the first failure by default, or its index in ``findings``) still holds:
         same kind, at the same pass. Returns an ``explorer.reduce.Reduction`` (a trace of its
         own, its IR text, pipeline spec and a pytest file that fails while the bug is there).
         ``budget``: seconds; ``progress``: a callback, or None / True / False (see
-        ``explorer.progress``). See ``explorer.reduce.reduce``."""
+        ``explorer.progress``); ``trust_ops``: opaque ops to run although not known to be pure
+        computations, as for ``trace.check``. See ``explorer.reduce.reduce``."""
         from explorer.adapters import get_adapter
+        from explorer.trust import trusting
 
         adapter = get_adapter(getattr(self.trace, "compiler", "passlens"))
-        if adapter.reduce is not None:  # the compiler's own reducer
-            return adapter.reduce(self, finding, budget=budget, progress=progress)
-        if not _reducer:
-            raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
-        return _reducer[0](self, finding, budget=budget, progress=progress)
+        with trusting(self.trace, trust_ops):
+            if adapter.reduce is not None:  # the compiler's own reducer
+                return adapter.reduce(self, finding, budget=budget, progress=progress)
+            if not _reducer:
+                raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
+            return _reducer[0](self, finding, budget=budget, progress=progress)
 
     def rows(self) -> list[dict]:
         """One row per step for a numerics table: step, depth, pass, status, max abs and max

@@ -25,6 +25,7 @@ from explorer.reduce.oracle import Oracle, OutOfBudget, Progress, Target
 from explorer.reduce.pipeline import Unit, ddmin, spec_of, unit_index, units_of
 from explorer.reduce.result import Reduction
 from explorer.reduce.testfile import WEIGHTS_FILE, make_test_source, write_weights
+from explorer.trust import needed_trust, trusting
 
 if TYPE_CHECKING:
     from explorer.check import Finding, Report
@@ -47,6 +48,7 @@ def reduce(
     *,
     budget: float = 60.0,
     progress: Progress | bool | None = None,
+    trust_ops=None,
 ) -> Reduction:
     """Shrink the imported module and the pipeline of ``report``'s trace together until nothing
     more can be removed while ``finding`` still holds (same kind, at the same pass; see
@@ -60,7 +62,16 @@ def reduce(
 
     The budget counts from the call: reading the trace's steps (walked once each), every
     candidate, and no new candidate starts once it is spent; only the first try of the
-    weights phase and the final check through the test file run past it (one each)."""
+    weights phase and the final check through the test file run past it (one each).
+
+    ``trust_ops``: opaque ops to run although not known to be pure computations, as for
+    ``trace.check`` (a trace holding any other is refused before anything runs); the reduced
+    trace and its test file trust those its module still holds."""
+    with trusting(report.trace, trust_ops):
+        return _reduce(report, finding, budget, progress)
+
+
+def _reduce(report: Report, finding, budget: float, progress) -> Reduction:
     started = time.perf_counter()
     compiler = getattr(report.trace, "compiler", "passlens")
     if REDUCE not in get_adapter(compiler).capabilities:
@@ -271,6 +282,7 @@ class _Search:
         saved = {n: np.asarray(c.data) for n, c in big.items() if n not in self.cut.generated}
         pipeline = spec_of(self.units, self.kept)
         target = self.oracle.target
+        trust = needed_trust(module)  # trusted now (or it would not have run): kept trusted
         source = make_test_source(
             ir,
             pipeline,
@@ -282,8 +294,10 @@ class _Search:
             target.atol,
             generated,
             list(saved),
+            trust_ops=trust,
         )
         trace, report, reproduced = self._through_the_test(source, saved, finding)
+        trace.trusted_ops = trace.trusted_ops | trust
         return Reduction(
             finding=finding,
             trace=trace,

@@ -58,9 +58,17 @@ from explorer.store.zipread import check_archive, read_member
 from explorer.trace import Step, Trace
 
 
-def load(path: str | os.PathLike) -> Trace:
+def load(path: str | os.PathLike, trust_ops=None) -> Trace:
     """Read a trace written by :func:`save`. Raises FileNotFoundError for a missing file and
-    TraceFileError for a file that is not a readable trace (damaged, or an unknown version)."""
+    TraceFileError for a file that is not a readable trace (damaged, or an unknown version).
+
+    Loading runs none of the trace's ops. ``trust_ops``: opaque ops the loaded trace may run
+    (its ``trusted_ops``) although passlens does not know them to be pure computations
+    (``["mylib.scale"]``), for a file you trust; what a trace trusted when saved (a live
+    model's own ops) is never in the file (see explorer.trust)."""
+    from compiler.ops import trust_names
+
+    trusted = trust_names(trust_ops)  # a bad name fails before the file is read
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such trace file: {path}")
@@ -77,6 +85,7 @@ def load(path: str | os.PathLike) -> Trace:
             trace = reader.trace()
             trace.report = reader.report(trace)
             _relower(trace)
+            trace.trusted_ops = trusted
             return trace
         except (TraceFileError, LimitError):
             raise

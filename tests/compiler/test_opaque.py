@@ -13,6 +13,7 @@ from compiler import passes
 from compiler.frontend import to_onnx
 from compiler.interpret import InterpretError, run
 from compiler.ir import Call, ParseError, parse, structural_equal, verify
+from compiler.ops import trusted_ops
 from compiler.ops.opaque import literal, opaque_attrs, unescape
 from tests.compiler.passes.test_preserve_results import LOSSY, SPECS
 
@@ -137,15 +138,22 @@ def test_a_value_that_is_not_of_the_recorded_type_is_an_error():
 
 def test_a_custom_op_this_process_has_not_registered_says_to_import_its_library():
     text = CUMMAX.replace("aten.cumsum.default", "passlens_not_loaded.scale.default")
-    with pytest.raises(InterpretError, match="import the Python library that registers"):
-        run(parse(text), *_inputs())
+    with pytest.raises(InterpretError, match="refused to run opaque op passlens_not_loaded"):
+        run(parse(text), *_inputs())  # untrusted: refused before it is looked up
+    with trusted_ops(["passlens_not_loaded.scale"]):  # trusted: looked up, and not there
+        with pytest.raises(InterpretError, match="import the Python library that registers"):
+            run(parse(text), *_inputs())
 
 
 def test_a_name_that_is_no_torch_operator_runs_nothing():
     text = CUMMAX.replace("aten.cumsum.default", "builtins.eval.default")
-    with pytest.raises(InterpretError, match="no operator builtins.eval"):
+    with pytest.raises(InterpretError, match="refused to run opaque op builtins.eval.default"):
         run(parse(text), *_inputs())
-    with pytest.raises(InterpretError, match="has no overload 'nope'"):
+    with trusted_ops(["builtins.eval"]), pytest.raises(
+        InterpretError, match="no operator builtins.eval"
+    ):  # trusted, it is still only looked up under torch.ops
+        run(parse(text), *_inputs())
+    with trusted_ops(["aten.cumsum"]), pytest.raises(InterpretError, match="no overload 'nope'"):
         run(parse(CUMMAX.replace("aten.cumsum.default", "aten.cumsum.nope")), *_inputs())
 
 
@@ -210,8 +218,13 @@ def test_an_onnx_opaque_op_runs_in_onnxruntime_as_a_one_node_model():
 
 def test_an_onnx_op_onnxruntime_does_not_know_fails_clearly():
     text = ROI.replace("ai.onnx::MaxRoiPool", "com.example::NoSuchOp")
-    with pytest.raises(InterpretError, match="onnxruntime cannot run com.example::NoSuchOp"):
-        run(parse(text), np.zeros((1, 3, 8, 8), np.float32), np.zeros((2, 5), np.float32))
+    args = np.zeros((1, 3, 8, 8), np.float32), np.zeros((2, 5), np.float32)
+    with pytest.raises(InterpretError, match="refused to run opaque op com.example::NoSuchOp"):
+        run(parse(text), *args)
+    with trusted_ops(["com.example::NoSuchOp"]), pytest.raises(
+        InterpretError, match="onnxruntime cannot run com.example::NoSuchOp"
+    ):
+        run(parse(text), *args)
 
 
 # ----- passes ------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 
 import explorer
 from compiler.frontend import UnsupportedOperatorError
-from compiler.ops import opaque_run
+from compiler.ops import OpaqueOpError, opaque_run
 from explorer.store import TraceFileError, load
 from passlens.cli import main
 from tests.explorer.test_store import rewrite_member
@@ -144,7 +144,10 @@ def test_a_hostile_trace_naming_os_system_loads_and_its_check_fails_clearly(
     monkeypatch.setattr(os, "system", lambda *a: ran.append(a) or 0)
     loaded = load(_hostile(saved, tmp_path, "os.system.default"))
     assert "os.system.default x1 (run by torch)" in loaded.summary_text()
-    report = loaded.check((example[1].numpy(),))
+    with pytest.raises(OpaqueOpError, match="refused to run opaque op os.system.default"):
+        loaded.check((example[1].numpy(),))  # not on the allowlist: refused before running
+    # trusted, it is still only looked up under torch.ops, where it is not
+    report = loaded.check((example[1].numpy(),), trust_ops=["os.system"])
     assert not report.ok
     text = str(report)
     assert "no operator os.system" in text and "import the Python library" in text
@@ -253,7 +256,8 @@ def test_checking_it_where_transformers_is_not_imported_says_to_import_it(moe):
     root = pathlib.Path(__file__).resolve().parents[2]
     code = (
         "import sys, numpy as np, explorer\n"
-        f"report = explorer.load({str(path)!r}).check((np.array({ids.tolist()}),))\n"
+        f"trace = explorer.load({str(path)!r}, trust_ops=['transformers.grouped_mm_fallback'])\n"
+        f"report = trace.check((np.array({ids.tolist()}),))\n"
         "assert 'transformers' not in sys.modules\n"
         "print(report)\n"
     )

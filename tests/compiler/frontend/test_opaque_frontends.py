@@ -11,7 +11,8 @@ import torch
 from onnx import TensorProto, helper
 
 from compiler.frontend import UnsupportedOperatorError, from_onnx, from_torch
-from compiler.interpret import run
+from compiler.interpret import InterpretError, run
+from compiler.ops import trusted_ops
 
 F32 = TensorProto.FLOAT
 
@@ -121,7 +122,10 @@ def test_a_custom_op_is_kept_with_its_arguments_and_runs_through_torch_ops():
     (node,) = _opaque(module)
     assert node.attrs["target"] == "passlens_test.scaled_cumsum.default"
     assert node.attrs["args"] == ("%0", 0.5, "%%plain")  # a literal '%' string is escaped
-    (got,) = run(module, x.numpy())
+    with pytest.raises(InterpretError, match="refused to run opaque op passlens_test"):
+        run(module, x.numpy())  # the interpreter alone trusts no custom op
+    with trusted_ops(["passlens_test.scaled_cumsum"]):
+        (got,) = run(module, x.numpy())
     np.testing.assert_allclose(got, _eager(model, x)[0], rtol=1e-6)
 
 
