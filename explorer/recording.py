@@ -98,14 +98,20 @@ def explore(
 
     ``progress``: a callback ``(done, total, pass name)`` before each pass, or what
     :mod:`explorer.progress` shows (None: a bar in a terminal or in Jupyter once the passes
-    take a while, a line in CI logs for a long run; True: at once; False: nothing)."""
+    take a while, a line in CI logs for a long run; True: at once; False: nothing).
+
+    ``trust_source=False`` says the source is a program read from a file (a ``.pt2``), not
+    the user's own code: its opaque ops are not trusted, and a check runs it as the reference
+    only if every op it calls is a known pure computation or trusted (explorer.trust)."""
     start = time.perf_counter()
+    trust_source = frontend_options.pop("trust_source", True)
     if strict:
         frontend_options["strict"] = True
     imported = import_source(source, example_inputs, **frontend_options)
     seconds = time.perf_counter() - start
     example_inputs = input_tuple(example_inputs)
-    return trace_from_module(
+    live = imported.frontend == "torch" and trust_source
+    trace = trace_from_module(
         imported.module,
         pipeline,
         source_step=None
@@ -118,5 +124,9 @@ def explore(
         example_inputs=example_inputs,
         frontend=imported.frontend,
         # a torch model of the user's own code may run the ops its export made (explorer.trust)
-        trusted_ops=live_trust(imported.module) if imported.frontend == "torch" else (),
+        trusted_ops=live_trust(imported.module) if live else (),
     )
+    # a program read from a file (trust_source=False: a .pt2) trusts none of its ops, and a
+    # check refuses to run it as the reference when it calls an op not known to be pure
+    trace.source_trusted = bool(trust_source)
+    return trace

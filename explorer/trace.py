@@ -61,6 +61,9 @@ class Trace:
         # torch model's own ops, or what explorer.load(..., trust_ops=) was told; never saved
         # (see explorer.trust)
         self.trusted_ops = frozenset(trusted_ops)
+        # False when the source is a torch program read from a file (a .pt2): a check then
+        # runs it as the reference only if every call it makes may run (explorer.trust)
+        self.source_trusted = True
         # the last check's Report (trace.check, or read from a file by load); the views and
         # save use it unless given another
         self.report: Any = None

@@ -53,10 +53,117 @@ def trace_modules(trace: Any) -> Iterator[Module]:
                 yield m
 
 
+# higher-order ops of torch.export that only call their subgraphs (each subgraph's ops are
+# judged as ops of their own); anything else higher-order (auto_functionalized, with_effects,
+# triton kernels, delegates) is refused untrusted
+PROGRAM_HOPS = frozenset(
+    {
+        "cond",
+        "while_loop",
+        "map_impl",
+        "scan",
+        "associative_scan",
+        "invoke_subgraph",
+        "wrap_with_set_grad_enabled",
+        "wrap_with_autocast",
+    }
+)
+# plain Python calls a program's graph makes on sizes and tuples
+_PROGRAM_MODULES = frozenset({"_operator", "operator", "math"})
+_PROGRAM_SYM = frozenset(
+    {"sym_float", "sym_int", "sym_max", "sym_min", "sym_not", "sym_ite", "sym_sqrt", "sym_sum"}
+)
+MAX_PROGRAM_MODULES = 100_000
+
+
+def program_refusals(program: Any, names: frozenset[str] | None = None) -> dict[str, str]:
+    """The calls of a torch program (``ExportedProgram`` or ``fx.GraphModule``, with every
+    subgraph) that may not run in this context (default: with what it trusts), each with why,
+    in the order met: a torch op not known to be a pure computation (``compiler.ops``'
+    allowlist) and not trusted, a higher-order op other than control flow
+    (:data:`PROGRAM_HOPS`), any other Python callable but ``operator`` / ``math`` functions and
+    torch's ``sym_*``. For a program read from a file (a ``.pt2``): running it for a check's
+    reference would run every call it names. Walks the subgraphs with a stack, not recursion."""
+    from compiler.ops import opaque_refusal
+
+    names = trusted_opaque_ops() if names is None else names
+    root = getattr(program, "graph_module", program)
+    out: dict[str, str] = {}
+    stack, seen = [root], set()
+    while stack:
+        gm = stack.pop()
+        if id(gm) in seen:
+            continue
+        seen.add(id(gm))
+        if len(seen) > MAX_PROGRAM_MODULES:
+            out["(the program)"] = f"more than {MAX_PROGRAM_MODULES:,} subgraphs"
+            break
+        stack.extend(getattr(gm, "_modules", {}).values())
+        graph = getattr(gm, "graph", None)
+        for node in getattr(graph, "nodes", ()):
+            if node.op != "call_function":
+                if node.op in ("call_method", "call_module"):
+                    what = f"{node.op} {str(node.target)[:80]}"
+                    out.setdefault(what, "a program from a file calls only functions")
+                continue
+            why, what = _call_refusal(node.target, names, opaque_refusal)
+            if why is not None:
+                out.setdefault(what, why)
+    return out
+
+
+def _call_refusal(target: Any, names, opaque_refusal) -> tuple[str | None, str]:
+    from torch._ops import HigherOrderOperator, OpOverload, OpOverloadPacket
+
+    if isinstance(target, OpOverload):
+        what = f"{target.namespace}.{target._opname}.{target._overloadname}"
+        return opaque_refusal("torch", what, names), what
+    if isinstance(target, OpOverloadPacket):
+        what = f"{target._qualified_op_name.replace('::', '.')}"
+        return "an op without its overload", what
+    if isinstance(target, HigherOrderOperator):
+        what = f"higher_order.{target.name()}"
+        if target.name() in PROGRAM_HOPS:
+            return None, what
+        return "a higher-order op that is not control flow", what
+    name = getattr(target, "__name__", type(target).__name__)
+    module = getattr(target, "__module__", None) or ""
+    what = f"{module}.{name}"[:120]
+    if module in _PROGRAM_MODULES or (module.startswith("torch") and name in _PROGRAM_SYM):
+        return None, what
+    return "a Python function, not a torch op", what
+
+
+def refuse_untrusted_program(program: Any, where: str = "the program") -> None:
+    """Raise OpaqueOpError (one, naming each call) when running ``program`` (a torch program
+    read from a file) would call something that may not run in this context."""
+    refused = program_refusals(program)
+    if refused:
+        raise OpaqueOpError(f"{where}: " + refused_message(list(refused), refused))
+
+
+def source_program(trace: Any) -> Any:
+    """The torch program a check of ``trace`` would run as its reference, if any."""
+    source = getattr(trace, "source", None)
+    if not isinstance(source, dict):
+        return None
+    for key in ("exported", "model"):
+        program = source.get(key)
+        if program is not None and hasattr(program, "graph_module"):
+            return program
+    return None
+
+
 def refuse_untrusted(trace: Any) -> None:
     """Raise OpaqueOpError (one, naming each op) when ``trace`` holds an opaque op that may
-    not run in this context."""
+    not run in this context, or when its source is a torch program read from a file
+    (``trace.source_trusted`` false: a ``.pt2``) whose reference run would call one."""
     refused = refused_opaque_ops(trace_modules(trace))
+    if not getattr(trace, "source_trusted", True):
+        program = source_program(trace)
+        if program is not None:
+            for what, why in program_refusals(program).items():
+                refused.setdefault(what, f"{why}, in the source program")
     if refused:
         raise OpaqueOpError(refused_message(list(refused), refused))
 
@@ -112,7 +219,11 @@ def current_trust() -> frozenset[str]:
 
 
 __all__ = [
+    "PROGRAM_HOPS",
     "current_trust",
+    "program_refusals",
+    "refuse_untrusted_program",
+    "source_program",
     "live_trust",
     "needed_trust",
     "refuse_untrusted",

@@ -283,6 +283,21 @@ class _Printable:
 # ===== explore ================================================================================
 
 
+def _file_program_options(program, compiler: str, args: argparse.Namespace) -> dict:
+    """explore's options for a torch program read from a file (a ``.pt2``): passlens's own
+    compiler trusts none of its ops (a check refuses to run one not known to be pure unless
+    ``--trust-op``); another compiler runs the program as it explores (torch.compile) or
+    checks, so it is refused up front when it calls an op that may not run."""
+    if compiler == "passlens":
+        return {"trust_source": False}
+    from compiler.ops import trusted_ops
+    from explorer.trust import refuse_untrusted_program
+
+    with trusted_ops(args.trust_op or ()):
+        refuse_untrusted_program(program, str(args.model))
+    return {}
+
+
 def _explore(args: argparse.Namespace) -> int:
     import explorer
     from compiler.frontend.errors import UnsupportedOperatorError
@@ -310,8 +325,10 @@ def _explore(args: argparse.Namespace) -> int:
             f"--compiler {compiler} needs example inputs for {args.model}: --input-shape, or "
             "example args returned by model()"
         )
+    options = {"strict": True} if args.strict else {}
+    if Path(str(args.model)).suffix.lower() == ".pt2":  # a program read from a file
+        options.update(_file_program_options(source, compiler, args))
     try:
-        options = {"strict": True} if args.strict else {}
         trace = explorer.explore(
             source, inputs, pipeline=args.pipeline, compiler=compiler, **options
         )
