@@ -108,6 +108,9 @@ def explore(
     if strict:
         frontend_options["strict"] = True
     imported = import_source(source, example_inputs, **frontend_options)
+    if not trust_source and isinstance(imported.source, dict):
+        # its reference run fills allocations and runs under a budget (check.references)
+        imported.source["untrusted_program"] = True
     seconds = time.perf_counter() - start
     example_inputs = input_tuple(example_inputs)
     live = imported.frontend == "torch" and trust_source

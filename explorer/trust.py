@@ -68,6 +68,52 @@ PROGRAM_HOPS = frozenset(
         "wrap_with_autocast",
     }
 )
+# calls a program's graph makes that are not values but checks and size queries, or the
+# dunder names of bitwise ops (``aten.__and__`` is ``bitwise_and``): they may run in a program
+PROGRAM_CALLS = frozenset(
+    {
+        "aten._assert_tensor_metadata.default",
+        "aten._assert_scalar.default",
+        "aten._assert_async.default",
+        "aten._assert_async.msg",
+        "aten.sym_constrain_range.default",
+        "aten.sym_constrain_range_for_size.default",
+        "aten._functional_sym_constrain_range.default",
+        "aten._functional_sym_constrain_range_for_size.default",
+        "aten.sym_size.int",
+        "aten.sym_stride.int",
+        "aten.sym_numel.default",
+        "aten.sym_storage_offset.default",
+        "aten._local_scalar_dense.default",
+        "aten.item.default",
+        *(f"aten.__{op}__.{o}" for op in ("and", "or", "xor", "lshift", "rshift")
+          for o in ("Tensor", "Scalar")),
+    }
+)
+# random ops that are not random with these arguments: (index, name, what makes it a no-op)
+PROGRAM_CONDITIONAL = {
+    "aten.dropout.default": (2, "train", False),
+    "aten.feature_dropout.default": (2, "train", False),
+    "aten.alpha_dropout.default": (2, "train", False),
+    "aten.feature_alpha_dropout.default": (2, "train", False),
+    "aten.native_dropout.default": (2, "train", False),
+    "aten.scaled_dot_product_attention.default": (4, "dropout_p", 0.0),
+    "aten._scaled_dot_product_flash_attention_for_cpu.default": (3, "dropout_p", 0.0),
+    "aten.to.device": (1, "device", "cpu"),
+}
+# ops that allocate without filling: a program's reference run (explorer.check.references)
+# fills what they make with zeros before anything reads it, so no memory the process held
+# before shows through; in the program's top graph only (subgraphs run as torch runs them)
+PROGRAM_EMPTY = frozenset(
+    {
+        "aten.empty.memory_format",
+        "aten.empty_like.default",
+        "aten.empty_permuted.default",
+        "aten.empty_strided.default",
+        "aten.new_empty.default",
+        "aten.new_empty_strided.default",
+    }
+)
 # plain Python calls a program's graph makes on sizes and tuples
 _PROGRAM_MODULES = frozenset({"_operator", "operator", "math"})
 _PROGRAM_SYM = frozenset(
@@ -107,9 +153,30 @@ def program_refusals(program: Any, names: frozenset[str] | None = None) -> dict[
                     out.setdefault(what, "a program from a file calls only functions")
                 continue
             why, what = _call_refusal(node.target, names, opaque_refusal)
+            if why is not None and what in PROGRAM_CALLS:
+                why = None
+            elif why is not None and what in PROGRAM_EMPTY and gm is root:
+                why = None
+            elif why is not None and what in PROGRAM_CONDITIONAL:
+                why = _conditional(node, what, why)
             if why is not None:
                 out.setdefault(what, why)
     return out
+
+
+def _conditional(node, what: str, why: str) -> str | None:
+    """None when the call ``node`` of ``what`` (in :data:`PROGRAM_CONDITIONAL`) has the
+    argument that makes it deterministic (dropout with ``train=False``, attention with
+    ``dropout_p=0``, ``to`` the CPU), else ``why`` with what it would need."""
+    index, name, want = PROGRAM_CONDITIONAL[what]
+    value = node.kwargs.get(name, node.args[index] if len(node.args) > index else None)
+    if name == "device":
+        ok = value is not None and str(value) == "cpu"
+    elif name == "dropout_p":
+        ok = value is None or (isinstance(value, (int, float)) and float(value) == 0.0)
+    else:
+        ok = value is want or value == want
+    return None if ok else f"{why} (runs only with {name}={want!r})"
 
 
 def _call_refusal(target: Any, names, opaque_refusal) -> tuple[str | None, str]:
@@ -219,6 +286,9 @@ def current_trust() -> frozenset[str]:
 
 
 __all__ = [
+    "PROGRAM_CALLS",
+    "PROGRAM_CONDITIONAL",
+    "PROGRAM_EMPTY",
     "PROGRAM_HOPS",
     "current_trust",
     "program_refusals",

@@ -158,6 +158,10 @@ def _torch_reference(source: dict, inputs: list) -> tuple[tuple, dict, str]:
     exported = isinstance(model, torch.export.ExportedProgram)
     if ep is None and exported:
         ep = model
+    if source.get("untrusted_program"):  # a program read from a file (a .pt2): see below
+        with program_budget(ep, tensors, "torch's reference run of the program"):
+            outputs, fx_values = _fx_run(ep, tensors, untrusted=True)
+        return outputs, fx_values, "the exported graph run op by op, no_grad"
     if ep is not None:
         try:
             outputs, fx_values = _fx_run(ep, tensors)
@@ -213,13 +217,57 @@ def _user_outputs(ep, out) -> tuple:
     return tuple(_to_numpy(t) for t in outs if isinstance(t, torch.Tensor))
 
 
-def _fx_run(ep, tensors: list) -> tuple[tuple, dict[str, np.ndarray]]:
+PROGRAM_BUDGET = 4 << 30
+"""What the reference run of a torch program read from a file (a ``.pt2``) may allocate
+beyond what the process holds, its weights and twice its inputs and weights: the run is made
+under that address-space limit (``compiler.ops.memory_budget``), so a program asking for a huge
+value (``full([100000, 100000])``) fails with one error instead of taking the machine."""
+
+
+def program_budget(ep, tensors: list, what: str):
+    """The memory budget a program read from a file runs under (see PROGRAM_BUDGET)."""
+    import torch
+
+    from compiler.ops import memory_budget
+
+    held = sum(
+        t.numel() * t.element_size()
+        for t in [*ep.state_dict.values(), *tensors]
+        if isinstance(t, torch.Tensor)
+    )
+    return memory_budget(what, PROGRAM_BUDGET + 2 * held)
+
+
+def interpreter_base(untrusted: bool):
+    """``torch.fx.Interpreter``, or for a program read from a file one that fills what an
+    allocating op (``empty``, ``empty_like``, ..., explorer.trust.PROGRAM_EMPTY) makes with
+    zeros before anything reads it: uninitialised memory may hold what the process held
+    before."""
+    import torch
+
+    if not untrusted:
+        return torch.fx.Interpreter
+    from explorer.trust import PROGRAM_EMPTY
+
+    class Filled(torch.fx.Interpreter):
+        def call_function(self, target, args, kwargs):
+            out = super().call_function(target, args, kwargs)
+            name = getattr(target, "_overloadname", None)
+            if name is not None and isinstance(out, torch.Tensor):
+                if f"{target.namespace}.{target._opname}.{name}" in PROGRAM_EMPTY:
+                    out.zero_()
+            return out
+
+    return Filled
+
+
+def _fx_run(ep, tensors: list, untrusted: bool = False) -> tuple[tuple, dict[str, np.ndarray]]:
     """The exported graph run op by op: its user outputs and every call's value by name."""
     import torch
 
     values: dict[str, np.ndarray] = {}
 
-    class Capture(torch.fx.Interpreter):
+    class Capture(interpreter_base(untrusted)):
         def run_node(self, n):
             out = super().run_node(n)
             if n.op == "call_function" and isinstance(out, torch.Tensor):
@@ -271,6 +319,13 @@ def float64_reference(frontend: str, source: dict, inputs: list, runtime: list):
             ep = source["model"]
         if ep is None:
             return None
+        if source.get("untrusted_program"):
+
+            def run():
+                with program_budget(ep, _tensors(inputs), "torch's float64 run of the program"):
+                    return _torch_float64(ep, inputs, untrusted=True)
+
+            return Float64Reference(run, "the exported graph run in float64 by torch")
         return Float64Reference(
             lambda: _torch_float64(ep, inputs), "the exported graph run in float64 by torch"
         )
@@ -285,7 +340,9 @@ def float64_reference(frontend: str, source: dict, inputs: list, runtime: list):
 LINEAR_BLOCK_BYTES = 1 << 20  # a bigger linear weight is cast a block at a time (_torch_float64)
 
 
-def _torch_float64(ep, inputs: list) -> tuple[tuple, dict[str, np.ndarray]]:
+def _torch_float64(
+    ep, inputs: list, untrusted: bool = False
+) -> tuple[tuple, dict[str, np.ndarray]]:
     """The exported graph run in float64: user inputs cast, each weight cast where it is used
     (never the whole model at once: the cast is freed after its op; a linear's weight a block
     of rows at a time, an embedding's rows gathered before the cast), every floating dtype an
@@ -336,7 +393,7 @@ def _torch_float64(ep, inputs: list) -> tuple[tuple, dict[str, np.ndarray]]:
     hop_graphs = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
     asserts = {getattr(aten, "_assert_tensor_metadata", None)}
 
-    class Float64(torch.fx.Interpreter):
+    class Float64(interpreter_base(untrusted)):
         def call_function(self, target, args, kwargs):
             if any(target is getattr(a, "default", None) for a in asserts if a is not None):
                 return None  # export's dtype assertions name float32

@@ -315,3 +315,154 @@ def test_the_docs_list_python_sources_as_running_code_and_pt2_as_read_safely():
         flat = " ".join(doc.read_text().split())
         assert "unpickled by torch" not in flat and "pickled by torch" not in flat, doc
     assert "pickled by torch" not in help_text and ".pt2 files are unpickled" not in help_text
+
+
+# ----- the program's own calls (issue #39, items 1 and 2) -----------------------------------
+# A .pt2 is a program from a file, not the user's code: exploring it trusts none of its ops,
+# and a check runs it as the reference only when every call it makes is a known pure
+# computation (explorer.trust.program_refusals) or trusted with --trust-op.
+
+
+class Small(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) + 1
+
+
+def _program_with(path: Path, make, meta_val) -> Path:
+    """A .pt2 of ``Small`` whose graph also calls ``make(graph)`` (a node valued like
+    ``meta_val``), summed into the output so nothing drops it."""
+    ep = torch.export.export(Small(), (torch.randn(2, 4),))
+    g = ep.graph_module.graph
+    relu = next(n for n in g.nodes if n.op == "call_function" and "relu" in str(n.target))
+    users = list(relu.users)
+    with g.inserting_after(relu):
+        extra = make(g)
+    extra.meta["val"] = meta_val
+    with g.inserting_after(extra):
+        total = g.call_function(torch.ops.aten.sum.default, (extra,), {})
+    total.meta["val"] = torch.empty((), dtype=meta_val.dtype)
+    with g.inserting_after(total):
+        added = g.call_function(torch.ops.aten.add.Tensor, (relu, total))
+    added.meta["val"] = torch.empty(2, 4)
+    for u in users:
+        u.replace_input_with(relu, added)
+    ep.graph_module.recompile()
+    torch.export.save(ep, str(path))
+    return path
+
+
+@pytest.fixture
+def from_file_program(tmp_path):
+    target = tmp_path / "notes.bin"
+
+    def make(g):
+        return g.call_function(
+            torch.ops.aten.from_file.default, (str(target), True, 16), {"dtype": torch.uint8}
+        )
+
+    return _program_with(tmp_path / "evil.pt2", make, torch.empty(16, dtype=torch.uint8)), target
+
+
+def test_a_pt2_calling_from_file_is_refused_at_check_and_writes_nothing(capsys, from_file_program):
+    path, target = from_file_program
+    code, out, err = run(capsys, "explore", path, *PIPELINE, "--check")
+    assert code == 2 and not target.exists()
+    assert_one_line_error(err, "refused to run", "aten.from_file.default", "--trust-op")
+    # viewing it runs nothing and works
+    code, out, err = run(capsys, "explore", path, *PIPELINE)
+    assert code == 0 and not target.exists(), err
+    assert "aten.from_file.default" in out
+
+
+def test_a_pt2_op_trusted_on_the_command_line_runs(capsys, from_file_program):
+    path, target = from_file_program
+    trust = ("--trust-op", "aten.from_file")
+    code, out, err = run(capsys, "explore", path, *PIPELINE, "--check", *trust)
+    assert target.exists()  # the person trusted it: it ran (shared=True makes the file)
+    assert "refused" not in err
+
+
+def test_a_pt2_is_refused_up_front_for_another_compiler(capsys, from_file_program):
+    path, target = from_file_program
+    code, out, err = run(capsys, "explore", path, "--compiler", "inductor")
+    assert code == 2 and not target.exists()
+    assert_one_line_error(err, "aten.from_file.default", "--trust-op")
+
+
+def test_a_normal_pt2_checks_clean(capsys, tmp_path):
+    code, out, err = run(capsys, "explore", _save(tmp_path / "net.pt2"), *PIPELINE, "--check")
+    assert code == 0, err
+    assert "refused" not in err + out
+
+
+def test_a_transformer_pt2_checks_without_a_refusal(capsys, tmp_path):
+    """A real model's program calls assertions, sizes, dunder bitwise ops, dropout with
+    train=False and attention without dropout: none of them is refused."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GPT2Config(
+        n_layer=1, n_embd=32, n_head=2, vocab_size=50, n_positions=16, use_cache=False
+    )
+    torch.manual_seed(0)
+    model = transformers.GPT2Model(cfg).eval()
+    ep = torch.export.export(model, (torch.randint(0, 50, (1, 6)),))
+    torch.export.save(ep, str(tmp_path / "gpt2.pt2"))
+    code, out, err = run(capsys, "explore", tmp_path / "gpt2.pt2", *PIPELINE, "--check")
+    assert "refused" not in err + out
+    assert code == 0, err
+
+
+def _graph(fn, *args):
+    return torch.export.export(fn, args)
+
+
+def test_program_refusals_judge_each_call():
+    from explorer.trust import program_refusals
+
+    class Drop(torch.nn.Module):
+        def __init__(self, train):
+            super().__init__()
+            self.t = train
+
+        def forward(self, x):
+            return torch.ops.aten.dropout.default(x, 0.5, self.t)
+
+    none = frozenset()
+    assert program_refusals(_graph(Drop(False), torch.randn(3)), none) == {}
+    refused = program_refusals(_graph(Drop(True), torch.randn(3)), none)
+    assert list(refused) == ["aten.dropout.default"] and "train=False" in refused[
+        "aten.dropout.default"
+    ]
+
+    class Empty(torch.nn.Module):
+        def forward(self, x):
+            return torch.empty_like(x).fill_(1) + x
+
+    assert program_refusals(_graph(Empty(), torch.randn(3)), none) == {}
+
+    gm = torch.fx.symbolic_trace(Small())
+    node = next(n for n in gm.graph.nodes if n.op == "call_function")
+    node.target = print  # a Python function, not a torch op
+    assert "builtins.print" in program_refusals(gm, none)
+
+
+def test_an_empty_is_filled_with_zeros_in_the_reference():
+    """What an allocating op makes holds zeros, not memory the process held before."""
+    from explorer.check.references import _fx_run
+
+    class Empty(torch.nn.Module):
+        def forward(self, x):
+            return torch.empty(4096, dtype=torch.float32) + x.sum() * 0
+
+    ep = torch.export.export(Empty(), (torch.randn(3),))
+    (out,), _ = _fx_run(ep, [torch.randn(3)], untrusted=True)
+    assert (out == 0).all()
+
+
+def test_a_pt2_asking_for_a_huge_value_fails_under_the_budget(capsys, tmp_path):
+    def make(g):
+        return g.call_function(torch.ops.aten.full.default, ([1 << 17, 1 << 17], 1.0), {})
+
+    path = _program_with(tmp_path / "huge.pt2", make, torch.empty(1, 1))
+    code, out, err = run(capsys, "explore", path, *PIPELINE, "--check")
+    assert "Traceback" not in err
+    assert "needed more than" in err + out, err + out
