@@ -6,11 +6,18 @@ or a crash.
 
     .venv/bin/python bench/fuzz_untrusted.py [--cases N] [--seed S] [--timeout SECONDS]
     .venv/bin/python bench/fuzz_untrusted.py --probes [--timeout SECONDS]
+    .venv/bin/python bench/fuzz_untrusted.py --opaque-targets [--limit N]
 
 Prints, per input kind, the cases tried, those that worked, the clear errors (by type), the
 other exceptions (crashes; each listed with its input) and the hangs (a case over the time
 bound, caught with SIGALRM). tests/explorer/test_fuzz_untrusted.py runs the same mutators
 under hypothesis with fewer cases.
+
+``--opaque-targets`` (issue #39) names every operator registered in torch's dispatcher as an
+opaque op's target, as a crafted file would, and confirms each is either refused before it runs
+or, on passlens's allowlist, runs sized and safe on arguments made from its schema (small,
+huge, negative, zero, empty, 0-d, other dtypes): no crash, hang, raw terminal text, file
+written or allocation past the limit (bench/fuzz_opaque.py).
 
 ``--probes`` runs the crafted probes of issue #31 at their real size instead, each in a process
 of its own (so its peak memory is its own): amplification in ``load`` (array entries naming one
@@ -344,7 +351,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds per case")
     ap.add_argument("--probes", action="store_true", help="the crafted probes of issue #31")
     ap.add_argument("--probe", help=argparse.SUPPRESS)  # one probe, in this process
+    ap.add_argument(
+        "--opaque-targets", action="store_true", help="every torch op as an opaque target"
+    )
+    ap.add_argument("--limit", type=int, help="--opaque-targets: only the first N targets")
     args = ap.parse_args(argv)
+    if args.opaque_targets:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import fuzz_opaque
+
+        sys.exit(fuzz_opaque.main(args.limit))
     if args.probe:
         return run_probe(args.probe)
     if args.probes:

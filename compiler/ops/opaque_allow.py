@@ -141,6 +141,9 @@ DENIED = (
      "storage, not values"),
     (r"_philox.*|_sobol_engine.*", "random number engines"),
     (r"_fused_(adam|adamw|adagrad|sgd)_?|_amp_.*", "optimizer and scaler steps"),
+    (r".*_backward.*|_thnn_.*|range",
+     "gradients (kernels that take saved shapes and indices on trust: one crashes the process "
+     "on crafted arguments) and the deprecated range"),
     (r"_embedding_bag.*|embedding_bag|_pack_padded_sequence.*|_pad_packed_sequence"
      r"|_?ctc_loss.*|_segment_reduce.*|segment_reduce",
      "offsets or lengths it may take on trust"),

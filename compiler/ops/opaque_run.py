@@ -118,12 +118,17 @@ def _from_torch(value: Any, target: str) -> Any:
 
     if isinstance(value, torch.Tensor):
         t = value.detach().cpu()
-        if t.dtype == torch.bfloat16:
-            return t.view(torch.int16).numpy().view(DType.bfloat16.numpy).copy()
+        if t.layout != torch.strided:
+            raise OpaqueOpError(f"{target} gave a {t.layout} tensor, not a dense one")
         try:
+            t = t.resolve_conj().resolve_neg()  # a view with its conjugate or negative bit set
+            if t.dtype == torch.bfloat16:
+                return t.view(torch.int16).numpy().view(DType.bfloat16.numpy).copy()
             return t.numpy().copy()
-        except TypeError as e:
-            raise OpaqueOpError(f"{target} gave a {t.dtype} tensor: {e}") from None
+        except (TypeError, RuntimeError, NotImplementedError) as e:
+            head = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            why = f"{target} gave a {t.dtype} tensor numpy cannot hold: {head}"
+            raise OpaqueOpError(why) from None
     if isinstance(value, (tuple, list)):
         return tuple(_from_torch(v, target) for v in value)
     raise OpaqueOpError(f"{target} gave a {type(value).__name__}, not tensors")
@@ -268,6 +273,43 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict):
     return None
 
 
+def check_torch_args(op, target: str, attrs: Mapping[str, Any]) -> None:
+    """The stored arguments checked against ``op``'s schema before anything runs: a file may
+    give any value, and torch takes a dtype, a layout or a memory format as a plain int (an
+    enum value out of range crashes the process: ``range(..., dtype=-2**40)`` dies of SIGFPE).
+    A dtype must be a dtype (``f32``) or none; a layout or memory format none (torch's
+    default: passlens never records one); a device none or ``"cpu"``; no more positional
+    arguments than the schema has, no keyword it does not name."""
+    params = list(op._schema.arguments)
+    positional = [p for p in params if not p.kwarg_only]
+    args = list(attrs["args"])
+    if len(args) > len(positional):
+        raise OpaqueOpError(
+            f"torch {target} takes at most {len(positional)} positional arguments, the op "
+            f"gives {len(args)}"
+        )
+    by_name = {p.name: p for p in params}
+    bound = list(zip(positional, args, strict=False))
+    for name, value in attrs["kwargs"]:
+        if name not in by_name:
+            raise OpaqueOpError(f"torch {target} has no argument {name!r}")
+        bound.append((by_name[name], value))
+    for param, value in bound:
+        kind = str(param.real_type).removeprefix("Optional[").removesuffix("]")
+        bad = None
+        if kind == "ScalarType" and not (value is None or isinstance(value, DType)):
+            bad = "a dtype (f32, i64, ...) or none"
+        elif kind in ("Layout", "MemoryFormat") and value is not None:
+            bad = "none (passlens keeps torch's default)"
+        elif kind == "Device" and not (value is None or value == "cpu"):
+            bad = 'none or "cpu"'
+        if bad is not None:
+            raise OpaqueOpError(
+                f"torch {target}: argument {param.name} ({param.real_type}) must be {bad}, "
+                f"got {str(value)[:40]!r}; it was not run"
+            )
+
+
 def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
     """Call the torch op on ``values`` with the stored arguments; numpy in and out."""
     from compiler.ops.opaque_allow import check_allowed
@@ -275,6 +317,7 @@ def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
     target = attrs["target"]
     check_allowed("torch", target)  # before anything of it is looked up
     op = resolve_torch_op(target)
+    check_torch_args(op, target, attrs)
     dtypes = torch_dtypes()
     tensors = [_to_torch(v) for v in values]
     budget = _check_sizes_first(op, target, tensors, attrs, dtypes)

@@ -81,6 +81,11 @@ ATTACKS = [
     "aten._sparse_coo_tensor_with_dims_and_tensors.default",
     "prims.empty_strided.default",
     "prims.as_strided.default",
+    # found by bench/fuzz_untrusted.py --opaque-targets: a gradient kernel that dies of SIGSEGV
+    # on crafted arguments, and the deprecated range (every *_backward is off the list)
+    "aten._thnn_differentiable_lstm_cell_backward.default",
+    "aten.max_pool2d_with_indices_backward.default",
+    "aten.range.step",
 ]
 
 
@@ -272,3 +277,56 @@ def test_a_refusal_is_a_passlens_error():
     with pytest.raises(OpaqueOpError):
         opaque_allow.check_allowed("torch", "aten.from_file.out")
     opaque_allow.check_allowed("torch", "aten.cumsum.default")
+
+
+# ----- arguments checked against the schema (bench/fuzz_untrusted.py --opaque-targets) ----------
+
+
+def _attrs(target: str, args=(), kwargs=()):
+    return {
+        "framework": "torch",
+        "target": target,
+        "args": tuple(args),
+        "kwargs": tuple(kwargs),
+        "type": "f32[]",
+        "opset": None,
+        "outputs": None,
+        "pure": True,
+    }
+
+
+@pytest.mark.parametrize(
+    "kwargs, what",
+    [
+        ((("dtype", -(1 << 40)),), "dtype"),  # an enum value out of range: SIGFPE in torch
+        ((("dtype", 7),), "dtype"),  # a plain int is never a dtype here
+        ((("layout", 3),), "layout"),
+        ((("device", "meta"),), "device"),
+    ],
+)
+def test_a_dtype_layout_or_device_from_a_file_must_be_one(kwargs, what):
+    with pytest.raises(OpaqueOpError, match=f"argument {what} .* must be"):
+        opaque_run.run([], _attrs("aten.arange.start_step", (0, 4, 1), kwargs))
+
+
+def test_too_many_arguments_or_an_unknown_keyword_is_refused_before_it_runs():
+    x = np.ones(3, np.float32)
+    with pytest.raises(OpaqueOpError, match="at most 1 positional"):
+        opaque_run.run([x], _attrs("aten.relu.default", ("%0", 1)))
+    with pytest.raises(OpaqueOpError, match="no argument 'nope'"):
+        opaque_run.run([x], _attrs("aten.relu.default", ("%0",), (("nope", 1),)))
+
+
+def test_a_dtype_given_as_a_dtype_runs():
+    from compiler.ir.types import DType
+
+    got = opaque_run.run([], _attrs("aten.arange.start_step", (0, 4, 1), (("dtype", DType.int64),)))
+    assert got.dtype == np.int64 and got.tolist() == [0, 1, 2, 3]
+
+
+def test_a_view_with_its_negative_or_conjugate_bit_comes_back_resolved():
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    got = opaque_run.run([x], _attrs("aten._neg_view.default", ("%0",)))
+    assert got.tolist() == [-1.0, 2.0, -3.0]
+    with pytest.raises(OpaqueOpError, match="numpy cannot hold"):
+        opaque_run.run([x > 0], _attrs("aten._neg_view.default", ("%0",)))

@@ -84,3 +84,44 @@ def test_the_seeds_themselves_work():
         h.run_trace(trace_seed(), Path(tmp))
         for seed in h.seed_onnx_bytes():
             h.run_onnx(seed, Path(tmp))
+
+
+@functools.cache
+def opaque_fuzzer():
+    spec = importlib.util.spec_from_file_location("fuzz_opaque", REPO / "bench" / "fuzz_opaque.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_dispatcher_op_named_by_a_file_is_refused_or_listed():
+    """Every operator torch registers, named as an opaque op's target the way a crafted file
+    would, is refused before it runs unless it is on the allowlist (bench/fuzz_untrusted.py
+    --opaque-targets runs the listed ones too and prints the figures)."""
+    fuzz = opaque_fuzzer()
+    targets = fuzz.all_targets()
+    assert len(targets) > 3000
+    listed = [t for t in targets if fuzz.allowed(t)]
+    refused = [t for t in targets if not fuzz.allowed(t)]
+    assert refused and listed
+    bad = [(t, why) for t in refused for ok, why in [fuzz.refused_cleanly(t)] if not ok]
+    assert bad == []
+
+
+def test_a_sample_of_listed_ops_runs_sized_and_safe():
+    """Listed ops on schema-made arguments (small, huge, negative, zero, empty, 0-d, other
+    dtypes), in a worker process: a value or a clear error, never a crash, a hang, raw text on
+    the terminal or a file written."""
+    fuzz = opaque_fuzzer()
+    listed = [t for t in fuzz.all_targets() if fuzz.allowed(t)]
+    sample = listed[:: max(1, len(listed) // 40)] + [
+        "aten.repeat_interleave.Tensor",
+        "aten.nonzero.default",
+        "aten.arange.start_step",
+        "aten._neg_view.default",
+    ]
+    outcomes = fuzz.run_allowed(sample, log=lambda *a: None)
+    assert set(outcomes) == set(sample)
+    bad = {t: r for t, res in outcomes.items() for r in res.values() if fuzz._bad(r)}
+    assert bad == {}
