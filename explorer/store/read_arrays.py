@@ -58,7 +58,30 @@ class ArrayReading:
 
     def array(self, i: Any) -> np.ndarray:
         """Array ``i`` of the table (read-only), read or derived the first time it is asked
-        for, within MAX_ARRAY_BYTES and the load budget."""
+        for, within MAX_ARRAY_BYTES and the load budget. A chain of derived arrays (each
+        from an earlier one) is made from its oldest link up, in a loop: a file's chain may be
+        as long as its table, and nothing here recurses over it."""
+        if i in self.arrays:
+            return self.arrays[i]
+        chain = [i]
+        while True:
+            spec = self.ref(self.array_specs, chain[-1], "array reference")
+            recipe = spec.get("derived") if isinstance(spec, dict) else None
+            source = recipe.get("from") if isinstance(recipe, dict) else None
+            if (
+                isinstance(source, bool)
+                or not isinstance(source, int)
+                or not 0 <= source < chain[-1]
+                or source in self.arrays
+            ):
+                break  # a stored array, a made one, or a bad link that _array reports
+            chain.append(source)
+        for j in reversed(chain[1:]):
+            self._array(j)
+        return self._array(i)
+
+    def _array(self, i: Any) -> np.ndarray:
+        """Array ``i``, whose source (if derived) is made already or is reported bad."""
         if i in self.arrays:
             return self.arrays[i]
         spec = self.ref(self.array_specs, i, "array reference")

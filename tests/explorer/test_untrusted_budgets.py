@@ -132,6 +132,25 @@ def test_derived_arrays_with_the_same_values_are_made_once_and_others_counted(
     assert "over the 1.0 MiB budget for one trace" in str(info.value)
 
 
+def test_a_chain_of_5000_derived_arrays_loads_without_recursion(small_file):
+    """Each array derived from the one before: the chain is made from its oldest link up in a
+    loop (issue #39, item 4), not one Python frame per link."""
+    buf = io.BytesIO()
+    np.save(buf, np.arange(4, dtype=np.float32).reshape(2, 2))
+    _rewrite(small_file, {"arrays/small.npy": buf.getvalue()})
+    root = len(_json(small_file, "ir.json")["arrays"])
+    base = {"dtype": "float32", "shape": [2, 2], "member": "arrays/small.npy"}
+    ir = _json(small_file, "ir.json")
+    ir["arrays"] += [base] + [
+        {"dtype": "float32", "shape": [2, 2], "derived": {"from": root + k, "axes": [1, 0]}}
+        for k in range(5000)
+    ]
+    ir["nodes"].append({"kind": "const", "array": root + 5000})  # only the last is named
+    _rewrite(small_file, {"ir.json": json.dumps(ir).encode()})
+    trace = load(small_file)
+    assert trace is not None
+
+
 @pytest.fixture
 def onnx_file(tmp_path):
     pytest.importorskip("compiler.frontend.onnx_frontend")
