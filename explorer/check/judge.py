@@ -57,13 +57,16 @@ class Float64Judgement:
 
 
 def max_distance(a: np.ndarray, b: np.ndarray) -> float:
-    """The largest ``|a - b|`` in float64 (NaN against NaN is 0, NaN against a number inf)."""
+    """The largest ``|a - b|`` in float64 (NaN against NaN and equal infinities, an attention
+    mask's -inf, are 0; NaN against a number inf)."""
     if a.size == 0:
         return 0.0
-    d = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    with np.errstate(invalid="ignore"):  # inf - inf
+        d = np.abs(a64 - b64)
     worst = float(d.max())
     if math.isnan(worst):
-        same = np.isnan(np.asarray(a, np.float64)) & np.isnan(np.asarray(b, np.float64))
+        same = (a64 == b64) | (np.isnan(a64) & np.isnan(b64))
         d = np.where(same, 0.0, np.where(np.isnan(d), np.inf, d))
         worst = float(d.max())
     return worst

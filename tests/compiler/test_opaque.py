@@ -216,6 +216,62 @@ def test_an_onnx_opaque_op_runs_in_onnxruntime_as_a_one_node_model():
     np.testing.assert_array_equal(got, want)
 
 
+RNN_H = """
+def @main(%x: f32[3, 1, 2], %w: f32[1, 4, 2], %r: f32[1, 4, 4]) -> f32[1, 1, 4] {
+  %h: f32[1, 1, 4] = opaque(%x, %w, %r, framework="onnx", target="ai.onnx::RNN", args=["%0", "%1", "%2"], kwargs=[["hidden_size", 4]], opset=17, outputs=[1], pure=true, type="f32[1, 1, 4]")
+  return %h
+}"""
+
+LSTM_Y_C = """
+def @main(%x: f32[3, 1, 2], %w: f32[1, 16, 2], %r: f32[1, 16, 4]) -> (f32[3, 1, 1, 4], f32[1, 1, 4]) {
+  %t: (f32[3, 1, 1, 4], f32[1, 1, 4]) = opaque(%x, %w, %r, framework="onnx", target="ai.onnx::LSTM", args=["%0", "%1", "%2"], kwargs=[["hidden_size", 4]], opset=17, outputs=[0, 2], pure=true, type="(f32[3, 1, 1, 4], f32[1, 1, 4])")
+  return %t
+}"""
+
+
+def _onnx_run(op: str, x, w, r, outputs: list[str]):
+    """onnxruntime on the one ``op`` node with its outputs named as ``outputs`` ("" unused)."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    node = helper.make_node(op, ["x", "w", "r"], outputs, hidden_size=4)
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph(
+        [node],
+        "g",
+        [vi(n, TensorProto.FLOAT, None) for n in ("x", "w", "r")],
+        [vi(n, TensorProto.FLOAT, None) for n in outputs if n],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    return ort.InferenceSession(m.SerializeToString()).run(None, {"x": x, "w": w, "r": r})
+
+
+def test_an_onnx_opaque_op_gives_the_outputs_of_its_node_it_keeps():
+    """``outputs`` names the positions of the node's outputs the op gives: an RNN keeping only
+    output 1 (the last hidden state) gives that, not output 0 (every step's); an LSTM keeping
+    outputs 0 and 2 gives Y and the cell state, not the hidden state."""
+    pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 1, 2)).astype(np.float32)
+    w = rng.standard_normal((1, 4, 2)).astype(np.float32)
+    r = (0.5 * rng.standard_normal((1, 4, 4))).astype(np.float32)
+    (h,) = run(parse(RNN_H), x, w, r)
+    (want,) = _onnx_run("RNN", x, w, r, ["", "h"])
+    np.testing.assert_array_equal(h, want)
+    state = np.zeros((1, 4), np.float32)
+    for t in range(3):  # the last hidden state, by hand
+        state = np.tanh(x[t] @ w[0].T + state @ r[0].T)
+    np.testing.assert_allclose(h[0], state, rtol=1e-5, atol=1e-6)
+
+    w = rng.standard_normal((1, 16, 2)).astype(np.float32)
+    r = (0.5 * rng.standard_normal((1, 16, 4))).astype(np.float32)
+    y, c = run(parse(LSTM_Y_C), x, w, r)
+    want_y, want_h, want_c = _onnx_run("LSTM", x, w, r, ["y", "h", "c"])
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(c, want_c)
+    assert not np.array_equal(c, want_h)  # the cell state is not the hidden state
+
+
 def test_an_onnx_op_onnxruntime_does_not_know_fails_clearly():
     text = ROI.replace("ai.onnx::MaxRoiPool", "com.example::NoSuchOp")
     args = np.zeros((1, 3, 8, 8), np.float32), np.zeros((2, 5), np.float32)

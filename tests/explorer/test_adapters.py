@@ -342,3 +342,26 @@ def test_the_cli_offers_every_registered_compiler(adapter):
 
     args = _parser().parse_args(["explore", "model.py", "--compiler", NAME])
     assert args.compiler == NAME
+
+
+def test_options_an_adapter_ignores_never_reach_its_record():
+    """``ignored_options`` are accepted by ``explore`` and dropped before ``record``, which
+    gets every other option and the default pipeline (issue 39: strict for TVM, Inductor)."""
+    seen = []
+
+    class Strict(ChainAdapter):
+        name = "numpy-chain-strict"
+        ignored_options = ("strict",)
+
+        def record(self, source, example_inputs, pipeline, progress, *, seed=0):
+            seen.append((pipeline, seed))
+            return super().record(source, example_inputs, pipeline, progress)
+
+    register_adapter(Strict())
+    try:
+        trace = explorer.explore(chain(), X, compiler=Strict.name, strict=True, seed=3)
+        assert seen == [("all", 3)] and trace.steps[-1].name == "add_becomes_sub"
+        with pytest.raises(TypeError):  # an option that is not ignored still goes through
+            explorer.explore(chain(), X, compiler=Strict.name, unknown=1)
+    finally:
+        unregister_adapter(Strict.name)

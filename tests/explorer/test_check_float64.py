@@ -175,3 +175,153 @@ def test_a_float64_run_that_fails_leaves_the_tolerance_to_judge_and_says_why():
 
     cmp = _judge_outputs((x * 1.5,), (x,), ref, 1e-4, 1e-5)
     assert cmp.diverged and cmp.rule == "tolerance"
+
+
+# ----- issue 39: the rule on NaN, infinities and several outputs; the message; the linear -------
+REF64 = np.linspace(-1, 1, 101)
+REF32 = (REF64 + 1e-7).astype(np.float32)  # eager: 1e-7 from float64
+CLOSE = (REF64 + 2e-7).astype(np.float32)  # as near float64 as eager: agrees
+FAR = (REF64 * 1.001).astype(np.float32)  # 1e-3 off: wrong
+
+
+def _at3(a, value):
+    a = np.array(a, copy=True)
+    a[3] = value
+    return a
+
+
+NAN, INF = float("nan"), float("inf")
+# (value, float32 reference, float64 run) -> "wrong", "agrees", or None: the rule does not
+# apply (the reference or the float64 run not finite where the other is: no bound), and the
+# tolerance judges
+FLOAT64_CASES = {
+    "a NaN where float64 has a number": (_at3(CLOSE, NAN), REF32, REF64, "wrong"),
+    "NaN where the reference and float64 are NaN": (
+        _at3(CLOSE, NAN),
+        _at3(REF32, NAN),
+        _at3(REF64, NAN),
+        "agrees",
+    ),
+    "a NaN reference where float64 has a number": (CLOSE, _at3(REF32, NAN), REF64, None),
+    "+inf where float64 has a number": (_at3(CLOSE, INF), REF32, REF64, "wrong"),
+    "-inf where float64 has a number": (_at3(CLOSE, -INF), REF32, REF64, "wrong"),
+    "+inf where float64 has -inf": (
+        _at3(CLOSE, INF),
+        _at3(REF32, -INF),
+        _at3(REF64, -INF),
+        "wrong",
+    ),
+    "-inf everywhere alike (a mask)": (
+        _at3(CLOSE, -INF),
+        _at3(REF32, -INF),
+        _at3(REF64, -INF),
+        "agrees",
+    ),
+    # an overflowed float32 reference: its distance from float64 is infinite, and an
+    # infinite allowance would pass every value, a 1e-3 error included
+    "a far value beside a +inf reference": (FAR, _at3(REF32, INF), REF64, None),
+    "a far value beside a -inf reference": (FAR, _at3(REF32, -INF), REF64, None),
+    "a far value where float64 overflowed": (FAR, REF32, _at3(REF64, INF), None),
+    "a far value where float64 is -inf": (FAR, REF32, _at3(REF64, -INF), None),
+}
+
+
+@pytest.mark.parametrize("case", list(FLOAT64_CASES))
+def test_the_float64_rule_on_nan_and_infinities(case):
+    value, reference, f64, expected = FLOAT64_CASES[case]
+    j = judge_float64(value, reference, f64, atol=0.0)
+    if expected is None:
+        assert j is None  # no bound: not judged by the rule
+    else:
+        assert j is not None and j.wrong == (expected == "wrong"), j
+        if expected == "wrong":
+            assert j.error == INF and j.share == INF
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_an_infinite_reference_leaves_a_wrong_value_to_the_tolerance(sign):
+    """The check's verdict: a far value beside an overflowed reference is diverged, by the
+    tolerance (the float64 rule has no bound there)."""
+    from explorer.check.judge import Float64Reference
+    from explorer.check.numbers import _judge_outputs
+
+    ref = _at3(REF32, sign * INF)
+    f64 = Float64Reference(lambda: ((REF64,), {}), "a run")
+    cmp = _judge_outputs((_at3(FAR, sign * INF),), (ref,), f64, 1e-4, 1e-5)
+    assert cmp.diverged and cmp.rule == "tolerance"
+
+
+@pytest.mark.parametrize(
+    ("outputs", "diverged"),
+    [
+        ((FAR, CLOSE), True),  # the wrong output first, an agreeing one last
+        ((CLOSE, FAR), True),
+        ((FAR, CLOSE, CLOSE), True),
+        ((CLOSE, CLOSE), False),
+    ],
+)
+def test_every_output_beyond_the_tolerance_is_judged_by_float64(outputs, diverged):
+    """With several outputs beyond the tolerance the step is wrong when any one is, and the
+    judgement kept is the one furthest over its allowance."""
+    from explorer.check.judge import Float64Reference
+    from explorer.check.numbers import _judge_outputs
+
+    n = len(outputs)
+    f64 = Float64Reference(lambda: ((REF64,) * n, {}), "a run")
+    cmp = _judge_outputs(outputs, (REF32,) * n, f64, 1e-9, 1e-12)  # all beyond the tolerance
+    assert cmp.beyond > 0 and cmp.rule == "float64"
+    assert cmp.diverged is diverged
+    assert cmp.float64.wrong is diverged
+    if diverged:
+        assert cmp.float64.error == pytest.approx(float(np.abs(FAR - REF64).max()))
+
+
+def test_the_diverged_message_gives_the_steps_and_the_references_distances_from_float64():
+    """After a pass scales a linear by 1.001, under a tolerance float32 rounding exceeds: the
+    finding says how far the step is from float64 and how far the reference is, each its own."""
+    from explorer.fmt import num
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)
+    ).eval()
+    x = torch.randn(4, 16)
+    trace = explorer.explore(model, (x,), pipeline=[_ScaleLayer(layer="2", scale=1.001)])
+    report = trace.check(rtol=1e-9, atol=1e-12, progress=False)
+    assert kinds(report) == ["diverged"]
+    f = report.first_failure
+    assert f.step.name == "test-check-scale-layer" and f.details["rule"] == "float64"
+    d = f.details["float64"]
+    assert d["error"] > 100 * d["reference_error"] > 0
+    assert num(d["error"]) != num(d["reference_error"])
+    said = f"{num(d['error'])} from it where torch eager is {num(d['reference_error'])}, over"
+    assert said in f.message, f.message
+
+
+@pytest.mark.parametrize("sizes", [(6, 6, 6), (6, 5, 3)])
+def test_the_float64_run_multiplies_by_the_weight_transposed(monkeypatch, sizes):
+    """The float64 run's linear (F.linear by the interpreter's blocked float64 matmul, for a
+    weight over LINEAR_BLOCK_BYTES: a 2048-wide decoder's) is x @ W.T, as torch's in float64,
+    for a square weight too."""
+    from explorer.check import references
+
+    calls = []
+
+    def spy(a, b):
+        calls.append(b.shape)
+        return references.matmul_float64.__wrapped__(a, b)
+
+    spy.__wrapped__ = references.matmul_float64
+    monkeypatch.setattr(references, "LINEAR_BLOCK_BYTES", 0)  # every linear by the blocked path
+    monkeypatch.setattr(references, "matmul_float64", spy)
+    torch.manual_seed(0)
+    a, b, c = sizes
+    model = torch.nn.Sequential(torch.nn.Linear(a, b), torch.nn.Tanh(), torch.nn.Linear(b, c))
+    x = torch.randn(4, a)
+    ep = torch.export.export(model.eval(), (x,))
+    (out,), _ = references._torch_float64(ep, [x])
+    with torch.no_grad():
+        want = model.double()(x.double()).numpy()
+    assert calls == [(a, b), (b, c)]  # both linears by the blocked float64 matmul
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)

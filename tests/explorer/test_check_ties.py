@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import explorer
-from compiler.ir import Call, Constant
+from compiler.ir import Call, Constant, TupleGetItem
+from compiler.ir.provenance import Provenance
 from compiler.passes import Pass, register_pass
 from compiler.passes.rewrite import rewrite_module
 
@@ -179,3 +180,52 @@ def test_onnx_topk_ties_agree_with_onnxruntime():
         assert _not_ok(report) == []
         assert not [n for n in report.notes if "tied values" in n]
     del onnx
+
+
+@register_pass
+@dataclass(frozen=True)
+class _Unmatched(Pass):
+    """A correct pass that rebuilds each topk index output with a provenance naming no FX
+    node: the run cannot be computed again with torch's order of ties (no reference value to
+    put in its place), so the tie is judged at the outputs, by the values they select."""
+
+    name: ClassVar[str] = "test-ties-unmatched"
+
+    def transform(self, module, ctx):
+        prov = Provenance(pass_name=self.name)
+
+        def rule(node):
+            t = node.tuple_value if isinstance(node, TupleGetItem) else None
+            if isinstance(t, Call) and t.op == "topk" and node.prov.source_node is not None:
+                top = Call("topk", list(t.args), dict(t.attrs)).replace(prov=prov)
+                return TupleGetItem(top, node.index).replace(prov=prov)
+            return None
+
+        return rewrite_module(module, lambda name, fn: rule)
+
+
+@register_pass
+@dataclass(frozen=True)
+class _Same(Pass):
+    """Changes nothing: its step shows the module of the step before."""
+
+    name: ClassVar[str] = "test-ties-same"
+
+    def transform(self, module, ctx):
+        return module
+
+
+def test_a_step_showing_an_earlier_steps_module_is_judged_with_its_ties():
+    """A step whose module an earlier step ran reuses that run: its verdict is the earlier
+    step's, tied indices judged by what they select, not a divergence."""
+    x = _tied_input()
+    trace = explorer.explore(_Argsort(), (x,), pipeline=[_Unmatched(), _Same()])
+    same = trace["test-ties-same"]
+    assert same.module is trace["test-ties-unmatched"].module
+    report = trace.check((x,))
+    assert any("output 0 (%argsort)" in n and "judged by the values" in n for n in report.notes)
+    assert report.findings == []
+    assert _not_ok(report) == []
+    checks = {c.step.name: c for c in report.steps}
+    assert checks["test-ties-same"].same_as == trace["test-ties-unmatched"].index
+    assert checks["test-ties-same"].status == checks["test-ties-unmatched"].status == "ok"

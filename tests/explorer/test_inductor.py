@@ -430,3 +430,45 @@ def test_equal_infinities_do_not_differ():
     )
     assert _compare(np.array([inf]), np.array([-inf]), 1e-4, 1e-5)[2] == 1
     assert _compare(np.array([inf]), np.array([1.0]), 1e-4, 1e-5)[2] == 1
+
+
+class ResidualTail(torch.nn.Module):
+    """A residual add and two ops after it: AddToSub makes the add and all after it differ."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.tanh((torch.relu(self.fc(x)) + x) * 3.0)
+
+
+def test_a_finding_marks_the_first_node_that_differs_not_the_last():
+    """issue 39: the wrong add, not the tanh that reads its error."""
+    torch.manual_seed(0)
+    model = ResidualTail().eval()
+    x = torch.randn(2, 8)
+    trace = explorer.explore(
+        model,
+        (x,),
+        compiler="inductor",
+        progress=False,
+        options={"post_grad_custom_post_pass": AddToSub()},
+    )
+    first = trace.check((x,)).first_failure
+    assert first.kind == "diverged" and first.step.name == "AddToSub"
+    errors = first.details["node_errors"]
+    assert [e.where for e in errors] == ["add", "mul", "tanh"]  # in graph order
+    assert [n.name for n in first.nodes] == ["add"]
+    assert first.step.graph.node_of(first.nodes[0]).op == "aten.sub.Tensor"
+    assert first.message.startswith("after AddToSub, add ")
+
+
+def test_strict_is_accepted_and_has_no_effect(broken):
+    """torch.compile handles operators itself: ``strict`` is ignored, not handed on (issue
+    39: a TypeError)."""
+    model, x, trace = broken
+    strict = explorer.explore(
+        model, (x,), compiler="inductor", progress=False, calls=[(torch.randn(5, 4),)], strict=True
+    )
+    assert [s.name for s in strict.steps] == [s.name for s in trace.steps]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -527,3 +526,29 @@ def test_a_deep_spec_is_a_clear_error():
     for spec in ("decompose-ops{ops=" + "[" * 3000 + "]" * 3000 + "}", "x" + "{" * 3000):
         with pytest.raises(PipelineError, match="deeper than 32"):
             build_pipeline(spec)
+
+
+def test_the_oracle_refuses_a_candidate_where_another_failure_comes_first():
+    """Behaviour protected (issue 39): a finding that was the trace's first failure is held only
+    by a candidate with no failure before it. An exp whose pass fails with a TypeError, first:
+    a candidate where a pass before misannotates the exp (a shape mismatch) shows the same
+    failed pass, but after another failure, so reducing to it would report a different first
+    bug; the trace where the earlier pass is correct still holds."""
+    from explorer.reduce.oracle import Target
+
+    exp = _one_op("exp")
+    clean = explorer.explore(exp, pipeline="dead-code-elimination,test-reduce-raise-by-op")
+    clean_report = clean.check(progress=False)
+    finding = clean_report.first_failure
+    assert finding.kind == "pass-failed" and finding.step.name == "test-reduce-raise-by-op"
+    target = Target.of(finding, 1, clean_report)
+    assert target.first and target.found(clean, clean_report, 1) == [finding]
+    earlier = explorer.explore(exp, pipeline="test-reduce-misannotate,test-reduce-raise-by-op")
+    report = earlier.check(progress=False)
+    assert [f.kind for f in report.failures][:1] == ["shape-mismatch"]
+    (again,) = report.of_kind("pass-failed")  # the same failed pass, after another failure
+    assert again.step.name == "test-reduce-raise-by-op"
+    assert target.found(earlier, report, 1) == []
+    # a finding that was not the first failure may come after another one
+    later = Target.of(again, 1, report)
+    assert not later.first and later.found(earlier, report, 1) == [again]

@@ -520,3 +520,16 @@ def test_an_exported_program_with_a_progress_callback():
     assert [c[2] for c in calls] == names
     assert [c[0] for c in calls] == list(range(1, len(names) + 1))
     assert all(c[1] is None for c in calls)  # TVM's nested passes cannot be counted ahead
+
+
+def test_strict_is_accepted_and_has_no_effect():
+    """``strict`` refuses opaque ops at passlens's import; TVM's frontends handle operators
+    themselves, so ``explore(..., compiler="tvm", strict=...)`` ignores it (issue 39: the
+    adapter handed it to the frontend, a TypeError)."""
+    x = torch.randn(2, 4)
+    model = LinearReLU().eval()
+    plain = explorer.explore(model, (x,), compiler="tvm", pipeline=[])
+    for strict in (True, False):
+        trace = explorer.explore(model, (x,), compiler="tvm", pipeline=[], strict=strict)
+        assert [s.name for s in trace.steps] == [s.name for s in plain.steps]
+        assert trace.imported.module.text() == plain.imported.module.text()
