@@ -63,12 +63,18 @@ def allowed(target: str) -> bool:
 # ----- arguments from a schema ------------------------------------------------------------------
 
 # the variants tried on every allowed op: small and ordinary first, then hostile
-VARIANTS = ("small", "int", "huge", "negative", "zero", "empty", "scalar", "dtypes")
+VARIANTS = (
+    "small", "int", "huge", "negative", "zero", "empty", "scalar", "dtypes", "mixed", "indices"
+)
 
 
-def _tensor(kind: str, name: str):
+def _tensor(kind: str, name: str, position: int = 0):
     import torch
 
+    if kind == "mixed":  # a big first tensor, the others 1x1: kernels that trust sizes
+        return torch.rand(64, 4) + 0.5 if position == 0 else torch.ones(1, 1)
+    if kind == "indices":  # every tensor an index far out of range
+        return torch.full((2, 3), 1 << 40, dtype=torch.int64)
     if kind == "zero":
         return torch.zeros(2, 3)
     if kind == "empty":
@@ -112,7 +118,7 @@ def _value(ty, kind: str, name: str, tensors: list, real=None):
     if k == "OptionalType":
         return None if kind == "small" else _value(ty.getElementType(), kind, name, tensors, real)
     if k == "TensorType":
-        tensors.append(_tensor(kind, name))
+        tensors.append(_tensor(kind, name, len(tensors)))
         return f"%{len(tensors) - 1}"
     if k == "ListType":
         el = ty.getElementType()
@@ -246,13 +252,15 @@ def run_allowed(targets: list[str], log=print) -> dict:
             proc.stdin.write(("\n".join(pending) + "\n").encode())
             proc.stdin.close()
             current = None
-            reader = os.fdopen(r)
             import selectors
 
             sel = selectors.DefaultSelector()
-            sel.register(reader, selectors.EVENT_READ)
+            sel.register(r, selectors.EVENT_READ)
             last = time.monotonic()
-            while True:
+            buf = b""
+            mark = 0
+            done = False
+            while not done:
                 if not sel.select(timeout=1.0):
                     if current and time.monotonic() - last > OP_TIMEOUT:
                         proc.kill()
@@ -263,16 +271,19 @@ def run_allowed(targets: list[str], log=print) -> dict:
                     if proc.poll() is not None:
                         break
                     continue
-                line = reader.readline()
-                if not line:
+                data = os.read(r, 1 << 16)  # raw reads: a buffered reader would hide lines
+                if not data:
                     break
-                msg = json.loads(line)
-                last = time.monotonic()
-                if "start" in msg:
-                    current = msg["start"]
-                    stdout.seek(0, os.SEEK_END)
-                    mark = stdout.tell()
-                else:
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    msg = json.loads(line)
+                    last = time.monotonic()
+                    if "start" in msg:
+                        current = msg["start"]
+                        stdout.seek(0, os.SEEK_END)
+                        mark = stdout.tell()
+                        continue
                     stdout.seek(mark)
                     printed = stdout.read()
                     res = msg["results"]
@@ -291,7 +302,7 @@ def run_allowed(targets: list[str], log=print) -> dict:
                     pending.remove(msg["done"])
                     current = None
             code = proc.wait()
-            reader.close()
+            os.close(r)
             if current is not None:  # died while running it
                 outcomes[current] = {"all": f"CRASH (exit {code})"}
                 pending.remove(current)

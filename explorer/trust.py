@@ -209,6 +209,42 @@ def refuse_untrusted_program(program: Any, where: str = "the program") -> None:
         raise OpaqueOpError(f"{where}: " + refused_message(list(refused), refused))
 
 
+MAX_ONNX_GRAPHS = 100_000
+
+
+def onnx_refusals(model: Any, names: frozenset[str] | None = None) -> dict[str, str]:
+    """The ONNX ops of ``model`` (an ``onnx.ModelProto``: every node of its graph, of the
+    subgraphs its nodes hold and of its local functions) that may not run in this context,
+    each with why. A check's reference run gives the whole source model to onnxruntime,
+    which runs nodes the import dropped as dead too: each is judged here, before it runs. A
+    call of one of the model's own functions is judged by the function's nodes."""
+    from compiler.ops import opaque_refusal
+
+    names = trusted_opaque_ops() if names is None else names
+    local = {(f.domain, f.name) for f in getattr(model, "functions", ())}
+    graphs: list = [model.graph] + [f for f in getattr(model, "functions", ())]
+    out: dict[str, str] = {}
+    seen = 0
+    while graphs:
+        g = graphs.pop()
+        seen += 1
+        if seen > MAX_ONNX_GRAPHS:
+            out["(the model)"] = f"more than {MAX_ONNX_GRAPHS:,} graphs"
+            break
+        for node in g.node:
+            domain = node.domain if node.domain not in ("", "ai.onnx") else "ai.onnx"
+            if (node.domain, node.op_type) not in local:
+                target = f"{domain}::{node.op_type}"
+                why = opaque_refusal("onnx", target, names)
+                if why is not None:
+                    out.setdefault(target[:200], why)
+            for a in node.attribute:
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
+    return out
+
+
 def source_program(trace: Any) -> Any:
     """The torch program a check of ``trace`` would run as its reference, if any."""
     source = getattr(trace, "source", None)
@@ -226,6 +262,11 @@ def refuse_untrusted(trace: Any) -> None:
     not run in this context, or when its source is a torch program read from a file
     (``trace.source_trusted`` false: a ``.pt2``) whose reference run would call one."""
     refused = refused_opaque_ops(trace_modules(trace))
+    source = getattr(trace, "source", None)
+    model = source.get("model") if isinstance(source, dict) else None
+    if getattr(trace, "frontend", "") == "onnx" and hasattr(model, "graph"):
+        for what, why in onnx_refusals(model).items():
+            refused.setdefault(what, f"{why}, in the source model onnxruntime would run")
     if not getattr(trace, "source_trusted", True):
         program = source_program(trace)
         if program is not None:
@@ -291,6 +332,7 @@ __all__ = [
     "PROGRAM_EMPTY",
     "PROGRAM_HOPS",
     "current_trust",
+    "onnx_refusals",
     "program_refusals",
     "refuse_untrusted_program",
     "source_program",

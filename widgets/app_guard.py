@@ -129,6 +129,14 @@ class HostGuard:
         host = headers.get("Host", "")
         if not self.allows(host):
             return f"Host {host!r} is not this server ({self.hint})"
+        steering = [k for k in request.query_arguments if k.lower().startswith("bokeh-")]
+        if steering:
+            # Bokeh reads these from the page's URL: bokeh-absolute-url=https:evil.example/
+            # makes every script of the page load from another site, in the app's origin
+            return (
+                f"the query argument {_cut(steering[0], 60)!r}: the app's pages take no "
+                "bokeh-* arguments (they would choose where the page loads its scripts from)"
+            )
         origin = headers.get("Origin")
         if origin is not None and not self.is_own_page(origin):
             return f"Origin {_cut(origin)!r} is not a page of this server ({self.hint})"

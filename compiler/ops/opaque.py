@@ -84,7 +84,7 @@ def literal(text: str) -> str:
 
 def unescape(text: str) -> str | int:
     """A stored string as the argument it stands for: an input index (int) or the literal."""
-    m = _REF.match(text)
+    m = _REF.fullmatch(text)
     if m:
         return int(m.group(1))
     if text.startswith("%%"):
@@ -164,7 +164,7 @@ def check_target(framework: str, target: str) -> None:
     if len(target) > MAX_TARGET:
         raise TypeInferenceError(f"target is longer than {MAX_TARGET} characters")
     pattern = _TORCH_TARGET if framework == "torch" else _ONNX_TARGET
-    if not pattern.match(target):
+    if not pattern.fullmatch(target):  # ($ would let a final newline through)
         form = "namespace.op.overload" if framework == "torch" else "domain::OpType"
         raise TypeInferenceError(f"target {target!r} is not a {framework} op name ({form})")
     if framework == "torch" and any(p.startswith("__") for p in target.split(".")):

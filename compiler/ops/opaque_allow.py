@@ -123,8 +123,9 @@ _ARG_NAMES_REFUSED = frozenset(
 DENIED = (
     (r"from_file|save|load|_print|print", "reads or writes files or the terminal"),
     (r"profiler|_record_function|record_stream|_c10d|c10d", "profiler / streams / collectives"),
-    (r"_alloc.*|_reinterpret.*|set_?|as_strided.*|.*unsafe.*|_reshape_alias.*|slice_inverse",
-     "a view of memory its arguments place"),
+    (r"_alloc.*|_reinterpret.*|set_?|as_strided.*|.*unsafe.*|_reshape_alias.*|slice_inverse"
+     r"|.*_strided.*",
+     "a view of memory its arguments place, or storage its strides size"),
     (r"(new_)?empty.*|_empty.*|resize.*", "uninitialised memory"),
     (r"_local_scalar_dense|item|sym_.*|_assert.*|_functional_assert.*", "not a tensor value"),
     (r"_index_put_impl_?", "an 'unsafe' flag"),
@@ -376,7 +377,7 @@ def trust_names(names: Iterable[str] | str | None) -> frozenset[str]:
         names = [names]
     out = set()
     for n in names:
-        if not isinstance(n, str) or not _TRUST_NAME.match(n):
+        if not isinstance(n, str) or not _TRUST_NAME.fullmatch(n):
             raise ValueError(
                 f"trust_ops: {n!r} is not an op name (torch: ns.name or ns.name.overload, "
                 "e.g. mylib.scale; ONNX: domain::OpType)"

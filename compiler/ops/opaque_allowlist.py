@@ -1274,7 +1274,6 @@ TORCH = (
     'prims.conj.default',
     'prims.conj_physical.default',
     'prims.convert_element_type.default',
-    'prims.copy_strided.default',
     'prims.cos.default',
     'prims.cosh.default',
     'prims.digamma.default',

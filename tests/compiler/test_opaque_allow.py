@@ -330,3 +330,14 @@ def test_a_view_with_its_negative_or_conjugate_bit_comes_back_resolved():
     assert got.tolist() == [-1.0, 2.0, -3.0]
     with pytest.raises(OpaqueOpError, match="numpy cannot hold"):
         opaque_run.run([x > 0], _attrs("aten._neg_view.default", ("%0",)))
+
+
+def test_a_name_with_a_final_newline_is_no_name():
+    """``$`` in a pattern matches before a final newline: names are matched whole."""
+    from compiler.ir.op_registry import TypeInferenceError
+    from compiler.ops.opaque import check_target
+
+    with pytest.raises(ValueError, match="not an op name"):
+        opaque_allow.trust_names(["aten.from_file\n"])
+    with pytest.raises(TypeInferenceError, match="not a torch op name"):
+        check_target("torch", "aten.relu.default\n")

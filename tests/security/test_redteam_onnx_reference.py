@@ -2,7 +2,8 @@
 com.microsoft ops is refused at check: a node whose output nobody reads is dropped at import,
 so the refusal (which looks at the trace's opaque ops) never sees it, but the check's
 onnxruntime reference run of the whole source model runs it (onnxruntime's profile lists
-``MurmurHash3``). xfail until fixed: flip by removing the mark."""
+``MurmurHash3``). Fixed: explorer.trust.onnx_refusals judges every node of the source model
+first."""
 
 from __future__ import annotations
 
@@ -33,9 +34,6 @@ def _dead_contrib_op(path):
     onnx.save(model, path)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="redteam: a dead non-allowlisted ONNX node runs in the reference run"
-)
 def test_a_dead_contrib_node_is_refused_before_the_onnxruntime_reference_runs_it(tmp_path):
     path = tmp_path / "dead.onnx"
     _dead_contrib_op(str(path))
