@@ -64,7 +64,8 @@ def allowed(target: str) -> bool:
 
 # the variants tried on every allowed op: small and ordinary first, then hostile
 VARIANTS = (
-    "small", "int", "huge", "negative", "zero", "empty", "scalar", "dtypes", "mixed", "indices"
+    "small", "int", "huge", "negative", "zero", "empty", "scalar", "dtypes", "mixed", "small1",
+    "indices",
 )
 
 
@@ -73,6 +74,8 @@ def _tensor(kind: str, name: str, position: int = 0):
 
     if kind == "mixed":  # a big first tensor, the others 1x1: kernels that trust sizes
         return torch.rand(64, 4) + 0.5 if position == 0 else torch.ones(1, 1)
+    if kind == "small1":  # a 1x1 first tensor, the others big
+        return torch.ones(1, 1) if position == 0 else torch.rand(64, 4) + 0.5
     if kind == "indices":  # every tensor an index far out of range
         return torch.full((2, 3), 1 << 40, dtype=torch.int64)
     if kind == "zero":
