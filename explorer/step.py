@@ -18,6 +18,7 @@ from compiler.passes import Snapshot
 from explorer import rewrites, step_backend
 from explorer.diff import diff as diff_steps
 from explorer.graph import GraphModel, graph_of_module, module_objects, module_size
+from explorer.trust import with_trace_trust
 
 if TYPE_CHECKING:
     from explorer.trace import Trace
@@ -222,7 +223,6 @@ class Step:
         """The compiled model of a step after codegen (``compiler.backend.Executable``: call it
         on numpy arrays, ``export(path)`` it), built once."""
         if self._executable is None:
-            from explorer.trust import with_trace_trust
 
             self._executable = with_trace_trust(step_backend.executable(self), self.trace)
         return self._executable

@@ -197,7 +197,15 @@ def _scalar(a: dict) -> float:
     return 8.0
 
 
+def _lstsq(a: dict) -> float:
+    """linalg_lstsq(A, B): solution, residuals, rank and singular values, each no bigger than
+    A or B (float64 at most, 16 bytes an element for complex)."""
+    x, y = _tensor(a["self"], "self"), _tensor(a["b"], "b")
+    return 16.0 * (x.numel() + 2 * y.numel() + min(x.shape[-2:], default=1) * 2 + 8)
+
+
 TORCH_BOUNDS: dict[str, Callable[[dict], float]] = {
+    "aten.linalg_lstsq.default": _lstsq,
     "aten.repeat_interleave.Tensor": _repeat_interleave,
     "aten.repeat_interleave.self_Tensor": _repeat_interleave,
     "aten.nonzero.default": _nonzero,
