@@ -1,7 +1,8 @@
 """Red-team round two: breaks of issue 39's promise that an allowlisted opaque op is a pure
 computation of its inputs. Forward kernels on the allowlist take one tensor's size on trust
 from another's: given a 1-element running mean for 64 channels, a 1-element ``g`` for 64
-rows, a coefficient matrix larger than its input, they read (values no computation of the
+rows, a coefficient matrix larger than its input, a ``kernel_size`` of 9x9 for a 3x3 weight
+(``slow_conv_transpose2d``: ones convolved with ones give 5e34 and NaNs), they read (values no computation of the
 inputs gives: 1e30s, NaNs) or write past the tensors they were given, and the process dies of
 SIGSEGV / SIGBUS / SIGABRT. The fake-tensor sizing does not see it: the meta kernels check
 the result's size, not the inputs' consistency.
@@ -82,6 +83,17 @@ CASES = {
     "weight_norm_short_g": (
         '[r(64, 3), r(1)], "aten._weight_norm.default", ("%0", "%1", 0)'
     ),
+    # a transposed convolution told its 3x3 weight is 9x9 (ones in, ones weight: at most 9 out)
+    "slow_conv_transpose2d_kernel_size_past_the_weight": (
+        '[np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32)], '
+        '"aten.slow_conv_transpose2d.default", '
+        '("%0", "%1", (9, 9), None, (1, 1), (0, 0), (0, 0), (1, 1))'
+    ),
+    "slow_conv_transpose3d_kernel_size_past_the_weight": (
+        '[np.ones((1, 1, 4, 4, 4), np.float32), np.ones((1, 1, 3, 3, 3), np.float32)], '
+        '"aten.slow_conv_transpose3d.default", '
+        '("%0", "%1", (9, 9, 9), None, (1, 1, 1), (0, 0, 0), (0, 0, 0), (1, 1, 1))'
+    ),
     # coefficients [64, 64] over an input of 4 rows
     "compute_linear_combination_coefficients_past_the_input": (
         '[r(4, 3), r(64, 64)], "aten._compute_linear_combination.default", ("%0", "%1")'
@@ -92,7 +104,8 @@ CASES = {
 @pytest.mark.xfail(
     strict=True,
     reason="allowlisted forward kernels take a second tensor's size on trust (batch norm's "
-    "running stats, weight norm's g, linear combination's coefficients): heap read or crash",
+    "running stats, weight norm's g, linear combination's coefficients, a transposed "
+    "convolution's kernel_size): heap read or crash",
 )
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_forward_op_with_inconsistent_inputs_is_refused_not_run_past_its_inputs(name):
