@@ -576,6 +576,63 @@ MUTATIONS: list[Mutation] = [
         "issue 39 (k): the float64 run's linear by the weight, not its transpose (was killed "
         "only by the 2048-wide decoder)",
     ),
+    # ----- issue 39: what runs untrusted (the allowlist, trust, programs, the server)
+    M(
+        "allow-check-skipped",
+        "compiler/ops/opaque_allow.py",
+        "    why = refusal(framework, target)\n    if why is not None:",
+        "    why = refusal(framework, target)\n    if False:",
+        ("tests/compiler/test_opaque_allow.py",),
+        "check_allowed lets every op run",
+    ),
+    M(
+        "trust-any-prefix",
+        "compiler/ops/opaque_allow.py",
+        'return "::" not in target and target.rsplit(".", 1)[0] in names',
+        'return "::" not in target and any(target.startswith(n) for n in names)',
+        ("tests/compiler/test_opaque_allow.py", "tests/explorer/test_opaque_trust.py"),
+        "trusting aten.from trusts aten.from_file",
+    ),
+    M(
+        "program-dropout-any",
+        "explorer/trust.py",
+        "        ok = value is want or value == want",
+        "        ok = True",
+        ("tests/passlens/test_pt2_untrusted.py",),
+        "a .pt2's dropout with train=True runs as the reference",
+    ),
+    M(
+        "onnx-source-unjudged",
+        "explorer/trust.py",
+        'if getattr(trace, "frontend", "") == "onnx" and hasattr(model, "graph"):',
+        'if False and hasattr(model, "graph"):',
+        ("tests/security/test_redteam_onnx_reference.py",),
+        "a dead node of an ONNX source runs in onnxruntime's reference",
+    ),
+    M(
+        "serve-bokeh-args",
+        "widgets/app_guard.py",
+        'steering = [k for k in request.query_arguments if k.lower().startswith("bokeh-")]',
+        "steering = []",
+        ("tests/security/test_redteam_serve.py",),
+        "?bokeh-absolute-url= chooses where the page loads its scripts",
+    ),
+    M(
+        "dtype-int-passes",
+        "compiler/ops/opaque_run.py",
+        'if kind == "ScalarType" and not (value is None or isinstance(value, DType)):',
+        'if kind == "ScalarType" and False:',
+        ("tests/compiler/test_opaque_allow.py",),
+        "a dtype given as a plain int reaches torch (SIGFPE)",
+    ),
+    M(
+        "empty-not-filled",
+        "explorer/check/references.py",
+        "                    out.zero_()",
+        "                    pass",
+        ("tests/passlens/test_pt2_untrusted.py",),
+        "a .pt2's empty() shows memory the process held",
+    ),
 ]
 
 

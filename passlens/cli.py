@@ -339,6 +339,12 @@ def _explore(args: argparse.Namespace) -> int:
         raise CLIError(f"cannot import {args.model}: {listed}") from None
     except Exception as e:
         raise CLIError(f"cannot import {args.model}: {_one_line(e)}") from None
+    if options.get("trust_source") is False or (
+        Path(str(args.model)).suffix.lower() == ".pt2"
+    ):  # a program from a file, whichever compiler: its reference run is guarded too
+        trace.source_trusted = False
+        if isinstance(trace.source, dict):
+            trace.source["untrusted_program"] = True
     print(trace.summary_text())
     status = EXIT_OK
     failure = trace.failure

@@ -29,6 +29,7 @@ for _info in _pkgutil.iter_modules(__path__):
 
 from compiler.ops.opaque import RUNNERS as OPAQUE_RUNNERS  # noqa: E402  (who runs an opaque op)
 from compiler.ops.opaque import OpaqueOpError  # noqa: E402
+from compiler.ops.opaque_run import check_kernel_shapes  # noqa: E402
 from compiler.ops.opaque_sizes import BudgetError, memory_budget, run_onnx_model  # noqa: E402
 from compiler.ops.opaque_sizes import escape as escape_printed  # noqa: E402
 
@@ -62,6 +63,7 @@ __all__ = [
     "OPAQUE_RUNNERS",
     "BudgetError",
     "OpaqueOpError",
+    "check_kernel_shapes",
     "escape_printed",
     "memory_budget",
     "run_onnx_model",

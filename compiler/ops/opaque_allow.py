@@ -167,6 +167,10 @@ DENIED = (
     (r"_philox.*|_sobol_engine.*", "random number engines"),
     (r"_fused_(adam|adamw|adagrad|sgd)_?|_amp_.*", "optimizer and scaler steps"),
     (r"_?weight_norm.*", "weight norm kernels that take g's size on trust (heap corruption)"),
+    (r"slow_conv.*|thnn_conv.*|_?batch_norm_update_stats|_native_batch_norm_legit_functional"
+     r"|_batch_norm_with_update_functional|_batch_norm_with_update|_compute_linear_combination",
+     "kernels that take a second input's size on trust (a transposed convolution's "
+     "kernel_size, training batch norm's running stats: heap reads and crashes)"),
     (r"special_.*_polynomial_.*",
      "polynomials whose degree n sets the run time (n = 2**40 runs for hours)"),
     (r".*_backward.*|_thnn_.*|range",

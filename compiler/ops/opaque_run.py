@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -273,6 +273,41 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict):
     return None
 
 
+# batch norms (inference): input, then weight, bias, running mean and variance, each of C
+# elements; their kernels read C values of each without checking (short ones: heap values)
+_PER_CHANNEL = {
+    "aten.native_batch_norm.default": 4,
+    "aten._native_batch_norm_legit_no_training.default": 4,
+    "aten._native_batch_norm_legit.default": 4,
+    "aten._native_batch_norm_legit.no_stats": 2,
+    "aten._batch_norm_no_update.default": 4,
+    "aten.batch_norm.default": 4,
+    "aten.instance_norm.default": 4,
+}
+
+
+def check_kernel_shapes(target: str, args: Sequence[Any]) -> None:
+    """Refuse (OpaqueOpError) a call of a kernel that takes a second input's size on trust,
+    when its inputs disagree: a batch norm's weight, bias and running statistics must each
+    hold one value a channel of its input. Called with the call's real arguments, before it
+    runs (an opaque op, a program's reference run: ``explorer.check.references``)."""
+    count = _PER_CHANNEL.get(target)
+    if count is None:
+        return
+    import torch
+
+    x = args[0] if args else None
+    if not isinstance(x, torch.Tensor):
+        return
+    channels = x.shape[1] if x.dim() > 1 else 1
+    for k, t in enumerate(args[1 : 1 + count], start=1):
+        if isinstance(t, torch.Tensor) and t.numel() != channels:
+            raise OpaqueOpError(
+                f"torch {target}: argument {k} holds {t.numel():,} values for an input of "
+                f"{channels:,} channels (one a channel expected); it was not run"
+            )
+
+
 def check_torch_args(op, target: str, attrs: Mapping[str, Any]) -> None:
     """The stored arguments checked against ``op``'s schema before anything runs: a file may
     give any value, and torch takes a dtype, a layout or a memory format as a plain int (an
@@ -323,6 +358,7 @@ def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
     budget = _check_sizes_first(op, target, tensors, attrs, dtypes)
     args = [_torch_arg(a, tensors, dtypes) for a in attrs["args"]]
     kwargs = {k: _torch_arg(v, tensors, dtypes) for k, v in attrs["kwargs"]}
+    check_kernel_shapes(target, args)
     import torch
 
     try:

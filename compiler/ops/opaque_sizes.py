@@ -437,6 +437,23 @@ except BaseException as e:
 """
 
 
+CHILD_SECONDS = 900
+"""How long the child running a whole ONNX model (``run_onnx_model``) may take: a model from
+a file can loop without allocating (a ``Loop`` whose condition stays true); past it the child
+is ended and a BudgetError says so."""
+
+
+@contextlib.contextmanager
+def _timed(what: str):
+    try:
+        yield
+    except subprocess.TimeoutExpired:
+        raise BudgetError(
+            f"{what} did not finish within {CHILD_SECONDS} s "
+            "(compiler.ops.opaque_sizes.CHILD_SECONDS) and was stopped"
+        ) from None
+
+
 def run_onnx_model(
     model: bytes,
     runtime: list,
@@ -456,7 +473,7 @@ def run_onnx_model(
     arrays = [np.asarray(x) for x in runtime]
     inputs_bytes = sum(a.nbytes for a in arrays)
     limit = MODEL_COPIES * len(model) + inputs_bytes + budget + CHILD_HEADROOM
-    with tempfile.TemporaryDirectory(prefix="passlens-onnx-") as folder:
+    with tempfile.TemporaryDirectory(prefix="passlens-onnx-") as folder, _timed(what):
         with open(os.path.join(folder, "model.onnx"), "wb") as f:
             f.write(model)
         feed = {f"in{i}": (a.astype(str) if a.dtype == object else a) for i, a in enumerate(arrays)}
@@ -477,6 +494,7 @@ def run_onnx_model(
                 stdout=log,
                 stderr=log,
                 check=False,
+                timeout=CHILD_SECONDS,
             )
         status = None
         try:

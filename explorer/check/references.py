@@ -230,11 +230,12 @@ def program_budget(ep, tensors: list, what: str):
 
     from compiler.ops import memory_budget
 
-    held = sum(
-        t.numel() * t.element_size()
-        for t in [*ep.state_dict.values(), *tensors]
-        if isinstance(t, torch.Tensor)
-    )
+    storages = {}  # what the weights and inputs really hold: a stride-0 weight holds little
+    for t in [*ep.state_dict.values(), *tensors]:
+        if isinstance(t, torch.Tensor):
+            s = t.untyped_storage()
+            storages[s.data_ptr()] = s.nbytes()
+    held = sum(storages.values())
     return memory_budget(what, PROGRAM_BUDGET + 2 * held)
 
 
@@ -247,15 +248,18 @@ def interpreter_base(untrusted: bool):
 
     if not untrusted:
         return torch.fx.Interpreter
+    from compiler.ops import check_kernel_shapes
     from explorer.trust import PROGRAM_EMPTY
 
     class Filled(torch.fx.Interpreter):
         def call_function(self, target, args, kwargs):
-            out = super().call_function(target, args, kwargs)
             name = getattr(target, "_overloadname", None)
-            if name is not None and isinstance(out, torch.Tensor):
-                if f"{target.namespace}.{target._opname}.{name}" in PROGRAM_EMPTY:
-                    out.zero_()
+            full = f"{target.namespace}.{target._opname}.{name}" if name is not None else ""
+            if full:
+                check_kernel_shapes(full, args)  # inputs a kernel would take on trust
+            out = super().call_function(target, args, kwargs)
+            if full in PROGRAM_EMPTY and isinstance(out, torch.Tensor):
+                out.zero_()
             return out
 
     return Filled
@@ -465,9 +469,57 @@ def _run_budgeted(proto, runtime: list, what: str, fallback: bool = False):
         raise
 
 
+def _loop_problem(proto) -> str | None:
+    """Why onnxruntime should not run ``proto`` at all, or None: a ``Loop`` whose trip count
+    is a constant past what passlens's own interpreter runs (``compiler.interpret.
+    MAX_LOOP_WORK``): it would spin without allocating, which no memory budget stops. Walks
+    the subgraphs with a stack."""
+    from onnx import numpy_helper
+
+    from compiler.interpret import MAX_LOOP_WORK
+    from compiler.ops import escape_printed
+
+    graphs = [proto.graph]
+    while graphs:
+        g = graphs.pop()
+        consts = {t.name: t for t in g.initializer}
+        for node in g.node:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                for a in node.attribute:
+                    if a.name == "value" and a.HasField("t") and node.output:
+                        consts[node.output[0]] = a.t
+        for node in g.node:
+            for a in node.attribute:
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
+            if node.op_type != "Loop" or node.domain not in ("", "ai.onnx") or not node.input:
+                continue
+            t = consts.get(node.input[0])
+            if t is None:
+                continue
+            try:
+                trips = int(numpy_helper.to_array(t).reshape(-1)[0])
+            except Exception:  # not a number: onnxruntime refuses it itself
+                continue
+            if trips > MAX_LOOP_WORK:
+                return (
+                    f"its Loop {escape_printed(node.name or node.output[0], 60)!r} runs "
+                    f"{trips:,} iterations, over the {MAX_LOOP_WORK:,} passlens's interpreter "
+                    "runs (compiler.interpret.MAX_LOOP_WORK); it was not run"
+                )
+    return None
+
+
 def _onnx_reference(source: dict, runtime: list) -> tuple:
     """onnxruntime's run of the whole source model (CPUExecutionProvider), in a child process
     under ``REFERENCE_BUDGET`` (a model from a file may make a value of any size)."""
+    problem = _loop_problem(source["model"])
+    if problem is not None:
+        from compiler.ops import BudgetError
+
+        what = f"onnxruntime's reference run of {_model_name(source['model'])}"
+        raise BudgetError(f"{what}: {problem}")
     outs, _ = _run_budgeted(source["model"], runtime, "onnxruntime's reference run")
     return tuple(np.asarray(o) for o in outs)
 

@@ -341,3 +341,11 @@ def test_a_name_with_a_final_newline_is_no_name():
         opaque_allow.trust_names(["aten.from_file\n"])
     with pytest.raises(TypeInferenceError, match="not a torch op name"):
         check_target("torch", "aten.relu.default\n")
+
+
+def test_trusting_a_name_trusts_that_op_and_not_one_it_begins():
+    names = opaque_allow.trust_names(["aten.from", "mylib.scale"])
+    assert not opaque_allow.is_trusted("aten.from_file.default", names)
+    assert opaque_allow.is_trusted("mylib.scale.default", names)
+    assert opaque_allow.is_trusted("mylib.scale.out", names)  # ns.name: every overload
+    assert not opaque_allow.is_trusted("mylib.scale_all.default", names)

@@ -71,11 +71,6 @@ class _Unused(torch.nn.Module):
         return x + torch.full((2, 2), 1.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="program_budget counts a stride-0 weight's elements as bytes held: a 4-byte weight "
-    "declared [32768, 32768] raises the reference run's budget from 4 GiB to 12 GiB",
-)
 def test_a_stride_zero_weight_does_not_raise_the_reference_runs_memory_budget(tmp_path):
     n, full = 32768, 50000  # the weight "holds" 4 GiB; full() asks for 10 GB
 
@@ -115,11 +110,6 @@ class _Empty(torch.nn.Module):
         return x + torch.empty(32, 32)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with --compiler tvm the .pt2 source is not marked untrusted_program: the check's "
-    "torch reference runs aten.empty unfilled (heap bytes come back) and without a budget",
-)
 def test_pt2_with_compiler_tvm_check_reference_zero_fills_empty(tmp_path):
     pytest.importorskip("tvm")
     path = _save(_Empty(), (torch.zeros(32, 32),), tmp_path / "empty.pt2")
