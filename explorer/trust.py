@@ -122,14 +122,18 @@ _PROGRAM_SYM = frozenset(
 MAX_PROGRAM_MODULES = 100_000
 
 
-def program_refusals(program: Any, names: frozenset[str] | None = None) -> dict[str, str]:
+def program_refusals(
+    program: Any, names: frozenset[str] | None = None, allow_empty: bool = True
+) -> dict[str, str]:
     """The calls of a torch program (``ExportedProgram`` or ``fx.GraphModule``, with every
     subgraph) that may not run in this context (default: with what it trusts), each with why,
     in the order met: a torch op not known to be a pure computation (``compiler.ops``'
     allowlist) and not trusted, a higher-order op other than control flow
     (:data:`PROGRAM_HOPS`), any other Python callable but ``operator`` / ``math`` functions and
     torch's ``sym_*``. For a program read from a file (a ``.pt2``): running it for a check's
-    reference would run every call it names. Walks the subgraphs with a stack, not recursion."""
+    reference would run every call it names. Walks the subgraphs with a stack, not recursion.
+    ``allow_empty=False`` refuses :data:`PROGRAM_EMPTY` too: for a compiler that runs the
+    program itself, where passlens cannot fill what they allocate."""
     from compiler.ops import opaque_refusal
 
     names = trusted_opaque_ops() if names is None else names
@@ -155,7 +159,7 @@ def program_refusals(program: Any, names: frozenset[str] | None = None) -> dict[
             why, what = _call_refusal(node.target, names, opaque_refusal)
             if why is not None and what in PROGRAM_CALLS:
                 why = None
-            elif why is not None and what in PROGRAM_EMPTY and gm is root:
+            elif why is not None and what in PROGRAM_EMPTY and gm is root and allow_empty:
                 why = None
             elif why is not None and what in PROGRAM_CONDITIONAL:
                 why = _conditional(node, what, why)
@@ -201,10 +205,12 @@ def _call_refusal(target: Any, names, opaque_refusal) -> tuple[str | None, str]:
     return "a Python function, not a torch op", what
 
 
-def refuse_untrusted_program(program: Any, where: str = "the program") -> None:
+def refuse_untrusted_program(
+    program: Any, where: str = "the program", allow_empty: bool = True
+) -> None:
     """Raise OpaqueOpError (one, naming each call) when running ``program`` (a torch program
     read from a file) would call something that may not run in this context."""
-    refused = program_refusals(program)
+    refused = program_refusals(program, allow_empty=allow_empty)
     if refused:
         raise OpaqueOpError(f"{where}: " + refused_message(list(refused), refused))
 

@@ -294,7 +294,7 @@ def _file_program_options(program, compiler: str, args: argparse.Namespace) -> d
     from explorer.trust import refuse_untrusted_program
 
     with trusted_ops(args.trust_op or ()):
-        refuse_untrusted_program(program, str(args.model))
+        refuse_untrusted_program(program, str(args.model), allow_empty=False)
     return {}
 
 

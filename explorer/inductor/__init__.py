@@ -129,6 +129,10 @@ def explore_inductor(
             "compiler='inductor' runs torch.compile's own passes: give no pipeline; set "
             "torch._inductor.config values with options={...}"
         )
+    import torch
+
+    if isinstance(source, torch.export.ExportedProgram):  # (a .pt2): its graph as a module
+        source = source.module()
     if not callable(source):
         raise TypeError(
             f"compiler='inductor' compiles a torch.nn.Module or a function, not "

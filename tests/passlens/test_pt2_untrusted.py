@@ -466,3 +466,21 @@ def test_a_pt2_asking_for_a_huge_value_fails_under_the_budget(capsys, tmp_path):
     code, out, err = run(capsys, "explore", path, *PIPELINE, "--check")
     assert "Traceback" not in err
     assert "needed more than" in err + out, err + out
+
+
+def test_a_normal_pt2_explores_with_inductor(capsys, tmp_path):
+    """torch.compile takes the program's graph as a module (it cannot call an
+    ExportedProgram)."""
+    code, out, err = run(capsys, "explore", _save(tmp_path / "net.pt2"), "--compiler", "inductor")
+    assert code == 0, err
+    assert "refused" not in err
+
+
+def test_an_empty_in_a_pt2_is_refused_for_a_compiler_that_runs_the_program_itself(capsys, tmp_path):
+    def make(g):
+        return g.call_function(torch.ops.aten.empty.memory_format, ([4],), {})
+
+    path = _program_with(tmp_path / "empty.pt2", make, torch.empty(4))
+    code, out, err = run(capsys, "explore", path, "--compiler", "inductor")
+    assert code == 2
+    assert_one_line_error(err, "aten.empty.memory_format")
