@@ -469,6 +469,11 @@ def _run_budgeted(proto, runtime: list, what: str, fallback: bool = False):
         raise
 
 
+MAX_LOOP_WORK = 250_000
+"""The most iterations a Loop of an ONNX source may declare for onnxruntime's reference run:
+passlens's own interpreter's work budget for all loops of a run (compiler/interpret.py)."""
+
+
 def _loop_problem(proto) -> str | None:
     """Why onnxruntime should not run ``proto`` at all, or None: a ``Loop`` whose trip count
     is a constant past what passlens's own interpreter runs (``compiler.interpret.
@@ -476,7 +481,6 @@ def _loop_problem(proto) -> str | None:
     the subgraphs with a stack."""
     from onnx import numpy_helper
 
-    from compiler.interpret import MAX_LOOP_WORK
     from compiler.ops import escape_printed
 
     graphs = [proto.graph]
@@ -506,7 +510,7 @@ def _loop_problem(proto) -> str | None:
                 return (
                     f"its Loop {escape_printed(node.name or node.output[0], 60)!r} runs "
                     f"{trips:,} iterations, over the {MAX_LOOP_WORK:,} passlens's interpreter "
-                    "runs (compiler.interpret.MAX_LOOP_WORK); it was not run"
+                    "runs (explorer.check.references.MAX_LOOP_WORK); it was not run"
                 )
     return None
 

@@ -71,3 +71,10 @@ def test_a_loop_with_a_huge_trip_count_does_not_hang_explore_check(tmp_path):
         proc.communicate()
         pytest.fail("explore --check of a 281-byte ONNX Loop still running after 180 s")
     assert proc.returncode >= 0, f"killed by signal {-proc.returncode}"
+
+
+def test_the_reference_loop_limit_is_the_interpreters():
+    from compiler import interpret
+    from explorer.check import references
+
+    assert references.MAX_LOOP_WORK == interpret.MAX_LOOP_WORK

@@ -128,9 +128,13 @@ def test_pt2_with_compiler_tvm_check_reference_zero_fills_empty(tmp_path):
         del junk
         from passlens.cli import main
         main(["explore", {str(path)!r}, "--compiler", "tvm", "--check"])
-        ref = seen[0]
-        print("NONZERO", int((ref != 0).sum()))
+        print("NONZERO", int((seen[0] != 0).sum()) if seen else "not run")
         """
     )
+    # TVM runs the program itself, where passlens cannot fill what empty() allocates: the
+    # program is refused up front (before any reference runs); a reference that did run
+    # would have to hold zeros
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-600:]
-    assert "NONZERO 0" in proc.stdout, proc.stdout[-300:]
+    out = proc.stdout + proc.stderr
+    refused = "refused to run opaque op aten.empty.memory_format" in out
+    assert (refused and "NONZERO not run" in out) or "NONZERO 0" in out, out[-600:]
