@@ -628,8 +628,8 @@ MUTATIONS: list[Mutation] = [
     M(
         "empty-not-filled",
         "explorer/check/references.py",
-        "                    out.zero_()",
-        "                    pass",
+        "                out.zero_()",
+        "                pass",
         ("tests/passlens/test_pt2_untrusted.py",),
         "a .pt2's empty() shows memory the process held",
     ),
