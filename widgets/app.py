@@ -54,6 +54,7 @@ from widgets.tables_html import TABLE_CSS
 _CSS = (
     TABLE_CSS
     + """
+.pl-limit{color:#b3261e;font-size:12px;margin-top:2px}
 .pl-ir{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;margin:0}
 .pl-ir .pl-failed-line{background:#ffcdd2;display:block}
 .pl-note{color:#666;font:13px sans-serif}

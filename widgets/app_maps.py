@@ -75,9 +75,17 @@ class GraphPane(GraphState, JSComponent):
         self.step, self.baseline = step, baseline
         data = graph_data(step, baseline, report, self.max_boxes, stats=False)
         self._details = None
+        self.visible = True
         self.param.update(
             selected="", mode="after", collapsed=list(data["after"]["collapsed"]), data=data
         )
+
+    def clear(self) -> None:
+        """Show nothing (a step whose graph is over its budget: the frame says why)."""
+        self.step = self.baseline = None
+        self._details = None
+        self.param.update(selected="", data={})
+        self.visible = False  # the browser keeps the last drawing otherwise
 
 
 class Timeline(JSComponent):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from explorer.summary import summary_row
 from widgets import views
+from widgets.bounds import RenderLimitError
 from widgets.escape import esc
 
 STATIC = Path(__file__).parent / "static"
@@ -184,7 +185,15 @@ class StepFrame(views.StepNavigation):
         view = self.views[self.tab_names.index(title)]
         s = self.step
         if view.scope == "graph":
-            self.graph.show(s, s.previous, self.report)
+            try:
+                self.graph.show(s, s.previous, self.report)
+            except RenderLimitError as e:  # said in the view, not raised from a step change
+                clear = getattr(self.graph, "clear", None)
+                if clear is not None:
+                    clear()
+                head = views.header_html(s, self._row(s), self.report)
+                note = f'<div class="pl-limit">graph not shown: {esc(str(e))}</div>'
+                self._set_html(self.header, head + note)
         elif view.scope == "trace":
             pane = self.map_views[title]
             if not pane.html:

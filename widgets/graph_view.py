@@ -227,11 +227,24 @@ class GraphView(GraphState, anywidget.AnyWidget):
         self._details = None
         chosen = after["collapsed"] if collapsed is None else sorted(collapsed)
         with self.hold_sync():
+            if self.layout.display == "none":
+                self.layout.display = None
             self.selected = ""
             self.mode = "after"
             self.collapsed = list(chosen)
             self.baseline_data = {}
             self.data = {"after": after, "before": None, "baseline": baseline is not None}
+
+    def clear(self) -> None:
+        """Show nothing (a step whose graph is over its budget: the frame says why); the next
+        ``show`` draws again."""
+        self.step = self.baseline = None
+        self._details = None
+        with self.hold_sync():
+            self.selected = ""
+            self.baseline_data = {}
+            self.data = {}
+            self.layout.display = "none"  # the browser keeps the last drawing otherwise
 
     def baseline_payload(self) -> dict | None:
         """The payload of the before side (the baseline's own graph: what ``graph_data``

@@ -35,6 +35,7 @@ from widgets.tables_html import TABLE_CSS
 LAYOUT_CSS = """
 .pl-frame{container-type:inline-size}
 .pl-frame-bar .pl-header{flex:1;min-width:0}
+.pl-limit{color:#b3261e;font-size:12px;margin-top:2px}
 .pl-frame-bar .widget-button{flex:none}
 .pl-frame .pl-timeline{max-height:600px}
 @container (max-width: 848px){.pl-frame .pl-timeline{max-height:170px}

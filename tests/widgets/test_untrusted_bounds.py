@@ -275,10 +275,13 @@ def test_a_payload_over_its_budget_is_one_clear_error(amplified, monkeypatch):
     monkeypatch.setattr(graph_data, "MAX_PAYLOAD_BYTES", 20_000)
     graph_data._PAYLOADS.table.clear()
     try:
-        with pytest.raises(RenderLimitError, match=r"the graph of step #\d+ \(\d+ nodes"):
-            PassStepper(trace)
-        with pytest.raises(RenderLimitError, match="view fewer steps"):
-            build_app(trace)
+        # the stepper and the app say it where the graph would be, and hide the graph
+        said = r"graph not shown: the graph of step #\d+ \(\d+ nodes.*view fewer steps"
+        stepper = PassStepper(trace)
+        assert re.search(said, stepper.header.value)
+        assert stepper.graph.layout.display == "none"
+        app = build_app(trace).passlens_app
+        assert re.search(said, app.header.object) and not app.graph.visible
     finally:
         graph_data._PAYLOADS.table.clear()
 
@@ -307,3 +310,24 @@ def test_the_component_draws_5000_deep_groups_in_chromium(browser, deep_trace):
     g.settle()
     assert problems == []
     page.close()
+
+
+def test_a_step_over_the_graph_budget_is_said_in_the_stepper_not_raised(monkeypatch):
+    """Stepping onto a step whose graph is over its budget shows why in the header and hides
+    the graph (the browser would keep the last drawing); the next step draws again."""
+    import explorer
+    import widgets.graph_data as graph_data
+    from compiler import models
+    from widgets.stepper import PassStepper
+
+    trace = explorer.explore(models.mlp((4, 3), batch=2), pipeline="fold-constant,dce")
+    stepper = PassStepper(trace)
+    assert stepper.graph.layout.display != "none"
+    monkeypatch.setattr(graph_data, "MAX_PAYLOAD_BYTES", 10)
+    stepper.index = 1 if stepper.index != 1 else 2
+    assert "graph not shown" in stepper.header.value
+    assert stepper.graph.layout.display == "none" and stepper.graph.data == {}
+    monkeypatch.setattr(graph_data, "MAX_PAYLOAD_BYTES", 64 << 20)
+    stepper.index = 0
+    assert "graph not shown" not in stepper.header.value
+    assert stepper.graph.layout.display != "none" and stepper.graph.data["after"]
