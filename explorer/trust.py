@@ -227,13 +227,10 @@ def onnx_refusals(model: Any, names: frozenset[str] | None = None) -> dict[str, 
     from compiler.ops import opaque_refusal
 
     names = trusted_opaque_ops() if names is None else names
-    local = {(f.domain, f.name) for f in getattr(model, "functions", ())}
-    graphs: list = [model.graph] + [f for f in getattr(model, "functions", ())]
+    functions = list(getattr(model, "functions", ()))
+    local = {(f.domain, f.name) for f in functions}
     out: dict[str, str] = {}
-    seen = 0
-    while graphs:
-        g = graphs.pop()
-        seen += 1
+    for seen, g in enumerate(onnx_graphs([model.graph, *functions]), start=1):
         if seen > MAX_ONNX_GRAPHS:
             out["(the model)"] = f"more than {MAX_ONNX_GRAPHS:,} graphs"
             break
@@ -244,11 +241,22 @@ def onnx_refusals(model: Any, names: frozenset[str] | None = None) -> dict[str, 
                 why = opaque_refusal("onnx", target, names)
                 if why is not None:
                     out.setdefault(target[:200], why)
+    return out
+
+
+def onnx_graphs(roots) -> Iterator[Any]:
+    """Every graph of ``roots`` (ONNX GraphProtos or FunctionProtos) and of the subgraphs their
+    nodes hold (If branches, Loop and Scan bodies), nested however deep: a stack, no
+    recursion."""
+    stack = list(roots)
+    while stack:
+        g = stack.pop()
+        yield g
+        for node in g.node:
             for a in node.attribute:
                 if a.HasField("g"):
-                    graphs.append(a.g)
-                graphs.extend(a.graphs)
-    return out
+                    stack.append(a.g)
+                stack.extend(a.graphs)
 
 
 def source_program(trace: Any) -> Any:
@@ -338,6 +346,7 @@ __all__ = [
     "PROGRAM_EMPTY",
     "PROGRAM_HOPS",
     "current_trust",
+    "onnx_graphs",
     "onnx_refusals",
     "program_refusals",
     "refuse_untrusted_program",

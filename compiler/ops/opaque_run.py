@@ -166,6 +166,17 @@ def _remember_sized(key) -> None:
             _SIZED.popitem(last=False)
 
 
+def _refuse_over_bound(what: str, bound: float) -> None:
+    """OpaqueOpError when an op whose output size depends on its input values could make more
+    than the interpreter's limit for one value from these (``bound`` bytes)."""
+    if bound > MAX_RESULT_BYTES:
+        raise OpaqueOpError(
+            f"{what} could make up to {bound:,.0f} bytes from these input values (its output "
+            f"size depends on them), over the interpreter's limit of {MAX_RESULT_BYTES >> 30} "
+            "GiB for one value (compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
+        ) from None
+
+
 _NOT = object()  # an argument the fake run takes as it is
 
 
@@ -186,7 +197,7 @@ def _concrete(real: Any, schema_arg) -> Any:
         return _NOT
 
 
-def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict):
+def _check_sizes_first(op, target: str, tensors: list, args: list, kwargs: dict, attrs, dtypes):
     """Run the op on fake tensors (shapes and dtypes only, nothing allocated) and refuse it
     when its results would be over the interpreter's limit for one value: the arguments come
     from a model or a trace file, untrusted (``aten.full`` of [100000, 100000]). An op whose
@@ -212,8 +223,6 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict):
         UnsupportedOperatorException,
     )
 
-    args = [_torch_arg(a, tensors, dtypes) for a in attrs["args"]]
-    kwargs = {k: _torch_arg(v, tensors, dtypes) for k, v in attrs["kwargs"]}
     params = list(op._schema.arguments)
     by_name = {p.name: p for p in params}
     valued = any(
@@ -241,13 +250,7 @@ def _check_sizes_first(op, target: str, tensors: list, attrs, dtypes: dict):
         bound = torch_bound(target, op, args, kwargs)  # a size only the values give
         if bound is None:
             return memory_budget(f"torch {target}", MAX_RESULT_BYTES)
-        if bound > MAX_RESULT_BYTES:
-            raise OpaqueOpError(
-                f"torch {target} could make up to {bound:,.0f} bytes from these input values "
-                f"(its output size depends on them), over the interpreter's limit of "
-                f"{MAX_RESULT_BYTES >> 30} GiB for one value "
-                "(compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
-            ) from None
+        _refuse_over_bound(f"torch {target}", bound)
         return None
     except UnsupportedOperatorException:  # a custom op without a fake kernel: unsized
         return memory_budget(f"torch {target}", MAX_RESULT_BYTES)
@@ -355,9 +358,9 @@ def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
     check_torch_args(op, target, attrs)
     dtypes = torch_dtypes()
     tensors = [_to_torch(v) for v in values]
-    budget = _check_sizes_first(op, target, tensors, attrs, dtypes)
     args = [_torch_arg(a, tensors, dtypes) for a in attrs["args"]]
     kwargs = {k: _torch_arg(v, tensors, dtypes) for k, v in attrs["kwargs"]}
+    budget = _check_sizes_first(op, target, tensors, args, kwargs, attrs, dtypes)
     check_kernel_shapes(target, args)
     import torch
 
@@ -520,13 +523,7 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
         bound = onnx_bound(target, arrays, attrs)
         if bound is None:
             return memory_budget(f"onnxruntime {target}", MAX_RESULT_BYTES)
-        if bound > MAX_RESULT_BYTES:
-            raise OpaqueOpError(
-                f"onnxruntime {target} could make up to {bound:,.0f} bytes from these input "
-                "values (its output size depends on them), over the interpreter's limit of "
-                f"{MAX_RESULT_BYTES >> 30} GiB for one value "
-                "(compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
-            )
+        _refuse_over_bound(f"onnxruntime {target}", bound)
         return None
 
     model = _onnx_model(attrs, tuple(a.dtype for a in arrays))

@@ -482,10 +482,9 @@ def _loop_problem(proto) -> str | None:
     from onnx import numpy_helper
 
     from compiler.ops import escape_printed
+    from explorer.trust import onnx_graphs
 
-    graphs = [proto.graph]
-    while graphs:
-        g = graphs.pop()
+    for g in onnx_graphs([proto.graph]):
         consts = {t.name: t for t in g.initializer}
         for node in g.node:
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
@@ -493,10 +492,6 @@ def _loop_problem(proto) -> str | None:
                     if a.name == "value" and a.HasField("t") and node.output:
                         consts[node.output[0]] = a.t
         for node in g.node:
-            for a in node.attribute:
-                if a.HasField("g"):
-                    graphs.append(a.g)
-                graphs.extend(a.graphs)
             if node.op_type != "Loop" or node.domain not in ("", "ai.onnx") or not node.input:
                 continue
             t = consts.get(node.input[0])
