@@ -326,7 +326,8 @@ def _explore(args: argparse.Namespace) -> int:
             "example args returned by model()"
         )
     options = {"strict": True} if args.strict else {}
-    if Path(str(args.model)).suffix.lower() == ".pt2":  # a program read from a file
+    from_file = Path(str(args.model)).suffix.lower() == ".pt2"  # a program read from a file
+    if from_file:
         options.update(_file_program_options(source, compiler, args))
     try:
         trace = explorer.explore(
@@ -339,9 +340,7 @@ def _explore(args: argparse.Namespace) -> int:
         raise CLIError(f"cannot import {args.model}: {listed}") from None
     except Exception as e:
         raise CLIError(f"cannot import {args.model}: {_one_line(e)}") from None
-    if options.get("trust_source") is False or (
-        Path(str(args.model)).suffix.lower() == ".pt2"
-    ):  # a program from a file, whichever compiler: its reference run is guarded too
+    if from_file:  # whichever compiler: its reference run is guarded too
         trace.source_trusted = False
         if isinstance(trace.source, dict):
             trace.source["untrusted_program"] = True
