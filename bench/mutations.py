@@ -560,7 +560,7 @@ MUTATIONS: list[Mutation] = [
     ),
     M(
         "memo-key-no-attrs",
-        "explorer/check/memo.py",
+        "explorer/passlens/memo.py",
         "return (node.op, attrs, node.ty, *map(id, operands))",
         "return (node.op, node.ty, *map(id, operands))",
         MEMO_TESTS,

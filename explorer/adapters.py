@@ -12,7 +12,7 @@ the check runs its steps (:meth:`Adapter.check`), how a saved module of it is re
 (:meth:`Adapter.load_module`), how a finding is reduced (:meth:`Adapter.reduce`) and what it
 can do (:attr:`Adapter.capabilities`).
 
-Every adapter lives in its own module (passlens's in ``explorer.passlens_adapter``, TVM's in
+Every adapter lives in its own module (passlens's in ``explorer.passlens.adapter``, TVM's in
 ``explorer.tvm.adapter``, Inductor's in ``explorer.inductor.adapter``) and is registered
 lazily: ``explorer`` imports none of them (nor tvm, nor torch's Inductor) until a trace of
 theirs is recorded, checked or loaded; this module imports nothing of the explorer. To add a
@@ -107,7 +107,7 @@ class Adapter:
 _ADAPTERS: dict[str, Adapter] = {}
 # name -> the module that registers it when imported (imported on first use only)
 _LAZY: dict[str, str] = {
-    "passlens": "explorer.passlens_adapter",
+    "passlens": "explorer.passlens.adapter",
     "tvm": "explorer.tvm.adapter",
     "inductor": "explorer.inductor.adapter",
 }

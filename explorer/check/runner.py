@@ -34,7 +34,6 @@ from explorer.check import detectors  # noqa: F401 (registers the built-in kinds
 from explorer.check.facts import Options, Reference, Run, StepFacts
 from explorer.check.judge import failure_note, used_note
 from explorer.check.layer_errors import LayerErrors
-from explorer.check.memo import _Memo, _memo_operands, _MemoHooks
 from explorer.check.numbers import (
     _judge_outputs,
     _OutputsCompared,
@@ -54,7 +53,8 @@ from explorer.check.references import (
 )
 from explorer.check.registry import kinds
 from explorer.check.report import CheckError, Finding, Report, StepCheck
-from explorer.check.tie_judging import TieJudging
+from explorer.passlens.memo import _Memo, _memo_operands, _MemoHooks
+from explorer.passlens.tie_judging import TieJudging
 from explorer.progress import Job
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one

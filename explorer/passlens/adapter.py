@@ -1,5 +1,5 @@
 """passlens's own compiler as an explorer adapter (registered by ``explorer.adapters`` on
-first use): ``explorer.recording.explore`` records it, ``explorer.check.runner.Checker`` runs its
+first use): ``explorer.passlens.record.explore`` records it, ``explorer.check.runner.Checker`` runs its
 steps with the interpreter (per-node values), ``explorer.reduce`` reduces its findings, and
 its modules are saved as IR (``explorer.store``)."""
 
@@ -16,7 +16,7 @@ class PasslensAdapter(Adapter):
     capabilities = frozenset({NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD})
 
     def record(self, source, example_inputs, pipeline, progress, **options):
-        from explorer.recording import explore
+        from explorer.passlens.record import explore
 
         return explore(source, example_inputs, pipeline, progress, **options)
 
@@ -30,7 +30,7 @@ class PasslensAdapter(Adapter):
         ).run()
 
     def graph_model(self, module):
-        from explorer.graph import graph_of_module
+        from explorer.passlens.convert import graph_of_module
 
         return graph_of_module(module)
 

@@ -1,50 +1,27 @@
-"""Recording: ``explore(source, example_inputs, pipeline)`` imports the source, runs the
-pipeline with the recorder and returns a :class:`~explorer.trace.Trace`.
+"""Recording passlens's own compiler: ``explore(source, example_inputs, pipeline)`` imports the
+source with passlens's frontends, runs the pipeline with the pass manager's recorder and
+returns a :class:`~explorer.trace.Trace` (``explorer.explore`` with ``compiler="passlens"``,
+the default; ``explorer.trace_from_module`` for a module already imported).
 
 Its steps are: the source graph as the framework sees it (when the source is a framework
 model), the imported module, then every pass application (nested ones included, each with its
-depth; a failed one marked as failed). ``pass_steps`` turns a run's snapshots into steps: what
-every adapter's recorder builds its trace from.
+depth; a failed one marked as failed), made by :func:`explorer.recording.pass_steps`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from compiler import passes
 from compiler.ir import Module
-from explorer.progress import passes_job
-from explorer.sources import import_source
+from compiler.passes import Instrument, Sequential, build_pipeline
+from explorer.passlens.source import import_source
+from explorer.progress import Job
+from explorer.recording import input_tuple, pass_steps
 from explorer.step import Step
 from explorer.trace import Trace
 from explorer.trust import live_trust
-
-
-def pass_steps(snapshots: Sequence[Any], offset: int) -> list[Step]:
-    """The pass steps of a run's snapshots (each a ``compiler.passes.Snapshot`` or one with
-    its fields), numbered after the ``offset`` steps before them (source, import): what every
-    adapter's recorder builds its trace from."""
-    return [
-        Step(
-            offset + snap.index,
-            "pass",
-            snapshot=snap,
-            parent=None if snap.parent is None else offset + snap.parent,
-            children=[offset + c for c in snap.children],
-        )
-        for snap in snapshots
-    ]
-
-
-def input_tuple(example_inputs: Any) -> tuple | None:
-    """Example inputs as a trace keeps them: a tuple (one value becomes a 1-tuple), or None."""
-    if isinstance(example_inputs, list):
-        return tuple(example_inputs)
-    if example_inputs is not None and not isinstance(example_inputs, tuple):
-        return (example_inputs,)
-    return example_inputs
 
 
 def trace_from_module(
@@ -133,3 +110,27 @@ def explore(
     # check refuses to run it as the reference when it calls an op not known to be pure
     trace.source_trusted = bool(trust_source)
     return trace
+
+
+def passes_job(progress: Any, pipeline: Any) -> tuple[Job, list]:
+    """The job of running ``pipeline`` (explore) and the instruments that report to it: a
+    callable ``progress`` is called ``(done, total, pass name)`` before each pass runs."""
+    def count(p) -> int:
+        return 1 + sum(count(c) for c in p.passes) if isinstance(p, Sequential) else 1
+
+    if progress is False:
+        return Job(False, "exploring", None), []
+    try:
+        total: int | None = sum(count(p) for p in build_pipeline(pipeline).passes)
+    except Exception:  # the run says what is wrong with the pipeline
+        total = None
+    job = Job(progress, "exploring", total, unit="pass", callback=progress)
+
+    class _Report(Instrument):
+        def before(self, p, module, depth: int) -> None:
+            name = getattr(p, "label", "") or getattr(p, "name", "") or p.spec()
+            if job.total is not None and job.done >= job.total:
+                job.total = None  # a pass ran passes of its own: the count was a guess
+            job.advance(name)
+
+    return job, [_Report()]
