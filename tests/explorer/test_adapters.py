@@ -23,7 +23,7 @@ from explorer.adapters import (
 )
 from explorer.check.facts import Run
 from explorer.check.report import CheckError
-from explorer.check.runner import Checker
+from explorer.check.runner import Checker, StepRunner
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param
 from explorer.progress import Job
 from explorer.trace import Step, Trace
@@ -124,41 +124,27 @@ def broken(m: ChainModule) -> ChainModule:
     raise RuntimeError("broken pass")
 
 
-class ChainChecker(Checker):
-    """Each step run whole by numpy (outputs only; the reference is the imported step)."""
+class ChainRunner(StepRunner):
+    """Each step run whole by numpy (outputs only; the reference is the imported step): the
+    two methods every step runner writes, no hook."""
 
     own_source = "the source is a numpy chain"
 
-    def _split_inputs(self, inputs):
-        inputs = self.trace.example_inputs if inputs is None else inputs
+    def prepare(self, inputs):
+        inputs = self.check.trace.example_inputs if inputs is None else inputs
         if inputs is None:
-            self.notes.append("numbers not checked: no inputs")
+            self.check.notes.append("numbers not checked: no inputs")
             return None, None
         return [np.asarray(inputs[0], dtype=np.float32)], []
 
-    def run_module(self, module) -> Run:
+    def run(self, module) -> Run:
         run = Run()
         try:
-            out, values = module.run(self.runtime[0])
+            out, values = module.run(self.check.runtime[0])
             run.outputs, run.computed = (out,), len(values)
         except Exception as e:
             run.error = CheckError(str(e))
         return run
-
-    def _node_values(self):
-        return {}
-
-    def _generation(self, before):
-        return 0
-
-    def _layers(self, module):
-        return {}
-
-    def _last_use(self, order):
-        return {}
-
-    def _release(self, order, k, last):
-        return None
 
 
 class ChainAdapter(Adapter):
@@ -195,10 +181,8 @@ class ChainAdapter(Adapter):
         return Trace(steps, source=None, example_inputs=example_inputs, pipeline=pipeline,
                      frontend="numpy", skipped=skipped, compiler=NAME)
 
-    def check(self, trace, inputs, reference, rtol, atol, progress, bloat_threshold,
-              bloat_min_bytes):
-        return ChainChecker(trace, inputs, reference, rtol, atol, progress, bloat_threshold,
-                            bloat_min_bytes).run()
+    def check(self, trace, inputs, options):
+        return Checker(trace, inputs, options, ChainRunner()).run()
 
     def reuse_text(self, report):
         return f"{report.computed} numpy values computed"
