@@ -10,7 +10,10 @@ the ATen IR (after AOTAutograd) on the same tensors lined up with its placeholde
 codegen`` step calls the compiled callable Inductor returned. Per-node errors: a node that carries
 over (same FX name) is compared with its value in the first graph of its IR (Dynamo's graph, or
 AOTAutograd's), so a ``diverged`` finding names the first node a pass made wrong. The model's
-outputs, eager against the compiled model, are compared at the end (a note of the report)."""
+outputs, eager against the compiled model, are compared at the end (a note of the report).
+The check's ``reference`` option has no effect: each graph's Dynamo graph is both the source's
+ops and the imported step.
+"""
 
 from __future__ import annotations
 
@@ -201,6 +204,8 @@ class InductorStepRunner(StepRunner):
                 self.node_refs[key] = self.node_values_of.get(id(module), {})
 
     def set_reference(self, import_run: Run) -> bool:
+        """Each graph's reference is its Dynamo graph (the imported step, run by torch.fx):
+        the check's ``reference`` option has no effect here, "source" and "import" are it."""
         ref = self.check.reference
         ref.name = "torch eager"
         ref.description = (
