@@ -13,7 +13,7 @@ from compiler import LimitError, PasslensError
 from explorer.adapters import Adapter, adapter_names, get_adapter, register_adapter
 from explorer.compare import Comparison, compare
 from explorer.diff import Diff, diff
-from explorer.recording import trace_from_module
+from explorer.passlens.record import trace_from_module
 from explorer.reduce import NotReproducible, ReduceError, Reduction
 from explorer.store import TraceFileError, load
 from explorer.trace import Step, Trace
@@ -30,11 +30,11 @@ def explore(
     """Import ``source``, run ``pipeline`` with recording, and return the Trace of every step.
 
     ``compiler``: whose passes, an adapter's name (:func:`explorer.adapters.adapter_names`):
-    ``"passlens"`` (the default), passlens's own compiler, as :func:`explorer.recording.explore`
-    (``pipeline`` default ``"default"``); Apache TVM's Relax passes
-    (:func:`explorer.tvm.explore_tvm`: ``pipeline`` a Relax pipeline name, default ``"zero"``,
-    a TVM pass or a list of passes; needs ``passlens[tvm]``); torch.compile's Dynamo graphs and
-    Inductor's FX passes (:func:`explorer.inductor.explore_inductor`, no ``pipeline``).
+    ``"passlens"`` (the default), passlens's own compiler, as
+    :func:`explorer.passlens.record.explore` (``pipeline`` default ``"default"``); Apache TVM's
+    Relax passes (:func:`explorer.tvm.explore_tvm`: ``pipeline`` a Relax pipeline name, default
+    ``"zero"``, a TVM pass or a list of passes; needs ``passlens[tvm]``); torch.compile's Dynamo
+    graphs and Inductor's FX passes (:func:`explorer.inductor.explore_inductor`, no ``pipeline``).
 
     An operator passlens has no converter for is kept as an opaque op that torch or
     onnxruntime runs (the summary lists them); ``strict=True`` refuses such a model at import.

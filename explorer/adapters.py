@@ -8,18 +8,18 @@ name.
 An adapter says how a source is recorded through a pipeline into a ``Trace`` of steps
 (:meth:`Adapter.record`), how a step's module shows (its graph model and texts, through the
 module's own ``graph_model()`` / ``text`` / ``texts``: the duck type every module shares), how
-the check runs its steps (:meth:`Adapter.check`), how a saved module of it is rebuilt
+the check runs its steps (:meth:`Adapter.check`, with one ``explorer.check.Options`` and a
+:class:`explorer.check.runner.StepRunner`), how a saved module of it is rebuilt
 (:meth:`Adapter.load_module`), how a finding is reduced (:meth:`Adapter.reduce`) and what it
 can do (:attr:`Adapter.capabilities`).
 
-Every adapter lives in its own module (passlens's in ``explorer.passlens_adapter``, TVM's in
-``explorer.tvm.adapter``, Inductor's in ``explorer.inductor.adapter``) and is registered
-lazily: ``explorer`` imports none of them (nor tvm, nor torch's Inductor) until a trace of
-theirs is recorded, checked or loaded; this module imports nothing of the explorer. To add a
-compiler, write
-an ``Adapter`` subclass in its package, call :func:`register_adapter` at the end of that
-module, and list the module in ``_LAZY`` (or call ``register_adapter`` from user code).
-"""
+Every adapter lives in a folder of its own (passlens's in ``explorer.passlens.adapter``, TVM's in
+``explorer.tvm.adapter``, Inductor's in ``explorer.inductor.adapter``; nothing outside an adapter's
+folder names a compiler's internals: see :mod:`explorer.passlens`) and is registered lazily:
+``explorer`` imports none of them (nor tvm, nor torch's Inductor) until a trace of theirs is
+recorded, checked or loaded; this module imports nothing of the explorer. To add a compiler, write
+an ``Adapter`` subclass in its package, call :func:`register_adapter` at the end of that module, and
+list the module in ``_LAZY`` (or call ``register_adapter`` from user code)."""
 
 from __future__ import annotations
 
@@ -74,10 +74,12 @@ class Adapter:
         return {"ir": module.text(), **module.texts()}
 
     # ----- the check ----------------------------------------------------------------------
-    def check(
-        self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-    ) -> Any:
-        """Run every step of ``trace`` (as ``explorer.check.check``) and return the Report."""
+    def check(self, trace: Any, inputs: Any, options: Any) -> Any:
+        """Run every step of ``trace`` on ``inputs`` (as ``explorer.check.check``, whose
+        arguments ``options``, an ``explorer.check.Options``, carries: reference, tolerances,
+        progress, thresholds, trusted ops) and return the Report: usually
+        ``Checker(trace, inputs, options, MyRunner()).run()`` with the compiler's
+        :class:`explorer.check.runner.StepRunner`."""
         raise NotImplementedError(f"trace.check cannot run the steps of a {self.name} trace")
 
     def reuse_text(self, report: Any) -> str | None:
@@ -107,7 +109,7 @@ class Adapter:
 _ADAPTERS: dict[str, Adapter] = {}
 # name -> the module that registers it when imported (imported on first use only)
 _LAZY: dict[str, str] = {
-    "passlens": "explorer.passlens_adapter",
+    "passlens": "explorer.passlens.adapter",
     "tvm": "explorer.tvm.adapter",
     "inductor": "explorer.inductor.adapter",
 }

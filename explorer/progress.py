@@ -194,33 +194,4 @@ class Job:
         self.close()
 
 
-# ===== explore: one unit per pass application ===================================================
-
-
-def passes_job(progress: Any, pipeline: Any) -> tuple[Job, list]:
-    """The job of running ``pipeline`` (explore) and the instruments that report to it: a
-    callable ``progress`` is called ``(done, total, pass name)`` before each pass runs."""
-    from compiler.passes import Instrument, Sequential, build_pipeline
-
-    def count(p) -> int:
-        return 1 + sum(count(c) for c in p.passes) if isinstance(p, Sequential) else 1
-
-    if progress is False:
-        return Job(False, "exploring", None), []
-    try:
-        total: int | None = sum(count(p) for p in build_pipeline(pipeline).passes)
-    except Exception:  # the run says what is wrong with the pipeline
-        total = None
-    job = Job(progress, "exploring", total, unit="pass", callback=progress)
-
-    class _Report(Instrument):
-        def before(self, p, module, depth: int) -> None:
-            name = getattr(p, "label", "") or getattr(p, "name", "") or p.spec()
-            if job.total is not None and job.done >= job.total:
-                job.total = None  # a pass ran passes of its own: the count was a guess
-            job.advance(name)
-
-    return job, [_Report()]
-
-
-__all__ = ["DELAY", "LINE_AFTER", "Job", "clean", "in_notebook", "mode_of", "passes_job"]
+__all__ = ["DELAY", "LINE_AFTER", "Job", "clean", "in_notebook", "mode_of"]

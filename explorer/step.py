@@ -3,7 +3,9 @@
 A step is a light descriptor (tinygrad VIZ's step): a pass step holds the compiler's record
 of the pass (its ``Snapshot``); its graph model and text are computed when first asked for,
 then cached. What a compiled step adds (its loop IR, LLVM IR and assembly, its executable
-and artifact size) comes from :mod:`explorer.step_backend`.
+and artifact size) comes from :mod:`explorer.passlens.backend` for a module of passlens's IR
+(its graph model from :mod:`explorer.passlens.convert`); another compiler's module answers for
+itself (see :mod:`explorer.adapters`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.ir import Module, Printer
 from compiler.passes import Snapshot
-from explorer import rewrites, step_backend
+from explorer import rewrites
 from explorer.diff import diff as diff_steps
-from explorer.graph import GraphModel, graph_of_module, module_objects, module_size
+from explorer.graph import GraphModel
+from explorer.passlens import backend as step_backend
+from explorer.passlens.convert import graph_of_module, module_objects, module_size
 from explorer.trust import with_trace_trust
 
 if TYPE_CHECKING:
@@ -265,7 +269,8 @@ class Step:
     def size(self) -> tuple[int, int]:
         """``(nodes, parameter bytes)`` of this step's graph model (``len(graph.nodes)``,
         ``graph.param_bytes``), without making the model when it is not made yet (what the
-        timeline of a front end lists for every step: see ``explorer.graph.module_size``)."""
+        timeline of a front end lists for every step: see
+        ``explorer.passlens.convert.module_size``)."""
         if self._size is None:
             graph = self._graph
             own = self.source_graph is None and isinstance(self.shown_module, Module)

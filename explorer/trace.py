@@ -3,9 +3,10 @@
 :class:`Trace` is a facade: it holds the steps and what the run was, and each of its methods
 hands the work to the part that does it:
 
-- recording (``explore``, ``trace_from_module``, ``pass_steps``): :mod:`explorer.recording`;
+- recording (``explore``, ``trace_from_module``): each compiler's adapter (passlens's:
+  :mod:`explorer.passlens.record`), steps from snapshots by :mod:`explorer.recording`;
 - a step (its graph, text, diff; a compiled step's texts and executable):
-  :mod:`explorer.step` and :mod:`explorer.step_backend`;
+  :mod:`explorer.step` and :mod:`explorer.passlens.backend`;
 - finding steps (``trace[3]``, ``trace["fold-constant#2"]``, ``final``, ``failure``):
   :mod:`explorer.step_lookup`;
 - the summary (``summary``, ``opaque_ops``, its text and HTML): :mod:`explorer.summary`;
@@ -209,5 +210,4 @@ class Trace:
         return PassStepper(self, report=self._report(report))
 
 
-# the names this module always had (recording moved to explorer.recording)
 __all__ = ["Step", "Trace"]

@@ -1,6 +1,9 @@
 """The layers hold (issue #15): compiler/ imports nothing of ours; explorer/ imports widgets/
 only in its display hooks; explorer/ and widgets/ take from compiler/ only what a compiler
-package exports; passlens/ (the command and serve) is on top, imported by none of them; no
+package exports, and nothing outside an adapter's folder (explorer/passlens/, tvm/, inductor/)
+names a compiler's internals (issue 40: the rule in explorer/passlens/__init__.py, its
+exceptions listed with their reasons); passlens/ (the command and serve) is on top, imported by
+none of them; no
 import cycles; no file in explorer/, widgets/ or passlens/ over about 600 lines, the
 JavaScript of widgets/static/ included. Read from the source with ``ast`` (imports inside
 functions count; those under ``if TYPE_CHECKING`` do not). There are no exceptions: a new
@@ -228,3 +231,62 @@ def test_no_script_of_the_widgets_grows_past_the_limit():
     assert len(scripts) >= 10  # the graph component's modules, the report's, the maps'...
     lines = {p.name: len(p.read_text().splitlines()) for p in scripts}
     assert {f: n for f, n in lines.items() if n > MAX_LINES} == {}
+
+
+# ----- nothing outside an adapter's folder names a compiler's internals (issue 40) -------------
+# The rule is written down in explorer/passlens/__init__.py: passlens's IR is the explorer's
+# neutral IR, so a neutral explorer module may import compiler.ir, the error classes of
+# compiler and the pass manager's records; every other compiler/ name is passlens's internals.
+ADAPTER_FOLDERS = ("explorer.passlens", "explorer.tvm", "explorer.inductor")
+NEUTRAL_FROM_COMPILER = {
+    "compiler": {"PasslensError", "LimitError", "TypeMismatch", "InterpretError"},
+    "compiler.passes": {"Snapshot", "SkippedPass", "CallingConvention", "PipelineError"},
+}
+# neutral modules that still use passlens's compiler as a tool, each with why; a module that
+# no longer needs its line fails the test as a new one does (the list stays true)
+PASSLENS_TOOLS = {
+    # the reference run of every compiler's source (torch eager, onnxruntime, float64) under
+    # compiler.ops's memory budget and its onnxruntime runner
+    "explorer.check.references": {"compiler", "compiler.ops"},
+    # the trust policy of opaque ops, one registry (compiler.ops) for every compiler's reference
+    "explorer.trust": {"compiler.ops"},
+    # which opaque ops a trace runs, by the runners compiler.ops knows
+    "explorer.summary": {"compiler.ops"},
+    # a step exported as ONNX: passlens's exporter (a passlens IR module only)
+    "explorer.interop": {"compiler.export", "compiler.frontend"},
+    # the rule docs of passlens's rule tables
+    "explorer.rewrites": {"compiler"},
+    # passlens's reducer (the default of an adapter with REDUCE): its pipelines and interpreter
+    "explorer.reduce.module": {"compiler"},
+    "explorer.reduce.pipeline": {"compiler.passes"},
+    "explorer.reduce.search": {"compiler.passes"},
+    # a loaded passlens trace's kernels and trusted ops
+    "explorer.store.read": {"compiler", "compiler.backend", "compiler.ops"},
+}
+
+
+def test_nothing_outside_an_adapters_folder_names_a_compilers_internals():
+    found: dict[str, set[str]] = {}
+    for path, _line, module, name in _compiler_imports():
+        mod = path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+        if not mod.startswith("explorer") or mod.startswith(ADAPTER_FOLDERS):
+            continue
+        if module == "compiler.ir" or module.startswith("compiler.ir."):
+            continue
+        if name in NEUTRAL_FROM_COMPILER.get(module, ()):
+            continue
+        found.setdefault(mod, set()).add(module)
+    assert found == PASSLENS_TOOLS
+
+
+def test_widgets_name_no_compiler_internals():
+    """The views read the neutral graph model and the explorer, never compiler/ beyond the IR
+    and the error classes."""
+    bad = [
+        f"{path}:{line} imports {module}:{name}"
+        for path, line, module, name in _compiler_imports()
+        if path.startswith("widgets")
+        and not (module == "compiler.ir" or module.startswith("compiler.ir."))
+        and name not in NEUTRAL_FROM_COMPILER.get(module, ())
+    ]
+    assert bad == []

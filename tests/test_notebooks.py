@@ -416,8 +416,8 @@ SABOTAGE = {
     ),
     # the torch.compile check names no node: the finding cannot say where the pass broke it
     "08_torch_compile.ipynb": (
-        "from explorer.inductor.check import InductorChecker\n"
-        "InductorChecker._name_nodes = lambda self, step: None",
+        "from explorer.inductor.check import InductorStepRunner\n"
+        "InductorStepRunner._name_nodes = lambda self, step: None",
         'assert [n.name for n in first.nodes] == ["add_4"]',
     ),
 }

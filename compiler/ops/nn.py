@@ -412,7 +412,7 @@ def _linear_infer(types, attrs):
 
 # Result dtypes in which linear rounds like its decomposition (the product, then the bias added
 # in the result dtype): decompose-ops then changes no value, and the check reuses everything
-# after it (explorer/check/memo.py). Half precision rounds once, as frameworks' kernels do.
+# after it (explorer/passlens/memo.py). Half precision rounds once, as frameworks' kernels do.
 LINEAR_ROUNDS_AS_DECOMPOSED = (np.dtype(np.float32), np.dtype(np.float64))
 
 

@@ -38,12 +38,11 @@ from typing import TYPE_CHECKING, Any
 from compiler import LimitError
 from explorer.adapters import get_adapter, is_adapter_name
 from explorer.check.detectors import KINDS
+from explorer.check.facts import BLOAT_MIN_BYTES, BLOAT_THRESHOLD, Options
 from explorer.check.layers import ErrorMap, LayerError
 from explorer.check.param_map import ParamMap
 from explorer.check.registry import Kind
 from explorer.check.report import (
-    BLOAT_MIN_BYTES,
-    BLOAT_THRESHOLD,
     NODE_ERRORS_KEPT,
     CheckError,
     Finding,
@@ -85,16 +84,15 @@ def check(
     own ops) or by the context (``compiler.ops.trusted_ops``); a trace holding any other is
     refused before anything runs (OpaqueOpError, naming each op; see explorer.trust).
     """
-    if reference not in ("source", "import"):
-        raise ValueError(f"reference must be 'source' or 'import', got {reference!r}")
+    options = Options(
+        rtol, atol, bloat_threshold, bloat_min_bytes, reference, progress, trust_ops
+    )  # one object from here to the adapter, its step runner and the detectors
     compiler = getattr(trace, "compiler", "passlens")
     if not is_adapter_name(compiler):
         raise NotImplementedError(f"trace.check cannot run the steps of a {compiler} trace")
     try:  # how the steps run: the compiler's adapter (explorer.adapters)
-        with trusting(trace, trust_ops):
-            return get_adapter(compiler).check(
-                trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-            )
+        with trusting(trace, options.trust_ops):
+            return get_adapter(compiler).check(trace, inputs, options)
     except MemoryError as e:  # what no size limit foresaw: one clear error, not a raw one
         raise LimitError(
             f"the check ran out of memory ({type(e).__name__}: {str(e)[:200] or 'no details'}); "
@@ -114,6 +112,7 @@ __all__ = [
     "Kind",
     "LayerError",
     "NodeError",
+    "Options",
     "ParamMap",
     "Report",
     "StepCheck",

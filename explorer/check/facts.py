@@ -6,6 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+# the param-bloat defaults (what ``check`` takes when none are given)
+BLOAT_THRESHOLD = 0.10  # relative growth of parameter bytes over the previous step
+BLOAT_MIN_BYTES = 1024  # ... and at least this many bytes (folding a few literals is not bloat)
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -39,12 +43,27 @@ class Run:
 
 @dataclass(frozen=True)
 class Options:
-    """The tolerances and thresholds of one check."""
+    """Every option of one check, as ``explorer.check.check`` / ``Trace.check`` take them: one
+    object carries them from there to the adapter (``Adapter.check(trace, inputs, options)``),
+    the :class:`~explorer.check.runner.Checker`, its step runner and the detectors
+    (``facts.options``).
 
-    rtol: float
-    atol: float
-    bloat_threshold: float  # relative growth of parameter bytes over the previous step
-    bloat_min_bytes: int  # ... and at least this many bytes
+    ``reference``: ``"source"`` or ``"import"``; ``rtol`` / ``atol``: the tolerance;
+    ``progress``: as for ``check``; ``bloat_threshold`` / ``bloat_min_bytes``: the param-bloat
+    thresholds (relative growth of parameter bytes over the previous step, and at least this
+    many bytes); ``trust_ops``: opaque ops trusted for this check (``explorer.trust``)."""
+
+    rtol: float = 1e-4
+    atol: float = 1e-5
+    bloat_threshold: float = BLOAT_THRESHOLD
+    bloat_min_bytes: int = BLOAT_MIN_BYTES
+    reference: str = "source"
+    progress: Any = None
+    trust_ops: Any = None
+
+    def __post_init__(self) -> None:
+        if self.reference not in ("source", "import"):
+            raise ValueError(f"reference must be 'source' or 'import', got {self.reference!r}")
 
 
 @dataclass

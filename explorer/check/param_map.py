@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from explorer.check.facts import BLOAT_MIN_BYTES, BLOAT_THRESHOLD
 from explorer.check.layers import LayerGrid, layer_of, layer_order
-from explorer.check.report import BLOAT_MIN_BYTES, BLOAT_THRESHOLD
 from explorer.fmt import format_bytes
 
 if TYPE_CHECKING:

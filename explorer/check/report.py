@@ -18,8 +18,6 @@ from explorer.summary import Column, html_table, name_column, step_column, text_
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
     from explorer.trace import Step, Trace
 
-BLOAT_THRESHOLD = 0.10  # relative growth of parameter bytes over the previous step
-BLOAT_MIN_BYTES = 1024  # ... and at least this many bytes (folding a few literals is not bloat)
 NODE_ERRORS_KEPT = 20  # node errors kept per diverged finding
 
 Progress = Callable[[int, int, str], None]

@@ -23,14 +23,10 @@ class InductorAdapter(Adapter):
 
         return explore_inductor(source, example_inputs, pipeline, progress, **options)
 
-    def check(
-        self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-    ):
+    def check(self, trace, inputs, options):
         from explorer.inductor.check import check_inductor
 
-        return check_inductor(
-            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-        )
+        return check_inductor(trace, inputs, options)
 
     def reduce(self, report, finding, budget, progress):
         from explorer.inductor.reduce import reduce_inductor

@@ -2,16 +2,17 @@
 same inputs (explorer/inductor/run.py).
 
 It is passlens's own check (explorer/check/runner.py: the same report, findings, detectors and
-progress) with a different way to run a step. The model is run eagerly and replayed through
-Dynamo to learn what each FX graph is given on these inputs; each graph's reference is its
-Dynamo graph run by ``torch.fx`` on those values (eager's ops on eager's values, so a graph
-after a graph break is judged on its own). Steps of Dynamo's Torch IR run on those inputs;
-steps of the ATen IR (after AOTAutograd) on the same tensors lined up with its placeholders;
-the ``inductor codegen`` step calls the compiled callable Inductor returned. Per-node errors:
-a node that carries over (same FX name) is compared with its value in the first graph of its
-IR (Dynamo's graph, or AOTAutograd's), so a ``diverged`` finding names the first node a pass
-made wrong. The model's outputs, eager against the compiled model, are compared at the end
-(a note of the report).
+progress) with its own :class:`~explorer.check.runner.StepRunner`. The model is run eagerly and
+replayed through Dynamo to learn what each FX graph is given on these inputs; each graph's reference
+is its Dynamo graph run by ``torch.fx`` on those values (eager's ops on eager's values, so a graph
+after a graph break is judged on its own). Steps of Dynamo's Torch IR run on those inputs; steps of
+the ATen IR (after AOTAutograd) on the same tensors lined up with its placeholders; the ``inductor
+codegen`` step calls the compiled callable Inductor returned. Per-node errors: a node that carries
+over (same FX name) is compared with its value in the first graph of its IR (Dynamo's graph, or
+AOTAutograd's), so a ``diverged`` finding names the first node a pass made wrong. The model's
+outputs, eager against the compiled model, are compared at the end (a note of the report).
+The check's ``reference`` option has no effect: each graph's Dynamo graph is both the source's
+ops and the imported step.
 """
 
 from __future__ import annotations
@@ -24,38 +25,43 @@ import numpy as np
 from compiler import InterpretError
 from explorer.check.facts import Run
 from explorer.check.numbers import _compare, _compare_outputs, _to_numpy
-from explorer.check.report import NODE_ERRORS_KEPT, CheckError, NodeError, StepCheck
-from explorer.check.runner import Checker
+from explorer.check.report import NODE_ERRORS_KEPT, CheckError, NodeError
+from explorer.check.runner import Checker, StepRunner
 from explorer.fmt import num
 
 
-class InductorChecker(Checker):
-    """The check of a torch.compile trace (see the module docstring)."""
+class InductorStepRunner(StepRunner):
+    """A torch.compile trace's FX stages run by torch.fx (see the module docstring): each stage
+    run whole (no value cache), per-node values kept per stage for the ``diverged`` finding's
+    nodes, a reference per graph."""
 
     own_source = "the source is torch.compile's Dynamo graph"
 
-    def __init__(self, trace, *args: Any):
+    def __init__(self, trace: Any):
         self.run_info = trace.inductor
         self.captured = None
         self.graph_refs: dict[tuple[int, str], tuple | None] = {}  # (graph, level) -> outputs
         self.node_refs: dict[tuple[int, str], dict] = {}  # (graph, level) -> node values
-        self.values: dict[int, dict] = {}  # id(module) -> its node values
+        self.node_values_of: dict[int, dict] = {}  # id(module) -> its node values
         self.pending: list[str] = []
         self.random_graphs: set[int] = set()  # graphs whose two runs differ: not judged
-        super().__init__(trace, *args)
-        self.notes.extend(self.pending)
 
     # ----- inputs ----------------------------------------------------------------------------
-    def _split_inputs(self, inputs) -> tuple[list | None, list | None]:
+    def prepare(self, inputs) -> tuple[list | None, list | None]:
+        prepared = self._prepare(inputs)
+        self.check.notes.extend(self.pending)
+        return prepared
+
+    def _prepare(self, inputs) -> tuple[list | None, list | None]:
         from explorer.inductor.run import capture, graph_inputs
 
         calls: list = []
         if inputs is None:  # the inputs explore ran on: the recompiles' calls too
-            inputs = self.trace.example_inputs
+            inputs = self.check.trace.example_inputs
             calls = list(getattr(self.run_info, "calls", None) or [])
         if not isinstance(inputs, (tuple, list)):
             inputs = (inputs,)
-        model = (self.trace.source or {}).get("model")
+        model = (self.check.trace.source or {}).get("model")
         if model is None or self.run_info is None:
             raise CheckError(
                 "this torch.compile trace has no model to run (a loaded trace keeps graphs and "
@@ -109,8 +115,8 @@ class InductorChecker(Checker):
         cmp = _compare_outputs(
             tuple(_to_numpy(x) for x in got),
             tuple(_to_numpy(x) for x in want),
-            self.rtol,
-            self.atol,
+            self.check.rtol,
+            self.check.atol,
         )
         verdict = "differ" if cmp.beyond else "agree"
         self.pending.append(
@@ -130,7 +136,7 @@ class InductorChecker(Checker):
             return line_up(module.graph, inputs)
         return inputs
 
-    def run_module(self, module) -> Run:
+    def run(self, module) -> Run:
         from explorer.inductor.run import run_compiled, run_graph
 
         run = Run()
@@ -149,7 +155,7 @@ class InductorChecker(Checker):
                 outputs, values = run_graph(module.graph_module(), inputs)
             run.outputs = tuple(_to_numpy(x) for x in outputs)
             run.computed = max(1, len(values))
-            self.values[id(module)] = values
+            self.node_values_of[id(module)] = values
         except CheckError as e:
             run.error = InterpretError(str(e))
         except Exception as e:  # a step that cannot be run is a finding, never a crash
@@ -176,7 +182,7 @@ class InductorChecker(Checker):
                     first = tuple(_to_numpy(x) for x in outputs)
                     if not _identical(first, tuple(_to_numpy(x) for x in again)):
                         self.random_graphs.add(k)
-                        self.notes.append(
+                        self.check.notes.append(
                             f"{record.label}: two runs on the same inputs differ (random ops: "
                             "dropout in training mode?): its steps' numbers are not compared"
                         )
@@ -184,7 +190,8 @@ class InductorChecker(Checker):
                         self.graph_refs[(k, "dynamo")] = first
                         self.node_refs[(k, "dynamo")] = values
                 except Exception as e:  # no reference for this graph: said once
-                    self.notes.append(f"graph {k}: its Dynamo graph could not run ({e})"[:500])
+                    note = f"graph {k}: its Dynamo graph could not run ({e})"
+                    self.check.notes.append(note[:500])
         return self.graph_refs[(k, "dynamo")]
 
     def _aten_reference(self, step, run: Run) -> None:
@@ -194,64 +201,50 @@ class InductorChecker(Checker):
         key = (module.graph_index, "aten")
         if module.level == "aten" and not module.extra_texts and key not in self.node_refs:
             if run.error is None:
-                self.node_refs[key] = self.values.get(id(module), {})
+                self.node_refs[key] = self.node_values_of.get(id(module), {})
 
-    def _set_reference(self, import_run: Run) -> None:
-        ref = self.reference
+    def set_reference(self, import_run: Run) -> bool:
+        """Each graph's reference is its Dynamo graph (the imported step, run by torch.fx):
+        the check's ``reference`` option has no effect here, "source" and "import" are it."""
+        ref = self.check.reference
         ref.name = "torch eager"
         ref.description = (
             "torch eager: each FX graph's Dynamo graph run by torch.fx on the values Dynamo "
             "passes it (the model's own ops on these inputs)"
         )
+        return True
 
-    def _node_values(self) -> dict:
-        return {}
-
-    def _check_step(self, step) -> StepCheck:
+    def should_run(self, step) -> bool:
         module = step.module
         if isinstance(self.inputs_of_graph.get(module.graph_index), CheckError):
-            return StepCheck(step, "not run")  # Dynamo made no such graph on these inputs
-        self.ref_outputs = self._reference_for(module)
-        if module.graph_index in self.random_graphs:
-            return StepCheck(step, "not run")  # no reference to judge a random graph by
-        check = super()._check_step(step)
-        run = self.results.get(id(module))
+            return False  # Dynamo made no such graph on these inputs
+        self.check.ref_outputs = self._reference_for(module)
+        # no reference to judge a random graph by
+        return module.graph_index not in self.random_graphs
+
+    def after_step(self, step, run: Run | None) -> None:
         if run is not None:
             self._aten_reference(step, run)
             if run.diverged:
                 self._name_nodes(step)
-        return check
 
     def _name_nodes(self, step) -> None:
         """Give the step's ``diverged`` finding its per-node errors (nodes that carry over)."""
         module = step.module
         ref = self.node_refs.get((module.graph_index, module.level))
-        values = self.values.get(id(module), {})
+        values = self.node_values_of.get(id(module), {})
         if not ref or not values or ref is values:
             return
-        errors = node_errors(module, values, ref, self.rtol, self.atol)
+        errors = node_errors(module, values, ref, self.check.rtol, self.check.atol)
         if not errors:
             return
-        for f in self.findings:
+        for f in self.check.findings:
             if f.step is step and f.kind == "diverged" and not f.details.get("node_errors"):
                 f.nodes = [errors[0].node]
                 f.details["node_errors"] = errors[:NODE_ERRORS_KEPT]
                 head = f"after {step.name}, "
                 rest = f.message[len(head) :] if f.message.startswith(head) else f.message
                 f.message = f"{head}{errors[0]}; {rest}"
-
-    # ----- no value cache: each stage runs whole ------------------------------------------------
-    def _generation(self, before) -> int:
-        return 0
-
-    def _layers(self, module):
-        return {}
-
-    def _last_use(self, order) -> dict[int, int]:
-        return {}
-
-    def _release(self, order, k, last) -> None:
-        return None
 
 
 def node_errors(module, values: dict, ref: dict, rtol: float, atol: float) -> list[NodeError]:
@@ -292,18 +285,14 @@ def _as_tensor(x: Any) -> Any:
     return x
 
 
-def check_inductor(
-    trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-):
+def check_inductor(trace, inputs, options):
     """``explorer.check.check`` for a torch.compile trace."""
     if getattr(trace, "inductor", None) is None:
         raise CheckError(
             "this torch.compile trace was loaded from a file: it keeps graphs and texts, not "
             "the GraphModules and compiled code; explore the model again to check it"
         )
-    return InductorChecker(
-        trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-    ).run()
+    return Checker(trace, inputs, options, InductorStepRunner(trace)).run()
 
 
-__all__ = ["InductorChecker", "check_inductor", "node_errors"]
+__all__ = ["InductorStepRunner", "check_inductor", "node_errors"]

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from compiler.ir import Call, Module, structural_hash, verify
+from explorer.passlens.record import explore
 from explorer.progress import Job
-from explorer.recording import explore
 from explorer.reduce.module import CannotBuild, Cut, Cutter, count_bindings
 from explorer.reduce.pipeline import Unit, spec_of, subtree
 

@@ -21,14 +21,10 @@ class TVMAdapter(Adapter):
 
         return explore_tvm(source, example_inputs, pipeline, progress, **options)
 
-    def check(
-        self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-    ):
+    def check(self, trace, inputs, options):
         from explorer.tvm.check import check_tvm
 
-        return check_tvm(
-            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-        )
+        return check_tvm(trace, inputs, options)
 
     def reuse_text(self, report) -> str:
         return (

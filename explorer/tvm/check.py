@@ -1,20 +1,18 @@
 """``trace.check`` on a TVM trace: the reference (torch eager or onnxruntime) against every
 step's module built with ``relax.build`` and run in the Relax VM (explorer/tvm/run.py).
 
-It is passlens's own check (explorer/check/runner.py: the same report, findings, detectors
-and progress) with a different way to run a step: no per-node values (TVM's VM gives the
-outputs only, so a divergence names the step, not the node), builds shared between
+It is passlens's own check (explorer/check/runner.py: the same report, findings, detectors and
+progress) with its own :class:`~explorer.check.runner.StepRunner`: no per-node values (TVM's VM
+gives the outputs only, so a divergence names the step, not the node), builds shared between
 structurally equal modules, and the calling convention read from the TVM module (after
-``LiftTransformParams`` the check runs ``main_transform_params`` on the weights first; after
-the lazy passes it serves and collects their callbacks by index), so a changed signature is
-the ``signature-changed`` finding and not a false divergence. Modules a pass built for itself
-(FoldConstant's kernels) are not run.
-"""
+``LiftTransformParams`` the check runs ``main_transform_params`` on the weights first; after the
+lazy passes it serves and collects their callbacks by index), so a changed signature is the
+``signature-changed`` finding and not a false divergence. Modules a pass built for itself
+(FoldConstant's kernels) are not run."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 
@@ -22,25 +20,29 @@ from compiler import InterpretError
 from compiler.passes import CallingConvention
 from explorer.check.facts import Run
 from explorer.check.numbers import _to_numpy
-from explorer.check.report import CheckError, StepCheck
-from explorer.check.runner import Checker
+from explorer.check.report import CheckError
+from explorer.check.runner import Checker, StepRunner
 
 
-class TVMChecker(Checker):
-    """The check of a TVM trace (see the module docstring)."""
+class TVMStepRunner(StepRunner):
+    """A TVM trace's steps built with relax.build and run in the Relax VM (see the module
+    docstring): outputs only, so the no-op hooks (no node values, no per-layer errors, nothing
+    to release) are what it needs."""
 
-    def __init__(self, *args: Any, target: str = "llvm"):
+    # the reference: passlens's, without per-node values (the VM gives outputs only)
+    own_source = "the source is a TVM module"
+
+    def __init__(self, target: str = "llvm"):
         from explorer.tvm.run import TVMRunner
 
-        self.runner = TVMRunner(target)
-        super().__init__(*args)
+        self.vm = TVMRunner(target)
 
     # ----- inputs ----------------------------------------------------------------------------
-    def _split_inputs(self, inputs) -> tuple[list | None, list | None]:
+    def prepare(self, inputs) -> tuple[list | None, list | None]:
         if inputs is None:
-            inputs = self.trace.example_inputs
+            inputs = self.check.trace.example_inputs
         if inputs is None:
-            self.notes.append(
+            self.check.notes.append(
                 "numbers not checked: a TVM trace needs example inputs (explore(model, args, "
                 "compiler='tvm') or trace.check(args))"
             )
@@ -54,7 +56,7 @@ class TVMChecker(Checker):
     def _weights(self) -> list:
         """The weights the imported ``main`` takes after its inputs (none when they are
         constants of the module: TVM's importer keeps them so by default)."""
-        ir = getattr(self.imported.module, "ir", None)
+        ir = getattr(self.check.imported.module, "ir", None)
         if ir is None:
             return []
         main = ir["main"]
@@ -68,7 +70,7 @@ class TVMChecker(Checker):
         return [np.asarray(v.numpy()) for v in values]
 
     # ----- running modules --------------------------------------------------------------------
-    def run_module(self, module) -> Run:
+    def run(self, module) -> Run:
         from explorer.tvm.run import TVMRunError
 
         run = Run()
@@ -78,7 +80,7 @@ class TVMChecker(Checker):
             if ir is None:
                 raise CheckError("the step's TVM module was not kept (a loaded trace)")
             run.convention = convention(ir)
-            run.outputs = self.runner.run(ir, self.runtime, self.weights)
+            run.outputs = self.vm.run(ir, self.check.runtime, self.check.weights)
             run.computed = 1
         except (TVMRunError, CheckError) as e:
             run.error = InterpretError(str(e))
@@ -87,29 +89,8 @@ class TVMChecker(Checker):
         run.seconds = time.perf_counter() - start
         return run
 
-    # ----- the reference: passlens's, without per-node values (the VM gives outputs only) ------
-    own_source = "the source is a TVM module"
-
-    def _node_values(self) -> dict:
-        return {}
-
-    def _check_step(self, step) -> StepCheck:
-        if getattr(step.module, "inner", False):  # a module a pass built for itself
-            return StepCheck(step, "not run")
-        return super()._check_step(step)
-
-    def _generation(self, before) -> int:
-        return 0  # no node values to reuse between steps
-
-    def _layers(self, module):
-        return {}  # the VM gives outputs only: no per-layer errors
-
-    # ----- memory: the VM keeps no per-node values ----------------------------------------------
-    def _last_use(self, order) -> dict[int, int]:
-        return {}
-
-    def _release(self, order, k, last) -> None:
-        return None
+    def should_run(self, step) -> bool:
+        return not getattr(step.module, "inner", False)  # a module a pass built for itself
 
 
 def convention(ir) -> CallingConvention:
@@ -144,7 +125,7 @@ def _callbacks(fn) -> tuple[int, bool, bool]:
     return plain, get, set_
 
 
-def check_tvm(trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes):
+def check_tvm(trace, inputs, options):
     """``explorer.check.check`` for a TVM trace."""
     try:
         import tvm  # noqa: F401
@@ -153,9 +134,7 @@ def check_tvm(trace, inputs, reference, rtol, atol, progress, bloat_threshold, b
             f"checking a TVM trace builds its steps with TVM, which is not installed ({e}); "
             "pip install 'passlens[tvm]'"
         ) from None
-    return TVMChecker(
-        trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-    ).run()
+    return Checker(trace, inputs, options, TVMStepRunner()).run()
 
 
-__all__ = ["TVMChecker", "check_tvm", "convention"]
+__all__ = ["TVMStepRunner", "check_tvm", "convention"]

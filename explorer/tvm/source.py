@@ -36,15 +36,15 @@ def import_tvm_source(source: Any, example_inputs: Any, state: TVMState, **optio
     """Import ``source`` with TVM (see the module docstring)."""
     import tvm
 
-    from explorer.sources import _is_onnx, _is_torch
+    from explorer.sources import is_onnx, is_torch
 
     if isinstance(source, tvm.IRModule):
         if options:
             raise TypeError(f"options {sorted(options)} apply to a torch or ONNX source")
         return TVMImported(source, None, "", "module", source, "relax")
-    if _is_torch(source):
+    if is_torch(source):
         return _import_torch(source, example_inputs, state, **options)
-    if _is_onnx(source):
+    if is_onnx(source):
         return _import_onnx(source, state, **options)
     raise TypeError(
         "explore(compiler='tvm') takes a torch.nn.Module, an ExportedProgram, an ONNX path / "

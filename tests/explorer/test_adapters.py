@@ -23,7 +23,7 @@ from explorer.adapters import (
 )
 from explorer.check.facts import Run
 from explorer.check.report import CheckError
-from explorer.check.runner import Checker
+from explorer.check.runner import Checker, StepRunner
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param
 from explorer.progress import Job
 from explorer.trace import Step, Trace
@@ -124,41 +124,27 @@ def broken(m: ChainModule) -> ChainModule:
     raise RuntimeError("broken pass")
 
 
-class ChainChecker(Checker):
-    """Each step run whole by numpy (outputs only; the reference is the imported step)."""
+class ChainRunner(StepRunner):
+    """Each step run whole by numpy (outputs only; the reference is the imported step): the
+    two methods every step runner writes, no hook."""
 
     own_source = "the source is a numpy chain"
 
-    def _split_inputs(self, inputs):
-        inputs = self.trace.example_inputs if inputs is None else inputs
+    def prepare(self, inputs):
+        inputs = self.check.trace.example_inputs if inputs is None else inputs
         if inputs is None:
-            self.notes.append("numbers not checked: no inputs")
+            self.check.notes.append("numbers not checked: no inputs")
             return None, None
         return [np.asarray(inputs[0], dtype=np.float32)], []
 
-    def run_module(self, module) -> Run:
+    def run(self, module) -> Run:
         run = Run()
         try:
-            out, values = module.run(self.runtime[0])
+            out, values = module.run(self.check.runtime[0])
             run.outputs, run.computed = (out,), len(values)
         except Exception as e:
             run.error = CheckError(str(e))
         return run
-
-    def _node_values(self):
-        return {}
-
-    def _generation(self, before):
-        return 0
-
-    def _layers(self, module):
-        return {}
-
-    def _last_use(self, order):
-        return {}
-
-    def _release(self, order, k, last):
-        return None
 
 
 class ChainAdapter(Adapter):
@@ -195,10 +181,8 @@ class ChainAdapter(Adapter):
         return Trace(steps, source=None, example_inputs=example_inputs, pipeline=pipeline,
                      frontend="numpy", skipped=skipped, compiler=NAME)
 
-    def check(self, trace, inputs, reference, rtol, atol, progress, bloat_threshold,
-              bloat_min_bytes):
-        return ChainChecker(trace, inputs, reference, rtol, atol, progress, bloat_threshold,
-                            bloat_min_bytes).run()
+    def check(self, trace, inputs, options):
+        return Checker(trace, inputs, options, ChainRunner()).run()
 
     def reuse_text(self, report):
         return f"{report.computed} numpy values computed"
@@ -365,3 +349,108 @@ def test_options_an_adapter_ignores_never_reach_its_record():
             explorer.explore(chain(), X, compiler=Strict.name, unknown=1)
     finally:
         unregister_adapter(Strict.name)
+
+
+# ----- the check runner is public: options and step runners (issue 40) -------------------------
+
+
+def test_every_check_option_reaches_a_step_runner_that_writes_two_methods(
+    adapter, trace, check_options_reach
+):
+    """The test compiler's runner writes ``prepare`` and ``run`` only; the check's options
+    reach its detectors through ``Adapter.check(trace, inputs, options)`` all the same."""
+    x = (np.array([2.0, -1.0, 0.5, 4.0], dtype=np.float32),)
+    for report in check_options_reach(trace, x):
+        assert report.inputs[0].tolist() == x[0].tolist()
+
+
+def test_passlens_takes_every_explore_and_check_option(check_options_reach):
+    """Every option ``explorer.explore`` documents for passlens's own compiler takes effect
+    (pipeline, progress, strict, trust_source), and so does every check option."""
+    torch = pytest.importorskip("torch")
+
+    class Scan(torch.nn.Module):
+        def forward(self, x):
+            return torch.cummax(x, dim=1)[0]
+
+    x = torch.randn(2, 4)
+    from compiler.frontend import UnsupportedOperatorError
+
+    explorer.explore(Scan(), (x,), pipeline="dce", progress=False)  # not strict: opaque
+    with pytest.raises(UnsupportedOperatorError, match="cummax"):
+        explorer.explore(Scan(), (x,), pipeline="dce", progress=False, strict=True)
+    calls = []
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
+    trace = explorer.explore(
+        model, (x,), "fold-constant,dce", lambda *a: calls.append(a), trust_source=False
+    )
+    assert trace.pipeline == "fold-constant,dead-code-elimination"
+    assert [s.name for s in trace.steps[2:]] == ["fold-constant", "dead-code-elimination"]
+    assert [c[2] for c in calls] == ["fold-constant", "dead-code-elimination"]
+    assert trace.source_trusted is False and explorer.explore(model, (x,)).source_trusted
+    check_options_reach(trace, (torch.randn(2, 4).numpy(),))
+
+
+def _classes(root):
+    """(file, class name, base names, names it defines) of every class under ``root``."""
+    import ast
+    from pathlib import Path
+
+    for path in sorted(Path(root).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                bases = {ast.unparse(b).rpartition(".")[2] for b in node.bases}
+                names = {
+                    n.name
+                    for n in node.body
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                } | {
+                    t.id
+                    for n in node.body
+                    if isinstance(n, (ast.Assign, ast.AnnAssign))
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                    if isinstance(t, ast.Name)
+                }
+                yield path, node.name, bases, names
+
+
+def test_no_step_runner_overrides_a_private_method_of_the_runner():
+    """An adapter's check is a ``StepRunner`` (public methods and hooks); the ``Checker`` is
+    not subclassed, and no class outside explorer/check defines an underscore name the runner
+    module's classes have (the issue-40 state: three checkers overrode the same 7 private
+    methods). Read from the source, so a subclass of a subclass counts too."""
+    from pathlib import Path
+
+    from explorer.check import runner
+
+    root = Path(__file__).resolve().parents[2]
+    private = {
+        name
+        for cls in (runner.Checker, runner.StepRunner)
+        for name in dir(cls)
+        if name.startswith("_") and not name.startswith("__")
+    }
+    assert "_check_step" in private and "_set_reference" in private
+    # and the private methods the checkers overrode before the runner was public: defined
+    # again, one would be dead code that looks like a hook
+    private |= {"_split_inputs", "_node_values", "_generation", "_layers", "_last_use", "_release"}
+    classes = [c for top in ("explorer", "tests", "widgets", "passlens", "bench")
+               for c in _classes(root / top)]
+    family = {"Checker", "StepRunner"}
+    while True:  # every class that derives from them, by name
+        more = {name for _, name, bases, _ in classes if bases & family} - family
+        if not more:
+            break
+        family |= more
+    check_dir = root / "explorer" / "check"
+    bad, subclassed = [], []
+    for path, name, bases, names in classes:
+        if not (bases & family) or check_dir in path.parents:
+            continue
+        if "Checker" in bases:
+            subclassed.append(f"{path.relative_to(root)}:{name}")
+        bad += [f"{path.relative_to(root)}:{name}.{n}" for n in sorted(names & private)]
+    assert subclassed == []
+    assert bad == []
+    runners = {name for _, name, bases, _ in classes if bases & family}
+    assert {"Interpreter", "TVMStepRunner", "InductorStepRunner", "ChainRunner"} <= runners

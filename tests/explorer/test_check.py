@@ -413,7 +413,7 @@ def @main(%x: f32[4, 64]) -> f32[4, 64] {
 }
 """
     m2 = parse(before.replace("multiply(%x, const(f32[], 2.0))", "add(%x, %x)"))
-    from explorer.check.memo import _Memo, _MemoHooks
+    from explorer.passlens.memo import _Memo, _MemoHooks
 
     memo = _Memo()
     hooks = _MemoHooks(memo)

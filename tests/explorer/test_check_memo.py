@@ -1,4 +1,4 @@
-"""The check's memo (explorer/check/memo.py): a value is reused for a node a pass rebuilt only
+"""The check's memo (explorer/passlens/memo.py): a value is reused for a node a pass rebuilt only
 when the op, its attributes, its type and its operands are the same. A pass that changes an
 attribute alone (same op, same operands, same type) computes something else: it is run again,
 and a wrong such pass is caught at its step."""
@@ -13,7 +13,7 @@ from compiler.interpret import ValueCache, evaluate
 from compiler.ir import Call, parse
 from compiler.passes import Pass, register_pass
 from compiler.passes.rewrite import rewrite_module
-from explorer.check.memo import _Memo, _MemoHooks
+from explorer.passlens.memo import _Memo, _MemoHooks
 
 CLIP = """
 def @main(%x: f32[4, 64]) -> f32[4, 64] {

@@ -347,7 +347,7 @@ def test_param_bytes_from_the_module_equal_the_graphs():
     it of every step): the same count as the graph's, for stored, lifted and lazy weights,
     constants folded and grown."""
     from compiler.ir import Module
-    from explorer.graph import graph_of_module, module_size
+    from explorer.passlens.convert import graph_of_module, module_size
     from tests.compiler.passes.test_lazy_params import MODEL as LAZY_MODEL
     from tests.compiler.passes.test_lazy_params import W1, W2, X
 

@@ -1,5 +1,5 @@
-"""A step's size without its graph model: ``explorer.graph.module_size`` (the node count and
-weight bytes a timeline lists for every step) is what ``graph_of_module`` would give, on
+"""A step's size without its graph model: ``explorer.passlens.convert.module_size`` (the node
+count and weight bytes a timeline lists for every step) is what ``graph_of_module`` would give, on
 random modules (weights, unnamed constants, helper functions, If branches, weights passed as
 parameters), a loop, and every step of the default pipeline on two models; a step's graph
 model is shared with the steps of its trace showing the same module."""
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 import explorer
 from compiler import models
 from compiler.ir import parse
-from explorer.graph import graph_of_module, module_size
+from explorer.passlens.convert import graph_of_module, module_size
 from tests.compiler.ir_strategies import modules
 from tests.compiler.test_loop import TEXT as LOOP_TEXT
 

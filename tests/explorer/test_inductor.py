@@ -472,3 +472,32 @@ def test_strict_is_accepted_and_has_no_effect(broken):
         model, (x,), compiler="inductor", progress=False, calls=[(torch.randn(5, 4),)], strict=True
     )
     assert [s.name for s in strict.steps] == [s.name for s in trace.steps]
+
+
+def test_every_explore_and_check_option_takes_effect(check_options_reach):
+    """Every option ``explore(..., compiler="inductor")`` documents takes effect (``calls``
+    recompiles, ``options`` sets Inductor's config, ``dynamic``, the progress callback;
+    ``pipeline`` is refused and ``strict`` has no effect, as documented) and every check option
+    reaches the check (issue 40); ``reference`` has no effect here, as the check says: each
+    graph's reference is its Dynamo graph, the imported step."""
+    torch.manual_seed(0)
+    model, x = Residual().eval(), torch.randn(2, 8)
+    calls = []
+    trace = explorer.explore(
+        model,
+        (x,),
+        compiler="inductor",
+        progress=lambda *a: calls.append(a),
+        options={"post_grad_custom_post_pass": AddToSub()},
+        calls=[(torch.randn(3, 8),)],
+        dynamic=False,
+        strict=True,
+    )
+    names = [s.name for s in trace.steps]
+    assert "AddToSub" in names and calls
+    assert any("dynamo 0/1" in n for n in names)  # the second call's shapes recompiled
+    with pytest.raises(ValueError, match="give no pipeline"):
+        explorer.explore(model, (x,), "default", compiler="inductor", progress=False)
+    source, imported = check_options_reach(trace, (x,), import_reference=False)
+    assert source.reference == imported.reference == trace.check((x,)).reference
+    assert not imported.ok  # AddToSub diverges at rtol 0.25 too

@@ -1,5 +1,5 @@
 """``Trace`` is a thin facade over parts with one job each (issue 33): recording
-(explorer.recording), a step (explorer.step, explorer.step_backend), finding steps
+(explorer.passlens.record), a step (explorer.step, explorer.passlens.backend), finding steps
 (explorer.step_lookup), the summary, the check, persistence, other viewers and the display
 hooks. The facade imports its parts up front; inside a method it imports only the store (which
 builds traces, so imports this module) and, in its display hooks, the widgets."""
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import explorer
-from explorer import recording, step_lookup
+from explorer import step_lookup
+from explorer.passlens import record as recording
 from explorer.step import Step
 from explorer.trace import Trace
 

@@ -533,3 +533,35 @@ def test_strict_is_accepted_and_has_no_effect():
         trace = explorer.explore(model, (x,), compiler="tvm", pipeline=[], strict=strict)
         assert [s.name for s in trace.steps] == [s.name for s in plain.steps]
         assert trace.imported.module.text() == plain.imported.module.text()
+
+
+def test_every_explore_and_check_option_takes_effect(check_options_reach):
+    """Every option ``explore(..., compiler="tvm")`` documents reaches TVM (the pipeline, the
+    progress callback, the PassContext's ``opt_level`` and ``instruments``, a frontend keyword;
+    ``strict`` is accepted and has no effect: test_strict_is_accepted_and_has_no_effect), and
+    every check option reaches the check of its steps (issue 40: an adapter that drops one)."""
+    seen = []
+
+    @tvm.instrument.pass_instrument
+    class Spy:
+        def run_before_pass(self, mod, info):
+            seen.append((info.name, tvm.transform.PassContext.current().opt_level))
+
+    calls = []
+    x = torch.randn(2, 4)
+    trace = explorer.explore(
+        LinearReLU().eval(),
+        (x,),
+        compiler="tvm",
+        pipeline=[relax.transform.LiftTransformParams()],
+        progress=lambda *a: calls.append(a),
+        opt_level=2,
+        instruments=[Spy()],
+        keep_params_as_input=True,
+        strict=True,
+    )
+    assert trace.steps[2].name == "LiftTransformParams"  # then the passes it runs
+    assert [c[2] for c in calls] == [s.name for s in trace.steps[2:]]
+    assert ("LiftTransformParams", 2) in seen
+    assert len(trace.imported.module.ir["main"].params) == 3  # x, then the weights as inputs
+    check_options_reach(trace, (torch.randn(2, 4).numpy(),))

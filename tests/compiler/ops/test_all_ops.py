@@ -50,7 +50,7 @@ def test_every_op_is_documented():
 @pytest.mark.parametrize("x_shape", [(5, 16), (2, 7, 16), (1, 3, 3, 16)])
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_rounds_exactly_like_its_decomposition(dtype, x_shape, bias):
-    """The check relies on it (explorer/check/memo.py computes linear as its decomposition)."""
+    """The check relies on it (explorer/passlens/memo.py computes linear as its decomposition)."""
     import numpy as np
 
     from compiler.interpret import run
@@ -80,7 +80,7 @@ def test_linear_rounds_exactly_like_its_decomposition(dtype, x_shape, bias):
 @pytest.mark.parametrize("mask", [None, "bool", "float"])
 @pytest.mark.parametrize("causal", [True, False])
 def test_attention_rounds_exactly_like_its_decomposition(dtype, mask, causal):
-    """The check relies on it (explorer/check/memo.py computes attention as its decomposition
+    """The check relies on it (explorer/passlens/memo.py computes attention as its decomposition
     and keeps the value when it has no NaN): equal bit for bit, but where a query row has no
     key left (the op: zeros, the decomposition: NaN)."""
     import numpy as np

@@ -1,7 +1,7 @@
 """passlens's own compiler as an explorer adapter (registered by ``explorer.adapters`` on
-first use): ``explorer.recording.explore`` records it, ``explorer.check.runner.Checker`` runs its
-steps with the interpreter (per-node values), ``explorer.reduce`` reduces its findings, and
-its modules are saved as IR (``explorer.store``)."""
+first use): ``explorer.passlens.record.explore`` records it, the check runs its steps with the
+interpreter (``explorer.passlens.check.Interpreter``: per-node values), ``explorer.reduce``
+reduces its findings, and its modules are saved as IR (``explorer.store``)."""
 
 from __future__ import annotations
 
@@ -16,21 +16,17 @@ class PasslensAdapter(Adapter):
     capabilities = frozenset({NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD})
 
     def record(self, source, example_inputs, pipeline, progress, **options):
-        from explorer.recording import explore
+        from explorer.passlens.record import explore
 
         return explore(source, example_inputs, pipeline, progress, **options)
 
-    def check(
-        self, trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-    ):
-        from explorer.check.runner import Checker
+    def check(self, trace, inputs, options):
+        from explorer.passlens.check import check_passlens
 
-        return Checker(
-            trace, inputs, reference, rtol, atol, progress, bloat_threshold, bloat_min_bytes
-        ).run()
+        return check_passlens(trace, inputs, options)
 
     def graph_model(self, module):
-        from explorer.graph import graph_of_module
+        from explorer.passlens.convert import graph_of_module
 
         return graph_of_module(module)
 

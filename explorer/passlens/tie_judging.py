@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class TieJudging:
-    """The tie methods of :class:`explorer.check.runner.Checker` (which holds ``reference``,
+    """The tie methods of :class:`explorer.passlens.check.Interpreter` (which holds ``reference``,
     ``ref_outputs``, ``cache``, ``rtol``, ``atol``, ``notes``, ``tie_notes`` and
     ``run_module``)."""
 
