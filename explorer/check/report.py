@@ -16,7 +16,7 @@ from explorer.fmt import num
 from explorer.summary import Column, html_table, name_column, step_column, text_table
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
-    from explorer.trace import Step, Trace
+    from explorer.step import Step, TraceSteps
 
 BLOAT_THRESHOLD = 0.10  # relative growth of parameter bytes over the previous step
 BLOAT_MIN_BYTES = 1024  # ... and at least this many bytes (folding a few literals is not bloat)
@@ -124,7 +124,7 @@ class Report:
 
     def __init__(
         self,
-        trace: Trace,
+        trace: TraceSteps,
         findings: list[Finding],
         steps: list[StepCheck],
         reference: str,

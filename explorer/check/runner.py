@@ -58,7 +58,7 @@ from explorer.check.tie_judging import TieJudging
 from explorer.progress import Job
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
-    from explorer.trace import Step
+    from explorer.step import Step
 
 # ===== the check ================================================================================
 
