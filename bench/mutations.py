@@ -30,9 +30,9 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CHECK_TESTS = (
-    "tests/explorer/test_check_thresholds.py",
-    "tests/explorer/test_check.py",
-    "tests/explorer/test_check_registry.py",
+    "tests/explorer/check/test_check_thresholds.py",
+    "tests/explorer/check/test_check.py",
+    "tests/explorer/check/test_check_registry.py",
 )
 DIFF_TESTS = ("tests/explorer/test_diff.py",)
 ESCAPE_TESTS = (
@@ -46,15 +46,18 @@ FOLD_TESTS = (
     "tests/compiler/passes/test_basic_passes.py",
 )
 RULE_TESTS = ("tests/compiler/passes/test_pass_rules.py",)  # the Before/Expected tables only
-FLOAT64_TESTS = (*CHECK_TESTS, "tests/explorer/test_check_float64.py")
+FLOAT64_TESTS = (*CHECK_TESTS, "tests/explorer/check/test_check_float64.py")
 # the float64 rule's direct tests, without the 2048-wide decoder's (which also kill these)
 FLOAT64_FAST_TESTS = (
-    "tests/explorer/test_check_float64.py::test_the_float64_run_multiplies_by_the_weight_transposed",
+    "tests/explorer/check/test_check_float64.py::test_the_float64_run_multiplies_by_the_weight_transposed",
     "tests/compiler/ops/test_matmul_blocks.py",
 )
-TIE_TESTS = ("tests/explorer/test_check_ties.py", "tests/explorer/test_check_tied_weights.py")
-OPAQUE_TESTS = ("tests/compiler/test_opaque.py", "tests/explorer/test_opaque_explore.py")
-MEMO_TESTS = ("tests/explorer/test_check_memo.py", *CHECK_TESTS)
+TIE_TESTS = (
+    "tests/explorer/check/test_check_ties.py",
+    "tests/explorer/check/test_check_tied_weights.py",
+)
+OPAQUE_TESTS = ("tests/compiler/test_opaque.py", "tests/explorer/passlens/test_opaque_explore.py")
+MEMO_TESTS = ("tests/explorer/passlens/test_check_memo.py", *CHECK_TESTS)
 
 
 @dataclass(frozen=True)
@@ -418,7 +421,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/reduce/oracle.py",
         "if f.kind == self.kind and f.step.index in inside and _extra(f) == self.extra",
         "if f.kind == self.kind and f.step.index in inside",
-        ("tests/explorer/test_reduce.py",),
+        ("tests/explorer/reduce/test_reduce.py",),
         "reduction shrinks to a finding of the same kind with another error type or op",
     ),
     M(
@@ -426,7 +429,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/tvm/run.py",
         "takes_weights = num_input is not None and num_input < len(main.params)",
         "takes_weights = num_input is not None and num_input <= len(main.params)",
-        ("tests/explorer/test_tvm_run.py",),
+        ("tests/explorer/tvm/test_tvm_run.py",),
         "every step after BindParams reported run-failed",
     ),
     M(
@@ -442,7 +445,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/store/checks.py",
         "total += max(nbytes, 0)",
         "total = max(nbytes, 0)",
-        ("tests/explorer/test_store.py",),
+        ("tests/explorer/store/test_store.py",),
         "a file brings any number of inputs each under the cap",
     ),
     # ----- issue 39 item 6: the survivors of 25 mutations, each a bug a user would see
@@ -515,7 +518,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/tvm/adapter.py",
         'ignored_options = ("strict",)',
         "ignored_options = ()",
-        ("tests/explorer/test_tvm.py", "tests/explorer/test_adapters.py"),
+        ("tests/explorer/tvm/test_tvm.py", "tests/explorer/test_adapters.py"),
         "issue 39 (g): explore(..., compiler='tvm', strict=True) raises TypeError",
     ),
     M(
@@ -523,7 +526,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/adapters.py",
         "            options.pop(key, None)",
         "            pass",
-        ("tests/explorer/test_tvm.py", "tests/explorer/test_adapters.py"),
+        ("tests/explorer/tvm/test_tvm.py", "tests/explorer/test_adapters.py"),
         "issue 39 (g): the adapters hand on the options they ignore",
     ),
     M(
@@ -563,7 +566,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/inductor/adapter.py",
         'ignored_options = ("strict",)',
         "ignored_options = ()",
-        ("tests/explorer/test_inductor.py",),
+        ("tests/explorer/inductor/test_inductor.py",),
         "issue 39 (g): explore(..., compiler='inductor', strict=True) raises TypeError",
     ),
     M(
@@ -571,7 +574,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/inductor/check.py",
         "f.nodes = [errors[0].node]",
         "f.nodes = [errors[-1].node]",
-        ("tests/explorer/test_inductor.py",),
+        ("tests/explorer/inductor/test_inductor.py",),
         "issue 39 (h): an Inductor finding marks the last differing node, not the first",
     ),
     M(
@@ -579,7 +582,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/reduce/oracle.py",
         "if hits and self.first and any(",
         "if False and any(",
-        ("tests/explorer/test_reduce.py",),
+        ("tests/explorer/reduce/test_reduce.py",),
         "issue 39 (i): reduce ends on a case where another failure comes first",
     ),
     M(
@@ -587,7 +590,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/reduce/oracle.py",
         "first = not any(f.step.index < finding.step.index for f in report.failures)",
         "first = False",
-        ("tests/explorer/test_reduce.py",),
+        ("tests/explorer/reduce/test_reduce.py",),
         "issue 39 (i): the first failure reduced as if others came before it",
     ),
     M(

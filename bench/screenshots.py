@@ -14,7 +14,7 @@ each pointwise weight), with the check's findings drawn on the graph; and in the
 
 - notebooks/img/param_map.png: the parameter map of that trace (where the bloat starts),
 - notebooks/img/error_map.png: the error map of the same model through a deliberately wrong
-  pass (tests/explorer/test_check.py's test-check-flip-add: every add made a subtract).
+  pass (tests/explorer/check/test_check.py's test-check-flip-add: every add made a subtract).
 
 The pictures go to build/screenshots/ (a look at what would change, nothing tracked is touched);
 ``--refresh`` writes them over the tracked ones in notebooks/img/ (what the README and the
@@ -148,7 +148,7 @@ def main() -> int:
             page.locator("#pl-pane-param-map td.pl-map-first-cell").wait_for()
             page.screenshot(path=str(out / "param_map.png"))
             print(f"wrote {out / 'param_map.png'}")
-            from tests.explorer.test_check import _FlipAdd  # noqa: F401 (registers the pass)
+            from tests.explorer.check.test_check import _FlipAdd  # noqa: F401 (registers the pass)
 
             wrong = explorer.explore(eval(MODEL, {"models": models}), pipeline=WRONG)  # noqa: S307
             errors = Path(tmp) / "errors.html"

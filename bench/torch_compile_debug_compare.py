@@ -43,7 +43,7 @@ def split_var_mean():
     """Notebook 08's wrong custom post-grad pass (an instance): the one tests/explorer/
     test_inductor.py catches (its class name holds ``SplitVarMean``, which the debug output is
     searched for)."""
-    from tests.explorer.test_inductor import SplitVarMeanForgetsCorrection
+    from tests.explorer.inductor.test_inductor import SplitVarMeanForgetsCorrection
 
     return SplitVarMeanForgetsCorrection()
 

@@ -20,7 +20,7 @@ import difflib
 import html
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from explorer.fmt import format_bytes, signed_bytes
 from explorer.graph import GraphModel, GraphNode, Signature, collector_paused
@@ -36,9 +36,6 @@ from explorer.params import (
     diff_params,
 )
 
-if TYPE_CHECKING:
-    from explorer.step import Step
-
 _SHOWN = 12  # lines per section in the text summary
 MAX_DIFF_LINES = 10_000
 """Lines of each step's IR text the text diff compares (difflib's cost grows faster than the
@@ -46,6 +43,28 @@ texts; a 1,000,000-line module text fits in a 14 KB trace file)."""
 
 
 # ===== results ================================================================================
+
+
+class DiffedStep(Protocol):
+    """A step as a diff reads it (an :class:`explorer.step.Step` is one; the step module
+    imports this one, so the annotations here name this protocol): its number and name, its
+    graph model (or the source graph it shows), its module, its IR text and its weights' bytes."""
+
+    index: int
+    name: str
+    source_graph: GraphModel | None
+
+    @property
+    def graph(self) -> GraphModel: ...
+
+    @property
+    def shown_module(self) -> Any: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def param_bytes(self) -> int: ...
 
 
 class ShapeChange(NamedTuple):
@@ -109,8 +128,8 @@ class Diff:
     match, ``removed`` nodes of ``a`` with none, ``changed`` matched nodes that differ.
     """
 
-    a: Step = field(repr=False)
-    b: Step = field(repr=False)
+    a: DiffedStep = field(repr=False)
+    b: DiffedStep = field(repr=False)
     identical: bool = False
     matches: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
     added: list[GraphNode] = field(default_factory=list)
@@ -333,7 +352,7 @@ class Diff:
 # ===== the diff =============================================================================
 
 
-def diff(a: Step, b: Step) -> Diff:
+def diff(a: DiffedStep, b: DiffedStep) -> Diff:
     """What changed from step ``a`` to step ``b`` (any two steps, even of different traces)."""
     if a is b or _same_module(a, b):
         return Diff(a, b, identical=True)
@@ -342,7 +361,7 @@ def diff(a: Step, b: Step) -> Diff:
         return _diff(a, b, ga, gb)
 
 
-def _diff(a: Step, b: Step, ga: GraphModel, gb: GraphModel) -> Diff:
+def _diff(a: DiffedStep, b: DiffedStep, ga: GraphModel, gb: GraphModel) -> Diff:
     matches = match_nodes(ga, gb)
     cross = _is_source(ga) != _is_source(gb)
     d = Diff(a, b, matches=matches)
@@ -369,14 +388,14 @@ def _diff(a: Step, b: Step, ga: GraphModel, gb: GraphModel) -> Diff:
     return d
 
 
-def _same_module(a: Step, b: Step) -> bool:
+def _same_module(a: DiffedStep, b: DiffedStep) -> bool:
     if a.source_graph is not None or b.source_graph is not None:
         return a.source_graph is b.source_graph
     ma, mb = a.shown_module, b.shown_module
     return ma is not None and ma is mb
 
 
-def _step_name(s: Step) -> str:
+def _step_name(s: DiffedStep) -> str:
     return f"#{s.index} {s.name}"
 
 

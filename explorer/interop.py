@@ -39,7 +39,7 @@ from compiler import PasslensError
 
 if TYPE_CHECKING:
     from explorer.graph import GraphModel, GraphNode
-    from explorer.trace import Step, Trace
+    from explorer.step import Step, TraceSteps
 
 FORMATS = ("model-explorer", "onnx")
 MAX_ATTR_CHARS = 2000  # an attribute's text is cut after this many characters
@@ -52,7 +52,7 @@ class ExportError(PasslensError, ValueError):
     ONNX lowering (the message names the node and the op)."""
 
 
-def export(trace: Trace, step: Any, path, format: str = "model-explorer", report=None) -> list:
+def export(trace: TraceSteps, step: Any, path, format: str = "model-explorer", report=None) -> list:
     """Write ``step`` (a Step, its index or its pass name) of ``trace`` to ``path`` as
     ``format`` (``model-explorer`` or ``onnx``); with a check ``report`` (model-explorer only)
     each node's max error goes in too. Returns the paths written: the graph first, then the
@@ -75,7 +75,7 @@ def export(trace: Trace, step: Any, path, format: str = "model-explorer", report
     return written
 
 
-def _step_of(trace: Trace, step: Any) -> Step:
+def _step_of(trace: TraceSteps, step: Any) -> Step:
     if hasattr(step, "index") and getattr(step, "trace", None) is trace:
         return step
     if isinstance(step, bool) or not isinstance(step, (int, str)):

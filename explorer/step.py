@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from compiler.ir import Module, Printer
 from compiler.passes import Snapshot
@@ -23,9 +23,6 @@ from explorer.graph import GraphModel
 from explorer.passlens import backend as step_backend
 from explorer.passlens.convert import graph_of_module, module_objects, module_size
 from explorer.trust import with_trace_trust
-
-if TYPE_CHECKING:
-    from explorer.trace import Trace
 
 
 class _Recorded:
@@ -123,7 +120,7 @@ class Step:
         self.parent = parent
         self.children = list(children)
         self.source_graph = source_graph
-        self.trace: Trace | None = None
+        self.trace: TraceSteps | None = None  # set by the Trace that holds it
         # a step that records something only a pass has (a file may say so) gets a snapshot too
         if snapshot is None and (
             kind == "pass" or any(not _is_default(v, _PASS_ONLY[k]) for k, v in recorded.items())
@@ -343,10 +340,33 @@ class Step:
         return step_html(self, baseline=self.previous)
 
 
+class TraceSteps(Protocol):
+    """A trace as the modules below :mod:`explorer.trace` read it (a
+    :class:`~explorer.trace.Trace` is one): its steps in order, a step by number or pass name,
+    the imported and the final step, the passes a failure left unrun and the summary rows. The
+    trace module imports those modules, so their annotations name this protocol, not the Trace:
+    no import points up, not even one for annotations only (tests/test_imports.py)."""
+
+    steps: list[Step]
+    skipped: list
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, key: int | str) -> Step: ...
+
+    @property
+    def imported(self) -> Step: ...
+
+    @property
+    def final(self) -> Step: ...
+
+    def summary(self) -> list[dict]: ...
+
+
 _BY_MODULE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _steps_showing(trace: Trace | None, module: Any) -> list[Step]:
+def _steps_showing(trace: TraceSteps | None, module: Any) -> list[Step]:
     """The steps of ``trace`` showing ``module`` (an index by module, made again when the
     trace has more steps; a trace of thousands of steps is not scanned once per step)."""
     if trace is None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from explorer.fmt import format_bytes, signed, signed_bytes
 
 if TYPE_CHECKING:
-    from explorer.trace import Trace
+    from explorer.step import TraceSteps
 
 Row = dict[str, Any]
 
@@ -187,7 +187,7 @@ TRACE_COLUMNS = (
 )
 
 
-def trace_rows(trace: Trace) -> list[Row]:
+def trace_rows(trace: TraceSteps) -> list[Row]:
     """``trace.summary()`` and, after it, a row for each pass skipped (status ``skipped``,
     step ``-``, the reason in the ops column)."""
     rows = list(trace.summary())
@@ -203,7 +203,7 @@ FIRST_CALL_NOTE_MS = 1000.0
 """An import step slower than this gets a note under the table: it is mostly one-time cost."""
 
 
-def trace_text(trace: Trace) -> str:
+def trace_text(trace: TraceSteps) -> str:
     """The trace summary as a plain-text table (``repr(trace)``), the opaque ops if any, and a
     note when the import was slow (mostly a first call's one-time cost)."""
     text = text_table(TRACE_COLUMNS, trace_rows(trace))
@@ -214,7 +214,7 @@ def trace_text(trace: Trace) -> str:
 MAX_OPAQUE_PLACES = 3
 
 
-def opaque_ops(trace: Trace) -> list[dict]:
+def opaque_ops(trace: TraceSteps) -> list[dict]:
     """The opaque ops of the imported module (ops without a converter, run by their own
     framework), one row per op: ``target``, ``runner`` (torch / onnxruntime), ``count`` and
     ``places`` (the module paths, or node names, where it is used, first use first)."""
@@ -247,7 +247,7 @@ def opaque_ops(trace: Trace) -> list[dict]:
     return list(rows.values())
 
 
-def opaque_text(trace: Trace) -> str:
+def opaque_text(trace: TraceSteps) -> str:
     """Lines naming the opaque ops of the trace ("" when there are none)."""
     rows = opaque_ops(trace)
     if not rows:
@@ -271,7 +271,7 @@ def opaque_text(trace: Trace) -> str:
     return "\n".join(lines)
 
 
-def _untrusted(trace: Trace) -> list[str]:
+def _untrusted(trace: TraceSteps) -> list[str]:
     """The opaque targets of the imported step a check would refuse with the trace's own
     trust (explorer.trust)."""
     from compiler.ops import refused_opaque_ops
@@ -282,7 +282,7 @@ def _untrusted(trace: Trace) -> list[str]:
     return list(refused_opaque_ops(module, trust)) if module is not None else []
 
 
-def first_call_note(trace: Trace) -> str:
+def first_call_note(trace: TraceSteps) -> str:
     """What a slow import's ``ms`` means (empty when the import was quick)."""
     slow = [s for s in trace.steps if s.kind == "import" and s.seconds * 1000 >= FIRST_CALL_NOTE_MS]
     if not slow:
@@ -298,7 +298,7 @@ def first_call_note(trace: Trace) -> str:
 _STATUS_CLASS = {"failed": "pl-failed", "unchanged": "pl-unchanged", "skipped": "pl-unchanged"}
 
 
-def trace_html(trace: Trace) -> str:
+def trace_html(trace: TraceSteps) -> str:
     """The trace summary as an HTML table (a trace in a notebook cell)."""
     table = html_table(
         TRACE_COLUMNS,

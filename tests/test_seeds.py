@@ -87,7 +87,7 @@ def test_unsupported_operators_are_one_clear_error():
 
 def pad_squeeze_onnx() -> tuple[bytes, torch.Tensor]:
     """bug 3's model (reflection pad with negative pads, then squeeze) as ONNX bytes,
-    and an input (used by tests/explorer/test_reduce.py and bench/reduce.py too)."""
+    and an input (used by tests/explorer/reduce/test_reduce.py and bench/reduce.py too)."""
     import io
 
     class PadSqueeze(torch.nn.Module):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from compiler.ir.symbolic import Dim
 from compiler.ir.types import DType, TensorType
 
 if TYPE_CHECKING:
-    from compiler.frontend.onnx_frontend import Importer
+    from compiler.ir.nodes import Function
 
 MAX_RANK = 64
 """Converters that make one IR node per axis refuse ranks above this (a corrupt model)."""
@@ -230,11 +230,35 @@ class Scope:
         return out
 
 
+class Importing(Protocol):
+    """The import as a converter reaches it (``onnx_frontend.Importer`` is one; the frontend
+    imports this module, so the annotations here name this protocol): the model's opset and an
+    op's version in it, the symbolic shape values met so far, the forms noted as unsupported,
+    and the calls that import a subgraph (its initializers, nodes and outputs, a branch) or add
+    a function (a loop body) to the module."""
+
+    opset: int
+    shape_memo: dict
+    unsupported: dict[str, list[str]]
+
+    def op_version(self, op_type: str) -> int: ...
+
+    def add_function(self, hint: str, fn: Function) -> str: ...
+
+    def initializers(self, graph, scope: Scope, prefix: str = "") -> None: ...
+
+    def nodes(self, graph, scope: Scope, prefix: str = "") -> None: ...
+
+    def graph_outputs(self, graph, scope: Scope, prefix: str) -> list: ...
+
+    def branch(self, graph, outer: Scope, prefix: str) -> Block: ...
+
+
 class ConvertContext:
     """What a converter sees: the node, its inputs as IR expressions, its attributes, and
     helpers that give every IR node it makes the node's provenance."""
 
-    def __init__(self, importer: Importer, node, label: str, inputs: list, scope: Scope):
+    def __init__(self, importer: Importing, node, label: str, inputs: list, scope: Scope):
         self.importer = importer
         self.node = node
         self.label = label

@@ -56,11 +56,11 @@ from explorer.trust import trusting
 SEVERITY = {kind.name: kind.severity for kind in KINDS}  # the severity of each built-in kind
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
-    from explorer.trace import Trace
+    from explorer.step import TraceSteps
 
 
 def check(
-    trace: Trace,
+    trace: TraceSteps,
     inputs: Any = None,
     reference: str = "source",
     rtol: float = 1e-4,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from explorer.check.judge import Float64Reference
     from explorer.check.numbers import _OutputsCompared
     from explorer.check.report import StepCheck
-    from explorer.trace import Step
+    from explorer.step import Step
 
 
 @dataclass

@@ -17,7 +17,7 @@ matrix, :class:`ErrorMap`, for ``Report.error_map()`` and the views."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -25,8 +25,7 @@ from compiler.ir import Expr, Module
 from explorer.fmt import num
 
 if TYPE_CHECKING:
-    from explorer.check.report import Report
-    from explorer.trace import Step, Trace
+    from explorer.step import Step, TraceSteps
 
 
 def layer_of(node: Expr) -> str | None:
@@ -39,7 +38,7 @@ def layer_of(node: Expr) -> str | None:
     return None
 
 
-def layer_order(trace: Trace, steps: list[Step] | None = None) -> list[str]:
+def layer_order(trace: TraceSteps, steps: list[Step] | None = None) -> list[str]:
     """Layers in model order: by where their output is made in the imported step's ``@main``
     (the position of their last node: a block's own residual add comes after the layers
     inside it, as it runs), then those first seen in later steps (of ``steps``: by default
@@ -162,7 +161,17 @@ class ErrorMap(LayerGrid):
         return f"<style>{MAP_CSS}</style>{error_map_html(self)}"
 
 
-def error_map(report: Report) -> ErrorMap:
+class Checked(Protocol):
+    """A check report as the error map reads it (a ``report.Report`` is one; the report module
+    imports this one, so the annotation here names this protocol): its trace, the numbers of
+    each step (``StepCheck``: step, same_as, layers) and its findings."""
+
+    trace: TraceSteps
+    steps: list
+    findings: list
+
+
+def error_map(report: Checked) -> ErrorMap:
     """The :class:`ErrorMap` of a check ``report`` (every step but the source graph, which
     is the reference)."""
     checks = [c for c in report.steps if c.step.kind != "source"]

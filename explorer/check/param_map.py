@@ -18,7 +18,7 @@ from explorer.fmt import format_bytes
 
 if TYPE_CHECKING:
     from explorer.graph import GraphModel
-    from explorer.trace import Step, Trace
+    from explorer.step import Step, TraceSteps
 
 
 @dataclass
@@ -83,7 +83,7 @@ def _weights_by_layer(graph: GraphModel, known: set[str]) -> dict[str, list[tupl
 
 
 def param_map(
-    trace: Trace, threshold: float = BLOAT_THRESHOLD, min_bytes: int = BLOAT_MIN_BYTES
+    trace: TraceSteps, threshold: float = BLOAT_THRESHOLD, min_bytes: int = BLOAT_MIN_BYTES
 ) -> ParamMap:
     """The :class:`ParamMap` of ``trace`` (every step but a source graph)."""
     steps = [s for s in trace.steps if s.kind != "source"]

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from compiler.ir import Expr
-    from explorer.check.facts import StepFacts
-    from explorer.check.report import Finding
 
 SEVERITIES = ("error", "warning", "info")
+
+
+class Found(Protocol):
+    """A finding as a kind reads it (a ``report.Finding`` is one; the report module imports
+    this one, so the annotations here name this protocol): the IR nodes it names."""
+
+    nodes: list
 
 
 @dataclass
@@ -32,9 +37,9 @@ class Kind:
     name: str
     severity: str  # error (a failure), warning (a failure, not wrong numbers) or info
     description: str
-    detect: Callable[[StepFacts], Iterable[Finding]]
+    detect: Callable[[Any], Iterable[Found]]  # a facts.StepFacts -> its findings of this kind
     node_mark: str = ""
-    mark: Callable[[Finding], Iterable[tuple[Expr | str, str]]] | None = None
+    mark: Callable[[Any], Iterable[tuple[Expr | str, str]]] | None = None  # a Finding -> marks
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
@@ -45,7 +50,7 @@ class Kind:
         """Whether findings of this kind are problems (info findings are not)."""
         return self.severity != "info"
 
-    def marks(self, finding: Finding) -> list[tuple[Expr | str, str]]:
+    def marks(self, finding: Found) -> list[tuple[Expr | str, str]]:
         """What the graph view marks for ``finding``: (IR node or graph node id, label)."""
         if self.mark is not None:
             return list(self.mark(finding))

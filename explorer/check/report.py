@@ -16,7 +16,7 @@ from explorer.fmt import num
 from explorer.summary import Column, html_table, name_column, step_column, text_table
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
-    from explorer.trace import Step, Trace
+    from explorer.step import Step, TraceSteps
 
 NODE_ERRORS_KEPT = 20  # node errors kept per diverged finding
 
@@ -122,7 +122,7 @@ class Report:
 
     def __init__(
         self,
-        trace: Trace,
+        trace: TraceSteps,
         findings: list[Finding],
         steps: list[StepCheck],
         reference: str,

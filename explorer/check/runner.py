@@ -36,7 +36,7 @@ from explorer.check.report import Finding, Report, StepCheck
 from explorer.progress import Job
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
-    from explorer.trace import Step
+    from explorer.step import Step
 
 # ===== the interface an adapter implements ======================================================
 

@@ -10,12 +10,26 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from compiler.ir import Module
 
-if TYPE_CHECKING:
-    from explorer.step import Step
+
+class BackendStep(Protocol):
+    """A step as the backend reads it (an :class:`explorer.step.Step` is one; the step module
+    imports this one, so the annotations here name this protocol): its number and name, its
+    stage, the module it shows and its executable."""
+
+    index: int
+    name: str
+
+    @property
+    def backend_stage(self) -> str | None: ...
+
+    @property
+    def shown_module(self) -> Any: ...
+
+    def executable(self) -> Any: ...
 
 
 def backend_stage(module: Any) -> str | None:
@@ -47,7 +61,7 @@ def backend_texts(module: Any, stage: str) -> dict[str, str]:
     return out
 
 
-def executable(step: Step):
+def executable(step: BackendStep):
     """The ``compiler.backend.Executable`` of a step after codegen (built here: the step keeps
     it); ValueError for a step that is not compiled or whose kernels are missing."""
     if step.backend_stage != "compiled":
@@ -68,7 +82,7 @@ def executable(step: Step):
     return build(step.shown_module, pipeline="", record=False)
 
 
-def artifact_bytes(step: Step) -> int | None:
+def artifact_bytes(step: BackendStep) -> int | None:
     """The size of a compiled step's exported artifact (object code, plan and weights), or
     None when it cannot be rebuilt (a loaded trace whose kernels did not come back)."""
     try:

@@ -14,7 +14,7 @@ from explorer.check.references import _input_reference, _reference_of, _where
 from explorer.check.ties import TIE_NOTE, index_source, output_nodes, tied
 
 if TYPE_CHECKING:
-    from explorer.trace import Step
+    from explorer.step import Step
 
 
 class TieJudging:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, TypeVar
 from compiler.passes import PipelineError, Sequential, build_pipeline
 
 if TYPE_CHECKING:
-    from explorer.trace import Step, Trace
+    from explorer.step import Step
+    from explorer.trace import Trace
 
 T = TypeVar("T")
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -44,14 +44,42 @@ from explorer.store.fileformat import MAX_REPORT_DEPTH, MAX_REPORT_INPUT_BYTES, 
 
 if TYPE_CHECKING:
     from explorer.check import Report
-    from explorer.store.read import _Reader
-    from explorer.store.write import _Writer
     from explorer.trace import Trace
 
 MEMBER = "report.json"
 MAX_FINDINGS = 100_000
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _TEXT_CHARS = 10_000  # an object the format has no tag for is kept as this much of its text
+
+
+class Tables(Protocol):
+    """The tables a report is written with (the trace writer, ``write._Writer``, is them; it
+    imports this module, so the annotation here names this protocol): the index of an IR node,
+    a type, an array and another compiler's node stand-in in the trace file's tables."""
+
+    def node(self, root: Expr) -> int: ...
+
+    def ref(self, obj: Any) -> int: ...
+
+    def type(self, ty: Type) -> int: ...
+
+    def array(self, arr: np.ndarray) -> int: ...
+
+
+class ReadTables(Protocol):
+    """The tables a report is read with (the trace reader, ``read._Reader``, is them; it
+    imports this module, so the annotation here names this protocol): the file's path, its
+    nodes, types, array records and node stand-ins, and a checked look-up in one of them."""
+
+    path: Any
+    nodes: list
+    types: list
+    array_specs: list
+    refs: list
+
+    def ref(self, table: list, i: Any, what: str) -> Any: ...
+
+    def array(self, i: Any) -> np.ndarray: ...
 
 
 # ===== writing ==================================================================================
@@ -69,7 +97,7 @@ def _number(x: Any) -> float | str | None:
 class ReportWriter:
     """Encodes a report of ``trace`` with the tables of ``writer`` (nodes, types, arrays)."""
 
-    def __init__(self, writer: _Writer, trace: Trace):
+    def __init__(self, writer: Tables, trace: Trace):
         self.writer = writer
         self.trace = trace
         self.index = {id(s): s.index for s in trace.steps}
@@ -199,7 +227,7 @@ class ReportWriter:
 class ReportReader:
     """Builds the Report of ``report.json`` on the loaded ``trace``, checking every field."""
 
-    def __init__(self, reader: _Reader, trace: Trace):
+    def __init__(self, reader: ReadTables, trace: Trace):
         self.reader, self.trace, self.path = reader, trace, reader.path
 
     def bad(self, what: str) -> TraceFileError:

@@ -36,7 +36,7 @@ def mlp():
 @pytest.fixture(scope="module")
 def flipped():
     """A wrong pass (every add a subtract) and its check report."""
-    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+    from tests.explorer.check.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
 
     spec = "decompose-ops{ops=[linear]},test-check-flip-add"
     trace = explorer.explore(models.mlp((8, 16, 4), batch=2, seed=1), pipeline=spec)

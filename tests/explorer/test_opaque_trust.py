@@ -23,7 +23,7 @@ from compiler.passes import Pass, register_pass
 from compiler.passes.rewrite import rewrite_module
 from explorer.store import load
 from passlens.cli import EXIT_ERROR, main
-from tests.explorer.test_store import rewrite_member
+from tests.explorer.store.test_store import rewrite_member
 
 
 @torch.library.custom_op("passlens_trust_test::shift", mutates_args=())

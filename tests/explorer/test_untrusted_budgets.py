@@ -17,7 +17,7 @@ import explorer
 from compiler import models
 from compiler.errors import LimitError
 from explorer.store import fileformat, load, read_arrays, save, zipread
-from tests.explorer.test_store import tiny_onnx
+from tests.explorer.store.test_store import tiny_onnx
 
 
 def _json(path, name):

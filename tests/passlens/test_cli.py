@@ -8,7 +8,7 @@ import pytest
 import explorer
 from explorer.store import load
 from passlens.cli import main
-from tests.explorer.test_store import tiny_onnx
+from tests.explorer.store.test_store import tiny_onnx
 
 IR = """\
 weights {
@@ -385,7 +385,7 @@ def test_control_characters_in_a_trace_do_not_reach_the_terminal(capsys, tmp_pat
     import zipfile
 
     from compiler import models
-    from tests.explorer.test_store import rewrite_member
+    from tests.explorer.store.test_store import rewrite_member
 
     path = tmp_path / "t.passlens"
     explorer.explore(models.mlp((4, 3), batch=2), pipeline="fold-constant").save(path)
@@ -402,7 +402,7 @@ def test_control_characters_in_a_trace_do_not_reach_the_terminal(capsys, tmp_pat
 def test_explore_check_save_and_html_keep_the_numerics_then_show_prints_them(capsys, tmp_path):
     """--check runs before --save and --html: the file and the report both hold the numerics,
     and `passlens show` prints the verdict and the numbers the check found."""
-    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+    from tests.explorer.check.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
 
     model, saved, html = tmp_path / "model.ir", tmp_path / "run.passlens", tmp_path / "r.html"
     model.write_text(IR)

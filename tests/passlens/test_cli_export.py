@@ -32,7 +32,7 @@ def test_export_model_explorer(capsys, saved, tmp_path):
 
 
 def test_export_with_check_writes_the_errors(capsys, tmp_path):
-    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+    from tests.explorer.check.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
 
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     trace = explorer.explore(IR, (x,), pipeline="test-check-flip-add")

@@ -63,7 +63,7 @@ def test_a_crafted_trace_is_one_clear_error_for_reduce(capsys, failed_trace_file
     import json
     import zipfile
 
-    from tests.explorer.test_store import rewrite_member
+    from tests.explorer.store.test_store import rewrite_member
     from tests.passlens.test_cli import assert_one_line_error
 
     with zipfile.ZipFile(failed_trace_file) as zf:

@@ -15,7 +15,7 @@ import pytest
 
 import explorer
 from passlens.pt2 import check_expr, check_program_json, load_program
-from tests.explorer.test_untrusted_zips import write_zeros_member
+from tests.explorer.store.test_untrusted_zips import write_zeros_member
 from tests.passlens.test_cli import assert_one_line_error, run
 
 torch = pytest.importorskip("torch")

@@ -116,7 +116,7 @@ def test_a_jupyter_cell_does_not_hang(tmp_path):
 @pytest.fixture()
 def checked_file(tmp_path):
     """A trace saved after a check that found a divergence (every add made a subtract)."""
-    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+    from tests.explorer.check.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
 
     trace = explorer.explore(
         models.mlp((8, 16, 4), batch=2), pipeline="decompose-ops{ops=[linear]},test-check-flip-add"

@@ -61,7 +61,7 @@ def base_trace():
 @pytest.fixture(scope="session")
 def checked_trace():
     """A deliberately wrong pass (every add made a subtract) and the check report naming it."""
-    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+    from tests.explorer.check.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
 
     spec = "decompose-ops{ops=[linear]},test-check-flip-add,fold-constant,dead-code-elimination"
     trace = explorer.explore(models.mlp((32, 64, 16), batch=4, seed=2), pipeline=spec)

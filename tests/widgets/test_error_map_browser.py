@@ -79,7 +79,7 @@ def test_a_click_on_a_cell_in_the_report_opens_its_step_and_node(browser, checke
 
 STEPPER_CELLS = [
     "import explorer\nfrom compiler import models\n"
-    "from tests.explorer.test_check import _FlipAdd  # registers the wrong pass\n"
+    "from tests.explorer.check.test_check import _FlipAdd  # registers the wrong pass\n"
     f"trace = explorer.explore(models.mlp((32, 64, 16), batch=4, seed=2), pipeline={WRONG!r})\n"
     "stepper = trace.stepper(trace.check())\nstepper",
     "print('at', stepper.index, stepper.tab, repr(stepper.graph.selected))",

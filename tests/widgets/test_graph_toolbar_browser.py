@@ -94,7 +94,7 @@ def plain_data(bloat_trace):
 def error_data():
     """A deliberately wrong pass checked against the reference: nodes carry errors, so the
     toolbar shows its "errors" button."""
-    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+    from tests.explorer.check.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
 
     spec = "decompose-ops{ops=[linear]},test-check-flip-add,fold-constant,dead-code-elimination"
     trace = explorer.explore(models.mlp((32, 64, 16), batch=4, seed=2), pipeline=spec)

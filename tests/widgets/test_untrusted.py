@@ -31,7 +31,7 @@ from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
 from explorer.store import load, save
 from explorer.trace import Step, Trace
 from passlens.cli import main
-from tests.explorer.test_store import rewrite_member
+from tests.explorer.store.test_store import rewrite_member
 from tests.widgets.graph_page import Graph, expect
 from tests.widgets.serving import passlens_serve
 from widgets import ir_text, views

@@ -15,7 +15,7 @@ from explorer.check.report import Finding
 if TYPE_CHECKING:
     from compiler.passes import CallingConvention
     from explorer.check.facts import StepFacts
-    from explorer.trace import Step
+    from explorer.step import Step
 
 
 def detect(facts: StepFacts) -> list[Finding]:

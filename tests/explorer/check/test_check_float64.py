@@ -14,7 +14,7 @@ from compiler.ir import Call, Constant
 from compiler.passes import Pass, register_pass
 from compiler.passes.rewrite import rewrite_module
 from explorer.check.judge import FLOAT64_MULTIPLIER, judge_float64
-from tests.explorer.test_check import kinds
+from tests.explorer.check.test_check import kinds
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

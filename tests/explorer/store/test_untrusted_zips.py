@@ -17,9 +17,9 @@ import pytest
 import explorer
 from compiler.errors import LimitError, PasslensError
 from explorer.store import TraceFileError, load, save, zipread
-from tests.explorer.test_store import tiny_onnx
+from tests.explorer.store.test_store import tiny_onnx
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class _Repeat:

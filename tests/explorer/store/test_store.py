@@ -447,14 +447,14 @@ def test_save_replaces_atomically_and_leaves_no_temp_files(mlp_trace, tmp_path):
 
 # ----- the check report -------------------------------------------------------------------
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 @pytest.fixture(scope="module")
 def checked():
     """A wrong pass (every add made a subtract) and the check report naming it: a divergence
     with per-node errors, layer errors for the error map, results reused between steps."""
-    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+    from tests.explorer.check.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
 
     spec = "decompose-ops{ops=[linear]},test-check-flip-add,fold-constant,dead-code-elimination"
     trace = explorer.explore(models.mlp((32, 64, 16), batch=4, seed=2), pipeline=spec)
@@ -581,7 +581,7 @@ def test_findings_of_every_built_in_kind_round_trip(tmp_path):
     """pass-failed (an error of a non-builtin type), param-bloat (growth tuples, the step
     before), signature-changed, shape-mismatch (an annotated type), diverged and run-failed:
     every detail comes back equal."""
-    from tests.explorer.test_check_thresholds import CALLS_F, RUN_FAILS
+    from tests.explorer.check.test_check_thresholds import CALLS_F, RUN_FAILS
     from tests.explorer.test_diff import LINEAR_4D, linear_module
 
     rng = np.random.default_rng(0)

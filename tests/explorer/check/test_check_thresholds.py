@@ -15,7 +15,7 @@ from compiler.passes import Pass, Sequential, register_pass
 from explorer.check import BLOAT_MIN_BYTES, BLOAT_THRESHOLD, check
 from tests.compiler.passes.test_dynamic_to_static import SEEDS_PAD_SQUEEZE, seeds_input
 from tests.compiler.passes.test_manager import _Explode
-from tests.explorer.test_check import _FlipAdd, kinds
+from tests.explorer.check.test_check import _FlipAdd, kinds
 
 
 def _replace_main_output(module: Module, build) -> Module:

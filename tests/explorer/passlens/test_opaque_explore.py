@@ -14,7 +14,7 @@ from compiler.frontend import UnsupportedOperatorError
 from compiler.ops import OpaqueOpError, opaque_run
 from explorer.store import TraceFileError, load
 from passlens.cli import main
-from tests.explorer.test_store import rewrite_member
+from tests.explorer.store.test_store import rewrite_member
 from widgets.graph_data import graph_payload
 
 
@@ -253,7 +253,7 @@ def test_checking_it_where_transformers_is_not_imported_says_to_import_it(moe):
     import sys
 
     _, ids, path = moe
-    root = pathlib.Path(__file__).resolve().parents[2]
+    root = pathlib.Path(__file__).resolve().parents[3]
     code = (
         "import sys, numpy as np, explorer\n"
         f"trace = explorer.load({str(path)!r}, trust_ops=['transformers.grouped_mm_fallback'])\n"

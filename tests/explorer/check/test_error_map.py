@@ -12,7 +12,7 @@ from compiler.ir.provenance import Provenance
 from explorer.check import ErrorMap, ParamMap
 from explorer.check.layer_errors import CHUNK, _errors
 from explorer.check.layers import layer_order
-from tests.explorer.test_check import _FlipAdd, _torch_mlp, linear_on_4d_input  # noqa: F401
+from tests.explorer.check.test_check import _FlipAdd, _torch_mlp, linear_on_4d_input  # noqa: F401
 
 WRONG = "decompose-ops{ops=[linear]},test-check-flip-add,fold-constant,dead-code-elimination"
 

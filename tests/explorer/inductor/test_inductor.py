@@ -231,7 +231,7 @@ def test_reduce_cuts_the_graph_to_the_node_the_pass_breaks(wrong_pass, tmp_path)
     out = reduction.save(tmp_path / "red")
     assert sorted(p.name for p in out.iterdir()) == ["inputs.npz", "test_reduced.py"]
     source = (out / "test_reduced.py").read_text()
-    assert "from tests.explorer.test_inductor import AddToSub" in source
+    assert "from tests.explorer.inductor.test_inductor import AddToSub" in source
     namespace = {"__file__": str(out / "test_reduced.py"), "__name__": "reduced"}
     exec(compile(source, str(out / "test_reduced.py"), "exec"), namespace)
     with pytest.raises(AssertionError):  # fails while the pass is wrong

@@ -23,7 +23,7 @@ from explorer.reduce import NotReproducible, ReduceError, Reduction, reduce
 from tests.compiler.passes.test_lazy_params import NESTED
 from tests.test_seeds import pad_squeeze_onnx
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CLEANUP = "infer-types,canonicalize-bindings"
 
 
@@ -475,7 +475,7 @@ def test_a_trace_file_whose_steps_list_overlapping_children_is_refused(tmp_path)
     import zipfile
 
     from explorer.store import TraceFileError, load
-    from tests.explorer.test_store import rewrite_member
+    from tests.explorer.store.test_store import rewrite_member
 
     trace = explorer.explore(NESTED, pipeline="default")
     path = trace.save(tmp_path / "t.passlens")
@@ -506,7 +506,7 @@ def test_a_files_spec_cannot_lift_a_safety_limit(tmp_path):
     import zipfile
 
     from explorer.store import load
-    from tests.explorer.test_store import rewrite_member
+    from tests.explorer.store.test_store import rewrite_member
 
     report = explorer.explore(NESTED, pipeline="fold-constant,replica-lazy-transform-params")
     path = report.save(tmp_path / "t.passlens")

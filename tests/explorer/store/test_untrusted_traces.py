@@ -19,7 +19,7 @@ import explorer
 from compiler import models
 from compiler.errors import LimitError, PasslensError
 from explorer.store import TraceFileError, load, save, zipread
-from tests.explorer.test_store import rewrite_member
+from tests.explorer.store.test_store import rewrite_member
 
 
 @pytest.fixture
@@ -214,7 +214,7 @@ def test_a_kernel_annotated_larger_than_its_input_is_not_compiled_from_a_loaded_
 def checked_file(tmp_path):
     """A trace whose check found a divergence (per-node and per-layer errors), saved with its
     report and inputs."""
-    from tests.explorer.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
+    from tests.explorer.check.test_check import _FlipAdd  # noqa: F401  (registers the wrong pass)
 
     trace = explorer.explore(
         models.mlp((4, 3), batch=2), pipeline="decompose-ops{ops=[linear]},test-check-flip-add"

@@ -20,7 +20,7 @@ from tvm import relax  # noqa: E402
 import explorer  # noqa: E402
 from explorer.store import read_manifest  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class LinearReLU(torch.nn.Module):
