@@ -200,7 +200,7 @@ PasslensGraphParts.part({
       show(j.m, j.key, { g: j.g, D: j.D, boxes: j.boxes, mini: j.mini }, j.ms, j.chunks);
     }
     // draw the state shown; `then` runs once it is drawn: at once, or when the layouts it
-    // needs are made (off the page's thread: graph_place.js, ready) and, for a big drawing,
+    // needs are made (off the page's thread: part `place`, ready) and, for a big drawing,
     // once its last chunk is drawn
     const thens = [];
     function draw(then) {

@@ -2,7 +2,7 @@
 // a click or drag there moves the view). Large enough to read and to aim at: at the foot of the
 // overview when that is open (up to 280 x 200 px, covering nothing), else in the stage's corner
 // (up to 200 x 140 px); a graph much taller than wide (a chain, a decoder) stretched across,
-// its top groups labelled (the cut of the semantic zoom, graph_semantic.js, in its coordinates).
+// its top groups labelled (the cut of the semantic zoom, part `semantic`, in its coordinates).
 (function () {
 "use strict";
 const LABEL = 11;

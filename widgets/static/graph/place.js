@@ -135,13 +135,13 @@ PasslensGraphParts.part({
     }
     // Whether the drawing of m can be made now (`drawn`: it is kept drawn, or every layout it
     // needs is in the cache). Else its layouts are asked of the engine (in a Web Worker where
-    // one could be made, static/graph_worker.js) and `proceed` is called once they are in the
+    // one could be made, part `worker`) and `proceed` is called once they are in the
     // cache, unless another drawing was asked for in the meantime. el.dataset.layout is
     // "pending" while the engine works (and a big drawing's chunks are drawn), "placed" after.
     let pending = null;
     function ready(m, drawn, proceed) {
       const batch = drawn ? null : missing(m, levelsOf(m));
-      const settle = () => { pending = null; }; // (el.dataset.layout "placed": once drawn, graph_draw.js)
+      const settle = () => { pending = null; }; // (el.dataset.layout "placed": once drawn, part `drawing`)
       if (!batch || !batch.jobs.length) { settle(); return true; }
       const token = pending = {};
       let waiting = false, now = false;
