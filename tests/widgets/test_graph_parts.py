@@ -1,7 +1,8 @@
 """The graph component's parts (widgets/static/graph/*.js) declare what they need and own what
 they write, graph.js's diagram wires them in a checked order, and the ES modules anywidget and
-Panel load are the entry files. Run under node: the registry's guards on made-up parts, the
-real parts' declarations read from their sources, and the ES modules imported.
+Panel load are the entry files. Run under node (tests/widgets/graph_parts_node.js): the
+registry's guards on made-up parts, the real parts' declarations read from their sources, the
+layout worker's messages with a fake worker and a fake clock, and the ES modules imported.
 """
 
 from __future__ import annotations
@@ -27,23 +28,15 @@ NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed: the parts are JS")
 
 
-def run_node(script: str, *args: str, module: bool = False, tmp: Path | None = None) -> dict:
-    """Run ``script`` under node (as an ES module with ``module``); it prints one JSON value."""
-    cmd = [NODE, "--input-type=module" if module else "--input-type=commonjs", "-e", script]
-    result = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120)
+HARNESS = Path(__file__).with_name("graph_parts_node.js")
+
+
+def run_node(scenario: str, *files: Path) -> dict:
+    """One scenario of graph_parts_node.js on ``files``; what it prints (JSON)."""
+    cmd = [NODE, str(HARNESS), scenario, *map(str, files)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
-
-
-# Loads the component's plain scripts (argv[1]) and gives back the registry, PasslensGraph and
-# the engine.
-LOAD = r"""
-"use strict";
-const fs = require("fs");
-const load = (path) => new Function(fs.readFileSync(path, "utf8") +
-  "\nreturn { P: PasslensGraphParts, G: typeof PasslensGraph === 'undefined' ? null : PasslensGraph," +
-  " L: typeof PasslensLayout === 'undefined' ? null : PasslensLayout };")();
-"""
 
 
 @pytest.fixture(scope="module")
@@ -64,16 +57,7 @@ def registry(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def declared(script) -> dict:
     """Each real part's declaration: needs, the fields it owns, make's source."""
-    return run_node(
-        LOAD
-        + r"""
-const { P, G } = load(process.argv[1]);
-const out = {};
-for (const [name, d] of P.defs) out[name] = { needs: d.needs, state: Object.keys(d.state), make: String(d.make) };
-process.stdout.write(JSON.stringify({ parts: out, wiring: G.WIRING, order: P.order(["host", "engine"]) }));
-""",
-        str(script),
-    )
+    return run_node("declared", script)
 
 
 # ----- the wiring -----------------------------------------------------------------------------
@@ -95,20 +79,8 @@ def test_each_file_of_static_graph_is_one_part_of_its_name(declared):
         assert f.read_text().count("PasslensGraphParts.part(") == 1, f.name
 
 
-CHECKS = r"""
-const { P, G } = load(process.argv[1]);
-const given = { host: {}, engine: {} };
-const fails = (wiring) => { try { P.check(wiring, given); return ""; } catch (e) { return e.message; } };
-const W = G.WIRING.map(([n, needs]) => [n, needs.slice()]);
-const swapped = W.slice(); [swapped[3], swapped[4]] = [swapped[4], swapped[3]]; // expansion before sides
-const wrongNeeds = W.map(([n, needs]) => [n, n === "search" ? needs.filter((x) => x !== "details") : needs]);
-process.stdout.write(JSON.stringify({ ok: fails(W), swapped: fails(swapped), wrongNeeds: fails(wrongNeeds),
-  missing: fails(W.slice(0, -1)) }));
-"""
-
-
 def test_the_wiring_check_fails_on_a_wrong_order_or_wrong_needs(script):
-    out = run_node(LOAD + CHECKS, str(script))
+    out = run_node("checks", script)
     assert out["ok"] == ""
     assert "expansion needs sides, which is not wired before it" in out["swapped"]
     assert "search needs [" in out["wrongNeeds"] and "the diagram says" in out["wrongNeeds"]
@@ -122,39 +94,13 @@ def test_the_parts_files_may_come_in_any_order(tmp_path):
     files = [STATIC / "graph_parts.js", *reversed(part_files()), STATIC / "graph.js"]
     path = tmp_path / "reversed.js"
     path.write_text("\n".join([layout_js(), *(f.read_text() for f in files)]))
-    assert run_node(LOAD + CHECKS, str(path))["ok"] == ""
+    assert run_node("checks", path)["ok"] == ""
 
 
 # ----- the registry's guards, on made-up parts --------------------------------------------------
 
-GUARDS = r"""
-const { P } = load(process.argv[1]);
-P.part({ name: "a", state: { x: 1, list: [] }, make(_, st) { return { bump() { st.x++; }, x: () => st.x }; } });
-P.part({ name: "b", needs: ["a"], make({ a }, st) {
-  return { read: () => st.x, write() { st.x = 5; }, add() { st.y = 1; }, other: () => st.z }; } });
-P.part({ name: "c", state: { z: 0 }, make() { return {}; } });
-const wiring = [["a", []], ["c", []], ["b", ["a"]]];
-const { parts, state } = P.wire(wiring, {});
-const error = (f) => { try { f(); return ""; } catch (e) { return e.message; } };
-parts.a.bump();
-process.stdout.write(JSON.stringify({
-  read: parts.b.read(),
-  write: error(parts.b.write),
-  add: error(parts.b.add),
-  undeclaredState: error(parts.b.other),
-  wiringWrite: error(() => { state.x = 3; }),
-  frozen: error(() => { parts.a.extra = 1; }),
-  undeclaredInput: error(() => {
-    P.part({ name: "d", needs: ["a"], make({ a, c }) { return {}; } });
-    P.wire([...wiring, ["d", ["a"]]], {});
-  }),
-  twoOwners: error(() => { P.defs.delete("d"); P.part({ name: "e", state: { x: 0 }, make: () => ({}) }); P.check([...wiring, ["e", []]], {}); }),
-}));
-"""
-
-
 def test_a_part_writes_only_the_fields_it_owns_and_uses_only_what_it_declares(registry):
-    out = run_node(LOAD + GUARDS, str(registry))
+    out = run_node("guards", registry)
     assert out["read"] == 2  # a's field, read through the owner's view
     assert out["write"] == "graph part b writes st.x, which a owns"
     assert "object is not extensible" in out["add"] or "add property y" in out["add"]
@@ -169,7 +115,9 @@ def test_a_part_writes_only_the_fields_it_owns_and_uses_only_what_it_declares(re
 
 WRITE = re.compile(r"\bst\.(\w+)\s*(?:[-+*/]?=(?!=)|\+\+|--)")
 NESTED_WRITE = re.compile(r"\bst\.(\w+)(?:\.\w+|\[[^\]]+\])+\s*(?:[-+*/]?=(?!=)|\+\+|--)")
-MUTATE = re.compile(r"\bst\.(\w+)\.(push|pop|shift|unshift|splice|sort|reverse|add|delete|set|clear)\(")
+MUTATE = re.compile(
+    r"\bst\.(\w+)\.(push|pop|shift|unshift|splice|sort|reverse|add|delete|set|clear)\("
+)
 READ = re.compile(r"\bst\.(\w+)")
 
 
@@ -189,7 +137,8 @@ def test_each_state_field_is_written_only_by_its_owner(declared):
     for name, d in parts.items():
         code = code_of(d["make"])
         for field in WRITE.findall(code):
-            assert field in d["state"], f"part {name} writes st.{field}, owned by {owners.get(field)}"
+            owner = owners.get(field)
+            assert field in d["state"], f"part {name} writes st.{field}, owned by {owner}"
         # state values are replaced, never changed in place (the owner's too: frozen values)
         assert not NESTED_WRITE.findall(code), f"part {name} changes a state value in place"
         assert not MUTATE.findall(code), f"part {name} changes a state value in place"
@@ -238,106 +187,9 @@ def test_no_part_names_another_files_globals():
 
 # ----- the layout worker's messages ------------------------------------------------------------
 
-WORKER = r"""
-const { P, L } = load(process.argv[1]);
-const W = P.defs.get("worker");
-const out = {};
-// the worker's side: a fake scope, its tasks run by hand
-function served() {
-  const posted = [], tasks = [];
-  const scope = { postMessage: (m) => posted.push(JSON.parse(JSON.stringify(m))) };
-  W.serve(scope, L, (f) => tasks.push(f));
-  const send = (m) => scope.onmessage({ data: m });
-  const step = () => { const f = tasks.shift(); if (f) f(); return !!f; };
-  return { posted, send, step, drain: () => { while (step()); } };
-}
-const job = (n) => ({ nodes: Array.from({ length: n }, () => ({ w: 40, h: 20 })), edges: [[0, 1]], rankSep: 46, nodeSep: 28, edgeSep: 14, margin: 0 });
-const batch = [job(3), { ...job(2), nodes: [{ job: 0, minW: 60, minH: 30, padW: 32, padH: 40 }, { w: 40, h: 20 }] }];
-{
-  const s = served();
-  s.send({ type: "layout", id: 1, jobs: batch });
-  s.drain();
-  out.served = s.posted.map((m) => m.type + ":" + m.id + (m.type === "progress" ? ":" + m.done + "/" + m.total : ""));
-  out.same = JSON.stringify(s.posted.at(-1).results) === JSON.stringify(L.layoutBatch(batch));
-}
-{ // batch 1 cancelled between its jobs, batch 2 cancelled before it starts, batch 3 made
-  const s = served();
-  s.send({ type: "layout", id: 1, jobs: batch });
-  s.send({ type: "layout", id: 2, jobs: batch });
-  s.send({ type: "layout", id: 3, jobs: [job(2)] });
-  s.step();
-  s.send({ type: "cancel", id: 1 });
-  s.send({ type: "cancel", id: 2 });
-  s.drain();
-  out.cancelled = s.posted.map((m) => m.type + ":" + m.id);
-}
-{ // an engine error answers its batch only
-  const s = served();
-  s.send({ type: "layout", id: 1, jobs: [{ ...job(2), edges: [[0, 7]] }] });
-  s.send({ type: "layout", id: 2, jobs: [job(2)] });
-  s.drain();
-  out.error = s.posted.map((m) => m.type + ":" + m.id);
-  out.errorMessage = s.posted[0].message;
-}
-// the page's side: fake workers and a fake clock
-function page(opts) {
-  const workers = [], timers = new Map(), log = [];
-  let now = 0, nextTimer = 0;
-  const env = {
-    makeWorker: () => {
-      if (opts && opts.none) return null;
-      const w = { sent: [], terminated: false, postMessage(m) { this.sent.push(m.type + ":" + m.id); }, terminate() { this.terminated = true; } };
-      workers.push(w);
-      return { worker: w, url: "blob:" + workers.length };
-    },
-    revoke: (url) => log.push("revoke " + url),
-    clock: { setTimeout: (f, ms) => { timers.set(++nextTimer, { f, at: now + ms }); return nextTimer; }, clearTimeout: (t) => timers.delete(t) },
-    here: (jobs) => { log.push("here " + jobs.length); return jobs.map(() => "laid out here"); },
-    timeoutMs: 1000,
-  };
-  const runner = W.createRunner(env);
-  const advance = (ms) => { now += ms; for (const [t, r] of [...timers]) if (r.at <= now) { timers.delete(t); r.f(); } };
-  const reply = (w, m) => w.onmessage({ data: m });
-  return { runner, workers, log, advance, reply, timers };
-}
-{ // a new layout of a component cancels its last; a late answer to it is dropped
-  const p = page(), a = p.runner.client(), b = p.runner.client();
-  a.run([1], (r, where) => p.log.push("a1 " + where), (m) => p.log.push("a1 failed"));
-  b.run([1, 2], (r, where) => p.log.push("b1 " + where));
-  a.run([1, 2, 3], (r, where) => p.log.push("a2 " + where), null, (d, t) => p.log.push("a2 " + d + "/" + t));
-  const w = p.workers[0];
-  p.reply(w, { type: "result", id: 1, results: [] });
-  p.reply(w, { type: "progress", id: 3, done: 1, total: 3 });
-  p.reply(w, { type: "result", id: 3, results: [] });
-  p.reply(w, { type: "error", id: 2, message: "bad" });
-  b.run([1], () => p.log.push("b2"));
-  b.close();
-  out.page = { sent: w.sent, log: p.log, timers: p.timers.size, asked: p.runner.asked };
-}
-{ // a batch over the time limit: the worker ends, the view is told, the others asked again
-  const p = page(), a = p.runner.client(), b = p.runner.client();
-  a.run([1], () => p.log.push("a done"), (m) => p.log.push("a: " + m));
-  p.advance(600);
-  b.run([1], () => p.log.push("b done"), (m) => p.log.push("b: " + m));
-  p.advance(400); // a has waited 1000 ms
-  const [w1, w2] = p.workers;
-  p.reply(w1, { type: "result", id: 1, results: [] }); // too late: w1 has ended
-  p.reply(w2, { type: "result", id: 2, results: [] });
-  p.advance(5000);
-  out.timeout = { log: p.log, w1: { sent: w1.sent, terminated: w1.terminated }, w2: w2 && { sent: w2.sent, terminated: w2.terminated }, asked: p.runner.asked };
-}
-{ // no worker: laid out on the page, at once
-  const p = page({ none: true }), a = p.runner.client();
-  a.run([1, 2], (r, where) => p.log.push(where + " " + r.length));
-  out.none = { log: p.log, worker: a.worker };
-}
-process.stdout.write(JSON.stringify(out));
-"""
-
-
 @pytest.fixture(scope="module")
 def worker(script) -> dict:
-    return run_node(LOAD + WORKER, str(script))
+    return run_node("worker", script)
 
 
 def test_the_worker_answers_a_batch_with_progress_then_its_result(worker):
@@ -388,15 +240,7 @@ def test_without_a_worker_the_page_lays_out_at_once(worker):
 def test_the_worker_messages_are_the_enumerated_list(script):
     """The page and the worker's own code (serve, whose text runs in the worker) use the
     message types of MESSAGES and no other."""
-    out = run_node(
-        LOAD
-        + r"""
-const { P } = load(process.argv[1]);
-const W = P.defs.get("worker");
-process.stdout.write(JSON.stringify({ types: Object.values(W.MESSAGES), serve: String(W.serve) }));
-""",
-        str(script),
-    )
+    out = run_node("messages", script)
     assert out["types"] == ["layout", "cancel", "progress", "result", "error"]
     used = set(re.findall(r'type(?: ===|:) "(\w+)"', out["serve"]))
     assert used == set(out["types"])
@@ -418,22 +262,11 @@ def test_the_es_module_anywidget_loads_is_the_entry_file():
     assert GraphView._esm == graph_esm() and GraphPane._esm == graph_panel_esm()
 
 
-IMPORT = r"""
-const fs = await import("fs");
-const out = {};
-for (const [name, path] of [["anywidget", process.argv[1]], ["panel", process.argv[2]]]) {
-  const mod = await import("data:text/javascript;base64," + fs.readFileSync(path).toString("base64"));
-  out[name] = Object.fromEntries(Object.entries(mod).map(([k, v]) => [k, typeof v === "object" ? Object.keys(v) : typeof v]));
-}
-process.stdout.write(JSON.stringify(out));
-"""
-
-
 def test_the_modules_export_what_anywidget_and_panel_call(tmp_path):
     """anywidget calls the default export's render; Panel the named render (it would take a
     default export's first, so the Panel module has none)."""
     a, p = tmp_path / "anywidget.mjs", tmp_path / "panel.mjs"
     a.write_text(graph_esm())
     p.write_text(graph_panel_esm())
-    out = run_node(IMPORT, str(a), str(p), module=True)
+    out = run_node("modules", a, p)
     assert out == {"anywidget": {"default": ["render"]}, "panel": {"render": "function"}}
