@@ -57,10 +57,12 @@ scenarios.worker = async function () {
   const W = P.defs.get("worker");
   const out = {};
   // the worker's side: a fake scope, its tasks run by hand
-  function served() {
+  // (each reading of the worker's clock `tick` ms later: 25, over the slice, or 0)
+  function served(tick = 25) {
     const posted = [], tasks = [];
     const scope = { postMessage: (m) => posted.push(JSON.parse(JSON.stringify(m))) };
-    W.serve(scope, L, (f) => tasks.push(f));
+    let clock = 0;
+    W.serve(scope, L, (f) => tasks.push(f), () => (clock += tick));
     const send = (m) => scope.onmessage({ data: m });
     const step = () => { const f = tasks.shift(); if (f) f(); return !!f; };
     return { posted, send, step, drain: () => { while (step()); } };
@@ -73,6 +75,13 @@ scenarios.worker = async function () {
     s.drain();
     out.served = s.posted.map((m) => m.type + ":" + m.id + (m.type === "progress" ? ":" + m.done + "/" + m.total : ""));
     out.same = JSON.stringify(s.posted.at(-1).results) === JSON.stringify(L.layoutBatch(batch));
+  }
+  { // a fast engine: the batch in one slice, one task, no progress
+    const s = served(0);
+    s.send({ type: "layout", id: 1, jobs: batch });
+    let tasks = 0;
+    while (s.step()) tasks++;
+    out.oneSlice = { posted: s.posted.map((m) => m.type + ":" + m.id), tasks };
   }
   { // batch 1 cancelled between its jobs, batch 2 cancelled before it starts, batch 3 made
     const s = served();

@@ -6,7 +6,7 @@
 //
 // The page and the worker speak in MESSAGES only (as Netron's view.Worker and worker.js do):
 // the page asks for a batch of layouts (`layout`) or drops one (`cancel`); the worker answers
-// with `progress` after each job, then the batch's `result` or the engine's `error`. Each
+// with `progress` while it works, then the batch's `result` or the engine's `error`. Each
 // component has one client: a new layout asked by it cancels its previous one, and destroying
 // the component cancels its last. A batch not answered within TIMEOUT_MS ends the worker (a
 // job cannot be interrupted) and fails with a message the view shows; the other batches are
@@ -33,33 +33,45 @@ const timeoutMessage = (ms) => "The layout took longer than " + Math.round(ms / 
   " s and was stopped: collapse some groups (“collapse”) to draw less.";
 
 // What the worker runs after the engine (self-contained: its text goes into the worker; the
-// message types are written out here). Batches in the order asked, one job per task (`defer`),
-// so that a cancel is read between the jobs of a batch. A job may be sized after the result
-// of an earlier job of its batch, as in engine.layoutBatch.
-function serve(scope, engine, defer) {
+// message types are written out here). Batches in the order asked, the jobs of a slice of
+// about SLICE ms per task (`defer`, `now`: the worker's clock), so that a cancel is read
+// between slices and the page hears of the progress once per slice. A job may be sized after
+// the result of an earlier job of its batch, as in engine.layoutBatch.
+function serve(scope, engine, defer, now) {
+  const SLICE = 20;
   const queue = [];
   let busy = false;
   function step() {
-    const b = queue[0];
-    if (!b) { busy = false; return; }
-    if (!b.jobs.length) { queue.shift(); scope.postMessage({ type: "result", id: b.id, results: [] }); defer(step); return; }
-    try {
-      const job = b.jobs[b.results.length];
-      const nodes = job.nodes.map((s) => {
-        if (!s || s.job === undefined) return s;
-        const r = b.results[s.job];
-        return { w: Math.max(r.width, s.minW || 0) + s.padW, h: Math.max(r.height, s.minH || 0) + s.padH };
-      });
-      b.results.push(engine.layout(Object.assign({}, job, { nodes })));
-    } catch (err) {
-      queue.shift();
-      scope.postMessage({ type: "error", id: b.id, message: String((err && err.message) || err) });
-      defer(step);
-      return;
+    const t0 = now();
+    let b = queue[0];
+    while (b) {
+      if (b.results.length === b.jobs.length) { // done (or empty)
+        queue.shift();
+        scope.postMessage({ type: "result", id: b.id, results: b.results });
+        b = queue[0];
+        continue;
+      }
+      try {
+        const job = b.jobs[b.results.length];
+        const nodes = job.nodes.map((s) => {
+          if (!s || s.job === undefined) return s;
+          const r = b.results[s.job];
+          return { w: Math.max(r.width, s.minW || 0) + s.padW, h: Math.max(r.height, s.minH || 0) + s.padH };
+        });
+        b.results.push(engine.layout(Object.assign({}, job, { nodes })));
+      } catch (err) {
+        queue.shift();
+        scope.postMessage({ type: "error", id: b.id, message: String((err && err.message) || err) });
+        b = queue[0];
+        continue;
+      }
+      if (b.results.length < b.jobs.length && now() - t0 >= SLICE) {
+        scope.postMessage({ type: "progress", id: b.id, done: b.results.length, total: b.jobs.length });
+        defer(step);
+        return;
+      }
     }
-    if (b.results.length < b.jobs.length) scope.postMessage({ type: "progress", id: b.id, done: b.results.length, total: b.jobs.length });
-    else { queue.shift(); scope.postMessage({ type: "result", id: b.id, results: b.results }); }
-    defer(step);
+    busy = false;
   }
   scope.onmessage = function (e) {
     const d = e.data;
@@ -159,7 +171,7 @@ function browserWorker(engine) {
   try {
     if (typeof Worker === "undefined" || typeof Blob === "undefined" || typeof URL === "undefined" || !URL.createObjectURL) return null;
     const defer = "((f) => { const c = new MessageChannel(); c.port1.onmessage = () => f(); c.port2.postMessage(0); })";
-    const text = engine.source() + "(" + String(serve) + ")(self, PasslensLayout, " + defer + ");\n";
+    const text = engine.source() + "(" + String(serve) + ")(self, PasslensLayout, " + defer + ", () => performance.now());\n";
     const url = URL.createObjectURL(new Blob([text], { type: "text/javascript" }));
     return { worker: new Worker(url), url };
   } catch (e) {
