@@ -13,36 +13,8 @@ from panel.custom import JSComponent
 from widgets.boxes import MAX_BOXES
 from widgets.error_map import MAP_CSS
 from widgets.frame import FRAME_CSS, STATIC, tabs_esm
-from widgets.graph_view import GraphState, graph_css, graph_data, graph_esm, selected_stats
+from widgets.graph_view import GraphState, graph_css, graph_data, graph_panel_esm, selected_stats
 from widgets.tables_html import TABLE_CSS
-
-
-def _graph_esm() -> str:
-    """The graph component with its widget adapter (static/graph_widget.js, written for
-    anywidget's model API) under a shim of that API over a Panel JSComponent model
-    (``model.x``, ``model.x = v``, ``model.on("x", f)``)."""
-    source = graph_esm().replace("export default { render };", "")
-    if "function render(" not in source:
-        raise RuntimeError("static/graph_widget.js no longer defines `render`")
-    return (
-        source.replace("function render(", "function gvRender(", 1)
-        + """
-export function render({ model, el }) {
-  const local = {};
-  const shim = {
-    get: (k) => model[k],
-    set: (k, v) => { model[k] = v; (local[k] || []).forEach((f) => f()); },
-    on: (event, f) => {
-      const k = event.replace(/^change:/, "");
-      (local[k] = local[k] || []).push(f);
-      model.on(k, f);
-    },
-    save_changes: () => {},
-  };
-  return gvRender({ model: shim, el });
-}
-"""
-    )
 
 
 class GraphPane(GraphState, JSComponent):
@@ -58,7 +30,7 @@ class GraphPane(GraphState, JSComponent):
     height = param.String(default="calc(100vh - 190px)")
     stats = param.Dict(default={})  # the selected weight's statistics, by id
 
-    _esm = _graph_esm()
+    _esm = graph_panel_esm()
     _stylesheets = [graph_css() + ":host{display:block;width:100%}"]
 
     def __init__(self, max_boxes: int = MAX_BOXES, **params):

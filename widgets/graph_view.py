@@ -33,26 +33,10 @@ LAYOUT_JS = (
     "graph_layout_x.js",
     "graph_layout.js",
 )
-# the graph component's scripts in their order: the layout engine, the shared base, one module
-# per concern (each installs its functions on the component's context; graph_worker.js runs
-# the layouts in a Web Worker made from the engine's text), and graph.js, which assembles
-# ``PasslensGraph``
-GRAPH_JS = (
-    *LAYOUT_JS,
-    "graph_base.js",
-    "graph_state.js",
-    "graph_place.js",
-    "graph_worker.js",
-    "graph_draw.js",
-    "graph_viewport.js",
-    "graph_minimap.js",
-    "graph_details.js",
-    "graph_search.js",
-    "graph_interaction.js",
-    "graph_overview.js",
-    "graph_semantic.js",
-    "graph.js",
-)
+# the graph component's parts: one file each, declaring what it needs and returning what it
+# provides (static/graph_parts.js); their order does not matter (static/graph.js wires them,
+# in the dependency order of its diagram, when a component is made)
+PARTS = STATIC / "graph"
 
 
 def layout_js() -> str:
@@ -60,20 +44,37 @@ def layout_js() -> str:
     return "\n".join((STATIC / name).read_text() for name in LAYOUT_JS)
 
 
+def part_files() -> list[Path]:
+    """The graph component's parts (static/graph/*.js)."""
+    return sorted(PARTS.glob("*.js"))
+
+
 def graph_js() -> str:
-    """The graph component as a plain script: the layout engine and ``PasslensGraph``."""
-    return "\n".join((STATIC / name).read_text() for name in GRAPH_JS)
+    """The graph component as a plain script: the layout engine, how parts are declared
+    (graph_parts.js), the parts, and ``PasslensGraph`` wiring them (graph.js)."""
+    files = [STATIC / "graph_parts.js", *part_files(), STATIC / "graph.js"]
+    return "\n".join([layout_js(), *(f.read_text() for f in files)])
+
+
+def _module(entry: str) -> str:
+    """An ES module of the component: its plain scripts, the widget adapter
+    (static/graph_widget.js: ``PasslensWidget``) and the entry file ``entry`` (its exports)."""
+    return "\n".join(
+        (graph_js(), (STATIC / "graph_widget.js").read_text(), (STATIC / entry).read_text())
+    )
 
 
 def graph_esm() -> str:
-    """The graph component as one ES module: layout, component and the widget adapter, with
-    ``render`` exported (anywidget's entry point)."""
-    return (
-        graph_js()
-        + "\n"
-        + (STATIC / "graph_widget.js").read_text()
-        + "\nexport default { render };\n"
-    )
+    """The Jupyter GraphView's ES module (what anywidget loads): the component, its widget
+    adapter and the entry static/graph_anywidget.js (``export default { render }``)."""
+    return _module("graph_anywidget.js")
+
+
+def graph_panel_esm() -> str:
+    """The Panel GraphPane's ES module: the component, its widget adapter and the entry
+    static/graph_panel.js (``export function render``, the adapter under a shim of
+    anywidget's model API over Panel's)."""
+    return _module("graph_panel.js")
 
 
 def graph_css() -> str:
@@ -282,6 +283,7 @@ __all__ = [
     "graph_data",
     "graph_esm",
     "graph_js",
+    "graph_panel_esm",
     "layout_js",
     "json_buffer",
     "node_details",

@@ -49,7 +49,7 @@ class Graph:
 
     def group_target(self, group_id: str):
         """What a user clicks for a collapsed group: its box, or, zoomed out below the size
-        where box titles are drawn, the labelled block drawn over it (graph_semantic.js: a
+        where box titles are drawn, the labelled block drawn over it (static/graph/semantic.js: a
         click there shows the group's details, a double-click opens it, as on the box)."""
         k = self.page.evaluate("(t) => parseFloat(/scale\\(([^)]+)\\)/.exec(t)[1])", self.transform)
         if k * 14 >= 8:  # titles drawn (TITLE x zoom >= READABLE): no blocks

@@ -284,7 +284,7 @@ def check_all(g: Graph, payload: dict, unit: str, groups: bool) -> None:
 
 
 def check_laid_out_off_the_page_thread(g: Graph) -> None:
-    """The layouts were made in the Web Worker (static/graph_worker.js), not on the page's
+    """The layouts were made in the Web Worker (static/graph/worker.js), not on the page's
     thread: this front end lets the component make one from the engine's text."""
     assert g.root.get_attribute("data-layout-in") == "worker"
 

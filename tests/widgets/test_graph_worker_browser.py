@@ -1,12 +1,12 @@
 """The graph component lays out in a Web Worker made from the layout engine's text already in
-the page (static/graph_worker.js), so the page answers while a big layout is made, and falls
+the page (static/graph/worker.js), so the page answers while a big layout is made, and falls
 back to the page's thread where no worker can be made.
 
 The page here is the component alone, opened from disk (as a report is): a chain of 10,000 ops
 in 100 groups of 100, collapsed. "expand all" lays out the 101 groups at once. The test records
 in the page, in order: the component's ``data-layout`` states ("pending" while the engine
 works and while the drawing is made, "placed" once it is drawn), its ``data-drawing`` state
-("chunks" while its ~20,000 elements are drawn a chunk per task, static/graph_draw.js) and the
+("chunks" while its ~20,000 elements are drawn a chunk per task, static/graph/drawing.js) and the
 page's own timer ticks and a search typed while waiting; it asserts the order of those events,
 not their times.
 """

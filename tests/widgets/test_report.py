@@ -271,9 +271,8 @@ def test_large_model_report_stays_collapsed_and_small(base_trace):
     ],
 )
 def test_front_end_scripts_parse(name, tmp_path):
-    from widgets.app_maps import _graph_esm
     from widgets.frame import tabs_esm
-    from widgets.graph_view import graph_esm, graph_js
+    from widgets.graph_view import graph_esm, graph_js, graph_panel_esm
     from widgets.stepper import MapView, TabBar
 
     sources = {
@@ -282,7 +281,7 @@ def test_front_end_scripts_parse(name, tmp_path):
             ((STATIC / "frame.js").read_text(), graph_js(), (STATIC / "report.js").read_text())
         ),
         "graph_esm": graph_esm(),  # the Jupyter GraphView's module
-        "app_esm": _graph_esm(),  # the Panel GraphPane's module
+        "app_esm": graph_panel_esm(),  # the Panel GraphPane's module
         "timeline.js": (STATIC / "timeline.js").read_text(),
         "layer_map.js": (STATIC / "layer_map.js").read_text(),  # the Panel MapPane's module
         "map_view_esm": MapView._esm,  # the Jupyter MapView's: the same under a shim

@@ -42,7 +42,7 @@
  * (network simplex, for phase 5). Phases pass the layered graph `g` (layered(): vertices,
  * neighbour lists, ranks, widths and scratch arrays). Every part is self-contained (no outer
  * names but the built-ins), so PasslensLayout.source() can give the engine's text to a Web
- * Worker (static/graph_worker.js) without another copy in the page.
+ * Worker (static/graph/worker.js) without another copy in the page.
  *
  * Plain scripts (no imports, no DOM, ES2019) declaring PasslensLayout and the parts' factories
  * (const passlensLayout*: global bindings, nothing put on the global object): inlined into pages and prepended to ES modules, in the order of
@@ -437,7 +437,7 @@ const passlensLayoutMain = function (L) {
 };
 
 // The engine: its parts installed on one namespace. source() is the text of the parts and of
-// this factory: what a Web Worker runs to lay out off the page's thread (static/graph_worker.js).
+// this factory: what a Web Worker runs to lay out off the page's thread (static/graph/worker.js).
 const passlensLayoutEngine = function () {
   "use strict";
   const parts = { passlensLayoutSimplex, passlensLayoutOrder, passlensLayoutX, passlensLayoutMain };

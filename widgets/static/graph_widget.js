@@ -1,9 +1,13 @@
 // The graph component (PasslensGraph) over a widget model with the anywidget API
-// (get / set / on("change:x") / save_changes / send): the Jupyter GraphView and, through a
-// shim, the Panel app's GraphPane. Synced: data ({after, before, baseline, plain, note}),
-// baseline_data, selected, collapsed, query, mode, and stats (the selected weight's
-// statistics, sent by Python on selection). `data` and `baseline_data` come from the kernel as
-// one binary buffer of JSON each (a DataView), or as objects (the Panel app).
+// (get / set / on("change:x") / save_changes / send): PasslensWidget.render, what the Jupyter
+// GraphView's ES module exports (static/graph_anywidget.js) and, under a shim of that API over
+// a Panel model, the Panel app's GraphPane's (static/graph_panel.js). Synced: data ({after,
+// before, baseline, plain, note}), baseline_data, selected, collapsed, query, mode, and stats
+// (the selected weight's statistics, sent by Python on selection). `data` and `baseline_data`
+// come from the kernel as one binary buffer of JSON each (a DataView), or as objects (the
+// Panel app). A classic script, as the component's: the entries follow it.
+const PasslensWidget = (function () {
+"use strict";
 function render({ model, el }) {
   el.classList.add("plg-host");
   const box = document.createElement("div"); // sized here: ipywidgets restyles `el` itself
@@ -57,3 +61,5 @@ function render({ model, el }) {
   load();
   return () => g.destroy();
 }
+return { render };
+})();

@@ -1,7 +1,7 @@
-// passlens graph component, shared base: the drawing constants, small helpers (text widths,
-// number formats, element makers) and a payload made ready to draw (prepare). Every other
-// graph_*.js module reads these from PasslensGraphParts; graph.js assembles the component.
-const PasslensGraphParts = (function () {
+// passlens graph component, part `base`: the drawing constants, small helpers (text widths,
+// number formats, element makers) and a payload made ready to draw (prepare). Needs nothing,
+// owns no state; the other parts that use it declare it.
+PasslensGraphParts.part((function () {
   "use strict";
   const NS = "http://www.w3.org/2000/svg";
   const FONT = 'system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif';
@@ -89,12 +89,10 @@ const PasslensGraphParts = (function () {
     }
     return s;
   }
-  // a forwarder to the function `name` of the component context `c`, looked up when called
-  // (the modules install their functions on `c` one after the other)
-  const late = (c, name) => (...a) => c[name](...a);
   const nextUid = () => ++uid;
-  return {
+  const exports = {
     NS, FONT, TITLE, LINE, EDGE, PADX, PADY, TITLE_H, LINE_H, GPAD, GHEAD, READABLE, MAXLABEL, cut, fmtBytes, signedBytes, fmtNum, svg, h, textWidth, prepare, modulePath, searchText,
-    late, nextUid,
+    nextUid,
   };
-})();
+  return { name: "base", needs: [], make: () => exports };
+})());

@@ -1,11 +1,14 @@
-// passlens graph component: its state read as what is shown. Which boxes are drawn (ghosts,
-// inlined weights, collapsed groups), their sizes, each node's status on the side shown, the
-// list of changes and the focus, the prepared models of both sides and their expanded groups.
-(function (P) {
-  "use strict";
-  const { TITLE, LINE, PADX, PADY, TITLE_H, LINE_H, MAXLABEL, cut, fmtBytes, signedBytes, h, textWidth, prepare } = P;
-  P.state = function (c) {
-    const { st, expandedOf } = c;
+// passlens graph component, part `shown`: the state read as what is shown. Which boxes are
+// drawn (ghosts, inlined weights, collapsed groups), their sizes, each node's status on the side
+// shown, the list of changes and the focus. Owns no state.
+(function () {
+"use strict";
+PasslensGraphParts.part({
+  name: "shown",
+  needs: ["base", "sides", "expansion"],
+  make({ base, expansion }, st) {
+    const { TITLE, LINE, PADX, PADY, TITLE_H, LINE_H, MAXLABEL, cut, fmtBytes, signedBytes, textWidth } = base;
+    const { isOpen } = expansion;
     // ---- which boxes are shown ------------------------------------------------------------
     const ghost = (m, i) => m.p.nodes[i].st === "removed";
     // a weight drawn as a line of its reader, unless the before side marks it (removed, changed)
@@ -20,11 +23,10 @@
     function rep(m, i) { // the box showing node i: itself, or its highest collapsed group
       if (inlined(m, i)) i = m.p.nodes[i].inl;
       let box = i;
-      for (let g = m.p.nodes[i].g; g > 0; g = m.p.groups[g].p) if (!st.expanded.has(g)) box = m.N + g;
+      for (let g = m.p.nodes[i].g; g > 0; g = m.p.groups[g].p) if (!isOpen(g)) box = m.N + g;
       return box;
     }
     const parentOf = (m, box) => box < m.N ? m.p.nodes[box].g : m.p.groups[box - m.N].p;
-    function bump(m, g) { for (; g >= 0; g = g > 0 ? m.p.groups[g].p : -1) m.version[g]++; }
 
     // ---- sizes ----------------------------------------------------------------------------
     function nodeLines(m, i) {
@@ -66,13 +68,6 @@
       if (st.mode === "before") return st.beforeStatus.get(i) || "";
       return st.plainAfter ? "" : m.p.nodes[i].st || "";
     }
-    function collapsedIds() {
-      const m = st.m;
-      if (!m) return [];
-      const out = [];
-      for (let g = 1; g < m.G; g++) if (!st.expanded.has(g)) out.push(m.p.groups[g].id);
-      return out;
-    }
     function changes() {
       const m = st.m;
       if (!m) return [];
@@ -84,54 +79,7 @@
       if (st.mode === "before" || st.plainAfter) { const c = changes(); return c.length ? c[0] : -1; }
       return m.p.focus === null || m.p.focus === undefined ? -1 : m.p.focus;
     }
-    const models = new WeakMap();
-    function modelOf(p) { let m = models.get(p); if (!m) { m = prepare(p); models.set(p, m); } return m; }
-    function defaultExpanded(m) {
-      const closed = new Set(m.p.collapsed || []);
-      const s = new Set([0]);
-      for (let g = 1; g < m.G; g++) if (!closed.has(m.p.groups[g].id)) s.add(g);
-      return s;
-    }
-    function beforeStatuses(after, before) {
-      // the previous step's nodes that this step removed or changed
-      const out = new Map(), A = after;
-      for (let i = 0; i < A.N; i++) {
-        const n = A.p.nodes[i];
-        if (!n.st || n.st === "added") continue;
-        const id = n.st === "removed" ? n.id.slice(8) : (A.pairOf.get(i) || n.id);
-        const j = before.idIndex.get(id);
-        if (j !== undefined) out.set(j, n.st === "failed" ? "changed" : n.st);
-      }
-      return out;
-    }
-    function counterpart(i, toMode) {
-      const A = modelOf(st.after), B = st.before ? modelOf(st.before) : null;
-      if (!B || i < 0) return -1;
-      if (toMode === "before") {
-        const n = A.p.nodes[i];
-        const id = n.st === "removed" ? n.id.slice(8) : (A.pairOf.get(i) || n.id);
-        const j = B.idIndex.get(id);
-        return j === undefined ? -1 : j;
-      }
-      const id = B.p.nodes[i].id;
-      for (const [k, v] of A.pairOf) if (v === id) return k;
-      const g = A.idIndex.get("removed:" + id);
-      if (g !== undefined) return g;
-      const j = A.idIndex.get(id);
-      return j === undefined || A.pairOf.has(j) ? -1 : j; // a node paired with another is not it
-    }
-    function syncExpansion(fromM, toM) {
-      // groups with the same id are opened / closed alike on both sides
-      const from = expandedOf.get(fromM), to = expandedOf.get(toM) || defaultExpanded(toM);
-      if (!from) return;
-      for (let g = 1; g < toM.G; g++) {
-        const j = fromM.groupIndex.get(toM.p.groups[g].id);
-        if (j === undefined) continue;
-        const open = from.has(j);
-        if (open !== to.has(g)) { if (open) to.add(g); else to.delete(g); bump(toM, g); }
-      }
-      expandedOf.set(toM, to);
-    }
-    Object.assign(c, { ghost, inlined, plain, shownNode, groupShown, rep, parentOf, bump, nodeLines, groupLines, boxSize, statusOf, collapsedIds, changes, focusIndex, modelOf, defaultExpanded, beforeStatuses, counterpart, syncExpansion });
-  };
-})(PasslensGraphParts);
+    return { ghost, inlined, plain, shownNode, groupShown, rep, parentOf, nodeLines, groupLines, boxSize, statusOf, changes, focusIndex };
+  },
+});
+})();

@@ -1,29 +1,32 @@
-// passlens graph component: semantic zoom. Below the zoom where box titles are drawn, the
+// passlens graph component, part `semantic`: semantic zoom. Below the zoom where box titles are drawn, the
 // groups on the screen become labelled blocks instead of vanishing: a cut through the module
 // tree (a group opened on the screen is replaced by its child groups while each of them gets
 // room for a label), runs of consecutive blocks too thin to label merged into one
 // ("layers.0 – layers.16"), each block with its name, live-node count and its changes' and
 // findings' marks, drawn in screen space over the drawing. A block of a collapsed group acts as
 // its box (a click shows its details, a double-click opens it); a click on an opened group's
-// block, or a run's, fits the view to it; on a mark, goes to the first change or finding inside.
-(function (P) {
-  "use strict";
-  const { svg, textWidth, cut, TITLE, READABLE } = P;
-  const PX = 12;            // the blocks' text, in screen pixels
-  const ROW = 16;           // a block this high (px) holds a line of text
-  const TWO = 34;           // ... and this high, two
-  const WIDEST = 300;       // px: a block is widened to its label's width up to this
-  const MAX_BLOCKS = 400;   // blocks drawn at most (the cut stops descending past this)
+// block, or a run's, fits the view to it; on a mark, goes to the first change or finding inside. Owns the blocks drawn
+// (`blocks`: what each says, for the tests).
+(function () {
+"use strict";
+const PX = 12;            // the blocks' text, in screen pixels
+const ROW = 16;           // a block this high (px) holds a line of text
+const TWO = 34;           // ... and this high, two
+const WIDEST = 300;       // px: a block is widened to its label's width up to this
+const MAX_BLOCKS = 400;   // blocks drawn at most (the cut stops descending past this)
 
-  P.semantic = function (c) {
-    const { st, root, el } = c;
-    // from the other modules, looked up when called
-    const goGroup = P.late(c, "goGroup"), fitView = P.late(c, "fitView"), locate = P.late(c, "locate"),
-      plain = P.late(c, "plain"), size = P.late(c, "size"), markSelection = P.late(c, "markSelection"),
-      showGroupDetails = P.late(c, "showGroupDetails"), toggle = P.late(c, "toggle");
+PasslensGraphParts.part({
+  name: "semantic",
+  needs: ["base", "dom", "sides", "shown", "drawing", "viewport", "details"],
+  state: { blocks: Object.freeze([]) },
+  make({ base, dom, shown, viewport, details }, st) {
+    const { svg, textWidth, cut, TITLE, READABLE } = base;
+    const { root, el } = dom;
+    const { plain } = shown;
+    const { fitView, size } = viewport;
+    const { goGroup, locate, selectGroup, toggle } = details;
     const layer = svg("g", { class: "plg-sem" }, root);
     let pending = 0;
-    const sem = { blocks: [] };
 
     const rectOf = (m, D, g) => D.frameOf.get(g) || D.boxes.get(m.N + g);
     // the blocks: a cut through the groups drawn, in the coordinates of `t` (the screen's, or
@@ -120,7 +123,7 @@
       const m = st.m, D = st.draw, v = st.view;
       const on = !!(m && D && st.drawn === m && v.k * TITLE < READABLE); // (not the other side's drawing)
       root.classList.toggle("plg-semantic", on);
-      sem.blocks = [];
+      st.blocks = Object.freeze([]);
       if (!on) { el.dataset.blocks = "0"; return; }
       const { w: W, h: H } = size();
       const blocks = mergeRuns(cutBlocks(m, D, { kx: v.k, ky: v.k, x: v.x, y: v.y }, W, H, ROW), ROW);
@@ -152,7 +155,7 @@
       }
       const labels = [];
       for (const b of info) if (!drawBlock(m, b)) sideLabel(b, info, labels, W, H);
-      sem.blocks = info.map((b) => ({ groups: b.members.map((g) => m.p.groups[g].id), name: b.d.name, count: b.d.count, marks: b.d.marks.map((mk) => mk.text), rect: b.r }));
+      st.blocks = Object.freeze(info.map((b) => ({ groups: b.members.map((g) => m.p.groups[g].id), name: b.d.name, count: b.d.count, marks: b.d.marks.map((mk) => mk.text), rect: b.r })));
       el.dataset.blocks = String(info.length);
     }
     function drawBlock(m, b) {
@@ -234,8 +237,7 @@
       if (mk) { locate(+mk.dataset.node); return; }
       const gs = b.dataset.semGroups.split(",").map(Number);
       if (gs.length === 1 && st.draw.boxes.has(m.N + gs[0])) { // a collapsed group: as a click on its box
-        st.sel = -1; markSelection(); showGroupDetails(gs[0]);
-        if (c.opts.onSelect) c.opts.onSelect("group:" + m.p.groups[gs[0]].id);
+        selectGroup(gs[0]);
         return;
       }
       if (gs.length === 1) { goGroup(gs[0]); return; }
@@ -257,6 +259,8 @@
       if (!m || !D || st.drawn !== m) return [];
       return mergeRuns(cutBlocks(m, D, t, W, H, row), row).map((b) => Object.assign(b, { d: describe(m, b) }));
     }
-    Object.assign(c, { semanticRender: drawBlocks, semanticSchedule: schedule, semanticState: sem, semanticBlocks: blocksIn });
-  };
-})(PasslensGraphParts);
+    viewport.onMove(schedule); // the zoomed-out blocks
+    return { render: drawBlocks, schedule, blocksIn };
+  },
+});
+})();

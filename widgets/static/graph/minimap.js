@@ -1,18 +1,21 @@
-// passlens graph component: the minimap (a canvas of the whole drawing with the view's frame;
+// passlens graph component, part `minimap`: the minimap (a canvas of the whole drawing with the view's frame;
 // a click or drag there moves the view). Large enough to read and to aim at: at the foot of the
 // overview when that is open (up to 280 x 200 px, covering nothing), else in the stage's corner
 // (up to 200 x 140 px); a graph much taller than wide (a chain, a decoder) stretched across,
-// its top groups labelled (the cut of the semantic zoom, graph_semantic.js, in its coordinates).
-(function (P) {
-  "use strict";
-  const { FONT } = P;
-  const LABEL = 11;
-  const SIZES = { pane: [280, 200, 200, 110], stage: [200, 140, 120, 90] }; // max w, max h, min w, min h
-  P.minimap = function (c) {
-    const { mini, st } = c;
-    // from the other modules, looked up when called
-    const centreOn = P.late(c, "centreOn"), plain = P.late(c, "plain"), size = P.late(c, "size"),
-      statusOf = P.late(c, "statusOf");
+// its top groups labelled (the cut of the semantic zoom, part `semantic`, in its coordinates).
+(function () {
+"use strict";
+const LABEL = 11;
+const SIZES = { pane: [280, 200, 200, 110], stage: [200, 140, 120, 90] }; // max w, max h, min w, min h
+PasslensGraphParts.part({
+  name: "minimap",
+  needs: ["base", "dom", "sides", "shown", "drawing", "viewport", "semantic"],
+  state: { mini: null, miniImg: null },
+  make({ base, dom, shown, drawing, viewport, semantic }, st) {
+    const { FONT } = base;
+    const { mini } = dom;
+    const { plain, statusOf } = shown;
+    const { centreOn, size } = viewport;
     const dpr = () => Math.min(2, (typeof window !== "undefined" && window.devicePixelRatio) || 1);
     function renderMini(hit) {
       const D = st.draw, m = st.m;
@@ -52,8 +55,7 @@
       drawMiniView();
     }
     function labels(o, sx, sy, w, hh) { // the top groups' names where a line fits
-      if (!c.semanticBlocks) return;
-      const blocks = c.semanticBlocks({ kx: sx, ky: sy, x: 0, y: 0 }, w, hh, LABEL + 3);
+      const blocks = semantic.blocksIn({ kx: sx, ky: sy, x: 0, y: 0 }, w, hh, LABEL + 3);
       o.font = LABEL + "px " + FONT;
       o.textBaseline = "middle";
       o.lineJoin = "round";
@@ -95,6 +97,9 @@
       const x = (e.clientX - r.left) / M.sx, y = (e.clientY - r.top) / M.sy;
       centreOn({ x, y, w: 0, h: 0 });
     }
-    Object.assign(c, { renderMini, drawMiniView, miniJump });
-  };
-})(PasslensGraphParts);
+    drawing.onDrawn(renderMini);
+    viewport.onMove(drawMiniView); // the view's frame
+    return { renderMini, drawMiniView, miniJump };
+  },
+});
+})();

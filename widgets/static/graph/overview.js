@@ -1,24 +1,27 @@
-// passlens graph component: the overview, the module tree beside the graph (the payload's
+// passlens graph component, part `overview`: the overview, the module tree beside the graph (the payload's
 // groups: stem, stages, head... or a function's, or a chain's segments). Each row gives a
 // group's live nodes, parameter bytes, changes and findings; the rows of the groups in view
 // are tinted, those holding the selection (else the focus) in bold; a click on a row goes
 // there (its groups opened, the view fitted to it, at most zoom 1). Toggled by `o` and the
 // toolbar's "overview"; open at first view when the component is wide enough. The minimap sits
 // at its foot while it is open.
-(function (P) {
-  "use strict";
-  const { h, fmtBytes, signedBytes } = P;
-  const WIDE = 1100;       // px: the component opens with the overview beside the graph from here
-  const FIRST_ROWS = 36;   // rows shown at first (the tree opened breadth first up to this)
-  const MAX_ROWS = 3000;   // rows drawn at most (a tree opened that far is cut, and says so)
-  const STATUS = [["added", "+"], ["changed", "~"], ["removed", "−"], ["failed", "!"]];
+(function () {
+"use strict";
+const WIDE = 1100;       // px: the component opens with the overview beside the graph from here
+const FIRST_ROWS = 36;   // rows shown at first (the tree opened breadth first up to this)
+const MAX_ROWS = 3000;   // rows drawn at most (a tree opened that far is cut, and says so)
+const STATUS = [["added", "+"], ["changed", "~"], ["removed", "−"], ["failed", "!"]];
 
-  P.overview = function (c) {
-    const { st, body, stage, el } = c;
-    // from the other modules, looked up when called
-    const apply = P.late(c, "apply"), bump = P.late(c, "bump"), draw = P.late(c, "draw"),
-      focusIndex = P.late(c, "focusIndex"), notifyCollapsed = P.late(c, "notifyCollapsed"),
-      plain = P.late(c, "plain"), sizeNow = P.late(c, "sizeNow");
+PasslensGraphParts.part({
+  name: "overview",
+  needs: ["base", "dom", "sides", "shown", "drawing", "viewport", "minimap", "details"],
+  state: { overviewOpen: false },
+  make({ base, dom, shown, drawing, viewport, minimap, details }, st) {
+    const { h, fmtBytes, signedBytes } = base;
+    const { body, stage, el, mini, overviewB } = dom;
+    const { focusIndex, plain } = shown;
+    const { setView, sizeNow } = viewport;
+    const { goGroup } = details;
     const pane = h("nav", "plg-overview");
     body.insertBefore(pane, stage);
     pane.setAttribute("aria-label", "module overview");
@@ -31,26 +34,24 @@
     const list = h("div", "plg-ov-list", pane);
     list.setAttribute("role", "tree");
     const treeOpen = new WeakMap(); // model -> Set of groups opened in the tree
-    let decided = false, rowsOf = new Map(), drawnFor = null;
+    let decided = false, rowsOf = new Map(), drawnFor = null, scrolled = false;
 
-    const ov = { open: false };
     function setOverview(open, keepCentre) {
       open = !!open;
       decided = true;
       el.dataset.overview = open ? "open" : "closed";
-      if (open === ov.open) return;
+      if (open === st.overviewOpen) return;
       const before = stage.clientWidth;
-      ov.open = open;
+      st.overviewOpen = open;
       pane.classList.toggle("plg-open", open);
-      if (c.overviewB) c.overviewB.classList.toggle("plg-on", open);
+      overviewB.classList.toggle("plg-on", open);
       if (open) renderTree();
       // the minimap at the foot of the overview (it covers nothing there), else in the stage
-      if (open) pane.appendChild(c.mini); else stage.appendChild(c.mini);
-      if (st.draw) c.renderMini(null);
+      if (open) pane.appendChild(mini); else stage.appendChild(mini);
+      if (st.draw) minimap.renderMini(null);
       const after = sizeNow().w;
       if (keepCentre !== false && st.draw) { // the stage narrows or widens from the left: keep its centre
-        st.view.x += (after - before) / 2;
-        apply();
+        setView({ x: st.view.x + (after - before) / 2 });
       }
     }
 
@@ -147,7 +148,7 @@
     function markView() {
       pending = 0;
       const m = st.m, D = st.draw;
-      if (!ov.open || !m || !D || st.drawn !== m) return; // (the other side's drawing, while this one is laid out)
+      if (!st.overviewOpen || !m || !D || st.drawn !== m) return; // (the other side's drawing, while this one is laid out)
       if (drawnFor !== m) { renderTree(); return; }
       const { w, h: H } = sizeNow(), v = st.view;
       const x0 = -v.x / v.k, y0 = -v.y / v.k, x1 = x0 + w / v.k, y1 = y0 + H / v.k;
@@ -161,47 +162,19 @@
         r.classList.toggle("plg-ov-here", here.has(g));
         if (here.has(g)) first = r;
       }
-      if (first && !ov.scrolled) { // the list only (scrollIntoView would scroll a notebook too)
-        ov.scrolled = true;
+      if (first && !scrolled) { // the list only (scrollIntoView would scroll a notebook too)
+        scrolled = true;
         const top = first.offsetTop - list.offsetTop;
         if (top < list.scrollTop || top > list.scrollTop + list.clientHeight - first.offsetHeight) list.scrollTop = Math.max(0, top - list.clientHeight / 3);
       }
     }
     function viewMoved() { // after every pan / zoom: once a frame
-      if (!ov.open || pending) return;
+      if (!st.overviewOpen || pending) return;
       pending = typeof requestAnimationFrame === "function" ? requestAnimationFrame(markView) : (markView(), 0);
     }
     function drawn() { // after every drawing (groups opened or closed, another side)
       if (!decided && st.m) setOverview(el.clientWidth >= WIDE, false);
-      if (ov.open) renderTree();
-    }
-
-    // ---- going to a group --------------------------------------------------------------------
-    // open group g (and the groups holding it), then fit the view to it; drawn once its
-    // layouts are made (in a Web Worker: graph_place.js), so the rest waits for the drawing
-    function goGroup(g, fitTo) {
-      const m = st.m;
-      if (!m || g < 0 || g >= m.G) return;
-      let changed = false;
-      for (let a = g; a > 0; a = m.p.groups[a].p) if (!st.expanded.has(a)) { st.expanded.add(a); bump(m, a); changed = true; }
-      if (changed) draw(() => { notifyCollapsed(); if (st.m === m) shown(m, g, fitTo); });
-      else if (st.drawn === m) shown(m, g, fitTo);
-    }
-    function shown(m, g, fitTo) {
-      const D = st.draw, r = g === 0 ? { x: 0, y: 0, w: D.w, h: D.h } : D.frameOf.get(g) || D.boxes.get(m.N + g);
-      if (!r) return;
-      fitView(fitTo || r);
-      const mark = c.vp.querySelector(`[data-gi="${g}"]`);
-      c.vp.querySelectorAll(".plg-located").forEach((e) => e.classList.remove("plg-located"));
-      if (mark) mark.classList.add("plg-located");
-      el.dataset.located = m.p.groups[g].id;
-      if (c.opts.onGroup) c.opts.onGroup(m.p.groups[g].id);
-    }
-    function fitView(r) { // the rectangle r (layout coordinates) in the middle, at most zoom 1
-      const { w, h: H } = sizeNow(), pad = 30;
-      const k = Math.max(0.02, Math.min(1, (w - 2 * pad) / Math.max(r.w, 1), (H - 2 * pad) / Math.max(r.h, 1)));
-      st.view = { k, x: w / 2 - (r.x + r.w / 2) * k, y: r.h * k > H - 2 * pad ? pad - r.y * k : H / 2 - (r.y + r.h / 2) * k };
-      apply();
+      if (st.overviewOpen) renderTree();
     }
 
     list.addEventListener("click", (e) => {
@@ -213,9 +186,13 @@
         const g = +t.dataset.toggle, s = opened(m);
         if (s.has(g)) s.delete(g); else s.add(g);
         renderTree();
-      } else if (t.dataset.node !== undefined) c.locate(+t.dataset.node);
+      } else if (t.dataset.node !== undefined) details.locate(+t.dataset.node);
       else goGroup(+t.dataset.gi);
     });
-    Object.assign(c, { setOverview, toggleOverview: () => setOverview(!ov.open), overviewState: ov, overviewDrawn: drawn, overviewViewMoved: viewMoved, goGroup, fitView });
-  };
-})(PasslensGraphParts);
+    drawing.onDrawn(drawn);
+    viewport.onMove(viewMoved); // the overview's rows in view
+    details.onSelected(viewMoved); // where the selection is
+    return { setOverview, toggleOverview: () => setOverview(!st.overviewOpen) };
+  },
+});
+})();

@@ -1,16 +1,22 @@
-// passlens graph component: drawing the placed graph as SVG (nodes, group boxes, frames of open
-// groups, edges with their labels), a drawn state kept for a revisit, and the legend.
-(function (P) {
-  "use strict";
-  const { TITLE, LINE, EDGE, PADX, PADY, LINE_H, cut, svg, h, textWidth } = P;
-  P.drawing = function (c) {
-    const { el, me, vp, legend, st } = c;
-    // from the other modules, looked up when called
-    const apply = P.late(c, "apply"), groupLines = P.late(c, "groupLines"),
-      layoutAll = P.late(c, "layoutAll"), markHits = P.late(c, "markHits"),
-      markSelection = P.late(c, "markSelection"), nodeLines = P.late(c, "nodeLines"),
-      plain = P.late(c, "plain"), ready = P.late(c, "ready"), renderMini = P.late(c, "renderMini"),
-      statusOf = P.late(c, "statusOf");
+// passlens graph component, part `drawing`: drawing the placed graph as SVG (nodes, group
+// boxes, frames of open groups, edges with their labels), a drawn state kept for a revisit, and
+// the legend. Owns what is drawn: its placement (`draw`), the SVG group of each box (`boxes`),
+// the model drawn (`drawn`) and the time it took (`drawMs`). The parts above it that act on a
+// new drawing (marks, minimap, overview, view) subscribe with onDrawn(f) (`last`: after the
+// others, as the view's transform).
+(function () {
+"use strict";
+PasslensGraphParts.part({
+  name: "drawing",
+  needs: ["base", "dom", "sides", "shown", "place"],
+  state: { draw: null, boxes: null, drawn: null, drawMs: 0 },
+  make({ base, dom, shown, place }, st) {
+    const { TITLE, LINE, EDGE, PADX, PADY, LINE_H, cut, svg, h, textWidth } = base;
+    const { el, me, vp, legend } = dom;
+    const { groupLines, nodeLines, plain, statusOf } = shown;
+    const { layoutAll, ready } = place;
+    const listeners = [], lastListeners = [];
+    function onDrawn(f, last) { (last ? lastListeners : listeners).push(f); }
     function errColor(e) {
       const t = Math.max(0, Math.min(1, (Math.log10(Math.max(e, 1e-9)) + 7) / 6)); // 1e-7 -> 0, 1e-1 -> 1
       return `hsl(${(480 - 180 * t) % 360},75%,${74 - 22 * t}%)`; // green, yellow, orange, magenta
@@ -194,7 +200,7 @@
       show(j.m, j.key, { g: j.g, D: j.D, boxes: j.boxes, mini: j.mini }, j.ms, j.chunks);
     }
     // draw the state shown; `then` runs once it is drawn: at once, or when the layouts it
-    // needs are made (off the page's thread: graph_place.js, ready) and, for a big drawing,
+    // needs are made (off the page's thread: part `place`, ready) and, for a big drawing,
     // once its last chunk is drawn
     const thens = [];
     function draw(then) {
@@ -242,11 +248,8 @@
       el.dataset.boxes = hit.D.boxes.size;
       delete el.dataset.drawing;
       if (el.dataset.layout === "pending") el.dataset.layout = "placed";
-      renderMini(hit);
-      c.overviewDrawn();
-      markSelection();
-      markHits();
-      apply();
+      for (const f of listeners) f(hit);
+      for (const f of lastListeners) f(hit);
       for (const f of thens.splice(0)) f();
     }
     // ---- legend ----------------------------------------------------------------------------------
@@ -266,6 +269,7 @@
         const none = h("span", "plg-lg-sw", row); none.style.background = "#f5f5f5"; h("span", "", row, " no error reported (within tolerance, or not compared)");
       }
     }
-    Object.assign(c, { errColor, drawText, draw, renderLegend, curve });
-  };
-})(PasslensGraphParts);
+    return { errColor, drawText, draw, renderLegend, curve, onDrawn, stop: stopJob };
+  },
+});
+})();

@@ -1,17 +1,18 @@
-// passlens graph component: where the boxes go. The layout of each open group (PasslensLayout,
-// static/graph_layout.js) cached by the version of its subtree, and the whole drawing's
-// placement: boxes, frames of open groups, and each merged edge's route through the groups.
-// The layouts a drawing lacks are made in a batch off the page's thread (ready(), through
-// static/graph_worker.js) before it is drawn.
-(function (P) {
-  "use strict";
-  const { GPAD, GHEAD } = P;
-  P.place = function (c) {
-    const { el, st } = c;
-    // from the other modules, looked up when called
-    const boxSize = P.late(c, "boxSize"), groupShown = P.late(c, "groupShown"),
-      inlined = P.late(c, "inlined"), parentOf = P.late(c, "parentOf"), plain = P.late(c, "plain"),
-      rep = P.late(c, "rep"), shownNode = P.late(c, "shownNode");
+// passlens graph component, part `place`: where the boxes go. The layout of each open group
+// (the engine, static/graph_layout.js) cached by the version of its subtree, and the whole
+// drawing's placement: boxes, frames of open groups, and each merged edge's route through the
+// groups. The layouts a drawing lacks are made in a batch off the page's thread (ready(),
+// through part `worker`) before it is drawn. Owns no state.
+(function () {
+"use strict";
+PasslensGraphParts.part({
+  name: "place",
+  needs: ["base", "dom", "engine", "sides", "expansion", "shown", "worker"],
+  make({ base, dom, engine, expansion, shown, worker }, st) {
+    const { GPAD, GHEAD } = base;
+    const { el } = dom;
+    const { isOpen } = expansion;
+    const { boxSize, groupShown, inlined, parentOf, plain, rep, shownNode } = shown;
     // ---- layout: a group at a time, cached by the version of its subtree -------------------
     function levelEdges(m) {
       const byLevel = new Map(), chain = (box) => { const out = []; for (let g = parentOf(m, box); g >= 0; g = g > 0 ? m.p.groups[g].p : -1) out.push(g); return out; };
@@ -60,7 +61,7 @@
       for (const i of m.direct[g]) if (shownNode(m, i) && !inlined(m, i)) children.push(i);
       for (const c of m.kids[g]) if (groupShown(m, c)) children.push(m.N + c);
       const index = new Map(children.map((b, k) => [b, k]));
-      const sizes = children.map((b) => (b >= m.N && st.expanded.has(b - m.N) ? sizeOf(b - m.N) : boxSize(m, b)));
+      const sizes = children.map((b) => (b >= m.N && isOpen(b - m.N) ? sizeOf(b - m.N) : boxSize(m, b)));
       const pairs = [], pairKeys = new Set();
       const level = lev.byLevel.get(g) || { pairs: [], exits: [], entries: [] };
       const add = (s, t) => { if (s === undefined || t === undefined || s === t) return; const pk = s + ">" + t; if (!pairKeys.has(pk)) { pairKeys.add(pk); pairs.push([s, t]); } };
@@ -93,7 +94,7 @@
         const k = stack.pop();
         order.push(k);
         for (const c of m.kids[k]) {
-          if (!st.expanded.has(c) || !groupShown(m, c)) continue;
+          if (!isOpen(c) || !groupShown(m, c)) continue;
           const L = m.cache.get(layoutKey(m, c));
           if (L) made.set(c, L); else stack.push(c); // (kept here: the cache may be cleared)
         }
@@ -102,7 +103,7 @@
         const k = order[j];
         const sizeOf = (c) => framed(made.get(c));
         const input = groupInput(m, k, lev, sizeOf);
-        const L = groupLayout(input, input.job.nodes, PasslensLayout.layout(input.job));
+        const L = groupLayout(input, input.job.nodes, engine.layout(input.job));
         made.set(k, L);
         if (m.cache.size > 4000) m.cache.clear();
         m.cache.set(layoutKey(m, k), L);
@@ -120,7 +121,7 @@
         const g = stack.pop();
         order.push(g);
         const kids = m.kids[g];
-        for (let j = kids.length - 1; j >= 0; j--) if (st.expanded.has(kids[j]) && groupShown(m, kids[j])) stack.push(kids[j]);
+        for (let j = kids.length - 1; j >= 0; j--) if (isOpen(kids[j]) && groupShown(m, kids[j])) stack.push(kids[j]);
       }
       for (let j = order.length - 1; j >= 0; j--) {
         const g = order[j], key = layoutKey(m, g);
@@ -134,17 +135,17 @@
     }
     // Whether the drawing of m can be made now (`drawn`: it is kept drawn, or every layout it
     // needs is in the cache). Else its layouts are asked of the engine (in a Web Worker where
-    // one could be made, static/graph_worker.js) and `proceed` is called once they are in the
+    // one could be made, part `worker`) and `proceed` is called once they are in the
     // cache, unless another drawing was asked for in the meantime. el.dataset.layout is
     // "pending" while the engine works (and a big drawing's chunks are drawn), "placed" after.
     let pending = null;
     function ready(m, drawn, proceed) {
       const batch = drawn ? null : missing(m, levelsOf(m));
-      const settle = () => { pending = null; }; // (el.dataset.layout "placed": once drawn, graph_draw.js)
+      const settle = () => { pending = null; }; // (el.dataset.layout "placed": once drawn, part `drawing`)
       if (!batch || !batch.jobs.length) { settle(); return true; }
       const token = pending = {};
       let waiting = false, now = false;
-      P.layoutRunner().run(batch.jobs, (results, where) => {
+      worker.client.run(batch.jobs, (results, where) => {
         el.dataset.layoutIn = where; // (for the tests: "worker", or "page" where none could be made)
         const done = [];
         if (m.cache.size + results.length > 4000) m.cache.clear();
@@ -157,7 +158,12 @@
         if (pending !== token) return;
         settle();
         proceed();
-      });
+      }, (message) => { // over the time limit: the drawing shown stays, the note says why
+        if (pending !== token) return;
+        settle();
+        el.dataset.layout = "timeout";
+        dom.say(message);
+      }, (done, total) => { el.dataset.layoutDone = done + "/" + total; });
       if (now) { settle(); return true; }
       waiting = true;
       el.dataset.layout = "pending";
@@ -174,7 +180,7 @@
         const inner = [];
         for (const [b, r] of L.pos) {
           const a = { x: ox + r.x, y: oy + r.y, w: r.w, h: r.h, g: g };
-          if (b >= m.N && st.expanded.has(b - m.N)) { frames.push({ b, ...a }); inner.push([b - m.N, a.x + GPAD, a.y + GHEAD]); }
+          if (b >= m.N && isOpen(b - m.N)) { frames.push({ b, ...a }); inner.push([b - m.N, a.x + GPAD, a.y + GHEAD]); }
           else boxes.set(b, a);
         }
         for (let j = inner.length - 1; j >= 0; j--) todo.push(inner[j]);
@@ -183,6 +189,9 @@
       for (const f of frames) { origin.set(f.b - m.N, { x: f.x + GPAD, y: f.y + GHEAD }); frameOf.set(f.b - m.N, f); }
       return { w: top.w, h: top.h, boxes, frames, frameOf, lev, origin, layouts: (g) => layoutGroup(m, g, lev) };
     }
-    Object.assign(c, { levelEdges, layoutGroup, layoutAll, ready });
-  };
-})(PasslensGraphParts);
+    // the layout asked last no longer wanted (the component is destroyed)
+    function stop() { pending = null; worker.client.close(); }
+    return { levelEdges, layoutGroup, layoutAll, ready, stop };
+  },
+});
+})();

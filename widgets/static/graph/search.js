@@ -1,13 +1,19 @@
-// passlens graph component: finding things. Search (substring or /regex/) over every node,
-// including those inside collapsed groups, its results list and marks; going through changes.
-(function (P) {
-  "use strict";
-  const { h, modulePath, searchText } = P;
-  P.search = function (c) {
-    const { opts, searchBox, hitInfo, prevChange, changeInfo, nextChangeB, results, vp, st } = c;
-    // from the other modules, looked up when called
-    const changes = P.late(c, "changes"), locate = P.late(c, "locate"), plain = P.late(c, "plain"),
-      rep = P.late(c, "rep"), shownNode = P.late(c, "shownNode");
+// passlens graph component, part `search`: finding things. Search (substring or /regex/) over
+// every node, including those inside collapsed groups, its results list and marks; going
+// through changes. Owns the search (`query`), its hits (`hits`, frozen, and the one gone to,
+// `hit`) and the change gone to (`change`).
+(function () {
+"use strict";
+PasslensGraphParts.part({
+  name: "search",
+  needs: ["base", "dom", "host", "sides", "shown", "drawing", "details"],
+  state: { query: "", hits: Object.freeze([]), hit: -1, change: -1 },
+  make({ base, dom, host, shown, drawing, details }, st) {
+    const { h, modulePath, searchText } = base;
+    const { searchBox, hitInfo, prevChange, changeInfo, nextChangeB, results, vp } = dom;
+    const { opts } = host;
+    const { changes, plain, rep, shownNode } = shown;
+    const { locate } = details;
     // ---- search --------------------------------------------------------------------------------
     function matcher(q) {
       q = q.trim();
@@ -22,9 +28,11 @@
       if (fromUser && opts.onSearch) opts.onSearch(q);
       if (searchBox.value !== q) searchBox.value = q;
       const m = st.m, f = m ? matcher(q) : null;
-      st.hits = []; st.hit = -1;
+      forget();
       if (f === "bad") { hitInfo.textContent = "bad regex"; results.textContent = ""; results.classList.remove("plg-open"); markHits(); return; }
-      if (f) for (let i = 0; i < m.N; i++) if (shownNode(m, i) && f(searchText(m, i))) st.hits.push(i);
+      const hits = [];
+      if (f) for (let i = 0; i < m.N; i++) if (shownNode(m, i) && f(searchText(m, i))) hits.push(i);
+      st.hits = Object.freeze(hits);
       hitInfo.textContent = f ? st.hits.length : ""; // "5 found", the word dropped where narrow (graph.css)
       if (f) h("span", "plg-word", hitInfo, " found");
       hitInfo.title = hitInfo.textContent;
@@ -93,6 +101,12 @@
       prevChange.disabled = nextChangeB.disabled = !list.length;
     }
 
-    Object.assign(c, { matcher, search, renderResults, markHits, nextHit, nextChange, updateChangeInfo });
-  };
-})(PasslensGraphParts);
+    // the hits dropped (their indices are of the side left: drawing the other must not read them)
+    function forget() { st.hits = Object.freeze([]); st.hit = -1; }
+    // the changes of the side shown counted again, none gone to yet
+    function resetChanges() { st.change = -1; updateChangeInfo(); }
+    drawing.onDrawn(markHits);
+    return { matcher, search, renderResults, markHits, nextHit, nextChange, updateChangeInfo, forget, resetChanges };
+  },
+});
+})();

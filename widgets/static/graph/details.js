@@ -1,17 +1,24 @@
-// passlens graph component: selection and the details drawer (a node's or a group's details,
-// links to its inputs and users), the breadcrumb, and locating a node (opening its groups).
-(function (P) {
-  "use strict";
-  const { fmtBytes, signedBytes, fmtNum, h, modulePath } = P;
-  P.details = function (c) {
-    const { opts, vp, crumb, panel, st } = c;
-    // from the other modules, looked up when called
-    const boxRect = P.late(c, "boxRect"), bump = P.late(c, "bump"), centreOn = P.late(c, "centreOn"),
-      draw = P.late(c, "draw"), ghost = P.late(c, "ghost"), inlined = P.late(c, "inlined"),
-      keepInView = P.late(c, "keepInView"), notifyCollapsed = P.late(c, "notifyCollapsed"),
-      plain = P.late(c, "plain"), rep = P.late(c, "rep"), statusOf = P.late(c, "statusOf"),
-      toggle = P.late(c, "toggle"), apply = P.late(c, "apply"), size = P.late(c, "size"),
-      sizeNow = P.late(c, "sizeNow");
+// passlens graph component, part `details`: selection and the details drawer (a node's or a
+// group's details, links to its inputs and users), and going somewhere: locating a node (its
+// groups opened), going to a group (opened and fitted), a group opened or closed in place.
+// Owns the selection (`sel`, a node index, -1: none); the parts that follow it subscribe with
+// onSelected(f).
+(function () {
+"use strict";
+PasslensGraphParts.part({
+  name: "details",
+  needs: ["base", "dom", "host", "sides", "expansion", "shown", "drawing", "viewport"],
+  state: { sel: -1 },
+  make({ base, dom, host, expansion, shown, drawing, viewport }, st) {
+    const { fmtBytes, signedBytes, fmtNum, h, modulePath } = base;
+    const { el, vp, panel } = dom;
+    const { opts } = host;
+    const { notifyCollapsed } = expansion;
+    const { ghost, inlined, plain, rep, statusOf } = shown;
+    const { draw } = drawing;
+    const { boxRect, centreOn, fitView, keepInView, setCrumb, setView, size, sizeNow } = viewport;
+    const selected = [];
+    function onSelected(f) { selected.push(f); }
     // ---- the drawer covers nothing important ---------------------------------------------------
     // The drawer narrows the stage from the right. When it opens, the view moves left just
     // enough that the selected box and the findings that were in view stay in view (as far as
@@ -38,7 +45,7 @@
       const right = Math.max(...keep.map((s) => s.x1)), left = Math.min(...keep.map((s) => s.x0));
       if (right <= w - pad) return;
       const dx = Math.min(right - (w - pad), Math.max(0, left - pad));
-      if (dx > 0) { v.x -= dx; apply(); }
+      if (dx > 0) setView({ x: v.x - dx });
     }
     function closeDrawer() {
       if (!panel.classList.contains("plg-open")) return;
@@ -133,15 +140,9 @@
       row(t, "ops", c.ops);
       if (c.b) row(t, "params", fmtBytes(c.b) + (c.db ? " (" + signedBytes(c.db) + " against the previous step)" : ""));
       if (c.ch && !plain()) row(t, "changes", Object.entries(c.ch).map(([k, v]) => v + " " + k).join(", "));
-      const b = h("button", "plg-btn", panel, st.expanded.has(gi) ? "collapse" : "expand");
+      const b = h("button", "plg-btn", panel, expansion.isOpen(gi) ? "collapse" : "expand");
       b.type = "button";
       b.addEventListener("click", () => toggle(gi));
-    }
-    function setCrumb(i) {
-      const m = st.m;
-      const path = m && i >= 0 ? modulePath(m, m.p.nodes[i].g) : "";
-      crumb.textContent = path ? "in " + path : "";
-      crumb.style.display = path ? "" : "none";
     }
     function select(i, quiet) {
       st.sel = i;
@@ -150,16 +151,24 @@
       markSelection();
       showDetails();
       keepInView(i); // the drawer narrows the stage
-      c.overviewViewMoved(); // the overview shows where the selection is
+      for (const f of selected) f(); // the overview shows where the selection is
       if (!quiet && opts.onSelect) opts.onSelect(i >= 0 ? st.m.p.nodes[i].id : "");
     }
+    // group gi's details shown (a click on its box or block): no node selected
+    function selectGroup(gi) {
+      st.sel = -1;
+      markSelection();
+      showGroupDetails(gi);
+      if (opts.onSelect) opts.onSelect("group:" + st.m.p.groups[gi].id);
+    }
+    // the selection dropped without a word (its index is of the side left)
+    function forget() { st.sel = -1; }
     // open the groups holding node i; `then` runs once it is drawn
     function ensureVisible(i, then) {
       const m = st.m;
       const n = m.p.nodes[i];
       const j = inlined(m, i) ? n.inl : i;
-      let changed = false;
-      for (let g = m.p.nodes[j].g; g > 0; g = m.p.groups[g].p) if (!st.expanded.has(g)) { st.expanded.add(g); bump(m, g); changed = true; }
+      const changed = expansion.openUp(m, m.p.nodes[j].g);
       if (changed) draw(() => { notifyCollapsed(); if (then) then(); });
       else if (then) then();
     }
@@ -173,6 +182,52 @@
         if (r) centreOn(r, Math.max(st.view.k, k || 1));
       });
     }
-    Object.assign(c, { markSelection, showDetails, showGroupDetails, setCrumb, select, ensureVisible, locate });
-  };
-})(PasslensGraphParts);
+    // group gi opened or closed, kept where it was on the screen
+    function toggle(gi) {
+      const m = st.m;
+      const before = st.draw && st.draw.boxes.get(m.N + gi) || (st.draw && st.draw.frames.find((f) => f.b === m.N + gi));
+      const anchor = before ? { x: before.x * st.view.k + st.view.x, y: before.y * st.view.k + st.view.y } : null;
+      expansion.toggle(m, gi);
+      draw(() => {
+        // keep the group where it was on the screen
+        const after = st.m === m && (st.draw.boxes.get(m.N + gi) || st.draw.frames.find((f) => f.b === m.N + gi));
+        if (anchor && after) setView({ x: anchor.x - after.x * st.view.k, y: anchor.y - after.y * st.view.k });
+        notifyCollapsed();
+      });
+    }
+    // ---- going to a group --------------------------------------------------------------------
+    // open group g (and the groups holding it), then fit the view to it (or to fitTo); drawn
+    // once its layouts are made (in a Web Worker: part `place`), so the rest waits for the drawing
+    function goGroup(g, fitTo) {
+      const m = st.m;
+      if (!m || g < 0 || g >= m.G) return;
+      const changed = expansion.openUp(m, g);
+      if (changed) draw(() => { notifyCollapsed(); if (st.m === m) wentTo(m, g, fitTo); });
+      else if (st.drawn === m) wentTo(m, g, fitTo);
+    }
+    function wentTo(m, g, fitTo) {
+      const D = st.draw, r = g === 0 ? { x: 0, y: 0, w: D.w, h: D.h } : D.frameOf.get(g) || D.boxes.get(m.N + g);
+      if (!r) return;
+      fitView(fitTo || r);
+      const mark = vp.querySelector(`[data-gi="${g}"]`);
+      vp.querySelectorAll(".plg-located").forEach((e) => e.classList.remove("plg-located"));
+      if (mark) mark.classList.add("plg-located");
+      el.dataset.located = m.p.groups[g].id;
+      if (opts.onGroup) opts.onGroup(m.p.groups[g].id);
+    }
+    // more details of nodes (a weight's statistics, sent on selection), by node id
+    function addDetails(byId) {
+      const m = st.m;
+      if (!m) return;
+      for (const [id, extra] of Object.entries(byId)) {
+        const i = m.idIndex.get(id);
+        if (i === undefined) continue;
+        m.p.details[i] = Object.assign({}, m.p.details[i] || {}, extra);
+        if (i === st.sel) showDetails();
+      }
+    }
+    drawing.onDrawn(markSelection);
+    return { markSelection, showDetails, showGroupDetails, select, selectGroup, forget, ensureVisible, locate, toggle, goGroup, addDetails, onSelected };
+  },
+});
+})();

@@ -1,0 +1,82 @@
+// passlens graph component, part `viewport`: the view. Pan and zoom applied to the drawing,
+// level of detail, fitting (the whole drawing, or a rectangle), centring on a box, the first
+// view (readable, centred on the focus) and the breadcrumb of the node in focus. Owns the view
+// (`view`: {x, y, k}, frozen: changed through setView); the parts that follow it (minimap,
+// semantic zoom, overview) subscribe with onMove(f).
+(function () {
+"use strict";
+PasslensGraphParts.part({
+  name: "viewport",
+  needs: ["base", "dom", "sides", "shown", "drawing"],
+  state: { view: Object.freeze({ x: 0, y: 0, k: 1 }) },
+  make({ base, dom, shown, drawing }, st) {
+    const { TITLE, EDGE, READABLE, modulePath } = base;
+    const { stage, root, vp, crumb } = dom;
+    const { focusIndex, rep } = shown;
+    const moved = [];
+    function onMove(f) { moved.push(f); }
+    // the view moved to v ({x, y, k}; what it omits stays) and applied
+    function setView(v) {
+      st.view = Object.freeze({ x: v.x === undefined ? st.view.x : v.x, y: v.y === undefined ? st.view.y : v.y, k: v.k === undefined ? st.view.k : v.k });
+      apply();
+    }
+    function apply() {
+      const v = st.view;
+      vp.setAttribute("transform", `translate(${v.x},${v.y}) scale(${v.k})`);
+      root.classList.toggle("plg-lod", v.k * TITLE < READABLE);
+      root.classList.toggle("plg-lod-edges", v.k * EDGE < READABLE);
+      for (const f of moved) f(); // the minimap's frame, the zoomed-out blocks, the overview's rows in view
+    }
+    // the stage's size, read again only when it changes (reading it mid-draw costs a layout)
+    let stageSize = null;
+    const sizeNow = () => (stageSize = { w: stage.clientWidth || 800, h: stage.clientHeight || 500 });
+    const size = () => stageSize || sizeNow();
+    function fit() {
+      if (!st.draw) return;
+      const { w, h } = size(), D = st.draw, pad = 20;
+      const k = Math.min(1, (w - 2 * pad) / Math.max(D.w, 1), (h - 2 * pad) / Math.max(D.h, 1));
+      setView({ k, x: (w - D.w * k) / 2, y: Math.max(pad, (h - D.h * k) / 2) });
+    }
+    function centreOn(r, k) {
+      const { w, h } = size();
+      k = k || st.view.k;
+      setView({ k, x: w / 2 - (r.x + r.w / 2) * k, y: h / 2 - (r.y + r.h / 2) * k });
+    }
+    function openView() {
+      // readable first: zoom 1 (14 px titles, 12 px shapes and attributes), centred on the focus; the whole graph when it fits
+      const { w, h } = size(), D = st.draw;
+      if (!D) return;
+      setCrumb(focusIndex());
+      if (D.w <= w - 40 && D.h <= h - 40) { setView({ k: 1, x: (w - D.w) / 2, y: Math.max(20, (h - D.h) / 2) }); return; }
+      const f = focusIndex();
+      const r = f >= 0 ? boxRect(f) : null;
+      vp.querySelectorAll(".plg-focus").forEach((g) => g.classList.remove("plg-focus"));
+      const fg = f >= 0 && st.boxes && st.boxes.get(rep(st.m, f));
+      if (fg) fg.classList.add("plg-focus"); // where the view opened, until something is selected
+      if (r) centreOn(r, 1);
+      else setView({ k: 1, x: Math.max(20, (w - D.w) / 2), y: 20 });
+    }
+    function boxRect(i) { const m = st.m; return st.draw && st.draw.boxes.get(rep(m, i)); }
+    function keepInView(i) {
+      const r = i >= 0 ? boxRect(i) : null;
+      if (!r) return;
+      const { w, h } = sizeNow(), v = st.view; // the drawer may just have narrowed the stage
+      const x0 = r.x * v.k + v.x, x1 = (r.x + r.w) * v.k + v.x, y0 = r.y * v.k + v.y, y1 = (r.y + r.h) * v.k + v.y;
+      if (x0 < 0 || x1 > w || y0 < 0 || y1 > h) centreOn(r);
+    }
+    function fitView(r) { // the rectangle r (layout coordinates) in the middle, at most zoom 1
+      const { w, h: H } = sizeNow(), pad = 30;
+      const k = Math.max(0.02, Math.min(1, (w - 2 * pad) / Math.max(r.w, 1), (H - 2 * pad) / Math.max(r.h, 1)));
+      setView({ k, x: w / 2 - (r.x + r.w / 2) * k, y: r.h * k > H - 2 * pad ? pad - r.y * k : H / 2 - (r.y + r.h / 2) * k });
+    }
+    function setCrumb(i) {
+      const m = st.m;
+      const path = m && i >= 0 ? modulePath(m, m.p.nodes[i].g) : "";
+      crumb.textContent = path ? "in " + path : "";
+      crumb.style.display = path ? "" : "none";
+    }
+    drawing.onDrawn(apply, true);
+    return { apply, setView, onMove, sizeNow, size, fit, fitView, centreOn, openView, boxRect, keepInView, setCrumb };
+  },
+});
+})();
