@@ -30,10 +30,10 @@ import pkgutil as _pkgutil
 
 from compiler.export.onnx.registry import (
     DEFAULT_OPSET,
-    LOWERINGS,
+    EXPORTERS,
     MIN_OPSET,
     ExportError,
-    lowers,
+    exporter,
 )
 from compiler.export.onnx.writer import node_scope, to_onnx
 
@@ -45,10 +45,10 @@ for _info in _pkgutil.iter_modules(__path__):
 
 __all__ = [
     "DEFAULT_OPSET",
-    "LOWERINGS",
+    "EXPORTERS",
     "MIN_OPSET",
     "ExportError",
-    "lowers",
+    "exporter",
     "node_scope",
     "to_onnx",
 ]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from compiler.export.onnx.common import _dtype
-from compiler.export.onnx.registry import ExportError, lowers
+from compiler.export.onnx.common import dtype_of
+from compiler.export.onnx.registry import ExportError, exporter
 from compiler.frontend.onnx_context import ONNX_DTYPE
 from compiler.ir.types import DType
 
@@ -14,20 +14,20 @@ _BITWISE = {"bitwise_and": ("BitwiseAnd", "And"), "bitwise_or": ("BitwiseOr", "O
 _BITWISE["bitwise_xor"] = ("BitwiseXor", "Xor")
 
 
-@lowers(*_BITWISE)
+@exporter(*_BITWISE)
 def _bitwise_op(e, n, a):
     ints, bools = _BITWISE[n.op]
-    return e.node(bools if _dtype(n) is DType.bool else ints, [a[0], a[1]])
+    return e.node(bools if dtype_of(n) is DType.bool else ints, [a[0], a[1]])
 
 
-@lowers("bitwise_not")
+@exporter("bitwise_not")
 def _bitwise_not_op(e, n, a):
-    return e.node("Not" if _dtype(n) is DType.bool else "BitwiseNot", a)
+    return e.node("Not" if dtype_of(n) is DType.bool else "BitwiseNot", a)
 
 
-@lowers("bitcast")
+@exporter("bitcast")
 def _bitcast_op(e, n, a):
-    src, dtype = _dtype(n.args[0]), n.attrs["dtype"]
+    src, dtype = dtype_of(n.args[0]), n.attrs["dtype"]
     if not src.is_float and not dtype.is_float and dtype is not DType.bool:
         return e.node("Cast", a, to=ONNX_DTYPE[dtype])  # same width: a wrapping cast
     if e.opset < 26:

@@ -11,9 +11,11 @@ from compiler.ir.nodes import (
 from compiler.ir.types import DType
 
 
-def _dtype(expr: Expr) -> DType:
+def dtype_of(expr: Expr) -> DType:
+    """The dtype of a tensor expression."""
     return expr.ty.dtype
 
 
-def _scalar_like(e: Exporter, value: Any, expr: Expr) -> str:
-    return e.const(value, _dtype(expr))
+def scalar_like(e: Exporter, value: Any, expr: Expr) -> str:
+    """An initializer holding ``value`` in the dtype of ``expr``."""
+    return e.const(value, dtype_of(expr))

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from compiler.export.onnx.common import _dtype, _scalar_like
-from compiler.export.onnx.registry import LOWERINGS, ExportError, lowers
+from compiler.export.onnx.common import dtype_of, scalar_like
+from compiler.export.onnx.registry import EXPORTERS, ExportError, exporter
 from compiler.frontend.onnx_context import ONNX_DTYPE
 from compiler.ir.nodes import (
     Call,
@@ -21,7 +21,6 @@ _UNARY = {
     "sign": "Sign",
     "relu": "Relu",
     "identity": "Identity",
-    "match_shape": "Identity",  # its symbols name dims the value already has
     "logical_not": "Not",
     "exp": "Exp",
     "log": "Log",
@@ -39,7 +38,7 @@ _UNARY = {
     "isnan": "IsNaN",
 }
 for _ir, _onnx in _UNARY.items():
-    LOWERINGS[_ir] = lambda e, n, a, _op=_onnx: e.node(_op, [a[0]])
+    EXPORTERS[_ir] = lambda e, n, a, _op=_onnx: e.node(_op, [a[0]])
 
 _BINARY = {
     "add": "Add",
@@ -59,15 +58,15 @@ _BINARY = {
     "logical_xor": "Xor",
 }
 for _ir, _onnx in _BINARY.items():
-    LOWERINGS[_ir] = lambda e, n, a, _op=_onnx: e.node(_op, [a[0], a[1]])
+    EXPORTERS[_ir] = lambda e, n, a, _op=_onnx: e.node(_op, [a[0], a[1]])
 
 # onnxruntime's CPU kernels of these ops lack small integer and bool types: compute in i32
-_NARROW = (DType.int8, DType.int16, DType.uint8, DType.uint16, DType.bool)
+NARROW_DTYPES = (DType.int8, DType.int16, DType.uint8, DType.uint16, DType.bool)
 
 
 def _widened(e, n: Call, a: list, op: str, **attrs) -> str:
-    dtype = _dtype(n.args[0])
-    if dtype not in _NARROW:
+    dtype = dtype_of(n.args[0])
+    if dtype not in NARROW_DTYPES:
         return e.node(op, a, **attrs)
     wide = [e.node("Cast", [x], to=ONNX_DTYPE[DType.int32]) for x in a[:1]] + list(a[1:])
     if op in ("Max", "Min"):
@@ -75,61 +74,61 @@ def _widened(e, n: Call, a: list, op: str, **attrs) -> str:
     return e.node("Cast", [e.node(op, wide, **attrs)], to=ONNX_DTYPE[dtype])
 
 
-LOWERINGS["maximum"] = lambda e, n, a: _widened(e, n, a, "Max")
-LOWERINGS["minimum"] = lambda e, n, a: _widened(e, n, a, "Min")
+EXPORTERS["maximum"] = lambda e, n, a: _widened(e, n, a, "Max")
+EXPORTERS["minimum"] = lambda e, n, a: _widened(e, n, a, "Min")
 
 
-@lowers("not_equal")
+@exporter("not_equal")
 def _not_equal(e, n, a):
     return e.node("Not", [e.node("Equal", a)])
 
 
-@lowers("rsqrt")
+@exporter("rsqrt")
 def _rsqrt(e, n, a):
     return e.node("Reciprocal", [e.node("Sqrt", a)])
 
 
-@lowers("silu")
+@exporter("silu")
 def _silu(e, n, a):
     return e.node("Mul", [a[0], e.node("Sigmoid", a)])
 
 
-@lowers("log1p")
+@exporter("log1p")
 def _log1p(e, n, a):
-    return e.node("Log", [e.node("Add", [a[0], _scalar_like(e, 1, n.args[0])])])
+    return e.node("Log", [e.node("Add", [a[0], scalar_like(e, 1, n.args[0])])])
 
 
-@lowers("expm1")
+@exporter("expm1")
 def _expm1(e, n, a):
-    return e.node("Sub", [e.node("Exp", a), _scalar_like(e, 1, n.args[0])])
+    return e.node("Sub", [e.node("Exp", a), scalar_like(e, 1, n.args[0])])
 
 
-@lowers("gelu")
+@exporter("gelu")
 def _gelu(e, n, a):
     x = a[0]
     if e.opset >= 20:
         return e.node("Gelu", [x], approximate=n.attrs["approximate"])
-    half, one = _scalar_like(e, 0.5, n), _scalar_like(e, 1.0, n)
+    half, one = scalar_like(e, 0.5, n), scalar_like(e, 1.0, n)
     if n.attrs["approximate"] == "tanh":
         cube = e.node("Mul", [e.node("Mul", [x, x]), x])
-        inner = e.node("Add", [x, e.node("Mul", [cube, _scalar_like(e, 0.044715, n)])])
-        scaled = e.node("Mul", [inner, _scalar_like(e, math.sqrt(2 / math.pi), n)])
+        inner = e.node("Add", [x, e.node("Mul", [cube, scalar_like(e, 0.044715, n)])])
+        scaled = e.node("Mul", [inner, scalar_like(e, math.sqrt(2 / math.pi), n)])
         gate = e.node("Add", [one, e.node("Tanh", [scaled])])
     else:
         gate = e.node(
-            "Add", [one, e.node("Erf", [e.node("Div", [x, _scalar_like(e, math.sqrt(2), n)])])]
+            "Add", [one, e.node("Erf", [e.node("Div", [x, scalar_like(e, math.sqrt(2), n)])])]
         )
     return e.node("Mul", [e.node("Mul", [x, half]), gate])
 
 
-@lowers("leaky_relu")
+@exporter("leaky_relu")
 def _leaky_relu(e, n, a):
     return e.node("LeakyRelu", a, alpha=n.attrs["alpha"])
 
 
-@lowers("clip")
+@exporter("clip")
 def _clip(e, n, a):
-    dtype = _dtype(n)
+    dtype = dtype_of(n)
     bounds = []
     for key, rounding in (("min", math.ceil), ("max", math.floor)):
         v = n.attrs[key]
@@ -147,24 +146,24 @@ def _clip(e, n, a):
     return e.node("Clip", [a[0], *bounds])
 
 
-@lowers("floor_divide")
+@exporter("floor_divide")
 def _floor_divide(e, n, a):
-    if _dtype(n).is_float:
+    if dtype_of(n).is_float:
         return e.node("Floor", [e.node("Div", a)])
     # floor division of integers: (a - floor_mod(a, b)) / b is exact
     rem = e.node("Mod", a, fmod=0)
     return e.node("Div", [e.node("Sub", [a[0], rem]), a[1]])
 
 
-@lowers("mod")
+@exporter("mod")
 def _mod(e, n, a):
-    if _dtype(n).is_float:  # sign of the divisor: a - floor(a / b) * b
+    if dtype_of(n).is_float:  # sign of the divisor: a - floor(a / b) * b
         q = e.node("Floor", [e.node("Div", a)])
         return e.node("Sub", [a[0], e.node("Mul", [q, a[1]])])
     return e.node("Mod", a, fmod=0)
 
 
-@lowers("where")
+@exporter("where")
 def _where_op(e, n, a):
     return e.node("Where", a)
 
@@ -178,9 +177,9 @@ _SINCE = {DType.float4e2m1: 23, DType.float8e8m0: 24, DType.int2: 25, DType.uint
 _SINCE |= {d: 19 for d in _FLOAT8} | {DType.int4: 21, DType.uint4: 21}
 
 
-@lowers("cast")
+@exporter("cast")
 def _cast(e, n, a):
-    dtype, src = n.attrs["dtype"], _dtype(n.args[0])
+    dtype, src = n.attrs["dtype"], dtype_of(n.args[0])
     need = max(_SINCE.get(dtype, 0), _SINCE.get(src, 0))
     if e.opset < need:
         what = dtype if _SINCE.get(dtype, 0) == need else src

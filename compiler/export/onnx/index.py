@@ -3,32 +3,32 @@ triangles and top-k."""
 
 from __future__ import annotations
 
-from compiler.export.onnx.registry import ExportError, lowers
-from compiler.export.onnx.shape import _fill_tensor
-from compiler.export.onnx.writer import _where
+from compiler.export.onnx.registry import ExportError, exporter
+from compiler.export.onnx.shape import fill_tensor
+from compiler.export.onnx.writer import node_label
 from compiler.frontend.onnx_context import ONNX_DTYPE
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import DType
 
 
-@lowers("take")
+@exporter("take")
 def _take(e, n, a):
     return e.node("Gather", a, axis=n.attrs["axis"])
 
 
-@lowers("nonzero")
+@exporter("nonzero")
 def _nonzero(e, n, a):
     return e.node("NonZero", a)
 
 
-@lowers("bincount")
+@exporter("bincount")
 def _bincount(e, n, a):
     """max(max(x) + 1, minlength) zeros, then a ScatterElements add of ones (or weights)."""
     dtype = n.attrs["dtype"]
     x = e.node("Cast", [a[0]], to=ONNX_DTYPE[DType.int64])
     top = e.node("Add", [e.node("ReduceMax", [x], keepdims=1), e.i64([1])])
     length = e.node("Max", [top, e.i64([n.attrs["minlength"]])])
-    zeros = e.node("ConstantOfShape", [length], value=_fill_tensor(0, dtype))
+    zeros = e.node("ConstantOfShape", [length], value=fill_tensor(0, dtype))
     if len(a) > 1:
         updates = e.node("Cast", [a[1]], to=ONNX_DTYPE[dtype])
     else:
@@ -36,12 +36,12 @@ def _bincount(e, n, a):
     return e.node("ScatterElements", [zeros, x, updates], axis=0, reduction="add")
 
 
-@lowers("gather_elements")
+@exporter("gather_elements")
 def _gather_elements(e, n, a):
     return e.node("GatherElements", a, axis=n.attrs["axis"])
 
 
-@lowers("scatter_elements")
+@exporter("scatter_elements")
 def _scatter_elements(e, n, a):
     data, indices, updates = n.args
     upd = a[2]
@@ -51,25 +51,25 @@ def _scatter_elements(e, n, a):
         upd = e.node("Slice", [upd, starts, ends])
     reduction = n.attrs["reduction"]
     if reduction in ("max", "min") and e.opset < 18:
-        raise ExportError(f"{_where(n)}: reduction {reduction} needs opset 18")
+        raise ExportError(f"{node_label(n)}: reduction {reduction} needs opset 18")
     return e.node("ScatterElements", [a[0], a[1], upd], axis=n.attrs["axis"], reduction=reduction)
 
 
-@lowers("one_hot")
+@exporter("one_hot")
 def _one_hot(e, n, a):
     dtype = n.attrs["dtype"]
     values = e.const([n.attrs["off_value"], n.attrs["on_value"]], dtype)
     return e.node("OneHot", [a[0], e.i64(n.attrs["depth"]), values], axis=n.attrs["axis"])
 
 
-@lowers("tril", "triu")
+@exporter("tril", "triu")
 def _trilu(e, n, a):
     k = n.attrs["k"]
     kname = e.scalar(k) if isinstance(k, SymExpr) else e.i64(int(k))
     return e.node("Trilu", [a[0], kname], upper=int(n.op == "triu"))
 
 
-@lowers("topk")
+@exporter("topk")
 def _topk(e, n, a):
     k = n.attrs["k"]
     if k == -1:  # the whole axis: its size, read from the data

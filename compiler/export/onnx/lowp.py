@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from compiler.export.onnx.registry import ExportError, lowers
+from compiler.export.onnx.registry import ExportError, exporter
 from compiler.frontend.onnx_context import ONNX_DTYPE
 from compiler.ir.types import DType
 
 
-@lowers("to_float8e8m0")
+@exporter("to_float8e8m0")
 def _to_float8e8m0_op(e, n, a):
     if e.opset < 24:
         raise ExportError(f"a cast to float8e8m0 needs opset 24 or newer, got {e.opset}")

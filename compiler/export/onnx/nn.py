@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
-from compiler.export.onnx.common import _dtype, _scalar_like
-from compiler.export.onnx.reduce import _reduce
-from compiler.export.onnx.registry import ExportError, lowers
-from compiler.export.onnx.writer import _where
+from compiler.export.onnx.common import dtype_of, scalar_like
+from compiler.export.onnx.reduce import reduce_node
+from compiler.export.onnx.registry import ExportError, exporter
+from compiler.export.onnx.writer import node_label
 from compiler.frontend.onnx_context import ONNX_DTYPE
 from compiler.ir.types import DType
 
@@ -20,11 +20,11 @@ def _out_cast(e, n, y: str, dtype: DType) -> str:
     return y if out is None or out is dtype else e.node("Cast", [y], to=ONNX_DTYPE[out])
 
 
-@lowers("matmul")
+@exporter("matmul")
 def _matmul(e, n, a):
     lhs, rhs = n.args
     if not n.attrs["transpose_b"]:
-        return _out_cast(e, n, e.node("MatMul", a), _dtype(lhs))
+        return _out_cast(e, n, e.node("MatMul", a), dtype_of(lhs))
     if rhs.ty.shape is None:
         raise ExportError("matmul with transpose_b: the rank of rhs is unknown")
     rank = len(rhs.ty.shape)
@@ -34,10 +34,10 @@ def _matmul(e, n, a):
     else:
         perm = [*range(rank - 2), rank - 1, rank - 2]
         y = e.node("MatMul", [a[0], e.node("Transpose", [a[1]], perm=perm)])
-    return _out_cast(e, n, y, _dtype(lhs))
+    return _out_cast(e, n, y, dtype_of(lhs))
 
 
-@lowers("linear")
+@exporter("linear")
 def _linear(e, n, a):
     x = n.args[0]
     if x.ty.shape is not None and len(x.ty.shape) == 2:
@@ -46,7 +46,7 @@ def _linear(e, n, a):
         y = e.node("MatMul", [a[0], e.node("Transpose", [a[1]], perm=[1, 0])])
         if len(a) > 2:
             y = e.node("Add", [y, a[2]])
-    return _out_cast(e, n, y, _dtype(x))
+    return _out_cast(e, n, y, dtype_of(x))
 
 
 def _perm(layout: str, canonical: str) -> list[int]:
@@ -62,7 +62,7 @@ def _from_canonical(e, y: str, layout: str, canonical: str) -> str:
     return y if layout == canonical else e.node("Transpose", [y], perm=_perm(canonical, layout))
 
 
-@lowers("conv1d", "conv2d")
+@exporter("conv1d", "conv2d")
 def _conv(e, n, a):
     nd = 1 if n.op == "conv1d" else 2
     canon_d, canon_k = ("NCW", "OIW") if nd == 1 else ("NCHW", "OIHW")
@@ -77,10 +77,10 @@ def _conv(e, n, a):
         dilations=list(n.attrs["dilation"]),
         group=n.attrs["groups"],
     )
-    return _out_cast(e, n, _from_canonical(e, y, layout, canon_d), _dtype(n.args[0]))
+    return _out_cast(e, n, _from_canonical(e, y, layout, canon_d), dtype_of(n.args[0]))
 
 
-@lowers("max_pool2d", "avg_pool2d")
+@exporter("max_pool2d", "avg_pool2d")
 def _pool(e, n, a):
     layout = n.attrs["layout"]
     x = _to_canonical(e, a[0], layout, "NCHW")
@@ -101,7 +101,7 @@ def _pool(e, n, a):
     return _from_canonical(e, y, layout, "NCHW")
 
 
-@lowers("adaptive_avg_pool2d")
+@exporter("adaptive_avg_pool2d")
 def _adaptive_avg_pool(e, n, a):
     layout = n.attrs["layout"]
     size = n.attrs["output_size"]
@@ -115,7 +115,9 @@ def _adaptive_avg_pool(e, n, a):
         y = e.node("GlobalAveragePool", [x])
     else:
         if not (isinstance(h, int) and isinstance(w, int)):
-            raise ExportError(f"{_where(n)}: adaptive pooling to {list(size)} needs static H, W")
+            raise ExportError(
+                f"{node_label(n)}: adaptive pooling to {list(size)} needs static H, W"
+            )
         y = x
         for axis, (n_in, n_out) in ((2, (h, size[0])), (3, (w, size[1]))):
             bins = []
@@ -140,7 +142,7 @@ def _move_axis_to_1(e, x: str, rank: int, axis: int) -> tuple[str, list[int] | N
     return e.node("Transpose", [x], perm=perm), inverse
 
 
-@lowers("batch_norm")
+@exporter("batch_norm")
 def _batch_norm(e, n, a):
     rank = len(n.args[0].ty.shape)
     x, inverse = _move_axis_to_1(e, a[0], rank, n.attrs["axis"])
@@ -148,7 +150,7 @@ def _batch_norm(e, n, a):
     return y if inverse is None else e.node("Transpose", [y], perm=inverse)
 
 
-@lowers("layer_norm")
+@exporter("layer_norm")
 def _layer_norm(e, n, a):
     rank = len(n.args[0].ty.shape)
     axes = sorted(ax % rank for ax in n.attrs["axes"])
@@ -157,10 +159,10 @@ def _layer_norm(e, n, a):
     if suffix and len(a) >= 2:
         return e.node("LayerNormalization", a, axis=axes[0], epsilon=eps)
     x = a[0]
-    mean = _reduce(e, "ReduceMean", x, axes, True)
+    mean = reduce_node(e, "ReduceMean", x, axes, True)
     d = e.node("Sub", [x, mean])
-    var = _reduce(e, "ReduceMean", e.node("Mul", [d, d]), axes, True)
-    y = e.node("Div", [d, e.node("Sqrt", [e.node("Add", [var, _scalar_like(e, eps, n)])])])
+    var = reduce_node(e, "ReduceMean", e.node("Mul", [d, d]), axes, True)
+    y = e.node("Div", [d, e.node("Sqrt", [e.node("Add", [var, scalar_like(e, eps, n)])])])
     if len(a) > 1:
         shape = [n.args[0].ty.shape[i] if i in axes else 1 for i in range(rank)]
         for p, op in zip(a[1:], ("Mul", "Add"), strict=False):
@@ -168,7 +170,7 @@ def _layer_norm(e, n, a):
     return y
 
 
-@lowers("group_norm")
+@exporter("group_norm")
 def _group_norm(e, n, a):
     data = n.args[0]
     rank = len(data.ty.shape)
@@ -176,10 +178,10 @@ def _group_norm(e, n, a):
     groups = n.attrs["num_groups"]
     shape = e.node("Shape", [x])
     grouped = e.node("Reshape", [x, e.i64([0, groups, -1])])
-    mean = _reduce(e, "ReduceMean", grouped, [2], True)
+    mean = reduce_node(e, "ReduceMean", grouped, [2], True)
     d = e.node("Sub", [grouped, mean])
-    var = _reduce(e, "ReduceMean", e.node("Mul", [d, d]), [2], True)
-    eps = _scalar_like(e, n.attrs["epsilon"], data)
+    var = reduce_node(e, "ReduceMean", e.node("Mul", [d, d]), [2], True)
+    eps = scalar_like(e, n.attrs["epsilon"], data)
     y = e.node("Div", [d, e.node("Sqrt", [e.node("Add", [var, eps])])])
     y = e.node("Reshape", [y, shape])
     per_channel = e.i64([-1] + [1] * (rank - 2))
@@ -188,12 +190,12 @@ def _group_norm(e, n, a):
     return y if inverse is None else e.node("Transpose", [y], perm=inverse)
 
 
-@lowers("softmax", "log_softmax")
+@exporter("softmax", "log_softmax")
 def _softmax(e, n, a):
     return e.node("Softmax" if n.op == "softmax" else "LogSoftmax", a, axis=n.attrs["axis"])
 
 
-@lowers("scaled_dot_product_attention")
+@exporter("scaled_dot_product_attention")
 def _sdpa(e, n, a):
     q, k, v = n.args[:3]
     qk_rank = len(k.ty.shape)
@@ -203,14 +205,14 @@ def _sdpa(e, n, a):
     if scale is None:
         feat = q.ty.shape[-1]
         if isinstance(feat, int):
-            scale_name = _scalar_like(e, 1.0 / math.sqrt(feat), q)
+            scale_name = scalar_like(e, 1.0 / math.sqrt(feat), q)
         else:
-            f = e.node("Cast", [e.scalar(feat)], to=ONNX_DTYPE[_dtype(q)])
+            f = e.node("Cast", [e.scalar(feat)], to=ONNX_DTYPE[dtype_of(q)])
             scale_name = e.node("Reciprocal", [e.node("Sqrt", [f])])
     else:
-        scale_name = _scalar_like(e, scale, q)
+        scale_name = scalar_like(e, scale, q)
     scores = e.node("Mul", [scores, scale_name])
-    neg_inf = _scalar_like(e, -np.inf, q)
+    neg_inf = scalar_like(e, -np.inf, q)
     if n.attrs["is_causal"]:
         shape = e.node("Shape", [scores], start=-2)
         ones = e.node("ConstantOfShape", [shape], value=_bool_tensor(True))
@@ -218,13 +220,13 @@ def _sdpa(e, n, a):
         scores = e.node("Where", [keep, scores, neg_inf])
     if len(a) > 3:
         mask = n.args[3]
-        if _dtype(mask) is DType.bool:
+        if dtype_of(mask) is DType.bool:
             scores = e.node("Where", [a[3], scores, neg_inf])
         else:
             scores = e.node("Add", [scores, a[3]])
     probs = e.node("Softmax", [scores], axis=-1)
     # a row with nothing to attend to is NaN in onnxruntime and zeros in the IR (torch)
-    probs = e.node("Where", [e.node("IsNaN", [probs]), _scalar_like(e, 0, q), probs])
+    probs = e.node("Where", [e.node("IsNaN", [probs]), scalar_like(e, 0, q), probs])
     return e.node("MatMul", [probs, a[2]])
 
 
@@ -234,11 +236,11 @@ def _bool_tensor(value: bool):
     return numpy_helper.from_array(np.asarray([value], dtype=np.bool_))
 
 
-@lowers("resize")
+@exporter("resize")
 def _resize(e, n, a):
     how = n.attrs["coordinate_transformation_mode"]
     if how == "half_pixel_symmetric" and e.opset < 19:
-        raise ExportError(f"{_where(n)}: coordinate mode {how} needs opset 19")
+        raise ExportError(f"{node_label(n)}: coordinate mode {how} needs opset 19")
     # given scales take part in the coordinate transform, so they are written, not sizes
     if n.attrs["scales"] is not None:
         scales, sizes = e.const(list(n.attrs["scales"]), DType.float32), ""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from compiler.export.onnx.registry import ExportError, lowers
+from compiler.export.onnx.registry import ExportError, exporter
 from compiler.ir.types import TupleType
 
 
-@lowers("opaque")
+@exporter("opaque")
 def _opaque(e, n, a):
     """An opaque ONNX op goes out as the node it came from (same op version); an opaque torch
     op has no ONNX form."""

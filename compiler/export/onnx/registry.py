@@ -18,17 +18,17 @@ class ExportError(FrontendError):
     """A module cannot be written as ONNX; the message names the node and why."""
 
 
-# fn(exporter, call, names): the writer (writer.Exporter), the IR call, its inputs' ONNX names
-Lowering = Callable[[Any, Call, list], Any]
-LOWERINGS: dict[str, Lowering] = {}
+# fn(e, call, names): the writer (writer.Exporter), the IR call, its inputs' ONNX names
+OpExporter = Callable[[Any, Call, list], Any]
+EXPORTERS: dict[str, OpExporter] = {}
 
 
-def lowers(*ops: str):
-    """Register the ONNX lowering of IR ops."""
+def exporter(*ops: str):
+    """Register the exporter of IR ops (the function that writes their ONNX form)."""
 
-    def deco(fn: Lowering) -> Lowering:
+    def deco(fn: OpExporter) -> OpExporter:
         for op in ops:
-            LOWERINGS[op] = fn
+            EXPORTERS[op] = fn
         return fn
 
     return deco

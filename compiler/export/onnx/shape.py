@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from compiler.export.onnx.common import _dtype
-from compiler.export.onnx.registry import ExportError, lowers
-from compiler.export.onnx.writer import _dims_of, _where
+from compiler.export.onnx.common import dtype_of
+from compiler.export.onnx.registry import ExportError, exporter
+from compiler.export.onnx.writer import dims_of, node_label
 from compiler.frontend.onnx_context import ONNX_DTYPE
 from compiler.ir.nodes import (
     Call,
@@ -23,7 +23,7 @@ INT64_MAX = 2**63 - 1
 
 def _result_shape(e, n: Call) -> str | None:
     """The result's shape as an i64 tensor when every dim is known (ints or symbols)."""
-    dims = _dims_of(n.ty)
+    dims = dims_of(n.ty)
     if dims is None or any(d is ANY for d in dims):
         return None
     try:
@@ -32,7 +32,12 @@ def _result_shape(e, n: Call) -> str | None:
         return None
 
 
-@lowers("reshape")
+@exporter("match_shape")
+def _match_shape(e, n, a):
+    return e.node("Identity", [a[0]])  # its symbols name dims the value already has
+
+
+@exporter("reshape")
 def _reshape(e, n, a):
     allowzero = int(n.attrs["allowzero"])
     if len(a) == 2:
@@ -45,13 +50,13 @@ def _reshape(e, n, a):
     return e.node("Reshape", [a[0], e.dims(target)], allowzero=allowzero)
 
 
-@lowers("permute_dims")
+@exporter("permute_dims")
 def _permute(e, n, a):
     axes = n.attrs["axes"]
     return e.node("Transpose", a, perm=list(axes) if axes is not None else None)
 
 
-@lowers("squeeze")
+@exporter("squeeze")
 def _squeeze(e, n, a):
     axes = n.attrs["axes"]
     if axes is None:
@@ -59,7 +64,7 @@ def _squeeze(e, n, a):
     return e.node("Squeeze", [a[0], e.i64(list(axes))])
 
 
-@lowers("unsqueeze")
+@exporter("unsqueeze")
 def _unsqueeze(e, n, a):
     return e.node("Unsqueeze", [a[0], e.i64(list(n.attrs["axes"]))])
 
@@ -71,7 +76,7 @@ def _computed_shape_reshape(e, n: Call, x: str, pieces) -> str:
     return e.node("Reshape", [x, e.node("Concat", pieces(), axis=0)])
 
 
-@lowers("flatten")
+@exporter("flatten")
 def _flatten(e, n, a):
     data = n.args[0]
     rank = data.ty.ndim
@@ -92,11 +97,11 @@ def _flatten(e, n, a):
     if rank is None:
         if n.attrs["start_dim"] == 0 and n.attrs["end_dim"] == -1:
             return e.node("Reshape", [a[0], e.i64([-1])])
-        raise ExportError(f"{_where(n)}: flatten of unknown rank")
+        raise ExportError(f"{node_label(n)}: flatten of unknown rank")
     return _computed_shape_reshape(e, n, a[0], pieces)
 
 
-@lowers("broadcast_to", "expand")
+@exporter("broadcast_to", "expand")
 def _expand(e, n, a):
     known = _result_shape(e, n)
     if known is not None:
@@ -107,12 +112,12 @@ def _expand(e, n, a):
     return e.node("Expand", [a[0], e.dims(target)])
 
 
-@lowers("tile")
+@exporter("tile")
 def _tile(e, n, a):
     reps = list(n.attrs["repeats"])
     rank = n.args[0].ty.ndim
     if rank is None:
-        raise ExportError(f"{_where(n)}: tile of unknown rank")
+        raise ExportError(f"{node_label(n)}: tile of unknown rank")
     x = a[0]
     if len(reps) > rank:
         x = e.node("Unsqueeze", [x, e.i64(list(range(len(reps) - rank)))])
@@ -120,7 +125,7 @@ def _tile(e, n, a):
     return e.node("Tile", [x, e.i64(reps)])
 
 
-@lowers("repeat")
+@exporter("repeat")
 def _repeat(e, n, a):
     reps, axis = n.attrs["repeats"], n.attrs["axis"]
     x = a[0]
@@ -142,12 +147,12 @@ def _repeat(e, n, a):
     return e.node("Reshape", [tiled, known])
 
 
-@lowers("concat")
+@exporter("concat")
 def _concat(e, n, a):
     return e.node("Concat", a, axis=n.attrs["axis"])
 
 
-@lowers("split")
+@exporter("split")
 def _split(e, n, a):
     data = n.args[0]
     rank = data.ty.ndim
@@ -170,7 +175,7 @@ def _split(e, n, a):
     ]
 
 
-@lowers("strided_slice")
+@exporter("strided_slice")
 def _strided_slice(e, n, a):
     begin, end = list(n.attrs["begin"]), list(n.attrs["end"])
     axes = n.attrs["axes"]
@@ -182,45 +187,46 @@ def _strided_slice(e, n, a):
     return e.node("Slice", inputs)
 
 
-@lowers("pad")
+@exporter("pad")
 def _pad(e, n, a):
     data = n.args[0]
     mode = n.attrs["mode"]
     pads = a[1] if len(a) > 1 else e.i64(list(n.attrs["pads"]))
     inputs = [a[0], pads]
     if mode == "constant":
-        inputs.append(e.const(n.attrs["value"], _dtype(data)))
+        inputs.append(e.const(n.attrs["value"], dtype_of(data)))
     return e.node("Pad", inputs, mode=mode)
 
 
-@lowers("shape_of")
+@exporter("shape_of")
 def _shape_of(e, n, a):
     return e.node("Shape", a)
 
 
-def _fill_tensor(value: Any, dtype: DType):
+def fill_tensor(value: Any, dtype: DType):
+    """The one-element TensorProto ConstantOfShape fills with."""
     from onnx import numpy_helper
 
     return numpy_helper.from_array(np.asarray([value]).astype(dtype.numpy))
 
 
-@lowers("full", "zeros", "ones")
+@exporter("full", "zeros", "ones")
 def _full(e, n, a):
     value = {"zeros": 0, "ones": 1}.get(n.op, n.attrs.get("value"))
     dtype = n.attrs["dtype"]
     return e.node(
-        "ConstantOfShape", [e.dims(list(n.attrs["shape"]))], value=_fill_tensor(value, dtype)
+        "ConstantOfShape", [e.dims(list(n.attrs["shape"]))], value=fill_tensor(value, dtype)
     )
 
 
-@lowers("full_like", "zeros_like", "ones_like")
+@exporter("full_like", "zeros_like", "ones_like")
 def _full_like(e, n, a):
     value = {"zeros_like": 0, "ones_like": 1}.get(n.op, n.attrs.get("value"))
     dtype = n.ty.dtype
-    return e.node("ConstantOfShape", [e.node("Shape", a)], value=_fill_tensor(value, dtype))
+    return e.node("ConstantOfShape", [e.node("Shape", a)], value=fill_tensor(value, dtype))
 
 
-@lowers("arange")
+@exporter("arange")
 def _arange(e, n, a):
     dtype = n.ty.dtype
     compute = (

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.export.onnx.registry import DEFAULT_OPSET, LOWERINGS, MIN_OPSET, ExportError
+from compiler.export.onnx.registry import DEFAULT_OPSET, EXPORTERS, MIN_OPSET, ExportError
 from compiler.frontend.onnx_context import ONNX_DTYPE
 from compiler.frontend.onnx_frontend import checkable
 from compiler.ir.names import fresh_name
@@ -29,7 +29,8 @@ from compiler.ir.symbolic import ANY, Dim, SymExpr
 from compiler.ir.types import DType, TensorType, TupleType, Type, symbol_bindings
 
 
-def _dims_of(ty: Type) -> list | None:
+def dims_of(ty: Type) -> list | None:
+    """The dims of a tensor type, None when its rank is unknown (or it is no tensor)."""
     return None if not isinstance(ty, TensorType) or ty.shape is None else list(ty.shape)
 
 
@@ -206,7 +207,7 @@ class Exporter:
 
     def dim_of(self, name: str, ty: Type, axis: int) -> str:
         """An i64 [1] tensor holding dim ``axis`` of a value (from its shape when unknown)."""
-        dims = _dims_of(ty)
+        dims = dims_of(ty)
         d = dims[axis] if dims is not None else ANY
         if d is ANY:
             saved, self.current = self.current, None
@@ -230,7 +231,7 @@ class Exporter:
 
     def shape_of(self, name: str, ty: Type) -> str:
         """An i64 tensor of a value's shape (an initializer when static)."""
-        dims = _dims_of(ty)
+        dims = dims_of(ty)
         if dims is not None and all(d is not ANY for d in dims):
             try:
                 return self.dims(dims)
@@ -247,32 +248,32 @@ class Exporter:
 
     def lower(self, node: Expr) -> Any:
         if isinstance(node, Call):
-            fn = LOWERINGS.get(node.op)
+            fn = EXPORTERS.get(node.op)
             if fn is None and node.op == "call_lowered":
                 raise ExportError(
-                    f"{_where(node)}: a compiled kernel (call_lowered of "
+                    f"{node_label(node)}: a compiled kernel (call_lowered of "
                     f"@{node.attrs['kernel']}) cannot be exported to ONNX; export the module "
                     "from a step before legalize-ops"
                 )
             if fn is None:
-                raise ExportError(f"{_where(node)}: op {node.op} has no ONNX lowering")
+                raise ExportError(f"{node_label(node)}: op {node.op} has no ONNX lowering")
             args = [self.lookup(a) for a in node.args]
             try:
                 return fn(self, node, args)
             except ExportError as e:
                 if getattr(e, "located", False):
                     raise
-                located = ExportError(f"{_where(node)}: {e}")
+                located = ExportError(f"{node_label(node)}: {e}")
                 located.located = True
                 raise located from None
             except Exception as e:
-                raise ExportError(f"{_where(node)}: {type(e).__name__}: {e}") from e
+                raise ExportError(f"{node_label(node)}: {type(e).__name__}: {e}") from e
         if isinstance(node, Tuple):
             return [self.lookup(f) for f in node.fields]
         if isinstance(node, TupleGetItem):
             value = self.lookup(node.tuple_value)
             if not isinstance(value, list):
-                raise ExportError(f"{_where(node)}: item of a non-tuple value")
+                raise ExportError(f"{node_label(node)}: item of a non-tuple value")
             return value[node.index]
         if isinstance(node, If):
             return self.lower_if(node)
@@ -336,11 +337,11 @@ class Exporter:
             self.current = node
             results = self.lookup(fn.output)
             if not isinstance(results, list):
-                raise ExportError(f"{_where(node)}: the loop body does not return a tuple")
+                raise ExportError(f"{node_label(node)}: the loop body does not return a tuple")
             outputs = []
             for r, t in zip(results, fn.ret_type.fields, strict=True):
                 if isinstance(r, list):
-                    raise ExportError(f"{_where(node)}: the loop body yields a nested tuple")
+                    raise ExportError(f"{node_label(node)}: the loop body yields a nested tuple")
                 out = self.node("Identity", [r])  # body outputs are made in the body
                 outputs.append(value_info(out, t))
             nodes = self.graphs[-1]
@@ -378,7 +379,7 @@ class Exporter:
                 outputs = []
                 for r, t in zip(results, types, strict=True):
                     if isinstance(r, list):
-                        raise ExportError(f"{_where(node)}: a branch yields a nested tuple")
+                        raise ExportError(f"{node_label(node)}: a branch yields a nested tuple")
                     out = self.node("Identity", [r])  # branch outputs are made in the branch
                     outputs.append(value_info(out, t))
                 nodes = self.graphs[-1]
@@ -412,7 +413,7 @@ class Exporter:
                 continue
             self.scopes[-1][id(p)] = name
             inputs.append(value_info(name, p.ty))
-            for axis, d in enumerate(_dims_of(p.ty) or []):
+            for axis, d in enumerate(dims_of(p.ty) or []):
                 if isinstance(d, SymExpr) and len(d.free_symbols) == 1 and str(d) in d.free_symbols:
                     self.symbol_sources.setdefault(str(d), (name, axis))
         self.bindings(fn.bindings)
@@ -473,7 +474,8 @@ def node_scope(module_path: str | None) -> str:
     return "".join(f"/{s}" for s in scopes)
 
 
-def _where(node: Expr) -> str:
+def node_label(node: Expr) -> str:
+    """How an error names an IR node: ``%y = matmul(...) from <its provenance>``."""
     label = f"%{node.name}" if node.name else type(node).__name__
     if isinstance(node, Call):
         label += f" = {node.op}(...)"

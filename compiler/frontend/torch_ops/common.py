@@ -22,25 +22,28 @@ from compiler.ir.types import DType, TensorType, torch_dtypes
 # ----- helpers ------------------------------------------------------------------------------
 
 
-def _dtype(e: Expr) -> DType:
+def dtype_of(e: Expr) -> DType:
+    """The dtype of a tensor expression (FrontendError for anything else)."""
     if not isinstance(e.ty, TensorType):
         raise FrontendError(f"expected a tensor, got a value of type {e.ty}")
     return e.ty.dtype
 
 
-def _rank(e: Expr) -> int:
+def rank_of(e: Expr) -> int:
+    """The rank of a tensor expression of known rank (FrontendError otherwise)."""
     if not isinstance(e.ty, TensorType) or e.ty.shape is None:
         raise FrontendError(f"expected a tensor of known rank, got {e.ty}")
     return len(e.ty.shape)
 
 
-def _axis(axis: int, rank: int) -> int:
+def positive_axis(axis: int, rank: int) -> int:
+    """A torch axis (maybe negative) counted from the front."""
     return axis + rank if axis < 0 else axis
 
 
 def cast(e: Expr, dtype: DType) -> Expr:
     """``e`` converted to ``dtype`` (the same expression when it already has it)."""
-    return e if _dtype(e) is dtype else call("cast", e, dtype=dtype)
+    return e if dtype_of(e) is dtype else call("cast", e, dtype=dtype)
 
 
 def dim_tensor(d: Dim, dtype: DType = DType.int64) -> Expr:
@@ -73,8 +76,8 @@ def _torch_dtype(dtype: DType):
 def _probe(value: Any):
     """Something torch.result_type accepts that promotes like ``value``."""
     if isinstance(value, Expr):
-        shape = () if _rank(value) == 0 else (0,)
-        return torch.empty(shape, dtype=_torch_dtype(_dtype(value)))
+        shape = () if rank_of(value) == 0 else (0,)
+        return torch.empty(shape, dtype=_torch_dtype(dtype_of(value)))
     if isinstance(value, SymExpr):
         return 1
     return value
@@ -85,19 +88,20 @@ def common_dtype(a: Any, b: Any) -> DType:
     return dtype_of_torch(torch.result_type(_probe(a), _probe(b)))
 
 
-def _binary(ctx: ConvertContext, op: str, a: Any, b: Any, dtype: DType | None = None) -> Expr:
+def binary_call(ctx: ConvertContext, op: str, a: Any, b: Any, dtype: DType | None = None) -> Expr:
+    """``op(a, b)`` with both operands as tensors of ``dtype`` (the node's result dtype)."""
     dtype = dtype or ctx.out_dtype
     return call(op, as_tensor(a, dtype), as_tensor(b, dtype))
 
 
-def _scale(x: Expr, factor: Any) -> Expr:
+def scaled_by(x: Expr, factor: Any) -> Expr:
     """``x * factor`` for a Python number (nothing when it is 1)."""
     if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor == 1:
         return x
-    return call("multiply", x, as_tensor(factor, _dtype(x)))
+    return call("multiply", x, as_tensor(factor, dtype_of(x)))
 
 
-def _ints(value: Any, count: int) -> list[int]:
+def int_list(value: Any, count: int) -> list[int]:
     """A torch int-list argument (maybe a single int or shorter) as ``count`` ints."""
     if isinstance(value, (int, np.integer)):
         return [int(value)] * count
@@ -107,7 +111,8 @@ def _ints(value: Any, count: int) -> list[int]:
     return values
 
 
-def _out_shape(ctx: ConvertContext) -> list[Dim]:
+def recorded_shape(ctx: ConvertContext) -> list[Dim]:
+    """The result shape torch.export recorded for the node being converted."""
     shape = ctx.out_shape
     if shape is None:
         raise FrontendError(f"torch recorded no shape for {ctx.node.name}")
@@ -117,7 +122,7 @@ def _out_shape(ctx: ConvertContext) -> list[Dim]:
 # ----- helpers for checks --------------------------------------------------------------------
 
 
-def _literal_arg(node, name: str, default: Any) -> Any:
+def literal_arg(node, name: str, default: Any) -> Any:
     """An argument of an FX node by schema name, as written in the graph (for checks)."""
     schema = getattr(node.target, "_schema", None)
     if schema is None:

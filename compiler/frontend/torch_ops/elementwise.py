@@ -14,14 +14,14 @@ from compiler.frontend.torch_convert import (
     op_name,
 )
 from compiler.frontend.torch_ops.common import (
-    _binary,
-    _dtype,
-    _literal_arg,
-    _out_shape,
-    _scale,
     as_tensor,
+    binary_call,
     cast,
     common_dtype,
+    dtype_of,
+    literal_arg,
+    recorded_shape,
+    scaled_by,
 )
 from compiler.ir.nodes import Expr, call
 from compiler.ir.types import DType
@@ -44,13 +44,13 @@ from compiler.ir.types import DType
 def _identity(ctx, node, args, kwargs):
     x = args[0]
     if op_name(node).startswith(("view_as", "reshape_as")):
-        return call("reshape", x, shape=_out_shape(ctx))
+        return call("reshape", x, shape=recorded_shape(ctx))
     return x
 
 
 def _dropout_check(node) -> str | None:
-    train = _literal_arg(node, "train", False)
-    p = _literal_arg(node, "p", 0.0)
+    train = literal_arg(node, "train", False)
+    p = literal_arg(node, "p", 0.0)
     if train and p:
         return "dropout in training mode (call model.eval() before exporting)"
     return None
@@ -132,11 +132,11 @@ def _unary_converter(op: str):
     def convert(ctx, node, args, kwargs):
         x = args[0]
         float_op = op not in ("relu", "neg", "abs", "sign", "logical_not", "isnan")
-        if float_op and not _dtype(x).is_float:
+        if float_op and not dtype_of(x).is_float:
             x = cast(x, ctx.out_dtype)  # torch computes exp(int) etc. in the default float
         if op == "logical_not":
-            x = _truth(x)
-        if op in ("floor", "ceil", "round") and not _dtype(x).is_float:
+            x = truth(x)
+        if op in ("floor", "ceil", "round") and not dtype_of(x).is_float:
             return x
         return call(op, x)
 
@@ -150,7 +150,7 @@ for _torch_name, _op in _UNARY.items():
 @converts("aten.bitwise_not.default")
 def _bitwise_not(ctx, node, args, kwargs):
     x = args[0]
-    if _dtype(x) is not DType.bool:
+    if dtype_of(x) is not DType.bool:
         raise FrontendError("bitwise_not of an integer tensor is not supported (only bool)")
     return call("logical_not", x)
 
@@ -210,7 +210,7 @@ def _clamp_tensor(ctx, node, args, kwargs):
 @converts("aten.hardsigmoid.default", "aten.hardswish.default")
 def _hard(ctx, node, args, kwargs):
     x = args[0]
-    dt = _dtype(x)
+    dt = dtype_of(x)
     gate = call(
         "clip",
         call("add", call("divide", x, as_tensor(6.0, dt)), as_tensor(0.5, dt)),
@@ -224,10 +224,10 @@ def _hard(ctx, node, args, kwargs):
 def _elu(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    dt = _dtype(x)
+    dt = dtype_of(x)
     neg = call("subtract", call("exp", x), as_tensor(1.0, dt))
-    neg = _scale(neg, float(a["alpha"]) * float(a["scale"]))
-    pos = _scale(x, float(a["scale"]))
+    neg = scaled_by(neg, float(a["alpha"]) * float(a["scale"]))
+    pos = scaled_by(x, float(a["scale"]))
     if float(a["input_scale"]) != 1:
         raise FrontendError("elu with input_scale != 1 is not supported")
     return call("where", call("greater", x, as_tensor(0.0, dt)), pos, neg)
@@ -237,8 +237,8 @@ def _elu(ctx, node, args, kwargs):
 def _softplus(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x, beta = a["self"], float(a["beta"])
-    y = call("softplus", _scale(x, beta))
-    y = y if beta == 1 else call("divide", y, as_tensor(beta, _dtype(x)))
+    y = call("softplus", scaled_by(x, beta))
+    y = y if beta == 1 else call("divide", y, as_tensor(beta, dtype_of(x)))
     # torch returns x itself where beta * x > threshold; softplus there differs by < 1e-8
     return y
 
@@ -257,7 +257,7 @@ def _add_sub(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     dtype = ctx.out_dtype
     other = as_tensor(a["other"], dtype)
-    other = _scale(other, a.get("alpha", 1))
+    other = scaled_by(other, a.get("alpha", 1))
     op = "add" if op_name(node).startswith("add") else "subtract"
     return call(op, as_tensor(a["self"], dtype), other)
 
@@ -266,13 +266,13 @@ def _add_sub(ctx, node, args, kwargs):
 def _rsub(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     dtype = ctx.out_dtype
-    x = _scale(as_tensor(a["self"], dtype), a.get("alpha", 1))
+    x = scaled_by(as_tensor(a["self"], dtype), a.get("alpha", 1))
     return call("subtract", as_tensor(a["other"], dtype), x)
 
 
 @converts("aten.mul.Tensor", "aten.mul.Scalar")
 def _mul(ctx, node, args, kwargs):
-    return _binary(ctx, "multiply", args[0], args[1])
+    return binary_call(ctx, "multiply", args[0], args[1])
 
 
 @converts("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
@@ -291,12 +291,12 @@ def _div(ctx, node, args, kwargs):
 
 @converts("aten.floor_divide.default", "aten.floor_divide.Scalar")
 def _floor_divide(ctx, node, args, kwargs):
-    return _binary(ctx, "floor_divide", args[0], args[1])
+    return binary_call(ctx, "floor_divide", args[0], args[1])
 
 
 @converts("aten.remainder.Tensor", "aten.remainder.Scalar")
 def _remainder(ctx, node, args, kwargs):
-    return _binary(ctx, "mod", args[0], args[1])
+    return binary_call(ctx, "mod", args[0], args[1])
 
 
 @converts("aten.fmod.Tensor", "aten.fmod.Scalar")
@@ -320,7 +320,7 @@ def _pow(ctx, node, args, kwargs):
             return call("multiply", b, b)
         if exponent == 0.5 and ctx.out_dtype.is_float:
             return call("sqrt", b)
-    return _binary(ctx, "power", base, exponent)
+    return binary_call(ctx, "power", base, exponent)
 
 
 @converts(
@@ -333,7 +333,7 @@ def _pow(ctx, node, args, kwargs):
 )
 def _max_min(ctx, node, args, kwargs):
     op = "maximum" if op_name(node) in ("maximum", "fmax", "max") else "minimum"
-    return _binary(ctx, op, args[0], args[1])
+    return binary_call(ctx, op, args[0], args[1])
 
 
 _COMPARE = {
@@ -349,7 +349,7 @@ _COMPARE = {
 def _compare_converter(op: str):
     def convert(ctx, node, args, kwargs):
         a, b = args[0], args[1]
-        return _binary(ctx, op, a, b, common_dtype(a, b))
+        return binary_call(ctx, op, a, b, common_dtype(a, b))
 
     return convert
 
@@ -358,18 +358,18 @@ for _torch_name, _op in _COMPARE.items():
     converts(f"aten.{_torch_name}.Tensor", f"aten.{_torch_name}.Scalar")(_compare_converter(_op))
 
 
-def _truth(value: Any) -> Expr:
+def truth(value: Any) -> Expr:
     """A value as a bool tensor (non-zero is true), like torch's logical ops read it."""
     if not isinstance(value, Expr):
         return as_tensor(bool(value), DType.bool)
-    if _dtype(value) is DType.bool:
+    if dtype_of(value) is DType.bool:
         return value
-    return call("not_equal", value, as_tensor(0, _dtype(value)))
+    return call("not_equal", value, as_tensor(0, dtype_of(value)))
 
 
 def _logical_converter(op: str):
     def convert(ctx, node, args, kwargs):
-        return call(op, _truth(args[0]), _truth(args[1]))
+        return call(op, truth(args[0]), truth(args[1]))
 
     return convert
 

@@ -14,16 +14,16 @@ from compiler.frontend.torch_convert import (
     op_name,
 )
 from compiler.frontend.torch_ops.common import (
-    _axis,
-    _dtype,
-    _literal_arg,
-    _out_shape,
-    _rank,
-    _scale,
     as_tensor,
     cast,
+    dtype_of,
+    literal_arg,
+    positive_axis,
+    rank_of,
+    recorded_shape,
+    scaled_by,
 )
-from compiler.frontend.torch_ops.shape import _along
+from compiler.frontend.torch_ops.shape import broadcast_along
 from compiler.ir.nodes import Constant, Expr, TupleGetItem, call
 from compiler.ir.nodes import Tuple as IRTuple
 from compiler.ir.symbolic import Dim, dim_mul
@@ -41,7 +41,7 @@ def _triangle(ctx, node, args, kwargs):
 @converts("aten.one_hot.default")
 def _one_hot(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
-    depth = _out_shape(ctx)[-1]
+    depth = recorded_shape(ctx)[-1]
     if not isinstance(depth, int):
         raise FrontendError("one_hot needs num_classes")
     return call("one_hot", a["self"], depth=depth, dtype=ctx.out_dtype)
@@ -60,14 +60,14 @@ def _embedding(ctx, node, args, kwargs):
 def _index_select(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    return call("take", x, a["index"], axis=_axis(int(a["dim"]), _rank(x)))
+    return call("take", x, a["index"], axis=positive_axis(int(a["dim"]), rank_of(x)))
 
 
 @converts("aten.gather.default")
 def _gather(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    return call("gather_elements", x, a["index"], axis=_axis(int(a["dim"]), _rank(x)))
+    return call("gather_elements", x, a["index"], axis=positive_axis(int(a["dim"]), rank_of(x)))
 
 
 _SCATTER_REDUCE = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul",
@@ -75,10 +75,10 @@ _SCATTER_REDUCE = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul",
 
 
 def _scatter_check(node) -> str | None:
-    reduce = _literal_arg(node, "reduce", None)
+    reduce = literal_arg(node, "reduce", None)
     if reduce is not None and reduce not in _SCATTER_REDUCE:
         return f"scatter with reduce={reduce!r}"
-    if op_name(node) == "scatter_reduce" and not _literal_arg(node, "include_self", True):
+    if op_name(node) == "scatter_reduce" and not literal_arg(node, "include_self", True):
         return "scatter_reduce with include_self=False"
     return None
 
@@ -98,12 +98,12 @@ def _scatter(ctx, node, args, kwargs):
     order unspecified)."""
     a = ctx.arg(args, kwargs)
     x, index = a["self"], a["index"]
-    axis = _axis(int(a["dim"]), _rank(x))
+    axis = positive_axis(int(a["dim"]), rank_of(x))
     src = a.get("src", a.get("value"))
-    if isinstance(src, Expr) and _rank(src) > 0:
-        updates = cast(src, _dtype(x))
+    if isinstance(src, Expr) and rank_of(src) > 0:
+        updates = cast(src, dtype_of(x))
     else:  # a number (or a 0-d tensor) written at every index
-        updates = call("broadcast_to", as_tensor(src, _dtype(x)), shape=list(index.ty.shape))
+        updates = call("broadcast_to", as_tensor(src, dtype_of(x)), shape=list(index.ty.shape))
     reduce = a.get("reduce")
     if op_name(node) == "scatter_add":
         reduce = "sum"
@@ -117,12 +117,12 @@ def _index_add(ctx, node, args, kwargs):
     ``index`` along ``dim`` (duplicates accumulate)."""
     a = ctx.arg(args, kwargs)
     x, index, source = a["self"], a["index"], a["source"]
-    rank = _rank(x)
-    axis = _axis(int(a["dim"]), rank)
-    source = _scale(cast(source, _dtype(x)), a.get("alpha", 1))
+    rank = rank_of(x)
+    axis = positive_axis(int(a["dim"]), rank)
+    source = scaled_by(cast(source, dtype_of(x)), a.get("alpha", 1))
     if rank == 0:
         return call("add", x, source)
-    positions = _along(cast(index, DType.int64), axis, rank)
+    positions = broadcast_along(cast(index, DType.int64), axis, rank)
     positions = call("broadcast_to", positions, shape=list(source.ty.shape))
     return call("scatter_elements", x, positions, source, axis=axis, reduction="add")
 
@@ -162,11 +162,13 @@ def _mask_positions(indices: list) -> list:
     ``x[nonzero(mask)[0], nonzero(mask)[1], ...]``, of a length known only at run time."""
     out: list = []
     for t in indices:
-        if t is None or _dtype(t) is not DType.bool:
+        if t is None or dtype_of(t) is not DType.bool:
             out.append(t)
             continue
         positions = call("nonzero", t)
-        out += [call("take", positions, as_tensor(k, DType.int64), axis=0) for k in range(_rank(t))]
+        out += [
+            call("take", positions, as_tensor(k, DType.int64), axis=0) for k in range(rank_of(t))
+        ]
     return out
 
 
@@ -226,7 +228,7 @@ def _index_put(ctx, node, args, kwargs):
     axes = [i for i, t in enumerate(indices) if t is not None]
     if not axes:
         raise FrontendError("index_put with no index tensor")
-    if any(_dtype(indices[i]) is DType.bool for i in axes):
+    if any(dtype_of(indices[i]) is DType.bool for i in axes):
         return _masked_put(x, [indices[i] for i in axes], axes[0], values, accumulate)
     shape = list(x.ty.shape)
     if axes != list(range(axes[0], axes[-1] + 1)):  # not adjacent: the indexed axes go first
@@ -241,16 +243,16 @@ def _index_put(ctx, node, args, kwargs):
 def _masked_put(x: Expr, masks: list[Expr], first: int, values: Expr, add: bool) -> Expr:
     """``x[..., mask, ...] = v`` (bool masks covering the axes from ``first`` on), v the
     same for every selected element: ``where(mask, v, x)`` (``x + where(mask, v, 0)``)."""
-    covered = sum(_rank(m) for m in masks)
-    after = _rank(x) - first - covered
+    covered = sum(rank_of(m) for m in masks)
+    after = rank_of(x) - first - covered
     mask = masks[0]
     for m in masks[1:]:  # x[m1, m2]: both masks, one after the other
-        inner = [1] * _rank(mask) + list(m.ty.shape)
-        left = call("reshape", mask, shape=list(mask.ty.shape) + [1] * _rank(m))
+        inner = [1] * rank_of(mask) + list(m.ty.shape)
+        left = call("reshape", mask, shape=list(mask.ty.shape) + [1] * rank_of(m))
         mask = call("logical_and", left, call("reshape", m, shape=inner))
     mask = call("reshape", mask, shape=list(mask.ty.shape) + [1] * after)
     if add:
-        return call("add", x, call("where", mask, values, as_tensor(0, _dtype(x))))
+        return call("add", x, call("where", mask, values, as_tensor(0, dtype_of(x))))
     return call("where", mask, values, x)
 
 
@@ -288,13 +290,13 @@ def _sort_order(x: Expr, dim: int, descending: bool, what: str) -> Expr:
     """The (values, indices) of a stable sort of ``x`` along ``dim``: a ``topk`` of the whole
     axis (its order is stable: ties keep the lower index first, ascending or descending; nan
     sorts as the largest value, last ascending and first descending, as in torch)."""
-    rank = _rank(x)
+    rank = rank_of(x)
     if rank == 0:  # torch sorts a 0-d tensor as one element
         one = call("unsqueeze", x, axes=[0])
         out = call("topk", one, k=1, axis=0, largest=bool(descending))
         squeeze = [call("squeeze", TupleGetItem(out, i), axes=[0]) for i in range(2)]
         return IRTuple(squeeze)
-    axis = _axis(int(dim), rank)
+    axis = positive_axis(int(dim), rank)
     if not 0 <= axis < rank:
         raise FrontendError(f"{what}: dim {dim} is out of range for a tensor of rank {rank}")
     n = x.ty.shape[axis]
@@ -342,7 +344,7 @@ def _histc(ctx, node, args, kwargs):
     range that is not finite, which torch refuses at run time, counts nothing here.)"""
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    dtype = _dtype(x)
+    dtype = dtype_of(x)
     if not dtype.is_float:
         raise FrontendError(f"histc of {dtype} input (torch takes floating-point input only)")
     bins = int(a["bins"])
@@ -379,7 +381,7 @@ def _bincount(ctx, node, args, kwargs):
     as nonzero's; the compiled backend runs it on the host)."""
     a = ctx.arg(args, kwargs)
     x, weights, minlength = a["self"], a.get("weights"), int(a["minlength"])
-    if _rank(x) != 1 or not _dtype(x).is_int:
+    if rank_of(x) != 1 or not dtype_of(x).is_int:
         raise FrontendError(f"bincount takes a 1-D tensor of integers, got {x.ty}")
     extra = [] if weights is None else [weights]
     return call("bincount", x, *extra, minlength=minlength, dtype=ctx.out_dtype)

@@ -14,16 +14,16 @@ from compiler.frontend.torch_convert import (
     op_name,
 )
 from compiler.frontend.torch_ops.common import (
-    _axis,
-    _dtype,
-    _ints,
-    _literal_arg,
-    _out_shape,
-    _rank,
-    _scale,
     as_tensor,
     cast,
     common_dtype,
+    dtype_of,
+    int_list,
+    literal_arg,
+    positive_axis,
+    rank_of,
+    recorded_shape,
+    scaled_by,
 )
 from compiler.ir.nodes import Call, Constant, Expr, call
 from compiler.ir.symbolic import Dim, dim_mul
@@ -65,11 +65,11 @@ def _addmm(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     names = {"addmm": ("mat1", "mat2"), "baddbmm": ("batch1", "batch2"), "addmv": ("mat", "vec")}
     lhs, rhs = names[op_name(node)]
-    product = _scale(call("matmul", a[lhs], a[rhs]), a["alpha"])
+    product = scaled_by(call("matmul", a[lhs], a[rhs]), a["alpha"])
     beta = a["beta"]
     if isinstance(beta, (int, float)) and beta == 0:
         return product
-    return call("add", _scale(a["self"], beta), product)
+    return call("add", scaled_by(a["self"], beta), product)
 
 
 # ----- convolution and pooling -------------------------------------------------------------------
@@ -77,7 +77,7 @@ def _addmm(ctx, node, args, kwargs):
 
 def _conv_check(node) -> str | None:
     name = str(node.target)
-    if "convolution" in name and _literal_arg(node, "transposed", False):
+    if "convolution" in name and literal_arg(node, "transposed", False):
         return "transposed convolution"
     weight = node.args[1].meta.get("val") if len(node.args) > 1 else None
     if weight is not None and weight.dim() not in (3, 4):
@@ -93,7 +93,7 @@ def _conv_padding(padding: Any, nd: int, kernel: Sequence[Dim], dilation: Sequen
             raise FrontendError(f"conv padding {padding!r} is not supported")
         total = [d * (k - 1) for d, k in zip(dilation, kernel, strict=True)]
         return [t // 2 for t in total] + [t - t // 2 for t in total]
-    pads = _ints(padding, nd)
+    pads = int_list(padding, nd)
     return pads + pads
 
 
@@ -109,11 +109,11 @@ def _conv_padding(padding: Any, nd: int, kernel: Sequence[Dim], dilation: Sequen
 def _conv(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x, w, b = a["input"], a["weight"], a["bias"]
-    nd = _rank(w) - 2
-    strides = _ints(a["stride"], nd)
-    dilation = _ints(a["dilation"], nd)
+    nd = rank_of(w) - 2
+    strides = int_list(a["stride"], nd)
+    dilation = int_list(a["dilation"], nd)
     padding = _conv_padding(a["padding"], nd, w.ty.shape[2:], dilation)
-    unbatched = _rank(x) == nd + 1
+    unbatched = rank_of(x) == nd + 1
     if unbatched:
         x = call("unsqueeze", x, axes=[0])
     operands = [x, w] + ([b] if b is not None else [])
@@ -126,7 +126,7 @@ def _conv(ctx, node, args, kwargs):
 
 
 def _pool_input(x: Expr) -> tuple[Expr, bool]:
-    if _rank(x) == 3:
+    if rank_of(x) == 3:
         return call("unsqueeze", x, axes=[0]), True
     return x, False
 
@@ -152,18 +152,18 @@ def _pool_nd(a: dict, kind: str, nd: int) -> Expr:
     (N, C*D, H, W) view, then one with a (kd, 1) window over an (N, C, D, Ho*Wo) view.
     ``divisor_override`` scales the count_include_pad average by count / divisor."""
     x = a["self"]
-    kernel = _ints(a["kernel_size"], nd)
-    stride = _ints(a["stride"], nd) if a["stride"] not in (None, []) else kernel
-    padding = _ints(a["padding"], nd)
-    dilation = _ints(a["dilation"], nd) if kind == "max" else [1] * nd
+    kernel = int_list(a["kernel_size"], nd)
+    stride = int_list(a["stride"], nd) if a["stride"] not in (None, []) else kernel
+    padding = int_list(a["padding"], nd)
+    dilation = int_list(a["dilation"], nd) if kind == "max" else [1] * nd
     ceil = bool(a["ceil_mode"])
     divisor = a.get("divisor_override") if kind == "avg" else None
     # with divisor_override torch divides the window sum: the count_include_pad average
     # times its count
     include = kind == "max" or bool(a["count_include_pad"]) or divisor is not None
     op = f"{kind}_pool2d"
-    unbatched = _rank(x) == nd + 1
-    if _rank(x) not in (nd + 1, nd + 2):
+    unbatched = rank_of(x) == nd + 1
+    if rank_of(x) not in (nd + 1, nd + 2):
         raise FrontendError(f"{op[:-2]}{nd}d needs a {nd + 1}-D or {nd + 2}-D input, got {x.ty}")
     if unbatched:
         x = call("unsqueeze", x, axes=[0])
@@ -197,7 +197,7 @@ def _pool_nd(a: dict, kind: str, nd: int) -> Expr:
             count = np.multiply.outer(
                 count, _window_counts(sizes[k], kernel[k], stride[k], padding[k], outs[k])
             )
-        y = call("multiply", y, Constant((count / float(divisor)).astype(_dtype(y).numpy)))
+        y = call("multiply", y, Constant((count / float(divisor)).astype(dtype_of(y).numpy)))
     return call("squeeze", y, axes=[0]) if unbatched else y
 
 
@@ -223,7 +223,7 @@ def _avg_pool(ctx, node, args, kwargs):
 
 @converts("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
 def _adaptive_avg_pool2d(ctx, node, args, kwargs):
-    return _pooled("adaptive_avg_pool2d", args[0], output_size=_ints(args[1], 2))
+    return _pooled("adaptive_avg_pool2d", args[0], output_size=int_list(args[1], 2))
 
 
 @converts("aten.upsample_nearest2d.vec", "aten.upsample_nearest2d.default")
@@ -232,7 +232,7 @@ def _upsample_nearest2d(ctx, node, args, kwargs):
     ``floor(dst * scale)`` with ``scale = in / out``, or ``1 / scale_factor`` when given)."""
     a = ctx.arg(args, kwargs)
     x = a["input"]
-    out = _out_shape(ctx)[2:]
+    out = recorded_shape(ctx)[2:]
     factors = a.get("scale_factors") or [a.get("scales_h"), a.get("scales_w")]
     for axis, (size, n) in enumerate(zip(x.ty.shape[2:], out, strict=True), start=2):
         if not (isinstance(size, int) and isinstance(n, int)):
@@ -257,7 +257,7 @@ def _resize_2d(ctx, args, kwargs) -> tuple:
     if not a["align_corners"] and factors and all(f is not None for f in factors):
         scales = [1.0, 1.0, *(float(f) for f in factors)]
     how = "align_corners" if a["align_corners"] else "half_pixel"
-    sizes = [*x.ty.shape[:2], *_out_shape(ctx)[2:]]
+    sizes = [*x.ty.shape[:2], *recorded_shape(ctx)[2:]]
     return x, sizes, scales, how
 
 
@@ -318,9 +318,9 @@ def _antialias_taps(size: int, out: int, align_corners: bool, factor, mode: str)
 def _resample(x: Expr, axis: int, index: np.ndarray, weights: np.ndarray) -> Expr:
     """``sum_k x[..., index[i, k], ...] * weights[i, k]`` along ``axis``: a take of the taps,
     a product and a sum over them (the form ONNX Resize's cubic mode is composed in)."""
-    dtype = _dtype(x)
+    dtype = dtype_of(x)
     gathered = call("take", x, Constant(index), axis=axis)  # [..., out, K, ...]
-    tail = _rank(x) - axis - 1
+    tail = rank_of(x) - axis - 1
     w = Constant(weights.reshape(weights.shape + (1,) * tail).astype(dtype.numpy))
     return call("sum", call("multiply", gathered, w), axes=[axis + 1], keepdims=False)
 
@@ -359,8 +359,8 @@ def _upsample_taps(ctx, node, args, kwargs):
     name = op_name(node)
     factors = a.get("scale_factors") or [a.get("scales_h"), a.get("scales_w")]
     align = bool(a["align_corners"])
-    out = _out_shape(ctx)
-    dtype = _dtype(x)
+    out = recorded_shape(ctx)
+    dtype = dtype_of(x)
     y = x if dtype in (DType.float32, DType.float64) else cast(x, DType.float32)
     for axis in (2, 3):
         size, n = x.ty.shape[axis], out[axis]
@@ -377,7 +377,7 @@ def _upsample_taps(ctx, node, args, kwargs):
 def _adaptive_avg_pool1d(ctx, node, args, kwargs):
     x, size = args[0], args[1]
     x4 = call("unsqueeze", x, axes=[-2])
-    out = call("adaptive_avg_pool2d", x4, output_size=[1] + _ints(size, 1))
+    out = call("adaptive_avg_pool2d", x4, output_size=[1] + int_list(size, 1))
     return call("squeeze", out, axes=[-2])
 
 
@@ -395,7 +395,7 @@ def _channel_param(value: Expr | None, channels: Dim, fill: float, dtype: DType)
 def _batch_norm_check(node) -> str | None:
     name = str(node.target)
     if "batch_norm.default" in name and "native" not in name:
-        training = _literal_arg(node, "training", False)
+        training = literal_arg(node, "training", False)
         if training:
             return "batch norm in training mode (call model.eval() before exporting)"
         if len(node.args) > 3 and node.args[3] is None:
@@ -413,7 +413,7 @@ def _batch_norm(ctx, node, args, kwargs):
 
 def _batch_norm_call(x, weight, bias, mean, var, eps) -> Expr:
     c = x.ty.shape[1]
-    dt = _dtype(x)
+    dt = dtype_of(x)
     weight = _channel_param(weight, c, 1.0, dt)
     bias = _channel_param(bias, c, 0.0, dt)
     return call("batch_norm", x, weight, bias, mean, var, axis=1, epsilon=float(eps))
@@ -432,14 +432,14 @@ def _native_batch_norm(ctx, node, args, kwargs):
 def _layer_norm(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["input"]
-    rank = _rank(x)
+    rank = rank_of(x)
     n = len(a["normalized_shape"])
     operands = [x]
     weight, bias = a["weight"], a["bias"]
     if weight is not None or bias is not None:
         shape = list(x.ty.shape[rank - n :])
         if weight is None:
-            weight = call("ones", shape=shape, dtype=_dtype(x))
+            weight = call("ones", shape=shape, dtype=dtype_of(x))
         operands.append(weight)
         if bias is not None:
             operands.append(bias)
@@ -458,8 +458,8 @@ def _weight_norm(ctx, node, args, kwargs):
     v, g, dim = a["v"], a["g"], int(a["dim"])
     dtype = common_dtype(v, g)
     v, g = cast(v, dtype), cast(g, dtype)
-    rank = _rank(v)
-    keep = None if dim == -1 else _axis(dim, rank)
+    rank = rank_of(v)
+    keep = None if dim == -1 else positive_axis(dim, rank)
     if keep is not None and not 0 <= keep < rank:
         raise FrontendError(f"weight_norm: dim {dim} is out of range for a weight of rank {rank}")
     axes = [i for i in range(rank) if i != keep]
@@ -474,13 +474,13 @@ def _weight_norm(ctx, node, args, kwargs):
 def _rms_norm(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["input"]
-    rank = _rank(x)
+    rank = rank_of(x)
     axes = list(range(rank - len(a["normalized_shape"]), rank))
     eps = a["eps"]
     if eps is None:
-        eps = float(np.finfo(_dtype(x).numpy).eps) if _dtype(x).is_float else 1e-6
+        eps = float(np.finfo(dtype_of(x).numpy).eps) if dtype_of(x).is_float else 1e-6
     ms = call("mean", call("multiply", x, x), axes=axes, keepdims=True)
-    y = call("multiply", x, call("rsqrt", call("add", ms, as_tensor(float(eps), _dtype(x)))))
+    y = call("multiply", x, call("rsqrt", call("add", ms, as_tensor(float(eps), dtype_of(x)))))
     return y if a["weight"] is None else call("multiply", y, a["weight"])
 
 
@@ -493,8 +493,8 @@ def _group_norm(ctx, node, args, kwargs):
     weight, bias = a["weight"], a["bias"]
     if weight is not None or bias is not None:
         c = x.ty.shape[1]
-        operands.append(_channel_param(weight, c, 1.0, _dtype(x)))
-        operands.append(_channel_param(bias, c, 0.0, _dtype(x)))
+        operands.append(_channel_param(weight, c, 1.0, dtype_of(x)))
+        operands.append(_channel_param(bias, c, 0.0, dtype_of(x)))
     out = Call("group_norm", operands, {"num_groups": int(groups), "epsilon": float(a["eps"])})
     if "native" in op_name(node):
         return out, None, None
@@ -513,7 +513,7 @@ def _batch_stats_norm(ctx, node, args, kwargs):
             x, a["weight"], a["bias"], a["running_mean"], a["running_var"], a["eps"]
         )
         return out, None, None
-    rank = _rank(x)
+    rank = rank_of(x)
     y = call("layer_norm", x, axes=[0, *range(2, rank)], epsilon=float(a["eps"]))
     per_channel = [-1] + [1] * (rank - 2)
     if a["weight"] is not None:
@@ -536,8 +536,8 @@ def _instance_norm(ctx, node, args, kwargs):
         raise FrontendError("instance norm needs a known number of channels")
     operands = [x]
     if a["weight"] is not None or a["bias"] is not None:
-        operands.append(_channel_param(a["weight"], c, 1.0, _dtype(x)))
-        operands.append(_channel_param(a["bias"], c, 0.0, _dtype(x)))
+        operands.append(_channel_param(a["weight"], c, 1.0, dtype_of(x)))
+        operands.append(_channel_param(a["bias"], c, 0.0, dtype_of(x)))
     return Call("group_norm", operands, {"num_groups": c, "epsilon": float(a["eps"])})
 
 
@@ -545,7 +545,7 @@ def _instance_norm(ctx, node, args, kwargs):
 
 
 def _sdpa_check(node) -> str | None:
-    if _literal_arg(node, "dropout_p", 0.0):
+    if literal_arg(node, "dropout_p", 0.0):
         return "attention dropout (dropout_p > 0; export the model in eval mode)"
     return None
 
@@ -567,7 +567,7 @@ def _sdpa(ctx, node, args, kwargs):
     operands = [q, k, v]
     mask = a.get("attn_mask")
     if mask is not None:
-        operands.append(mask if _dtype(mask) is DType.bool else cast(mask, _dtype(q)))
+        operands.append(mask if dtype_of(mask) is DType.bool else cast(mask, dtype_of(q)))
     scale = a.get("scale")
     out = Call(
         "scaled_dot_product_attention",

@@ -11,11 +11,11 @@ from compiler.frontend.torch_convert import (
     op_name,
 )
 from compiler.frontend.torch_ops.common import (
-    _axis,
-    _rank,
     cast,
+    positive_axis,
+    rank_of,
 )
-from compiler.frontend.torch_ops.elementwise import _truth
+from compiler.frontend.torch_ops.elementwise import truth
 from compiler.ir.nodes import call
 
 # ----- reductions -------------------------------------------------------------------------------
@@ -26,7 +26,7 @@ def _reduce_axes(dims: Any, rank: int) -> list[int] | None:
         return None
     if isinstance(dims, int):
         dims = [dims]
-    dims = [_axis(int(d), rank) for d in dims]
+    dims = [positive_axis(int(d), rank) for d in dims]
     return dims or None  # torch reads [] as every axis
 
 
@@ -46,7 +46,7 @@ def _reduce(ctx, node, args, kwargs):
     name = op_name(node)
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    rank = _rank(x)
+    rank = rank_of(x)
     dims = a.get("dim")
     keepdim = bool(a.get("keepdim", False))
     axes = _reduce_axes(dims, rank)
@@ -69,11 +69,11 @@ def _reduce(ctx, node, args, kwargs):
 def _any_all(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    x = _truth(x)
-    if _rank(x) == 0:
+    x = truth(x)
+    if rank_of(x) == 0:
         return x
     op = "max" if op_name(node).startswith("any") else "min"
-    axes = _reduce_axes(a.get("dim"), _rank(x))
+    axes = _reduce_axes(a.get("dim"), rank_of(x))
     return call(op, x, axes=axes, keepdims=bool(a.get("keepdim", False)))
 
 
@@ -81,7 +81,7 @@ def _any_all(ctx, node, args, kwargs):
 def _max_dim(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    axis = _axis(int(a["dim"]), _rank(x))
+    axis = positive_axis(int(a["dim"]), rank_of(x))
     keepdim = bool(a["keepdim"])
     name = op_name(node)
     values = call(name, x, axes=[axis], keepdims=keepdim)
@@ -123,7 +123,7 @@ def _var(ctx, node, args, kwargs):
     name = op_name(node)
     a = ctx.arg(args, kwargs)
     x = cast(a["self"], ctx.out_dtype)
-    axes = _reduce_axes(a.get("dim"), _rank(x))
+    axes = _reduce_axes(a.get("dim"), rank_of(x))
     keep = bool(a.get("keepdim", False))
     op = "variance" if name.startswith("var") else "std"
     spread = call(op, x, axes=axes, keepdims=keep, correction=_correction(a))
@@ -143,11 +143,11 @@ def _cumsum(ctx, node, args, kwargs):
 def _logsumexp(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = cast(a["self"], ctx.out_dtype)
-    axes = _reduce_axes(a["dim"], _rank(x))
+    axes = _reduce_axes(a["dim"], rank_of(x))
     keep = bool(a["keepdim"])
     top = call("max", x, axes=axes, keepdims=True)
     total = call("sum", call("exp", call("subtract", x, top)), axes=axes, keepdims=keep)
-    top = top if keep else call("squeeze", top, axes=axes or list(range(_rank(x))))
+    top = top if keep else call("squeeze", top, axes=axes or list(range(rank_of(x))))
     return call("add", call("log", total), top)
 
 
@@ -157,6 +157,6 @@ def _vector_norm(ctx, node, args, kwargs):
     x = cast(a["self"], ctx.out_dtype)
     if float(a["ord"]) != 2:
         raise FrontendError(f"vector norm of order {a['ord']} is not supported (only 2)")
-    axes = _reduce_axes(a["dim"], _rank(x))
+    axes = _reduce_axes(a["dim"], rank_of(x))
     total = call("sum", call("multiply", x, x), axes=axes, keepdims=bool(a["keepdim"]))
     return call("sqrt", total)

@@ -18,14 +18,14 @@ from compiler.frontend.torch_convert import (
     target_name,
 )
 from compiler.frontend.torch_ops.common import (
-    _axis,
-    _dtype,
-    _literal_arg,
-    _out_shape,
-    _rank,
     as_tensor,
     cast,
     dim_tensor,
+    dtype_of,
+    literal_arg,
+    positive_axis,
+    rank_of,
+    recorded_shape,
 )
 from compiler.ir.nodes import Call, Expr, TupleGetItem, call
 from compiler.ir.symbolic import ANY, Dim, SymExpr
@@ -157,7 +157,7 @@ def _getitem(ctx, node, args, kwargs):
 )
 def _reshape(ctx, node, args, kwargs):
     x = args[0]
-    shape = _out_shape(ctx)
+    shape = recorded_shape(ctx)
     if ANY in shape:  # a data-dependent size (x[mask].view(-1, 4)): the rest determines it
         if shape.count(ANY) > 1:
             raise FrontendError("a reshape to a shape with several data-dependent sizes")
@@ -171,7 +171,7 @@ def _reshape(ctx, node, args, kwargs):
 def _flatten(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    if _rank(x) == 0:
+    if rank_of(x) == 0:
         return call("reshape", x, shape=[1])
     return call("flatten", x, start_dim=a["start_dim"], end_dim=a["end_dim"])
 
@@ -179,8 +179,8 @@ def _flatten(ctx, node, args, kwargs):
 @converts("aten.permute.default", "aten.permute_copy.default")
 def _permute(ctx, node, args, kwargs):
     x, dims = args[0], args[1]
-    rank = _rank(x)
-    axes = [_axis(int(d), rank) for d in dims]
+    rank = rank_of(x)
+    axes = [positive_axis(int(d), rank) for d in dims]
     if axes == list(range(rank)):
         return x
     return call("permute_dims", x, axes=axes)
@@ -189,8 +189,8 @@ def _permute(ctx, node, args, kwargs):
 @converts("aten.transpose.int", "aten.swapaxes.default", "aten.swapdims.default")
 def _transpose(ctx, node, args, kwargs):
     x, d0, d1 = args[0], args[1], args[2]
-    rank = _rank(x)
-    d0, d1 = _axis(int(d0), rank), _axis(int(d1), rank)
+    rank = rank_of(x)
+    d0, d1 = positive_axis(int(d0), rank), positive_axis(int(d1), rank)
     if d0 == d1:
         return x
     axes = list(range(rank))
@@ -201,9 +201,9 @@ def _transpose(ctx, node, args, kwargs):
 @converts("aten.t.default", "aten.numpy_T.default")
 def _t(ctx, node, args, kwargs):
     x = args[0]
-    if _rank(x) < 2:
+    if rank_of(x) < 2:
         return x
-    return call("permute_dims", x, axes=list(reversed(range(_rank(x)))))
+    return call("permute_dims", x, axes=list(reversed(range(rank_of(x)))))
 
 
 @converts("aten.unsqueeze.default")
@@ -214,13 +214,13 @@ def _unsqueeze(ctx, node, args, kwargs):
 @converts("aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default")
 def _squeeze(ctx, node, args, kwargs):
     x = args[0]
-    rank = _rank(x)
-    out_rank = len(_out_shape(ctx))
+    rank = rank_of(x)
+    out_rank = len(recorded_shape(ctx))
     if out_rank == rank:
         return x  # torch's squeeze of a dim whose size is not 1 does nothing
     if len(args) > 1:
         dims = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
-        axes = [a for a in (_axis(int(d), rank) for d in dims) if x.ty.shape[a] == 1]
+        axes = [a for a in (positive_axis(int(d), rank) for d in dims) if x.ty.shape[a] == 1]
     else:
         axes = [i for i, d in enumerate(x.ty.shape) if d == 1]
     return call("squeeze", x, axes=axes)
@@ -234,7 +234,7 @@ def _squeeze(ctx, node, args, kwargs):
 )
 def _expand(ctx, node, args, kwargs):
     x = args[0]
-    shape = _out_shape(ctx)
+    shape = recorded_shape(ctx)
     if x.ty.shape == tuple(shape):
         return x
     return call("expand", x, shape=shape)
@@ -254,7 +254,7 @@ def _repeat(ctx, node, args, kwargs):
     split = [d for s in shape for d in (1, s)]
     wide = [d for r, s in zip(reps, shape, strict=True) for d in (r, s)]
     y = call("expand", call("reshape", x, shape=split), shape=wide)
-    return call("reshape", y, shape=_out_shape(ctx))
+    return call("reshape", y, shape=recorded_shape(ctx))
 
 
 @converts("aten.repeat_interleave.self_int")
@@ -272,9 +272,9 @@ def _meshgrid(ctx, node, args, kwargs):
     if indexing not in ("ij", "xy"):
         raise FrontendError(f"meshgrid indexing must be 'ij' or 'xy', got {indexing!r}")
     for t in tensors:
-        if _rank(t) > 1:
+        if rank_of(t) > 1:
             raise FrontendError(f"meshgrid takes 0-d or 1-d tensors, got {t.ty}")
-    flat = [call("reshape", t, shape=[1]) if _rank(t) == 0 else t for t in tensors]
+    flat = [call("reshape", t, shape=[1]) if rank_of(t) == 0 else t for t in tensors]
     swap = indexing == "xy" and len(flat) >= 2
     order = list(range(len(flat)))
     if swap:  # the grid of (b, a, c, ...) with each input at its place in that order
@@ -304,8 +304,8 @@ def _stack(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     dtype = ctx.out_dtype
     tensors = a["tensors"]
-    rank = _rank(tensors[0]) + 1
-    axis = _axis(int(a["dim"]), rank)
+    rank = rank_of(tensors[0]) + 1
+    axis = positive_axis(int(a["dim"]), rank)
     parts = [call("unsqueeze", cast(t, dtype), axes=[axis]) for t in tensors]
     return parts[0] if len(parts) == 1 else Call("concat", parts, {"axis": axis})
 
@@ -346,7 +346,7 @@ def _split_by_sizes(x: Expr, axis: int, sizes: Sequence[Dim]) -> Expr | list[Exp
 def _split(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    axis = _axis(int(a["dim"]), _rank(x))
+    axis = positive_axis(int(a["dim"]), rank_of(x))
     return _split_by_sizes(x, axis, _piece_sizes(ctx, axis))
 
 
@@ -354,7 +354,7 @@ def _split(ctx, node, args, kwargs):
 def _unbind(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    axis = _axis(int(a["dim"]), _rank(x))
+    axis = positive_axis(int(a["dim"]), rank_of(x))
     n = x.ty.shape[axis]
     if not isinstance(n, int):
         raise FrontendError("unbind along a symbolic dim is not supported")
@@ -375,8 +375,8 @@ def _slice_sym(x: Expr, axis: int, start: Dim, end: Dim, step: int) -> Expr:
 def _slice(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    rank = _rank(x)
-    axis = _axis(int(a["dim"]), rank)
+    rank = rank_of(x)
+    axis = positive_axis(int(a["dim"]), rank)
     start = 0 if a["start"] is None else a["start"]
     end = _TO_END if a["end"] is None else a["end"]
     step = int(a["step"])
@@ -404,7 +404,7 @@ def _positions(size: Dim) -> Expr:
     return call("arange", start=0, stop=size, dtype=DType.int64)
 
 
-def _along(v: Expr, axis: int, rank: int) -> Expr:
+def broadcast_along(v: Expr, axis: int, rank: int) -> Expr:
     """A 1-D ``v`` shaped to broadcast along ``axis`` of a rank-``rank`` tensor."""
     shape: list[Dim] = [1] * rank
     shape[axis] = v.ty.shape[0]
@@ -418,9 +418,9 @@ def _slice_scatter(ctx, node, args, kwargs):
     axis, reading ``src`` at ``(p - start) // step``."""
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    src = cast(a["src"], _dtype(x))
-    rank = _rank(x)
-    axis = _axis(int(a["dim"]), rank)
+    src = cast(a["src"], dtype_of(x))
+    rank = rank_of(x)
+    axis = positive_axis(int(a["dim"]), rank)
     size = x.ty.shape[axis]
     step = int(a["step"])
     start = 0 if a["start"] is None else a["start"]
@@ -449,7 +449,7 @@ def _slice_scatter(ctx, node, args, kwargs):
     last = call("subtract", dim_tensor(count), as_tensor(1, DType.int64))
     index = call("minimum", call("maximum", offset, as_tensor(0, DType.int64)), last)
     spread = call("take", src, index, axis=axis)
-    return call("where", _along(inside, axis, rank), spread, x)
+    return call("where", broadcast_along(inside, axis, rank), spread, x)
 
 
 @converts("aten.select_scatter.default")
@@ -457,15 +457,15 @@ def _select_scatter(ctx, node, args, kwargs):
     """``x`` with ``x.select(dim, index)`` replaced by ``src``."""
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    rank = _rank(x)
-    axis = _axis(int(a["dim"]), rank)
+    rank = rank_of(x)
+    axis = positive_axis(int(a["dim"]), rank)
     size = x.ty.shape[axis]
     index = a["index"]
     if isinstance(index, int) and index < 0:
         index = size + index
-    src = call("unsqueeze", cast(a["src"], _dtype(x)), axes=[axis])
+    src = call("unsqueeze", cast(a["src"], dtype_of(x)), axes=[axis])
     mask = call("equal", _positions(size), dim_tensor(index))
-    return call("where", _along(mask, axis, rank), src, x)
+    return call("where", broadcast_along(mask, axis, rank), src, x)
 
 
 @converts("aten.copy.default")
@@ -473,7 +473,7 @@ def _copy(ctx, node, args, kwargs):
     """``x.copy_(src)`` made functional: ``src`` in ``x``'s dtype and shape."""
     a = ctx.arg(args, kwargs)
     x, src = a["self"], a["src"]
-    src = as_tensor(src, _dtype(x))
+    src = as_tensor(src, dtype_of(x))
     if src.ty.shape != x.ty.shape:
         src = call("broadcast_to", src, shape=list(x.ty.shape))
     return src
@@ -486,7 +486,7 @@ def _diff(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     dtype = ctx.out_dtype
     x = cast(a["self"], dtype)
-    axis = _axis(int(a["dim"]), _rank(x))
+    axis = positive_axis(int(a["dim"]), rank_of(x))
     parts = [cast(a["prepend"], dtype)] if a.get("prepend") is not None else []
     parts.append(x)
     if a.get("append") is not None:
@@ -508,7 +508,7 @@ def _diff(ctx, node, args, kwargs):
 def _narrow(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    axis = _axis(int(a["dim"]), _rank(x))
+    axis = positive_axis(int(a["dim"]), rank_of(x))
     start, length = a["start"], a["length"]
     if isinstance(start, int) and isinstance(length, int):
         if start < 0:
@@ -522,7 +522,7 @@ def _narrow(ctx, node, args, kwargs):
 def _select(ctx, node, args, kwargs):
     a = ctx.arg(args, kwargs)
     x = a["self"]
-    axis = _axis(int(a["dim"]), _rank(x))
+    axis = positive_axis(int(a["dim"]), rank_of(x))
     index = a["index"]
     if isinstance(index, int):
         size = x.ty.shape[axis]
@@ -537,8 +537,8 @@ def _select(ctx, node, args, kwargs):
 @converts("aten.flip.default")
 def _flip(ctx, node, args, kwargs):
     x, dims = args[0], args[1]
-    rank = _rank(x)
-    axes = [_axis(int(d), rank) for d in dims]
+    rank = rank_of(x)
+    axes = [positive_axis(int(d), rank) for d in dims]
     n = len(axes)
     return call("strided_slice", x, begin=[-1] * n, end=[-_TO_END] * n, strides=[-1] * n, axes=axes)
 
@@ -553,7 +553,7 @@ def _roll(ctx, node, args, kwargs):
         out = _roll_axis(flat, 0, int(shifts[0]))
         return call("reshape", out, shape=list(x.ty.shape))
     for s, d in zip(shifts, dims, strict=True):
-        x = _roll_axis(x, _axis(int(d), _rank(x)), int(s))
+        x = _roll_axis(x, positive_axis(int(d), rank_of(x)), int(s))
     return x
 
 
@@ -585,7 +585,7 @@ _PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
 
 
 def _pad_check(node) -> str | None:
-    mode = _literal_arg(node, "mode", "constant")
+    mode = literal_arg(node, "mode", "constant")
     if mode not in _PAD_MODES:
         return f"pad mode {mode!r}"
     return None
@@ -597,7 +597,7 @@ def _pad(ctx, node, args, kwargs):
     x = a["self"]
     mode = _PAD_MODES[a.get("mode") or "constant"]
     value = a.get("value")
-    pads = _torch_pads(a["pad"], _rank(x))
+    pads = _torch_pads(a["pad"], rank_of(x))
     return call("pad", x, pads=pads, mode=mode, value=float(value or 0.0))
 
 
@@ -606,7 +606,7 @@ for _nd in (1, 2, 3):
 
         def _pad_nd(ctx, node, args, kwargs, _mode=_mode):
             x, padding = args[0], args[1]
-            return call("pad", x, pads=_torch_pads(padding, _rank(x)), mode=_mode)
+            return call("pad", x, pads=_torch_pads(padding, rank_of(x)), mode=_mode)
 
         converts(f"aten.{_kind}_pad{_nd}d.default")(_pad_nd)
 
@@ -647,7 +647,7 @@ def _fill_value(value: Any) -> float:
 )
 def _full(ctx, node, args, kwargs):
     name = op_name(node)
-    shape = _out_shape(ctx)
+    shape = recorded_shape(ctx)
     dtype = ctx.out_dtype
     if name in ("full", "new_full"):
         value = ctx.arg(args, kwargs)["fill_value"]
@@ -685,5 +685,5 @@ def _fill(ctx, node, args, kwargs):
         return call("zeros_like", x)
     value = args[1]
     if isinstance(value, Expr):
-        return call("expand", cast(value, _dtype(x)), shape=list(x.ty.shape))
+        return call("expand", cast(value, dtype_of(x)), shape=list(x.ty.shape))
     return call("full_like", x, value=_fill_value(value))
