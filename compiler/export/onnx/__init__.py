@@ -28,13 +28,7 @@ family, so a new family only needs its own file.
 import importlib as _importlib
 import pkgutil as _pkgutil
 
-from compiler.export.onnx.registry import (
-    DEFAULT_OPSET,
-    EXPORTERS,
-    MIN_OPSET,
-    ExportError,
-    exporter,
-)
+from compiler.export.onnx.registry import DEFAULT_OPSET, EXPORTERS, MIN_OPSET, ExportError, exporter
 from compiler.export.onnx.writer import node_scope, to_onnx
 
 SHARED = ("common", "registry", "writer")  # the modules that are not an op family

@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.export.onnx.writer import Exporter
-from compiler.ir.nodes import (
-    Expr,
-)
+from compiler.ir.nodes import Expr
 from compiler.ir.types import DType
 
 

@@ -10,9 +10,7 @@ import numpy as np
 from compiler.export.onnx.common import dtype_of, scalar_like
 from compiler.export.onnx.registry import EXPORTERS, ExportError, exporter
 from compiler.frontend.onnx_context import ONNX_DTYPE
-from compiler.ir.nodes import (
-    Call,
-)
+from compiler.ir.nodes import Call
 from compiler.ir.types import DType
 
 _UNARY = {

@@ -5,9 +5,7 @@ from __future__ import annotations
 from compiler.export.onnx.common import dtype_of
 from compiler.export.onnx.registry import exporter
 from compiler.frontend.onnx_context import ONNX_DTYPE
-from compiler.ir.nodes import (
-    Expr,
-)
+from compiler.ir.nodes import Expr
 from compiler.ir.types import DType
 
 # ----- quantization (quantize, dequantize) ------------------------------------------------

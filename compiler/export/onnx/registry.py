@@ -6,9 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from compiler.frontend.errors import FrontendError
-from compiler.ir.nodes import (
-    Call,
-)
+from compiler.ir.nodes import Call
 
 DEFAULT_OPSET = 18
 MIN_OPSET = 17

@@ -12,9 +12,7 @@ from compiler.export.onnx.common import dtype_of
 from compiler.export.onnx.registry import ExportError, exporter
 from compiler.export.onnx.writer import dims_of, node_label
 from compiler.frontend.onnx_context import ONNX_DTYPE
-from compiler.ir.nodes import (
-    Call,
-)
+from compiler.ir.nodes import Call
 from compiler.ir.symbolic import ANY, SymExpr
 from compiler.ir.types import DType
 

@@ -11,10 +11,7 @@ import numpy as np
 import torch
 
 from compiler.frontend.errors import FrontendError
-from compiler.frontend.torch_convert import (
-    ConvertContext,
-    dtype_of_torch,
-)
+from compiler.frontend.torch_convert import ConvertContext, dtype_of_torch
 from compiler.ir.nodes import Constant, Expr, call
 from compiler.ir.symbolic import Dim, SymExpr
 from compiler.ir.types import DType, TensorType, torch_dtypes

@@ -6,15 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.frontend.errors import FrontendError
-from compiler.frontend.torch_convert import (
-    ConvertContext,
-    converts,
-    provenance_of,
-)
-from compiler.frontend.torch_ops.common import (
-    as_tensor,
-    cast,
-)
+from compiler.frontend.torch_convert import ConvertContext, converts, provenance_of
+from compiler.frontend.torch_ops.common import as_tensor, cast
 from compiler.ir.nodes import Block, Constant, Expr, If, collect_bindings
 from compiler.ir.nodes import Tuple as IRTuple
 from compiler.ir.types import DType

@@ -8,11 +8,7 @@ from typing import Any
 import torch
 
 from compiler.frontend.errors import FrontendError
-from compiler.frontend.torch_convert import (
-    ATEN_CHECKS,
-    converts,
-    op_name,
-)
+from compiler.frontend.torch_convert import ATEN_CHECKS, converts, op_name
 from compiler.frontend.torch_ops.common import (
     as_tensor,
     binary_call,

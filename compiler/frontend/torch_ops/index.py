@@ -9,10 +9,7 @@ import numpy as np
 import torch
 
 from compiler.frontend.errors import FrontendError
-from compiler.frontend.torch_convert import (
-    converts,
-    op_name,
-)
+from compiler.frontend.torch_convert import converts, op_name
 from compiler.frontend.torch_ops.common import (
     as_tensor,
     cast,

@@ -9,10 +9,7 @@ from typing import Any
 import numpy as np
 
 from compiler.frontend.errors import FrontendError
-from compiler.frontend.torch_convert import (
-    converts,
-    op_name,
-)
+from compiler.frontend.torch_convert import converts, op_name
 from compiler.frontend.torch_ops.common import (
     as_tensor,
     cast,

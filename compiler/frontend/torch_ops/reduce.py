@@ -6,15 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.frontend.errors import FrontendError
-from compiler.frontend.torch_convert import (
-    converts,
-    op_name,
-)
-from compiler.frontend.torch_ops.common import (
-    cast,
-    positive_axis,
-    rank_of,
-)
+from compiler.frontend.torch_convert import converts, op_name
+from compiler.frontend.torch_ops.common import cast, positive_axis, rank_of
 from compiler.frontend.torch_ops.elementwise import truth
 from compiler.ir.nodes import call
 

@@ -11,12 +11,7 @@ import numpy as np
 import torch
 
 from compiler.frontend.errors import FrontendError
-from compiler.frontend.torch_convert import (
-    ConvertContext,
-    converts,
-    op_name,
-    target_name,
-)
+from compiler.frontend.torch_convert import ConvertContext, converts, op_name, target_name
 from compiler.frontend.torch_ops.common import (
     as_tensor,
     cast,
