@@ -172,7 +172,7 @@ def test_onnx_export_opens_in_onnx(mlp, tmp_path):
 def test_onnx_errors_name_the_op(mlp, tmp_path, monkeypatch):
     from compiler.export import onnx as onnx_export
 
-    monkeypatch.delitem(onnx_export.LOWERINGS, "linear")
+    monkeypatch.delitem(onnx_export.EXPORTERS, "linear")
     with pytest.raises(ExportError, match=r"step 0 \(module\) as ONNX: .*linear"):
         mlp.export(0, tmp_path / "x.onnx", format="onnx")
 
