@@ -506,7 +506,9 @@ def _coerce(a: Any, b: Any) -> tuple[Expr, Expr]:
     return as_expr(a), as_expr(b)
 
 
-def _fold_int(op: str, x: int, y: int) -> int | None:
+def fold_int(op: str, x: int, y: int) -> int | None:
+    """The integer binary loop-IR op ``op`` on constants (division truncating toward zero, as
+    the generated code does), or None where it cannot be folded (a division by 0)."""
     if op == "add":
         return x + y
     if op == "sub":
@@ -535,7 +537,7 @@ def binary(op: str, a: Any, b: Any) -> Expr:
     ca, cb = const_value(a), const_value(b)
     is_int = a.dtype.is_int
     if is_int and isinstance(ca, int) and isinstance(cb, int) and op in ARITH:
-        folded = _fold_int(op, ca, cb)
+        folded = fold_int(op, ca, cb)
         if folded is not None:
             return Const(folded, a.dtype)
     if is_int:
@@ -1031,6 +1033,7 @@ __all__ = [
     "binary",
     "cast",
     "compare",
+    "fold_int",
     "format_expr",
     "map_expr",
     "product",

@@ -321,11 +321,11 @@ def _im2col_conv(kb, x, w, out_shape, strides, dilation, padding, groups, acc, d
 
 
 def _pool(kb, call, inputs, dest, kind: str):
-    from compiler.ops.nn import _pool_params
+    from compiler.ops.nn import pool_params
 
     layout = call.attrs["layout"]
     x = canonical(inputs[0], layout, "NCHW")
-    pool, strides, dilation, padding = _pool_params(call.attrs)
+    pool, strides, dilation, padding = pool_params(call.attrs)
     perm = _perm(layout, "NCHW")
     out = _result_buffer(kb, call, dest, call.out_dtype)
     cd = compute_dtype(x.dtype)

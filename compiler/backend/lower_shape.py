@@ -195,10 +195,10 @@ def slice_start(d: L.Expr, b: int, e: int, s: int) -> L.Expr:
 
 @lowering("strided_slice")
 def _strided_slice(kb, call, inputs, dest):
-    from compiler.ops.shape import _slice_params
+    from compiler.ops.shape import slice_params
 
     x = inputs[0]
-    params = _slice_params(x.ndim, call.attrs)
+    params = slice_params(x.ndim, call.attrs)
     starts = {axis: (slice_start(x.shape[axis], b, e, s), s) for axis, b, e, s in params}
 
     def index(idx):
@@ -250,9 +250,9 @@ def _full(kb, call, inputs, dest):
 
 @lowering("arange")
 def _arange(kb, call, inputs, dest):
-    from compiler.ops.shape import _arange_args
+    from compiler.ops.shape import arange_args
 
-    start, _, step = _arange_args(call.attrs)
+    start, _, step = arange_args(call.attrs)
     dtype = call.out_dtype
     ints = all(isinstance(v, int) for v in (start, step)) and not isinstance(
         call.attrs["stop"], float

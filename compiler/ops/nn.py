@@ -227,7 +227,7 @@ def _matmul_infer(types, attrs):
     return TensorType((*batch, *rows, *cols), out_dtype)
 
 
-# A weight bigger than this is upcast for a float64 matmul a block at a time (see _matmul_f64).
+# A weight bigger than this is upcast for a float64 matmul a block at a time (see matmul_f64).
 MATMUL_BLOCK_BYTES = 1 << 20
 # A product reading a transposed weight by at most this many rows is computed transposed
 # (``(w @ a.T).T``): OpenBLAS is several times faster with the big matrix on the left.
@@ -248,7 +248,7 @@ def _matmul(a: np.ndarray, b: np.ndarray, out: np.dtype | None = None) -> np.nda
     if a.dtype == np.float32 and b.dtype == np.float32 and out == np.float32:
         return _matmul_f32(a, b)
     if is_float_dtype(a.dtype) or is_float_dtype(b.dtype):
-        return _matmul_f64(a, b)
+        return matmul_f64(a, b)
     return np.matmul(a.astype(np.int64), b.astype(np.int64))
 
 
@@ -320,7 +320,7 @@ def _matmul_f32_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return y.reshape(*a.shape[:-1], n)
 
 
-def _matmul_f64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def matmul_f64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` accumulated in float64 like ``np.matmul(_f64(a), _f64(b))``. A 2-D ``b``
     bigger than ``MATMUL_BLOCK_BYTES`` in float64 (a weight: a 1B-parameter model's
     embedding is 1 GiB) is upcast a block at a time into cache-sized buffers instead of as a
@@ -597,7 +597,9 @@ def _pool_attrs(kind: str) -> dict[str, AttrSpec]:
     return attrs
 
 
-def _pool_params(attrs: Attrs) -> tuple[tuple, tuple, tuple, tuple]:
+def pool_params(attrs: Attrs) -> tuple[tuple, tuple, tuple, tuple]:
+    """A 2-D pool's ``(pool_size, strides, dilation, padding)`` checked (strides default to the
+    pool size, dilation to 1)."""
     pool = _check_ints(attrs, "pool_size", 2, 1, "height, width")
     if attrs["strides"] is None:
         strides = pool
@@ -615,7 +617,7 @@ def _pool_infer(kind: str):
         data = _float_input(types[0], "data") if kind == "avg" else _numeric_input(types[0], "data")
         layout = attrs["layout"]
         perm = _layout_perm(layout, "NCHW", "layout")
-        pool, strides, dilation, padding = _pool_params(attrs)
+        pool, strides, dilation, padding = pool_params(attrs)
         shape = _rank(data, 4, "data", layout)
         n, c, h, w = (shape[p] for p in perm)
         out = [
@@ -641,7 +643,7 @@ def _pool_compute(kind: str):
         (data,) = values
         layout = attrs["layout"]
         x = np.transpose(data, _layout_perm(layout, "NCHW", "layout"))
-        pool, strides, dilation, padding = _pool_params(attrs)
+        pool, strides, dilation, padding = pool_params(attrs)
         size = x.shape[2:]
         out = [
             _window_count(

@@ -24,12 +24,12 @@ import numpy as np
 from compiler.frontend.onnx_context import ConversionError, Unsupported
 from compiler.frontend.onnx_ops.registry import (
     I64,
-    _axis,
-    _cast,
-    _dim_value,
-    _index_range,
-    _item,
+    cast_to,
+    checked_axis,
     converter,
+    dim_value,
+    index_range,
+    item_i64,
 )
 from compiler.ir.nodes import Expr
 from compiler.ir.symbolic import SymExpr, dim_mul, dim_str
@@ -91,7 +91,7 @@ class _Ops:
 
 
 def _scalar_f64(ctx, e: Expr) -> Expr:
-    e = _cast(ctx, e, F64)
+    e = cast_to(ctx, e, F64)
     return e if e.ty.shape == () else ctx.call("reshape", e, shape=[])
 
 
@@ -100,7 +100,7 @@ def _positions(ctx, count: Expr, static: int | None) -> Expr:
     if static is not None:
         return ctx.call("arange", stop=static, dtype=F64)
     zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
-    return _cast(ctx, _index_range(ctx, zero, count, one), F64)
+    return cast_to(ctx, index_range(ctx, zero, count, one), F64)
 
 
 def resize_composed(ctx) -> Expr:
@@ -128,7 +128,11 @@ def resize_composed(ctx) -> Expr:
     if mode != "nearest" and not x.ty.dtype.is_float:
         raise Unsupported(f"{mode} Resize of {x.ty.dtype} data")
     axes = ctx.attr("axes")
-    axes = list(range(rank)) if axes is None else [_axis(ctx, a, rank, "axes entry") for a in axes]
+    axes = (
+        list(range(rank))
+        if axes is None
+        else [checked_axis(ctx, a, rank, "axes entry") for a in axes]
+    )
     if len(set(axes)) != len(axes):
         raise ConversionError(f"axes {axes} repeat an axis")
 
@@ -140,13 +144,13 @@ def resize_composed(ctx) -> Expr:
 
     # per resized axis: input length n (i64, f64), output length m (i64, static int or None),
     # scale s (f64)
-    ns = [_dim_value(ctx, x, a) for a in axes]
+    ns = [dim_value(ctx, x, a) for a in axes]
     nfs = [_scalar_f64(ctx, n) for n in ns]
     if ctx.has(3):
         if length_of(3, "sizes") != len(axes):
             raise ConversionError(f"sizes must give one size per axis of {axes}")
-        sizes = _cast(ctx, ctx.input(3), I64)
-        ms = [_item(ctx, sizes, i) for i in range(len(axes))]
+        sizes = cast_to(ctx, ctx.input(3), I64)
+        ms = [item_i64(ctx, sizes, i) for i in range(len(axes))]
         scales = [o.divide(_scalar_f64(ctx, m), nf) for m, nf in zip(ms, nfs, strict=True)]
         if policy != "stretch" and axes:
             pick = "minimum" if policy == "not_larger" else "maximum"
@@ -154,14 +158,14 @@ def resize_composed(ctx) -> Expr:
             for other in scales[1:]:
                 s = ctx.call(pick, s, other)
             scales = [s] * len(axes)
-            ms = [_cast(ctx, o.floor(o.add(o.multiply(s, nf), 0.5)), I64) for nf in nfs]
+            ms = [cast_to(ctx, o.floor(o.add(o.multiply(s, nf), 0.5)), I64) for nf in nfs]
     elif ctx.has(2) and length_of(2, "scales") > 0:
         if length_of(2, "scales") != len(axes):
             raise ConversionError(f"scales must give one scale per axis of {axes}")
-        given = _cast(ctx, ctx.input(2), F64)
+        given = cast_to(ctx, ctx.input(2), F64)
         scales = [ctx.call("take", given, ctx.constant(i, I64), axis=0) for i in range(len(axes))]
         ms = [
-            _cast(ctx, o.floor(o.multiply(s, nf)), I64) for s, nf in zip(scales, nfs, strict=True)
+            cast_to(ctx, o.floor(o.multiply(s, nf)), I64) for s, nf in zip(scales, nfs, strict=True)
         ]
     else:
         raise ConversionError("Resize needs scales or sizes")
@@ -184,7 +188,7 @@ def resize_composed(ctx) -> Expr:
             raise ConversionError("tf_crop_and_resize needs roi")
         if length_of(1, "roi") != 2 * len(axes):
             raise ConversionError(f"roi must give a start and an end per axis of {axes}")
-        roi = _cast(ctx, ctx.input(1), F64)
+        roi = cast_to(ctx, ctx.input(1), F64)
         k = len(axes)
         rois = [
             (
@@ -229,9 +233,9 @@ def _compose(
     (0-d f64) of the coordinate transform."""
     o = _Ops(ctx)
     rank = ctx.rank(0)
-    nfs = [_scalar_f64(ctx, _dim_value(ctx, x, a)) for a in axes]
+    nfs = [_scalar_f64(ctx, dim_value(ctx, x, a)) for a in axes]
     statics = [_static_int(m) for m in ms]
-    y = x if mode == "nearest" else _cast(ctx, x, F64)
+    y = x if mode == "nearest" else cast_to(ctx, x, F64)
     for i, a in enumerate(axes):
         pos = _positions(ctx, ms[i], statics[i])
         source, outside = _source(o, pos, nfs[i], ms[i], scales[i], how, rois and rois[i])
@@ -247,7 +251,7 @@ def _compose(
             shape[a] = -1
             mask = ctx.call("reshape", outside, shape=shape)
             y = ctx.call("where", mask, ctx.constant(extrapolation, y.ty.dtype), y)
-    return _cast(ctx, y, x.ty.dtype)
+    return cast_to(ctx, y, x.ty.dtype)
 
 
 def _static_sizes(ctx, x, axes, policy) -> tuple[list, list[bool]]:
@@ -362,7 +366,7 @@ def _nearest_axis(ctx, o, y, axis, source, nf, how):
         low = o.less_equal(frac, 0.5) if how == "round_prefer_floor" else o.less(frac, 0.5)
         index = ctx.call("where", low, down, o.add(down, 1.0))
     index = o.minimum(o.maximum(index, 0.0), o.subtract(nf, 1.0))
-    return ctx.call("take", y, _cast(ctx, index, I64), axis=axis)
+    return ctx.call("take", y, cast_to(ctx, index, I64), axis=axis)
 
 
 def _kernel(o, d, mode, a):
@@ -392,7 +396,7 @@ def _filter_axis(ctx, o, y, axis, source, nf, s, radius, mode, a, antialias, exc
         if given is not None and given > 0:
             k = ctx.call("arange", stop=int(-2 * math.floor(-radius / min(given, 1.0))), dtype=F64)
         else:
-            taps = _cast(ctx, o.multiply(o.floor(o.divide(-radius, s)), -2.0), I64)
+            taps = cast_to(ctx, o.multiply(o.floor(o.divide(-radius, s)), -2.0), I64)
             k = _positions(ctx, taps, None)
     else:
         s = o.f(1.0)
@@ -415,7 +419,7 @@ def _filter_axis(ctx, o, y, axis, source, nf, s, radius, mode, a, antialias, exc
         total = ctx.call("sum", coeffs, axes=[1], keepdims=True)
         total = ctx.call("where", o.equal(total, 0.0), o.f(1.0), total)
         coeffs = o.divide(coeffs, total)
-    index = _cast(ctx, o.minimum(o.maximum(taps, 0.0), o.subtract(nf, 1.0)), I64)
+    index = cast_to(ctx, o.minimum(o.maximum(taps, 0.0), o.subtract(nf, 1.0)), I64)
     gathered = ctx.call("take", y, index, axis=axis)  # [..., m, K, ...]
     rank = len(y.ty.shape)
     tail = list(range(2, rank - axis + 1))
@@ -425,7 +429,7 @@ def _filter_axis(ctx, o, y, axis, source, nf, s, radius, mode, a, antialias, exc
 
 def _count(ctx, v: Expr) -> Expr:
     """The length of a 1-D tensor as a 0-d i64 tensor."""
-    return _dim_value(ctx, v, 0)
+    return dim_value(ctx, v, 0)
 
 
 # ----- Upsample (opsets 7-9; Resize since 10) ----------------------------------------------
@@ -485,10 +489,10 @@ def _upsample_computed(ctx, x, mode):
     if mode != "nearest" and not x.ty.dtype.is_float:
         raise Unsupported(f"{mode} Upsample of {x.ty.dtype} data")
     o = _Ops(ctx)
-    given = _cast(ctx, ctx.input(1), F64)
+    given = cast_to(ctx, ctx.input(1), F64)
     scales = [ctx.call("take", given, ctx.constant(i, I64), axis=0) for i in range(rank)]
     ms = [
-        _cast(ctx, o.floor(o.multiply(s, _scalar_f64(ctx, _dim_value(ctx, x, a)))), I64)
+        cast_to(ctx, o.floor(o.multiply(s, _scalar_f64(ctx, dim_value(ctx, x, a)))), I64)
         for a, s in enumerate(scales)
     ]
     mode = "nearest" if mode == "nearest" else "linear"
@@ -531,10 +535,10 @@ def _grid_sample(ctx):
     if not x.ty.dtype.is_float or not grid.ty.dtype.is_float:
         raise Unsupported(f"GridSample of {x.ty.dtype} data or a {grid.ty.dtype} grid")
     o = _Ops(ctx)
-    g = _cast(ctx, grid, F64)
+    g = cast_to(ctx, grid, F64)
     per_dim = []  # per spatial dim: [(index i64, weight f64 or validity bool)]
     for i in range(k):
-        d = _scalar_f64(ctx, _dim_value(ctx, x, 2 + i))
+        d = _scalar_f64(ctx, dim_value(ctx, x, 2 + i))
         last = o.subtract(d, 1.0)
         v = ctx.call("take", g, ctx.constant(k - 1 - i, I64), axis=rank - 1)  # [N, O..]
         if align:
@@ -572,7 +576,7 @@ def _grid_sample(ctx):
                 valid = ctx.call("logical_and", o.greater_equal(t, 0.0), o.less_equal(t, last))
             elif padding == "reflection":
                 t = _trunc(ctx, o, _reflect(ctx, o, t, lo, hi))
-            index = _cast(ctx, o.minimum(o.maximum(t, 0.0), last), I64)
+            index = cast_to(ctx, o.minimum(o.maximum(t, 0.0), last), I64)
             dim_taps.append((index, w, valid))
         per_dim.append(dim_taps)
     return _gather_taps(ctx, x, per_dim, mode)
@@ -586,7 +590,7 @@ def _gather_taps(ctx, x, per_dim, mode):
     k = rank - 2
     shape = x.ty.shape
     # x as [N * S, C]: the rows of sample n start at n * S
-    dims = [_dim_value(ctx, x, 2 + i) for i in range(k)]
+    dims = [dim_value(ctx, x, 2 + i) for i in range(k)]
     strides = [ctx.constant(1, I64)]
     for dim in reversed(dims[1:]):
         strides.insert(0, ctx.call("multiply", strides[0], dim))
@@ -598,7 +602,7 @@ def _gather_taps(ctx, x, per_dim, mode):
         batch = ctx.call("arange", stop=n, dtype=I64)
     else:
         zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
-        batch = _index_range(ctx, zero, _dim_value(ctx, x, 0), one)
+        batch = index_range(ctx, zero, dim_value(ctx, x, 0), one)
     batch = ctx.call("multiply", batch, size)
     out_rank = len(per_dim[0][0][0].ty.shape)
     batch = ctx.call("reshape", batch, shape=[-1] + [1] * (out_rank - 1))
@@ -618,14 +622,14 @@ def _gather_taps(ctx, x, per_dim, mode):
         if weight is not None:
             if valid is not None:
                 weight = ctx.call("where", valid, weight, ctx.constant(0.0, F64))
-            w = _cast(ctx, ctx.call("unsqueeze", weight, axes=[out_rank]), DType.float64)
-            term = ctx.call("multiply", _cast(ctx, vals, F64), w)
+            w = cast_to(ctx, ctx.call("unsqueeze", weight, axes=[out_rank]), DType.float64)
+            term = ctx.call("multiply", cast_to(ctx, vals, F64), w)
         else:
             term = vals
             if valid is not None:
                 term = ctx.call("where", ctx.call("unsqueeze", valid, axes=[out_rank]), vals, zero)
         total = term if total is None else ctx.call("add", total, term)
-    total = _cast(ctx, total, x.ty.dtype)
+    total = cast_to(ctx, total, x.ty.dtype)
     return ctx.call("permute_dims", total, axes=[0, out_rank, *range(1, out_rank)])
 
 
@@ -673,7 +677,7 @@ def _affine_grid(ctx):
         raise ConversionError(f"size must hold {k + 2} values for a theta {theta.ty}")
     o = _Ops(ctx)
     given = ctx.const(1)
-    size = _cast(ctx, ctx.input(1), I64)
+    size = cast_to(ctx, ctx.input(1), I64)
     ramps = []  # per spatial axis (D, H, W order), broadcast over the k spatial dims
     for i in range(k):
         if given is not None:
@@ -683,7 +687,7 @@ def _affine_grid(ctx):
             pos = ctx.call("arange", stop=length, dtype=F64)
             count = ctx.constant(float(length), F64)
         else:
-            n = _item(ctx, size, 2 + i)
+            n = item_i64(ctx, size, 2 + i)
             pos = _positions(ctx, n, None)
             count = _scalar_f64(ctx, n)
         if align:
@@ -696,7 +700,7 @@ def _affine_grid(ctx):
         shape[1 + i] = -1
         ramps.append(ctx.call("reshape", ramp, shape=shape))  # [1, .., L_i, .., 1]
     base = list(reversed(ramps))  # x (W) first
-    t = _cast(ctx, theta, F64)
+    t = cast_to(ctx, theta, F64)
     comps = []
     for c in range(k):
         row = ctx.call("take", t, ctx.constant(c, I64), axis=1)  # [N, k+1]
@@ -710,7 +714,7 @@ def _affine_grid(ctx):
             acc = o.add(acc, o.multiply(coef(j), base[j]))
         comps.append(ctx.call("unsqueeze", acc, axes=[k + 1]))
     grid = ctx.call("concat", *comps, axis=k + 1)
-    return _cast(ctx, grid, theta.ty.dtype)
+    return cast_to(ctx, grid, theta.ty.dtype)
 
 
 # ----- RoiAlign (10, 16) ----------------------------------------------------------------------
@@ -760,7 +764,7 @@ def _roi_align(ctx):
     if rshape is None or len(rshape) != 2 or rshape[1] not in (4,) and isinstance(rshape[1], int):
         raise ConversionError(f"rois {rois.ty} must be [num_rois, 4]")
     o = _Ops(ctx)
-    r = _cast(ctx, rois, F64)
+    r = cast_to(ctx, rois, F64)
     offset = 0.5 if how == "half_pixel" else 0.0
 
     def col(j):
@@ -769,7 +773,7 @@ def _roi_align(ctx):
 
     starts = {"w": col(0), "h": col(1)}
     ends = {"w": col(2), "h": col(3)}
-    sizes = {"h": _dim_value(ctx, x, 2), "w": _dim_value(ctx, x, 3)}
+    sizes = {"h": dim_value(ctx, x, 2), "w": dim_value(ctx, x, 3)}
     pooled = {"h": ph_n, "w": pw_n}
     taps = {}  # per dim: per sample, [(index [R, P] i64, weight [R, P] f64)] for low, high
     for d in ("h", "w"):
@@ -799,7 +803,7 @@ def _roi_align(ctx):
     hw = ctx.call("multiply", sizes["h"], sizes["w"])
     flat = ctx.call("permute_dims", x, axes=[0, 2, 3, 1])
     flat = ctx.call("reshape", flat, shape=[-1, x.ty.shape[1]])
-    first = ctx.call("multiply", _cast(ctx, batch, I64), hw)
+    first = ctx.call("multiply", cast_to(ctx, batch, I64), hw)
     first = ctx.call("reshape", first, shape=[-1, 1, 1])
     width = sizes["w"]
     total = None
@@ -808,11 +812,11 @@ def _roi_align(ctx):
             best = None
             for yi, wy in ys:
                 for xi, wx in xs:
-                    row = ctx.call("multiply", _cast(ctx, yi, I64), width)
+                    row = ctx.call("multiply", cast_to(ctx, yi, I64), width)
                     row = ctx.call("unsqueeze", row, axes=[2])  # [R, PH, 1]
-                    col_ = ctx.call("unsqueeze", _cast(ctx, xi, I64), axes=[1])  # [R, 1, PW]
+                    col_ = ctx.call("unsqueeze", cast_to(ctx, xi, I64), axes=[1])  # [R, 1, PW]
                     index = ctx.call("add", first, ctx.call("add", row, col_))
-                    vals = _cast(ctx, ctx.call("take", flat, index, axis=0), F64)
+                    vals = cast_to(ctx, ctx.call("take", flat, index, axis=0), F64)
                     w = o.multiply(
                         ctx.call("unsqueeze", wy, axes=[2]), ctx.call("unsqueeze", wx, axes=[1])
                     )
@@ -825,7 +829,7 @@ def _roi_align(ctx):
                 total = best if total is None else o.maximum(total, best)
     if mode == "avg":
         total = o.divide(total, float(ratio * ratio))
-    return _cast(ctx, ctx.call("permute_dims", total, axes=[0, 3, 1, 2]), x.ty.dtype)
+    return cast_to(ctx, ctx.call("permute_dims", total, axes=[0, 3, 1, 2]), x.ty.dtype)
 
 
 # ----- NonMaxSuppression (10, 11) -------------------------------------------------------------
@@ -861,7 +865,7 @@ def _non_max_suppression(ctx):
         if not ctx.has(i):
             return None
         v = ctx.input(i)
-        v = _cast(ctx, v, dtype)
+        v = cast_to(ctx, v, dtype)
         return v if v.ty.shape == () else ctx.call("reshape", v, shape=[])
 
     if count == 0:
@@ -875,7 +879,7 @@ def _non_max_suppression(ctx):
     batch = ctx.call("arange", stop=bshape[0], dtype=I64) if _is_dim(bshape[0]) else None
     if batch is None:
         zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
-        batch = _index_range(ctx, zero, _dim_value(ctx, boxes, 0), one)
+        batch = index_range(ctx, zero, dim_value(ctx, boxes, 0), one)
     first = ctx.call(
         "reshape", ctx.call("multiply", batch, ctx.constant(count, I64)), shape=[-1, 1, 1]
     )
@@ -893,7 +897,7 @@ def _non_max_suppression(ctx):
     else:
         y0, y1 = o.minimum(coord(0), coord(2)), o.maximum(coord(0), coord(2))
         x0, x1 = o.minimum(coord(1), coord(3)), o.maximum(coord(1), coord(3))
-    x0, x1, y0, y1 = (_cast(ctx, v, dt) for v in (x0, x1, y0, y1))
+    x0, x1, y0, y1 = (cast_to(ctx, v, dt) for v in (x0, x1, y0, y1))
 
     def pair(v, op):  # [B, C, S, S]: op(v_i, v_j)
         return ctx.call(op, ctx.call("unsqueeze", v, axes=[3]), ctx.call("unsqueeze", v, axes=[2]))
@@ -933,11 +937,11 @@ def _non_max_suppression(ctx):
     if most is None:
         keep = ctx.call("logical_and", keep, ctx.constant(False, DType.bool))
     else:
-        rank = ctx.call("cumsum", _cast(ctx, keep, I64), axis=2)
+        rank = ctx.call("cumsum", cast_to(ctx, keep, I64), axis=2)
         keep = ctx.call("logical_and", keep, ctx.call("less_equal", rank, most))
     where = ctx.call("nonzero", keep)  # [3, n]: batch, class, position in score order
     b, c, pos = (ctx.call("take", where, ctx.constant(j, I64), axis=0) for j in range(3))
-    classes = _dim_value(ctx, scores, 1)
+    classes = dim_value(ctx, scores, 1)
     flat_index = ctx.call(
         "add",
         ctx.call(
@@ -948,7 +952,7 @@ def _non_max_suppression(ctx):
         pos,
     )
     box = ctx.call("take", ctx.call("reshape", order, shape=[-1]), flat_index, axis=0)
-    rows = [ctx.call("unsqueeze", v, axes=[1]) for v in (b, c, _cast(ctx, box, I64))]
+    rows = [ctx.call("unsqueeze", v, axes=[1]) for v in (b, c, cast_to(ctx, box, I64))]
     return ctx.call("concat", *rows, axis=1)
 
 
@@ -1001,9 +1005,9 @@ def _deform_conv(ctx):
         raise ConversionError(f"mask {mask.ty} must be [N, {goff * k}, {oh}, {ow}]")
     o = _Ops(ctx)
     dt = x.ty.dtype
-    off = ctx.call("reshape", _cast(ctx, off, F64), shape=[-1, goff, kh, kw, 2, oh, ow])
+    off = ctx.call("reshape", cast_to(ctx, off, F64), shape=[-1, goff, kh, kw, 2, oh, ow])
     if mask is not None:
-        mask = ctx.call("reshape", _cast(ctx, mask, F64), shape=[-1, goff, kh, kw, oh, ow])
+        mask = ctx.call("reshape", cast_to(ctx, mask, F64), shape=[-1, goff, kh, kw, oh, ow])
     ci = c // goff
     # x as [N * goff * H * W, C / goff]; sample (n, g) starts at row (n * goff + g) * H * W
     flat = ctx.call("reshape", x, shape=[-1, goff, ci, h, wd])
@@ -1014,7 +1018,7 @@ def _deform_conv(ctx):
         batch = ctx.call("arange", stop=n, dtype=I64)
     else:
         zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
-        batch = _index_range(ctx, zero, _dim_value(ctx, x, 0), one)
+        batch = index_range(ctx, zero, dim_value(ctx, x, 0), one)
     first = ctx.call(
         "add",
         ctx.call("reshape", ctx.call("multiply", batch, ctx.constant(goff, I64)), shape=[-1, 1]),
@@ -1058,14 +1062,14 @@ def _deform_conv(ctx):
                         ),
                     )
                     weight = ctx.call("where", inside, o.multiply(wy, wx), o.f(0.0))
-                    cy = _cast(ctx, o.minimum(o.maximum(yi, 0.0), float(h - 1)), I64)
-                    cx = _cast(ctx, o.minimum(o.maximum(xi, 0.0), float(wd - 1)), I64)
+                    cy = cast_to(ctx, o.minimum(o.maximum(yi, 0.0), float(h - 1)), I64)
+                    cx = cast_to(ctx, o.minimum(o.maximum(xi, 0.0), float(wd - 1)), I64)
                     index = ctx.call(
                         "add",
                         first,
                         ctx.call("add", ctx.call("multiply", cy, ctx.constant(wd, I64)), cx),
                     )
-                    vals = _cast(
+                    vals = cast_to(
                         ctx, ctx.call("take", flat, index, axis=0), F64
                     )  # [N,goff,oH,oW,ci]
                     term = o.multiply(vals, ctx.call("unsqueeze", weight, axes=[4]))
@@ -1083,10 +1087,10 @@ def _deform_conv(ctx):
             columns.append(ctx.call("reshape", total, shape=[-1, c, 1, oh * ow]))
     col = ctx.call("concat", *columns, axis=2)  # [N, C, K, oH * oW]
     col = ctx.call("reshape", col, shape=[-1, group, cg * k, oh * ow])
-    weights = ctx.call("reshape", _cast(ctx, w, F64), shape=[group, oc // group, cg * k])
+    weights = ctx.call("reshape", cast_to(ctx, w, F64), shape=[group, oc // group, cg * k])
     out = ctx.call("matmul", weights, col)  # [N, group, oc / group, oH * oW]
     out = ctx.call("reshape", out, shape=[-1, oc, oh, ow])
     if ctx.has(3):
-        bias = ctx.call("reshape", _cast(ctx, ctx.input(3), F64), shape=[1, oc, 1, 1])
+        bias = ctx.call("reshape", cast_to(ctx, ctx.input(3), F64), shape=[1, oc, 1, 1])
         out = o.add(out, bias)
-    return _cast(ctx, out, dt)
+    return cast_to(ctx, out, dt)

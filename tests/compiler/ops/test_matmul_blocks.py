@@ -20,7 +20,7 @@ def test_blocked_matmul_equals_the_whole_upcast(monkeypatch, a_shape, transposed
     b = w.T if transposed else w  # a linear's weight is read transposed
     assert b.size * 8 > nn.MATMUL_BLOCK_BYTES  # the blocked path
     want = np.matmul(a.astype(np.float64), b.astype(np.float64))
-    got = nn._matmul_f64(a, b)
+    got = nn.matmul_f64(a, b)
     assert got.dtype == np.float64 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
     assert np.array_equal(got.astype(np.float32), want.astype(np.float32))
