@@ -274,3 +274,41 @@ def reduce_over_computed_axes(
         return ctx.call(op, prepare(x, None), keepdims=keep)
     empty = ctx.call("equal", ctx.call("prod", ctx.call("shape_of", axes)), ctx.constant(0, I64))
     return select_if(ctx, empty, ctx.call(op, prepare(x, None), keepdims=keep), y)
+
+
+# ----- f64 scalar arithmetic (resampling, grids, detection) ---------------------------------
+
+F64 = DType.float64
+
+
+class F64Ops:
+    """Small helpers over a ConvertContext for f64 scalar arithmetic: ``o.add(a, 1.0)`` is an
+    ``add`` call, a Python number becoming an f64 constant (resize, grid and detection use it)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def f(self, v) -> Expr:
+        return v if isinstance(v, Expr) else self.ctx.constant(float(v), F64)
+
+    def __getattr__(self, op):
+        ctx = self.ctx
+
+        def call(*args, **attrs):
+            return ctx.call(op, *(self.f(a) for a in args), **attrs)
+
+        return call
+
+
+def scalar_f64(ctx, e: Expr) -> Expr:
+    """``e`` (one element) as a 0-d f64 tensor."""
+    e = cast_to(ctx, e, F64)
+    return e if e.ty.shape == () else ctx.call("reshape", e, shape=[])
+
+
+def positions_f64(ctx, count: Expr, static: int | None) -> Expr:
+    """``0 .. count-1`` as a 1-D f64 tensor (static length when known)."""
+    if static is not None:
+        return ctx.call("arange", stop=static, dtype=F64)
+    zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
+    return cast_to(ctx, index_range(ctx, zero, count, one), F64)

@@ -372,10 +372,10 @@ _RESIZE_COORDINATES = (
     min_version=11,
 )
 def _resize(ctx):
-    from compiler.frontend.onnx_ops import vision  # the forms the resize IR op does not take
+    from compiler.frontend.onnx_ops import resize  # the forms the resize IR op does not take
 
-    if vision.resize_needs_composition(ctx):
-        return vision.resize_composed(ctx)
+    if resize.resize_needs_composition(ctx):
+        return resize.resize_composed(ctx)
     x = ctx.input(0)
     rank = ctx.rank(0)
     mode = ctx.attr("mode", "nearest")
@@ -389,7 +389,7 @@ def _resize(ctx):
         raise Unsupported(f"nearest_mode {nearest}")
     if ctx.attr("antialias", 0) and mode != "nearest":  # antialias changes linear downsampling
         raise Unsupported("antialias")
-    # extrapolation_value acts in tf_crop_and_resize only (composed in vision)
+    # extrapolation_value acts in tf_crop_and_resize only (composed in resize.py)
     cubic = {}
     if mode == "cubic":
         cubic = {
@@ -406,7 +406,7 @@ def _resize(ctx):
     )
     in_shape = list(x.ty.shape)
     policy = ctx.attr("keep_aspect_ratio_policy", "stretch")
-    vision.check_resize_values(ctx, axes)  # sizes and scales in range (from a file)
+    resize.check_resize_values(ctx, axes)  # sizes and scales in range (from a file)
     scales = None
     if ctx.has(3):  # sizes
         given = ctx.const(3)
