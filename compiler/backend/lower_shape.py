@@ -1,7 +1,8 @@
 """Lowerings of the shape and layout ops: each is a lazy value whose element at an output
 index reads the input at a computed index (permute, reshape, broadcast, slice, pad, concat,
-tile, repeat), or a fill (full, zeros, arange, shape_of). Standalone reshapes are views and
-stay graph ops (see legalize-ops); inside a fused group a reshape is index arithmetic.
+tile, repeat), or a fill (full, zeros, the ``*_like`` fills, arange, shape_of). Standalone
+reshapes are views and stay graph ops (see legalize-ops); inside a fused group a reshape is
+index arithmetic.
 
 Reads guarded by a select (pad, concat) clamp their index, so both sides of the select are
 always in bounds.
@@ -281,6 +282,13 @@ def _shape_of(kb, call, inputs, dest):
         return value
 
     return LazyTensor(call.out_shape, DType.int64, at)
+
+
+@lowering("full_like", "zeros_like", "ones_like")
+def _like(kb, call, inputs, dest):
+    value = {"zeros_like": 0, "ones_like": 1}.get(call.op, call.attrs.get("value"))
+    v = fill_value(value, call.out_dtype)
+    return LazyTensor(call.out_shape, call.out_dtype, lambda idx: v)
 
 
 __all__ = ["clamp", "delinearize", "linearize", "reshape_index", "strides"]
