@@ -683,9 +683,9 @@ def matmul_float64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` accumulated in float64 (a big 2-D ``b`` upcast a block at a time, never
     whole, the blocks shared among threads), as the interpreter's matmul computes all but
     float32 products; the float64 result."""
-    from compiler.ops.nn import _matmul_f64
+    from compiler.ir.nn_compute import matmul_f64
 
-    return np.asarray(_matmul_f64(a, b), dtype=np.float64)
+    return np.asarray(matmul_f64(a, b), dtype=np.float64)
 
 
 def run(module: Module | Function, *inputs: Any, function: str = "main") -> tuple:

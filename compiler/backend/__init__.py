@@ -5,10 +5,11 @@ llvmlite (codegen), JIT execution and an exported build artifact (object code + 
     exe(x)                                    # a tuple of numpy arrays, like interpret.run
     exe.export("model.plz")                   # bytes written: code + weights
 
-Files: loops.py (the loop IR and its printer), lowering.py and lower_*.py (the rules, one
-file per op family), compiler/ops/lowered.py (the graph op ``call_lowered``), codegen.py and
-mathlib.py (LLVM IR), kernels.py (the kernels a module holds, compiled once), runtime.py (running
-kernels: threads, library calls), build.py (Executable, export, load).
+Files: loops/ (the loop IR: exprs.py and stmts.py, each with its printer), lowering.py and
+lower_*.py (the rules, one file per op family), compiler/ops/lowered.py (the graph op
+``call_lowered``), codegen.py and mathlib.py (LLVM IR), kernels.py (the kernels a module holds,
+compiled once), runtime.py (running kernels: threads, library calls), build.py (Executable,
+export, load).
 
 Layers: every module here except build.py sits below the passes, which import those modules
 (legalize-ops: lowering and kernels; codegen: codegen and kernels) and never this

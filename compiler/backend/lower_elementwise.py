@@ -1,6 +1,6 @@
 """Lowerings of the elementwise ops: unary math, binary arithmetic and comparisons with
-broadcasting, logical ops, where, cast, clip, gelu and the ``*_like`` fills. Each is a lazy
-value, so a chain of them fuses into the loop nest of whatever reads it.
+broadcasting, logical ops, where, cast, clip and gelu. Each is a lazy value, so a chain of
+them fuses into the loop nest of whatever reads it.
 
 16-bit floats are computed in f32 and rounded once per op (the reference computes in f64 and
 rounds once per op). Integer division by zero gives 0 where the reference raises.
@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from compiler.backend import loops as L
-from compiler.backend.lowering import LazyTensor, elementwise, lowering
+from compiler.backend.lowering import elementwise, lowering
 from compiler.ir.types import DType
 
 
@@ -178,13 +178,6 @@ def fill_value(value, dtype: DType) -> L.Expr:
     if dtype in (DType.float16, DType.bfloat16):
         return L.Cast(dtype, L.Const(float(v.astype(np.float32)), DType.float32))
     return L.Const(v.item(), dtype)
-
-
-@lowering("full_like", "zeros_like", "ones_like")
-def _like(kb, call, inputs, dest):
-    value = {"zeros_like": 0, "ones_like": 1}.get(call.op, call.attrs.get("value"))
-    v = fill_value(value, call.out_dtype)
-    return LazyTensor(call.out_shape, call.out_dtype, lambda idx: v)
 
 
 __all__ = ["const", "fill_value"]

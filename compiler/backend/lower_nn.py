@@ -321,11 +321,11 @@ def _im2col_conv(kb, x, w, out_shape, strides, dilation, padding, groups, acc, d
 
 
 def _pool(kb, call, inputs, dest, kind: str):
-    from compiler.ops.nn import _pool_params
+    from compiler.ir.nn_compute import pool_params
 
     layout = call.attrs["layout"]
     x = canonical(inputs[0], layout, "NCHW")
-    pool, strides, dilation, padding = _pool_params(call.attrs)
+    pool, strides, dilation, padding = pool_params(call.attrs)
     perm = _perm(layout, "NCHW")
     out = _result_buffer(kb, call, dest, call.out_dtype)
     cd = compute_dtype(x.dtype)
@@ -664,7 +664,7 @@ def _resize(kb, call, inputs, dest):
 
     def cubic(idx):
         """4 taps per resized axis (16 in 2-D): the reference's ``_cubic_axis``."""
-        from compiler.ops.nn import cubic_weights
+        from compiler.ir.nn_compute import cubic_weights
 
         corners = [(list(idx), L.Const(1.0, F64))]
         for k in axes:

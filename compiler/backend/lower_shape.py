@@ -1,7 +1,8 @@
 """Lowerings of the shape and layout ops: each is a lazy value whose element at an output
 index reads the input at a computed index (permute, reshape, broadcast, slice, pad, concat,
-tile, repeat), or a fill (full, zeros, arange, shape_of). Standalone reshapes are views and
-stay graph ops (see legalize-ops); inside a fused group a reshape is index arithmetic.
+tile, repeat), or a fill (full, zeros, the ``*_like`` fills, arange, shape_of). Standalone
+reshapes are views and stay graph ops (see legalize-ops); inside a fused group a reshape is
+index arithmetic.
 
 Reads guarded by a select (pad, concat) clamp their index, so both sides of the select are
 always in bounds.
@@ -195,10 +196,10 @@ def slice_start(d: L.Expr, b: int, e: int, s: int) -> L.Expr:
 
 @lowering("strided_slice")
 def _strided_slice(kb, call, inputs, dest):
-    from compiler.ops.shape import _slice_params
+    from compiler.ops.shape import slice_params
 
     x = inputs[0]
-    params = _slice_params(x.ndim, call.attrs)
+    params = slice_params(x.ndim, call.attrs)
     starts = {axis: (slice_start(x.shape[axis], b, e, s), s) for axis, b, e, s in params}
 
     def index(idx):
@@ -250,9 +251,9 @@ def _full(kb, call, inputs, dest):
 
 @lowering("arange")
 def _arange(kb, call, inputs, dest):
-    from compiler.ops.shape import _arange_args
+    from compiler.ops.shape import arange_args
 
-    start, _, step = _arange_args(call.attrs)
+    start, _, step = arange_args(call.attrs)
     dtype = call.out_dtype
     ints = all(isinstance(v, int) for v in (start, step)) and not isinstance(
         call.attrs["stop"], float
@@ -281,6 +282,13 @@ def _shape_of(kb, call, inputs, dest):
         return value
 
     return LazyTensor(call.out_shape, DType.int64, at)
+
+
+@lowering("full_like", "zeros_like", "ones_like")
+def _like(kb, call, inputs, dest):
+    value = {"zeros_like": 0, "ones_like": 1}.get(call.op, call.attrs.get("value"))
+    v = fill_value(value, call.out_dtype)
+    return LazyTensor(call.out_shape, call.out_dtype, lambda idx: v)
 
 
 __all__ = ["clamp", "delinearize", "linearize", "reshape_index", "strides"]

@@ -55,7 +55,7 @@ def eval_index(e: L.Expr, env: dict[str, int]) -> int:
         return int(env[e.name])
     if isinstance(e, L.Binary):
         a, b = eval_index(e.a, env), eval_index(e.b, env)
-        folded = L._fold_int(e.op, a, b)
+        folded = L.fold_int(e.op, a, b)
         if folded is None:
             raise KernelRunError(f"cannot evaluate {e} (division by zero?)")
         return folded

@@ -288,7 +288,7 @@ def node_problem(node, opset: int, other_opsets: dict, local_functions: set):
     if conv is None and node.op_type not in CONVERTERS:
         why = NOT_CONVERTED.get(node.op_type)
         # random values: a check would compare two different draws (a false finding)
-        opaque_ok = why not in (registry._RANDOM, registry._STRINGS)
+        opaque_ok = why not in (registry.RANDOM_VALUES, registry.NO_STRING_TYPE)
         return (f"{node.op_type} ({why})" if why else node.op_type), opaque_ok
     if conv is None:
         v, oldest = schema.since_version, oldest_version(node.op_type)

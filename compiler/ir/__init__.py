@@ -4,6 +4,8 @@ registry nodes infer their types from (op_registry.py).
 The op families (compiler/ops/) register into that registry. They are imported at the end
 of this file, so any import of the IR has every op; they import the IR's modules, never this
 package.
+nn_compute.py holds the nn family's numpy computations (here, below the families, so that
+importing it first imports the IR and then the family that uses it).
 """
 
 from compiler.ir.nodes import (

@@ -323,9 +323,7 @@ def loop_type(body: Function, num_carried: int, annotated: Type | None = None) -
     if len(body.params) < 2 + num_carried:
         return None
     try:  # no iteration gives the initial values: what enters the body covers both
-        carried = [
-            join_types(body.params[2 + j].ty, out.fields[1 + j]) for j in range(num_carried)
-        ]
+        carried = [join_types(body.params[2 + j].ty, out.fields[1 + j]) for j in range(num_carried)]
     except TypeError:
         return None
     scans = []
@@ -557,13 +555,13 @@ def collect_bindings(roots: Sequence[Expr], already_bound: set[int] = frozenset(
             continue
         seen.add(id(node))
         stack.append((node, True))
-        for op in reversed(_outer_operands(node)):
+        for op in reversed(outer_operands(node)):
             if not is_leaf(op) and id(op) not in seen:
                 stack.append((op, False))
     return order
 
 
-def _outer_operands(node: Expr) -> tuple[Expr, ...]:
+def outer_operands(node: Expr) -> tuple[Expr, ...]:
     """Operands bound outside the node: for If, the condition and the branches' free nodes."""
     if not isinstance(node, If):
         return node.operands
@@ -574,7 +572,7 @@ def _outer_operands(node: Expr) -> tuple[Expr, ...]:
     for blk in (node.then_branch, node.else_branch):
         # what the bindings read from outside (a nested If: only its own free nodes), then
         # the result itself (which may also be one of the bindings)
-        reads = [op for b in blk.bindings for op in _outer_operands(b)] + [blk.result]
+        reads = [op for b in blk.bindings for op in outer_operands(b)] + [blk.result]
         free.extend(op for op in reads if not is_leaf(op) and id(op) not in inner)
     return (node.cond, *free)
 
@@ -772,6 +770,7 @@ __all__ = [
     "map_operands",
     "remap_operands",
     "external_reads",
+    "outer_operands",
     "substitute",
     "is_leaf",
     "collect_bindings",

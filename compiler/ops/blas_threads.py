@@ -1,5 +1,5 @@
 """Running numpy's BLAS on one thread for a while, and work split among threads of our own.
-The interpreter's blocked float64 matmul (``nn._matmul_f64``) makes thousands of small
+The interpreter's blocked float64 matmul (``nn_compute.matmul_f64``) makes thousands of small
 calls, each of which a multi-threaded OpenBLAS splits across its threads and waits for; on a
 busy 2-core machine that wait made a 1 GiB matmul 30x slower than on one thread (13 s against
 0.4 s): its blocks go to ``parallel_chunks``'s threads instead, one BLAS thread each, as the

@@ -400,7 +400,7 @@ def _onnx_model(attrs: Mapping[str, Any], in_dtypes: tuple):
         outputs[p] = f"out{k}"
     node = helper.make_node(op_type, inputs, outputs, domain=node_domain)
     for name, value in attrs["kwargs"]:
-        node.attribute.append(_onnx_attribute(name, value, op_type, node_domain, attrs["opset"]))
+        node.attribute.append(onnx_attribute(name, value, op_type, node_domain, attrs["opset"]))
     graph_inputs = [
         helper.make_tensor_value_info(f"in{i}", helper.np_dtype_to_tensor_dtype(dt), None)
         for i, dt in enumerate(in_dtypes)
@@ -417,7 +417,9 @@ def _onnx_model(attrs: Mapping[str, Any], in_dtypes: tuple):
     return model
 
 
-def _onnx_attribute(name: str, value: Any, op_type: str, domain: str, opset: int):
+def onnx_attribute(name: str, value: Any, op_type: str, domain: str, opset: int):
+    """The ONNX AttributeProto of an opaque op's attribute ``name`` (an empty list typed from
+    the op's schema); OpaqueOpError when the value cannot be one."""
     from onnx import AttributeProto, helper
 
     if isinstance(value, tuple) and not value:  # an empty list: its type from the schema
@@ -589,7 +591,14 @@ def run_onnx(values: list, attrs: Mapping[str, Any]) -> Any:
     return tuple(outs) if isinstance(ty, TupleType) else outs[0]
 
 
-__all__ = ["MAX_SESSIONS", "resolve_torch_op", "run", "run_onnx", "run_torch"]
+__all__ = [
+    "MAX_SESSIONS",
+    "onnx_attribute",
+    "resolve_torch_op",
+    "run",
+    "run_onnx",
+    "run_torch",
+]
 
 
 # ----- the op ---------------------------------------------------------------------------------

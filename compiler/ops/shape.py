@@ -641,7 +641,9 @@ define_op(
 # ----- strided_slice ----------------------------------------------------------------------
 
 
-def _slice_params(rank: int, attrs) -> list[tuple[int, int, int, int]]:
+def slice_params(rank: int, attrs) -> list[tuple[int, int, int, int]]:
+    """strided_slice's attributes checked against the input rank: one ``(axis, begin, end,
+    stride)`` per sliced axis (axes normalised; strides default to 1)."""
     begin, end, strides, axes = attrs["begin"], attrs["end"], attrs["strides"], attrs["axes"]
     n = len(begin)
     if len(end) != n:
@@ -691,7 +693,7 @@ def _strided_slice_infer(types, attrs):
     if data.shape is None:
         return data
     shape = list(data.shape)
-    for axis, b, e, s in _slice_params(len(shape), attrs):
+    for axis, b, e, s in slice_params(len(shape), attrs):
         d = shape[axis]
         shape[axis] = len(range(d)[b:e:s]) if isinstance(d, int) else _sym_slice_len(d, b, e, s)
     return data.with_shape(tuple(shape))
@@ -700,7 +702,7 @@ def _strided_slice_infer(types, attrs):
 def _strided_slice_compute(values, attrs):
     x = values[0]
     index = [slice(None)] * x.ndim
-    for axis, b, e, s in _slice_params(x.ndim, attrs):
+    for axis, b, e, s in slice_params(x.ndim, attrs):
         index[axis] = slice(b, e, s)
     return x[tuple(index)]
 
@@ -890,7 +892,9 @@ for _name, _value in (("full_like", None), ("zeros_like", 0), ("ones_like", 1)):
     )
 
 
-def _arange_args(attrs) -> tuple[Any, Any, Any]:
+def arange_args(attrs) -> tuple[Any, Any, Any]:
+    """arange's ``(start, stop, step)`` checked: numbers (ints kept as ints) or symbolic dims,
+    with a numeric non-zero step."""
     args = (attrs["start"], attrs["stop"], attrs["step"])
     for name, v in zip(("start", "stop", "step"), args, strict=True):
         if isinstance(v, (bool, np.bool_)) or not isinstance(
@@ -928,12 +932,12 @@ def _arange_dtype(attrs, start, stop, step) -> DType:
 
 
 def _arange_infer(types, attrs):
-    start, stop, step = _arange_args(attrs)
+    start, stop, step = arange_args(attrs)
     return TensorType((_arange_len(start, stop, step),), _arange_dtype(attrs, start, stop, step))
 
 
 def _arange_compute(values, attrs):
-    start, stop, step = _arange_args(attrs)
+    start, stop, step = arange_args(attrs)
     dtype = _arange_dtype(attrs, start, stop, step)
     n = _arange_len(start, stop, step)
     if all(isinstance(v, int) for v in (start, stop, step)) and dtype.is_int:

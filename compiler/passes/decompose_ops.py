@@ -22,9 +22,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from compiler.ir.nn_compute import LINEAR_ROUNDS_AS_DECOMPOSED, SDPA_ROUNDS_AS_DECOMPOSED
 from compiler.ir.nodes import Call, Constant, Expr, Module
 from compiler.ir.types import DType, TensorType
-from compiler.ops.nn import LINEAR_ROUNDS_AS_DECOMPOSED, SDPA_ROUNDS_AS_DECOMPOSED
 from compiler.passes.manager import Pass, PassContext, register_pass
 from compiler.passes.rewrite import rewrite_module
 from compiler.passes.rules import Rule, Rules, op, rule_table

@@ -237,7 +237,7 @@ class Recorder(Instrument):
         parent = self._stack[-1] if self._stack else None
         snap = Snapshot(
             index=len(self.snapshots),
-            pass_name=_pass_name(p),
+            pass_name=shown_name(p),
             spec=p.spec(),
             options=p.options if not isinstance(p, Sequential) else {},
             depth=depth,
@@ -266,7 +266,7 @@ class Recorder(Instrument):
         snap.failed_function = rewrite.progress.function
 
 
-def _pass_name(p: Pass) -> str:
+def shown_name(p: Pass) -> str:
     """The name a pass is shown by: a named pipeline's label (or spec), else the pass name."""
     return (p.display_name if isinstance(p, Sequential) else p.name) or p.name
 

@@ -19,9 +19,9 @@ from compiler.ir.nodes import (
     Function,
     If,
     Var,
-    _outer_operands,
     function_constants,
     is_leaf,
+    outer_operands,
     remap_operands,
 )
 from compiler.ir.provenance import Provenance
@@ -99,7 +99,7 @@ class Rewriter:
                     out.append(node)
                 continue
             stack.append((node, True))
-            for op in reversed(_outer_operands(node)):
+            for op in reversed(outer_operands(node)):
                 if not is_leaf(op) and id(op) not in bound:
                     stack.append((op, False))
 

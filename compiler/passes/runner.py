@@ -18,7 +18,7 @@ from compiler.passes.manager import (
     SkippedPass,
     Snapshot,
     VerifyAfterEach,
-    _pass_name,
+    shown_name,
 )
 from compiler.passes.pipeline import build_pipeline
 
@@ -38,7 +38,7 @@ def _skipped(
         levels.append((seq, started, snap.depth + 1))
         seq, snap = seq.passes[started - 1], snapshots[snap.children[-1]]
     return [
-        SkippedPass(_pass_name(p), p.spec(), depth, reason)
+        SkippedPass(shown_name(p), p.spec(), depth, reason)
         for seq, n, depth in reversed(levels)
         for p in seq.passes[n:]
     ]

@@ -13,7 +13,7 @@ def _opaque(e, n, a):
     import onnx
 
     from compiler.ops.opaque import ONNX_DEFAULT_DOMAIN, describe, result_type, unescape
-    from compiler.ops.opaque_run import _onnx_attribute
+    from compiler.ops.opaque_run import onnx_attribute
 
     attrs = n.attrs
     if attrs["framework"] != "onnx":
@@ -53,6 +53,6 @@ def _opaque(e, n, a):
         if k not in positions:
             node.output[k] = ""  # an optional output the model did not ask for
     for name, value in attrs["kwargs"]:
-        node.attribute.append(_onnx_attribute(name, value, op_type, domain, recorded))
+        node.attribute.append(onnx_attribute(name, value, op_type, domain, recorded))
     kept = [outs[p] for p in positions]
     return kept if isinstance(ty, TupleType) else kept[0]

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from compiler.frontend.onnx_context import ConversionError, Unsupported
-from compiler.frontend.onnx_ops.registry import _cast, _dim_value, _static, converter
+from compiler.frontend.onnx_ops.registry import cast_to, converter, dim_value, static_dim
 from compiler.ir.nodes import Expr
 from compiler.ir.symbolic import ANY, dim_add, dim_str, dim_sub, dims_equal
 from compiler.ir.types import DType
@@ -48,7 +48,7 @@ def _heads_attr(ctx, name: str) -> int | None:
 
 def _split_heads(ctx, x: Expr, heads: int, what: str) -> Expr:
     """(batch, seq, heads * size) -> (batch, heads, seq, size)."""
-    hidden = _static(x.ty.shape[2], ctx, f"{what} hidden size")
+    hidden = static_dim(x.ty.shape[2], ctx, f"{what} hidden size")
     if hidden % heads:
         raise ConversionError(f"the {what} hidden size {hidden} is not a multiple of {heads} heads")
     x = ctx.call("reshape", x, shape=[0, 0, heads, hidden // heads], allowzero=False)
@@ -70,8 +70,8 @@ def _positions(ctx, q, kv_len, offset, nonpad):
         return ctx.call("reshape", i, shape=[-1, 1]), j
     i = ctx.call("arange", start=0, stop=q_len, dtype=I64)
     i = ctx.call("reshape", i, shape=[1, 1, -1, 1])
-    n = ctx.call("reshape", _cast(ctx, nonpad, I64), shape=[-1, 1, 1, 1])
-    return ctx.call("add", i, ctx.call("subtract", n, _dim_value(ctx, q, 2))), j
+    n = ctx.call("reshape", cast_to(ctx, nonpad, I64), shape=[-1, 1, 1, 1])
+    return ctx.call("add", i, ctx.call("subtract", n, dim_value(ctx, q, 2))), j
 
 
 def _softmax(ctx, x: Expr) -> Expr:
@@ -89,8 +89,8 @@ def _share_kv_heads(ctx, hq, hk, k: Expr, v: Expr) -> tuple[Expr, Expr]:
     so K and V (heads on axis 1) are repeated to ``hq`` heads."""
     if dims_equal(hq, hk) is True:
         return k, v
-    hq_s = _static(hq, ctx, "number of query heads")
-    hk_s = _static(hk, ctx, "number of key heads")
+    hq_s = static_dim(hq, ctx, "number of query heads")
+    hk_s = static_dim(hk, ctx, "number of key heads")
     if hk_s == 0 or hq_s % hk_s:
         raise ConversionError(f"{hq_s} query heads are not a multiple of {hk_s} KV heads")
     k = ctx.call("repeat", k, repeats=hq_s // hk_s, axis=1)
@@ -145,7 +145,7 @@ def _attention(ctx):
 
     # head counts and sizes
     hq, hk, hv = q.ty.shape[1], k.ty.shape[1], v.ty.shape[1]
-    size = _static(q.ty.shape[3], ctx, "query head size")
+    size = static_dim(q.ty.shape[3], ctx, "query head size")
     if dims_equal(k.ty.shape[3], size) is False:
         raise ConversionError(f"Q and K head sizes differ: {q.ty} vs {k.ty}")
     if dims_equal(hk, hv) is False:
@@ -182,7 +182,7 @@ def _attention(ctx):
         if mask.ty.dtype is DType.bool:
             bias = _neg_inf_where(ctx, mask, dt)
         elif mask.ty.dtype.is_float:
-            bias = _cast(ctx, mask, dt)
+            bias = cast_to(ctx, mask, dt)
         else:
             raise ConversionError(f"attn_mask must be bool or float, got {mask.ty}")
         last = mask.ty.shape[-1]
@@ -229,7 +229,7 @@ def _attention(ctx):
             bias = term if bias is None else ctx.call("add", bias, term)
     if nonpad is not None:
         j = ctx.call("arange", start=0, stop=kv_len, dtype=I64)
-        n = ctx.call("reshape", _cast(ctx, nonpad, I64), shape=[-1, 1, 1, 1])
+        n = ctx.call("reshape", cast_to(ctx, nonpad, I64), shape=[-1, 1, 1, 1])
         term = _neg_inf_where(ctx, ctx.call("less", j, n), dt)
         bias = term if bias is None else ctx.call("add", bias, term)
 
@@ -259,7 +259,7 @@ def _attention(ctx):
     if mode == 2:
         qk_output = biased
     if precision is not None:
-        biased = _cast(ctx, biased, _FLOAT_TYPES[precision])
+        biased = cast_to(ctx, biased, _FLOAT_TYPES[precision])
     if bias is None:
         probs = _softmax(ctx, biased)
     else:  # a row whose bias is all -inf attends to nothing: zeros (softmax of 0s, no NaN)
@@ -268,13 +268,13 @@ def _attention(ctx):
         zero = ctx.constant(0, biased.ty.dtype)
         probs = _softmax(ctx, ctx.call("where", empty, zero, biased))
         probs = ctx.call("where", empty, zero, probs)
-    probs = _cast(ctx, probs, dt)
+    probs = cast_to(ctx, probs, dt)
     if mode == 3:
         qk_output = probs
     y = ctx.call("matmul", probs, v)
     if rank == 3:
-        dv = _static(y.ty.shape[3], ctx, "value head size")
-        heads = _static(y.ty.shape[1], ctx, "number of heads")
+        dv = static_dim(y.ty.shape[3], ctx, "value head size")
+        heads = static_dim(y.ty.shape[1], ctx, "number of heads")
         y = ctx.call("permute_dims", y, axes=[0, 2, 1, 3])
         y = ctx.call("reshape", y, shape=[0, 0, heads * dv], allowzero=False)
     return y, present_k, present_v, qk_output
@@ -300,13 +300,13 @@ def _rotary_embedding(ctx):
         heads = _heads_attr(ctx, "num_heads")
         if heads is None:
             raise ConversionError("a 3-D input needs the attribute num_heads")
-        hidden = _static(x.ty.shape[2], ctx, "hidden size")
+        hidden = static_dim(x.ty.shape[2], ctx, "hidden size")
         if hidden % heads:
             raise ConversionError(f"the hidden size {hidden} is not a multiple of {heads} heads")
         x4 = ctx.call("reshape", x, shape=[0, 0, heads, hidden // heads], allowzero=False)
     else:
         raise ConversionError(f"the input must be 3-D or 4-D, got {x.ty}")
-    size = _static(x4.ty.shape[3], ctx, "head size")
+    size = static_dim(x4.ty.shape[3], ctx, "head size")
     rdim = ctx.attr("rotary_embedding_dim", 0) or size
     if not 0 < rdim <= size or rdim % 2:
         raise ConversionError(
@@ -319,15 +319,15 @@ def _rotary_embedding(ctx):
             raise ConversionError(f"position_ids must be integers, got {pos.ty}")
         if ctx.rank(1) != 2 or ctx.rank(2) != 2:
             raise ConversionError(f"with position_ids the caches must be 2-D, got {cos.ty}")
-        cos = ctx.call("take", cos, _cast(ctx, pos, I64), axis=0)
-        sin = ctx.call("take", sin, _cast(ctx, pos, I64), axis=0)
+        cos = ctx.call("take", cos, cast_to(ctx, pos, I64), axis=0)
+        sin = ctx.call("take", sin, cast_to(ctx, pos, I64), axis=0)
     elif ctx.rank(1) != 3 or ctx.rank(2) != 3:
         raise ConversionError(f"without position_ids the caches must be 3-D, got {cos.ty}")
     for c in (cos, sin):
         if dims_equal(c.ty.shape[-1], half) is False:
             raise ConversionError(f"the caches must have rotary_embedding_dim/2 = {half} values")
-    cos = _cast(ctx, ctx.call("unsqueeze", cos, axes=[2]), x.ty.dtype)
-    sin = _cast(ctx, ctx.call("unsqueeze", sin, axes=[2]), x.ty.dtype)
+    cos = cast_to(ctx, ctx.call("unsqueeze", cos, axes=[2]), x.ty.dtype)
+    sin = cast_to(ctx, ctx.call("unsqueeze", sin, axes=[2]), x.ty.dtype)
     rot = x4 if rdim == size else _slice_last(ctx, x4, 0, rdim)
     interleaved = bool(ctx.attr("interleaved", 0))
     if interleaved:
@@ -408,10 +408,10 @@ def _tensor_scatter(ctx):
         w = ctx.input(2)
         if not w.ty.dtype.is_int:
             raise ConversionError(f"write_indices must be integers, got {w.ty}")
-        w = ctx.call("reshape", _cast(ctx, w, I64), shape=[-1] + [1] * (rank - 1))
+        w = ctx.call("reshape", cast_to(ctx, w, I64), shape=[-1] + [1] * (rank - 1))
         index = ctx.call("add", index, w)
     if mode == "circular":
-        index = ctx.call("mod", index, _dim_value(ctx, cache, axis))
+        index = ctx.call("mod", index, dim_value(ctx, cache, axis))
     zeros = ctx.call("zeros_like", update, dtype=I64)
     index = ctx.call("add", zeros, index)  # the shape of update
     return ctx.call("scatter_elements", cache, index, update, axis=axis)
@@ -426,22 +426,22 @@ def _causal_conv_with_state(ctx):
     w = ctx.input(1)
     if ctx.rank(0) != 3 or ctx.rank(1) != 3:
         raise ConversionError(f"input and weight must be 3-D, got {x.ty} and {w.ty}")
-    channels = _static(x.ty.shape[1], ctx, "channel count")
-    c_out, one, kernel = (_static(d, ctx, "weight dim") for d in w.ty.shape)
+    channels = static_dim(x.ty.shape[1], ctx, "channel count")
+    c_out, one, kernel = (static_dim(d, ctx, "weight dim") for d in w.ty.shape)
     if c_out != channels or one != 1 or kernel < 1:
         raise ConversionError(f"weight must be ({channels}, 1, k) with k >= 1, got {w.ty}")
     activation = ctx.attr("activation", "none")
     if activation not in ("none", "silu", "swish"):
         raise ConversionError(f"activation must be none, silu or swish, got {activation!r}")
-    w = _cast(ctx, w, x.ty.dtype)
+    w = cast_to(ctx, w, x.ty.dtype)
     if ctx.has(3):
         past = ctx.input(3)
         if ctx.rank(3) != 3 or dims_equal(past.ty.shape[2], kernel - 1) is False:
             raise ConversionError(f"past_state must be (batch, {channels}, {kernel - 1})")
-        padded = ctx.call("concat", _cast(ctx, past, x.ty.dtype), x, axis=2)
+        padded = ctx.call("concat", cast_to(ctx, past, x.ty.dtype), x, axis=2)
     else:
         padded = ctx.call("pad", x, pads=[0, 0, kernel - 1, 0, 0, 0])
-    bias = [_cast(ctx, ctx.input(2), x.ty.dtype)] if ctx.has(2) else []
+    bias = [cast_to(ctx, ctx.input(2), x.ty.dtype)] if ctx.has(2) else []
     y = ctx.call(
         "conv1d",
         padded,
@@ -453,8 +453,8 @@ def _causal_conv_with_state(ctx):
         groups=channels,
     )
     if activation != "none":  # in float32 at least, as the reference
-        wide = y if y.ty.dtype.itemsize >= 4 else _cast(ctx, y, DType.float32)
-        y = _cast(ctx, ctx.call("multiply", wide, ctx.call("sigmoid", wide)), x.ty.dtype)
+        wide = y if y.ty.dtype.itemsize >= 4 else cast_to(ctx, y, DType.float32)
+        y = cast_to(ctx, ctx.call("multiply", wide, ctx.call("sigmoid", wide)), x.ty.dtype)
     end = 1 << 62
     begin = -(kernel - 1) if kernel > 1 else end
     state = ctx.call("strided_slice", padded, begin=[begin], end=[end], axes=[2])
@@ -494,29 +494,32 @@ def _linear_attention(ctx):
         if ctx.rank(i) != 3:
             raise ConversionError(f"query, key and value must be 3-D, got {ctx.input(i).ty}")
     out_dtype = q.ty.dtype
-    steps = _static(q.ty.shape[1], ctx, "sequence length (the recurrence is unrolled)")
+    steps = static_dim(q.ty.shape[1], ctx, "sequence length (the recurrence is unrolled)")
     if not 0 < steps <= MAX_UNROLLED_STEPS:
         raise Unsupported(f"LinearAttention over {steps} steps (1 to {MAX_UNROLLED_STEPS})")
     f32 = DType.float32
 
     def heads4(x, heads, what):
-        return _cast(ctx, _split_heads(ctx, x, heads, what), f32)
+        return cast_to(ctx, _split_heads(ctx, x, heads, what), f32)
 
     q4, k4, v4 = heads4(q, hq, "query"), heads4(k, hkv, "key"), heads4(v, hkv, "value")
-    dk, dv = _static(k4.ty.shape[3], ctx, "key size"), _static(v4.ty.shape[3], ctx, "value size")
-    if _static(q4.ty.shape[3], ctx, "query size") != dk:
+    dk, dv = (
+        static_dim(k4.ty.shape[3], ctx, "key size"),
+        static_dim(v4.ty.shape[3], ctx, "value size"),
+    )
+    if static_dim(q4.ty.shape[3], ctx, "query size") != dk:
         raise ConversionError(f"query and key head sizes differ: {q.ty}, {k.ty}")
 
     def per_step(i, what, allowed):  # (B, T, n) -> (B, n or H, T, 1 or d)
         x = _float_input(ctx, i, what)
         if ctx.rank(i) != 3:
             raise ConversionError(f"{what} must be 3-D, got {x.ty}")
-        last = _static(x.ty.shape[2], ctx, f"{what} size")
+        last = static_dim(x.ty.shape[2], ctx, f"{what} size")
         if last not in allowed:
             raise ConversionError(f"{what} last dim {last} must be one of {sorted(set(allowed))}")
         d = 1 if last in allowed[:2] else dk
         y = ctx.call("reshape", x, shape=[0, 0, last // d, d], allowzero=False)
-        return _cast(ctx, ctx.call("permute_dims", y, axes=[0, 2, 1, 3]), f32)
+        return cast_to(ctx, ctx.call("permute_dims", y, axes=[0, 2, 1, 3]), f32)
 
     decay = per_step(4, "decay", (hkv, hkv, hkv * dk)) if gating else None
     beta = per_step(5, "beta", (hkv, 1)) if delta else None
@@ -532,7 +535,7 @@ def _linear_attention(ctx):
         ):
             raise ConversionError(f"past_state must be (batch, {hkv}, {dk}, {dv}), got {past.ty}")
         state_dtype = past.ty.dtype
-        state = _cast(ctx, past, f32)
+        state = cast_to(ctx, past, f32)
     else:
         state_dtype = out_dtype
         state = ctx.call("zeros", shape=[q.ty.shape[0], hkv, dk, dv], dtype=f32)
@@ -561,7 +564,7 @@ def _linear_attention(ctx):
     out = outs[0] if len(outs) == 1 else ctx.call("concat", *outs, axis=2)
     out = ctx.call("permute_dims", out, axes=[0, 2, 1, 3])
     out = ctx.call("reshape", out, shape=[0, 0, hq * dv], allowzero=False)
-    return _cast(ctx, out, out_dtype), _cast(ctx, state, state_dtype)
+    return cast_to(ctx, out, out_dtype), cast_to(ctx, state, state_dtype)
 
 
 # ----- ai.onnx.preview.FlexAttention --------------------------------------------------------
@@ -594,7 +597,7 @@ def _inline_modifier(ctx, name: str, value: Expr) -> Expr:
         or any(dims_equal(s, w) is False for s, w in zip(shape, want, strict=True))
     ):
         raise ConversionError(f"the {name} graph changes the shape {value.ty} to {out.ty}")
-    return _cast(ctx, out, value.ty.dtype)
+    return cast_to(ctx, out, value.ty.dtype)
 
 
 @converter(
@@ -613,7 +616,7 @@ def _flex_attention(ctx):
         raise ConversionError(f"Q, K and V must have one dtype, got {q.ty}, {k.ty}, {v.ty}")
     if ctx.rank(0) != 4 or ctx.rank(1) != 4 or ctx.rank(2) != 4:
         raise ConversionError(f"Q, K and V must be 4-D, got {q.ty}, {k.ty}, {v.ty}")
-    size = _static(q.ty.shape[3], ctx, "query head size")
+    size = static_dim(q.ty.shape[3], ctx, "query head size")
     if dims_equal(k.ty.shape[3], size) is False:
         raise ConversionError(f"Q and K head sizes differ: {q.ty} vs {k.ty}")
     hq, hk = q.ty.shape[1], k.ty.shape[1]
@@ -637,6 +640,6 @@ def _flex_attention(ctx):
         work = _FLOAT_TYPES[precision]
     else:
         raise ConversionError(f"softmax_precision must be a float type, got {precision}")
-    scores = _inline_modifier(ctx, "score_mod", _cast(ctx, scores, work))
+    scores = _inline_modifier(ctx, "score_mod", cast_to(ctx, scores, work))
     probs = _inline_modifier(ctx, "prob_mod", ctx.call("softmax", scores, axis=-1))
-    return _cast(ctx, ctx.call("matmul", probs, _cast(ctx, v, work)), dt)
+    return cast_to(ctx, ctx.call("matmul", probs, cast_to(ctx, v, work)), dt)

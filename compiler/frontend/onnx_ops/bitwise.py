@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.frontend.onnx_context import ConversionError, ConvertContext, Unsupported, dtype_of
-from compiler.frontend.onnx_ops.registry import _cast, converter
+from compiler.frontend.onnx_ops.registry import cast_to, converter
 from compiler.ir.nodes import Expr
 from compiler.ir.types import DType
 
@@ -48,7 +48,7 @@ def _powers_of_two(ctx: ConvertContext, s: Expr, dtype: DType, top: int) -> Expr
     s = ctx.call("minimum", s, ctx.like(top, s))  # (not clip: onnxruntime lacks uint16 Clip)
     if not dtype.is_unsigned:
         s = ctx.call("maximum", s, ctx.like(0, s))
-    idx = _cast(ctx, s, DType.int64)
+    idx = cast_to(ctx, s, DType.int64)
     return ctx.call("take", table, idx, axis=0)
 
 
@@ -71,7 +71,7 @@ def _bitshift(ctx: ConvertContext) -> Expr:
         op = "multiply" if direction == "LEFT" else "floor_divide"
         shifted = ctx.call(op, x, powers)
         # zero where out of range: a multiply by 0 / 1 (onnxruntime's Where lacks uint16/64)
-        return ctx.call("multiply", shifted, _cast(ctx, ctx.call("logical_not", beyond), dtype))
+        return ctx.call("multiply", shifted, cast_to(ctx, ctx.call("logical_not", beyond), dtype))
     # signed: 2**(bits-1) is negative in the type; a shift by bits-1 or more gives the sign
     shifted = ctx.call("floor_divide", x, _powers_of_two(ctx, s, dtype, bits - 2))
     sign = ctx.call("where", ctx.call("less", x, zero), ctx.like(-1, x), zero)

@@ -18,7 +18,7 @@ _STATIC_ELEMENTS = 64  # a condition computed from shapes, not data
 _STATIC_DEPTH = 32
 
 
-def _static_value(e: Expr, depth: int = 0) -> np.ndarray | None:
+def static_value(e: Expr, depth: int = 0) -> np.ndarray | None:
     """The value of a small tensor computed from constants and static shapes alone (``Size``
     of an ``i64[4]`` input equals 4), with the ops' numpy reference; None otherwise."""
     from compiler.ir.op_registry import get_op
@@ -35,7 +35,7 @@ def _static_value(e: Expr, depth: int = 0) -> np.ndarray | None:
         if isinstance(xt, TensorType) and xt.is_static:
             return np.array(xt.shape, np.int64)
         return None
-    values = [_static_value(a, depth + 1) for a in e.args]
+    values = [static_value(a, depth + 1) for a in e.args]
     if any(v is None for v in values):
         return None
     try:
@@ -78,7 +78,7 @@ def _if(ctx):
     ct = cond.ty
     if not (ct.shape == () or (ct.shape is not None and ct.numel == 1)):
         cond = ctx.call("reshape", cond, shape=[])
-    known = _static_value(cond)
+    known = static_value(cond)
     taken = None if known is None or known.size != 1 else bool(known.reshape(-1)[0])
     importer = ctx.importer
     noted = {k: list(v) for k, v in importer.unsupported.items()}

@@ -12,9 +12,9 @@ from compiler.frontend.onnx_context import (
     tensor_value,
 )
 from compiler.frontend.onnx_ops.registry import (
-    _cast,
-    _float_scalar,
+    cast_to,
     converter,
+    float_scalar,
 )
 from compiler.ir.nodes import Constant, Expr
 from compiler.ir.types import DType, TensorType
@@ -54,7 +54,7 @@ def _unary(ir_op: str):
             if ir_op == "abs":
                 return ctx.call("identity", x)
             if ir_op == "sign":
-                return _cast(ctx, ctx.call("greater", x, ctx.like(0, x)), x.ty.dtype)
+                return cast_to(ctx, ctx.call("greater", x, ctx.like(0, x)), x.ty.dtype)
         return ctx.call(ir_op, x)
 
     return convert
@@ -225,7 +225,8 @@ def _isinf(ctx):
     return out
 
 
-_BINARY = {
+# the IR op of each binary ONNX op (the legacy converters of versions before 7 use it too)
+BINARY_OPS = {
     "Add": "add",
     "Sub": "subtract",
     "Mul": "multiply",
@@ -248,7 +249,7 @@ def _binary(ir_op: str):
     return convert
 
 
-for _onnx, _ir in _BINARY.items():  # before version 7: legacy broadcasting (legacy.py)
+for _onnx, _ir in BINARY_OPS.items():  # before version 7: legacy broadcasting (legacy.py)
     converter(_onnx, min_version=7)(_binary(_ir))
 
 
@@ -259,10 +260,10 @@ def _pow(ctx):
     if dx is dy:
         return ctx.call("power", x, y)
     if dx.is_float:
-        return ctx.call("power", x, _cast(ctx, y, dx))
+        return ctx.call("power", x, cast_to(ctx, y, dx))
     # an integer base with a float exponent: compute in float64, the result has the base type
-    wide = ctx.call("power", _cast(ctx, x, DType.float64), _cast(ctx, y, DType.float64))
-    return _cast(ctx, wide, dx)
+    wide = ctx.call("power", cast_to(ctx, x, DType.float64), cast_to(ctx, y, DType.float64))
+    return cast_to(ctx, wide, dx)
 
 
 @converter("Mod", attrs=("fmod",))
@@ -320,8 +321,8 @@ def _clip(ctx):
         return ctx.call(
             "clip",
             x,
-            min=None if lo is None else _float_scalar(lo_v, "min"),
-            max=None if hi is None else _float_scalar(hi_v, "max"),
+            min=None if lo is None else float_scalar(lo_v, "min"),
+            max=None if hi is None else float_scalar(hi_v, "max"),
         )
     y = x
     if lo is not None:

@@ -9,14 +9,14 @@ from compiler.frontend.onnx_context import (
 )
 from compiler.frontend.onnx_ops.registry import (
     I64,
-    _axis,
-    _cast,
-    _dim_value,
-    _float_scalar,
-    _index_range,
-    _scalar_i64,
-    _static,
+    cast_to,
+    checked_axis,
     converter,
+    dim_value,
+    float_scalar,
+    index_range,
+    scalar_i64,
+    static_dim,
 )
 from compiler.ir.nodes import Expr
 from compiler.ir.types import DType
@@ -36,12 +36,12 @@ def _gather_nd(ctx):
     (of static length k) addresses the next k axes of data. Expressed as a ``take`` on data
     with those axes (and the batch axes) merged into one, at the flat index
     ``batch * K + i0 * s0 + ... + i(k-1)``; a negative index counts from the end of its dim."""
-    data, indices = ctx.input(0), _cast(ctx, ctx.input(1), I64)
+    data, indices = ctx.input(0), cast_to(ctx, ctx.input(1), I64)
     b = ctx.attr("batch_dims", 0)
     r, q = ctx.rank(0), ctx.rank(1)
     if q < 1:
         raise ConversionError("GatherND indices must have rank 1 or more")
-    k = _static(indices.ty.shape[-1], ctx, "last dim of indices")
+    k = static_dim(indices.ty.shape[-1], ctx, "last dim of indices")
     if not 0 <= b < min(r, q):
         raise ConversionError(f"batch_dims {b} must be less than the ranks {r} and {q}")
     if b + k > r:
@@ -55,7 +55,7 @@ def _gather_nd(ctx):
 
 def _gather_nd_flat(ctx, data: Expr, indices: Expr, b: int, k: int) -> Expr:
     q = len(indices.ty.shape)
-    dims = [_dim_value(ctx, data, b + j) for j in range(k)]
+    dims = [dim_value(ctx, data, b + j) for j in range(k)]
     flat = None
     stride = None  # the product of the dims after the current one, built from the last
     for j in reversed(range(k)):
@@ -66,8 +66,8 @@ def _gather_nd_flat(ctx, data: Expr, indices: Expr, b: int, k: int) -> Expr:
         flat = term if flat is None else ctx.call("add", flat, term)
         stride = dims[j] if stride is None else ctx.call("multiply", stride, dims[j])
     if b:
-        batch = [_static(d, ctx, "batch dim") for d in data.ty.shape[:b]]
-        if [_static(d, ctx, "batch dim") for d in indices.ty.shape[:b]] != batch:
+        batch = [static_dim(d, ctx, "batch dim") for d in data.ty.shape[:b]]
+        if [static_dim(d, ctx, "batch dim") for d in indices.ty.shape[:b]] != batch:
             raise ConversionError(
                 f"the batch dims of data {batch} and indices {indices.ty.shape[:b]} differ"
             )
@@ -106,7 +106,7 @@ def _scatter_elements(ctx):
 def _one_hot(ctx):
     indices = ctx.input(0)
     if not indices.ty.dtype.is_int:
-        indices = _cast(ctx, indices, I64)
+        indices = cast_to(ctx, indices, I64)
     depth, values = ctx.const(1), ctx.const(2)
     axis = ctx.attr("axis", -1)
     if depth is not None and values is not None:
@@ -116,7 +116,7 @@ def _one_hot(ctx):
         return ctx.call(
             "one_hot",
             indices,
-            depth=int(_float_scalar(depth, "depth")),
+            depth=int(float_scalar(depth, "depth")),
             axis=axis,
             dtype=DType.of(values.dtype),
             on_value=float(on),
@@ -124,12 +124,12 @@ def _one_hot(ctx):
         )
     # computed depth or values: compare each index with every class
     rank = ctx.rank(0) + 1
-    axis = _axis(ctx, axis, rank)
-    n = _scalar_i64(ctx, ctx.input(1))
-    idx = _cast(ctx, indices, I64)
+    axis = checked_axis(ctx, axis, rank)
+    n = scalar_i64(ctx, ctx.input(1))
+    idx = cast_to(ctx, indices, I64)
     negative = ctx.call("less", idx, ctx.constant(0, I64))
     idx = ctx.call("where", negative, ctx.call("add", idx, n), idx)
-    classes = _index_range(ctx, ctx.constant(0, I64), n, ctx.constant(1, I64))
+    classes = index_range(ctx, ctx.constant(0, I64), n, ctx.constant(1, I64))
     others = [p for p in range(rank) if p != axis]
     hot = ctx.call(
         "equal",
@@ -153,14 +153,14 @@ def _trilu(ctx):
     if rank < 2:
         raise ConversionError(f"needs a matrix or a batch of matrices, got {x.ty}")
     zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
-    rows = _index_range(ctx, zero, _dim_value(ctx, x, rank - 2), one)
-    cols = _index_range(ctx, zero, _dim_value(ctx, x, rank - 1), one)
+    rows = index_range(ctx, zero, dim_value(ctx, x, rank - 2), one)
+    cols = index_range(ctx, zero, dim_value(ctx, x, rank - 1), one)
     diff = ctx.call(
         "subtract",
         ctx.call("unsqueeze", cols, axes=[0]),
         ctx.call("unsqueeze", rows, axes=[1]),
     )
-    k = _scalar_i64(ctx, ctx.input(1))
+    k = scalar_i64(ctx, ctx.input(1))
     keep = ctx.call("greater_equal" if upper else "less_equal", diff, k)
     return ctx.call("where", keep, x, ctx.call("zeros_like", x))
 
@@ -177,11 +177,11 @@ def _topk(ctx):
         return ctx.tuple_item(out, 0), ctx.tuple_item(out, 1)
     # a computed k: sort the whole axis (k=-1 when its size is symbolic), keep the first k
     rank = ctx.rank(0)
-    axis = _axis(ctx, ctx.attr("axis", -1), rank)
+    axis = checked_axis(ctx, ctx.attr("axis", -1), rank)
     n = x.ty.shape[axis]
     out = ctx.call("topk", x, k=n if isinstance(n, int) else -1, axis=axis, largest=largest)
     zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
-    first = _index_range(ctx, zero, _scalar_i64(ctx, ctx.input(1)), one)
+    first = index_range(ctx, zero, scalar_i64(ctx, ctx.input(1)), one)
     return (
         ctx.call("take", ctx.tuple_item(out, 0), first, axis=axis),
         ctx.call("take", ctx.tuple_item(out, 1), first, axis=axis),

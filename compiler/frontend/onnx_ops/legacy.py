@@ -19,12 +19,12 @@ from compiler.frontend.onnx_context import (
     Unsupported,
     dtype_of,
 )
-from compiler.frontend.onnx_ops.elementwise import _BINARY
-from compiler.frontend.onnx_ops.nn import _gemm
+from compiler.frontend.onnx_ops.elementwise import BINARY_OPS
+from compiler.frontend.onnx_ops.nn import gemm
 from compiler.frontend.onnx_ops.registry import (
-    _axis,
-    _static,
+    checked_axis,
     converter,
+    static_dim,
 )
 from compiler.ir.nodes import Expr
 from compiler.ir.symbolic import dim_str
@@ -82,7 +82,7 @@ def _legacy_binary(ir_op: str):
 
 # Add/Sub/Mul/Div have versions 1 and 6 with these attributes, the others version 1
 for _onnx in ("Add", "Sub", "Mul", "Div", "And", "Or", "Xor", "Equal", "Greater", "Less"):
-    converter(_onnx, attrs=("broadcast", "axis"), max_version=6)(_legacy_binary(_BINARY[_onnx]))
+    converter(_onnx, attrs=("broadcast", "axis"), max_version=6)(_legacy_binary(BINARY_OPS[_onnx]))
 converter("Pow", attrs=("broadcast", "axis"), max_version=6)(_legacy_binary("power"))
 
 
@@ -104,7 +104,7 @@ def _gemm_v6(ctx):
                     f"Gemm-{ctx.version} without broadcast=1 needs C of shape (M, N), got "
                     f"{[dim_str(d) for d in c.shape]}"
                 )
-    return _gemm(ctx)
+    return gemm(ctx)
 
 
 # ----- test-mode attributes ---------------------------------------------------------------
@@ -234,7 +234,7 @@ def _softmax_v11(ctx):
     axis, default 1), and normalised over the second: a softmax over every dim from axis."""
     x = ctx.input(0)
     rank = ctx.rank(0)
-    axis = _axis(ctx, ctx.attr("axis", 1), rank)
+    axis = checked_axis(ctx, ctx.attr("axis", 1), rank)
     log = ctx.node.op_type == "LogSoftmax"
     if axis == rank - 1 or rank == 0:
         return ctx.call("log_softmax" if log else "softmax", x, axis=-1)
@@ -255,16 +255,16 @@ def _hardmax_v11(ctx):
     as one flattened dim; static sizes of those dims are needed."""
     x = ctx.input(0)
     rank = ctx.rank(0)
-    axis = _axis(ctx, ctx.attr("axis", 1), rank)
+    axis = checked_axis(ctx, ctx.attr("axis", 1), rank)
     shape = x.ty.shape
-    tail = [_static(d, ctx, f"size of dim {a}") for a, d in enumerate(shape) if a >= axis]
+    tail = [static_dim(d, ctx, f"size of dim {a}") for a, d in enumerate(shape) if a >= axis]
     depth = int(np.prod(tail)) if tail else 1
     flat = ctx.call("flatten", x, start_dim=axis, end_dim=-1) if rank - axis > 1 else x
     idx = ctx.call("argmax", flat, axis=axis, keepdims=False)
     hot = ctx.call("one_hot", idx, depth=depth, axis=axis, dtype=x.ty.dtype)
     if rank - axis <= 1:
         return hot
-    head = [_static(d, ctx, f"size of dim {a}") for a, d in enumerate(shape) if a < axis]
+    head = [static_dim(d, ctx, f"size of dim {a}") for a, d in enumerate(shape) if a < axis]
     return ctx.call("reshape", hot, shape=[*head, *tail])
 
 

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from compiler.frontend.onnx_context import ConversionError, Unsupported
-from compiler.frontend.onnx_ops.registry import I64, _cast, _static, converter
+from compiler.frontend.onnx_ops.registry import I64, cast_to, converter, static_dim
 from compiler.ir.nodes import Expr
 from compiler.ir.types import DType
 
@@ -48,7 +48,7 @@ def _float_in(ctx, what: str) -> tuple[Expr, DType]:
     if not dtype.is_float:
         raise ConversionError(f"{what} needs a floating-point input, got {dtype}")
     if dtype in (DType.float16, DType.bfloat16):
-        x = _cast(ctx, x, DType.float32)
+        x = cast_to(ctx, x, DType.float32)
     return x, dtype
 
 
@@ -98,7 +98,7 @@ def atan(ctx, x: Expr) -> Expr:
 @converter("Atan", min_version=7)
 def _atan(ctx):
     x, dtype = _float_in(ctx, "Atan")
-    return _cast(ctx, atan(ctx, x), dtype)
+    return cast_to(ctx, atan(ctx, x), dtype)
 
 
 @converter("Asin", min_version=7)
@@ -109,7 +109,7 @@ def _asin(ctx):
         "sqrt", ctx.call("multiply", ctx.call("subtract", one, x), ctx.call("add", one, x))
     )
     half = atan(ctx, ctx.call("divide", x, ctx.call("add", one, cos)))
-    return _cast(ctx, ctx.call("multiply", ctx.like(2, x), half), dtype)
+    return cast_to(ctx, ctx.call("multiply", ctx.like(2, x), half), dtype)
 
 
 @converter("Acos", min_version=7)
@@ -121,7 +121,7 @@ def _acos(ctx):
     pos = ctx.call("multiply", ctx.like(2, x), atan(ctx, t))  # acos(|x|)
     neg = ctx.call("subtract", ctx.like(math.pi, x), pos)
     y = ctx.call("where", ctx.call("less", x, ctx.like(0, x)), neg, pos)
-    return _cast(ctx, y, dtype)
+    return cast_to(ctx, y, dtype)
 
 
 MAX_DET_SIZE = 6
@@ -135,8 +135,8 @@ def _det(ctx):
         raise ConversionError(f"needs (..., n, n) matrices, got {x.ty}")
     if not x.ty.dtype.is_float:
         raise ConversionError(f"Det needs a floating-point input, got {x.ty.dtype}")
-    n = _static(x.ty.shape[-1], ctx, "matrix size")
-    m = _static(x.ty.shape[-2], ctx, "matrix size")
+    n = static_dim(x.ty.shape[-1], ctx, "matrix size")
+    m = static_dim(x.ty.shape[-2], ctx, "matrix size")
     if n != m:
         raise ConversionError(f"needs square matrices, got {x.ty}")
     if n > MAX_DET_SIZE:

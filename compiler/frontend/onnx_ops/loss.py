@@ -10,7 +10,7 @@ count of those when there is no weight input), as onnx's reference does.
 from __future__ import annotations
 
 from compiler.frontend.onnx_context import ConversionError, Unsupported
-from compiler.frontend.onnx_ops.registry import I64, _cast, converter
+from compiler.frontend.onnx_ops.registry import I64, cast_to, converter
 from compiler.ir.nodes import Expr
 
 _REDUCTIONS = ("none", "sum", "mean")
@@ -33,7 +33,7 @@ def _nll(ctx, logp: Expr) -> Expr:
     if reduction not in _REDUCTIONS:
         raise ConversionError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
     ignore = ctx.attr("ignore_index")
-    target = _cast(ctx, target, I64)
+    target = cast_to(ctx, target, I64)
     kept = None
     if ignore is not None:
         kept = ctx.call("not_equal", target, ctx.constant(ignore, I64))
@@ -45,7 +45,7 @@ def _nll(ctx, logp: Expr) -> Expr:
         w = ctx.input(2)
         if ctx.rank(2) != 1:
             raise ConversionError(f"the weight must be 1-D, got {w.ty}")
-        weight = ctx.call("take", _cast(ctx, w, logp.ty.dtype), target, axis=0)
+        weight = ctx.call("take", cast_to(ctx, w, logp.ty.dtype), target, axis=0)
     zero = ctx.like(0, loss)
     if kept is not None:
         weight = ctx.call(

@@ -22,15 +22,15 @@ from compiler.frontend.onnx_context import (
 )
 from compiler.frontend.onnx_ops.registry import (
     I64,
-    _axis,
-    _cast,
-    _dim_value,
-    _index_range,
-    _item,
-    _normalized_axes,
-    _select,
-    _static,
+    cast_to,
+    checked_axis,
     converter,
+    dim_value,
+    index_range,
+    item_i64,
+    normalized_axes,
+    select_if,
+    static_dim,
 )
 from compiler.ir.nodes import Expr
 from compiler.ir.symbolic import ANY, dim_mul
@@ -49,7 +49,7 @@ def _arange(ctx, x: Expr, axis: int) -> Expr:
     if d is not ANY:  # a symbolic length: the loop backend sizes it from the dim
         return ctx.call("arange", start=0, stop=d, step=1, dtype=I64)
     zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
-    return _index_range(ctx, zero, _dim_value(ctx, x, axis), one)
+    return index_range(ctx, zero, dim_value(ctx, x, axis), one)
 
 
 def _numel(shape) -> int | None:
@@ -263,15 +263,15 @@ def _cumprod(ctx):
         axis = ctx.const_ints(1, "axis")
         if len(axis) != 1:
             raise ConversionError("needs one axis")
-        return _cumprod_along(ctx, x, _axis(ctx, axis[0], rank), exclusive, reverse)
+        return _cumprod_along(ctx, x, checked_axis(ctx, axis[0], rank), exclusive, reverse)
     # a computed axis: the product along each possible axis, chosen by Ifs
-    axis = _normalized_axes(ctx, ctx.input(1), rank)
+    axis = normalized_axes(ctx, ctx.input(1), rank)
     if axis.ty.shape != ():
         axis = ctx.call("reshape", axis, shape=[])
     out = _cumprod_along(ctx, x, 0, exclusive, reverse)
     for a in range(1, rank):
         is_a = ctx.call("equal", axis, ctx.constant(a, I64))
-        out = _select(ctx, is_a, _cumprod_along(ctx, x, a, exclusive, reverse), out)
+        out = select_if(ctx, is_a, _cumprod_along(ctx, x, a, exclusive, reverse), out)
     return out
 
 
@@ -285,7 +285,7 @@ def _scatter_nd(ctx):
     """``out[idx[i..., :]] (op)= updates[i...]``: data's first k axes merged into one (k the
     static last dim of indices), the flat index of each update row computed as in GatherND,
     then a ``scatter_elements`` along the merged axis."""
-    data, indices, updates = ctx.input(0), _cast(ctx, ctx.input(1), I64), ctx.input(2)
+    data, indices, updates = ctx.input(0), cast_to(ctx, ctx.input(1), I64), ctx.input(2)
     reduction = ctx.attr("reduction", "none")
     if reduction not in _SCATTER_ND_REDUCTIONS:
         raise Unsupported(f"reduction {reduction}")
@@ -293,7 +293,7 @@ def _scatter_nd(ctx):
     ctx.rank(2)
     if q < 1:
         raise ConversionError("indices must have rank 1 or more")
-    k = _static(indices.ty.shape[-1], ctx, "last dim of indices")
+    k = static_dim(indices.ty.shape[-1], ctx, "last dim of indices")
     if not 1 <= k <= r:
         if k == 0:
             raise Unsupported("ScatterND with an empty index (k = 0)")
@@ -306,7 +306,7 @@ def _scatter_nd(ctx):
     flat = None
     stride = None
     for j in reversed(range(k)):
-        d = _dim_value(ctx, data, j)
+        d = dim_value(ctx, data, j)
         i = ctx.call("take", indices, ctx.constant(j, I64), axis=q - 1)
         negative = ctx.call("less", i, ctx.constant(0, I64))
         i = ctx.call("where", negative, ctx.call("add", i, d), i)
@@ -357,7 +357,7 @@ def _compress(ctx):
         x = ctx.call("reshape", x, shape=[-1])
         axis = 0
     else:
-        axis = _axis(ctx, axis, ctx.rank(0))
+        axis = checked_axis(ctx, axis, ctx.rank(0))
     # a condition longer than the axis is valid when its extra entries are false; a true
     # one past the axis is an out-of-range position, which take reports at run time
     positions = ctx.call("take", ctx.call("nonzero", cond), ctx.constant(0, I64), axis=0)
@@ -372,11 +372,11 @@ def _reverse_sequence(ctx):
     rank = ctx.rank(0)
     if rank < 2:
         raise ConversionError(f"needs an input of rank 2 or more, got {x.ty}")
-    b = _axis(ctx, ctx.attr("batch_axis", 1), rank, "batch_axis")
-    t = _axis(ctx, ctx.attr("time_axis", 0), rank, "time_axis")
+    b = checked_axis(ctx, ctx.attr("batch_axis", 1), rank, "batch_axis")
+    t = checked_axis(ctx, ctx.attr("time_axis", 0), rank, "time_axis")
     if b == t or b > 1 or t > 1:
         raise ConversionError(f"batch_axis {b} and time_axis {t} must be 0 and 1 in some order")
-    lens = _cast(ctx, ctx.input(1), I64)
+    lens = cast_to(ctx, ctx.input(1), I64)
     if ctx.rank(1) != 1:
         raise ConversionError(f"sequence_lens must be 1-D, got {lens.ty}")
     steps = _arange(ctx, x, t)
@@ -398,7 +398,11 @@ def _center_crop_pad(ctx):
     x = ctx.input(0)
     rank = ctx.rank(0)
     axes = ctx.attr("axes")
-    axes = list(range(rank)) if axes is None else [_axis(ctx, a, rank, "axes entry") for a in axes]
+    axes = (
+        list(range(rank))
+        if axes is None
+        else [checked_axis(ctx, a, rank, "axes entry") for a in axes]
+    )
     if len(set(axes)) != len(axes):
         raise ConversionError(f"axes {axes} repeat an axis")
     shape = ctx.input(1)
@@ -420,18 +424,18 @@ def _center_crop_pad(ctx):
             pads[a], pads[rank + a] = grow // 2, grow - grow // 2
         y = ctx.call("strided_slice", x, begin=begin, end=end, axes=axes)
         return ctx.call("pad", y, pads=pads) if any(pads) else y
-    shape = _cast(ctx, shape, I64)
+    shape = cast_to(ctx, shape, I64)
     zero, one, two = (ctx.constant(v, I64) for v in (0, 1, 2))
     y = x
     before = [ctx.constant([0], I64)] * rank
     after = [ctx.constant([0], I64)] * rank
     for k, a in enumerate(axes):
-        tgt = _item(ctx, shape, k)
-        d = _dim_value(ctx, x, a)
+        tgt = item_i64(ctx, shape, k)
+        d = dim_value(ctx, x, a)
         crop = ctx.call("maximum", ctx.call("subtract", d, tgt), zero)
         start = ctx.call("floor_divide", crop, two)
         stop = ctx.call("add", start, ctx.call("minimum", d, tgt))
-        y = ctx.call("take", y, _index_range(ctx, start, stop, one), axis=a)
+        y = ctx.call("take", y, index_range(ctx, start, stop, one), axis=a)
         grow = ctx.call("maximum", ctx.call("subtract", tgt, d), zero)
         lo = ctx.call("floor_divide", grow, two)
         before[a] = ctx.call("reshape", lo, shape=[1])
@@ -452,7 +456,7 @@ def pad_wrap(ctx) -> Expr:
     if ctx.has(3):
         if ctx.const(3) is None:
             raise Unsupported("Pad wrap with computed axes")
-        axes = [_axis(ctx, a, rank, "axes entry") for a in ctx.const_ints(3, "axes")]
+        axes = [checked_axis(ctx, a, rank, "axes entry") for a in ctx.const_ints(3, "axes")]
     n = len(axes)
     given = ctx.const(1)
     pads = None if given is None else [int(p) for p in given.reshape(-1)]
@@ -462,7 +466,7 @@ def pad_wrap(ctx) -> Expr:
         pt = ctx.input(1).ty.shape
         if pt is None or len(pt) != 1 or pt[0] not in (2 * n, ANY):
             raise ConversionError(f"pads must have {2 * n} values, got {ctx.input(1).ty}")
-    padded = _cast(ctx, ctx.input(1), I64) if pads is None else None
+    padded = cast_to(ctx, ctx.input(1), I64) if pads is None else None
     y = x
     for k, a in enumerate(axes):
         d = x.ty.shape[a]
@@ -482,10 +486,10 @@ def pad_wrap(ctx) -> Expr:
                 continue
             lo_e, hi_e = ctx.constant(lo, I64), ctx.constant(hi, I64)
         else:
-            lo_e, hi_e = _item(ctx, padded, k), _item(ctx, padded, k + n)
-        size = _dim_value(ctx, x, a)
+            lo_e, hi_e = item_i64(ctx, padded, k), item_i64(ctx, padded, k + n)
+        size = dim_value(ctx, x, a)
         stop = ctx.call("add", size, hi_e)
-        idx = _index_range(ctx, ctx.call("neg", lo_e), stop, ctx.constant(1, I64))
+        idx = index_range(ctx, ctx.call("neg", lo_e), stop, ctx.constant(1, I64))
         idx = ctx.call("mod", idx, size)
         y = ctx.call("take", y, idx, axis=a)
     return y if y is not x else ctx.call("identity", x)
@@ -511,7 +515,7 @@ def _unique(ctx):
     else:
         if rank == 0:
             raise ConversionError("axis given for a scalar input")
-        along = _axis(ctx, axis, rank)
+        along = checked_axis(ctx, axis, rank)
         moved = x
         if along:
             perm = [along] + [k for k in range(rank) if k != along]
@@ -531,16 +535,16 @@ def _unique(ctx):
     rp = ctx.call("unsqueeze", rows, axes=[1])  # [n, 1, m]
     rq = ctx.call("unsqueeze", rows, axes=[0])  # [1, n, m]
     ne = ctx.call("not_equal", rp, rq)
-    ne_i = _cast(ctx, ne, I64)
+    ne_i = cast_to(ctx, ne, I64)
     eq = ctx.call("equal", ctx.call("sum", ne_i, axes=[2]), ctx.constant(0, I64))  # [p, q]
-    eq_i = _cast(ctx, eq, I64)
+    eq_i = cast_to(ctx, eq, I64)
     idx = _arange(ctx, rows, 0)
     earlier = ctx.call(
         "less", ctx.call("unsqueeze", idx, axes=[1]), ctx.call("unsqueeze", idx, axes=[0])
     )
-    repeats = _cast(ctx, ctx.call("logical_and", eq, earlier), I64)
+    repeats = cast_to(ctx, ctx.call("logical_and", eq, earlier), I64)
     first = ctx.call("equal", ctx.call("sum", repeats, axes=[0]), ctx.constant(0, I64))  # [q]
-    first_i = _cast(ctx, first, I64)
+    first_i = cast_to(ctx, first, I64)
     pos = ctx.call("take", ctx.call("nonzero", first), ctx.constant(0, I64), axis=0)  # [u]
     counts_all = ctx.call("sum", eq_i, axes=[0])
     if sort:
@@ -548,7 +552,7 @@ def _unique(ctx):
         lt = ctx.call("less", rp, rq)
         less = ctx.call("squeeze", ctx.call("gather_elements", lt, differs, axis=2), axes=[2])
         first_col = ctx.call("unsqueeze", first_i, axes=[1])
-        below = ctx.call("multiply", first_col, _cast(ctx, less, I64))
+        below = ctx.call("multiply", first_col, cast_to(ctx, less, I64))
         inverse = ctx.call("sum", below, axes=[0])  # unique rows less than each row
         order = ctx.call(
             "scatter_elements", pos, ctx.call("take", inverse, pos, axis=0), pos, axis=0

@@ -11,10 +11,10 @@ from compiler.frontend.onnx_context import (
 )
 from compiler.frontend.onnx_ops import windows  # pooling composed of 2-D ops and convs
 from compiler.frontend.onnx_ops.registry import (
-    _axis,
-    _cast,
-    _static,
+    cast_to,
+    checked_axis,
     converter,
+    static_dim,
 )
 from compiler.ir.nodes import Expr
 from compiler.ir.symbolic import Dim, dims_equal
@@ -29,7 +29,9 @@ def _matmul(ctx):
 
 
 @converter("Gemm", attrs=("alpha", "beta", "transA", "transB"), min_version=7)
-def _gemm(ctx):
+def gemm(ctx):
+    """The Gemm converter (also the legacy Gemm-6's once its broadcast is checked): a
+    ``linear`` where the node is torch's Linear, else matmul, scale and add."""
     a, b = ctx.input(0), ctx.input(1)
     c = ctx.inputs[2] if ctx.has(2) else None
     alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
@@ -96,7 +98,9 @@ def _auto_pads(ctx, spatial, kernel, strides, dilations) -> list[int]:
     return begins + ends
 
 
-def _window_attrs(ctx, x: Expr, kernel: Sequence[int] | None = None):
+def window_attrs(ctx, x: Expr, kernel: Sequence[int] | None = None):
+    """The window of a conv or pool node over ``x``: ``(nd, kernel, strides, dilations, pads)``
+    (``kernel`` defaults to the kernel_shape attribute; pads resolved from auto_pad)."""
     rank = ctx.rank(0)
     nd = rank - 2
     if nd < 1:
@@ -116,8 +120,8 @@ def _conv(ctx):
     wshape = w.ty.shape
     if wshape is None:
         raise Unsupported("a weight of unknown rank")
-    kernel = ctx.attr("kernel_shape") or [_static(d, ctx, "kernel size") for d in wshape[2:]]
-    nd, kernel, strides, dilations, pads = _window_attrs(ctx, x, kernel)
+    kernel = ctx.attr("kernel_shape") or [static_dim(d, ctx, "kernel size") for d in wshape[2:]]
+    nd, kernel, strides, dilations, pads = window_attrs(ctx, x, kernel)
     if nd == 3:
         bias = ctx.input(2) if ctx.has(2) else None
         return windows.conv3d(ctx, x, w, bias, strides, pads, dilations, ctx.attr("group", 1))
@@ -160,7 +164,7 @@ def _conv_transpose(ctx):
         raise Unsupported(f"{nd}-D transposed convolution")
     if w.ty.shape is None or len(w.ty.shape) != rank:
         raise ConversionError(f"the weight must have rank {rank}, got {w.ty}")
-    c_in, c_out_g, *kernel = (_static(d, ctx, "weight dim") for d in w.ty.shape)
+    c_in, c_out_g, *kernel = (static_dim(d, ctx, "weight dim") for d in w.ty.shape)
     kernel = list(ctx.attr("kernel_shape") or kernel)
     strides = list(ctx.attr("strides") or [1] * nd)
     dilations = list(ctx.attr("dilations") or [1] * nd)
@@ -171,11 +175,11 @@ def _conv_transpose(ctx):
         out_shape = list(ctx.attr("output_shape") or [])
         if "output_shape" not in ctx.attrs:
             out_shape = [
-                _static(d, ctx, "spatial dim") * s for d, s in zip(spatial, strides, strict=True)
+                static_dim(d, ctx, "spatial dim") * s for d, s in zip(spatial, strides, strict=True)
             ]
         out_shape = out_shape[-nd:]
         total = [
-            s * (_static(d, ctx, "spatial dim") - 1) + op + (k - 1) * dl + 1 - o
+            s * (static_dim(d, ctx, "spatial dim") - 1) + op + (k - 1) * dl + 1 - o
             for d, s, op, k, dl, o in zip(
                 spatial, strides, out_pad, kernel, dilations, out_shape, strict=True
             )
@@ -244,7 +248,7 @@ def _conv_transpose(ctx):
 
 def _pool(ctx, ir_op: str, **extra):
     x = ctx.input(0)
-    nd, kernel, strides, dilations, pads = _window_attrs(ctx, x)
+    nd, kernel, strides, dilations, pads = window_attrs(ctx, x)
     ceil = bool(ctx.attr("ceil_mode", 0))
     if nd == 3 or (ir_op == "avg_pool2d" and any(d != 1 for d in dilations)):
         windows.check_window(ctx, kernel, strides, dilations, pads)
@@ -291,7 +295,7 @@ def _max_pool(ctx):
     if len(ctx.node.output) < 2 or not ctx.node.output[1]:
         return y
     x = ctx.input(0)
-    _, kernel, strides, dilations, pads = _window_attrs(ctx, x)
+    _, kernel, strides, dilations, pads = window_attrs(ctx, x)
     order = ctx.attr("storage_order", 0)
     return y, windows.max_pool_indices(ctx, x, y, kernel, strides, dilations, pads, order)
 
@@ -321,7 +325,7 @@ def _avg_pool(ctx):
 )
 def _lp_pool(ctx):
     x = ctx.input(0)
-    _, kernel, strides, dilations, pads = _window_attrs(ctx, x)
+    _, kernel, strides, dilations, pads = window_attrs(ctx, x)
     return windows.lp_pool(ctx, x, kernel, strides, dilations, pads)
 
 
@@ -380,7 +384,7 @@ def _lp_normalization(ctx):
     p = ctx.attr("p", 2)
     if p not in (1, 2):
         raise ConversionError(f"p must be 1 or 2, got {p}")
-    axis = _axis(ctx, ctx.attr("axis", -1), ctx.rank(0))
+    axis = checked_axis(ctx, ctx.attr("axis", -1), ctx.rank(0))
     norm = _lp_norm(ctx, x, [axis], p)
     zero = ctx.like(0, x)
     # a zero norm gives 0, not 0 / 0
@@ -412,7 +416,7 @@ def _batch_norm(ctx):
         return ctx.call(
             "add",
             ctx.call("multiply", old, ctx.like(momentum, old)),
-            ctx.call("multiply", _cast(ctx, new, old.ty.dtype), ctx.like(1 - momentum, old)),
+            ctx.call("multiply", cast_to(ctx, new, old.ty.dtype), ctx.like(1 - momentum, old)),
         )
 
     return y, running(mean, batch_mean), running(var, batch_var)
@@ -423,7 +427,7 @@ def _instance_norm(ctx):
     x = ctx.input(0)
     if ctx.rank(0) < 3:
         raise ConversionError(f"needs a (batch, channels, ...) input, got {x.ty}")
-    channels = _static(x.ty.shape[1], ctx, "channel count")
+    channels = static_dim(x.ty.shape[1], ctx, "channel count")
     return ctx.call(
         "group_norm",
         x,
@@ -446,7 +450,7 @@ def _same_dims(a: tuple | None, b: Sequence[Dim]) -> bool:
 def _layer_norm(ctx):
     x = ctx.input(0)
     rank = ctx.rank(0)
-    axis = _axis(ctx, ctx.attr("axis", -1), rank)
+    axis = checked_axis(ctx, ctx.attr("axis", -1), rank)
     axes = list(range(axis, rank))
     eps = ctx.attr("epsilon", 1e-5)
     scale = ctx.input(1)
@@ -465,7 +469,7 @@ def _layer_norm(ctx):
     wanted = [bool(n) for n in ctx.node.output]
     if len(wanted) < 2 or not any(wanted[1:]):
         return y
-    stats = _cast(ctx, x, DType.float32)  # Mean and InvStdDev are float32 (stash_type 1)
+    stats = cast_to(ctx, x, DType.float32)  # Mean and InvStdDev are float32 (stash_type 1)
     if ctx.attr("stash_type", 1) != 1:
         raise Unsupported("stash_type other than 1 (float32)")
     mean = ctx.call("mean", stats, axes=axes, keepdims=True)
@@ -484,7 +488,7 @@ def _group_norm(ctx):
         raise ConversionError(f"needs a (batch, channels, ...) input, got {x.ty}")
     channels = x.ty.shape[1]
     if ctx.version < 21:  # opset 18: one scale and bias per group
-        c = _static(channels, ctx, "channel count")
+        c = static_dim(channels, ctx, "channel count")
         if c % groups:
             raise ConversionError(f"{c} channels are not divisible by num_groups={groups}")
         scale = ctx.call("repeat", scale, repeats=c // groups, axis=0)
@@ -510,11 +514,11 @@ def _mvn(ctx):
 def _rms_norm(ctx):
     x, scale = ctx.input(0), ctx.input(1)
     rank = ctx.rank(0)
-    axes = list(range(_axis(ctx, ctx.attr("axis", -1), rank), rank))
-    xf = _cast(ctx, x, DType.float32) if ctx.attr("stash_type", 1) == 1 else x
+    axes = list(range(checked_axis(ctx, ctx.attr("axis", -1), rank), rank))
+    xf = cast_to(ctx, x, DType.float32) if ctx.attr("stash_type", 1) == 1 else x
     ms = ctx.call("mean", ctx.call("multiply", xf, xf), axes=axes, keepdims=True)
     inv = ctx.call("rsqrt", ctx.call("add", ms, ctx.like(ctx.attr("epsilon", 1e-5), ms)))
-    y = _cast(ctx, ctx.call("multiply", xf, inv), x.ty.dtype)
+    y = cast_to(ctx, ctx.call("multiply", xf, inv), x.ty.dtype)
     return ctx.call("multiply", y, scale)
 
 
@@ -524,7 +528,7 @@ def _lrn(ctx):
     rank = ctx.rank(0)
     size = ctx.attr("size")
     alpha, beta, bias = ctx.attr("alpha", 1e-4), ctx.attr("beta", 0.75), ctx.attr("bias", 1.0)
-    channels = _static(x.ty.shape[1], ctx, "channel count")
+    channels = static_dim(x.ty.shape[1], ctx, "channel count")
     if not isinstance(size, int) or not 1 <= size <= 2 * channels + 1 or size > MAX_RANK:
         raise ConversionError(f"size {size} must be a window of at most {MAX_RANK} channels")
     sq = ctx.call("multiply", x, x)
@@ -552,7 +556,7 @@ def _softmax(ctx):
 def _hardmax(ctx):
     x = ctx.input(0)
     rank = ctx.rank(0)
-    axis = _axis(ctx, ctx.attr("axis", -1), rank)
-    depth = _static(x.ty.shape[axis], ctx, "axis size")
+    axis = checked_axis(ctx, ctx.attr("axis", -1), rank)
+    depth = static_dim(x.ty.shape[axis], ctx, "axis size")
     idx = ctx.call("argmax", x, axis=axis, keepdims=False)
     return ctx.call("one_hot", idx, depth=depth, axis=axis, dtype=x.ty.dtype)

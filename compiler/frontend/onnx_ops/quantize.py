@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.frontend.onnx_context import ConversionError, Unsupported, dtype_of
-from compiler.frontend.onnx_ops.nn import _window_attrs
-from compiler.frontend.onnx_ops.registry import _axis, _cast, _static, converter
+from compiler.frontend.onnx_ops.nn import window_attrs
+from compiler.frontend.onnx_ops.registry import cast_to, checked_axis, converter, static_dim
 from compiler.ir.nodes import Expr
 from compiler.ir.types import DType
 
@@ -71,15 +71,15 @@ def _quantize_float(ctx, x: Expr, dtype: DType) -> Expr:
         raise ConversionError(f"saturate must be 0 or 1, got {saturate!r}")
     _zero_zero_point(ctx, 2, dtype)
     if x.ty.dtype is not F32:
-        x = _cast(ctx, x, F32)
+        x = cast_to(ctx, x, F32)
     axis, block = ctx.attr("axis", 1), ctx.attr("block_size", 0)
     scale = _qparam(ctx, ctx.input(1), x, axis, block, "scale")
     if not scale.ty.dtype.is_float:
         raise ConversionError(f"the scale must be a float, got {scale.ty.dtype}")
-    y = ctx.call("divide", x, _cast(ctx, scale, F32))
+    y = ctx.call("divide", x, cast_to(ctx, scale, F32))
     if dtype is DType.float4e2m1 and ctx.has(2):
         zp = _qparam(ctx, ctx.input(2), x, axis, block, "zero point")
-        y = ctx.call("add", y, _cast(ctx, zp, F32))
+        y = ctx.call("add", y, cast_to(ctx, zp, F32))
     if saturate or dtype is DType.float4e2m1:  # (float4e2m1 has no inf: it always saturates)
         largest = _float_max(dtype)
         y = ctx.call("clip", y, min=-largest, max=largest)
@@ -95,9 +95,9 @@ def _dequantize_float(ctx, x: Expr) -> Expr:
         raise ConversionError(f"the scale must be a float, got {scale.ty.dtype}")
     axis, block = ctx.attr("axis", 1), ctx.attr("block_size", 0)
     scale = _qparam(ctx, scale, x, axis, block, "scale")
-    y = ctx.call("multiply", _cast(ctx, x, F32), _cast(ctx, scale, F32))
+    y = ctx.call("multiply", cast_to(ctx, x, F32), cast_to(ctx, scale, F32))
     out = ctx.attr("output_dtype", 0)
-    return _cast(ctx, y, dtype_of(out) if out else scale.ty.dtype)
+    return cast_to(ctx, y, dtype_of(out) if out else scale.ty.dtype)
 
 
 def _quantized_dtype(ctx, dtype: DType) -> DType:
@@ -127,9 +127,9 @@ def _qparam(ctx, p: Expr, x: Expr, axis: int, block_size: int, what: str) -> Exp
             raise ConversionError(f"block_size must be positive, got {block_size}")
         if len(pshape) != rank:
             raise ConversionError(f"a blocked {what} must have x's rank {rank}, got {p.ty}")
-        a = _axis(ctx, axis, rank)
-        xdim = _static(x.ty.shape[a], ctx, "blocked dim")
-        pdim = _static(pshape[a], ctx, f"{what} dim")
+        a = checked_axis(ctx, axis, rank)
+        xdim = static_dim(x.ty.shape[a], ctx, "blocked dim")
+        pdim = static_dim(pshape[a], ctx, f"{what} dim")
         if pdim != -(-xdim // block_size):
             raise ConversionError(
                 f"a {what} of {pdim} blocks does not cover dim {a} of size {xdim} in blocks "
@@ -148,7 +148,7 @@ def _qparam(ctx, p: Expr, x: Expr, axis: int, block_size: int, what: str) -> Exp
         raise ConversionError(f"the {what} must be a scalar or 1-D (per axis), got {p.ty}")
     if rank == 0:
         raise ConversionError(f"a per-axis {what} for a 0-d input")
-    a = _axis(ctx, axis, rank)
+    a = checked_axis(ctx, axis, rank)
     n, dx = pshape[0], x.ty.shape[a]
     if isinstance(n, int) and isinstance(dx, int) and n != dx:
         raise ConversionError(f"a per-axis {what} of {n} values for axis {a} of size {dx}")
@@ -186,7 +186,7 @@ def _quantize_linear(ctx):
         dtype = _quantized_dtype(ctx, out_dtype or DType.uint8)
         zp = ctx.constant(0, dtype)
     if not x.ty.dtype.is_float:
-        x = _cast(ctx, x, F32)  # opsets 10-18 also take int32 x
+        x = cast_to(ctx, x, F32)  # opsets 10-18 also take int32 x
     axis, block = ctx.attr("axis", 1), ctx.attr("block_size", 0)
     scale = _qparam(ctx, ctx.input(1), x, axis, block, "scale")
     zp = _qparam(ctx, zp, x, axis, block, "zero point")
@@ -210,7 +210,7 @@ def _dequantize_linear(ctx):
     zp = _qparam(ctx, zp, x, axis, block, "zero point")
     y = ctx.call("dequantize", x, scale, zp)
     out = ctx.attr("output_dtype", 0)
-    return _cast(ctx, y, dtype_of(out)) if out else y
+    return cast_to(ctx, y, dtype_of(out)) if out else y
 
 
 @converter("DynamicQuantizeLinear", min_version=11)
@@ -237,12 +237,12 @@ def _dynamic_quantize_linear(ctx):
 def _minus_zero_point(ctx, q: Expr, zp: Expr | None) -> Expr:
     """``q - zp`` in i32 (exact for 8- and 16-bit values)."""
     _quantized_dtype(ctx, q.ty.dtype)
-    q32 = _cast(ctx, q, I32)
+    q32 = cast_to(ctx, q, I32)
     if zp is None:
         return q32
     if zp.ty.dtype is not q.ty.dtype:
         raise ConversionError(f"a zero point of {zp.ty.dtype} for a {q.ty.dtype} input")
-    return ctx.call("subtract", q32, _cast(ctx, zp, I32))
+    return ctx.call("subtract", q32, cast_to(ctx, zp, I32))
 
 
 def _vector_param(ctx, p: Expr | None, rank: int, axis: int, size, what: str) -> Expr | None:
@@ -267,8 +267,8 @@ def _requantize(ctx, acc: Expr, in_scale: Expr, y_scale: Expr, y_zp: Expr | None
     """``saturate(round(acc * (in_scale / y_scale)) + y_zp)`` for an i32 accumulator."""
     if not in_scale.ty.dtype.is_float or not y_scale.ty.dtype.is_float:
         raise ConversionError("scales must be floats")
-    ratio = ctx.call("divide", in_scale, _cast(ctx, y_scale, in_scale.ty.dtype))
-    real = ctx.call("multiply", _cast(ctx, acc, F32), _cast(ctx, ratio, F32))
+    ratio = ctx.call("divide", in_scale, cast_to(ctx, y_scale, in_scale.ty.dtype))
+    real = ctx.call("multiply", cast_to(ctx, acc, F32), cast_to(ctx, ratio, F32))
     zp = y_zp if y_zp is not None else ctx.constant(0, DType.uint8)
     return ctx.call("quantize", real, ctx.constant(1.0, F32), zp)
 
@@ -305,7 +305,7 @@ def _qlinear_matmul(ctx):
     # a's scale may be per row (M), b's per column (N)
     sa = _vector_param(ctx, ctx.input(1), rank, max(rank - 2, 0), None, "a scale")
     sb = _vector_param(ctx, ctx.input(4), rank, rank - 1, b.ty.shape[-1], "b scale")
-    in_scale = ctx.call("multiply", sa, _cast(ctx, sb, sa.ty.dtype))
+    in_scale = ctx.call("multiply", sa, cast_to(ctx, sb, sa.ty.dtype))
     return _requantize(ctx, acc, in_scale, ctx.input(6), _opt(ctx, 7))
 
 
@@ -318,13 +318,13 @@ def _integer_conv(ctx, x32: Expr, w32: Expr, bias: Expr | None) -> Expr:
     wshape = w32.ty.shape
     if wshape is None:
         raise Unsupported("a weight of unknown rank")
-    kernel = ctx.attr("kernel_shape") or [_static(d, ctx, "kernel size") for d in wshape[2:]]
-    nd, kernel, strides, dilations, pads = _window_attrs(ctx, x32, kernel)
+    kernel = ctx.attr("kernel_shape") or [static_dim(d, ctx, "kernel size") for d in wshape[2:]]
+    nd, kernel, strides, dilations, pads = window_attrs(ctx, x32, kernel)
     if nd > 2:
         raise Unsupported(f"{nd}-D convolution")
-    args = [_cast(ctx, x32, F64), _cast(ctx, w32, F64)]
+    args = [cast_to(ctx, x32, F64), cast_to(ctx, w32, F64)]
     if bias is not None:
-        args.append(_cast(ctx, bias, F64))
+        args.append(cast_to(ctx, bias, F64))
     y = ctx.call(
         f"conv{nd}d",
         *args,
@@ -333,7 +333,7 @@ def _integer_conv(ctx, x32: Expr, w32: Expr, bias: Expr | None) -> Expr:
         dilation=dilations,
         groups=ctx.attr("group", 1),
     )
-    return _cast(ctx, y, I32)
+    return cast_to(ctx, y, I32)
 
 
 def _conv_operands(ctx, x, x_zp, w, w_zp):
@@ -363,5 +363,5 @@ def _qlinear_conv(ctx):
         raise Unsupported("a per-channel input scale")
     sx = _vector_param(ctx, ctx.input(1), rank, 1, None, "x scale")
     sw = _vector_param(ctx, ctx.input(4), rank, 1, w.ty.shape[0], "w scale")
-    in_scale = ctx.call("multiply", sx, _cast(ctx, sw, sx.ty.dtype))
+    in_scale = ctx.call("multiply", sx, cast_to(ctx, sw, sx.ty.dtype))
     return _requantize(ctx, acc, in_scale, ctx.input(6), _opt(ctx, 7))

@@ -12,12 +12,12 @@ from compiler.frontend.onnx_context import (
 )
 from compiler.frontend.onnx_ops.registry import (
     I64,
-    _axis,
-    _cast,
-    _normalized_axes,
-    _reduce_over_computed_axes,
-    _select,
+    cast_to,
+    checked_axis,
     converter,
+    normalized_axes,
+    reduce_over_computed_axes,
+    select_if,
 )
 from compiler.ir.nodes import Expr
 from compiler.ir.types import DType
@@ -49,7 +49,7 @@ def _reduce(kind: str):
         keep = bool(ctx.attr("keepdims", 1))
         noop = bool(ctx.attr("noop_with_empty_axes", 0))
         dtype = x.ty.dtype
-        y = _cast(ctx, x, DType.float64) if wants_float and not dtype.is_float else x
+        y = cast_to(ctx, x, DType.float64) if wants_float and not dtype.is_float else x
         if before == "square":
             y = ctx.call("multiply", y, y)
         elif before is not None:
@@ -64,7 +64,7 @@ def _reduce(kind: str):
             prepare = None
             if op in ("max", "min"):
                 prepare = lambda v, a: _pad_for_empty_extreme(ctx, v, a, op)  # noqa: E731
-            out = _reduce_over_computed_axes(ctx, y, axes, op, keep, noop, prepare)
+            out = reduce_over_computed_axes(ctx, y, axes, op, keep, noop, prepare)
         elif not axes and noop:
             out = y if y is not x else ctx.call("identity", x)
         else:
@@ -73,7 +73,7 @@ def _reduce(kind: str):
             out = ctx.call(op, y, axes=axes or None, keepdims=keep)
         if after is not None:
             out = ctx.call(after, out)
-        return _cast(ctx, out, dtype)
+        return cast_to(ctx, out, dtype)
 
     return convert
 
@@ -112,7 +112,7 @@ def _arg(ctx):
     x = ctx.input(0)
     op = "argmax" if ctx.node.op_type == "ArgMax" else "argmin"
     rank = ctx.rank(0)
-    axis = _axis(ctx, ctx.attr("axis", 0), rank)
+    axis = checked_axis(ctx, ctx.attr("axis", 0), rank)
     keep = bool(ctx.attr("keepdims", 1))
     if not ctx.attr("select_last_index", 0):
         return ctx.call(op, x, axis=axis, keepdims=keep)
@@ -139,11 +139,11 @@ def _cumsum(ctx):
         return ctx.call("cumsum", x, axis=axis[0], **flags)
     # a computed axis: the cumsum along each possible axis, chosen by Ifs
     rank = ctx.rank(0)
-    axis = _normalized_axes(ctx, ctx.input(1), rank)
+    axis = normalized_axes(ctx, ctx.input(1), rank)
     if axis.ty.shape != ():
         axis = ctx.call("reshape", axis, shape=[])
     out = ctx.call("cumsum", x, axis=0, **flags)
     for a in range(1, rank):
         is_a = ctx.call("equal", axis, ctx.constant(a, I64))
-        out = _select(ctx, is_a, ctx.call("cumsum", x, axis=a, **flags), out)
+        out = select_if(ctx, is_a, ctx.call("cumsum", x, axis=a, **flags), out)
     return out

@@ -108,23 +108,24 @@ def oldest_version(op_type: str) -> int | None:
     return min(versions) if versions else None
 
 
-_STRINGS = "the IR has no string type"
-_RANDOM = "random values: a converted model could not reproduce the original's numbers"
+# reasons NOT_CONVERTED gives (the ONNX frontend runs neither a random nor a string op opaque)
+NO_STRING_TYPE = "the IR has no string type"
+RANDOM_VALUES = "random values: a converted model could not reproduce the original's numbers"
 _ML = "an ai.onnx.ml (classical ML) operator: passlens converts deep-learning graphs"
 _TRAINING = "a training-only optimizer update: passlens converts inference graphs"
 
 NOT_CONVERTED: dict[str, str] = {
-    "StringNormalizer": _STRINGS,
-    "StringSplit": _STRINGS,
-    "StringConcat": _STRINGS,
-    "RegexFullMatch": _STRINGS,
+    "StringNormalizer": NO_STRING_TYPE,
+    "StringSplit": NO_STRING_TYPE,
+    "StringConcat": NO_STRING_TYPE,
+    "RegexFullMatch": NO_STRING_TYPE,
     "ImageDecoder": "decodes encoded image bytes (JPEG, PNG, ...): the IR has no byte strings",
-    "Bernoulli": _RANDOM,
-    "RandomNormal": _RANDOM,
-    "RandomNormalLike": _RANDOM,
-    "RandomUniform": _RANDOM,
-    "RandomUniformLike": _RANDOM,
-    "Multinomial": _RANDOM,
+    "Bernoulli": RANDOM_VALUES,
+    "RandomNormal": RANDOM_VALUES,
+    "RandomNormalLike": RANDOM_VALUES,
+    "RandomUniform": RANDOM_VALUES,
+    "RandomUniformLike": RANDOM_VALUES,
+    "Multinomial": RANDOM_VALUES,
     **{
         f"ai.onnx.ml.{op}": _ML
         for op in ("ArrayFeatureExtractor", "Binarizer", "LabelEncoder", "TreeEnsemble")
@@ -145,29 +146,34 @@ def supported_ops() -> list[str]:
 I64 = DType.int64
 
 
-def _axis(ctx: ConvertContext, axis: int, rank: int, what: str = "axis") -> int:
+def checked_axis(ctx: ConvertContext, axis: int, rank: int, what: str = "axis") -> int:
+    """``axis`` of a rank-``rank`` value counted from 0 (a negative one from the end); a
+    ConversionError naming it (``what``) when out of range."""
     if not -rank <= axis < max(rank, 1):
         raise ConversionError(f"{what} {axis} is out of range for rank {rank}")
     return axis % rank if rank else 0
 
 
-def _static(d: Dim, ctx: ConvertContext, what: str) -> int:
+def static_dim(d: Dim, ctx: ConvertContext, what: str) -> int:
+    """``d`` when it is a static dim; else the node is unsupported (it needs a static ``what``)."""
     if not isinstance(d, int):
         raise Unsupported(f"{ctx.node.op_type} needs a static {what}, got {dim_str(d)}")
     return d
 
 
-def _float_scalar(value: np.ndarray, what: str) -> float:
+def float_scalar(value: np.ndarray, what: str) -> float:
+    """The one value of a constant ``value`` as a float (a ConversionError if it holds more)."""
     if value.size != 1:
         raise ConversionError(f"{what} must hold one value, got shape {list(value.shape)}")
     return float(value.reshape(-1)[0])
 
 
-def _cast(ctx: ConvertContext, x: Expr, dtype: DType) -> Expr:
+def cast_to(ctx: ConvertContext, x: Expr, dtype: DType) -> Expr:
+    """``x`` cast to ``dtype`` (``x`` itself when it already has that dtype)."""
     return x if x.ty.dtype is dtype else ctx.call("cast", x, dtype=dtype)
 
 
-def _filled(ctx: ConvertContext, shape: Expr, value: Any, dtype: DType) -> Expr:
+def filled_tensor(ctx: ConvertContext, shape: Expr, value: Any, dtype: DType) -> Expr:
     """A tensor of a computed shape (a 1-D tensor of static length) filled with ``value``: an
     empty tensor of that rank padded (constant mode) by ``shape`` at the end of each axis."""
     st = shape.ty
@@ -181,7 +187,7 @@ def _filled(ctx: ConvertContext, shape: Expr, value: Any, dtype: DType) -> Expr:
     value = np.asarray(value).astype(dtype.numpy)
     exact = dtype is DType.bool or float(value) == value
     empty = ctx.constant(np.zeros((0,) * rank), dtype)
-    pads = ctx.call("concat", ctx.constant(np.zeros(rank), I64), _cast(ctx, shape, I64), axis=0)
+    pads = ctx.call("concat", ctx.constant(np.zeros(rank), I64), cast_to(ctx, shape, I64), axis=0)
     filled = ctx.call("pad", empty, pads, value=float(value) if exact else 0.0)
     if exact:
         return filled
@@ -196,18 +202,18 @@ def _filled(ctx: ConvertContext, shape: Expr, value: Any, dtype: DType) -> Expr:
 # depends on the values (axes), one ``If`` per possible axis.
 
 
-def _scalar_i64(ctx: ConvertContext, e: Expr) -> Expr:
+def scalar_i64(ctx: ConvertContext, e: Expr) -> Expr:
     """``e`` (one element) as a 0-d i64 tensor."""
-    e = _cast(ctx, e, I64)
+    e = cast_to(ctx, e, I64)
     return e if e.ty.shape == () else ctx.call("reshape", e, shape=[])
 
 
-def _item(ctx: ConvertContext, vec: Expr, k: int) -> Expr:
+def item_i64(ctx: ConvertContext, vec: Expr, k: int) -> Expr:
     """Element ``k`` of a 1-D tensor, as a 0-d i64 tensor."""
-    return ctx.call("take", _cast(ctx, vec, I64), ctx.constant(k, I64), axis=0)
+    return ctx.call("take", cast_to(ctx, vec, I64), ctx.constant(k, I64), axis=0)
 
 
-def _dim_value(ctx: ConvertContext, x: Expr, axis: int) -> Expr:
+def dim_value(ctx: ConvertContext, x: Expr, axis: int) -> Expr:
     """Dim ``axis`` of ``x`` as a 0-d i64 tensor (a constant when static)."""
     d = x.ty.shape[axis] if x.ty.shape is not None else ANY
     if isinstance(d, int):
@@ -215,29 +221,29 @@ def _dim_value(ctx: ConvertContext, x: Expr, axis: int) -> Expr:
     return ctx.call("take", ctx.call("shape_of", x), ctx.constant(axis, I64), axis=0)
 
 
-def _index_range(ctx: ConvertContext, start: Expr, stop: Expr, step: Expr) -> Expr:
+def index_range(ctx: ConvertContext, start: Expr, stop: Expr, step: Expr) -> Expr:
     """``range(start, stop, step)`` for 0-d i64 tensors, as a 1-D i64 tensor."""
     # length: ceil((stop - start) / step) = -((start - stop) // step), at least 0
     n = ctx.call("neg", ctx.call("floor_divide", ctx.call("subtract", start, stop), step))
     n = ctx.call("maximum", ctx.call("reshape", n, shape=[1]), ctx.constant([0], I64))
-    steps = ctx.call("cumsum", _filled(ctx, n, 1, I64), axis=0, exclusive=True)
+    steps = ctx.call("cumsum", filled_tensor(ctx, n, 1, I64), axis=0, exclusive=True)
     return ctx.call("add", start, ctx.call("multiply", steps, step))
 
 
-def _normalized_axes(ctx: ConvertContext, axes: Expr, rank: int) -> Expr:
+def normalized_axes(ctx: ConvertContext, axes: Expr, rank: int) -> Expr:
     """A computed axes tensor with negative axes counted from the end (``a + rank``)."""
-    axes = _cast(ctx, axes, I64)
+    axes = cast_to(ctx, axes, I64)
     negative = ctx.call("less", axes, ctx.constant(0, I64))
     return ctx.call("where", negative, ctx.call("add", axes, ctx.constant(rank, I64)), axes)
 
 
-def _contains(ctx: ConvertContext, vec: Expr, value: int) -> Expr:
+def contains_value(ctx: ConvertContext, vec: Expr, value: int) -> Expr:
     """Whether a 1-D i64 tensor holds ``value``, as a 0-d bool (false when it is empty)."""
-    hits = _cast(ctx, ctx.call("equal", vec, ctx.constant(value, I64)), I64)
+    hits = cast_to(ctx, ctx.call("equal", vec, ctx.constant(value, I64)), I64)
     return ctx.call("greater", ctx.call("sum", hits), ctx.constant(0, I64))
 
 
-def _select(ctx: ConvertContext, cond: Expr, then_value: Expr, else_value: Expr) -> Expr:
+def select_if(ctx: ConvertContext, cond: Expr, then_value: Expr, else_value: Expr) -> Expr:
     """``If(cond) {then_value} else {else_value}`` where ``then_value`` is a single new call
     on values bound outside (so the branch binds only it) and ``else_value`` is bound outside."""
     from compiler.ir.nodes import Block, is_leaf
@@ -246,7 +252,7 @@ def _select(ctx: ConvertContext, cond: Expr, then_value: Expr, else_value: Expr)
     return If(cond, Block(then_bindings, then_value), Block([], else_value), prov=ctx.prov)
 
 
-def _reduce_over_computed_axes(
+def reduce_over_computed_axes(
     ctx, x: Expr, axes: Expr, op: str, keep: bool, noop: bool, prepare=None
 ):
     """A reduction over computed axes: one If per axis (from the last, so removing an axis
@@ -254,17 +260,55 @@ def _reduce_over_computed_axes(
     ``prepare(value, axes)``, when given, rewrites the value a reduction over ``axes`` reads
     (axes None: every axis)."""
     rank = ctx.rank(0)
-    norm = _normalized_axes(ctx, axes, rank)
+    norm = normalized_axes(ctx, axes, rank)
     if prepare is None:
         prepare = lambda value, _axes: value  # noqa: E731
     y = x
     for a in reversed(range(rank)):
         reduced = ctx.call(op, prepare(y, [a]), axes=[a], keepdims=keep)
-        y = _select(ctx, _contains(ctx, norm, a), reduced, y)
+        y = select_if(ctx, contains_value(ctx, norm, a), reduced, y)
     length = axes.ty.shape[0] if axes.ty.shape is not None and len(axes.ty.shape) == 1 else ANY
     if noop or (isinstance(length, int) and length > 0):
         return y
     if isinstance(length, int) and length == 0:
         return ctx.call(op, prepare(x, None), keepdims=keep)
     empty = ctx.call("equal", ctx.call("prod", ctx.call("shape_of", axes)), ctx.constant(0, I64))
-    return _select(ctx, empty, ctx.call(op, prepare(x, None), keepdims=keep), y)
+    return select_if(ctx, empty, ctx.call(op, prepare(x, None), keepdims=keep), y)
+
+
+# ----- f64 scalar arithmetic (resampling, grids, detection) ---------------------------------
+
+F64 = DType.float64
+
+
+class F64Ops:
+    """Small helpers over a ConvertContext for f64 scalar arithmetic: ``o.add(a, 1.0)`` is an
+    ``add`` call, a Python number becoming an f64 constant (resize, grid and detection use it)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def f(self, v) -> Expr:
+        return v if isinstance(v, Expr) else self.ctx.constant(float(v), F64)
+
+    def __getattr__(self, op):
+        ctx = self.ctx
+
+        def call(*args, **attrs):
+            return ctx.call(op, *(self.f(a) for a in args), **attrs)
+
+        return call
+
+
+def scalar_f64(ctx, e: Expr) -> Expr:
+    """``e`` (one element) as a 0-d f64 tensor."""
+    e = cast_to(ctx, e, F64)
+    return e if e.ty.shape == () else ctx.call("reshape", e, shape=[])
+
+
+def positions_f64(ctx, count: Expr, static: int | None) -> Expr:
+    """``0 .. count-1`` as a 1-D f64 tensor (static length when known)."""
+    if static is not None:
+        return ctx.call("arange", stop=static, dtype=F64)
+    zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
+    return cast_to(ctx, index_range(ctx, zero, count, one), F64)

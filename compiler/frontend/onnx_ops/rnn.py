@@ -384,10 +384,10 @@ class _Recurrence:
     def loop(self, step, d: int, xw: Expr, states: list[Expr]) -> tuple[Expr, list[Expr]]:
         """One direction as a Loop node over the sequence: ``(Y [seq, batch, hidden], final
         states)``."""
-        from compiler.frontend.onnx_ops.registry import _dim_value
+        from compiler.frontend.onnx_ops.registry import dim_value
 
         ctx = self.ctx
-        n = _dim_value(ctx, xw, 0)
+        n = dim_value(ctx, xw, 0)
         reverse = self.direction == "reverse" or d == 1
 
         def build(i, c, st):
@@ -549,7 +549,7 @@ def _lstm(ctx):
 # ----- Loop and Scan: bodies unrolled -----------------------------------------------------
 
 
-class _Body:
+class LoopBody:
     """A loop body graph converted once per iteration with its inputs bound to given values
     (its initializers converted once)."""
 
@@ -607,7 +607,7 @@ def _refined(ctx: ConvertContext, e: Expr, depth: int = 0) -> Expr:
     was computed (from static shapes: the importer leaves those to dynamic-to-static): a
     ``reshape`` or ``pad`` whose shape input has a known value takes it as its attribute, and
     the calls above it are made again (their types inferred anew)."""
-    from compiler.frontend.onnx_ops.control import _static_value
+    from compiler.frontend.onnx_ops.control import static_value
     from compiler.ir.nodes import Call
 
     ty = e.ty
@@ -615,7 +615,7 @@ def _refined(ctx: ConvertContext, e: Expr, depth: int = 0) -> Expr:
         return e
     attr = _TENSOR_ARG_ATTRS.get(e.op)
     if attr is not None and len(e.args) == 2:
-        value = _static_value(e.args[1])
+        value = static_value(e.args[1])
         if value is not None and e.attrs.get(attr) is None:
             data = _refined(ctx, e.args[0], depth + 1)
             attrs = {**e.attrs, attr: [int(v) for v in value.reshape(-1)]}
@@ -629,9 +629,9 @@ def _refined(ctx: ConvertContext, e: Expr, depth: int = 0) -> Expr:
 
 def _static_true(e: Expr) -> bool | None:
     """The value of a one-element condition known without running (None when computed)."""
-    from compiler.frontend.onnx_ops.control import _static_value
+    from compiler.frontend.onnx_ops.control import static_value
 
-    v = _static_value(e)
+    v = static_value(e)
     if v is None or v.size != 1:
         return None
     return bool(v.reshape(-1)[0])
@@ -679,7 +679,7 @@ def _loop(ctx):
     that stays known-true is unrolled; any other (a trip count known at run time, a while
     loop, an early exit on data, more than MAX_UNROLL iterations) becomes a Loop node over a
     body function, its scan outputs of a length known at run time."""
-    from compiler.frontend.onnx_ops.control import _static_value
+    from compiler.frontend.onnx_ops.control import static_value
     from compiler.ir.types import DType
 
     op = "Loop"
@@ -687,14 +687,14 @@ def _loop(ctx):
     if any(not isinstance(v.ty, TensorType) and not _is_sequence(v.ty) for v in carried):
         raise Unsupported(f"{op} carrying a value that is not a tensor or a sequence")
     cond = ctx.input(1) if ctx.has(1) else ctx.constant(True, DType.bool)
-    body = _Body(ctx, "body", 2 + len(carried), sequences=True)
+    body = LoopBody(ctx, "body", 2 + len(carried), sequences=True)
     num_scan = len(body.graph.output) - 1 - len(carried)
     if num_scan < 0:
         raise ConversionError(
             f"the body must give a condition and {len(carried)} carried values, "
             f"got {len(body.graph.output)} outputs"
         )
-    trip = _static_value(ctx.input(0)) if ctx.has(0) else None
+    trip = static_value(ctx.input(0)) if ctx.has(0) else None
     if trip is not None:
         if trip.size != 1 or not np.issubdtype(trip.dtype, np.integer):
             raise ConversionError(f"the trip count must be one integer, got {trip!r}")
@@ -789,7 +789,7 @@ def _scan(ctx):
     if any(v not in (0, 1) for v in in_dirs):
         raise ConversionError(f"scan_input_directions must be 0 or 1, got {in_dirs}")
     looped = not isinstance(length, int) or length > MAX_UNROLL  # else unrolled
-    body = _Body(ctx, "body", n_state + m)
+    body = LoopBody(ctx, "body", n_state + m)
     k = len(body.graph.output) - n_state
     if k < 0:
         raise ConversionError(f"the body must give at least {n_state} outputs (the states)")
@@ -831,10 +831,10 @@ def _scan_loop(ctx, body, states, xs, axes, in_dirs, out_axes, out_dirs, length)
     """A Scan of symbolic (or long) length as a Loop node: the scan inputs are captured and
     read at the iteration's index; the scanned outputs are reversed and moved to their axis
     after the loop."""
-    from compiler.frontend.onnx_ops.registry import _dim_value
+    from compiler.frontend.onnx_ops.registry import dim_value
     from compiler.ir.types import DType
 
-    n = _dim_value(ctx, xs[0], axes[0])
+    n = dim_value(ctx, xs[0], axes[0])
     last = ctx.call("subtract", n, ctx.constant(1, DType.int64))
 
     def build(i, c, st):
@@ -896,7 +896,7 @@ def _scan8(ctx):
     if len(dirs) != m or any(d not in (0, 1) for d in dirs):
         raise ConversionError(f"directions must be {m} values, 0 or 1, got {dirs}")
     _spend(ctx, batch)
-    body = _Body(ctx, "body", n_in)
+    body = LoopBody(ctx, "body", n_in)
 
     def pick(x, k):
         return ctx.call("take", x, ctx.constant(k, DType.int64), axis=0)

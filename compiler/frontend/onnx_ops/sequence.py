@@ -30,7 +30,7 @@ from compiler.frontend.onnx_context import (
     ConvertContext,
     Unsupported,
 )
-from compiler.frontend.onnx_ops.registry import I64, _axis, _cast, converter
+from compiler.frontend.onnx_ops.registry import I64, cast_to, checked_axis, converter
 from compiler.ir.nodes import Expr
 from compiler.ir.nodes import Tuple as IRTuple
 from compiler.ir.symbolic import ANY, dim_str
@@ -72,9 +72,9 @@ def _check_tensor(ctx: ConvertContext, x: Expr, dtype: DType | None, what: str) 
 
 def _position(ctx: ConvertContext, i: int, length: int, insert: bool = False) -> int:
     """A position input known at import time, checked and counted from the front."""
-    from compiler.frontend.onnx_ops.control import _static_value
+    from compiler.frontend.onnx_ops.control import static_value
 
-    value = _static_value(ctx.input(i))
+    value = static_value(ctx.input(i))
     if value is None:
         raise Unsupported(
             f"{ctx.node.op_type} at a position computed at run time (passlens keeps sequences "
@@ -133,9 +133,9 @@ def _sequence_at(ctx):
     type, a ``take`` from the elements stacked (an out-of-range position is an error when
     run, as in ONNX)."""
     items = _elements(ctx, 0)
-    from compiler.frontend.onnx_ops.control import _static_value
+    from compiler.frontend.onnx_ops.control import static_value
 
-    if _static_value(ctx.input(1)) is not None or not items:
+    if static_value(ctx.input(1)) is not None or not items:
         if not items:
             raise ConversionError("SequenceAt of an empty sequence")
         return items[_position(ctx, 1, len(items))]
@@ -150,7 +150,7 @@ def _sequence_at(ctx):
             "at run time"
         )
     stacked = ctx.call("concat", *[ctx.call("unsqueeze", x, axes=[0]) for x in items], axis=0)
-    index = ctx.call("reshape", _cast(ctx, pos, I64), shape=[])
+    index = ctx.call("reshape", cast_to(ctx, pos, I64), shape=[])
     return ctx.call("take", stacked, index, axis=0)
 
 
@@ -189,7 +189,7 @@ def _concat_from_sequence(ctx):
     if len(ranks) != 1:
         raise ConversionError(f"the tensors of the sequence differ in rank: {sorted(ranks)}")
     rank = ranks.pop()
-    axis = _axis(ctx, ctx.attr("axis"), rank + new_axis)
+    axis = checked_axis(ctx, ctx.attr("axis"), rank + new_axis)
     if new_axis:
         items = [ctx.call("unsqueeze", x, axes=[axis]) for x in items]
     elif rank == 0:
@@ -203,14 +203,14 @@ def _concat_from_sequence(ctx):
 def _split_to_sequence(ctx):
     """Pieces of a static dim (size 1 without ``split``, a constant chunk size or constant
     sizes), or of computed sizes given as a 1-D tensor of static length."""
-    from compiler.frontend.onnx_ops.control import _static_value
-    from compiler.frontend.onnx_ops.shape import _split_computed
+    from compiler.frontend.onnx_ops.control import static_value
+    from compiler.frontend.onnx_ops.shape import split_computed
 
     x = ctx.input(0)
     rank = ctx.rank(0)
     if rank == 0:
         raise ConversionError("SplitToSequence of a 0-d tensor")
-    axis = _axis(ctx, ctx.attr("axis", 0), rank)
+    axis = checked_axis(ctx, ctx.attr("axis", 0), rank)
     keepdims = ctx.attr("keepdims", 1)
     if keepdims not in (0, 1):
         raise ConversionError(f"keepdims must be 0 or 1, got {keepdims}")
@@ -240,7 +240,7 @@ def _split_to_sequence(ctx):
             raise ConversionError(f"split must be an integer tensor, got {st}")
         if st.shape is None or len(st.shape) > 1:
             raise ConversionError(f"split must be a scalar or a 1-D tensor, got {st}")
-        value = _static_value(split)
+        value = static_value(split)
         if value is None:
             if len(st.shape) == 0:
                 raise Unsupported(
@@ -255,7 +255,7 @@ def _split_to_sequence(ctx):
             if k == 0:
                 raise ConversionError("split holds no sizes")
             _check_length(ctx, k)
-            return _sequence(ctx, _split_computed(ctx, x, split, axis, k))
+            return _sequence(ctx, split_computed(ctx, x, split, axis, k))
         if value.ndim == 0:
             chunk = int(value)
             if chunk <= 0:
@@ -282,7 +282,7 @@ def _split_to_sequence(ctx):
 def _sequence_map(ctx):
     """The body converted once per element: sequence inputs give their k-th tensor, tensor
     inputs themselves; each body output gathered into a sequence."""
-    from compiler.frontend.onnx_ops.rnn import _Body
+    from compiler.frontend.onnx_ops.rnn import LoopBody
 
     inputs = [ctx.input(i) for i in range(len(ctx.inputs))]
     if not inputs or not isinstance(inputs[0].ty, TupleType):
@@ -295,7 +295,7 @@ def _sequence_map(ctx):
     per_input = [
         _elements(ctx, i) if isinstance(v.ty, TupleType) else None for i, v in enumerate(inputs)
     ]
-    body = _Body(ctx, "body", len(inputs))
+    body = LoopBody(ctx, "body", len(inputs))
     outs: list[list[Expr]] = [[] for _ in ctx.node.output]
     if len(body.graph.output) != len(outs):
         raise ConversionError(

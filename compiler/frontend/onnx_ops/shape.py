@@ -17,19 +17,19 @@ from compiler.frontend.onnx_context import (
 )
 from compiler.frontend.onnx_ops.registry import (
     I64,
-    _axis,
-    _cast,
-    _contains,
-    _dim_value,
-    _filled,
-    _float_scalar,
-    _index_range,
-    _item,
-    _normalized_axes,
-    _scalar_i64,
-    _select,
-    _static,
+    cast_to,
+    checked_axis,
+    contains_value,
     converter,
+    dim_value,
+    filled_tensor,
+    float_scalar,
+    index_range,
+    item_i64,
+    normalized_axes,
+    scalar_i64,
+    select_if,
+    static_dim,
 )
 from compiler.ir.nodes import Expr, IRError
 from compiler.ir.symbolic import ANY, SymExpr, dim_add, dim_mul, dim_str
@@ -52,7 +52,7 @@ def _reshape(ctx):
                 return ctx.call("reshape", x, shape=dims, allowzero=allowzero)
             except IRError:
                 pass  # not expressible in dims (a -1 over symbolic sizes): computed below
-        return ctx.call("reshape", x, _cast(ctx, ctx.input(1), I64), allowzero=allowzero)
+        return ctx.call("reshape", x, cast_to(ctx, ctx.input(1), I64), allowzero=allowzero)
     return ctx.call("reshape", x, shape=[int(v) for v in target.reshape(-1)], allowzero=allowzero)
 
 
@@ -108,13 +108,13 @@ def _squeeze(ctx):
         return ctx.call("squeeze", x, axes=axes if axes else None)
     # one If per axis that may have size 1, from the last
     rank = ctx.rank(0)
-    norm = _normalized_axes(ctx, computed, rank)
+    norm = normalized_axes(ctx, computed, rank)
     y = x
     for a in reversed(range(rank)):
         d = x.ty.shape[a]
         if isinstance(d, int) and d != 1:
             continue  # cannot be squeezed: listing it is an error ONNX reports at run time
-        y = _select(ctx, _contains(ctx, norm, a), ctx.call("squeeze", y, axes=[a]), y)
+        y = select_if(ctx, contains_value(ctx, norm, a), ctx.call("squeeze", y, axes=[a]), y)
     return y if y is not x else ctx.call("identity", x)
 
 
@@ -130,10 +130,10 @@ def _unsqueeze(ctx):
     out_rank = ctx.rank(0) + shape[0]
     if out_rank > MAX_RANK:
         raise ConversionError(f"the result would have rank {out_rank}")
-    norm = _normalized_axes(ctx, computed, out_rank)
+    norm = normalized_axes(ctx, computed, out_rank)
     y = x
     for p in range(out_rank):  # ascending: each insertion is at its final position
-        y = _select(ctx, _contains(ctx, norm, p), ctx.call("unsqueeze", y, axes=[p]), y)
+        y = select_if(ctx, contains_value(ctx, norm, p), ctx.call("unsqueeze", y, axes=[p]), y)
     return y
 
 
@@ -147,10 +147,10 @@ def _concat(ctx):
 def _split(ctx):
     x = ctx.input(0)
     rank = ctx.rank(0)
-    axis = _axis(ctx, ctx.attr("axis", 0), rank)
+    axis = checked_axis(ctx, ctx.attr("axis", 0), rank)
     count = len(ctx.node.output)
     if "split" not in ctx.attrs and ctx.has(1) and ctx.const(1) is None:
-        return _split_computed(ctx, x, ctx.input(1), axis, count)
+        return split_computed(ctx, x, ctx.input(1), axis, count)
     sizes = list(ctx.attr("split")) if "split" in ctx.attrs else ctx.const_ints(1, "split")
     d = x.ty.shape[axis]
     spec: Any = None
@@ -171,16 +171,16 @@ def _split(ctx):
     return [ctx.tuple_item(parts, i) for i in range(count)]
 
 
-def _split_computed(ctx, x: Expr, sizes: Expr, axis: int, count: int) -> list[Expr]:
+def split_computed(ctx, x: Expr, sizes: Expr, axis: int, count: int) -> list[Expr]:
     """Split by computed sizes: each part takes its index range along the axis."""
-    sizes = _cast(ctx, sizes, I64)
+    sizes = cast_to(ctx, sizes, I64)
     starts = ctx.call("cumsum", sizes, axis=0, exclusive=True)
     one = ctx.constant(1, I64)
     parts = []
     for i in range(count):
-        begin = _item(ctx, starts, i)
-        end = ctx.call("add", begin, _item(ctx, sizes, i))
-        parts.append(ctx.call("take", x, _index_range(ctx, begin, end, one), axis=axis))
+        begin = item_i64(ctx, starts, i)
+        end = ctx.call("add", begin, item_i64(ctx, sizes, i))
+        parts.append(ctx.call("take", x, index_range(ctx, begin, end, one), axis=axis))
     return parts
 
 
@@ -220,7 +220,7 @@ def _slice_symbolic(ctx, x: Expr) -> Expr | None:
     rank = ctx.rank(0)
     y = x
     for a, start, end, step in zip(axes, starts, ends, steps, strict=True):
-        a = _axis(ctx, a, rank)
+        a = checked_axis(ctx, a, rank)
         size = x.ty.shape[a]
         if isinstance(start, int) and isinstance(end, int):
             y = ctx.call("strided_slice", y, begin=[start], end=[end], strides=[step], axes=[a])
@@ -241,7 +241,7 @@ def _slice_symbolic(ctx, x: Expr) -> Expr | None:
 def _slice_indices(ctx, x: Expr, a: int, start: Expr, end: Expr, step: Expr, backward: Expr):
     """The indices ``range(len)[start:end:step]`` of axis ``a`` of ``x`` (0-d i64 bounds)."""
     zero, one, minus_one = ctx.constant(0, I64), ctx.constant(1, I64), ctx.constant(-1, I64)
-    n = _dim_value(ctx, x, a)
+    n = dim_value(ctx, x, a)
     last = ctx.call("subtract", n, one)
 
     def clamp(v: Expr, low_fwd: Expr, high_fwd: Expr, low_bwd: Expr, high_bwd: Expr) -> Expr:
@@ -252,45 +252,45 @@ def _slice_indices(ctx, x: Expr, a: int, start: Expr, end: Expr, step: Expr, bac
 
     begin = clamp(start, zero, n, zero, last)
     stop = clamp(end, zero, n, minus_one, last)
-    return _index_range(ctx, begin, stop, step)
+    return index_range(ctx, begin, stop, step)
 
 
 def _slice_computed(ctx, x: Expr) -> Expr:
     """Slice with computed starts, ends, axes or steps: per sliced axis, clamp the bounds as
     Python slicing does and take the index range; a computed axis is chosen by Ifs."""
     rank = ctx.rank(0)
-    starts = _cast(ctx, ctx.input(1), I64)
+    starts = cast_to(ctx, ctx.input(1), I64)
     count = starts.ty.shape[0] if starts.ty.shape and len(starts.ty.shape) == 1 else ANY
     if not isinstance(count, int):
         raise Unsupported("Slice with computed starts of unknown length")
     if count > rank:
         raise ConversionError(f"{count} starts for an input of rank {rank}")
-    ends = _cast(ctx, ctx.input(2), I64)
-    steps = _cast(ctx, ctx.input(4), I64) if ctx.has(4) else None
+    ends = cast_to(ctx, ctx.input(2), I64)
+    steps = cast_to(ctx, ctx.input(4), I64) if ctx.has(4) else None
     axes: Any = list(range(count))
     if ctx.has(3):
         axes = ctx.const_ints(3, "axes") if ctx.const(3) is not None else ctx.input(3)
-    computed_axes = _normalized_axes(ctx, axes, rank) if isinstance(axes, Expr) else None
+    computed_axes = normalized_axes(ctx, axes, rank) if isinstance(axes, Expr) else None
     zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
     y = x
     for k in range(count):
-        step = _item(ctx, steps, k) if steps is not None else one
+        step = item_i64(ctx, steps, k) if steps is not None else one
         backward = ctx.call("less", step, zero)
 
         def indices(a: int, k: int = k, step: Expr = step, backward: Expr = backward) -> Expr:
             return _slice_indices(
-                ctx, x, a, _item(ctx, starts, k), _item(ctx, ends, k), step, backward
+                ctx, x, a, item_i64(ctx, starts, k), item_i64(ctx, ends, k), step, backward
             )
 
         if computed_axes is None:
-            a = _axis(ctx, axes[k], rank, "axes entry")
+            a = checked_axis(ctx, axes[k], rank, "axes entry")
             y = ctx.call("take", y, indices(a), axis=a)
             continue
-        axis_k = _item(ctx, computed_axes, k)
+        axis_k = item_i64(ctx, computed_axes, k)
         chosen = y
         for a in range(rank):
             is_a = ctx.call("equal", axis_k, ctx.constant(a, I64))
-            chosen = _select(ctx, is_a, ctx.call("take", y, indices(a), axis=a), chosen)
+            chosen = select_if(ctx, is_a, ctx.call("take", y, indices(a), axis=a), chosen)
         y = chosen
     return y
 
@@ -311,7 +311,7 @@ def _pad(ctx):
         if cv is None:
             computed_value = ctx.input(2)
         else:
-            value = _float_scalar(cv, "constant_value") if cv.size else 0.0
+            value = float_scalar(cv, "constant_value") if cv.size else 0.0
     axes = ctx.const_ints(3, "axes") if ctx.const(3) is not None or not ctx.has(3) else None
     pads = ctx.const(1)
     if pads is not None:
@@ -330,7 +330,7 @@ def _pad(ctx):
             if len(pads) != 2 * len(axes):
                 raise ConversionError(f"pads {pads} must have two values per axis of {axes}")
             for k, a in enumerate(axes):
-                a = _axis(ctx, a, rank, "axes entry")
+                a = checked_axis(ctx, a, rank, "axes entry")
                 full[a], full[a + rank] = pads[k], pads[k + len(axes)]
             pads = full
         pads_in = None
@@ -343,7 +343,7 @@ def _pad(ctx):
         mask = ctx.call("pad", inside, pads=pads, mode="constant")
     else:
         mask = ctx.call("pad", inside, pads_in, mode="constant")
-    fill = ctx.call("reshape", _cast(ctx, computed_value, x.ty.dtype), shape=[])
+    fill = ctx.call("reshape", cast_to(ctx, computed_value, x.ty.dtype), shape=[])
     return ctx.call("where", mask, y, fill)
 
 
@@ -372,10 +372,10 @@ _RESIZE_COORDINATES = (
     min_version=11,
 )
 def _resize(ctx):
-    from compiler.frontend.onnx_ops import vision  # the forms the resize IR op does not take
+    from compiler.frontend.onnx_ops import resize  # the forms the resize IR op does not take
 
-    if vision.resize_needs_composition(ctx):
-        return vision.resize_composed(ctx)
+    if resize.resize_needs_composition(ctx):
+        return resize.resize_composed(ctx)
     x = ctx.input(0)
     rank = ctx.rank(0)
     mode = ctx.attr("mode", "nearest")
@@ -389,7 +389,7 @@ def _resize(ctx):
         raise Unsupported(f"nearest_mode {nearest}")
     if ctx.attr("antialias", 0) and mode != "nearest":  # antialias changes linear downsampling
         raise Unsupported("antialias")
-    # extrapolation_value acts in tf_crop_and_resize only (composed in vision)
+    # extrapolation_value acts in tf_crop_and_resize only (composed in resize.py)
     cubic = {}
     if mode == "cubic":
         cubic = {
@@ -399,10 +399,14 @@ def _resize(ctx):
     if mode != "nearest" and not x.ty.dtype.is_float:
         raise Unsupported(f"{mode} Resize of {x.ty.dtype} data")
     axes = ctx.attr("axes")
-    axes = list(range(rank)) if axes is None else [_axis(ctx, a, rank, "axes entry") for a in axes]
+    axes = (
+        list(range(rank))
+        if axes is None
+        else [checked_axis(ctx, a, rank, "axes entry") for a in axes]
+    )
     in_shape = list(x.ty.shape)
     policy = ctx.attr("keep_aspect_ratio_policy", "stretch")
-    vision.check_resize_values(ctx, axes)  # sizes and scales in range (from a file)
+    resize.check_resize_values(ctx, axes)  # sizes and scales in range (from a file)
     scales = None
     if ctx.has(3):  # sizes
         given = ctx.const(3)
@@ -458,7 +462,7 @@ def _resize(ctx):
 def _pads_tensor(ctx, pads: Expr, axes: Expr | None) -> Expr:
     """A pads input as the full i64 pads tensor (all begins, then all ends) of the data's rank;
     with axes, each given pair is placed at its axis (a one-hot product summed over axes)."""
-    pads = _cast(ctx, pads, I64)
+    pads = cast_to(ctx, pads, I64)
     if axes is None:
         return pads
     rank = ctx.rank(0)
@@ -466,14 +470,14 @@ def _pads_tensor(ctx, pads: Expr, axes: Expr | None) -> Expr:
     if axes_shape is None or len(axes_shape) != 1 or not isinstance(axes_shape[0], int):
         raise Unsupported("Pad with axes of unknown length")
     k = axes_shape[0]
-    norm = _normalized_axes(ctx, axes, rank)
+    norm = normalized_axes(ctx, axes, rank)
     # hot[i, a] = (axes[i] == a), shape (k, rank)
     hot = ctx.call(
         "equal",
         ctx.call("unsqueeze", norm, axes=[1]),
         ctx.constant(np.arange(rank)[None, :], I64),
     )
-    hot = _cast(ctx, hot, I64)
+    hot = cast_to(ctx, hot, I64)
     halves = []
     for lo in (0, k):
         part = ctx.call("strided_slice", pads, begin=[lo], end=[lo + k], axes=[0])
@@ -489,7 +493,7 @@ def _expand(ctx):
     dims = ctx.dims(1) if target is None else [int(v) for v in target.reshape(-1)]
     if dims is None or not _is_shape(dims, minus_one=False):
         # computed shape: broadcast against a filled tensor of that shape
-        cond = _filled(ctx, ctx.input(1), True, DType.bool)
+        cond = filled_tensor(ctx, ctx.input(1), True, DType.bool)
         return ctx.call("where", cond, x, x)
     if x.ty.shape is None:
         raise Unsupported("Expand of a value of unknown rank")
@@ -521,7 +525,7 @@ def _tile(ctx):
         return ctx.call("reshape", y, shape=out)
     # computed repeats: (1, d0, 1, d1, ...) broadcast to (r0, d0, r1, d1, ...), then merged
     rank = ctx.rank(0)
-    reps = _cast(ctx, ctx.input(1), I64)
+    reps = cast_to(ctx, ctx.input(1), I64)
     spread = ctx.call("unsqueeze", x, axes=[2 * i for i in range(rank)])
     shape = ctx.call("shape_of", x)
     pairs = ctx.call(
@@ -531,7 +535,7 @@ def _tile(ctx):
         axis=1,
     )
     target = ctx.call("reshape", pairs, shape=[2 * rank])
-    cond = _filled(ctx, target, True, DType.bool)
+    cond = filled_tensor(ctx, target, True, DType.bool)
     big = ctx.call("where", cond, spread, spread)
     return ctx.call("reshape", big, ctx.call("multiply", reps, shape))
 
@@ -551,7 +555,7 @@ def _constant_of_shape(ctx):
         # (exporters build zeros this way inside their pads computations)
         dims = ctx.dims(0, symbolic=False)
         if dims is None or not _is_shape(dims, minus_one=False):
-            return _filled(ctx, ctx.input(0), value, dtype)
+            return filled_tensor(ctx, ctx.input(0), value, dtype)
     else:
         if shape.size > MAX_RANK:
             raise ConversionError(f"the shape has {shape.size} values: more than {MAX_RANK} dims")
@@ -571,12 +575,12 @@ def _range(ctx):
         dtype = ctx.ty(0).dtype
         if dtype in (DType.float16, DType.bfloat16):  # Range-27: accumulated in float32
             ctx.inputs = [
-                _cast(ctx, ctx.input(i), DType.float32)
+                cast_to(ctx, ctx.input(i), DType.float32)
                 if ctx.const(i) is None
                 else ctx.constant(ctx.const(i).astype(np.float32), DType.float32)
                 for i in range(3)
             ]
-            return _cast(ctx, _range(ctx), dtype)
+            return cast_to(ctx, _range(ctx), dtype)
     values = [ctx.const(i) for i in range(3)]
     if any(v is None for v in values):
         bounds = [ctx.dims(i, symbolic=False) for i in range(3)]
@@ -619,12 +623,12 @@ def _computed_range(ctx):
     start, limit, delta = (ctx.input(i) for i in range(3))
     dtype = start.ty.dtype
     if not dtype.is_float:
-        bounds = [_scalar_i64(ctx, v) for v in (start, limit, delta)]
-        return _cast(ctx, _index_range(ctx, *bounds), dtype)
+        bounds = [scalar_i64(ctx, v) for v in (start, limit, delta)]
+        return cast_to(ctx, index_range(ctx, *bounds), dtype)
     span = ctx.call("divide", ctx.call("subtract", limit, start), delta)
-    n = _cast(ctx, ctx.call("ceil", span), I64)
+    n = cast_to(ctx, ctx.call("ceil", span), I64)
     n = ctx.call("maximum", ctx.call("reshape", n, shape=[1]), ctx.constant([0], I64))
-    steps = ctx.call("cumsum", _filled(ctx, n, 1, dtype), axis=0, exclusive=True)
+    steps = ctx.call("cumsum", filled_tensor(ctx, n, 1, dtype), axis=0, exclusive=True)
     return ctx.call("add", ctx.call("reshape", start, shape=[]), ctx.call("multiply", steps, delta))
 
 
@@ -652,7 +656,7 @@ def _depth_to_space(ctx):
         raise ConversionError(f"needs a 4-D input, got {x.ty}")
     b = ctx.attr("blocksize")
     n, c, h, w = x.ty.shape
-    c = _static(c, ctx, "channel count")
+    c = static_dim(c, ctx, "channel count")
     if c % (b * b):
         raise ConversionError(f"{c} channels are not divisible by blocksize^2 = {b * b}")
     if ctx.attr("mode", "DCR") == "DCR":

@@ -23,11 +23,11 @@ from compiler.frontend.onnx_context import (
 )
 from compiler.frontend.onnx_ops.registry import (
     I64,
-    _cast,
-    _dim_value,
-    _index_range,
-    _scalar_i64,
+    cast_to,
     converter,
+    dim_value,
+    index_range,
+    scalar_i64,
 )
 from compiler.ir.nodes import Block, Expr, If, collect_bindings
 from compiler.ir.types import DType
@@ -49,7 +49,7 @@ def _length_of(ctx: ConvertContext, i: int, what: str) -> Length:
     """A scalar length input: its value when constant, else the value (0-d i64)."""
     value = ctx.const(i)
     if value is None:
-        return _scalar_i64(ctx, ctx.input(i))
+        return scalar_i64(ctx, ctx.input(i))
     if value.size != 1 or not np.issubdtype(value.dtype, np.integer):
         raise ConversionError(f"{what} must be one integer, got {value.dtype} {value.shape}")
     n = int(value.reshape(-1)[0])
@@ -81,7 +81,7 @@ def _range(ctx: ConvertContext, n: Length) -> Expr:
             return ctx.constant(np.arange(n), I64)
         return ctx.call("arange", start=0, stop=n, step=1, dtype=I64)
     zero, one = ctx.constant(0, I64), ctx.constant(1, I64)
-    return _index_range(ctx, zero, n, one)
+    return index_range(ctx, zero, n, one)
 
 
 def _first(ctx: ConvertContext, x: Expr, n: Length, length: Length) -> Expr:
@@ -112,8 +112,8 @@ def _dft_matrices(ctx, rows: Length, cols: Length, n_fft: Length) -> tuple[Expr,
     prod = ctx.call("mod", ctx.call("multiply", r, c), n)
     angle = ctx.call(
         "divide",
-        ctx.call("multiply", _cast(ctx, prod, F64), ctx.constant(2 * np.pi, F64)),
-        _cast(ctx, n, F64),
+        ctx.call("multiply", cast_to(ctx, prod, F64), ctx.constant(2 * np.pi, F64)),
+        cast_to(ctx, n, F64),
     )
     return ctx.call("cos", angle), ctx.call("sin", angle)
 
@@ -142,7 +142,7 @@ def _transform(
         out = mm(re, cos)
         if im is not None:
             out = ctx.call("subtract", out, mm(_first(ctx, im, rows, length), sin))
-        return ctx.call("divide", out, _cast(ctx, _expr(ctx, n_fft), F64)), None
+        return ctx.call("divide", out, cast_to(ctx, _expr(ctx, n_fft), F64)), None
     cols = _arith(ctx, "add", _arith(ctx, "floor_divide", n_fft, 2), 1) if onesided else n_fft
     rows = _arith(ctx, "minimum", length, n_fft)  # longer: truncated; shorter: zero-padded
     cos, sin = _dft_matrices(ctx, rows, cols, n_fft)
@@ -159,7 +159,7 @@ def _transform(
     if im is not None:
         out_re = ctx.call("subtract", out_re, mm(im, sin))
         out_im = ctx.call("add", out_im, mm(im, cos))
-    n = _cast(ctx, _expr(ctx, n_fft), F64)
+    n = cast_to(ctx, _expr(ctx, n_fft), F64)
     return ctx.call("divide", out_re, n), ctx.call("divide", out_im, n)
 
 
@@ -168,7 +168,7 @@ def _complex_parts(ctx, x: Expr, what: str) -> tuple[Expr, Expr | None]:
     last = x.ty.shape[-1]
     if last not in (1, 2):
         raise ConversionError(f"{what}: the last dim must be 1 (real) or 2 (complex), got {last}")
-    x = _cast(ctx, x, F64)
+    x = cast_to(ctx, x, F64)
     axis = len(x.ty.shape) - 1
     re = ctx.call("take", x, ctx.constant(0, I64), axis=axis)
     im = ctx.call("take", x, ctx.constant(1, I64), axis=axis) if last == 2 else None
@@ -179,14 +179,14 @@ def _stack(ctx, re: Expr, im: Expr | None, dtype: DType) -> Expr:
     """[..., 2] (or [..., 1] for a real result) in ``dtype``."""
     parts = [ctx.call("unsqueeze", p, axes=[len(p.ty.shape)]) for p in (re, im) if p is not None]
     out = parts[0] if len(parts) == 1 else ctx.call("concat", *parts, axis=-1)
-    return _cast(ctx, out, dtype)
+    return cast_to(ctx, out, dtype)
 
 
 def _dft_along(ctx, x: Expr, axis: int, n_fft: Length | None, inverse: bool, onesided: bool):
     rank = len(x.ty.shape)
     re, im = _complex_parts(ctx, x, "DFT")
     d = x.ty.shape[axis]
-    length: Length = d if isinstance(d, int) else _dim_value(ctx, x, axis)
+    length: Length = d if isinstance(d, int) else dim_value(ctx, x, axis)
     if n_fft is None:  # an inverse one-sided DFT gives an even length by default
         one_sided_length = _arith(ctx, "multiply", _arith(ctx, "subtract", length, 1), 2)
         n_fft = one_sided_length if inverse and onesided else length
@@ -236,7 +236,7 @@ def _dft(ctx):
 
 def _dft_computed_axis(ctx, x, axis: Expr, n_fft, inverse: bool, onesided: bool) -> Expr:
     rank = len(x.ty.shape)
-    axis = _scalar_i64(ctx, axis)
+    axis = scalar_i64(ctx, axis)
     norm = ctx.call(
         "where",
         ctx.call("less", axis, ctx.constant(0, I64)),
@@ -289,11 +289,11 @@ def _stft(ctx):
         if window.ty.shape is None or len(window.ty.shape) != 1:
             raise ConversionError(f"the window must be 1-D, got {window.ty}")
         d = window.ty.shape[0]
-        n = d if isinstance(d, int) else _dim_value(ctx, window, 0)
+        n = d if isinstance(d, int) else dim_value(ctx, window, 0)
     else:
         raise ConversionError("STFT needs a window or a frame_length")
     d = signal.ty.shape[1]
-    length: Length = d if isinstance(d, int) else _dim_value(ctx, signal, 1)
+    length: Length = d if isinstance(d, int) else dim_value(ctx, signal, 1)
     if isinstance(length, int) and isinstance(n, int) and n > length:
         raise ConversionError(f"frame_length {n} is longer than the signal ({length})")
     frames = _arith(
@@ -311,7 +311,7 @@ def _stft(ctx):
     framed = ctx.call("take", signal, index, axis=1)  # [batch, frames, n, 1 or 2]
     re, im = _complex_parts(ctx, framed, "STFT")  # [batch, frames, n]
     if window is not None:
-        w = _cast(ctx, window, F64)
+        w = cast_to(ctx, window, F64)
         re = ctx.call("multiply", re, w)
         im = ctx.call("multiply", im, w) if im is not None else None
     out_re, out_im = _transform(ctx, re, im, n, n, False, onesided)
@@ -341,12 +341,12 @@ def _window(kind: str):
                 angle = 2 * np.pi * n / (size if periodic else size - 1)
                 w = a0 - a1 * np.cos(angle) + a2 * np.cos(2 * angle)
             return ctx.constant(w, dtype)
-        n = _cast(ctx, _range(ctx, size), F64)
+        n = cast_to(ctx, _range(ctx, size), F64)
         denom = _arith(ctx, "subtract", size, 0 if periodic else 1)
         angle = ctx.call(
             "divide",
             ctx.call("multiply", n, ctx.constant(2 * np.pi, F64)),
-            _cast(ctx, _expr(ctx, denom), F64),
+            cast_to(ctx, _expr(ctx, denom), F64),
         )
         w = ctx.call(
             "subtract",
@@ -358,7 +358,7 @@ def _window(kind: str):
             w = ctx.call(
                 "add", w, ctx.call("multiply", ctx.call("cos", twice), ctx.constant(a2, F64))
             )
-        return _cast(ctx, w, dtype)
+        return cast_to(ctx, w, dtype)
 
     return convert
 
@@ -378,28 +378,32 @@ def _mel_weight_matrix(ctx):
     dtype = dtype_of(ctx.attr("output_datatype", 1))
     mels = _length_of(ctx, 0, "num_mel_bins")
     dft_length = _length_of(ctx, 1, "dft_length")
-    rate = _cast(ctx, ctx.input(2), F64)
+    rate = cast_to(ctx, ctx.input(2), F64)
     bins = _arith(ctx, "add", _arith(ctx, "floor_divide", dft_length, 2), 1)
     ln10 = ctx.constant(math.log(10), F64)
 
     def mel(i: int) -> Expr:
         hz = ctx.input(i)
         if not hz.ty.dtype.is_float:
-            hz = _cast(ctx, hz, F64)
+            hz = cast_to(ctx, hz, F64)
         v = ctx.call("log1p", ctx.call("divide", hz, ctx.like(700, hz)))
-        return ctx.call("divide", _cast(ctx, ctx.call("multiply", v, ctx.like(2595, v)), F64), ln10)
+        return ctx.call(
+            "divide", cast_to(ctx, ctx.call("multiply", v, ctx.like(2595, v)), F64), ln10
+        )
 
     low, high = mel(3), mel(4)
     points = _arith(ctx, "add", mels, 2)
-    step = ctx.call("divide", ctx.call("subtract", high, low), _cast(ctx, _expr(ctx, points), F64))
-    f = ctx.call("add", ctx.call("multiply", _cast(ctx, _range(ctx, points), F64), step), low)
+    step = ctx.call(
+        "divide", ctx.call("subtract", high, low), cast_to(ctx, _expr(ctx, points), F64)
+    )
+    f = ctx.call("add", ctx.call("multiply", cast_to(ctx, _range(ctx, points), F64), step), low)
     f = ctx.call("divide", ctx.call("multiply", f, ln10), ctx.constant(2595.0, F64))
     f = ctx.call("multiply", ctx.call("expm1", f), ctx.constant(700.0, F64))
-    scale = _cast(ctx, _arith(ctx, "add", dft_length, 1), F64)
+    scale = cast_to(ctx, _arith(ctx, "add", dft_length, 1), F64)
     f = ctx.call(
         "floor_divide", ctx.call("multiply", f, scale), ctx.call("reshape", rate, shape=[])
     )
-    f = _cast(ctx, f, I64)  # non-negative: the cast floors as astype(int)
+    f = cast_to(ctx, f, I64)  # non-negative: the cast floors as astype(int)
     row = lambda begin, end: ctx.call(  # noqa: E731
         "unsqueeze",
         ctx.call("strided_slice", f, begin=[begin], end=[end], strides=None, axes=[0]),
@@ -412,7 +416,7 @@ def _mel_weight_matrix(ctx):
         safe = ctx.call(
             "where", ctx.call("equal", den, ctx.constant(0, I64)), ctx.constant(1, I64), den
         )
-        return ctx.call("divide", _cast(ctx, num, F64), _cast(ctx, safe, F64))
+        return ctx.call("divide", cast_to(ctx, num, F64), cast_to(ctx, safe, F64))
 
     both = lambda a, b: ctx.call("logical_and", a, b)  # noqa: E731
     zero = ctx.constant(0.0, F64)
@@ -420,7 +424,7 @@ def _mel_weight_matrix(ctx):
     rising = ctx.call(
         "where",
         flat,
-        _cast(ctx, ctx.call("equal", j, mid), F64),
+        cast_to(ctx, ctx.call("equal", j, mid), F64),
         ctx.call(
             "where",
             both(ctx.call("greater_equal", j, lo), ctx.call("less_equal", j, mid)),
@@ -435,4 +439,4 @@ def _mel_weight_matrix(ctx):
     out = ctx.call(
         "where", falling, ratio(ctx.call("subtract", hi, j), ctx.call("subtract", hi, mid)), rising
     )
-    return _cast(ctx, out, dtype)
+    return cast_to(ctx, out, dtype)

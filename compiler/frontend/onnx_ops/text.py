@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.frontend.onnx_context import MAX_IMPORT_ELEMENTS, ConversionError, Unsupported
-from compiler.frontend.onnx_ops.registry import I64, _cast, _static, converter
+from compiler.frontend.onnx_ops.registry import I64, cast_to, converter, static_dim
 from compiler.ir.types import DType
 
 F32 = DType.float32
@@ -72,7 +72,7 @@ def _tfidf(ctx):
     rank = ctx.rank(0)
     if rank not in (1, 2):
         raise ConversionError(f"TfIdfVectorizer needs a [C] or [N, C] input, got rank {rank}")
-    length = _static(x.ty.shape[-1], ctx, "row length")
+    length = static_dim(x.ty.shape[-1], ctx, "row length")
     mode = ctx.attr("mode")
     if mode not in ("TF", "IDF", "TFIDF"):
         raise ConversionError(f"mode must be TF, IDF or TFIDF, got {mode!r}")
@@ -95,7 +95,7 @@ def _tfidf(ctx):
     weights = ctx.attr("weights")
     if weights is not None and len(weights) != len(indexes):
         raise ConversionError(f"{len(weights)} weights for {len(indexes)} pool n-grams")
-    tokens = _cast(ctx, x, I64)
+    tokens = cast_to(ctx, x, I64)
     total = None
     for n, table in sorted(grams.items()):
         keys = list(table)
@@ -112,9 +112,9 @@ def _tfidf(ctx):
             index = np.arange(windows)[:, None] + distance * np.arange(n)[None, :]
             taken = ctx.call("take", tokens, ctx.constant(index, I64), axis=rank - 1)
             taken = ctx.call("unsqueeze", taken, axes=[rank])  # [..., windows, 1, n]
-            same = _cast(ctx, ctx.call("equal", taken, ngrams), I64)  # [..., windows, P, n]
+            same = cast_to(ctx, ctx.call("equal", taken, ngrams), I64)  # [..., windows, P, n]
             hit = ctx.call("equal", ctx.call("sum", same, axes=[rank + 1]), ctx.constant(n, I64))
-            part = ctx.call("sum", _cast(ctx, hit, F32), axes=[rank - 1])
+            part = ctx.call("sum", cast_to(ctx, hit, F32), axes=[rank - 1])
             found = part if found is None else ctx.call("add", found, part)
         if found is None:
             continue
@@ -131,6 +131,6 @@ def _tfidf(ctx):
         part = ctx.call("matmul", found, ctx.constant(placement, F32))
         total = part if total is None else ctx.call("add", total, part)
     if total is None:  # no n-gram of a counted length fits: zeros
-        row = _cast(ctx, ctx.call("sum", tokens, axes=[rank - 1], keepdims=True), F32)
+        row = cast_to(ctx, ctx.call("sum", tokens, axes=[rank - 1], keepdims=True), F32)
         total = ctx.call("multiply", row, ctx.constant(np.zeros(size), F32))
     return total

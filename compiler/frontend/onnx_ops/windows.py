@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from compiler.frontend.onnx_context import MAX_RANK, ConversionError, Unsupported
-from compiler.frontend.onnx_ops.registry import I64, _dim_value, _filled, _static
+from compiler.frontend.onnx_ops.registry import I64, dim_value, filled_tensor, static_dim
 from compiler.ir.nodes import Expr
 
 MAX_WINDOW = 4096
@@ -68,7 +68,7 @@ def _out_size(size: int, pb: int, pe: int, k: int, s: int, d: int, ceil: bool) -
 def _layout(ctx, x: Expr, kernel, strides, dilations, pads, ceil: bool):
     """Static spatial dims, the output sizes and the end pads that give exactly them."""
     nd = len(kernel)
-    spatial = [_static(d, ctx, "spatial dim") for d in x.ty.shape[2:]]
+    spatial = [static_dim(d, ctx, "spatial dim") for d in x.ty.shape[2:]]
     out, ends = [], []
     for k in range(nd):
         o = _out_size(spatial[k], pads[k], pads[k + nd], kernel[k], strides[k], dilations[k], ceil)
@@ -81,7 +81,7 @@ def _layout(ctx, x: Expr, kernel, strides, dilations, pads, ceil: bool):
 def _depthwise_sum(ctx, x: Expr, kernel, strides, dilations, begins, ends) -> Expr:
     """Sum over windows of a 1-D or 2-D (N, C, ...) tensor: a depthwise conv with ones."""
     nd = len(kernel)
-    c = _static(x.ty.shape[1], ctx, "channel count")
+    c = static_dim(x.ty.shape[1], ctx, "channel count")
     ones = ctx.constant(np.ones((c, 1, *kernel)), x.ty.dtype)
     return ctx.call(
         f"conv{nd}d",
@@ -98,7 +98,7 @@ def _separable(ctx, x: Expr, pool2d, kernel, strides, dilations, begins, ends) -
     """A 3-D window op as a 2-D one over (H, W) then one over D; ``pool2d(x4, kernel,
     strides, dilations, begins, ends)`` does a 2-D window op on an (N, C', H, W) tensor."""
     n, c, d, h, w = x.ty.shape
-    c, d = _static(c, ctx, "channel count"), _static(d, ctx, "spatial dim")
+    c, d = static_dim(c, ctx, "channel count"), static_dim(d, ctx, "spatial dim")
     y = ctx.call("reshape", x, shape=[n, c * d, h, w])
     y = pool2d(y, kernel[1:], strides[1:], dilations[1:], begins[1:], ends[1:])
     ho, wo = y.ty.shape[2:]
@@ -259,8 +259,8 @@ def col2im(ctx) -> Expr:
     if ctx.rank(0) != 3:
         raise ConversionError(f"needs an (N, C*K, L) input, got {x.ty}")
     n, ck, length = x.ty.shape
-    ck = _static(ck, ctx, "column count")
-    length = _static(length, ctx, "column count")
+    ck = static_dim(ck, ctx, "column count")
+    length = static_dim(length, ctx, "column count")
     if image is not None and block is not None:
         k = math.prod(block)
         if ck % k:
@@ -333,7 +333,7 @@ def _col2im_scatter(ctx, x, image_vec, block_vec, nd, strides, dilations, pads, 
     index = ctx.call("reshape", index, shape=[1, ck * length])
     index = ctx.call("broadcast_to", index, shape=[n, ck * length])
     size = call("add", dump, c(1))
-    batch = _dim_value(ctx, x, 0)
+    batch = dim_value(ctx, x, 0)
     if static_shape is not None:  # constant shapes: zeros of a known shape
         _, c_out, *image = static_shape
         y = ctx.call("zeros", shape=[n, c_out * math.prod(image) + 1], dtype=x.ty.dtype)
@@ -344,7 +344,7 @@ def _col2im_scatter(ctx, x, image_vec, block_vec, nd, strides, dilations, pads, 
             ctx.call("reshape", size, shape=[1]),
             axis=0,
         )
-        y = _filled(ctx, zeros_shape, 0, x.ty.dtype)
+        y = filled_tensor(ctx, zeros_shape, 0, x.ty.dtype)
     updates = ctx.call("reshape", x, shape=[n, ck * length])
     y = ctx.call("scatter_elements", y, index, updates, axis=1, reduction="add")
     y = ctx.call("strided_slice", y, begin=[0], end=[-1], axes=[1])
@@ -368,9 +368,9 @@ def max_pool_indices(ctx, x: Expr, y: Expr, kernel, strides, dilations, pads, st
     nd = len(kernel)
     if x.ty.shape is None or y.ty.shape is None:
         raise Unsupported("MaxPool indices of a value of unknown rank")
-    spatial = [_static(d, ctx, "spatial dim") for d in x.ty.shape[2:]]
-    out = [_static(d, ctx, "output dim") for d in y.ty.shape[2:]]
-    c = _static(x.ty.shape[1], ctx, "channel count")
+    spatial = [static_dim(d, ctx, "spatial dim") for d in x.ty.shape[2:]]
+    out = [static_dim(d, ctx, "output dim") for d in y.ty.shape[2:]]
+    c = static_dim(x.ty.shape[1], ctx, "channel count")
     if math.prod(kernel) > MAX_WINDOW:
         raise Unsupported(f"MaxPool indices over windows of {math.prod(kernel)} elements")
     ends = [
@@ -429,7 +429,7 @@ def max_unpool(ctx, x: Expr, indices: Expr, kernel, strides, pads) -> Expr:
         raise ConversionError(f"needs an (N, C, ...) input of rank {nd + 2}, got {x.ty}")
     check_window(ctx, kernel, strides, [1] * nd, pads)
     n, c, *size = x.ty.shape
-    size = [_static(d, ctx, "spatial dim") for d in size]
+    size = [static_dim(d, ctx, "spatial dim") for d in size]
     inferred = [(size[k] - 1) * strides[k] - pads[k] - pads[k + nd] + kernel[k] for k in range(nd)]
     if any(d < 1 for d in inferred):
         raise ConversionError(f"the output would have spatial dims {inferred}")
@@ -477,8 +477,8 @@ def conv3d(ctx, x: Expr, w: Expr, bias: Expr | None, strides, pads, dilations, g
         raise ConversionError(f"needs 5-D data and weight, got {x.ty} and {w.ty}")
     check_window(ctx, [1, 1, 1], strides, dilations, pads)
     n, c, d, h, wd = x.ty.shape
-    c, d = _static(c, ctx, "channel count"), _static(d, ctx, "spatial dim")
-    o, _, kd, _, _ = (_static(v, ctx, "weight dim") for v in w.ty.shape)
+    c, d = static_dim(c, ctx, "channel count"), static_dim(d, ctx, "spatial dim")
+    o, _, kd, _, _ = (static_dim(v, ctx, "weight dim") for v in w.ty.shape)
     sd, dd = strides[0], dilations[0]
     out_d = _out_size(d, pads[0], pads[3], kd, sd, dd, False)
     xp = ctx.call("pad", x, pads=[0, 0, pads[0], 0, 0, 0, 0, pads[3], 0, 0])
@@ -518,8 +518,8 @@ def conv_transpose3d(ctx, x, w, bias, kernel, strides, dilations, pads, out_pad,
     negative pads crop), convolved with the kernel flipped and its channel axes swapped."""
     check_window(ctx, kernel, strides, dilations, [abs(p) for p in pads])
     n, c, *size = x.ty.shape
-    size = [_static(v, ctx, "spatial dim") for v in size]
-    c_in, c_out_g, *_ = (_static(v, ctx, "weight dim") for v in w.ty.shape)
+    size = [static_dim(v, ctx, "spatial dim") for v in size]
+    c_in, c_out_g, *_ = (static_dim(v, ctx, "weight dim") for v in w.ty.shape)
     y = x
     if any(s > 1 for s in strides):
         y = ctx.call("unsqueeze", y, axes=[3, 5, 7])

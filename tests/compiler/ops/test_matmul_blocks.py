@@ -5,7 +5,8 @@ time: the same float64 products as upcasting it whole, for every layout and rank
 import numpy as np
 import pytest
 
-from compiler.ops import blas_threads, nn
+from compiler.ir import nn_compute
+from compiler.ops import blas_threads
 
 
 @pytest.mark.parametrize(
@@ -13,14 +14,14 @@ from compiler.ops import blas_threads, nn
     [((7, 33), True), ((7, 33), False), ((33,), True), ((2, 3, 5, 33), True), ((4, 33), False)],
 )
 def test_blocked_matmul_equals_the_whole_upcast(monkeypatch, a_shape, transposed):
-    monkeypatch.setattr(nn, "MATMUL_BLOCK_BYTES", 8 * 33 * 5)  # blocks of 5 columns
+    monkeypatch.setattr(nn_compute, "MATMUL_BLOCK_BYTES", 8 * 33 * 5)  # blocks of 5 columns
     rng = np.random.default_rng(0)
     a = rng.standard_normal(a_shape).astype(np.float32)
     w = rng.standard_normal((1031, 33) if transposed else (33, 1031)).astype(np.float32)
     b = w.T if transposed else w  # a linear's weight is read transposed
-    assert b.size * 8 > nn.MATMUL_BLOCK_BYTES  # the blocked path
+    assert b.size * 8 > nn_compute.MATMUL_BLOCK_BYTES  # the blocked path
     want = np.matmul(a.astype(np.float64), b.astype(np.float64))
-    got = nn._matmul_f64(a, b)
+    got = nn_compute.matmul_f64(a, b)
     assert got.dtype == np.float64 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
     assert np.array_equal(got.astype(np.float32), want.astype(np.float32))
@@ -35,13 +36,13 @@ def test_float32_matmul_is_float32_sgemm(a_shape, transposed):
     a = rng.standard_normal(a_shape).astype(np.float32)
     w = rng.standard_normal((1031, 33) if transposed else (33, 1031)).astype(np.float32)
     b = w.T if transposed else w
-    got = nn._matmul(a, b)
+    got = nn_compute.matmul(a, b)
     want = np.matmul(a.astype(np.float64), b.astype(np.float64))
     assert got.dtype == np.float32 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert np.array_equal(got, np.matmul(a, np.ascontiguousarray(b))) or transposed
     # a float16 result is still accumulated in float64, correctly rounded
-    half = nn._matmul(a, b, np.float16).astype(np.float16)
+    half = nn_compute.matmul(a, b, np.float16).astype(np.float16)
     assert np.array_equal(half, want.astype(np.float16))
 
 
@@ -69,27 +70,27 @@ def test_one_blas_thread_restores_the_thread_count():
 def test_float32_matmul_in_blocks_among_threads(monkeypatch):
     """A transposed weight split in blocks of rows among threads: within float32 rounding of
     the float64 product, and the same bits on every call (the blocks depend on shapes only)."""
-    monkeypatch.setattr(nn, "PARALLEL_MIN_MACS", 0)
-    monkeypatch.setattr(nn, "MATMUL_CHUNK_BYTES", 33 * 4 * 100)  # ~100 rows a block
+    monkeypatch.setattr(nn_compute, "PARALLEL_MIN_MACS", 0)
+    monkeypatch.setattr(nn_compute, "MATMUL_CHUNK_BYTES", 33 * 4 * 100)  # ~100 rows a block
     rng = np.random.default_rng(2)
     a = rng.standard_normal((1, 16, 33)).astype(np.float32)
     w = rng.standard_normal((1031, 33)).astype(np.float32)
-    got = nn._matmul(a, w.T)
+    got = nn_compute.matmul(a, w.T)
     want = np.matmul(a.astype(np.float64), w.T.astype(np.float64))
     assert got.dtype == np.float32 and got.shape == (1, 16, 1031) and got.flags.c_contiguous
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     for _ in range(3):
-        assert nn._matmul(a, w.T).tobytes() == got.tobytes()
+        assert nn_compute.matmul(a, w.T).tobytes() == got.tobytes()
 
 
 def test_float32_matmul_in_blocks_of_rows(monkeypatch):
     """A big product by a row-major 2-D weight, in blocks of rows of ``a`` among threads."""
-    monkeypatch.setattr(nn, "PARALLEL_MIN_MACS", 0)
+    monkeypatch.setattr(nn_compute, "PARALLEL_MIN_MACS", 0)
     rng = np.random.default_rng(3)
     a = rng.standard_normal((2, 300, 33)).astype(np.float32)
     b = rng.standard_normal((33, 41)).astype(np.float32)
-    got = nn._matmul(a, b)
+    got = nn_compute.matmul(a, b)
     want = np.matmul(a.astype(np.float64), b.astype(np.float64))
     assert got.dtype == np.float32 and got.shape == (2, 300, 41)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    assert nn._matmul(a, b).tobytes() == got.tobytes()
+    assert nn_compute.matmul(a, b).tobytes() == got.tobytes()
