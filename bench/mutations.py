@@ -53,7 +53,7 @@ FLOAT64_FAST_TESTS = (
     "tests/compiler/ops/test_matmul_blocks.py",
 )
 TIE_TESTS = ("tests/explorer/test_check_ties.py", "tests/explorer/test_check_tied_weights.py")
-OPAQUE_TESTS = ("tests/compiler/test_opaque.py", "tests/explorer/test_opaque_explore.py")
+OPAQUE_TESTS = ("tests/compiler/opaque/test_opaque.py", "tests/explorer/test_opaque_explore.py")
 MEMO_TESTS = ("tests/explorer/test_check_memo.py", *CHECK_TESTS)
 
 
@@ -90,7 +90,7 @@ FUSE = "compiler/passes/fuse_ops.py"
 LIFT = "compiler/passes/lift_transform_params.py"
 LAZY = "compiler/passes/lazy_transform_params.py"
 JUDGE = "explorer/check/judge.py"
-OPAQUE_RUN = "compiler/ops/opaque_run.py"
+OPAQUE_RUN = "compiler/opaque/run.py"
 
 MUTATIONS: list[Mutation] = [
     # ----- param-bloat
@@ -579,18 +579,18 @@ MUTATIONS: list[Mutation] = [
     # ----- issue 39: what runs untrusted (the allowlist, trust, programs, the server)
     M(
         "allow-check-skipped",
-        "compiler/ops/opaque_allow.py",
+        "compiler/opaque/allow.py",
         "    why = refusal(framework, target)\n    if why is not None:",
         "    why = refusal(framework, target)\n    if False:",
-        ("tests/compiler/test_opaque_allow.py",),
+        ("tests/compiler/opaque/test_allow.py",),
         "check_allowed lets every op run",
     ),
     M(
         "trust-any-prefix",
-        "compiler/ops/opaque_allow.py",
+        "compiler/opaque/allow.py",
         'return "::" not in target and target.rsplit(".", 1)[0] in names',
         'return "::" not in target and any(target.startswith(n) for n in names)',
-        ("tests/compiler/test_opaque_allow.py", "tests/explorer/test_opaque_trust.py"),
+        ("tests/compiler/opaque/test_allow.py", "tests/explorer/test_opaque_trust.py"),
         "trusting aten.from trusts aten.from_file",
     ),
     M(
@@ -619,10 +619,10 @@ MUTATIONS: list[Mutation] = [
     ),
     M(
         "dtype-int-passes",
-        "compiler/ops/opaque_run.py",
+        "compiler/opaque/run.py",
         'if kind == "ScalarType" and not (value is None or isinstance(value, DType)):',
         'if kind == "ScalarType" and False:',
-        ("tests/compiler/test_opaque_allow.py",),
+        ("tests/compiler/opaque/test_allow.py",),
         "a dtype given as a plain int reaches torch (SIGFPE)",
     ),
     M(

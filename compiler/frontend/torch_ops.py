@@ -41,9 +41,9 @@ from compiler.frontend.torch_convert import (
 )
 from compiler.ir.nodes import Block, Call, Constant, Expr, If, TupleGetItem, call, collect_bindings
 from compiler.ir.nodes import Tuple as IRTuple
+from compiler.ir.shape_inference import broadcast_shapes
 from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_mul
 from compiler.ir.types import DType, TensorType, TupleType, torch_dtypes
-from compiler.ops.shape_inference import broadcast_shapes
 
 # A slice bound this large means "to the end" for strided_slice (torch uses INT64_MAX).
 _TO_END = 2**63 - 1

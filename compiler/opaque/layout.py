@@ -1,40 +1,7 @@
-"""The ``opaque`` op: an op of the source model that passlens has no converter for, kept as it
-is and run by its own framework wherever a value is needed.
-
-::
-
-    %m: (f32[4, 8], i64[4, 8]) = opaque(%x, framework="torch", target="aten.cummax.default",
-        args=["%0", 1], pure=true, type="(f32[4, 8], i64[4, 8])")
-    %r: f32[2, 3, 2, 2] = opaque(%x, %rois, framework="onnx", target="ai.onnx::MaxRoiPool",
-        args=["%0", "%1"], kwargs=[["pooled_shape", [2, 2]]], opset=17, pure=true,
-        type="f32[2, 3, 2, 2]")
-
-(printed on one line each; attributes at their defaults are left out).
-
-- ``framework``: who runs it, ``torch`` (``torch.ops.<ns>.<name>.<overload>``) or ``onnx``
-  (onnxruntime, as a one-node model);
-- ``target``: the op, ``aten.cummax.default`` or a custom op (``mylib.scale.default``), or an
-  ONNX op type with its domain (``com.microsoft::FusedMatMul``, ``ai.onnx::MaxRoiPool``);
-- ``type``: the result type in the text format, as the exporter recorded it (torch.export's
-  ``val`` metadata, ONNX shape inference): nothing in passlens can infer it;
-- ``args`` / ``kwargs``: the call's non-tensor arguments as the framework takes them
-  (numbers, bools, strings, dtypes, none, lists; kwargs as ``[name, value]`` pairs), where the
-  string ``"%i"`` stands for the op's i-th tensor input (a literal string starting with ``%``
-  is written with a second ``%`` in front). For ONNX, ``args`` are the node's inputs (none
-  for an omitted optional one) and ``kwargs`` its attributes;
-- ``opset``: the version of the ONNX op's domain; ``outputs``: which of the ONNX node's outputs
-  the result holds, when not all of them;
-- ``pure``: the op has no effect besides its result (the frontend found so: a torch op that
-  writes into no argument but an in-place op's first, any ONNX op), so dead-code elimination
-  may drop it when unused; false (the default) keeps it.
-
-Passes treat it as a barrier: never folded, fused, decomposed or lowered. Nothing here imports
-torch or onnxruntime, and building, printing, parsing, verifying or loading an opaque node never
-resolves what it names: only running it does (``compiler.ops.opaque_run``), and then only an
-op known to be a pure computation or trusted by the person running it
-(``compiler.ops.opaque_allow``), by attribute lookup under ``torch.ops`` or as an op type of a
-one-node ONNX model.
-"""
+"""The ``opaque`` op's attribute layout (the op: compiler/ops/opaque.py): the input
+references and literals of ``args`` / ``kwargs`` and their limits, target names, the recorded
+result type, and the error an opaque op raises. Imports nothing that runs an op, so the
+frontends, the printer and the verifier can use it without torch or onnxruntime."""
 
 from __future__ import annotations
 

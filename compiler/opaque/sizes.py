@@ -1,4 +1,4 @@
-"""Sizing an opaque op before it runs (compiler/ops/opaque_run.py), and what runs when it cannot
+"""Sizing an opaque op before it runs (compiler/opaque/run.py), and what runs when it cannot
 be sized: the arguments come from a model, a trace or an IR file, untrusted.
 
 - **Bounds.** An op whose result size depends on its input *values* (``nonzero``,
@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.ops.opaque import OpaqueOpError
+from compiler.opaque.layout import OpaqueOpError
 
 MAX_RANK = 64
 """The most dims an opaque op's result may have (a ``ConstantOfShape`` of a 65-long shape)."""
@@ -368,7 +368,7 @@ def memory_budget(what: str, budget: int):
                 raise BudgetError(
                     f"{what} needed more than {gib(budget)} (its output size could not be "
                     "known before it ran, so it ran under that budget: "
-                    "compiler.ops.opaque_run.MAX_RESULT_BYTES) and was stopped"
+                    "compiler.opaque.run.MAX_RESULT_BYTES) and was stopped"
                 ) from None
             raise
         finally:
@@ -450,7 +450,7 @@ def _timed(what: str):
     except subprocess.TimeoutExpired:
         raise BudgetError(
             f"{what} did not finish within {CHILD_SECONDS} s "
-            "(compiler.ops.opaque_sizes.CHILD_SECONDS) and was stopped"
+            "(compiler.opaque.sizes.CHILD_SECONDS) and was stopped"
         ) from None
 
 
@@ -461,7 +461,7 @@ def run_onnx_model(
     what: str,
     budget: int,
     fallback: bool = False,
-    budget_name: str = "compiler.ops.opaque_run.MAX_RESULT_BYTES",
+    budget_name: str = "compiler.opaque.run.MAX_RESULT_BYTES",
 ) -> tuple[list[np.ndarray], str | None]:
     """Run the serialized ONNX ``model`` on ``runtime`` (its inputs in order) with onnxruntime
     (CPUExecutionProvider) in a child process whose address space is limited to

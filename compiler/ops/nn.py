@@ -38,6 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from compiler.blas_threads import cpu_threads, one_blas_thread, parallel_chunks
 from compiler.ir.op_registry import (
     ANCHOR,
     BROADCAST,
@@ -47,6 +48,14 @@ from compiler.ir.op_registry import (
     TypeInferenceError,
     define_op,
     get_op,
+)
+from compiler.ir.shape_inference import (
+    broadcast_shapes,
+    known_rank,
+    normalize_axes,
+    normalize_axis,
+    same_dtype,
+    tensor_input,
 )
 from compiler.ir.symbolic import (
     ANY,
@@ -59,15 +68,6 @@ from compiler.ir.symbolic import (
     floordiv,
 )
 from compiler.ir.types import DType, TensorType, Type, is_float_dtype
-from compiler.ops.blas_threads import cpu_threads, one_blas_thread, parallel_chunks
-from compiler.ops.shape_inference import (
-    broadcast_shapes,
-    known_rank,
-    normalize_axes,
-    normalize_axis,
-    same_dtype,
-    tensor_input,
-)
 
 # ----- shared helpers ---------------------------------------------------------------------
 

@@ -1,25 +1,33 @@
-"""Imports every pass module of this package and of ``replicas/`` (registering the passes)
-and defines the named pipelines. A new pass only needs its own file."""
+"""Imports every pass module (registering the passes) and defines the named pipelines. A new
+pass only needs its own file.
+
+The rule discovery follows, with no exceptions (tests/compiler/test_structure.py keeps it):
+the pass packages are :data:`PASS_PACKAGES`, and every module directly in one of them is a pass
+module (it registers at least one pass). A folder inside compiler/passes/ is never a pass
+module: ``infra/`` is the machinery passes are built on (the manager, pipelines, rewrites and
+rule tables, calling conventions: none of it a pass), and ``replicas/`` is a pass package of
+its own (deliberately faulty replicas of real passes), listed here."""
 
 import importlib
 import pkgutil
-from pathlib import Path
 
-from compiler.passes.pipeline import register_alias, register_pipeline
+from compiler.passes.infra.pipeline import register_alias, register_pipeline
 
-_INFRASTRUCTURE = {
-    "manager",
-    "pipeline",
-    "rewrite",
-    "library",
-    "attribute_form",
-    "runner",
-    "calling",
-}
+PASS_PACKAGES = ("compiler.passes", "compiler.passes.replicas")
+"""The packages whose every module is a pass module."""
 
-for _info in pkgutil.iter_modules([str(Path(__file__).parent)]):
-    if _info.name not in _INFRASTRUCTURE:
-        importlib.import_module(f"compiler.passes.{_info.name}")
+
+def pass_modules() -> list[str]:
+    """The dotted names of the pass modules: every module (not folder) of a pass package."""
+    names = []
+    for package in PASS_PACKAGES:
+        path = importlib.import_module(package).__path__
+        names += [f"{package}.{m.name}" for m in pkgutil.iter_modules(path) if not m.ispkg]
+    return names
+
+
+for _name in pass_modules():
+    importlib.import_module(_name)
 
 register_alias("normalize", "infer-types")
 

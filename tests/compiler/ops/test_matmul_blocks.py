@@ -5,7 +5,8 @@ time: the same float64 products as upcasting it whole, for every layout and rank
 import numpy as np
 import pytest
 
-from compiler.ops import blas_threads, nn
+from compiler import blas_threads
+from compiler.ops import nn
 
 
 @pytest.mark.parametrize(

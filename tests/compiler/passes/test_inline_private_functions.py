@@ -9,7 +9,7 @@ from compiler.ir import FuncCall, Function, Module, assert_structural_equal, par
 from compiler.ir.types import symbol_bindings
 from compiler.ir.verify import symbols_of
 from compiler.passes.inline_private_functions import calls_of
-from tests.compiler.ir_strategies import modules
+from tests.compiler.ir.ir_strategies import modules
 from tests.compiler.passes import helpers
 from tests.compiler.passes.helpers import apply
 

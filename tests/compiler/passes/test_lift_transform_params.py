@@ -7,7 +7,7 @@ from compiler import passes
 from compiler.interpret import run
 from compiler.ir import Module, Var, call, parse, verify
 from compiler.passes.lift_transform_params import substitute
-from tests.compiler.ir_strategies import modules
+from tests.compiler.ir.ir_strategies import modules
 from tests.compiler.passes import helpers
 from tests.compiler.passes.helpers import apply
 

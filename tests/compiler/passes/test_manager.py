@@ -20,8 +20,8 @@ from compiler.passes import (
     register_pass,
 )
 from compiler.passes.dead_code_elimination import DeadCodeElimination as DCE
-from compiler.passes.manager import PassesInterrupted
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.infra.manager import PassesInterrupted
+from compiler.passes.infra.rewrite import rewrite_module
 
 TEXT = """
 weights {
