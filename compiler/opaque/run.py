@@ -28,6 +28,7 @@ from compiler.opaque.sizes import (
     MAX_RANK,
     MAX_VALUE_INPUT,
     BudgetError,
+    bind,
     captured_output,
     memory_budget,
     onnx_bound,
@@ -194,7 +195,7 @@ def _check_sizes_first(op, target: str, tensors: list, args: list, kwargs: dict,
     when its results would be over the interpreter's limit for one value: the arguments come
     from a model or a trace file, untrusted (``aten.full`` of [100000, 100000]). An op whose
     result size depends on the data (``nonzero``, ``repeat_interleave.Tensor``) is bounded
-    from the actual inputs instead (``opaque_sizes.TORCH_BOUNDS``); one with neither a size
+    from the actual inputs instead (``sizes.TORCH_BOUNDS``); one with neither a size
     nor a bound (a custom op without a fake kernel) runs under a memory budget: this returns
     that budget (a context manager) for the call, else None. A call sized before (same op,
     arguments and input shapes; never one sized from the values) is not sized again."""
@@ -215,18 +216,10 @@ def _check_sizes_first(op, target: str, tensors: list, args: list, kwargs: dict,
         UnsupportedOperatorException,
     )
 
-    params = list(op._schema.arguments)
-    by_name = {p.name: p for p in params}
-    valued = any(
-        isinstance(a, torch.Tensor) and "Tensor" not in str(p.type)
-        for p, a in [
-            *zip(params, args, strict=False),
-            *((by_name.get(k), v) for k, v in kwargs.items()),
-        ]
-        if p is not None
-    )
-    concrete = [_concrete(r, params[i] if i < len(params) else None) for i, r in enumerate(args)]
-    concrete_kw = {k: _concrete(r, by_name.get(k)) for k, r in kwargs.items()}
+    pairs = bind(op, target, args, kwargs.items())  # positional first, then the keywords
+    valued = any(isinstance(a, torch.Tensor) and "Tensor" not in str(p.type) for p, a in pairs)
+    concrete = [_concrete(r, p) for p, r in pairs[: len(args)]]
+    concrete_kw = {p.name: _concrete(r, p) for p, r in pairs[len(args) :]}
     mode = FakeTensorMode()
     try:
         with mode, captured_output(f"torch {target} (sized on fake tensors)"):
@@ -310,21 +303,7 @@ def check_torch_args(op, target: str, attrs: Mapping[str, Any]) -> None:
     A dtype must be a dtype (``f32``) or none; a layout or memory format none (torch's
     default: passlens never records one); a device none or ``"cpu"``; no more positional
     arguments than the schema has, no keyword it does not name."""
-    params = list(op._schema.arguments)
-    positional = [p for p in params if not p.kwarg_only]
-    args = list(attrs["args"])
-    if len(args) > len(positional):
-        raise OpaqueOpError(
-            f"torch {target} takes at most {len(positional)} positional arguments, the op "
-            f"gives {len(args)}"
-        )
-    by_name = {p.name: p for p in params}
-    bound = list(zip(positional, args, strict=False))
-    for name, value in attrs["kwargs"]:
-        if name not in by_name:
-            raise OpaqueOpError(f"torch {target} has no argument {name!r}")
-        bound.append((by_name[name], value))
-    for param, value in bound:
+    for param, value in bind(op, target, attrs["args"], attrs["kwargs"]):
         kind = str(param.real_type).removeprefix("Optional[").removesuffix("]")
         bad = None
         if kind == "ScalarType" and not (value is None or isinstance(value, DType)):
@@ -484,7 +463,7 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
     numeric inputs as values): refuse the op when its results would be over the interpreter's
     limit for one value (``ConstantOfShape`` of a huge shape from an untrusted file) or of
     more than MAX_RANK dims. Results shape inference cannot size are bounded from the inputs
-    (``opaque_sizes.ONNX_BOUNDS``: NonZero, Unique, Compress, com.microsoft::Range); what has
+    (``sizes.ONNX_BOUNDS``: NonZero, Unique, Compress, com.microsoft::Range); what has
     no bound either runs under a memory budget: this returns that budget (a context manager)
     for the call, else None."""
     target = attrs["target"]
