@@ -1,10 +1,10 @@
 """The opaque-target fuzzer of bench/fuzz_untrusted.py (``--opaque-targets``, issue #39): every
 operator registered in this process's torch dispatcher (``aten``, ``prims``, ``quantized``,
 ``inductor``, ``profiler``, ``_c10d_functional``, ...) named as an opaque op's target, the way a
-crafted trace or IR text would name it, and run through ``compiler.ops.opaque_run.run`` with
+crafted trace or IR text would name it, and run through ``compiler.opaque.run.run`` with
 no trust given. Each must be either
 
-- **refused**: the op is not on passlens' allowlist (``compiler.ops.opaque_allow``), and running
+- **refused**: the op is not on passlens' allowlist (``compiler.opaque.allow``), and running
   it raises the one clear ``OpaqueOpError`` that names it, before anything runs; or
 - **sized and safe**: on the allowlist, and run with arguments made from its schema (small
   tensors, and hostile variants: huge sizes, huge repeat counts, negative and huge ints), it
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # the worker's address-space limit above what it has mapped once torch is imported: a little
-# over the interpreter's limit for one value (compiler.ops.opaque_run.MAX_RESULT_BYTES, 4 GiB)
+# over the interpreter's limit for one value (compiler.opaque.run.MAX_RESULT_BYTES, 4 GiB)
 HEADROOM = 6 << 30
 OP_TIMEOUT = 20.0  # seconds for one op's variants in the worker before it counts as a hang
 
@@ -55,7 +55,7 @@ def all_targets() -> list[str]:
 
 
 def allowed(target: str) -> bool:
-    from compiler.ops import opaque_allow
+    from compiler.opaque import allow as opaque_allow
 
     return opaque_allow.refusal("torch", target, frozenset()) is None
 
@@ -151,7 +151,7 @@ def call_for(target: str, kind: str):
     schema for the variant ``kind``; None when its schema has a type we cannot make."""
     import torch
 
-    from compiler.ops.opaque_run import resolve_torch_op
+    from compiler.opaque.run import resolve_torch_op
 
     try:
         op = resolve_torch_op(target)
@@ -202,8 +202,8 @@ def worker() -> None:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from compiler.ops.opaque import OpaqueOpError
-    from compiler.ops.opaque_run import run
+    from compiler.opaque.layout import OpaqueOpError
+    from compiler.opaque.run import run
 
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     with open("/proc/self/statm") as f:
@@ -324,8 +324,8 @@ def run_allowed(targets: list[str], log=print, op_timeout: float = OP_TIMEOUT) -
 
 def refused_cleanly(target: str) -> tuple[bool, str]:
     """Does running ``target`` untrusted raise the refusal before it runs?"""
-    from compiler.ops.opaque import OpaqueOpError
-    from compiler.ops.opaque_run import run
+    from compiler.opaque.layout import OpaqueOpError
+    from compiler.opaque.run import run
 
     attrs = {
         "framework": "torch",

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -41,11 +42,16 @@ ESCAPE_TESTS = (
     "tests/widgets/test_tables.py",
     "tests/explorer/test_diff.py",
 )
-FOLD_TESTS = (
-    "tests/compiler/passes/test_pass_rules.py",
-    "tests/compiler/passes/test_basic_passes.py",
+FOLD_TESTS = ("tests/compiler/passes/test_fold_constant.py",)
+# the Before/Expected tables: every pass's test_<pass>.py that holds CASES (a mutation of one
+# pass may be caught by the cases of another built on it, a replica's)
+RULE_TESTS = tuple(
+    sorted(
+        str(p.relative_to(ROOT))
+        for p in Path(ROOT, "tests/compiler/passes").rglob("test_*.py")
+        if "\nCASES = " in p.read_text()
+    )
 )
-RULE_TESTS = ("tests/compiler/passes/test_pass_rules.py",)  # the Before/Expected tables only
 FLOAT64_TESTS = (*CHECK_TESTS, "tests/explorer/check/test_check_float64.py")
 # the float64 rule's direct tests, without the 2048-wide decoder's (which also kill these)
 FLOAT64_FAST_TESTS = (
@@ -56,7 +62,10 @@ TIE_TESTS = (
     "tests/explorer/check/test_check_ties.py",
     "tests/explorer/check/test_check_tied_weights.py",
 )
-OPAQUE_TESTS = ("tests/compiler/test_opaque.py", "tests/explorer/passlens/test_opaque_explore.py")
+OPAQUE_TESTS = (
+    "tests/compiler/opaque/test_opaque.py",
+    "tests/explorer/passlens/test_opaque_explore.py",
+)
 MEMO_TESTS = ("tests/explorer/passlens/test_check_memo.py", *CHECK_TESTS)
 
 
@@ -93,7 +102,7 @@ FUSE = "compiler/passes/fuse_ops.py"
 LIFT = "compiler/passes/lift_transform_params.py"
 LAZY = "compiler/passes/lazy_transform_params.py"
 JUDGE = "explorer/check/judge.py"
-OPAQUE_RUN = "compiler/ops/opaque_run.py"
+OPAQUE_RUN = "compiler/opaque/run.py"
 
 MUTATIONS: list[Mutation] = [
     # ----- param-bloat
@@ -309,7 +318,7 @@ MUTATIONS: list[Mutation] = [
         FOLD_TESTS,
     ),
     M("fold-name", FOLD, 'base = f"{base}.{node.op}" if base', "base = base if base", FOLD_TESTS),
-    # ----- the rules and guards of the other passes (tests/compiler/passes/rule_cases.py)
+    # ----- the rules and guards of the other passes (their tests/compiler/passes/test_<pass>.py)
     M(
         "d2s-both-branches",
         D2S,
@@ -542,7 +551,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/tvm/check.py",
         "return Checker(trace, inputs, options, TVMStepRunner()).run()",
         "return Checker(trace, inputs, type(options)(), TVMStepRunner()).run()",
-        ("tests/explorer/test_tvm.py",),
+        ("tests.explorer.tvm.test_tvm.py",),
         "issue 40: the TVM adapter drops the check's options",
     ),
     M(
@@ -550,7 +559,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/inductor/check.py",
         "return Checker(trace, inputs, options, InductorStepRunner(trace)).run()",
         "return Checker(trace, inputs, type(options)(), InductorStepRunner(trace)).run()",
-        ("tests/explorer/test_inductor.py",),
+        ("tests.explorer.inductor.test_inductor.py",),
         "issue 40: the Inductor adapter drops the check's options",
     ),
     M(
@@ -614,18 +623,18 @@ MUTATIONS: list[Mutation] = [
     # ----- issue 39: what runs untrusted (the allowlist, trust, programs, the server)
     M(
         "allow-check-skipped",
-        "compiler/ops/opaque_allow.py",
+        "compiler/opaque/allow.py",
         "    why = refusal(framework, target)\n    if why is not None:",
         "    why = refusal(framework, target)\n    if False:",
-        ("tests/compiler/test_opaque_allow.py",),
+        ("tests/compiler/opaque/test_allow.py",),
         "check_allowed lets every op run",
     ),
     M(
         "trust-any-prefix",
-        "compiler/ops/opaque_allow.py",
+        "compiler/opaque/allow.py",
         'return "::" not in target and target.rsplit(".", 1)[0] in names',
         'return "::" not in target and any(target.startswith(n) for n in names)',
-        ("tests/compiler/test_opaque_allow.py", "tests/explorer/test_opaque_trust.py"),
+        ("tests/compiler/opaque/test_allow.py", "tests/explorer/test_opaque_trust.py"),
         "trusting aten.from trusts aten.from_file",
     ),
     M(
@@ -654,10 +663,10 @@ MUTATIONS: list[Mutation] = [
     ),
     M(
         "dtype-int-passes",
-        "compiler/ops/opaque_run.py",
+        "compiler/opaque/run.py",
         'if kind == "ScalarType" and not (value is None or isinstance(value, DType)):',
         'if kind == "ScalarType" and False:',
-        ("tests/compiler/test_opaque_allow.py",),
+        ("tests/compiler/opaque/test_allow.py",),
         "a dtype given as a plain int reaches torch (SIGFPE)",
     ),
     M(

@@ -457,7 +457,7 @@ class _Evaluator:
     def opaque(self, node: Call) -> Any:
         """Run an opaque op with its framework (torch, onnxruntime) and check that what it
         gives has the type the exporter recorded, binding the symbols that type names."""
-        from compiler.ops.opaque import describe, resolve_symbols
+        from compiler.opaque.layout import describe, resolve_symbols
 
         self.check_size(node)
         args = [self.value(a) for a in node.args]

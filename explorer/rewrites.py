@@ -1,7 +1,7 @@
 """Rewrites: which rule of a pass fired on which nodes, recorded under the pass's step.
 
 A pass built from rules records every rule application inside
-``compiler.passes.rules.collect_rewrites()`` on its snapshot (the innermost pass running);
+``compiler.passes.collect_rewrites()`` on its snapshot (the innermost pass running);
 :func:`step_rewrites` makes each a :class:`Rewrite` of the pass's step, whose ``matched``
 nodes are node ids of the step before (the graph model's ids, as every view names nodes) and
 whose ``produced`` nodes are node ids of the step itself. Other compilers' recorders make
@@ -78,7 +78,7 @@ def from_record(record: Any) -> Rewrite:
 
 
 def step_rewrites(records: Iterable[Any]) -> tuple[Rewrite, ...]:
-    """A step's rewrites from its snapshot's: ``compiler.passes.rules.RewriteRecord`` items
+    """A step's rewrites from its snapshot's: ``compiler.passes.RewriteRecord`` items
     (names turned into node ids) or Rewrites already (another compiler's recorder)."""
     return tuple(r if isinstance(r, Rewrite) else from_record(r) for r in records)
 

@@ -2,7 +2,7 @@
 trusts of its own, and what the person running it trusts.
 
 An opaque op names an op of torch or onnxruntime, and a trace, IR text or ONNX file is
-untrusted: an op that is not a known pure computation (``compiler.ops.opaque_allow``) runs
+untrusted: an op that is not a known pure computation (``compiler.opaque.allow``) runs
 only when trusted. A trace trusts of its own (``trace.trusted_ops``) the torch ops of a model
 explored live from the user's own code (its export made them: the user's code, run already);
 that trust is never saved, so the same trace loaded from a file refuses them until trusted

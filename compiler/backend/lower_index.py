@@ -23,8 +23,8 @@ from compiler.backend import loops as L
 from compiler.backend.lower_elementwise import fill_value
 from compiler.backend.lower_shape import clamp
 from compiler.backend.lowering import BufferTensor, LazyTensor, compute_dtype, lowering
+from compiler.ir.shape_inference import normalize_axis
 from compiler.ir.types import DType
-from compiler.ops.shape_inference import normalize_axis
 
 
 def wrap_index(i: L.Expr, size: L.Expr) -> L.Expr:

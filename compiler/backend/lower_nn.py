@@ -28,8 +28,8 @@ from compiler.backend.lowering import (
     compute_dtype,
     lowering,
 )
+from compiler.ir.shape_inference import normalize_axis
 from compiler.ir.types import DType
-from compiler.ops.shape_inference import normalize_axis
 
 F64 = DType.float64
 

@@ -17,8 +17,8 @@ from compiler.backend.lowering import (
     compute_dtype,
     lowering,
 )
+from compiler.ir.shape_inference import normalize_axis
 from compiler.ir.types import DType
-from compiler.ops.shape_inference import normalize_axis
 
 
 def reduced_axes(axes, ndim: int) -> tuple[int, ...]:

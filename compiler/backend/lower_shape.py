@@ -13,8 +13,8 @@ from __future__ import annotations
 from compiler.backend import loops as L
 from compiler.backend.lower_elementwise import fill_value
 from compiler.backend.lowering import LazyTensor, LoweringError, Tensor, lowering
+from compiler.ir.shape_inference import normalize_axis
 from compiler.ir.types import DType
-from compiler.ops.shape_inference import normalize_axis
 
 _UNBOUNDED = 2**31 - 1
 

@@ -24,10 +24,10 @@ import numpy as np
 
 from compiler.backend import loops as L
 from compiler.backend.codegen import LibStep, LoopStep
+from compiler.blas_threads import cpu_threads, one_blas_thread, parallel_chunks
 from compiler.errors import PasslensError
 from compiler.ir.symbolic import solve_dim
 from compiler.ir.types import DType
-from compiler.ops.blas_threads import cpu_threads, one_blas_thread, parallel_chunks
 
 # A stage with fewer estimated iterations than this runs on the calling thread only.
 PARALLEL_MIN_WORK = 1 << 15

@@ -610,7 +610,7 @@ class Importer:
         (or the model's value_info); Unsupported when it cannot be kept so."""
         from compiler.ir.attrs import TypeInferenceError
         from compiler.ir.nodes import Call, TupleGetItem
-        from compiler.ops.opaque import check_target, input_ref, opaque_attrs
+        from compiler.opaque.layout import check_target, input_ref, opaque_attrs
 
         node = ctx.node
         domain = node.domain if node.domain not in _DEFAULT_DOMAINS else "ai.onnx"
@@ -759,7 +759,7 @@ _ATTRIBUTE_KINDS = {1: "float", 2: "int", 3: "string", 6: "floats", 7: "ints", 8
 def _attribute_value(a) -> Any:
     """An ONNX attribute's value as an opaque op keeps it (numbers, strings, lists of them);
     Unsupported for a tensor, graph or type attribute."""
-    from compiler.ops.opaque import literal
+    from compiler.opaque.layout import literal
 
     if a.ref_attr_name:
         raise Unsupported(f"attribute {a.name} refers to a function attribute")

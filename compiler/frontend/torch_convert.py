@@ -24,7 +24,7 @@ from compiler.ir.nodes import Constant, Expr, IRError, Var
 from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import ANY, Dim, SymExpr, dims_equal, sym
 from compiler.ir.types import DType, TensorType, TupleType, torch_dtypes
-from compiler.passes.rewrite import with_provenance
+from compiler.passes.infra.rewrite import with_provenance
 
 Converter = Callable[["ConvertContext", Any, list, dict], Any]
 Check = Callable[[Any], str | None]
@@ -417,7 +417,7 @@ def opaque_problem(node) -> str | None:
     if schema is None or not hasattr(target, "_overloadpacket"):
         return "not a torch operator passlens could call"
     from compiler.ir.attrs import TypeInferenceError
-    from compiler.ops.opaque import check_target
+    from compiler.opaque.layout import check_target
 
     try:
         check_target("torch", target_name(target))
@@ -467,7 +467,7 @@ def convert_opaque(ctx: ConvertContext, node, args: list, kwargs: dict) -> Expr:
     import torch
 
     from compiler.ir.nodes import Call
-    from compiler.ops.opaque import input_ref, literal, opaque_attrs
+    from compiler.opaque.layout import input_ref, literal, opaque_attrs
 
     why = opaque_problem(node)
     if why is not None:

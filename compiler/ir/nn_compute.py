@@ -15,6 +15,7 @@ import threading
 
 import numpy as np
 
+from compiler.blas_threads import cpu_threads, one_blas_thread, parallel_chunks
 from compiler.ir.op_registry import (
     Attrs,
     TypeInferenceError,
@@ -30,7 +31,6 @@ from compiler.ir.symbolic import (
     floordiv,
 )
 from compiler.ir.types import DType, is_float_dtype
-from compiler.ops.blas_threads import cpu_threads, one_blas_thread, parallel_chunks
 
 # ----- shared helpers ---------------------------------------------------------------------
 

@@ -20,20 +20,21 @@ from compiler.ir.op_registry import (
     get_op,
 )
 
-# Every module of this package other than the infrastructure is an op family: importing it
-# registers its ops, so a new family only needs its own file.
-_INFRASTRUCTURE = {"shape_inference", "opaque_allow", "opaque_allowlist"}  # not op families
+# Every module of this package is an op family (tests/compiler/test_structure.py checks it):
+# importing it registers its ops, so a new family only needs its own file. What is not a family
+# lives elsewhere: the type-inference helpers in compiler/ir/shape_inference.py, the opaque
+# op's machinery (its layout, running, sizing, the allowlist) in compiler/opaque/.
 for _info in _pkgutil.iter_modules(__path__):
-    if _info.name not in _INFRASTRUCTURE:
-        _importlib.import_module(f"{__name__}.{_info.name}")
+    _importlib.import_module(f"{__name__}.{_info.name}")
 
-from compiler.ops.opaque import RUNNERS as OPAQUE_RUNNERS  # noqa: E402  (who runs an opaque op)
-from compiler.ops.opaque import OpaqueOpError  # noqa: E402
-from compiler.ops.opaque_run import check_kernel_shapes  # noqa: E402
-from compiler.ops.opaque_sizes import BudgetError, memory_budget, run_onnx_model  # noqa: E402
-from compiler.ops.opaque_sizes import escape as escape_printed  # noqa: E402
+# the opaque op's machinery, exported here (docs/reference.md names compiler.ops.trusted_ops)
+from compiler.opaque.layout import RUNNERS as OPAQUE_RUNNERS  # noqa: E402  (who runs one)
+from compiler.opaque.layout import OpaqueOpError  # noqa: E402
+from compiler.opaque.run import check_kernel_shapes  # noqa: E402
+from compiler.opaque.sizes import BudgetError, memory_budget, run_onnx_model  # noqa: E402
+from compiler.opaque.sizes import escape as escape_printed  # noqa: E402
 
-# which opaque ops may run (compiler/ops/opaque_allow.py), imported when first asked for
+# which opaque ops may run (compiler/opaque/allow.py), imported when first asked for
 _OPAQUE_TRUST = (
     "opaque_refusal",
     "refused_message",
@@ -46,10 +47,10 @@ _OPAQUE_TRUST = (
 
 def __getattr__(name: str):
     if name in _OPAQUE_TRUST:
-        from compiler.ops import opaque_allow
+        import compiler.opaque.allow as allow
 
         return getattr(
-            opaque_allow,
+            allow,
             {
                 "opaque_refusal": "refusal",
                 "refused_opaque_ops": "refused",

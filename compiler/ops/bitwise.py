@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.ir.op_registry import BROADCAST, ELEMWISE, AttrSpec, TypeInferenceError, define_op
+from compiler.ir.shape_inference import broadcast_shapes, same_dtype, tensor_input
 from compiler.ir.types import DType, TensorType
-from compiler.ops.shape_inference import broadcast_shapes, same_dtype, tensor_input
 
 
 def _check_integral(dtype: DType) -> None:

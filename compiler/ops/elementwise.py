@@ -13,8 +13,8 @@ from compiler.ir.op_registry import (
     TypeInferenceError,
     define_op,
 )
+from compiler.ir.shape_inference import broadcast_shapes, same_dtype, tensor_input
 from compiler.ir.types import DType, TensorType, is_float_dtype
-from compiler.ops.shape_inference import broadcast_shapes, same_dtype, tensor_input
 
 # ----- unary ------------------------------------------------------------------------------
 

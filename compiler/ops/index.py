@@ -28,9 +28,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from compiler.ir.op_registry import INJECTIVE, OPAQUE, AttrSpec, TypeInferenceError, define_op
+from compiler.ir.shape_inference import normalize_axis, same_dtype, tensor_input
 from compiler.ir.symbolic import ANY, dim_str
 from compiler.ir.types import DType, TensorType, TupleType
-from compiler.ops.shape_inference import normalize_axis, same_dtype, tensor_input
 
 # ----- helpers -----------------------------------------------------------------------------
 

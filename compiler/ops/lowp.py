@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.ir.op_registry import ELEMWISE, AttrSpec, TypeInferenceError, define_op
+from compiler.ir.shape_inference import tensor_input
 from compiler.ir.types import DType
-from compiler.ops.shape_inference import tensor_input
 
 ROUND_MODES = ("up", "down", "nearest")
 

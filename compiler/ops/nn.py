@@ -62,14 +62,7 @@ from compiler.ir.op_registry import (
     TypeInferenceError,
     define_op,
 )
-from compiler.ir.symbolic import (
-    Dim,
-    dim_mul,
-    dim_str,
-    dims_equal,
-)
-from compiler.ir.types import DType, TensorType, Type
-from compiler.ops.shape_inference import (
+from compiler.ir.shape_inference import (
     broadcast_shapes,
     known_rank,
     normalize_axes,
@@ -77,6 +70,13 @@ from compiler.ops.shape_inference import (
     same_dtype,
     tensor_input,
 )
+from compiler.ir.symbolic import (
+    Dim,
+    dim_mul,
+    dim_str,
+    dims_equal,
+)
+from compiler.ir.types import DType, TensorType, Type
 
 # ----- shared helpers ---------------------------------------------------------------------
 

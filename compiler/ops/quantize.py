@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.ir.op_registry import ELEMWISE, TypeInferenceError, define_op
+from compiler.ir.shape_inference import broadcast_shapes, tensor_input
 from compiler.ir.types import DType, TensorType
-from compiler.ops.shape_inference import broadcast_shapes, tensor_input
 
 
 def quant_range(dtype: DType) -> tuple[int, int]:

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from compiler.ir.op_registry import OPAQUE, REDUCE, AttrSpec, TypeInferenceError, define_op
+from compiler.ir.shape_inference import normalize_axes, normalize_axis, tensor_input
 from compiler.ir.types import DType, TensorType
-from compiler.ops.shape_inference import normalize_axes, normalize_axis, tensor_input
 
 # ----- shapes ------------------------------------------------------------------------------
 

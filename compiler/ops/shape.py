@@ -43,11 +43,7 @@ from compiler.ir.op_registry import (
     TypeInferenceError,
     define_op,
 )
-from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_add, dim_mul, dim_str, dims_equal, sym
-from compiler.ir.symbolic import floordiv as dim_floordiv
-from compiler.ir.symbolic import mod as dim_mod
-from compiler.ir.types import DType, TensorType, TupleType
-from compiler.ops.shape_inference import (
+from compiler.ir.shape_inference import (
     dim_product,
     known_rank,
     normalize_axes,
@@ -55,6 +51,10 @@ from compiler.ops.shape_inference import (
     same_dtype,
     tensor_input,
 )
+from compiler.ir.symbolic import ANY, Dim, SymExpr, dim_add, dim_mul, dim_str, dims_equal, sym
+from compiler.ir.symbolic import floordiv as dim_floordiv
+from compiler.ir.symbolic import mod as dim_mod
+from compiler.ir.types import DType, TensorType, TupleType
 
 # A slice bound at least this large (in magnitude) means "to the end" on a symbolic dim.
 _UNBOUNDED = 2**31 - 1

@@ -11,8 +11,9 @@ whether that changes no value). Local rewrites are rule tables (``Rule``: a name
 ``RewriteRecord`` (and on its ``Snapshot.rewrites``).
 """
 
-from compiler.passes import library  # noqa: F401  (registers the passes and pipelines)
-from compiler.passes.calling import (
+from compiler.passes.decompose_ops import decompose, rounds_as_decomposed
+from compiler.passes.infra import library  # noqa: F401  (registers the passes and pipelines)
+from compiler.passes.infra.calling import (
     SIDE_EFFECT_OPS,
     CallingConvention,
     calling_convention,
@@ -21,8 +22,7 @@ from compiler.passes.calling import (
     transform_function,
     weight_params,
 )
-from compiler.passes.decompose_ops import decompose, rounds_as_decomposed
-from compiler.passes.manager import (
+from compiler.passes.infra.manager import (
     Instrument,
     Pass,
     PassContext,
@@ -39,7 +39,7 @@ from compiler.passes.manager import (
     get_pass_class,
     register_pass,
 )
-from compiler.passes.pipeline import (
+from compiler.passes.infra.pipeline import (
     PipelineError,
     build_pipeline,
     named_pipelines,
@@ -47,7 +47,7 @@ from compiler.passes.pipeline import (
     register_alias,
     register_pipeline,
 )
-from compiler.passes.rules import (
+from compiler.passes.infra.rules import (
     Pattern,
     RewriteRecord,
     Rule,
@@ -56,7 +56,7 @@ from compiler.passes.rules import (
     rule_table,
     rule_tables,
 )
-from compiler.passes.runner import run
+from compiler.passes.infra.runner import run
 
 __all__ = [
     "CallingConvention",

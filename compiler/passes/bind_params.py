@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from compiler.ir.nodes import Constant, Function, Module
-from compiler.passes import rewrite
+from compiler.passes.infra import rewrite
+from compiler.passes.infra.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.lift_transform_params import substitute
-from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 
 
 def _constants(params: Mapping[str, Any]) -> tuple[tuple[str, Constant], ...]:

@@ -8,9 +8,9 @@ from typing import ClassVar
 
 from compiler.ir.nodes import Call, Module, Tuple, TupleGetItem
 from compiler.ir.types import TensorType
-from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import rewrite_module
-from compiler.passes.rules import ITEM_OF_TUPLE, Rule, Rules, kind, op, rule_table
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
+from compiler.passes.infra.rewrite import rewrite_module
+from compiler.passes.infra.rules import ITEM_OF_TUPLE, Rule, Rules, kind, op, rule_table
 
 
 def _items_of_whole_tuple(t: Tuple, ctx=None) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from compiler.ir.nodes import Call, FuncCall, Module
-from compiler.passes.manager import Pass, PassContext, PassError, register_pass
+from compiler.passes.infra.manager import Pass, PassContext, PassError, register_pass
 
 
 @register_pass

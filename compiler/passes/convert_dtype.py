@@ -38,9 +38,9 @@ from compiler.ir.nodes import (
 from compiler.ir.op_registry import get_op
 from compiler.ir.provenance import Provenance
 from compiler.ir.types import DType, TensorType, TupleType, Type, join_types
-from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import Rewriter, progress, rewrite_module
-from compiler.passes.rules import Rule, Rules, kind, note, op, rule_table
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
+from compiler.passes.infra.rewrite import Rewriter, progress, rewrite_module
+from compiler.passes.infra.rules import Rule, Rules, kind, note, op, rule_table
 
 F32 = DType.float32
 

@@ -21,8 +21,8 @@ from compiler.ir.nodes import Block, Call, Constant, Expr, Function, If, Module
 from compiler.ir.op_registry import BROADCAST, ELEMWISE, REDUCE, get_op
 from compiler.ir.types import TensorType
 from compiler.passes.dead_code_elimination import live_nodes
-from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
+from compiler.passes.infra.rewrite import rewrite_module
 
 # Ops converted, and the attribute holding their data layout.
 LAYOUT_ATTR = {

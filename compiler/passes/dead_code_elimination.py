@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from compiler.ir.nodes import Block, Expr, FuncCall, Function, If, Module
-from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import rewrite_function
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
+from compiler.passes.infra.rewrite import rewrite_function
 
 
 def live_nodes(roots: list[Expr]) -> set[int]:

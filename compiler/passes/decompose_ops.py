@@ -25,9 +25,9 @@ import numpy as np
 from compiler.ir.nn_compute import LINEAR_ROUNDS_AS_DECOMPOSED, SDPA_ROUNDS_AS_DECOMPOSED
 from compiler.ir.nodes import Call, Constant, Expr, Module
 from compiler.ir.types import DType, TensorType
-from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import rewrite_module
-from compiler.passes.rules import Rule, Rules, op, rule_table
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
+from compiler.passes.infra.rewrite import rewrite_module
+from compiler.passes.infra.rules import Rule, Rules, op, rule_table
 
 
 def _op(op: str, *args: Expr, **attrs) -> Call:

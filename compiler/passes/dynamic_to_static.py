@@ -25,11 +25,11 @@ import numpy as np
 
 from compiler.ir.nodes import Block, Call, Constant, Expr, If, Module
 from compiler.ir.types import TensorType, join_types
-from compiler.passes.attribute_form import attribute_form
 from compiler.passes.fold_constant import fold_call
-from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import Rewriter
-from compiler.passes.rules import Rule, Rules, kind, op, rule_table
+from compiler.passes.infra.attribute_form import attribute_form
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
+from compiler.passes.infra.rewrite import Rewriter
+from compiler.passes.infra.rules import Rule, Rules, kind, op, rule_table
 
 # A shape computation yields a small tensor; bigger integer tensors are data, not shapes.
 MAX_SHAPE_ELEMENTS = 1024

@@ -41,10 +41,10 @@ from compiler.ir.nodes import Call, Constant, Expr, Function, If, Module, Tuple,
 from compiler.ir.op_registry import get_op
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import TensorType
-from compiler.passes.attribute_form import attribute_form
-from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rewrite import rewrite_function
-from compiler.passes.rules import ITEM_OF_TUPLE, Rule, Rules, op, rule_table
+from compiler.passes.infra.attribute_form import attribute_form
+from compiler.passes.infra.manager import Pass, PassContext, PassError, register_pass
+from compiler.passes.infra.rewrite import rewrite_function
+from compiler.passes.infra.rules import ITEM_OF_TUPLE, Rule, Rules, op, rule_table
 
 DEFAULT_MAX_BYTES = 64 << 20
 """The largest value folded by default (64 MiB: a 4096 x 4096 f32 matrix)."""
@@ -222,7 +222,7 @@ class FoldConstant(Pass):
     with ``fold_qdq`` (see the module doc)."""
 
     name: ClassVar[str] = "fold-constant"
-    # a safety limit: a spec may lower it, not raise it (compiler.passes.pipeline.LIMIT)
+    # a safety limit: a spec may lower it, not raise it (compiler.passes.infra.pipeline.LIMIT)
     max_bytes: int = field(default=DEFAULT_MAX_BYTES, metadata={"limit": True})
     fold_qdq: bool = False
 

@@ -38,8 +38,8 @@ from compiler.ir.op_registry import TypeInferenceError, get_op
 from compiler.ir.types import DType, TensorType
 from compiler.ops.quantize import quant_range
 from compiler.passes.dead_code_elimination import eliminate_dead_bindings
-from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
+from compiler.passes.infra.rewrite import rewrite_module
 
 I32, F32, F64 = DType.int32, DType.float32, DType.float64
 

@@ -32,9 +32,9 @@ from compiler.ir.op_registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQ
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import TensorType, TupleType
 from compiler.ir.verify import symbols_of
-from compiler.passes import rules
-from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rules import Rule, Rules, kind, rule_table
+from compiler.passes.infra import rules
+from compiler.passes.infra.manager import Pass, PassContext, PassError, register_pass
+from compiler.passes.infra.rules import Rule, Rules, kind, rule_table
 
 # TVM's OpPatternKind order: a pattern "at most injective" is one with a rank <= INJ.
 EW, BC, INJ, RED, ANC, OPQ = 0, 1, 2, 3, 4, 8

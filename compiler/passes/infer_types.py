@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from compiler.ir.nodes import Call, Expr, FuncCall, If, Loop, Module, loop_type
 from compiler.ir.types import join_types
-from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
+from compiler.passes.infra.rewrite import rewrite_module
 
 
 def _retype(module: Module):

@@ -31,8 +31,8 @@ from compiler.ir.provenance import Provenance
 from compiler.ir.symbolic import Dim, SymExpr
 from compiler.ir.types import TensorType, TupleType, symbol_bindings
 from compiler.ir.verify import symbols_of
-from compiler.passes import rewrite
-from compiler.passes.manager import Pass, PassContext, register_pass
+from compiler.passes.infra import rewrite
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
 
 
 def calls_of(fn: Function) -> set[str]:

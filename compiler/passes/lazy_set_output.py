@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from compiler.ir.nodes import Module
+from compiler.passes.infra.manager import Pass, PassContext, PassError, register_pass
 from compiler.passes.lazy_transform_params import lazy_module
-from compiler.passes.manager import Pass, PassContext, PassError, register_pass
 
 
 @register_pass

@@ -19,10 +19,11 @@ from typing import ClassVar
 from compiler.ir.nodes import Call, Constant, Expr, Function, Module, Tuple, TupleGetItem, Var
 from compiler.ir.types import TupleType
 from compiler.ops.lazy_params import SIDE_EFFECT_OPS
-from compiler.passes import fold_constant, rewrite
-from compiler.passes.calling import TRANSFORM_PARAMS_OF
+from compiler.passes import fold_constant
+from compiler.passes.infra import rewrite
+from compiler.passes.infra.calling import TRANSFORM_PARAMS_OF
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
 from compiler.passes.lift_transform_params import external_reads, substitute
-from compiler.passes.manager import Pass, PassContext, register_pass
 
 fold_constant.NOT_FOLDABLE.update(SIDE_EFFECT_OPS)  # their values exist only at run time
 

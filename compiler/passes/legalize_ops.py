@@ -46,8 +46,8 @@ from compiler.ir.op_registry import get_op
 from compiler.ir.symbolic import sym
 from compiler.ir.types import TensorType, TupleType
 from compiler.passes.fold_constant import fold_call
-from compiler.passes.manager import Pass, PassContext, PassError, register_pass
-from compiler.passes.rewrite import rewrite_function
+from compiler.passes.infra.manager import Pass, PassContext, PassError, register_pass
+from compiler.passes.infra.rewrite import rewrite_function
 
 VIEW_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
 # the calls left in a legalized graph that the host runs (a view, or a fill without inputs)

@@ -10,7 +10,7 @@ tuple; ``@main`` then takes ``(inputs..., transformed weights...)`` with ``num_i
 The signature changes (``changes_signature``): calling ``@main`` with the original weights
 now gives wrong numbers. The right call is ``p = run(m, *weights,
 function="main_transform_params")`` then ``run(m, *inputs, *p)``. The new function carries
-``transform_params_of = "main"`` so ``calling_convention`` (compiler/passes/calling.py) finds
+``transform_params_of = "main"`` so ``calling_convention`` (compiler/passes/infra/calling.py) finds
 the pair and tools can compose it. Lifted nodes are the very same objects in the new function
 (its parameters are the original weight Vars), so the explorer matches them by identity.
 Bindings that read only constants are not lifted (folding them is fold-constant's job): they
@@ -35,9 +35,9 @@ from compiler.ir.nodes import (
 from compiler.ir.nodes import substitute as ir_substitute
 from compiler.ir.provenance import Provenance
 from compiler.ops.lazy_params import SIDE_EFFECT_OPS
-from compiler.passes import rewrite
-from compiler.passes.calling import TRANSFORM_PARAMS_OF
-from compiler.passes.manager import Pass, PassContext, PassError, register_pass
+from compiler.passes.infra import rewrite
+from compiler.passes.infra.calling import TRANSFORM_PARAMS_OF
+from compiler.passes.infra.manager import Pass, PassContext, PassError, register_pass
 
 
 def substitute(bindings: tuple[Expr, ...], mapping: dict[int, Expr]) -> tuple[Expr, ...]:

@@ -10,13 +10,6 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 1000
 MAX_NN_LINES = 800
 
-# TEMPORARY, issue #40: split on other branches (engineer B: torch_ops.py and export/onnx.py
-# by op family; engineer A: the opaque allowlist packed several names a line). Remove each
-# entry when its split is merged; the test then holds them to the limit like every file.
-NOT_YET_SPLIT = {
-    "compiler/ops/opaque_allowlist.py",
-}
-
 # the nn family in each layer
 NN_FILES = (
     "compiler/ops/nn.py",
@@ -34,10 +27,8 @@ def _lines(path: Path) -> int:
 def test_no_compiler_file_grows_past_the_limit():
     sizes = {str(p.relative_to(ROOT)): _lines(p) for p in sorted((ROOT / "compiler").rglob("*.py"))}
     assert len(sizes) > 50
-    over = {f: n for f, n in sizes.items() if n > MAX_LINES and f not in NOT_YET_SPLIT}
+    over = {f: n for f, n in sizes.items() if n > MAX_LINES}
     assert over == {}
-    # an entry whose split is merged (the file gone or small) must leave the list
-    assert {f for f in NOT_YET_SPLIT if sizes.get(f, 0) <= MAX_LINES} == set()
 
 
 def test_the_nn_family_files_stay_under_their_limit():

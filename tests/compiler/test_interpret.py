@@ -19,7 +19,7 @@ from compiler.ir import (
     parse,
     print_module,
 )
-from tests.compiler.ir_strategies import modules
+from tests.compiler.ir.ir_strategies import modules
 
 TEXT = """
 weights {

@@ -18,9 +18,10 @@ import torch
 
 import explorer
 from compiler.ir import Call
-from compiler.ops import OpaqueOpError, opaque_run
+from compiler.opaque import run as opaque_run
+from compiler.ops import OpaqueOpError
 from compiler.passes import Pass, register_pass
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.infra.rewrite import rewrite_module
 from explorer.store import load
 from passlens.cli import EXIT_ERROR, main
 from tests.explorer.store.test_store import rewrite_member

@@ -7,7 +7,7 @@ inputs gives: 1e30s, NaNs) or write past the tensors they were given, and the pr
 SIGSEGV / SIGBUS / SIGABRT. The fake-tensor sizing does not see it: the meta kernels check
 the result's size, not the inputs' consistency.
 
-Each attack is a direct ``compiler.ops.opaque_run.run`` call (what a trace, IR text or ONNX
+Each attack is a direct ``compiler.opaque.run.run`` call (what a trace, IR text or ONNX
 import's opaque op does) in a child process; the promise holds when the op is refused or
 raises the one clear OpaqueOpError. One is also run end to end: ``passlens explore x.ir
 --check``."""
@@ -31,7 +31,8 @@ CHILD = textwrap.dedent(
     import resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (7 << 30, 7 << 30))
     import numpy as np
-    from compiler.ops import OpaqueOpError, opaque_run
+    from compiler.opaque import run as opaque_run
+    from compiler.ops import OpaqueOpError
     rng = np.random.default_rng(0)
     def r(*s):
         return rng.standard_normal(s).astype(np.float32)

@@ -1,6 +1,6 @@
 """Red-team round two: breaks of issue 39's promise that the check's onnxruntime reference run
 is bounded. The run is made in a child process under an address-space limit
-(``compiler.ops.opaque_sizes.run_onnx_model``), which bounds memory but not time: a 281-byte
+(``compiler.opaque.sizes.run_onnx_model``), which bounds memory but not time: a 281-byte
 ONNX file whose ``Loop`` has a trip count of 10**12 and a body of one ``Add`` allocates
 nothing, and ``passlens explore x.onnx --check`` never ends (the reference child spins; the
 subprocess call has no timeout)."""

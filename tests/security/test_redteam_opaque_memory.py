@@ -70,7 +70,8 @@ def test_weight_norm_backward_with_short_saved_tensors_does_not_corrupt_the_heap
 CDIST_READ = textwrap.dedent(
     """
     import numpy as np
-    from compiler.ops import OpaqueOpError, opaque_run
+    from compiler.opaque import run as opaque_run
+    from compiler.ops import OpaqueOpError
     attrs = {"framework": "torch", "target": "aten._cdist_backward.default",
              "args": ("%0", "%1", "%2", 2.0, "%3"), "kwargs": (), "type": "f32[64, 3]"}
     x = np.random.default_rng(0).standard_normal((64, 3)).astype(np.float32)

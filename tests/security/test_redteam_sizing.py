@@ -20,7 +20,8 @@ CHILD = textwrap.dedent(
     import resource
     resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
     import numpy as np
-    from compiler.ops import OpaqueOpError, opaque_run
+    from compiler.opaque import run as opaque_run
+    from compiler.ops import OpaqueOpError
     attrs = {"framework": "torch", "target": "prims.copy_strided.default",
              "args": ("%0", (1 << 31,)), "kwargs": (), "type": "f32[2]"}
     try:

@@ -5,7 +5,7 @@ import pytest
 
 import explorer
 from compiler.ir import parse
-from tests.compiler.test_opaque import CUMMAX
+from tests.compiler.opaque.test_opaque import CUMMAX
 from tests.widgets.graph_page import Graph
 from tests.widgets.test_browser import expect, open_report
 

@@ -12,8 +12,8 @@ def _opaque(e, n, a):
     op has no ONNX form."""
     import onnx
 
-    from compiler.ops.opaque import ONNX_DEFAULT_DOMAIN, describe, result_type, unescape
-    from compiler.ops.opaque_run import onnx_attribute
+    from compiler.opaque.layout import ONNX_DEFAULT_DOMAIN, describe, result_type, unescape
+    from compiler.opaque.run import onnx_attribute
 
     attrs = n.attrs
     if attrs["framework"] != "onnx":

@@ -32,10 +32,10 @@ from compiler.frontend.onnx_ops.registry import (
     static_dim,
 )
 from compiler.ir.nodes import Expr, IRError
+from compiler.ir.shape_inference import broadcast_shapes
 from compiler.ir.symbolic import ANY, SymExpr, dim_add, dim_mul, dim_str
 from compiler.ir.symbolic import floordiv as dim_floordiv
 from compiler.ir.types import DType
-from compiler.ops.shape_inference import broadcast_shapes
 
 # ----- shapes -----------------------------------------------------------------------------
 

@@ -23,9 +23,9 @@ from compiler.frontend.torch_ops.common import (
 from compiler.frontend.torch_ops.shape import broadcast_along
 from compiler.ir.nodes import Constant, Expr, TupleGetItem, call
 from compiler.ir.nodes import Tuple as IRTuple
+from compiler.ir.shape_inference import broadcast_shapes
 from compiler.ir.symbolic import Dim, dim_mul
 from compiler.ir.types import DType
-from compiler.ops.shape_inference import broadcast_shapes
 
 
 @converts("aten.tril.default", "aten.triu.default")

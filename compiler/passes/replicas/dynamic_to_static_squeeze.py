@@ -25,8 +25,8 @@ from typing import ClassVar
 from compiler.ir.nodes import Call, Expr, If
 from compiler.ir.types import TensorType
 from compiler.passes.dynamic_to_static import CONSTANT_IF, DynamicToStatic, taken_branch
-from compiler.passes.manager import register_pass
-from compiler.passes.rules import Pattern, Rule, rule_table
+from compiler.passes.infra.manager import register_pass
+from compiler.passes.infra.rules import Pattern, Rule, rule_table
 
 
 def faulty_squeeze_type(squeeze: Call) -> TensorType:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from compiler.ir.nodes import Expr, Function, Tuple
+from compiler.passes.infra.manager import register_pass
+from compiler.passes.infra.rewrite import rewrite_function
 from compiler.passes.lazy_transform_params import LazyTransformParams
-from compiler.passes.manager import register_pass
-from compiler.passes.rewrite import rewrite_function
 
 
 @register_pass

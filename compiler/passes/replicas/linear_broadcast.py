@@ -24,9 +24,9 @@ from typing import ClassVar
 
 from compiler.ir.nodes import Call, Expr, Module
 from compiler.ir.types import TensorType
-from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import rewrite_module
-from compiler.passes.rules import Rule, Rules, op, rule_table
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
+from compiler.passes.infra.rewrite import rewrite_module
+from compiler.passes.infra.rules import Rule, Rules, op, rule_table
 
 
 def broadcast_linear(node: Call) -> Expr | None:

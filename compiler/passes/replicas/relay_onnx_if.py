@@ -44,9 +44,9 @@ import numpy as np
 from compiler.ir.nodes import Block, Call, Constant, Expr, If, Module, remap_operands
 from compiler.ir.provenance import Provenance
 from compiler.ir.types import TensorType
-from compiler.passes.manager import Pass, PassContext, register_pass
-from compiler.passes.rewrite import rewrite_module
-from compiler.passes.rules import Rule, Rules, kind, rule_table
+from compiler.passes.infra.manager import Pass, PassContext, register_pass
+from compiler.passes.infra.rewrite import rewrite_module
+from compiler.passes.infra.rules import Rule, Rules, kind, rule_table
 
 
 def _rank(e: Expr) -> int | None:

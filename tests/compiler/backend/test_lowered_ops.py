@@ -92,7 +92,7 @@ def test_lowering_covers_the_op_set():
     or with a low-precision result type."""
     from compiler.passes.legalize_ops import RUNTIME_OPS
 
-    # and opaque ops, run by their framework (tests/compiler/test_opaque.py)
+    # and opaque ops, run by their framework (tests/compiler/opaque/test_opaque.py)
     assert set(RUNTIME_OPS) == DATA_DEPENDENT | {"opaque"}
     ops = {c.op for c in ALL_CASES}
     missing = sorted(ops - supported_ops() - EXPANDED - DATA_DEPENDENT - STORAGE_ONLY)

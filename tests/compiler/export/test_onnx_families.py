@@ -16,17 +16,13 @@ ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "compiler" / "export" / "onnx"
 MAX_LINES = 800
 
-# The op defined outside a family module until issue 40's move of compiler/ops/opaque_run.py
-# lands (engineer A defines ``opaque`` in compiler/ops/opaque.py); the entry is dead after it.
-_MOVING = {"opaque_run": "opaque"}
-
 
 def op_family(op: str) -> str:
     """The module of compiler/ops/ that defines ``op`` (its type inference lives there)."""
     module = get_op(op).infer.__module__
     assert module.startswith("compiler.ops."), f"{op} is defined in {module}, not compiler/ops/"
     family = module.removeprefix("compiler.ops.")
-    return _MOVING.get(family, family)
+    return family
 
 
 def modules() -> list[str]:

@@ -104,8 +104,8 @@ def test_known_cases(results):
 def test_a_sample_of_passing_tests_round_trips_through_to_onnx(harness, results):
     import onnxruntime as ort
 
-    from compiler.frontend import from_onnx, to_onnx
     from compiler.export.onnx import DEFAULT_OPSET
+    from compiler.frontend import from_onnx, to_onnx
     from compiler.interpret import run
 
     ort.set_default_logger_severity(3)

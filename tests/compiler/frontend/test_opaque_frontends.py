@@ -328,8 +328,8 @@ def test_an_opaque_onnx_op_exports_as_the_node_it_came_from():
 
 
 def test_an_opaque_onnx_op_of_another_version_than_the_export_opset_is_refused():
-    from compiler.frontend import to_onnx
     from compiler.export.onnx import ExportError
+    from compiler.frontend import to_onnx
 
     node = helper.make_node("Hardmax", ["x"], ["y"], axis=1)
     g = helper.make_graph([node], "g", [_vi("x", [2, "n", 4])], [_vi("y", [2, "n", 4])])

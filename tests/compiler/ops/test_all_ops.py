@@ -34,7 +34,7 @@ def test_every_op_has_a_case():
     # call_lowered runs a compiled kernel: tested in tests/compiler/backend/ against the ops
     # it was lowered from
     backend_ops = {"call_lowered"}
-    # opaque runs torch / onnxruntime ops by name: tested in tests/compiler/test_opaque.py
+    # opaque runs torch / onnxruntime ops by name: tested in tests/compiler/opaque/test_opaque.py
     framework_ops = {"opaque"}
     missing = sorted(set(all_ops()) - covered - set(SIDE_EFFECT_OPS) - backend_ops - framework_ops)
     assert not missing, f"ops without an OpCase: {missing}"

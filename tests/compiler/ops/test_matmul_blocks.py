@@ -5,8 +5,8 @@ time: the same float64 products as upcasting it whole, for every layout and rank
 import numpy as np
 import pytest
 
+from compiler import blas_threads
 from compiler.ir import nn_compute
-from compiler.ops import blas_threads
 
 
 @pytest.mark.parametrize(

@@ -134,3 +134,79 @@ def rule_ids(cases: list[RuleCase] | list[KeepCase]) -> list[str]:
     ids = [c.id for c in cases]
     assert len(set(ids)) == len(ids), "two cases test the same rule under one name"
     return ids
+
+
+def before_after(spec: str, before: str, params=None) -> tuple[Module, Module]:
+    """``before`` parsed (unverified: a case may hold a wrong annotation) and what ``spec``
+    makes of it."""
+    module = parse(before, params=params, verify=False)
+    result = passes.run(module, spec)
+    assert result.ok, result.failure and result.failure.traceback
+    return module, result.module
+
+
+# An opaque op (no converter: run by torch / onnxruntime) is a barrier to every pass: the
+# opaque calls the cases of several passes hold.
+OPAQUE_CUMSUM = (
+    'opaque(%e, framework="torch", target="aten.cumsum.default", args=["%0", 1], '
+    'pure=PURE, type="f32[4, 8]")'
+)
+OPAQUE_ON_CONSTANT = (
+    'opaque(const(f32[3], [1.0, 2.0, 3.0]), framework="torch", target="aten.cumsum.default", '
+    'args=["%0", 0], pure=true, type="f32[3]")'
+)
+
+
+# ----- the Before/Expected tables of the pass tests -------------------------------------------
+# Each pass module compiler/passes/[replicas/]<m>.py has its cases in
+# tests/compiler/passes/[replicas/]test_<m>.py as ``CASES`` (RuleCases and KeepCases of the
+# passes that module registers), run by the two tests ``case_tests(CASES)`` makes;
+# test_pass_rules.py collects them all to check every pass has cases.
+
+
+def case_tests(cases: list) -> tuple[Any, Any]:
+    """``test_rule`` and ``test_guard`` of a test_<pass>.py's ``CASES``: each RuleCase through
+    :func:`verify_rule`, each KeepCase through :func:`verify_keep` (``test_guard`` is None
+    when there is no KeepCase)."""
+    import pytest
+
+    rules = [c for c in cases if isinstance(c, RuleCase)]
+    keeps = [c for c in cases if isinstance(c, KeepCase)]
+    assert len(rules) + len(keeps) == len(cases), "CASES holds only RuleCases and KeepCases"
+
+    @pytest.mark.parametrize("case", rules, ids=rule_ids(rules))
+    def test_rule(case):
+        verify_rule(case)
+
+    if not keeps:
+        return test_rule, None
+
+    @pytest.mark.parametrize("case", keeps, ids=rule_ids(keeps))
+    def test_guard(case):
+        verify_keep(case)
+
+    return test_rule, test_guard
+
+
+def case_module(pass_module: str) -> str:
+    """The test module holding the cases of a pass module (``compiler.passes.fold_constant``
+    -> ``tests.compiler.passes.test_fold_constant``)."""
+    package, _, name = pass_module.rpartition(".")
+    return f"tests.{package}.test_{name}"
+
+
+def collected_cases() -> dict[str, list]:
+    """Every pass module's cases: its dotted name -> the ``CASES`` of its test module ([] when
+    it has no test module or no CASES)."""
+    import importlib
+    import importlib.util
+
+    from compiler.passes.infra.library import pass_modules
+
+    out = {}
+    for module in pass_modules():
+        test_module = case_module(module)
+        found = importlib.util.find_spec(test_module) is not None
+        cases = getattr(importlib.import_module(test_module), "CASES", []) if found else []
+        out[module] = list(cases)
+    return out

@@ -8,6 +8,8 @@ from compiler.interpret import run
 from compiler.ir import Constant, assert_structural_equal, parse
 from compiler.passes import PipelineError
 from compiler.passes.bind_params import BindParams, bind_params
+from tests.compiler.passes.helpers import RuleCase as C
+from tests.compiler.passes.helpers import case_tests
 
 BEFORE = """
 def @main(%x: f32[2, 3], %w: f32[3, 2], %b: f32[2]) -> f32[3, 2] attrs {num_input = 1} {
@@ -102,3 +104,30 @@ def test_a_spec_string_cannot_carry_values():
     assert "bind-params needs the values to bind" in str(result.failure.error)
     with pytest.raises(PipelineError, match="has no option 'names'"):
         passes.build_pipeline("bind-params{names=[w]}")
+
+# ----- Before/Expected cases: a RuleCase needs its rule, a KeepCase is a guard's near miss
+# (tests/compiler/passes/test_pass_rules.py checks every pass has them)
+
+BIND_PARAMS = [
+    C(
+        BindParams({"w": np.array([1.0, 2.0, 3.0], dtype=np.float32)}),
+        "a parameter becomes a named constant; num_input counts the inputs left",
+        """
+def @main(%x: f32[3], %w: f32[3]) -> f32[3] attrs {num_input = 2} {
+  %y: f32[3] = add(%x, %w)
+  return %y
+}""",
+        """
+weights {
+  $w: f32[3] = [1.0, 2.0, 3.0]
+}
+
+def @main(%x: f32[3]) -> f32[3] attrs {num_input = 1} {
+  %y: f32[3] = add(%x, $w)
+  return %y
+}""",
+    ),
+]
+
+CASES = BIND_PARAMS
+test_rule, test_guard = case_tests(CASES)

@@ -8,7 +8,9 @@ from compiler.interpret import run
 from compiler.ir import DType, Module, assert_structural_equal, parse
 from compiler.passes import PipelineError
 from compiler.passes.convert_dtype import ConvertDtype, ToMixedPrecision
-from tests.compiler.passes.helpers import apply
+from tests.compiler.passes.helpers import OPAQUE_CUMSUM, apply, case_tests
+from tests.compiler.passes.helpers import KeepCase as K
+from tests.compiler.passes.helpers import RuleCase as C
 from tests.compiler.passes.test_decompose_ops import MODELS, model
 
 
@@ -247,3 +249,260 @@ def @main(%x: f32[4, 8]) -> f32[4, 8] {
     after = apply(before, "convert-dtype{dtype=bfloat16}")
     assert "bf16[4, 8] = exp" in str(after)
     assert_close(before, after, rtol=3e-2, atol=3e-2)
+
+# ----- Before/Expected cases: a RuleCase needs its rule, a KeepCase is a guard's near miss
+# (tests/compiler/passes/test_pass_rules.py checks every pass has them)
+
+CONVERT_DTYPE = [
+    C(
+        "convert-dtype{dtype=float16}",
+        "float32 inputs cast once at the start, the result cast back at the end",
+        """
+def @main(%x: f32[4], %i: i64[4]) -> f32[4] {
+  %e: f32[4] = exp(%x)
+  %c: f32[4] = cast(%i, dtype=f32)
+  %y: f32[4] = add(%e, %c)
+  return %y
+}""",
+        """
+def @main(%x: f32[4], %i: i64[4]) -> f32[4] {
+  %cast: f16[4] = cast(%x, dtype=f16)
+  %e: f16[4] = exp(%cast)
+  %c: f16[4] = cast(%i, dtype=f16)
+  %y: f16[4] = add(%e, %c)
+  %cast_1: f32[4] = cast(%y, dtype=f32)
+  return %cast_1
+}""",
+    ),
+    C(
+        "convert-dtype{dtype=float16}",
+        "a named weight gets a cast; an inline literal is converted in place",
+        """
+weights {
+  $w: f32[4] = [1, 2, 3, 4]
+}
+def @main(%x: f32[4]) -> f32[4] {
+  %a: f32[4] = multiply(%x, $w)
+  %y: f32[4] = add(%a, const(f32[], 0.5))
+  return %y
+}""",
+        """
+weights {
+  $w: f32[4] = [1.0, 2.0, 3.0, 4.0]
+}
+
+def @main(%x: f32[4]) -> f32[4] {
+  %cast: f16[4] = cast(%x, dtype=f16)
+  %cast_1: f16[4] = cast($w, dtype=f16)
+  %a: f16[4] = multiply(%cast, %cast_1)
+  %y: f16[4] = add(%a, const(f16[], 0.5))
+  %cast_2: f32[4] = cast(%y, dtype=f32)
+  return %cast_2
+}""",
+    ),
+    C(
+        "convert-dtype{dtype=float16}",
+        "a dtype attribute that says float32 says float16",
+        """
+def @main(%i: i64[3]) -> f32[3] {
+  %f: f32[3] = full(shape=[3], value=2.0, dtype=f32)
+  %c: f32[3] = cast(%i, dtype=f32)
+  %y: f32[3] = multiply(%c, %f)
+  return %y
+}""",
+        """
+def @main(%i: i64[3]) -> f32[3] {
+  %f: f16[3] = full(dtype=f16, shape=[3], value=2.0)
+  %c: f16[3] = cast(%i, dtype=f16)
+  %y: f16[3] = multiply(%c, %f)
+  %cast: f32[3] = cast(%y, dtype=f32)
+  return %cast
+}""",
+    ),
+    C(
+        "convert-dtype{dtype=float16}",
+        "a call of another function casts its arguments and result; an If is retyped",
+        """
+def @main(%x: f32[4], %c: bool[]) -> f32[] {
+  %r: f32[4] = if %c {
+    %t: f32[4] = tanh(%x)
+    yield %t
+  } else {
+    %e: f32[4] = exp(%x)
+    yield %e
+  }
+  %s: f32[] = call @total(%r)
+  return %s
+}
+def @total(%v: f32[4]) -> f32[] attrs {private = true} {
+  %s: f32[] = sum(%v)
+  return %s
+}""",
+        """
+def @main(%x: f32[4], %c: bool[]) -> f32[] {
+  %cast: f16[4] = cast(%x, dtype=f16)
+  %r: f16[4] = if %c {
+    %t: f16[4] = tanh(%cast)
+    yield %t
+  } else {
+    %e: f16[4] = exp(%cast)
+    yield %e
+  }
+  %cast_1: f32[4] = cast(%r, dtype=f32)
+  %total: f32[] = call @total(%cast_1)
+  %s: f16[] = cast(%total, dtype=f16)
+  %cast_2: f32[] = cast(%s, dtype=f32)
+  return %cast_2
+}
+
+def @total(%v: f32[4]) -> f32[] attrs {private = true} {
+  %cast: f16[4] = cast(%v, dtype=f16)
+  %s: f16[] = sum(%cast, axes=none, keepdims=false)
+  %cast_1: f32[] = cast(%s, dtype=f32)
+  return %cast_1
+}""",
+    ),
+    K(
+        "convert-dtype{dtype=float16}",
+        "a function computing nothing in float32",
+        """
+def @main(%i: i64[3]) -> i64[3] {
+  %y: i64[3] = add(%i, %i)
+  return %y
+}""",
+    ),
+    K(
+        "convert-dtype{dtype=float32}",
+        "anything when the dtype is float32 already",
+        """
+def @main(%x: f32[3]) -> f32[3] {
+  %y: f32[3] = exp(%x)
+  return %y
+}""",
+    ),
+]
+
+TO_MIXED_PRECISION = [
+    C(
+        "to-mixed-precision",
+        "matmul on float16 inputs, accumulating in float32 through out_dtype",
+        """
+weights {
+  $w: f32[3, 2] = [[1, 2], [3, 4], [5, 6]]
+}
+def @main(%x: f32[4, 3]) -> f32[4, 2] {
+  %m: f32[4, 2] = matmul(%x, $w)
+  %y: f32[4, 2] = relu(%m)
+  return %y
+}""",
+        """
+weights {
+  $w: f32[3, 2] = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+}
+
+def @main(%x: f32[4, 3]) -> f32[4, 2] {
+  %cast: f16[4, 3] = cast(%x, dtype=f16)
+  %cast_1: f16[3, 2] = cast($w, dtype=f16)
+  %m: f32[4, 2] = matmul(%cast, %cast_1, out_dtype=f32)
+  %y: f32[4, 2] = relu(%m)
+  return %y
+}""",
+    ),
+    C(
+        "to-mixed-precision{out_dtype=float16}",
+        "out_dtype float16: the result is cast back to float32",
+        """
+weights {
+  $w: f32[3, 2] = [[1, 2], [3, 4], [5, 6]]
+}
+def @main(%x: f32[4, 3]) -> f32[4, 2] {
+  %m: f32[4, 2] = matmul(%x, $w)
+  %y: f32[4, 2] = relu(%m)
+  return %y
+}""",
+        """
+weights {
+  $w: f32[3, 2] = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+}
+
+def @main(%x: f32[4, 3]) -> f32[4, 2] {
+  %cast: f16[4, 3] = cast(%x, dtype=f16)
+  %cast_1: f16[3, 2] = cast($w, dtype=f16)
+  %matmul: f16[4, 2] = matmul(%cast, %cast_1, out_dtype=f16)
+  %m: f32[4, 2] = cast(%matmul, dtype=f32)
+  %y: f32[4, 2] = relu(%m)
+  return %y
+}""",
+    ),
+    C(
+        "to-mixed-precision",
+        "conv2d on float16 inputs, accumulating in float32",
+        """
+weights {
+  $w: f32[2, 1, 1, 1] = [[[[3]]], [[[-2]]]]
+}
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2, 2, 2] {
+  %c: f32[1, 2, 2, 2] = conv2d(%x, $w)
+  return %c
+}""",
+        """
+weights {
+  $w: f32[2, 1, 1, 1] = [[[[3.0]]], [[[-2.0]]]]
+}
+
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2, 2, 2] {
+  %cast: f16[1, 1, 2, 2] = cast(%x, dtype=f16)
+  %cast_1: f16[2, 1, 1, 1] = cast($w, dtype=f16)
+  %c: f32[1, 2, 2, 2] = conv2d(%cast, %cast_1, data_layout="NCHW", dilation=[1, 1], groups=1,
+      kernel_layout="OIHW", out_dtype=f32, padding=[0, 0, 0, 0], strides=[1, 1])
+  return %c
+}""",
+    ),
+    K(
+        "to-mixed-precision",
+        "an op that is not compute-heavy",
+        """
+def @main(%x: f32[4, 3]) -> f32[4, 3] {
+  %y: f32[4, 3] = exp(%x)
+  return %y
+}""",
+    ),
+    K(
+        "to-mixed-precision",
+        "a matmul with no float32 input",
+        """
+def @main(%x: f16[4, 3], %w: f16[3, 2]) -> f16[4, 2] {
+  %m: f16[4, 2] = matmul(%x, %w)
+  return %m
+}""",
+    ),
+]
+
+# an opaque op (no converter: run by torch / onnxruntime) is a barrier to every pass
+OPAQUE = [
+    C(
+        "convert-dtype{dtype=float16}",
+        "an opaque op runs on the dtype it was recorded with, between casts",
+        f"""
+def @main(%x: f32[4, 8]) -> f32[4, 8] {{
+  %e: f32[4, 8] = exp(%x)
+  %c: f32[4, 8] = {OPAQUE_CUMSUM.replace("PURE", "true")}
+  %r: f32[4, 8] = exp(%c)
+  return %r
+}}""",
+        f"""
+def @main(%x: f32[4, 8]) -> f32[4, 8] {{
+  %cast: f16[4, 8] = cast(%x, dtype=f16)
+  %e: f16[4, 8] = exp(%cast)
+  %cast_1: f32[4, 8] = cast(%e, dtype=f32)
+  %c: f32[4, 8] = {OPAQUE_CUMSUM.replace("PURE", "true").replace("%e", "%cast_1")}
+  %c_1: f16[4, 8] = cast(%c, dtype=f16)
+  %r: f16[4, 8] = exp(%c_1)
+  %cast_2: f32[4, 8] = cast(%r, dtype=f32)
+  return %cast_2
+}}""",
+    ),
+]
+
+CASES = CONVERT_DTYPE + TO_MIXED_PRECISION + OPAQUE
+test_rule, test_guard = case_tests(CASES)

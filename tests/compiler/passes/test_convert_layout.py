@@ -8,7 +8,9 @@ from compiler.interpret import run
 from compiler.ir import Call, Module, assert_structural_equal, parse
 from compiler.passes import PipelineError
 from compiler.passes.convert_layout import ConvertLayout
-from tests.compiler.passes.helpers import apply
+from tests.compiler.passes.helpers import KeepCase as K
+from tests.compiler.passes.helpers import RuleCase as C
+from tests.compiler.passes.helpers import apply, case_tests
 from tests.compiler.passes.test_decompose_ops import assert_same_values, model
 
 NHWC = "convert-layout{layout=NHWC}"
@@ -208,3 +210,240 @@ def test_convnext_small_keeps_its_values():
 def test_running_twice_changes_nothing_the_second_time():
     once = apply(model("conv_bn_relu"), "decompose-ops," + NHWC)
     assert apply(once, NHWC) is once
+
+# ----- Before/Expected cases: a RuleCase needs its rule, a KeepCase is a guard's near miss
+# (tests/compiler/passes/test_pass_rules.py checks every pass has them)
+
+CONV = """
+weights {
+  $w: f32[2, 1, 1, 1] = [[[[3]]], [[[-2]]]]
+  $w2: f32[2, 2, 1, 1] = [[[[1]], [[2]]], [[[3]], [[4]]]]
+  $bias: f32[2, 1, 1] = [[[0.5]], [[-0.5]]]
+  $g: f32[2] = [1, 2]
+  $b: f32[2] = [0.5, -0.5]
+  $mean: f32[2] = [0.1, 0.2]
+  $var: f32[2] = [1, 4]
+}"""
+
+CONVERT_LAYOUT = [
+    C(
+        "convert-layout{layout=NHWC}",
+        "conv2d runs in NHWC / HWIO between permutes",
+        CONV
+        + """
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2, 2, 2] {
+  %c: f32[1, 2, 2, 2] = conv2d(%x, $w)
+  return %c
+}""",
+        """
+weights {
+  $w: f32[2, 1, 1, 1] = [[[[3.0]]], [[[-2.0]]]]
+}
+
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2, 2, 2] {
+  %permute_dims: f32[1, 2, 2, 1] = permute_dims(%x, axes=[0, 2, 3, 1])
+  %permute_dims_1: f32[1, 1, 1, 2] = permute_dims($w, axes=[2, 3, 1, 0])
+  %conv2d: f32[1, 2, 2, 2] = conv2d(%permute_dims, %permute_dims_1, data_layout="NHWC",
+      dilation=[1, 1], groups=1, kernel_layout="HWIO", out_dtype=none, padding=[0, 0, 0, 0],
+      strides=[1, 1])
+  %c: f32[1, 2, 2, 2] = permute_dims(%conv2d, axes=[0, 3, 1, 2])
+  return %c
+}""",
+        numbers=True,
+    ),
+    C(
+        "convert-layout{layout=NHWC}",
+        "a 2-D pool runs in NHWC",
+        """
+def @main(%x: f32[1, 2, 4, 4]) -> f32[1, 2, 2, 2] {
+  %p: f32[1, 2, 2, 2] = max_pool2d(%x, pool_size=[2, 2], strides=[2, 2])
+  return %p
+}""",
+        """
+def @main(%x: f32[1, 2, 4, 4]) -> f32[1, 2, 2, 2] {
+  %permute_dims: f32[1, 4, 4, 2] = permute_dims(%x, axes=[0, 2, 3, 1])
+  %max_pool2d: f32[1, 2, 2, 2] = max_pool2d(%permute_dims, ceil_mode=false, dilation=[1, 1],
+      layout="NHWC", padding=[0, 0, 0, 0], pool_size=[2, 2], strides=[2, 2])
+  %p: f32[1, 2, 2, 2] = permute_dims(%max_pool2d, axes=[0, 3, 1, 2])
+  return %p
+}""",
+        numbers=True,
+    ),
+    C(
+        "convert-layout{layout=NHWC}",
+        "the permute back sinks through relu and an add of constants; two convs need none",
+        CONV
+        + """
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2, 2, 2] {
+  %c: f32[1, 2, 2, 2] = conv2d(%x, $w)
+  %a: f32[1, 2, 2, 2] = add(%c, $bias)
+  %r: f32[1, 2, 2, 2] = relu(%a)
+  %d: f32[1, 2, 2, 2] = conv2d(%r, $w2)
+  return %d
+}""",
+        """
+weights {
+  $w: f32[2, 1, 1, 1] = [[[[3.0]]], [[[-2.0]]]]
+  $bias: f32[2, 1, 1] = [[[0.5]], [[-0.5]]]
+  $w2: f32[2, 2, 1, 1] = [[[[1.0]], [[2.0]]], [[[3.0]], [[4.0]]]]
+}
+
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2, 2, 2] {
+  %permute_dims: f32[1, 2, 2, 1] = permute_dims(%x, axes=[0, 2, 3, 1])
+  %permute_dims_1: f32[1, 1, 1, 2] = permute_dims($w, axes=[2, 3, 1, 0])
+  %conv2d: f32[1, 2, 2, 2] = conv2d(%permute_dims, %permute_dims_1, data_layout="NHWC",
+      dilation=[1, 1], groups=1, kernel_layout="HWIO", out_dtype=none, padding=[0, 0, 0, 0],
+      strides=[1, 1])
+  %unsqueeze: f32[1, 2, 1, 1] = unsqueeze($bias, axes=[0])
+  %permute_dims_2: f32[1, 1, 1, 2] = permute_dims(%unsqueeze, axes=[0, 2, 3, 1])
+  %add: f32[1, 2, 2, 2] = add(%conv2d, %permute_dims_2)
+  %relu: f32[1, 2, 2, 2] = relu(%add)
+  %permute_dims_3: f32[1, 1, 2, 2] = permute_dims($w2, axes=[2, 3, 1, 0])
+  %conv2d_1: f32[1, 2, 2, 2] = conv2d(%relu, %permute_dims_3, data_layout="NHWC", dilation=[1, 1],
+      groups=1, kernel_layout="HWIO", out_dtype=none, padding=[0, 0, 0, 0], strides=[1, 1])
+  %d: f32[1, 2, 2, 2] = permute_dims(%conv2d_1, axes=[0, 3, 1, 2])
+  return %d
+}""",
+        numbers=True,
+    ),
+    C(
+        "convert-layout{layout=NHWC}",
+        "the permute back sinks through batch_norm (axis renumbered)",
+        CONV
+        + """
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2, 2, 2] {
+  %c: f32[1, 2, 2, 2] = conv2d(%x, $w)
+  %n: f32[1, 2, 2, 2] = batch_norm(%c, $g, $b, $mean, $var)
+  %d: f32[1, 2, 2, 2] = conv2d(%n, $w2)
+  return %d
+}""",
+        """
+weights {
+  $w: f32[2, 1, 1, 1] = [[[[3.0]]], [[[-2.0]]]]
+  $g: f32[2] = [1.0, 2.0]
+  $b: f32[2] = [0.5, -0.5]
+  $mean: f32[2] = [0.1, 0.2]
+  $var: f32[2] = [1.0, 4.0]
+  $w2: f32[2, 2, 1, 1] = [[[[1.0]], [[2.0]]], [[[3.0]], [[4.0]]]]
+}
+
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2, 2, 2] {
+  %permute_dims: f32[1, 2, 2, 1] = permute_dims(%x, axes=[0, 2, 3, 1])
+  %permute_dims_1: f32[1, 1, 1, 2] = permute_dims($w, axes=[2, 3, 1, 0])
+  %conv2d: f32[1, 2, 2, 2] = conv2d(%permute_dims, %permute_dims_1, data_layout="NHWC",
+      dilation=[1, 1], groups=1, kernel_layout="HWIO", out_dtype=none, padding=[0, 0, 0, 0],
+      strides=[1, 1])
+  %batch_norm: f32[1, 2, 2, 2] = batch_norm(%conv2d, $g, $b, $mean, $var, axis=3, epsilon=1e-05)
+  %permute_dims_2: f32[1, 1, 2, 2] = permute_dims($w2, axes=[2, 3, 1, 0])
+  %conv2d_1: f32[1, 2, 2, 2] = conv2d(%batch_norm, %permute_dims_2, data_layout="NHWC",
+      dilation=[1, 1], groups=1, kernel_layout="HWIO", out_dtype=none, padding=[0, 0, 0, 0],
+      strides=[1, 1])
+  %d: f32[1, 2, 2, 2] = permute_dims(%conv2d_1, axes=[0, 3, 1, 2])
+  return %d
+}""",
+        numbers=True,
+    ),
+    C(
+        "convert-layout{layout=NHWC}",
+        "the permute back sinks through a reduction with keepdims (axes renumbered)",
+        CONV
+        + """
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2, 1, 1] {
+  %c: f32[1, 2, 2, 2] = conv2d(%x, $w)
+  %m: f32[1, 2, 1, 1] = mean(%c, axes=[2, 3], keepdims=true)
+  return %m
+}""",
+        """
+weights {
+  $w: f32[2, 1, 1, 1] = [[[[3.0]]], [[[-2.0]]]]
+}
+
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2, 1, 1] {
+  %permute_dims: f32[1, 2, 2, 1] = permute_dims(%x, axes=[0, 2, 3, 1])
+  %permute_dims_1: f32[1, 1, 1, 2] = permute_dims($w, axes=[2, 3, 1, 0])
+  %conv2d: f32[1, 2, 2, 2] = conv2d(%permute_dims, %permute_dims_1, data_layout="NHWC",
+      dilation=[1, 1], groups=1, kernel_layout="HWIO", out_dtype=none, padding=[0, 0, 0, 0],
+      strides=[1, 1])
+  %mean: f32[1, 1, 1, 2] = mean(%conv2d, axes=[1, 2], keepdims=true)
+  %m: f32[1, 2, 1, 1] = permute_dims(%mean, axes=[0, 3, 1, 2])
+  return %m
+}""",
+        numbers=True,
+    ),
+    C(
+        "convert-layout{layout=NHWC}",
+        "a reduction without keepdims over the spatial axes needs no permute back",
+        CONV
+        + """
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2] {
+  %c: f32[1, 2, 2, 2] = conv2d(%x, $w)
+  %m: f32[1, 2] = mean(%c, axes=[2, 3], keepdims=false)
+  return %m
+}""",
+        """
+weights {
+  $w: f32[2, 1, 1, 1] = [[[[3.0]]], [[[-2.0]]]]
+}
+
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2] {
+  %permute_dims: f32[1, 2, 2, 1] = permute_dims(%x, axes=[0, 2, 3, 1])
+  %permute_dims_1: f32[1, 1, 1, 2] = permute_dims($w, axes=[2, 3, 1, 0])
+  %conv2d: f32[1, 2, 2, 2] = conv2d(%permute_dims, %permute_dims_1, data_layout="NHWC",
+      dilation=[1, 1], groups=1, kernel_layout="HWIO", out_dtype=none, padding=[0, 0, 0, 0],
+      strides=[1, 1])
+  %m: f32[1, 2] = mean(%conv2d, axes=[1, 2], keepdims=false)
+  return %m
+}""",
+        numbers=True,
+    ),
+    C(
+        "convert-layout{layout=NHWC}",
+        "the permute back stays before an add of a value that is not a constant",
+        CONV
+        + """
+def @main(%x: f32[1, 1, 2, 2], %z: f32[1, 2, 2, 2]) -> f32[1, 2, 2, 2] {
+  %c: f32[1, 2, 2, 2] = conv2d(%x, $w)
+  %a: f32[1, 2, 2, 2] = add(%c, %z)
+  return %a
+}""",
+        """
+weights {
+  $w: f32[2, 1, 1, 1] = [[[[3.0]]], [[[-2.0]]]]
+}
+
+def @main(%x: f32[1, 1, 2, 2], %z: f32[1, 2, 2, 2]) -> f32[1, 2, 2, 2] {
+  %permute_dims: f32[1, 2, 2, 1] = permute_dims(%x, axes=[0, 2, 3, 1])
+  %permute_dims_1: f32[1, 1, 1, 2] = permute_dims($w, axes=[2, 3, 1, 0])
+  %conv2d: f32[1, 2, 2, 2] = conv2d(%permute_dims, %permute_dims_1, data_layout="NHWC",
+      dilation=[1, 1], groups=1, kernel_layout="HWIO", out_dtype=none, padding=[0, 0, 0, 0],
+      strides=[1, 1])
+  %c: f32[1, 2, 2, 2] = permute_dims(%conv2d, axes=[0, 3, 1, 2])
+  %a: f32[1, 2, 2, 2] = add(%c, %z)
+  return %a
+}""",
+        numbers=True,
+    ),
+    K(
+        "convert-layout{layout=NCHW}",
+        "a conv2d already in the layout asked for",
+        CONV
+        + """
+def @main(%x: f32[1, 1, 2, 2]) -> f32[1, 2, 2, 2] {
+  %c: f32[1, 2, 2, 2] = conv2d(%x, $w)
+  return %c
+}""",
+    ),
+    K(
+        "convert-layout{layout=NHWC}",
+        "a module without conv2d or pools (its permutes are not the pass's own)",
+        """
+def @main(%x: f32[1, 2, 3, 4]) -> f32[1, 3, 4, 2] {
+  %p: f32[1, 3, 4, 2] = permute_dims(%x, axes=[0, 2, 3, 1])
+  %r: f32[1, 3, 4, 2] = relu(%p)
+  return %r
+}""",
+    ),
+]
+
+CASES = CONVERT_LAYOUT
+test_rule, test_guard = case_tests(CASES)

@@ -15,7 +15,9 @@ from compiler.interpret import run
 from compiler.ir import Call, Module, assert_structural_equal, parse
 from compiler.passes import PipelineError
 from compiler.passes.decompose_ops import DecomposeOps
-from tests.compiler.passes.helpers import apply
+from tests.compiler.passes.helpers import KeepCase as K
+from tests.compiler.passes.helpers import RuleCase as C
+from tests.compiler.passes.helpers import apply, case_tests
 
 # ----- shared small models ----------------------------------------------------------------
 
@@ -339,3 +341,277 @@ def test_ops_option_selects_what_is_decomposed():
     assert apply(mlp, "decompose-ops{ops=[batch_norm,layer_norm]}") is mlp
     with pytest.raises(PipelineError, match="cannot decompose gelu"):
         passes.parse_pass("decompose-ops{ops=[gelu]}")
+
+# ----- Before/Expected cases: a RuleCase needs its rule, a KeepCase is a guard's near miss
+# (tests/compiler/passes/test_pass_rules.py checks every pass has them)
+
+DECOMPOSE = """
+weights {
+  $w: f32[3, 2] = [[1, 2], [3, 4], [5, 6]]
+  $b: f32[3] = [0.5, -0.5, 1]
+  $g: f32[3] = [1, 2, 3]
+  $mean: f32[3] = [0.1, 0.2, 0.3]
+  $var: f32[3] = [1, 4, 9]
+}"""
+
+DECOMPOSE_OPS = [
+    C(
+        "decompose-ops",
+        "linear(x, w) -> matmul(x, permute_dims(w))",
+        DECOMPOSE
+        + """
+def @main(%x: f32[4, 2]) -> f32[4, 3] {
+  %y: f32[4, 3] = linear(%x, $w)
+  return %y
+}""",
+        """
+weights {
+  $w: f32[3, 2] = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+}
+
+def @main(%x: f32[4, 2]) -> f32[4, 3] {
+  %permute_dims: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %y: f32[4, 3] = matmul(%x, %permute_dims, out_dtype=none)
+  return %y
+}""",
+        numbers=True,
+    ),
+    C(
+        "decompose-ops",
+        "linear(x, w, b) -> ... + b",
+        DECOMPOSE
+        + """
+def @main(%x: f32[4, 2]) -> f32[4, 3] {
+  %y: f32[4, 3] = linear(%x, $w, $b)
+  return %y
+}""",
+        """
+weights {
+  $w: f32[3, 2] = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+  $b: f32[3] = [0.5, -0.5, 1.0]
+}
+
+def @main(%x: f32[4, 2]) -> f32[4, 3] {
+  %permute_dims: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %matmul: f32[4, 3] = matmul(%x, %permute_dims, out_dtype=none)
+  %y: f32[4, 3] = add(%matmul, $b)
+  return %y
+}""",
+        numbers=True,
+    ),
+    C(
+        "decompose-ops",
+        "linear with out_dtype: the bias is cast to it",
+        DECOMPOSE
+        + """
+def @main(%x: f32[4, 2]) -> f16[4, 3] {
+  %y: f16[4, 3] = linear(%x, $w, $b, out_dtype=f16)
+  return %y
+}""",
+        """
+weights {
+  $w: f32[3, 2] = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+  $b: f32[3] = [0.5, -0.5, 1.0]
+}
+
+def @main(%x: f32[4, 2]) -> f16[4, 3] {
+  %permute_dims: f32[2, 3] = permute_dims($w, axes=[1, 0])
+  %matmul: f16[4, 3] = matmul(%x, %permute_dims, out_dtype=f16)
+  %cast: f16[3] = cast($b, dtype=f16)
+  %y: f16[4, 3] = add(%matmul, %cast)
+  return %y
+}""",
+    ),
+    C(
+        "decompose-ops",
+        "batch_norm -> x * scale + shift, unsqueezed along the channel axis",
+        DECOMPOSE
+        + """
+def @main(%x: f32[2, 3, 2]) -> f32[2, 3, 2] {
+  %y: f32[2, 3, 2] = batch_norm(%x, $g, $b, $mean, $var, epsilon=0.001)
+  return %y
+}""",
+        """
+weights {
+  $var: f32[3] = [1.0, 4.0, 9.0]
+  $g: f32[3] = [1.0, 2.0, 3.0]
+  $mean: f32[3] = [0.1, 0.2, 0.3]
+  $b: f32[3] = [0.5, -0.5, 1.0]
+}
+
+def @main(%x: f32[2, 3, 2]) -> f32[2, 3, 2] {
+  %add: f32[3] = add($var, const(f32[], 0.001))
+  %sqrt: f32[3] = sqrt(%add)
+  %divide: f32[3] = divide($g, %sqrt)
+  %unsqueeze: f32[3, 1] = unsqueeze(%divide, axes=[1])
+  %multiply: f32[2, 3, 2] = multiply(%x, %unsqueeze)
+  %multiply_1: f32[3] = multiply($mean, %divide)
+  %subtract: f32[3] = subtract($b, %multiply_1)
+  %unsqueeze_1: f32[3, 1] = unsqueeze(%subtract, axes=[1])
+  %y: f32[2, 3, 2] = add(%multiply, %unsqueeze_1)
+  return %y
+}""",
+        numbers=True,
+    ),
+    C(
+        "decompose-ops",
+        "batch_norm on the last axis needs no unsqueeze",
+        DECOMPOSE
+        + """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %y: f32[2, 3] = batch_norm(%x, $g, $b, $mean, $var, axis=-1, epsilon=0.001)
+  return %y
+}""",
+        """
+weights {
+  $var: f32[3] = [1.0, 4.0, 9.0]
+  $g: f32[3] = [1.0, 2.0, 3.0]
+  $mean: f32[3] = [0.1, 0.2, 0.3]
+  $b: f32[3] = [0.5, -0.5, 1.0]
+}
+
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %add: f32[3] = add($var, const(f32[], 0.001))
+  %sqrt: f32[3] = sqrt(%add)
+  %divide: f32[3] = divide($g, %sqrt)
+  %multiply: f32[2, 3] = multiply(%x, %divide)
+  %multiply_1: f32[3] = multiply($mean, %divide)
+  %subtract: f32[3] = subtract($b, %multiply_1)
+  %y: f32[2, 3] = add(%multiply, %subtract)
+  return %y
+}""",
+        numbers=True,
+    ),
+    C(
+        "decompose-ops",
+        "layer_norm over trailing axes -> (x - mean) * rsqrt(var + eps) * g + b",
+        DECOMPOSE
+        + """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %y: f32[2, 3] = layer_norm(%x, $g, $b, axes=[-1], epsilon=1e-05)
+  return %y
+}""",
+        """
+weights {
+  $g: f32[3] = [1.0, 2.0, 3.0]
+  $b: f32[3] = [0.5, -0.5, 1.0]
+}
+
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %mean: f32[2, 1] = mean(%x, axes=[1], keepdims=true)
+  %subtract: f32[2, 3] = subtract(%x, %mean)
+  %variance: f32[2, 1] = variance(%x, axes=[1], correction=0.0, keepdims=true)
+  %add: f32[2, 1] = add(%variance, const(f32[], 1e-05))
+  %rsqrt: f32[2, 1] = rsqrt(%add)
+  %multiply: f32[2, 3] = multiply(%subtract, %rsqrt)
+  %multiply_1: f32[2, 3] = multiply(%multiply, $g)
+  %y: f32[2, 3] = add(%multiply_1, $b)
+  return %y
+}""",
+        numbers=True,
+    ),
+    C(
+        "decompose-ops",
+        "layer_norm over leading axes reshapes g and b to x's rank",
+        DECOMPOSE
+        + """
+def @main(%x: f32[3, 2]) -> f32[3, 2] {
+  %y: f32[3, 2] = layer_norm(%x, $g, $b, axes=[0], epsilon=1e-05)
+  return %y
+}""",
+        """
+weights {
+  $g: f32[3] = [1.0, 2.0, 3.0]
+  $b: f32[3] = [0.5, -0.5, 1.0]
+}
+
+def @main(%x: f32[3, 2]) -> f32[3, 2] {
+  %mean: f32[1, 2] = mean(%x, axes=[0], keepdims=true)
+  %subtract: f32[3, 2] = subtract(%x, %mean)
+  %variance: f32[1, 2] = variance(%x, axes=[0], correction=0.0, keepdims=true)
+  %add: f32[1, 2] = add(%variance, const(f32[], 1e-05))
+  %rsqrt: f32[1, 2] = rsqrt(%add)
+  %multiply: f32[3, 2] = multiply(%subtract, %rsqrt)
+  %reshape: f32[3, 1] = reshape($g, allowzero=true, shape=[3, 1])
+  %multiply_1: f32[3, 2] = multiply(%multiply, %reshape)
+  %reshape_1: f32[3, 1] = reshape($b, allowzero=true, shape=[3, 1])
+  %y: f32[3, 2] = add(%multiply_1, %reshape_1)
+  return %y
+}""",
+        numbers=True,
+    ),
+    C(
+        "decompose-ops",
+        "attention with a float mask: softmax(q k^T * scale + mask) v",
+        """
+def @main(%q: f32[2, 3, 4], %k: f32[2, 5, 4], %v: f32[2, 5, 4], %m: f32[2, 3, 5]) -> f32[2, 3, 4] {
+  %a: f32[2, 3, 4] = scaled_dot_product_attention(%q, %k, %v, %m)
+  return %a
+}""",
+        """
+def @main(%q: f32[2, 3, 4], %k: f32[2, 5, 4], %v: f32[2, 5, 4], %m: f32[2, 3, 5]) -> f32[2, 3, 4] {
+  %permute_dims: f32[2, 4, 5] = permute_dims(%k, axes=[0, 2, 1])
+  %matmul: f32[2, 3, 5] = matmul(%q, %permute_dims, out_dtype=none)
+  %multiply: f32[2, 3, 5] = multiply(%matmul, const(f32[], 0.5))
+  %add: f32[2, 3, 5] = add(%multiply, %m)
+  %softmax: f32[2, 3, 5] = softmax(%add, axis=-1)
+  %a: f32[2, 3, 4] = matmul(%softmax, %v, out_dtype=none)
+  return %a
+}""",
+        numbers=True,
+    ),
+    C(
+        "decompose-ops",
+        "attention with a bool mask and is_causal: where(mask & tril(ones), s, -inf)",
+        """
+def @main(%q: f32[2, 3, 4], %k: f32[2, 5, 4], %v: f32[2, 5, 4], %m: bool[3, 5]) -> f32[2, 3, 4] {
+  %a: f32[2, 3, 4] = scaled_dot_product_attention(%q, %k, %v, %m, is_causal=true, scale=0.25)
+  return %a
+}""",
+        """
+def @main(%q: f32[2, 3, 4], %k: f32[2, 5, 4], %v: f32[2, 5, 4], %m: bool[3, 5]) -> f32[2, 3, 4] {
+  %ones: bool[3, 5] = ones(dtype=bool, shape=[3, 5])
+  %tril: bool[3, 5] = tril(%ones, k=0)
+  %logical_and: bool[3, 5] = logical_and(%m, %tril)
+  %permute_dims: f32[2, 4, 5] = permute_dims(%k, axes=[0, 2, 1])
+  %matmul: f32[2, 3, 5] = matmul(%q, %permute_dims, out_dtype=none)
+  %multiply: f32[2, 3, 5] = multiply(%matmul, const(f32[], 0.25))
+  %where: f32[2, 3, 5] = where(%logical_and, %multiply, const(f32[], -inf))
+  %softmax: f32[2, 3, 5] = softmax(%where, axis=-1)
+  %a: f32[2, 3, 4] = matmul(%softmax, %v, out_dtype=none)
+  return %a
+}""",
+    ),
+    K(
+        "decompose-ops",
+        "attention without a scale on a symbolic feature size",
+        """
+def @main(%q: f32[3, e], %k: f32[5, e], %v: f32[5, e]) -> f32[3, e] {
+  %a: f32[3, e] = scaled_dot_product_attention(%q, %k, %v)
+  return %a
+}""",
+    ),
+    K(
+        "decompose-ops{ops=[batch_norm]}",
+        "an op not in ops",
+        DECOMPOSE
+        + """
+def @main(%x: f32[4, 2]) -> f32[4, 3] {
+  %y: f32[4, 3] = linear(%x, $w, $b)
+  return %y
+}""",
+    ),
+    K(
+        "decompose-ops",
+        "an input of unknown rank",
+        DECOMPOSE
+        + """
+def @main(%x: f32[*]) -> f32[*] {
+  %y: f32[*] = linear(%x, $w, $b)
+  return %y
+}""",
+    ),
+]
+
+CASES = DECOMPOSE_OPS
+test_rule, test_guard = case_tests(CASES)

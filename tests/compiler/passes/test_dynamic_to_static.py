@@ -7,7 +7,9 @@ from compiler import passes
 from compiler.interpret import evaluate, run
 from compiler.ir import If, Module, parse, verify
 from tests.compiler.passes import helpers
-from tests.compiler.passes.helpers import apply
+from tests.compiler.passes.helpers import KeepCase as K
+from tests.compiler.passes.helpers import RuleCase as C
+from tests.compiler.passes.helpers import apply, case_tests
 
 PASS = "dynamic-to-static"
 
@@ -283,3 +285,174 @@ def test_is_recorded_as_one_step(spec):
     assert result.ok and result.snapshots[0].pass_name == "dynamic-to-static"
     assert result.snapshots[0].changed
     assert result.module.main.ret_type.shape == (13, 1, 1, 1)
+
+# ----- Before/Expected cases: a RuleCase needs its rule, a KeepCase is a guard's near miss
+# (tests/compiler/passes/test_pass_rules.py checks every pass has them)
+
+DYNAMIC_TO_STATIC = [
+    C(
+        "dynamic-to-static",
+        "shape_of a static value is a constant",
+        """
+def @main(%x: f32[2, 3]) -> i64[2] {
+  %s: i64[2] = shape_of(%x)
+  return %s
+}""",
+        """
+def @main(%x: f32[2, 3]) -> i64[2] {
+  return const(i64[2], [2, 3])
+}""",
+    ),
+    C(
+        "dynamic-to-static",
+        "a small integer call on constants is its value",
+        """
+def @main(%x: f32[2]) -> i64[3] {
+  %y: i64[3] = add(const(i64[3], [1, 2, 3]), const(i64[3], [10, 20, 30]))
+  return %y
+}""",
+        """
+def @main(%x: f32[2]) -> i64[3] {
+  return const(i64[3], [11, 22, 33])
+}""",
+    ),
+    C(
+        "dynamic-to-static",
+        "a constant shape input becomes the attribute; the types downstream become static",
+        """
+def @main(%x: f32[2, 3]) -> f32[?, ?] {
+  %y: f32[?, ?] = reshape(%x, const(i64[2], [3, 2]))
+  %z: f32[?, ?] = relu(%y)
+  return %z
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[3, 2] {
+  %y: f32[3, 2] = reshape(%x, allowzero=true, shape=[3, 2])
+  %z: f32[3, 2] = relu(%y)
+  return %z
+}""",
+    ),
+    C(
+        "dynamic-to-static",
+        "an If on a constant true is its then branch",
+        """
+def @main(%x: f32[2, 3]) -> f32[*] {
+  %o: f32[*] = if const(bool[], true) {
+    %a: f32[2, 3] = exp(%x)
+    yield %a
+  } else {
+    %b: f32[3, 2] = reshape(%x, shape=[3, 2])
+    yield %b
+  }
+  return %o
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %a: f32[2, 3] = exp(%x)
+  return %a
+}""",
+    ),
+    C(
+        "dynamic-to-static",
+        "an If on a constant false is its else branch",
+        """
+def @main(%x: f32[2, 3]) -> f32[*] {
+  %o: f32[*] = if const(bool[], false) {
+    %a: f32[2, 3] = exp(%x)
+    yield %a
+  } else {
+    %b: f32[3, 2] = reshape(%x, shape=[3, 2])
+    yield %b
+  }
+  return %o
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[3, 2] {
+  %b: f32[3, 2] = reshape(%x, allowzero=true, shape=[3, 2])
+  return %b
+}""",
+    ),
+    C(
+        "dynamic-to-static",
+        "an If whose branches now agree gets their type",
+        """
+def @main(%x: f32[2, 3], %c: bool[]) -> f32[*] {
+  %o: f32[*] = if %c {
+    %a: f32[2, 3] = exp(%x)
+    yield %a
+  } else {
+    %b: f32[2, 3] = relu(%x)
+    yield %b
+  }
+  return %o
+}""",
+        """
+def @main(%x: f32[2, 3], %c: bool[]) -> f32[2, 3] {
+  %o: f32[2, 3] = if %c {
+    %a: f32[2, 3] = exp(%x)
+    yield %a
+  } else {
+    %b: f32[2, 3] = relu(%x)
+    yield %b
+  }
+  return %o
+}""",
+    ),
+    C(
+        "dynamic-to-static",
+        "only the taken branch is rewritten (squeeze of a dim now known to be 2 is dropped)",
+        """
+def @main(%x: f32[2, 3]) -> f32[*] {
+  %r: f32[?, ?] = reshape(%x, const(i64[2], [3, 2]))
+  %s: i64[2] = shape_of(%r)
+  %d: i64[1] = take(%s, const(i64[1], [1]), axis=0)
+  %c: bool[1] = equal(%d, const(i64[1], [1]))
+  %o: f32[*] = if %c {
+    %q: f32[?] = squeeze(%r, axes=[1])
+    yield %q
+  } else {
+    %i: f32[?, ?] = identity(%r)
+    yield %i
+  }
+  return %o
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[3, 2] {
+  %r: f32[3, 2] = reshape(%x, allowzero=true, shape=[3, 2])
+  %i: f32[3, 2] = identity(%r)
+  return %i
+}""",
+    ),
+    K(
+        "dynamic-to-static",
+        "shape_of a value of symbolic shape",
+        """
+def @main(%x: f32[n, 3]) -> i64[2] {
+  %s: i64[2] = shape_of(%x)
+  return %s
+}""",
+    ),
+    K(
+        "dynamic-to-static",
+        "a float call on constants (data: fold-constant's job)",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %e: f32[2] = exp(const(f32[2], [0.0, 1.0]))
+  %y: f32[2] = add(%x, %e)
+  return %y
+}""",
+    ),
+    K(
+        "dynamic-to-static",
+        "an integer tensor bigger than a shape (1025 elements)",
+        """
+def @main(%x: i64[1025]) -> i64[1025] {
+  %z: i64[1025] = zeros(shape=[1025], dtype=i64)
+  %y: i64[1025] = add(%x, %z)
+  return %y
+}""",
+    ),
+]
+
+CASES = DYNAMIC_TO_STATIC
+test_rule, test_guard = case_tests(CASES)

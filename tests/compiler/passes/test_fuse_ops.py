@@ -8,6 +8,9 @@ from compiler.interpret import run
 from compiler.ir import FuncCall, Module, assert_structural_equal, parse, verify
 from compiler.ops import ANCHOR, get_op
 from compiler.passes.fuse_ops import FuseOps
+from tests.compiler.passes.helpers import OPAQUE_CUMSUM, case_tests
+from tests.compiler.passes.helpers import KeepCase as K
+from tests.compiler.passes.helpers import RuleCase as C
 from tests.compiler.passes.test_decompose_ops import MODELS, assert_same_values, model
 
 
@@ -432,3 +435,153 @@ def @main(%x: f32[n]) -> f32[n] {
     after = fuse(before)
     (fn,) = [f for f in after.functions.values() if f.attrs.get("primitive")]
     assert len(fn.params) == 1
+
+# ----- Before/Expected cases: a RuleCase needs its rule, a KeepCase is a guard's near miss
+# (tests/compiler/passes/test_pass_rules.py checks every pass has them)
+
+FUSE_OPS = [
+    C(
+        "fuse-ops",
+        "an anchor takes the elementwise ops after it",
+        """
+def @main(%x: f32[2, 3], %w: f32[3, 4]) -> f32[2, 4] {
+  %m: f32[2, 4] = matmul(%x, %w)
+  %a: f32[2, 4] = add(%m, const(f32[], 1.0))
+  %r: f32[2, 4] = relu(%a)
+  return %r
+}""",
+        """
+def @main(%x: f32[2, 3], %w: f32[3, 4]) -> f32[2, 4] {
+  %r: f32[2, 4] = call @fused_matmul_add_relu(%x, %w)
+  return %r
+}
+
+def @fused_matmul_add_relu(%x: f32[2, 3], %w: f32[3, 4]) -> f32[2, 4] attrs {primitive = true,
+    private = true} {
+  %m: f32[2, 4] = matmul(%x, %w, out_dtype=none)
+  %a: f32[2, 4] = add(%m, const(f32[], 1.0))
+  %r: f32[2, 4] = relu(%a)
+  return %r
+}""",
+        numbers=True,
+    ),
+    C(
+        "fuse-ops",
+        "an injective chain is one group",
+        """
+def @main(%x: f32[2, 3]) -> f32[6] {
+  %p: f32[3, 2] = permute_dims(%x, axes=[1, 0])
+  %r: f32[6] = reshape(%p, shape=[6])
+  return %r
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[6] {
+  %r: f32[6] = call @fused_permute_dims_reshape(%x)
+  return %r
+}
+
+def @fused_permute_dims_reshape(%x: f32[2, 3]) -> f32[6] attrs {primitive = true, private = true} {
+  %p: f32[3, 2] = permute_dims(%x, axes=[1, 0])
+  %r: f32[6] = reshape(%p, allowzero=true, shape=[6])
+  return %r
+}""",
+        numbers=True,
+    ),
+    C(
+        "fuse-ops",
+        "elementwise producers join the reduction after them",
+        """
+def @main(%x: f32[2, 3]) -> f32[2] {
+  %e: f32[2, 3] = exp(%x)
+  %s: f32[2] = sum(%e, axes=[1])
+  %r: f32[2] = relu(%s)
+  return %r
+}""",
+        """
+def @main(%x: f32[2, 3]) -> f32[2] {
+  %s: f32[2] = call @fused_exp_sum(%x)
+  %r: f32[2] = relu(%s)
+  return %r
+}
+
+def @fused_exp_sum(%x: f32[2, 3]) -> f32[2] attrs {primitive = true, private = true} {
+  %e: f32[2, 3] = exp(%x)
+  %s: f32[2] = sum(%e, axes=[1], keepdims=false)
+  return %s
+}""",
+        numbers=True,
+    ),
+    C(
+        "fuse-ops",
+        "a group never holds two anchors: the second matmul stays out of the add's group",
+        """
+def @main(%x: f32[2, 2], %y: f32[2, 2], %w: f32[2, 2]) -> f32[2, 2] {
+  %m: f32[2, 2] = matmul(%x, %w)
+  %n: f32[2, 2] = matmul(%y, %w)
+  %a: f32[2, 2] = add(%m, %n)
+  return %a
+}""",
+        """
+def @main(%x: f32[2, 2], %y: f32[2, 2], %w: f32[2, 2]) -> f32[2, 2] {
+  %n: f32[2, 2] = matmul(%y, %w, out_dtype=none)
+  %a: f32[2, 2] = call @fused_matmul_add(%x, %w, %n)
+  return %a
+}
+
+def @fused_matmul_add(%x: f32[2, 2], %w: f32[2, 2], %n: f32[2, 2]) -> f32[2, 2]
+    attrs {primitive = true, private = true} {
+  %m: f32[2, 2] = matmul(%x, %w, out_dtype=none)
+  %a: f32[2, 2] = add(%m, %n)
+  return %a
+}""",
+        numbers=True,
+    ),
+    K(
+        "fuse-ops",
+        "a group of one op",
+        """
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %e: f32[2, 3] = exp(%x)
+  return %e
+}""",
+    ),
+    K(
+        "fuse-ops",
+        "two anchors in a row",
+        """
+def @main(%x: f32[2, 2], %w: f32[2, 2]) -> f32[2, 2] {
+  %m: f32[2, 2] = matmul(%x, %w)
+  %n: f32[2, 2] = matmul(%m, %w)
+  return %n
+}""",
+    ),
+    K(
+        "fuse-ops",
+        "a value read twice outside (the group would not be convex)",
+        """
+def @main(%x: f32[2, 3]) -> (f32[2, 3], f32[2, 3]) {
+  %e: f32[2, 3] = exp(%x)
+  %r: f32[2, 3] = relu(%e)
+  %t: (f32[2, 3], f32[2, 3]) = (%e, %r)
+  return %t
+}""",
+    ),
+]
+
+# an opaque op (no converter: run by torch / onnxruntime) is a barrier to every pass
+OPAQUE = [
+    K(
+        "fuse-ops",
+        "an opaque op between elementwise ops (never fused)",
+        f"""
+def @main(%x: f32[4, 8]) -> f32[4, 8] {{
+  %e: f32[4, 8] = exp(%x)
+  %c: f32[4, 8] = {OPAQUE_CUMSUM.replace("PURE", "true")}
+  %r: f32[4, 8] = exp(%c)
+  return %r
+}}""",
+    ),
+]
+
+CASES = FUSE_OPS + OPAQUE
+test_rule, test_guard = case_tests(CASES)

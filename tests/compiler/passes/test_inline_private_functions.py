@@ -9,9 +9,11 @@ from compiler.ir import FuncCall, Function, Module, assert_structural_equal, par
 from compiler.ir.types import symbol_bindings
 from compiler.ir.verify import symbols_of
 from compiler.passes.inline_private_functions import calls_of
-from tests.compiler.ir_strategies import modules
+from tests.compiler.ir.ir_strategies import modules
 from tests.compiler.passes import helpers
-from tests.compiler.passes.helpers import apply
+from tests.compiler.passes.helpers import KeepCase as K
+from tests.compiler.passes.helpers import RuleCase as C
+from tests.compiler.passes.helpers import apply, case_tests
 
 PASS = "inline-private-functions"
 
@@ -265,3 +267,126 @@ def test_a_callee_symbol_becomes_the_callers_dim_in_attributes_and_types():
     assert " n" not in text.split("def @main")[1]
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     np.testing.assert_allclose(run(out, x)[0], np.exp(x), rtol=1e-6)
+
+# ----- Before/Expected cases: a RuleCase needs its rule, a KeepCase is a guard's near miss
+# (tests/compiler/passes/test_pass_rules.py checks every pass has them)
+
+INLINE = [
+    C(
+        "inline-private-functions",
+        "a call of a private function is its body; the function is dropped",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = call @f(%x)
+  %z: f32[2] = relu(%y)
+  return %z
+}
+def @f(%a: f32[2]) -> f32[2] attrs {private = true} {
+  %b: f32[2] = exp(%a)
+  %c: f32[2] = add(%b, %a)
+  return %c
+}""",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %b: f32[2] = exp(%x)
+  %y: f32[2] = add(%b, %x)
+  %z: f32[2] = relu(%y)
+  return %z
+}""",
+    ),
+    C(
+        "inline-private-functions",
+        "each call site gets its own copy",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = call @f(%x)
+  %z: f32[2] = call @f(%y)
+  return %z
+}
+def @f(%a: f32[2]) -> f32[2] attrs {private = true} {
+  %b: f32[2] = exp(%a)
+  return %b
+}""",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = exp(%x)
+  %z: f32[2] = exp(%y)
+  return %z
+}""",
+    ),
+    C(
+        "inline-private-functions",
+        "the callee's symbolic dims become the caller's",
+        """
+def @main(%x: f32[b, 3]) -> f32[3, b] {
+  %y: f32[3, b] = call @f(%x)
+  return %y
+}
+def @f(%a: f32[n, 3]) -> f32[3, n] attrs {private = true} {
+  %r: f32[3, n] = reshape(%a, shape=[3, n])
+  return %r
+}""",
+        """
+def @main(%x: f32[b, 3]) -> f32[3, b] {
+  %y: f32[3, b] = reshape(%x, allowzero=true, shape=[3, b])
+  return %y
+}""",
+    ),
+    C(
+        "inline-private-functions",
+        "a call inside an If branch is inlined into the branch",
+        """
+def @main(%x: f32[2], %c: bool[]) -> f32[2] {
+  %o: f32[2] = if %c {
+    %y: f32[2] = call @f(%x)
+    yield %y
+  } else {
+    yield %x
+  }
+  return %o
+}
+def @f(%a: f32[2]) -> f32[2] attrs {private = true} {
+  %b: f32[2] = exp(%a)
+  return %b
+}""",
+        """
+def @main(%x: f32[2], %c: bool[]) -> f32[2] {
+  %o: f32[2] = if %c {
+    %y: f32[2] = exp(%x)
+    yield %y
+  } else {
+    yield %x
+  }
+  return %o
+}""",
+    ),
+    K(
+        "inline-private-functions",
+        "a call of a public function",
+        """
+def @main(%x: f32[2]) -> f32[2] {
+  %y: f32[2] = call @f(%x)
+  return %y
+}
+def @f(%a: f32[2]) -> f32[2] {
+  %b: f32[2] = exp(%a)
+  return %b
+}""",
+    ),
+    K(
+        "inline-private-functions",
+        "a call whose callee dims cannot be told from the arguments (n*m given 12)",
+        """
+def @main(%x: f32[12]) -> f32[12] {
+  %y: f32[12] = call @f(%x)
+  return %y
+}
+def @f(%a: f32[n*m]) -> f32[n*m] attrs {private = true} {
+  %b: f32[n*m] = exp(%a)
+  return %b
+}""",
+    ),
+]
+
+CASES = INLINE
+test_rule, test_guard = case_tests(CASES)

@@ -9,7 +9,7 @@ from compiler import passes
 from compiler.interpret import InterpretError, run
 from compiler.ir import FuncCall, Module, Tuple, TupleType, assert_structural_equal, parse
 from compiler.ops.lazy_params import current_callbacks, lazy_callbacks
-from tests.compiler.ir_strategies import modules
+from tests.compiler.ir.ir_strategies import modules
 
 
 def apply(module: Module | str, spec: str) -> Module:

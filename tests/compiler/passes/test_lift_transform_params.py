@@ -7,9 +7,11 @@ from compiler import passes
 from compiler.interpret import run
 from compiler.ir import Module, Var, call, parse, verify
 from compiler.passes.lift_transform_params import substitute
-from tests.compiler.ir_strategies import modules
+from tests.compiler.ir.ir_strategies import modules
 from tests.compiler.passes import helpers
-from tests.compiler.passes.helpers import apply
+from tests.compiler.passes.helpers import KeepCase as K
+from tests.compiler.passes.helpers import RuleCase as C
+from tests.compiler.passes.helpers import apply, case_tests
 
 PASS = "lift-transform-params"
 
@@ -267,3 +269,143 @@ def test_composing_the_lifted_functions_preserves_results_of_random_modules(gen)
     got = composed(after, inputs[:k], inputs[k:]) if after is not module else want
     for g, w in zip(flatten(got), flatten(want), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+# ----- Before/Expected cases: a RuleCase needs its rule, a KeepCase is a guard's near miss
+# (tests/compiler/passes/test_pass_rules.py checks every pass has them)
+
+LIFT = [
+    C(
+        "lift-transform-params",
+        "weight-only bindings move to @main_transform_params",
+        """
+def @main(%x: f32[2, 3], %w: f32[3, 2]) -> f32[2, 3] attrs {num_input = 1} {
+  %wt: f32[2, 3] = permute_dims(%w, axes=[1, 0])
+  %we: f32[2, 3] = exp(%wt)
+  %y: f32[2, 3] = multiply(%x, %we)
+  return %y
+}""",
+        """
+def @main(%x: f32[2, 3], %we: f32[2, 3]) -> f32[2, 3] attrs {num_input = 1} {
+  %y: f32[2, 3] = multiply(%x, %we)
+  return %y
+}
+
+def @main_transform_params(%w: f32[3, 2]) -> (f32[2, 3],) attrs {num_input = 0,
+    transform_params_of = "main"} {
+  %wt: f32[2, 3] = permute_dims(%w, axes=[1, 0])
+  %we: f32[2, 3] = exp(%wt)
+  %transformed: (f32[2, 3],) = (%we,)
+  return %transformed
+}""",
+    ),
+    C(
+        "lift-transform-params",
+        "a weight main reads directly is passed through",
+        """
+def @main(%x: f32[3], %w: f32[3], %v: f32[3]) -> f32[3] attrs {num_input = 1} {
+  %e: f32[3] = exp(%w)
+  %a: f32[3] = add(%x, %e)
+  %y: f32[3] = multiply(%a, %v)
+  return %y
+}""",
+        """
+def @main(%x: f32[3], %v: f32[3], %e: f32[3]) -> f32[3] attrs {num_input = 1} {
+  %a: f32[3] = add(%x, %e)
+  %y: f32[3] = multiply(%a, %v)
+  return %y
+}
+
+def @main_transform_params(%w: f32[3], %v: f32[3]) -> (f32[3], f32[3]) attrs {num_input = 0,
+    transform_params_of = "main"} {
+  %e: f32[3] = exp(%w)
+  %transformed: (f32[3], f32[3]) = (%v, %e)
+  return %transformed
+}""",
+    ),
+    C(
+        "lift-transform-params",
+        "a constant-only binding main reads stays in main",
+        """
+def @main(%x: f32[3], %w: f32[3]) -> f32[3] attrs {num_input = 1} {
+  %k: f32[3] = exp(const(f32[3], [0.0, 1.0, 2.0]))
+  %e: f32[3] = exp(%w)
+  %a: f32[3] = add(%x, %e)
+  %y: f32[3] = add(%a, %k)
+  return %y
+}""",
+        """
+def @main(%x: f32[3], %e: f32[3]) -> f32[3] attrs {num_input = 1} {
+  %k: f32[3] = exp(const(f32[3], [0.0, 1.0, 2.0]))
+  %a: f32[3] = add(%x, %e)
+  %y: f32[3] = add(%a, %k)
+  return %y
+}
+
+def @main_transform_params(%w: f32[3]) -> (f32[3],) attrs {num_input = 0,
+    transform_params_of = "main"} {
+  %e: f32[3] = exp(%w)
+  %transformed: (f32[3],) = (%e,)
+  return %transformed
+}""",
+    ),
+    C(
+        "lift-transform-params",
+        "a constant-only binding only lifted bindings read moves with them",
+        """
+def @main(%x: f32[3], %w: f32[3]) -> f32[3] attrs {num_input = 1} {
+  %k: f32[3] = exp(const(f32[3], [0.0, 1.0, 2.0]))
+  %e: f32[3] = add(%w, %k)
+  %y: f32[3] = add(%x, %e)
+  return %y
+}""",
+        """
+def @main(%x: f32[3], %e: f32[3]) -> f32[3] attrs {num_input = 1} {
+  %y: f32[3] = add(%x, %e)
+  return %y
+}
+
+def @main_transform_params(%w: f32[3]) -> (f32[3],) attrs {num_input = 0,
+    transform_params_of = "main"} {
+  %k: f32[3] = exp(const(f32[3], [0.0, 1.0, 2.0]))
+  %e: f32[3] = add(%w, %k)
+  %transformed: (f32[3],) = (%e,)
+  return %transformed
+}""",
+    ),
+    K(
+        "lift-transform-params",
+        "a function without num_input",
+        """
+def @main(%x: f32[3], %w: f32[3]) -> f32[3] {
+  %e: f32[3] = exp(%w)
+  %y: f32[3] = add(%x, %e)
+  return %y
+}""",
+    ),
+    K(
+        "lift-transform-params",
+        "a function whose weights are only read with inputs",
+        """
+def @main(%x: f32[3], %w: f32[3]) -> f32[3] attrs {num_input = 1} {
+  %y: f32[3] = add(%x, %w)
+  return %y
+}""",
+    ),
+    K(
+        "lift-transform-params",
+        "a private function",
+        """
+def @main(%x: f32[3], %w: f32[3]) -> f32[3] {
+  %y: f32[3] = call @f(%x, %w)
+  return %y
+}
+def @f(%x: f32[3], %w: f32[3]) -> f32[3] attrs {num_input = 1, private = true} {
+  %e: f32[3] = exp(%w)
+  %y: f32[3] = add(%x, %e)
+  return %y
+}""",
+    ),
+]
+
+CASES = LIFT
+test_rule, test_guard = case_tests(CASES)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from compiler import passes
+from compiler.interpret import run
 from compiler.ir import Call, Module, parse
 from compiler.passes import (
     Instrument,
@@ -20,8 +21,8 @@ from compiler.passes import (
     register_pass,
 )
 from compiler.passes.dead_code_elimination import DeadCodeElimination as DCE
-from compiler.passes.manager import PassesInterrupted
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.infra.manager import PassesInterrupted
+from compiler.passes.infra.rewrite import rewrite_module
 
 TEXT = """
 weights {
@@ -133,7 +134,6 @@ def test_named_pipeline_is_one_step_with_nested_children(module):
     assert {"fold-constant", "dead-code-elimination"} <= set(expected)
     assert "relu" not in str(result.module)  # dead code went away
     x = np.ones((2, 3), np.float32)
-    from compiler.interpret import run
 
     np.testing.assert_allclose(run(result.module, x)[0], run(module, x)[0], rtol=1e-6)
 
@@ -302,3 +302,9 @@ def test_bad_pipeline_specs_say_what_is_wrong(spec, message):
 def test_pass_called_directly_runs_it(module):
     out = passes.parse_pass("fold-constant")(module)
     assert "exp(" not in str(out) and "$a.exp" in str(out)
+
+@pytest.mark.parametrize(
+    "alias, name", [("dce", "dead-code-elimination"), ("normalize", "infer-types")]
+)
+def test_aliases(alias, name):
+    assert passes.build_pipeline(alias).passes[0].name == name

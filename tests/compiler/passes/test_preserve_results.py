@@ -11,7 +11,7 @@ from compiler import models, passes
 from compiler.interpret import run
 from compiler.ir import verify
 from compiler.passes import PipelineError, build_pipeline
-from tests.compiler.ir_strategies import modules
+from tests.compiler.ir.ir_strategies import modules
 
 # Passes that change how a function is called, by design (``changes_signature``, checked in
 # test_calling.py); each has its own tests that compose the new signature (lift-transform-params,

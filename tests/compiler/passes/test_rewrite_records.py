@@ -1,6 +1,6 @@
 """Every rewrite rule has a Before/Expected case with its rewrite record (issue #34): run
 inside ``collect_rewrites``, each case turns ``before`` into ``expected`` (as in
-test_pass_rules.py, whose cases are reused by id) and records exactly the rule applications
+the pass's test_<pass>.py, whose cases are reused by id) and records exactly the rule applications
 listed here: ``(rule, matched, produced)`` named as the IR text names them (matched in the
 module before the pass, the root first; produced in the module after it, the root's
 replacement first; nodes the pass removed again are left out). Every rule of every rule table
@@ -15,8 +15,7 @@ import pytest
 from compiler import passes
 from compiler.ir import parse
 from compiler.passes import collect_rewrites, rule_tables
-from tests.compiler.passes import test_pass_rules
-from tests.compiler.passes.helpers import RuleCase, verify_rule
+from tests.compiler.passes.helpers import RuleCase, collected_cases, verify_rule
 
 TABLES = rule_tables()
 RULE_PASSES = {
@@ -32,7 +31,7 @@ RULE_PASSES = {
     "replica-dynamic-to-static-squeeze",
 }
 
-# cases of this file: rules no case of test_pass_rules.py needs
+# cases of this file: rules no case of a test_<pass>.py needs
 BITCAST = RuleCase(
     "convert-dtype{dtype=float16}",
     "an op refusing the new dtype runs in float32 between casts",
@@ -205,7 +204,8 @@ RECORDS: dict[str, list[tuple]] = {
     "the other (Relay)": [("replica-relay-onnx-if/broadcast-branch-to-like", ("o",), ("o",))],
 }
 
-CASES = {c.id: c for c in [*test_pass_rules.CASES, BITCAST] if c.id in RECORDS}
+ALL_CASES = [c for cases in collected_cases().values() for c in cases if isinstance(c, RuleCase)]
+RECORDED = {c.id: c for c in [*ALL_CASES, BITCAST] if c.id in RECORDS}
 
 
 def _records(case: RuleCase) -> list[tuple]:
@@ -223,12 +223,12 @@ def _records(case: RuleCase) -> list[tuple]:
 
 
 def test_every_listed_case_exists():
-    assert set(RECORDS) == set(CASES), set(RECORDS) ^ set(CASES)
+    assert set(RECORDS) == set(RECORDED), set(RECORDS) ^ set(RECORDED)
 
 
 @pytest.mark.parametrize("case_id", list(RECORDS))
 def test_rule_records(case_id):
-    assert _records(CASES[case_id]) == RECORDS[case_id]
+    assert _records(RECORDED[case_id]) == RECORDS[case_id]
 
 
 def test_the_local_rewrite_passes_are_rule_tables():

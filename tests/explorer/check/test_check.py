@@ -13,7 +13,7 @@ from compiler import models
 from compiler.ir import Call, Constant, FuncCall, Function, Module, Var, tensor
 from compiler.ir.provenance import Provenance
 from compiler.passes import Pass, register_pass
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.infra.rewrite import rewrite_module
 from explorer.check import CheckError, Finding, Report
 from tests.compiler.passes.test_dynamic_to_static import SEEDS_PAD_SQUEEZE, seeds_input
 from tests.compiler.passes.test_lazy_params import MODEL as LAZY_MODEL

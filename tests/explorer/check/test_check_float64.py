@@ -12,7 +12,7 @@ import explorer
 from compiler import models
 from compiler.ir import Call, Constant
 from compiler.passes import Pass, register_pass
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.infra.rewrite import rewrite_module
 from explorer.check.judge import FLOAT64_MULTIPLIER, judge_float64
 from tests.explorer.check.test_check import kinds
 

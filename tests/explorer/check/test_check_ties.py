@@ -13,7 +13,7 @@ import explorer
 from compiler.ir import Call, Constant, TupleGetItem
 from compiler.ir.provenance import Provenance
 from compiler.passes import Pass, register_pass
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.infra.rewrite import rewrite_module
 
 torch = pytest.importorskip("torch")
 

@@ -12,7 +12,7 @@ import explorer
 from compiler.interpret import ValueCache, evaluate
 from compiler.ir import Call, parse
 from compiler.passes import Pass, register_pass
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.infra.rewrite import rewrite_module
 from explorer.passlens.memo import _Memo, _MemoHooks
 
 CLIP = """

@@ -12,8 +12,8 @@ import explorer
 from compiler import models
 from compiler.ir import parse
 from explorer.passlens.convert import graph_of_module, module_size
-from tests.compiler.ir_strategies import modules
-from tests.compiler.test_loop import TEXT as LOOP_TEXT
+from tests.compiler.ir.ir_strategies import modules
+from tests.compiler.ir.test_loop import TEXT as LOOP_TEXT
 
 # an If, a call of a helper, a tuple, a weight and an unnamed constant, and names that could
 # take a node id the walk makes itself (`const3`, `return`)

@@ -11,7 +11,8 @@ from onnx import TensorProto, helper
 
 import explorer
 from compiler.frontend import UnsupportedOperatorError
-from compiler.ops import OpaqueOpError, opaque_run
+from compiler.opaque import run as opaque_run
+from compiler.ops import OpaqueOpError
 from explorer.store import TraceFileError, load
 from passlens.cli import main
 from tests.explorer.store.test_store import rewrite_member

@@ -18,7 +18,7 @@ import explorer
 from compiler import models
 from compiler.ir import Call, Constant, Function, Module, Var, parse, tensor
 from compiler.passes import Pass, register_pass
-from compiler.passes.rewrite import rewrite_module
+from compiler.passes.infra.rewrite import rewrite_module
 from explorer.reduce import NotReproducible, ReduceError, Reduction, reduce
 from tests.compiler.passes.test_lazy_params import NESTED
 from tests.test_seeds import pad_squeeze_onnx

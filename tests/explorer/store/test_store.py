@@ -17,7 +17,7 @@ from compiler.ir import Call, Constant, Expr, FuncCall, If, assert_structural_eq
 from compiler.ir.nodes import Block, Tuple, TupleGetItem
 from compiler.passes import Pass, PassError, register_pass
 from explorer.store import FORMAT, VERSION, RecordedError, TraceFileError, load, save
-from tests.compiler.ir_strategies import modules
+from tests.compiler.ir.ir_strategies import modules
 from tests.compiler.passes.test_lazy_params import NESTED
 from tests.compiler.passes.test_lift_transform_params import SEEDS_BEFORE
 
@@ -254,7 +254,7 @@ def test_non_builtin_errors_keep_their_type_name_and_message(tmp_path):
     loaded, _ = round_trip(trace, tmp_path)
     err = loaded.failure.error
     assert isinstance(err, RecordedError) and type(err).__name__ == "PassError"
-    assert err.type_module == "compiler.passes.manager"
+    assert err.type_module == "compiler.passes.infra.manager"
     assert str(err) == "cannot handle this add"
     assert loaded.failure.failed_node.op == "add"
     # saving a loaded trace again keeps the original type

@@ -11,6 +11,9 @@ from compiler import passes
 from compiler.interpret import evaluate
 from compiler.ir import Call, If, parse, print_module
 from compiler.passes import named_pipelines
+from tests.compiler.passes.helpers import KeepCase as K
+from tests.compiler.passes.helpers import RuleCase as C
+from tests.compiler.passes.helpers import case_tests
 from tests.compiler.passes.test_dynamic_to_static import (
     SEEDS_PAD_SQUEEZE,
     seeds_input,
@@ -89,3 +92,57 @@ def @main(%x: f32[2, 3], %c: bool[]) -> f32[*] {
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     got = evaluate(module, [x, np.array(False)]).outputs[0]
     np.testing.assert_array_equal(got, np.maximum(x, 0)[None])
+
+# ----- Before/Expected cases: a RuleCase needs its rule, a KeepCase is a guard's near miss
+# (tests/compiler/passes/test_pass_rules.py checks every pass has them)
+
+REPLICA_RELAY_IF = [
+    C(
+        "replica-relay-onnx-if",
+        "an If whose branches differ in rank: the lower one broadcast like the other (Relay)",
+        """
+def @main(%x: f32[3, 2], %c: bool[]) -> f32[*] {
+  %r: f32[3, 1, 2] = reshape(%x, shape=[3, 1, 2])
+  %o: f32[*] = if %c {
+    %q: f32[3, 2] = squeeze(%r, axes=[1])
+    yield %q
+  } else {
+    %i: f32[3, 1, 2] = identity(%r)
+    yield %i
+  }
+  return %o
+}""",
+        """
+def @main(%x: f32[3, 2], %c: bool[]) -> f32[3, ?, 2] {
+  %r: f32[3, 1, 2] = reshape(%x, allowzero=true, shape=[3, 1, 2])
+  %o: f32[3, ?, 2] = if %c {
+    %q: f32[3, 2] = squeeze(%r, axes=[1])
+    %i: f32[3, 1, 2] = identity(%r)
+    %broadcast_to_like: f32[3, 3, 2] = where(const(bool[], true), %q, %i)
+    yield %broadcast_to_like
+  } else {
+    %i_1: f32[3, 1, 2] = identity(%r)
+    yield %i_1
+  }
+  return %o
+}""",
+    ),
+    K(
+        "replica-relay-onnx-if",
+        "an If whose branches have one rank",
+        """
+def @main(%x: f32[3, 1, 2], %c: bool[]) -> f32[3, 1, 2] {
+  %o: f32[3, 1, 2] = if %c {
+    %q: f32[3, 1, 2] = relu(%x)
+    yield %q
+  } else {
+    %i: f32[3, 1, 2] = identity(%x)
+    yield %i
+  }
+  return %o
+}""",
+    ),
+]
+
+CASES = REPLICA_RELAY_IF
+test_rule, test_guard = case_tests(CASES)

@@ -9,7 +9,7 @@ import numpy as np
 
 from compiler.ir.nodes import Call, Constant, IRError
 from compiler.ir.op_registry import get_op
-from compiler.passes.manager import PassError
+from compiler.passes.infra.manager import PassError
 
 # For each op, which tensor inputs have an attribute form (input name -> attribute name).
 # Entries for inputs an op does not declare are ignored, so the table may name the ONNX-style

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from compiler.ir.nodes import Module
-from compiler.passes.manager import (
+from compiler.passes.infra.manager import (
     Instrument,
     PassContext,
     PassesInterrupted,
@@ -20,7 +20,7 @@ from compiler.passes.manager import (
     VerifyAfterEach,
     shown_name,
 )
-from compiler.passes.pipeline import build_pipeline
+from compiler.passes.infra.pipeline import build_pipeline
 
 
 def _skipped(

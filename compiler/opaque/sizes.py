@@ -1,4 +1,4 @@
-"""Sizing an opaque op before it runs (compiler/ops/opaque_run.py), and what runs when it cannot
+"""Sizing an opaque op before it runs (compiler/opaque/run.py), and what runs when it cannot
 be sized: the arguments come from a model, a trace or an IR file, untrusted.
 
 - **Bounds.** An op whose result size depends on its input *values* (``nonzero``,
@@ -33,12 +33,12 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from compiler.ops.opaque import OpaqueOpError
+from compiler.opaque.layout import OpaqueOpError
 
 MAX_RANK = 64
 """The most dims an opaque op's result may have (a ``ConstantOfShape`` of a 65-long shape)."""
@@ -76,16 +76,34 @@ def gib(n: int) -> str:
 # ----- torch: bounds from the actual inputs -----------------------------------------------------
 
 
-def _bind(op, args: list, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The call's arguments by the op's schema names, defaults filled in."""
-    bound: dict[str, Any] = {}
+def bind(op, target: str, args: Sequence[Any], kwargs: Iterable[tuple[str, Any]]) -> list:
+    """The call's arguments against ``op``'s torch schema: ``(parameter, value)`` pairs in
+    call order, the positional arguments then the keywords (``kwargs`` as ``(name, value)``
+    pairs). OpaqueOpError for more positional arguments than the schema has, or a keyword it
+    does not name. The one binder of the stored arguments (``run.check_torch_args``), the fake
+    run's (``run``'s sizing) and the bounds' (:func:`torch_bound`)."""
     params = list(op._schema.arguments)
-    for p, a in zip(params, args, strict=False):
-        bound[p.name] = a
-    for p in params:
-        if p.name in kwargs:
-            bound[p.name] = kwargs[p.name]
-        elif p.name not in bound:
+    positional = [p for p in params if not p.kwarg_only]
+    args = list(args)
+    if len(args) > len(positional):
+        raise OpaqueOpError(
+            f"torch {target} takes at most {len(positional)} positional arguments, the op "
+            f"gives {len(args)}"
+        )
+    by_name = {p.name: p for p in params}
+    bound = list(zip(positional, args, strict=False))
+    for name, value in kwargs:
+        if name not in by_name:
+            raise OpaqueOpError(f"torch {target} has no argument {name!r}")
+        bound.append((by_name[name], value))
+    return bound
+
+
+def _by_name(op, target: str, args: list, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The call's arguments by the op's schema names, defaults filled in."""
+    bound = {p.name: a for p, a in bind(op, target, args, kwargs.items())}
+    for p in op._schema.arguments:
+        if p.name not in bound:
             bound[p.name] = p.default_value if p.has_default_value() else None
     return bound
 
@@ -240,7 +258,7 @@ def torch_bound(target: str, op, args: list, kwargs: Mapping[str, Any]) -> float
     if fn is None:
         return None
     try:
-        return float(fn(_bind(op, args, kwargs)))
+        return float(fn(_by_name(op, target, args, kwargs)))
     except Exception as e:
         head = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise OpaqueOpError(
@@ -368,7 +386,7 @@ def memory_budget(what: str, budget: int):
                 raise BudgetError(
                     f"{what} needed more than {gib(budget)} (its output size could not be "
                     "known before it ran, so it ran under that budget: "
-                    "compiler.ops.opaque_run.MAX_RESULT_BYTES) and was stopped"
+                    "compiler.opaque.run.MAX_RESULT_BYTES) and was stopped"
                 ) from None
             raise
         finally:
@@ -450,7 +468,7 @@ def _timed(what: str):
     except subprocess.TimeoutExpired:
         raise BudgetError(
             f"{what} did not finish within {CHILD_SECONDS} s "
-            "(compiler.ops.opaque_sizes.CHILD_SECONDS) and was stopped"
+            "(compiler.opaque.sizes.CHILD_SECONDS) and was stopped"
         ) from None
 
 
@@ -461,7 +479,7 @@ def run_onnx_model(
     what: str,
     budget: int,
     fallback: bool = False,
-    budget_name: str = "compiler.ops.opaque_run.MAX_RESULT_BYTES",
+    budget_name: str = "compiler.opaque.run.MAX_RESULT_BYTES",
 ) -> tuple[list[np.ndarray], str | None]:
     """Run the serialized ONNX ``model`` on ``runtime`` (its inputs in order) with onnxruntime
     (CPUExecutionProvider) in a child process whose address space is limited to
@@ -660,6 +678,7 @@ __all__ = [
     "memory_budget",
     "onnx_bound",
     "run_onnx_model",
+    "bind",
     "torch_bound",
     "value_input",
 ]

@@ -125,7 +125,7 @@ def rule_tables() -> dict[str, tuple[Rule, ...]]:
 class Rules:
     """A pass's rule table applied with a context ``ctx`` (the pass's options and state, given
     to every pattern and rewrite). Called on a node it returns the first replacement a
-    matching rule gives (so it is a plain rule for :mod:`compiler.passes.rewrite`)."""
+    matching rule gives (so it is a plain rule for :mod:`compiler.passes.infra.rewrite`)."""
 
     def __init__(self, pass_name: str, rules: Sequence[Rule], ctx: Any = None):
         names = [r.name for r in rules]

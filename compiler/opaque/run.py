@@ -1,7 +1,7 @@
 """Running an ``opaque`` op (see compiler/ops/opaque.py) with its own framework.
 
 - Only what is known to be a pure computation runs, or what the person running it trusts
-  (compiler/ops/opaque_allow.py): anything else is refused before its name is looked up.
+  (compiler/opaque/allow.py): anything else is refused before its name is looked up.
 - torch: the op is found by attribute lookup only, ``torch.ops.<ns>.<name>.<overload>``, and
   must be an ``OpOverload`` (never a module imported, never a string evaluated). A custom op
   whose library this process has not imported is not there: the error says to import it.
@@ -22,20 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from compiler.ir.op_registry import OPAQUE, AttrSpec, TypeInferenceError, define_op
-from compiler.ir.types import DType, TensorType, TupleType, Type, torch_dtypes
-from compiler.ops.opaque import (
-    ONNX_DEFAULT_DOMAIN,
-    OpaqueOpError,
-    check_layout,
-    check_target,
-    result_type,
-    unescape,
-)
-from compiler.ops.opaque_sizes import (
+from compiler.ir.types import DType, TensorType, TupleType, torch_dtypes
+from compiler.opaque.layout import ONNX_DEFAULT_DOMAIN, OpaqueOpError, result_type, unescape
+from compiler.opaque.sizes import (
     MAX_RANK,
     MAX_VALUE_INPUT,
     BudgetError,
+    bind,
     captured_output,
     memory_budget,
     onnx_bound,
@@ -173,7 +166,7 @@ def _refuse_over_bound(what: str, bound: float) -> None:
         raise OpaqueOpError(
             f"{what} could make up to {bound:,.0f} bytes from these input values (its output "
             f"size depends on them), over the interpreter's limit of {MAX_RESULT_BYTES >> 30} "
-            "GiB for one value (compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
+            "GiB for one value (compiler.opaque.run.MAX_RESULT_BYTES); it was not run"
         ) from None
 
 
@@ -202,7 +195,7 @@ def _check_sizes_first(op, target: str, tensors: list, args: list, kwargs: dict,
     when its results would be over the interpreter's limit for one value: the arguments come
     from a model or a trace file, untrusted (``aten.full`` of [100000, 100000]). An op whose
     result size depends on the data (``nonzero``, ``repeat_interleave.Tensor``) is bounded
-    from the actual inputs instead (``opaque_sizes.TORCH_BOUNDS``); one with neither a size
+    from the actual inputs instead (``sizes.TORCH_BOUNDS``); one with neither a size
     nor a bound (a custom op without a fake kernel) runs under a memory budget: this returns
     that budget (a context manager) for the call, else None. A call sized before (same op,
     arguments and input shapes; never one sized from the values) is not sized again."""
@@ -223,18 +216,10 @@ def _check_sizes_first(op, target: str, tensors: list, args: list, kwargs: dict,
         UnsupportedOperatorException,
     )
 
-    params = list(op._schema.arguments)
-    by_name = {p.name: p for p in params}
-    valued = any(
-        isinstance(a, torch.Tensor) and "Tensor" not in str(p.type)
-        for p, a in [
-            *zip(params, args, strict=False),
-            *((by_name.get(k), v) for k, v in kwargs.items()),
-        ]
-        if p is not None
-    )
-    concrete = [_concrete(r, params[i] if i < len(params) else None) for i, r in enumerate(args)]
-    concrete_kw = {k: _concrete(r, by_name.get(k)) for k, r in kwargs.items()}
+    pairs = bind(op, target, args, kwargs.items())  # positional first, then the keywords
+    valued = any(isinstance(a, torch.Tensor) and "Tensor" not in str(p.type) for p, a in pairs)
+    concrete = [_concrete(r, p) for p, r in pairs[: len(args)]]
+    concrete_kw = {p.name: _concrete(r, p) for p, r in pairs[len(args) :]}
     mode = FakeTensorMode()
     try:
         with mode, captured_output(f"torch {target} (sized on fake tensors)"):
@@ -262,14 +247,14 @@ def _check_sizes_first(op, target: str, tensors: list, args: list, kwargs: dict,
     if any(t.dim() > MAX_RANK for t in tensors_out):
         raise OpaqueOpError(
             f"torch {target} would give a result of more than {MAX_RANK} dims for these "
-            "arguments (compiler.ops.opaque_sizes.MAX_RANK); it was not run"
+            "arguments (compiler.opaque.sizes.MAX_RANK); it was not run"
         )
     nbytes = sum(t.numel() * t.element_size() for t in tensors_out)
     if nbytes > MAX_RESULT_BYTES:
         raise OpaqueOpError(
             f"torch {target} would give {nbytes:,} bytes for these arguments, over the "
             f"interpreter's limit of {MAX_RESULT_BYTES >> 30} GiB for one value "
-            "(compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
+            "(compiler.opaque.run.MAX_RESULT_BYTES); it was not run"
         )
     if not valued:
         _remember_sized(key)
@@ -318,21 +303,7 @@ def check_torch_args(op, target: str, attrs: Mapping[str, Any]) -> None:
     A dtype must be a dtype (``f32``) or none; a layout or memory format none (torch's
     default: passlens never records one); a device none or ``"cpu"``; no more positional
     arguments than the schema has, no keyword it does not name."""
-    params = list(op._schema.arguments)
-    positional = [p for p in params if not p.kwarg_only]
-    args = list(attrs["args"])
-    if len(args) > len(positional):
-        raise OpaqueOpError(
-            f"torch {target} takes at most {len(positional)} positional arguments, the op "
-            f"gives {len(args)}"
-        )
-    by_name = {p.name: p for p in params}
-    bound = list(zip(positional, args, strict=False))
-    for name, value in attrs["kwargs"]:
-        if name not in by_name:
-            raise OpaqueOpError(f"torch {target} has no argument {name!r}")
-        bound.append((by_name[name], value))
-    for param, value in bound:
+    for param, value in bind(op, target, attrs["args"], attrs["kwargs"]):
         kind = str(param.real_type).removeprefix("Optional[").removesuffix("]")
         bad = None
         if kind == "ScalarType" and not (value is None or isinstance(value, DType)):
@@ -350,7 +321,7 @@ def check_torch_args(op, target: str, attrs: Mapping[str, Any]) -> None:
 
 def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
     """Call the torch op on ``values`` with the stored arguments; numpy in and out."""
-    from compiler.ops.opaque_allow import check_allowed
+    from compiler.opaque.allow import check_allowed
 
     target = attrs["target"]
     check_allowed("torch", target)  # before anything of it is looked up
@@ -494,7 +465,7 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
     numeric inputs as values): refuse the op when its results would be over the interpreter's
     limit for one value (``ConstantOfShape`` of a huge shape from an untrusted file) or of
     more than MAX_RANK dims. Results shape inference cannot size are bounded from the inputs
-    (``opaque_sizes.ONNX_BOUNDS``: NonZero, Unique, Compress, com.microsoft::Range); what has
+    (``sizes.ONNX_BOUNDS``: NonZero, Unique, Compress, com.microsoft::Range); what has
     no bound either runs under a memory budget: this returns that budget (a context manager)
     for the call, else None."""
     target = attrs["target"]
@@ -516,7 +487,7 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
     if target.endswith("::ConstantOfShape") and arrays and arrays[0].size > MAX_RANK:
         raise OpaqueOpError(
             f"onnxruntime {target} would give a result of {arrays[0].size:,} dims, more than "
-            f"{MAX_RANK} (compiler.ops.opaque_sizes.MAX_RANK); it was not run"
+            f"{MAX_RANK} (compiler.opaque.sizes.MAX_RANK); it was not run"
         )
     import onnx
     from onnx import helper, numpy_helper
@@ -553,7 +524,7 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
         if len(dims) > MAX_RANK:
             raise OpaqueOpError(
                 f"onnxruntime {target} would give a result of {len(dims):,} dims for these "
-                f"inputs, more than {MAX_RANK} (compiler.ops.opaque_sizes.MAX_RANK); "
+                f"inputs, more than {MAX_RANK} (compiler.opaque.sizes.MAX_RANK); "
                 "it was not run"
             )
         n = int(np.prod(dims, dtype=object)) if dims else 1
@@ -562,7 +533,7 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
         raise OpaqueOpError(
             f"onnxruntime {target} would give {total:,} bytes for these inputs, over "
             f"the interpreter's limit of {MAX_RESULT_BYTES >> 30} GiB for one value "
-            "(compiler.ops.opaque_run.MAX_RESULT_BYTES); it was not run"
+            "(compiler.opaque.run.MAX_RESULT_BYTES); it was not run"
         )
     _remember_sized(key)
     return None
@@ -570,7 +541,7 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
 
 def run_onnx(values: list, attrs: Mapping[str, Any]) -> Any:
     """Run the ONNX op in onnxruntime (a cached one-node model) on ``values``."""
-    from compiler.ops.opaque_allow import check_allowed
+    from compiler.opaque.allow import check_allowed
 
     check_allowed("onnx", attrs["target"])
     arrays = [np.ascontiguousarray(v).reshape(np.shape(v)) for v in values]  # 0-d stays 0-d
@@ -599,47 +570,3 @@ __all__ = [
     "run_onnx",
     "run_torch",
 ]
-
-
-# ----- the op ---------------------------------------------------------------------------------
-# Declared here, beside what runs it, so that compiler/ops/opaque.py (its layout, names and
-# types) imports nothing that runs it.
-
-
-def _infer(types: list[Type], attrs) -> Type:
-    check_target(attrs["framework"], attrs["target"])
-    check_layout(attrs, len(types))
-    for i, t in enumerate(types):
-        if not isinstance(t, TensorType):
-            raise TypeInferenceError(f"input {i} must be a tensor, got {t}")
-    if attrs["framework"] == "onnx":
-        if attrs["opset"] is None or attrs["opset"] < 1:
-            raise TypeInferenceError("an ONNX opaque op needs opset >= 1")
-        for i, a in enumerate(attrs["args"]):
-            if a is not None and not (isinstance(a, str) and isinstance(unescape(a), int)):
-                raise TypeInferenceError(f"ONNX input {i} must be an input reference or none")
-    return result_type(attrs["type"])
-
-
-def _compute(values: list, attrs) -> Any:
-    return run(values, attrs)
-
-
-define_op(
-    "opaque",
-    inputs=("*inputs?",),  # none or more
-    attrs={
-        "framework": AttrSpec("str", doc="who runs the op: torch or onnx"),
-        "target": AttrSpec("str", doc="the op: aten.sort.default, com.microsoft::FusedMatMul"),
-        "type": AttrSpec("str", doc="the result type the exporter recorded, in the text format"),
-        "args": AttrSpec("any", (), "positional arguments; '%i' is the i-th tensor input"),
-        "kwargs": AttrSpec("any", (), "keyword arguments (ONNX: attributes), [name, value]"),
-        "opset": AttrSpec("int", None, "ONNX: the version of the op's domain"),
-        "outputs": AttrSpec("ints", None, "ONNX: which node outputs the result holds"),
-        "pure": AttrSpec("bool", False, "no effect besides the result (DCE may drop it)"),
-    },
-    infer=_infer,
-    compute=_compute,
-    pattern=OPAQUE,
-    doc="An op passlens has no converter for, run by its own framework (torch, onnxruntime).",
-)

@@ -30,8 +30,8 @@ from compiler.ir import (
     sym,
 )
 from compiler.ir.parser import MAX_NESTING, ParseLimitError, tokenize
-from tests.compiler.ir_strategies import modules
-from tests.compiler.test_printer import SAMPLE, sample_module
+from tests.compiler.ir.ir_strategies import modules
+from tests.compiler.ir.test_printer import SAMPLE, sample_module
 
 n = sym("n")
 BIG = np.arange(40, dtype=np.float32).reshape(10, 4)

@@ -25,7 +25,7 @@ from compiler.ir.nodes import (
     remap_operands,
 )
 from compiler.ir.provenance import Provenance
-from compiler.passes import rules
+from compiler.passes.infra import rules
 
 Rule = Callable[[Expr], Expr | None]
 

@@ -1,4 +1,4 @@
-"""Every opaque op is sized before it runs (compiler/ops/opaque_sizes.py): an op whose output
+"""Every opaque op is sized before it runs (compiler/opaque/sizes.py): an op whose output
 size depends on its input values is bounded from them (or runs under a memory budget), and what
 it prints never reaches the terminal raw. Each attack is a crafted IR text: the op must be
 refused before it runs, naming the op and the limit; small cases still give numpy's values."""
@@ -18,8 +18,9 @@ pytest.importorskip("onnxruntime")
 
 from compiler.interpret import InterpretError, run  # noqa: E402
 from compiler.ir import parse  # noqa: E402
-from compiler.ops import opaque_run, opaque_sizes  # noqa: E402
-from compiler.ops.opaque_sizes import OpaqueOutputWarning, escape  # noqa: E402
+from compiler.opaque import run as opaque_run  # noqa: E402
+from compiler.opaque import sizes as opaque_sizes  # noqa: E402
+from compiler.opaque.sizes import OpaqueOutputWarning, escape  # noqa: E402
 
 
 @pytest.fixture
@@ -156,7 +157,7 @@ def test_every_listed_op_torch_tags_data_dependent_has_a_bound():
     on the data has a bound; an unlisted one runs only when trusted, under the budget. The
     committed list, not ``dir(torch.ops.aten)``, which holds only the packets this process
     has looked up so far."""
-    from compiler.ops import opaque_allow
+    from compiler.opaque import allow as opaque_allow
 
     tags = (torch.Tag.dynamic_output_shape, torch.Tag.data_dependent_output)
     missing = []

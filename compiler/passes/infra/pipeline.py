@@ -14,7 +14,7 @@ from typing import Any
 
 from compiler.errors import PasslensError
 from compiler.ir.types import DType
-from compiler.passes.manager import Pass, Sequential, get_pass_class
+from compiler.passes.infra.manager import Pass, Sequential, get_pass_class
 
 _NAMED: dict[str, str] = {}
 _ALIASES = {"dce": "dead-code-elimination"}

@@ -1,5 +1,10 @@
 """Helpers for type inference shared by the op families: input checks, symbolic
-broadcasting, axis normalisation. Each raises TypeInferenceError with a plain message."""
+broadcasting, axis normalisation. Each raises TypeInferenceError with a plain message.
+
+They sit in the IR, beside the op registry whose ``TypeInferenceError`` they raise, because
+they are not an op family (compiler/ops/ holds only those) and more than the ops use them: the
+frontends' converters and the backend's lowerings normalise axes and broadcast shapes the same
+way."""
 
 from __future__ import annotations
 

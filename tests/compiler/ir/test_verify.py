@@ -415,8 +415,8 @@ def test_every_error_passlens_raises_on_purpose_is_a_passlens_error():
     from compiler.frontend import FrontendError, UnsupportedOperatorError
     from compiler.interpret import InterpretError
     from compiler.ir.parser import ParseError
-    from compiler.passes.manager import PassError, PassFailed
-    from compiler.passes.pipeline import PipelineError
+    from compiler.passes.infra.manager import PassError, PassFailed
+    from compiler.passes.infra.pipeline import PipelineError
     from explorer.check import CheckError
     from passlens.cli import CLIError
 

@@ -21,8 +21,8 @@ from compiler.ir import (
     structural_hash,
     verify,
 )
-from tests.compiler.ir_strategies import modules
-from tests.compiler.test_parser import SEED_TEXTS
+from tests.compiler.ir.ir_strategies import modules
+from tests.compiler.ir.test_parser import SEED_TEXTS
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,7 +4,10 @@ calls, each of which a multi-threaded OpenBLAS splits across its threads and wai
 busy 2-core machine that wait made a 1 GiB matmul 30x slower than on one thread (13 s against
 0.4 s): its blocks go to ``parallel_chunks``'s threads instead, one BLAS thread each, as the
 compiled runtime (backend/runtime.py) runs its library calls. OpenBLAS is found among the
-loaded libraries (as threadpoolctl does); without it nothing changes."""
+loaded libraries (as threadpoolctl does); without it nothing changes.
+
+A module of compiler/ itself, not of compiler/ops/ (op families only) or compiler/backend/:
+both the interpreter's ops and the compiled runtime use it."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from compiler.errors import PasslensError
 from compiler.ir.nodes import Expr, Module
 from compiler.ir.types import DType
-from compiler.passes import rewrite, rules
+from compiler.passes.infra import rewrite, rules
 
 
 class PassError(PasslensError):
