@@ -617,7 +617,7 @@ def _probe(name: str, tmp: Path) -> tuple[str, int]:
             len(text),
         )
     if name.startswith("reduce: "):
-        from explorer.reduce.pipeline import units_of
+        from explorer.passlens.reduce.pipeline import units_of
 
         if "spec" in name:
             from compiler.passes import build_pipeline

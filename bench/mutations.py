@@ -427,7 +427,7 @@ MUTATIONS: list[Mutation] = [
     # ----- issue 31: four mutations the suite let pass
     M(
         "reduce-oracle-any-error",
-        "explorer/reduce/oracle.py",
+        "explorer/passlens/reduce/oracle.py",
         "if f.kind == self.kind and f.step.index in inside and _extra(f) == self.extra",
         "if f.kind == self.kind and f.step.index in inside",
         ("tests/explorer/reduce/test_reduce.py",),
@@ -588,7 +588,7 @@ MUTATIONS: list[Mutation] = [
     ),
     M(
         "reduce-earlier-failure-allowed",
-        "explorer/reduce/oracle.py",
+        "explorer/passlens/reduce/oracle.py",
         "if hits and self.first and any(",
         "if False and any(",
         ("tests/explorer/reduce/test_reduce.py",),
@@ -596,7 +596,7 @@ MUTATIONS: list[Mutation] = [
     ),
     M(
         "reduce-never-first",
-        "explorer/reduce/oracle.py",
+        "explorer/passlens/reduce/oracle.py",
         "first = not any(f.step.index < finding.step.index for f in report.failures)",
         "first = False",
         ("tests/explorer/reduce/test_reduce.py",),

@@ -10,8 +10,11 @@ An adapter says how a source is recorded through a pipeline into a ``Trace`` of 
 module's own ``graph_model()`` / ``text`` / ``texts``: the duck type every module shares), how
 the check runs its steps (:meth:`Adapter.check`, with one ``explorer.check.Options`` and a
 :class:`explorer.check.runner.StepRunner`), how a saved module of it is rebuilt
-(:meth:`Adapter.load_module`), how a finding is reduced (:meth:`Adapter.reduce`) and what it
-can do (:attr:`Adapter.capabilities`).
+(:meth:`Adapter.load_module`, :meth:`Adapter.after_load`), how a finding is reduced
+(:meth:`Adapter.reduce`), what its rules do (:meth:`Adapter.rule_doc`), how a step's module is
+written as ONNX (:meth:`Adapter.to_onnx`) and what it can do (:attr:`Adapter.capabilities`). A
+capability an adapter lacks raises :class:`Unsupported`, naming the compiler and what it
+cannot do.
 
 Every adapter lives in a folder of its own (passlens's in ``explorer.passlens.adapter``, TVM's in
 ``explorer.tvm.adapter``, Inductor's in ``explorer.inductor.adapter``; nothing outside an adapter's
@@ -26,10 +29,18 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from compiler import PasslensError
+
 # capability names
 NODE_ERRORS = "node_errors"  # the check compares values node by node
-REDUCE = "reduce"  # a finding can be reduced
+REDUCE = "reduce"  # a finding can be reduced (the adapter's ``reduce``)
 RECHECK_AFTER_LOAD = "recheck_after_load"  # a loaded trace can be checked again
+ONNX_EXPORT = "onnx_export"  # a step's module can be written as ONNX (the adapter's ``to_onnx``)
+
+
+class Unsupported(PasslensError, ValueError):
+    """An adapter was asked for what its compiler cannot do (a capability it lacks): the
+    message names the compiler and the capability."""
 
 
 class Adapter:
@@ -45,7 +56,7 @@ class Adapter:
     needs_inputs: bool = False
     #: keyword options of ``explore`` this compiler ignores (accepted for every compiler)
     ignored_options: tuple[str, ...] = ()
-    #: what it can do: a subset of NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD
+    #: what it can do: a subset of NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD, ONNX_EXPORT
     capabilities: frozenset[str] = frozenset()
 
     # ----- recording ----------------------------------------------------------------------
@@ -86,9 +97,24 @@ class Adapter:
         """How the check shared its work, in words (None: the default, value-cache counts)."""
         return None
 
-    #: ``reduce(report, finding, budget, progress)``: the compiler's own reducer; None: passlens's
-    #: (``explorer.reduce``), for an adapter with the REDUCE capability (else a ReduceError)
+    #: ``reduce(report, finding, budget, progress)``: the compiler's reducer, for an adapter
+    #: with the REDUCE capability (``explorer.reduce.reduce`` runs it; None: a ReduceError)
     reduce: Any = None
+
+    # ----- passlens-only capabilities (a default that says so) ----------------------------
+    def rule_doc(self, rule: str) -> str:
+        """What a rule of a step's rewrites does, in one line (``pass/rule`` or a pattern's
+        name); "" for a rule it has no words for (the default: every rule)."""
+        return ""
+
+    def to_onnx(self, module: Any) -> Any:
+        """A step's module as an ``onnx.ModelProto``, for an adapter with the ONNX_EXPORT
+        capability; raises ``explorer.interop.ExportError`` for a module it cannot write (the
+        message names the node and op), :class:`Unsupported` without the capability."""
+        raise Unsupported(
+            f"the {self.name} adapter cannot write a module as ONNX (it has no "
+            f"{ONNX_EXPORT!r} capability)"
+        )
 
     # ----- the store ----------------------------------------------------------------------
     #: ``save_module(module, writer) -> dict``: how a step's module is stored; None: as what it
@@ -101,6 +127,11 @@ class Adapter:
         """A stored module rebuilt from what it showed (``graph`` its decoded graph model;
         ``rec`` the checked record). Only compilers whose modules are stored so need it."""
         raise ValueError(f"a {self.name} trace stores no foreign modules")
+
+    def after_load(self, trace: Any) -> None:
+        """Called on a trace of this compiler read from a file, before ``load`` returns it:
+        what the file does not keep, made again (passlens: its modules' kernels). Runs none of
+        the trace's ops. The default does nothing."""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -154,9 +185,11 @@ def get_adapter(name: Any) -> Adapter:
 
 __all__ = [
     "NODE_ERRORS",
+    "ONNX_EXPORT",
     "RECHECK_AFTER_LOAD",
     "REDUCE",
     "Adapter",
+    "Unsupported",
     "adapter_names",
     "get_adapter",
     "is_adapter_name",

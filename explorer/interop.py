@@ -12,8 +12,9 @@ bytes are node attributes. Node data files next to it (the format of
 and, given a check report, by each node's max relative error against the reference; open them
 with ``model-explorer FILE.json --node_data_paths=A,B``.
 
-``format="onnx"``: the step's module as an ONNX file (``compiler.export.to_onnx``) for
-Netron; a step that cannot be written says which node and op stop it.
+``format="onnx"``: the step's module as an ONNX file for Netron, written by its compiler's
+adapter (``Adapter.to_onnx``, the ``onnx_export`` capability: passlens's exporter for its IR);
+a step that cannot be written says which node and op stop it.
 
 Every name and string comes from the model: the JSON is written with ``json.dumps``
 (``ensure_ascii``, no NaN or infinity), so any name (quotes, newlines, unicode) stays data.
@@ -97,8 +98,7 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 def _write_onnx(step: Step, path: Path) -> Path:
-    from compiler.export import to_onnx
-    from compiler.frontend import FrontendError  # what to_onnx raises (ExportError is one)
+    from explorer.adapters import Unsupported, get_adapter
 
     module = step.shown_module
     where = f"step {step.index} ({step.name})"
@@ -107,15 +107,15 @@ def _write_onnx(step: Step, path: Path) -> Path:
             f"{where} holds the {step.kind} graph, not an IR module: export the import step "
             "or a later one"
         )
-    compiler = getattr(module, "compiler", None)
-    if compiler is not None:
-        raise ExportError(
-            f"{where} holds a {compiler} module: ONNX export writes passlens's own IR; "
-            "use format='model-explorer' for its graph"
-        )
+    compiler = getattr(module, "compiler", None) or "passlens"  # passlens's IR names none
     try:
-        model = to_onnx(module)
-    except FrontendError as e:
+        model = get_adapter(compiler).to_onnx(module)  # the ONNX_EXPORT capability
+    except Unsupported:
+        raise ExportError(
+            f"{where} holds a {compiler} module, which its adapter cannot write as ONNX (ONNX "
+            "export writes passlens's own IR); use format='model-explorer' for its graph"
+        ) from None
+    except ExportError as e:
         raise ExportError(f"cannot write {where} as ONNX: {e}") from None
     path.write_bytes(model.SerializeToString())
     return path

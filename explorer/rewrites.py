@@ -9,7 +9,7 @@ Rewrites the same way (Inductor's pattern-matcher replacements, named by their p
 
 - ``step.rewrites``: the step's rewrites, in order;
 - :func:`rule_counts`: each rule with its number of applications; :func:`rule_doc` what a
-  rule does;
+  rule does (as the step's compiler's adapter says);
 - :func:`rewrites_of` (``step.rewrites_of(node)``): the rewrites of a step that matched or
   produced a node;
 - :func:`why` (``step.why(node)``): why a node of a step is what it is: the rule and the step
@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from compiler import passes
+from explorer.adapters import get_adapter, is_adapter_name
 
 MAX_NAMES = 64  # nodes a rewrite keeps per side (a bigger match is cut, and says so)
 MAX_WHY_NAMES = 8  # nodes a why line names (then "and N more")
@@ -92,12 +92,11 @@ def rule_counts(rewrites: Iterable[Rewrite]) -> dict[str, int]:
     return dict(counts.most_common())
 
 
-def rule_doc(rule: str) -> str:
-    """What a rule does, in one line (``compiler.passes.rule_tables``), for ``pass/rule``;
-    "" for a rule no table of this passlens has (another compiler's pattern, an old file)."""
-    pass_name, _, name = rule.partition("/")
-    table = passes.rule_tables().get(pass_name, ())
-    return next((r.doc for r in table if r.name == name), "")
+def rule_doc(rule: str, compiler: str = "passlens") -> str:
+    """What a rule does, in one line, as ``compiler``'s adapter says (``Adapter.rule_doc``:
+    passlens's reads its pass's rule table, for ``pass/rule``); "" for a rule it has no words
+    for (another compiler's pattern, a rule no table of this passlens has, an old file)."""
+    return get_adapter(compiler).rule_doc(rule) if is_adapter_name(compiler) else ""
 
 
 def rewrites_of(step: Any, node: str) -> list[Rewrite]:

@@ -100,6 +100,7 @@ def rewrites_html(step, report=None) -> str:
             note += f" Its nested passes did:<ul>{items}</ul>"
         return f"<div class='pl-rewrites pl-note' style='font:13px sans-serif'>{note}</div>"
     counts = rule_counts(rewrites)
+    compiler = getattr(step.trace, "compiler", "passlens")  # whose rules: its adapter's docs
     number = {rule: k for k, rule in enumerate(counts)}
     total = len(rewrites)
     all_label = f"all {_plural(total, 'rewrite')}"
@@ -115,7 +116,7 @@ def rewrites_html(step, report=None) -> str:
         choose = radio.format(k, "") if k < MAX_FILTERED_RULES else ""
         rule_rows.append(
             f"<tr><td><label>{choose}{esc(rule, 400)}</label></td><td class='num'>{n}</td>"
-            f"<td class='pl-rw-doc'>{esc(rule_doc(rule), 400)}</td></tr>"
+            f"<td class='pl-rw-doc'>{esc(rule_doc(rule, compiler), 400)}</td></tr>"
         )
         if k < MAX_FILTERED_RULES:
             label = f"{_plural(n, 'rewrite')} by {rule}"

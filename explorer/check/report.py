@@ -198,16 +198,9 @@ class Report:
         ``budget``: seconds; ``progress``: a callback, or None / True / False (see
         ``explorer.progress``); ``trust_ops``: opaque ops to run although not known to be pure
         computations, as for ``trace.check``. See ``explorer.reduce.reduce``."""
-        from explorer.adapters import get_adapter
-        from explorer.trust import trusting
-
-        adapter = get_adapter(getattr(self.trace, "compiler", "passlens"))
-        with trusting(self.trace, trust_ops):
-            if adapter.reduce is not None:  # the compiler's own reducer
-                return adapter.reduce(self, finding, budget=budget, progress=progress)
-            if not _reducer:
-                raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
-            return _reducer[0](self, finding, budget=budget, progress=progress)
+        if not _reducer:
+            raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
+        return _reducer[0](self, finding, budget=budget, progress=progress, trust_ops=trust_ops)
 
     def rows(self) -> list[dict]:
         """One row per step for a numerics table: step, depth, pass, status, max abs and max

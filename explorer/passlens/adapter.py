@@ -1,11 +1,20 @@
 """passlens's own compiler as an explorer adapter (registered by ``explorer.adapters`` on
 first use): ``explorer.passlens.record.explore`` records it, the check runs its steps with the
-interpreter (``explorer.passlens.check.Interpreter``: per-node values), ``explorer.reduce``
-reduces its findings, and its modules are saved as IR (``explorer.store``)."""
+interpreter (``explorer.passlens.check.Interpreter``: per-node values),
+``explorer.passlens.reduce`` reduces its findings, its modules are saved as IR
+(``explorer.store``) and get their kernels again once loaded (``explorer.passlens.backend``),
+its rule tables say what a rule does, and its exporter writes a step's module as ONNX."""
 
 from __future__ import annotations
 
-from explorer.adapters import NODE_ERRORS, RECHECK_AFTER_LOAD, REDUCE, Adapter, register_adapter
+from explorer.adapters import (
+    NODE_ERRORS,
+    ONNX_EXPORT,
+    RECHECK_AFTER_LOAD,
+    REDUCE,
+    Adapter,
+    register_adapter,
+)
 
 
 class PasslensAdapter(Adapter):
@@ -13,7 +22,7 @@ class PasslensAdapter(Adapter):
 
     name = "passlens"
     default_pipeline = "default"
-    capabilities = frozenset({NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD})
+    capabilities = frozenset({NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD, ONNX_EXPORT})
 
     def record(self, source, example_inputs, pipeline, progress, **options):
         from explorer.passlens.record import explore
@@ -25,6 +34,11 @@ class PasslensAdapter(Adapter):
 
         return check_passlens(trace, inputs, options)
 
+    def reduce(self, report, finding, budget, progress):
+        from explorer.passlens.reduce import reduce_passlens
+
+        return reduce_passlens(report, finding, budget=budget, progress=progress)
+
     def graph_model(self, module):
         from explorer.passlens.convert import graph_of_module
 
@@ -34,6 +48,31 @@ class PasslensAdapter(Adapter):
         from compiler.ir import print_module
 
         return {"ir": print_module(module)}
+
+    def rule_doc(self, rule):
+        """The doc of ``pass/rule`` in its pass's rule table (``compiler.passes.rule_tables``);
+        "" for a rule no table of this passlens has (another compiler's pattern, an old file)."""
+        from compiler import passes
+
+        pass_name, _, name = rule.partition("/")
+        table = passes.rule_tables().get(pass_name, ())
+        return next((r.doc for r in table if r.name == name), "")
+
+    def to_onnx(self, module):
+        """``compiler.export.to_onnx``; a module it cannot write raises ExportError."""
+        from compiler.export import to_onnx
+        from compiler.frontend import FrontendError  # what to_onnx raises (ExportError is one)
+        from explorer.interop import ExportError
+
+        try:
+            return to_onnx(module)
+        except FrontendError as e:
+            raise ExportError(str(e)) from None
+
+    def after_load(self, trace):
+        from explorer.passlens.backend import relower
+
+        relower(trace)
 
 
 ADAPTER = register_adapter(PasslensAdapter())

@@ -1,5 +1,6 @@
 """What a step after legalize-ops or codegen adds: which stage it is at, its backend texts
-(loop IR, LLVM IR, assembly), its executable and the size of its exported artifact.
+(loop IR, LLVM IR, assembly), its executable and the size of its exported artifact; and
+:func:`relower`, a loaded trace's kernels made again (the adapter's ``after_load``).
 
 A step of passlens's own compiler holds a ``compiler.ir.Module`` (whose kernels it holds,
 ``compiler.backend``); another compiler's step holds an adapter's module, which answers for
@@ -91,3 +92,49 @@ def artifact_bytes(step: BackendStep) -> int | None:
         return None
     with tempfile.TemporaryDirectory(prefix="passlens-artifact-") as tmp:
         return exe.export(Path(tmp) / "model.plz")
+
+
+def relower(trace: Any) -> None:
+    """A module holds its kernels, and a file keeps none: give a loaded trace's modules their
+    kernels again, by running its legalize-ops steps on the modules they were given (lowering
+    is deterministic and kernels are named by content, so the same names come back), then
+    giving every loaded module that calls them one set of those kernels (the step's module is
+    the same module with its kernels: same functions, same nodes). Compiled code is then made
+    when a kernel first runs. A kernel that does not come back stays missing: running it says
+    so. Only legalize-ops itself runs, whatever spec the file records (its options change
+    whether it fails, not the kernels), so a file cannot make loading run other passes."""
+    lowering = [
+        s
+        for s in trace.steps
+        if s.kind == "pass"
+        and s.name == "legalize-ops"
+        and not s.failed
+        and isinstance(s.before, Module)
+        and isinstance(s.module, Module)
+    ]
+    if not lowering:
+        return
+    from compiler import passes
+    from compiler.backend import KernelSet, missing_kernels, module_kernels, with_kernels
+
+    found = KernelSet()
+    for s in lowering:
+        if missing_kernels(s.module):  # the pass by its name only: nothing else is run
+            result = passes.run(s.before, "legalize-ops", record=False)
+            found = found.with_kernels(module_kernels(result.module).values())
+    if not found:
+        return
+    held: dict[int, Module] = {}
+
+    def with_found(m: Any) -> Any:
+        if not isinstance(m, Module) or not missing_kernels(m):
+            return m
+        if id(m) not in held:
+            held[id(m)] = with_kernels(m, found)
+        return held[id(m)]
+
+    for s in trace.steps:  # one new module per loaded one, so steps still share theirs
+        if s.module is not None:
+            s.module = with_found(s.module)
+        if s.snapshot is not None and s.before is not None:
+            s.before = with_found(s.before)

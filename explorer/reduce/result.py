@@ -12,13 +12,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from explorer.reduce.testfile import WEIGHTS_FILE, write_weights
-
 if TYPE_CHECKING:
     from explorer.check import Finding, Report
     from explorer.trace import Trace
 
 FILES = ("reduced.passlens", "reduced.ir", "pipeline.txt", "test_reduced.py")
+WEIGHTS_FILE = "weights.npz"
+
+
+def write_weights(file, saved: dict[str, np.ndarray]) -> None:
+    """The saved weights in an .npz file (a path or a binary file object), by position: the
+    k-th is ``arr_k`` and the test file lists the names in that order. Names are never
+    keywords of ``np.savez`` (a weight named ``file`` or ``allow_pickle`` would be one)."""
+    np.savez(file, *saved.values())
 
 
 @dataclass(eq=False)

@@ -39,7 +39,7 @@ from compiler.ir import (
     parse_type,
 )
 from compiler.passes import SkippedPass
-from explorer.adapters import is_adapter_name
+from explorer.adapters import get_adapter, is_adapter_name
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportReader
 from explorer.store.errors import _decode_error
@@ -84,7 +84,7 @@ def load(path: str | os.PathLike, trust_ops=None) -> Trace:
             reader = _Reader(zf, path, manifest)
             trace = reader.trace()
             trace.report = reader.report(trace)
-            _relower(trace)
+            get_adapter(trace.compiler).after_load(trace)  # passlens: its kernels again
             trace.trusted_ops = trusted
             return trace
         except (TraceFileError, LimitError):
@@ -94,52 +94,6 @@ def load(path: str | os.PathLike, trust_ops=None) -> Trace:
             raise TraceFileError(
                 f"{path}: damaged passlens trace file ({type(e).__name__}: {str(what)[:300]})"
             ) from None
-
-
-def _relower(trace: Trace) -> None:
-    """A module holds its kernels, and a file keeps none: give a loaded trace's modules their
-    kernels again, by running its legalize-ops steps on the modules they were given (lowering
-    is deterministic and kernels are named by content, so the same names come back), then
-    giving every loaded module that calls them one set of those kernels (the step's module is
-    the same module with its kernels: same functions, same nodes). Compiled code is then made
-    when a kernel first runs. A kernel that does not come back stays missing: running it says
-    so. Only legalize-ops itself runs, whatever spec the file records (its options change
-    whether it fails, not the kernels), so a file cannot make loading run other passes."""
-    lowering = [
-        s
-        for s in trace.steps
-        if s.kind == "pass"
-        and s.name == "legalize-ops"
-        and not s.failed
-        and isinstance(s.before, Module)
-        and isinstance(s.module, Module)
-    ]
-    if not lowering:
-        return
-    from compiler import passes
-    from compiler.backend import KernelSet, missing_kernels, module_kernels, with_kernels
-
-    found = KernelSet()
-    for s in lowering:
-        if missing_kernels(s.module):  # the pass by its name only: nothing else is run
-            result = passes.run(s.before, "legalize-ops", record=False)
-            found = found.with_kernels(module_kernels(result.module).values())
-    if not found:
-        return
-    held: dict[int, Module] = {}
-
-    def with_found(m: Any) -> Any:
-        if not isinstance(m, Module) or not missing_kernels(m):
-            return m
-        if id(m) not in held:
-            held[id(m)] = with_kernels(m, found)
-        return held[id(m)]
-
-    for s in trace.steps:  # one new module per loaded one, so steps still share theirs
-        if s.module is not None:
-            s.module = with_found(s.module)
-        if s.snapshot is not None and s.before is not None:
-            s.before = with_found(s.before)
 
 
 def read_manifest(path: str | os.PathLike) -> dict:

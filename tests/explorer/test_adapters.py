@@ -454,3 +454,97 @@ def test_no_step_runner_overrides_a_private_method_of_the_runner():
     assert bad == []
     runners = {name for _, name, bases, _ in classes if bases & family}
     assert {"Interpreter", "TVMStepRunner", "InductorStepRunner", "ChainRunner"} <= runners
+
+
+# ----- passlens-only capabilities are adapter methods (issue 40) -------------------------------
+
+
+@pytest.mark.parametrize("name", ["tvm", "inductor", NAME])
+def test_a_passlens_only_capability_asked_of_another_compiler_says_so(adapter, name):
+    """ONNX export, a rule's doc and reduction are the passlens adapter's: another compiler's
+    adapter (TVM's and Inductor's are asked without importing tvm or running torch.compile)
+    answers ``to_onnx`` with one clear passlens error naming it, and has no rule docs."""
+    from compiler import PasslensError
+    from explorer.adapters import ONNX_EXPORT, Unsupported
+
+    other = get_adapter(name)
+    assert ONNX_EXPORT not in other.capabilities
+    with pytest.raises(Unsupported, match=f"the {name} adapter cannot write a module as ONNX"):
+        other.to_onnx(object())
+    assert issubclass(Unsupported, PasslensError)
+    assert other.rule_doc("fold-constant/fold-call") == ""
+    assert other.after_load(None) is None  # nothing a file leaves out to make again
+    passlens = get_adapter("passlens")
+    assert ONNX_EXPORT in passlens.capabilities
+    assert passlens.rule_doc("fold-constant/fold-call").startswith("op(constants...)")
+    assert explorer.rewrites.rule_doc("fold-constant/fold-call", name) == ""
+    assert explorer.rewrites.rule_doc("fold-constant/fold-call", "no-such-compiler") == ""
+
+
+def test_onnx_export_rule_docs_and_reduce_go_through_the_traces_adapter(adapter, trace, tmp_path):
+    """``export(format="onnx")``, ``rule_doc`` and ``reduce`` ask the step's compiler's adapter:
+    without the capability a clear error, with it the adapter's own answer."""
+    from explorer.adapters import ONNX_EXPORT, REDUCE
+    from explorer.interop import ExportError, export
+    from explorer.reduce import ReduceError, reduce
+
+    with pytest.raises(ExportError, match=f"holds a {NAME} module, which its adapter cannot"):
+        export(trace, "drop_identity", tmp_path / "x.onnx", format="onnx")
+    report = trace.check()
+    calls = []
+
+    class Model:
+        def SerializeToString(self):
+            return b"onnx bytes"
+
+    class Capable(ChainAdapter):
+        capabilities = frozenset({ONNX_EXPORT, REDUCE})
+
+        def to_onnx(self, module):
+            if module.nodes and module.nodes[0].op == "boom":
+                raise ExportError("node boom: op boom has no ONNX lowering")
+            calls.append(("to_onnx", module))
+            return Model()
+
+        def rule_doc(self, rule):
+            return f"what {rule} does"
+
+        def reduce(self, report, finding, budget, progress):
+            calls.append(("reduce", finding, budget, progress))
+            return "reduced"
+
+    register_adapter(Capable())
+    try:
+        (path,) = export(trace, "drop_identity", tmp_path / "x.onnx", format="onnx")
+        assert path.read_bytes() == b"onnx bytes"
+        assert calls.pop() == ("to_onnx", trace["drop_identity"].shown_module)
+        boom = explorer.explore([Node("b", "boom")], X, compiler=NAME, pipeline="good")
+        with pytest.raises(ExportError, match=r"cannot write step 0 \(numpy chain\) as ONNX: "
+                           "node boom: op boom has no ONNX lowering"):
+            export(boom, 0, tmp_path / "y.onnx", format="onnx")
+        assert explorer.rewrites.rule_doc("r1", NAME) == "what r1 does"
+        assert report.reduce(2, budget=5) == "reduced"
+        assert reduce(report, budget=7, progress=False) == "reduced"
+        assert calls == [("reduce", 2, 5, None), ("reduce", None, 7, False)]
+    finally:
+        register_adapter(ChainAdapter())
+    with pytest.raises(ReduceError, match=f"cannot shrink a {NAME} trace"):
+        reduce(report)
+
+
+def test_loading_a_trace_calls_its_adapters_after_load(adapter, trace, tmp_path):
+    """What a file leaves out is made again by the trace's adapter (passlens: its kernels),
+    once, before ``load`` returns; another compiler's adapter sees only its own traces."""
+    seen = []
+
+    class Hooked(ChainAdapter):
+        def after_load(self, loaded):
+            seen.append((loaded.compiler, [s.name for s in loaded.steps]))
+
+    path = trace.save(tmp_path / "chain.passlens")
+    register_adapter(Hooked())
+    try:
+        loaded = explorer.load(path)
+    finally:
+        register_adapter(ChainAdapter())
+    assert seen == [(NAME, [s.name for s in loaded.steps])]

@@ -258,7 +258,7 @@ def test_progress_is_reported_and_the_budget_keeps_the_best_so_far(monkeypatch):
     cannot decide the outcome."""
     import types
 
-    from explorer.reduce import oracle, search
+    from explorer.passlens.reduce import oracle, search
 
     report = explorer.explore(
         models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10),
@@ -287,7 +287,7 @@ def test_the_test_file_holds_crafted_names_as_data():
     backslashes and newlines in them cannot end a literal and run as code."""
     import ast
 
-    from explorer.reduce.testfile import make_test_source
+    from explorer.passlens.reduce.testfile import make_test_source
 
     evil = "x'''\"\"\"\\n\nimport os; os.system('boom') # \\"
     ir = f'def @main(%a: f32[2]) -> f32[2] {{\n  %b: f32[2] = relu(%a)  loc(module="{evil}")\n}}'
@@ -367,7 +367,7 @@ def test_the_oracle_wants_the_same_error_type_or_op_not_only_the_same_kind(spec,
     failed pass the same error type, for a shape mismatch the same op. A relu failing with an
     AssertionError (or misannotated) is not reproduced by an exp failing with a TypeError (or
     misannotated): accepting it would shrink to a different bug and call it reproduced."""
-    from explorer.reduce.oracle import Target
+    from explorer.passlens.reduce.oracle import Target
 
     relu = explorer.explore(_one_op("relu"), pipeline=spec)
     relu_report = relu.check(progress=False)
@@ -444,7 +444,7 @@ def test_the_step_tree_is_walked_once_per_step(monkeypatch):
     exponential; a chain 3,000 deep made it a RecursionError. Each step is now visited once."""
     from types import SimpleNamespace
 
-    from explorer.reduce import pipeline
+    from explorer.passlens.reduce import pipeline
 
     calls = []
     real = pipeline._is_list_of_passes
@@ -534,7 +534,7 @@ def test_the_oracle_refuses_a_candidate_where_another_failure_comes_first():
     a candidate where a pass before misannotates the exp (a shape mismatch) shows the same
     failed pass, but after another failure, so reducing to it would report a different first
     bug; the trace where the earlier pass is correct still holds."""
-    from explorer.reduce.oracle import Target
+    from explorer.passlens.reduce.oracle import Target
 
     exp = _one_op("exp")
     clean = explorer.explore(exp, pipeline="dead-code-elimination,test-reduce-raise-by-op")

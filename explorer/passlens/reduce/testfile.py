@@ -15,14 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-WEIGHTS_FILE = "weights.npz"
-
-
-def write_weights(file, saved: dict[str, np.ndarray]) -> None:
-    """The saved weights in an .npz file (a path or a binary file object), by position: the
-    k-th is ``arr_k`` and the test file lists the names in that order. Names are never
-    keywords of ``np.savez`` (a weight named ``file`` or ``allow_pickle`` would be one)."""
-    np.savez(file, *saved.values())
+from explorer.reduce.result import WEIGHTS_FILE
 
 
 def generated_weight(name: str, dtype: str, shape: tuple) -> np.ndarray:

@@ -15,67 +15,32 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from compiler import PasslensError
 from compiler.ir import Module, Tuple, print_module
 from compiler.passes import PipelineError, build_pipeline
-from explorer.adapters import REDUCE, get_adapter
-from explorer.reduce.focus import candidates
-from explorer.reduce.module import INLINE, CannotBuild, Cut, Cutter, count_bindings
-from explorer.reduce.oracle import Oracle, OutOfBudget, Progress, Target
-from explorer.reduce.pipeline import Unit, ddmin, spec_of, unit_index, units_of
-from explorer.reduce.result import Reduction
-from explorer.reduce.testfile import WEIGHTS_FILE, make_test_source, write_weights
-from explorer.trust import needed_trust, trusting
+from explorer.passlens.reduce.focus import candidates
+from explorer.passlens.reduce.module import INLINE, CannotBuild, Cut, Cutter, count_bindings
+from explorer.passlens.reduce.oracle import Oracle, OutOfBudget, Progress, Target
+from explorer.passlens.reduce.pipeline import Unit, ddmin, spec_of, unit_index, units_of
+from explorer.passlens.reduce.testfile import make_test_source
+from explorer.reduce.errors import NotReproducible, ReduceError
+from explorer.reduce.result import WEIGHTS_FILE, Reduction, write_weights
+from explorer.trust import needed_trust
 
 if TYPE_CHECKING:
     from explorer.check import Finding, Report
     from explorer.trace import Trace
 
 
-class ReduceError(PasslensError, RuntimeError):
-    """A reduction could not be made: no finding to reduce, a pipeline that cannot run here,
-    a budget spent before anything showed the finding again."""
-
-
-class NotReproducible(ReduceError):
-    """The finding does not show on its own (it needs the trace's own inputs, the framework's
-    reference, or is not a pass's finding); the message says why."""
-
-
-def reduce(
+def reduce_passlens(
     report: Report,
     finding: Finding | int | None = None,
     *,
     budget: float = 60.0,
     progress: Progress | bool | None = None,
-    trust_ops=None,
 ) -> Reduction:
-    """Shrink the imported module and the pipeline of ``report``'s trace together until nothing
-    more can be removed while ``finding`` still holds (same kind, at the same pass; see
-    ``explorer.reduce.oracle``). ``finding``: a Finding of the report, its index in
-    ``report.findings``, or None for the first failure. ``budget``: seconds; when spent, the
-    smallest candidate so far is returned (``cut_short``). ``progress``: a callback given a
-    dict (phase, tried, bindings, passes, seconds), or what :mod:`explorer.progress` shows
-    (None: a bar in a terminal or in Jupyter, a line in CI logs; True: at once; False:
-    nothing). Raises :class:`NotReproducible` when the finding
-    does not show on its own.
-
-    The budget counts from the call: reading the trace's steps (walked once each), every
-    candidate, and no new candidate starts once it is spent; only the first try of the
-    weights phase and the final check through the test file run past it (one each).
-
-    ``trust_ops``: opaque ops to run although not known to be pure computations, as for
-    ``trace.check`` (a trace holding any other is refused before anything runs); the reduced
-    trace and its test file trust those its module still holds."""
-    with trusting(report.trace, trust_ops):
-        return _reduce(report, finding, budget, progress)
-
-
-def _reduce(report: Report, finding, budget: float, progress) -> Reduction:
+    """The passlens adapter's reducer (``explorer.reduce.reduce`` runs it for a passlens trace,
+    inside the trust it was given): see there for ``finding``, ``budget`` and ``progress``."""
     started = time.perf_counter()
-    compiler = getattr(report.trace, "compiler", "passlens")
-    if REDUCE not in get_adapter(compiler).capabilities:
-        raise ReduceError(f"reduce cannot shrink a {compiler} trace (its adapter has no reducer)")
     finding = _pick(report, finding)
     trace, step = report.trace, finding.step
     what = f"{finding.kind} at #{step.index} {step.name}"

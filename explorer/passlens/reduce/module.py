@@ -45,7 +45,7 @@ from compiler.ir import (
     function_constants,
     remap_operands,
 )
-from explorer.reduce.testfile import generated_weight
+from explorer.passlens.reduce.testfile import generated_weight
 
 INLINE = 32  # elements: the IR text shows a weight this small with its values
 SHAPE_LIKE = 1024  # elements: an integer or boolean value this small is a shape computation

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from compiler.ir import Constant, Expr, Function, If, Module, Tuple, Var
-from explorer.reduce.module import Cut, Cutter, reads
+from explorer.passlens.reduce.module import Cut, Cutter, reads
 
 if TYPE_CHECKING:
     from explorer.check import Finding

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.ir import Call, Module, structural_hash, verify
 from explorer.passlens.record import explore
+from explorer.passlens.reduce.module import CannotBuild, Cut, Cutter, count_bindings
+from explorer.passlens.reduce.pipeline import Unit, spec_of, subtree
 from explorer.progress import Job
-from explorer.reduce.module import CannotBuild, Cut, Cutter, count_bindings
-from explorer.reduce.pipeline import Unit, spec_of, subtree
 
 if TYPE_CHECKING:
     from explorer.check import Finding, Report
