@@ -81,7 +81,7 @@ class Mutation:
 
 M = Mutation
 BLOAT = "explorer/check/detectors/param_bloat.py"
-REPORT = "explorer/check/report.py"
+FACTS = "explorer/check/facts.py"
 DIVERGED = "explorer/check/detectors/diverged.py"
 NUMBERS = "explorer/check/numbers.py"
 TRACE = "explorer/trace.py"
@@ -116,7 +116,7 @@ MUTATIONS: list[Mutation] = [
     ),
     M(
         "bloat-threshold-0",
-        REPORT,
+        FACTS,
         "BLOAT_THRESHOLD = 0.10",
         "BLOAT_THRESHOLD = 0.0",
         CHECK_TESTS,
@@ -124,13 +124,13 @@ MUTATIONS: list[Mutation] = [
     ),
     M(
         "bloat-threshold-0.2",
-        REPORT,
+        FACTS,
         "BLOAT_THRESHOLD = 0.10",
         "BLOAT_THRESHOLD = 0.2",
         CHECK_TESTS,
     ),
-    M("bloat-floor-0", REPORT, "BLOAT_MIN_BYTES = 1024", "BLOAT_MIN_BYTES = 0", CHECK_TESTS),
-    M("bloat-floor-2048", REPORT, "BLOAT_MIN_BYTES = 1024", "BLOAT_MIN_BYTES = 2048", CHECK_TESTS),
+    M("bloat-floor-0", FACTS, "BLOAT_MIN_BYTES = 1024", "BLOAT_MIN_BYTES = 0", CHECK_TESTS),
+    M("bloat-floor-2048", FACTS, "BLOAT_MIN_BYTES = 1024", "BLOAT_MIN_BYTES = 2048", CHECK_TESTS),
     M("bloat-floor-le", BLOAT, "delta < facts.options", "delta <= facts.options", CHECK_TESTS),
     M("bloat-threshold-lt", BLOAT, "after <= before * (", "after < before * (", CHECK_TESTS),
     M(
@@ -551,7 +551,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/tvm/check.py",
         "return Checker(trace, inputs, options, TVMStepRunner()).run()",
         "return Checker(trace, inputs, type(options)(), TVMStepRunner()).run()",
-        ("tests.explorer.tvm.test_tvm.py",),
+        ("tests/explorer/tvm/test_tvm.py",),
         "issue 40: the TVM adapter drops the check's options",
     ),
     M(
@@ -559,7 +559,7 @@ MUTATIONS: list[Mutation] = [
         "explorer/inductor/check.py",
         "return Checker(trace, inputs, options, InductorStepRunner(trace)).run()",
         "return Checker(trace, inputs, type(options)(), InductorStepRunner(trace)).run()",
-        ("tests.explorer.inductor.test_inductor.py",),
+        ("tests/explorer/inductor/test_inductor.py",),
         "issue 40: the Inductor adapter drops the check's options",
     ),
     M(
