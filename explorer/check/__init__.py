@@ -81,7 +81,7 @@ def check(
 
     An opaque op not known to be a pure computation runs only when trusted: by ``trust_ops``
     (``["mylib.scale"]``, ``["com.example::Op"]``), by the trace itself (a live torch model's
-    own ops) or by the context (``compiler.ops.trusted_ops``); a trace holding any other is
+    own ops) or by the context (``compiler.opaque.trusted_ops``); a trace holding any other is
     refused before anything runs (OpaqueOpError, naming each op; see explorer.trust).
     """
     options = Options(

@@ -220,7 +220,7 @@ def _user_outputs(ep, out) -> tuple:
 PROGRAM_BUDGET = 4 << 30
 """What the reference run of a torch program read from a file (a ``.pt2``) may allocate
 beyond what the process holds, its weights and twice its inputs and weights: the run is made
-under that address-space limit (``compiler.ops.memory_budget``), so a program asking for a huge
+under that address-space limit (``compiler.opaque.memory_budget``), so a program asking for a huge
 value (``full([100000, 100000])``) fails with one error instead of taking the machine."""
 
 
@@ -228,7 +228,7 @@ def program_budget(ep, tensors: list, what: str):
     """The memory budget a program read from a file runs under (see PROGRAM_BUDGET)."""
     import torch
 
-    from compiler.ops import memory_budget
+    from compiler.opaque import memory_budget
 
     storages = {}  # what the weights and inputs really hold: a stride-0 weight holds little
     for t in [*ep.state_dict.values(), *tensors]:
@@ -248,7 +248,7 @@ def interpreter_base(untrusted: bool):
 
     if not untrusted:
         return torch.fx.Interpreter
-    from compiler.ops import check_kernel_shapes
+    from compiler.opaque import check_kernel_shapes
     from explorer.trust import PROGRAM_EMPTY
 
     class Filled(torch.fx.Interpreter):
@@ -437,20 +437,20 @@ def _torch_float64(
 REFERENCE_BUDGET = 4 << 30
 """The memory an ONNX reference run (onnxruntime on the whole source model, or its float64
 variant) may use beyond the model and its inputs: it runs in a child process with that
-address-space limit (``compiler.ops.run_onnx_model``), so a model that makes a huge value from
+address-space limit (``compiler.opaque.run_onnx_model``), so a model that makes a huge value from
 its data (a 253-byte ``com.microsoft::Range(0, 1e10, 1)``) fails there, not here."""
 
 
 def _model_name(proto) -> str:
-    from compiler.ops import escape_printed
+    from compiler.opaque import escape as escape_printed
 
     name = proto.graph.name
     return f"the ONNX model '{escape_printed(name, 80)}'" if name else "the ONNX model"
 
 
 def _run_budgeted(proto, runtime: list, what: str, fallback: bool = False):
-    """``compiler.ops.run_onnx_model`` on ``proto``: its outputs and how they were made."""
-    from compiler.ops import run_onnx_model
+    """``compiler.opaque.run_onnx_model`` on ``proto``: its outputs and how they were made."""
+    from compiler.opaque import run_onnx_model
 
     try:
         return run_onnx_model(
@@ -481,7 +481,7 @@ def _loop_problem(proto) -> str | None:
     the subgraphs with a stack."""
     from onnx import numpy_helper
 
-    from compiler.ops import escape_printed
+    from compiler.opaque import escape as escape_printed
     from explorer.trust import onnx_graphs
 
     for g in onnx_graphs([proto.graph]):
@@ -515,7 +515,7 @@ def _onnx_reference(source: dict, runtime: list) -> tuple:
     under ``REFERENCE_BUDGET`` (a model from a file may make a value of any size)."""
     problem = _loop_problem(source["model"])
     if problem is not None:
-        from compiler.ops import BudgetError
+        from compiler.opaque import BudgetError
 
         what = f"onnxruntime's reference run of {_model_name(source['model'])}"
         raise BudgetError(f"{what}: {problem}")

@@ -66,7 +66,7 @@ def load(path: str | os.PathLike, trust_ops=None) -> Trace:
     (its ``trusted_ops``) although passlens does not know them to be pure computations
     (``["mylib.scale"]``), for a file you trust; what a trace trusted when saved (a live
     model's own ops) is never in the file (see explorer.trust)."""
-    from compiler.ops import trust_names
+    from compiler.opaque import trust_names
 
     trusted = trust_names(trust_ops)  # a bad name fails before the file is read
     path = Path(path)

@@ -1,6 +1,6 @@
 """The check's onnxruntime reference run of a whole ONNX model, and its float64 variant, run in
 a child process under an address-space limit (explorer/check/references.py,
-compiler.ops.run_onnx_model): a tiny file that makes a huge value from its data fails there
+compiler.opaque.run_onnx_model): a tiny file that makes a huge value from its data fails there
 with one clear error, and a normal model's reference values are those of onnxruntime run here."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper  # noqa: E402
 
 import explorer  # noqa: E402
 from compiler import models  # noqa: E402
-from compiler.ops import BudgetError  # noqa: E402
+from compiler.opaque import BudgetError  # noqa: E402
 from explorer.check import CheckError, references  # noqa: E402
 
 
