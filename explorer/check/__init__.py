@@ -27,8 +27,9 @@ module) and a module already run is not run again. Values are reused two ways: o
 ``interpret.ValueCache`` serves the whole trace, so a node several snapshots share is computed
 once; and a node a pass rebuilt around the very same values (a matmul whose weight is now a
 folded constant viewing the same memory, a body outlined by fuse-ops) takes the value
-computed before (see ``_Memo``). Cached values of calls whose callee changed, and of all that
-depends on them, are dropped before a run; a value is dropped after the last step using it.
+computed before (see ``explorer.passlens.memo.Memo``). Cached values of calls whose callee
+changed, and of all that depends on them, are dropped before a run; a value is dropped after
+the last step using it.
 """
 
 from __future__ import annotations

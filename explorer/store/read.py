@@ -42,7 +42,7 @@ from compiler.passes import SkippedPass
 from explorer.adapters import get_adapter, is_adapter_name
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportReader
-from explorer.store.errors import _decode_error
+from explorer.store.errors import decode_error
 from explorer.store.fileformat import (
     FORMAT,
     MAX_JSON_BYTES,
@@ -329,7 +329,7 @@ class _Reader(ArrayReading):
             module=module,
             before=before,
             seconds=float(rec.get("seconds") or 0.0),
-            error=None if rec.get("error") is None else _decode_error(rec["error"]),
+            error=None if rec.get("error") is None else decode_error(rec["error"]),
             traceback=str(rec.get("traceback") or ""),
             failed_node=None if failed is None else self.expr(failed),
             failed_function=rec.get("failed_function"),
