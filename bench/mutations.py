@@ -192,8 +192,8 @@ MUTATIONS: list[Mutation] = [
     M(
         "diverged-not-again",
         DIVERGED,
-        "and _allclose(run.outputs, before.outputs,",
-        "or _allclose(run.outputs, before.outputs,",
+        "and allclose(run.outputs, before.outputs,",
+        "or allclose(run.outputs, before.outputs,",
         CHECK_TESTS,
     ),
     M(

@@ -24,9 +24,9 @@ from typing import Any, NamedTuple, Protocol
 
 from explorer.fmt import format_bytes, signed_bytes
 from explorer.graph import GraphModel, GraphNode, Signature, collector_paused
-from explorer.matching import _inputs, _is_source, match_nodes
+from explorer.matching import is_source, match_nodes, ordered_inputs
 from explorer.params import (
-    _DTYPE_ALIASES,
+    DTYPE_ALIASES,
     ParamCast,
     ParamCopy,
     ParamDiff,
@@ -363,12 +363,12 @@ def diff(a: DiffedStep, b: DiffedStep) -> Diff:
 
 def _diff(a: DiffedStep, b: DiffedStep, ga: GraphModel, gb: GraphModel) -> Diff:
     matches = match_nodes(ga, gb)
-    cross = _is_source(ga) != _is_source(gb)
+    cross = is_source(ga) != is_source(gb)
     d = Diff(a, b, matches=matches)
     matched_a = {aid for aid, _ in matches.values()}
     d.added = [n for nid, n in gb.nodes.items() if nid not in matches]
     d.removed = [n for nid, n in ga.nodes.items() if nid not in matched_a]
-    ins_a, ins_b = _inputs(ga), _inputs(gb)
+    ins_a, ins_b = ordered_inputs(ga), ordered_inputs(gb)
     for bid, (aid, how) in matches.items():
         na, nb = ga.nodes[aid], gb.nodes[bid]
         fields = _node_changes(na, nb, how, cross, ins_a.get(aid, []), ins_b.get(bid, []), matches)
@@ -380,7 +380,7 @@ def _diff(a: DiffedStep, b: DiffedStep, ga: GraphModel, gb: GraphModel) -> Diff:
             if "shape" in fields:
                 d.shape_changes.append(ShapeChange(bid, na.type, nb.type))
     d.op_counts_before, d.op_counts_after = ga.op_counts(), gb.op_counts()
-    if not (_is_source(ga) or _is_source(gb)):
+    if not (is_source(ga) or is_source(gb)):
         d.functions_added, d.functions_removed, d.signature_changes = diff_signatures(
             ga.signatures, gb.signatures
         )
@@ -414,7 +414,7 @@ def _node_changes(na, nb, how, cross, ins_a, ins_b, matches) -> dict:
             and _shape_key(na.shape) != _shape_key(nb.shape)
         ):
             fields["shape"] = (na.shape, nb.shape)
-        da, db = _DTYPE_ALIASES.get(na.dtype, na.dtype), _DTYPE_ALIASES.get(nb.dtype, nb.dtype)
+        da, db = DTYPE_ALIASES.get(na.dtype, na.dtype), DTYPE_ALIASES.get(nb.dtype, nb.dtype)
         if da and db and da != db:
             fields["dtype"] = (na.dtype, nb.dtype)
         return fields

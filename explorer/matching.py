@@ -17,12 +17,13 @@ LEAF_KINDS = frozenset({"input", "weight", "const", "param"})
 _PROV_KEYS = ("framework", "module", "op", "node", "file")
 
 
-def _is_source(g: GraphModel) -> bool:
+def is_source(g: GraphModel) -> bool:
     """A graph model without IR objects (an FX or ONNX source graph)."""
     return bool(g.nodes) and all(n.obj is None for n in g.nodes.values() if n.kind != "output")
 
 
-def _inputs(g: GraphModel) -> dict[str, list[str]]:
+def ordered_inputs(g: GraphModel) -> dict[str, list[str]]:
+    """Each node's inputs in ``g`` (by node id), in argument order."""
     ins: dict[str, list[tuple[int, str]]] = {}
     for e in g.edges:
         ins.setdefault(e.dst, []).append((e.index, e.src))
@@ -42,7 +43,7 @@ def match_nodes(ga: GraphModel, gb: GraphModel) -> dict[str, tuple[str, str]]:
     node named in the IR node's provenance.
     """
     m = _Matcher(ga, gb)
-    src_a, src_b = _is_source(ga), _is_source(gb)
+    src_a, src_b = is_source(ga), is_source(gb)
     if not (src_a or src_b):
         m.by_identity()
     m.leaves()
@@ -61,7 +62,7 @@ def match_nodes(ga: GraphModel, gb: GraphModel) -> dict[str, tuple[str, str]]:
 class _Matcher:
     def __init__(self, ga: GraphModel, gb: GraphModel):
         self.ga, self.gb = ga, gb
-        self.ins_a, self.ins_b = _inputs(ga), _inputs(gb)
+        self.ins_a, self.ins_b = ordered_inputs(ga), ordered_inputs(gb)
         self.out: dict[str, tuple[str, str]] = {}
         self.used_a: set[str] = set()
         self.ops_b = [
@@ -204,7 +205,7 @@ class _Matcher:
                 if a not in self.used_a and self.ga.nodes[a].function == n.function
             ]
             any_ = [a for a in outs_a if a not in self.used_a]
-            pick = same or (any_ if _is_source(self.ga) or _is_source(self.gb) else [])
+            pick = same or (any_ if is_source(self.ga) or is_source(self.gb) else [])
             if pick:
                 self.pair(pick[0], bid, "name")
 
@@ -228,4 +229,9 @@ def _struct_key(n: GraphNode, inputs: list) -> tuple:
     return (n.kind, n.op, tuple(sorted(n.attrs.items())), tuple(inputs))
 
 
-__all__ = ["LEAF_KINDS", "match_nodes"]
+__all__ = [
+    "LEAF_KINDS",
+    "is_source",
+    "match_nodes",
+    "ordered_inputs",
+]

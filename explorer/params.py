@@ -23,7 +23,7 @@ _WIDE_SAMPLES = 4096  # sampled elements checking a cast past the budget
 CAST_CHECK_BUDGET = 1 << 23  # elements per diff whose casts and permutations are checked in full
 _SHOWN = 12  # lines per section in the text summary
 
-_DTYPE_ALIASES = {
+DTYPE_ALIASES = {
     "float16": "f16",
     "bfloat16": "bf16",
     "float32": "f32",
@@ -48,6 +48,7 @@ _DTYPE_ALIASES = {
     "int2": "i2",
     "uint2": "u2",
 }
+"""Short names of dtypes, as the diff and the summaries write them."""
 
 
 @dataclass
@@ -281,7 +282,7 @@ def _keyed(params: dict[str, Param]) -> dict[str, Param]:
     """Params named by their key, dtypes in the IR's short names (``float32`` -> ``f32``)."""
     out = {}
     for k, p in params.items():
-        dtype = _DTYPE_ALIASES.get(p.dtype, p.dtype)
+        dtype = DTYPE_ALIASES.get(p.dtype, p.dtype)
         out[k] = (
             p if p.name == k and p.dtype == dtype else dataclasses.replace(p, name=k, dtype=dtype)
         )
@@ -567,6 +568,7 @@ def _shape(shape) -> str:
 
 __all__ = [
     "CAST_CHECK_BUDGET",
+    "DTYPE_ALIASES",
     "ParamCast",
     "ParamCopy",
     "ParamDiff",

@@ -219,7 +219,7 @@ def opaque_ops(trace: TraceSteps) -> list[dict]:
     framework), one row per op: ``target``, ``runner`` (torch / onnxruntime), ``count`` and
     ``places`` (the module paths, or node names, where it is used, first use first)."""
     from compiler.ir import Call, Module
-    from compiler.ops import OPAQUE_RUNNERS as RUNNERS
+    from compiler.opaque import RUNNERS
 
     step = next((s for s in trace.steps if s.kind == "import"), None)
     module = getattr(step, "module", None) if step is not None else None
@@ -274,7 +274,7 @@ def opaque_text(trace: TraceSteps) -> str:
 def _untrusted(trace: TraceSteps) -> list[str]:
     """The opaque targets of the imported step a check would refuse with the trace's own
     trust (explorer.trust)."""
-    from compiler.ops import refused_opaque_ops
+    from compiler.opaque import refused as refused_opaque_ops
 
     step = next((s for s in trace.steps if s.kind == "import"), None)
     module = getattr(step, "module", None) if step is not None else None

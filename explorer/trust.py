@@ -21,14 +21,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from compiler.ir import Module
-from compiler.ops import (
+from compiler.opaque import (
     OpaqueOpError,
     refused_message,
-    refused_opaque_ops,
     trust_names,
-    trusted_opaque_ops,
     trusted_ops,
 )
+from compiler.opaque import refused as refused_opaque_ops
+from compiler.opaque import trusted as trusted_opaque_ops
 
 
 def live_trust(module: Any) -> frozenset[str]:
@@ -127,14 +127,14 @@ def program_refusals(
 ) -> dict[str, str]:
     """The calls of a torch program (``ExportedProgram`` or ``fx.GraphModule``, with every
     subgraph) that may not run in this context (default: with what it trusts), each with why,
-    in the order met: a torch op not known to be a pure computation (``compiler.ops``'
+    in the order met: a torch op not known to be a pure computation (``compiler.opaque``'
     allowlist) and not trusted, a higher-order op other than control flow
     (:data:`PROGRAM_HOPS`), any other Python callable but ``operator`` / ``math`` functions and
     torch's ``sym_*``. For a program read from a file (a ``.pt2``): running it for a check's
     reference would run every call it names. Walks the subgraphs with a stack, not recursion.
     ``allow_empty=False`` refuses :data:`PROGRAM_EMPTY` too: for a compiler that runs the
     program itself, where passlens cannot fill what they allocate."""
-    from compiler.ops import opaque_refusal
+    from compiler.opaque import refusal as opaque_refusal
 
     names = trusted_opaque_ops() if names is None else names
     root = getattr(program, "graph_module", program)
@@ -224,7 +224,7 @@ def onnx_refusals(model: Any, names: frozenset[str] | None = None) -> dict[str, 
     each with why. A check's reference run gives the whole source model to onnxruntime,
     which runs nodes the import dropped as dead too: each is judged here, before it runs. A
     call of one of the model's own functions is judged by the function's nodes."""
-    from compiler.ops import opaque_refusal
+    from compiler.opaque import refusal as opaque_refusal
 
     names = trusted_opaque_ops() if names is None else names
     functions = list(getattr(model, "functions", ()))

@@ -290,7 +290,7 @@ def _file_program_options(program, compiler: str, args: argparse.Namespace) -> d
     checks, so it is refused up front when it calls an op that may not run."""
     if compiler == "passlens":
         return {"trust_source": False}
-    from compiler.ops import trusted_ops
+    from compiler.opaque import trusted_ops
     from explorer.trust import refuse_untrusted_program
 
     with trusted_ops(args.trust_op or ()):

@@ -30,7 +30,7 @@ def one_line(e: BaseException) -> str:
 
 def _known(e: BaseException) -> bool:
     """Errors whose message says everything (no need for the type name)."""
-    from compiler.ops import OpaqueOpError
+    from compiler.opaque import OpaqueOpError
     from compiler.passes import PipelineError
     from explorer.store import TraceFileError
 

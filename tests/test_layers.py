@@ -250,20 +250,20 @@ NEUTRAL_FROM_COMPILER = {
     },
     "compiler.passes": {"Snapshot", "SkippedPass", "CallingConvention"},
     # the opaque-op sandbox: which ops may run (trust), sizing and the memory budget, the
-    # onnxruntime child-process runner, what an op printed (compiler/ops/opaque_*.py)
-    "compiler.ops": {
-        "OPAQUE_RUNNERS",
+    # onnxruntime child-process runner, what an op printed (compiler/opaque/)
+    "compiler.opaque": {
+        "RUNNERS",
         "BudgetError",
         "OpaqueOpError",
         "check_kernel_shapes",
-        "escape_printed",
+        "escape",
         "memory_budget",
         "run_onnx_model",
-        "opaque_refusal",
+        "refusal",
+        "refused",
         "refused_message",
-        "refused_opaque_ops",
         "trust_names",
-        "trusted_opaque_ops",
+        "trusted",
         "trusted_ops",
     },
 }

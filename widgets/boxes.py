@@ -1,7 +1,7 @@
 """The nodes a step's graph is drawn with, before they become the graph payload
 (:mod:`widgets.graph_data`): the step's nodes and, against a baseline, the baseline's removed
 nodes as ghosts, each marked added / changed / removed / failed and placed in its function and
-source module path (:func:`_entries`); ``MAX_BOXES``, the boxes a first view holds at most; and
+source module path (:func:`drawn_entries`); ``MAX_BOXES``, the boxes a first view holds at most; and
 :func:`step_diff`, the diffs every view of a step asks for, remembered.
 """
 
@@ -19,7 +19,7 @@ MAX_BOXES = 300
 
 
 @dataclass
-class _Entry:
+class Entry:
     """A node to draw (``key`` is its data-node-id): a node of the step, or a removed node of
     the baseline (a ghost)."""
 
@@ -31,12 +31,13 @@ class _Entry:
     group: str = ""
 
 
-def _prefixes(path: str) -> list[str]:
+def prefixes(path: str) -> list[str]:
+    """The dotted prefixes of ``path`` (``a.b.c`` -> ``a``, ``a.b``, ``a.b.c``); none for ``""``."""
     parts = path.split(".") if path else []
     return [".".join(parts[: k + 1]) for k in range(len(parts))]
 
 
-class _Memo:
+class Memo:
     """A small LRU of values computed from steps, keyed by the steps' identities (the steps
     are kept with the value, so a key is never taken by another object)."""
 
@@ -57,8 +58,8 @@ class _Memo:
         return value
 
 
-_DIFFS = _Memo(32)
-_ENTRIES = _Memo(8)
+_DIFFS = Memo(32)
+_ENTRIES = Memo(8)
 _PLACED_KINDS = ("weight", "const")  # placed where their readers are
 
 
@@ -68,7 +69,7 @@ def step_diff(baseline, step) -> Diff:
     return _DIFFS.get((baseline, step), None, lambda: diff(baseline, step))
 
 
-def _entries(step, baseline) -> tuple[list[_Entry], Diff | None, GraphModel, GraphModel]:
+def drawn_entries(step, baseline) -> tuple[list[Entry], Diff | None, GraphModel, GraphModel]:
     """The nodes to draw of ``step`` against ``baseline`` (and of the baseline's removed nodes,
     as ghosts), placed in their function and group; with the diff (None when there is no
     baseline or nothing changed) and the two graphs. Remembered for the last few pairs of
@@ -76,7 +77,7 @@ def _entries(step, baseline) -> tuple[list[_Entry], Diff | None, GraphModel, Gra
     return _ENTRIES.get((step, baseline), None, lambda: _make_entries(step, baseline))
 
 
-def _make_entries(step, baseline) -> tuple[list[_Entry], Diff | None, GraphModel, GraphModel]:
+def _make_entries(step, baseline) -> tuple[list[Entry], Diff | None, GraphModel, GraphModel]:
     gb = step.graph
     d = None
     if baseline is not None:
@@ -89,23 +90,23 @@ def _make_entries(step, baseline) -> tuple[list[_Entry], Diff | None, GraphModel
         failed_id = fn.id if fn is not None else None
     added = {n.id for n in d.added} if d else set()
     changed = {c.after.id: str(c) for c in d.changed} if d else {}
-    entries: list[_Entry] = []
+    entries: list[Entry] = []
     for nid, n in gb.nodes.items():
         status = (
             "failed"
             if nid == failed_id
             else ("added" if nid in added else ("changed" if nid in changed else ""))
         )
-        entries.append(_Entry(nid, n, status, changed.get(nid, "")))
+        entries.append(Entry(nid, n, status, changed.get(nid, "")))
     ga = baseline.graph if d is not None else GraphModel()
     if d is not None:
         for n in d.removed:
-            entries.append(_Entry("removed:" + n.id, n, "removed"))
+            entries.append(Entry("removed:" + n.id, n, "removed"))
     _place(entries, gb, ga)
     return entries, d, ga, gb
 
 
-def _place(entries: list[_Entry], gb: GraphModel, ga: GraphModel) -> None:
+def _place(entries: list[Entry], gb: GraphModel, ga: GraphModel) -> None:
     """Each entry's function and group (its module path bounded to MAX_GROUP_DEPTH levels:
     :func:`widgets.bounds.module_path`). A weight (module-wide) sits in its readers' function
     when they share one and, without a module path of its own, in their group when they
@@ -138,4 +139,11 @@ def _place(entries: list[_Entry], gb: GraphModel, ga: GraphModel) -> None:
                 e.group = next(iter(homes))[1]
 
 
-__all__ = ["MAX_BOXES", "step_diff"]
+__all__ = [
+    "MAX_BOXES",
+    "Entry",
+    "Memo",
+    "drawn_entries",
+    "prefixes",
+    "step_diff",
+]

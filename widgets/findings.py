@@ -18,7 +18,7 @@ from explorer.graph import GraphModel, GraphNode
 
 if TYPE_CHECKING:
     from explorer.diff import Diff
-    from widgets.boxes import _Entry
+    from widgets.boxes import Entry
 
 
 def findings_of(report, step, kinds: Iterable[str] | None = None) -> list:
@@ -62,7 +62,8 @@ def _node_id(target, graph: GraphModel) -> str | None:
     return node.id if node is not None else None
 
 
-def _finding_nodes(f, graph: GraphModel) -> list[str]:
+def finding_nodes(f, graph: GraphModel) -> list[str]:
+    """The ids of ``graph``'s nodes the finding ``f`` names (the ones it has in ``graph``)."""
     ids = (_node_id(n, graph) for n in getattr(f, "nodes", None) or [])
     return [i for i in ids if i is not None]
 
@@ -71,7 +72,7 @@ def graph_marks(
     step,
     report,
     diff: Diff | None,
-    entries: list[_Entry],
+    entries: list[Entry],
     index: dict[str, int],
     graph: GraphModel,
 ) -> tuple[dict[int, str], set[int], dict[int, float]]:
@@ -122,4 +123,9 @@ def graph_marks(
     return marks, bad, errors
 
 
-__all__ = ["findings_of", "graph_marks", "problems_of"]
+__all__ = [
+    "finding_nodes",
+    "findings_of",
+    "graph_marks",
+    "problems_of",
+]

@@ -62,7 +62,7 @@ from widgets.bounds import (
     clip_id,
     clip_tree,
 )
-from widgets.boxes import MAX_BOXES, _entries, _Memo, _prefixes
+from widgets.boxes import MAX_BOXES, Memo, drawn_entries, prefixes
 from widgets.findings import graph_marks
 from widgets.graph_groups import (
     MAX_CHILDREN,
@@ -73,7 +73,7 @@ from widgets.graph_groups import (
     positions,
     segment,
 )
-from widgets.stats import _cached_stats
+from widgets.stats import cached_stats
 
 MAX_INLINE = 4  # weight lines drawn on one node
 MAX_OPENED_CHANGES = 50  # changes whose groups are opened at first (while they fit)
@@ -90,7 +90,7 @@ _INLINE_KINDS = ("weight", "const")
 _BYTE_KINDS = ("weight", "param")  # counted in a group's parameter bytes
 _STATS_KINDS = ("weight", "const")
 
-_PAYLOADS = _Memo(16)
+_PAYLOADS = Memo(16)
 
 
 def graph_payload(
@@ -129,7 +129,7 @@ def weight_stats(step, node_id: str) -> dict:
     data = getattr(getattr(node, "obj", None), "data", None)
     if node is None or node.kind not in _STATS_KINDS or data is None:
         return {}
-    return _cached_stats(data)
+    return cached_stats(data)
 
 
 # ===== helpers =================================================================================
@@ -221,7 +221,7 @@ def _op_line(t: dict[str, list[int]], limit: int = 3) -> str:
 class _Builder:
     def __init__(self, step, baseline, report, stats: bool = True):
         self.step, self.baseline, self.report, self.stats = step, baseline, report, stats
-        self.entries, self.diff, self.ga, self.gb = _entries(step, baseline)
+        self.entries, self.diff, self.ga, self.gb = drawn_entries(step, baseline)
         self.index = {e.key: i for i, e in enumerate(self.entries)}
         self.types: dict[str, int] = {}
         self._functions: tuple[str, bool] | None = None  # the main function, several or not
@@ -432,7 +432,7 @@ class _Builder:
             if stats and n.kind in _STATS_KINDS:
                 data = getattr(n.obj, "data", None)
                 if isinstance(data, np.ndarray):
-                    info.update(_cached_stats(data))
+                    info.update(cached_stats(data))
                     size += 400
             out.append(info)
         return out, size
@@ -535,7 +535,7 @@ class _Builder:
                 prefix = f"@{fn}/"
                 out["@" + fn] += nbytes
             out[""] += nbytes
-            for p in _prefixes(group):
+            for p in prefixes(group):
                 out[prefix + p] += nbytes
         return dict(out)
 
@@ -545,7 +545,7 @@ class _Builder:
         change of bytes."""
         if self.diff is None:
             return None
-        entries, _d, _ga, _gb = _entries(self.baseline, None)
+        entries, _d, _ga, _gb = drawn_entries(self.baseline, None)
         here = {e.key: e for e in self.entries if e.status != "removed"}
         return self._bytes_by_path(entries, here)
 

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from explorer.diff import Diff
     from explorer.graph import GraphModel
-    from widgets.boxes import _Entry
+    from widgets.boxes import Entry
 
 MAX_CHILDREN = 60  # direct children of a group before they are split into segments
 SEGMENT = 40  # children per segment
 
 
-def group_tree(entries: list[_Entry], drawn: list[int]) -> tuple[list[dict], list[int]]:
+def group_tree(entries: list[Entry], drawn: list[int]) -> tuple[list[dict], list[int]]:
     """The groups (index 0 the root) and each entry's group, for the drawn entries."""
     fns = {e.function for e in entries if e.function}
     main = "main" if "main" in fns else (sorted(fns)[0] if fns else "")
@@ -184,7 +184,7 @@ def _topo_groups(groups: list[dict]) -> list[int]:
 
 
 def positions(
-    entries: list[_Entry], diff: Diff | None, ga: GraphModel, index: dict[str, int]
+    entries: list[Entry], diff: Diff | None, ga: GraphModel, index: dict[str, int]
 ) -> list[float]:
     """Each entry's position in graph order; a ghost (a removed node of the baseline ``ga``)
     just before the first node of the step its values flowed into (matched by ``diff``)."""

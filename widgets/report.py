@@ -31,7 +31,7 @@ from widgets.escape import esc, json_script
 from widgets.findings import problems_of
 from widgets.frame import FRAME_CSS, frame_js, tab_bar_html
 from widgets.ir_text import MAX_TRACEBACK_CHARS, traceback_text
-from widgets.tables_html import _SORT_JS, SORT_ONCLICK, TABLE_CSS
+from widgets.tables_html import SORT_JS, SORT_ONCLICK, TABLE_CSS
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -187,7 +187,7 @@ def report_html(
     }
     css = (_STATIC / "report.css").read_text() + FRAME_CSS + graph_css() + TABLE_CSS + MAP_CSS
     # the tables' sorting, shared by every table instead of inline in each header
-    js = f"function plSort(th){{(function(){{{_SORT_JS}}}).call(th)}}\n"
+    js = f"function plSort(th){{(function(){{{SORT_JS}}}).call(th)}}\n"
     js += frame_js() + "\n" + graph_js() + "\n" + (_STATIC / "report.js").read_text()
     pipeline = trace.pipeline or "trace"
     name = title or f"passlens: {_short(pipeline, 40)}"

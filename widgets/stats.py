@@ -55,7 +55,9 @@ def _mean_std(flat: np.ndarray) -> tuple[float, float]:
 _STATS: OrderedDict = OrderedDict()  # id(array) -> (array, stats), most recent last
 
 
-def _cached_stats(data: np.ndarray) -> dict:
+def cached_stats(data: np.ndarray) -> dict:
+    """``param_stats(data)``, remembered for the array ``data`` (by identity, the array kept
+    with it; the last 65536)."""
     hit = _STATS.get(id(data))
     if hit is not None and hit[0] is data:
         return hit[1]
@@ -66,4 +68,4 @@ def _cached_stats(data: np.ndarray) -> dict:
     return stats
 
 
-__all__ = ["param_stats"]
+__all__ = ["cached_stats", "param_stats"]

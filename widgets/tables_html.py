@@ -15,11 +15,11 @@ from explorer.diff import diff_params
 from explorer.fmt import format_bytes, num, signed_bytes
 from widgets.boxes import step_diff
 from widgets.escape import esc
-from widgets.findings import _finding_nodes, findings_of
+from widgets.findings import finding_nodes, findings_of
 
 # Sorts a table by the clicked column (numbers by data-v); inline so it also works where
 # <script> tags are not run (ipywidgets.HTML).
-_SORT_JS = (
+SORT_JS = (
     "var t=this.closest('table'),b=t.tBodies[0],i=this.cellIndex,"
     "d=this.dataset.dir=this.dataset.dir==='a'?'d':'a';"
     "Array.from(b.rows).sort(function(x,y){"
@@ -27,6 +27,8 @@ _SORT_JS = (
     "c=isNaN(m)||isNaN(n)?p.textContent.localeCompare(q.textContent):m-n;"
     "return d==='a'?c:-c}).forEach(function(r){b.appendChild(r)})"
 )
+"""The inline handler sorting a table by the clicked column (``SORT_ONCLICK`` is the
+attribute running it)."""
 
 TABLE_CSS = """
 .pl-table{border-collapse:collapse;font:12px/1.4 system-ui,sans-serif}
@@ -61,7 +63,7 @@ font-size:11px;background:#eceff1;color:#37474f}
 """
 
 
-SORT_ONCLICK = f'onclick="{html.escape(_SORT_JS)}"'
+SORT_ONCLICK = f'onclick="{html.escape(SORT_JS)}"'
 
 
 def _th(name: str) -> str:
@@ -201,7 +203,7 @@ def shape_table_html(step, report=None) -> str:
         changes = {s.node: f"was {s.before}" for s in d.shape_changes}
     mismatch: dict[str, str] = {}
     for f in findings_of(report, step, ("shape-mismatch",)):
-        for nid in _finding_nodes(f, g) or [""]:
+        for nid in finding_nodes(f, g) or [""]:
             mismatch[nid] = str(getattr(f, "message", ""))
     rows = []
     for nid, n in g.nodes.items():
@@ -295,6 +297,7 @@ def numerics_table_html(step, report=None) -> str:
 
 
 __all__ = [
+    "SORT_JS",
     "SORT_ONCLICK",
     "TABLE_CSS",
     "numerics_table_html",

@@ -27,48 +27,7 @@ from compiler.ir.op_registry import (
 for _info in _pkgutil.iter_modules(__path__):
     _importlib.import_module(f"{__name__}.{_info.name}")
 
-# the opaque op's machinery, exported here (docs/reference.md names compiler.ops.trusted_ops)
-from compiler.opaque.layout import RUNNERS as OPAQUE_RUNNERS  # noqa: E402  (who runs one)
-from compiler.opaque.layout import OpaqueOpError  # noqa: E402
-from compiler.opaque.run import check_kernel_shapes  # noqa: E402
-from compiler.opaque.sizes import BudgetError, memory_budget, run_onnx_model  # noqa: E402
-from compiler.opaque.sizes import escape as escape_printed  # noqa: E402
-
-# which opaque ops may run (compiler/opaque/allow.py), imported when first asked for
-_OPAQUE_TRUST = (
-    "opaque_refusal",
-    "refused_message",
-    "refused_opaque_ops",
-    "trust_names",
-    "trusted_opaque_ops",
-    "trusted_ops",
-)
-
-
-def __getattr__(name: str):
-    if name in _OPAQUE_TRUST:
-        import compiler.opaque.allow as allow
-
-        return getattr(
-            allow,
-            {
-                "opaque_refusal": "refusal",
-                "refused_opaque_ops": "refused",
-                "trusted_opaque_ops": "trusted",
-            }.get(name, name),
-        )
-    raise AttributeError(f"module 'compiler.ops' has no attribute {name!r}")
-
-
 __all__ = [
-    "OPAQUE_RUNNERS",
-    "BudgetError",
-    "OpaqueOpError",
-    "check_kernel_shapes",
-    "escape_printed",
-    "memory_budget",
-    "run_onnx_model",
-    *_OPAQUE_TRUST,
     "ANCHOR",
     "BROADCAST",
     "ELEMWISE",

@@ -27,8 +27,9 @@ module) and a module already run is not run again. Values are reused two ways: o
 ``interpret.ValueCache`` serves the whole trace, so a node several snapshots share is computed
 once; and a node a pass rebuilt around the very same values (a matmul whose weight is now a
 folded constant viewing the same memory, a body outlined by fuse-ops) takes the value
-computed before (see ``_Memo``). Cached values of calls whose callee changed, and of all that
-depends on them, are dropped before a run; a value is dropped after the last step using it.
+computed before (see ``explorer.passlens.memo.Memo``). Cached values of calls whose callee
+changed, and of all that depends on them, are dropped before a run; a value is dropped after
+the last step using it.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def check(
 
     An opaque op not known to be a pure computation runs only when trusted: by ``trust_ops``
     (``["mylib.scale"]``, ``["com.example::Op"]``), by the trace itself (a live torch model's
-    own ops) or by the context (``compiler.ops.trusted_ops``); a trace holding any other is
+    own ops) or by the context (``compiler.opaque.trusted_ops``); a trace holding any other is
     refused before anything runs (OpaqueOpError, naming each op; see explorer.trust).
     """
     options = Options(

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from compiler.ir import Expr
     from compiler.passes import CallingConvention
     from explorer.check.judge import Float64Reference
-    from explorer.check.numbers import _OutputsCompared
+    from explorer.check.numbers import OutputsCompared
     from explorer.check.report import StepCheck
     from explorer.step import Step
 
@@ -98,6 +98,6 @@ class StepFacts:
     reference: Reference
     run: Run | None = None
     before: Run | None = None
-    compared: _OutputsCompared | None = None
+    compared: OutputsCompared | None = None
     values: dict = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)

@@ -12,7 +12,7 @@ import numpy as np
 
 from explorer.check.judge import judge_float64
 from explorer.check.layers import LayerError, layer_of
-from explorer.check.references import _input_reference, _reference_of, _root_key, _roots
+from explorer.check.references import group_roots, input_reference, matched_reference, root_key
 from explorer.check.ties import tied
 
 CHUNK = 1 << 15  # elements compared at a time (128 kB of float32: in cache)
@@ -40,16 +40,16 @@ class LayerErrors:
         if not fx and not node_ref:
             return {}
         found: dict[str, LayerError] = {}
-        for node in reversed(_roots(main, _root_key(fx))):
+        for node in reversed(group_roots(main, root_key(fx))):
             layer = layer_of(node)
             if layer is None or layer in found:
                 continue
             value = values.get(node)
             if not isinstance(value, np.ndarray):
                 continue
-            ref = _reference_of(node, value, fx, node_ref)
+            ref = matched_reference(node, value, fx, node_ref)
             if ref is not None and tied(
-                node, value, ref, values, self.rtol, self.atol, _input_reference(fx, node_ref)
+                node, value, ref, values, self.rtol, self.atol, input_reference(fx, node_ref)
             ):
                 found[layer] = LayerError(0.0, 0.0, node, None)  # ties ordered otherwise
             elif ref is not None:
@@ -84,7 +84,7 @@ class LayerErrors:
 
 
 def _errors(value: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
-    """The max relative error ``|value - ref| / (|ref| + atol)`` (as ``numbers._compare``)
+    """The max relative error ``|value - ref| / (|ref| + atol)`` (as ``numbers.compare``)
     and the max share of the tolerance used, ``|value - ref| / (atol + rtol * |ref|)``
     (above 1: beyond tolerance). This runs for every layer of every step, so when both are
     float32 or float64 and all is finite it works in their own precision (float32 rounding

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 
-def _to_numpy(x: Any) -> np.ndarray:
+def to_numpy(x: Any) -> np.ndarray:
+    """``x`` (a torch tensor, bfloat16 as float32, or anything array-like) as a numpy array."""
     if hasattr(x, "detach") and hasattr(x, "numpy"):
         t = x.detach().cpu()
         if str(t.dtype) == "torch.bfloat16":
@@ -17,13 +18,15 @@ def _to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def _same_value(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` (arrays or nested tuples of them) hold the same values: same
+    shape, dtype and elements (NaNs equal)."""
     if isinstance(a, tuple) or isinstance(b, tuple):
         return (
             isinstance(a, tuple)
             and isinstance(b, tuple)
             and len(a) == len(b)
-            and all(x is y or _same_value(x, y) for x, y in zip(a, b, strict=True))
+            and all(x is y or same_value(x, y) for x, y in zip(a, b, strict=True))
         )
     a, b = np.asarray(a), np.asarray(b)
     return (
@@ -33,16 +36,17 @@ def _same_value(a: Any, b: Any) -> bool:
     )
 
 
-def _leaves(value: Any) -> list:
+def leaves(value: Any) -> list:
+    """The arrays of ``value``, its nested tuples and lists flattened in order."""
     if isinstance(value, (tuple, list)):
-        return [x for v in value for x in _leaves(v)]
+        return [x for v in value for x in leaves(v)]
     return [value]
 
 
 COMPARE_CHUNK = 1 << 16  # elements compared at a time, in float64 (512 kB: in cache)
 
 
-def _compare(a: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[float, float, int]:
+def compare(a: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[float, float, int]:
     """(max abs error, max rel error, elements beyond ``atol + rtol * |ref|``), in float64, a
     chunk at a time (whole-array float64 temporaries of a 1B model's logits took 0.2 s per
     comparison, and their memory)."""
@@ -71,7 +75,7 @@ def _compare(a: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[
 
 
 @dataclass
-class _OutputsCompared:
+class OutputsCompared:
     """Outputs against the reference: elements beyond tolerance, worst errors, the output
     with the largest error, a note when shapes or counts differ, and the verdict: ``wrong``
     and the rule that judged it (``judge.py``: "tolerance", or "float64" when every output
@@ -92,19 +96,19 @@ class _OutputsCompared:
         return bool(self.beyond) if self.wrong is None else self.wrong
 
 
-def _judge_outputs(got: tuple, want: tuple, float64, rtol: float, atol: float) -> _OutputsCompared:
+def judge_outputs(got: tuple, want: tuple, float64, rtol: float, atol: float) -> OutputsCompared:
     """Outputs against the reference by the tolerance, then, where elements are beyond it,
     against the float64 run ``float64`` (a ``judge.Float64Reference`` or None; run here on
     first need)."""
     from explorer.check.judge import FLOAT64, judge_float64
 
-    cmp = _compare_outputs(got, want, rtol, atol)
+    cmp = compare_outputs(got, want, rtol, atol)
     if not cmp.beyond or cmp.note or float64 is None or not float64.available:
         return cmp
     wrong, judged = False, []
-    for i, (g, w) in enumerate(zip(_leaves(got), _leaves(want), strict=True)):
+    for i, (g, w) in enumerate(zip(leaves(got), leaves(want), strict=True)):
         g, w = np.asarray(g), np.asarray(w)
-        if g is w or not _compare(g, w, rtol, atol)[2]:
+        if g is w or not compare(g, w, rtol, atol)[2]:
             continue
         j = judge_float64(g, w, float64.output(i), atol)
         if j is None:
@@ -116,19 +120,22 @@ def _judge_outputs(got: tuple, want: tuple, float64, rtol: float, atol: float) -
     return cmp
 
 
-def _compare_outputs(got: tuple, want: tuple, rtol: float, atol: float) -> _OutputsCompared:
-    got, want = _leaves(got), _leaves(want)
+def compare_outputs(got: tuple, want: tuple, rtol: float, atol: float) -> OutputsCompared:
+    """How the outputs ``got`` compare with the reference's ``want`` (flattened): the worst
+    output, the max errors and the elements beyond the tolerance; a count or shape mismatch is
+    one output wrong, with a note."""
+    got, want = leaves(got), leaves(want)
     inf = float("inf")
     if len(got) != len(want):
         note = f"the module returns {len(got)} output(s), the reference {len(want)}"
-        return _OutputsCompared(1, inf, inf, 0, note)
-    out = _OutputsCompared(0, 0.0, 0.0)
+        return OutputsCompared(1, inf, inf, 0, note)
+    out = OutputsCompared(0, 0.0, 0.0)
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         g, w = np.asarray(g), np.asarray(w)
         if g.shape != w.shape:
             note = f"output {i} has shape {list(g.shape)}, the reference {list(w.shape)}"
-            return _OutputsCompared(1, inf, inf, i, note)
-        a, r, n = _compare(g, w, rtol, atol)
+            return OutputsCompared(1, inf, inf, i, note)
+        a, r, n = compare(g, w, rtol, atol)
         if a > out.max_abs:
             out.worst = i
         out.max_abs, out.max_rel, out.beyond = (
@@ -139,17 +146,19 @@ def _compare_outputs(got: tuple, want: tuple, rtol: float, atol: float) -> _Outp
     return out
 
 
-def _allclose(a: tuple | None, b: tuple | None, rtol: float, atol: float) -> bool:
+def allclose(a: tuple | None, b: tuple | None, rtol: float, atol: float) -> bool:
+    """Whether the outputs ``a`` and ``b`` (None: never) hold as many arrays, each within
+    ``rtol`` / ``atol`` of the other."""
     if a is None or b is None:
         return False
-    la, lb = _leaves(a), _leaves(b)
+    la, lb = leaves(a), leaves(b)
     if len(la) != len(lb):
         return False
     for x, y in zip(la, lb, strict=True):
         if x is y:
             continue
         x, y = np.asarray(x), np.asarray(y)
-        if x.shape != y.shape or _compare(x, y, rtol, atol)[2]:
+        if x.shape != y.shape or compare(x, y, rtol, atol)[2]:
             return False
     return True
 

@@ -10,11 +10,13 @@ import numpy as np
 
 from compiler import matmul_float64
 from compiler.ir import Expr, Function, TupleGetItem, children
-from explorer.check.numbers import _compare, _to_numpy
+from explorer.check.numbers import compare, to_numpy
 from explorer.check.report import CheckError, NodeError
 
 
-def _where(node: Expr) -> str:
+def node_location(node: Expr) -> str:
+    """Where ``node`` came from, for a message: its module path or source node or op (with
+    the FX node when that differs), else its name, else its op."""
     p = node.prov
     head = p.module_path or p.source_node or p.source_op or (f"%{node.name}" if node.name else "")
     extra = p.source_node if p.source_node and p.source_node != head else None
@@ -28,7 +30,7 @@ def _prov_key(node: Expr) -> tuple:
     return (p.framework, p.module_path, p.source_op, p.source_node, p.location, node.name)
 
 
-def _roots(fn: Function, key: Callable[[Expr], Any]) -> list[Expr]:
+def group_roots(fn: Function, key: Callable[[Expr], Any]) -> list[Expr]:
     """Bound nodes that are the last of their provenance group (no reader of the node has the
     same key): the node standing for a source op's result, not an intermediate a frontend
     or a pass made for it (the matmul of a decomposed linear)."""
@@ -41,22 +43,22 @@ def _roots(fn: Function, key: Callable[[Expr], Any]) -> list[Expr]:
     return [n for n in nodes if key(n) is not None and key(n) not in read_by.get(id(n), ())]
 
 
-def _node_reference(main: Function, values: dict) -> dict:
+def node_reference(main: Function, values: dict) -> dict:
     """For an IR reference: the values of the imported main's group roots, by provenance."""
     ref: dict = {}
-    for n in _roots(main, _prov_key):
+    for n in group_roots(main, _prov_key):
         v = values.get(n)
         if isinstance(v, np.ndarray) and not n.prov.is_empty:
             ref.setdefault(_prov_key(n), []).append(v)
     return ref
 
 
-def _root_key(fx_values: dict) -> Callable[[Expr], Any]:
+def root_key(fx_values: dict) -> Callable[[Expr], Any]:
     """What groups nodes into one source op: the FX node (torch), else the provenance."""
     return (lambda n: n.prov.source_node) if fx_values else _prov_key
 
 
-def _reference_of(
+def matched_reference(
     node: Expr, value: np.ndarray, fx_values: dict, node_ref: dict
 ) -> np.ndarray | None:
     """The reference value ``node`` is matched with (of the same shape as ``value``): the FX
@@ -73,12 +75,12 @@ def _reference_of(
     return ref if ref is not None and ref.shape == value.shape else None
 
 
-def _input_reference(fx_values: dict, node_ref: dict):
+def input_reference(fx_values: dict, node_ref: dict):
     """``reference_of(expr, value, op)`` for ``ties.tied``: the reference value that ``expr``,
     the input of ``op``, is matched with, or None (no match, or ``expr`` is of ``op``'s own
     source op)."""
 
-    key = _root_key(fx_values)
+    key = root_key(fx_values)
 
     def reference_of(expr: Expr, value: np.ndarray, op: Expr):
         if fx_values:  # the FX op's own input, recorded when the reference ran
@@ -89,12 +91,12 @@ def _input_reference(fx_values: dict, node_ref: dict):
                     return x
         if key(expr) is None or key(expr) == key(op):
             return None  # an intermediate made for the op itself: its reference is the op's
-        return _reference_of(expr, value, fx_values, node_ref)
+        return matched_reference(expr, value, fx_values, node_ref)
 
     return reference_of
 
 
-def _node_errors(
+def errors_by_node(
     main: Function,
     values: dict,
     fx_values: dict,
@@ -114,19 +116,19 @@ def _node_errors(
     from explorer.check.judge import judge_float64
     from explorer.check.ties import tied
 
-    key = _root_key(fx_values)
+    key = root_key(fx_values)
     errors = []
-    for n in _roots(main, key):
+    for n in group_roots(main, key):
         v = values.get(n)
         if not isinstance(v, np.ndarray):
             continue
-        ref = _reference_of(n, v, fx_values, node_ref)
+        ref = matched_reference(n, v, fx_values, node_ref)
         if ref is None or ref is v:
             continue
-        a, r, beyond = _compare(v, ref, rtol, atol)
+        a, r, beyond = compare(v, ref, rtol, atol)
         if not beyond:
             continue
-        if tied(n, v, ref, values, rtol, atol, _input_reference(fx_values, node_ref)):
+        if tied(n, v, ref, values, rtol, atol, input_reference(fx_values, node_ref)):
             if ties is not None:
                 ties.append(n)
             continue
@@ -138,14 +140,14 @@ def _node_errors(
             )
             if judged is not None and not judged.wrong:
                 continue  # float32 rounding, as eager's own
-        errors.append(NodeError(n, _where(n), a, r, tuple(v.shape), judged))
+        errors.append(NodeError(n, node_location(n), a, r, tuple(v.shape), judged))
     return errors
 
 
 # ----- findings ----------------------------------------------------------------------------------
 
 
-def _torch_reference(source: dict, inputs: list) -> tuple[tuple, dict, str]:
+def torch_reference(source: dict, inputs: list) -> tuple[tuple, dict, str]:
     """Torch eager outputs of the source model, every FX node's value (by node name), and how
     the model was run. With an exported program, one run of its graph op by op gives both
     (the same ATen kernels eager runs: a second forward of the model doubled the cost of the
@@ -178,7 +180,7 @@ def _torch_reference(source: dict, inputs: list) -> tuple[tuple, dict, str]:
     finally:
         if training:
             fn.train(True)
-    outputs = tuple(_to_numpy(t) for t in tree_leaves(out) if isinstance(t, torch.Tensor))
+    outputs = tuple(to_numpy(t) for t in tree_leaves(out) if isinstance(t, torch.Tensor))
     how = "ExportedProgram.module(), no_grad" if exported else "eval mode, no_grad"
     return outputs, {}, how
 
@@ -214,13 +216,13 @@ def _user_outputs(ep, out) -> tuple:
     specs = list(ep.graph_signature.output_specs)
     if len(specs) == len(outs):
         outs = [o for o, s in zip(outs, specs, strict=True) if s.kind.name == "USER_OUTPUT"]
-    return tuple(_to_numpy(t) for t in outs if isinstance(t, torch.Tensor))
+    return tuple(to_numpy(t) for t in outs if isinstance(t, torch.Tensor))
 
 
 PROGRAM_BUDGET = 4 << 30
 """What the reference run of a torch program read from a file (a ``.pt2``) may allocate
 beyond what the process holds, its weights and twice its inputs and weights: the run is made
-under that address-space limit (``compiler.ops.memory_budget``), so a program asking for a huge
+under that address-space limit (``compiler.opaque.memory_budget``), so a program asking for a huge
 value (``full([100000, 100000])``) fails with one error instead of taking the machine."""
 
 
@@ -228,7 +230,7 @@ def program_budget(ep, tensors: list, what: str):
     """The memory budget a program read from a file runs under (see PROGRAM_BUDGET)."""
     import torch
 
-    from compiler.ops import memory_budget
+    from compiler.opaque import memory_budget
 
     storages = {}  # what the weights and inputs really hold: a stride-0 weight holds little
     for t in [*ep.state_dict.values(), *tensors]:
@@ -248,7 +250,7 @@ def interpreter_base(untrusted: bool):
 
     if not untrusted:
         return torch.fx.Interpreter
-    from compiler.ops import check_kernel_shapes
+    from compiler.opaque import check_kernel_shapes
     from explorer.trust import PROGRAM_EMPTY
 
     class Filled(torch.fx.Interpreter):
@@ -275,18 +277,18 @@ def _fx_run(ep, tensors: list, untrusted: bool = False) -> tuple[tuple, dict[str
         def run_node(self, n):
             out = super().run_node(n)
             if n.op == "call_function" and isinstance(out, torch.Tensor):
-                values[n.name] = _to_numpy(out)
+                values[n.name] = to_numpy(out)
             if n.op == "call_function" and _orders(n) and isinstance(out, (tuple, list)):
                 for k, t in enumerate(out):  # (values, indices): no FX getitem is matched
                     if isinstance(t, torch.Tensor):
-                        values[ORDER_FIELD.format(n.name, k)] = _to_numpy(t)
+                        values[ORDER_FIELD.format(n.name, k)] = to_numpy(t)
             if n.op == "call_function" and _orders(n):
                 # the input of an op whose indices may order ties otherwise (ties.py)
                 first = n.args[0] if n.args else None
                 for m in (n, *n.users):
                     x = self.env.get(first) if isinstance(first, torch.fx.Node) else None
                     if isinstance(x, torch.Tensor):
-                        values[ORDER_INPUT.format(m.name)] = _to_numpy(x)
+                        values[ORDER_INPUT.format(m.name)] = to_numpy(x)
             return out
 
     with torch.no_grad():
@@ -426,7 +428,7 @@ def _torch_float64(
         def run_node(self, n):
             out = super().run_node(n)
             if n.op == "call_function" and isinstance(out, torch.Tensor):
-                values[n.name] = _to_numpy(out)
+                values[n.name] = to_numpy(out)
             return out
 
     with torch.no_grad():
@@ -437,20 +439,20 @@ def _torch_float64(
 REFERENCE_BUDGET = 4 << 30
 """The memory an ONNX reference run (onnxruntime on the whole source model, or its float64
 variant) may use beyond the model and its inputs: it runs in a child process with that
-address-space limit (``compiler.ops.run_onnx_model``), so a model that makes a huge value from
+address-space limit (``compiler.opaque.run_onnx_model``), so a model that makes a huge value from
 its data (a 253-byte ``com.microsoft::Range(0, 1e10, 1)``) fails there, not here."""
 
 
 def _model_name(proto) -> str:
-    from compiler.ops import escape_printed
+    from compiler.opaque import escape as escape_printed
 
     name = proto.graph.name
     return f"the ONNX model '{escape_printed(name, 80)}'" if name else "the ONNX model"
 
 
 def _run_budgeted(proto, runtime: list, what: str, fallback: bool = False):
-    """``compiler.ops.run_onnx_model`` on ``proto``: its outputs and how they were made."""
-    from compiler.ops import run_onnx_model
+    """``compiler.opaque.run_onnx_model`` on ``proto``: its outputs and how they were made."""
+    from compiler.opaque import run_onnx_model
 
     try:
         return run_onnx_model(
@@ -481,7 +483,7 @@ def _loop_problem(proto) -> str | None:
     the subgraphs with a stack."""
     from onnx import numpy_helper
 
-    from compiler.ops import escape_printed
+    from compiler.opaque import escape as escape_printed
     from explorer.trust import onnx_graphs
 
     for g in onnx_graphs([proto.graph]):
@@ -510,12 +512,12 @@ def _loop_problem(proto) -> str | None:
     return None
 
 
-def _onnx_reference(source: dict, runtime: list) -> tuple:
+def onnx_reference(source: dict, runtime: list) -> tuple:
     """onnxruntime's run of the whole source model (CPUExecutionProvider), in a child process
     under ``REFERENCE_BUDGET`` (a model from a file may make a value of any size)."""
     problem = _loop_problem(source["model"])
     if problem is not None:
-        from compiler.ops import BudgetError
+        from compiler.opaque import BudgetError
 
         what = f"onnxruntime's reference run of {_model_name(source['model'])}"
         raise BudgetError(f"{what}: {problem}")

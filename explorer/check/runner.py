@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from explorer.check import detectors  # noqa: F401 (registers the built-in kinds of finding)
 from explorer.check.facts import Options, Reference, Run, StepFacts
 from explorer.check.judge import failure_note, used_note
-from explorer.check.numbers import _judge_outputs, _OutputsCompared
-from explorer.check.references import _onnx_reference, _torch_reference, float64_reference
+from explorer.check.numbers import OutputsCompared, judge_outputs
+from explorer.check.references import float64_reference, onnx_reference, torch_reference
 from explorer.check.registry import kinds
 from explorer.check.report import Finding, Report, StepCheck
 from explorer.progress import Job
@@ -180,12 +180,12 @@ class Checker:
             return
         try:
             if frontend == "torch":
-                outputs, fx, how = _torch_reference(self.trace.source, self._all_inputs())
+                outputs, fx, how = torch_reference(self.trace.source, self._all_inputs())
                 self.ref_outputs, ref.fx_values = outputs, fx
                 ref.name = "torch eager"
                 ref.description = f"torch eager ({how})"
             else:
-                self.ref_outputs = _onnx_reference(self.trace.source, self.runtime)
+                self.ref_outputs = onnx_reference(self.trace.source, self.runtime)
                 ref.name = "onnxruntime"
                 ref.description = "onnxruntime (CPUExecutionProvider)"
             ref.float64 = float64_reference(
@@ -282,10 +282,10 @@ class Checker:
         cmp = self._judge(run.judged if run.judged is not None else run.outputs)
         return ("diverged" if cmp.diverged else "ok"), cmp.max_abs, cmp.max_rel
 
-    def _judge(self, outputs: tuple) -> _OutputsCompared:
+    def _judge(self, outputs: tuple) -> OutputsCompared:
         """Outputs against the reference: the tolerance, then the float64 rule (judge.py)."""
         f64 = self.reference.float64
-        cmp = _judge_outputs(outputs, self.ref_outputs, f64, self.rtol, self.atol)
+        cmp = judge_outputs(outputs, self.ref_outputs, f64, self.rtol, self.atol)
         failure_note(f64, self.notes)
         return cmp
 
@@ -335,7 +335,7 @@ class Checker:
         check: StepCheck,
         run: Run | None = None,
         before: Run | None = None,
-        compared: _OutputsCompared | None = None,
+        compared: OutputsCompared | None = None,
     ) -> StepCheck:
         """Hand what is known of a step to every registered detector; keep their findings."""
         step = check.step

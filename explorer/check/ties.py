@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.ir import Call, Expr, Tuple, TupleGetItem
-from explorer.check.numbers import _compare
+from explorer.check.numbers import compare
 
 TIE_NOTE = "indices of tied values differ from {ref}'s at {where}: both orders are correct"
 
@@ -77,13 +77,13 @@ def tied(node: Expr, value, ref, values: dict, rtol: float, atol: float, referen
         return False
     if reference_of is not None:
         x_ref = reference_of(src[0], x, node)
-        if x_ref is not None and (x_ref.shape != x.shape or _compare(x, x_ref, rtol, atol)[2]):
+        if x_ref is not None and (x_ref.shape != x.shape or compare(x, x_ref, rtol, atol)[2]):
             return False
     got = _select(x, value, src[1], src[2])
     want = _select(x, np.asarray(ref).astype(value.dtype, copy=False), src[1], src[2])
     if got is None or want is None or got.shape != want.shape:
         return False
-    return _compare(got, want, rtol, atol)[2] == 0
+    return compare(got, want, rtol, atol)[2] == 0
 
 
 def output_nodes(output: Expr) -> list[Expr]:

@@ -24,7 +24,7 @@ import numpy as np
 
 from compiler import InterpretError
 from explorer.check.facts import Run
-from explorer.check.numbers import _compare, _compare_outputs, _to_numpy
+from explorer.check.numbers import compare, compare_outputs, to_numpy
 from explorer.check.report import NODE_ERRORS_KEPT, CheckError, NodeError
 from explorer.check.runner import Checker, StepRunner
 from explorer.fmt import num
@@ -87,11 +87,11 @@ class InductorStepRunner(StepRunner):
                 f"{len(missing)} recorded graph(s) not made by Dynamo for these inputs "
                 f"({', '.join(missing[:3])}): their steps are not run"
             )
-        return [_to_numpy(x) for x in args], []
+        return [to_numpy(x) for x in args], []
 
     def _compare_models(self, model: Any, args: tuple) -> None:
         """The compiled model against eager on ``args`` (a note of the report)."""
-        from explorer.inductor.run import _clone, flat_outputs
+        from explorer.inductor.run import clone, flat_outputs
 
         compiled = self.run_info.compiled
         if compiled is None:
@@ -100,21 +100,21 @@ class InductorStepRunner(StepRunner):
 
         try:
             with torch.no_grad():
-                want = flat_outputs(model(*[_clone(a) for a in args]))
-                again = flat_outputs(model(*[_clone(a) for a in args]))
-                got = flat_outputs(compiled(*[_clone(a) for a in args]))
+                want = flat_outputs(model(*[clone(a) for a in args]))
+                again = flat_outputs(model(*[clone(a) for a in args]))
+                got = flat_outputs(compiled(*[clone(a) for a in args]))
         except Exception as e:  # the compiled model failing is worth a note, not a crash
             self.pending.append(f"the compiled model failed on these inputs: {e}"[:500])
             return
-        if not _identical(tuple(_to_numpy(x) for x in want), tuple(_to_numpy(x) for x in again)):
+        if not _identical(tuple(to_numpy(x) for x in want), tuple(to_numpy(x) for x in again)):
             self.pending.append(
                 "two eager runs of the model differ (random ops): the compiled model's outputs "
                 "are not compared with eager's"
             )
             return
-        cmp = _compare_outputs(
-            tuple(_to_numpy(x) for x in got),
-            tuple(_to_numpy(x) for x in want),
+        cmp = compare_outputs(
+            tuple(to_numpy(x) for x in got),
+            tuple(to_numpy(x) for x in want),
             self.check.rtol,
             self.check.atol,
         )
@@ -153,7 +153,7 @@ class InductorStepRunner(StepRunner):
                 values: dict = {}
             else:
                 outputs, values = run_graph(module.graph_module(), inputs)
-            run.outputs = tuple(_to_numpy(x) for x in outputs)
+            run.outputs = tuple(to_numpy(x) for x in outputs)
             run.computed = max(1, len(values))
             self.node_values_of[id(module)] = values
         except CheckError as e:
@@ -179,8 +179,8 @@ class InductorStepRunner(StepRunner):
 
                     outputs, values = run_graph(record.dynamo.graph_module(), inputs)
                     again, _ = run_graph(record.dynamo.graph_module(), inputs)
-                    first = tuple(_to_numpy(x) for x in outputs)
-                    if not _identical(first, tuple(_to_numpy(x) for x in again)):
+                    first = tuple(to_numpy(x) for x in outputs)
+                    if not _identical(first, tuple(to_numpy(x) for x in again)):
                         self.random_graphs.add(k)
                         self.check.notes.append(
                             f"{record.label}: two runs on the same inputs differ (random ops: "
@@ -258,7 +258,7 @@ def node_errors(module, values: dict, ref: dict, rtol: float, atol: float) -> li
             continue
         if tuple(v.shape) != tuple(r.shape) or v.dtype != r.dtype:
             continue
-        a, rel, beyond = _compare(_to_numpy(v), _to_numpy(r), rtol, atol)
+        a, rel, beyond = compare(to_numpy(v), to_numpy(r), rtol, atol)
         if not beyond:
             continue
         g = model.nodes.get(node.name)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.check.numbers import _compare, _to_numpy
+from explorer.check.numbers import compare, to_numpy
 from explorer.reduce import NotReproducible, ReduceError
 
 INPUTS_FILE = "inputs.npz"
@@ -127,7 +127,7 @@ def reduce_inductor(report, finding=None, budget: float = 60.0, progress=None):
             finding,
             step.name,
             code,
-            [_to_numpy(x) for x in cut_inputs],
+            [to_numpy(x) for x in cut_inputs],
             (len(calls), ops),
             moved,
             test_source(step.name, fn, code, len(cut_inputs), report.rtol, report.atol),
@@ -215,7 +215,7 @@ def _moved(fn: Any, cut: Any, inputs: list, rtol: float, atol: float) -> float |
         return float("inf")
     worst = None
     for g, w in pairs:
-        a, _, beyond = _compare(_to_numpy(g), _to_numpy(w), rtol, atol)
+        a, _, beyond = compare(to_numpy(g), to_numpy(w), rtol, atol)
         if beyond:
             worst = a if worst is None else max(worst, a)
     return worst

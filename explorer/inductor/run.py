@@ -32,7 +32,9 @@ class Captured:
 KEPT_CALLS = 4  # input sets kept per graph signature
 
 
-def _clone(x: Any) -> Any:
+def clone(x: Any) -> Any:
+    """``x`` copied so a run cannot change the captured value (a tensor detached and cloned;
+    weights and non-tensors as they are)."""
     import torch
 
     if isinstance(x, torch.nn.Parameter):
@@ -58,16 +60,16 @@ def capture(model: Any, args: tuple, dynamic: bool | None, calls: list | tuple =
         def call(*inputs: Any) -> Any:
             kept = out.inputs.setdefault(key, [])
             if len(kept) < KEPT_CALLS:
-                kept.append([_clone(x) for x in inputs])
+                kept.append([clone(x) for x in inputs])
             return forward(*inputs)
 
         return call
 
     with torch.no_grad():
         replay = torch.compile(model, backend=backend, dynamic=dynamic)
-        replay(*[_clone(a) for a in args])
+        replay(*[clone(a) for a in args])
         for more in calls:
-            replay(*[_clone(a) for a in more])
+            replay(*[clone(a) for a in more])
     return out
 
 
@@ -102,7 +104,7 @@ def run_graph(gm: Any, inputs: list) -> tuple[tuple, dict[str, Any]]:
             return result
 
     with torch.no_grad():
-        result = Recording(gm).run(*[_clone(x) for x in inputs])
+        result = Recording(gm).run(*[clone(x) for x in inputs])
     return flat_outputs(result), values
 
 
@@ -110,7 +112,7 @@ def run_compiled(compiled: Any, inputs: list) -> tuple:
     """The outputs of the callable Inductor returned for a graph (Dynamo's convention)."""
     import torch
 
-    args = [_clone(x) for x in inputs]
+    args = [clone(x) for x in inputs]
     with torch.no_grad():
         result = compiled(*args)  # as Dynamo calls it (its ``_boxed_call`` is AOT's inner one)
     return flat_outputs(result)
@@ -194,6 +196,7 @@ def line_up(graph: Any, values: list) -> list:
 __all__ = [
     "Captured",
     "capture",
+    "clone",
     "flat_outputs",
     "graph_inputs",
     "line_up",

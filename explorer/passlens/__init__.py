@@ -31,13 +31,12 @@ only what every compiler's trace shares:
 - the pass manager's records in ``compiler.passes`` (``Snapshot``, ``SkippedPass``,
   ``CallingConvention``): what every adapter's recorder and runner build steps and calling
   conventions from;
-- the opaque-op sandbox, which every adapter's reference run goes through (a torch or ONNX op
-  passlens has no converter for, and the source model itself, run by its own framework): the
-  trust policy (``trusted_ops``, ``trust_names``, ``trusted_opaque_ops``,
-  ``refused_opaque_ops``, ``refused_message``, ``opaque_refusal``, ``OpaqueOpError``), the
-  runners and sizing (``OPAQUE_RUNNERS``, ``check_kernel_shapes``, ``memory_budget``,
-  ``BudgetError``), the onnxruntime child process (``run_onnx_model``) and what an op printed
-  (``escape_printed``); today exported by ``compiler.ops`` (compiler/ops/opaque_*.py);
+- ``compiler.opaque``, the opaque-op sandbox, which every adapter's reference run goes through
+  (a torch or ONNX op passlens has no converter for, and the source model itself, run by its
+  own framework): the trust policy (``trusted_ops``, ``trust_names``, ``trusted``,
+  ``refused``, ``refused_message``, ``refusal``, ``OpaqueOpError``), the runners and sizing
+  (``RUNNERS``, ``check_kernel_shapes``, ``memory_budget``, ``BudgetError``), the onnxruntime
+  child process (``run_onnx_model``) and what an op printed (``escape``);
 - the float64 reference's matmul (``matmul_float64``, of ``compiler``): the reference of every
   compiler's torch source accumulates a product in float64 a block at a time, as passlens's
   interpreter does, so the two are one arithmetic.

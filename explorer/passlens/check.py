@@ -38,12 +38,12 @@ from compiler.passes import (
 )
 from explorer.check.facts import Run
 from explorer.check.layer_errors import LayerErrors
-from explorer.check.numbers import _same_value, _to_numpy
+from explorer.check.numbers import same_value, to_numpy
 from explorer.check.random_inputs import random_arrays as _random_arrays
-from explorer.check.references import _node_reference
+from explorer.check.references import node_reference
 from explorer.check.report import CheckError
 from explorer.check.runner import StepRunner
-from explorer.passlens.memo import _Memo, _memo_operands, _MemoHooks
+from explorer.passlens.memo import Memo, MemoHooks, memo_operands
 from explorer.passlens.tie_judging import TieJudging
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class Interpreter(TieJudging, StepRunner):
     def __init__(self) -> None:
         self.tie_notes: set[str] = set()  # the notes on tied indices already made
         self.cache = ValueCache()
-        self.memo = _Memo()
+        self.memo = Memo()
         self.seeded = 0  # values put in the cache before a run (from the memo)
         self.callees: dict[Expr, tuple] = {}  # call node -> the callee functions its value used
         self.closures: dict[int, dict[str, tuple]] = {}
@@ -125,7 +125,7 @@ class Interpreter(TieJudging, StepRunner):
             return runtime, weights
         if not isinstance(inputs, (tuple, list)):
             inputs = (inputs,)
-        arrays = [_to_numpy(x) for x in inputs]
+        arrays = [to_numpy(x) for x in inputs]
         runtime, weights = arrays[:k], arrays[k:]
         if len(runtime) < k:
             raise CheckError(f"@main takes {k} runtime input(s), {len(arrays)} given")
@@ -179,7 +179,7 @@ class Interpreter(TieJudging, StepRunner):
         stale: set[int] = set()
         for p, a in zip(fn.params, args, strict=False):
             old = values.get(p)
-            if old is not None and old is not a and not _same_value(old, a):
+            if old is not None and old is not a and not same_value(old, a):
                 stale.add(id(p))
                 del values[p]
 
@@ -215,7 +215,7 @@ class Interpreter(TieJudging, StepRunner):
             if isinstance(node, Call):
                 if node.op in SIDE_EFFECT_OPS:
                     continue
-                ops = _memo_operands(self.memo, node, values, params)
+                ops = memo_operands(self.memo, node, values, params)
                 v = self.memo.get(node, ops) if ops is not None else None
             elif isinstance(node, Tuple):
                 fields = [_known(f, values, params) for f in node.fields]
@@ -250,7 +250,7 @@ class Interpreter(TieJudging, StepRunner):
             if isinstance(node, Call) and node.op not in SIDE_EFFECT_OPS:
                 v = values.get(node)
                 if isinstance(v, np.ndarray):
-                    ops = _memo_operands(self.memo, node, values, params)
+                    ops = memo_operands(self.memo, node, values, params)
                     if ops is not None:
                         self.memo.put(node, ops, v)
 
@@ -268,7 +268,7 @@ class Interpreter(TieJudging, StepRunner):
 
         params = dict(zip(module[fname].params, args, strict=False))
         hits, misses, memo_hits = self.cache.hits, self.cache.misses, self.memo.hits
-        hooks = _MemoHooks(self.memo)
+        hooks = MemoHooks(self.memo)
         with lazy_callbacks(get_item=get_item, set_item=set_item):
             seeded = self.seeded
             self._seed(run, module, fname, self.cache.values, params)
@@ -330,7 +330,7 @@ class Interpreter(TieJudging, StepRunner):
     # ----- the hooks --------------------------------------------------------------------------
     def node_values(self) -> dict:
         """The imported step's node values, by provenance (the per-node reference)."""
-        return _node_reference(self.check.imported.module["main"], self.cache.values)
+        return node_reference(self.check.imported.module["main"], self.cache.values)
 
     def generation(self, before: Run | None) -> int:
         """The memo generation of a step's run (values a pass rebuilt on the same inputs)."""

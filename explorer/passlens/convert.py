@@ -134,7 +134,7 @@ def _op_node(node: Expr, nid: str, fname: str, label: str) -> GraphNode:
         node,
     )
     if isinstance(node, Call) and node.op == "opaque":
-        from compiler.ops import OPAQUE_RUNNERS as RUNNERS
+        from compiler.opaque import RUNNERS
 
         out.opaque = {
             "target": str(node.attrs["target"]),

@@ -15,7 +15,7 @@ from compiler.passes import SIDE_EFFECT_OPS, decompose, rounds_as_decomposed
 # ===== reuse of values between steps ============================================================
 
 
-class _Memo:
+class Memo:
     """Values by what computes them: (op, attributes, annotated type, operand values by
     identity). The value cache reuses a node shared between snapshots; this reuses the value
     of a node a pass rebuilt around the very same values: once fold-constant has turned
@@ -144,10 +144,10 @@ class _Memo:
         return value
 
 
-class _MemoHooks(CallMemo):
+class MemoHooks(CallMemo):
     """The memo, consulted by the interpreter at every op call while a step runs."""
 
-    def __init__(self, memo: _Memo):
+    def __init__(self, memo: Memo):
         self.memo = memo
         self._parts: list | None = None  # the keys a decomposition being computed used
 
@@ -221,7 +221,7 @@ class _MemoHooks(CallMemo):
         return value
 
 
-def _memo_operands(memo: _Memo, node: Call, values: dict, params: dict) -> list | None:
+def memo_operands(memo: Memo, node: Call, values: dict, params: dict) -> list | None:
     """The canonical operand arrays of a call, or None when one is not known yet."""
     out = []
     for a in node.args:

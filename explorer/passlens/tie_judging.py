@@ -9,8 +9,8 @@ import numpy as np
 
 from compiler.ir import Expr, Module, children
 from explorer.check.facts import Run
-from explorer.check.numbers import _compare, _leaves
-from explorer.check.references import _input_reference, _reference_of, _where
+from explorer.check.numbers import compare, leaves
+from explorer.check.references import input_reference, matched_reference, node_location
 from explorer.check.ties import TIE_NOTE, index_source, output_nodes, tied
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ class TieJudging:
         both orders are correct), with a note; every other output as it is."""
         if not isinstance(step.module, Module):  # another compiler's steps: outputs only
             return outputs
-        got, want = _leaves(outputs), _leaves(self.ref_outputs)
+        got, want = leaves(outputs), leaves(self.ref_outputs)
         nodes = output_nodes(step.module["main"].output)
         if not (len(nodes) == len(got) == len(want)):
             return outputs
@@ -38,13 +38,15 @@ class TieJudging:
             if index_source(node) is None:
                 continue
             g, w = np.asarray(g), np.asarray(w)
-            if g.shape != w.shape or not _compare(g, w, self.rtol, self.atol)[2]:
+            if g.shape != w.shape or not compare(g, w, self.rtol, self.atol)[2]:
                 continue
             ref = self.reference
-            within = _input_reference(ref.fx_values, ref.node_values)
+            within = input_reference(ref.fx_values, ref.node_values)
             if tied(node, g, w, self.cache.values, self.rtol, self.atol, within):
                 judged[i], changed = w.astype(g.dtype, copy=False), True
-                self.tie_note(f"output {i} ({_where(node)})", "judged by the values they select")
+                self.tie_note(
+                    f"output {i} ({node_location(node)})", "judged by the values they select"
+                )
         return tuple(judged) if changed else outputs
 
     def _retie(self, module: Module, run: Run) -> Run:
@@ -57,20 +59,22 @@ class TieJudging:
         fx, node_ref = ref.fx_values, ref.node_values
         if not fx and not node_ref:
             return run
-        values, within = self.cache.values, _input_reference(fx, node_ref)
+        values, within = self.cache.values, input_reference(fx, node_ref)
         main = module["main"]
         dirty: dict[int, Expr] = {}
         for node in main.iter_nodes():
             v = values.get(node)
             if index_source(node) is None or not isinstance(v, np.ndarray):
                 continue
-            want = _reference_of(node, v, fx, node_ref)
-            if want is None or want is v or not _compare(v, want, self.rtol, self.atol)[2]:
+            want = matched_reference(node, v, fx, node_ref)
+            if want is None or want is v or not compare(v, want, self.rtol, self.atol)[2]:
                 continue
             if tied(node, v, want, values, self.rtol, self.atol, within):
                 values[node] = np.asarray(want).astype(v.dtype, copy=False)
                 dirty[id(node)] = node
-                self.tie_note(_where(node), f"values after it computed with {ref.name}'s order")
+                self.tie_note(
+                    node_location(node), f"values after it computed with {ref.name}'s order"
+                )
         if not dirty:
             return run
         tied_ids = set(dirty)

@@ -160,7 +160,7 @@ class ReportWriter:
         """A detail value as JSON (see the module docstring for the tags)."""
         from explorer.check import NodeError
         from explorer.graph import GraphNode
-        from explorer.store.errors import _encode_error
+        from explorer.store.errors import encode_error
 
         if depth > MAX_REPORT_DEPTH:
             return {"$": "text", "v": str(v)[:_TEXT_CHARS]}
@@ -193,7 +193,7 @@ class ReportWriter:
         if isinstance(v, Type):
             return {"$": "type", "v": self.writer.type(v)}
         if isinstance(v, BaseException):
-            return {"$": "error", **_encode_error(v)}
+            return {"$": "error", **encode_error(v)}
         if isinstance(v, GraphNode):
             return v.id
         if hasattr(v, "prov") and id(v) in getattr(self.writer, "_ref_ids", {}):
@@ -408,7 +408,7 @@ class ReportReader:
     def value(self, v: Any, what: str, depth: int) -> Any:
         """A detail value back from JSON (see the module docstring for the tags)."""
         from explorer.check import NodeError
-        from explorer.store.errors import _decode_error
+        from explorer.store.errors import decode_error
 
         if depth > MAX_REPORT_DEPTH + 1:
             raise self.bad(f"{what} nests deeper than {MAX_REPORT_DEPTH}")
@@ -445,7 +445,7 @@ class ReportReader:
         if tag == "error":
             if not isinstance(v.get("type"), str) or not isinstance(v.get("message"), str):
                 raise self.bad(f"{what} holds an error without a type name and a message")
-            return _decode_error(v)
+            return decode_error(v)
         if tag == "node_error":
             shape = v.get("shape")
             if not isinstance(shape, list) or not all(

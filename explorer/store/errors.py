@@ -12,7 +12,9 @@ from typing import Any
 from explorer.store.fileformat import RecordedError
 
 
-def _encode_error(error: BaseException) -> dict:
+def encode_error(error: BaseException) -> dict:
+    """``error`` as a trace file's record: its type's name and module, its message and its
+    arguments when they are plain JSON values (what ``decode_error`` makes an error of again)."""
     rec: dict[str, Any] = {
         "type": getattr(error, "type_name", None) or type(error).__name__,
         "module": getattr(error, "type_module", None) or type(error).__module__,
@@ -31,7 +33,7 @@ _ERROR_CLASSES: dict[tuple[str, str], type] = {}
 _PACKAGE = "explorer.store"  # the module of a recorded type whose own module is not known
 
 
-def _decode_error(rec: dict) -> BaseException:
+def decode_error(rec: dict) -> BaseException:
     """The saved exception: a builtin type is rebuilt as itself, any other type as a
     RecordedError subclass of the same name (no code of the file's choosing runs)."""
     name, module, message = str(rec["type"]), str(rec.get("module") or ""), str(rec["message"])

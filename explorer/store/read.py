@@ -42,7 +42,7 @@ from compiler.passes import SkippedPass
 from explorer.adapters import get_adapter, is_adapter_name
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportReader
-from explorer.store.errors import _decode_error
+from explorer.store.errors import decode_error
 from explorer.store.fileformat import (
     FORMAT,
     MAX_JSON_BYTES,
@@ -66,7 +66,7 @@ def load(path: str | os.PathLike, trust_ops=None) -> Trace:
     (its ``trusted_ops``) although passlens does not know them to be pure computations
     (``["mylib.scale"]``), for a file you trust; what a trace trusted when saved (a live
     model's own ops) is never in the file (see explorer.trust)."""
-    from compiler.ops import trust_names
+    from compiler.opaque import trust_names
 
     trusted = trust_names(trust_ops)  # a bad name fails before the file is read
     path = Path(path)
@@ -329,7 +329,7 @@ class _Reader(ArrayReading):
             module=module,
             before=before,
             seconds=float(rec.get("seconds") or 0.0),
-            error=None if rec.get("error") is None else _decode_error(rec["error"]),
+            error=None if rec.get("error") is None else decode_error(rec["error"]),
             traceback=str(rec.get("traceback") or ""),
             failed_node=None if failed is None else self.expr(failed),
             failed_function=rec.get("failed_function"),

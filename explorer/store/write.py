@@ -37,7 +37,7 @@ from compiler.ir import (
 from explorer.adapters import get_adapter
 from explorer.store.checks import MEMBER as REPORT_MEMBER
 from explorer.store.checks import ReportWriter
-from explorer.store.errors import _encode_error
+from explorer.store.errors import encode_error
 from explorer.store.fileformat import FOREIGN_VERSION, FORMAT, PROV_FIELDS, VERSION
 from explorer.store.graphs import encode_foreign, encode_graph, encode_ref
 from explorer.store.rewrites import encode_rewrites
@@ -192,7 +192,7 @@ class _Writer:
             "source_graph": None if s.source_graph is None else encode_graph(s.source_graph),
         }
         if s.error is not None:
-            rec["error"] = _encode_error(s.error)
+            rec["error"] = encode_error(s.error)
         if getattr(s, "rewrites", ()):
             rec["rewrites"] = encode_rewrites(s.rewrites)
         for key in ("module", "before"):  # another compiler's module: its graph and text

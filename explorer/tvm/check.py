@@ -19,7 +19,7 @@ import numpy as np
 from compiler import InterpretError
 from compiler.passes import CallingConvention
 from explorer.check.facts import Run
-from explorer.check.numbers import _to_numpy
+from explorer.check.numbers import to_numpy
 from explorer.check.report import CheckError
 from explorer.check.runner import Checker, StepRunner
 
@@ -49,7 +49,7 @@ class TVMStepRunner(StepRunner):
             return None, None
         if not isinstance(inputs, (tuple, list)):
             inputs = (inputs,)
-        runtime = [_to_numpy(x) for x in inputs]
+        runtime = [to_numpy(x) for x in inputs]
         weights = self._weights()
         return runtime, weights
 

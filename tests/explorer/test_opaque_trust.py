@@ -18,8 +18,8 @@ import torch
 
 import explorer
 from compiler.ir import Call
+from compiler.opaque import OpaqueOpError
 from compiler.opaque import run as opaque_run
-from compiler.ops import OpaqueOpError
 from compiler.passes import Pass, register_pass
 from compiler.passes.infra.rewrite import rewrite_module
 from explorer.store import load

@@ -32,7 +32,7 @@ CHILD = textwrap.dedent(
     resource.setrlimit(resource.RLIMIT_AS, (7 << 30, 7 << 30))
     import numpy as np
     from compiler.opaque import run as opaque_run
-    from compiler.ops import OpaqueOpError
+    from compiler.opaque import OpaqueOpError
     rng = np.random.default_rng(0)
     def r(*s):
         return rng.standard_normal(s).astype(np.float32)

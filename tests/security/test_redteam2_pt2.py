@@ -118,12 +118,12 @@ def test_pt2_with_compiler_tvm_check_reference_zero_fills_empty(tmp_path):
         import numpy as np, torch
         import explorer.check.runner as runner
         seen = []
-        real = runner._torch_reference
+        real = runner.torch_reference
         def spy(source, inputs):
             out = real(source, inputs)
             seen.append(np.asarray(out[0][0]))
             return out
-        runner._torch_reference = spy
+        runner.torch_reference = spy
         junk = [torch.full((32, 32), 7.0e30) for _ in range(64)]
         del junk
         from passlens.cli import main

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import explorer
-from compiler.ops import OpaqueOpError
+from compiler.opaque import OpaqueOpError
 
 
 def _dead_contrib_op(path):

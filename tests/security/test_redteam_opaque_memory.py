@@ -71,7 +71,7 @@ CDIST_READ = textwrap.dedent(
     """
     import numpy as np
     from compiler.opaque import run as opaque_run
-    from compiler.ops import OpaqueOpError
+    from compiler.opaque import OpaqueOpError
     attrs = {"framework": "torch", "target": "aten._cdist_backward.default",
              "args": ("%0", "%1", "%2", 2.0, "%3"), "kwargs": (), "type": "f32[64, 3]"}
     x = np.random.default_rng(0).standard_normal((64, 3)).astype(np.float32)

@@ -21,7 +21,7 @@ CHILD = textwrap.dedent(
     resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
     import numpy as np
     from compiler.opaque import run as opaque_run
-    from compiler.ops import OpaqueOpError
+    from compiler.opaque import OpaqueOpError
     attrs = {"framework": "torch", "target": "prims.copy_strided.default",
              "args": ("%0", (1 << 31,)), "kwargs": (), "type": "f32[2]"}
     try:

@@ -41,7 +41,7 @@ from widgets.report import report_html, step_html, write_html
 from widgets.snapshot import GraphSnapshot, graph_page
 from widgets.stepper import PassStepper
 from widgets.tables import NumericsTable, ParamTable, ShapeTable, TextDiff
-from widgets.tables_html import _SORT_JS
+from widgets.tables_html import SORT_JS
 
 ROOT = Path(__file__).parents[2]
 
@@ -402,7 +402,7 @@ def _strings(value):
             yield from _strings(v)
 
 
-SORT = (_SORT_JS, "plSort(this)")  # the only inline handler: a table's sorting
+SORT = (SORT_JS, "plSort(this)")  # the only inline handler: a table's sorting
 
 
 def injected(document: str, svg: bool = False) -> list[str]:

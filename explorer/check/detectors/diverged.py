@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from compiler.ir import Module, children
 from explorer.check.judge import FLOAT64, FLOAT64_MULTIPLIER
-from explorer.check.numbers import _allclose
-from explorer.check.references import _node_errors, _where
+from explorer.check.numbers import allclose
+from explorer.check.references import errors_by_node, node_location
 from explorer.check.registry import Kind
 from explorer.check.report import NODE_ERRORS_KEPT, Finding
 from explorer.fmt import num
@@ -36,14 +36,14 @@ def detect(facts: StepFacts) -> list[Finding]:
     if (
         before is not None
         and before.diverged
-        and _allclose(run.outputs, before.outputs, opts.rtol, opts.atol)
+        and allclose(run.outputs, before.outputs, opts.rtol, opts.atol)
     ):
         return []  # diverged as much as the module before: reported there
     ref, check = facts.reference, facts.check
     module = facts.step.module
     errors, ties = [], []
     if isinstance(module, Module):  # another compiler's steps give outputs only, no node values
-        errors = _node_errors(
+        errors = errors_by_node(
             module["main"],
             facts.values,
             ref.fx_values,
@@ -67,7 +67,8 @@ def detect(facts: StepFacts) -> list[Finding]:
         text = f"{errors[0]}; {text}"
     if tie is not None:
         text += (
-            f"; it reads the indices at {_where(tie)}, which differ from {ref.name}'s only in "
+            f"; it reads the indices at {node_location(tie)}, which differ from {ref.name}'s only"
+            " in "
             "the order of tied values (both correct): this difference may be that order alone"
         )
     text += "; " + _rule_text(cmp, ref)
@@ -84,7 +85,7 @@ def detect(facts: StepFacts) -> list[Finding]:
             "node_errors": errors[:NODE_ERRORS_KEPT],
             "rule": cmp.rule,
             "float64": _judgement(cmp.float64),
-            "tied_indices": [_where(n) for n in ties],
+            "tied_indices": [node_location(n) for n in ties],
         },
     )
     return [finding]

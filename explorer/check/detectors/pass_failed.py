@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from explorer.check.references import _where
+from explorer.check.references import node_location
 from explorer.check.registry import Kind
 from explorer.check.report import Finding
 
@@ -31,7 +31,7 @@ def detect(facts: StepFacts) -> list[Finding]:
         if step.failed_function:
             where += f" in @{step.failed_function}"
     node = step.failed_node
-    src = f" (from {_where(node)})" if node is not None and not node.prov.is_empty else ""
+    src = f" (from {node_location(node)})" if node is not None and not node.prov.is_empty else ""
     finding = Finding(
         "pass-failed",
         step,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compiler.ir import Call, DType
-from explorer.check.references import _where
+from explorer.check.references import node_location
 from explorer.check.registry import Kind
 from explorer.check.report import Finding
 
@@ -35,7 +35,7 @@ def _finding(facts: StepFacts, mm: TypeMismatch, fname: str) -> Finding:
     node = mm.node
     name = f"%{node.name}" if node.name else f"a {getattr(node, 'op', type(node).__name__)} node"
     op = f" = {node.op}(...)" if isinstance(node, Call) else ""
-    src = f" (from {_where(node)})" if not node.prov.is_empty else ""
+    src = f" (from {node_location(node)})" if not node.prov.is_empty else ""
     try:
         dtype = DType.of(mm.dtype).short
     except (KeyError, TypeError, ValueError):

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper
 
 from compiler.frontend import UnsupportedOperatorError, from_onnx, from_torch
 from compiler.interpret import InterpretError, run
-from compiler.ops import trusted_ops
+from compiler.opaque import trusted_ops
 
 F32 = TensorProto.FLOAT
 

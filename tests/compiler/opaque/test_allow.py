@@ -15,10 +15,10 @@ import torch
 
 from compiler.interpret import InterpretError, run
 from compiler.ir import parse
+from compiler.opaque import OpaqueOpError, trusted_ops
 from compiler.opaque import allow as opaque_allow
 from compiler.opaque import run as opaque_run
 from compiler.opaque.allowlist import TORCH, TORCH_VERSION
-from compiler.ops import OpaqueOpError, trusted_ops
 
 
 def _op(target: str):

@@ -13,8 +13,8 @@ from compiler import passes
 from compiler.frontend import to_onnx
 from compiler.interpret import InterpretError, run
 from compiler.ir import Call, ParseError, parse, structural_equal, verify
+from compiler.opaque import trusted_ops
 from compiler.opaque.layout import literal, opaque_attrs, unescape
-from compiler.ops import trusted_ops
 from tests.compiler.passes.test_preserve_results import LOSSY, SPECS
 
 CUMMAX = """

@@ -308,7 +308,7 @@ def _printing_op():
 def test_what_an_op_prints_never_reaches_the_terminal_raw(capfd):
     _printing_op()
     m = _torch("const(f32[2], [1.0, 2.0])", "passlens_sizes_test.noisy.default", '["%0"]', "f32[2]")
-    from compiler.ops import trusted_ops
+    from compiler.opaque import trusted_ops
 
     with trusted_ops(["passlens_sizes_test.noisy"]), pytest.warns(OpaqueOutputWarning) as record:
         np.testing.assert_array_equal(run(m)[0], [2.0, 3.0])  # a custom op: trusted to run

@@ -413,10 +413,10 @@ def @main(%x: f32[4, 64]) -> f32[4, 64] {
 }
 """
     m2 = parse(before.replace("multiply(%x, const(f32[], 2.0))", "add(%x, %x)"))
-    from explorer.passlens.memo import _Memo, _MemoHooks
+    from explorer.passlens.memo import Memo, MemoHooks
 
-    memo = _Memo()
-    hooks = _MemoHooks(memo)
+    memo = Memo()
+    hooks = MemoHooks(memo)
     x = np.random.default_rng(0).standard_normal((4, 64)).astype(np.float32)
     from compiler.interpret import ValueCache, evaluate
 

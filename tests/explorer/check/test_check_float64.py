@@ -171,9 +171,9 @@ def test_a_float64_run_that_fails_leaves_the_tolerance_to_judge_and_says_why():
     failure_note(ref, notes)  # said once
     assert len(notes) == 1 and "the tolerance alone judged" in notes[0]
     x = np.ones((4, 4), np.float32)
-    from explorer.check.numbers import _judge_outputs
+    from explorer.check.numbers import judge_outputs
 
-    cmp = _judge_outputs((x * 1.5,), (x,), ref, 1e-4, 1e-5)
+    cmp = judge_outputs((x * 1.5,), (x,), ref, 1e-4, 1e-5)
     assert cmp.diverged and cmp.rule == "tolerance"
 
 
@@ -243,11 +243,11 @@ def test_an_infinite_reference_leaves_a_wrong_value_to_the_tolerance(sign):
     """The check's verdict: a far value beside an overflowed reference is diverged, by the
     tolerance (the float64 rule has no bound there)."""
     from explorer.check.judge import Float64Reference
-    from explorer.check.numbers import _judge_outputs
+    from explorer.check.numbers import judge_outputs
 
     ref = _at3(REF32, sign * INF)
     f64 = Float64Reference(lambda: ((REF64,), {}), "a run")
-    cmp = _judge_outputs((_at3(FAR, sign * INF),), (ref,), f64, 1e-4, 1e-5)
+    cmp = judge_outputs((_at3(FAR, sign * INF),), (ref,), f64, 1e-4, 1e-5)
     assert cmp.diverged and cmp.rule == "tolerance"
 
 
@@ -264,11 +264,11 @@ def test_every_output_beyond_the_tolerance_is_judged_by_float64(outputs, diverge
     """With several outputs beyond the tolerance the step is wrong when any one is, and the
     judgement kept is the one furthest over its allowance."""
     from explorer.check.judge import Float64Reference
-    from explorer.check.numbers import _judge_outputs
+    from explorer.check.numbers import judge_outputs
 
     n = len(outputs)
     f64 = Float64Reference(lambda: ((REF64,) * n, {}), "a run")
-    cmp = _judge_outputs(outputs, (REF32,) * n, f64, 1e-9, 1e-12)  # all beyond the tolerance
+    cmp = judge_outputs(outputs, (REF32,) * n, f64, 1e-9, 1e-12)  # all beyond the tolerance
     assert cmp.beyond > 0 and cmp.rule == "float64"
     assert cmp.diverged is diverged
     assert cmp.float64.wrong is diverged

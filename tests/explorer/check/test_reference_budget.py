@@ -1,6 +1,6 @@
 """The check's onnxruntime reference run of a whole ONNX model, and its float64 variant, run in
 a child process under an address-space limit (explorer/check/references.py,
-compiler.ops.run_onnx_model): a tiny file that makes a huge value from its data fails there
+compiler.opaque.run_onnx_model): a tiny file that makes a huge value from its data fails there
 with one clear error, and a normal model's reference values are those of onnxruntime run here."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper  # noqa: E402
 
 import explorer  # noqa: E402
 from compiler import models  # noqa: E402
-from compiler.ops import BudgetError  # noqa: E402
+from compiler.opaque import BudgetError  # noqa: E402
 from explorer.check import CheckError, references  # noqa: E402
 
 
@@ -65,7 +65,7 @@ def test_the_budget_bites_where_the_machine_would_have_given_the_memory(monkeypa
     with pytest.raises(
         BudgetError, match=r"reference run of the ONNX model 'g' needed more than 0\.25 GiB"
     ):
-        references._onnx_reference({"model": contrib_range(4e8)}, [X])
+        references.onnx_reference({"model": contrib_range(4e8)}, [X])
     with pytest.raises(
         BudgetError, match=r"float64 reference run of the ONNX model 'g' needed more"
     ):
@@ -81,7 +81,7 @@ def test_the_reference_gives_what_onnxruntime_gives_here():
     x = np.random.default_rng(0).standard_normal((4, 32)).astype(np.float32)
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     here = sess.run(None, {sess.get_inputs()[0].name: x})
-    there = references._onnx_reference({"model": proto}, [x])
+    there = references.onnx_reference({"model": proto}, [x])
     assert len(there) == len(here)
     for a, b in zip(there, here, strict=True):
         assert a.dtype == b.dtype and a.shape == b.shape
@@ -94,17 +94,17 @@ def test_the_reference_gives_what_onnxruntime_gives_here():
 
 def test_a_wrong_number_of_inputs_is_still_a_check_error():
     with pytest.raises(CheckError, match=r"takes 1 input\(s\), 2 given"):
-        references._onnx_reference({"model": contrib_range(4.0)}, [X, X])
+        references.onnx_reference({"model": contrib_range(4.0)}, [X, X])
 
 
 def test_a_graph_name_with_escapes_is_shown_escaped(monkeypatch):
     monkeypatch.setattr(references, "REFERENCE_BUDGET", 256 << 20)
     with pytest.raises(BudgetError) as err:
-        references._onnx_reference({"model": contrib_range(4e8, "\x1b]0;x\x07g")}, [X])
+        references.onnx_reference({"model": contrib_range(4e8, "\x1b]0;x\x07g")}, [X])
     assert "\x1b" not in str(err.value) and "\\x1b]0;x\\x07g" in str(err.value)
 
 
 def test_a_small_reference_still_runs():
-    outs = references._onnx_reference({"model": contrib_range(4.0)}, [X])
+    outs = references.onnx_reference({"model": contrib_range(4.0)}, [X])
     np.testing.assert_array_equal(outs[0], np.arange(4, dtype=np.float32))
     np.testing.assert_array_equal(outs[1], 2 * X)

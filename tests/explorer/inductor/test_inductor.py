@@ -420,16 +420,16 @@ def test_reduce_takes_a_tuple_producer_in_and_no_equal_infinities_for_a_change()
 
 
 def test_equal_infinities_do_not_differ():
-    from explorer.check.numbers import _compare
+    from explorer.check.numbers import compare
 
     inf = np.inf
-    assert _compare(np.array([-inf, inf, 1.0]), np.array([-inf, inf, 1.0]), 1e-4, 1e-5) == (
+    assert compare(np.array([-inf, inf, 1.0]), np.array([-inf, inf, 1.0]), 1e-4, 1e-5) == (
         0.0,
         0.0,
         0,
     )
-    assert _compare(np.array([inf]), np.array([-inf]), 1e-4, 1e-5)[2] == 1
-    assert _compare(np.array([inf]), np.array([1.0]), 1e-4, 1e-5)[2] == 1
+    assert compare(np.array([inf]), np.array([-inf]), 1e-4, 1e-5)[2] == 1
+    assert compare(np.array([inf]), np.array([1.0]), 1e-4, 1e-5)[2] == 1
 
 
 class ResidualTail(torch.nn.Module):

@@ -13,7 +13,7 @@ from compiler.interpret import ValueCache, evaluate
 from compiler.ir import Call, parse
 from compiler.passes import Pass, register_pass
 from compiler.passes.infra.rewrite import rewrite_module
-from explorer.passlens.memo import _Memo, _MemoHooks
+from explorer.passlens.memo import Memo, MemoHooks
 
 CLIP = """
 def @main(%x: f32[4, 64]) -> f32[4, 64] {
@@ -45,8 +45,8 @@ def _x():
 
 
 def test_a_node_with_other_attributes_is_not_served_from_the_memo():
-    memo = _Memo()
-    hooks = _MemoHooks(memo)
+    memo = Memo()
+    hooks = MemoHooks(memo)
     x = _x()
     memo.start(None)
     first = evaluate(parse(CLIP), [x], cache=ValueCache(), memo=hooks)

@@ -11,8 +11,8 @@ from onnx import TensorProto, helper
 
 import explorer
 from compiler.frontend import UnsupportedOperatorError
+from compiler.opaque import OpaqueOpError
 from compiler.opaque import run as opaque_run
-from compiler.ops import OpaqueOpError
 from explorer.store import TraceFileError, load
 from passlens.cli import main
 from tests.explorer.store.test_store import rewrite_member
