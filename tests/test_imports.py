@@ -23,29 +23,9 @@ from __future__ import annotations
 
 import ast
 import graphlib
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("compiler", "explorer", "widgets", "passlens")
-
-
-def _modules() -> dict[str, Path]:
-    out = {}
-    for pkg in PACKAGES:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            out[name.removesuffix(".__init__")] = path
-    return out
-
-
-MODULES = _modules()
-
-
-def _known(name: str) -> str | None:
-    """The module of ours ``name`` is, or is in (``compiler.ir.nodes.Call`` -> its module)."""
-    while name and name not in MODULES:
-        name = name.rpartition(".")[0]
-    return name or None
+from tests.source_modules import MODULES, ROOT
+from tests.source_modules import known as _known
 
 
 def _targets(node: ast.Import | ast.ImportFrom, mod: str, is_pkg: bool) -> list[str]:

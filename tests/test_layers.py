@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import ast
 import importlib
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("compiler", "explorer", "widgets", "passlens")
+from tests.source_modules import MODULES, ROOT
+from tests.source_modules import known as _known
+
 MAX_LINES = 600
 
 # the only places the explorer imports widgets (the CLI and serve are in passlens, above both)
@@ -27,25 +27,6 @@ DISPLAY_HOOKS = {
     ("explorer.check.param_map", "ParamMap._repr_html_"),
     ("explorer.check.layers", "ErrorMap._repr_html_"),
 }
-
-
-def _modules() -> dict[str, Path]:
-    out = {}
-    for pkg in PACKAGES:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            out[name.removesuffix(".__init__")] = path
-    return out
-
-
-MODULES = _modules()
-
-
-def _known(name: str) -> str | None:
-    """The module of ours ``name`` is, or is in (``compiler.ir.nodes.Call`` -> its module)."""
-    while name and name not in MODULES:
-        name = name.rpartition(".")[0]
-    return name or None
 
 
 def _imports():

@@ -10,24 +10,10 @@ There are no exceptions: a new violation fails."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("compiler", "explorer", "widgets", "passlens")
-
-
-def _modules() -> dict[str, Path]:
-    out = {}
-    for pkg in PACKAGES:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            out[name.removesuffix(".__init__")] = path
-    return out
-
-
-MODULES = _modules()
+from tests.source_modules import MODULES, PACKAGES, ROOT
 
 
 def _private(name: str) -> bool:
