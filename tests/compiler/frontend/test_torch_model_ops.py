@@ -73,7 +73,10 @@ def test_multiply_targets_are_what_torch_export_records():
         (lambda x, a, b: torch.addcmul(x, a, b), (randn(3, 4), randn(3, 4), randn(3, 4))),
         (lambda x, a, b: torch.addcmul(x, a, b, value=0.3), (randn(3, 4), randn(4), randn(3, 1))),
         (lambda x, a, b: torch.addcmul(x, a, b, value=-2), (randn(1), randn(2, 1, 5), randn(3, 1))),
-        (lambda x, a, b: torch.addcmul(x, a, b, value=3), (randint(2, 3), randint(3), randint(2))),
+        (
+            lambda x, a, b: torch.addcmul(x, a, b, value=3),
+            (randint(2, 3), randint(3), randint(2, 1)),
+        ),
         (lambda x, a, b: torch.addcmul(x, a, b), (randint(2, 3), randn(3), randint(2, 3))),
     ],
 )
