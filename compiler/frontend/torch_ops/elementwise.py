@@ -266,9 +266,20 @@ def _rsub(ctx, node, args, kwargs):
     return call("subtract", as_tensor(a["other"], dtype), x)
 
 
-@converts("aten.mul.Tensor", "aten.mul.Scalar")
+@converts("aten.mul.Tensor", "aten.mul.Scalar", "aten.multiply.Tensor", "aten.multiply.Scalar")
 def _mul(ctx, node, args, kwargs):
     return binary_call(ctx, "multiply", args[0], args[1])
+
+
+@converts("aten.addcmul.default")
+def _addcmul(ctx, node, args, kwargs):
+    """``self + value * tensor1 * tensor2`` in the promoted dtype, multiplied in torch's order
+    (the scalar with tensor1 first)."""
+    a = ctx.arg(args, kwargs)
+    dtype = ctx.out_dtype
+    t1, t2 = as_tensor(a["tensor1"], dtype), as_tensor(a["tensor2"], dtype)
+    product = call("multiply", scaled_by(t1, a["value"]), t2)
+    return call("add", as_tensor(a["self"], dtype), product)
 
 
 @converts("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")

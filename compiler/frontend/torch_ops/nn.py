@@ -69,6 +69,132 @@ def _addmm(ctx, node, args, kwargs):
     return call("add", scaled_by(a["self"], beta), product)
 
 
+# ----- einsum: diagonals, sums, then matmuls --------------------------------------------------
+
+
+def _einsum_labels(equation: str, ranks: list[int]) -> tuple[list[list[str]], list[str]]:
+    """The labels of each operand and of the output (torch's implicit output: the labels used
+    once, sorted, after the ellipsis), an ellipsis expanded into labels of its own."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise FrontendError(f"einsum {equation!r} names {len(terms)} operands, got {len(ranks)}")
+    named = [t.replace("...", "") for t in terms]
+    spans = [r - len(n) for t, n, r in zip(terms, named, ranks, strict=True) if "..." in t]
+    ell_rank = max(spans, default=0)
+    ell = [f"...{i}" for i in range(ell_rank)]
+    operands = []
+    for t, r in zip(terms, ranks, strict=True):
+        before, dots, after = t.partition("...")
+        n = r - len(before) - len(after) if dots else 0
+        labels = list(before) + (ell[ell_rank - n :] if dots and n else []) + list(after)
+        if len(labels) != r or (dots and n < 0):
+            raise FrontendError(f"einsum operand {t!r} does not fit a rank-{r} input")
+        operands.append(labels)
+    letters = [c for n in named for c in n]
+    if not arrow:
+        return operands, ell + sorted(c for c in set(letters) if letters.count(c) == 1)
+    before, dots, after = rhs.partition("...")
+    return operands, list(before) + (ell if dots else []) + list(after)
+
+
+def _einsum_check(node) -> str | None:
+    vals = [getattr(x, "meta", {}).get("val") for x in node.args[1]]
+    if any(v is None for v in vals):
+        return None
+    try:
+        operands, _ = _einsum_labels(node.args[0], [v.dim() for v in vals])
+    except FrontendError as e:
+        return str(e)
+    sizes: dict[str, set] = {}
+    for labels, v in zip(operands, vals, strict=True):
+        for c, d in zip(labels, v.shape, strict=True):
+            sizes.setdefault(c, set()).add(str(d))
+    if any(len(s) > 1 for s in sizes.values()):
+        return "einsum broadcasting a size-1 axis against a longer one"
+    return None
+
+
+def _einsum_diagonal(x: Expr, labels: list[str]) -> tuple[Expr, list[str]]:
+    """The diagonal of every label an operand repeats (``ii->i``): a masked sum."""
+    while len(set(labels)) != len(labels):
+        label = next(c for c in labels if labels.count(c) > 1)
+        i = labels.index(label)
+        j = labels.index(label, i + 1)
+        others = [k for k in range(len(labels)) if k not in (i, j)]
+        x = call("permute_dims", x, axes=[*others, i, j])
+        n = x.ty.shape[-1]
+        idx = call("arange", start=0, stop=n, dtype=DType.int64)
+        eye = call("equal", call("unsqueeze", idx, axes=[1]), call("unsqueeze", idx, axes=[0]))
+        zero = as_tensor(0, dtype_of(x))
+        x = call("sum", call("where", eye, x, zero), axes=[len(labels) - 1])
+        labels = [labels[k] for k in others] + [label]
+    return x, labels
+
+
+def _einsum_permute(x: Expr, labels: list[str], order: list[str]) -> Expr:
+    perm = [labels.index(c) for c in order]
+    return x if perm == list(range(len(perm))) else call("permute_dims", x, axes=perm)
+
+
+def _dims_product(dims) -> Dim:
+    out: Dim = 1
+    for d in dims:
+        out = dim_mul(out, d)
+    return out
+
+
+def _einsum_contract(a: Expr, la: list, b: Expr, lb: list, keep: set) -> tuple[Expr, list]:
+    """``a`` times ``b`` summed over the labels both have and ``keep`` lacks, as one matmul
+    ``[batch..., M, K] @ [batch..., K, N]`` between reshapes and transposes."""
+    batch = [c for c in la if c in lb and c in keep]
+    contracted = [c for c in la if c in lb and c not in keep]
+    a_only = [c for c in la if c not in lb]
+    b_only = [c for c in lb if c not in la]
+    da = dict(zip(la, a.ty.shape, strict=True))
+    db = dict(zip(lb, b.ty.shape, strict=True))
+    a = _einsum_permute(a, la, batch + a_only + contracted)
+    b = _einsum_permute(b, lb, batch + contracted + b_only)
+    k = _dims_product(da[c] for c in contracted)
+    a_target = [da[c] for c in batch] + [_dims_product(da[c] for c in a_only), k]
+    b_target = [db[c] for c in batch] + [k, _dims_product(db[c] for c in b_only)]
+    a = a if list(a.ty.shape) == a_target else call("reshape", a, shape=a_target)
+    b = b if list(b.ty.shape) == b_target else call("reshape", b, shape=b_target)
+    y = call("matmul", a, b)
+    out = [da[c] for c in batch] + [da[c] for c in a_only] + [db[c] for c in b_only]
+    y = y if list(y.ty.shape) == out else call("reshape", y, shape=out)
+    return y, batch + a_only + b_only
+
+
+@converts("aten.einsum.default", check=_einsum_check)
+def _einsum(ctx, node, args, kwargs):
+    """Per operand the diagonals of repeated labels and the sums of labels no one else has,
+    then the operands contracted left to right (``path`` is only torch's order hint), then
+    the sums left and a transpose to the output's order."""
+    a = ctx.arg(args, kwargs)
+    xs = [cast(x, ctx.out_dtype) for x in a["tensors"]]
+    operands, out = _einsum_labels(a["equation"], [rank_of(x) for x in xs])
+    ops = []
+    for k, (x, labels) in enumerate(zip(xs, operands, strict=True)):
+        x, labels = _einsum_diagonal(x, labels)
+        elsewhere = set(out).union(*(set(o) for i, o in enumerate(operands) if i != k))
+        alone = [i for i, c in enumerate(labels) if c not in elsewhere]
+        if alone:
+            x = call("sum", x, axes=alone)
+            labels = [c for i, c in enumerate(labels) if i not in alone]
+        ops.append((x, labels))
+    y, labels = ops[0]
+    for k in range(1, len(ops)):
+        keep = set(out).union(*(set(o) for o in operands[k + 1 :]))
+        y, labels = _einsum_contract(y, labels, *ops[k], keep)
+    extra = [i for i, c in enumerate(labels) if c not in out]
+    if extra:
+        y = call("sum", y, axes=extra)
+        labels = [c for i, c in enumerate(labels) if i not in extra]
+    return _einsum_permute(y, labels, out)
+
+
 # ----- convolution and pooling -------------------------------------------------------------------
 
 
@@ -393,16 +519,18 @@ def _batch_norm_check(node) -> str | None:
     name = str(node.target)
     if "batch_norm.default" in name and "native" not in name:
         training = literal_arg(node, "training", False)
-        if training:
-            return "batch norm in training mode (call model.eval() before exporting)"
-        if len(node.args) > 3 and node.args[3] is None:
+        if not training and len(node.args) > 3 and node.args[3] is None:
             return "batch norm without running statistics"
     return None
 
 
 @converts("aten.batch_norm.default", check=_batch_norm_check)
 def _batch_norm(ctx, node, args, kwargs):
+    """With ``training`` (weight standardisation, a BatchNorm without running statistics) the
+    batch's own statistics, as ``_native_batch_norm_legit`` computes them."""
     a = ctx.arg(args, kwargs)
+    if a["training"]:
+        return _batch_stats(a)
     return _batch_norm_call(
         a["input"], a["weight"], a["bias"], a["running_mean"], a["running_var"], a["eps"]
     )
@@ -510,14 +638,23 @@ def _batch_stats_norm(ctx, node, args, kwargs):
             x, a["weight"], a["bias"], a["running_mean"], a["running_var"], a["eps"]
         )
         return out, None, None
+    return _batch_stats(a), None, None
+
+
+def _batch_stats(a: dict) -> Expr:
+    """Batch norm by the batch's statistics: a layer norm over every axis but the channels
+    (axis 1), then the per-channel scale and shift."""
+    x = a["input"]
     rank = rank_of(x)
+    if rank < 2:
+        raise FrontendError(f"batch norm needs an input of rank >= 2, got rank {rank}")
     y = call("layer_norm", x, axes=[0, *range(2, rank)], epsilon=float(a["eps"]))
     per_channel = [-1] + [1] * (rank - 2)
     if a["weight"] is not None:
         y = call("multiply", y, call("reshape", a["weight"], shape=per_channel))
     if a["bias"] is not None:
         y = call("add", y, call("reshape", a["bias"], shape=per_channel))
-    return y, None, None
+    return y
 
 
 @converts("aten.instance_norm.default")

@@ -17,6 +17,7 @@ from compiler.frontend.torch_ops.common import (
     cast,
     dim_tensor,
     dtype_of,
+    int_list,
     literal_arg,
     positive_axis,
     rank_of,
@@ -682,3 +683,46 @@ def _fill(ctx, node, args, kwargs):
     if isinstance(value, Expr):
         return call("expand", cast(value, dtype_of(x)), shape=list(x.ty.shape))
     return call("full_like", x, value=_fill_value(value))
+
+
+# ----- im2col (nn.Unfold) ------------------------------------------------------------------------
+
+
+def _im2col_check(node) -> str | None:
+    val = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None
+    if val is not None and not all(isinstance(d, int) for d in val.shape[-2:]):
+        return "im2col (nn.Unfold) of an image of symbolic height or width"
+    return None
+
+
+@converts("aten.im2col.default", check=_im2col_check)
+def _im2col(ctx, node, args, kwargs):
+    """torch's Unfold: the padded image's window at each kernel offset (i, j) is a strided
+    slice; the kh * kw slices stacked after the channels give row ``c * kh * kw + i * kw + j``
+    of the result, one column per window position."""
+    a = ctx.arg(args, kwargs)
+    x = a["self"]
+    rank = rank_of(x)
+    if rank not in (3, 4):
+        raise FrontendError(f"im2col needs a 3-D or 4-D input, got rank {rank}")
+    kh, kw = int_list(a["kernel_size"], 2)
+    dh, dw = int_list(a["dilation"], 2)
+    ph, pw = int_list(a["padding"], 2)
+    sh, sw = int_list(a["stride"], 2)
+    if ph or pw:
+        begins = [0] * (rank - 2) + [ph, pw]
+        x = call("pad", x, pads=begins + begins, mode="constant", value=0.0)
+    h, w = x.ty.shape[-2:]
+    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
+    if oh < 1 or ow < 1:
+        raise FrontendError(f"im2col: a {kh}x{kw} kernel does not fit the {h}x{w} padded image")
+    windows = []
+    for i in range(kh):
+        for j in range(kw):
+            begin = [i * dh, j * dw]
+            end = [i * dh + sh * (oh - 1) + 1, j * dw + sw * (ow - 1) + 1]
+            axes = [rank - 2, rank - 1]
+            piece = call("strided_slice", x, begin=begin, end=end, strides=[sh, sw], axes=axes)
+            windows.append(call("unsqueeze", piece, axes=[rank - 2]))
+    y = windows[0] if len(windows) == 1 else call("concat", *windows, axis=rank - 2)
+    return call("reshape", y, shape=recorded_shape(ctx))
