@@ -235,6 +235,7 @@ NEUTRAL_FROM_COMPILER = {
     "compiler.opaque": {
         "RUNNERS",
         "BudgetError",
+        "ModelRefusedError",
         "OpaqueOpError",
         "check_kernel_shapes",
         "escape",

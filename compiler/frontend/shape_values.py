@@ -7,9 +7,11 @@ An exported ONNX model with dynamic dims computes its shapes at run time (``Shap
 result has '?' dims: the types say nothing and the backend, which loops over sizes, cannot
 compile them. When the value is known in dims, the converter uses the attribute form with
 symbolic dims instead (``reshape(shape=[batch, seq, 4, 16])``, ``arange(stop=seq)``), as
-onnxruntime's symbolic shape inference and TVM's frontends do. Only values that read a
-symbolic dim are used so: one computed from static shapes alone stays as the file has it,
-for dynamic-to-static to fold where the stepper shows it.
+onnxruntime's symbolic shape inference and TVM's frontends do. Most converters use only values
+that read a symbolic dim so: one computed from static shapes alone stays as the file has it,
+for dynamic-to-static to fold where the stepper shows it. Reshape takes a static value too
+(GroupNorm's ``Reshape(x, Shape(y))``): its tensor form would leave every dim '?' for the ops
+after it, whose attributes (Resize's sizes) then keep the '?' past dynamic-to-static.
 
 :func:`symbolic_value` evaluates an IR expression over the ops shape computations use
 (constants, ``shape_of``, ``zeros`` / ``ones``, ``take``, ``strided_slice``, ``concat``,

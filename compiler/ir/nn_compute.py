@@ -632,13 +632,24 @@ def _cubic_axis(y: np.ndarray, axis: int, source: np.ndarray, size: int, attrs: 
     return out
 
 
+def resize_length(size: int, out, scales, axis: int) -> int:
+    """The result length along ``axis`` of an input ``size`` long: ``out`` from the sizes
+    attribute, or for a dim left unknown at import ('?'), ONNX's ``floor(size * scale)`` (the
+    input's length where no scale is given: an axis the sizes did not resize)."""
+    if isinstance(out, (int, np.integer)):
+        return int(out)
+    if out is ANY:
+        return int(np.floor(size * scales[axis])) if scales is not None else int(size)
+    raise ValueError(f"resize: the size {out} along axis {axis} is not resolved to a number")
+
+
 def resize_compute(values: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     """resize: nearest, n-linear or n-cubic, one axis at a time, with ONNX's coordinate modes."""
     (data,) = values
     y = data if attrs["mode"] == "nearest" else _f64(data)
     how = attrs["coordinate_transformation_mode"]
     for axis, (size, out) in enumerate(zip(data.shape, attrs["sizes"], strict=True)):
-        out = int(out)
+        out = resize_length(size, out, attrs["scales"], axis)
         scale = attrs["scales"][axis] if attrs["scales"] is not None else out / size
         if out == 0 or size == 0:  # nothing to read: an empty result along this axis
             y = np.take(y, np.zeros(0, dtype=np.int64), axis=axis)

@@ -32,6 +32,7 @@ from compiler.opaque.layout import RUNNERS, OpaqueOpError  # who runs one
 from compiler.opaque.run import check_kernel_shapes
 from compiler.opaque.sizes import (  # budget, child process, printed text
     BudgetError,
+    ModelRefusedError,
     escape,
     memory_budget,
     run_onnx_model,
@@ -40,6 +41,7 @@ from compiler.opaque.sizes import (  # budget, child process, printed text
 __all__ = [
     "RUNNERS",
     "BudgetError",
+    "ModelRefusedError",
     "OpaqueOpError",
     "check_kernel_shapes",
     "escape",

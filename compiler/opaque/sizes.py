@@ -69,6 +69,16 @@ class BudgetError(OpaqueOpError):
     budget: it was stopped there (nothing over the budget was allocated)."""
 
 
+class ModelRefusedError(OpaqueOpError):
+    """onnxruntime refused the model itself: its ``InferenceSession`` could not be made (an
+    invalid attribute such as a Transpose with a negative ``perm``, a type it does not take),
+    before anything ran. ``reason`` is onnxruntime's message, escaped."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
 def gib(n: int) -> str:
     return f"{n / (1 << 30):.3g} GiB"
 
@@ -418,8 +428,14 @@ try:
     options.log_severity_level = 3
     outs = None
     try:
-        sess = ort.InferenceSession(folder + "/model.onnx", options,
-                                    providers=["CPUExecutionProvider"])
+        try:
+            sess = ort.InferenceSession(folder + "/model.onnx", options,
+                                        providers=["CPUExecutionProvider"])
+        except Exception as e:
+            if mode == "fallback" or memory(e):
+                raise
+            text = str(e).replace(folder + "/", "")  # not the temporary folder's name
+            done("refused", message="%s: %s" % (type(e).__name__, text))
         names = [i.name for i in sess.get_inputs()]
         if len(names) != len(runtime):
             done("inputs", count=len(names))
@@ -487,7 +503,8 @@ def run_onnx_model(
     past it fails there and becomes a BudgetError naming ``what``; a crash of the child is an
     OpaqueOpError. With ``fallback``, onnx's reference evaluator runs the model when
     onnxruntime cannot (no kernel for a dtype). The outputs, and "reference" when the fallback
-    made them. ValueError("inputs", n) when the model takes n inputs, not ``len(runtime)``."""
+    made them. ValueError("inputs", n) when the model takes n inputs, not ``len(runtime)``;
+    ModelRefusedError when onnxruntime cannot make a session of it (without ``fallback``)."""
     arrays = [np.asarray(x) for x in runtime]
     inputs_bytes = sum(a.nbytes for a in arrays)
     limit = MODEL_COPIES * len(model) + inputs_bytes + budget + CHILD_HEADROOM
@@ -535,6 +552,11 @@ def run_onnx_model(
                 f"{what} needed more than {gib(budget)} beyond the model and its inputs "
                 f"(address space {gib(limit)}; {budget_name}) and was stopped: "
                 f"{escape(status['message'], 300)}"
+            )
+        if status["status"] == "refused":
+            reason = escape(status["message"], 600)
+            raise ModelRefusedError(
+                f"{what} failed: onnxruntime refuses the model: {reason}", reason
             )
         if status["status"] != "ok":
             raise OpaqueOpError(f"{what} failed: {escape(status['message'], 600)}")

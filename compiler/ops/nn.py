@@ -627,7 +627,11 @@ define_op(
     "resize",
     inputs=("data",),
     attrs={
-        "sizes": AttrSpec("dims", doc="the result shape (every dim of data)"),
+        "sizes": AttrSpec(
+            "dims",
+            doc="the result shape (every dim of data); a '?' is floor(size * scale) of the "
+            "value when run (its size where no scales are given)",
+        ),
         "scales": AttrSpec(
             "floats", None, "scale per dim for the coordinate transform; none = sizes / input"
         ),

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
     from explorer.step import Step, TraceSteps
 
 NODE_ERRORS_KEPT = 20  # node errors kept per diverged finding
+WARNING_PREFIX = "warning: "  # a note that starts so is a warning: the headline counts it
 
 Progress = Callable[[int, int, str], None]
 
@@ -242,18 +243,26 @@ class Report:
             "on the same values"
         )
 
+    @property
+    def warnings(self) -> list[str]:
+        """The notes that warn (``warning: ...``, such as onnxruntime refusing the source
+        model, so the check compared with the import instead): the headline counts them."""
+        return [n for n in self.notes if str(n).startswith(WARNING_PREFIX)]
+
     def headline(self) -> str:
-        """One line: ok, or the count of problems and the first one."""
+        """One line: ok, or the count of problems and the first one; then the warnings' count."""
         fails = self.failures
+        warned = len(self.warnings)
+        warn = f"; {warned} warning{'s' if warned != 1 else ''} below" if warned else ""
         if not fails:
             info = len(self.findings)
             head = "check ok" if self.numbers_checked else "check ok, but numbers not checked"
-            return head + (f" ({info} note{'s' if info != 1 else ''})" if info else "")
+            return head + (f" ({info} note{'s' if info != 1 else ''})" if info else "") + warn
         first = fails[0]
         return (
             f"check: {len(fails)} problem{'s' if len(fails) != 1 else ''}; first at "
             f"#{first.step.index} {first.step.name} ({first.kind})"
-        )
+        ) + warn
 
     def __str__(self) -> str:
         lines = [self.headline()]

@@ -26,13 +26,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from compiler.opaque import ModelRefusedError
 from explorer.check import detectors  # noqa: F401 (registers the built-in kinds of finding)
 from explorer.check.facts import Options, Reference, Run, StepFacts
 from explorer.check.judge import failure_note, used_note
 from explorer.check.numbers import OutputsCompared, judge_outputs
 from explorer.check.references import float64_reference, onnx_reference, torch_reference
 from explorer.check.registry import kinds
-from explorer.check.report import Finding, Report, StepCheck
+from explorer.check.report import WARNING_PREFIX, Finding, Report, StepCheck
 from explorer.progress import Job
 
 if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
@@ -194,6 +195,14 @@ class Checker:
             return
         except ImportError as e:
             reason = f"{e.name or e} is not installed"
+        except ModelRefusedError as e:  # not passlens's doing: a warning, not a silent fallback
+            self.notes.append(
+                f"{WARNING_PREFIX}onnxruntime refuses this model: {e.reason}; checked against "
+                f"the import (#{self.imported.index} {self.imported.name}) instead, so nothing "
+                "confirms what the file computes"
+            )
+            ref.description = f"{label}, as onnxruntime refuses the model"
+            return
         except Exception as e:  # the framework could not run the model: say so, go on
             reason = f"{type(e).__name__}: {e}"
         self.notes.append(f"the {frontend} reference could not run ({reason})")

@@ -36,7 +36,8 @@ only what every compiler's trace shares:
   own framework): the trust policy (``trusted_ops``, ``trust_names``, ``trusted``,
   ``refused``, ``refused_message``, ``refusal``, ``OpaqueOpError``), the runners and sizing
   (``RUNNERS``, ``check_kernel_shapes``, ``memory_budget``, ``BudgetError``), the onnxruntime
-  child process (``run_onnx_model``) and what an op printed (``escape``);
+  child process (``run_onnx_model``, and ``ModelRefusedError`` when onnxruntime refuses the
+  model itself, which the check reports as a warning) and what an op printed (``escape``);
 - the float64 reference's matmul (``matmul_float64``, of ``compiler``): the reference of every
   compiler's torch source accumulates a product in float64 a block at a time, as passlens's
   interpreter does, so the two are one arithmetic.

@@ -46,8 +46,10 @@ def _reshape(ctx):
     allowzero = bool(ctx.attr("allowzero", 0))
     target = ctx.const(1)
     if target is None:
-        dims = ctx.dims(1)
-        if dims is not None and _is_shape(dims):  # [batch, seq, 4, 16]: a symbolic result
+        # known in dims ([batch, seq, 4, 16]), or in ints from static shapes alone (GroupNorm's
+        # Reshape(x, Shape(y)) of a static y): the attribute form keeps the result's dims known
+        dims = ctx.dims(1, symbolic=False)
+        if dims is not None and _is_shape(dims):
             try:
                 return ctx.call("reshape", x, shape=dims, allowzero=allowzero)
             except IRError:
@@ -441,7 +443,7 @@ def _resize(ctx):
         for d, v in zip(in_shape, scales, strict=True):
             if isinstance(d, int):
                 sizes.append(int(math.floor(d * v)))
-            elif v == 1.0:
+            elif d is ANY or v == 1.0:  # '?': the resize op takes floor(size * scale) when run
                 sizes.append(d)
             elif v == int(v):
                 sizes.append(dim_mul(d, int(v)))
