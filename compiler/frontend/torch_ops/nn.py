@@ -96,7 +96,13 @@ def _einsum_labels(equation: str, ranks: list[int]) -> tuple[list[list[str]], li
     if not arrow:
         return operands, ell + sorted(c for c in set(letters) if letters.count(c) == 1)
     before, dots, after = rhs.partition("...")
-    return operands, list(before) + (ell if dots else []) + list(after)
+    out = list(before) + (ell if dots else []) + list(after)
+    known = {c for labels in operands for c in labels}
+    bad = [c for c in out if c not in known or not (c.isalpha() or c.startswith("..."))]
+    if bad or len(set(out)) != len(out):
+        why = f"label {bad[0]!r} is on no operand" if bad else "an output label is repeated"
+        raise FrontendError(f"einsum {equation!r}: {why}")
+    return operands, out
 
 
 def _einsum_check(node) -> str | None:

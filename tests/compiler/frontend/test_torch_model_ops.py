@@ -128,6 +128,31 @@ def test_einsum_broadcasting_a_size_one_axis_is_kept_opaque_and_matches_torch():
     assert "opaque" in _ops(module)
 
 
+@pytest.mark.parametrize(
+    "equation", ["ij,jk->iq", "ij,jk->ii", "ij,jk->ik->x", "ij,jk,kl->il", "ijk,jk->ik"]
+)
+def test_an_einsum_torch_refuses_stays_opaque_and_fails_with_torchs_reason(equation):
+    """A crafted program (a .pt2 from someone else) can name any equation: one the converter
+    cannot read is left to torch, whose refusal is the run's one clear error, never a
+    ValueError from inside the converter."""
+    import explorer
+
+    class Mul(nn.Module):
+        def forward(self, a, b):
+            return torch.einsum("ij,jk->ik", a, b)
+
+    a, b = randn(2, 3), randn(3, 4)
+    program = torch.export.export(Mul(), (a, b))
+    for node in program.graph.nodes:
+        if node.target is torch.ops.aten.einsum.default:
+            node.args = (equation, *node.args[1:])
+    trace = explorer.explore(program, (a, b))
+    assert "opaque" in _ops(trace[1].module)
+    report = trace.check((a, b), progress=False)
+    (finding,) = report.findings
+    assert finding.kind == "run-failed" and "torch aten.einsum.default failed" in finding.message
+
+
 # ----- batch norm with the batch's statistics -----------------------------------------------------
 
 
