@@ -98,3 +98,24 @@ def test_compiled_code_refuses_a_resize_of_unknown_dims_clearly():
         backend.build(module)
     text = str(info.value)
     assert "'?' dim" in text and "_AnyDim" not in text
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_a_resize_sized_only_at_run_time_is_sized_before_it_is_made(mode, monkeypatch):
+    """A crafted file's scales (at most 65536 each) on dims unknown at import would ask for
+    tens of GiB when the run learns them: refused against the interpreter's limit for one
+    value before anything is allocated, naming the limit; just under it, the resize runs."""
+    from compiler.ir import nn_compute
+
+    x = np.ones((2, 3, 4, 5), np.float32)
+    module = from_onnx(_unknown_dims_resize(mode, scales=(1.0, 1.0, 60000.0, 60000.0)))
+    with pytest.raises(PasslensError, match=r"resize of \[1, 1, 6, 20\] to \[1, 1, 360000, 1200"):
+        run(module, x, np.array([1, 1, 6, 20], np.int64))
+    # the limit, read when the op runs: 2 x 3 x 8 x 7.5 floats fit in 3 kB
+    module = from_onnx(_unknown_dims_resize(mode))
+    itemsize = 4 if mode == "nearest" else 8
+    monkeypatch.setattr(nn_compute, "MAX_RESULT_BYTES", 2 * 3 * 8 * 7 * itemsize)
+    assert run(module, x, np.array([2, 3, 4, 5], np.int64))[0].shape == (2, 3, 8, 7)
+    monkeypatch.setattr(nn_compute, "MAX_RESULT_BYTES", 2 * 3 * 8 * 7 * itemsize - 1)
+    with pytest.raises(PasslensError, match="LimitError: resize of .*nn_compute.MAX_RESULT_BYTES"):
+        run(module, x, np.array([2, 3, 4, 5], np.int64))
