@@ -16,6 +16,7 @@ import threading
 import numpy as np
 
 from compiler.blas_threads import cpu_threads, one_blas_thread, parallel_chunks
+from compiler.errors import LimitError
 from compiler.ir.op_registry import (
     Attrs,
     TypeInferenceError,
@@ -649,36 +650,33 @@ def resize_length(size: int, out, scales, axis: int) -> int:
 MAX_RESULT_BYTES = 4 << 30
 
 
-def _check_resize_size(data: np.ndarray, attrs: Attrs) -> None:
+def _check_resize_size(data: np.ndarray, lengths: list[int], attrs: Attrs) -> None:
     """A size left unknown at import ('?') is known only now, from the input: the result is
     sized before any of it is made (a crafted file's scales would otherwise take the machine's
     memory), against the interpreter's limit for one value (in float64 for the n-linear and
     n-cubic modes, which compute in it)."""
     if all(isinstance(o, (int, np.integer)) for o in attrs["sizes"]):
         return  # sized at import: the interpreter's check_size saw the annotated type
-    from compiler.errors import LimitError
-
-    shape = [
-        resize_length(size, out, attrs["scales"], axis)
-        for axis, (size, out) in enumerate(zip(data.shape, attrs["sizes"], strict=True))
-    ]
-    itemsize = data.dtype.itemsize if attrs["mode"] == "nearest" else 8
-    if math.prod(shape) * max(itemsize, data.dtype.itemsize) > MAX_RESULT_BYTES:
+    itemsize = data.dtype.itemsize if attrs["mode"] == "nearest" else max(8, data.dtype.itemsize)
+    if math.prod(lengths) * itemsize > MAX_RESULT_BYTES:
         raise LimitError(
-            f"resize of {list(data.shape)} to {shape} would hold {math.prod(shape):,} elements, "
-            f"over the interpreter's limit of {MAX_RESULT_BYTES >> 30} GiB for one value "
-            "(compiler.ir.nn_compute.MAX_RESULT_BYTES)"
+            f"resize of {list(data.shape)} to {lengths} would hold {math.prod(lengths):,} "
+            f"elements, over the interpreter's limit of {MAX_RESULT_BYTES >> 30} GiB for one "
+            "value (compiler.ir.nn_compute.MAX_RESULT_BYTES)"
         )
 
 
 def resize_compute(values: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     """resize: nearest, n-linear or n-cubic, one axis at a time, with ONNX's coordinate modes."""
     (data,) = values
-    _check_resize_size(data, attrs)
+    lengths = [
+        resize_length(size, out, attrs["scales"], axis)
+        for axis, (size, out) in enumerate(zip(data.shape, attrs["sizes"], strict=True))
+    ]
+    _check_resize_size(data, lengths, attrs)
     y = data if attrs["mode"] == "nearest" else _f64(data)
     how = attrs["coordinate_transformation_mode"]
-    for axis, (size, out) in enumerate(zip(data.shape, attrs["sizes"], strict=True)):
-        out = resize_length(size, out, attrs["scales"], axis)
+    for axis, (size, out) in enumerate(zip(data.shape, lengths, strict=True)):
         scale = attrs["scales"][axis] if attrs["scales"] is not None else out / size
         if out == 0 or size == 0:  # nothing to read: an empty result along this axis
             y = np.take(y, np.zeros(0, dtype=np.int64), axis=axis)
