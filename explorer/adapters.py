@@ -143,6 +143,7 @@ _LAZY: dict[str, str] = {
     "passlens": "explorer.passlens.adapter",
     "tvm": "explorer.tvm.adapter",
     "inductor": "explorer.inductor.adapter",
+    "onnxruntime": "explorer.onnxruntime.adapter",
 }
 
 

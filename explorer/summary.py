@@ -208,6 +208,7 @@ def trace_text(trace: TraceSteps) -> str:
     note when the import was slow (mostly a first call's one-time cost)."""
     text = text_table(TRACE_COLUMNS, trace_rows(trace))
     extra = [t for t in (opaque_text(trace), first_call_note(trace)) if t]
+    extra += [str(n) for n in getattr(trace, "record_notes", ()) or ()]
     return "\n".join([text, *extra])
 
 

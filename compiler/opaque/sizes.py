@@ -408,6 +408,7 @@ import json, resource, sys
 limit = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 folder, mode, OOM = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+optimize = sys.argv[5] == "optimize"
 
 def done(status, **extra):
     with open(folder + "/status.json", "w") as f:
@@ -426,6 +427,8 @@ try:
     import onnxruntime as ort
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     outs = None
     try:
         try:
@@ -496,6 +499,7 @@ def run_onnx_model(
     budget: int,
     fallback: bool = False,
     budget_name: str = "compiler.opaque.run.MAX_RESULT_BYTES",
+    optimize: bool = True,
 ) -> tuple[list[np.ndarray], str | None]:
     """Run the serialized ONNX ``model`` on ``runtime`` (its inputs in order) with onnxruntime
     (CPUExecutionProvider) in a child process whose address space is limited to
@@ -504,7 +508,9 @@ def run_onnx_model(
     OpaqueOpError. With ``fallback``, onnx's reference evaluator runs the model when
     onnxruntime cannot (no kernel for a dtype). The outputs, and "reference" when the fallback
     made them. ValueError("inputs", n) when the model takes n inputs, not ``len(runtime)``;
-    ModelRefusedError when onnxruntime cannot make a session of it (without ``fallback``)."""
+    ModelRefusedError when onnxruntime cannot make a session of it (without ``fallback``).
+    ``optimize=False``: onnxruntime runs the model with its graph optimizations off (the model
+    as it is, as a step of an ONNX Runtime trace is checked)."""
     arrays = [np.asarray(x) for x in runtime]
     inputs_bytes = sum(a.nbytes for a in arrays)
     limit = MODEL_COPIES * len(model) + inputs_bytes + budget + CHILD_HEADROOM
@@ -524,6 +530,7 @@ def run_onnx_model(
                     folder,
                     "fallback" if fallback else "plain",
                     json.dumps(OUT_OF_MEMORY),
+                    "optimize" if optimize else "as-is",
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,

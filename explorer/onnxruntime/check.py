@@ -1,0 +1,196 @@
+"""``trace.check`` on an ONNX Runtime trace: every step's model run in onnxruntime with its
+optimizations off (contrib and fused ops included), compared with torch eager (a torch
+source) or with onnxruntime's run of the source model (an ONNX file).
+
+It is passlens's own check (explorer/check/runner.py: the same report, findings, detectors,
+verdict rules: the tolerance, then float64) with its own
+:class:`~explorer.check.runner.StepRunner`. Each model runs with every value its nodes make
+exposed as a graph output, in a child process under the reference budget (a model from a file
+may make a value of any size: ``compiler.opaque.run_onnx_model``). A value carries over between
+steps by name: a step whose outputs diverge gets the first node, in graph order, whose value
+differs from the value of the same name in the first step that made it (the export), so a wrong
+fusion or rule is named at its own step and node.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from compiler import InterpretError
+from explorer.check.facts import Run
+from explorer.check.numbers import compare, to_numpy
+from explorer.check.report import NODE_ERRORS_KEPT, CheckError, NodeError
+from explorer.check.runner import Checker, StepRunner
+
+RUN_BUDGET = 4 << 30  # bytes the values of one step's run may take in its child process
+
+
+def exposed(model: Any) -> tuple[Any, list[str]]:
+    """A copy of ``model`` with every node output also a graph output; the names added."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    outputs = {o.name for o in m.graph.output}
+    added: list[str] = []
+    for node in m.graph.node:
+        for name in node.output:
+            if name and name not in outputs:
+                outputs.add(name)
+                added.append(name)
+                m.graph.output.append(onnx.ValueInfoProto(name=name))
+    return m, added
+
+
+def run_model(model: Any, runtime: list, what: str) -> tuple[tuple, dict[str, np.ndarray]]:
+    """``(outputs, {value name: value})`` of ``model`` in onnxruntime, optimizations off,
+    every node value exposed (outputs only when ORT refuses the exposed model)."""
+    from compiler.opaque import ModelRefusedError, run_onnx_model
+
+    n = len(model.graph.output)
+    wide, added = exposed(model)
+    for candidate, names in ((wide, added), (model, [])):
+        try:
+            outs, _ = run_onnx_model(
+                candidate.SerializeToString(),
+                list(runtime),
+                what=what,
+                budget=RUN_BUDGET,
+                optimize=False,
+            )
+        except ModelRefusedError:
+            if names:
+                continue
+            raise
+        outs = [np.asarray(o) for o in outs]
+        return tuple(outs[:n]), dict(zip(names, outs[n:], strict=False))
+    raise AssertionError("unreachable")
+
+
+class ORTStepRunner(StepRunner):
+    """An ONNX Runtime trace's steps run in onnxruntime (see the module docstring)."""
+
+    own_source = "the source is an ONNX model"
+    weights_stored = True
+
+    def __init__(self) -> None:
+        self.values_of: dict[int, dict] = {}  # id(module) -> its node values
+        self.first_values: dict[str, np.ndarray] = {}  # value name -> first step's value
+
+    def prepare(self, inputs) -> tuple[list | None, list | None]:
+        if inputs is None:
+            inputs = self.check.trace.example_inputs
+        if inputs is None:
+            self.check.notes.append(
+                "numbers not checked: give inputs (trace.check(x)) or explore with example inputs"
+            )
+            return None, None
+        if not isinstance(inputs, (tuple, list)):
+            inputs = (inputs,)
+        return [to_numpy(x) for x in inputs], []
+
+    def set_reference(self, import_run: Run) -> bool:
+        """An ONNX file's reference is the file's own model run by onnxruntime with its
+        optimizations off (ORT's default level would be the optimizations under test); a
+        torch model's is the check's own (torch eager, FX values by name)."""
+        check = self.check
+        if check.trace.frontend != "onnx" or check.reference_kind == "import":
+            return False
+        source = (check.trace.source or {}).get("model")
+        if source is None:
+            return False
+        from explorer.check.references import float64_reference
+
+        ref = check.reference
+        outputs, _ = run_model(_without_values(source), check.runtime, "the reference run")
+        check.ref_outputs = outputs
+        ref.name = "onnxruntime"
+        ref.description = "the ONNX file in onnxruntime with its optimizations off"
+        try:
+            ref.float64 = float64_reference(
+                "onnx", check.trace.source, check.runtime, check.runtime
+            )
+        except Exception as e:  # no float64 run: the tolerance alone judges
+            check.notes.append(f"no float64 reference ({type(e).__name__}: {str(e)[:200]})")
+        return True
+
+    def run(self, module) -> Run:
+        run = Run()
+        start = time.perf_counter()
+        try:
+            if not getattr(module, "live", False):
+                raise CheckError("the step's ONNX model was not kept (a loaded trace)")
+            outputs, values = run_model(module.proto(), self.check.runtime, "a step's run")
+            run.outputs = outputs
+            run.computed = 1
+            self.values_of[id(module)] = values
+            for name, v in values.items():
+                self.first_values.setdefault(name, v)
+        except CheckError as e:
+            run.error = InterpretError(str(e))
+        except Exception as e:  # a step that cannot be run is a finding, never a crash
+            run.error = InterpretError(f"{type(e).__name__}: {str(e)[:800]}")
+        run.seconds = time.perf_counter() - start
+        return run
+
+    def after_step(self, step, run: Run | None) -> None:
+        if run is not None and run.diverged:
+            self._name_nodes(step)
+
+    def _name_nodes(self, step) -> None:
+        """Give the step's ``diverged`` finding its per-node errors."""
+        values = self.values_of.get(id(step.module), {})
+        if not values:
+            return
+        errors = node_errors(step.module, values, self.first_values, self.check)
+        if not errors:
+            return
+        for f in self.check.findings:
+            if f.step is step and f.kind == "diverged" and not f.details.get("node_errors"):
+                f.nodes = [errors[0].node]
+                f.details["node_errors"] = errors[:NODE_ERRORS_KEPT]
+                head = f"after {step.name}, "
+                rest = f.message[len(head) :] if f.message.startswith(head) else f.message
+                f.message = f"{head}{errors[0]}; {rest}"
+
+
+def node_errors(module, values: dict, first: dict, check) -> list[NodeError]:
+    """Nodes of ``module`` (in graph order) with an output whose value differs from the value of
+    the same name in the first step that made it (same shape and dtype)."""
+    model = module.graph_model()
+    proto = module.proto(with_weights=False)
+    by_ref = {id(n.obj): n for n in model.nodes.values()}
+    ops = [n for n in model.nodes.values() if n.kind == "op"]
+    errors = []
+    for k, node in enumerate(proto.graph.node):
+        g = ops[k] if k < len(ops) else None
+        for name in node.output:
+            v, r = values.get(name), first.get(name)
+            if v is None or r is None or v is r:
+                continue
+            if v.shape != r.shape or v.dtype != r.dtype:
+                continue
+            a, rel, beyond = compare(v, r, check.rtol, check.atol)
+            if not beyond:
+                continue
+            module_path = g.group if g is not None else ""
+            where = f"{module_path} ({name})" if module_path else name
+            obj = g.obj if g is not None and id(g.obj) in by_ref else None
+            errors.append(NodeError(obj, where, a, rel, tuple(v.shape)))
+            break
+    return errors
+
+
+def _without_values(model: Any) -> Any:
+    return model
+
+
+def check_onnxruntime(trace, inputs, options):
+    """``explorer.check.check`` for an ONNX Runtime trace."""
+    return Checker(trace, inputs, options, ORTStepRunner()).run()
+
+
+__all__ = ["ORTStepRunner", "check_onnxruntime", "exposed", "node_errors", "run_model"]

@@ -1,0 +1,199 @@
+"""What an ONNX Runtime step holds: :class:`ONNXModule` (one ONNX model as a stage left it, its
+weights kept once for the whole trace) and :class:`ONNXState` (what the modules of one trace
+share: the weights by content, the stand-ins that give nodes an identity across steps).
+
+A model is kept as its *skeleton* (the serialized ``ModelProto`` whose initializers hold no
+data) and the content keys of its initializers: twenty steps of a BERT keep its weights once,
+and a weight a fusion rewrote (ORT's MatMulScaleFusion scales one) is kept beside the original.
+``model()`` makes the full ``onnx.ModelProto`` when the check or an export asks; the graph
+model and the text are made when a view asks. Nothing here imports onnxruntime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from compiler.ir import Constant, Provenance
+from explorer.graph import GraphModel
+
+NO_PROVENANCE = Provenance()
+_LOCATION = "passlens-weight"  # the external-data key naming a weight's content in a skeleton
+
+
+class ONNXRef:
+    """The stand-in of one ONNX node or value in graph models: a node with the same name, op,
+    inputs, outputs and attributes in two steps has the same stand-in, so diffs match it by
+    identity. ``prov`` is where it came from (the torch module, file:line, the FX node)."""
+
+    __slots__ = ("name", "prov", "__weakref__")
+
+    def __init__(self, name: str, prov: Provenance = NO_PROVENANCE):
+        self.name = name
+        self.prov = prov
+
+    def __repr__(self) -> str:
+        return f"<ONNXRef {self.name[:60]}>"
+
+
+def content_key(arr: np.ndarray) -> str:
+    """A weight's content as a key: dtype, shape and a digest of its bytes."""
+    data = np.ascontiguousarray(arr)
+    digest = hashlib.blake2b(data.view(np.uint8).reshape(-1), digest_size=16).hexdigest()
+    return f"{data.dtype.str}|{'x'.join(str(d) for d in data.shape)}|{digest}"
+
+
+class ONNXState:
+    """What the modules of one ONNX Runtime trace share: the weights by content key (each kept
+    once, read-only), one :class:`ONNXRef` per node key and per weight, and the skeletons seen
+    (a stage that left the model as it was shares the module before it)."""
+
+    def __init__(self) -> None:
+        self.weights: dict[str, np.ndarray] = {}
+        self.constants: dict[str, Constant] = {}
+        self.refs: dict[tuple, ONNXRef] = {}
+        self.modules: dict[bytes, ONNXModule] = {}
+
+    def weight(self, arr: np.ndarray) -> str:
+        """Keep ``arr`` (once per content) and return its key."""
+        key = content_key(arr)
+        if key not in self.weights:
+            kept = np.array(arr, copy=True)
+            kept.flags.writeable = False
+            self.weights[key] = kept
+        return key
+
+    def constant(self, key: str, prov: Provenance = NO_PROVENANCE) -> Constant:
+        """The passlens Constant of a weight (one per content, so an untouched weight is the
+        same object in every step)."""
+        found = self.constants.get(key)
+        if found is None:
+            found = self.constants[key] = Constant(self.weights[key], prov=prov)
+        return found
+
+    def ref(self, key: tuple, name: str, prov: Provenance = NO_PROVENANCE) -> ONNXRef:
+        found = self.refs.get(key)
+        if found is None:
+            found = self.refs[key] = ONNXRef(name, prov)
+        return found
+
+    def wrap(self, model: Any, before: ONNXModule | None = None) -> ONNXModule:
+        """The module of ``model`` (an ``onnx.ModelProto``): ``before`` itself, or the module
+        of an equal model seen earlier, when ``model`` is that model again."""
+        skeleton, weights = split_weights(model, self)
+        if before is not None and before.skeleton == skeleton and before.weight_keys == weights:
+            return before
+        key = skeleton + b"\0" + "\0".join(f"{k}={v}" for k, v in weights.items()).encode()
+        found = self.modules.get(key)
+        if found is None:
+            found = self.modules[key] = ONNXModule(skeleton, weights, self)
+        return found
+
+
+def split_weights(model: Any, state: ONNXState) -> tuple[bytes, dict[str, str]]:
+    """``(skeleton, {initializer name: content key})`` of an ``onnx.ModelProto``: the model
+    serialized with every initializer's data replaced by its content key (kept in ``state``)."""
+    import onnx
+    from onnx import numpy_helper
+
+    skeleton = onnx.ModelProto()
+    skeleton.CopyFrom(model)
+    keys: dict[str, str] = {}
+    for t in skeleton.graph.initializer:
+        arr = numpy_helper.to_array(t)
+        key = state.weight(arr)
+        keys[t.name] = key
+        stub = onnx.TensorProto(name=t.name, data_type=t.data_type, dims=list(t.dims))
+        stub.data_location = onnx.TensorProto.EXTERNAL
+        stub.external_data.add(key=_LOCATION, value=key)
+        t.CopyFrom(stub)
+    return skeleton.SerializeToString(deterministic=True), keys
+
+
+class ONNXModule:
+    """One ONNX model of an ONNX Runtime trace (see the module docstring).
+
+    ``skeleton`` is the serialized model without weight data, ``weight_keys`` its
+    initializers' content keys in ``state``. A module read from a file has neither: it keeps
+    the graph model and the text it was saved with (``graph``, ``text``)."""
+
+    compiler = "onnxruntime"
+    inner = False
+    backend_stage = None
+
+    def __init__(
+        self,
+        skeleton: bytes | None = None,
+        weight_keys: dict[str, str] | None = None,
+        state: ONNXState | None = None,
+        *,
+        graph: GraphModel | None = None,
+        text: str | None = None,
+        texts: dict[str, str] | None = None,
+    ):
+        self.skeleton = skeleton
+        self.weight_keys = dict(weight_keys or {})
+        self.state = state
+        self._graph = graph
+        self._text = text
+        self._texts = texts
+        if skeleton is None and (graph is None or text is None):
+            raise TypeError("an ONNXModule without a model needs its graph and text")
+
+    @property
+    def live(self) -> bool:
+        """Whether the model itself is kept (False in a loaded trace: graph and text only)."""
+        return self.skeleton is not None and self.state is not None
+
+    def proto(self, with_weights: bool = True) -> Any:
+        """The ``onnx.ModelProto`` (a new object each call); without weights: the skeleton."""
+        import onnx
+        from onnx import numpy_helper
+
+        if not self.live:
+            raise ValueError("this ONNX step was loaded from a file: it keeps no model")
+        model = onnx.ModelProto()
+        model.ParseFromString(self.skeleton)
+        if with_weights:
+            for t in model.graph.initializer:
+                key = self.weight_keys.get(t.name)
+                if key is not None:
+                    t.CopyFrom(numpy_helper.from_array(self.state.weights[key], t.name))
+        return model
+
+    def weights(self) -> dict[str, np.ndarray]:
+        """The initializers by name (the trace's shared, read-only arrays)."""
+        if not self.live:
+            return {}
+        return {n: self.state.weights[k] for n, k in self.weight_keys.items()}
+
+    @property
+    def node_count(self) -> int:
+        return sum(1 for n in self.graph_model().nodes.values() if n.kind == "op")
+
+    # ----- views ----------------------------------------------------------------------------
+    def graph_model(self) -> GraphModel:
+        if self._graph is None:
+            from explorer.onnxruntime.convert import graph_of_onnx
+
+            self._graph = graph_of_onnx(self.proto(with_weights=False), self)
+        return self._graph
+
+    def text(self) -> str:
+        if self._text is None:
+            from explorer.onnxruntime.convert import text_of_onnx
+
+            self._text = text_of_onnx(self.proto(with_weights=False))
+        return self._text
+
+    def texts(self) -> dict[str, str]:
+        return dict(self._texts or {})
+
+    def __repr__(self) -> str:
+        where = "live" if self.live else "loaded"
+        return f"<ONNXModule {where} {self.node_count} nodes>"
+
+
+__all__ = ["ONNXModule", "ONNXRef", "ONNXState", "content_key", "split_weights"]

@@ -1,0 +1,298 @@
+"""Recording the stages of an ONNX Runtime pipeline (explorer/onnxruntime/pipeline.py) as
+snapshots of :class:`~explorer.onnxruntime.module.ONNXModule` s.
+
+* **onnxscript**: ``onnxscript.optimizer.optimize_ir`` runs with ``onnx_ir.passes.PassBase``'s
+  ``__call__`` wrapped, so every pass application is seen with its result; a ``RewritePass`` of
+  several rules applies them one at a time (each a step named after its rule). Only
+  applications that changed the model become steps. Because rules one at a time may act in
+  another order than the rule set does, the stage's end is compared with ``optimize_ir`` run
+  in one go on a copy: the trace says when they differ.
+* **transformers:<type>**: onnxruntime's transformers optimizer (``optimize_model`` with ORT
+  off) with every ``fuse_*`` method of the model type's class wrapped: a step per fusion
+  that changed the model.
+* **ort:<level>**: ONNX Runtime's transformers rebuilt one application at a time
+  (explorer/onnxruntime/ort_steps.py).
+* **user rules** (``rewrite_rules=[...]``): each onnxscript ``RewriteRule`` applied as its own
+  step after the optimizer, named after ``rule.name``.
+
+Each stage is one outer snapshot (depth 0) with its steps inside it (depth 1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import traceback
+from typing import Any
+
+from compiler.passes import Snapshot
+from explorer.onnxruntime.module import ONNXModule, ONNXState
+from explorer.onnxruntime.pipeline import Stage
+
+
+class Recorder:
+    """The snapshots of one run, stage by stage."""
+
+    def __init__(self, state: ONNXState, job: Any = None):
+        self.state = state
+        self.job = job
+        self.snapshots: list[Snapshot] = []
+        self.notes: list[str] = []
+        self.stage: int | None = None
+        self.current: ONNXModule | None = None
+
+    # ----- stages and steps -----------------------------------------------------------------
+    def open_stage(self, name: str, before: ONNXModule) -> None:
+        snap = Snapshot(len(self.snapshots), name, name, {}, 0, None, before)
+        self.snapshots.append(snap)
+        self.stage = snap.index
+        self.current = before
+        self._start = time.perf_counter()
+
+    def close_stage(self, error: BaseException | None = None) -> ONNXModule:
+        snap = self.snapshots[self.stage]
+        snap.seconds = time.perf_counter() - self._start
+        if error is not None:
+            snap.error = error
+            snap.traceback = "".join(traceback.format_exception(error))
+        else:
+            snap.module = self.current
+        self.stage = None
+        return self.current
+
+    def step(self, name: str, model: Any, seconds: float = 0.0, options: dict | None = None):
+        """A step of the open stage from ``model`` (a ModelProto): recorded only when it
+        differs from the model before it. Returns whether it was recorded."""
+        before = self.current
+        module = self.state.wrap(model, before)
+        if self.job is not None:
+            self.job.advance(name)
+        if module is before:
+            return False
+        parent = self.snapshots[self.stage]
+        snap = Snapshot(
+            len(self.snapshots),
+            name,
+            name,
+            dict(options or {}),
+            1,
+            parent.index,
+            before,
+            module,
+            seconds,
+        )
+        parent.children.append(snap.index)
+        self.snapshots.append(snap)
+        self.current = module
+        return True
+
+
+# ===== onnxscript ===============================================================================
+
+_COMPOSITE = ("PassManager", "Sequential")
+
+
+@contextlib.contextmanager
+def _recording_passes(rec: Recorder):
+    """``onnx_ir.passes.PassBase.__call__`` wrapped for the block (restored after)."""
+    import onnx_ir as ir
+    import onnx_ir.passes as passes
+    from onnxscript import rewriter
+    from onnxscript.rewriter import pattern
+
+    original = passes.PassBase.__call__
+    depth = [0]
+
+    def call(self, model):
+        kind = type(self).__name__
+        if kind in _COMPOSITE or depth[0]:
+            depth[0] += kind not in _COMPOSITE
+            try:
+                return original(self, model)
+            finally:
+                depth[0] -= kind not in _COMPOSITE
+        if isinstance(self, rewriter.RewritePass) and len(self.rules.rules) > 1:
+            modified = False
+            for rule in self.rules.rules:
+                start = time.perf_counter()
+                count = pattern.RewriteRuleSet([rule]).apply_to_model(model)
+                if count:
+                    modified = True
+                    name = str(getattr(rule, "name", None) or type(rule).__name__)
+                    rec.step(
+                        name,
+                        ir.serde.serialize_model(model),
+                        time.perf_counter() - start,
+                        {"matches": int(count)},
+                    )
+            return passes.PassResult(model, modified)
+        start = time.perf_counter()
+        depth[0] += 1
+        try:
+            result = original(self, model)
+        finally:
+            depth[0] -= 1
+        if result.modified:
+            rec.step(kind, ir.serde.serialize_model(result.model), time.perf_counter() - start)
+        return result
+
+    passes.PassBase.__call__ = call
+    try:
+        yield
+    finally:
+        passes.PassBase.__call__ = original
+
+
+def run_onnxscript(rec: Recorder, proto: Any) -> Any:
+    """The onnxscript optimizer's passes and rules on ``proto``; the ModelProto at the end."""
+    import onnx_ir as ir
+    from onnxscript.optimizer import optimize_ir
+
+    model = ir.serde.deserialize_model(proto)
+    with _recording_passes(rec):
+        optimize_ir(model)
+    result = ir.serde.serialize_model(model)
+    # the same optimizer in one go, on a copy: are rules one at a time what it does?
+    again = ir.serde.deserialize_model(proto)
+    optimize_ir(again)
+    if rec.state.wrap(ir.serde.serialize_model(again)) is not rec.state.wrap(result):
+        rec.notes.append(
+            "WARNING: onnxscript's optimizer in one go gives another model than its passes "
+            "and rules recorded one at a time (the rules acted in another order); the steps "
+            "show the rules one at a time"
+        )
+    return result
+
+
+def run_rules(rec: Recorder, proto: Any, rules: list) -> Any:
+    """Each user rule applied as its own step (named after ``rule.name``)."""
+    import onnx_ir as ir
+    from onnxscript.rewriter import pattern
+
+    model = ir.serde.deserialize_model(proto)
+    for k, rule in enumerate(rules):
+        name = str(getattr(rule, "name", None) or f"rule{k}")
+        start = time.perf_counter()
+        count = pattern.RewriteRuleSet([rule]).apply_to_model(model)
+        if not count:
+            rec.notes.append(f"rewrite rule {name[:80]!r} matched nothing")
+            if rec.job is not None:
+                rec.job.advance(name)
+            continue
+        rec.step(
+            name,
+            ir.serde.serialize_model(model),
+            time.perf_counter() - start,
+            {"matches": int(count), "user_rule": True},
+        )
+    return ir.serde.serialize_model(model)
+
+
+def check_rules(rules: Any) -> list:
+    """The user's rules as a list of onnxscript ``RewriteRule`` s (a clear error otherwise)."""
+    if rules is None:
+        return []
+    from onnxscript.rewriter import pattern
+
+    if isinstance(rules, pattern.RewriteRuleSet):
+        rules = list(rules.rules)
+    if isinstance(rules, pattern.RewriteRule):
+        rules = [rules]
+    rules = list(rules)
+    bad = [type(r).__name__ for r in rules if not isinstance(r, pattern.RewriteRule)]
+    if bad:
+        raise TypeError(
+            "rewrite_rules holds onnxscript RewriteRule objects "
+            f"(onnxscript.rewriter.pattern.RewriteRule), not {', '.join(bad)}"
+        )
+    return rules
+
+
+# ===== the transformers optimizer ===============================================================
+
+
+def run_transformers(rec: Recorder, proto: Any, model_type: str, **options: Any) -> Any:
+    """onnxruntime's transformers optimizer (ORT off) with every ``fuse_*`` method of the
+    model type's class wrapped: a step per fusion that changed the model."""
+    from onnxruntime.transformers import optimizer
+
+    cls = optimizer.MODEL_TYPES[model_type][0]
+    names = sorted({n for k in cls.__mro__ for n in vars(k) if n.startswith("fuse_")})
+    saved = {n: cls.__dict__.get(n) for n in names}
+    depth = [0]
+
+    def wrap(name, fn):
+        def fuse(self, *args, **kwargs):
+            depth[0] += 1
+            start = time.perf_counter()
+            try:
+                return fn(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:
+                    rec.step(name, self.model, time.perf_counter() - start)
+
+        fuse.__name__ = name
+        return fuse
+
+    for n in names:
+        setattr(cls, n, wrap(n, getattr(cls, n)))
+    try:
+        result = optimizer.optimize_model(
+            proto,
+            model_type,
+            num_heads=int(options.get("num_heads", 0)),
+            hidden_size=int(options.get("hidden_size", 0)),
+            opt_level=0,
+            use_gpu=False,
+        )
+    finally:
+        for n, fn in saved.items():
+            if fn is None:
+                delattr(cls, n)
+            else:
+                setattr(cls, n, fn)
+    return result.model
+
+
+# ===== ORT ======================================================================================
+
+
+def run_ort(rec: Recorder, proto: Any, level: str) -> tuple[Any, Any]:
+    """ONNX Runtime's transformers at ``level``: the steps; ``(last ModelProto, ORTRun)``."""
+    import onnx
+
+    from explorer.onnxruntime.ort_steps import run_ort_stage
+
+    run = run_ort_stage(proto.SerializeToString(), level, None)
+    for s in run.steps:
+        m = onnx.ModelProto()
+        m.ParseFromString(s.model)
+        rec.step(s.name, m, s.seconds, {"log_position": s.position})
+    last = onnx.ModelProto()
+    last.ParseFromString(run.steps[-1].model if run.steps else proto.SerializeToString())
+    if run.equal:
+        rec.notes.append(
+            f"the last ORT step equals the model ORT makes at level {level!r} in one go"
+        )
+    else:
+        rec.notes.append(
+            f"WARNING: the last rebuilt ORT step differs from the model ORT makes at level "
+            f"{level!r} in one go (a transformer acted differently once later ones were off): "
+            "the steps are rebuilt, the one-go model is what ORT runs"
+        )
+    return last, run
+
+
+def run_stage(rec: Recorder, stage: Stage, proto: Any, rules: list, options: dict):
+    """Run one stage on ``proto``; returns ``(the ModelProto at its end, the ORTRun or None)``."""
+    if stage.kind == "onnxscript":
+        return run_onnxscript(rec, proto), None
+    if stage.kind == "transformers":
+        return run_transformers(rec, proto, stage.arg, **options), None
+    if stage.kind == "rules":
+        return run_rules(rec, proto, rules), None
+    return run_ort(rec, proto, stage.arg)
+
+
+__all__ = ["Recorder", "check_rules", "run_onnxscript", "run_rules", "run_stage"]
