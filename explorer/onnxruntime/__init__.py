@@ -173,7 +173,15 @@ def explore_onnxruntime(
             )
             try:
                 current, run = run_stage(
-                    rec, stage, current, rules, {"num_heads": num_heads, "hidden_size": hidden_size}
+                    rec,
+                    stage,
+                    current,
+                    rules,
+                    {
+                        "num_heads": num_heads,
+                        "hidden_size": hidden_size,
+                        "isolated": frontend == "onnx",
+                    },
                 )
             except Exception as e:  # a stage that fails is recorded, the rest skipped
                 rec.close_stage(e)

@@ -45,13 +45,16 @@ def exposed(model: Any) -> tuple[Any, list[str]]:
     return m, added
 
 
-def run_model(model: Any, runtime: list, what: str) -> tuple[tuple, dict[str, np.ndarray]]:
+def run_model(
+    model: Any, runtime: list, what: str, values: bool = True
+) -> tuple[tuple, dict[str, np.ndarray]]:
     """``(outputs, {value name: value})`` of ``model`` in onnxruntime, optimizations off,
-    every node value exposed (outputs only when ORT refuses the exposed model)."""
+    every node value exposed (outputs only when ORT refuses the exposed model, or without
+    ``values``)."""
     from compiler.opaque import ModelRefusedError, run_onnx_model
 
     n = len(model.graph.output)
-    wide, added = exposed(model)
+    wide, added = exposed(model) if values else (model, [])
     for candidate, names in ((wide, added), (model, [])):
         try:
             outs, _ = run_onnx_model(
@@ -60,6 +63,7 @@ def run_model(model: Any, runtime: list, what: str) -> tuple[tuple, dict[str, np
                 what=what,
                 budget=RUN_BUDGET,
                 optimize=False,
+                budget_name="explorer.onnxruntime.check.RUN_BUDGET",
             )
         except ModelRefusedError:
             if names:
@@ -105,7 +109,16 @@ class ORTStepRunner(StepRunner):
         from explorer.check.references import float64_reference
 
         ref = check.reference
-        outputs, _ = run_model(_without_values(source), check.runtime, "the reference run")
+        try:
+            outputs, _ = run_model(source, check.runtime, "the reference run", values=False)
+        except Exception as e:  # the file's own model cannot run: the import is the reference
+            check.notes.append(
+                f"the ONNX file could not run in onnxruntime ({type(e).__name__}: "
+                f"{str(e)[:300]}); the imported step is the reference"
+            )
+            check.ref_outputs, ref.name = import_run.outputs, "the imported step"
+            ref.description = "the imported step, as the ONNX file could not run"
+            return True
         check.ref_outputs = outputs
         ref.name = "onnxruntime"
         ref.description = "the ONNX file in onnxruntime with its optimizations off"
@@ -182,10 +195,6 @@ def node_errors(module, values: dict, first: dict, check) -> list[NodeError]:
             errors.append(NodeError(obj, where, a, rel, tuple(v.shape)))
             break
     return errors
-
-
-def _without_values(model: Any) -> Any:
-    return model
 
 
 def check_onnxruntime(trace, inputs, options):

@@ -15,13 +15,17 @@ loop runs until nothing changes) is not disabled for the steps after its first a
 a step may hold more than its own transformer's first change; a step equal to the one before it
 is dropped. The last step is compared with the model ORT makes at the level in one go: the
 trace says whether they are equal.
+
+The onnxruntime part lives in :mod:`explorer.onnxruntime.ort_child`, which imports nothing of
+passlens: a model from a file (untrusted) is rebuilt by it in a child process under a memory
+limit, a torch model the user exported in this process.
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
-import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,78 +33,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import PasslensError
+from explorer.onnxruntime import ort_child
+from explorer.onnxruntime.ort_child import applications, captured_stderr, disabled_after
 
-_APPLIED = re.compile(r"GraphTransformer (\S{1,200}) modified: ([01])")
-MAX_LOG_BYTES = 64 << 20
+CHILD_BUDGET = 4 << 30  # bytes the child may use past 4 copies of the model
+CHILD_SECONDS = 1800  # a rebuild this long is stopped
 
 
 class ORTStageError(PasslensError, RuntimeError):
-    """ONNX Runtime could not make a session of the model (the message is ORT's)."""
+    """ONNX Runtime could not make a session of the model (the message is ORT's), or its
+    rebuild in a child process failed or ran out of its memory budget."""
 
 
-def level_value(level: str) -> Any:
-    import onnxruntime as ort
-
-    return {
-        "off": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[level]
-
-
-def session(
-    model: bytes,
-    level: str = "off",
-    disabled: tuple[str, ...] | list[str] = (),
-    out: str | None = None,
-    verbose: bool = False,
-) -> Any:
-    """An ``InferenceSession`` of ``model`` (serialized) on the CPU at ``level`` (``off``,
-    ``basic``, ``extended``, ``all``), with ``disabled`` transformers off, written to ``out``
-    when given; ORT's own warnings are kept quiet unless ``verbose``."""
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.graph_optimization_level = level_value(level)
-    so.log_severity_level = 0 if verbose else 3
-    if verbose:
-        so.log_verbosity_level = 1
-    if out is not None:
-        so.optimized_model_filepath = out
+def session(model: bytes, level: str = "off", disabled=(), out=None, verbose=False) -> Any:
+    """:func:`explorer.onnxruntime.ort_child.session`, ORT's refusal as one passlens error."""
     try:
-        return ort.InferenceSession(
-            model, so, providers=["CPUExecutionProvider"], disabled_optimizers=list(disabled)
-        )
-    except Exception as e:  # ORT's refusal, as one passlens error
+        return ort_child.session(model, level, disabled, out, verbose)
+    except Exception as e:
         raise ORTStageError(f"onnxruntime cannot make a session of the model: {e}"[:2000]) from None
 
 
-@contextlib.contextmanager
-def captured_stderr():
-    """The process's file descriptor 2 sent to a temporary file (ORT logs from C++, around
-    Python's ``sys.stderr``); yields a list that holds the text once the block ends."""
-    out: list[str] = []
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield out
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            out.append(tmp.read(MAX_LOG_BYTES).decode("utf-8", "replace"))
-
-
-def applications(model: bytes, level: str) -> list[tuple[str, bool]]:
-    """Every transformer application ORT makes at ``level`` on ``model``, in order, with
-    whether it changed the model (read from its verbose log)."""
-    with captured_stderr() as log:
-        session(model, level, verbose=True)
-    return [(name, flag == "1") for name, flag in _APPLIED.findall(log[0])]
+def optimized(model: bytes, level: str, disabled=()) -> bytes:
+    """The model as ORT leaves it at ``level`` with ``disabled`` off (serialized)."""
+    try:
+        return ort_child.optimized(model, level, disabled)
+    except Exception as e:
+        raise ORTStageError(f"onnxruntime cannot make a session of the model: {e}"[:2000]) from None
 
 
 @dataclass
@@ -125,49 +83,81 @@ class ORTRun:
     base: bytes = b""  # the model as ORT saves it with every transformer off
     equal: bool = True
     seconds: float = 0.0
+    isolated: bool = False
 
 
-def disabled_after(applied: list[tuple[str, bool]], position: int) -> list[str]:
-    """The transformers first applied after ``position``: what step ``position`` disables."""
-    first: dict[str, int] = {}
-    for i, (name, _) in enumerate(applied):
-        first.setdefault(name, i)
-    return sorted(n for n, i in first.items() if i > position)
+def _in_child(model: bytes, level: str) -> dict:
+    """:func:`ort_child.rebuild` run as a script in a child process under a memory limit."""
+    limit = 4 * len(model) + CHILD_BUDGET
+    with tempfile.TemporaryDirectory(prefix="passlens-ort-") as folder:
+        with open(os.path.join(folder, "model.onnx"), "wb") as f:
+            f.write(model)
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-I", ort_child.__file__, folder, level, str(limit)],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=CHILD_SECONDS,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise ORTStageError(
+                f"onnxruntime's rebuild of the steps took over {CHILD_SECONDS} s and was stopped"
+            ) from None
+        path = os.path.join(folder, "result.json")
+        if not os.path.exists(path):
+            tail = proc.stderr.decode("utf-8", "replace")[-800:]
+            raise ORTStageError(
+                f"onnxruntime's rebuild of the steps stopped (exit {proc.returncode}), within a "
+                f"budget of {limit:,} bytes; it said: {tail}"
+            )
+        with open(path, encoding="utf-8") as f:
+            status = json.load(f)
+        if status.get("status") == "memory":
+            raise ORTStageError(
+                f"onnxruntime needed more than its budget of {limit:,} bytes to optimize the "
+                "model and was stopped (explorer.onnxruntime.ort_steps.CHILD_BUDGET)"
+            )
+        if status.get("status") != "ok":
+            raise ORTStageError(
+                f"onnxruntime cannot make a session of the model: {status.get('message', '')}"
+            )
+
+        def read(name: str) -> bytes:
+            with open(os.path.join(folder, name), "rb") as f:
+                return f.read()
+
+        steps = [
+            (str(n), int(p), read(f"step{k}.onnx"), float(s))
+            for k, (n, p, s) in enumerate(status["steps"])
+        ]
+        return {
+            "applied": [(str(n), bool(m)) for n, m in status["applied"]],
+            "steps": steps,
+            "base": read("base.onnx"),
+            "one_go": read("one_go.onnx"),
+        }
 
 
-def optimized(model: bytes, level: str, disabled: list[str] = ()) -> bytes:
-    """The model as ORT leaves it at ``level`` with ``disabled`` off (serialized)."""
-    with tempfile.TemporaryDirectory(prefix="passlens-ort-") as d:
-        path = os.path.join(d, "optimized.onnx")
-        session(model, level, disabled, out=path)
-        with open(path, "rb") as f:
-            return f.read()
-
-
-def run_ort_stage(model: bytes, level: str, job: Any = None) -> ORTRun:
-    """Rebuild ORT's steps at ``level`` on ``model`` (see the module docstring)."""
+def run_ort_stage(model: bytes, level: str, job: Any = None, isolated: bool = False) -> ORTRun:
+    """Rebuild ORT's steps at ``level`` on ``model`` (see the module docstring); ``isolated``:
+    in a child process under a memory limit (an untrusted model)."""
     start = time.perf_counter()
-    run = ORTRun(level)
-    run.base = base = optimized(model, "off")
-    run.applied = applications(model, level)
-    changed = [i for i, (_, modified) in enumerate(run.applied) if modified]
-    if job is not None:
-        job.total = len(changed) + 1
-    previous = base
-    for i in changed:
-        name = run.applied[i][0]
-        t0 = time.perf_counter()
-        data = optimized(model, level, disabled_after(run.applied, i))
-        if job is not None:
-            job.advance(name)
-        if data == previous:
-            continue
-        run.steps.append(ORTStep(name, i, data, time.perf_counter() - t0))
-        previous = data
-    run.one_go = optimized(model, level)
-    if job is not None:
-        job.advance("one go")
-    run.equal = previous == run.one_go
+    if isolated:
+        result = _in_child(model, level)
+    else:
+        try:
+            result = ort_child.rebuild(model, level, job.advance if job is not None else None)
+        except Exception as e:
+            raise ORTStageError(
+                f"onnxruntime cannot make a session of the model: {e}"[:2000]
+            ) from None
+    run = ORTRun(level, isolated=isolated)
+    run.applied = result["applied"]
+    run.base, run.one_go = result["base"], result["one_go"]
+    run.steps = [ORTStep(n, p, d, s) for n, p, d, s in result["steps"]]
+    last = run.steps[-1].model if run.steps else run.base
+    run.equal = last == run.one_go
     run.seconds = time.perf_counter() - start
     return run
 
@@ -179,7 +169,6 @@ __all__ = [
     "applications",
     "captured_stderr",
     "disabled_after",
-    "level_value",
     "optimized",
     "run_ort_stage",
     "session",

@@ -258,13 +258,14 @@ def run_transformers(rec: Recorder, proto: Any, model_type: str, **options: Any)
 # ===== ORT ======================================================================================
 
 
-def run_ort(rec: Recorder, proto: Any, level: str) -> tuple[Any, Any]:
-    """ONNX Runtime's transformers at ``level``: the steps; ``(last ModelProto, ORTRun)``."""
+def run_ort(rec: Recorder, proto: Any, level: str, isolated: bool) -> tuple[Any, Any]:
+    """ONNX Runtime's transformers at ``level``: the steps; ``(last ModelProto, ORTRun)``
+    (``isolated``: rebuilt in a child process, for a model from a file)."""
     import onnx
 
     from explorer.onnxruntime.ort_steps import run_ort_stage
 
-    run = run_ort_stage(proto.SerializeToString(), level, None)
+    run = run_ort_stage(proto.SerializeToString(), level, None, isolated=isolated)
     for s in run.steps:
         m = onnx.ModelProto()
         m.ParseFromString(s.model)
@@ -292,7 +293,7 @@ def run_stage(rec: Recorder, stage: Stage, proto: Any, rules: list, options: dic
         return run_transformers(rec, proto, stage.arg, **options), None
     if stage.kind == "rules":
         return run_rules(rec, proto, rules), None
-    return run_ort(rec, proto, stage.arg)
+    return run_ort(rec, proto, stage.arg, bool(options.get("isolated")))
 
 
 __all__ = ["Recorder", "check_rules", "run_onnxscript", "run_rules", "run_stage"]
