@@ -47,7 +47,7 @@ def exposed(model: Any) -> tuple[Any, list[str]]:
 
 def run_model(model: Any, runtime: list, what: str) -> tuple[tuple, dict[str, np.ndarray]]:
     """``(outputs, {value name: value})`` of ``model`` in onnxruntime, optimizations off,
-    every node value exposed (the graph's outputs only when ORT refuses the exposed model)."""
+    every node value exposed (outputs only when ORT refuses the exposed model)."""
     from compiler.opaque import ModelRefusedError, run_onnx_model
 
     n = len(model.graph.output)
