@@ -311,10 +311,13 @@ def _fx_values(ep, tensors: list) -> dict[str, np.ndarray]:
     return _fx_run(ep, tensors)[1]
 
 
-def float64_reference(frontend: str, source: dict, inputs: list, runtime: list):
+def float64_reference(
+    frontend: str, source: dict, inputs: list, runtime: list, *, optimize: bool = True
+):
     """The float64 run a check judges with (a ``judge.Float64Reference``, made on first use):
-    torch's exported graph in float64, or onnxruntime on the model cast to float64; None for
-    other sources."""
+    torch's exported graph in float64, or onnxruntime on the model cast to float64 (with its
+    graph optimizations off when not ``optimize``: an ONNX Runtime trace's check, whose
+    reference must not hold the optimizations it judges); None for other sources."""
     from explorer.check.judge import Float64Reference
 
     if frontend == "torch":
@@ -337,9 +340,10 @@ def float64_reference(frontend: str, source: dict, inputs: list, runtime: list):
         )
     if frontend == "onnx":
         proto = source["model"]
-        return Float64Reference(
-            lambda: _onnx_float64(proto, runtime), "onnxruntime on the model cast to float64"
-        )
+        how = "onnxruntime on the model cast to float64"
+        if not optimize:
+            how += ", optimizations off"
+        return Float64Reference(lambda: _onnx_float64(proto, runtime, optimize), how)
     return None
 
 
@@ -450,7 +454,7 @@ def _model_name(proto) -> str:
     return f"the ONNX model '{escape_printed(name, 80)}'" if name else "the ONNX model"
 
 
-def _run_budgeted(proto, runtime: list, what: str, fallback: bool = False):
+def _run_budgeted(proto, runtime: list, what: str, fallback: bool = False, optimize: bool = True):
     """``compiler.opaque.run_onnx_model`` on ``proto``: its outputs and how they were made."""
     from compiler.opaque import run_onnx_model
 
@@ -462,6 +466,7 @@ def _run_budgeted(proto, runtime: list, what: str, fallback: bool = False):
             budget=REFERENCE_BUDGET,
             fallback=fallback,
             budget_name="explorer.check.references.REFERENCE_BUDGET",
+            optimize=optimize,
         )
     except ValueError as e:
         if e.args and e.args[0] == "inputs":
@@ -525,13 +530,14 @@ def onnx_reference(source: dict, runtime: list) -> tuple:
     return tuple(np.asarray(o) for o in outs)
 
 
-def _onnx_float64(proto, runtime: list) -> tuple[tuple, dict]:
+def _onnx_float64(proto, runtime: list, optimize: bool = True) -> tuple[tuple, dict]:
     """onnxruntime on the ONNX model cast to float64 (initializers, inputs, outputs, value
     types, Cast targets and constant attributes; float inputs cast): the source graph run by
-    its own framework in float64, apart from the import being judged. onnxruntime lacks
-    float64 kernels for some ops (Erf): then onnx's reference evaluator (numpy) runs the cast
-    model; when both fail, the error says why and the tolerance judges. Both run in a child
-    process under ``REFERENCE_BUDGET``, as the float32 reference does."""
+    its own framework in float64, apart from the import being judged (``optimize=False``:
+    with onnxruntime's graph optimizations off). onnxruntime lacks float64 kernels for some
+    ops (Erf): then onnx's reference evaluator (numpy) runs the cast model; when both fail,
+    the error says why and the tolerance judges. Both run in a child process under
+    ``REFERENCE_BUDGET``, as the float32 reference does."""
     import onnx
     from onnx import TensorProto, numpy_helper
 
@@ -578,7 +584,11 @@ def _onnx_float64(proto, runtime: list) -> tuple[tuple, dict]:
         x = np.asarray(x)
         feeds[name] = x.astype(np.float64) if x.dtype.kind == "f" else x
     outs, how = _run_budgeted(
-        model, [feeds[n] for n in names], "onnxruntime's float64 reference run", fallback=True
+        model,
+        [feeds[n] for n in names],
+        "onnxruntime's float64 reference run",
+        fallback=True,
+        optimize=optimize,
     )
     if how == "reference":  # no float64 kernel (Erf, ...): onnx's own numpy reference ran it
         how = (
