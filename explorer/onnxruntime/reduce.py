@@ -34,6 +34,7 @@ model computed in the check's child under its budget, on the same values.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from typing import Any
@@ -140,13 +141,14 @@ def build_cut(graph: ModelGraph, keep: frozenset, output: str, values: dict) -> 
         node.ClearField("doc_string")
         nodes.append(node)
     want = values[output]
+    inner = produced - {output}
     g = helper.make_graph(
         nodes,
         "reduced",
         [_value_info(v, values[v]) for v in inputs],
         [_value_info(output, want)],
         initializer=[graph.initializers[v] for v in inits],
-        value_info=[vi for vi in graph.model.graph.value_info if vi.name in produced - {output}],
+        value_info=[vi for vi in graph.model.graph.value_info if vi.name in inner],
     )
     m = helper.make_model(
         g,
@@ -223,7 +225,7 @@ class Transformation:
             return differs(run_session(after, feeds), plain, self.rtol, self.atol)
         level = self.ort["level"]
         if differs(run_session(data, feeds, level), plain, self.rtol, self.atol) is None:
-            return None  # the level in one go leaves it right: no bug report to make
+            return None  # the level in one go gives the right numbers: nothing to report
         moved = differs(
             run_session(data, feeds, level, self.ort["disabled"]), plain, self.rtol, self.atol
         )
@@ -251,7 +253,8 @@ class Search:
         self.phase, self.nodes = "cuts", None
         self.best: tuple[str, frozenset, float] | None = None  # the smallest that held
         self.callback = progress if callable(progress) else None
-        self.job = Job(False if self.callback else progress, "reducing", round(budget), unit="s")
+        total = round(budget) if math.isfinite(budget) else None
+        self.job = Job(False if self.callback else progress, "reducing", total, unit="s")
         self.job.line = self.line
 
     def holds(self, keep: frozenset, output: str) -> float | None:
@@ -265,12 +268,12 @@ class Search:
         return self.memo[key]
 
     def _try(self, keep: frozenset, output: str) -> float | None:
-        built = build_cut(self.graph, keep, output, self.values)
-        if built is None:
-            return None
-        model, inputs = built
-        feeds = {v: self.values[v] for v in inputs}
         try:
+            built = build_cut(self.graph, keep, output, self.values)
+            if built is None:
+                return None
+            model, inputs = built
+            feeds = {v: self.values[v] for v in inputs}
             return self.transformation.moved(model, feeds, self.values[output])
         except KeyboardInterrupt:
             raise
@@ -282,6 +285,8 @@ class Search:
     def first_cut(self, targets: list[str]) -> tuple[str, frozenset, float] | None:
         """The first (target, cut, moved) that holds: each target through every depth."""
         for output in targets:
+            if output not in self.values:
+                continue  # onnxruntime did not give it (the model ran with its outputs only)
             node = self.graph.producer[output]
             previous = None
             for depth in DEPTHS:
@@ -390,7 +395,7 @@ def transformation_of(trace, step, rtol: float, atol: float) -> Transformation:
     if "log_position" in options and run is not None:
         position = int(options["log_position"])
         if not 0 <= position < len(run.applied):
-            raise ReduceError(f"{step.name} names no application of ORT's log")
+            raise ReduceError(f"{step.name[:80]} names no application of ORT's log")
         name = run.applied[position][0]
         disabled = disabled_after(run.applied, position)
         ort = {
@@ -402,11 +407,11 @@ def transformation_of(trace, step, rtol: float, atol: float) -> Transformation:
         return Transformation("ort", rtol, atol, ort=ort)
     if step.kind != "pass" or snapshot is None or step.depth == 0:
         raise ReduceError(
-            f"#{step.index} {step.name} is not one pass, rule, fusion or transformer "
+            f"#{step.index} {step.name[:80]} is not one pass, rule, fusion or transformer "
             "application: reduce the finding of one of its steps"
         )
     raise ReduceError(
-        f"#{step.index} {step.name} cannot be run again alone (a loaded trace keeps no "
+        f"#{step.index} {step.name[:80]} cannot be run again alone (a loaded trace keeps no "
         "rules, passes or ORT log: explore the model again)"
     )
 
@@ -467,6 +472,8 @@ def reduce_onnxruntime(report, finding=None, budget: float = 60.0, progress=None
     from explorer.onnxruntime.repro import ORTReduction, reduced_applications
 
     start = time.perf_counter()
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
+        raise ReduceError(f"budget is a number of seconds (0 or more), not {budget!r:.40}")
     finding = pick_finding(report, finding)
     trace, step = report.trace, finding.step
     before, after = step.before, step.module
@@ -493,7 +500,7 @@ def reduce_onnxruntime(report, finding=None, budget: float = 60.0, progress=None
         if found is None:
             why = f"; errors: {'; '.join(search.errors)}" if search.errors else ""
             raise NotReproducible(
-                f"{step.name} run alone on cuts of the model it was given never changed the "
+                f"{step.name[:80]} run alone on cuts of the model it was given never changed the "
                 f"numbers ({search.tried} cut(s) tried){why}"
             )
         try:

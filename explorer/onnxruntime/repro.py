@@ -146,7 +146,10 @@ class ORTReduction:
             f"rtol={self.rtol:g}, atol={self.atol:g})",
         ]
         if self.kind == "ort":
-            out.append(f"at level {self.level}, {clean(self.transformer, 80)} on")
+            out.append(
+                f"ORT at level {self.level}: the output moves once {clean(self.transformer, 80)} "
+                "runs (every transformer first applied after it off), not with it off too"
+            )
         if not self.fits:
             out.append(
                 f"no {SCRIPT}: the model and inputs are {self.embedded_bytes:,} bytes, past "
@@ -207,8 +210,8 @@ def _number(x: float, what: str) -> str:
     return repr(x)
 
 
-_HEAD_ORT = '''"""A bug report for ONNX Runtime, written by passlens: python repro.py
-(it needs only onnx, onnxruntime and numpy).
+_HEAD_ORT = '''"""A bug report for ONNX Runtime, written by passlens: run it with python (it
+needs only onnx, onnxruntime and numpy).
 
 ONNX Runtime's graph optimizations change this model's output: run at the level LEVEL names
 it gives other numbers than with the optimizations off. The script prints both outputs, the
@@ -219,7 +222,7 @@ status 1 while the outputs differ.
 """
 '''
 
-_HEAD_REWRITE = '''"""A bug report for a graph rewrite, written by passlens: python repro.py
+_HEAD_REWRITE = '''"""A bug report for a graph rewrite, written by passlens: run it with python
 (it needs only onnx, onnxruntime and numpy).
 
 The rewrite (REWRITE says whose, STEP names it) is not ONNX Runtime's: it ran before the model
@@ -229,7 +232,7 @@ outputs and the versions. It exits with status 1 while the outputs differ.
 """
 '''
 
-_COMMON = '''
+_IMPORTS = """
 import base64
 import io
 import platform
@@ -238,7 +241,9 @@ import sys
 import numpy as np
 import onnx
 import onnxruntime as ort
+"""
 
+_HELPERS = '''
 LEVELS = {
     "off": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
     "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -404,7 +409,7 @@ def upstream_script(r: ORTReduction) -> str:
         for n, a in zip(names, r.inputs, strict=True)
     )
     data.append(f"INPUTS = [\n{feeds}]")
-    return head + _COMMON + "\n" + "\n".join(data) + "\n" + main
+    return head + _IMPORTS + "\n" + "\n".join(data) + "\n\n" + _HELPERS + main
 
 
 __all__ = ["MAX_EMBEDDED_BYTES", "ORTReduction", "reduced_applications", "upstream_script"]
