@@ -191,6 +191,26 @@ def test_an_ort_transformer_step_is_reduced_through_its_own_sessions(layer_repor
     assert f"onnxruntime {ort.__version__}" in done.stdout
 
 
+def test_a_budget_spent_while_shrinking_gives_the_smallest_cut_so_far(layer_report, monkeypatch):
+    """The budget runs out as the shrink starts (its deadline moved to the past): the first
+    cut that held is the result, marked cut short."""
+    from explorer.onnxruntime import reduce as ort_reduce
+
+    shrink = ort_reduce.Search.shrink
+
+    def spent(self):
+        self.deadline = 0.0
+        return shrink(self)
+
+    monkeypatch.setattr(ort_reduce.Search, "shrink", spent)
+    exact = copy.copy(layer_report)
+    exact.rtol = exact.atol = 0.0
+    r = exact.reduce(Finding("diverged", _step(layer_report.trace, "MatMulScaleFusion")))
+    assert r.cut_short and r.nodes[1] > 2
+    assert "stopped by the time budget" in str(r)
+    assert "MatMul" in {n.op_type for n in r.model.graph.node}  # it still holds the fusion's
+
+
 def test_a_correct_step_is_not_reproducible(layer_report):
     trace = layer_report.trace
     for name in ("FoldConstantsPass", "MatMulScaleFusion"):  # an onnxscript pass, ORT's
