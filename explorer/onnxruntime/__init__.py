@@ -13,7 +13,9 @@ optimizer, then ONNX Runtime's graph transformers, every change a step of one tr
 :mod:`explorer.onnxruntime.record` and :mod:`explorer.onnxruntime.ort_steps` for how each is
 observed or rebuilt). ``rewrite_rules=[rule, ...]`` applies onnxscript ``RewriteRule`` s of the
 user's own, each as its own step after the optimizer. onnxruntime and onnxscript are imported
-only when such a trace is made or checked.
+only when such a trace is made or checked. ``report.reduce()`` shrinks a ``diverged`` finding
+to a few ONNX nodes and writes a script for an upstream bug report
+(:mod:`explorer.onnxruntime.reduce`).
 """
 
 from __future__ import annotations
@@ -196,7 +198,8 @@ def explore_onnxruntime(
             rec.close_stage()
     finally:
         rec.job.close()
-    steps += pass_steps(rec.snapshots, len(steps))
+    offset = len(steps)
+    steps += pass_steps(rec.snapshots, offset)
     trace = Trace(
         steps,
         source=src,
@@ -208,6 +211,8 @@ def explore_onnxruntime(
     )
     trace.record_notes = list(rec.notes)
     trace.onnxruntime = ort_run
+    # what made each onnxscript and fusion step, by step index (the reducer runs it again)
+    trace.onnxruntime_replay = {offset + k: replay for k, replay in rec.replays.items()}
     return trace
 
 

@@ -15,7 +15,9 @@ snapshots of :class:`~explorer.onnxruntime.module.ONNXModule` s.
 * **user rules** (``rewrite_rules=[...]``): each onnxscript ``RewriteRule`` applied as its own
   step after the optimizer, named after ``rule.name``.
 
-Each stage is one outer snapshot (depth 0) with its steps inside it (depth 1).
+Each stage is one outer snapshot (depth 0) with its steps inside it (depth 1). An onnxscript
+pass or rule step and a fusion step also keep a :class:`Replay`: what made the step, callable
+on another model (the reducer runs it on cuts of the model the step was given).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from compiler.passes import Snapshot
@@ -30,13 +34,27 @@ from explorer.onnxruntime.module import ONNXModule, ONNXState
 from explorer.onnxruntime.pipeline import Stage
 
 
+@dataclass(frozen=True)
+class Replay:
+    """What made one step, runnable again alone: ``kind`` is ``rule`` (an onnxscript rewrite
+    rule), ``pass`` (an onnxscript pass) or ``fusion`` (a transformers-optimizer fusion);
+    ``run(model)`` applies it to an ``onnx.ModelProto`` (left as it is) and returns the result."""
+
+    kind: str
+    run: Callable[[Any], Any]
+
+    def __call__(self, model: Any) -> Any:
+        return self.run(model)
+
+
 class Recorder:
-    """The snapshots of one run, stage by stage."""
+    """The snapshots of one run, stage by stage; ``replays`` by snapshot index."""
 
     def __init__(self, state: ONNXState, job: Any = None):
         self.state = state
         self.job = job
         self.snapshots: list[Snapshot] = []
+        self.replays: dict[int, Replay] = {}
         self.notes: list[str] = []
         self.stage: int | None = None
         self.current: ONNXModule | None = None
@@ -60,9 +78,17 @@ class Recorder:
         self.stage = None
         return self.current
 
-    def step(self, name: str, model: Any, seconds: float = 0.0, options: dict | None = None):
+    def step(
+        self,
+        name: str,
+        model: Any,
+        seconds: float = 0.0,
+        options: dict | None = None,
+        replay: Replay | None = None,
+    ):
         """A step of the open stage from ``model`` (a ModelProto): recorded only when it
-        differs from the model before it. Returns whether it was recorded."""
+        differs from the model before it, with ``replay`` (what made it). Returns whether it
+        was recorded."""
         before = self.current
         module = self.state.wrap(model, before)
         if self.job is not None:
@@ -83,8 +109,58 @@ class Recorder:
         )
         parent.children.append(snap.index)
         self.snapshots.append(snap)
+        if replay is not None:
+            self.replays[snap.index] = replay
         self.current = module
         return True
+
+
+def rule_replay(rule: Any) -> Replay:
+    """One onnxscript rewrite rule applied to a model, as the recorder applies it."""
+
+    def run(proto: Any) -> Any:
+        import onnx_ir as ir
+        from onnxscript.rewriter import pattern
+
+        model = ir.serde.deserialize_model(_copy(proto))
+        pattern.RewriteRuleSet([rule]).apply_to_model(model)
+        return ir.serde.serialize_model(model)
+
+    return Replay("rule", run)
+
+
+def pass_replay(instance: Any, call: Callable) -> Replay:
+    """One onnxscript pass (the instance that ran) applied to a model; ``call`` is
+    ``PassBase.__call__`` itself (never the recorder's wrapper)."""
+
+    def run(proto: Any) -> Any:
+        import onnx_ir as ir
+
+        model = ir.serde.deserialize_model(_copy(proto))
+        return ir.serde.serialize_model(call(instance, model).model)
+
+    return Replay("pass", run)
+
+
+def fusion_replay(cls: type, method: Callable, args: tuple, kwargs: dict, options: dict) -> Replay:
+    """One fusion of the transformers optimizer applied to a model: a new optimizer object of
+    the model type's class on it, the fusion method called with the arguments it had."""
+
+    def run(proto: Any) -> Any:
+        heads, hidden = int(options.get("num_heads", 0)), int(options.get("hidden_size", 0))
+        optimizer = cls(_copy(proto), heads, hidden)
+        method(optimizer, *args, **kwargs)
+        return optimizer.model
+
+    return Replay("fusion", run)
+
+
+def _copy(proto: Any) -> Any:
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(proto)
+    return m
 
 
 # ===== onnxscript ===============================================================================
@@ -124,6 +200,7 @@ def _recording_passes(rec: Recorder):
                         ir.serde.serialize_model(model),
                         time.perf_counter() - start,
                         {"matches": int(count)},
+                        rule_replay(rule),
                     )
             return passes.PassResult(model, modified)
         start = time.perf_counter()
@@ -133,7 +210,12 @@ def _recording_passes(rec: Recorder):
         finally:
             depth[0] -= 1
         if result.modified:
-            rec.step(kind, ir.serde.serialize_model(result.model), time.perf_counter() - start)
+            rec.step(
+                kind,
+                ir.serde.serialize_model(result.model),
+                time.perf_counter() - start,
+                replay=pass_replay(self, original),
+            )
         return result
 
     passes.PassBase.__call__ = call
@@ -184,6 +266,7 @@ def run_rules(rec: Recorder, proto: Any, rules: list) -> Any:
             ir.serde.serialize_model(model),
             time.perf_counter() - start,
             {"matches": int(count), "user_rule": True},
+            rule_replay(rule),
         )
     return ir.serde.serialize_model(model)
 
@@ -230,7 +313,8 @@ def run_transformers(rec: Recorder, proto: Any, model_type: str, **options: Any)
             finally:
                 depth[0] -= 1
                 if depth[0] == 0:
-                    rec.step(name, self.model, time.perf_counter() - start)
+                    replay = fusion_replay(type(self), fn, args, kwargs, options)
+                    rec.step(name, self.model, time.perf_counter() - start, replay=replay)
 
         fuse.__name__ = name
         return fuse
@@ -296,4 +380,14 @@ def run_stage(rec: Recorder, stage: Stage, proto: Any, rules: list, options: dic
     return run_ort(rec, proto, stage.arg, bool(options.get("isolated")))
 
 
-__all__ = ["Recorder", "check_rules", "run_onnxscript", "run_rules", "run_stage"]
+__all__ = [
+    "Recorder",
+    "Replay",
+    "check_rules",
+    "fusion_replay",
+    "pass_replay",
+    "rule_replay",
+    "run_onnxscript",
+    "run_rules",
+    "run_stage",
+]
