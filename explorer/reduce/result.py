@@ -69,11 +69,11 @@ class Reduction:
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         self.trace.save(out / "reduced.passlens")  # the same way (a temporary file, renamed)
-        _write_new(out, "reduced.ir", self.ir.encode("utf-8"))
-        _write_new(out, "pipeline.txt", (self.pipeline + "\n").encode("utf-8"))
-        _write_new(out, "test_reduced.py", self.test_source.encode("utf-8"))
+        write_new(out, "reduced.ir", self.ir.encode("utf-8"))
+        write_new(out, "pipeline.txt", (self.pipeline + "\n").encode("utf-8"))
+        write_new(out, "test_reduced.py", self.test_source.encode("utf-8"))
         if self.saved_weights:
-            _write_new(out, WEIGHTS_FILE, lambda f: write_weights(f, self.saved_weights))
+            write_new(out, WEIGHTS_FILE, lambda f: write_weights(f, self.saved_weights))
         return out
 
     def lines(self) -> list[str]:
@@ -114,7 +114,7 @@ class Reduction:
         return f"<div><b>{esc(head)}</b><ul>{items}</ul><pre>{esc(self.ir)}</pre></div>"
 
 
-def _write_new(directory: Path, name: str, data) -> None:
+def write_new(directory: Path, name: str, data) -> None:
     """Write ``data`` (bytes, or a function given a binary file) to ``directory / name``
     through a file this call creates (O_EXCL, O_NOFOLLOW: never an existing file or a link's
     target), then renamed over ``name`` (a rename replaces a symlink, not what it points to)."""
