@@ -53,9 +53,10 @@ NODES = (
 def forward_source(cut: Any, namespaces: tuple[str, ...] | None = OP_NAMESPACES) -> str:
     """The ``forward`` FX writes for the graph ``cut`` (its nodes' metadata left out, so no
     stack-trace comment), after a check that it holds nothing but what FX writes for ATen
-    ops: ``torch.ops`` calls of ``namespaces`` (None: any op this process has), torch's dtypes, layouts and memory formats,
-    ``device(...)``, numbers and strings, operators, and names it binds itself. Anything else
-    (another namespace's op, a repr that is not a literal) is a :class:`ReduceError`."""
+    ops: ``torch.ops`` calls of ``namespaces`` (None: any op this process has), torch's
+    dtypes, layouts and memory formats, ``device(...)``, numbers and strings, operators, and
+    names it binds itself. Anything else (another namespace's op, a repr that is not a
+    literal) is a :class:`ReduceError`."""
     import torch
 
     graph = copy.deepcopy(cut)
@@ -302,19 +303,19 @@ def verify(reduction: Any) -> float:
             f"the graph rebuilt from its code, as the script rebuilds it, could not be run with "
             f"the pass ({type(e).__name__}: {str(e)[:300]})"
         ) from None
-    worst = 0.0
-    moved = len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want))
-    for g, w in zip(got, want, strict=False):
-        if g.shape == w.shape:
-            a, _, beyond = compare(g, w, reduction.rtol, reduction.atol)
-            worst, moved = max(worst, a), moved or beyond > 0
-    if not moved:
+    if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want, strict=False)):
+        return float("inf")
+    worst, beyond = 0.0, 0
+    for g, w in zip(got, want, strict=True):
+        a, _, n = compare(g, w, reduction.rtol, reduction.atol)
+        worst, beyond = max(worst, a), beyond + n
+    if not beyond:
         raise ReduceError(
             f"{reduction.pass_name!r} changes the cut's numbers only on the graph Inductor gave "
             "it, not on the graph rebuilt from its code (it reads more than the code holds, such "
             "as node metadata): a script would not show the bug"
         )
-    return worst if all(g.shape == w.shape for g, w in zip(got, want)) else float("inf")
+    return worst
 
 
 def _propagate(gm: Any, args: list) -> None:

@@ -46,7 +46,10 @@ def literal(value: Any) -> str:
     """``value`` (a str, bytes, bool, int, float, None, or a tuple / list / dict of them) as
     Python source that evaluates to exactly it: ``repr``, checked by parsing it back. A
     string of several lines is written as a triple-quoted block when that reads back the
-    same (TVMScript stays readable in the script), else as ``repr``."""
+    same (TVMScript stays readable in the script), else as ``repr``. A subclass of str (a
+    TVM string) is written as the plain string it holds."""
+    if isinstance(value, str) and type(value) is not str:
+        value = str.__str__(value)
     if isinstance(value, str) and "\n" in value and _plain(value):
         block = "'''" + value + "'''"
         if _reads_back(block, value):
@@ -198,8 +201,9 @@ def pass_definition(
     what it reads: modules and names of ``packages`` and the standard library imported,
     constants as literals, the user's other functions and classes by their source. ``what``
     names the pass in errors; ``reserved`` are the names the script itself defines (a module
-    import's name maps to its module, which the pass may use too). Raises :class:`ReduceError` saying why when it cannot be done
-    (no source, state a call does not make again, a value that is not code or a literal)."""
+    import's name maps to its module, which the pass may use too). Raises
+    :class:`ReduceError` saying why when it cannot be done (no source, state a call does not
+    make again, a value that is not code or a literal)."""
     code = PassCode()
     collector = _Collector(packages, what, code, reserved)
     if isinstance(obj, __import__("functools").partial):
