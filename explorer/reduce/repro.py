@@ -104,10 +104,10 @@ def arrays_source(arrays: list[np.ndarray], name: str = "ARGS") -> str:
         )
     rows = []
     for a in arrays:
-        a = np.ascontiguousarray(a)
+        a = np.asarray(a)  # not ascontiguousarray: it makes a 0-d array 1-d
         if a.dtype.kind not in "biufc" or a.dtype.fields is not None:
             raise ReduceError(f"an input of dtype {a.dtype} cannot be embedded (numbers only)")
-        data = base64.b64encode(a.tobytes()).decode("ascii")
+        data = base64.b64encode(a.tobytes(order="C")).decode("ascii")
         chunks = [data[k : k + BASE64_LINE] for k in range(0, len(data), BASE64_LINE)] or [""]
         body = "\n".join(f"        {literal(c)}" for c in chunks)
         shape = literal(tuple(int(d) for d in a.shape))

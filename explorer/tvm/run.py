@@ -50,7 +50,8 @@ def to_tvm(value: Any) -> Any:
         return tvm_ffi.convert([to_tvm(v) for v in value])
     if hasattr(value, "detach") and hasattr(value, "numpy"):
         value = value.detach().cpu().numpy()
-    return tvm.runtime.tensor(np.ascontiguousarray(np.asarray(value)))
+    arr = np.asarray(value)
+    return tvm.runtime.tensor(np.ascontiguousarray(arr).reshape(arr.shape))  # a 0-d stays 0-d
 
 
 class TVMRunner:
