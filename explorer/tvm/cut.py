@@ -97,7 +97,8 @@ class Namer:
     replaced, never a dunder, never one taken."""
 
     def __init__(self):
-        self.taken: set[str] = set()
+        # TVMScript's own names: a variable named so would shadow them in the text
+        self.taken: set[str] = {"I", "R", "T", "tvm", "metadata", "range", "main", "Module"}
 
     def __call__(self, name: str) -> str:
         base = re.sub(r"[^A-Za-z0-9_]", "_", str(name))[:40].lstrip("_") or "v"
@@ -208,6 +209,8 @@ def parse(cut: Cut) -> Any:
         mod = relax.transform.BindParams(
             "main", {name: tvm.runtime.tensor(a) for name, a in cut.weights}
         )(mod)
+    if len(mod["main"].params) != len(cut.inputs):
+        raise CutRefused("its weights were not all bound by name once parsed")
     return mod
 
 
