@@ -11,9 +11,11 @@ pipeline spec and a standalone pytest file that fails while the bug is there.
 Each compiler reduces its own findings: :func:`reduce` runs the reducer of the trace's adapter
 (:meth:`explorer.adapters.Adapter.reduce`, for an adapter with the ``REDUCE`` capability).
 passlens's is ``explorer.passlens.reduce`` (cuts of its IR, ddmin over its pipelines, the check
-as the oracle), Inductor's ``explorer.inductor.reduce``. This package holds what they share:
-:class:`Reduction` (``result.py``: passlens's result, and the weights file beside its test) and
-the errors (``errors.py``: :class:`ReduceError`, :class:`NotReproducible`).
+as the oracle), Inductor's ``explorer.inductor.reduce``, TVM's ``explorer.tvm.reduce``; the
+last two give ``upstream_repro(path)``, a standalone script with only torch or only tvm. This
+package holds what they share: :class:`Reduction` (``result.py``: passlens's result, and the
+weights file beside its test), the errors (``errors.py``: :class:`ReduceError`,
+:class:`NotReproducible`) and the parts of the upstream scripts (``repro.py``).
 
 ``Report.reduce`` is this package's :func:`reduce`: the package registers it with the report
 module, which cannot import it (this package imports the check).
@@ -55,8 +57,8 @@ def reduce(
     trace and its test file trust those its module still holds.
 
     The trace's compiler reduces it (its adapter's ``reduce``: passlens's gives a
-    :class:`Reduction`, Inductor's an ``InductorReduction``); a compiler without the ``REDUCE``
-    capability raises :class:`ReduceError`."""
+    :class:`Reduction`, Inductor's an ``InductorReduction``, TVM's a ``TVMReduction``); a
+    compiler without the ``REDUCE`` capability raises :class:`ReduceError`."""
     compiler = getattr(report.trace, "compiler", "passlens")
     adapter = get_adapter(compiler)
     with trusting(report.trace, trust_ops):

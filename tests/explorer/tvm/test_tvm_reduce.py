@@ -8,6 +8,7 @@ script. Skipped only where tvm is not installed."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from tvm import relax  # noqa: E402
 import explorer  # noqa: E402
 from explorer.check.report import Finding  # noqa: E402
 from explorer.reduce import NotReproducible, ReduceError  # noqa: E402
+from explorer.tvm.reduce import PassSpec  # noqa: E402
 
 CRAFTED = 'x"); open("PWNED", "w")  #\nopen("PWNED", "w")\n\'\'\''
 
@@ -118,6 +120,26 @@ def test_reduce_cuts_to_the_binding_the_pass_breaks_and_the_script_reproduces(wr
     assert "max abs difference:" in out and "BUG REPRODUCED" in out
     printed = float(out.split("max abs difference: ")[1].split(",")[0])
     np.testing.assert_allclose(printed, reduction.max_abs, rtol=1e-4)
+
+    # a pass TVM's API names, correct: the script says so and exits 0
+    legalize = PassSpec("LegalizeOps", None, api="tvm.relax.transform.LegalizeOps")
+    fixed = dataclasses.replace(reduction, spec=legalize, step_name="LegalizeOps")
+    script = fixed.upstream_repro(tmp_path / "fixed")
+    assert "return tvm.relax.transform.LegalizeOps()" in script.read_text()
+    done = _run_alone(script, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "not reproduced" in done.stdout and "max abs difference: 0," in done.stdout
+
+
+def test_a_loaded_trace_and_a_finding_of_another_kind_are_refused(wrong, tmp_path):
+    trace, report = wrong
+    trace.save(tmp_path / "t.passlens")
+    loaded = explorer.load(tmp_path / "t.passlens")
+    with pytest.raises(ReduceError, match="loaded TVM trace keeps no modules"):
+        loaded.report.reduce()
+    other = Finding("param-bloat", trace["FlipAdd"], message="planted")
+    with pytest.raises(ReduceError, match="param-bloat finding cannot be reduced"):
+        report.reduce(other)
 
 
 def test_a_tvm_api_pass_is_named_by_its_api_and_a_correct_one_is_not_reproducible(wrong):
