@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import base64
 import builtins
+import functools
 import importlib
 import inspect
 import keyword
@@ -206,7 +207,7 @@ def pass_definition(
     make again, a value that is not code or a literal)."""
     code = PassCode()
     collector = _Collector(packages, what, code, reserved)
-    if isinstance(obj, __import__("functools").partial):
+    if isinstance(obj, functools.partial):
         func = obj.func
         name = collector.define(func)
         args = [literal(a) for a in obj.args] + [
