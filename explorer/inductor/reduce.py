@@ -7,8 +7,10 @@ levels, then all), the values flowing in becoming inputs (a tuple never: a deepe
 its producer in), runs the pass on the cut and compares the cut's result with and without
 the pass. The first cut where the pass changes the numbers is the reduction: its Python code,
 its inputs, and a pytest file that builds it with ``torch.fx.symbolic_trace``, runs the pass
-and fails while the pass is wrong. Inductor's own passes cannot be replayed one by one (they
-run inside ``compile_fx``): their findings are refused with a clear error.
+and fails while the pass is wrong, and ``upstream_repro(path)``: a standalone script with
+torch only, in the shape of torch's minifier's repro.py (``explorer.inductor.repro``).
+Inductor's own passes cannot be replayed one by one (they run inside ``compile_fx``): their
+findings are refused with a clear error.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from explorer.check.numbers import compare, to_numpy
 from explorer.reduce import NotReproducible, ReduceError
 
 INPUTS_FILE = "inputs.npz"
+REPRO_FILE = "repro.py"
 TEST_FILE = "test_reduced.py"
 DEPTHS = (0, 1, 2, 3, 4, None)  # levels of producers kept above the node (None: all)
 
@@ -32,7 +35,10 @@ DEPTHS = (0, 1, 2, 3, 4, None)  # levels of producers kept above the node (None:
 @dataclass
 class InductorReduction:
     """A torch.compile finding reduced: the pass, the cut graph's code and inputs, how far
-    its result moves under the pass, and the test (``save`` writes it with the inputs)."""
+    its result moves under the pass, and the test (``save`` writes it with the inputs).
+    ``fn`` is the pass object and ``graph`` the cut (an FX graph), which
+    :meth:`upstream_repro` writes out; ``input_types`` says what each input is (a torch
+    dtype's name, or int / float / bool); ``rtol`` / ``atol`` the check's tolerance."""
 
     finding: Any
     pass_name: str
@@ -46,6 +52,11 @@ class InductorReduction:
     budget: float
     cut_short: bool = False
     files: list[str] = field(default_factory=lambda: [TEST_FILE, INPUTS_FILE])
+    fn: Any = field(default=None, repr=False)
+    graph: Any = field(default=None, repr=False)
+    input_types: list[str] = field(default_factory=list)
+    rtol: float = 1e-4
+    atol: float = 1e-5
 
     def save(self, directory: str | Path) -> Path:
         """Write ``test_reduced.py`` and ``inputs.npz`` into ``directory``; returns its path."""
@@ -54,6 +65,22 @@ class InductorReduction:
         (out / TEST_FILE).write_text(self.test_source, encoding="utf-8")
         np.savez(out / INPUTS_FILE, **{f"arg{i}": a for i, a in enumerate(self.inputs)})
         return out
+
+    def upstream_repro(self, path: str | Path) -> Path:
+        """Write the standalone script (torch and numpy only; ``repro.py`` inside ``path``
+        when it is a folder) that reproduces the finding as a bug report: the pass's source,
+        the cut graph as ``Repro(torch.nn.Module)``, its inputs embedded; it prints both
+        outputs' difference and torch's version and exits 1 while they differ. Before it is
+        written, the graph is rebuilt as the script rebuilds it and the pass run on it here:
+        a script that would not show the bug is an error, not a file. Raises
+        :class:`ReduceError` when the pass's source cannot be had (see
+        ``explorer.reduce.repro.pass_definition``)."""
+        from explorer.inductor.repro import repro_source, verify
+        from explorer.reduce.repro import write_script
+
+        source = repro_source(self)
+        verify(self)
+        return write_script(path, source, REPRO_FILE)
 
     def __str__(self) -> str:
         return (
@@ -121,8 +148,10 @@ def reduce_inductor(report, finding=None, budget: float = 60.0, progress=None):
         moved = _moved(fn, cut, cut_inputs, report.rtol, report.atol)
         if moved is None:
             continue
+        from explorer.inductor.repro import forward_source, input_types
+
         ops = sum(1 for n in cut.nodes if n.op == "call_function")
-        code = cut.python_code(root_module="self").src
+        code = forward_source(cut, namespaces=None)  # the test runs where the model's ops are
         return InductorReduction(
             finding,
             step.name,
@@ -134,6 +163,11 @@ def reduce_inductor(report, finding=None, budget: float = 60.0, progress=None):
             tried,
             time.perf_counter() - start,
             budget,
+            fn=fn,
+            graph=cut,
+            input_types=input_types(cut_inputs),
+            rtol=report.rtol,
+            atol=report.atol,
         )
     raise NotReproducible(
         f"{step.name} run alone on cuts of its graph never changed the numbers ({tried} tried): "
@@ -222,28 +256,42 @@ def _moved(fn: Any, cut: Any, inputs: list, rtol: float, atol: float) -> float |
 
 
 def _pass_import(fn: Any) -> tuple[str, str]:
-    """``(import line, call)`` of the pass in the test."""
+    """``(import line, call)`` of the pass in the test. The names are the pass's own
+    (untrusted): one that is not a plain name is never written as code."""
+    from explorer.reduce.repro import dotted, identifier, literal
+
     inner = fn
     while type(inner).__name__ == "partial":
         inner = inner.func
     is_function = type(inner).__name__ == "function"
     target = inner if is_function else type(inner)
-    module, name = target.__module__, target.__qualname__
-    call = f"{name}(gm.graph)" if is_function else f"{name}()(gm.graph)"
-    if module == "__main__" or "<locals>" in name:
-        return f"# {name} was defined in {module}: define or import it here\n", call
-    return f"from {module} import {name.split('.')[0]}\n", call
+    module, name = str(target.__module__), str(target.__qualname__)
+    top = name.split(".")[0]
+    if not identifier(top):
+        top = "reduced_pass"
+    call = f"{top}(gm.graph)" if is_function else f"{top}()(gm.graph)"
+    if (
+        module == "__main__"
+        or "<locals>" in name
+        or not dotted(module)
+        or top != name.split(".")[0]
+    ):
+        where = literal(f"{name} (in {module})")
+        return f"# define or import the pass here as {top}: {where}\n", call
+    return f"from {module} import {top}\n", call
 
 
 def test_source(pass_name: str, fn: Any, code: str, n_inputs: int, rtol: float, atol: float):
     """The pytest file: the cut as a module, traced to FX, the pass run on its graph, the
     result compared with the graph's before the pass."""
+    from explorer.reduce.repro import literal
+
     imports, call = _pass_import(fn)
     body = "\n".join(
         "    " + line if line.strip() else "" for line in code.strip("\n").splitlines()
     )
-    return f'''"""Reduced by passlens: the custom pass {pass_name} changes the numbers of
-this graph (a cut of the ATen graph Inductor gave it). Fails while the pass is wrong."""
+    return f'''"""Reduced by passlens: a custom pass (PASS_NAME) changes the numbers of this
+graph (a cut of the ATen graph Inductor gave it). Fails while the pass is wrong."""
 
 from pathlib import Path
 
@@ -251,6 +299,9 @@ import numpy as np
 import torch
 
 {imports}
+PASS_NAME = {literal(pass_name)}
+
+
 class Reduced(torch.nn.Module):
 {body}
 

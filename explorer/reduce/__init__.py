@@ -11,11 +11,13 @@ pipeline spec and a standalone pytest file that fails while the bug is there.
 Each compiler reduces its own findings: :func:`reduce` runs the reducer of the trace's adapter
 (:meth:`explorer.adapters.Adapter.reduce`, for an adapter with the ``REDUCE`` capability).
 passlens's is ``explorer.passlens.reduce`` (cuts of its IR, ddmin over its pipelines, the check
-as the oracle), Inductor's ``explorer.inductor.reduce``, ONNX Runtime's
-``explorer.onnxruntime.reduce`` (cuts of an ONNX model, an upstream script). This package
-holds what they share: :class:`Reduction` (``result.py``: passlens's result, the weights file
-beside its test, ``write_new``: how a ``save`` writes a file) and the errors
-(``errors.py``: :class:`ReduceError`, :class:`NotReproducible`).
+as the oracle), Inductor's ``explorer.inductor.reduce``, TVM's ``explorer.tvm.reduce``, ONNX
+Runtime's ``explorer.onnxruntime.reduce`` (cuts of an ONNX model); the last three give
+``upstream_repro(path)``, a standalone script with only torch, only tvm, or only onnx and
+onnxruntime. This package holds what they share: :class:`Reduction` (``result.py``: passlens's
+result, the weights file beside its test, ``write_new``: how a ``save`` writes a file), the
+errors (``errors.py``: :class:`ReduceError`, :class:`NotReproducible`) and the parts of the
+upstream scripts (``repro.py``).
 
 ``Report.reduce`` is this package's :func:`reduce`: the package registers it with the report
 module, which cannot import it (this package imports the check).
@@ -57,8 +59,8 @@ def reduce(
     trace and its test file trust those its module still holds.
 
     The trace's compiler reduces it (its adapter's ``reduce``: passlens's gives a
-    :class:`Reduction`, Inductor's an ``InductorReduction``, ONNX Runtime's an
-    ``ORTReduction``); a compiler without the ``REDUCE`` capability raises
+    :class:`Reduction`, Inductor's an ``InductorReduction``, TVM's a ``TVMReduction``, ONNX
+    Runtime's an ``ORTReduction``); a compiler without the ``REDUCE`` capability raises
     :class:`ReduceError`."""
     compiler = getattr(report.trace, "compiler", "passlens")
     adapter = get_adapter(compiler)

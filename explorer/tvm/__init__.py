@@ -4,6 +4,8 @@
     trace = explorer.explore(model, (x,), compiler="tvm", pipeline="zero")
     trace["FuseOps"].diff()        # what TVM's FuseOps changed, as for passlens's passes
     trace.save("zero.passlens")    # loads again without tvm installed
+    small = trace.check((x,)).reduce()   # a diverged pass on a cut of @main (reduce.py)
+    small.upstream_repro("repro.py")     # a script with tvm and numpy only, for a bug report
 
 The source is imported with TVM's own frontends (``from_exported_program``, ``from_onnx``; a
 ``tvm.IRModule`` as it is), the pipeline runs in a ``PassContext`` with a recording

@@ -3,18 +3,19 @@ first use). Importing this module does not import tvm: recording and checking do
 
 from __future__ import annotations
 
-from explorer.adapters import Adapter, register_adapter
+from explorer.adapters import REDUCE, Adapter, register_adapter
 
 
 class TVMAdapter(Adapter):
     """The source imported with TVM's frontends (or a ``tvm.IRModule``), a Relax pipeline
     (default ``"zero"``) run with a recording PassInstrument; steps built with relax.build and
-    run in TVM's VM for the check (outputs only: no per-node values)."""
+    run in TVM's VM for the check (outputs only: no per-node values); a pass's divergence
+    reduced on cuts of the module it was given (explorer/tvm/reduce.py)."""
 
     name = "tvm"
     default_pipeline = "zero"
     ignored_options = ("strict",)  # TVM's frontends handle operators themselves
-    capabilities = frozenset()
+    capabilities = frozenset({REDUCE})
 
     def record(self, source, example_inputs, pipeline, progress, **options):
         from explorer.tvm import explore_tvm
@@ -25,6 +26,11 @@ class TVMAdapter(Adapter):
         from explorer.tvm.check import check_tvm
 
         return check_tvm(trace, inputs, options)
+
+    def reduce(self, report, finding, budget, progress):
+        from explorer.tvm.reduce import reduce_tvm
+
+        return reduce_tvm(report, finding, budget=budget, progress=progress)
 
     def reuse_text(self, report) -> str:
         return (

@@ -54,20 +54,7 @@ class TVMStepRunner(StepRunner):
         return runtime, weights
 
     def _weights(self) -> list:
-        """The weights the imported ``main`` takes after its inputs (none when they are
-        constants of the module: TVM's importer keeps them so by default)."""
-        ir = getattr(self.check.imported.module, "ir", None)
-        if ir is None:
-            return []
-        main = ir["main"]
-        num_input = main.attrs["num_input"] if main.attrs and "num_input" in main.attrs else None
-        if num_input is None or int(num_input) >= len(main.params):
-            return []
-        from tvm import relax
-
-        _, params = relax.frontend.detach_params(ir)
-        values = params.get("main", [])
-        return [np.asarray(v.numpy()) for v in values]
+        return imported_weights(self.check.imported.module)
 
     # ----- running modules --------------------------------------------------------------------
     def run(self, module) -> Run:
@@ -91,6 +78,24 @@ class TVMStepRunner(StepRunner):
 
     def should_run(self, step) -> bool:
         return not getattr(step.module, "inner", False)  # a module a pass built for itself
+
+
+def imported_weights(module) -> list:
+    """The weights the imported ``main`` of ``module`` (a step's TVMModule) takes after its
+    inputs, as numpy arrays (none when they are constants of the module: TVM's importer keeps
+    them so by default)."""
+    ir = getattr(module, "ir", None)
+    if ir is None:
+        return []
+    main = ir["main"]
+    num_input = main.attrs["num_input"] if main.attrs and "num_input" in main.attrs else None
+    if num_input is None or int(num_input) >= len(main.params):
+        return []
+    from tvm import relax
+
+    _, params = relax.frontend.detach_params(ir)
+    values = params.get("main", [])
+    return [np.asarray(v.numpy()) for v in values]
 
 
 def convention(ir) -> CallingConvention:
@@ -137,4 +142,4 @@ def check_tvm(trace, inputs, options):
     return Checker(trace, inputs, options, TVMStepRunner()).run()
 
 
-__all__ = ["TVMStepRunner", "check_tvm", "convention"]
+__all__ = ["TVMStepRunner", "check_tvm", "convention", "imported_weights"]

@@ -164,7 +164,10 @@ class TVMState:
       data read once), so an untouched binding or weight is the same object in every step;
     * the names of weights: the source model's parameter whose content a constant holds
       (``fc.weight``), else ``const<k>`` in order of first sight;
-    * the provenance of the imported bindings (the FX node each came from).
+    * the provenance of the imported bindings (the FX node each came from);
+    * the pass objects the pipeline ran, by snapshot index (``passes``: the pipeline's own and
+      a ``Sequential``'s, matched by name; not those a pass made and ran itself), and the
+      ``PassContext`` settings they ran in (``context``), so a pass can be run again alone.
     """
 
     def __init__(self) -> None:
@@ -177,6 +180,8 @@ class TVMState:
         self.weight_names: dict[tuple, list[tuple[str, Provenance]]] = {}
         self._named: dict[tuple, int] = {}  # content -> how many constants took its names
         self._unnamed = 0
+        self.passes: dict[int, Any] = {}
+        self.context: dict[str, Any] = {}
 
     # ----- modules ---------------------------------------------------------------------------
     def wrap(self, ir: Any) -> TVMModule:

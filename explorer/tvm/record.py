@@ -202,23 +202,28 @@ def run_pipeline(
     skipped: list[SkippedPass] = []
     interrupted = False
     current = module
+    state.context = {"opt_level": opt_level, "config": dict(config or {}), "target": target}
     with contextlib.ExitStack() as stack:
         if target is not None:
             stack.enter_context(tvm.target.Target(target))
         stack.enter_context(tvm.transform.PassContext(**ctx_args))
         for k, p in enumerate(passes):
+            first = len(run.snapshots)
             try:
                 current = p(current)
             except Exception as e:
+                note_passes(run.snapshots, first, p, state.passes)
                 if not run.failed(e, failing_binding(p, current, ctx_args)):
                     raise
                 reason = f"skipped: pass {_failed_name(run, p)} failed"
             except KeyboardInterrupt as e:
+                note_passes(run.snapshots, first, p, state.passes)
                 if not run.failed(e):
                     raise
                 interrupted = True
                 reason = f"skipped: interrupted in pass {_failed_name(run, p)}"
             else:
+                note_passes(run.snapshots, first, p, state.passes)
                 continue
             if known:
                 skipped = [
@@ -226,6 +231,25 @@ def run_pipeline(
                 ]
             break
     return run.snapshots, skipped, interrupted
+
+
+def note_passes(snapshots: list[Snapshot], index: int, p: Any, passes: dict[int, Any]) -> None:
+    """Note ``p`` as the pass of ``snapshots[index]`` (when that snapshot is ``p``'s, by
+    name) and, for a ``Sequential``, its passes as those of the snapshot's children, matched
+    in order by name (a Sequential skips the passes its opt_level leaves out)."""
+    if index >= len(snapshots) or snapshots[index].pass_name != _pass_name(p):
+        return
+    passes[index] = p
+    inner = list(getattr(p, "passes", None) or ())
+    k = 0
+    for child in snapshots[index].children:
+        name = snapshots[child].pass_name
+        while k < len(inner) and _pass_name(inner[k]) != name:
+            k += 1
+        if k == len(inner):
+            return
+        note_passes(snapshots, child, inner[k], passes)
+        k += 1
 
 
 def _failed_name(run: _Run, p: Any) -> str:

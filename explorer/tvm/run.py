@@ -50,7 +50,8 @@ def to_tvm(value: Any) -> Any:
         return tvm_ffi.convert([to_tvm(v) for v in value])
     if hasattr(value, "detach") and hasattr(value, "numpy"):
         value = value.detach().cpu().numpy()
-    return tvm.runtime.tensor(np.ascontiguousarray(np.asarray(value)))
+    arr = np.asarray(value)
+    return tvm.runtime.tensor(np.ascontiguousarray(arr).reshape(arr.shape))  # a 0-d stays 0-d
 
 
 class TVMRunner:
@@ -91,24 +92,10 @@ class TVMRunner:
         """``function``'s outputs (a tuple of numpy arrays) for runtime ``inputs`` and the
         model's ``weights`` (in the order the imported ``main`` takes them), whatever the
         calling convention of ``mod`` (see the module docstring)."""
-        if function not in [_gv_name(gv) for gv in mod.get_global_vars()]:
-            raise TVMRunError(f"the module has no @{function}")
-        main = mod[function]
-        inputs = [to_tvm(x) for x in inputs]
-        transform = f"{function}_transform_params"
-        if transform in [_gv_name(gv) for gv in mod.get_global_vars()]:
-            given, source = self.transformed(mod, transform, weights), f"@{transform}"
-        else:
-            given, source = [to_tvm(w) for w in weights], "the weights"
+        main, inputs, given, source = self._given(mod, inputs, weights, function)
         plain = [p for p in main.params if not _is_callable(p)]
         if len(plain) == len(main.params):  # no callbacks: inputs, then what main takes after
-            num_input = _num_input(main)
-            takes_weights = num_input is not None and num_input < len(main.params)
-            args = (
-                [*inputs, *given] if takes_weights or given and source != "the weights" else inputs
-            )
-            if len(args) != len(main.params):
-                raise TVMRunError(_arity(function, main, args, inputs, source))
+            args = self._plain_args(function, main, inputs, given, source)
             out = to_numpy(self.call(mod, function, args))
         else:
             if len(plain) != len(inputs):
@@ -119,6 +106,34 @@ class TVMRunner:
             out = self._with_callbacks(mod, function, main, inputs, given, source)
             out = to_numpy(out[0] if len(out) == 1 else tuple(out))
         return out if isinstance(out, tuple) else (out,)
+
+    def arguments(self, mod, inputs: Sequence[Any], weights: Sequence[Any] = (), function="main"):
+        """What :meth:`run` calls ``function`` with (TVM values, one per parameter), when it
+        takes no callbacks; a :class:`TVMRunError` when it does."""
+        main, inputs, given, source = self._given(mod, inputs, weights, function)
+        if any(_is_callable(p) for p in main.params):
+            raise TVMRunError(f"@{function} takes callbacks, not values")
+        return self._plain_args(function, main, inputs, given, source)
+
+    def _given(self, mod, inputs, weights, function):
+        """``(function, inputs, what it takes after them, where that came from)``."""
+        if function not in [_gv_name(gv) for gv in mod.get_global_vars()]:
+            raise TVMRunError(f"the module has no @{function}")
+        main = mod[function]
+        inputs = [to_tvm(x) for x in inputs]
+        transform = f"{function}_transform_params"
+        if transform in [_gv_name(gv) for gv in mod.get_global_vars()]:
+            return main, inputs, self.transformed(mod, transform, weights), f"@{transform}"
+        return main, inputs, [to_tvm(w) for w in weights], "the weights"
+
+    @staticmethod
+    def _plain_args(function, main, inputs, given, source) -> list:
+        num_input = _num_input(main)
+        takes_weights = num_input is not None and num_input < len(main.params)
+        args = [*inputs, *given] if takes_weights or given and source != "the weights" else inputs
+        if len(args) != len(main.params):
+            raise TVMRunError(_arity(function, main, args, inputs, source))
+        return args
 
     def transformed(self, mod, name: str, weights: Sequence[Any]) -> list:
         """What the transform function gives for ``weights``, as ``main`` would take it."""

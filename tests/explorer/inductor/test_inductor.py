@@ -501,3 +501,121 @@ def test_every_explore_and_check_option_takes_effect(check_options_reach):
     source, imported = check_options_reach(trace, (x,), import_reference=False)
     assert source.reference == imported.reference == trace.check((x,)).reference
     assert not imported.ok  # AddToSub diverges at rtol 0.25 too
+
+
+# ----- the upstream repro (explorer/inductor/repro.py) ----------------------------------------
+
+CRAFTED = 'x"); open("PWNED", "w")  #\nopen("PWNED", "w")\n\'\'\'"""'
+
+
+def _run_alone(script, cwd):
+    """The script run by the venv's python, isolated (-I), with no passlens on its path."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    return subprocess.run(
+        [sys.executable, "-I", str(script)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_upstream_repro_runs_with_torch_alone_and_reproduces(wrong_pass, tmp_path):
+    trace, report = wrong_pass
+    reduction = report.reduce(budget=30)
+    script = reduction.upstream_repro(tmp_path)
+    assert script == tmp_path / "repro.py"
+    source = script.read_text()
+    # torch's minifier's shape: the class, its forward, load_args, a run at the bottom
+    assert "class Repro(torch.nn.Module):" in source and "def forward(self, " in source
+    assert "def load_args():" in source and 'if __name__ == "__main__":' in source
+    assert "class AddToSub(CustomGraphPass):" in source  # the pass's own source
+    assert "tests.explorer" not in source and "import explorer" not in source
+    done = _run_alone(script, tmp_path)
+    assert done.returncode == 1, done.stderr[-2000:]
+    out = done.stdout
+    assert f"torch {torch.__version__}" in out and "pass: AddToSub" in out
+    assert "BUG REPRODUCED" in out
+    printed = float(out.split("max abs difference: ")[1].split(",")[0])
+    np.testing.assert_allclose(printed, reduction.max_abs, rtol=1e-4)
+
+
+def test_crafted_pass_names_stay_data_in_the_script_and_the_test(wrong_pass, tmp_path):
+    """A pass name made to break out of a string is a literal in both files: parsed, the only
+    strings holding it are the PASS_NAME constants, and nothing calls open."""
+    import ast
+    import dataclasses
+
+    from explorer.inductor.reduce import test_source
+
+    trace, report = wrong_pass
+    reduction = dataclasses.replace(report.reduce(budget=30), pass_name=CRAFTED)
+    script = reduction.upstream_repro(tmp_path / "repro.py").read_text()
+    test = test_source(CRAFTED, AddToSub(), reduction.code, 2, 1e-4, 1e-5)
+    for source in (script, test):
+        tree = ast.parse(source)
+        (named,) = [
+            n
+            for n in tree.body
+            if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "PASS_NAME"
+        ]
+        assert named.value.value == CRAFTED
+        holding = [
+            n for n in ast.walk(tree) if isinstance(n, ast.Constant) and "PWNED" in str(n.value)
+        ]
+        assert holding == [named.value]
+        calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        assert "open" not in calls
+
+
+class SwapAddArgs(CustomGraphPass):
+    """A correct post-grad pass that changes the graph: add's operands swapped."""
+
+    def __call__(self, graph):
+        for node in graph.nodes:
+            if node.target is torch.ops.aten.add.Tensor and len(node.args) == 2:
+                node.args = (node.args[1], node.args[0])
+
+    def uuid(self):
+        return "passlens-test-swap-add-args"
+
+
+def test_a_correct_custom_pass_is_not_reproducible_and_a_pass_without_source_is_refused(
+    wrong_pass,
+):
+    from explorer.check.report import Finding
+    from explorer.reduce import NotReproducible, ReduceError
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 8)
+    trace = explorer.explore(
+        Residual().eval(),
+        (x,),
+        compiler="inductor",
+        progress=False,
+        options={"post_grad_custom_post_pass": SwapAddArgs()},
+    )
+    report = trace.check((x,))
+    assert report.ok
+    (step,) = [s for s in trace.steps if s.name == "SwapAddArgs"]
+    assert step.changed
+    with pytest.raises(NotReproducible, match="never changed the numbers"):
+        report.reduce(Finding("diverged", step, message="planted"), budget=30)
+
+    import dataclasses
+
+    space: dict = {"CustomGraphPass": CustomGraphPass, "torch": torch}
+    exec(  # a class with no file: inspect.getsource cannot read it
+        "class NoSource(CustomGraphPass):\n"
+        "    def __call__(self, graph):\n        pass\n"
+        "    def uuid(self):\n        return 'x'\n",
+        space,
+    )
+    reduction = dataclasses.replace(wrong_pass[1].reduce(budget=30), fn=space["NoSource"]())
+    with pytest.raises(ReduceError, match="the source of 'NoSource' cannot be read"):
+        reduction.upstream_repro("unused.py")
