@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,7 @@ from compiler.frontend.onnx_ops.registry import (
     select_if,
     static_dim,
 )
+from compiler.ir.nn_compute import scaled_dim
 from compiler.ir.nodes import Expr, IRError
 from compiler.ir.shape_inference import broadcast_shapes
 from compiler.ir.symbolic import ANY, SymExpr, dim_add, dim_mul, dim_str
@@ -412,7 +412,11 @@ def _resize(ctx):
     scales = None
     if ctx.has(3):  # sizes
         given = ctx.const(3)
-        picked = [int(v) for v in given.reshape(-1)] if given is not None else ctx.dims(3)
+        picked = (
+            [int(v) for v in given.reshape(-1)]
+            if given is not None
+            else ctx.dims(3, symbolic=False)
+        )
         if picked is None:
             raise Unsupported("Resize with computed sizes")
         if len(picked) != len(axes):
@@ -441,14 +445,9 @@ def _resize(ctx):
             scales[a] = v
         sizes = []
         for d, v in zip(in_shape, scales, strict=True):
-            if isinstance(d, int):
-                sizes.append(int(math.floor(d * v)))
-            elif d is ANY or v == 1.0:  # '?': the resize op takes floor(size * scale) when run
-                sizes.append(d)
-            elif v == int(v):
-                sizes.append(dim_mul(d, int(v)))
-            else:
-                raise Unsupported(f"scale {v} of the symbolic dim {dim_str(d)}")
+            # floor(d * v) as onnxruntime takes it; '?' (an unknown dim, or a symbolic one
+            # by a scale like 0.7): the resize op computes it from the value when run
+            sizes.append(d if v == 1.0 else scaled_dim(d, v))
     return ctx.call(
         "resize",
         x,

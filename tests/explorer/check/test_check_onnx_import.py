@@ -114,3 +114,84 @@ def test_a_model_onnxruntime_takes_has_no_warning(tmp_path):
     report = explorer.explore(_save(model, tmp_path, "fine.onnx")).check()
     assert report.warnings == [] and "warning" not in report.headline()
     assert report.reference.startswith("onnxruntime")
+
+
+COMPILED = "default,legalize-ops,codegen"
+
+
+def _torchscript_export(torch, model, inputs, path, **options) -> str:
+    with warnings.catch_warnings():  # the TorchScript exporter (deprecated), as the issue has it
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model.eval(), inputs, path, dynamo=False, opset_version=17, **options)
+    return path
+
+
+def test_group_norm_then_upsample_checks_ok_in_compiled_code_too(tmp_path):
+    """The issue's reproduction explored down to machine code: the interpreter at each graph
+    step and the compiled kernels of legalize-ops and codegen agree with onnxruntime."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.GroupNorm(2, 8), torch.nn.Upsample(scale_factor=2.0))
+    path = _torchscript_export(torch, model, (torch.randn(1, 8, 4, 4),), str(tmp_path / "g.onnx"))
+    trace = explorer.explore(path, pipeline=COMPILED)
+    report = trace.check()
+    names = [c.step.name for c in report.steps]
+    assert names[-2:] == ["legalize-ops", "codegen"], names
+    assert all(c.status.startswith("ok") for c in report.steps[1:]), str(report)
+    assert not report.findings and not report.warnings
+
+
+def _up_block(torch):
+    """A UNet / VAE decoder up block: conv, GroupNorm, SiLU, a nearest x2 upsample, a conv,
+    the skip connection resized to the result's size (``size=h.shape[-2:]``), and a last
+    bilinear x1.5 whose size torch computes (``recompute_scale_factor=True``)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class UpBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv_in = nn.Conv2d(8, 8, 3, padding=1)
+            self.norm = nn.GroupNorm(2, 8)
+            self.conv_out = nn.Conv2d(8, 8, 3, padding=1)
+
+        def forward(self, x, skip):
+            h = F.silu(self.norm(self.conv_in(x)))
+            h = self.conv_out(F.interpolate(h, scale_factor=2.0, mode="nearest"))
+            h = h + F.interpolate(skip, size=h.shape[-2:], mode="bilinear", align_corners=False)
+            return F.interpolate(h, scale_factor=1.5, mode="bilinear", recompute_scale_factor=True)
+
+    return UpBlock()
+
+
+def test_an_up_block_sized_only_at_run_time_checks_ok_in_the_interpreter_and_compiled(tmp_path):
+    """Exported with dynamic heights and widths, every size is computed from Shape(x) when
+    the model runs (the last one in float arithmetic: floor(float(h) * 1.5)); the import keeps
+    them in dims (``3*h``, not '?'), and on inputs of two shapes every step, down to
+    compiled code, agrees with onnxruntime."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    path = _torchscript_export(
+        torch,
+        _up_block(torch),
+        (torch.randn(1, 8, 5, 6), torch.randn(1, 8, 3, 4)),
+        str(tmp_path / "up.onnx"),
+        input_names=["x", "skip"],
+        dynamic_axes={"x": {2: "h", 3: "w"}, "skip": {2: "sh", 3: "sw"}},
+    )
+    trace = explorer.explore(path, pipeline=COMPILED)
+    out = [str(d) for d in trace.steps[1].module.main.output.ty.shape]
+    assert out == ["1", "8", "3*h", "3*w"], out  # floor(float(2*h) * 1.5)
+    resized = [
+        n for n in trace.steps[1].module.main.iter_nodes() if getattr(n, "op", 0) == "resize"
+    ]
+    assert [str(n.ty) for n in resized] == ["f32[1, 8, 2*h, 2*w]"] * 2 + ["f32[1, 8, 3*h, 3*w]"]
+    rng = np.random.default_rng(7)
+    for x_shape, skip_shape in [((1, 8, 5, 6), (1, 8, 3, 4)), ((1, 8, 3, 7), (1, 8, 9, 2))]:
+        inputs = (
+            rng.standard_normal(x_shape).astype(np.float32),
+            rng.standard_normal(skip_shape).astype(np.float32),
+        )
+        report = trace.check(inputs=inputs)
+        assert report.reference.startswith("onnxruntime")
+        assert [c.step.name for c in report.steps][-1] == "codegen"
+        assert all(c.status.startswith("ok") for c in report.steps[1:]), str(report)
+        assert not report.findings
