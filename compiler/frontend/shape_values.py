@@ -9,9 +9,11 @@ compile them. When the value is known in dims, the converter uses the attribute 
 symbolic dims instead (``reshape(shape=[batch, seq, 4, 16])``, ``arange(stop=seq)``), as
 onnxruntime's symbolic shape inference and TVM's frontends do. Most converters use only values
 that read a symbolic dim so: one computed from static shapes alone stays as the file has it,
-for dynamic-to-static to fold where the stepper shows it. Reshape takes a static value too
-(GroupNorm's ``Reshape(x, Shape(y))``): its tensor form would leave every dim '?' for the ops
-after it, whose attributes (Resize's sizes) then keep the '?' past dynamic-to-static.
+for dynamic-to-static to fold where the stepper shows it. The converters whose result's shape
+is the value (Reshape, Expand, Tile, ConstantOfShape, Resize's sizes) take a static value too
+(GroupNorm's ``Reshape(x, Shape(y))``, ``Expand(y, Concat(Shape(x)[:1], [1, 4]))``): their
+tensor form would leave every dim '?' for the ops after it, whose attributes (Resize's sizes)
+then keep the '?' past dynamic-to-static.
 
 :func:`symbolic_value` evaluates an IR expression over the ops shape computations use
 (constants, ``shape_of``, ``zeros`` / ``ones``, ``take``, ``strided_slice``, ``concat``,

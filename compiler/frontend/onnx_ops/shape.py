@@ -491,7 +491,8 @@ def _pads_tensor(ctx, pads: Expr, axes: Expr | None) -> Expr:
 def _expand(ctx):
     x = ctx.input(0)
     target = ctx.const(1)
-    dims = ctx.dims(1) if target is None else [int(v) for v in target.reshape(-1)]
+    # known in dims, from static shapes too (``Expand(y, Shape(x))`` of a static x)
+    dims = ctx.dims(1, symbolic=False) if target is None else [int(v) for v in target.reshape(-1)]
     if dims is None or not _is_shape(dims, minus_one=False):
         # computed shape: broadcast against a filled tensor of that shape
         cond = filled_tensor(ctx, ctx.input(1), True, DType.bool)
@@ -510,13 +511,15 @@ def _tile(ctx):
     x = ctx.input(0)
     if ctx.const(1) is not None:
         return ctx.call("tile", x, repeats=ctx.const_ints(1, "repeats"))
-    reps = ctx.dims(1)
+    reps = ctx.dims(1, symbolic=False)  # known in dims, from static shapes too
     shape = x.ty.shape
     if reps is not None and shape is not None and ANY not in shape and ANY not in reps:
         if len(reps) != len(shape) or not _is_shape(reps, minus_one=False):
             raise ConversionError(
                 f"repeats {[dim_str(r) for r in reps]} for a rank-{len(shape)} input"
             )
+        if all(isinstance(r, int) for r in reps):  # computed from static shapes alone
+            return ctx.call("tile", x, repeats=reps)
         # repeats known in dims (``Tile(x, Concat(Shape(ids)[:1], [1]))``: a batch): the same
         # spreading with every size known, so the result has dims, not '?'
         split = [d for s in shape for d in (1, s)]
