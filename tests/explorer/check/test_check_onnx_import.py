@@ -195,3 +195,42 @@ def test_an_up_block_sized_only_at_run_time_checks_ok_in_the_interpreter_and_com
         assert [c.step.name for c in report.steps][-1] == "codegen"
         assert all(c.status.startswith("ok") for c in report.steps[1:]), str(report)
         assert not report.findings
+
+
+def test_the_explore_summary_warns_of_a_file_onnxruntime_refuses(tmp_path, monkeypatch):
+    """The summary says it before any check: one InferenceSession with optimizations off,
+    made the first time a summary is shown (not by explore), and kept for the trace."""
+    from explorer import summary
+
+    made = []
+    real = summary.onnxruntime_refusal
+    monkeypatch.setattr(summary, "onnxruntime_refusal", lambda m: made.append(1) or real(m))
+    trace = explorer.explore(_save(_refused_model(), tmp_path, "refused.onnx"))
+    assert made == []  # explore makes no session
+    text = repr(trace)
+    (line,) = [s for s in text.splitlines() if s.startswith("warning:")]
+    assert line.startswith("warning: onnxruntime refuses this model: ")
+    assert "Transpose" in line and "perm" in line
+    assert "a check compares the steps with the import (#1 from_onnx) instead" in line
+    assert str(tmp_path) not in line
+    page = trace._repr_html_()
+    assert "pl-warning" in page and "onnxruntime refuses this model" in page
+    repr(trace)
+    assert made == [1]  # once for the trace
+
+
+def test_the_explore_summary_has_no_warning_for_a_file_onnxruntime_takes(tmp_path):
+    node = helper.make_node("Transpose", ["x"], ["y"], perm=[0, 2, 1])
+    graph = helper.make_graph(
+        [node],
+        "fine",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    trace = explorer.explore(_save(model, tmp_path, "fine.onnx"))
+    assert "warning" not in repr(trace) and "pl-warning" not in trace._repr_html_()
+    # a saved and loaded trace keeps no model: nothing to ask onnxruntime
+    refused = explorer.explore(_save(_refused_model(), tmp_path, "refused.onnx"))
+    refused.save(tmp_path / "refused.passlens")
+    assert "warning" not in repr(explorer.load(tmp_path / "refused.passlens"))
