@@ -72,3 +72,32 @@ def test_lengths_that_are_values_are_refused_by_compiled_code_naming_the_resize(
     text = str(info.value)
     assert "'?' dim" in text and "Resize" in text, text
     assert "Traceback" not in text and "_AnyDim" not in text
+
+
+def test_ops_between_the_reshape_and_the_resize_compile_too():
+    """A Relu on the reshape's '?' dims is not fused with it (fuse-ops leaves a '?' result
+    alone): each is lowered once the dims are named, and the result agrees."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("Reshape", ["x", "shape"], ["r"]),
+        helper.make_node("Relu", ["r"], ["q"]),
+        helper.make_node("Resize", ["q", "", "scales"], ["y"], mode="nearest"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5]),
+            helper.make_tensor_value_info("shape", TensorProto.INT64, [4]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    exe = backend.build(from_onnx(model))
+    assert "?" not in str(exe.result.module.main.output.ty)
+    x = np.random.default_rng(4).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    for target in [(1, 6, 5, 4), (3, 2, 4, 5)]:
+        shape = np.array(target, np.int64)
+        np.testing.assert_array_equal(exe(x, shape)[0], ort_run(model, x, shape)[0])
