@@ -15,6 +15,10 @@ example size (batch 2, seq 8) and at batch 3, seq 5:
   dims, then ``explorer.explore(path, args, "default,legalize-ops,codegen")``, ``trace.check``
   clean against onnxruntime at both sizes, the compiled executable within 1e-4 of eager torch.
 
+Each path's ``opaque`` column is how many opaque ops the import kept (ops without a converter,
+run by torch or onnxruntime: ``trace.opaque_ops()``, the count the explore summary gives),
+with the first of their targets.
+
 Prints a Markdown table (for BENCHMARKS.md) and the totals.
 """
 
@@ -53,7 +57,24 @@ def _problem(trace, sizes, model, final_run) -> str:
     return ""
 
 
-def run_torch(name: str) -> str:
+OPAQUE_NAMED = 2  # the opaque targets a cell names
+
+
+def opaque_cell(trace) -> str:
+    """How many opaque ops the trace's import kept, and the first targets: ``0``, ``3
+    (aten.sort x2, aten.histc)``."""
+    rows = trace.opaque_ops()
+    total = sum(r["count"] for r in rows)
+    if not total:
+        return "0"
+    named = ", ".join(
+        r["target"] + (f" x{r['count']}" if r["count"] > 1 else "") for r in rows[:OPAQUE_NAMED]
+    )
+    more = f", {len(rows) - OPAQUE_NAMED} more" if len(rows) > OPAQUE_NAMED else ""
+    return f"{total} ({named}{more})"
+
+
+def run_torch(name: str, opaque: list) -> str:
     import explorer
     from tests.compiler.frontend import hf_zoo
 
@@ -62,11 +83,12 @@ def run_torch(name: str) -> str:
     trace = explorer.explore(
         model, args, "default,legalize-ops,codegen", dynamic_shapes=hf_zoo.dynamic_shapes(name)
     )
+    opaque.append(opaque_cell(trace))
     sizes = [args, hf_zoo.inputs(name, **OTHER)]
     return _problem(trace, sizes, model, lambda *a: trace["codegen"].executable()(*a))
 
 
-def run_onnx(name: str, tmp: Path) -> str:
+def run_onnx(name: str, tmp: Path, opaque: list) -> str:
     import explorer
     from tests.compiler.frontend import hf_zoo
 
@@ -76,18 +98,23 @@ def run_onnx(name: str, tmp: Path) -> str:
     hf_zoo.export_onnx(name, path)
     args = hf_zoo.inputs(name)
     trace = explorer.explore(str(path), args, "default,legalize-ops,codegen")
+    opaque.append(opaque_cell(trace))
     sizes = [args, hf_zoo.inputs(name, **OTHER)]
     return _problem(trace, sizes, hf_zoo.model(name), lambda *a: trace["codegen"].executable()(*a))
 
 
-def _cell(fn, *args) -> tuple[str, float]:
+def _cell(fn, *args) -> tuple[str, str, float]:
+    """The path's status (ok or why not), its opaque-op count ("-" when it made no trace) and
+    the seconds it took."""
     start = time.perf_counter()
+    opaque: list[str] = []
     try:
-        problem = fn(*args)
+        problem = fn(*args, opaque)
     except Exception as e:  # the table records why, and goes on
         problem = f"{type(e).__name__}: {str(e).splitlines()[0][:140]}"
     seconds = time.perf_counter() - start
-    return ("ok" if not problem else problem.replace("|", "/")), seconds
+    status = "ok" if not problem else problem.replace("|", "/")
+    return status, (opaque[0] if opaque else "-").replace("|", "/"), seconds
 
 
 def main(names: list[str]) -> None:
@@ -98,24 +125,30 @@ def main(names: list[str]) -> None:
     from tests.compiler.frontend import hf_zoo
 
     names = names or hf_zoo.ZOO
-    head = "| model | family | torch.export (dynamic, compiled) | s |"
-    print(head + " ONNX (dynamic, compiled; exporter) | s |")
-    print("|---|---|---|---:|---|---:|")
+    head = "| model | family | torch.export (dynamic, compiled) | opaque | s |"
+    print(head + " ONNX (dynamic, compiled; exporter) | opaque | s |")
+    print("|---|---|---|---:|---:|---|---:|---:|")
     ok = {"torch": 0, "onnx": 0}
+    clean = {"torch": 0, "onnx": 0}  # no opaque op kept
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            t, ts = _cell(run_torch, name)
-            o, os_ = _cell(run_onnx, name, Path(tmp))
+            t, t_opaque, ts = _cell(run_torch, name)
+            o, o_opaque, os_ = _cell(run_onnx, name, Path(tmp))
             ok["torch"] += t == "ok"
             ok["onnx"] += o == "ok"
+            clean["torch"] += t_opaque == "0"
+            clean["onnx"] += o_opaque == "0"
             exporter = hf_zoo.EXPORTER.get(name, "dynamo")
             print(
-                f"| {name} | {hf_zoo.FAMILY[name]} | {t} | {ts:.1f} | {o} ({exporter}) "
-                f"| {os_:.1f} |",
+                f"| {name} | {hf_zoo.FAMILY[name]} | {t} | {t_opaque} | {ts:.1f} "
+                f"| {o} ({exporter}) | {o_opaque} | {os_:.1f} |",
                 flush=True,
             )
     n = len(names)
     print(f"\ntorch.export path: {ok['torch']}/{n} ok; ONNX path: {ok['onnx']}/{n} ok")
+    print(
+        f"no opaque op kept: torch.export path {clean['torch']}/{n}, ONNX path {clean['onnx']}/{n}"
+    )
 
 
 if __name__ == "__main__":

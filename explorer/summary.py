@@ -9,6 +9,7 @@ from a row is escaped in HTML (names come from models: untrusted)."""
 from __future__ import annotations
 
 import html
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -207,9 +208,66 @@ def trace_text(trace: TraceSteps) -> str:
     """The trace summary as a plain-text table (``repr(trace)``), the opaque ops if any, and a
     note when the import was slow (mostly a first call's one-time cost)."""
     text = text_table(TRACE_COLUMNS, trace_rows(trace))
-    extra = [t for t in (opaque_text(trace), first_call_note(trace)) if t]
+    extra = [t for t in (source_warning(trace), opaque_text(trace), first_call_note(trace)) if t]
     extra += [str(n) for n in getattr(trace, "record_notes", ()) or ()]
     return "\n".join([text, *extra])
+
+
+_REFUSALS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> its warning
+
+
+def source_warning(trace: TraceSteps) -> str:
+    """A warning when the trace's source is an ONNX model onnxruntime refuses ("" otherwise):
+    a check would then compare the steps with the import, so nothing confirms what the file
+    computes. Found by making one InferenceSession of the model with every graph optimization
+    off (nothing runs), the first time a summary asks, and kept for the trace."""
+    if getattr(trace, "frontend", "") != "onnx" or not isinstance(trace.source, dict):
+        return ""
+    try:
+        return _REFUSALS[trace]
+    except (KeyError, TypeError):
+        pass
+    reason = onnxruntime_refusal(trace.source.get("model"))
+    warning = ""
+    if reason:
+        imported = next((s for s in trace.steps if s.kind == "import"), None)
+        where = f" (#{imported.index} {imported.name})" if imported is not None else ""
+        warning = (
+            f"warning: onnxruntime refuses this model: {reason}; a check compares the steps "
+            f"with the import{where} instead, so nothing confirms what the file computes"
+        )
+    try:
+        _REFUSALS[trace] = warning
+    except TypeError:  # a trace-like object that takes no weak reference: not kept
+        pass
+    return warning
+
+
+def onnxruntime_refusal(model) -> str | None:
+    """Why onnxruntime cannot make an InferenceSession of the ONNX ``model`` (optimizations
+    off, CPUExecutionProvider; the reason escaped and cut, as the check's child process
+    says it), or None when it can (or onnxruntime is not installed, or the session ran out
+    of memory: no refusal of the model)."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    from compiler.opaque import escape
+
+    if model is None or not hasattr(model, "SerializeToString"):
+        return None
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    try:
+        ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except MemoryError:
+        return None
+    except Exception as e:  # what onnxruntime says of the file
+        if "failed to allocate" in str(e).lower():
+            return None
+        return escape(f"{type(e).__name__}: {e}", 600)
+    return None
 
 
 MAX_OPAQUE_PLACES = 3
@@ -309,6 +367,9 @@ def trace_html(trace: TraceSteps) -> str:
         ),
     )
     style = "<style>.pl-failed{background:#fdd}.pl-unchanged{color:#888}</style>"
+    warning = source_warning(trace)
+    if warning:
+        table += f"<div class='pl-warning'>{html.escape(warning)}</div>"
     rows = opaque_ops(trace)
     if not rows:
         return style + table
@@ -347,6 +408,8 @@ __all__ = [
     "first_call_note",
     "opaque_ops",
     "opaque_text",
+    "onnxruntime_refusal",
+    "source_warning",
     "trace_text",
 ]
 

@@ -392,7 +392,9 @@ class Executable:
             return kernel.run(args, out_shape=out_shape, env=known)
         if op == "host":
             args = [self._value(a, values) for a in ins["args"]]
-            if ins["name"] in ("reshape", "flatten", "squeeze", "unsqueeze"):
+            if ins["name"] in ("reshape", "flatten", "squeeze", "unsqueeze") and (
+                "?" not in ins["shape"]  # a reshape to a computed shape: the op computes it
+            ):
                 return np.reshape(args[0], self._shape(ins["shape"], env))
             if ins["name"] == "match_shape":  # binds the symbols its type names
                 dims = [_dim_from_json(d) for d in ins["shape"]]

@@ -633,14 +633,44 @@ def _cubic_axis(y: np.ndarray, axis: int, source: np.ndarray, size: int, attrs: 
     return out
 
 
+def scaled_length(size: int, scale: float) -> int:
+    """ONNX Resize's result length for an input ``size`` long and a ``scale``, as onnxruntime
+    computes it: the product in float32 (the type of the scales), truncated. The double
+    product ONNX's reference and shape inference take differs where float32 rounds it up to a
+    whole number: 10 x 0.7 is 7 in onnxruntime (and in torch eager), 6 in the reference."""
+    return int(np.float32(scale) * np.float32(size))
+
+
+RESIZE_MAX_DENOMINATOR = 16
+"""The largest denominator of a scale (a binary fraction p / q) whose result length stays
+exact in dims for a symbolic size (``(3*h) // 2`` for 1.5): the float32 product onnxruntime
+takes (:func:`scaled_length`) is the exact floor while the result is under 2**24 / q (a
+million for q = 16); a scale with a wider fraction (0.7) leaves the length '?'."""
+
+
+def scaled_dim(d: Dim, scale: float) -> Dim:
+    """The result length of a dim ``d`` resized by ``scale``: :func:`scaled_length` of a
+    number; of a symbolic dim, ``(d * p) // q`` for a scale ``p / q`` with q at most
+    :data:`RESIZE_MAX_DENOMINATOR`; '?' for an unknown dim or another scale."""
+    if isinstance(d, int):
+        return scaled_length(d, scale)
+    if d is ANY or not (scale > 0 and math.isfinite(scale)):
+        return ANY
+    p, q = float(np.float32(scale)).as_integer_ratio()
+    if q > RESIZE_MAX_DENOMINATOR:
+        return ANY
+    return floordiv(dim_mul(d, p), q)
+
+
 def resize_length(size: int, out, scales, axis: int) -> int:
     """The result length along ``axis`` of an input ``size`` long: ``out`` from the sizes
-    attribute, or for a dim left unknown at import ('?'), ONNX's ``floor(size * scale)`` (the
-    input's length where no scale is given: an axis the sizes did not resize)."""
+    attribute, or for a dim left unknown at import ('?'), ONNX's ``floor(size * scale)`` as
+    onnxruntime computes it (:func:`scaled_length`; the input's length where no scale is given:
+    an axis the sizes did not resize)."""
     if isinstance(out, (int, np.integer)):
         return int(out)
     if out is ANY:
-        return int(np.floor(size * scales[axis])) if scales is not None else int(size)
+        return scaled_length(size, scales[axis]) if scales is not None else int(size)
     raise ValueError(f"resize: the size {out} along axis {axis} is not resolved to a number")
 
 

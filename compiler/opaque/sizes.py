@@ -12,7 +12,8 @@ be sized: the arguments come from a model, a trace or an IR file, untrusted.
   memory", onnxruntime: "Failed to allocate memory") and becomes a ``BudgetError``. A whole
   ONNX model (the check's onnxruntime reference and its float64 variant) runs in a child
   process with its own limit (``run_onnx_model``): it imports only numpy, onnxruntime and (for
-  the float64 fallback) onnx, so it starts in a fraction of a second.
+  the float64 fallback: the split run of onnx_mixed.py, the reference evaluator) onnx, so it
+  starts in a fraction of a second.
 - **Output.** What an op writes to fd 1 / fd 2 or ``sys.stdout`` / ``sys.stderr`` while it runs
   is captured (``captured_output``) and re-emitted as one warning, control characters escaped
   (``\\x1b``) and cut to ``MAX_PRINTED`` characters: nothing an op prints reaches the terminal
@@ -444,16 +445,28 @@ try:
             done("inputs", count=len(names))
         outs = sess.run(None, dict(zip(names, runtime)))
         how = None
+        missing_kernel = False
     except Exception as e:
         if mode != "fallback" or memory(e):
             raise
         first = str(e)[:200]
+        missing_kernel = type(e).__name__ == "NotImplemented"
     if outs is None:  # no float64 kernel (Erf, ...): onnx's own numpy reference runs it
         import onnx
         from onnx.reference import ReferenceEvaluator
         model = onnx.load(folder + "/model.onnx")
         init = {t.name for t in model.graph.initializer}
         names = [i.name for i in model.graph.input if i.name not in init]
+        if missing_kernel:  # onnxruntime runs the nodes it has kernels for (onnx_mixed.py)
+            try:
+                outs, by_reference = run_mixed(model, dict(zip(names, runtime)), options)
+                how = "mixed:" + ",".join(by_reference)
+            except Exception as e3:
+                if memory(e3):
+                    raise
+                outs = None
+                first = "%s (split run: %s)" % (first, str(e3)[:200])
+    if outs is None:
         try:
             outs = ReferenceEvaluator(model).run(None, dict(zip(names, runtime)))
         except Exception as e2:
@@ -473,6 +486,11 @@ except BaseException as e:
     done("memory" if memory(e) else "error", message="%s: %s" % (type(e).__name__, e))
 """
 
+
+# the child's program: the split run (onnx_mixed.py, which imports nothing of passlens) first
+_CHILD = (
+    open(os.path.join(os.path.dirname(__file__), "onnx_mixed.py"), encoding="utf-8").read() + _CHILD
+)
 
 CHILD_SECONDS = 900
 """How long the child running a whole ONNX model (``run_onnx_model``) may take: a model from
@@ -505,10 +523,14 @@ def run_onnx_model(
     (CPUExecutionProvider) in a child process whose address space is limited to
     ``MODEL_COPIES`` x the model, its inputs, ``budget`` and ``CHILD_HEADROOM``: an allocation
     past it fails there and becomes a BudgetError naming ``what``; a crash of the child is an
-    OpaqueOpError. With ``fallback``, onnx's reference evaluator runs the model when
-    onnxruntime cannot (no kernel for a dtype). The outputs, and "reference" when the fallback
-    made them. ValueError("inputs", n) when the model takes n inputs, not ``len(runtime)``;
-    ModelRefusedError when onnxruntime cannot make a session of it (without ``fallback``).
+    OpaqueOpError. With ``fallback``, when onnxruntime has no kernel for some node (in its
+    dtype: float64 Conv, Erf), onnxruntime runs the nodes it has kernels for and onnx's
+    reference evaluator the others (compiler/opaque/onnx_mixed.py), or, when that split run
+    fails or onnxruntime fails otherwise, the reference evaluator runs the whole model. The
+    outputs, and how they were made: None (onnxruntime), "mixed:<op types the reference
+    ran, comma-separated>" or "reference". ValueError("inputs", n) when the model takes n
+    inputs, not ``len(runtime)``; ModelRefusedError when onnxruntime cannot make a session
+    of it (without ``fallback``).
     ``optimize=False``: onnxruntime runs the model with its graph optimizations off (the model
     as it is, as a step of an ONNX Runtime trace is checked)."""
     arrays = [np.asarray(x) for x in runtime]

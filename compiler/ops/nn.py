@@ -49,6 +49,7 @@ from compiler.ir.nn_compute import (
     pool_compute,
     pool_params,
     resize_compute,
+    scaled_dim,
     sdpa_compute,
     softmax64,
     window_count,
@@ -71,6 +72,7 @@ from compiler.ir.shape_inference import (
     tensor_input,
 )
 from compiler.ir.symbolic import (
+    ANY,
     Dim,
     dim_mul,
     dim_str,
@@ -620,7 +622,18 @@ def _resize_check(types: list[Type], attrs: Attrs) -> TensorType:
 
 
 def _resize_infer(types: list[Type], attrs: Attrs) -> Type:
-    return _resize_check(types, attrs).with_shape(tuple(attrs["sizes"]))
+    """The sizes as the result's dims; a '?' size (learnt when the op runs) as what the
+    input's dim gives where that is known in dims (``(3*h) // 2`` of ``h`` by 1.5: the input
+    named at run time, see legalize-ops' name_dynamic_dims), else '?'."""
+    data = _resize_check(types, attrs)
+    scales = attrs["scales"]
+    dims = [
+        out
+        if out is not ANY
+        else (d if scales is None or d is ANY else scaled_dim(d, scales[axis]))
+        for axis, (d, out) in enumerate(zip(data.shape, attrs["sizes"], strict=True))
+    ]
+    return data.with_shape(tuple(dims))
 
 
 define_op(

@@ -8,8 +8,9 @@ its last node is read outside it. By pattern (compiler/ir/op_registry.py): an an
 elementwise / broadcast ops after it (phase 0); an elementwise / broadcast op joins an
 injective, reduce or anchor group after it through at most injective ops; an injective op
 joins what follows through injective ops (phase 1); a reduction ends its group; opaque ops,
-tuples, calls and If never fuse; a group never holds two anchors. Groups of one op stay
-inline; constants stay inside the fused function; ``primitive`` functions are left alone.
+tuples, calls, If and a result with a '?' dim never fuse; a group never holds two anchors.
+Groups of one op stay inline; constants stay inside the fused function; ``primitive``
+functions are left alone.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from compiler.ir.nodes import (
     substitute,
 )
 from compiler.ir.op_registry import ANCHOR, BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, REDUCE, get_op
-from compiler.ir.symbolic import SymExpr
+from compiler.ir.symbolic import ANY, SymExpr
 from compiler.ir.types import TensorType, TupleType
 from compiler.ir.verify import symbols_of
 from compiler.passes.infra import rules
@@ -42,8 +43,12 @@ _RANK = {ELEMWISE: EW, BROADCAST: BC, INJECTIVE: INJ, REDUCE: RED, ANCHOR: ANC, 
 
 
 def node_pattern(node: Expr) -> int:
-    """The fusion rank of a binding: its op's pattern; opaque for non-calls and tuple results."""
+    """The fusion rank of a binding: its op's pattern; opaque for non-calls, tuple results and
+    a result with a '?' dim (a size only the run gives: no kernel loops over it, and alone
+    it is named by legalize-ops' match_shape, so what reads it compiles)."""
     if not isinstance(node, Call) or not isinstance(node.ty, TensorType):
+        return OPQ
+    if node.ty.shape is not None and ANY in node.ty.shape:
         return OPQ
     return _RANK[get_op(node.op).pattern]
 

@@ -7,7 +7,14 @@ itself is then dropped. The weights a fused function held move to the call's arg
 they stay visible (and exported) as the module's parameters. Stays as it is:
 
 - a standalone reshape / flatten / squeeze / unsqueeze: a view of its input, no code;
-- an op without inputs (``full``, ``arange`` of a symbolic size): filled by the host.
+- an op without inputs (``full``, ``arange`` of a symbolic size): filled by the host;
+- a resize whose result length its type cannot state (:func:`host_resize`): the host sizes
+  and computes it from the value.
+
+A value whose size only the run gives (a '?' dim: ``nonzero``, a fill or a reshape to a
+computed shape, such a resize) is followed by a ``match_shape`` naming that dim
+(:func:`name_dynamic_dims`), so the kernels after it compile: a resize of a named ``n`` by 2
+or 1.5 is a kernel whose result is ``2*n`` or ``(3*n) // 2``.
 
 ``split`` lowers as one slice kernel per result, ``scaled_dot_product_attention`` as its
 decomposition (matmul, softmax, matmul) and ``topk`` as a kernel for its indices and a
@@ -43,7 +50,7 @@ from compiler.ir.nodes import (
     remap_operands,
 )
 from compiler.ir.op_registry import get_op
-from compiler.ir.symbolic import sym
+from compiler.ir.symbolic import ANY, sym
 from compiler.ir.types import TensorType, TupleType
 from compiler.passes.fold_constant import fold_call
 from compiler.passes.infra.manager import Pass, PassContext, PassError, register_pass
@@ -65,13 +72,31 @@ def is_host_call(node: Expr) -> bool:
     ``broadcast_to(1.0, [2*batch*seq])``): it reads no buffer, so no kernel makes it."""
     if not isinstance(node, Call) or node.op == "call_lowered":
         return False
-    return node.op in HOST_OPS or (
-        bool(node.args) and all(isinstance(a, Constant) for a in node.args)
+    return (
+        node.op in HOST_OPS
+        or host_resize(node)
+        or (bool(node.args) and all(isinstance(a, Constant) for a in node.args))
     )
 
 
-# what may leave a '?' dim that only its value at run time gives
-_DYNAMIC_PRODUCERS = ("nonzero", "bincount", "full", "zeros", "ones", "arange", "opaque")
+def host_resize(node: Call) -> bool:
+    """Whether ``node`` is a resize whose result has a '?' dim with its input's dims known: a
+    length its type cannot state (a symbolic size by a scale like 0.7, whose float32 product
+    onnxruntime truncates), which the host computes from the value, as it sizes ``nonzero``;
+    a match_shape names it for what follows. (A resize of named dims by 2 or 1.5 is a kernel,
+    its result ``2*n`` or ``(3*n) // 2``.)"""
+    if node.op != "resize" or not isinstance(node.ty, TensorType) or node.ty.shape is None:
+        return False
+    data = node.args[0].ty
+    known = isinstance(data, TensorType) and data.shape is not None and ANY not in data.shape
+    return known and ANY in node.ty.shape
+
+
+# what may leave a '?' dim that only its value at run time gives: a fill of a computed size,
+# a reshape to a computed shape, a resize whose length its type cannot state
+_DYNAMIC_PRODUCERS = (
+    "nonzero", "bincount", "full", "zeros", "ones", "arange", "opaque", "reshape", "resize"
+)  # fmt: skip
 
 
 def _source(ops: list[str], fused: bool) -> str:
@@ -164,6 +189,8 @@ class _Legalizer:
 
     def lower_call(self, node: Call) -> Expr | None:
         if node.op == "call_lowered" or node.op in VIEW_OPS or node.op in RUNTIME_OPS:
+            return None
+        if host_resize(node):
             return None
         if not node.args:
             return None
@@ -264,7 +291,6 @@ def name_dynamic_dims(module: Module, pass_name: str) -> Module:
     '?' has no size to loop over; a symbol is bound at run time, so the kernels after it
     compile. Annotations other than '?' are never changed (a wrong one is still refused)."""
     from compiler.ir.names import fresh_name
-    from compiler.ir.symbolic import ANY
     from compiler.ir.verify import symbols_of
 
     used: set[str] = set()

@@ -530,52 +530,20 @@ def onnx_reference(source: dict, runtime: list) -> tuple:
     return tuple(np.asarray(o) for o in outs)
 
 
-def _onnx_float64(proto, runtime: list, optimize: bool = True) -> tuple[tuple, dict]:
+def _onnx_float64(proto, runtime: list, optimize: bool = True) -> tuple[tuple, dict, str]:
     """onnxruntime on the ONNX model cast to float64 (initializers, inputs, outputs, value
     types, Cast targets and constant attributes; float inputs cast): the source graph run by
     its own framework in float64, apart from the import being judged (``optimize=False``:
-    with onnxruntime's graph optimizations off). onnxruntime lacks float64 kernels for some
-    ops (Erf): then onnx's reference evaluator (numpy) runs the cast model; when both fail,
-    the error says why and the tolerance judges. Both run in a child process under
-    ``REFERENCE_BUDGET``, as the float32 reference does."""
-    import onnx
-    from onnx import TensorProto, numpy_helper
+    with onnxruntime's graph optimizations off). onnxruntime lacks
+    float64 kernels for some ops (Conv, Erf): then it runs the nodes it has kernels for and
+    onnx's reference evaluator (numpy) the others (compiler/opaque/onnx_mixed.py); when that
+    fails, the reference evaluator runs the whole cast model; when it fails too, the error
+    says why and the tolerance judges. The outputs, no per-node values, and how the run was
+    made (the report's notes say it). It runs in a child process under ``REFERENCE_BUDGET``,
+    as the float32 reference does."""
+    from explorer.check.onnx_float64 import cast_to_float64, run_description
 
-    floats = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
-    model = onnx.ModelProto()
-    model.CopyFrom(proto)
-
-    def cast_tensor(t) -> None:
-        if t.data_type in floats:
-            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name))
-
-    def cast_type(tp) -> None:
-        which = tp.WhichOneof("value")
-        if which == "tensor_type" and tp.tensor_type.elem_type in floats:
-            tp.tensor_type.elem_type = TensorProto.DOUBLE
-        elif which == "sequence_type":
-            cast_type(tp.sequence_type.elem_type)
-        elif which == "optional_type":
-            cast_type(tp.optional_type.elem_type)
-
-    def cast_graph(g) -> None:
-        for t in g.initializer:
-            cast_tensor(t)
-        for v in [*g.input, *g.output, *g.value_info]:
-            cast_type(v.type)
-        for node in g.node:
-            for a in node.attribute:
-                if a.name in ("to", "dtype") and a.type == onnx.AttributeProto.INT:
-                    if a.i in floats:
-                        a.i = TensorProto.DOUBLE
-                if a.type == onnx.AttributeProto.TENSOR:
-                    cast_tensor(a.t)
-                if a.type == onnx.AttributeProto.GRAPH:
-                    cast_graph(a.g)
-                for sub in a.graphs:
-                    cast_graph(sub)
-
-    cast_graph(model.graph)
+    model = cast_to_float64(proto)
     names = [
         i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}
     ]
@@ -590,10 +558,4 @@ def _onnx_float64(proto, runtime: list, optimize: bool = True) -> tuple[tuple, d
         fallback=True,
         optimize=optimize,
     )
-    if how == "reference":  # no float64 kernel (Erf, ...): onnx's own numpy reference ran it
-        how = (
-            "onnx.reference (numpy) on the model cast to float64 (onnxruntime has no float64 "
-            "kernel for one of its ops)"
-        )
-        return tuple(np.asarray(o) for o in outs), {}, how
-    return tuple(np.asarray(o) for o in outs), {}
+    return tuple(np.asarray(o) for o in outs), {}, run_description(how)

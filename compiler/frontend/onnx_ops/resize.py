@@ -33,8 +33,9 @@ from compiler.frontend.onnx_ops.registry import (
     positions_f64,
     scalar_f64,
 )
+from compiler.ir.nn_compute import scaled_dim, scaled_length
 from compiler.ir.nodes import Expr
-from compiler.ir.symbolic import dim_mul, dim_str
+from compiler.ir.types import DType
 
 _COORDINATES = (
     "half_pixel",
@@ -61,8 +62,8 @@ def resize_needs_composition(ctx) -> bool:
         return True
     if mode not in ("nearest", "linear", "cubic"):
         return False  # refused by the converter with its reason
-    if ctx.has(3):
-        return ctx.const(3) is None and ctx.dims(3) is None
+    if ctx.has(3):  # sizes known in dims (from static shapes too) are the resize op's
+        return ctx.const(3) is None and ctx.dims(3, symbolic=False) is None
     if ctx.has(2):
         given = ctx.const(2)
         return given is None
@@ -130,9 +131,7 @@ def resize_composed(ctx) -> Expr:
             raise ConversionError(f"scales must give one scale per axis of {axes}")
         given = cast_to(ctx, ctx.input(2), F64)
         scales = [ctx.call("take", given, ctx.constant(i, I64), axis=0) for i in range(len(axes))]
-        ms = [
-            cast_to(ctx, o.floor(o.multiply(s, nf)), I64) for s, nf in zip(scales, nfs, strict=True)
-        ]
+        ms = [scaled_length_of(ctx, s, n) for s, n in zip(scales, ns, strict=True)]
     else:
         raise ConversionError("Resize needs scales or sizes")
     known, same = _static_sizes(ctx, x, axes, policy)
@@ -247,7 +246,7 @@ def _static_sizes(ctx, x, axes, policy) -> tuple[list, list[bool]]:
     if any(not (0 < v <= MAX_SCALE) for v in scales):
         raise ConversionError(f"scales {scales} must be positive and at most {MAX_SCALE}")
     known = [
-        int(math.floor(v * d)) if isinstance(d, int) else None
+        scaled_length(d, v) if isinstance(d, int) else None
         for v, d in zip(scales, dims, strict=True)
     ]
     return known, [v == 1.0 for v in scales]
@@ -272,6 +271,15 @@ def check_resize_values(ctx, axes) -> None:
             bound = f"0 to {MAX_SIZE}" if i == 3 else f"positive and at most {MAX_SCALE}"
             raise ConversionError(f"{what} {values} must be {bound}")
         return
+
+
+def scaled_length_of(ctx, scale: Expr, n: Expr) -> Expr:
+    """The result length (0-d i64) of an input ``n`` long (0-d i64) resized by ``scale``
+    (0-d float), computed as onnxruntime computes it: the product in float32, truncated
+    (compiler.ir.nn_compute.scaled_length)."""
+    f32 = DType.float32
+    product = ctx.call("multiply", cast_to(ctx, scale, f32), cast_to(ctx, n, f32))
+    return cast_to(ctx, ctx.call("floor", product), I64)
 
 
 def _static_int(e: Expr) -> int | None:
@@ -426,16 +434,8 @@ def _upsample(ctx):
         raise ConversionError(f"Upsample scales must be 1 to {MAX_SCALE}, got {scales}")
     if mode != "nearest" and not x.ty.dtype.is_float:
         raise Unsupported(f"{mode} Upsample of {x.ty.dtype} data")
-    sizes = []
-    for d, s in zip(x.ty.shape, scales, strict=True):
-        if isinstance(d, int):
-            sizes.append(int(math.floor(d * s)))
-        elif s == 1.0:
-            sizes.append(d)
-        elif s == int(s):
-            sizes.append(dim_mul(d, int(s)))
-        else:
-            raise Unsupported(f"scale {s} of the symbolic dim {dim_str(d)}")
+    # floor(d * s) as onnxruntime takes it ('?' where the dims cannot say: computed when run)
+    sizes = [d if s == 1.0 else scaled_dim(d, s) for d, s in zip(x.ty.shape, scales, strict=True)]
     return ctx.call(
         "resize",
         x,
@@ -454,12 +454,8 @@ def _upsample_computed(ctx, x, mode):
         raise Unsupported("Upsample with computed scales of unknown length")
     if mode != "nearest" and not x.ty.dtype.is_float:
         raise Unsupported(f"{mode} Upsample of {x.ty.dtype} data")
-    o = F64Ops(ctx)
     given = cast_to(ctx, ctx.input(1), F64)
     scales = [ctx.call("take", given, ctx.constant(i, I64), axis=0) for i in range(rank)]
-    ms = [
-        cast_to(ctx, o.floor(o.multiply(s, scalar_f64(ctx, dim_value(ctx, x, a)))), I64)
-        for a, s in enumerate(scales)
-    ]
+    ms = [scaled_length_of(ctx, s, dim_value(ctx, x, a)) for a, s in enumerate(scales)]
     mode = "nearest" if mode == "nearest" else "linear"
     return _compose(ctx, x, list(range(rank)), ms, scales, None, mode, "asymmetric", "floor")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,7 @@ from compiler.frontend.onnx_ops.registry import (
     select_if,
     static_dim,
 )
+from compiler.ir.nn_compute import scaled_dim
 from compiler.ir.nodes import Expr, IRError
 from compiler.ir.shape_inference import broadcast_shapes
 from compiler.ir.symbolic import ANY, SymExpr, dim_add, dim_mul, dim_str
@@ -412,7 +412,11 @@ def _resize(ctx):
     scales = None
     if ctx.has(3):  # sizes
         given = ctx.const(3)
-        picked = [int(v) for v in given.reshape(-1)] if given is not None else ctx.dims(3)
+        picked = (
+            [int(v) for v in given.reshape(-1)]
+            if given is not None
+            else ctx.dims(3, symbolic=False)
+        )
         if picked is None:
             raise Unsupported("Resize with computed sizes")
         if len(picked) != len(axes):
@@ -441,14 +445,9 @@ def _resize(ctx):
             scales[a] = v
         sizes = []
         for d, v in zip(in_shape, scales, strict=True):
-            if isinstance(d, int):
-                sizes.append(int(math.floor(d * v)))
-            elif d is ANY or v == 1.0:  # '?': the resize op takes floor(size * scale) when run
-                sizes.append(d)
-            elif v == int(v):
-                sizes.append(dim_mul(d, int(v)))
-            else:
-                raise Unsupported(f"scale {v} of the symbolic dim {dim_str(d)}")
+            # floor(d * v) as onnxruntime takes it; '?' (an unknown dim, or a symbolic one
+            # by a scale like 0.7): the resize op computes it from the value when run
+            sizes.append(d if v == 1.0 else scaled_dim(d, v))
     return ctx.call(
         "resize",
         x,
@@ -492,7 +491,8 @@ def _pads_tensor(ctx, pads: Expr, axes: Expr | None) -> Expr:
 def _expand(ctx):
     x = ctx.input(0)
     target = ctx.const(1)
-    dims = ctx.dims(1) if target is None else [int(v) for v in target.reshape(-1)]
+    # known in dims, from static shapes too (``Expand(y, Shape(x))`` of a static x)
+    dims = ctx.dims(1, symbolic=False) if target is None else [int(v) for v in target.reshape(-1)]
     if dims is None or not _is_shape(dims, minus_one=False):
         # computed shape: broadcast against a filled tensor of that shape
         cond = filled_tensor(ctx, ctx.input(1), True, DType.bool)
@@ -511,13 +511,15 @@ def _tile(ctx):
     x = ctx.input(0)
     if ctx.const(1) is not None:
         return ctx.call("tile", x, repeats=ctx.const_ints(1, "repeats"))
-    reps = ctx.dims(1)
+    reps = ctx.dims(1, symbolic=False)  # known in dims, from static shapes too
     shape = x.ty.shape
     if reps is not None and shape is not None and ANY not in shape and ANY not in reps:
         if len(reps) != len(shape) or not _is_shape(reps, minus_one=False):
             raise ConversionError(
                 f"repeats {[dim_str(r) for r in reps]} for a rank-{len(shape)} input"
             )
+        if all(isinstance(r, int) for r in reps):  # computed from static shapes alone
+            return ctx.call("tile", x, repeats=reps)
         # repeats known in dims (``Tile(x, Concat(Shape(ids)[:1], [1]))``: a batch): the same
         # spreading with every size known, so the result has dims, not '?'
         split = [d for s in shape for d in (1, s)]
