@@ -558,4 +558,5 @@ def _onnx_float64(proto, runtime: list, optimize: bool = True) -> tuple[tuple, d
         fallback=True,
         optimize=optimize,
     )
-    return tuple(np.asarray(o) for o in outs), {}, run_description(how)
+    described = run_description(how) + ("" if optimize else ", optimizations off")
+    return tuple(np.asarray(o) for o in outs), {}, described
