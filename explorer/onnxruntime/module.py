@@ -83,18 +83,31 @@ class ONNXState:
         """The module of ``model`` (an ``onnx.ModelProto``): ``before`` itself, or the module
         of an equal model seen earlier, when ``model`` is that model again."""
         skeleton, weights = split_weights(model, self)
+        return self.module_of(skeleton, weights, before)
+
+    def module_of(
+        self,
+        skeleton: bytes,
+        weights: dict[str, str],
+        before: ONNXModule | None = None,
+        entries: list | None = None,
+    ) -> ONNXModule:
+        """The module of a skeleton and its weights' keys (as :meth:`wrap`); ``entries``: its
+        nodes, when the caller has read them already."""
         if before is not None and before.skeleton == skeleton and before.weight_keys == weights:
             return before
         key = skeleton + b"\0" + "\0".join(f"{k}={v}" for k, v in weights.items()).encode()
         found = self.modules.get(key)
         if found is None:
             found = self.modules[key] = ONNXModule(skeleton, weights, self)
+            found._entries = entries
         return found
 
 
-def split_weights(model: Any, state: ONNXState) -> tuple[bytes, dict[str, str]]:
-    """``(skeleton, {initializer name: content key})`` of an ``onnx.ModelProto``: the model
-    serialized with every initializer's data replaced by its content key (kept in ``state``)."""
+def skeleton_of(model: Any, state: ONNXState) -> tuple[Any, dict[str, str]]:
+    """``(skeleton ModelProto, {initializer name: content key})`` of an ``onnx.ModelProto``: a
+    copy of the model with every initializer's data replaced by its content key (the data kept
+    in ``state``)."""
     import onnx
     from onnx import numpy_helper
 
@@ -109,6 +122,13 @@ def split_weights(model: Any, state: ONNXState) -> tuple[bytes, dict[str, str]]:
         stub.data_location = onnx.TensorProto.EXTERNAL
         stub.external_data.add(key=_LOCATION, value=key)
         t.CopyFrom(stub)
+    return skeleton, keys
+
+
+def split_weights(model: Any, state: ONNXState) -> tuple[bytes, dict[str, str]]:
+    """``(skeleton, {initializer name: content key})`` of an ``onnx.ModelProto``: the model
+    serialized with every initializer's data replaced by its content key (kept in ``state``)."""
+    skeleton, keys = skeleton_of(model, state)
     return skeleton.SerializeToString(deterministic=True), keys
 
 
@@ -139,6 +159,8 @@ class ONNXModule:
         self._graph = graph
         self._text = text
         self._texts = texts
+        self._entries: list | None = None
+        self.value_types: dict | None = None  # every value's type, once the graph is made
         if skeleton is None and (graph is None or text is None):
             raise TypeError("an ONNXModule without a model needs its graph and text")
 
@@ -171,7 +193,19 @@ class ONNXModule:
 
     @property
     def node_count(self) -> int:
-        return sum(1 for n in self.graph_model().nodes.values() if n.kind == "op")
+        """The model's op nodes (read from the model: no types inferred)."""
+        if not self.live:
+            return sum(1 for n in self.graph_model().nodes.values() if n.kind == "op")
+        return sum(1 for e in self.entries() if e.kind == "op")
+
+    def entries(self) -> list:
+        """The nodes of the model with their graph-model ids
+        (:func:`explorer.onnxruntime.convert.entries`), made once."""
+        if self._entries is None:
+            from explorer.onnxruntime.convert import entries
+
+            self._entries = entries(self.proto(with_weights=False), self.weight_keys)
+        return self._entries
 
     # ----- views ----------------------------------------------------------------------------
     def graph_model(self) -> GraphModel:
@@ -185,7 +219,8 @@ class ONNXModule:
         if self._text is None:
             from explorer.onnxruntime.convert import text_of_onnx
 
-            self._text = text_of_onnx(self.proto(with_weights=False))
+            self.graph_model()  # the values' types, which the text gives each node
+            self._text = text_of_onnx(self.proto(with_weights=False), self)
         return self._text
 
     def texts(self) -> dict[str, str]:
@@ -196,4 +231,11 @@ class ONNXModule:
         return f"<ONNXModule {where} {self.node_count} nodes>"
 
 
-__all__ = ["ONNXModule", "ONNXRef", "ONNXState", "content_key", "split_weights"]
+__all__ = [
+    "ONNXModule",
+    "ONNXRef",
+    "ONNXState",
+    "content_key",
+    "skeleton_of",
+    "split_weights",
+]

@@ -62,9 +62,22 @@ class Recorder:
 
     def step(self, name: str, model: Any, seconds: float = 0.0, options: dict | None = None):
         """A step of the open stage from ``model`` (a ModelProto): recorded only when it
-        differs from the model before it. Returns whether it was recorded."""
+        differs from the model before it, with its rewrites (what it removed and added,
+        grouped: :mod:`explorer.onnxruntime.rewrites`) and the exporter's metadata given back
+        to the nodes that lost it. Returns whether it was recorded."""
+        from explorer.onnxruntime.convert import entries
+        from explorer.onnxruntime.module import skeleton_of
+        from explorer.onnxruntime.rewrites import changes, inherit_provenance, step_rewrites
+
         before = self.current
-        module = self.state.wrap(model, before)
+        proto, keys = skeleton_of(model, self.state)
+        after = entries(proto, keys)
+        groups: list = []
+        if before is not None and before.live:
+            groups = changes(before.entries(), after)
+            inherit_provenance(before.entries(), after, groups)
+        skeleton = proto.SerializeToString(deterministic=True)
+        module = self.state.module_of(skeleton, keys, before, after)
         if self.job is not None:
             self.job.advance(name)
         if module is before:
@@ -80,6 +93,7 @@ class Recorder:
             before,
             module,
             seconds,
+            rewrites=step_rewrites(name, groups),
         )
         parent.children.append(snap.index)
         self.snapshots.append(snap)
@@ -118,7 +132,7 @@ def _recording_passes(rec: Recorder):
                 count = pattern.RewriteRuleSet([rule]).apply_to_model(model)
                 if count:
                     modified = True
-                    name = str(getattr(rule, "name", None) or type(rule).__name__)
+                    name = rule_name(rule)
                     rec.step(
                         name,
                         ir.serde.serialize_model(model),
@@ -141,6 +155,25 @@ def _recording_passes(rec: Recorder):
         yield
     finally:
         passes.PassBase.__call__ = original
+
+
+def rule_name(rule: Any, default: str = "") -> str:
+    """A rewrite rule's name: its ``name``, else the name its module binds it to
+    (onnxscript's own rules have none: ``mul_by_1_rule``), else ``default`` or its type's."""
+    import sys
+
+    name = getattr(rule, "name", None)
+    if name:
+        return str(name)[:200]
+    for fn in (
+        getattr(getattr(rule, "_replacement_pattern", None), "_function", None),
+        getattr(rule, "_condition_function", None),
+    ):
+        module = sys.modules.get(getattr(fn, "__module__", "") or "")
+        for key, value in list(vars(module).items()) if module is not None else ():
+            if value is rule and not key.startswith("_"):
+                return key
+    return default or type(rule).__name__
 
 
 def run_onnxscript(rec: Recorder, proto: Any) -> Any:
@@ -171,7 +204,7 @@ def run_rules(rec: Recorder, proto: Any, rules: list) -> Any:
 
     model = ir.serde.deserialize_model(proto)
     for k, rule in enumerate(rules):
-        name = str(getattr(rule, "name", None) or f"rule{k}")
+        name = rule_name(rule, f"rule{k}")
         start = time.perf_counter()
         count = pattern.RewriteRuleSet([rule]).apply_to_model(model)
         if not count:
@@ -295,4 +328,11 @@ def run_stage(rec: Recorder, stage: Stage, proto: Any, rules: list, options: dic
     return run_ort(rec, proto, stage.arg)
 
 
-__all__ = ["Recorder", "check_rules", "run_onnxscript", "run_rules", "run_stage"]
+__all__ = [
+    "Recorder",
+    "check_rules",
+    "rule_name",
+    "run_onnxscript",
+    "run_rules",
+    "run_stage",
+]
