@@ -21,6 +21,8 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
 from compiler.ir import Provenance
 from explorer.fmt import format_bytes
 from explorer.graph import GraphEdge, GraphModel, GraphNode, Param
@@ -114,6 +116,24 @@ def provenance(node: Any) -> tuple[dict, str]:
     return prov, path
 
 
+SHOWN_VALUES = 8  # a tensor attribute this small shows its values
+
+
+def _tensor_attr(t: Any) -> str:
+    """``tensor f32[] 0.125`` (values for a small tensor held in the node), else its type."""
+    import onnx
+    from onnx import numpy_helper
+
+    text = f"tensor {type_text(dtype_name(t.data_type), tuple(int(d) for d in t.dims))}"
+    if _elements(t.dims) <= SHOWN_VALUES and t.data_location != onnx.TensorProto.EXTERNAL:
+        try:
+            values = numpy_helper.to_array(t).reshape(-1)
+        except Exception:  # a tensor onnx cannot read: its type only
+            return text
+        text += " " + ", ".join(str(v) for v in values.tolist()[:SHOWN_VALUES])
+    return _short(text)
+
+
 def _attrs(node: Any) -> dict[str, str]:
     import onnx
 
@@ -123,8 +143,13 @@ def _attrs(node: Any) -> dict[str, str]:
             out[a.name] = "<subgraph>"
             continue
         if a.type == onnx.AttributeProto.TENSOR:
-            t = a.t
-            out[a.name] = f"tensor {dtype_name(t.data_type)}{list(t.dims)}"
+            out[a.name] = _tensor_attr(a.t)
+            continue
+        if a.type == onnx.AttributeProto.FLOAT:  # float32: its shortest float32 text
+            out[a.name] = str(np.float32(a.f))
+            continue
+        if a.type == onnx.AttributeProto.FLOATS:
+            out[a.name] = _short("[" + ", ".join(str(np.float32(f)) for f in a.floats) + "]")
             continue
         try:
             value = onnx.helper.get_attribute_value(a)
@@ -339,8 +364,12 @@ def text_of_onnx(model: Any, module: ONNXModule | None = None) -> str:
     def ty(value: str) -> str:
         return types.get(value, UNKNOWN)[0]
 
-    opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
-    lines = [_line(f"# graph {g.name!r}, opsets: {opsets or 'none'}")]
+    used = {n.domain or "ai.onnx" for n in g.node} | {"ai.onnx"}
+    opsets = [(o.domain or "ai.onnx", o.version) for o in model.opset_import]
+    shown = ", ".join(f"{d} {v}" for d, v in opsets if d in used)
+    unused = len(opsets) - sum(1 for d, _ in opsets if d in used)
+    more = f" (and {unused} more imported, unused)" if unused else ""
+    lines = [_line(f"# graph {g.name!r}, opsets: {shown or 'none'}{more}")]
     inits = {t.name for t in g.initializer}
     ins = [vi.name for vi in g.input if vi.name not in inits]
     lines.append(_line(f"# inputs: {', '.join(f'{v}: {ty(v)}' for v in ins) or 'none'}"))
@@ -349,11 +378,17 @@ def text_of_onnx(model: Any, module: ONNXModule | None = None) -> str:
     lines.append(
         f"# {len(g.initializer)} weights, {format_bytes(total)} (by name; their data is not shown)"
     )
-    for t in list(g.initializer)[:MAX_WEIGHT_LINES]:
+    listed = list(g.initializer)[:MAX_WEIGHT_LINES]
+    rows = []
+    for t in listed:
         arr = weights.get(t.name)
-        size = f"  {format_bytes(arr.nbytes)}" if arr is not None else ""
         shape = tuple(int(d) for d in t.dims)
-        lines.append(_line(f"#   {t.name}: {type_text(dtype_name(t.data_type), shape)}{size}"))
+        size = format_bytes(arr.nbytes) if arr is not None else ""
+        rows.append((_short(t.name, 80), type_text(dtype_name(t.data_type), shape), size))
+    wide = max((len(r[0]) for r in rows), default=0)
+    wide_type = max((len(r[1]) for r in rows), default=0)
+    for name, ty_text, size in rows:
+        lines.append(_line(f"#   {name.ljust(wide)}  {ty_text.ljust(wide_type)}  {size}".rstrip()))
     if len(g.initializer) > MAX_WEIGHT_LINES:
         lines.append(f"#   +{len(g.initializer) - MAX_WEIGHT_LINES:,} more weights")
     lines.append(f"# {len(g.node)} nodes")

@@ -7,12 +7,13 @@ before and after (``explorer.onnxruntime.convert.entries``), finds those removed
 added (a node is the same node when its op, name, inputs, outputs and attributes are; a
 weight when its name and content are) and groups them by connectivity: two removed nodes
 joined by a value the model after no longer has, two added nodes by a value the model before
-did not have (or by a weight only that node reads), a removed and an added node that make a
-value of the same name (a fusion keeps the name of the value it replaces), or an added node
-named after a removed one (ORT names a fused node ``<first node>/<transformer>``). Each
-group is one rewrite (:func:`step_rewrites`), named after the step's transformer, fusion or
-rule: what it matched (the nodes removed, the one whose value the group hands on first) and
-what it produced (the nodes added, likewise).
+did not have, a changed weight and the first changed node that reads it (a constant several
+matches share would join them all), a removed and an added node that make a value of the
+same name (a fusion keeps the name of the value it replaces), or an added node named after a
+removed one (ORT names a fused node ``<first node>/<transformer>``). Each group is one
+rewrite (:func:`step_rewrites`), named after the step's transformer, fusion or rule: what it
+matched (the nodes removed, the one whose value the group hands on first) and what it
+produced (the nodes added, likewise).
 
 Two matches joined by a value made inside one of them are one group: the count of an onnxscript
 rule's matches is in its step's options (``matches``).
@@ -20,9 +21,10 @@ rule's matches is in its step's options (``matches``).
 ORT writes its optimized model without the exporter's node metadata, and the transformers
 optimizer and onnxscript's rewriter make nodes without it. :func:`inherit_provenance` gives it
 back: a node that has a namesake in the model before takes its metadata; a node a rewrite
-made takes the metadata of the node it replaced (the removed node that made the same value,
-else the group's last), with the module path the group's nodes share, and names those nodes
-(``pkg.passlens.provenance_from``).
+made takes the metadata of the nodes it replaced: the removed nodes of its group (when the
+group made several nodes: those that made a value of the same name, else those that read
+one of its inputs, else all); the module path is the one they share, and the node names
+them (``pkg.passlens.provenance_from``).
 """
 
 from __future__ import annotations
@@ -82,15 +84,6 @@ def _name(e: Any) -> str:
     return getattr(e.proto, "name", "") if e.kind == "op" else ""
 
 
-def _read_once(model: list, changed: dict) -> set[str]:
-    """The changed weights of ``model`` that one node alone reads."""
-    readers: Counter = Counter()
-    for e in model:
-        for v in set(e.inputs):
-            readers[v] += 1
-    return {nid for nid, e in changed.items() if e.kind == "weight" and readers[e.outputs[0]] == 1}
-
-
 def changes(before: list, after: list) -> list[tuple[list, list]]:
     """The groups of what changed from ``before`` to ``after`` (entries of two models), each
     ``(removed, added)`` in their models' order, the groups in the order they appear."""
@@ -106,14 +99,12 @@ def changes(before: list, after: list) -> list[tuple[list, list]]:
         sets.add("a" + e.nid)
     made_before = {v: e.nid for e in before for v in e.outputs if v}
     made_after = {v: e.nid for e in after for v in e.outputs if v}
-    # a weight read by one node only belongs with it (a fusion that rewrote it in place)
-    alone_before = _read_once(before, gone)
-    alone_after = _read_once(after, new)
+    placed: dict[str, set[str]] = {"b": set(), "a": set()}
     for e in removed:
         for v in e.inputs:
             p = made_before.get(v)
-            if p in gone and (v not in made_after or p in alone_before):  # inside the match
-                sets.union("b" + e.nid, "b" + p)
+            if p in gone and v not in made_after and gone[p].kind != "weight":
+                sets.union("b" + e.nid, "b" + p)  # a value inside what was matched
         for v in e.outputs:
             p = made_after.get(v) if v else None
             if p in new:
@@ -121,8 +112,15 @@ def changes(before: list, after: list) -> list[tuple[list, list]]:
     for e in added:
         for v in e.inputs:
             p = made_after.get(v)
-            if p in new and (v not in made_before or p in alone_after):  # inside what it made
-                sets.union("a" + e.nid, "a" + p)
+            if p in new and v not in made_before and new[p].kind != "weight":
+                sets.union("a" + e.nid, "a" + p)  # a value inside what was produced
+    for side, model, changed in (("b", removed, gone), ("a", added, new)):
+        for e in model:
+            for v in e.inputs:
+                p = (made_before if side == "b" else made_after).get(v)
+                if p in changed and changed[p].kind == "weight" and p not in placed[side]:
+                    placed[side].add(p)
+                    sets.union(side + e.nid, side + p)
     names = {_name(e): e.nid for e in removed if _name(e)}
     for e in added:
         n = _name(e)
@@ -218,17 +216,21 @@ def inherit_provenance(before: list, after: list, groups: list[tuple[list, list]
         if not sources:
             continue
         made = {v for v in e.outputs if v}
+        reads = {v for v in e.inputs if v}
         same = [s for s in sources if made & set(s.output)]
+        near = sources  # one node made of the group: all of it; several: each its part
+        if sum(1 for a in group[1] if a.kind == "op") > 1:
+            near = same or [s for s in sources if reads & set(s.input)] or sources
         read = {v for s in sources for v in s.input}
-        sinks = [s for s in sources if not (set(s.output) & read)]
-        root = (same or sinks or sources)[-1]
+        sinks = [s for s in near if not (set(s.output) & read)]
+        root = (same or sinks or near)[-1]
         meta = _meta(root)
-        common = _common([scopes_of(_meta(s)) for s in sources])
+        common = _common([scopes_of(_meta(s)) for s in near])
         root_scopes = scopes_of(meta) or [""]
         meta["pkg.torch.onnx.name_scopes"] = repr([*common, root_scopes[-1]])
         meta.pop("namespace", None)
         meta.pop("pkg.torch.onnx.class_hierarchy", None)
-        names = [s.name or (s.output[0] if s.output else s.op_type) for s in sources]
+        names = [s.name or (s.output[0] if s.output else s.op_type) for s in near]
         more = f" and {len(names) - MAX_FROM} more" if len(names) > MAX_FROM else ""
         meta[INHERITED] = ", ".join(n[:120] for n in names[:MAX_FROM]) + more
         _set_metadata(node, list(meta.items()))
