@@ -18,6 +18,7 @@ only, and long texts are cut.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -60,12 +61,18 @@ def scopes_of(meta: dict[str, str]) -> list[str] | None:
     scopes = meta.get("pkg.torch.onnx.name_scopes")
     if not scopes or len(scopes) >= 4000:
         return None
+    parts = _scopes(scopes)
+    return list(parts) if parts is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _scopes(scopes: str) -> tuple[str, ...] | None:
     try:
         parts = ast.literal_eval(scopes)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return None
     if isinstance(parts, list) and all(isinstance(p, str) for p in parts):
-        return parts
+        return tuple(parts)
     return None
 
 

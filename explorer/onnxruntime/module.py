@@ -82,7 +82,7 @@ class ONNXState:
     def wrap(self, model: Any, before: ONNXModule | None = None) -> ONNXModule:
         """The module of ``model`` (an ``onnx.ModelProto``): ``before`` itself, or the module
         of an equal model seen earlier, when ``model`` is that model again."""
-        skeleton, weights = split_weights(model, self)
+        skeleton, weights = split_weights(model, self, before)
         return self.module_of(skeleton, weights, before)
 
     def module_of(
@@ -104,19 +104,28 @@ class ONNXState:
         return found
 
 
-def skeleton_of(model: Any, state: ONNXState) -> tuple[Any, dict[str, str]]:
-    """``(skeleton ModelProto, {initializer name: content key})`` of an ``onnx.ModelProto``: a
-    copy of the model with every initializer's data replaced by its content key (the data kept
-    in ``state``)."""
+def skeleton_of(
+    model: Any, state: ONNXState, before: ONNXModule | None = None, copy: bool = True
+) -> tuple[Any, dict[str, str]]:
+    """``(skeleton ModelProto, {initializer name: content key})`` of an ``onnx.ModelProto``:
+    the model (a copy; itself with ``copy=False``) with every initializer's data replaced by
+    its content key (the data kept in ``state``). An initializer whose bytes are those of the
+    weight of its name in ``before`` takes that weight's key without being read again (a
+    step keeps most of the weights of the step before it)."""
     import onnx
     from onnx import numpy_helper
 
-    skeleton = onnx.ModelProto()
-    skeleton.CopyFrom(model)
+    if copy:
+        skeleton = onnx.ModelProto()
+        skeleton.CopyFrom(model)
+    else:
+        skeleton = model
+    earlier = before.weight_keys if before is not None and before.live else {}
     keys: dict[str, str] = {}
     for t in skeleton.graph.initializer:
-        arr = numpy_helper.to_array(t)
-        key = state.weight(arr)
+        key = _same_weight(t, earlier.get(t.name), state)
+        if key is None:
+            key = state.weight(numpy_helper.to_array(t))
         keys[t.name] = key
         stub = onnx.TensorProto(name=t.name, data_type=t.data_type, dims=list(t.dims))
         stub.data_location = onnx.TensorProto.EXTERNAL
@@ -125,10 +134,34 @@ def skeleton_of(model: Any, state: ONNXState) -> tuple[Any, dict[str, str]]:
     return skeleton, keys
 
 
-def split_weights(model: Any, state: ONNXState) -> tuple[bytes, dict[str, str]]:
+def _same_weight(t: Any, key: str | None, state: ONNXState) -> str | None:
+    """``key`` when the TensorProto ``t`` holds exactly the bytes of that kept weight (its
+    raw data, dtype and dims), else None."""
+    if key is None or not t.HasField("raw_data") or t.data_location == 1:
+        return None
+    kept = state.weights.get(key)
+    if kept is None or tuple(int(d) for d in t.dims) != kept.shape:
+        return None
+    try:
+        import onnx
+
+        if np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.data_type)) != kept.dtype:
+            return None
+    except Exception:  # a dtype numpy has no name for: read it the long way
+        return None
+    raw = t.raw_data
+    if len(raw) != kept.nbytes:
+        return None
+    same = np.array_equal(np.frombuffer(raw, dtype=np.uint8), kept.reshape(-1).view(np.uint8))
+    return key if same else None
+
+
+def split_weights(
+    model: Any, state: ONNXState, before: ONNXModule | None = None
+) -> tuple[bytes, dict[str, str]]:
     """``(skeleton, {initializer name: content key})`` of an ``onnx.ModelProto``: the model
     serialized with every initializer's data replaced by its content key (kept in ``state``)."""
-    skeleton, keys = skeleton_of(model, state)
+    skeleton, keys = skeleton_of(model, state, before)
     return skeleton.SerializeToString(deterministic=True), keys
 
 

@@ -55,10 +55,13 @@ def session(
     disabled: tuple[str, ...] | list[str] = (),
     out: str | None = None,
     verbose: bool = False,
+    fast: bool = False,
 ) -> Any:
     """An ``InferenceSession`` of ``model`` (serialized) on the CPU at ``level`` (``off``,
     ``basic``, ``extended``, ``all``), with ``disabled`` transformers off, written to ``out``
-    when given; ORT's own warnings are kept quiet unless ``verbose``."""
+    when given; ORT's own warnings are kept quiet unless ``verbose``. ``fast``: a session made
+    only for the model it writes: one thread, no memory arena or pattern, no weight
+    prepacking (what comes after the graph transformers; the model written is the same)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -66,6 +69,12 @@ def session(
     so.log_severity_level = 0 if verbose else 3
     if verbose:
         so.log_verbosity_level = 1
+    if fast:
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.enable_cpu_mem_arena = False
+        so.enable_mem_pattern = False
+        so.add_session_config_entry("session.disable_prepacking", "1")
     if out is not None:
         so.optimized_model_filepath = out
     try:
@@ -98,9 +107,24 @@ def captured_stderr():
 def applications(model: bytes, level: str) -> list[tuple[str, bool]]:
     """Every transformer application ORT makes at ``level`` on ``model``, in order, with
     whether it changed the model (read from its verbose log)."""
-    with captured_stderr() as log:
-        session(model, level, verbose=True)
-    return [(name, flag == "1") for name, flag in _APPLIED.findall(log[0])]
+    return applications_and_model(model, level)[0]
+
+
+def applications_and_model(
+    model: bytes, level: str, folder: str | None = None
+) -> tuple[list[tuple[str, bool]], bytes]:
+    """:func:`applications` and the model ORT makes at ``level`` in one go (serialized),
+    from one session (a default one: what a user's session makes)."""
+    with contextlib.ExitStack() as stack:
+        if folder is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="passlens-ort-"))
+        path = os.path.join(folder, "one-go.onnx")
+        with captured_stderr() as log:
+            session(model, level, verbose=True, out=path)
+        with open(path, "rb") as f:
+            data = f.read()
+        os.unlink(path)
+    return [(name, flag == "1") for name, flag in _APPLIED.findall(log[0])], data
 
 
 @dataclass
@@ -135,38 +159,56 @@ def disabled_after(applied: list[tuple[str, bool]], position: int) -> list[str]:
     return sorted(n for n, i in first.items() if i > position)
 
 
-def optimized(model: bytes, level: str, disabled: list[str] = ()) -> bytes:
-    """The model as ORT leaves it at ``level`` with ``disabled`` off (serialized)."""
-    with tempfile.TemporaryDirectory(prefix="passlens-ort-") as d:
-        path = os.path.join(d, "optimized.onnx")
-        session(model, level, disabled, out=path)
+def optimized(
+    model: bytes, level: str, disabled: list[str] = (), folder: str | None = None
+) -> bytes:
+    """The model as ORT leaves it at ``level`` with ``disabled`` off (serialized; written in
+    ``folder``, a temporary one when None)."""
+    with contextlib.ExitStack() as stack:
+        if folder is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="passlens-ort-"))
+        path = os.path.join(folder, "optimized.onnx")
+        session(model, level, disabled, out=path, fast=True)
         with open(path, "rb") as f:
-            return f.read()
+            data = f.read()
+        os.unlink(path)
+    return data
 
 
 def run_ort_stage(model: bytes, level: str, job: Any = None) -> ORTRun:
-    """Rebuild ORT's steps at ``level`` on ``model`` (see the module docstring)."""
+    """Rebuild ORT's steps at ``level`` on ``model`` (see the module docstring).
+
+    Sessions: one with every transformer off (the model before the first step), one verbose
+    session at the level (the applications, and the model in one go), and one per
+    application that changed the model, except where a session would be made again as
+    before (the same transformers disabled as for the application before it: the same
+    model) or would be the one-go session itself (none disabled: the one-go model)."""
     start = time.perf_counter()
     run = ORTRun(level)
-    run.base = base = optimized(model, "off")
-    run.applied = applications(model, level)
-    changed = [i for i, (_, modified) in enumerate(run.applied) if modified]
-    if job is not None:
-        job.total = len(changed) + 1
-    previous = base
-    for i in changed:
-        name = run.applied[i][0]
-        t0 = time.perf_counter()
-        data = optimized(model, level, disabled_after(run.applied, i))
+    with tempfile.TemporaryDirectory(prefix="passlens-ort-") as folder:
+        run.base = base = optimized(model, "off", folder=folder)
+        run.applied, run.one_go = applications_and_model(model, level, folder)
+        changed = [i for i, (_, modified) in enumerate(run.applied) if modified]
         if job is not None:
-            job.advance(name)
-        if data == previous:
-            continue
-        run.steps.append(ORTStep(name, i, data, time.perf_counter() - t0))
-        previous = data
-    run.one_go = optimized(model, level)
-    if job is not None:
-        job.advance("one go")
+            job.total = len(changed)
+        previous, last_disabled = base, None
+        for i in changed:
+            name = run.applied[i][0]
+            t0 = time.perf_counter()
+            disabled = disabled_after(run.applied, i)
+            if disabled == last_disabled:
+                data = previous  # the session of the application before: the same model
+            elif not disabled:
+                data = run.one_go  # nothing disabled: the one-go session's model
+            else:
+                data = optimized(model, level, disabled, folder)
+            last_disabled = disabled
+            if job is not None:
+                job.advance(name)
+            if data == previous:
+                continue
+            run.steps.append(ORTStep(name, i, data, time.perf_counter() - t0))
+            previous = data
     run.equal = previous == run.one_go
     run.seconds = time.perf_counter() - start
     return run
@@ -177,6 +219,7 @@ __all__ = [
     "ORTStageError",
     "ORTStep",
     "applications",
+    "applications_and_model",
     "captured_stderr",
     "disabled_after",
     "level_value",

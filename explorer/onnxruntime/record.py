@@ -60,17 +60,25 @@ class Recorder:
         self.stage = None
         return self.current
 
-    def step(self, name: str, model: Any, seconds: float = 0.0, options: dict | None = None):
-        """A step of the open stage from ``model`` (a ModelProto): recorded only when it
-        differs from the model before it, with its rewrites (what it removed and added,
-        grouped: :mod:`explorer.onnxruntime.rewrites`) and the exporter's metadata given back
-        to the nodes that lost it. Returns whether it was recorded."""
+    def step(
+        self,
+        name: str,
+        model: Any,
+        seconds: float = 0.0,
+        options: dict | None = None,
+        owned: bool = False,
+    ):
+        """A step of the open stage from ``model`` (a ModelProto; ``owned``: the recorder's to
+        change, nobody else holds it): recorded only when it differs from the model before
+        it, with its rewrites (what it removed and added, grouped:
+        :mod:`explorer.onnxruntime.rewrites`) and the exporter's metadata given back to the
+        nodes that lost it. Returns whether it was recorded."""
         from explorer.onnxruntime.convert import entries
         from explorer.onnxruntime.module import skeleton_of
         from explorer.onnxruntime.rewrites import changes, inherit_provenance, step_rewrites
 
         before = self.current
-        proto, keys = skeleton_of(model, self.state)
+        proto, keys = skeleton_of(model, self.state, before, copy=not owned)
         after = entries(proto, keys)
         groups: list = []
         if before is not None and before.live:
@@ -138,6 +146,7 @@ def _recording_passes(rec: Recorder):
                         ir.serde.serialize_model(model),
                         time.perf_counter() - start,
                         {"matches": int(count)},
+                        owned=True,
                     )
             return passes.PassResult(model, modified)
         start = time.perf_counter()
@@ -147,7 +156,12 @@ def _recording_passes(rec: Recorder):
         finally:
             depth[0] -= 1
         if result.modified:
-            rec.step(kind, ir.serde.serialize_model(result.model), time.perf_counter() - start)
+            rec.step(
+                kind,
+                ir.serde.serialize_model(result.model),
+                time.perf_counter() - start,
+                owned=True,
+            )
         return result
 
     passes.PassBase.__call__ = call
@@ -188,7 +202,12 @@ def run_onnxscript(rec: Recorder, proto: Any) -> Any:
     # the same optimizer in one go, on a copy: are rules one at a time what it does?
     again = ir.serde.deserialize_model(proto)
     optimize_ir(again)
-    if rec.state.wrap(ir.serde.serialize_model(again)) is not rec.state.wrap(result):
+    from explorer.onnxruntime.module import split_weights
+
+    near = rec.current  # most weights are its own: not read again
+    if split_weights(ir.serde.serialize_model(again), rec.state, near) != split_weights(
+        result, rec.state, near
+    ):
         rec.notes.append(
             "WARNING: onnxscript's optimizer in one go gives another model than its passes "
             "and rules recorded one at a time (the rules acted in another order); the steps "
@@ -217,6 +236,7 @@ def run_rules(rec: Recorder, proto: Any, rules: list) -> Any:
             ir.serde.serialize_model(model),
             time.perf_counter() - start,
             {"matches": int(count), "user_rule": True},
+            owned=True,
         )
     return ir.serde.serialize_model(model)
 
@@ -301,7 +321,7 @@ def run_ort(rec: Recorder, proto: Any, level: str) -> tuple[Any, Any]:
     for s in run.steps:
         m = onnx.ModelProto()
         m.ParseFromString(s.model)
-        rec.step(s.name, m, s.seconds, {"log_position": s.position})
+        rec.step(s.name, m, s.seconds, {"log_position": s.position}, owned=True)
     last = onnx.ModelProto()
     last.ParseFromString(run.steps[-1].model if run.steps else proto.SerializeToString())
     if run.equal:
