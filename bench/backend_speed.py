@@ -174,9 +174,7 @@ def main() -> int:
     ours = statistics.median(times["compiled"])
     verdict = "ok" if ours <= 2 * base else "NOT MET"
     print(f"   compiled / torch eager (median): {ours / base:.2f}x (goal <= 2x: {verdict})")
-    print(
-        f"   compiled / torch eager (min):    {min(times['compiled']) / min(times['torch eager']):.2f}x"
-    )
+    print(f"   compiled / torch eager (min):    {min(times['compiled']) / min(times['torch eager']):.2f}x")
     ref = outputs["torch eager"]
     for name, out in outputs.items():
         if name != "torch eager":

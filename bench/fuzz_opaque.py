@@ -64,16 +64,7 @@ def allowed(target: str) -> bool:
 
 # the variants tried on every allowed op: small and ordinary first, then hostile
 VARIANTS = (
-    "small",
-    "int",
-    "huge",
-    "negative",
-    "zero",
-    "empty",
-    "scalar",
-    "dtypes",
-    "mixed",
-    "small1",
+    "small", "int", "huge", "negative", "zero", "empty", "scalar", "dtypes", "mixed", "small1",
     "indices",
 )
 
@@ -377,11 +368,9 @@ def main(limit: int | None = None) -> int:
         ok, why = refused_cleanly(t)
         (ok_refused if ok else bad_refused).append((t, why))
         by_ns[ns]["refused" if ok else "NOT REFUSED"] += 1
-    print(
-        f"{len(targets)} operator overloads in {len(by_ns)} namespaces; "
-        f"{len(allow)} on the allowlist, {len(ok_refused)} refused cleanly, "
-        f"{len(bad_refused)} neither"
-    )
+    print(f"{len(targets)} operator overloads in {len(by_ns)} namespaces; "
+          f"{len(allow)} on the allowlist, {len(ok_refused)} refused cleanly, "
+          f"{len(bad_refused)} neither")
     for t, why in bad_refused[:20]:
         print(f"  NOT REFUSED {t}: {why}")
     outcomes = run_allowed(allow)
@@ -401,10 +390,8 @@ def main(limit: int | None = None) -> int:
     print("by namespace:")
     for ns, c in sorted(by_ns.items()):
         print(f"  {ns:<28} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
-    print(
-        f"unsafe or unclear outcomes: {len(bad)} (of {len(allow)} allowed ops); "
-        f"not refused: {len(bad_refused)}"
-    )
+    print(f"unsafe or unclear outcomes: {len(bad)} (of {len(allow)} allowed ops); "
+          f"not refused: {len(bad_refused)}")
     for t, r in bad[:40]:
         print(f"  {t}: {r}")
     print(f"wall time {time.perf_counter() - t0:.0f} s")

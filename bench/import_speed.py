@@ -35,10 +35,8 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
     print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
-    print(
-        f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"{time.strftime('%Y-%m-%d %H:%M')}"
-    )
+    print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
 
     import torch
 
@@ -53,10 +51,8 @@ def main() -> int:
     ep = torch.export.export(model, (x,))
     export_s = time.perf_counter() - start
     fx_nodes = sum(1 for n in ep.graph.nodes if n.op == "call_function")
-    print(
-        f"model: ConvNeXt-base-sized, {params / 1e6:.1f}M params, torch.export {export_s:.2f} s, "
-        f"{fx_nodes} FX call nodes"
-    )
+    print(f"model: ConvNeXt-base-sized, {params / 1e6:.1f}M params, torch.export {export_s:.2f} s, "
+          f"{fx_nodes} FX call nodes")
 
     t_ep, module = _median_time(lambda: from_torch(ep, (x,)), args.reps)
     bindings = len(module.main.bindings)
@@ -67,10 +63,8 @@ def main() -> int:
         torch.onnx.export(model, (x,), path, opset_version=17, dynamo=False)
         size = os.path.getsize(path)
         t_onnx, mod_onnx = _median_time(lambda: from_onnx(path), args.reps)
-        print(
-            f"from_onnx(file, {size / 1e6:.0f} MB): median {t_onnx:.3f} s over {args.reps}, "
-            f"{len(mod_onnx.main.bindings)} bindings"
-        )
+        print(f"from_onnx(file, {size / 1e6:.0f} MB): median {t_onnx:.3f} s over {args.reps}, "
+              f"{len(mod_onnx.main.bindings)} bindings")
 
     try:
         import tvm  # noqa: F401
@@ -79,9 +73,7 @@ def main() -> int:
         print("TVM: not importable here, no comparison in this run")
     else:
         t_tvm, _ = _median_time(lambda: from_exported_program(ep), args.reps)
-        print(
-            f"TVM from_exported_program: median {t_tvm:.3f} s; passlens / TVM = {t_ep / t_tvm:.2f}x"
-        )
+        print(f"TVM from_exported_program: median {t_tvm:.3f} s; passlens / TVM = {t_ep / t_tvm:.2f}x")
     goal = "ok" if t_ep < 1.0 else "OVER"
     print(f"goal: from_torch under 1.0 s -> {goal}")
     return 0

@@ -159,12 +159,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=5, help="fresh node processes per graph")
     parser.add_argument("--runs", type=int, default=10, help="timed calls once warm")
-    parser.add_argument(
-        "--node-option",
-        action="append",
-        default=[],
-        help="passed to node, e.g. --node-option=--maglev",
-    )
+    parser.add_argument("--node-option", action="append", default=[],
+                        help="passed to node, e.g. --node-option=--maglev")
     args = parser.parse_args()
     node = shutil.which("node")
     if node is None:
@@ -174,16 +170,11 @@ def main() -> int:
     version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     flags = " ".join(args.node_option)
-    print(
-        f"node {version} {flags}".rstrip()
-        + f", {platform.machine()}, {os.cpu_count()} CPUs, load {load:.2f}, "
-        f"{time.strftime('%Y-%m-%d %H:%M')}"
-    )
-    print(
-        f"first: the first call in a fresh node process (code not yet compiled); second: the "
-        f"call after; steady: median of {args.runs} calls after a second of calls (JIT warm). "
-        f"Each: best / median of {args.processes} processes, in ms."
-    )
+    print(f"node {version} {flags}".rstrip() + f", {platform.machine()}, {os.cpu_count()} CPUs, load {load:.2f}, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
+    print(f"first: the first call in a fresh node process (code not yet compiled); second: the "
+          f"call after; steady: median of {args.runs} calls after a second of calls (JIT warm). "
+          f"Each: best / median of {args.processes} processes, in ms.")
     cases = [
         ("random 150 nodes / 200 edges", random_layered_dag(150, 200, 1)),
         ("random 500 nodes / 800 edges", random_layered_dag(500, 800, 2)),
@@ -191,19 +182,14 @@ def main() -> int:
         ("chain of 200 nodes", chain(200)),
         ("transformer, 4 blocks: 166 / 181", transformer(4)),
     ]
-    print(
-        f"{'graph':34} {'first':>13} {'second':>13} {'steady':>13} {'layers':>6} "
-        f"{'dummies':>7} {'crossings':>9} {'size px':>12}"
-    )
+    print(f"{'graph':34} {'first':>13} {'second':>13} {'steady':>13} {'layers':>6} "
+          f"{'dummies':>7} {'crossings':>9} {'size px':>12}")
     for name, graph in cases:
         results = []
         for _ in range(args.processes):
             proc = subprocess.run(
                 [node, *args.node_option, "-e", RUNNER, LAYOUT_FILES, str(args.runs)],
-                input=json.dumps(graph),
-                capture_output=True,
-                text=True,
-                check=True,
+                input=json.dumps(graph), capture_output=True, text=True, check=True,
             )
             results.append(json.loads(proc.stdout))
 
@@ -213,10 +199,8 @@ def main() -> int:
 
         r = results[0]
         size = f"{r['width']:.0f}x{r['height']:.0f}"
-        print(
-            f"{name:34} {cell('first'):>13} {cell('second'):>13} {cell('steady'):>13} "
-            f"{r['layers']:6d} {r['dummies']:7d} {r['crossings']:9d} {size:>12}"
-        )
+        print(f"{name:34} {cell('first'):>13} {cell('second'):>13} {cell('steady'):>13} "
+              f"{r['layers']:6d} {r['dummies']:7d} {r['crossings']:9d} {size:>12}")
     return 0
 
 

@@ -19,10 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 def main() -> int:
     print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
-    print(
-        f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"{time.strftime('%Y-%m-%d %H:%M')}"
-    )
+    print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
     import explorer
     from compiler import models
 
@@ -40,10 +38,8 @@ def main() -> int:
         loaded = explorer.load(path)
         load_s = time.perf_counter() - start
     ratio = size / weights
-    print(
-        f"save {save_s:.2f} s, load {load_s:.2f} s, file {size / 1e6:.1f} MB = {ratio:.4f}x the "
-        f"weights (goal <= 1.1x: {'ok' if ratio <= 1.1 else 'OVER'}); {len(loaded)} steps loaded"
-    )
+    print(f"save {save_s:.2f} s, load {load_s:.2f} s, file {size / 1e6:.1f} MB = {ratio:.4f}x the "
+          f"weights (goal <= 1.1x: {'ok' if ratio <= 1.1 else 'OVER'}); {len(loaded)} steps loaded")
     return 0
 
 
