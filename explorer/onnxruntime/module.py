@@ -105,13 +105,19 @@ class ONNXState:
 
 
 def skeleton_of(
-    model: Any, state: ONNXState, before: ONNXModule | None = None, copy: bool = True
+    model: Any,
+    state: ONNXState,
+    before: ONNXModule | None = None,
+    copy: bool = True,
+    known: dict[str, str] | None = None,
 ) -> tuple[Any, dict[str, str]]:
     """``(skeleton ModelProto, {initializer name: content key})`` of an ``onnx.ModelProto``:
     the model (a copy; itself with ``copy=False``) with every initializer's data replaced by
     its content key (the data kept in ``state``). An initializer whose bytes are those of the
     weight of its name in ``before`` takes that weight's key without being read again (a
-    step keeps most of the weights of the step before it)."""
+    step keeps most of the weights of the step before it); one ``known`` names (a content
+    key in ``state``, by initializer name: a weight ORT wrote as a reference to one it was
+    given) is not read at all, its dims and dtype checked against the key's."""
     import onnx
     from onnx import numpy_helper
 
@@ -122,8 +128,18 @@ def skeleton_of(
         skeleton = model
     earlier = before.weight_keys if before is not None and before.live else {}
     keys: dict[str, str] = {}
+    known = known or {}
     for t in skeleton.graph.initializer:
-        key = _same_weight(t, earlier.get(t.name), state)
+        key = known.get(t.name)
+        if key is not None:
+            kept = state.weights[key]
+            if tuple(int(d) for d in t.dims) != kept.shape or _np_dtype(t) != kept.dtype:
+                raise ValueError(
+                    f"weight {t.name[:80]!r} is {list(t.dims)} of ONNX type {t.data_type}, "
+                    f"not the {kept.dtype}{list(kept.shape)} it refers to"
+                )
+        else:
+            key = _same_weight(t, earlier.get(t.name), state)
         if key is None:
             key = state.weight(numpy_helper.to_array(t))
         keys[t.name] = key
@@ -134,6 +150,16 @@ def skeleton_of(
     return skeleton, keys
 
 
+def _np_dtype(t: Any) -> np.dtype | None:
+    """The numpy dtype of a TensorProto's ONNX type (None for one numpy has no name for)."""
+    import onnx
+
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.data_type))
+    except Exception:  # an ONNX type numpy cannot hold
+        return None
+
+
 def _same_weight(t: Any, key: str | None, state: ONNXState) -> str | None:
     """``key`` when the TensorProto ``t`` holds exactly the bytes of that kept weight (its
     raw data, dtype and dims), else None."""
@@ -142,17 +168,15 @@ def _same_weight(t: Any, key: str | None, state: ONNXState) -> str | None:
     kept = state.weights.get(key)
     if kept is None or tuple(int(d) for d in t.dims) != kept.shape:
         return None
-    try:
-        import onnx
-
-        if np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.data_type)) != kept.dtype:
-            return None
-    except Exception:  # a dtype numpy has no name for: read it the long way
+    if _np_dtype(t) != kept.dtype:
         return None
     raw = t.raw_data
     if len(raw) != kept.nbytes:
         return None
-    same = np.array_equal(np.frombuffer(raw, dtype=np.uint8), kept.reshape(-1).view(np.uint8))
+    # bit for bit (0.0 and -0.0 differ), in words of the element's size (faster than bytes)
+    word = {8: np.uint64, 4: np.uint32, 2: np.uint16}.get(kept.itemsize, np.uint8)
+    flat = np.ascontiguousarray(kept).reshape(-1).view(np.uint8).view(word)
+    same = np.array_equal(np.frombuffer(raw, dtype=word), flat)
     return key if same else None
 
 

@@ -15,6 +15,14 @@ loop runs until nothing changes) is not disabled for the steps after its first a
 a step may hold more than its own transformer's first change; a step equal to the one before it
 is dropped. The last step is compared with the model ORT makes at the level in one go: the
 trace says whether they are equal.
+
+The rebuilt sessions read the stage's input from a file whose weights are in a file beside it
+(``SOURCE``), which ORT maps rather than copies; the model such a session writes refers to
+that file for every weight it kept as it was, and holds the weights it made. A step's model
+(``ORTStep.model``) is that: its initializers are new data, or references by offset to a
+weight of the input (``ORTRun.source`` names them), so a step costs what ORT changed, not a
+copy of every weight. The one-go model is made the way a user's session makes it, from the
+model's bytes.
 """
 
 from __future__ import annotations
@@ -124,12 +132,23 @@ def applications_and_model(
         with open(path, "rb") as f:
             data = f.read()
         os.unlink(path)
-    return [(name, flag == "1") for name, flag in _APPLIED.findall(log[0])], data
+    return read_log(log[0]), data
+
+
+def read_log(text: str) -> list[tuple[str, bool]]:
+    """The transformer applications ORT's verbose log ``text`` lists, in order, each with
+    whether it changed the model."""
+    return [(name, flag == "1") for name, flag in _APPLIED.findall(text)]
+
+
+SOURCE = "passlens-input.bin"  # the stage input's weights, beside its model in the stage folder
+EXTERNAL_MIN_BYTES = 1024  # a smaller weight stays in the model itself
 
 
 @dataclass
 class ORTStep:
-    """One rebuilt step: the transformer, its application's index in the log, the model."""
+    """One rebuilt step: the transformer, its application's index in the log, the model
+    (serialized; a weight ORT kept from the input is a reference to ``ORTRun.source``)."""
 
     name: str
     position: int
@@ -147,8 +166,74 @@ class ORTRun:
     applied: list[tuple[str, bool]] = field(default_factory=list)
     one_go: bytes = b""
     base: bytes = b""  # the model as ORT saves it with every transformer off
-    equal: bool = True
+    # whether the last step is the one-go model (the recorder compares them, weights by
+    # content: explorer/onnxruntime/record.py); None until it has
+    equal: bool | None = None
     seconds: float = 0.0
+    # (offset, length) in SOURCE -> the name of the input's weight stored there
+    source: dict[tuple[int, int], str] = field(default_factory=dict)
+
+
+def external(t: Any) -> dict[str, str] | None:
+    """The external-data entries of a TensorProto (None for a tensor held inline)."""
+    import onnx
+
+    if t.data_location != onnx.TensorProto.EXTERNAL:
+        return None
+    return {e.key: e.value for e in t.external_data}
+
+
+def source_weight(run: ORTRun, t: Any) -> str | None:
+    """The name of the stage input's weight an initializer of a step refers to, or None for
+    one held inline."""
+    info = external(t)
+    if info is None:
+        return None
+    try:
+        where = (int(info.get("offset", "0")), int(info.get("length", "-1")))
+    except ValueError:
+        where = None
+    name = run.source.get(where) if info.get("location") == SOURCE else None
+    if name is None:
+        raise ORTStageError(
+            f"ORT wrote weight {t.name[:80]!r} as a reference passlens did not make: "
+            f"{str(info)[:200]}"
+        )
+    return name
+
+
+def write_source(model: Any, folder: str) -> tuple[str, dict[tuple[int, int], str]]:
+    """Write ``model`` (a ModelProto) to ``folder`` with the data of its weights of at least
+    :data:`EXTERNAL_MIN_BYTES` in :data:`SOURCE` (each at an offset aligned to a page, as ORT
+    maps the file); the model's path and where each weight is."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    where: dict[tuple[int, int], str] = {}
+    with open(os.path.join(folder, SOURCE), "wb") as f:
+        offset = 0
+        for t in m.graph.initializer:
+            if t.data_location == onnx.TensorProto.EXTERNAL or not t.HasField("raw_data"):
+                continue
+            raw = t.raw_data
+            if len(raw) < EXTERNAL_MIN_BYTES:
+                continue
+            pad = -offset % 4096
+            if pad:
+                f.write(b"\0" * pad)
+                offset += pad
+            f.write(raw)
+            t.ClearField("raw_data")
+            t.data_location = onnx.TensorProto.EXTERNAL
+            for key, value in (("location", SOURCE), ("offset", offset), ("length", len(raw))):
+                t.external_data.add(key=key, value=str(value))
+            where[(offset, len(raw))] = t.name
+            offset += len(raw)
+    path = os.path.join(folder, "input.onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return path, where
 
 
 def disabled_after(applied: list[tuple[str, bool]], position: int) -> list[str]:
@@ -160,10 +245,12 @@ def disabled_after(applied: list[tuple[str, bool]], position: int) -> list[str]:
 
 
 def optimized(
-    model: bytes, level: str, disabled: list[str] = (), folder: str | None = None
+    model: bytes | str, level: str, disabled: list[str] = (), folder: str | None = None
 ) -> bytes:
     """The model as ORT leaves it at ``level`` with ``disabled`` off (serialized; written in
-    ``folder``, a temporary one when None)."""
+    ``folder``, a temporary one when None). ``model``: serialized, or the path of a model
+    whose weights are in a file beside it (the model written refers to that file for the
+    weights it kept)."""
     with contextlib.ExitStack() as stack:
         if folder is None:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="passlens-ort-"))
@@ -175,18 +262,28 @@ def optimized(
     return data
 
 
-def run_ort_stage(model: bytes, level: str, job: Any = None) -> ORTRun:
-    """Rebuild ORT's steps at ``level`` on ``model`` (see the module docstring).
+def run_ort_stage(model: Any, level: str, job: Any = None) -> ORTRun:
+    """Rebuild ORT's steps at ``level`` on ``model`` (serialized, or an ``onnx.ModelProto``;
+    see the module docstring).
 
     Sessions: one with every transformer off (the model before the first step), one verbose
-    session at the level (the applications, and the model in one go), and one per
-    application that changed the model, except where a session would be made again as
-    before (the same transformers disabled as for the application before it: the same
-    model) or would be the one-go session itself (none disabled: the one-go model)."""
+    session at the level (the applications, and the model in one go, from ``model``'s
+    bytes), and one per application that changed the model, except where a session would be
+    made again as before (the same transformers disabled as for the application before it:
+    the same model). ``run.equal`` is left for the recorder, which compares the weights."""
+    import onnx
+
     start = time.perf_counter()
     run = ORTRun(level)
     with tempfile.TemporaryDirectory(prefix="passlens-ort-") as folder:
-        run.base = base = optimized(model, "off", folder=folder)
+        if isinstance(model, (bytes, bytearray)):
+            proto = onnx.ModelProto()
+            proto.ParseFromString(bytes(model))
+        else:
+            proto, model = model, model.SerializeToString()
+        path, run.source = write_source(proto, folder)
+        del proto
+        run.base = base = optimized(path, "off", folder=folder)
         run.applied, run.one_go = applications_and_model(model, level, folder)
         changed = [i for i, (_, modified) in enumerate(run.applied) if modified]
         if job is not None:
@@ -198,10 +295,8 @@ def run_ort_stage(model: bytes, level: str, job: Any = None) -> ORTRun:
             disabled = disabled_after(run.applied, i)
             if disabled == last_disabled:
                 data = previous  # the session of the application before: the same model
-            elif not disabled:
-                data = run.one_go  # nothing disabled: the one-go session's model
             else:
-                data = optimized(model, level, disabled, folder)
+                data = optimized(path, level, disabled, folder)
             last_disabled = disabled
             if job is not None:
                 job.advance(name)
@@ -209,7 +304,6 @@ def run_ort_stage(model: bytes, level: str, job: Any = None) -> ORTRun:
                 continue
             run.steps.append(ORTStep(name, i, data, time.perf_counter() - t0))
             previous = data
-    run.equal = previous == run.one_go
     run.seconds = time.perf_counter() - start
     return run
 
@@ -218,12 +312,17 @@ __all__ = [
     "ORTRun",
     "ORTStageError",
     "ORTStep",
+    "SOURCE",
     "applications",
     "applications_and_model",
     "captured_stderr",
     "disabled_after",
+    "external",
     "level_value",
     "optimized",
+    "read_log",
     "run_ort_stage",
     "session",
+    "source_weight",
+    "write_source",
 ]

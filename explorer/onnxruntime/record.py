@@ -67,18 +67,20 @@ class Recorder:
         seconds: float = 0.0,
         options: dict | None = None,
         owned: bool = False,
+        known: dict[str, str] | None = None,
     ):
         """A step of the open stage from ``model`` (a ModelProto; ``owned``: the recorder's to
         change, nobody else holds it): recorded only when it differs from the model before
         it, with its rewrites (what it removed and added, grouped:
         :mod:`explorer.onnxruntime.rewrites`) and the exporter's metadata given back to the
-        nodes that lost it. Returns whether it was recorded."""
+        nodes that lost it. ``known``: the content keys of initializers the caller knows
+        (by name; their data is not read). Returns whether it was recorded."""
         from explorer.onnxruntime.convert import entries
         from explorer.onnxruntime.module import skeleton_of
         from explorer.onnxruntime.rewrites import changes, inherit_provenance, step_rewrites
 
         before = self.current
-        proto, keys = skeleton_of(model, self.state, before, copy=not owned)
+        proto, keys = skeleton_of(model, self.state, before, copy=not owned, known=known)
         after = entries(proto, keys)
         groups: list = []
         if before is not None and before.live:
@@ -312,18 +314,34 @@ def run_transformers(rec: Recorder, proto: Any, model_type: str, **options: Any)
 
 
 def run_ort(rec: Recorder, proto: Any, level: str) -> tuple[Any, Any]:
-    """ONNX Runtime's transformers at ``level``: the steps; ``(last ModelProto, ORTRun)``."""
+    """ONNX Runtime's transformers at ``level``: the steps; ``(None, ORTRun)`` (ORT is the
+    last stage: no stage reads the model after it; the last step's module holds it). A
+    weight a step kept from the stage's input takes that weight's key (never read again);
+    the one-go model is compared with the last step, weights by content."""
     import onnx
 
-    from explorer.onnxruntime.ort_steps import run_ort_stage
+    from explorer.onnxruntime.module import skeleton_of
+    from explorer.onnxruntime.ort_steps import run_ort_stage, source_weight
 
-    run = run_ort_stage(proto.SerializeToString(), level, None)
+    start = rec.current
+    if start is None or not start.live:
+        start = rec.state.wrap(proto)
+    run = run_ort_stage(proto, level, None)
     for s in run.steps:
         m = onnx.ModelProto()
         m.ParseFromString(s.model)
-        rec.step(s.name, m, s.seconds, {"log_position": s.position}, owned=True)
-    last = onnx.ModelProto()
-    last.ParseFromString(run.steps[-1].model if run.steps else proto.SerializeToString())
+        known = {}
+        for t in m.graph.initializer:
+            name = source_weight(run, t)
+            if name is not None:
+                known[t.name] = start.weight_keys[name]
+        options = {"log_position": s.position}
+        rec.step(s.name, m, s.seconds, options, owned=True, known=known)
+    one_go = onnx.ModelProto()
+    one_go.ParseFromString(run.one_go)
+    last = rec.current
+    skeleton, keys = skeleton_of(one_go, rec.state, last, copy=False)
+    run.equal = _canonical(skeleton, keys) == _canonical(last.proto(False), last.weight_keys)
     if run.equal:
         rec.notes.append(
             f"the last ORT step equals the model ORT makes at level {level!r} in one go"
@@ -334,7 +352,26 @@ def run_ort(rec: Recorder, proto: Any, level: str) -> tuple[Any, Any]:
             f"{level!r} in one go (a transformer acted differently once later ones were off): "
             "the steps are rebuilt, the one-go model is what ORT runs"
         )
-    return last, run
+    return None, run
+
+
+def _canonical(skeleton: Any, keys: dict[str, str]) -> bytes:
+    """A skeleton as two equal models give it: node metadata (which the recorder gives back to
+    ORT's nodes) left out, initializers in name order, with their content keys."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(skeleton)
+    for node in m.graph.node:
+        del node.metadata_props[:]
+    inits = sorted(m.graph.initializer, key=lambda t: t.name)
+    kept = [onnx.TensorProto() for _ in inits]
+    for k, t in zip(kept, inits, strict=True):
+        k.CopyFrom(t)
+    del m.graph.initializer[:]
+    m.graph.initializer.extend(kept)
+    order = "\0".join(f"{n}={keys.get(n)}" for n in sorted(keys))
+    return m.SerializeToString(deterministic=True) + b"\0" + order.encode()
 
 
 def run_stage(rec: Recorder, stage: Stage, proto: Any, rules: list, options: dict):
