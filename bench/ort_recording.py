@@ -131,7 +131,7 @@ def main() -> int:
     records = sorted(record_stage() for _ in range(args.reps))
     recorded = statistics.median(records)
     run = trace.onnxruntime
-    sessions = 2 + len({tuple(s) for s in _disabled_sets(run)})
+    sessions = 2 + len(_disabled_sets(run))
     print(f"one InferenceSession at ORT_ENABLE_ALL: median {one:.3f} s (min {min(ones):.3f})")
     print(
         f"ORT stage recorded ({len(run.steps)} steps of {sum(m for _, m in run.applied)} "
@@ -204,15 +204,15 @@ def main() -> int:
 
 
 def _disabled_sets(run) -> list[list[str]]:
-    """The transformer sets the rebuilt sessions disabled (one session each, nothing disabled
-    being the one-go session)."""
+    """The transformer sets the rebuilt sessions disabled, one session each (an application
+    that disables the same set as the one before it makes none)."""
     from explorer.onnxruntime.ort_steps import disabled_after
 
-    sets = []
+    sets: list[list[str]] = []
     for i, (_, modified) in enumerate(run.applied):
         if modified:
             d = disabled_after(run.applied, i)
-            if d and d not in sets:
+            if not sets or d != sets[-1]:
                 sets.append(d)
     return sets
 
