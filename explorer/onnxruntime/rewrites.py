@@ -18,13 +18,13 @@ produced (the nodes added, likewise).
 Two matches joined by a value made inside one of them are one group: the count of an onnxscript
 rule's matches is in its step's options (``matches``).
 
-ORT writes its optimized model without the exporter's node metadata, and the transformers
-optimizer and onnxscript's rewriter make nodes without it. :func:`inherit_provenance` gives it
-back: a node that has a namesake in the model before takes its metadata; a node a rewrite
-made takes the metadata of the nodes it replaced: the removed nodes of its group (when the
-group made several nodes: those that made a value of the same name, else those that read
-one of its inputs, else all); the module path is the one they share, and the node names
-them (``pkg.passlens.provenance_from``).
+ORT writes its optimized model without the exporter's node metadata, the transformers
+optimizer makes nodes without it, and onnxscript's rewriter gives a node it makes the metadata
+of one node it replaced. :func:`inherit_provenance` gives it back: a node that has a namesake
+in the model before shows its metadata; a node a rewrite made takes the metadata of the nodes
+it replaced: the removed nodes of its group (when the group made several nodes: those that
+made a value of the same name, else those that read one of its inputs, else all); the module
+path is the one they share, and the node names them (``pkg.passlens.provenance_from``).
 """
 
 from __future__ import annotations
@@ -190,34 +190,44 @@ def _set_metadata(node: Any, meta: list[tuple[str, str]]) -> None:
 
 
 def inherit_provenance(before: list, after: list, groups: list[tuple[list, list]]) -> bool:
-    """Give the op nodes of ``after`` (entries of a model this changes in place) that lack the
-    exporter's metadata the metadata of their namesake in ``before``, or of the node their
-    rewrite replaced (see the module docstring). Returns whether any node changed."""
-    has = [e for e in after if e.kind == "op" and scopes_of(_meta(e.proto)) is None]
-    if not has:
-        return False
+    """Give each op node of ``after`` (entries of a model this changes in place) that has a
+    namesake in ``before`` its namesake's metadata (unless the step changed the node and gave
+    it metadata of its own), and each node a rewrite made (no namesake) the metadata of the
+    nodes it replaced, whatever metadata the rewriter gave it (onnxscript's gives a fused node
+    its root's: a Conv with a BatchNorm folded in would be the BatchNorm's module alone). See
+    the module docstring. Returns whether any node changed."""
     by_name: dict[str, Any] = {}
     for e in before:
         if e.kind == "op" and e.proto.name and e.proto.metadata_props:
             by_name.setdefault(e.proto.name, e.proto)
-    group_of = {id(e): g for g in groups for e in g[1]}
+    made = {id(e) for g in groups for e in g[1]}
     changed = False
+    has = []
+    for e in after:
+        if e.kind != "op":
+            continue
+        twin = by_name.get(e.proto.name) if e.proto.name else None
+        if twin is not None and (id(e) not in made or scopes_of(_meta(e.proto)) is None):
+            # a node the step kept shows what it showed before (a stage that hands on a model
+            # of its own would give it the rewriter's metadata again)
+            meta = [(p.key, p.value) for p in twin.metadata_props]
+            if meta != [(p.key, p.value) for p in e.proto.metadata_props]:
+                _set_metadata(e.proto, meta)
+                changed = True
+        elif twin is None and (id(e) in made or scopes_of(_meta(e.proto)) is None):
+            has.append(e)
+    group_of = {id(e): g for g in groups for e in g[1]}
     for e in has:
         node = e.proto
-        twin = by_name.get(node.name) if node.name else None
-        if twin is not None:
-            _set_metadata(node, [(p.key, p.value) for p in twin.metadata_props])
-            changed = True
-            continue
         group = group_of.get(id(e))
         if group is None:
             continue
         sources = [r.proto for r in group[0] if r.kind == "op" and scopes_of(_meta(r.proto))]
         if not sources:
             continue
-        made = {v for v in e.outputs if v}
+        makes = {v for v in e.outputs if v}
         reads = {v for v in e.inputs if v}
-        same = [s for s in sources if made & set(s.output)]
+        same = [s for s in sources if makes & set(s.output)]
         near = sources  # one node made of the group: all of it; several: each its part
         if sum(1 for a in group[1] if a.kind == "op") > 1:
             near = same or [s for s in sources if reads & set(s.input)] or sources

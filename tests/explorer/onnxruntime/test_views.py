@@ -128,6 +128,29 @@ def test_module_paths_come_from_the_exporters_scopes():
     assert module_path(["", "add"]) == ""
 
 
+def test_a_fused_node_is_in_the_module_the_nodes_it_replaced_share(cnn):
+    # onnxscript gives the Conv it folds the BatchNorm into the BatchNorm's metadata alone
+    step = cnn["FuseBatchNormIntoConv"]
+    (rewrite,) = [r for r in step.rewrites if "Conv" in ops_of(step, r.produced)]
+    (conv,) = [step.graph.nodes[p] for p in rewrite.produced if step.graph.nodes[p].op == "Conv"]
+    assert conv.group == "" and "node_conv2d" in conv.provenance["from"]
+    assert "batch_norm" in conv.provenance["from"]
+    later = [s for s in cnn.steps if s.index > step.index and s.depth == 1]
+    assert [s.name for s in later] == ["RemoveUnusedNodesPass", "ConvActivationFusion"] + [
+        "NchwcTransformer"
+    ]
+    for s in later[:2]:  # and keeps it after (ORT's FusedConv of the same name too)
+        (same,) = [n for n in s.graph.nodes.values() if n.id == conv.id]
+        assert same.group == "" and same.provenance["from"] == conv.provenance["from"]
+    nchwc = cnn["NchwcTransformer"]
+    groups = sorted(n.group for n in op_nodes(nchwc, "com.microsoft.nchwc::Conv"))
+    assert groups == ["", "conv2"]  # each blocked Conv from the Conv it replaced
+
+
+def ops_of(step, ids) -> list[str]:
+    return [step.graph.nodes[i].op for i in ids]
+
+
 def test_nodes_point_back_to_their_torch_modules(bert):
     export = bert.steps[0]
     groups = {n.group for n in export.graph.nodes.values() if n.kind == "op"}
