@@ -16,12 +16,19 @@ each pointwise weight), with the check's findings drawn on the graph; and in the
 - notebooks/img/error_map.png: the error map of the same model through a deliberately wrong
   pass (tests/explorer/check/test_check.py's test-check-flip-add: every add made a subtract).
 
+With ``--onnxruntime bert`` (or ``cnn``) the pictures are of an ONNX Runtime trace instead
+(``explore(..., compiler="onnxruntime")`` of bench/ort_models.py's BERT-like layer or small
+CNN, checked), on the step each shows best (SkipLayerNormFusion, NchwcTransformer):
+ort_<model>_report.png (the graph), ort_<model>_rewrites.png and ort_<model>_text.png (the
+report's rewrites and IR tabs), ort_<model>_app.png (a fused node clicked) and
+ort_<model>_stepper.png.
+
 The pictures go to build/screenshots/ (a look at what would change, nothing tracked is touched);
 ``--refresh`` writes them over the tracked ones in notebooks/img/ (what the README and the
 notebooks show), ``--out`` anywhere else.
 
     .venv/bin/python bench/screenshots.py [--refresh | --out DIR] [--only notebooks,stepper,...]
-        [--notebook notebooks/00_tour.ipynb ...]
+        [--notebook notebooks/00_tour.ipynb ...] [--onnxruntime bert|cnn]
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ PIPELINE = "replica-linear-broadcast,fold-constant"
 WRONG = "decompose-ops,test-check-flip-add,fold-constant,dead-code-elimination,fuse-ops"
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"]
 SHOTS = ("report", "maps", "app", "stepper", "notebooks")
+ORT_SHOTS = ("report", "rewrites", "text", "app", "stepper")
+BENCH = Path(__file__).resolve().parent
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 TRACKED = NOTEBOOKS / "img"  # what the README and the notebooks show: written with --refresh
 PREVIEW = Path("build/screenshots")
@@ -87,6 +96,66 @@ def shoot_stepper(page, folder: Path, cells: list[str], path: Path, step: str) -
         print(f"wrote {path}")
 
 
+def shoot_onnxruntime(page, which: str, out: Path, only: set[str], tmp: str) -> None:
+    """The ONNX Runtime trace's pictures (see the module docstring)."""
+    from playwright.sync_api import expect
+
+    import explorer
+    from widgets.app import serve
+
+    sys.path.insert(0, str(BENCH))
+    from ort_models import MODELS, STEPS
+
+    model, inputs = MODELS[which]()
+    trace = explorer.explore(model, inputs, compiler="onnxruntime")
+    report_ = trace.check()
+    step = trace[STEPS[which]]
+    prefix = f"ort_{which}_"
+    if only & {"report", "rewrites", "text"}:
+        report = Path(tmp) / f"{prefix}report.html"
+        trace.to_html(report, report=report_)
+        page.goto(report.as_uri())
+        page.click(f".pl-step-row[data-step='{step.index}']")
+        page.locator("#pl-graph:not([data-layout=pending]) .plg-n").first.wait_for()
+        if "report" in only:
+            page.screenshot(path=str(out / f"{prefix}report.png"))
+            print(f"wrote {out / f'{prefix}report.png'}")
+        for shot, tab in (("rewrites", "rewrites"), ("text", "ir")):
+            if shot in only:
+                page.click(f"#pl-tabs button[data-tab='{tab}']")
+                time.sleep(0.5)
+                page.screenshot(path=str(out / f"{prefix}{shot}.png"))
+                print(f"wrote {out / f'{prefix}{shot}.png'}")
+    if "app" in only:
+        with serve(trace, block=False, report=report_) as srv:
+            page.goto(srv.url)
+            page.locator(".plg-n").first.wait_for()
+            page.locator(f".pl-step-row[data-step='{step.index}']").click()
+            expect(page.locator(".pl-step-title")).to_contain_text(STEPS[which])
+            expect(page.locator(".plg")).not_to_have_attribute("data-layout", "pending")
+            time.sleep(1.0)  # the view settles on the first change
+            added = page.locator("g.plg-n.plg-k-op.plg-s-added")
+            for k in range(min(added.count(), 40)):  # an added node on screen: its details
+                box = added.nth(k).bounding_box()
+                if box and box["y"] > 150 and box["y"] + box["height"] < 950 and box["x"] > 600:
+                    added.nth(k).click()
+                    expect(page.locator(".plg-details.plg-open")).to_be_visible()
+                    break
+            time.sleep(0.5)
+            page.screenshot(path=str(out / f"{prefix}app.png"))
+            print(f"wrote {out / f'{prefix}app.png'}")
+    if "stepper" in only:
+        cell = (
+            f"import sys\nsys.path.insert(0, {str(BENCH)!r})\nimport explorer\n"
+            f"from ort_models import MODELS\nmodel, inputs = MODELS[{which!r}]()\n"
+            "trace = explorer.explore(model, inputs, compiler='onnxruntime')\n"
+            f"stepper = trace.stepper()\nstepper.index = trace[{STEPS[which]!r}].index\nstepper"
+        )
+        folder = Path(tmp) / f"{prefix}stepper"
+        folder.mkdir()
+        shoot_stepper(page, folder, [cell], out / f"{prefix}stepper.png", STEPS[which])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = parser.add_mutually_exclusive_group()
@@ -105,17 +174,33 @@ def main() -> int:
         type=Path,
         help="the notebooks whose stepper cells to take (default: every notebook in notebooks/)",
     )
+    parser.add_argument(
+        "--onnxruntime",
+        choices=("bert", "cnn"),
+        help=f"an ONNX Runtime trace of that model instead (shots: {', '.join(ORT_SHOTS)})",
+    )
     args = parser.parse_args()
     out = TRACKED if args.refresh else Path(args.out) if args.out else PREVIEW
-    only = set(args.only.split(","))
-    if only - set(SHOTS):
-        parser.error(f"--only: unknown {', '.join(sorted(only - set(SHOTS)))}; one of {SHOTS}")
+    shots = ORT_SHOTS if args.onnxruntime else SHOTS
+    only = set(args.only.split(",")) if args.only != ",".join(SHOTS) else set(shots)
+    if only - set(shots):
+        parser.error(f"--only: unknown {', '.join(sorted(only - set(shots)))}; one of {shots}")
     out.mkdir(parents=True, exist_ok=True)
     chromium = shutil.which("chromium")
     if chromium is None:
         print("chromium is not installed (Debian: apt-get install chromium)", file=sys.stderr)
         return 2
     from playwright.sync_api import expect, sync_playwright
+
+    if args.onnxruntime:
+        expect.set_options(timeout=60000)
+        with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
+            browser = p.chromium.launch(executable_path=chromium, args=ARGS)
+            page = browser.new_page(viewport={"width": 1600, "height": 1000}, device_scale_factor=1)
+            page.set_default_timeout(60000)
+            shoot_onnxruntime(page, args.onnxruntime, out, only, tmp)
+            browser.close()
+        return 0
 
     import explorer
     from compiler import models

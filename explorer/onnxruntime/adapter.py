@@ -39,6 +39,13 @@ class ONNXRuntimeAdapter(Adapter):
 
         return reduce_onnxruntime(report, finding, budget=budget, progress=progress)
 
+    def rule_doc(self, rule):
+        """What an ORT transformer, onnxscript pass or rule, or transformers-optimizer fusion
+        does, in one line (explorer/onnxruntime/docs.py); "" for a name it does not list."""
+        from explorer.onnxruntime.docs import rule_doc
+
+        return rule_doc(rule)
+
     def to_onnx(self, module):
         from explorer.interop import ExportError
 

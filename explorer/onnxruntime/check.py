@@ -202,6 +202,11 @@ def node_errors(module, values: dict, first: dict, check) -> list[NodeError]:
 
 def check_onnxruntime(trace, inputs, options):
     """``explorer.check.check`` for an ONNX Runtime trace."""
+    if not any(getattr(s.module, "live", False) for s in trace.steps):
+        raise CheckError(
+            "this ONNX Runtime trace was loaded from a file: it keeps each step's graph and "
+            "text, not its ONNX model; explore the model again to check it"
+        )
     return Checker(trace, inputs, options, ORTStepRunner()).run()
 
 

@@ -82,33 +82,110 @@ class ONNXState:
     def wrap(self, model: Any, before: ONNXModule | None = None) -> ONNXModule:
         """The module of ``model`` (an ``onnx.ModelProto``): ``before`` itself, or the module
         of an equal model seen earlier, when ``model`` is that model again."""
-        skeleton, weights = split_weights(model, self)
+        skeleton, weights = split_weights(model, self, before)
+        return self.module_of(skeleton, weights, before)
+
+    def module_of(
+        self,
+        skeleton: bytes,
+        weights: dict[str, str],
+        before: ONNXModule | None = None,
+        entries: list | None = None,
+    ) -> ONNXModule:
+        """The module of a skeleton and its weights' keys (as :meth:`wrap`); ``entries``: its
+        nodes, when the caller has read them already."""
         if before is not None and before.skeleton == skeleton and before.weight_keys == weights:
             return before
         key = skeleton + b"\0" + "\0".join(f"{k}={v}" for k, v in weights.items()).encode()
         found = self.modules.get(key)
         if found is None:
             found = self.modules[key] = ONNXModule(skeleton, weights, self)
+            found._entries = entries
         return found
 
 
-def split_weights(model: Any, state: ONNXState) -> tuple[bytes, dict[str, str]]:
-    """``(skeleton, {initializer name: content key})`` of an ``onnx.ModelProto``: the model
-    serialized with every initializer's data replaced by its content key (kept in ``state``)."""
+def skeleton_of(
+    model: Any,
+    state: ONNXState,
+    before: ONNXModule | None = None,
+    copy: bool = True,
+    known: dict[str, str] | None = None,
+) -> tuple[Any, dict[str, str]]:
+    """``(skeleton ModelProto, {initializer name: content key})`` of an ``onnx.ModelProto``:
+    the model (a copy; itself with ``copy=False``) with every initializer's data replaced by
+    its content key (the data kept in ``state``). An initializer whose bytes are those of the
+    weight of its name in ``before`` takes that weight's key without being read again (a
+    step keeps most of the weights of the step before it); one ``known`` names (a content
+    key in ``state``, by initializer name: a weight ORT wrote as a reference to one it was
+    given) is not read at all, its dims and dtype checked against the key's."""
     import onnx
     from onnx import numpy_helper
 
-    skeleton = onnx.ModelProto()
-    skeleton.CopyFrom(model)
+    if copy:
+        skeleton = onnx.ModelProto()
+        skeleton.CopyFrom(model)
+    else:
+        skeleton = model
+    earlier = before.weight_keys if before is not None and before.live else {}
     keys: dict[str, str] = {}
+    known = known or {}
     for t in skeleton.graph.initializer:
-        arr = numpy_helper.to_array(t)
-        key = state.weight(arr)
+        key = known.get(t.name)
+        if key is not None:
+            kept = state.weights[key]
+            if tuple(int(d) for d in t.dims) != kept.shape or _np_dtype(t) != kept.dtype:
+                raise ValueError(
+                    f"weight {t.name[:80]!r} is {list(t.dims)} of ONNX type {t.data_type}, "
+                    f"not the {kept.dtype}{list(kept.shape)} it refers to"
+                )
+        else:
+            key = _same_weight(t, earlier.get(t.name), state)
+        if key is None:
+            key = state.weight(numpy_helper.to_array(t))
         keys[t.name] = key
         stub = onnx.TensorProto(name=t.name, data_type=t.data_type, dims=list(t.dims))
         stub.data_location = onnx.TensorProto.EXTERNAL
         stub.external_data.add(key=_LOCATION, value=key)
         t.CopyFrom(stub)
+    return skeleton, keys
+
+
+def _np_dtype(t: Any) -> np.dtype | None:
+    """The numpy dtype of a TensorProto's ONNX type (None for one numpy has no name for)."""
+    import onnx
+
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.data_type))
+    except Exception:  # an ONNX type numpy cannot hold
+        return None
+
+
+def _same_weight(t: Any, key: str | None, state: ONNXState) -> str | None:
+    """``key`` when the TensorProto ``t`` holds exactly the bytes of that kept weight (its
+    raw data, dtype and dims), else None."""
+    if key is None or not t.HasField("raw_data") or t.data_location == 1:
+        return None
+    kept = state.weights.get(key)
+    if kept is None or tuple(int(d) for d in t.dims) != kept.shape:
+        return None
+    if _np_dtype(t) != kept.dtype:
+        return None
+    raw = t.raw_data
+    if len(raw) != kept.nbytes:
+        return None
+    # bit for bit (0.0 and -0.0 differ), in words of the element's size (faster than bytes)
+    word = {8: np.uint64, 4: np.uint32, 2: np.uint16}.get(kept.itemsize, np.uint8)
+    flat = np.ascontiguousarray(kept).reshape(-1).view(np.uint8).view(word)
+    same = np.array_equal(np.frombuffer(raw, dtype=word), flat)
+    return key if same else None
+
+
+def split_weights(
+    model: Any, state: ONNXState, before: ONNXModule | None = None
+) -> tuple[bytes, dict[str, str]]:
+    """``(skeleton, {initializer name: content key})`` of an ``onnx.ModelProto``: the model
+    serialized with every initializer's data replaced by its content key (kept in ``state``)."""
+    skeleton, keys = skeleton_of(model, state, before)
     return skeleton.SerializeToString(deterministic=True), keys
 
 
@@ -139,6 +216,8 @@ class ONNXModule:
         self._graph = graph
         self._text = text
         self._texts = texts
+        self._entries: list | None = None
+        self.value_types: dict | None = None  # every value's type, once the graph is made
         if skeleton is None and (graph is None or text is None):
             raise TypeError("an ONNXModule without a model needs its graph and text")
 
@@ -171,7 +250,19 @@ class ONNXModule:
 
     @property
     def node_count(self) -> int:
-        return sum(1 for n in self.graph_model().nodes.values() if n.kind == "op")
+        """The model's op nodes (read from the model: no types inferred)."""
+        if not self.live:
+            return sum(1 for n in self.graph_model().nodes.values() if n.kind == "op")
+        return sum(1 for e in self.entries() if e.kind == "op")
+
+    def entries(self) -> list:
+        """The nodes of the model with their graph-model ids
+        (:func:`explorer.onnxruntime.convert.entries`), made once."""
+        if self._entries is None:
+            from explorer.onnxruntime.convert import entries
+
+            self._entries = entries(self.proto(with_weights=False), self.weight_keys)
+        return self._entries
 
     # ----- views ----------------------------------------------------------------------------
     def graph_model(self) -> GraphModel:
@@ -185,7 +276,8 @@ class ONNXModule:
         if self._text is None:
             from explorer.onnxruntime.convert import text_of_onnx
 
-            self._text = text_of_onnx(self.proto(with_weights=False))
+            self.graph_model()  # the values' types, which the text gives each node
+            self._text = text_of_onnx(self.proto(with_weights=False), self)
         return self._text
 
     def texts(self) -> dict[str, str]:
@@ -196,4 +288,11 @@ class ONNXModule:
         return f"<ONNXModule {where} {self.node_count} nodes>"
 
 
-__all__ = ["ONNXModule", "ONNXRef", "ONNXState", "content_key", "split_weights"]
+__all__ = [
+    "ONNXModule",
+    "ONNXRef",
+    "ONNXState",
+    "content_key",
+    "skeleton_of",
+    "split_weights",
+]

@@ -16,16 +16,20 @@ a step may hold more than its own transformer's first change; a step equal to th
 is dropped. The last step is compared with the model ORT makes at the level in one go: the
 trace says whether they are equal.
 
-The onnxruntime part lives in :mod:`explorer.onnxruntime.ort_child`, which imports nothing of
-passlens: a model from a file (untrusted) is rebuilt by it in a child process under a memory
-limit, a torch model the user exported in this process.
+The rebuilt sessions read the stage's input from a file whose weights are in a file beside it
+(``SOURCE``), which ORT maps rather than copies; the model such a session writes refers to
+that file for every weight it kept as it was, and holds the weights it made. A step's model
+(``ORTStep.model``) is that: its initializers are new data, or references by offset to a
+weight of the input (``ORTRun.source`` names them), so a step costs what ORT changed, not a
+copy of every weight. The one-go model is made the way a user's session makes it, from the
+model's bytes.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
-import subprocess
+import re
 import sys
 import tempfile
 import time
@@ -33,37 +37,118 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import PasslensError
-from explorer.onnxruntime import ort_child
-from explorer.onnxruntime.ort_child import applications, captured_stderr, disabled_after
 
-CHILD_BUDGET = 4 << 30  # bytes the child may use past 4 copies of the model
-CHILD_SECONDS = 1800  # a rebuild this long is stopped
+_APPLIED = re.compile(r"GraphTransformer (\S{1,200}) modified: ([01])")
+MAX_LOG_BYTES = 64 << 20
 
 
 class ORTStageError(PasslensError, RuntimeError):
-    """ONNX Runtime could not make a session of the model (the message is ORT's), or its
-    rebuild in a child process failed or ran out of its memory budget."""
+    """ONNX Runtime could not make a session of the model (the message is ORT's)."""
 
 
-def session(model: bytes, level: str = "off", disabled=(), out=None, verbose=False) -> Any:
-    """:func:`explorer.onnxruntime.ort_child.session`, ORT's refusal as one passlens error."""
+def level_value(level: str) -> Any:
+    import onnxruntime as ort
+
+    return {
+        "off": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[level]
+
+
+def session(
+    model: bytes,
+    level: str = "off",
+    disabled: tuple[str, ...] | list[str] = (),
+    out: str | None = None,
+    verbose: bool = False,
+    fast: bool = False,
+) -> Any:
+    """An ``InferenceSession`` of ``model`` (serialized) on the CPU at ``level`` (``off``,
+    ``basic``, ``extended``, ``all``), with ``disabled`` transformers off, written to ``out``
+    when given; ORT's own warnings are kept quiet unless ``verbose``. ``fast``: a session made
+    only for the model it writes: one thread, no memory arena or pattern, no weight
+    prepacking (what comes after the graph transformers; the model written is the same)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = level_value(level)
+    so.log_severity_level = 0 if verbose else 3
+    if verbose:
+        so.log_verbosity_level = 1
+    if fast:
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.enable_cpu_mem_arena = False
+        so.enable_mem_pattern = False
+        so.add_session_config_entry("session.disable_prepacking", "1")
+    if out is not None:
+        so.optimized_model_filepath = out
     try:
-        return ort_child.session(model, level, disabled, out, verbose)
-    except Exception as e:
+        return ort.InferenceSession(
+            model, so, providers=["CPUExecutionProvider"], disabled_optimizers=list(disabled)
+        )
+    except Exception as e:  # ORT's refusal, as one passlens error
         raise ORTStageError(f"onnxruntime cannot make a session of the model: {e}"[:2000]) from None
 
 
-def optimized(model: bytes, level: str, disabled=()) -> bytes:
-    """The model as ORT leaves it at ``level`` with ``disabled`` off (serialized)."""
-    try:
-        return ort_child.optimized(model, level, disabled)
-    except Exception as e:
-        raise ORTStageError(f"onnxruntime cannot make a session of the model: {e}"[:2000]) from None
+@contextlib.contextmanager
+def captured_stderr():
+    """The process's file descriptor 2 sent to a temporary file (ORT logs from C++, around
+    Python's ``sys.stderr``); yields a list that holds the text once the block ends."""
+    out: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield out
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            out.append(tmp.read(MAX_LOG_BYTES).decode("utf-8", "replace"))
+
+
+def applications(model: bytes, level: str) -> list[tuple[str, bool]]:
+    """Every transformer application ORT makes at ``level`` on ``model``, in order, with
+    whether it changed the model (read from its verbose log)."""
+    return applications_and_model(model, level)[0]
+
+
+def applications_and_model(
+    model: bytes, level: str, folder: str | None = None
+) -> tuple[list[tuple[str, bool]], bytes]:
+    """:func:`applications` and the model ORT makes at ``level`` in one go (serialized),
+    from one session (a default one: what a user's session makes)."""
+    with contextlib.ExitStack() as stack:
+        if folder is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="passlens-ort-"))
+        path = os.path.join(folder, "one-go.onnx")
+        with captured_stderr() as log:
+            session(model, level, verbose=True, out=path)
+        with open(path, "rb") as f:
+            data = f.read()
+        os.unlink(path)
+    return read_log(log[0]), data
+
+
+def read_log(text: str) -> list[tuple[str, bool]]:
+    """The transformer applications ORT's verbose log ``text`` lists, in order, each with
+    whether it changed the model."""
+    return [(name, flag == "1") for name, flag in _APPLIED.findall(text)]
+
+
+SOURCE = "passlens-input.bin"  # the stage input's weights, beside its model in the stage folder
+EXTERNAL_MIN_BYTES = 1024  # a smaller weight stays in the model itself
 
 
 @dataclass
 class ORTStep:
-    """One rebuilt step: the transformer, its application's index in the log, the model."""
+    """One rebuilt step: the transformer, its application's index in the log, the model
+    (serialized; a weight ORT kept from the input is a reference to ``ORTRun.source``)."""
 
     name: str
     position: int
@@ -81,20 +166,156 @@ class ORTRun:
     applied: list[tuple[str, bool]] = field(default_factory=list)
     one_go: bytes = b""
     base: bytes = b""  # the model as ORT saves it with every transformer off
-    equal: bool = True
+    # whether the last step is the one-go model (the recorder compares them, weights by
+    # content: explorer/onnxruntime/record.py); None until it has
+    equal: bool | None = None
     seconds: float = 0.0
-    isolated: bool = False
+    # (offset, length) in SOURCE -> the name of the input's weight stored there
+    source: dict[tuple[int, int], str] = field(default_factory=dict)
+    isolated: bool = False  # rebuilt in a child process under a memory limit
 
 
-def _in_child(model: bytes, level: str) -> dict:
-    """:func:`ort_child.rebuild` run as a script in a child process under a memory limit."""
+def external(t: Any) -> dict[str, str] | None:
+    """The external-data entries of a TensorProto (None for a tensor held inline)."""
+    import onnx
+
+    if t.data_location != onnx.TensorProto.EXTERNAL:
+        return None
+    return {e.key: e.value for e in t.external_data}
+
+
+def source_weight(run: ORTRun, t: Any) -> str | None:
+    """The name of the stage input's weight an initializer of a step refers to, or None for
+    one held inline."""
+    info = external(t)
+    if info is None:
+        return None
+    try:
+        where = (int(info.get("offset", "0")), int(info.get("length", "-1")))
+    except ValueError:
+        where = None
+    name = run.source.get(where) if info.get("location") == SOURCE else None
+    if name is None:
+        raise ORTStageError(
+            f"ORT wrote weight {t.name[:80]!r} as a reference passlens did not make: "
+            f"{str(info)[:200]}"
+        )
+    return name
+
+
+def write_source(model: Any, folder: str) -> tuple[str, dict[tuple[int, int], str]]:
+    """Write ``model`` (a ModelProto) to ``folder`` with the data of its weights of at least
+    :data:`EXTERNAL_MIN_BYTES` in :data:`SOURCE` (each at an offset aligned to a page, as ORT
+    maps the file); the model's path and where each weight is."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    where: dict[tuple[int, int], str] = {}
+    with open(os.path.join(folder, SOURCE), "wb") as f:
+        offset = 0
+        for t in m.graph.initializer:
+            if t.data_location == onnx.TensorProto.EXTERNAL or not t.HasField("raw_data"):
+                continue
+            raw = t.raw_data
+            if len(raw) < EXTERNAL_MIN_BYTES:
+                continue
+            pad = -offset % 4096
+            if pad:
+                f.write(b"\0" * pad)
+                offset += pad
+            f.write(raw)
+            t.ClearField("raw_data")
+            t.data_location = onnx.TensorProto.EXTERNAL
+            for key, value in (("location", SOURCE), ("offset", offset), ("length", len(raw))):
+                t.external_data.add(key=key, value=str(value))
+            where[(offset, len(raw))] = t.name
+            offset += len(raw)
+    path = os.path.join(folder, "input.onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return path, where
+
+
+def disabled_after(applied: list[tuple[str, bool]], position: int) -> list[str]:
+    """The transformers first applied after ``position``: what step ``position`` disables."""
+    first: dict[str, int] = {}
+    for i, (name, _) in enumerate(applied):
+        first.setdefault(name, i)
+    return sorted(n for n, i in first.items() if i > position)
+
+
+def optimized(
+    model: bytes | str, level: str, disabled: list[str] = (), folder: str | None = None
+) -> bytes:
+    """The model as ORT leaves it at ``level`` with ``disabled`` off (serialized; written in
+    ``folder``, a temporary one when None). ``model``: serialized, or the path of a model
+    whose weights are in a file beside it (the model written refers to that file for the
+    weights it kept)."""
+    with contextlib.ExitStack() as stack:
+        if folder is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="passlens-ort-"))
+        path = os.path.join(folder, "optimized.onnx")
+        session(model, level, disabled, out=path, fast=True)
+        with open(path, "rb") as f:
+            data = f.read()
+        os.unlink(path)
+    return data
+
+
+CHILD_BUDGET = 4 << 30  # bytes an isolated rebuild may use past 4 copies of the model
+CHILD_SECONDS = 1800  # an isolated rebuild this long is stopped
+
+_CHILD = r"""
+import json, os, resource, sys
+folder, level, limit, root = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+sys.path.insert(0, root)
+status = {"status": "ok"}
+try:
+    from explorer.onnxruntime.ort_steps import run_ort_stage
+    with open(os.path.join(folder, "model.onnx"), "rb") as f:
+        model = f.read()
+    run = run_ort_stage(model, level)
+    for k, s in enumerate(run.steps):
+        with open(os.path.join(folder, "step%d.onnx" % k), "wb") as f:
+            f.write(s.model)
+    for key in ("base", "one_go"):
+        with open(os.path.join(folder, key + ".onnx"), "wb") as f:
+            f.write(getattr(run, key))
+    status["applied"] = run.applied
+    status["steps"] = [[s.name, s.position, s.seconds] for s in run.steps]
+    status["source"] = [[o, n, name] for (o, n), name in run.source.items()]
+except MemoryError:
+    status = {"status": "memory"}
+except Exception as e:
+    text = str(e)
+    low = text.lower()
+    memory = any(w in low for w in ("bad_alloc", "out of memory", "failed to allocate"))
+    status = {"status": "memory" if memory else "refused", "message": text[:4000]}
+with open(os.path.join(folder, "result.json"), "w") as f:
+    json.dump(status, f)
+"""
+
+
+def _isolated(model: bytes, level: str) -> ORTRun:
+    """:func:`run_ort_stage` in a child process whose address space is limited (a model from a
+    file is untrusted: its optimization may ask for any amount of memory, and a failing
+    allocation inside ORT must not take the user's kernel down). The child hands back files
+    and JSON, never objects."""
+    import json
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     limit = 4 * len(model) + CHILD_BUDGET
+    run = ORTRun(level, isolated=True)
     with tempfile.TemporaryDirectory(prefix="passlens-ort-") as folder:
         with open(os.path.join(folder, "model.onnx"), "wb") as f:
             f.write(model)
         try:
             proc = subprocess.run(
-                [sys.executable, "-I", ort_child.__file__, folder, level, str(limit)],
+                [sys.executable, "-I", "-c", _CHILD, folder, level, str(limit), root],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=CHILD_SECONDS,
@@ -108,7 +329,7 @@ def _in_child(model: bytes, level: str) -> dict:
         if not os.path.exists(path):
             tail = proc.stderr.decode("utf-8", "replace")[-800:]
             raise ORTStageError(
-                f"onnxruntime's rebuild of the steps stopped (exit {proc.returncode}), within a "
+                f"onnxruntime's rebuild of the steps stopped (exit {proc.returncode}) within a "
                 f"budget of {limit:,} bytes; it said: {tail}"
             )
         with open(path, encoding="utf-8") as f:
@@ -119,45 +340,70 @@ def _in_child(model: bytes, level: str) -> dict:
                 "model and was stopped (explorer.onnxruntime.ort_steps.CHILD_BUDGET)"
             )
         if status.get("status") != "ok":
-            raise ORTStageError(
-                f"onnxruntime cannot make a session of the model: {status.get('message', '')}"
-            )
+            raise ORTStageError(f"{str(status.get('message', ''))[:2000]}")
 
         def read(name: str) -> bytes:
             with open(os.path.join(folder, name), "rb") as f:
                 return f.read()
 
-        steps = [
-            (str(n), int(p), read(f"step{k}.onnx"), float(s))
+        run.applied = [(str(n), bool(m)) for n, m in status["applied"]]
+        run.steps = [
+            ORTStep(str(n), int(p), read(f"step{k}.onnx"), float(s))
             for k, (n, p, s) in enumerate(status["steps"])
         ]
-        return {
-            "applied": [(str(n), bool(m)) for n, m in status["applied"]],
-            "steps": steps,
-            "base": read("base.onnx"),
-            "one_go": read("one_go.onnx"),
-        }
+        run.source = {(int(o), int(n)): str(name) for o, n, name in status["source"]}
+        run.base, run.one_go = read("base.onnx"), read("one_go.onnx")
+    return run
 
 
-def run_ort_stage(model: bytes, level: str, job: Any = None, isolated: bool = False) -> ORTRun:
-    """Rebuild ORT's steps at ``level`` on ``model`` (see the module docstring); ``isolated``:
-    in a child process under a memory limit (an untrusted model)."""
+def run_ort_stage(model: Any, level: str, job: Any = None, isolated: bool = False) -> ORTRun:
+    """Rebuild ORT's steps at ``level`` on ``model`` (serialized, or an ``onnx.ModelProto``;
+    see the module docstring).
+
+    Sessions: one with every transformer off (the model before the first step), one verbose
+    session at the level (the applications, and the model in one go, from ``model``'s
+    bytes), and one per application that changed the model, except where a session would be
+    made again as before (the same transformers disabled as for the application before it:
+    the same model). ``run.equal`` is left for the recorder, which compares the weights.
+    ``isolated``: in a child process under a memory limit (a model from a file)."""
+    import onnx
+
     start = time.perf_counter()
     if isolated:
-        result = _in_child(model, level)
-    else:
-        try:
-            result = ort_child.rebuild(model, level, job.advance if job is not None else None)
-        except Exception as e:
-            raise ORTStageError(
-                f"onnxruntime cannot make a session of the model: {e}"[:2000]
-            ) from None
-    run = ORTRun(level, isolated=isolated)
-    run.applied = result["applied"]
-    run.base, run.one_go = result["base"], result["one_go"]
-    run.steps = [ORTStep(n, p, d, s) for n, p, d, s in result["steps"]]
-    last = run.steps[-1].model if run.steps else run.base
-    run.equal = last == run.one_go
+        data = model if isinstance(model, (bytes, bytearray)) else model.SerializeToString()
+        run = _isolated(bytes(data), level)
+        run.seconds = time.perf_counter() - start
+        return run
+    run = ORTRun(level)
+    with tempfile.TemporaryDirectory(prefix="passlens-ort-") as folder:
+        if isinstance(model, (bytes, bytearray)):
+            proto = onnx.ModelProto()
+            proto.ParseFromString(bytes(model))
+        else:
+            proto, model = model, model.SerializeToString()
+        path, run.source = write_source(proto, folder)
+        del proto
+        run.base = base = optimized(path, "off", folder=folder)
+        run.applied, run.one_go = applications_and_model(model, level, folder)
+        changed = [i for i, (_, modified) in enumerate(run.applied) if modified]
+        if job is not None:
+            job.total = len(changed)
+        previous, last_disabled = base, None
+        for i in changed:
+            name = run.applied[i][0]
+            t0 = time.perf_counter()
+            disabled = disabled_after(run.applied, i)
+            if disabled == last_disabled:
+                data = previous  # the session of the application before: the same model
+            else:
+                data = optimized(path, level, disabled, folder)
+            last_disabled = disabled
+            if job is not None:
+                job.advance(name)
+            if data == previous:
+                continue
+            run.steps.append(ORTStep(name, i, data, time.perf_counter() - t0))
+            previous = data
     run.seconds = time.perf_counter() - start
     return run
 
@@ -166,10 +412,17 @@ __all__ = [
     "ORTRun",
     "ORTStageError",
     "ORTStep",
+    "SOURCE",
     "applications",
+    "applications_and_model",
     "captured_stderr",
     "disabled_after",
+    "external",
+    "level_value",
     "optimized",
+    "read_log",
     "run_ort_stage",
     "session",
+    "source_weight",
+    "write_source",
 ]

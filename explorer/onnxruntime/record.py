@@ -85,12 +85,28 @@ class Recorder:
         seconds: float = 0.0,
         options: dict | None = None,
         replay: Replay | None = None,
+        owned: bool = False,
+        known: dict[str, str] | None = None,
     ):
-        """A step of the open stage from ``model`` (a ModelProto): recorded only when it
-        differs from the model before it, with ``replay`` (what made it). Returns whether it
-        was recorded."""
+        """A step of the open stage from ``model`` (a ModelProto; ``owned``: the recorder's to
+        change, nobody else holds it): recorded only when it differs from the model before
+        it, with its rewrites (what it removed and added, grouped:
+        :mod:`explorer.onnxruntime.rewrites`) and the exporter's metadata given back to the
+        nodes that lost it; ``replay``: what made it. ``known``: the content keys of initializers the caller knows
+        (by name; their data is not read). Returns whether it was recorded."""
+        from explorer.onnxruntime.convert import entries
+        from explorer.onnxruntime.module import skeleton_of
+        from explorer.onnxruntime.rewrites import changes, inherit_provenance, step_rewrites
+
         before = self.current
-        module = self.state.wrap(model, before)
+        proto, keys = skeleton_of(model, self.state, before, copy=not owned, known=known)
+        after = entries(proto, keys)
+        groups: list = []
+        if before is not None and before.live:
+            groups = changes(before.entries(), after)
+            inherit_provenance(before.entries(), after, groups)
+        skeleton = proto.SerializeToString(deterministic=True)
+        module = self.state.module_of(skeleton, keys, before, after)
         if self.job is not None:
             self.job.advance(name)
         if module is before:
@@ -106,6 +122,7 @@ class Recorder:
             before,
             module,
             seconds,
+            rewrites=step_rewrites(name, groups),
         )
         parent.children.append(snap.index)
         self.snapshots.append(snap)
@@ -194,13 +211,14 @@ def _recording_passes(rec: Recorder):
                 count = pattern.RewriteRuleSet([rule]).apply_to_model(model)
                 if count:
                     modified = True
-                    name = str(getattr(rule, "name", None) or type(rule).__name__)
+                    name = rule_name(rule)
                     rec.step(
                         name,
                         ir.serde.serialize_model(model),
                         time.perf_counter() - start,
                         {"matches": int(count)},
                         rule_replay(rule),
+                        owned=True,
                     )
             return passes.PassResult(model, modified)
         start = time.perf_counter()
@@ -215,6 +233,7 @@ def _recording_passes(rec: Recorder):
                 ir.serde.serialize_model(result.model),
                 time.perf_counter() - start,
                 replay=pass_replay(self, original),
+                owned=True,
             )
         return result
 
@@ -223,6 +242,25 @@ def _recording_passes(rec: Recorder):
         yield
     finally:
         passes.PassBase.__call__ = original
+
+
+def rule_name(rule: Any, default: str = "") -> str:
+    """A rewrite rule's name: its ``name``, else the name its module binds it to
+    (onnxscript's own rules have none: ``mul_by_1_rule``), else ``default`` or its type's."""
+    import sys
+
+    name = getattr(rule, "name", None)
+    if name:
+        return str(name)[:200]
+    for fn in (
+        getattr(getattr(rule, "_replacement_pattern", None), "_function", None),
+        getattr(rule, "_condition_function", None),
+    ):
+        module = sys.modules.get(getattr(fn, "__module__", "") or "")
+        for key, value in list(vars(module).items()) if module is not None else ():
+            if value is rule and not key.startswith("_"):
+                return key
+    return default or type(rule).__name__
 
 
 def run_onnxscript(rec: Recorder, proto: Any) -> Any:
@@ -237,7 +275,12 @@ def run_onnxscript(rec: Recorder, proto: Any) -> Any:
     # the same optimizer in one go, on a copy: are rules one at a time what it does?
     again = ir.serde.deserialize_model(proto)
     optimize_ir(again)
-    if rec.state.wrap(ir.serde.serialize_model(again)) is not rec.state.wrap(result):
+    from explorer.onnxruntime.module import split_weights
+
+    near = rec.current  # most weights are its own: not read again
+    if split_weights(ir.serde.serialize_model(again), rec.state, near) != split_weights(
+        result, rec.state, near
+    ):
         rec.notes.append(
             "WARNING: onnxscript's optimizer in one go gives another model than its passes "
             "and rules recorded one at a time (the rules acted in another order); the steps "
@@ -253,7 +296,7 @@ def run_rules(rec: Recorder, proto: Any, rules: list) -> Any:
 
     model = ir.serde.deserialize_model(proto)
     for k, rule in enumerate(rules):
-        name = str(getattr(rule, "name", None) or f"rule{k}")
+        name = rule_name(rule, f"rule{k}")
         start = time.perf_counter()
         count = pattern.RewriteRuleSet([rule]).apply_to_model(model)
         if not count:
@@ -267,6 +310,7 @@ def run_rules(rec: Recorder, proto: Any, rules: list) -> Any:
             time.perf_counter() - start,
             {"matches": int(count), "user_rule": True},
             rule_replay(rule),
+            owned=True,
         )
     return ir.serde.serialize_model(model)
 
@@ -342,20 +386,36 @@ def run_transformers(rec: Recorder, proto: Any, model_type: str, **options: Any)
 # ===== ORT ======================================================================================
 
 
-def run_ort(rec: Recorder, proto: Any, level: str, isolated: bool) -> tuple[Any, Any]:
-    """ONNX Runtime's transformers at ``level``: the steps; ``(last ModelProto, ORTRun)``
-    (``isolated``: rebuilt in a child process, for a model from a file)."""
+def run_ort(rec: Recorder, proto: Any, level: str, isolated: bool = False) -> tuple[Any, Any]:
+    """ONNX Runtime's transformers at ``level``: the steps; ``(None, ORTRun)`` (ORT is the
+    last stage: no stage reads the model after it; the last step's module holds it). A
+    weight a step kept from the stage's input takes that weight's key (never read again);
+    the one-go model is compared with the last step, weights by content. ``isolated``: rebuilt
+    in a child process under a memory limit (a model from a file)."""
     import onnx
 
-    from explorer.onnxruntime.ort_steps import run_ort_stage
+    from explorer.onnxruntime.module import skeleton_of
+    from explorer.onnxruntime.ort_steps import run_ort_stage, source_weight
 
-    run = run_ort_stage(proto.SerializeToString(), level, None, isolated=isolated)
+    start = rec.current
+    if start is None or not start.live:
+        start = rec.state.wrap(proto)
+    run = run_ort_stage(proto, level, None, isolated=isolated)
     for s in run.steps:
         m = onnx.ModelProto()
         m.ParseFromString(s.model)
-        rec.step(s.name, m, s.seconds, {"log_position": s.position})
-    last = onnx.ModelProto()
-    last.ParseFromString(run.steps[-1].model if run.steps else proto.SerializeToString())
+        known = {}
+        for t in m.graph.initializer:
+            name = source_weight(run, t)
+            if name is not None:
+                known[t.name] = start.weight_keys[name]
+        options = {"log_position": s.position}
+        rec.step(s.name, m, s.seconds, options, owned=True, known=known)
+    one_go = onnx.ModelProto()
+    one_go.ParseFromString(run.one_go)
+    last = rec.current
+    skeleton, keys = skeleton_of(one_go, rec.state, last, copy=False)
+    run.equal = _canonical(skeleton, keys) == _canonical(last.proto(False), last.weight_keys)
     if run.equal:
         rec.notes.append(
             f"the last ORT step equals the model ORT makes at level {level!r} in one go"
@@ -366,7 +426,26 @@ def run_ort(rec: Recorder, proto: Any, level: str, isolated: bool) -> tuple[Any,
             f"{level!r} in one go (a transformer acted differently once later ones were off): "
             "the steps are rebuilt, the one-go model is what ORT runs"
         )
-    return last, run
+    return None, run
+
+
+def _canonical(skeleton: Any, keys: dict[str, str]) -> bytes:
+    """A skeleton as two equal models give it: node metadata (which the recorder gives back to
+    ORT's nodes) left out, initializers in name order, with their content keys."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(skeleton)
+    for node in m.graph.node:
+        del node.metadata_props[:]
+    inits = sorted(m.graph.initializer, key=lambda t: t.name)
+    kept = [onnx.TensorProto() for _ in inits]
+    for k, t in zip(kept, inits, strict=True):
+        k.CopyFrom(t)
+    del m.graph.initializer[:]
+    m.graph.initializer.extend(kept)
+    order = "\0".join(f"{n}={keys.get(n)}" for n in sorted(keys))
+    return m.SerializeToString(deterministic=True) + b"\0" + order.encode()
 
 
 def run_stage(rec: Recorder, stage: Stage, proto: Any, rules: list, options: dict):
@@ -386,6 +465,7 @@ __all__ = [
     "check_rules",
     "fusion_replay",
     "pass_replay",
+    "rule_name",
     "rule_replay",
     "run_onnxscript",
     "run_rules",
