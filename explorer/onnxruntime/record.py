@@ -93,7 +93,8 @@ class Recorder:
         it, with its rewrites (what it removed and added, grouped:
         :mod:`explorer.onnxruntime.rewrites`) and the exporter's metadata given back to the
         nodes that lost it; ``replay``: what made it. ``known``: the content keys of
-        initializers the caller knows (by name; their data is not read). Returns whether it was recorded."""
+        initializers the caller knows (by name; their data is not read). Returns whether it
+        was recorded."""
         from explorer.onnxruntime.convert import entries
         from explorer.onnxruntime.module import skeleton_of
         from explorer.onnxruntime.rewrites import changes, inherit_provenance, step_rewrites
