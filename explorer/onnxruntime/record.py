@@ -416,7 +416,18 @@ def run_ort(rec: Recorder, proto: Any, level: str, isolated: bool = False) -> tu
     one_go.ParseFromString(run.one_go)
     last = rec.current
     skeleton, keys = skeleton_of(one_go, rec.state, last, copy=False)
-    run.equal = _canonical(skeleton, keys) == _canonical(last.proto(False), last.weight_keys)
+    if run.steps:
+        last_skeleton, last_keys = last.proto(False), last.weight_keys
+    else:  # no transformer changed the model: ORT's own save of it with every one off
+        base = onnx.ModelProto()
+        base.ParseFromString(run.base)
+        known = {}
+        for t in base.graph.initializer:
+            name = source_weight(run, t)
+            if name is not None:
+                known[t.name] = start.weight_keys[name]
+        last_skeleton, last_keys = skeleton_of(base, rec.state, last, copy=False, known=known)
+    run.equal = _canonical(skeleton, keys) == _canonical(last_skeleton, last_keys)
     if run.equal:
         rec.notes.append(
             f"the last ORT step equals the model ORT makes at level {level!r} in one go"

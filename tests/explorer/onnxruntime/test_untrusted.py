@@ -100,3 +100,11 @@ def test_a_model_ort_refuses_is_a_failed_stage_with_ort_s_message():
     trace = explorer.explore(model, compiler="onnxruntime", pipeline="ort", progress=False)
     failed = [s for s in trace.steps if s.failed]
     assert failed and "onnxruntime cannot make a session" in str(failed[0].error)
+
+
+def test_a_model_ort_leaves_as_it_is_equals_the_one_go_model():
+    """No transformer changes a lone Relu: the ORT stage has no step, and its end (ORT's own
+    save with every transformer off) is the one-go model, not a false warning."""
+    trace = explorer.explore(_tiny(), compiler="onnxruntime", pipeline="ort", progress=False)
+    assert trace.onnxruntime.steps == [] and trace.onnxruntime.equal is True
+    assert "WARNING" not in repr(trace)
