@@ -125,6 +125,23 @@ class StepRunner:
         return 0, 0
 
 
+def name_nodes(check: Checker, step: Step, errors: list) -> None:
+    """Give ``step``'s ``diverged`` finding of ``check`` its per-node errors (``NodeError`` s,
+    first the node that differs first): the finding names that node and its message begins
+    with it. For a runner that compares node values itself (after ``after_step``)."""
+    from explorer.check.report import NODE_ERRORS_KEPT
+
+    if not errors:
+        return
+    for f in check.findings:
+        if f.step is step and f.kind == "diverged" and not f.details.get("node_errors"):
+            f.nodes = [errors[0].node]
+            f.details["node_errors"] = errors[:NODE_ERRORS_KEPT]
+            head = f"after {step.name}, "
+            rest = f.message[len(head) :] if f.message.startswith(head) else f.message
+            f.message = f"{head}{errors[0]}; {rest}"
+
+
 # ===== the check ================================================================================
 
 

@@ -25,8 +25,8 @@ import numpy as np
 from compiler import InterpretError
 from explorer.check.facts import Run
 from explorer.check.numbers import compare, compare_outputs, to_numpy
-from explorer.check.report import NODE_ERRORS_KEPT, CheckError, NodeError
-from explorer.check.runner import Checker, StepRunner
+from explorer.check.report import CheckError, NodeError
+from explorer.check.runner import Checker, StepRunner, name_nodes
 from explorer.fmt import num
 
 
@@ -236,15 +236,7 @@ class InductorStepRunner(StepRunner):
         if not ref or not values or ref is values:
             return
         errors = node_errors(module, values, ref, self.check.rtol, self.check.atol)
-        if not errors:
-            return
-        for f in self.check.findings:
-            if f.step is step and f.kind == "diverged" and not f.details.get("node_errors"):
-                f.nodes = [errors[0].node]
-                f.details["node_errors"] = errors[:NODE_ERRORS_KEPT]
-                head = f"after {step.name}, "
-                rest = f.message[len(head) :] if f.message.startswith(head) else f.message
-                f.message = f"{head}{errors[0]}; {rest}"
+        name_nodes(self.check, step, errors)
 
 
 def node_errors(module, values: dict, ref: dict, rtol: float, atol: float) -> list[NodeError]:

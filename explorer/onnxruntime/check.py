@@ -22,8 +22,8 @@ import numpy as np
 from compiler import InterpretError
 from explorer.check.facts import Run
 from explorer.check.numbers import compare, to_numpy
-from explorer.check.report import NODE_ERRORS_KEPT, CheckError, NodeError
-from explorer.check.runner import Checker, StepRunner
+from explorer.check.report import CheckError, NodeError
+from explorer.check.runner import Checker, StepRunner, name_nodes
 
 RUN_BUDGET = 4 << 30  # bytes the values of one step's run may take in its child process
 
@@ -162,15 +162,7 @@ class ORTStepRunner(StepRunner):
         if not values:
             return
         errors = node_errors(step.module, values, self.first_values, self.check)
-        if not errors:
-            return
-        for f in self.check.findings:
-            if f.step is step and f.kind == "diverged" and not f.details.get("node_errors"):
-                f.nodes = [errors[0].node]
-                f.details["node_errors"] = errors[:NODE_ERRORS_KEPT]
-                head = f"after {step.name}, "
-                rest = f.message[len(head) :] if f.message.startswith(head) else f.message
-                f.message = f"{head}{errors[0]}; {rest}"
+        name_nodes(self.check, step, errors)
 
 
 def node_errors(module, values: dict, first: dict, check) -> list[NodeError]:

@@ -396,7 +396,7 @@ def run_ort(rec: Recorder, proto: Any, level: str, isolated: bool = False) -> tu
     import onnx
 
     from explorer.onnxruntime.module import skeleton_of
-    from explorer.onnxruntime.ort_steps import run_ort_stage, source_weight
+    from explorer.onnxruntime.ort_steps import run_ort_stage
 
     start = rec.current
     if start is None or not start.live:
@@ -405,11 +405,7 @@ def run_ort(rec: Recorder, proto: Any, level: str, isolated: bool = False) -> tu
     for s in run.steps:
         m = onnx.ModelProto()
         m.ParseFromString(s.model)
-        known = {}
-        for t in m.graph.initializer:
-            name = source_weight(run, t)
-            if name is not None:
-                known[t.name] = start.weight_keys[name]
+        known = _kept_weights(run, m, start)
         options = {"log_position": s.position}
         rec.step(s.name, m, s.seconds, options, owned=True, known=known)
     one_go = onnx.ModelProto()
@@ -421,11 +417,7 @@ def run_ort(rec: Recorder, proto: Any, level: str, isolated: bool = False) -> tu
     else:  # no transformer changed the model: ORT's own save of it with every one off
         base = onnx.ModelProto()
         base.ParseFromString(run.base)
-        known = {}
-        for t in base.graph.initializer:
-            name = source_weight(run, t)
-            if name is not None:
-                known[t.name] = start.weight_keys[name]
+        known = _kept_weights(run, base, start)
         last_skeleton, last_keys = skeleton_of(base, rec.state, last, copy=False, known=known)
     run.equal = _canonical(skeleton, keys) == _canonical(last_skeleton, last_keys)
     if run.equal:
@@ -439,6 +431,19 @@ def run_ort(rec: Recorder, proto: Any, level: str, isolated: bool = False) -> tu
             "the steps are rebuilt, the one-go model is what ORT runs"
         )
     return None, run
+
+
+def _kept_weights(run: Any, model: Any, start: ONNXModule) -> dict[str, str]:
+    """The content keys of the initializers of a model ORT wrote that refer to a weight of the
+    stage's input (``start``), by initializer name."""
+    from explorer.onnxruntime.ort_steps import source_weight
+
+    known = {}
+    for t in model.graph.initializer:
+        name = source_weight(run, t)
+        if name is not None:
+            known[t.name] = start.weight_keys[name]
+    return known
 
 
 def _canonical(skeleton: Any, keys: dict[str, str]) -> bytes:
