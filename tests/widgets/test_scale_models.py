@@ -4,7 +4,6 @@ in the promised module; the IR they build is what the torch frontend makes of th
 
 import importlib.util
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -30,12 +29,6 @@ sm = _load()
 NO_PATH_KINDS = {"input", "output"}
 
 
-def _timed(fn, *args, **kwargs):
-    start = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - start
-
-
 def _ops(step):
     return [n for n in step.graph.nodes.values() if n.kind == "op"]
 
@@ -53,11 +46,11 @@ def _changed_nodes(d):
     ],
     ids=["many_ops", "decoder", "flat_chain"],
 )
-def test_small_variants_build_fast_and_change_only_their_focus(make, args):
-    trace, seconds = _timed(make, **args)
+def test_small_variants_build_and_change_only_their_focus(make, args):
+    # how fast they build is bench/scale_models.py's to print: a loaded machine must not fail this
+    trace = make(**args)
     for step in trace:
         step.graph  # noqa: B018  (the graph models are part of what a view needs)
-    assert seconds < 1.0, f"{make.__name__}({args}) took {seconds:.2f} s"
     assert [s.name for s in trace] == ["module", "infer-types", "fold-constant"]
     assert trace.pipeline == sm.PIPELINE
     assert not trace[1].changed and trace.failure is None
@@ -168,14 +161,13 @@ def test_decoder_change_is_in_the_chosen_layer():
 
 
 def test_decoder_full_size_has_10000_nodes_and_changes_layer_17():
-    trace, seconds = _timed(sm.decoder)
+    trace = sm.decoder()
     counts = [len(s.graph.nodes) for s in trace]
     assert 9800 <= counts[0] <= 10200 and counts[2] == counts[0] - 1, counts
     focus = trace.scale_focus
     assert focus.group == "model.layers.17.self_attn" and focus.step == 2
     d = trace[focus.step].diff()
     assert {n.group for n in _changed_nodes(d)} == {"model.layers.17.self_attn"}
-    assert seconds < 30, seconds
 
 
 def test_flat_chain_is_a_chain_without_module_paths():
