@@ -28,12 +28,16 @@ from explorer.check.runner import Checker, StepRunner, name_nodes
 RUN_BUDGET = 4 << 30  # bytes the values of one step's run may take in its child process
 
 
-def exposed(model: Any) -> tuple[Any, list[str]]:
-    """A copy of ``model`` with every node output also a graph output; the names added."""
+def exposed(model: Any, copy: bool = True) -> tuple[Any, list[str]]:
+    """A copy of ``model`` (``model`` itself without ``copy``) with every node output also a
+    graph output; the names added."""
     import onnx
 
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
+    if copy:
+        m = onnx.ModelProto()
+        m.CopyFrom(model)
+    else:
+        m = model
     outputs = {o.name for o in m.graph.output}
     added: list[str] = []
     for node in m.graph.node:

@@ -63,21 +63,20 @@ class _Sets:
 def _diff(before: list, after: list) -> tuple[list, list]:
     """The entries of ``before`` not in ``after`` and those of ``after`` not in ``before``
     (by key, as multisets), ops and weights only, each in its model's order."""
-    left = Counter(e.key for e in after)
-    removed = []
-    for e in before:
+    return _only_in(before, after), _only_in(after, before)
+
+
+def _only_in(entries: list, other: list) -> list:
+    """The entries (ops and weights) of ``entries`` that ``other`` does not hold, by key as a
+    multiset, in order."""
+    left = Counter(e.key for e in other)
+    only = []
+    for e in entries:
         if left[e.key] > 0:
             left[e.key] -= 1
         elif e.kind in CHANGED_KINDS:
-            removed.append(e)
-    right = Counter(e.key for e in before)
-    added = []
-    for e in after:
-        if right[e.key] > 0:
-            right[e.key] -= 1
-        elif e.kind in CHANGED_KINDS:
-            added.append(e)
-    return removed, added
+            only.append(e)
+    return only
 
 
 def _name(e: Any) -> str:

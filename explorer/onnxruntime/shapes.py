@@ -191,6 +191,7 @@ def _run_shapes(model: Any, weights: dict[str, np.ndarray], types: dict[str, Typ
     from onnx import numpy_helper
 
     from compiler.opaque import run_onnx_model
+    from explorer.onnxruntime.check import exposed
     from explorer.trust import onnx_refusals
 
     layout = {f"{LAYOUT_DOMAIN}::{op}" for op in LAYOUT_OPS}
@@ -217,14 +218,8 @@ def _run_shapes(model: Any, weights: dict[str, np.ndarray], types: dict[str, Typ
     for t in m.graph.initializer:
         if t.name in weights:
             t.CopyFrom(numpy_helper.from_array(np.asarray(weights[t.name]), t.name))
-    outputs = {o.name for o in m.graph.output}
     names = [o.name for o in m.graph.output]
-    for node in m.graph.node:
-        for name in node.output:
-            if name and name not in outputs:
-                outputs.add(name)
-                names.append(name)
-                m.graph.output.append(onnx.ValueInfoProto(name=name))
+    names += exposed(m, copy=False)[1]
     try:
         values, _ = run_onnx_model(
             m.SerializeToString(),
