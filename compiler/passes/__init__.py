@@ -8,7 +8,11 @@ a PassResult with ``.module`` and ``.snapshots`` (one per pass application, nest
 ``decompose(call)`` is what decompose-ops rewrites one call into (``rounds_as_decomposed``:
 whether that changes no value). Local rewrites are rule tables (``Rule``: a name, a
 ``Pattern``, a rewrite); inside ``collect_rewrites()`` every rule application is recorded as a
-``RewriteRecord`` (and on its ``Snapshot.rewrites``).
+``RewriteRecord`` (and on its ``Snapshot.rewrites``). ``register_pass`` again by the same
+definition (a notebook cell run again) replaces the pass with a ``PassRedefinedWarning``; by
+another definition it is a ``PassRegistrationError`` naming both. A pass nobody registered
+runs as an instance in a pipeline (``[FastGelu()]``); ``build_pipeline(spec, classes=[...])``
+finds such classes by name in a spec.
 """
 
 from compiler.passes.decompose_ops import decompose, rounds_as_decomposed
@@ -47,6 +51,13 @@ from compiler.passes.infra.pipeline import (
     register_alias,
     register_pipeline,
 )
+from compiler.passes.infra.redefinition import (
+    PassRedefinedWarning,
+    PassRegistrationError,
+    definition_source,
+    same_definition,
+    where_defined,
+)
 from compiler.passes.infra.rules import (
     Pattern,
     RewriteRecord,
@@ -71,6 +82,8 @@ __all__ = [
     "PassFailed",
     "PassResult",
     "PassesInterrupted",
+    "PassRedefinedWarning",
+    "PassRegistrationError",
     "PipelineError",
     "Recorder",
     "SIDE_EFFECT_OPS",
@@ -83,6 +96,7 @@ __all__ = [
     "calling_convention",
     "collect_rewrites",
     "decompose",
+    "definition_source",
     "get_pass_class",
     "lazy_callbacks",
     "lazy_ops",
@@ -95,6 +109,8 @@ __all__ = [
     "rule_table",
     "rule_tables",
     "run",
+    "same_definition",
     "transform_function",
     "weight_params",
+    "where_defined",
 ]
