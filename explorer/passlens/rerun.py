@@ -75,7 +75,8 @@ def rerun(
     try:
         to_run = require(new[start:])
     except MissingPasses as e:
-        raise RerunError(f"rerun from the top-level pass {start}: {e}") from None
+        where = f"#{tops[start].index} {tops[start].name}" if start < len(tops) else "the end"
+        raise RerunError(f"rerun from {where}: {e}") from None
     kept = list(trace.steps[: tops[start].index]) if start < len(tops) else list(trace.steps)
     module = tops[start - 1].module if start > 0 else trace.imported.module
     job, instruments = passes_job(progress, to_run)

@@ -31,25 +31,30 @@ if TYPE_CHECKING:
     from explorer.step import Step
     from explorer.trace import Trace
 
-MAX_FIELD = 1000  # characters of one field of a saved pass record
-
 
 class MissingPasses(Exception):
     """Passes a loaded trace names but this process does not have; ``str()`` says which and
-    how to supply them (callers raise it as their own error: ReduceError, RerunError)."""
+    how to supply them (callers raise it as their own error: ReduceError, RerunError).
+    ``missing``: each in words; ``classes``: the class names to give, where known."""
 
-    def __init__(self, missing: Sequence[str]):
+    def __init__(self, missing: Sequence[str], classes: Sequence[str] = ()):
         self.missing = list(dict.fromkeys(missing))
+        self.classes = list(dict.fromkeys(classes))
         super().__init__(self.text())
 
     def text(self) -> str:
+        many = len(self.missing) > 1
         what = ", ".join(self.missing[:5]) + (" ..." if len(self.missing) > 5 else "")
+        given = ", ".join(self.classes) if self.classes else "MyPass"
         return (
-            f"the trace's pass{'es' if len(self.missing) > 1 else ''} {what} "
-            f"{'are' if len(self.missing) > 1 else 'is'} not available here: give "
-            "{them} when loading, explorer.load(path, passes=[MyPass]) (classes or "
-            "instances), or register them (compiler.passes.register_pass) before loading"
-        ).replace("{them}", "them" if len(self.missing) > 1 else "it")
+            f"the trace's pass{'es' if many else ''} {what} {'are' if many else 'is'} not "
+            f"available here: load the trace with explorer.load(path, passes=[{given}]) "
+            f"(classes or instances), or register {'them' if many else 'it'} "
+            "(compiler.passes.register_pass) before loading"
+        )
+
+    def __add__(self, other: MissingPasses) -> MissingPasses:
+        return MissingPasses(self.missing + other.missing, self.classes + other.classes)
 
 
 def is_own(p: Any) -> bool:
@@ -73,23 +78,6 @@ def pass_record(p: Any) -> dict | None:
         "registered": all_passes().get(p.name) is cls,
         "defined": where_defined(cls),
     }
-
-
-def read_record(rec: Any) -> dict:
-    """A saved pass record checked (strings, capped; ``registered`` a bool); raises
-    ValueError for anything else (the store reports the file as damaged)."""
-    if not isinstance(rec, dict):
-        raise ValueError("a step's pass record is not an object")
-    out: dict[str, Any] = {}
-    for key in ("name", "spec", "class", "module", "defined"):
-        value = rec.get(key, "")
-        if not isinstance(value, str) or len(value) > MAX_FIELD:
-            raise ValueError(f"a step's pass record has a bad {key!r}")
-        out[key] = value
-    if not isinstance(rec.get("registered", False), bool):
-        raise ValueError("a step's pass record has a bad 'registered'")
-    out["registered"] = rec.get("registered", False)
-    return out
 
 
 def describe(rec: dict) -> str:
@@ -171,21 +159,21 @@ def runnable(step: Step, steps: Sequence[Step]) -> Any:
     if rec is not None:
         cls = all_passes().get(rec["name"])
         if cls is None or (cls.__module__, cls.__qualname__) != (rec["module"], rec["class"]):
-            raise MissingPasses([describe(rec)])
+            raise MissingPasses([describe(rec)], [rec["class"].rpartition(".")[2]])
         return _single(build_pipeline(rec["spec"]), rec["spec"])
     try:
         return _single(build_pipeline(step.spec), step.spec)
     except PipelineError as e:
         if not step.children:
             raise MissingPasses([f"{step.spec!r} ({e})"]) from None
-    kids, missing = [], []
+    kids, missing = [], MissingPasses([])
     for c in step.children:
         try:
             kids.append(runnable(steps[c], steps))
         except MissingPasses as e:
-            missing += e.missing
-    if missing:
-        raise MissingPasses(missing)
+            missing += e
+    if missing.missing:
+        raise missing
     joined = ",".join(k.spec() for k in kids)
     return Sequential(tuple(kids), label="" if step.spec == joined else step.spec)
 
@@ -203,7 +191,7 @@ class Unresolved:
 
     spec: str
     saved: dict | None
-    missing: tuple[str, ...]
+    missing: MissingPasses
 
     @property
     def name(self) -> str:
@@ -235,21 +223,25 @@ def entries(trace: Trace) -> list[Any]:
             try:
                 out.append(runnable(step, trace.steps))
             except MissingPasses as e:
-                out.append(Unresolved(step.spec, step.saved_pass, tuple(e.missing)))
+                out.append(Unresolved(step.spec, step.saved_pass, e))
     for skipped in trace.skipped:
         if skipped.depth == 0:
             try:
                 out.append(_single(build_pipeline(skipped.spec), skipped.spec))
             except PipelineError as e:
-                out.append(Unresolved(skipped.spec, None, (f"{skipped.spec!r} ({e})",)))
+                missing = MissingPasses([f"{skipped.spec!r} ({e})"])
+                out.append(Unresolved(skipped.spec, None, missing))
     return out
 
 
 def require(passes: Sequence[Any]) -> list[Any]:
     """``passes`` when none is :class:`Unresolved`; else :class:`MissingPasses` naming them."""
-    missing = [m for p in passes if isinstance(p, Unresolved) for m in p.missing]
-    if missing:
-        raise MissingPasses(missing)
+    missing = MissingPasses([])
+    for p in passes:
+        if isinstance(p, Unresolved):
+            missing += p.missing
+    if missing.missing:
+        raise missing
     return list(passes)
 
 
@@ -260,7 +252,6 @@ __all__ = [
     "entries",
     "is_own",
     "pass_record",
-    "read_record",
     "require",
     "runnable",
     "supply",

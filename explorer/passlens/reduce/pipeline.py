@@ -31,7 +31,7 @@ class Unit:
     spec: str
     step: Step
     pass_object: Any = None
-    missing: tuple[str, ...] = ()
+    missing: MissingPasses | None = None
 
 
 def _is_list_of_passes(spec: str) -> bool:
@@ -63,7 +63,7 @@ def units_of(trace: Trace) -> list[Unit]:
             try:
                 out.append(Unit(step.spec, step, runnable(step, trace.steps)))
             except MissingPasses as e:
-                out.append(Unit(step.spec, step, None, tuple(e.missing)))
+                out.append(Unit(step.spec, step, None, e))
     return out
 
 
@@ -101,9 +101,12 @@ def spec_of(units: Sequence[Unit], kept: Sequence[int]) -> str:
 def passes_of(units: Sequence[Unit], kept: Sequence[int]) -> list:
     """The passes of the units at positions ``kept``, as objects (what a candidate runs);
     raises :class:`~explorer.passlens.user_passes.MissingPasses` for those not available."""
-    missing = [m for i in kept for m in units[i].missing]
-    if missing:
-        raise MissingPasses(missing)
+    missing = MissingPasses([])
+    for i in kept:
+        if units[i].missing is not None:
+            missing += units[i].missing
+    if missing.missing:
+        raise missing
     return [units[i].pass_object for i in kept]
 
 
