@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 from compiler.ir import Module, structural_equal
 from explorer.fmt import format_bytes, signed_bytes
 
-if TYPE_CHECKING:  # the trace module imports this one (Trace.compare)
-    from explorer.trace import Step, Trace
+if TYPE_CHECKING:  # the trace module imports this one (Trace.compare): its protocol here
+    from explorer.step import Step
+    from explorer.step import TraceSteps as Trace
 
 
 @dataclass

@@ -30,6 +30,7 @@ from explorer import step_lookup
 from explorer.adapters import get_adapter
 from explorer.check import check as check_trace
 from explorer.check.param_map import param_map as trace_param_map
+from explorer.compare import compare as compare_traces
 from explorer.interop import export as export_step
 from explorer.step import Step
 from explorer.summary import opaque_ops as opaque_op_rows
@@ -196,9 +197,7 @@ class Trace:
         """This trace and ``other`` side by side: ``explorer.compare(self, other)`` (an
         ``explorer.Comparison``; its ``first_difference`` is the first step where the two
         differ, such as the pass a re-run changed)."""
-        from explorer.compare import compare  # (compare imports this module)
-
-        return compare(self, other, labels=labels)
+        return compare_traces(self, other, labels=labels)
 
     # ----- persistence and other viewers ------------------------------------------------------
     def save(self, path, inputs: bool = False):

@@ -26,7 +26,6 @@ from explorer.check.facts import Reference, Run
 
 if TYPE_CHECKING:
     from explorer.check.report import Finding, Report, StepCheck
-    from explorer.check.runner import Checker
     from explorer.step import Step
 
 KEPT_BYTES = 256 << 20  # reference values a report keeps alive for a check of a re-run
@@ -56,8 +55,9 @@ class CheckMemo:
     modules: list = field(default_factory=list)  # keeps every module of ``results`` alive
 
 
-def options_key(checker: Checker) -> tuple:
-    """What must be the same for two checks' results to be the same (progress aside)."""
+def options_key(checker: Any) -> tuple:
+    """What must be the same for two checks' results to be the same (progress aside);
+    ``checker`` is an ``explorer.check.runner.Checker`` (which imports this module)."""
     o = checker.options
     return (
         type(checker.runner),
@@ -69,7 +69,7 @@ def options_key(checker: Checker) -> tuple:
     )
 
 
-def keep(checker: Checker, findings: list[Finding]) -> CheckMemo | None:
+def keep(checker: Any, findings: list[Finding]) -> CheckMemo | None:
     """What ``checker``'s report keeps for a check of a re-run (None: its runner's results
     cannot be reused)."""
     if not getattr(checker.runner, "reuses_earlier_checks", False):
@@ -121,7 +121,7 @@ def reference_bytes(ref: Reference) -> int:
     return total
 
 
-def earlier(checker: Checker) -> CheckMemo | None:
+def earlier(checker: Any) -> CheckMemo | None:
     """The memo of the check of the trace ``checker``'s trace was re-run from, when its
     results hold for this check (same runner, options and inputs); a note says why not when
     there is one and it cannot be used."""

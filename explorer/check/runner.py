@@ -169,6 +169,7 @@ class Checker:
         self.findings: list[Finding] = []
         self.state: dict = {}  # the detectors' check-wide state, by kind
         self.results: dict[int, Run] = {}  # id(module) -> its run
+        self.ref_outputs: tuple | None = None
         self.first_step: dict[int, Step] = {}  # id(module) -> the first step that ran it
         self.checks: dict[int, StepCheck] = {}  # step index -> its numbers
         self.detected: dict[int, tuple] = {}  # step index -> (run, before, compared) detected
