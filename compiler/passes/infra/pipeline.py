@@ -91,9 +91,23 @@ def _parse_value(text: str) -> Any:
         return text
 
 
+def _hints(cls: type) -> dict[str, Any]:
+    """The option types of a pass class; a class whose string annotations its module cannot
+    resolve (a notebook cell's, ``exec``'d code's) resolves them in its methods' globals, and
+    an option whose type is still unknown takes any value."""
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:
+        pass
+    scope = next((f.__globals__ for f in vars(cls).values() if hasattr(f, "__globals__")), None)
+    try:
+        return typing.get_type_hints(cls, globalns=scope) if scope is not None else {}
+    except Exception:
+        return {}
+
+
 def _coerce(cls: type, fld: dataclasses.Field, value: Any, item: str) -> Any:
-    hints = typing.get_type_hints(cls)
-    hint = hints.get(fld.name, Any)
+    hint = _hints(cls).get(fld.name, Any)
     origin = typing.get_origin(hint)
     try:
         if hint is bool and not isinstance(value, bool):
