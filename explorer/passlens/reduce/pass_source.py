@@ -161,11 +161,14 @@ def _import_lines(lines: dict[str, None]) -> str:
 
 
 def _source(obj: Any) -> str | None:
-    """The source of ``obj`` without its ``register_pass`` decorators, dedented."""
+    """The source of ``obj`` without its ``register_pass`` decorators, dedented, headed by
+    where it was written."""
     found = definition_source(obj)
     if found is None:
         return None
     text = textwrap.dedent(found[2])
+    place = f"{obj.__module__}.{obj.__qualname__}, from {found[0]}:{found[1]}"
+    where = "# " + "".join(c if c.isprintable() else "?" for c in place) + "\n"
     try:
         node = ast.parse(text).body[0]
     except (SyntaxError, IndexError):
@@ -177,7 +180,7 @@ def _source(obj: Any) -> str | None:
         name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
         if name == "register_pass":
             drop.update(range(d.lineno - 1, (d.end_lineno or d.lineno)))
-    return "".join(line for i, line in enumerate(lines) if i not in drop)
+    return where + "".join(line for i, line in enumerate(lines) if i not in drop)
 
 
 def _free_names(node: ast.AST) -> tuple[set[str], set[str]]:

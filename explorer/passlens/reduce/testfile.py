@@ -140,7 +140,7 @@ def _passes_block(user_passes: PassSource) -> str:
     return _PASSES_BLOCK.format(
         text=user_passes.text or "# (none could be written)",
         names=", ".join(user_passes.names),
-        missing=[_plain(m) for m in user_passes.missing],
+        missing=list(user_passes.missing),
     )
 
 
