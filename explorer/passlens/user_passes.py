@@ -93,7 +93,8 @@ def supply(trace: Trace, passes: Any) -> None:
     """Give the steps of a loaded ``trace`` whose file names a user's pass the object to run
     (``explorer.load(path, passes=[...])``): an instance given whose spec is the step's, else
     the class given under the pass's name (built from the step's spec). A pass given that no
-    step ran is an error (a misspelled name would otherwise go unnoticed)."""
+    step ran is an error (a misspelled name would otherwise go unnoticed); a class of one of
+    passlens's own passes given for good measure is not."""
     given = _given(passes)
     used: set[int] = set()
     for step in trace.steps:
@@ -106,13 +107,19 @@ def supply(trace: Trace, passes: Any) -> None:
                 step.pass_object = obj
                 used.add(k)
                 break
-    unused = [g for k, g in enumerate(given) if k not in used and not _runs_by_name(g, trace)]
-    if unused:
-        names = ", ".join(repr(_name(g)) for g in unused)
-        ran = sorted({s.name for s in trace.steps if s.kind == "pass"})
-        raise PipelineError(
-            f"passes=: {names} ran in no step of this trace (its passes: {', '.join(ran)})"
-        )
+    ran = sorted({s.spec for s in trace.steps if s.kind == "pass" and s.children == []})
+    for k, g in enumerate(given):
+        if k in used:
+            continue
+        if isinstance(g, Pass):
+            raise PipelineError(
+                f"passes=: {g.spec()!r} is not a pass this trace ran (its passes: "
+                f"{', '.join(ran)}); give its class to build it from the trace's specs"
+            )
+        if not _runs_by_name(g, trace):
+            raise PipelineError(
+                f"passes=: {g.name!r} ran in no step of this trace (its passes: {', '.join(ran)})"
+            )
 
 
 def _given(passes: Any) -> list:
