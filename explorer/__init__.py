@@ -5,6 +5,7 @@ trace = explorer.explore(model, (x,))      # every step of the conversion
 trace["fold-constant"].diff()              # what a pass changed
 report = trace.check((x,))                 # numerics, shapes and params at every step
 small = report.reduce()                    # the first failure on a small module and pipeline
+fixed = trace.rerun(replace={"fast-gelu": FastGeluFixed()})   # again from the changed pass
 
 Every error passlens raises on purpose is an ``explorer.PasslensError``.
 """
@@ -16,7 +17,7 @@ from explorer.diff import Diff, diff
 from explorer.passlens.record import trace_from_module
 from explorer.reduce import NotReproducible, ReduceError, Reduction
 from explorer.store import TraceFileError, load
-from explorer.trace import Step, Trace
+from explorer.trace import RerunError, Step, Trace
 
 
 def explore(
@@ -54,6 +55,7 @@ __all__ = [
     "PasslensError",
     "TraceFileError",
     "ReduceError",
+    "RerunError",
     "Reduction",
     "Diff",
     "Step",

@@ -36,6 +36,7 @@ NODE_ERRORS = "node_errors"  # the check compares values node by node
 REDUCE = "reduce"  # a finding can be reduced (the adapter's ``reduce``)
 RECHECK_AFTER_LOAD = "recheck_after_load"  # a loaded trace can be checked again
 ONNX_EXPORT = "onnx_export"  # a step's module can be written as ONNX (the adapter's ``to_onnx``)
+RERUN = "rerun"  # a trace can be re-run with a changed pipeline (the adapter's ``rerun``)
 
 
 class Unsupported(PasslensError, ValueError):
@@ -56,7 +57,7 @@ class Adapter:
     needs_inputs: bool = False
     #: keyword options of ``explore`` this compiler ignores (accepted for every compiler)
     ignored_options: tuple[str, ...] = ()
-    #: what it can do: a subset of NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD, ONNX_EXPORT
+    #: what it can do: a subset of NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD, ONNX_EXPORT, RERUN
     capabilities: frozenset[str] = frozenset()
 
     # ----- recording ----------------------------------------------------------------------
@@ -74,6 +75,15 @@ class Adapter:
         if pipeline is None:
             pipeline = self.default_pipeline
         return self.record(source, example_inputs, pipeline, progress, **options)
+
+    def rerun(self, trace, pipeline=None, from_step=None, replace=None, progress=None) -> Any:
+        """A new trace: ``trace`` run again with a changed pipeline (what ``Trace.rerun``
+        calls; see there), for an adapter with the RERUN capability; :class:`Unsupported`
+        without it."""
+        raise Unsupported(
+            f"the {self.name} adapter cannot re-run a trace (it has no {RERUN!r} capability): "
+            "explore the model again with the changed pipeline"
+        )
 
     # ----- a snapshot ---------------------------------------------------------------------
     def graph_model(self, module: Any) -> Any:
@@ -127,6 +137,18 @@ class Adapter:
         """A stored module rebuilt from what it showed (``graph`` its decoded graph model;
         ``rec`` the checked record). Only compilers whose modules are stored so need it."""
         raise ValueError(f"a {self.name} trace stores no foreign modules")
+
+    def pass_record(self, step: Any) -> dict | None:
+        """What a trace file keeps of a pass step's pass besides its spec, for a pass that
+        may not be found by name where the file is loaded (a user's own: its class, module,
+        whether it was registered); None (the default): nothing, the spec says it all."""
+        return None
+
+    def supply_passes(self, trace: Any, passes: Any) -> None:
+        """Give a loaded trace the pass objects its file could only name (``explorer.load(path,
+        passes=[...])``: classes or instances); :class:`Unsupported` (the default) for a
+        compiler whose traces keep none."""
+        raise Unsupported(f"a {self.name} trace takes no passes= when loaded")
 
     def after_load(self, trace: Any) -> None:
         """Called on a trace of this compiler read from a file, before ``load`` returns it:
@@ -189,6 +211,7 @@ __all__ = [
     "ONNX_EXPORT",
     "RECHECK_AFTER_LOAD",
     "REDUCE",
+    "RERUN",
     "Adapter",
     "Unsupported",
     "adapter_names",

@@ -7,6 +7,12 @@ attribute ``artifact_bytes``); and where the two first differ. The first diverge
 *states* each trace goes through (the imported module, then every pass that changed the op
 counts or the parameter bytes) in step: the first pair of states whose op counts or parameter
 bytes differ is where the conversions part ways, whichever passes got them there.
+
+The first *difference* is stricter and step for step: the first index at which the two traces'
+steps differ in kind, pass, nesting, status or module (the very same Step object, or a module
+structurally equal, is no difference). For a re-run and the trace it was re-run from
+(``new.rerun_of is old``) it is the first step recorded anew whose module changed: the pass
+that was fixed.
 """
 
 from __future__ import annotations
@@ -14,9 +20,15 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
+from compiler.ir import Module, structural_equal
 from explorer.fmt import format_bytes, signed_bytes
-from explorer.trace import Step, Trace
+
+if TYPE_CHECKING:  # the trace module imports this one (Trace.compare): its protocol here
+    from explorer.step import Step
+    from explorer.step import TraceSteps as Trace
 
 
 @dataclass
@@ -126,6 +138,24 @@ class Comparison:
         """Whether the two conversions never differ in op counts or parameter bytes."""
         return self.first_divergence is None
 
+    @cached_property
+    def first_difference(self) -> int | None:
+        """The index of the first step at which the two traces differ (see the module
+        docstring: for a re-run, the pass that changed), or None when they are step for step
+        the same; the index is the same in both traces (every step before it is alike)."""
+        return first_difference(self.trace_a, self.trace_b)
+
+    @property
+    def shared_steps(self) -> int:
+        """How many leading steps the two traces share as the very same Step objects (a
+        re-run shares the steps before the first pass it ran again)."""
+        n = 0
+        for a, b in zip(self.trace_a.steps, self.trace_b.steps, strict=False):
+            if a is not b:
+                break
+            n += 1
+        return n
+
     # ----- display ------------------------------------------------------------------------
     def rows(self) -> list[tuple[str, str, str, bool]]:
         """Table rows ``(label, value a, value b, differs)`` shared by the text and HTML."""
@@ -173,10 +203,23 @@ class Comparison:
         return out
 
     def headline(self) -> str:
-        """One line: the first divergence, or that there is none."""
+        """One line: the first divergence, or that there is none; then the first step that
+        differs, when the op counts do not tell."""
+        k = self.first_difference
+        where = ""
+        if k is not None:
+            names = [t.steps[k].name if k < len(t.steps) else "(no step)" for t in self.traces]
+            shown = names[0] if names[0] == names[1] else f"A {names[0]}, B {names[1]}"
+            where = f"first different step: #{k} {shown}"
         if self.first_divergence is None:
-            return "same op counts and parameter bytes at every stage"
-        return f"first divergence: {self.first_divergence}"
+            head = "same op counts and parameter bytes at every stage"
+            return f"{head}; {where}" if where else f"{head}; the same steps"
+        return f"first divergence: {self.first_divergence}" + (f"; {where}" if where else "")
+
+    @property
+    def traces(self) -> tuple[Trace, Trace]:
+        """The two traces, A then B."""
+        return self.trace_a, self.trace_b
 
     def text(self) -> str:
         """The comparison as a plain-text table."""
@@ -224,7 +267,7 @@ def compare(trace_a: Trace, trace_b: Trace, labels: Sequence[str] | None = None)
     """Two conversions of one model side by side; ``labels`` name the sides (default: A and B
     with each trace's frontend, or pipeline when the frontends are the same)."""
     for t, which in ((trace_a, "trace_a"), (trace_b, "trace_b")):
-        if not isinstance(t, Trace):
+        if not _is_trace(t):
             raise TypeError(f"compare() takes two Traces; {which} is a {type(t).__name__}")
     if labels is None:
         labels = _default_labels(trace_a, trace_b)
@@ -240,6 +283,12 @@ def compare(trace_a: Trace, trace_b: Trace, labels: Sequence[str] | None = None)
         Difference.between(fa.final, fb.final),
         first_divergence(trace_a, trace_b),
     )
+
+
+def _is_trace(t: Any) -> bool:
+    """Whether ``t`` is an ``explorer.Trace`` (by its class, without importing the trace
+    module, which imports this one)."""
+    return any(c.__name__ == "Trace" and c.__module__ == "explorer.trace" for c in type(t).__mro__)
 
 
 def _default_labels(a: Trace, b: Trace) -> tuple[str, str]:
@@ -321,6 +370,51 @@ def first_divergence(trace_a: Trace, trace_b: Trace) -> Divergence | None:
     return None
 
 
+def first_difference(trace_a: Trace, trace_b: Trace) -> int | None:
+    """The index of the first step at which the two traces differ (kind, pass, nesting,
+    status or module; see the module docstring), or None when they are step for step alike."""
+    a, b = trace_a.steps, trace_b.steps
+    for i in range(min(len(a), len(b))):
+        if not _same_step(a[i], b[i]):
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def _same_step(x: Step, y: Step) -> bool:
+    if x is y:
+        return True
+    if (x.kind, x.name, x.spec, x.depth, x.status, x.parent, len(x.children)) != (
+        y.kind,
+        y.name,
+        y.spec,
+        y.depth,
+        y.status,
+        y.parent,
+        len(y.children),
+    ):
+        return False
+    return _same_module(x.shown_module, y.shown_module) and (
+        x.source_graph is y.source_graph or x.source_graph is None or x.text == y.text
+    )
+
+
+def _same_module(m: Any, n: Any) -> bool:
+    """Identity; else structural equality for passlens modules, the same text for others."""
+    if m is n:
+        return True
+    if m is None or n is None:
+        return False
+    if isinstance(m, Module) and isinstance(n, Module):
+        try:
+            return structural_equal(m, n)
+        except Exception:  # a module structural equality cannot walk is not known equal
+            return False
+    try:
+        return type(m) is type(n) and m.text() == n.text()
+    except Exception:
+        return False
+
+
 __all__ = [
     "Comparison",
     "Difference",
@@ -328,6 +422,7 @@ __all__ = [
     "StepFigures",
     "TraceFigures",
     "compare",
+    "first_difference",
     "first_divergence",
     "format_bytes",
 ]

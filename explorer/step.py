@@ -66,6 +66,7 @@ _PASS_ONLY = {
     "traceback": "",
     "failed_node": None,
     "failed_function": None,
+    "pass_object": None,
 }
 
 
@@ -78,11 +79,14 @@ class Step:
 
     A pass step holds the compiler's record of the pass, its :class:`Snapshot`, and reads
     ``name``, ``spec``, ``depth``, ``module``, ``before``, ``seconds``, ``error``,
-    ``traceback`` and ``failed_*`` from it; ``index``, ``parent`` and ``children`` number the
-    steps of the trace (a snapshot numbers the pass applications of its run). Built by
-    keyword instead (a step read from a file, or made by hand), a pass step gets a snapshot
-    made of those keywords (without the pass's options: nothing keeps them). The source and
-    import steps ran no pass: no snapshot, their own ``name``, ``module`` and ``seconds``.
+    ``traceback``, ``failed_*`` and ``pass_object`` (the Pass that ran, which runs it again:
+    a pass nobody registered has no spec that finds it; None for a step read from a file
+    until ``explorer.load(path, passes=[...])`` supplies it) from it; ``index``, ``parent``
+    and ``children`` number the steps of the trace (a snapshot numbers the pass applications
+    of its run). Built by keyword instead (a step read from a file, or made by hand), a pass
+    step gets a snapshot made of those keywords (without the pass's options: nothing keeps
+    them). The source and import steps ran no pass: no snapshot, their own ``name``,
+    ``module`` and ``seconds``.
     """
 
     name = _Recorded("pass_name", "", own=True)
@@ -95,6 +99,7 @@ class Step:
     traceback = _Recorded("traceback", "")
     failed_node = _Recorded("failed_node")
     failed_function = _Recorded("failed_function")
+    pass_object = _Recorded("pass_object")  # the Pass object that ran (in memory only)
 
     def __init__(
         self,
@@ -120,7 +125,10 @@ class Step:
         self.parent = parent
         self.children = list(children)
         self.source_graph = source_graph
-        self.trace: TraceSteps | None = None  # set by the Trace that holds it
+        self.trace: TraceSteps | None = None  # set by the first Trace that holds it
+        # what a trace file said of this step's pass when passlens may not find it by name (a
+        # user's pass): its name, spec, class, module, whether it was registered; else None
+        self.saved_pass: dict | None = None
         # a step that records something only a pass has (a file may say so) gets a snapshot too
         if snapshot is None and (
             kind == "pass" or any(not _is_default(v, _PASS_ONLY[k]) for k, v in recorded.items())
@@ -224,7 +232,6 @@ class Step:
         """The compiled model of a step after codegen (``compiler.backend.Executable``: call it
         on numpy arrays, ``export(path)`` it), built once."""
         if self._executable is None:
-
             self._executable = with_trace_trust(step_backend.executable(self), self.trace)
         return self._executable
 

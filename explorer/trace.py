@@ -13,6 +13,8 @@ hands the work to the part that does it:
 - checking (``check``, ``param_map``): :mod:`explorer.check`;
 - persistence (``save``; ``explorer.load``): :mod:`explorer.store`;
 - other viewers (``export``: Model Explorer, ONNX): :mod:`explorer.interop`;
+- running again (``rerun``): the trace's adapter (passlens's: :mod:`explorer.passlens.rerun`);
+  comparing (``compare``): :mod:`explorer.compare`;
 - display hooks (``to_html``, ``stepper``, ``show``; ``Step._repr_html_``): the only places
   the explorer reaches the widgets (tests/test_layers.py holds that).
 """
@@ -22,14 +24,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from compiler import PasslensError
 from compiler.passes import SkippedPass
 from explorer import step_lookup
+from explorer.adapters import get_adapter
 from explorer.check import check as check_trace
 from explorer.check.param_map import param_map as trace_param_map
+from explorer.compare import compare as compare_traces
 from explorer.interop import export as export_step
 from explorer.step import Step
 from explorer.summary import opaque_ops as opaque_op_rows
 from explorer.summary import summary_rows, trace_html, trace_text
+
+
+class RerunError(PasslensError, ValueError):
+    """``trace.rerun`` cannot do what it was asked: a step out of range, a replacement that
+    names no pass of the pipeline, a pass a loaded trace does not have (the message says how to
+    supply it)."""
 
 
 class Trace:
@@ -46,13 +57,18 @@ class Trace:
         interrupted: bool = False,
         compiler: str = "passlens",
         trusted_ops=(),
+        passes: Sequence[Any] = (),
     ):
         self.steps = list(steps)
         for s in self.steps:
-            s.trace = self
+            if s.trace is None:  # a step shared with the trace it was re-run from stays its
+                s.trace = self
         self.source = source
         self.example_inputs = example_inputs
         self.pipeline = pipeline
+        # the pipeline's top-level passes as objects (in memory only: what runs them again,
+        # a pass nobody registered included); () for a loaded trace or another compiler's
+        self.passes = tuple(passes)
         self.frontend = frontend
         # the passes of the pipeline a failure (or an interrupt) left unrun, in order
         self.skipped = list(skipped)
@@ -68,6 +84,11 @@ class Trace:
         # the last check's Report (trace.check, or read from a file by load); the views and
         # save use it unless given another
         self.report: Any = None
+        # made by ``old.rerun(...)``: the old Trace (in memory only, never saved) and the index
+        # of the first step recorded anew (the steps before it are the old trace's own Step
+        # objects); None on every other trace
+        self.rerun_of: Trace | None = None
+        self.rerun_from: int | None = None
 
     # ----- access -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -157,6 +178,27 @@ class Trace:
         report: it needs only the steps' graphs, no inputs and no reference."""
         return trace_param_map(self, **thresholds)
 
+    # ----- running again, comparing --------------------------------------------------------------
+    def rerun(self, pipeline=None, from_step=None, replace=None, progress=None) -> Trace:
+        """A new trace: this one run again from the first pass that changed, sharing the steps
+        before it (the very Step objects; this trace is not changed). ``pipeline``: the new
+        pipeline (default: this trace's passes); ``replace``: ``{pass name, spec or class:
+        the pass (an instance or a class) to run in its place}``, inside named pipelines too;
+        ``from_step``: record anew from this step's top-level pass even if nothing before it
+        changed; ``progress`` as for :func:`explorer.explore`. A check of the new trace reuses
+        this trace's last check for the shared steps. With nothing changed, a warning says so
+        and every step is shared. Raises :class:`RerunError`, or ``Unsupported`` for a
+        compiler whose adapter cannot re-run (see the adapter's ``rerun``)."""
+        return get_adapter(self.compiler).rerun(
+            self, pipeline=pipeline, from_step=from_step, replace=replace, progress=progress
+        )
+
+    def compare(self, other: Trace, labels: Sequence[str] | None = None):
+        """This trace and ``other`` side by side: ``explorer.compare(self, other)`` (an
+        ``explorer.Comparison``; its ``first_difference`` is the first step where the two
+        differ, such as the pass a re-run changed)."""
+        return compare_traces(self, other, labels=labels)
+
     # ----- persistence and other viewers ------------------------------------------------------
     def save(self, path, inputs: bool = False):
         """Save to a ``.passlens`` file (JSON + raw arrays, no pickle), with the last check
@@ -210,4 +252,4 @@ class Trace:
         return PassStepper(self, report=self._report(report))
 
 
-__all__ = ["Step", "Trace"]
+__all__ = ["RerunError", "Step", "Trace"]

@@ -86,8 +86,11 @@ PROGRAM_CALLS = frozenset(
         "aten.sym_storage_offset.default",
         "aten._local_scalar_dense.default",
         "aten.item.default",
-        *(f"aten.__{op}__.{o}" for op in ("and", "or", "xor", "lshift", "rshift")
-          for o in ("Tensor", "Scalar")),
+        *(
+            f"aten.__{op}__.{o}"
+            for op in ("and", "or", "xor", "lshift", "rshift")
+            for o in ("Tensor", "Scalar")
+        ),
     }
 )
 # random ops that are not random with these arguments: (index, name, what makes it a no-op)

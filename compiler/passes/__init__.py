@@ -10,7 +10,11 @@ whether that changes no value). Local rewrites are rule tables (``Rule``: a name
 ``Pattern``, a rewrite); inside ``collect_rewrites()`` every rule application is recorded as a
 ``RewriteRecord`` (and on its ``Snapshot.rewrites``). ``RulePass`` is a pass made of one rule
 table (the shortest pass of your own); ``verify_pass`` checks a pass on a Before and an
-Expected module (``compiler.passes.infra.testing``).
+Expected module (``compiler.passes.infra.testing``). ``register_pass`` again by the same
+definition (a notebook cell run again) replaces the pass with a ``PassRedefinedWarning``; by
+another definition it is a ``PassRegistrationError`` naming both. A pass nobody registered
+runs as an instance in a pipeline (``[FastGelu()]``); ``build_pipeline(spec, classes=[...])``
+finds such classes by name in a spec.
 """
 
 from compiler.passes.decompose_ops import decompose, rounds_as_decomposed
@@ -49,6 +53,13 @@ from compiler.passes.infra.pipeline import (
     register_alias,
     register_pipeline,
 )
+from compiler.passes.infra.redefinition import (
+    PassRedefinedWarning,
+    PassRegistrationError,
+    definition_source,
+    same_definition,
+    where_defined,
+)
 from compiler.passes.infra.rewrite import rewrite_function, rewrite_module
 from compiler.passes.infra.rule_pass import RulePass
 from compiler.passes.infra.rules import (
@@ -79,6 +90,8 @@ __all__ = [
     "PassFailed",
     "PassResult",
     "PassesInterrupted",
+    "PassRedefinedWarning",
+    "PassRegistrationError",
     "PipelineError",
     "Recorder",
     "SIDE_EFFECT_OPS",
@@ -91,6 +104,7 @@ __all__ = [
     "calling_convention",
     "collect_rewrites",
     "decompose",
+    "definition_source",
     "get_pass_class",
     "kind",
     "lazy_callbacks",
@@ -107,7 +121,9 @@ __all__ = [
     "rule_table",
     "rule_tables",
     "run",
+    "same_definition",
     "transform_function",
     "verify_pass",
     "weight_params",
+    "where_defined",
 ]

@@ -149,6 +149,12 @@ class Report:
         self.notes = list(notes)
         self.numbers_checked = bool(reference)
         self.inputs = inputs
+        # steps whose results were the check's of the trace this one was re-run from (their
+        # numbers and findings taken, not computed again; see explorer.check.reuse)
+        self.reused_steps = 0
+        # what a check of a re-run of this trace reuses (explorer.check.reuse.CheckMemo; in
+        # memory only: None for a loaded report)
+        self.memo: Any = None
         self._error_map: ErrorMap | None = None
 
     @property
@@ -228,20 +234,27 @@ class Report:
 
     @property
     def reuse_text(self) -> str:
-        """How much the shared value cache saved, in words."""
+        """How much the shared value cache saved, in words (and, for a check of a re-run, how
+        many steps' results it took from the check of the trace it re-ran)."""
         from explorer.adapters import get_adapter
 
         text = get_adapter(getattr(self.trace, "compiler", "passlens")).reuse_text(self)
-        if text is not None:  # the compiler shares its work its own way
-            return text
-        reused = self.cache_hits + self.memo_hits
-        total = reused + self.computed
-        share = f" ({100 * reused / total:.0f}%)" if total else ""
-        return (
-            f"{self.computed} bindings computed, {reused} reused from earlier steps{share}: "
-            f"{self.cache_hits} nodes shared between steps, {self.memo_hits} rebuilt nodes "
-            "on the same values"
-        )
+        if text is None:  # the default: the value cache's counts
+            reused = self.cache_hits + self.memo_hits
+            total = reused + self.computed
+            share = f" ({100 * reused / total:.0f}%)" if total else ""
+            text = (
+                f"{self.computed} bindings computed, {reused} reused from earlier steps{share}: "
+                f"{self.cache_hits} nodes shared between steps, {self.memo_hits} rebuilt nodes "
+                "on the same values"
+            )
+        if self.reused_steps:
+            n = self.reused_steps
+            text += (
+                f"; {n} step{'s' if n != 1 else ''}' results taken from the check of the trace "
+                "this one re-ran"
+            )
+        return text
 
     @property
     def warnings(self) -> list[str]:

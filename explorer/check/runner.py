@@ -19,6 +19,10 @@ passlens's interpreter (:class:`explorer.passlens.check.Interpreter`: per-node v
 value cache for every step) is one implementation; TVM's VM (``explorer/tvm/check.py``) and
 torch.fx (``explorer/inductor/check.py``) are others. No runner overrides a private method of
 this module (tests/explorer/test_adapters.py holds that).
+
+A check of a re-run (``trace.rerun_of``) takes the results of the steps it shares with the
+trace it was re-run from from that trace's last check, when its runner allows it
+(:attr:`StepRunner.reuses_earlier_checks`; see :mod:`explorer.check.reuse`).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from compiler.opaque import ModelRefusedError
-from explorer.check import detectors  # noqa: F401 (registers the built-in kinds of finding)
+from explorer.check import detectors, reuse  # noqa: F401 (detectors: the built-in kinds)
 from explorer.check.facts import Options, Reference, Run, StepFacts
 from explorer.check.judge import failure_note, used_note
 from explorer.check.numbers import OutputsCompared, judge_outputs
@@ -53,6 +57,10 @@ class StepRunner:
     #: whether the weights :meth:`prepare` gave are the module's own (the report then lists
     #: the runtime inputs only as the inputs the steps ran on)
     weights_stored: bool = False
+    #: whether a check of a re-run may take, for the steps it shares with the trace it was
+    #: re-run from, that trace's check's results instead of running them (the runner needs
+    #: nothing of a step's run beyond its Run to run the steps after it)
+    reuses_earlier_checks: bool = False
     check: Checker
 
     # ----- what every runner writes -----------------------------------------------------------
@@ -162,6 +170,13 @@ class Checker:
         self.state: dict = {}  # the detectors' check-wide state, by kind
         self.results: dict[int, Run] = {}  # id(module) -> its run
         self.ref_outputs: tuple | None = None
+        self.first_step: dict[int, Step] = {}  # id(module) -> the first step that ran it
+        self.checks: dict[int, StepCheck] = {}  # step index -> its numbers
+        self.detected: dict[int, tuple] = {}  # step index -> (run, before, compared) detected
+        self.notes_after: dict[int, int] = {}  # step index -> len(notes) once it was checked
+        self.order: list[Step] = []
+        self.reused_steps = 0  # steps whose results came from the check of a re-run trace
+        self.reused_modules: set[int] = set()  # ids of the modules whose runs were reused
         self.reference = Reference()
         self.imported = trace.imported
         self.raw_inputs = inputs
@@ -235,10 +250,11 @@ class Checker:
     def run(self) -> Report:
         start = time.perf_counter()
         steps = self.trace.steps
-        order = _run_order(steps)
+        order = self.order = _run_order(steps)
         self.runner.plan(order)
-        first_step: dict[int, Step] = {}  # id(module) -> the first step that ran it
-        checks: dict[int, StepCheck] = {}
+        first_step, checks = self.first_step, self.checks
+        memo = reuse.earlier(self)
+        shared = reuse.shared_prefix(order, memo) if memo is not None else 0
         job = Job(
             self.progress,
             "checking",
@@ -249,7 +265,9 @@ class Checker:
             for k, step in enumerate(order):
                 job.advance(step.name)
                 module = step.module
-                if step.kind == "source":
+                if k < shared:
+                    checks[step.index] = self._reused(step, memo)
+                elif step.kind == "source":
                     checks[step.index] = StepCheck(step, "reference")
                 elif step.failed:
                     checks[step.index] = self._detect(StepCheck(step, "failed"))
@@ -272,24 +290,47 @@ class Checker:
                     first_step[id(module)] = step
                     checks[step.index] = self._check_step(step)
                     self.runner.release(order, k)
+                self.notes_after[step.index] = len(self.notes)
         finally:
             job.close()
         used_note(self.reference, self.notes)
         cache_hits, memo_hits = self.runner.reuse()
-        return Report(
+        report = Report(
             self.trace,
             self.findings,
             [checks[s.index] for s in steps],
             self.reference.description,
             self.rtol,
             self.atol,
-            sum(r.computed for r in self.results.values()),
+            sum(r.computed for i, r in self.results.items() if i not in self.reused_modules),
             cache_hits,
             memo_hits,
             time.perf_counter() - start,
-            self.notes,
+            list(dict.fromkeys(self.notes)) if self.reused_steps else self.notes,
             inputs=self._inputs_used(),
         )
+        report.reused_steps = self.reused_steps
+        report.memo = reuse.keep(self, report.findings)
+        return report
+
+    def _reused(self, step: Step, memo: reuse.CheckMemo) -> StepCheck:
+        """A step shared with the trace this one was re-run from: its results from that
+        trace's check (``memo``), its detectors called again for their state only."""
+        check, findings = reuse.reused_check(memo, step)
+        self.findings.extend(findings)
+        module = step.module
+        if module is not None and id(module) in memo.results:
+            self.results[id(module)] = memo.results[id(module)]
+            self.first_step.setdefault(id(module), memo.first_step.get(id(module), step))
+            self.reused_modules.add(id(module))
+        if step is self.imported:
+            self.reference, self.ref_outputs = memo.reference, memo.ref_outputs
+        if step.index in memo.detected:
+            run, before, compared = memo.detected[step.index]
+            self._detect(check, run, before, compared, keep=False)
+        self.notes[:] = memo.notes[: memo.notes_after.get(step.index, len(self.notes))]
+        self.reused_steps += 1
+        return check
 
     def _inputs_used(self) -> tuple | None:
         """The values the steps ran on, as ``check`` takes them: the runtime inputs, then the
@@ -362,9 +403,13 @@ class Checker:
         run: Run | None = None,
         before: Run | None = None,
         compared: OutputsCompared | None = None,
+        keep: bool = True,
     ) -> StepCheck:
-        """Hand what is known of a step to every registered detector; keep their findings."""
+        """Hand what is known of a step to every registered detector; keep their findings
+        (``keep=False``: a step whose findings are an earlier check's, called for the
+        detectors' state only)."""
         step = check.step
+        self.detected[step.index] = (run, before, compared)
         label = f"after {step.name}" if step.kind == "pass" else f"the import ({step.name})"
         facts = StepFacts(
             step,
@@ -375,11 +420,13 @@ class Checker:
             run,
             before,
             compared,
-            self.runner.values(),
+            self.runner.values() if keep else {},
             self.state,
         )
         for kind in kinds():
-            self.findings.extend(kind.detect(facts))
+            found = kind.detect(facts)
+            if keep:
+                self.findings.extend(found)
         return check
 
 

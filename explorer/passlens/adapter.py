@@ -3,7 +3,10 @@ first use): ``explorer.passlens.record.explore`` records it, the check runs its 
 interpreter (``explorer.passlens.check.Interpreter``: per-node values),
 ``explorer.passlens.reduce`` reduces its findings, its modules are saved as IR
 (``explorer.store``) and get their kernels again once loaded (``explorer.passlens.backend``),
-its rule tables say what a rule does, and its exporter writes a step's module as ONNX."""
+its rule tables say what a rule does, its exporter writes a step's module as ONNX, and its
+traces re-run from the first pass that changed (``explorer.passlens.rerun``), a user's own
+passes included (``explorer.passlens.user_passes``: what a file keeps of them, how a loaded
+trace gets them back)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from explorer.adapters import (
     ONNX_EXPORT,
     RECHECK_AFTER_LOAD,
     REDUCE,
+    RERUN,
     Adapter,
     register_adapter,
 )
@@ -22,7 +26,7 @@ class PasslensAdapter(Adapter):
 
     name = "passlens"
     default_pipeline = "default"
-    capabilities = frozenset({NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD, ONNX_EXPORT})
+    capabilities = frozenset({NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD, ONNX_EXPORT, RERUN})
 
     def record(self, source, example_inputs, pipeline, progress, **options):
         from explorer.passlens.record import explore
@@ -38,6 +42,26 @@ class PasslensAdapter(Adapter):
         from explorer.passlens.reduce import reduce_passlens
 
         return reduce_passlens(report, finding, budget=budget, progress=progress)
+
+    def rerun(self, trace, pipeline=None, from_step=None, replace=None, progress=None):
+        from explorer.passlens.rerun import rerun
+
+        return rerun(trace, pipeline, from_step=from_step, replace=replace, progress=progress)
+
+    def pass_record(self, step):
+        """A user's pass (not one of passlens's own registered passes): its name, spec, class,
+        module, whether it was registered and where it is defined; what the file said again
+        for a loaded step whose pass was not supplied."""
+        from explorer.passlens.user_passes import pass_record
+
+        if step.pass_object is None:
+            return step.saved_pass
+        return pass_record(step.pass_object)
+
+    def supply_passes(self, trace, passes):
+        from explorer.passlens.user_passes import supply
+
+        supply(trace, passes)
 
     def graph_model(self, module):
         from explorer.passlens.convert import graph_of_module

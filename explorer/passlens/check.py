@@ -54,6 +54,9 @@ class Interpreter(TieJudging, StepRunner):
     """passlens's interpreter as a step runner (see the module docstring)."""
 
     own_source = "the source is IR"
+    # a later step needs only the Run of the module its pass was given (values are computed
+    # again from the inputs when the cache has dropped them)
+    reuses_earlier_checks = True
 
     def __init__(self) -> None:
         self.tie_notes: set[str] = set()  # the notes on tied indices already made

@@ -54,6 +54,7 @@ def trace_from_module(
         pipeline=result.pipeline.spec(),
         skipped=result.skipped,
         interrupted=result.interrupted,
+        passes=result.pipeline.passes,
         **meta,
     )
 
@@ -115,6 +116,7 @@ def explore(
 def passes_job(progress: Any, pipeline: Any) -> tuple[Job, list]:
     """The job of running ``pipeline`` (explore) and the instruments that report to it: a
     callable ``progress`` is called ``(done, total, pass name)`` before each pass runs."""
+
     def count(p) -> int:
         return 1 + sum(count(c) for c in p.passes) if isinstance(p, Sequential) else 1
 

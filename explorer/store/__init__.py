@@ -6,7 +6,10 @@ A ``.passlens`` file is a zip archive:
                       record per step (kind, name, spec, depth, parent, children, seconds,
                       status, the module before / after it by id, error type / message /
                       traceback, the failed node by id, a source step's graph model, its
-                      rewrites: rule, matched and produced node ids, see ``rewrites``)
+                      rewrites: rule, matched and produced node ids, see ``rewrites``; for
+                      a user's own pass, ``pass``: its name, spec, class, module, whether it
+                      was registered and where it was defined, words only: loading imports
+                      nothing they name, ``load(path, passes=[...])`` supplies the pass)
     ir.json           tables of unique types (text), provenances (dicts), IR nodes, functions
                       and modules; nodes refer to earlier nodes by index, so the table is
                       topologically ordered and has no cycles. A trace of another compiler

@@ -58,14 +58,20 @@ from explorer.store.zipread import check_archive, read_member
 from explorer.trace import Step, Trace
 
 
-def load(path: str | os.PathLike, trust_ops=None) -> Trace:
+def load(path: str | os.PathLike, trust_ops=None, passes=None) -> Trace:
     """Read a trace written by :func:`save`. Raises FileNotFoundError for a missing file and
     TraceFileError for a file that is not a readable trace (damaged, or an unknown version).
 
     Loading runs none of the trace's ops. ``trust_ops``: opaque ops the loaded trace may run
     (its ``trusted_ops``) although passlens does not know them to be pure computations
     (``["mylib.scale"]``), for a file you trust; what a trace trusted when saved (a live
-    model's own ops) is never in the file (see explorer.trust)."""
+    model's own ops) is never in the file (see explorer.trust).
+
+    ``passes``: pass classes or instances for the passes the file can only name (a user's
+    own, such as a notebook's: the file keeps their spec, class and module, and loading never
+    imports a module a file names); what runs the pipeline again (``trace.rerun``,
+    ``report.reduce``) needs them, and says which are missing without them. Viewing and
+    checking a loaded trace need no pass (its modules are in the file)."""
     from compiler.opaque import trust_names
 
     trusted = trust_names(trust_ops)  # a bad name fails before the file is read
@@ -86,7 +92,6 @@ def load(path: str | os.PathLike, trust_ops=None) -> Trace:
             trace.report = reader.report(trace)
             get_adapter(trace.compiler).after_load(trace)  # passlens: its kernels again
             trace.trusted_ops = trusted
-            return trace
         except (TraceFileError, LimitError):
             raise
         except Exception as e:  # anything else a damaged or crafted file causes
@@ -94,6 +99,9 @@ def load(path: str | os.PathLike, trust_ops=None) -> Trace:
             raise TraceFileError(
                 f"{path}: damaged passlens trace file ({type(e).__name__}: {str(what)[:300]})"
             ) from None
+    if passes is not None:  # after the file: a wrong passes= is the caller's error
+        get_adapter(trace.compiler).supply_passes(trace, passes)
+    return trace
 
 
 def read_manifest(path: str | os.PathLike) -> dict:
@@ -338,6 +346,8 @@ class _Reader(ArrayReading):
         )
         where = f"{self.path}, step {position}"
         step.rewrites = decode_rewrites(rec.get("rewrites"), where)
+        if rec.get("pass") is not None:
+            step.saved_pass = _pass_record(rec["pass"], where)
         if "artifact_bytes" in rec:
             step._artifact_bytes = int(rec["artifact_bytes"])
         texts = rec.get("texts")
@@ -441,6 +451,28 @@ class _Reader(ArrayReading):
             else:
                 return None  # an input that could not be saved: the inputs are incomplete
         return tuple(out)
+
+
+MAX_PASS_FIELD = 1000  # characters of one field of a step's saved pass
+
+
+def _pass_record(rec: Any, where: str) -> dict:
+    """A step's saved pass (a user's: see ``Adapter.pass_record``), checked: text fields of
+    at most MAX_PASS_FIELD characters and a bool ``registered``. It is only words: loading
+    imports nothing it names."""
+    if not isinstance(rec, dict):
+        raise TraceFileError(f"{where}: damaged passlens trace file (a pass record)")
+    out: dict[str, Any] = {}
+    for key in ("name", "spec", "class", "module", "defined"):
+        value = rec.get(key, "")
+        if not isinstance(value, str) or len(value) > MAX_PASS_FIELD:
+            raise TraceFileError(f"{where}: damaged passlens trace file (its pass's {key})")
+        out[key] = value
+    registered = rec.get("registered", False)
+    if not isinstance(registered, bool):
+        raise TraceFileError(f"{where}: damaged passlens trace file (its pass's registered)")
+    out["registered"] = registered
+    return out
 
 
 MAX_NODE_NESTING = 64  # tuples and If branches nested in a node (compiler.ir.parser.MAX_NESTING)

@@ -151,7 +151,13 @@ class _Writer:
 
     # ----- manifest -----------------------------------------------------------------------
     def manifest(self, trace: Trace) -> dict:
+        adapter = get_adapter(getattr(trace, "compiler", "passlens") or "passlens")
         steps = [self.step(s) for s in trace.steps]
+        for rec, s in zip(steps, trace.steps, strict=True):
+            if s.kind == "pass":
+                saved = adapter.pass_record(s)  # a user's pass: its class, module, ...
+                if saved is not None:
+                    rec["pass"] = saved
         meta: dict[str, Any] = {
             "format": FORMAT,
             "version": VERSION,

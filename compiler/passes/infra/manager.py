@@ -21,6 +21,12 @@ from compiler.errors import PasslensError
 from compiler.ir.nodes import Expr, Module
 from compiler.ir.types import DType
 from compiler.passes.infra import rewrite, rules
+from compiler.passes.infra.redefinition import (
+    PassRegistrationError,
+    redefined,
+    same_definition,
+    where_defined,
+)
 
 
 class PassError(PasslensError):
@@ -107,11 +113,25 @@ _PASSES: dict[str, type[Pass]] = {}
 
 
 def register_pass(cls: type[Pass]) -> type[Pass]:
-    """Class decorator: make a pass available by its ``name`` in pipeline specs."""
+    """Class decorator: make a pass available by its ``name`` in pipeline specs.
+
+    A name already taken by the same definition (a notebook cell run again,
+    ``importlib.reload``: same module and qualified name) is taken over by the new class,
+    with a :class:`PassRedefinedWarning`; a name taken by another definition is an error
+    naming both."""
     if not cls.name:
-        raise ValueError(f"{cls.__name__} has no name")
-    if cls.name in _PASSES and _PASSES[cls.name] is not cls:
-        raise ValueError(f"pass {cls.name!r} is registered twice")
+        raise PassRegistrationError(f"{cls.__name__} has no name")
+    old = _PASSES.get(cls.name)
+    if old is not None and old is not cls:
+        if not same_definition(old, cls):
+            raise PassRegistrationError(
+                f"pass {cls.name!r} is registered twice: by {where_defined(old)} and by "
+                f"{where_defined(cls)}; give one of them another name"
+            )
+        redefined(
+            f"pass {cls.name!r} redefined: {where_defined(cls)} replaces the earlier definition",
+            stacklevel=2,
+        )
     _PASSES[cls.name] = cls
     return cls
 
@@ -199,6 +219,9 @@ class Snapshot:
     # the rule applications of this pass (compiler.passes.RewriteRecord; collected only
     # inside compiler.passes.collect_rewrites)
     rewrites: tuple = ()
+    # the Pass object that ran (what runs it again: a pass nobody registered has no spec
+    # that finds it); None for a snapshot made from a file or another compiler's record
+    pass_object: Any = None
 
     @property
     def changed(self) -> bool:
@@ -243,6 +266,7 @@ class Recorder(Instrument):
             depth=depth,
             parent=parent,
             before=module,
+            pass_object=p,
         )
         if parent is not None:
             self.snapshots[parent].children.append(snap.index)

@@ -91,9 +91,23 @@ def _parse_value(text: str) -> Any:
         return text
 
 
+def _hints(cls: type) -> dict[str, Any]:
+    """The option types of a pass class; a class whose string annotations its module cannot
+    resolve (a notebook cell's, ``exec``'d code's) resolves them in its methods' globals, and
+    an option whose type is still unknown takes any value."""
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:
+        pass
+    scope = next((f.__globals__ for f in vars(cls).values() if hasattr(f, "__globals__")), None)
+    try:
+        return typing.get_type_hints(cls, globalns=scope) if scope is not None else {}
+    except Exception:
+        return {}
+
+
 def _coerce(cls: type, fld: dataclasses.Field, value: Any, item: str) -> Any:
-    hints = typing.get_type_hints(cls)
-    hint = hints.get(fld.name, Any)
+    hint = _hints(cls).get(fld.name, Any)
     origin = typing.get_origin(hint)
     try:
         if hint is bool and not isinstance(value, bool):
@@ -117,8 +131,10 @@ def _coerce(cls: type, fld: dataclasses.Field, value: Any, item: str) -> Any:
     return value
 
 
-def parse_pass(item: str) -> Pass | Sequential:
-    """One spec item, ``name`` or ``name{opt=value,...}``, as a Pass (or a named pipeline)."""
+def parse_pass(item: str, classes: Sequence[type[Pass]] = ()) -> Pass | Sequential:
+    """One spec item, ``name`` or ``name{opt=value,...}``, as a Pass (or a named pipeline).
+    ``classes``: pass classes found by their ``name`` before the registry (passes nobody
+    registered, such as a notebook's own)."""
     item = item.strip()
     if not item:
         raise PipelineError("empty pass name in pipeline spec")
@@ -127,14 +143,15 @@ def parse_pass(item: str) -> Pass | Sequential:
         if not item.endswith("}"):
             raise PipelineError(f"{item!r}: options must end with '}}'")
         name, opts_text = item[: item.index("{")].strip(), item[item.index("{") + 1 : -1]
-    name = _ALIASES.get(name, name)
-    if name in _NAMED:
+    given = {c.name: c for c in classes}
+    name = name if name in given else _ALIASES.get(name, name)
+    if name in _NAMED and name not in given:
         if opts_text:
             raise PipelineError(f"named pipeline {name!r} takes no options")
-        seq = build_pipeline(_NAMED[name])
+        seq = build_pipeline(_NAMED[name], classes)
         return Sequential(seq.passes, label=name)
     try:
-        cls = get_pass_class(name)
+        cls = given[name] if name in given else get_pass_class(name)
     except KeyError as e:
         raise PipelineError(str(e.args[0])) from None
     kwargs: dict[str, Any] = {}
@@ -171,8 +188,13 @@ def _within(value: Any, default: Any) -> bool:
         return value == default
 
 
-def build_pipeline(pipeline: Any) -> Sequential:
-    """A Sequential from a spec string, a Pass, or a sequence of passes and spec strings."""
+def build_pipeline(pipeline: Any, classes: Sequence[type[Pass]] = ()) -> Sequential:
+    """A Sequential from a spec string, a Pass, or a sequence of passes and spec strings
+    (``classes``: pass classes a spec finds by name before the registry, as for
+    :func:`parse_pass`)."""
+    for c in classes:
+        if not (isinstance(c, type) and issubclass(c, Pass) and c.name):
+            raise PipelineError(f"classes must be named Pass subclasses, got {c!r}")
     if isinstance(pipeline, Sequential):
         return pipeline
     if isinstance(pipeline, Pass):
@@ -188,14 +210,14 @@ def build_pipeline(pipeline: Any) -> Sequential:
             return Sequential(())
         passes: list[Pass] = []
         for item in items:
-            p = parse_pass(item)
+            p = parse_pass(item, classes)
             passes.append(p)
         return Sequential(tuple(passes))
     if isinstance(pipeline, Sequence):
         passes = []
         for p in pipeline:
             if isinstance(p, str):
-                passes.extend(build_pipeline(p).passes)
+                passes.extend(build_pipeline(p, classes).passes)
             elif isinstance(p, Pass):
                 passes.append(p)
             else:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.ir import Call, Module, structural_hash, verify
 from explorer.passlens.record import explore
 from explorer.passlens.reduce.module import CannotBuild, Cut, Cutter, count_bindings
-from explorer.passlens.reduce.pipeline import Unit, spec_of, subtree
+from explorer.passlens.reduce.pipeline import Unit, passes_of, subtree
 from explorer.progress import Job
 
 if TYPE_CHECKING:
@@ -139,7 +139,8 @@ class Oracle:
         else None."""
         try:
             verify(module)
-            trace = explore(module, inputs, pipeline=spec_of(self.units, kept), progress=False)
+            pipeline = passes_of(self.units, kept)
+            trace = explore(module, inputs, pipeline=pipeline, progress=False)
             report = trace.check(rtol=self.target.rtol, atol=self.target.atol, progress=False)
         except KeyboardInterrupt:
             raise

@@ -3,15 +3,18 @@
 
 A named pipeline (``default``) or any pass that is a list of passes is replaced by its passes,
 so every unit is one pass application at depth 0 of a candidate's trace; a pass that applies
-other passes inside itself stays one unit with its nested steps."""
+other passes inside itself stays one unit with its nested steps. A unit keeps the Pass object
+that runs it (the step's own, so a pass nobody registered runs as the instance the trace
+ran; for a loaded trace, found again by ``explorer.passlens.user_passes``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from compiler.passes import PipelineError, Sequential, build_pipeline
+from explorer.passlens.user_passes import MissingPasses, runnable
 
 if TYPE_CHECKING:
     from explorer.step import Step
@@ -20,12 +23,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Unit:
-    """One pass of the flattened pipeline: its spec and the step that ran it in the trace."""
+    """One pass of the flattened pipeline: its spec, the step that ran it in the trace and the
+    Pass that runs it again (None: this process does not have it, ``missing`` says which)."""
 
     spec: str
     step: Step
+    pass_object: Any = None
+    missing: MissingPasses | None = None
 
 
 def _is_list_of_passes(spec: str) -> bool:
@@ -49,10 +55,15 @@ def units_of(trace: Trace) -> list[Unit]:
         if step.index in seen:
             continue
         seen.add(step.index)
-        if step.children and _is_list_of_passes(step.spec):
+        obj = step.pass_object
+        listed = isinstance(obj, Sequential) if obj is not None else _is_list_of_passes(step.spec)
+        if step.children and listed:
             stack.extend(trace.steps[c] for c in reversed(step.children) if c not in seen)
         else:
-            out.append(Unit(step.spec, step))
+            try:
+                out.append(Unit(step.spec, step, runnable(step, trace.steps)))
+            except MissingPasses as e:
+                out.append(Unit(step.spec, step, None, e))
     return out
 
 
@@ -85,6 +96,18 @@ def subtree(trace: Trace, step: Step) -> set[int]:
 def spec_of(units: Sequence[Unit], kept: Sequence[int]) -> str:
     """The pipeline spec of the units at positions ``kept``."""
     return ",".join(units[i].spec for i in kept)
+
+
+def passes_of(units: Sequence[Unit], kept: Sequence[int]) -> list:
+    """The passes of the units at positions ``kept``, as objects (what a candidate runs);
+    raises :class:`~explorer.passlens.user_passes.MissingPasses` for those not available."""
+    missing = MissingPasses([])
+    for i in kept:
+        if units[i].missing is not None:
+            missing += units[i].missing
+    if missing.missing:
+        raise missing
+    return [units[i].pass_object for i in kept]
 
 
 def ddmin(items: list[T], without: Callable[[list[T]], list[T] | None]) -> list[T]:

@@ -16,12 +16,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from compiler.ir import Module, Tuple, print_module
-from compiler.passes import PipelineError, build_pipeline
 from explorer.passlens.reduce.focus import candidates
 from explorer.passlens.reduce.module import INLINE, CannotBuild, Cut, Cutter, count_bindings
 from explorer.passlens.reduce.oracle import Oracle, OutOfBudget, Progress, Target
-from explorer.passlens.reduce.pipeline import Unit, ddmin, spec_of, unit_index, units_of
+from explorer.passlens.reduce.pass_source import PassSource, pass_source
+from explorer.passlens.reduce.pipeline import (
+    Unit,
+    ddmin,
+    passes_of,
+    spec_of,
+    unit_index,
+    units_of,
+)
 from explorer.passlens.reduce.testfile import make_test_source
+from explorer.passlens.user_passes import MissingPasses, is_own
 from explorer.reduce.errors import NotReproducible, ReduceError
 from explorer.reduce.result import WEIGHTS_FILE, Reduction, write_weights
 from explorer.trust import needed_trust
@@ -54,8 +62,8 @@ def reduce_passlens(
     if position is None:
         raise NotReproducible(f"{what}: no pass of the trace's pipeline ran that step")
     try:
-        build_pipeline(spec_of(units, range(position + 1)))
-    except PipelineError as e:
+        passes_of(units, range(position + 1))
+    except MissingPasses as e:
         raise ReduceError(f"the trace's pipeline cannot run here: {e}") from None
     module = trace.imported.module
     if module is None or "main" not in module:
@@ -248,6 +256,9 @@ class _Search:
         pipeline = spec_of(self.units, self.kept)
         target = self.oracle.target
         trust = needed_trust(module)  # trusted now (or it would not have run): kept trusted
+        objects = [self.units[i].pass_object for i in self.kept]
+        users = list(dict.fromkeys(type(p) for p in objects if not is_own(p)))
+        written: PassSource | None = pass_source(users) if users else None
         source = make_test_source(
             ir,
             pipeline,
@@ -260,8 +271,11 @@ class _Search:
             generated,
             list(saved),
             trust_ops=trust,
+            user_passes=written,
         )
-        trace, report, reproduced = self._through_the_test(source, saved, finding)
+        # a file that could not write a pass is checked with the pass given to it
+        given = users if written is not None and written.missing else None
+        trace, report, reproduced = self._through_the_test(source, saved, finding, given)
         trace.trusted_ops = trace.trusted_ops | trust
         return Reduction(
             finding=finding,
@@ -281,9 +295,10 @@ class _Search:
             saved_weights=saved,
         )
 
-    def _through_the_test(self, source: str, saved: dict, finding: Finding):
-        """The reduced trace as the test file builds it, its report and the finding in it;
-        raises NotReproducible if the file does not show the finding."""
+    def _through_the_test(self, source: str, saved: dict, finding: Finding, given=None):
+        """The reduced trace as the test file builds it (``given``: the pass classes handed to
+        a file that could not write them), its report and the finding in it; raises
+        NotReproducible if the file does not show the finding."""
         target = self.oracle.target
         with tempfile.TemporaryDirectory(prefix="passlens-reduce-") as tmp:
             path = Path(tmp) / "test_reduced.py"
@@ -291,7 +306,8 @@ class _Search:
             if saved:
                 write_weights(Path(tmp) / WEIGHTS_FILE, saved)
             namespace = runpy.run_path(str(path), run_name="passlens_reduced_test")
-            trace = namespace["build_trace"]()
+            build = namespace["build_trace"]
+            trace = build() if given is None else build(passes=given)
             report = trace.check(rtol=target.rtol, atol=target.atol, progress=False)
             hits = target.found(trace, report, len(self.kept) - 1)
             seen_by_test = bool(namespace["findings"](trace))

@@ -4,7 +4,10 @@ FAILS while the finding is there and passes once it is gone.
 The file needs passlens (``explorer``, ``compiler``), numpy and pytest, and, only when the
 finding needs some of the model's own weight values, ``weights.npz`` beside it. Weights whose
 values do not matter are made from their names by :func:`generated_weight`, whose source is
-copied into the file, so the reduction and the file make the very same arrays.
+copied into the file, so the reduction and the file make the very same arrays. A pipeline with
+passes that are not passlens's own (a notebook's) gets them imported or written into the file
+(``pass_source.py``), found by name through ``PASSES``; what could not be written is listed in
+``MISSING`` and the file says, when run, what to define.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from explorer.passlens.reduce.pass_source import PassSource
 from explorer.reduce.result import WEIGHTS_FILE
 
 
@@ -38,7 +42,7 @@ PASS_INDEX. Try a fix without editing this file:
 
     PASSLENS_PIPELINE="{pipeline_text}" pytest {{this file}}
 
-Needs passlens (explorer, compiler), numpy and pytest{needs_file}.
+Needs passlens (explorer, compiler), numpy and pytest{needs_file}.{needs_passes}
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 import explorer
-from compiler.ir import parse
+from compiler.ir import parse{import_build}
 
 KIND = {kind!r}
 PASS_INDEX = {index!r}  # 0-based: the finding was at {pass_name}
@@ -65,7 +69,7 @@ SAVED = {saved!r}
 # opaque ops passlens does not know to be pure computations, trusted by whoever made this file
 # (`passlens reduce --trust-op`): running the test runs them
 TRUST_OPS = {trust_ops!r}
-
+{passes_block}
 {ir}
 
 
@@ -80,9 +84,7 @@ def weights() -> dict:
     return out
 
 
-def build_trace(pipeline: str = PIPELINE):
-    """The trace of the reduced module through ``pipeline``."""
-    return explorer.explore(parse(IR, params=weights()), pipeline=pipeline, progress=False)
+{build_trace}
 
 
 def findings(trace) -> list:
@@ -103,6 +105,43 @@ def test_the_finding_is_gone():
     found = findings(build_trace())
     assert not found, "\\n".join([*map(str, found), f"(reduced from: {{FINDING}})"])
 '''
+
+
+_BUILD_TRACE = '''def build_trace(pipeline: str = PIPELINE):
+    """The trace of the reduced module through ``pipeline``."""
+    return explorer.explore(parse(IR, params=weights()), pipeline=pipeline, progress=False)'''
+
+_BUILD_TRACE_WITH_PASSES = '''def build_trace(pipeline: str = PIPELINE, passes=None):
+    """The trace of the reduced module through ``pipeline``, whose passes that are not
+    passlens's own are found by name in ``passes`` (default: PASSES)."""
+    if passes is None and MISSING:
+        raise RuntimeError(
+            f"this file could not write {MISSING}: define them above and add the passes to "
+            "PASSES (or call build_trace(passes=[...]) with the pass classes)"
+        )
+    pipe = build_pipeline(pipeline, classes=PASSES if passes is None else passes)
+    return explorer.explore(parse(IR, params=weights()), pipeline=pipe, progress=False)'''
+
+_PASSES_BLOCK = """
+# ----- the passes of PIPELINE that are not passlens's own (found by name in PASSES) -----------
+
+{text}
+
+
+PASSES = [{names}]
+# what this file could not write from the notebook that made it: define it above (and add its
+# passes to PASSES), or the test says so when it runs
+MISSING = {missing!r}
+
+"""
+
+
+def _passes_block(user_passes: PassSource) -> str:
+    return _PASSES_BLOCK.format(
+        text=user_passes.text or "# (none could be written)",
+        names=", ".join(user_passes.names),
+        missing=list(user_passes.missing),
+    )
 
 
 def _ir_constant(text: str) -> str:
@@ -129,8 +168,18 @@ def make_test_source(
     generated: Mapping[str, tuple[str, tuple]],
     saved: Sequence[str],
     trust_ops: Sequence[str] = (),
+    user_passes: PassSource | None = None,
 ) -> str:
-    """The text of the pytest file for a reduced finding."""
+    """The text of the pytest file for a reduced finding (``user_passes``: the code of the
+    pipeline's passes that are not passlens's own, see ``pass_source.py``)."""
+    needs_passes = ""
+    if user_passes is not None:
+        needs_passes = (
+            "\nIts pipeline has passes that are not passlens's own: they are below, found by "
+            "name in PASSES."
+        )
+        if user_passes.missing:
+            needs_passes += " Some could not be written (MISSING): define them to run it."
     return _TEMPLATE.format(
         what=_plain(f"{kind} at {pass_name}"),
         kind=kind,
@@ -149,6 +198,10 @@ def make_test_source(
         trust_ops=sorted(str(t) for t in trust_ops),
         weights_file=WEIGHTS_FILE,
         needs_file=f", and {WEIGHTS_FILE} beside this file" if saved else "",
+        needs_passes=needs_passes,
+        import_build="\nfrom compiler.passes import build_pipeline" if user_passes else "",
+        passes_block="" if user_passes is None else _passes_block(user_passes),
+        build_trace=_BUILD_TRACE if user_passes is None else _BUILD_TRACE_WITH_PASSES,
         ir=_ir_constant(ir),
         generated_weight=inspect.getsource(generated_weight),
     )

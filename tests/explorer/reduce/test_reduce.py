@@ -437,6 +437,7 @@ class _FakeStep:
     def __init__(self, index, spec, children, parent):
         self.index, self.spec, self.children, self.parent = index, spec, children, parent
         self.kind, self.depth, self.trace = "pass", 0 if parent is None else 1, None
+        self.pass_object = self.saved_pass = None  # a loaded step's: found again by its spec
 
 
 def test_the_step_tree_is_walked_once_per_step(monkeypatch):
