@@ -14,7 +14,8 @@
 The rewriter tries the rules on every binding of every function, in table order (a rewrite
 returning None leaves the node to the next rule), removes what no longer feeds an output, and
 records each application (the explorer's rewrites tab). The table is registered under the
-pass's name when the pass runs, so views can show each rule's line of doc.
+pass's name when the pass runs, as its class's (a class defined again replaces it), so views
+can show each rule's line of doc.
 """
 
 from __future__ import annotations
@@ -39,6 +40,6 @@ class RulePass(Pass):
         bad = [type(r).__name__ for r in table if not isinstance(r, Rule)]
         if bad:
             raise TypeError(f"{self.name}: rules holds Rule objects, not {', '.join(bad)}")
-        rule_table(self.name, *table)  # the doc lines the views show, for this table
+        rule_table(self.name, *table, owner=type(self))  # the doc lines the views show
         rules = Rules(self.name, table, self)
         return rewrite_module(module, lambda name, fn: rules, self.name)
