@@ -36,6 +36,7 @@ NODE_ERRORS = "node_errors"  # the check compares values node by node
 REDUCE = "reduce"  # a finding can be reduced (the adapter's ``reduce``)
 RECHECK_AFTER_LOAD = "recheck_after_load"  # a loaded trace can be checked again
 ONNX_EXPORT = "onnx_export"  # a step's module can be written as ONNX (the adapter's ``to_onnx``)
+RERUN = "rerun"  # a trace can be re-run with a changed pipeline (the adapter's ``rerun``)
 
 
 class Unsupported(PasslensError, ValueError):
