@@ -129,9 +129,10 @@ def make_pass(value: Any, kind: Any, what: str) -> Any:
 
 class Replacements:
     """The ``replace`` argument of a ``rerun``: which pass each key names, and its new pass
-    (see the module docstring)."""
+    (see the module docstring): ``make(value)`` is the new pass of a value (default:
+    :func:`make_pass` with ``kind`` and ``what``)."""
 
-    def __init__(self, replace: Any, kind: Any, what: str):
+    def __init__(self, replace: Any, kind: Any, what: str, make: Any = None):
         if replace is None:
             replace = {}
         if not isinstance(replace, dict):
@@ -139,21 +140,24 @@ class Replacements:
                 "replace is a dict {old pass name, class or object: new pass}, not "
                 f"{type(replace).__name__}"
             )
-        self.items = [(key, make_pass(value, kind, what)) for key, value in replace.items()]
+        make = make or (lambda value: make_pass(value, kind, what))
+        self.items = [(key, make(value)) for key, value in replace.items()]
         self.used: set[int] = set()
 
     def __bool__(self) -> bool:
         return bool(self.items)
 
-    def pick(self, obj: Any, names: Iterable[str]) -> Any:
-        """The new pass for ``obj`` (a pass known by ``names``), or None when no key names it."""
+    def pick(self, obj: Any, names: Iterable[str], cls: type | None = None) -> Any:
+        """The new pass for ``obj`` (a pass known by ``names``, of class ``cls``: its type by
+        default), or None when no key names it."""
         names = {n for n in names if n}
+        cls = type(obj) if cls is None else cls
         for k, (key, new) in enumerate(self.items):
             if key is obj or (
                 isinstance(key, str)
                 and key in names
                 or isinstance(key, type)
-                and same_class(type(obj), key)
+                and same_class(cls, key)
             ):
                 self.used.add(k)
                 return new
