@@ -40,6 +40,8 @@ class Recorded:
     options: dict = field(default_factory=dict)
     #: the pass object each step ran, by step index (where the recorder knows it)
     passes: dict = field(default_factory=dict)
+    #: ``id(pass object) -> its name when recorded`` (a pass that made no step has one too)
+    names: dict = field(default_factory=dict)
 
 
 def keep_recording(
@@ -49,10 +51,11 @@ def keep_recording(
     pipeline: Any,
     options: dict,
     passes: dict | None = None,
+    names: dict | None = None,
 ) -> Any:
     """Keep on ``trace`` how it was recorded (for ``rerun``); returns the trace."""
     trace.recorded_with = Recorded(
-        source, example_inputs, pipeline, dict(options), dict(passes or {})
+        source, example_inputs, pipeline, dict(options), dict(passes or {}), dict(names or {})
     )
     return trace
 
@@ -91,11 +94,14 @@ def check_from_step(trace: Any, from_step: Any) -> int | None:
         raise RerunError(f"from_step is a step's number or name, not {type(from_step).__name__}")
     try:
         step = trace[from_step]
-    except (IndexError, KeyError, ValueError) as e:
+    except IndexError:
         raise RerunError(
-            f"from_step={str(from_step)[:80]!r}: this trace has no such step ({len(trace)} "
-            f"steps, 0 to {len(trace) - 1}): {str(e)[:200]}"
+            f"from_step={from_step}: this trace has no such step ({len(trace)} steps, 0 to "
+            f"{len(trace) - 1})"
         ) from None
+    except (KeyError, ValueError) as e:
+        why = str(e.args[0] if e.args else e)
+        raise RerunError(f"from_step={from_step[:80]!r}: {why[:300]}") from None
     return step.index
 
 

@@ -126,7 +126,7 @@ def explore_onnxruntime(
             f"onnxscript ({e})"
         ) from None
     from explorer.onnxruntime.pipeline import parse, text
-    from explorer.onnxruntime.record import Recorder, check_rules, run_stage
+    from explorer.onnxruntime.record import Recorder, check_rules, rule_name, run_stage
     from explorer.progress import Job
     from explorer.recording import input_tuple, pass_steps
     from explorer.rerunning import keep_recording
@@ -220,7 +220,8 @@ def explore_onnxruntime(
     options = {"rewrite_rules": rules or None, "dynamic_shapes": dynamic_shapes}
     options.update(num_heads=num_heads, hidden_size=hidden_size)
     rule_steps = {offset + k: rule for k, rule in rec.rules.items()}
-    return keep_recording(trace, source, example_inputs, pipeline, options, rule_steps)
+    names = {id(rule): rule_name(rule, f"rule{k}") for k, rule in enumerate(rules)}
+    return keep_recording(trace, source, example_inputs, pipeline, options, rule_steps, names)
 
 
 __all__ = ["ONNXModule", "ONNXSourceError", "ONNXState", "PipelineError", "explore_onnxruntime"]

@@ -64,7 +64,8 @@ def rerun_onnxruntime(
         names = step_names(trace, recorded.passes)  # as named when recorded
         seen: list[str] = []
         for k, rule in enumerate(rules):
-            own = {rule_name(rule, f"rule{k}"), *names.get(id(rule), ())}
+            name = recorded.names.get(id(rule)) or rule_name(rule, f"rule{k}")
+            own = {name, *names.get(id(rule), ())}
             seen.extend(own)
             new = swap.pick(rule, own, rule_class(rule) or type(rule))
             if new is not None:
