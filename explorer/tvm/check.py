@@ -87,6 +87,11 @@ class TVMStepRunner(StepRunner):
         the first that differs named by the finding (explorer/tvm/node_values.py)."""
         if run is None or not run.diverged or step is self.check.imported:
             return
+        if not any(  # a step that diverged as much as the one before: its finding is there
+            f.step is step and f.kind == "diverged" and not f.details.get("node_errors")
+            for f in self.check.findings
+        ):
+            return
         from explorer.tvm.node_values import binding_values, node_errors
 
         if self._reference_values is None:

@@ -166,6 +166,24 @@ def test_the_wrong_pass_is_found_diverged_at_its_own_step_on_the_gelu_it_broke(w
     assert [f.step.name for f in report.failures if f.kind == "diverged"] == ["FastGelu"]
 
 
+def test_only_the_step_that_starts_the_divergence_is_run_binding_by_binding(wrong, monkeypatch):
+    """CanonicalizeBindings diverges as much as FastGelu before it: no second exposed build."""
+    import explorer.tvm.node_values as node_values
+
+    _, trace, _ = wrong
+    seen = []
+    real = node_values.binding_values
+
+    def counting(module, *args):
+        seen.append(module)
+        return real(module, *args)
+
+    monkeypatch.setattr(node_values, "binding_values", counting)
+    report = trace.check(progress=False)
+    assert [c.status for c in report.steps if c.step.name == "CanonicalizeBindings"] == ["diverged"]
+    assert seen == [trace.imported.module, trace["FastGelu"].module]
+
+
 # ----- fix it, run it again ------------------------------------------------------------------
 
 
