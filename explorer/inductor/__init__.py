@@ -19,7 +19,9 @@ The internal split, one module per job (what the adapter interface asks of a com
   as for TVM (``explorer.store.graphs``); a loaded trace has no GraphModules and cannot be
   checked or reduced again;
 - reduce: :mod:`explorer.inductor.reduce` (a custom pass's divergence cut down to the node it
-  breaks, with a pytest file).
+  breaks, with a pytest file);
+- rerun: :mod:`explorer.inductor.rerun` (the model compiled again with a custom pass swapped:
+  a ``CustomGraphPass`` redefined in a notebook cell, fixed, and run again).
 
 Steps, per FX graph Dynamo makes (a graph break starts a new one; a recompile too):
 ``dynamo <id> <frame> (<file>:<line>)`` (the import step: Dynamo's Torch IR graph),
@@ -122,6 +124,7 @@ def explore_inductor(
         raise ImportError(f"compiler='inductor' needs torch ({e})") from None
     from explorer.inductor.record import ImportItem, Recorder
     from explorer.progress import Job
+    from explorer.rerunning import keep_recording
     from explorer.trace import Step, Trace
 
     if pipeline is not None:
@@ -215,7 +218,8 @@ def explore_inductor(
     run.custom_passes = dict(recorder.custom_passes)
     trace.inductor = run
     trace.record_seconds = seconds
-    return trace
+    options = {"dynamic": dynamic, "options": dict(options or {}), "calls": extra}
+    return keep_recording(trace, source, args, None, options, run.custom_passes)
 
 
 __all__ = ["FXModule", "FXRef", "FXState", "InductorError", "InductorRun", "explore_inductor"]

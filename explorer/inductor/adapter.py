@@ -3,20 +3,21 @@ first use)."""
 
 from __future__ import annotations
 
-from explorer.adapters import NODE_ERRORS, REDUCE, Adapter, register_adapter
+from explorer.adapters import NODE_ERRORS, REDUCE, RERUN, Adapter, register_adapter
 
 
 class InductorAdapter(Adapter):
     """Dynamo's graphs and Inductor's FX passes recorded by a torch.compile backend; each FX
     stage's GraphModule run by torch.fx for the check (per-node values); a custom pass's
-    divergence reduced on its own. A loaded trace keeps graphs and texts only."""
+    divergence reduced on its own; a trace re-run with its custom passes swapped. A loaded
+    trace keeps graphs and texts only."""
 
     name = "inductor"
     default_pipeline = None
     takes_pipeline = False  # torch.compile runs its own passes
     needs_inputs = True  # the model is compiled by calling it
     ignored_options = ("strict",)  # torch.compile handles operators itself
-    capabilities = frozenset({NODE_ERRORS, REDUCE})
+    capabilities = frozenset({NODE_ERRORS, REDUCE, RERUN})
 
     def record(self, source, example_inputs, pipeline, progress, **options):
         from explorer.inductor import explore_inductor
@@ -32,6 +33,16 @@ class InductorAdapter(Adapter):
         from explorer.inductor.reduce import reduce_inductor
 
         return reduce_inductor(report, finding, budget=budget, progress=progress)
+
+    def rerun(self, trace, pipeline=None, from_step=None, replace=None, progress=None):
+        """The trace's model compiled again, with the same example inputs and options, the
+        custom passes ``replace`` names swapped (``{old pass name, class or object: new
+        pass}``) and ``pipeline`` (a dict of ``torch._inductor.config`` options) over the
+        trace's options. The whole compile is recorded again (``from_step`` is checked,
+        nothing is shared); a trace read from a file cannot be re-run (``RerunError``)."""
+        from explorer.inductor.rerun import rerun_inductor
+
+        return rerun_inductor(trace, pipeline, from_step, replace, progress)
 
     def reuse_text(self, report) -> str:
         return (

@@ -12,7 +12,10 @@ The conversion most people deploy: ``torch.onnx.export(dynamo=True)`` (the first
 optimizer, then ONNX Runtime's graph transformers, every change a step of one trace (see
 :mod:`explorer.onnxruntime.record` and :mod:`explorer.onnxruntime.ort_steps` for how each is
 observed or rebuilt). ``rewrite_rules=[rule, ...]`` applies onnxscript ``RewriteRule`` s of the
-user's own, each as its own step after the optimizer. onnxruntime and onnxscript are imported
+user's own, each as its own step after the optimizer (named after the rule); the adapter's
+``rerun`` records the source again with a rule swapped (``replace={"add_to_sub": fixed}``:
+explorer/onnxruntime/rerun.py), so a rule fixed in a notebook cell is run again in one call.
+onnxruntime and onnxscript are imported
 only when such a trace is made or checked. ``report.reduce()`` shrinks a ``diverged`` finding
 to a few ONNX nodes and writes a script for an upstream bug report
 (:mod:`explorer.onnxruntime.reduce`).
@@ -123,9 +126,10 @@ def explore_onnxruntime(
             f"onnxscript ({e})"
         ) from None
     from explorer.onnxruntime.pipeline import parse, text
-    from explorer.onnxruntime.record import Recorder, check_rules, run_stage
+    from explorer.onnxruntime.record import Recorder, check_rules, rule_name, run_stage
     from explorer.progress import Job
     from explorer.recording import input_tuple, pass_steps
+    from explorer.rerunning import keep_recording
     from explorer.step import Step
     from explorer.trace import Trace
 
@@ -213,7 +217,11 @@ def explore_onnxruntime(
     trace.onnxruntime = ort_run
     # what made each onnxscript and fusion step, by step index (the reducer runs it again)
     trace.onnxruntime_replay = {offset + k: replay for k, replay in rec.replays.items()}
-    return trace
+    options = {"rewrite_rules": rules or None, "dynamic_shapes": dynamic_shapes}
+    options.update(num_heads=num_heads, hidden_size=hidden_size)
+    rule_steps = {offset + k: rule for k, rule in rec.rules.items()}
+    names = {id(rule): rule_name(rule, f"rule{k}") for k, rule in enumerate(rules)}
+    return keep_recording(trace, source, example_inputs, pipeline, options, rule_steps, names)
 
 
 __all__ = ["ONNXModule", "ONNXSourceError", "ONNXState", "PipelineError", "explore_onnxruntime"]

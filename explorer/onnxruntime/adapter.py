@@ -3,7 +3,7 @@ first use). Importing this module imports neither onnxruntime nor onnxscript."""
 
 from __future__ import annotations
 
-from explorer.adapters import NODE_ERRORS, ONNX_EXPORT, REDUCE, Adapter, register_adapter
+from explorer.adapters import NODE_ERRORS, ONNX_EXPORT, REDUCE, RERUN, Adapter, register_adapter
 
 
 class ONNXRuntimeAdapter(Adapter):
@@ -16,7 +16,7 @@ class ONNXRuntimeAdapter(Adapter):
     name = "onnxruntime"
     default_pipeline = "onnxscript,ort"
     ignored_options = ("strict",)
-    capabilities = frozenset({NODE_ERRORS, REDUCE, ONNX_EXPORT})
+    capabilities = frozenset({NODE_ERRORS, REDUCE, ONNX_EXPORT, RERUN})
 
     def record(self, source, example_inputs, pipeline, progress, **options):
         from explorer.onnxruntime import explore_onnxruntime
@@ -38,6 +38,16 @@ class ONNXRuntimeAdapter(Adapter):
         from explorer.onnxruntime.reduce import reduce_onnxruntime
 
         return reduce_onnxruntime(report, finding, budget=budget, progress=progress)
+
+    def rerun(self, trace, pipeline=None, from_step=None, replace=None, progress=None):
+        """The trace's source recorded again, with the same example inputs and options,
+        through ``pipeline`` (a pipeline text; default: the trace's own) with the user's
+        rewrite rules ``replace`` names swapped (``{old rule name, class or object: new
+        rule}``). The whole pipeline is recorded again (``from_step`` is checked, nothing is
+        shared); a trace read from a file cannot be re-run (``RerunError``)."""
+        from explorer.onnxruntime.rerun import rerun_onnxruntime
+
+        return rerun_onnxruntime(trace, pipeline, from_step, replace, progress)
 
     def rule_doc(self, rule):
         """What an ORT transformer, onnxscript pass or rule, or transformers-optimizer fusion

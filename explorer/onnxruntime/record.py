@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from compiler import PasslensError
 from compiler.passes import Snapshot
 from explorer.onnxruntime.module import ONNXModule, ONNXState
 from explorer.onnxruntime.pipeline import Stage
@@ -55,6 +56,7 @@ class Recorder:
         self.job = job
         self.snapshots: list[Snapshot] = []
         self.replays: dict[int, Replay] = {}
+        self.rules: dict[int, Any] = {}  # snapshot index -> the user's rule that made it
         self.notes: list[str] = []
         self.stage: int | None = None
         self.current: ONNXModule | None = None
@@ -246,22 +248,36 @@ def _recording_passes(rec: Recorder):
 
 
 def rule_name(rule: Any, default: str = "") -> str:
-    """A rewrite rule's name: its ``name``, else the name its module binds it to
-    (onnxscript's own rules have none: ``mul_by_1_rule``), else ``default`` or its type's."""
+    """A rewrite rule's name: its ``name``, else the name its module (or the namespace its
+    functions were defined in: a notebook's, an ``exec``'s) binds it to (onnxscript's own
+    rules have none: ``mul_by_1_rule``); with a ``default`` (a user's rule), else its
+    replacement function's name (``gelu_to_relu``); else ``default`` or its type's."""
     import sys
 
     name = getattr(rule, "name", None)
     if name:
         return str(name)[:200]
-    for fn in (
-        getattr(getattr(rule, "_replacement_pattern", None), "_function", None),
-        getattr(rule, "_condition_function", None),
-    ):
+    replacement = getattr(getattr(rule, "_replacement_pattern", None), "_function", None)
+    for fn in (replacement, getattr(rule, "_condition_function", None)):
         module = sys.modules.get(getattr(fn, "__module__", "") or "")
-        for key, value in list(vars(module).items()) if module is not None else ():
-            if value is rule and not key.startswith("_"):
-                return key
+        spaces = [vars(module) if module is not None else {}]
+        spaces.append(getattr(getattr(fn, "__func__", fn), "__globals__", None) or {})
+        for space in spaces:
+            for key, value in list(space.items()):
+                if value is rule and not key.startswith("_"):
+                    return key[:200]
+    own = getattr(replacement, "__name__", "")
+    if default and own and own not in ("<lambda>", "rewrite"):
+        return own[:200]
     return default or type(rule).__name__
+
+
+def rule_class(rule: Any) -> type | None:
+    """The ``RewriteRuleClassBase`` subclass a rule was made from (``MyRule.rule()``), or
+    None."""
+    replacement = getattr(getattr(rule, "_replacement_pattern", None), "_function", None)
+    owner = getattr(replacement, "__self__", None)
+    return type(owner) if owner is not None else None
 
 
 def run_onnxscript(rec: Recorder, proto: Any) -> Any:
@@ -299,21 +315,68 @@ def run_rules(rec: Recorder, proto: Any, rules: list) -> Any:
     for k, rule in enumerate(rules):
         name = rule_name(rule, f"rule{k}")
         start = time.perf_counter()
-        count = pattern.RewriteRuleSet([rule]).apply_to_model(model)
+        limit = RULE_APPLICATIONS_PER_NODE * _node_count(proto) + 100
+        count = pattern.RewriteRuleSet([capped(rule, name, limit)]).apply_to_model(model)
         if not count:
             rec.notes.append(f"rewrite rule {name[:80]!r} matched nothing")
             if rec.job is not None:
                 rec.job.advance(name)
             continue
-        rec.step(
+        if rec.step(
             name,
             ir.serde.serialize_model(model),
             time.perf_counter() - start,
             {"matches": int(count), "user_rule": True},
             rule_replay(rule),
             owned=True,
-        )
+        ):
+            rec.rules[rec.snapshots[-1].index] = rule
     return ir.serde.serialize_model(model)
+
+
+#: how many times one user rule may apply per node of the model it is given: onnxscript visits
+#: the nodes a rewrite inserts, so a rule that matches what it produces (Add(a, b) -> Add(b, a))
+#: would rewrite forever
+RULE_APPLICATIONS_PER_NODE = 10
+
+
+class RuleLoopError(PasslensError, RuntimeError):
+    """A user's rewrite rule kept matching what it produced (onnxscript would never stop)."""
+
+
+def capped(rule: Any, name: str, limit: int) -> Any:
+    """A copy of ``rule`` that raises :class:`RuleLoopError` past ``limit`` rewrites (the
+    user's rule object is not changed)."""
+    import copy
+
+    original = rule.try_rewrite
+    done = [0]
+
+    def try_rewrite(*args: Any, **kwargs: Any) -> Any:
+        delta = original(*args, **kwargs)
+        if delta is not None:
+            done[0] += 1
+            if done[0] > limit:
+                raise RuleLoopError(
+                    f"rewrite rule {name[:80]!r} applied {limit} times and still matches: it "
+                    "matches what it produces (onnxscript visits the nodes a rewrite adds, so "
+                    "it would never stop); make its replacement something its pattern does not "
+                    "match"
+                )
+        return delta
+
+    out = copy.copy(rule)
+    out.try_rewrite = try_rewrite
+    return out
+
+
+def _node_count(proto: Any) -> int:
+    graphs, n = [proto.graph], 0
+    while graphs:
+        g = graphs.pop()
+        n += len(g.node)
+        graphs.extend(a.g for node in g.node for a in node.attribute if a.HasField("g"))
+    return n + sum(len(f.node) for f in proto.functions)
 
 
 def check_rules(rules: Any) -> list:
@@ -479,9 +542,12 @@ def run_stage(rec: Recorder, stage: Stage, proto: Any, rules: list, options: dic
 __all__ = [
     "Recorder",
     "Replay",
+    "RuleLoopError",
+    "capped",
     "check_rules",
     "fusion_replay",
     "pass_replay",
+    "rule_class",
     "rule_name",
     "rule_replay",
     "run_onnxscript",

@@ -6,6 +6,7 @@
     trace.save("zero.passlens")    # loads again without tvm installed
     small = trace.check((x,)).reduce()   # a diverged pass on a cut of @main (reduce.py)
     small.upstream_repro("repro.py")     # a script with tvm and numpy only, for a bug report
+    fixed = get_adapter("tvm").rerun(trace, replace={"FastGelu": FastGeluFixed()})
 
 The source is imported with TVM's own frontends (``from_exported_program``, ``from_onnx``; a
 ``tvm.IRModule`` as it is), the pipeline runs in a ``PassContext`` with a recording
@@ -15,6 +16,14 @@ is kept as a reference, converted to passlens's graph model only when a view ask
 is passlens's ``Trace`` of ``Step`` s: summary, diff, parameters, views, save and load work
 on it unchanged. tvm is imported only when a TVM trace is made or converted: nothing else in
 passlens needs it.
+
+A pass of the user's own (``@tvm.transform.module_pass`` on a function or class, a
+``@relax.transform.function_pass``, a ``@relax.expr_functor.mutator`` used inside one) is a
+pass like TVM's: its step is named by TVM's ``PassInfo.name`` (the function's or class's
+name), or, for a generic one (``transform``, a lambda), after the Relax mutators it made or
+where it is defined (explorer/tvm/record.py). TVM registers nothing for such a pass, so a
+notebook cell that defines one runs again freely; ``rerun`` (explorer/tvm/rerun.py) records the
+trace's source again with a changed pipeline.
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ def explore_tvm(
         ) from None
     from explorer.progress import Job
     from explorer.recording import input_tuple, pass_steps
+    from explorer.rerunning import keep_recording
     from explorer.step import Step
     from explorer.trace import Trace
     from explorer.tvm.record import resolve_pipeline, run_pipeline
@@ -92,8 +102,9 @@ def explore_tvm(
         )
     finally:
         job.close()
-    steps += pass_steps(snapshots, len(steps))
-    return Trace(
+    offset = len(steps)
+    steps += pass_steps(snapshots, offset)
+    trace = Trace(
         steps,
         source=imported.source,
         example_inputs=example_inputs,
@@ -103,6 +114,10 @@ def explore_tvm(
         interrupted=interrupted,
         compiler="tvm",
     )
+    options = {"opt_level": opt_level, "config": config, "instruments": instruments}
+    options.update(target=target, **frontend_options)
+    passes = {offset + k: p for k, p in state.passes.items()}
+    return keep_recording(trace, source, example_inputs, pipeline, options, passes)
 
 
 __all__ = ["TVMModule", "TVMRef", "TVMState", "explore_tvm"]

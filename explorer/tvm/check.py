@@ -2,12 +2,14 @@
 step's module built with ``relax.build`` and run in the Relax VM (explorer/tvm/run.py).
 
 It is passlens's own check (explorer/check/runner.py: the same report, findings, detectors and
-progress) with its own :class:`~explorer.check.runner.StepRunner`: no per-node values (TVM's VM
-gives the outputs only, so a divergence names the step, not the node), builds shared between
-structurally equal modules, and the calling convention read from the TVM module (after
-``LiftTransformParams`` the check runs ``main_transform_params`` on the weights first; after the
-lazy passes it serves and collects their callbacks by index), so a changed signature is the
-``signature-changed`` finding and not a false divergence. Modules a pass built for itself
+progress) with its own :class:`~explorer.check.runner.StepRunner`: outputs only for every step
+(TVM's VM gives a function's outputs), and for a step that diverged the value of every binding
+of ``main`` against the imported step's (explorer/tvm/node_values.py), so the finding names the
+first binding that differs; builds shared between structurally equal modules, and the calling
+convention read from the TVM module (after ``LiftTransformParams`` the check runs
+``main_transform_params`` on the weights first; after the lazy passes it serves and collects
+their callbacks by index), so a changed signature is the ``signature-changed`` finding and not
+a false divergence. Modules a pass built for itself
 (FoldConstant's kernels) are not run."""
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ from compiler.passes import CallingConvention
 from explorer.check.facts import Run
 from explorer.check.numbers import to_numpy
 from explorer.check.report import CheckError
-from explorer.check.runner import Checker, StepRunner
+from explorer.check.runner import Checker, StepRunner, name_nodes
 
 
 class TVMStepRunner(StepRunner):
     """A TVM trace's steps built with relax.build and run in the Relax VM (see the module
-    docstring): outputs only, so the no-op hooks (no node values, no per-layer errors, nothing
-    to release) are what it needs."""
+    docstring): outputs only, so most no-op hooks (no value cache, no per-layer errors,
+    nothing to release) are what it needs; ``after_step`` names a diverged step's node."""
 
     # the reference: passlens's, without per-node values (the VM gives outputs only)
     own_source = "the source is a TVM module"
@@ -36,6 +38,7 @@ class TVMStepRunner(StepRunner):
         from explorer.tvm.run import TVMRunner
 
         self.vm = TVMRunner(target)
+        self._reference_values: object = None  # the imported step's binding values, once
 
     # ----- inputs ----------------------------------------------------------------------------
     def prepare(self, inputs) -> tuple[list | None, list | None]:
@@ -78,6 +81,34 @@ class TVMStepRunner(StepRunner):
 
     def should_run(self, step) -> bool:
         return not getattr(step.module, "inner", False)  # a module a pass built for itself
+
+    def after_step(self, step, run: Run | None) -> None:
+        """A step that diverged: its ``main`` bindings' values against the imported step's,
+        the first that differs named by the finding (explorer/tvm/node_values.py)."""
+        if run is None or not run.diverged or step is self.check.imported:
+            return
+        if not any(  # a step that diverged as much as the one before: its finding is there
+            f.step is step and f.kind == "diverged" and not f.details.get("node_errors")
+            for f in self.check.findings
+        ):
+            return
+        from explorer.tvm.node_values import binding_values, node_errors
+
+        if self._reference_values is None:
+            imported = self.check.imported.module
+            self._reference_values = (
+                binding_values(imported, self.vm, self.check.runtime, self.check.weights) or False
+            )
+        reference = self._reference_values
+        if not reference:
+            return
+        values = binding_values(step.module, self.vm, self.check.runtime, self.check.weights)
+        if values is None:
+            return
+        errors = node_errors(
+            values, reference, step.module.graph_model(), self.check.rtol, self.check.atol
+        )
+        name_nodes(self.check, step, errors)
 
 
 def imported_weights(module) -> list:

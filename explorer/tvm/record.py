@@ -38,25 +38,53 @@ def resolve_pipeline(pipeline: Any) -> tuple[list, str, bool]:
             raise ValueError(f"TVM has no Relax pipeline named {pipeline!r}: {e}") from None
         return [p], pipeline, False
     if isinstance(pipeline, tvm.transform.Pass):
-        return [pipeline], _pass_name(pipeline), False
+        return [pipeline], tvm_pass_name(pipeline), False
     if isinstance(pipeline, (list, tuple)):
         bad = [type(p).__name__ for p in pipeline if not isinstance(p, tvm.transform.Pass)]
         if bad:
             raise TypeError(
                 f"a TVM pipeline list holds tvm.transform.Pass objects, not {', '.join(bad)}"
             )
-        return list(pipeline), ",".join(_pass_name(p) for p in pipeline), True
+        return list(pipeline), ",".join(tvm_pass_name(p) for p in pipeline), True
     raise TypeError(
         "pipeline for compiler='tvm' is a relax pipeline name (\"zero\"), a tvm.transform.Pass "
         f"or Sequential, or a list of passes; got {type(pipeline).__name__}"
     )
 
 
-def _pass_name(p: Any) -> str:
+def tvm_pass_name(p: Any) -> str:
+    """TVM's name of a pass (its ``PassInfo.name``), else its type's name."""
     try:
         return str(p.info.name)
     except Exception:
         return type(p).__name__
+
+
+#: pass names that say nothing of the pass: a function TVM's tutorials call ``transform``, a
+#: lambda, a wrapper's name. A Python pass so named is named after the Relax mutators or
+#: visitors it makes (``GeluToRelu``), else after where its function is defined.
+GENERIC_NAMES = frozenset(
+    {"transform", "transform_module", "transform_function", "<lambda>", "_pass_func"}
+    | {"pass_func", "wrapper", "inner", "func", "fn", "f", "run", "apply", "mutate", "rewrite"}
+)
+
+
+class _Seen:
+    """What ran inside one generically named pass: the Relax mutator / visitor classes it
+    made (in order), where its own function is defined."""
+
+    __slots__ = ("classes", "where")
+
+    def __init__(self) -> None:
+        self.classes: list[str] = []
+        self.where: str | None = None
+
+    def name(self, generic: str) -> str | None:
+        if self.classes:
+            return "+".join(self.classes[:3])
+        if self.where is not None:
+            return f"{generic} ({self.where})"
+        return None
 
 
 class _Run:
@@ -70,6 +98,65 @@ class _Run:
         self.snapshots: list[Snapshot] = []
         self.stack: list[tuple[int, float]] = []
         self.equal = tvm_ffi.structural_equal
+        self.watch: dict[int, _Seen] = {}  # open generically named passes: what ran inside
+        self.profiling = False
+
+    # ----- names of generically named passes (see GENERIC_NAMES) ---------------------------
+    def _watch(self, index: int, name: str) -> None:
+        """Note what the pass ``snapshots[index]`` makes and calls, for a better name than
+        ``name``: a profile function while it runs (not when another profiler is set)."""
+        import sys
+
+        if name not in GENERIC_NAMES:
+            return
+        if not self.profiling:
+            if sys.getprofile() is not None:
+                return  # someone else's profiler: the pass keeps TVM's name
+            sys.setprofile(self._profile)
+            self.profiling = True
+        self.watch[index] = _Seen()
+
+    def _profile(self, frame: Any, event: str, arg: Any) -> None:
+        if event != "call" or not self.stack:
+            return
+        index = self.stack[-1][0]
+        seen = self.watch.get(index)
+        if seen is None:
+            return
+        code = frame.f_code
+        if code.co_name == "__init__":
+            if not code.co_argcount or code.co_varnames[0] != "self":
+                return
+            obj = frame.f_locals.get("self")
+            cls = type(obj)
+            if isinstance(obj, _visitor_types()) and not cls.__module__.startswith("tvm."):
+                if cls.__name__ not in seen.classes:
+                    seen.classes.append(cls.__name__)
+        elif seen.where is None and code.co_name == self.snapshots[index].spec:
+            import os
+
+            seen.where = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+
+    def _named(self, index: int) -> None:
+        """Rename ``snapshots[index]`` after what ran inside (when it was watched)."""
+        seen = self.watch.pop(index, None)
+        if seen is not None:
+            snap = self.snapshots[index]
+            better = seen.name(snap.spec)
+            if better:
+                snap.pass_name = better[:200]
+        if not self.watch:
+            self.stop_profile()
+
+    def stop_profile(self) -> None:
+        """Remove the profile function (whatever happened to the passes watched)."""
+        import sys
+
+        if self.profiling:
+            if sys.getprofile() == self._profile:
+                sys.setprofile(None)
+            self.profiling = False
+            self.watch.clear()
 
     def before(self, mod: Any, info: Any) -> None:
         parent = self.stack[-1][0] if self.stack else None
@@ -89,6 +176,7 @@ class _Run:
         self.snapshots.append(snap)
         if self.job is not None:
             self.job.advance(name)
+        self._watch(snap.index, name)
         self.stack.append((snap.index, time.perf_counter()))
 
     def after(self, mod: Any, info: Any) -> None:
@@ -96,6 +184,7 @@ class _Run:
         snap = self.snapshots[index]
         snap.seconds = time.perf_counter() - start
         snap.module = self.state.result(snap.before, mod, self.equal)
+        self._named(index)
 
     def failed(self, error: BaseException, binding: Any = None) -> bool:
         """The passes still open when ``error`` left the pipeline failed with it; False when
@@ -118,7 +207,14 @@ class _Run:
             snap.seconds = now - start
             if node is not None and snap.failed_node is None:
                 snap.failed_node = node
+            self._named(index)
         return True
+
+
+def _visitor_types() -> tuple:
+    from tvm.relax.expr_functor import PyExprMutator, PyExprVisitor
+
+    return (PyExprMutator, PyExprVisitor)
 
 
 def failing_binding(p: Any, module: Any, ctx_args: dict) -> Any:
@@ -204,6 +300,7 @@ def run_pipeline(
     current = module
     state.context = {"opt_level": opt_level, "config": dict(config or {}), "target": target}
     with contextlib.ExitStack() as stack:
+        stack.callback(run.stop_profile)
         if target is not None:
             stack.enter_context(tvm.target.Target(target))
         stack.enter_context(tvm.transform.PassContext(**ctx_args))
@@ -227,7 +324,8 @@ def run_pipeline(
                 continue
             if known:
                 skipped = [
-                    SkippedPass(_pass_name(q), _pass_name(q), 0, reason) for q in passes[k + 1 :]
+                    SkippedPass(tvm_pass_name(q), tvm_pass_name(q), 0, reason)
+                    for q in passes[k + 1 :]
                 ]
             break
     return run.snapshots, skipped, interrupted
@@ -236,15 +334,16 @@ def run_pipeline(
 def note_passes(snapshots: list[Snapshot], index: int, p: Any, passes: dict[int, Any]) -> None:
     """Note ``p`` as the pass of ``snapshots[index]`` (when that snapshot is ``p``'s, by
     name) and, for a ``Sequential``, its passes as those of the snapshot's children, matched
-    in order by name (a Sequential skips the passes its opt_level leaves out)."""
-    if index >= len(snapshots) or snapshots[index].pass_name != _pass_name(p):
+    in order by name (a Sequential skips the passes its opt_level leaves out). A snapshot's
+    ``spec`` is TVM's name of its pass (its ``pass_name`` may be a better one)."""
+    if index >= len(snapshots) or snapshots[index].spec != tvm_pass_name(p):
         return
     passes[index] = p
     inner = list(getattr(p, "passes", None) or ())
     k = 0
     for child in snapshots[index].children:
-        name = snapshots[child].pass_name
-        while k < len(inner) and _pass_name(inner[k]) != name:
+        name = snapshots[child].spec
+        while k < len(inner) and tvm_pass_name(inner[k]) != name:
             k += 1
         if k == len(inner):
             return
@@ -254,7 +353,7 @@ def note_passes(snapshots: list[Snapshot], index: int, p: Any, passes: dict[int,
 
 def _failed_name(run: _Run, p: Any) -> str:
     failed = [s for s in run.snapshots if s.error is not None]
-    return failed[-1].spec if failed else _pass_name(p)
+    return failed[-1].spec if failed else tvm_pass_name(p)
 
 
-__all__ = ["make_instrument", "resolve_pipeline", "run_pipeline"]
+__all__ = ["make_instrument", "resolve_pipeline", "run_pipeline", "tvm_pass_name"]
