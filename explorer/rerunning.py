@@ -21,11 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler import PasslensError
-
-
-class RerunError(PasslensError, ValueError):
-    """A trace cannot be re-run as asked (the message says why and what to do)."""
+from explorer.trace import RerunError
 
 
 @dataclass

@@ -31,6 +31,7 @@ from explorer.adapters import get_adapter
 from explorer.check import check as check_trace
 from explorer.check.param_map import param_map as trace_param_map
 from explorer.compare import compare as compare_traces
+from explorer.compare import first_difference as first_step_difference
 from explorer.interop import export as export_step
 from explorer.step import Step
 from explorer.summary import opaque_ops as opaque_op_rows
@@ -189,9 +190,14 @@ class Trace:
         this trace's last check for the shared steps. With nothing changed, a warning says so
         and every step is shared. Raises :class:`RerunError`, or ``Unsupported`` for a
         compiler whose adapter cannot re-run (see the adapter's ``rerun``)."""
-        return get_adapter(self.compiler).rerun(
+        new = get_adapter(self.compiler).rerun(
             self, pipeline=pipeline, from_step=from_step, replace=replace, progress=progress
         )
+        if getattr(new, "rerun_of", None) is None:  # recorded whole again (TVM, Inductor, ORT)
+            new.rerun_of = self
+            k = first_step_difference(self, new)
+            new.rerun_from = len(new.steps) if k is None else k
+        return new
 
     def compare(self, other: Trace, labels: Sequence[str] | None = None):
         """This trace and ``other`` side by side: ``explorer.compare(self, other)`` (an

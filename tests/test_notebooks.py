@@ -44,6 +44,7 @@ EXPECTED = [
     "07_tvm.ipynb",
     "08_torch_compile.ipynb",
     "09_onnxruntime.ipynb",
+    "10_your_first_pass.ipynb",
 ]
 # a link to where the bug (or the tool) is discussed upstream: TVM's issues and forum, PyTorch's,
 # ONNX's and onnxruntime's

@@ -12,8 +12,9 @@
         )
 
 The rewriter tries the rules on every binding of every function, in table order (a rewrite
-returning None leaves the node to the next rule), removes what no longer feeds an output, and
-records each application (the explorer's rewrites tab). The table is registered under the
+returning None leaves the node to the next rule), and records each application (the
+explorer's rewrites tab). Nodes a rewrite no longer uses stay where they are:
+``dead-code-elimination`` (in ``default``) removes them. The table is registered under the
 pass's name when the pass runs, as its class's (a class defined again replaces it), so views
 can show each rule's line of doc.
 """
