@@ -53,6 +53,9 @@ LAYOUT_CSS = """
 .pl-frame-bar .widget-button{flex:none}
 .pl-frame .pl-timeline{max-height:600px}
 .pl-runs-bar{align-items:center;gap:12px}
+.pl-run-columns{container-type:inline-size}
+.pl-run-columns .plg-details{width:clamp(180px,30%,260px)}
+@container (max-width: 1040px){.pl-run-old-column .plg-details.plg-open{display:none}}
 @container (max-width: 848px){.pl-frame .pl-timeline{max-height:170px}
 .pl-frame .pl-frame-side{flex:1 1 100% !important}}
 """
@@ -176,12 +179,16 @@ class PassStepper(StepFrame, w.VBox):
         self.old_column = w.VBox(
             [self.old_caption], layout=w.Layout(flex="1 1 0", min_width="0", display="none")
         )
+        # two graphs in one narrow pane (a cell beside JupyterLab's file browser): the old
+        # side's details panel gives way (its node still selected, the new side's panel says)
+        self.old_column.add_class("pl-run-old-column")
         new_column = w.VBox(
             [self.new_caption, self.graph], layout=w.Layout(flex="1 1 0", min_width="0")
         )
         columns = w.HBox(
             [self.old_column, new_column], layout=w.Layout(width="100%", grid_gap="0 8px")
         )
+        columns.add_class("pl-run-columns")
         self.graph_pane = w.VBox([self.runs_bar, columns], layout=w.Layout(width="100%"))
 
     def _load(self, trace, report) -> None:
@@ -289,6 +296,10 @@ class PassStepper(StepFrame, w.VBox):
         base_report = getattr(rerun_view.rerun_base(self.trace), "report", None)
         self.old_caption.value = rerun_view.run_caption_html("old run", old, base_report, "old")
         self.new_caption.value = rerun_view.run_caption_html("new run", self.step, self.report)
+        # shown before the old graph is drawn: drawn while hidden, it would open on a view
+        # measured at zero size
+        self.old_column.layout.display = None
+        self.new_caption.layout.display = None
         if self.old_graph is None:
             self.old_graph = GraphView(max_boxes=self.max_boxes, layout=w.Layout(width="100%"))
             self.old_graph.observe(lambda change: self._sync_node(self.graph, change), "selected")
@@ -300,8 +311,6 @@ class PassStepper(StepFrame, w.VBox):
             if node and node in self.old_graph.details:
                 self.old_graph.selected = node
                 break
-        self.old_column.layout.display = None
-        self.new_caption.layout.display = None
 
     def _sync_node(self, other, change) -> None:
         """A node selected on one side is selected on the other, where it has that node."""

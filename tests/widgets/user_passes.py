@@ -18,6 +18,15 @@ from compiler.ir import Call, Constant
 from compiler.passes import Rule, RulePass, op
 
 MODEL = "models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)"
+# a notebook's first cell: the wrong pass's trace, checked (the browser test, the screenshot)
+RERUN_SETUP = (
+    "import explorer\nfrom compiler import models\n"
+    "from tests.widgets.user_passes import MODEL, FastGelu, FastGeluFixed, rerun_with_fix\n"
+    "pipeline = ['default', FastGelu()]\n"
+    "trace = explorer.explore(eval(MODEL, {'models': models}), pipeline=pipeline)\n"
+    "trace.check()\n"
+)
+RERUN_NODE = "fused_matmul_add_gelu/return"  # under the gelu the pass rewrites (in both runs)
 
 
 class FastGelu(RulePass):
