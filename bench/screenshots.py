@@ -7,6 +7,11 @@
   readers without a kernel (the published pages of ``make notebooks-html``),
 - notebooks/img/report.png: the self-contained HTML report (``trace.to_html``),
 - notebooks/img/app.png: the Panel app (``passlens serve``),
+- notebooks/img/rerun_stepper.png: a re-run in JupyterLab (issue 42): a stepper on a user's
+  wrong pass (tests/widgets/user_passes.py's fast-gelu, a node selected), then a cell
+  re-running the trace with the fix and calling ``new.stepper()``: the same stepper, on the
+  same step and node, the old run beside the new one; the picture is of that second cell,
+- notebooks/img/compare.png: ``explorer.compare(old, new).to_html(...)`` of that re-run,
 
 each at 1600x1000 on the fold-constant step of a small ConvNeXt through the linear-broadcast
 replica and fold-constant (the weight-bloat bug of docs/bugs.md: fold-constant bakes 8 copies of
@@ -48,7 +53,7 @@ MODEL = "models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)"
 PIPELINE = "replica-linear-broadcast,fold-constant"
 WRONG = "decompose-ops,test-check-flip-add,fold-constant,dead-code-elimination,fuse-ops"
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"]
-SHOTS = ("report", "maps", "app", "stepper", "notebooks")
+SHOTS = ("report", "maps", "app", "stepper", "notebooks", "rerun", "compare")
 ORT_SHOTS = ("report", "rewrites", "text", "app", "stepper")
 BENCH = Path(__file__).resolve().parent
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -94,6 +99,58 @@ def shoot_stepper(page, folder: Path, cells: list[str], path: Path, step: str) -
         clip = {**box, "height": min(box["height"], 1000 - box["y"])}
         page.screenshot(path=str(path), clip=clip)
         print(f"wrote {path}")
+
+
+def shoot_rerun(page, tmp: str, out: Path, only: set[str]) -> None:
+    """The re-run pictures (see the module docstring)."""
+    from playwright.sync_api import expect
+
+    from tests.widgets.lab import jupyterlab, run_all
+    from tests.widgets.user_passes import RERUN_NODE, RERUN_SETUP
+
+    if "rerun" in only:
+        first = (
+            RERUN_SETUP + "stepper = trace.stepper()\nstepper.index = trace['fast-gelu'].index\n"
+            f"stepper.graph.selected = {RERUN_NODE!r}\nstepper"
+        )
+        second = (
+            "new = rerun_with_fix(trace, pipeline, FastGeluFixed())\nnew.check()\n"
+            "assert new.stepper() is stepper\nnew.stepper()"
+        )
+        folder = Path(tmp) / "rerun"
+        folder.mkdir()
+        with jupyterlab(folder, [first, second]) as url:
+            page.goto(url)
+            run_all(page)
+            output = page.locator(".jp-OutputArea-output:has(.pl-header)").last
+            expect(output.locator(".pl-run-old")).to_contain_text("diverged")
+            expect(output.locator(".plg-n.plg-sel").first).to_be_attached()
+            time.sleep(1.5)  # both graphs settle on the selected node
+            page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
+            time.sleep(0.5)
+            output.scroll_into_view_if_needed()
+            box = output.bounding_box()
+            clip = {**box, "height": min(box["height"], 1000 - box["y"])}
+            page.screenshot(path=str(out / "rerun_stepper.png"), clip=clip)
+            print(f"wrote {out / 'rerun_stepper.png'}")
+    if "compare" in only:
+        import explorer
+        from compiler import models
+        from tests.widgets.user_passes import MODEL, FastGelu, FastGeluFixed, rerun_with_fix
+
+        pipeline = ["default", FastGelu()]
+        trace = explorer.explore(eval(MODEL, {"models": models}), pipeline=pipeline)  # noqa: S307
+        trace.check()
+        new = rerun_with_fix(trace, pipeline, FastGeluFixed())
+        new.check()
+        path = Path(tmp) / "compare.html"
+        explorer.compare(trace, new).to_html(path)
+        page.goto(path.as_uri())
+        for frame in page.frames[1:]:  # each side's graph, drawn in its iframe
+            frame.locator("#pl-graph .plg-n").first.wait_for()
+        time.sleep(1.0)
+        page.screenshot(path=str(out / "compare.png"))
+        print(f"wrote {out / 'compare.png'}")
 
 
 def shoot_onnxruntime(page, which: str, out: Path, only: set[str], tmp: str) -> None:
@@ -202,6 +259,16 @@ def main() -> int:
             browser.close()
         return 0
 
+    if not only - {"rerun", "compare"}:  # only the re-run's pictures: no other trace needed
+        expect.set_options(timeout=60000)
+        with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
+            browser = p.chromium.launch(executable_path=chromium, args=ARGS)
+            page = browser.new_page(viewport={"width": 1600, "height": 1000}, device_scale_factor=1)
+            page.set_default_timeout(60000)
+            shoot_rerun(page, tmp, out, only)
+            browser.close()
+        return 0
+
     import explorer
     from compiler import models
     from widgets.app import serve
@@ -279,6 +346,8 @@ def main() -> int:
                     folder.mkdir()
                     step_name = opened.group(1) if opened else ""
                     shoot_stepper(page, folder, cells, out / name, step_name)
+        if only & {"rerun", "compare"}:
+            shoot_rerun(page, tmp, out, only)
         browser.close()
     return 0
 

@@ -252,12 +252,51 @@ class Comparison:
             f"<li><b>{e(side.label)}</b>: {e('; '.join(self.param_lines(side)))}</li>"
             for side in (self.a, self.b)
         )
+        # the display hook: both sides at the first step that differs, drawn by the widgets
+        from widgets.rerun_view import comparison_html
+
         return (
             "<style>.pl-differs{background:#fff3cd}</style><div class='pl-compare'>"
-            f"<p><b>{e(self.headline())}</b></p><table><thead><tr><th></th>"
+            f"<p><b>{e(self.headline())}</b></p>{comparison_html(self)}"
+            f"<table><thead><tr><th></th>"
             f"<th>{e(self.a.label)}</th><th>{e(self.b.label)}</th><th></th></tr></thead>"
             f"<tbody>{body}</tbody></table><p>param bytes by step:</p><ul>{params}</ul></div>"
         )
+
+    def to_html(self, path) -> int:
+        """Write the comparison's HTML (what Jupyter shows: both sides at the first step that
+        differs, then the table) as one self-contained page; returns the file's size."""
+        from pathlib import Path
+
+        title = html.escape(f"{self.a.label} vs {self.b.label}")
+        page = (
+            "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            f"<title>{title}</title><style>body{{font:13px system-ui,sans-serif;margin:12px}}"
+            "</style></head><body>" + self._repr_html_() + "</body></html>"
+        )
+        data = page.encode("utf-8")
+        Path(path).write_bytes(data)
+        return len(data)
+
+    def changed_steps(self) -> tuple[Step, Step] | None:
+        """The pair of steps, one of each trace, where they first differ: what the HTML opens
+        on. For a re-run and the trace it re-ran (``rerun_of``, either way round), the first
+        divergence from the first step recorded anew (``rerun_from``) on, else that step in
+        both (a fix that changed values only); otherwise the first divergence; None when
+        the two never differ."""
+        a, b = self.trace_a, self.trace_b
+        new = None
+        if getattr(b, "rerun_of", None) is a:
+            new = b
+        elif getattr(a, "rerun_of", None) is b:
+            new = a
+        start = getattr(new, "rerun_from", None)
+        d = self.first_divergence
+        if isinstance(start, int) and 0 <= start < min(len(a.steps), len(b.steps)):
+            if d is not None and min(d.step_a.index, d.step_b.index) >= start:
+                return d.step_a, d.step_b
+            return a.steps[start], b.steps[start]
+        return None if d is None else (d.step_a, d.step_b)
 
 
 # ===== the comparison ========================================================================

@@ -252,10 +252,11 @@ class Trace:
     def stepper(self, report=None):
         """The Jupyter widget to step through the passes (with a check ``report``, by default
         ``trace.report``, False for none: its findings on the graphs and in the timeline,
-        and the numerics tab)."""
-        from widgets.stepper import PassStepper
+        and the numerics tab). For a re-run (``rerun_of``), the stepper displayed for the
+        trace it re-ran shows it in place and is returned (see ``widgets.stepper``)."""
+        from widgets.stepper import stepper_for
 
-        return PassStepper(self, report=self._report(report))
+        return stepper_for(self, report=self._report(report))
 
 
 __all__ = ["RerunError", "Step", "Trace"]

@@ -26,6 +26,7 @@ DISPLAY_HOOKS = {
     ("explorer.trace", "Trace.stepper"),
     ("explorer.check.param_map", "ParamMap._repr_html_"),
     ("explorer.check.layers", "ErrorMap._repr_html_"),
+    ("explorer.compare", "Comparison._repr_html_"),
 }
 
 

@@ -163,13 +163,14 @@ PasslensGraphParts.part({
     }
     // the selection dropped without a word (its index is of the side left)
     function forget() { st.sel = -1; }
-    // open the groups holding node i; `then` runs once it is drawn
+    // open the groups holding node i; `then` runs once it is drawn (also when the data just set is
+    // still being laid out: a live view's node selected with its step, as a re-run's old side is)
     function ensureVisible(i, then) {
       const m = st.m;
       const n = m.p.nodes[i];
       const j = inlined(m, i) ? n.inl : i;
       const changed = expansion.openUp(m, m.p.nodes[j].g);
-      if (changed) draw(() => { notifyCollapsed(); if (then) then(); });
+      if (changed || st.drawn !== m) draw(() => { notifyCollapsed(); if (then) then(); });
       else if (then) then();
     }
     function locate(i, k) {
