@@ -1,8 +1,8 @@
 """README.md stands alone and runs as pasted (issue #18), and its first screen is what a
 newcomer needs (issue #30): what passlens is, the two commands, how to activate the
 environment, the tour and where to go next, in under about 1,500 words; the reference lives in
-docs/reference.md. Every ```python block of both runs on its own in a fresh interpreter in an
-empty directory, the table of the ``default`` pipeline is the pipeline's, and every relative
+docs/reference.md. Every ```python block of both (and of docs/passes.md) runs on its own in a
+fresh interpreter in an empty directory, the table of the ``default`` pipeline is the pipeline's, and every relative
 link points at a file of the repository."""
 
 import json
@@ -22,6 +22,7 @@ from passlens import PORT
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 REFERENCE = ROOT / "docs" / "reference.md"
+PASSES_PAGE = ROOT / "docs" / "passes.md"
 FENCE = re.compile(r"^( *)```python\n(.*?)^\1```$", re.M | re.S)
 
 
@@ -35,7 +36,7 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
 
 BLOCKS = [(f"README.md:{n}", code) for n, code in python_blocks(README.read_text())] + [
     (f"docs/reference.md:{n}", code) for n, code in python_blocks(REFERENCE.read_text())
-]
+] + [(f"docs/passes.md:{n}", code) for n, code in python_blocks(PASSES_PAGE.read_text())]
 
 
 def _port_busy(port: int) -> bool:
