@@ -23,7 +23,7 @@ from compiler.frontend.torch_ops.common import (
     rank_of,
     recorded_shape,
 )
-from compiler.ir.nodes import Call, Constant, Expr, TupleGetItem, call
+from compiler.ir.nodes import Call, Expr, TupleGetItem, call
 from compiler.ir.symbolic import ANY, Dim, SymExpr
 from compiler.ir.types import DType, TensorType, TupleType
 
@@ -816,15 +816,18 @@ def _unfold_check(node) -> str | None:
 @converts("aten.unfold.default", check=_unfold_check)
 def _unfold(ctx, node, args, kwargs):
     """``x.unfold(dim, size, step)``: window ``k`` along ``dim`` is elements ``k * step`` to
-    ``k * step + size - 1``, a new last axis. One ``take`` of the (windows, size) index table
-    along ``dim``, then that axis moved last."""
+    ``k * step + size - 1``, a new last axis. One ``take`` along ``dim`` of the (windows, size)
+    index table (computed from two aranges, so a long axis puts no table in the module), then
+    that axis moved last."""
     a = ctx.arg(args, kwargs)
     x = a["self"]
     rank = rank_of(x)
     dim = positive_axis(int(a["dimension"]), rank)
     size, step = int(a["size"]), int(a["step"])
     count = (int(x.ty.shape[dim]) - size) // step + 1
-    index = np.arange(count)[:, None] * step + np.arange(size)[None, :]
-    y = call("take", x, Constant(index.astype(np.int64)), axis=dim)  # [..., count, size, ...]
+    starts = call("arange", start=0, stop=count * step, step=step, dtype=DType.int64)
+    offsets = call("arange", start=0, stop=size, dtype=DType.int64)
+    index = call("add", call("unsqueeze", starts, axes=[1]), call("unsqueeze", offsets, axes=[0]))
+    y = call("take", x, index, axis=dim)  # [..., count, size, ...]
     order = [k for k in range(rank + 1) if k != dim + 1] + [dim + 1]
     return y if dim == rank - 1 else call("permute_dims", y, axes=order)

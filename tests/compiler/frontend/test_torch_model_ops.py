@@ -295,6 +295,16 @@ def test_tensor_unfold_matches_torch(dim, size, step, shape):
     assert "opaque" not in _ops(module) and "take" in _ops(module)
 
 
+def test_tensor_unfold_of_a_long_axis_puts_no_index_table_in_the_module():
+    """501 windows of 500: the (windows, size) index is computed when the module runs."""
+    from compiler.ir.nodes import Constant
+
+    module = from_torch(Fn(lambda t: t.unfold(0, 500, 1)), (randn(1000),))
+    nodes = [n for fn in module.functions.values() for n in fn.iter_nodes()]
+    assert "opaque" not in _ops(module)
+    assert max((n.data.nbytes for n in nodes if isinstance(n, Constant)), default=0) < 1024
+
+
 def test_tensor_unfold_of_integers_matches_torch():
     check_torch(lambda t: t.unfold(1, 3, 1) * 2, randint(2, 6))
 
