@@ -1,5 +1,6 @@
 """Converters of ATen indexing operators: embedding and gathers, scatters, advanced indexing
-and ``index_put``, top-k and sorting, histograms, triangles and one-hot."""
+and ``index_put``, top-k and sorting, histograms, triangles and one-hot, and the windows of
+``col2im`` (nn.Fold, a scatter-add) and ``Tensor.unfold`` (a gather)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from compiler.frontend.torch_ops.common import (
     as_tensor,
     cast,
     dtype_of,
+    int_list,
     literal_arg,
     positive_axis,
     rank_of,
@@ -382,3 +384,108 @@ def _bincount(ctx, node, args, kwargs):
         raise FrontendError(f"bincount takes a 1-D tensor of integers, got {x.ty}")
     extra = [] if weights is None else [weights]
     return call("bincount", x, *extra, minlength=minlength, dtype=ctx.out_dtype)
+
+
+# ----- col2im (nn.Fold): im2col's scatter-add (im2col, a gather of slices, is in shape.py) ------
+
+
+def _col2im_grid(shape, output_size, kernel_size, dilation, padding, stride) -> tuple | str:
+    """col2im's geometry: (channels, (h, w), (oh, ow), kernel, dilation, padding, stride) for
+    columns of ``shape``, or why they do not fit (a crafted program can name any arguments:
+    that use is left to torch, whose refusal is the run's error)."""
+    if len(shape) not in (2, 3):
+        return f"col2im of a rank-{len(shape)} input (2-D or 3-D columns)"
+    rows, length = shape[-2:]
+    if not all(isinstance(d, int) for d in (rows, length, *output_size)):
+        return "col2im (nn.Fold) of symbolic sizes"
+    (h, w), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (
+        int_list(v, 2) for v in (output_size, kernel_size, dilation, padding, stride)
+    )
+    if min(h, w, kh, kw, dh, dw, sh, sw) < 1 or min(ph, pw) < 0:
+        return "col2im with a size, kernel, dilation or stride below 1, or a negative padding"
+    oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    if rows % (kh * kw) or oh < 1 or ow < 1 or oh * ow != length:
+        return f"col2im: {rows} x {length} columns do not fit a {kh}x{kw} kernel on {h}x{w}"
+    return rows // (kh * kw), (h, w), (oh, ow), (kh, kw), (dh, dw), (ph, pw), (sh, sw)
+
+
+def _col2im_check(node) -> str | None:
+    val = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None
+    if val is None:
+        return None
+    grid = _col2im_grid(list(val.shape), *node.args[1:6])
+    return grid if isinstance(grid, str) else None
+
+
+@converts("aten.col2im.default", check=_col2im_check)
+def _col2im(ctx, node, args, kwargs):
+    """torch's Fold, im2col's adjoint: row ``c * kh * kw + i * kw + j`` of the columns is the
+    image of kernel offset (i, j) on the window grid; spread to the stride (zeros between)
+    and padded into place (a negative pad crops what falls in the padding), the kh * kw images
+    are added in torch's order (i, then j), so each pixel's sum is the one torch computes."""
+    a = ctx.arg(args, kwargs)
+    x = a["self"]
+    names = ("output_size", "kernel_size", "dilation", "padding", "stride")
+    grid = _col2im_grid(list(x.ty.shape), *(a[n] for n in names))
+    if isinstance(grid, str):
+        raise FrontendError(grid)
+    channels, (h, w), (oh, ow), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = grid
+    lead = list(x.ty.shape[:-2])
+    # [*, C, kh, kw, oh, 1, ow, 1] padded to the stride: [*, C, kh, kw, oh * sh, ow * sw]
+    y = call("reshape", x, shape=[*lead, channels, kh, kw, oh, 1, ow, 1])
+    if sh > 1 or sw > 1:
+        ends = [0] * (len(lead) + 4) + [sh - 1, 0, sw - 1]
+        y = call("pad", y, pads=[0] * len(ends) + ends, mode="constant", value=0.0)
+    y = call("reshape", y, shape=[*lead, channels, kh, kw, oh * sh, ow * sw])
+    axes = [len(lead) + 1, len(lead) + 2]
+    out = None
+    for i in range(kh):
+        for j in range(kw):
+            piece = call("strided_slice", y, begin=[i, j], end=[i + 1, j + 1], axes=axes)
+            piece = call("reshape", piece, shape=[*lead, channels, oh * sh, ow * sw])
+            top, left = i * dh - ph, j * dw - pw
+            begins = [0] * (len(lead) + 1) + [top, left]
+            ends = [0] * (len(lead) + 1) + [h - top - oh * sh, w - left - ow * sw]
+            piece = call("pad", piece, pads=begins + ends, mode="constant", value=0.0)
+            out = piece if out is None else call("add", out, piece)
+    return out
+
+
+# ----- Tensor.unfold (sliding windows along one axis) ------------------------------------------
+
+
+def _unfold_check(node) -> str | None:
+    val = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None
+    if val is None:
+        return None
+    if val.dim() == 0:
+        return "unfold of a 0-d tensor"
+    dim, size, step = node.args[1:4]
+    if not all(isinstance(v, int) for v in (dim, size, step)) or not -val.dim() <= dim < val.dim():
+        return "unfold with a dimension, size or step that is not a number in range"
+    length = val.shape[positive_axis(dim, val.dim())]
+    if not isinstance(length, int):
+        return "unfold along an axis of symbolic size"
+    if size < 1 or step < 1 or size > length:
+        return f"unfold: a window of {size} by steps of {step} on {length} elements"
+    return None
+
+
+@converts("aten.unfold.default", check=_unfold_check)
+def _unfold(ctx, node, args, kwargs):
+    """``x.unfold(dim, size, step)``: window ``k`` along ``dim`` is elements ``k * step`` to
+    ``k * step + size - 1``, a new last axis. One ``take`` along ``dim`` of the (windows, size)
+    index table (computed from two aranges, so a long axis puts no table in the module), then
+    that axis moved last."""
+    a = ctx.arg(args, kwargs)
+    x = a["self"]
+    rank = rank_of(x)
+    dim = positive_axis(int(a["dimension"]), rank)
+    size, step = int(a["size"]), int(a["step"])
+    count = (int(x.ty.shape[dim]) - size) // step + 1
+    starts = call("arange", start=0, stop=count * step, step=step, dtype=DType.int64)
+    offsets = call("arange", start=0, stop=size, dtype=DType.int64)
+    index = call("add", call("unsqueeze", starts, axes=[1]), call("unsqueeze", offsets, axes=[0]))
+    y = call("take", x, index, axis=dim)  # [..., count, size, ...]
+    order = [k for k in range(rank + 1) if k != dim + 1] + [dim + 1]
+    return y if dim == rank - 1 else call("permute_dims", y, axes=order)

@@ -1,7 +1,8 @@
 """Converters for the ops that real models left opaque (issue 41): ``multiply`` (mul's alias),
 ``addcmul``, ``einsum`` (transposes, reshapes and matmuls), batch norm in training form
-(weight standardisation) and ``im2col`` (nn.Unfold). Each is compared with torch eager
-through the interpreter and the compiled backend, and explored: no opaque op, check ok."""
+(weight standardisation), ``im2col`` (nn.Unfold), ``col2im`` (nn.Fold: VOLO's outlooker) and
+``Tensor.unfold`` (HaloNet's windows). Each is compared with torch eager through the
+interpreter and the compiled backend, and explored: no opaque op, check ok."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from compiler import build
 from compiler.frontend import from_torch
 from compiler.frontend.torch_convert import ATEN_CONVERTERS
 from compiler.ir.nodes import Call
@@ -230,6 +232,132 @@ def test_unfold_of_float64_matches_torch():
     check_torch(nn.Unfold(2, stride=2), randn(1, 2, 4, 4, dtype=torch.float64))
 
 
+# ----- col2im (nn.Fold) --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, out, shape",
+    [
+        ({"kernel_size": 3, "padding": 1, "stride": 2}, (6, 6), (2, 2 * 9, 9)),  # VOLO's
+        ({"kernel_size": 3, "padding": 1}, (4, 5), (1, 3 * 9, 20)),  # overlapping windows
+        ({"kernel_size": 2, "stride": 3}, (7, 5), (1, 4 * 4, 2 * 2)),  # gaps between windows
+        ({"kernel_size": (2, 3), "dilation": (2, 1), "stride": (1, 2)}, (5, 6), (2, 12, 6)),
+        ({"kernel_size": 3, "padding": (2, 0), "stride": 2}, (5, 7), (9 * 2, 4 * 3)),  # unbatched
+        ({"kernel_size": 1}, (3, 3), (1, 4, 9)),
+        ({"kernel_size": 2, "stride": 2}, (5, 5), (1, 4, 4)),  # the last row and column: zeros
+    ],
+)
+def test_fold_matches_torch(kwargs, out, shape):
+    model = nn.Fold(out, **kwargs)
+    x = randn(*shape)
+    assert "aten.col2im.default" in _targets(model, (x,))
+    module = check_torch(model, x)
+    assert "opaque" not in _ops(module)
+
+
+def test_fold_adds_each_pixels_windows_in_torchs_order():
+    """Overlapping windows of values of very different sizes: float32 sums that depend on the
+    order, each the one torch's col2im computes (bit for bit in the interpreter)."""
+    x = randn(1, 2 * 9, 16) * torch.logspace(-6, 6, 16)
+    model = nn.Fold((4, 4), kernel_size=3, padding=1)
+    (got,) = from_torch_run(model, x)
+    np.testing.assert_array_equal(got, model(x).numpy())
+
+
+def test_fold_of_float64_and_a_dynamic_batch_matches_torch():
+    n = torch.export.Dim("n", min=1)
+    model = nn.Fold((5, 4), kernel_size=2, stride=1)
+    x = randn(2, 3 * 4, 12, dtype=torch.float64)
+    module = check_torch(model, x, dynamic_shapes=({0: n},))
+    other = randn(3, 3 * 4, 12, dtype=torch.float64)
+    (got,) = build(module)(other.numpy())
+    np.testing.assert_allclose(got, model(other).numpy(), rtol=1e-12)
+
+
+# ----- Tensor.unfold -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dim, size, step, shape",
+    [
+        (2, 3, 2, (1, 2, 7, 4)),
+        (-1, 2, 1, (3, 5)),  # the last axis: no transpose
+        (0, 4, 4, (8, 3)),  # tiles
+        (1, 2, 3, (2, 9, 2)),  # gaps between windows
+        (0, 5, 1, (5,)),  # one window of the whole axis
+    ],
+)
+def test_tensor_unfold_matches_torch(dim, size, step, shape):
+    x = randn(*shape)
+    fn = Fn(lambda t: t.unfold(dim, size, step))
+    assert "aten.unfold.default" in _targets(fn, (x,))
+    module = check_torch(fn, x)
+    assert "opaque" not in _ops(module) and "take" in _ops(module)
+
+
+def test_tensor_unfold_of_a_long_axis_puts_no_index_table_in_the_module():
+    """501 windows of 500: the (windows, size) index is computed when the module runs."""
+    from compiler.ir.nodes import Constant
+
+    module = from_torch(Fn(lambda t: t.unfold(0, 500, 1)), (randn(1000),))
+    nodes = [n for fn in module.functions.values() for n in fn.iter_nodes()]
+    assert "opaque" not in _ops(module)
+    assert max((n.data.nbytes for n in nodes if isinstance(n, Constant)), default=0) < 1024
+
+
+def test_tensor_unfold_of_integers_matches_torch():
+    check_torch(lambda t: t.unfold(1, 3, 1) * 2, randint(2, 6))
+
+
+def test_halo_windows_match_torch():
+    """HaloNet's overlapping key-value windows: an unfold of each spatial axis, then one
+    reshape of the windows."""
+
+    def halo(kv):  # (B, C, 12, 12): blocks of 4 with a halo of 2
+        win = kv.unfold(2, 8, 4).unfold(3, 8, 4)  # (B, C, 2, 2, 8, 8)
+        return win.reshape(2, 3, 4, 64).permute(0, 2, 3, 1)
+
+    module = check_torch(halo, randn(2, 3, 12, 12))
+    assert "opaque" not in _ops(module)
+
+
+def test_tensor_unfold_along_a_symbolic_axis_is_kept_opaque_and_matches_torch():
+    n = torch.export.Dim("n", min=4)
+    module = check_torch(
+        lambda t: t.unfold(0, 3, 1), randn(6, 2), compiled=False, dynamic_shapes=(({0: n},),)
+    )
+    assert "opaque" in _ops(module)
+
+
+@pytest.mark.parametrize(
+    "target, args",
+    [
+        ("aten.unfold.default", (0, 9, 1)),  # a window longer than the axis
+        ("aten.unfold.default", (0, 2, 0)),  # no step
+        ("aten.col2im.default", ([5, 5], [3, 3], [1, 1], [0, 0], [1, 1])),  # 9 windows, not 16
+    ],
+)
+def test_a_window_op_torch_refuses_stays_opaque_and_fails_with_torchs_reason(target, args):
+    """A crafted program's unfold or col2im whose arguments do not fit its input is left to
+    torch, whose refusal is the run's one clear error (not a FrontendError at import)."""
+    import explorer
+
+    class Windows(nn.Module):
+        def forward(self, x, cols):
+            return x.unfold(0, 2, 1), F.fold(cols, (6, 6), 3)
+
+    x, cols = randn(4, 3), randn(1, 9, 16)
+    program = torch.export.export(Windows(), (x, cols))
+    for node in program.graph.nodes:
+        if str(node.target) == target:
+            node.args = (node.args[0], *args)
+    trace = explorer.explore(program, (x, cols))
+    assert "opaque" in _ops(trace[1].module)
+    report = trace.check((x, cols), progress=False)
+    (finding,) = report.findings
+    assert finding.kind == "run-failed" and f"torch {target} failed" in finding.message
+
+
 # ----- explored: nothing opaque, check ok ---------------------------------------------------------
 
 
@@ -262,6 +390,40 @@ def test_the_ops_are_not_opaque_in_an_explored_trace_and_it_checks_ok():
     eager = model(x).detach().numpy()
     (got,) = from_torch_run(model, x)
     np.testing.assert_allclose(got, eager, rtol=1e-4, atol=1e-4)
+
+
+class Outlooker(nn.Module):
+    """VOLO's outlook attention: values unfolded into 3x3 windows, weighted per window, then
+    folded back (overlapping windows added)."""
+
+    def __init__(self, dim=8, stride=2):
+        super().__init__()
+        self.v, self.attn = nn.Linear(dim, dim), nn.Linear(dim, 9 * 9)
+        self.unfold = nn.Unfold(3, padding=1, stride=stride)
+        self.pool, self.stride = nn.AvgPool2d(stride, stride, ceil_mode=True), stride
+
+    def forward(self, x):  # (B, H, W, C)
+        b, h, w, c = x.shape
+        oh, ow = -(-h // self.stride), -(-w // self.stride)
+        v = self.unfold(self.v(x).permute(0, 3, 1, 2)).reshape(b, c, 9, oh * ow)
+        v = v.permute(0, 3, 2, 1)  # (B, N, 9, C)
+        a = self.attn(self.pool(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1))
+        a = a.reshape(b, oh * ow, 9, 9).softmax(dim=-1)
+        y = (a @ v).permute(0, 3, 2, 1).reshape(b, c * 9, oh * ow)
+        y = F.fold(y, (h, w), 3, padding=1, stride=self.stride)
+        return y.permute(0, 2, 3, 1) + x.unfold(1, 1, 1).squeeze(-1)
+
+
+def test_an_outlooker_is_not_opaque_in_an_explored_trace_and_it_checks_ok():
+    import explorer
+
+    model, x = Outlooker().eval(), randn(2, 6, 6, 8)
+    trace = explorer.explore(model, (x,))
+    assert trace.failure is None and trace.opaque_ops() == []
+    report = trace.check()
+    assert report.ok, report
+    (got,) = from_torch_run(model, x)
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
 def from_torch_run(model, x):
