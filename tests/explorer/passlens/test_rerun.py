@@ -291,3 +291,15 @@ def test_a_check_that_would_keep_too_much_keeps_nothing_and_the_rerun_s_check_sa
         n.startswith("every step was run: the check of the trace it re-ran kept no")
         for n in report.notes
     )
+
+
+def test_a_rerun_saves_and_loads_as_any_trace_and_its_link_is_not_saved(cells, tmp_path):
+    FastGelu, FastGeluFixed = cells
+    old = _explored(["default", FastGelu()])
+    new = old.rerun(replace={"fast-gelu": FastGeluFixed()})
+    new.check(progress=False)
+    loaded = explorer.load(new.save(tmp_path / "new.passlens"))
+    assert loaded.rerun_of is None and loaded.rerun_from is None and loaded.passes == ()
+    assert [s.spec for s in loaded.steps] == [s.spec for s in new.steps]
+    assert loaded.report.ok and loaded.report.memo is None
+    assert loaded["fast-gelu"].saved_pass["class"] == "FastGeluFixed"
