@@ -10,8 +10,10 @@ An adapter says how a source is recorded through a pipeline into a ``Trace`` of 
 module's own ``graph_model()`` / ``text`` / ``texts``: the duck type every module shares), how
 the check runs its steps (:meth:`Adapter.check`, with one ``explorer.check.Options`` and a
 :class:`explorer.check.runner.StepRunner`), how a saved module of it is rebuilt
-(:meth:`Adapter.load_module`, :meth:`Adapter.after_load`), how a finding is reduced
-(:meth:`Adapter.reduce`), what its rules do (:meth:`Adapter.rule_doc`), how a step's module is
+(:meth:`Adapter.load_module`, :meth:`Adapter.after_load`; a user's own passes in a file:
+:meth:`Adapter.pass_record`, :meth:`Adapter.supply_passes`), how a finding is reduced
+(:meth:`Adapter.reduce`), how a trace is run again with a changed pipeline
+(:meth:`Adapter.rerun`), what its rules do (:meth:`Adapter.rule_doc`), how a step's module is
 written as ONNX (:meth:`Adapter.to_onnx`) and what it can do (:attr:`Adapter.capabilities`). A
 capability an adapter lacks raises :class:`Unsupported`, naming the compiler and what it
 cannot do.

@@ -10,8 +10,9 @@ their check-wide state is as it was when the new steps come; their findings ther
 earlier check's.
 
 A check keeps what this needs as its report's :class:`CheckMemo` (in memory only, never
-saved), unless the reference's per-node values it would keep alive are over
-:data:`KEPT_BYTES` (then a check of a re-run runs every step, and says why).
+saved), unless the arrays it would keep alive (the reference's per-node values, each step's
+outputs) are over :data:`KEPT_BYTES` (then a check of a re-run runs every step, and says
+why).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from explorer.check.report import Finding, Report, StepCheck
     from explorer.step import Step
 
-KEPT_BYTES = 256 << 20  # reference values a report keeps alive for a check of a re-run
+KEPT_BYTES = 256 << 20  # arrays a report keeps alive for a check of a re-run
 
 
 @dataclass(eq=False)
@@ -74,13 +75,15 @@ def keep(checker: Any, findings: list[Finding]) -> CheckMemo | None:
     cannot be reused)."""
     if not getattr(checker.runner, "reuses_earlier_checks", False):
         return None
-    size = reference_bytes(checker.reference)
+    ref = checker.reference
+    size = array_bytes([ref.fx_values, ref.node_values, getattr(ref.float64, "nodes", None)])
+    size += array_bytes([(r.outputs, r.judged) for r in checker.results.values()])
     if size > KEPT_BYTES:
         return CheckMemo(
             options_key(checker),
             why_not=(
                 f"the check of the trace it re-ran kept no results ({size / 2**20:.0f} MiB of "
-                f"reference values, over the {KEPT_BYTES / 2**20:.0f} MiB kept)"
+                f"reference values and outputs, over the {KEPT_BYTES / 2**20:.0f} MiB kept)"
             ),
         )
     by_step: dict[int, list[Finding]] = {}
@@ -104,16 +107,16 @@ def keep(checker: Any, findings: list[Finding]) -> CheckMemo | None:
     )
 
 
-def reference_bytes(ref: Reference) -> int:
-    """Bytes of the arrays a reference holds (per-node values, the float64 run's)."""
-    total = 0
-    stack: list[Any] = [ref.fx_values, ref.node_values]
-    if ref.float64 is not None:
-        stack.append(ref.float64.nodes)
+def array_bytes(values: Any) -> int:
+    """Bytes of the distinct numpy arrays in ``values`` (dicts, tuples and lists walked)."""
+    total, seen = 0, set()
+    stack: list[Any] = [values]
     while stack:
         value = stack.pop()
         if isinstance(value, np.ndarray):
-            total += value.nbytes
+            if id(value) not in seen:
+                seen.add(id(value))
+                total += value.nbytes
         elif isinstance(value, dict):
             stack.extend(value.values())
         elif isinstance(value, (tuple, list)):
@@ -188,7 +191,7 @@ __all__ = [
     "earlier",
     "keep",
     "options_key",
-    "reference_bytes",
+    "array_bytes",
     "reused_check",
     "shared_prefix",
 ]

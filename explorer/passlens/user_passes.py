@@ -107,18 +107,20 @@ def supply(trace: Trace, passes: Any) -> None:
                 step.pass_object = obj
                 used.add(k)
                 break
-    ran = sorted({s.spec for s in trace.steps if s.kind == "pass" and s.children == []})
+    steps = [s for s in trace.steps if s.kind == "pass"]
+    ran = sorted({s.spec for s in steps if not s.children})
+    listed = ", ".join(ran[:20]) + (" ..." if len(ran) > 20 else "")
     for k, g in enumerate(given):
         if k in used:
             continue
-        if isinstance(g, Pass):
+        if isinstance(g, Pass) and not any(s.spec == g.spec() for s in steps):
             raise PipelineError(
-                f"passes=: {g.spec()!r} is not a pass this trace ran (its passes: "
-                f"{', '.join(ran)}); give its class to build it from the trace's specs"
+                f"passes=: {g.spec()!r} is not a pass this trace ran (its passes: {listed}); "
+                "give its class to build it from the trace's specs"
             )
-        if not _runs_by_name(g, trace):
+        if not any(s.name == g.name for s in steps):
             raise PipelineError(
-                f"passes=: {g.name!r} ran in no step of this trace (its passes: {', '.join(ran)})"
+                f"passes=: {g.name!r} ran in no step of this trace (its passes: {listed})"
             )
 
 
@@ -134,10 +136,6 @@ def _given(passes: Any) -> list:
     return list(passes)
 
 
-def _name(p: Any) -> str:
-    return str(p.name)
-
-
 def _match(p: Any, rec: dict) -> Pass | None:
     """The pass to run for a saved record: instance ``p`` with the same spec, or class ``p``
     of the same name built from the spec (None if ``p`` is not that pass)."""
@@ -147,12 +145,6 @@ def _match(p: Any, rec: dict) -> Pass | None:
         return None
     seq = build_pipeline(rec["spec"], classes=[p])
     return seq.passes[0] if len(seq.passes) == 1 else None
-
-
-def _runs_by_name(p: Any, trace: Trace) -> bool:
-    """Whether a pass given is one the trace ran under its name anyway (a built-in's class
-    given for good measure is not an error)."""
-    return any(s.kind == "pass" and s.name == p.name for s in trace.steps)
 
 
 def runnable(step: Step, steps: Sequence[Step]) -> Any:

@@ -272,3 +272,34 @@ def test_compare_names_the_first_step_two_traces_differ_at():
     assert a.compare(b).first_difference is None and a.compare(b).shared_steps == 0
     c = _explored("infer-types,fold-constant")
     assert a.compare(c).first_difference == 1  # default vs infer-types
+
+
+def test_a_check_that_would_keep_too_much_keeps_nothing_and_the_rerun_s_check_says_so(
+    cells, counted, monkeypatch
+):
+    from explorer.check import reuse
+
+    FastGelu, FastGeluFixed = cells
+    old = _explored(["default", FastGelu()])
+    monkeypatch.setattr(reuse, "KEPT_BYTES", 0)  # every array is over it
+    assert old.check(progress=False).memo.why_not.startswith("the check of the trace it re-ran")
+    new = old.rerun(replace={"fast-gelu": FastGeluFixed()})
+    counted["runs"].clear()
+    report = new.check(progress=False)
+    assert report.reused_steps == 0 and len(counted["runs"]) > 1 and report.ok
+    assert any(
+        n.startswith("every step was run: the check of the trace it re-ran kept no")
+        for n in report.notes
+    )
+
+
+def test_a_rerun_saves_and_loads_as_any_trace_and_its_link_is_not_saved(cells, tmp_path):
+    FastGelu, FastGeluFixed = cells
+    old = _explored(["default", FastGelu()])
+    new = old.rerun(replace={"fast-gelu": FastGeluFixed()})
+    new.check(progress=False)
+    loaded = explorer.load(new.save(tmp_path / "new.passlens"))
+    assert loaded.rerun_of is None and loaded.rerun_from is None and loaded.passes == ()
+    assert [s.spec for s in loaded.steps] == [s.spec for s in new.steps]
+    assert loaded.report.ok and loaded.report.memo is None
+    assert loaded["fast-gelu"].saved_pass["class"] == "FastGeluFixed"
