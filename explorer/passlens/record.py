@@ -15,7 +15,7 @@ from typing import Any
 
 from compiler import passes
 from compiler.ir import Module
-from compiler.passes import Instrument, Sequential, VerifyAfterEach, build_pipeline
+from compiler.passes import Instrument, Sequential, build_pipeline
 from explorer.passlens.source import import_source
 from explorer.progress import Job
 from explorer.recording import input_tuple, pass_steps
@@ -115,14 +115,13 @@ def explore(
 
 def passes_job(progress: Any, pipeline: Any) -> tuple[Job, list]:
     """The job of running ``pipeline`` (explore) and the instruments that report to it: a
-    callable ``progress`` is called ``(done, total, pass name)`` before each pass runs; and
-    the verifier after every pass that is not passlens's own (:class:`VerifyUserPasses`)."""
+    callable ``progress`` is called ``(done, total, pass name)`` before each pass runs."""
 
     def count(p) -> int:
         return 1 + sum(count(c) for c in p.passes) if isinstance(p, Sequential) else 1
 
     if progress is False:
-        return Job(False, "exploring", None), [VerifyUserPasses()]
+        return Job(False, "exploring", None), []
     try:
         total: int | None = sum(count(p) for p in build_pipeline(pipeline).passes)
     except Exception:  # the run says what is wrong with the pipeline
@@ -136,15 +135,4 @@ def passes_job(progress: Any, pipeline: Any) -> tuple[Job, list]:
                 job.total = None  # a pass ran passes of its own: the count was a guess
             job.advance(name)
 
-    return job, [_Report(), VerifyUserPasses()]
-
-
-class VerifyUserPasses(VerifyAfterEach):
-    """The verifier after each pass defined outside passlens's compiler (a user's pass, in a
-    notebook or their own module): a module that breaks the IR's invariants fails that pass,
-    its step saying which invariant and where, instead of a graph that looks fine. passlens's
-    own passes are verified by their tests, and not again on every explore."""
-
-    def after(self, p, before, after, seconds: float, depth: int) -> None:
-        if not type(p).__module__.startswith("compiler."):
-            super().after(p, before, after, seconds, depth)
+    return job, [_Report()]

@@ -458,14 +458,15 @@ MAX_PASS_FIELD = 1000  # characters of one field of a step's saved pass
 
 def _pass_record(rec: Any, where: str) -> dict:
     """A step's saved pass (a user's: see ``Adapter.pass_record``), checked: text fields of
-    at most MAX_PASS_FIELD characters and a bool ``registered``. It is only words: loading
+    at most MAX_PASS_FIELD printable characters (no terminal escapes reach an error message)
+    and a bool ``registered``. It is only words: loading
     imports nothing it names."""
     if not isinstance(rec, dict):
         raise TraceFileError(f"{where}: damaged passlens trace file (a pass record)")
     out: dict[str, Any] = {}
     for key in ("name", "spec", "class", "module", "defined"):
         value = rec.get(key, "")
-        if not isinstance(value, str) or len(value) > MAX_PASS_FIELD:
+        if not isinstance(value, str) or len(value) > MAX_PASS_FIELD or not value.isprintable():
             raise TraceFileError(f"{where}: damaged passlens trace file (its pass's {key})")
         out[key] = value
     registered = rec.get("registered", False)

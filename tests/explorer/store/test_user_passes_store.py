@@ -138,7 +138,10 @@ def test_a_file_naming_a_module_never_makes_loading_import_it(saved):
     assert supplied["fast-gelu"].pass_object == FastGelu(scale=2.0)
 
 
-@pytest.mark.parametrize("record", [[1], {"name": 3}, {"registered": "yes"}, {"spec": "x" * 5000}])
+@pytest.mark.parametrize(
+    "record",
+    [[1], {"name": 3}, {"registered": "yes"}, {"spec": "x" * 5000}, {"module": "os\x1b[31mred"}],
+)
 def test_a_damaged_pass_record_is_a_trace_file_error(saved, record):
     path, _ = saved
     manifest = _manifest(path)
