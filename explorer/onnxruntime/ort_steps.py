@@ -16,13 +16,22 @@ a step may hold more than its own transformer's first change; a step equal to th
 is dropped. The last step is compared with the model ORT makes at the level in one go: the
 trace says whether they are equal.
 
-The rebuilt sessions read the stage's input from a file whose weights are in a file beside it
+Every session of the stage reads its input from one file whose weights are in a file beside it
 (``SOURCE``), which ORT maps rather than copies; the model such a session writes refers to
 that file for every weight it kept as it was, and holds the weights it made. A step's model
 (``ORTStep.model``) is that: its initializers are new data, or references by offset to a
 weight of the input (``ORTRun.source`` names them), so a step costs what ORT changed, not a
-copy of every weight. The one-go model is made the way a user's session makes it, from the
-model's bytes.
+copy of every weight. The sessions are made only for the model they write: one thread, no
+memory arena or pattern, no weight prepacking (what ORT does after its graph transformers).
+
+The one-go session (the verbose one: the log's applications and the model at the level in one
+go) is made the same way, from the same file, not from the model's bytes with default options
+as a user's session is: that session alone cost more than the whole rest of the stage (ORT
+parses and copies every weight). The two give the same applications and the same model (the
+same nodes, and weights equal bit for bit): tests/explorer/onnxruntime/test_ort_shortcuts.py
+checks it on the BERT-like layer, the small CNN and an ONNX file, beside every step rebuilt
+the plain way (default sessions from the model's bytes). ``run_ort_stage(...,
+from_bytes=True)`` makes the one-go session the user's way (the check of that shortcut).
 """
 
 from __future__ import annotations
@@ -119,16 +128,19 @@ def applications(model: bytes, level: str) -> list[tuple[str, bool]]:
 
 
 def applications_and_model(
-    model: bytes, level: str, folder: str | None = None
+    model: bytes | str, level: str, folder: str | None = None, fast: bool = False
 ) -> tuple[list[tuple[str, bool]], bytes]:
     """:func:`applications` and the model ORT makes at ``level`` in one go (serialized),
-    from one session (a default one: what a user's session makes)."""
+    from one session: a default one (what a user's session makes), or with ``fast`` one made
+    only for the model it writes (:func:`session`). ``model``: serialized, or the path of a
+    model whose weights are in a file beside it (the model written refers to that file for the
+    weights it kept)."""
     with contextlib.ExitStack() as stack:
         if folder is None:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="passlens-ort-"))
         path = os.path.join(folder, "one-go.onnx")
         with captured_stderr() as log:
-            session(model, level, verbose=True, out=path)
+            session(model, level, verbose=True, out=path, fast=fast)
         with open(path, "rb") as f:
             data = f.read()
         os.unlink(path)
@@ -164,6 +176,8 @@ class ORTRun:
     level: str
     steps: list[ORTStep] = field(default_factory=list)
     applied: list[tuple[str, bool]] = field(default_factory=list)
+    # the model ORT makes at the level in one go (serialized; from the stage's file, its
+    # weights kept from the input are references to SOURCE, as in a step)
     one_go: bytes = b""
     base: bytes = b""  # the model as ORT saves it with every transformer off
     # whether the last step is the one-go model (the recorder compares them, weights by
@@ -204,28 +218,30 @@ def source_weight(run: ORTRun, t: Any) -> str | None:
 
 
 def write_source(model: Any, folder: str) -> tuple[str, dict[tuple[int, int], str]]:
-    """Write ``model`` (a ModelProto) to ``folder`` with the data of its weights of at least
-    :data:`EXTERNAL_MIN_BYTES` in :data:`SOURCE` (each at an offset aligned to a page, as ORT
-    maps the file); the model's path and where each weight is."""
+    """Write ``model`` (a ModelProto, left as it is) to ``folder`` with the data of its weights
+    of at least :data:`EXTERNAL_MIN_BYTES` in :data:`SOURCE` (each at an offset aligned to a
+    page, as ORT maps the file); the model's path and where each weight is. The model is
+    copied without that data (field by field: 44.8 MB of weights are read once, to be
+    written)."""
     import onnx
 
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
+    m = _without_initializers(model)
     where: dict[tuple[int, int], str] = {}
     with open(os.path.join(folder, SOURCE), "wb") as f:
         offset = 0
-        for t in m.graph.initializer:
-            if t.data_location == onnx.TensorProto.EXTERNAL or not t.HasField("raw_data"):
+        for source in model.graph.initializer:
+            t = m.graph.initializer.add()
+            external = source.data_location == onnx.TensorProto.EXTERNAL
+            raw = b"" if external or not source.HasField("raw_data") else source.raw_data
+            if len(raw) < EXTERNAL_MIN_BYTES:  # kept in the model as it is
+                t.CopyFrom(source)
                 continue
-            raw = t.raw_data
-            if len(raw) < EXTERNAL_MIN_BYTES:
-                continue
+            _copy_fields(t, source, skip="raw_data")
             pad = -offset % 4096
             if pad:
                 f.write(b"\0" * pad)
                 offset += pad
             f.write(raw)
-            t.ClearField("raw_data")
             t.data_location = onnx.TensorProto.EXTERNAL
             for key, value in (("location", SOURCE), ("offset", offset), ("length", len(raw))):
                 t.external_data.add(key=key, value=str(value))
@@ -235,6 +251,33 @@ def write_source(model: Any, folder: str) -> tuple[str, dict[tuple[int, int], st
     with open(path, "wb") as f:
         f.write(m.SerializeToString())
     return path, where
+
+
+def _copy_fields(dst: Any, src: Any, skip: str) -> None:
+    """Every field ``src`` (a protobuf message) sets, but ``skip``, copied to ``dst``."""
+    for fd, value in src.ListFields():
+        if fd.name == skip:
+            continue
+        repeated = getattr(fd, "is_repeated", None)
+        if repeated is None:  # protobuf before 6
+            repeated = fd.label == fd.LABEL_REPEATED
+        if repeated:
+            getattr(dst, fd.name).extend(value)
+        elif fd.message_type is not None:
+            getattr(dst, fd.name).CopyFrom(value)
+        else:
+            setattr(dst, fd.name, value)
+
+
+def _without_initializers(model: Any) -> Any:
+    """A copy of the ModelProto ``model`` whose graph has no initializers (the rest copied)."""
+    import onnx
+
+    m = onnx.ModelProto()
+    _copy_fields(m, model, skip="graph")
+    if model.HasField("graph"):
+        _copy_fields(m.graph, model.graph, skip="initializer")
+    return m
 
 
 def disabled_after(applied: list[tuple[str, bool]], position: int) -> list[str]:
@@ -269,6 +312,7 @@ CHILD_SECONDS = 1800  # an isolated rebuild this long is stopped
 _CHILD = r"""
 import json, os, resource, sys
 folder, level, limit, root = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+from_bytes = sys.argv[5] == "1"
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 sys.path.insert(0, root)
 status = {"status": "ok"}
@@ -276,7 +320,7 @@ try:
     from explorer.onnxruntime.ort_steps import run_ort_stage
     with open(os.path.join(folder, "model.onnx"), "rb") as f:
         model = f.read()
-    run = run_ort_stage(model, level)
+    run = run_ort_stage(model, level, from_bytes=from_bytes)
     for k, s in enumerate(run.steps):
         with open(os.path.join(folder, "step%d.onnx" % k), "wb") as f:
             f.write(s.model)
@@ -298,7 +342,7 @@ with open(os.path.join(folder, "result.json"), "w") as f:
 """
 
 
-def _isolated(model: bytes, level: str) -> ORTRun:
+def _isolated(model: bytes, level: str, from_bytes: bool = False) -> ORTRun:
     """:func:`run_ort_stage` in a child process whose address space is limited (a model from a
     file is untrusted: its optimization may ask for any amount of memory, and a failing
     allocation inside ORT must not take the user's kernel down). The child hands back files
@@ -315,7 +359,8 @@ def _isolated(model: bytes, level: str) -> ORTRun:
             f.write(model)
         try:
             proc = subprocess.run(
-                [sys.executable, "-I", "-c", _CHILD, folder, level, str(limit), root],
+                [sys.executable, "-I", "-c", _CHILD, folder, level, str(limit), root]
+                + ["1" if from_bytes else "0"],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=CHILD_SECONDS,
@@ -356,22 +401,26 @@ def _isolated(model: bytes, level: str) -> ORTRun:
     return run
 
 
-def run_ort_stage(model: Any, level: str, job: Any = None, isolated: bool = False) -> ORTRun:
+def run_ort_stage(
+    model: Any, level: str, job: Any = None, isolated: bool = False, from_bytes: bool = False
+) -> ORTRun:
     """Rebuild ORT's steps at ``level`` on ``model`` (serialized, or an ``onnx.ModelProto``;
     see the module docstring).
 
-    Sessions: one with every transformer off (the model before the first step), one verbose
-    session at the level (the applications, and the model in one go, from ``model``'s
-    bytes), and one per application that changed the model, except where a session would be
-    made again as before (the same transformers disabled as for the application before it:
-    the same model). ``run.equal`` is left for the recorder, which compares the weights.
-    ``isolated``: in a child process under a memory limit (a model from a file)."""
+    Sessions, all from the file written once (``SOURCE`` beside it): one with every
+    transformer off (the model before the first step), one verbose session at the level (the
+    applications, and the model in one go), and one per application that changed the model,
+    except where a session would be made again as before (the same transformers disabled as
+    for the application before it: the same model). ``from_bytes``: the verbose session from
+    ``model``'s bytes with default options instead, as a user's session (slower; the same
+    result, which the tests check). ``run.equal`` is left for the recorder, which compares the
+    weights. ``isolated``: in a child process under a memory limit (a model from a file)."""
     import onnx
 
     start = time.perf_counter()
     if isolated:
         data = model if isinstance(model, (bytes, bytearray)) else model.SerializeToString()
-        run = _isolated(bytes(data), level)
+        run = _isolated(bytes(data), level, from_bytes)
         run.seconds = time.perf_counter() - start
         return run
     run = ORTRun(level)
@@ -380,11 +429,15 @@ def run_ort_stage(model: Any, level: str, job: Any = None, isolated: bool = Fals
             proto = onnx.ModelProto()
             proto.ParseFromString(bytes(model))
         else:
-            proto, model = model, model.SerializeToString()
+            proto = model
         path, run.source = write_source(proto, folder)
-        del proto
         run.base = base = optimized(path, "off", folder=folder)
-        run.applied, run.one_go = applications_and_model(model, level, folder)
+        if from_bytes:  # a user's session: default options, the model's bytes
+            data = model if isinstance(model, (bytes, bytearray)) else proto.SerializeToString()
+            run.applied, run.one_go = applications_and_model(bytes(data), level, folder)
+        else:
+            run.applied, run.one_go = applications_and_model(path, level, folder, fast=True)
+        del proto
         changed = [i for i, (_, modified) in enumerate(run.applied) if modified]
         if job is not None:
             job.total = len(changed)
