@@ -8,8 +8,10 @@ The model is a transformers ``BertModel`` built in code from a small config (4 l
 1. Cost: the ORT stage of ``explore(..., compiler="onnxruntime")`` (ORT's transformers rebuilt
    one application at a time, each step recorded with its rewrites) against one
    ``InferenceSession`` creation at ``ORT_ENABLE_ALL`` on the same model (the stage's input:
-   the model after onnxscript's optimizer), medians of ``--reps`` runs; then the whole explore
-   (export, onnxscript, ORT) once.
+   the model after onnxscript's optimizer), medians of ``--reps`` runs of each, in turn; the
+   stage again with its one-go session made from the model's bytes with default options (a
+   user's session, ``from_bytes``: what the stage did before) and whether it gives the same
+   steps; then the whole explore (export, onnxscript, ORT) once.
 2. What each shows: ORT's verbose log of one session (lines, transformer applications named,
    those that changed the model) and ``optimized_model_filepath`` (one model: the end state),
    beside passlens's trace of the same model (ORT steps, each a graph with a diff and
@@ -116,20 +118,23 @@ def main() -> int:
     )
 
     # 1. the cost
-    one, ones = median_time(lambda: session(data, "all"), args.reps)
 
-    def record_stage():
+    def record_stage(**options):
         state = ONNXState()  # what the stage before hands on (not timed)
         before = state.wrap(stage_input)
         rec = Recorder(state)
         rec.open_stage("ort:all", before)
         start = time.perf_counter()
-        run_stage(rec, Stage("ort", "all"), stage_input, [], {})
+        _, run = run_stage(rec, Stage("ort", "all"), stage_input, [], options)
         rec.close_stage()
-        return time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        return seconds, run, [(s.pass_name, s.options["log_position"]) for s in rec.snapshots[1:]]
 
-    records = sorted(record_stage() for _ in range(args.reps))
-    recorded = statistics.median(records)
+    ones, records = [], []
+    for _ in range(args.reps):  # in turn, so that both see the same load of the machine
+        ones.append(median_time(lambda: session(data, "all"), 1)[0])
+        records.append(record_stage()[0])
+    one, recorded = statistics.median(ones), statistics.median(records)
     run = trace.onnxruntime
     sessions = 2 + len(_disabled_sets(run))
     print(f"one InferenceSession at ORT_ENABLE_ALL: median {one:.3f} s (min {min(ones):.3f})")
@@ -148,6 +153,18 @@ def main() -> int:
     ratio = recorded / one
     verdict = "within" if ratio <= 3 else "OVER"
     print(f"ratio ORT stage / one session: {ratio:.1f}x (goal <= 3x: {verdict})")
+    # the one-go check as a user's session makes it (the model's bytes, default options)
+    _, mapped_run, mapped_steps = record_stage()
+    plain = [record_stage(from_bytes=True) for _ in range(min(3, args.reps))]
+    seconds = statistics.median(p[0] for p in plain)
+    _, plain_run, plain_steps = plain[0]
+    same = plain_steps == mapped_steps and plain_run.applied == mapped_run.applied
+    print(
+        f"  with the one-go session from the model's bytes (default options, a user's session) "
+        f"instead: median {seconds:.3f} s ({seconds / one:.1f}x); its one-go model "
+        f"{'equals' if plain_run.equal else 'DIFFERS from'} the last step, the log and steps "
+        f"{'are the same' if same else 'DIFFER'}"
+    )
     print(
         f"whole explore (export {trace.steps[0].seconds:.2f} s, onnxscript "
         f"{trace.steps[1].seconds:.2f} s, ORT {stage.seconds:.2f} s): {whole:.2f} s = "

@@ -254,19 +254,25 @@ def write_source(model: Any, folder: str) -> tuple[str, dict[tuple[int, int], st
 
 
 def _copy_fields(dst: Any, src: Any, skip: str) -> None:
-    """Every field ``src`` (a protobuf message) sets, but ``skip``, copied to ``dst``."""
-    for fd, value in src.ListFields():
-        if fd.name == skip:
+    """Every field ``src`` (a protobuf message) sets, but ``skip``, copied to ``dst`` (by its
+    descriptor: ``ListFields`` would read ``skip``'s value too, a copy of a weight's data)."""
+    for fd in src.DESCRIPTOR.fields:
+        name = fd.name
+        if name == skip:
             continue
         repeated = getattr(fd, "is_repeated", None)
         if repeated is None:  # protobuf before 6
             repeated = fd.label == fd.LABEL_REPEATED
         if repeated:
-            getattr(dst, fd.name).extend(value)
+            values = getattr(src, name)
+            if len(values):
+                getattr(dst, name).extend(values)
+        elif getattr(fd, "has_presence", True) and not src.HasField(name):
+            continue
         elif fd.message_type is not None:
-            getattr(dst, fd.name).CopyFrom(value)
+            getattr(dst, name).CopyFrom(getattr(src, name))
         else:
-            setattr(dst, fd.name, value)
+            setattr(dst, name, getattr(src, name))
 
 
 def _without_initializers(model: Any) -> Any:

@@ -412,19 +412,23 @@ def run_ort(
         known = _kept_weights(run, m, start)
         options = {"log_position": s.position}
         rec.step(s.name, m, s.seconds, options, owned=True, known=known)
-    one_go = onnx.ModelProto()
-    one_go.ParseFromString(run.one_go)
-    last = rec.current
-    known = _kept_weights(run, one_go, start)
-    skeleton, keys = skeleton_of(one_go, rec.state, last, copy=False, known=known)
-    if run.steps:
-        last_skeleton, last_keys = last.proto(False), last.weight_keys
-    else:  # no transformer changed the model: ORT's own save of it with every one off
-        base = onnx.ModelProto()
-        base.ParseFromString(run.base)
-        known = _kept_weights(run, base, start)
-        last_skeleton, last_keys = skeleton_of(base, rec.state, last, copy=False, known=known)
-    run.equal = _canonical(skeleton, keys) == _canonical(last_skeleton, last_keys)
+    end = run.steps[-1].model if run.steps else run.base
+    if end == run.one_go:  # what ORT wrote, byte for byte (kept weights: the same references)
+        run.equal = True
+    else:  # by content: the skeletons without node metadata, the weights by key
+        one_go = onnx.ModelProto()
+        one_go.ParseFromString(run.one_go)
+        last = rec.current
+        known = _kept_weights(run, one_go, start)
+        skeleton, keys = skeleton_of(one_go, rec.state, last, copy=False, known=known)
+        if run.steps:
+            last_skeleton, last_keys = last.proto(False), last.weight_keys
+        else:  # no transformer changed the model: ORT's own save of it with every one off
+            base = onnx.ModelProto()
+            base.ParseFromString(run.base)
+            known = _kept_weights(run, base, start)
+            last_skeleton, last_keys = skeleton_of(base, rec.state, last, copy=False, known=known)
+        run.equal = _canonical(skeleton, keys) == _canonical(last_skeleton, last_keys)
     if run.equal:
         rec.notes.append(
             f"the last ORT step equals the model ORT makes at level {level!r} in one go"

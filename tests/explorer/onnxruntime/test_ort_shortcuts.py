@@ -136,14 +136,14 @@ def test_the_sessions_from_the_mapped_file_write_what_a_user_s_session_writes(
 
 
 def _record(model: onnx.ModelProto, level: str, **options):
-    """The ORT stage recorded on ``model`` as explore records it: the run and its steps'
-    modules."""
+    """The ORT stage recorded on ``model`` as explore records it: the run, its steps'
+    snapshots and the recorder's notes."""
     state = ONNXState()
     rec = Recorder(state)
     rec.open_stage(f"ort:{level}", state.wrap(model))
     _, run = run_stage(rec, Stage("ort", level), model, [], options)
     rec.close_stage()
-    return run, rec.snapshots[1:]
+    return run, rec.snapshots[1:], rec.notes
 
 
 def _rebuilt_plainly(model: onnx.ModelProto, level: str):
@@ -169,13 +169,32 @@ def test_the_recorded_steps_are_those_rebuilt_the_plain_way(inputs, name):
     for level in levels:
         plain, plain_one_go = _rebuilt_plainly(model, level)
         for from_bytes in (False, True):
-            run, snaps = _record(model, level, from_bytes=from_bytes)
+            run, snaps, _ = _record(model, level, from_bytes=from_bytes)
             assert run.equal is True, (name, level, from_bytes)
             got = [(s.pass_name, s.options["log_position"]) for s in snaps]
             assert got == [(n, i) for n, i, _ in plain], (name, level)
             for snap, (_, _, written) in zip(snaps, plain, strict=True):
                 assert _bare(snap.module.proto()) == _bare(written), (name, level, snap.pass_name)
         assert _bare(snaps[-1].module.proto()) == _bare(plain_one_go), (name, level)
+
+
+def test_a_one_go_model_unlike_the_last_step_is_a_warning(inputs, monkeypatch):
+    """The byte-for-byte shortcut only says equal: another model is compared by content and
+    its difference is a WARNING."""
+    import explorer.onnxruntime.ort_steps as ort_steps
+
+    real = ort_steps.run_ort_stage
+
+    def unlike(*args, **kwargs):
+        run = real(*args, **kwargs)
+        run.one_go = run.base  # ORT's save of the input: not the last step
+        return run
+
+    monkeypatch.setattr(ort_steps, "run_ort_stage", unlike)
+    model, _ = inputs["cnn"]
+    run, snaps, notes = _record(model, "all")
+    assert snaps and run.equal is False
+    assert any(n.startswith("WARNING: the last rebuilt ORT step differs") for n in notes)
 
 
 def test_the_one_go_model_of_a_trace_refers_to_the_stage_s_file_for_kept_weights(bert):
