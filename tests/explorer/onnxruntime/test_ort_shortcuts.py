@@ -225,3 +225,67 @@ def test_a_file_s_stage_rebuilt_in_the_child_is_the_same(tmp_path):
     assert run.isolated and run.equal is True
     plain, _ = _rebuilt_plainly(model, "all")
     assert [(s.name, s.position) for s in run.steps] == [(n, i) for n, i, _ in plain]
+
+
+def test_the_stage_s_file_holds_the_model_whole(tmp_path):
+    """The input's file (the model without its big weights' data, beside the file of that
+    data) read back is the model, every field of it: metadata, docs, functions, value infos,
+    small, big, string and sparse weights, subgraphs; the model given is left as it was."""
+    rng = np.random.default_rng(2)
+    big = numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), "big")
+    big.doc_string = "a weight with a doc"
+    entry = big.metadata_props.add()
+    entry.key, entry.value = "origin", "test"
+    small = numpy_helper.from_array(np.arange(4, dtype=np.int64), "small")
+    words = helper.make_tensor("words", TensorProto.STRING, [2], [b"a", b"b"])
+    floats = helper.make_tensor("floats", TensorProto.FLOAT, [300], [0.5] * 300)  # float_data
+    sparse = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "sparse"),
+        numpy_helper.from_array(np.array([0, 3], np.int64), "sparse_indices"),
+        [4],
+    )
+    then = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["t"])],
+        "then",
+        [],
+        [helper.make_tensor_value_info("t", TensorProto.FLOAT, [64])],
+        [numpy_helper.from_array(rng.standard_normal(2000).astype(np.float32), "inner")],
+    )
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "big"], ["y"], name="mm", doc_string="d"),
+            helper.make_node("If", ["c"], ["z"], then_branch=then, else_branch=then),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64]),
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
+        [big, small, words, floats],
+        doc_string="a graph",
+        value_info=[helper.make_tensor_value_info("z", TensorProto.FLOAT, [64])],
+        sparse_initializer=[sparse],
+    )
+    function = helper.make_function(
+        "local",
+        "f",
+        ["a"],
+        ["b"],
+        [helper.make_node("Relu", ["a"], ["b"])],
+        [helper.make_opsetid("", 17)],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)], functions=[function]
+    )
+    model.doc_string, model.producer_name, model.model_version = "a model", "tests", 7
+    helper.set_model_props(model, {"author": "passlens"})
+    given = model.SerializeToString(deterministic=True)
+    path, where = write_source(model, str(tmp_path))
+    assert model.SerializeToString(deterministic=True) == given
+    assert sorted(where.values()) == ["big"]  # 16 KB; the others small, not raw, or inside
+    back = onnx.load(path)  # its external data read from the file beside it
+    for t in back.graph.initializer:  # onnx's loader sets the default location it read
+        if t.data_location == TensorProto.DEFAULT:
+            t.ClearField("data_location")
+    assert back.SerializeToString(deterministic=True) == given
