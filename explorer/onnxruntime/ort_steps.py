@@ -42,6 +42,7 @@ import re
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -407,17 +408,32 @@ def _isolated(model: bytes, level: str, from_bytes: bool = False) -> ORTRun:
     return run
 
 
+MAX_SESSION_THREADS = 4  # the stage's sessions made at once, at most
+
+
+def session_threads() -> int:
+    """How many of the stage's sessions are made at once: one per processor this process may
+    use, at most :data:`MAX_SESSION_THREADS` (each session is one-threaded; ORT lets go of
+    Python's lock while it optimizes)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_SESSION_THREADS, cpus))
+
+
 def run_ort_stage(
     model: Any, level: str, job: Any = None, isolated: bool = False, from_bytes: bool = False
 ) -> ORTRun:
     """Rebuild ORT's steps at ``level`` on ``model`` (serialized, or an ``onnx.ModelProto``;
     see the module docstring).
 
-    Sessions, all from the file written once (``SOURCE`` beside it): one with every
-    transformer off (the model before the first step), one verbose session at the level (the
-    applications, and the model in one go), and one per application that changed the model,
-    except where a session would be made again as before (the same transformers disabled as
-    for the application before it: the same model). ``from_bytes``: the verbose session from
+    Sessions, all from the file written once (``SOURCE`` beside it): one verbose session at
+    the level (the applications, and the model in one go), then, :func:`session_threads` at a
+    time, one with every transformer off (the model before the first step) and one per
+    application that changed the model, except where a session would be made again as before
+    (the same transformers disabled as for the application before it: the same model); the
+    steps are taken in the log's order. ``from_bytes``: the verbose session from
     ``model``'s bytes with default options instead, as a user's session (slower; the same
     result, which the tests check). ``run.equal`` is left for the recorder, which compares the
     weights. ``isolated``: in a child process under a memory limit (a model from a file)."""
@@ -437,32 +453,49 @@ def run_ort_stage(
         else:
             proto = model
         path, run.source = write_source(proto, folder)
-        run.base = base = optimized(path, "off", folder=folder)
         if from_bytes:  # a user's session: default options, the model's bytes
             data = model if isinstance(model, (bytes, bytearray)) else proto.SerializeToString()
             run.applied, run.one_go = applications_and_model(bytes(data), level, folder)
-        else:
+            del data
+        else:  # alone: the process's stderr is its log while it runs
             run.applied, run.one_go = applications_and_model(path, level, folder, fast=True)
         del proto
         changed = [i for i, (_, modified) in enumerate(run.applied) if modified]
         if job is not None:
             job.total = len(changed)
-        previous, last_disabled = base, None
+        # one session per set of transformers disabled: an application that disables the same
+        # set as the one before it gives the same model
+        sets: list[list[str]] = []
+        of: dict[int, int] = {}
         for i in changed:
-            name = run.applied[i][0]
-            t0 = time.perf_counter()
             disabled = disabled_after(run.applied, i)
-            if disabled == last_disabled:
-                data = previous  # the session of the application before: the same model
-            else:
-                data = optimized(path, level, disabled, folder)
-            last_disabled = disabled
-            if job is not None:
-                job.advance(name)
-            if data == previous:
-                continue
-            run.steps.append(ORTStep(name, i, data, time.perf_counter() - t0))
-            previous = data
+            if not sets or disabled != sets[-1]:
+                sets.append(disabled)
+            of[i] = len(sets) - 1
+
+        def make(k: int) -> tuple[bytes, float]:  # session k (-1: every transformer off)
+            t0 = time.perf_counter()
+            where = os.path.join(folder, f"session{k + 1}")
+            os.mkdir(where)
+            if k < 0:
+                return optimized(path, "off", folder=where), time.perf_counter() - t0
+            return optimized(path, level, sets[k], where), time.perf_counter() - t0
+
+        pool = ThreadPoolExecutor(session_threads())
+        try:
+            made = [pool.submit(make, k) for k in range(-1, len(sets))]
+            run.base = previous = made[0].result()[0]
+            for i in changed:
+                name = run.applied[i][0]
+                data, seconds = made[of[i] + 1].result()
+                if job is not None:
+                    job.advance(name)
+                if data == previous:
+                    continue
+                run.steps.append(ORTStep(name, i, data, seconds))
+                previous = data
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
     run.seconds = time.perf_counter() - start
     return run
 
@@ -482,6 +515,7 @@ __all__ = [
     "read_log",
     "run_ort_stage",
     "session",
+    "session_threads",
     "source_weight",
     "write_source",
 ]
