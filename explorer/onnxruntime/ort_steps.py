@@ -42,6 +42,7 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -423,7 +424,12 @@ def session_threads() -> int:
 
 
 def run_ort_stage(
-    model: Any, level: str, job: Any = None, isolated: bool = False, from_bytes: bool = False
+    model: Any,
+    level: str,
+    job: Any = None,
+    isolated: bool = False,
+    from_bytes: bool = False,
+    on_step: Callable[[ORTRun, ORTStep], None] | None = None,
 ) -> ORTRun:
     """Rebuild ORT's steps at ``level`` on ``model`` (serialized, or an ``onnx.ModelProto``;
     see the module docstring).
@@ -436,13 +442,17 @@ def run_ort_stage(
     steps are taken in the log's order. ``from_bytes``: the verbose session from
     ``model``'s bytes with default options instead, as a user's session (slower; the same
     result, which the tests check). ``run.equal`` is left for the recorder, which compares the
-    weights. ``isolated``: in a child process under a memory limit (a model from a file)."""
+    weights. ``isolated``: in a child process under a memory limit (a model from a file).
+    ``on_step(run, step)``: called in this thread for each step in order, as soon as it is
+    rebuilt (while later sessions are made; a child's steps once it ends)."""
     import onnx
 
     start = time.perf_counter()
     if isolated:
         data = model if isinstance(model, (bytes, bytearray)) else model.SerializeToString()
         run = _isolated(bytes(data), level, from_bytes)
+        for step in run.steps if on_step is not None else ():
+            on_step(run, step)
         run.seconds = time.perf_counter() - start
         return run
     run = ORTRun(level)
@@ -494,6 +504,8 @@ def run_ort_stage(
                     continue
                 run.steps.append(ORTStep(name, i, data, seconds))
                 previous = data
+                if on_step is not None:
+                    on_step(run, run.steps[-1])
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     run.seconds = time.perf_counter() - start

@@ -405,13 +405,15 @@ def run_ort(
     start = rec.current
     if start is None or not start.live:
         start = rec.state.wrap(proto)
-    run = run_ort_stage(proto, level, None, isolated=isolated, from_bytes=from_bytes)
-    for s in run.steps:
+
+    def record(run: Any, s: Any) -> None:  # while ORT makes the sessions of later steps
         m = onnx.ModelProto()
         m.ParseFromString(s.model)
         known = _kept_weights(run, m, start)
         options = {"log_position": s.position}
         rec.step(s.name, m, s.seconds, options, owned=True, known=known)
+
+    run = run_ort_stage(proto, level, None, isolated, from_bytes, on_step=record)
     end = run.steps[-1].model if run.steps else run.base
     if end == run.one_go:  # what ORT wrote, byte for byte (kept weights: the same references)
         run.equal = True
