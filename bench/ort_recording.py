@@ -8,8 +8,10 @@ The model is a transformers ``BertModel`` built in code from a small config (4 l
 1. Cost: the ORT stage of ``explore(..., compiler="onnxruntime")`` (ORT's transformers rebuilt
    one application at a time, each step recorded with its rewrites) against one
    ``InferenceSession`` creation at ``ORT_ENABLE_ALL`` on the same model (the stage's input:
-   the model after onnxscript's optimizer), medians of ``--reps`` runs; then the whole explore
-   (export, onnxscript, ORT) once.
+   the model after onnxscript's optimizer), medians of ``--reps`` runs of each, in turn; the
+   stage again with its one-go session made from the model's bytes with default options (a
+   user's session, ``from_bytes``: what the stage did before) and whether it gives the same
+   steps; then the whole explore (export, onnxscript, ORT) once.
 2. What each shows: ORT's verbose log of one session (lines, transformer applications named,
    those that changed the model) and ``optimized_model_filepath`` (one model: the end state),
    beside passlens's trace of the same model (ORT steps, each a graph with a diff and
@@ -87,7 +89,9 @@ def main() -> int:
         captured_stderr,
         optimized,
         read_log,
+        run_ort_stage,
         session,
+        session_threads,
         write_source,
     )
     from explorer.onnxruntime.pipeline import Stage
@@ -116,20 +120,35 @@ def main() -> int:
     )
 
     # 1. the cost
-    one, ones = median_time(lambda: session(data, "all"), args.reps)
 
-    def record_stage():
+    def record_stage(**options):
         state = ONNXState()  # what the stage before hands on (not timed)
         before = state.wrap(stage_input)
         rec = Recorder(state)
         rec.open_stage("ort:all", before)
-        start = time.perf_counter()
-        run_stage(rec, Stage("ort", "all"), stage_input, [], {})
+        start, cpu = time.perf_counter(), time.process_time()
+        _, run = run_stage(rec, Stage("ort", "all"), stage_input, [], options)
         rec.close_stage()
-        return time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        steps = [(s.pass_name, s.options["log_position"]) for s in rec.snapshots[1:]]
+        return seconds, run, steps, cpu
 
-    records = sorted(record_stage() for _ in range(args.reps))
-    recorded = statistics.median(records)
+    def one_session():
+        start, cpu = time.perf_counter(), time.process_time()
+        session(data, "all")
+        return time.perf_counter() - start, time.process_time() - cpu
+
+    ones, records, cpus, rebuilds = [], [], ([], []), []
+    for _ in range(args.reps):  # in turn, so that both see the same load of the machine
+        seconds, cpu = one_session()
+        ones.append(seconds)
+        cpus[0].append(cpu)
+        seconds, _, _, cpu = record_stage()
+        records.append(seconds)
+        cpus[1].append(cpu)
+        rebuilds.append(median_time(lambda: run_ort_stage(stage_input, "all"), 1)[0])
+    one, recorded = statistics.median(ones), statistics.median(records)
+    cpu_one, cpu_stage = statistics.median(cpus[0]), statistics.median(cpus[1])
     run = trace.onnxruntime
     sessions = 2 + len(_disabled_sets(run))
     print(f"one InferenceSession at ORT_ENABLE_ALL: median {one:.3f} s (min {min(ones):.3f})")
@@ -138,16 +157,41 @@ def main() -> int:
         f"applications that changed the model, {sessions} sessions): median {recorded:.3f} s "
         f"(min {min(records):.3f})"
     )
+    rebuild = statistics.median(rebuilds)
+    print(
+        f"  ORT's sessions and the input's file alone (run_ort_stage, nothing "
+        f"recorded; {session_threads()} sessions at once): median {rebuild:.3f} s (the steps "
+        f"are recorded while later sessions are made)"
+    )
     with tempfile.TemporaryDirectory() as d:
+        start = time.perf_counter()
         path, _ = write_source(stage_input, d)
+        written = time.perf_counter() - start
         light, _ = median_time(lambda: optimized(path, "all", ["NoSuchTransformer"], d), args.reps)
     print(
         f"  of which one rebuilt step's session (the input's weights in a file ORT maps, one "
-        f"thread, the model written): median {light:.3f} s"
+        f"thread, the model written): median {light:.3f} s; the input's file written once: "
+        f"{written:.3f} s"
     )
     ratio = recorded / one
     verdict = "within" if ratio <= 3 else "OVER"
     print(f"ratio ORT stage / one session: {ratio:.1f}x (goal <= 3x: {verdict})")
+    print(
+        f"  CPU time of this process (all its threads), medians: one session {cpu_one:.3f} s, "
+        f"the stage {cpu_stage:.3f} s ({cpu_stage / cpu_one:.1f}x)"
+    )
+    # the one-go check as a user's session makes it (the model's bytes, default options)
+    _, mapped_run, mapped_steps, _ = record_stage()
+    plain = [record_stage(from_bytes=True) for _ in range(min(3, args.reps))]
+    seconds = statistics.median(p[0] for p in plain)
+    _, plain_run, plain_steps, _ = plain[0]
+    same = plain_steps == mapped_steps and plain_run.applied == mapped_run.applied
+    print(
+        f"  with the one-go session from the model's bytes (default options, a user's session) "
+        f"instead: median {seconds:.3f} s ({seconds / one:.1f}x); its one-go model "
+        f"{'equals' if plain_run.equal else 'DIFFERS from'} the last step, the log and steps "
+        f"{'are the same' if same else 'DIFFER'}"
+    )
     print(
         f"whole explore (export {trace.steps[0].seconds:.2f} s, onnxscript "
         f"{trace.steps[1].seconds:.2f} s, ORT {stage.seconds:.2f} s): {whole:.2f} s = "

@@ -16,13 +16,22 @@ a step may hold more than its own transformer's first change; a step equal to th
 is dropped. The last step is compared with the model ORT makes at the level in one go: the
 trace says whether they are equal.
 
-The rebuilt sessions read the stage's input from a file whose weights are in a file beside it
+Every session of the stage reads its input from one file whose weights are in a file beside it
 (``SOURCE``), which ORT maps rather than copies; the model such a session writes refers to
 that file for every weight it kept as it was, and holds the weights it made. A step's model
 (``ORTStep.model``) is that: its initializers are new data, or references by offset to a
 weight of the input (``ORTRun.source`` names them), so a step costs what ORT changed, not a
-copy of every weight. The one-go model is made the way a user's session makes it, from the
-model's bytes.
+copy of every weight. The sessions are made only for the model they write: one thread, no
+memory arena or pattern, no weight prepacking (what ORT does after its graph transformers).
+
+The one-go session (the verbose one: the log's applications and the model at the level in one
+go) is made the same way, from the same file, not from the model's bytes with default options
+as a user's session is: that session alone cost more than the whole rest of the stage (ORT
+parses and copies every weight). The two give the same applications and the same model (the
+same nodes, and weights equal bit for bit): tests/explorer/onnxruntime/test_ort_shortcuts.py
+checks it on the BERT-like layer, the small CNN and an ONNX file, beside every step rebuilt
+the plain way (default sessions from the model's bytes). ``run_ort_stage(...,
+from_bytes=True)`` makes the one-go session the user's way (the check of that shortcut).
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,16 +130,19 @@ def applications(model: bytes, level: str) -> list[tuple[str, bool]]:
 
 
 def applications_and_model(
-    model: bytes, level: str, folder: str | None = None
+    model: bytes | str, level: str, folder: str | None = None, fast: bool = False
 ) -> tuple[list[tuple[str, bool]], bytes]:
     """:func:`applications` and the model ORT makes at ``level`` in one go (serialized),
-    from one session (a default one: what a user's session makes)."""
+    from one session: a default one (what a user's session makes), or with ``fast`` one made
+    only for the model it writes (:func:`session`). ``model``: serialized, or the path of a
+    model whose weights are in a file beside it (the model written refers to that file for the
+    weights it kept)."""
     with contextlib.ExitStack() as stack:
         if folder is None:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="passlens-ort-"))
         path = os.path.join(folder, "one-go.onnx")
         with captured_stderr() as log:
-            session(model, level, verbose=True, out=path)
+            session(model, level, verbose=True, out=path, fast=fast)
         with open(path, "rb") as f:
             data = f.read()
         os.unlink(path)
@@ -164,6 +178,8 @@ class ORTRun:
     level: str
     steps: list[ORTStep] = field(default_factory=list)
     applied: list[tuple[str, bool]] = field(default_factory=list)
+    # the model ORT makes at the level in one go (serialized; from the stage's file, its
+    # weights kept from the input are references to SOURCE, as in a step)
     one_go: bytes = b""
     base: bytes = b""  # the model as ORT saves it with every transformer off
     # whether the last step is the one-go model (the recorder compares them, weights by
@@ -204,28 +220,30 @@ def source_weight(run: ORTRun, t: Any) -> str | None:
 
 
 def write_source(model: Any, folder: str) -> tuple[str, dict[tuple[int, int], str]]:
-    """Write ``model`` (a ModelProto) to ``folder`` with the data of its weights of at least
-    :data:`EXTERNAL_MIN_BYTES` in :data:`SOURCE` (each at an offset aligned to a page, as ORT
-    maps the file); the model's path and where each weight is."""
+    """Write ``model`` (a ModelProto, left as it is) to ``folder`` with the data of its weights
+    of at least :data:`EXTERNAL_MIN_BYTES` in :data:`SOURCE` (each at an offset aligned to a
+    page, as ORT maps the file); the model's path and where each weight is. The model is
+    copied without that data (field by field: 44.8 MB of weights are read once, to be
+    written)."""
     import onnx
 
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
+    m = _without_initializers(model)
     where: dict[tuple[int, int], str] = {}
     with open(os.path.join(folder, SOURCE), "wb") as f:
         offset = 0
-        for t in m.graph.initializer:
-            if t.data_location == onnx.TensorProto.EXTERNAL or not t.HasField("raw_data"):
+        for source in model.graph.initializer:
+            t = m.graph.initializer.add()
+            external = source.data_location == onnx.TensorProto.EXTERNAL
+            raw = b"" if external or not source.HasField("raw_data") else source.raw_data
+            if len(raw) < EXTERNAL_MIN_BYTES:  # kept in the model as it is
+                t.CopyFrom(source)
                 continue
-            raw = t.raw_data
-            if len(raw) < EXTERNAL_MIN_BYTES:
-                continue
+            _copy_fields(t, source, skip="raw_data")
             pad = -offset % 4096
             if pad:
                 f.write(b"\0" * pad)
                 offset += pad
             f.write(raw)
-            t.ClearField("raw_data")
             t.data_location = onnx.TensorProto.EXTERNAL
             for key, value in (("location", SOURCE), ("offset", offset), ("length", len(raw))):
                 t.external_data.add(key=key, value=str(value))
@@ -235,6 +253,39 @@ def write_source(model: Any, folder: str) -> tuple[str, dict[tuple[int, int], st
     with open(path, "wb") as f:
         f.write(m.SerializeToString())
     return path, where
+
+
+def _copy_fields(dst: Any, src: Any, skip: str) -> None:
+    """Every field ``src`` (a protobuf message) sets, but ``skip``, copied to ``dst`` (by its
+    descriptor: ``ListFields`` would read ``skip``'s value too, a copy of a weight's data)."""
+    for fd in src.DESCRIPTOR.fields:
+        name = fd.name
+        if name == skip:
+            continue
+        repeated = getattr(fd, "is_repeated", None)
+        if repeated is None:  # protobuf before 6
+            repeated = fd.label == fd.LABEL_REPEATED
+        if repeated:
+            values = getattr(src, name)
+            if len(values):
+                getattr(dst, name).extend(values)
+        elif getattr(fd, "has_presence", True) and not src.HasField(name):
+            continue
+        elif fd.message_type is not None:
+            getattr(dst, name).CopyFrom(getattr(src, name))
+        else:
+            setattr(dst, name, getattr(src, name))
+
+
+def _without_initializers(model: Any) -> Any:
+    """A copy of the ModelProto ``model`` whose graph has no initializers (the rest copied)."""
+    import onnx
+
+    m = onnx.ModelProto()
+    _copy_fields(m, model, skip="graph")
+    if model.HasField("graph"):
+        _copy_fields(m.graph, model.graph, skip="initializer")
+    return m
 
 
 def disabled_after(applied: list[tuple[str, bool]], position: int) -> list[str]:
@@ -269,6 +320,7 @@ CHILD_SECONDS = 1800  # an isolated rebuild this long is stopped
 _CHILD = r"""
 import json, os, resource, sys
 folder, level, limit, root = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+from_bytes = sys.argv[5] == "1"
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 sys.path.insert(0, root)
 status = {"status": "ok"}
@@ -276,7 +328,7 @@ try:
     from explorer.onnxruntime.ort_steps import run_ort_stage
     with open(os.path.join(folder, "model.onnx"), "rb") as f:
         model = f.read()
-    run = run_ort_stage(model, level)
+    run = run_ort_stage(model, level, from_bytes=from_bytes)
     for k, s in enumerate(run.steps):
         with open(os.path.join(folder, "step%d.onnx" % k), "wb") as f:
             f.write(s.model)
@@ -298,7 +350,7 @@ with open(os.path.join(folder, "result.json"), "w") as f:
 """
 
 
-def _isolated(model: bytes, level: str) -> ORTRun:
+def _isolated(model: bytes, level: str, from_bytes: bool = False) -> ORTRun:
     """:func:`run_ort_stage` in a child process whose address space is limited (a model from a
     file is untrusted: its optimization may ask for any amount of memory, and a failing
     allocation inside ORT must not take the user's kernel down). The child hands back files
@@ -315,7 +367,8 @@ def _isolated(model: bytes, level: str) -> ORTRun:
             f.write(model)
         try:
             proc = subprocess.run(
-                [sys.executable, "-I", "-c", _CHILD, folder, level, str(limit), root],
+                [sys.executable, "-I", "-c", _CHILD, folder, level, str(limit), root]
+                + ["1" if from_bytes else "0"],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=CHILD_SECONDS,
@@ -356,22 +409,50 @@ def _isolated(model: bytes, level: str) -> ORTRun:
     return run
 
 
-def run_ort_stage(model: Any, level: str, job: Any = None, isolated: bool = False) -> ORTRun:
+MAX_SESSION_THREADS = 4  # the stage's sessions made at once, at most
+
+
+def session_threads() -> int:
+    """How many of the stage's sessions are made at once: one per processor this process may
+    use, at most :data:`MAX_SESSION_THREADS` (each session is one-threaded; ORT lets go of
+    Python's lock while it optimizes)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_SESSION_THREADS, cpus))
+
+
+def run_ort_stage(
+    model: Any,
+    level: str,
+    job: Any = None,
+    isolated: bool = False,
+    from_bytes: bool = False,
+    on_step: Callable[[ORTRun, ORTStep], None] | None = None,
+) -> ORTRun:
     """Rebuild ORT's steps at ``level`` on ``model`` (serialized, or an ``onnx.ModelProto``;
     see the module docstring).
 
-    Sessions: one with every transformer off (the model before the first step), one verbose
-    session at the level (the applications, and the model in one go, from ``model``'s
-    bytes), and one per application that changed the model, except where a session would be
-    made again as before (the same transformers disabled as for the application before it:
-    the same model). ``run.equal`` is left for the recorder, which compares the weights.
-    ``isolated``: in a child process under a memory limit (a model from a file)."""
+    Sessions, all from the file written once (``SOURCE`` beside it): one verbose session at
+    the level (the applications, and the model in one go), then, :func:`session_threads` at a
+    time, one with every transformer off (the model before the first step) and one per
+    application that changed the model, except where a session would be made again as before
+    (the same transformers disabled as for the application before it: the same model); the
+    steps are taken in the log's order. ``from_bytes``: the verbose session from
+    ``model``'s bytes with default options instead, as a user's session (slower; the same
+    result, which the tests check). ``run.equal`` is left for the recorder, which compares the
+    weights. ``isolated``: in a child process under a memory limit (a model from a file).
+    ``on_step(run, step)``: called in this thread for each step in order, as soon as it is
+    rebuilt (while later sessions are made; a child's steps once it ends)."""
     import onnx
 
     start = time.perf_counter()
     if isolated:
         data = model if isinstance(model, (bytes, bytearray)) else model.SerializeToString()
-        run = _isolated(bytes(data), level)
+        run = _isolated(bytes(data), level, from_bytes)
+        for step in run.steps if on_step is not None else ():
+            on_step(run, step)
         run.seconds = time.perf_counter() - start
         return run
     run = ORTRun(level)
@@ -380,30 +461,53 @@ def run_ort_stage(model: Any, level: str, job: Any = None, isolated: bool = Fals
             proto = onnx.ModelProto()
             proto.ParseFromString(bytes(model))
         else:
-            proto, model = model, model.SerializeToString()
+            proto = model
         path, run.source = write_source(proto, folder)
+        if from_bytes:  # a user's session: default options, the model's bytes
+            data = model if isinstance(model, (bytes, bytearray)) else proto.SerializeToString()
+            run.applied, run.one_go = applications_and_model(bytes(data), level, folder)
+            del data
+        else:  # alone: the process's stderr is its log while it runs
+            run.applied, run.one_go = applications_and_model(path, level, folder, fast=True)
         del proto
-        run.base = base = optimized(path, "off", folder=folder)
-        run.applied, run.one_go = applications_and_model(model, level, folder)
         changed = [i for i, (_, modified) in enumerate(run.applied) if modified]
         if job is not None:
             job.total = len(changed)
-        previous, last_disabled = base, None
+        # one session per set of transformers disabled: an application that disables the same
+        # set as the one before it gives the same model
+        sets: list[list[str]] = []
+        of: dict[int, int] = {}
         for i in changed:
-            name = run.applied[i][0]
-            t0 = time.perf_counter()
             disabled = disabled_after(run.applied, i)
-            if disabled == last_disabled:
-                data = previous  # the session of the application before: the same model
-            else:
-                data = optimized(path, level, disabled, folder)
-            last_disabled = disabled
-            if job is not None:
-                job.advance(name)
-            if data == previous:
-                continue
-            run.steps.append(ORTStep(name, i, data, time.perf_counter() - t0))
-            previous = data
+            if not sets or disabled != sets[-1]:
+                sets.append(disabled)
+            of[i] = len(sets) - 1
+
+        def make(k: int) -> tuple[bytes, float]:  # session k (-1: every transformer off)
+            t0 = time.perf_counter()
+            where = os.path.join(folder, f"session{k + 1}")
+            os.mkdir(where)
+            if k < 0:
+                return optimized(path, "off", folder=where), time.perf_counter() - t0
+            return optimized(path, level, sets[k], where), time.perf_counter() - t0
+
+        pool = ThreadPoolExecutor(session_threads())
+        try:
+            made = [pool.submit(make, k) for k in range(-1, len(sets))]
+            run.base = previous = made[0].result()[0]
+            for i in changed:
+                name = run.applied[i][0]
+                data, seconds = made[of[i] + 1].result()
+                if job is not None:
+                    job.advance(name)
+                if data == previous:
+                    continue
+                run.steps.append(ORTStep(name, i, data, seconds))
+                previous = data
+                if on_step is not None:
+                    on_step(run, run.steps[-1])
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
     run.seconds = time.perf_counter() - start
     return run
 
@@ -423,6 +527,7 @@ __all__ = [
     "read_log",
     "run_ort_stage",
     "session",
+    "session_threads",
     "source_weight",
     "write_source",
 ]

@@ -450,12 +450,16 @@ def run_transformers(rec: Recorder, proto: Any, model_type: str, **options: Any)
 # ===== ORT ======================================================================================
 
 
-def run_ort(rec: Recorder, proto: Any, level: str, isolated: bool = False) -> tuple[Any, Any]:
+def run_ort(
+    rec: Recorder, proto: Any, level: str, isolated: bool = False, from_bytes: bool = False
+) -> tuple[Any, Any]:
     """ONNX Runtime's transformers at ``level``: the steps; ``(None, ORTRun)`` (ORT is the
     last stage: no stage reads the model after it; the last step's module holds it). A
-    weight a step kept from the stage's input takes that weight's key (never read again);
-    the one-go model is compared with the last step, weights by content. ``isolated``: rebuilt
-    in a child process under a memory limit (a model from a file)."""
+    weight a step or the one-go model kept from the stage's input takes that weight's key
+    (never read again); the one-go model is compared with the last step, weights by content.
+    ``isolated``: rebuilt in a child process under a memory limit (a model from a file);
+    ``from_bytes``: the one-go session from the model's bytes as a user's session
+    (:func:`~explorer.onnxruntime.ort_steps.run_ort_stage`)."""
     import onnx
 
     from explorer.onnxruntime.module import skeleton_of
@@ -464,25 +468,32 @@ def run_ort(rec: Recorder, proto: Any, level: str, isolated: bool = False) -> tu
     start = rec.current
     if start is None or not start.live:
         start = rec.state.wrap(proto)
-    run = run_ort_stage(proto, level, None, isolated=isolated)
-    for s in run.steps:
+
+    def record(run: Any, s: Any) -> None:  # while ORT makes the sessions of later steps
         m = onnx.ModelProto()
         m.ParseFromString(s.model)
         known = _kept_weights(run, m, start)
         options = {"log_position": s.position}
         rec.step(s.name, m, s.seconds, options, owned=True, known=known)
-    one_go = onnx.ModelProto()
-    one_go.ParseFromString(run.one_go)
-    last = rec.current
-    skeleton, keys = skeleton_of(one_go, rec.state, last, copy=False)
-    if run.steps:
-        last_skeleton, last_keys = last.proto(False), last.weight_keys
-    else:  # no transformer changed the model: ORT's own save of it with every one off
-        base = onnx.ModelProto()
-        base.ParseFromString(run.base)
-        known = _kept_weights(run, base, start)
-        last_skeleton, last_keys = skeleton_of(base, rec.state, last, copy=False, known=known)
-    run.equal = _canonical(skeleton, keys) == _canonical(last_skeleton, last_keys)
+
+    run = run_ort_stage(proto, level, None, isolated, from_bytes, on_step=record)
+    end = run.steps[-1].model if run.steps else run.base
+    if end == run.one_go:  # what ORT wrote, byte for byte (kept weights: the same references)
+        run.equal = True
+    else:  # by content: the skeletons without node metadata, the weights by key
+        one_go = onnx.ModelProto()
+        one_go.ParseFromString(run.one_go)
+        last = rec.current
+        known = _kept_weights(run, one_go, start)
+        skeleton, keys = skeleton_of(one_go, rec.state, last, copy=False, known=known)
+        if run.steps:
+            last_skeleton, last_keys = last.proto(False), last.weight_keys
+        else:  # no transformer changed the model: ORT's own save of it with every one off
+            base = onnx.ModelProto()
+            base.ParseFromString(run.base)
+            known = _kept_weights(run, base, start)
+            last_skeleton, last_keys = skeleton_of(base, rec.state, last, copy=False, known=known)
+        run.equal = _canonical(skeleton, keys) == _canonical(last_skeleton, last_keys)
     if run.equal:
         rec.notes.append(
             f"the last ORT step equals the model ORT makes at level {level!r} in one go"
@@ -536,7 +547,9 @@ def run_stage(rec: Recorder, stage: Stage, proto: Any, rules: list, options: dic
         return run_transformers(rec, proto, stage.arg, **options), None
     if stage.kind == "rules":
         return run_rules(rec, proto, rules), None
-    return run_ort(rec, proto, stage.arg, bool(options.get("isolated")))
+    return run_ort(
+        rec, proto, stage.arg, bool(options.get("isolated")), bool(options.get("from_bytes"))
+    )
 
 
 __all__ = [

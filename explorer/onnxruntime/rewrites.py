@@ -182,6 +182,13 @@ def _common(paths: list[list[str]]) -> list[str]:
     return out
 
 
+def _same_props(a: Any, b: Any) -> bool:
+    """Whether two lists of metadata entries (StringStringEntryProto) are the same."""
+    return len(a) == len(b) and all(
+        x.key == y.key and x.value == y.value for x, y in zip(a, b, strict=True)
+    )
+
+
 def _set_metadata(node: Any, meta: list[tuple[str, str]]) -> None:
     del node.metadata_props[:]
     for k, v in meta:
@@ -209,9 +216,10 @@ def inherit_provenance(before: list, after: list, groups: list[tuple[list, list]
         if twin is not None and (id(e) not in made or scopes_of(_meta(e.proto)) is None):
             # a node the step kept shows what it showed before (a stage that hands on a model
             # of its own would give it the rewriter's metadata again)
-            meta = [(p.key, p.value) for p in twin.metadata_props]
-            if meta != [(p.key, p.value) for p in e.proto.metadata_props]:
-                _set_metadata(e.proto, meta)
+            props = e.proto.metadata_props
+            if not _same_props(props, twin.metadata_props):
+                del props[:]
+                props.extend(twin.metadata_props)
                 changed = True
         elif twin is None and (id(e) in made or scopes_of(_meta(e.proto)) is None):
             has.append(e)
