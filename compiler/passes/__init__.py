@@ -8,7 +8,9 @@ a PassResult with ``.module`` and ``.snapshots`` (one per pass application, nest
 ``decompose(call)`` is what decompose-ops rewrites one call into (``rounds_as_decomposed``:
 whether that changes no value). Local rewrites are rule tables (``Rule``: a name, a
 ``Pattern``, a rewrite); inside ``collect_rewrites()`` every rule application is recorded as a
-``RewriteRecord`` (and on its ``Snapshot.rewrites``). ``register_pass`` again by the same
+``RewriteRecord`` (and on its ``Snapshot.rewrites``). ``RulePass`` is a pass made of one rule
+table (the shortest pass of your own); ``verify_pass`` checks a pass on a Before and an
+Expected module (``compiler.passes.infra.testing``). ``register_pass`` again by the same
 definition (a notebook cell run again) replaces the pass with a ``PassRedefinedWarning``; by
 another definition it is a ``PassRegistrationError`` naming both. A pass nobody registered
 runs as an instance in a pipeline (``[FastGelu()]``); ``build_pipeline(spec, classes=[...])``
@@ -58,16 +60,21 @@ from compiler.passes.infra.redefinition import (
     same_definition,
     where_defined,
 )
+from compiler.passes.infra.rewrite import rewrite_function, rewrite_module
+from compiler.passes.infra.rule_pass import RulePass
 from compiler.passes.infra.rules import (
     Pattern,
     RewriteRecord,
     Rule,
     Rules,
     collect_rewrites,
+    kind,
+    op,
     rule_table,
     rule_tables,
 )
 from compiler.passes.infra.runner import run
+from compiler.passes.infra.testing import verify_pass
 
 __all__ = [
     "CallingConvention",
@@ -78,6 +85,7 @@ __all__ = [
     "RewriteRecord",
     "Rule",
     "Rules",
+    "RulePass",
     "PassError",
     "PassFailed",
     "PassResult",
@@ -98,19 +106,24 @@ __all__ = [
     "decompose",
     "definition_source",
     "get_pass_class",
+    "kind",
     "lazy_callbacks",
     "lazy_ops",
     "named_pipelines",
+    "op",
     "parse_pass",
     "register_alias",
     "register_pass",
     "register_pipeline",
+    "rewrite_function",
+    "rewrite_module",
     "rounds_as_decomposed",
     "rule_table",
     "rule_tables",
     "run",
     "same_definition",
     "transform_function",
+    "verify_pass",
     "weight_params",
     "where_defined",
 ]

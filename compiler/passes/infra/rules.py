@@ -44,7 +44,7 @@ from compiler.ir.nodes import (
     function_constants,
 )
 from compiler.ir.printer import value_names
-from compiler.passes.infra.redefinition import PassRegistrationError, redefined
+from compiler.passes.infra.redefinition import PassRegistrationError
 
 Rewrite = Callable[[Any, Any], "Expr | None"]
 
@@ -111,29 +111,25 @@ _TABLE_WHERE: dict[str, tuple[str, str]] = {}  # pass name -> (module, file:line
 def rule_table(pass_name: str, *rules: Rule) -> tuple[Rule, ...]:
     """Register ``rules`` as the rule table of pass ``pass_name`` (what :func:`rule_tables`
     lists), tried in this order; returns them. The module that registered a pass's table may
-    register it again (a notebook cell run again, a module reloaded: the new table replaces
-    the old one, with a ``PassRedefinedWarning``); another module may not."""
+    register it again (a notebook cell run again, a module reloaded, ``RulePass`` each time
+    its pass runs): the new table replaces the old one, quietly (a redefined pass says so
+    itself, ``register_pass``); another module may not."""
     names = [r.name for r in rules]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"{pass_name}: rules named twice: {', '.join(dup)}")
     caller = sys._getframe(1)
     module = str(caller.f_globals.get("__name__", "?"))
-    where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
     old = _TABLE_WHERE.get(pass_name)
-    if old is not None and pass_name in _TABLES:
-        if old[0] != module:
-            raise PassRegistrationError(
-                f"the rule table of pass {pass_name!r} is registered twice: by {old[0]} "
-                f"({old[1]}) and by {module} ({where}); give one of the passes another name"
-            )
-        redefined(
-            f"the rule table of pass {pass_name!r} redefined by {module} ({where}): it "
-            "replaces the earlier one",
-            stacklevel=2,
+    if old is not None and pass_name in _TABLES and old[0] != module:
+        where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+        raise PassRegistrationError(
+            f"the rule table of pass {pass_name!r} is registered twice: by {old[0]} "
+            f"({old[1]}) and by {module} ({where}); give one of the passes another name"
         )
+    if old is None or old[0] != module or _TABLES.get(pass_name) != rules:
+        _TABLE_WHERE[pass_name] = (module, f"{caller.f_code.co_filename}:{caller.f_lineno}")
     _TABLES[pass_name] = rules
-    _TABLE_WHERE[pass_name] = (module, where)
     return rules
 
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from compiler import passes
-from compiler.interpret import run
 from compiler.ir import Module, assert_structural_equal, parse, structural_equal
+from compiler.passes.infra import testing
 
 
 def apply(before: str | Module, spec: Any, *, verify_each: bool = True) -> Module:
@@ -31,22 +29,18 @@ def verify_pass(
     numbers: bool = False,
     verify_each: bool = True,
 ) -> Module:
-    """Run ``spec`` on ``before`` and check the result is ``expected`` (structurally, with
-    provenance if asked); that it prints and parses back to itself; and, with ``numbers``,
-    that it computes what ``before`` does on inputs spread over [-1, 1]. Without
-    ``verify_each`` no module is verified (the expected one breaks invariants too)."""
-    after = apply(before, spec, verify_each=verify_each)
-    assert_structural_equal(after, parse(expected, verify=verify_each), provenance=provenance)
-    if roundtrip:
-        assert_structural_equal(parse(str(after), verify=verify_each), after)
-    if numbers:
-        module = parse(before)
-        args = [
-            np.linspace(-1, 1, p.ty.numel).reshape(p.ty.shape).astype(np.float32)
-            for p in module.main.params
-        ]
-        np.testing.assert_allclose(run(after, *args)[0], run(module, *args)[0], rtol=1e-6)
-    return after
+    """``compiler.passes.infra.testing.verify_pass`` (the public Before / Expected check), with the
+    numbers checked only when a case asks, and then within 1e-6."""
+    return testing.verify_pass(
+        before,
+        expected,
+        spec,
+        provenance=provenance,
+        roundtrip=roundtrip,
+        numbers=numbers,
+        verify_each=verify_each,
+        rtol=1e-6,
+    )
 
 
 def spec_text(spec: Any) -> str:
