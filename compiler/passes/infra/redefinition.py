@@ -1,7 +1,9 @@
-"""A pass or a rule table registered again: by the same definition (a notebook cell run
-again, ``importlib.reload``, the same source executed twice) the new one replaces the old one
-with a :class:`PassRedefinedWarning`, one line; by another definition it is a
-:class:`PassRegistrationError` naming both, each as ``module.qualname (file:line)``.
+"""A pass registered again: by the same definition (a notebook cell run again,
+``importlib.reload``, the same source executed twice) the new class replaces the old one with
+a :class:`PassRedefinedWarning`, one line; by another definition it is a
+:class:`PassRegistrationError` naming both, each as ``module.qualname (file:line)``. (A rule
+table registered again by its module replaces the old one quietly; by another module it is the
+same error: ``rules.rule_table``.)
 
 Where a class is defined is read from the code of its methods and Python's line cache, which
 holds notebook cells too (IPython puts each cell there), so it is known for a pass written in
@@ -20,8 +22,8 @@ from compiler.errors import PasslensError
 
 
 class PassRedefinedWarning(UserWarning):
-    """A pass (or a rule table) was registered again by the same definition: the new one
-    replaced the old one."""
+    """A pass was registered again by the same definition: the new class replaced the old
+    one."""
 
 
 class PassRegistrationError(PasslensError, ValueError):

@@ -44,7 +44,7 @@ from compiler.ir.nodes import (
     function_constants,
 )
 from compiler.ir.printer import value_names
-from compiler.passes.infra.redefinition import PassRegistrationError, redefined, where_defined
+from compiler.passes.infra.redefinition import PassRegistrationError, where_defined
 
 Rewrite = Callable[[Any, Any], "Expr | None"]
 
@@ -112,9 +112,9 @@ def rule_table(pass_name: str, *rules: Rule, owner: type | None = None) -> tuple
     """Register ``rules`` as the rule table of pass ``pass_name`` (what :func:`rule_tables`
     lists), tried in this order; returns them. The module that registered a pass's table may
     register it again (a notebook cell run again, a module reloaded: the new table replaces
-    the old one, with a ``PassRedefinedWarning``); another module may not. ``owner``: the pass
-    class the table belongs to, when it is not the caller's module that defines it (a
-    ``RulePass`` registers its table as its class's)."""
+    the old one, quietly: a redefined pass says so itself, ``register_pass``); another module
+    may not. ``owner``: the pass class the table belongs to, when it is not the caller's module
+    that defines it (a ``RulePass`` registers its table as its class's)."""
     names = [r.name for r in rules]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -133,12 +133,6 @@ def rule_table(pass_name: str, *rules: Rule, owner: type | None = None) -> tuple
             raise PassRegistrationError(
                 f"the rule table of pass {pass_name!r} is registered twice: by {old[0]} "
                 f"({old[1]}) and by {module} ({where}); give one of the passes another name"
-            )
-        if owner is None:  # a RulePass's class said so when it was defined again
-            redefined(
-                f"the rule table of pass {pass_name!r} redefined by {module} ({where}): it "
-                "replaces the earlier one",
-                stacklevel=2,
             )
     _TABLES[pass_name] = rules
     _TABLE_WHERE[pass_name] = (module, where)

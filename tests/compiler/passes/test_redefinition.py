@@ -1,7 +1,8 @@
 """Registering a pass again (issue 42): the same definition run twice (a notebook cell run
 again, the same source executed twice, ``importlib.reload``) replaces the pass with one
 ``PassRedefinedWarning``; another module's class under a taken name is an error naming both
-definitions. The same for rule tables. A pass nobody registered is found by name in a spec
+definitions; a rule table registered again by its module is replaced quietly, by another module
+it is the same error. A pass nobody registered is found by name in a spec
 through ``build_pipeline(spec, classes=[...])``, and a snapshot keeps the Pass that ran."""
 
 from __future__ import annotations
@@ -143,7 +144,8 @@ def test_importlib_reload_replaces_the_pass(tmp_path, monkeypatch):
 
 def test_a_rule_table_registered_again_by_its_module_replaces_it_another_module_s_is_an_error():
     first = cell(TABLE_CELL)["RULES"]
-    with pytest.warns(PassRedefinedWarning, match="rule table of pass 'test-redefined-table'"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # quietly: the pass's own redefinition says it
         again = cell(TABLE_CELL)["RULES"]
     assert rule_tables()["test-redefined-table"] is again is not first
     with pytest.raises(
@@ -197,3 +199,24 @@ def test_options_of_a_cell_s_pass_with_string_annotations_are_read_in_its_own_gl
     assert build_pipeline("test-redefined-twice{level=3}").passes[0] == cls(level=3)
     with pytest.raises(PipelineError, match="option level expects int"):
         build_pipeline("test-redefined-twice{level=x}")
+
+
+def test_rule_passes_of_one_name_run_in_turn_without_a_note_or_an_error():
+    """``RulePass`` registers its table each time it runs (from its own module): a buggy and a
+    fixed version of one pass, run in turn as a re-run does, replace it quietly."""
+    from compiler.ir import Call
+    from compiler.passes import Rule, RulePass, op
+
+    class Buggy(RulePass):
+        name = "test-rule-pass"
+        rules = (Rule("to-relu", op("relu"), lambda n, ctx: Call("abs", n.args)),)
+
+    class Fixed(RulePass):
+        name = "test-rule-pass"
+        rules = (Rule("keep", op("relu"), lambda n, ctx: None),)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for p in (Buggy(), Fixed(), Buggy(), Fixed()):
+            passes.run(parse(TEXT), [p], raise_on_failure=True)
+    assert rule_tables()["test-rule-pass"] == Fixed.rules
