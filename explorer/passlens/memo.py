@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler import CallMemo
+from compiler import CallMemo, compute_op
 from compiler.ir import Call, Constant, Expr, TensorType
 from compiler.passes import SIDE_EFFECT_OPS, decompose, rounds_as_decomposed
 
@@ -187,8 +187,6 @@ class MemoHooks(CallMemo):
         the parts decompose-ops makes later are found there. Only for ops whose reference
         rounds exactly like their decomposition (tested bitwise), and kept only when it has
         no NaN (where attention's value and its decomposition's differ)."""
-        from compiler.ops import get_op
-
         root = decompose(node)
         if root is None:
             return None
@@ -204,7 +202,7 @@ class MemoHooks(CallMemo):
             vals = [value(a) for a in e.args]
             v = self.lookup(e, vals)
             if v is None:
-                v = self.record(e, vals, get_op(e.op).compute(vals, e.attrs))
+                v = self.record(e, vals, compute_op(e.op, vals, e.attrs))
             known[id(e)] = v
             return v
 
