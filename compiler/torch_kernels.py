@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -47,7 +48,12 @@ class Unsupported(Exception):
 
 def torch_available() -> bool:
     """Whether torch can be imported (without importing it)."""
-    return importlib.util.find_spec("torch") is not None
+    if "torch" in sys.modules:
+        return sys.modules["torch"] is not None
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 _TORCH: Any = None
@@ -614,21 +620,23 @@ def _batch_norm(values, attrs):
 
 @kernel("layer_norm")
 def _layer_norm(values, attrs):
+    """torch's layer_norm over the trailing dims; other axes are moved last (a view) and back."""
     x = tensor(values[0])
     _float(x)
     nd = x.dim()
     axes = sorted({a % nd for a in attrs["axes"]}) if nd else []
-    if not axes or axes != list(range(nd - len(axes), nd)):
-        raise Unsupported  # torch normalises trailing dims only
-    shape = list(x.shape[nd - len(axes) :])
+    if not axes:
+        raise Unsupported
+    order = [a for a in range(nd) if a not in axes] + axes
+    shape = [x.shape[a] for a in axes]
     params = [tensor(p).reshape(shape) for p in values[1:]]
     g = params[0] if params else None
     b = params[1] if len(params) > 1 else None
-    t = x
+    t = x.permute(order)
     if not _native(x, g, b):
-        t, g, b = _up(x), _up(g), _up(b)
+        t, g, b = _up(t), _up(g), _up(b)
     y = _TORCH.nn.functional.layer_norm(t, shape, g, b, attrs["epsilon"])
-    return _out(y, x.dtype)
+    return _out(y.permute([order.index(a) for a in range(nd)]), x.dtype)
 
 
 @kernel("group_norm")
