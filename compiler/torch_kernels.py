@@ -727,6 +727,8 @@ def _resize(values, attrs):
     how = attrs["coordinate_transformation_mode"]
     if attrs["mode"] != "linear" or how not in _LINEAR_RESIZE:
         raise Unsupported
+    if not all(isinstance(o, (int, np.integer)) for o in attrs["sizes"]):
+        raise Unsupported  # sized only now: the reference sizes it before making it
     scales = attrs["scales"]
     lengths = [
         resize_length(size, out, scales, axis)
