@@ -218,7 +218,6 @@ def _unary_table() -> dict[str, Callable]:
         "expm1": lambda x, a: torch.expm1(x),
         "gelu": lambda x, a: F.gelu(x, approximate=a["approximate"]),
         "leaky_relu": lambda x, a: F.leaky_relu(x, a["alpha"]),
-        "isnan": lambda x, a: torch.isnan(x),
     }
 
 
