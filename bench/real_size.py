@@ -11,8 +11,11 @@ its RSS is its own: torch.export + ``tvm.relax.frontend.torch.from_exported_prog
 ``relax.get_pipeline("zero")``. The model's random init is timed apart (meta device, then a
 cheap normal fill).
 
-Goals (issue 29): check at most 5x one warm eager forward; explore + check + to_html + save at
-most 1.5x TVM's export + import + zero; peak RSS at most 2.2x the weights.
+Goals (issue 44): check at most 2x one warm eager forward (the best of 3 just before it, in the
+same process), for the 1B and for ``--layers 32 --hidden 256``; save within 1.2x torch.save of
+the same state dict; to_html under 3 s. (Issue 29: explore + check + to_html + save at most
+1.5x TVM's export + import + zero; peak RSS at most 2.2x the weights.) ``--side passlens``
+skips TVM.
 """
 
 from __future__ import annotations
@@ -138,6 +141,12 @@ def passlens_side(layers: int, vocab: int, hidden: int) -> dict:
     trace = explorer.explore(model, (ids,))
     out["explore"] = time.perf_counter() - start
     out["rss_explore"] = _peak_rss()
+    with torch.no_grad():  # eager again just before the check: the load moves in between
+        for _ in range(3):
+            start = time.perf_counter()
+            model(ids)
+            out["eager"] = min(out["eager"], time.perf_counter() - start)
+    out["load_check"] = os.getloadavg()[0]
     start = time.perf_counter()
     report = trace.check((ids,), progress=False)
     out["check"] = time.perf_counter() - start
@@ -208,14 +217,14 @@ def main() -> int:
         total = p["explore"] + p["check"] + p["to_html"] + p["save"]
         print("passlens (one process):")
         print(
-            f"  torch eager forward (warm, best of 3): {p['eager']:.2f} s "
+            f"  torch eager forward (warm, best of 6): {p['eager']:.3f} s "
             f"({p['threads']} threads; on 1 thread, best of 2: {p['eager1']:.2f} s)"
         )
         print(f"  explore  {p['explore']:7.1f} s   peak RSS {p['rss_explore'] / w:.2f}x weights")
         print(
-            f"  check    {p['check']:7.1f} s   = {p['check'] / p['eager']:.1f}x one eager forward "
-            f"(goal <= 5x), {p['check'] / p['eager1']:.1f}x one on 1 thread   "
-            f"peak RSS {p['rss_check'] / w:.2f}x"
+            f"  check    {p['check']:7.2f} s   = {p['check'] / p['eager']:.2f}x one eager forward "
+            f"(goal <= 2x), {p['check'] / p['eager1']:.2f}x one on 1 thread   "
+            f"peak RSS {p['rss_check'] / w:.2f}x (load {p['load_check']:.1f})"
         )
         print(f"  to_html  {p['to_html']:7.1f} s")
         print(f"  save     {p['save']:7.1f} s   ({p['saved_bytes'] / w:.3f}x the weights on disk)")
@@ -240,7 +249,7 @@ def main() -> int:
         print(
             f"ratio: passlens explore + check + to_html + save / TVM export + import + zero = "
             f"{total / t['total']:.2f}x (goal <= 1.5x); check / eager = "
-            f"{p['check'] / p['eager']:.1f}x (goal <= 5x); passlens peak RSS "
+            f"{p['check'] / p['eager']:.2f}x (goal <= 2x); passlens peak RSS "
             f"{p['peak_rss'] / w:.2f}x the weights (goal <= 2.2x), TVM {t['peak_rss'] / w:.2f}x"
         )
     return 0

@@ -10,6 +10,8 @@ _INTERPRETER = (
     "InterpretError",
     "TypeMismatch",
     "ValueCache",
+    "compute_op",
+    "default_kernels",
     "evaluate",
     "matmul_float64",
 )

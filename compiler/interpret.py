@@ -1,9 +1,15 @@
-"""The numpy reference interpreter.
+"""The reference interpreter.
 
 ``run(module, *inputs)`` evaluates a function on numpy arrays. ``evaluate`` also returns every
 intermediate value and can reuse a :class:`ValueCache`: nodes are immutable and shared between
 modules, so a node already evaluated for the same inputs (in another snapshot, say) is not
 computed again.
+
+``kernels`` picks what computes an op: ``"torch"`` (the default when torch is installed) runs
+it with torch's CPU kernel where the op's semantics equal a torch op's
+(compiler/torch_kernels.py says where and how the values differ) and with the op's numpy
+reference otherwise; ``"numpy"`` runs every op with its reference. Arrays pass between the two
+without copies. ``Evaluation.by_kernel`` says which ops each computed.
 """
 
 from __future__ import annotations
@@ -53,6 +59,48 @@ counts one plus the bindings of its body (a unit costs 20-40 microseconds, so ab
 most; an RNN of 1,000 steps of 50 bindings is 51,000). Loops each under MAX_LOOP_ITERATIONS,
 nested, would otherwise multiply. A longer legitimate loop: raise it in code."""
 _LOOP_WORK: ContextVar[list[int] | None] = ContextVar("passlens_loop_work", default=None)
+
+KERNEL_SETS = ("torch", "numpy")
+"""What ``evaluate(..., kernels=)`` takes (see the module docstring)."""
+# the kernel set of the evaluation running (nested evaluations and the memo's hooks use it)
+_KERNELS: ContextVar[str | None] = ContextVar("passlens_kernels", default=None)
+
+
+@functools.cache
+def default_kernels() -> str:
+    """``"torch"`` when torch can be imported, else ``"numpy"``."""
+    from compiler.torch_kernels import torch_available
+
+    return "torch" if torch_available() else "numpy"
+
+
+def _kernel_set(kernels: str | None) -> str:
+    if kernels is None:
+        return _KERNELS.get() or default_kernels()
+    if kernels not in KERNEL_SETS:
+        raise InterpretError(f"kernels must be 'torch' or 'numpy', got {kernels!r}")
+    if kernels == "torch" and default_kernels() != "torch":
+        raise InterpretError("kernels='torch' needs torch, which is not installed")
+    return kernels
+
+
+def _op_value(op: str, values: list, attrs, kernels: str) -> tuple[Any, str]:
+    """The value of ``op`` and the kernel set that computed it."""
+    if kernels == "torch":
+        from compiler import torch_kernels
+
+        if op in torch_kernels.KERNELS:
+            out = torch_kernels.compute(op, values, attrs)
+            if out is not None:
+                return out, "torch"
+    return get_op(op).compute(values, attrs), "numpy"
+
+
+def compute_op(op: str, values: list, attrs, kernels: str | None = None) -> Any:
+    """The value of op ``op`` on ``values`` (arrays) with ``attrs`` (normalised), as the
+    interpreter computes a call: with ``kernels`` (default: those of the evaluation running,
+    else :func:`default_kernels`)."""
+    return _op_value(op, values, attrs, _kernel_set(kernels))[0]
 
 
 def _one_loop_budget(fn):
@@ -196,6 +244,11 @@ class Evaluation:
     values: dict
     symbols: dict[str, int]
     mismatches: list[TypeMismatch] = field(default_factory=list)
+    kernels: str = "numpy"
+    """The kernel set asked for (``"torch"`` or ``"numpy"``)."""
+    by_kernel: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Ops computed by each kernel set, with their counts (``{"torch": {"conv2d": 3},
+    "numpy": {"reshape": 2}}``), called functions and loop bodies included."""
 
 
 def _describe(node: Expr) -> str:
@@ -325,7 +378,10 @@ class _Evaluator:
         check_types: bool,
         memo: CallMemo | None = None,
         cache: ValueCache | None = None,
+        kernels: str = "numpy",
     ):
+        self.kernels = kernels
+        self.by_kernel: dict[str, dict[str, int]] = {}
         self.cache = cache
         self.module = module
         self.values = values
@@ -407,7 +463,9 @@ class _Evaluator:
             if node.op == "call_lowered":
                 out = self.kernel_call(node, args, attrs)
             else:
-                out = get_op(node.op).compute(args, attrs)
+                out, used = _op_value(node.op, args, attrs, self.kernels)
+                counts = self.by_kernel.setdefault(used, {})
+                counts[node.op] = counts.get(node.op, 0) + 1
             if isinstance(out, list):
                 out = tuple(out)
             return out if memo is None else memo.record(node, args, out)
@@ -429,14 +487,27 @@ class _Evaluator:
                 raise InterpretError(f"call of @{node.func} outside a module", node)
             args = [self.value(a) for a in node.args]
             sub = evaluate(
-                self.module, args, function=node.func, check_types=self.check_types, memo=self.memo
+                self.module,
+                args,
+                function=node.func,
+                check_types=self.check_types,
+                memo=self.memo,
+                kernels=self.kernels,
             )
             if self.cache is not None:
                 self.cache.callees[node] = callee_closure(self.module, node.func)
             self.mismatches.extend(sub.mismatches)
+            self.merge_counts(sub.by_kernel)
             out = sub.outputs
             return out if isinstance(self.module[node.func].output.ty, TupleType) else out[0]
         raise InterpretError(f"cannot evaluate {type(node).__name__}", node)
+
+    def merge_counts(self, by_kernel: dict[str, dict[str, int]]) -> None:
+        """Add a nested evaluation's counts of ops by kernel set to this one's."""
+        for used, ops in by_kernel.items():
+            counts = self.by_kernel.setdefault(used, {})
+            for op, n in ops.items():
+                counts[op] = counts.get(op, 0) + n
 
     def kernel_call(self, node: Call, args: list, attrs) -> Any:
         """Run a ``call_lowered`` with the kernel its module holds (compiled on first use)."""
@@ -536,9 +607,15 @@ class _Evaluator:
                 )
             args = [np.asarray(i, dtype=it_dtype), np.asarray(cond), *carried, *captured]
             sub = evaluate(
-                self.module, args, function=node.func, check_types=self.check_types, memo=self.memo
+                self.module,
+                args,
+                function=node.func,
+                check_types=self.check_types,
+                memo=self.memo,
+                kernels=self.kernels,
             )
             self.mismatches.extend(sub.mismatches)
+            self.merge_counts(sub.by_kernel)
             out = sub.outputs
             cond = bool(np.asarray(out[0]).reshape(()))
             carried = list(out[1 : 1 + k])
@@ -622,14 +699,25 @@ def evaluate(
     cache: ValueCache | None = None,
     check_types: bool = False,
     memo: CallMemo | None = None,
+    kernels: str | None = None,
 ) -> Evaluation:
     """Evaluate ``function`` on ``inputs``; returns outputs and every intermediate value.
 
     ``cache``: a ValueCache for these inputs, shared between calls so nodes computed before
     are reused. ``check_types``: record nodes whose value disagrees with the annotated type.
     ``memo``: hooks around every op call (a :class:`CallMemo`), e.g. to reuse values by what
-    computes them rather than by node.
+    computes them rather than by node. ``kernels``: ``"torch"`` or ``"numpy"`` (see the module
+    docstring; default: the evaluation this one runs inside, else :func:`default_kernels`).
     """
+    kernels = _kernel_set(kernels)
+    token = _KERNELS.set(kernels)
+    try:
+        return _evaluate(module, inputs, function, cache, check_types, memo, kernels)
+    finally:
+        _KERNELS.reset(token)
+
+
+def _evaluate(module, inputs, function, cache, check_types, memo, kernels) -> Evaluation:
     if isinstance(module, Function):
         fn, mod = module, None
     else:
@@ -669,14 +757,14 @@ def evaluate(
         values.update(zip(params, arrays))
     if cache is not None and mod is not None:
         cache.drop_stale_calls(mod, fn)
-    ev = _Evaluator(mod, values, env, check_types, memo, cache)
+    ev = _Evaluator(mod, values, env, check_types, memo, cache, kernels)
     ev.run_bindings(fn.bindings)
     if cache is not None:
         cache.hits += ev.cache_hits
         cache.misses += ev.computed
     out = ev.value(fn.output)
     outputs = out if isinstance(fn.output.ty, TupleType) else (out,)
-    return Evaluation(tuple(outputs), values, env, ev.mismatches)
+    return Evaluation(tuple(outputs), values, env, ev.mismatches, kernels, ev.by_kernel)
 
 
 def matmul_float64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -688,15 +776,21 @@ def matmul_float64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(matmul_f64(a, b), dtype=np.float64)
 
 
-def run(module: Module | Function, *inputs: Any, function: str = "main") -> tuple:
-    """Run ``function`` of ``module`` on numpy inputs; returns a tuple of output arrays."""
-    return evaluate(module, inputs, function=function).outputs
+def run(
+    module: Module | Function, *inputs: Any, function: str = "main", kernels: str | None = None
+) -> tuple:
+    """Run ``function`` of ``module`` on numpy inputs; returns a tuple of output arrays
+    (``kernels``: as for :func:`evaluate`)."""
+    return evaluate(module, inputs, function=function, kernels=kernels).outputs
 
 
 __all__ = [
     "run",
     "matmul_float64",
     "evaluate",
+    "compute_op",
+    "default_kernels",
+    "KERNEL_SETS",
     "CallMemo",
     "Evaluation",
     "ValueCache",

@@ -7,6 +7,8 @@ correctly rounded; but a float32 matmul / linear accumulates in float32 (BLAS sg
 float32 attention is computed op by op as decompose-ops writes it (each part rounded to
 float32), as torch's CPU kernels compute them: the values then differ from torch eager's as two
 float32 kernels differ, they take eager's time, and decompose-ops changes no float32 value.
+(This is the numpy reference; the interpreter's torch kernels, compiler/torch_kernels.py, compute
+float32 ops in float32 as torch eager does, with the same semantics.)
 Semantic choices, where frameworks differ:
 
 - ``matmul``: numpy / torch semantics (1-D operands get a dim prepended / appended and then

@@ -1,5 +1,8 @@
-"""fold-constant: evaluate, with the numpy reference, every op whose inputs are all constants,
-and replace it by a new named constant. Folding never compiles anything.
+"""fold-constant: evaluate, as the interpreter does (its default kernels: torch's where an op
+has one, compiler/torch_kernels.py, else the numpy reference), every op whose inputs are all
+constants, and replace it by a new named constant: a folded value has the very bits the
+interpreter computed for the op before, so a check finds everything after it in its memo.
+Folding never compiles anything.
 
 A folded value is held by the module (and by every snapshot of a trace), and a few bytes of
 model can describe a huge one (``full(shape=[100000000])``): a value over ``max_bytes`` is left
@@ -38,7 +41,6 @@ import numpy as np
 from compiler.ir.attrs import TypeInferenceError
 from compiler.ir.names import fresh_name
 from compiler.ir.nodes import Call, Constant, Expr, Function, If, Module, Tuple, TupleGetItem
-from compiler.ir.op_registry import get_op
 from compiler.ir.symbolic import SymExpr
 from compiler.ir.types import TensorType
 from compiler.passes.infra.attribute_form import attribute_form
@@ -137,7 +139,9 @@ def fold_call(
         size = DATA_DEPENDENT_GROWTH * sum(a.data.nbytes for a in node.args)
     if size > max_bytes:
         return None
-    out = get_op(node.op).compute([a.data for a in node.args], node.attrs)
+    from compiler.interpret import compute_op
+
+    out = compute_op(node.op, [a.data for a in node.args], node.attrs)
     if not isinstance(out, np.ndarray) or out.nbytes > max_bytes:
         return None
     return out

@@ -5,6 +5,7 @@ and kept as a few floats (see ``layers.py`` for what a layer is)."""
 from __future__ import annotations
 
 import math
+import os
 import weakref
 from typing import TYPE_CHECKING
 
@@ -83,6 +84,50 @@ class LayerErrors:
         return rel, ratio, share
 
 
+PARALLEL_CHUNKS = 4  # a value of at least twice this many chunks is compared on two threads
+_POOL: list = []
+
+
+def _pool():
+    """The one worker thread comparisons share (made on first use)."""
+    if not _POOL:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL.append(ThreadPoolExecutor(1, thread_name_prefix="passlens-errors"))
+    return _POOL[0]
+
+
+def _chunk_errors(v: np.ndarray, r: np.ndarray, starts, rtol: float, atol: float):
+    """(max rel, max share) over the chunks of flat ``v`` against ``r`` starting at ``starts``,
+    in their own dtype; None when one holds NaN or infinities (then judged in float64)."""
+    one, tiny = v.dtype.type, np.finfo(v.dtype).tiny
+    n = min(CHUNK, v.size)
+    diff, buf = np.empty(n, v.dtype), np.empty(n, v.dtype)
+    rel = ratio = 0.0
+    for k in starts:
+        a, b = v[k : k + CHUNK], r[k : k + CHUNK]
+        d, t = diff[: a.size], buf[: a.size]
+        np.subtract(a, b, out=d)
+        np.abs(d, out=d)
+        np.abs(b, out=t)  # atol + rtol * |ref|
+        t *= one(rtol)
+        t += one(atol)
+        if atol <= 0:  # no zero divisors
+            np.maximum(t, tiny, out=t)
+        np.divide(d, t, out=t)
+        share = float(t.max())
+        np.abs(b, out=t)  # |ref| + atol
+        t += one(atol)
+        if atol <= 0:
+            np.maximum(t, tiny, out=t)
+        np.divide(d, t, out=d)
+        most = float(d.max())
+        if not (math.isfinite(share) and math.isfinite(most)):
+            return None  # NaN or infinities: counted as the check counts them
+        rel, ratio = max(rel, most), max(ratio, share)
+    return rel, ratio
+
+
 def _errors(value: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
     """The max relative error ``|value - ref| / (|ref| + atol)`` (as ``numbers.compare``)
     and the max share of the tolerance used, ``|value - ref| / (atol + rtol * |ref|)``
@@ -90,37 +135,24 @@ def _errors(value: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tup
     float32 or float64 and all is finite it works in their own precision (float32 rounding
     moves the numbers in their 7th digit at most), a cache-sized chunk at a time in two small
     buffers: five times faster than whole-array temporaries, which also slowed the rest of the
-    check (allocating and faulting in megabytes per layer)."""
+    check (allocating and faulting in megabytes per layer); a big value's chunks are shared
+    with a second thread."""
     if value.size == 0:
         return 0.0, 0.0
     if value.dtype == ref.dtype and value.dtype in (np.float32, np.float64):
         v, r = value.reshape(-1), ref.reshape(-1)
-        one, tiny = value.dtype.type, np.finfo(value.dtype).tiny
-        diff, buf = np.empty(min(CHUNK, v.size), v.dtype), np.empty(min(CHUNK, v.size), v.dtype)
-        rel = ratio = 0.0
-        for k in range(0, v.size, CHUNK):
-            a, b = v[k : k + CHUNK], r[k : k + CHUNK]
-            d, t = diff[: a.size], buf[: a.size]
-            np.subtract(a, b, out=d)
-            np.abs(d, out=d)
-            np.abs(b, out=t)  # atol + rtol * |ref|
-            t *= one(rtol)
-            t += one(atol)
-            if atol <= 0:  # no zero divisors
-                np.maximum(t, tiny, out=t)
-            np.divide(d, t, out=t)
-            share = float(t.max())
-            np.abs(b, out=t)  # |ref| + atol
-            t += one(atol)
-            if atol <= 0:
-                np.maximum(t, tiny, out=t)
-            np.divide(d, t, out=d)
-            most = float(d.max())
-            if not (math.isfinite(share) and math.isfinite(most)):
-                break  # NaN or infinities: counted as the check counts them, below
-            rel, ratio = max(rel, most), max(ratio, share)
-        else:
-            return rel, ratio
+        starts = range(0, v.size, CHUNK)
+        if len(starts) < 2 * PARALLEL_CHUNKS or (os.cpu_count() or 1) < 2:
+            done = _chunk_errors(v, r, starts, rtol, atol)
+        else:  # half the chunks on a second thread (numpy computes without the GIL)
+            half = len(starts) // 2
+            other = _pool().submit(_chunk_errors, v, r, starts[half:], rtol, atol)
+            mine = _chunk_errors(v, r, starts[:half], rtol, atol)
+            theirs = other.result()
+            both = mine is not None and theirs is not None
+            done = (max(mine[0], theirs[0]), max(mine[1], theirs[1])) if both else None
+        if done is not None:
+            return done
     # NaN, infinities, other dtypes: in float64, NaN against NaN equal, other NaN infinitely off
     a, r = np.asarray(value, np.float64), np.asarray(ref, np.float64)
     diff = np.abs(a - r)

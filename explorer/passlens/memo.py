@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler import CallMemo
+from compiler import CallMemo, compute_op
 from compiler.ir import Call, Constant, Expr, TensorType
 from compiler.passes import SIDE_EFFECT_OPS, decompose, rounds_as_decomposed
 
@@ -33,6 +33,7 @@ class Memo:
         # key -> [operand arrays, value, generation, keys of its parts' entries]
         self.entries: dict[tuple, list] = {}
         self.views: dict[tuple, weakref.ref] = {}  # (base, address, layout) -> the first view
+        self.canonicals: dict[int, tuple] = {}  # id(view) -> (it, its canonical view), weakly
         self.contents: dict[tuple, list] = {}  # (shape, dtype, sampled bytes) -> arrays
         self.content_hits = 0
         self.generation = 0
@@ -44,6 +45,7 @@ class Memo:
         live = {keep, self.generation}
         self.entries = {k: e for k, e in self.entries.items() if e[2] in live}
         self.views = {k: r for k, r in self.views.items() if r() is not None}
+        self.canonicals = {k: c for k, c in self.canonicals.items() if c[0]() is not None}
         self.contents = {
             k: live
             for k, refs in self.contents.items()
@@ -56,6 +58,14 @@ class Memo:
         the same memory with the same shape, strides and dtype."""
         if not isinstance(value, np.ndarray) or value.base is None:
             return value
+        seen = self.canonicals.get(id(value))  # (a view is looked at again at every step)
+        if seen is not None and seen[0]() is value and (first := seen[1]()) is not None:
+            return first
+        first = self._first_view(value)
+        self.canonicals[id(value)] = (weakref.ref(value), weakref.ref(first))
+        return first
+
+    def _first_view(self, value: np.ndarray) -> np.ndarray:
         root = value
         while isinstance(root.base, np.ndarray):
             root = root.base
@@ -187,8 +197,6 @@ class MemoHooks(CallMemo):
         the parts decompose-ops makes later are found there. Only for ops whose reference
         rounds exactly like their decomposition (tested bitwise), and kept only when it has
         no NaN (where attention's value and its decomposition's differ)."""
-        from compiler.ops import get_op
-
         root = decompose(node)
         if root is None:
             return None
@@ -204,7 +212,7 @@ class MemoHooks(CallMemo):
             vals = [value(a) for a in e.args]
             v = self.lookup(e, vals)
             if v is None:
-                v = self.record(e, vals, get_op(e.op).compute(vals, e.attrs))
+                v = self.record(e, vals, compute_op(e.op, vals, e.attrs))
             known[id(e)] = v
             return v
 

@@ -46,10 +46,14 @@ def test_every_op_is_documented():
     assert not undocumented
 
 
+KERNELS = ["torch", "numpy"]  # both of the interpreter's kernel sets (compiler/torch_kernels.py)
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])  # LINEAR_ROUNDS_AS_DECOMPOSED
 @pytest.mark.parametrize("x_shape", [(5, 16), (2, 7, 16), (1, 3, 3, 16)])
 @pytest.mark.parametrize("bias", [True, False])
-def test_linear_rounds_exactly_like_its_decomposition(dtype, x_shape, bias):
+def test_linear_rounds_exactly_like_its_decomposition(kernels, dtype, x_shape, bias):
     """The check relies on it (explorer/passlens/memo.py computes linear as its decomposition)."""
     import numpy as np
 
@@ -69,8 +73,10 @@ def test_linear_rounds_exactly_like_its_decomposition(dtype, x_shape, bias):
         args.append(Var("b", TensorType((24,), dtype)))
         values.append(rng.standard_normal(24).astype(dtype))
     node = call("linear", *args)
-    whole = run(Function.from_output(args, node), *values)[0]
-    parts = run(Function.from_output(args, DECOMPOSITIONS["linear"](node)), *values)[0]
+    whole = run(Function.from_output(args, node), *values, kernels=kernels)[0]
+    parts = run(
+        Function.from_output(args, DECOMPOSITIONS["linear"](node)), *values, kernels=kernels
+    )[0]
     assert whole.dtype == parts.dtype
     assert whole.tobytes() == parts.tobytes()
 
@@ -79,7 +85,8 @@ def test_linear_rounds_exactly_like_its_decomposition(dtype, x_shape, bias):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])  # SDPA_ROUNDS_AS_DECOMPOSED
 @pytest.mark.parametrize("mask", [None, "bool", "float"])
 @pytest.mark.parametrize("causal", [True, False])
-def test_attention_rounds_exactly_like_its_decomposition(dtype, mask, causal):
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_attention_rounds_exactly_like_its_decomposition(dtype, mask, causal, kernels):
     """The check relies on it (explorer/passlens/memo.py computes attention as its decomposition
     and keeps the value when it has no NaN): equal bit for bit, but where a query row has no
     key left (the op: zeros, the decomposition: NaN)."""
@@ -99,9 +106,11 @@ def test_attention_rounds_exactly_like_its_decomposition(dtype, mask, causal):
         args.append(Var("m", TensorType((6, 7), "bool" if mask == "bool" else dtype)))
         values.append(keep if mask == "bool" else np.where(keep, 0.0, -np.inf).astype(dtype))
     node = call("scaled_dot_product_attention", *args, is_causal=causal)
-    whole = run(Function.from_output(args, node), *values)[0]
+    whole = run(Function.from_output(args, node), *values, kernels=kernels)[0]
     parts = run(
-        Function.from_output(args, DECOMPOSITIONS["scaled_dot_product_attention"](node)), *values
+        Function.from_output(args, DECOMPOSITIONS["scaled_dot_product_attention"](node)),
+        *values,
+        kernels=kernels,
     )[0]
     assert whole.dtype == parts.dtype and whole.shape == parts.shape == (1, 4, 6, 5)
     nan = np.isnan(parts)

