@@ -22,7 +22,9 @@ that file for every weight it kept as it was, and holds the weights it made. A s
 (``ORTStep.model``) is that: its initializers are new data, or references by offset to a
 weight of the input (``ORTRun.source`` names them), so a step costs what ORT changed, not a
 copy of every weight. The sessions are made only for the model they write: one thread, no
-memory arena or pattern, no weight prepacking (what ORT does after its graph transformers).
+memory arena or pattern, no weight prepacking (what ORT does after its graph transformers),
+a few at a time (:func:`session_threads`); each step is handed on in the log's order as soon
+as its session is made (``run_ort_stage(on_step=...)``: the recorder records it meanwhile).
 
 The one-go session (the verbose one: the log's applications and the model at the level in one
 go) is made the same way, from the same file, not from the model's bytes with default options
