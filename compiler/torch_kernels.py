@@ -671,40 +671,15 @@ def _part(op: str, values: list, **attrs) -> np.ndarray:
 
 @kernel("scaled_dot_product_attention")
 def _attention(values, attrs):
-    """Op by op as decompose-ops writes it, each part by its kernel (so it rounds as its
-    decomposition does); a query row with no key left gives zeros (its decomposition: NaN)."""
-    from compiler.ir.types import DType
+    """Op by op as decompose-ops writes it (``compiler.ir.nn_compute.sdpa_parts``), each part
+    by its kernel (so it rounds as its decomposition does)."""
+    from compiler.ir.nn_compute import sdpa_parts
 
-    q, k, v, *mask = values
-    dtype = q.dtype
-    if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+    if values[0].dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise Unsupported  # half precision: in float64, rounded once, by the reference
-    if k.shape[-2] == 0:
+    if values[1].shape[-2] == 0:
         raise Unsupported  # no key at all: the reference says what it makes of it
-    scale = attrs["scale"] if attrs["scale"] is not None else 1.0 / math.sqrt(q.shape[-1])
-    axes = list(range(k.ndim))
-    axes[-2:] = axes[-1], axes[-2]
-    kt = _part("permute_dims", [k], axes=axes)
-    scores = _part("multiply", [_part("matmul", [q, kt]), np.asarray(scale, dtype)])
-    keep = None
-    if mask and mask[0].dtype == np.bool_:
-        keep = mask[0]
-    elif mask:
-        scores = _part("add", [scores, mask[0]])
-    if attrs["is_causal"]:
-        ones = _part("ones", [], shape=[q.shape[-2], k.shape[-2]], dtype=DType.bool)
-        causal = _part("tril", [ones])
-        keep = causal if keep is None else _part("logical_and", [keep, causal])
-    if keep is not None:
-        scores = _part("where", [keep, scores, np.asarray(-np.inf, dtype)])
-    probs = _part("softmax", [scores], axis=-1)
-    out = _part("matmul", [probs, v])
-    torch = _TORCH
-    s = tensor(scores)
-    dead = torch.amax(s, dim=-1, keepdim=True) == -math.inf  # no key left (NaN above)
-    if bool(dead.any()):
-        return array(torch.where(dead, torch.zeros((), dtype=s.dtype), tensor(out)))
-    return out
+    return sdpa_parts(values, attrs, part=_part)
 
 
 # ----- resize -------------------------------------------------------------------------------

@@ -518,30 +518,31 @@ def _part(op: str, values: list, **attrs) -> np.ndarray:
     return d.compute(values, d.normalize_attrs(attrs))
 
 
-def _sdpa_parts(values, attrs) -> np.ndarray:
-    """Attention op by op, exactly as decompose-ops' ``_attention`` writes it; a query row with
-    no key left gives zeros (its decomposition: NaN)."""
+def sdpa_parts(values, attrs, part=_part) -> np.ndarray:
+    """Attention op by op, exactly as decompose-ops' ``_attention`` writes it, each op's value
+    by ``part(op, values, **attrs)`` (the reference's by default; the torch kernels give
+    theirs); a query row with no key left gives zeros (its decomposition: NaN)."""
     q, k, v, *mask = values
     dtype = q.dtype
     scale = attrs["scale"] if attrs["scale"] is not None else 1.0 / math.sqrt(q.shape[-1])
     axes = list(range(k.ndim))
     axes[-2:] = axes[-1], axes[-2]
-    kt = _part("permute_dims", [k], axes=axes)
-    scores = _part("multiply", [_part("matmul", [q, kt]), np.asarray(scale, dtype)])
+    kt = part("permute_dims", [k], axes=axes)
+    scores = part("multiply", [part("matmul", [q, kt]), np.asarray(scale, dtype)])
     keep = None
     if mask and mask[0].dtype == np.bool_:
         keep = mask[0]
     elif mask:
-        scores = _part("add", [scores, mask[0]])
+        scores = part("add", [scores, mask[0]])
     if attrs["is_causal"]:
-        ones = _part("ones", [], shape=[q.shape[-2], k.shape[-2]], dtype=DType.bool)
-        causal = _part("tril", [ones])
-        keep = causal if keep is None else _part("logical_and", [keep, causal])
+        ones = part("ones", [], shape=[q.shape[-2], k.shape[-2]], dtype=DType.bool)
+        causal = part("tril", [ones])
+        keep = causal if keep is None else part("logical_and", [keep, causal])
     if keep is not None:
-        scores = _part("where", [keep, scores, np.asarray(-np.inf, dtype)])
+        scores = part("where", [keep, scores, np.asarray(-np.inf, dtype)])
     with np.errstate(invalid="ignore"):  # a row with no key left: zeros below
-        probs = _part("softmax", [scores], axis=-1)
-    out = _part("matmul", [probs, v])
+        probs = part("softmax", [scores], axis=-1)
+    out = part("matmul", [probs, v])
     dead = np.max(scores, axis=-1, keepdims=True) == -np.inf  # no key left (NaN above)
     if dead.any():
         out = np.where(dead, np.zeros((), dtype), out).astype(dtype)
@@ -551,7 +552,7 @@ def _sdpa_parts(values, attrs) -> np.ndarray:
 def sdpa_compute(values, attrs):
     """scaled_dot_product_attention: op by op in float32/float64, else in float64, rounded once."""
     if values[0].dtype in SDPA_ROUNDS_AS_DECOMPOSED:
-        return _sdpa_parts(values, attrs)
+        return sdpa_parts(values, attrs)
     q, k, v = (_f64(x) for x in values[:3])
     scale = attrs["scale"] if attrs["scale"] is not None else 1.0 / math.sqrt(q.shape[-1])
     scores = (q @ np.swapaxes(k, -1, -2)) * scale
