@@ -200,7 +200,26 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out", metavar="DIR", default="build/demo", help="where to write (default %(default)s)"
     )
+    for command in sub.choices.values():
+        command.add_argument(
+            "--verbose",
+            action="store_true",
+            help="on an error, also print what torch logged and the full traceback",
+        )
     return parser
+
+
+def torch_log_of(e: BaseException) -> list[str]:
+    """The torch log lines a capture held back (compiler.frontend.torch_logs), from ``e`` or
+    the errors it was raised from."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        lines = getattr(e, "torch_log", None)
+        if lines:
+            return list(lines)
+        e = e.__cause__ or e.__context__
+    return []
 
 
 # what a command says before its first slow step (importing torch and the compiler takes a few
@@ -256,6 +275,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         # a CLIError may say more on its own short lines (each unknown pass name, ...)
         more = str(e).strip().splitlines()[1:] if isinstance(e, CLIError) else []
+        log = torch_log_of(e)
+        if getattr(args, "verbose", False):
+            import traceback
+
+            if log:
+                print("torch's log while capturing:", *log, sep="\n", file=sys.stderr)
+            traceback.print_exception(e, file=sys.stderr)
+        elif log:
+            records = "1 record" if len(log) == 1 else f"{len(log)} records"
+            more.append(f"(torch logged {records} while capturing: --verbose shows them)")
         print("\n".join([f"passlens: error: {_one_line(e)}", *more]), file=sys.stderr)
         return EXIT_ERROR
     finally:

@@ -81,17 +81,74 @@ def export_torch(model, example_args=None, dynamic_shapes=None, example_kwargs=N
     was_training = model.training
     model.eval()
     try:
-        ep = torch.export.export(
-            model, example_args, kwargs=example_kwargs, dynamic_shapes=dynamic_shapes
-        )
+        try:
+            ep, log = _export_quietly(model, example_args, example_kwargs, dynamic_shapes)
+        except Exception as e:
+            if not _can_drop_cache(model, example_kwargs, e):
+                raise
+            # a Hugging Face model returns its key/value cache by default, an object
+            # torch.export cannot output: the same forward without it, captured with the
+            # config's use_cache off (restored after; the logits are the same, and the
+            # reference runs this same exported graph)
+            model.config.use_cache = False
+            try:
+                ep, log = _export_quietly(model, example_args, example_kwargs, dynamic_shapes)
+            finally:
+                model.config.use_cache = True
     except Exception as e:  # torch.export's own errors are long; keep the head and say so
-        head = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise FrontendError(
-            f"torch.export could not capture the model: {type(e).__name__}: {head}"
-        ) from e
+        error = FrontendError(_capture_error(model, example_kwargs, e))
+        error.torch_log = getattr(e, "_passlens_torch_log", [])
+        raise error from e
     finally:
         model.train(was_training)
+    log.replay()  # what torch said on the way (warnings), now that it worked
     return functionalized(ep)
+
+
+def _export_quietly(model, example_args, example_kwargs, dynamic_shapes):
+    """torch.export with torch's log held back (torch_logs); a failure carries the log's
+    lines on the exception (``_passlens_torch_log``)."""
+    import torch
+
+    from compiler.frontend.torch_logs import held_torch_logs
+
+    with held_torch_logs() as log:
+        try:
+            ep = torch.export.export(
+                model, example_args, kwargs=example_kwargs, dynamic_shapes=dynamic_shapes
+            )
+        except Exception as e:
+            e._passlens_torch_log = log.lines()
+            raise
+    return ep, log
+
+
+def _returns_cache(e: BaseException) -> bool:
+    """torch.export failed because the output holds a transformers cache object."""
+    text = str(e)
+    return "in output" in text and "cache_utils" in text and "pytree" in text
+
+
+def _can_drop_cache(model, example_kwargs, e: BaseException) -> bool:
+    """The capture failed on a Hugging Face cache output that ``config.use_cache = False``
+    drops: the model has such a config, and the user did not pass ``use_cache``."""
+    config = getattr(model, "config", None)
+    if not _returns_cache(e) or getattr(config, "use_cache", None) is not True:
+        return False
+    return not (example_kwargs and "use_cache" in example_kwargs)
+
+
+def _capture_error(model, example_kwargs, e: BaseException) -> str:
+    """One line for torch.export's failure: the head of torch's message, or what to do."""
+    if _returns_cache(e):
+        kind = "a Hugging Face cache (DynamicCache)"
+        return (
+            f"torch.export could not capture the model: it returns {kind}, which torch.export "
+            "cannot output; build the model with use_cache=False (config.use_cache = False) "
+            "or have forward return only tensors"
+        )
+    head = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return f"torch.export could not capture the model: {type(e).__name__}: {head}"
 
 
 def _dim_names(ep, dynamic_shapes) -> dict[str, str]:

@@ -524,3 +524,38 @@ def test_check_of_a_huge_signature_without_inputs_is_one_clear_error(capsys, tmp
     assert_one_line_error(
         err, "%x: f32[12000, 12000] would need 576,000,000 bytes", "pass real inputs", "256 MiB"
     )
+
+
+SHAPE_BUG = """
+import torch
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.lin(x) + torch.ones(5)
+
+
+def model():
+    return M()
+"""
+
+
+def test_torchs_log_of_a_failed_capture_is_held_back_and_shown_by_verbose(capfd, tmp_path):
+    path = tmp_path / "shape_bug.py"
+    path.write_text(SHAPE_BUG)
+    code = main(["explore", f"{path}:model", "--input-shape", "2,8"])
+    _, err = capfd.readouterr()
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("passlens: error: ") and "broadcast" in lines[0]
+    assert "fake_tensor" not in err  # torch's traceback lines are not printed
+    assert "--verbose shows them" in lines[-1] and len(lines) <= 3
+    code = main(["explore", f"{path}:model", "--input-shape", "2,8", "--verbose"])
+    _, err = capfd.readouterr()
+    assert code == 2
+    assert "torch's log while capturing:" in err and "fake_tensor" in err
+    assert "Traceback" in err and err.strip().splitlines()[-1].startswith("passlens: error: ")

@@ -429,9 +429,10 @@ def test_program_refusals_judge_each_call():
     none = frozenset()
     assert program_refusals(_graph(Drop(False), torch.randn(3)), none) == {}
     refused = program_refusals(_graph(Drop(True), torch.randn(3)), none)
-    assert list(refused) == ["aten.dropout.default"] and "train=False" in refused[
-        "aten.dropout.default"
-    ]
+    assert (
+        list(refused) == ["aten.dropout.default"]
+        and "train=False" in refused["aten.dropout.default"]
+    )
 
     class Empty(torch.nn.Module):
         def forward(self, x):

@@ -372,6 +372,35 @@ def test_export_failure_is_a_frontend_error():
         from_torch(DataDependent(), (torch.randn(3),))
 
 
+def _default_gpt2():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64)
+    return transformers.GPT2LMHeadModel(config).eval()  # use_cache=True: the default
+
+
+def test_hugging_face_cache_output_is_captured_without_the_cache():
+    # the first model most people try: its default output holds a DynamicCache, which
+    # torch.export cannot output; the logits are captured, the config left as it was
+    model = _default_gpt2()
+    ids = torch.randint(0, 64, (1, 6))
+    mod = from_torch(model, (ids,))
+    assert model.config.use_cache is True
+    out = run(mod, ids.numpy())
+    want = model(ids, use_cache=False).logits.detach().numpy()
+    (logits,) = out
+    np.testing.assert_allclose(np.asarray(logits), want, rtol=1e-4, atol=1e-5)
+
+
+def test_hugging_face_cache_asked_for_is_one_clear_line():
+    model = _default_gpt2()
+    ids = torch.randint(0, 64, (1, 6))
+    with pytest.raises(FrontendError) as info:
+        from_torch(model, (ids,), example_kwargs={"use_cache": True})
+    text = str(info.value)
+    assert "\n" not in text
+    assert "use_cache=False" in text and "pytree" not in text
+
+
 def test_export_torch_gives_the_program_from_torch_imports():
     model = _Net().train()
     x = torch.randn(2, 6)
