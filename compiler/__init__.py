@@ -10,6 +10,7 @@ _INTERPRETER = (
     "InterpretError",
     "TypeMismatch",
     "ValueCache",
+    "bind_inputs",
     "compute_op",
     "default_kernels",
     "evaluate",

@@ -717,22 +717,12 @@ def evaluate(
         _KERNELS.reset(token)
 
 
-def _evaluate(module, inputs, function, cache, check_types, memo, kernels) -> Evaluation:
-    if isinstance(module, Function):
-        fn, mod = module, None
-    else:
-        fn, mod = module[function], module
-    params = fn.params
-    if len(inputs) != len(params):
-        sig = ", ".join(f"%{p.name}: {p.ty}" for p in params)
-        raise InterpretError(
-            f"@{function} takes {len(params)} input(s) ({sig}), got {len(inputs)}"
-            + (
-                f"; its first {fn.num_input} are runtime inputs and the rest are weights"
-                if fn.num_input != len(params)
-                else ""
-            )
-        )
+def bind_inputs(
+    params: Sequence[Var], inputs: Sequence[Any], function: str = "main"
+) -> tuple[list, dict[str, int]]:
+    """``inputs`` as the values of ``params`` (arrays of their dtypes) and the sizes of their
+    symbolic dims (``{"n": 4}``); an InterpretError names the first input whose dtype, rank
+    or dims do not match its parameter's type. Inputs beyond ``params`` are not looked at."""
     env: dict[str, int] = {}
     arrays = [_to_value(v, p.ty, p, i) for i, (p, v) in enumerate(zip(params, inputs))]
     # Two rounds: the first binds symbols from plain dims (`n`); then a symbol seen only inside
@@ -749,6 +739,26 @@ def _evaluate(module, inputs, function, cache, check_types, memo, kernels) -> Ev
                     f"input {i} (%{p.name}) of @{function} expects {p.ty}, got "
                     f"{_value_desc(arr)}" + (f" (where {where})" if where else "")
                 )
+    return arrays, env
+
+
+def _evaluate(module, inputs, function, cache, check_types, memo, kernels) -> Evaluation:
+    if isinstance(module, Function):
+        fn, mod = module, None
+    else:
+        fn, mod = module[function], module
+    params = fn.params
+    if len(inputs) != len(params):
+        sig = ", ".join(f"%{p.name}: {p.ty}" for p in params)
+        raise InterpretError(
+            f"@{function} takes {len(params)} input(s) ({sig}), got {len(inputs)}"
+            + (
+                f"; its first {fn.num_input} are runtime inputs and the rest are weights"
+                if fn.num_input != len(params)
+                else ""
+            )
+        )
+    arrays, env = bind_inputs(params, inputs, function)
     values: dict = cache.values if cache is not None else {}
     if cache is not None:
         for p, arr in zip(params, arrays):
@@ -788,6 +798,7 @@ __all__ = [
     "run",
     "matmul_float64",
     "evaluate",
+    "bind_inputs",
     "compute_op",
     "default_kernels",
     "KERNEL_SETS",

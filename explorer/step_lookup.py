@@ -16,13 +16,22 @@ def find_step(steps: Sequence[Step], key: int | str) -> Step:
     if not isinstance(key, (int, str)):
         raise TypeError(f"index a trace with an int or a pass name, not {type(key).__name__}")
     if isinstance(key, int):
+        if not -len(steps) <= key < len(steps):
+            raise IndexError(f"no step {key}: the trace has steps 0 to {len(steps) - 1}")
         return steps[key]
     name, _, nth = key.partition("#")
     matches = [s for s in steps if s.name == name or s.spec == name]
     if not matches:
         names = sorted({s.name for s in steps})
         raise KeyError(f"no step named {key!r}; steps: {', '.join(names)}")
-    return matches[int(nth) - 1 if nth else 0]
+    if not nth:
+        return matches[0]
+    if not nth.isdigit() or not 1 <= int(nth) <= len(matches):
+        raise KeyError(
+            f"no step {key!r}: {name!r} ran {len(matches)} time"
+            f"{'s' if len(matches) > 1 else ''} (use {name}#1 to {name}#{len(matches)})"
+        )
+    return matches[int(nth) - 1]
 
 
 def imported_step(steps: Sequence[Step]) -> Step:

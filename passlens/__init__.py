@@ -41,6 +41,7 @@ def serve(trace, *, port: int = PORT, block: bool | None = None, **options):
     The other options are :func:`widgets.app.serve`'s (``report=``, ``show=``,
     ``allow_host=``, ...). The app is imported on the first call, so ``import passlens`` (and
     every other ``passlens`` command) does not load Panel."""
+    from passlens.errors import port_error
     from widgets.app import serve as _serve
 
     if block is None:
@@ -48,7 +49,15 @@ def serve(trace, *, port: int = PORT, block: bool | None = None, **options):
     previous = _servers.pop(port, None) if port else None
     if previous is not None:
         previous.stop()
-    server = _serve(trace, port=port, block=block, **options)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise port_error(port, None)
+    try:
+        server = _serve(trace, port=port, block=block, **options)
+    except OSError as e:
+        error = port_error(port, e)
+        if error is None:
+            raise
+        raise error from None
     if server is not None:
         _servers[server.port] = server
     return server

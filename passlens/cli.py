@@ -57,7 +57,6 @@ pipeline spec, a missing dependency). Errors are one line on stderr, without a t
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import re
 import sys
@@ -67,7 +66,7 @@ from pathlib import Path
 from passlens import export as _export
 from passlens import model_sources
 from passlens import passes_cmd as _passes
-from passlens.errors import CLIError
+from passlens.errors import CLIError, port_error
 from passlens.errors import one_line as _one_line
 from passlens.model_sources import load_model
 
@@ -282,10 +281,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if log:
                 print("torch's log while capturing:", *log, sep="\n", file=sys.stderr)
             traceback.print_exception(e, file=sys.stderr)
-        elif log:
+        line = _one_line(e)
+        if log and not getattr(args, "verbose", False):
             records = "1 record" if len(log) == 1 else f"{len(log)} records"
-            more.append(f"(torch logged {records} while capturing: --verbose shows them)")
-        print("\n".join([f"passlens: error: {_one_line(e)}", *more]), file=sys.stderr)
+            line += f" (torch logged {records} while capturing: --verbose shows them)"
+        print("\n".join([f"passlens: error: {line}", *more]), file=sys.stderr)
         return EXIT_ERROR
     finally:
         sys.stdout, sys.stderr = out, err
@@ -516,12 +516,10 @@ def _serve(args: argparse.Namespace) -> int:
     except HostError as e:  # a bad --allow-host: its message says which and why
         raise CLIError(str(e)) from None
     except OSError as e:
-        if e.errno in (errno.EADDRINUSE, errno.EACCES):
-            raise CLIError(
-                f"port {args.port} is in use (or not allowed): try --port 0 (a free port) "
-                "or another port"
-            ) from None
-        raise
+        error = port_error(args.port, e, option="--port 0")
+        if error is None:
+            raise
+        raise CLIError(str(error)) from None
     return EXIT_OK
 
 

@@ -11,6 +11,27 @@ class CLIError(PasslensError):
     """A command could not run; the message is printed as one line."""
 
 
+class PortError(PasslensError, OSError):
+    """The app cannot listen on the port asked for (in use, not allowed, out of range); an
+    OSError too, with the errno of the failure where there was one."""
+
+
+def port_error(port, e: OSError | None, option: str = "port=0") -> PortError | None:
+    """The PortError for a failure to listen on ``port`` (``e`` None: not a port number), or
+    None when ``e`` is another OSError. ``option``: how the caller picks a free port."""
+    import errno
+
+    if e is None:
+        return PortError(f"bad port {port!r}: use 0 (a free port) to 65535")
+    if e.errno not in (errno.EADDRINUSE, errno.EACCES):
+        return None
+    error = PortError(
+        f"port {port} is in use (or not allowed): try {option} (a free port) or another port"
+    )
+    error.errno = e.errno
+    return error
+
+
 def one_line(e: BaseException) -> str:
     """An exception as one line: CLI errors and known error types as their message, others
     with their type name."""

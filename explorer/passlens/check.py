@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from compiler import InterpretError, ValueCache, evaluate
+from compiler import InterpretError, ValueCache, bind_inputs, evaluate
 from compiler.ir import (
     Call,
     Constant,
@@ -132,6 +132,14 @@ class Interpreter(TieJudging, StepRunner):
         runtime, weights = arrays[:k], arrays[k:]
         if len(runtime) < k:
             raise CheckError(f"@main takes {k} runtime input(s), {len(arrays)} given")
+        try:  # before anything runs: otherwise every step reads "run-failed", like a bad import
+            bind_inputs(main.params[:k], runtime)
+        except InterpretError as e:
+            raise CheckError(
+                f"these inputs do not match the ones the trace was recorded with: {e}; check "
+                "with inputs of the recorded shapes and dtypes, or explore the model again "
+                "with these"
+            ) from None
         if not weights and weight_vars:
             missing = [p.name for p in weight_vars if p.name not in stored]
             if missing:

@@ -14,7 +14,7 @@ from typing import Any
 
 from compiler.errors import PasslensError
 from compiler.ir.types import DType
-from compiler.passes.infra.manager import Pass, Sequential, get_pass_class
+from compiler.passes.infra.manager import Pass, Sequential, all_passes, get_pass_class
 
 _NAMED: dict[str, str] = {}
 _ALIASES = {"dce": "dead-code-elimination"}
@@ -43,6 +43,17 @@ def register_alias(alias: str, pass_name: str) -> None:
 def named_pipelines() -> dict[str, str]:
     """Every named pipeline and its spec."""
     return dict(_NAMED)
+
+
+def _unknown(name: str, given: dict) -> str:
+    """What to say of a spec item that names no pass: the closest passes, aliases and named
+    pipelines (``defualt``: did you mean default?)."""
+    import difflib
+
+    known = sorted({*all_passes(), *_ALIASES, *_NAMED, *given})
+    close = difflib.get_close_matches(name, known, n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return f"unknown pass {name[:80]!r}{hint}"
 
 
 def _split(text: str, sep: str = ",") -> list[str]:
@@ -152,8 +163,8 @@ def parse_pass(item: str, classes: Sequence[type[Pass]] = ()) -> Pass | Sequenti
         return Sequential(seq.passes, label=name)
     try:
         cls = given[name] if name in given else get_pass_class(name)
-    except KeyError as e:
-        raise PipelineError(str(e.args[0])) from None
+    except KeyError:
+        raise PipelineError(_unknown(name, given)) from None
     kwargs: dict[str, Any] = {}
     fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
     for part in _split(opts_text) if opts_text.strip() else []:

@@ -1,0 +1,68 @@
+"""The Python API's errors say what the CLI's say: one clear message, what to do next."""
+
+import socket
+
+import pytest
+import torch
+
+import explorer
+import passlens
+from compiler import PasslensError
+from compiler.passes import PipelineError
+from explorer.check import CheckError
+
+
+@pytest.fixture(scope="module")
+def trace():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU())
+    return explorer.explore(model, (torch.randn(2, 8),), pipeline="fold-constant")
+
+
+def _model():
+    return torch.nn.Sequential(torch.nn.Linear(8, 4))
+
+
+@pytest.mark.parametrize(
+    ("spec", "suggestion"),
+    [("defualt", "default"), ("fold-constnt", "fold-constant"), ("dec", "dce")],
+)
+def test_a_misspelt_pipeline_or_pass_gets_a_suggestion(spec, suggestion):
+    with pytest.raises(PipelineError, match=f"did you mean [^?]*{suggestion}"):
+        explorer.explore(_model(), (torch.randn(2, 8),), pipeline=spec)
+
+
+def test_a_step_number_out_of_range_says_which_steps_there_are(trace):
+    last = len(trace) - 1
+    with pytest.raises(IndexError, match=f"^no step 99: the trace has steps 0 to {last}$"):
+        trace[99]
+    with pytest.raises(IndexError, match=f"no step -{last + 2}"):
+        trace[-(last + 2)]
+    assert trace[-1] is trace.steps[-1]
+    with pytest.raises(KeyError, match=r"'fold-constant' ran 1 time \(use fold-constant#1"):
+        trace["fold-constant#2"]
+    with pytest.raises(KeyError, match="ran 1 time"):
+        trace["fold-constant#x"]
+    assert trace["fold-constant#1"] is trace["fold-constant"]
+
+
+def test_checking_with_inputs_unlike_the_recorded_ones_says_so_before_running(trace):
+    with pytest.raises(CheckError, match="do not match the ones the trace was recorded with") as e:
+        trace.check((torch.randn(3, 5),))
+    assert "expects f32[2, 8]" in str(e.value) and "(3, 5)" in str(e.value)
+    with pytest.raises(CheckError, match="recorded with"):
+        trace.check((torch.randn(2, 8).double(),))
+    assert trace.check((torch.randn(2, 8),)).first_failure is None  # the recorded kind: fine
+
+
+def test_serving_on_a_busy_port_is_one_error_saying_port_0(trace):
+    pytest.importorskip("panel")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(PasslensError, match=f"port {port} is in use .*try port=0") as e:
+            passlens.serve(trace, port=port, block=False)
+    assert isinstance(e.value, OSError) and e.value.__cause__ is None
+    for bad in (-1, 70000, "5006", True):
+        with pytest.raises(PasslensError, match="bad port"):
+            passlens.serve(trace, port=bad, block=False)
