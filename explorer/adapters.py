@@ -41,6 +41,59 @@ ONNX_EXPORT = "onnx_export"  # a step's module can be written as ONNX (the adapt
 RERUN = "rerun"  # a trace can be re-run with a changed pipeline (the adapter's ``rerun``)
 
 
+_KIND_TEXT = {
+    "torch": "a torch model",
+    "onnx": "an ONNX model",
+    "ir": "passlens IR",
+    "other": "not a model passlens knows",
+}
+
+
+def source_kind(source: Any) -> str:
+    """What kind of model ``source`` is: ``"onnx"`` (a path or bytes of an .onnx file, a
+    ModelProto), ``"ir"`` (an IR Module, its text or a .ir file), ``"torch"`` (an
+    nn.Module, an ExportedProgram, a function) or ``"other"``. Nothing is read or imported."""
+    import os
+
+    if isinstance(source, (str, os.PathLike)):
+        text = os.fspath(source)
+        suffix = os.path.splitext(text)[1].lower() if "\n" not in text else ""
+        if suffix == ".onnx":
+            return "onnx"
+        if suffix in (".ir", ".txt") or "def @" in text:
+            return "ir"
+        return "other"
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return "onnx"
+    kind = type(source)
+    names = {f"{c.__module__}.{c.__qualname__}" for c in kind.__mro__}
+    if "onnx.onnx_ml_pb2.ModelProto" in names or kind.__name__ == "ModelProto":
+        return "onnx"
+    if any(n.startswith("compiler.ir.") for n in names):
+        return "ir"
+    if any(n.startswith("torch.") for n in names) or callable(source):
+        return "torch"
+    return "other"
+
+
+def _source_label(source: Any) -> str:
+    import os
+
+    if isinstance(source, (str, os.PathLike)) and "\n" not in os.fspath(source):
+        return repr(os.fspath(source)[:200])
+    return f"this {type(source).__name__}"
+
+
+def _either(names: list[str]) -> str:
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _kinds_of(name: str) -> tuple[str, ...]:
+    kinds = get_adapter(name).source_kinds
+    return tuple(_KIND_TEXT) if kinds is None else kinds
+
+
 class Unsupported(PasslensError, ValueError):
     """An adapter was asked for what its compiler cannot do (a capability it lacks): the
     message names the compiler and the capability."""
@@ -61,6 +114,24 @@ class Adapter:
     ignored_options: tuple[str, ...] = ()
     #: what it can do: a subset of NODE_ERRORS, REDUCE, RECHECK_AFTER_LOAD, ONNX_EXPORT, RERUN
     capabilities: frozenset[str] = frozenset()
+    #: the kinds of model it takes (:func:`source_kind`), None: every kind
+    source_kinds: tuple[str, ...] | None = None
+    #: what it does with a model, for an error naming a kind it does not take
+    takes_text: str = ""
+
+    def refuse_source(self, source: Any, label: str | None = None) -> None:
+        """An :class:`Unsupported` error when ``source`` is a kind of model this compiler does
+        not take (an ONNX file given to torch.compile), naming the compilers that do."""
+        kind = source_kind(source)
+        if self.source_kinds is None or kind in self.source_kinds:
+            return
+        takers = [n for n in adapter_names() if n != self.name and kind in _kinds_of(n)]
+        what = label if label is not None else _source_label(source)
+        raise Unsupported(
+            f"compiler {self.name!r} {self.takes_text or 'takes ' + ', '.join(self.source_kinds)}"
+            f" models, and {what} is {_KIND_TEXT.get(kind, 'another kind of model')}"
+            + (f": explore it with compiler {_either(takers)}" if takers else "")
+        )
 
     # ----- recording ----------------------------------------------------------------------
     def record(
@@ -72,6 +143,7 @@ class Adapter:
 
     def explore(self, source, example_inputs, pipeline, progress, **options):
         """:meth:`record` with the defaults applied (what ``explorer.explore`` calls)."""
+        self.refuse_source(source)
         for key in self.ignored_options:
             options.pop(key, None)
         if pipeline is None:

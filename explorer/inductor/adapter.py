@@ -16,6 +16,8 @@ class InductorAdapter(Adapter):
     default_pipeline = None
     takes_pipeline = False  # torch.compile runs its own passes
     needs_inputs = True  # the model is compiled by calling it
+    source_kinds = ("torch",)
+    takes_text = "compiles torch"
     ignored_options = ("strict",)  # torch.compile handles operators itself
     capabilities = frozenset({NODE_ERRORS, REDUCE, RERUN})
 

@@ -66,3 +66,17 @@ def test_serving_on_a_busy_port_is_one_error_saying_port_0(trace):
     for bad in (-1, 70000, "5006", True):
         with pytest.raises(PasslensError, match="bad port"):
             passlens.serve(trace, port=bad, block=False)
+
+
+def test_an_onnx_model_given_to_inductor_says_inductor_needs_a_torch_model(tmp_path):
+    from explorer.adapters import Unsupported, source_kind
+    from tests.explorer.store.test_store import tiny_onnx
+
+    _, proto = tiny_onnx()
+    path = tmp_path / "m.onnx"
+    path.write_bytes(proto.SerializeToString())
+    with pytest.raises(Unsupported, match="compiles torch models, and .* is an ONNX model: "):
+        explorer.explore(str(path), compiler="inductor")
+    assert source_kind(str(path)) == "onnx" and source_kind(_model()) == "torch"
+    assert source_kind(path.read_bytes()) == "onnx" and source_kind(proto) == "onnx"
+    assert source_kind("def @main(%x: f32[2]) -> f32[2] {\n  return %x\n}") == "ir"

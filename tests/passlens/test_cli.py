@@ -559,3 +559,11 @@ def test_torchs_log_of_a_failed_capture_is_held_back_and_shown_by_verbose(capfd,
     assert code == 2
     assert "torch's log while capturing:" in err and "fake_tensor" in err
     assert "Traceback" in err and err.strip().splitlines()[-1].startswith("passlens: error: ")
+
+
+def test_inductor_on_an_onnx_file_is_one_line_before_asking_for_inputs(capsys, onnx_file):
+    code, _, err = run(capsys, "explore", onnx_file, "--compiler", "inductor")
+    assert code == 2
+    assert err.strip().splitlines() == [err.strip()]
+    assert "--compiler inductor compiles torch models" in err and "ONNX model" in err
+    assert "TypeError" not in err and "--input-shape" not in err
