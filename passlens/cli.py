@@ -66,7 +66,7 @@ from pathlib import Path
 from passlens import export as _export
 from passlens import model_sources
 from passlens import passes_cmd as _passes
-from passlens.errors import CLIError, port_error
+from passlens.errors import CLIError, port_error, print_error
 from passlens.errors import one_line as _one_line
 from passlens.model_sources import load_model
 
@@ -208,19 +208,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def torch_log_of(e: BaseException) -> list[str]:
-    """The torch log lines a capture held back (compiler.frontend.torch_logs), from ``e`` or
-    the errors it was raised from."""
-    seen = set()
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        lines = getattr(e, "torch_log", None)
-        if lines:
-            return list(lines)
-        e = e.__cause__ or e.__context__
-    return []
-
-
 # what a command says before its first slow step (importing torch and the compiler takes a few
 # seconds, exporting a model more): a line in the first second, on a terminal only
 _STARTING = {
@@ -272,20 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if os.environ.get("PASSLENS_TRACEBACK"):
             raise
-        # a CLIError may say more on its own short lines (each unknown pass name, ...)
-        more = str(e).strip().splitlines()[1:] if isinstance(e, CLIError) else []
-        log = torch_log_of(e)
-        if getattr(args, "verbose", False):
-            import traceback
-
-            if log:
-                print("torch's log while capturing:", *log, sep="\n", file=sys.stderr)
-            traceback.print_exception(e, file=sys.stderr)
-        line = _one_line(e)
-        if log and not getattr(args, "verbose", False):
-            records = "1 record" if len(log) == 1 else f"{len(log)} records"
-            line += f" (torch logged {records} while capturing: --verbose shows them)"
-        print("\n".join([f"passlens: error: {line}", *more]), file=sys.stderr)
+        print_error(e, sys.stderr, verbose=getattr(args, "verbose", False))
         return EXIT_ERROR
     finally:
         sys.stdout, sys.stderr = out, err

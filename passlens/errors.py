@@ -60,3 +60,35 @@ def _known(e: BaseException) -> bool:
     except ImportError:  # pragma: no cover - frontend package always present today
         FrontendError = ()  # type: ignore[assignment]
     return isinstance(e, (PipelineError, TraceFileError, FrontendError, OpaqueOpError))
+
+
+def torch_log_of(e: BaseException) -> list[str]:
+    """The torch log lines a capture held back (compiler.frontend.torch_logs), from ``e`` or
+    the errors it was raised from."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        lines = getattr(e, "torch_log", None)
+        if lines:
+            return list(lines)
+        e = e.__cause__ or e.__context__
+    return []
+
+
+def print_error(e: BaseException, stream, verbose: bool = False) -> None:
+    """``passlens: error: ...`` for ``e`` on ``stream``: one line (a CLIError may say more on
+    its own short lines: each unknown pass name, ...). ``verbose``: first what torch logged
+    while capturing and the traceback; else the line says how many records torch logged."""
+    more = str(e).strip().splitlines()[1:] if isinstance(e, CLIError) else []
+    log = torch_log_of(e)
+    line = one_line(e)
+    if verbose:
+        import traceback
+
+        if log:
+            print("torch's log while capturing:", *log, sep="\n", file=stream)
+        traceback.print_exception(e, file=stream)
+    elif log:
+        records = "1 record" if len(log) == 1 else f"{len(log)} records"
+        line += f" (torch logged {records} while capturing: --verbose shows them)"
+    print("\n".join([f"passlens: error: {line}", *more]), file=stream)
