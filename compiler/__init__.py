@@ -15,6 +15,7 @@ _INTERPRETER = (
     "default_kernels",
     "evaluate",
     "matmul_float64",
+    "warm_up_kernels",
 )
 
 __all__ = ["LimitError", "PasslensError", *_INTERPRETER]

@@ -74,6 +74,25 @@ def default_kernels() -> str:
     return "torch" if torch_available() else "numpy"
 
 
+_WARM: set[str] = set()  # the kernel sets warmed up in this process
+
+
+def warm_up_kernels(kernels: str | None = None) -> str:
+    """Load what the first op of ``kernels`` (default: :func:`default_kernels`) would wait
+    for, so it can be done (and shown) apart from a run: for ``"torch"``, import torch and run
+    one small call of each kernel family (a matmul large enough to start torch's threads,
+    a convolution, a layer norm, softmax, gelu), 1-2 s when torch is not imported yet;
+    nothing for ``"numpy"``. The check does it as a phase of its own (its progress says
+    so). Returns the kernel set. Calling it again does nothing."""
+    kernels = _kernel_set(kernels)
+    if kernels == "torch" and kernels not in _WARM:
+        from compiler import torch_kernels
+
+        torch_kernels.warm_up()
+    _WARM.add(kernels)
+    return kernels
+
+
 def _kernel_set(kernels: str | None) -> str:
     if kernels is None:
         return _KERNELS.get() or default_kernels()
@@ -801,6 +820,7 @@ __all__ = [
     "bind_inputs",
     "compute_op",
     "default_kernels",
+    "warm_up_kernels",
     "KERNEL_SETS",
     "CallMemo",
     "Evaluation",

@@ -90,10 +90,16 @@ def _torch():
 
 
 def warm_up() -> None:
-    """Import torch and run one kernel (what the first op would otherwise wait for)."""
+    """Import torch and run one small call of each kernel family (what the first op of each
+    would otherwise wait for: torch's import, its thread pool, oneDNN's set-up)."""
     torch = _torch()
+    F = torch.nn.functional
     with torch.inference_mode():
-        torch.matmul(torch.ones(2, 2), torch.ones(2, 2))
+        torch.matmul(torch.ones(64, 256), torch.ones(256, 256))  # big enough for the threads
+        F.conv2d(torch.ones(1, 3, 8, 8), torch.ones(4, 3, 3, 3))
+        F.layer_norm(torch.ones(2, 8), [8])
+        torch.softmax(torch.ones(2, 8), -1)
+        F.gelu(torch.ones(8))
 
 
 def compute(op: str, values: list, attrs: Attrs) -> Any:

@@ -3,7 +3,8 @@
 ``progress`` is what the user passed:
 
 - ``None`` (the default): a tqdm bar on a terminal and an ipywidgets bar in Jupyter, once
-  the job has run ``DELAY`` seconds (quick work shows nothing); elsewhere (CI logs, a pipe)
+  the job has run ``DELAY`` seconds (quick work shows nothing; a timer draws it then even when
+  the job is inside one long unit of work); elsewhere (CI logs, a pipe)
   one short line when a job that took ``LINE_AFTER`` seconds or more ends;
 - ``True``: the same, at once, and the line for every job;
 - ``False``: nothing;
@@ -16,7 +17,9 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import time
+import weakref
 from typing import Any
 
 DELAY = 1.0  # seconds before a bar appears (progress=None)
@@ -66,7 +69,10 @@ def mode_of(progress: Any) -> str | None:
 
 class Job:
     """One job's progress: ``advance(label)`` after each unit of work (or ``show(done,
-    label)``), ``close()`` at the end (or use it as a context manager).
+    label)``), ``phase(what)`` for a part of the unit under way (shown ``<label>: <what>``),
+    ``close()`` at the end (or use it as a context manager). A bar or widget not drawn yet is
+    drawn ``DELAY`` seconds after the start by a timer (``tick``), and redrawn each second
+    after that, so a long unit of work is not silent; the timer is cancelled at close.
 
     ``desc``: what the job does (``checking``); ``total``: how many units (None: unknown);
     ``callback``: how a callable ``progress`` is called, ``callback(done, total, label)``
@@ -92,9 +98,34 @@ class Job:
         self.line = None  # a callable giving the job's line instead of summary()'s own
         self.start = time.perf_counter()
         self.forced = progress is True
+        self.what = ""  # the phase of the unit under way (see ``phase``)
         self._bar: Any = None
         self._widget: Any = None
         self._closed = False
+        self._lock = threading.RLock()  # the timer's thread draws too
+        self._timer: threading.Timer | None = None
+        if self.mode in ("bar", "widget"):
+            self._arm(0.0 if self.forced else DELAY)
+
+    # ----- the timer ---------------------------------------------------------------------------
+    def _arm(self, seconds: float) -> None:
+        timer = threading.Timer(seconds, _tick, (weakref.ref(self),))  # a job dropped unclosed
+        timer.daemon = True  # (an error) is not kept alive, nor drawn, by its timer
+        self._timer = timer
+        timer.start()
+
+    def tick(self) -> None:
+        """What the timer calls: draw the bar (or widget) as it stands, even when no update
+        came since the start, and arm the timer again for a second later."""
+        with self._lock:
+            if self._closed:
+                return
+            if self.mode == "bar":
+                self._show_bar(due=True)
+            elif self.mode == "widget":
+                self._show_widget(due=True)
+            if self.mode in ("bar", "widget"):
+                self._arm(1.0)
 
     # ----- updates ---------------------------------------------------------------------------
     def advance(self, label: str = "") -> None:
@@ -103,10 +134,24 @@ class Job:
 
     def show(self, done: int, label: str = "") -> None:
         """``done`` units done."""
-        self.done, self.label = done, label
+        with self._lock:
+            self.done, self.label, self.what = done, label, ""
+            self._draw(label)
+
+    def phase(self, what: str) -> None:
+        """A part of the unit under way (the reference, a float64 run): shown, and given to
+        the callback, as ``<label>: <what>``; the next ``show`` / ``advance`` ends it."""
+        with self._lock:
+            self.what = what
+            self._draw(self._phased())
+
+    def _phased(self) -> str:
+        return f"{self.label}: {self.what}" if self.label and self.what else self.what or self.label
+
+    def _draw(self, text: str) -> None:
         if self.mode == "callback":
             if self.callback is not None:
-                self.callback(done, self.total, label)
+                self.callback(self.done, self.total, text)
         elif self.mode == "bar":
             self._show_bar()
         elif self.mode == "widget":
@@ -116,11 +161,19 @@ class Job:
         return self.forced or time.perf_counter() - self.start >= DELAY
 
     def _text(self) -> str:
-        return clean(self.note, 100) if self.note else clean(self.label)
+        if self.note:
+            return clean(self.note, 100)
+        if self.what:  # the step's name cut, its phase in full
+            return (
+                f"{clean(self.label)}: {clean(self.what, 60)}"
+                if self.label
+                else clean(self.what, 60)
+            )
+        return clean(self.label)
 
-    def _show_bar(self) -> None:
+    def _show_bar(self, due: bool = False) -> None:
         if self._bar is None:
-            if not self._due():
+            if not (due or self._due()):
                 return
             try:
                 from tqdm import tqdm
@@ -139,9 +192,9 @@ class Job:
         self._bar.set_postfix_str(self._text(), refresh=False)
         self._bar.refresh()
 
-    def _show_widget(self) -> None:
+    def _show_widget(self, due: bool = False) -> None:
         if self._widget is None:
-            if not self._due():
+            if not (due or self._due()):
                 return
             try:
                 import ipywidgets
@@ -172,9 +225,15 @@ class Job:
         return text
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+            self._finish()
+
+    def _finish(self) -> None:
         if self._bar is not None:
             self._bar.close()
         if self._widget is not None:
@@ -192,6 +251,12 @@ class Job:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _tick(ref: weakref.ref) -> None:
+    job = ref()
+    if job is not None:
+        job.tick()
 
 
 __all__ = ["DELAY", "LINE_AFTER", "Job", "clean", "in_notebook", "mode_of"]

@@ -132,50 +132,52 @@ def report_html(
     step_views = [v for v in shown if v.scope == "step"]
 
     job = Job(progress, "writing the report", len(trace.steps), callback=progress)
-    sizes: dict[int, int] = {}  # about the characters each step adds
-    total = 0
-    for s, row in zip(trace.steps, summary, strict=True):
-        job.advance(s.name)
-        stored = store.size
-        prev = s.previous
-        plain = s.status == "unchanged" and prev is not None and prev.index in owners
-        entry: dict[str, Any] = {
-            "name": clip(s.name),
-            "status": s.status,
-            "depth": s.depth,
-            "plain": plain,
-            "error": "",
-            "prev": prev.index if prev is not None else None,
-        }
-        if plain:
-            owner = owners[prev.index]
-            owners[s.index] = owner
-            entry["owner"] = owner
-            entry["graph"] = steps_data[owner]["graph"]
-        else:
-            owners[s.index] = s.index
-            entry["owner"] = s.index
-            entry["graph"] = len(graphs)
-            payload = graph_payload(s, prev, report, max_boxes)
-            graphs.append(_script(f"pl-g{len(graphs)}", payload))
-            sizes[s.index] = len(graphs[-1])
-        entry["header"] = views.header_html(s, row, report, notes=False)  # as the stepper's
-        entry["panes"] = {v.key: store.add(views.step_html(v, s, report)) for v in step_views}
-        if report is not None:
-            entry["finding"] = finding_line(report, s)
-        if s.failed:
-            err = f"{type(s.error).__name__}: {s.error}".rstrip(": ")
-            where = f" (in @{s.failed_function})" if s.failed_function else ""
-            err = err if len(err) <= MAX_TRACEBACK_CHARS else err[:MAX_TRACEBACK_CHARS] + "..."
-            entry["error"] = f"{s.name} failed{where}: {err}\n{traceback_text(s)}"
-        steps_data.append(entry)
-        rows_html.append(views.timeline_row_html(s, row, report))
-        texts = (entry["header"], entry["error"], entry.get("finding", ""), rows_html[-1])
-        sizes[s.index] = sizes.get(s.index, 0) + store.size - stored + sum(map(len, texts))
-        total += sizes[s.index] + 200
-        if total > max_bytes:
-            _over_budget(trace, sizes, total, max_bytes)
-    job.close()  # (an error above leaves the bar to the garbage collector)
+    try:
+        sizes: dict[int, int] = {}  # about the characters each step adds
+        total = 0
+        for s, row in zip(trace.steps, summary, strict=True):
+            job.advance(s.name)
+            stored = store.size
+            prev = s.previous
+            plain = s.status == "unchanged" and prev is not None and prev.index in owners
+            entry: dict[str, Any] = {
+                "name": clip(s.name),
+                "status": s.status,
+                "depth": s.depth,
+                "plain": plain,
+                "error": "",
+                "prev": prev.index if prev is not None else None,
+            }
+            if plain:
+                owner = owners[prev.index]
+                owners[s.index] = owner
+                entry["owner"] = owner
+                entry["graph"] = steps_data[owner]["graph"]
+            else:
+                owners[s.index] = s.index
+                entry["owner"] = s.index
+                entry["graph"] = len(graphs)
+                payload = graph_payload(s, prev, report, max_boxes)
+                graphs.append(_script(f"pl-g{len(graphs)}", payload))
+                sizes[s.index] = len(graphs[-1])
+            entry["header"] = views.header_html(s, row, report, notes=False)  # as the stepper's
+            entry["panes"] = {v.key: store.add(views.step_html(v, s, report)) for v in step_views}
+            if report is not None:
+                entry["finding"] = finding_line(report, s)
+            if s.failed:
+                err = f"{type(s.error).__name__}: {s.error}".rstrip(": ")
+                where = f" (in @{s.failed_function})" if s.failed_function else ""
+                err = err if len(err) <= MAX_TRACEBACK_CHARS else err[:MAX_TRACEBACK_CHARS] + "..."
+                entry["error"] = f"{s.name} failed{where}: {err}\n{traceback_text(s)}"
+            steps_data.append(entry)
+            rows_html.append(views.timeline_row_html(s, row, report))
+            texts = (entry["header"], entry["error"], entry.get("finding", ""), rows_html[-1])
+            sizes[s.index] = sizes.get(s.index, 0) + store.size - stored + sum(map(len, texts))
+            total += sizes[s.index] + 200
+            if total > max_bytes:
+                _over_budget(trace, sizes, total, max_bytes)
+    finally:  # (closed on an error too: its timer stops drawing it)
+        job.close()
 
     failure = trace.failure
     first = getattr(report, "first_failure", None) if report is not None else None

@@ -114,6 +114,7 @@ class Float64Reference:
         self.seconds = 0.0  # how long the run took
         self._done = compute is None
         self._reference_errors: dict[str, float] = {}
+        self.on_start = None  # called just before the run is made (the check's progress phase)
 
     @property
     def available(self) -> bool:
@@ -130,6 +131,8 @@ class Float64Reference:
         if self._done:
             return
         self._done = True
+        if self.on_start is not None:
+            self.on_start()
         start = time.perf_counter()
         try:
             result = self._compute()

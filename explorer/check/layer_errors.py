@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import os
+import sys
+import warnings
 import weakref
 from typing import TYPE_CHECKING
 
@@ -17,6 +19,10 @@ from explorer.check.references import group_roots, input_reference, matched_refe
 from explorer.check.ties import tied
 
 CHUNK = 1 << 15  # elements compared at a time (128 kB of float32: in cache)
+TORCH_MIN = 1 << 15
+"""A value of at least this many elements is compared by torch's kernels when torch is loaded
+(``_torch_errors``): on its threads, strided values without a copy."""
+TORCH_BLOCK = 1 << 22  # a contiguous value is compared by torch this many elements at a time
 
 if TYPE_CHECKING:
     from compiler.ir import Function
@@ -128,6 +134,52 @@ def _chunk_errors(v: np.ndarray, r: np.ndarray, starts, rtol: float, atol: float
     return rel, ratio
 
 
+def _torch_errors(
+    value: np.ndarray, ref: np.ndarray, rtol: float, atol: float
+) -> tuple[float, float] | None:
+    """``_chunk_errors`` by torch's kernels (the same float32 / float64 operations, each
+    rounded alike, so the same numbers), on torch's threads, a strided value read in place
+    (numpy's ``reshape(-1)`` copies it); None when torch cannot take the arrays (negative
+    strides) or a value is not finite (then judged in float64)."""
+    torch = sys.modules["torch"]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a read-only array: nothing here writes it
+            v, r = torch.from_numpy(value), torch.from_numpy(ref)
+    except (ValueError, TypeError, RuntimeError):
+        return None
+    if v.is_contiguous() and r.is_contiguous():
+        v, r = v.reshape(-1), r.reshape(-1)
+        blocks = [
+            (v[k : k + TORCH_BLOCK], r[k : k + TORCH_BLOCK])
+            for k in range(0, v.numel(), TORCH_BLOCK)
+        ]
+    else:
+        blocks = [(v, r)]
+    tiny = float(np.finfo(value.dtype).tiny)
+    rel = ratio = 0.0
+    with torch.inference_mode():
+        for a, b in blocks:
+            d = torch.sub(a, b)
+            d.abs_()
+            t = torch.abs(b)  # atol + rtol * |ref|
+            t.mul_(rtol).add_(atol)
+            if atol <= 0:
+                t.clamp_(min=tiny)
+            torch.div(d, t, out=t)
+            share = float(t.max())
+            torch.abs(b, out=t)  # |ref| + atol
+            t.add_(atol)
+            if atol <= 0:
+                t.clamp_(min=tiny)
+            torch.div(d, t, out=d)
+            most = float(d.max())
+            if not (math.isfinite(share) and math.isfinite(most)):
+                return None
+            rel, ratio = max(rel, most), max(ratio, share)
+    return rel, ratio
+
+
 def _errors(value: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
     """The max relative error ``|value - ref| / (|ref| + atol)`` (as ``numbers.compare``)
     and the max share of the tolerance used, ``|value - ref| / (atol + rtol * |ref|)``
@@ -136,10 +188,15 @@ def _errors(value: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tup
     moves the numbers in their 7th digit at most), a cache-sized chunk at a time in two small
     buffers: five times faster than whole-array temporaries, which also slowed the rest of the
     check (allocating and faulting in megabytes per layer); a big value's chunks are shared
-    with a second thread."""
+    with a second thread. A value of ``TORCH_MIN`` elements or more is compared by torch's
+    kernels when torch is loaded (the same numbers, faster on its threads)."""
     if value.size == 0:
         return 0.0, 0.0
     if value.dtype == ref.dtype and value.dtype in (np.float32, np.float64):
+        if value.size >= TORCH_MIN and "torch" in sys.modules:
+            done = _torch_errors(value, ref, rtol, atol)
+            if done is not None:
+                return done
         v, r = value.reshape(-1), ref.reshape(-1)
         starts = range(0, v.size, CHUNK)
         if len(starts) < 2 * PARALLEL_CHUNKS or (os.cpu_count() or 1) < 2:

@@ -3,6 +3,7 @@ or the imported step itself, and the per-node errors against them."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -272,17 +273,20 @@ def _fx_run(ep, tensors: list, untrusted: bool = False) -> tuple[tuple, dict[str
     import torch
 
     values: dict[str, np.ndarray] = {}
+    orders = order_nodes(ep.graph_module.graph)
 
     class Capture(interpreter_base(untrusted)):
         def run_node(self, n):
             out = super().run_node(n)
-            if n.op == "call_function" and isinstance(out, torch.Tensor):
+            if n.op != "call_function":
+                return out
+            if isinstance(out, torch.Tensor):
                 values[n.name] = to_numpy(out)
-            if n.op == "call_function" and _orders(n) and isinstance(out, (tuple, list)):
+            elif n in orders and isinstance(out, (tuple, list)):
                 for k, t in enumerate(out):  # (values, indices): no FX getitem is matched
                     if isinstance(t, torch.Tensor):
                         values[ORDER_FIELD.format(n.name, k)] = to_numpy(t)
-            if n.op == "call_function" and _orders(n):
+            if n in orders:
                 # the input of an op whose indices may order ties otherwise (ties.py)
                 first = n.args[0] if n.args else None
                 for m in (n, *n.users):
@@ -305,6 +309,25 @@ def _orders(n) -> bool:
     """Whether FX node ``n`` selects by order (its indices may tie)."""
     name = str(getattr(n.target, "__name__", n.target))
     return any(name == t or name.startswith(t + ".") for t in ORDER_TARGETS)
+
+
+_ORDER_NODES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def order_nodes(graph) -> frozenset:
+    """The call_function nodes of FX ``graph`` that select by order (``_orders``), found once
+    per graph (a check runs the graph again at every check of its trace) instead of at every
+    node of every run."""
+    key = (len(graph.nodes), id(next(iter(graph.nodes), None)))
+    seen = _ORDER_NODES.get(graph)
+    if seen is not None and seen[0] == key:
+        return seen[1]
+    found = frozenset(n for n in graph.nodes if n.op == "call_function" and _orders(n))
+    try:
+        _ORDER_NODES[graph] = (key, found)
+    except TypeError:  # a graph that cannot be referenced weakly: found each time
+        pass
+    return found
 
 
 def _fx_values(ep, tensors: list) -> dict[str, np.ndarray]:

@@ -107,6 +107,10 @@ class StepRunner:
         """Per-layer errors of a step that ran (the error map); none by default."""
         return {}
 
+    def warm_up(self) -> None:
+        """One-time set-up before the first module of the check runs (loading kernels),
+        inside the check's progress: say what it does with ``self.check.phase``."""
+
     def after_step(self, step: Step, run: Run | None) -> None:
         """Called after a new step was run and its findings made (``run``: None when it was
         not run)."""
@@ -183,12 +187,21 @@ class Checker:
         self._judged: dict[tuple, tuple] = {}  # ids of outputs and reference -> the judgement
         self.imported = trace.imported
         self.raw_inputs = inputs
+        self.job: Job | None = None  # the progress of the check under way
+        self.warmed = False  # whether the runner's warm_up was called
         runner.check = self
         self.runtime, self.weights = runner.prepare(inputs)
 
     def run_module(self, module) -> Run:
         """One module run by the step runner."""
         return self.runner.run(module)
+
+    def phase(self, what: str) -> None:
+        """Say what part of the step under way runs now (the kernels' warm-up, the reference,
+        the float64 run, ...): the progress shows ``<step>: <what>`` and a callback is called
+        with it as the name (nothing outside a check's run)."""
+        if self.job is not None:
+            self.job.phase(what)
 
     # ----- the reference -----------------------------------------------------------------------
     def _set_reference(self, import_run: Run) -> None:
@@ -214,6 +227,7 @@ class Checker:
             )
             ref.description = f"{label}, as the trace keeps no {frontend} model"
             return
+        self.phase(f"the {frontend} reference")
         try:
             if frontend == "torch":
                 outputs, fx, how = torch_reference(self.trace.source, self._all_inputs())
@@ -227,6 +241,8 @@ class Checker:
             ref.float64 = float64_reference(
                 frontend, self.trace.source, self._all_inputs(), self.runtime
             )
+            if ref.float64 is not None:  # made when first needed, in whichever step
+                ref.float64.on_start = lambda: self.phase("the float64 run to judge with")
             return
         except ImportError as e:
             reason = f"{e.name or e} is not installed"
@@ -270,11 +286,13 @@ class Checker:
         first_step, checks = self.first_step, self.checks
         memo = reuse.earlier(self)
         shared = reuse.shared_prefix(order, memo) if memo is not None else 0
-        job = Job(
+        job = self.job = Job(
             self.progress,
             "checking",
             len(steps),
-            callback=lambda done, total, name: self.progress(order[done - 1].index, total, name),
+            callback=lambda done, total, name: self.progress(
+                order[max(done, 1) - 1].index, total, name
+            ),
         )
         try:
             for k, step in enumerate(order):
@@ -308,6 +326,7 @@ class Checker:
                 self.notes_after[step.index] = len(self.notes)
         finally:
             job.close()
+            self.job = None
         used_note(self.reference, self.notes)
         cache_hits, memo_hits = self.runner.reuse()
         report = Report(
@@ -390,6 +409,10 @@ class Checker:
         before_mod = step.before if step.kind == "pass" else None
         before = self.results.get(id(before_mod)) if before_mod is not None else None
         generation = runner.generation(before)
+        if not self.warmed:
+            self.warmed = True
+            runner.warm_up()
+        self.phase("running")
         run = runner.run(module)
         run.generation = generation
         self.results[id(module)] = run
@@ -414,8 +437,10 @@ class Checker:
             rule=cmp.rule if cmp is not None else "tolerance",
         )
         if run.error is None:
+            self.phase("layer errors")
             check.layers = runner.layers(module)
             failure_note(self.reference.float64, self.notes)
+        self.phase("findings")
         check = self._detect(check, run, before, cmp)
         runner.after_step(step, run)
         return check

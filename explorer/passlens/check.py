@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from compiler import InterpretError, ValueCache, bind_inputs, evaluate
+from compiler import (
+    InterpretError,
+    ValueCache,
+    bind_inputs,
+    default_kernels,
+    evaluate,
+    warm_up_kernels,
+)
 from compiler.ir import (
     Call,
     Constant,
@@ -305,6 +312,13 @@ class Interpreter(TieJudging, StepRunner):
                 )
             outputs = tuple(stored[i] for i in range(len(outputs)))
         return outputs
+
+    def warm_up(self) -> None:
+        """torch's kernels loaded before the first step runs (a phase of the check's progress:
+        importing torch takes 1-2 s when the source was no torch model)."""
+        if default_kernels() == "torch":
+            self.check.phase("warming up torch's kernels")
+            warm_up_kernels()
 
     def run(self, module: Module) -> Run:
         run = Run()

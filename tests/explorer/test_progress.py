@@ -120,3 +120,108 @@ def test_names_cannot_drive_the_terminal(capsys):
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and "\\x1b[2J" in err
     assert len(err) < 120  # the name is cut
+
+
+def test_the_checks_phases_reach_the_callback_as_step_and_what():
+    """Each part of a step that may take a while (the kernels' warm-up, the run, the torch
+    reference, the float64 run made to judge with, the layer errors, the findings) is given to
+    the callback as ``<step>: <what>`` with that step's index, after the step itself."""
+    torch = pytest.importorskip("torch")
+    from tests.explorer.check.test_check_float64 import _ScaleLayer
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()).eval()
+    x = torch.randn(4, 16)
+    trace = explorer.explore(model, (x,), pipeline=[_ScaleLayer(layer="0", scale=1.0005)])
+    seen = []
+    report = trace.check(progress=lambda *a: seen.append(a))
+    assert report.steps[2].rule == "float64"  # the wrong pass was judged by the float64 run
+    imported, scaled = trace.steps[1].name, trace.steps[2].name
+    assert seen == [
+        (0, 3, "torch.export"),
+        (1, 3, imported),
+        (1, 3, f"{imported}: warming up torch's kernels"),
+        (1, 3, f"{imported}: running"),
+        (1, 3, f"{imported}: the torch reference"),
+        (1, 3, f"{imported}: layer errors"),
+        (1, 3, f"{imported}: findings"),
+        (2, 3, scaled),
+        (2, 3, f"{scaled}: running"),
+        (2, 3, f"{scaled}: the float64 run to judge with"),
+        (2, 3, f"{scaled}: layer errors"),
+        (2, 3, f"{scaled}: findings"),
+    ]
+
+
+def test_a_phase_is_shown_after_its_step_and_ends_with_the_next(monkeypatch):
+    pytest.importorskip("tqdm")
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    job = prog.Job(True, "checking", 2)
+    job.advance("from_torch")
+    job.phase("the float64 run")
+    assert "from_torch: the float64 run" in term.getvalue()
+    job.advance("fold-constant")
+    assert job._text() == "fold-constant"
+    job.close()
+    assert job.summary().endswith("(last: fold-constant)")  # the line names the step alone
+
+
+def test_the_timer_draws_the_bar_when_no_update_came(monkeypatch):
+    """Before DELAY nothing is drawn; the timer's call (``tick``, made here directly: no
+    test waits for time) draws the bar although no unit was done, then each second; closing
+    the job cancels it, and a tick after that draws nothing."""
+    pytest.importorskip("tqdm")
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    monkeypatch.setattr(prog, "DELAY", 3600.0)  # the real timer does not fire in this test
+    job = prog.Job(None, "checking", 5)
+    job.advance("from_torch")
+    job.phase("warming up torch's kernels")
+    assert term.getvalue() == ""  # not due yet
+    assert job._timer is not None and job._timer.is_alive()
+    job.tick()
+    drawn = term.getvalue()
+    assert "checking" in drawn and "1/5" in drawn and "warming up torch's kernels" in drawn
+    timer = job._timer  # armed again, for a second later
+    assert timer.interval == 1.0 and timer.is_alive()
+    job.close()
+    timer.join(5)
+    assert not timer.is_alive()  # cancelled
+    after = term.getvalue()
+    job.tick()
+    assert term.getvalue() == after
+
+
+def test_the_timer_draws_the_widget_too(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    shown = []
+    monkeypatch.setattr(prog, "in_notebook", lambda: True)
+    monkeypatch.setattr("IPython.display.display", lambda w: shown.append(w))
+    monkeypatch.setattr(prog, "DELAY", 3600.0)
+    job = prog.Job(None, "checking", 3)
+    job.advance("from_torch")
+    assert shown == []
+    job.tick()
+    (box,) = shown
+    assert box.children[2].value == "1/3 from_torch"
+    job.close()
+    assert not job._timer.is_alive() or job._timer.finished.wait(5)
+
+
+def test_no_timer_without_a_bar():
+    for progress in (False, lambda *a: None):
+        assert prog.Job(progress, "checking", 1)._timer is None
+    line = prog.Job(None, "checking", 1)  # stderr is no terminal here: a line at the end
+    assert line.mode == "line" and line._timer is None
+
+
+def test_the_float64_run_says_when_it_starts():
+    from explorer.check.judge import Float64Reference
+
+    calls = []
+    f64 = Float64Reference(lambda: (calls.append("run") or ((),), {}), "a float64 run")
+    f64.on_start = lambda: calls.append("start")
+    assert calls == []  # made on first need only
+    assert f64.available and f64.available
+    assert calls == ["start", "run"]

@@ -278,3 +278,24 @@ print(default_kernels(), sorted(ev.by_kernel), sys.modules.get("torch") is not N
             [sys.executable, "-c", script, mode], capture_output=True, text=True, check=True
         )
         assert done.stdout.strip() == want
+
+
+def test_warm_up_kernels_loads_torch_apart_and_once():
+    """``compiler.warm_up_kernels`` imports torch and runs its kernels once, so the first op
+    of a run does not wait for it; numpy's set needs nothing; a wrong name is refused."""
+    script = """
+import sys
+import compiler
+assert "torch" not in sys.modules
+print(compiler.warm_up_kernels("numpy"), "torch" in sys.modules)
+print(compiler.warm_up_kernels(), "torch" in sys.modules)
+print(compiler.warm_up_kernels("torch"))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["numpy", "False", "torch", "True", "torch"]
+    from compiler import warm_up_kernels
+
+    with pytest.raises(InterpretError, match="kernels must be 'torch' or 'numpy'"):
+        warm_up_kernels("cuda")

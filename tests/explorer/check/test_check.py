@@ -315,7 +315,11 @@ def test_progress_callback_and_stderr_line(capsys):
     trace = explorer.explore(linear_on_4d_input(), pipeline=",".join(["dce"] * 24))
     seen = []
     trace.check(progress=lambda i, n, name: seen.append((i, n, name)))
-    assert len(seen) == len(trace) == 25 and seen[-1][1] == 25
+    steps = [c for c in seen if ": " not in c[2]]  # then each step's phases, "<step>: <what>"
+    assert len(steps) == len(trace) == 25 and seen[-1][1] == 25
+    assert [c[0] for c in steps] == [s.index for s in trace.steps]
+    names = {s.index: s.name for s in trace.steps}
+    assert all(c[2].startswith(names[c[0]] + ": ") for c in seen if c not in steps)
     assert capsys.readouterr().err == ""
     trace.check(progress=True)  # stderr is no terminal here: one line for the job
     err = capsys.readouterr().err

@@ -229,3 +229,24 @@ def test_a_step_showing_an_earlier_steps_module_is_judged_with_its_ties():
     checks = {c.step.name: c for c in report.steps}
     assert checks["test-ties-same"].same_as == trace["test-ties-unmatched"].index
     assert checks["test-ties-same"].status == checks["test-ties-unmatched"].status == "ok"
+
+
+def test_the_order_selecting_fx_nodes_are_found_once_per_graph():
+    """The reference run records the inputs of sort / topk / argmax nodes (references.
+    order_nodes): those nodes are found once per graph, again when the graph changes."""
+    from explorer.check.references import order_nodes
+
+    ep = torch.export.export(_Orders(), (_tied_input(),))
+    graph = ep.graph_module.graph
+    found = order_nodes(graph)
+    targets = sorted(str(n.target) for n in found)
+    assert len(found) == 3 and all(("sort" in t or "topk" in t) for t in targets), targets
+    assert all(n.op == "call_function" for n in found)
+    assert order_nodes(graph) is found  # kept, not found again
+    plain = torch.export.export(torch.nn.ReLU(), (_tied_input(),))
+    assert order_nodes(plain.graph_module.graph) == frozenset()
+    x = next(n for n in graph.nodes if n.op == "placeholder")
+    with graph.inserting_after(x):
+        extra = graph.call_function(torch.ops.aten.argmax.default, (x,))
+    assert order_nodes(graph) == found | {extra}  # the graph changed: found again
+    graph.erase_node(extra)

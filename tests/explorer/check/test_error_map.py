@@ -10,7 +10,8 @@ from compiler import models
 from compiler.ir import ANY, Call, Function, Module, Var, tensor
 from compiler.ir.provenance import Provenance
 from explorer.check import ErrorMap, ParamMap
-from explorer.check.layer_errors import CHUNK, _errors
+from explorer.check import layer_errors
+from explorer.check.layer_errors import CHUNK, TORCH_MIN, _errors
 from explorer.check.layers import layer_order
 from tests.explorer.check.test_check import _FlipAdd, _torch_mlp, linear_on_4d_input  # noqa: F401
 
@@ -139,6 +140,44 @@ def test_layer_errors_match_the_checks_numbers_and_handle_nan():
     assert _errors(bad, big, 1e-4, 1e-5) == (np.inf, np.inf)
     bad[-1], bad[3] = 1.5, 3.0
     assert _errors(bad, big, 1e-4, 1e-5) == pytest.approx((2 / (1 + 1e-5), 2 / (1e-5 + 1e-4)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_big_values_are_compared_by_torch_with_numpys_numbers(dtype, monkeypatch):
+    """From TORCH_MIN elements on, torch's kernels compare (when torch is loaded): the same
+    numbers as numpy's chunks within float32 rounding, strided and read-only values included,
+    NaN still judged in float64."""
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    ref = rng.standard_normal((3, 256, 97)).astype(dtype)
+    ref[0, 0, :5] = 0.0  # zeros: the atol term decides
+    got = ref + rng.standard_normal(ref.shape).astype(dtype) * 1e-4
+    assert ref.size >= TORCH_MIN
+    cases = [
+        (got, ref, 1e-4, 1e-5),
+        (got.transpose(2, 0, 1), ref.transpose(2, 0, 1), 1e-4, 1e-5),  # strided: no copy
+        (got[:, ::2], ref[:, ::2], 1e-3, 0.0),  # no atol: no zero divisor
+    ]
+    frozen = got.copy()
+    frozen.flags.writeable = False
+    cases.append((frozen, ref, 1e-4, 1e-5))
+    by_torch = [_errors(*c) for c in cases]
+    with monkeypatch.context() as m:
+        m.setattr(layer_errors, "_torch_errors", lambda *a: None)  # numpy's chunks
+        by_numpy = [_errors(*c) for c in cases]
+    for (rel_t, share_t), (rel_n, share_n) in zip(by_torch, by_numpy, strict=True):
+        assert rel_t == pytest.approx(rel_n, rel=1e-6) and share_t == pytest.approx(
+            share_n, rel=1e-6
+        )
+        assert rel_t > 0 and share_t > 0
+    assert layer_errors._torch_errors(*cases[1]) is not None  # torch really compared them
+    bad = got.copy()
+    bad[2, 255, 96] = np.nan
+    assert layer_errors._torch_errors(bad, ref, 1e-4, 1e-5) is None
+    assert _errors(bad, ref, 1e-4, 1e-5) == (np.inf, np.inf)  # NaN: in float64, as before
+    flipped = got[::-1]  # negative strides: torch cannot take them, numpy compares
+    assert layer_errors._torch_errors(flipped, ref[::-1], 1e-4, 1e-5) is None
+    assert _errors(flipped, ref[::-1], 1e-4, 1e-5) == pytest.approx(by_numpy[0], rel=1e-6)
 
 
 # ----- the parameter map: where bloat starts -----------------------------------------------------
