@@ -71,7 +71,9 @@ class PassApp(StepFrame):
     def __init__(self, trace, report=None, max_boxes: int = MAX_BOXES, title: str = ""):
         self.max_boxes = max_boxes
         self._index = -1
-        self.graph = GraphPane(max_boxes=max_boxes, sizing_mode="stretch_width")
+        self.graph = GraphPane(
+            max_boxes=max_boxes, sizing_mode="stretch_width", css_classes=["pl-pane-graph"]
+        )
 
         def step_pane(view):
             return pn.pane.HTML(
@@ -83,7 +85,9 @@ class PassApp(StepFrame):
             )
 
         def trace_pane(view):
-            pane = MapPane(sizing_mode="stretch_width", visible=False)
+            pane = MapPane(
+                sizing_mode="stretch_width", visible=False, css_classes=[f"pl-pane-{view.key}"]
+            )
             pane.param.watch(lambda e: self._open_pick(e.new), "pick")
             return pane
 
