@@ -183,8 +183,8 @@ def start_index(trace, report=None, first_change: bool = True) -> int:
     check ``report``'s first finding (a failure before a note), else (with ``first_change``)
     the first pass that changed the module (a pass of its own, not a pipeline holding
     others), else the first step. Where there is something to see, not the source graph:
-    the report and the Panel app; the Jupyter stepper, which a notebook usually points at a
-    step itself, opens on the failed pass or the first step."""
+    the report, the Panel app and the Jupyter stepper all open there (``first_change``
+    False: the failed pass or the first step)."""
     failure = trace.failure
     if failure is not None:
         return failure.index
