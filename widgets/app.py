@@ -112,8 +112,9 @@ class PassApp(StepFrame):
             f"<code>{esc(trace.pipeline)}</code>"
         )
         first = getattr(report, "first_failure", None) if report is not None else None
-        if first is not None:
-            meta += f" · check: {esc(first)}"
+        if first is not None:  # its headline (the step's header says the rest)
+            meta += f" · <span title='{esc(str(first), 2000)}'>check: "
+            meta += f"{esc(views.finding_banner(first))}</span>"
         one_line = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;display:block"
         side = pn.Column(self.hide_box, self.timeline, width=300)
         bar = pn.Row(self.prev_button, self.next_button, self.header, sizing_mode="stretch_width")
