@@ -322,10 +322,9 @@ class _Builder:
         changes = sorted((i for i in drawn if entries[i].status), key=lambda i: (pos[i], i))
         findings_first = sorted(bad | set(marks), key=lambda i: (pos[i], i))
         group_marks(groups, of, findings_first, marks, changes)
-        # the node the header's first finding names first, else the first finding or change
-        focus = named_first(self.report, self.step, self.index, self.gb)
-        if focus is None:
-            focus = findings_first[0] if findings_first else (changes[0] if changes else None)
+        focus = named_first(self.report, self.step, self.index, self.gb)  # the header's first
+        if focus is None:  # else the first finding or change
+            focus = (findings_first or changes or [None])[0]
         if focus is not None and focus in inline:
             focus = inline[focus]
         pairs = []
