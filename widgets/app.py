@@ -71,7 +71,9 @@ class PassApp(StepFrame):
     def __init__(self, trace, report=None, max_boxes: int = MAX_BOXES, title: str = ""):
         self.max_boxes = max_boxes
         self._index = -1
-        self.graph = GraphPane(max_boxes=max_boxes, sizing_mode="stretch_width")
+        self.graph = GraphPane(
+            max_boxes=max_boxes, sizing_mode="stretch_width", css_classes=["pl-pane-graph"]
+        )
 
         def step_pane(view):
             return pn.pane.HTML(
@@ -83,7 +85,9 @@ class PassApp(StepFrame):
             )
 
         def trace_pane(view):
-            pane = MapPane(sizing_mode="stretch_width", visible=False)
+            pane = MapPane(
+                sizing_mode="stretch_width", visible=False, css_classes=[f"pl-pane-{view.key}"]
+            )
             pane.param.watch(lambda e: self._open_pick(e.new), "pick")
             return pane
 
@@ -108,8 +112,9 @@ class PassApp(StepFrame):
             f"<code>{esc(trace.pipeline)}</code>"
         )
         first = getattr(report, "first_failure", None) if report is not None else None
-        if first is not None:
-            meta += f" · check: {esc(first)}"
+        if first is not None:  # its headline (the step's header says the rest)
+            meta += f" · <span title='{esc(str(first), 2000)}'>check: "
+            meta += f"{esc(views.finding_banner(first))}</span>"
         one_line = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;display:block"
         side = pn.Column(self.hide_box, self.timeline, width=300)
         bar = pn.Row(self.prev_button, self.next_button, self.header, sizing_mode="stretch_width")

@@ -16,6 +16,12 @@ from widgets.frame import FRAME_CSS, STATIC, tabs_esm
 from widgets.graph_view import GraphState, graph_css, graph_data, graph_panel_esm, selected_stats
 from widgets.tables_html import TABLE_CSS
 
+# a component's host: as wide as its column. No ``display`` here: Bokeh hides a component
+# (``visible=False``: a tab not shown) with ``:host{display:none}`` in a style sheet before
+# these, which a ``display`` of ours would override (the graph then stayed on screen above
+# the tab shown)
+_HOST = ":host{width:100%}"
+
 
 class GraphPane(GraphState, JSComponent):
     """A step's graph in the app: the graph component (diff-coloured against the previous
@@ -31,7 +37,7 @@ class GraphPane(GraphState, JSComponent):
     stats = param.Dict(default={})  # the selected weight's statistics, by id
 
     _esm = graph_panel_esm()
-    _stylesheets = [graph_css() + ":host{display:block;width:100%}"]
+    _stylesheets = [graph_css() + _HOST]
 
     def __init__(self, max_boxes: int = MAX_BOXES, **params):
         self.max_boxes = max_boxes
@@ -73,7 +79,7 @@ class Timeline(JSComponent):
     _stylesheets = [
         FRAME_CSS
         + TABLE_CSS
-        + ":host{display:block}.pl-timeline{font:13px/1.4 system-ui,sans-serif;outline:none;"
+        + ".pl-timeline{font:13px/1.4 system-ui,sans-serif;outline:none;"
         "max-height:calc(100vh - 130px);overflow:auto;border:1px solid #ddd;padding:2px 0}"
     ]
 
@@ -86,7 +92,7 @@ class TabBar(JSComponent):
     active = param.String(default="")
 
     _esm = tabs_esm()
-    _stylesheets = [FRAME_CSS + ":host{display:block;width:100%}"]
+    _stylesheets = [FRAME_CSS + _HOST]
 
 
 class MapPane(JSComponent):
@@ -98,7 +104,7 @@ class MapPane(JSComponent):
     pick = param.Dict(default={})
 
     _esm = STATIC / "layer_map.js"
-    _stylesheets = [MAP_CSS + ":host{display:block;width:100%}"]
+    _stylesheets = [MAP_CSS + _HOST]
 
 
 __all__ = ["GraphPane", "MapPane", "TabBar", "Timeline"]

@@ -68,6 +68,63 @@ def finding_nodes(f, graph: GraphModel) -> list[str]:
     return [i for i in ids if i is not None]
 
 
+def named_first(report, step, index: dict[str, int], graph: GraphModel) -> int | None:
+    """The payload index (``index``: by node id) of the first node the step's first problem
+    names (the finding the header names first; the next one when it names no node of
+    ``graph``), or None: where the view opens, so that the header and the view are about the
+    same node (a param-bloat names the copy that grew most first, not the first in the
+    graph)."""
+    for f in problems_of(report, step):
+        for node_id in finding_nodes(f, graph):
+            if node_id in index:
+                return index[node_id]
+    return None
+
+
+# a finding's summary in a header: its first reason, at most this many characters
+SUMMARY_CHARS = 240
+
+
+def finding_summary(message: str, limit: int = SUMMARY_CHARS) -> str:
+    """What a header shows of a finding's ``message``: up to its first ``; `` outside
+    backquotes (the headline and its first reason: a param-bloat's growth and the copy that
+    grew most, not the other copies), cut at a space before ``limit`` characters; with ``…``
+    where more follows (the whole message is shown beside it, on a click). A name in
+    backquotes is never cut in two unless it alone is over the limit."""
+    text = message.strip()
+    end, quoted = len(text), False
+    for k, c in enumerate(text):
+        if c == "`":
+            quoted = not quoted
+        elif c == ";" and not quoted and text[k + 1 : k + 2] == " ":
+            end = k
+            break
+    first = text[:end].rstrip()
+    if len(first) > limit:
+        cut = first.rfind(" ", 0, limit)
+        # not inside a name in backquotes, where a space before it allows
+        ticks = first[:cut].count("`") if cut > 0 else 0
+        if ticks % 2:
+            before = first.rfind("`", 0, cut)
+            cut = first.rfind(" ", 0, before) if first.rfind(" ", 0, before) > 0 else cut
+        first = first[: cut if cut > 0 else limit].rstrip(" ,:;")
+    return first if first == text else first + " …"
+
+
+def finding_headline(message: str, limit: int = SUMMARY_CHARS) -> str:
+    """The headline of a finding's ``message`` for a one-line banner: its summary
+    (:func:`finding_summary`) up to the first ``: `` outside backquotes (a param-bloat's
+    "parameter bytes grew A -> B (+C, 4.6x)", without the copies it names)."""
+    summary = finding_summary(message, limit)
+    quoted = False
+    for k, c in enumerate(summary):
+        if c == "`":
+            quoted = not quoted
+        elif c == ":" and not quoted and summary[k + 1 : k + 2] == " " and k > 0:
+            return summary[:k] + " …"
+    return summary
+
+
 def graph_marks(
     step,
     report,
@@ -124,8 +181,12 @@ def graph_marks(
 
 
 __all__ = [
+    "SUMMARY_CHARS",
+    "finding_headline",
     "finding_nodes",
+    "finding_summary",
     "findings_of",
     "graph_marks",
+    "named_first",
     "problems_of",
 ]

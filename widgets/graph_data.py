@@ -30,8 +30,9 @@ graph but the cost of drawing follows what is visible.
   (``ops 1-40``), so a flat graph of 10,000 ops is drawn as a few boxes;
 - ``collapsed``: the groups collapsed at first (the finest level that fits ``max_boxes``
   boxes, the groups holding the focus opened first), ``changes`` (the changed nodes in graph
-  order: ``n`` / ``p`` step through them), ``focus`` (where the view opens: the first finding's
-  node, else the first change), ``pairs`` (after index -> baseline node id where the matched
+  order: ``n`` / ``p`` step through them), ``focus`` (where the view opens: the node the
+  header's first finding names first, :func:`widgets.findings.named_first`, else the first
+  finding's node in graph order, else the first change), ``pairs`` (after index -> baseline node id where the matched
   ids differ), ``details`` (per node: name, function, attributes, provenance with file paths
   relative to the model's common folder, a weight's preview and statistics, and ``why``:
   the rule and the step that made the node, from the steps' rewrites).
@@ -63,7 +64,7 @@ from widgets.bounds import (
     clip_tree,
 )
 from widgets.boxes import MAX_BOXES, Memo, drawn_entries, prefixes
-from widgets.findings import graph_marks
+from widgets.findings import graph_marks, named_first
 from widgets.graph_groups import (
     MAX_CHILDREN,
     SEGMENT,
@@ -321,7 +322,9 @@ class _Builder:
         changes = sorted((i for i in drawn if entries[i].status), key=lambda i: (pos[i], i))
         findings_first = sorted(bad | set(marks), key=lambda i: (pos[i], i))
         group_marks(groups, of, findings_first, marks, changes)
-        focus = findings_first[0] if findings_first else (changes[0] if changes else None)
+        focus = named_first(self.report, self.step, self.index, self.gb)  # the header's first
+        if focus is None:  # else the first finding or change
+            focus = (findings_first or changes or [None])[0]
         if focus is not None and focus in inline:
             focus = inline[focus]
         pairs = []

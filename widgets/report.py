@@ -28,7 +28,7 @@ from widgets.bounds import MAX_REPORT_BYTES, check_budget, clip
 from widgets.boxes import MAX_BOXES
 from widgets.error_map import MAP_CSS
 from widgets.escape import esc, json_script
-from widgets.findings import problems_of
+from widgets.findings import finding_summary, problems_of
 from widgets.frame import FRAME_CSS, frame_js, tab_bar_html
 from widgets.ir_text import MAX_TRACEBACK_CHARS, traceback_text
 from widgets.tables_html import SORT_JS, SORT_ONCLICK, TABLE_CSS
@@ -65,8 +65,10 @@ def _script(element_id: str, data: Any) -> str:
     return f'<script type="application/json" id="{element_id}">{json_script(data)}</script>'
 
 
-def finding_line(report, step=None) -> str:
-    """One line about a check's findings (of ``step``, or the first failure of the run)."""
+def finding_line(report, step=None, short: bool = False) -> str:
+    """One line about a check's findings (of ``step``, or the first failure of the run);
+    ``short``: with the message's summary (:func:`widgets.findings.finding_summary`; for the
+    run, its headline) instead of the whole of it."""
     if report is None:
         return ""
     if step is None:
@@ -75,13 +77,17 @@ def finding_line(report, step=None) -> str:
             return ""
         n = sum(1 for f in report.findings if f.is_failure)
         more = f" (+{n - 1} more)" if n > 1 else ""
+        if short:
+            return views.finding_banner(first) + more
         return f"{first.kind} at #{first.step.index} {first.step.name}: {first.message}{more}"
     found = problems_of(report, step)
     if not found:
         return ""
     f = found[0]
     more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
-    return f"{getattr(f, 'kind', '')}: {getattr(f, 'message', '')}{more}"
+    message = str(getattr(f, "message", ""))
+    text = finding_summary(message) if short else message
+    return f"{getattr(f, 'kind', '')}: {text}{more}"
 
 
 def _short(text: str, limit: int) -> str:
@@ -164,6 +170,8 @@ def report_html(
             entry["panes"] = {v.key: store.add(views.step_html(v, s, report)) for v in step_views}
             if report is not None:
                 entry["finding"] = finding_line(report, s)
+                if entry["finding"]:  # what the line shows; the whole of it on a click
+                    entry["summary"] = finding_line(report, s, short=True)
             if s.failed:
                 err = f"{type(s.error).__name__}: {s.error}".rstrip(": ")
                 where = f" (in @{s.failed_function})" if s.failed_function else ""
@@ -213,7 +221,7 @@ def report_html(
         if line:
             banner = (
                 f"<a id='pl-banner' href='#step-{first.step.index}' data-step='{first.step.index}' "
-                f"title='{esc(line)}'>⚠ {esc(line)}</a>"
+                f"title='{esc(line)}'>⚠ {esc(finding_line(report, short=True))}</a>"
             )
         else:
             banner = "<span id='pl-banner' class='pl-ok'>✓ check: no findings</span>"

@@ -7,7 +7,9 @@ and the step's header, the tab bar and the pane of the tab shown. The tabs are t
 :mod:`widgets.views`' registry: the step's graph (the graph component: diff coloured, before /
 after toggle, search, expand / collapse), its IR, IR diff, parameters, shapes and numerics,
 and the trace's error map (with a check report) and parameter map, whose cells open their step
-with their node selected (``show_node``). The widget holds the state (``index``,
+with their node selected (``show_node``). It opens on the step the report and the Panel app
+open on (the failed pass, else the check report's first finding, else the first pass that
+changed the module: :func:`widgets.views.start_index`). The widget holds the state (``index``,
 ``hide_unchanged``) as traitlets; a tab is rendered when it is shown (a step is a light
 descriptor until it is opened).
 
@@ -161,7 +163,7 @@ class PassStepper(StepFrame, w.VBox):
             lambda change: None if self._loading else self._on_tab_key(change["new"]), "active"
         )
         self.graph.observe(lambda change: self._sync_node(self.old_graph, change), "selected")
-        self._go_to(_opening_index(trace))
+        self._go_to(_opening_index(trace, report))
 
     def _graph_pane(self) -> None:
         """The graph tab's pane: the graph, and for a re-run a bar saying what was recorded
@@ -241,7 +243,7 @@ class PassStepper(StepFrame, w.VBox):
         if was.index < len(steps) and steps[was.index].name == was.name:
             index = was.index
         else:
-            index = _opening_index(trace)
+            index = _opening_index(trace, report)
         self._loading = True  # nothing drawn until the new trace is all in place
         try:
             self._load(trace, report)
@@ -354,13 +356,15 @@ class PassStepper(StepFrame, w.VBox):
         return f"<PassStepper step {self.index}/{len(self.trace.steps)}: {self.step.name}>"
 
 
-def _opening_index(trace) -> int:
-    """The step a stepper opens on: the failed pass if one failed, else a re-run's first step
-    recorded anew (the pass that was fixed), else the first step."""
+def _opening_index(trace, report=None) -> int:
+    """The step a stepper opens on: a re-run's first step recorded anew (the pass that was
+    fixed) unless a pass failed, else the step the report and the Panel app open on
+    (:func:`widgets.views.start_index`: the failed pass, the first finding of ``report``, else
+    the first pass that changed the module)."""
     start = rerun_view.rerun_start(trace)
     if start is not None and trace.failure is None:
         return start
-    return views.start_index(trace, first_change=False)
+    return views.start_index(trace, report)
 
 
 def displayed_stepper(trace) -> PassStepper | None:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from widgets.boxes import step_diff
 from widgets.error_map import error_map_html, param_map_html
 from widgets.escape import esc
-from widgets.findings import problems_of
+from widgets.findings import finding_headline, finding_summary, problems_of
 from widgets.ir_text import ir_text_html, text_diff_html
 from widgets.render import badges_html, step_badges
 from widgets.rewrites_html import rewrites_html
@@ -183,8 +183,8 @@ def start_index(trace, report=None, first_change: bool = True) -> int:
     check ``report``'s first finding (a failure before a note), else (with ``first_change``)
     the first pass that changed the module (a pass of its own, not a pipeline holding
     others), else the first step. Where there is something to see, not the source graph:
-    the report and the Panel app; the Jupyter stepper, which a notebook usually points at a
-    step itself, opens on the failed pass or the first step."""
+    the report, the Panel app and the Jupyter stepper all open there (``first_change``
+    False: the failed pass or the first step)."""
     failure = trace.failure
     if failure is not None:
         return failure.index
@@ -257,20 +257,47 @@ def header_html(step, row: dict, report=None, notes: bool = True) -> str:
         )
     findings = problems_of(report, step)
     shown = findings if notes else []
-    # one line per finding, cut to the width (the whole text in its tooltip and the numerics tab)
-    notes = "".join(
-        f"<div class='pl-finding' title='{esc(getattr(f, 'message', ''), 2000)}' "
-        "style='color:#e65100;white-space:nowrap;overflow:hidden;text-overflow:ellipsis'>"
-        f"<b>{esc(getattr(f, 'kind', ''))}</b>: {esc(getattr(f, 'message', ''), 2000)}"
-        "</div>"
-        for f in shown
-    )
+    notes = "".join(finding_html(f) for f in shown[:HEADER_FINDINGS])
+    if len(shown) > HEADER_FINDINGS:
+        more = len(shown) - HEADER_FINDINGS
+        notes += (
+            f"<div class='pl-finding-more' style='color:#e65100;font-size:12px'>and {more} "
+            f"more finding{'s' if more > 1 else ''} (the numerics tab lists them all)</div>"
+        )
     return (
         f"<div class='pl-header' style='font:13px sans-serif'><b class='pl-step-title'>"
         f"#{step.index} {esc(step.name)}</b> "
         f"{badges_html(step_badges(row, len(findings)))}<br>"
         f"<span class='pl-headline' style='color:#555'>{head}</span>{error}{notes}</div>"
     )
+
+
+HEADER_FINDINGS = 3  # findings a header shows (the rest counted)
+
+
+def finding_html(f) -> str:
+    """One finding in a header: its kind and summary (:func:`widgets.findings.finding_summary`:
+    the headline and first reason, wrapped, never cut to the width), and where the message
+    says more, the whole of it under the summary on a click (a ``<details>``)."""
+    kind = esc(getattr(f, "kind", ""))
+    message = str(getattr(f, "message", ""))
+    summary = finding_summary(message)
+    wrap = "white-space:normal;overflow-wrap:anywhere;color:#e65100"
+    if summary == message.strip():
+        return f"<div class='pl-finding' style='{wrap}'><b>{kind}</b>: {esc(message, 2000)}</div>"
+    return (
+        f"<details class='pl-finding' style='{wrap}'><summary style='cursor:pointer'>"
+        f"<b>{kind}</b>: <span class='pl-finding-summary'>{esc(summary)}</span></summary>"
+        "<div class='pl-finding-full' style='color:#5d4037;font-size:12px;max-height:9em;"
+        f"overflow:auto;margin:2px 0 2px 14px'>{esc(message, 4000)}</div></details>"
+    )
+
+
+def finding_banner(finding) -> str:
+    """A finding in one line of a page's top bar (the first failure of a run): kind, step and
+    the message's headline, the part before its first reason (the header below says more)."""
+    step = finding.step
+    return f"{finding.kind} at #{step.index} {step.name}: {finding_headline(finding.message)}"
 
 
 class StepNavigation:
@@ -308,6 +335,8 @@ __all__ = [
     "unregister",
     "views_for",
     "with_report",
+    "finding_banner",
+    "finding_html",
     "header_html",
     "nearest_index",
     "next_index",

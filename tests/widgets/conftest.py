@@ -78,3 +78,13 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def bloat_checked():
+    """A small ConvNeXt through the linear-broadcast replica and fold-constant, checked: one
+    param-bloat finding naming 12 copies, the one that grew most (features.3.0, x4) not the
+    first in the graph (features.1.0, x8)."""
+    model = models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)
+    trace = explorer.explore(model, pipeline="replica-linear-broadcast,fold-constant")
+    return trace, trace.check()

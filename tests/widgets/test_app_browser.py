@@ -196,3 +196,52 @@ def test_names_from_the_model_stay_text_in_the_app(app_page, evil_trace):
     assert page.locator(".plg script, .pl-params script, .plg img").count() == 0
     assert not re.search(r"<script>alert", page.locator(".pl-step-title").inner_html())
     assert problems == []
+
+
+# the top (in the viewport) of the first text shown in a pane (its shadow root's, for a Panel
+# component); null while there is none
+FIRST_TEXT = """(host) => {
+  const walk = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.shadowRoot) { const t = walk(el.shadowRoot); if (t !== null) return t; }
+      if (el.tagName === "STYLE" || el.tagName === "SCRIPT") continue;
+      const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+      const r = el.getBoundingClientRect();
+      if (own && r.width > 0 && r.height > 0) return r.top;
+    }
+    return null;
+  };
+  return walk(host.shadowRoot || host);
+}"""
+
+
+def test_each_tab_hides_the_graph_and_shows_its_content_at_the_top(app_page, checked_trace):
+    """Issue 43: after a click on the rewrites or params tab the graph stayed on screen and
+    the tab's content started about 960 px down, below the fold."""
+    trace, report = checked_trace
+    page, srv, problems, g = app_page(trace, report=report)
+    app = srv.apps[0]
+    keys = [v.key for v in app.views]
+    assert keys[0] == "graph" and {"rewrites", "params", "numerics", "error-map"} <= set(keys)
+    bar = page.locator(".pl-tabs")
+    height = page.viewport_size["height"]
+    for key in [*keys[1:], "graph", *keys[1:2]]:
+        page.locator(f".pl-tabs button[data-tab='{key}']").click()
+        pane = page.locator(f".pl-pane-{key}")
+        expect(pane).to_be_visible()
+        if key == "graph":
+            expect(g.root.locator("g.plg-n").first).to_be_visible()
+            for other in keys[1:]:
+                expect(page.locator(f".pl-pane-{other}")).to_be_hidden()
+            continue
+        expect(g.root).to_be_hidden()  # the graph's host is hidden, not only left behind
+        wait_until(page, lambda p=pane: p.evaluate(FIRST_TEXT) is not None, f"{key}'s content")
+        tabs, top = bar.bounding_box(), pane.evaluate(FIRST_TEXT)
+        # its first line right under the tab bar, at the top of the viewport
+        assert 0 <= top - (tabs["y"] + tabs["height"]) < 40, (key, tabs, top)
+        assert top < height / 4, (key, top)
+        for other in keys[1:]:
+            if other != key:
+                expect(page.locator(f".pl-pane-{other}")).to_be_hidden()
+    assert page.evaluate("window.scrollY") == 0
+    assert problems == []

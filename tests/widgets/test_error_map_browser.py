@@ -102,6 +102,9 @@ def test_a_click_on_a_cell_in_the_jupyter_stepper_opens_its_step_and_node(browse
         run_all(page)
         cells = page.locator(".jp-Notebook .jp-Cell")
         stepper = cells.nth(0).locator(".jp-OutputArea-output")
+        # it opens where the report does: on the first finding
+        expect(stepper.locator(".pl-header")).to_contain_text("#2 test-check-flip-add")
+        stepper.locator(".pl-step-row[data-step='0']").click()
         expect(stepper.locator(".pl-header")).to_contain_text("#0 module")
         stepper.locator(".pl-tabs button[data-tab=error-map]").click()
         cell = stepper.locator("td.pl-map-first-cell")

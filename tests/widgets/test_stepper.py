@@ -18,13 +18,42 @@ def statuses(payload: dict) -> set:
 def test_trace_stepper_returns_the_widget(mlp_trace):
     stepper = mlp_trace.stepper()
     assert isinstance(stepper, PassStepper) and stepper.trace is mlp_trace
-    assert stepper.index == 0 and repr(stepper) == "<PassStepper step 0/9: module>"
+    # it opens where the report does: no check, so the first pass that changed the module
+    assert stepper.index == 5 and repr(stepper) == "<PassStepper step 5/9: decompose-ops>"
     assert isinstance(stepper.timeline, Timeline) and isinstance(stepper.graph, GraphView)
     assert stepper.timeline.key_scope == "focus"  # the notebook keeps its arrow keys
 
 
+def test_the_stepper_opens_where_the_report_does(checked_trace, convnext_trace):
+    """Issue 43: the stepper opened on #0 (the source graph, empty boxes) while the report
+    opens on the first finding, else the first change."""
+    from widgets.report import report_html
+
+    trace, report = checked_trace
+    first = report.findings[0].step
+    changed = next(s for s in trace if s.kind == "pass" and s.status == "changed")
+    assert first.index > changed.index > 0  # the finding is not the first change
+    opened = [PassStepper(trace, report=report), trace.stepper(report)]
+    html = report_html(trace, report)
+    start = int(re.search(r'"start": ?(\d+)', html).group(1))
+    for st in opened:
+        assert st.index == first.index == start and st.step is first
+        assert st.timeline.index == first.index and f"#{first.index} " in st.header.value
+        # drawn there, on the finding's node, as the report is
+        payload = st.graph.data["after"]
+        assert payload["step"]["index"] == first.index and payload["focus"] is not None
+        assert payload["nodes"][payload["focus"]].get("bad") == 1
+    # no report: the first pass that changed the module, as the report again
+    st = convnext_trace.stepper(False)
+    html = report_html(convnext_trace)
+    start = int(re.search(r'"start": ?(\d+)', html).group(1))
+    assert st.index == start > 0 and convnext_trace[start].status == "changed"
+    assert st.graph.data["after"]["changes"]
+
+
 def test_next_and_prev(mlp_trace):
     st = PassStepper(mlp_trace)
+    st.index = 0
     st.next()
     assert st.index == 1 and st.timeline.index == 1
     st.next()
@@ -44,6 +73,7 @@ def test_next_and_prev(mlp_trace):
 
 def test_hide_unchanged_skips_unchanged_steps(mlp_trace):
     st = PassStepper(mlp_trace)
+    st.index = 0
     changed = [s.index for s in mlp_trace if s.status != "unchanged"]
     assert changed == [0, 1, 5, 6, 8] and st.timeline.hidden == []
     st.hide_unchanged = True
@@ -226,17 +256,22 @@ def test_the_stepper_makes_the_graph_models_of_the_steps_shown_only(monkeypatch)
     monkeypatch.setattr(step_module, "graph_of_module", graph_of_module)
     monkeypatch.setattr(diff_module, "_diff", diff)
     st = trace.stepper()
-    # the first step's graph alone; the timeline's badges of every step without a graph model
-    assert st.index == 0 and made == [trace[0].module] and diffs == []
+    # the graph of the step it opens on (the first change: decompose-ops) and of the one it
+    # is compared with, one diff; the timeline's badges of every step without a graph model
+    first = trace["decompose-ops"]
+    assert st.index == first.index
+    assert made == [first.previous.module, first.module]
+    assert diffs == [(first.previous.index, first.index)]
     rows = re.findall(r"<div class='pl-step-row.*?</div>", st.timeline.rows)
     assert len(rows) == len(trace) and "+6 nodes" in rows[5]
     fold = trace["fold-constant"]
-    st.index = fold.index  # the step shown and the one it is compared with, one diff
-    assert made == [trace[0].module, fold.previous.module, fold.module]
-    assert diffs == [(fold.previous.index, fold.index)]
+    st.index = fold.index  # the step shown (its previous one is decompose-ops), one diff more
+    assert fold.previous is first
+    assert made == [first.previous.module, first.module, fold.module]
+    assert diffs == [(first.previous.index, first.index), (fold.previous.index, fold.index)]
     st.tab = "IR diff"
     st.tab = "shapes"
-    assert len(made) == 3 and len(diffs) == 1
+    assert len(made) == 3 and len(diffs) == 2
     # the badges read what the whole summary (every graph model and diff made) says
     keys = ("step", "status", "nodes", "node_delta", "param_bytes", "param_delta", "kind")
     full = [{k: r[k] for k in keys} for r in trace.summary()]

@@ -54,10 +54,27 @@
     f.textContent = "";
     f.style.display = s.finding ? "" : "none";
     if (s.finding) {
-      const a = document.createElement("a");
-      a.href = "#"; a.textContent = "⚠ " + s.finding; a.title = s.finding;
-      a.addEventListener("click", (e) => { e.preventDefault(); if (has("numerics")) showTab("numerics"); });
-      f.appendChild(a);
+      // the summary, wrapped (never cut); the whole finding under it on a click
+      const whole = (s.summary || s.finding) !== s.finding;
+      const box = document.createElement(whole ? "details" : "div");
+      const line = document.createElement(whole ? "summary" : "span");
+      line.className = "pl-finding-summary";
+      line.textContent = "⚠ " + (s.summary || s.finding);
+      box.appendChild(line);
+      if (has("numerics")) {
+        const a = document.createElement("a");
+        a.href = "#"; a.textContent = "numerics ›"; a.title = "the step's numbers and findings";
+        a.addEventListener("click", (e) => { e.preventDefault(); showTab("numerics"); });
+        line.appendChild(document.createTextNode(" "));
+        line.appendChild(a);
+      }
+      if (whole) {
+        const full = document.createElement("div");
+        full.className = "pl-finding-full";
+        full.textContent = s.finding;
+        box.appendChild(full);
+      }
+      f.appendChild(box);
     }
     data.panes.forEach((key) => fill($("pl-pane-" + key), s.panes[key]));
     if (tab === "graph") showGraph(); else graph.shown = -1;

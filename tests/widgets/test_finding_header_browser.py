@@ -1,0 +1,89 @@
+"""The finding in the report's and the app's header, in headless Chromium (issue 43): its
+summary wraps within the width (nothing cut), a click shows the whole message, and the view
+opens on the node it names first."""
+
+import re
+
+import pytest
+
+from tests.widgets.graph_page import Graph
+from tests.widgets.test_browser import ARGS, CHROMIUM, TRAP, sync_api  # noqa: F401 (skips)
+from widgets.findings import problems_of
+from widgets.report import write_html
+
+pytestmark = pytest.mark.browser
+expect = sync_api.expect
+
+# each element of a header's finding line: (scrollWidth, clientWidth, white-space, overflow)
+FITS = """(el) => [el, ...el.querySelectorAll('*')].map((e) => {
+  const cs = getComputedStyle(e);
+  return [e.scrollWidth, e.clientWidth, cs.whiteSpace, cs.textOverflow];
+})"""
+
+
+@pytest.fixture(scope="module")
+def bloat_large():
+    """A ConvNeXt too tall to fit at a readable zoom, through the replica and fold-constant,
+    checked: the copy that grew most (features.5.0, x4) far from the first (features.1.0)."""
+    import explorer
+    from compiler import models
+
+    model = models.convnext(dims=(32, 64, 128), depths=(2, 2, 2), image=64, num_classes=10)
+    trace = explorer.explore(model, pipeline="replica-linear-broadcast,fold-constant")
+    return trace, trace.check()
+
+
+def check_line(line, message: str, named: str) -> None:
+    """``line``: the header's finding (a ``details``): no part of it wider than its box,
+    nowhere cut with an ellipsis; the copy named first; the whole message on a click."""
+    summary = line.locator("summary")
+    expect(summary).to_contain_text(f"`{named}`")
+    for scroll, client, white, overflow in line.evaluate(FITS):
+        assert scroll <= client + 1 and white != "nowrap" and overflow != "ellipsis"
+    box = line.bounding_box()
+    assert box["height"] < 4 * 18  # a summary of a few lines, not the whole message
+    full = line.locator(".pl-finding-full")
+    expect(full).to_be_hidden()
+    summary.click(position={"x": 4, "y": 6})
+    expect(full).to_be_visible()
+    assert message in full.text_content()
+
+
+def test_the_reports_finding_wraps_and_names_the_node_in_view(browser, bloat_large, tmp_path):
+    trace, report = bloat_large
+    step = trace["fold-constant"]
+    (finding,) = problems_of(report, step)
+    named = re.search(r"`([^`]+)`", finding.message).group(1)
+    path = tmp_path / "r.html"
+    write_html(trace, path, report=report)
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page.add_init_script(TRAP)
+    page.goto(path.as_uri())
+    g = Graph(page, page.locator("#pl-graph.plg"))
+    expect(page.locator("#pl-title")).to_have_text(f"#{step.index} fold-constant")
+    # the view opens on the copy the header names first
+    focus = g.root.locator("g.plg-n.plg-focus")
+    expect(focus).to_have_attribute("data-node-id", "$" + named)
+    assert g.inside(focus)
+    check_line(page.locator("#pl-finding details"), finding.message, named)
+    page.close()
+
+
+def test_the_apps_finding_wraps_and_names_the_node_in_view(browser, bloat_large):
+    from widgets.app import serve
+
+    trace, report = bloat_large
+    step = trace["fold-constant"]
+    (finding,) = problems_of(report, step)
+    named = re.search(r"`([^`]+)`", finding.message).group(1)
+    with serve(trace, report=report, block=False) as srv:
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.set_default_timeout(15000)
+        page.goto(srv.url)
+        g = Graph(page, page.locator(".plg"))
+        expect(page.locator(".pl-step-title")).to_have_text(f"#{step.index} fold-constant")
+        focus = g.root.locator("g.plg-n.plg-focus")
+        expect(focus).to_have_attribute("data-node-id", "$" + named)
+        assert g.inside(focus)
+        check_line(page.locator("details.pl-finding"), finding.message, named)
+        page.close()
