@@ -9,7 +9,8 @@ graph but the cost of drawing follows what is visible.
 
 - ``nodes``: every node of the step and, against ``baseline``, a *ghost* of every removed node
   (status ``removed``), in graph order: ``id``, kind ``k``, title ``t``, lines ``s``, group
-  ``g`` (index into ``groups``), status ``st`` (added / changed / removed / failed / ""),
+  ``g`` (index into ``groups``), status ``st`` (added / changed / moved / removed / failed /
+  ""; moved: only moved into or out of a function, values unchanged, not among ``changes``),
   type ``ty`` (index into ``types``), bytes ``b``, and: ``inl`` (the index of the node it is
   drawn on: a weight or constant this step did not touch is a line of its reader, like
   Netron, not a box of its own), ``w`` (those lines on a reader), ``mark`` (a finding's badge,
@@ -22,9 +23,9 @@ graph but the cost of drawing follows what is visible.
   ``@function``, or a segment), ``label``, parent ``p``, kind ``k`` (module / function /
   segment), and (every group: drawn as a box, or a row of the overview) ``n`` (live nodes
   inside: ghosts are not counted), ``ops`` (an op summary), ``b`` (parameter bytes inside),
-  ``db`` (their change against the baseline), ``ch`` (counts of added / changed / removed /
-  failed nodes inside), ``bad``, ``f`` (nodes inside that a finding names), ``fm`` (the first
-  one's badge), ``fi`` (the first one), ``ci`` (the first changed node inside; see
+  ``db`` (their change against the baseline), ``ch`` (counts of added / changed / moved /
+  removed / failed nodes inside), ``bad``, ``f`` (nodes inside that a finding names), ``fm``
+  (the first one's badge), ``fi`` (the first one), ``ci`` (the first changed node inside; see
   :func:`widgets.graph_groups.group_marks`);
   a group with more than :data:`MAX_CHILDREN` children has its children split into segments
   (``ops 1-40``), so a flat graph of 10,000 ops is drawn as a few boxes;
@@ -318,7 +319,9 @@ class _Builder:
                     edges.append([s, t, self.type_index(e.type), 1])
 
         self._group_summaries(groups, of, drawn, bad, inline)
-        changes = sorted((i for i in drawn if entries[i].status), key=lambda i: (pos[i], i))
+        changes = sorted(
+            (i for i in drawn if entries[i].status not in ("", "moved")), key=lambda i: (pos[i], i)
+        )
         findings_first = sorted(bad | set(marks), key=lambda i: (pos[i], i))
         group_marks(groups, of, findings_first, marks, changes)
         focus = findings_first[0] if findings_first else (changes[0] if changes else None)

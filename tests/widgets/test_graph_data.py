@@ -217,3 +217,20 @@ def test_a_group_shows_a_byte_change_only_where_parameters_changed():
         moved = {g["id"]: g["db"] for g in p["groups"] if g.get("db")}
         assert moved == {}, f"#{step.index} {step.name}: {moved}"
     assert seen >= 3
+
+
+def test_nodes_fuse_ops_moved_are_drawn_as_moved_not_as_changes():
+    """Issue 43 item 3: after fuse-ops a chain's ops are in the fused function, their values
+    unchanged: each node's status is "moved" (not a change n / p go to), the groups count them
+    apart from the changes, and the only changes are the call and the function's ends."""
+    trace = explorer.explore(sm.flat_chain_module(300), pipeline="default")
+    step = trace["fuse-ops"]
+    p = graph_payload(step, step.previous)
+    status = [n.get("st", "") for n in p["nodes"]]
+    ops = [i for i, n in enumerate(p["nodes"]) if n["k"] == "op"]
+    assert len(ops) >= 299 and all(status[i] == "moved" for i in ops)
+    assert {status[i] for i in p["changes"]} == {"added"} and len(p["changes"]) == 3
+    fused = next(g for g in p["groups"] if g["k"] == "function")
+    assert fused["ch"]["moved"] == len(ops) and "changed" not in fused["ch"]
+    moved = p["nodes"][ops[0]]
+    assert moved["chg"] == f"moved from @main to {fused['label']}, same values"

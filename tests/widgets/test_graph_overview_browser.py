@@ -94,6 +94,15 @@ def chain_data():
 
 
 @pytest.fixture(scope="module")
+def fused_chain_data():
+    """10,000 elementwise ops in a chain through the default pipeline, at fuse-ops (which
+    moves all of them into one fused function) against the step before."""
+    trace = explorer.explore(sm.flat_chain_module(10000), pipeline="default")
+    step = trace["fuse-ops"]
+    return graph_data(step, step.previous)
+
+
+@pytest.fixture(scope="module")
 def bloat_data():
     """The weight-bloat replica on a small ConvNeXt, with a check: red finding nodes."""
     model = models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)
@@ -185,6 +194,26 @@ def test_a_fitted_chain_of_10000_ops_draws_labelled_blocks(browser, chain_data):
     k0 = page.evaluate("G.view.k")
     first.click(position={"x": 5, "y": 5})
     page.wait_for_function(f"G.view.k > {k0 * 1.5}")
+    assert problems == []
+    page.close()
+
+
+def test_a_fitted_chain_after_fuse_ops_marks_moved_nodes_not_10000_changes(
+    browser, fused_chain_data
+):
+    """Issue 43 item 3: fitted, the fused function's blocks say their nodes moved (a blue
+    "→N moved" mark), the change marks count only the three real changes, and the toolbar
+    says 3 changes, not 10,004."""
+    page, g, problems = page_of(browser, fused_chain_data)
+    g.press("f")
+    bs = blocks(page)
+    changes = [m for b in bs for m in b["marks"] if m.startswith("~")]
+    assert sum(int(re.match(r"~(\d+)", m).group(1)) for m in changes) <= 3, changes
+    moved = [int(m[1:-6]) for b in bs for m in b["marks"] if re.fullmatch(r"→\d+ moved", m)]
+    fused = next(grp for grp in fused_chain_data["after"]["groups"] if grp["k"] == "function")
+    assert moved and sum(moved) == fused["ch"]["moved"] >= 9990, moved
+    expect(g.root.locator(".plg-sem .plg-sem-mv").first).to_be_visible()
+    expect(g.root.locator(".plg-change-info")).to_have_text("3 changes")
     assert problems == []
     page.close()
 

@@ -104,12 +104,13 @@ PasslensGraphParts.part({
         if (grp.f || grp.bad) { f += grp.f || 1; bad = true; if (fi === undefined) { fi = grp.fi; fm = grp.fm; } }
         if (grp.ch) { for (const k in grp.ch) ch[k] = (ch[k] || 0) + grp.ch[k]; if (ci === undefined) ci = grp.ci; }
       }
-      const nch = Object.values(ch).reduce((a, x) => a + x, 0);
+      const nch = Object.entries(ch).reduce((a, [k, x]) => a + (k === "moved" ? 0 : x), 0);
       const count = n + (n === 1 ? " node" : " nodes") + (gs.length > 1 ? " in " + gs.length + " groups" : "");
       const marks = [];
       if (nch) marks.push({ cls: ch.failed ? "plg-sem-fail" : "plg-sem-ch", text: "~" + nch + (nch === 1 ? " change" : " changes"), node: ci });
+      if (ch.moved) marks.push({ cls: "plg-sem-mv", text: "→" + ch.moved + " moved" });
       if (bad) marks.push({ cls: "plg-sem-f", text: "▲ " + (fm ? cut(fm, 28) : f + (f === 1 ? " finding" : " findings")), node: fi });
-      return { name, count, marks, failed: !!ch.failed, changed: nch > 0, bad, n };
+      return { name, count, marks, failed: !!ch.failed, changed: nch > 0, moved: !nch && !!ch.moved, bad, n };
     }
     const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 
@@ -161,7 +162,7 @@ PasslensGraphParts.part({
     function drawBlock(m, b) {
       const d = b.d, r = b.r;
       const cls = ["plg-sem-block"];
-      if (d.failed) cls.push("plg-s-failed"); else if (d.changed) cls.push("plg-s-changed");
+      if (d.failed) cls.push("plg-s-failed"); else if (d.changed) cls.push("plg-s-changed"); else if (d.moved) cls.push("plg-s-moved");
       if (d.bad) cls.push("plg-bad");
       if (b.members.length > 1) cls.push("plg-sem-run");
       const g = svg("g", { class: cls.join(" "), transform: `translate(${r.x},${r.y})` }, layer);
