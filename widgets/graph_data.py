@@ -17,7 +17,8 @@ graph but the cost of drawing follows what is visible.
   e.g. ``×8 copies``), ``bad`` (a finding names it: red outline), ``err`` (its error against
   the reference after a check, for the error overlay), ``chg`` (what changed, in words),
   ``opq`` (an opaque op, no converter: who runs it, torch or onnxruntime; its title is the op
-  it stands for, e.g. ``aten.cummax.default``);
+  it stands for, e.g. ``aten.cummax.default``), ``mod`` (an op alone in its module, which
+  gets no frame: titled by the module's name, ``q_proj``, its op the first line);
 - ``edges``: ``[src, dst, type index, flags]`` (flags: 1 ghost, 2 its shape changed);
 - ``groups``: the module hierarchy as a tree (index 0 the root): ``id`` (a module path,
   ``@function``, or a segment), ``label``, parent ``p``, kind ``k`` (module / function /
@@ -73,6 +74,7 @@ from widgets.graph_groups import (
     group_tree,
     positions,
     segment,
+    unframed_modules,
 )
 from widgets.stats import cached_stats
 
@@ -257,6 +259,7 @@ class _Builder:
         drawn = [i for i in range(len(entries)) if i not in inline]
         pos = positions(entries, self.diff, self.ga, self.index)
         groups, of = group_tree(entries, drawn)
+        alone = unframed_modules(entries, groups, drawn)
         segment(groups, of, drawn, pos)
         for i, host in inline.items():
             of[i] = of[host]
@@ -273,7 +276,7 @@ class _Builder:
             node: dict[str, Any] = {
                 "id": clip_id(e.key),
                 "k": n.kind,
-                "t": clip(title(n, e.group)),
+                "t": clip(alone[i] if i in alone else title(n, e.group)),
                 "s": [clip(x) for x in lines(n)],
                 "g": of[i],
                 "ty": type_index(n.type),
@@ -297,6 +300,9 @@ class _Builder:
                 node["err"] = errors[i]
             if n.opaque:
                 node["opq"] = clip(n.opaque["runner"])
+            if i in alone:  # titled by its module (q_proj): the op is the first line
+                node["s"].insert(0, clip(title(n, e.group)))
+                node["mod"] = 1
             nodes.append(node)
             size += 80 + len(node["id"]) + len(node["t"]) + sum(map(len, node["s"]))
 
