@@ -17,8 +17,8 @@ graph but the cost of drawing follows what is visible.
   e.g. ``×8 copies``), ``bad`` (a finding names it: red outline), ``err`` (its error against
   the reference after a check, for the error overlay), ``chg`` (what changed, in words),
   ``opq`` (an opaque op, no converter: who runs it, torch or onnxruntime; its title is the op
-  it stands for, e.g. ``aten.cummax.default``), ``mod`` (an op alone in its module, which
-  gets no frame: titled by the module's name, ``q_proj``, its op the first line);
+  it stands for, e.g. ``aten.cummax.default``), ``mod`` (an op alone in its frameless module,
+  titled by it: ``q_proj``, the op its first line);
 - ``edges``: ``[src, dst, type index, flags]`` (flags: 1 ghost, 2 its shape changed);
 - ``groups``: the module hierarchy as a tree (index 0 the root): ``id`` (a module path,
   ``@function``, or a segment), ``label``, parent ``p``, kind ``k`` (module / function /
@@ -83,15 +83,11 @@ MAX_OPENED_CHANGES = 50  # changes whose groups are opened at first (while they 
 MAX_WHYS = 20_000  # nodes of a step whose why lines a payload holds (the rest: a note)
 _MAX_ATTRS = 3  # key attributes shown on an op's box
 _DULL_ATTRS = {  # attributes at their usual value: not worth a line on the box
-    ("groups", "1"),
-    ("dilation", "[1, 1]"),
-    ("data_layout", '"NCHW"'),
-    ("kernel_layout", '"OIHW"'),
-    ("out_layout", '"NCHW"'),
+    *(("groups", "1"), ("dilation", "[1, 1]"), ("data_layout", '"NCHW"')),
+    *(("kernel_layout", '"OIHW"'), ("out_layout", '"NCHW"')),
 }
-_INLINE_KINDS = ("weight", "const")
+_INLINE_KINDS = _STATS_KINDS = ("weight", "const")
 _BYTE_KINDS = ("weight", "param")  # counted in a group's parameter bytes
-_STATS_KINDS = ("weight", "const")
 
 _PAYLOADS = Memo(16)
 
@@ -104,11 +100,8 @@ def graph_payload(
     values and statistics in the details (a live view leaves them out and sends a weight's
     when it is selected: :func:`weight_stats`). Cached per (step, baseline, report,
     max_boxes, stats): the dict returned is shared, do not change it."""
-    return _PAYLOADS.get(
-        (step, baseline, report),
-        (max_boxes, stats),
-        lambda: _build(step, baseline, report, stats, max_boxes),
-    )
+    build = lambda: _build(step, baseline, report, stats, max_boxes)  # noqa: E731
+    return _PAYLOADS.get((step, baseline, report), (max_boxes, stats), build)
 
 
 def _build(step, baseline, report, stats: bool, max_boxes: int) -> dict:
@@ -301,8 +294,7 @@ class _Builder:
             if n.opaque:
                 node["opq"] = clip(n.opaque["runner"])
             if i in alone:  # titled by its module (q_proj): the op is the first line
-                node["s"].insert(0, clip(title(n, e.group)))
-                node["mod"] = 1
+                node["s"][:0], node["mod"] = [clip(title(n, e.group))], 1
             nodes.append(node)
             size += 80 + len(node["id"]) + len(node["t"]) + sum(map(len, node["s"]))
 
