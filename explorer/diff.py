@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, Protocol
 
 from explorer.fmt import format_bytes, signed_bytes
 from explorer.graph import GraphModel, GraphNode, Signature, collector_paused
-from explorer.matching import is_source, match_nodes, ordered_inputs
+from explorer.matching import is_source, match_nodes, ordered_inputs, through_calls
 from explorer.params import (
     DTYPE_ALIASES,
     ParamCast,
@@ -125,7 +125,11 @@ class Diff:
 
     ``matches`` maps each matched node id of ``b`` to ``(id in a, how)`` where ``how`` is
     identity, provenance, structure, name or source-node. ``added`` are nodes of ``b`` with no
-    match, ``removed`` nodes of ``a`` with none, ``changed`` matched nodes that differ.
+    match, ``removed`` nodes of ``a`` with none, ``changed`` matched nodes that differ in what
+    they compute, ``moved`` matched nodes that only moved into or out of a function (fuse-ops
+    outlining a group, an inliner): same op, attributes and type, and their inputs the same
+    nodes seen through the call (a parameter of the function stands for the argument the one
+    call passes; a call for what its function returns).
     """
 
     a: DiffedStep = field(repr=False)
@@ -135,6 +139,7 @@ class Diff:
     added: list[GraphNode] = field(default_factory=list)
     removed: list[GraphNode] = field(default_factory=list)
     changed: list[NodeChange] = field(default_factory=list)
+    moved: list[NodeChange] = field(default_factory=list)
     shape_changes: list[ShapeChange] = field(default_factory=list)
     op_counts_before: dict[str, int] = field(default_factory=dict)
     op_counts_after: dict[str, int] = field(default_factory=dict)
@@ -151,6 +156,7 @@ class Diff:
             self.added
             or self.removed
             or self.changed
+            or self.moved
             or self.op_count_changes
             or self.functions_added
             or self.functions_removed
@@ -287,6 +293,8 @@ class Diff:
             out.append(("added", [_node_line(n) for n in self.added]))
         if self.changed:
             out.append(("changed", [str(c) for c in self.changed]))
+        if self.moved:
+            out.append(("moved", [_moved_line(c) for c in self.moved]))
         if self.shape_changes:
             out.append(
                 ("shapes", [f"{s.node}: {s.before} -> {s.after}" for s in self.shape_changes])
@@ -322,6 +330,7 @@ class Diff:
         return (
             f"{head}: {len(self.added)} added, {len(self.removed)} removed, "
             f"{len(self.changed)} changed nodes"
+            + (f", {len(self.moved)} moved (same values)" if self.moved else "")
             + (f", {len(self.shape_changes)} shape changes" if self.shape_changes else "")
             + (f", {self.params.count} params changed" if self.params.count else "")
             + (f" ({signed_bytes(self.params.bytes_delta)})" if self.params.bytes_delta else "")
@@ -369,9 +378,19 @@ def _diff(a: DiffedStep, b: DiffedStep, ga: GraphModel, gb: GraphModel) -> Diff:
     d.added = [n for nid, n in gb.nodes.items() if nid not in matches]
     d.removed = [n for nid, n in ga.nodes.items() if nid not in matched_a]
     ins_a, ins_b = ordered_inputs(ga), ordered_inputs(gb)
+    through: tuple[dict[str, str], dict[str, str]] | None = None  # made when first needed
     for bid, (aid, how) in matches.items():
         na, nb = ga.nodes[aid], gb.nodes[bid]
         fields = _node_changes(na, nb, how, cross, ins_a.get(aid, []), ins_b.get(bid, []), matches)
+        if fields and not cross and fields.keys() <= {"function", "inputs"}:
+            if "inputs" in fields:
+                if through is None:
+                    through = through_calls(ga, ins_a), through_calls(gb, ins_b)
+                if _same_inputs(*fields["inputs"], through, matches):
+                    del fields["inputs"]
+            if fields.keys() == {"function"}:
+                d.moved.append(NodeChange(na, nb, how, fields))
+                continue
         if fields:
             change = NodeChange(na, nb, how, fields)
             if "inputs" in fields:
@@ -441,6 +460,18 @@ def _node_changes(na, nb, how, cross, ins_a, ins_b, matches) -> dict:
     return fields
 
 
+def _same_inputs(ins_a, ins_b, through, matches) -> bool:
+    """Whether the inputs of a matched pair are the same nodes once seen through calls."""
+    ta, tb = through
+    if len(ins_a) != len(ins_b):
+        return False
+    for x, y in zip(ins_a, ins_b, strict=True):
+        y = tb.get(y, y)
+        if matches.get(y, (None,))[0] != ta.get(x, x):
+            return False
+    return True
+
+
 def _inputs_text(
     ins_a: list[str], ins_b: list[str], ga: GraphModel, gb: GraphModel, matches
 ) -> str:
@@ -504,6 +535,11 @@ def _shape(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+def _moved_line(c: NodeChange) -> str:
+    old, new = c.fields["function"]
+    return f"{c.after.id} ({c.after.op}): @{old} -> @{new}"
+
+
 def _node_line(n: GraphNode) -> str:
     if n.kind in ("weight", "const"):
         return f"{n.id}: {n.type}"
@@ -515,6 +551,7 @@ __all__ = [
     "NodeChange",
     "ShapeChange",
     "SignatureChange",
+    "through_calls",
     "ParamDiff",
     "ParamResize",
     "ParamCast",

@@ -65,6 +65,9 @@ class _Matcher:
         self.ins_a, self.ins_b = ordered_inputs(ga), ordered_inputs(gb)
         self.out: dict[str, tuple[str, str]] = {}
         self.used_a: set[str] = set()
+        # what a node stands for across calls (a fused function's parameter: the argument of
+        # its one call), so a node moved into a function matches by the inputs it reads
+        self.via_a, self.via_b = through_calls(ga, self.ins_a), through_calls(gb, self.ins_b)
         self.ops_b = [
             nid for nid, n in gb.nodes.items() if n.kind not in LEAF_KINDS and n.kind != "output"
         ]
@@ -79,11 +82,15 @@ class _Matcher:
                 yield nid, n
 
     def mapped_inputs(self, bid: str) -> list[str | None]:
-        return [self.out[i][0] if i in self.out else None for i in self.ins_b.get(bid, [])]
+        via, out = self.via_b, self.out
+        ins = (via.get(i, i) for i in self.ins_b.get(bid, []))
+        return [out[i][0] if i in out else None for i in ins]
 
     def _agreement(self, want: list[str | None], aid: str) -> int:
         """How many inputs of ``aid`` are the matches of the wanted inputs, position by position."""
-        return sum(x == y for x, y in zip(want, self.ins_a.get(aid, []), strict=False))
+        via = self.via_a
+        have = (via.get(x, x) for x in self.ins_a.get(aid, []))
+        return sum(x == y for x, y in zip(want, have, strict=False))
 
     def by_identity(self) -> None:
         index: dict[int, list[str]] = {}
@@ -163,7 +170,8 @@ class _Matcher:
         index: dict[tuple, list[str]] = {}
         for nid, n in self.free_a():
             if n.kind not in LEAF_KINDS and n.kind != "output":
-                index.setdefault(_struct_key(n, self.ins_a.get(nid, [])), []).append(nid)
+                ins = [self.via_a.get(x, x) for x in self.ins_a.get(nid, [])]
+                index.setdefault(_struct_key(n, ins), []).append(nid)
         for bid in self.ops_b:
             if bid in self.out:
                 continue
@@ -210,6 +218,44 @@ class _Matcher:
                 self.pair(pick[0], bid, "name")
 
 
+def through_calls(g: GraphModel, ins: dict[str, list[str]]) -> dict[str, str]:
+    """What a node stands for across function calls in ``g`` (``ins``: its
+    :func:`ordered_inputs`): a parameter of a function called once, the argument that call
+    passes; a call, the node its function returns. Followed to the end (a fused function's
+    parameter may be a parameter of its caller); nodes that stand for themselves are left
+    out."""
+    calls: dict[str, list[str]] = {}
+    params: dict[str, list[str]] = {}
+    returns: dict[str, str] = {}
+    for nid, n in g.nodes.items():
+        if n.kind == "call" and n.op.startswith("@"):
+            calls.setdefault(n.op[1:], []).append(nid)
+        elif n.kind in ("input", "param") and n.function:
+            params.setdefault(n.function, []).append(nid)
+        elif n.kind == "output" and n.function:
+            returned = ins.get(nid, [])
+            if len(returned) == 1:
+                returns[n.function] = returned[0]
+    step: dict[str, str] = {}
+    for fn, sites in calls.items():
+        if fn in returns:
+            for c in sites:
+                step[c] = returns[fn]
+        if len(sites) == 1:
+            args = ins.get(sites[0], [])
+            for k, p in enumerate(params.get(fn, ())):
+                if k < len(args):
+                    step[p] = args[k]
+    out: dict[str, str] = {}
+    for start in step:
+        x, seen = start, {start}
+        while x in step and step[x] not in seen:  # a cycle (a recursive call) ends the walk
+            x = step[x]
+            seen.add(x)
+        out[start] = x
+    return out
+
+
 def _leaf_key(n: GraphNode) -> tuple:
     if n.kind == "weight":
         return ("weight", n.label)
@@ -234,4 +280,5 @@ __all__ = [
     "is_source",
     "match_nodes",
     "ordered_inputs",
+    "through_calls",
 ]

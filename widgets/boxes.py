@@ -25,7 +25,7 @@ class Entry:
 
     key: str
     node: GraphNode
-    status: str = ""  # added, changed, removed, failed or ""
+    status: str = ""  # added, changed, moved, removed, failed or ""
     change: str = ""
     function: str = ""
     group: str = ""
@@ -90,20 +90,31 @@ def _make_entries(step, baseline) -> tuple[list[Entry], Diff | None, GraphModel,
         failed_id = fn.id if fn is not None else None
     added = {n.id for n in d.added} if d else set()
     changed = {c.after.id: str(c) for c in d.changed} if d else {}
+    moved = {c.after.id: "moved " + _moved(c) for c in d.moved} if d else {}
     entries: list[Entry] = []
     for nid, n in gb.nodes.items():
         status = (
             "failed"
             if nid == failed_id
-            else ("added" if nid in added else ("changed" if nid in changed else ""))
+            else (
+                "added"
+                if nid in added
+                else ("changed" if nid in changed else ("moved" if nid in moved else ""))
+            )
         )
-        entries.append(Entry(nid, n, status, changed.get(nid, "")))
+        entries.append(Entry(nid, n, status, changed.get(nid, "") or moved.get(nid, "")))
     ga = baseline.graph if d is not None else GraphModel()
     if d is not None:
         for n in d.removed:
             entries.append(Entry("removed:" + n.id, n, "removed"))
     _place(entries, gb, ga)
     return entries, d, ga, gb
+
+
+def _moved(c) -> str:
+    """Where a moved node was and is: ``from @main to @fused_add_relu``."""
+    old, new = c.fields["function"]
+    return f"from @{old} to @{new}, same values"
 
 
 def _place(entries: list[Entry], gb: GraphModel, ga: GraphModel) -> None:

@@ -9,22 +9,24 @@ graph but the cost of drawing follows what is visible.
 
 - ``nodes``: every node of the step and, against ``baseline``, a *ghost* of every removed node
   (status ``removed``), in graph order: ``id``, kind ``k``, title ``t``, lines ``s``, group
-  ``g`` (index into ``groups``), status ``st`` (added / changed / removed / failed / ""),
+  ``g`` (index into ``groups``), status ``st`` (added / changed / moved / removed / failed /
+  ""; moved: only moved into or out of a function, values unchanged, not among ``changes``),
   type ``ty`` (index into ``types``), bytes ``b``, and: ``inl`` (the index of the node it is
   drawn on: a weight or constant this step did not touch is a line of its reader, like
   Netron, not a box of its own), ``w`` (those lines on a reader), ``mark`` (a finding's badge,
   e.g. ``×8 copies``), ``bad`` (a finding names it: red outline), ``err`` (its error against
   the reference after a check, for the error overlay), ``chg`` (what changed, in words),
   ``opq`` (an opaque op, no converter: who runs it, torch or onnxruntime; its title is the op
-  it stands for, e.g. ``aten.cummax.default``);
+  it stands for, e.g. ``aten.cummax.default``), ``mod`` (an op alone in its frameless module,
+  titled by it: ``q_proj``, the op its first line);
 - ``edges``: ``[src, dst, type index, flags]`` (flags: 1 ghost, 2 its shape changed);
 - ``groups``: the module hierarchy as a tree (index 0 the root): ``id`` (a module path,
   ``@function``, or a segment), ``label``, parent ``p``, kind ``k`` (module / function /
   segment), and (every group: drawn as a box, or a row of the overview) ``n`` (live nodes
   inside: ghosts are not counted), ``ops`` (an op summary), ``b`` (parameter bytes inside),
-  ``db`` (their change against the baseline), ``ch`` (counts of added / changed / removed /
-  failed nodes inside), ``bad``, ``f`` (nodes inside that a finding names), ``fm`` (the first
-  one's badge), ``fi`` (the first one), ``ci`` (the first changed node inside; see
+  ``db`` (their change against the baseline), ``ch`` (counts of added / changed / moved /
+  removed / failed nodes inside), ``bad``, ``f`` (nodes inside that a finding names), ``fm``
+  (the first one's badge), ``fi`` (the first one), ``ci`` (the first changed node inside; see
   :func:`widgets.graph_groups.group_marks`);
   a group with more than :data:`MAX_CHILDREN` children has its children split into segments
   (``ops 1-40``), so a flat graph of 10,000 ops is drawn as a few boxes;
@@ -73,6 +75,7 @@ from widgets.graph_groups import (
     group_tree,
     positions,
     segment,
+    unframed_modules,
 )
 from widgets.stats import cached_stats
 
@@ -81,15 +84,11 @@ MAX_OPENED_CHANGES = 50  # changes whose groups are opened at first (while they 
 MAX_WHYS = 20_000  # nodes of a step whose why lines a payload holds (the rest: a note)
 _MAX_ATTRS = 3  # key attributes shown on an op's box
 _DULL_ATTRS = {  # attributes at their usual value: not worth a line on the box
-    ("groups", "1"),
-    ("dilation", "[1, 1]"),
-    ("data_layout", '"NCHW"'),
-    ("kernel_layout", '"OIHW"'),
-    ("out_layout", '"NCHW"'),
+    *(("groups", "1"), ("dilation", "[1, 1]"), ("data_layout", '"NCHW"')),
+    *(("kernel_layout", '"OIHW"'), ("out_layout", '"NCHW"')),
 }
-_INLINE_KINDS = ("weight", "const")
+_INLINE_KINDS = _STATS_KINDS = ("weight", "const")
 _BYTE_KINDS = ("weight", "param")  # counted in a group's parameter bytes
-_STATS_KINDS = ("weight", "const")
 
 _PAYLOADS = Memo(16)
 
@@ -102,11 +101,8 @@ def graph_payload(
     values and statistics in the details (a live view leaves them out and sends a weight's
     when it is selected: :func:`weight_stats`). Cached per (step, baseline, report,
     max_boxes, stats): the dict returned is shared, do not change it."""
-    return _PAYLOADS.get(
-        (step, baseline, report),
-        (max_boxes, stats),
-        lambda: _build(step, baseline, report, stats, max_boxes),
-    )
+    build = lambda: _build(step, baseline, report, stats, max_boxes)  # noqa: E731
+    return _PAYLOADS.get((step, baseline, report), (max_boxes, stats), build)
 
 
 def _build(step, baseline, report, stats: bool, max_boxes: int) -> dict:
@@ -257,6 +253,7 @@ class _Builder:
         drawn = [i for i in range(len(entries)) if i not in inline]
         pos = positions(entries, self.diff, self.ga, self.index)
         groups, of = group_tree(entries, drawn)
+        alone = unframed_modules(entries, groups, drawn)
         segment(groups, of, drawn, pos)
         for i, host in inline.items():
             of[i] = of[host]
@@ -273,7 +270,7 @@ class _Builder:
             node: dict[str, Any] = {
                 "id": clip_id(e.key),
                 "k": n.kind,
-                "t": clip(title(n, e.group)),
+                "t": clip(alone[i] if i in alone else title(n, e.group)),
                 "s": [clip(x) for x in lines(n)],
                 "g": of[i],
                 "ty": type_index(n.type),
@@ -297,6 +294,8 @@ class _Builder:
                 node["err"] = errors[i]
             if n.opaque:
                 node["opq"] = clip(n.opaque["runner"])
+            if i in alone:  # titled by its module (q_proj): the op is the first line
+                node["s"][:0], node["mod"] = [clip(title(n, e.group))], 1
             nodes.append(node)
             size += 80 + len(node["id"]) + len(node["t"]) + sum(map(len, node["s"]))
 
@@ -319,7 +318,9 @@ class _Builder:
                     edges.append([s, t, self.type_index(e.type), 1])
 
         self._group_summaries(groups, of, drawn, bad, inline)
-        changes = sorted((i for i in drawn if entries[i].status), key=lambda i: (pos[i], i))
+        changes = sorted(
+            (i for i in drawn if entries[i].status not in ("", "moved")), key=lambda i: (pos[i], i)
+        )
         findings_first = sorted(bad | set(marks), key=lambda i: (pos[i], i))
         group_marks(groups, of, findings_first, marks, changes)
         focus = named_first(self.report, self.step, self.index, self.gb)  # the header's first

@@ -3,6 +3,7 @@ are framed in, and the order the nodes are laid out in.
 
 - :func:`group_tree`: a group per function (when there are several) and per module path, with
   groups not worth a frame dropped (one member in all, or a lone child group);
+- :func:`unframed_modules`: the ops alone in their module, titled by its name;
 - :func:`segment`: a group with more than :data:`MAX_CHILDREN` children has them split into
   segments (``items 1-40``), so a flat graph of 10,000 ops is drawn as a few boxes;
 - :func:`positions`: graph order, with a removed node's ghost next to what replaced it;
@@ -66,6 +67,30 @@ def group_tree(entries: list[Entry], drawn: list[int]) -> tuple[list[dict], list
         elif fn:
             of[i] = group("@" + fn, "@" + fn, 0, "function")
     return _simplify(groups, of, drawn)
+
+
+def unframed_modules(entries: list[Entry], groups: list[dict], drawn: list[int]) -> dict[int, str]:
+    """The drawn ops alone in their module (``q_proj``'s linear: a module of one node gets no
+    frame, :func:`group_tree`), each with the module's name to title it by, as Netron and
+    Model Explorer do: the last part of its path, unless that is a number (a Sequential's
+    ``block.3`` says less than ``linear``).
+    ``groups`` are :func:`group_tree`'s, before :func:`segment`."""
+    fns = {e.function for e in entries if e.function}
+    main = "main" if "main" in fns else (sorted(fns)[0] if fns else "")
+    several = len(fns) > 1
+    framed = {g["id"] for g in groups}
+    out: dict[int, str] = {}
+    for i in drawn:
+        e = entries[i]
+        if not e.group or e.node.kind not in ("op", "call", "if"):
+            continue
+        fn = e.function if several and e.function and e.function != main else ""
+        if (f"@{fn}/{e.group}" if fn else e.group) in framed:
+            continue
+        name = e.group.rpartition(".")[2]
+        if not name.isdigit():  # ``block.3`` of a Sequential says less than its op
+            out[i] = name
+    return out
 
 
 def group_shape(
@@ -256,4 +281,5 @@ __all__ = [
     "group_tree",
     "positions",
     "segment",
+    "unframed_modules",
 ]

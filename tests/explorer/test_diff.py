@@ -174,8 +174,9 @@ def test_lift_transform_params_changes_main_and_adds_the_transform_function():
     assert main.changes == [
         "params (%A: f32[16, 16], %B: f32[16, 16]) -> (%A: f32[16, 16], %B1: f32[16, 16])"
     ]
-    # the lifted binding is the same object, now in the new function
-    moved = {c.after.id: c for c in d.changed if c.how == "identity"}
+    # the lifted binding is the same object, now in the new function: moved, not changed
+    moved = {c.after.id: c for c in d.moved if c.how == "identity"}
+    assert "main_transform_params/B1" not in {c.after.id for c in d.changed}
     assert moved["main_transform_params/B1"].fields == {
         "function": ("main", "main_transform_params")
     }
@@ -440,3 +441,35 @@ def test_two_same_op_nodes_of_one_layer_match_by_the_inputs_they_read():
     for bid in relus:
         assert reads(ga, d.matches[bid][0]) == reads(gb, bid)  # x with x, y with y
     assert d.changed == [] and d.is_empty
+
+
+CHAIN = """
+def @main(%x: f32[4, 8]) -> f32[4, 8] attrs {num_input = 1} {
+  %a: f32[4, 8] = tanh(%x)
+  %b: f32[4, 8] = sigmoid(%a)
+  %c: f32[4, 8] = neg(%b)
+  %d: f32[4, 8] = exp(%c)
+  return %d
+}
+"""
+
+
+def test_nodes_fuse_ops_moves_into_a_function_are_moved_not_changed():
+    """Issue 43 item 3: fuse-ops outlines the chain into a function; its ops keep their values
+    (same op, attributes, type, and inputs seen through the call), so they are moved, and
+    "changed" counts none of them; the call, the function's parameter and return are added."""
+    trace = explorer.explore(parse(CHAIN), pipeline="fuse-ops")
+    step = trace["fuse-ops"]
+    d = step.diff()
+    assert d.changed == []
+    assert sorted(c.after.op for c in d.moved) == ["exp", "neg", "sigmoid", "tanh"]
+    fused = next(iter(d.functions_added)).name
+    assert all(c.fields == {"function": ("main", fused)} for c in d.moved)
+    assert sorted(n.kind for n in d.added) == ["call", "input", "output"]
+    assert "0 changed nodes, 4 moved (same values)" in d.headline()
+    assert ("moved", [f"{c.after.id} ({c.after.op}): @main -> @{fused}" for c in d.moved]) in (
+        d.sections()
+    )
+    # the other way (an inliner's view): the same four move back out, nothing changed
+    back = explorer.diff(step, step.previous)
+    assert back.changed == [] and len(back.moved) == 4

@@ -217,3 +217,45 @@ def test_a_group_shows_a_byte_change_only_where_parameters_changed():
         moved = {g["id"]: g["db"] for g in p["groups"] if g.get("db")}
         assert moved == {}, f"#{step.index} {step.name}: {moved}"
     assert seen >= 3
+
+
+def test_nodes_fuse_ops_moved_are_drawn_as_moved_not_as_changes():
+    """Issue 43 item 3: after fuse-ops a chain's ops are in the fused function, their values
+    unchanged: each node's status is "moved" (not a change n / p go to), the groups count them
+    apart from the changes, and the only changes are the call and the function's ends."""
+    trace = explorer.explore(sm.flat_chain_module(300), pipeline="default")
+    step = trace["fuse-ops"]
+    p = graph_payload(step, step.previous)
+    status = [n.get("st", "") for n in p["nodes"]]
+    ops = [i for i, n in enumerate(p["nodes"]) if n["k"] == "op"]
+    assert len(ops) >= 299 and all(status[i] == "moved" for i in ops)
+    assert {status[i] for i in p["changes"]} == {"added"} and len(p["changes"]) == 3
+    fused = next(g for g in p["groups"] if g["k"] == "function")
+    assert fused["ch"]["moved"] == len(ops) and "changed" not in fused["ch"]
+    moved = p["nodes"][ops[0]]
+    assert moved["chg"] == f"moved from @main to {fused['label']}, same values"
+
+
+def test_ops_alone_in_their_module_are_titled_by_the_module_with_the_op_beneath():
+    """Issue 43 item 8: q_proj, k_proj and v_proj are one linear each, so they get no frame of
+    their own; their boxes are titled by the module's name (as Netron and Model Explorer show
+    them), the op the first line; an op inside a module frame keeps its op as title."""
+    trace = sm.decoder(layers=2, experts=0)
+    step = trace["fold-constant"]
+    p = graph_payload(step, step.previous)
+    attn = [n for n in p["nodes"] if p["groups"][n["g"]]["id"] == "model.layers.0.self_attn"]
+    titled = {n["t"]: n for n in attn if n.get("mod")}
+    assert {"q_proj", "k_proj", "v_proj", "o_proj"} <= set(titled)
+    assert all(titled[k]["s"][0] == "linear" for k in ("q_proj", "k_proj", "v_proj", "o_proj"))
+    # the rest of self_attn is its own ops, titled by op
+    others = [n for n in attn if n["k"] == "op" and not n.get("mod")]
+    assert others and {"matmul", "softmax"} <= {n["t"] for n in others}
+    # a Sequential's index says less than the op: ``block.3``'s linear stays "linear"; a named
+    # one (``avgpool``) is titled by its name
+    model = models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)
+    conv = explorer.explore(model, pipeline="fold-constant")
+    q = graph_payload(conv[1], None)
+    titled = {n["t"]: n["s"][0] for n in q["nodes"] if n.get("mod")}
+    assert titled == {"avgpool": "adaptive_avg_pool2d"}, titled
+    block = [n for n in q["nodes"] if n["id"].endswith("/linear") and n["k"] == "op"]
+    assert block and block[0]["t"] == "linear"

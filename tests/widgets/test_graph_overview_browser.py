@@ -94,6 +94,31 @@ def chain_data():
 
 
 @pytest.fixture(scope="module")
+def convnext12_data():
+    """A ConvNeXt of twelve blocks named as the original (``stages.S.blocks.J.pwconv1``)
+    through the weight-bloat replica, checked: every pointwise layer changed and named by a
+    finding."""
+    import torch
+
+    from tests.compiler.frontend.torch_zoo import ConvNeXt
+
+    torch.manual_seed(0)
+    model = ConvNeXt(dims=(8, 16, 16, 16), depths=(3, 3, 3, 3)).eval()
+    x = torch.randn(1, 3, 64, 64)
+    trace = explorer.explore(model, (x,), pipeline="replica-linear-broadcast,fold-constant")
+    return step_data(trace, trace.check((x,)))
+
+
+@pytest.fixture(scope="module")
+def fused_chain_data():
+    """10,000 elementwise ops in a chain through the default pipeline, at fuse-ops (which
+    moves all of them into one fused function) against the step before."""
+    trace = explorer.explore(sm.flat_chain_module(10000), pipeline="default")
+    step = trace["fuse-ops"]
+    return graph_data(step, step.previous)
+
+
+@pytest.fixture(scope="module")
 def bloat_data():
     """The weight-bloat replica on a small ConvNeXt, with a check: red finding nodes."""
     model = models.convnext(dims=(8, 16), depths=(1, 1), image=32, num_classes=10)
@@ -189,6 +214,72 @@ def test_a_fitted_chain_of_10000_ops_draws_labelled_blocks(browser, chain_data):
     page.close()
 
 
+def test_a_fitted_chain_after_fuse_ops_marks_moved_nodes_not_10000_changes(
+    browser, fused_chain_data
+):
+    """Issue 43 item 3: fitted, the fused function's blocks say their nodes moved (a blue
+    "→N moved" mark), the change marks count only the three real changes, and the toolbar
+    says 3 changes, not 10,004."""
+    page, g, problems = page_of(browser, fused_chain_data)
+    g.press("f")
+    bs = blocks(page)
+    changes = [m for b in bs for m in b["marks"] if m.startswith("~")]
+    assert sum(int(re.match(r"~(\d+)", m).group(1)) for m in changes) <= 3, changes
+    moved = [int(m[1:-6]) for b in bs for m in b["marks"] if re.fullmatch(r"→\d+ moved", m)]
+    fused = next(grp for grp in fused_chain_data["after"]["groups"] if grp["k"] == "function")
+    assert moved and sum(moved) == fused["ch"]["moved"] >= 9990, moved
+    expect(g.root.locator(".plg-sem .plg-sem-mv").first).to_be_visible()
+    expect(g.root.locator(".plg-change-info")).to_have_text("3 changes")
+    assert problems == []
+    page.close()
+
+
+def labels_inside(page, g) -> None:
+    """Every block's text is inside its block (none written beside a block too thin for it),
+    and no block lies under the legend."""
+    assert g.root.locator(".plg-sem .plg-sem-side").count() == 0
+    bad = page.evaluate(
+        """() => {
+          const box = (e) => e.getBoundingClientRect();
+          const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom
+            && b.top < a.bottom;
+          const legend = box(document.querySelector('#g .plg-legend'));
+          const out = { outside: [], under: [] };
+          for (const b of document.querySelectorAll('#g .plg-sem-block')) {
+            const r = box(b.querySelector('.plg-sem-shape'));
+            for (const t of b.querySelectorAll('text')) {
+              const q = box(t);
+              if (q.left < r.left - 1 || q.right > r.right + 1 || q.top < r.top - 1
+                  || q.bottom > r.bottom + 1) out.outside.push(t.textContent);
+            }
+            if (meets(r, legend)) out.under.push(b.textContent);
+          }
+          return out;
+        }"""
+    )
+    assert bad == {"outside": [], "under": []}
+
+
+def test_fitted_convnext_blocks_say_which_stage_and_block(browser, convnext12_data):
+    """Issue 43 item 5: zoomed out, the 24 pointwise layers are told apart by their path
+    (``stages.1/blocks.0/pwconv1``, not twelve "pwconv1"), their findings' marks come first,
+    and each label is inside its block."""
+    page, g, problems = page_of(browser, convnext12_data)
+    g.press("f")
+    bs = blocks(page)
+    names = [b["name"] for b in bs]
+    assert len(names) == len(set(names)), names
+    for s in range(4):
+        for j in range(3):
+            for k in (1, 2):
+                assert f"stages.{s}/blocks.{j}/pwconv{k}" in names, names
+    pw = [b for b in bs if "pwconv" in b["name"]]
+    assert all(b["marks"][0].startswith("▲") for b in pw), pw[0]
+    labels_inside(page, g)
+    assert problems == []
+    page.close()
+
+
 def test_a_fitted_decoder_of_32_layers_shows_every_layer(browser, decoder_data):
     page, g, problems = page_of(browser, decoder_data)
     g.press("f")
@@ -201,6 +292,7 @@ def test_a_fitted_decoder_of_32_layers_shows_every_layer(browser, decoder_data):
 
     missing = [k for k in range(32) if not any(covers(gid, k) for gid in covered)]
     assert missing == []
+    labels_inside(page, g)  # layers.17's parts, too thin for a label, are not cut out of it
     # the layer the step changed is a block of its own (or its parts are), marked
     marked = [b for b in bs if any(m.startswith("~") for m in b["marks"])]
     assert marked and all("layers.17" in b["name"] for b in marked), marked

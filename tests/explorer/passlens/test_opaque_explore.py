@@ -89,7 +89,8 @@ def test_the_graph_marks_it(trace):
         (node,) = marked
         assert node["opq"] == "torch" and node["t"] == "aten.cummax.default"
         assert node["s"] == ["opaque · torch"]
-    unmarked = [n for n in graph_payload(trace[1])["nodes"] if n["t"] == "linear"]
+    ops = [(n, n["s"][0] if n.get("mod") else n["t"]) for n in graph_payload(trace[1])["nodes"]]
+    unmarked = [n for n, op in ops if op == "linear"]  # (titled by its module when alone in it)
     assert unmarked and not any("opq" in n for n in unmarked)
     from widgets.snapshot import graph_page  # a picture with no kernel: the same payload
 

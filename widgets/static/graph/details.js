@@ -97,7 +97,8 @@ PasslensGraphParts.part({
       const i = st.sel, n = m.p.nodes[i], d = (m.p.details || [])[i] || {};
       h("div", "plg-d-title", panel, n.t);
       const s = statusOf(m, i);
-      const sub = h("div", "plg-d-sub", panel, n.k + (s ? " · " : ""));
+      // an op titled by its module (q_proj) says its op first: "linear · op"
+      const sub = h("div", "plg-d-sub", panel, (n.mod ? n.s[0] + " · " : "") + n.k + (s ? " · " : ""));
       if (s) h("span", "plg-pill plg-s-" + s, sub, s);
       if (n.mark && !plain()) h("div", "plg-d-mark", panel, n.mark);
       if (n.opq) h("div", "plg-d-opaque", panel, "opaque: run by " + n.opq + ", no converter");

@@ -57,7 +57,10 @@ PasslensGraphParts.part({
     function drawGroupBox(m, gi, r) {
       const c = m.p.groups[gi], t = groupLines(m, gi);
       const cls = ["plg-n", "plg-group"];
-      if (!plain() && c.ch) cls.push(c.ch.failed ? "plg-s-failed" : "plg-s-changed");
+      if (!plain() && c.ch) { // a group whose nodes only moved (fuse-ops) is not a change
+        const real = Object.keys(c.ch).some((k) => k !== "moved");
+        cls.push(c.ch.failed ? "plg-s-failed" : real ? "plg-s-changed" : "plg-s-moved");
+      }
       if (!plain() && c.bad) cls.push("plg-bad");
       const g = svg("g", { class: cls.join(" "), "data-node-id": "group:" + c.id, "data-group": c.id, "data-gi": gi, transform: `translate(${r.x},${r.y})` }, layer);
       svg("rect", { class: "plg-shape plg-stack", x: 4, y: 4, width: r.w, height: r.h, rx: 5 }, g);
@@ -255,7 +258,7 @@ PasslensGraphParts.part({
     // ---- legend ----------------------------------------------------------------------------------
     function renderLegend() {
       legend.textContent = "";
-      const items = [["plg-s-added", "added"], ["plg-s-changed", "changed"], ["plg-s-removed", "removed (ghost)"], ["plg-s-failed", "failed"], ["plg-bad", "finding"], ["plg-k-weight", "weight"], ["plg-opaque", "opaque (no converter)"], ["plg-group", "group"]];
+      const items = [["plg-s-added", "added"], ["plg-s-changed", "changed"], ["plg-s-moved", "moved (same values)"], ["plg-s-removed", "removed (ghost)"], ["plg-s-failed", "failed"], ["plg-bad", "finding"], ["plg-k-weight", "weight"], ["plg-opaque", "opaque (no converter)"], ["plg-group", "group"]];
       for (const [cls, text] of items) {
         const it = h("span", "plg-lg-item", legend);
         h("span", "plg-lg-sw " + cls, it);

@@ -41,11 +41,11 @@ PasslensGraphParts.part({
       o.fillStyle = "#fff"; o.fillRect(0, 0, w, hh);
       o.strokeStyle = "#cfd8dc";
       for (const f of D.frames) o.strokeRect(f.x * sx, f.y * sy, f.w * sx, f.h * sy);
-      const colors = { added: "#66bb6a", changed: "#ffb300", removed: "#bdbdbd", failed: "#e53935" };
+      const colors = { added: "#66bb6a", changed: "#ffb300", moved: "#90caf9", removed: "#bdbdbd", failed: "#e53935" };
       for (const [b, r] of D.boxes) {
         let col = "#90a4ae";
         if (b < m.N) { const s2 = statusOf(m, b); if (colors[s2]) col = colors[s2]; if (m.p.nodes[b].bad && !plain()) col = "#d32f2f"; }
-        else { const g = m.p.groups[b - m.N]; if (!plain() && g.ch) col = "#ffb300"; if (!plain() && g.bad) col = "#d32f2f"; }
+        else { const g = m.p.groups[b - m.N]; if (!plain() && g.ch) col = Object.keys(g.ch).some((k) => k !== "moved") ? "#ffb300" : colors.moved; if (!plain() && g.bad) col = "#d32f2f"; }
         o.fillStyle = col;
         o.fillRect(r.x * sx, r.y * sy, Math.max(1.5, r.w * sx), Math.max(1.5, r.h * sy));
       }

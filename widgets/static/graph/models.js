@@ -22,7 +22,7 @@ PasslensGraphParts.part({
       const out = new Map(), A = after;
       for (let i = 0; i < A.N; i++) {
         const n = A.p.nodes[i];
-        if (!n.st || n.st === "added") continue;
+        if (!n.st || n.st === "added" || n.st === "moved") continue; // moved: not a change
         const id = n.st === "removed" ? n.id.slice(8) : (A.pairOf.get(i) || n.id);
         const j = before.idIndex.get(id);
         if (j !== undefined) out.set(j, n.st === "failed" ? "changed" : n.st);

@@ -83,7 +83,9 @@ PasslensGraphParts.part({
       if (grp.ch) {
         const text = STATUS.filter(([k]) => grp.ch[k]).map(([k, s]) => s + grp.ch[k]).join(" ");
         const words = STATUS.filter(([k]) => grp.ch[k]).map(([k]) => grp.ch[k] + " " + k).join(", ");
-        out.push({ cls: grp.ch.failed ? "plg-ov-fail" : "plg-ov-ch", text, title: words + " — go to the first change", node: grp.ci });
+        if (text) out.push({ cls: grp.ch.failed ? "plg-ov-fail" : "plg-ov-ch", text, title: words + " — go to the first change", node: grp.ci });
+        // nodes that only moved into or out of a function (fuse-ops): their values are unchanged
+        if (grp.ch.moved) out.push({ cls: "plg-ov-mv", text: "→" + grp.ch.moved, title: grp.ch.moved + " moved into or out of a function, same values" });
       }
       if (grp.f || grp.bad) {
         const text = "▲ " + (grp.f || 1);

@@ -59,7 +59,7 @@ PasslensGraphParts.part({
           const item = h("div", "plg-r-item" + (st.hits[st.hit] === i ? " plg-on" : ""), results);
           item.dataset.i = i;
           const d = (m.p.details || [])[i] || {};
-          h("span", "plg-r-op", item, n.k === "op" || n.k === "call" ? n.t : n.k);
+          h("span", "plg-r-op", item, n.k === "op" || n.k === "call" ? (n.mod ? n.s[0] + " " + n.t : n.t) : n.k);
           h("span", "plg-r-name", item, " " + (n.k === "op" || n.k === "call" ? n.id.split("/").pop() : d.name || n.t));
           if (n.st === "removed" && !plain()) h("span", "plg-r-gone", item, " (removed)");
           item.title = d.name || n.id;

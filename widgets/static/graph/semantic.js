@@ -12,7 +12,7 @@
 const PX = 12;            // the blocks' text, in screen pixels
 const ROW = 16;           // a block this high (px) holds a line of text
 const TWO = 34;           // ... and this high, two
-const WIDEST = 300;       // px: a block is widened to its label's width up to this
+const WIDEST = 440;       // px: a block is widened to its label's width up to this
 const MAX_BLOCKS = 400;   // blocks drawn at most (the cut stops descending past this)
 
 PasslensGraphParts.part({
@@ -34,13 +34,20 @@ PasslensGraphParts.part({
     // a line `row` px high
     function cutBlocks(m, D, t, W, H, row) {
       const out = [];
+      out.frames = []; // the groups descended into, on the screen: drawn as outlines
       const scr = (r) => ({ x: r.x * t.kx + t.x, y: r.y * t.ky + t.y, w: r.w * t.kx, h: r.h * t.ky });
       const seen = (s) => s.x < W && s.y < H && s.x + s.w > 0 && s.y + s.h > 0;
       const descend = (g, s) => {
-        let n = 0;
-        for (const k of m.kids[g]) if (rectOf(m, D, k)) n++;
-        // its child groups each get a line's height (they stack) or a label's width (side by side)
-        return n > 0 && (s.h / n >= row || s.w / n >= 140);
+        let n = 0, thin = false;
+        for (const k of m.kids[g]) {
+          const r = rectOf(m, D, k);
+          if (!r) continue;
+          n++;
+          if (r.h * t.ky < row - 3) thin = true;
+        }
+        // its child groups each get a line's height (they stack) or a label's width (side by
+        // side), and none is a line too thin for its label (it would be written beside it)
+        return n > 0 && !thin && (s.h / n >= row || s.w / n >= 140);
       };
       // depth first, in order, with a stack of its own (no recursion over the groups' nesting)
       const stack = [[0, 0, 0]]; // [group, depth, next child]
@@ -52,7 +59,7 @@ PasslensGraphParts.part({
         if (!r) continue;
         const s = scr(r);
         if (!seen(s)) continue;
-        if (D.frameOf.has(k) && descend(k, s)) stack.push([k, depth + 1, 0]);
+        if (D.frameOf.has(k) && descend(k, s)) { stack.push([k, depth + 1, 0]); out.frames.push({ g: k, s }); }
         else out.push({ g: k, parent: g, depth, s, members: [k] });
       }
       return out;
@@ -80,6 +87,48 @@ PasslensGraphParts.part({
       close();
       return out;
     }
+    // a module group's path in parts, a number joined to the part before it:
+    // "stages.1.blocks.0.pwconv1" (or "@fn/stages.1...") -> ["stages.1", "blocks.0", "pwconv1"]
+    function pathParts(grp) {
+      let id = grp.id || "";
+      if (id[0] === "@") { const at = id.indexOf("/"); id = at > 0 ? id.slice(at + 1) : ""; }
+      const out = [];
+      for (const p of id.split(".")) {
+        if (!p) continue;
+        if (/^\d+$/.test(p) && out.length) out[out.length - 1] += "." + p; else out.push(p);
+      }
+      return out;
+    }
+    // each single module block named by enough of its path to tell it from the other blocks:
+    // "stages.1/blocks.0/pwconv1" where twelve blocks would say "pwconv1" (two parts at least,
+    // so a block says where it is: "layers.17/self_attn")
+    function nameBlocks(m, info) {
+      const todo = [];
+      for (const b of info) {
+        if (b.members.length !== 1) continue;
+        const grp = m.p.groups[b.members[0]];
+        if (grp.k !== "module") continue;
+        const parts = pathParts(grp);
+        if (parts.length) todo.push({ b, parts, n: 0 });
+      }
+      // the parts every block shares ("model" of "model/layers.3") tell none apart
+      let common = 0;
+      while (todo.length > 1 && todo.every((t) => t.parts.length > common + 1 && t.parts[common] === todo[0].parts[common])) common++;
+      for (const t of todo) t.n = Math.min(2, t.parts.length - common);
+      for (let round = 0; round < 64 && todo.length; round++) {
+        const seen = new Map();
+        for (const t of todo) {
+          const key = t.parts.slice(-t.n).join("/");
+          seen.set(key, (seen.get(key) || 0) + 1);
+        }
+        let grew = false;
+        for (const t of todo) {
+          if (seen.get(t.parts.slice(-t.n).join("/")) > 1 && t.n < t.parts.length) { t.n++; grew = true; }
+        }
+        if (!grew) break;
+      }
+      for (const t of todo) t.b.d.name = t.parts.slice(-t.n).join("/");
+    }
     // what a block says: name, count, marks (summed over a run's members)
     function describe(m, b) {
       const gs = b.members.map((g) => m.p.groups[g]);
@@ -104,12 +153,13 @@ PasslensGraphParts.part({
         if (grp.f || grp.bad) { f += grp.f || 1; bad = true; if (fi === undefined) { fi = grp.fi; fm = grp.fm; } }
         if (grp.ch) { for (const k in grp.ch) ch[k] = (ch[k] || 0) + grp.ch[k]; if (ci === undefined) ci = grp.ci; }
       }
-      const nch = Object.values(ch).reduce((a, x) => a + x, 0);
+      const nch = Object.entries(ch).reduce((a, [k, x]) => a + (k === "moved" ? 0 : x), 0);
       const count = n + (n === 1 ? " node" : " nodes") + (gs.length > 1 ? " in " + gs.length + " groups" : "");
       const marks = [];
       if (nch) marks.push({ cls: ch.failed ? "plg-sem-fail" : "plg-sem-ch", text: "~" + nch + (nch === 1 ? " change" : " changes"), node: ci });
-      if (bad) marks.push({ cls: "plg-sem-f", text: "▲ " + (fm ? cut(fm, 28) : f + (f === 1 ? " finding" : " findings")), node: fi });
-      return { name, count, marks, failed: !!ch.failed, changed: nch > 0, bad, n };
+      if (ch.moved) marks.push({ cls: "plg-sem-mv", text: "→" + ch.moved + " moved" });
+      if (bad) marks.unshift({ cls: "plg-sem-f", text: "▲ " + (fm ? cut(fm, 28) : f + (f === 1 ? " finding" : " findings")), node: fi });
+      return { name, count, marks, failed: !!ch.failed, changed: nch > 0, moved: !nch && !!ch.moved, bad, n };
     }
     const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 
@@ -126,9 +176,14 @@ PasslensGraphParts.part({
       st.blocks = Object.freeze([]);
       if (!on) { el.dataset.blocks = "0"; return; }
       const { w: W, h: H } = size();
-      const blocks = mergeRuns(cutBlocks(m, D, { kx: v.k, ky: v.k, x: v.x, y: v.y }, W, H, ROW), ROW);
+      const cutOut = cutBlocks(m, D, { kx: v.k, ky: v.k, x: v.x, y: v.y }, W, H, ROW);
+      // the frames the cut went into (a stage around its blocks), so the structure between
+      // the blocks (the spine of unchanged ops drawn faintly beneath) is not lost
+      for (const f of cutOut.frames) svg("rect", { class: "plg-sem-frame", x: f.s.x, y: f.s.y, width: f.s.w, height: f.s.h, rx: 6 }, layer);
+      const blocks = mergeRuns(cutOut, ROW);
       // widen each block to its label where that covers no other block, most important first
       const info = blocks.map((b) => Object.assign(b, { d: describe(m, b) }));
+      nameBlocks(m, info);
       const order = info.slice().sort((a, b) => (b.d.bad - a.d.bad) || (b.d.changed - a.d.changed) || (b.d.n - a.d.n));
       const placed = [];
       for (const b of order) {
@@ -161,7 +216,7 @@ PasslensGraphParts.part({
     function drawBlock(m, b) {
       const d = b.d, r = b.r;
       const cls = ["plg-sem-block"];
-      if (d.failed) cls.push("plg-s-failed"); else if (d.changed) cls.push("plg-s-changed");
+      if (d.failed) cls.push("plg-s-failed"); else if (d.changed) cls.push("plg-s-changed"); else if (d.moved) cls.push("plg-s-moved");
       if (d.bad) cls.push("plg-bad");
       if (b.members.length > 1) cls.push("plg-sem-run");
       const g = svg("g", { class: cls.join(" "), transform: `translate(${r.x},${r.y})` }, layer);
@@ -169,7 +224,8 @@ PasslensGraphParts.part({
       g.dataset.group = m.p.groups[b.members[0]].id;
       svg("rect", { class: "plg-sem-shape", width: r.w, height: r.h, rx: Math.min(5, r.h / 2) }, g);
       const tip = svg("title", null, g);
-      tip.textContent = d.name + " — " + d.count + (d.marks.length ? "\n" + d.marks.map((mk) => mk.text).join("\n") : "") + "\nclick: go there";
+      const whole = b.members.length === 1 && m.p.groups[b.members[0]].k === "module" ? m.p.groups[b.members[0]].id : d.name;
+      tip.textContent = whole + " — " + d.count + (d.marks.length ? "\n" + d.marks.map((mk) => mk.text).join("\n") : "") + "\nclick: go there";
       b.el = g;
       if (r.h < ROW - 3 || r.w < 30) return false; // too small for text here
       const two = r.h >= TWO;

@@ -40,7 +40,7 @@ PasslensGraphParts.part({
       lines.push(c.ops ? cut(c.ops, MAXLABEL) : (c.n || 0) + " nodes");
       if (c.b || c.db) lines.push("params " + fmtBytes(c.b || 0) + (c.db ? " (" + signedBytes(c.db) + ")" : ""));
       let marks = "";
-      if (!plain() && c.ch) marks = [["added", "+"], ["changed", "~"], ["removed", "−"], ["failed", "!"]].filter(([k]) => c.ch[k]).map(([k, s]) => s + c.ch[k] + " " + k).join("  ");
+      if (!plain() && c.ch) marks = [["added", "+"], ["changed", "~"], ["moved", "→"], ["removed", "−"], ["failed", "!"]].filter(([k]) => c.ch[k]).map(([k, s]) => s + c.ch[k] + " " + k).join("  ");
       return { title: cut(c.label || c.id || "(graph)", MAXLABEL), lines, marks };
     }
     function boxSize(m, box) {

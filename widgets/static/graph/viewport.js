@@ -11,7 +11,7 @@ PasslensGraphParts.part({
   state: { view: Object.freeze({ x: 0, y: 0, k: 1 }) },
   make({ base, dom, shown, drawing }, st) {
     const { TITLE, EDGE, READABLE, modulePath } = base;
-    const { stage, root, vp, crumb } = dom;
+    const { stage, root, vp, crumb, legend } = dom;
     const { focusIndex, rep } = shown;
     const moved = [];
     function onMove(f) { moved.push(f); }
@@ -34,8 +34,10 @@ PasslensGraphParts.part({
     function fit() {
       if (!st.draw) return;
       const { w, h } = size(), D = st.draw, pad = 20;
-      const k = Math.min(1, (w - 2 * pad) / Math.max(D.w, 1), (h - 2 * pad) / Math.max(D.h, 1));
-      setView({ k, x: (w - D.w * k) / 2, y: Math.max(pad, (h - D.h * k) / 2) });
+      // the legend sits over the stage's bottom: the drawing fits above it
+      const low = legend && legend.offsetHeight ? legend.offsetHeight + pad : pad;
+      const k = Math.min(1, (w - 2 * pad) / Math.max(D.w, 1), (h - pad - low) / Math.max(D.h, 1));
+      setView({ k, x: (w - D.w * k) / 2, y: Math.max(pad, pad + (h - pad - low - D.h * k) / 2) });
     }
     function centreOn(r, k) {
       const { w, h } = size();
