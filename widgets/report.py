@@ -23,6 +23,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from explorer.summary import summary_row
 from widgets import views
 from widgets.bounds import MAX_REPORT_BYTES, check_budget, clip
 from widgets.boxes import MAX_BOXES
@@ -126,7 +127,8 @@ def report_html(
     graphs: list[str] = []  # payload scripts, one per step with a graph of its own
     steps_data: list[dict[str, Any]] = []
     owners: dict[int, int] = {}  # step index -> index of the step whose graph it shows
-    summary = trace.summary()
+    # what the timeline's and header's badges read (no op counts: no diff made for them)
+    summary = [summary_row(s, ops=False) for s in trace.steps]
     rows_html = []
     shown = views.views_for(trace, report)
     step_views = [v for v in shown if v.scope == "step"]

@@ -113,6 +113,19 @@ def test_escape_replaces_control_characters_and_cuts():
     assert esc("<&\"'>") == "&lt;&amp;&quot;&#x27;&gt;"
 
 
+def test_escape_of_every_character_is_html_escape_of_it_made_safe():
+    # esc returns a text with nothing to change as it is: every character, alone and beside
+    # others, comes out as html.escape of it with the control characters replaced
+    import html
+
+    control = {*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F, *range(0xD800, 0xE000)}
+    for code in range(0x3000):
+        c = chr(code)
+        safe = "\ufffd" if code in control else c
+        assert esc(c) == html.escape(safe, quote=True), hex(code)
+        assert esc(f"a{c}b") == html.escape(f"a{safe}b", quote=True), hex(code)
+
+
 def test_fused_functions_are_groups_under_their_calls(base_trace):
     step = base_trace["fuse-ops"]
     p = graph_payload(step, step.previous)
