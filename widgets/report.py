@@ -120,8 +120,8 @@ def report_html(
     :class:`widgets.bounds.RenderLimitError`, naming the largest steps, rather than writing
     a report no browser opens."""
     from explorer.progress import Job
+    from widgets.graph_assets import graph_css, graph_js
     from widgets.graph_data import graph_payload
-    from widgets.graph_view import graph_css, graph_js
 
     store = _Store()
     graphs: list[str] = []  # payload scripts, one per step with a graph of its own

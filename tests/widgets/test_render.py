@@ -298,6 +298,15 @@ def test_text_diff_side_by_side_and_unified(evil_trace):
         text_diff_html(d, mode="columns")
 
 
+def test_the_side_by_side_makes_no_unified_diff(evil_trace):
+    d = evil_trace["fold-constant"].diff()
+    assert not d.text_same
+    side = text_diff_html(d, mode="side-by-side")
+    assert "pl-side-by-side" in side and "text_diff" not in vars(d)  # (a cached property)
+    assert "+++ #1 fold-constant" in text_diff_html(d, mode="unified")
+    assert evil_trace[0].diff(evil_trace[0]).text_same
+
+
 def test_text_diff_cuts_long_equal_runs(convnext_trace):
     d = convnext_trace["decompose-ops"].diff()
     html = text_diff_html(d, mode="side-by-side", context=2)

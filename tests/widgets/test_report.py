@@ -361,3 +361,28 @@ def test_the_report_diffs_each_pair_of_steps_once_and_shares_the_panes_of_one_mo
         assert data["steps"][s.index]["panes"]["shapes"] == data["steps"][s.previous.index][
             "panes"
         ]["shapes"]
+
+
+def test_writing_a_report_imports_no_jupyter_widget_library(tmp_path):
+    # the report embeds the graph component's files (widgets.graph_assets), not the Jupyter
+    # widget (anywidget and ipywidgets take about a second to import)
+    import sys
+
+    code = (
+        "import sys, explorer\n"
+        "from compiler import models\n"
+        "explorer.explore(models.mlp()).to_html(sys.argv[1], progress=False)\n"
+        "print(sorted(m for m in ('anywidget', 'ipywidgets', 'traitlets') if m in sys.modules))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "r.html")],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+    assert (tmp_path / "r.html").stat().st_size > 10_000
