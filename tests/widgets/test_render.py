@@ -399,3 +399,36 @@ def test_param_stats_in_chunks_match_numpy(monkeypatch):
     want = x.astype(np.float64)
     assert got["mean"] == pytest.approx(float(want.mean()), rel=1e-12)
     assert got["std"] == pytest.approx(float(want.std()), rel=1e-12)
+
+
+def test_a_transposed_weight_takes_the_statistics_of_its_array(monkeypatch):
+    """A pass's ``w.T`` (or a reshape) reads the same values in the same order as ``w``: its
+    statistics are ``w``'s, computed once, with its own first values; a view that is not
+    all of an array (a slice, a broadcast, a flip) is computed on its own."""
+    import widgets.stats as stats
+
+    read: list[int] = []
+    real = stats._min_max_mean_std
+    monkeypatch.setattr(
+        stats, "_min_max_mean_std", lambda flat: read.append(flat.size) or real(flat)
+    )
+    w = np.random.default_rng(1).standard_normal((64, 48)).astype(np.float32) * 2 + 0.5
+    base = stats.cached_stats(w)
+    for view in (w.T, w.reshape(48, 64), w.ravel(), w.reshape(8, 8, 48).transpose(2, 0, 1)):
+        got = stats.cached_stats(view)
+        assert got == {**stats.param_stats(view), "preview": got["preview"]}
+        assert {k: got[k] for k in ("min", "max", "mean", "std")} == {
+            k: base[k] for k in ("min", "max", "mean", "std")
+        }
+        assert got["preview"] == [float(v) for v in view.flat[:8]]
+    assert read.count(w.size) == 1 + 4  # w once here; param_stats(view) above, 4 times
+    for other in (w[:32], w[::-1], np.broadcast_to(w[:1], (64, 48)), w[:, :24].T):
+        assert stats.whole_view_of(other) is other
+        assert stats.cached_stats(other) == stats.param_stats(other)
+
+
+def test_param_stats_min_max_of_nan_and_inf():
+    s = param_stats(np.array([1.0, np.nan, 3.0], np.float32))
+    assert s["min"] == "nan" and s["max"] == "nan"
+    s = param_stats(np.array([-np.inf, 2.0, 5.0], np.float32))
+    assert s["min"] == "-inf" and s["max"] == 5.0
