@@ -222,6 +222,14 @@ class Diff:
         """Why the text diff is not the whole of both texts ("" when it is)."""
         return "" if self.identical else self._lines[2]
 
+    @property
+    def text_same(self) -> bool:
+        """Whether the lines the text diff compares are the same (no unified diff made)."""
+        if self.identical:
+            return True
+        left, right, _ = self._lines
+        return left == right
+
     @cached_property
     def text_diff(self) -> str:
         """A unified diff of the two steps' IR text ("" when they show the same module); of

@@ -203,6 +203,11 @@ class Step:
                 self._text = _graph_listing(self.graph)
             elif not isinstance(self.shown_module, Module):
                 self._text = self.shown_module.text()
+            elif (shared := self._from_sibling("_text")) is not None:
+                # a step of the same trace showing the same module printed it already (a pass
+                # that changed nothing): its text and lines are this step's
+                self._text = shared
+                self._lines = self._from_sibling("_lines")
             else:
                 p = Printer(show_provenance=False, max_inline=8)
                 p.module(self.shown_module)
@@ -388,8 +393,10 @@ def _steps_showing(trace: TraceSteps | None, module: Any) -> list[Step]:
 
 
 def _graph_listing(g: GraphModel) -> str:
-    lines = []
-    for n in g.nodes.values():
-        ins = [e.src for e in g.edges if e.dst == n.id]
-        lines.append(f"{n.id}: {n.type} = {n.op}({', '.join(ins)})")
+    """One line per node of a source graph, ``id: type = op(inputs)``, the inputs in edge
+    order (the edges are read once: a 10,000-node graph is not scanned once per node)."""
+    ins: dict[str, list[str]] = {}
+    for e in g.edges:
+        ins.setdefault(e.dst, []).append(e.src)
+    lines = [f"{n.id}: {n.type} = {n.op}({', '.join(ins.get(n.id, ()))})" for n in g.nodes.values()]
     return "\n".join(lines) + "\n"

@@ -13,47 +13,22 @@ them from Python moves the view.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import anywidget
 import traitlets
 
 from widgets.boxes import MAX_BOXES
-from widgets.graph_data import graph_payload, weight_stats
-
-STATIC = Path(__file__).parent / "static"
-HOST_CSS = ".plg-host{display:block;width:100%}"
-
-
-# the layout engine's scripts in their order (graph_layout.js, which builds ``PasslensLayout``
-# from the parts, last)
-LAYOUT_JS = (
-    "graph_layout_simplex.js",
-    "graph_layout_order.js",
-    "graph_layout_x.js",
-    "graph_layout.js",
+from widgets.graph_assets import (  # noqa: F401  (the component's files, named here too)
+    HOST_CSS,
+    LAYOUT_JS,
+    PARTS,
+    STATIC,
+    graph_css,
+    graph_js,
+    layout_js,
+    part_files,
 )
-# the graph component's parts: one file each, declaring what it needs and returning what it
-# provides (static/graph_parts.js); their order does not matter (static/graph.js wires them,
-# in the dependency order of its diagram, when a component is made)
-PARTS = STATIC / "graph"
-
-
-def layout_js() -> str:
-    """The layout engine as a plain script defining ``PasslensLayout``."""
-    return "\n".join((STATIC / name).read_text() for name in LAYOUT_JS)
-
-
-def part_files() -> list[Path]:
-    """The graph component's parts (static/graph/*.js)."""
-    return sorted(PARTS.glob("*.js"))
-
-
-def graph_js() -> str:
-    """The graph component as a plain script: the layout engine, how parts are declared
-    (graph_parts.js), the parts, and ``PasslensGraph`` wiring them (graph.js)."""
-    files = [STATIC / "graph_parts.js", *part_files(), STATIC / "graph.js"]
-    return "\n".join([layout_js(), *(f.read_text() for f in files)])
+from widgets.graph_data import graph_payload, weight_stats
 
 
 def _module(entry: str) -> str:
@@ -75,11 +50,6 @@ def graph_panel_esm() -> str:
     static/graph_panel.js (``export function render``, the adapter under a shim of
     anywidget's model API over Panel's)."""
     return _module("graph_panel.js")
-
-
-def graph_css() -> str:
-    """The component's style sheet (and the widget host's size)."""
-    return (STATIC / "graph.css").read_text() + HOST_CSS
 
 
 def graph_data(

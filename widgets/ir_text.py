@@ -75,7 +75,7 @@ def text_diff_html(d: Diff, mode: str = "both", context: int = 3) -> str:
     ``context`` lines), ``unified``, or ``both``."""
     if mode not in ("both", "side-by-side", "unified"):
         raise ValueError(f"mode must be 'both', 'side-by-side' or 'unified', not {mode!r}")
-    if d.identical or not d.text_diff:
+    if d.text_same:  # (the unified diff is made only when it is shown)
         return f"<p class='pl-note'>{esc(d.headline())}: the IR text is the same.</p>"
     parts = [f"<p class='pl-note'>{esc(d.text_diff_note)}</p>"] if d.text_diff_note else []
     if mode in ("both", "side-by-side"):

@@ -23,6 +23,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from explorer.summary import summary_row
 from widgets import views
 from widgets.bounds import MAX_REPORT_BYTES, check_budget, clip
 from widgets.boxes import MAX_BOXES
@@ -125,14 +126,15 @@ def report_html(
     :class:`widgets.bounds.RenderLimitError`, naming the largest steps, rather than writing
     a report no browser opens."""
     from explorer.progress import Job
+    from widgets.graph_assets import graph_css, graph_js
     from widgets.graph_data import graph_payload
-    from widgets.graph_view import graph_css, graph_js
 
     store = _Store()
     graphs: list[str] = []  # payload scripts, one per step with a graph of its own
     steps_data: list[dict[str, Any]] = []
     owners: dict[int, int] = {}  # step index -> index of the step whose graph it shows
-    summary = trace.summary()
+    # what the timeline's and header's badges read (no op counts: no diff made for them)
+    summary = [summary_row(s, ops=False) for s in trace.steps]
     rows_html = []
     shown = views.views_for(trace, report)
     step_views = [v for v in shown if v.scope == "step"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from explorer.diff import diff_params
 from explorer.fmt import format_bytes, num, signed_bytes
-from widgets.boxes import step_diff
+from widgets.boxes import Memo, step_diff
 from widgets.escape import esc
 from widgets.findings import finding_nodes, findings_of
 
@@ -192,19 +192,31 @@ def param_table_html(step, baseline=None) -> str:
     )
 
 
+_SHAPE_TABLES = Memo(8)
+
+
 def shape_table_html(step, report=None) -> str:
     """Every value's annotated type (sortable), shape changes against the previous step and
-    the report's shape mismatches first (annotated vs computed, when a check ran)."""
+    the report's shape mismatches first (annotated vs computed, when a check ran). Made once
+    for the steps that show the same graph against the same previous graph with the same
+    mismatches (the passes that changed nothing, in the report)."""
     g = step.graph
     prev = step.previous if getattr(step, "trace", None) is not None else None
-    changes = {}
-    if prev is not None:
-        d = step_diff(prev, step)
-        changes = {s.node: f"was {s.before}" for s in d.shape_changes}
     mismatch: dict[str, str] = {}
     for f in findings_of(report, step, ("shape-mismatch",)):
         for nid in finding_nodes(f, g) or [""]:
             mismatch[nid] = str(getattr(f, "message", ""))
+    graphs = (g,) if prev is None else (g, prev.graph)
+    extra = (tuple(mismatch.items()), report is not None)
+    return _SHAPE_TABLES.get(graphs, extra, lambda: _shape_table(step, prev, mismatch, report))
+
+
+def _shape_table(step, prev, mismatch: dict[str, str], report) -> str:
+    g = step.graph
+    changes = {}
+    if prev is not None:
+        d = step_diff(prev, step)
+        changes = {s.node: f"was {s.before}" for s in d.shape_changes}
     rows = []
     for nid, n in g.nodes.items():
         if n.kind in ("output",) or not n.type:

@@ -141,3 +141,45 @@ def test_a_step_displays_its_graph_in_jupyter(trace):
     assert data["before"]["step"]["index"] == step.previous.index
     assert f"getElementById('{blob.group(1)}')" in html  # each output draws into its own element
     assert blob.group(1) not in step._repr_html_()
+
+
+def test_steps_showing_one_module_print_it_once(trace):
+    # a pass that changed nothing shows the module of the step before it: its IR text is
+    # that step's (printed once), with the same lines for a failed binding
+    a = trace["infer-types"]
+    b = trace["canonicalize-bindings"]
+    assert b.shown_module is a.shown_module and b.status == "unchanged"
+    assert a.text is b.text and a._lines is b._lines
+    other = trace["decompose-ops"]
+    assert other.shown_module is not a.shown_module and other.text != a.text
+
+
+class _CountedEdges(list):
+    """A list of edges that counts how often it is walked."""
+
+    walks = 0
+
+    def __iter__(self):
+        type(self).walks += 1
+        return super().__iter__()
+
+
+def test_a_source_graph_is_listed_reading_its_edges_once():
+    from explorer.graph import GraphEdge, GraphModel, GraphNode
+    from explorer.step import Step
+
+    n = 200
+    g = GraphModel()
+    for k in range(n):
+        g.nodes[f"v{k}"] = GraphNode(f"v{k}", "op", "relu", f"v{k}", "main", "f32[4]")
+    edges = _CountedEdges(GraphEdge(f"v{k}", f"v{k + 1}", 0, "f32[4]") for k in range(n - 1))
+    edges.append(GraphEdge("v0", "v2", 1, "f32[4]"))
+    g.edges = edges
+    step = Step(0, "source", "torch.export", source_graph=g)
+    _CountedEdges.walks = 0
+    lines = step.text.splitlines()
+    assert _CountedEdges.walks == 1
+    assert lines[0] == "v0: f32[4] = relu()"
+    assert lines[1] == "v1: f32[4] = relu(v0)"
+    assert lines[2] == "v2: f32[4] = relu(v1, v0)"  # the inputs in edge order
+    assert len(lines) == n

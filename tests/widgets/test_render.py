@@ -113,6 +113,19 @@ def test_escape_replaces_control_characters_and_cuts():
     assert esc("<&\"'>") == "&lt;&amp;&quot;&#x27;&gt;"
 
 
+def test_escape_of_every_character_is_html_escape_of_it_made_safe():
+    # esc returns a text with nothing to change as it is: every character, alone and beside
+    # others, comes out as html.escape of it with the control characters replaced
+    import html
+
+    control = {*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F, *range(0xD800, 0xE000)}
+    for code in range(0x3000):
+        c = chr(code)
+        safe = "\ufffd" if code in control else c
+        assert esc(c) == html.escape(safe, quote=True), hex(code)
+        assert esc(f"a{c}b") == html.escape(f"a{safe}b", quote=True), hex(code)
+
+
 def test_fused_functions_are_groups_under_their_calls(base_trace):
     step = base_trace["fuse-ops"]
     p = graph_payload(step, step.previous)
@@ -285,6 +298,15 @@ def test_text_diff_side_by_side_and_unified(evil_trace):
         text_diff_html(d, mode="columns")
 
 
+def test_the_side_by_side_makes_no_unified_diff(evil_trace):
+    d = evil_trace["fold-constant"].diff()
+    assert not d.text_same
+    side = text_diff_html(d, mode="side-by-side")
+    assert "pl-side-by-side" in side and "text_diff" not in vars(d)  # (a cached property)
+    assert "+++ #1 fold-constant" in text_diff_html(d, mode="unified")
+    assert evil_trace[0].diff(evil_trace[0]).text_same
+
+
 def test_text_diff_cuts_long_equal_runs(convnext_trace):
     d = convnext_trace["decompose-ops"].diff()
     html = text_diff_html(d, mode="side-by-side", context=2)
@@ -377,3 +399,36 @@ def test_param_stats_in_chunks_match_numpy(monkeypatch):
     want = x.astype(np.float64)
     assert got["mean"] == pytest.approx(float(want.mean()), rel=1e-12)
     assert got["std"] == pytest.approx(float(want.std()), rel=1e-12)
+
+
+def test_a_transposed_weight_takes_the_statistics_of_its_array(monkeypatch):
+    """A pass's ``w.T`` (or a reshape) reads the same values in the same order as ``w``: its
+    statistics are ``w``'s, computed once, with its own first values; a view that is not
+    all of an array (a slice, a broadcast, a flip) is computed on its own."""
+    import widgets.stats as stats
+
+    read: list[int] = []
+    real = stats._min_max_mean_std
+    monkeypatch.setattr(
+        stats, "_min_max_mean_std", lambda flat: read.append(flat.size) or real(flat)
+    )
+    w = np.random.default_rng(1).standard_normal((64, 48)).astype(np.float32) * 2 + 0.5
+    base = stats.cached_stats(w)
+    for view in (w.T, w.reshape(48, 64), w.ravel(), w.reshape(8, 8, 48).transpose(2, 0, 1)):
+        got = stats.cached_stats(view)
+        assert got == {**stats.param_stats(view), "preview": got["preview"]}
+        assert {k: got[k] for k in ("min", "max", "mean", "std")} == {
+            k: base[k] for k in ("min", "max", "mean", "std")
+        }
+        assert got["preview"] == [float(v) for v in view.flat[:8]]
+    assert read.count(w.size) == 1 + 4  # w once here; param_stats(view) above, 4 times
+    for other in (w[:32], w[::-1], np.broadcast_to(w[:1], (64, 48)), w[:, :24].T):
+        assert stats.whole_view_of(other) is other
+        assert stats.cached_stats(other) == stats.param_stats(other)
+
+
+def test_param_stats_min_max_of_nan_and_inf():
+    s = param_stats(np.array([1.0, np.nan, 3.0], np.float32))
+    assert s["min"] == "nan" and s["max"] == "nan"
+    s = param_stats(np.array([-np.inf, 2.0, 5.0], np.float32))
+    assert s["min"] == "-inf" and s["max"] == 5.0

@@ -312,3 +312,77 @@ def test_a_report_with_nothing_to_find_opens_on_the_first_change():
     assert trace[start].kind == "pass" and trace[start].status == "changed"
     assert trace[start].name != "default"  # a pass of its own, not the pipeline holding it
     assert start == min(s.index for s in changed if s.name != "default")
+
+
+def test_the_report_diffs_each_pair_of_steps_once_and_shares_the_panes_of_one_module(
+    monkeypatch,
+):
+    # the timeline's badges read no op counts: no diff of their own beside the one the
+    # header, the tables and the graph share; and a pass that changed nothing prints no IR
+    # and tabulates no shapes again
+    import importlib
+
+    import explorer
+    from compiler import models
+    from compiler.ir import printer
+    from widgets import tables_html
+
+    diff_module = importlib.import_module("explorer.diff")  # (explorer.diff: the function)
+    trace = explorer.explore(models.mlp())
+    made: list[tuple[int, int]] = []
+    real_diff = diff_module._diff
+    monkeypatch.setattr(
+        diff_module,
+        "_diff",
+        lambda a, b, ga, gb: made.append((a.index, b.index)) or real_diff(a, b, ga, gb),
+    )
+    printed: list[int] = []
+    real_module = printer.Printer.module
+    monkeypatch.setattr(
+        printer.Printer, "module", lambda self, m: printed.append(id(m)) or real_module(self, m)
+    )
+    tables: list[int] = []
+    real_table = tables_html._shape_table
+    monkeypatch.setattr(
+        tables_html,
+        "_shape_table",
+        lambda step, *a: tables.append(step.index) or real_table(step, *a),
+    )
+    text = report_html(trace)
+    assert made and len(made) == len(set(made))
+    assert len(printed) == len(set(printed)) == len({id(s.shown_module) for s in trace.steps})
+    unchanged = [s for s in trace.steps if s.status == "unchanged"]
+    assert len(unchanged) >= 3
+    # (an unchanged pass after an unchanged pass: the same graph against the same graph)
+    repeated = [s for s in unchanged if s.previous.status == "unchanged"]
+    assert repeated and not {s.index for s in repeated} & set(tables)
+    data = data_of(text)
+    for s in repeated:
+        assert data["steps"][s.index]["panes"]["shapes"] == data["steps"][s.previous.index][
+            "panes"
+        ]["shapes"]
+
+
+def test_writing_a_report_imports_no_jupyter_widget_library(tmp_path):
+    # the report embeds the graph component's files (widgets.graph_assets), not the Jupyter
+    # widget (anywidget and ipywidgets take about a second to import)
+    import sys
+
+    code = (
+        "import sys, explorer\n"
+        "from compiler import models\n"
+        "explorer.explore(models.mlp()).to_html(sys.argv[1], progress=False)\n"
+        "print(sorted(m for m in ('anywidget', 'ipywidgets', 'traitlets') if m in sys.modules))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "r.html")],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+    assert (tmp_path / "r.html").stat().st_size > 10_000
