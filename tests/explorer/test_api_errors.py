@@ -94,3 +94,14 @@ def test_the_maps_repr_is_one_line_not_a_dump_of_arrays(trace):
     assert ".nbytes" in text and "array(" not in text
     text = repr(trace.check().error_map())
     assert text.startswith("<ErrorMap: error map: ") and "\n" not in text and "array(" not in text
+
+
+def test_saved_files_are_as_readable_as_other_outputs(trace, tmp_path):
+    import os
+    import stat
+
+    saved = trace.save(tmp_path / "t.passlens")
+    html_file = trace.to_html(tmp_path / "t.html")
+    mode = stat.S_IMODE(os.stat(saved).st_mode)
+    assert mode == stat.S_IMODE(os.stat(html_file).st_mode)
+    assert mode & 0o044  # not mkstemp's 0600
