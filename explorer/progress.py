@@ -169,7 +169,9 @@ class Job:
         count = f"{self.done}/{self.total}" if self.total is not None else str(self.done)
         unit = {"pass": "passes", "step": "steps"}.get(self.unit, self.unit)
         if not self.unit:  # one piece of work (an import): its time only
-            return f"{self.desc}: {seconds:.1f} s" + (f" ({clean(self.label)})" if self.label else "")
+            return f"{self.desc}: {seconds:.1f} s" + (
+                f" ({clean(self.label)})" if self.label else ""
+            )
         text = f"{self.desc}: {count} {unit} in {seconds:.1f} s"
         if self.label:
             text += f" (last: {clean(self.label)})"

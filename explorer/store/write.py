@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from explorer.trace import Step, Trace
 
 
-
 def new_file_mode() -> int:
     """The mode an ordinary new file gets (0666 less the umask: 0644 usually), for a file
     written through ``tempfile.mkstemp`` (0600) and renamed: what is saved is as readable as
@@ -54,6 +53,7 @@ def new_file_mode() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return 0o666 & ~mask
+
 
 def save(
     trace: Trace, path: str | os.PathLike, include_source: bool = False, inputs: bool = False

@@ -410,7 +410,6 @@ def test_bad_pipelines_and_compilers_are_clear_errors(imported_module):
         explorer.explore(imported_module, compiler="xla")
 
 
-
 # ----- comparison and views --------------------------------------------------------------------
 
 
