@@ -16,7 +16,9 @@ VENV   := .venv
 VPY    := $(VENV)/bin/python
 PIP    := $(VPY) -m pip
 STAMP  := $(VENV)/.installed
-PIP_INSTALL := $(PIP) install -c constraints.txt
+# quiet: errors and the summary line below only (PIP_QUIET= shows pip's whole output)
+PIP_QUIET ?= -q --progress-bar off
+PIP_INSTALL := $(PIP) install $(PIP_QUIET) -c constraints.txt
 
 # System (Debian) dependencies as PKG:CMD pairs; installed by .ci/ensure-apt.sh when CMD is missing
 # (node runs the graph layout engine's tests).

@@ -221,7 +221,7 @@ def load(browser, path: Path, step: int | None = None):
 def write_report(trace, path: Path) -> tuple[float, int]:
     cold()
     t0 = time.perf_counter()
-    size = trace.to_html(path)
+    size = trace.to_html(path).stat().st_size
     return time.perf_counter() - t0, size
 
 

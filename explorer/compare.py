@@ -263,9 +263,10 @@ class Comparison:
             f"<tbody>{body}</tbody></table><p>param bytes by step:</p><ul>{params}</ul></div>"
         )
 
-    def to_html(self, path) -> int:
+    def to_html(self, path):
         """Write the comparison's HTML (what Jupyter shows: both sides at the first step that
-        differs, then the table) as one self-contained page; returns the file's size."""
+        differs, then the table) as one self-contained page; returns the path (a
+        ``pathlib.Path``)."""
         from pathlib import Path
 
         title = html.escape(f"{self.a.label} vs {self.b.label}")
@@ -276,7 +277,7 @@ class Comparison:
         )
         data = page.encode("utf-8")
         Path(path).write_bytes(data)
-        return len(data)
+        return Path(path)
 
     def changed_steps(self) -> tuple[Step, Step] | None:
         """The pair of steps, one of each trace, where they first differ: what the HTML opens

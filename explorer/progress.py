@@ -180,13 +180,15 @@ class Job:
             except ImportError:  # no tqdm: the line at the end only
                 self.mode = "line"
                 return
+            extra = {} if self.unit else {"bar_format": "{desc}: {elapsed} {postfix}"}
             self._bar = tqdm(
                 total=self.total,
                 desc=self.desc,
-                unit=self.unit,
+                unit=self.unit or "it",
                 file=sys.stderr,
                 leave=False,
                 dynamic_ncols=True,
+                **extra,
             )
         self._bar.n = self.done
         self._bar.set_postfix_str(self._text(), refresh=False)
@@ -219,6 +221,10 @@ class Job:
         seconds = time.perf_counter() - self.start
         count = f"{self.done}/{self.total}" if self.total is not None else str(self.done)
         unit = {"pass": "passes", "step": "steps"}.get(self.unit, self.unit)
+        if not self.unit:  # one piece of work (an import): its time only
+            return f"{self.desc}: {seconds:.1f} s" + (
+                f" ({clean(self.label)})" if self.label else ""
+            )
         text = f"{self.desc}: {count} {unit} in {seconds:.1f} s"
         if self.label:
             text += f" (last: {clean(self.label)})"

@@ -223,18 +223,21 @@ class Trace:
     # ----- display hooks (the only places that reach the widgets) ----------------------------
     def to_html(
         self, path, report=None, max_boxes: int = 300, progress=None, max_bytes: int | None = None
-    ) -> int:
+    ):
         """Write one self-contained HTML report (with the findings of a check ``report``
         drawn on the graphs: by default the trace's last one, ``trace.report``; False for
         none); each step's graph opens with at most ``max_boxes`` boxes (module groups
         collapsed, finest first, until it fits); ``progress`` per step, as for
-        :func:`explorer.explore`. Returns the file's size. A report over ``max_bytes``
+        :func:`explorer.explore`. Returns the path (a ``pathlib.Path``), as ``save`` and
+        ``export`` do. A report over ``max_bytes``
         (default 128 MiB: ``widgets.bounds.MAX_REPORT_BYTES``) is a ``LimitError`` naming
         its largest steps, and no file."""
         from widgets.report import write_html
 
+        from pathlib import Path
+
         extra = {} if max_bytes is None else {"max_bytes": max_bytes}
-        return write_html(
+        write_html(
             self,
             path,
             report=self._report(report),
@@ -242,6 +245,7 @@ class Trace:
             progress=progress,
             **extra,
         )
+        return Path(path)
 
     def show(self, step=None):
         """Display a step's graph in Jupyter (the final step by default)."""

@@ -190,7 +190,15 @@ def _parser() -> argparse.ArgumentParser:
     _export.add_parser(sub)
     _passes.add_parser(sub)
 
-    p = sub.add_parser("demo", help="run the bundled demo")
+    p = sub.add_parser(
+        "demo",
+        help="run the bundled demo",
+        description="Explore a small ConvNeXt-style model (random weights, built in code) "
+        "through torch.export and the default pipeline, check it against torch eager, then "
+        "replay a real TVM bug (a weight copied by folding) where the check names the step "
+        "and the copies; writes an HTML report and a saved trace to --out. With --notebook, "
+        "run that notebook headless instead (make demo runs notebooks/00_tour.ipynb).",
+    )
     p.add_argument(
         "--notebook",
         metavar="PATH",

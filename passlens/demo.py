@@ -103,7 +103,11 @@ def run_notebook(path: str, out_dir: str = os.path.join("build", "demo")) -> int
     of the cells tagged ``summary`` and where everything is. Returns 0, or 1 if a cell failed."""
     from pathlib import Path
 
+    import shutil
+    import tempfile
+
     import nbformat
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
@@ -128,10 +132,14 @@ def run_notebook(path: str, out_dir: str = os.path.join("build", "demo")) -> int
             first = (cell.source.strip().splitlines() or [""])[0][:60]
             print(f"  [{done[0]}/{len(code_cells)}] {first}", flush=True)
 
+    # the kernel talks over local sockets in a private folder, not TCP (which ipykernel warns
+    # is unencrypted, and which any local user could connect to)
+    sockets = tempfile.mkdtemp(prefix="passlens-kernel-")
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "k"))
     client = NotebookClient(
         nb,
+        km=km,
         timeout=600,
-        kernel_name="python3",
         resources={"metadata": {"path": str(out)}},
         on_cell_executed=progress,
     )
@@ -143,6 +151,10 @@ def run_notebook(path: str, out_dir: str = os.path.join("build", "demo")) -> int
         nbformat.write(nb, executed)
         print(f"\n{describe_failure(nb, e)}\n(the notebook so far: {executed})", file=sys.stderr)
         return 1
+    finally:
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+        shutil.rmtree(sockets, ignore_errors=True)
     nbformat.write(nb, executed)
     for cell in code_cells:
         if "summary" in cell.metadata.get("tags", []):
@@ -157,6 +169,11 @@ def run_notebook(path: str, out_dir: str = os.path.join("build", "demo")) -> int
     written = [p for p in sorted(out.iterdir()) if p.is_file() and p.stat().st_mtime >= started_at]
     for other in (p for p in written if p.suffix != ".html" and p.name != executed.name):
         print(f"also written:      {other.resolve()} ({other.stat().st_size / 1e3:.1f} kB)")
+    reports = sorted(out.glob("*.html"))
+    print("\nopen next:")
+    if reports:
+        print(f"  {reports[0].resolve().as_uri()}   (the report: open it in a browser)")
+    print("  make lab   (JupyterLab on notebooks/: the tour, then one real compiler bug each)")
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import textwrap
 
 
@@ -41,20 +42,33 @@ def _options(cls) -> str:
     return ", ".join(out)
 
 
+_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")  # :func:`explorer.explore` -> explorer.explore
+_LITERAL = re.compile(r"``([^`]+)``")  # ``dtype`` -> dtype
+
+
+def plain(text: str) -> str:
+    """A docstring's reStructuredText roles and literals as plain terminal text."""
+    return _LITERAL.sub(r"\1", _ROLE.sub(r"\1", text))
+
+
 def summary(cls) -> str:
-    """The first paragraph of a pass's docstring, on one line."""
-    return " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+    """The first paragraph of a pass's docstring, on one line, in plain text."""
+    return plain(" ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()))
 
 
 def listing() -> str:
     """The text ``passlens passes`` prints."""
-    from compiler.passes import all_passes, named_pipelines
+    from compiler.passes import all_passes, named_pipelines, pass_aliases
 
+    aliases: dict[str, list[str]] = {}
+    for alias, name in sorted(pass_aliases().items()):
+        aliases.setdefault(name, []).append(alias)
     lines = ["passes (options as name{option=value}; replica-* passes reproduce real bugs):"]
     for name, cls in sorted(all_passes().items()):
         if name == "sequential":
             continue  # what a comma-separated spec builds, not a pass to name
-        lines.append(f"  {name}")
+        also = aliases.get(name)
+        lines.append(f"  {name}" + (f" (also: {', '.join(also)})" if also else ""))
         for text in textwrap.wrap(summary(cls), 88):
             lines.append(f"      {text}")
         if options := _options(cls):

@@ -134,3 +134,18 @@ def test_the_notebooks_link_their_case_in_docs_bugs():
         (anchor,) = re.findall(rf"\[case {n}\]\(\.\./docs/bugs\.md#([^)]+)\)", title)
         assert anchor in anchors and anchor.startswith(f"{n}-"), (path.name, anchor)
     assert "SEEDS" not in bugs
+
+
+def test_the_readmes_explore_line_runs_as_written(tmp_path, capsys, monkeypatch):
+    from passlens.cli import main
+
+    lines = [
+        line.split("#")[0].split()
+        for line in README.read_text().splitlines()
+        if line.startswith("passlens explore compiler.")
+    ]
+    assert lines, "the README shows an explore line on a bundled model"
+    monkeypatch.chdir(tmp_path)
+    for argv in lines:
+        assert main(argv[1:]) == 0
+        assert (tmp_path / argv[argv.index("--html") + 1]).is_file()

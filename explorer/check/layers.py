@@ -105,8 +105,17 @@ class LayerGrid:
         """The column of ``layer``."""
         return self.layers.index(layer)
 
+    #: the array attributes a REPL's repr names (what the map holds, without their values)
+    _arrays: tuple[str, ...] = ()
 
-@dataclass
+    def __repr__(self) -> str:
+        """What ``str`` says and what the map holds: one line in a plain REPL, not the
+        dataclass's dump of every array (Jupyter draws the heat map instead)."""
+        held = ", ".join(f".{name}" for name in (*self._arrays, "first_step", "first_layer"))
+        return f"<{type(self).__name__}: {self}; {held}>"
+
+
+@dataclass(repr=False)
 class ErrorMap(LayerGrid):
     """One row per step, one column per source layer (in model order): ``errors[i, j]`` is
     the max relative error of layer ``layers[j]``'s output at step ``steps[i]`` against the
@@ -137,6 +146,7 @@ class ErrorMap(LayerGrid):
     rtol: float = 1e-4
     atol: float = 1e-5
     float64: np.ndarray | None = field(default=None, repr=False)
+    _arrays = ("errors", "tolerance", "over")
 
     def rule(self, i: int, j: int) -> str:
         """What judged cell ``(i, j)``: "float64" or "tolerance"."""

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from explorer.step import Step, TraceSteps
 
 
-@dataclass
+@dataclass(repr=False)
 class ParamMap(LayerGrid):
     """One row per step, one column per source layer (in model order): ``nbytes[i, j]`` is
     the bytes of the weights of layer ``layers[j]`` at step ``steps[i]`` (0: none).
@@ -42,6 +42,7 @@ class ParamMap(LayerGrid):
     depths: list[int] = field(default_factory=list, repr=False)  # each row's nesting depth
     threshold: float = BLOAT_THRESHOLD
     min_bytes: int = BLOAT_MIN_BYTES
+    _arrays = ("nbytes", "grew")
 
     def __str__(self) -> str:
         head = f"parameter map: {len(self.steps)} steps x {len(self.layers)} layers"

@@ -85,6 +85,10 @@ class StepRunner:
         set what the step is judged by (``self.check.ref_outputs``)."""
         return True
 
+    def not_run_reason(self, step: Step) -> str:
+        """Why ``should_run`` said no, for the report's note on the ``not run`` rows."""
+        return "the runner does not run them"
+
     def generation(self, before: Run | None) -> int:
         """The value generation of a step's run, from the run of the module its pass was given
         (values a runner reuses between steps; see passlens's memo)."""
@@ -172,6 +176,7 @@ class Checker:
         self.progress = options.progress
         self.runner = runner
         self.notes: list[str] = []
+        self._not_run_notes: dict[str, list[int]] = {}  # reason -> [its note's index, rows]
         self.findings: list[Finding] = []
         self.state: dict = {}  # the detectors' check-wide state, by kind
         self.results: dict[int, Run] = {}  # id(module) -> its run
@@ -306,6 +311,7 @@ class Checker:
                     checks[step.index] = self._detect(StepCheck(step, "failed"))
                 elif module is None:
                     checks[step.index] = StepCheck(step, "not run")
+                    self._not_run("the trace keeps no module for them")
                 elif id(module) in self.results:  # shown by a step already run: reuse its results
                     status, max_abs, max_rel = self._numbers(self.results[id(module)])
                     first = first_step[id(module)]
@@ -398,11 +404,24 @@ class Checker:
         failure_note(f64, self.notes)
         return cmp
 
+    def _not_run(self, reason: str) -> None:
+        """Count a ``not run`` row under ``reason``; one note per reason says how many and
+        why, so a table of "not run" rows does not read as steps the check skipped."""
+        counts = self._not_run_notes
+        if reason not in counts:
+            counts[reason] = [len(self.notes), 0]
+            self.notes.append("")
+        entry = counts[reason]
+        entry[1] += 1
+        n = entry[1]
+        self.notes[entry[0]] = f"{n} step{'s' if n > 1 else ''} not run: {reason}"
+
     def _check_step(self, step: Step) -> StepCheck:
         """Run a step's module (new to this check) and record what it shows."""
         runner = self.runner
         if not runner.should_run(step):
             check = StepCheck(step, "not run")
+            self._not_run(runner.not_run_reason(step))
             runner.after_step(step, None)
             return check
         module = step.module

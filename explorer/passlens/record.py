@@ -85,7 +85,12 @@ def explore(
     trust_source = frontend_options.pop("trust_source", True)
     if strict:
         frontend_options["strict"] = True
-    imported = import_source(source, example_inputs, **frontend_options)
+    # the import (torch.export of a large model) can take seconds: a bar after the first
+    # one, a line in a log once it took long (never for a quick one, even with progress=True:
+    # a log keeps one line per job); a callable ``progress`` hears of the passes only
+    shown = False if progress is False or callable(progress) else None
+    with Job(shown, "importing the model", None, unit=""):
+        imported = import_source(source, example_inputs, **frontend_options)
     if not trust_source and isinstance(imported.source, dict):
         # its reference run fills allocations and runs under a budget (check.references)
         imported.source["untrusted_program"] = True

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from explorer.store.write import new_file_mode
+
 if TYPE_CHECKING:
     from explorer.check import Finding, Report
     from explorer.trace import Trace
@@ -120,7 +122,7 @@ def write_new(directory: Path, name: str, data) -> None:
     target), then renamed over ``name`` (a rename replaces a symlink, not what it points to)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     try:
-        os.fchmod(fd, 0o644)
+        os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "wb") as f:
             if callable(data):
                 data(f)

@@ -46,6 +46,15 @@ if TYPE_CHECKING:
     from explorer.trace import Step, Trace
 
 
+def new_file_mode() -> int:
+    """The mode an ordinary new file gets (0666 less the umask: 0644 usually), for a file
+    written through ``tempfile.mkstemp`` (0600) and renamed: what is saved is as readable as
+    every other output."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def save(
     trace: Trace, path: str | os.PathLike, include_source: bool = False, inputs: bool = False
 ) -> Path:
@@ -75,6 +84,7 @@ def save(
         manifest["source"] = {"kind": "onnx", "member": "source.onnx"}
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=directory)
+    os.fchmod(fd, new_file_mode())  # mkstemp's 0600, as an ordinary new file instead
     os.close(fd)
     try:
         with zipfile.ZipFile(tmp, "w", allowZip64=True) as zf:

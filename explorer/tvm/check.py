@@ -82,6 +82,12 @@ class TVMStepRunner(StepRunner):
     def should_run(self, step) -> bool:
         return not getattr(step.module, "inner", False)  # a module a pass built for itself
 
+    def not_run_reason(self, step) -> str:
+        return (
+            "modules a pass built for itself (FoldConstant compiling the kernels it folds "
+            "with), not stages of the model: nothing of the model to check there"
+        )
+
     def after_step(self, step, run: Run | None) -> None:
         """A step that diverged: its ``main`` bindings' values against the imported step's,
         the first that differs named by the finding (explorer/tvm/node_values.py)."""

@@ -69,8 +69,17 @@ class ChainModule:
         prev = "x"
         for n in self.nodes:
             g.nodes[n.name] = GraphNode(
-                n.name, "op", n.op, n.op, "main", "Tensor[(4,), float32]", (4,), "float32",
-                provenance={"module_path": n.prov.module_path}, group=n.prov.module_path, obj=n,
+                n.name,
+                "op",
+                n.op,
+                n.op,
+                "main",
+                "Tensor[(4,), float32]",
+                (4,),
+                "float32",
+                provenance={"module_path": n.prov.module_path},
+                group=n.prov.module_path,
+                obj=n,
             )
             g.by_object[id(n)] = n.name
             g.edges.append(GraphEdge(prev, n.name, 0, "Tensor[(4,), float32]"))
@@ -78,8 +87,16 @@ class ChainModule:
                 wid = f"{n.name}.w"
                 data = n.weight.data
                 g.nodes[wid] = GraphNode(
-                    wid, "weight", "const", wid, "main", "Tensor[(4,), float32]", (4,),
-                    "float32", nbytes=data.nbytes, obj=n.weight,
+                    wid,
+                    "weight",
+                    "const",
+                    wid,
+                    "main",
+                    "Tensor[(4,), float32]",
+                    (4,),
+                    "float32",
+                    nbytes=data.nbytes,
+                    obj=n.weight,
                 )
                 g.by_object[id(n.weight)] = wid
                 g.edges.append(GraphEdge(wid, n.name, 1, "Tensor[(4,), float32]"))
@@ -169,17 +186,40 @@ class ChainAdapter(Adapter):
                 try:
                     after = fn(module)
                 except Exception as e:
-                    steps.append(Step(len(steps), "pass", fn.__name__, before=module, error=e,
-                                      traceback=traceback.format_exc()))
+                    steps.append(
+                        Step(
+                            len(steps),
+                            "pass",
+                            fn.__name__,
+                            before=module,
+                            error=e,
+                            traceback=traceback.format_exc(),
+                        )
+                    )
                     skipped = [p.__name__ for p in passes[k + 1 :]]
                     break
-                steps.append(Step(len(steps), "pass", fn.__name__, module=after, before=module,
-                                  seconds=time.perf_counter() - start))
+                steps.append(
+                    Step(
+                        len(steps),
+                        "pass",
+                        fn.__name__,
+                        module=after,
+                        before=module,
+                        seconds=time.perf_counter() - start,
+                    )
+                )
                 module = after
         finally:
             job.close()
-        return Trace(steps, source=None, example_inputs=example_inputs, pipeline=pipeline,
-                     frontend="numpy", skipped=skipped, compiler=NAME)
+        return Trace(
+            steps,
+            source=None,
+            example_inputs=example_inputs,
+            pipeline=pipeline,
+            frontend="numpy",
+            skipped=skipped,
+            compiler=NAME,
+        )
 
     def check(self, trace, inputs, options):
         return Checker(trace, inputs, options, ChainRunner()).run()
@@ -209,10 +249,17 @@ class LoadedChain(ChainModule):
 
 
 def chain():
-    w = Constant(np.array([1.0, -2.0, 3.0, -4.0], dtype=np.float32), None,
-                 Provenance(framework="numpy", module_path="model.scale"))
-    return [Node("scale", "scale", w), Node("ident", "identity"), Node("add", "add1"),
-            Node("relu", "relu")]
+    w = Constant(
+        np.array([1.0, -2.0, 3.0, -4.0], dtype=np.float32),
+        None,
+        Provenance(framework="numpy", module_path="model.scale"),
+    )
+    return [
+        Node("scale", "scale", w),
+        Node("ident", "identity"),
+        Node("add", "add1"),
+        Node("relu", "relu"),
+    ]
 
 
 X = (np.array([1.0, 2.0, -3.0, 0.5], dtype=np.float32),)
@@ -248,15 +295,17 @@ def test_importing_explorer_imports_no_optional_compiler():
         "print(sorted(m for m in sys.modules if m == 'tvm' or m.startswith(('tvm.', "
         "'torch._inductor', 'explorer.inductor'))))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
 
 def test_record_summary_and_diff(trace):
     assert [s.name for s in trace.steps] == [
-        "numpy chain", "drop_identity", "nothing", "add_becomes_sub"
+        "numpy chain",
+        "drop_identity",
+        "nothing",
+        "add_becomes_sub",
     ]
     assert trace.compiler == NAME
     text = trace.summary_text()
@@ -434,8 +483,11 @@ def test_no_step_runner_overrides_a_private_method_of_the_runner():
     # and the private methods the checkers overrode before the runner was public: defined
     # again, one would be dead code that looks like a hook
     private |= {"_split_inputs", "_node_values", "_generation", "_layers", "_last_use", "_release"}
-    classes = [c for top in ("explorer", "tests", "widgets", "passlens", "bench")
-               for c in _classes(root / top)]
+    classes = [
+        c
+        for top in ("explorer", "tests", "widgets", "passlens", "bench")
+        for c in _classes(root / top)
+    ]
     family = {"Checker", "StepRunner"}
     while True:  # every class that derives from them, by name
         more = {name for _, name, bases, _ in classes if bases & family} - family
@@ -519,8 +571,11 @@ def test_onnx_export_rule_docs_and_reduce_go_through_the_traces_adapter(adapter,
         assert path.read_bytes() == b"onnx bytes"
         assert calls.pop() == ("to_onnx", trace["drop_identity"].shown_module)
         boom = explorer.explore([Node("b", "boom")], X, compiler=NAME, pipeline="good")
-        with pytest.raises(ExportError, match=r"cannot write step 0 \(numpy chain\) as ONNX: "
-                           "node boom: op boom has no ONNX lowering"):
+        with pytest.raises(
+            ExportError,
+            match=r"cannot write step 0 \(numpy chain\) as ONNX: "
+            "node boom: op boom has no ONNX lowering",
+        ):
             export(boom, 0, tmp_path / "y.onnx", format="onnx")
         assert explorer.rewrites.rule_doc("r1", NAME) == "what r1 does"
         assert report.reduce(2, budget=5) == "reduced"

@@ -80,3 +80,28 @@ def test_an_onnx_model_given_to_inductor_says_inductor_needs_a_torch_model(tmp_p
     assert source_kind(str(path)) == "onnx" and source_kind(_model()) == "torch"
     assert source_kind(path.read_bytes()) == "onnx" and source_kind(proto) == "onnx"
     assert source_kind("def @main(%x: f32[2]) -> f32[2] {\n  return %x\n}") == "ir"
+
+
+def test_to_html_returns_its_path_as_save_and_export_do(trace, tmp_path):
+    out = trace.to_html(tmp_path / "r.html")
+    assert out == tmp_path / "r.html" and out.stat().st_size > 1000
+    assert trace.save(tmp_path / "r.passlens") is not None
+
+
+def test_the_maps_repr_is_one_line_not_a_dump_of_arrays(trace):
+    text = repr(trace.param_map())
+    assert text.startswith("<ParamMap: parameter map: ") and "\n" not in text
+    assert ".nbytes" in text and "array(" not in text
+    text = repr(trace.check().error_map())
+    assert text.startswith("<ErrorMap: error map: ") and "\n" not in text and "array(" not in text
+
+
+def test_saved_files_are_as_readable_as_other_outputs(trace, tmp_path):
+    import os
+    import stat
+
+    saved = trace.save(tmp_path / "t.passlens")
+    html_file = trace.to_html(tmp_path / "t.html")
+    mode = stat.S_IMODE(os.stat(saved).st_mode)
+    assert mode == stat.S_IMODE(os.stat(html_file).st_mode)
+    assert mode & 0o044  # not mkstemp's 0600

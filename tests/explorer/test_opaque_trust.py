@@ -141,7 +141,9 @@ ATTACKS = [
 
 
 @pytest.mark.parametrize("target", ATTACKS)
-def test_a_loaded_reports_reduce_refuses_before_anything_runs(target, checked, tmp_path, monkeypatch):
+def test_a_loaded_reports_reduce_refuses_before_anything_runs(
+    target, checked, tmp_path, monkeypatch
+):
     trace = load(_hostile(checked, tmp_path, target))
     assert trace.report is not None  # the saved report: reduce could start from it
     _no_lookup(monkeypatch)
@@ -177,7 +179,10 @@ def test_explore_check_of_an_ir_file_refuses_it_and_trust_op_allows_it(
     ir.write_text(_from_file(notes))
     with monkeypatch.context() as m:
         _no_lookup(m)
-        assert main(["explore", str(ir), "--check", "--save", str(tmp_path / "t.passlens")]) == EXIT_ERROR
+        assert (
+            main(["explore", str(ir), "--check", "--save", str(tmp_path / "t.passlens")])
+            == EXIT_ERROR
+        )
         err = capsys.readouterr().err
         assert "passlens: error: refused to run opaque op aten.from_file.out" in err
         assert notes.read_bytes() == b"private notes"
@@ -187,7 +192,9 @@ def test_explore_check_of_an_ir_file_refuses_it_and_trust_op_allows_it(
     shifted.write_text(SHIFT_IR)
     assert main(["explore", str(shifted), "--check"]) == EXIT_ERROR
     assert f"refused to run opaque op {SHIFT}" in capsys.readouterr().err
-    assert main(["explore", str(shifted), "--check", "--trust-op", "passlens_trust_test.shift"]) == 0
+    assert (
+        main(["explore", str(shifted), "--check", "--trust-op", "passlens_trust_test.shift"]) == 0
+    )
     assert "check ok" in capsys.readouterr().out
 
 

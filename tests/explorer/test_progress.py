@@ -225,3 +225,19 @@ def test_the_float64_run_says_when_it_starts():
     assert calls == []  # made on first need only
     assert f64.available and f64.available
     assert calls == ["start", "run"]
+
+
+def test_a_long_import_is_a_job_of_its_own_before_the_passes(capsys, monkeypatch):
+    import torch
+
+    import explorer
+
+    monkeypatch.setattr(prog, "LINE_AFTER", 0.0)  # every import counts as long
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    explorer.explore(model, (torch.randn(2, 4),), progress=True)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("importing the model: ") and lines[0].endswith(" s")
+    assert lines[1].startswith("exploring: ")
+    calls = []
+    explorer.explore(model, (torch.randn(2, 4),), progress=lambda *a: calls.append(a))
+    assert calls and all(c[2] != "importing the model" for c in calls)  # callbacks: passes

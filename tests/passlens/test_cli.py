@@ -257,7 +257,7 @@ def test_passes_lists_every_pass_with_its_options_and_what_default_runs(capsys):
         for line in out.splitlines()
         if line.startswith("  ") and not line.startswith("      ")
     }
-    names = {n for n in listed if " = " not in n}
+    names = {n.split(" (also: ")[0] for n in listed if " = " not in n}
     assert names == set(all_passes()) - {"sequential"}
     assert f"default = {named_pipelines()['default']}" in listed
     # options with their defaults, written as a spec takes them; a required one says so
@@ -328,7 +328,7 @@ def _notebook(path, cells):
     nbformat.write(nb, path)
 
 
-def test_demo_runs_a_notebook_headless_and_prints_its_summary(capsys, tmp_path):
+def test_demo_runs_a_notebook_headless_and_prints_its_summary(capfd, tmp_path):
     nb = tmp_path / "t.ipynb"
     _notebook(
         nb,
@@ -339,11 +339,18 @@ def test_demo_runs_a_notebook_headless_and_prints_its_summary(capsys, tmp_path):
         ],
     )
     out_dir = tmp_path / "out"
-    code, out, _ = run(capsys, "demo", "--notebook", nb, "--out", out_dir)
+    code, out, err = run(capfd, "demo", "--notebook", nb, "--out", out_dir)
     assert code == 0
     assert "[3/3]" in out and "the answer is 42" in out
     assert (out_dir / "t.ipynb").is_file() and (out_dir / "r.html").is_file()
     assert f"HTML report:       {(out_dir / 'r.html').resolve()}" in out
+    # what to do next, last; the kernel ran over local sockets (no TCP warning)
+    assert out.rstrip().splitlines()[-3:] == [
+        "open next:",
+        f"  {(out_dir / 'r.html').resolve().as_uri()}   (the report: open it in a browser)",
+        "  make lab   (JupyterLab on notebooks/: the tour, then one real compiler bug each)",
+    ]
+    assert "TCP" not in err and "WARNING" not in err
 
 
 def test_demo_with_a_failing_notebook_says_which_cell(capsys, tmp_path):
@@ -567,3 +574,15 @@ def test_inductor_on_an_onnx_file_is_one_line_before_asking_for_inputs(capsys, o
     assert err.strip().splitlines() == [err.strip()]
     assert "--compiler inductor compiles torch models" in err and "ONNX model" in err
     assert "TypeError" not in err and "--input-shape" not in err
+
+
+def test_passes_lists_aliases_and_plain_text(capsys):
+    code, out, _ = run(capsys, "passes")
+    assert code == 0
+    assert "  dead-code-elimination (also: dce)" in out.splitlines()
+    assert "``" not in out and ":func:`" not in out
+
+
+def test_demo_help_says_what_it_does(capsys):
+    code, out, _ = run(capsys, "demo", "--help")
+    assert code == 0 and "ConvNeXt" in out and "--notebook" in out

@@ -241,7 +241,9 @@ def test_a_comparison_opens_on_the_first_step_that_differs(runs, tmp_path):
     # the other way round, the new run is A
     swapped = explorer.compare(new, old)._repr_html_()
     assert "new run" in re.findall(r"<div class='pl-run-title'>(.*?)</div>", swapped)[0]
-    size = comparison.to_html(tmp_path / "compare.html")
+    written_to = comparison.to_html(tmp_path / "compare.html")
+    assert written_to == tmp_path / "compare.html"
+    size = written_to.stat().st_size
     written = (tmp_path / "compare.html").read_text()
     assert size == len(written.encode()) and written.startswith("<!DOCTYPE html>")
     assert written.count("<iframe") == 2

@@ -40,6 +40,11 @@ def register_alias(alias: str, pass_name: str) -> None:
     _ALIASES[alias] = pass_name
 
 
+def pass_aliases() -> dict[str, str]:
+    """Every alias a spec may use for a pass (``{"dce": "dead-code-elimination"}``)."""
+    return dict(_ALIASES)
+
+
 def named_pipelines() -> dict[str, str]:
     """Every named pipeline and its spec."""
     return dict(_NAMED)

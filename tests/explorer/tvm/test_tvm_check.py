@@ -50,6 +50,12 @@ def test_the_zero_pipeline_checks_clean_and_builds_each_module_once(model_and_in
     assert all(c.max_abs is not None and c.max_abs < 1e-5 for c in run if c.same_as is None)
     inner = [c for c in report.steps if getattr(c.step.module, "inner", False)]
     assert inner and all(c.status == "not run" for c in inner)  # FoldConstant's own kernels
+    # and the report says why, once, with how many
+    not_run = sum(c.status == "not run" for c in report.steps)
+    why = [n for n in report.notes if "not run:" in n]
+    assert len(why) == 1 and why[0].startswith(f"{not_run} steps not run: modules a pass")
+    assert "FoldConstant" in why[0]
+    assert why[0] in str(report)
 
 
 def test_lift_transform_params_is_checked_through_its_transform_function(model_and_input):
