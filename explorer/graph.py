@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +99,105 @@ class GraphModel:
         """The graph node showing an IR object, if any."""
         key = self.by_object.get(id(obj))
         return self.nodes.get(key) if key else None
+
+
+_PLACED = ("module", "file", "from")  # provenance that says where in the model a node is
+_OPS = ("op", "call", "tuple", "item", "if")
+
+
+def place_added(g: GraphModel, before: Callable[[], GraphModel | None] | None = None) -> int:
+    """Give each op a pass added without provenance of its own (no module path, no source
+    location: a user's FX pass, a Relax pass's binding without a span, an ONNX Runtime node
+    no rewrite record names) the place of the node it replaces, else of the node it reads or
+    that reads it: its module path (``group``, provenance ``module``), source ``file`` and
+    ``from`` (the node it took them from), and, where its own type is unknown, the type of
+    the node it replaces. So it is drawn in that layer and the error map finds it.
+
+    ``before`` gives the graph of the step the pass was given (asked for only when some op
+    needs a place): an added op replaces the node its reader read there, at the same input;
+    the added ops it reads take its place. Without one, or for the rest: the place of the node
+    it reads or of the node that reads it (through other added ops), the deeper of the two
+    when one holds the other (a var reading the residual stream of ``h.0`` and read by
+    ``h.0.ln_1`` is in ``h.0.ln_1``), else the one it reads. An op with a source location
+    but no module (the model's own top-level code) is left alone. Returns how many ops were
+    placed."""
+    nodes = g.nodes
+    todo = [
+        n
+        for n in nodes.values()
+        if n.kind in _OPS and not n.group and not any(n.provenance.get(k) for k in _PLACED)
+    ]
+    if not todo:
+        return 0
+    ins: dict[str, list[tuple[int, str]]] = {}
+    outs: dict[str, list[tuple[int, str]]] = {}
+    for e in g.edges:
+        ins.setdefault(e.dst, []).append((e.index, e.src))
+        outs.setdefault(e.src, []).append((e.index, e.dst))
+    unplaced = {n.id for n in todo}
+    place: dict[str, GraphNode] = {}
+    prev = before() if before is not None else None
+    if prev is not None and prev.nodes:
+        read_before = {(e.dst, e.index): e.src for e in prev.edges}
+        for n in todo:  # the node it replaces: what its reader read before, where it reads it
+            for i, u in outs.get(n.id, ()):
+                was, now = prev.nodes.get(u), nodes[u]
+                if u in unplaced or was is None or (was.op, was.label) != (now.op, now.label):
+                    continue  # an added reader, or another node under the same id
+                y = prev.nodes.get(read_before.get((u, i), ""))
+                if y is not None and y.kind in _OPS and y.id != n.id:
+                    place[n.id] = y
+                    if n.type in ("?", "") and y.type:
+                        n.type, n.shape, n.dtype = y.type, y.shape, y.dtype
+                    break
+        for n in reversed(todo):  # what a replacement reads takes its place
+            if n.id not in place:
+                for _, u in outs.get(n.id, ()):
+                    was = prev.nodes.get(u)
+                    if u in place:
+                        place[n.id] = place[u]
+                    elif u not in unplaced and (was is None or was.op != nodes[u].op):
+                        place[n.id] = nodes[u]  # a new node with a place of its own
+                    else:
+                        continue
+                    break
+    reads: dict[str, GraphNode] = {}  # the placed node each added op reads (through added ops)
+    for n in todo:  # graph order: what it reads comes first
+        for _, s in sorted(ins.get(n.id, ())):
+            src = reads.get(s) if s in unplaced else nodes.get(s)
+            if src is not None and src.group:
+                reads[n.id] = src
+                break
+    readers: dict[str, GraphNode] = {}  # the placed node that reads it (through added ops)
+    for n in reversed(todo):
+        for _, u in outs.get(n.id, ()):
+            dst = readers.get(u) if u in unplaced else nodes.get(u)
+            if dst is not None and dst.group:
+                readers[n.id] = dst
+                break
+    placed = 0
+    for n in todo:
+        src = place.get(n.id)
+        if src is None:
+            src, dst = reads.get(n.id), readers.get(n.id)
+            if src is not None and dst is not None and dst.group.startswith(src.group + "."):
+                src = dst  # the reader's place is inside the read one's: the more precise
+            src = src or dst
+        if src is not None:
+            _take_place(n, src)
+            placed += 1
+    return placed
+
+
+def _take_place(n: GraphNode, src: GraphNode) -> None:
+    n.group = src.group
+    prov = dict(n.provenance)
+    if src.group:
+        prov["module"] = src.group
+    if src.provenance.get("file") and "file" not in prov:
+        prov["file"] = src.provenance["file"]
+    prov["from"] = src.id
+    n.provenance = prov
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from compiler.ir import Module, Printer
 from compiler.passes import Snapshot
 from explorer import rewrites
 from explorer.diff import diff as diff_steps
-from explorer.graph import GraphModel
+from explorer.graph import GraphModel, place_added
 from explorer.passlens import backend as step_backend
 from explorer.passlens.convert import graph_of_module, module_objects, module_size
 from explorer.trust import with_trace_trust
@@ -193,6 +193,10 @@ class Step:
                 self._graph = self.shown_module.graph_model()
             else:
                 self._graph = GraphModel()
+            # ops a pass made without provenance (a user's pass, in any compiler) take the
+            # place of what they replace in the step this one was given
+            prev = self.previous
+            place_added(self._graph, (lambda: prev.graph) if prev is not None else None)
         return self._graph
 
     @property

@@ -46,13 +46,19 @@ def layer_order(trace: TraceSteps, steps: list[Step] | None = None) -> list[str]
     imported = trace.imported
     done: set[int] = set()
     order: list[str] = []
-    for module in [imported.module] + [s.module for s in steps or trace.steps]:
-        if not isinstance(module, Module) or id(module) in done or "main" not in module:
+    for step in [imported, *(steps or trace.steps)]:
+        module = step.module
+        if module is None or id(module) in done:
             continue
+        if isinstance(module, Module):
+            if "main" not in module:
+                continue
+            names = (layer_of(node) for node in module["main"].iter_nodes())
+        else:  # another compiler's module: the module paths of its step's graph, in order
+            names = (n.group or None for n in step.graph.nodes.values() if n.kind == "op")
         done.add(id(module))
         last: dict[str, int] = {}
-        for k, node in enumerate(module["main"].iter_nodes()):
-            layer = layer_of(node)
+        for k, layer in enumerate(names):
             if layer is not None:
                 last[layer] = k
         known = set(order)
@@ -187,6 +193,10 @@ def error_map(report: Checked) -> ErrorMap:
     checks = [c for c in report.steps if c.step.kind != "source"]
     by_index = {c.step.index: c for c in report.steps}
     layers = layer_order(report.trace, [c.step for c in checks])
+    if not any(c.layers for c in checks) and not any(
+        isinstance(c.step.module, Module) for c in checks
+    ):
+        layers = []  # a compiler whose check measures no layer: no map of blank columns
     col = {name: j for j, name in enumerate(layers)}
     errors = np.full((len(checks), len(layers)), np.nan)
     tolerance = np.full((len(checks), len(layers)), np.nan)

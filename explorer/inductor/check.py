@@ -24,6 +24,7 @@ import numpy as np
 
 from compiler import InterpretError
 from explorer.check.facts import Run
+from explorer.check.layers import LayerError
 from explorer.check.numbers import compare, compare_outputs, to_numpy
 from explorer.check.report import CheckError, NodeError
 from explorer.check.runner import Checker, StepRunner, name_nodes
@@ -38,6 +39,7 @@ class InductorStepRunner(StepRunner):
     own_source = "the source is torch.compile's Dynamo graph"
 
     def __init__(self, trace: Any):
+        self.trace = trace
         self.run_info = trace.inductor
         self.captured = None
         self.graph_refs: dict[tuple[int, str], tuple | None] = {}  # (graph, level) -> outputs
@@ -221,6 +223,41 @@ class InductorStepRunner(StepRunner):
         self.check.ref_outputs = self._reference_for(module)
         # no reference to judge a random graph by
         return module.graph_index not in self.random_graphs
+
+    def layers(self, module) -> dict:
+        """Per-layer errors for the error map: of each layer (a module path of the step's
+        graph, with the places of the nodes a pass added), its last node in graph order whose
+        value has a reference (the same FX name in the first graph of its IR, same shape and
+        dtype), against that reference."""
+        ref = self.node_refs.get((module.graph_index, module.level))
+        values = self.node_values_of.get(id(module), {})
+        step = next((s for s in self.trace.steps if s.module is module), None)
+        if not ref or not values or step is None:
+            return {}
+        model = step.graph  # (the places of added nodes: explorer.graph.place_added)
+        rtol, atol = self.check.rtol, self.check.atol
+        found: dict[str, LayerError] = {}
+        for node in reversed(list(module.graph.nodes)):
+            g = model.nodes.get(node.name)
+            if g is None or g.kind != "op" or not g.group or g.group in found:
+                continue
+            v, r = values.get(node.name), ref.get(node.name)
+            if v is None or r is None or not hasattr(v, "shape") or not hasattr(r, "shape"):
+                continue
+            if tuple(v.shape) != tuple(r.shape) or v.dtype != r.dtype:
+                continue
+            if v is r:
+                found[g.group] = LayerError(0.0, 0.0, g.obj)
+                continue
+            a, b = to_numpy(v).astype(np.float64), to_numpy(r).astype(np.float64)
+            if a.size == 0:
+                continue
+            diff = np.abs(a - b)
+            with np.errstate(invalid="ignore"):
+                rel = float(np.nanmax(diff / (np.abs(b) + atol)))
+                share = float(np.nanmax(diff / (atol + rtol * np.abs(b))))
+            found[g.group] = LayerError(rel, share, g.obj)
+        return found
 
     def after_step(self, step, run: Run | None) -> None:
         if run is not None:

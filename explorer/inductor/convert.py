@@ -170,8 +170,12 @@ def graph_of_fx(graph: Any, attrs: dict, state: FXState, module: FXModule) -> Gr
         by_position = (
             labels
         ) = {}  # inputs that do not line up with Dynamo's: no names rather than wrong ones
+    made: dict[str, Any] = {}  # fake values of nodes a pass made without one
     for node in graph.nodes:
-        ty, shape, dtype = value_type(_val(node))
+        val = _val(node)
+        if val is None and node.op == "call_function":
+            val = made[node.name] = _fake_value(node, made)
+        ty, shape, dtype = value_type(val)
         if node.op == "output":  # its fake value comes and goes between passes: its inputs'
             outs = [types.get(a.name, "?") for a in _flat_nodes(node.args)]
             ty, shape, dtype = f"({', '.join(outs)}{',' if len(outs) == 1 else ''})", None, None
@@ -270,6 +274,39 @@ def graph_of_fx(graph: Any, attrs: dict, state: FXState, module: FXModule) -> Gr
                 g.edges.append(GraphEdge(a.name, node.name, i, types.get(a.name, "?")))
         g.by_object[id(ref)] = node.name
     return g
+
+
+def _fake_value(node: Any, made: dict[str, Any]) -> Any:
+    """The value of a node a pass made without ``meta["val"]`` (a custom pass's
+    ``graph.call_function``), from its inputs' fake values under their fake mode: what the
+    node's type is. None when it cannot be had (an input without a value, or an op that
+    fails on them): the type stays unknown."""
+    import torch
+
+    if not isinstance(node.target, torch._ops.OpOverload):
+        return None  # only ATen ops: running a Python callable is running the user's code
+    vals = []
+
+    def value(a: Any) -> Any:
+        if hasattr(a, "op") and hasattr(a, "meta"):
+            v = _val(a)
+            v = made.get(a.name) if v is None else v
+            if v is None:
+                raise LookupError(a.name)
+            vals.append(v)
+            return v
+        return a
+
+    try:
+        args = torch.fx.node.map_aggregate(node.args, value)
+        kwargs = torch.fx.node.map_aggregate(node.kwargs, value)
+        mode = next((v.fake_mode for v in vals if hasattr(v, "fake_mode")), None)
+        if mode is None:
+            return None
+        with mode:
+            return node.target(*args, **kwargs)
+    except Exception:  # the type stays unknown, as before the pass's node had one
+        return None
 
 
 def _val(node: Any) -> Any:

@@ -11,9 +11,9 @@ input or a weight is stored once).
 
     reference, rtol, atol, computed, cache_hits, memo_hits, seconds, notes
     steps       one record per step checked: step (index), status, max_abs, max_rel,
-                same_as, computed, reused, seconds, layers ([name, max_rel, tolerance, node,
-                and the float64 share when that rule judged the layer]), rule ("tolerance" or
-                "float64": what judged the status)
+                same_as, computed, reused, seconds, layers ([name, max_rel, tolerance, node
+                (or {"ref": i}, another compiler's node), and the float64 share when that rule
+                judged the layer]), rule ("tolerance" or "float64": what judged the status)
     findings    kind, step (index), nodes, message, details
     inputs      (optional) array references, in the order ``check`` takes them
 
@@ -140,12 +140,17 @@ class ReportWriter:
             "reused": int(c.reused),
             "seconds": float(c.seconds),
             "layers": [
-                [str(name), _number(e.max_rel), _number(e.tolerance), self.writer.node(e.node)]
+                [str(name), _number(e.max_rel), _number(e.tolerance), self._layer_node(e.node)]
                 + ([_number(e.float64)] if e.float64 is not None else [])
                 for name, e in c.layers.items()
             ],
             "rule": str(getattr(c, "rule", "tolerance")),
         }
+
+    def _layer_node(self, node: Any) -> Any:
+        """A layer's node: an IR node's index, or ``{"ref": i}`` for another compiler's node
+        stand-in (a torch.compile trace's FX node)."""
+        return self.writer.node(node) if isinstance(node, Expr) else {"ref": self.writer.ref(node)}
 
     def finding(self, f: Any) -> dict:
         return {
@@ -337,7 +342,9 @@ class ReportReader:
             layers[name] = LayerError(
                 self.error(entry[1], f"{what}'s max_rel of {name!r}", optional=False),
                 self.error(entry[2], f"{what}'s tolerance of {name!r}", optional=False),
-                self.node(entry[3], f"{what}'s layer {name!r}"),
+                self.stand_in(entry[3].get("ref"), f"{what}'s layer {name!r}")
+                if isinstance(entry[3], dict)
+                else self.node(entry[3], f"{what}'s layer {name!r}"),
                 self.error(entry[4], f"{what}'s float64 share of {name!r}", optional=False)
                 if len(entry) == 5
                 else None,

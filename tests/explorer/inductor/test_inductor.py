@@ -619,3 +619,50 @@ def test_a_correct_custom_pass_is_not_reproducible_and_a_pass_without_source_is_
     reduction = dataclasses.replace(wrong_pass[1].reduce(budget=30), fn=space["NoSource"]())
     with pytest.raises(ReduceError, match="the source of 'NoSource' cannot be read"):
         reduction.upstream_repro("unused.py")
+
+
+def test_nodes_a_custom_pass_adds_take_the_type_and_layer_of_what_they_read():
+    """Issue 43 item 4: the var and mean SplitVarMeanForgetsCorrection adds carry neither
+    ``meta["val"]`` nor ``nn_module_stack``; their types come from their inputs' fake values
+    (not "?") and their layer from the node they read, so they are drawn in ``norm``."""
+    x = torch.randn(3, 8)
+    trace = explorer.explore(
+        NormedAndMasked().eval(),
+        (x,),
+        compiler="inductor",
+        progress=False,
+        options={"post_grad_custom_post_pass": SplitVarMeanForgetsCorrection()},
+    )
+    step = trace["SplitVarMeanForgetsCorrection"]
+    added = {n.op: n for n in step.diff().added if n.kind == "op"}
+    var, mean = added["aten.var.correction"], added["aten.mean.dim"]
+    assert var.type == mean.type == "f32[3, 1]"
+    assert var.group == mean.group == "norm"
+    assert var.provenance["module"] == "norm" and var.provenance["from"]
+    # a node the model made at its top level keeps no module (its source line says where)
+    top = [n for n in step.graph.nodes.values() if n.op == "aten.where.self"]
+    assert top and all(n.group == "" for n in top)
+
+
+def test_the_error_map_has_the_layers_of_the_graph_and_the_first_is_where_the_pass_broke():
+    """Issue 43 item 4: the error map of a torch.compile trace names its layers (the module
+    paths of the FX graphs, added nodes placed), and its first layer at the custom pass's step
+    is ``norm``, where the var it adds drops ``correction=0`` (it used to say that no node
+    names a source layer)."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 8)
+    trace = explorer.explore(
+        NormedAndMasked().eval(),
+        (x,),
+        compiler="inductor",
+        progress=False,
+        options={"post_grad_custom_post_pass": SplitVarMeanForgetsCorrection()},
+    )
+    m = trace.check((x,)).error_map()
+    assert m.layers == ["norm"]
+    step = trace["SplitVarMeanForgetsCorrection"]
+    assert (m.first_step, m.first_layer) == (step.index, "norm")
+    i = m.row(step.index)
+    assert m.over[i, 0] and m.nodes[i][0] in step.graph.nodes
+    before = m.row(step.previous.index)
+    assert not m.over[before, 0]

@@ -262,3 +262,40 @@ def test_a_pass_tvm_builds_inside_a_named_pipeline_cannot_be_swapped(model_and_i
     trace = explorer.explore(model, (x,), compiler="tvm", pipeline="zero", progress=False)
     with pytest.raises(RerunError, match="'FoldConstant' ran inside a pass TVM builds itself"):
         get_adapter("tvm").rerun(trace, replace={"FoldConstant": relax.transform.FoldConstant()})
+
+
+class GeluInItsModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.act, self.fc2 = torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+def test_bindings_a_user_pass_adds_take_the_place_of_the_gelu_they_replace():
+    """Issue 43 item 4: the mutator's new bindings have no span, so no module of their own;
+    they take the place (module ``act``, its source line) of the gelu they replace (the last
+    of them, bound to the gelu's variable), not of ``fc1`` they read or ``fc2`` that reads
+    them."""
+    torch.manual_seed(0)
+    cell = run_cell(RIGHT)
+    trace = explorer.explore(
+        GeluInItsModule().eval(),
+        (torch.randn(2, 4),),
+        compiler="tvm",
+        pipeline=[cell["FastGelu"]()],
+        progress=False,
+    )
+    step = trace["FastGelu"]
+    added = [n for n in step.diff().added if n.kind == "op"]
+    assert {n.op for n in added} >= {"R.multiply", "R.erf", "R.add"}, added
+    gelu = next(n for n in step.previous.graph.nodes.values() if n.op == "R.nn.gelu")
+    assert gelu.group.endswith("act")
+    assert all(n.group == gelu.group for n in added), [(n.op, n.group) for n in added]
+    # the last keeps the gelu's variable (TVM names its provenance); the others say whose
+    # place they took
+    placed = [n for n in added if "from" in n.provenance]
+    assert len(placed) == len(added) - 1
+    assert all(step.graph.nodes[n.provenance["from"]].group == gelu.group for n in placed)
+    assert all(n.provenance.get("file") == gelu.provenance.get("file") for n in added)

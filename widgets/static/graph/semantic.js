@@ -38,16 +38,17 @@ PasslensGraphParts.part({
       const scr = (r) => ({ x: r.x * t.kx + t.x, y: r.y * t.ky + t.y, w: r.w * t.kx, h: r.h * t.ky });
       const seen = (s) => s.x < W && s.y < H && s.x + s.w > 0 && s.y + s.h > 0;
       const descend = (g, s) => {
-        let n = 0, thin = false;
+        let n = 0, thin = 0;
         for (const k of m.kids[g]) {
           const r = rectOf(m, D, k);
           if (!r) continue;
           n++;
-          if (r.h * t.ky < row - 3) thin = true;
+          if (r.h * t.ky < row - 3) thin++;
         }
         // its child groups each get a line's height (they stack) or a label's width (side by
-        // side), and none is a line too thin for its label (it would be written beside it)
-        return n > 0 && !thin && (s.h / n >= row || s.w / n >= 140);
+        // side), and most are not lines too thin for their label (written beside them): a
+        // layer whose small parts are thin lines around one big one stays one block
+        return n > 0 && 2 * thin <= n && (s.h / n >= row || s.w / n >= 140);
       };
       // depth first, in order, with a stack of its own (no recursion over the groups' nesting)
       const stack = [[0, 0, 0]]; // [group, depth, next child]
