@@ -423,3 +423,25 @@ def @main(%x: f32[2, 3]) -> f32[2, 3] {
     assert shared["step"] == {"index": 0, "name": "module"}  # the first step that has it
     assert {n["id"] for n in shared["nodes"]} == set(steps[2].graph.nodes)
     assert not any(n.get("st") for n in shared["nodes"])  # nothing changed, in either step
+
+
+def test_the_collector_is_paused_while_a_report_is_written(mlp_trace, monkeypatch):
+    import gc
+
+    from widgets import tables_html
+
+    seen: list[bool] = []
+    real = tables_html._shape_table
+    monkeypatch.setattr(
+        tables_html, "_shape_table", lambda *a: seen.append(gc.isenabled()) or real(*a)
+    )
+    tables_html._SHAPE_TABLES.table.clear()
+    assert gc.isenabled()
+    report_html(mlp_trace)
+    assert seen and not any(seen)
+    assert gc.isenabled()
+    monkeypatch.setattr(tables_html, "_shape_table", lambda *a: 1 / 0)
+    tables_html._SHAPE_TABLES.table.clear()
+    with pytest.raises(ZeroDivisionError):
+        report_html(mlp_trace)  # an error on the way: enabled again after
+    assert gc.isenabled()
