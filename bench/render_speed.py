@@ -602,18 +602,23 @@ def reports(tmp: Path, which: list[str]) -> None:
             f"decoder of Llama-3.2-1B's shape, {nbytes / 2**30:.2f} GiB of weights", model, (ids,)
         )
         _report_figures("1b", trace, tmp, 3.0)
-        t0 = time.perf_counter()
-        saved = trace.save(tmp / "run.passlens")
-        save_s = time.perf_counter() - t0
-        (tmp / "run.passlens").unlink()
-        t0 = time.perf_counter()
-        torch.save(model.state_dict(), tmp / "state.pt")
-        torch_s = time.perf_counter() - t0
-        (tmp / "state.pt").unlink()
-        ratio = save_s / torch_s
+        # one after the other, twice (the disk's write-back makes a single write vary 2-3x)
+        saves, torch_saves = [], []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            trace.save(tmp / "run.passlens")
+            saves.append(time.perf_counter() - t0)
+            size = (tmp / "run.passlens").stat().st_size
+            (tmp / "run.passlens").unlink()
+            t0 = time.perf_counter()
+            torch.save(model.state_dict(), tmp / "state.pt")
+            torch_saves.append(time.perf_counter() - t0)
+            (tmp / "state.pt").unlink()
+        ratio = min(saves) / min(torch_saves)
         print(
-            f"  save {save_s:.1f} s ({os.path.basename(str(saved))}), torch.save of the state dict "
-            f"{torch_s:.1f} s: {ratio:.2f}x (goal <= 1.2x: {'ok' if ratio <= 1.2 else 'OVER'})"
+            f"  save {', '.join(f'{x:.1f}' for x in saves)} s ({size / nbytes:.3f}x the weights), "
+            f"torch.save of the state dict {', '.join(f'{x:.1f}' for x in torch_saves)} s: best "
+            f"{ratio:.2f}x (goal <= 1.2x: {'ok' if ratio <= 1.2 else 'OVER'})"
         )
 
 

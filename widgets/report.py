@@ -15,6 +15,13 @@ Kept small enough to attach to a bug report: only changed steps get a graph payl
 own (``<script type="application/json" id="pl-g{k}">``, parsed when first shown; an unchanged
 step shows the graph of the step it was given, drawn plain), and every other pane of a step
 (IR text, diff, table, ...) is stored once in a ``<template>`` however many steps show it.
+Steps whose payloads are the same but for their header (``step``, ``baseline``: an equal
+module of a pass's own against an equal module) share one script: ``steps[i].graph`` is its
+``k``, and its header names the first step that has it (the page reads neither).
+
+Written at scale (bench/render_speed.py --reports): what a pane or payload needs is made once
+per module or pair of modules (IR text, shape table, diffs), the timeline's badges make no
+diff, and a report imports no Jupyter widget library.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from explorer.graph import collector_paused
 from explorer.summary import summary_row
 from widgets import views
 from widgets.bounds import MAX_REPORT_BYTES, check_budget, clip
@@ -60,6 +68,9 @@ class _Store:
         return "".join(
             f'<template id="pl-t{i}">{content}</template>\n' for i, content in enumerate(self.items)
         )
+
+
+_HEAD = ("step", "baseline")  # a payload's header: the rest is what the component draws
 
 
 def _script(element_id: str, data: Any) -> str:
@@ -124,13 +135,21 @@ def report_html(
     step, as :class:`explorer.progress.Job` shows it (a callback gets ``(done, total,
     step name)``). Past ``max_bytes`` (about: characters) it raises
     :class:`widgets.bounds.RenderLimitError`, naming the largest steps, rather than writing
-    a report no browser opens."""
+    a report no browser opens. The cyclic garbage collector is paused meanwhile: a report of
+    10,000-node steps makes millions of objects, all kept or freed by their counts, which the
+    collector would walk again and again (with every other object of the process)."""
+    with collector_paused():
+        return _report_html(trace, report, max_boxes, title, progress, max_bytes)
+
+
+def _report_html(trace, report, max_boxes, title, progress, max_bytes) -> str:
     from explorer.progress import Job
     from widgets.graph_assets import graph_css, graph_js
     from widgets.graph_data import graph_payload
 
     store = _Store()
-    graphs: list[str] = []  # payload scripts, one per step with a graph of its own
+    graphs: list[str] = []  # payload scripts, one per distinct graph of a step
+    same_graph: dict[bytes, int] = {}  # digest of a payload (its header aside) -> its script
     steps_data: list[dict[str, Any]] = []
     owners: dict[int, int] = {}  # step index -> index of the step whose graph it shows
     # what the timeline's and header's badges read (no op counts: no diff made for them)
@@ -164,10 +183,21 @@ def report_html(
             else:
                 owners[s.index] = s.index
                 entry["owner"] = s.index
-                entry["graph"] = len(graphs)
                 payload = graph_payload(s, prev, report, max_boxes)
-                graphs.append(_script(f"pl-g{len(graphs)}", payload))
-                sizes[s.index] = len(graphs[-1])
+                head = {k: payload[k] for k in _HEAD}
+                body = json_script({k: v for k, v in payload.items() if k not in _HEAD})
+                digest = hashlib.sha1(body.encode("utf-8", "surrogatepass")).digest()
+                shared = same_graph.get(digest)
+                if shared is not None:  # the very graph of an earlier step (its header aside)
+                    entry["graph"] = shared
+                    sizes[s.index] = 0
+                else:
+                    entry["graph"] = same_graph[digest] = len(graphs)
+                    text = json_script(head)[:-1] + ("," + body[1:] if len(body) > 2 else "}")
+                    graphs.append(
+                        f'<script type="application/json" id="pl-g{len(graphs)}">{text}</script>'
+                    )
+                    sizes[s.index] = len(graphs[-1])
             entry["header"] = views.header_html(s, row, report, notes=False)  # as the stepper's
             entry["panes"] = {v.key: store.add(views.step_html(v, s, report)) for v in step_views}
             if report is not None:

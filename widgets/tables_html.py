@@ -226,16 +226,22 @@ def _shape_table(step, prev, mismatch: dict[str, str], report) -> str:
         rows.append((rank, nid, n, note))
     rows.sort(key=lambda r: r[0])
     body = []
+    seen: dict[str, str] = {}  # ops, types and modules repeat: each escaped once
+
+    def cell(text: str) -> str:
+        out = seen.get(text)
+        if out is None:
+            out = seen[text] = _td(text)
+        return out
+
+    classes = {
+        0: "<tr class='pl-s-bloat'>",
+        1: "<tr class='pl-s-changed'>",
+        2: "<tr class='pl-s-'>",
+    }
     for rank, nid, n, note in rows:
-        cls = {0: "bloat", 1: "changed", 2: ""}[rank]
         body.append(
-            f"<tr class='pl-s-{cls}'>"
-            + _td(nid)
-            + _td(n.op)
-            + _td(n.type)
-            + _td(n.group)
-            + _td(note)
-            + "</tr>"
+            f"{classes[rank]}{_td(nid)}{cell(n.op)}{cell(n.type)}{cell(n.group)}{cell(note)}</tr>"
         )
     head = "".join(_th(h) for h in ("node", "op", "type", "module", "note"))
     foot = f"{len(rows)} values · {len(changes)} shape changes"

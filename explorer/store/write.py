@@ -97,7 +97,7 @@ def save(
                     continue
                 big = arr.nbytes > (1 << 31) - (1 << 20)
                 with zf.open(_array_member(i), "w", force_zip64=big) as f:
-                    np.lib.format.write_array(f, _storable(arr), allow_pickle=False)
+                    write_npy(f, _storable(arr))
             if source_bytes is not None:
                 zf.writestr("source.onnx", source_bytes)
         os.replace(tmp, path)
@@ -106,6 +106,29 @@ def save(
             os.unlink(tmp)
         raise
     return path
+
+
+_NPY_CHUNK = 1 << 26  # bytes handed to the zip member at a time (64 MiB)
+
+
+def write_npy(f, arr: np.ndarray) -> None:
+    """``np.lib.format.write_array(f, arr)``, the same bytes: an array laid out whole in
+    memory (C or Fortran order, a plain dtype) is written from its memory a slice at a time
+    (numpy copies a file object's array into a new 16 MiB buffer per chunk first: half the
+    speed of the disk at 1B); any other through numpy."""
+    raw = None
+    whole = arr.flags.c_contiguous or arr.flags.f_contiguous
+    if whole and arr.size and arr.dtype.kind in "biuf?" and arr.dtype.isnative:
+        try:
+            raw = memoryview(arr.reshape(-1, order="A")).cast("B")  # (a view: no copy)
+        except (TypeError, ValueError, BufferError):
+            raw = None
+    if raw is None:
+        np.lib.format.write_array(f, arr, allow_pickle=False)
+        return
+    np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(arr))
+    for k in range(0, len(raw), _NPY_CHUNK):
+        f.write(raw[k : k + _NPY_CHUNK])
 
 
 def _write_json(zf: zipfile.ZipFile, name: str, obj: Any) -> None:

@@ -340,3 +340,41 @@ def test_graph_view_front_end(browser, convnext_trace, tmp_path):
     assert problems == []
     g.search("matmul")
     assert saved("query") == "matmul"
+
+
+def test_steps_sharing_one_payload_are_each_drawn(browser, tmp_path):
+    # passes returning equal modules of their own: one payload script for the three steps;
+    # each is drawn from it, titled as itself, with the before / after toggle past the first
+    import explorer
+    from compiler.ir import parse
+
+    text = """
+weights {
+  $a: f32[3] = [1.0, 2.0, 3.0]
+}
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %e: f32[3] = exp($a)
+  %y: f32[2, 3] = add(%x, %e)
+  return %y
+}
+"""
+    m0, m1, m2 = parse(text), parse(text), parse(text)
+    trace = explorer.Trace(
+        [
+            explorer.Step(0, "import", "module", module=m0),
+            explorer.Step(1, "pass", "copy-a", before=m0, module=m1),
+            explorer.Step(2, "pass", "copy-b", before=m1, module=m2),
+        ]
+    )
+    path = tmp_path / "r.html"
+    page, problems = open_report(browser, trace, path)
+    assert len(re.findall(r'id="pl-g\d+"', path.read_text())) == 1
+    g = Graph(page, page.locator("#pl-graph.plg"))
+    for i, name in enumerate(("module", "copy-a", "copy-b")):
+        page.locator(f".pl-step-row[data-step='{i}']").click()
+        expect(page.locator("#pl-title")).to_have_text(f"#{i} {name}")
+        assert {"main/e", "main/y"} <= drawn(g)
+        assert g.root.locator(DIFF).count() == 0
+        toggle = expect(g.root.locator(".plg-mode"))
+        toggle.to_be_visible() if i else toggle.to_be_hidden()
+    assert problems == []

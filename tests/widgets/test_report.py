@@ -386,3 +386,62 @@ def test_writing_a_report_imports_no_jupyter_widget_library(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
     assert (tmp_path / "r.html").stat().st_size > 10_000
+
+
+def test_steps_showing_equal_graphs_share_one_payload():
+    # a pass that returns an equal module of its own (another compiler's passes may) is
+    # "changed" by identity; its payload is the step before's, its header aside: one script
+    import explorer
+    from compiler.ir import parse
+
+    text = """
+weights {
+  $a: f32[3] = [1.0, 2.0, 3.0]
+}
+def @main(%x: f32[2, 3]) -> f32[2, 3] {
+  %e: f32[3] = exp($a)
+  %y: f32[2, 3] = add(%x, %e)
+  return %y
+}
+"""
+    m0, m1, m2 = parse(text), parse(text), parse(text)
+    steps = [
+        explorer.Step(0, "import", "module", module=m0),
+        explorer.Step(1, "pass", "copy-a", before=m0, module=m1),
+        explorer.Step(2, "pass", "copy-b", before=m1, module=m2),
+    ]
+    trace = explorer.Trace(steps)
+    assert [s.status for s in trace.steps] == ["changed"] * 3
+    page = report_html(trace)
+    data, graphs = data_of(page), payloads(page)
+    entries = data["steps"]
+    assert not any(e["plain"] for e in entries)
+    # (the import's graph too: drawn with nothing changed, it is the same payload)
+    assert entries[2]["graph"] == entries[1]["graph"] == entries[0]["graph"] == 0
+    assert len(graphs) == 1
+    shared = graphs[0]
+    assert shared["step"] == {"index": 0, "name": "module"}  # the first step that has it
+    assert {n["id"] for n in shared["nodes"]} == set(steps[2].graph.nodes)
+    assert not any(n.get("st") for n in shared["nodes"])  # nothing changed, in either step
+
+
+def test_the_collector_is_paused_while_a_report_is_written(mlp_trace, monkeypatch):
+    import gc
+
+    from widgets import tables_html
+
+    seen: list[bool] = []
+    real = tables_html._shape_table
+    monkeypatch.setattr(
+        tables_html, "_shape_table", lambda *a: seen.append(gc.isenabled()) or real(*a)
+    )
+    tables_html._SHAPE_TABLES.table.clear()
+    assert gc.isenabled()
+    report_html(mlp_trace)
+    assert seen and not any(seen)
+    assert gc.isenabled()
+    monkeypatch.setattr(tables_html, "_shape_table", lambda *a: 1 / 0)
+    tables_html._SHAPE_TABLES.table.clear()
+    with pytest.raises(ZeroDivisionError):
+        report_html(mlp_trace)  # an error on the way: enabled again after
+    assert gc.isenabled()

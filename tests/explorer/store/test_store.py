@@ -683,3 +683,50 @@ def test_a_loaded_torch_trace_is_checked_against_its_import_and_says_why(tmp_pat
     assert "keeps no torch model" in report.reference
     (note,) = [n for n in report.notes if "keeps no torch model" in n]
     assert "Error" not in note and "explore the model again" in note
+
+
+def test_arrays_are_written_as_numpy_writes_them(monkeypatch):
+    # write_npy writes an array laid out whole from its memory, a slice at a time: the bytes
+    # of np.lib.format.write_array, for every layout and dtype (others go through numpy)
+    import io
+
+    from explorer.store import write
+
+    monkeypatch.setattr(write, "_NPY_CHUNK", 1000)  # several slices per array
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((37, 29)).astype(np.float32)
+    cases = [
+        x,
+        np.asfortranarray(x),
+        x.T,  # Fortran order
+        x[:, ::2],  # not whole: numpy's own path
+        x.astype(">f4"),  # not native
+        rng.integers(-5, 5, (3, 4, 5)).astype(np.int8),
+        np.arange(7, dtype=np.int64),
+        np.array(True),
+        np.float16(1.5) * np.ones((4, 3), np.float16),
+        np.zeros((0, 3), np.float32),
+        np.array(["a", "bc"]),
+        (np.arange(6) + 1j).astype(np.complex64),
+        np.array([1, 2], "datetime64[s]"),
+    ]
+    for arr in cases:
+        want, got = io.BytesIO(), io.BytesIO()
+        np.lib.format.write_array(want, arr, allow_pickle=False)
+        write.write_npy(got, arr)
+        assert got.getvalue() == want.getvalue(), (arr.dtype, arr.shape, arr.strides)
+        back = np.lib.format.read_array(io.BytesIO(got.getvalue()))
+        assert back.dtype == arr.dtype and np.array_equal(back, arr)
+    # a whole array is handed over from its memory: no copy of it is made
+    sent: list = []
+
+    class Sink(io.BytesIO):
+        def write(self, b):
+            sent.append(b)
+            return super().write(b)
+
+    big = rng.standard_normal(3000).astype(np.float32)
+    write.write_npy(Sink(), big)
+    slices = [b for b in sent if isinstance(b, memoryview)]
+    assert sum(len(b) for b in slices) == big.nbytes and len(slices) == 12
+    assert all(np.shares_memory(np.frombuffer(b, np.uint8), big) for b in slices)
