@@ -78,7 +78,7 @@ def blocks(page) -> list[dict]:
 
 
 def count_of(block: dict) -> int:
-    return int(re.match(r"(\d+) nodes?", block["count"]).group(1))
+    return int(re.match(r"(\d+)( live)? nodes?", block["count"]).group(1))
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +160,7 @@ def test_a_fitted_chain_of_10000_ops_draws_labelled_blocks(browser, chain_data):
     # the blocks cover the chain: their counts add up to the nodes of the top groups
     top = sum(grp["n"] for grp in p["groups"] if grp["p"] == 0)
     assert sum(count_of(b) for b in bs) == top
-    assert all(re.match(r"items \d+–\d+$", b["name"]) for b in bs)
+    assert all(re.match(r"nodes \d+–\d+ of 10,\d\d\d$", b["name"]) for b in bs), bs
     # readable: 12 px text, each block's label within the stage
     sizes = g.root.locator(".plg-sem text").evaluate_all(
         "ts => ts.map((t) => parseFloat(getComputedStyle(t).fontSize))"
@@ -294,4 +294,57 @@ def test_secondary_text_is_at_least_12_px_at_first_view(browser, decoder_data):
     )
     assert overflow == []
     assert problems == []
+    page.close()
+
+
+# each element of the overview's rows drawn narrower than its text (cut, with or without an
+# ellipsis) or reaching out of its row or of the list: [class, text, why]
+CUT = """(list) => {
+  const out = [], L = list.getBoundingClientRect();
+  if (list.scrollWidth > list.clientWidth + 1) out.push(["plg-ov-list", "", "scrolls sideways"]);
+  for (const row of list.querySelectorAll(".plg-ov-row")) {
+    const R = row.getBoundingClientRect();
+    for (const e of row.querySelectorAll("span")) {
+      const r = e.getBoundingClientRect(), t = e.textContent;
+      if (!t) continue;
+      if (e.scrollWidth > e.clientWidth + 1) out.push([e.className, t, "cut"]);
+      if (r.left < R.left - 0.5 || r.right > R.right + 0.5) out.push([e.className, t, "out of its row"]);
+      if (r.right > L.right + 0.5) out.push([e.className, t, "out of the list"]);
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", [1600, 1100])
+def test_the_overviews_numbers_are_never_cut(browser, bloat_data, chain_data, decoder_data, width):
+    """Issue 43: the tree cut its numbers ("27 +...", "84.2 ...", "items 1-...")."""
+    for data in (bloat_data, chain_data, decoder_data):
+        page, g, problems = page_of(browser, data, width=width)
+        expect(g.root).to_have_attribute("data-overview", "open")
+        tree = g.root.locator(".plg-ov-list")
+        # every row of the tree shown: its groups opened in the tree, a level at a time
+        for _ in range(6):
+            closed = tree.locator(".plg-ov-row[aria-expanded=false] .plg-ov-caret")
+            if not closed.count():
+                break
+            for k in range(min(closed.count(), 12)):
+                closed.first.click()
+        rows = tree.locator(".plg-ov-row")
+        assert rows.count() > 10
+        assert tree.evaluate(CUT) == []
+        # the numbers are the payload's, whole: the root's live nodes and bytes change
+        top = data["after"]["groups"]
+        first = tree.locator(".plg-ov-row").first
+        kid = next(grp for grp in top if grp["p"] == 0)
+        expect(first.locator(".plg-ov-n")).to_have_text(str(kid.get("n", 0)))
+        if kid.get("db"):
+            sign = "+" if kid["db"] > 0 else "-"
+            expect(first.locator(".plg-ov-b")).to_have_text(sign + fmt_bytes(abs(kid["db"])))
+        assert problems == []
+        page.close()
+    # a chain's segments say what they hold, which of them, of how many
+    page, g, problems = page_of(browser, chain_data, width=width)
+    names = g.root.locator(".plg-ov-seg .plg-ov-name").all_text_contents()
+    assert names and all(re.fullmatch(r"nodes \d+–\d+ of 10,\d{3}", n) for n in names), names
     page.close()
