@@ -348,3 +348,53 @@ def test_the_overviews_numbers_are_never_cut(browser, bloat_data, chain_data, de
     names = g.root.locator(".plg-ov-seg .plg-ov-name").all_text_contents()
     assert names and all(re.fullmatch(r"nodes \d+–\d+ of 10,\d{3}", n) for n in names), names
     page.close()
+
+
+
+# what covers the element the view was brought to (``sel``: the focus, the selection, the group
+# gone to) or leaves it out of the stage: "" when it is in the clear
+COVERED = """(sel) => {
+  const g = document.querySelector('#g');
+  const R = (e) => { if (!e) return null; const r = e.getBoundingClientRect(); return r.width && r.height && getComputedStyle(e).display !== 'none' ? r : null; };
+  let t = g.querySelector('.plg-vp ' + sel) || g.querySelector(sel);
+  if (!t) return null;
+  const r = R(t); if (!r) return "hidden";
+  const stage = R(g.querySelector('.plg-stage'));
+  const out = [];
+  if (r.left < stage.left - 1 || r.right > stage.right + 1 || r.top < stage.top - 1 || r.bottom > stage.bottom + 1) out.push("outside stage");
+  for (const [name, q] of [["overview", ".plg-overview"], ["mini", ".plg-mini"], ["legend", ".plg-legend"], ["crumb", ".plg-crumb"], ["details", ".plg-details"]]) {
+    const o = R(g.querySelector(q)); if (!o) continue;
+    if (r.left < o.right && o.left < r.right && r.top < o.bottom && o.top < r.bottom) out.push("under " + name);
+  }
+  return out.length ? out.join(",") + " " + [r.left, r.top, r.right, r.bottom].map(Math.round).join(" ") : null;
+}"""
+
+
+@pytest.mark.parametrize("size", [(1600, 1000), (1000, 600)])
+def test_the_view_keeps_its_target_clear_of_every_pane(browser, bloat_data, decoder_data, size):
+    """Issue 43: centring clipped the focus (a group gone to lay under the legend; in Jupyter
+    the minimap covered nodes). The first view's focus, each change ``n`` goes to and each
+    group an overview row goes to lie in the stage, clear of the overview, the minimap, the
+    legend, the breadcrumb and the details drawer."""
+    width, height = size
+    for data in (bloat_data, decoder_data):
+        page, g, problems = page_of(browser, data, width=width, height=height)
+        expect(g.root.locator("g.plg-n.plg-focus")).to_have_count(1)
+        assert page.evaluate(COVERED, ".plg-focus") is None
+        g.root.locator(".plg-stage").click(position={"x": 4, "y": height // 2})
+        for k in range(5):  # the changes, the drawer open beside them
+            page.keyboard.press("n")
+            expect(g.root.locator("g.plg-n.plg-sel")).to_have_count(1)
+            g.settle()
+            assert page.evaluate(COVERED, ".plg-sel") is None, f"change {k}"
+        g.root.locator(".plg-details .plg-close").first.click()
+        if g.root.get_attribute("data-overview") != "open":
+            g.press("o")
+        rows = g.root.locator(".plg-ov-row")
+        for k in range(1, min(rows.count(), 12), 2):  # groups of every size
+            rows.nth(k).click()
+            expect(g.root.locator(".plg-vp .plg-located")).to_have_count(1)
+            g.settle()
+            assert page.evaluate(COVERED, ".plg-located") is None, rows.nth(k).get_attribute("data-group")
+        assert problems == []
+        page.close()
