@@ -5,7 +5,7 @@ are framed in, and the order the nodes are laid out in.
   groups not worth a frame dropped (one member in all, or a lone child group);
 - :func:`unframed_modules`: the ops alone in their module, titled by its name;
 - :func:`segment`: a group with more than :data:`MAX_CHILDREN` children has them split into
-  segments (``items 1-40``), so a flat graph of 10,000 ops is drawn as a few boxes;
+  segments (``nodes 1–40 of 10,000``: what they hold, which of how many), so a flat graph of 10,000 ops is drawn as a few boxes;
 - :func:`positions`: graph order, with a removed node's ghost next to what replaced it;
 - :func:`group_marks`: where each group's findings and changes are (the overview's marks and
   the zoomed-out blocks' links).
@@ -161,6 +161,7 @@ def segment(groups: list[dict], of: list[int], drawn: list[int], pos: list[float
         members.setdefault(groups[g]["p"], []).append((first.get(g, 0.0), "g", g))
 
     def split(g: int, items: list[tuple[float, str, int]], label_from: int) -> None:
+        total = len(items)  # the run the segments are parts of (their labels say "of N")
         todo = [(g, items, label_from)]  # a stack, not recursion
         while todo:
             g, items, label_from = todo.pop()
@@ -178,9 +179,10 @@ def segment(groups: list[dict], of: list[int], drawn: list[int], pos: list[float
                 chunk = items[k : k + size]
                 lo, hi = label_from + k + 1, label_from + k + len(chunk)
                 s = len(groups)
-                groups.append(
-                    {"id": f"{gid}#{lo}-{hi}", "label": f"items {lo}–{hi}", "p": g, "k": "segment"}
-                )
+                what = _members(chunk)
+                span = f"{lo}–{hi}" if hi > lo else f"{lo}"
+                label = f"{what if hi > lo else what.rstrip('s')} {span} of {total:,}"
+                groups.append({"id": f"{gid}#{lo}-{hi}", "label": label, "p": g, "k": "segment"})
                 todo.append((s, chunk, lo - 1))
 
     for g, items in list(members.items()):
@@ -194,6 +196,12 @@ def segment(groups: list[dict], of: list[int], drawn: list[int], pos: list[float
         groups[:] = [dict(groups[g], p=new.get(groups[g]["p"], -1)) for g in order]
         for i in drawn:
             of[i] = new[of[i]]
+
+
+def _members(items: list[tuple[float, str, int]]) -> str:
+    """What a segment holds, for its label: ``nodes``, ``groups`` or ``nodes & groups``."""
+    kinds = {what for _pos, what, _idx in items}
+    return "nodes" if kinds == {"n"} else "groups" if kinds == {"g"} else "nodes & groups"
 
 
 def _topo_groups(groups: list[dict]) -> list[int]:

@@ -2,6 +2,7 @@
 Python and tested apart from any browser."""
 
 import json
+import re
 
 import pytest
 
@@ -167,7 +168,11 @@ def test_a_flat_chain_is_cut_into_segments():
     kids = _children(p)
     assert max(kids.values()) <= MAX_CHILDREN
     segments = [g for g in p["groups"] if g["k"] == "segment"]
-    assert segments and all(g["label"].startswith("items ") for g in segments)
+    # each says what it holds, which of them, of how many (not "items 41-80")
+    assert segments
+    for g in segments:
+        m = re.fullmatch(r"nodes (\d+)–(\d+) of ([\d,]+)", g["label"])
+        assert m and int(m[1]) <= int(m[2]) and int(m[3].replace(",", "")) >= 10000, g["label"]
     # every group comes after its parent; the focus (the folded op) is open
     assert all(g["p"] < i for i, g in enumerate(p["groups"]) if i)
     assert p["focus"] is not None

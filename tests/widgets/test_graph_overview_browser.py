@@ -78,7 +78,7 @@ def blocks(page) -> list[dict]:
 
 
 def count_of(block: dict) -> int:
-    return int(re.match(r"(\d+) nodes?", block["count"]).group(1))
+    return int(re.match(r"(\d+)( live)? nodes?", block["count"]).group(1))
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +185,7 @@ def test_a_fitted_chain_of_10000_ops_draws_labelled_blocks(browser, chain_data):
     # the blocks cover the chain: their counts add up to the nodes of the top groups
     top = sum(grp["n"] for grp in p["groups"] if grp["p"] == 0)
     assert sum(count_of(b) for b in bs) == top
-    assert all(re.match(r"items \d+–\d+$", b["name"]) for b in bs)
+    assert all(re.match(r"nodes \d+–\d+ of 10,\d\d\d$", b["name"]) for b in bs), bs
     # readable: 12 px text, each block's label within the stage
     sizes = g.root.locator(".plg-sem text").evaluate_all(
         "ts => ts.map((t) => parseFloat(getComputedStyle(t).fontSize))"
@@ -387,3 +387,106 @@ def test_secondary_text_is_at_least_12_px_at_first_view(browser, decoder_data):
     assert overflow == []
     assert problems == []
     page.close()
+
+
+# each element of the overview's rows drawn narrower than its text (cut, with or without an
+# ellipsis) or reaching out of its row or of the list: [class, text, why]
+CUT = """(list) => {
+  const out = [], L = list.getBoundingClientRect();
+  if (list.scrollWidth > list.clientWidth + 1) out.push(["plg-ov-list", "", "scrolls sideways"]);
+  for (const row of list.querySelectorAll(".plg-ov-row")) {
+    const R = row.getBoundingClientRect();
+    for (const e of row.querySelectorAll("span")) {
+      const r = e.getBoundingClientRect(), t = e.textContent;
+      if (!t) continue;
+      if (e.scrollWidth > e.clientWidth + 1) out.push([e.className, t, "cut"]);
+      if (r.left < R.left - 0.5 || r.right > R.right + 0.5) out.push([e.className, t, "out of its row"]);
+      if (r.right > L.right + 0.5) out.push([e.className, t, "out of the list"]);
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", [1600, 1100])
+def test_the_overviews_numbers_are_never_cut(browser, bloat_data, chain_data, decoder_data, width):
+    """Issue 43: the tree cut its numbers ("27 +...", "84.2 ...", "items 1-...")."""
+    for data in (bloat_data, chain_data, decoder_data):
+        page, g, problems = page_of(browser, data, width=width)
+        expect(g.root).to_have_attribute("data-overview", "open")
+        tree = g.root.locator(".plg-ov-list")
+        # every row of the tree shown: its groups opened in the tree, a level at a time
+        for _ in range(6):
+            closed = tree.locator(".plg-ov-row[aria-expanded=false] .plg-ov-caret")
+            if not closed.count():
+                break
+            for k in range(min(closed.count(), 12)):
+                closed.first.click()
+        rows = tree.locator(".plg-ov-row")
+        assert rows.count() > 10
+        assert tree.evaluate(CUT) == []
+        # the numbers are the payload's, whole: the root's live nodes and bytes change
+        top = data["after"]["groups"]
+        first = tree.locator(".plg-ov-row").first
+        kid = next(grp for grp in top if grp["p"] == 0)
+        expect(first.locator(".plg-ov-n")).to_have_text(str(kid.get("n", 0)))
+        if kid.get("db"):
+            sign = "+" if kid["db"] > 0 else "-"
+            expect(first.locator(".plg-ov-b")).to_have_text(sign + fmt_bytes(abs(kid["db"])))
+        assert problems == []
+        page.close()
+    # a chain's segments say what they hold, which of them, of how many
+    page, g, problems = page_of(browser, chain_data, width=width)
+    names = g.root.locator(".plg-ov-seg .plg-ov-name").all_text_contents()
+    assert names and all(re.fullmatch(r"nodes \d+–\d+ of 10,\d{3}", n) for n in names), names
+    page.close()
+
+
+
+# what covers the element the view was brought to (``sel``: the focus, the selection, the group
+# gone to) or leaves it out of the stage: "" when it is in the clear
+COVERED = """(sel) => {
+  const g = document.querySelector('#g');
+  const R = (e) => { if (!e) return null; const r = e.getBoundingClientRect(); return r.width && r.height && getComputedStyle(e).display !== 'none' ? r : null; };
+  let t = g.querySelector('.plg-vp ' + sel) || g.querySelector(sel);
+  if (!t) return null;
+  const r = R(t); if (!r) return "hidden";
+  const stage = R(g.querySelector('.plg-stage'));
+  const out = [];
+  if (r.left < stage.left - 1 || r.right > stage.right + 1 || r.top < stage.top - 1 || r.bottom > stage.bottom + 1) out.push("outside stage");
+  for (const [name, q] of [["overview", ".plg-overview"], ["mini", ".plg-mini"], ["legend", ".plg-legend"], ["crumb", ".plg-crumb"], ["details", ".plg-details"]]) {
+    const o = R(g.querySelector(q)); if (!o) continue;
+    if (r.left < o.right && o.left < r.right && r.top < o.bottom && o.top < r.bottom) out.push("under " + name);
+  }
+  return out.length ? out.join(",") + " " + [r.left, r.top, r.right, r.bottom].map(Math.round).join(" ") : null;
+}"""
+
+
+@pytest.mark.parametrize("size", [(1600, 1000), (1000, 600)])
+def test_the_view_keeps_its_target_clear_of_every_pane(browser, bloat_data, decoder_data, size):
+    """Issue 43: centring clipped the focus (a group gone to lay under the legend; in Jupyter
+    the minimap covered nodes). The first view's focus, each change ``n`` goes to and each
+    group an overview row goes to lie in the stage, clear of the overview, the minimap, the
+    legend, the breadcrumb and the details drawer."""
+    width, height = size
+    for data in (bloat_data, decoder_data):
+        page, g, problems = page_of(browser, data, width=width, height=height)
+        expect(g.root.locator("g.plg-n.plg-focus")).to_have_count(1)
+        assert page.evaluate(COVERED, ".plg-focus") is None
+        g.root.locator(".plg-stage").click(position={"x": 4, "y": height // 2})
+        for k in range(5):  # the changes, the drawer open beside them
+            page.keyboard.press("n")
+            expect(g.root.locator("g.plg-n.plg-sel")).to_have_count(1)
+            g.settle()
+            assert page.evaluate(COVERED, ".plg-sel") is None, f"change {k}"
+        g.root.locator(".plg-details .plg-close").first.click()
+        if g.root.get_attribute("data-overview") != "open":
+            g.press("o")
+        rows = g.root.locator(".plg-ov-row")
+        for k in range(1, min(rows.count(), 12), 2):  # groups of every size
+            rows.nth(k).click()
+            expect(g.root.locator(".plg-vp .plg-located")).to_have_count(1)
+            g.settle()
+            assert page.evaluate(COVERED, ".plg-located") is None, rows.nth(k).get_attribute("data-group")
+        assert problems == []
+        page.close()

@@ -35,7 +35,7 @@ PasslensGraphParts.part({
     stage.addEventListener("wheel", (e) => {
       e.preventDefault();
       const r = stage.getBoundingClientRect(), mx = e.clientX - r.left, my = e.clientY - r.top, v = st.view;
-      const k = Math.min(3, Math.max(0.02, v.k * Math.exp(-e.deltaY * 0.0015)));
+      const k = Math.min(3, Math.max(Math.min(0.02, v.k), v.k * Math.exp(-e.deltaY * 0.0015))); // (a group fitted below 0.02 stays reachable)
       setView({ x: mx - (mx - v.x) * (k / v.k), y: my - (my - v.y) * (k / v.k), k });
     }, { passive: false });
     stage.addEventListener("mousedown", (e) => { if (e.target === mini) return; drag = { x: e.clientX - st.view.x, y: e.clientY - st.view.y, moved: false }; });

@@ -99,22 +99,25 @@ PasslensGraphParts.part({
       const r = h("div", "plg-ov-row" + (grp.k === "segment" ? " plg-ov-seg" : grp.k === "function" ? " plg-ov-fn" : ""), list);
       r.dataset.gi = g; r.dataset.group = grp.id;
       r.setAttribute("role", "treeitem");
-      r.style.paddingLeft = 4 + depth * 12 + "px";
+      r.style.paddingLeft = 4 + depth * 10 + "px";
       const caret = h("span", "plg-ov-caret", r, kids ? (open ? "▾" : "▸") : "");
       if (kids) { caret.dataset.toggle = g; caret.title = (open ? "hide" : "show") + " its " + kids + " groups"; r.setAttribute("aria-expanded", open ? "true" : "false"); }
       h("span", "plg-ov-name", r, grp.label || grp.id);
-      h("span", "plg-ov-n", r, String(grp.n || 0));
-      const bytes = h("span", "plg-ov-b", r, grp.b ? fmtBytes(grp.b) : "");
+      // the numbers together, never cut: beside the name where they fit, else under it
+      const nums = h("span", "plg-ov-nums", r);
+      const live = h("span", "plg-ov-n", nums, String(grp.n || 0));
+      live.title = (grp.n || 0) + " live nodes" + (grp.ch && grp.ch.removed ? " (" + grp.ch.removed + " removed, drawn as ghosts)" : "");
+      const bytes = h("span", "plg-ov-b", nums, grp.b ? fmtBytes(grp.b) : "");
       if (grp.db && !plain()) { // what changed is what matters here: the whole is in the tooltip
         bytes.classList.add("plg-ov-db"); bytes.textContent = signedBytes(grp.db);
         bytes.title = fmtBytes(grp.b || 0) + " of parameters, " + signedBytes(grp.db) + " against the step before";
       }
       for (const mk of marksOf(grp)) {
-        const s = h("span", "plg-ov-mark " + mk.cls, r, mk.text);
+        const s = h("span", "plg-ov-mark " + mk.cls, nums, mk.text);
         s.title = mk.title;
         if (mk.node !== undefined) s.dataset.node = mk.node;
       }
-      r.title = (grp.id || "") + (grp.ops ? "\n" + grp.ops : "") + "\n" + (grp.n || 0) + " nodes" + (grp.b ? ", " + fmtBytes(grp.b) + " of parameters" : "") + "\nclick: go there";
+      r.title = (grp.id || "") + (grp.ops ? "\n" + grp.ops : "") + "\n" + (grp.n || 0) + " live nodes" + (grp.ch && grp.ch.removed ? " (" + grp.ch.removed + " removed)" : "") + (grp.b ? ", " + fmtBytes(grp.b) + " of parameters" : "") + "\nclick: go there";
       rowsOf.set(g, r);
       return r;
     }

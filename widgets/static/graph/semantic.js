@@ -14,6 +14,7 @@ const ROW = 16;           // a block this high (px) holds a line of text
 const TWO = 34;           // ... and this high, two
 const WIDEST = 440;       // px: a block is widened to its label's width up to this
 const MAX_BLOCKS = 400;   // blocks drawn at most (the cut stops descending past this)
+const SEG = /^(nodes|groups|nodes & groups) (\d+)–(\d+)( of [\d,]+)$/; // a segment's label: what, from, to, of how many
 
 PasslensGraphParts.part({
   name: "semantic",
@@ -139,9 +140,9 @@ PasslensGraphParts.part({
         return up && !/\d/.test(l) && up.k !== "segment" && grp.k === "module" ? (up.label || up.id) + "." + l : l;
       };
       let name = gs.length === 1 ? label(first) : label(first) + " – " + label(last);
-      const a = /^(items )(\d+)–\d+$/.exec(first.label || ""), z = /^items \d+–(\d+)$/.exec(last.label || "");
-      if (gs.length > 1 && a && z) name = a[1] + a[2] + "–" + z[1]; // segments: "items 1–334"
-      if (first.k === "segment") { // "0.blocks · items 1–40": the module they are a run of
+      const a = SEG.exec(first.label || ""), z = SEG.exec(last.label || "");
+      if (gs.length > 1 && a && z) name = (a[1] === z[1] ? a[1] : "nodes & groups") + " " + a[2] + "–" + z[3] + a[4]; // segments: "nodes 1–334 of 10,000"
+      if (first.k === "segment") { // "0.blocks · nodes 1–40 of 200": the module they are a run of
         let up = first.p;
         while (up > 0 && m.p.groups[up].k === "segment") up = m.p.groups[up].p;
         if (up > 0) name = (m.p.groups[up].label || m.p.groups[up].id) + " · " + name;
@@ -155,7 +156,7 @@ PasslensGraphParts.part({
         if (grp.ch) { for (const k in grp.ch) ch[k] = (ch[k] || 0) + grp.ch[k]; if (ci === undefined) ci = grp.ci; }
       }
       const nch = Object.entries(ch).reduce((a, [k, x]) => a + (k === "moved" ? 0 : x), 0);
-      const count = n + (n === 1 ? " node" : " nodes") + (gs.length > 1 ? " in " + gs.length + " groups" : "");
+      const count = n + (ch.removed ? " live" : "") + (n === 1 ? " node" : " nodes") + (gs.length > 1 ? " in " + gs.length + " groups" : "");
       const marks = [];
       if (nch) marks.push({ cls: ch.failed ? "plg-sem-fail" : "plg-sem-ch", text: "~" + nch + (nch === 1 ? " change" : " changes"), node: ci });
       if (ch.moved) marks.push({ cls: "plg-sem-mv", text: "→" + ch.moved + " moved" });

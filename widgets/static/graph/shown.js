@@ -37,7 +37,8 @@ PasslensGraphParts.part({
     }
     function groupLines(m, g) {
       const c = m.p.groups[g], lines = [];
-      lines.push(c.ops ? cut(c.ops, MAXLABEL) : (c.n || 0) + " nodes");
+      // "live": a run whose nodes were all removed holds 0 of them, and its ghosts
+      lines.push(c.ops ? cut(c.ops, MAXLABEL) : (c.n || 0) + (!plain() && c.ch && c.ch.removed ? " live nodes" : " nodes"));
       if (c.b || c.db) lines.push("params " + fmtBytes(c.b || 0) + (c.db ? " (" + signedBytes(c.db) + ")" : ""));
       let marks = "";
       if (!plain() && c.ch) marks = [["added", "+"], ["changed", "~"], ["moved", "→"], ["removed", "−"], ["failed", "!"]].filter(([k]) => c.ch[k]).map(([k, s]) => s + c.ch[k] + " " + k).join("  ");
