@@ -3,7 +3,7 @@ against torch eager, as a ratio to one warm torch eager forward in the same run;
 interpreter forward pass of the imported module with each kernel set (torch's, numpy's) and a
 naive re-run of every step (no value reuse).
 
-    .venv/bin/python bench/check_speed.py [--repeat 3] [--no-error-map]
+    .venv/bin/python bench/check_speed.py [--repeat 3] [--no-error-map] [--threads N]
 
 Goal (issue 44): the check costs at most 2x one warm eager forward. The check is timed
 ``--repeat`` times (each a whole check: the reference, every step, the findings), eager the
@@ -46,6 +46,13 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="checks to time (default 3)")
     ap.add_argument("--no-error-map", action="store_true", help="skip the error map's cost")
     ap.add_argument("--no-naive", action="store_true", help="skip the naive re-run")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch threads for eager and the check alike (default: torch's own); on a busy "
+        "machine two threads wait for each other, and one thread says more about the code",
+    )
     args = ap.parse_args()
     print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
     print(
@@ -54,6 +61,8 @@ def main() -> int:
     )
     import torch
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     import explorer
     from compiler.interpret import evaluate, run
     from tests.compiler.frontend.torch_zoo import ConvNeXt

@@ -497,6 +497,8 @@ def _linear(values, attrs):
     if _native(x, w) and out == x.dtype:
         # as its decomposition: the product rounded, then the bias added (in the result dtype)
         y = _TORCH.matmul(x, w.T)
+        if bias is not None and y.shape == _TORCH.broadcast_shapes(y.shape, bias.shape):
+            return array(y.add_(bias.to(out)))  # in place: the same bits, one pass less
         return array(y if bias is None else _TORCH.add(y, bias.to(out)))
     y = _TORCH.matmul(_up(x), _up(w).T)
     return _out(y if bias is None else y + _up(bias), out)
