@@ -221,6 +221,7 @@ class MemoHooks(CallMemo):
         the parts decompose-ops makes later are found there. Only for ops whose reference
         rounds exactly like their decomposition (tested bitwise), and kept only when it has
         no NaN (where attention's value and its decomposition's differ)."""
+        self._root = None
         root = decompose(node)
         if root is None:
             return None
