@@ -2,7 +2,7 @@
 intermediate 8192, vocab 128256, tied embeddings; 1.24B parameters, random weights), batch 1,
 sequence 16, beside TVM 0.27 on the same model, in one run.
 
-    .venv/bin/python bench/real_size.py [--layers 16] [--vocab 128256] [--hidden 2048]
+    .venv/bin/python bench/real_size.py [--layers 16] [--vocab 128256] [--hidden 2048] [--threads N]
 
 passlens: ``explore`` (torch.export + import + the default pipeline, recorded), ``check``
 (against torch eager), ``to_html``, ``save``; one warm torch eager forward; the check's verdict;
@@ -110,11 +110,13 @@ def tvm_side(layers: int, vocab: int, hidden: int) -> dict:
     }
 
 
-def passlens_side(layers: int, vocab: int, hidden: int) -> dict:
+def passlens_side(layers: int, vocab: int, hidden: int, threads: int = 0) -> dict:
     import torch
 
     import explorer
 
+    if threads:
+        torch.set_num_threads(threads)
     model, ids, nbytes, init = build_model(layers, vocab, hidden=hidden)
     with torch.no_grad():
         model(ids)  # warm up
@@ -141,15 +143,18 @@ def passlens_side(layers: int, vocab: int, hidden: int) -> dict:
     trace = explorer.explore(model, (ids,))
     out["explore"] = time.perf_counter() - start
     out["rss_explore"] = _peak_rss()
+    out["eager_cpu"] = float("inf")
     with torch.no_grad():  # eager again just before the check: the load moves in between
         for _ in range(3):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             model(ids)
             out["eager"] = min(out["eager"], time.perf_counter() - start)
+            out["eager_cpu"] = min(out["eager_cpu"], time.process_time() - cpu)
     out["load_check"] = os.getloadavg()[0]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     report = trace.check((ids,), progress=False)
     out["check"] = time.perf_counter() - start
+    out["check_cpu"] = time.process_time() - cpu
     out["rss_check"] = _peak_rss()
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
@@ -180,11 +185,15 @@ def main() -> int:
     )
     ap.add_argument("--side", choices=("both", "passlens", "tvm"), default="both")
     ap.add_argument("--json", action="store_true", help="print one side's figures as JSON")
+    ap.add_argument(
+        "--threads", type=int, default=0, help="torch threads on passlens's side (default: torch's)"
+    )
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     if args.json:  # a subprocess: one side, its figures as JSON on the last line
         side = tvm_side if args.side == "tvm" else passlens_side
-        print(json.dumps(side(args.layers, args.vocab, args.hidden)))
+        extra = {"threads": args.threads} if side is passlens_side else {}
+        print(json.dumps(side(args.layers, args.vocab, args.hidden, **extra)))
         return 0
 
     print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
@@ -197,7 +206,7 @@ def main() -> int:
     def run(side: str) -> dict:
         cmd = [sys.executable, os.path.abspath(__file__), "--json", "--side", side]
         cmd += ["--layers", str(args.layers), "--vocab", str(args.vocab)]
-        cmd += ["--hidden", str(args.hidden)]
+        cmd += ["--hidden", str(args.hidden), "--threads", str(args.threads)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"{side} failed:\n{done.stderr[-3000:]}")
@@ -225,6 +234,10 @@ def main() -> int:
             f"  check    {p['check']:7.2f} s   = {p['check'] / p['eager']:.2f}x one eager forward "
             f"(goal <= 2x), {p['check'] / p['eager1']:.2f}x one on 1 thread   "
             f"peak RSS {p['rss_check'] / w:.2f}x (load {p['load_check']:.1f})"
+        )
+        print(
+            f"           in CPU time (all threads): check {p['check_cpu']:.2f} s / eager "
+            f"{p['eager_cpu']:.3f} s = {p['check_cpu'] / p['eager_cpu']:.2f}x"
         )
         print(f"  to_html  {p['to_html']:7.1f} s")
         print(f"  save     {p['save']:7.1f} s   ({p['saved_bytes'] / w:.3f}x the weights on disk)")

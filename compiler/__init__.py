@@ -14,7 +14,9 @@ _INTERPRETER = (
     "compute_op",
     "default_kernels",
     "evaluate",
+    "kernels_in_use",
     "matmul_float64",
+    "rounds_otherwise",
     "warm_up_kernels",
 )
 

@@ -115,6 +115,23 @@ def _op_value(op: str, values: list, attrs, kernels: str) -> tuple[Any, str]:
     return get_op(op).compute(values, attrs), "numpy"
 
 
+def kernels_in_use() -> str:
+    """The kernel set of the evaluation running (``evaluate(..., kernels=)``; nested
+    evaluations and a memo's hooks run inside one), else :func:`default_kernels`."""
+    return _kernel_set(None)
+
+
+def rounds_otherwise(op: str, kernels: str | None = None) -> bool:
+    """Whether ``op``'s kernel in ``kernels`` (default: :func:`kernels_in_use`) may not round
+    exactly as its decomposition although its numpy reference does
+    (``compiler.passes.rounds_as_decomposed``): torch's fused attention."""
+    if _kernel_set(kernels) != "torch":
+        return False
+    from compiler.torch_kernels import ROUNDS_OTHERWISE
+
+    return op in ROUNDS_OTHERWISE
+
+
 def compute_op(op: str, values: list, attrs, kernels: str | None = None) -> Any:
     """The value of op ``op`` on ``values`` (arrays) with ``attrs`` (normalised), as the
     interpreter computes a call: with ``kernels`` (default: those of the evaluation running,
@@ -820,6 +837,8 @@ __all__ = [
     "bind_inputs",
     "compute_op",
     "default_kernels",
+    "kernels_in_use",
+    "rounds_otherwise",
     "warm_up_kernels",
     "KERNEL_SETS",
     "CallMemo",

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler import CallMemo, compute_op
+from compiler import CallMemo, compute_op, rounds_otherwise
 from compiler.ir import Call, Constant, Expr, TensorType
 from compiler.passes import SIDE_EFFECT_OPS, decompose, rounds_as_decomposed
 
@@ -160,6 +160,7 @@ class MemoHooks(CallMemo):
     def __init__(self, memo: Memo):
         self.memo = memo
         self._parts: list | None = None  # the keys a decomposition being computed used
+        self._root: tuple | None = None  # the last decomposition's last part and its operands
 
     def _operands(self, node: Call, args: list) -> list | None:
         if node.op in SIDE_EFFECT_OPS or not all(isinstance(a, np.ndarray) for a in args):
@@ -186,17 +187,41 @@ class MemoHooks(CallMemo):
                 parts, self._parts = tuple(self._parts), outer
             if isinstance(value, np.ndarray) and value.dtype.kind == "f" and np.isnan(value).any():
                 value = None  # the op and its decomposition may differ there: compute the op
+            if value is not None and rounds_otherwise(node.op):
+                value = self._own(node, args, value)
             if value is not None:
                 key = self.memo.put(node, ops, value, parts)
                 if self._parts is not None:
                     self._parts.append(key)
         return value
 
+    def _own(self, node: Call, args: list, parts_value: np.ndarray) -> np.ndarray:
+        """The value of an op whose kernel rounds otherwise than its decomposition (torch's
+        fused attention), computed after its parts (``parts_value``: the last part's): the
+        op's value is its kernel's; when the two agree to rounding (``agree``) the last
+        part's memo entry takes the kernel's value too, so the nodes decompose-ops writes
+        get the values this step had (and eager's bits), and everything after them is
+        reused. When they do not agree the decomposition is not what the op computes: its
+        nodes then keep their own values and are judged on them."""
+        own = compute_op(node.op, args, node.attrs)
+        if not isinstance(own, np.ndarray) or own.dtype != parts_value.dtype:
+            return parts_value
+        if own.tobytes() == parts_value.tobytes():
+            return parts_value
+        if agree(own, parts_value, args[2]):
+            root = self._root
+            if root is not None:
+                entry = self.memo.entries.get(self.memo.key(root[0], self.memo.operands(*root)))
+                if entry is not None and entry[1] is parts_value:
+                    entry[1] = own
+        return own
+
     def _decomposed(self, node: Call, args: list) -> Any:
         """The value of ``node`` computed as its decomposition, each part through the memo, so
         the parts decompose-ops makes later are found there. Only for ops whose reference
         rounds exactly like their decomposition (tested bitwise), and kept only when it has
         no NaN (where attention's value and its decomposition's differ)."""
+        self._root = None
         root = decompose(node)
         if root is None:
             return None
@@ -216,7 +241,10 @@ class MemoHooks(CallMemo):
             known[id(e)] = v
             return v
 
-        return value(root)
+        out = value(root)
+        if isinstance(root, Call):  # the last part and its operands (``_own``)
+            self._root = (root, [known[id(a)] if id(a) in known else a.data for a in root.args])
+        return out
 
     def record(self, node: Call, args: list, value: Any) -> Any:
         ops = self._operands(node, args)
@@ -227,6 +255,24 @@ class MemoHooks(CallMemo):
         if self._parts is not None:
             self._parts.append(key)
         return value
+
+
+AGREE_RTOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
+"""How far (relative to the largest value attended to) an op's fused value may be from its
+decomposition's for the two to agree to rounding (``agree``): some hundred float32 rounding
+steps; a decomposition that computes something else (another scale, a mask off by a key) is
+orders of magnitude further."""
+
+
+def agree(own: np.ndarray, parts: np.ndarray, values: np.ndarray) -> bool:
+    """Whether attention's fused value ``own`` and its decomposition's ``parts`` agree to
+    rounding: each within ``AGREE_RTOL`` of the largest of ``values`` (each result is a
+    weighted mean of them), all finite."""
+    rtol = AGREE_RTOL.get(own.dtype)
+    if rtol is None or own.shape != parts.shape or not np.isfinite(parts).all():
+        return False
+    scale = float(np.abs(values).max()) if values.size else 0.0
+    return bool(np.abs(own.astype(np.float64) - parts).max() <= rtol * max(scale, 1e-30))
 
 
 def memo_operands(memo: Memo, node: Call, values: dict, params: dict) -> list | None:

@@ -89,7 +89,9 @@ def test_linear_rounds_exactly_like_its_decomposition(kernels, dtype, x_shape, b
 def test_attention_rounds_exactly_like_its_decomposition(dtype, mask, causal, kernels):
     """The check relies on it (explorer/passlens/memo.py computes attention as its decomposition
     and keeps the value when it has no NaN): equal bit for bit, but where a query row has no
-    key left (the op: zeros, the decomposition: NaN)."""
+    key left (the op: zeros, the decomposition: NaN). kv heads broadcast here, so torch's set
+    computes op by op too (where torch's fused kernel means the op, torch's set runs it and the
+    memo takes its value when it agrees to rounding: test_torch_kernels.py, test_check_memo.py)."""
     import numpy as np
 
     from compiler.interpret import run

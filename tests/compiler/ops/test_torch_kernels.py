@@ -1,8 +1,9 @@
 """The interpreter's two kernel sets (``kernels="torch"`` and ``"numpy"``) agree on every op
 case within the rounding of the result's dtype, and each op with a torch kernel runs it (but
 where the kernel leaves a case to numpy, listed here with why); arrays reach torch without a
-copy; ``import compiler`` neither needs nor imports torch. (That linear and attention round as
-their decompositions with either set: test_all_ops.py.)"""
+copy; ``import compiler`` neither needs nor imports torch. (That linear rounds as its
+decomposition with either set, and attention computed op by op too: test_all_ops.py; where
+torch's fused attention means the op, torch's set runs it, as eager does: below.)"""
 
 from __future__ import annotations
 
@@ -299,3 +300,55 @@ print(compiler.warm_up_kernels("torch"))
 
     with pytest.raises(InterpretError, match="kernels must be 'torch' or 'numpy'"):
         warm_up_kernels("cuda")
+
+
+@pytest.mark.parametrize("mask", [None, "bool", "float"])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_attention_is_torchs_fused_kernel_where_it_means_the_op(mask, causal, dtype):
+    """torch's set computes attention as eager does, by F.scaled_dot_product_attention (an
+    imported model's attention has eager's bits); within rounding of numpy's, which is op by
+    op. A query row with no key left (zeros by the op) and kv heads that broadcast are
+    computed op by op."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    shapes = {"q": (2, 4, 6, 8), "k": (2, 4, 7, 8), "v": (2, 4, 7, 5)}
+    args = [Var(n, TensorType(s, dtype)) for n, s in shapes.items()]
+    values = [rng.standard_normal(s).astype(dtype) for s in shapes.values()]
+    keep = rng.random((6, 7)) < 0.7
+    keep[:, 0] = True  # every query has a key left
+    if mask is not None:
+        args.append(Var("m", TensorType((6, 7), "bool" if mask == "bool" else dtype)))
+        values.append(keep if mask == "bool" else np.where(keep, 0.0, -np.inf).astype(dtype))
+    fn = Function.from_output(args, call("scaled_dot_product_attention", *args, is_causal=causal))
+    got = evaluate(fn, values, kernels="torch")
+    assert got.by_kernel == {"torch": {"scaled_dot_product_attention": 1}}
+    q, k, v = (torch.from_numpy(a) for a in values[:3])
+    m = torch.from_numpy(values[3]) if mask is not None else None
+    if causal and m is not None:  # the op's causal part and its mask, as one mask
+        tril = torch.ones(6, 7, dtype=torch.bool).tril()
+        m = m & tril if mask == "bool" else m.masked_fill(~tril, -np.inf)
+    eager = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=m, is_causal=causal and m is None
+    )
+    assert got.outputs[0].tobytes() == eager.numpy().tobytes()
+    reference = run(fn, *values, kernels="numpy")[0]
+    np.testing.assert_allclose(got.outputs[0], reference, rtol=1e-5, atol=1e-6)
+    if mask is not None:  # query 2 loses its keys: zeros, op by op
+        dead = [a.copy() for a in values]
+        dead[3][2] = False if mask == "bool" else -np.inf
+        out = run(fn, *dead, kernels="torch")[0]
+        assert np.all(out[:, :, 2] == 0) and np.isfinite(out).all()
+        np.testing.assert_allclose(out, run(fn, *dead, kernels="numpy")[0], rtol=1e-5, atol=1e-6)
+    heads = [values[0], values[1][:, :1], values[2][:, :1], *values[3:]]  # kv heads broadcast
+    bargs = [args[0], *(Var(a.name, TensorType((2, 1, *a.ty.shape[2:]), dtype)) for a in args[1:3])]
+    bfn = Function.from_output(
+        [*bargs, *args[3:]],
+        call("scaled_dot_product_attention", *bargs, *args[3:], is_causal=causal),
+    )
+    np.testing.assert_allclose(
+        run(bfn, *heads, kernels="torch")[0],
+        run(bfn, *heads, kernels="numpy")[0],
+        rtol=1e-5,
+        atol=1e-6,
+    )

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import pytest
 
 import explorer
 from compiler.interpret import ValueCache, evaluate
-from compiler.ir import Call, parse
+from compiler.ir import Call, Constant, parse
 from compiler.passes import Pass, register_pass
 from compiler.passes.infra.rewrite import rewrite_module
 from explorer.passlens.memo import Memo, MemoHooks
@@ -67,3 +68,87 @@ def test_a_pass_changing_an_attribute_only_is_caught_at_its_step():
     assert [f.kind for f in report.findings] == ["diverged"]
     assert report.first_failure.step.name == "test-memo-narrow-clip"
     assert report.first_failure.details["max_abs"] > 0.1
+
+
+# ----- attention by torch's fused kernel -------------------------------------------------------
+
+
+def _attention_model():
+    torch = pytest.importorskip("torch")
+
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = torch.nn.Linear(32, 96)
+            self.out = torch.nn.Linear(32, 32)
+
+        def forward(self, x):
+            b, n, _ = x.shape
+            q, k, v = self.qkv(x).reshape(b, n, 3, 4, 8).permute(2, 0, 3, 1, 4)
+            y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.out(y.transpose(1, 2).reshape(b, n, 32))
+
+    torch.manual_seed(0)
+    return Attention().eval(), torch.randn(2, 6, 32)
+
+
+@register_pass
+@dataclass(frozen=True)
+class _WrongScale(Pass):
+    """A wrong pass: every product with a 0-d constant (attention's scale, once decomposed)
+    takes 1.05 times that constant."""
+
+    name: ClassVar[str] = "test-memo-wrong-scale"
+
+    def transform(self, module, ctx):
+        def rule(node):
+            if isinstance(node, Call) and node.op == "multiply":
+                c = node.args[1]
+                if isinstance(c, Constant) and c.data.ndim == 0:
+                    scaled = Constant((c.data * np.float32(1.05)).astype(c.data.dtype))
+                    return Call("multiply", [node.args[0], scaled], node.attrs)
+            return None
+
+        return rewrite_module(module, lambda name, fn: rule, self.name)
+
+
+def test_fused_attention_has_eagers_bits_and_its_decomposition_reuses_them(monkeypatch):
+    """torch's set computes attention by torch's fused kernel, so the import has eager's very
+    bits; decompose-ops' parts get the values they compute and their last part the fused value
+    (the two agree to rounding), so nothing after it is computed again. Where the two do not
+    agree (here: agreement refused), decompose-ops' nodes are computed and judged on their own
+    values."""
+    import torch
+
+    from explorer.passlens import memo as memo_module
+
+    model, x = _attention_model()
+    trace = explorer.explore(model, (x,), pipeline="decompose-ops")  # attention included
+    assert "softmax" in str(trace.steps[-1].module)
+    with torch.no_grad():
+        eager = model(x).numpy()
+    imported = evaluate(trace.imported.module, [x.numpy()], kernels="torch")
+    assert imported.by_kernel["torch"]["scaled_dot_product_attention"] == 1
+    assert imported.outputs[0].tobytes() == eager.tobytes()
+
+    def decompose_ops(report):
+        return next(c for c in report.steps if c.step.name == "decompose-ops")
+
+    report = trace.check((x,), progress=False)
+    assert report.ok and all(c.rule == "tolerance" for c in report.steps)
+    assert all(c.max_abs == 0.0 for c in report.steps if c.max_abs is not None)  # eager's bits
+    reused = decompose_ops(report)
+    assert reused.step.changed and reused.reused > 0
+    monkeypatch.setattr(memo_module, "agree", lambda *a: False)
+    refused = trace.check((x,), progress=False)
+    own = decompose_ops(refused)
+    assert refused.ok and own.computed > reused.computed  # attention's last part, and after it
+    assert 0 < own.max_abs < 1e-5  # op by op: float32 rounding away from eager
+
+
+def test_a_wrong_attention_scale_after_decompose_ops_is_caught():
+    model, x = _attention_model()
+    trace = explorer.explore(model, (x,), pipeline=["decompose-ops", _WrongScale()])
+    report = trace.check((x,), progress=False)
+    assert [f.kind for f in report.findings] == ["diverged"]
+    assert report.first_failure.step.name == "test-memo-wrong-scale"
