@@ -550,7 +550,7 @@ def _report_figures(label: str, trace, tmp: Path, goal: float) -> None:
     path = tmp / "report.html"
     c0 = time.process_time()
     t0 = time.perf_counter()
-    size = trace.to_html(path, progress=False)
+    size = trace.to_html(path, progress=False).stat().st_size
     took = time.perf_counter() - t0
     cpu = time.process_time() - c0
     graphs = sum(1 for s in trace.steps if s.status != "unchanged")
