@@ -114,12 +114,21 @@ class StepCheck:
     def same_module(self) -> str | None:
         """Which step's module this one shows, in words (None when it has its own): ``same
         module as #8`` for a step that changed nothing, ``same module as its last pass #9`` for
-        a composite step (a pipeline's row), which shows the module its last sub-pass made."""
+        a composite step (a pipeline's row), which shows the module its last sub-pass made (``same
+        module as #25, the last of its passes to change it`` when the passes after #25 changed
+        nothing)."""
         if self.same_as is None:
             return None
-        if self.same_as > self.step.index:  # only a composite row shows a later step's module
+        if self.same_as <= self.step.index:
+            return f"same module as #{self.same_as}"
+        # only a composite row shows a later step's module: its last pass's, which is the
+        # module of the last of its passes that changed it (the ones after share it)
+        last, steps = self.step, getattr(self.step.trace, "steps", None)
+        while steps is not None and last.children and last.children[-1] < len(steps):
+            last = steps[last.children[-1]]
+        if last.index == self.same_as:
             return f"same module as its last pass #{self.same_as}"
-        return f"same module as #{self.same_as}"
+        return f"same module as #{self.same_as}, the last of its passes to change it"
 
 
 class Report:

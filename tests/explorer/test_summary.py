@@ -170,7 +170,7 @@ def test_a_composite_row_names_its_last_pass_as_the_module_it_shows():
     assert composite.same_as <= last or trace[composite.same_as].parent is not None
     text = str(report)
     line = next(x for x in text.splitlines() if f"  {composite.step.name}  " in x)
-    assert f"same module as its last pass #{composite.same_as}" in line
+    assert f"same module as its last pass #{composite.same_as}" in line  # #9 fuse-ops: the last
     # a step that changed nothing shows an earlier step's module, said as before
     for c in report.steps:
         if c.same_as is not None and not c.step.children:
