@@ -226,6 +226,8 @@ def nav_html(pages: list[tuple[str, str]], current: str | None) -> str:
     if k is not None and k > 0:
         s, t = pages[k - 1]
         links.append(f"<a rel='prev' href='{esc(s)}.html'>← {esc(t)}</a>")
+    if k is None and pages:  # the bugs page or the glossary: where the pages start
+        links.append(f"<a href='{esc(pages[0][0])}.html'>start: {esc(pages[0][1])}</a>")
     links.append(f"<a href='{BUGS_PAGE}'>the bugs (docs/bugs.md)</a>")
     links.append(f"<a href='{GLOSSARY_PAGE}'>glossary</a>")
     if k is not None and k + 1 < len(pages):

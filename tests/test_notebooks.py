@@ -618,3 +618,4 @@ def test_the_bugs_page_links_every_notebooks_page():
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         assert f"href='{path.stem}.html'" in page, path.stem
     assert "href='glossary.html'" in page
+    assert page.count("href='00_tour.html'") >= 2  # the list, and the nav's start
