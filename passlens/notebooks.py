@@ -30,8 +30,21 @@ import re
 import sys
 import tempfile
 import time
+from html import escape as html_escape
 from html import unescape as html_unescape
 from pathlib import Path
+
+from passlens.pages import (
+    BUGS_PAGE,
+    FRAME_STYLE,
+    GLOSSARY_PAGE,
+    PAGE_STYLE,
+    all_pages,
+    framed,
+    glossary_html,
+    glossary_links,
+    nav_html,
+)
 
 HIDE_TAG = "hide"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -39,7 +52,6 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 ROOT = NOTEBOOKS.parent
 BUGS = ROOT / "docs" / "bugs.md"
-BUGS_PAGE = "bugs.html"  # docs/bugs.md, published beside the notebooks' pages
 _PROGRESS_MODELS = {"IntProgressModel", "FloatProgressModel"}
 
 
@@ -151,12 +163,16 @@ def _scrub_output(output, pairs) -> None:
             data[kind] = _without_machine_paths(data[kind], pairs)
 
 
-def static_copy(nb, folder: Path | None = None, page_dir: Path | None = None):
+def static_copy(
+    nb, folder: Path | None = None, page_dir: Path | None = None, glossary: bool = False
+):
     """A copy of an executed notebook for a static page: widget outputs and the widget state
     left out (the cells tagged ``hide`` are left out by the exporter), the shown code cells
     numbered 1, 2, 3 ..., this machine's paths written relative; with ``folder`` (the
-    notebook's) and ``page_dir`` (the page's), relative links relinked for the page."""
+    notebook's) and ``page_dir`` (the page's), relative links relinked for the page; with
+    ``glossary``, the first use of each glossary term in the prose linked to its entry."""
     nb = copy.deepcopy(nb)
+    seen: set[str] = set()
     nb.metadata.pop("widgets", None)
     pairs = _machine_paths()
     shown = 0
@@ -173,8 +189,11 @@ def static_copy(nb, folder: Path | None = None, page_dir: Path | None = None):
                 for o in cell.outputs:
                     if o.get("output_type") == "execute_result":
                         o["execution_count"] = shown
-        elif cell.cell_type == "markdown" and folder is not None and page_dir is not None:
-            cell.source = _relink(cell.source, folder, page_dir)
+        elif cell.cell_type == "markdown":
+            if folder is not None and page_dir is not None:
+                cell.source = _relink(cell.source, folder, page_dir)
+            if glossary and HIDE_TAG not in cell.get("metadata", {}).get("tags", []):
+                cell.source = glossary_links(cell.source, seen)
     return nb
 
 
@@ -193,11 +212,21 @@ def without_network_scripts(page: str) -> str:
     return _NETWORK_SCRIPT.sub("", page)
 
 
-def to_html(nb, images: Path = NOTEBOOKS, page_dir: Path | None = None) -> str:
+def to_html(
+    nb,
+    images: Path = NOTEBOOKS,
+    page_dir: Path | None = None,
+    name: str | None = None,
+    pages: list[tuple[str, str]] | None = None,
+) -> str:
     """An executed notebook as one static HTML page (nbconvert's lab template): cells tagged
     ``hide`` left out, widget outputs left out, markdown images read from ``images`` (the
     notebooks' folder) and embedded; with ``page_dir`` (where the page goes), relative links
-    relinked from there (a sibling notebook to its page)."""
+    relinked from there (a sibling notebook to its page). With ``name`` (the notebook's stem)
+    it is a published page: links to the previous and next of ``pages`` ((stem, title) in
+    reading order; default every notebook's), the bugs page and the glossary at its top and
+    bottom, a header (what you will learn, prerequisites, the versions it was built with), and
+    each glossary term linked at its first use."""
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
 
@@ -206,8 +235,11 @@ def to_html(nb, images: Path = NOTEBOOKS, page_dir: Path | None = None) -> str:
         TagRemovePreprocessor(remove_cell_tags={HIDE_TAG}, enabled=True), enabled=True
     )
     body, _ = exporter.from_notebook_node(
-        static_copy(nb, images, page_dir), resources={"metadata": {"path": str(images)}}
+        static_copy(nb, images, page_dir, glossary=name is not None),
+        resources={"metadata": {"path": str(images)}},
     )
+    if name is not None:
+        body = framed(body, name, pages if pages is not None else all_pages())
     return without_network_scripts(body)
 
 
@@ -217,9 +249,10 @@ def _slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", html_unescape(text).strip().lower()).replace(" ", "-")
 
 
-def bugs_html(path: Path = BUGS) -> str:
+def bugs_html(path: Path = BUGS, pages: list[tuple[str, str]] | None = None) -> str:
     """docs/bugs.md as one static HTML page (no script), each heading with the anchor the
-    notebooks link to; links to the notebooks point to their pages beside it."""
+    notebooks link to; links to the notebooks point to their pages beside it, and it ends with
+    a link to every page (``pages``: (stem, title); default every notebook's)."""
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
     text = path.read_text(encoding="utf-8")
@@ -233,15 +266,16 @@ def bugs_html(path: Path = BUGS) -> str:
     body = re.sub(r'href="(?:\.\./)?notebooks/([\w-]+)\.ipynb', r'href="\1.html', body)
     title = re.search(r"<h1[^>]*>(.*?)</h1>", body, re.DOTALL)
     name = re.sub(r"<[^>]+>", "", title.group(1)) if title else "docs/bugs.md"
-    style = (
-        "body{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}"
-        "code,pre{font-family:ui-monospace,monospace;font-size:90%}"
-        "pre{background:#f6f8fa;padding:.75rem;overflow:auto}"
-        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.25rem .5rem}"
+    pages = pages if pages is not None else all_pages()
+    items = "".join(
+        f"<li><a href='{html_escape(s)}.html'>{html_escape(t or s)}</a></li>" for s, t in pages
     )
+    listing = f"<h2 id='the-notebooks-pages'>The notebooks' pages</h2><ul>{items}</ul>"
+    nav = nav_html(pages, None)
     return (
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{name}</title>"
-        f"<style>{style}</style></head><body>\n{body}\n</body></html>\n"
+        f"<style>{PAGE_STYLE}</style>{FRAME_STYLE}</head><body>\n{nav}{body}\n{listing}"
+        f"{nav}\n</body></html>\n"
     )
 
 
@@ -257,9 +291,13 @@ def publish(paths: list[Path], out: Path) -> int:
         print(f"notebooks-html: {problem}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
+    pages = all_pages()
     bugs = out / BUGS_PAGE
-    bugs.write_text(bugs_html(), encoding="utf-8")
+    bugs.write_text(bugs_html(pages=pages), encoding="utf-8")
     print(f"{bugs} (docs/bugs.md, which the notebooks link)", flush=True)
+    glossary = out / GLOSSARY_PAGE
+    glossary.write_text(glossary_html(pages), encoding="utf-8")
+    print(f"{glossary} (the terms the pages link at their first use)", flush=True)
     failed = 0
     for path in paths:
         start = time.perf_counter()
@@ -271,7 +309,8 @@ def publish(paths: list[Path], out: Path) -> int:
             print(f"{path.name}: FAILED\n{failure}", file=sys.stderr)
             continue
         target = out / (path.stem + ".html")
-        target.write_text(to_html(nb, images=path.parent, page_dir=out), encoding="utf-8")
+        page = to_html(nb, images=path.parent, page_dir=out, name=path.stem, pages=pages)
+        target.write_text(page, encoding="utf-8")
         seconds = time.perf_counter() - start
         print(f"{target} ({target.stat().st_size / 1e6:.1f} MB, {seconds:.0f} s)", flush=True)
     return 1 if failed else 0

@@ -440,3 +440,182 @@ def test_a_broken_detector_fails_the_notebook(name, tmp_path):
     failure = _execute(nb, tmp_path)
     assert failure is not None, f"{name} passed with its detector broken"
     assert "failed: AssertionError" in failure and failing_cell in failure, failure
+
+
+# ===== the stories as the upstream reports tell them (issue 45) ==================================
+
+
+def _prose(name: str) -> str:
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    return " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+
+
+def _outputs(nb) -> str:
+    out = []
+    for c in nb.cells:
+        for o in c.get("outputs", []) if c.cell_type == "code" else []:
+            out.append(o.get("text", "") or o.get("data", {}).get("text/plain", ""))
+    return "\n".join(out)
+
+
+BUGS_TEXT = " ".join((ROOT / "docs" / "bugs.md").read_text().split())
+
+
+def test_01_and_bugs_md_tell_the_reports_batch_of_2_and_its_units():
+    text = _prose("01_linear_weight_bloat.ipynb")
+    weight = 512 * 128 * 4
+    # the report's repro: a batch of 2, batch dims (2, 56), 112 copies = the reported 29.4 MB
+    assert round(2 * 56 * weight / 1e6, 2) == 29.36
+    for page in (text, BUGS_TEXT):
+        assert "torch.randn(2, 3, 224, 224)" in page and "(2, 56)" in page
+        assert "112" in page and "29.4 MB" in page and "29.36 MB" in page
+        assert "354.4 MB" in page and "338 MiB" in page  # 88,591,464 x 4 B, in both units
+        assert "8.3 GB" in page and "larger than 3GB" in page
+        assert "339 MB of weights" not in page and "a 339 MB model" not in page
+        assert "batch is 1" not in page
+        assert "does not give" not in page  # the report's input is known
+    assert round(88_591_464 * 4 / 1e6, 1) == 354.4 and round(88_591_464 * 4 / 2**20) == 338
+    for name in ("00_tour.ipynb", "06_reduce_and_error_map.ipynb"):
+        assert "339 MB" not in _prose(name) and "3.8 GB engine" not in _prose(name), name
+
+
+def test_04_and_bugs_md_give_the_reports_int32_figures_and_say_0964_is_ours():
+    for page in (_prose("04_lift_transform_params.ipynb"), BUGS_TEXT):
+        assert "Mismatched elements: 16 / 16" in page and "dtype=int32" in page
+        assert "Max absolute difference among violations: 10" in page
+        at = page.index("0.964")
+        assert "our" in page[max(0, at - 80) : at + 80], page[at - 80 : at + 80]
+    assert "with the report's inputs" not in _prose("04_lift_transform_params.ipynb")
+
+
+def test_03_and_bugs_md_say_what_upstream_saw_and_what_the_replica_shows():
+    text = _prose("03_squeeze_dynamic_to_static.ipynb")
+    for page in (text, BUGS_TEXT):
+        assert "type error" in page and "shape mismatch" in page
+    assert "What upstream saw" in text and "What the replica lets you see" in text
+    assert "the result was typed" not in text
+
+
+def test_08_says_modelled_on_and_names_torchs_own_tools_with_the_recorded_bisector():
+    text = _prose("08_torch_compile.ipynb")
+    assert (
+        "*modelled on* #121253" in text
+        and "same kind of mistake as #121253 is installed" not in text
+    )
+    for tool in ('`backend="eager"`', '`"aot_eager"`', "`TORCH_LOGS`", "tlparse",
+                 "TORCHDYNAMO_REPRO_AFTER=aot", "TORCHDYNAMO_REPRO_LEVEL=4",
+                 "torch._inductor.compiler_bisector"):  # fmt: skip
+        assert tool in text, tool
+    answer = "('inductor', 'post_grad_passes', 8, 'post_grad_custom_post_pass')"
+    assert answer in text and "13 compiles, 205 s" in text and "622 MB" in text
+    assert "shown as recorded, not run" in text and "bench/compiler_bisector.py" in text
+    bench = (ROOT / "BENCHMARKS.md").read_text()
+    assert f"compiler bisector: {answer}" in bench and "bench/compiler_bisector.py" in bench
+    assert (ROOT / "bench" / "compiler_bisector.py").is_file()
+    assert "## 7. torch.compile" in (ROOT / "docs" / "bugs.md").read_text()
+
+
+def test_00s_map_says_which_notebooks_follow_a_real_report():
+    text = _prose("00_tour.ipynb")
+    assert "one real bug each" not in text
+    assert "02 is not a bug" in text and "08's bug is a pass written for the notebook" in text
+    for path in sorted(NOTEBOOKS.glob("*.ipynb"))[1:]:
+        assert f"]({path.name})" in text, path.name  # the map lists every notebook
+
+
+def test_06_defines_rel_before_the_first_output_that_prints_it():
+    nb = nbformat.read(NOTEBOOKS / "06_reduce_and_error_map.ipynb", as_version=4)
+    first_map = next(k for k, c in enumerate(nb.cells) if "print(m_strict)" in c.source)
+    before = " ".join(c.source for c in nb.cells[:first_map] if c.cell_type == "markdown")
+    assert "**rel**" in before and "`|x - ref| / (|ref| + atol)`" in before
+
+
+# what the prose says (left), printed by a cell of the executed notebook (right)
+PRINTED = {
+    "00_tour.ipynb": [("same module as its last pass #N", "same module as its last pass #9")],
+    "01_linear_weight_bloat.ipynb": [
+        ("112 copies", "112 copies of `linear.weight`"),
+        ("29.36 MB", "112 copies = 29,360,128 B = 29.36 MB"),
+        ("354.4 MB", "88,591,464 parameters = 354.4 MB = 338 MiB"),
+        ("8.3 GB", "= 8.28 GB"),
+        ("3.86 GiB", "= 3.86 GiB"),
+        ("29.4 MB", "= 29.4 MB (reported: 29.4 MB)"),
+    ],
+    "06_reduce_and_error_map.ipynb": [
+        ("0.383 at `atol = 1e-5`", "embed                        0.383          0.0262"),
+        ("0.026 at `1e-2`", "0.0262"),
+    ],
+    "07_tvm.ipynb": [
+        ("`R.permute_dims`", "R.permute_dims(p_fc_weight"),
+        ("`R.nn.relu`", "R.nn.relu("),
+    ],
+    "08_torch_compile.ipynb": [
+        ("`In[n]:line`", "dynamo 0/0 forward (In["),
+        (
+            "`add_4` of `gpt2.transformer.h.0.ln_1`",
+            "passlens: diverged at #25 SplitVarMean, on add_4 of gpt2.transformer.h.0.ln_1",
+        ),
+        ("`SplitVarMean`: −3 nodes", "SplitVarMean"),
+    ],
+}
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", sorted(PRINTED))
+def test_the_numbers_in_the_prose_are_printed_by_a_cell(name, executed):
+    nb, failure = executed(name)
+    if failure:
+        pytest.fail(f"{name} did not run: {failure}", pytrace=False)
+    prose, printed = _prose(name), _outputs(nb) + "\n" + to_html(nb)
+    for said, shown in PRINTED[name]:
+        assert said in prose, (name, said)
+        assert shown in printed, (name, shown)
+
+
+# ===== the pages' frame: navigation, header, glossary (issue 45) ================================
+
+
+def test_a_published_page_has_prev_next_a_header_and_glossary_links():
+    from passlens.pages import GLOSSARY, GLOSSARY_PAGE, GUIDE, glossary_html, versions
+
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("# A page\n\nThe ATen graph, and `ATen` in code, and ATen again."),
+            new_markdown_cell("FX first here: [FX](https://pytorch.org/docs/stable/fx.html) FX."),
+            new_code_cell("x = 1", execution_count=1),
+        ]
+    )
+    pages = [("00_tour", "A tour"), ("01_linear_weight_bloat", "One"), ("02_torch_to_ir", "Two")]
+    page = to_html(nb, name="01_linear_weight_bloat", pages=pages)
+    assert page.count("href='00_tour.html'") == 2 and page.count("href='02_torch_to_ir.html'") == 2
+    assert "← A tour" in page and "Two →" in page and f"href='{BUGS_PAGE}'" in page
+    learn, before = GUIDE["01_linear_weight_bloat"]
+    text = _page_text(page)
+    assert "What you will learn:" in text and html.unescape(learn) in text
+    assert "Prerequisites:" in text and before in text
+    for package, version in versions():
+        assert f"{package} {version}" in text
+    assert any(p == "torch" for p, _ in versions())
+    # the first use in prose is linked, once; code and an existing link are left alone
+    assert page.count(f'href="{GLOSSARY_PAGE}#aten"') == 1
+    assert page.count(f'href="{GLOSSARY_PAGE}#fx"') == 1
+    assert page.index(f'href="{GLOSSARY_PAGE}#fx"') < page.index("pytorch.org/docs/stable/fx")
+    glossary = glossary_html(pages)
+    for _, anchor, _ in GLOSSARY:
+        assert f"id='{anchor}'" in glossary
+    for term in ("ATen", "FX", "Relay", "opset", "Relax", "freezing"):
+        assert any(t == term for t, _, _ in GLOSSARY), term
+    # the first and the last page have no prev / no next
+    first = to_html(nb, name="00_tour", pages=pages)
+    assert "rel='prev'" not in first and "rel='next'" in first
+    assert "rel='next'" not in to_html(nb, name="02_torch_to_ir", pages=pages)
+    # every notebook has its header's text
+    assert sorted(GUIDE) == sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
+
+
+def test_the_bugs_page_links_every_notebooks_page():
+    page = bugs_html()
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        assert f"href='{path.stem}.html'" in page, path.stem
+    assert "href='glossary.html'" in page
+    assert page.count("href='00_tour.html'") >= 2  # the list, and the nav's start

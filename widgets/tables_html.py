@@ -279,8 +279,9 @@ def numerics_table_html(step, report=None) -> str:
             )
         if getattr(c, "max_abs", None) is not None:
             line += f" · max abs error {num(c.max_abs)} · max rel {num(c.max_rel)}"
-        if getattr(c, "same_as", None) is not None:
-            line += f" · same module as #{c.same_as}, its results reused"
+        same = getattr(c, "same_module", None)
+        if same:
+            line += f" · {same}, its results reused"
         parts.append(f"<p class='pl-step-check'>{esc(line)}</p>")
     findings = findings_of(report, step)
     if findings:

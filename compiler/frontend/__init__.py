@@ -3,6 +3,7 @@
 always has (DESIGN.md lists it)."""
 
 from compiler.frontend.errors import FrontendError, UnsupportedOperatorError
+from compiler.frontend.locations import source_location
 
 
 def from_torch(model, example_args=None, dynamic_shapes=None, keep_params_as_input=False, **kw):
@@ -50,4 +51,5 @@ __all__ = [
     "to_onnx",
     "FrontendError",
     "UnsupportedOperatorError",
+    "source_location",
 ]

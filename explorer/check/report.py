@@ -110,6 +110,26 @@ class StepCheck:
     layers: dict[str, LayerError] = field(default_factory=dict)  # for the error map, by layer
     rule: str = "tolerance"  # what judged the status (judge.py): "tolerance" or "float64"
 
+    @property
+    def same_module(self) -> str | None:
+        """Which step's module this one shows, in words (None when it has its own): ``same
+        module as #8`` for a step that changed nothing, ``same module as its last pass #9`` for
+        a composite step (a pipeline's row), which shows the module its last sub-pass made (``same
+        module as #25, the last of its passes to change it`` when the passes after #25 changed
+        nothing)."""
+        if self.same_as is None:
+            return None
+        if self.same_as <= self.step.index:
+            return f"same module as #{self.same_as}"
+        # only a composite row shows a later step's module: its last pass's, which is the
+        # module of the last of its passes that changed it (the ones after share it)
+        last, steps = self.step, getattr(self.step.trace, "steps", None)
+        while steps is not None and last.children and last.children[-1] < len(steps):
+            last = steps[last.children[-1]]
+        if last.index == self.same_as:
+            return f"same module as its last pass #{self.same_as}"
+        return f"same module as #{self.same_as}, the last of its passes to change it"
+
 
 class Report:
     """What ``check`` found: ``findings`` in step order, ``first_failure`` (the bisection
@@ -225,6 +245,7 @@ class Report:
                 "max_rel": c.max_rel,
                 "findings": counts.get(c.step.index, []),
                 "same_as": c.same_as,
+                "same_module": c.same_module,
                 "computed": c.computed,
                 "reused": c.reused,
                 "rule": c.rule,
@@ -318,8 +339,9 @@ class Report:
 def _status(row: dict) -> str:
     """A step's status, ``(float64)`` when values beyond the tolerance were judged against the
     float64 run (judge.py), and when it shows the very module of an earlier step (whose
-    values it reused, not recomputed), which one: ``ok (float64), same module as #8``."""
-    same = f", same module as #{row['same_as']}" if row["same_as"] is not None else ""
+    values it reused, not recomputed), which one: ``ok (float64), same module as #8`` (a
+    composite row: ``same module as its last pass #9``)."""
+    same = f", {row['same_module']}" if row.get("same_module") else ""
     judged = " (float64)" if row.get("rule") == "float64" else ""  # see judge.py
     return row["status"] + judged + same
 

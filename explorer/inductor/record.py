@@ -36,6 +36,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.frontend import source_location
 from compiler.passes import Snapshot
 from explorer.inductor.module import FXModule, FXState
 
@@ -289,7 +290,8 @@ class Recorder:
                 own = [t for t in traced if not _is_dynamo(t)]
                 c = self.root_code if self.root_code in traced else (own or traced)[0]
             code = c.co_name
-            location = f"{os.path.basename(c.co_filename)}:{c.co_firstlineno}"
+            at = source_location(c.co_filename, c.co_firstlineno)  # a cell's: In[5]:12
+            location = f"{os.path.basename(c.co_filename)}:{c.co_firstlineno}" if "/" in at else at
             reason = _recompile_reason(c)
         why = getattr(gm, "compile_subgraph_reason", None)
         if why is not None and getattr(why, "graph_break", False):

@@ -137,7 +137,7 @@ def test_the_check_table_spells_out_a_reused_module():
     assert "(= #" not in text and "(= #" not in report._repr_html_()
     unchanged = next(c for c in report.steps if c.same_as is not None)
     line = next(x for x in text.splitlines() if f"  {unchanged.step.name}  " in x)
-    assert f"{unchanged.status}, same module as #{unchanged.same_as}" in line
+    assert f"{unchanged.status}, {unchanged.same_module}" in line
 
 
 def test_a_slow_import_gets_a_note_on_what_its_ms_mean(monkeypatch):
@@ -158,3 +158,23 @@ def test_a_slow_import_gets_a_note_on_what_its_ms_mean(monkeypatch):
     text = trace.summary_text()
     assert f"#{imported.index} {imported.name} took 3,000 ms" in text
     assert "the first import in a process pays once" in text
+
+
+def test_a_composite_row_names_its_last_pass_as_the_module_it_shows():
+    # a pipeline's row shows the module its last sub-pass made: a later step, said as such
+    trace = _default_trace()
+    report = trace.check()
+    composite = next(c for c in report.steps if c.step.children)
+    last = max(i for i in composite.step.children)
+    assert composite.same_as is not None and composite.same_as > composite.step.index
+    assert composite.same_as <= last or trace[composite.same_as].parent is not None
+    text = str(report)
+    line = next(x for x in text.splitlines() if f"  {composite.step.name}  " in x)
+    assert f"same module as its last pass #{composite.same_as}" in line  # #9 fuse-ops: the last
+    # a step that changed nothing shows an earlier step's module, said as before
+    for c in report.steps:
+        if c.same_as is not None and not c.step.children:
+            assert c.same_as < c.step.index and c.same_module == f"same module as #{c.same_as}"
+    assert "same module as its last pass" not in "".join(
+        str(c.same_module) for c in report.steps if not c.step.children
+    )
