@@ -28,16 +28,15 @@ graph but the cost of drawing follows what is visible.
   removed / failed nodes inside), ``bad``, ``f`` (nodes inside that a finding names), ``fm``
   (the first one's badge), ``fi`` (the first one), ``ci`` (the first changed node inside; see
   :func:`widgets.graph_groups.group_marks`);
-  a group with more than :data:`MAX_CHILDREN` children has its children split into segments
-  (``ops 1-40``), so a flat graph of 10,000 ops is drawn as a few boxes;
+  more than :data:`MAX_CHILDREN` children are split into segments (10,000 ops: a few boxes);
 - ``collapsed``: the groups collapsed at first (the finest level that fits ``max_boxes``
   boxes, the groups holding the focus opened first), ``changes`` (the changed nodes in graph
   order: ``n`` / ``p`` step through them), ``focus`` (where the view opens: the node the
   header's first finding names first, :func:`widgets.findings.named_first`, else the first
-  finding's node in graph order, else the first change), ``pairs`` (after index -> baseline node id where the matched
-  ids differ), ``details`` (per node: name, function, attributes, provenance with file paths
-  relative to the model's common folder, a weight's preview and statistics, and ``why``:
-  the rule and the step that made the node, from the steps' rewrites).
+  finding's node in graph order, else the first change), ``pairs`` (after index -> baseline
+  node id where the matched ids differ), ``details`` (per node: name, function, attributes,
+  provenance with paths relative to the model's folder, a weight's preview and statistics,
+  ``why``: the rule and the step that made it, from the steps' rewrites).
 
 The group tree and the node order come from :mod:`widgets.graph_groups`, the findings' marks
 from :func:`widgets.findings.graph_marks`. Everything here is data: strings from the model are
