@@ -7,12 +7,12 @@ broken), then per frame
 
 - why: the guard of the earlier compile that failed (a recompile), the restart reasons, the
   graph break;
-- the compile-time breakdown from torch's own counters (``compilation_metrics``: entire frame,
-  backend, Inductor, codegen), the seconds passlens recorded for its pass groups (post-grad
-  passes, ...) and torch's ``dynamo_timed`` regions;
 - the output code's kernels, each with the post-grad FX nodes it computes and the Dynamo
   nodes and source lines those came from; a node is a link (``data-step``, ``data-node``)
   that opens its step with the node selected, in the report, the stepper and the Panel app;
+- the compile-time breakdown from torch's own counters (``compilation_metrics``: entire frame,
+  backend, Inductor, codegen), the seconds passlens recorded for its pass groups (post-grad
+  passes, ...) and torch's ``dynamo_timed`` regions;
 - Dynamo's guards (the guard manager's tree, one guard a line).
 
 Everything shown came from torch's log: every text is escaped here.
@@ -24,7 +24,7 @@ from widgets.escape import esc
 
 COMPILE_CSS = """
 .pl-compile{font:12px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#222;
-max-height:calc(100vh - 200px);overflow:auto;padding-right:6px}
+max-height:calc(100vh - 140px);overflow:auto;padding-right:6px}
 .pl-compile h4{margin:14px 0 4px;font-size:13px}
 .pl-compile table{border-collapse:collapse;margin:2px 0 6px}
 .pl-compile th,.pl-compile td{border:1px solid #e0e0e0;padding:2px 6px;text-align:left;
@@ -42,6 +42,8 @@ margin-right:6px;white-space:nowrap}
 .pl-compile pre{background:#fafafa;border:1px solid #eee;padding:6px;max-height:420px;
 overflow:auto;font:11px/1.35 ui-monospace,monospace;white-space:pre}
 .pl-compile code{font:11px ui-monospace,monospace}
+.pl-compile details pre{color:#333}
+.pl-compile summary{cursor:pointer}
 .pl-compile .pl-src{color:#555;font-family:ui-monospace,monospace;font-size:11px}
 """
 
@@ -159,6 +161,15 @@ def _kernels(trace, f: dict) -> str:
     )
 
 
+def _folded(cls: str, what: str, text: str) -> str:
+    """A long text from torch as its first line, the whole of it folded beneath."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return (
+        f"<details class='{cls}'><summary>{what}: {esc(first, MAX_REASON)}</summary>"
+        f"<pre>{esc(text, None)}</pre></details>"
+    )
+
+
 def _frame(trace, f: dict) -> str:
     graph = _step_attr(trace, f["import_step"])
     head = f"{f['id']} {f['code']} ({f['file'].rsplit('/', 1)[-1]}:{f['line']})"
@@ -167,12 +178,10 @@ def _frame(trace, f: dict) -> str:
         f"<div class='pl-why'>recompiled: guard failed: {esc(r)}</div>"
         for r in f["recompile_reasons"]
     )
-    why += "".join(
-        f"<div class='pl-why'>restarted: <pre>{esc(r, None)}</pre></div>"
-        for r in f["restart_reasons"]
-    )
+    for r in f["restart_reasons"]:
+        why += _folded("pl-why", "restarted", r)
     if f["graph_break"]:
-        why += f"<div class='pl-brk'>graph break: <pre>{esc(f['graph_break'], None)}</pre></div>"
+        why += _folded("pl-brk", "graph break", f["graph_break"])
     if f["fail"]:
         why += f"<div class='pl-why'>failed: {esc(f['fail'])}</div>"
     if f["graph"] is None:
@@ -189,7 +198,7 @@ def _frame(trace, f: dict) -> str:
     kernels = _kernels(trace, f) if f["graph"] is not None else ""
     return (
         f"<section class='pl-cf' id='pl-cf-{esc(f['id'])}'><h4>{title}</h4>{why}"
-        f"{_times(f)}{kernels}{guard_html}</section>"
+        f"{kernels}{_times(f)}{guard_html}</section>"
     )
 
 

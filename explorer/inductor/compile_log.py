@@ -43,6 +43,7 @@ TIMES = (
     ("backend_compile_time_s", "backend (AOTAutograd + Inductor)"),
     ("inductor_compile_time_s", "Inductor"),
     ("code_gen_time_s", "codegen"),
+    ("structured_logging_overhead_s", "structured logging (what this log cost)"),
 )
 #: the recorded group steps whose seconds are listed beside torch's counters
 GROUPS = ("pre-grad passes", "joint-graph passes", "post-grad passes", "inductor codegen")
