@@ -17,7 +17,8 @@ model and calls:
 
 With ``--screenshots DIR`` both are shot at 1600x1000 in headless Chromium: the report's
 compile tab (top, and scrolled to the first frame's kernels), a kernel's node clicked (the
-graph with it selected), and tlparse's index and first compilation-metrics page.
+graph with it selected), and tlparse's index, its provenance highlighter of the first graph and its first
+compilation-metrics page.
 
     .venv/bin/python bench/compile_tab.py [--tlparse PATH] [--screenshots DIR]
 """
@@ -190,6 +191,10 @@ def shoot(trace, tl_out: Path | None, out: Path) -> None:
         if tl_out is not None:
             page.goto((tl_out / "index.html").as_uri())
             page.screenshot(path=str(out / "tlparse_index.png"))
+            prov = tl_out / "provenance_tracking_-_0_0_1.html"  # the first graph's highlighter
+            if prov.is_file():
+                page.goto(prov.as_uri())
+                page.screenshot(path=str(out / "tlparse_provenance.png"))
             metrics = sorted(tl_out.rglob("compilation_metrics*.html"))
             if metrics:
                 page.goto(metrics[0].as_uri())
