@@ -16,7 +16,7 @@ model and calls:
    listening to the structured trace costs the compile).
 
 With ``--screenshots DIR`` both are shot at 1600x1000 in headless Chromium: the report's
-compile tab (top, and scrolled to the first frame's kernels), a kernel's node clicked (the
+compile tab (top, scrolled to the first frame's kernels, a fused kernel's code unfolded), a kernel's node clicked (the
 graph with it selected), and tlparse's index, its provenance highlighter of the first graph and its first
 compilation-metrics page.
 
@@ -184,6 +184,10 @@ def shoot(trace, tl_out: Path | None, out: Path) -> None:
         page.screenshot(path=str(out / "compile_tab.png"))
         page.locator(".pl-cf-kernels").first.scroll_into_view_if_needed()
         page.screenshot(path=str(out / "compile_tab_kernels.png"))
+        resumed = page.locator("#pl-pane-compile section").nth(1)  # 1/0: a fused C++ kernel
+        resumed.locator("details.pl-kcode summary").first.click()
+        resumed.locator(".pl-cf-kernels").scroll_into_view_if_needed()
+        page.screenshot(path=str(out / "compile_tab_kernel_code.png"))
         link = f"span.pl-node[data-step='{f['codegen_step']}'][data-node='addmm']"
         page.locator(link).first.click()
         page.locator("g.plg-sel").first.wait_for()

@@ -7,8 +7,9 @@ broken), then per frame
 
 - why: the guard of the earlier compile that failed (a recompile), the restart reasons, the
   graph break;
-- the output code's kernels, each with the post-grad FX nodes it computes and the Dynamo
-  nodes and source lines those came from; a node is a link (``data-step``, ``data-node``)
+- the output code's kernels, each with its code (folded under its name: its definition and
+  the line that calls it), the post-grad FX nodes it computes and the Dynamo nodes and source
+  lines those came from; a node is a link (``data-step``, ``data-node``)
   that opens its step with the node selected, in the report, the stepper and the Panel app;
 - the compile-time breakdown from torch's own counters (``compilation_metrics``: entire frame,
   backend, Inductor, codegen), the seconds passlens recorded for its pass groups (post-grad
@@ -43,6 +44,7 @@ margin-right:6px;white-space:nowrap}
 overflow:auto;font:11px/1.35 ui-monospace,monospace;white-space:pre}
 .pl-compile code{font:11px ui-monospace,monospace}
 .pl-compile details pre{color:#333}
+.pl-compile .pl-kcode pre{max-width:640px}
 .pl-compile summary{cursor:pointer}
 .pl-compile .pl-src{color:#555;font-family:ui-monospace,monospace;font-size:11px}
 """
@@ -140,17 +142,47 @@ def _times(f: dict) -> str:
     )
 
 
+MAX_KERNEL_LINES = 300  # lines of a kernel's code shown under it (the whole code: the IR tab)
+
+
+def kernel_code(lines: list[str], name: str, line: int | None) -> str:
+    """A kernel's text from the output code: its definition (``name = async_compile...``
+    to the closing ``\'\'\')``), if the code defines it, and the line that calls it."""
+    out: list[str] = []
+    start = next((i for i, t in enumerate(lines) if t.startswith(f"{name} = ")), None)
+    if start is not None:
+        for t in lines[start : start + MAX_KERNEL_LINES]:
+            out.append(t)
+            if t.rstrip().endswith("''')") and len(out) > 1:
+                break
+    if line is not None and 0 < line <= len(lines):
+        out.append(f"# line {line}, where it is called:")
+        out.append(lines[line - 1].strip())
+    return "\n".join(out)
+
+
+def _output_code(trace, f: dict) -> list[str]:
+    i = f["codegen_step"]
+    if not isinstance(i, int) or not 0 <= i < len(trace.steps):
+        return []
+    try:
+        return trace.steps[i].texts.get("output code", "").splitlines()
+    except Exception:  # a module that cannot give its texts: the table without the code
+        return []
+
+
 def _kernels(trace, f: dict) -> str:
     if not f["kernels"]:
         return "<p class='pl-map-note'>No kernel provenance logged for this graph.</p>"
     rows = []
+    code = _output_code(trace, f)
     for k in f["kernels"]:
         post = "".join(_node(trace, f["codegen_step"], n) for n in k["nodes"])
         pre = "".join(_node(trace, f["import_step"], n) for n in k["pre"])
         src = "<br>".join(esc(s) for s in k["sources"])
         line = "" if k["line"] is None else str(k["line"])
         rows.append(
-            f"<tr class='pl-kernel'><td><code>{esc(k['name'])}</code></td>"
+            f"<tr class='pl-kernel'><td>{_kernel_cell(code, k)}</td>"
             f"<td class='pl-num'>{line}</td><td>{post}</td><td>{pre}</td>"
             f"<td class='pl-src'>{src}</td></tr>"
         )
@@ -166,6 +198,16 @@ def _folded(cls: str, what: str, text: str) -> str:
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return (
         f"<details class='{cls}'><summary>{what}: {esc(first, MAX_REASON)}</summary>"
+        f"<pre>{esc(text, None)}</pre></details>"
+    )
+
+
+def _kernel_cell(code: list[str], k: dict) -> str:
+    text = kernel_code(code, k["name"], k["line"]) if code else ""
+    if not text:
+        return f"<code>{esc(k['name'])}</code>"
+    return (
+        f"<details class='pl-kcode'><summary><code>{esc(k['name'])}</code></summary>"
         f"<pre>{esc(text, None)}</pre></details>"
     )
 
@@ -223,4 +265,4 @@ def compile_html(trace, report=None) -> str:
     )
 
 
-__all__ = ["COMPILE_CSS", "compile_html", "has_compile_info"]
+__all__ = ["COMPILE_CSS", "compile_html", "has_compile_info", "kernel_code"]

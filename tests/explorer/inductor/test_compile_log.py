@@ -17,7 +17,7 @@ pytest.importorskip("torch._inductor")
 
 import explorer  # noqa: E402
 from explorer.inductor.compile_log import MAX_TEXT, clean_info  # noqa: E402
-from widgets.compile_view import compile_html  # noqa: E402
+from widgets.compile_view import compile_html, kernel_code  # noqa: E402
 from widgets.views import views_for  # noqa: E402
 
 
@@ -200,3 +200,22 @@ def test_the_compile_tab_in_the_report_escapes_torch_text(trace, tmp_path):
         assert "extern_kernels.addmm" in text and "TREE_GUARD_MANAGER" in text
     finally:
         trace.compile_info = saved
+
+
+def test_a_kernels_code_is_under_its_name(trace):
+    f = _frames(trace)["1/0"]
+    code = trace[f["codegen_step"]].texts["output code"].splitlines()
+    (fused,) = [k for k in f["kernels"] if k["name"].startswith("cpp_fused")]
+    text = kernel_code(code, fused["name"], fused["line"])
+    lines = text.splitlines()
+    assert lines[0].startswith(f"{fused['name']} = async_compile.cpp_pybinding(")
+    assert "extern \"C\"" in text and lines[-3] == "''')"
+    assert lines[-1].startswith(f"{fused['name']}(")
+    page = compile_html(trace)
+    assert f"<summary><code>{fused['name']}</code></summary>" in page
+    # an extern kernel has no definition: the line that calls it
+    first = _frames(trace)["0/0"]
+    (addmm,) = [k for k in first["kernels"] if k["name"] == "extern_kernels.addmm"]
+    code = trace[first["codegen_step"]].texts["output code"].splitlines()
+    lines = kernel_code(code, addmm["name"], addmm["line"]).splitlines()
+    assert len(lines) == 2 and lines[1].startswith("extern_kernels.addmm(")
