@@ -16,9 +16,9 @@ model and calls:
    listening to the structured trace costs the compile).
 
 With ``--screenshots DIR`` both are shot at 1600x1000 in headless Chromium: the report's
-compile tab (top, scrolled to the first frame's kernels, a fused kernel's code unfolded), a kernel's node clicked (the
-graph with it selected), and tlparse's index, its provenance highlighter of the first graph and its first
-compilation-metrics page.
+compile tab (top, scrolled to the first frame's kernels, a fused kernel's code unfolded), a
+kernel's node clicked (the graph with it selected), and tlparse's index, its provenance
+highlighter of the first graph and its first compilation-metrics page.
 
     .venv/bin/python bench/compile_tab.py [--tlparse PATH] [--screenshots DIR]
 """
@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-MODEL = '''
+MODEL = """
 import torch
 
 class Breaks(torch.nn.Module):
@@ -50,7 +50,7 @@ class Breaks(torch.nn.Module):
         y = torch.relu(self.fc(x))
         torch._dynamo.graph_break()
         return torch.sigmoid(y * 2.0 + 1.0)
-'''
+"""
 
 CHILD = """
 import sys
@@ -74,7 +74,9 @@ def run_tlparse(tlparse: str, tmp: Path) -> Path:
     logs = tmp / "trace"
     env = dict(os.environ, TORCH_TRACE=str(logs), INDUCTOR_PROVENANCE="1")
     start = time.perf_counter()
-    subprocess.run([sys.executable, str(script), str(tmp)], env=env, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(script), str(tmp)], env=env, check=True, capture_output=True
+    )
     compiled = time.perf_counter() - start
     log = max(logs.iterdir(), key=lambda p: p.stat().st_mtime)
     out = tmp / "tl_out"
@@ -105,19 +107,21 @@ def run_tlparse(tlparse: str, tmp: Path) -> Path:
         print(f"  {metrics[0].parent.name}'s times:", ", ".join(f"{k}={v}" for k, v in times))
     named = {p.name: p.read_text(errors="replace").count("size mismatch") for p in files}
     named = {k: v for k, v in named.items() if v and not k.startswith("raw.")}
-    print(f"files naming the failed guard (size mismatch): {named} (json files linked from the index)")
+    print(
+        f"files naming the failed guard (size mismatch): {named} (json files linked from the index)"
+    )
     prov = [p for p in files if "provenance" in p.name]
     print(f"provenance-tracking pages (kernel <-> node): {len(prov)}")
     return out
 
 
 def run_passlens(out: Path | None) -> object:
+    import importlib.util
+
     import torch
 
     import explorer
     from explorer.inductor.compile_log import TIMES
-
-    import importlib.util
 
     path = Path(tempfile.mkdtemp(prefix="passlens-compile-tab-")) / "breaks_model.py"
     path.write_text(MODEL)  # the same model as the child's, from a file (its source lines)
@@ -151,23 +155,29 @@ def run_passlens(out: Path | None) -> object:
     )
     logging_cost = sum(dict(f["times"]).get(TIMES[-1][1], 0.0) for f in frames)
     total = sum(dict(f["times"]).get(TIMES[0][1], 0.0) for f in frames)
-    print(f"torch's structured_logging_overhead_s: {logging_cost:.3f} s of {total:.2f} s "
-          f"entire-frame compile time ({100 * logging_cost / max(total, 1e-9):.1f}%)")
+    print(
+        f"torch's structured_logging_overhead_s: {logging_cost:.3f} s of {total:.2f} s "
+        f"entire-frame compile time ({100 * logging_cost / max(total, 1e-9):.1f}%)"
+    )
     first = frames[0]
     print("first frame's times:", ", ".join(f"{k}={v:.3f}" for k, v in first["times"]))
     print("  recorded groups:", ", ".join(f"{k}={v:.3f}" for k, v in first["recorded"]))
     kernels = [k for f in frames for k in f["kernels"]]
     links = sum(len(k["nodes"]) + len(k["pre"]) for k in kernels)
-    print(f"kernels: {len(kernels)}, node links: {links}, source lines: "
-          f"{sum(len(k['sources']) for k in kernels)}")
+    print(
+        f"kernels: {len(kernels)}, node links: {links}, source lines: "
+        f"{sum(len(k['sources']) for k in kernels)}"
+    )
     for k in first["kernels"]:
         print(f"  {k['name']}: post-grad {k['nodes']}, Dynamo {k['pre']}, {k['sources'][:1]}")
     if out is not None:
         report = out / "passlens_report.html"
         start = time.perf_counter()
         trace.to_html(report)
-        print(f"report with the compile tab: {report.stat().st_size / 1000:.0f} kB in "
-              f"{time.perf_counter() - start:.1f} s")
+        print(
+            f"report with the compile tab: {report.stat().st_size / 1000:.0f} kB in "
+            f"{time.perf_counter() - start:.1f} s"
+        )
     return trace
 
 

@@ -93,9 +93,7 @@ def _summary(trace, frames: list) -> str:
         total = next((s for label, s in f["times"] if label.startswith("entire frame")), None)
         graph = _step_attr(trace, f["import_step"])
         name = f"{f['code']} ({f['file'].rsplit('/', 1)[-1]}:{f['line']})"
-        title = (
-            f"<span class='pl-cf-link'{graph}>{esc(name)}</span>" if graph else esc(name)
-        )
+        title = f"<span class='pl-cf-link'{graph}>{esc(name)}</span>" if graph else esc(name)
         brk = "graph break" if f["graph_break"] else ""
         rows.append(
             f"<tr><td>{esc(f['id'])}</td><td>{title}</td>"

@@ -294,10 +294,12 @@ def _int(value: Any) -> int | None:
 
 
 def _pairs(value: Any) -> list:
+    """``[[name, seconds], ...]``: a pair whose seconds are not a number >= 0 left out."""
     out = []
     for item in value if isinstance(value, list) else []:
-        if isinstance(item, (list, tuple)) and len(item) == 2 and _num(item[1]) is not None:
-            out.append([_text(item[0], MAX_NAME), _num(item[1])])
+        seconds = _num(item[1]) if isinstance(item, (list, tuple)) and len(item) == 2 else None
+        if seconds is not None and seconds >= 0:
+            out.append([_text(item[0], MAX_NAME), seconds])
     return out[:MAX_ITEMS]
 
 

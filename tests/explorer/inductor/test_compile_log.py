@@ -77,8 +77,10 @@ def test_frames_guards_and_recompiles(trace):
     # the recompile names the guard of the earlier compile that failed
     assert first["recompile_reasons"] == []
     assert len(again["recompile_reasons"]) == 1
-    assert re.search(r"0/0: tensor 'x' size mismatch at index 0\. expected 2, actual 3",
-                     again["recompile_reasons"][0])
+    assert re.search(
+        r"0/0: tensor 'x' size mismatch at index 0\. expected 2, actual 3",
+        again["recompile_reasons"][0],
+    )
     resumed = [f for cid, f in frames.items() if cid.startswith("1/")]
     assert [len(f["recompile_reasons"]) for f in sorted(resumed, key=lambda f: f["id"])] == [0, 1]
     # the graph break: Dynamo restarted the frame, and says where it broke
@@ -107,9 +109,7 @@ def test_kernels_name_their_fx_nodes_and_source_lines(trace):
     assert "extern_kernels.addmm" in by_name  # the linear, an extern kernel
     addmm = by_name["extern_kernels.addmm"]
     assert addmm["nodes"] == ["addmm"] and addmm["pre"] == ["linear"]
-    assert addmm["sources"] == [
-        "test_compile_log.py:33 in forward: y = torch.relu(self.fc(x))"
-    ]
+    assert addmm["sources"] == ["test_compile_log.py:33 in forward: y = torch.relu(self.fc(x))"]
     # every post-grad node a kernel names is a node of the codegen step's graph, every
     # Dynamo node one of the import step's; the line is the output code's call of it
     for f in trace.compile_info["frames"]:
@@ -136,17 +136,52 @@ def test_save_and_load_keep_it(trace, tmp_path):
     assert "compile" in [v.title for v in views_for(loaded)]
     # a file without it (older, or another compiler's) loads with none, and no compile tab
     old = tmp_path / "old.passlens"
-    with zipfile.ZipFile(path) as src, zipfile.ZipFile(old, "w") as dst:
+    _rewrite_manifest(path, old, lambda m: m.pop("compiler_record"))
+    older = explorer.load(old)
+    assert older.compile_info is None
+    assert "compile" not in [v.title for v in views_for(older)]
+    # a crafted record: junk is none; steps it does not have, negative times, huge texts are
+    # dropped or cut, and the tab links no step that is not in the trace
+    for record, check in (
+        ("junk", lambda info: info is None),
+        (
+            {
+                "frames": [
+                    {
+                        "id": "0/0",
+                        "graph": 0,
+                        "import_step": 10**6,
+                        "codegen_step": 5000,
+                        "guards": "x" * (MAX_TEXT + 10),
+                        "times": [["Inductor", -1e300]],
+                        "kernels": [{"name": "k", "nodes": ["addmm"]}],
+                    }
+                ]
+            },
+            lambda info: (
+                len(info["frames"][0]["guards"]) <= MAX_TEXT and info["frames"][0]["times"] == []
+            ),
+        ),
+    ):
+        crafted = tmp_path / "crafted.passlens"
+        _rewrite_manifest(path, crafted, lambda m, r=record: m.update(compiler_record=r))
+        loaded = explorer.load(crafted)
+        assert check(loaded.compile_info)
+        if loaded.compile_info:
+            page = compile_html(loaded)
+            assert "data-step='" not in page, re.findall(r".{60}data-step='.{60}", page)
+            assert "<code>addmm</code>" in page
+
+
+def _rewrite_manifest(path, out, change):
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
         for item in src.infolist():
             data = src.read(item)
             if item.filename == "manifest.json":
                 manifest = json.loads(data)
-                del manifest["compiler_record"]
+                change(manifest)
                 data = json.dumps(manifest).encode()
             dst.writestr(item, data)
-    older = explorer.load(old)
-    assert older.compile_info is None
-    assert "compile" not in [v.title for v in views_for(older)]
 
 
 def test_what_a_file_gives_back_is_checked_and_capped():
@@ -186,7 +221,8 @@ def test_the_compile_tab_in_the_report_escapes_torch_text(trace, tmp_path):
     try:
         page = compile_html(trace)
         assert "<script>alert" not in page
-        assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 7  # guard, why x2, src, node x3 (id, title, text)
+        # the guard, the reason twice (table, section), the source, the node x3 (id, title, text)
+        assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 7
         # a kernel's node: a link to the codegen step with the node's id
         step = f["codegen_step"]
         assert f"data-step='{step}' data-node='addmm'" in page
@@ -209,7 +245,7 @@ def test_a_kernels_code_is_under_its_name(trace):
     text = kernel_code(code, fused["name"], fused["line"])
     lines = text.splitlines()
     assert lines[0].startswith(f"{fused['name']} = async_compile.cpp_pybinding(")
-    assert "extern \"C\"" in text and lines[-3] == "''')"
+    assert 'extern "C"' in text and lines[-3] == "''')"
     assert lines[-1].startswith(f"{fused['name']}(")
     page = compile_html(trace)
     assert f"<summary><code>{fused['name']}</code></summary>" in page
