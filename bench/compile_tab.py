@@ -20,7 +20,10 @@ compile tab (top, scrolled to the first frame's kernels, a fused kernel's code u
 kernel's node clicked (the graph with it selected), and tlparse's index, its provenance
 highlighter of the first graph and its first compilation-metrics page.
 
-    .venv/bin/python bench/compile_tab.py [--tlparse PATH] [--screenshots DIR]
+With ``--jupyter`` too: the stepper's compile tab in a JupyterLab cell, and a kernel's node
+clicked there.
+
+    .venv/bin/python bench/compile_tab.py [--tlparse PATH] [--screenshots DIR [--jupyter]]
 """
 
 from __future__ import annotations
@@ -217,10 +220,46 @@ def shoot(trace, tl_out: Path | None, out: Path) -> None:
     print(f"screenshots in {out}")
 
 
+def shoot_jupyter(out: Path) -> None:
+    """The stepper's compile tab in a JupyterLab cell (served on localhost), then a kernel's
+    node clicked: the graph on inductor codegen with it selected."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.widgets.lab import jupyterlab, run_all
+
+    folder = Path(tempfile.mkdtemp(prefix="passlens-compile-lab-"))
+    (folder / "breaks_model.py").write_text(MODEL)
+    cells = [
+        "import sys, torch, explorer\nsys.path.insert(0, '.')\nfrom breaks_model import Breaks\n"
+        "torch.manual_seed(0)\nt = explorer.explore(Breaks(), (torch.randn(2, 4),), "
+        "compiler='inductor', dynamic=False, calls=[(torch.randn(3, 4),)], progress=False)",
+        "s = t.stepper()\ns.tab = 'compile'\ns",
+    ]
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+        page = b.new_page(viewport={"width": 1600, "height": 1000})
+        page.set_default_timeout(180000)
+        expect.set_options(timeout=180000)
+        with jupyterlab(folder, cells) as url:
+            page.goto(url)
+            run_all(page)
+            cell = page.locator(".jp-OutputArea-output:has(.pl-header)").last
+            expect(cell.locator(".pl-compile").first).to_be_visible()
+            page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
+            page.wait_for_timeout(500)  # the layout settles after the side panel closes
+            cell.scroll_into_view_if_needed()
+            page.screenshot(path=str(out / "jupyter_stepper_compile_tab.png"))
+            cell.locator("span.pl-node[data-node='addmm']").first.click()
+            expect(cell.locator("g.plg-sel")).to_have_attribute("data-node-id", "addmm")
+            page.screenshot(path=str(out / "jupyter_stepper_node_clicked.png"))
+        b.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tlparse", default=str(Path(sys.executable).parent / "tlparse"))
     ap.add_argument("--screenshots", type=Path, default=None)
+    ap.add_argument("--jupyter", action="store_true", help="also the stepper in JupyterLab")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="passlens-compile-tab-"))
     out = args.screenshots or tmp
@@ -235,6 +274,8 @@ def main() -> int:
     trace = run_passlens(out)
     if args.screenshots is not None:
         shoot(trace, tl_out, out)
+        if args.jupyter:
+            shoot_jupyter(out)
     return 0
 
 
