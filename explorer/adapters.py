@@ -224,6 +224,15 @@ class Adapter:
         compiler whose traces keep none."""
         raise Unsupported(f"a {self.name} trace takes no passes= when loaded")
 
+    def trace_record(self, trace: Any) -> dict | None:
+        """What a trace file keeps of the trace beyond its steps (JSON; the manifest's
+        ``compiler_record``); None (the default): nothing."""
+        return None
+
+    def load_trace_record(self, trace: Any, record: Any) -> None:
+        """Give a loaded trace back what :meth:`trace_record` kept (``record`` is untrusted:
+        None from an older file). The default does nothing."""
+
     def after_load(self, trace: Any) -> None:
         """Called on a trace of this compiler read from a file, before ``load`` returns it:
         what the file does not keep, made again (passlens: its modules' kernels). Runs none of

@@ -85,6 +85,9 @@ class Trace:
         # the last check's Report (trace.check, or read from a file by load); the views and
         # save use it unless given another
         self.report: Any = None
+        # what the compiler said about itself while recording, as JSON (torch.compile: guards,
+        # recompiles, compile times, kernels; explorer.inductor.compile_log); None: nothing
+        self.compile_info: dict | None = None
         # made by ``old.rerun(...)``: the old Trace (in memory only, never saved) and the index
         # of the first step recorded anew (the steps before it are the old trace's own Step
         # objects); None on every other trace

@@ -19,7 +19,7 @@ views below (``register(View(...))`` after the built-in ones), which every front
 
 (the line must run when :mod:`widgets.views` is imported: a view registered in a module nobody
 imports is in no front end). Built-in orders: graph 10, IR 20, IR diff 30, params 40, shapes
-50, numerics 60, error map 70, param map 80.
+50, numerics 60, error map 70, param map 80, compile 90 (torch.compile traces).
 
 ``scope="step"`` (the default) renders one pane per step: ``html(step, report)``, returning
 None where the view has nothing for that step (the frames then say so). The report renders it
@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from widgets.boxes import step_diff
+from widgets.compile_view import compile_html, has_compile_info
 from widgets.error_map import error_map_html, param_map_html
 from widgets.escape import esc
 from widgets.findings import finding_headline, finding_summary, problems_of
@@ -174,6 +175,7 @@ register(View("shapes", 50, shape_table_html))
 register(View("numerics", 60, numerics_table_html, when=with_report))
 register(View("error map", 70, _error_map_html, when=with_report, scope="trace"))
 register(View("param map", 80, _param_map_html, scope="trace"))
+register(View("compile", 90, compile_html, when=has_compile_info, scope="trace"))
 
 # ===== navigation, the timeline and the header =================================================
 

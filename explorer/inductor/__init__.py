@@ -122,6 +122,7 @@ def explore_inductor(
         import torch._inductor.config as inductor_config
     except ImportError as e:
         raise ImportError(f"compiler='inductor' needs torch ({e})") from None
+    from explorer.inductor.compile_log import CompileLog, compile_info, provenance_config
     from explorer.inductor.record import ImportItem, Recorder
     from explorer.progress import Job
     from explorer.rerunning import keep_recording
@@ -161,6 +162,7 @@ def explore_inductor(
     job = Job(progress, "exploring", None, unit="pass", callback=progress)
     recorder = Recorder(state, job, source)
     inductor_cfg, functorch_cfg = _cache_config()
+    log = CompileLog()
     start = time.perf_counter()
     compiled = None
     error: BaseException | None = None
@@ -168,8 +170,10 @@ def explore_inductor(
     try:
         with (
             _patch_config(inductor_config, {**inductor_cfg, **(options or {})}),
+            inductor_config.patch(provenance_config()),
             _patch_config(functorch_config, functorch_cfg),
             recorder.patched(),
+            log.capture(),
         ):
             compiled = torch.compile(source, backend=recorder.backend, dynamic=dynamic)
             with torch.no_grad():
@@ -217,6 +221,7 @@ def explore_inductor(
     )
     run.custom_passes = dict(recorder.custom_passes)
     trace.inductor = run
+    trace.compile_info = compile_info(log, recorder.graphs, steps)
     trace.record_seconds = seconds
     options = {"dynamic": dynamic, "options": dict(options or {}), "calls": extra}
     return keep_recording(trace, source, args, None, options, run.custom_passes)

@@ -52,6 +52,15 @@ class InductorAdapter(Adapter):
             "run whole; the passes that changed nothing share its run)"
         )
 
+    def trace_record(self, trace):
+        """The compile tab's data: guards, recompiles, compile times, kernels."""
+        return trace.compile_info or None
+
+    def load_trace_record(self, trace, record):
+        from explorer.inductor.compile_log import clean_info
+
+        trace.compile_info = clean_info(record)
+
     def load_module(self, rec, graph, text, texts, stage):
         from explorer.inductor.module import FXModule
 

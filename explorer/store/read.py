@@ -90,7 +90,9 @@ def load(path: str | os.PathLike, trust_ops=None, passes=None) -> Trace:
             reader = _Reader(zf, path, manifest)
             trace = reader.trace()
             trace.report = reader.report(trace)
-            get_adapter(trace.compiler).after_load(trace)  # passlens: its kernels again
+            adapter = get_adapter(trace.compiler)
+            adapter.load_trace_record(trace, manifest.get("compiler_record"))  # older: none
+            adapter.after_load(trace)  # passlens: its kernels again
             trace.trusted_ops = trusted
         except (TraceFileError, LimitError):
             raise

@@ -207,6 +207,9 @@ class _Writer:
         if trace.skipped or trace.interrupted:
             meta["skipped"] = [dataclasses.asdict(k) for k in trace.skipped]
             meta["interrupted"] = bool(trace.interrupted)
+        record = adapter.trace_record(trace)  # the compiler's own (torch.compile's guards, ...)
+        if record:
+            meta["compiler_record"] = record
         if isinstance(trace.source, str):  # IR text: small, and it is the whole source
             meta["source"] = {"kind": "text", "text": trace.source}
         return meta
