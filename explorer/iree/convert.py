@@ -23,7 +23,7 @@ from typing import Any
 
 from compiler import LimitError, PasslensError
 from compiler.ir import Provenance
-from explorer.graph import GraphEdge, GraphModel, GraphNode, Signature
+from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
 
 MAX_TEXT_BYTES = 64 * 1024 * 1024  # one module's MLIR text
 MAX_NESTING = 200  # brackets ({[( open at once: MLIR's parser recurses on them
@@ -168,6 +168,33 @@ def _symbol(op: Any) -> str:
         return ""
 
 
+_PARAMETER = re.compile(r'#flow\.parameter\.named<(?:"[^"]*"::)?"([^"]{1,300})">')
+_ITEM_BITS = re.compile(r"^[a-z]*?(\d+)")
+
+
+def _global(g: GraphModel, node: GraphNode, attrs: dict) -> None:
+    """A ``util.global``: its type from its ``type`` attribute; one that a parameter file
+    holds (``#flow.parameter.named<"model"::"fc1.weight">``) is a weight, under that key."""
+    import math
+
+    ty = attrs.get("type", "")
+    m = _TORCH_TYPE.match(ty) or re.match(r"^tensor<((?:[\d?]+x)*)(\w+)>$", ty)
+    node.type = _cut(ty)
+    if m is not None and ty.startswith("tensor<"):
+        dims = tuple(int(d) if d.isdigit() else "?" for d in m.group(1).split("x") if d)
+        node.shape, node.dtype = dims, m.group(2)
+    key = _PARAMETER.search(attrs.get("initial_value", ""))
+    if key is None:
+        return
+    node.kind, node.label = "weight", key.group(1)
+    bits = _ITEM_BITS.match(node.dtype or "")
+    if node.shape is not None and all(isinstance(d, int) for d in node.shape) and bits:
+        node.nbytes = math.prod(node.shape) * max(1, int(bits.group(1)) // 8)
+    g.params[node.label] = Param(
+        node.label, tuple(node.shape or ()), node.dtype or "", node.nbytes, node.id, node.obj
+    )
+
+
 def unparsed_graph(error: str) -> GraphModel:
     """The graph model of a dump MLIR cannot parse again (IREE prints some ops, such as a
     ``vm.cond_fail`` message holding quotes, in a form its parser refuses): one node saying
@@ -187,6 +214,7 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
     ids: dict[Any, str] = {}  # an SSA value -> the node defining it
     count = [0]
     seen: dict[tuple, int] = {}
+    globals_: dict[str, str] = {}  # @symbol of a util.global -> its node
 
     def add_node(nid, kind, op, label, function, ty, group, prov, obj, attrs=None):
         shape, dtype = _shape_dtype(ty) if ty is not None else (None, None)
@@ -252,8 +280,11 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
         k = seen.get(key0, 0)
         seen[key0] = k + 1
         obj = state.ref((*key0, k), prov)
+        symbol = _symbol(op)
         nid = f"{function}/{len(g.nodes)}"
-        label = _symbol(op) or (name.rsplit(".", 1)[-1])
+        if not function and symbol and f"@{symbol}" not in g.nodes:
+            nid = f"@{symbol}"  # a module-level symbol (a global, an executable) by its name
+        label = symbol or (name.rsplit(".", 1)[-1])
         attrs = {}
         for i in range(len(op.attributes)):
             a = op.attributes[i]
@@ -274,10 +305,17 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
         )
         if len(results) > 1:
             g.nodes[nid].type = _cut("(" + ", ".join(str(r.type) for r in results) + ")")
-        for i, v in enumerate(op.operands):
+        if name == "util.global":
+            _global(g, g.nodes[nid], attrs)
+            globals_[f"@{label}"] = nid
+        operands = list(op.operands)
+        for i, v in enumerate(operands):
             src = ids.get(v)
             if src is not None:
                 g.edges.append(GraphEdge(src, nid, i, _cut(str(v.type))))
+        read = globals_.get(attrs.get("global", ""))
+        if read is not None:  # util.global.load / store: the global it names
+            g.edges.append(GraphEdge(read, nid, len(operands), g.nodes[read].type))
         for r in results:
             ids[r] = nid
         if has_regions:

@@ -90,6 +90,13 @@ def test_import_graph_has_torch_ops_ssa_edges_with_types_and_provenance(mlp):
     assert relu.provenance.get("file", "").startswith("test_iree.py:")
     inputs = [n for n in g.nodes.values() if n.kind == "input"]
     assert [n.type for n in inputs] == ["!torch.vtensor<[2,8],f32>"]
+    # the weights: util.globals the parameter file holds, read by util.global.load
+    assert sorted(g.params) == ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]
+    w = g.params["fc1.weight"]
+    assert (w.shape, w.dtype, w.nbytes) == ((16, 8), "f32", 16 * 8 * 4)
+    assert g.param_bytes == (16 * 8 + 16 + 4 * 16 + 4) * 4
+    loads = [e.dst for e in g.edges if e.src == w.node_id]
+    assert [g.nodes[d].op for d in loads] == ["util.global.load"]
 
 
 def test_dispatch_regions_group_their_ops(mlp):
@@ -108,6 +115,40 @@ def test_a_pass_that_changed_the_module_diffs_against_the_one_before(mlp):
     d = step.diff()
     assert d.added or d.removed
     assert step.before is mlp.steps[step.index - 1].module
+
+
+class ConstEval(torch.nn.Module):
+    """A weight computed from a constant buffer: IREE's const-eval JIT compiles it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 16)
+        self.register_buffer("k", torch.randn(16, 16), persistent=False)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) @ torch.tanh(self.k.t() + 1.0)
+
+
+def test_the_const_eval_jits_modules_are_dropped_and_progress_is_reported():
+    torch.manual_seed(0)
+    calls = []
+    trace = explorer.explore(
+        ConstEval().eval(),
+        (torch.randn(2, 8),),
+        compiler="iree",
+        pipeline="global-optimization",
+        progress=lambda *a: calls.append(a),
+    )
+    phases = [s for s in trace.steps if s.kind == "pass" and s.depth == 0]
+    assert [s.name for s in phases] == list(PHASES[:4])
+    assert trace.iree.dropped > 100  # the JIT compiles its module through to vm
+    names = [s.name for s in trace.steps]
+    assert "iree-consteval-jit-globals" in names
+    assert "iree-vm-conversion" not in names  # the JIT's, not the program's
+    assert not any("jit_eval" in s.module.text() for s in trace.steps if s.module is not None)
+    # one progress call per dump the stream printed, the JIT's included, naming the pass
+    assert len(calls) == len(trace.steps) - 1 - len(phases) + trace.iree.dropped + len(phases)
+    assert calls[0] == (1, None, "torch-iree-bind-symbolic-shapes")
 
 
 def test_const_eval_jit_dumps_are_dropped():
