@@ -129,10 +129,12 @@ def _provenance(loc: str) -> Provenance:
     if m is None and name is None:
         return Provenance()
     where = f"{m.group(1).rsplit('/', 1)[-1]}:{m.group(2)}" if m else None
+    layer = name.group(1) if name else None
     return Provenance(
         framework="torch" if m else "mlir",
         location=where,
-        source_node=name.group(1) if name else None,
+        module_path=layer,
+        source_node=layer,
     )
 
 
@@ -298,7 +300,8 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
             label,
             function,
             results[0].type if len(results) == 1 else None,
-            group,
+            # an op of a function's own body is drawn in its torch layer, one in a region in it
+            prov.module_path if prov.module_path and group == function else group,
             prov,
             obj,
             attrs,

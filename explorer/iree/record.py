@@ -17,6 +17,7 @@ the ``iree-util-hoist-into-globals`` dump and the JIT pass's own dump, and are d
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -310,6 +311,38 @@ def import_source(source: Any, example_inputs: Any) -> Imported:
     return _export_torch(source, example_inputs)
 
 
+@contextlib.contextmanager
+def _module_locations():
+    """While iree-turbine imports an FX graph: each node's location (the torch source
+    ``file:line`` iree's FX importer takes from its stack trace) wrapped in a named location
+    holding the node's module path (``loc("fc1"(...))``, from torch.export's
+    ``nn_module_stack``), which IREE's passes carry along, so an op names its layer."""
+    from iree.compiler.extras import fx_importer
+    from iree.compiler.ir import Location
+
+    cls = fx_importer.ContextCache
+    original = cls.get_node_location
+
+    def get_node_location(self, node):
+        loc = original(self, node)
+        stack = node.meta.get("nn_module_stack") or {}
+        if loc is None or not stack:
+            return loc
+        path = str(list(stack.values())[-1][0])[:200]
+        if not path:
+            return loc
+        try:
+            return Location.name(path, childLoc=loc, context=self._c)
+        except Exception:  # a location it cannot wrap: the source line alone
+            return loc
+
+    cls.get_node_location = get_node_location
+    try:
+        yield
+    finally:
+        cls.get_node_location = original
+
+
 def _export_torch(model: Any, example_inputs: Any) -> Imported:
     import torch
 
@@ -333,7 +366,7 @@ def _export_torch(model: Any, example_inputs: Any) -> Imported:
 
     copied = copy.deepcopy(model)  # externalizing marks the tensors: the user's model stays as is
     aot.externalize_module_parameters(copied)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _module_locations():
         warnings.simplefilter("ignore", FutureWarning)
         try:
             exported = aot.export(copied, args=args)

@@ -88,6 +88,12 @@ def test_import_graph_has_torch_ops_ssa_edges_with_types_and_provenance(mlp):
     assert into_relu[0].type == "!torch.vtensor<[2,16],f32>"
     assert relu.shape == (2, 16) and relu.dtype == "f32"
     assert relu.provenance.get("file", "").startswith("test_iree.py:")
+    # the torch layer of each op (torch.export's nn_module_stack, in a named location)
+    assert sorted(n.group for n in ops if n.op == "torch.aten.linear") == ["fc1", "fc2"]
+    assert {n.provenance.get("module") for n in ops if n.op == "torch.aten.linear"} == {
+        "fc1",
+        "fc2",
+    }
     inputs = [n for n in g.nodes.values() if n.kind == "input"]
     assert [n.type for n in inputs] == ["!torch.vtensor<[2,8],f32>"]
     # the weights: util.globals the parameter file holds, read by util.global.load
@@ -97,6 +103,12 @@ def test_import_graph_has_torch_ops_ssa_edges_with_types_and_provenance(mlp):
     assert g.param_bytes == (16 * 8 + 16 + 4 * 16 + 4) * 4
     loads = [e.dst for e in g.edges if e.src == w.node_id]
     assert [g.nodes[d].op for d in loads] == ["util.global.load"]
+
+
+def test_the_layers_are_carried_into_the_dispatches(mlp):
+    step = next(s for s in mlp.steps if s.name == "flow" and s.kind == "pass")
+    layers = {n.provenance.get("module") for n in step.graph.nodes.values()}
+    assert {"fc1", "fc2"} <= layers
 
 
 def test_dispatch_regions_group_their_ops(mlp):
