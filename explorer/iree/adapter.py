@@ -24,6 +24,14 @@ class IREEAdapter(Adapter):
 
         return explore_iree(source, example_inputs, pipeline, progress, **options)
 
+    def check(self, trace, inputs, options):
+        from explorer.adapters import Unsupported
+
+        raise Unsupported(
+            "the iree adapter cannot check a trace yet (compiling each step with "
+            "--compile-from and running it with iree.runtime is not built): see issue 46"
+        )
+
     def load_module(self, rec, graph, text, texts, stage):
         from explorer.iree.module import IREEModule
 

@@ -209,8 +209,10 @@ def split_phases(dumps: list[Dump]) -> tuple[list[tuple[str, list[Dump]]], int]:
                 dropped += len(pending) - hoist - 1
                 del pending[hoist + 1 :]
         pending.append(d)
-    if pending:
-        phases.append(("end", pending))
+    if pending:  # the phase the run stopped in (a failure), else what comes after vm
+        last = phases[-1][0] if phases else None
+        k = PHASES.index(last) + 1 if last in PHASES else len(phases)
+        phases.append((PHASES[k] if k < len(PHASES) else "end", pending))
     return phases, dropped
 
 

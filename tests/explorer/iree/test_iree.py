@@ -180,7 +180,7 @@ def test_const_eval_jit_dumps_are_dropped():
     assert dropped == 3
     assert [(p, [d.name for d in ds]) for p, ds in phases] == [
         ("global-optimization", ["iree-util-hoist-into-globals", "iree-consteval-jit-globals"]),
-        ("end", ["canonicalize"]),
+        ("dispatch-creation", ["canonicalize"]),  # the phase after the last marker's
     ]
 
 
@@ -270,3 +270,44 @@ def test_bad_options_fail_before_anything_runs():
         explorer.explore(SMALL, compiler="iree", flags=["-o /etc/x"], progress=False)
     with pytest.raises(ValueError, match="llvm-cpu"):
         explorer.explore(SMALL, compiler="iree", target="cuda", progress=False)
+
+
+FAILS = """
+func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = math.erf %a : tensor<4xf32>
+  %1 = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf64>
+  %2 = "tensor.bitcast"(%1) : (tensor<4xf64>) -> tensor<4xi64>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+def test_a_failing_pass_is_a_failed_step_in_its_phase_with_iree_compiles_error():
+    trace = explorer.explore(FAILS, compiler="iree", progress=False)
+    failed = [s for s in trace.steps if s.status == "failed"]
+    assert [(s.name, s.depth) for s in failed] == [
+        ("input", 0),
+        ("iree-input-conversion-demote-f64-to-f32", 1),
+    ]
+    step = failed[1]
+    assert isinstance(step.error, IREEError)
+    assert "error" in step.traceback  # iree-compile's diagnostics
+    assert step.module is None and step.before is trace.steps[step.index - 1].module
+    assert trace.iree.returncode != 0 and trace.iree.output is None
+
+
+def test_the_check_is_refused_with_a_clear_error_and_the_adapter_imports_no_iree(mlp):
+    import subprocess
+    import sys
+
+    from explorer.adapters import Unsupported
+
+    with pytest.raises(Unsupported, match="cannot check a trace yet"):
+        mlp.check((torch.randn(2, 8),))
+    code = (
+        "import sys, explorer; from explorer.adapters import get_adapter; get_adapter('iree'); "
+        "print(sorted(m for m in sys.modules if m == 'iree' or m.startswith('iree.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
