@@ -228,6 +228,18 @@ def test_mlir_text_records_and_a_saved_trace_loads(tmp_path):
         assert b.module.text() == a.module.text()
         assert sorted(b.graph.nodes) == sorted(a.graph.nodes)
         assert len(b.graph.edges) == len(a.graph.edges)
+    import subprocess
+    import sys
+
+    code = (  # without iree: a saved trace keeps what its steps showed
+        "import sys; sys.modules['iree'] = None; import explorer; "
+        f"t = explorer.load({str(path)!r}); "
+        "print(t.compiler, len(t.steps), sorted(n.op for n in t.steps[0].graph.nodes.values()))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    ops = sorted(n.op for n in trace.steps[0].graph.nodes.values())
+    assert out.stdout.strip() == f"iree {len(trace.steps)} {ops}"
 
 
 @pytest.mark.parametrize(
