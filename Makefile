@@ -1,5 +1,5 @@
 # passlens build/test scaffolding.
-#   make venv   - create .venv, install passlens[test,tvm] (editable) + system deps
+#   make venv   - create .venv, install passlens[test,tvm,iree] (editable) + system deps
 #   make test   - run the test suite
 #   make demo   - run the tour notebook headless; report in build/demo/
 #   make notebooks-html - execute every notebook, publish static HTML in build/notebooks/
@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip
 	@start=$$(date +%s); \
-	$(PIP_INSTALL) -e '.[test,tvm]'; \
+	$(PIP_INSTALL) -e '.[test,tvm,iree]'; \
 	echo ">>> pip install took $$(( $$(date +%s) - start ))s"
 	@$(VPY) -c 'import torch; v = torch.__version__; assert v.split("+")[0] == "2.13.0", "wrong torch " + v; print(">>> torch", v)'
 	touch $@

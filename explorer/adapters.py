@@ -249,6 +249,7 @@ _LAZY: dict[str, str] = {
     "tvm": "explorer.tvm.adapter",
     "inductor": "explorer.inductor.adapter",
     "onnxruntime": "explorer.onnxruntime.adapter",
+    "iree": "explorer.iree.adapter",
 }
 
 
