@@ -65,18 +65,14 @@ def main() -> int:
     e = np.exp(y - y.max(-1, keepdims=True))
     want = e / e.sum(-1, keepdims=True)
     err = float(np.abs(probs - want).max())
-    print(
-        f"== interpreter on a (4, 32) input: output {probs.shape}, max |error| vs numpy {err:.2e}"
-    )
+    print(f"== interpreter on a (4, 32) input: output {probs.shape}, max |error| vs numpy {err:.2e}")
 
     start = time.perf_counter()
     result = passes.run(module, "default")
     print(f"== default pipeline ({(time.perf_counter() - start) * 1000:.1f} ms) ==")
     for s in result.snapshots:
-        print(
-            f"  #{s.index:<2} {'  ' * s.depth}{s.pass_name:<24} {s.status:<9} "
-            f"{s.seconds * 1000:6.2f} ms"
-        )
+        print(f"  #{s.index:<2} {'  ' * s.depth}{s.pass_name:<24} {s.status:<9} "
+              f"{s.seconds * 1000:6.2f} ms")
     print(print_module(result.module, max_inline=1))
     (after,) = run(result.module, x)
     err2 = float(np.abs(after - probs).max())

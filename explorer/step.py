@@ -194,9 +194,12 @@ class Step:
             else:
                 self._graph = GraphModel()
             # ops a pass made without provenance (a user's pass, in any compiler) take the
-            # place of what they replace in the step this one was given
-            prev = self.previous
-            place_added(self._graph, (lambda: prev.graph) if prev is not None else None)
+            # place of what they replace in the step this one was given (an import's or a
+            # source graph's nodes are the frontend's own: a node there without a module is at
+            # the top level, not in the module of a neighbour)
+            if self.kind == "pass":
+                prev = self.previous
+                place_added(self._graph, (lambda: prev.graph) if prev is not None else None)
         return self._graph
 
     @property

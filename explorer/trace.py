@@ -22,6 +22,7 @@ hands the work to the part that does it:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from compiler import PasslensError
@@ -236,8 +237,6 @@ class Trace:
         (default 128 MiB: ``widgets.bounds.MAX_REPORT_BYTES``) is a ``LimitError`` naming
         its largest steps, and no file."""
         from widgets.report import write_html
-
-        from pathlib import Path
 
         extra = {} if max_bytes is None else {"max_bytes": max_bytes}
         write_html(

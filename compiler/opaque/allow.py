@@ -124,64 +124,20 @@ PRIVATE_KEPT = frozenset(
     {
         # internal kernels (a leading _) that exported inference graphs call, kept although
         # not Core ATen ops; every other _op is refused (see torch_refusal)
-        "_safe_softmax",
-        "_unique",
-        "_unique2",
-        "_fused_rms_norm",
-        "_convolution",
-        "_convolution_mode",
-        "_prelu_kernel",
-        "_pad_enum",
-        "_pad_circular",
-        "_reshape_copy",
-        "_reshape_from_tensor",
-        "_stack",
-        "_linalg_det",
-        "_linalg_slogdet",
-        "_linalg_eigh",
-        "_linalg_svd",
-        "_linalg_solve_ex",
-        "_linalg_eigvals",
-        "_cast_Byte",
-        "_cast_Char",
-        "_cast_Double",
-        "_cast_Float",
-        "_cast_Half",
-        "_cast_Int",
-        "_cast_Long",
-        "_cast_Short",
-        "_conj",
-        "_conj_copy",
-        "_conj_physical",
-        "_neg_view",
-        "_neg_view_copy",
-        "_to_cpu",
-        "_lazy_clone",
-        "_aminmax",
-        "_add_relu",
-        "_add_relu_",
-        "_addmm_activation",
-        "_logcumsumexp",
-        "_shape_as_tensor",
-        "_is_all_true",
-        "_is_any_true",
-        "_autocast_to_full_precision",
-        "_autocast_to_reduced_precision",
-        "_batch_norm_no_update",
-        "_batch_norm_with_update_functional",
-        "_native_batch_norm_legit_functional",
-        "_dim_arange",
-        "_euclidean_dist",
-        "_fft_c2c",
-        "_list_to_tensor",
-        "_saturate_weight_to_fp16",
-        "_trilinear",
-        "_upsample_bicubic2d_aa",
-        "_upsample_bilinear2d_aa",
-        "_upsample_lanczos2d_aa",
-        "_upsample_nearest_exact1d",
-        "_upsample_nearest_exact2d",
-        "_upsample_nearest_exact3d",
+        "_safe_softmax", "_unique", "_unique2", "_fused_rms_norm", "_convolution",
+        "_convolution_mode", "_prelu_kernel", "_pad_enum", "_pad_circular", "_reshape_copy",
+        "_reshape_from_tensor", "_stack", "_linalg_det", "_linalg_slogdet", "_linalg_eigh",
+        "_linalg_svd", "_linalg_solve_ex", "_linalg_eigvals", "_cast_Byte", "_cast_Char",
+        "_cast_Double", "_cast_Float", "_cast_Half", "_cast_Int", "_cast_Long", "_cast_Short",
+        "_conj", "_conj_copy", "_conj_physical", "_neg_view", "_neg_view_copy", "_to_cpu",
+        "_lazy_clone", "_aminmax", "_add_relu", "_add_relu_", "_addmm_activation",
+        "_logcumsumexp", "_shape_as_tensor", "_is_all_true", "_is_any_true",
+        "_autocast_to_full_precision", "_autocast_to_reduced_precision",
+        "_batch_norm_no_update", "_batch_norm_with_update_functional",
+        "_native_batch_norm_legit_functional", "_dim_arange", "_euclidean_dist", "_fft_c2c",
+        "_list_to_tensor", "_saturate_weight_to_fp16", "_trilinear",
+        "_upsample_bicubic2d_aa", "_upsample_bilinear2d_aa", "_upsample_lanczos2d_aa",
+        "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d",
     }
 )
 """The internal kernels kept (names without namespace and overload); the fuzzer
@@ -191,64 +147,44 @@ PRIVATE_KEPT = frozenset(
 DENIED = (
     (r"from_file|save|load|_print|print", "reads or writes files or the terminal"),
     (r"profiler|_record_function|record_stream|_c10d|c10d", "profiler / streams / collectives"),
-    (
-        r"_alloc.*|_reinterpret.*|set_?|as_strided.*|.*unsafe.*|_reshape_alias.*|slice_inverse"
-        r"|.*_strided.*",
-        "a view of memory its arguments place, or storage its strides size",
-    ),
+    (r"_alloc.*|_reinterpret.*|set_?|as_strided.*|.*unsafe.*|_reshape_alias.*|slice_inverse"
+     r"|.*_strided.*",
+     "a view of memory its arguments place, or storage its strides size"),
     (r"(new_)?empty.*|_empty.*|resize.*", "uninitialised memory"),
     (r"_local_scalar_dense|item|sym_.*|_assert.*|_functional_assert.*", "not a tensor value"),
     (r"_index_put_impl_?", "an 'unsafe' flag"),
-    (
-        r".*(sparse|nested|jagged|padded|mkldnn|cudnn|miopen|cufft|cuda|mps|vulkan|xpu|fbgemm"
-        r"|triton).*",
-        "a layout or device of its own",
-    ),
-    (
-        r"_?coalesced?_?|_?indices(_copy)?|_?values(_copy)?|(c?col|c?row)_indices(_copy)?"
-        r"|_convert_indices_from_.*|hspmm|smm|sspaddmm|_spsolve|_spdiags",
-        "sparse layouts (indices it takes on trust)",
-    ),
-    (
-        r".*(quantiz|_make_per_|int4pack|int8pack|prepack|_dyn_quant|_cslt|_efficientzerotensor"
-        r"|_fused_moving_avg).*|int_repr|q_.*",
-        "quantized or packed layouts",
-    ),
-    (
-        r"_pin_memory|pin_memory|is_pinned|_copy_from|_copy_from_and_resize|_version",
-        "storage, not values",
-    ),
+    (r".*(sparse|nested|jagged|padded|mkldnn|cudnn|miopen|cufft|cuda|mps|vulkan|xpu|fbgemm"
+     r"|triton).*",
+     "a layout or device of its own"),
+    (r"_?coalesced?_?|_?indices(_copy)?|_?values(_copy)?|(c?col|c?row)_indices(_copy)?"
+     r"|_convert_indices_from_.*|hspmm|smm|sspaddmm|_spsolve|_spdiags",
+     "sparse layouts (indices it takes on trust)"),
+    (r".*(quantiz|_make_per_|int4pack|int8pack|prepack|_dyn_quant|_cslt|_efficientzerotensor"
+     r"|_fused_moving_avg).*|int_repr|q_.*",
+     "quantized or packed layouts"),
+    (r"_pin_memory|pin_memory|is_pinned|_copy_from|_copy_from_and_resize|_version",
+     "storage, not values"),
     (r"_philox.*|_sobol_engine.*", "random number engines"),
     (r"_fused_(adam|adamw|adagrad|sgd)_?|_amp_.*", "optimizer and scaler steps"),
     (r"_?weight_norm.*", "weight norm kernels that take g's size on trust (heap corruption)"),
-    (
-        r"slow_conv.*|thnn_conv.*|_?batch_norm_update_stats|_native_batch_norm_legit_functional"
-        r"|_batch_norm_with_update_functional|_batch_norm_with_update|_compute_linear_combination",
-        "kernels that take a second input's size on trust (a transposed convolution's "
-        "kernel_size, training batch norm's running stats: heap reads and crashes)",
-    ),
-    (
-        r"special_.*_polynomial_.*",
-        "polynomials whose degree n sets the run time (n = 2**40 runs for hours)",
-    ),
-    (
-        r".*_backward.*|_thnn_.*|range",
-        "gradients (kernels that take saved shapes and indices on trust: one crashes the process "
-        "on crafted arguments) and the deprecated range",
-    ),
-    (
-        r"_embedding_bag.*|embedding_bag|_pack_padded_sequence.*|_pad_packed_sequence"
-        r"|_?ctc_loss.*|_segment_reduce.*|segment_reduce",
-        "offsets or lengths it may take on trust",
-    ),
-    (
-        r"__.*|_test_.*|_foobar|_debug_.*|_propagate_xla_data|_fw_primal.*|_make_dual.*"
-        r"|_unpack_dual|_has_same_storage_numel|_has_compatible_shallow_copy_type|_nnpack.*"
-        r"|_use_cudnn.*|_fused_sdp_choice|_add_batch_dim|_remove_batch_dim|_make_dep_token"
-        r"|_make_token|_sink_tokens|_functional_sym_constrain_range.*|_ncf_.*"
-        r"|_no_grad_embedding_renorm_",
-        "internals",
-    ),
+    (r"slow_conv.*|thnn_conv.*|_?batch_norm_update_stats|_native_batch_norm_legit_functional"
+     r"|_batch_norm_with_update_functional|_batch_norm_with_update|_compute_linear_combination",
+     "kernels that take a second input's size on trust (a transposed convolution's "
+     "kernel_size, training batch norm's running stats: heap reads and crashes)"),
+    (r"special_.*_polynomial_.*",
+     "polynomials whose degree n sets the run time (n = 2**40 runs for hours)"),
+    (r".*_backward.*|_thnn_.*|range",
+     "gradients (kernels that take saved shapes and indices on trust: one crashes the process "
+     "on crafted arguments) and the deprecated range"),
+    (r"_embedding_bag.*|embedding_bag|_pack_padded_sequence.*|_pad_packed_sequence"
+     r"|_?ctc_loss.*|_segment_reduce.*|segment_reduce",
+     "offsets or lengths it may take on trust"),
+    (r"__.*|_test_.*|_foobar|_debug_.*|_propagate_xla_data|_fw_primal.*|_make_dual.*"
+     r"|_unpack_dual|_has_same_storage_numel|_has_compatible_shallow_copy_type|_nnpack.*"
+     r"|_use_cudnn.*|_fused_sdp_choice|_add_batch_dim|_remove_batch_dim|_make_dep_token"
+     r"|_make_token|_sink_tokens|_functional_sym_constrain_range.*|_ncf_.*"
+     r"|_no_grad_embedding_renorm_",
+     "internals"),
 )
 """The hand denylist: op names (without namespace and overload; a full match) kept off the
 list whatever their schemas say, with why. A test checks that none of them is listed."""
