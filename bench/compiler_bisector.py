@@ -20,19 +20,19 @@ node and its layer, from one compile.
 from __future__ import annotations
 
 import resource
+import sys
 import time
 import warnings
+from pathlib import Path
 
 
 def main() -> None:
     import torch
     import transformers
     from torch._inductor.compiler_bisector import CompilerBisector
-    from torch._inductor.custom_graph_pass import CustomGraphPass
 
     warnings.filterwarnings("ignore")
     transformers.logging.set_verbosity_error()
-    aten = torch.ops.aten
 
     class GPT2Logits(torch.nn.Module):
         def __init__(self):
@@ -47,23 +47,11 @@ def main() -> None:
         def forward(self, ids):
             return self.gpt2(input_ids=ids, use_cache=False).logits
 
-    class SplitVarMean(CustomGraphPass):  # notebook 08's pass, with its mistake
-        def __call__(self, graph):
-            for node in list(graph.nodes):
-                if node.target is not aten.var_mean.correction:
-                    continue
-                x, dims = node.args[0], node.args[1]
-                keepdim = node.kwargs.get("keepdim", False)
-                with graph.inserting_before(node):
-                    var = graph.call_function(aten.var.correction, (x, dims), {"keepdim": keepdim})
-                    mean = graph.call_function(aten.mean.dim, (x, dims, keepdim))
-                for item in list(node.users):
-                    item.replace_all_uses_with(var if item.args[1] == 0 else mean)
-                    graph.erase_node(item)
-                graph.erase_node(node)
-
-        def uuid(self):
-            return "split-var-mean-v1"
+    # notebook 08's pass, with its mistake (correction=0 dropped): the one the tests use
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.explorer.inductor.test_inductor import (
+        SplitVarMeanForgetsCorrection as SplitVarMean,
+    )
 
     model = GPT2Logits().eval()
     ids = torch.randint(0, 100, (1, 16))
