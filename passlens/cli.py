@@ -481,8 +481,8 @@ def _show(args: argparse.Namespace) -> int:
 def _step(trace, key: str):
     try:
         return trace[int(key)] if key.lstrip("-").isdigit() else trace[key]
-    except IndexError:
-        raise CLIError(f"no step {key}: the trace has steps 0 to {len(trace) - 1}") from None
+    except IndexError as e:  # the trace says which steps it has
+        raise CLIError(str(e)) from None
     except KeyError as e:
         raise CLIError(str(e.args[0])) from None
 
