@@ -26,8 +26,11 @@ The internal split, one module per job (what the adapter interface asks of a com
 Steps, per FX graph Dynamo makes (a graph break starts a new one; a recompile too):
 ``dynamo <id> <frame> (<file>:<line>)`` (the import step: Dynamo's Torch IR graph),
 ``pre-grad passes`` (group), ``aot-autograd`` (the ATen forward graph), ``joint-graph
-passes`` (group), ``post-grad passes`` (group; each pass and each pattern replacement a nested
-step), ``inductor codegen`` (texts: scheduler IR before and after fusion, output code).
+passes`` (group), ``view_to_reshape`` (Inductor's rewrite of every ``aten.view`` into
+``aten.reshape``, run before the post-grad passes), ``post-grad passes`` (group; each pass and
+each pattern replacement a nested step), ``inductor codegen`` (texts: scheduler IR before and
+after fusion, output code). A change Inductor makes to a graph outside these (none on the
+models tried) is an ``outside Inductor's passes`` step before the group it is handed to.
 """
 
 from __future__ import annotations
