@@ -10,7 +10,7 @@ from typing import Any
 def fingerprint(graph: Any) -> tuple:
     """What a pass changes when it changes a graph: every node (the object), its op, target,
     args, kwargs and name (the very tuples: a pass that changes a node's inputs gives it new ones).
-    Compared with :func:`same`; costs a reference per field, no copy."""
+    Compared with `same`; costs a reference per field, no copy."""
     return tuple((n, n.op, n.target, n.args, n.kwargs, n.name) for n in graph.nodes)
 
 
@@ -27,8 +27,8 @@ def same(a: tuple, b: tuple) -> bool:
 
 
 def copy_graph(gm: Any) -> tuple[Any, dict]:
-    """A copy of ``gm``'s graph (node metadata shared, not copied) and the tensors and
-    submodules its ``get_attr`` / ``call_module`` nodes read."""
+    """A copy of `gm`'s graph (node metadata shared, not copied) and the tensors and
+    submodules its `get_attr` / `call_module` nodes read."""
     import copy
 
     graph = copy.deepcopy(gm.graph)
@@ -77,9 +77,9 @@ def pattern_label(entry: Any) -> str:
 
 
 def make_rewrite(pattern: str, matched: list[str], graph: Any, before: set) -> Any:
-    """A pattern-matcher replacement as a rewrite (``explorer.rewrites.Rewrite``) named by its
+    """A pattern-matcher replacement as a rewrite (`explorer.rewrites.Rewrite`) named by its
     pattern: the FX nodes it matched (the node it fired on first) and the nodes it added to
-    ``graph`` (not in ``before``), the last of them (the replacement's output) first."""
+    `graph` (not in `before`), the last of them (the replacement's output) first."""
     from explorer.rewrites import make
 
     added = [n.name for n in graph.nodes if n not in before]

@@ -1,29 +1,29 @@
 """Recording torch.compile: a Dynamo backend that runs Inductor with its pass boundaries
 wrapped.
 
-Inside :meth:`Recorder.patched` (a context manager that restores everything it replaced):
+Inside `Recorder.patched` (a context manager that restores everything it replaced):
 
-- the backend (:meth:`Recorder.backend`) sees every FX graph Dynamo makes: one per graph
-  break, one per recompile, each named by its frame (``dynamo 0/1 forward (model.py:12)``:
-  Dynamo's compile id ``frame/recompile``, the code's name, its file and line);
-- ``torch._inductor.compile_fx``'s ``_recursive_pre_grad_passes``,
-  ``_recursive_joint_graph_passes`` and ``_recursive_post_grad_passes`` become the group
-  steps ``pre-grad passes``, ``joint-graph passes`` and ``post-grad passes``;
-  ``compile_fx_forward`` is where AOTAutograd hands its forward graph to Inductor (the
-  ``aot-autograd`` step); ``view_to_reshape``, which Inductor runs on that graph between
-  the joint-graph and the post-grad passes, is a step of its own (``view_to_reshape``), and a
+- the backend (`Recorder.backend`) sees every FX graph Dynamo makes: one per graph
+  break, one per recompile, each named by its frame (`dynamo 0/1 forward (model.py:12)`:
+  Dynamo's compile id `frame/recompile`, the code's name, its file and line);
+- `torch._inductor.compile_fx`'s `_recursive_pre_grad_passes`,
+  `_recursive_joint_graph_passes` and `_recursive_post_grad_passes` become the group
+  steps `pre-grad passes`, `joint-graph passes` and `post-grad passes`;
+  `compile_fx_forward` is where AOTAutograd hands its forward graph to Inductor (the
+  `aot-autograd` step); `view_to_reshape`, which Inductor runs on that graph between
+  the joint-graph and the post-grad passes, is a step of its own (`view_to_reshape`), and a
   change to a graph that no step made, or a group handed a graph no step shows, is an
-  ``outside Inductor's passes`` step: every group and pass has a step to be compared with;
-- ``torch.fx``'s ``GraphTransformObserver`` (which every Inductor FX pass runs through) gives
+  `outside Inductor's passes` step: every group and pass has a step to be compared with;
+- `torch.fx`'s `GraphTransformObserver` (which every Inductor FX pass runs through) gives
   each pass application its step, named by the pass (a custom pass from
-  ``torch._inductor.config`` by its class);
-- the pattern matcher's entries (``ReplacementPatternEntry`` / ``GraphPatternEntry`` /
-  ``LoweringPatternEntry``) give each replacement its step, named by its pattern, and a
-  rewrite (``step.rewrites``: the pattern, the FX nodes it matched and those it added) on
+  `torch._inductor.config` by its class);
+- the pattern matcher's entries (`ReplacementPatternEntry` / `GraphPatternEntry` /
+  `LoweringPatternEntry`) give each replacement its step, named by its pattern, and a
+  rewrite (`step.rewrites`: the pattern, the FX nodes it matched and those it added) on
   that step and on the pass that ran the pattern matcher;
-- ``torch._inductor.debug.log_ir_pre_fusion`` / ``log_ir_post_fusion`` and
-  ``GraphLowering._compile_to_module`` give the scheduler's IR before and after fusion and
-  the output code (the ``inductor codegen`` step's texts).
+- `torch._inductor.debug.log_ir_pre_fusion` / `log_ir_post_fusion` and
+  `GraphLowering._compile_to_module` give the scheduler's IR before and after fusion and
+  the output code (the `inductor codegen` step's texts).
 
 A step's graph is copied only when the pass changed it (a fingerprint of names, ops, targets
 and inputs before and after): an unchanged pass shares the module it was given.
@@ -72,13 +72,13 @@ class GraphRecord:
 
     @property
     def label(self) -> str:
-        """``dynamo 0/0 forward (model.py:12)``."""
+        """`dynamo 0/0 forward (model.py:12)`."""
         return f"dynamo {self.compile_id} {self.code} ({self.location})"
 
 
 @dataclass
 class ImportItem:
-    """A Dynamo graph as the first step of its pipeline (an ``import`` step of the trace)."""
+    """A Dynamo graph as the first step of its pipeline (an `import` step of the trace)."""
 
     name: str
     module: FXModule
@@ -95,7 +95,7 @@ class _Open:
 
 
 class Recorder:
-    """Records one ``explore``: the steps of every FX graph Inductor compiles."""
+    """Records one `explore`: the steps of every FX graph Inductor compiles."""
 
     def __init__(self, state: FXState, job: Any = None, model: Any = None):
         self.state = state
@@ -116,7 +116,7 @@ class Recorder:
 
     # ----- modules --------------------------------------------------------------------------
     def wrap(self, gm: Any) -> FXModule:
-        """The module showing ``gm`` as it is now: its last copy when unchanged since, else a
+        """The module showing `gm` as it is now: its last copy when unchanged since, else a
         new copy."""
         fp = fingerprint(gm.graph)
         found = self.latest.get(id(gm))
@@ -173,13 +173,13 @@ class Recorder:
             self.items[snap.parent].children.remove(snap.index)
 
     def fail_open(self, error: BaseException) -> None:
-        """Every step still open failed with ``error`` (it left a pass)."""
+        """Every step still open failed with `error` (it left a pass)."""
         while self.stack:
             self.close(error=error)
 
     @contextlib.contextmanager
     def step(self, name: str, spec: str, gm: Any, kind: str):
-        """Record what runs inside as one step (``result`` set by the caller when the pass
+        """Record what runs inside as one step (`result` set by the caller when the pass
         returns a new GraphModule)."""
         box: dict = {}
         self.open(name, spec, gm, kind)
@@ -266,7 +266,7 @@ class Recorder:
             self.state.graph_inputs[record.index] = names
 
     def _aot(self, gm: Any) -> None:
-        """AOTAutograd's forward graph reaches Inductor: the ``aot-autograd`` step."""
+        """AOTAutograd's forward graph reaches Inductor: the `aot-autograd` step."""
         record = self.graph
         if record is None or record.aot_step is not None:
             return
@@ -394,7 +394,7 @@ class Recorder:
         return make
 
     def _stage(self, name: str):
-        """A function Inductor runs on a graph outside its passes (``view_to_reshape`` before
+        """A function Inductor runs on a graph outside its passes (`view_to_reshape` before
         the post-grad passes): a step of its own."""
 
         def make(old):
@@ -409,9 +409,9 @@ class Recorder:
         return make
 
     def _catch_up(self, gm: Any) -> None:
-        """Before a stage's group step: when ``gm`` is not the graph the last stage showed
+        """Before a stage's group step: when `gm` is not the graph the last stage showed
         (Inductor changed it outside any recorded step, or handed the group a graph no step
-        showed), an ``outside Inductor's passes`` step from that stage's graph to ``gm``, so
+        showed), an `outside Inductor's passes` step from that stage's graph to `gm`, so
         the group and its first pass have a step to be compared with."""
         record = self.graph
         if record is None or self.stack:
@@ -552,7 +552,7 @@ _TEXTS = ("scheduler IR (before fusion)", "scheduler IR (after fusion)", "output
 
 
 def _is_dynamo(code: Any) -> bool:
-    """Whether ``code`` is one of Dynamo's own wrappers (``external_utils.inner``)."""
+    """Whether `code` is one of Dynamo's own wrappers (`external_utils.inner`)."""
     return f"{os.sep}torch{os.sep}_dynamo{os.sep}" in code.co_filename
 
 

@@ -1,4 +1,4 @@
-"""IREE's iree-compile as an explorer adapter (registered by ``explorer.adapters`` on first
+"""IREE's iree-compile as an explorer adapter (registered by `explorer.adapters` on first
 use). Importing this module does not import iree: recording and a view's parsing do."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from explorer.adapters import Adapter, register_adapter
 class IREEAdapter(Adapter):
     """A torch model exported with iree-turbine (weights in an .irpa file), or an MLIR file,
     compiled by iree-compile printing the module after every pass; steps nested under IREE's
-    phases; graphs parsed with iree.compiler.ir. The check (``--compile-from`` and
-    iree.runtime) is not built yet: ``trace.check`` says so."""
+    phases; graphs parsed with iree.compiler.ir. The check (`--compile-from` and
+    iree.runtime) is not built yet: `trace.check` says so."""
 
     name = "iree"
     default_pipeline = "end"
