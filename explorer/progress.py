@@ -109,6 +109,8 @@ class Job:
 
     # ----- the timer ---------------------------------------------------------------------------
     def _arm(self, seconds: float) -> None:
+        if not seconds <= threading.TIMEOUT_MAX:  # never due (a DELAY of inf): no timer, whose
+            return  # thread would die of an OverflowError in its wait
         timer = threading.Timer(seconds, _tick, (weakref.ref(self),))  # a job dropped unclosed
         timer.daemon = True  # (an error) is not kept alive, nor drawn, by its timer
         self._timer = timer
