@@ -60,6 +60,9 @@ most; an RNN of 1,000 steps of 50 bindings is 51,000). Loops each under MAX_LOOP
 nested, would otherwise multiply. A longer legitimate loop: raise it in code."""
 _LOOP_WORK: ContextVar[list[int] | None] = ContextVar("passlens_loop_work", default=None)
 
+_STATIC_BYTES: dict[TensorType, int] = {}
+"""The bytes of a value of each static tensor type seen (``check_size`` works each out once)."""
+
 KERNEL_SETS = ("torch", "numpy")
 """What ``evaluate(..., kernels=)`` takes (see the module docstring)."""
 # the kernel set of the evaluation running (nested evaluations and the memo's hooks use it)
@@ -368,7 +371,8 @@ def _matches(ty: Type, value: Any, env: dict[str, int]) -> bool:
     assert isinstance(ty, TensorType)
     if not isinstance(value, np.ndarray) or value.dtype != ty.dtype.numpy:
         return False
-    return shape_matches(ty.shape, value.shape, env)
+    # equal tuples: every annotated dim an int and the same (nothing to bind)
+    return value.shape == ty.shape or shape_matches(ty.shape, value.shape, env)
 
 
 def _value_desc(value: Any) -> str:
@@ -442,13 +446,21 @@ class _Evaluator:
         ty = node.ty
         if not isinstance(ty, TensorType) or ty.shape is None:
             return
-        n = 1
-        for d in ty.shape:
-            try:
-                n *= d if isinstance(d, int) else _resolve(d, self.env)
-            except (KeyError, InterpretError, TypeError):
-                return  # not known before computing: the op's own checks apply
-        if n * np.dtype(ty.dtype.numpy).itemsize > MAX_VALUE_BYTES:
+        nbytes = _STATIC_BYTES.get(ty)
+        if nbytes is None:
+            n = 1
+            for d in ty.shape:
+                try:
+                    n *= d if isinstance(d, int) else _resolve(d, self.env)
+                except (KeyError, InterpretError, TypeError):
+                    return  # not known before computing: the op's own checks apply
+            nbytes = n * ty.dtype.numpy.itemsize
+            if ty.is_static:  # worked out once per static type
+                if len(_STATIC_BYTES) > 50_000:
+                    _STATIC_BYTES.clear()
+                _STATIC_BYTES[ty] = nbytes
+        if nbytes > MAX_VALUE_BYTES:
+            n = nbytes // ty.dtype.numpy.itemsize
             raise InterpretError(
                 f"{_describe(node)} would hold {n:,} elements ({ty}), over the interpreter's "
                 f"limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
@@ -471,8 +483,15 @@ class _Evaluator:
                 raise InterpretError(
                     f"while executing {_describe(node)}: {type(e).__name__}: {e}", node
                 ) from e
-            if self.check_types and not _matches(node.ty, result, dict(self.env)):
-                self.mismatches.append(TypeMismatch.of(node, result))
+            if self.check_types:
+                ty = node.ty
+                if not (  # the common case first: a static tensor type met exactly
+                    isinstance(result, np.ndarray)
+                    and isinstance(ty, TensorType)
+                    and result.shape == ty.shape
+                    and result.dtype == ty.dtype.numpy
+                ) and not _matches(ty, result, dict(self.env)):
+                    self.mismatches.append(TypeMismatch.of(node, result))
             values[node] = result
 
     def compute(self, node: Expr) -> Any:

@@ -35,13 +35,16 @@ def group_roots(fn: Function, key: Callable[[Expr], Any]) -> list[Expr]:
     """Bound nodes that are the last of their provenance group (no reader of the node has the
     same key): the node standing for a source op's result, not an intermediate a frontend
     or a pass made for it (the matmul of a decomposed linear)."""
-    read_by: dict[int, set] = {}
-    nodes = [n for n in fn.iter_nodes()]
+    nodes = list(fn.iter_nodes())
+    keys = {id(n): key(n) for n in nodes}
+    inner: set[int] = set()  # bound nodes read by a node of their own key
     for n in nodes:
-        k = key(n)
-        for c in children(n):
-            read_by.setdefault(id(c), set()).add(k)
-    return [n for n in nodes if key(n) is not None and key(n) not in read_by.get(id(n), ())]
+        k = keys[id(n)]
+        if k is not None:
+            for c in children(n):
+                if id(c) in keys and keys[id(c)] == k:
+                    inner.add(id(c))
+    return [n for n in nodes if keys[id(n)] is not None and id(n) not in inner]
 
 
 def node_reference(main: Function, values: dict) -> dict:

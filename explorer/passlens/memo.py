@@ -161,6 +161,11 @@ class MemoHooks(CallMemo):
         self.memo = memo
         self._parts: list | None = None  # the keys a decomposition being computed used
         self._root: tuple | None = None  # the last decomposition's last part and its operands
+        # ids of the nodes whose entry this run made or used (their step need not remember them)
+        self.handled: set[int] = set()
+        # (node, args, canonical operands) of the last lookup that found nothing: the record
+        # of that call that follows takes its operands instead of working them out again
+        self._missed: tuple | None = None
 
     def _operands(self, node: Call, args: list) -> list | None:
         if node.op in SIDE_EFFECT_OPS or not all(isinstance(a, np.ndarray) for a in args):
@@ -174,6 +179,7 @@ class MemoHooks(CallMemo):
         value = self.memo.get(node, ops)
         if value is not None:
             self.hits += 1
+            self.handled.add(id(node))
             if self._parts is not None:
                 self._parts.append(self.memo.key(node, ops))
             return value
@@ -191,8 +197,11 @@ class MemoHooks(CallMemo):
                 value = self._own(node, args, value)
             if value is not None:
                 key = self.memo.put(node, ops, value, parts)
+                self.handled.add(id(node))
                 if self._parts is not None:
                     self._parts.append(key)
+        if value is None:
+            self._missed = (node, args, ops)
         return value
 
     def _own(self, node: Call, args: list, parts_value: np.ndarray) -> np.ndarray:
@@ -247,11 +256,16 @@ class MemoHooks(CallMemo):
         return out
 
     def record(self, node: Call, args: list, value: Any) -> Any:
-        ops = self._operands(node, args)
+        missed, self._missed = self._missed, None
+        if missed is not None and missed[0] is node and missed[1] is args:
+            ops = missed[2]  # the lookup of this very call worked them out
+        else:
+            ops = self._operands(node, args)
         if ops is None or not isinstance(value, np.ndarray):
             return value
         value = self.memo.same_content(value)
         key = self.memo.put(node, ops, value)
+        self.handled.add(id(node))
         if self._parts is not None:
             self._parts.append(key)
         return value
