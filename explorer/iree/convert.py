@@ -199,11 +199,11 @@ def _global(g: GraphModel, node: GraphNode, attrs: dict) -> None:
 
 
 def _weight_owner(op: Any, g: GraphModel, ids: dict, globals_: dict, weight_layer: dict):
-    """The layer owning the weight ``op`` reads, for an op the importer placed at its
+    """The layer owning the weight `op` reads, for an op the importer placed at its
     function's own location: iree's FX importer gives the ops it makes for the parameters
-    (their ``util.global.load`` and conversion) the location of the function, which is its
-    first node's (``fc1``'s), so fc2's weight loads would be drawn in fc1. A load of a
-    parameter is in the layer that owns it (``fc2.weight``: ``fc2``); an op reading only such
+    (their `util.global.load` and conversion) the location of the function, which is its
+    first node's (`fc1`'s), so fc2's weight loads would be drawn in fc1. A load of a
+    parameter is in the layer that owns it (`fc2.weight`: `fc2`); an op reading only such
     loads of one layer is in that layer. None: the op's own location stands."""
     if op.name == "util.global.load" and "global" in op.attributes:
         node = g.nodes.get(globals_.get(str(op.attributes["global"]), ""))
