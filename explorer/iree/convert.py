@@ -197,6 +197,29 @@ def _global(g: GraphModel, node: GraphNode, attrs: dict) -> None:
     )
 
 
+def _weight_layer(g, globals_, owned, name, attrs, operands, ids, loc) -> str | None:
+    """The torch layer of a weight's ``util.global.load`` (and of a one-operand cast of it at
+    the same location): the module owning the parameter (``attn.qkv`` for the key
+    ``attn.qkv.weight``). iree-turbine gives every load the location of the first layer that
+    runs, not of the layer using the weight."""
+    if name == "util.global.load":
+        node = g.nodes.get(globals_.get(attrs.get("global", ""), ""))
+        if node is not None and node.kind == "weight" and "." in node.label:
+            return node.label.rsplit(".", 1)[0]
+        return None
+    if len(operands) == 1:
+        src = owned.get(ids.get(operands[0], ""))
+        if src is not None and src[0] == loc:
+            return src[1]
+    return None
+
+
+def _with_layer(prov: Provenance, layer: str) -> Provenance:
+    return Provenance(
+        framework=prov.framework, location=prov.location, module_path=layer, source_node=layer
+    )
+
+
 def unparsed_graph(error: str) -> GraphModel:
     """The graph model of a dump MLIR cannot parse again (IREE prints some ops, such as a
     ``vm.cond_fail`` message holding quotes, in a form its parser refuses): one node saying
@@ -217,6 +240,7 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
     count = [0]
     seen: dict[tuple, int] = {}
     globals_: dict[str, str] = {}  # @symbol of a util.global -> its node
+    owned: dict[str, tuple[str, str]] = {}  # a weight's load (or its cast) -> (loc, layer)
 
     def add_node(nid, kind, op, label, function, ty, group, prov, obj, attrs=None):
         shape, dtype = _shape_dtype(ty) if ty is not None else (None, None)
@@ -293,6 +317,10 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
             if a.name not in ("sym_name", "function_type"):
                 attrs[a.name] = _cut(str(a.attr), 200)
         kind = "op" if function else "const"
+        owner = _weight_layer(g, globals_, owned, name, attrs, list(op.operands), ids, loc)
+        if owner is not None:
+            prov = _with_layer(prov, owner)
+            owned[nid] = (loc, owner)
         add_node(
             nid,
             kind,
