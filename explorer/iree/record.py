@@ -117,10 +117,9 @@ def compile_flags(pipeline: str, target: str, flags: Any) -> list[str]:
         )
     if target != "llvm-cpu":
         raise ValueError(f"compiler='iree' records the llvm-cpu target, not {str(target)[:40]!r}")
-    extra = [flags] if isinstance(flags, str) else list(flags or ())
-    bad = [f for f in extra if not isinstance(f, str) or not f.startswith("--") or "\n" in f]
-    if bad:
-        raise ValueError(f"flags for iree-compile are '--name=value' texts, not {bad[0]!r:.80}")
+    from explorer.iree.flags import check_flags  # what a user's flag may be, in one place
+
+    extra = check_flags(flags)
     return [
         "--iree-hal-target-device=local",
         "--iree-hal-local-target-device-backends=llvm-cpu",
