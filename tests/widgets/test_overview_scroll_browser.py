@@ -126,9 +126,8 @@ def user_scrolls(page, g: Graph, dy: int) -> None:
         if lst.evaluate(f"(l) => {end}"):
             return
         page.wait_for_timeout(50)
-    raise AssertionError(
-        f"the wheel did not scroll the list: {lst.evaluate('(l) => [l.scrollTop, l.clientHeight, l.scrollHeight]')}"
-    )
+    where = lst.evaluate("(l) => [l.scrollTop, l.clientHeight, l.scrollHeight]")
+    raise AssertionError(f"the wheel did not scroll the list: {where}")
 
 
 def frames(page, n: int = 5) -> None:
