@@ -491,3 +491,31 @@ def test_the_view_keeps_its_target_clear_of_every_pane(browser, bloat_data, deco
             assert page.evaluate(COVERED, ".plg-located") is None, rows.nth(k).get_attribute("data-group")
         assert problems == []
         page.close()
+
+
+def legend_items(g) -> list[str]:
+    return g.root.locator(".plg-legend .plg-lg-item").all_text_contents()
+
+
+def test_the_legend_names_only_what_the_step_draws(browser, bloat_data):
+    """Seen beside Netron and Model Explorer (issue 43, ui/2026-12-03): the legend listed
+    "moved (same values)", "failed" and "opaque (no converter)" on a step that has none of
+    them. It names what the side shown draws: the bloat step's added, changed and removed
+    nodes, its finding, weights and groups; a fuse-ops step's moved nodes; the step before's
+    side no ghosts."""
+    page, g, problems = page_of(browser, bloat_data)
+    items = legend_items(g)
+    assert items == ["added", "changed", "removed (ghost)", "finding", "weight", "group"], items
+    g.press("b")  # the step before: what this step removes or changes, no ghosts, no findings
+    expect(g.root).to_have_attribute("data-mode", "before")
+    g.settle()
+    expect(g.root.locator(".plg-legend")).not_to_contain_text("removed (ghost)")
+    assert "removed by the step" in legend_items(g)
+    page.close()
+    trace = explorer.explore(sm.flat_chain_module(300), pipeline="default")
+    step = trace["fuse-ops"]
+    page, g, problems2 = page_of(browser, graph_data(step, step.previous))
+    assert "moved (same values)" in legend_items(g)
+    assert "failed" not in legend_items(g) and "opaque (no converter)" not in legend_items(g)
+    assert problems == problems2 == []
+    page.close()
