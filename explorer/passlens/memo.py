@@ -56,7 +56,9 @@ class Memo:
     def canonical(self, value: Any) -> Any:
         """The array standing for ``value``: itself, or for a view, the first view seen of
         the same memory with the same shape, strides and dtype."""
-        if not isinstance(value, np.ndarray) or value.base is None:
+        if value.__class__ is not np.ndarray and not isinstance(value, np.ndarray):
+            return value
+        if value.base is None:
             return value
         seen = self.canonicals.get(id(value))  # (a view is looked at again at every step)
         if seen is not None and seen[0]() is value and (first := seen[1]()) is not None:
@@ -85,7 +87,10 @@ class Memo:
 
     def operands(self, node: Call, arrays: list) -> list:
         """The canonical operands of ``node`` (see ``key``)."""
-        ops = [self.canonical(a) for a in arrays]
+        canonical = self.canonical
+        ops = [
+            a if a.__class__ is np.ndarray and a.base is None else canonical(a) for a in arrays
+        ]
         if _reads_transposed(node) and len(ops) == 2 and getattr(ops[1], "ndim", 0) >= 2:
             ops[1] = self.canonical(np.swapaxes(ops[1], -1, -2))
         return ops
@@ -109,6 +114,8 @@ class Memo:
 
     def _touch(self, entry: list) -> None:
         """Mark ``entry`` and its parts' entries used by this generation."""
+        if entry[2] == self.generation:  # (and so are its parts)
+            return
         stack = [entry]
         while stack:
             e = stack.pop()
@@ -168,8 +175,11 @@ class MemoHooks(CallMemo):
         self._missed: tuple | None = None
 
     def _operands(self, node: Call, args: list) -> list | None:
-        if node.op in SIDE_EFFECT_OPS or not all(isinstance(a, np.ndarray) for a in args):
+        if node.op in SIDE_EFFECT_OPS:
             return None
+        for a in args:
+            if a.__class__ is not np.ndarray and not isinstance(a, np.ndarray):
+                return None
         return self.memo.operands(node, args)
 
     def lookup(self, node: Call, args: list) -> Any:
