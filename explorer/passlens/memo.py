@@ -88,9 +88,7 @@ class Memo:
     def operands(self, node: Call, arrays: list) -> list:
         """The canonical operands of ``node`` (see ``key``)."""
         canonical = self.canonical
-        ops = [
-            a if a.__class__ is np.ndarray and a.base is None else canonical(a) for a in arrays
-        ]
+        ops = [a if a.__class__ is np.ndarray and a.base is None else canonical(a) for a in arrays]
         if _reads_transposed(node) and len(ops) == 2 and getattr(ops[1], "ndim", 0) >= 2:
             ops[1] = self.canonical(np.swapaxes(ops[1], -1, -2))
         return ops
