@@ -36,8 +36,25 @@ class Memo:
         self.canonicals: dict[int, tuple] = {}  # id(view) -> (it, its canonical view), weakly
         self.contents: dict[tuple, list] = {}  # (shape, dtype, sampled bytes) -> arrays
         self.content_hits = 0
+        # (op, attrs, type, operand types) -> (its decomposition, the operands it reads)
+        self.decompositions: dict[tuple, tuple] = {}
         self.generation = 0
         self.hits = 0
+
+    def decomposition(self, node: Call) -> tuple[Expr | None, tuple]:
+        """What decompose-ops rewrites ``node`` into and the operands it is built on: made
+        once per op, attributes, type and operand types (a decomposition reads no more of
+        its node, and the parts' memo keys are made of those and the operand values), so
+        the 32 attentions of a decoder's layers are decomposed once; a node reading one
+        operand twice is decomposed on its own."""
+        args = node.args
+        if len({id(a) for a in args}) != len(args):
+            return decompose(node), args
+        sig = (node.op, node.attrs, node.ty, *(a.ty for a in args))
+        made = self.decompositions.get(sig)
+        if made is None:
+            made = self.decompositions[sig] = (decompose(node), args)
+        return made
 
     def start(self, keep: int | None) -> int:
         """Begin a module's run, keeping the entries of generation ``keep``; its generation."""
@@ -239,10 +256,10 @@ class MemoHooks(CallMemo):
         rounds exactly like their decomposition (tested bitwise), and kept only when it has
         no NaN (where attention's value and its decomposition's differ)."""
         self._root = None
-        root = decompose(node)
+        root, leaves = self.memo.decomposition(node)
         if root is None:
             return None
-        known: dict[int, Any] = {id(a): v for a, v in zip(node.args, args, strict=False)}
+        known: dict[int, Any] = {id(a): v for a, v in zip(leaves, args, strict=False)}
 
         def value(e: Expr) -> Any:
             if id(e) in known:
