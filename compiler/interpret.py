@@ -792,6 +792,17 @@ def bind_inputs(
     or dims do not match its parameter's type. Inputs beyond ``params`` are not looked at."""
     env: dict[str, int] = {}
     arrays = [_to_value(v, p.ty, p, i) for i, (p, v) in enumerate(zip(params, inputs))]
+    for p, arr in zip(params, arrays):  # the common case: static types met exactly
+        ty = p.ty
+        if not (
+            isinstance(arr, np.ndarray)
+            and isinstance(ty, TensorType)
+            and arr.shape == ty.shape
+            and arr.dtype == ty.dtype.numpy
+        ):
+            break
+    else:
+        return arrays, env  # (no symbol to bind: equal tuples hold ints only)
     # Two rounds: the first binds symbols from plain dims (`n`); then a symbol seen only inside
     # an expression (`2*n + 1`) is solved for; the second round checks every dim, including
     # expressions of symbols bound by a later input (`2*n + 1` before `n`).
