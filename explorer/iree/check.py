@@ -149,9 +149,9 @@ class IREERuntime:
         name = "main" if "main" in names else names[0]
         out = loaded[name](*inputs)
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        return tuple(
-            np.asarray(o.to_host()) if hasattr(o, "to_host") else np.asarray(o) for o in outs
-        )
+        # copied: a DeviceArray's host view is the device buffer's memory, which a later run
+        # may reuse once the array is gone (the outputs are judged after later steps ran)
+        return tuple(np.array(o.to_host() if hasattr(o, "to_host") else o, copy=True) for o in outs)
 
 
 class IREEStepRunner(StepRunner):
@@ -206,7 +206,9 @@ class IREEStepRunner(StepRunner):
             check.notes.append(
                 f"the torch reference could not run ({type(e).__name__}: {str(e)[:300]})"
             )
-            return False
+            check.ref_outputs, ref.name = import_run.outputs, "the imported step"
+            ref.description = "the imported step, as the torch reference failed"
+            return True
         check.ref_outputs, ref.name = outputs, "torch eager"
         ref.description = f"torch eager ({how})"
         try:
@@ -265,6 +267,11 @@ class IREEStepRunner(StepRunner):
         if not self.bisect:
             for s in list(self.candidates):
                 self._try(s)
+            bad = [k for k, s in enumerate(self.candidates) if self._bad(self.runs[id(s.module)])]
+            if bad and not self._bad(import_run):
+                k = bad[0]
+                self.first_diverging = self.candidates[k]
+                self.last_agreeing = self.candidates[k - 1] if k else check.imported
             return
         if self._bad(import_run):  # the import already differs: nothing to bisect
             for s in self.candidates:
@@ -375,9 +382,21 @@ class IREEStepRunner(StepRunner):
         """A step the bisection ran after the first diverging one: its row says it diverged,
         but the finding is the first diverging step's (the bisection cannot say whether a later
         step changed the numbers again)."""
-        if run is None or not run.diverged or step is self.first_diverging:
+        if run is None or not run.diverged:
             return
-        if self.first_diverging is not None and step.index > self.first_diverging.index:
+        last = self.last_agreeing
+        if step is self.first_diverging and last is not None:
+            for f in self.check.findings:
+                if f.step is step and f.kind == "diverged":
+                    f.details["last_agreeing"] = last.index
+                    how = "bisection over" if self.bisect else "running all of"
+                    f.message += (
+                        f"; the step before it, #{last.index} {last.name}, agrees (found by "
+                        f"{how} the steps that changed the module; outputs only)"
+                    )
+            return
+        first = self.first_diverging
+        if self.bisect and first is not None and step.index > first.index:
             self.check.findings[:] = [
                 f for f in self.check.findings if not (f.step is step and f.kind == "diverged")
             ]

@@ -108,6 +108,8 @@ def test_the_bf16_demotion_is_found_at_its_pass_by_bisection_in_fewer_runs_than_
     info = report.bisection
     assert info["first_diverging"] == first.step.index
     last = trace.steps[info["last_agreeing"]]
+    assert first.details["last_agreeing"] == last.index
+    assert f"the step before it, #{last.index} {last.name}, agrees" in first.message
     assert report.steps[last.index].status == "ok"
     # the last agreeing step made the very module the demotion was given
     assert first.step.before is last.module
@@ -176,3 +178,20 @@ def test_a_resumed_dump_loses_the_fixed_point_iterators_attributes():
     assert "fixedpoint" not in out and "module" in out
     assert resumable(SMALL) == SMALL  # nothing to take out: the text as it was
     assert resume_from("input") == "start" and resume_from("flow") == "dispatch-creation"
+
+
+def test_a_runs_outputs_are_its_own_memory(tmp_path):
+    import numpy as np
+
+    from explorer.iree.check import IREERuntime, compile_module
+
+    vmfb = compile_module(SMALL, None, str(tmp_path))
+    runtime = IREERuntime(None)
+    a = np.arange(4, dtype=np.float32)
+    first = runtime.run(vmfb, [a, a])
+    second = runtime.run(vmfb, [a + 1, a])
+    # copies, not host views of device buffers a later run may reuse (the check judges a
+    # step's outputs after the bisection ran others: a view read another run's numbers)
+    assert all(o.flags.owndata for o in (*first, *second))
+    assert first[0].tolist() == [0.0, 4.0, 16.0, 36.0]
+    assert second[0].tolist() == [1.0, 9.0, 25.0, 49.0]
