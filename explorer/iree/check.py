@@ -276,7 +276,7 @@ class IREEStepRunner(StepRunner):
         if self._bad(import_run):  # the import already differs: nothing to bisect
             for s in self.candidates:
                 self.reasons[id(s.module)] = (
-                    "bisection: the import already differs from the reference"
+                    "bisection: the import itself differs from the reference or fails to run"
                 )
             return
         self._bisect()
@@ -437,9 +437,10 @@ def summary_note(runner: IREEStepRunner, total_steps: int) -> str:
     )
     first, last = runner.first_diverging, runner.last_agreeing
     if first is not None:
+        failed = runner.runs[id(first.module)].error is not None
         text += (
-            f"; the first diverging step is #{first.index} {first.name}, the last agreeing "
-            f"#{last.index} {last.name}"
+            f"; the first step {'that fails to run' if failed else 'that diverges'} is "
+            f"#{first.index} {first.name}, the last agreeing #{last.index} {last.name}"
         )
     elif runner.bisect and ran:
         text += "; the first and last runnable steps agree, so the steps between are taken to"

@@ -168,6 +168,15 @@ def test_a_dump_iree_compile_cannot_resume_is_run_failed_with_its_diagnostics():
     assert failed.step is last and report.steps[last.index].status == "run-failed"
     assert "iree-compile --compile-from=preprocessing failed" in failed.message
     assert "error:" in failed.message  # iree-compile's own diagnostics
+    assert "the first step that fails to run is" in report.notes[-1]
+    # a dump MLIR cannot parse back: not run, and why; the step before it is the last run
+    good = report.bisection["runnable"]
+    last.module.mlir = 'module { "x.y"() : () -> () }\n'
+    report = trace.check(progress=False)
+    assert report.ok, str(report)
+    assert report.steps[last.index].status == "not run"
+    assert report.bisection["runnable"] == good - 1 and last.index not in report.bisection["ran"]
+    assert any(" not run: dumps MLIR cannot parse back" in n for n in report.notes)
 
 
 def test_a_resumed_dump_loses_the_fixed_point_iterators_attributes():
