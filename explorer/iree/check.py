@@ -40,18 +40,19 @@ from explorer.check.numbers import judge_outputs, to_numpy
 from explorer.check.report import CheckError
 from explorer.check.runner import Checker, StepRunner
 from explorer.iree.convert import IREEError, parse_module
-from explorer.iree.record import MAX_DIAGNOSTIC_CHARS, PHASES, iree_compile_path
+from explorer.iree.record import (
+    MAX_DIAGNOSTIC_CHARS,
+    PHASES,
+    PRINT_FLAGS,
+    TARGET_FLAGS,
+    iree_compile_path,
+)
 
 #: the last phase whose dumps are run (``--compile-from`` cannot resume inside the later ones)
 LAST_RUN_PHASE = "executable-configurations"
 RUN_PHASES = PHASES[: PHASES.index(LAST_RUN_PHASE) + 1]
 COMPILE_TIMEOUT = 600.0  # seconds one iree-compile of a step may take
 _STRIPPED = ("iree.fixedpoint.iteration", "iree.fixedpoint.modified")
-_TARGET = (
-    "--iree-hal-target-device=local",
-    "--iree-hal-local-target-device-backends=llvm-cpu",
-    "--iree-llvmcpu-target-cpu=generic",
-)
 _LATE = (
     f"steps after {LAST_RUN_PHASE} (executable-targets, hal, vm): their modules hold compiled "
     "executables, which iree-compile --compile-from does not take back"
@@ -91,7 +92,7 @@ def compile_module(text: str, phase: str | None, workdir: str) -> bytes:
         f.write(text)
     if os.path.exists(out):
         os.remove(out)
-    cmd = [iree_compile_path(), src, *_TARGET, "-o", out]
+    cmd = [iree_compile_path(), src, *TARGET_FLAGS, "-o", out]
     if phase is not None and phase != "start":
         cmd.append(f"--compile-from={phase}")
     try:
@@ -448,6 +449,13 @@ def summary_note(runner: IREEStepRunner, total_steps: int) -> str:
     return text + "; outputs only: per-node values are not reachable in a compiled IREE module"
 
 
+def user_flags(flags: list[str]) -> list[str]:
+    """The flags a recording was given (``flags=``), without its own (the target, the phase
+    to compile to, the printing)."""
+    own = {*TARGET_FLAGS, *PRINT_FLAGS}
+    return [f for f in flags if f not in own and not f.startswith("--compile-to=")]
+
+
 def check_iree(trace, inputs, options, bisect: bool = True):
     """``explorer.check.check`` for an IREE trace (``bisect``: see :class:`IREEStepRunner`)."""
     try:
@@ -473,6 +481,13 @@ def check_iree(trace, inputs, options, bisect: bool = True):
         checker = Checker(trace, inputs, options, runner)
         report = checker.run()
         if checker.runtime is not None:
+            extra = user_flags(run.flags)
+            if extra:
+                report.notes.append(
+                    f"the steps were compiled from their dumps without the flags the trace was "
+                    f"recorded with ({' '.join(extra)[:300]}): a step's run shows what its module "
+                    "computes, not what the flags do in the passes after it"
+                )
             report.notes.append(summary_note(runner, len(trace.steps)))
         report.bisection = {
             "ran": sorted(s.index for s in runner.candidates if id(s.module) in runner.runs),

@@ -105,6 +105,8 @@ def test_the_bf16_demotion_is_found_at_its_pass_by_bisection_in_fewer_runs_than_
     assert first.kind == "diverged" and first.step.name == DEMOTE, str(report)
     assert [f.kind for f in report.failures] == ["diverged"]  # only where it starts
     assert first.details["rule"] == "float64"  # bf16 rounding, far beyond float32's
+    flags = [n for n in report.notes if "without the flags the trace was recorded with" in n]
+    assert len(flags) == 1 and BF16[0] in flags[0] and "--mlir-print" not in flags[0]
     info = report.bisection
     assert info["first_diverging"] == first.step.index
     last = trace.steps[info["last_agreeing"]]
