@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 import explorer  # noqa: E402
 from explorer.check import CheckError  # noqa: E402
 from explorer.iree.check import RUN_PHASES, resumable, resume_from  # noqa: E402
+from tests.explorer.iree.test_iree import MLP  # noqa: E402
 
 BF16 = [  # IREE 3.13's option that demotes matmul inputs to bf16 (changes the numbers)
     "--iree-global-opt-demote-contraction-inputs-type=bf16",
@@ -26,17 +27,7 @@ BF16 = [  # IREE 3.13's option that demotes matmul inputs to bf16 (changes the n
 DEMOTE = "iree-global-opt-demote-contraction-inputs"
 
 
-class MLP(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(8, 16)
-        self.fc2 = torch.nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
-
-
-def _record(flags=(), pipeline="executable-configurations"):
+def _record(flags, pipeline):
     torch.manual_seed(0)
     model = MLP().eval()
     x = torch.randn(2, 8)
@@ -51,11 +42,10 @@ def _record(flags=(), pipeline="executable-configurations"):
 
 
 @pytest.fixture(scope="module")
-def clean():
-    trace = _record()  # to executable-configurations, the last phase the check runs
+def clean(mlp):  # the MLP recorded through every phase (conftest.py)
     calls = []
-    report = trace.check(progress=lambda *a: calls.append(a))
-    return trace, report, calls
+    report = mlp.check(progress=lambda *a: calls.append(a))
+    return mlp, report, calls
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +78,11 @@ def test_a_clean_check_runs_the_import_and_the_first_and_last_steps_and_they_agr
     assert any(" not run: bisection" in n for n in report.notes)
     assert any("outputs only" in n for n in report.notes)
     assert "compiled by iree-compile" in report.reuse_text
+    # the phases after executable-configurations hold compiled executables: not run, and why
+    late = [n for n in report.notes if "not run: steps after executable-configurations" in n]
+    assert len(late) == 1
+    vm = next(s for s in trace.steps if s.name == "vm" and s.depth == 0)
+    assert report.steps[vm.index].status == "not run"
     # progress names each compile and run
     said = [c[2] for c in calls]
     assert any("compiling the import (--compile-from=start)" in s for s in said)
