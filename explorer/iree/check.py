@@ -341,11 +341,14 @@ class IREEStepRunner(StepRunner):
         check = self.check
         run = Run()
         start = time.perf_counter()
+        prefix = ""
+        if self.chosen is not None:  # a step the bisection (or the run of all) chose
+            prefix = f"{'bisection' if self.bisect else 'step'} run {len(self.chosen) + 1}: "
         key = hashlib.sha256(f"{phase}\n{text}".encode()).hexdigest()
         try:
             built = self.builds.get(key)
             if built is None:
-                check.phase(f"compiling {label} (--compile-from={phase or 'start'})")
+                check.phase(f"{prefix}compiling {label} (--compile-from={phase or 'start'})")
                 self.compiles += 1
                 try:
                     built = compile_module(text, phase, self.workdir)
@@ -354,7 +357,7 @@ class IREEStepRunner(StepRunner):
                 self.builds[key] = built
             if isinstance(built, IREEError):
                 raise built
-            check.phase(f"running {label} with iree.runtime")
+            check.phase(f"{prefix}running {label} with iree.runtime")
             run.outputs = self.iree_rt.run(built, check.runtime)
             run.computed = 1
         except IREEError as e:

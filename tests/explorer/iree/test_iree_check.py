@@ -91,6 +91,10 @@ def test_a_clean_check_runs_the_import_and_the_first_and_last_steps_and_they_agr
         for s in said
     )
     assert any("running" in s and "iree.runtime" in s for s in said)
+    assert any(
+        s.endswith(f"bisection run 2: running #{last.index} {last.name} with iree.runtime")
+        for s in said
+    )
 
 
 def test_the_bf16_demotion_is_found_at_its_pass_by_bisection_in_fewer_runs_than_steps(demoted):
