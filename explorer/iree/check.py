@@ -21,6 +21,12 @@ step that changes the numbers again is not looked for). Outputs only: the values
 compiled module are not reachable from iree.runtime, so a finding names the step, not a node.
 A failing compile or run of a step is its ``run-failed`` verdict, with iree-compile's
 diagnostics.
+
+What this finds: where the recorded compile departs from what IREE's own pipeline makes of a
+step's module: a flag's pass (the flags are left out of the check's compiles), a pass of the
+user's. A divergence IREE's own pipeline makes shows at the import already (compiled from the
+start, it goes through the same passes as every resumed step): the check says so, and runs no
+other step.
 """
 
 from __future__ import annotations
@@ -190,8 +196,10 @@ class IREEStepRunner(StepRunner):
         return [np.ascontiguousarray(to_numpy(x)) for x in inputs], []
 
     def set_reference(self, import_run: Run) -> bool:
-        """A torch model's reference is torch eager (the model in eval mode, no_grad), judged
-        with its exported graph run in float64; an MLIR source's is the imported step."""
+        """A torch model's reference is torch: its exported graph (``torch.export``, as
+        iree-turbine exports it) run op by op with eager's ATen kernels, judged with the same
+        graph run in float64 (the model's own forward, without a float64 run, when it does not
+        export); an MLIR source's is the imported step."""
         check = self.check
         model = check.trace.source
         if check.reference_kind == "import" or not _is_torch_module(model):
@@ -201,9 +209,18 @@ class IREEStepRunner(StepRunner):
         check.phase("the torch reference")
         ref = check.reference
         tensors = _inputs_of(check)
+        source = {"model": model}
         try:
-            outputs, _, how = torch_reference({"model": model}, tensors)
-        except Exception as e:  # the model cannot run eagerly: the import is the reference
+            import torch
+
+            source["exported"] = torch.export.export(model, tuple(_torch_tensors(tensors)))
+        except Exception as e:  # the forward alone: the tolerance judges
+            check.notes.append(
+                f"no float64 reference: torch.export failed ({type(e).__name__}: {str(e)[:200]})"
+            )
+        try:
+            outputs, _, how = torch_reference(source, tensors)
+        except Exception as e:  # the model cannot run: the import is the reference
             check.notes.append(
                 f"the torch reference could not run ({type(e).__name__}: {str(e)[:300]})"
             )
@@ -212,15 +229,10 @@ class IREEStepRunner(StepRunner):
             return True
         check.ref_outputs, ref.name = outputs, "torch eager"
         ref.description = f"torch eager ({how})"
-        try:
-            import torch
-
-            ep = torch.export.export(model, tuple(_torch_tensors(tensors)))
-            ref.float64 = float64_reference("torch", {"model": model, "exported": ep}, tensors, [])
+        if "exported" in source and how.startswith("the exported graph"):
+            ref.float64 = float64_reference("torch", source, tensors, [])
             if ref.float64 is not None:
                 ref.float64.on_start = lambda: check.phase("the float64 run to judge with")
-        except Exception as e:  # no float64 run: the tolerance alone judges
-            check.notes.append(f"no float64 reference ({type(e).__name__}: {str(e)[:200]})")
         return True
 
     # ----- which steps run ---------------------------------------------------------------------
@@ -277,7 +289,10 @@ class IREEStepRunner(StepRunner):
         if self._bad(import_run):  # the import already differs: nothing to bisect
             for s in self.candidates:
                 self.reasons[id(s.module)] = (
-                    "bisection: the import itself differs from the reference or fails to run"
+                    "bisection: the import, compiled by iree-compile from the start, already "
+                    "differs from the reference or fails to run, so IREE's own pipeline (which "
+                    "every step's run goes through) is where it differs: resuming from the "
+                    "dumps cannot tell which of its passes"
                 )
             return
         self._bisect()

@@ -205,3 +205,20 @@ def test_a_runs_outputs_are_its_own_memory(tmp_path):
     assert all(o.flags.owndata for o in (*first, *second))
     assert first[0].tolist() == [0.0, 4.0, 16.0, 36.0]
     assert second[0].tolist() == [1.0, 9.0, 25.0, 49.0]
+
+
+def test_an_import_that_already_differs_is_the_finding_and_nothing_is_bisected():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3).eval()
+    trace = explorer.explore(model, (torch.randn(2, 4),), compiler="iree", pipeline="abi")
+    with torch.no_grad():  # the model changed since it was recorded: its .irpa holds the old
+        model.weight += 1.0
+    report = trace.check(progress=False)
+    first = report.first_failure
+    assert first.kind == "diverged" and first.step is trace.steps[0], str(report)
+    assert [f.step.index for f in report.failures] == [0]
+    assert report.bisection["ran"] == [] and report.bisection["runnable"] > 0
+    assert any(
+        "the import, compiled by iree-compile from the start, already differs" in n
+        for n in report.notes
+    )
