@@ -10,8 +10,9 @@ the pipeline with them, with the recording's target (llvm-cpu, generic CPU) but 
 ``flags=`` it was recorded with, so a step's run shows what its module computes, not what a
 flag does to it in the passes after it. The module attributes ``iree.fixedpoint.*`` (the state
 of IREE's fixed-point iterator, which would stop a resumed pipeline) are taken out first.
-Steps after executable-configurations (their modules hold compiled executables) and dumps
-MLIR cannot parse back are not run, each with its reason.
+Steps after executable-configurations (code generation and the VM program, where not every
+dump resumes: a vm-phase dump compiles to a module that fails to load) and dumps MLIR cannot
+parse back are not run, each with its reason.
 
 Not every step is run: the check runs the import, the first and the last runnable step, then
 bisects over the steps that changed the module (each run halves the steps where the first
@@ -54,14 +55,15 @@ from explorer.iree.record import (
     iree_compile_path,
 )
 
-#: the last phase whose dumps are run (``--compile-from`` cannot resume inside the later ones)
+#: the last phase whose dumps are run (past it, not every dump resumes: see ``_LATE``)
 LAST_RUN_PHASE = "executable-configurations"
 RUN_PHASES = PHASES[: PHASES.index(LAST_RUN_PHASE) + 1]
 COMPILE_TIMEOUT = 600.0  # seconds one iree-compile of a step may take
 _STRIPPED = ("iree.fixedpoint.iteration", "iree.fixedpoint.modified")
 _LATE = (
-    f"steps after {LAST_RUN_PHASE} (executable-targets, hal, vm): their modules hold compiled "
-    "executables, which iree-compile --compile-from does not take back"
+    f"steps after {LAST_RUN_PHASE} (executable-targets, hal, vm): the check resumes dumps up "
+    "to there; past it IREE generates the executables' code and the VM program, whose dumps "
+    "do not all resume (a vm-phase dump compiles to a module that fails to load)"
 )
 _UNPARSED = "dumps MLIR cannot parse back (IREE printed them in a form its own parser refuses)"
 _BISECTION = (
