@@ -1,4 +1,4 @@
-"""IREE's iree-compile as an explorer adapter (registered by ``explorer.adapters`` on first
+"""IREE's iree-compile as an explorer adapter (registered by `explorer.adapters` on first
 use). Importing this module does not import iree: recording and a view's parsing do."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ class IREEAdapter(Adapter):
     """A torch model exported with iree-turbine (weights in an .irpa file), or an MLIR file,
     compiled by iree-compile printing the module after every pass; steps nested under IREE's
     phases; graphs parsed with iree.compiler.ir. The check compiles a step's dump again with
-    ``--compile-from`` and runs it with iree.runtime, bisecting over the steps
-    (:mod:`explorer.iree.check`)."""
+    `--compile-from` and runs it with iree.runtime, bisecting over the steps
+    (explorer.iree.check)."""
 
     name = "iree"
     default_pipeline = "end"

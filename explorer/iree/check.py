@@ -1,14 +1,14 @@
-"""``trace.check`` on an IREE trace: a step's MLIR dump compiled again with ``iree-compile
---compile-from=<the phase before its own>`` to a .vmfb for llvm-cpu, run with iree.runtime
+"""`trace.check` on an IREE trace: a step's MLIR dump compiled again with `iree-compile
+--compile-from=<the phase before its own>` to a .vmfb for llvm-cpu, run with iree.runtime
 (the local-task driver; the weights from the recording's .irpa parameter file) on the same
 inputs, its outputs compared with torch eager's by passlens's own verdict rules (the
-tolerance, then float64: ``explorer/check/judge.py``).
+tolerance, then float64: `explorer/check/judge.py`).
 
-``--compile-from=P`` resumes *after* phase P, so a dump made inside phase P is given to the
+`--compile-from=P` resumes *after* phase P, so a dump made inside phase P is given to the
 compile from the phase before P: P's passes run on it again (from its start) and the rest of
 the pipeline with them, with the recording's target (llvm-cpu, generic CPU) but not the
-``flags=`` it was recorded with, so a step's run shows what its module computes, not what a
-flag does to it in the passes after it. The module attributes ``iree.fixedpoint.*`` (the state
+`flags=` it was recorded with, so a step's run shows what its module computes, not what a
+flag does to it in the passes after it. The module attributes `iree.fixedpoint.*` (the state
 of IREE's fixed-point iterator, which would stop a resumed pipeline) are taken out first.
 Steps after executable-configurations (code generation and the VM program, where not every
 dump resumes: a vm-phase dump compiles to a module that fails to load) and dumps MLIR cannot
@@ -17,10 +17,10 @@ parse back are not run, each with its reason.
 Not every step is run: the check runs the import, the first and the last runnable step, then
 bisects over the steps that changed the module (each run halves the steps where the first
 divergence can be), so a trace of a few hundred changed steps takes about ten runs. The first
-diverging step is the ``diverged`` finding, the step before it the last agreeing one (a later
+diverging step is the `diverged` finding, the step before it the last agreeing one (a later
 step that changes the numbers again is not looked for). Outputs only: the values inside a
 compiled module are not reachable from iree.runtime, so a finding names the step, not a node.
-A failing compile or run of a step is its ``run-failed`` verdict, with iree-compile's
+A failing compile or run of a step is its `run-failed` verdict, with iree-compile's
 diagnostics.
 
 What this finds: where the recorded compile departs from what IREE's own pipeline makes of a
@@ -73,13 +73,13 @@ _BISECTION = (
 
 
 def resume_from(phase: str) -> str:
-    """The ``--compile-from`` phase of a dump made in ``phase``: the phase before it."""
+    """The `--compile-from` phase of a dump made in `phase`: the phase before it."""
     k = PHASES.index(phase)
     return "start" if k == 0 else PHASES[k - 1]
 
 
 def resumable(text: str) -> str:
-    """A dump as iree-compile takes it back: parsed (an :class:`IREEError` if MLIR cannot),
+    """A dump as iree-compile takes it back: parsed (an `IREEError` if MLIR cannot),
     the fixed-point iterator's module attributes taken out."""
     _, module = parse_module(text, "the step's MLIR")
     attrs = module.operation.attributes
@@ -92,8 +92,8 @@ def resumable(text: str) -> str:
 
 
 def compile_module(text: str, phase: str | None, workdir: str) -> bytes:
-    """``text`` compiled by iree-compile (from ``phase``, None: the start) to a .vmfb for
-    llvm-cpu; an :class:`IREEError` with iree-compile's diagnostics when it fails."""
+    """`text` compiled by iree-compile (from `phase`, None: the start) to a .vmfb for
+    llvm-cpu; an `IREEError` with iree-compile's diagnostics when it fails."""
     src = os.path.join(workdir, "step.mlir")
     out = os.path.join(workdir, "step.vmfb")
     with open(src, "w", encoding="utf-8") as f:
@@ -131,7 +131,7 @@ def compile_module(text: str, phase: str | None, workdir: str) -> bytes:
 
 class IREERuntime:
     """iree.runtime on the local-task driver, with the trace's parameter file (scope
-    ``model``, as iree-turbine names it) when it has one."""
+    `model`, as iree-turbine names it) when it has one."""
 
     def __init__(self, irpa_path: str | None):
         import iree.runtime as rt
@@ -165,7 +165,7 @@ class IREERuntime:
 
 class IREEStepRunner(StepRunner):
     """An IREE trace's steps compiled from their dumps and run with iree.runtime (see the
-    module docstring). ``bisect``: False runs every runnable step (bench/iree_check.py
+    module docstring). `bisect`: False runs every runnable step (bench/iree_check.py
     compares the two)."""
 
     own_source = "the source is MLIR"
@@ -198,7 +198,7 @@ class IREEStepRunner(StepRunner):
         return [np.ascontiguousarray(to_numpy(x)) for x in inputs], []
 
     def set_reference(self, import_run: Run) -> bool:
-        """A torch model's reference is torch: its exported graph (``torch.export``, as
+        """A torch model's reference is torch: its exported graph (`torch.export`, as
         iree-turbine exports it) run op by op with eager's ATen kernels, judged with the same
         graph run in float64 (the model's own forward, without a float64 run, when it does not
         export); an MLIR source's is the imported step."""
@@ -257,7 +257,7 @@ class IREEStepRunner(StepRunner):
         return self.reasons.get(id(step.module), _BISECTION)
 
     def _choose(self) -> None:
-        """Find the runnable modules, then run them all (``bisect`` False) or the first, the
+        """Find the runnable modules, then run them all (`bisect` False) or the first, the
         last and what the bisection asks for."""
         check = self.check
         steps = check.trace.steps
@@ -339,7 +339,7 @@ class IREEStepRunner(StepRunner):
         return cmp.diverged
 
     def _try(self, step) -> Run | None:
-        """Run ``step``'s module; None (and the step out of the candidates) when its dump does
+        """Run `step`'s module; None (and the step out of the candidates) when its dump does
         not parse back."""
         module = step.module
         try:
@@ -470,14 +470,14 @@ def summary_note(runner: IREEStepRunner, total_steps: int) -> str:
 
 
 def user_flags(flags: list[str]) -> list[str]:
-    """The flags a recording was given (``flags=``), without its own (the target, the phase
+    """The flags a recording was given (`flags=`), without its own (the target, the phase
     to compile to, the printing)."""
     own = {*TARGET_FLAGS, *PRINT_FLAGS}
     return [f for f in flags if f not in own and not f.startswith("--compile-to=")]
 
 
 def check_iree(trace, inputs, options, bisect: bool = True):
-    """``explorer.check.check`` for an IREE trace (``bisect``: see :class:`IREEStepRunner`)."""
+    """`explorer.check.check` for an IREE trace (`bisect`: see `IREEStepRunner`)."""
     try:
         import iree.runtime  # noqa: F401
     except ImportError as e:
