@@ -8,7 +8,12 @@ For each model, ``--reps`` times in turn:
   iree-turbine (weights externalized to an .irpa), iree-compile as a child printing the module
   after every pass (one thread: ``--mlir-disable-threading``), the stream read into steps;
 - one plain ``iree-compile`` of the same MLIR (the import step's text, as the recording gives
-  it to iree-compile), with the same target flags, threaded (its default), printing nothing.
+  it to iree-compile), with the same target flags, threaded (its default), printing nothing;
+- iree-compile with the recording's flags, its stream written to a file nothing reads (how much
+  of the recording is iree-compile printing, how much is reading the stream).
+
+Once, for comparison: the plain iree-compile on one thread, and iree-compile printing only the
+passes that changed the module (``--mlir-print-ir-after-change``; passlens records every pass).
 
 Then, from one recording: its steps (phases, passes, how many changed the module), the dumps
 iree-compile printed (the passes' own, the const-eval JIT's dropped ones, the phase markers),
@@ -50,12 +55,13 @@ def models(widths: list[int]):
         yield f"transformer block, width {w}", Block(w, HEADS).eval(), (torch.randn(1, TOKENS, w),)
 
 
-def plain_compile(mlir_path: str, out: str) -> float:
+def plain_compile(mlir_path: str, out: str, extra: tuple[str, ...] = ()) -> float:
     """One iree-compile of ``mlir_path`` to a .vmfb with the recording's target flags, its
-    printing flags left out (threads on): seconds."""
+    printing flags left out (threads on, unless ``extra`` says otherwise): seconds."""
     from explorer.iree.record import compile_flags, iree_compile_path
 
     flags = [f for f in compile_flags("end", "llvm-cpu", ()) if not f.startswith("--mlir-")]
+    flags += extra
     start = time.perf_counter()
     done = subprocess.run(
         [iree_compile_path(), mlir_path, *flags, "-o", out],
@@ -69,6 +75,32 @@ def plain_compile(mlir_path: str, out: str) -> float:
     return seconds
 
 
+def printing_compile(mlir_path: str, tmp: str, extra: tuple[str, ...] = ()) -> tuple[float, int]:
+    """iree-compile with the recording's own flags (every pass printed, one thread), its
+    stream written to a file that nothing reads: (seconds, the stream's bytes)."""
+    from explorer.iree.record import compile_flags, iree_compile_path
+
+    stream = os.path.join(tmp, "stream.txt")
+    cmd = [
+        iree_compile_path(),
+        mlir_path,
+        *compile_flags("end", "llvm-cpu", ()),
+        *extra,
+        f"--dump-compilation-phases-to={os.path.join(tmp, 'phases')}",
+        "-o",
+        os.path.join(tmp, "printed.vmfb"),
+    ]
+    with open(stream, "wb") as f:
+        start = time.perf_counter()
+        done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=f, timeout=3600)
+        seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"iree-compile printing every pass failed (exit {done.returncode})")
+    size = os.path.getsize(stream)
+    os.remove(stream)
+    return seconds, size
+
+
 def mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB"
 
@@ -77,7 +109,7 @@ def measure(label, model, args, reps: int, tmp: str, save_phase: str, full_save_
     import explorer
 
     print(f"== {label}")
-    record, plain, child = [], [], []
+    record, plain, child, printing = [], [], [], []
     trace = None
     for k in range(reps):
         start = time.perf_counter()
@@ -89,6 +121,7 @@ def measure(label, model, args, reps: int, tmp: str, save_phase: str, full_save_
             with open(src, "w", encoding="utf-8") as f:
                 f.write(trace.steps[0].module.text())
         plain.append(plain_compile(src, os.path.join(tmp, "plain.vmfb")))
+        printing.append(printing_compile(src, tmp)[0])
     med = statistics.median
     print(
         f"   plain iree-compile of the same MLIR (threaded): median {med(plain):.2f} s "
@@ -100,8 +133,24 @@ def measure(label, model, args, reps: int, tmp: str, save_phase: str, full_save_
     )
     print(
         f"     of which iree-compile printing every pass (one thread): median {med(child):.2f} s"
-        f" = {med(child) / med(plain):.1f}x; export and reading the stream: "
-        f"{med(record) - med(child):.2f} s"
+        f" = {med(child) / med(plain):.1f}x; the rest: "
+        f"{med(record) - med(child):.2f} s (the export, the import, building the steps)"
+    )
+    print(
+        f"     iree-compile printing every pass into a file nothing reads: median "
+        f"{med(printing):.2f} s = {med(printing) / med(plain):.1f}x (the child's time above, less "
+        "this: its wait on passlens reading the stream)"
+    )
+    one = plain_compile(src, os.path.join(tmp, "plain.vmfb"), ("--mlir-disable-threading",))
+    print(
+        f"     for comparison, the plain iree-compile on one thread (--mlir-disable-threading): "
+        f"{one:.2f} s = {one / med(plain):.1f}x"
+    )
+    changed_s, changed_bytes = printing_compile(src, tmp, ("--mlir-print-ir-after-change",))
+    print(
+        f"     for comparison, printing only the passes that changed the module "
+        f"(--mlir-print-ir-after-change, not what passlens records): {changed_s:.2f} s = "
+        f"{changed_s / med(plain):.1f}x, a {mib(changed_bytes)} stream"
     )
     steps = trace.steps
     phases = [s for s in steps if s.kind == "pass" and s.depth == 0]
