@@ -1,4 +1,4 @@
-"""The ``passlens`` command (also ``python -m passlens``).
+"""The `passlens` command (also `python -m passlens`).
 
     passlens explore MODEL [--input-shape SHAPE[:DTYPE] ...] [--pipeline SPEC] [--check]
                    [--html OUT] [--save OUT.passlens] [--compiler NAME] [--flag=--iree-...]
@@ -9,15 +9,15 @@
     passlens passes
     passlens demo [--notebook PATH [--out DIR]]
 
-``explore`` imports MODEL, runs the pipeline (default: ``default``) with every pass recorded
-and prints the trace summary; ``--check`` also checks numerics, shapes and parameters at every
-step, ``--html`` writes a self-contained report and ``--save`` the trace. MODEL is one of
+`explore` imports MODEL, runs the pipeline (default: `default`) with every pass recorded
+and prints the trace summary; `--check` also checks numerics, shapes and parameters at every
+step, `--html` writes a self-contained report and `--save` the trace. MODEL is one of
 (passlens.model_sources resolves it):
 
   model.onnx           an ONNX model;
-  model.pt2            a program saved by ``torch.export.save``;
-  model.py             a Python file defining ``model()``, which returns ``(model,
-                       example_args)``: a torch.nn.Module (or an IR Module) and a tuple of
+  model.pt2            a program saved by `torch.export.save`;
+  model.py             a Python file defining `model()`, which returns `(model,
+                       example_args)`: a torch.nn.Module (or an IR Module) and a tuple of
                        example inputs:
 
                            import torch
@@ -30,28 +30,28 @@ step, ``--html`` writes a self-contained report and ``--save`` the trace. MODEL 
   model.py:ATTR,       ATTR of a Python file or an importable module: an nn.Module, an
   pkg.module:ATTR      nn.Module class, or a function returning a model or (model, example_args);
   model.ir, .txt       a module in the IR text format;
-  model.mlir           MLIR, with ``--compiler iree`` (``--flag=--iree-...``, repeatable, adds
+  model.mlir           MLIR, with `--compiler iree` (`--flag=--iree-...`, repeatable, adds
                        an iree-compile flag; explorer.iree.flags refuses those that write or
                        read files, load a library or run a program).
 
-A torch model's example inputs are ``--input-shape 1,3,224,224`` (once per input; a dtype as in
-``1,16:int64``) if given, else the example_args returned, else an ``example_inputs`` attribute
+A torch model's example inputs are `--input-shape 1,3,224,224` (once per input; a dtype as in
+`1,16:int64`) if given, else the example_args returned, else an `example_inputs` attribute
 of the model, then of its module (a .pt2's own example inputs).
 
-``show`` prints a saved trace's summary; with ``--step N`` that step's IR text instead (N is
-an index or a pass name; ``--view "loop IR"``, ``"LLVM IR"`` or ``assembly`` for the backend's
-texts of a step after legalize-ops or codegen), with ``--diff N`` what that step changed.
-``serve`` serves the Panel app on a saved trace on localhost (prints the URL, serves until
-Ctrl-C; ``--port 0`` picks a free port; it answers only requests to localhost, 127.0.0.1 or
-[::1], plus each ``--allow-host HOST[:PORT]``, from its own pages, for its own paths:
-``widgets.app_guard.HostGuard``), ``demo`` runs the bundled demo.
-``reduce`` checks a saved trace, then shrinks its module and pipeline while its first failure
-(or finding ``N`` of the check, 0 the first) still holds, and writes the reduced trace, its IR,
-its pipeline and a pytest file that fails while the bug is there into DIR. ``export`` writes
-one step for Model Explorer or Netron; ``passes`` lists every pass (what it does, its options)
-and the named pipelines, the names a ``--pipeline`` spec can use.
+`show` prints a saved trace's summary; with `--step N` that step's IR text instead (N is
+an index or a pass name; `--view "loop IR"`, `"LLVM IR"` or `assembly` for the backend's
+texts of a step after legalize-ops or codegen), with `--diff N` what that step changed.
+`serve` serves the Panel app on a saved trace on localhost (prints the URL, serves until
+Ctrl-C; `--port 0` picks a free port; it answers only requests to localhost, 127.0.0.1 or
+[::1], plus each `--allow-host HOST[:PORT]`, from its own pages, for its own paths:
+`widgets.app_guard.HostGuard`), `demo` runs the bundled demo.
+`reduce` checks a saved trace, then shrinks its module and pipeline while its first failure
+(or finding `N` of the check, 0 the first) still holds, and writes the reduced trace, its IR,
+its pipeline and a pytest file that fails while the bug is there into DIR. `export` writes
+one step for Model Explorer or Netron; `passes` lists every pass (what it does, its options)
+and the named pipelines, the names a `--pipeline` spec can use.
 
-Exit codes: 0 when all went well; 1 when there are findings (a pass failed, or ``--check``
+Exit codes: 0 when all went well; 1 when there are findings (a pass failed, or `--check`
 found problems); 2 when the command could not run (a missing or unreadable file, a bad
 pipeline spec, a missing dependency). Errors are one line on stderr, without a traceback
 (set PASSLENS_TRACEBACK=1 to see it).
@@ -78,7 +78,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``passlens`` command with ``argv`` (default: the process arguments); returns
+    """Run the `passlens` command with `argv` (default: the process arguments); returns
     the exit code."""
     parser = _parser()
     try:
@@ -117,7 +117,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class _Printable:
-    """A text stream that shows control characters as ``\\x1b`` escapes."""
+    """A text stream that shows control characters as `\\x1b` escapes."""
 
     def __init__(self, stream):
         self.stream = stream
@@ -133,9 +133,9 @@ class _Printable:
 
 
 def _file_program_options(program, compiler: str, args: argparse.Namespace) -> dict:
-    """explore's options for a torch program read from a file (a ``.pt2``): passlens's own
+    """explore's options for a torch program read from a file (a `.pt2`): passlens's own
     compiler trusts none of its ops (a check refuses to run one not known to be pure unless
-    ``--trust-op``); another compiler runs the program as it explores (torch.compile) or
+    `--trust-op`); another compiler runs the program as it explores (torch.compile) or
     checks, so it is refused up front when it calls an op that may not run."""
     if compiler == "passlens":
         return {"trust_source": False}
@@ -239,8 +239,8 @@ def _explore(args: argparse.Namespace) -> int:
 
 
 def _iree_options(args: argparse.Namespace, compiler: str) -> dict:
-    """explore's options for ``--compiler iree`` (``flags``, each checked as the API checks
-    it: explorer.iree.flags), and its phase checked; an MLIR file or a ``--flag`` with
+    """explore's options for `--compiler iree` (`flags`, each checked as the API checks
+    it: explorer.iree.flags), and its phase checked; an MLIR file or a `--flag` with
     another compiler is one error."""
     flags = list(getattr(args, "flag", None) or ())
     if compiler != "iree":
@@ -395,7 +395,7 @@ def _reduce(args: argparse.Namespace) -> int:
 
 
 def _spec_names(spec: str) -> list[str]:
-    """The pass or pipeline name of each top-level item of a spec (``a,b{x=1}`` -> a, b)."""
+    """The pass or pipeline name of each top-level item of a spec (`a,b{x=1}` -> a, b)."""
     names, depth, cur = [], 0, []
     for ch in spec + ",":
         if ch in "{[":
@@ -412,7 +412,7 @@ def _spec_names(spec: str) -> list[str]:
 
 
 def _unknown_pass_names(spec: str) -> str | None:
-    """A message naming every unknown pass name of ``spec``, each with the names it is
+    """A message naming every unknown pass name of `spec`, each with the names it is
     closest to, one short line each; None when every name is known."""
     import difflib
 

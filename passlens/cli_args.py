@@ -1,4 +1,4 @@
-"""The ``passlens`` command's arguments (passlens.cli runs them): the parser of every
+"""The `passlens` command's arguments (passlens.cli runs them): the parser of every
 subcommand and its options, and the line a command prints before its first slow step."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from passlens import passes_cmd as _passes
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``passlens`` command's argument parser: every subcommand and its options."""
+    """The `passlens` command's argument parser: every subcommand and its options."""
     from explorer.adapters import adapter_names  # every registered compiler (none imported)
 
     parser = argparse.ArgumentParser(
@@ -175,7 +175,7 @@ STARTING = {
 
 
 def starting(args: argparse.Namespace, stream) -> None:
-    """Say on ``stream`` (stderr) what the command is about to do, when a person is watching
+    """Say on `stream` (stderr) what the command is about to do, when a person is watching
     (a terminal): the slow imports come next, and nothing else would show for seconds."""
     text = STARTING.get(args.command)
     isatty = getattr(stream, "isatty", None)
@@ -186,8 +186,8 @@ def starting(args: argparse.Namespace, stream) -> None:
 
 
 def joined_flags(argv) -> list[str]:
-    """``argv`` with each ``--flag VALUE`` written ``--flag=VALUE``: the value of ``--flag``
-    is itself an option (``--iree-...``), which argparse would take for one of ours."""
+    """`argv` with each `--flag VALUE` written `--flag=VALUE`: the value of `--flag`
+    is itself an option (`--iree-...`), which argparse would take for one of ours."""
     args = list(argv)
     out: list[str] = []
     k = 0

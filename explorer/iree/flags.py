@@ -1,25 +1,25 @@
-"""The iree-compile flags a user may add to a recording (``explore(..., compiler="iree",
-flags=[...])``, ``passlens explore --flag``): untrusted text, checked here, in one place for
+"""The iree-compile flags a user may add to a recording (`explore(..., compiler="iree",
+flags=[...])`, `passlens explore --flag`): untrusted text, checked here, in one place for
 the API and the command.
 
-A flag is one ``--name`` or ``--name=value`` text (no newline, NUL or other control
-character; at most :data:`MAX_FLAG_CHARS` characters, :data:`MAX_FLAGS` of them). Its name is
-an ``--iree-...`` option (or one of :data:`OTHER_NAMES`); iree-compile itself says which
+A flag is one `--name` or `--name=value` text (no newline, NUL or other control
+character; at most `MAX_FLAG_CHARS` characters, `MAX_FLAGS` of them). Its name is
+an `--iree-...` option (or one of `OTHER_NAMES`); iree-compile itself says which
 names it does not know. Refused, because the flag would write a file, read one, load a library
 or run a program (IREE has options for all four), or would undo what the recording sets:
 
 - a name (or a word of its value: a pass pipeline names passes and their options) with
-  ``dump``, ``path``, ``file``, ``dir``, ``output``, ``library``, ``plugin``, ``linker``,
-  ``substitute``, ``view`` and the like (:data:`REFUSED_WORDS`): ``--iree-hal-dump-executable-
-  files-to``, ``--iree-llvmcpu-embedded-linker-path``, ``--iree-load-plugin``,
-  ``--iree-hal-preprocess-executables-with`` (runs a command), the parameter archive options
-  (``--iree-parameter-export``, ``--iree-opt-splat-parameters``, ...), a pipeline holding
-  ``iree-util-dump-module{path=...}`` or ``view-op-graph``;
-- what the recording sets (:data:`RECORDING_NAMES`): the phase to compile to is ``pipeline``,
-  the target is llvm-cpu on this machine (``--iree-hal-target-device``, the backends, the
-  triple), and every ``--mlir-print-*`` option;
+  `dump`, `path`, `file`, `dir`, `output`, `library`, `plugin`, `linker`,
+  `substitute`, `view` and the like (`REFUSED_WORDS`): `--iree-hal-dump-executable-
+  files-to`, `--iree-llvmcpu-embedded-linker-path`, `--iree-load-plugin`,
+  `--iree-hal-preprocess-executables-with` (runs a command), the parameter archive options
+  (`--iree-parameter-export`, `--iree-opt-splat-parameters`, ...), a pipeline holding
+  `iree-util-dump-module{path=...}` or `view-op-graph`;
+- what the recording sets (`RECORDING_NAMES`): the phase to compile to is `pipeline`,
+  the target is llvm-cpu on this machine (`--iree-hal-target-device`, the backends, the
+  triple), and every `--mlir-print-*` option;
 - any other option of iree-compile's: the LLVM and MLIR options it takes include ones that
-  write files (``-o``, ``--mlir-print-ir-tree-dir``, ``--pass-remarks-output``).
+  write files (`-o`, `--mlir-print-ir-tree-dir`, `--pass-remarks-output`).
 """
 
 from __future__ import annotations
@@ -99,14 +99,14 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 
 
 def refused_word(text: str) -> str | None:
-    """The refused word ``text`` (a flag's name, or a word of its value) holds, if any."""
+    """The refused word `text` (a flag's name, or a word of its value) holds, if any."""
     m = _REFUSED.search(text.lower())
     return m.group().strip("-_.") if m else None
 
 
 def check_flags(flags: Any) -> list[str]:
-    """``flags`` (one text or a list of texts) as a list when every one may go to
-    iree-compile, else one :class:`~explorer.iree.convert.IREEError` naming the first that
+    """`flags` (one text or a list of texts) as a list when every one may go to
+    iree-compile, else one `explorer.iree.convert.IREEError` naming the first that
     may not and why."""
     extra = [flags] if isinstance(flags, str) else list(flags or ())
     if len(extra) > MAX_FLAGS:
