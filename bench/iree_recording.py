@@ -1,27 +1,27 @@
 """What recording IREE's iree-compile costs (issue 46 item 6), for the tests' MLP (8 -> 16 -> 4,
 tests/explorer/iree/test_iree.py) and transformer block (layer norm, attention, MLP;
-tests/explorer/iree/test_iree_block.py; width 16, and wider with ``--widths``).
+tests/explorer/iree/test_iree_block.py; width 16, and wider with `--widths`).
 
-For each model, ``--reps`` times in turn:
+For each model, `--reps` times in turn:
 
-- ``explore(model, args, compiler="iree")`` to the end (a .vmfb): the torch export with
+- `explore(model, args, compiler="iree")` to the end (a .vmfb): the torch export with
   iree-turbine (weights externalized to an .irpa), iree-compile as a child printing the module
-  after every pass (one thread: ``--mlir-disable-threading``), the stream read into steps;
-- one plain ``iree-compile`` of the same MLIR (the import step's text, as the recording gives
+  after every pass (one thread: `--mlir-disable-threading`), the stream read into steps;
+- one plain `iree-compile` of the same MLIR (the import step's text, as the recording gives
   it to iree-compile), with the same target flags, threaded (its default), printing nothing;
 - iree-compile with the recording's flags, its stream written to a file nothing reads (how much
   of the recording is iree-compile printing, how much is reading the stream).
 
 Once, for comparison: the plain iree-compile on one thread, and iree-compile printing only the
-passes that changed the module (``--mlir-print-ir-after-change``; passlens records every pass).
+passes that changed the module (`--mlir-print-ir-after-change`; passlens records every pass).
 
 Then, from one recording: its steps (phases, passes, how many changed the module), the dumps
 iree-compile printed (the passes' own, the const-eval JIT's dropped ones, the phase markers),
 the stream's bytes, the largest dump, the distinct modules kept, and the trace saved
-(``trace.save``, every step's graph and text: its bytes and the time to save) against the
+(`trace.save`, every step's graph and text: its bytes and the time to save) against the
 weights' bytes (the parameters' own; the .irpa file). Saving parses every distinct module into
-its graph, so the whole trace is saved only while its modules hold at most ``--full-save-mib``
-of MLIR; a trace recorded to ``--save-phase`` is saved too.
+its graph, so the whole trace is saved only while its modules hold at most `--full-save-mib`
+of MLIR; a trace recorded to `--save-phase` is saved too.
 
     .venv/bin/python bench/iree_recording.py [--reps 3] [--widths 16,256]
         [--save-phase executable-configurations] [--full-save-mib 16]
