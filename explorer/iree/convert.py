@@ -304,7 +304,11 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
                 prov = replace(prov, module_path=owner, source_node=owner)
         results = list(op.results)
         has_regions = len(op.regions) > 0 and any(len(r.blocks) for r in op.regions)
-        body = f"{name} {op.attributes}" if has_regions else str(op)
+        # an op of a function: its own text, printed in its local scope (str(op) numbers the
+        # whole module's values first: a walk of the module per op); one with regions or at
+        # module level (printing a util.global walks the module too): its name and attributes
+        flat = has_regions or not function
+        body = f"{name} {op.attributes}" if flat else op.get_asm(use_local_scope=True)
         key0 = (function, _SSA.sub("%", body.split(" loc(", 1)[0])[:2000])
         k = seen.get(key0, 0)
         seen[key0] = k + 1

@@ -82,8 +82,8 @@ def test_an_mlir_file_is_recorded_and_flags_reach_iree_compile_in_both_forms(
     assert phases == ["input", "abi", "preprocessing", "global-optimization"]
     # the flag did what it says: no const-eval JIT pass ran (it runs without the flag)
     assert "iree-consteval-jit-globals" not in {s.name for s in trace.steps}
-    code, out, err = run(capsys, "explore", mlir_file, "--compiler", "iree", "--pipeline",
-                         "global-optimization")  # fmt: skip
+    argv = ["explore", mlir_file, "--compiler", "iree", "--pipeline", "global-optimization"]
+    code, out, err = run(capsys, *argv)
     assert code == 0, err
     assert "iree-consteval-jit-globals" in out
 
