@@ -130,7 +130,9 @@ class Oracle:
         try:
             vmfb = compile_module(text, self.phase, self.workdir, flags)
             got = self.runtime.run(vmfb, self.inputs)
-        except (IREEError, RuntimeError, ValueError) as e:
+        except Exception as e:  # noqa: BLE001 (a candidate that cannot run does not hold)
+            if not isinstance(e, IREEError):
+                e = IREEError(f"{type(e).__name__}: {str(e)[:300]}")
             if len(self.errors) < 3:
                 self.errors.append(str(e)[:300])
             self.memo[key] = (False, math.inf, str(e)[:300])
@@ -179,7 +181,12 @@ def reference_of(trace, report, runtime, inputs, import_text: str, workdir: str)
             source["exported"] = torch.export.export(model, tuple(tensors))
         except Exception:  # noqa: BLE001 (the forward alone, as the check falls back)
             pass
-        outputs, _, how = torch_reference(source, tensors)
+        try:
+            outputs, _, how = torch_reference(source, tensors)
+        except Exception as e:  # noqa: BLE001 (the model cannot run: nothing to reduce against)
+            raise ReduceError(
+                f"the torch reference could not run ({type(e).__name__}: {str(e)[:300]})"
+            ) from None
         f64 = None
         if "exported" in source and how.startswith("the exported graph"):
             f64 = float64_reference("torch", source, tensors, [])
