@@ -152,9 +152,10 @@ iree-base-compiler, iree-base-runtime and numpy).
 
 It compiles MLIR_FILE (the module just before the pass that changes the numbers) with
 iree-compile for llvm-cpu and the flags FLAGS, runs it with iree.runtime (local-task) on the
-saved inputs, and compares the outputs with the expected ones (the model run by torch eager;
-elements beyond the tolerance are judged against the same model run in float64, when saved:
-wrong only when further from float64 than torch's float32 result is, by FLOAT64_MULTIPLIER).
+saved inputs, and compares the outputs with the expected ones (REFERENCE says what made them:
+the model run by torch eager, for a torch model; elements beyond the tolerance are judged
+against the same model run in float64, when saved: wrong only when further from float64 than
+torch's float32 result is, by FLOAT64_MULTIPLIER).
 It prints the max error and exits with status 1 while they differ. `--without-flags`
 compiles the same MLIR without FLAGS: the outputs then agree.
 """
@@ -278,6 +279,7 @@ def upstream_script(r: IREEReduction) -> str:
         f"PARAMS_FILE = {literal(PARAMS_FILE if r.irpa is not None else None)}",
         'PARAMS_SCOPE = "model"  # as iree-turbine names the parameters',
         'ENTRY = "main"',
+        f"REFERENCE = {literal(str(r.reference))}  # what made the expected outputs",
         f"RTOL, ATOL = {literal(float(r.rtol))}, {literal(float(r.atol))}",
         f"FLOAT64_MULTIPLIER = {literal(float(FLOAT64_MULTIPLIER))}",
     ]

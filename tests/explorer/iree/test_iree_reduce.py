@@ -111,7 +111,9 @@ def test_the_script_reproduces_with_the_flags_and_not_without(reduced, tmp_path)
     assert "not reproduced: the outputs agree" in good.stdout
 
 
-def test_what_cannot_be_reduced_is_one_clear_error(reduced, tmp_path):
+def test_what_cannot_be_reduced_is_one_clear_error(reduced, tmp_path, capsys):
+    from passlens.cli import EXIT_ERROR, main
+
     trace, report, _, _, _ = reduced
     with pytest.raises(ReduceError, match="budget of 0 s was spent"):
         reduce(report, budget=0)
@@ -122,6 +124,11 @@ def test_what_cannot_be_reduced_is_one_clear_error(reduced, tmp_path):
     loaded = explorer.load(path)
     with pytest.raises(ReduceError, match="loaded from a file"):
         reduce(loaded.report)
+    # the command checks a saved trace first: a loaded IREE trace has no parameter file
+    assert main(["reduce", str(path), "--out", str(tmp_path / "out")]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "passlens: error:" in err and "loaded from a file" in err
+    assert not (tmp_path / "out").exists()
     # a model changed since it was recorded: the import differs, no dump agrees
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 3).eval()
@@ -163,3 +170,34 @@ def test_the_mlir_candidates_keep_what_is_used_and_inline_exact_bytes():
     assert "#flow.parameter" not in inlined
     assert inline_parameters(GLOBALS, {"w": b"\0" * 12}) is None  # another size: not inlined
     assert inline_parameters(GLOBALS, {}) is None
+
+
+MATMUL = """
+func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) -> tensor<4x4xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %f = linalg.fill ins(%cst : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %0 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x4xf32>)
+      outs(%f : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+"""
+
+
+def test_an_mlir_source_reduces_against_its_import_compiled_without_the_flags():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 4)).astype(np.float32)
+    trace = explorer.explore(
+        MATMUL, (a, b), compiler="iree", pipeline="global-optimization", flags=BF16
+    )
+    report = trace.check(progress=False)
+    assert report.first_failure.step.name == DEMOTE, str(report)
+    r = reduce(report, progress=False)
+    assert r.flags == BF16 and r.dropped == [] and r.expected64 is None
+    assert r.reference == "the import compiled from the start, no flags"
+    assert r.irpa is None and not r.inlined and "PARAMS_FILE = None" in r.script()
+    assert r.max_abs > 1e-3 and r.clean_abs < 1e-6
+    assert "EXPECTED64 = []" in r.script()
