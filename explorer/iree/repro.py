@@ -24,6 +24,7 @@ import numpy as np
 
 from explorer.check.judge import FLOAT64_MULTIPLIER
 from explorer.progress import clean
+from explorer.reduce.errors import ReduceError
 from explorer.reduce.repro import literal, write_script
 from explorer.reduce.result import write_new
 
@@ -80,10 +81,14 @@ class IREEReduction:
         extra = [PARAMS_FILE] if self.irpa is not None else []
         return [MLIR_FILE, FLAGS_FILE, *self._arrays(), *extra, SCRIPT]
 
-    def save(self, directory: str | Path) -> Path:
+    def save(self, directory: str | Path, script: str = SCRIPT) -> Path:
         """Write the reduced MLIR, `flags.txt` (one a line), the inputs and expected outputs
         (`.npy`), `params.irpa` (when the weights are not inlined) and `repro.py` into
-        `directory` (made if missing), each a new file renamed over the name; returns it."""
+        `directory` (made if missing; the script named `script`), each a new file renamed
+        over the name; returns the folder."""
+        if Path(script).name != script or not script.endswith(".py") or script in self.files:
+            if script != SCRIPT:
+                raise ReduceError(f"the script's name is a file name ending .py: {script!r:.80}")
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         write_new(out, MLIR_FILE, self.mlir.encode("utf-8"))
@@ -92,13 +97,17 @@ class IREEReduction:
             write_new(out, name, lambda f, a=a: np.save(f, np.asarray(a), allow_pickle=False))
         if self.irpa is not None:
             write_new(out, PARAMS_FILE, self.irpa)
-        write_script(out / SCRIPT, self.script())
+        write_script(out / script, self.script())
         return out
 
     def upstream_repro(self, path: str | Path) -> Path:
         """Write the reproducer into the folder `path` (everything `save` writes: the script
-        reads the files beside it); returns the script's path."""
-        return self.save(path) / SCRIPT
+        reads the files beside it; a path ending in `.py` names the script, in its folder);
+        returns the script's path."""
+        target = Path(path)
+        if target.suffix == ".py" and not target.is_dir():
+            return self.save(target.parent, target.name) / target.name
+        return self.save(target) / SCRIPT
 
     def script(self) -> str:
         """The upstream script's text."""

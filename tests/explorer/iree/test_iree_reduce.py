@@ -184,7 +184,7 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) -> tensor<4x4xf32> {
 """
 
 
-def test_an_mlir_source_reduces_against_its_import_compiled_without_the_flags():
+def test_an_mlir_source_reduces_against_its_import_compiled_without_the_flags(tmp_path):
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -201,3 +201,9 @@ def test_an_mlir_source_reduces_against_its_import_compiled_without_the_flags():
     assert r.irpa is None and not r.inlined and "PARAMS_FILE = None" in r.script()
     assert r.max_abs > 1e-3 and r.clean_abs < 1e-6
     assert "EXPECTED64 = []" in r.script()
+    script = r.upstream_repro(tmp_path / "bug.py")  # a .py path names the script
+    assert script == tmp_path / "bug.py" and script.is_file()
+    assert (tmp_path / "reduced.mlir").read_text() == r.mlir
+    assert not (tmp_path / "repro.py").exists()
+    with pytest.raises(ReduceError, match="file name ending .py"):
+        r.save(tmp_path / "other", "../escape.py")
