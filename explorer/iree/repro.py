@@ -250,6 +250,9 @@ def main(argv):
     flags = [] if "--without-flags" in argv else FLAGS
     versions()
     print("flags:", " ".join(flags) or "(none)")
+    resume = [f"--compile-from={COMPILE_FROM}"] if COMPILE_FROM else []
+    command = ["iree-compile", MLIR_FILE, *TARGET, *resume, *flags, "-o", "reduced.vmfb"]
+    print("the same compile:", " ".join(command))
     inputs, expected = load(INPUTS), load(EXPECTED)
     expected64 = load(EXPECTED64) if EXPECTED64 else [None] * len(expected)
     got = run(compile_module(flags), inputs)
@@ -292,7 +295,7 @@ def upstream_script(r: IREEReduction) -> str:
         f"RTOL, ATOL = {literal(float(r.rtol))}, {literal(float(r.atol))}",
         f"FLOAT64_MULTIPLIER = {literal(float(FLOAT64_MULTIPLIER))}",
     ]
-    return _HEAD + _BODY.replace("\nHERE =", "\n" + "\n".join(data) + "\nHERE =", 1)
+    return _HEAD + _BODY.replace("\nHERE =", "\n" + "\n".join(data) + "\n\nHERE =", 1)
 
 
 __all__ = ["IREEReduction", "upstream_script"]

@@ -102,6 +102,7 @@ def test_the_script_reproduces_with_the_flags_and_not_without(reduced, tmp_path)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "BUG REPRODUCED" in bad.stdout and "max abs error" in bad.stdout
     assert BF16[0] in bad.stdout
+    assert "the same compile: iree-compile reduced.mlir --iree-hal-target" in bad.stdout
     line = next(ln for ln in source.splitlines() if ln.startswith("FLAGS = "))
     assert "bf16" in line
     without = folder / "repro_without_flags.py"
