@@ -3,7 +3,7 @@ use). Importing this module does not import iree: recording and a view's parsing
 
 from __future__ import annotations
 
-from explorer.adapters import Adapter, register_adapter
+from explorer.adapters import REDUCE, Adapter, register_adapter
 
 
 class IREEAdapter(Adapter):
@@ -11,12 +11,13 @@ class IREEAdapter(Adapter):
     compiled by iree-compile printing the module after every pass; steps nested under IREE's
     phases; graphs parsed with iree.compiler.ir. The check compiles a step's dump again with
     `--compile-from` and runs it with iree.runtime, bisecting over the steps
-    (explorer.iree.check)."""
+    (explorer.iree.check). A diverged finding reduces to the smallest MLIR and flag set that
+    still diverge, with a script using only iree's packages (explorer.iree.reduce, .repro)."""
 
     name = "iree"
     default_pipeline = "end"
     ignored_options = ("strict",)  # iree-turbine and IREE handle operators themselves
-    capabilities = frozenset()
+    capabilities = frozenset({REDUCE})
     source_kinds = ("torch", "other")  # a torch model, or an .mlir file / MLIR text
     takes_text = "compiles torch models and MLIR"
 
@@ -29,6 +30,11 @@ class IREEAdapter(Adapter):
         from explorer.iree.check import check_iree
 
         return check_iree(trace, inputs, options)
+
+    def reduce(self, report, finding=None, *, budget=60.0, progress=None):
+        from explorer.iree.reduce import reduce_iree
+
+        return reduce_iree(report, finding, budget=budget, progress=progress)
 
     def reuse_text(self, report) -> str:
         return (

@@ -91,16 +91,17 @@ def resumable(text: str) -> str:
     return module.operation.get_asm(enable_debug_info=True) if stripped else text
 
 
-def compile_module(text: str, phase: str | None, workdir: str) -> bytes:
+def compile_module(text: str, phase: str | None, workdir: str, flags=()) -> bytes:
     """`text` compiled by iree-compile (from `phase`, None: the start) to a .vmfb for
-    llvm-cpu; an `IREEError` with iree-compile's diagnostics when it fails."""
+    llvm-cpu, with `flags` (checked iree-compile flags; the reducer's) after the target's;
+    an `IREEError` with iree-compile's diagnostics when it fails."""
     src = os.path.join(workdir, "step.mlir")
     out = os.path.join(workdir, "step.vmfb")
     with open(src, "w", encoding="utf-8") as f:
         f.write(text)
     if os.path.exists(out):
         os.remove(out)
-    cmd = [iree_compile_path(), src, *TARGET_FLAGS, "-o", out]
+    cmd = [iree_compile_path(), src, *TARGET_FLAGS, *flags, "-o", out]
     if phase is not None and phase != "start":
         cmd.append(f"--compile-from={phase}")
     try:

@@ -12,9 +12,10 @@ Each compiler reduces its own findings: `reduce` runs the reducer of the trace's
 (`explorer.adapters.Adapter.reduce`, for an adapter with the `REDUCE` capability).
 passlens's is `explorer.passlens.reduce` (cuts of its IR, ddmin over its pipelines, the check
 as the oracle), Inductor's `explorer.inductor.reduce`, TVM's `explorer.tvm.reduce`, ONNX
-Runtime's `explorer.onnxruntime.reduce` (cuts of an ONNX model); the last three give
-`upstream_repro(path)`, a standalone script with only torch, only tvm, or only onnx and
-onnxruntime. This package holds what they share: `Reduction` (`result.py`: passlens's
+Runtime's `explorer.onnxruntime.reduce` (cuts of an ONNX model), IREE's
+`explorer.iree.reduce` (an MLIR dump and the iree-compile flags that break it); the last four
+give `upstream_repro(path)`, a standalone script with only torch, only tvm, only onnx and
+onnxruntime, or only iree's packages. This package holds what they share: `Reduction` (`result.py`: passlens's
 result, the weights file beside its test, `write_new`: how a `save` writes a file), the
 errors (`errors.py`: `ReduceError`, `NotReproducible`) and the parts of the
 upstream scripts (`repro.py`).
@@ -60,8 +61,8 @@ def reduce(
 
     The trace's compiler reduces it (its adapter's `reduce`: passlens's gives a
     `Reduction`, Inductor's an `InductorReduction`, TVM's a `TVMReduction`, ONNX
-    Runtime's an `ORTReduction`); a compiler without the `REDUCE` capability raises
-    `ReduceError`."""
+    Runtime's an `ORTReduction`, IREE's an `IREEReduction`); a compiler without the `REDUCE`
+    capability raises `ReduceError`."""
     compiler = getattr(report.trace, "compiler", "passlens")
     adapter = get_adapter(compiler)
     with trusting(report.trace, trust_ops):
