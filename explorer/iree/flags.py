@@ -31,14 +31,9 @@ from explorer.iree.convert import IREEError
 
 MAX_FLAGS = 64
 MAX_FLAG_CHARS = 2000
-#: options outside ``--iree-`` a recording may take: they only change how a dump prints
-OTHER_NAMES = frozenset(
-    {
-        "mlir-elide-elementsattrs-if-larger",
-        "mlir-elide-resource-strings-if-larger",
-        "mlir-print-local-scope",
-    }
-)
+#: options outside `--iree-` a recording may take: they only change how a dump prints (not
+#: the elide options: a dump without its constants' values could not be checked)
+OTHER_NAMES = frozenset({"mlir-print-local-scope"})
 #: options the recording sets itself (pipeline=, target=) or needs as they are
 RECORDING_NAMES = frozenset(
     {

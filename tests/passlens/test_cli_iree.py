@@ -153,3 +153,25 @@ def test_help_names_the_mlir_source_and_the_flag_option(capsys):
     assert main(["explore", "--help"]) == 0
     out = capsys.readouterr().out
     assert "--flag --iree-NAME[=VALUE]" in out and "model.mlir" in out
+
+
+@needs_iree
+def test_an_mlir_file_is_checked_on_the_inputs_its_shapes_give(capsys, mlir_file):
+    pytest.importorskip("iree.runtime")
+    code, out, err = run(
+        capsys,
+        "explore",
+        mlir_file,
+        "--compiler",
+        "iree",
+        "--pipeline",
+        "input",
+        "--check",
+        "--input-shape",
+        "4",
+        "--input-shape",
+        "4",
+    )
+    assert code == 0, err
+    assert "\ncheck ok\n" in out and "the source is MLIR" in out
+    assert "modules compiled by iree-compile and run with iree.runtime" in out

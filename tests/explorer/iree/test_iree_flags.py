@@ -26,7 +26,7 @@ ACCEPTED = [
     "--iree-llvmcpu-link-ukernel-bitcode=false",  # the ukernels shipped with IREE
     "--iree-preprocessing-pass-pipeline=builtin.module(util.func("
     "iree-preprocessing-convert-conv2d-to-img2col))",  # 'to' inside a pass name
-    "--mlir-elide-elementsattrs-if-larger=16",
+    "--mlir-print-local-scope",
 ]
 
 
@@ -47,6 +47,7 @@ def test_ordinary_flags_pass_as_given():
         ("--output-format=vm-c", "only --iree-... options"),
         ("--pass-remarks-output=/tmp/x", "only --iree-... options"),
         ("--load-pass-plugin=x.so", "only --iree-... options"),
+        ("--mlir-elide-elementsattrs-if-larger=16", "only --iree-... options"),  # lossy dumps
         ("--mlir-print-ir-tree-dir=/tmp/x", "the recording sets it"),
         ("--mlir-print-ir-after-all=false", "the recording sets it"),
         ("--compile-to=vm", "the recording sets it"),
