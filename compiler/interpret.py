@@ -1,15 +1,15 @@
 """The reference interpreter.
 
-``run(module, *inputs)`` evaluates a function on numpy arrays. ``evaluate`` also returns every
-intermediate value and can reuse a :class:`ValueCache`: nodes are immutable and shared between
+`run(module, *inputs)` evaluates a function on numpy arrays. `evaluate` also returns every
+intermediate value and can reuse a `ValueCache`: nodes are immutable and shared between
 modules, so a node already evaluated for the same inputs (in another snapshot, say) is not
 computed again.
 
-``kernels`` picks what computes an op: ``"torch"`` (the default when torch is installed) runs
+`kernels` picks what computes an op: `"torch"` (the default when torch is installed) runs
 it with torch's CPU kernel where the op's semantics equal a torch op's
 (compiler/torch_kernels.py says where and how the values differ) and with the op's numpy
-reference otherwise; ``"numpy"`` runs every op with its reference. Arrays pass between the two
-without copies. ``Evaluation.by_kernel`` says which ops each computed.
+reference otherwise; `"numpy"` runs every op with its reference. Arrays pass between the two
+without copies. `Evaluation.by_kernel` says which ops each computed.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ _KERNELS: ContextVar[str | None] = ContextVar("passlens_kernels", default=None)
 
 @functools.cache
 def default_kernels() -> str:
-    """``"torch"`` when torch can be imported, else ``"numpy"``."""
+    """`"torch"` when torch can be imported, else `"numpy"`."""
     from compiler.torch_kernels import torch_available
 
     return "torch" if torch_available() else "numpy"
@@ -81,11 +81,11 @@ _WARM: set[str] = set()  # the kernel sets warmed up in this process
 
 
 def warm_up_kernels(kernels: str | None = None) -> str:
-    """Load what the first op of ``kernels`` (default: :func:`default_kernels`) would wait
-    for, so it can be done (and shown) apart from a run: for ``"torch"``, import torch and run
+    """Load what the first op of `kernels` (default: `default_kernels`) would wait
+    for, so it can be done (and shown) apart from a run: for `"torch"`, import torch and run
     one small call of each kernel family (a matmul large enough to start torch's threads,
     a convolution, a layer norm, softmax, gelu), 1-2 s when torch is not imported yet;
-    nothing for ``"numpy"``. The check does it as a phase of its own (its progress says
+    nothing for `"numpy"`. The check does it as a phase of its own (its progress says
     so). Returns the kernel set. Calling it again does nothing."""
     kernels = _kernel_set(kernels)
     if kernels == "torch" and kernels not in _WARM:
@@ -107,7 +107,7 @@ def _kernel_set(kernels: str | None) -> str:
 
 
 def _op_value(op: str, values: list, attrs, kernels: str) -> tuple[Any, str]:
-    """The value of ``op`` and the kernel set that computed it."""
+    """The value of `op` and the kernel set that computed it."""
     if kernels == "torch":
         from compiler import torch_kernels
 
@@ -119,15 +119,15 @@ def _op_value(op: str, values: list, attrs, kernels: str) -> tuple[Any, str]:
 
 
 def kernels_in_use() -> str:
-    """The kernel set of the evaluation running (``evaluate(..., kernels=)``; nested
-    evaluations and a memo's hooks run inside one), else :func:`default_kernels`."""
+    """The kernel set of the evaluation running (`evaluate(..., kernels=)`; nested
+    evaluations and a memo's hooks run inside one), else `default_kernels`."""
     return _kernel_set(None)
 
 
 def rounds_otherwise(op: str, kernels: str | None = None) -> bool:
-    """Whether ``op``'s kernel in ``kernels`` (default: :func:`kernels_in_use`) may not round
+    """Whether `op`'s kernel in `kernels` (default: `kernels_in_use`) may not round
     exactly as its decomposition although its numpy reference does
-    (``compiler.passes.rounds_as_decomposed``): torch's fused attention."""
+    (`compiler.passes.rounds_as_decomposed`): torch's fused attention."""
     if _kernel_set(kernels) != "torch":
         return False
     from compiler.torch_kernels import ROUNDS_OTHERWISE
@@ -136,14 +136,14 @@ def rounds_otherwise(op: str, kernels: str | None = None) -> bool:
 
 
 def compute_op(op: str, values: list, attrs, kernels: str | None = None) -> Any:
-    """The value of op ``op`` on ``values`` (arrays) with ``attrs`` (normalised), as the
-    interpreter computes a call: with ``kernels`` (default: those of the evaluation running,
-    else :func:`default_kernels`)."""
+    """The value of op `op` on `values` (arrays) with `attrs` (normalised), as the
+    interpreter computes a call: with `kernels` (default: those of the evaluation running,
+    else `default_kernels`)."""
     return _op_value(op, values, attrs, _kernel_set(kernels))[0]
 
 
 def _one_loop_budget(fn):
-    """The outermost ``evaluate`` of a run opens the loop work budget its nested calls share."""
+    """The outermost `evaluate` of a run opens the loop work budget its nested calls share."""
 
     @functools.wraps(fn)
     def evaluate_within_budget(*args, **kwargs):
@@ -182,7 +182,7 @@ class ValueCache:
         self.callees: dict[Expr, tuple] = {}
 
     def drop_stale_calls(self, module: Module, fn: Function) -> None:
-        """Forget the values of calls in ``fn`` whose callee (or anything it calls) is not the
+        """Forget the values of calls in `fn` whose callee (or anything it calls) is not the
         function their value was computed with, and of everything that depends on them."""
         if not self.callees:
             return
@@ -258,7 +258,7 @@ class TypeMismatch:
 
     @classmethod
     def of(cls, node: Expr, value: Any) -> TypeMismatch:
-        """The mismatch of ``node`` computing ``value``."""
+        """The mismatch of `node` computing `value`."""
         if isinstance(value, np.ndarray):
             return cls(node, node.ty, tuple(value.shape), str(value.dtype))
         return cls(
@@ -276,8 +276,8 @@ class TypeMismatch:
 
 @dataclass
 class Evaluation:
-    """The result of :func:`evaluate`: outputs, every value (``values[node]``), symbol values,
-    and type mismatches found when ``check_types`` was on."""
+    """The result of `evaluate`: outputs, every value (`values[node]`), symbol values,
+    and type mismatches found when `check_types` was on."""
 
     outputs: tuple
     values: dict
@@ -382,7 +382,7 @@ def _value_desc(value: Any) -> str:
 
 
 def callee_closure(module: Module, fname: str) -> tuple:
-    """``(name, Function)`` of ``fname`` and every function it calls, directly or not."""
+    """`(name, Function)` of `fname` and every function it calls, directly or not."""
     seen: dict[str, Function] = {}
     stack = [fname]
     while stack:
@@ -395,8 +395,8 @@ def callee_closure(module: Module, fname: str) -> tuple:
 
 
 class CallMemo:
-    """Hooks around each op call of an evaluation (see ``evaluate(memo=)``): ``lookup`` may
-    give the value of a call from its argument values without running the op; ``record``
+    """Hooks around each op call of an evaluation (see `evaluate(memo=)`): `lookup` may
+    give the value of a call from its argument values without running the op; `record`
     sees every value computed and returns the array to keep (e.g. an equal one seen before).
     The base class does nothing."""
 
@@ -442,7 +442,7 @@ class _Evaluator:
 
     def check_size(self, node: Call) -> None:
         """Refuse a value whose annotated size is over MAX_VALUE_BYTES before computing it (a
-        crafted ``zeros(shape=[10000000000])`` would otherwise take the machine's memory)."""
+        crafted `zeros(shape=[10000000000])` would otherwise take the machine's memory)."""
         ty = node.ty
         if not isinstance(ty, TensorType) or ty.shape is None:
             return
@@ -577,7 +577,7 @@ class _Evaluator:
                 counts[op] = counts.get(op, 0) + n
 
     def kernel_call(self, node: Call, args: list, attrs) -> Any:
-        """Run a ``call_lowered`` with the kernel its module holds (compiled on first use)."""
+        """Run a `call_lowered` with the kernel its module holds (compiled on first use)."""
         from compiler.backend.kernels import KernelNotFound, module_kernels, opt_level_of
         from compiler.ops.lowered import run_kernel
 
@@ -727,7 +727,7 @@ class _Evaluator:
 
 
 def _solve_expression_dims(params: Sequence[Var], arrays: Sequence[Any], env: dict) -> None:
-    """Bind a symbol that appears only inside dims linear in it (``2*n + 1`` of size 7 gives
+    """Bind a symbol that appears only inside dims linear in it (`2*n + 1` of size 7 gives
     n = 3); a dim that is not linear in its one unbound symbol, or not solvable in integers,
     binds nothing (the check that follows then reports it)."""
     pairs: list[tuple[SymExpr, int]] = []
@@ -768,13 +768,13 @@ def evaluate(
     memo: CallMemo | None = None,
     kernels: str | None = None,
 ) -> Evaluation:
-    """Evaluate ``function`` on ``inputs``; returns outputs and every intermediate value.
+    """Evaluate `function` on `inputs`; returns outputs and every intermediate value.
 
-    ``cache``: a ValueCache for these inputs, shared between calls so nodes computed before
-    are reused. ``check_types``: record nodes whose value disagrees with the annotated type.
-    ``memo``: hooks around every op call (a :class:`CallMemo`), e.g. to reuse values by what
-    computes them rather than by node. ``kernels``: ``"torch"`` or ``"numpy"`` (see the module
-    docstring; default: the evaluation this one runs inside, else :func:`default_kernels`).
+    `cache`: a ValueCache for these inputs, shared between calls so nodes computed before
+    are reused. `check_types`: record nodes whose value disagrees with the annotated type.
+    `memo`: hooks around every op call (a `CallMemo`), e.g. to reuse values by what
+    computes them rather than by node. `kernels`: `"torch"` or `"numpy"` (see the module
+    docstring; default: the evaluation this one runs inside, else `default_kernels`).
     """
     kernels = _kernel_set(kernels)
     token = _KERNELS.set(kernels)
@@ -787,9 +787,9 @@ def evaluate(
 def bind_inputs(
     params: Sequence[Var], inputs: Sequence[Any], function: str = "main"
 ) -> tuple[list, dict[str, int]]:
-    """``inputs`` as the values of ``params`` (arrays of their dtypes) and the sizes of their
-    symbolic dims (``{"n": 4}``); an InterpretError names the first input whose dtype, rank
-    or dims do not match its parameter's type. Inputs beyond ``params`` are not looked at."""
+    """`inputs` as the values of `params` (arrays of their dtypes) and the sizes of their
+    symbolic dims (`{"n": 4}`); an InterpretError names the first input whose dtype, rank
+    or dims do not match its parameter's type. Inputs beyond `params` are not looked at."""
     env: dict[str, int] = {}
     arrays = [_to_value(v, p.ty, p, i) for i, (p, v) in enumerate(zip(params, inputs))]
     for p, arr in zip(params, arrays):  # the common case: static types met exactly
@@ -856,7 +856,7 @@ def _evaluate(module, inputs, function, cache, check_types, memo, kernels) -> Ev
 
 
 def matmul_float64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` accumulated in float64 (a big 2-D ``b`` upcast a block at a time, never
+    """`a @ b` accumulated in float64 (a big 2-D `b` upcast a block at a time, never
     whole, the blocks shared among threads), as the interpreter's matmul computes all but
     float32 products; the float64 result."""
     from compiler.ir.nn_compute import matmul_f64
@@ -867,8 +867,8 @@ def matmul_float64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def run(
     module: Module | Function, *inputs: Any, function: str = "main", kernels: str | None = None
 ) -> tuple:
-    """Run ``function`` of ``module`` on numpy inputs; returns a tuple of output arrays
-    (``kernels``: as for :func:`evaluate`)."""
+    """Run `function` of `module` on numpy inputs; returns a tuple of output arrays
+    (`kernels`: as for `evaluate`)."""
     return evaluate(module, inputs, function=function, kernels=kernels).outputs
 
 

@@ -1,9 +1,9 @@
-"""passlens's interpreter as the check's step runner (:class:`explorer.check.runner.StepRunner`):
-every step's module run by ``compiler.evaluate`` with one value cache for the whole trace (a
+"""passlens's interpreter as the check's step runner (`explorer.check.runner.StepRunner`):
+every step's module run by `compiler.evaluate` with one value cache for the whole trace (a
 node several snapshots share is computed once), a memo for nodes a pass rebuilt around the very
-same values (``memo.py``), per-node values kept for the per-node reference, the error map and
-the judging of tied indices (``tie_judging.py``); values are dropped after the last step that
-uses them. ``PasslensAdapter.check`` runs ``Checker(trace, inputs, options, Interpreter())``.
+same values (`memo.py`), per-node values kept for the per-node reference, the error map and
+the judging of tied indices (`tie_judging.py`); values are dropped after the last step that
+uses them. `PasslensAdapter.check` runs `Checker(trace, inputs, options, Interpreter())`.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ class Interpreter(TieJudging, StepRunner):
         return memo[fname]
 
     def _stores(self, closure: tuple) -> bool:
-        """Whether a function of ``closure`` calls set_item (whose callback must see every
+        """Whether a function of `closure` calls set_item (whose callback must see every
         run, so the call's value is never taken from the cache)."""
         for _, fn in closure:
             if id(fn) not in self.set_items:
@@ -225,9 +225,9 @@ class Interpreter(TieJudging, StepRunner):
     def _seed(
         self, run: Run, module: Module, fname: str, values: dict, params: dict, seeded: set
     ) -> None:
-        """Put in ``values`` what the memo already knows for the bindings of ``fname``, in
+        """Put in `values` what the memo already knows for the bindings of `fname`, in
         order (a call of another function is run here, through the memo, when its arguments
-        are known); the ids of the nodes seeded go to ``seeded``."""
+        are known); the ids of the nodes seeded go to `seeded`."""
         empty = not self.memo.entries  # (the import's run: no op call can be found)
         for node in module[fname].bindings:
             if node in values:
@@ -268,8 +268,8 @@ class Interpreter(TieJudging, StepRunner):
         return ev.outputs if isinstance(callee.output.ty, TupleType) else ev.outputs[0]
 
     def _remember(self, module: Module, fname: str, values: dict, params: dict, known: set) -> None:
-        """Put the op call values of ``fname`` in the memo (kept for the next step), but for
-        the nodes in ``known`` (ids), whose entries this run already made or used."""
+        """Put the op call values of `fname` in the memo (kept for the next step), but for
+        the nodes in `known` (ids), whose entries this run already made or used."""
         for node in module[fname].bindings:
             if id(node) in known:
                 continue
@@ -392,7 +392,7 @@ class Interpreter(TieJudging, StepRunner):
 
     # ----- memory -------------------------------------------------------------------------------
     def plan(self, order: list[Step]) -> None:
-        """For every node: the position in ``order`` of the last step whose module has it."""
+        """For every node: the position in `order` of the last step whose module has it."""
         last: dict[int, int] = {}
         done: set[int] = set()
         for k, step in enumerate(order):
@@ -413,7 +413,7 @@ class Interpreter(TieJudging, StepRunner):
 
 
 def check_passlens(trace: Any, inputs: Any, options: Any) -> Any:
-    """``explorer.check.check`` for a trace of passlens's own compiler."""
+    """`explorer.check.check` for a trace of passlens's own compiler."""
     from explorer.check.runner import Checker
 
     return Checker(trace, inputs, options, Interpreter()).run()
@@ -423,7 +423,7 @@ def check_passlens(trace: Any, inputs: Any, options: Any) -> Any:
 
 
 def _function_of(module: Module, node: Expr, default: str) -> str:
-    """The name of the function of ``module`` that binds ``node``."""
+    """The name of the function of `module` that binds `node`."""
     for name, fn in module.functions.items():
         if any(n is node for n in fn.iter_nodes()):
             return name
