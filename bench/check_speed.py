@@ -4,6 +4,11 @@ interpreter forward pass of the imported module with each kernel set (torch's, n
 naive re-run of every step (no value reuse).
 
     .venv/bin/python bench/check_speed.py [--repeat 3] [--no-error-map] [--threads N]
+        [--decoder LAYERS,HIDDEN]
+
+``--decoder 32,256``: bench/real_size.py's Llama-shaped decoder (vocab 128256, 16 tokens) of
+that many layers and that width instead, timed the same way (real_size.py times one check of
+a fresh process; this, ``--repeat`` warm ones).
 
 Goal (issue 44): the check costs at most 2x one warm eager forward. The check is timed
 ``--repeat`` times (each a whole check: the reference, every step, the findings), eager the
@@ -57,6 +62,12 @@ def main() -> int:
         help="torch threads for eager and the check alike (default: torch's own); on a busy "
         "machine two threads wait for each other, and one thread says more about the code",
     )
+    ap.add_argument(
+        "--decoder",
+        default="",
+        metavar="LAYERS,HIDDEN",
+        help="bench/real_size.py's decoder of that size instead of ConvNeXt-base",
+    )
     args = ap.parse_args()
     print("Command:", shlex.join([".venv/bin/python", *sys.argv]))
     print(
@@ -72,10 +83,24 @@ def main() -> int:
     from tests.compiler.frontend.torch_zoo import ConvNeXt
 
     torch.manual_seed(0)
-    model = ConvNeXt(dims=(128, 256, 512, 1024), depths=(3, 3, 27, 3), num_classes=1000).eval()
-    x = torch.randn(1, 3, 224, 224)
+    if args.decoder:
+        from bench.real_size import build_model
+
+        layers, hidden = (int(n) for n in args.decoder.split(","))
+        model, x, _, _ = build_model(layers, 128256, hidden=hidden)
+    else:
+        model = ConvNeXt(dims=(128, 256, 512, 1024), depths=(3, 3, 27, 3), num_classes=1000)
+        model = model.eval()
+        x = torch.randn(1, 3, 224, 224)
     trace = explorer.explore(model, (x,))
     xs = x.numpy()
+
+    def inputs(module) -> list:  # the input, then the weights @main takes (the decoder's)
+        from compiler.passes import weight_params
+
+        stored = {c.name: c.data for c in module.attrs.get("param_values", ())}
+        return [xs, *(stored[p.name] for p in weight_params(module))]
+
     print(
         f"trace: {len(trace)} steps, {sum(s.changed for s in trace if s.kind == 'pass')} passes "
         f"changed the module; torch {torch.__version__}, {torch.get_num_threads()} threads"
@@ -84,7 +109,7 @@ def main() -> int:
     forwards = {}
     for kernels in ("torch", "numpy", "torch"):
         start = time.perf_counter()
-        ev = evaluate(trace.imported.module, [xs], kernels=kernels)
+        ev = evaluate(trace.imported.module, inputs(trace.imported.module), kernels=kernels)
         forwards[kernels] = time.perf_counter() - start
         counts = {k: sum(v.values()) for k, v in ev.by_kernel.items()}
     print(
@@ -96,7 +121,7 @@ def main() -> int:
         start = time.perf_counter()
         for step in trace:
             if step.module is not None:
-                run(step.module, xs)
+                run(step.module, *inputs(step.module))
         naive = time.perf_counter() - start
         runs = sum(1 for s in trace if s.module is not None)
         print(f"naive: every step's module run from scratch ({runs} runs): {naive:.2f} s")
