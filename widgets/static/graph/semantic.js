@@ -14,7 +14,7 @@ const ROW = 16;           // a block this high (px) holds a line of text
 const TWO = 34;           // ... and this high, two
 const WIDEST = 440;       // px: a block is widened to its label's width up to this
 const MAX_BLOCKS = 400;   // blocks drawn at most (the cut stops descending past this)
-const SEG = /^(nodes|groups|nodes & groups) (\d+)–(\d+)( of [\d,]+)$/; // a segment's label: what, from, to, of how many
+const SEG = /^(nodes|groups|nodes & groups) (\d+)–(\d+)( of [\d,]+)(?:, [\d,]+ removed)?$/; // a segment's label: what, from, to, of how many (live; ghosts counted apart)
 
 PasslensGraphParts.part({
   name: "semantic",
