@@ -1,8 +1,8 @@
 """The one family of passlens errors: every error passlens raises on purpose at its API
 boundary (import, parse, verify, passes, interpret, build, load, check, render, CLI) is a
-:class:`PasslensError`, so ``except PasslensError`` catches what a bad input can cause and
-nothing else. Each subclass keeps the builtin base it had (``ValueError`` for bad input,
-``RuntimeError`` for a failed run) so existing ``except ValueError`` code still works.
+`PasslensError`, so `except PasslensError` catches what a bad input can cause and
+nothing else. Each subclass keeps the builtin base it had (`ValueError` for bad input,
+`RuntimeError` for a failed run) so existing `except ValueError` code still works.
 
 A message is one line that says what is wrong with which input."""
 

@@ -1,15 +1,15 @@
 """The reference interpreter.
 
-``run(module, *inputs)`` evaluates a function on numpy arrays. ``evaluate`` also returns every
-intermediate value and can reuse a :class:`ValueCache`: nodes are immutable and shared between
+`run(module, *inputs)` evaluates a function on numpy arrays. `evaluate` also returns every
+intermediate value and can reuse a `ValueCache`: nodes are immutable and shared between
 modules, so a node already evaluated for the same inputs (in another snapshot, say) is not
 computed again.
 
-``kernels`` picks what computes an op: ``"torch"`` (the default when torch is installed) runs
+`kernels` picks what computes an op: `"torch"` (the default when torch is installed) runs
 it with torch's CPU kernel where the op's semantics equal a torch op's
 (compiler/torch_kernels.py says where and how the values differ) and with the op's numpy
-reference otherwise; ``"numpy"`` runs every op with its reference. Arrays pass between the two
-without copies. ``Evaluation.by_kernel`` says which ops each computed.
+reference otherwise; `"numpy"` runs every op with its reference. Arrays pass between the two
+without copies. `Evaluation.by_kernel` says which ops each computed.
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ most; an RNN of 1,000 steps of 50 bindings is 51,000). Loops each under MAX_LOOP
 nested, would otherwise multiply. A longer legitimate loop: raise it in code."""
 _LOOP_WORK: ContextVar[list[int] | None] = ContextVar("passlens_loop_work", default=None)
 
+_STATIC_BYTES: dict[TensorType, int] = {}
+"""The bytes of a value of each static tensor type seen (``check_size`` works each out once)."""
+
 KERNEL_SETS = ("torch", "numpy")
 """What ``evaluate(..., kernels=)`` takes (see the module docstring)."""
 # the kernel set of the evaluation running (nested evaluations and the memo's hooks use it)
@@ -68,7 +71,7 @@ _KERNELS: ContextVar[str | None] = ContextVar("passlens_kernels", default=None)
 
 @functools.cache
 def default_kernels() -> str:
-    """``"torch"`` when torch can be imported, else ``"numpy"``."""
+    """`"torch"` when torch can be imported, else `"numpy"`."""
     from compiler.torch_kernels import torch_available
 
     return "torch" if torch_available() else "numpy"
@@ -78,11 +81,11 @@ _WARM: set[str] = set()  # the kernel sets warmed up in this process
 
 
 def warm_up_kernels(kernels: str | None = None) -> str:
-    """Load what the first op of ``kernels`` (default: :func:`default_kernels`) would wait
-    for, so it can be done (and shown) apart from a run: for ``"torch"``, import torch and run
+    """Load what the first op of `kernels` (default: `default_kernels`) would wait
+    for, so it can be done (and shown) apart from a run: for `"torch"`, import torch and run
     one small call of each kernel family (a matmul large enough to start torch's threads,
     a convolution, a layer norm, softmax, gelu), 1-2 s when torch is not imported yet;
-    nothing for ``"numpy"``. The check does it as a phase of its own (its progress says
+    nothing for `"numpy"`. The check does it as a phase of its own (its progress says
     so). Returns the kernel set. Calling it again does nothing."""
     kernels = _kernel_set(kernels)
     if kernels == "torch" and kernels not in _WARM:
@@ -104,7 +107,7 @@ def _kernel_set(kernels: str | None) -> str:
 
 
 def _op_value(op: str, values: list, attrs, kernels: str) -> tuple[Any, str]:
-    """The value of ``op`` and the kernel set that computed it."""
+    """The value of `op` and the kernel set that computed it."""
     if kernels == "torch":
         from compiler import torch_kernels
 
@@ -116,15 +119,15 @@ def _op_value(op: str, values: list, attrs, kernels: str) -> tuple[Any, str]:
 
 
 def kernels_in_use() -> str:
-    """The kernel set of the evaluation running (``evaluate(..., kernels=)``; nested
-    evaluations and a memo's hooks run inside one), else :func:`default_kernels`."""
+    """The kernel set of the evaluation running (`evaluate(..., kernels=)`; nested
+    evaluations and a memo's hooks run inside one), else `default_kernels`."""
     return _kernel_set(None)
 
 
 def rounds_otherwise(op: str, kernels: str | None = None) -> bool:
-    """Whether ``op``'s kernel in ``kernels`` (default: :func:`kernels_in_use`) may not round
+    """Whether `op`'s kernel in `kernels` (default: `kernels_in_use`) may not round
     exactly as its decomposition although its numpy reference does
-    (``compiler.passes.rounds_as_decomposed``): torch's fused attention."""
+    (`compiler.passes.rounds_as_decomposed`): torch's fused attention."""
     if _kernel_set(kernels) != "torch":
         return False
     from compiler.torch_kernels import ROUNDS_OTHERWISE
@@ -133,14 +136,14 @@ def rounds_otherwise(op: str, kernels: str | None = None) -> bool:
 
 
 def compute_op(op: str, values: list, attrs, kernels: str | None = None) -> Any:
-    """The value of op ``op`` on ``values`` (arrays) with ``attrs`` (normalised), as the
-    interpreter computes a call: with ``kernels`` (default: those of the evaluation running,
-    else :func:`default_kernels`)."""
+    """The value of op `op` on `values` (arrays) with `attrs` (normalised), as the
+    interpreter computes a call: with `kernels` (default: those of the evaluation running,
+    else `default_kernels`)."""
     return _op_value(op, values, attrs, _kernel_set(kernels))[0]
 
 
 def _one_loop_budget(fn):
-    """The outermost ``evaluate`` of a run opens the loop work budget its nested calls share."""
+    """The outermost `evaluate` of a run opens the loop work budget its nested calls share."""
 
     @functools.wraps(fn)
     def evaluate_within_budget(*args, **kwargs):
@@ -179,7 +182,7 @@ class ValueCache:
         self.callees: dict[Expr, tuple] = {}
 
     def drop_stale_calls(self, module: Module, fn: Function) -> None:
-        """Forget the values of calls in ``fn`` whose callee (or anything it calls) is not the
+        """Forget the values of calls in `fn` whose callee (or anything it calls) is not the
         function their value was computed with, and of everything that depends on them."""
         if not self.callees:
             return
@@ -255,7 +258,7 @@ class TypeMismatch:
 
     @classmethod
     def of(cls, node: Expr, value: Any) -> TypeMismatch:
-        """The mismatch of ``node`` computing ``value``."""
+        """The mismatch of `node` computing `value`."""
         if isinstance(value, np.ndarray):
             return cls(node, node.ty, tuple(value.shape), str(value.dtype))
         return cls(
@@ -273,8 +276,8 @@ class TypeMismatch:
 
 @dataclass
 class Evaluation:
-    """The result of :func:`evaluate`: outputs, every value (``values[node]``), symbol values,
-    and type mismatches found when ``check_types`` was on."""
+    """The result of `evaluate`: outputs, every value (`values[node]`), symbol values,
+    and type mismatches found when `check_types` was on."""
 
     outputs: tuple
     values: dict
@@ -368,7 +371,8 @@ def _matches(ty: Type, value: Any, env: dict[str, int]) -> bool:
     assert isinstance(ty, TensorType)
     if not isinstance(value, np.ndarray) or value.dtype != ty.dtype.numpy:
         return False
-    return shape_matches(ty.shape, value.shape, env)
+    # equal tuples: every annotated dim an int and the same (nothing to bind)
+    return value.shape == ty.shape or shape_matches(ty.shape, value.shape, env)
 
 
 def _value_desc(value: Any) -> str:
@@ -378,7 +382,7 @@ def _value_desc(value: Any) -> str:
 
 
 def callee_closure(module: Module, fname: str) -> tuple:
-    """``(name, Function)`` of ``fname`` and every function it calls, directly or not."""
+    """`(name, Function)` of `fname` and every function it calls, directly or not."""
     seen: dict[str, Function] = {}
     stack = [fname]
     while stack:
@@ -391,8 +395,8 @@ def callee_closure(module: Module, fname: str) -> tuple:
 
 
 class CallMemo:
-    """Hooks around each op call of an evaluation (see ``evaluate(memo=)``): ``lookup`` may
-    give the value of a call from its argument values without running the op; ``record``
+    """Hooks around each op call of an evaluation (see `evaluate(memo=)`): `lookup` may
+    give the value of a call from its argument values without running the op; `record`
     sees every value computed and returns the array to keep (e.g. an equal one seen before).
     The base class does nothing."""
 
@@ -438,17 +442,25 @@ class _Evaluator:
 
     def check_size(self, node: Call) -> None:
         """Refuse a value whose annotated size is over MAX_VALUE_BYTES before computing it (a
-        crafted ``zeros(shape=[10000000000])`` would otherwise take the machine's memory)."""
+        crafted `zeros(shape=[10000000000])` would otherwise take the machine's memory)."""
         ty = node.ty
         if not isinstance(ty, TensorType) or ty.shape is None:
             return
-        n = 1
-        for d in ty.shape:
-            try:
-                n *= d if isinstance(d, int) else _resolve(d, self.env)
-            except (KeyError, InterpretError, TypeError):
-                return  # not known before computing: the op's own checks apply
-        if n * np.dtype(ty.dtype.numpy).itemsize > MAX_VALUE_BYTES:
+        nbytes = _STATIC_BYTES.get(ty)
+        if nbytes is None:
+            n = 1
+            for d in ty.shape:
+                try:
+                    n *= d if isinstance(d, int) else _resolve(d, self.env)
+                except (KeyError, InterpretError, TypeError):
+                    return  # not known before computing: the op's own checks apply
+            nbytes = n * ty.dtype.numpy.itemsize
+            if ty.is_static:  # worked out once per static type
+                if len(_STATIC_BYTES) > 50_000:
+                    _STATIC_BYTES.clear()
+                _STATIC_BYTES[ty] = nbytes
+        if nbytes > MAX_VALUE_BYTES:
+            n = nbytes // ty.dtype.numpy.itemsize
             raise InterpretError(
                 f"{_describe(node)} would hold {n:,} elements ({ty}), over the interpreter's "
                 f"limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
@@ -471,11 +483,20 @@ class _Evaluator:
                 raise InterpretError(
                     f"while executing {_describe(node)}: {type(e).__name__}: {e}", node
                 ) from e
-            if self.check_types and not _matches(node.ty, result, dict(self.env)):
-                self.mismatches.append(TypeMismatch.of(node, result))
+            if self.check_types:
+                ty = node.ty
+                if not (  # the common case first: a static tensor type met exactly
+                    isinstance(result, np.ndarray)
+                    and isinstance(ty, TensorType)
+                    and result.shape == ty.shape
+                    and result.dtype == ty.dtype.numpy
+                ) and not _matches(ty, result, dict(self.env)):
+                    self.mismatches.append(TypeMismatch.of(node, result))
             values[node] = result
 
     def compute(self, node: Expr) -> Any:
+        if isinstance(node, Call) and node.op not in ("match_shape", "opaque"):
+            return self.call(node)
         if isinstance(node, Call) and node.op == "match_shape":
             value = np.asarray(self.value(node.args[0]))
             if not shape_matches(node.ty.shape, value.shape, self.env):
@@ -487,24 +508,6 @@ class _Evaluator:
             return value
         if isinstance(node, Call) and node.op == "opaque":
             return self.opaque(node)
-        if isinstance(node, Call):
-            self.check_size(node)
-            args = [self.value(a) for a in node.args]
-            memo = self.memo
-            if memo is not None:
-                out = memo.lookup(node, args)
-                if out is not None:
-                    return out
-            attrs = _resolved_attrs(node, self.env)
-            if node.op == "call_lowered":
-                out = self.kernel_call(node, args, attrs)
-            else:
-                out, used = _op_value(node.op, args, attrs, self.kernels)
-                counts = self.by_kernel.setdefault(used, {})
-                counts[node.op] = counts.get(node.op, 0) + 1
-            if isinstance(out, list):
-                out = tuple(out)
-            return out if memo is None else memo.record(node, args, out)
         if isinstance(node, Tuple):
             return tuple(self.value(f) for f in node.fields)
         if isinstance(node, TupleGetItem):
@@ -519,24 +522,52 @@ class _Evaluator:
         if isinstance(node, Loop):
             return self.loop(node)
         if isinstance(node, FuncCall):
-            if self.module is None:
-                raise InterpretError(f"call of @{node.func} outside a module", node)
-            args = [self.value(a) for a in node.args]
-            sub = evaluate(
-                self.module,
-                args,
-                function=node.func,
-                check_types=self.check_types,
-                memo=self.memo,
-                kernels=self.kernels,
-            )
-            if self.cache is not None:
-                self.cache.callees[node] = callee_closure(self.module, node.func)
-            self.mismatches.extend(sub.mismatches)
-            self.merge_counts(sub.by_kernel)
-            out = sub.outputs
-            return out if isinstance(self.module[node.func].output.ty, TupleType) else out[0]
+            return self.func_call(node)
         raise InterpretError(f"cannot evaluate {type(node).__name__}", node)
+
+    def call(self, node: Call) -> Any:
+        """The value of a call of an op (other than match_shape and opaque)."""
+        self.check_size(node)
+        values = self.values
+        try:
+            args = [a.data if isinstance(a, Constant) else values[a] for a in node.args]
+        except KeyError:
+            args = [self.value(a) for a in node.args]  # (says which is not computed)
+        memo = self.memo
+        if memo is not None:
+            out = memo.lookup(node, args)
+            if out is not None:
+                return out
+        attrs = _resolved_attrs(node, self.env)
+        if node.op == "call_lowered":
+            out = self.kernel_call(node, args, attrs)
+        else:
+            out, used = _op_value(node.op, args, attrs, self.kernels)
+            counts = self.by_kernel.setdefault(used, {})
+            counts[node.op] = counts.get(node.op, 0) + 1
+        if isinstance(out, list):
+            out = tuple(out)
+        return out if memo is None else memo.record(node, args, out)
+
+    def func_call(self, node: FuncCall) -> Any:
+        """The value of a call of another function of the module."""
+        if self.module is None:
+            raise InterpretError(f"call of @{node.func} outside a module", node)
+        args = [self.value(a) for a in node.args]
+        sub = evaluate(
+            self.module,
+            args,
+            function=node.func,
+            check_types=self.check_types,
+            memo=self.memo,
+            kernels=self.kernels,
+        )
+        if self.cache is not None:
+            self.cache.callees[node] = callee_closure(self.module, node.func)
+        self.mismatches.extend(sub.mismatches)
+        self.merge_counts(sub.by_kernel)
+        out = sub.outputs
+        return out if isinstance(self.module[node.func].output.ty, TupleType) else out[0]
 
     def merge_counts(self, by_kernel: dict[str, dict[str, int]]) -> None:
         """Add a nested evaluation's counts of ops by kernel set to this one's."""
@@ -546,7 +577,7 @@ class _Evaluator:
                 counts[op] = counts.get(op, 0) + n
 
     def kernel_call(self, node: Call, args: list, attrs) -> Any:
-        """Run a ``call_lowered`` with the kernel its module holds (compiled on first use)."""
+        """Run a `call_lowered` with the kernel its module holds (compiled on first use)."""
         from compiler.backend.kernels import KernelNotFound, module_kernels, opt_level_of
         from compiler.ops.lowered import run_kernel
 
@@ -696,7 +727,7 @@ class _Evaluator:
 
 
 def _solve_expression_dims(params: Sequence[Var], arrays: Sequence[Any], env: dict) -> None:
-    """Bind a symbol that appears only inside dims linear in it (``2*n + 1`` of size 7 gives
+    """Bind a symbol that appears only inside dims linear in it (`2*n + 1` of size 7 gives
     n = 3); a dim that is not linear in its one unbound symbol, or not solvable in integers,
     binds nothing (the check that follows then reports it)."""
     pairs: list[tuple[SymExpr, int]] = []
@@ -737,13 +768,13 @@ def evaluate(
     memo: CallMemo | None = None,
     kernels: str | None = None,
 ) -> Evaluation:
-    """Evaluate ``function`` on ``inputs``; returns outputs and every intermediate value.
+    """Evaluate `function` on `inputs`; returns outputs and every intermediate value.
 
-    ``cache``: a ValueCache for these inputs, shared between calls so nodes computed before
-    are reused. ``check_types``: record nodes whose value disagrees with the annotated type.
-    ``memo``: hooks around every op call (a :class:`CallMemo`), e.g. to reuse values by what
-    computes them rather than by node. ``kernels``: ``"torch"`` or ``"numpy"`` (see the module
-    docstring; default: the evaluation this one runs inside, else :func:`default_kernels`).
+    `cache`: a ValueCache for these inputs, shared between calls so nodes computed before
+    are reused. `check_types`: record nodes whose value disagrees with the annotated type.
+    `memo`: hooks around every op call (a `CallMemo`), e.g. to reuse values by what
+    computes them rather than by node. `kernels`: `"torch"` or `"numpy"` (see the module
+    docstring; default: the evaluation this one runs inside, else `default_kernels`).
     """
     kernels = _kernel_set(kernels)
     token = _KERNELS.set(kernels)
@@ -756,11 +787,22 @@ def evaluate(
 def bind_inputs(
     params: Sequence[Var], inputs: Sequence[Any], function: str = "main"
 ) -> tuple[list, dict[str, int]]:
-    """``inputs`` as the values of ``params`` (arrays of their dtypes) and the sizes of their
-    symbolic dims (``{"n": 4}``); an InterpretError names the first input whose dtype, rank
-    or dims do not match its parameter's type. Inputs beyond ``params`` are not looked at."""
+    """`inputs` as the values of `params` (arrays of their dtypes) and the sizes of their
+    symbolic dims (`{"n": 4}`); an InterpretError names the first input whose dtype, rank
+    or dims do not match its parameter's type. Inputs beyond `params` are not looked at."""
     env: dict[str, int] = {}
     arrays = [_to_value(v, p.ty, p, i) for i, (p, v) in enumerate(zip(params, inputs))]
+    for p, arr in zip(params, arrays):  # the common case: static types met exactly
+        ty = p.ty
+        if not (
+            isinstance(arr, np.ndarray)
+            and isinstance(ty, TensorType)
+            and arr.shape == ty.shape
+            and arr.dtype == ty.dtype.numpy
+        ):
+            break
+    else:
+        return arrays, env  # (no symbol to bind: equal tuples hold ints only)
     # Two rounds: the first binds symbols from plain dims (`n`); then a symbol seen only inside
     # an expression (`2*n + 1`) is solved for; the second round checks every dim, including
     # expressions of symbols bound by a later input (`2*n + 1` before `n`).
@@ -814,7 +856,7 @@ def _evaluate(module, inputs, function, cache, check_types, memo, kernels) -> Ev
 
 
 def matmul_float64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` accumulated in float64 (a big 2-D ``b`` upcast a block at a time, never
+    """`a @ b` accumulated in float64 (a big 2-D `b` upcast a block at a time, never
     whole, the blocks shared among threads), as the interpreter's matmul computes all but
     float32 products; the float64 result."""
     from compiler.ir.nn_compute import matmul_f64
@@ -825,8 +867,8 @@ def matmul_float64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def run(
     module: Module | Function, *inputs: Any, function: str = "main", kernels: str | None = None
 ) -> tuple:
-    """Run ``function`` of ``module`` on numpy inputs; returns a tuple of output arrays
-    (``kernels``: as for :func:`evaluate`)."""
+    """Run `function` of `module` on numpy inputs; returns a tuple of output arrays
+    (`kernels`: as for `evaluate`)."""
     return evaluate(module, inputs, function=function, kernels=kernels).outputs
 
 

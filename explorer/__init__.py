@@ -7,7 +7,7 @@ report = trace.check((x,))                 # numerics, shapes and params at ever
 small = report.reduce()                    # the first failure on a small module and pipeline
 fixed = trace.rerun(replace={"fast-gelu": FastGeluFixed()})   # again from the changed pass
 
-Every error passlens raises on purpose is an ``explorer.PasslensError``.
+Every error passlens raises on purpose is an `explorer.PasslensError`.
 """
 
 from compiler import LimitError, PasslensError
@@ -28,18 +28,18 @@ def explore(
     compiler: str = "passlens",
     **options,
 ) -> Trace:
-    """Import ``source``, run ``pipeline`` with recording, and return the Trace of every step.
+    """Import `source`, run `pipeline` with recording, and return the Trace of every step.
 
-    ``compiler``: whose passes, an adapter's name (:func:`explorer.adapters.adapter_names`):
-    ``"passlens"`` (the default), passlens's own compiler, as
-    :func:`explorer.passlens.record.explore` (``pipeline`` default ``"default"``); Apache TVM's
-    Relax passes (:func:`explorer.tvm.explore_tvm`: ``pipeline`` a Relax pipeline name, default
-    ``"zero"``, a TVM pass or a list of passes; needs ``passlens[tvm]``); torch.compile's Dynamo
-    graphs and Inductor's FX passes (:func:`explorer.inductor.explore_inductor`, no ``pipeline``).
+    `compiler`: whose passes, an adapter's name (`explorer.adapters.adapter_names`):
+    `"passlens"` (the default), passlens's own compiler, as
+    `explorer.passlens.record.explore` (`pipeline` default `"default"`); Apache TVM's
+    Relax passes (`explorer.tvm.explore_tvm`: `pipeline` a Relax pipeline name, default
+    `"zero"`, a TVM pass or a list of passes; needs `passlens[tvm]`); torch.compile's Dynamo
+    graphs and Inductor's FX passes (`explorer.inductor.explore_inductor`, no `pipeline`).
 
     An operator passlens has no converter for is kept as an opaque op that torch or
-    onnxruntime runs (the summary lists them); ``strict=True`` refuses such a model at import.
-    Other compilers' frontends handle such operators themselves (``strict`` has no effect
+    onnxruntime runs (the summary lists them); `strict=True` refuses such a model at import.
+    Other compilers' frontends handle such operators themselves (`strict` has no effect
     there)."""
     return get_adapter(compiler).explore(source, example_inputs, pipeline, progress, **options)
 

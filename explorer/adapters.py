@@ -1,30 +1,30 @@
-"""Compilers plug into the explorer through one interface: an :class:`Adapter`, registered by
+"""Compilers plug into the explorer through one interface: an `Adapter`, registered by
 name.
 
     from explorer.adapters import adapter_names, get_adapter
     adapter_names()                       # ('passlens', 'tvm', 'inductor', ...)
     trace = get_adapter("tvm").record(model, (x,), "zero", None)
 
-An adapter says how a source is recorded through a pipeline into a ``Trace`` of steps
-(:meth:`Adapter.record`), how a step's module shows (its graph model and texts, through the
-module's own ``graph_model()`` / ``text`` / ``texts``: the duck type every module shares), how
-the check runs its steps (:meth:`Adapter.check`, with one ``explorer.check.Options`` and a
-:class:`explorer.check.runner.StepRunner`), how a saved module of it is rebuilt
-(:meth:`Adapter.load_module`, :meth:`Adapter.after_load`; a user's own passes in a file:
-:meth:`Adapter.pass_record`, :meth:`Adapter.supply_passes`), how a finding is reduced
-(:meth:`Adapter.reduce`), how a trace is run again with a changed pipeline
-(:meth:`Adapter.rerun`), what its rules do (:meth:`Adapter.rule_doc`), how a step's module is
-written as ONNX (:meth:`Adapter.to_onnx`) and what it can do (:attr:`Adapter.capabilities`). A
-capability an adapter lacks raises :class:`Unsupported`, naming the compiler and what it
+An adapter says how a source is recorded through a pipeline into a `Trace` of steps
+(`Adapter.record`), how a step's module shows (its graph model and texts, through the
+module's own `graph_model()` / `text` / `texts`: the duck type every module shares), how
+the check runs its steps (`Adapter.check`, with one `explorer.check.Options` and a
+`explorer.check.runner.StepRunner`), how a saved module of it is rebuilt
+(`Adapter.load_module`, `Adapter.after_load`; a user's own passes in a file:
+`Adapter.pass_record`, `Adapter.supply_passes`), how a finding is reduced
+(`Adapter.reduce`), how a trace is run again with a changed pipeline
+(`Adapter.rerun`), what its rules do (`Adapter.rule_doc`), how a step's module is
+written as ONNX (`Adapter.to_onnx`) and what it can do (`Adapter.capabilities`). A
+capability an adapter lacks raises `Unsupported`, naming the compiler and what it
 cannot do.
 
-Every adapter lives in a folder of its own (passlens's in ``explorer.passlens.adapter``, TVM's in
-``explorer.tvm.adapter``, Inductor's in ``explorer.inductor.adapter``; nothing outside an adapter's
-folder names a compiler's internals: see :mod:`explorer.passlens`) and is registered lazily:
-``explorer`` imports none of them (nor tvm, nor torch's Inductor) until a trace of theirs is
+Every adapter lives in a folder of its own (passlens's in `explorer.passlens.adapter`, TVM's in
+`explorer.tvm.adapter`, Inductor's in `explorer.inductor.adapter`; nothing outside an adapter's
+folder names a compiler's internals: see `explorer.passlens`) and is registered lazily:
+`explorer` imports none of them (nor tvm, nor torch's Inductor) until a trace of theirs is
 recorded, checked or loaded; this module imports nothing of the explorer. To add a compiler, write
-an ``Adapter`` subclass in its package, call :func:`register_adapter` at the end of that module, and
-list the module in ``_LAZY`` (or call ``register_adapter`` from user code)."""
+an `Adapter` subclass in its package, call `register_adapter` at the end of that module, and
+list the module in `_LAZY` (or call `register_adapter` from user code)."""
 
 from __future__ import annotations
 
@@ -50,9 +50,9 @@ _KIND_TEXT = {
 
 
 def source_kind(source: Any) -> str:
-    """What kind of model ``source`` is: ``"onnx"`` (a path or bytes of an .onnx file, a
-    ModelProto), ``"ir"`` (an IR Module, its text or a .ir file), ``"torch"`` (an
-    nn.Module, an ExportedProgram, a function) or ``"other"``. Nothing is read or imported."""
+    """What kind of model `source` is: `"onnx"` (a path or bytes of an .onnx file, a
+    ModelProto), `"ir"` (an IR Module, its text or a .ir file), `"torch"` (an
+    nn.Module, an ExportedProgram, a function) or `"other"`. Nothing is read or imported."""
     import os
 
     if isinstance(source, (str, os.PathLike)):
@@ -84,8 +84,8 @@ def _source_label(source: Any) -> str:
     return f"this {type(source).__name__}"
 
 
-def _either(names: list[str]) -> str:
-    quoted = [repr(n) for n in names]
+def _either(names: list[str], quote: bool = True) -> str:
+    quoted = [repr(n) if quote else n for n in names]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
@@ -100,8 +100,8 @@ class Unsupported(PasslensError, ValueError):
 
 
 class Adapter:
-    """One compiler as the explorer sees it. Subclasses set :attr:`name` and implement
-    :meth:`record` and :meth:`check`; the rest has defaults."""
+    """One compiler as the explorer sees it. Subclasses set `name` and implement
+    `record` and `check`; the rest has defaults."""
 
     name: str = ""
     #: the pipeline used when none is given (None: the compiler takes no pipeline)
@@ -119,30 +119,36 @@ class Adapter:
     #: what it does with a model, for an error naming a kind it does not take
     takes_text: str = ""
 
-    def refuse_source(self, source: Any, label: str | None = None) -> None:
-        """An :class:`Unsupported` error when ``source`` is a kind of model this compiler does
-        not take (an ONNX file given to torch.compile), naming the compilers that do."""
+    def refuse_source(self, source: Any, label: str | None = None, flag: str | None = None) -> None:
+        """An `Unsupported` error when `source` is a kind of model this compiler does
+        not take (an ONNX file given to torch.compile), naming the compilers that do.
+
+        `label`: how to name the model (default: from `source`); `flag`: how to name the
+        compilers, None as the Python API's argument (`compiler 'inductor'`), else as that
+        command-line flag (`--compiler inductor`, `--compiler passlens, tvm or onnxruntime`)."""
         kind = source_kind(source)
         if self.source_kinds is None or kind in self.source_kinds:
             return
         takers = [n for n in adapter_names() if n != self.name and kind in _kinds_of(n)]
         what = label if label is not None else _source_label(source)
+        word = f"{flag} " if flag else "compiler "
+        this = f"{word}{self.name}" if flag else f"{word}{self.name!r}"
         raise Unsupported(
-            f"compiler {self.name!r} {self.takes_text or 'takes ' + ', '.join(self.source_kinds)}"
+            f"{this} {self.takes_text or 'takes ' + ', '.join(self.source_kinds)}"
             f" models, and {what} is {_KIND_TEXT.get(kind, 'another kind of model')}"
-            + (f": explore it with compiler {_either(takers)}" if takers else "")
+            + (f": explore it with {word}{_either(takers, quote=not flag)}" if takers else "")
         )
 
     # ----- recording ----------------------------------------------------------------------
     def record(
         self, source: Any, example_inputs: Any, pipeline: Any, progress: Any, **options: Any
     ) -> Any:
-        """Import ``source``, run ``pipeline`` with recording (``progress`` as for
-        :func:`explorer.explore`) and return the ``Trace`` of every step."""
+        """Import `source`, run `pipeline` with recording (`progress` as for
+        `explorer.explore`) and return the `Trace` of every step."""
         raise NotImplementedError(f"the {self.name} adapter cannot record")
 
     def explore(self, source, example_inputs, pipeline, progress, **options):
-        """:meth:`record` with the defaults applied (what ``explorer.explore`` calls)."""
+        """`record` with the defaults applied (what `explorer.explore` calls)."""
         self.refuse_source(source)
         for key in self.ignored_options:
             options.pop(key, None)
@@ -151,8 +157,8 @@ class Adapter:
         return self.record(source, example_inputs, pipeline, progress, **options)
 
     def rerun(self, trace, pipeline=None, from_step=None, replace=None, progress=None) -> Any:
-        """A new trace: ``trace`` run again with a changed pipeline (what ``Trace.rerun``
-        calls; see there), for an adapter with the RERUN capability; :class:`Unsupported`
+        """A new trace: `trace` run again with a changed pipeline (what `Trace.rerun`
+        calls; see there), for an adapter with the RERUN capability; `Unsupported`
         without it."""
         raise Unsupported(
             f"the {self.name} adapter cannot re-run a trace (it has no {RERUN!r} capability): "
@@ -170,11 +176,11 @@ class Adapter:
 
     # ----- the check ----------------------------------------------------------------------
     def check(self, trace: Any, inputs: Any, options: Any) -> Any:
-        """Run every step of ``trace`` on ``inputs`` (as ``explorer.check.check``, whose
-        arguments ``options``, an ``explorer.check.Options``, carries: reference, tolerances,
+        """Run every step of `trace` on `inputs` (as `explorer.check.check`, whose
+        arguments `options`, an `explorer.check.Options`, carries: reference, tolerances,
         progress, thresholds, trusted ops) and return the Report: usually
-        ``Checker(trace, inputs, options, MyRunner()).run()`` with the compiler's
-        :class:`explorer.check.runner.StepRunner`."""
+        `Checker(trace, inputs, options, MyRunner()).run()` with the compiler's
+        `explorer.check.runner.StepRunner`."""
         raise NotImplementedError(f"trace.check cannot run the steps of a {self.name} trace")
 
     def reuse_text(self, report: Any) -> str | None:
@@ -187,14 +193,14 @@ class Adapter:
 
     # ----- passlens-only capabilities (a default that says so) ----------------------------
     def rule_doc(self, rule: str) -> str:
-        """What a rule of a step's rewrites does, in one line (``pass/rule`` or a pattern's
+        """What a rule of a step's rewrites does, in one line (`pass/rule` or a pattern's
         name); "" for a rule it has no words for (the default: every rule)."""
         return ""
 
     def to_onnx(self, module: Any) -> Any:
-        """A step's module as an ``onnx.ModelProto``, for an adapter with the ONNX_EXPORT
-        capability; raises ``explorer.interop.ExportError`` for a module it cannot write (the
-        message names the node and op), :class:`Unsupported` without the capability."""
+        """A step's module as an `onnx.ModelProto`, for an adapter with the ONNX_EXPORT
+        capability; raises `explorer.interop.ExportError` for a module it cannot write (the
+        message names the node and op), `Unsupported` without the capability."""
         raise Unsupported(
             f"the {self.name} adapter cannot write a module as ONNX (it has no "
             f"{ONNX_EXPORT!r} capability)"
@@ -208,8 +214,8 @@ class Adapter:
     def load_module(
         self, rec: dict, graph: Any, text: str, texts: dict[str, str], stage: str | None
     ) -> Any:
-        """A stored module rebuilt from what it showed (``graph`` its decoded graph model;
-        ``rec`` the checked record). Only compilers whose modules are stored so need it."""
+        """A stored module rebuilt from what it showed (`graph` its decoded graph model;
+        `rec` the checked record). Only compilers whose modules are stored so need it."""
         raise ValueError(f"a {self.name} trace stores no foreign modules")
 
     def pass_record(self, step: Any) -> dict | None:
@@ -219,22 +225,22 @@ class Adapter:
         return None
 
     def supply_passes(self, trace: Any, passes: Any) -> None:
-        """Give a loaded trace the pass objects its file could only name (``explorer.load(path,
-        passes=[...])``: classes or instances); :class:`Unsupported` (the default) for a
+        """Give a loaded trace the pass objects its file could only name (`explorer.load(path,
+        passes=[...])`: classes or instances); `Unsupported` (the default) for a
         compiler whose traces keep none."""
         raise Unsupported(f"a {self.name} trace takes no passes= when loaded")
 
     def trace_record(self, trace: Any) -> dict | None:
         """What a trace file keeps of the trace beyond its steps (JSON; the manifest's
-        ``compiler_record``); None (the default): nothing."""
+        `compiler_record`); None (the default): nothing."""
         return None
 
     def load_trace_record(self, trace: Any, record: Any) -> None:
-        """Give a loaded trace back what :meth:`trace_record` kept (``record`` is untrusted:
+        """Give a loaded trace back what `trace_record` kept (`record` is untrusted:
         None from an older file). The default does nothing."""
 
     def after_load(self, trace: Any) -> None:
-        """Called on a trace of this compiler read from a file, before ``load`` returns it:
+        """Called on a trace of this compiler read from a file, before `load` returns it:
         what the file does not keep, made again (passlens: its modules' kernels). Runs none of
         the trace's ops. The default does nothing."""
 
@@ -254,7 +260,7 @@ _LAZY: dict[str, str] = {
 
 
 def register_adapter(adapter: Adapter) -> Adapter:
-    """Make ``adapter`` available by its name (replacing one of the same name)."""
+    """Make `adapter` available by its name (replacing one of the same name)."""
     if not isinstance(adapter, Adapter):
         raise TypeError(f"an adapter must be an explorer.adapters.Adapter, not {adapter!r}")
     if not isinstance(adapter.name, str) or not adapter.name:
@@ -274,12 +280,12 @@ def adapter_names() -> tuple[str, ...]:
 
 
 def is_adapter_name(name: Any) -> bool:
-    """Whether ``name`` (any value: it may come from a file) names a compiler."""
+    """Whether `name` (any value: it may come from a file) names a compiler."""
     return isinstance(name, str) and name in adapter_names()
 
 
 def get_adapter(name: Any) -> Adapter:
-    """The adapter called ``name``, importing its module on first use."""
+    """The adapter called `name`, importing its module on first use."""
     if not is_adapter_name(name):
         names = " or ".join(repr(n) for n in adapter_names())
         raise ValueError(f"compiler is {names}, not {str(name)[:60]!r}")

@@ -1,9 +1,9 @@
-"""Two conversions of one model side by side: ``compare(trace_a, trace_b)``.
+"""Two conversions of one model side by side: `compare(trace_a, trace_b)`.
 
 Typical use: the torch path and the ONNX path of one model, or one model through two
 pipelines. For each trace: node and op counts of the imported and the final module, parameter
 bytes at every step, the built artifact's size when a build step recorded one (a step
-attribute ``artifact_bytes``); and where the two first differ. The first divergence walks the
+attribute `artifact_bytes`); and where the two first differ. The first divergence walks the
 *states* each trace goes through (the imported module, then every pass that changed the op
 counts or the parameter bytes) in step: the first pair of states whose op counts or parameter
 bytes differ is where the conversions part ways, whichever passes got them there.
@@ -11,7 +11,7 @@ bytes differ is where the conversions part ways, whichever passes got them there
 The first *difference* is stricter and step for step: the first index at which the two traces'
 steps differ in kind, pass, nesting, status or module (the very same Step object, or a module
 structurally equal, is no difference). For a re-run and the trace it was re-run from
-(``new.rerun_of is old``) it is the first step recorded anew whose module changed: the pass
+(`new.rerun_of is old`) it is the first step recorded anew whose module changed: the pass
 that was fixed.
 """
 
@@ -43,13 +43,13 @@ class StepFigures:
 
     @staticmethod
     def of(step: Step) -> StepFigures:
-        """The figures of ``step`` (builds its graph model if not built yet)."""
+        """The figures of `step` (builds its graph model if not built yet)."""
         g = step.graph
         return StepFigures(step.index, step.name, len(g.nodes), g.op_counts(), g.param_bytes)
 
     @property
     def label(self) -> str:
-        """``#3 fold-constant``."""
+        """`#3 fold-constant`."""
         return f"#{self.index} {self.name}"
 
 
@@ -158,7 +158,7 @@ class Comparison:
 
     # ----- display ------------------------------------------------------------------------
     def rows(self) -> list[tuple[str, str, str, bool]]:
-        """Table rows ``(label, value a, value b, differs)`` shared by the text and HTML."""
+        """Table rows `(label, value a, value b, differs)` shared by the text and HTML."""
         a, b = self.a, self.b
         rows: list[tuple[str, str, str, bool]] = [
             ("frontend", a.frontend or "-", b.frontend or "-", False),
@@ -266,7 +266,7 @@ class Comparison:
     def to_html(self, path):
         """Write the comparison's HTML (what Jupyter shows: both sides at the first step that
         differs, then the table) as one self-contained page; returns the path (a
-        ``pathlib.Path``)."""
+        `pathlib.Path`)."""
         from pathlib import Path
 
         title = html.escape(f"{self.a.label} vs {self.b.label}")
@@ -281,8 +281,8 @@ class Comparison:
 
     def changed_steps(self) -> tuple[Step, Step] | None:
         """The pair of steps, one of each trace, where they first differ: what the HTML opens
-        on. For a re-run and the trace it re-ran (``rerun_of``, either way round), the first
-        divergence from the first step recorded anew (``rerun_from``) on, else that step in
+        on. For a re-run and the trace it re-ran (`rerun_of`, either way round), the first
+        divergence from the first step recorded anew (`rerun_from`) on, else that step in
         both (a fix that changed values only); otherwise the first divergence; None when
         the two never differ."""
         a, b = self.trace_a, self.trace_b
@@ -304,7 +304,7 @@ class Comparison:
 
 
 def compare(trace_a: Trace, trace_b: Trace, labels: Sequence[str] | None = None) -> Comparison:
-    """Two conversions of one model side by side; ``labels`` name the sides (default: A and B
+    """Two conversions of one model side by side; `labels` name the sides (default: A and B
     with each trace's frontend, or pipeline when the frontends are the same)."""
     for t, which in ((trace_a, "trace_a"), (trace_b, "trace_b")):
         if not _is_trace(t):
@@ -326,7 +326,7 @@ def compare(trace_a: Trace, trace_b: Trace, labels: Sequence[str] | None = None)
 
 
 def _is_trace(t: Any) -> bool:
-    """Whether ``t`` is an ``explorer.Trace`` (by its class, without importing the trace
+    """Whether `t` is an `explorer.Trace` (by its class, without importing the trace
     module, which imports this one)."""
     return any(c.__name__ == "Trace" and c.__module__ == "explorer.trace" for c in type(t).__mro__)
 

@@ -1,6 +1,6 @@
 """What changed between two steps: nodes, shapes, op counts, signatures, parameters, IR text.
 
-``diff(a, b)`` is a pure function of two steps (of one trace or of two). Nodes of the two
+`diff(a, b)` is a pure function of two steps (of one trace or of two). Nodes of the two
 steps' graph models are matched first by identity (a node a pass did not touch is the same IR
 object on both sides), then by provenance (same source layer / op / node and same op: the node
 was rewritten), then by structure (same op, attributes and matched inputs), and last by name
@@ -10,7 +10,7 @@ or against an IR step through the source node named in each IR node's provenance
 Parameters are compared by name and by content (explorer/params.py); nodes are matched in
 explorer/matching.py.
 
-When ``b`` shows the very same module as ``a`` (a pass that changed nothing) the diff is empty
+When `b` shows the very same module as `a` (a pass that changed nothing) the diff is empty
 and costs nothing: no graph model, text or parameter data is touched.
 """
 
@@ -46,7 +46,7 @@ texts; a 1,000,000-line module text fits in a 14 KB trace file)."""
 
 
 class DiffedStep(Protocol):
-    """A step as a diff reads it (an :class:`explorer.step.Step` is one; the step module
+    """A step as a diff reads it (an `explorer.step.Step` is one; the step module
     imports this one, so the annotations here name this protocol): its number and name, its
     graph model (or the source graph it shows), its module, its IR text and its weights' bytes."""
 
@@ -77,10 +77,10 @@ class ShapeChange(NamedTuple):
 
 @dataclass
 class NodeChange:
-    """A matched node that differs: what changed, as ``{field: (before, after)}``.
+    """A matched node that differs: what changed, as `{field: (before, after)}`.
 
-    Fields: ``type``, ``shape``, ``dtype``, ``op``, ``attrs`` (``{key: (before, after)}``),
-    ``inputs`` (ids of the inputs, before and after), ``function``, ``kind``. ``how`` says
+    Fields: `type`, `shape`, `dtype`, `op`, `attrs` (`{key: (before, after)}`),
+    `inputs` (ids of the inputs, before and after), `function`, `kind`. `how` says
     how the nodes were matched.
     """
 
@@ -108,7 +108,7 @@ class NodeChange:
 
 @dataclass
 class SignatureChange:
-    """A function present on both sides whose signature differs; ``changes`` says how."""
+    """A function present on both sides whose signature differs; `changes` says how."""
 
     name: str
     before: Signature
@@ -121,12 +121,12 @@ class SignatureChange:
 
 @dataclass(eq=False)
 class Diff:
-    """What changed from step ``a`` to step ``b`` (see the module docstring).
+    """What changed from step `a` to step `b` (see the module docstring).
 
-    ``matches`` maps each matched node id of ``b`` to ``(id in a, how)`` where ``how`` is
-    identity, provenance, structure, name or source-node. ``added`` are nodes of ``b`` with no
-    match, ``removed`` nodes of ``a`` with none, ``changed`` matched nodes that differ in what
-    they compute, ``moved`` matched nodes that only moved into or out of a function (fuse-ops
+    `matches` maps each matched node id of `b` to `(id in a, how)` where `how` is
+    identity, provenance, structure, name or source-node. `added` are nodes of `b` with no
+    match, `removed` nodes of `a` with none, `changed` matched nodes that differ in what
+    they compute, `moved` matched nodes that only moved into or out of a function (fuse-ops
     outlining a group, an inliner): same op, attributes and type, and their inputs the same
     nodes seen through the call (a parameter of the function stands for the argument the one
     call passes; a call for what its function returns).
@@ -182,17 +182,17 @@ class Diff:
         )
 
     def op_count_text(self) -> str:
-        """The op-count changes in one line: ``+3 matmul, -1 linear``."""
+        """The op-count changes in one line: `+3 matmul, -1 linear`."""
         return ", ".join(f"{v:+d} {k}" for k, v in self.op_count_changes.items())
 
     @property
     def param_bytes_before(self) -> int:
-        """Bytes of every weight of ``a``."""
+        """Bytes of every weight of `a`."""
         return self.a.param_bytes if self.identical else self.params.bytes_before
 
     @property
     def param_bytes_after(self) -> int:
-        """Bytes of every weight of ``b``."""
+        """Bytes of every weight of `b`."""
         return self.b.param_bytes if self.identical else self.params.bytes_after
 
     @property
@@ -233,7 +233,7 @@ class Diff:
     @cached_property
     def text_diff(self) -> str:
         """A unified diff of the two steps' IR text ("" when they show the same module); of
-        their first MAX_DIFF_LINES lines when longer (``text_diff_note`` says so)."""
+        their first MAX_DIFF_LINES lines when longer (`text_diff_note` says so)."""
         if self.identical:
             return ""
         left, right, _ = self._lines
@@ -255,9 +255,9 @@ class Diff:
         return left, right, difflib.SequenceMatcher(None, left, right).get_opcodes()
 
     def side_by_side(self, context: int | None = None) -> list[tuple[str | None, str | None, str]]:
-        """Rows ``(left line, right line, tag)`` for a two-column view; tag is equal, replace,
-        delete or insert (a missing side is None). With ``context``, runs of equal lines longer
-        than twice that are cut to ``context`` lines each side of a ``("…", "…", "skip")`` row."""
+        """Rows `(left line, right line, tag)` for a two-column view; tag is equal, replace,
+        delete or insert (a missing side is None). With `context`, runs of equal lines longer
+        than twice that are cut to `context` lines each side of a `("…", "…", "skip")` row."""
         left, right, opcodes = self._opcodes
         rows: list[tuple[str | None, str | None, str]] = []
         for tag, i1, i2, j1, j2 in opcodes:
@@ -370,7 +370,7 @@ class Diff:
 
 
 def diff(a: DiffedStep, b: DiffedStep) -> Diff:
-    """What changed from step ``a`` to step ``b`` (any two steps, even of different traces)."""
+    """What changed from step `a` to step `b` (any two steps, even of different traces)."""
     if a is b or _same_module(a, b):
         return Diff(a, b, identical=True)
     ga, gb = a.graph, b.graph
@@ -483,7 +483,7 @@ def _same_inputs(ins_a, ins_b, through, matches) -> bool:
 def _inputs_text(
     ins_a: list[str], ins_b: list[str], ga: GraphModel, gb: GraphModel, matches
 ) -> str:
-    """The inputs that differ, by position: ``input 1: %t (permute_dims) -> $w.t``."""
+    """The inputs that differ, by position: `input 1: %t (permute_dims) -> $w.t`."""
     parts = []
     for i in range(max(len(ins_a), len(ins_b))):
         x = ins_a[i] if i < len(ins_a) else None

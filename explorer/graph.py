@@ -1,7 +1,7 @@
 """A neutral graph model of one step: nodes, edges, types, provenance, parameters and function
 signatures. Diffs and widgets work on it the same way whatever the step came from (the IR,
 an FX graph, an ONNX graph); each compiler's adapter builds it from its IR (passlens's IR:
-``explorer.passlens.convert``)."""
+`explorer.passlens.convert`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Any
 
 @dataclass
 class GraphNode:
-    """One node: ``kind`` is input, weight, param (a weight passed as input), op, call, tuple,
-    item, if or output; ``obj`` is the IR object it shows (None for source graphs);
-    ``opaque`` for an opaque op (no converter): its ``target`` and ``runner`` (torch or
+    """One node: `kind` is input, weight, param (a weight passed as input), op, call, tuple,
+    item, if or output; `obj` is the IR object it shows (None for source graphs);
+    `opaque` for an opaque op (no converter): its `target` and `runner` (torch or
     onnxruntime), else empty."""
 
     id: str
@@ -37,7 +37,7 @@ class GraphNode:
 
 @dataclass
 class GraphEdge:
-    """Value flowing from ``src`` into input ``index`` of ``dst``, with its type."""
+    """Value flowing from `src` into input `index` of `dst`, with its type."""
 
     src: str
     dst: str
@@ -88,7 +88,7 @@ class GraphModel:
         return sum(p.nbytes for p in self.params.values())
 
     def op_counts(self) -> dict[str, int]:
-        """How many nodes of each op (an ``If`` counts as op ``if``, so folding one shows)."""
+        """How many nodes of each op (an `If` counts as op `if`, so folding one shows)."""
         counts: dict[str, int] = {}
         for n in self.nodes.values():
             if n.kind in ("op", "call", "if"):
@@ -109,16 +109,16 @@ def place_added(g: GraphModel, before: Callable[[], GraphModel | None] | None = 
     """Give each op a pass added without provenance of its own (no module path, no source
     location: a user's FX pass, a Relax pass's binding without a span, an ONNX Runtime node
     no rewrite record names) the place of the node it replaces, else of the node it reads or
-    that reads it: its module path (``group``, provenance ``module``), source ``file`` and
-    ``from`` (the node it took them from), and, where its own type is unknown, the type of
+    that reads it: its module path (`group`, provenance `module`), source `file` and
+    `from` (the node it took them from), and, where its own type is unknown, the type of
     the node it replaces. So it is drawn in that layer and the error map finds it.
 
-    ``before`` gives the graph of the step the pass was given (asked for only when some op
+    `before` gives the graph of the step the pass was given (asked for only when some op
     needs a place): an added op replaces the node its reader read there, at the same input;
     the added ops it reads take its place. Without one, or for the rest: the place of the node
     it reads or of the node that reads it (through other added ops), the deeper of the two
-    when one holds the other (a var reading the residual stream of ``h.0`` and read by
-    ``h.0.ln_1`` is in ``h.0.ln_1``), else the one it reads. An op with a source location
+    when one holds the other (a var reading the residual stream of `h.0` and read by
+    `h.0.ln_1` is in `h.0.ln_1`), else the one it reads. An op with a source location
     but no module (the model's own top-level code) is left alone. Returns how many ops were
     placed."""
     nodes = g.nodes

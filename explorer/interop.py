@@ -1,31 +1,31 @@
 """Export one step of a trace for the viewers users already have.
 
-``format="model-explorer"``: the graph JSON that Google's Model Explorer
-(``pip install ai-edge-model-explorer``; ``model-explorer FILE.json``) loads with its built-in
-JSON adapter: a graph collection ``{"label", "graphs": [Graph, ...]}`` whose graphs, nodes,
-incoming edges and metadata follow ``model_explorer/graph_builder.py`` (one graph per IR
+`format="model-explorer"`: the graph JSON that Google's Model Explorer
+(`pip install ai-edge-model-explorer`; `model-explorer FILE.json`) loads with its built-in
+JSON adapter: a graph collection `{"label", "graphs": [Graph, ...]}` whose graphs, nodes,
+incoming edges and metadata follow `model_explorer/graph_builder.py` (one graph per IR
 function; a call's node links to its callee's graph). Namespaces are the nodes' provenance
-(the torch module path ``layer1.0.conv`` becomes ``layer1/0/conv``), every output carries
-``tensor_shape`` (what Model Explorer writes on edges), attributes, provenance and parameter
+(the torch module path `layer1.0.conv` becomes `layer1/0/conv`), every output carries
+`tensor_shape` (what Model Explorer writes on edges), attributes, provenance and parameter
 bytes are node attributes. Node data files next to it (the format of
-``model_explorer/node_data_builder.py``, keyed by graph id) colour the nodes by parameter bytes
+`model_explorer/node_data_builder.py`, keyed by graph id) colour the nodes by parameter bytes
 and, given a check report, by each node's max relative error against the reference; open them
-with ``model-explorer FILE.json --node_data_paths=A,B``.
+with `model-explorer FILE.json --node_data_paths=A,B`.
 
-``format="onnx"``: the step's module as an ONNX file for Netron, written by its compiler's
-adapter (``Adapter.to_onnx``, the ``onnx_export`` capability: passlens's exporter for its IR);
+`format="onnx"`: the step's module as an ONNX file for Netron, written by its compiler's
+adapter (`Adapter.to_onnx`, the `onnx_export` capability: passlens's exporter for its IR);
 a step that cannot be written says which node and op stop it.
 
-Every name and string comes from the model: the JSON is written with ``json.dumps``
-(``ensure_ascii``, no NaN or infinity), so any name (quotes, newlines, unicode) stays data.
+Every name and string comes from the model: the JSON is written with `json.dumps`
+(`ensure_ascii`, no NaN or infinity), so any name (quotes, newlines, unicode) stays data.
 
 Errors that are not finite (a float16 overflow gives an infinite relative error; a NaN the
 check judged beyond tolerance) are what this export exists to show, and JSON has no infinity:
-Model Explorer's page reads node data with ``JSON.parse`` and colours a result by the gradient
-only when its value is a number (``processNodeDataProviderDataForGraph``: the gradient's range
-is the min and max of the numeric values, a result's own ``bgColor`` wins). So such a result
-is the string ``"inf"`` or ``"nan"`` with its own colour, the top of the gradient: the finite
-errors keep their scale, the node shows ``inf``. Attribute values are strings anyway.
+Model Explorer's page reads node data with `JSON.parse` and colours a result by the gradient
+only when its value is a number (`processNodeDataProviderDataForGraph`: the gradient's range
+is the min and max of the numeric values, a result's own `bgColor` wins). So such a result
+is the string `"inf"` or `"nan"` with its own colour, the top of the gradient: the finite
+errors keep their scale, the node shows `inf`. Attribute values are strings anyway.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ class ExportError(PasslensError, ValueError):
 
 
 def export(trace: TraceSteps, step: Any, path, format: str = "model-explorer", report=None) -> list:
-    """Write ``step`` (a Step, its index or its pass name) of ``trace`` to ``path`` as
-    ``format`` (``model-explorer`` or ``onnx``); with a check ``report`` (model-explorer only)
+    """Write `step` (a Step, its index or its pass name) of `trace` to `path` as
+    `format` (`model-explorer` or `onnx`); with a check `report` (model-explorer only)
     each node's max error goes in too. Returns the paths written: the graph first, then the
     node data files (model-explorer)."""
     if format not in FORMATS:
@@ -125,8 +125,8 @@ def _write_onnx(step: Step, path: Path) -> Path:
 
 
 def model_explorer_json(step: Step, report=None) -> tuple[dict, dict[str, dict]]:
-    """The graph collection of ``step`` and its node data (``{"param_bytes": ...,
-    "max_error": ...}``, each keyed by graph id), as JSON-ready dicts."""
+    """The graph collection of `step` and its node data (`{"param_bytes": ...,
+    "max_error": ...}`, each keyed by graph id), as JSON-ready dicts."""
     g = step.graph
     errors = node_errors(step, report) if report is not None else {}
     notes = _finding_notes(step, report) if report is not None else {}
@@ -229,12 +229,12 @@ def _label(node: GraphNode) -> str:
 
 
 def namespace_of(group: str) -> str:
-    """A provenance module path as a Model Explorer namespace: ``a.b.0`` -> ``a/b/0``."""
+    """A provenance module path as a Model Explorer namespace: `a.b.0` -> `a/b/0`."""
     return "/".join(p for p in re.split(r"[./]", _text(group or "")) if p.strip())
 
 
 def tensor_shape(node: GraphNode) -> str:
-    """``f32[1,3,8,8]`` when the shape is known, else the type's text."""
+    """`f32[1,3,8,8]` when the shape is known, else the type's text."""
     if node.shape is not None and node.dtype:
         return f"{node.dtype}[{','.join(str(d) for d in node.shape)}]"
     return node.type
@@ -252,7 +252,7 @@ def _node_data(name: str, values: dict[str, float]) -> dict:
 
 
 def _result(value: float) -> dict:
-    """A node data result: a finite number, or ``"inf"`` / ``"nan"`` with its own colour (JSON
+    """A node data result: a finite number, or `"inf"` / `"nan"` with its own colour (JSON
     has no infinity; Model Explorer leaves non-numeric values out of the gradient's range)."""
     value = float(value)
     if math.isfinite(value):
@@ -261,7 +261,7 @@ def _result(value: float) -> dict:
 
 
 def _error_text(value: float) -> str:
-    """An error as an attribute's text: ``0.25``, ``inf``, ``nan``."""
+    """An error as an attribute's text: `0.25`, `inf`, `nan`."""
     value = float(value)
     if math.isnan(value):
         return "nan"
@@ -281,8 +281,8 @@ def _text(value: Any) -> str:
 
 
 def node_errors(step: Step, report) -> dict[str, tuple[float, bool]]:
-    """Node id -> (max relative error, beyond tolerance) of the nodes a check ``report``
-    compared with the reference at ``step``: a diverged finding's node errors, every source
+    """Node id -> (max relative error, beyond tolerance) of the nodes a check `report`
+    compared with the reference at `step`: a diverged finding's node errors, every source
     layer's output and, on the output node, the step's outputs (the numbers of the step whose
     module this step shows, if any)."""
     g = step.graph

@@ -23,7 +23,7 @@ def is_source(g: GraphModel) -> bool:
 
 
 def ordered_inputs(g: GraphModel) -> dict[str, list[str]]:
-    """Each node's inputs in ``g`` (by node id), in argument order."""
+    """Each node's inputs in `g` (by node id), in argument order."""
     ins: dict[str, list[tuple[int, str]]] = {}
     for e in g.edges:
         ins.setdefault(e.dst, []).append((e.index, e.src))
@@ -34,7 +34,7 @@ def ordered_inputs(g: GraphModel) -> dict[str, list[str]]:
 
 
 def match_nodes(ga: GraphModel, gb: GraphModel) -> dict[str, tuple[str, str]]:
-    """Match nodes of ``gb`` to nodes of ``ga``: ``{id in b: (id in a, how)}``, one to one.
+    """Match nodes of `gb` to nodes of `ga`: `{id in b: (id in a, how)}`, one to one.
 
     Identity first (the same IR object), then leaves by name (weights, inputs, parameters),
     then provenance (same source layer / op / node and same op), then structure (same op,
@@ -87,7 +87,7 @@ class _Matcher:
         return [out[i][0] if i in out else None for i in ins]
 
     def _agreement(self, want: list[str | None], aid: str) -> int:
-        """How many inputs of ``aid`` are the matches of the wanted inputs, position by position."""
+        """How many inputs of `aid` are the matches of the wanted inputs, position by position."""
         via = self.via_a
         have = (via.get(x, x) for x in self.ins_a.get(aid, []))
         return sum(x == y for x, y in zip(want, have, strict=False))
@@ -130,7 +130,7 @@ class _Matcher:
 
     def by_source_node(self, src: GraphModel, reverse: bool) -> None:
         """Pair each source node with the last IR node whose provenance names it (the one
-        holding its value); ``reverse`` when the source graph is ``b``."""
+        holding its value); `reverse` when the source graph is `b`."""
         by_key = {}
         for nid, n in src.nodes.items():
             if n.kind not in LEAF_KINDS and n.kind != "output":
@@ -219,8 +219,8 @@ class _Matcher:
 
 
 def through_calls(g: GraphModel, ins: dict[str, list[str]]) -> dict[str, str]:
-    """What a node stands for across function calls in ``g`` (``ins``: its
-    :func:`ordered_inputs`): a parameter of a function called once, the argument that call
+    """What a node stands for across function calls in `g` (`ins`: its
+    `ordered_inputs`): a parameter of a function called once, the argument that call
     passes; a call, the node its function returns. Followed to the end (a fused function's
     parameter may be a parameter of its caller); nodes that stand for themselves are left
     out."""

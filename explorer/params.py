@@ -2,8 +2,8 @@
 cast, values changed, renamed, duplicated (same content as another parameter), permuted, and
 broadcast copies (N copies of another parameter, or of its transpose, along leading dims).
 Content is compared through cheap fingerprints first (first and last element, a few sampled
-elements); full comparisons are made only for candidates that pass them. ``diff_params`` is
-what ``explorer.diff`` reports as a step's parameter changes."""
+elements); full comparisons are made only for candidates that pass them. `diff_params` is
+what `explorer.diff` reports as a step's parameter changes."""
 
 from __future__ import annotations
 
@@ -73,9 +73,9 @@ class ParamResize:
 @dataclass
 class ParamCast:
     """A parameter whose values were cast to another dtype (same shape, values within the
-    lower precision's tolerance); ``source`` is the parameter it was cast from (the same name
-    when the cast kept it). ``checked`` says how the values were compared: ``all`` of them,
-    a ``sample`` of them (past ``CAST_CHECK_BUDGET`` elements per diff) or ``none`` (no data,
+    lower precision's tolerance); `source` is the parameter it was cast from (the same name
+    when the cast kept it). `checked` says how the values were compared: `all` of them,
+    a `sample` of them (past `CAST_CHECK_BUDGET` elements per diff) or `none` (no data,
     e.g. a weight passed as a parameter)."""
 
     name: str
@@ -86,14 +86,14 @@ class ParamCast:
 
     @property
     def message(self) -> str:
-        """One line for people: ``fc.weight cast f32 -> f16``."""
+        """One line for people: `fc.weight cast f32 -> f16`."""
         text = f"{self.source} cast {self.before} -> {self.after}"
         return text if self.name == self.source else f"{text} (now `{self.name}`)"
 
 
 @dataclass
 class ParamSame:
-    """A parameter with the same content (dtype, shape, values) as ``source``: a duplicate
+    """A parameter with the same content (dtype, shape, values) as `source`: a duplicate
     when both are present after, a rename when the source is gone."""
 
     name: str
@@ -110,10 +110,10 @@ class ParamSame:
 
 @dataclass
 class ParamCopy:
-    """A parameter whose data is ``copies`` copies of ``source`` (or of ``source`` with its
-    axes permuted by ``axes``) along the leading dims ``lead``; with one copy, a permuted or
-    reshaped form of the source. ``checked``: ``all`` values compared, or a ``sample`` (a
-    single permuted copy past ``CAST_CHECK_BUDGET`` elements per diff)."""
+    """A parameter whose data is `copies` copies of `source` (or of `source` with its
+    axes permuted by `axes`) along the leading dims `lead`; with one copy, a permuted or
+    reshaped form of the source. `checked`: `all` values compared, or a `sample` (a
+    single permuted copy past `CAST_CHECK_BUDGET` elements per diff)."""
 
     name: str
     source: str
@@ -131,7 +131,7 @@ class ParamCopy:
 
     @property
     def message(self) -> str:
-        """One line for people: ``x is 1 × 56 = 56 copies of `linear.weight` (...)``."""
+        """One line for people: `x is 1 × 56 = 56 copies of `linear.weight` (...)`."""
         how = (
             "transposed"
             if self.axes is not None and len(self.axes) == 2
@@ -223,8 +223,8 @@ class ParamDiff:
 
 
 def diff_params(pa: dict[str, Param], pb: dict[str, Param]) -> ParamDiff:
-    """How the parameters changed from ``pa`` to ``pb`` (graph-model params, keyed by name:
-    a weight's name, or ``@function/name`` for a weight passed as a parameter)."""
+    """How the parameters changed from `pa` to `pb` (graph-model params, keyed by name:
+    a weight's name, or `@function/name` for a weight passed as a parameter)."""
     pa, pb = _keyed(pa), _keyed(pb)
     out = ParamDiff(
         bytes_before=sum(p.nbytes for p in pa.values()),
@@ -279,7 +279,7 @@ def diff_params(pa: dict[str, Param], pb: dict[str, Param]) -> ParamDiff:
 
 
 def _keyed(params: dict[str, Param]) -> dict[str, Param]:
-    """Params named by their key, dtypes in the IR's short names (``float32`` -> ``f32``)."""
+    """Params named by their key, dtypes in the IR's short names (`float32` -> `f32`)."""
     out = {}
     for k, p in params.items():
         dtype = DTYPE_ALIASES.get(p.dtype, p.dtype)
@@ -326,7 +326,7 @@ def _at(x: np.ndarray, flat_index: np.ndarray) -> np.ndarray:
 
 
 def _sample_index(n: int, k: int = _SAMPLES) -> np.ndarray:
-    """``k`` fixed, spread-out positions in ``range(n)`` (first and last included)."""
+    """`k` fixed, spread-out positions in `range(n)` (first and last included)."""
     if n <= k:
         return np.arange(n)
     return np.unique(np.linspace(0, n - 1, k).astype(np.int64))
@@ -374,7 +374,7 @@ def _same_content(x: np.ndarray, y: np.ndarray) -> bool:
 
 
 def _cast_close(x: np.ndarray, y: np.ndarray) -> bool:
-    """Whether ``x`` and ``y`` (same shape, different dtypes) hold the same values up to the
+    """Whether `x` and `y` (same shape, different dtypes) hold the same values up to the
     lower precision: the wider one cast to the narrower one's dtype, then compared bitwise, or
     within a couple of units in the last place (another rounding)."""
     lo, hi = (x, y) if x.dtype.itemsize <= y.dtype.itemsize else (y, x)
@@ -398,8 +398,8 @@ def _has_nan(dtype: np.dtype) -> bool:
 
 
 def _cast_equal(x: np.ndarray, y: np.ndarray, budget: list[int]) -> str:
-    """How ``y`` was found to be ``x`` cast (``all`` values compared, or a ``sample`` of them
-    once ``budget[0]`` elements have been spent), or "" if it is not."""
+    """How `y` was found to be `x` cast (`all` values compared, or a `sample` of them
+    once `budget[0]` elements have been spent), or "" if it is not."""
     if x.shape != y.shape:
         return ""
     idx = _sample_index(x.size)
@@ -413,7 +413,7 @@ def _cast_equal(x: np.ndarray, y: np.ndarray, budget: list[int]) -> str:
 
 
 def _full_cast_close(x: np.ndarray, y: np.ndarray) -> bool:
-    """``_cast_close`` over whole arrays, in chunks of rows."""
+    """`_cast_close` over whole arrays, in chunks of rows."""
     while x.ndim > 1 and x.shape[0] == 1:
         x, y = x[0], y[0]
     rows = x.shape[0] if x.ndim else 1
@@ -447,7 +447,7 @@ def _explain_fresh(
     consumed: set[str] = set()
 
     def take(p: Param, source: str) -> None:
-        """``p`` replaces ``source`` when that is gone (for the net growth)."""
+        """`p` replaces `source` when that is gone (for the net growth)."""
         if source in removed and source not in consumed and p.name not in replaced:
             consumed.add(source)
             replaced[p.name] = removed[source].nbytes
@@ -501,7 +501,7 @@ def _ends_key(d: np.ndarray) -> tuple:
 def _cast_candidate(
     p: Param, by_shape, consumed: set[str], budget: list | None
 ) -> tuple[Param | None, str]:
-    """A removed parameter of the same shape and another dtype whose values ``p`` holds."""
+    """A removed parameter of the same shape and another dtype whose values `p` holds."""
     cands = [
         q for q in by_shape.get(tuple(p.shape), []) if q.dtype != p.dtype and q.name not in consumed
     ]
@@ -521,10 +521,10 @@ def _cast_candidate(
 def _copies_of(
     data: np.ndarray, src: np.ndarray, budget: list[int]
 ) -> tuple[tuple, tuple | None, str] | None:
-    """``(lead dims, axes, checked)`` when ``data`` is copies of ``src`` (its axes permuted
-    by ``axes``; None: the same elements in C order) along its leading dims; else None.
+    """`(lead dims, axes, checked)` when `data` is copies of `src` (its axes permuted
+    by `axes`; None: the same elements in C order) along its leading dims; else None.
     Several copies (bloat) are always compared in full; a single permuted copy in full while
-    ``budget`` lasts (or when it is a view of the same memory), else on a wide sample."""
+    `budget` lasts (or when it is a view of the same memory), else on a wide sample."""
     n, q = data.size // src.size, src.size
     # the trailing dims of ``data`` holding one copy (leading 1s count as copies' dims)
     split = next((j for j in range(data.ndim, -1, -1) if math.prod(data.shape[j:]) == q), None)

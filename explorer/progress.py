@@ -1,13 +1,13 @@
 """Progress of long work (explore, check, the HTML report, reduce), one helper for all.
 
-``progress`` is what the user passed:
+`progress` is what the user passed:
 
-- ``None`` (the default): a tqdm bar on a terminal and an ipywidgets bar in Jupyter, once
-  the job has run ``DELAY`` seconds (quick work shows nothing; a timer draws it then even when
+- `None` (the default): a tqdm bar on a terminal and an ipywidgets bar in Jupyter, once
+  the job has run `DELAY` seconds (quick work shows nothing; a timer draws it then even when
   the job is inside one long unit of work); elsewhere (CI logs, a pipe)
-  one short line when a job that took ``LINE_AFTER`` seconds or more ends;
-- ``True``: the same, at once, and the line for every job;
-- ``False``: nothing;
+  one short line when a job that took `LINE_AFTER` seconds or more ends;
+- `True`: the same, at once, and the line for every job;
+- `False`: nothing;
 - a callable: called instead (each job says with what).
 
 Names in the text come from the model: control characters are shown escaped, so a pass or
@@ -30,7 +30,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def clean(text: Any, limit: int = LABEL_CHARS) -> str:
-    """``text`` as one short printable line (at most ``limit`` characters)."""
+    """`text` as one short printable line (at most `limit` characters)."""
     text = _CONTROL.sub(lambda m: ascii(m.group())[1:-1], str(text))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -55,7 +55,7 @@ def _isatty(stream) -> bool:
 
 
 def mode_of(progress: Any) -> str | None:
-    """``callback``, ``widget``, ``bar`` (tqdm), ``line`` or None (nothing)."""
+    """`callback`, `widget`, `bar` (tqdm), `line` or None (nothing)."""
     if progress is False:
         return None
     if callable(progress):
@@ -68,14 +68,14 @@ def mode_of(progress: Any) -> str | None:
 
 
 class Job:
-    """One job's progress: ``advance(label)`` after each unit of work (or ``show(done,
-    label)``), ``phase(what)`` for a part of the unit under way (shown ``<label>: <what>``),
-    ``close()`` at the end (or use it as a context manager). A bar or widget not drawn yet is
-    drawn ``DELAY`` seconds after the start by a timer (``tick``), and redrawn each second
+    """One job's progress: `advance(label)` after each unit of work (or `show(done,
+    label)`), `phase(what)` for a part of the unit under way (shown `<label>: <what>`),
+    `close()` at the end (or use it as a context manager). A bar or widget not drawn yet is
+    drawn `DELAY` seconds after the start by a timer (`tick`), and redrawn each second
     after that, so a long unit of work is not silent; the timer is cancelled at close.
 
-    ``desc``: what the job does (``checking``); ``total``: how many units (None: unknown);
-    ``callback``: how a callable ``progress`` is called, ``callback(done, total, label)``
+    `desc`: what the job does (`checking`); `total`: how many units (None: unknown);
+    `callback`: how a callable `progress` is called, `callback(done, total, label)`
     (None: the caller calls it itself)."""
 
     def __init__(
@@ -109,6 +109,8 @@ class Job:
 
     # ----- the timer ---------------------------------------------------------------------------
     def _arm(self, seconds: float) -> None:
+        if not seconds <= threading.TIMEOUT_MAX:  # never due (a DELAY of inf): no timer, whose
+            return  # thread would die of an OverflowError in its wait
         timer = threading.Timer(seconds, _tick, (weakref.ref(self),))  # a job dropped unclosed
         timer.daemon = True  # (an error) is not kept alive, nor drawn, by its timer
         self._timer = timer
@@ -129,18 +131,18 @@ class Job:
 
     # ----- updates ---------------------------------------------------------------------------
     def advance(self, label: str = "") -> None:
-        """One more unit done (``label``: the name of the one starting or just done)."""
+        """One more unit done (`label`: the name of the one starting or just done)."""
         self.show(self.done + 1, label)
 
     def show(self, done: int, label: str = "") -> None:
-        """``done`` units done."""
+        """`done` units done."""
         with self._lock:
             self.done, self.label, self.what = done, label, ""
             self._draw(label)
 
     def phase(self, what: str) -> None:
         """A part of the unit under way (the reference, a float64 run): shown, and given to
-        the callback, as ``<label>: <what>``; the next ``show`` / ``advance`` ends it."""
+        the callback, as `<label>: <what>`; the next `show` / `advance` ends it."""
         with self._lock:
             self.what = what
             self._draw(self._phased())
@@ -215,7 +217,7 @@ class Job:
 
     # ----- the end -----------------------------------------------------------------------------
     def summary(self) -> str:
-        """The job in one line: ``checking: 25/25 steps in 0.3 s (last: fold-constant)``."""
+        """The job in one line: `checking: 25/25 steps in 0.3 s (last: fold-constant)`."""
         if self.line is not None:
             return clean(self.line(), 200)
         seconds = time.perf_counter() - self.start

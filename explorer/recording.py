@@ -1,7 +1,7 @@
-"""Recording, the part every adapter shares: ``pass_steps`` turns a run's snapshots (the pass
-manager's records, or ones with their fields) into a trace's steps, and ``input_tuple`` is the
+"""Recording, the part every adapter shares: `pass_steps` turns a run's snapshots (the pass
+manager's records, or ones with their fields) into a trace's steps, and `input_tuple` is the
 example inputs as a trace keeps them. Each compiler's recorder lives in its adapter's folder
-(passlens's: :mod:`explorer.passlens.record`).
+(passlens's: `explorer.passlens.record`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from explorer.step import Step
 
 
 def pass_steps(snapshots: Sequence[Any], offset: int) -> list[Step]:
-    """The pass steps of a run's snapshots (each a ``compiler.passes.Snapshot`` or one with
-    its fields), numbered after the ``offset`` steps before them (source, import): what every
+    """The pass steps of a run's snapshots (each a `compiler.passes.Snapshot` or one with
+    its fields), numbered after the `offset` steps before them (source, import): what every
     adapter's recorder builds its trace from."""
     return [
         Step(

@@ -1,6 +1,6 @@
-"""What an adapter's ``rerun`` needs from a trace it recorded: how the trace was recorded
+"""What an adapter's `rerun` needs from a trace it recorded: how the trace was recorded
 (kept in memory only, never saved), the step a re-run starts from, and the passes a
-``replace={old: new}`` swaps.
+`replace={old: new}` swaps.
 
     keep_recording(trace, source, example_inputs, pipeline, {"opt_level": 3})  # at record time
     recorded = recording_of(trace)        # RerunError for a trace read from a file
@@ -9,7 +9,7 @@
     swap.check_used(available_names)      # a key that named no pass: RerunError
 
 Used by the TVM, Inductor and ONNX Runtime adapters (each re-records the whole run: see their
-``rerun``). A key of ``replace`` is a pass's name (its step's name or the compiler's own name
+`rerun`). A key of `replace` is a pass's name (its step's name or the compiler's own name
 for it), its class, or the pass object itself; a class matches an instance of that class or
 of a class redefined from the same source (the same module, name and qualified name: a
 notebook cell run again). A value is a pass object, or a class made with no arguments.
@@ -27,7 +27,7 @@ from explorer.trace import RerunError
 @dataclass
 class Recorded:
     """How a trace was recorded: its source, the example inputs, the pipeline as given (pass
-    objects included) and the other options of ``explore``. In memory only: a saved trace
+    objects included) and the other options of `explore`. In memory only: a saved trace
     does not keep it (a trace read from a file cannot be recorded again)."""
 
     source: Any
@@ -49,7 +49,7 @@ def keep_recording(
     passes: dict | None = None,
     names: dict | None = None,
 ) -> Any:
-    """Keep on ``trace`` how it was recorded (for ``rerun``); returns the trace."""
+    """Keep on `trace` how it was recorded (for `rerun`); returns the trace."""
     trace.recorded_with = Recorded(
         source, example_inputs, pipeline, dict(options), dict(passes or {}), dict(names or {})
     )
@@ -57,8 +57,8 @@ def keep_recording(
 
 
 def step_names(trace: Any, passes: dict) -> dict[int, set[str]]:
-    """``id(pass object) -> the names of the steps it ran`` for ``passes`` (step index ->
-    pass object): what a ``replace`` key may call a pass besides its own name."""
+    """`id(pass object) -> the names of the steps it ran` for `passes` (step index ->
+    pass object): what a `replace` key may call a pass besides its own name."""
     names: dict[int, set[str]] = {}
     for index, obj in passes.items():
         if 0 <= index < len(trace.steps):
@@ -68,7 +68,7 @@ def step_names(trace: Any, passes: dict) -> dict[int, set[str]]:
 
 
 def recording_of(trace: Any) -> Recorded:
-    """How ``trace`` was recorded; a :class:`RerunError` when it does not say (a trace read
+    """How `trace` was recorded; a `RerunError` when it does not say (a trace read
     from a file keeps no source, inputs or pass objects)."""
     recorded = getattr(trace, "recorded_with", None)
     if not isinstance(recorded, Recorded):
@@ -82,8 +82,8 @@ def recording_of(trace: Any) -> Recorded:
 
 
 def check_from_step(trace: Any, from_step: Any) -> int | None:
-    """The index of the step ``from_step`` names (a number or a step name), None for None;
-    a :class:`RerunError` for a step the trace does not have."""
+    """The index of the step `from_step` names (a number or a step name), None for None;
+    a `RerunError` for a step the trace does not have."""
     if from_step is None:
         return None
     if isinstance(from_step, bool) or not isinstance(from_step, (int, str)):
@@ -114,8 +114,8 @@ def same_class(a: type, b: type) -> bool:
 
 
 def make_pass(value: Any, kind: Any, what: str) -> Any:
-    """A replacement as an object of ``kind`` (a type or tuple of types): ``value`` itself,
-    or ``value()`` for a class; a TypeError naming ``what`` is expected otherwise."""
+    """A replacement as an object of `kind` (a type or tuple of types): `value` itself,
+    or `value()` for a class; a TypeError naming `what` is expected otherwise."""
     if isinstance(value, type):
         try:
             value = value()
@@ -130,9 +130,9 @@ def make_pass(value: Any, kind: Any, what: str) -> Any:
 
 
 class Replacements:
-    """The ``replace`` argument of a ``rerun``: which pass each key names, and its new pass
-    (see the module docstring): ``make(value)`` is the new pass of a value (default:
-    :func:`make_pass` with ``kind`` and ``what``)."""
+    """The `replace` argument of a `rerun`: which pass each key names, and its new pass
+    (see the module docstring): `make(value)` is the new pass of a value (default:
+    `make_pass` with `kind` and `what`)."""
 
     def __init__(self, replace: Any, kind: Any, what: str, make: Any = None):
         if replace is None:
@@ -150,7 +150,7 @@ class Replacements:
         return bool(self.items)
 
     def pick(self, obj: Any, names: Iterable[str], cls: type | None = None) -> Any:
-        """The new pass for ``obj`` (a pass known by ``names``, of class ``cls``: its type by
+        """The new pass for `obj` (a pass known by `names`, of class `cls`: its type by
         default), or None when no key names it."""
         names = {n for n in names if n}
         cls = type(obj) if cls is None else cls
@@ -166,7 +166,7 @@ class Replacements:
         return None
 
     def check_used(self, available: Iterable[str]) -> None:
-        """A :class:`RerunError` for the keys that named no pass (listing the passes there
+        """A `RerunError` for the keys that named no pass (listing the passes there
         are)."""
         unused = [key for k, (key, _) in enumerate(self.items) if k not in self.used]
         if not unused:

@@ -1,18 +1,18 @@
 """Rewrites: which rule of a pass fired on which nodes, recorded under the pass's step.
 
 A pass built from rules records every rule application inside
-``compiler.passes.collect_rewrites()`` on its snapshot (the innermost pass running);
-:func:`step_rewrites` makes each a :class:`Rewrite` of the pass's step, whose ``matched``
+`compiler.passes.collect_rewrites()` on its snapshot (the innermost pass running);
+`step_rewrites` makes each a `Rewrite` of the pass's step, whose `matched`
 nodes are node ids of the step before (the graph model's ids, as every view names nodes) and
-whose ``produced`` nodes are node ids of the step itself. Other compilers' recorders make
+whose `produced` nodes are node ids of the step itself. Other compilers' recorders make
 Rewrites the same way (Inductor's pattern-matcher replacements, named by their pattern).
 
-- ``step.rewrites``: the step's rewrites, in order;
-- :func:`rule_counts`: each rule with its number of applications; :func:`rule_doc` what a
+- `step.rewrites`: the step's rewrites, in order;
+- `rule_counts`: each rule with its number of applications; `rule_doc` what a
   rule does (as the step's compiler's adapter says);
-- :func:`rewrites_of` (``step.rewrites_of(node)``): the rewrites of a step that matched or
+- `rewrites_of` (`step.rewrites_of(node)`): the rewrites of a step that matched or
   produced a node;
-- :func:`why` (``step.why(node)``): why a node of a step is what it is: the rule and the step
+- `why` (`step.why(node)`): why a node of a step is what it is: the rule and the step
   that produced it (this step or an earlier one: a node a pass keeps is the same object).
 """
 
@@ -33,10 +33,10 @@ MAX_WHY_CHARS = 500  # characters of one line of whys() (a file's names can be l
 
 @dataclass(frozen=True)
 class Rewrite:
-    """One rule application: ``rule`` (``pass/rule``, or an Inductor pattern's name), the
-    nodes it ``matched`` (node ids of the step before, root first) and the nodes it
-    ``produced`` (node ids of this step, the root's replacement first); ``cut`` counts the
-    names left out beyond :data:`MAX_NAMES`."""
+    """One rule application: `rule` (`pass/rule`, or an Inductor pattern's name), the
+    nodes it `matched` (node ids of the step before, root first) and the nodes it
+    `produced` (node ids of this step, the root's replacement first); `cut` counts the
+    names left out beyond `MAX_NAMES`."""
 
     rule: str
     matched: tuple[str, ...] = ()
@@ -45,7 +45,7 @@ class Rewrite:
 
     @property
     def rule_name(self) -> str:
-        """The rule without its pass: ``linear-to-matmul`` of ``decompose-ops/linear-to-matmul``."""
+        """The rule without its pass: `linear-to-matmul` of `decompose-ops/linear-to-matmul`."""
         return self.rule.split("/", 1)[1] if "/" in self.rule else self.rule
 
     def __str__(self) -> str:
@@ -55,20 +55,20 @@ class Rewrite:
 
 
 def make(rule: str, matched: Iterable[str], produced: Iterable[str]) -> Rewrite:
-    """A Rewrite with at most :data:`MAX_NAMES` names per side."""
+    """A Rewrite with at most `MAX_NAMES` names per side."""
     m, p = tuple(matched), tuple(produced)
     cut = max(0, len(m) - MAX_NAMES) + max(0, len(p) - MAX_NAMES)
     return Rewrite(str(rule), m[:MAX_NAMES], p[:MAX_NAMES], cut)
 
 
 def node_id(function: str, name: str) -> str:
-    """The graph model's id of a binding ``name`` of ``function`` (a named weight, ``$w``,
+    """The graph model's id of a binding `name` of `function` (a named weight, `$w`,
     is its own id)."""
     return name if name.startswith("$") else f"{function}/{name}"
 
 
 def from_record(record: Any) -> Rewrite:
-    """A Rewrite from a ``compiler.passes.RewriteRecord`` (names turned into node ids)."""
+    """A Rewrite from a `compiler.passes.RewriteRecord` (names turned into node ids)."""
     fn = str(record.function)
     return make(
         record.rule,
@@ -78,7 +78,7 @@ def from_record(record: Any) -> Rewrite:
 
 
 def step_rewrites(records: Iterable[Any]) -> tuple[Rewrite, ...]:
-    """A step's rewrites from its snapshot's: ``compiler.passes.RewriteRecord`` items
+    """A step's rewrites from its snapshot's: `compiler.passes.RewriteRecord` items
     (names turned into node ids) or Rewrites already (another compiler's recorder)."""
     return tuple(r if isinstance(r, Rewrite) else from_record(r) for r in records)
 
@@ -93,24 +93,24 @@ def rule_counts(rewrites: Iterable[Rewrite]) -> dict[str, int]:
 
 
 def rule_doc(rule: str, compiler: str = "passlens") -> str:
-    """What a rule does, in one line, as ``compiler``'s adapter says (``Adapter.rule_doc``:
-    passlens's reads its pass's rule table, for ``pass/rule``); "" for a rule it has no words
+    """What a rule does, in one line, as `compiler`'s adapter says (`Adapter.rule_doc`:
+    passlens's reads its pass's rule table, for `pass/rule`); "" for a rule it has no words
     for (another compiler's pattern, a rule no table of this passlens has, an old file)."""
     return get_adapter(compiler).rule_doc(rule) if is_adapter_name(compiler) else ""
 
 
 def rewrites_of(step: Any, node: str) -> list[Rewrite]:
-    """The rewrites of ``step`` that produced ``node`` (a node id of the step) or matched it
+    """The rewrites of `step` that produced `node` (a node id of the step) or matched it
     (a node id of the step before)."""
     return [r for r in step.rewrites if node in r.produced or node in r.matched]
 
 
 @dataclass(frozen=True)
 class Why:
-    """Why a node is what it is: ``rewrite`` (its rule) fired in ``step``; ``how`` is
-    ``produced`` (the rule made this node), ``reused`` (the rule put this existing node in
-    place of what it matched), ``input`` (the rule made ``via``, an input of this node,
-    which the pass then rebuilt) or ``put-input`` (the rule put the existing node ``via`` in
+    """Why a node is what it is: `rewrite` (its rule) fired in `step`; `how` is
+    `produced` (the rule made this node), `reused` (the rule put this existing node in
+    place of what it matched), `input` (the rule made `via`, an input of this node,
+    which the pass then rebuilt) or `put-input` (the rule put the existing node `via` in
     place of this node's input)."""
 
     step: Any
@@ -133,21 +133,21 @@ class Why:
 
 
 def _names_text(names: tuple[str, ...]) -> str:
-    """``a, b, c`` for at most :data:`MAX_WHY_NAMES` names, then ``and N more``."""
+    """`a, b, c` for at most `MAX_WHY_NAMES` names, then `and N more`."""
     text = ", ".join(names[:MAX_WHY_NAMES])
     more = len(names) - MAX_WHY_NAMES
     return f"{text} and {more} more" if more > 0 else text
 
 
 def _cut(line: str) -> str:
-    """A line of :func:`whys` cut to :data:`MAX_WHY_CHARS` characters, with a note."""
+    """A line of `whys` cut to `MAX_WHY_CHARS` characters, with a note."""
     if len(line) <= MAX_WHY_CHARS:
         return line
     return f"{line[:MAX_WHY_CHARS]}… ({len(line) - MAX_WHY_CHARS:,} more characters)"
 
 
 def _objects_before(step: Any) -> set[int] | dict:
-    """The ids of the IR objects of the step before ``step`` (what its rules could reuse)."""
+    """The ids of the IR objects of the step before `step` (what its rules could reuse)."""
     prev = step.previous
     return prev.object_ids if prev is not None else {}
 
@@ -156,7 +156,7 @@ _INDEX: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _made_by(trace: Any) -> dict[int, tuple[Any, Rewrite]]:
-    """id(IR object) -> (step, rewrite) for every node a rule produced in ``trace`` (built
+    """id(IR object) -> (step, rewrite) for every node a rule produced in `trace` (built
     once per trace; objects are kept alive by the trace's modules, so ids are stable)."""
     index = _INDEX.get(trace)
     if index is None:
@@ -186,7 +186,7 @@ def _whys_of(step: Any) -> _Whys:
 
 
 def why(step: Any, node: str) -> Why | None:
-    """Why ``node`` (a node id of ``step``) is what it is: the rule and the step that
+    """Why `node` (a node id of `step`) is what it is: the rule and the step that
     produced it (this step, or the earlier step whose rule made the very same node object),
     else, for a node this step rebuilt, the rule of this step that made one of its inputs;
     None when no rule is on record for it."""
@@ -194,9 +194,9 @@ def why(step: Any, node: str) -> Why | None:
 
 
 def whys(step: Any) -> dict[str, str]:
-    """Why every node of ``step`` that has an answer is what it is, as text, by node id:
-    :func:`why`, then the rules behind what that rule matched (:func:`origin`), one a line
-    (at most four lines, each cut at :data:`MAX_WHY_CHARS` characters with a note)."""
+    """Why every node of `step` that has an answer is what it is, as text, by node id:
+    `why`, then the rules behind what that rule matched (`origin`), one a line
+    (at most four lines, each cut at `MAX_WHY_CHARS` characters with a note)."""
     if not step.rewrites and (step.trace is None or not any(s.rewrites for s in step.trace)):
         return {}
     w = _whys_of(step)
@@ -219,9 +219,9 @@ def whys(step: Any) -> dict[str, str]:
 
 
 def origin(step: Any, node: str, limit: int = 8) -> list[Why]:
-    """The rules behind ``node`` of ``step``, newest first: the rule that made it, then the
+    """The rules behind `node` of `step`, newest first: the rule that made it, then the
     rule that made the root it matched, and so on back through the steps (at most
-    ``limit``). E.g. a folded constant: ``fold-constant/...`` from a ``broadcast_to`` that a
+    `limit`). E.g. a folded constant: `fold-constant/...` from a `broadcast_to` that a
     rule of an earlier pass made."""
     out: list[Why] = []
     while step is not None and len(out) < limit:
@@ -236,7 +236,7 @@ def origin(step: Any, node: str, limit: int = 8) -> list[Why]:
 
 
 def _done_by(made: Any, step: Any) -> bool:
-    """Whether ``made`` had run when ``step``'s module was made: an earlier step, the step
+    """Whether `made` had run when `step`'s module was made: an earlier step, the step
     itself, or a pass nested in it (a pipeline's step comes before its passes)."""
     if made.index <= step.index:
         return True
@@ -247,7 +247,7 @@ def _done_by(made: Any, step: Any) -> bool:
 
 
 class _Whys:
-    """``why`` for the nodes of one step, with what it needs computed once."""
+    """`why` for the nodes of one step, with what it needs computed once."""
 
     def __init__(self, step: Any) -> None:
         self.step = step

@@ -1,6 +1,6 @@
 """The source step's graph for each framework, and which framework a source is: what every
 adapter's recorder shows as the model before its import (passlens's import of a source:
-:mod:`explorer.passlens.source`).
+`explorer.passlens.source`).
 
 A torch.export ExportedProgram's source step shows its FX nodes as the framework sees them
 (the frontend imports the same program, so the source step and the IR share FX node names

@@ -1,11 +1,11 @@
 """A step of a trace: the source graph, the imported module, or one pass application.
 
 A step is a light descriptor (tinygrad VIZ's step): a pass step holds the compiler's record
-of the pass (its ``Snapshot``); its graph model and text are computed when first asked for,
+of the pass (its `Snapshot`); its graph model and text are computed when first asked for,
 then cached. What a compiled step adds (its loop IR, LLVM IR and assembly, its executable
-and artifact size) comes from :mod:`explorer.passlens.backend` for a module of passlens's IR
-(its graph model from :mod:`explorer.passlens.convert`); another compiler's module answers for
-itself (see :mod:`explorer.adapters`).
+and artifact size) comes from `explorer.passlens.backend` for a module of passlens's IR
+(its graph model from `explorer.passlens.convert`); another compiler's module answers for
+itself (see `explorer.adapters`).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from explorer.trust import with_trace_trust
 
 
 class _Recorded:
-    """A field of what a pass did, read from the step's :class:`Snapshot`.
+    """A field of what a pass did, read from the step's `Snapshot`.
 
-    A step without a snapshot (the source and import steps: no pass ran) reads ``default``,
-    or, for the fields such a step has too (``own``: its name, module and time), its own
+    A step without a snapshot (the source and import steps: no pass ran) reads `default`,
+    or, for the fields such a step has too (`own`: its name, module and time), its own
     value. Setting the field on a step with a snapshot gives the step an edited copy of it:
     the snapshot is the compiler's record, which a copy of the step may share.
     """
@@ -77,16 +77,16 @@ def _is_default(value: Any, default: Any) -> bool:
 class Step:
     """One step of a trace: the source graph, the imported module, or a pass application.
 
-    A pass step holds the compiler's record of the pass, its :class:`Snapshot`, and reads
-    ``name``, ``spec``, ``depth``, ``module``, ``before``, ``seconds``, ``error``,
-    ``traceback``, ``failed_*`` and ``pass_object`` (the Pass that ran, which runs it again:
+    A pass step holds the compiler's record of the pass, its `Snapshot`, and reads
+    `name`, `spec`, `depth`, `module`, `before`, `seconds`, `error`,
+    `traceback`, `failed_*` and `pass_object` (the Pass that ran, which runs it again:
     a pass nobody registered has no spec that finds it; None for a step read from a file
-    until ``explorer.load(path, passes=[...])`` supplies it) from it; ``index``, ``parent``
-    and ``children`` number the steps of the trace (a snapshot numbers the pass applications
+    until `explorer.load(path, passes=[...])` supplies it) from it; `index`, `parent`
+    and `children` number the steps of the trace (a snapshot numbers the pass applications
     of its run). Built by keyword instead (a step read from a file, or made by hand), a pass
     step gets a snapshot made of those keywords (without the pass's options: nothing keeps
-    them). The source and import steps ran no pass: no snapshot, their own ``name``,
-    ``module`` and ``seconds``.
+    them). The source and import steps ran no pass: no snapshot, their own `name`,
+    `module` and `seconds`.
     """
 
     name = _Recorded("pass_name", "", own=True)
@@ -171,7 +171,7 @@ class Step:
 
     @property
     def status(self) -> str:
-        """``failed``, ``changed`` or ``unchanged``."""
+        """`failed`, `changed` or `unchanged`."""
         return "failed" if self.failed else ("changed" if self.changed else "unchanged")
 
     @property
@@ -224,14 +224,14 @@ class Step:
 
     @property
     def backend_stage(self) -> str | None:
-        """``"loops"`` after legalize-ops, ``"compiled"`` after codegen, else None."""
+        """`"loops"` after legalize-ops, `"compiled"` after codegen, else None."""
         return step_backend.backend_stage(self.shown_module)
 
     @property
     def texts(self) -> dict[str, str]:
-        """Every text view of this step, by name: ``"IR"`` always; after legalize-ops also
-        ``"loop IR"`` (each kernel headed by the graph nodes it was lowered from); after
-        codegen also ``"LLVM IR"`` (optimised) and ``"assembly"`` for the host."""
+        """Every text view of this step, by name: `"IR"` always; after legalize-ops also
+        `"loop IR"` (each kernel headed by the graph nodes it was lowered from); after
+        codegen also `"LLVM IR"` (optimised) and `"assembly"` for the host."""
         views = {"IR": self.text}
         if self.backend_stage is None:
             return views
@@ -241,8 +241,8 @@ class Step:
         return views
 
     def executable(self):
-        """The compiled model of a step after codegen (``compiler.backend.Executable``: call it
-        on numpy arrays, ``export(path)`` it), built once."""
+        """The compiled model of a step after codegen (`compiler.backend.Executable`: call it
+        on numpy arrays, `export(path)` it), built once."""
         if self._executable is None:
             self._executable = with_trace_trust(step_backend.executable(self), self.trace)
         return self._executable
@@ -250,7 +250,7 @@ class Step:
     @property
     def artifact_bytes(self) -> int | None:
         """For a compiled step: the size in bytes of its exported artifact (object code, plan and
-        weights, as ``Executable.export`` writes it), computed once; None for other steps."""
+        weights, as `Executable.export` writes it), computed once; None for other steps."""
         if self._artifact_bytes is None and self.backend_stage == "compiled":
             self._artifact_bytes = step_backend.artifact_bytes(self)
         return self._artifact_bytes
@@ -262,7 +262,7 @@ class Step:
 
     @property
     def failed_line(self) -> int | None:
-        """For a failed pass: the 0-based line of ``text`` showing the binding it failed on."""
+        """For a failed pass: the 0-based line of `text` showing the binding it failed on."""
         if self.failed_node is None or self.shown_module is None:
             return None
         self.text  # noqa: B018  (fills _lines)
@@ -273,7 +273,7 @@ class Step:
         return self._from_sibling("_graph")
 
     def _from_sibling(self, attr: str) -> Any:
-        """``attr`` (``_graph``, ``_size``) of a step of the same trace showing the same
+        """`attr` (`_graph`, `_size`) of a step of the same trace showing the same
         module, where one has it made (else None)."""
         module = self.shown_module
         for s in _steps_showing(self.trace, module):
@@ -283,10 +283,10 @@ class Step:
 
     @property
     def size(self) -> tuple[int, int]:
-        """``(nodes, parameter bytes)`` of this step's graph model (``len(graph.nodes)``,
-        ``graph.param_bytes``), without making the model when it is not made yet (what the
+        """`(nodes, parameter bytes)` of this step's graph model (`len(graph.nodes)`,
+        `graph.param_bytes`), without making the model when it is not made yet (what the
         timeline of a front end lists for every step: see
-        ``explorer.passlens.convert.module_size``)."""
+        `explorer.passlens.convert.module_size`)."""
         if self._size is None:
             graph = self._graph
             own = self.source_graph is None and isinstance(self.shown_module, Module)
@@ -301,7 +301,7 @@ class Step:
 
     @property
     def object_ids(self) -> dict[int, str]:
-        """id(IR object) -> node id of this step's graph model (``graph.by_object``), from a
+        """id(IR object) -> node id of this step's graph model (`graph.by_object`), from a
         light walk when the model is not made (what the rewrites' "why" reads of every step
         with rewrites, not only the one shown)."""
         graph = self._graph if self._graph is not None else self._sibling_graph()
@@ -315,12 +315,12 @@ class Step:
 
     @property
     def node_count(self) -> int:
-        """Nodes of this step's graph model (see ``size``)."""
+        """Nodes of this step's graph model (see `size`)."""
         return self.size[0]
 
     @property
     def param_bytes(self) -> int:
-        """Bytes of every weight of this step (see ``size``)."""
+        """Bytes of every weight of this step (see `size`)."""
         return self.size[1]
 
     @property
@@ -341,7 +341,7 @@ class Step:
     why = rewrites.why  # (node) -> the rule and the step that made it, or None
 
     def diff(self, other: Step | None = None):
-        """What changed from ``other`` (default: the previous step) to this step."""
+        """What changed from `other` (default: the previous step) to this step."""
         base = other if other is not None else self.previous
         if base is None:
             raise ValueError(f"step {self.index} ({self.name}) has no previous step to diff with")
@@ -360,8 +360,8 @@ class Step:
 
 
 class TraceSteps(Protocol):
-    """A trace as the modules below :mod:`explorer.trace` read it (a
-    :class:`~explorer.trace.Trace` is one): its steps in order, a step by number or pass name,
+    """A trace as the modules below `explorer.trace` read it (a
+    `explorer.trace.Trace` is one): its steps in order, a step by number or pass name,
     the imported and the final step, the passes a failure left unrun and the summary rows. The
     trace module imports those modules, so their annotations name this protocol, not the Trace:
     no import points up, not even one for annotations only (tests/test_imports.py)."""
@@ -386,7 +386,7 @@ _BY_MODULE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _steps_showing(trace: TraceSteps | None, module: Any) -> list[Step]:
-    """The steps of ``trace`` showing ``module`` (an index by module, made again when the
+    """The steps of `trace` showing `module` (an index by module, made again when the
     trace has more steps; a trace of thousands of steps is not scanned once per step)."""
     if trace is None:
         return []
@@ -400,7 +400,7 @@ def _steps_showing(trace: TraceSteps | None, module: Any) -> list[Step]:
 
 
 def _graph_listing(g: GraphModel) -> str:
-    """One line per node of a source graph, ``id: type = op(inputs)``, the inputs in edge
+    """One line per node of a source graph, `id: type = op(inputs)`, the inputs in edge
     order (the edges are read once: a 10,000-node graph is not scanned once per node)."""
     ins: dict[str, list[str]] = {}
     for e in g.edges:

@@ -1,5 +1,5 @@
-"""Finding steps in a trace: by number or pass name (``"fold-constant"``, the second one
-``"fold-constant#2"``, or a spec), the imported step, the final step, the failed one."""
+"""Finding steps in a trace: by number or pass name (`"fold-constant"`, the second one
+`"fold-constant#2"`, or a spec), the imported step, the final step, the failed one."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 
 
 def find_step(steps: Sequence[Step], key: int | str) -> Step:
-    """The step numbered ``key``, or the first (``name#n``: the n-th) whose pass name or spec
-    is ``key``."""
+    """The step numbered `key`, or the first (`name#n`: the n-th) whose pass name or spec
+    is `key`."""
     if not isinstance(key, (int, str)):
         raise TypeError(f"index a trace with an int or a pass name, not {type(key).__name__}")
     if isinstance(key, int):

@@ -1,8 +1,8 @@
-"""One renderer for the per-step tables: the trace summary (``repr(trace)``, a trace in a
+"""One renderer for the per-step tables: the trace summary (`repr(trace)`, a trace in a
 notebook cell), the check report's numbers, and the widgets' summary with badges.
 
-A table is a list of :class:`Column` s over rows (dicts): each column says how its cell reads
-as text and as HTML, and how it is aligned. :func:`text_table` and :func:`html_table` render
+A table is a list of `Column` s over rows (dicts): each column says how its cell reads
+as text and as HTML, and how it is aligned. `text_table` and `html_table` render
 the same columns, so the text and the HTML form of a table cannot drift apart. Every string
 from a row is escaped in HTML (names come from models: untrusted)."""
 
@@ -34,10 +34,10 @@ _NAME = "style='text-align:left;white-space:nowrap' align='left' nowrap"
 
 @dataclass(frozen=True)
 class Column:
-    """A column: its ``title``, its cell as text (``text(row)``), its alignment, its width in
+    """A column: its `title`, its cell as text (`text(row)`), its alignment, its width in
     text tables (None: as wide as its widest cell; the last column is never padded) and, for
-    HTML, the cell's markup when it is more than the escaped text (``html(row)``) and the
-    cell's attributes (``attrs(row)``, e.g. ``class='num'``)."""
+    HTML, the cell's markup when it is more than the escaped text (`html(row)`) and the
+    cell's attributes (`attrs(row)`, e.g. `class='num'`)."""
 
     title: str
     text: Callable[[Row], str]
@@ -54,16 +54,16 @@ def indented_name(row: Row) -> str:
 
 def indented_name_html(row: Row) -> str:
     """A step's name indented by its nesting depth (HTML: non-breaking spaces, which survive
-    sanitisers and whitespace collapsing, so the passes nested under ``default`` read as
+    sanitisers and whitespace collapsing, so the passes nested under `default` read as
     nested in Jupyter, on a code host and in a converted notebook alike)."""
     return "&nbsp;" * 4 * row["depth"] + html.escape(row["pass"])
 
 
 def ops_text(row: Row, shown: int = OPS_SHOWN) -> str:
-    """A summary row's ops cell: its first ``shown`` op-count changes (the biggest growth
-    first, then the biggest shrinkage, as ``Diff.op_count_changes`` orders them), then
-    ``... and N more`` (N at least 2: one more is shown), then its note (the artifact's
-    size); a row without op changes (a skipped pass: its reason) reads its ``ops`` as
+    """A summary row's ops cell: its first `shown` op-count changes (the biggest growth
+    first, then the biggest shrinkage, as `Diff.op_count_changes` orders them), then
+    `... and N more` (N at least 2: one more is shown), then its note (the artifact's
+    size); a row without op changes (a skipped pass: its reason) reads its `ops` as
     they are."""
     changes = row.get("op_changes")
     if changes is None:
@@ -78,7 +78,7 @@ def ops_text(row: Row, shown: int = OPS_SHOWN) -> str:
 
 
 def ops_title(row: Row) -> str:
-    """The ``title`` attribute of a capped ops cell: every op-count change (none when the cell
+    """The `title` attribute of a capped ops cell: every op-count change (none when the cell
     shows them all)."""
     changes = row.get("op_changes") or {}
     if len(changes) <= OPS_SHOWN + 1:
@@ -88,7 +88,7 @@ def ops_title(row: Row) -> str:
 
 
 def ops_column(title: str = "ops") -> Column:
-    """The ops column of a summary row: capped at :data:`OPS_SHOWN` changes (all of them in
+    """The ops column of a summary row: capped at `OPS_SHOWN` changes (all of them in
     the HTML cell's tooltip)."""
     return Column(title, ops_text, attrs=ops_title)
 
@@ -108,7 +108,7 @@ def name_column(title: str = "pass") -> Column:
 
 def text_table(columns: Sequence[Column], rows: Sequence[Row]) -> str:
     """The rows as a plain-text table under a header line (columns two spaces apart after
-    the first, one elsewhere, as ``repr(trace)`` has always read)."""
+    the first, one elsewhere, as `repr(trace)` has always read)."""
     cells = [[c.text(r) for c in columns] for r in rows]
     widths = []
     for k, c in enumerate(columns):
@@ -140,8 +140,8 @@ def html_table(
     row_attrs: Callable[[Row], str] | None = None,
 ) -> str:
     """The rows as an HTML table (escaped cells; every cell and heading aligned as its column
-    says, right or left, unless its ``attrs`` say otherwise; ``row_attrs(row)`` adds
-    attributes to a row's ``<tr>``)."""
+    says, right or left, unless its `attrs` say otherwise; `row_attrs(row)` adds
+    attributes to a row's `<tr>`)."""
     head = "".join(
         f"<th {_RIGHT if c.right else _LEFT}>{html.escape(c.title)}</th>" for c in columns
     )
@@ -189,8 +189,8 @@ TRACE_COLUMNS = (
 
 
 def trace_rows(trace: TraceSteps) -> list[Row]:
-    """``trace.summary()`` and, after it, a row for each pass skipped (status ``skipped``,
-    step ``-``, the reason in the ops column)."""
+    """`trace.summary()` and, after it, a row for each pass skipped (status `skipped`,
+    step `-`, the reason in the ops column)."""
     rows = list(trace.summary())
     for k in trace.skipped:
         rows.append(
@@ -205,7 +205,7 @@ FIRST_CALL_NOTE_MS = 1000.0
 
 
 def trace_text(trace: TraceSteps) -> str:
-    """The trace summary as a plain-text table (``repr(trace)``), the opaque ops if any, and a
+    """The trace summary as a plain-text table (`repr(trace)`), the opaque ops if any, and a
     note when the import was slow (mostly a first call's one-time cost)."""
     text = text_table(TRACE_COLUMNS, trace_rows(trace))
     extra = [t for t in (source_warning(trace), opaque_text(trace), first_call_note(trace)) if t]
@@ -244,7 +244,7 @@ def source_warning(trace: TraceSteps) -> str:
 
 
 def onnxruntime_refusal(model) -> str | None:
-    """Why onnxruntime cannot make an InferenceSession of the ONNX ``model`` (optimizations
+    """Why onnxruntime cannot make an InferenceSession of the ONNX `model` (optimizations
     off, CPUExecutionProvider; the reason escaped and cut, as the check's child process
     says it), or None when it can (or onnxruntime is not installed, or the session ran out
     of memory: no refusal of the model)."""
@@ -275,8 +275,8 @@ MAX_OPAQUE_PLACES = 3
 
 def opaque_ops(trace: TraceSteps) -> list[dict]:
     """The opaque ops of the imported module (ops without a converter, run by their own
-    framework), one row per op: ``target``, ``runner`` (torch / onnxruntime), ``count`` and
-    ``places`` (the module paths, or node names, where it is used, first use first)."""
+    framework), one row per op: `target`, `runner` (torch / onnxruntime), `count` and
+    `places` (the module paths, or node names, where it is used, first use first)."""
     from compiler.ir import Call, Module
     from compiler.opaque import RUNNERS
 
@@ -342,7 +342,7 @@ def _untrusted(trace: TraceSteps) -> list[str]:
 
 
 def first_call_note(trace: TraceSteps) -> str:
-    """What a slow import's ``ms`` means (empty when the import was quick)."""
+    """What a slow import's `ms` means (empty when the import was quick)."""
     slow = [s for s in trace.steps if s.kind == "import" and s.seconds * 1000 >= FIRST_CALL_NOTE_MS]
     if not slow:
         return ""
@@ -416,18 +416,18 @@ __all__ = [
 
 def summary_rows(trace) -> list[dict]:
     """One row per step: index, pass, status, node delta, op-count changes, param bytes and
-    delta, changed shapes, time. ``ops`` is every op-count change in one line (and, on the
-    compiled step, the artifact's size); a step a pass changed also has ``op_changes`` (op
-    -> change in its count) and ``note`` (the artifact's size or ""), which the summary
+    delta, changed shapes, time. `ops` is every op-count change in one line (and, on the
+    compiled step, the artifact's size); a step a pass changed also has `op_changes` (op
+    -> change in its count) and `note` (the artifact's size or ""), which the summary
     table reads to cap its ops column."""
     return [summary_row(s, trace=trace) for s in trace.steps]
 
 
 def summary_row(s, ops: bool = True, trace=None) -> dict:
-    """The summary row of step ``s`` (see :func:`summary_rows`). Without ``ops``, only what
+    """The summary row of step `s` (see `summary_rows`). Without `ops`, only what
     a timeline's badges read (index, pass, kind, status, nodes and their delta, param bytes
     and their delta, time): no diff, no artifact, so no graph model is made (the node and
-    byte counts come from ``Step.size``). ``trace``: the step's own by default."""
+    byte counts come from `Step.size`). `trace`: the step's own by default."""
     prev = s.previous
     d = None
     if ops and prev is not None and s.kind == "pass" and s.changed and not s.failed:

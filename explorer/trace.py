@@ -1,21 +1,21 @@
 """Traces: every step of a conversion, from the source model to the last pass.
 
-:class:`Trace` is a facade: it holds the steps and what the run was, and each of its methods
+`Trace` is a facade: it holds the steps and what the run was, and each of its methods
 hands the work to the part that does it:
 
-- recording (``explore``, ``trace_from_module``): each compiler's adapter (passlens's:
-  :mod:`explorer.passlens.record`), steps from snapshots by :mod:`explorer.recording`;
+- recording (`explore`, `trace_from_module`): each compiler's adapter (passlens's:
+  `explorer.passlens.record`), steps from snapshots by `explorer.recording`;
 - a step (its graph, text, diff; a compiled step's texts and executable):
-  :mod:`explorer.step` and :mod:`explorer.passlens.backend`;
-- finding steps (``trace[3]``, ``trace["fold-constant#2"]``, ``final``, ``failure``):
-  :mod:`explorer.step_lookup`;
-- the summary (``summary``, ``opaque_ops``, its text and HTML): :mod:`explorer.summary`;
-- checking (``check``, ``param_map``): :mod:`explorer.check`;
-- persistence (``save``; ``explorer.load``): :mod:`explorer.store`;
-- other viewers (``export``: Model Explorer, ONNX): :mod:`explorer.interop`;
-- running again (``rerun``): the trace's adapter (passlens's: :mod:`explorer.passlens.rerun`);
-  comparing (``compare``): :mod:`explorer.compare`;
-- display hooks (``to_html``, ``stepper``, ``show``; ``Step._repr_html_``): the only places
+  `explorer.step` and `explorer.passlens.backend`;
+- finding steps (`trace[3]`, `trace["fold-constant#2"]`, `final`, `failure`):
+  `explorer.step_lookup`;
+- the summary (`summary`, `opaque_ops`, its text and HTML): `explorer.summary`;
+- checking (`check`, `param_map`): `explorer.check`;
+- persistence (`save`; `explorer.load`): `explorer.store`;
+- other viewers (`export`: Model Explorer, ONNX): `explorer.interop`;
+- running again (`rerun`): the trace's adapter (passlens's: `explorer.passlens.rerun`);
+  comparing (`compare`): `explorer.compare`;
+- display hooks (`to_html`, `stepper`, `show`; `Step._repr_html_`): the only places
   the explorer reaches the widgets (tests/test_layers.py holds that).
 """
 
@@ -40,7 +40,7 @@ from explorer.summary import summary_rows, trace_html, trace_text
 
 
 class RerunError(PasslensError, ValueError):
-    """``trace.rerun`` cannot do what it was asked: a step out of range, a replacement that
+    """`trace.rerun` cannot do what it was asked: a step out of range, a replacement that
     names no pass of the pipeline, a pass a loaded trace does not have (the message says how to
     supply it)."""
 
@@ -103,7 +103,7 @@ class Trace:
         return iter(self.steps)
 
     def __getitem__(self, key) -> Step:
-        """A step by number, or by pass name (``"fold-constant#2"``: the second one)."""
+        """A step by number, or by pass name (`"fold-constant#2"`: the second one)."""
         return step_lookup.find_step(self.steps, key)
 
     @property
@@ -125,7 +125,7 @@ class Trace:
     # ----- summary ------------------------------------------------------------------------
     def summary(self) -> list[dict]:
         """One row per step: index, pass, status, node delta, op-count changes, param bytes and
-        delta, changed shapes, time (see ``explorer.summary.summary_rows``)."""
+        delta, changed shapes, time (see `explorer.summary.summary_rows`)."""
         return summary_rows(self)
 
     def __repr__(self) -> str:
@@ -134,7 +134,7 @@ class Trace:
     def opaque_ops(self) -> list[dict]:
         """The ops without a converter the import kept as opaque ops (run by torch or
         onnxruntime), one row per op: target, runner, count, places (see
-        ``explorer.summary.opaque_ops``)."""
+        `explorer.summary.opaque_ops`)."""
         return opaque_op_rows(self)
 
     def summary_text(self) -> str:
@@ -155,9 +155,9 @@ class Trace:
         trust_ops=None,
     ):
         """Run the reference and every step on the same inputs; returns a Report, which is
-        also kept as ``trace.report`` (saved with the trace, shown by its views).
-        ``trust_ops``: opaque ops to run although passlens does not know them to be pure
-        computations (``["mylib.scale"]``), for a trace you trust (see explorer.trust)."""
+        also kept as `trace.report` (saved with the trace, shown by its views).
+        `trust_ops`: opaque ops to run although passlens does not know them to be pure
+        computations (`["mylib.scale"]`), for a trace you trust (see explorer.trust)."""
         report = check_trace(
             self,
             inputs,
@@ -171,29 +171,29 @@ class Trace:
         return report
 
     def _report(self, report):
-        """The report a view shows: ``report``, the trace's own when None, none when False."""
+        """The report a view shows: `report`, the trace's own when None, none when False."""
         if report is False:
             return None
         return self.report if report is None else report
 
     def param_map(self, **thresholds: float):
         """Weight bytes per source layer per step, and where a pass first made a layer's
-        weights grow (``threshold`` / ``min_bytes``: the check's param-bloat thresholds by
-        default): an ``explorer.check.ParamMap``. A method of the trace, not of a check's
+        weights grow (`threshold` / `min_bytes`: the check's param-bloat thresholds by
+        default): an `explorer.check.ParamMap`. A method of the trace, not of a check's
         report: it needs only the steps' graphs, no inputs and no reference."""
         return trace_param_map(self, **thresholds)
 
     # ----- running again, comparing --------------------------------------------------------------
     def rerun(self, pipeline=None, from_step=None, replace=None, progress=None) -> Trace:
         """A new trace: this one run again from the first pass that changed, sharing the steps
-        before it (the very Step objects; this trace is not changed). ``pipeline``: the new
-        pipeline (default: this trace's passes); ``replace``: ``{pass name, spec or class:
-        the pass (an instance or a class) to run in its place}``, inside named pipelines too;
-        ``from_step``: record anew from this step's top-level pass even if nothing before it
-        changed; ``progress`` as for :func:`explorer.explore`. A check of the new trace reuses
+        before it (the very Step objects; this trace is not changed). `pipeline`: the new
+        pipeline (default: this trace's passes); `replace`: `{pass name, spec or class:
+        the pass (an instance or a class) to run in its place}`, inside named pipelines too;
+        `from_step`: record anew from this step's top-level pass even if nothing before it
+        changed; `progress` as for `explorer.explore`. A check of the new trace reuses
         this trace's last check for the shared steps. With nothing changed, a warning says so
-        and every step is shared. Raises :class:`RerunError`, or ``Unsupported`` for a
-        compiler whose adapter cannot re-run (see the adapter's ``rerun``)."""
+        and every step is shared. Raises `RerunError`, or `Unsupported` for a
+        compiler whose adapter cannot re-run (see the adapter's `rerun`)."""
         new = get_adapter(self.compiler).rerun(
             self, pipeline=pipeline, from_step=from_step, replace=replace, progress=progress
         )
@@ -204,37 +204,37 @@ class Trace:
         return new
 
     def compare(self, other: Trace, labels: Sequence[str] | None = None):
-        """This trace and ``other`` side by side: ``explorer.compare(self, other)`` (an
-        ``explorer.Comparison``; its ``first_difference`` is the first step where the two
+        """This trace and `other` side by side: `explorer.compare(self, other)` (an
+        `explorer.Comparison`; its `first_difference` is the first step where the two
         differ, such as the pass a re-run changed)."""
         return compare_traces(self, other, labels=labels)
 
     # ----- persistence and other viewers ------------------------------------------------------
     def save(self, path, inputs: bool = False):
-        """Save to a ``.passlens`` file (JSON + raw arrays, no pickle), with the last check
-        report (``trace.report``) and, with ``inputs``, the values it ran on; returns the
-        path. See ``explorer.store.save``."""
+        """Save to a `.passlens` file (JSON + raw arrays, no pickle), with the last check
+        report (`trace.report`) and, with `inputs`, the values it ran on; returns the
+        path. See `explorer.store.save`."""
         from explorer.store.write import save  # (the store builds traces: it imports this)
 
         return save(self, path, inputs=inputs)
 
     def export(self, step, path, format: str = "model-explorer", report=None) -> list:
-        """Write one step for another viewer: ``model-explorer`` (Google's Model Explorer
-        graph JSON, plus node data files; with a check ``report``, each node's max error) or
-        ``onnx`` (for Netron). Returns the paths written. See ``explorer.interop``."""
+        """Write one step for another viewer: `model-explorer` (Google's Model Explorer
+        graph JSON, plus node data files; with a check `report`, each node's max error) or
+        `onnx` (for Netron). Returns the paths written. See `explorer.interop`."""
         return export_step(self, step, path, format=format, report=report)
 
     # ----- display hooks (the only places that reach the widgets) ----------------------------
     def to_html(
         self, path, report=None, max_boxes: int = 300, progress=None, max_bytes: int | None = None
     ):
-        """Write one self-contained HTML report (with the findings of a check ``report``
-        drawn on the graphs: by default the trace's last one, ``trace.report``; False for
-        none); each step's graph opens with at most ``max_boxes`` boxes (module groups
-        collapsed, finest first, until it fits); ``progress`` per step, as for
-        :func:`explorer.explore`. Returns the path (a ``pathlib.Path``), as ``save`` and
-        ``export`` do. A report over ``max_bytes``
-        (default 128 MiB: ``widgets.bounds.MAX_REPORT_BYTES``) is a ``LimitError`` naming
+        """Write one self-contained HTML report (with the findings of a check `report`
+        drawn on the graphs: by default the trace's last one, `trace.report`; False for
+        none); each step's graph opens with at most `max_boxes` boxes (module groups
+        collapsed, finest first, until it fits); `progress` per step, as for
+        `explorer.explore`. Returns the path (a `pathlib.Path`), as `save` and
+        `export` do. A report over `max_bytes`
+        (default 128 MiB: `widgets.bounds.MAX_REPORT_BYTES`) is a `LimitError` naming
         its largest steps, and no file."""
         from widgets.report import write_html
 
@@ -256,10 +256,10 @@ class Trace:
         display(self.final if step is None else self[step])
 
     def stepper(self, report=None):
-        """The Jupyter widget to step through the passes (with a check ``report``, by default
-        ``trace.report``, False for none: its findings on the graphs and in the timeline,
-        and the numerics tab). For a re-run (``rerun_of``), the stepper displayed for the
-        trace it re-ran shows it in place and is returned (see ``widgets.stepper``)."""
+        """The Jupyter widget to step through the passes (with a check `report`, by default
+        `trace.report`, False for none: its findings on the graphs and in the timeline,
+        and the numerics tab). For a re-run (`rerun_of`), the stepper displayed for the
+        trace it re-ran shows it in place and is returned (see `widgets.stepper`)."""
         from widgets.stepper import stepper_for
 
         return stepper_for(self, report=self._report(report))

@@ -2,14 +2,14 @@
 trusts of its own, and what the person running it trusts.
 
 An opaque op names an op of torch or onnxruntime, and a trace, IR text or ONNX file is
-untrusted: an op that is not a known pure computation (``compiler.opaque.allow``) runs
-only when trusted. A trace trusts of its own (``trace.trusted_ops``) the torch ops of a model
+untrusted: an op that is not a known pure computation (`compiler.opaque.allow`) runs
+only when trusted. A trace trusts of its own (`trace.trusted_ops`) the torch ops of a model
 explored live from the user's own code (its export made them: the user's code, run already);
 that trust is never saved, so the same trace loaded from a file refuses them until trusted
-again: ``explorer.load(path, trust_ops=[...])``, ``trace.check(..., trust_ops=[...])``,
-``report.reduce(..., trust_ops=[...])``, the CLI's ``--trust-op``.
+again: `explorer.load(path, trust_ops=[...])`, `trace.check(..., trust_ops=[...])`,
+`report.reduce(..., trust_ops=[...])`, the CLI's `--trust-op`.
 
-:func:`trusting` is entered by every entry point that runs a trace's modules (check, reduce):
+`trusting` is entered by every entry point that runs a trace's modules (check, reduce):
 it adds the trust and refuses, before anything runs, a trace holding an op still untrusted,
 with one error naming each such op and how to trust it.
 """
@@ -32,7 +32,7 @@ from compiler.opaque import trusted as trusted_opaque_ops
 
 
 def live_trust(module: Any) -> frozenset[str]:
-    """The torch targets of ``module``'s opaque ops: what a model explored live from the user's
+    """The torch targets of `module`'s opaque ops: what a model explored live from the user's
     own code may run (its export made them)."""
     if not isinstance(module, Module):
         return frozenset()
@@ -45,7 +45,7 @@ def live_trust(module: Any) -> frozenset[str]:
 
 
 def trace_modules(trace: Any) -> Iterator[Module]:
-    """Every module a check or a reduction of ``trace`` may run: each step's module and the
+    """Every module a check or a reduction of `trace` may run: each step's module and the
     module a failed pass was given."""
     for step in getattr(trace, "steps", ()):
         for m in (getattr(step, "module", None), getattr(step, "before", None)):
@@ -128,14 +128,14 @@ MAX_PROGRAM_MODULES = 100_000
 def program_refusals(
     program: Any, names: frozenset[str] | None = None, allow_empty: bool = True
 ) -> dict[str, str]:
-    """The calls of a torch program (``ExportedProgram`` or ``fx.GraphModule``, with every
+    """The calls of a torch program (`ExportedProgram` or `fx.GraphModule`, with every
     subgraph) that may not run in this context (default: with what it trusts), each with why,
-    in the order met: a torch op not known to be a pure computation (``compiler.opaque``'
+    in the order met: a torch op not known to be a pure computation (`compiler.opaque`'
     allowlist) and not trusted, a higher-order op other than control flow
-    (:data:`PROGRAM_HOPS`), any other Python callable but ``operator`` / ``math`` functions and
-    torch's ``sym_*``. For a program read from a file (a ``.pt2``): running it for a check's
+    (`PROGRAM_HOPS`), any other Python callable but `operator` / `math` functions and
+    torch's `sym_*`. For a program read from a file (a `.pt2`): running it for a check's
     reference would run every call it names. Walks the subgraphs with a stack, not recursion.
-    ``allow_empty=False`` refuses :data:`PROGRAM_EMPTY` too: for a compiler that runs the
+    `allow_empty=False` refuses `PROGRAM_EMPTY` too: for a compiler that runs the
     program itself, where passlens cannot fill what they allocate."""
     from compiler.opaque import refusal as opaque_refusal
 
@@ -172,9 +172,9 @@ def program_refusals(
 
 
 def _conditional(node, what: str, why: str) -> str | None:
-    """None when the call ``node`` of ``what`` (in :data:`PROGRAM_CONDITIONAL`) has the
-    argument that makes it deterministic (dropout with ``train=False``, attention with
-    ``dropout_p=0``, ``to`` the CPU), else ``why`` with what it would need."""
+    """None when the call `node` of `what` (in `PROGRAM_CONDITIONAL`) has the
+    argument that makes it deterministic (dropout with `train=False`, attention with
+    `dropout_p=0`, `to` the CPU), else `why` with what it would need."""
     index, name, want = PROGRAM_CONDITIONAL[what]
     value = node.kwargs.get(name, node.args[index] if len(node.args) > index else None)
     if name == "device":
@@ -211,7 +211,7 @@ def _call_refusal(target: Any, names, opaque_refusal) -> tuple[str | None, str]:
 def refuse_untrusted_program(
     program: Any, where: str = "the program", allow_empty: bool = True
 ) -> None:
-    """Raise OpaqueOpError (one, naming each call) when running ``program`` (a torch program
+    """Raise OpaqueOpError (one, naming each call) when running `program` (a torch program
     read from a file) would call something that may not run in this context."""
     refused = program_refusals(program, allow_empty=allow_empty)
     if refused:
@@ -222,7 +222,7 @@ MAX_ONNX_GRAPHS = 100_000
 
 
 def onnx_refusals(model: Any, names: frozenset[str] | None = None) -> dict[str, str]:
-    """The ONNX ops of ``model`` (an ``onnx.ModelProto``: every node of its graph, of the
+    """The ONNX ops of `model` (an `onnx.ModelProto`: every node of its graph, of the
     subgraphs its nodes hold and of its local functions) that may not run in this context,
     each with why. A check's reference run gives the whole source model to onnxruntime,
     which runs nodes the import dropped as dead too: each is judged here, before it runs. A
@@ -248,7 +248,7 @@ def onnx_refusals(model: Any, names: frozenset[str] | None = None) -> dict[str, 
 
 
 def onnx_graphs(roots) -> Iterator[Any]:
-    """Every graph of ``roots`` (ONNX GraphProtos or FunctionProtos) and of the subgraphs their
+    """Every graph of `roots` (ONNX GraphProtos or FunctionProtos) and of the subgraphs their
     nodes hold (If branches, Loop and Scan bodies), nested however deep: a stack, no
     recursion."""
     stack = list(roots)
@@ -263,7 +263,7 @@ def onnx_graphs(roots) -> Iterator[Any]:
 
 
 def source_program(trace: Any) -> Any:
-    """The torch program a check of ``trace`` would run as its reference, if any."""
+    """The torch program a check of `trace` would run as its reference, if any."""
     source = getattr(trace, "source", None)
     if not isinstance(source, dict):
         return None
@@ -275,9 +275,9 @@ def source_program(trace: Any) -> Any:
 
 
 def refuse_untrusted(trace: Any) -> None:
-    """Raise OpaqueOpError (one, naming each op) when ``trace`` holds an opaque op that may
+    """Raise OpaqueOpError (one, naming each op) when `trace` holds an opaque op that may
     not run in this context, or when its source is a torch program read from a file
-    (``trace.source_trusted`` false: a ``.pt2``) whose reference run would call one."""
+    (`trace.source_trusted` false: a `.pt2`) whose reference run would call one."""
     refused = refused_opaque_ops(trace_modules(trace))
     source = getattr(trace, "source", None)
     model = source.get("model") if isinstance(source, dict) else None
@@ -295,7 +295,7 @@ def refuse_untrusted(trace: Any) -> None:
 
 @contextlib.contextmanager
 def trusting(trace: Any, trust_ops: Iterable[str] | str | None = None):
-    """Run the block with ``trace``'s own trust and ``trust_ops`` added to this context's, after
+    """Run the block with `trace`'s own trust and `trust_ops` added to this context's, after
     refusing a trace that holds an op still untrusted (OpaqueOpError, before anything runs)."""
     names = trust_names(trust_ops) | frozenset(getattr(trace, "trusted_ops", ()) or ())
     with trusted_ops(names):
@@ -327,13 +327,13 @@ class TrustingExecutable:
 
 
 def with_trace_trust(executable: Any, trace: Any) -> Any:
-    """``executable`` running with ``trace``'s own trust, if it has any."""
+    """`executable` running with `trace`'s own trust, if it has any."""
     trust = frozenset(getattr(trace, "trusted_ops", ()) or ())
     return TrustingExecutable(executable, trust) if trust else executable
 
 
 def needed_trust(module: Any) -> frozenset[str]:
-    """The opaque targets of ``module`` that run only when trusted (not known to be pure
+    """The opaque targets of `module` that run only when trusted (not known to be pure
     computations), whatever is trusted now."""
     return frozenset(refused_opaque_ops(module, frozenset()))
 

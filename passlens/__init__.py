@@ -1,4 +1,4 @@
-"""passlens at the top: the ``passlens`` command and the Panel app, above the explorer and the
+"""passlens at the top: the `passlens` command and the Panel app, above the explorer and the
 widgets (issue #15: the explorer imports widgets only in its display hooks, so what serves a
 trace, or runs one from a shell, lives here).
 
@@ -29,18 +29,18 @@ def in_kernel() -> bool:
 
 
 def serve(trace, *, port: int = PORT, block: bool | None = None, **options):
-    """Open the trace's views (a Trace, or a saved ``.passlens`` file) as a Panel web app on
-    localhost, port ``port`` (5006, as ``passlens serve``; 0 picks a free one).
+    """Open the trace's views (a Trace, or a saved `.passlens` file) as a Panel web app on
+    localhost, port `port` (5006, as `passlens serve`; 0 picks a free one).
 
-    ``block=None`` (the default) blocks only outside Jupyter: in a Jupyter kernel it returns a
-    handle at once (``.url``, ``.port``, ``.stop()``) and the app is served from a thread; in
-    a script or a terminal it prints the URL and serves until Ctrl-C. ``block=False`` always
-    returns the handle, ``block=True`` always serves until Ctrl-C. Serving again on the port of
+    `block=None` (the default) blocks only outside Jupyter: in a Jupyter kernel it returns a
+    handle at once (`.url`, `.port`, `.stop()`) and the app is served from a thread; in
+    a script or a terminal it prints the URL and serves until Ctrl-C. `block=False` always
+    returns the handle, `block=True` always serves until Ctrl-C. Serving again on the port of
     a handle this function returned (a re-run Jupyter cell) stops that one first.
 
-    The other options are :func:`widgets.app.serve`'s (``report=``, ``show=``,
-    ``allow_host=``, ...). The app is imported on the first call, so ``import passlens`` (and
-    every other ``passlens`` command) does not load Panel."""
+    The other options are `widgets.app.serve`'s (`report=`, `show=`,
+    `allow_host=`, ...). The app is imported on the first call, so `import passlens` (and
+    every other `passlens` command) does not load Panel."""
     from passlens.errors import port_error
     from widgets.app import serve as _serve
 

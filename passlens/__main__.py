@@ -1,17 +1,17 @@
-"""``python -m passlens``: the ``passlens`` command (see :mod:`passlens.cli`).
+"""`python -m passlens`: the `passlens` command (see `passlens.cli`).
 
-``python -m`` puts the current folder first on the import path, so a ``scipy.py`` or
-``numpy.py`` in the folder a command runs from (a downloaded model's folder, say) would run
+`python -m` puts the current folder first on the import path, so a `scipy.py` or
+`numpy.py` in the folder a command runs from (a downloaded model's folder, say) would run
 in place of the library. The current folder is dropped from the path before anything else is
 imported, unless it is the folder passlens itself was imported from (a source checkout run in
-place). The ``passlens`` console script never had the current folder on its path."""
+place). The `passlens` console script never had the current folder on its path."""
 
 import os
 import sys
 
 
 def _drop_current_folder() -> None:
-    """Remove the entry ``-m`` put first on ``sys.path`` (the current folder), unless this
+    """Remove the entry `-m` put first on `sys.path` (the current folder), unless this
     package was imported from it."""
     if not sys.path:
         return

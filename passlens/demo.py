@@ -1,11 +1,11 @@
-"""``make demo`` / ``passlens demo``: a conversion explored end to end on a bundled model.
+"""`make demo` / `passlens demo`: a conversion explored end to end on a bundled model.
 
 A small ConvNeXt-style torch model (random weights, built in code: channels-last linear layers
 on 4-D inputs, as in torchvision's ConvNeXt) goes through torch.export, the IR and the default
 pipeline. The demo prints the trace, what fold-constant changed, and the check against torch
 eager; then it replays docs/bugs.md bug 1 with the bloat replica, where the check names the step,
 the new constant and how many copies of the weight it holds. It writes an HTML report and a
-saved trace under ``build/demo/``.
+saved trace under `build/demo/`.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _model():
 
 
 def main(out_dir: str = os.path.join("build", "demo")) -> int:
-    """Run the demo, writing its reports and trace to ``out_dir``; returns a process exit
+    """Run the demo, writing its reports and trace to `out_dir`; returns a process exit
     code (0 when every expectation held)."""
     import explorer
 
@@ -98,9 +98,9 @@ def main(out_dir: str = os.path.join("build", "demo")) -> int:
 
 
 def run_notebook(path: str, out_dir: str = os.path.join("build", "demo")) -> int:
-    """Run a notebook headless in a fresh kernel (``make demo`` runs the tour): the executed
-    copy and whatever it writes (the tour's HTML report) land in ``out_dir``; prints the outputs
-    of the cells tagged ``summary`` and where everything is. Returns 0, or 1 if a cell failed."""
+    """Run a notebook headless in a fresh kernel (`make demo` runs the tour): the executed
+    copy and whatever it writes (the tour's HTML report) land in `out_dir`; prints the outputs
+    of the cells tagged `summary` and where everything is. Returns 0, or 1 if a cell failed."""
     from pathlib import Path
 
     import shutil
@@ -179,7 +179,7 @@ def run_notebook(path: str, out_dir: str = os.path.join("build", "demo")) -> int
 
 def describe_failure(nb, error: BaseException) -> str:
     """A failed notebook run, for people: which code cell failed, its source, then the error
-    with the end of its traceback (without terminal colours). ``nb`` is the notebook as far as
+    with the end of its traceback (without terminal colours). `nb` is the notebook as far as
     it ran; falls back to the error's own text (a timeout, a dead kernel)."""
     import re
 
@@ -204,9 +204,9 @@ def describe_failure(nb, error: BaseException) -> str:
 
 
 def kernel_problem(kernel_name: str = "python3") -> str | None:
-    """Why the Jupyter kernel ``kernel_name`` would not run this interpreter (and so not find
-    passlens), or None when it would. jupyter_client runs ``sys.executable`` for a kernelspec
-    whose command is a bare ``python``/``python3`` (the venv's own spec); a spec with another
+    """Why the Jupyter kernel `kernel_name` would not run this interpreter (and so not find
+    passlens), or None when it would. jupyter_client runs `sys.executable` for a kernelspec
+    whose command is a bare `python`/`python3` (the venv's own spec); a spec with another
     absolute path (e.g. a user-level one, which takes precedence) runs that Python instead."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 

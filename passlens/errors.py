@@ -1,5 +1,5 @@
-"""The command's errors: :class:`CLIError` (a command could not run) and :func:`one_line`, an
-exception as the one line ``passlens: error: ...`` prints (shared by passlens.cli and
+"""The command's errors: `CLIError` (a command could not run) and `one_line`, an
+exception as the one line `passlens: error: ...` prints (shared by passlens.cli and
 passlens.model_sources)."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ class PortError(PasslensError, OSError):
 
 
 def port_error(port, e: OSError | None, option: str = "port=0") -> PortError | None:
-    """The PortError for a failure to listen on ``port`` (``e`` None: not a port number), or
-    None when ``e`` is another OSError. ``option``: how the caller picks a free port."""
+    """The PortError for a failure to listen on `port` (`e` None: not a port number), or
+    None when `e` is another OSError. `option`: how the caller picks a free port."""
     import errno
 
     if e is None:
@@ -63,7 +63,7 @@ def _known(e: BaseException) -> bool:
 
 
 def torch_log_of(e: BaseException) -> list[str]:
-    """The torch log lines a capture held back (compiler.frontend.torch_logs), from ``e`` or
+    """The torch log lines a capture held back (compiler.frontend.torch_logs), from `e` or
     the errors it was raised from."""
     seen = set()
     while e is not None and id(e) not in seen:
@@ -76,8 +76,8 @@ def torch_log_of(e: BaseException) -> list[str]:
 
 
 def print_error(e: BaseException, stream, verbose: bool = False) -> None:
-    """``passlens: error: ...`` for ``e`` on ``stream``: one line (a CLIError may say more on
-    its own short lines: each unknown pass name, ...). ``verbose``: first what torch logged
+    """`passlens: error: ...` for `e` on `stream`: one line (a CLIError may say more on
+    its own short lines: each unknown pass name, ...). `verbose`: first what torch logged
     while capturing and the traceback; else the line says how many records torch logged."""
     more = str(e).strip().splitlines()[1:] if isinstance(e, CLIError) else []
     log = torch_log_of(e)

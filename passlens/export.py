@@ -1,5 +1,5 @@
-"""``passlens export TRACE --step N --format model-explorer|onnx --out PATH``: one step of a
-saved trace for another viewer (Google's Model Explorer, Netron); see ``explorer.interop``."""
+"""`passlens export TRACE --step N --format model-explorer|onnx --out PATH`: one step of a
+saved trace for another viewer (Google's Model Explorer, Netron); see `explorer.interop`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 
 def add_parser(sub) -> None:
-    """Add the ``export`` subcommand to the ``passlens`` subparsers ``sub``."""
+    """Add the `export` subcommand to the `passlens` subparsers `sub`."""
     from explorer.interop import FORMATS
 
     p = sub.add_parser(
@@ -44,7 +44,7 @@ def add_parser(sub) -> None:
 
 
 def add_trust_op(p: argparse.ArgumentParser) -> None:
-    """``--trust-op NAME`` (repeatable): an opaque op to run although passlens does not know
+    """`--trust-op NAME` (repeatable): an opaque op to run although passlens does not know
     it to be a pure computation (explorer.trust)."""
     p.add_argument(
         "--trust-op",
@@ -58,8 +58,8 @@ def add_trust_op(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, step_of, error: type[Exception]) -> int:
-    """Run ``passlens export``; returns the exit code. ``step_of(trace, key)``: the CLI's
-    step lookup; ``error``: what a usage error raises (one line from the CLI)."""
+    """Run `passlens export`; returns the exit code. `step_of(trace, key)`: the CLI's
+    step lookup; `error`: what a usage error raises (one line from the CLI)."""
     from explorer.interop import ExportError
     from explorer.store import load
 

@@ -1,22 +1,23 @@
-"""What ``passlens explore MODEL`` can be, resolved to what ``explorer.explore`` takes: a
-``(source, example_inputs)`` pair, or one :class:`~passlens.cli.CLIError` line saying why not.
+"""What `passlens explore MODEL` can be, resolved to what `explorer.explore` takes: a
+`(source, example_inputs)` pair, or one `passlens.cli.CLIError` line saying why not.
 
 MODEL is one of:
 
-- ``model.onnx``: an ONNX model;
-- ``model.pt2``: a program saved by ``torch.export.save``, read by :mod:`passlens.pt2`
-  without running code from it (inputs: the program's own ``example_inputs``, or
-  ``--input-shape``);
-- ``model.py``: a Python file defining ``model()``, which returns ``(model, example_args)`` or
+- `model.onnx`: an ONNX model;
+- `model.pt2`: a program saved by `torch.export.save`, read by `passlens.pt2`
+  without running code from it (inputs: the program's own `example_inputs`, or
+  `--input-shape`);
+- `model.py`: a Python file defining `model()`, which returns `(model, example_args)` or
   a model;
-- ``model.py:ATTR`` or ``package.module:ATTR``: an ``nn.Module`` instance, an ``nn.Module``
+- `model.py:ATTR` or `package.module:ATTR`: an `nn.Module` instance, an `nn.Module`
   class or any function called with no arguments that returns a model or
-  ``(model, example_args)``;
-- ``model.ir`` / ``model.txt``: a module in the IR text format.
+  `(model, example_args)`;
+- `model.ir` / `model.txt`: a module in the IR text format;
+- `model.mlir`: MLIR for `--compiler iree` (passed on as its path: the adapter reads it).
 
-A torch model's example inputs are, first to last: ``--input-shape`` (repeatable, one per
-input: ``1,3,224,224`` or ``1,16:int64``), the ``example_args`` a function returned, an
-``example_inputs`` attribute of the model, then of the module or file it came from (a tuple of
+A torch model's example inputs are, first to last: `--input-shape` (repeatable, one per
+input: `1,3,224,224` or `1,16:int64`), the `example_args` a function returned, an
+`example_inputs` attribute of the model, then of the module or file it came from (a tuple of
 tensors, or a function returning one). An ExportedProgram or an IR model may go without.
 """
 
@@ -55,6 +56,7 @@ MODEL is one of:
                           class, or a function taking no arguments that returns a model
                           or (model, example_args)
   model.ir, model.txt     a module in the IR text format
+  model.mlir              MLIR (torch dialect or any IREE input), with --compiler iree
 
 a torch model's example inputs are the first of: --input-shape (once per input, in order:
 --input-shape 1,3,224,224 --input-shape 1,16:int64; floats are random normal, integers 0 or
@@ -66,7 +68,7 @@ then of its module or file (a tuple of tensors, or a function returning one).
 exit codes: 0 ok, 1 findings (a pass failed, or --check found problems), 2 error
 """
 
-ARG_HELP = "an .onnx, .pt2, .py or .ir/.txt file, FILE.py:ATTR or package.module:ATTR"
+ARG_HELP = "an .onnx, .pt2, .py, .ir/.txt or .mlir file, FILE.py:ATTR or package.module:ATTR"
 
 SHAPE_HELP = (
     "an example input's shape, with an optional dtype (default float32, or the .pt2 "
@@ -110,7 +112,7 @@ _SHAPE = re.compile(r"^\s*(?P<dims>\d+(?:\s*,\s*\d+)*)?\s*,?\s*(?::\s*(?P<dtype>
 
 @dataclass(frozen=True)
 class InputShape:
-    """One ``--input-shape``: the dims and the dtype's name (None: not given)."""
+    """One `--input-shape`: the dims and the dtype's name (None: not given)."""
 
     shape: tuple[int, ...]
     dtype: str | None
@@ -120,7 +122,7 @@ class InputShape:
 
 
 def parse_input_shape(spec: str) -> InputShape:
-    """``1,3,224,224`` or ``1,16:int64`` (``:int64`` alone is a scalar)."""
+    """`1,3,224,224` or `1,16:int64` (`:int64` alone is a scalar)."""
     m = _SHAPE.match(spec)
     if m is None or (m.group("dims") is None and m.group("dtype") is None and spec.strip()):
         raise CLIError(
@@ -190,8 +192,8 @@ _ATTR = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 
 
 def load_model(spec: str, input_shapes: Sequence[str] = ()) -> tuple[Any, tuple | None]:
-    """What ``explore`` is given for MODEL ``spec``: ``(source, example_inputs)``; each
-    ``input_shapes`` entry is an ``--input-shape`` spec, which supplies (or replaces) the
+    """What `explore` is given for MODEL `spec`: `(source, example_inputs)`; each
+    `input_shapes` entry is an `--input-shape` spec, which supplies (or replaces) the
     example inputs."""
     shapes = [parse_input_shape(s) for s in input_shapes]  # a typo fails before any import
     spec = str(spec)
@@ -221,17 +223,19 @@ def load_model(spec: str, input_shapes: Sequence[str] = ()) -> tuple[Any, tuple 
         return _python_file(path, None, shapes, spec)
     if suffix in (".ir", ".txt"):
         return _ir_text(path), _numpy_inputs(shapes)
+    if suffix == ".mlir":  # read, size-capped and parsed by the iree adapter
+        return str(path), _numpy_inputs(shapes)
     raise CLIError(
         f"{path}: unknown model type {suffix or '(no suffix)'!r}; expected an .onnx, .pt2, "
-        ".py or .ir/.txt file, FILE.py:ATTR or package.module:ATTR"
+        ".py, .ir/.txt or .mlir file, FILE.py:ATTR or package.module:ATTR"
     )
 
 
-_SUFFIXES = (".onnx", ".pt2", ".py", ".ir", ".txt")
+_SUFFIXES = (".onnx", ".pt2", ".py", ".ir", ".txt", ".mlir")
 
 
 def _is(path: Path, test: str) -> bool:
-    """``path.exists()`` / ``is_file()``, False for a name no file can have (too long, a NUL)."""
+    """`path.exists()` / `is_file()`, False for a name no file can have (too long, a NUL)."""
     try:
         return getattr(path, test)()
     except (OSError, ValueError):
@@ -269,8 +273,8 @@ def _torch(what: str):
 
 
 def _exported_file(path: Path, shapes: Sequence[InputShape]) -> tuple[Any, tuple | None]:
-    """A ``.pt2``, read by :mod:`passlens.pt2`: no pickle but torch's weights-only one, no
-    code of the file's choosing (``torch.export.load`` would unpickle its sample inputs)."""
+    """A `.pt2`, read by `passlens.pt2`: no pickle but torch's weights-only one, no
+    code of the file's choosing (`torch.export.load` would unpickle its sample inputs)."""
     _torch(f"{path} (a torch.export program)")
     from passlens.pt2 import load_program
 
@@ -321,7 +325,7 @@ def _user_inputs(ep) -> list[tuple[tuple, str | None]]:
 
 
 def _program_inputs(ep, shapes: Sequence[InputShape], where: str) -> tuple:
-    """``--input-shape`` inputs for a program, checked against what it takes (a dtype not
+    """`--input-shape` inputs for a program, checked against what it takes (a dtype not
     given is the program's)."""
     wanted = _user_inputs(ep)
 
@@ -354,7 +358,7 @@ def _program_inputs(ep, shapes: Sequence[InputShape], where: str) -> tuple:
 def _python_file(
     path: Path, attr: str | None, shapes: Sequence[InputShape], spec: str
 ) -> tuple[Any, tuple | None]:
-    """``model.py`` (its ``model()``) or ``model.py:ATTR``."""
+    """`model.py` (its `model()`) or `model.py:ATTR`."""
     if not _is(path, "exists"):
         raise CLIError(f"no such file: {path}")
     if path.is_dir():
@@ -382,8 +386,8 @@ def _python_file(
 def _module_attr(
     name: str, attr: str, shapes: Sequence[InputShape], spec: str
 ) -> tuple[Any, tuple | None]:
-    """``package.module:ATTR``: the module imported as Python imports it, with the current
-    folder searched first (as ``python -m`` does)."""
+    """`package.module:ATTR`: the module imported as Python imports it, with the current
+    folder searched first (as `python -m` does)."""
     if not _ATTR.match(name):
         raise CLIError(
             f"bad MODEL {spec!r}: {name!r} is neither a file nor a module name "
@@ -443,7 +447,7 @@ def _defined(namespace: dict) -> str:
 
 
 def _kind(obj: Any) -> str | None:
-    """What ``explorer.explore`` takes: 'program' (an ExportedProgram), 'torch' (an nn.Module),
+    """What `explorer.explore` takes: 'program' (an ExportedProgram), 'torch' (an nn.Module),
     'onnx' (a ModelProto, its bytes, a path to one), 'ir' (an IR Module or IR text), else None."""
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -471,8 +475,8 @@ _EXPECTED = (
 def _resolve(
     obj: Any, attr: str, module_inputs: Any, shapes: Sequence[InputShape], spec: str, where: str
 ) -> tuple[Any, tuple | None]:
-    """The model and its example inputs from what ATTR names (``where``: its file or module,
-    ``module_inputs``: that one's ``example_inputs``)."""
+    """The model and its example inputs from what ATTR names (`where`: its file or module,
+    `module_inputs`: that one's `example_inputs`)."""
     model, args = obj, None
     if _kind(obj) is None:
         if inspect.isclass(obj) and not _is_module_class(obj):
@@ -523,7 +527,7 @@ def _is_module_class(cls: type) -> bool:
 
 
 def _call(fn: Any, attr: str, where: str) -> Any:
-    """``fn()``: a class or function that needs no argument."""
+    """`fn()`: a class or function that needs no argument."""
     try:
         inspect.signature(fn).bind()
     except TypeError as e:
@@ -548,7 +552,7 @@ def _attribute(obj: Any, name: str) -> Any:
 
 
 def _example_inputs(value: Any, what: str) -> tuple:
-    """An ``example_inputs`` attribute: a tuple (a list, one tensor) or a function
+    """An `example_inputs` attribute: a tuple (a list, one tensor) or a function
     returning one."""
     if callable(value) and not _is_array(value):
         value = _call(value, "example_inputs", what.rpartition(":")[0])

@@ -1,21 +1,21 @@
-"""``make notebooks-html``: the notebooks executed and published as static HTML, readable with
+"""`make notebooks-html`: the notebooks executed and published as static HTML, readable with
 no kernel, no network and no widget manager.
 
-Each notebook runs top to bottom in a fresh ``python3`` kernel (nbclient) and is converted with
+Each notebook runs top to bottom in a fresh `python3` kernel (nbclient) and is converted with
 nbconvert's HTML exporter:
 
-- cells tagged ``hide`` (a notebook's own assertions: its tests, not its lesson) are left out;
-- images a markdown cell shows (``img/stepper.png``, the screenshot under a stepper cell) are
+- cells tagged `hide` (a notebook's own assertions: its tests, not its lesson) are left out;
+- images a markdown cell shows (`img/stepper.png`, the screenshot under a stepper cell) are
   embedded, so one HTML file stands on its own;
 - widget outputs are left out with the notebook's widget state: no kernel drives them in a
   static page (the page would load a widget manager from a CDN and still show an empty box).
   A notebook puts a screenshot in a markdown cell under each widget it shows; a progress bar
-  (an ``HBox`` holding an ``IntProgress``, shown while a job runs) has nothing to show;
+  (an `HBox` holding an `IntProgress`, shown while a job runs) has nothing to show;
 - no script is loaded from the network: the template's require.js and MathJax are left out
   (no notebook uses math, and nothing on the page needs a module loader);
 - the code cells are numbered 1, 2, 3 ... as shown (the hidden cells leave no gaps), and the
   machine's paths (the repository's folder, the Python installation's) are written relative;
-- docs/bugs.md, which every notebook links, is published beside them as ``bugs.html`` and the
+- docs/bugs.md, which every notebook links, is published beside them as `bugs.html` and the
   notebooks' links to it point there.
 
     .venv/bin/python -m passlens.notebooks [--out build/notebooks] [NOTEBOOK ...]
@@ -56,7 +56,7 @@ _PROGRESS_MODELS = {"IntProgressModel", "FloatProgressModel"}
 
 
 def execute(nb, cwd: Path, timeout: int = 300) -> str | None:
-    """Run ``nb`` in place in a fresh python3 kernel with ``cwd`` as its working directory;
+    """Run `nb` in place in a fresh python3 kernel with `cwd` as its working directory;
     None when every cell ran, else which cell failed, its source and the error."""
     from nbclient import NotebookClient
 
@@ -79,7 +79,7 @@ def _widget_models(nb) -> dict:
 
 def is_progress_bar(nb, output) -> bool:
     """Whether a widget output is a progress bar (an HBox with an IntProgress or FloatProgress
-    among its children, as ``explorer.progress`` shows while a job runs)."""
+    among its children, as `explorer.progress` shows while a job runs)."""
     models = _widget_models(nb)
     view = output.get("data", {}).get(WIDGET_VIEW) or {}
     model = models.get(view.get("model_id"), {})
@@ -107,9 +107,9 @@ _LINK = re.compile(r"(\]\()([^)\s#]+)((?:#[^)\s]*)?\))")
 
 
 def _relink(source: str, folder: Path, page_dir: Path) -> str:
-    """Markdown links of a notebook in ``folder``, for its page in ``page_dir``: a sibling
-    notebook becomes its page (``01_x.ipynb`` -> ``01_x.html``), any other relative link
-    points to the same file from the page's folder (docs/bugs.md to its page, ``bugs.html``,
+    """Markdown links of a notebook in `folder`, for its page in `page_dir`: a sibling
+    notebook becomes its page (`01_x.ipynb` -> `01_x.html`), any other relative link
+    points to the same file from the page's folder (docs/bugs.md to its page, `bugs.html`,
     published beside); absolute links and images (embedded) are kept."""
 
     def fix(m: re.Match) -> str:
@@ -167,10 +167,10 @@ def static_copy(
     nb, folder: Path | None = None, page_dir: Path | None = None, glossary: bool = False
 ):
     """A copy of an executed notebook for a static page: widget outputs and the widget state
-    left out (the cells tagged ``hide`` are left out by the exporter), the shown code cells
-    numbered 1, 2, 3 ..., this machine's paths written relative; with ``folder`` (the
-    notebook's) and ``page_dir`` (the page's), relative links relinked for the page; with
-    ``glossary``, the first use of each glossary term in the prose linked to its entry."""
+    left out (the cells tagged `hide` are left out by the exporter), the shown code cells
+    numbered 1, 2, 3 ..., this machine's paths written relative; with `folder` (the
+    notebook's) and `page_dir` (the page's), relative links relinked for the page; with
+    `glossary`, the first use of each glossary term in the prose linked to its entry."""
     nb = copy.deepcopy(nb)
     seen: set[str] = set()
     nb.metadata.pop("widgets", None)
@@ -208,7 +208,7 @@ _NETWORK_SCRIPT = re.compile(
 
 
 def without_network_scripts(page: str) -> str:
-    """``page`` without a ``<script>`` loaded from the network (a page that stands alone)."""
+    """`page` without a `<script>` loaded from the network (a page that stands alone)."""
     return _NETWORK_SCRIPT.sub("", page)
 
 
@@ -220,10 +220,10 @@ def to_html(
     pages: list[tuple[str, str]] | None = None,
 ) -> str:
     """An executed notebook as one static HTML page (nbconvert's lab template): cells tagged
-    ``hide`` left out, widget outputs left out, markdown images read from ``images`` (the
-    notebooks' folder) and embedded; with ``page_dir`` (where the page goes), relative links
-    relinked from there (a sibling notebook to its page). With ``name`` (the notebook's stem)
-    it is a published page: links to the previous and next of ``pages`` ((stem, title) in
+    `hide` left out, widget outputs left out, markdown images read from `images` (the
+    notebooks' folder) and embedded; with `page_dir` (where the page goes), relative links
+    relinked from there (a sibling notebook to its page). With `name` (the notebook's stem)
+    it is a published page: links to the previous and next of `pages` ((stem, title) in
     reading order; default every notebook's), the bugs page and the glossary at its top and
     bottom, a header (what you will learn, prerequisites, the versions it was built with), and
     each glossary term linked at its first use."""
@@ -252,7 +252,7 @@ def _slug(heading: str) -> str:
 def bugs_html(path: Path = BUGS, pages: list[tuple[str, str]] | None = None) -> str:
     """docs/bugs.md as one static HTML page (no script), each heading with the anchor the
     notebooks link to; links to the notebooks point to their pages beside it, and it ends with
-    a link to every page (``pages``: (stem, title); default every notebook's)."""
+    a link to every page (`pages`: (stem, title); default every notebook's)."""
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
     text = path.read_text(encoding="utf-8")
@@ -280,7 +280,7 @@ def bugs_html(path: Path = BUGS, pages: list[tuple[str, str]] | None = None) -> 
 
 
 def publish(paths: list[Path], out: Path) -> int:
-    """Execute each notebook and write ``out/<name>.html``; returns a process exit code (1 when
+    """Execute each notebook and write `out/<name>.html`; returns a process exit code (1 when
     a notebook failed: the others are still written)."""
     import nbformat
 

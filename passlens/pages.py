@@ -1,4 +1,4 @@
-"""The frame of the published notebook pages (passlens/notebooks.py, ``make notebooks-html``):
+"""The frame of the published notebook pages (passlens/notebooks.py, `make notebooks-html`):
 links to the previous and the next page, the bugs page and the glossary; a header saying what a
 page teaches, what to know first and the versions it was built with; and the glossary, whose
 terms each page links at their first use in its prose."""
@@ -164,7 +164,7 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
 
 
 def glossary_links(source: str, seen: set[str], target: str = GLOSSARY_PAGE) -> str:
-    """Markdown ``source`` with the first use of each glossary term not in ``seen`` linked to
+    """Markdown `source` with the first use of each glossary term not in `seen` linked to
     its entry (in prose only: code, links, images, headings and HTML are left as they are)."""
     protected = re.compile(
         r"```.*?```|`[^`\n]*`|!?\[[^\]]*\]\([^)]*\)|<[^>\n]+>|^#+ [^\n]*$", re.DOTALL | re.MULTILINE
@@ -217,7 +217,7 @@ def notebook_title(nb) -> str:
 
 
 def nav_html(pages: list[tuple[str, str]], current: str | None) -> str:
-    """Links to the previous and the next page (``pages``: (stem, title) in reading order), the
+    """Links to the previous and the next page (`pages`: (stem, title) in reading order), the
     bugs page and the glossary."""
     esc = html_escape
     stems = [s for s, _ in pages]
@@ -260,7 +260,7 @@ FRAME_STYLE = (
 
 def framed(page: str, stem: str, pages: list[tuple[str, str]]) -> str:
     """A notebook's page with the navigation at its top and bottom and the header under the
-    top one (inside the template's ``<main>``)."""
+    top one (inside the template's `<main>`)."""
     nav = nav_html(pages, stem)
     top = FRAME_STYLE + nav + header_html(stem)
     page = re.sub(r"<main>", lambda m: m.group(0) + top, page, count=1)

@@ -1,5 +1,5 @@
-"""``passlens passes``: every registered pass with what it does and its options, and the named
-pipelines (what ``default`` runs), so a pipeline spec can be written without reading code."""
+"""`passlens passes`: every registered pass with what it does and its options, and the named
+pipelines (what `default` runs), so a pipeline spec can be written without reading code."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import textwrap
 
 
 def add_parser(sub) -> None:
-    """Add the ``passes`` subcommand to the ``passlens`` subparsers ``sub``."""
+    """Add the `passes` subcommand to the `passlens` subparsers `sub`."""
     sub.add_parser(
         "passes",
         help="list the passes and named pipelines a --pipeline spec can use",
@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
 
 
 def _options(cls) -> str:
-    """``option=default`` for each option of a pass class (``option`` alone when required)."""
+    """`option=default` for each option of a pass class (`option` alone when required)."""
     if not dataclasses.is_dataclass(cls):
         return ""
     out = []
@@ -57,7 +57,7 @@ def summary(cls) -> str:
 
 
 def listing() -> str:
-    """The text ``passlens passes`` prints."""
+    """The text `passlens passes` prints."""
     from compiler.passes import all_passes, named_pipelines, pass_aliases
 
     aliases: dict[str, list[str]] = {}

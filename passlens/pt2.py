@@ -1,26 +1,26 @@
-"""Reading a ``.pt2`` file (``torch.export.save``) without running code from it.
+"""Reading a `.pt2` file (`torch.export.save`) without running code from it.
 
-``torch.export.load`` (torch 2.13, ``torch/export/pt2_archive/_package.py`` and
-``torch/_export/serde/serialize.py``) runs code of the file's choosing in these places:
+`torch.export.load` (torch 2.13, `torch/export/pt2_archive/_package.py` and
+`torch/_export/serde/serialize.py`) runs code of the file's choosing in these places:
 
-- the sample inputs: ``torch.load(weights_only=True)``, and when that fails, again with
-  ``weights_only=False``: any pickle (``deserialize_torch_artifact``); the same for the
+- the sample inputs: `torch.load(weights_only=True)`, and when that fails, again with
+  `weights_only=False`: any pickle (`deserialize_torch_artifact`); the same for the
   state dict and constants of the older (2.7) format;
-- a weight or tensor constant marked ``use_pickle``: ``torch.load(weights_only=False)``;
-- a custom object constant (``custom_obj_*``, torchbind): ``torch._C._pickle_load_obj``; an
-  opaque object constant (``opaque_obj_*``): ``pickle.loads``;
-- every symbolic size (``expr_str``): ``sympy.sympify``, which evaluates its text as Python;
-- a subgraph's name (``as_graph``): written into the graph module's generated Python code as
-  ``getattr(self, "NAME")``, unescaped;
-- members under ``data/aotinductor/``: compiled code (a shared library), loaded.
+- a weight or tensor constant marked `use_pickle`: `torch.load(weights_only=False)`;
+- a custom object constant (`custom_obj_*`, torchbind): `torch._C._pickle_load_obj`; an
+  opaque object constant (`opaque_obj_*`): `pickle.loads`;
+- every symbolic size (`expr_str`): `sympy.sympify`, which evaluates its text as Python;
+- a subgraph's name (`as_graph`): written into the graph module's generated Python code as
+  `getattr(self, "NAME")`, unescaped;
+- members under `data/aotinductor/`: compiled code (a shared library), loaded.
 
 So passlens reads the archive itself with torch's own pieces and the same program format:
 every member is first checked against its size and compression ratio
-(:mod:`explorer.store.zipread`); anything pickled is read only through torch's weights-only
+(`explorer.store.zipread`); anything pickled is read only through torch's weights-only
 unpickler (tensors and plain containers, nothing else), inside a nested zip checked the same
 way; sizes must be arithmetic on symbol names; subgraph names must be identifiers; custom and
 opaque objects, AOTInductor code and the older format are refused with one clear error. Sample
-inputs the weights-only unpickler cannot read are skipped with a note (give ``--input-shape``).
+inputs the weights-only unpickler cannot read are skipped with a note (give `--input-shape`).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ _NODES = (
 
 
 class Pt2Refused(CLIError):
-    """A ``.pt2`` that loading would have to run code from, or that is not well formed."""
+    """A `.pt2` that loading would have to run code from, or that is not well formed."""
 
 
 def check_expr(text: Any) -> None:
@@ -149,7 +149,7 @@ def check_program_json(doc: Any) -> None:
 
 
 class _Archive:
-    """The members of a ``.pt2``, each read through torch's reader once checked."""
+    """The members of a `.pt2`, each read through torch's reader once checked."""
 
     def __init__(self, path: Path):
         from torch.export.pt2_archive._package import PT2ArchiveReader
@@ -177,9 +177,9 @@ class _Archive:
 
 
 def safe_torch_load(data: bytes, what: str, where: Any) -> Any:
-    """``torch.load`` of pickled bytes through the weights-only unpickler only (tensors,
+    """`torch.load` of pickled bytes through the weights-only unpickler only (tensors,
     plain containers and numbers: a pickle naming anything else is refused by torch), after
-    the nested zip ``torch.save`` writes is checked like the archive."""
+    the nested zip `torch.save` writes is checked like the archive."""
     import torch
 
     buffer = io.BytesIO(data)
@@ -191,7 +191,7 @@ def safe_torch_load(data: bytes, what: str, where: Any) -> Any:
 
 
 def load_program(path: str | Path) -> tuple[Any, tuple | None, list[str]]:
-    """The program of a ``.pt2``, its sample inputs ``(args, kwargs)`` (None when it kept
+    """The program of a `.pt2`, its sample inputs `(args, kwargs)` (None when it kept
     none or they are not plain tensors) and notes to show the user. Raises CLIError."""
     path = Path(path)
     try:
@@ -345,7 +345,7 @@ def _tensors(archive: _Archive, c: Any, kind: str, path: Path) -> dict:
 
 
 def _sample_inputs(archive: _Archive, c: Any, path: Path, notes: list[str]) -> tuple | None:
-    """The saved sample inputs ``(args, kwargs)``, read through the weights-only unpickler;
+    """The saved sample inputs `(args, kwargs)`, read through the weights-only unpickler;
     None (with a note) when they hold anything else."""
     name = c.SAMPLE_INPUTS_FILENAME_FORMAT.format(MODEL)
     if name not in archive.sizes_by_name:

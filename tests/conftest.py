@@ -8,9 +8,18 @@ No test depends on how long something took: output that appears only after some 
 is switched off for every test by ``no_wall_time_output``; a test of that output sets the
 threshold itself (``monkeypatch.setattr(progress, "LINE_AFTER", 0.0)``). On a loaded machine
 a check may take 5 s and a first import 2 s; the suite must stay green there.
+
+Under pytest-xdist (`-n 2`), a worker whose session is over ignores SIGINT: execnet, the
+worker's transport, sends the worker a SIGINT when the worker is still busy 5 s after the
+controller closed it, and the worker's last work after its results are sent is pytest's final
+garbage collection, so the KeyboardInterrupt landed in whatever finalizer that collection was
+running and was printed after `[100%]` as a PytestUnraisableExceptionWarning with a
+KeyboardInterrupt traceback (`pytest_sessionfinish` below; test:
+tests/test_pytest_teardown.py).
 """
 
 import os
+import signal
 
 import pytest
 from hypothesis import settings
@@ -28,3 +37,11 @@ def no_wall_time_output(monkeypatch):
     monkeypatch.setattr(progress, "LINE_AFTER", float("inf"))
     monkeypatch.setattr(progress, "DELAY", float("inf"))
     monkeypatch.setattr(summary, "FIRST_CALL_NOTE_MS", float("inf"))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker whose tests have all run ignores SIGINT (see the module
+    docstring); a Ctrl-C of the user's goes to the controller too, which stops the run."""
+    if hasattr(session.config, "workerinput"):  # a pytest-xdist worker, its tests all run
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -295,7 +295,7 @@ def test_the_neutral_compiler_names_are_exported_used_and_written_down():
         exported = set(importlib.import_module(module).__all__)
         assert names <= exported, (module, names - exported)
         assert {n for n in names if (module, n) not in used} == set(), module
-        assert [n for n in names if f"``{n}``" not in rule] == [], module
+        assert [n for n in names if f"`{n}`" not in rule] == [], module
 
 
 def test_widgets_name_no_compiler_internals():

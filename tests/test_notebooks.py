@@ -553,9 +553,15 @@ PRINTED = {
         ("`In[n]:line`", "dynamo 0/0 forward (In["),
         (
             "`add_4` of `gpt2.transformer.h.0.ln_1`",
-            "passlens: diverged at #25 SplitVarMean, on add_4 of gpt2.transformer.h.0.ln_1",
+            "passlens: diverged at #26 SplitVarMean, on add_4 of gpt2.transformer.h.0.ln_1",
         ),
-        ("`SplitVarMean`: −3 nodes", "SplitVarMean"),
+        # the post-grad passes' row counts against view_to_reshape's graph: SplitVarMean's ops
+        (
+            "`SplitVarMean`'s (−3 nodes",
+            "124    -3     234.2 kB                        ",
+        ),
+        ("+3 `aten.var.correction`, +3 `aten.mean.dim`", "+3 aten.mean.dim, +3 aten.var.correction"),
+        ("`view_to_reshape` row", "+14 aten.reshape.default, -14 aten.view.default"),
     ],
 }
 

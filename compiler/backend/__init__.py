@@ -7,13 +7,13 @@ llvmlite (codegen), JIT execution and an exported build artifact (object code + 
 
 Files: loops/ (the loop IR: exprs.py and stmts.py, each with its printer), lowering.py and
 lower_*.py (the rules, one file per op family), compiler/ops/lowered.py (the graph op
-``call_lowered``), codegen.py and mathlib.py (LLVM IR), kernels.py (the kernels a module holds,
+`call_lowered`), codegen.py and mathlib.py (LLVM IR), kernels.py (the kernels a module holds,
 compiled once), runtime.py (running kernels: threads, library calls), build.py (Executable,
 export, load).
 
 Layers: every module here except build.py sits below the passes, which import those modules
 (legalize-ops: lowering and kernels; codegen: codegen and kernels) and never this
-package; build.py and this package sit above the passes (``build`` runs a pipeline). Importing
+package; build.py and this package sit above the passes (`build` runs a pipeline). Importing
 any module of the package runs this file first, which registers every lowering rule.
 """
 

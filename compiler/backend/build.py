@@ -1,16 +1,16 @@
-"""``compiler.build(module) -> Executable``: compile a module and run it on numpy arrays.
+"""`compiler.build(module) -> Executable`: compile a module and run it on numpy arrays.
 
-``build`` runs the passes still needed (``default``, ``legalize-ops``, ``codegen``; each
-recorded, see ``Executable.result``) and turns each function of the legalized module into a
+`build` runs the passes still needed (`default`, `legalize-ops`, `codegen`; each
+recorded, see `Executable.result`) and turns each function of the legalized module into a
 *plan*: a flat list of instructions (call a kernel, view, fill, tuple, call a function, if)
 over value slots, which the executable interprets, dropping each value after its last use.
 Weights are the module's named constants, passed to kernels by reference (never copied).
 
-``executable.export(path)`` writes one zip file (entries stored, not compressed): the plan and
-the kernels' runtime description as JSON, each kernel's object code (``code/<kernel>.o``,
-host machine code from LLVM) and each weight as a ``.npy``; it returns the file's size in
+`executable.export(path)` writes one zip file (entries stored, not compressed): the plan and
+the kernels' runtime description as JSON, each kernel's object code (`code/<kernel>.o`,
+host machine code from LLVM) and each weight as a `.npy`; it returns the file's size in
 bytes, which grows with the weights (docs/bugs.md bug 1: a weight duplicated by a broadcast
-shows up here). ``load(path)`` loads such a file into a runnable Executable.
+shows up here). `load(path)` loads such a file into a runnable Executable.
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def _add_frees(block: dict, keep: set[int]) -> None:
 
 
 def _fits(ty, value: Any, env: dict[str, int]) -> bool:
-    """Whether a value a host op gave has type ``ty`` (binding the symbols it names)."""
+    """Whether a value a host op gave has type `ty` (binding the symbols it names)."""
     if isinstance(ty, TupleType):
         return (
             isinstance(value, tuple)
@@ -274,7 +274,7 @@ def _fits(ty, value: Any, env: dict[str, int]) -> bool:
 
 
 def _resolve_dims(value: Any, env: dict[str, int]) -> Any:
-    """An attribute with its symbolic dims (alone or in a list, e.g. ``shape=[b, n]``) given
+    """An attribute with its symbolic dims (alone or in a list, e.g. `shape=[b, n]`) given
     their values."""
     if isinstance(value, SymExpr):
         return evaluate_dim(value, env)
@@ -284,8 +284,8 @@ def _resolve_dims(value: Any, env: dict[str, int]) -> Any:
 
 
 class Executable:
-    """A compiled module: call it on numpy arrays (``executable(*inputs)`` -> tuple of
-    outputs, like ``compiler.interpret.run``), ``export(path)`` it to one file."""
+    """A compiled module: call it on numpy arrays (`executable(*inputs)` -> tuple of
+    outputs, like `compiler.interpret.run`), `export(path)` it to one file."""
 
     def __init__(
         self,
@@ -338,7 +338,7 @@ class Executable:
         return self.run(*inputs, function=function)
 
     def run(self, *inputs: Any, function: str = "main") -> tuple:
-        """Run ``function`` on numpy (or torch CPU) arrays; returns a tuple of arrays."""
+        """Run `function` on numpy (or torch CPU) arrays; returns a tuple of arrays."""
         if function not in self.plans:
             raise KeyError(
                 f"the executable has no function @{function} (has {', '.join(self.plans)})"
@@ -513,7 +513,7 @@ def _strip(plan: dict) -> dict:
 
 
 def load(path: str | os.PathLike) -> Executable:
-    """An executable from a file written by ``Executable.export``."""
+    """An executable from a file written by `Executable.export`."""
     with zipfile.ZipFile(path) as z:
         plan = json.loads(z.read("plan.json"))
         if plan.get("format") != FORMAT:
@@ -537,7 +537,7 @@ def load(path: str | os.PathLike) -> Executable:
 
 
 def _stage(module: Module) -> str:
-    """How far a module is: ``graph``, ``fused``, ``loops`` or ``compiled``."""
+    """How far a module is: `graph`, `fused`, `loops` or `compiled`."""
     backend = str(module.attrs.get("backend", ""))
     if backend.startswith("llvm"):
         return "compiled"
@@ -557,11 +557,11 @@ _PIPELINES = {
 
 
 def build(module: Module, pipeline: str | None = None, record: bool = True) -> Executable:
-    """Compile ``module`` into an Executable.
+    """Compile `module` into an Executable.
 
-    ``pipeline``: the passes to run first (a spec); by default what the module still needs:
-    ``default,legalize-ops,codegen`` for a graph module, less when it is further along.
-    The recorded run is ``executable.result`` (its snapshots show every stage).
+    `pipeline`: the passes to run first (a spec); by default what the module still needs:
+    `default,legalize-ops,codegen` for a graph module, less when it is further along.
+    The recorded run is `executable.result` (its snapshots show every stage).
     """
     from compiler import passes
 

@@ -1,8 +1,8 @@
 """The kernels of a module: what legalize-ops lowered, held by the module that calls them.
 
-A graph module refers to a kernel by name only (``call_lowered(..., kernel="add_relu_3f2a")``),
+A graph module refers to a kernel by name only (`call_lowered(..., kernel="add_relu_3f2a")`),
 the way a TVM module refers to a PrimFunc by global symbol, and keeps the kernels themselves
-beside its functions, in ``module.attrs["kernels"]`` (a :class:`KernelSet`, like the
+beside its functions, in `module.attrs["kernels"]` (a `KernelSet`, like the
 PrimFuncs of a TVM IRModule). There is no table of kernels for the whole process: a kernel
 lives as long as a module (or an executable) holds it. Kernel names end with a hash of the
 kernel's text, so a name never means two different kernels, and equal kernels called from
@@ -11,8 +11,8 @@ several places of a module are one entry, compiled once.
 A set compiles its kernels on first use (codegen, the interpreter running a legalized module,
 the LLVM IR and assembly views) and keeps that code for as long as it lives; the modules of
 one pipeline after legalize-ops share one set, so each kernel is compiled once per run. An
-``Executable`` loads the object code of the kernels it calls into an engine of its own
-(``compiler.backend.build``): two executables share no machine code, and freeing one frees
+`Executable` loads the object code of the kernels it calls into an engine of its own
+(`compiler.backend.build`): two executables share no machine code, and freeing one frees
 its code.
 """
 
@@ -41,7 +41,7 @@ class KernelNotFound(KeyError):
 @dataclass
 class Compiled:
     """A compiled kernel: LLVM IR before and after optimisation, object code, and the
-    runnable form. ``seconds`` is the time codegen and compilation took."""
+    runnable form. `seconds` is the time codegen and compilation took."""
 
     kernel: Kernel
     llvm_ir: str
@@ -106,12 +106,12 @@ class KernelSet(Mapping):
         return f"<KernelSet of {len(self)} kernels>"
 
     def with_kernels(self, kernels: Iterable[Kernel]) -> KernelSet:
-        """A set with ``kernels`` added (self when it holds them all already)."""
+        """A set with `kernels` added (self when it holds them all already)."""
         new = [k for k in kernels if k.name not in self._kernels]
         return self if not new else KernelSet([*self._kernels.values(), *new])
 
     def only(self, names: Iterable[str]) -> KernelSet:
-        """The set of just ``names`` (self when that is all it holds); a missing one raises."""
+        """The set of just `names` (self when that is all it holds); a missing one raises."""
         names = list(dict.fromkeys(names))
         if set(names) == self._kernels.keys():
             return self
@@ -119,7 +119,7 @@ class KernelSet(Mapping):
 
     # ----- compiled code --------------------------------------------------------------------
     def compiled(self, name: str, opt_level: int = 3) -> Compiled:
-        """The compiled form of kernel ``name`` (compiled on first use, then kept)."""
+        """The compiled form of kernel `name` (compiled on first use, then kept)."""
         with self._lock:
             done = self._compiled.get((name, opt_level))
             if done is not None:
@@ -143,7 +143,7 @@ class KernelSet(Mapping):
             return done
 
     def is_compiled(self, name: str, opt_level: int = 3) -> bool:
-        """Whether kernel ``name`` has been compiled in this set."""
+        """Whether kernel `name` has been compiled in this set."""
         return (name, opt_level) in self._compiled
 
 
@@ -151,20 +151,20 @@ _EMPTY = KernelSet()
 
 
 def module_kernels(module: Module) -> KernelSet:
-    """The kernels ``module`` holds (an empty set for a module legalize-ops has not made)."""
+    """The kernels `module` holds (an empty set for a module legalize-ops has not made)."""
     ks = module.attrs.get(ATTR)
     return ks if isinstance(ks, KernelSet) else _EMPTY
 
 
 def with_kernels(module: Module, kernels: KernelSet) -> Module:
-    """``module`` holding ``kernels`` (the same module when it holds that set already)."""
+    """`module` holding `kernels` (the same module when it holds that set already)."""
     if module.attrs.get(ATTR) is kernels:
         return module
     return module.replace(attrs=module.attrs.with_(**{ATTR: kernels}))
 
 
 def opt_level_of(module: Module) -> int:
-    """The optimisation level codegen compiled ``module`` at (``backend="llvm O2 ..."``), 3
+    """The optimisation level codegen compiled `module` at (`backend="llvm O2 ..."`), 3
     for a module codegen has not run on."""
     backend = str(module.attrs.get("backend", "") or "")
     level = backend.split()[1] if backend.startswith("llvm ") and len(backend.split()) > 1 else ""
@@ -182,7 +182,7 @@ def kernel_calls(module: Module) -> dict[str, Call]:
 
 
 def missing_kernels(module: Module) -> list[str]:
-    """The kernels ``module`` calls but does not hold (a loaded or parsed module's)."""
+    """The kernels `module` calls but does not hold (a loaded or parsed module's)."""
     held = module_kernels(module)
     return [n for n in kernel_calls(module) if n not in held]
 

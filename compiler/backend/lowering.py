@@ -2,10 +2,10 @@
 rule registry, and the lowering of a group of calls (one op, or a fused primitive function)
 into one kernel.
 
-Rules (``lower_*.py``, one file per op family, registered with :func:`lowering`) see their
-inputs as :class:`Tensor` values. A tensor is either a buffer, or *lazy*: a function from an
+Rules (`lower_*.py`, one file per op family, registered with `lowering`) see their
+inputs as `Tensor` values. A tensor is either a buffer, or *lazy*: a function from an
 output index to a scalar expression, which is how elementwise and injective ops fuse: a
-fused ``permute_dims -> multiply -> add`` becomes one loop nest whose store computes the
+fused `permute_dims -> multiply -> add` becomes one loop nest whose store computes the
 whole chain. A rule that needs memory (a reduction, a convolution, a library call) asks the
 builder to *materialize* its inputs into buffers and emits its own stages. The last value
 of a group is stored into the kernel's output buffer; when that final stage only re-reads a
@@ -43,7 +43,7 @@ class Tensor:
     dtype: DType
 
     def at(self, idx: Sequence[L.Expr]) -> L.Expr:
-        """The element at ``idx`` (one expression per dim)."""
+        """The element at `idx` (one expression per dim)."""
         raise NotImplementedError
 
     @property
@@ -65,12 +65,12 @@ class BufferTensor(Tensor):
 
 
 class LazyTensor(Tensor):
-    """A value computed where it is read: ``fn(idx)`` gives the element at ``idx``.
+    """A value computed where it is read: `fn(idx)` gives the element at `idx`.
 
     Reading the same index again gives the same expression object, not a new copy: an op that
-    reads a value twice (``add(v, v)``) would otherwise build it twice, doubling the work with
+    reads a value twice (`add(v, v)`) would otherwise build it twice, doubling the work with
     every such op in a chain. A shared expression is computed once by codegen and printed
-    once (``let``)."""
+    once (`let`)."""
 
     def __init__(self, shape: Sequence[L.Expr], dtype: DType, fn: Callable[[tuple], L.Expr]):
         self.shape = tuple(L.as_expr(d) for d in shape)
@@ -98,12 +98,12 @@ def scalar_tensor(value: L.Expr) -> LazyTensor:
 
 
 def compute_dtype(dtype: DType) -> DType:
-    """The dtype arithmetic on ``dtype`` is done in: f32 for the 16-bit floats."""
+    """The dtype arithmetic on `dtype` is done in: f32 for the 16-bit floats."""
     return DType.float32 if dtype in (DType.float16, DType.bfloat16) else dtype
 
 
 def broadcast_index(t: Tensor, idx: Sequence[L.Expr]) -> tuple[L.Expr, ...]:
-    """The index into ``t`` for an output index ``idx`` under numpy broadcasting."""
+    """The index into `t` for an output index `idx` under numpy broadcasting."""
     offset = len(idx) - t.ndim
     out = []
     for j, d in enumerate(t.shape):
@@ -118,8 +118,8 @@ def elementwise(
     fn: Callable[..., L.Expr],
     promote: bool = True,
 ) -> LazyTensor:
-    """A lazy value computing ``fn`` of the broadcast inputs' elements. With ``promote``,
-    16-bit float inputs are read as f32 and the result is cast to ``dtype``."""
+    """A lazy value computing `fn` of the broadcast inputs' elements. With `promote`,
+    16-bit float inputs are read as f32 and the result is cast to `dtype`."""
 
     def at(idx):
         vals = [t.at(broadcast_index(t, idx)) for t in inputs]
@@ -160,10 +160,10 @@ LOWERINGS: dict[str, Rule] = {}
 
 
 def lowering(*ops: str):
-    """Decorator: register a rule ``rule(kb, call, inputs, dest) -> Tensor`` for ``ops``.
-    ``dest`` is the kernel's output buffer when the call is the group's result (a rule that
+    """Decorator: register a rule `rule(kb, call, inputs, dest) -> Tensor` for `ops`.
+    `dest` is the kernel's output buffer when the call is the group's result (a rule that
     emits stages may write into it directly and return it), else None. A rule for an op with
-    a tuple result returns one Tensor per field; ``dest`` then holds ``call.field``."""
+    a tuple result returns one Tensor per field; `dest` then holds `call.field`."""
 
     def register(rule: Rule) -> Rule:
         for op in ops:
@@ -237,7 +237,7 @@ class KernelBuilder:
         return buf
 
     def local(self, dtype: DType, hint: str = "acc") -> L.Buffer:
-        """A scalar accumulator (declare it with ``L.Local`` around its uses)."""
+        """A scalar accumulator (declare it with `L.Local` around its uses)."""
         return L.Buffer(self.unique(hint), (), dtype, "local")
 
     def stage(self, label: str, stmt: L.Stmt) -> None:
@@ -256,7 +256,7 @@ class KernelBuilder:
         body: Callable[[tuple[L.Var, ...]], L.Stmt],
         parallel: int | None = None,
     ) -> L.Stmt:
-        """Loops over ``shape`` around ``body(index_vars)``; the first ``parallel`` loops
+        """Loops over `shape` around `body(index_vars)`; the first `parallel` loops
         (default: all) are marked parallel."""
         # a dim of size 1 needs no loop: its index is 0
         idx = tuple(L.Const(0, L.INDEX) if L.static_int(d) == 1 else self.var() for d in shape)
@@ -268,8 +268,8 @@ class KernelBuilder:
         return stmt
 
     def materialize(self, t: Tensor, label: str, dest: L.Buffer | None = None) -> L.Buffer:
-        """``t`` held in a buffer: itself if it is one (and no ``dest`` is asked for), else a
-        stage storing it into ``dest`` or a new workspace."""
+        """`t` held in a buffer: itself if it is one (and no `dest` is asked for), else a
+        stage storing it into `dest` or a new workspace."""
         if isinstance(t, BufferTensor) and (dest is None or dest == t.buffer):
             return t.buffer
         buf = dest if dest is not None else self.workspace(t.shape, t.dtype)
@@ -350,7 +350,7 @@ def dims_of(ty: TensorType) -> tuple[L.Expr, ...]:
 
 
 def static_dims(ty: TensorType, what: str) -> tuple[int, ...]:
-    """The static shape of ``ty``; symbolic dims are a clear error naming ``what``."""
+    """The static shape of `ty`; symbolic dims are a clear error naming `what`."""
     if not ty.is_static:
         raise LoweringError(f"{what} needs static dims, got {ty}")
     return tuple(ty.shape)
@@ -396,9 +396,9 @@ A chain of any length then lowers within a fixed recursion depth."""
 def lower_group(
     base: str, calls: Sequence[Call], result: Call, source: str = "", field: int | None = None
 ) -> tuple[L.Kernel, list[Expr]]:
-    """One kernel computing ``result`` from ``calls`` (in dependency order, ``result`` last);
+    """One kernel computing `result` from `calls` (in dependency order, `result` last);
     returns the kernel and the graph values to pass as its arguments, in order. For a
-    ``result`` of tuple type (topk), ``field`` says which of its fields the kernel computes."""
+    `result` of tuple type (topk), `field` says which of its fields the kernel computes."""
     for call in calls:
         # first the low-precision types (float8, int4, ...): the backend has no values of
         # them, so an op making or reading them (to_float8e8m0, a cast) has no lowering
@@ -486,7 +486,7 @@ def lower_group(
 
 
 def _field_type(result: Call, field: int | None) -> TensorType:
-    """The type of the value a kernel for ``result`` (field ``field`` of it) computes."""
+    """The type of the value a kernel for `result` (field `field` of it) computes."""
     ty = result.ty
     if field is not None:
         if not isinstance(ty, TupleType) or not 0 <= field < len(ty.fields):

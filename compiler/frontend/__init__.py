@@ -1,5 +1,5 @@
-"""Frontends: ``from_torch`` (torch.export, also alone as ``export_torch``) and ``from_onnx``
-(and ``load_onnx``). ``to_onnx`` lives in ``compiler.export``; the name stays here too, as it
+"""Frontends: `from_torch` (torch.export, also alone as `export_torch`) and `from_onnx`
+(and `load_onnx`). `to_onnx` lives in `compiler.export`; the name stays here too, as it
 always has (DESIGN.md lists it)."""
 
 from compiler.frontend.errors import FrontendError, UnsupportedOperatorError
@@ -14,7 +14,7 @@ def from_torch(model, example_args=None, dynamic_shapes=None, keep_params_as_inp
 
 
 def export_torch(model, example_args=None, dynamic_shapes=None, example_kwargs=None):
-    """torch.export a model as ``from_torch`` does: eval mode, errors as FrontendError; an
+    """torch.export a model as `from_torch` does: eval mode, errors as FrontendError; an
     ExportedProgram is returned as it is (see torch_frontend)."""
     from compiler.frontend.torch_frontend import export_torch as _export_torch
 
@@ -37,7 +37,7 @@ def load_onnx(model):
 
 
 def to_onnx(module, **kw):
-    """Export a module as an onnx.ModelProto (``compiler.export.to_onnx``)."""
+    """Export a module as an onnx.ModelProto (`compiler.export.to_onnx`)."""
     from compiler.export import to_onnx as _to_onnx
 
     return _to_onnx(module, **kw)

@@ -10,7 +10,7 @@ class FrontendError(PasslensError):
 
 
 class UnsupportedOperatorError(FrontendError):
-    """The model uses operators passlens cannot convert; ``operators`` maps each to where."""
+    """The model uses operators passlens cannot convert; `operators` maps each to where."""
 
     def __init__(self, operators: dict[str, list[str]], framework: str = "torch"):
         self.operators = operators

@@ -1,9 +1,9 @@
-"""``file:line`` of the model's code, as recorded in provenance and in import errors.
+"""`file:line` of the model's code, as recorded in provenance and in import errors.
 
 A notebook cell has no file of its own: IPython compiles each cell to a temporary name
-(``/tmp/ipykernel_<pid>/<hash>.py``) that means nothing to a reader and is gone with the kernel.
-Such a location is written as the cell's prompt, ``In[5]:10`` (the name Jupyter shows next to
-the cell and in its own tracebacks), or ``<notebook cell>:10`` when the running kernel does not
+(`/tmp/ipykernel_<pid>/<hash>.py`) that means nothing to a reader and is gone with the kernel.
+Such a location is written as the cell's prompt, `In[5]:10` (the name Jupyter shows next to
+the cell and in its own tracebacks), or `<notebook cell>:10` when the running kernel does not
 know the cell (another kernel's, or a stack trace stored in an ONNX file)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ _CELL_FILE = re.compile(r"(^|[/\\])ipykernel_\d+[/\\][^/\\]+\.py$|^<ipython-inpu
 
 
 def _cell_prompt(path: str) -> str | None:
-    """``In[5]`` for a cell the running IPython shell compiled, else None (no IPython, or not
+    """`In[5]` for a cell the running IPython shell compiled, else None (no IPython, or not
     one of its cells). IPython is looked up, never imported: outside it there are no cells."""
     ipython = sys.modules.get("IPython")
     get = getattr(ipython, "get_ipython", None)
@@ -34,8 +34,8 @@ def _cell_prompt(path: str) -> str | None:
 
 
 def source_location(path: str, line: int | str) -> str:
-    """``path:line``, a notebook cell's path replaced by its prompt (``In[5]:10``) or, when the
-    cell is unknown here, by ``<notebook cell>``."""
+    """`path:line`, a notebook cell's path replaced by its prompt (`In[5]:10`) or, when the
+    cell is unknown here, by `<notebook cell>`."""
     prompt = _cell_prompt(path)
     if prompt is None and _CELL_FILE.search(path):
         prompt = "<notebook cell>"

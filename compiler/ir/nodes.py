@@ -5,8 +5,8 @@ is the very same object in the module before and after the pass, and it has the 
 for the same inputs. A function lists its non-leaf nodes as *bindings* in SSA order (each
 bound once, after its operands); leaves (Var, Constant) are never bound.
 
-Nobody mutates a node: ``node.replace(field=value)`` returns a new node, or the same node
-when nothing changes. Names on nodes (``name``) are hints for the printer, not semantics.
+Nobody mutates a node: `node.replace(field=value)` returns a new node, or the same node
+when nothing changes. Names on nodes (`name`) are hints for the printer, not semantics.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class IRError(PasslensError):
 
 
 class Node:
-    """Base of all IR objects: immutable, with ``replace`` returning self when unchanged."""
+    """Base of all IR objects: immutable, with `replace` returning self when unchanged."""
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
@@ -41,7 +41,7 @@ class Node:
         raise AttributeError("IR nodes are immutable")
 
     def replace(self, **changes: Any):
-        """A copy with ``changes`` applied, or ``self`` when every change is a no-op."""
+        """A copy with `changes` applied, or `self` when every change is a no-op."""
         for key in changes:
             if key not in self._fields:
                 raise TypeError(f"{type(self).__name__} has no field {key!r}")
@@ -84,7 +84,7 @@ def _set(obj: Node, **values: Any) -> None:
 
 
 class Expr(Node):
-    """A value-producing node: has a type ``ty``, a provenance ``prov`` and a name hint."""
+    """A value-producing node: has a type `ty`, a provenance `prov` and a name hint."""
 
     __slots__ = ("ty", "prov", "name")
 
@@ -113,7 +113,7 @@ def _check_expr(value: Any, what: str) -> Expr:
 
 
 class Var(Expr):
-    """A function parameter (runtime input or, with ``num_input``, a weight passed in)."""
+    """A function parameter (runtime input or, with `num_input`, a weight passed in)."""
 
     __slots__ = ()
     _fields = ("name", "ty", "prov")
@@ -156,7 +156,7 @@ class Constant(Expr):
 
     @staticmethod
     def scalar(value: Any, dtype: DType | str = "float32", prov=None) -> Constant:
-        """An unnamed 0-d constant of ``dtype``."""
+        """An unnamed 0-d constant of `dtype`."""
         return Constant(np.asarray(value, dtype=DType.of(dtype).numpy), prov=prov)
 
     @property
@@ -168,7 +168,7 @@ class Constant(Expr):
 class Call(Expr):
     """A call of a registered op with attributes; its type is inferred from the op.
 
-    ``ty`` may be given to *annotate* a type; when it differs from the inferred one the node
+    `ty` may be given to *annotate* a type; when it differs from the inferred one the node
     keeps the annotation (the verifier and the shape check report the disagreement). This is
     how a faulty pass's wrong annotation is represented faithfully.
     """
@@ -214,7 +214,7 @@ class Call(Expr):
 
 
 class FuncCall(Expr):
-    """A call of another function of the module (``call @name(args)``); ``ty`` is its result
+    """A call of another function of the module (`call @name(args)`); `ty` is its result
     type, which the verifier checks against the callee."""
 
     __slots__ = ("func", "args")
@@ -241,16 +241,16 @@ class FuncCall(Expr):
 
 
 class Loop(FuncCall):
-    """A loop over a private function of the module, the body (like ONNX ``Loop``):
-    ``loop @body(max_trips, cond, carried..., captured...)``.
+    """A loop over a private function of the module, the body (like ONNX `Loop`):
+    `loop @body(max_trips, cond, carried..., captured...)`.
 
-    The body takes ``(iteration: i64, cond: bool, carried..., captured...)`` and returns the
-    tuple ``(cond', carried'..., scanned...)``. The loop runs while the iteration count is
-    below ``max_trips`` (a scalar integer) and ``cond`` holds; the carried values thread
+    The body takes `(iteration: i64, cond: bool, carried..., captured...)` and returns the
+    tuple `(cond', carried'..., scanned...)`. The loop runs while the iteration count is
+    below `max_trips` (a scalar integer) and `cond` holds; the carried values thread
     through the iterations, the captured ones (the values of the outer function the body
     reads) are passed unchanged to every iteration, and each scanned output is stacked along
-    a new leading axis. The result is the tuple ``(carried..., scanned...)``: ``ty`` gives it
-    (the stacked length is the trip count when the caller knows it, else ``?``); the
+    a new leading axis. The result is the tuple `(carried..., scanned...)`: `ty` gives it
+    (the stacked length is the trip count when the caller knows it, else `?`); the
     verifier checks it against the body. A Loop is a FuncCall of its body, so whatever
     collects the functions a module calls sees the body; whatever runs, inlines or rebuilds
     a FuncCall must test for Loop first.
@@ -312,9 +312,9 @@ class Loop(FuncCall):
 
 
 def loop_type(body: Function, num_carried: int, annotated: Type | None = None) -> Type | None:
-    """The type of a Loop over ``body``: ``(carried..., scanned...)``, each scanned output
+    """The type of a Loop over `body`: `(carried..., scanned...)`, each scanned output
     with a leading axis: the annotated one's when given (the trip count the caller knows),
-    else ``?``. None when the body does not return ``(cond, carried..., scanned...)``."""
+    else `?`. None when the body does not return `(cond, carried..., scanned...)`."""
     from compiler.ir.symbolic import ANY
 
     out = body.ret_type
@@ -358,7 +358,7 @@ class Tuple(Expr):
 
 
 class TupleGetItem(Expr):
-    """Field ``index`` of a tuple value."""
+    """Field `index` of a tuple value."""
 
     __slots__ = ("tuple_value", "index")
     _fields = ("tuple_value", "index", "prov", "name")
@@ -398,7 +398,7 @@ class Block(Node):
 
     @staticmethod
     def of(result: Expr, bound_outside: Iterable[Expr] = ()) -> Block:
-        """A block whose bindings are every unbound node ``result`` needs, in order."""
+        """A block whose bindings are every unbound node `result` needs, in order."""
         return Block(collect_bindings([result], set(map(id, bound_outside))), result)
 
     def __repr__(self) -> str:
@@ -406,7 +406,7 @@ class Block(Node):
 
 
 class If(Expr):
-    """``if cond { then } else { else }``: evaluates one branch; cond is a scalar bool."""
+    """`if cond { then } else { else }`: evaluates one branch; cond is a scalar bool."""
 
     __slots__ = ("cond", "then_branch", "else_branch")
     _fields = ("cond", "then_branch", "else_branch", "ty", "prov", "name")
@@ -448,7 +448,7 @@ class If(Expr):
 
 
 def children(node: Expr) -> tuple[Expr, ...]:
-    """Every expression ``node`` depends on, including what its branches read."""
+    """Every expression `node` depends on, including what its branches read."""
     if isinstance(node, If):
         return (
             node.cond,
@@ -461,15 +461,15 @@ def children(node: Expr) -> tuple[Expr, ...]:
 
 
 def operands(expr: Expr) -> tuple[Expr, ...]:
-    """The expressions ``expr`` reads directly, in order: a call's arguments (a Loop's
+    """The expressions `expr` reads directly, in order: a call's arguments (a Loop's
     included), a tuple's fields, a get-item's tuple, an If's condition (its branches are
-    blocks, see ``children``); none for a leaf."""
+    blocks, see `children`); none for a leaf."""
     return expr.operands
 
 
 def map_operands(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
-    """``expr`` reading ``fn(operand)`` in place of each operand: the same object when
-    ``fn`` returns every operand itself, else a copy that keeps the type annotation, the
+    """`expr` reading `fn(operand)` in place of each operand: the same object when
+    `fn` returns every operand itself, else a copy that keeps the type annotation, the
     provenance and the name. An If's branches are left as they are (only its condition is
     an operand)."""
     if isinstance(expr, (Call, FuncCall)):
@@ -484,12 +484,12 @@ def map_operands(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
 
 
 def remap_operands(expr: Expr, mapping: Mapping[int, Expr]) -> Expr:
-    """``map_operands`` through a table: ``mapping[id(old)]`` replaces an operand ``old``."""
+    """`map_operands` through a table: `mapping[id(old)]` replaces an operand `old`."""
     return map_operands(expr, lambda e: mapping.get(id(e), e))
 
 
 def external_reads(node: Expr) -> list[Expr]:
-    """What ``node`` reads from outside itself: its operands, and for an If everything its
+    """What `node` reads from outside itself: its operands, and for an If everything its
     branches read that they do not bind themselves (Vars and Constants included)."""
     if not isinstance(node, If):
         return list(node.operands)
@@ -508,9 +508,9 @@ def substitute(
     mapping: dict[int, Expr],
     on_binding: Callable[[Expr], None] | None = None,
 ) -> tuple[Expr, ...]:
-    """``bindings`` reading ``mapping[id(old)]`` in place of each value ``old`` they read,
-    inside If branches too; ``mapping`` learns each rebuilt node. Unchanged nodes stay the
-    same objects. ``on_binding(node)`` is told of each binding first (to say where a failure
+    """`bindings` reading `mapping[id(old)]` in place of each value `old` they read,
+    inside If branches too; `mapping` learns each rebuilt node. Unchanged nodes stay the
+    same objects. `on_binding(node)` is told of each binding first (to say where a failure
     happened)."""
     out = []
     for node in bindings:
@@ -539,8 +539,8 @@ def is_leaf(node: Expr) -> bool:
 
 
 def collect_bindings(roots: Sequence[Expr], already_bound: set[int] = frozenset()) -> list[Expr]:
-    """Non-leaf nodes reachable from ``roots`` (not crossing into If branches), in dependency
-    order, skipping ids in ``already_bound``. Iterative, so deep graphs do not overflow."""
+    """Non-leaf nodes reachable from `roots` (not crossing into If branches), in dependency
+    order, skipping ids in `already_bound`. Iterative, so deep graphs do not overflow."""
     order: list[Expr] = []
     seen: set[int] = set(already_bound)
     stack: list[tuple[Expr, bool]] = [(r, False) for r in reversed(roots)]
@@ -579,8 +579,8 @@ def outer_operands(node: Expr) -> tuple[Expr, ...]:
 
 class Function(Node):
     """A function: parameters (runtime inputs first, then weights when weights are inputs:
-    ``attrs['num_input']`` counts the runtime inputs), bindings in SSA order, an output
-    expression (a Tuple for several outputs) and attributes (``private``, ...)."""
+    `attrs['num_input']` counts the runtime inputs), bindings in SSA order, an output
+    expression (a Tuple for several outputs) and attributes (`private`, ...)."""
 
     __slots__ = ("params", "bindings", "output", "attrs", "prov")
     _fields = ("params", "bindings", "output", "attrs", "prov")
@@ -616,7 +616,7 @@ class Function(Node):
         attrs: Mapping[str, Any] | None = None,
         prov: Provenance | None = None,
     ) -> Function:
-        """A function whose bindings are every node ``output`` needs, in dependency order."""
+        """A function whose bindings are every node `output` needs, in dependency order."""
         return Function(params, collect_bindings([output]), output, attrs, prov)
 
     @property
@@ -654,8 +654,8 @@ class Function(Node):
 
 
 class Module(Node):
-    """Named functions. Immutable; ``with_function`` returns a new module sharing the rest.
-    ``str(module)`` is its text form (``__str__`` comes from compiler/ir/printer.py)."""
+    """Named functions. Immutable; `with_function` returns a new module sharing the rest.
+    `str(module)` is its text form (`__str__` comes from compiler/ir/printer.py)."""
 
     __slots__ = ("functions", "attrs")
     _fields = ("functions", "attrs")
@@ -695,18 +695,18 @@ class Module(Node):
         return name in self.functions
 
     def with_function(self, name: str, fn: Function) -> Module:
-        """A module with function ``name`` added or replaced (others shared)."""
+        """A module with function `name` added or replaced (others shared)."""
         if self.functions.get(name) is fn:
             return self
         return Module({**self.functions, name: fn}, self.attrs)
 
     def without_function(self, name: str) -> Module:
-        """A module without function ``name``."""
+        """A module without function `name`."""
         return Module({k: v for k, v in self.functions.items() if k != name}, self.attrs)
 
     @property
     def main(self) -> Function:
-        """The ``main`` function."""
+        """The `main` function."""
         return self["main"]
 
     def constants(self) -> dict[str, Constant]:
@@ -743,7 +743,7 @@ def function_constants(fn: Function) -> list[Constant]:
 
 
 def call(op: str, *args: Expr, prov: Provenance | None = None, name=None, **attrs) -> Call:
-    """Shorthand: ``call("add", x, y)``, ``call("sum", x, axes=[1])``."""
+    """Shorthand: `call("add", x, y)`, `call("sum", x, axes=[1])`."""
     return Call(op, args, attrs, prov=prov, name=name)
 
 

@@ -106,7 +106,7 @@ def _tuples(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class OpDef:
-    """The declaration of an op (see :func:`define_op`)."""
+    """The declaration of an op (see `define_op`)."""
 
     name: str
     inputs: tuple[str, ...]
@@ -128,7 +128,7 @@ class OpDef:
         object.__setattr__(self, "required_inputs", required)
 
     def check_arity(self, n: int) -> None:
-        """Raise TypeInferenceError unless ``n`` inputs suit this op."""
+        """Raise TypeInferenceError unless `n` inputs suit this op."""
         if n < self.required_inputs or (not self.variadic and n > len(self.inputs)):
             names = ", ".join(self.inputs)
             raise TypeInferenceError(f"{self.name} takes inputs ({names}), got {n} input(s)")
@@ -166,9 +166,9 @@ def define_op(
     pattern: str = OPAQUE,
     doc: str = "",
 ) -> OpDef:
-    """Declare an op. ``inputs`` names its inputs: ``x`` required, ``x?`` optional, ``*xs``
-    variadic (last; ``*xs?`` may be empty). ``infer`` maps input types and attrs to the
-    result type (raising TypeInferenceError with a clear message); ``compute`` is the numpy
+    """Declare an op. `inputs` names its inputs: `x` required, `x?` optional, `*xs`
+    variadic (last; `*xs?` may be empty). `infer` maps input types and attrs to the
+    result type (raising TypeInferenceError with a clear message); `compute` is the numpy
     reference."""
     if name in _REGISTRY:
         raise ValueError(f"op {name!r} is defined twice")
@@ -180,8 +180,8 @@ def define_op(
 
 
 def _arrays(compute: Callable[[list[np.ndarray], Attrs], Any]):
-    """``compute`` giving arrays only: numpy returns a scalar (``np.int64``) where a 0-d array
-    is meant (``np.take`` with a 0-d index, a full reduction), and every caller (the
+    """`compute` giving arrays only: numpy returns a scalar (`np.int64`) where a 0-d array
+    is meant (`np.take` with a 0-d index, a full reduction), and every caller (the
     interpreter, folding, the kernels' references) wants the 0-d array the type annotates."""
 
     def arrays(values: list[np.ndarray], attrs: Attrs) -> Any:
@@ -200,7 +200,7 @@ def _as_array(value: Any) -> Any:
 
 
 def get_op(name: str) -> OpDef:
-    """The definition of op ``name``; an unknown name raises KeyError with suggestions."""
+    """The definition of op `name`; an unknown name raises KeyError with suggestions."""
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -215,5 +215,5 @@ def all_ops() -> dict[str, OpDef]:
 
 
 def is_dim_value(value: Any) -> bool:
-    """Whether ``value`` can be a dimension."""
+    """Whether `value` can be a dimension."""
     return is_dim(value)

@@ -1,10 +1,10 @@
-"""The text format's parser: ``parse(text)`` reads what ``str(module)`` prints.
+"""The text format's parser: `parse(text)` reads what `str(module)` prints.
 
-Errors are :class:`ParseError` with the line and column and the offending line quoted. The text
+Errors are `ParseError` with the line and column and the offending line quoted. The text
 may come from anyone (a file, a trace), so what it can make the parser do is bounded: brackets
-nest at most :data:`MAX_NESTING` deep, an integer literal has at most :data:`MAX_INT_DIGITS`
+nest at most `MAX_NESTING` deep, an integer literal has at most `MAX_INT_DIGITS`
 digits, dims stay within 64 bits and symbolic dims within the caps of
-:mod:`compiler.ir.symbolic`; beyond a limit the error is a :class:`ParseLimitError`.
+`compiler.ir.symbolic`; beyond a limit the error is a `ParseLimitError`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from compiler.ir.verify import verify as _verify
 
 
 class ParseError(PasslensError, ValueError):
-    """The text is not valid IR; ``line`` and ``column`` are 1-based."""
+    """The text is not valid IR; `line` and `column` are 1-based."""
 
     def __init__(self, message: str, line: int, column: int, source_line: str = ""):
         self.message, self.line, self.column = message, line, column
@@ -56,7 +56,7 @@ _QUOTE_WIDTH = 160
 
 
 def _excerpt(line: str, column: int) -> tuple[str, int]:
-    """At most :data:`_QUOTE_WIDTH` characters of ``line`` around ``column`` (``...`` marks a
+    """At most `_QUOTE_WIDTH` characters of `line` around `column` (`...` marks a
     cut) and the column in that excerpt: an error quotes a long line, not all of it."""
     if len(line) <= _QUOTE_WIDTH:
         return line, column
@@ -114,7 +114,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _position(text: str, pos: int) -> tuple[int, int, str]:
-    """The line, column and text of the line at offset ``pos``."""
+    """The line, column and text of the line at offset `pos`."""
     line_start = text.rfind("\n", 0, pos) + 1
     line_end = text.find("\n", pos)
     line_text = text[line_start : len(text) if line_end < 0 else line_end]
@@ -123,7 +123,7 @@ def _position(text: str, pos: int) -> tuple[int, int, str]:
 
 def _decode_quoted(raw: str, what: str, line: int, col: int, source: str) -> str:
     """A quoted name or string (JSON escapes); it must be valid Unicode, so a lone surrogate
-    (``"\\ud800"``) is refused here rather than failing when the name is written out."""
+    (`"\\ud800"`) is refused here rather than failing when the name is written out."""
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
@@ -210,7 +210,7 @@ class Parser:
         self.depth = 0
 
     def guarded(self, parse_fn):
-        """Run ``parse_fn``. Nesting is bounded by :data:`MAX_NESTING`; a caller already deep
+        """Run `parse_fn`. Nesting is bounded by `MAX_NESTING`; a caller already deep
         in Python's stack can still run out of it, which is a ParseError too."""
         try:
             return parse_fn()
@@ -346,8 +346,8 @@ class Parser:
         return value
 
     def dim_op(self, tok: Token, a: Dim, b: Dim) -> Dim:
-        """``a <tok> b`` for dims; an error (a symbolic dim over its caps too) points at
-        ``tok``."""
+        """`a <tok> b` for dims; an error (a symbolic dim over its caps too) points at
+        `tok`."""
         try:
             value = _dim_binop(tok.value, a, b)
         except (TypeError, ZeroDivisionError) as e:
@@ -357,7 +357,7 @@ class Parser:
         return self.checked_dim(tok, value)
 
     def checked_dim(self, tok: Token, value: Dim) -> Dim:
-        """``value``, unless it (or a coefficient of it) exceeds :data:`MAX_DIM_BITS`."""
+        """`value`, unless it (or a coefficient of it) exceeds `MAX_DIM_BITS`."""
         if isinstance(value, SymExpr):
             bits = max(abs(c).bit_length() for _, c in value._terms)
         else:
@@ -752,8 +752,8 @@ def _dim_binop(op: str, a: Dim, b: Dim) -> Dim:
 
 
 def parse(text: str, params: Mapping[str, np.ndarray] | None = None, verify: bool = True) -> Module:
-    """Parse a module from the text format. ``params`` gives values of weights the text
-    declares without values. With ``verify`` (the default) the verifier checks the result."""
+    """Parse a module from the text format. `params` gives values of weights the text
+    declares without values. With `verify` (the default) the verifier checks the result."""
     if not isinstance(text, str):
         raise TypeError(f"parse() takes the module text as a str, got {type(text).__name__}")
     parser = Parser(text, params)
@@ -764,7 +764,7 @@ def parse(text: str, params: Mapping[str, np.ndarray] | None = None, verify: boo
 
 
 def parse_type(text: str) -> Type:
-    """Parse a type such as ``f32[n, 128]`` or ``(f32[2], i64[])``."""
+    """Parse a type such as `f32[n, 128]` or `(f32[2], i64[])`."""
     p = Parser(text)
     ty = p.guarded(p.parse_type)
     p.expect("eof", what="end of the type")
@@ -772,7 +772,7 @@ def parse_type(text: str) -> Type:
 
 
 def parse_dim(text: str) -> Dim:
-    """Parse a dim: ``128``, ``n``, ``2*n + 1``, ``(n + 1) // 2``, ``?``."""
+    """Parse a dim: `128`, `n`, `2*n + 1`, `(n + 1) // 2`, `?`."""
     p = Parser(text)
     d = p.guarded(p.parse_dim_expr)
     p.expect("eof", what="end of the dimension")

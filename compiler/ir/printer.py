@@ -1,4 +1,4 @@
-"""The text format's printer. ``str(module)`` prints a module; ``parse`` reads it back.
+"""The text format's printer. `str(module)` prints a module; `parse` reads it back.
 
     # passlens IR
     weights {
@@ -13,9 +13,9 @@
     }
 
 Every binding shows its type. Weights appear by name and type; small ones (up to
-``max_inline`` elements) with their values, so a hand-written module is self-contained.
-Names of bound values are hints kept on the nodes (``Expr.name``); the printer makes them
-unique. Provenance is printed as a ``loc(...)`` suffix when ``show_provenance`` is on.
+`max_inline` elements) with their values, so a hand-written module is self-contained.
+Names of bound values are hints kept on the nodes (`Expr.name`); the printer makes them
+unique. Provenance is printed as a `loc(...)` suffix when `show_provenance` is on.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ _HINT_CHARS = re.compile(r"[^A-Za-z0-9_.]+")
 
 
 def format_weight_name(name: str) -> str:
-    """``$name``, quoted when the name has characters outside ``[A-Za-z0-9_.]``."""
+    """`$name`, quoted when the name has characters outside `[A-Za-z0-9_.]`."""
     return f"${name}" if _SIMPLE_NAME.match(name) else f"${json.dumps(name)}"
 
 
@@ -111,7 +111,7 @@ def format_attr(value: Any) -> str:
 
 
 def format_provenance(prov: Provenance) -> str:
-    """`` loc(module="...", op="...")`` or "" when empty."""
+    """` loc(module="...", op="...")` or "" when empty."""
     if prov.is_empty:
         return ""
     return "  loc(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in prov.items()) + ")"
@@ -119,7 +119,7 @@ def format_provenance(prov: Provenance) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _base_name(hint: str) -> str:
-    """A name hint as a printable name: other characters become ``_``; starts with a letter."""
+    """A name hint as a printable name: other characters become `_`; starts with a letter."""
     base = _HINT_CHARS.sub("_", hint).strip("_.") or "v"
     if not (base[0].isalpha() or base[0] == "_"):
         base = "v" + base
@@ -163,7 +163,7 @@ class Printer:
         return self._names[key]
 
     def ref(self, node: Expr) -> str:
-        """How an operand is written: ``%name``, ``$weight`` or an inline ``const(...)``."""
+        """How an operand is written: `%name`, `$weight` or an inline `const(...)`."""
         if isinstance(node, Constant):
             if node.name is not None:
                 return format_weight_name(node.name)
@@ -214,14 +214,14 @@ class Printer:
             self._emit(head + self._loc(node.prov), node)
 
     def block(self, blk: Block, indent: str) -> None:
-        """Print a branch's bindings and its ``yield``."""
+        """Print a branch's bindings and its `yield`."""
         for b in blk.bindings:
             self.binding(b, indent)
         self.node_lines[id(blk)] = len(self.lines)
         self._emit(f"{indent}yield {self.ref(blk.result)}")
 
     def function(self, name: str, fn: Function) -> None:
-        """Print ``def @name(...) -> type attrs {...} { ... }``."""
+        """Print `def @name(...) -> type attrs {...} { ... }`."""
         self._names, self._used, self._next = {}, set(), {}
         params = []
         for p in fn.params:
@@ -238,7 +238,7 @@ class Printer:
         self._emit("}")
 
     def weights(self, constants: list[Constant]) -> None:
-        """Print the ``weights { ... }`` block."""
+        """Print the `weights { ... }` block."""
         if not constants:
             return
         self._emit("weights {")
@@ -280,8 +280,8 @@ def _printed_attrs(node: Call) -> list[tuple[str, Any]]:
 
 
 def value_names(fn: Function) -> dict[int, str]:
-    """The name the printer gives each parameter and bound node of ``fn`` (by id): the same
-    as ``Printer.function`` assigns, computed without printing (for rewrite records)."""
+    """The name the printer gives each parameter and bound node of `fn` (by id): the same
+    as `Printer.function` assigns, computed without printing (for rewrite records)."""
     names: dict[int, str] = {}
     used: set[str] = set()
     nxt: dict[str, int] = {}

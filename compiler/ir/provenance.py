@@ -9,9 +9,9 @@ from dataclasses import dataclass, fields, replace
 class Provenance:
     """Source location of a node: framework, module path, source op and node, file:line, pass.
 
-    ``module_path`` is the dotted path of the source layer (``stages.1.blocks.0.pwconv1``),
-    ``source_op`` the framework op (``aten.linear.default`` or ONNX ``Gemm``), ``source_node``
-    the FX node or ONNX node name, ``location`` a ``file:line`` and ``pass_name`` the pass that
+    `module_path` is the dotted path of the source layer (`stages.1.blocks.0.pwconv1`),
+    `source_op` the framework op (`aten.linear.default` or ONNX `Gemm`), `source_node`
+    the FX node or ONNX node name, `location` a `file:line` and `pass_name` the pass that
     created the node (None for nodes made by a frontend or the parser).
     """
 
@@ -23,7 +23,7 @@ class Provenance:
     pass_name: str | None = None
 
     def with_pass(self, pass_name: str | None) -> Provenance:
-        """The same provenance, marked as created by ``pass_name``."""
+        """The same provenance, marked as created by `pass_name`."""
         if pass_name == self.pass_name:
             return self
         return replace(self, pass_name=pass_name)
@@ -43,14 +43,14 @@ class Provenance:
 
     @staticmethod
     def from_items(items: dict[str, str]) -> Provenance:
-        """Build from text-format keys (``module``, ``op``, ``node``, ``file``, ...)."""
+        """Build from text-format keys (`module`, `op`, `node`, `file`, ...)."""
         unknown = set(items) - set(_FIELD_OF)
         if unknown:
             raise KeyError(f"unknown provenance key(s): {', '.join(sorted(unknown))}")
         return Provenance(**{_FIELD_OF[k]: v for k, v in items.items()})
 
     def describe(self) -> str:
-        """A short human description: ``stages.1.pwconv1 (aten.linear.default, linear_3)``."""
+        """A short human description: `stages.1.pwconv1 (aten.linear.default, linear_3)`."""
         if self.is_empty:
             return "(no provenance)"
         head = self.module_path or self.source_node or self.source_op or self.location or ""

@@ -4,7 +4,7 @@ Two functions are structurally equal when they have the same parameter types, th
 bindings in the same order (same ops, attributes, annotated types and operand positions) and
 the same output; names of bound values and parameters are hints and do not count. Constants
 compare by name, dtype, shape and values. Provenance (of nodes, parameters and named
-constants) counts only with ``provenance=True``.
+constants) counts only with `provenance=True`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from compiler.ir.types import is_float_dtype
 
 class _ConstKey:
     """A constant inside a canonical form: equal by name and array contents (bit for bit,
-    except that every NaN equals every other NaN, as the text format prints them all ``nan``)."""
+    except that every NaN equals every other NaN, as the text format prints them all `nan`)."""
 
     __slots__ = ("const", "_hash")
 
@@ -164,7 +164,7 @@ def structural_equal(a: Any, b: Any, provenance: bool = False) -> bool:
 
 
 def structural_hash(obj: Any, provenance: bool = False) -> int:
-    """A hash consistent with :func:`structural_equal`."""
+    """A hash consistent with `structural_equal`."""
     return hash(canonical_form(obj, provenance))
 
 

@@ -1,14 +1,14 @@
 """Symbolic dimensions: named sizes (`n`, `batch`) and simple integer arithmetic on them.
 
-A dimension is an ``int``, a :class:`SymExpr`, or :data:`ANY` (a size nobody knows, printed
-``?``). Expressions are kept in a canonical polynomial form, so ``n + n == 2 * n`` and two
-equal expressions hash alike; an expression that simplifies to a number *is* that ``int``
-(``sym("n") - sym("n")`` is ``0``), which keeps static shapes plain tuples of ints.
+A dimension is an `int`, a `SymExpr`, or `ANY` (a size nobody knows, printed
+`?`). Expressions are kept in a canonical polynomial form, so `n + n == 2 * n` and two
+equal expressions hash alike; an expression that simplifies to a number *is* that `int`
+(`sym("n") - sym("n")` is `0`), which keeps static shapes plain tuples of ints.
 
-Expanding into a polynomial can blow up: ``(a0 + b0)*(a1 + b1)*...*(a23 + b23)`` has 2**24
-terms, written in 200 characters. So an expression's size is capped (:data:`MAX_TERMS`,
-:data:`MAX_DEGREE`, :data:`MAX_NESTING`) and an operation whose result would exceed a cap raises
-:class:`~compiler.errors.LimitError` before it does the work. Real shapes stay far below them.
+Expanding into a polynomial can blow up: `(a0 + b0)*(a1 + b1)*...*(a23 + b23)` has 2**24
+terms, written in 200 characters. So an expression's size is capped (`MAX_TERMS`,
+`MAX_DEGREE`, `MAX_NESTING`) and an operation whose result would exceed a cap raises
+`compiler.errors.LimitError` before it does the work. Real shapes stay far below them.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ _Monomial = tuple  # tuple[tuple[_Atom, int], ...]
 
 
 class _AnyDim:
-    """A dimension whose size is unknown (printed ``?``)."""
+    """A dimension whose size is unknown (printed `?`)."""
 
     _instance = None
     __slots__ = ()
@@ -74,9 +74,9 @@ def _needs_parens(e: SymExpr) -> bool:
 
 
 class SymExpr:
-    """A canonical integer polynomial over named symbols (plus opaque ``//`` and ``%`` atoms).
+    """A canonical integer polynomial over named symbols (plus opaque `//` and `%` atoms).
 
-    ``size``, ``degree`` and ``nesting`` are its measures against the caps; one over a cap
+    `size`, `degree` and `nesting` are its measures against the caps; one over a cap
     raises LimitError here, the one place every expression is built."""
 
     __slots__ = ("_terms", "_hash", "size", "degree", "nesting")
@@ -306,7 +306,7 @@ Dim = int | SymExpr | _AnyDim
 
 
 def sym(name: str) -> SymExpr:
-    """A symbolic dimension named ``name``."""
+    """A symbolic dimension named `name`."""
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"a symbolic dimension needs an identifier name, got {name!r}")
     return SymExpr({((name, 1),): 1})
@@ -321,7 +321,7 @@ def _check_divisor(d: Dim) -> int:
 
 
 def floordiv(a: Dim, b: Dim) -> Dim:
-    """``a // b`` for dims; exact when every coefficient of ``a`` divides by ``b``."""
+    """`a // b` for dims; exact when every coefficient of `a` divides by `b`."""
     if a is ANY or b is ANY:
         return ANY
     if isinstance(a, int) and isinstance(b, int):
@@ -336,7 +336,7 @@ def floordiv(a: Dim, b: Dim) -> Dim:
 
 
 def mod(a: Dim, b: Dim) -> Dim:
-    """``a % b`` for dims; 0 when every coefficient of ``a`` divides by ``b``."""
+    """`a % b` for dims; 0 when every coefficient of `a` divides by `b`."""
     if a is ANY or b is ANY:
         return ANY
     if isinstance(a, int) and isinstance(b, int):
@@ -349,28 +349,28 @@ def mod(a: Dim, b: Dim) -> Dim:
 
 
 def is_dim(value) -> bool:
-    """Whether ``value`` is a valid dimension (non-negative int, SymExpr or ANY)."""
+    """Whether `value` is a valid dimension (non-negative int, SymExpr or ANY)."""
     if value is ANY or isinstance(value, SymExpr):
         return True
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def dim_add(a: Dim, b: Dim) -> Dim:
-    """``a + b`` for dims (ANY absorbs)."""
+    """`a + b` for dims (ANY absorbs)."""
     if a is ANY or b is ANY:
         return ANY
     return a + b
 
 
 def dim_sub(a: Dim, b: Dim) -> Dim:
-    """``a - b`` for dims (ANY absorbs)."""
+    """`a - b` for dims (ANY absorbs)."""
     if a is ANY or b is ANY:
         return ANY
     return a - b
 
 
 def dim_mul(a: Dim, b: Dim) -> Dim:
-    """``a * b`` for dims (ANY absorbs, except that 0 times anything is 0)."""
+    """`a * b` for dims (ANY absorbs, except that 0 times anything is 0)."""
     if a == 0 or b == 0:
         return 0
     if a is ANY or b is ANY:
@@ -379,7 +379,7 @@ def dim_mul(a: Dim, b: Dim) -> Dim:
 
 
 def dim_str(d: Dim) -> str:
-    """The text form of a dim as it appears in a shape (``128``, ``n``, ``2*n + 1``, ``?``)."""
+    """The text form of a dim as it appears in a shape (`128`, `n`, `2*n + 1`, `?`)."""
     return "?" if d is ANY else str(d)
 
 
@@ -405,11 +405,11 @@ def dims_equal(a: Dim, b: Dim) -> bool | None:
 
 
 def solve_dim(f, target: int, monotone: bool = False) -> int | None:
-    """A value n >= 0 of the one unknown symbol of a dim ``f`` (a function n -> size) for which
-    ``f(n) == target``, or None. A dim linear in n (``2*n + 1``) has at most one. With
-    ``monotone``, a non-decreasing dim (``n // 2 + 1``) gives its smallest such n: right where
+    """A value n >= 0 of the one unknown symbol of a dim `f` (a function n -> size) for which
+    `f(n) == target`, or None. A dim linear in n (`2*n + 1`) has at most one. With
+    `monotone`, a non-decreasing dim (`n // 2 + 1`) gives its smallest such n: right where
     every use of n goes through sizes that fix it (a compiled kernel's buffers), not where n
-    could mean something else (so the interpreter does not ask for it). ``f`` may raise
+    could mean something else (so the interpreter does not ask for it). `f` may raise
     ArithmeticError or KeyError for values it cannot take; that n is then not a solution."""
     try:
         f0, f1, f2 = f(0), f(1), f(2)

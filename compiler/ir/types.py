@@ -58,19 +58,26 @@ class DType(Enum):
 
     @property
     def short(self) -> str:
-        """The short name (``f32``) used in the text format."""
+        """The short name (`f32`) used in the text format."""
         return self.value
 
     @property
     def numpy(self) -> np.dtype:
         """The numpy dtype holding values of this type (ml_dtypes' for bf16 and the
         low-precision types)."""
+        try:  # made once per dtype (the interpreter asks at every binding)
+            return _NUMPY_DTYPES[self._value_]
+        except KeyError:
+            pass
         ml_name = _ML_NAMES.get(self)
         if ml_name is not None:
             if _ml_dtypes is None:
                 raise TypeError(f"{self.name} needs the ml_dtypes package")
-            return np.dtype(getattr(_ml_dtypes, ml_name))
-        return np.dtype(self.name)
+            dtype = np.dtype(getattr(_ml_dtypes, ml_name))
+        else:
+            dtype = np.dtype(self.name)
+        _NUMPY_DTYPES[self._value_] = dtype
+        return dtype
 
     @property
     def itemsize(self) -> int:
@@ -109,7 +116,7 @@ class DType(Enum):
 
     @staticmethod
     def of(value: str | DType | np.dtype | type) -> DType:
-        """The DType for a name (``float32`` or ``f32``), a numpy dtype or a DType."""
+        """The DType for a name (`float32` or `f32`), a numpy dtype or a DType."""
         if isinstance(value, DType):
             return value
         if isinstance(value, str):
@@ -136,6 +143,7 @@ class DType(Enum):
         return self.value
 
 
+_NUMPY_DTYPES: dict[str, np.dtype] = {}  # DType.numpy by value, made on first use
 _BY_NAME = {d.name: d for d in DType} | {d.value: d for d in DType}
 _ML_NAMES = {
     DType.bfloat16: "bfloat16",
@@ -180,7 +188,7 @@ class Type:
 
 
 class TensorType(Type):
-    """A tensor of ``dtype`` with ``shape`` (a tuple of dims), or of unknown rank (shape None)."""
+    """A tensor of `dtype` with `shape` (a tuple of dims), or of unknown rank (shape None)."""
 
     __slots__ = ("shape", "dtype", "_hash", "_text")  # _text: str(self), made on first use
 
@@ -323,12 +331,12 @@ def is_float_dtype(dtype) -> bool:
 
 
 def tensor(shape, dtype="float32") -> TensorType:
-    """Shorthand for ``TensorType(shape, dtype)``."""
+    """Shorthand for `TensorType(shape, dtype)`."""
     return TensorType(shape, dtype)
 
 
 def join_types(a: Type, b: Type) -> Type:
-    """The most precise type that covers both (for the result of an ``If``)."""
+    """The most precise type that covers both (for the result of an `If`)."""
     if a == b:
         return a
     if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a) == len(b):
@@ -348,7 +356,7 @@ def type_of_array(value: np.ndarray) -> TensorType:
 
 
 def shape_matches(annotated: tuple | None, actual: tuple, env: dict) -> bool:
-    """Whether a concrete shape fits an annotated one, binding unbound symbols in ``env``."""
+    """Whether a concrete shape fits an annotated one, binding unbound symbols in `env`."""
     if annotated is None:
         return True
     if len(annotated) != len(actual):
@@ -374,8 +382,8 @@ def shape_matches(annotated: tuple | None, actual: tuple, env: dict) -> bool:
 
 
 def symbol_bindings(params: Sequence[Type], args: Sequence[Type]) -> dict[str, Dim]:
-    """What a callee's symbols stand for at one call: a parameter dim of one symbol, ``n`` or
-    linear in it (``2*k + 1``), takes the argument's dim there (``batch``; ``2*n + 1`` gives
+    """What a callee's symbols stand for at one call: a parameter dim of one symbol, `n` or
+    linear in it (`2*k + 1`), takes the argument's dim there (`batch`; `2*n + 1` gives
     k = n) when that solves exactly; the first binding of a symbol wins."""
     env: dict[str, Dim] = {}
     for pt, at in zip(params, args, strict=False):
@@ -394,7 +402,7 @@ def symbol_bindings(params: Sequence[Type], args: Sequence[Type]) -> dict[str, D
 
 
 def _solve_linear(d: SymExpr, name: str, target: Dim) -> Dim | None:
-    """The dim ``v`` with ``d(name = v) == target`` when ``d`` is ``c*name + e`` (ints c, e)
+    """The dim `v` with `d(name = v) == target` when `d` is `c*name + e` (ints c, e)
     and the division is exact, else None."""
     from compiler.ir.symbolic import floordiv
 
@@ -412,8 +420,8 @@ def empty_scan_shape(
     param_types: Sequence[Type], args: Sequence, per_iteration: Type
 ) -> tuple[int, ...] | None:
     """The per-iteration shape of a Loop's scanned output when the loop ran no iteration:
-    its dims evaluated with the symbols the body's parameters (``param_types``, carried and
-    captured) bind from the values passed (``args``); None when one stays unknown."""
+    its dims evaluated with the symbols the body's parameters (`param_types`, carried and
+    captured) bind from the values passed (`args`); None when one stays unknown."""
     from compiler.ir.symbolic import evaluate_dim
 
     if not isinstance(per_iteration, TensorType) or per_iteration.shape is None:

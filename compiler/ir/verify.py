@@ -2,8 +2,8 @@
 
 Invariants checked, per function:
 
-1. Parameters are distinct Vars with distinct names; ``num_input`` is an int in
-   ``[0, len(params)]``.
+1. Parameters are distinct Vars with distinct names; `num_input` is an int in
+   `[0, len(params)]`.
 2. Every non-leaf node (Call, FuncCall, Tuple, TupleGetItem, If) is bound exactly once, and
    only after every node it reads (SSA order, defined before use). A node bound inside an If
    branch is visible only inside that branch.
@@ -17,7 +17,7 @@ Invariants checked, per function:
 6. Each If's condition is a one-element tensor and its annotated type covers both branches.
 7. The output is defined.
 8. A weight's name identifies one value across the module: named Constants that share a name
-   have the same type and contents (the text format and ``Module.constants()`` refer to a
+   have the same type and contents (the text format and `Module.constants()` refer to a
    weight by its name).
 9. Every symbolic dim a binding uses (in its type or an attribute) is bound by the type of a
    parameter: the function is called with nothing else that could give its value.
@@ -54,8 +54,8 @@ from compiler.ir.types import DType, TensorType, TupleType, Type, is_float_dtype
 
 @dataclass
 class Problem:
-    """One broken invariant: the function, where (the bad binding; a Block for its ``yield``,
-    the Function for its ``return``; None for the signature) and what is wrong."""
+    """One broken invariant: the function, where (the bad binding; a Block for its `yield`,
+    the Function for its `return`; None for the signature) and what is wrong."""
 
     function: str
     message: str
@@ -66,7 +66,7 @@ class Problem:
 
 
 class VerifyError(PasslensError, ValueError):
-    """The module breaks invariants; ``problems`` lists them, the message shows context."""
+    """The module breaks invariants; `problems` lists them, the message shows context."""
 
     def __init__(self, problems: list[Problem], context: str):
         self.problems = problems
@@ -74,7 +74,7 @@ class VerifyError(PasslensError, ValueError):
 
 
 def _covers(annotated: Type, actual: Type) -> bool:
-    """Whether an annotated type admits values of ``actual`` (ANY dims / unknown rank cover)."""
+    """Whether an annotated type admits values of `actual` (ANY dims / unknown rank cover)."""
     if isinstance(annotated, TupleType) or isinstance(actual, TupleType):
         return (
             isinstance(annotated, TupleType)
@@ -108,7 +108,7 @@ class _Checker:
         self._printer = None
 
     def show(self, node: Expr) -> str:
-        """``%name`` of a node as the context printout names it (names are only hints)."""
+        """`%name` of a node as the context printout names it (names are only hints)."""
         if self._printer is None:
             self._printer = Printer()
             self._printer.function(self.name, self.fn)
@@ -248,7 +248,7 @@ class _Checker:
             )
 
     def check_args(self, node: FuncCall, callee: Function, where: str, first: int) -> None:
-        """Each argument of a call (from ``first`` on) fits the callee's parameter."""
+        """Each argument of a call (from `first` on) fits the callee's parameter."""
         for i in range(first, len(node.args)):
             a, p = node.args[i], callee.params[i]
             if not _covers(p.ty, a.ty) and not _symbolically_compatible(p.ty, a.ty):
@@ -407,7 +407,7 @@ def _call_cycles(module: Module) -> list[Problem]:
 
 
 def _chain(names: list[str]) -> str:
-    """``@a -> @b -> @a``, the middle of a long chain elided."""
+    """`@a -> @b -> @a`, the middle of a long chain elided."""
     text = [f"@{n}" for n in names]
     if len(text) > 7:
         text = [*text[:3], f"... ({len(text) - 6} more)", *text[-3:]]

@@ -1,19 +1,19 @@
-"""The ``opaque`` op's machinery (the op itself is declared with the other op families, in
+"""The `opaque` op's machinery (the op itself is declared with the other op families, in
 compiler/ops/opaque.py): an op of the source model that passlens has no converter for, run
 by its own framework. None of it is an op family, so it is not in compiler/ops/:
 
-- ``layout``: its attributes' layout (input references, literals, targets, the result type)
-  and ``OpaqueOpError``; imports nothing that runs an op;
-- ``run``: running it with torch or onnxruntime, after the checks;
-- ``sizes``: sizing it before it runs (bounds, a memory budget, a child process for a whole
+- `layout`: its attributes' layout (input references, literals, targets, the result type)
+  and `OpaqueOpError`; imports nothing that runs an op;
+- `run`: running it with torch or onnxruntime, after the checks;
+- `sizes`: sizing it before it runs (bounds, a memory budget, a child process for a whole
   ONNX model) and capturing what it prints;
-- ``allow``: which ops may run (the allowlist's rules, ``trusted_ops``), and ``allowlist``: the
-  generated list of torch ops known to be pure (``python -m compiler.opaque.allow --regen``).
+- `allow`: which ops may run (the allowlist's rules, `trusted_ops`), and `allowlist`: the
+  generated list of torch ops known to be pure (`python -m compiler.opaque.allow --regen`).
 
 This package exports the names the rest of passlens uses: the sandbox every adapter's reference
-run goes through (explorer/passlens/__init__.py's rule) and the CLI's ``--trust-op``. Each keeps
-the name it has in its module (``compiler.opaque.trusted_ops`` is
-``compiler.opaque.allow.trusted_ops``)."""
+run goes through (explorer/passlens/__init__.py's rule) and the CLI's `--trust-op`. Each keeps
+the name it has in its module (`compiler.opaque.trusted_ops` is
+`compiler.opaque.allow.trusted_ops`)."""
 
 # The IR first: importing it registers every op, compiler/ops/opaque.py among them, which
 # imports this package's modules (entered here first, ``layout`` would be half-initialised).

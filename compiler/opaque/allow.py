@@ -2,27 +2,27 @@
 
 An opaque op (compiler/ops/opaque.py) names an op of torch or onnxruntime that its framework
 runs. The name comes from a file (a trace, IR text, an ONNX model): untrusted. torch has ops
-that read and write files (``aten.from_file``), print to the terminal (``aten._print``) or
-build views of raw memory no check bounds (``inductor._alloc_from_pool``), so an opaque op
+that read and write files (`aten.from_file`), print to the terminal (`aten._print`) or
+build views of raw memory no check bounds (`inductor._alloc_from_pool`), so an opaque op
 runs only when its target is
 
-- on the allowlist of torch ops known to be pure computations (:data:`TORCH_ALLOWED`,
+- on the allowlist of torch ops known to be pure computations (`TORCH_ALLOWED`,
   generated from torch's own operator metadata into compiler/opaque/allowlist.py by
-  ``python -m compiler.opaque.allow --regen``; see :func:`torch_refusal` for the rules),
-- or an ONNX op of the default domain (``ai.onnx``), or one of the contrib ops of
-  onnxruntime's ``com.microsoft`` domain listed in :data:`ONNX_CONTRIB` (pure computations
+  `python -m compiler.opaque.allow --regen`; see `torch_refusal` for the rules),
+- or an ONNX op of the default domain (`ai.onnx`), or one of the contrib ops of
+  onnxruntime's `com.microsoft` domain listed in `ONNX_CONTRIB` (pure computations
   in its documentation),
-- or trusted by the person running it: :func:`trusted_ops` (``with trusted_ops({"mylib.op"}):``),
-  entered by ``trace.check(..., trust_ops=...)``, ``report.reduce(..., trust_ops=...)``, a
-  trace's own ``trusted_ops`` (a live torch model's own custom ops; ``explorer.load(path,
-  trust_ops=...)``) and the CLI's ``--trust-op NAME``.
+- or trusted by the person running it: `trusted_ops` (`with trusted_ops({"mylib.op"}):`),
+  entered by `trace.check(..., trust_ops=...)`, `report.reduce(..., trust_ops=...)`, a
+  trace's own `trusted_ops` (a live torch model's own custom ops; `explorer.load(path,
+  trust_ops=...)`) and the CLI's `--trust-op NAME`.
 
-:func:`check_allowed` is called by ``compiler.opaque.run`` before anything of the op is
-looked up; :func:`refused` lists the targets of a module that would be refused (what the
+`check_allowed` is called by `compiler.opaque.run` before anything of the op is
+looked up; `refused` lists the targets of a module that would be refused (what the
 explorer's entry points check before running anything, to fail once, clearly).
 
-Nothing here imports torch except :func:`generate` (the ``--regen`` command) and
-:func:`torch_refusal`.
+Nothing here imports torch except `generate` (the `--regen` command) and
+`torch_refusal`.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ _DENIED = [(re.compile(p), why) for p, why in DENIED]
 
 
 def denied(name: str) -> str | None:
-    """Why the hand denylist keeps the op ``name`` (``aten.from_file`` or ``from_file``) off
+    """Why the hand denylist keeps the op `name` (`aten.from_file` or `from_file`) off
     the allowlist, or None."""
     short = name.split(".")[1] if name.count(".") >= 1 else name
     for pattern, why in _DENIED:
@@ -203,16 +203,16 @@ def denied(name: str) -> str | None:
 
 
 def torch_refusal(op) -> str | None:
-    """Why the torch ``OpOverload`` ``op`` is not a pure computation by the rules, or None.
+    """Why the torch `OpOverload` `op` is not a pure computation by the rules, or None.
 
-    The rules: its namespace is one of :data:`TORCH_NAMESPACES`; no argument is written
-    (``Tensor(a!)``: in-place ops and ``out=`` forms), except that the in-place form
-    (``exp_``) of an allowed op writing only into its first argument is allowed (an opaque
-    op's inputs are fresh copies); no overload named ``out``; every argument of a type in
-    ``_ARG_TYPES`` (a ``str`` only named in :data:`MODE_STRINGS`), none named in
-    ``_ARG_NAMES_REFUSED``; it returns tensors only; it is tagged neither
-    ``nondeterministic_seeded`` nor ``inplace_view``; and the hand denylist
-    (:data:`DENIED`) does not name it."""
+    The rules: its namespace is one of `TORCH_NAMESPACES`; no argument is written
+    (`Tensor(a!)`: in-place ops and `out=` forms), except that the in-place form
+    (`exp_`) of an allowed op writing only into its first argument is allowed (an opaque
+    op's inputs are fresh copies); no overload named `out`; every argument of a type in
+    `_ARG_TYPES` (a `str` only named in `MODE_STRINGS`), none named in
+    `_ARG_NAMES_REFUSED`; it returns tensors only; it is tagged neither
+    `nondeterministic_seeded` nor `inplace_view`; and the hand denylist
+    (`DENIED`) does not name it."""
     schema = op._schema
     ns, name = schema.name.split("::")
     overload = schema.overload_name or "default"
@@ -272,7 +272,7 @@ def _functional(ns: str, name: str, overload: str):
 
 
 def _all_overloads(namespaces: Iterable[str] = TORCH_NAMESPACES) -> Iterator:
-    """Every registered OpOverload of ``namespaces``."""
+    """Every registered OpOverload of `namespaces`."""
     import torch
     from torch._ops import OpOverload
 
@@ -292,7 +292,7 @@ def _all_overloads(namespaces: Iterable[str] = TORCH_NAMESPACES) -> Iterator:
 
 def generate() -> list[str]:
     """The allowlist for the torch installed here: every overload of
-    :data:`TORCH_NAMESPACES` that :func:`torch_refusal` finds nothing against, sorted."""
+    `TORCH_NAMESPACES` that `torch_refusal` finds nothing against, sorted."""
     return sorted(t for t, op in _all_overloads() if torch_refusal(op) is None)
 
 
@@ -367,7 +367,7 @@ foreign runtime."""
 
 
 def onnx_refusal(target: str) -> str | None:
-    """Why the ONNX op ``domain::OpType`` may not run untrusted, or None. Every op of the
+    """Why the ONNX op `domain::OpType` may not run untrusted, or None. Every op of the
     default domain may (the random ones too: RandomNormal and its kin fill memory they are
     sized for and touch nothing else, their values differ run to run unless seeded)."""
     domain, _, op_type = target.partition("::")
@@ -386,7 +386,7 @@ _TORCH: frozenset[str] | None = None
 
 
 def torch_allowed() -> frozenset[str]:
-    """The allowlist of torch targets (``ns.name.overload``), from
+    """The allowlist of torch targets (`ns.name.overload`), from
     compiler/opaque/allowlist.py."""
     global _TORCH
     if _TORCH is None:
@@ -407,8 +407,8 @@ _TRUST_NAME = re.compile(
 
 
 def trust_names(names: Iterable[str] | str | None) -> frozenset[str]:
-    """``names`` checked: each a torch op ``ns.name`` (every overload) or ``ns.name.overload``,
-    or an ONNX op ``domain::OpType``; ValueError for anything else (one name alone is one
+    """`names` checked: each a torch op `ns.name` (every overload) or `ns.name.overload`,
+    or an ONNX op `domain::OpType`; ValueError for anything else (one name alone is one
     name, not its letters)."""
     if names is None:
         return frozenset()
@@ -426,17 +426,17 @@ def trust_names(names: Iterable[str] | str | None) -> frozenset[str]:
 
 
 def trusted() -> frozenset[str]:
-    """The op names trusted in this context (see :func:`trusted_ops`)."""
+    """The op names trusted in this context (see `trusted_ops`)."""
     return _TRUSTED.get()
 
 
 @contextlib.contextmanager
 def trusted_ops(names: Iterable[str] | str | None):
-    """Run the block with the ops ``names`` trusted as well (added to those trusted already):
+    """Run the block with the ops `names` trusted as well (added to those trusted already):
     opaque ops naming them run although they are not known to be pure computations. For a
     person who trusts the file the ops come from: a trusted op may do anything its code does.
     The trust holds in this context only (a thread started inside does not inherit it unless
-    it runs in ``contextvars.copy_context()``)."""
+    it runs in `contextvars.copy_context()`)."""
     extra = trust_names(names)
     token = _TRUSTED.set(_TRUSTED.get() | extra)
     try:
@@ -446,8 +446,8 @@ def trusted_ops(names: Iterable[str] | str | None):
 
 
 def is_trusted(target: str, names: frozenset[str] | None = None) -> bool:
-    """Whether ``target`` is trusted: named by ``names`` (default: this context's), as itself
-    or, for a torch target, as its ``ns.name``."""
+    """Whether `target` is trusted: named by `names` (default: this context's), as itself
+    or, for a torch target, as its `ns.name`."""
     names = trusted() if names is None else names
     if target in names:
         return True
@@ -455,8 +455,8 @@ def is_trusted(target: str, names: frozenset[str] | None = None) -> bool:
 
 
 def refusal(framework: str, target: str, names: frozenset[str] | None = None) -> str | None:
-    """Why the opaque op ``target`` of ``framework`` may not run here, or None when it may
-    (allowed, or trusted by ``names`` / this context)."""
+    """Why the opaque op `target` of `framework` may not run here, or None when it may
+    (allowed, or trusted by `names` / this context)."""
     if is_trusted(target, names):
         return None
     if framework == "torch":
@@ -486,15 +486,15 @@ def refused_message(targets: Iterable[str], reasons: dict[str, str] | None = Non
 
 
 def check_allowed(framework: str, target: str) -> None:
-    """Raise OpaqueOpError unless the opaque op ``target`` of ``framework`` may run here."""
+    """Raise OpaqueOpError unless the opaque op `target` of `framework` may run here."""
     why = refusal(framework, target)
     if why is not None:
         raise OpaqueOpError(refused_message([target], {target: why}))
 
 
 def refused(modules, names: frozenset[str] | None = None) -> dict[str, str]:
-    """The opaque targets of ``modules`` (a compiler Module or several; anything else is
-    skipped) that may not run with ``names`` trusted (default: this context's), each with
+    """The opaque targets of `modules` (a compiler Module or several; anything else is
+    skipped) that may not run with `names` trusted (default: this context's), each with
     why, in the order met. A function several modules share is read once."""
     from compiler.ir.nodes import Module
 
@@ -532,7 +532,7 @@ WIDTH = 100
 
 
 def _packed(items: list[str], indent: str = "    ") -> list[str]:
-    """``items`` in order, as many on a line as fit in :data:`WIDTH` (at least one)."""
+    """`items` in order, as many on a line as fit in `WIDTH` (at least one)."""
     lines: list[str] = []
     line = ""
     for item in items:
@@ -564,7 +564,7 @@ def _write(path, targets: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m compiler.opaque.allow [--regen | --why TARGET]``: print how the list
+    """`python -m compiler.opaque.allow [--regen | --why TARGET]`: print how the list
     generated here differs from the committed one (exit 1 when it does), rewrite it, or say
     why one op is (not) on it."""
     import argparse

@@ -1,5 +1,5 @@
-"""The ``opaque`` op's attribute layout (the op: compiler/ops/opaque.py): the input
-references and literals of ``args`` / ``kwargs`` and their limits, target names, the recorded
+"""The `opaque` op's attribute layout (the op: compiler/ops/opaque.py): the input
+references and literals of `args` / `kwargs` and their limits, target names, the recorded
 result type, and the error an opaque op raises. Imports nothing that runs an op, so the
 frontends, the printer and the verifier can use it without torch or onnxruntime."""
 
@@ -40,12 +40,12 @@ class OpaqueOpError(PasslensError, RuntimeError):
 
 
 def input_ref(index: int) -> str:
-    """How the ``index``-th tensor input is written in ``args`` / ``kwargs``: ``"%index"``."""
+    """How the `index`-th tensor input is written in `args` / `kwargs`: `"%index"`."""
     return f"%{index}"
 
 
 def literal(text: str) -> str:
-    """A literal string argument as stored (one starting with ``%`` gets another ``%``)."""
+    """A literal string argument as stored (one starting with `%` gets another `%`)."""
     return "%" + text if text.startswith("%") else text
 
 
@@ -104,8 +104,8 @@ def _kwarg_pairs(kwargs: Any) -> tuple[tuple[str, Any], ...]:
 
 
 def check_layout(attrs: Mapping[str, Any], num_inputs: int) -> None:
-    """Raise TypeInferenceError unless ``args`` / ``kwargs`` are well formed and refer to each
-    of the ``num_inputs`` tensor inputs exactly once."""
+    """Raise TypeInferenceError unless `args` / `kwargs` are well formed and refer to each
+    of the `num_inputs` tensor inputs exactly once."""
     args = attrs.get("args") or ()
     if not isinstance(args, tuple):
         raise TypeInferenceError("args must be a list")
@@ -125,7 +125,7 @@ def check_layout(attrs: Mapping[str, Any], num_inputs: int) -> None:
 
 
 def check_target(framework: str, target: str) -> None:
-    """Raise TypeInferenceError unless ``target`` is a well formed name for ``framework``."""
+    """Raise TypeInferenceError unless `target` is a well formed name for `framework`."""
     if framework not in FRAMEWORKS:
         raise TypeInferenceError(f"framework must be one of {', '.join(FRAMEWORKS)}")
     if len(target) > MAX_TARGET:
@@ -140,7 +140,7 @@ def check_target(framework: str, target: str) -> None:
 
 @functools.lru_cache(maxsize=1024)
 def result_type(text: str) -> Type:
-    """The type of an opaque op's ``type`` attribute."""
+    """The type of an opaque op's `type` attribute."""
     from compiler.ir.parser import ParseError, parse_type
 
     try:
@@ -174,8 +174,8 @@ def opaque_attrs(
     outputs: Sequence[int] | None = None,
     pure: bool = False,
 ) -> dict[str, Any]:
-    """The attributes of an opaque call (``args`` / ``kwargs`` already laid out: inputs as
-    :func:`input_ref`, literal strings through :func:`literal`)."""
+    """The attributes of an opaque call (`args` / `kwargs` already laid out: inputs as
+    `input_ref`, literal strings through `literal`)."""
     pairs = kwargs.items() if isinstance(kwargs, Mapping) else kwargs
     attrs: dict[str, Any] = {
         "framework": framework,
@@ -193,18 +193,18 @@ def opaque_attrs(
 
 
 def is_opaque(node: Any) -> bool:
-    """Whether ``node`` is a call of the opaque op."""
+    """Whether `node` is a call of the opaque op."""
     return getattr(node, "op", None) == "opaque"
 
 
 def describe(attrs: Mapping[str, Any]) -> str:
-    """``aten.cummax.default (run by torch, no converter)``."""
+    """`aten.cummax.default (run by torch, no converter)`."""
     runner = RUNNERS.get(attrs.get("framework"), str(attrs.get("framework")))
     return f"{attrs.get('target')} (run by {runner}, no converter)"
 
 
 def resolve_symbols(value: Any, env: Mapping[str, int]) -> Any:
-    """``value`` with symbolic dims replaced by their values in ``env`` (KeyError if unbound)."""
+    """`value` with symbolic dims replaced by their values in `env` (KeyError if unbound)."""
     if isinstance(value, SymExpr):
         return value.evaluate(env)
     if isinstance(value, tuple):

@@ -1,9 +1,9 @@
-"""Running an ``opaque`` op (see compiler/ops/opaque.py) with its own framework.
+"""Running an `opaque` op (see compiler/ops/opaque.py) with its own framework.
 
 - Only what is known to be a pure computation runs, or what the person running it trusts
   (compiler/opaque/allow.py): anything else is refused before its name is looked up.
-- torch: the op is found by attribute lookup only, ``torch.ops.<ns>.<name>.<overload>``, and
-  must be an ``OpOverload`` (never a module imported, never a string evaluated). A custom op
+- torch: the op is found by attribute lookup only, `torch.ops.<ns>.<name>.<overload>`, and
+  must be an `OpOverload` (never a module imported, never a string evaluated). A custom op
   whose library this process has not imported is not there: the error says to import it.
   Inputs are copied into torch tensors (an in-place op may write into them).
 - onnx: the op runs in onnxruntime as a one-node model built with onnx.helper; the session is
@@ -45,7 +45,7 @@ MAX_SESSIONS = 64
 
 
 def run(values: list, attrs: Mapping[str, Any]) -> Any:
-    """The value of an opaque op on ``values`` (numpy arrays); attrs with symbols resolved."""
+    """The value of an opaque op on `values` (numpy arrays); attrs with symbols resolved."""
     if attrs["framework"] == "torch":
         return run_torch(values, attrs)
     if attrs["framework"] == "onnx":
@@ -57,8 +57,8 @@ def run(values: list, attrs: Mapping[str, Any]) -> Any:
 
 
 def resolve_torch_op(target: str):
-    """The ``torch._ops.OpOverload`` named ``ns.name.overload``, found by attribute lookup
-    under ``torch.ops``; OpaqueOpError when this process has no such operator."""
+    """The `torch._ops.OpOverload` named `ns.name.overload`, found by attribute lookup
+    under `torch.ops`; OpaqueOpError when this process has no such operator."""
     try:
         import torch
         from torch._ops import OpOverload, OpOverloadPacket, _OpNamespace
@@ -161,7 +161,7 @@ def _remember_sized(key) -> None:
 
 def _refuse_over_bound(what: str, bound: float) -> None:
     """OpaqueOpError when an op whose output size depends on its input values could make more
-    than the interpreter's limit for one value from these (``bound`` bytes)."""
+    than the interpreter's limit for one value from these (`bound` bytes)."""
     if bound > MAX_RESULT_BYTES:
         raise OpaqueOpError(
             f"{what} could make up to {bound:,.0f} bytes from these input values (its output "
@@ -175,7 +175,7 @@ _NOT = object()  # an argument the fake run takes as it is
 
 def _concrete(real: Any, schema_arg) -> Any:
     """For the fake run: a tensor passed where the schema takes a number or a list of numbers
-    (``arange("%0")``, a Scalar from a 0-d tensor) as its actual value, so the fake run sizes
+    (`arange("%0")`, a Scalar from a 0-d tensor) as its actual value, so the fake run sizes
     what the real one (which reads the same value) makes; _NOT for other arguments."""
     import torch
 
@@ -193,9 +193,9 @@ def _concrete(real: Any, schema_arg) -> Any:
 def _check_sizes_first(op, target: str, tensors: list, args: list, kwargs: dict, attrs, dtypes):
     """Run the op on fake tensors (shapes and dtypes only, nothing allocated) and refuse it
     when its results would be over the interpreter's limit for one value: the arguments come
-    from a model or a trace file, untrusted (``aten.full`` of [100000, 100000]). An op whose
-    result size depends on the data (``nonzero``, ``repeat_interleave.Tensor``) is bounded
-    from the actual inputs instead (``sizes.TORCH_BOUNDS``); one with neither a size
+    from a model or a trace file, untrusted (`aten.full` of [100000, 100000]). An op whose
+    result size depends on the data (`nonzero`, `repeat_interleave.Tensor`) is bounded
+    from the actual inputs instead (`sizes.TORCH_BOUNDS`); one with neither a size
     nor a bound (a custom op without a fake kernel) runs under a memory budget: this returns
     that budget (a context manager) for the call, else None. A call sized before (same op,
     arguments and input shapes; never one sized from the values) is not sized again."""
@@ -278,7 +278,7 @@ def check_kernel_shapes(target: str, args: Sequence[Any]) -> None:
     """Refuse (OpaqueOpError) a call of a kernel that takes a second input's size on trust,
     when its inputs disagree: a batch norm's weight, bias and running statistics must each
     hold one value a channel of its input. Called with the call's real arguments, before it
-    runs (an opaque op, a program's reference run: ``explorer.check.references``)."""
+    runs (an opaque op, a program's reference run: `explorer.check.references`)."""
     count = _PER_CHANNEL.get(target)
     if count is None:
         return
@@ -297,11 +297,11 @@ def check_kernel_shapes(target: str, args: Sequence[Any]) -> None:
 
 
 def check_torch_args(op, target: str, attrs: Mapping[str, Any]) -> None:
-    """The stored arguments checked against ``op``'s schema before anything runs: a file may
+    """The stored arguments checked against `op`'s schema before anything runs: a file may
     give any value, and torch takes a dtype, a layout or a memory format as a plain int (an
-    enum value out of range crashes the process: ``range(..., dtype=-2**40)`` dies of SIGFPE).
-    A dtype must be a dtype (``f32``) or none; a layout or memory format none (torch's
-    default: passlens never records one); a device none or ``"cpu"``; no more positional
+    enum value out of range crashes the process: `range(..., dtype=-2**40)` dies of SIGFPE).
+    A dtype must be a dtype (`f32`) or none; a layout or memory format none (torch's
+    default: passlens never records one); a device none or `"cpu"`; no more positional
     arguments than the schema has, no keyword it does not name."""
     for param, value in bind(op, target, attrs["args"], attrs["kwargs"]):
         kind = str(param.real_type).removeprefix("Optional[").removesuffix("]")
@@ -320,7 +320,7 @@ def check_torch_args(op, target: str, attrs: Mapping[str, Any]) -> None:
 
 
 def run_torch(values: list, attrs: Mapping[str, Any]) -> Any:
-    """Call the torch op on ``values`` with the stored arguments; numpy in and out."""
+    """Call the torch op on `values` with the stored arguments; numpy in and out."""
     from compiler.opaque.allow import check_allowed
 
     target = attrs["target"]
@@ -389,7 +389,7 @@ def _onnx_model(attrs: Mapping[str, Any], in_dtypes: tuple):
 
 
 def onnx_attribute(name: str, value: Any, op_type: str, domain: str, opset: int):
-    """The ONNX AttributeProto of an opaque op's attribute ``name`` (an empty list typed from
+    """The ONNX AttributeProto of an opaque op's attribute `name` (an empty list typed from
     the op's schema); OpaqueOpError when the value cannot be one."""
     from onnx import AttributeProto, helper
 
@@ -463,9 +463,9 @@ makes from it is known before it runs."""
 def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
     """ONNX shape inference on the one-node model with the actual input shapes (and small
     numeric inputs as values): refuse the op when its results would be over the interpreter's
-    limit for one value (``ConstantOfShape`` of a huge shape from an untrusted file) or of
+    limit for one value (`ConstantOfShape` of a huge shape from an untrusted file) or of
     more than MAX_RANK dims. Results shape inference cannot size are bounded from the inputs
-    (``sizes.ONNX_BOUNDS``: NonZero, Unique, Compress, com.microsoft::Range); what has
+    (`sizes.ONNX_BOUNDS`: NonZero, Unique, Compress, com.microsoft::Range); what has
     no bound either runs under a memory budget: this returns that budget (a context manager)
     for the call, else None."""
     target = attrs["target"]
@@ -540,7 +540,7 @@ def _check_onnx_sizes(attrs: Mapping[str, Any], arrays: list):
 
 
 def run_onnx(values: list, attrs: Mapping[str, Any]) -> Any:
-    """Run the ONNX op in onnxruntime (a cached one-node model) on ``values``."""
+    """Run the ONNX op in onnxruntime (a cached one-node model) on `values`."""
     from compiler.opaque.allow import check_allowed
 
     check_allowed("onnx", attrs["target"])

@@ -1,22 +1,22 @@
 """Sizing an opaque op before it runs (compiler/opaque/run.py), and what runs when it cannot
 be sized: the arguments come from a model, a trace or an IR file, untrusted.
 
-- **Bounds.** An op whose result size depends on its input *values* (``nonzero``,
-  ``repeat_interleave.Tensor``, ONNX ``NonZero``, ``com.microsoft::Range``) cannot be sized on
+- **Bounds.** An op whose result size depends on its input *values* (`nonzero`,
+  `repeat_interleave.Tensor`, ONNX `NonZero`, `com.microsoft::Range`) cannot be sized on
   fake tensors or by ONNX shape inference; for those this module has a bound per op computed
-  from the actual inputs before the op runs (``torch_bound``, ``onnx_bound``): the most bytes
+  from the actual inputs before the op runs (`torch_bound`, `onnx_bound`): the most bytes
   its results (and the index tensors it makes on the way) can hold.
 - **A budget.** What has neither a size nor a bound runs under an address-space limit
-  (``memory_budget``: ``RLIMIT_AS`` lowered for the length of the call, then restored), so an
+  (`memory_budget`: `RLIMIT_AS` lowered for the length of the call, then restored), so an
   allocation over the interpreter's limit for one value fails cleanly (torch: "can't allocate
-  memory", onnxruntime: "Failed to allocate memory") and becomes a ``BudgetError``. A whole
+  memory", onnxruntime: "Failed to allocate memory") and becomes a `BudgetError`. A whole
   ONNX model (the check's onnxruntime reference and its float64 variant) runs in a child
-  process with its own limit (``run_onnx_model``): it imports only numpy, onnxruntime and (for
+  process with its own limit (`run_onnx_model`): it imports only numpy, onnxruntime and (for
   the float64 fallback: the split run of onnx_mixed.py, the reference evaluator) onnx, so it
   starts in a fraction of a second.
-- **Output.** What an op writes to fd 1 / fd 2 or ``sys.stdout`` / ``sys.stderr`` while it runs
-  is captured (``captured_output``) and re-emitted as one warning, control characters escaped
-  (``\\x1b``) and cut to ``MAX_PRINTED`` characters: nothing an op prints reaches the terminal
+- **Output.** What an op writes to fd 1 / fd 2 or `sys.stdout` / `sys.stderr` while it runs
+  is captured (`captured_output`) and re-emitted as one warning, control characters escaped
+  (`\\x1b`) and cut to `MAX_PRINTED` characters: nothing an op prints reaches the terminal
   raw.
 
 Nothing here imports torch, onnx or onnxruntime at import time.
@@ -71,9 +71,9 @@ class BudgetError(OpaqueOpError):
 
 
 class ModelRefusedError(OpaqueOpError):
-    """onnxruntime refused the model itself: its ``InferenceSession`` could not be made (an
-    invalid attribute such as a Transpose with a negative ``perm``, a type it does not take),
-    before anything ran. ``reason`` is onnxruntime's message, escaped."""
+    """onnxruntime refused the model itself: its `InferenceSession` could not be made (an
+    invalid attribute such as a Transpose with a negative `perm`, a type it does not take),
+    before anything ran. `reason` is onnxruntime's message, escaped."""
 
     def __init__(self, message: str, reason: str):
         super().__init__(message)
@@ -88,11 +88,11 @@ def gib(n: int) -> str:
 
 
 def bind(op, target: str, args: Sequence[Any], kwargs: Iterable[tuple[str, Any]]) -> list:
-    """The call's arguments against ``op``'s torch schema: ``(parameter, value)`` pairs in
-    call order, the positional arguments then the keywords (``kwargs`` as ``(name, value)``
+    """The call's arguments against `op`'s torch schema: `(parameter, value)` pairs in
+    call order, the positional arguments then the keywords (`kwargs` as `(name, value)`
     pairs). OpaqueOpError for more positional arguments than the schema has, or a keyword it
-    does not name. The one binder of the stored arguments (``run.check_torch_args``), the fake
-    run's (``run``'s sizing) and the bounds' (:func:`torch_bound`)."""
+    does not name. The one binder of the stored arguments (`run.check_torch_args`), the fake
+    run's (`run`'s sizing) and the bounds' (`torch_bound`)."""
     params = list(op._schema.arguments)
     positional = [p for p in params if not p.kwarg_only]
     args = list(args)
@@ -128,7 +128,7 @@ def _tensor(a: Any, name: str):
 
 
 def _sum(t) -> float:
-    """The sum of the positive values of ``t`` (float64: a bound, overflow-free)."""
+    """The sum of the positive values of `t` (float64: a bound, overflow-free)."""
     import torch
 
     if t.numel() == 0:
@@ -197,7 +197,7 @@ def _one_hot(a: dict) -> float:
 
 
 def _index(a: dict) -> float:
-    """``x[mask]`` (a bool or uint8 index): each mask becomes its nonzero's index tensors,
+    """`x[mask]` (a bool or uint8 index): each mask becomes its nonzero's index tensors,
     counted here; the result is then sized on fake tensors with those indices."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -262,7 +262,7 @@ FakeTensorMode cannot size) and the composite ones that call them."""
 
 
 def torch_bound(target: str, op, args: list, kwargs: Mapping[str, Any]) -> float | None:
-    """The bound in bytes of what ``op`` makes on these (real) arguments, or None when passlens
+    """The bound in bytes of what `op` makes on these (real) arguments, or None when passlens
     has none for it. OpaqueOpError when the arguments do not fit the bound's reading of them
     (the op would refuse them too; it is not run to find out)."""
     fn = TORCH_BOUNDS.get(target)
@@ -330,7 +330,7 @@ def onnx_bound(target: str, arrays: list, attrs: Mapping[str, Any]) -> float | N
 
 
 def value_input(a: np.ndarray) -> bool:
-    """Whether ONNX shape inference is given ``a`` as a value (small and numeric)."""
+    """Whether ONNX shape inference is given `a` as a value (small and numeric)."""
     return a.dtype.kind in "biuf" and a.size <= MAX_VALUE_INPUT
 
 
@@ -368,9 +368,9 @@ def out_of_memory(e: BaseException) -> bool:
 @contextlib.contextmanager
 def memory_budget(what: str, budget: int):
     """Run the body with this process's address space limited to what it holds now plus
-    ``budget`` (and ``BUDGET_HEADROOM``): an allocation past it fails in the body, which raises
-    BudgetError naming ``what`` and the budget. Where the limit cannot be set (no
-    ``resource`` module or ``/proc``), OpaqueOpError: the body is not run. One body at a time
+    `budget` (and `BUDGET_HEADROOM`): an allocation past it fails in the body, which raises
+    BudgetError naming `what` and the budget. Where the limit cannot be set (no
+    `resource` module or `/proc`), OpaqueOpError: the body is not run. One body at a time
     (the limit is the process's)."""
     try:
         import resource
@@ -519,19 +519,19 @@ def run_onnx_model(
     budget_name: str = "compiler.opaque.run.MAX_RESULT_BYTES",
     optimize: bool = True,
 ) -> tuple[list[np.ndarray], str | None]:
-    """Run the serialized ONNX ``model`` on ``runtime`` (its inputs in order) with onnxruntime
+    """Run the serialized ONNX `model` on `runtime` (its inputs in order) with onnxruntime
     (CPUExecutionProvider) in a child process whose address space is limited to
-    ``MODEL_COPIES`` x the model, its inputs, ``budget`` and ``CHILD_HEADROOM``: an allocation
-    past it fails there and becomes a BudgetError naming ``what``; a crash of the child is an
-    OpaqueOpError. With ``fallback``, when onnxruntime has no kernel for some node (in its
+    `MODEL_COPIES` x the model, its inputs, `budget` and `CHILD_HEADROOM`: an allocation
+    past it fails there and becomes a BudgetError naming `what`; a crash of the child is an
+    OpaqueOpError. With `fallback`, when onnxruntime has no kernel for some node (in its
     dtype: float64 Conv, Erf), onnxruntime runs the nodes it has kernels for and onnx's
     reference evaluator the others (compiler/opaque/onnx_mixed.py), or, when that split run
     fails or onnxruntime fails otherwise, the reference evaluator runs the whole model. The
     outputs, and how they were made: None (onnxruntime), "mixed:<op types the reference
     ran, comma-separated>" or "reference". ValueError("inputs", n) when the model takes n
-    inputs, not ``len(runtime)``; ModelRefusedError when onnxruntime cannot make a session
-    of it (without ``fallback``).
-    ``optimize=False``: onnxruntime runs the model with its graph optimizations off (the model
+    inputs, not `len(runtime)`; ModelRefusedError when onnxruntime cannot make a session
+    of it (without `fallback`).
+    `optimize=False`: onnxruntime runs the model with its graph optimizations off (the model
     as it is, as a step of an ONNX Runtime trace is checked)."""
     arrays = [np.asarray(x) for x in runtime]
     inputs_bytes = sum(a.nbytes for a in arrays)
@@ -604,8 +604,8 @@ class OpaqueOutputWarning(UserWarning):
 
 
 def escape(text: str, cap: int = MAX_PRINTED) -> str:
-    """``text`` with every character that is not printable (ESC, BEL, CR, newlines too)
-    written as an escape (``\\x1b``), cut to ``cap`` characters with a note."""
+    """`text` with every character that is not printable (ESC, BEL, CR, newlines too)
+    written as an escape (`\\x1b`), cut to `cap` characters with a note."""
     out = []
     for c in text[: cap + 1]:
         if c.isprintable():
@@ -619,7 +619,7 @@ def escape(text: str, cap: int = MAX_PRINTED) -> str:
 
 
 class _Capped(io.TextIOBase):
-    """A text stream keeping the first ``MAX_PRINTED`` characters written to it."""
+    """A text stream keeping the first `MAX_PRINTED` characters written to it."""
 
     def __init__(self):
         self.parts: list[str] = []
@@ -665,8 +665,8 @@ _capturing = threading.local()
 @contextlib.contextmanager
 def captured_output(what: str):
     """Capture what the body writes to fd 1 / fd 2 (C and C++ code, onnxruntime's log) and to
-    ``sys.stdout`` / ``sys.stderr`` (Python code), then warn it once, escaped and cut
-    (OpaqueOutputWarning naming ``what``). One capture at a time (fds are the process's);
+    `sys.stdout` / `sys.stderr` (Python code), then warn it once, escaped and cut
+    (OpaqueOutputWarning naming `what`). One capture at a time (fds are the process's);
     nested captures are the outer one."""
     if getattr(_capturing, "on", False):
         yield

@@ -1,5 +1,5 @@
-"""Lazy parameter ops: ``get_item`` fetches weight ``index`` and ``set_item`` hands result
-``index`` over, both through callbacks given at run time (TVM's ``get_item`` / ``set_item``).
+"""Lazy parameter ops: `get_item` fetches weight `index` and `set_item` hands result
+`index` over, both through callbacks given at run time (TVM's `get_item` / `set_item`).
 
 A pass cannot carry callbacks and neither can a module, so the numpy reference looks them up
 in a context set around a run, whoever runs it (the interpreter, fold checks, a notebook)::
@@ -7,8 +7,8 @@ in a context set around a run, whoever runs it (the interpreter, fold checks, a 
     with lazy_callbacks(get_item=weights.__getitem__, set_item=out.__setitem__):
         interpret.run(module, function="main_transform_params")
 
-``set_item`` returns the value it was given: a function's output then depends on every
-``set_item`` (so dead-code elimination keeps them, in binding order) and has the type it had
+`set_item` returns the value it was given: a function's output then depends on every
+`set_item` (so dead-code elimination keeps them, in binding order) and has the type it had
 before the lazy passes. Neither op may be folded or evaluated at compile time.
 """
 
@@ -33,7 +33,7 @@ SetItem = Callable[[int, Any], None]
 
 @dataclass(frozen=True)
 class LazyCallbacks:
-    """The callbacks ``get_item`` and ``set_item`` call (None: that op cannot run)."""
+    """The callbacks `get_item` and `set_item` call (None: that op cannot run)."""
 
     get_item: GetItem | None = None
     set_item: SetItem | None = None
@@ -49,8 +49,8 @@ _CURRENT: contextvars.ContextVar[LazyCallbacks | None] = contextvars.ContextVar(
 def lazy_callbacks(
     get_item: GetItem | None = None, set_item: SetItem | None = None
 ) -> Iterator[LazyCallbacks]:
-    """Make ``get_item(index) -> array`` and ``set_item(index, value)`` the callbacks of the
-    lazy ops inside the ``with`` block (nested blocks replace them, then restore)."""
+    """Make `get_item(index) -> array` and `set_item(index, value)` the callbacks of the
+    lazy ops inside the `with` block (nested blocks replace them, then restore)."""
     token = _CURRENT.set(LazyCallbacks(get_item, set_item))
     try:
         yield current_callbacks()

@@ -1,19 +1,19 @@
 """Passes, the pass manager and pipelines.
 
-``compiler.passes.run(module, pipeline="default", record=True)`` runs a pipeline and returns
-a PassResult with ``.module`` and ``.snapshots`` (one per pass application, nested included).
-``calling_convention(module)`` says how to call a module after passes that change its signature
-(lift-transform-params, the lazy passes, bind-params: those with ``changes_signature``) and
-``lazy_callbacks`` serves the weights and collects the results of a lazy one;
-``decompose(call)`` is what decompose-ops rewrites one call into (``rounds_as_decomposed``:
-whether that changes no value). Local rewrites are rule tables (``Rule``: a name, a
-``Pattern``, a rewrite); inside ``collect_rewrites()`` every rule application is recorded as a
-``RewriteRecord`` (and on its ``Snapshot.rewrites``). ``RulePass`` is a pass made of one rule
-table (the shortest pass of your own); ``verify_pass`` checks a pass on a Before and an
-Expected module (``compiler.passes.infra.testing``). ``register_pass`` again by the same
-definition (a notebook cell run again) replaces the pass with a ``PassRedefinedWarning``; by
-another definition it is a ``PassRegistrationError`` naming both. A pass nobody registered
-runs as an instance in a pipeline (``[FastGelu()]``); ``build_pipeline(spec, classes=[...])``
+`compiler.passes.run(module, pipeline="default", record=True)` runs a pipeline and returns
+a PassResult with `.module` and `.snapshots` (one per pass application, nested included).
+`calling_convention(module)` says how to call a module after passes that change its signature
+(lift-transform-params, the lazy passes, bind-params: those with `changes_signature`) and
+`lazy_callbacks` serves the weights and collects the results of a lazy one;
+`decompose(call)` is what decompose-ops rewrites one call into (`rounds_as_decomposed`:
+whether that changes no value). Local rewrites are rule tables (`Rule`: a name, a
+`Pattern`, a rewrite); inside `collect_rewrites()` every rule application is recorded as a
+`RewriteRecord` (and on its `Snapshot.rewrites`). `RulePass` is a pass made of one rule
+table (the shortest pass of your own); `verify_pass` checks a pass on a Before and an
+Expected module (`compiler.passes.infra.testing`). `register_pass` again by the same
+definition (a notebook cell run again) replaces the pass with a `PassRedefinedWarning`; by
+another definition it is a `PassRegistrationError` naming both. A pass nobody registered
+runs as an instance in a pipeline (`[FastGelu()]`); `build_pipeline(spec, classes=[...])`
 finds such classes by name in a spec.
 """
 

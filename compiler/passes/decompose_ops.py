@@ -1,16 +1,16 @@
 """decompose-ops: rewrite composite ops into simpler ones the rest of the pipeline and the
 backend understand (TVM Relax's DecomposeOpsForInference, plus linear and attention).
 
-- ``linear(x, w, b)`` -> ``matmul(x, permute_dims(w)) + b``;
-- ``batch_norm`` (inference) -> ``x * scale + shift`` with ``scale = gamma / sqrt(var + eps)``
-  and ``shift = beta - mean * scale`` computed by ops on the parameters, so fold-constant
+- `linear(x, w, b)` -> `matmul(x, permute_dims(w)) + b`;
+- `batch_norm` (inference) -> `x * scale + shift` with `scale = gamma / sqrt(var + eps)`
+  and `shift = beta - mean * scale` computed by ops on the parameters, so fold-constant
   turns them into two constants when the parameters are weights;
-- ``layer_norm`` -> ``(x - mean) * rsqrt(variance + eps) * gamma + beta``;
-- ``scaled_dot_product_attention`` -> ``softmax(q @ k^T * scale [+ mask]) @ v``, a bool mask
-  and ``is_causal`` (``tril`` of ones) through ``where(keep, scores, -inf)``. A query row
+- `layer_norm` -> `(x - mean) * rsqrt(variance + eps) * gamma + beta`;
+- `scaled_dot_product_attention` -> `softmax(q @ k^T * scale [+ mask]) @ v`, a bool mask
+  and `is_causal` (`tril` of ones) through `where(keep, scores, -inf)`. A query row
   with no key left gives NaN here where the op gives zeros, as torch's math kernel does.
 
-``ops`` picks the ops to decompose (default: all of them); gelu stays an op.
+`ops` picks the ops to decompose (default: all of them); gelu stays an op.
 """
 
 from __future__ import annotations
@@ -154,15 +154,15 @@ _ROUNDS_AS_DECOMPOSED = {
 
 
 def decompose(call: Call) -> Expr | None:
-    """What decompose-ops rewrites ``call`` into (new nodes over its operands), or None when
+    """What decompose-ops rewrites `call` into (new nodes over its operands), or None when
     its op has no decomposition."""
     rule = DECOMPOSITIONS.get(call.op)
     return rule(call) if rule is not None else None
 
 
 def rounds_as_decomposed(op: str, dtype: DType) -> bool:
-    """Whether ``op`` with a result of ``dtype`` computes, bit for bit, what its decomposition
-    computes (each part rounded to ``dtype``) wherever the decomposition's value is not NaN
+    """Whether `op` with a result of `dtype` computes, bit for bit, what its decomposition
+    computes (each part rounded to `dtype`) wherever the decomposition's value is not NaN
     (attention's query rows with no key left are zeros, NaN in the decomposition): a
     decomposition value without NaN is then the op's, and a tool may compute the op as its
     parts and find their values again after decompose-ops."""
@@ -173,7 +173,7 @@ def rounds_as_decomposed(op: str, dtype: DType) -> bool:
 @register_pass
 @dataclass(frozen=True)
 class DecomposeOps(Pass):
-    """Rewrite linear, batch_norm, layer_norm and attention (those in ``ops``) into simpler
+    """Rewrite linear, batch_norm, layer_norm and attention (those in `ops`) into simpler
     ops."""
 
     name: ClassVar[str] = "decompose-ops"

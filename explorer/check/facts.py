@@ -43,15 +43,15 @@ class Run:
 
 @dataclass(frozen=True)
 class Options:
-    """Every option of one check, as ``explorer.check.check`` / ``Trace.check`` take them: one
-    object carries them from there to the adapter (``Adapter.check(trace, inputs, options)``),
-    the :class:`~explorer.check.runner.Checker`, its step runner and the detectors
-    (``facts.options``).
+    """Every option of one check, as `explorer.check.check` / `Trace.check` take them: one
+    object carries them from there to the adapter (`Adapter.check(trace, inputs, options)`),
+    the `explorer.check.runner.Checker`, its step runner and the detectors
+    (`facts.options`).
 
-    ``reference``: ``"source"`` or ``"import"``; ``rtol`` / ``atol``: the tolerance;
-    ``progress``: as for ``check``; ``bloat_threshold`` / ``bloat_min_bytes``: the param-bloat
+    `reference`: `"source"` or `"import"`; `rtol` / `atol`: the tolerance;
+    `progress`: as for `check`; `bloat_threshold` / `bloat_min_bytes`: the param-bloat
     thresholds (relative growth of parameter bytes over the previous step, and at least this
-    many bytes); ``trust_ops``: opaque ops trusted for this check (``explorer.trust``)."""
+    many bytes); `trust_ops`: opaque ops trusted for this check (`explorer.trust`)."""
 
     rtol: float = 1e-4
     atol: float = 1e-5
@@ -68,7 +68,7 @@ class Options:
 
 @dataclass
 class Reference:
-    """What the steps are compared with: its description (``torch eager (...)``), its short
+    """What the steps are compared with: its description (`torch eager (...)`), its short
     name for messages, and the per-node reference values: FX node values by name (torch) or
     the imported step's values by provenance key (other sources)."""
 
@@ -84,12 +84,12 @@ class Reference:
 class StepFacts:
     """One step as its detectors see it.
 
-    ``run`` is None when the step's module was not run: the pass failed (``step.failed``), or
+    `run` is None when the step's module was not run: the pass failed (`step.failed`), or
     the check has no inputs (then only detectors that need no numbers can report).
-    ``before`` is the run of the module the pass started from (None for the import, or when
-    that module was not run); ``compared`` the step's outputs against the reference (None when
-    either is missing). ``values`` holds the node values of this run (per-node errors are read
-    from them); ``state`` is the check-wide scratch space of the detectors, by kind name."""
+    `before` is the run of the module the pass started from (None for the import, or when
+    that module was not run); `compared` the step's outputs against the reference (None when
+    either is missing). `values` holds the node values of this run (per-node errors are read
+    from them); `state` is the check-wide scratch space of the detectors, by kind name."""
 
     step: Step
     label: str  # "after <pass>" or "the import (<name>)": how messages name the step

@@ -2,22 +2,22 @@
 float32 rounds.
 
 A value is first compared with the float32 reference (torch eager, onnxruntime) under
-``atol + rtol * |ref|``: cheap, and enough for most steps. Where elements are beyond that, the
-value is judged as torch's accuracy minifier judges a compiled result (``torch._dynamo.utils
-.same(..., fp64_ref=...)``): against the same model run in float64, a value is wrong only when
-it is further from float64 than the float32 reference is, by more than ``FLOAT64_MULTIPLIER``
-(plus ``atol / 10``). On a 2048-wide decoder float32 summation order alone moves a layer's
+`atol + rtol * |ref|`: cheap, and enough for most steps. Where elements are beyond that, the
+value is judged as torch's accuracy minifier judges a compiled result (`torch._dynamo.utils
+.same(..., fp64_ref=...)`): against the same model run in float64, a value is wrong only when
+it is further from float64 than the float32 reference is, by more than `FLOAT64_MULTIPLIER`
+(plus `atol / 10`). On a 2048-wide decoder float32 summation order alone moves a layer's
 output by more than 1e-4 relative at elements near zero; a real bug (a layer's values changed
 by 1e-3 relative) is hundreds of times further from float64 than eager float32 is.
 
 Unlike torch (RMSE) the distance is the largest element's: a bug that changes a few elements
 is not averaged away. The float64 run is made once per check, only when some value was beyond
-the tolerance (see ``references._torch_float64`` / ``_onnx_float64``). A value in a narrower
+the tolerance (see `references._torch_float64` / `_onnx_float64`). A value in a narrower
 dtype than the reference (a float16 step) is judged by the tolerance alone: float32's rounding
-says nothing about float16's, so such a step needs a tolerance of its own (``rtol=1e-2``).
+says nothing about float16's, so such a step needs a tolerance of its own (`rtol=1e-2`).
 
-The rule that judged is named in every verdict: ``"tolerance"`` (all within it, or no float64
-run to judge with) or ``"float64"``.
+The rule that judged is named in every verdict: `"tolerance"` (all within it, or no float64
+run to judge with) or `"float64"`.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ RULES = {
 
 @dataclass(frozen=True)
 class Float64Judgement:
-    """A value against the float64 run: its largest distance from it (``error``), the float32
-    reference's (``reference_error``), and the share of the allowance used (``share``:
-    ``error / (FLOAT64_MULTIPLIER * reference_error + atol / 10)``, above 1 wrong)."""
+    """A value against the float64 run: its largest distance from it (`error`), the float32
+    reference's (`reference_error`), and the share of the allowance used (`share`:
+    `error / (FLOAT64_MULTIPLIER * reference_error + atol / 10)`, above 1 wrong)."""
 
     error: float
     reference_error: float
@@ -57,7 +57,7 @@ class Float64Judgement:
 
 
 def max_distance(a: np.ndarray, b: np.ndarray) -> float:
-    """The largest ``|a - b|`` in float64 (NaN against NaN and equal infinities, an attention
+    """The largest `|a - b|` in float64 (NaN against NaN and equal infinities, an attention
     mask's -inf, are 0; NaN against a number inf)."""
     if a.size == 0:
         return 0.0
@@ -79,7 +79,7 @@ def judge_float64(
     atol: float,
     reference_error: float | None = None,
 ) -> Float64Judgement | None:
-    """``value`` judged against the float64 run ``float64`` (None when the rule does not
+    """`value` judged against the float64 run `float64` (None when the rule does not
     apply: no float64 value, another shape, a non-float or narrower dtype than the
     reference, or a float64 value that is not finite where the reference is)."""
     if float64 is None or value.shape != float64.shape or reference.shape != value.shape:
@@ -99,9 +99,9 @@ def judge_float64(
 
 
 class Float64Reference:
-    """The float64 run of the reference model, made on first use (``compute`` returns its
+    """The float64 run of the reference model, made on first use (`compute` returns its
     outputs and its per-node values by FX node name, or raises; a failure is kept as
-    ``failure`` and the rule is then not used). Each node's float32-reference distance
+    `failure` and the rule is then not used). Each node's float32-reference distance
     from float64 is computed once."""
 
     def __init__(self, compute=None, description: str = ""):
@@ -156,7 +156,7 @@ class Float64Reference:
         return self.nodes.get(name) if name is not None else None
 
     def reference_error(self, name: str, reference: np.ndarray) -> float | None:
-        """The float32 reference's largest distance from float64 at FX node ``name``."""
+        """The float32 reference's largest distance from float64 at FX node `name`."""
         if name not in self._reference_errors:
             f64 = self.node(name)
             if f64 is None or f64.shape != reference.shape:
@@ -166,7 +166,7 @@ class Float64Reference:
 
 
 def failure_note(float64: Float64Reference | None, notes: list[str]) -> None:
-    """Add to a check's ``notes``, once, that the float64 run failed and why."""
+    """Add to a check's `notes`, once, that the float64 run failed and why."""
     if float64 is not None and float64.failure and not float64.noted:
         float64.noted = True
         notes.append(
@@ -176,7 +176,7 @@ def failure_note(float64: Float64Reference | None, notes: list[str]) -> None:
 
 
 def used_note(reference, notes: list[str]) -> None:
-    """Add to a check's ``notes`` that values were judged against the float64 run."""
+    """Add to a check's `notes` that values were judged against the float64 run."""
     f64 = reference.float64
     if f64 is not None and f64.made:
         notes.append(

@@ -1,6 +1,6 @@
 """The numbers of the error map, taken while the check runs: node values are released after
 the last step that uses them, so each step's layer errors are computed when the step is run
-and kept as a few floats (see ``layers.py`` for what a layer is)."""
+and kept as a few floats (see `layers.py` for what a layer is)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,10 @@ from explorer.check.ties import tied
 
 CHUNK = 1 << 15  # elements compared at a time (128 kB of float32: in cache)
 TORCH_MIN = 1 << 15
-"""A value of at least this many elements is compared by torch's kernels when torch is loaded
-(``_torch_errors``): on its threads, strided values without a copy."""
+"""A strided value of at least this many elements is compared by torch's kernels when torch is
+loaded (``_torch_errors``): read in place, where numpy's ``reshape(-1)`` would copy it. A
+contiguous one is compared by numpy's cache-sized chunks, twice as fast as torch's whole-block
+passes on one thread (and shared with a second thread when big)."""
 TORCH_BLOCK = 1 << 22  # a contiguous value is compared by torch this many elements at a time
 
 if TYPE_CHECKING:
@@ -41,8 +43,8 @@ class LayerErrors:
         self._seen: dict[int, tuple] = {}
 
     def of_step(self, main: Function, values: dict, reference: Reference) -> dict[str, LayerError]:
-        """Per layer of ``main``: its last root node (in binding order) whose value in
-        ``values`` is matched with a reference value, and the error of that value."""
+        """Per layer of `main`: its last root node (in binding order) whose value in
+        `values` is matched with a reference value, and the error of that value."""
         fx, node_ref = reference.fx_values, reference.node_values
         if not fx and not node_ref:
             return {}
@@ -69,8 +71,8 @@ class LayerErrors:
         self, value: np.ndarray, ref: np.ndarray, name: str | None, float64
     ) -> tuple[float, float, float | None]:
         """(max rel, share of the tolerance, share of the float64 rule's allowance or None):
-        a layer beyond the tolerance is judged against the float64 run of FX node ``name``
-        (``float64``: a ``judge.Float64Reference``, run here on first need), as outputs are."""
+        a layer beyond the tolerance is judged against the float64 run of FX node `name`
+        (`float64`: a `judge.Float64Reference`, run here on first need), as outputs are."""
         if value is ref:
             return 0.0, 0.0, None
         seen = self._seen.get(id(value))
@@ -104,7 +106,7 @@ def _pool():
 
 
 def _chunk_errors(v: np.ndarray, r: np.ndarray, starts, rtol: float, atol: float):
-    """(max rel, max share) over the chunks of flat ``v`` against ``r`` starting at ``starts``,
+    """(max rel, max share) over the chunks of flat `v` against `r` starting at `starts`,
     in their own dtype; None when one holds NaN or infinities (then judged in float64)."""
     one, tiny = v.dtype.type, np.finfo(v.dtype).tiny
     n = min(CHUNK, v.size)
@@ -137,9 +139,9 @@ def _chunk_errors(v: np.ndarray, r: np.ndarray, starts, rtol: float, atol: float
 def _torch_errors(
     value: np.ndarray, ref: np.ndarray, rtol: float, atol: float
 ) -> tuple[float, float] | None:
-    """``_chunk_errors`` by torch's kernels (the same float32 / float64 operations, each
+    """`_chunk_errors` by torch's kernels (the same float32 / float64 operations, each
     rounded alike, so the same numbers), on torch's threads, a strided value read in place
-    (numpy's ``reshape(-1)`` copies it); None when torch cannot take the arrays (negative
+    (numpy's `reshape(-1)` copies it); None when torch cannot take the arrays (negative
     strides) or a value is not finite (then judged in float64)."""
     torch = sys.modules["torch"]
     try:
@@ -181,19 +183,20 @@ def _torch_errors(
 
 
 def _errors(value: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[float, float]:
-    """The max relative error ``|value - ref| / (|ref| + atol)`` (as ``numbers.compare``)
-    and the max share of the tolerance used, ``|value - ref| / (atol + rtol * |ref|)``
+    """The max relative error `|value - ref| / (|ref| + atol)` (as `numbers.compare`)
+    and the max share of the tolerance used, `|value - ref| / (atol + rtol * |ref|)`
     (above 1: beyond tolerance). This runs for every layer of every step, so when both are
     float32 or float64 and all is finite it works in their own precision (float32 rounding
     moves the numbers in their 7th digit at most), a cache-sized chunk at a time in two small
     buffers: five times faster than whole-array temporaries, which also slowed the rest of the
     check (allocating and faulting in megabytes per layer); a big value's chunks are shared
-    with a second thread. A value of ``TORCH_MIN`` elements or more is compared by torch's
-    kernels when torch is loaded (the same numbers, faster on its threads)."""
+    with a second thread. A value of `TORCH_MIN` elements or more is compared by torch's
+    kernels when torch is loaded if it is strided (the same numbers, without numpy's copy)."""
     if value.size == 0:
         return 0.0, 0.0
     if value.dtype == ref.dtype and value.dtype in (np.float32, np.float64):
-        if value.size >= TORCH_MIN and "torch" in sys.modules:
+        contiguous = value.flags.c_contiguous and ref.flags.c_contiguous
+        if value.size >= TORCH_MIN and not contiguous and "torch" in sys.modules:
             done = _torch_errors(value, ref, rtol, atol)
             if done is not None:
                 return done

@@ -1,18 +1,18 @@
 """The error map: after a check, each source layer's error against the reference at every step.
 
-A *layer* is where a node came from in the source model: its provenance ``module_path``
-(``features.0.conv``, the innermost torch module; ONNX models exported from torch carry the
+A *layer* is where a node came from in the source model: its provenance `module_path`
+(`features.0.conv`, the innermost torch module; ONNX models exported from torch carry the
 same paths), or for an ONNX node with no module scope its node name (a hand-written ONNX
 graph has no modules: each node is its own unit). Nodes with neither (an IR model without
 provenance, ops torch ran outside any submodule) are in no layer. Layers are listed in model
-order: where their output is made (their last node) in the imported step's ``@main``, so that
+order: where their output is made (their last node) in the imported step's `@main`, so that
 a block's own output (its residual add) follows the layers inside it, and the first layer
-beyond tolerance is the one the ``diverged`` finding names, not the block around it.
+beyond tolerance is the one the `diverged` finding names, not the block around it.
 
 The check records, for every step it runs, each layer's output against the reference as a
-:class:`LayerError` (``StepCheck.layers``; see ``layer_errors.py``): node values are released
-during the check, so only these few floats are kept. :func:`error_map` lays them out as a
-matrix, :class:`ErrorMap`, for ``Report.error_map()`` and the views."""
+`LayerError` (`StepCheck.layers`; see `layer_errors.py`): node values are released
+during the check, so only these few floats are kept. `error_map` lays them out as a
+matrix, `ErrorMap`, for `Report.error_map()` and the views."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 def layer_of(node: Expr) -> str | None:
-    """The source layer ``node`` came from (see the module docstring), or None."""
+    """The source layer `node` came from (see the module docstring), or None."""
     p = node.prov
     if p.module_path:
         return p.module_path
@@ -39,9 +39,9 @@ def layer_of(node: Expr) -> str | None:
 
 
 def layer_order(trace: TraceSteps, steps: list[Step] | None = None) -> list[str]:
-    """Layers in model order: by where their output is made in the imported step's ``@main``
+    """Layers in model order: by where their output is made in the imported step's `@main`
     (the position of their last node: a block's own residual add comes after the layers
-    inside it, as it runs), then those first seen in later steps (of ``steps``: by default
+    inside it, as it runs), then those first seen in later steps (of `steps`: by default
     every step), in step order."""
     imported = trace.imported
     done: set[int] = set()
@@ -69,9 +69,9 @@ def layer_order(trace: TraceSteps, steps: list[Step] | None = None) -> list[str]
 @dataclass(frozen=True)
 class LayerError:
     """A layer's output at one step against the reference: the max relative error
-    ``|value - ref| / (|ref| + atol)``, the max share of the tolerance it uses,
-    ``|value - ref| / (atol + rtol * |ref|)`` (above 1 some element is beyond tolerance, as
-    for the check's ``diverged``), and the node whose value stands for the layer's output
+    `|value - ref| / (|ref| + atol)`, the max share of the tolerance it uses,
+    `|value - ref| / (atol + rtol * |ref|)` (above 1 some element is beyond tolerance, as
+    for the check's `diverged`), and the node whose value stands for the layer's output
     (the last of the layer's nodes, in binding order, matched with a reference value)."""
 
     max_rel: float
@@ -97,25 +97,25 @@ class LayerError:
 
 
 class LayerGrid:
-    """What the error map and the parameter map share: one row per step (``steps``, their
-    indices), one column per source layer (``layers``, in model order)."""
+    """What the error map and the parameter map share: one row per step (`steps`, their
+    indices), one column per source layer (`layers`, in model order)."""
 
     steps: list[int]
     layers: list[str]
 
     def row(self, step: int) -> int:
-        """The row of step index ``step``."""
+        """The row of step index `step`."""
         return self.steps.index(step)
 
     def column(self, layer: str) -> int:
-        """The column of ``layer``."""
+        """The column of `layer`."""
         return self.layers.index(layer)
 
     #: the array attributes a REPL's repr names (what the map holds, without their values)
     _arrays: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
-        """What ``str`` says and what the map holds: one line in a plain REPL, not the
+        """What `str` says and what the map holds: one line in a plain REPL, not the
         dataclass's dump of every array (Jupyter draws the heat map instead)."""
         held = ", ".join(f".{name}" for name in (*self._arrays, "first_step", "first_layer"))
         return f"<{type(self).__name__}: {self}; {held}>"
@@ -123,20 +123,20 @@ class LayerGrid:
 
 @dataclass(repr=False)
 class ErrorMap(LayerGrid):
-    """One row per step, one column per source layer (in model order): ``errors[i, j]`` is
-    the max relative error of layer ``layers[j]``'s output at step ``steps[i]`` against the
+    """One row per step, one column per source layer (in model order): `errors[i, j]` is
+    the max relative error of layer `layers[j]`'s output at step `steps[i]` against the
     reference, NaN where the step has no node of that layer matched with a reference value
-    (or was not run). ``tolerance`` holds the max share of the tolerance each cell uses
-    (``|x - ref| / (atol + rtol * |ref|)``: the relative error of a value near zero is large
+    (or was not run). `tolerance` holds the max share of the tolerance each cell uses
+    (`|x - ref| / (atol + rtol * |ref|)`: the relative error of a value near zero is large
     however small the difference). A cell beyond it is judged again against the float64 run
-    where there is one (``explorer/check/judge.py``, the rule of the ``diverged`` verdict):
-    ``float64`` holds the share of that rule's allowance (NaN where it did not judge) and
-    ``over`` marks the cells that are wrong by the rule that judged them. ``nodes[i][j]`` is
-    the graph node id of the node standing for the cell (``""`` for a blank cell), the one a
+    where there is one (`explorer/check/judge.py`, the rule of the `diverged` verdict):
+    `float64` holds the share of that rule's allowance (NaN where it did not judge) and
+    `over` marks the cells that are wrong by the rule that judged them. `nodes[i][j]` is
+    the graph node id of the node standing for the cell (`""` for a blank cell), the one a
     view selects when the cell is clicked.
 
-    ``first_step`` is the first failing step (the step of the report's first ``diverged``
-    finding), ``first_layer`` the first layer, in model order, beyond tolerance there (None
+    `first_step` is the first failing step (the step of the report's first `diverged`
+    finding), `first_layer` the first layer, in model order, beyond tolerance there (None
     when nothing diverged, or no layer at that step is beyond tolerance)."""
 
     steps: list[int]
@@ -155,7 +155,7 @@ class ErrorMap(LayerGrid):
     _arrays = ("errors", "tolerance", "over")
 
     def rule(self, i: int, j: int) -> str:
-        """What judged cell ``(i, j)``: "float64" or "tolerance"."""
+        """What judged cell `(i, j)`: "float64" or "tolerance"."""
         f = self.float64
         return "float64" if f is not None and not np.isnan(f[i, j]) else "tolerance"
 
@@ -171,16 +171,16 @@ class ErrorMap(LayerGrid):
         return text
 
     def _repr_html_(self) -> str:
-        """The heat map, in Jupyter (the output of ``report.error_map()`` in a cell)."""
+        """The heat map, in Jupyter (the output of `report.error_map()` in a cell)."""
         from widgets.error_map import MAP_CSS, error_map_html
 
         return f"<style>{MAP_CSS}</style>{error_map_html(self)}"
 
 
 class Checked(Protocol):
-    """A check report as the error map reads it (a ``report.Report`` is one; the report module
+    """A check report as the error map reads it (a `report.Report` is one; the report module
     imports this one, so the annotation here names this protocol): its trace, the numbers of
-    each step (``StepCheck``: step, same_as, layers) and its findings."""
+    each step (`StepCheck`: step, same_as, layers) and its findings."""
 
     trace: TraceSteps
     steps: list
@@ -188,7 +188,7 @@ class Checked(Protocol):
 
 
 def error_map(report: Checked) -> ErrorMap:
-    """The :class:`ErrorMap` of a check ``report`` (every step but the source graph, which
+    """The `ErrorMap` of a check `report` (every step but the source graph, which
     is the reference)."""
     checks = [c for c in report.steps if c.step.kind != "source"]
     by_index = {c.step.index: c for c in report.steps}

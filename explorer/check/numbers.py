@@ -9,7 +9,7 @@ import numpy as np
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    """``x`` (a torch tensor, bfloat16 as float32, or anything array-like) as a numpy array."""
+    """`x` (a torch tensor, bfloat16 as float32, or anything array-like) as a numpy array."""
     if hasattr(x, "detach") and hasattr(x, "numpy"):
         t = x.detach().cpu()
         if str(t.dtype) == "torch.bfloat16":
@@ -19,7 +19,7 @@ def to_numpy(x: Any) -> np.ndarray:
 
 
 def same_value(a: Any, b: Any) -> bool:
-    """Whether ``a`` and ``b`` (arrays or nested tuples of them) hold the same values: same
+    """Whether `a` and `b` (arrays or nested tuples of them) hold the same values: same
     shape, dtype and elements (NaNs equal)."""
     if isinstance(a, tuple) or isinstance(b, tuple):
         return (
@@ -37,7 +37,7 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 def leaves(value: Any) -> list:
-    """The arrays of ``value``, its nested tuples and lists flattened in order."""
+    """The arrays of `value`, its nested tuples and lists flattened in order."""
     if isinstance(value, (tuple, list)):
         return [x for v in value for x in leaves(v)]
     return [value]
@@ -47,7 +47,7 @@ COMPARE_CHUNK = 1 << 16  # elements compared at a time, in float64 (512 kB: in c
 
 
 def compare(a: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[float, float, int]:
-    """(max abs error, max rel error, elements beyond ``atol + rtol * |ref|``), in float64, a
+    """(max abs error, max rel error, elements beyond `atol + rtol * |ref|`), in float64, a
     chunk at a time (whole-array float64 temporaries of a 1B model's logits took 0.2 s per
     comparison, and their memory)."""
     a, ref = np.asarray(a), np.asarray(ref)
@@ -77,9 +77,9 @@ def compare(a: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> tuple[f
 @dataclass
 class OutputsCompared:
     """Outputs against the reference: elements beyond tolerance, worst errors, the output
-    with the largest error, a note when shapes or counts differ, and the verdict: ``wrong``
-    and the rule that judged it (``judge.py``: "tolerance", or "float64" when every output
-    beyond the tolerance was judged against the float64 run; ``float64`` is then the
+    with the largest error, a note when shapes or counts differ, and the verdict: `wrong`
+    and the rule that judged it (`judge.py`: "tolerance", or "float64" when every output
+    beyond the tolerance was judged against the float64 run; `float64` is then the
     judgement of the output furthest over its allowance)."""
 
     beyond: int
@@ -98,7 +98,7 @@ class OutputsCompared:
 
 def judge_outputs(got: tuple, want: tuple, float64, rtol: float, atol: float) -> OutputsCompared:
     """Outputs against the reference by the tolerance, then, where elements are beyond it,
-    against the float64 run ``float64`` (a ``judge.Float64Reference`` or None; run here on
+    against the float64 run `float64` (a `judge.Float64Reference` or None; run here on
     first need)."""
     from explorer.check.judge import FLOAT64, judge_float64
 
@@ -121,7 +121,7 @@ def judge_outputs(got: tuple, want: tuple, float64, rtol: float, atol: float) ->
 
 
 def compare_outputs(got: tuple, want: tuple, rtol: float, atol: float) -> OutputsCompared:
-    """How the outputs ``got`` compare with the reference's ``want`` (flattened): the worst
+    """How the outputs `got` compare with the reference's `want` (flattened): the worst
     output, the max errors and the elements beyond the tolerance; a count or shape mismatch is
     one output wrong, with a note."""
     got, want = leaves(got), leaves(want)
@@ -147,8 +147,8 @@ def compare_outputs(got: tuple, want: tuple, rtol: float, atol: float) -> Output
 
 
 def allclose(a: tuple | None, b: tuple | None, rtol: float, atol: float) -> bool:
-    """Whether the outputs ``a`` and ``b`` (None: never) hold as many arrays, each within
-    ``rtol`` / ``atol`` of the other."""
+    """Whether the outputs `a` and `b` (None: never) hold as many arrays, each within
+    `rtol` / `atol` of the other."""
     if a is None or b is None:
         return False
     la, lb = leaves(a), leaves(b)

@@ -10,7 +10,7 @@ MAX_NAMED_OPS = 8  # the op types a description names (the rest counted)
 
 def cast_to_float64(proto):
     """A copy of the ONNX model with every float16 / bfloat16 / float32 made float64:
-    initializers, inputs, outputs, value types, Cast targets (``to``, ``dtype``) and constant
+    initializers, inputs, outputs, value types, Cast targets (`to`, `dtype`) and constant
     attributes, in subgraphs too."""
     import onnx
     from onnx import TensorProto, numpy_helper
@@ -54,7 +54,7 @@ def cast_to_float64(proto):
 
 
 def run_description(how: str | None) -> str:
-    """How the float64 run was made, from what ``compiler.opaque.run_onnx_model`` says: by
+    """How the float64 run was made, from what `compiler.opaque.run_onnx_model` says: by
     onnxruntime (None), split ("mixed:<op types>", the ops onnx's reference evaluator ran:
     from the file, so escaped, the first MAX_NAMED_OPS named) or by the reference evaluator
     alone ("reference")."""

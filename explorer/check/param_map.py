@@ -1,7 +1,7 @@
 """The parameter map: weight bytes per source layer per step, and where they start to grow.
 
-It needs no check (only the steps' graphs), so it is ``Trace.param_map()``; it lives beside
-the error map because it shares its layers (``layers.py``) and the check's bloat thresholds.
+It needs no check (only the steps' graphs), so it is `Trace.param_map()`; it lives beside
+the error map because it shares its layers (`layers.py`) and the check's bloat thresholds.
 A weight's layer is its own provenance's, else the layer of the first node reading it (a
 weight folded by a pass, or a hand-written model, often has no provenance of its own)."""
 
@@ -23,12 +23,12 @@ if TYPE_CHECKING:
 
 @dataclass(repr=False)
 class ParamMap(LayerGrid):
-    """One row per step, one column per source layer (in model order): ``nbytes[i, j]`` is
-    the bytes of the weights of layer ``layers[j]`` at step ``steps[i]`` (0: none).
-    ``grew[i, j]`` marks where a pass made a layer's weights grow over the step it was given
-    (by more than ``threshold`` and at least ``min_bytes``, as the check's ``param-bloat``);
-    ``first_step`` / ``first_layer`` is where that first happens (the first such step, and
-    the first such layer there in model order): where bloat starts. ``nodes[i][j]`` is the
+    """One row per step, one column per source layer (in model order): `nbytes[i, j]` is
+    the bytes of the weights of layer `layers[j]` at step `steps[i]` (0: none).
+    `grew[i, j]` marks where a pass made a layer's weights grow over the step it was given
+    (by more than `threshold` and at least `min_bytes`, as the check's `param-bloat`);
+    `first_step` / `first_layer` is where that first happens (the first such step, and
+    the first such layer there in model order): where bloat starts. `nodes[i][j]` is the
     graph node id of the layer's largest weight at that step (what a view selects)."""
 
     steps: list[int]
@@ -55,7 +55,7 @@ class ParamMap(LayerGrid):
         )
 
     def _repr_html_(self) -> str:
-        """The heat map, in Jupyter (the output of ``trace.param_map()`` in a cell)."""
+        """The heat map, in Jupyter (the output of `trace.param_map()` in a cell)."""
         from widgets.error_map import MAP_CSS, param_map_html
 
         return f"<style>{MAP_CSS}</style>{param_map_html(self)}"
@@ -63,8 +63,8 @@ class ParamMap(LayerGrid):
 
 def _weights_by_layer(graph: GraphModel, known: set[str]) -> dict[str, list[tuple[int, str]]]:
     """Each layer's weights in a step's graph: (bytes, graph node id), largest first. A
-    weight is in its own layer when nodes are too (``known``), else in its first reader's
-    (an ONNX initializer's name may say ``layers.0`` where the nodes are ``linear/Gemm``)."""
+    weight is in its own layer when nodes are too (`known`), else in its first reader's
+    (an ONNX initializer's name may say `layers.0` where the nodes are `linear/Gemm`)."""
     readers: dict[str, str] = {}  # weight node id -> the layer of its first reader
     for e in graph.edges:
         if e.src not in readers:
@@ -86,7 +86,7 @@ def _weights_by_layer(graph: GraphModel, known: set[str]) -> dict[str, list[tupl
 def param_map(
     trace: TraceSteps, threshold: float = BLOAT_THRESHOLD, min_bytes: int = BLOAT_MIN_BYTES
 ) -> ParamMap:
-    """The :class:`ParamMap` of ``trace`` (every step but a source graph)."""
+    """The `ParamMap` of `trace` (every step but a source graph)."""
     steps = [s for s in trace.steps if s.kind != "source"]
     layers = layer_order(trace, steps)
     known = set(layers)

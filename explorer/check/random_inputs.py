@@ -20,7 +20,7 @@ LimitError naming the input, before anything is allocated: pass real inputs inst
 
 def random_arrays(params: Sequence, env: dict[str, int], rng, made: int = 0) -> list[np.ndarray]:
     """Random values for parameters (standard normal floats, zeros otherwise), each symbolic
-    dim set to 2 (``env`` learns the sizes chosen); ``made``: bytes of random values already
+    dim set to 2 (`env` learns the sizes chosen); `made`: bytes of random values already
     made (all of them are within MAX_RANDOM_INPUT_BYTES, checked before allocating)."""
     out, planned = [], []
     for p in params:

@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 
 from compiler import matmul_float64
-from compiler.ir import Expr, Function, TupleGetItem, children
+from compiler.ir import Expr, Function, If, TupleGetItem, children
 from explorer.check.numbers import compare, to_numpy
 from explorer.check.report import CheckError, NodeError
 
 
 def node_location(node: Expr) -> str:
-    """Where ``node`` came from, for a message: its module path or source node or op (with
+    """Where `node` came from, for a message: its module path or source node or op (with
     the FX node when that differs), else its name, else its op."""
     p = node.prov
     head = p.module_path or p.source_node or p.source_op or (f"%{node.name}" if node.name else "")
@@ -35,13 +35,16 @@ def group_roots(fn: Function, key: Callable[[Expr], Any]) -> list[Expr]:
     """Bound nodes that are the last of their provenance group (no reader of the node has the
     same key): the node standing for a source op's result, not an intermediate a frontend
     or a pass made for it (the matmul of a decomposed linear)."""
-    read_by: dict[int, set] = {}
-    nodes = [n for n in fn.iter_nodes()]
+    nodes = list(fn.iter_nodes())
+    keys = {n: key(n) for n in nodes}  # (nodes hash by identity)
+    inner: set = set()  # bound nodes read by a node of their own key
     for n in nodes:
-        k = key(n)
-        for c in children(n):
-            read_by.setdefault(id(c), set()).add(k)
-    return [n for n in nodes if key(n) is not None and key(n) not in read_by.get(id(n), ())]
+        k = keys[n]
+        if k is not None:
+            for c in children(n) if isinstance(n, If) else n.operands:
+                if c in keys and keys[c] == k:
+                    inner.add(c)
+    return [n for n in nodes if keys[n] is not None and n not in inner]
 
 
 def node_reference(main: Function, values: dict) -> dict:
@@ -62,7 +65,7 @@ def root_key(fx_values: dict) -> Callable[[Expr], Any]:
 def matched_reference(
     node: Expr, value: np.ndarray, fx_values: dict, node_ref: dict
 ) -> np.ndarray | None:
-    """The reference value ``node`` is matched with (of the same shape as ``value``): the FX
+    """The reference value `node` is matched with (of the same shape as `value`): the FX
     node named by its provenance, or the one imported node with the same provenance."""
     if fx_values:
         ref = fx_values.get(node.prov.source_node)
@@ -77,8 +80,8 @@ def matched_reference(
 
 
 def input_reference(fx_values: dict, node_ref: dict):
-    """``reference_of(expr, value, op)`` for ``ties.tied``: the reference value that ``expr``,
-    the input of ``op``, is matched with, or None (no match, or ``expr`` is of ``op``'s own
+    """`reference_of(expr, value, op)` for `ties.tied`: the reference value that `expr`,
+    the input of `op`, is matched with, or None (no match, or `expr` is of `op`'s own
     source op)."""
 
     key = root_key(fx_values)
@@ -107,13 +110,13 @@ def errors_by_node(
     float64=None,
     ties: list | None = None,
 ) -> list[NodeError]:
-    """Nodes of ``main`` (in binding order) whose value differs from the reference value they
+    """Nodes of `main` (in binding order) whose value differs from the reference value they
     are matched with (the FX node named by their provenance, or the imported node with the
-    same provenance) beyond the tolerance, and, where the float64 run ``float64`` (a
-    ``judge.Float64Reference``) has that FX node, further from float64 than the reference
-    is (``judge.py``; the error then says so). An index of an order-selecting op that selects
-    the same values as the reference's indices (tied values ordered otherwise, ``ties.py``) is
-    no error: it is appended to ``ties`` when given."""
+    same provenance) beyond the tolerance, and, where the float64 run `float64` (a
+    `judge.Float64Reference`) has that FX node, further from float64 than the reference
+    is (`judge.py`; the error then says so). An index of an order-selecting op that selects
+    the same values as the reference's indices (tied values ordered otherwise, `ties.py`) is
+    no error: it is appended to `ties` when given."""
     from explorer.check.judge import judge_float64
     from explorer.check.ties import tied
 
@@ -243,8 +246,8 @@ def program_budget(ep, tensors: list, what: str):
 
 
 def interpreter_base(untrusted: bool):
-    """``torch.fx.Interpreter``, or for a program read from a file one that fills what an
-    allocating op (``empty``, ``empty_like``, ..., explorer.trust.PROGRAM_EMPTY) makes with
+    """`torch.fx.Interpreter`, or for a program read from a file one that fills what an
+    allocating op (`empty`, `empty_like`, ..., explorer.trust.PROGRAM_EMPTY) makes with
     zeros before anything reads it: uninitialised memory may hold what the process held
     before."""
     import torch
@@ -277,7 +280,11 @@ def _fx_run(ep, tensors: list, untrusted: bool = False) -> tuple[tuple, dict[str
 
     class Capture(interpreter_base(untrusted)):
         def run_node(self, n):
-            out = super().run_node(n)
+            if untrusted:
+                out = super().run_node(n)
+            else:  # as torch's, without its per-node metadata context and log (~15% of a run)
+                args, kwargs = self.fetch_args_kwargs_from_env(n)
+                out = getattr(self, n.op)(n.target, args, kwargs)
             if n.op != "call_function":
                 return out
             if isinstance(out, torch.Tensor):
@@ -306,7 +313,7 @@ ORDER_TARGETS = ("sort", "argsort", "topk", "argmax", "argmin", "max.dim", "min.
 
 
 def _orders(n) -> bool:
-    """Whether FX node ``n`` selects by order (its indices may tie)."""
+    """Whether FX node `n` selects by order (its indices may tie)."""
     name = str(getattr(n.target, "__name__", n.target))
     return any(name == t or name.startswith(t + ".") for t in ORDER_TARGETS)
 
@@ -315,7 +322,7 @@ _ORDER_NODES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def order_nodes(graph) -> frozenset:
-    """The call_function nodes of FX ``graph`` that select by order (``_orders``), found once
+    """The call_function nodes of FX `graph` that select by order (`_orders`), found once
     per graph (a check runs the graph again at every check of its trace) instead of at every
     node of every run."""
     key = (len(graph.nodes), id(next(iter(graph.nodes), None)))
@@ -337,9 +344,9 @@ def _fx_values(ep, tensors: list) -> dict[str, np.ndarray]:
 def float64_reference(
     frontend: str, source: dict, inputs: list, runtime: list, *, optimize: bool = True
 ):
-    """The float64 run a check judges with (a ``judge.Float64Reference``, made on first use):
+    """The float64 run a check judges with (a `judge.Float64Reference`, made on first use):
     torch's exported graph in float64, or onnxruntime on the model cast to float64 (with its
-    graph optimizations off when not ``optimize``: an ONNX Runtime trace's check, whose
+    graph optimizations off when not `optimize`: an ONNX Runtime trace's check, whose
     reference must not hold the optimizations it judges); None for other sources."""
     from explorer.check.judge import Float64Reference
 
@@ -379,7 +386,7 @@ def _torch_float64(
     """The exported graph run in float64: user inputs cast, each weight cast where it is used
     (never the whole model at once: the cast is freed after its op; a linear's weight a block
     of rows at a time, an embedding's rows gathered before the cast), every floating dtype an
-    op names (``.to(float32)``, ``arange(dtype=float32)``) taken as float64. Its user outputs
+    op names (`.to(float32)`, `arange(dtype=float32)`) taken as float64. Its user outputs
     and every call's value by FX node name. This is torch's run of the source graph, apart
     from the import being judged."""
     import torch
@@ -478,7 +485,7 @@ def _model_name(proto) -> str:
 
 
 def _run_budgeted(proto, runtime: list, what: str, fallback: bool = False, optimize: bool = True):
-    """``compiler.opaque.run_onnx_model`` on ``proto``: its outputs and how they were made."""
+    """`compiler.opaque.run_onnx_model` on `proto`: its outputs and how they were made."""
     from compiler.opaque import run_onnx_model
 
     try:
@@ -505,9 +512,9 @@ passlens's own interpreter's work budget for all loops of a run (compiler/interp
 
 
 def _loop_problem(proto) -> str | None:
-    """Why onnxruntime should not run ``proto`` at all, or None: a ``Loop`` whose trip count
-    is a constant past what passlens's own interpreter runs (``compiler.interpret.
-    MAX_LOOP_WORK``): it would spin without allocating, which no memory budget stops. Walks
+    """Why onnxruntime should not run `proto` at all, or None: a `Loop` whose trip count
+    is a constant past what passlens's own interpreter runs (`compiler.interpret.
+    MAX_LOOP_WORK`): it would spin without allocating, which no memory budget stops. Walks
     the subgraphs with a stack."""
     from onnx import numpy_helper
 
@@ -542,7 +549,7 @@ def _loop_problem(proto) -> str | None:
 
 def onnx_reference(source: dict, runtime: list) -> tuple:
     """onnxruntime's run of the whole source model (CPUExecutionProvider), in a child process
-    under ``REFERENCE_BUDGET`` (a model from a file may make a value of any size)."""
+    under `REFERENCE_BUDGET` (a model from a file may make a value of any size)."""
     problem = _loop_problem(source["model"])
     if problem is not None:
         from compiler.opaque import BudgetError
@@ -556,13 +563,13 @@ def onnx_reference(source: dict, runtime: list) -> tuple:
 def _onnx_float64(proto, runtime: list, optimize: bool = True) -> tuple[tuple, dict, str]:
     """onnxruntime on the ONNX model cast to float64 (initializers, inputs, outputs, value
     types, Cast targets and constant attributes; float inputs cast): the source graph run by
-    its own framework in float64, apart from the import being judged (``optimize=False``:
+    its own framework in float64, apart from the import being judged (`optimize=False`:
     with onnxruntime's graph optimizations off). onnxruntime lacks
     float64 kernels for some ops (Conv, Erf): then it runs the nodes it has kernels for and
     onnx's reference evaluator (numpy) the others (compiler/opaque/onnx_mixed.py); when that
     fails, the reference evaluator runs the whole cast model; when it fails too, the error
     says why and the tolerance judges. The outputs, no per-node values, and how the run was
-    made (the report's notes say it). It runs in a child process under ``REFERENCE_BUDGET``,
+    made (the report's notes say it). It runs in a child process under `REFERENCE_BUDGET`,
     as the float32 reference does."""
     from explorer.check.onnx_float64 import cast_to_float64, run_description
 

@@ -36,7 +36,7 @@ _reducer: list[Callable[..., Any]] = []
 
 
 def register_reducer(reduce: Callable[..., Any]) -> None:
-    """Make ``reduce`` what :meth:`Report.reduce` runs (``explorer.reduce`` does this)."""
+    """Make `reduce` what `Report.reduce` runs (`explorer.reduce` does this)."""
     _reducer[:] = [reduce]
 
 
@@ -45,9 +45,9 @@ def register_reducer(reduce: Callable[..., Any]) -> None:
 
 @dataclass(eq=False)
 class Finding:
-    """One thing the check found: its ``kind`` (one of the registered kinds,
-    ``explorer.check.detectors.KINDS``), the step, the IR node(s), a plain-language
-    ``message`` and kind-specific ``details`` (each detector module lists its own)."""
+    """One thing the check found: its `kind` (one of the registered kinds,
+    `explorer.check.detectors.KINDS`), the step, the IR node(s), a plain-language
+    `message` and kind-specific `details` (each detector module lists its own)."""
 
     kind: str
     step: Step
@@ -57,7 +57,7 @@ class Finding:
 
     @property
     def severity(self) -> str:
-        """``error``, ``warning`` or ``info``."""
+        """`error`, `warning` or `info`."""
         return severity_of(self.kind)
 
     @property
@@ -93,11 +93,11 @@ class NodeError:
 
 @dataclass(eq=False)
 class StepCheck:
-    """The numbers of one step: ``status`` is reference, ok, diverged, shape-mismatch,
-    run-failed, failed (the pass raised) or not run; ``same_as`` is the index of the step
-    whose module this one shows (its results reused); ``computed`` / ``reused`` count the
-    bindings evaluated and taken from the cache for this step; ``layers`` holds each source
-    layer's error against the reference (for :meth:`Report.error_map`)."""
+    """The numbers of one step: `status` is reference, ok, diverged, shape-mismatch,
+    run-failed, failed (the pass raised) or not run; `same_as` is the index of the step
+    whose module this one shows (its results reused); `computed` / `reused` count the
+    bindings evaluated and taken from the cache for this step; `layers` holds each source
+    layer's error against the reference (for `Report.error_map`)."""
 
     step: Step
     status: str
@@ -112,10 +112,10 @@ class StepCheck:
 
     @property
     def same_module(self) -> str | None:
-        """Which step's module this one shows, in words (None when it has its own): ``same
-        module as #8`` for a step that changed nothing, ``same module as its last pass #9`` for
-        a composite step (a pipeline's row), which shows the module its last sub-pass made (``same
-        module as #25, the last of its passes to change it`` when the passes after #25 changed
+        """Which step's module this one shows, in words (None when it has its own): `same
+        module as #8` for a step that changed nothing, `same module as its last pass #9` for
+        a composite step (a pipeline's row), which shows the module its last sub-pass made (`same
+        module as #25, the last of its passes to change it` when the passes after #25 changed
         nothing)."""
         if self.same_as is None:
             return None
@@ -132,13 +132,13 @@ class StepCheck:
 
 
 class Report:
-    """What ``check`` found: ``findings`` in step order, ``first_failure`` (the bisection
-    answer), ``ok``, per-step numbers (``steps`` / ``rows()``) and how many values were
-    reused between steps. ``numbers_checked`` is False when no inputs were given and none
+    """What `check` found: `findings` in step order, `first_failure` (the bisection
+    answer), `ok`, per-step numbers (`steps` / `rows()`) and how many values were
+    reused between steps. `numbers_checked` is False when no inputs were given and none
     could be made up (only failed passes and parameter bloat are then reported).
-    ``inputs``: the values the steps ran on, as numpy arrays in the order ``check`` takes
+    `inputs`: the values the steps ran on, as numpy arrays in the order `check` takes
     them (the runtime inputs, then the weights unless they are the module's own), so
-    ``trace.check(report.inputs)`` runs the same check again; None when no numbers were
+    `trace.check(report.inputs)` runs the same check again; None when no numbers were
     checked (or, for a loaded report, when the file was saved without them)."""
 
     def __init__(
@@ -197,7 +197,7 @@ class Report:
         """One row per step, one column per source layer (in model order), each cell the
         relative error of that layer's output at that step against the reference (NaN where
         the step does not have it), with the first failing step and layer: for a heat map of
-        one's own (``plt.imshow(m.errors)``); the views draw it (see ``explorer.check.layers``)."""
+        one's own (`plt.imshow(m.errors)`); the views draw it (see `explorer.check.layers`)."""
         if self._error_map is None:
             self._error_map = error_map(self)
         return self._error_map
@@ -219,12 +219,12 @@ class Report:
         trust_ops=None,
     ):
         """Shrink the module and the pipeline until nothing more can be removed while
-        ``finding`` (the first failure by default, or its index in ``findings``) still holds:
-        same kind, at the same pass. Returns an ``explorer.reduce.Reduction`` (a trace of its
+        `finding` (the first failure by default, or its index in `findings`) still holds:
+        same kind, at the same pass. Returns an `explorer.reduce.Reduction` (a trace of its
         own, its IR text, pipeline spec and a pytest file that fails while the bug is there).
-        ``budget``: seconds; ``progress``: a callback, or None / True / False (see
-        ``explorer.progress``); ``trust_ops``: opaque ops to run although not known to be pure
-        computations, as for ``trace.check``. See ``explorer.reduce.reduce``."""
+        `budget`: seconds; `progress`: a callback, or None / True / False (see
+        `explorer.progress`); `trust_ops`: opaque ops to run although not known to be pure
+        computations, as for `trace.check`. See `explorer.reduce.reduce`."""
         if not _reducer:
             raise RuntimeError("no reducer registered: import explorer (explorer.reduce)")
         return _reducer[0](self, finding, budget=budget, progress=progress, trust_ops=trust_ops)
@@ -279,7 +279,7 @@ class Report:
 
     @property
     def warnings(self) -> list[str]:
-        """The notes that warn (``warning: ...``, such as onnxruntime refusing the source
+        """The notes that warn (`warning: ...`, such as onnxruntime refusing the source
         model, so the check compared with the import instead): the headline counts them."""
         return [n for n in self.notes if str(n).startswith(WARNING_PREFIX)]
 
@@ -337,10 +337,10 @@ class Report:
 
 
 def _status(row: dict) -> str:
-    """A step's status, ``(float64)`` when values beyond the tolerance were judged against the
+    """A step's status, `(float64)` when values beyond the tolerance were judged against the
     float64 run (judge.py), and when it shows the very module of an earlier step (whose
-    values it reused, not recomputed), which one: ``ok (float64), same module as #8`` (a
-    composite row: ``same module as its last pass #9``)."""
+    values it reused, not recomputed), which one: `ok (float64), same module as #8` (a
+    composite row: `same module as its last pass #9`)."""
     same = f", {row['same_module']}" if row.get("same_module") else ""
     judged = " (float64)" if row.get("rule") == "float64" else ""  # see judge.py
     return row["status"] + judged + same

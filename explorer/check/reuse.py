@@ -1,17 +1,17 @@
 """A check of a re-run reuses the check of the trace it was re-run from.
 
-``new = old.rerun(...)`` shares the steps before the first pass it ran again: the very Step
-objects, with the very modules. When ``old.report`` was made by a check with the same options
-and inputs, ``new.check()`` takes that report's results for the shared steps (their numbers,
+`new = old.rerun(...)` shares the steps before the first pass it ran again: the very Step
+objects, with the very modules. When `old.report` was made by a check with the same options
+and inputs, `new.check()` takes that report's results for the shared steps (their numbers,
 findings and runs, the reference and its per-node values) and runs only the new steps: a
 re-run after fixing the last pass costs that pass and the check of its steps. The detectors
 are called again on what the earlier check knew of each shared step (without node values), so
 their check-wide state is as it was when the new steps come; their findings there are the
 earlier check's.
 
-A check keeps what this needs as its report's :class:`CheckMemo` (in memory only, never
+A check keeps what this needs as its report's `CheckMemo` (in memory only, never
 saved), unless the arrays it would keep alive (the reference's per-node values, each step's
-outputs) are over :data:`KEPT_BYTES` (then a check of a re-run runs every step, and says
+outputs) are over `KEPT_BYTES` (then a check of a re-run runs every step, and says
 why).
 """
 
@@ -35,9 +35,9 @@ KEPT_BYTES = 256 << 20  # arrays a report keeps alive for a check of a re-run
 @dataclass(eq=False)
 class CheckMemo:
     """What a check of a re-run of a trace reuses of this trace's check: the options it ran
-    with (``key``) and its inputs, the steps in the order they ran, each one's numbers,
+    with (`key`) and its inputs, the steps in the order they ran, each one's numbers,
     findings and what its detectors saw, the runs by module, the reference and the notes;
-    ``why_not`` says why a check of a re-run cannot use it ("": it can)."""
+    `why_not` says why a check of a re-run cannot use it ("": it can)."""
 
     key: tuple
     why_not: str = ""
@@ -58,7 +58,7 @@ class CheckMemo:
 
 def options_key(checker: Any) -> tuple:
     """What must be the same for two checks' results to be the same (progress aside);
-    ``checker`` is an ``explorer.check.runner.Checker`` (which imports this module)."""
+    `checker` is an `explorer.check.runner.Checker` (which imports this module)."""
     o = checker.options
     return (
         type(checker.runner),
@@ -71,7 +71,7 @@ def options_key(checker: Any) -> tuple:
 
 
 def keep(checker: Any, findings: list[Finding]) -> CheckMemo | None:
-    """What ``checker``'s report keeps for a check of a re-run (None: its runner's results
+    """What `checker`'s report keeps for a check of a re-run (None: its runner's results
     cannot be reused)."""
     if not getattr(checker.runner, "reuses_earlier_checks", False):
         return None
@@ -108,7 +108,7 @@ def keep(checker: Any, findings: list[Finding]) -> CheckMemo | None:
 
 
 def array_bytes(values: Any) -> int:
-    """Bytes of the distinct numpy arrays in ``values`` (dicts, tuples and lists walked)."""
+    """Bytes of the distinct numpy arrays in `values` (dicts, tuples and lists walked)."""
     total, seen = 0, set()
     stack: list[Any] = [values]
     while stack:
@@ -125,7 +125,7 @@ def array_bytes(values: Any) -> int:
 
 
 def earlier(checker: Any) -> CheckMemo | None:
-    """The memo of the check of the trace ``checker``'s trace was re-run from, when its
+    """The memo of the check of the trace `checker`'s trace was re-run from, when its
     results hold for this check (same runner, options and inputs); a note says why not when
     there is one and it cannot be used."""
     prior = getattr(checker.trace, "rerun_of", None)
@@ -147,7 +147,7 @@ def earlier(checker: Any) -> CheckMemo | None:
 
 
 def shared_prefix(order: list[Step], memo: CheckMemo) -> int:
-    """How many steps at the start of ``order`` are the memo's own, in the same order."""
+    """How many steps at the start of `order` are the memo's own, in the same order."""
     n = 0
     for new, old in zip(order, memo.order, strict=False):
         if new is not old or new.index not in memo.checks:
@@ -157,7 +157,7 @@ def shared_prefix(order: list[Step], memo: CheckMemo) -> int:
 
 
 def reused_check(memo: CheckMemo, step: Step) -> tuple[StepCheck, list[Finding]]:
-    """Copies of the memo's numbers and findings of ``step`` (a report owns its own)."""
+    """Copies of the memo's numbers and findings of `step` (a report owns its own)."""
     check = dataclasses.replace(memo.checks[step.index])
     findings = [
         dataclasses.replace(f, nodes=list(f.nodes), details=dict(f.details))

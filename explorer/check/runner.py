@@ -1,8 +1,8 @@
 """Running the check: the reference, every step on the same inputs, the findings.
 
-The loop is the :class:`Checker`'s and the same for every compiler; how one step's module is
-run is a :class:`StepRunner`'s, the public interface an adapter implements (as TVM's
-``PassInstrument`` and torch.fx's ``Interpreter`` are: two methods to write, hooks with no-op
+The loop is the `Checker`'s and the same for every compiler; how one step's module is
+run is a `StepRunner`'s, the public interface an adapter implements (as TVM's
+`PassInstrument` and torch.fx's `Interpreter` are: two methods to write, hooks with no-op
 defaults to override where the compiler differs):
 
     class MyRunner(StepRunner):
@@ -13,16 +13,16 @@ defaults to override where the compiler differs):
 
     Checker(trace, inputs, options, MyRunner()).run()   # the Report (Adapter.check does this)
 
-The runner sees the check as ``self.check`` (its ``trace``, ``options``, ``notes``,
-``runtime`` and ``weights``, ``reference`` and ``ref_outputs``, ``findings``, ``results``).
-passlens's interpreter (:class:`explorer.passlens.check.Interpreter`: per-node values, one
-value cache for every step) is one implementation; TVM's VM (``explorer/tvm/check.py``) and
-torch.fx (``explorer/inductor/check.py``) are others. No runner overrides a private method of
+The runner sees the check as `self.check` (its `trace`, `options`, `notes`,
+`runtime` and `weights`, `reference` and `ref_outputs`, `findings`, `results`).
+passlens's interpreter (`explorer.passlens.check.Interpreter`: per-node values, one
+value cache for every step) is one implementation; TVM's VM (`explorer/tvm/check.py`) and
+torch.fx (`explorer/inductor/check.py`) are others. No runner overrides a private method of
 this module (tests/explorer/test_adapters.py holds that).
 
-A check of a re-run (``trace.rerun_of``) takes the results of the steps it shares with the
+A check of a re-run (`trace.rerun_of`) takes the results of the steps it shares with the
 trace it was re-run from from that trace's last check, when its runner allows it
-(:attr:`StepRunner.reuses_earlier_checks`; see :mod:`explorer.check.reuse`).
+(`StepRunner.reuses_earlier_checks`; see `explorer.check.reuse`).
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ if TYPE_CHECKING:  # a Step / Trace is given; the trace module imports this one
 
 
 class StepRunner:
-    """How the check runs one compiler's steps: :meth:`prepare` the inputs once, :meth:`run`
+    """How the check runs one compiler's steps: `prepare` the inputs once, `run`
     each step's module; every other method is a hook with a no-op default (a runner that
-    gives outputs only needs none of them). ``check`` is the :class:`Checker` running it, set
-    before :meth:`prepare`."""
+    gives outputs only needs none of them). `check` is the `Checker` running it, set
+    before `prepare`."""
 
     #: why the imported step is the reference when the source is no framework model
     own_source: str = "the source is IR"
@@ -67,26 +67,26 @@ class StepRunner:
 
     # ----- what every runner writes -----------------------------------------------------------
     def prepare(self, inputs: Any) -> tuple[list | None, list | None]:
-        """The runtime inputs and the weights every step runs on, from the ``inputs`` given
-        to the check (None: none were given; ``self.check.trace.example_inputs`` are the
-        trace's). ``(None, None)``: the numbers are not checked (say why in
-        ``self.check.notes``); raise ``CheckError`` for inputs that cannot be used."""
+        """The runtime inputs and the weights every step runs on, from the `inputs` given
+        to the check (None: none were given; `self.check.trace.example_inputs` are the
+        trace's). `(None, None)`: the numbers are not checked (say why in
+        `self.check.notes`); raise `CheckError` for inputs that cannot be used."""
         raise NotImplementedError(f"{type(self).__name__} does not prepare inputs")
 
     def run(self, module: Any) -> Run:
-        """Run one step's module on ``self.check.runtime`` / ``self.check.weights`` and return
-        its :class:`Run` (outputs, or the error: a step that cannot run is a finding, never a
+        """Run one step's module on `self.check.runtime` / `self.check.weights` and return
+        its `Run` (outputs, or the error: a step that cannot run is a finding, never a
         crash)."""
         raise NotImplementedError(f"{type(self).__name__} does not run modules")
 
     # ----- hooks: a step ----------------------------------------------------------------------
     def should_run(self, step: Step) -> bool:
-        """Whether a step's module (new to this check) is run; False: it is ``not run``. May
-        set what the step is judged by (``self.check.ref_outputs``)."""
+        """Whether a step's module (new to this check) is run; False: it is `not run`. May
+        set what the step is judged by (`self.check.ref_outputs`)."""
         return True
 
     def not_run_reason(self, step: Step) -> str:
-        """Why ``should_run`` said no, for the report's note on the ``not run`` rows."""
+        """Why `should_run` said no, for the report's note on the `not run` rows."""
         return "the runner does not run them"
 
     def generation(self, before: Run | None) -> int:
@@ -113,15 +113,15 @@ class StepRunner:
 
     def warm_up(self) -> None:
         """One-time set-up before the first module of the check runs (loading kernels),
-        inside the check's progress: say what it does with ``self.check.phase``."""
+        inside the check's progress: say what it does with `self.check.phase`."""
 
     def after_step(self, step: Step, run: Run | None) -> None:
-        """Called after a new step was run and its findings made (``run``: None when it was
+        """Called after a new step was run and its findings made (`run`: None when it was
         not run)."""
 
     # ----- hooks: the reference ---------------------------------------------------------------
     def set_reference(self, import_run: Run) -> bool:
-        """Set ``self.check.reference`` (and ``ref_outputs``) itself; True: done, False (the
+        """Set `self.check.reference` (and `ref_outputs`) itself; True: done, False (the
         default): the check's own (the source run by torch / onnxruntime, or the imported
         step)."""
         return False
@@ -136,17 +136,17 @@ class StepRunner:
         """Called once with the order the steps run in (to free values after their last use)."""
 
     def release(self, order: list[Step], k: int) -> None:
-        """Called after the step at ``order[k]`` ran: free what no later step needs."""
+        """Called after the step at `order[k]` ran: free what no later step needs."""
 
     def reuse(self) -> tuple[int, int]:
-        """``(values shared between steps, values of rebuilt nodes reused)`` for the report."""
+        """`(values shared between steps, values of rebuilt nodes reused)` for the report."""
         return 0, 0
 
 
 def name_nodes(check: Checker, step: Step, errors: list) -> None:
-    """Give ``step``'s ``diverged`` finding of ``check`` its per-node errors (``NodeError`` s,
+    """Give `step`'s `diverged` finding of `check` its per-node errors (`NodeError` s,
     first the node that differs first): the finding names that node and its message begins
-    with it. For a runner that compares node values itself (after ``after_step``)."""
+    with it. For a runner that compares node values itself (after `after_step`)."""
     from explorer.check.report import NODE_ERRORS_KEPT
 
     if not errors:
@@ -164,9 +164,9 @@ def name_nodes(check: Checker, step: Step, errors: list) -> None:
 
 
 class Checker:
-    """The check of one trace: the reference, every step run by ``runner`` on the same inputs,
-    the detectors' findings, the :class:`Report`. Not subclassed: a compiler's difference is
-    its :class:`StepRunner`."""
+    """The check of one trace: the reference, every step run by `runner` on the same inputs,
+    the detectors' findings, the `Report`. Not subclassed: a compiler's difference is
+    its `StepRunner`."""
 
     def __init__(self, trace, inputs, options: Options, runner: StepRunner):
         self.trace = trace
@@ -203,7 +203,7 @@ class Checker:
 
     def phase(self, what: str) -> None:
         """Say what part of the step under way runs now (the kernels' warm-up, the reference,
-        the float64 run, ...): the progress shows ``<step>: <what>`` and a callback is called
+        the float64 run, ...): the progress shows `<step>: <what>` and a callback is called
         with it as the name (nothing outside a check's run)."""
         if self.job is not None:
             self.job.phase(what)
@@ -355,7 +355,7 @@ class Checker:
 
     def _reused(self, step: Step, memo: reuse.CheckMemo) -> StepCheck:
         """A step shared with the trace this one was re-run from: its results from that
-        trace's check (``memo``), its detectors called again for their state only."""
+        trace's check (`memo`), its detectors called again for their state only."""
         check, findings = reuse.reused_check(memo, step)
         self.findings.extend(findings)
         module = step.module
@@ -373,7 +373,7 @@ class Checker:
         return check
 
     def _inputs_used(self) -> tuple | None:
-        """The values the steps ran on, as ``check`` takes them: the runtime inputs, then the
+        """The values the steps ran on, as `check` takes them: the runtime inputs, then the
         weights unless they are the module's own (None when the numbers were not checked)."""
         if self.runtime is None:
             return None
@@ -405,7 +405,7 @@ class Checker:
         return cmp
 
     def _not_run(self, reason: str) -> None:
-        """Count a ``not run`` row under ``reason``; one note per reason says how many and
+        """Count a `not run` row under `reason`; one note per reason says how many and
         why, so a table of "not run" rows does not read as steps the check skipped."""
         counts = self._not_run_notes
         if reason not in counts:
@@ -473,7 +473,7 @@ class Checker:
         keep: bool = True,
     ) -> StepCheck:
         """Hand what is known of a step to every registered detector; keep their findings
-        (``keep=False``: a step whose findings are an earlier check's, called for the
+        (`keep=False`: a step whose findings are an earlier check's, called for the
         detectors' state only)."""
         step = check.step
         self.detected[step.index] = (run, before, compared)

@@ -1,8 +1,8 @@
 """Indices of tied values: a sort, topk, argmax or argmin may order equal values either way.
 
-torch's default CPU sort (``stable=False``) is stable only up to 16 elements along the axis;
+torch's default CPU sort (`stable=False`) is stable only up to 16 elements along the axis;
 beyond that equal values come out in an order it leaves unspecified, and its topk likewise.
-passlens's ``topk`` is stable (ties keep the lower index first), so on tied values its indices
+passlens's `topk` is stable (ties keep the lower index first), so on tied values its indices
 may differ from the reference's while both are correct. An index value that differs from the
 reference's is therefore judged by what it selects: the op's input (this step's value) gathered
 at this step's indices and at the reference's must agree within the tolerance. A wrong index
@@ -11,13 +11,13 @@ values tie which did not: the op's input must agree with the reference's (torch:
 own input, recorded when the reference ran).
 
 Where such an index differs from the reference's only by ties, the check runs the step again
-with the reference's indices in its place (``tie_judging.TieJudging._retie``): values that depend on
+with the reference's indices in its place (`tie_judging.TieJudging._retie`): values that depend on
 which tied index comes first (positions, the experts an MoE routes to from tied scores) are
 then judged as the reference computed them. A note names every such index.
 
 What can be judged so is an IR node that is the index result of an order-selecting op: the
-index field of ``topk`` (which sort, argsort and ONNX TopK convert to) and ``argmax`` /
-``argmin`` (which ``max.dim`` / ``min.dim`` give)."""
+index field of `topk` (which sort, argsort and ONNX TopK convert to) and `argmax` /
+`argmin` (which `max.dim` / `min.dim` give)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ TIE_NOTE = "indices of tied values differ from {ref}'s at {where}: both orders a
 
 
 def index_source(node: Expr) -> tuple[Expr, int | None, bool] | None:
-    """``(input, axis, keepdims)`` of the order-selecting op whose indices ``node`` is (axis
-    None: over the flattened input), or None when ``node`` is no such index."""
+    """`(input, axis, keepdims)` of the order-selecting op whose indices `node` is (axis
+    None: over the flattened input), or None when `node` is no such index."""
     if isinstance(node, TupleGetItem) and node.index == 1:
         t = node.tuple_value
         if isinstance(t, Call) and t.op == "topk" and t.args:
@@ -42,7 +42,7 @@ def index_source(node: Expr) -> tuple[Expr, int | None, bool] | None:
 
 
 def _select(x: np.ndarray, idx: np.ndarray, axis: int | None, keepdims: bool) -> np.ndarray | None:
-    """The elements of ``x`` that indices ``idx`` of an op over ``axis`` select (None when
+    """The elements of `x` that indices `idx` of an op over `axis` select (None when
     they cannot select: out of range, another shape)."""
     if idx.dtype.kind not in "iu" or x.ndim == 0 and axis is not None:
         return None
@@ -63,10 +63,10 @@ def _select(x: np.ndarray, idx: np.ndarray, axis: int | None, keepdims: bool) ->
 
 
 def tied(node: Expr, value, ref, values: dict, rtol: float, atol: float, reference_of=None) -> bool:
-    """Whether ``value`` (the value of ``node`` in a step) differs from the reference value
-    ``ref`` only in the order of tied values: ``node`` is the index of an order-selecting op
-    whose input value is in ``values``, and both index sets select the same values of it.
-    ``reference_of(expr, value, node)`` gives the reference value of the op's input when one is
+    """Whether `value` (the value of `node` in a step) differs from the reference value
+    `ref` only in the order of tied values: `node` is the index of an order-selecting op
+    whose input value is in `values`, and both index sets select the same values of it.
+    `reference_of(expr, value, node)` gives the reference value of the op's input when one is
     matched: it must then agree with the step's input (a pass that changed the input, making
     values tie that did not, is no tie)."""
     src = index_source(node)

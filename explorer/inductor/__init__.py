@@ -1,33 +1,36 @@
-"""torch.compile (Inductor) as passlens traces (``explore(..., compiler="inductor")``).
+"""torch.compile (Inductor) as passlens traces (`explore(..., compiler="inductor")`).
 
     import explorer
     trace = explorer.explore(model, (x,), compiler="inductor")
     trace["post-grad passes"].diff()      # what Inductor's post-grad passes changed
     trace.check((x,))                     # every FX stage against eager, on the same inputs
 
-The model is compiled with ``torch.compile(backend=<recorder>)`` on the CPU, after
-``torch._dynamo.reset()``, with Inductor's caches off (an FX graph or AOTAutograd cache hit
-would skip the passes), and called once under ``torch.no_grad()`` on the example inputs.
+The model is compiled with `torch.compile(backend=<recorder>)` on the CPU, after
+`torch._dynamo.reset()`, with Inductor's caches off (an FX graph or AOTAutograd cache hit
+would skip the passes), and called once under `torch.no_grad()` on the example inputs.
 The internal split, one module per job (what the adapter interface asks of a compiler):
 
-- record: :mod:`explorer.inductor.record` (the backend and the patched pass boundaries);
-- graph model and texts: :mod:`explorer.inductor.module` (:class:`FXModule`, converted on
-  demand) and :mod:`explorer.inductor.convert`;
-- run for the check: :mod:`explorer.inductor.run` (capturing each graph's inputs, running a
-  stage's GraphModule with every node's value) and :mod:`explorer.inductor.check`;
+- record: `explorer.inductor.record` (the backend and the patched pass boundaries);
+- graph model and texts: `explorer.inductor.module` (`FXModule`, converted on
+  demand) and `explorer.inductor.convert`;
+- run for the check: `explorer.inductor.run` (capturing each graph's inputs, running a
+  stage's GraphModule with every node's value) and `explorer.inductor.check`;
 - save and load: a step's module is stored as what it showed (graph model, FX code, texts),
-  as for TVM (``explorer.store.graphs``); a loaded trace has no GraphModules and cannot be
+  as for TVM (`explorer.store.graphs`); a loaded trace has no GraphModules and cannot be
   checked or reduced again;
-- reduce: :mod:`explorer.inductor.reduce` (a custom pass's divergence cut down to the node it
+- reduce: `explorer.inductor.reduce` (a custom pass's divergence cut down to the node it
   breaks, with a pytest file);
-- rerun: :mod:`explorer.inductor.rerun` (the model compiled again with a custom pass swapped:
-  a ``CustomGraphPass`` redefined in a notebook cell, fixed, and run again).
+- rerun: `explorer.inductor.rerun` (the model compiled again with a custom pass swapped:
+  a `CustomGraphPass` redefined in a notebook cell, fixed, and run again).
 
 Steps, per FX graph Dynamo makes (a graph break starts a new one; a recompile too):
-``dynamo <id> <frame> (<file>:<line>)`` (the import step: Dynamo's Torch IR graph),
-``pre-grad passes`` (group), ``aot-autograd`` (the ATen forward graph), ``joint-graph
-passes`` (group), ``post-grad passes`` (group; each pass and each pattern replacement a nested
-step), ``inductor codegen`` (texts: scheduler IR before and after fusion, output code).
+`dynamo <id> <frame> (<file>:<line>)` (the import step: Dynamo's Torch IR graph),
+`pre-grad passes` (group), `aot-autograd` (the ATen forward graph), `joint-graph
+passes` (group), `view_to_reshape` (Inductor's rewrite of every `aten.view` into
+`aten.reshape`, run before the post-grad passes), `post-grad passes` (group; each pass and
+each pattern replacement a nested step), `inductor codegen` (texts: scheduler IR before and
+after fusion, output code). A change Inductor makes to a graph outside these (none on the
+models tried) is an `outside Inductor's passes` step before the group it is handed to.
 """
 
 from __future__ import annotations
@@ -104,16 +107,16 @@ def explore_inductor(
     options: dict | None = None,
     calls: Any = (),
 ):
-    """Compile ``source`` (a ``torch.nn.Module`` or a function of tensors) with torch.compile
+    """Compile `source` (a `torch.nn.Module` or a function of tensors) with torch.compile
     (Inductor, CPU), record every FX stage and pass, return the Trace.
 
-    ``dynamic``: torch.compile's ``dynamic``; ``options``: ``torch._inductor.config`` values
-    for this compile (``{"post_grad_custom_post_pass": MyPass()}``); ``calls``: more argument
-    tuples the compiled model is called with after ``example_inputs`` (one whose shapes or
+    `dynamic`: torch.compile's `dynamic`; `options`: `torch._inductor.config` values
+    for this compile (`{"post_grad_custom_post_pass": MyPass()}`); `calls`: more argument
+    tuples the compiled model is called with after `example_inputs` (one whose shapes or
     types break a guard makes Dynamo recompile: those graphs are recorded too, as
-    ``dynamo 0/1 ...`` with the guard that failed). ``pipeline`` must be
-    None: Inductor's passes are what torch.compile runs. ``progress``: as for
-    :func:`explorer.explore`.
+    `dynamo 0/1 ...` with the guard that failed). `pipeline` must be
+    None: Inductor's passes are what torch.compile runs. `progress`: as for
+    `explorer.explore`.
     """
     try:
         import torch

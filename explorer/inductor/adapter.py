@@ -1,4 +1,4 @@
-"""torch.compile (Inductor) as an explorer adapter (registered by ``explorer.adapters`` on
+"""torch.compile (Inductor) as an explorer adapter (registered by `explorer.adapters` on
 first use)."""
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ class InductorAdapter(Adapter):
 
     def rerun(self, trace, pipeline=None, from_step=None, replace=None, progress=None):
         """The trace's model compiled again, with the same example inputs and options, the
-        custom passes ``replace`` names swapped (``{old pass name, class or object: new
-        pass}``) and ``pipeline`` (a dict of ``torch._inductor.config`` options) over the
-        trace's options. The whole compile is recorded again (``from_step`` is checked,
-        nothing is shared); a trace read from a file cannot be re-run (``RerunError``)."""
+        custom passes `replace` names swapped (`{old pass name, class or object: new
+        pass}`) and `pipeline` (a dict of `torch._inductor.config` options) over the
+        trace's options. The whole compile is recorded again (`from_step` is checked,
+        nothing is shared); a trace read from a file cannot be re-run (`RerunError`)."""
         from explorer.inductor.rerun import rerun_inductor
 
         return rerun_inductor(trace, pipeline, from_step, replace, progress)

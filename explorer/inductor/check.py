@@ -1,17 +1,17 @@
-"""``trace.check`` on a torch.compile trace: every FX stage's GraphModule against eager, on the
+"""`trace.check` on a torch.compile trace: every FX stage's GraphModule against eager, on the
 same inputs (explorer/inductor/run.py).
 
 It is passlens's own check (explorer/check/runner.py: the same report, findings, detectors and
-progress) with its own :class:`~explorer.check.runner.StepRunner`. The model is run eagerly and
+progress) with its own `explorer.check.runner.StepRunner`. The model is run eagerly and
 replayed through Dynamo to learn what each FX graph is given on these inputs; each graph's reference
-is its Dynamo graph run by ``torch.fx`` on those values (eager's ops on eager's values, so a graph
+is its Dynamo graph run by `torch.fx` on those values (eager's ops on eager's values, so a graph
 after a graph break is judged on its own). Steps of Dynamo's Torch IR run on those inputs; steps of
-the ATen IR (after AOTAutograd) on the same tensors lined up with its placeholders; the ``inductor
-codegen`` step calls the compiled callable Inductor returned. Per-node errors: a node that carries
+the ATen IR (after AOTAutograd) on the same tensors lined up with its placeholders; the `inductor
+codegen` step calls the compiled callable Inductor returned. Per-node errors: a node that carries
 over (same FX name) is compared with its value in the first graph of its IR (Dynamo's graph, or
-AOTAutograd's), so a ``diverged`` finding names the first node a pass made wrong. The model's
+AOTAutograd's), so a `diverged` finding names the first node a pass made wrong. The model's
 outputs, eager against the compiled model, are compared at the end (a note of the report).
-The check's ``reference`` option has no effect: each graph's Dynamo graph is both the source's
+The check's `reference` option has no effect: each graph's Dynamo graph is both the source's
 ops and the imported step.
 """
 
@@ -33,7 +33,7 @@ from explorer.fmt import num
 
 class InductorStepRunner(StepRunner):
     """A torch.compile trace's FX stages run by torch.fx (see the module docstring): each stage
-    run whole (no value cache), per-node values kept per stage for the ``diverged`` finding's
+    run whole (no value cache), per-node values kept per stage for the `diverged` finding's
     nodes, a reference per graph."""
 
     own_source = "the source is torch.compile's Dynamo graph"
@@ -92,7 +92,7 @@ class InductorStepRunner(StepRunner):
         return [to_numpy(x) for x in args], []
 
     def _compare_models(self, model: Any, args: tuple) -> None:
-        """The compiled model against eager on ``args`` (a note of the report)."""
+        """The compiled model against eager on `args` (a note of the report)."""
         from explorer.inductor.run import clone, flat_outputs
 
         compiled = self.run_info.compiled
@@ -167,7 +167,7 @@ class InductorStepRunner(StepRunner):
 
     # ----- references: per graph and IR level --------------------------------------------------
     def _reference_for(self, module) -> tuple | None:
-        """The outputs a step of ``module``'s graph is compared with (its Dynamo graph run on
+        """The outputs a step of `module`'s graph is compared with (its Dynamo graph run on
         its inputs: eager's ops), computed once per graph; the per-node reference of its IR
         level kept beside."""
         k = module.graph_index
@@ -207,7 +207,7 @@ class InductorStepRunner(StepRunner):
 
     def set_reference(self, import_run: Run) -> bool:
         """Each graph's reference is its Dynamo graph (the imported step, run by torch.fx):
-        the check's ``reference`` option has no effect here, "source" and "import" are it."""
+        the check's `reference` option has no effect here, "source" and "import" are it."""
         ref = self.check.reference
         ref.name = "torch eager"
         ref.description = (
@@ -266,7 +266,7 @@ class InductorStepRunner(StepRunner):
                 self._name_nodes(step)
 
     def _name_nodes(self, step) -> None:
-        """Give the step's ``diverged`` finding its per-node errors (nodes that carry over)."""
+        """Give the step's `diverged` finding its per-node errors (nodes that carry over)."""
         module = step.module
         ref = self.node_refs.get((module.graph_index, module.level))
         values = self.node_values_of.get(id(module), {})
@@ -277,7 +277,7 @@ class InductorStepRunner(StepRunner):
 
 
 def node_errors(module, values: dict, ref: dict, rtol: float, atol: float) -> list[NodeError]:
-    """Nodes of ``module``'s graph (in graph order) whose value differs from the value of the
+    """Nodes of `module`'s graph (in graph order) whose value differs from the value of the
     node with the same name in the reference run (same shape and dtype)."""
     model = module.graph_model()
     errors = []
@@ -315,7 +315,7 @@ def _as_tensor(x: Any) -> Any:
 
 
 def check_inductor(trace, inputs, options):
-    """``explorer.check.check`` for a torch.compile trace."""
+    """`explorer.check.check` for a torch.compile trace."""
     if getattr(trace, "inductor", None) is None:
         raise CheckError(
             "this torch.compile trace was loaded from a file: it keeps graphs and texts, not "

@@ -2,22 +2,22 @@
 guards per graph, why a frame was restarted or recompiled, the compile-time breakdown from
 torch's own counters, and each output-code kernel with the FX nodes it came from.
 
-:class:`CompileLog` is a handler on torch's structured-trace logger (``torch.__trace``, what
-``TORCH_TRACE`` / tlparse write), installed for the compile only. It keeps, per Dynamo compile
-id (``frame/recompile``):
+`CompileLog` is a handler on torch's structured-trace logger (`torch.__trace`, what
+`TORCH_TRACE` / tlparse write), installed for the compile only. It keeps, per Dynamo compile
+id (`frame/recompile`):
 
-- ``dynamo_cpp_guards_str``: the guard manager's tree, one guard a line;
-- the ``recompile_reasons`` artifact: the guard of the earlier compile that failed;
-- ``compilation_metrics``: the frame's times (entire frame, backend, Inductor, codegen, Dynamo
+- `dynamo_cpp_guards_str`: the guard manager's tree, one guard a line;
+- the `recompile_reasons` artifact: the guard of the earlier compile that failed;
+- `compilation_metrics`: the frame's times (entire frame, backend, Inductor, codegen, Dynamo
   before a restart), guard count, restart reasons, failure;
-- the ``dynamo_graph_break_reason`` artifact;
-- ``chromium_event``: the ``dynamo_timed`` regions, summed by name;
-- with ``torch._inductor.config.trace.provenance_tracking_level`` on (the recorder turns it on):
-  ``inductor_provenance_tracking_node_mappings`` (kernel -> post-grad FX nodes, post-grad ->
-  pre-grad nodes) and ``..._kernel_stack_traces`` (kernel -> the user's source lines).
+- the `dynamo_graph_break_reason` artifact;
+- `chromium_event`: the `dynamo_timed` regions, summed by name;
+- with `torch._inductor.config.trace.provenance_tracking_level` on (the recorder turns it on):
+  `inductor_provenance_tracking_node_mappings` (kernel -> post-grad FX nodes, post-grad ->
+  pre-grad nodes) and `..._kernel_stack_traces` (kernel -> the user's source lines).
 
-:func:`compile_info` joins them with the trace's graphs and steps into plain JSON (the trace's
-``compile_info``, saved with it); :func:`clean_info` checks and caps such a dict (what a file
+`compile_info` joins them with the trace's graphs and steps into plain JSON (the trace's
+`compile_info`, saved with it); `clean_info` checks and caps such a dict (what a file
 gives back is untrusted). Everything read from torch is text: the view escapes it.
 """
 
@@ -126,7 +126,7 @@ class CompileLog(logging.Handler):
 
 
 def provenance_config() -> dict:
-    """``torch._inductor.config`` values that make Inductor log which FX nodes each kernel
+    """`torch._inductor.config` values that make Inductor log which FX nodes each kernel
     came from (its provenance tracking; it only adds comments to the output code)."""
     import torch._inductor.config as cfg
 
@@ -138,8 +138,8 @@ def provenance_config() -> dict:
 
 def compile_info(log: CompileLog, graphs: list, steps: list) -> dict:
     """The JSON of a recording (module docstring): one frame per Dynamo compile id, in the
-    order torch compiled them, each joined with its graph (``graph``: its index in
-    ``trace.inductor.graphs``), its import and codegen steps and the recorded seconds of its
+    order torch compiled them, each joined with its graph (`graph`: its index in
+    `trace.inductor.graphs`), its import and codegen steps and the recorded seconds of its
     pass groups."""
     by_id = {g.compile_id: g for g in graphs}
     frames = []
@@ -221,7 +221,7 @@ _FRAME = re.compile(r'File "([^"]*)", line (\d+), in (\S+)\n\s*(.*)')
 
 
 def _sources(stacks: Any) -> list:
-    """``file:line in fn: code`` for each stack trace's last frame (the user's line)."""
+    """`file:line in fn: code` for each stack trace's last frame (the user's line)."""
     out: list[str] = []
     for s in stacks if isinstance(stacks, list) else []:
         frames = _FRAME.findall(str(s))
@@ -251,7 +251,7 @@ def _call_line(lines: list[str], handle: str, name: str) -> int | None:
 
 
 def _text(value: Any, limit: int) -> str:
-    """``value`` as text of at most ``limit`` characters (cut with a note; cutting again
+    """`value` as text of at most `limit` characters (cut with a note; cutting again
     changes nothing)."""
     text = value if isinstance(value, str) else "" if value is None else str(value)
     if len(text) <= limit:
@@ -294,7 +294,7 @@ def _int(value: Any) -> int | None:
 
 
 def _pairs(value: Any) -> list:
-    """``[[name, seconds], ...]``: a pair whose seconds are not a number >= 0 left out."""
+    """`[[name, seconds], ...]`: a pair whose seconds are not a number >= 0 left out."""
     out = []
     for item in value if isinstance(value, list) else []:
         seconds = _num(item[1]) if isinstance(item, (list, tuple)) and len(item) == 2 else None
@@ -304,7 +304,7 @@ def _pairs(value: Any) -> list:
 
 
 def clean_info(info: Any) -> dict | None:
-    """``info`` checked and capped (every text a str within its limit, every number a
+    """`info` checked and capped (every text a str within its limit, every number a
     number, every step index an int): what the view and the file may rely on. None when it
     is not a compile-info dict."""
     if not isinstance(info, dict) or not isinstance(info.get("frames"), list):

@@ -2,13 +2,13 @@
 
 Every FX node becomes a graph node with its FX name as id: placeholders are inputs, or
 weights when they take a parameter or buffer of the model (Dynamo passes them as inputs; the
-ATen graph after AOTAutograd takes them in the same order); ``get_attr`` nodes are weights
+ATen graph after AOTAutograd takes them in the same order); `get_attr` nodes are weights
 (constants Inductor folded or lifted); calls are ops named by their target
-(``aten.addmm.default``, ``torch._C._nn.linear``, ``method sum``); the output node is the
-return. Types come from the node's fake value (``meta["val"]`` / ``meta["example_value"]``)
-in passlens's notation, symbolic dims as text (``f32[s77, 8]``). Provenance is the user's
-module (``nn_module_stack``: ``layers.0.mlp``), the op, the FX node and the last user frame of
-``stack_trace`` (``model.py:12``).
+(`aten.addmm.default`, `torch._C._nn.linear`, `method sum`); the output node is the
+return. Types come from the node's fake value (`meta["val"]` / `meta["example_value"]`)
+in passlens's notation, symbolic dims as text (`f32[s77, 8]`). Provenance is the user's
+module (`nn_module_stack`: `layers.0.mlp`), the op, the FX node and the last user frame of
+`stack_trace` (`model.py:12`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _dtype(dtype: Any) -> str:
 
 
 def _dim(d: Any) -> int | str:
-    """A size: an int, or a symbolic size as its expression (``s77``; never int() of a
+    """A size: an int, or a symbolic size as its expression (`s77`; never int() of a
     SymInt, which would read its example value and specialize it)."""
     if isinstance(d, int):
         return int(d)
@@ -50,7 +50,7 @@ def _dim(d: Any) -> int | str:
 
 
 def value_type(val: Any) -> tuple[str, tuple | None, str | None]:
-    """``(type text, shape, dtype)`` of a node's fake value (a tensor, a tuple of them, a
+    """`(type text, shape, dtype)` of a node's fake value (a tensor, a tuple of them, a
     symbolic int)."""
     if hasattr(val, "shape") and hasattr(val, "dtype"):
         shape = tuple(_dim(d) for d in val.shape)
@@ -68,8 +68,8 @@ def value_type(val: Any) -> tuple[str, tuple | None, str | None]:
 
 
 def module_path(stack_entry: str) -> str:
-    """A Dynamo module path (``L['self']._modules['layers']._modules['0'].mlp``) as the
-    model's dotted path (``layers.0.mlp``)."""
+    """A Dynamo module path (`L['self']._modules['layers']._modules['0'].mlp`) as the
+    model's dotted path (`layers.0.mlp`)."""
     p = str(stack_entry)
     for _ in range(8):
         q = _GETATTR.sub(r"\1.\2", p)
@@ -83,7 +83,7 @@ def module_path(stack_entry: str) -> str:
 
 
 def node_module(node: Any) -> str:
-    """The user's module a node came from (its innermost ``nn_module_stack`` entry)."""
+    """The user's module a node came from (its innermost `nn_module_stack` entry)."""
     stack = node.meta.get("nn_module_stack") or {}
     if not stack:
         return ""
@@ -92,7 +92,7 @@ def node_module(node: Any) -> str:
 
 
 def node_location(node: Any) -> str | None:
-    """``file:line`` of the last frame of the node's ``stack_trace``."""
+    """`file:line` of the last frame of the node's `stack_trace`."""
     trace = node.meta.get("stack_trace")
     if not trace:
         return None
@@ -104,7 +104,7 @@ def node_location(node: Any) -> str | None:
 
 
 def op_name(node: Any) -> str:
-    """The op a call node runs: ``aten.add.Tensor``, ``torch._C._nn.linear``, ``method sum``."""
+    """The op a call node runs: `aten.add.Tensor`, `torch._C._nn.linear`, `method sum`."""
     target = node.target
     if node.op == "call_method":
         return f"method {target}"
@@ -277,8 +277,8 @@ def graph_of_fx(graph: Any, attrs: dict, state: FXState, module: FXModule) -> Gr
 
 
 def _fake_value(node: Any, made: dict[str, Any]) -> Any:
-    """The value of a node a pass made without ``meta["val"]`` (a custom pass's
-    ``graph.call_function``), from its inputs' fake values under their fake mode: what the
+    """The value of a node a pass made without `meta["val"]` (a custom pass's
+    `graph.call_function`), from its inputs' fake values under their fake mode: what the
     node's type is. None when it cannot be had (an input without a value, or an op that
     fails on them): the type stays unknown."""
     import torch

@@ -1,12 +1,12 @@
-"""What a torch.compile step holds: :class:`FXModule` (a copy of one FX graph as a pass left
-it, or what a saved trace kept of it) and :class:`FXState` (what the modules of one trace
+"""What a torch.compile step holds: `FXModule` (a copy of one FX graph as a pass left
+it, or what a saved trace kept of it) and `FXState` (what the modules of one trace
 share: the stand-ins that give FX nodes an identity across steps, the weights).
 
-A recorded pass that changed its graph gets a copy of the graph (``torch.fx.Graph`` copied
+A recorded pass that changed its graph gets a copy of the graph (`torch.fx.Graph` copied
 node by node, the node metadata shared): the live GraphModule keeps changing as Inductor's
 passes run, the copy does not. The GraphModule to run a copy is made only when the check asks
-(``graph_module()``), and the graph model and texts only when a view asks. Nothing here is
-pickled: a saved trace keeps the graph model and the texts (see ``explorer.store.graphs``).
+(`graph_module()`), and the graph model and texts only when a view asks. Nothing here is
+pickled: a saved trace keeps the graph model and the texts (see `explorer.store.graphs`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ NO_PROVENANCE = Provenance()
 
 class FXRef:
     """The stand-in of one FX node in graph models: a node with the same name, op, target and
-    inputs in two steps has the same stand-in, so diffs match it by identity. ``name`` is the
-    FX node's name, ``prov`` where it came from (the user's module, the op, file:line)."""
+    inputs in two steps has the same stand-in, so diffs match it by identity. `name` is the
+    FX node's name, `prov` where it came from (the user's module, the op, file:line)."""
 
     __slots__ = ("name", "prov", "__weakref__")
 
@@ -37,12 +37,12 @@ class FXRef:
 class FXModule:
     """One FX graph of a torch.compile trace, converted on demand.
 
-    ``graph`` is a copy of the ``torch.fx.Graph`` (None in a loaded trace), ``attrs`` the
-    tensors its ``get_attr`` nodes read, ``level`` which IR it is in (``"dynamo"``: Torch IR
-    from Dynamo, before AOTAutograd; ``"aten"``: the ATen IR after it), ``graph_index`` the
-    Dynamo graph it belongs to. ``extra_texts`` holds the texts Inductor wrote for the graph
+    `graph` is a copy of the `torch.fx.Graph` (None in a loaded trace), `attrs` the
+    tensors its `get_attr` nodes read, `level` which IR it is in (`"dynamo"`: Torch IR
+    from Dynamo, before AOTAutograd; `"aten"`: the ATen IR after it), `graph_index` the
+    Dynamo graph it belongs to. `extra_texts` holds the texts Inductor wrote for the graph
     (scheduler IR before / after fusion, output code): a module with them is the compiled
-    step (``backend_stage`` ``"loops"``: kernels, as for TVM after legalization)."""
+    step (`backend_stage` `"loops"`: kernels, as for TVM after legalization)."""
 
     compiler = "inductor"
     inner = False
@@ -83,7 +83,7 @@ class FXModule:
         return self._model
 
     def text(self) -> str:
-        """The FX graph as readable Python (``GraphModule.print_readable``'s form)."""
+        """The FX graph as readable Python (`GraphModule.print_readable`'s form)."""
         if self._text is None:
             from explorer.inductor.convert import text_of_fx
 
@@ -92,7 +92,7 @@ class FXModule:
 
     @property
     def backend_stage(self) -> str | None:
-        """``"loops"`` for the step holding Inductor's kernels and code, else None."""
+        """`"loops"` for the step holding Inductor's kernels and code, else None."""
         return self._stage
 
     def texts(self) -> dict[str, str]:
@@ -101,12 +101,12 @@ class FXModule:
 
     @property
     def functions(self) -> list[str]:
-        """The graph's one function (``forward``)."""
+        """The graph's one function (`forward`)."""
         return ["forward"]
 
     # ----- running ----------------------------------------------------------------------------
     def graph_module(self) -> Any:
-        """A ``torch.fx.GraphModule`` running this graph (made once; None for a loaded one)."""
+        """A `torch.fx.GraphModule` running this graph (made once; None for a loaded one)."""
         if self.graph is None:
             return None
         if self._gm is None:
@@ -121,7 +121,7 @@ class FXModule:
 
 
 class FXState:
-    """What the modules of one torch.compile trace share: one :class:`FXRef` per node
+    """What the modules of one torch.compile trace share: one `FXRef` per node
     identity (name, op, target, inputs), one weight record per tensor (its name from the
     source model, its data as a read-only array, made once)."""
 
@@ -138,8 +138,8 @@ class FXState:
         self.graph_inputs: dict[int, list[str]] = {}
 
     def ref(self, key: tuple, prov: dict | None = None) -> FXRef:
-        """The stand-in of the node with identity ``key`` (name first), with the provenance
-        ``prov`` (text keys: ``module``, ``op``, ``node``, ``file``) when it is new."""
+        """The stand-in of the node with identity `key` (name first), with the provenance
+        `prov` (text keys: `module`, `op`, `node`, `file`) when it is new."""
         found = self.refs.get(key)
         if found is None:
             p = Provenance.from_items(prov) if prov else NO_PROVENANCE
@@ -147,7 +147,7 @@ class FXState:
         return found
 
     def name_params(self, model: Any) -> None:
-        """Learn the source model's parameter and buffer names (``fc.weight``)."""
+        """Learn the source model's parameter and buffer names (`fc.weight`)."""
         try:
             named = [*model.named_parameters(), *model.named_buffers()]
         except Exception:  # not an nn.Module: weights keep their graph names
@@ -156,7 +156,7 @@ class FXState:
             self.param_names.setdefault(id(t), name)
 
     def weight(self, tensor: Any, fallback: str) -> tuple[str, Any]:
-        """``(name, compiler Constant)`` of a weight tensor, made once per tensor; the Constant
+        """`(name, compiler Constant)` of a weight tensor, made once per tensor; the Constant
         is None when numpy cannot hold its dtype."""
         found = self.weights.get(id(tensor))
         if found is None:

@@ -1,26 +1,29 @@
 """Recording torch.compile: a Dynamo backend that runs Inductor with its pass boundaries
 wrapped.
 
-Inside :meth:`Recorder.patched` (a context manager that restores everything it replaced):
+Inside `Recorder.patched` (a context manager that restores everything it replaced):
 
-- the backend (:meth:`Recorder.backend`) sees every FX graph Dynamo makes: one per graph
-  break, one per recompile, each named by its frame (``dynamo 0/1 forward (model.py:12)``:
-  Dynamo's compile id ``frame/recompile``, the code's name, its file and line);
-- ``torch._inductor.compile_fx``'s ``_recursive_pre_grad_passes``,
-  ``_recursive_joint_graph_passes`` and ``_recursive_post_grad_passes`` become the group
-  steps ``pre-grad passes``, ``joint-graph passes`` and ``post-grad passes``;
-  ``compile_fx_forward`` is where AOTAutograd hands its forward graph to Inductor (the
-  ``aot-autograd`` step);
-- ``torch.fx``'s ``GraphTransformObserver`` (which every Inductor FX pass runs through) gives
+- the backend (`Recorder.backend`) sees every FX graph Dynamo makes: one per graph
+  break, one per recompile, each named by its frame (`dynamo 0/1 forward (model.py:12)`:
+  Dynamo's compile id `frame/recompile`, the code's name, its file and line);
+- `torch._inductor.compile_fx`'s `_recursive_pre_grad_passes`,
+  `_recursive_joint_graph_passes` and `_recursive_post_grad_passes` become the group
+  steps `pre-grad passes`, `joint-graph passes` and `post-grad passes`;
+  `compile_fx_forward` is where AOTAutograd hands its forward graph to Inductor (the
+  `aot-autograd` step); `view_to_reshape`, which Inductor runs on that graph between
+  the joint-graph and the post-grad passes, is a step of its own (`view_to_reshape`), and a
+  change to a graph that no step made, or a group handed a graph no step shows, is an
+  `outside Inductor's passes` step: every group and pass has a step to be compared with;
+- `torch.fx`'s `GraphTransformObserver` (which every Inductor FX pass runs through) gives
   each pass application its step, named by the pass (a custom pass from
-  ``torch._inductor.config`` by its class);
-- the pattern matcher's entries (``ReplacementPatternEntry`` / ``GraphPatternEntry`` /
-  ``LoweringPatternEntry``) give each replacement its step, named by its pattern, and a
-  rewrite (``step.rewrites``: the pattern, the FX nodes it matched and those it added) on
+  `torch._inductor.config` by its class);
+- the pattern matcher's entries (`ReplacementPatternEntry` / `GraphPatternEntry` /
+  `LoweringPatternEntry`) give each replacement its step, named by its pattern, and a
+  rewrite (`step.rewrites`: the pattern, the FX nodes it matched and those it added) on
   that step and on the pass that ran the pattern matcher;
-- ``torch._inductor.debug.log_ir_pre_fusion`` / ``log_ir_post_fusion`` and
-  ``GraphLowering._compile_to_module`` give the scheduler's IR before and after fusion and
-  the output code (the ``inductor codegen`` step's texts).
+- `torch._inductor.debug.log_ir_pre_fusion` / `log_ir_post_fusion` and
+  `GraphLowering._compile_to_module` give the scheduler's IR before and after fusion and
+  the output code (the `inductor codegen` step's texts).
 
 A step's graph is copied only when the pass changed it (a fingerprint of names, ops, targets
 and inputs before and after): an unchanged pass shares the module it was given.
@@ -38,6 +41,15 @@ from typing import Any
 
 from compiler.frontend import source_location
 from compiler.passes import Snapshot
+from explorer.inductor.fxgraph import (
+    copy_graph,
+    fingerprint,
+    graph_signature,
+    make_rewrite,
+    pass_label,
+    pattern_label,
+    same,
+)
 from explorer.inductor.module import FXModule, FXState
 
 
@@ -60,13 +72,13 @@ class GraphRecord:
 
     @property
     def label(self) -> str:
-        """``dynamo 0/0 forward (model.py:12)``."""
+        """`dynamo 0/0 forward (model.py:12)`."""
         return f"dynamo {self.compile_id} {self.code} ({self.location})"
 
 
 @dataclass
 class ImportItem:
-    """A Dynamo graph as the first step of its pipeline (an ``import`` step of the trace)."""
+    """A Dynamo graph as the first step of its pipeline (an `import` step of the trace)."""
 
     name: str
     module: FXModule
@@ -79,90 +91,11 @@ class _Open:
     index: int
     gm: Any
     start: float
-    kind: str  # "group", "observer", "pattern"
-
-
-def fingerprint(graph: Any) -> tuple:
-    """What a pass changes when it changes a graph: every node (the object), its op, target,
-    args, kwargs and name (the very tuples: a pass that changes a node's inputs gives it new ones).
-    Compared with :func:`same`; costs a reference per field, no copy."""
-    return tuple((n, n.op, n.target, n.args, n.kwargs, n.name) for n in graph.nodes)
-
-
-def same(a: tuple, b: tuple) -> bool:
-    """Whether two fingerprints are equal (a comparison that fails, e.g. on a tensor in the
-    arguments, counts as a change: the graph is copied, never missed)."""
-    try:
-        return len(a) == len(b) and all(
-            x[0] is y[0] and x[2] is y[2] and x[3] == y[3] and x[4] == y[4] and x[5] == y[5]
-            for x, y in zip(a, b, strict=True)
-        )
-    except Exception:
-        return False
-
-
-def copy_graph(gm: Any) -> tuple[Any, dict]:
-    """A copy of ``gm``'s graph (node metadata shared, not copied) and the tensors and
-    submodules its ``get_attr`` / ``call_module`` nodes read."""
-    import copy
-
-    graph = copy.deepcopy(gm.graph)
-    attrs: dict = {}
-    for n in graph.nodes:
-        if n.op in ("get_attr", "call_module"):
-            obj: Any = gm
-            try:
-                for part in str(n.target).split("."):
-                    obj = getattr(obj, part)
-            except AttributeError:
-                continue
-            attrs[str(n.target)] = obj
-    return graph, attrs
-
-
-def pass_label(fn: Any) -> str:
-    """The name of a pass function or object: a custom pass's class, a function's name."""
-    inner = fn
-    while hasattr(inner, "func") and type(inner).__name__ == "partial":
-        inner = inner.func
-    name = getattr(inner, "__name__", None)
-    if name is None or name == "<lambda>":
-        if not callable(inner) or type(inner).__name__ in (
-            "function",
-            "builtin_function_or_method",
-        ):
-            return name or "<lambda>"
-        return type(inner).__name__
-    return name
-
-
-def pattern_label(entry: Any) -> str:
-    """A pattern-matcher entry's name: its pattern's name, its handler, or its pattern's ops."""
-    name = getattr(entry, "pattern_name", None)
-    if name:
-        return str(name)
-    handler = getattr(entry, "handler", None)
-    if handler is not None:
-        return pass_label(handler)
-    pattern = getattr(entry, "pattern", None)
-    try:
-        return pattern.fns_repr()
-    except Exception:
-        return type(pattern).__name__
-
-
-def make_rewrite(pattern: str, matched: list[str], graph: Any, before: set) -> Any:
-    """A pattern-matcher replacement as a rewrite (``explorer.rewrites.Rewrite``) named by its
-    pattern: the FX nodes it matched (the node it fired on first) and the nodes it added to
-    ``graph`` (not in ``before``), the last of them (the replacement's output) first."""
-    from explorer.rewrites import make
-
-    added = [n.name for n in graph.nodes if n not in before]
-    return make(pattern, matched, added[-1:] + added[:-1])
+    kind: str  # "group", "observer", "pattern", "stage"
 
 
 class Recorder:
-    """Records one ``explore``: the steps of every FX graph Inductor compiles."""
+    """Records one `explore`: the steps of every FX graph Inductor compiles."""
 
     def __init__(self, state: FXState, job: Any = None, model: Any = None):
         self.state = state
@@ -183,7 +116,7 @@ class Recorder:
 
     # ----- modules --------------------------------------------------------------------------
     def wrap(self, gm: Any) -> FXModule:
-        """The module showing ``gm`` as it is now: its last copy when unchanged since, else a
+        """The module showing `gm` as it is now: its last copy when unchanged since, else a
         new copy."""
         fp = fingerprint(gm.graph)
         found = self.latest.get(id(gm))
@@ -240,13 +173,13 @@ class Recorder:
             self.items[snap.parent].children.remove(snap.index)
 
     def fail_open(self, error: BaseException) -> None:
-        """Every step still open failed with ``error`` (it left a pass)."""
+        """Every step still open failed with `error` (it left a pass)."""
         while self.stack:
             self.close(error=error)
 
     @contextlib.contextmanager
     def step(self, name: str, spec: str, gm: Any, kind: str):
-        """Record what runs inside as one step (``result`` set by the caller when the pass
+        """Record what runs inside as one step (`result` set by the caller when the pass
         returns a new GraphModule)."""
         box: dict = {}
         self.open(name, spec, gm, kind)
@@ -333,7 +266,7 @@ class Recorder:
             self.state.graph_inputs[record.index] = names
 
     def _aot(self, gm: Any) -> None:
-        """AOTAutograd's forward graph reaches Inductor: the ``aot-autograd`` step."""
+        """AOTAutograd's forward graph reaches Inductor: the `aot-autograd` step."""
         record = self.graph
         if record is None or record.aot_step is not None:
             return
@@ -410,6 +343,7 @@ class Recorder:
             patch(cfx, "_recursive_joint_graph_passes", self._group("joint-graph passes"))
             patch(cfx, "_recursive_post_grad_passes", self._group("post-grad passes"))
             patch(cfx, "compile_fx_forward", self._forward)
+            patch(cfx, "view_to_reshape", self._stage(VIEW_TO_RESHAPE))
             observer = gto.GraphTransformObserver
             patch(observer, "apply_graph_pass", self._observer_apply)
             patch(observer, "apply_gm_pass", self._observer_apply)
@@ -448,6 +382,7 @@ class Recorder:
                 if not self._active() or any(o.kind == "group" for o in self.stack):
                     return old(gm, *args, **kwargs)
                 self._aot(gm)  # the first ATen graph Inductor sees is AOTAutograd's
+                self._catch_up(gm)
                 with self.step(name, name, gm, "group") as box:
                     result = old(gm, *args, **kwargs)
                     if result is not None:
@@ -457,6 +392,48 @@ class Recorder:
             return wrapper
 
         return make
+
+    def _stage(self, name: str):
+        """A function Inductor runs on a graph outside its passes (`view_to_reshape` before
+        the post-grad passes): a step of its own."""
+
+        def make(old):
+            def wrapper(gm, *args, **kwargs):
+                if not self._active():
+                    return old(gm, *args, **kwargs)
+                with self.step(name, name, gm, "stage"):
+                    return old(gm, *args, **kwargs)
+
+            return wrapper
+
+        return make
+
+    def _catch_up(self, gm: Any) -> None:
+        """Before a stage's group step: when `gm` is not the graph the last stage showed
+        (Inductor changed it outside any recorded step, or handed the group a graph no step
+        showed), an `outside Inductor's passes` step from that stage's graph to `gm`, so
+        the group and its first pass have a step to be compared with."""
+        record = self.graph
+        if record is None or self.stack:
+            return
+        last = self._last_module(record)
+        module = self.wrap(gm)
+        if module is last:
+            return
+        snap = Snapshot(
+            index=len(self.items),
+            pass_name=OUTSIDE,
+            spec=OUTSIDE,
+            options={},
+            depth=0,
+            parent=None,
+            before=last,
+        )
+        snap.module = module
+        snap.seconds = time.perf_counter() - self.group_end
+        self.items.append(snap)
+        if self.job is not None:
+            self.job.advance(OUTSIDE)
 
     def _forward(self, old):
         def wrapper(gm, *args, **kwargs):
@@ -566,24 +543,16 @@ class Recorder:
         return wrapper
 
 
+#: the step of Inductor's view-to-reshape rewrite (run on the ATen graph before the post-grad
+#: passes, outside them: the post-grad passes' first input)
+VIEW_TO_RESHAPE = "view_to_reshape"
+#: a step for a change no recorded step made (see ``Recorder._catch_up``)
+OUTSIDE = "outside Inductor's passes"
 _TEXTS = ("scheduler IR (before fusion)", "scheduler IR (after fusion)", "output code")
 
 
-def graph_signature(graph: Any) -> tuple:
-    """Every node's op and name but symbolic-size inputs: a replay of the same frame makes
-    the same graph, static or dynamic."""
-    out = []
-    for n in graph.nodes:
-        if n.op == "placeholder":
-            val = n.meta.get("example_value", n.meta.get("val"))
-            if not hasattr(val, "shape"):
-                continue
-        out.append((n.op, n.name))
-    return tuple(out)
-
-
 def _is_dynamo(code: Any) -> bool:
-    """Whether ``code`` is one of Dynamo's own wrappers (``external_utils.inner``)."""
+    """Whether `code` is one of Dynamo's own wrappers (`external_utils.inner`)."""
     return f"{os.sep}torch{os.sep}_dynamo{os.sep}" in code.co_filename
 
 
@@ -597,4 +566,12 @@ def _recompile_reason(code: Any) -> str:
     return f"recompiled: {failures[-1]}" if failures else ""
 
 
-__all__ = ["GraphRecord", "ImportItem", "Recorder", "copy_graph", "fingerprint", "pass_label"]
+__all__ = [
+    "GraphRecord",
+    "ImportItem",
+    "Recorder",
+    "copy_graph",
+    "fingerprint",
+    "graph_signature",
+    "pass_label",
+]

@@ -1,15 +1,15 @@
-"""Reducing a ``diverged`` finding of a torch.compile trace to a few FX nodes and a test.
+"""Reducing a `diverged` finding of a torch.compile trace to a few FX nodes and a test.
 
-A custom pass (one set in ``torch._inductor.config``) can be run again alone: the reducer
+A custom pass (one set in `torch._inductor.config`) can be run again alone: the reducer
 takes the graph the pass was given, and for each node (the nodes the finding names first,
 each through every depth) cuts out the node with its producers up to a depth (none, 1 to 4
 levels, then all), the values flowing in becoming inputs (a tuple never: a deeper cut takes
 its producer in), runs the pass on the cut and compares the cut's result with and without
 the pass. The first cut where the pass changes the numbers is the reduction: its Python code,
-its inputs, and a pytest file that builds it with ``torch.fx.symbolic_trace``, runs the pass
-and fails while the pass is wrong, and ``upstream_repro(path)``: a standalone script with
-torch only, in the shape of torch's minifier's repro.py (``explorer.inductor.repro``).
-Inductor's own passes cannot be replayed one by one (they run inside ``compile_fx``): their
+its inputs, and a pytest file that builds it with `torch.fx.symbolic_trace`, runs the pass
+and fails while the pass is wrong, and `upstream_repro(path)`: a standalone script with
+torch only, in the shape of torch's minifier's repro.py (`explorer.inductor.repro`).
+Inductor's own passes cannot be replayed one by one (they run inside `compile_fx`): their
 findings are refused with a clear error.
 """
 
@@ -35,10 +35,10 @@ DEPTHS = (0, 1, 2, 3, 4, None)  # levels of producers kept above the node (None:
 @dataclass
 class InductorReduction:
     """A torch.compile finding reduced: the pass, the cut graph's code and inputs, how far
-    its result moves under the pass, and the test (``save`` writes it with the inputs).
-    ``fn`` is the pass object and ``graph`` the cut (an FX graph), which
-    :meth:`upstream_repro` writes out; ``input_types`` says what each input is (a torch
-    dtype's name, or int / float / bool); ``rtol`` / ``atol`` the check's tolerance."""
+    its result moves under the pass, and the test (`save` writes it with the inputs).
+    `fn` is the pass object and `graph` the cut (an FX graph), which
+    `upstream_repro` writes out; `input_types` says what each input is (a torch
+    dtype's name, or int / float / bool); `rtol` / `atol` the check's tolerance."""
 
     finding: Any
     pass_name: str
@@ -59,7 +59,7 @@ class InductorReduction:
     atol: float = 1e-5
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``test_reduced.py`` and ``inputs.npz`` into ``directory``; returns its path."""
+        """Write `test_reduced.py` and `inputs.npz` into `directory`; returns its path."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         (out / TEST_FILE).write_text(self.test_source, encoding="utf-8")
@@ -67,14 +67,14 @@ class InductorReduction:
         return out
 
     def upstream_repro(self, path: str | Path) -> Path:
-        """Write the standalone script (torch and numpy only; ``repro.py`` inside ``path``
+        """Write the standalone script (torch and numpy only; `repro.py` inside `path`
         when it is a folder) that reproduces the finding as a bug report: the pass's source,
-        the cut graph as ``Repro(torch.nn.Module)``, its inputs embedded; it prints both
+        the cut graph as `Repro(torch.nn.Module)`, its inputs embedded; it prints both
         outputs' difference and torch's version and exits 1 while they differ. Before it is
         written, the graph is rebuilt as the script rebuilds it and the pass run on it here:
         a script that would not show the bug is an error, not a file. Raises
-        :class:`ReduceError` when the pass's source cannot be had (see
-        ``explorer.reduce.repro.pass_definition``)."""
+        `ReduceError` when the pass's source cannot be had (see
+        `explorer.reduce.repro.pass_definition`)."""
         from explorer.inductor.repro import repro_source, verify
         from explorer.reduce.repro import write_script
 
@@ -94,8 +94,8 @@ class InductorReduction:
 
 
 def reduce_inductor(report, finding=None, budget: float = 60.0, progress=None):
-    """Reduce ``finding`` (the first failure by default, or its index) of a torch.compile
-    trace's check ``report`` (see the module docstring)."""
+    """Reduce `finding` (the first failure by default, or its index) of a torch.compile
+    trace's check `report` (see the module docstring)."""
     from explorer.inductor.run import capture, graph_inputs, line_up
 
     start = time.perf_counter()
@@ -182,7 +182,7 @@ def _tensor(x: Any) -> Any:
 
 
 def _values(module, inputs: list) -> dict:
-    """Every node's value of ``module``'s graph on ``inputs``, placeholders included."""
+    """Every node's value of `module`'s graph on `inputs`, placeholders included."""
     from explorer.inductor.run import run_graph
 
     _, values = run_graph(module.graph_module(), inputs)
@@ -192,8 +192,8 @@ def _values(module, inputs: list) -> dict:
 
 
 def cut_graph(graph: Any, target: Any, depth: int | None) -> tuple[Any, list[str]]:
-    """``target`` and its call producers up to ``depth`` edges above it, as a graph of its
-    own returning ``target``; what flows in from outside the cut becomes its inputs (named
+    """`target` and its call producers up to `depth` edges above it, as a graph of its
+    own returning `target`; what flows in from outside the cut becomes its inputs (named
     as the nodes they were). Returns the graph and its inputs' node names."""
     import torch
 
@@ -223,7 +223,7 @@ def cut_graph(graph: Any, target: Any, depth: int | None) -> tuple[Any, list[str
 
 
 def _moved(fn: Any, cut: Any, inputs: list, rtol: float, atol: float) -> float | None:
-    """How far ``fn`` moves the cut's result (max abs), or None when it stays in tolerance
+    """How far `fn` moves the cut's result (max abs), or None when it stays in tolerance
     (or the pass or the cut fails: not this finding)."""
     import torch
 
@@ -256,7 +256,7 @@ def _moved(fn: Any, cut: Any, inputs: list, rtol: float, atol: float) -> float |
 
 
 def _pass_import(fn: Any) -> tuple[str, str]:
-    """``(import line, call)`` of the pass in the test. The names are the pass's own
+    """`(import line, call)` of the pass in the test. The names are the pass's own
     (untrusted): one that is not a plain name is never written as code."""
     from explorer.reduce.repro import dotted, identifier, literal
 

@@ -1,17 +1,17 @@
-"""The upstream repro of a torch.compile reduction (``InductorReduction.upstream_repro``): a
+"""The upstream repro of a torch.compile reduction (`InductorReduction.upstream_repro`): a
 standalone script that needs only torch and numpy, laid out as torch's minifier writes its
-``repro.py`` (``torch/_dynamo/repro/after_aot.py``, ``generate_compiler_repro_string``): the
-versions it was made with, the custom pass's own source, ``class Repro(torch.nn.Module)``
-whose ``forward`` is the cut graph's code, ``load_args`` with the inputs (the reduction's own
-values, embedded exactly), and a run at the bottom. The run traces ``Repro`` with
-``torch.fx.symbolic_trace``, gives its nodes ``meta["val"]`` as Inductor's graphs have them,
+`repro.py` (`torch/_dynamo/repro/after_aot.py`, `generate_compiler_repro_string`): the
+versions it was made with, the custom pass's own source, `class Repro(torch.nn.Module)`
+whose `forward` is the cut graph's code, `load_args` with the inputs (the reduction's own
+values, embedded exactly), and a run at the bottom. The run traces `Repro` with
+`torch.fx.symbolic_trace`, gives its nodes `meta["val"]` as Inductor's graphs have them,
 runs it, applies the pass to its graph as Inductor does, runs it again, prints both outputs'
 max abs / rel difference and torch's version, and exits 1 while they differ.
 
 Nothing from the model goes into the script as code unless it is the graph's code FX
-generated, checked node by node (:func:`forward_source`: only ``torch.ops`` calls of torch's
+generated, checked node by node (`forward_source`: only `torch.ops` calls of torch's
 own namespaces, torch's dtypes and layouts, operators, names it binds); names and texts go
-in as literals (``explorer.reduce.repro.literal``).
+in as literals (`explorer.reduce.repro.literal`).
 """
 
 from __future__ import annotations
@@ -51,12 +51,12 @@ NODES = (
 
 
 def forward_source(cut: Any, namespaces: tuple[str, ...] | None = OP_NAMESPACES) -> str:
-    """The ``forward`` FX writes for the graph ``cut`` (its nodes' metadata left out, so no
+    """The `forward` FX writes for the graph `cut` (its nodes' metadata left out, so no
     stack-trace comment), after a check that it holds nothing but what FX writes for ATen
-    ops: ``torch.ops`` calls of ``namespaces`` (None: any op this process has), torch's
-    dtypes, layouts and memory formats, ``device(...)``, numbers and strings, operators, and
+    ops: `torch.ops` calls of `namespaces` (None: any op this process has), torch's
+    dtypes, layouts and memory formats, `device(...)`, numbers and strings, operators, and
     names it binds itself. Anything else (another namespace's op, a repr that is not a
-    literal) is a :class:`ReduceError`."""
+    literal) is a `ReduceError`."""
     import torch
 
     graph = copy.deepcopy(cut)
@@ -95,7 +95,7 @@ def _loads(node: ast.Name) -> bool:
 
 
 def _chain(node: ast.AST) -> list[str] | None:
-    """``torch.ops.aten.add.Tensor`` as its names, or None when not names and dots."""
+    """`torch.ops.aten.add.Tensor` as its names, or None when not names and dots."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -140,8 +140,8 @@ def _allowed_attribute(node: ast.Attribute, torch: Any) -> bool:
 
 
 def input_types(values: list) -> list[str]:
-    """What each cut input is, for the script: a tensor's torch dtype name (``float32``,
-    ``bfloat16``), ``int`` / ``float`` / ``bool`` for a Python number, else ``other``."""
+    """What each cut input is, for the script: a tensor's torch dtype name (`float32`,
+    `bfloat16`), `int` / `float` / `bool` for a Python number, else `other`."""
     import torch
 
     out = []
@@ -156,8 +156,8 @@ def input_types(values: list) -> list[str]:
 
 
 def class_source(forward: str, name: str) -> str:
-    """``class NAME(torch.nn.Module)`` whose ``forward`` is ``forward`` (as the minifier's
-    ``Repro``)."""
+    """`class NAME(torch.nn.Module)` whose `forward` is `forward` (as the minifier's
+    `Repro`)."""
     body = "\n".join("    " + line if line.strip() else "" for line in forward.splitlines())
     return (
         f"class {name}(torch.nn.Module):\n    def __init__(self) -> None:\n"
@@ -166,7 +166,7 @@ def class_source(forward: str, name: str) -> str:
 
 
 def repro_source(reduction: Any) -> str:
-    """The whole script for ``reduction`` (see the module docstring)."""
+    """The whole script for `reduction` (see the module docstring)."""
     import torch
 
     if reduction.fn is None or reduction.graph is None:
@@ -272,9 +272,9 @@ if __name__ == "__main__":
 
 
 def verify(reduction: Any) -> float:
-    """Rebuild the graph as the script does (its checked code as ``Repro``, traced with
-    ``torch.fx.symbolic_trace``, ``meta["val"]`` propagated), run the pass on it here, and
-    return how far the result moves (max abs); a :class:`ReduceError` when it stays within
+    """Rebuild the graph as the script does (its checked code as `Repro`, traced with
+    `torch.fx.symbolic_trace`, `meta["val"]` propagated), run the pass on it here, and
+    return how far the result moves (max abs); a `ReduceError` when it stays within
     tolerance (a pass that needs more of the graph than its code: the script would not show
     the bug)."""
     import math
@@ -322,7 +322,7 @@ def verify(reduction: Any) -> float:
 
 
 def _propagate(gm: Any, args: list) -> None:
-    """``meta["val"]`` (fake tensors) on ``gm``'s nodes, as the script does; left out when
+    """`meta["val"]` (fake tensors) on `gm`'s nodes, as the script does; left out when
     torch's FakeTensorProp cannot (the script says so too)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp

@@ -1,12 +1,12 @@
-"""``rerun`` of a torch.compile trace: the same model, example inputs, ``dynamic`` and extra
-calls compiled again, with changed ``torch._inductor.config`` options: ``pipeline=`` a dict of
+"""`rerun` of a torch.compile trace: the same model, example inputs, `dynamic` and extra
+calls compiled again, with changed `torch._inductor.config` options: `pipeline=` a dict of
 options over the trace's own (Inductor runs its own passes: its "pipeline" is what those
-options plug in), ``replace={old: new}`` a custom pass swapped (``{"AddToSub": Fixed()}``, by
+options plug in), `replace={old: new}` a custom pass swapped (`{"AddToSub": Fixed()}`, by
 the pass's step name, its option's name, its class or the object).
 
 The whole compile is recorded again (Dynamo's cache reset, Inductor's FX graph and AOTAutograd
-caches off, as for ``explore``), so a pass redefined in a notebook cell runs, whatever its
-``uuid()`` says: no compiled graph of the earlier pass is served from a cache.
+caches off, as for `explore`), so a pass redefined in a notebook cell runs, whatever its
+`uuid()` says: no compiled graph of the earlier pass is served from a cache.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def rerun_inductor(
     replace: dict | None = None,
     progress: Any = None,
 ) -> Any:
-    """A new trace of ``trace``'s model compiled again with the options changed as the module
-    docstring says. ``from_step`` is checked (a step of the trace) and changes nothing else:
+    """A new trace of `trace`'s model compiled again with the options changed as the module
+    docstring says. `from_step` is checked (a step of the trace) and changes nothing else:
     the whole compile is recorded again."""
     from explorer.inductor import explore_inductor
     from explorer.inductor.record import pass_label

@@ -1,14 +1,14 @@
 """Running torch.compile's FX stages for the check.
 
-- :func:`capture` runs the model through Dynamo again with a backend that keeps, for each FX
+- `capture` runs the model through Dynamo again with a backend that keeps, for each FX
   graph, the values Dynamo passes it on these inputs (a graph after a graph break takes the
   values of the Python code between), and runs the model eagerly: the reference;
-- :func:`run_graph` runs one stage's GraphModule on its inputs with ``torch.fx``'s
+- `run_graph` runs one stage's GraphModule on its inputs with `torch.fx`'s
   Interpreter, keeping every node's value (the per-node errors);
-- :func:`graph_inputs` / :func:`line_up` give a recorded graph its captured values, and map a
+- `graph_inputs` / `line_up` give a recorded graph its captured values, and map a
   Dynamo graph's inputs onto the ATen graph AOTAutograd made of it (the same tensors in the
   same order; symbolic sizes read from the tensors' shapes);
-- :func:`run_compiled` calls the callable Inductor returned for a graph.
+- `run_compiled` calls the callable Inductor returned for a graph.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from explorer.inductor.record import graph_signature
 @dataclass
 class Captured:
     """Per graph signature, the values Dynamo passed each
-    graph with that signature (every call, at most ``KEPT_CALLS``)."""
+    graph with that signature (every call, at most `KEPT_CALLS`)."""
 
     inputs: dict[tuple, list[list]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -33,7 +33,7 @@ KEPT_CALLS = 4  # input sets kept per graph signature
 
 
 def clone(x: Any) -> Any:
-    """``x`` copied so a run cannot change the captured value (a tensor detached and cloned;
+    """`x` copied so a run cannot change the captured value (a tensor detached and cloned;
     weights and non-tensors as they are)."""
     import torch
 
@@ -45,8 +45,8 @@ def clone(x: Any) -> Any:
 
 
 def capture(model: Any, args: tuple, dynamic: bool | None, calls: list | tuple = ()) -> Captured:
-    """Run ``model`` through Dynamo (no Inductor) on ``args`` and on
-    each of ``calls``; keep what Dynamo passes each graph, by the graph's signature (its
+    """Run `model` through Dynamo (no Inductor) on `args` and on
+    each of `calls`; keep what Dynamo passes each graph, by the graph's signature (its
     nodes but symbolic-size inputs: a replay may make a static graph dynamic or the other
     way, as Dynamo's shape guesses stand)."""
     import torch
@@ -75,7 +75,7 @@ def capture(model: Any, args: tuple, dynamic: bool | None, calls: list | tuple =
 
 def graph_inputs(graph: Any, captured: Captured) -> list:
     """The inputs of a recorded Dynamo graph: the first values captured for a graph with its
-    signature that line up with its placeholders (see :func:`line_up`). Raises CheckError
+    signature that line up with its placeholders (see `line_up`). Raises CheckError
     when none do."""
     candidates = captured.inputs.get(graph_signature(graph), [])
     if not candidates:
@@ -90,7 +90,7 @@ def graph_inputs(graph: Any, captured: Captured) -> list:
 
 
 def run_graph(gm: Any, inputs: list) -> tuple[tuple, dict[str, Any]]:
-    """Outputs (a flat tuple) and every node's tensor value of ``gm`` on ``inputs``."""
+    """Outputs (a flat tuple) and every node's tensor value of `gm` on `inputs`."""
     import torch
     from torch.fx import Interpreter
 
@@ -143,7 +143,7 @@ def _val(node: Any) -> Any:
 
 
 def line_up(graph: Any, values: list) -> list:
-    """``values``' tensors on ``graph``'s tensor placeholders, in order (dtype, rank and
+    """`values`' tensors on `graph`'s tensor placeholders, in order (dtype, rank and
     static sizes checked), and its symbolic-int placeholders given the sizes those tensors
     have where the placeholders' fake values have that symbol: how a Dynamo graph takes
     values captured from another compile of the same frame, and how AOTAutograd's ATen

@@ -1,4 +1,4 @@
-"""IREE's iree-compile as passlens traces (``explore(..., compiler="iree")``).
+"""IREE's iree-compile as passlens traces (`explore(..., compiler="iree")`).
 
     import explorer
     trace = explorer.explore(model, (x,), compiler="iree")       # a torch nn.Module
@@ -6,21 +6,23 @@
     trace["global-optimization"].children                         # the phase's passes
     trace["iree-global-opt-demote-contraction-inputs"].diff()
 
-The source is exported with iree-turbine (``aot.export``, its parameters externalized with
-``externalize_module_parameters`` into an ``.irpa`` file: no dump holds the weights), or
+The source is exported with iree-turbine (`aot.export`, its parameters externalized with
+`externalize_module_parameters` into an `.irpa` file: no dump holds the weights), or
 read from an MLIR file or text; then iree-compile (llvm-cpu, generic CPU) runs as a child
-process printing the whole module after every pass (:mod:`explorer.iree.record`). Steps: the
-import (the torch-dialect module), then one step per IREE phase reached (``input``, ``abi``,
-``preprocessing``, ``global-optimization``, ``dispatch-creation``, ``flow``, ``stream``,
-``executable-sources``, ``executable-configurations``, ``executable-targets``, ``hal``,
-``vm``), each holding the passes that ran in it, in order, as its children. A pass whose dump
-equals the module it was given shares that module (``unchanged``, hidden as for the other
+process printing the whole module after every pass (`explorer.iree.record`). Steps: the
+import (the torch-dialect module), then one step per IREE phase reached (`input`, `abi`,
+`preprocessing`, `global-optimization`, `dispatch-creation`, `flow`, `stream`,
+`executable-sources`, `executable-configurations`, `executable-targets`, `hal`,
+`vm`), each holding the passes that ran in it, in order, as its children. A pass whose dump
+equals the module it was given shares that module (`unchanged`, hidden as for the other
 adapters); the const-eval JIT's own modules are dropped. A step's texts are its MLIR; its
-graph model (operations, SSA edges with types, regions as groups, ``loc`` provenance) is
-parsed with ``iree.compiler.ir`` when a view asks (:mod:`explorer.iree.convert`).
+graph model (operations, SSA edges with types, regions as groups, `loc` provenance) is
+parsed with `iree.compiler.ir` when a view asks (`explorer.iree.convert`).
 
-``pipeline``: the phase to compile to (``--compile-to``), default ``"end"`` (a .vmfb);
-``flags``: more iree-compile flags, each ``--name=value``.
+`pipeline`: the phase to compile to (`--compile-to`), default `"end"` (a .vmfb);
+`flags`: more iree-compile flags, each `--name=value`. `trace.check()` compiles steps
+from their dumps with `--compile-from` and runs them with iree.runtime, bisecting for the
+first that diverges from torch eager (`explorer.iree.check`).
 iree itself is imported only when an IREE trace is made or a view parses its MLIR.
 """
 
@@ -113,13 +115,13 @@ def explore_iree(
     flags: Any = (),
     target: str = "llvm-cpu",
 ):
-    """Import ``source`` (a torch ``nn.Module`` with ``example_inputs``, an ``.mlir`` path or
+    """Import `source` (a torch `nn.Module` with `example_inputs`, an `.mlir` path or
     MLIR text), compile it with iree-compile printing every pass, return the Trace.
 
-    ``pipeline``: the phase to compile to (``explorer.iree.record.PIPELINES``; default
-    ``"end"``); ``flags``: more iree-compile flags, each ``--name=value``; ``target``: the
-    HAL backend (``"llvm-cpu"``, the only one recorded). ``progress``: as for
-    :func:`explorer.explore` (one unit per pass dump)."""
+    `pipeline`: the phase to compile to (`explorer.iree.record.PIPELINES`; default
+    `"end"`); `flags`: more iree-compile flags, each `--name=value`; `target`: the
+    HAL backend (`"llvm-cpu"`, the only one recorded). `progress`: as for
+    `explorer.explore` (one unit per pass dump)."""
     from explorer.iree.record import compile_flags, import_source, iree_compile_path, run_compile
     from explorer.progress import Job
     from explorer.recording import input_tuple, pass_steps

@@ -1,24 +1,25 @@
 """An MLIR module (one dump of iree-compile's stream, or the torch-dialect import) as
-passlens's neutral graph model, parsed with ``iree.compiler.ir`` (every IREE dialect, the
+passlens's neutral graph model, parsed with `iree.compiler.ir` (every IREE dialect, the
 torch dialect included, is registered there).
 
-Every operation inside a function is a node (``util.global`` and other module-level ops are
-nodes of function ``""``); the block arguments of a function are its inputs; an SSA value is
+Every operation inside a function is a node (`util.global` and other module-level ops are
+nodes of function `""`); the block arguments of a function are its inputs; an SSA value is
 an edge from the op (or block argument) that defines it to each op reading it, with its type.
-An op with regions (``flow.dispatch.region``, ``scf.for``, ``hal.executable``) groups the ops
-inside it: their ``group`` is the path of the enclosing ops (``main.flow_dispatch_region_0``),
-so views draw and collapse a region as a cluster. ``loc(...)`` of an op (the stream is printed
-with debug info) is its provenance: the torch source ``file:line`` iree-turbine recorded, and
+An op with regions (`flow.dispatch.region`, `scf.for`, `hal.executable`) groups the ops
+inside it: their `group` is the path of the enclosing ops (`main.flow_dispatch_region_0`),
+so views draw and collapse a region as a cluster. `loc(...)` of an op (the stream is printed
+with debug info) is its provenance: the torch source `file:line` iree-turbine recorded, and
 a named location's name.
 
 The text is untrusted (a file, a saved dump): its size, nesting and op count are capped
-(:data:`MAX_TEXT_BYTES`, :data:`MAX_NESTING`, :data:`MAX_OPS`: a ``LimitError``), and text
-MLIR cannot parse is one :class:`IREEError` with MLIR's first diagnostic.
+(`MAX_TEXT_BYTES`, `MAX_NESTING`, `MAX_OPS`: a `LimitError`), and text
+MLIR cannot parse is one `IREEError` with MLIR's first diagnostic.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from compiler import LimitError, PasslensError
@@ -42,7 +43,7 @@ class IREEError(PasslensError, ValueError):
 
 
 def check_text(text: Any, what: str = "MLIR text") -> str:
-    """``text`` when it is MLIR text within the caps, else a passlens error saying which."""
+    """`text` when it is MLIR text within the caps, else a passlens error saying which."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
@@ -81,7 +82,7 @@ def check_text(text: Any, what: str = "MLIR text") -> str:
 
 
 def parse_module(text: str, what: str = "MLIR text") -> tuple[Any, Any]:
-    """``(context, module)``: ``text`` parsed with iree.compiler.ir (after :func:`check_text`)."""
+    """`(context, module)`: `text` parsed with iree.compiler.ir (after `check_text`)."""
     from iree.compiler import ir
 
     text = check_text(text, what)
@@ -111,7 +112,7 @@ class IREEState:
 
 
 class IREERef:
-    """The stand-in of one MLIR operation (``prov``: where it came from)."""
+    """The stand-in of one MLIR operation (`prov`: where it came from)."""
 
     __slots__ = ("prov", "__weakref__")
 
@@ -142,7 +143,7 @@ _TORCH_TYPE = re.compile(r"^!torch\.v?tensor<\[([-?\d,]*)\],(\w+)>$")
 
 
 def _shape_dtype(ty: Any) -> tuple[tuple | None, str | None]:
-    """A tensor type's shape (``?`` for a dynamic dim) and element type; (None, None) else."""
+    """A tensor type's shape (`?` for a dynamic dim) and element type; (None, None) else."""
     from iree.compiler import ir
 
     try:
@@ -175,8 +176,8 @@ _ITEM_BITS = re.compile(r"^[a-z]*?(\d+)")
 
 
 def _global(g: GraphModel, node: GraphNode, attrs: dict) -> None:
-    """A ``util.global``: its type from its ``type`` attribute; one that a parameter file
-    holds (``#flow.parameter.named<"model"::"fc1.weight">``) is a weight, under that key."""
+    """A `util.global`: its type from its `type` attribute; one that a parameter file
+    holds (`#flow.parameter.named<"model"::"fc1.weight">`) is a weight, under that key."""
     import math
 
     ty = attrs.get("type", "")
@@ -197,9 +198,27 @@ def _global(g: GraphModel, node: GraphNode, attrs: dict) -> None:
     )
 
 
+def _weight_owner(op: Any, g: GraphModel, ids: dict, globals_: dict, weight_layer: dict):
+    """The layer owning the weight `op` reads, for an op the importer placed at its
+    function's own location: iree's FX importer gives the ops it makes for the parameters
+    (their `util.global.load` and conversion) the location of the function, which is its
+    first node's (`fc1`'s), so fc2's weight loads would be drawn in fc1. A load of a
+    parameter is in the layer that owns it (`fc2.weight`: `fc2`); an op reading only such
+    loads of one layer is in that layer. None: the op's own location stands."""
+    if op.name == "util.global.load" and "global" in op.attributes:
+        node = g.nodes.get(globals_.get(str(op.attributes["global"]), ""))
+        if node is None or node.kind != "weight" or "." not in node.label:
+            return None
+        return node.label.rsplit(".", 1)[0]
+    owners = {weight_layer.get(ids.get(v, ""), None) for v in op.operands}
+    if len(owners) == 1 and None not in owners:
+        return owners.pop()
+    return None
+
+
 def unparsed_graph(error: str) -> GraphModel:
     """The graph model of a dump MLIR cannot parse again (IREE prints some ops, such as a
-    ``vm.cond_fail`` message holding quotes, in a form its parser refuses): one node saying
+    `vm.cond_fail` message holding quotes, in a form its parser refuses): one node saying
     why, so the step's views still show; its text is the dump as printed."""
     g = GraphModel()
     g.nodes["unparsed"] = GraphNode(
@@ -209,7 +228,7 @@ def unparsed_graph(error: str) -> GraphModel:
 
 
 def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
-    """The graph model of one MLIR module (node ids ``<function>/<k>``)."""
+    """The graph model of one MLIR module (node ids `<function>/<k>`)."""
     state = state or IREEState()
     _, module = parse_module(text)
     g = GraphModel()
@@ -217,6 +236,8 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
     count = [0]
     seen: dict[tuple, int] = {}
     globals_: dict[str, str] = {}  # @symbol of a util.global -> its node
+    weight_layer: dict[str, str] = {}  # node reading a parameter -> the layer owning it
+    func_locs: dict[str, str] = {}  # a function -> its own location's text
 
     def add_node(nid, kind, op, label, function, ty, group, prov, obj, attrs=None):
         shape, dtype = _shape_dtype(ty) if ty is not None else (None, None)
@@ -271,13 +292,23 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
             fname = _symbol(op) or f"{name}{len(g.signatures)}"
             fty = op.attributes["function_type"] if "function_type" in op.attributes else None
             g.signatures[fname] = Signature(fname, [], _cut(str(fty)) if fty else "", None, {})
+            func_locs[fname] = str(op.location)
             walk(op, fname, fname, 1)
             return
         loc = str(op.location)
         prov = _provenance(loc)
+        owner = None
+        if function and loc == func_locs.get(function):
+            owner = _weight_owner(op, g, ids, globals_, weight_layer)
+            if owner is not None:
+                prov = replace(prov, module_path=owner, source_node=owner)
         results = list(op.results)
         has_regions = len(op.regions) > 0 and any(len(r.blocks) for r in op.regions)
-        body = f"{name} {op.attributes}" if has_regions else str(op)
+        # an op of a function: its own text, printed in its local scope (str(op) numbers the
+        # whole module's values first: a walk of the module per op); one with regions or at
+        # module level (printing a util.global walks the module too): its name and attributes
+        flat = has_regions or not function
+        body = f"{name} {op.attributes}" if flat else op.get_asm(use_local_scope=True)
         key0 = (function, _SSA.sub("%", body.split(" loc(", 1)[0])[:2000])
         k = seen.get(key0, 0)
         seen[key0] = k + 1
@@ -308,6 +339,8 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
         )
         if len(results) > 1:
             g.nodes[nid].type = _cut("(" + ", ".join(str(r.type) for r in results) + ")")
+        if owner is not None:
+            weight_layer[nid] = owner
         if name == "util.global":
             _global(g, g.nodes[nid], attrs)
             globals_[f"@{label}"] = nid

@@ -1,6 +1,6 @@
-"""What an IREE step holds, without IREE: :class:`IREEModule`, the MLIR text of one dump of
+"""What an IREE step holds, without IREE: `IREEModule`, the MLIR text of one dump of
 iree-compile's pass-after-all stream (or what a saved trace kept of it), converted to a graph
-model only when a view asks (:mod:`explorer.iree.convert`, which imports iree.compiler)."""
+model only when a view asks (`explorer.iree.convert`, which imports iree.compiler)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from explorer.graph import GraphModel
 
 
 class IREEModule:
-    """One whole-module MLIR dump (``mlir``: its text, trailing blank lines dropped).
-    ``phase`` is the IREE phase it was dumped in (``input`` ... ``vm``; ``import`` for the
+    """One whole-module MLIR dump (`mlir`: its text, trailing blank lines dropped).
+    `phase` is the IREE phase it was dumped in (`input` ... `vm`; `import` for the
     module iree-turbine made). A pass whose dump equals the module it was given shares that
-    module's wrapper, so the step is ``unchanged``. A module read from a file has the graph
+    module's wrapper, so the step is `unchanged`. A module read from a file has the graph
     and text it was saved with."""
 
     compiler = "iree"

@@ -1,6 +1,6 @@
 """Recording iree-compile: the source as torch-dialect MLIR (a torch model exported with
-iree-turbine, its weights externalized into an ``.irpa`` parameter file so no dump holds
-them; or an MLIR file or text), then ``iree-compile`` (the tool shipped in
+iree-turbine, its weights externalized into an `.irpa` parameter file so no dump holds
+them; or an MLIR file or text), then `iree-compile` (the tool shipped in
 iree-base-compiler, run as a child process so its global flags, its crashes and an interrupt
 stay out of this process) with::
 
@@ -8,11 +8,11 @@ stay out of this process) with::
     --mlir-print-debuginfo --dump-compilation-phases-to=<tmp>
 
 Every pass application prints the whole module after it, in the order the passes ran (no
-threads: no interleaving). IREE's ``--dump-compilation-phases-to`` adds one
-``iree-util-dump-module`` pass at the end of each phase: those dumps mark the phase
+threads: no interleaving). IREE's `--dump-compilation-phases-to` adds one
+`iree-util-dump-module` pass at the end of each phase: those dumps mark the phase
 boundaries (their file names name the phase) and are not steps themselves. The const-eval
-JIT compiles a module of its own inside ``iree-consteval-jit-globals``: its dumps come between
-the ``iree-util-hoist-into-globals`` dump and the JIT pass's own dump, and are dropped.
+JIT compiles a module of its own inside `iree-consteval-jit-globals`: its dumps come between
+the `iree-util-hoist-into-globals` dump and the JIT pass's own dump, and are dropped.
 """
 
 from __future__ import annotations
@@ -45,6 +45,19 @@ PHASES = (
 )
 #: what ``pipeline`` may be: the phase to compile to (``--compile-to``), or "end" (all)
 PIPELINES = (*PHASES, "end")
+#: the target every recording (and the check's compiles) is for: llvm-cpu, a generic CPU
+TARGET_FLAGS = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=generic",
+)
+#: the module after every pass, whole, in the order the passes ran, with its locations
+PRINT_FLAGS = (
+    "--mlir-disable-threading",
+    "--mlir-print-ir-module-scope",
+    "--mlir-print-ir-after-all",
+    "--mlir-print-debuginfo",
+)
 MAX_STREAM_BYTES = 1024 * 1024 * 1024  # the whole pass-after-all stream of one compile
 MAX_DUMPS = 20_000  # dumps of one compile
 MAX_DIAGNOSTIC_CHARS = 4000  # iree-compile's diagnostics kept for an error
@@ -73,7 +86,7 @@ class Dump:
 
     @property
     def name(self) -> str:
-        """The pass's argument without its options (``canonicalize``)."""
+        """The pass's argument without its options (`canonicalize`)."""
         return self.arg.split("{", 1)[0].strip() or self.cls
 
     @property
@@ -117,25 +130,14 @@ def compile_flags(pipeline: str, target: str, flags: Any) -> list[str]:
         )
     if target != "llvm-cpu":
         raise ValueError(f"compiler='iree' records the llvm-cpu target, not {str(target)[:40]!r}")
-    extra = [flags] if isinstance(flags, str) else list(flags or ())
-    bad = [f for f in extra if not isinstance(f, str) or not f.startswith("--") or "\n" in f]
-    if bad:
-        raise ValueError(f"flags for iree-compile are '--name=value' texts, not {bad[0]!r:.80}")
-    return [
-        "--iree-hal-target-device=local",
-        "--iree-hal-local-target-device-backends=llvm-cpu",
-        "--iree-llvmcpu-target-cpu=generic",
-        f"--compile-to={pipeline}",
-        *extra,
-        "--mlir-disable-threading",
-        "--mlir-print-ir-module-scope",
-        "--mlir-print-ir-after-all",
-        "--mlir-print-debuginfo",
-    ]
+    from explorer.iree.flags import check_flags  # what a user's flag may be, in one place
+
+    extra = check_flags(flags)
+    return [*TARGET_FLAGS, f"--compile-to={pipeline}", *extra, *PRINT_FLAGS]
 
 
 def _ends_module(line: str, state: list) -> bool:
-    """Whether ``line`` is past the module a dump prints (diagnostics after it)."""
+    """Whether `line` is past the module a dump prints (diagnostics after it)."""
     # state: [closed the top-level op, in a resource block]
     if state[1]:
         if line.startswith("#-}"):
@@ -154,7 +156,7 @@ def _ends_module(line: str, state: list) -> bool:
 
 def read_stream(stream: Any, job: Any) -> tuple[list[Dump], list[str], int]:
     """The dumps of a pass-after-all stream (lines of text), the lines outside any dump
-    (warnings, errors) and the bytes read; ``job.advance(pass name)`` per dump."""
+    (warnings, errors) and the bytes read; `job.advance(pass name)` per dump."""
     dumps: list[Dump] = []
     other: list[str] = []
     total = 0
@@ -193,7 +195,7 @@ def read_stream(stream: Any, job: Any) -> tuple[list[Dump], list[str], int]:
 
 def split_phases(dumps: list[Dump]) -> tuple[list[tuple[str, list[Dump]]], int]:
     """The dumps grouped by phase (the dump-module markers taken out), the const-eval JIT's
-    dumps dropped: ``([(phase, dumps)], how many were dropped)``."""
+    dumps dropped: `([(phase, dumps)], how many were dropped)`."""
     phases: list[tuple[str, list[Dump]]] = []
     pending: list[Dump] = []
     dropped = 0
@@ -217,7 +219,7 @@ def split_phases(dumps: list[Dump]) -> tuple[list[tuple[str, list[Dump]]], int]:
 
 
 def run_compile(mlir: str, argv: list[str], job: Any, workdir: str) -> Compiled:
-    """Run iree-compile on ``mlir`` with ``argv`` (see :func:`compile_flags`), reading its
+    """Run iree-compile on `mlir` with `argv` (see `compile_flags`), reading its
     stream as it comes; an interrupt ends the child process."""
     tool = iree_compile_path()
     src = os.path.join(workdir, "input.mlir")
@@ -273,7 +275,7 @@ class Imported:
 
 
 def _printed(mlir: str) -> str:
-    """``mlir`` as iree-compile prints it (with its locations), so the first pass that
+    """`mlir` as iree-compile prints it (with its locations), so the first pass that
     changes nothing is not shown as a change of printing."""
     from explorer.iree.convert import parse_module
 
@@ -282,8 +284,8 @@ def _printed(mlir: str) -> str:
 
 
 def import_source(source: Any, example_inputs: Any) -> Imported:
-    """The source as torch-dialect (or any IREE input) MLIR: a torch ``nn.Module`` through
-    ``iree.turbine.aot.export`` with its parameters externalized, else an ``.mlir`` path or
+    """The source as torch-dialect (or any IREE input) MLIR: a torch `nn.Module` through
+    `iree.turbine.aot.export` with its parameters externalized, else an `.mlir` path or
     MLIR text."""
     if isinstance(source, (str, os.PathLike)):
         text = os.fspath(source)
@@ -316,9 +318,9 @@ def import_source(source: Any, example_inputs: Any) -> Imported:
 @contextlib.contextmanager
 def _module_locations():
     """While iree-turbine imports an FX graph: each node's location (the torch source
-    ``file:line`` iree's FX importer takes from its stack trace) wrapped in a named location
-    holding the node's module path (``loc("fc1"(...))``, from torch.export's
-    ``nn_module_stack``), which IREE's passes carry along, so an op names its layer."""
+    `file:line` iree's FX importer takes from its stack trace) wrapped in a named location
+    holding the node's module path (`loc("fc1"(...))`, from torch.export's
+    `nn_module_stack`), which IREE's passes carry along, so an op names its layer."""
     from iree.compiler.extras import fx_importer
     from iree.compiler.ir import Location
 
@@ -389,6 +391,8 @@ def _export_torch(model: Any, example_inputs: Any) -> Imported:
 __all__ = [
     "PHASES",
     "PIPELINES",
+    "PRINT_FLAGS",
+    "TARGET_FLAGS",
     "Compiled",
     "Dump",
     "Imported",

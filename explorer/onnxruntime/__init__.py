@@ -1,4 +1,4 @@
-"""ONNX Runtime and onnxscript as passlens traces (``explore(..., compiler="onnxruntime")``).
+"""ONNX Runtime and onnxscript as passlens traces (`explore(..., compiler="onnxruntime")`).
 
     import explorer
     trace = explorer.explore(model, (x,), compiler="onnxruntime")   # onnxscript,ort
@@ -7,18 +7,18 @@
     trace["SkipLayerNormFusion"].diff()      # what that ORT transformer changed
     trace.check()                            # each step in onnxruntime, optimizations off
 
-The conversion most people deploy: ``torch.onnx.export(dynamo=True)`` (the first step, with
-``optimize=False``), onnxscript's optimizer and rewriter, optionally onnxruntime's transformers
+The conversion most people deploy: `torch.onnx.export(dynamo=True)` (the first step, with
+`optimize=False`), onnxscript's optimizer and rewriter, optionally onnxruntime's transformers
 optimizer, then ONNX Runtime's graph transformers, every change a step of one trace (see
-:mod:`explorer.onnxruntime.record` and :mod:`explorer.onnxruntime.ort_steps` for how each is
-observed or rebuilt). ``rewrite_rules=[rule, ...]`` applies onnxscript ``RewriteRule`` s of the
+`explorer.onnxruntime.record` and `explorer.onnxruntime.ort_steps` for how each is
+observed or rebuilt). `rewrite_rules=[rule, ...]` applies onnxscript `RewriteRule` s of the
 user's own, each as its own step after the optimizer (named after the rule); the adapter's
-``rerun`` records the source again with a rule swapped (``replace={"add_to_sub": fixed}``:
+`rerun` records the source again with a rule swapped (`replace={"add_to_sub": fixed}`:
 explorer/onnxruntime/rerun.py), so a rule fixed in a notebook cell is run again in one call.
 onnxruntime and onnxscript are imported
-only when such a trace is made or checked. ``report.reduce()`` shrinks a ``diverged`` finding
+only when such a trace is made or checked. `report.reduce()` shrinks a `diverged` finding
 to a few ONNX nodes and writes a script for an upstream bug report
-(:mod:`explorer.onnxruntime.reduce`).
+(`explorer.onnxruntime.reduce`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class ONNXSourceError(PasslensError, ValueError):
 
 
 def _load_onnx(source: Any) -> tuple[Any, str]:
-    """``(ModelProto, label)`` of an ONNX file path, bytes or ModelProto. External data is
+    """`(ModelProto, label)` of an ONNX file path, bytes or ModelProto. External data is
     refused: a file naming other files to read is not opened."""
     import onnx
 
@@ -78,7 +78,7 @@ def _load_onnx(source: Any) -> tuple[Any, str]:
 
 
 def _export(model: Any, example_inputs: tuple, dynamic_shapes: Any = None) -> tuple[Any, Any]:
-    """``(ModelProto, ExportedProgram)`` of torch's exporter (dynamo, optimize off)."""
+    """`(ModelProto, ExportedProgram)` of torch's exporter (dynamo, optimize off)."""
     import torch
 
     out = io.StringIO()
@@ -109,13 +109,13 @@ def explore_onnxruntime(
     num_heads: int = 0,
     hidden_size: int = 0,
 ):
-    """Export or load ``source``, run ``pipeline`` with recording, return the Trace.
+    """Export or load `source`, run `pipeline` with recording, return the Trace.
 
-    ``source``: a ``torch.nn.Module`` with ``example_inputs``, or an ONNX file (path, bytes
-    or ``onnx.ModelProto``). ``pipeline``: see :mod:`explorer.onnxruntime.pipeline`
-    (``"onnxscript,ort"`` by default). ``rewrite_rules``: onnxscript ``RewriteRule`` s applied
-    one by one after the optimizer. ``num_heads`` / ``hidden_size``: for the transformers
-    optimizer (0: it reads them from the model). ``progress``: as for :func:`explorer.explore`.
+    `source`: a `torch.nn.Module` with `example_inputs`, or an ONNX file (path, bytes
+    or `onnx.ModelProto`). `pipeline`: see `explorer.onnxruntime.pipeline`
+    (`"onnxscript,ort"` by default). `rewrite_rules`: onnxscript `RewriteRule` s applied
+    one by one after the optimizer. `num_heads` / `hidden_size`: for the transformers
+    optimizer (0: it reads them from the model). `progress`: as for `explorer.explore`.
     """
     try:
         import onnxruntime  # noqa: F401

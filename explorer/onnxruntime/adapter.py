@@ -1,4 +1,4 @@
-"""ONNX Runtime and onnxscript as an explorer adapter (registered by ``explorer.adapters`` on
+"""ONNX Runtime and onnxscript as an explorer adapter (registered by `explorer.adapters` on
 first use). Importing this module imports neither onnxruntime nor onnxscript."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from explorer.adapters import NODE_ERRORS, ONNX_EXPORT, REDUCE, RERUN, Adapter, 
 
 
 class ONNXRuntimeAdapter(Adapter):
-    """A torch model exported with ``torch.onnx.export(dynamo=True)`` (or an ONNX file), then
+    """A torch model exported with `torch.onnx.export(dynamo=True)` (or an ONNX file), then
     onnxscript's optimizer, optionally onnxruntime's transformers optimizer, then ONNX
     Runtime's graph transformers, a step per change (explorer/onnxruntime/). Each step runs
     in onnxruntime with optimizations off for the check, every value exposed, so a finding
@@ -41,10 +41,10 @@ class ONNXRuntimeAdapter(Adapter):
 
     def rerun(self, trace, pipeline=None, from_step=None, replace=None, progress=None):
         """The trace's source recorded again, with the same example inputs and options,
-        through ``pipeline`` (a pipeline text; default: the trace's own) with the user's
-        rewrite rules ``replace`` names swapped (``{old rule name, class or object: new
-        rule}``). The whole pipeline is recorded again (``from_step`` is checked, nothing is
-        shared); a trace read from a file cannot be re-run (``RerunError``)."""
+        through `pipeline` (a pipeline text; default: the trace's own) with the user's
+        rewrite rules `replace` names swapped (`{old rule name, class or object: new
+        rule}`). The whole pipeline is recorded again (`from_step` is checked, nothing is
+        shared); a trace read from a file cannot be re-run (`RerunError`)."""
         from explorer.onnxruntime.rerun import rerun_onnxruntime
 
         return rerun_onnxruntime(trace, pipeline, from_step, replace, progress)

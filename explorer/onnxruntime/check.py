@@ -1,12 +1,12 @@
-"""``trace.check`` on an ONNX Runtime trace: every step's model run in onnxruntime with its
+"""`trace.check` on an ONNX Runtime trace: every step's model run in onnxruntime with its
 optimizations off (contrib and fused ops included), compared with torch eager (a torch
 source) or with onnxruntime's run of the source model (an ONNX file).
 
 It is passlens's own check (explorer/check/runner.py: the same report, findings, detectors,
 verdict rules: the tolerance, then float64) with its own
-:class:`~explorer.check.runner.StepRunner`. Each model runs with every value its nodes make
+`explorer.check.runner.StepRunner`. Each model runs with every value its nodes make
 exposed as a graph output, in a child process under the reference budget (a model from a file
-may make a value of any size: ``compiler.opaque.run_onnx_model``). A value carries over between
+may make a value of any size: `compiler.opaque.run_onnx_model`). A value carries over between
 steps by name: a step whose outputs diverge gets the first node, in graph order, whose value
 differs from the value of the same name in the first step that made it (the export), so a wrong
 fusion or rule is named at its own step and node.
@@ -29,7 +29,7 @@ RUN_BUDGET = 4 << 30  # bytes the values of one step's run may take in its child
 
 
 def exposed(model: Any, copy: bool = True) -> tuple[Any, list[str]]:
-    """A copy of ``model`` (``model`` itself without ``copy``) with every node output also a
+    """A copy of `model` (`model` itself without `copy`) with every node output also a
     graph output; the names added."""
     import onnx
 
@@ -52,9 +52,9 @@ def exposed(model: Any, copy: bool = True) -> tuple[Any, list[str]]:
 def run_model(
     model: Any, runtime: list, what: str, values: bool = True
 ) -> tuple[tuple, dict[str, np.ndarray]]:
-    """``(outputs, {value name: value})`` of ``model`` in onnxruntime, optimizations off,
+    """`(outputs, {value name: value})` of `model` in onnxruntime, optimizations off,
     every node value exposed (outputs only when ORT refuses the exposed model, or without
-    ``values``)."""
+    `values`)."""
     from compiler.opaque import ModelRefusedError, run_onnx_model
 
     n = len(model.graph.output)
@@ -161,7 +161,7 @@ class ORTStepRunner(StepRunner):
             self._name_nodes(step)
 
     def _name_nodes(self, step) -> None:
-        """Give the step's ``diverged`` finding its per-node errors."""
+        """Give the step's `diverged` finding its per-node errors."""
         values = self.values_of.get(id(step.module), {})
         if not values:
             return
@@ -170,7 +170,7 @@ class ORTStepRunner(StepRunner):
 
 
 def node_errors(module, values: dict, first: dict, check) -> list[NodeError]:
-    """Nodes of ``module`` (in graph order) with an output whose value differs from the value of
+    """Nodes of `module` (in graph order) with an output whose value differs from the value of
     the same name in the first step that made it (same shape and dtype)."""
     model = module.graph_model()
     proto = module.proto(with_weights=False)
@@ -197,7 +197,7 @@ def node_errors(module, values: dict, first: dict, check) -> list[NodeError]:
 
 
 def check_onnxruntime(trace, inputs, options):
-    """``explorer.check.check`` for an ONNX Runtime trace."""
+    """`explorer.check.check` for an ONNX Runtime trace."""
     if not any(getattr(s.module, "live", False) for s in trace.steps):
         raise CheckError(
             "this ONNX Runtime trace was loaded from a file: it keeps each step's graph and "

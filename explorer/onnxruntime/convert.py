@@ -1,15 +1,15 @@
 """An ONNX model as passlens's neutral graph model, and its text.
 
 Every ONNX node becomes an op node named by its op, with the domain for contrib and fused ops
-(``com.microsoft::SkipLayerNormalization``, ``com.microsoft.nchwc::Conv``) and its attributes
+(`com.microsoft::SkipLayerNormalization`, `com.microsoft.nchwc::Conv`) and its attributes
 as text; graph inputs are inputs, initializers weights (with their bytes), graph outputs one
-return node. Types come from :mod:`explorer.onnxruntime.shapes` (value_info, onnx's and
+return node. Types come from `explorer.onnxruntime.shapes` (value_info, onnx's and
 ONNX Runtime's shape inference, a run for ORT's own layouts; '?' where nothing knows it).
 Provenance comes from the metadata torch's exporter writes on every node
-(``pkg.torch.onnx.name_scopes``: the module path; ``pkg.torch.onnx.fx_node``: the FX node;
-``pkg.torch.onnx.stack_trace``: file:line), which onnxscript's passes keep on the nodes they do
+(`pkg.torch.onnx.name_scopes`: the module path; `pkg.torch.onnx.fx_node`: the FX node;
+`pkg.torch.onnx.stack_trace`: file:line), which onnxscript's passes keep on the nodes they do
 not replace and the recorder gives back to the nodes a stage made or saved without it
-(:mod:`explorer.onnxruntime.rewrites`). The text (:func:`text_of_onnx`) lists the inputs,
+(`explorer.onnxruntime.rewrites`). The text (`text_of_onnx`) lists the inputs,
 outputs and weights by name, type and bytes, then each node in ONNX's textual syntax with the
 type it makes. Everything read from the file is untrusted: metadata is parsed as literals
 only, and long texts are cut.
@@ -38,7 +38,7 @@ _FX_NAME = re.compile(r"^%([\w.]{1,200}) ")
 
 
 def op_name(node: Any) -> str:
-    """``Conv``, or ``domain::Op`` for an op outside the default domain."""
+    """`Conv`, or `domain::Op` for an op outside the default domain."""
     domain = node.domain if node.domain not in ("", "ai.onnx") else ""
     return f"{domain}::{node.op_type}" if domain else node.op_type
 
@@ -56,7 +56,7 @@ INHERITED = "pkg.passlens.provenance_from"  # the nodes a recorder took a node's
 
 
 def scopes_of(meta: dict[str, str]) -> list[str] | None:
-    """The exporter's ``name_scopes`` of a node's metadata as a list of texts (None: none, or
+    """The exporter's `name_scopes` of a node's metadata as a list of texts (None: none, or
     not a list of texts: it is read as a literal only)."""
     scopes = meta.get("pkg.torch.onnx.name_scopes")
     if not scopes or len(scopes) >= 4000:
@@ -77,8 +77,8 @@ def _scopes(scopes: str) -> tuple[str, ...] | None:
 
 
 def module_path(scopes: list[str]) -> str:
-    """The torch module path of a node from its ``name_scopes``: the root (``''``), then each
-    module's path (``layer.0``, ``layer.0.attention``, ...), then the op's FX name. torch
+    """The torch module path of a node from its `name_scopes`: the root (`''`), then each
+    module's path (`layer.0`, `layer.0.attention`, ...), then the op's FX name. torch
     writes each scope as the module's full path; a scope that does not extend the one before
     it (a name relative to its parent) is joined to it."""
     path = ""
@@ -90,7 +90,7 @@ def module_path(scopes: list[str]) -> str:
 
 
 def provenance(node: Any) -> tuple[dict, str]:
-    """``(provenance dict, module path)`` of a node from the exporter's metadata."""
+    """`(provenance dict, module path)` of a node from the exporter's metadata."""
     meta = _metadata(node)
     prov: dict[str, str] = {"framework": "onnx", "op": op_name(node)}
     parts = scopes_of(meta)
@@ -127,7 +127,7 @@ SHOWN_VALUES = 8  # a tensor attribute this small shows its values
 
 
 def _tensor_attr(t: Any) -> str:
-    """``tensor f32[] 0.125`` (values for a small tensor held in the node), else its type."""
+    """`tensor f32[] 0.125` (values for a small tensor held in the node), else its type."""
     import onnx
     from onnx import numpy_helper
 
@@ -182,8 +182,8 @@ def node_key(node: Any, attrs: dict) -> tuple:
 
 class Entry(NamedTuple):
     """One node of the graph model of an ONNX model, before its types: its id (unique in the
-    model), kind (``input``, ``weight``, ``op``, ``output``), label, the value names it reads
-    and makes, what makes it the same node in another step (``key``), and the proto it shows
+    model), kind (`input`, `weight`, `op`, `output`), label, the value names it reads
+    and makes, what makes it the same node in another step (`key`), and the proto it shows
     (a ValueInfoProto, TensorProto or NodeProto; None for the return)."""
 
     nid: str
@@ -197,8 +197,8 @@ class Entry(NamedTuple):
 
 
 def entries(model: Any, weight_keys: dict[str, str]) -> list[Entry]:
-    """The nodes of ``model`` in graph-model order with their ids (the ids every view and
-    every rewrite names): inputs, weights (``weight_keys``: their content keys), op nodes,
+    """The nodes of `model` in graph-model order with their ids (the ids every view and
+    every rewrite names): inputs, weights (`weight_keys`: their content keys), op nodes,
     the return."""
     graph = model.graph
     used: set[str] = set()
@@ -323,7 +323,7 @@ def _line(text: str) -> str:
 
 
 def _node_text(node: Any) -> str:
-    """One node in ONNX's textual syntax (``[name] out = Op <attrs> (inputs)``), a big tensor
+    """One node in ONNX's textual syntax (`[name] out = Op <attrs> (inputs)`), a big tensor
     attribute's data left out."""
     import onnx
 
@@ -362,7 +362,7 @@ def _elements(dims) -> int:
 
 def text_of_onnx(model: Any, module: ONNXModule | None = None) -> str:
     """The model as text: a header (graph, opsets), its inputs and outputs with their types,
-    its weights by name, type and bytes (at most :data:`MAX_WEIGHT_LINES`; their data is not
+    its weights by name, type and bytes (at most `MAX_WEIGHT_LINES`; their data is not
     shown), then every node in ONNX's textual syntax, each followed by the type it makes."""
     g = model.graph
     types = getattr(module, "value_types", None) or {}

@@ -1,8 +1,8 @@
 """What the steps of an ONNX Runtime trace do, one line each: ONNX Runtime's graph
 transformers (as its verbose log names them), onnxscript's optimizer passes and rewrite
-rules (a rule without a name as the variable onnxscript binds it to, ``mul_by_1_rule``), and
-the transformers optimizer's fusions (its ``fuse_*`` methods). Read by the rewrites view
-through ``Adapter.rule_doc``; a name not here (a user's rule, a newer transformer) has no
+rules (a rule without a name as the variable onnxscript binds it to, `mul_by_1_rule`), and
+the transformers optimizer's fusions (its `fuse_*` methods). Read by the rewrites view
+through `Adapter.rule_doc`; a name not here (a user's rule, a newer transformer) has no
 words."""
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ RULES = {**ORT, **ONNXSCRIPT, **TRANSFORMERS}
 
 
 def rule_doc(rule: str) -> str:
-    """What ``rule`` (a step's transformer, pass, fusion or rule name) does, in one line; ""
+    """What `rule` (a step's transformer, pass, fusion or rule name) does, in one line; ""
     for a name not listed."""
     return RULES.get(rule, "") if isinstance(rule, str) else ""
 

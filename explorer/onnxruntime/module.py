@@ -1,11 +1,11 @@
-"""What an ONNX Runtime step holds: :class:`ONNXModule` (one ONNX model as a stage left it, its
-weights kept once for the whole trace) and :class:`ONNXState` (what the modules of one trace
+"""What an ONNX Runtime step holds: `ONNXModule` (one ONNX model as a stage left it, its
+weights kept once for the whole trace) and `ONNXState` (what the modules of one trace
 share: the weights by content, the stand-ins that give nodes an identity across steps).
 
-A model is kept as its *skeleton* (the serialized ``ModelProto`` whose initializers hold no
+A model is kept as its *skeleton* (the serialized `ModelProto` whose initializers hold no
 data) and the content keys of its initializers: twenty steps of a BERT keep its weights once,
 and a weight a fusion rewrote (ORT's MatMulScaleFusion scales one) is kept beside the original.
-``model()`` makes the full ``onnx.ModelProto`` when the check or an export asks; the graph
+`model()` makes the full `onnx.ModelProto` when the check or an export asks; the graph
 model and the text are made when a view asks. Nothing here imports onnxruntime.
 """
 
@@ -26,7 +26,7 @@ _LOCATION = "passlens-weight"  # the external-data key naming a weight's content
 class ONNXRef:
     """The stand-in of one ONNX node or value in graph models: a node with the same name, op,
     inputs, outputs and attributes in two steps has the same stand-in, so diffs match it by
-    identity. ``prov`` is where it came from (the torch module, file:line, the FX node)."""
+    identity. `prov` is where it came from (the torch module, file:line, the FX node)."""
 
     __slots__ = ("name", "prov", "__weakref__")
 
@@ -47,7 +47,7 @@ def content_key(arr: np.ndarray) -> str:
 
 class ONNXState:
     """What the modules of one ONNX Runtime trace share: the weights by content key (each kept
-    once, read-only), one :class:`ONNXRef` per node key and per weight, and the skeletons seen
+    once, read-only), one `ONNXRef` per node key and per weight, and the skeletons seen
     (a stage that left the model as it was shares the module before it)."""
 
     def __init__(self) -> None:
@@ -57,7 +57,7 @@ class ONNXState:
         self.modules: dict[bytes, ONNXModule] = {}
 
     def weight(self, arr: np.ndarray) -> str:
-        """Keep ``arr`` (once per content) and return its key."""
+        """Keep `arr` (once per content) and return its key."""
         key = content_key(arr)
         if key not in self.weights:
             kept = np.array(arr, copy=True)
@@ -80,8 +80,8 @@ class ONNXState:
         return found
 
     def wrap(self, model: Any, before: ONNXModule | None = None) -> ONNXModule:
-        """The module of ``model`` (an ``onnx.ModelProto``): ``before`` itself, or the module
-        of an equal model seen earlier, when ``model`` is that model again."""
+        """The module of `model` (an `onnx.ModelProto`): `before` itself, or the module
+        of an equal model seen earlier, when `model` is that model again."""
         skeleton, weights = split_weights(model, self, before)
         return self.module_of(skeleton, weights, before)
 
@@ -92,7 +92,7 @@ class ONNXState:
         before: ONNXModule | None = None,
         entries: list | None = None,
     ) -> ONNXModule:
-        """The module of a skeleton and its weights' keys (as :meth:`wrap`); ``entries``: its
+        """The module of a skeleton and its weights' keys (as `wrap`); `entries`: its
         nodes, when the caller has read them already."""
         if before is not None and before.skeleton == skeleton and before.weight_keys == weights:
             return before
@@ -111,12 +111,12 @@ def skeleton_of(
     copy: bool = True,
     known: dict[str, str] | None = None,
 ) -> tuple[Any, dict[str, str]]:
-    """``(skeleton ModelProto, {initializer name: content key})`` of an ``onnx.ModelProto``:
-    the model (a copy; itself with ``copy=False``) with every initializer's data replaced by
-    its content key (the data kept in ``state``). An initializer whose bytes are those of the
-    weight of its name in ``before`` takes that weight's key without being read again (a
-    step keeps most of the weights of the step before it); one ``known`` names (a content
-    key in ``state``, by initializer name: a weight ORT wrote as a reference to one it was
+    """`(skeleton ModelProto, {initializer name: content key})` of an `onnx.ModelProto`:
+    the model (a copy; itself with `copy=False`) with every initializer's data replaced by
+    its content key (the data kept in `state`). An initializer whose bytes are those of the
+    weight of its name in `before` takes that weight's key without being read again (a
+    step keeps most of the weights of the step before it); one `known` names (a content
+    key in `state`, by initializer name: a weight ORT wrote as a reference to one it was
     given) is not read at all, its dims and dtype checked against the key's."""
     import onnx
     from onnx import numpy_helper
@@ -161,7 +161,7 @@ def _np_dtype(t: Any) -> np.dtype | None:
 
 
 def _same_weight(t: Any, key: str | None, state: ONNXState) -> str | None:
-    """``key`` when the TensorProto ``t`` holds exactly the bytes of that kept weight (its
+    """`key` when the TensorProto `t` holds exactly the bytes of that kept weight (its
     raw data, dtype and dims), else None."""
     if key is None or not t.HasField("raw_data") or t.data_location == 1:
         return None
@@ -183,8 +183,8 @@ def _same_weight(t: Any, key: str | None, state: ONNXState) -> str | None:
 def split_weights(
     model: Any, state: ONNXState, before: ONNXModule | None = None
 ) -> tuple[bytes, dict[str, str]]:
-    """``(skeleton, {initializer name: content key})`` of an ``onnx.ModelProto``: the model
-    serialized with every initializer's data replaced by its content key (kept in ``state``)."""
+    """`(skeleton, {initializer name: content key})` of an `onnx.ModelProto`: the model
+    serialized with every initializer's data replaced by its content key (kept in `state`)."""
     skeleton, keys = skeleton_of(model, state, before)
     return skeleton.SerializeToString(deterministic=True), keys
 
@@ -192,9 +192,9 @@ def split_weights(
 class ONNXModule:
     """One ONNX model of an ONNX Runtime trace (see the module docstring).
 
-    ``skeleton`` is the serialized model without weight data, ``weight_keys`` its
-    initializers' content keys in ``state``. A module read from a file has neither: it keeps
-    the graph model and the text it was saved with (``graph``, ``text``)."""
+    `skeleton` is the serialized model without weight data, `weight_keys` its
+    initializers' content keys in `state`. A module read from a file has neither: it keeps
+    the graph model and the text it was saved with (`graph`, `text`)."""
 
     compiler = "onnxruntime"
     inner = False
@@ -227,7 +227,7 @@ class ONNXModule:
         return self.skeleton is not None and self.state is not None
 
     def proto(self, with_weights: bool = True) -> Any:
-        """The ``onnx.ModelProto`` (a new object each call); without weights: the skeleton."""
+        """The `onnx.ModelProto` (a new object each call); without weights: the skeleton."""
         import onnx
         from onnx import numpy_helper
 
@@ -257,7 +257,7 @@ class ONNXModule:
 
     def entries(self) -> list:
         """The nodes of the model with their graph-model ids
-        (:func:`explorer.onnxruntime.convert.entries`), made once."""
+        (`explorer.onnxruntime.convert.entries`), made once."""
         if self._entries is None:
             from explorer.onnxruntime.convert import entries
 

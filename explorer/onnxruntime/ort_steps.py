@@ -1,11 +1,11 @@
 """ONNX Runtime's graph transformers, one step per application that changed the model.
 
-ORT optimizes inside ``InferenceSession`` creation, in C++, with no hook Python can attach to.
+ORT optimizes inside `InferenceSession` creation, in C++, with no hook Python can attach to.
 Two things it does give are enough:
 
 * its verbose log, captured from the process's stderr while one session is made, lists every
-  transformer application in order with ``modified: 0/1``;
-* a session made with ``disabled_optimizers`` and ``optimized_model_filepath`` writes the model
+  transformer application in order with `modified: 0/1`;
+* a session made with `disabled_optimizers` and `optimized_model_filepath` writes the model
   as the remaining transformers leave it.
 
 Step k is then the model of a session that disables every transformer first applied after
@@ -17,14 +17,14 @@ is dropped. The last step is compared with the model ORT makes at the level in o
 trace says whether they are equal.
 
 Every session of the stage reads its input from one file whose weights are in a file beside it
-(``SOURCE``), which ORT maps rather than copies; the model such a session writes refers to
+(`SOURCE`), which ORT maps rather than copies; the model such a session writes refers to
 that file for every weight it kept as it was, and holds the weights it made. A step's model
-(``ORTStep.model``) is that: its initializers are new data, or references by offset to a
-weight of the input (``ORTRun.source`` names them), so a step costs what ORT changed, not a
+(`ORTStep.model`) is that: its initializers are new data, or references by offset to a
+weight of the input (`ORTRun.source` names them), so a step costs what ORT changed, not a
 copy of every weight. The sessions are made only for the model they write: one thread, no
 memory arena or pattern, no weight prepacking (what ORT does after its graph transformers),
-a few at a time (:func:`session_threads`); each step is handed on in the log's order as soon
-as its session is made (``run_ort_stage(on_step=...)``: the recorder records it meanwhile).
+a few at a time (`session_threads`); each step is handed on in the log's order as soon
+as its session is made (`run_ort_stage(on_step=...)`: the recorder records it meanwhile).
 
 The one-go session (the verbose one: the log's applications and the model at the level in one
 go) is made the same way, from the same file, not from the model's bytes with default options
@@ -32,8 +32,8 @@ as a user's session is: that session alone cost more than the whole rest of the 
 parses and copies every weight). The two give the same applications and the same model (the
 same nodes, and weights equal bit for bit): tests/explorer/onnxruntime/test_ort_shortcuts.py
 checks it on the BERT-like layer, the small CNN and an ONNX file, beside every step rebuilt
-the plain way (default sessions from the model's bytes). ``run_ort_stage(...,
-from_bytes=True)`` makes the one-go session the user's way (the check of that shortcut).
+the plain way (default sessions from the model's bytes). `run_ort_stage(...,
+from_bytes=True)` makes the one-go session the user's way (the check of that shortcut).
 """
 
 from __future__ import annotations
@@ -78,9 +78,9 @@ def session(
     verbose: bool = False,
     fast: bool = False,
 ) -> Any:
-    """An ``InferenceSession`` of ``model`` (serialized) on the CPU at ``level`` (``off``,
-    ``basic``, ``extended``, ``all``), with ``disabled`` transformers off, written to ``out``
-    when given; ORT's own warnings are kept quiet unless ``verbose``. ``fast``: a session made
+    """An `InferenceSession` of `model` (serialized) on the CPU at `level` (`off`,
+    `basic`, `extended`, `all`), with `disabled` transformers off, written to `out`
+    when given; ORT's own warnings are kept quiet unless `verbose`. `fast`: a session made
     only for the model it writes: one thread, no memory arena or pattern, no weight
     prepacking (what comes after the graph transformers; the model written is the same)."""
     import onnxruntime as ort
@@ -109,7 +109,7 @@ def session(
 @contextlib.contextmanager
 def captured_stderr():
     """The process's file descriptor 2 sent to a temporary file (ORT logs from C++, around
-    Python's ``sys.stderr``); yields a list that holds the text once the block ends."""
+    Python's `sys.stderr`); yields a list that holds the text once the block ends."""
     out: list[str] = []
     sys.stderr.flush()
     saved = os.dup(2)
@@ -126,7 +126,7 @@ def captured_stderr():
 
 
 def applications(model: bytes, level: str) -> list[tuple[str, bool]]:
-    """Every transformer application ORT makes at ``level`` on ``model``, in order, with
+    """Every transformer application ORT makes at `level` on `model`, in order, with
     whether it changed the model (read from its verbose log)."""
     return applications_and_model(model, level)[0]
 
@@ -134,9 +134,9 @@ def applications(model: bytes, level: str) -> list[tuple[str, bool]]:
 def applications_and_model(
     model: bytes | str, level: str, folder: str | None = None, fast: bool = False
 ) -> tuple[list[tuple[str, bool]], bytes]:
-    """:func:`applications` and the model ORT makes at ``level`` in one go (serialized),
-    from one session: a default one (what a user's session makes), or with ``fast`` one made
-    only for the model it writes (:func:`session`). ``model``: serialized, or the path of a
+    """`applications` and the model ORT makes at `level` in one go (serialized),
+    from one session: a default one (what a user's session makes), or with `fast` one made
+    only for the model it writes (`session`). `model`: serialized, or the path of a
     model whose weights are in a file beside it (the model written refers to that file for the
     weights it kept)."""
     with contextlib.ExitStack() as stack:
@@ -152,7 +152,7 @@ def applications_and_model(
 
 
 def read_log(text: str) -> list[tuple[str, bool]]:
-    """The transformer applications ORT's verbose log ``text`` lists, in order, each with
+    """The transformer applications ORT's verbose log `text` lists, in order, each with
     whether it changed the model."""
     return [(name, flag == "1") for name, flag in _APPLIED.findall(text)]
 
@@ -164,7 +164,7 @@ EXTERNAL_MIN_BYTES = 1024  # a smaller weight stays in the model itself
 @dataclass
 class ORTStep:
     """One rebuilt step: the transformer, its application's index in the log, the model
-    (serialized; a weight ORT kept from the input is a reference to ``ORTRun.source``)."""
+    (serialized; a weight ORT kept from the input is a reference to `ORTRun.source`)."""
 
     name: str
     position: int
@@ -222,8 +222,8 @@ def source_weight(run: ORTRun, t: Any) -> str | None:
 
 
 def write_source(model: Any, folder: str) -> tuple[str, dict[tuple[int, int], str]]:
-    """Write ``model`` (a ModelProto, left as it is) to ``folder`` with the data of its weights
-    of at least :data:`EXTERNAL_MIN_BYTES` in :data:`SOURCE` (each at an offset aligned to a
+    """Write `model` (a ModelProto, left as it is) to `folder` with the data of its weights
+    of at least `EXTERNAL_MIN_BYTES` in `SOURCE` (each at an offset aligned to a
     page, as ORT maps the file); the model's path and where each weight is. The model is
     copied without that data (field by field: 44.8 MB of weights are read once, to be
     written)."""
@@ -258,8 +258,8 @@ def write_source(model: Any, folder: str) -> tuple[str, dict[tuple[int, int], st
 
 
 def _copy_fields(dst: Any, src: Any, skip: str) -> None:
-    """Every field ``src`` (a protobuf message) sets, but ``skip``, copied to ``dst`` (by its
-    descriptor: ``ListFields`` would read ``skip``'s value too, a copy of a weight's data)."""
+    """Every field `src` (a protobuf message) sets, but `skip`, copied to `dst` (by its
+    descriptor: `ListFields` would read `skip`'s value too, a copy of a weight's data)."""
     for fd in src.DESCRIPTOR.fields:
         name = fd.name
         if name == skip:
@@ -280,7 +280,7 @@ def _copy_fields(dst: Any, src: Any, skip: str) -> None:
 
 
 def _without_initializers(model: Any) -> Any:
-    """A copy of the ModelProto ``model`` whose graph has no initializers (the rest copied)."""
+    """A copy of the ModelProto `model` whose graph has no initializers (the rest copied)."""
     import onnx
 
     m = onnx.ModelProto()
@@ -291,7 +291,7 @@ def _without_initializers(model: Any) -> Any:
 
 
 def disabled_after(applied: list[tuple[str, bool]], position: int) -> list[str]:
-    """The transformers first applied after ``position``: what step ``position`` disables."""
+    """The transformers first applied after `position`: what step `position` disables."""
     first: dict[str, int] = {}
     for i, (name, _) in enumerate(applied):
         first.setdefault(name, i)
@@ -301,8 +301,8 @@ def disabled_after(applied: list[tuple[str, bool]], position: int) -> list[str]:
 def optimized(
     model: bytes | str, level: str, disabled: list[str] = (), folder: str | None = None
 ) -> bytes:
-    """The model as ORT leaves it at ``level`` with ``disabled`` off (serialized; written in
-    ``folder``, a temporary one when None). ``model``: serialized, or the path of a model
+    """The model as ORT leaves it at `level` with `disabled` off (serialized; written in
+    `folder`, a temporary one when None). `model`: serialized, or the path of a model
     whose weights are in a file beside it (the model written refers to that file for the
     weights it kept)."""
     with contextlib.ExitStack() as stack:
@@ -353,7 +353,7 @@ with open(os.path.join(folder, "result.json"), "w") as f:
 
 
 def _isolated(model: bytes, level: str, from_bytes: bool = False) -> ORTRun:
-    """:func:`run_ort_stage` in a child process whose address space is limited (a model from a
+    """`run_ort_stage` in a child process whose address space is limited (a model from a
     file is untrusted: its optimization may ask for any amount of memory, and a failing
     allocation inside ORT must not take the user's kernel down). The child hands back files
     and JSON, never objects."""
@@ -416,7 +416,7 @@ MAX_SESSION_THREADS = 4  # the stage's sessions made at once, at most
 
 def session_threads() -> int:
     """How many of the stage's sessions are made at once: one per processor this process may
-    use, at most :data:`MAX_SESSION_THREADS` (each session is one-threaded; ORT lets go of
+    use, at most `MAX_SESSION_THREADS` (each session is one-threaded; ORT lets go of
     Python's lock while it optimizes)."""
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -433,19 +433,19 @@ def run_ort_stage(
     from_bytes: bool = False,
     on_step: Callable[[ORTRun, ORTStep], None] | None = None,
 ) -> ORTRun:
-    """Rebuild ORT's steps at ``level`` on ``model`` (serialized, or an ``onnx.ModelProto``;
+    """Rebuild ORT's steps at `level` on `model` (serialized, or an `onnx.ModelProto`;
     see the module docstring).
 
-    Sessions, all from the file written once (``SOURCE`` beside it): one verbose session at
-    the level (the applications, and the model in one go), then, :func:`session_threads` at a
+    Sessions, all from the file written once (`SOURCE` beside it): one verbose session at
+    the level (the applications, and the model in one go), then, `session_threads` at a
     time, one with every transformer off (the model before the first step) and one per
     application that changed the model, except where a session would be made again as before
     (the same transformers disabled as for the application before it: the same model); the
-    steps are taken in the log's order. ``from_bytes``: the verbose session from
-    ``model``'s bytes with default options instead, as a user's session (slower; the same
-    result, which the tests check). ``run.equal`` is left for the recorder, which compares the
-    weights. ``isolated``: in a child process under a memory limit (a model from a file).
-    ``on_step(run, step)``: called in this thread for each step in order, as soon as it is
+    steps are taken in the log's order. `from_bytes`: the verbose session from
+    `model`'s bytes with default options instead, as a user's session (slower; the same
+    result, which the tests check). `run.equal` is left for the recorder, which compares the
+    weights. `isolated`: in a child process under a memory limit (a model from a file).
+    `on_step(run, step)`: called in this thread for each step in order, as soon as it is
     rebuilt (while later sessions are made; a child's steps once it ends)."""
     import onnx
 

@@ -8,8 +8,8 @@
     ort[:basic|extended|all]  ONNX Runtime's graph transformers at that level (default all),
                             one step per transformer application that changed the model
 
-The default is ``onnxscript,ort`` (what ``torch.onnx.export(dynamo=True)`` then an
-``InferenceSession`` do). ``ort`` comes last, at most once; the others at most once each.
+The default is `onnxscript,ort` (what `torch.onnx.export(dynamo=True)` then an
+`InferenceSession` do). `ort` comes last, at most once; the others at most once each.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def transformers_types() -> tuple[str, ...]:
 
 
 def parse(pipeline: object) -> list[Stage]:
-    """The stages of ``pipeline`` (a text as above, a list of such texts, or None: none)."""
+    """The stages of `pipeline` (a text as above, a list of such texts, or None: none)."""
     if pipeline is None:
         return []
     if isinstance(pipeline, (list, tuple)):

@@ -1,22 +1,22 @@
 """Recording the stages of an ONNX Runtime pipeline (explorer/onnxruntime/pipeline.py) as
-snapshots of :class:`~explorer.onnxruntime.module.ONNXModule` s.
+snapshots of `explorer.onnxruntime.module.ONNXModule` s.
 
-* **onnxscript**: ``onnxscript.optimizer.optimize_ir`` runs with ``onnx_ir.passes.PassBase``'s
-  ``__call__`` wrapped, so every pass application is seen with its result; a ``RewritePass`` of
+* **onnxscript**: `onnxscript.optimizer.optimize_ir` runs with `onnx_ir.passes.PassBase`'s
+  `__call__` wrapped, so every pass application is seen with its result; a `RewritePass` of
   several rules applies them one at a time (each a step named after its rule). Only
   applications that changed the model become steps. Because rules one at a time may act in
-  another order than the rule set does, the stage's end is compared with ``optimize_ir`` run
+  another order than the rule set does, the stage's end is compared with `optimize_ir` run
   in one go on a copy: the trace says when they differ.
-* **transformers:<type>**: onnxruntime's transformers optimizer (``optimize_model`` with ORT
-  off) with every ``fuse_*`` method of the model type's class wrapped: a step per fusion
+* **transformers:<type>**: onnxruntime's transformers optimizer (`optimize_model` with ORT
+  off) with every `fuse_*` method of the model type's class wrapped: a step per fusion
   that changed the model.
 * **ort:<level>**: ONNX Runtime's transformers rebuilt one application at a time
   (explorer/onnxruntime/ort_steps.py).
-* **user rules** (``rewrite_rules=[...]``): each onnxscript ``RewriteRule`` applied as its own
-  step after the optimizer, named after ``rule.name``.
+* **user rules** (`rewrite_rules=[...]`): each onnxscript `RewriteRule` applied as its own
+  step after the optimizer, named after `rule.name`.
 
 Each stage is one outer snapshot (depth 0) with its steps inside it (depth 1). An onnxscript
-pass or rule step and a fusion step also keep a :class:`Replay`: what made the step, callable
+pass or rule step and a fusion step also keep a `Replay`: what made the step, callable
 on another model (the reducer runs it on cuts of the model the step was given).
 """
 
@@ -37,9 +37,9 @@ from explorer.onnxruntime.pipeline import Stage
 
 @dataclass(frozen=True)
 class Replay:
-    """What made one step, runnable again alone: ``kind`` is ``rule`` (an onnxscript rewrite
-    rule), ``pass`` (an onnxscript pass) or ``fusion`` (a transformers-optimizer fusion);
-    ``run(model)`` applies it to an ``onnx.ModelProto`` (left as it is) and returns the result."""
+    """What made one step, runnable again alone: `kind` is `rule` (an onnxscript rewrite
+    rule), `pass` (an onnxscript pass) or `fusion` (a transformers-optimizer fusion);
+    `run(model)` applies it to an `onnx.ModelProto` (left as it is) and returns the result."""
 
     kind: str
     run: Callable[[Any], Any]
@@ -49,7 +49,7 @@ class Replay:
 
 
 class Recorder:
-    """The snapshots of one run, stage by stage; ``replays`` by snapshot index."""
+    """The snapshots of one run, stage by stage; `replays` by snapshot index."""
 
     def __init__(self, state: ONNXState, job: Any = None):
         self.state = state
@@ -90,11 +90,11 @@ class Recorder:
         owned: bool = False,
         known: dict[str, str] | None = None,
     ):
-        """A step of the open stage from ``model`` (a ModelProto; ``owned``: the recorder's to
+        """A step of the open stage from `model` (a ModelProto; `owned`: the recorder's to
         change, nobody else holds it): recorded only when it differs from the model before
         it, with its rewrites (what it removed and added, grouped:
-        :mod:`explorer.onnxruntime.rewrites`) and the exporter's metadata given back to the
-        nodes that lost it; ``replay``: what made it. ``known``: the content keys of
+        `explorer.onnxruntime.rewrites`) and the exporter's metadata given back to the
+        nodes that lost it; `replay`: what made it. `known`: the content keys of
         initializers the caller knows (by name; their data is not read). Returns whether it
         was recorded."""
         from explorer.onnxruntime.convert import entries
@@ -150,8 +150,8 @@ def rule_replay(rule: Any) -> Replay:
 
 
 def pass_replay(instance: Any, call: Callable) -> Replay:
-    """One onnxscript pass (the instance that ran) applied to a model; ``call`` is
-    ``PassBase.__call__`` itself (never the recorder's wrapper)."""
+    """One onnxscript pass (the instance that ran) applied to a model; `call` is
+    `PassBase.__call__` itself (never the recorder's wrapper)."""
 
     def run(proto: Any) -> Any:
         import onnx_ir as ir
@@ -190,7 +190,7 @@ _COMPOSITE = ("PassManager", "Sequential")
 
 @contextlib.contextmanager
 def _recording_passes(rec: Recorder):
-    """``onnx_ir.passes.PassBase.__call__`` wrapped for the block (restored after)."""
+    """`onnx_ir.passes.PassBase.__call__` wrapped for the block (restored after)."""
     import onnx_ir as ir
     import onnx_ir.passes as passes
     from onnxscript import rewriter
@@ -248,10 +248,10 @@ def _recording_passes(rec: Recorder):
 
 
 def rule_name(rule: Any, default: str = "") -> str:
-    """A rewrite rule's name: its ``name``, else the name its module (or the namespace its
-    functions were defined in: a notebook's, an ``exec``'s) binds it to (onnxscript's own
-    rules have none: ``mul_by_1_rule``); with a ``default`` (a user's rule), else its
-    replacement function's name (``gelu_to_relu``); else ``default`` or its type's."""
+    """A rewrite rule's name: its `name`, else the name its module (or the namespace its
+    functions were defined in: a notebook's, an `exec`'s) binds it to (onnxscript's own
+    rules have none: `mul_by_1_rule`); with a `default` (a user's rule), else its
+    replacement function's name (`gelu_to_relu`); else `default` or its type's."""
     import sys
 
     name = getattr(rule, "name", None)
@@ -273,7 +273,7 @@ def rule_name(rule: Any, default: str = "") -> str:
 
 
 def rule_class(rule: Any) -> type | None:
-    """The ``RewriteRuleClassBase`` subclass a rule was made from (``MyRule.rule()``), or
+    """The `RewriteRuleClassBase` subclass a rule was made from (`MyRule.rule()`), or
     None."""
     replacement = getattr(getattr(rule, "_replacement_pattern", None), "_function", None)
     owner = getattr(replacement, "__self__", None)
@@ -281,7 +281,7 @@ def rule_class(rule: Any) -> type | None:
 
 
 def run_onnxscript(rec: Recorder, proto: Any) -> Any:
-    """The onnxscript optimizer's passes and rules on ``proto``; the ModelProto at the end."""
+    """The onnxscript optimizer's passes and rules on `proto`; the ModelProto at the end."""
     import onnx_ir as ir
     from onnxscript.optimizer import optimize_ir
 
@@ -307,7 +307,7 @@ def run_onnxscript(rec: Recorder, proto: Any) -> Any:
 
 
 def run_rules(rec: Recorder, proto: Any, rules: list) -> Any:
-    """Each user rule applied as its own step (named after ``rule.name``)."""
+    """Each user rule applied as its own step (named after `rule.name`)."""
     import onnx_ir as ir
     from onnxscript.rewriter import pattern
 
@@ -345,7 +345,7 @@ class RuleLoopError(PasslensError, RuntimeError):
 
 
 def capped(rule: Any, name: str, limit: int) -> Any:
-    """A copy of ``rule`` that raises :class:`RuleLoopError` past ``limit`` rewrites (the
+    """A copy of `rule` that raises `RuleLoopError` past `limit` rewrites (the
     user's rule object is not changed)."""
     import copy
 
@@ -380,7 +380,7 @@ def _node_count(proto: Any) -> int:
 
 
 def check_rules(rules: Any) -> list:
-    """The user's rules as a list of onnxscript ``RewriteRule`` s (a clear error otherwise)."""
+    """The user's rules as a list of onnxscript `RewriteRule` s (a clear error otherwise)."""
     if rules is None:
         return []
     from onnxscript.rewriter import pattern
@@ -403,7 +403,7 @@ def check_rules(rules: Any) -> list:
 
 
 def run_transformers(rec: Recorder, proto: Any, model_type: str, **options: Any) -> Any:
-    """onnxruntime's transformers optimizer (ORT off) with every ``fuse_*`` method of the
+    """onnxruntime's transformers optimizer (ORT off) with every `fuse_*` method of the
     model type's class wrapped: a step per fusion that changed the model."""
     from onnxruntime.transformers import optimizer
 
@@ -453,13 +453,13 @@ def run_transformers(rec: Recorder, proto: Any, model_type: str, **options: Any)
 def run_ort(
     rec: Recorder, proto: Any, level: str, isolated: bool = False, from_bytes: bool = False
 ) -> tuple[Any, Any]:
-    """ONNX Runtime's transformers at ``level``: the steps; ``(None, ORTRun)`` (ORT is the
+    """ONNX Runtime's transformers at `level`: the steps; `(None, ORTRun)` (ORT is the
     last stage: no stage reads the model after it; the last step's module holds it). A
     weight a step or the one-go model kept from the stage's input takes that weight's key
     (never read again); the one-go model is compared with the last step, weights by content.
-    ``isolated``: rebuilt in a child process under a memory limit (a model from a file);
-    ``from_bytes``: the one-go session from the model's bytes as a user's session
-    (:func:`~explorer.onnxruntime.ort_steps.run_ort_stage`)."""
+    `isolated`: rebuilt in a child process under a memory limit (a model from a file);
+    `from_bytes`: the one-go session from the model's bytes as a user's session
+    (`explorer.onnxruntime.ort_steps.run_ort_stage`)."""
     import onnx
 
     from explorer.onnxruntime.module import skeleton_of
@@ -509,7 +509,7 @@ def run_ort(
 
 def _kept_weights(run: Any, model: Any, start: ONNXModule) -> dict[str, str]:
     """The content keys of the initializers of a model ORT wrote that refer to a weight of the
-    stage's input (``start``), by initializer name."""
+    stage's input (`start`), by initializer name."""
     from explorer.onnxruntime.ort_steps import source_weight
 
     known = {}
@@ -540,7 +540,7 @@ def _canonical(skeleton: Any, keys: dict[str, str]) -> bytes:
 
 
 def run_stage(rec: Recorder, stage: Stage, proto: Any, rules: list, options: dict):
-    """Run one stage on ``proto``; returns ``(the ModelProto at its end, the ORTRun or None)``."""
+    """Run one stage on `proto`; returns `(the ModelProto at its end, the ORTRun or None)`."""
     if stage.kind == "onnxscript":
         return run_onnxscript(rec, proto), None
     if stage.kind == "transformers":

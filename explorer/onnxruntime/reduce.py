@@ -1,15 +1,15 @@
-"""Reducing a ``diverged`` finding of an ONNX Runtime trace to the smallest ONNX model that
-still shows it (the result and its upstream script: :mod:`explorer.onnxruntime.repro`).
+"""Reducing a `diverged` finding of an ONNX Runtime trace to the smallest ONNX model that
+still shows it (the result and its upstream script: `explorer.onnxruntime.repro`).
 
 The finding's step is run again alone on cuts of the model it was given
-(``finding.step.before``):
+(`finding.step.before`):
 
 * an onnxscript rule or pass, or a fusion of the transformers optimizer: the
-  :class:`~explorer.onnxruntime.record.Replay` the recorder kept for the step
-  (``trace.onnxruntime_replay``); the cut and the cut it rewrote both run in onnxruntime with
+  `explorer.onnxruntime.record.Replay` the recorder kept for the step
+  (`trace.onnxruntime_replay`); the cut and the cut it rewrote both run in onnxruntime with
   its optimizations off;
-* one of ORT's graph transformers (application ``log_position`` of the stage's log,
-  ``trace.onnxruntime``): sessions of the cut at the stage's level in one go, with every
+* one of ORT's graph transformers (application `log_position` of the stage's log,
+  `trace.onnxruntime`): sessions of the cut at the stage's level in one go, with every
   transformer first applied after that application disabled (as the step was rebuilt), and
   the same with that transformer disabled too, each against the cut with optimizations off.
 
@@ -25,7 +25,7 @@ transformer disabled does not. The first depth that holds is then shrunk: a node
 (its outputs become inputs, what fed only it goes too), nearest the output first, while the
 finding holds; then an earlier value of the cut is tried as its output (the cone above it),
 and the shrink runs again on the first that holds. When the budget is spent the smallest cut
-so far is the result (``cut_short``).
+so far is the result (`cut_short`).
 
 Candidates run in this process (sessions of a few nodes take milliseconds; a child process
 each would take a quarter of a second): a cut of the model computes a part of what the full
@@ -90,8 +90,8 @@ class ModelGraph:
         return not self.reads[i]
 
     def cone(self, target: int, depth: int | None, allowed: frozenset | None = None) -> frozenset:
-        """``target`` and its producers up to ``depth`` edges above it (None: all), within
-        ``allowed`` when given, with the constants they read."""
+        """`target` and its producers up to `depth` edges above it (None: all), within
+        `allowed` when given, with the constants they read."""
         keep: set[int] = set()
         frontier = deque([(target, 0)])
         while frontier:
@@ -111,9 +111,9 @@ class ModelGraph:
 
 
 def build_cut(graph: ModelGraph, keep: frozenset, output: str, values: dict) -> Any:
-    """``(ModelProto, input names)`` of the nodes ``keep`` (in graph order) returning
-    ``output``: what they read from outside the cut becomes graph inputs typed as its value in
-    ``values`` (initializers stay initializers); None when a value flowing in is not known."""
+    """`(ModelProto, input names)` of the nodes `keep` (in graph order) returning
+    `output`: what they read from outside the cut becomes graph inputs typed as its value in
+    `values` (initializers stay initializers); None when a value flowing in is not known."""
     import onnx
     from onnx import helper
 
@@ -175,8 +175,8 @@ def _value_info(name: str, value: np.ndarray) -> Any:
 
 
 def run_session(model: bytes, feeds: dict, level: str = "off", disabled=()) -> np.ndarray:
-    """The first output of ``model`` (serialized) in an onnxruntime session at ``level`` with
-    ``disabled`` transformers off, in this process."""
+    """The first output of `model` (serialized) in an onnxruntime session at `level` with
+    `disabled` transformers off, in this process."""
     from explorer.onnxruntime.ort_steps import session
 
     sess = session(model, level, tuple(disabled))
@@ -189,7 +189,7 @@ def run_session(model: bytes, feeds: dict, level: str = "off", disabled=()) -> n
 
 
 def differs(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> float | None:
-    """The max abs difference when ``got`` differs from ``want`` beyond the tolerance (same
+    """The max abs difference when `got` differs from `want` beyond the tolerance (same
     shape), else None."""
     if got.shape != want.shape or got.dtype.kind in "OSU" or want.dtype.kind in "OSU":
         return None
@@ -198,7 +198,7 @@ def differs(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> floa
 
 
 def agrees(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> bool:
-    """Whether ``got`` has ``want``'s shape and is within the tolerance of it."""
+    """Whether `got` has `want`'s shape and is within the tolerance of it."""
     if got.shape != want.shape or got.dtype != want.dtype:
         return False
     if got.dtype.kind in "OSU":
@@ -207,7 +207,7 @@ def agrees(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> bool:
 
 
 class Transformation:
-    """The finding's step as something to run on a cut: ``moved(model, feeds, want)`` is how
+    """The finding's step as something to run on a cut: `moved(model, feeds, want)` is how
     far it moves the cut's output (max abs) when the finding holds on the cut, else None."""
 
     def __init__(self, kind: str, rtol: float, atol: float, replay=None, ort: dict | None = None):
@@ -302,7 +302,7 @@ class Search:
 
     def shrink(self) -> None:
         """Drop nodes of the best cut while the finding holds (see the module docstring);
-        ``best`` is the smallest so far whenever the budget stops it."""
+        `best` is the smallest so far whenever the budget stops it."""
         self.phase = "shrink"
         output, keep, _ = self.best
         target = self.graph.producer[output]
@@ -442,7 +442,7 @@ def named_values(finding, after: Any, graph: ModelGraph) -> list[str]:
 
 
 def full_values(model: Any, inputs: list, graph: ModelGraph) -> dict[str, np.ndarray]:
-    """Every value of ``model`` on ``inputs``: its graph inputs, and each node's value from
+    """Every value of `model` on `inputs`: its graph inputs, and each node's value from
     one run in a child process (outputs only when onnxruntime refuses them all exposed)."""
     from explorer.onnxruntime.check import run_model
 
@@ -463,9 +463,9 @@ def full_values(model: Any, inputs: list, graph: ModelGraph) -> dict[str, np.nda
 
 
 def reduce_onnxruntime(report, finding=None, budget: float = 60.0, progress=None):
-    """Reduce ``finding`` (the first failure by default, or its index) of an ONNX Runtime
-    trace's check ``report`` to the smallest ONNX model that still shows it (see the module
-    docstring); an :class:`~explorer.onnxruntime.repro.ORTReduction`. Raises ReduceError for a
+    """Reduce `finding` (the first failure by default, or its index) of an ONNX Runtime
+    trace's check `report` to the smallest ONNX model that still shows it (see the module
+    docstring); an `explorer.onnxruntime.repro.ORTReduction`. Raises ReduceError for a
     finding of another kind or a step that cannot run again, NotReproducible when no cut
     shows it."""
     from explorer.check.numbers import to_numpy

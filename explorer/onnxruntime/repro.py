@@ -1,4 +1,4 @@
-"""A reduced ONNX Runtime finding (:class:`ORTReduction`) and its upstream reproducer: a script
+"""A reduced ONNX Runtime finding (`ORTReduction`) and its upstream reproducer: a script
 that needs only onnx, onnxruntime and numpy, a bug report a user can file as is.
 
 For one of ORT's transformers the script holds the reduced model and its inputs, runs the
@@ -10,7 +10,7 @@ an onnxscript rule or pass or a transformers-optimizer fusion (rewrites made bef
 holds the model before and after the rewrite and runs both with the optimizations off.
 
 Everything from the model (names of nodes, values, rules, transformers) is untrusted: the
-models and inputs are embedded as base64, names as ``repr()`` literals, never as code or in
+models and inputs are embedded as base64, names as `repr()` literals, never as code or in
 the script's docstring; printed names have their control characters escaped.
 """
 
@@ -44,7 +44,7 @@ KINDS = {
 
 
 def reduced_applications(model: Any, level: str) -> list[tuple[str, bool]]:
-    """ORT's transformer applications on the reduced ``model`` at ``level`` (its verbose
+    """ORT's transformer applications on the reduced `model` at `level` (its verbose
     log), for the script to step through."""
     from explorer.onnxruntime.ort_steps import applications
 
@@ -53,13 +53,13 @@ def reduced_applications(model: Any, level: str) -> list[tuple[str, bool]]:
 
 @dataclass(eq=False)
 class ORTReduction:
-    """A diverged ONNX Runtime finding reduced: the step (``step``, its ``kind``: ``ort``,
-    ``rule``, ``pass`` or ``fusion``), the reduced ``model`` (the cut of the model the step was
-    given; an ``onnx.ModelProto``) with its ``inputs`` (numpy, in the model's input order) and
-    its one ``output`` (the value the finding names), ``transformed`` (the model the rewrite
-    makes of it; None for an ORT transformer, whose ``level``, ``transformer`` and ORT's log
-    on the reduced model, ``applied``, are kept instead). ``nodes`` is (before, after),
-    ``max_abs`` how far the step moves the output, ``tried`` the cuts run."""
+    """A diverged ONNX Runtime finding reduced: the step (`step`, its `kind`: `ort`,
+    `rule`, `pass` or `fusion`), the reduced `model` (the cut of the model the step was
+    given; an `onnx.ModelProto`) with its `inputs` (numpy, in the model's input order) and
+    its one `output` (the value the finding names), `transformed` (the model the rewrite
+    makes of it; None for an ORT transformer, whose `level`, `transformer` and ORT's log
+    on the reduced model, `applied`, are kept instead). `nodes` is (before, after),
+    `max_abs` how far the step moves the output, `tried` the cuts run."""
 
     finding: Any
     step: str
@@ -94,15 +94,15 @@ class ORTReduction:
 
     @property
     def files(self) -> list[str]:
-        """The names :meth:`save` writes."""
+        """The names `save` writes."""
         names = list(FILES) + ([REWRITTEN] if self.transformed is not None else [])
         return names + ([SCRIPT] if self.fits else [])
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``reduced.onnx``, ``inputs.npz`` (``arr_0``... in the model's input order),
-        ``rewritten.onnx`` (a rewrite's result) and ``repro.py`` (:meth:`upstream_repro`;
-        when it fits, see ``files``) into ``directory`` (made if missing); returns its path.
-        Each file is a new one renamed over the name (``explorer.reduce.result.write_new``)."""
+        """Write `reduced.onnx`, `inputs.npz` (`arr_0`... in the model's input order),
+        `rewritten.onnx` (a rewrite's result) and `repro.py` (`upstream_repro`;
+        when it fits, see `files`) into `directory` (made if missing); returns its path.
+        Each file is a new one renamed over the name (`explorer.reduce.result.write_new`)."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         write_new(out, "reduced.onnx", self.model.SerializeToString())
@@ -114,8 +114,8 @@ class ORTReduction:
         return out
 
     def upstream_repro(self, path: str | Path = SCRIPT) -> Path:
-        """Write the standalone script (see the module docstring) to ``path`` (a directory:
-        ``repro.py`` in it); returns the file's path."""
+        """Write the standalone script (see the module docstring) to `path` (a directory:
+        `repro.py` in it); returns the file's path."""
         target = Path(path)
         if target.is_dir():
             target = target / SCRIPT
@@ -162,7 +162,7 @@ class ORTReduction:
         return out
 
     def node_lines(self) -> list[str]:
-        """The reduced model's nodes, ``outputs = op(inputs)`` each."""
+        """The reduced model's nodes, `outputs = op(inputs)` each."""
         out = []
         for n in self.model.graph.node:
             op = f"{n.domain}::{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
@@ -190,7 +190,7 @@ class ORTReduction:
 
 
 def _chunks(data: bytes, indent: str = "    ") -> str:
-    """``data`` as base64 in a parenthesized run of string literals, 76 characters a line."""
+    """`data` as base64 in a parenthesized run of string literals, 76 characters a line."""
     text = base64.b64encode(data).decode("ascii")
     lines = [text[k : k + 76] for k in range(0, len(text), 76)] or [""]
     return "(\n" + "".join(f'{indent}"{line}"\n' for line in lines) + ")"
@@ -384,7 +384,7 @@ if __name__ == "__main__":
 
 
 def upstream_script(r: ORTReduction) -> str:
-    """The script of ``r`` (see the module docstring): every name a ``repr()`` literal, the
+    """The script of `r` (see the module docstring): every name a `repr()` literal, the
     models and inputs base64."""
     data = [
         f"STEP = {str(r.step)!r}  # the step passlens found",

@@ -1,8 +1,8 @@
-"""``rerun`` of an ONNX Runtime trace: the same source (the torch model exported again, or the
-ONNX file's model) and example inputs recorded again through ``pipeline=`` (a new pipeline
-text) or with the user's rewrite rules swapped (``replace={old: new}``: by the rule's step
-name, its ``RewriteRuleClassBase`` class, or the rule object; a new rule is a ``RewriteRule``
-or such a class, made with ``.rule()``).
+"""`rerun` of an ONNX Runtime trace: the same source (the torch model exported again, or the
+ONNX file's model) and example inputs recorded again through `pipeline=` (a new pipeline
+text) or with the user's rewrite rules swapped (`replace={old: new}`: by the rule's step
+name, its `RewriteRuleClassBase` class, or the rule object; a new rule is a `RewriteRule`
+or such a class, made with `.rule()`).
 
 The whole pipeline is recorded again: onnxscript registers nothing for a rule, so a rule
 redefined in a notebook cell is just a new object, and the re-run applies it.
@@ -22,8 +22,8 @@ from explorer.rerunning import (
 
 
 def new_rule(value: Any) -> Any:
-    """A replacement as an onnxscript ``RewriteRule`` (a ``RewriteRuleClassBase`` subclass
-    made with ``.rule()``)."""
+    """A replacement as an onnxscript `RewriteRule` (a `RewriteRuleClassBase` subclass
+    made with `.rule()`)."""
     from onnxscript.rewriter import pattern
 
     if isinstance(value, type) and issubclass(value, pattern.RewriteRuleClassBase):
@@ -49,7 +49,7 @@ def rerun_onnxruntime(
     replace: dict | None = None,
     progress: Any = None,
 ) -> Any:
-    """A new trace of ``trace``'s source as the module docstring says. ``from_step`` is
+    """A new trace of `trace`'s source as the module docstring says. `from_step` is
     checked (a step of the trace) and changes nothing else: the whole pipeline is recorded
     again."""
     from explorer.onnxruntime import explore_onnxruntime

@@ -2,29 +2,29 @@
 came from.
 
 onnxscript's rules, the transformers optimizer's fusions and ORT's transformers do not say
-which nodes they matched; the step's diff does. :func:`changes` takes the nodes of the model
-before and after (``explorer.onnxruntime.convert.entries``), finds those removed and those
+which nodes they matched; the step's diff does. `changes` takes the nodes of the model
+before and after (`explorer.onnxruntime.convert.entries`), finds those removed and those
 added (a node is the same node when its op, name, inputs, outputs and attributes are; a
 weight when its name and content are) and groups them by connectivity: two removed nodes
 joined by a value the model after no longer has, two added nodes by a value the model before
 did not have, a changed weight and the first changed node that reads it (a constant several
 matches share would join them all), a removed and an added node that make a value of the
 same name (a fusion keeps the name of the value it replaces), or an added node named after a
-removed one (ORT names a fused node ``<first node>/<transformer>``). Each group is one
-rewrite (:func:`step_rewrites`), named after the step's transformer, fusion or rule: what it
+removed one (ORT names a fused node `<first node>/<transformer>`). Each group is one
+rewrite (`step_rewrites`), named after the step's transformer, fusion or rule: what it
 matched (the nodes removed, the one whose value the group hands on first) and what it
 produced (the nodes added, likewise).
 
 Two matches joined by a value made inside one of them are one group: the count of an onnxscript
-rule's matches is in its step's options (``matches``).
+rule's matches is in its step's options (`matches`).
 
 ORT writes its optimized model without the exporter's node metadata, the transformers
 optimizer makes nodes without it, and onnxscript's rewriter gives a node it makes the metadata
-of one node it replaced. :func:`inherit_provenance` gives it back: a node that has a namesake
+of one node it replaced. `inherit_provenance` gives it back: a node that has a namesake
 in the model before shows its metadata; a node a rewrite made takes the metadata of the nodes
 it replaced: the removed nodes of its group (when the group made several nodes: those that
 made a value of the same name, else those that read one of its inputs, else all); the module
-path is the one they share, and the node names them (``pkg.passlens.provenance_from``).
+path is the one they share, and the node names them (`pkg.passlens.provenance_from`).
 """
 
 from __future__ import annotations
@@ -61,13 +61,13 @@ class _Sets:
 
 
 def _diff(before: list, after: list) -> tuple[list, list]:
-    """The entries of ``before`` not in ``after`` and those of ``after`` not in ``before``
+    """The entries of `before` not in `after` and those of `after` not in `before`
     (by key, as multisets), ops and weights only, each in its model's order."""
     return _only_in(before, after), _only_in(after, before)
 
 
 def _only_in(entries: list, other: list) -> list:
-    """The entries (ops and weights) of ``entries`` that ``other`` does not hold, by key as a
+    """The entries (ops and weights) of `entries` that `other` does not hold, by key as a
     multiset, in order."""
     left = Counter(e.key for e in other)
     only = []
@@ -84,8 +84,8 @@ def _name(e: Any) -> str:
 
 
 def changes(before: list, after: list) -> list[tuple[list, list]]:
-    """The groups of what changed from ``before`` to ``after`` (entries of two models), each
-    ``(removed, added)`` in their models' order, the groups in the order they appear."""
+    """The groups of what changed from `before` to `after` (entries of two models), each
+    `(removed, added)` in their models' order, the groups in the order they appear."""
     removed, added = _diff(before, after)
     if not removed and not added:
         return []
@@ -149,7 +149,7 @@ def changes(before: list, after: list) -> list[tuple[list, list]]:
 
 
 def _root_first(group: list) -> list:
-    """``group`` with its root first: the last node whose values no other node of the group
+    """`group` with its root first: the last node whose values no other node of the group
     reads (what the group hands on), ops before weights."""
     if len(group) < 2:
         return list(group)
@@ -161,8 +161,8 @@ def _root_first(group: list) -> list:
 
 
 def step_rewrites(rule: str, groups: list[tuple[list, list]]) -> tuple:
-    """The rewrites of a step whose changes are ``groups`` (:func:`changes`), each named
-    ``rule``: matched, the removed nodes' ids; produced, the added nodes' ids, roots first."""
+    """The rewrites of a step whose changes are `groups` (`changes`), each named
+    `rule`: matched, the removed nodes' ids; produced, the added nodes' ids, roots first."""
     from explorer.rewrites import make
 
     return tuple(
@@ -172,7 +172,7 @@ def step_rewrites(rule: str, groups: list[tuple[list, list]]) -> tuple:
 
 
 def _common(paths: list[list[str]]) -> list[str]:
-    """The scopes every one of ``paths`` starts with (the module levels, without the op)."""
+    """The scopes every one of `paths` starts with (the module levels, without the op)."""
     levels = [p[:-1] for p in paths]
     out: list[str] = []
     for parts in zip(*levels, strict=False):
@@ -196,8 +196,8 @@ def _set_metadata(node: Any, meta: list[tuple[str, str]]) -> None:
 
 
 def inherit_provenance(before: list, after: list, groups: list[tuple[list, list]]) -> bool:
-    """Give each op node of ``after`` (entries of a model this changes in place) that has a
-    namesake in ``before`` its namesake's metadata (unless the step changed the node and gave
+    """Give each op node of `after` (entries of a model this changes in place) that has a
+    namesake in `before` its namesake's metadata (unless the step changed the node and gave
     it metadata of its own), and each node a rewrite made (no namesake) the metadata of the
     nodes it replaced, whatever metadata the rewriter gave it (onnxscript's gives a fused node
     its root's: a Conv with a BatchNorm folded in would be the BatchNorm's module alone). See

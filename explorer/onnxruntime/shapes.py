@@ -2,22 +2,22 @@
 
 Three sources, each asked only for the values the ones before left unknown:
 
-1. what the model declares (its inputs, outputs and ``value_info``), then onnx's shape
-   inference with data propagation (so a ``Reshape`` to a shape a small initializer holds is
+1. what the model declares (its inputs, outputs and `value_info`), then onnx's shape
+   inference with data propagation (so a `Reshape` to a shape a small initializer holds is
    known);
 2. ONNX Runtime's symbolic shape inference
-   (``onnxruntime.tools.symbolic_shape_infer.SymbolicShapeInference``), which knows
-   onnxruntime's contrib ops (``com.microsoft::SkipLayerNormalization``, ``FusedMatMul``,
-   ``Attention``, ...) that onnx's does not; it stops at the first op it does not know, and
+   (`onnxruntime.tools.symbolic_shape_infer.SymbolicShapeInference`), which knows
+   onnxruntime's contrib ops (`com.microsoft::SkipLayerNormalization`, `FusedMatMul`,
+   `Attention`, ...) that onnx's does not; it stops at the first op it does not know, and
    what it found up to there is kept;
-3. for ops neither knows (ORT's NCHWc layout ops, ``com.microsoft.nchwc::Conv``), when every
+3. for ops neither knows (ORT's NCHWc layout ops, `com.microsoft.nchwc::Conv`), when every
    input of the model has a static shape: the shapes of the values of one run of the model in
    onnxruntime with its optimizations off, on zeros, in a child process under a memory budget
-   (``compiler.opaque.run_onnx_model``): the shapes ORT gives those values. Only a model
-   whose ops may all run untrusted (``explorer.trust.onnx_refusals``) or are ORT's layout ops
-   (:data:`LAYOUT_OPS`, which ORT itself writes) is run.
+   (`compiler.opaque.run_onnx_model`): the shapes ORT gives those values. Only a model
+   whose ops may all run untrusted (`explorer.trust.onnx_refusals`) or are ORT's layout ops
+   (`LAYOUT_OPS`, which ORT itself writes) is run.
 
-A type is ``(text, shape, dtype)``: ``f32[2, 8, 32]``; '?' for a dim or a type nothing knows.
+A type is `(text, shape, dtype)`: `f32[2, 8, 32]`; '?' for a dim or a type nothing knows.
 A model is untrusted: inference that fails leaves the values it did not type unknown.
 """
 
@@ -70,7 +70,7 @@ _DTYPES = {
 
 
 def dtype_name(elem_type: int) -> str:
-    """``f32`` of ONNX's element type 1 (``dtype17`` for one this table does not name)."""
+    """`f32` of ONNX's element type 1 (`dtype17` for one this table does not name)."""
     return _DTYPES.get(int(elem_type), f"dtype{int(elem_type)}")
 
 
@@ -125,7 +125,7 @@ def _unknown(types: dict[str, Type], produced: set[str]) -> set[str]:
 
 
 def _for_inference(model: Any, weights: dict[str, np.ndarray]) -> Any:
-    """A copy of ``model`` (a skeleton: initializers without data) whose small initializers
+    """A copy of `model` (a skeleton: initializers without data) whose small initializers
     hold their data (the shapes a Reshape or an Expand reads); big ones keep dims and dtype."""
     import onnx
     from onnx import numpy_helper
@@ -153,7 +153,7 @@ def _onnx_inference(model: Any) -> dict[str, Type]:
 
 def _ort_inference(model: Any) -> dict[str, Type]:
     """What ORT's symbolic shape inference finds before the first op it does not know (its
-    loop, run here: its ``infer_shapes`` raises on an incomplete model and writes a file)."""
+    loop, run here: its `infer_shapes` raises on an incomplete model and writes a file)."""
     import logging
 
     try:
@@ -257,9 +257,9 @@ _NUMPY = {
 def value_types(
     model: Any, weights: dict[str, np.ndarray] | None = None, run: bool = True
 ) -> dict[str, Type]:
-    """Every value's type (see the module docstring). ``model``: an ``onnx.ModelProto``,
-    possibly a skeleton whose initializers hold no data, with ``weights`` their data by name
-    (``run=False``: no run in onnxruntime, for a model whose weights are not all kept)."""
+    """Every value's type (see the module docstring). `model`: an `onnx.ModelProto`,
+    possibly a skeleton whose initializers hold no data, with `weights` their data by name
+    (`run=False`: no run in onnxruntime, for a model whose weights are not all kept)."""
     g = model.graph
     weights = weights or {}
     types: dict[str, Type] = {}

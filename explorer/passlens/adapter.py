@@ -1,11 +1,11 @@
-"""passlens's own compiler as an explorer adapter (registered by ``explorer.adapters`` on
-first use): ``explorer.passlens.record.explore`` records it, the check runs its steps with the
-interpreter (``explorer.passlens.check.Interpreter``: per-node values),
-``explorer.passlens.reduce`` reduces its findings, its modules are saved as IR
-(``explorer.store``) and get their kernels again once loaded (``explorer.passlens.backend``),
+"""passlens's own compiler as an explorer adapter (registered by `explorer.adapters` on
+first use): `explorer.passlens.record.explore` records it, the check runs its steps with the
+interpreter (`explorer.passlens.check.Interpreter`: per-node values),
+`explorer.passlens.reduce` reduces its findings, its modules are saved as IR
+(`explorer.store`) and get their kernels again once loaded (`explorer.passlens.backend`),
 its rule tables say what a rule does, its exporter writes a step's module as ONNX, and its
-traces re-run from the first pass that changed (``explorer.passlens.rerun``), a user's own
-passes included (``explorer.passlens.user_passes``: what a file keeps of them, how a loaded
+traces re-run from the first pass that changed (`explorer.passlens.rerun`), a user's own
+passes included (`explorer.passlens.user_passes`: what a file keeps of them, how a loaded
 trace gets them back)."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class PasslensAdapter(Adapter):
         return {"ir": print_module(module)}
 
     def rule_doc(self, rule):
-        """The doc of ``pass/rule`` in its pass's rule table (``compiler.passes.rule_tables``);
+        """The doc of `pass/rule` in its pass's rule table (`compiler.passes.rule_tables`);
         "" for a rule no table of this passlens has (another compiler's pattern, an old file)."""
         from compiler import passes
 
@@ -83,7 +83,7 @@ class PasslensAdapter(Adapter):
         return next((r.doc for r in table if r.name == name), "")
 
     def to_onnx(self, module):
-        """``compiler.export.to_onnx``; a module it cannot write raises ExportError."""
+        """`compiler.export.to_onnx`; a module it cannot write raises ExportError."""
         from compiler.export import to_onnx
         from compiler.frontend import FrontendError  # what to_onnx raises (ExportError is one)
         from explorer.interop import ExportError

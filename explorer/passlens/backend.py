@@ -1,10 +1,10 @@
 """What a step after legalize-ops or codegen adds: which stage it is at, its backend texts
 (loop IR, LLVM IR, assembly), its executable and the size of its exported artifact; and
-:func:`relower`, a loaded trace's kernels made again (the adapter's ``after_load``).
+`relower`, a loaded trace's kernels made again (the adapter's `after_load`).
 
-A step of passlens's own compiler holds a ``compiler.ir.Module`` (whose kernels it holds,
-``compiler.backend``); another compiler's step holds an adapter's module, which answers for
-itself (``backend_stage``, ``texts()``; see :mod:`explorer.adapters`).
+A step of passlens's own compiler holds a `compiler.ir.Module` (whose kernels it holds,
+`compiler.backend`); another compiler's step holds an adapter's module, which answers for
+itself (`backend_stage`, `texts()`; see `explorer.adapters`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from compiler.ir import Module
 
 
 class BackendStep(Protocol):
-    """A step as the backend reads it (an :class:`explorer.step.Step` is one; the step module
+    """A step as the backend reads it (an `explorer.step.Step` is one; the step module
     imports this one, so the annotations here name this protocol): its number and name, its
     stage, the module it shows and its executable."""
 
@@ -34,7 +34,7 @@ class BackendStep(Protocol):
 
 
 def backend_stage(module: Any) -> str | None:
-    """``"loops"`` for a module after legalize-ops, ``"compiled"`` after codegen, else None."""
+    """`"loops"` for a module after legalize-ops, `"compiled"` after codegen, else None."""
     if module is not None and not isinstance(module, Module):  # another compiler's
         return module.backend_stage
     backend = "" if module is None else str(module.attrs.get("backend", "") or "")
@@ -44,8 +44,8 @@ def backend_stage(module: Any) -> str | None:
 
 
 def backend_texts(module: Any, stage: str) -> dict[str, str]:
-    """The backend's text views of a module at ``stage``: ``"loop IR"``, and when compiled
-    ``"LLVM IR"`` and ``"assembly"``; a module without its kernels (a loaded trace's whose
+    """The backend's text views of a module at `stage`: `"loop IR"`, and when compiled
+    `"LLVM IR"` and `"assembly"`; a module without its kernels (a loaded trace's whose
     kernels did not come back) says so in its loop IR."""
     if module is not None and not isinstance(module, Module):
         return module.texts()
@@ -63,7 +63,7 @@ def backend_texts(module: Any, stage: str) -> dict[str, str]:
 
 
 def executable(step: BackendStep):
-    """The ``compiler.backend.Executable`` of a step after codegen (built here: the step keeps
+    """The `compiler.backend.Executable` of a step after codegen (built here: the step keeps
     it); ValueError for a step that is not compiled or whose kernels are missing."""
     if step.backend_stage != "compiled":
         raise ValueError(

@@ -1,5 +1,5 @@
-"""passlens's IR as the neutral graph model (:mod:`explorer.graph`): every function of a
-module, node ids ``function/name``, weights and weight parameters, signatures."""
+"""passlens's IR as the neutral graph model (`explorer.graph`): every function of a
+module, node ids `function/name`, weights and weight parameters, signatures."""
 
 from __future__ import annotations
 
@@ -45,13 +45,13 @@ def _prov_dict(prov) -> dict:
 
 
 def graph_of_module(module: Module) -> GraphModel:
-    """The graph model of an IR module (every function; node ids are ``function/name``)."""
+    """The graph model of an IR module (every function; node ids are `function/name`)."""
     with collector_paused():
         return _graph_of_module(module, light=False)
 
 
 def module_size(module: Module) -> tuple[int, int]:
-    """``(nodes, parameter bytes)`` of ``graph_of_module(module)`` without making it: the same
+    """`(nodes, parameter bytes)` of `graph_of_module(module)` without making it: the same
     walk and the same node ids, but no node's type, attributes or provenance (what a timeline
     lists for steps not shown; a fraction of the cost)."""
     g = _graph_of_module(module, light=True)
@@ -59,8 +59,8 @@ def module_size(module: Module) -> tuple[int, int]:
 
 
 def module_objects(module: Module) -> dict[int, str]:
-    """``graph_of_module(module).by_object`` (id of an IR object -> its node id) from the same
-    light walk as :func:`module_size`: which node a rewrite record names is which object,
+    """`graph_of_module(module).by_object` (id of an IR object -> its node id) from the same
+    light walk as `module_size`: which node a rewrite record names is which object,
     without making the graph model."""
     with collector_paused():
         return _graph_of_module(module, light=True).by_object
@@ -146,8 +146,8 @@ def _op_node(node: Expr, nid: str, fname: str, label: str) -> GraphNode:
 def _add_function(
     g: GraphModel, fname: str, fn: Function, weights_are_stored: bool = True, light: bool = False
 ) -> None:
-    """Add the nodes and edges of ``fn``; ``light``: only the nodes' ids (each a
-    :class:`_Counted`) and the weights, no edges (:func:`module_size`)."""
+    """Add the nodes and edges of `fn`; `light`: only the nodes' ids (each a
+    `_Counted`) and the weights, no edges (`module_size`)."""
     printer = Printer()  # only for unique names within the function
     counted = _Counted(fname)
     if not light:

@@ -1,11 +1,11 @@
-"""Recording passlens's own compiler: ``explore(source, example_inputs, pipeline)`` imports the
+"""Recording passlens's own compiler: `explore(source, example_inputs, pipeline)` imports the
 source with passlens's frontends, runs the pipeline with the pass manager's recorder and
-returns a :class:`~explorer.trace.Trace` (``explorer.explore`` with ``compiler="passlens"``,
-the default; ``explorer.trace_from_module`` for a module already imported).
+returns a `explorer.trace.Trace` (`explorer.explore` with `compiler="passlens"`,
+the default; `explorer.trace_from_module` for a module already imported).
 
 Its steps are: the source graph as the framework sees it (when the source is a framework
 model), the imported module, then every pass application (nested ones included, each with its
-depth; a failed one marked as failed), made by :func:`explorer.recording.pass_steps`.
+depth; a failed one marked as failed), made by `explorer.recording.pass_steps`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ def trace_from_module(
     progress: Any = None,
     **meta: Any,
 ) -> Trace:
-    """Run ``pipeline`` on an already imported module and build the trace (``progress``: as
-    for :func:`explore`)."""
+    """Run `pipeline` on an already imported module and build the trace (`progress`: as
+    for `explore`)."""
     steps: list[Step] = []
     if source_step is not None:
         source_step.index = 0
@@ -67,18 +67,18 @@ def explore(
     strict: bool = False,
     **frontend_options,
 ) -> Trace:
-    """Import ``source`` (torch.nn.Module, ExportedProgram, ONNX path/bytes/ModelProto, IR
-    Module or IR text), run ``pipeline`` with recording, and return the Trace.
+    """Import `source` (torch.nn.Module, ExportedProgram, ONNX path/bytes/ModelProto, IR
+    Module or IR text), run `pipeline` with recording, and return the Trace.
 
     An operator passlens has no converter for becomes an opaque op, run by torch or
-    onnxruntime wherever a value is needed (the trace's summary lists them); ``strict=True``
+    onnxruntime wherever a value is needed (the trace's summary lists them); `strict=True`
     refuses such a model at import instead (UnsupportedOperatorError).
 
-    ``progress``: a callback ``(done, total, pass name)`` before each pass, or what
-    :mod:`explorer.progress` shows (None: a bar in a terminal or in Jupyter once the passes
+    `progress`: a callback `(done, total, pass name)` before each pass, or what
+    `explorer.progress` shows (None: a bar in a terminal or in Jupyter once the passes
     take a while, a line in CI logs for a long run; True: at once; False: nothing).
 
-    ``trust_source=False`` says the source is a program read from a file (a ``.pt2``), not
+    `trust_source=False` says the source is a program read from a file (a `.pt2`), not
     the user's own code: its opaque ops are not trusted, and a check runs it as the reference
     only if every op it calls is a known pure computation or trusted (explorer.trust)."""
     start = time.perf_counter()
@@ -119,8 +119,8 @@ def explore(
 
 
 def passes_job(progress: Any, pipeline: Any) -> tuple[Job, list]:
-    """The job of running ``pipeline`` (explore) and the instruments that report to it: a
-    callable ``progress`` is called ``(done, total, pass name)`` before each pass runs."""
+    """The job of running `pipeline` (explore) and the instruments that report to it: a
+    callable `progress` is called `(done, total, pass name)` before each pass runs."""
 
     def count(p) -> int:
         return 1 + sum(count(c) for c in p.passes) if isinstance(p, Sequential) else 1

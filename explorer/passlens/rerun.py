@@ -1,20 +1,20 @@
-"""Re-running a passlens trace from the first pass that changed (``Trace.rerun``, the passlens
-adapter's ``rerun``): the steps before it are kept, the very Step objects, and only what
+"""Re-running a passlens trace from the first pass that changed (`Trace.rerun`, the passlens
+adapter's `rerun`): the steps before it are kept, the very Step objects, and only what
 follows is recorded, from the module the last kept pass made.
 
 What changed is found among the pipeline's top-level passes (a named pipeline such as
-``default`` is one; its nested steps belong to it): the first one that is not the same pass
+`default` is one; its nested steps belong to it): the first one that is not the same pass
 (the same object, or equal: a frozen dataclass of the same class and options), where a pass
 whose class was defined again since the trace ran (a notebook cell run again: the registry, or
 its module, now holds another class of the same module and qualified name) counts as changed
-and runs as the new class, built from its spec. ``replace`` swaps passes (inside named
-pipelines too), ``pipeline`` gives a new list, ``from_step`` records anew from a step's
+and runs as the new class, built from its spec. `replace` swaps passes (inside named
+pipelines too), `pipeline` gives a new list, `from_step` records anew from a step's
 top-level pass even when nothing before it changed. A trace whose pass failed runs again from
 that pass at the latest (nothing after it was recorded).
 
-The new trace has ``rerun_of`` (the old Trace) and ``rerun_from`` (the first step recorded
+The new trace has `rerun_of` (the old Trace) and `rerun_from` (the first step recorded
 anew); checking it reuses the old trace's last check for the steps they share
-(:mod:`explorer.check.reuse`).
+(`explorer.check.reuse`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def rerun(
     replace: Any = None,
     progress: Any = None,
 ) -> Trace:
-    """``trace`` run again from its first changed top-level pass (see the module docstring);
+    """`trace` run again from its first changed top-level pass (see the module docstring);
     a new Trace sharing the steps before it."""
     old = entries(trace)
     if pipeline is None:
@@ -101,7 +101,7 @@ def _shared(
     interrupted: bool,
     rerun_from: int | None = None,
 ) -> Trace:
-    """The new trace: ``steps`` (the old trace's first ones shared), what the run was."""
+    """The new trace: `steps` (the old trace's first ones shared), what the run was."""
     resolved = not any(isinstance(p, Unresolved) for p in pipeline)
     out = Trace(
         steps,
@@ -150,7 +150,7 @@ def _same_pass(a: Any, b: Any) -> bool:
 
 
 def _current(p: Any) -> Any:
-    """``p`` as its class is defined now: a pass whose class was defined again (the registry,
+    """`p` as its class is defined now: a pass whose class was defined again (the registry,
     or its module, holds another class of the same definition) rebuilt from its spec with the
     new class; a list of passes with each of its passes so."""
     if isinstance(p, Sequential):
@@ -174,7 +174,7 @@ def _current(p: Any) -> Any:
 
 
 def _redefined(cls: type) -> type | None:
-    """The class defined later by the same definition as ``cls`` (a cell run again), if any."""
+    """The class defined later by the same definition as `cls` (a cell run again), if any."""
     name = getattr(cls, "name", "")
     for newer in (all_passes().get(name), _in_module(cls)):
         if (
@@ -189,7 +189,7 @@ def _redefined(cls: type) -> type | None:
 
 
 def _in_module(cls: type) -> Any:
-    """What ``cls``'s module holds now under its qualified name (a notebook's ``__main__``)."""
+    """What `cls`'s module holds now under its qualified name (a notebook's `__main__`)."""
     obj: Any = sys.modules.get(cls.__module__)
     for part in cls.__qualname__.split("."):
         obj = getattr(obj, part, None) if obj is not None else None
@@ -200,7 +200,7 @@ def _in_module(cls: type) -> Any:
 
 
 def _entry_of(trace: Trace, tops: list[Step], from_step: Any) -> int | None:
-    """The position among the top-level passes of the one that ran step ``from_step``."""
+    """The position among the top-level passes of the one that ran step `from_step`."""
     if from_step is None:
         return None
     if not tops:
@@ -224,7 +224,7 @@ def _entry_of(trace: Trace, tops: list[Step], from_step: Any) -> int | None:
 
 
 def _replaced(pipeline: list, replace: Any) -> list:
-    """``pipeline`` with each pass ``replace`` names swapped for its value."""
+    """`pipeline` with each pass `replace` names swapped for its value."""
     if not isinstance(replace, dict):
         raise RerunError(
             "rerun: replace is a dict {pass name, spec or class: the pass to run instead}, "
@@ -298,7 +298,7 @@ def _matches(key: Any, p: Any) -> bool:
 
 
 def _names(p: Any) -> list[str]:
-    """The names a replace key may give, of ``p`` and the passes inside it."""
+    """The names a replace key may give, of `p` and the passes inside it."""
     if isinstance(p, Sequential):
         return ([p.label] if p.label else []) + [n for c in p.passes for n in _names(c)]
     return [p.name]

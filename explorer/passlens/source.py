@@ -1,7 +1,7 @@
-"""What ``explore`` accepts for passlens's own compiler, imported with its frontends.
+"""What `explore` accepts for passlens's own compiler, imported with its frontends.
 
 A torch model is exported once with torch.export; the ExportedProgram is both the source
-step's graph (FX nodes as the framework sees them, :func:`explorer.sources.fx_graph_model`)
+step's graph (FX nodes as the framework sees them, `explorer.sources.fx_graph_model`)
 and what the frontend imports, so the source step and the IR share FX node names through
 provenance. An ONNX model's source step shows its graph nodes.
 """
@@ -31,7 +31,7 @@ class Imported:
 
 
 def import_source(source: Any, example_inputs: Any = None, **options) -> Imported:
-    """Import any supported source into an IR module (see ``explorer.explore``)."""
+    """Import any supported source into an IR module (see `explorer.explore`)."""
     if isinstance(source, Module):
         return Imported(source, None, "", "module", source, "ir")
     if isinstance(source, str) and ("def @" in source or source.lstrip().startswith("#")):

@@ -1,4 +1,4 @@
-"""The check's judging of tied indices (``ties.py`` says when indices are a tie): outputs taken
+"""The check's judging of tied indices (`ties.py` says when indices are a tie): outputs taken
 as the reference's, and runs computed again with the reference's order of ties."""
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ if TYPE_CHECKING:
 
 
 class TieJudging:
-    """The tie methods of :class:`explorer.passlens.check.Interpreter` (which holds ``reference``,
-    ``ref_outputs``, ``cache``, ``rtol``, ``atol``, ``notes``, ``tie_notes`` and
-    ``run_module``)."""
+    """The tie methods of `explorer.passlens.check.Interpreter` (which holds `reference`,
+    `ref_outputs`, `cache`, `rtol`, `atol`, `notes`, `tie_notes` and
+    `run_module`)."""
 
     def _untie(self, step: Step, outputs: tuple) -> tuple:
         """The outputs as they are judged: an output that is the index result of an
-        order-selecting op (``ties.py``) and selects the same values of its input as the
+        order-selecting op (`ties.py`) and selects the same values of its input as the
         reference's indices do is taken as the reference's (tied values ordered otherwise:
         both orders are correct), with a note; every other output as it is."""
         if not isinstance(step.module, Module):  # another compiler's steps: outputs only
@@ -51,7 +51,7 @@ class TieJudging:
 
     def _retie(self, module: Module, run: Run) -> Run:
         """The run again with every index of tied values in @main that differs from the
-        reference's (``ties.py``) set to the reference's, and all that reads it computed
+        reference's (`ties.py`) set to the reference's, and all that reads it computed
         again: what the module computes when it breaks ties as the reference does (a value
         routed by the order of ties, an MoE's chosen experts, is then comparable; a wrong
         index is not tied and stays). A note names each such index."""
@@ -63,8 +63,10 @@ class TieJudging:
         main = module["main"]
         dirty: dict[int, Expr] = {}
         for node in main.iter_nodes():
+            if index_source(node) is None:
+                continue
             v = values.get(node)
-            if index_source(node) is None or not isinstance(v, np.ndarray):
+            if not isinstance(v, np.ndarray):
                 continue
             want = matched_reference(node, v, fx, node_ref)
             if want is None or want is v or not compare(v, want, self.rtol, self.atol)[2]:
@@ -90,8 +92,8 @@ class TieJudging:
         return again
 
     def tie_note(self, where: str, how: str) -> None:
-        """Say once that the indices of tied values at ``where`` differ from the reference's,
-        and ``how`` they were judged."""
+        """Say once that the indices of tied values at `where` differ from the reference's,
+        and `how` they were judged."""
         note = f"{TIE_NOTE.format(ref=self.reference.name, where=where)}; {how}"
         if note not in self.tie_notes:
             self.tie_notes.add(note)

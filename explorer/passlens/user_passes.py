@@ -1,15 +1,15 @@
 """A user's own passes in passlens traces: what runs a step's pass again, what a trace file
 keeps of a pass passlens may not find by name, and how a loaded trace gets such passes back.
 
-A recorded step keeps the Pass object that ran (``step.pass_object``), so a pass nobody
-registered (``pipeline=["default", FastGelu()]``) runs again wherever a name would: reduce,
+A recorded step keeps the Pass object that ran (`step.pass_object`), so a pass nobody
+registered (`pipeline=["default", FastGelu()]`) runs again wherever a name would: reduce,
 rerun. A trace file can keep only names: for a pass that is not one of passlens's own
 registered passes it also keeps the pass's class, module and whether it was registered
-(:func:`pass_record`; read back as ``step.saved_pass``). A loaded trace never imports the
+(`pass_record`; read back as `step.saved_pass`). A loaded trace never imports the
 module a file names: such a pass is found again only in the passes given to
-``explorer.load(path, passes=[...])`` (:func:`supply`) or, for a registered one, in this
+`explorer.load(path, passes=[...])` (`supply`) or, for a registered one, in this
 process's registry when its class is the same definition; otherwise whatever needs to run it
-says which pass is missing and how to supply it (:class:`MissingPasses`).
+says which pass is missing and how to supply it (`MissingPasses`).
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 
 class MissingPasses(Exception):
-    """Passes a loaded trace names but this process does not have; ``str()`` says which and
+    """Passes a loaded trace names but this process does not have; `str()` says which and
     how to supply them (callers raise it as their own error: ReduceError, RerunError).
-    ``missing``: each in words; ``classes``: the class names to give, where known."""
+    `missing`: each in words; `classes`: the class names to give, where known."""
 
     def __init__(self, missing: Sequence[str], classes: Sequence[str] = ()):
         self.missing = list(dict.fromkeys(missing))
@@ -58,13 +58,13 @@ class MissingPasses(Exception):
 
 
 def is_own(p: Any) -> bool:
-    """Whether ``p`` is one of passlens's own registered passes (found by its name anywhere)."""
+    """Whether `p` is one of passlens's own registered passes (found by its name anywhere)."""
     cls = type(p)
     return cls.__module__.startswith("compiler.") and all_passes().get(p.name) is cls
 
 
 def pass_record(p: Any) -> dict | None:
-    """What a trace file keeps of pass ``p`` besides its spec when passlens may not find it by
+    """What a trace file keeps of pass `p` besides its spec when passlens may not find it by
     name where the file is loaded (not one of its own registered passes); None otherwise (a
     Sequential: its passes are steps of their own)."""
     if not isinstance(p, Pass) or isinstance(p, Sequential) or is_own(p):
@@ -81,7 +81,7 @@ def pass_record(p: Any) -> dict | None:
 
 
 def describe(rec: dict) -> str:
-    """A saved pass in words: ``'fast-gelu' (__main__.FastGelu, not registered)``."""
+    """A saved pass in words: `'fast-gelu' (__main__.FastGelu, not registered)`."""
     registered = "registered" if rec.get("registered") else "not registered"
     return f"{rec['name']!r} ({rec['module']}.{rec['class']}, {registered} when saved)"
 
@@ -90,8 +90,8 @@ def describe(rec: dict) -> str:
 
 
 def supply(trace: Trace, passes: Any) -> None:
-    """Give the steps of a loaded ``trace`` whose file names a user's pass the object to run
-    (``explorer.load(path, passes=[...])``): an instance given whose spec is the step's, else
+    """Give the steps of a loaded `trace` whose file names a user's pass the object to run
+    (`explorer.load(path, passes=[...])`): an instance given whose spec is the step's, else
     the class given under the pass's name (built from the step's spec). A pass given that no
     step ran is an error (a misspelled name would otherwise go unnoticed); a class of one of
     passlens's own passes given for good measure is not."""
@@ -137,8 +137,8 @@ def _given(passes: Any) -> list:
 
 
 def _match(p: Any, rec: dict) -> Pass | None:
-    """The pass to run for a saved record: instance ``p`` with the same spec, or class ``p``
-    of the same name built from the spec (None if ``p`` is not that pass)."""
+    """The pass to run for a saved record: instance `p` with the same spec, or class `p`
+    of the same name built from the spec (None if `p` is not that pass)."""
     if isinstance(p, Pass):
         return p if p.spec() == rec["spec"] else None
     if p.name != rec["name"]:
@@ -148,10 +148,10 @@ def _match(p: Any, rec: dict) -> Pass | None:
 
 
 def runnable(step: Step, steps: Sequence[Step]) -> Any:
-    """The Pass that runs ``step``'s pass again: its own object, the registered class of the
+    """The Pass that runs `step`'s pass again: its own object, the registered class of the
     same definition built from its spec (a saved user's pass), or its spec parsed (passlens's
     own); a list of passes whose spec does not parse is built from its nested steps. Raises
-    :class:`MissingPasses` naming every pass this process does not have."""
+    `MissingPasses` naming every pass this process does not have."""
     if step.pass_object is not None:
         return step.pass_object
     rec = step.saved_pass
@@ -184,8 +184,8 @@ def _single(seq: Sequential, spec: str) -> Any:
 
 @dataclass(frozen=True)
 class Unresolved:
-    """A top-level pass of a loaded trace this process does not have: its ``spec``, what the
-    file said of it (``saved``, or None) and the passes missing (as :class:`MissingPasses`
+    """A top-level pass of a loaded trace this process does not have: its `spec`, what the
+    file said of it (`saved`, or None) and the passes missing (as `MissingPasses`
     names them)."""
 
     spec: str
@@ -197,7 +197,7 @@ class Unresolved:
         return self.saved["name"] if self.saved else self.spec.partition("{")[0]
 
     def same_as(self, p: Any) -> bool:
-        """Whether pass ``p`` is this one again: the same spec, and of the class the file
+        """Whether pass `p` is this one again: the same spec, and of the class the file
         named (for a saved user's pass)."""
         if not isinstance(p, Pass) or p.spec() != self.spec:
             return False
@@ -210,10 +210,10 @@ class Unresolved:
 
 
 def entries(trace: Trace) -> list[Any]:
-    """The top-level passes of ``trace``'s pipeline, in order: its own pass objects for a
-    recorded trace; for a loaded one, each top-level step's (:func:`runnable`) then the
-    passes a failure left unrun (``trace.skipped`` at depth 0, from their specs), an
-    :class:`Unresolved` for each this process does not have."""
+    """The top-level passes of `trace`'s pipeline, in order: its own pass objects for a
+    recorded trace; for a loaded one, each top-level step's (`runnable`) then the
+    passes a failure left unrun (`trace.skipped` at depth 0, from their specs), an
+    `Unresolved` for each this process does not have."""
     if trace.passes:
         return list(trace.passes)
     out: list[Any] = []
@@ -234,7 +234,7 @@ def entries(trace: Trace) -> list[Any]:
 
 
 def require(passes: Sequence[Any]) -> list[Any]:
-    """``passes`` when none is :class:`Unresolved`; else :class:`MissingPasses` naming them."""
+    """`passes` when none is `Unresolved`; else `MissingPasses` naming them."""
     missing = MissingPasses([])
     for p in passes:
         if isinstance(p, Unresolved):

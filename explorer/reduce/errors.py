@@ -1,4 +1,4 @@
-"""What a reduction raises, whichever compiler's reducer runs (``explorer.reduce``)."""
+"""What a reduction raises, whichever compiler's reducer runs (`explorer.reduce`)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,17 @@
-"""What every upstream repro script shares (``reduction.upstream_repro(path)``): a standalone
+"""What every upstream repro script shares (`reduction.upstream_repro(path)`): a standalone
 Python file that needs only the compiler's own package and numpy, for a bug report filed as
-it is. Each compiler writes its own script (``explorer.inductor.repro``, ``explorer.tvm.repro``);
+it is. Each compiler writes its own script (`explorer.inductor.repro`, `explorer.tvm.repro`);
 this module gives them the parts that do not name a compiler:
 
-- :func:`literal`: a string or number as a Python literal that can only be that value (every
+- `literal`: a string or number as a Python literal that can only be that value (every
   name, text and TVMScript from a model is untrusted: nothing is formatted into code raw);
-- :func:`arrays_source`: input values embedded as dtype, shape and base64 of their bytes;
-- :func:`pass_definition`: the source of a user's pass (a function, or a class instance a call
+- `arrays_source`: input values embedded as dtype, shape and base64 of their bytes;
+- `pass_definition`: the source of a user's pass (a function, or a class instance a call
   with no arguments makes again) with what it needs: imports of the allowed packages, literal
   constants, the user's helpers' sources;
-- :data:`DIFFERENCE_SOURCE`: the comparison the scripts print (max abs / rel, elements beyond
-  ``atol + rtol * |want|``, NaN beside NaN and equal infinities equal, as the check judges);
-- :func:`write_script`: the file written as a new file and renamed over the name.
+- `DIFFERENCE_SOURCE`: the comparison the scripts print (max abs / rel, elements beyond
+  `atol + rtol * |want|`, NaN beside NaN and equal infinities equal, as the check judges);
+- `write_script`: the file written as a new file and renamed over the name.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ STDLIB = frozenset(sys.stdlib_module_names)
 
 
 def literal(value: Any) -> str:
-    """``value`` (a str, bytes, bool, int, float, None, or a tuple / list / dict of them) as
-    Python source that evaluates to exactly it: ``repr``, checked by parsing it back. A
+    """`value` (a str, bytes, bool, int, float, None, or a tuple / list / dict of them) as
+    Python source that evaluates to exactly it: `repr`, checked by parsing it back. A
     string of several lines is written as a triple-quoted block when that reads back the
-    same (TVMScript stays readable in the script), else as ``repr``. A subclass of str (a
+    same (TVMScript stays readable in the script), else as `repr`. A subclass of str (a
     TVM string) is written as the plain string it holds."""
     if isinstance(value, str) and type(value) is not str:
         value = str.__str__(value)
@@ -62,7 +62,7 @@ def literal(value: Any) -> str:
 
 
 def _plain(text: str) -> bool:
-    """Whether ``text`` reads the same inside triple quotes: printable, tabs and newlines, no
+    """Whether `text` reads the same inside triple quotes: printable, tabs and newlines, no
     backslash (no escape), no carriage return (a file's newlines are translated)."""
     return "\\" not in text and all(c in "\n\t" or c.isprintable() for c in text)
 
@@ -76,7 +76,7 @@ def _reads_back(text: str, value: Any) -> bool:
 
 
 def identifier(name: str) -> bool:
-    """Whether ``name`` can stand in code as it is: a Python identifier, not a keyword, not a
+    """Whether `name` can stand in code as it is: a Python identifier, not a keyword, not a
     dunder."""
     return (
         isinstance(name, str)
@@ -87,7 +87,7 @@ def identifier(name: str) -> bool:
 
 
 def dotted(name: str) -> bool:
-    """Whether ``name`` is a dotted path of identifiers (a module's ``__name__``)."""
+    """Whether `name` is a dotted path of identifiers (a module's `__name__`)."""
     return isinstance(name, str) and all(identifier(p) for p in name.split("."))
 
 
@@ -95,8 +95,8 @@ def dotted(name: str) -> bool:
 
 
 def arrays_source(arrays: list[np.ndarray], name: str = "ARGS") -> str:
-    """``NAME = [(dtype, shape, base64), ...]`` and ``load_NAME()`` giving the arrays back as
-    they were (numeric dtypes only; at most :data:`MAX_EMBEDDED_BYTES` in all)."""
+    """`NAME = [(dtype, shape, base64), ...]` and `load_NAME()` giving the arrays back as
+    they were (numeric dtypes only; at most `MAX_EMBEDDED_BYTES` in all)."""
     total = sum(int(np.asarray(a).nbytes) for a in arrays)
     if total > MAX_EMBEDDED_BYTES:
         raise ReduceError(
@@ -178,8 +178,8 @@ def verdict(pass_name, version, got, want, rtol, atol):
 
 @dataclass
 class PassCode:
-    """A pass as source for a script: ``imports`` (lines), ``definitions`` (sources, the
-    pass's own last) and ``make`` (an expression that makes the pass object)."""
+    """A pass as source for a script: `imports` (lines), `definitions` (sources, the
+    pass's own last) and `make` (an expression that makes the pass object)."""
 
     imports: list[str] = field(default_factory=list)
     definitions: list[str] = field(default_factory=list)
@@ -197,13 +197,13 @@ class PassCode:
 def pass_definition(
     obj: Any, packages: tuple[str, ...], what: str, reserved: dict[str, str | None]
 ) -> PassCode:
-    """The source of ``obj`` (a function, a ``functools.partial`` of one with literal
+    """The source of `obj` (a function, a `functools.partial` of one with literal
     arguments, or an instance of a class that a call with no arguments makes again) and of
-    what it reads: modules and names of ``packages`` and the standard library imported,
-    constants as literals, the user's other functions and classes by their source. ``what``
-    names the pass in errors; ``reserved`` are the names the script itself defines (a module
+    what it reads: modules and names of `packages` and the standard library imported,
+    constants as literals, the user's other functions and classes by their source. `what`
+    names the pass in errors; `reserved` are the names the script itself defines (a module
     import's name maps to its module, which the pass may use too). Raises
-    :class:`ReduceError` saying why when it cannot be done (no source, state a call does not
+    `ReduceError` saying why when it cannot be done (no source, state a call does not
     make again, a value that is not code or a literal)."""
     code = PassCode()
     collector = _Collector(packages, what, code, reserved)
@@ -229,7 +229,7 @@ def pass_definition(
 
 
 def _check_remade(obj: Any, cls: type, what: str) -> None:
-    """That ``cls()`` makes ``obj`` again: no argument needed, the same instance state."""
+    """That `cls()` makes `obj` again: no argument needed, the same instance state."""
     try:
         inspect.signature(cls).bind()
     except TypeError:
@@ -267,7 +267,7 @@ class _Collector:
         self.names: set[str] = set()
 
     def define(self, obj: Any) -> str:
-        """Add ``obj``'s source (after what it reads); returns the name it defines."""
+        """Add `obj`'s source (after what it reads); returns the name it defines."""
         if id(obj) in self.done:
             return self.done[id(obj)]
         if len(self.done) >= MAX_DEFINITIONS:
@@ -303,7 +303,7 @@ class _Collector:
         return name
 
     def resolve(self, name: str, namespace: dict) -> None:
-        """Make ``name`` (read by a definition) exist in the script."""
+        """Make `name` (read by a definition) exist in the script."""
         value = namespace.get(name, getattr(builtins, name, None))
         if name in self.reserved:
             module = self.reserved[name]
@@ -368,7 +368,7 @@ class _Collector:
         return f"import {module} as {name}"
 
     def importable(self, value: Any) -> tuple[str, str] | None:
-        """``(module, name)`` when ``value`` is importable from an allowed package by name."""
+        """`(module, name)` when `value` is importable from an allowed package by name."""
         module = getattr(value, "__module__", None) or ""
         attr = getattr(value, "__qualname__", "") or getattr(value, "__name__", "")
         if not dotted(module) or not identifier(attr) or not self.allowed(module):
@@ -381,7 +381,7 @@ class _Collector:
 
 
 def _namespace(obj: Any) -> dict:
-    """The names ``obj``'s source can read: its module's, then its closure's."""
+    """The names `obj`'s source can read: its module's, then its closure's."""
     if inspect.isfunction(obj):
         space = dict(obj.__globals__)
         space.update(inspect.getclosurevars(obj).nonlocals)
@@ -396,7 +396,7 @@ def _namespace(obj: Any) -> dict:
 
 
 def _free_names(tree: ast.AST) -> set[str]:
-    """The names ``tree`` reads that it does not bind anywhere (an over-approximation of
+    """The names `tree` reads that it does not bind anywhere (an over-approximation of
     what it binds: a name bound in any scope of it counts as bound)."""
     bound: set[str] = set()
     read: set[str] = set()
@@ -420,7 +420,7 @@ def _free_names(tree: ast.AST) -> set[str]:
 
 
 def write_script(path: str | Path, source: str, default_name: str = "repro.py") -> Path:
-    """Write ``source`` to ``path`` (into it as ``default_name`` when it is a folder or ends
+    """Write `source` to `path` (into it as `default_name` when it is a folder or ends
     with a slash) as a new
     file renamed over the name; returns the file's path. The source is parsed first: a
     generator's slip is an error here, not in the user's hands."""

@@ -24,20 +24,20 @@ WEIGHTS_FILE = "weights.npz"
 
 def write_weights(file, saved: dict[str, np.ndarray]) -> None:
     """The saved weights in an .npz file (a path or a binary file object), by position: the
-    k-th is ``arr_k`` and the test file lists the names in that order. Names are never
-    keywords of ``np.savez`` (a weight named ``file`` or ``allow_pickle`` would be one)."""
+    k-th is `arr_k` and the test file lists the names in that order. Names are never
+    keywords of `np.savez` (a weight named `file` or `allow_pickle` would be one)."""
     np.savez(file, *saved.values())
 
 
 @dataclass(eq=False)
 class Reduction:
-    """A finding reduced: ``trace`` (the reduced module through ``pipeline``, made from the IR
-    text as the test makes it) and its check ``report``, in which ``reproduced`` is the same
-    finding again; ``ir`` (text), ``pipeline`` (spec), ``test_source`` (the pytest file, which
-    fails while the finding is there). ``saved_weights`` are the weights that need the model's
-    own values (written to weights.npz beside the test), ``generated`` the ones whose values
-    are made from their names. ``bindings`` and ``passes`` are (before, after); ``tried``
-    counts the candidates checked; ``cut_short`` says the time budget ended the search."""
+    """A finding reduced: `trace` (the reduced module through `pipeline`, made from the IR
+    text as the test makes it) and its check `report`, in which `reproduced` is the same
+    finding again; `ir` (text), `pipeline` (spec), `test_source` (the pytest file, which
+    fails while the finding is there). `saved_weights` are the weights that need the model's
+    own values (written to weights.npz beside the test), `generated` the ones whose values
+    are made from their names. `bindings` and `passes` are (before, after); `tried`
+    counts the candidates checked; `cut_short` says the time budget ended the search."""
 
     finding: Finding
     trace: Trace
@@ -57,13 +57,13 @@ class Reduction:
 
     @property
     def files(self) -> list[str]:
-        """The names of the files :meth:`save` writes."""
+        """The names of the files `save` writes."""
         return [*FILES, WEIGHTS_FILE] if self.saved_weights else list(FILES)
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``reduced.passlens`` (the trace), ``reduced.ir``, ``pipeline.txt``,
-        ``test_reduced.py`` and, when some weights need the model's values, ``weights.npz``
-        into ``directory`` (made if missing); returns its path.
+        """Write `reduced.passlens` (the trace), `reduced.ir`, `pipeline.txt`,
+        `test_reduced.py` and, when some weights need the model's values, `weights.npz`
+        into `directory` (made if missing); returns its path.
 
         Each file is written as a new regular file this call creates, then renamed over the
         name: whatever was there (a symlink someone put in a shared folder, say) is replaced,
@@ -117,9 +117,9 @@ class Reduction:
 
 
 def write_new(directory: Path, name: str, data) -> None:
-    """Write ``data`` (bytes, or a function given a binary file) to ``directory / name``
+    """Write `data` (bytes, or a function given a binary file) to `directory / name`
     through a file this call creates (O_EXCL, O_NOFOLLOW: never an existing file or a link's
-    target), then renamed over ``name`` (a rename replaces a symlink, not what it points to)."""
+    target), then renamed over `name` (a rename replaces a symlink, not what it points to)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     try:
         os.fchmod(fd, new_file_mode())

@@ -1,13 +1,13 @@
-"""A trace's last check report in a trace file (format version 2): ``report.json``.
+"""A trace's last check report in a trace file (format version 2): `report.json`.
 
 The report is written with the trace's tables: the IR nodes its findings, per-node errors and
-layer errors name are references into ir.json's node table (so after ``load`` they are the
+layer errors name are references into ir.json's node table (so after `load` they are the
 very nodes of the loaded steps, and the views find them in the steps' graphs), a type is a
 reference into its type table, and the inputs the check ran on (only with
-``save(..., inputs=True)``) are arrays of its array table (an input equal to an example
+`save(..., inputs=True)`) are arrays of its array table (an input equal to an example
 input or a weight is stored once).
 
-``report.json`` holds::
+`report.json` holds::
 
     reference, rtol, atol, computed, cache_hits, memo_hits, seconds, notes
     steps       one record per step checked: step (index), status, max_abs, max_rel,
@@ -15,18 +15,18 @@ input or a weight is stored once).
                 (or {"ref": i}, another compiler's node), and the float64 share when that rule
                 judged the layer]), rule ("tolerance" or "float64": what judged the status)
     findings    kind, step (index), nodes, message, details
-    inputs      (optional) array references, in the order ``check`` takes them
+    inputs      (optional) array references, in the order `check` takes them
 
-A number that may be infinite or NaN (an error) is a JSON number or ``"inf"`` / ``"-inf"`` /
-``"nan"``. A finding's ``details`` are kind-specific values, written as JSON where JSON can
-say them and otherwise as a tagged object ``{"$": tag, ...}``: ``float`` (not finite),
-``tuple``, ``dict`` (every dict, so a key cannot pose as a tag), ``node``, ``type``,
-``step``, ``error`` (an exception, as a step's error is written), ``node_error`` (a
-:class:`~explorer.check.NodeError`) and ``text`` (any other object, as its text).
+A number that may be infinite or NaN (an error) is a JSON number or `"inf"` / `"-inf"` /
+`"nan"`. A finding's `details` are kind-specific values, written as JSON where JSON can
+say them and otherwise as a tagged object `{"$": tag, ...}`: `float` (not finite),
+`tuple`, `dict` (every dict, so a key cannot pose as a tag), `node`, `type`,
+`step`, `error` (an exception, as a step's error is written), `node_error` (a
+`explorer.check.NodeError`) and `text` (any other object, as its text).
 
 On load every field is checked (types, ranges, references, finite tolerances, sizes); what the
-views read from the details of the built-in kinds (a divergence's ``node_errors``, parameter
-bloat's ``growth``) must have its shape. A report section that is not right is a
+views read from the details of the built-in kinds (a divergence's `node_errors`, parameter
+bloat's `growth`) must have its shape. A report section that is not right is a
 TraceFileError, as any other damage to the file.
 """
 
@@ -53,7 +53,7 @@ _TEXT_CHARS = 10_000  # an object the format has no tag for is kept as this much
 
 
 class Tables(Protocol):
-    """The tables a report is written with (the trace writer, ``write._Writer``, is them; it
+    """The tables a report is written with (the trace writer, `write._Writer`, is them; it
     imports this module, so the annotation here names this protocol): the index of an IR node,
     a type, an array and another compiler's node stand-in in the trace file's tables."""
 
@@ -67,7 +67,7 @@ class Tables(Protocol):
 
 
 class ReadTables(Protocol):
-    """The tables a report is read with (the trace reader, ``read._Reader``, is them; it
+    """The tables a report is read with (the trace reader, `read._Reader`, is them; it
     imports this module, so the annotation here names this protocol): the file's path, its
     nodes, types, array records and node stand-ins, and a checked look-up in one of them."""
 
@@ -95,7 +95,7 @@ def _number(x: Any) -> float | str | None:
 
 
 class ReportWriter:
-    """Encodes a report of ``trace`` with the tables of ``writer`` (nodes, types, arrays)."""
+    """Encodes a report of `trace` with the tables of `writer` (nodes, types, arrays)."""
 
     def __init__(self, writer: Tables, trace: Trace):
         self.writer = writer
@@ -148,7 +148,7 @@ class ReportWriter:
         }
 
     def _layer_node(self, node: Any) -> Any:
-        """A layer's node: an IR node's index, or ``{"ref": i}`` for another compiler's node
+        """A layer's node: an IR node's index, or `{"ref": i}` for another compiler's node
         stand-in (a torch.compile trace's FX node)."""
         return self.writer.node(node) if isinstance(node, Expr) else {"ref": self.writer.ref(node)}
 
@@ -230,7 +230,7 @@ class ReportWriter:
 
 
 class ReportReader:
-    """Builds the Report of ``report.json`` on the loaded ``trace``, checking every field."""
+    """Builds the Report of `report.json` on the loaded `trace`, checking every field."""
 
     def __init__(self, reader: ReadTables, trace: Trace):
         self.reader, self.trace, self.path = reader, trace, reader.path
@@ -261,7 +261,7 @@ class ReportReader:
         return v
 
     def error(self, v: Any, what: str, optional: bool = True) -> float | None:
-        """An error value: a number >= 0, infinite or NaN (None if ``optional``)."""
+        """An error value: a number >= 0, infinite or NaN (None if `optional`)."""
         if v is None and optional:
             return None
         if isinstance(v, str) and v in _NONFINITE:

@@ -13,8 +13,8 @@ from explorer.store.fileformat import RecordedError
 
 
 def encode_error(error: BaseException) -> dict:
-    """``error`` as a trace file's record: its type's name and module, its message and its
-    arguments when they are plain JSON values (what ``decode_error`` makes an error of again)."""
+    """`error` as a trace file's record: its type's name and module, its message and its
+    arguments when they are plain JSON values (what `decode_error` makes an error of again)."""
     rec: dict[str, Any] = {
         "type": getattr(error, "type_name", None) or type(error).__name__,
         "module": getattr(error, "type_module", None) or type(error).__module__,

@@ -40,8 +40,8 @@ class TraceFileError(PasslensError, ValueError):
 class RecordedError(Exception):
     """An exception of a saved trace whose type is not a Python builtin, as loaded.
 
-    Loading creates a subclass named after the original type (``PassError``), so
-    ``type(error).__name__`` reads as it did; ``type_module`` is the original type's module.
+    Loading creates a subclass named after the original type (`PassError`), so
+    `type(error).__name__` reads as it did; `type_module` is the original type's module.
     """
 
     type_name = "RecordedError"

@@ -1,9 +1,9 @@
 """Graph models in trace files: a source step's graph, and the modules of another compiler
-(``explorer.adapters``), which are stored as what they showed (graph model, IR text, backend texts)
+(`explorer.adapters`), which are stored as what they showed (graph model, IR text, backend texts)
 rather than as IR. Their graph nodes' objects are a table of refs shared by every module of the
 file (a Constant with its data, or a stand-in with its provenance), so a node a pass did not
 touch is the same object in the steps before and after it once loaded, as for passlens's own
-IR. The writer (``write._Writer``) or reader (``read._Reader``) is passed in: it holds the
+IR. The writer (`write._Writer`) or reader (`read._Reader`) is passed in: it holds the
 tables (arrays, provenances, refs) and the reader checks every reference."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from explorer.graph import GraphEdge, GraphModel, GraphNode, Param, Signature
 
 
 def encode_foreign(m: Any, writer: Any) -> dict:
-    """Another compiler's module (see ``explorer.adapters``) as what it showed: graph
-    model (its objects as refs of ``writer``), IR text and backend texts, not its IR."""
+    """Another compiler's module (see `explorer.adapters`) as what it showed: graph
+    model (its objects as refs of `writer`), IR text and backend texts, not its IR."""
     return {
         "compiler": str(m.compiler),
         "inner": bool(getattr(m, "inner", False)),
@@ -32,7 +32,7 @@ def encode_foreign(m: Any, writer: Any) -> dict:
 
 
 def encode_ref(obj: Any, writer: Any) -> dict:
-    """A graph node's object: a Constant with its data (in ``writer``'s array table, so
+    """A graph node's object: a Constant with its data (in `writer`'s array table, so
     parameter content compares after loading), else a stand-in with its provenance."""
     prov = getattr(obj, "prov", NO_PROVENANCE)
     if not isinstance(prov, Provenance):
@@ -59,7 +59,7 @@ def _jsonable(value: Any) -> Any:
 
 def encode_graph(g: GraphModel, writer: Any = None) -> dict:
     """A graph model (nodes, edges, params, signatures) as JSON: a source step's, or another
-    compiler's module's (with ``writer``: each node's and parameter's object as a ref)."""
+    compiler's module's (with `writer`: each node's and parameter's object as a ref)."""
     out = {
         "nodes": [
             {
@@ -116,7 +116,7 @@ def encode_graph(g: GraphModel, writer: Any = None) -> dict:
 
 class StoredRef:
     """The stand-in of another compiler's graph node object in a loaded trace (what
-    ``encode_ref`` kept of it: where it came from). Steps that shared the object share the
+    `encode_ref` kept of it: where it came from). Steps that shared the object share the
     stand-in, so diffs still match it by identity."""
 
     __slots__ = ("prov", "__weakref__")
@@ -142,7 +142,7 @@ def graph_ref(reader: Any, rec: Any) -> Any:
 
 def foreign_module(reader: Any, rec: Any) -> Any:
     """Another compiler's module as saved: its graph model and texts (no IR), rebuilt by that
-    compiler's adapter (``explorer.adapters``)."""
+    compiler's adapter (`explorer.adapters`)."""
     from explorer.adapters import get_adapter, is_adapter_name
 
     name = rec.get("compiler") if isinstance(rec, dict) else None
@@ -172,7 +172,7 @@ MAX_DTYPE_CHARS = 256  # a dtype's name (f32, float8_e4m3fn, custom[posit]32, TV
 
 
 def _text(rec: dict, key: str, what: str, default: Any = ..., cap: int = MAX_NAME_CHARS) -> Any:
-    """``rec[key]``, which must be text of at most ``cap`` characters (``default`` when
+    """`rec[key]`, which must be text of at most `cap` characters (`default` when
     missing or None, if given)."""
     value = rec.get(key) if default is not ... else rec[key]
     if value is None and default is not ...:
@@ -214,7 +214,7 @@ def _dtype(value: Any, what: str) -> str | None:
 
 def _shape(value: Any, what: str) -> tuple | None:
     """None, or a list of at most MAX_RANK dims: integers from 0 to MAX_DIM, or short text
-    for a symbolic dim (``n``)."""
+    for a symbolic dim (`n`)."""
     if value is None:
         return None
     if not isinstance(value, list) or not all(
@@ -268,9 +268,9 @@ def _list(rec: dict, key: str, what: str) -> list:
 
 
 def decode_graph(rec: Any, reader: Any = None) -> GraphModel:
-    """A saved graph model; with ``reader``, node and parameter objects from its ref table.
+    """A saved graph model; with `reader`, node and parameter objects from its ref table.
     Every field's type is checked (a file is untrusted): a wrong one is a TypeError, which
-    ``load`` reports as a damaged trace file."""
+    `load` reports as a damaged trace file."""
     if not isinstance(rec, dict):
         raise TypeError("a graph must be a mapping")
     g = GraphModel()

@@ -1,8 +1,8 @@
-"""``load(path)``: a trace back from a ``.passlens`` file, the one place that builds Steps and
+"""`load(path)`: a trace back from a `.passlens` file, the one place that builds Steps and
 Traces from a file. The file is untrusted input: every reference must point to an earlier
-table entry, arrays are read only once their ``.npy`` header agrees with what ir.json declares,
-sizes are capped (see :mod:`explorer.store.fileformat`): one array, and everything a load
-materialises together (``MAX_LOAD_BYTES``: an array named by several entries is read once and
+table entry, arrays are read only once their `.npy` header agrees with what ir.json declares,
+sizes are capped (see `explorer.store.fileformat`): one array, and everything a load
+materialises together (`MAX_LOAD_BYTES`: an array named by several entries is read once and
 shared, a derived array is counted when it is made, the ONNX source member is read in chunks
 up to its cap), each checked before anything is allocated; anything a damaged or crafted file
 causes is raised as a TraceFileError (or a LimitError for a cap)."""
@@ -59,18 +59,18 @@ from explorer.trace import Step, Trace
 
 
 def load(path: str | os.PathLike, trust_ops=None, passes=None) -> Trace:
-    """Read a trace written by :func:`save`. Raises FileNotFoundError for a missing file and
+    """Read a trace written by `save`. Raises FileNotFoundError for a missing file and
     TraceFileError for a file that is not a readable trace (damaged, or an unknown version).
 
-    Loading runs none of the trace's ops. ``trust_ops``: opaque ops the loaded trace may run
-    (its ``trusted_ops``) although passlens does not know them to be pure computations
-    (``["mylib.scale"]``), for a file you trust; what a trace trusted when saved (a live
+    Loading runs none of the trace's ops. `trust_ops`: opaque ops the loaded trace may run
+    (its `trusted_ops`) although passlens does not know them to be pure computations
+    (`["mylib.scale"]`), for a file you trust; what a trace trusted when saved (a live
     model's own ops) is never in the file (see explorer.trust).
 
-    ``passes``: pass classes or instances for the passes the file can only name (a user's
+    `passes`: pass classes or instances for the passes the file can only name (a user's
     own, such as a notebook's: the file keeps their spec, class and module, and loading never
-    imports a module a file names); what runs the pipeline again (``trace.rerun``,
-    ``report.reduce``) needs them, and says which are missing without them. Viewing and
+    imports a module a file names); what runs the pipeline again (`trace.rerun`,
+    `report.reduce`) needs them, and says which are missing without them. Viewing and
     checking a loaded trace need no pass (its modules are in the file)."""
     from compiler.opaque import trust_names
 
@@ -176,7 +176,7 @@ def _read_json(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
 
 class _Reader(ArrayReading):
     """Rebuilds the tables in order; every reference must point to an earlier entry (the
-    arrays and the source model through :class:`ArrayReading`, within the load budget)."""
+    arrays and the source model through `ArrayReading`, within the load budget)."""
 
     def __init__(self, zf: zipfile.ZipFile, path: Path, manifest: dict):
         self.zf, self.path, self.manifest = zf, path, manifest
@@ -232,7 +232,7 @@ class _Reader(ArrayReading):
         """Record how deep the node just decoded nests values (a tuple of tuples, an If in a
         branch of an If): every walk of a module recurses over that nesting (its type's text,
         the printer), so a file may nest no deeper than the IR text can
-        (:data:`MAX_NODE_NESTING`, the parser's limit)."""
+        (`MAX_NODE_NESTING`, the parser's limit)."""
         kind, n = rec["kind"], self.nesting
         if kind == "tuple":
             depth = 1 + max((n[a] for a in rec["args"]), default=0)
@@ -459,9 +459,9 @@ MAX_PASS_FIELD = 1000  # characters of one field of a step's saved pass
 
 
 def _pass_record(rec: Any, where: str) -> dict:
-    """A step's saved pass (a user's: see ``Adapter.pass_record``), checked: text fields of
+    """A step's saved pass (a user's: see `Adapter.pass_record`), checked: text fields of
     at most MAX_PASS_FIELD printable characters (no terminal escapes reach an error message)
-    and a bool ``registered``. It is only words: loading
+    and a bool `registered`. It is only words: loading
     imports nothing it names."""
     if not isinstance(rec, dict):
         raise TraceFileError(f"{where}: damaged passlens trace file (a pass record)")

@@ -1,8 +1,8 @@
 """Reading a trace file's arrays and its ONNX source model within the load budget (the part of
-``explorer.store.read`` that allocates): an ``.npy`` member is read only once its header agrees
+`explorer.store.read` that allocates): an `.npy` member is read only once its header agrees
 with what ir.json declares, in chunks into one buffer; a member named by several entries is
 read once and shared; arrays with the same values (a transpose of a transpose) are made once;
-everything made is counted against ``MAX_LOAD_BYTES`` before it is allocated, and an overrun is
+everything made is counted against `MAX_LOAD_BYTES` before it is allocated, and an overrun is
 a LimitError naming what and how much."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from explorer.store.zipread import BoundedMember, read_member
 
 
 class ArrayReading:
-    """The arrays and source model of a trace file, for ``read._Reader`` (which holds ``zf``,
-    ``path``, ``array_specs`` and ``ref``)."""
+    """The arrays and source model of a trace file, for `read._Reader` (which holds `zf`,
+    `path`, `array_specs` and `ref`)."""
 
     zf: Any
     path: Any
@@ -46,7 +46,7 @@ class ArrayReading:
         raise NotImplementedError
 
     def spend(self, nbytes: int, what: str) -> None:
-        """Count ``nbytes`` about to be materialised for ``what`` against the load budget,
+        """Count `nbytes` about to be materialised for `what` against the load budget,
         before allocating them: a LimitError naming what and how much past the budget."""
         if self.loaded + nbytes > MAX_LOAD_BYTES:
             raise LimitError(
@@ -57,7 +57,7 @@ class ArrayReading:
         self.loaded += nbytes
 
     def array(self, i: Any) -> np.ndarray:
-        """Array ``i`` of the table (read-only), read or derived the first time it is asked
+        """Array `i` of the table (read-only), read or derived the first time it is asked
         for, within MAX_ARRAY_BYTES and the load budget. A chain of derived arrays (each
         from an earlier one) is made from its oldest link up, in a loop: a file's chain may be
         as long as its table, and nothing here recurses over it."""
@@ -81,7 +81,7 @@ class ArrayReading:
         return self._array(i)
 
     def _array(self, i: Any) -> np.ndarray:
-        """Array ``i``, whose source (if derived) is made already or is reported bad."""
+        """Array `i`, whose source (if derived) is made already or is reported bad."""
         if i in self.arrays:
             return self.arrays[i]
         spec = self.ref(self.array_specs, i, "array reference")
@@ -153,7 +153,7 @@ class ArrayReading:
         return arr
 
     def stored_array(self, member: Any, dtype: DType, shape: tuple) -> np.ndarray:
-        """An ``.npy`` member, read only once its header agrees with the declared dtype and
+        """An `.npy` member, read only once its header agrees with the declared dtype and
         shape and the member holds exactly that many bytes (no header can make it allocate
         more than the file holds)."""
         info = self.zf.getinfo(str(member))
@@ -194,7 +194,7 @@ class ArrayReading:
     def source_bytes(self, member: Any) -> bytes:
         """The ONNX source member, read in chunks up to its cap and the load budget: refused
         at once when the size the zip declares is over them or over its ratio cap (a zip
-        bomb), and never read past the size declared (see :mod:`explorer.store.zipread`)."""
+        bomb), and never read past the size declared (see `explorer.store.zipread`)."""
         name = str(member)
         cap = min(MAX_SOURCE_BYTES, MAX_LOAD_BYTES - self.loaded)
         info = self.zf.getinfo(name)
@@ -219,7 +219,7 @@ class ArrayReading:
 
 
 def _as_bits(dtype: DType, stored: np.dtype) -> bool:
-    """Whether values of ``dtype`` (an ml_dtypes type) are stored as ``stored``, their bits."""
+    """Whether values of `dtype` (an ml_dtypes type) are stored as `stored`, their bits."""
     bits = dtype is DType.bfloat16 or dtype.is_storage_only
     return bits and stored.itemsize == dtype.itemsize and stored.kind in "uV"
 
@@ -228,7 +228,7 @@ _CHUNK = 16 << 20  # bytes read from a member at a time
 
 
 def _size(nbytes: int) -> str:
-    """``1.5 GiB``, ``300.0 MiB``, ``2.0 KiB``, ``12 bytes``."""
+    """`1.5 GiB`, `300.0 MiB`, `2.0 KiB`, `12 bytes`."""
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if nbytes >= 1 << shift:
             return f"{nbytes / (1 << shift):.1f} {unit}"

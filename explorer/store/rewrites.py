@@ -1,7 +1,7 @@
-"""A step's rewrites in a trace file: ``"rewrites"`` in its manifest record, a list of
-``[rule, [matched...], [produced...], cut]``. Read back checked and capped: a file is
+"""A step's rewrites in a trace file: `"rewrites"` in its manifest record, a list of
+`[rule, [matched...], [produced...], cut]`. Read back checked and capped: a file is
 untrusted, so a rule or a node name is text of bounded length, a rewrite keeps at most
-``MAX_NAMES`` names per side, and a step at most :data:`MAX_REWRITES` rewrites."""
+`MAX_NAMES` names per side, and a step at most `MAX_REWRITES` rewrites."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def encode_rewrites(rewrites) -> list:
 
 
 def decode_rewrites(data: Any, where: str) -> tuple[Rewrite, ...]:
-    """A step's rewrites read from a file (``where`` names the file and step in errors)."""
+    """A step's rewrites read from a file (`where` names the file and step in errors)."""
     if data is None:
         return ()
     if not isinstance(data, list):

@@ -1,6 +1,6 @@
-"""``save(trace, path)``: a trace as a ``.passlens`` file (the format is described in
-:mod:`explorer.store`). It reads the trace through its attributes only, so it does not import
-explorer.trace (which calls it from ``Trace.save``)."""
+"""`save(trace, path)`: a trace as a `.passlens` file (the format is described in
+`explorer.store`). It reads the trace through its attributes only, so it does not import
+explorer.trace (which calls it from `Trace.save`)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 def new_file_mode() -> int:
     """The mode an ordinary new file gets (0666 less the umask: 0644 usually), for a file
-    written through ``tempfile.mkstemp`` (0600) and renamed: what is saved is as readable as
+    written through `tempfile.mkstemp` (0600) and renamed: what is saved is as readable as
     every other output."""
     mask = os.umask(0o022)
     os.umask(mask)
@@ -58,14 +58,14 @@ def new_file_mode() -> int:
 def save(
     trace: Trace, path: str | os.PathLike, include_source: bool = False, inputs: bool = False
 ) -> Path:
-    """Write ``trace`` to ``path`` (a ``.passlens`` zip of JSON and ``.npy`` arrays), with its
-    last check report (``trace.report``), if any: findings, each step's numbers, per-node and
+    """Write `trace` to `path` (a `.passlens` zip of JSON and `.npy` arrays), with its
+    last check report (`trace.report`), if any: findings, each step's numbers, per-node and
     per-layer errors.
 
-    With ``inputs`` the values that check ran on are stored too (``trace.report.inputs``,
+    With `inputs` the values that check ran on are stored too (`trace.report.inputs`,
     up to 256 MiB; more is left out with a warning), so the loaded trace can be checked
-    again on them: ``trace.check(trace.report.inputs)``. The example inputs are always
-    stored (an input that is one of them is stored once). With ``include_source`` an ONNX
+    again on them: `trace.check(trace.report.inputs)`. The example inputs are always
+    stored (an input that is one of them is stored once). With `include_source` an ONNX
     source model is stored too (its bytes), so a loaded trace can still run onnxruntime as
     the reference; it roughly doubles the file. Returns the path written. The file is
     replaced atomically.
@@ -112,7 +112,7 @@ _NPY_CHUNK = 1 << 26  # bytes handed to the zip member at a time (64 MiB)
 
 
 def write_npy(f, arr: np.ndarray) -> None:
-    """``np.lib.format.write_array(f, arr)``, the same bytes: an array laid out whole in
+    """`np.lib.format.write_array(f, arr)`, the same bytes: an array laid out whole in
     memory (C or Fortran order, a plain dtype) is written from its memory a slice at a time
     (numpy copies a file object's array into a new 16 MiB buffer per chunk first: half the
     speed of the disk at 1B); any other through numpy."""
@@ -294,11 +294,11 @@ class _Writer:
 
     def module_ref(self, m: Any) -> int | None:
         """The index of a passlens module in the module table (None for none, or for another
-        compiler's module: that is ``foreign``'s)."""
+        compiler's module: that is `foreign`'s)."""
         return self.module(m) if isinstance(m, Module) else None
 
     def foreign(self, m: Any) -> int:
-        """The index of another compiler's module (see ``graphs.encode_foreign``)."""
+        """The index of another compiler's module (see `graphs.encode_foreign`)."""
         key = id(m)
         if key not in self._foreign_ids:
             self._alive.append(m)
@@ -308,7 +308,7 @@ class _Writer:
         return self._foreign_ids[key]
 
     def ref(self, obj: Any) -> int:
-        """The index of a graph node's object in the ref table (see ``graphs.encode_ref``):
+        """The index of a graph node's object in the ref table (see `graphs.encode_ref`):
         one entry per object, so identity across steps survives saving."""
         key = id(obj)
         if key not in self._ref_ids:
@@ -347,7 +347,7 @@ class _Writer:
         return self._function_ids[key]
 
     def node(self, root: Expr | Block) -> int:
-        """The index of ``root`` in the node table, adding it and what it reads first."""
+        """The index of `root` in the node table, adding it and what it reads first."""
         ids = self._node_ids
         if id(root) in ids:
             return ids[id(root)]
@@ -442,7 +442,7 @@ class _Writer:
         return self._prov_ids[prov]
 
     def array(self, arr: np.ndarray) -> int:
-        """The index of ``arr`` in the array table; arrays with equal content share one."""
+        """The index of `arr` in the array table; arrays with equal content share one."""
         key = id(arr)
         if key in self._array_ids:
             return self._array_ids[key]
@@ -464,7 +464,7 @@ class _Writer:
         return index
 
     def _derivation(self, arr: np.ndarray, probe: tuple) -> dict | None:
-        """How ``arr`` is computed from an array already stored, when it is a permutation
+        """How `arr` is computed from an array already stored, when it is a permutation
         and/or a cast of one (fold-constant transposing a weight, convert-dtype casting it):
         then only the recipe is stored, and the file stays near the size of the weights."""
         if arr.size < _MIN_DERIVED or arr.ndim > 6:
@@ -506,7 +506,7 @@ _MIN_DERIVED = 64  # smaller arrays are stored as they are
 
 
 def _probe_index(arr: np.ndarray) -> tuple:
-    """A few positions of ``arr`` (first, last and spread between) to compare cheaply."""
+    """A few positions of `arr` (first, last and spread between) to compare cheaply."""
     if arr.ndim == 0 or arr.size == 0:
         return (Ellipsis,)
     flat = np.unique(np.linspace(0, arr.size - 1, num=min(arr.size, 24)).astype(np.int64))
@@ -514,7 +514,7 @@ def _probe_index(arr: np.ndarray) -> tuple:
 
 
 def _permutations_to(shape: tuple, target: tuple):
-    """Axis orders ``axes`` with ``transpose(x of shape, axes).shape == target``."""
+    """Axis orders `axes` with `transpose(x of shape, axes).shape == target`."""
     import itertools
 
     for axes in itertools.permutations(range(len(shape))):

@@ -1,8 +1,8 @@
-"""Reading the members of a zip archive that is untrusted input (a ``.passlens`` trace; a
-``.pt2`` program is checked with the same rules before torch reads it): a member is read as a
+"""Reading the members of a zip archive that is untrusted input (a `.passlens` trace; a
+`.pt2` program is checked with the same rules before torch reads it): a member is read as a
 stream with its decompressed bytes counted as they come, never past the least of the size its
-header declares, the caller's cap and ``MAX_RATIO`` times its compressed size (past a floor of
-``RATIO_FLOOR``). A header that declares more than those is refused before anything is read;
+header declares, the caller's cap and `MAX_RATIO` times its compressed size (past a floor of
+`RATIO_FLOOR`). A header that declares more than those is refused before anything is read;
 one that declares less than the member holds gets no more than it declared (the CRC check then
 fails). Every refusal is one error naming the archive and the member.
 
@@ -30,7 +30,7 @@ def _size(nbytes: int) -> str:
 
 
 def ratio_cap(info: zipfile.ZipInfo) -> int:
-    """The most a member may inflate to: ``MAX_RATIO`` times its compressed size, or the
+    """The most a member may inflate to: `MAX_RATIO` times its compressed size, or the
     floor, whichever is larger."""
     return max(RATIO_FLOOR, MAX_RATIO * max(0, info.compress_size))
 
@@ -43,8 +43,8 @@ def check_archive(
 ) -> None:
     """The archive's member table: not too many members, no name twice (which copy a reader
     takes would depend on the reader), no overlong name, no member whose compressed size is
-    larger than the archive or whose declared size is past its ratio cap (``limit_error``,
-    default ``error``, for a size past a limit; ``error`` for damage)."""
+    larger than the archive or whose declared size is past its ratio cap (`limit_error`,
+    default `error`, for a size past a limit; `error` for damage)."""
     infos = zf.infolist()
     if len(infos) > MAX_MEMBERS:
         raise error(f"{where}: {len(infos):,} members, more than {MAX_MEMBERS:,}; not read")
@@ -97,9 +97,9 @@ def _archive_size(zf: zipfile.ZipFile) -> int | None:
 
 
 class BoundedMember:
-    """A member opened for reading, counting the bytes it gives: past ``limit`` (the least of
-    its declared size, the caller's cap and its ratio cap) reading raises ``error`` naming it.
-    ``tell()`` is the count so far."""
+    """A member opened for reading, counting the bytes it gives: past `limit` (the least of
+    its declared size, the caller's cap and its ratio cap) reading raises `error` naming it.
+    `tell()` is the count so far."""
 
     def __init__(
         self,
@@ -174,7 +174,7 @@ def read_member(
     limit_error: type[Exception] | None = None,
 ) -> bytes:
     """A whole member, read in chunks into one buffer within its limits (see
-    :class:`BoundedMember`)."""
+    `BoundedMember`)."""
     info = name if isinstance(name, zipfile.ZipInfo) else zf.getinfo(name)
     with BoundedMember(zf, info, where, error, cap, what, limit_error) as f:
         buffer = bytearray(min(f.limit, info.file_size))

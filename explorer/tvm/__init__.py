@@ -1,4 +1,4 @@
-"""Apache TVM Relax pipelines as passlens traces (``explore(..., compiler="tvm")``).
+"""Apache TVM Relax pipelines as passlens traces (`explore(..., compiler="tvm")`).
 
     import explorer
     trace = explorer.explore(model, (x,), compiler="tvm", pipeline="zero")
@@ -8,21 +8,21 @@
     small.upstream_repro("repro.py")     # a script with tvm and numpy only, for a bug report
     fixed = get_adapter("tvm").rerun(trace, replace={"FastGelu": FastGeluFixed()})
 
-The source is imported with TVM's own frontends (``from_exported_program``, ``from_onnx``; a
-``tvm.IRModule`` as it is), the pipeline runs in a ``PassContext`` with a recording
-``PassInstrument`` (every pass application, nested ones included, with its time, whether it
+The source is imported with TVM's own frontends (`from_exported_program`, `from_onnx`; a
+`tvm.IRModule` as it is), the pipeline runs in a `PassContext` with a recording
+`PassInstrument` (every pass application, nested ones included, with its time, whether it
 changed the module and, for a failure, the exception and traceback), and each recorded module
 is kept as a reference, converted to passlens's graph model only when a view asks. The trace
-is passlens's ``Trace`` of ``Step`` s: summary, diff, parameters, views, save and load work
+is passlens's `Trace` of `Step` s: summary, diff, parameters, views, save and load work
 on it unchanged. tvm is imported only when a TVM trace is made or converted: nothing else in
 passlens needs it.
 
-A pass of the user's own (``@tvm.transform.module_pass`` on a function or class, a
-``@relax.transform.function_pass``, a ``@relax.expr_functor.mutator`` used inside one) is a
-pass like TVM's: its step is named by TVM's ``PassInfo.name`` (the function's or class's
-name), or, for a generic one (``transform``, a lambda), after the Relax mutators it made or
+A pass of the user's own (`@tvm.transform.module_pass` on a function or class, a
+`@relax.transform.function_pass`, a `@relax.expr_functor.mutator` used inside one) is a
+pass like TVM's: its step is named by TVM's `PassInfo.name` (the function's or class's
+name), or, for a generic one (`transform`, a lambda), after the Relax mutators it made or
 where it is defined (explorer/tvm/record.py). TVM registers nothing for such a pass, so a
-notebook cell that defines one runs again freely; ``rerun`` (explorer/tvm/rerun.py) records the
+notebook cell that defines one runs again freely; `rerun` (explorer/tvm/rerun.py) records the
 trace's source again with a changed pipeline.
 """
 
@@ -46,14 +46,14 @@ def explore_tvm(
     target: Any = None,
     **frontend_options: Any,
 ):
-    """Import ``source`` with TVM, run ``pipeline`` with recording, return the Trace.
+    """Import `source` with TVM, run `pipeline` with recording, return the Trace.
 
-    ``pipeline``: a Relax pipeline name (``"zero"``, for ``relax.get_pipeline``), a
-    ``tvm.transform.Pass`` (a ``Sequential`` included) or a list of passes (applied in turn:
-    after a failure the rest are listed as skipped). ``opt_level``, ``config``, ``instruments``
-    (more PassInstruments) and ``target`` set up the PassContext; other keywords go to the
-    frontend (``dynamic_shapes`` for torch.export, ``keep_params_as_input``, ONNX's
-    ``shape_dict`` ...). ``progress``: as for :func:`explorer.explore`.
+    `pipeline`: a Relax pipeline name (`"zero"`, for `relax.get_pipeline`), a
+    `tvm.transform.Pass` (a `Sequential` included) or a list of passes (applied in turn:
+    after a failure the rest are listed as skipped). `opt_level`, `config`, `instruments`
+    (more PassInstruments) and `target` set up the PassContext; other keywords go to the
+    frontend (`dynamic_shapes` for torch.export, `keep_params_as_input`, ONNX's
+    `shape_dict` ...). `progress`: as for `explorer.explore`.
     """
     try:
         import tvm  # noqa: F401

@@ -1,4 +1,4 @@
-"""Apache TVM's Relax passes as an explorer adapter (registered by ``explorer.adapters`` on
+"""Apache TVM's Relax passes as an explorer adapter (registered by `explorer.adapters` on
 first use). Importing this module does not import tvm: recording and checking do."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from explorer.adapters import REDUCE, RERUN, Adapter, register_adapter
 
 
 class TVMAdapter(Adapter):
-    """The source imported with TVM's frontends (or a ``tvm.IRModule``), a Relax pipeline
-    (default ``"zero"``) run with a recording PassInstrument; steps built with relax.build and
+    """The source imported with TVM's frontends (or a `tvm.IRModule`), a Relax pipeline
+    (default `"zero"`) run with a recording PassInstrument; steps built with relax.build and
     run in TVM's VM for the check (outputs only: no per-node values); a pass's divergence
     reduced on cuts of the module it was given (explorer/tvm/reduce.py); a trace re-run with a
     changed pipeline (explorer/tvm/rerun.py)."""
@@ -35,10 +35,10 @@ class TVMAdapter(Adapter):
 
     def rerun(self, trace, pipeline=None, from_step=None, replace=None, progress=None):
         """The trace's source recorded again, with the same example inputs and options,
-        through ``pipeline`` (default: the trace's own) with the passes ``replace`` names
-        swapped (``{old pass name, class or object: new pass}``). The whole pipeline is
-        recorded again (``from_step`` is checked, nothing is shared); a trace read from a
-        file cannot be re-run (``RerunError``)."""
+        through `pipeline` (default: the trace's own) with the passes `replace` names
+        swapped (`{old pass name, class or object: new pass}`). The whole pipeline is
+        recorded again (`from_step` is checked, nothing is shared); a trace read from a
+        file cannot be re-run (`RerunError`)."""
         from explorer.tvm.rerun import rerun_tvm
 
         return rerun_tvm(trace, pipeline, from_step, replace, progress)

@@ -1,14 +1,14 @@
-"""``trace.check`` on a TVM trace: the reference (torch eager or onnxruntime) against every
-step's module built with ``relax.build`` and run in the Relax VM (explorer/tvm/run.py).
+"""`trace.check` on a TVM trace: the reference (torch eager or onnxruntime) against every
+step's module built with `relax.build` and run in the Relax VM (explorer/tvm/run.py).
 
 It is passlens's own check (explorer/check/runner.py: the same report, findings, detectors and
-progress) with its own :class:`~explorer.check.runner.StepRunner`: outputs only for every step
+progress) with its own `explorer.check.runner.StepRunner`: outputs only for every step
 (TVM's VM gives a function's outputs), and for a step that diverged the value of every binding
-of ``main`` against the imported step's (explorer/tvm/node_values.py), so the finding names the
+of `main` against the imported step's (explorer/tvm/node_values.py), so the finding names the
 first binding that differs; builds shared between structurally equal modules, and the calling
-convention read from the TVM module (after ``LiftTransformParams`` the check runs
-``main_transform_params`` on the weights first; after the lazy passes it serves and collects
-their callbacks by index), so a changed signature is the ``signature-changed`` finding and not
+convention read from the TVM module (after `LiftTransformParams` the check runs
+`main_transform_params` on the weights first; after the lazy passes it serves and collects
+their callbacks by index), so a changed signature is the `signature-changed` finding and not
 a false divergence. Modules a pass built for itself
 (FoldConstant's kernels) are not run."""
 
@@ -29,7 +29,7 @@ from explorer.check.runner import Checker, StepRunner, name_nodes
 class TVMStepRunner(StepRunner):
     """A TVM trace's steps built with relax.build and run in the Relax VM (see the module
     docstring): outputs only, so most no-op hooks (no value cache, no per-layer errors,
-    nothing to release) are what it needs; ``after_step`` names a diverged step's node."""
+    nothing to release) are what it needs; `after_step` names a diverged step's node."""
 
     # the reference: passlens's, without per-node values (the VM gives outputs only)
     own_source = "the source is a TVM module"
@@ -89,7 +89,7 @@ class TVMStepRunner(StepRunner):
         )
 
     def after_step(self, step, run: Run | None) -> None:
-        """A step that diverged: its ``main`` bindings' values against the imported step's,
+        """A step that diverged: its `main` bindings' values against the imported step's,
         the first that differs named by the finding (explorer/tvm/node_values.py)."""
         if run is None or not run.diverged or step is self.check.imported:
             return
@@ -118,7 +118,7 @@ class TVMStepRunner(StepRunner):
 
 
 def imported_weights(module) -> list:
-    """The weights the imported ``main`` of ``module`` (a step's TVMModule) takes after its
+    """The weights the imported `main` of `module` (a step's TVMModule) takes after its
     inputs, as numpy arrays (none when they are constants of the module: TVM's importer keeps
     them so by default)."""
     ir = getattr(module, "ir", None)
@@ -136,7 +136,7 @@ def imported_weights(module) -> list:
 
 
 def convention(ir) -> CallingConvention:
-    """How ``main`` of a TVM module is called (passlens's CallingConvention, so the
+    """How `main` of a TVM module is called (passlens's CallingConvention, so the
     signature-changed finding compares TVM steps as it compares its own)."""
     names = {str(gv.name_hint) for gv in ir.get_global_vars()}
     main = ir["main"]
@@ -153,7 +153,7 @@ def convention(ir) -> CallingConvention:
 
 
 def _callbacks(fn) -> tuple[int, bool, bool]:
-    """How many plain parameters ``fn`` takes, and whether it takes a get / a set callback."""
+    """How many plain parameters `fn` takes, and whether it takes a get / a set callback."""
     from tvm import relax
 
     plain, get, set_ = 0, False, False
@@ -168,7 +168,7 @@ def _callbacks(fn) -> tuple[int, bool, bool]:
 
 
 def check_tvm(trace, inputs, options):
-    """``explorer.check.check`` for a TVM trace."""
+    """`explorer.check.check` for a TVM trace."""
     try:
         import tvm  # noqa: F401
     except ImportError as e:

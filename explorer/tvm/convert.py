@@ -1,12 +1,12 @@
-"""A TVM ``IRModule`` as passlens's neutral graph model, and its text views.
+"""A TVM `IRModule` as passlens's neutral graph model, and its text views.
 
 Every Relax function becomes a graph: its parameters (inputs; weights passed as parameters
-after ``num_input``), one node per binding of its blocks (dataflow or not, the branches of an
-``R.If`` included) and its return. A node's op is the Relax op (``R.nn.conv2d``), the callee
-(``@main_inner``), or for ``R.call_tir`` the kernel (``R.call_tir(fused_matmul_add)``). Types
-are the struct info's, in passlens's notation (``f32[s77, 4]``: symbolic dims as text).
-Tensor constants are weights (``graph.params``, with their data, so the parameter analysis
-compares content); 0-d constants are literals. Called by :class:`explorer.tvm.module.TVMModule`
+after `num_input`), one node per binding of its blocks (dataflow or not, the branches of an
+`R.If` included) and its return. A node's op is the Relax op (`R.nn.conv2d`), the callee
+(`@main_inner`), or for `R.call_tir` the kernel (`R.call_tir(fused_matmul_add)`). Types
+are the struct info's, in passlens's notation (`f32[s77, 4]`: symbolic dims as text).
+Tensor constants are weights (`graph.params`, with their data, so the parameter analysis
+compares content); 0-d constants are literals. Called by `explorer.tvm.module.TVMModule`
 on first use; imports tvm.
 """
 
@@ -66,7 +66,7 @@ def tensor_shape(ty: Any) -> tuple | None:
 
 
 def type_text(ty: Any) -> str:
-    """A TVM type in passlens's notation: ``f32[2, s77]``, ``(f32[2], i64[3])``, ``shape[2]``."""
+    """A TVM type in passlens's notation: `f32[2, s77]`, `(f32[2], i64[3])`, `shape[2]`."""
     from tvm import relax
 
     if ty is None:
@@ -97,7 +97,7 @@ def _shape_dtype(ty: Any) -> tuple[tuple | None, str | None]:
 
 
 def _static_nbytes(ty: Any) -> int:
-    """Bytes of a value of type ``ty`` when its shape is static (a tuple's: its fields')."""
+    """Bytes of a value of type `ty` when its shape is static (a tuple's: its fields')."""
     fields = getattr(ty, "fields", None)
     if fields is not None and type(ty).__name__ == "TupleType":
         return sum(_static_nbytes(f) for f in fields)
@@ -108,7 +108,7 @@ def _static_nbytes(ty: Any) -> int:
 
 
 def attrs_dict(attrs: Any) -> dict[str, str]:
-    """A TVM attrs object as ``{key: value text}`` (parsed from its printed form)."""
+    """A TVM attrs object as `{key: value text}` (parsed from its printed form)."""
     if attrs is None:
         return {}
     text = str(attrs)
@@ -154,7 +154,7 @@ def _short(value: Any, limit: int = 200) -> str:
 
 
 def graph_of_tvm(module: Any, state: TVMState) -> GraphModel:
-    """The graph model of a TVM IRModule's Relax functions (node ids ``function/name``)."""
+    """The graph model of a TVM IRModule's Relax functions (node ids `function/name`)."""
     from tvm import relax
 
     g = GraphModel()
@@ -186,7 +186,7 @@ def _output_provenance(fn: Any, state: TVMState) -> Any:
 
 
 class _Builder:
-    """Adds one Relax function to a graph model (``outputs``: each Relax function's output
+    """Adds one Relax function to a graph model (`outputs`: each Relax function's output
     provenance, given to the bindings that call it and have none of their own)."""
 
     def __init__(
@@ -341,7 +341,7 @@ class _Builder:
 
     def edges(self, nid: str, inputs: list, attrs: dict, start: int = 0) -> None:
         """Edges from each input that is a graph value; any other argument (a shape, a
-        string, a number) becomes an attribute ``arg<i>``."""
+        string, a number) becomes an attribute `arg<i>`."""
         from tvm import relax
 
         index = start
@@ -461,7 +461,7 @@ class _Builder:
 
 def texts_of_tvm(module: Any) -> tuple[str, dict[str, str], str | None]:
     """The IR text (the Relax functions' TVMScript; the whole module's when it has none),
-    the backend views (``"loop IR"``: the TIR PrimFuncs) and the backend stage."""
+    the backend views (`"loop IR"`: the TIR PrimFuncs) and the backend stage."""
     import tvm
     from tvm import relax
 

@@ -1,17 +1,17 @@
-"""Cuts of a Relax module's ``main`` for the TVM reducer (``explorer.tvm.reduce``).
+"""Cuts of a Relax module's `main` for the TVM reducer (`explorer.tvm.reduce`).
 
-A cut keeps one binding of one block of ``main`` with its producers in that block up to a
-depth, as a new ``main`` of its own returning that binding's value: what flows in from outside
+A cut keeps one binding of one block of `main` with its producers in that block up to a
+depth, as a new `main` of its own returning that binding's value: what flows in from outside
 the kept bindings becomes an input (a tensor the reducer knows the value of: a parameter of
-``main``, or a binding of an earlier block, read by a :func:`probe`), and every constant that
+`main`, or a binding of an earlier block, read by a `probe`), and every constant that
 is not a scalar becomes a weight parameter, bound back to its value with TVM's own
-``relax.transform.BindParams`` (TVM 0.27 cannot print a module's constants so that they parse
-again: ``script(show_meta=True)`` crashes). The other functions the cut still calls (kernels,
+`relax.transform.BindParams` (TVM 0.27 cannot print a module's constants so that they parse
+again: `script(show_meta=True)` crashes). The other functions the cut still calls (kernels,
 private Relax functions) stay; the rest go.
 
-The cut is printed as TVMScript and parsed back (``tvm.script.from_source``): the module the
+The cut is printed as TVMScript and parsed back (`tvm.script.from_source`): the module the
 pass is run on is the one a standalone script makes from that text, so what the reducer saw is
-what the script shows. The text is checked first (:func:`check_script`): it comes from the
+what the script shows. The text is checked first (`check_script`): it comes from the
 model's names, and TVM's parser evaluates parts of it.
 """
 
@@ -39,9 +39,9 @@ class CutRefused(Exception):
 
 @dataclass
 class Cut:
-    """One cut: ``text`` (its TVMScript: the inputs, then the weights as parameters), the
-    names and values of its ``inputs`` and ``weights``, how many bindings it keeps, and
-    ``module``: the text parsed back with its weights bound, what the pass is run on."""
+    """One cut: `text` (its TVMScript: the inputs, then the weights as parameters), the
+    names and values of its `inputs` and `weights`, how many bindings it keeps, and
+    `module`: the text parsed back with its weights bound, what the pass is run on."""
 
     text: str
     inputs: list[tuple[str, np.ndarray]]
@@ -51,7 +51,7 @@ class Cut:
 
 
 def var_name(var: Any) -> str:
-    """A Relax variable's name (``name`` in TVM 0.27, ``name_hint`` before)."""
+    """A Relax variable's name (`name` in TVM 0.27, `name_hint` before)."""
     return str(getattr(var, "name", None) or getattr(var, "name_hint", "") or "v")
 
 
@@ -61,13 +61,13 @@ def gv_name(gv: Any) -> str:
 
 
 def blocks(main: Any) -> list[list[Any]]:
-    """The bindings of each block of ``main``'s body."""
+    """The bindings of each block of `main`'s body."""
     return [list(b.bindings) for b in getattr(main.body, "blocks", ())]
 
 
 def producers(bindings: list[Any], target: int, depth: int | None) -> list[int]:
-    """The indices of ``bindings[target]`` and of the bindings of the block it reads, up to
-    ``depth`` edges above it (None: all), in block order."""
+    """The indices of `bindings[target]` and of the bindings of the block it reads, up to
+    `depth` edges above it (None: all), in block order."""
     from tvm import relax
 
     index = {b.var.id_: i for i, b in enumerate(bindings)}
@@ -86,14 +86,14 @@ def producers(bindings: list[Any], target: int, depth: int | None) -> list[int]:
 
 
 def is_tensor(var: Any) -> bool:
-    """Whether ``var`` holds a tensor (what a cut can take as an input)."""
+    """Whether `var` holds a tensor (what a cut can take as an input)."""
     from tvm import relax
 
     return isinstance(var.ty, relax.TensorType)
 
 
 class Namer:
-    """Names for a cut's variables: the old name with anything but letters, digits and ``_``
+    """Names for a cut's variables: the old name with anything but letters, digits and `_`
     replaced, never a dunder, never one taken."""
 
     def __init__(self):
@@ -113,7 +113,7 @@ class Namer:
 
 
 def probe(mod: Any) -> tuple[Any, list[Any]]:
-    """``mod`` whose ``main`` also returns the value of every tensor binding (one build gives
+    """`mod` whose `main` also returns the value of every tensor binding (one build gives
     a cut's inputs from earlier blocks): the module and those bindings' variables."""
     import tvm
     from tvm import relax
@@ -142,9 +142,9 @@ def probe(mod: Any) -> tuple[Any, list[Any]]:
 
 
 def make_cut(mod: Any, bindings: list[Any], keep: list[int], dataflow: bool, values: dict):
-    """The :class:`Cut` of ``mod``'s ``main`` keeping ``bindings[keep]`` (the last is the
-    value returned). ``values``: the known tensor values by variable id (``main``'s
-    parameters, earlier blocks' bindings). Raises :class:`CutRefused` saying why."""
+    """The `Cut` of `mod`'s `main` keeping `bindings[keep]` (the last is the
+    value returned). `values`: the known tensor values by variable id (`main`'s
+    parameters, earlier blocks' bindings). Raises `CutRefused` saying why."""
     import tvm
     from tvm import relax
 
@@ -200,7 +200,7 @@ def make_cut(mod: Any, bindings: list[Any], keep: list[int], dataflow: bool, val
 
 
 def parse(cut: Cut) -> Any:
-    """The module a script makes from ``cut``: its text parsed, its weights bound."""
+    """The module a script makes from `cut`: its text parsed, its weights bound."""
     import tvm
     from tvm import relax
 
@@ -215,10 +215,10 @@ def parse(cut: Cut) -> Any:
 
 
 def check_script(text: str) -> None:
-    """That the TVMScript ``text`` is only TVMScript: it parses as Python, reads no name but
-    those it binds and ``I``, ``R``, ``T`` (no builtin, no ``metadata``: constants are weight
+    """That the TVMScript `text` is only TVMScript: it parses as Python, reads no name but
+    those it binds and `I`, `R`, `T` (no builtin, no `metadata`: constants are weight
     parameters), no dunder name or attribute, no statement TVMScript never prints. Raises
-    :class:`CutRefused` otherwise."""
+    `CutRefused` otherwise."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -264,7 +264,7 @@ def _without_main(mod: Any) -> Any:
 
 
 def _emit(bb: Any, b: Any, sub: Any, name: str, output: bool = False) -> Any:
-    """Emit binding ``b`` (its value with variables substituted) under ``name``."""
+    """Emit binding `b` (its value with variables substituted) under `name`."""
     from tvm import relax
 
     value = sub.visit_expr(b.value)
@@ -275,7 +275,7 @@ def _emit(bb: Any, b: Any, sub: Any, name: str, output: bool = False) -> Any:
 
 
 def _substitution(env: dict[int, Any]) -> Any:
-    """A mutator replacing variables and constants by what ``env`` maps their ids to."""
+    """A mutator replacing variables and constants by what `env` maps their ids to."""
     from tvm import relax
 
     @relax.expr_functor.mutator
@@ -297,7 +297,7 @@ def _substitution(env: dict[int, Any]) -> Any:
 
 
 def _constants(values: list[Any]) -> list[Any]:
-    """The constants of ``values`` that are not scalars, each once, in order of first use."""
+    """The constants of `values` that are not scalars, each once, in order of first use."""
     from tvm import relax
 
     found: dict[int, Any] = {}
@@ -315,7 +315,7 @@ def _constants(values: list[Any]) -> list[Any]:
 
 
 def _reachable(mod: Any) -> list[Any]:
-    """The global functions ``main`` calls, itself included, directly or not."""
+    """The global functions `main` calls, itself included, directly or not."""
     from tvm import relax
 
     by_name = {gv_name(gv): gv for gv in mod.get_global_vars()}

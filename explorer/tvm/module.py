@@ -1,12 +1,12 @@
-"""What a TVM step holds, without TVM: :class:`TVMModule` (a reference to one immutable TVM
-``IRModule``, or what a saved trace kept of it) and :class:`TVMState` (what the modules of one
+"""What a TVM step holds, without TVM: `TVMModule` (a reference to one immutable TVM
+`IRModule`, or what a saved trace kept of it) and `TVMState` (what the modules of one
 trace share: the stand-ins that give TVM objects an identity across steps, the names of the
 weights). Nothing here imports tvm: a loaded TVM trace needs none of it.
 
-A step of a TVM trace keeps its module as a :class:`TVMModule` and converts it only when a view
-asks (``graph_model()``, ``text()``, ``texts()``); recording is a reference per pass. Modules
+A step of a TVM trace keeps its module as a `TVMModule` and converts it only when a view
+asks (`graph_model()`, `text()`, `texts()`); recording is a reference per pass. Modules
 that are structurally equal share one wrapper (a pass that returned an equal copy did not
-change the module: ``step.changed`` is False), so identity means what it means for passlens's
+change the module: `step.changed` is False), so identity means what it means for passlens's
 own modules.
 """
 
@@ -25,8 +25,8 @@ NO_PROVENANCE = Provenance()
 
 class TVMRef:
     """The stand-in of one TVM binding (its variable and value) in graph models: the same
-    binding in two steps has the same stand-in, so diffs match it by identity. ``prov`` is
-    where it came from (the FX node of the torch model), ``tvm`` the TVM value (None in a
+    binding in two steps has the same stand-in, so diffs match it by identity. `prov` is
+    where it came from (the FX node of the torch model), `tvm` the TVM value (None in a
     loaded trace)."""
 
     __slots__ = ("prov", "tvm", "__weakref__")
@@ -40,14 +40,14 @@ class TVMRef:
 
 
 class TVMModule:
-    """One TVM ``IRModule`` of a trace (``ir``), converted on demand.
+    """One TVM `IRModule` of a trace (`ir`), converted on demand.
 
-    ``graph_model()`` is passlens's neutral graph of its Relax functions, ``text()`` their
-    TVMScript, ``texts()`` the ``"loop IR"`` view (its TIR PrimFuncs) once it has kernels.
-    ``inner`` marks a module a pass built for itself (the kernels FoldConstant compiles: TIR
+    `graph_model()` is passlens's neutral graph of its Relax functions, `text()` their
+    TVMScript, `texts()` the `"loop IR"` view (its TIR PrimFuncs) once it has kernels.
+    `inner` marks a module a pass built for itself (the kernels FoldConstant compiles: TIR
     only, where the program has Relax functions): its passes are recorded, but it is not the
     program the pipeline transforms. A module read from
-    a file has ``ir`` None and the graph and texts it was saved with.
+    a file has `ir` None and the graph and texts it was saved with.
     """
 
     compiler = "tvm"
@@ -108,13 +108,13 @@ class TVMModule:
 
     @property
     def backend_stage(self) -> str | None:
-        """``"loops"`` when the module holds TIR kernels next to Relax functions, else None."""
+        """`"loops"` when the module holds TIR kernels next to Relax functions, else None."""
         if self._text is None and self.ir is not None:
             self._views()
         return self._stage
 
     def texts(self) -> dict[str, str]:
-        """The backend views: ``{"loop IR": the TIR PrimFuncs}`` after legalization."""
+        """The backend views: `{"loop IR": the TIR PrimFuncs}` after legalization."""
         if self._texts is None:
             if self.ir is None:
                 return {}
@@ -138,7 +138,7 @@ def _has_relax(ir: Any) -> bool:
 
 
 def _span_provenance(*exprs: Any) -> Provenance:
-    """``file:line`` from the first TVM span of ``exprs`` (a module parsed from TVMScript
+    """`file:line` from the first TVM span of `exprs` (a module parsed from TVMScript
     has them; the torch frontend sets none)."""
     for e in exprs:
         span = getattr(e, "span", None)
@@ -158,16 +158,16 @@ def _content_key(arr: np.ndarray) -> tuple:
 class TVMState:
     """What the modules of one TVM trace share.
 
-    * module wrappers by the TVM object's id (``wrap``), and the TVM objects kept alive, so an
+    * module wrappers by the TVM object's id (`wrap`), and the TVM objects kept alive, so an
       id is never reused by another object while the trace lives;
-    * one :class:`TVMRef` per binding and one ``compiler.ir.Constant`` per TVM constant (its
+    * one `TVMRef` per binding and one `compiler.ir.Constant` per TVM constant (its
       data read once), so an untouched binding or weight is the same object in every step;
     * the names of weights: the source model's parameter whose content a constant holds
-      (``fc.weight``), else ``const<k>`` in order of first sight;
+      (`fc.weight`), else `const<k>` in order of first sight;
     * the provenance of the imported bindings (the FX node each came from);
-    * the pass objects the pipeline ran, by snapshot index (``passes``: the pipeline's own and
-      a ``Sequential``'s, matched by name; not those a pass made and ran itself), and the
-      ``PassContext`` settings they ran in (``context``), so a pass can be run again alone.
+    * the pass objects the pipeline ran, by snapshot index (`passes`: the pipeline's own and
+      a `Sequential`'s, matched by name; not those a pass made and ran itself), and the
+      `PassContext` settings they ran in (`context`), so a pass can be run again alone.
     """
 
     def __init__(self) -> None:
@@ -185,7 +185,7 @@ class TVMState:
 
     # ----- modules ---------------------------------------------------------------------------
     def wrap(self, ir: Any) -> TVMModule:
-        """The wrapper of ``ir`` (one per TVM module object); the first is the program's."""
+        """The wrapper of `ir` (one per TVM module object); the first is the program's."""
         key = ir.id_
         found = self.modules.get(key)
         if found is None:
@@ -196,8 +196,8 @@ class TVMState:
         return found
 
     def result(self, before: TVMModule, ir: Any, equal) -> TVMModule:
-        """The wrapper of what a pass returned: ``before`` itself when the pass returned the
-        same module or a structurally equal one (``equal(a, b)``), else a new wrapper."""
+        """The wrapper of what a pass returned: `before` itself when the pass returned the
+        same module or a structurally equal one (`equal(a, b)`), else a new wrapper."""
         key = ir.id_
         found = self.modules.get(key)
         if found is not None:
@@ -210,7 +210,7 @@ class TVMState:
 
     # ----- identities ------------------------------------------------------------------------
     def ref(self, var: Any, value: Any, prov: Provenance | None = None) -> TVMRef:
-        """The stand-in of the binding ``var = value``."""
+        """The stand-in of the binding `var = value`."""
         key = (var.id_, None if value is None else value.id_)
         found = self.refs.get(key)
         if found is None:
@@ -250,7 +250,7 @@ class TVMState:
         return found
 
     def name_weights(self, named: dict[str, Any], framework: str) -> None:
-        """Learn the source model's weights (``{name: array}``): a TVM constant with the same
+        """Learn the source model's weights (`{name: array}`): a TVM constant with the same
         content is shown under that name, with that layer as its provenance."""
         for name, arr in named.items():
             try:

@@ -1,18 +1,18 @@
-"""The value of every binding of ``main`` of a TVM step, for the node a ``diverged`` finding
+"""The value of every binding of `main` of a TVM step, for the node a `diverged` finding
 names (TVM's VM gives a function's outputs only).
 
-``main`` is rebuilt to return, after its own result, every tensor its top-level bindings bind
-(``ToNonDataflow`` first, so a dataflow block's values may leave it); the module is built with
-``relax.build`` and run in the VM with the step's calling convention. Only a step the check
+`main` is rebuilt to return, after its own result, every tensor its top-level bindings bind
+(`ToNonDataflow` first, so a dataflow block's values may leave it); the module is built with
+`relax.build` and run in the VM with the step's calling convention. Only a step the check
 found diverged (and the imported step, the per-node reference) is run so, once: a step that
 cannot be (callbacks, a binding the VM cannot return) gets no node errors, never a crash.
 
 A binding of the step is matched with the imported step's binding of the same variable (TVM
-keeps a variable a pass rewrites in place: ``lv3 = R.nn.relu(...)`` where the import had
-``lv3 = R.nn.gelu(...)``), else with the last binding of the same source node (the FX node a
+keeps a variable a pass rewrites in place: `lv3 = R.nn.relu(...)` where the import had
+`lv3 = R.nn.gelu(...)`), else with the last binding of the same source node (the FX node a
 binding came from; the last one is that node's result, not an intermediate the frontend made
 for it). Matched bindings of the same shape and dtype are compared; the first beyond the
-tolerance, in ``main``'s order, is the node the finding names.
+tolerance, in `main`'s order, is the node the finding names.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from explorer.check.report import NodeError
 
 
 class BindingValues:
-    """The values of one module's ``main`` bindings: ``refs`` (the TVMRef of each binding,
-    in order), ``values`` (the value of each, by position: None where not returned)."""
+    """The values of one module's `main` bindings: `refs` (the TVMRef of each binding,
+    in order), `values` (the value of each, by position: None where not returned)."""
 
     def __init__(self, refs: list, values: list, var_ids: list, nodes: list):
         self.refs = refs
@@ -35,7 +35,7 @@ class BindingValues:
 
 
 def exposed(ir: Any) -> tuple[Any, list]:
-    """``(module whose main returns (its result, *every tensor binding), those bindings)``;
+    """`(module whose main returns (its result, *every tensor binding), those bindings)`;
     raises for a module it cannot so rebuild."""
     import tvm
     from tvm import relax
@@ -58,8 +58,8 @@ def exposed(ir: Any) -> tuple[Any, list]:
 
 
 def binding_values(module: Any, vm: Any, runtime: list, weights: list) -> BindingValues | None:
-    """The values of ``module``'s (a step's TVMModule) ``main`` bindings on these inputs,
-    run by ``vm`` (an ``explorer.tvm.run.TVMRunner``); None when it cannot be run so."""
+    """The values of `module`'s (a step's TVMModule) `main` bindings on these inputs,
+    run by `vm` (an `explorer.tvm.run.TVMRunner`); None when it cannot be run so."""
     ir, state = getattr(module, "ir", None), getattr(module, "state", None)
     if ir is None or state is None:
         return None
@@ -80,7 +80,7 @@ def node_errors(
     step_values: BindingValues, reference: BindingValues, graph: Any, rtol: float, atol: float
 ) -> list[NodeError]:
     """The step's bindings whose value differs from their matched reference binding's (see
-    the module docstring), in ``main``'s order; ``graph`` is the step's graph model."""
+    the module docstring), in `main`'s order; `graph` is the step's graph model."""
     by_var = {v: k for k, v in enumerate(reference.var_ids)}
     by_node = _last_of_node(reference.nodes)
     last = _last_of_node(step_values.nodes)

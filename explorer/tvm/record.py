@@ -1,11 +1,11 @@
-"""Running a TVM pipeline with a recording ``PassInstrument``.
+"""Running a TVM pipeline with a recording `PassInstrument`.
 
-The instrument sees every pass application TVM makes in the ``PassContext``, nested ones
-included (a ``Sequential``'s passes, the passes a module pass runs itself, the kernel builds
-of ``FoldConstant``). Each becomes a ``compiler.passes.Snapshot`` whose modules are
-:class:`~explorer.tvm.module.TVMModule` references: the step types, diffs and views are
+The instrument sees every pass application TVM makes in the `PassContext`, nested ones
+included (a `Sequential`'s passes, the passes a module pass runs itself, the kernel builds
+of `FoldConstant`). Each becomes a `compiler.passes.Snapshot` whose modules are
+`explorer.tvm.module.TVMModule` references: the step types, diffs and views are
 passlens's own. A pass that returned a module structurally equal to the one it was given
-(``tvm_ffi.structural_equal``) shares its wrapper: it did not change the module. A pass that
+(`tvm_ffi.structural_equal`) shares its wrapper: it did not change the module. A pass that
 raises is recorded as failed, with the exception and its traceback, on it and on the passes
 around it, as passlens records its own passes; the run then stops and the trace is returned.
 """
@@ -21,10 +21,10 @@ from explorer.tvm.module import TVMState
 
 
 def resolve_pipeline(pipeline: Any) -> tuple[list, str, bool]:
-    """``(passes to apply in turn, the pipeline's text, whether the passes are known)``.
+    """`(passes to apply in turn, the pipeline's text, whether the passes are known)`.
 
-    ``pipeline`` is a name for ``relax.get_pipeline`` (``"zero"``), a TVM pass (a
-    ``tvm.transform.Sequential`` included) or a list of passes; None or ``[]`` runs nothing.
+    `pipeline` is a name for `relax.get_pipeline` (`"zero"`), a TVM pass (a
+    `tvm.transform.Sequential` included) or a list of passes; None or `[]` runs nothing.
     """
     import tvm
     from tvm import relax
@@ -53,7 +53,7 @@ def resolve_pipeline(pipeline: Any) -> tuple[list, str, bool]:
 
 
 def tvm_pass_name(p: Any) -> str:
-    """TVM's name of a pass (its ``PassInfo.name``), else its type's name."""
+    """TVM's name of a pass (its `PassInfo.name`), else its type's name."""
     try:
         return str(p.info.name)
     except Exception:
@@ -103,8 +103,8 @@ class _Run:
 
     # ----- names of generically named passes (see GENERIC_NAMES) ---------------------------
     def _watch(self, index: int, name: str) -> None:
-        """Note what the pass ``snapshots[index]`` makes and calls, for a better name than
-        ``name``: a profile function while it runs (not when another profiler is set)."""
+        """Note what the pass `snapshots[index]` makes and calls, for a better name than
+        `name`: a profile function while it runs (not when another profiler is set)."""
         import sys
 
         if name not in GENERIC_NAMES:
@@ -138,7 +138,7 @@ class _Run:
             seen.where = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
 
     def _named(self, index: int) -> None:
-        """Rename ``snapshots[index]`` after what ran inside (when it was watched)."""
+        """Rename `snapshots[index]` after what ran inside (when it was watched)."""
         seen = self.watch.pop(index, None)
         if seen is not None:
             snap = self.snapshots[index]
@@ -187,7 +187,7 @@ class _Run:
         self._named(index)
 
     def failed(self, error: BaseException, binding: Any = None) -> bool:
-        """The passes still open when ``error`` left the pipeline failed with it; False when
+        """The passes still open when `error` left the pipeline failed with it; False when
         none was open (the error came from outside any pass)."""
         if not self.stack:
             return False
@@ -218,10 +218,10 @@ def _visitor_types() -> tuple:
 
 
 def failing_binding(p: Any, module: Any, ctx_args: dict) -> Any:
-    """The Relax binding pass ``p`` was visiting when it failed on ``module``: ``p`` is run
+    """The Relax binding pass `p` was visiting when it failed on `module`: `p` is run
     again (outside the recording, in its own PassContext) while a profiler notes the last
-    ``binding`` argument of the Python visitors it calls (TVM's Python passes visit bindings
-    with ``visit_var_binding_`` / ``visit_binding``; the FFI's traceback frames do not keep
+    `binding` argument of the Python visitors it calls (TVM's Python passes visit bindings
+    with `visit_var_binding_` / `visit_binding`; the FFI's traceback frames do not keep
     their locals). None when no visitor had one (a pass written in C++)."""
     import sys
 
@@ -252,7 +252,7 @@ def failing_binding(p: Any, module: Any, ctx_args: dict) -> Any:
 
 
 def make_instrument(run: _Run) -> Any:
-    """A TVM PassInstrument reporting to ``run``."""
+    """A TVM PassInstrument reporting to `run`."""
     import tvm
 
     @tvm.instrument.pass_instrument
@@ -279,7 +279,7 @@ def run_pipeline(
     instruments: Any = (),
     target: Any = None,
 ) -> tuple[list[Snapshot], list[SkippedPass], bool]:
-    """Run ``pipeline`` on ``module`` with the recorder: ``(snapshots, skipped, interrupted)``.
+    """Run `pipeline` on `module` with the recorder: `(snapshots, skipped, interrupted)`.
 
     A failing pass ends the run (the exception is recorded on its snapshot); when the
     pipeline is a list, the passes after it are listed as skipped.
@@ -332,10 +332,10 @@ def run_pipeline(
 
 
 def note_passes(snapshots: list[Snapshot], index: int, p: Any, passes: dict[int, Any]) -> None:
-    """Note ``p`` as the pass of ``snapshots[index]`` (when that snapshot is ``p``'s, by
-    name) and, for a ``Sequential``, its passes as those of the snapshot's children, matched
+    """Note `p` as the pass of `snapshots[index]` (when that snapshot is `p`'s, by
+    name) and, for a `Sequential`, its passes as those of the snapshot's children, matched
     in order by name (a Sequential skips the passes its opt_level leaves out). A snapshot's
-    ``spec`` is TVM's name of its pass (its ``pass_name`` may be a better one)."""
+    `spec` is TVM's name of its pass (its `pass_name` may be a better one)."""
     if index >= len(snapshots) or snapshots[index].spec != tvm_pass_name(p):
         return
     passes[index] = p

@@ -1,20 +1,20 @@
-"""Reducing a ``diverged`` finding of a TVM trace to a few Relax bindings and one pass.
+"""Reducing a `diverged` finding of a TVM trace to a few Relax bindings and one pass.
 
-The pass is the step's (a pass nested in a ``Sequential`` or another pass: the innermost
+The pass is the step's (a pass nested in a `Sequential` or another pass: the innermost
 recorded one that changed the module and diverged), run again alone on the module it was
-given, in the ``PassContext`` the pipeline ran in. It must be one that can be: the pass object
-the pipeline held (a pipeline list's passes, a ``Sequential``'s), or one TVM's API makes again
-by its name (``tvm.relax.transform.FuseOps()``), and either must give the module the pass gave
-in the pipeline; otherwise a :class:`ReduceError` says why.
+given, in the `PassContext` the pipeline ran in. It must be one that can be: the pass object
+the pipeline held (a pipeline list's passes, a `Sequential`'s), or one TVM's API makes again
+by its name (`tvm.relax.transform.FuseOps()`), and either must give the module the pass gave
+in the pipeline; otherwise a `ReduceError` says why.
 
-The reducer then cuts ``main`` (``explorer.tvm.cut``): for each depth (none, 1 to 4 levels of
+The reducer then cuts `main` (`explorer.tvm.cut`): for each depth (none, 1 to 4 levels of
 producers, then all) and each binding of each block, the binding with its producers, the
-values flowing in as inputs (their values from the trace's inputs: ``main``'s parameters, the
+values flowing in as inputs (their values from the trace's inputs: `main`'s parameters, the
 earlier blocks' bindings read by one build of a probe), constants as weights. A cut the pass
 leaves unchanged is passed over without a build; otherwise the cut and the pass's result are
-built with ``relax.build`` and run in the VM, and the first whose outputs differ beyond the
-check's tolerance is the reduction: a :class:`~explorer.tvm.repro.TVMReduction` (its TVMScript,
-inputs, weights, the pass, ``save`` and ``upstream_repro``).
+built with `relax.build` and run in the VM, and the first whose outputs differ beyond the
+check's tolerance is the reduction: a `explorer.tvm.repro.TVMReduction` (its TVMScript,
+inputs, weights, the pass, `save` and `upstream_repro`).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ API = {
 
 @dataclass
 class PassSpec:
-    """The pass a reduction runs: ``obj`` (a ``tvm.transform.Pass``), ``api`` (the dotted
-    name that makes it again with no arguments, e.g. ``tvm.relax.transform.FuseOps``, when
-    TVM's API does), ``python`` (the object of a pass written in Python as a class, whose
-    source a script can hold) and ``why`` (why a script can name it neither way)."""
+    """The pass a reduction runs: `obj` (a `tvm.transform.Pass`), `api` (the dotted
+    name that makes it again with no arguments, e.g. `tvm.relax.transform.FuseOps`, when
+    TVM's API does), `python` (the object of a pass written in Python as a class, whose
+    source a script can hold) and `why` (why a script can name it neither way)."""
 
     name: str
     obj: Any
@@ -56,8 +56,8 @@ class PassSpec:
 
 
 def reduce_tvm(report, finding=None, budget: float = 60.0, progress=None):
-    """Reduce ``finding`` (the first failure by default, or its index) of a TVM trace's check
-    ``report`` (see the module docstring)."""
+    """Reduce `finding` (the first failure by default, or its index) of a TVM trace's check
+    `report` (see the module docstring)."""
     import tvm_ffi
 
     from explorer.tvm.cut import CutRefused, blocks, gv_name, make_cut, parse, producers
@@ -150,7 +150,7 @@ def _finding(report, finding):
 
 
 def innermost(report, step):
-    """The innermost pass under ``step`` that changed the module and diverged (``step``
+    """The innermost pass under `step` that changed the module and diverged (`step`
     itself when no child of it did)."""
     status = {c.step.index: c.status for c in report.steps}
     steps = report.trace.steps
@@ -163,7 +163,7 @@ def innermost(report, step):
 
 
 def apply(p: Any, mod: Any, context: dict) -> Any:
-    """``p`` run on ``mod`` in a ``PassContext`` (and target) as the pipeline's."""
+    """`p` run on `mod` in a `PassContext` (and target) as the pipeline's."""
     import tvm
 
     args = {}
@@ -179,11 +179,11 @@ def apply(p: Any, mod: Any, context: dict) -> Any:
 
 
 def runnable(step, state, context: dict) -> PassSpec:
-    """The pass of ``step`` as it can be run again alone, checked: run on the module it was
+    """The pass of `step` as it can be run again alone, checked: run on the module it was
     given, it gives the module it gave in the pipeline. Tried in turn: TVM's API by the
     pass's name (a script names it), a pass class written in Python whose pass has that name
     (a script holds its source), the pipeline's own pass object (a script can hold neither).
-    Raises :class:`ReduceError` saying why when none gives that module."""
+    Raises `ReduceError` saying why when none gives that module."""
     import tvm_ffi
 
     name = str(step.name)
@@ -229,8 +229,8 @@ def runnable(step, state, context: dict) -> PassSpec:
 
 
 def python_classes(name: str) -> list[type]:
-    """The pass classes written in Python (``@tvm.transform.module_pass`` and its kin on a
-    class: TVM wraps the class in a ``Pass`` subclass) whose pass is named ``name``."""
+    """The pass classes written in Python (`@tvm.transform.module_pass` and its kin on a
+    class: TVM wraps the class in a `Pass` subclass) whose pass is named `name`."""
     import tvm
 
     found, seen = [], set()
@@ -254,8 +254,8 @@ def python_classes(name: str) -> list[type]:
 
 
 def from_api(name: str) -> tuple[str, Any] | None:
-    """``(dotted name, pass)`` when TVM's API makes a pass named ``name`` with no arguments
-    (``"FuseOps"``: ``tvm.relax.transform.FuseOps``; ``"tirx.X"``: ``tvm.tirx.transform.X``)."""
+    """`(dotted name, pass)` when TVM's API makes a pass named `name` with no arguments
+    (`"FuseOps"`: `tvm.relax.transform.FuseOps`; `"tirx.X"`: `tvm.tirx.transform.X`)."""
     import tvm
 
     ns, _, attr = name.rpartition(".")
@@ -273,8 +273,8 @@ def from_api(name: str) -> tuple[str, Any] | None:
 
 
 def _python_object(p: Any) -> Any:
-    """The user's object behind a pass written in Python as a class (``@module_pass`` on a
-    class keeps it as ``_inst``), or None."""
+    """The user's object behind a pass written in Python as a class (`@module_pass` on a
+    class keeps it as `_inst`), or None."""
     try:
         inner = object.__getattribute__(p, "_inst")
     except AttributeError:
@@ -299,7 +299,7 @@ def _inputs(report) -> tuple[list, list]:
 
 
 def _values(report, ir, main, runner) -> dict:
-    """``main``'s parameters' values (tensors only) by variable id."""
+    """`main`'s parameters' values (tensors only) by variable id."""
     from explorer.tvm.cut import is_tensor
     from explorer.tvm.run import TVMRunError, to_numpy
 
@@ -318,7 +318,7 @@ def _values(report, ir, main, runner) -> dict:
 
 
 def _probe_values(ir, report, runner) -> dict:
-    """Every tensor binding's value of ``main`` on the trace's inputs, by variable id (one
+    """Every tensor binding's value of `main` on the trace's inputs, by variable id (one
     build of a probe module); none when the probe cannot be built or run (the cuts needing
     them are then passed over)."""
     from explorer.tvm.cut import probe

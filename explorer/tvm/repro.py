@@ -1,13 +1,13 @@
-"""A reduced TVM finding (:class:`TVMReduction`) and its upstream repro: a standalone script
+"""A reduced TVM finding (`TVMReduction`) and its upstream repro: a standalone script
 that needs only tvm and numpy. It parses the reduced module's TVMScript
-(``tvm.script.from_source``), binds its weights (``relax.transform.BindParams``), applies the
-pass (made by its name in TVM's API, ``tvm.relax.transform.X()``, or from its own Python
-source when it was written as a class) in the pipeline's ``PassContext``, builds the module
-before and after with ``relax.build``, runs both in the Relax VM on the embedded inputs, prints
+(`tvm.script.from_source`), binds its weights (`relax.transform.BindParams`), applies the
+pass (made by its name in TVM's API, `tvm.relax.transform.X()`, or from its own Python
+source when it was written as a class) in the pipeline's `PassContext`, builds the module
+before and after with `relax.build`, runs both in the Relax VM on the embedded inputs, prints
 both outputs' max abs / rel difference and TVM's version, and exits 1 while they differ.
 
 Everything from the model or the pass goes into the script as a literal: the TVMScript (checked
-by ``explorer.tvm.cut.check_script`` before it is ever parsed), the pass's name, the inputs'
+by `explorer.tvm.cut.check_script` before it is ever parsed), the pass's name, the inputs'
 names; the pass's API name only once found in TVM's API.
 """
 
@@ -51,12 +51,12 @@ RESERVED: dict[str, str | None] = {
 
 @dataclass
 class TVMReduction:
-    """A TVM finding reduced: the pass (``pass_name``; ``spec`` says how it is made again),
-    ``script`` (the TVMScript of the reduced module: ``main`` takes the ``inputs``, then the
-    ``weights``, which are bound to constants before the pass runs), how far the pass moves
-    its outputs (``max_abs``), bindings of ``main`` (before, after), the candidates built
-    (``tried``), the ``PassContext`` settings (``context``) and the check's tolerance.
-    ``save`` writes the module, the inputs and the pass; ``upstream_repro`` the script."""
+    """A TVM finding reduced: the pass (`pass_name`; `spec` says how it is made again),
+    `script` (the TVMScript of the reduced module: `main` takes the `inputs`, then the
+    `weights`, which are bound to constants before the pass runs), how far the pass moves
+    its outputs (`max_abs`), bindings of `main` (before, after), the candidates built
+    (`tried`), the `PassContext` settings (`context`) and the check's tolerance.
+    `save` writes the module, the inputs and the pass; `upstream_repro` the script."""
 
     finding: Any
     step_name: str
@@ -81,13 +81,13 @@ class TVMReduction:
 
     @property
     def files(self) -> list[str]:
-        """The names of the files :meth:`save` writes."""
+        """The names of the files `save` writes."""
         return [MODULE_FILE, INPUTS_FILE, PASS_FILE]
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``reduced_module.py`` (the TVMScript), ``inputs.npz`` (``input_<k>`` and
-        ``weight_<k>`` in ``main``'s order) and ``pass.txt`` (the pass, and how a script makes
-        it) into ``directory``, each a new file renamed over the name; returns the folder."""
+        """Write `reduced_module.py` (the TVMScript), `inputs.npz` (`input_<k>` and
+        `weight_<k>` in `main`'s order) and `pass.txt` (the pass, and how a script makes
+        it) into `directory`, each a new file renamed over the name; returns the folder."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         write_new(out, MODULE_FILE, self.script.encode("utf-8"))
@@ -100,10 +100,10 @@ class TVMReduction:
         return out
 
     def upstream_repro(self, path: str | Path) -> Path:
-        """Write the standalone script (tvm and numpy only; ``repro.py`` inside ``path`` when
-        it is a folder); returns its path. Raises :class:`ReduceError` when the pass can be
+        """Write the standalone script (tvm and numpy only; `repro.py` inside `path` when
+        it is a folder); returns its path. Raises `ReduceError` when the pass can be
         named neither from TVM's public API nor by its own Python source, or the pipeline's
-        ``PassContext`` config holds values a script cannot write."""
+        `PassContext` config holds values a script cannot write."""
         return write_script(path, repro_source(self), REPRO_FILE)
 
     def __str__(self) -> str:
@@ -119,7 +119,7 @@ class TVMReduction:
 
 
 def _make_pass(reduction: TVMReduction) -> tuple[str, str, str]:
-    """``(imports, definitions, expression)`` that make the pass in the script."""
+    """`(imports, definitions, expression)` that make the pass in the script."""
     spec = reduction.spec
     if spec.api:
         if not dotted(spec.api) or not spec.api.startswith("tvm."):
@@ -134,7 +134,7 @@ def _make_pass(reduction: TVMReduction) -> tuple[str, str, str]:
 
 
 def _context_literal(context: dict) -> tuple[str, str]:
-    """``PASS_CONTEXT`` and ``PASS_TARGET`` as literals."""
+    """`PASS_CONTEXT` and `PASS_TARGET` as literals."""
     args: dict[str, Any] = {}
     if context.get("opt_level") is not None:
         args["opt_level"] = int(context["opt_level"])
@@ -151,7 +151,7 @@ def _context_literal(context: dict) -> tuple[str, str]:
 
 
 def repro_source(reduction: TVMReduction) -> str:
-    """The whole script for ``reduction`` (see the module docstring)."""
+    """The whole script for `reduction` (see the module docstring)."""
     import tvm
 
     from explorer.tvm.cut import check_script

@@ -1,11 +1,11 @@
-"""``rerun`` of a TVM trace: the same source, example inputs and PassContext settings recorded
-again through a changed pipeline (``pipeline=`` a new one, or ``replace={old: new}``: passes of
-the pipeline swapped, inside a ``Sequential`` too).
+"""`rerun` of a TVM trace: the same source, example inputs and PassContext settings recorded
+again through a changed pipeline (`pipeline=` a new one, or `replace={old: new}`: passes of
+the pipeline swapped, inside a `Sequential` too).
 
 The whole pipeline is recorded again: TVM's passes are cheap next to the check, and a TVM
 module is immutable, so the steps before the first changed pass come out equal (not the same
-objects). A pass a key names can be one of the pipeline list's (or a ``Sequential``'s in it):
-a pass TVM builds inside a pipeline of its own (``"zero"``'s ``FoldConstant``) cannot be swapped;
+objects). A pass a key names can be one of the pipeline list's (or a `Sequential`'s in it):
+a pass TVM builds inside a pipeline of its own (`"zero"`'s `FoldConstant`) cannot be swapped;
 give the pipeline as a list of passes for that.
 """
 
@@ -29,8 +29,8 @@ def rerun_tvm(
     replace: dict | None = None,
     progress: Any = None,
 ) -> Any:
-    """A new trace of ``trace``'s source through ``pipeline`` (default: the trace's own) with
-    the passes ``replace`` names swapped (see the module docstring). ``from_step`` is checked
+    """A new trace of `trace`'s source through `pipeline` (default: the trace's own) with
+    the passes `replace` names swapped (see the module docstring). `from_step` is checked
     (a step of the trace) and changes nothing else: the whole pipeline is recorded again."""
     import tvm
 
@@ -46,8 +46,8 @@ def rerun_tvm(
 
 
 def swapped(pipeline: Any, swap: Replacements, names: dict[int, set[str]], trace: Any) -> Any:
-    """``pipeline`` with the passes ``swap`` names replaced (a list stays a list, a pass a
-    pass); a :class:`RerunError` for a key that names none of its passes."""
+    """`pipeline` with the passes `swap` names replaced (a list stays a list, a pass a
+    pass); a `RerunError` for a key that names none of its passes."""
     from explorer.tvm.record import resolve_pipeline, tvm_pass_name
 
     passes, _, is_list = resolve_pipeline(pipeline)

@@ -1,20 +1,20 @@
 """Running a TVM Relax module of a trace on numpy values: what a check of a TVM trace needs.
 
-A step's module is built with ``relax.build`` (which completes the lowering the step has not
+A step's module is built with `relax.build` (which completes the lowering the step has not
 done yet) and run in the Relax VM. Builds are shared between structurally equal modules.
 
-What ``main`` takes changes along a pipeline, as for passlens's own passes:
+What `main` takes changes along a pipeline, as for passlens's own passes:
 
-- as imported: the runtime inputs, then the weights (``num_input`` counts the inputs);
-- after ``LiftTransformParams``: ``main_transform_params`` turns the weights (one tuple) into
-  what ``main`` now takes after its inputs, so a call is ``main(*inputs,
-  *main_transform_params(weights))``;
-- after the lazy passes (``LazyTransformParams``, ``LazyGetInput`` / ``LazySetOutput``): the
-  transform function reads its inputs through a ``get`` callback and hands each result to a
-  ``set_output(index, value)`` callback; the runner serves the inputs by index and collects
+- as imported: the runtime inputs, then the weights (`num_input` counts the inputs);
+- after `LiftTransformParams`: `main_transform_params` turns the weights (one tuple) into
+  what `main` now takes after its inputs, so a call is `main(*inputs,
+  *main_transform_params(weights))`;
+- after the lazy passes (`LazyTransformParams`, `LazyGetInput` / `LazySetOutput`): the
+  transform function reads its inputs through a `get` callback and hands each result to a
+  `set_output(index, value)` callback; the runner serves the inputs by index and collects
   what is set by index. What a caller receives is exactly what was set: a whole tuple handed
   to index 0 is one value at index 0 (TVM 0.27's LazySetOutput does that), which the call of
-  ``main`` then cannot use, and the check says so.
+  `main` then cannot use, and the check says so.
 """
 
 from __future__ import annotations
@@ -89,9 +89,9 @@ class TVMRunner:
         return out
 
     def run(self, mod, inputs: Sequence[Any], weights: Sequence[Any] = (), function="main"):
-        """``function``'s outputs (a tuple of numpy arrays) for runtime ``inputs`` and the
-        model's ``weights`` (in the order the imported ``main`` takes them), whatever the
-        calling convention of ``mod`` (see the module docstring)."""
+        """`function`'s outputs (a tuple of numpy arrays) for runtime `inputs` and the
+        model's `weights` (in the order the imported `main` takes them), whatever the
+        calling convention of `mod` (see the module docstring)."""
         main, inputs, given, source = self._given(mod, inputs, weights, function)
         plain = [p for p in main.params if not _is_callable(p)]
         if len(plain) == len(main.params):  # no callbacks: inputs, then what main takes after
@@ -108,15 +108,15 @@ class TVMRunner:
         return out if isinstance(out, tuple) else (out,)
 
     def arguments(self, mod, inputs: Sequence[Any], weights: Sequence[Any] = (), function="main"):
-        """What :meth:`run` calls ``function`` with (TVM values, one per parameter), when it
-        takes no callbacks; a :class:`TVMRunError` when it does."""
+        """What `run` calls `function` with (TVM values, one per parameter), when it
+        takes no callbacks; a `TVMRunError` when it does."""
         main, inputs, given, source = self._given(mod, inputs, weights, function)
         if any(_is_callable(p) for p in main.params):
             raise TVMRunError(f"@{function} takes callbacks, not values")
         return self._plain_args(function, main, inputs, given, source)
 
     def _given(self, mod, inputs, weights, function):
-        """``(function, inputs, what it takes after them, where that came from)``."""
+        """`(function, inputs, what it takes after them, where that came from)`."""
         if function not in [_gv_name(gv) for gv in mod.get_global_vars()]:
             raise TVMRunError(f"the module has no @{function}")
         main = mod[function]
@@ -136,7 +136,7 @@ class TVMRunner:
         return args
 
     def transformed(self, mod, name: str, weights: Sequence[Any]) -> list:
-        """What the transform function gives for ``weights``, as ``main`` would take it."""
+        """What the transform function gives for `weights`, as `main` would take it."""
         fn = mod[name]
         plain = [p for p in fn.params if not _is_callable(p)]
         if len(plain) == len(fn.params):  # takes the weights: one tuple, or one by one
@@ -157,8 +157,8 @@ class TVMRunner:
         return self._with_callbacks(mod, name, fn, [], served, "the weights")
 
     def _with_callbacks(self, mod, name: str, fn, plain: list, served: list, source: str):
-        """Call ``name`` with its plain parameters and callbacks: ``get(i)`` serves
-        ``served[i]``; ``set_output(i, v)`` collects. Returns what was set by index (or what
+        """Call `name` with its plain parameters and callbacks: `get(i)` serves
+        `served[i]`; `set_output(i, v)` collects. Returns what was set by index (or what
         the function returned when it sets nothing)."""
         import tvm_ffi
 

@@ -1,10 +1,10 @@
-"""What ``explore(..., compiler="tvm")`` accepts, imported with TVM's own frontends.
+"""What `explore(..., compiler="tvm")` accepts, imported with TVM's own frontends.
 
-A torch ``nn.Module`` is exported once with torch.export (passlens's ``export_torch``), then
-decomposed as TVM's ``from_exported_program`` does by default; the decomposed program is
+A torch `nn.Module` is exported once with torch.export (passlens's `export_torch`), then
+decomposed as TVM's `from_exported_program` does by default; the decomposed program is
 both the source step's graph and what TVM's ExportedProgram importer reads, so each imported
 binding can name the FX node it came from (its provenance). An ONNX path, bytes or ModelProto
-goes through ``tvm.relax.frontend.onnx.from_onnx``; a ``tvm.IRModule`` is taken as it is.
+goes through `tvm.relax.frontend.onnx.from_onnx`; a `tvm.IRModule` is taken as it is.
 Weights keep the names the source model gives them (a TVM constant holding a parameter's
 content is shown as that parameter).
 """
@@ -33,7 +33,7 @@ class TVMImported:
 
 
 def import_tvm_source(source: Any, example_inputs: Any, state: TVMState, **options) -> TVMImported:
-    """Import ``source`` with TVM (see the module docstring)."""
+    """Import `source` with TVM (see the module docstring)."""
     import tvm
 
     from explorer.sources import is_onnx, is_torch

@@ -99,6 +99,23 @@ def test_a_terminal_gets_a_tqdm_bar_after_a_while(monkeypatch):
     assert "checking" in out and "4/4" in out and "\r" in out  # tqdm redraws its line
 
 
+def test_a_bar_that_is_never_due_starts_no_timer_thread(monkeypatch):
+    # tests/conftest.py sets DELAY to inf: a timer waiting that long raised OverflowError in
+    # its thread (an unhandled thread exception in every test drawing a bar or a widget)
+    import threading
+
+    died = []
+    monkeypatch.setattr(threading, "excepthook", died.append)
+    monkeypatch.setattr(prog, "mode_of", lambda progress: "bar")
+    assert prog.DELAY == float("inf")
+    job = prog.Job(None, "checking", 2)
+    timer = job._timer
+    if timer is not None:
+        timer.join(5)
+    job.close()
+    assert timer is None and died == []
+
+
 def test_jupyter_gets_a_widget(monkeypatch):
     ipywidgets = pytest.importorskip("ipywidgets")
     shown = []

@@ -156,7 +156,7 @@ def test_the_overview_follows_the_focus_far_down_a_decoder(front, decoder31):
     # the user scrolls the list to its top: a redraw leaves it there
     user_scrolls(page, g, -5000)
     g.root.locator(".plg-collapse-all").click()  # (drawn again, the tree drawn again)
-    g.settle()
+    g.settle(timeout=180_000)  # (slow on a loaded machine)
     frames(page)
     assert lst.evaluate("(l) => l.scrollTop") == 0
     assert not here(g)["visible"]

@@ -1,13 +1,13 @@
 """The loop-level IR: kernels over buffers, made of loops, loads, stores and scalar arithmetic.
 
-A :class:`Kernel` is what ``legalize-ops`` makes of one graph op (or one fused primitive
+A `Kernel` is what `legalize-ops` makes of one graph op (or one fused primitive
 function): buffers in, one buffer out, optional workspaces, and a body of *stages* run one
-after the other. A stage is a loop nest (:class:`Stage`) or a call of a library routine
-(:class:`LibCall`, e.g. ``numpy.matmul``: the text says so). Shapes are static ints or
+after the other. A stage is a loop nest (`Stage`) or a call of a library routine
+(`LibCall`, e.g. `numpy.matmul`: the text says so). Shapes are static ints or
 expressions of symbolic dims, which a kernel receives as i64 values at run time.
 
 Everything here is an immutable value; printing a kernel gives its readable text, and its
-``key`` (a hash of that text) names it, so two call sites with the same shapes share one kernel.
+`key` (a hash of that text) names it, so two call sites with the same shapes share one kernel.
 
     kernel @add_relu_3f2a(%lhs: f32[4, 8], %rhs: f32[8], out %out: f32[4, 8]) {
       stage add, relu {
@@ -21,7 +21,7 @@ Everything here is an immutable value; printing a kernel gives its readable text
 
 The package's modules: exprs.py (expressions: building with folding, traversal, text) and
 stmts.py (statements and kernels: traversal and printer); every name is used from here
-(``from compiler.backend import loops as L``).
+(`from compiler.backend import loops as L`).
 """
 
 from compiler.backend.loops.exprs import (

@@ -1,8 +1,8 @@
 """The loop IR's expressions: scalar values over buffers (constants, variables, loads,
 arithmetic), built with folding of constants and trivial identities, walked and printed.
 
-Everything here is an immutable value; ``str(e)`` is an expression's infix text. Statements
-and kernels, which hold expressions, are in :mod:`compiler.backend.loops.stmts`.
+Everything here is an immutable value; `str(e)` is an expression's infix text. Statements
+and kernels, which hold expressions, are in `compiler.backend.loops.stmts`.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ INDEX = DType.int64  # loop variables, dims and index arithmetic
 
 
 class Expr:
-    """A scalar expression of the loop IR; ``dtype`` is its element type."""
+    """A scalar expression of the loop IR; `dtype` is its element type."""
 
     __slots__ = ()
     dtype: DType
 
     # Arithmetic builds folded expressions: python numbers become constants of the other
-    # operand's dtype, so ``i * 4 + 1`` works on index expressions.
+    # operand's dtype, so `i * 4 + 1` works on index expressions.
     def __add__(self, other):
         return binary("add", self, other)
 
@@ -67,7 +67,7 @@ class Expr:
 
 @dataclass(frozen=True, slots=True, eq=True)
 class Const(Expr):
-    """A literal of ``dtype`` (a Python int, float or bool)."""
+    """A literal of `dtype` (a Python int, float or bool)."""
 
     value: int | float | bool
     dtype: DType
@@ -95,7 +95,7 @@ class Const(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Var(Expr):
-    """A scalar variable: a loop index, a ``let`` value, or a symbolic dim (an i64 argument)."""
+    """A scalar variable: a loop index, a `let` value, or a symbolic dim (an i64 argument)."""
 
     name: str
     dtype: DType = INDEX
@@ -105,8 +105,8 @@ class Var(Expr):
 class Buffer:
     """A row-major, contiguous array a kernel reads or writes.
 
-    ``role``: ``in`` (an argument), ``out`` (the result), ``work`` (a workspace the runtime
-    allocates for one call) or ``local`` (a scalar accumulator living in registers).
+    `role`: `in` (an argument), `out` (the result), `work` (a workspace the runtime
+    allocates for one call) or `local` (a scalar accumulator living in registers).
     """
 
     name: str
@@ -135,7 +135,7 @@ class Buffer:
 
 @dataclass(frozen=True, slots=True)
 class Load(Expr):
-    """The element of ``buffer`` at ``indices`` (one i64 expression per dim)."""
+    """The element of `buffer` at `indices` (one i64 expression per dim)."""
 
     buffer: Buffer
     indices: tuple[Expr, ...]
@@ -166,7 +166,7 @@ MATH_ANY = ("neg", "abs", "not")
 
 @dataclass(frozen=True, slots=True)
 class Binary(Expr):
-    """``a op b`` for arithmetic (:data:`ARITH`) and bitwise / logical (:data:`BITWISE`) ops."""
+    """`a op b` for arithmetic (`ARITH`) and bitwise / logical (`BITWISE`) ops."""
 
     op: str
     a: Expr
@@ -185,7 +185,7 @@ class Binary(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Compare(Expr):
-    """``a op b`` (:data:`COMPARE`), a bool; floats compare as IEEE (nan is unordered)."""
+    """`a op b` (`COMPARE`), a bool; floats compare as IEEE (nan is unordered)."""
 
     op: str
     a: Expr
@@ -204,7 +204,7 @@ class Compare(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Math(Expr):
-    """A unary math function of a scalar (:data:`MATH_FLOAT`, :data:`MATH_ANY`); ``isnan``
+    """A unary math function of a scalar (`MATH_FLOAT`, `MATH_ANY`); `isnan`
     gives a bool, the others the operand's dtype."""
 
     fn: str
@@ -224,7 +224,7 @@ class Math(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Select(Expr):
-    """``cond ? a : b`` (both sides evaluated; no side effects exist to skip)."""
+    """`cond ? a : b` (both sides evaluated; no side effects exist to skip)."""
 
     cond: Expr
     a: Expr
@@ -243,7 +243,7 @@ class Select(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Cast(Expr):
-    """``value`` converted to ``dtype`` (floats to ints truncate toward zero, saturating)."""
+    """`value` converted to `dtype` (floats to ints truncate toward zero, saturating)."""
 
     dtype: DType
     value: Expr
@@ -251,7 +251,7 @@ class Cast(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Bitcast(Expr):
-    """The bits of ``value`` read as ``dtype``, a type of the same width (bool as a byte)."""
+    """The bits of `value` read as `dtype`, a type of the same width (bool as a byte)."""
 
     dtype: DType
     value: Expr
@@ -261,7 +261,7 @@ class Bitcast(Expr):
 
 
 def as_expr(value: Any, dtype: DType | None = None) -> Expr:
-    """``value`` as an expression: an Expr as is, a Python number as a Const (of ``dtype``,
+    """`value` as an expression: an Expr as is, a Python number as a Const (of `dtype`,
     default i64 for ints and f32 for floats), a symbolic dim as an expression of its symbols."""
     if isinstance(value, Expr):
         return value
@@ -286,7 +286,7 @@ def as_expr(value: Any, dtype: DType | None = None) -> Expr:
 
 
 def sym_expr(e: SymExpr) -> Expr:
-    """A symbolic dim (``2*n + 1``, ``n // 2``) as an i64 expression of dim variables."""
+    """A symbolic dim (`2*n + 1`, `n // 2`) as an i64 expression of dim variables."""
     total: Expr = Const(0, INDEX)
     for mono, coeff in e._terms:
         term: Expr = Const(coeff, INDEX)
@@ -320,7 +320,7 @@ def _coerce(a: Any, b: Any) -> tuple[Expr, Expr]:
 
 
 def fold_int(op: str, x: int, y: int) -> int | None:
-    """The integer binary loop-IR op ``op`` on constants (division truncating toward zero, as
+    """The integer binary loop-IR op `op` on constants (division truncating toward zero, as
     the generated code does), or None where it cannot be folded (a division by 0)."""
     if op == "add":
         return x + y
@@ -345,7 +345,7 @@ def fold_int(op: str, x: int, y: int) -> int | None:
 
 
 def binary(op: str, a: Any, b: Any) -> Expr:
-    """``a op b``, folding integer constants and identities (``x + 0``, ``x * 1``, ...)."""
+    """`a op b`, folding integer constants and identities (`x + 0`, `x * 1`, ...)."""
     a, b = _coerce(a, b)
     ca, cb = const_value(a), const_value(b)
     is_int = a.dtype.is_int
@@ -376,7 +376,7 @@ def binary(op: str, a: Any, b: Any) -> Expr:
 
 
 def compare(op: str, a: Any, b: Any) -> Expr:
-    """``a op b`` as a bool expression (folded for integer constants)."""
+    """`a op b` as a bool expression (folded for integer constants)."""
     a, b = _coerce(a, b)
     ca, cb = const_value(a), const_value(b)
     if a.dtype.is_int and isinstance(ca, int) and isinstance(cb, int):
@@ -387,7 +387,7 @@ def compare(op: str, a: Any, b: Any) -> Expr:
 
 
 def unary(fn: str, x: Any) -> Expr:
-    """A :class:`Math` function of ``x`` (negation of an int constant folds)."""
+    """A `Math` function of `x` (negation of an int constant folds)."""
     x = as_expr(x)
     if fn == "neg" and x.dtype.is_int and isinstance(const_value(x), int):
         return Const(-const_value(x), x.dtype)
@@ -395,7 +395,7 @@ def unary(fn: str, x: Any) -> Expr:
 
 
 def select(cond: Expr, a: Any, b: Any) -> Expr:
-    """``cond ? a : b`` (folded for a constant condition or equal sides)."""
+    """`cond ? a : b` (folded for a constant condition or equal sides)."""
     a, b = _coerce(a, b)
     c = const_value(cond)
     if c is not None:
@@ -406,7 +406,7 @@ def select(cond: Expr, a: Any, b: Any) -> Expr:
 
 
 def logical_and(a: Expr, b: Expr) -> Expr:
-    """``a and b`` of bools (folded for constants)."""
+    """`a and b` of bools (folded for constants)."""
     if const_value(a) is True:
         return b
     if const_value(b) is True:
@@ -417,7 +417,7 @@ def logical_and(a: Expr, b: Expr) -> Expr:
 
 
 def cast(dtype: DType, x: Expr) -> Expr:
-    """``x`` as ``dtype`` (no-op when it already is; integer constants fold)."""
+    """`x` as `dtype` (no-op when it already is; integer constants fold)."""
     if x.dtype is dtype:
         return x
     if isinstance(x, Const) and dtype is not DType.bool and not x.dtype.is_float:
@@ -427,12 +427,12 @@ def cast(dtype: DType, x: Expr) -> Expr:
 
 
 def minimum(a: Any, b: Any) -> Expr:
-    """``min(a, b)``."""
+    """`min(a, b)`."""
     return binary("min", a, b)
 
 
 def maximum(a: Any, b: Any) -> Expr:
-    """``max(a, b)``."""
+    """`max(a, b)`."""
     return binary("max", a, b)
 
 
@@ -472,7 +472,7 @@ def expr_children(e: Expr) -> tuple[Expr, ...]:
 
 
 def walk_expr(e: Expr) -> Iterator[Expr]:
-    """Every distinct sub-expression object of ``e`` (pre-order; a shared one once)."""
+    """Every distinct sub-expression object of `e` (pre-order; a shared one once)."""
     stack, seen = [e], set()
     while stack:
         x = stack.pop()
@@ -484,8 +484,8 @@ def walk_expr(e: Expr) -> Iterator[Expr]:
 
 
 def postorder(e: Expr, done: dict, leaf: Callable[[Expr], bool] = lambda x: False):
-    """The nodes of ``e`` not yet in ``done`` (by id), each once, operands first; a ``leaf``
-    node's operands are not visited. The caller puts each node it is given into ``done``.
+    """The nodes of `e` not yet in `done` (by id), each once, operands first; a `leaf`
+    node's operands are not visited. The caller puts each node it is given into `done`.
     The walk keeps its own stack: an expression's depth is not limited by Python's recursion
     limit."""
     stack: list[tuple[Expr, bool]] = [(e, False)]
@@ -502,7 +502,7 @@ def postorder(e: Expr, done: dict, leaf: Callable[[Expr], bool] = lambda x: Fals
 
 
 def map_expr(e: Expr, fn: Callable[[Expr], Expr | None], memo: dict | None = None) -> Expr:
-    """``e`` rebuilt bottom-up, each node replaced by ``fn(node)`` when that is not None.
+    """`e` rebuilt bottom-up, each node replaced by `fn(node)` when that is not None.
     A sub-expression shared by several parents is rebuilt once and stays shared; any depth."""
     memo = {} if memo is None else memo
     for x in postorder(e, memo):
@@ -513,7 +513,7 @@ def map_expr(e: Expr, fn: Callable[[Expr], Expr | None], memo: dict | None = Non
 
 
 def _rebuild(e: Expr, operands: list[Expr]) -> Expr:
-    """A node like ``e`` over new operands (in the order of :func:`expr_children`)."""
+    """A node like `e` over new operands (in the order of `expr_children`)."""
     if isinstance(e, Load):
         return Load(e.buffer, tuple(operands))
     if isinstance(e, Binary):
@@ -562,8 +562,8 @@ _ATOM = 10  # the precedence of what never needs parentheses (a name, a call, -x
 
 def format_expr(e: Expr, parent: int = 0, names: dict[int, str] | None = None) -> str:
     """The text of an expression (infix, with the parentheses its precedence needs);
-    ``names`` gives names for shared sub-expressions printed as ``let`` lines before; any
-    depth (:func:`postorder`)."""
+    `names` gives names for shared sub-expressions printed as `let` lines before; any
+    depth (`postorder`)."""
     names = names or {}
     done: dict[int, tuple[str, int]] = {}  # id -> (text, precedence)
     for x in postorder(e, done, leaf=lambda x: id(x) in names):
@@ -575,13 +575,13 @@ def format_expr(e: Expr, parent: int = 0, names: dict[int, str] | None = None) -
 
 
 def _wrap(operand: tuple[str, int], parent: int) -> str:
-    """An operand's text, in parentheses when it binds less tightly than ``parent`` needs."""
+    """An operand's text, in parentheses when it binds less tightly than `parent` needs."""
     text, prec = operand
     return f"({text})" if prec < parent else text
 
 
 def _format_node(e: Expr, operands: list[tuple[str, int]]) -> tuple[str, int]:
-    """The text and precedence of one node, given its operands' (see :func:`format_expr`)."""
+    """The text and precedence of one node, given its operands' (see `format_expr`)."""
     if isinstance(e, Const):
         return _const_text(e), _ATOM
     if isinstance(e, Var):
@@ -619,12 +619,12 @@ def _format_node(e: Expr, operands: list[tuple[str, int]]) -> tuple[str, int]:
 
 
 def format_dims(shape: Sequence[Expr]) -> str:
-    """``4, n``: the texts of a shape's dims, comma-separated."""
+    """`4, n`: the texts of a shape's dims, comma-separated."""
     return ", ".join(format_expr(d) for d in shape)
 
 
 def buffer_type(b: Buffer) -> str:
-    """``f32[4, n]``: a buffer's dtype and shape."""
+    """`f32[4, n]`: a buffer's dtype and shape."""
     return f"{b.dtype.short}[{format_dims(b.shape)}]"
 
 

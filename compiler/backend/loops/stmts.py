@@ -1,6 +1,6 @@
 """The loop IR's statements and kernels: loops, stores, lets, conditionals, local buffers,
-stages and library calls, and the :class:`Kernel` that holds them, with their traversal and
-printer (a kernel's ``text`` and its ``name``, a hash of that text, are made here).
+stages and library calls, and the `Kernel` that holds them, with their traversal and
+printer (a kernel's `text` and its `name`, a hash of that text, are made here).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Stmt:
 
 @dataclass(frozen=True, slots=True)
 class For(Stmt):
-    """``for var in 0..extent { body }``; a ``parallel`` loop's iterations are independent and
+    """`for var in 0..extent { body }`; a `parallel` loop's iterations are independent and
     may run on several threads (codegen collapses the leading parallel loops of a stage)."""
 
     var: Var
@@ -52,7 +52,7 @@ class For(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class Store(Stmt):
-    """``buffer[indices] = value`` (the value is converted to the buffer's dtype)."""
+    """`buffer[indices] = value` (the value is converted to the buffer's dtype)."""
 
     buffer: Buffer
     indices: tuple[Expr, ...]
@@ -73,7 +73,7 @@ class Store(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class Let(Stmt):
-    """``let var = value`` for the statements of ``body``."""
+    """`let var = value` for the statements of `body`."""
 
     var: Var
     value: Expr
@@ -89,7 +89,7 @@ class Seq(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class IfThen(Stmt):
-    """``if cond { then } else { orelse }``."""
+    """`if cond { then } else { orelse }`."""
 
     cond: Expr
     then: Stmt
@@ -98,7 +98,7 @@ class IfThen(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class Local(Stmt):
-    """Scalar accumulators (``local`` buffers of shape ()) alive in ``body``."""
+    """Scalar accumulators (`local` buffers of shape ()) alive in `body`."""
 
     buffers: tuple[Buffer, ...]
     body: Stmt
@@ -106,7 +106,7 @@ class Local(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class Stage(Stmt):
-    """A top-level loop nest, run as one step; ``label`` names the graph op(s) it computes."""
+    """A top-level loop nest, run as one step; `label` names the graph op(s) it computes."""
 
     label: str
     body: Stmt
@@ -131,7 +131,7 @@ class View:
 
 @dataclass(frozen=True, slots=True)
 class LibCall(Stmt):
-    """A top-level call of a library routine (``numpy.matmul``) on buffer views, run as one
+    """A top-level call of a library routine (`numpy.matmul`) on buffer views, run as one
     step: not generated code, and the kernel's text says so."""
 
     routine: str
@@ -149,8 +149,8 @@ LIBRARY_ROUTINES = {
 
 @dataclass(frozen=True)
 class Kernel:
-    """A lowered function: ``params`` (inputs, then the output), workspaces, the symbolic dims
-    it takes as i64 arguments, and its stages. ``source`` names what it was lowered from
+    """A lowered function: `params` (inputs, then the output), workspaces, the symbolic dims
+    it takes as i64 arguments, and its stages. `source` names what it was lowered from
     (a graph op or fused function and its ops, for the explorer)."""
 
     base: str
@@ -226,7 +226,7 @@ def stmt_exprs(s: Stmt) -> Iterator[Expr]:
 
 
 def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
-    """The statements nested directly in ``s``."""
+    """The statements nested directly in `s`."""
     if isinstance(s, (For, Let, Local, Stage)):
         return (s.body,)
     if isinstance(s, Seq):
@@ -237,7 +237,7 @@ def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
 
 
 def walk_stmt(s: Stmt) -> Iterator[Stmt]:
-    """``s`` and every statement nested in it (pre-order)."""
+    """`s` and every statement nested in it (pre-order)."""
     stack = [s]
     while stack:
         x = stack.pop()
@@ -246,7 +246,7 @@ def walk_stmt(s: Stmt) -> Iterator[Stmt]:
 
 
 def replace_buffers(s: Stmt, mapping: dict[Buffer, Buffer]) -> Stmt:
-    """``s`` with every use of the buffers in ``mapping`` redirected (loads, stores, views)."""
+    """`s` with every use of the buffers in `mapping` redirected (loads, stores, views)."""
 
     memo: dict = {}
 
@@ -290,7 +290,7 @@ def replace_buffers(s: Stmt, mapping: dict[Buffer, Buffer]) -> Stmt:
 
 class _Printer:
     def exprs(self, roots: Sequence[Expr], ind: str) -> tuple[list[str], list[str]]:
-        """``let`` lines for the shared sub-expressions of ``roots``, and the roots' texts."""
+        """`let` lines for the shared sub-expressions of `roots`, and the roots' texts."""
         names: dict[int, str] = {}
         lines = []
         for k, e in enumerate(shared_subexpressions(roots)):

@@ -1,4 +1,4 @@
-"""The registry of exporters: the ONNX form of each IR op, and the opsets ``to_onnx`` writes."""
+"""The registry of exporters: the ONNX form of each IR op, and the opsets `to_onnx` writes."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The ONNX graph writer: :class:`Exporter` turns a function's bindings into ONNX nodes
-(named by their module path), and ``to_onnx`` builds the checked model."""
+"""The ONNX graph writer: `Exporter` turns a function's bindings into ONNX nodes
+(named by their module path), and `to_onnx` builds the checked model."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ class Exporter:
 
     # ----- names ------------------------------------------------------------------------
     def unique(self, hint: str) -> str:
-        """A value or node name not used yet, derived from ``hint``."""
+        """A value or node name not used yet, derived from `hint`."""
         return fresh_name(re.sub(r"\s+", "_", hint.strip()) or "v", self.used)
 
     def lookup(self, expr: Expr) -> Any:
@@ -132,7 +132,7 @@ class Exporter:
         return outs[0] if outputs == 1 else outs
 
     def const(self, value: Any, dtype: DType | str) -> str:
-        """An initializer holding ``value`` (small literals made by a lowering)."""
+        """An initializer holding `value` (small literals made by a lowering)."""
         from onnx import numpy_helper
 
         arr = np.asarray(value).astype(DType.of(dtype).numpy)
@@ -157,7 +157,7 @@ class Exporter:
 
     # ----- symbolic dims ----------------------------------------------------------------
     def symbol(self, name: str) -> str:
-        """An i64 [1] tensor holding the value of symbol ``name`` at run time (inside an
+        """An i64 [1] tensor holding the value of symbol `name` at run time (inside an
         inlined call, a callee's symbol is the caller's dim it stands for)."""
         if self.dim_envs and name in self.dim_envs[-1]:
             env = self.dim_envs.pop()
@@ -206,7 +206,7 @@ class Exporter:
         return self.node("Mod", [v, self.i64([divisor])])
 
     def dim_of(self, name: str, ty: Type, axis: int) -> str:
-        """An i64 [1] tensor holding dim ``axis`` of a value (from its shape when unknown)."""
+        """An i64 [1] tensor holding dim `axis` of a value (from its shape when unknown)."""
         dims = dims_of(ty)
         d = dims[axis] if dims is not None else ANY
         if d is ANY:
@@ -223,7 +223,7 @@ class Exporter:
         return self.node("Concat", [self.dim(d) for d in dims], axis=0)
 
     def scalar(self, d: Dim, dtype: DType = DType.int64) -> str:
-        """A 0-d tensor holding a dim (or number) in ``dtype``."""
+        """A 0-d tensor holding a dim (or number) in `dtype`."""
         if isinstance(d, (int, float)):
             return self.const(d, dtype)
         v = self.node("Reshape", [self.dim(d), self.i64([])])
@@ -456,9 +456,9 @@ MAX_SCOPE_CHARS = 1000  # a module path longer than this (an untrusted model's) 
 
 def node_scope(module_path: str | None) -> str:
     """The namespace part of an ONNX node name for a torch module path, as torch.onnx.export
-    writes it: ``stages.0.blocks.0.pwconv1`` -> ``/stages.0/blocks.0/pwconv1`` (a numeric part
-    stays with the name before it: ``stages.0`` is one scope); ``""`` for no path. Slashes,
-    whitespace and control characters inside a name become ``_``, so a name never makes a
+    writes it: `stages.0.blocks.0.pwconv1` -> `/stages.0/blocks.0/pwconv1` (a numeric part
+    stays with the name before it: `stages.0` is one scope); `""` for no path. Slashes,
+    whitespace and control characters inside a name become `_`, so a name never makes a
     namespace of its own."""
     if not module_path:
         return ""
@@ -475,7 +475,7 @@ def node_scope(module_path: str | None) -> str:
 
 
 def node_label(node: Expr) -> str:
-    """How an error names an IR node: ``%y = matmul(...) from <its provenance>``."""
+    """How an error names an IR node: `%y = matmul(...) from <its provenance>`."""
     label = f"%{node.name}" if node.name else type(node).__name__
     if isinstance(node, Call):
         label += f" = {node.op}(...)"
@@ -485,8 +485,8 @@ def node_label(node: Expr) -> str:
 
 
 def to_onnx(module: Module | Function, *, opset: int = DEFAULT_OPSET, function: str = "main"):
-    """Export ``function`` of a module (calls of other functions inlined) as an ONNX model
-    of ai.onnx ``opset`` (17 or newer) that passes onnx.checker and runs in onnxruntime."""
+    """Export `function` of a module (calls of other functions inlined) as an ONNX model
+    of ai.onnx `opset` (17 or newer) that passes onnx.checker and runs in onnxruntime."""
     import onnx
     from onnx import helper
 

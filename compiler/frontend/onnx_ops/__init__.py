@@ -1,6 +1,6 @@
 """Converters from ONNX operators to IR ops, one function per ONNX op or family, in one module
 per op family. Importing this package registers every converter: each module other than the
-registry is a family, so a new family only needs its own file (see ``registry`` for how a
+registry is a family, so a new family only needs its own file (see `registry` for how a
 converter is declared)."""
 
 import importlib as _importlib

@@ -1,22 +1,22 @@
 """The registry of ONNX converters (ai.onnx opsets 1 to the newest onnx knows; 13-21
 claimed) and the helpers the op families share.
 
-A converter is registered with ``@converter(op_type, attrs=..., min_version=...)``: ``attrs``
+A converter is registered with `@converter(op_type, attrs=..., min_version=...)`: `attrs`
 lists every attribute it understands (a node with another attribute is reported as
 unsupported, so a later op version that adds an attribute is never converted wrongly), and
-``min_version`` is the oldest op version (schema ``since_version``) whose semantics it
+`min_version` is the oldest op version (schema `since_version`) whose semantics it
 implements: an older op version (a model of an older opset) is reported as unsupported, never
 converted with the newer semantics. An op whose old versions have another form (attributes
 that later became inputs, legacy broadcasting) may have converters of those older versions
-too, registered with ``max_version`` (the newest op version they implement; see
-``onnx_ops/legacy.py``): :func:`converter_for` picks the one for a node's op version. It
-receives a :class:`~compiler.frontend.onnx_context.ConvertContext` and returns
+too, registered with `max_version` (the newest op version they implement; see
+`onnx_ops/legacy.py`): `converter_for` picks the one for a node's op version. It
+receives a `compiler.frontend.onnx_context.ConvertContext` and returns
 an IR expression, or a sequence with one per ONNX output (None for outputs it cannot give).
 
 Inputs that are shapes, pads, axes, repeats, ... use their values when they are constants
 (an initializer or a Constant node) and the IR op's tensor-input form when they are computed
-(``reshape``, ``pad``); where the IR op has no tensor-input form, a computed shape is expressed
-with existing ops (a filled tensor of a computed shape is an ``edge`` pad of a one-element
+(`reshape`, `pad`); where the IR op has no tensor-input form, a computed shape is expressed
+with existing ops (a filled tensor of a computed shape is an `edge` pad of a one-element
 tensor) or reported as unsupported.
 """
 
@@ -50,7 +50,7 @@ class OnnxConverter:
     max_version: int | None = None  # None: up to the newest op version
 
     def covers(self, version: int) -> bool:
-        """Whether this converter implements op version ``version`` (a since_version)."""
+        """Whether this converter implements op version `version` (a since_version)."""
         return self.min_version <= version and (
             self.max_version is None or version <= self.max_version
         )
@@ -66,7 +66,7 @@ OLDER_CONVERTERS: dict[str, list[OnnxConverter]] = {}
 def converter(
     *op_types: str, attrs: Sequence[str] = (), min_version: int = 1, max_version: int | None = None
 ):
-    """Register ``fn`` as the converter of ``op_types`` (see the module docstring)."""
+    """Register `fn` as the converter of `op_types` (see the module docstring)."""
 
     def deco(fn):
         for t in op_types:
@@ -93,7 +93,7 @@ def converter(
 
 
 def converter_for(op_type: str, version: int) -> OnnxConverter | None:
-    """The converter of op version ``version`` (a schema since_version) of ``op_type``, or
+    """The converter of op version `version` (a schema since_version) of `op_type`, or
     None when no converter implements that version (or the op)."""
     for conv in [CONVERTERS.get(op_type), *OLDER_CONVERTERS.get(op_type, ())]:
         if conv is not None and conv.covers(version):
@@ -102,7 +102,7 @@ def converter_for(op_type: str, version: int) -> OnnxConverter | None:
 
 
 def oldest_version(op_type: str) -> int | None:
-    """The oldest op version of ``op_type`` any converter implements (None: no converter)."""
+    """The oldest op version of `op_type` any converter implements (None: no converter)."""
     convs = [CONVERTERS.get(op_type), *OLDER_CONVERTERS.get(op_type, ())]
     versions = [c.min_version for c in convs if c is not None]
     return min(versions) if versions else None
@@ -147,35 +147,35 @@ I64 = DType.int64
 
 
 def checked_axis(ctx: ConvertContext, axis: int, rank: int, what: str = "axis") -> int:
-    """``axis`` of a rank-``rank`` value counted from 0 (a negative one from the end); a
-    ConversionError naming it (``what``) when out of range."""
+    """`axis` of a rank-`rank` value counted from 0 (a negative one from the end); a
+    ConversionError naming it (`what`) when out of range."""
     if not -rank <= axis < max(rank, 1):
         raise ConversionError(f"{what} {axis} is out of range for rank {rank}")
     return axis % rank if rank else 0
 
 
 def static_dim(d: Dim, ctx: ConvertContext, what: str) -> int:
-    """``d`` when it is a static dim; else the node is unsupported (it needs a static ``what``)."""
+    """`d` when it is a static dim; else the node is unsupported (it needs a static `what`)."""
     if not isinstance(d, int):
         raise Unsupported(f"{ctx.node.op_type} needs a static {what}, got {dim_str(d)}")
     return d
 
 
 def float_scalar(value: np.ndarray, what: str) -> float:
-    """The one value of a constant ``value`` as a float (a ConversionError if it holds more)."""
+    """The one value of a constant `value` as a float (a ConversionError if it holds more)."""
     if value.size != 1:
         raise ConversionError(f"{what} must hold one value, got shape {list(value.shape)}")
     return float(value.reshape(-1)[0])
 
 
 def cast_to(ctx: ConvertContext, x: Expr, dtype: DType) -> Expr:
-    """``x`` cast to ``dtype`` (``x`` itself when it already has that dtype)."""
+    """`x` cast to `dtype` (`x` itself when it already has that dtype)."""
     return x if x.ty.dtype is dtype else ctx.call("cast", x, dtype=dtype)
 
 
 def filled_tensor(ctx: ConvertContext, shape: Expr, value: Any, dtype: DType) -> Expr:
-    """A tensor of a computed shape (a 1-D tensor of static length) filled with ``value``: an
-    empty tensor of that rank padded (constant mode) by ``shape`` at the end of each axis."""
+    """A tensor of a computed shape (a 1-D tensor of static length) filled with `value`: an
+    empty tensor of that rank padded (constant mode) by `shape` at the end of each axis."""
     st = shape.ty
     if st.shape is None or len(st.shape) != 1 or not isinstance(st.shape[0], int):
         raise Unsupported(f"{ctx.node.op_type} with a shape input of unknown length")
@@ -203,18 +203,18 @@ def filled_tensor(ctx: ConvertContext, shape: Expr, value: Any, dtype: DType) ->
 
 
 def scalar_i64(ctx: ConvertContext, e: Expr) -> Expr:
-    """``e`` (one element) as a 0-d i64 tensor."""
+    """`e` (one element) as a 0-d i64 tensor."""
     e = cast_to(ctx, e, I64)
     return e if e.ty.shape == () else ctx.call("reshape", e, shape=[])
 
 
 def item_i64(ctx: ConvertContext, vec: Expr, k: int) -> Expr:
-    """Element ``k`` of a 1-D tensor, as a 0-d i64 tensor."""
+    """Element `k` of a 1-D tensor, as a 0-d i64 tensor."""
     return ctx.call("take", cast_to(ctx, vec, I64), ctx.constant(k, I64), axis=0)
 
 
 def dim_value(ctx: ConvertContext, x: Expr, axis: int) -> Expr:
-    """Dim ``axis`` of ``x`` as a 0-d i64 tensor (a constant when static)."""
+    """Dim `axis` of `x` as a 0-d i64 tensor (a constant when static)."""
     d = x.ty.shape[axis] if x.ty.shape is not None else ANY
     if isinstance(d, int):
         return ctx.constant(d, I64)
@@ -222,7 +222,7 @@ def dim_value(ctx: ConvertContext, x: Expr, axis: int) -> Expr:
 
 
 def index_range(ctx: ConvertContext, start: Expr, stop: Expr, step: Expr) -> Expr:
-    """``range(start, stop, step)`` for 0-d i64 tensors, as a 1-D i64 tensor."""
+    """`range(start, stop, step)` for 0-d i64 tensors, as a 1-D i64 tensor."""
     # length: ceil((stop - start) / step) = -((start - stop) // step), at least 0
     n = ctx.call("neg", ctx.call("floor_divide", ctx.call("subtract", start, stop), step))
     n = ctx.call("maximum", ctx.call("reshape", n, shape=[1]), ctx.constant([0], I64))
@@ -231,21 +231,21 @@ def index_range(ctx: ConvertContext, start: Expr, stop: Expr, step: Expr) -> Exp
 
 
 def normalized_axes(ctx: ConvertContext, axes: Expr, rank: int) -> Expr:
-    """A computed axes tensor with negative axes counted from the end (``a + rank``)."""
+    """A computed axes tensor with negative axes counted from the end (`a + rank`)."""
     axes = cast_to(ctx, axes, I64)
     negative = ctx.call("less", axes, ctx.constant(0, I64))
     return ctx.call("where", negative, ctx.call("add", axes, ctx.constant(rank, I64)), axes)
 
 
 def contains_value(ctx: ConvertContext, vec: Expr, value: int) -> Expr:
-    """Whether a 1-D i64 tensor holds ``value``, as a 0-d bool (false when it is empty)."""
+    """Whether a 1-D i64 tensor holds `value`, as a 0-d bool (false when it is empty)."""
     hits = cast_to(ctx, ctx.call("equal", vec, ctx.constant(value, I64)), I64)
     return ctx.call("greater", ctx.call("sum", hits), ctx.constant(0, I64))
 
 
 def select_if(ctx: ConvertContext, cond: Expr, then_value: Expr, else_value: Expr) -> Expr:
-    """``If(cond) {then_value} else {else_value}`` where ``then_value`` is a single new call
-    on values bound outside (so the branch binds only it) and ``else_value`` is bound outside."""
+    """`If(cond) {then_value} else {else_value}` where `then_value` is a single new call
+    on values bound outside (so the branch binds only it) and `else_value` is bound outside."""
     from compiler.ir.nodes import Block, is_leaf
 
     then_bindings = [] if is_leaf(then_value) else [then_value]
@@ -257,7 +257,7 @@ def reduce_over_computed_axes(
 ):
     """A reduction over computed axes: one If per axis (from the last, so removing an axis
     leaves the lower ones in place), then an If choosing every axis when axes is empty.
-    ``prepare(value, axes)``, when given, rewrites the value a reduction over ``axes`` reads
+    `prepare(value, axes)`, when given, rewrites the value a reduction over `axes` reads
     (axes None: every axis)."""
     rank = ctx.rank(0)
     norm = normalized_axes(ctx, axes, rank)
@@ -282,8 +282,8 @@ F64 = DType.float64
 
 
 class F64Ops:
-    """Small helpers over a ConvertContext for f64 scalar arithmetic: ``o.add(a, 1.0)`` is an
-    ``add`` call, a Python number becoming an f64 constant (resize, grid and detection use it)."""
+    """Small helpers over a ConvertContext for f64 scalar arithmetic: `o.add(a, 1.0)` is an
+    `add` call, a Python number becoming an f64 constant (resize, grid and detection use it)."""
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -301,13 +301,13 @@ class F64Ops:
 
 
 def scalar_f64(ctx, e: Expr) -> Expr:
-    """``e`` (one element) as a 0-d f64 tensor."""
+    """`e` (one element) as a 0-d f64 tensor."""
     e = cast_to(ctx, e, F64)
     return e if e.ty.shape == () else ctx.call("reshape", e, shape=[])
 
 
 def positions_f64(ctx, count: Expr, static: int | None) -> Expr:
-    """``0 .. count-1`` as a 1-D f64 tensor (static length when known)."""
+    """`0 .. count-1` as a 1-D f64 tensor (static length when known)."""
     if static is not None:
         return ctx.call("arange", stop=static, dtype=F64)
     zero, one = ctx.constant(0, I64), ctx.constant(1, I64)

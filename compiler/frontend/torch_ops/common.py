@@ -39,12 +39,12 @@ def positive_axis(axis: int, rank: int) -> int:
 
 
 def cast(e: Expr, dtype: DType) -> Expr:
-    """``e`` converted to ``dtype`` (the same expression when it already has it)."""
+    """`e` converted to `dtype` (the same expression when it already has it)."""
     return e if dtype_of(e) is dtype else call("cast", e, dtype=dtype)
 
 
 def dim_tensor(d: Dim, dtype: DType = DType.int64) -> Expr:
-    """A 0-d tensor holding a size; a symbolic size is read as ``arange(d, d + 1)``."""
+    """A 0-d tensor holding a size; a symbolic size is read as `arange(d, d + 1)`."""
     if isinstance(d, SymExpr):
         one = call("arange", start=d, stop=d + 1, dtype=DType.int64)
         return cast(call("reshape", one, shape=[]), dtype)
@@ -52,7 +52,7 @@ def dim_tensor(d: Dim, dtype: DType = DType.int64) -> Expr:
 
 
 def as_tensor(value: Any, dtype: DType) -> Expr:
-    """A tensor argument, a Python number or a size as an expression of ``dtype``."""
+    """A tensor argument, a Python number or a size as an expression of `dtype`."""
     if isinstance(value, Expr):
         return cast(value, dtype)
     if isinstance(value, SymExpr):
@@ -71,7 +71,7 @@ def _torch_dtype(dtype: DType):
 
 
 def _probe(value: Any):
-    """Something torch.result_type accepts that promotes like ``value``."""
+    """Something torch.result_type accepts that promotes like `value`."""
     if isinstance(value, Expr):
         shape = () if rank_of(value) == 0 else (0,)
         return torch.empty(shape, dtype=_torch_dtype(dtype_of(value)))
@@ -86,20 +86,20 @@ def common_dtype(a: Any, b: Any) -> DType:
 
 
 def binary_call(ctx: ConvertContext, op: str, a: Any, b: Any, dtype: DType | None = None) -> Expr:
-    """``op(a, b)`` with both operands as tensors of ``dtype`` (the node's result dtype)."""
+    """`op(a, b)` with both operands as tensors of `dtype` (the node's result dtype)."""
     dtype = dtype or ctx.out_dtype
     return call(op, as_tensor(a, dtype), as_tensor(b, dtype))
 
 
 def scaled_by(x: Expr, factor: Any) -> Expr:
-    """``x * factor`` for a Python number (nothing when it is 1)."""
+    """`x * factor` for a Python number (nothing when it is 1)."""
     if isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor == 1:
         return x
     return call("multiply", x, as_tensor(factor, dtype_of(x)))
 
 
 def int_list(value: Any, count: int) -> list[int]:
-    """A torch int-list argument (maybe a single int or shorter) as ``count`` ints."""
+    """A torch int-list argument (maybe a single int or shorter) as `count` ints."""
     if isinstance(value, (int, np.integer)):
         return [int(value)] * count
     values = [int(v) for v in value]

@@ -5,5 +5,5 @@ conventions of modules whose signature a pass changed (calling), the attribute f
 (attribute_form), what registering a pass or a rule table again does (redefinition) and the
 discovery of the pass modules with the named pipelines (library).
 
-Its public names are exported by ``compiler.passes``; every module of compiler/passes/ outside
+Its public names are exported by `compiler.passes`; every module of compiler/passes/ outside
 this folder is a pass module."""

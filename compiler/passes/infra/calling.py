@@ -1,12 +1,12 @@
 """How a module is called: which function takes the inputs, whether its weights go through a
 transform function first (lift-transform-params), and which functions fetch their weights with
-``get_item`` or hand their results to ``set_item`` (the lazy passes).
+`get_item` or hand their results to `set_item` (the lazy passes).
 
 The calling convention belongs to the compiler: the passes that change it say so
-(``Pass.changes_signature``), every other pass leaves :func:`calling_convention` as it was
+(`Pass.changes_signature`), every other pass leaves `calling_convention` as it was
 (tests/compiler/passes/test_calling.py), and a tool that runs a module asks it how, instead of
-knowing each pass's attributes and names. A caller serves ``get_item`` and collects
-``set_item`` with ``lazy_callbacks`` (the ops of ``SIDE_EFFECT_OPS``, never pure).
+knowing each pass's attributes and names. A caller serves `get_item` and collects
+`set_item` with `lazy_callbacks` (the ops of `SIDE_EFFECT_OPS`, never pure).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ TRANSFORM_PARAMS_OF = "transform_params_of"
 
 @dataclass(frozen=True)
 class CallingConvention:
-    """How ``entry`` of a module is called: through its transform function or not, how many
+    """How `entry` of a module is called: through its transform function or not, how many
     weights each takes as parameters, and which fetch / hand over values lazily. Equal
     conventions mean a caller that worked before still works."""
 
@@ -48,7 +48,7 @@ class CallingConvention:
     entry_set: bool  # ``entry`` hands its results to set_item
 
     def describe(self) -> str:
-        """How to call ``entry``, in words."""
+        """How to call `entry`, in words."""
         parts = []
         if self.transform:
             lazy = [("get_item", self.transform_get), ("set_item", self.transform_set)]
@@ -68,15 +68,15 @@ class CallingConvention:
 
 
 def lazy_ops(fn: Function) -> tuple[bool, bool]:
-    """Whether ``fn`` itself calls get_item, and set_item (If branches included, the functions
+    """Whether `fn` itself calls get_item, and set_item (If branches included, the functions
     it calls not): a caller must then serve its weights, and collect its results."""
     ops = {n.op for n in fn.iter_nodes() if isinstance(n, Call)}
     return "get_item" in ops, "set_item" in ops
 
 
 def transform_function(module: Module, entry: str = "main") -> str | None:
-    """The name of the function that transforms the weights of ``entry`` (made by
-    lift-transform-params, or named ``<entry>_transform_params``), or None."""
+    """The name of the function that transforms the weights of `entry` (made by
+    lift-transform-params, or named `<entry>_transform_params`), or None."""
     for name, fn in module.functions.items():
         if fn.attrs.get(TRANSFORM_PARAMS_OF) == entry:
             return name
@@ -85,7 +85,7 @@ def transform_function(module: Module, entry: str = "main") -> str | None:
 
 
 def calling_convention(module: Module, entry: str = "main") -> CallingConvention:
-    """How ``entry`` of ``module`` is called (see :class:`CallingConvention`)."""
+    """How `entry` of `module` is called (see `CallingConvention`)."""
     fn = module[entry]
     tp = transform_function(module, entry)
     t_get = t_set = False
@@ -99,8 +99,8 @@ def calling_convention(module: Module, entry: str = "main") -> CallingConvention
 
 
 def weight_params(module: Module, entry: str = "main") -> tuple[Var, ...]:
-    """The parameters the weights of ``entry`` are given to: those of its transform function
-    when it has one, else its own after the runtime inputs (``num_input``)."""
+    """The parameters the weights of `entry` are given to: those of its transform function
+    when it has one, else its own after the runtime inputs (`num_input`)."""
     tp = transform_function(module, entry)
     if tp is not None:
         return module[tp].params

@@ -1,9 +1,9 @@
 """Passes, the pass registry, instruments and the pass manager.
 
 A pass is a pure function from Module to Module. A pass with options is a frozen dataclass
-whose fields are its options, so ``str(pass)`` is a spec (``convert-dtype{dtype=float16}``)
+whose fields are its options, so `str(pass)` is a spec (`convert-dtype{dtype=float16}`)
 that parses back to an equal pass. The pass manager applies passes through a
-:class:`PassContext`; instruments see every application, nested ones included, before and
+`PassContext`; instruments see every application, nested ones included, before and
 after it runs (like TVM's PassInstrument). The recorder is one such instrument.
 """
 
@@ -30,7 +30,7 @@ from compiler.passes.infra.redefinition import (
 
 
 class PassError(PasslensError):
-    """A pass cannot transform the module; ``node`` is the binding it failed on, if known."""
+    """A pass cannot transform the module; `node` is the binding it failed on, if known."""
 
     def __init__(self, message: str, node: Expr | None = None):
         super().__init__(message)
@@ -38,13 +38,13 @@ class PassError(PasslensError):
 
 
 class PassFailed(PasslensError, RuntimeError):
-    """Raised by ``run(..., raise_on_failure=True)``: names the pass and the passes before."""
+    """Raised by `run(..., raise_on_failure=True)`: names the pass and the passes before."""
 
 
 class PassesInterrupted(KeyboardInterrupt):
-    """Raised by :func:`run` when a KeyboardInterrupt (Ctrl-C, a notebook's stop button) stops
-    a recorded run. It is a KeyboardInterrupt, so the run stops as the user asked; ``result``
-    is the partial :class:`PassResult`: what ran, the interrupted pass, what was skipped."""
+    """Raised by `run` when a KeyboardInterrupt (Ctrl-C, a notebook's stop button) stops
+    a recorded run. It is a KeyboardInterrupt, so the run stops as the user asked; `result`
+    is the partial `PassResult`: what ran, the interrupted pass, what was skipped."""
 
     def __init__(self, result: PassResult):
         super().__init__(result)
@@ -56,11 +56,11 @@ class PassesInterrupted(KeyboardInterrupt):
 
 
 class Pass:
-    """Base class of passes. Subclasses set ``name`` and implement ``transform``.
+    """Base class of passes. Subclasses set `name` and implement `transform`.
 
-    Options are dataclass fields (declare subclasses with ``@dataclass(frozen=True)``).
-    A pass that changes how a module is called (``compiler.passes.calling_convention``: the
-    parameters, a transform function, lazy weights or results) sets ``changes_signature``;
+    Options are dataclass fields (declare subclasses with `@dataclass(frozen=True)`).
+    A pass that changes how a module is called (`compiler.passes.calling_convention`: the
+    parameters, a transform function, lazy weights or results) sets `changes_signature`;
     every other pass must leave the calling convention as it was.
     """
 
@@ -82,7 +82,7 @@ class Pass:
         return {}
 
     def spec(self) -> str:
-        """This pass as a pipeline spec item, e.g. ``convert-dtype{dtype=float16}``."""
+        """This pass as a pipeline spec item, e.g. `convert-dtype{dtype=float16}`."""
         opts = (
             {
                 f.name: getattr(self, f.name)
@@ -113,11 +113,11 @@ _PASSES: dict[str, type[Pass]] = {}
 
 
 def register_pass(cls: type[Pass]) -> type[Pass]:
-    """Class decorator: make a pass available by its ``name`` in pipeline specs.
+    """Class decorator: make a pass available by its `name` in pipeline specs.
 
     A name already taken by the same definition (a notebook cell run again,
-    ``importlib.reload``: same module and qualified name) is taken over by the new class,
-    with a :class:`PassRedefinedWarning`; a name taken by another definition is an error
+    `importlib.reload`: same module and qualified name) is taken over by the new class,
+    with a `PassRedefinedWarning`; a name taken by another definition is an error
     naming both."""
     if not cls.name:
         raise PassRegistrationError(f"{cls.__name__} has no name")
@@ -137,7 +137,7 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
 
 
 def get_pass_class(name: str) -> type[Pass]:
-    """The pass class registered under ``name``; unknown names get suggestions."""
+    """The pass class registered under `name`; unknown names get suggestions."""
     try:
         return _PASSES[name]
     except KeyError:
@@ -181,24 +181,24 @@ class Instrument:
         """Called once when the context starts running."""
 
     def before(self, p: Pass, module: Module, depth: int) -> None:
-        """Called before ``p`` runs on ``module``."""
+        """Called before `p` runs on `module`."""
 
     def after(self, p: Pass, before: Module, after: Module, seconds: float, depth: int) -> None:
-        """Called after ``p`` returned ``after``."""
+        """Called after `p` returned `after`."""
 
     def failed(
         self, p: Pass, module: Module, error: BaseException, seconds: float, depth: int
     ) -> None:
-        """Called when ``p`` raised on ``module`` (the exception then propagates)."""
+        """Called when `p` raised on `module` (the exception then propagates)."""
 
 
 @dataclass
 class Snapshot:
     """One pass application: what ran, where in the nesting, its result and its cost.
 
-    ``module`` is the module after the pass (a reference; modules are immutable and share
-    unchanged nodes), ``before`` the module it was given. For a failure, ``error`` and
-    ``traceback`` are set, ``module`` is None and ``failed_node`` is the binding the pass was
+    `module` is the module after the pass (a reference; modules are immutable and share
+    unchanged nodes), `before` the module it was given. For a failure, `error` and
+    `traceback` are set, `module` is None and `failed_node` is the binding the pass was
     working on when it failed (when known).
     """
 
@@ -235,7 +235,7 @@ class Snapshot:
 
     @property
     def status(self) -> str:
-        """``failed``, ``changed`` or ``unchanged``."""
+        """`failed`, `changed` or `unchanged`."""
         return "failed" if self.failed else ("changed" if self.changed else "unchanged")
 
     def __repr__(self) -> str:
@@ -246,7 +246,7 @@ class Snapshot:
 
 
 class Recorder(Instrument):
-    """Records every pass application as a :class:`Snapshot` (nested ones included)."""
+    """Records every pass application as a `Snapshot` (nested ones included)."""
 
     def __init__(self) -> None:
         self.snapshots: list[Snapshot] = []
@@ -312,7 +312,7 @@ class VerifyAfterEach(Instrument):
 
 
 class PassContext:
-    """Runs passes with instruments; ``PassContext.current()`` is the innermost active one."""
+    """Runs passes with instruments; `PassContext.current()` is the innermost active one."""
 
     _stack: ClassVar[list[PassContext]] = []
 
@@ -338,7 +338,7 @@ class PassContext:
         PassContext._stack.pop()
 
     def apply(self, p: Pass, module: Module) -> Module:
-        """Run pass ``p`` on ``module``, telling every instrument before and after."""
+        """Run pass `p` on `module`, telling every instrument before and after."""
         if not isinstance(module, Module):
             raise TypeError(f"pass {p.spec()} needs a Module, got {type(module).__name__}")
         depth = self.depth
@@ -385,7 +385,7 @@ class _activate:
 @dataclass
 class SkippedPass:
     """A pass of the pipeline that did not run because one before it failed (or the run was
-    interrupted); ``depth`` is its nesting, as a Snapshot's would have been."""
+    interrupted); `depth` is its nesting, as a Snapshot's would have been."""
 
     pass_name: str
     spec: str
@@ -395,9 +395,9 @@ class SkippedPass:
 
 @dataclass
 class PassResult:
-    """The outcome of :func:`run`: the final module (the last good one if a pass failed), the
+    """The outcome of `run`: the final module (the last good one if a pass failed), the
     snapshots (empty without recording), the failed snapshot, if any, and the passes a
-    failure left unrun, in pipeline order (``skipped``; recorded runs only)."""
+    failure left unrun, in pipeline order (`skipped`; recorded runs only)."""
 
     module: Module
     snapshots: list[Snapshot]

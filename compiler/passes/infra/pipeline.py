@@ -1,8 +1,8 @@
-"""Pipeline specs: ``"decompose-ops,fold-constant,dce"``, ``"convert-dtype{dtype=float16}"``.
+"""Pipeline specs: `"decompose-ops,fold-constant,dce"`, `"convert-dtype{dtype=float16}"`.
 
-``build_pipeline(spec)`` turns a spec (or a Pass, or a list of passes and specs) into a
-:class:`Sequential`; ``str(pipeline)`` gives the spec back, so a run can be written down and
-replayed exactly. Named pipelines (``default``, ...) may appear inside a spec.
+`build_pipeline(spec)` turns a spec (or a Pass, or a list of passes and specs) into a
+`Sequential`; `str(pipeline)` gives the spec back, so a run can be written down and
+replayed exactly. Named pipelines (`default`, ...) may appear inside a spec.
 """
 
 from __future__ import annotations
@@ -31,17 +31,17 @@ class PipelineError(PasslensError, ValueError):
 
 
 def register_pipeline(name: str, spec: str) -> None:
-    """Make ``name`` usable as a pipeline (or a part of one)."""
+    """Make `name` usable as a pipeline (or a part of one)."""
     _NAMED[name] = spec
 
 
 def register_alias(alias: str, pass_name: str) -> None:
-    """Make ``alias`` another name of the pass ``pass_name`` in specs (``dce``)."""
+    """Make `alias` another name of the pass `pass_name` in specs (`dce`)."""
     _ALIASES[alias] = pass_name
 
 
 def pass_aliases() -> dict[str, str]:
-    """Every alias a spec may use for a pass (``{"dce": "dead-code-elimination"}``)."""
+    """Every alias a spec may use for a pass (`{"dce": "dead-code-elimination"}`)."""
     return dict(_ALIASES)
 
 
@@ -52,7 +52,7 @@ def named_pipelines() -> dict[str, str]:
 
 def _unknown(name: str, given: dict) -> str:
     """What to say of a spec item that names no pass: the closest passes, aliases and named
-    pipelines (``defualt``: did you mean default?)."""
+    pipelines (`defualt`: did you mean default?)."""
     import difflib
 
     known = sorted({*all_passes(), *_ALIASES, *_NAMED, *given})
@@ -62,7 +62,7 @@ def _unknown(name: str, given: dict) -> str:
 
 
 def _split(text: str, sep: str = ",") -> list[str]:
-    """Split on ``sep`` outside braces and brackets (at most MAX_SPEC_DEPTH deep)."""
+    """Split on `sep` outside braces and brackets (at most MAX_SPEC_DEPTH deep)."""
     parts, depth, cur = [], 0, []
     for ch in text:
         if ch in "{[":
@@ -109,7 +109,7 @@ def _parse_value(text: str) -> Any:
 
 def _hints(cls: type) -> dict[str, Any]:
     """The option types of a pass class; a class whose string annotations its module cannot
-    resolve (a notebook cell's, ``exec``'d code's) resolves them in its methods' globals, and
+    resolve (a notebook cell's, `exec`'d code's) resolves them in its methods' globals, and
     an option whose type is still unknown takes any value."""
     try:
         return typing.get_type_hints(cls)
@@ -148,8 +148,8 @@ def _coerce(cls: type, fld: dataclasses.Field, value: Any, item: str) -> Any:
 
 
 def parse_pass(item: str, classes: Sequence[type[Pass]] = ()) -> Pass | Sequential:
-    """One spec item, ``name`` or ``name{opt=value,...}``, as a Pass (or a named pipeline).
-    ``classes``: pass classes found by their ``name`` before the registry (passes nobody
+    """One spec item, `name` or `name{opt=value,...}`, as a Pass (or a named pipeline).
+    `classes`: pass classes found by their `name` before the registry (passes nobody
     registered, such as a notebook's own)."""
     item = item.strip()
     if not item:
@@ -197,7 +197,7 @@ def _default_of(f: dataclasses.Field) -> Any:
 
 
 def _within(value: Any, default: Any) -> bool:
-    """Whether a limit's ``value`` is no looser than its default (numbers: not larger)."""
+    """Whether a limit's `value` is no looser than its default (numbers: not larger)."""
     try:
         return value <= default
     except TypeError:
@@ -206,8 +206,8 @@ def _within(value: Any, default: Any) -> bool:
 
 def build_pipeline(pipeline: Any, classes: Sequence[type[Pass]] = ()) -> Sequential:
     """A Sequential from a spec string, a Pass, or a sequence of passes and spec strings
-    (``classes``: pass classes a spec finds by name before the registry, as for
-    :func:`parse_pass`)."""
+    (`classes`: pass classes a spec finds by name before the registry, as for
+    `parse_pass`)."""
     for c in classes:
         if not (isinstance(c, type) and issubclass(c, Pass) and c.name):
             raise PipelineError(f"classes must be named Pass subclasses, got {c!r}")

@@ -1,13 +1,13 @@
 """A pass registered again: by the same definition (a notebook cell run again,
-``importlib.reload``, the same source executed twice) the new class replaces the old one with
-a :class:`PassRedefinedWarning`, one line; by another definition it is a
-:class:`PassRegistrationError` naming both, each as ``module.qualname (file:line)``. (A rule
+`importlib.reload`, the same source executed twice) the new class replaces the old one with
+a `PassRedefinedWarning`, one line; by another definition it is a
+`PassRegistrationError` naming both, each as `module.qualname (file:line)`. (A rule
 table registered again by its module replaces the old one quietly; by another module it is the
-same error: ``rules.rule_table``.)
+same error: `rules.rule_table`.)
 
 Where a class is defined is read from the code of its methods and Python's line cache, which
 holds notebook cells too (IPython puts each cell there), so it is known for a pass written in
-a notebook, where ``inspect.getsource`` of a class fails."""
+a notebook, where `inspect.getsource` of a class fails."""
 
 from __future__ import annotations
 
@@ -38,15 +38,15 @@ def same_definition(a: Any, b: Any) -> bool:
 
 
 def where_defined(obj: Any) -> str:
-    """Where a class (or function) is defined: ``module.qualname (file:line)``, the place
-    left out when Python cannot tell (a class made by ``exec`` of a string)."""
+    """Where a class (or function) is defined: `module.qualname (file:line)`, the place
+    left out when Python cannot tell (a class made by `exec` of a string)."""
     name = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', '?')}"
     found = definition_source(obj)
     return name if found is None else f"{name} ({found[0]}:{found[1]})"
 
 
 def definition_source(obj: Any) -> tuple[str, int, str] | None:
-    """``(file, first line, source)`` of a class or function as the line cache holds it (its
+    """`(file, first line, source)` of a class or function as the line cache holds it (its
     decorators included; notebook cells too), or None when the source is not known."""
     code = _code_of(obj)
     if code is None:
@@ -73,8 +73,8 @@ def definition_source(obj: Any) -> tuple[str, int, str] | None:
 
 
 def _code_of(obj: Any):
-    """The code object that locates ``obj``: a function's own, or for a class, that of the
-    first method written in its body (not one ``dataclass`` generated)."""
+    """The code object that locates `obj`: a function's own, or for a class, that of the
+    first method written in its body (not one `dataclass` generated)."""
     if inspect.isfunction(obj):
         return obj.__code__
     if not isinstance(obj, type):
@@ -90,6 +90,6 @@ def _code_of(obj: Any):
 
 
 def redefined(message: str, stacklevel: int) -> None:
-    """Say, once per redefinition, that a registration replaced an earlier one (``stacklevel``
-    counted from the caller of this function, as ``warnings.warn`` counts)."""
+    """Say, once per redefinition, that a registration replaced an earlier one (`stacklevel`
+    counted from the caller of this function, as `warnings.warn` counts)."""
     warnings.warn(message, PassRedefinedWarning, stacklevel=stacklevel + 1)

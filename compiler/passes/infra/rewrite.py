@@ -1,8 +1,8 @@
 """Rewriting a function binding by binding, keeping every node the rule does not change.
 
-``rewrite_function(fn, rule)`` visits the bindings in order. Each node first gets its operands
-replaced by their rewritten versions (``replace`` returns the very same node when none
-changed), then ``rule(node)`` may return a replacement expression: a new subgraph whose
+`rewrite_function(fn, rule)` visits the bindings in order. Each node first gets its operands
+replaced by their rewritten versions (`replace` returns the very same node when none
+changed), then `rule(node)` may return a replacement expression: a new subgraph whose
 fresh nodes are bound automatically just before their first use. Fresh nodes without
 provenance inherit the provenance of the node they replace, marked with the current pass, and
 the replacing node inherits its name hint, so the explorer can match nodes across passes.
@@ -47,9 +47,9 @@ def with_provenance(
     name: str | None = None,
     fresh: list[Expr] | None = None,
 ) -> Expr:
-    """Give every fresh node of ``expr`` (not in ``known``) lacking provenance ``prov``;
-    the root gets ``name`` as its hint if it has none. Returns the rebuilt expression; the
-    fresh nodes of the result are appended to ``fresh`` when given (the root excepted)."""
+    """Give every fresh node of `expr` (not in `known`) lacking provenance `prov`;
+    the root gets `name` as its hint if it has none. Returns the rebuilt expression; the
+    fresh nodes of the result are appended to `fresh` when given (the root excepted)."""
     memo: dict[int, Expr] = {}
 
     def visit(e: Expr) -> Expr:
@@ -87,7 +87,7 @@ class Rewriter:
         self.origin: dict[int, Expr] = {}
 
     def _bind(self, expr: Expr, out: list[Expr], bound: set[int]) -> None:
-        """Append the unbound non-leaf nodes ``expr`` needs (and ``expr``), in order."""
+        """Append the unbound non-leaf nodes `expr` needs (and `expr`), in order."""
         stack: list[tuple[Expr, bool]] = [(expr, False)]
         while stack:
             node, expanded = stack.pop()
@@ -137,8 +137,8 @@ class Rewriter:
         return tuple(out)
 
     def note(self, rule, node: Expr, seen: Expr, replacement: Expr, fresh: list[Expr]) -> None:
-        """Record that ``rule`` rewrote ``node`` (seen by the rule as ``seen``, its operands
-        rewritten) into ``replacement`` with the ``fresh`` nodes."""
+        """Record that `rule` rewrote `node` (seen by the rule as `seen`, its operands
+        rewritten) into `replacement` with the `fresh` nodes."""
         also = rule.pattern.also(seen) if rule.pattern.also is not None else ()
         matched = (node, *(self.origin.get(id(e), e) for e in also))
         name = f"{self.rule.pass_name}/{rule.name}"
@@ -173,12 +173,12 @@ class Rewriter:
 def rewrite_function(
     fn: Function, rule: Rule, pass_name: str | None = None, function: str = "main"
 ) -> Function:
-    """Apply ``rule`` to every binding of ``fn``; returns ``fn`` itself when nothing changes."""
+    """Apply `rule` to every binding of `fn`; returns `fn` itself when nothing changes."""
     return Rewriter(rule, pass_name, function).run(fn)
 
 
 def rewrite_module(module, rule_for: Callable[[str, Function], Rule | None], pass_name=None):
-    """Rewrite every function with the rule ``rule_for(name, fn)`` gives (None skips it)."""
+    """Rewrite every function with the rule `rule_for(name, fn)` gives (None skips it)."""
     functions = {}
     for name, fn in module.functions.items():
         rule = rule_for(name, fn)

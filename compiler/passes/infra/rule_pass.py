@@ -14,7 +14,7 @@
 The rewriter tries the rules on every binding of every function, in table order (a rewrite
 returning None leaves the node to the next rule), and records each application (the
 explorer's rewrites tab). Nodes a rewrite no longer uses stay where they are:
-``dead-code-elimination`` (in ``default``) removes them. The table is registered under the
+`dead-code-elimination` (in `default`) removes them. The table is registered under the
 pass's name when the pass runs, as its class's (a class defined again replaces it), so views
 can show each rule's line of doc.
 """
@@ -30,9 +30,9 @@ from compiler.passes.infra.rules import Rule, Rules, rule_table
 
 
 class RulePass(Pass):
-    """Base class of a pass that applies one rule table (``rules``) with the rewriter.
-    Subclasses set ``name`` and ``rules``; a dataclass subclass's options reach the rules as
-    ``ctx`` (the pass itself)."""
+    """Base class of a pass that applies one rule table (`rules`) with the rewriter.
+    Subclasses set `name` and `rules`; a dataclass subclass's options reach the rules as
+    `ctx` (the pass itself)."""
 
     rules: ClassVar[tuple[Rule, ...]] = ()
 

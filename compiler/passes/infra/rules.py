@@ -1,9 +1,9 @@
 """Rewrite rules as data, and the record of every rule application.
 
-A :class:`Rule` is a name, a :class:`Pattern` and a rewrite. A pattern says which nodes a rule
+A `Rule` is a name, a `Pattern` and a rewrite. A pattern says which nodes a rule
 looks at: their kind (a Call by default), the op names of a call, and a predicate; a rewrite
 returns the replacement of a matched node, or None to leave it (the next rule of the table is
-then tried). A pass built from rules hands its table to the rewriter as :class:`Rules`, which
+then tried). A pass built from rules hands its table to the rewriter as `Rules`, which
 tries, for each binding, the rules whose pattern matches, in table order::
 
     RULES = rule_table(  # registered: rule_tables() lists every pass's rules
@@ -15,10 +15,10 @@ tries, for each binding, the rules whose pattern matches, in table order::
     rewrite_module(module, lambda name, fn: rules, pass_name)
 
 A pass that is not a walk of the rewriter (fuse-ops' merges) applies its table with
-``Rules.fire`` and records what happened with :func:`note`.
+`Rules.fire` and records what happened with `note`.
 
-Inside :func:`collect_rewrites` every rule application of every pass run on this thread
-(this context) appends a :class:`RewriteRecord`: the rule (``pass/rule``), the nodes it matched
+Inside `collect_rewrites` every rule application of every pass run on this thread
+(this context) appends a `RewriteRecord`: the rule (`pass/rule`), the nodes it matched
 (names in the module before the pass, the root first) and the nodes it produced (names in the
 module after the pass, the replacement of the root first; nodes the pass itself removed again
 are left out). Outside it nothing is recorded and nothing is paid.
@@ -51,8 +51,8 @@ Rewrite = Callable[[Any, Any], "Expr | None"]
 
 @dataclass(frozen=True)
 class Pattern:
-    """Which nodes a rule looks at: of class ``kind``, calling one of ``ops`` (calls only;
-    None: any op), for which ``where(node, ctx)`` holds (None: all). ``also(node)`` gives the
+    """Which nodes a rule looks at: of class `kind`, calling one of `ops` (calls only;
+    None: any op), for which `where(node, ctx)` holds (None: all). `also(node)` gives the
     other nodes the rule reads besides the root (a tuple item's tuple), for the record."""
 
     kind: type = Call
@@ -61,7 +61,7 @@ class Pattern:
     also: Callable[[Any], tuple[Expr, ...]] | None = None
 
     def matches(self, node: Expr, ctx: Any = None) -> bool:
-        """Whether ``node`` is one this pattern describes."""
+        """Whether `node` is one this pattern describes."""
         if not isinstance(node, self.kind):
             return False
         if self.ops is not None and node.op not in self.ops:
@@ -70,12 +70,12 @@ class Pattern:
 
 
 def op(*names: str, where=None, also=None) -> Pattern:
-    """A call of one of the ops ``names`` (none given: any op) for which ``where`` holds."""
+    """A call of one of the ops `names` (none given: any op) for which `where` holds."""
     return Pattern(Call, frozenset(names) if names else None, where, also)
 
 
 def kind(cls: type, where=None, also=None) -> Pattern:
-    """A node of class ``cls`` (Tuple, TupleGetItem, If, FuncCall ...) for which ``where``
+    """A node of class `cls` (Tuple, TupleGetItem, If, FuncCall ...) for which `where`
     holds."""
     return Pattern(cls, None, where, also)
 
@@ -90,9 +90,9 @@ ITEM_OF_TUPLE = kind(TupleGetItem, _item_of_built_tuple, lambda n: (n.tuple_valu
 
 @dataclass(frozen=True)
 class Rule:
-    """A named local rewrite: ``rewrite(node, ctx)`` for a node ``pattern`` matches returns its
+    """A named local rewrite: `rewrite(node, ctx)` for a node `pattern` matches returns its
     replacement (new nodes over its operands, or an existing value), or None to keep it.
-    ``doc`` says what it does in one line (``identity(x) -> x``), for views and listings."""
+    `doc` says what it does in one line (`identity(x) -> x`), for views and listings."""
 
     name: str
     pattern: Pattern
@@ -109,12 +109,12 @@ _TABLE_WHERE: dict[str, tuple[str, str]] = {}  # pass name -> (module, file:line
 
 
 def rule_table(pass_name: str, *rules: Rule, owner: type | None = None) -> tuple[Rule, ...]:
-    """Register ``rules`` as the rule table of pass ``pass_name`` (what :func:`rule_tables`
+    """Register `rules` as the rule table of pass `pass_name` (what `rule_tables`
     lists), tried in this order; returns them. The module that registered a pass's table may
     register it again (a notebook cell run again, a module reloaded: the new table replaces
-    the old one, quietly: a redefined pass says so itself, ``register_pass``); another module
-    may not. ``owner``: the pass class the table belongs to, when it is not the caller's module
-    that defines it (a ``RulePass`` registers its table as its class's)."""
+    the old one, quietly: a redefined pass says so itself, `register_pass`); another module
+    may not. `owner`: the pass class the table belongs to, when it is not the caller's module
+    that defines it (a `RulePass` registers its table as its class's)."""
     names = [r.name for r in rules]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -141,14 +141,14 @@ def rule_table(pass_name: str, *rules: Rule, owner: type | None = None) -> tuple
 
 def rule_tables() -> dict[str, tuple[Rule, ...]]:
     """The rule table of every pass built from rules, by pass name (a record's rule is
-    ``pass/rule`` of one of these)."""
+    `pass/rule` of one of these)."""
     return dict(_TABLES)
 
 
 class Rules:
-    """A pass's rule table applied with a context ``ctx`` (the pass's options and state, given
+    """A pass's rule table applied with a context `ctx` (the pass's options and state, given
     to every pattern and rewrite). Called on a node it returns the first replacement a
-    matching rule gives (so it is a plain rule for :mod:`compiler.passes.infra.rewrite`)."""
+    matching rule gives (so it is a plain rule for `compiler.passes.infra.rewrite`)."""
 
     def __init__(self, pass_name: str, rules: Sequence[Rule], ctx: Any = None):
         names = [r.name for r in rules]
@@ -170,7 +170,7 @@ class Rules:
         self._cache: dict[tuple[type, str | None], tuple[Rule, ...]] = {}
 
     def candidates(self, node: Expr) -> tuple[Rule, ...]:
-        """The rules whose kind and ops fit ``node``, in table order."""
+        """The rules whose kind and ops fit `node`, in table order."""
         key = (type(node), node.op if isinstance(node, Call) else None)
         found = self._cache.get(key)
         if found is None:
@@ -181,7 +181,7 @@ class Rules:
         return found
 
     def fire(self, node: Expr) -> tuple[Rule, Expr] | None:
-        """The first rule that rewrites ``node`` and its replacement, or None."""
+        """The first rule that rewrites `node` and its replacement, or None."""
         ctx = self.ctx
         for rule in self.candidates(node):
             where = rule.pattern.where
@@ -202,11 +202,11 @@ class Rules:
 
 @dataclass(frozen=True)
 class RewriteRecord:
-    """One rule application: ``rule`` is ``pass/rule``; ``matched`` the names (in the module
-    before the pass) of the nodes it matched, the root first; ``produced`` the names (in the
-    module after the pass) of the nodes it made, the root's replacement first; ``function``
+    """One rule application: `rule` is `pass/rule`; `matched` the names (in the module
+    before the pass) of the nodes it matched, the root first; `produced` the names (in the
+    module after the pass) of the nodes it made, the root's replacement first; `function`
     the function it happened in. A name is a binding's or parameter's name as the IR text
-    prints it (without ``%``), or ``$name`` for a named weight."""
+    prints it (without `%`), or `$name` for a named weight."""
 
     rule: str
     matched: tuple[str, ...]
@@ -246,7 +246,7 @@ _FRAME: ContextVar[_Frame | None] = ContextVar("passlens_rewrite_frame", default
 @contextlib.contextmanager
 def collect_rewrites() -> Iterator[list[RewriteRecord]]:
     """Record every rule application of the passes run inside (on this thread / context) in
-    the list yielded, as :class:`RewriteRecord` items in the order they happened."""
+    the list yielded, as `RewriteRecord` items in the order they happened."""
     out: list[RewriteRecord] = []
     token, names = _SINK.set(out), _NAMES.set({})
     try:
@@ -288,7 +288,7 @@ def pass_frame() -> Iterator[_Frame | None]:
 
 
 def function_names(fn: Function) -> dict[int, str]:
-    """The printed name of every parameter and bound node of ``fn`` (by id), as the IR text
+    """The printed name of every parameter and bound node of `fn` (by id), as the IR text
     and the graph view name them."""
     return value_names(fn)
 
@@ -300,12 +300,12 @@ def _name(e: Expr, names: dict[int, str]) -> str | None:
 
 
 def _read_weights(fn: Function) -> set[int]:
-    """Ids of the named weights ``fn`` reads."""
+    """Ids of the named weights `fn` reads."""
     return {id(c) for c in function_constants(fn) if c.name is not None}
 
 
 def finish_frame(frame: _Frame, before: Module, after: Module) -> list[RewriteRecord]:
-    """The frame's applications as records named in ``before`` / ``after``, appended to the
+    """The frame's applications as records named in `before` / `after`, appended to the
     collecting list."""
     sink = _SINK.get()
     records: list[RewriteRecord] = []

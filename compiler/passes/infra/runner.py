@@ -1,4 +1,4 @@
-"""Running a pipeline: :func:`run` applies its passes with the instruments, records every
+"""Running a pipeline: `run` applies its passes with the instruments, records every
 application, and on a failure or an interrupt lists the passes left unrun."""
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from compiler.passes.infra.pipeline import build_pipeline
 def _skipped(
     pipeline: Sequential, ran: int, snapshots: list[Snapshot], reason: str
 ) -> list[SkippedPass]:
-    """The passes left unrun when the ``ran``-th pass of ``pipeline`` failed, in pipeline order:
+    """The passes left unrun when the `ran`-th pass of `pipeline` failed, in pipeline order:
     the rest of each named pipeline (Sequential) the failure happened in, innermost first,
-    then the rest of ``pipeline``. (What a pass would have applied inside itself, other than
+    then the rest of `pipeline`. (What a pass would have applied inside itself, other than
     a Sequential's passes, cannot be known.)"""
     levels = [(pipeline, ran, 0)]  # (a pipeline, how many of its passes started, their depth)
     seq = pipeline.passes[ran - 1]
@@ -52,16 +52,16 @@ def run(
     verify_each: bool = False,
     raise_on_failure: bool = False,
 ) -> PassResult:
-    """Run a pipeline (spec string, Pass, or list of passes / specs) on ``module``.
+    """Run a pipeline (spec string, Pass, or list of passes / specs) on `module`.
 
-    With ``record`` every pass application (nested ones included) becomes a Snapshot. A pass
+    With `record` every pass application (nested ones included) becomes a Snapshot. A pass
     that fails ends the run with a recorded failure, the passes after it listed in
-    ``result.skipped`` and ``result.module`` the last good module; with ``raise_on_failure``
-    (or without ``record``) a PassFailed is raised instead, naming the pass and the passes
+    `result.skipped` and `result.module` the last good module; with `raise_on_failure`
+    (or without `record`) a PassFailed is raised instead, naming the pass and the passes
     that ran before it.
 
-    A KeyboardInterrupt stops the run: it propagates, as :class:`PassesInterrupted` when the
-    run is recorded, which carries the partial result (``.result``, with ``interrupted``
+    A KeyboardInterrupt stops the run: it propagates, as `PassesInterrupted` when the
+    run is recorded, which carries the partial result (`.result`, with `interrupted`
     set): the explorer can still show what ran, and the user's stop still stops.
     """
     seq = build_pipeline(pipeline)
@@ -96,7 +96,7 @@ def run(
 def _stopped(
     module: Module, snapshots: list[Snapshot], seq: Sequential, ran: int, interrupted: bool
 ) -> PassResult:
-    """The result of a recorded run that stopped in its ``ran``-th pass: the innermost failed
+    """The result of a recorded run that stopped in its `ran`-th pass: the innermost failed
     snapshot is the failure (the pass that raised, not the pipeline around it)."""
     failed = [s for s in snapshots if s.failed]
     failure = failed[-1] if failed else None

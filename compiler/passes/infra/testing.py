@@ -1,14 +1,14 @@
 """Testing a pass the way the compiler's own passes are tested: a Before and an Expected module
-(TVM's ``tvm.ir.assert_structural_equal`` tests, MLIR's FileCheck tests), for your own pass too.
+(TVM's `tvm.ir.assert_structural_equal` tests, MLIR's FileCheck tests), for your own pass too.
 
     from compiler.passes import verify_pass
 
     verify_pass(BEFORE, EXPECTED, FastGelu())        # a Pass, its class, or a spec string
 
-:func:`verify_pass` runs the pass on ``before`` (IR text or a Module) with the verifier after
-every pass, and checks that the result is ``expected`` structurally (names of values aside),
-that it prints and parses back to itself, and (``numbers=True``, the default) that it computes
-what ``before`` computes, judged as float32 rounds. Each failure is one ``AssertionError``
+`verify_pass` runs the pass on `before` (IR text or a Module) with the verifier after
+every pass, and checks that the result is `expected` structurally (names of values aside),
+that it prints and parses back to itself, and (`numbers=True`, the default) that it computes
+what `before` computes, judged as float32 rounds. Each failure is one `AssertionError`
 saying which of these broke, with the IR diff or the worst element.
 """
 
@@ -38,15 +38,15 @@ def verify_pass(
     verify_each: bool = True,
     rtol: float = RTOL,
 ) -> Module:
-    """Run ``spec`` (a Pass, a Pass class taking no options, a spec string or a list of them)
-    on ``before`` and check the result; returns the module the pass made.
+    """Run `spec` (a Pass, a Pass class taking no options, a spec string or a list of them)
+    on `before` and check the result; returns the module the pass made.
 
-    - structure: the result equals ``expected`` (``provenance=True`` compares provenance too);
-    - ``roundtrip``: the result prints and parses back to an equal module;
-    - ``numbers``: on ``inputs`` (default: values spread over [-1, 1] for every float
-      parameter of ``@main``, 0..n-1 for integers) the result's outputs equal ``before``'s
-      within ``rtol`` of each output's largest magnitude, NaN where NaN is;
-    - ``verify_each=False`` skips the verifier (for a module that breaks the IR's invariants
+    - structure: the result equals `expected` (`provenance=True` compares provenance too);
+    - `roundtrip`: the result prints and parses back to an equal module;
+    - `numbers`: on `inputs` (default: values spread over [-1, 1] for every float
+      parameter of `@main`, 0..n-1 for integers) the result's outputs equal `before`'s
+      within `rtol` of each output's largest magnitude, NaN where NaN is;
+    - `verify_each=False` skips the verifier (for a module that breaks the IR's invariants
       on purpose, such as a replica of a bug).
     """
     from compiler.passes.infra.runner import run
@@ -85,7 +85,7 @@ def _module(value: str | Module, what: str, verify: bool) -> Module:
 
 
 def default_inputs(module: Module) -> list[np.ndarray]:
-    """Inputs for ``@main`` of ``module``: float parameters spread over [-1, 1], integer ones
+    """Inputs for `@main` of `module`: float parameters spread over [-1, 1], integer ones
     0..n-1, booleans alternating; a parameter without a static shape cannot be made up."""
     args = []
     for p in module.main.params:

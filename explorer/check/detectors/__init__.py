@@ -1,7 +1,7 @@
 """The detectors of the check, one module per kind of finding, and their registry.
 
-A new kind of finding is a new module here (a ``detect(facts) -> list[Finding]`` function and
-its ``KIND``) plus one line in ``KINDS``. The order of ``KINDS`` is the order findings of one
+A new kind of finding is a new module here (a `detect(facts) -> list[Finding]` function and
+its `KIND`) plus one line in `KINDS`. The order of `KINDS` is the order findings of one
 step are listed in."""
 
 from __future__ import annotations

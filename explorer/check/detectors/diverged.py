@@ -1,17 +1,17 @@
-"""``diverged``: a step's outputs differ from the reference beyond ``atol + rtol * |ref|``.
+"""`diverged`: a step's outputs differ from the reference beyond `atol + rtol * |ref|`.
 Reported where the divergence starts (the first such step, or a step that changed the numbers
 again), naming the earliest IR node that differs from the reference node it came from: the FX
 node named by its provenance (torch), or the imported step's node with the same provenance
 (other sources).
 
-Details: ``max_abs``, ``max_rel``, ``output`` (index of the worst output), ``reference``
-(what was compared with), ``node_errors`` (list of :class:`~explorer.check.report.NodeError`,
-earliest first; ``nodes[0]`` is the earliest node that differs, when one is matched),
-``rule`` (what judged: ``"tolerance"`` or ``"float64"``, see ``explorer/check/judge.py``) and
-``float64`` (for the float64 rule: ``error`` and ``reference_error``, the largest distances of
-the step's and the reference's outputs from the float64 run, and ``share`` of the allowance),
-``tied_indices`` (where index values differ from the reference's only in the order of tied
-values, ``ties.py``: no error; the message says so when the first node that differs reads one)."""
+Details: `max_abs`, `max_rel`, `output` (index of the worst output), `reference`
+(what was compared with), `node_errors` (list of `explorer.check.report.NodeError`,
+earliest first; `nodes[0]` is the earliest node that differs, when one is matched),
+`rule` (what judged: `"tolerance"` or `"float64"`, see `explorer/check/judge.py`) and
+`float64` (for the float64 rule: `error` and `reference_error`, the largest distances of
+the step's and the reference's outputs from the float64 run, and `share` of the allowance),
+`tied_indices` (where index values differ from the reference's only in the order of tied
+values, `ties.py`: no error; the message says so when the first node that differs reads one)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def detect(facts: StepFacts) -> list[Finding]:
 
 
 def _tie_read(node, ties: list):
-    """The first of the tied-index nodes ``ties`` that ``node`` reads, directly or not."""
+    """The first of the tied-index nodes `ties` that `node` reads, directly or not."""
     if not ties:
         return None
     wanted = {id(t): t for t in ties}

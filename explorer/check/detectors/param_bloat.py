@@ -1,10 +1,10 @@
-"""``param-bloat`` (a warning): parameter bytes grew by more than the check's
-``bloat_threshold`` over the previous step, and by at least ``bloat_min_bytes``, naming the
-parameters responsible (from ``explorer.diff``: "N copies of `W`"). Needs no numbers: without
+"""`param-bloat` (a warning): parameter bytes grew by more than the check's
+`bloat_threshold` over the previous step, and by at least `bloat_min_bytes`, naming the
+parameters responsible (from `explorer.diff`: "N copies of `W`"). Needs no numbers: without
 inputs it is still reported, for passes that have no children.
 
-Details: ``bytes_before``, ``bytes_after``, ``growth`` (list of (name, bytes, net bytes
-added, reason)), ``previous`` (the step compared with)."""
+Details: `bytes_before`, `bytes_after`, `growth` (list of (name, bytes, net bytes
+added, reason)), `previous` (the step compared with)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def detect(facts: StepFacts) -> list[Finding]:
 
 def _rules(step, names: list[str]) -> str:
     """The rules that made the first parameter that grew, oldest first, from the steps'
-    rewrites: ``made by rules p/r at #2 -> fold-constant/x at #3``; "" if none is known."""
+    rewrites: `made by rules p/r at #2 -> fold-constant/x at #3`; "" if none is known."""
     from explorer.rewrites import origin
 
     params = step.graph.params

@@ -1,9 +1,9 @@
-"""``pass-failed``: a pass raised. Reported at the failed step that has no children (a
+"""`pass-failed`: a pass raised. Reported at the failed step that has no children (a
 nested pipeline fails because one of its passes did: that pass is named), with the binding
 it failed on.
 
-Details: ``error``, ``traceback``, ``function``, ``line`` (0-based line of ``step.text``)
-and ``line_text``."""
+Details: `error`, `traceback`, `function`, `line` (0-based line of `step.text`)
+and `line_text`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""``run-failed``: a step's module could not be run by the interpreter. Reported where that
+"""`run-failed`: a step's module could not be run by the interpreter. Reported where that
 starts (a step whose module before it ran).
 
-Details: ``error``."""
+Details: `error`."""
 
 from __future__ import annotations
 

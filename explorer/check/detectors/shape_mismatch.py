@@ -1,8 +1,8 @@
-"""``shape-mismatch``: a node whose computed value disagrees with its annotated type,
+"""`shape-mismatch`: a node whose computed value disagrees with its annotated type,
 reported once per node, at the first step whose run computed it (the step that made it).
-The step's status becomes ``shape-mismatch``.
+The step's status becomes `shape-mismatch`.
 
-Details: ``annotated`` (Type), ``shape``, ``dtype``, ``function``."""
+Details: `annotated` (Type), `shape`, `dtype`, `function`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""``signature-changed`` (info, never a failure): the way ``@main`` is called changed (after
-lift-transform-params the check runs ``@main_transform_params`` on the weights, then
-``@main``; after the lazy passes it serves ``get_item`` / collects ``set_item``).
+"""`signature-changed` (info, never a failure): the way `@main` is called changed (after
+lift-transform-params the check runs `@main_transform_params` on the weights, then
+`@main`; after the lazy passes it serves `get_item` / collects `set_item`).
 
-Details: ``before`` / ``after`` (how @main was called), ``get_item_calls``,
-``set_item_calls``."""
+Details: `before` / `after` (how @main was called), `get_item_calls`,
+`set_item_calls`."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ Each is found again in the imported module: the very same node when the passes b
 else the nodes with the same provenance (the pass that made it aside), else with the same name
 and op. Such a group of nodes, with the nodes between them, is the first region; a cut keeps
 the region only: its last nodes become @main's outputs, what it reads from outside becomes new
-inputs (or constants, see ``module.py``). Regions then grow by 1, 2, 4, ... hops through
+inputs (or constants, see `module.py`). Regions then grow by 1, 2, 4, ... hops through
 operands and users. Groups reading the fewest weight bytes go first (the smallest test)."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class _Graph:
                 self.users[p].add(b)
 
     def between(self, group: set[int]) -> set[int]:
-        """``group`` and every node on a path from one of its nodes to another."""
+        """`group` and every node on a path from one of its nodes to another."""
         return group | (_closure(group, self.users) & _closure(group, self.producers))
 
     def widen(self, region: set[int], hops: int) -> set[int]:
@@ -55,7 +55,7 @@ class _Graph:
         return region
 
     def cut(self, region: set[int], base: Cut) -> Cut:
-        """Keep ``region`` only: its nodes no other node of it reads are the outputs, the nodes
+        """Keep `region` only: its nodes no other node of it reads are the outputs, the nodes
         it reads from outside are the frontier."""
         outputs = tuple(
             b for b in self.bindings if id(b) in region and not self.users[id(b)] & region
@@ -86,7 +86,7 @@ def named_nodes(finding: Finding) -> list[Expr]:
 
 
 def groups(finding: Finding, module: Module) -> list[set[int]]:
-    """Groups of top-level bindings of @main in ``module`` standing for the named nodes, the
+    """Groups of top-level bindings of @main in `module` standing for the named nodes, the
     ones reading the fewest weight bytes first."""
     main = module["main"]
     top_of: dict[int, Expr] = {}

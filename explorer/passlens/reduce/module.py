@@ -1,5 +1,5 @@
-"""The module side of a reduction: a candidate is a :class:`Cut` of the imported module, and a
-:class:`Cutter` builds the module a cut stands for.
+"""The module side of a reduction: a candidate is a `Cut` of the imported module, and a
+`Cutter` builds the module a cut stands for.
 
 A cut names @main's outputs (a subset of the original ones, or any of its nodes), the nodes
 replaced by something simpler (the *frontier*), the public functions left out and the weights
@@ -61,10 +61,10 @@ class CannotBuild(Exception):
 
 @dataclass(frozen=True)
 class Cut:
-    """One candidate, as changes to the imported module: @main's ``outputs`` (nodes or
-    parameters of the original @main), the ``frontier`` (``(function, id(node))`` pairs of
-    nodes replaced by a new input or a constant), the public functions ``dropped`` and the
-    weights (by name) whose values are ``generated`` from their names."""
+    """One candidate, as changes to the imported module: @main's `outputs` (nodes or
+    parameters of the original @main), the `frontier` (`(function, id(node))` pairs of
+    nodes replaced by a new input or a constant), the public functions `dropped` and the
+    weights (by name) whose values are `generated` from their names."""
 
     outputs: tuple
     frontier: frozenset = frozenset()
@@ -78,7 +78,7 @@ def count_bindings(module: Module) -> int:
 
 
 class Cutter:
-    """Builds the modules of cuts of ``module`` (the imported module, kept unchanged)."""
+    """Builds the modules of cuts of `module` (the imported module, kept unchanged)."""
 
     def __init__(self, module: Module):
         self.module = module
@@ -99,7 +99,7 @@ class Cutter:
 
     # ----- building -------------------------------------------------------------------------
     def build(self, cut: Cut) -> tuple[Module, list[Item]]:
-        """The module of ``cut`` and what can still be removed from it (its live bindings,
+        """The module of `cut` and what can still be removed from it (its live bindings,
         its outputs when there are several, its public functions nobody calls)."""
         functions, maps = {}, {}
         try:
@@ -120,7 +120,7 @@ class Cutter:
         return module, items
 
     def without(self, cut: Cut, chunk: Sequence[Item]) -> Cut | None:
-        """``cut`` with the items of ``chunk`` removed (None if no output would be left)."""
+        """`cut` with the items of `chunk` removed (None if no output would be left)."""
         frontier, dropped = set(cut.frontier), set(cut.dropped)
         gone = {id(item[1]) for item in chunk if item[0] == "out"}
         outputs = [o for o in cut.outputs if id(o) not in gone]
@@ -138,8 +138,8 @@ class Cutter:
         )
 
     def _moved_up(self, outputs: list[Expr], node: Expr, frontier: set) -> list[Expr]:
-        """@main's ``outputs`` with ``node`` removed: the nodes it reads take its place (when
-        it reads only inputs and weights, it becomes an input itself, in ``frontier``)."""
+        """@main's `outputs` with `node` removed: the nodes it reads take its place (when
+        it reads only inputs and weights, it becomes an input itself, in `frontier`)."""
         bindings = self.module["main"].bindings
         if self._top is None:
             self._top = {id(b): i for i, b in enumerate(bindings)}
@@ -302,7 +302,7 @@ def _hint(node: Expr) -> str:
 
 
 def _remapped(node: Expr, mapping: dict[int, Expr]) -> Expr:
-    """``node`` reading its operands through ``mapping`` (the same node when none changes; a
+    """`node` reading its operands through `mapping` (the same node when none changes; a
     call made again gets the type its new operands give; an If's branches are left to the
     caller)."""
     new = remap_operands(node, mapping)
@@ -312,7 +312,7 @@ def _remapped(node: Expr, mapping: dict[int, Expr]) -> Expr:
 
 
 def _needed(roots: Sequence[Expr], frontier: dict[int, Expr]) -> set[int]:
-    """Ids of the nodes ``roots`` depend on, not looking past the nodes of the frontier."""
+    """Ids of the nodes `roots` depend on, not looking past the nodes of the frontier."""
     seen: set[int] = set()
     stack = list(roots)
     while stack:
@@ -327,9 +327,9 @@ def _needed(roots: Sequence[Expr], frontier: dict[int, Expr]) -> set[int]:
 def _block(
     bindings: Sequence[Expr], mapping: dict[int, Expr], needed: set[int] | None = None
 ) -> list[Expr]:
-    """``bindings`` rebuilt on ``mapping`` (id of an old node -> its replacement: the
+    """`bindings` rebuilt on `mapping` (id of an old node -> its replacement: the
     stand-ins of the frontier, then every node rebuilt here), without the nodes of the
-    frontier and those not ``needed`` (ids; None: all are); enters If branches. A rebuilt
+    frontier and those not `needed` (ids; None: all are); enters If branches. A rebuilt
     call's type is inferred again (a module that verifies has no other), an If keeps its
     annotation (it covers the more precise types)."""
     out = []
@@ -356,7 +356,7 @@ def _block(
 
 
 def reads(node: Expr, top: dict[int, int]) -> set[int]:
-    """Ids of the bindings of ``top`` (ids of a function's top-level bindings) that ``node``
+    """Ids of the bindings of `top` (ids of a function's top-level bindings) that `node`
     reads; for an If, what its branches read too."""
     out: set[int] = set()
     seen: set[int] = set()
@@ -374,7 +374,7 @@ def reads(node: Expr, top: dict[int, int]) -> set[int]:
 
 
 def _depends_on_params(fn: Function) -> set[int]:
-    """Ids of the nodes of ``fn`` whose value depends on its parameters."""
+    """Ids of the nodes of `fn` whose value depends on its parameters."""
     done: dict[int, bool] = {id(p): True for p in fn.params}
     for root in fn.iter_nodes():
         stack: list[tuple[Expr, bool]] = [(root, False)]

@@ -2,7 +2,7 @@
 same finding? The candidate is explored and checked exactly as the generated test will do
 (IR source, random inputs of seed 0), and the finding must be of the same kind, at the same
 pass, with the same error type for a failed pass or run and on the same op for a shape
-mismatch (for ``diverged``, beyond tolerance, as any such finding is). When the finding was
+mismatch (for `diverged`, beyond tolerance, as any such finding is). When the finding was
 the trace's first failure, a candidate must have no failure before it either.
 
 Answers are memoized by the candidate's structural hash; a candidate that cannot be built,
@@ -60,7 +60,7 @@ class Target:
         return Target(finding.kind, _extra(finding), unit, first, report.rtol, report.atol)
 
     def found(self, trace: Trace, report: Report, position: int) -> list[Finding]:
-        """The findings of ``report`` that are this one, at the ``position``-th pass."""
+        """The findings of `report` that are this one, at the `position`-th pass."""
         passes = [s for s in trace.steps if s.kind == "pass" and s.depth == 0]
         if position >= len(passes):
             return []
@@ -110,7 +110,7 @@ class Oracle:
         return time.perf_counter() - self.start
 
     def holds(self, cut: Cut, kept: Sequence[int], force: bool = False) -> bool:
-        """Whether the module of ``cut`` through the units ``kept`` shows the finding."""
+        """Whether the module of `cut` through the units `kept` shows the finding."""
         try:
             module, _ = self.cutter.build(cut)
         except CannotBuild:
@@ -118,7 +118,7 @@ class Oracle:
         return self.holds_module(module, kept, force)
 
     def holds_module(self, module: Module, kept: Sequence[int], force: bool = False) -> bool:
-        """Whether ``module`` through the units ``kept`` shows the finding (``force``: even
+        """Whether `module` through the units `kept` shows the finding (`force`: even
         when the budget is spent)."""
         try:
             key = (structural_hash(module), tuple(kept))
@@ -166,7 +166,7 @@ class Oracle:
 
     @staticmethod
     def text(status: dict) -> str:
-        """``(phase) 12 candidates tried, 40 bindings left, 3 passes left``."""
+        """`(phase) 12 candidates tried, 40 bindings left, 3 passes left`."""
         left = ""
         if status["bindings"] is not None:
             left = f", {status['bindings']} bindings left, {status['passes']} passes left"

@@ -2,18 +2,18 @@
 that defined them does not.
 
 A pass class its module can be imported from (a file on the path) is imported. One defined in
-a notebook cell (``__main__``) or another module that cannot be imported is written from its
+a notebook cell (`__main__`) or another module that cannot be imported is written from its
 source, as Python's line cache holds it (IPython keeps every cell there:
-``compiler.passes.definition_source``), without its ``register_pass`` decorator (the file
-names its passes itself: ``build_pipeline(spec, classes=PASSES)``), after what it reads:
+`compiler.passes.definition_source`), without its `register_pass` decorator (the file
+names its passes itself: `build_pipeline(spec, classes=PASSES)`), after what it reads:
 
-- a module, or a name its module can be imported from (``Pass``, ``dataclass``, ``Call``):
+- a module, or a name its module can be imported from (`Pass`, `dataclass`, `Call`):
   an import;
 - a function or class of the same notebook: its source, the same way;
-- a plain literal (a number, a string, a tuple of them): an assignment of its ``repr``.
+- a plain literal (a number, a string, a tuple of them): an assignment of its `repr`.
 
-Anything else (a pass whose source is not known: made by ``exec`` of a string; a value such as
-a rule table built in a cell) cannot be written honestly: the file lists it in ``MISSING`` and
+Anything else (a pass whose source is not known: made by `exec` of a string; a value such as
+a rule table built in a cell) cannot be written honestly: the file lists it in `MISSING` and
 says, when run, what to define.
 """
 
@@ -65,9 +65,9 @@ RESERVED = frozenset(
 
 @dataclass
 class PassSource:
-    """What a test file needs for its user's passes: ``text`` (imports, then the sources, in
-    the order they are needed), ``names`` (each pass class as the file names it, for
-    ``PASSES``) and ``missing`` (what could not be written, in words)."""
+    """What a test file needs for its user's passes: `text` (imports, then the sources, in
+    the order they are needed), `names` (each pass class as the file names it, for
+    `PASSES`) and `missing` (what could not be written, in words)."""
 
     text: str = ""
     names: list[str] = field(default_factory=list)
@@ -75,7 +75,7 @@ class PassSource:
 
 
 def pass_source(classes: Sequence[type]) -> PassSource:
-    """The code defining ``classes`` (see the module docstring)."""
+    """The code defining `classes` (see the module docstring)."""
     writer = _Writer()
     out = PassSource()
     for cls in classes:
@@ -104,7 +104,7 @@ class _Writer:
         self.missing: list[str] = []
 
     def write(self, obj: Any) -> bool:
-        """Write ``obj`` (a class or function) from its source, after what it reads; False
+        """Write `obj` (a class or function) from its source, after what it reads; False
         when its source is not known."""
         if id(obj) in self.written:
             return True
@@ -125,7 +125,7 @@ class _Writer:
         return True
 
     def _name(self, name: str, scope: dict, reader: Any, annotation: bool) -> None:
-        """Make ``name``, which ``reader`` reads, defined in the file."""
+        """Make `name`, which `reader` reads, defined in the file."""
         if name not in scope:
             if not annotation and not hasattr(builtins, name):
                 self.missing.append(f"{name} (read by {reader.__qualname__}): not found")
@@ -161,7 +161,7 @@ def _import_lines(lines: dict[str, None]) -> str:
 
 
 def _source(obj: Any) -> str | None:
-    """The source of ``obj`` without its ``register_pass`` decorators, dedented, headed by
+    """The source of `obj` without its `register_pass` decorators, dedented, headed by
     where it was written."""
     found = definition_source(obj)
     if found is None:
@@ -184,7 +184,7 @@ def _source(obj: Any) -> str | None:
 
 
 def _free_names(node: ast.AST) -> tuple[set[str], set[str]]:
-    """The names ``node`` reads without binding them, and those of them it reads only in
+    """The names `node` reads without binding them, and those of them it reads only in
     annotations."""
     loads: set[str] = set()
     bound: set[str] = set()
@@ -205,7 +205,7 @@ def _free_names(node: ast.AST) -> tuple[set[str], set[str]]:
 
 
 def _runtime_names(node: ast.AST) -> set[str]:
-    """The names ``node`` reads outside annotations."""
+    """The names `node` reads outside annotations."""
     skip: set[int] = set()
     for sub in ast.walk(node):
         for ann in _annotations(sub):
@@ -228,7 +228,7 @@ def _annotations(node: ast.AST) -> list[ast.AST]:
 
 
 def _globals_of(obj: Any) -> dict:
-    """The global names ``obj``'s code reads: a function's own, a class's methods'."""
+    """The global names `obj`'s code reads: a function's own, a class's methods'."""
     if inspect.isfunction(obj):
         return obj.__globals__
     for value in vars(obj).values():
@@ -253,7 +253,7 @@ def _importable(module_name: str) -> Any:
 
 
 def _import_of_class(cls: type) -> str | None:
-    """``from module import Name`` for a class its module can be imported from."""
+    """`from module import Name` for a class its module can be imported from."""
     module = _importable(cls.__module__)
     if module is None or "<locals>" in cls.__qualname__:
         return None
@@ -266,7 +266,7 @@ def _import_of_class(cls: type) -> str | None:
 
 
 def _import_of(value: Any, name: str) -> str | None:
-    """The import that binds ``name`` to ``value`` in a fresh process, if there is one."""
+    """The import that binds `name` to `value` in a fresh process, if there is one."""
     if inspect.ismodule(value):
         if _importable(value.__name__) is None:
             return None
@@ -287,7 +287,7 @@ def _import_of(value: Any, name: str) -> str | None:
 
 
 def _literal(value: Any, depth: int = 0) -> bool:
-    """Whether ``value`` is a plain literal its ``repr`` writes back exactly."""
+    """Whether `value` is a plain literal its `repr` writes back exactly."""
     if depth > 8:
         return False
     if value is None or isinstance(value, (bool, int, float, str, bytes)):

@@ -1,11 +1,11 @@
 """The pipeline side of a reduction: the leaf passes a trace ran, in order, and delta debugging
 (ddmin) over a list of items, used for the passes and for the module's bindings alike.
 
-A named pipeline (``default``) or any pass that is a list of passes is replaced by its passes,
+A named pipeline (`default`) or any pass that is a list of passes is replaced by its passes,
 so every unit is one pass application at depth 0 of a candidate's trace; a pass that applies
 other passes inside itself stays one unit with its nested steps. A unit keeps the Pass object
 that runs it (the step's own, so a pass nobody registered runs as the instance the trace
-ran; for a loaded trace, found again by ``explorer.passlens.user_passes``)."""
+ran; for a loaded trace, found again by `explorer.passlens.user_passes`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ T = TypeVar("T")
 @dataclass(frozen=True, eq=False)
 class Unit:
     """One pass of the flattened pipeline: its spec, the step that ran it in the trace and the
-    Pass that runs it again (None: this process does not have it, ``missing`` says which)."""
+    Pass that runs it again (None: this process does not have it, `missing` says which)."""
 
     spec: str
     step: Step
@@ -68,7 +68,7 @@ def units_of(trace: Trace) -> list[Unit]:
 
 
 def unit_index(units: Sequence[Unit], step: Step) -> int | None:
-    """The position of the unit that ran ``step`` (the step itself or one of its ancestors)."""
+    """The position of the unit that ran `step` (the step itself or one of its ancestors)."""
     trace = step.trace
     position = {id(u.step): i for i, u in enumerate(units)}
     at: Step | None = step
@@ -82,7 +82,7 @@ def unit_index(units: Sequence[Unit], step: Step) -> int | None:
 
 
 def subtree(trace: Trace, step: Step) -> set[int]:
-    """Indices of ``step`` and every step nested in it (each visited once)."""
+    """Indices of `step` and every step nested in it (each visited once)."""
     inside, stack = set(), [step]
     while stack:
         s = stack.pop()
@@ -94,13 +94,13 @@ def subtree(trace: Trace, step: Step) -> set[int]:
 
 
 def spec_of(units: Sequence[Unit], kept: Sequence[int]) -> str:
-    """The pipeline spec of the units at positions ``kept``."""
+    """The pipeline spec of the units at positions `kept`."""
     return ",".join(units[i].spec for i in kept)
 
 
 def passes_of(units: Sequence[Unit], kept: Sequence[int]) -> list:
-    """The passes of the units at positions ``kept``, as objects (what a candidate runs);
-    raises :class:`~explorer.passlens.user_passes.MissingPasses` for those not available."""
+    """The passes of the units at positions `kept`, as objects (what a candidate runs);
+    raises `explorer.passlens.user_passes.MissingPasses` for those not available."""
     missing = MissingPasses([])
     for i in kept:
         if units[i].missing is not None:
@@ -111,8 +111,8 @@ def passes_of(units: Sequence[Unit], kept: Sequence[int]) -> list:
 
 
 def ddmin(items: list[T], without: Callable[[list[T]], list[T] | None]) -> list[T]:
-    """Delta debugging (Zeller's ddmin, removing chunks): ``without(chunk)`` tries the
-    candidate without ``chunk`` and returns the items it has left when the finding still holds
+    """Delta debugging (Zeller's ddmin, removing chunks): `without(chunk)` tries the
+    candidate without `chunk` and returns the items it has left when the finding still holds
     and the candidate is smaller than the current one by a measure that cannot decrease
     forever (so this ends), or None. Starts by trying to remove everything, then halves,
     quarters ... down to single items; returns what is left when no single item can go."""

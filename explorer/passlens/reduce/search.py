@@ -46,8 +46,8 @@ def reduce_passlens(
     budget: float = 60.0,
     progress: Progress | bool | None = None,
 ) -> Reduction:
-    """The passlens adapter's reducer (``explorer.reduce.reduce`` runs it for a passlens trace,
-    inside the trust it was given): see there for ``finding``, ``budget`` and ``progress``."""
+    """The passlens adapter's reducer (`explorer.reduce.reduce` runs it for a passlens trace,
+    inside the trust it was given): see there for `finding`, `budget` and `progress`."""
     started = time.perf_counter()
     finding = _pick(report, finding)
     trace, step = report.trace, finding.step
@@ -296,7 +296,7 @@ class _Search:
         )
 
     def _through_the_test(self, source: str, saved: dict, finding: Finding, given=None):
-        """The reduced trace as the test file builds it (``given``: the pass classes handed to
+        """The reduced trace as the test file builds it (`given`: the pass classes handed to
         a file that could not write them), its report and the finding in it; raises
         NotReproducible if the file does not show the finding."""
         target = self.oracle.target

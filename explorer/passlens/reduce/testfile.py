@@ -1,13 +1,13 @@
 """The standalone pytest file of a reduction: the reduced IR text and pipeline, and a test that
 FAILS while the finding is there and passes once it is gone.
 
-The file needs passlens (``explorer``, ``compiler``), numpy and pytest, and, only when the
-finding needs some of the model's own weight values, ``weights.npz`` beside it. Weights whose
-values do not matter are made from their names by :func:`generated_weight`, whose source is
+The file needs passlens (`explorer`, `compiler`), numpy and pytest, and, only when the
+finding needs some of the model's own weight values, `weights.npz` beside it. Weights whose
+values do not matter are made from their names by `generated_weight`, whose source is
 copied into the file, so the reduction and the file make the very same arrays. A pipeline with
 passes that are not passlens's own (a notebook's) gets them imported or written into the file
-(``pass_source.py``), found by name through ``PASSES``; what could not be written is listed in
-``MISSING`` and the file says, when run, what to define.
+(`pass_source.py`), found by name through `PASSES`; what could not be written is listed in
+`MISSING` and the file says, when run, what to define.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def _passes_block(user_passes: PassSource) -> str:
 
 
 def _ir_constant(text: str) -> str:
-    """``IR = '''...'''`` holding ``text`` (backslashes and single quotes escaped: the IR
+    """`IR = '''...'''` holding `text` (backslashes and single quotes escaped: the IR
     text quotes with double quotes, which stay readable)."""
     body = text.replace("\\", "\\\\").replace("'", "\\'")
     return "IR = '''\\\n" + body + "'''"
@@ -170,8 +170,8 @@ def make_test_source(
     trust_ops: Sequence[str] = (),
     user_passes: PassSource | None = None,
 ) -> str:
-    """The text of the pytest file for a reduced finding (``user_passes``: the code of the
-    pipeline's passes that are not passlens's own, see ``pass_source.py``)."""
+    """The text of the pytest file for a reduced finding (`user_passes`: the code of the
+    pipeline's passes that are not passlens's own, see `pass_source.py`)."""
     needs_passes = ""
     if user_passes is not None:
         needs_passes = (

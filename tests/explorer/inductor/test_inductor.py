@@ -110,6 +110,7 @@ def test_every_graph_goes_through_the_stages_in_order(broken):
             "pre-grad passes",
             "aot-autograd",
             "joint-graph passes",
+            "view_to_reshape",
             "post-grad passes",
             "inductor codegen",
         ]
@@ -188,6 +189,54 @@ def test_pattern_replacements_are_named_by_their_pattern():
     )
     d = patterns[0].diff()
     assert sorted(n.op for n in d.removed) == ["aten.view.default", "aten.view.default"]
+
+
+def test_every_step_has_a_previous_step_and_the_post_grad_passes_count_against_theirs():
+    # Inductor turns every aten.view into aten.reshape between the joint-graph and the post-grad
+    # passes, outside any pass: that is the view_to_reshape step, the post-grad passes' input
+    torch.manual_seed(0)
+
+    def viewed(x):
+        return x.view(2, 4, 2).sum(-1) + 1.0
+
+    trace = explorer.explore(
+        viewed,
+        (torch.randn(2, 8),),
+        compiler="inductor",
+        progress=False,
+        options={"post_grad_custom_post_pass": AddToSub()},
+    )
+    assert all(s.previous is not None for s in trace.steps[1:])
+    v2r, post = trace["view_to_reshape"], trace["post-grad passes"]
+    assert v2r.depth == 0 and v2r.changed and post.index == v2r.index + 1
+    d = v2r.diff()
+    assert d.op_count_changes == {"aten.reshape.default": 1, "aten.view.default": -1}
+    assert post.previous is v2r and trace.steps[post.children[0]].previous is v2r
+    row = next(r for r in trace.summary() if r["pass"] == "post-grad passes")
+    assert row["ops"] == "+1 aten.sub.Tensor, -1 aten.add.Tensor"
+    assert "+1 aten.sub.Tensor" in trace.summary_text()
+    assert trace.check().first_failure.step is trace["AddToSub"]
+
+
+def test_a_change_outside_any_recorded_step_is_a_step_of_its_own():
+    # what Inductor might do to a graph outside the functions the recorder wraps: a group
+    # handed a graph that is not what the last stage showed gets a step from that graph
+    from explorer.inductor.module import FXState
+    from explorer.inductor.record import OUTSIDE, GraphRecord, Recorder
+
+    gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1.0)
+    rec = Recorder(FXState())
+    rec.graph = GraphRecord(0, "0/0", "f", "f.py:1", "")
+    rec.items.append(explorer.inductor.record.ImportItem("dynamo", rec.wrap(gm), 0.0, rec.graph))
+    rec._catch_up(gm)  # unchanged since the import showed it: no step
+    assert len(rec.items) == 1
+    relu = next(n for n in gm.graph.nodes if n.target is torch.relu)
+    relu.target = torch.sigmoid
+    rec._catch_up(gm)
+    (snap,) = rec.items[1:]
+    assert snap.pass_name == OUTSIDE and snap.depth == 0
+    assert snap.before is rec.items[0].module and snap.module is not snap.before
+    assert "sigmoid" in snap.module.text() and "sigmoid" not in snap.before.text()
 
 
 # ----- the check ----------------------------------------------------------------------------------
@@ -336,6 +385,7 @@ def test_patches_are_restored_after_explore(broken):
     from torch.fx.passes.graph_transform_observer import GraphTransformObserver
 
     assert compile_fx._recursive_post_grad_passes.__module__ == "torch._inductor.compile_fx"
+    assert compile_fx.view_to_reshape.__module__ == "torch._inductor.fx_passes.post_grad"
     assert GraphTransformObserver.__enter__.__module__.startswith("torch.fx")
 
 
