@@ -46,6 +46,7 @@ overflow:auto;font:11px/1.35 ui-monospace,monospace;white-space:pre}
 .pl-compile details pre{color:#333}
 .pl-compile .pl-kcode pre{max-width:640px}
 .pl-compile summary{cursor:pointer}
+.pl-compile .pl-kcode summary{white-space:nowrap}
 .pl-compile .pl-src{color:#555;font-family:ui-monospace,monospace;font-size:11px}
 """
 

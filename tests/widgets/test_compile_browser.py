@@ -53,6 +53,29 @@ def test_a_kernels_node_opens_its_step_with_it_selected_in_the_report(browser, t
     assert problems == []
 
 
+def test_a_kernels_name_stays_on_the_line_of_its_marker(browser, trace, tmp_path):
+    """Seen beside tlparse (issue 43, ui/2026-12-03): in a narrow kernel column the fold
+    marker sat on a line of its own above a long kernel name (cpp_fused_add_mul_sigmoid_0).
+    Each kernel's name is one line with its marker, folded or unfolded."""
+    page, problems = open_report(browser, trace, tmp_path / "r.html")
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    page.click("#pl-tabs button[data-tab=compile]")
+    summaries = page.locator("#pl-pane-compile .pl-kcode summary")
+    assert summaries.count() >= 3
+    one_line = """(s) => {
+      const code = s.querySelector('code'), r = s.getBoundingClientRect();
+      const lh = parseFloat(getComputedStyle(s).lineHeight) || 17;
+      return [s.textContent, Math.round(r.height), r.height < 1.6 * lh];
+    }"""
+    for unfold in (False, True):
+        if unfold:
+            for k in range(summaries.count()):
+                summaries.nth(k).click()
+        lines = [summaries.nth(k).evaluate(one_line) for k in range(summaries.count())]
+        assert all(ok for _name, _h, ok in lines), lines
+    assert problems == []
+
+
 def test_a_kernels_node_opens_its_step_in_the_app(app_page, trace):  # noqa: F811
     f = _first(trace)
     page, srv, problems, g = app_page(trace)

@@ -304,3 +304,22 @@ def test_ops_alone_in_their_module_are_titled_by_the_module_with_the_op_beneath(
     assert titled == {"avgpool": "adaptive_avg_pool2d"}, titled
     block = [n for n in q["nodes"] if n["id"].endswith("/linear") and n["k"] == "op"]
     assert block and block[0]["t"] == "linear"
+
+
+def test_the_zoomed_out_blocks_parse_every_segment_label_with_live_nodes():
+    """static/graph/semantic.js names a run of segments from its first and last labels
+    ("nodes 1–334 of 10,002") with its pattern SEG: it must read the labels with ghosts too
+    ("nodes 4844–5008 of 10,002, 2 removed"), else a run holding them is named by two whole
+    labels joined."""
+    from pathlib import Path
+
+    js = (Path(__file__).parents[2] / "widgets/static/graph/semantic.js").read_text()
+    seg = re.compile(re.search(r"^const SEG = /(.*)/; //", js, re.M).group(1))
+    trace = sm.flat_chain(10000)
+    step = trace["fold-constant"]
+    groups = graph_payload(step, step.previous)["groups"]
+    labels = [g["label"] for g in groups if g["k"] == "segment"]
+    assert any(", 2 removed" in x for x in labels)
+    for label in labels:
+        m = seg.match(label)
+        assert m and m.group(4) == " of 10,002", label

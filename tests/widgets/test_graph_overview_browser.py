@@ -519,3 +519,17 @@ def test_the_legend_names_only_what_the_step_draws(browser, bloat_data):
     assert "failed" not in legend_items(g) and "opaque (no converter)" not in legend_items(g)
     assert problems == problems2 == []
     page.close()
+
+
+def test_the_minimap_tells_its_runs_apart(browser, bloat_data):
+    """Seen beside Netron and Model Explorer (issue 43, ui/2026-12-03): the minimap labelled
+    both stages' pointwise layers "block.3 – block.5". Its labels (also its aria-label) are
+    told apart by path as the zoomed-out blocks are: "features.1.0/block.3 – block.5"."""
+    page, g, problems = page_of(browser, bloat_data)
+    mini = g.root.locator("canvas.plg-mini")
+    expect(mini).to_have_attribute("aria-label", re.compile(r"^minimap: "))
+    names = mini.get_attribute("aria-label")[len("minimap: ") :].split(", ")
+    assert len(names) >= 3 and len(names) == len(set(names)), names
+    assert any(n.startswith("features.1.0/") for n in names), names
+    assert problems == []
+    page.close()

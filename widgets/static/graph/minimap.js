@@ -59,7 +59,7 @@ PasslensGraphParts.part({
       o.font = LABEL + "px " + FONT;
       o.textBaseline = "middle";
       o.lineJoin = "round";
-      const taken = [];
+      const taken = [], names = [];
       let n = 0;
       for (const b of blocks) {
         if (b.s.h < LABEL) continue;
@@ -72,9 +72,10 @@ PasslensGraphParts.part({
         o.strokeText(text, x, y, w - 4);
         o.fillStyle = b.d.bad ? "#b71c1c" : b.d.changed ? "#8d5300" : "#263238";
         o.fillText(text, x, y, w - 4);
-        n++;
+        n++; names.push(text);
       }
       mini.dataset.labels = String(n);
+      mini.setAttribute("aria-label", "minimap" + (names.length ? ": " + names.join(", ") : "")); // (what it labels, for a screen reader)
     }
     function drawMiniView() {
       const ctx = mini.getContext && mini.getContext("2d");

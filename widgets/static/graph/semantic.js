@@ -14,7 +14,7 @@ const ROW = 16;           // a block this high (px) holds a line of text
 const TWO = 34;           // ... and this high, two
 const WIDEST = 440;       // px: a block is widened to its label's width up to this
 const MAX_BLOCKS = 400;   // blocks drawn at most (the cut stops descending past this)
-const SEG = /^(nodes|groups|nodes & groups) (\d+)–(\d+)( of [\d,]+)$/; // a segment's label: what, from, to, of how many
+const SEG = /^(nodes|groups|nodes & groups) (\d+)–(\d+)( of [\d,]+)(?:, [\d,]+ removed)?$/; // a segment's label: what, from, to, of how many (live; ghosts counted apart)
 
 PasslensGraphParts.part({
   name: "semantic",
@@ -104,32 +104,36 @@ PasslensGraphParts.part({
     // each single module block named by enough of its path to tell it from the other blocks:
     // "stages.1/blocks.0/pwconv1" where twelve blocks would say "pwconv1" (two parts at least,
     // so a block says where it is: "layers.17/self_attn")
+    // A run of modules ("block.3 – block.5") is named by its first and last the same way,
+    // the first with as much path as tells the run from the others ("1.0/block.3 – block.5").
     function nameBlocks(m, info) {
       const todo = [];
       for (const b of info) {
-        if (b.members.length !== 1) continue;
-        const grp = m.p.groups[b.members[0]];
-        if (grp.k !== "module") continue;
-        const parts = pathParts(grp);
-        if (parts.length) todo.push({ b, parts, n: 0 });
+        const gs = b.members.map((g) => m.p.groups[g]);
+        if (!gs.length || gs.some((grp) => grp.k !== "module")) continue;
+        const parts = pathParts(gs[0]);
+        if (gs.length > 1) { // a run: "first – last", the last by its own name
+          const last = pathParts(gs[gs.length - 1]);
+          if (parts.length && last.length) todo.push({ b, parts, n: 1, run: last[last.length - 1], min: 1 });
+          continue;
+        }
+        if (parts.length) todo.push({ b, parts, n: 0, min: 2 });
       }
+      const nameOf = (t) => t.parts.slice(-t.n).join("/") + (t.run ? " – " + t.run : "");
       // the parts every block shares ("model" of "model/layers.3") tell none apart
       let common = 0;
       while (todo.length > 1 && todo.every((t) => t.parts.length > common + 1 && t.parts[common] === todo[0].parts[common])) common++;
-      for (const t of todo) t.n = Math.min(2, t.parts.length - common);
+      for (const t of todo) t.n = Math.max(1, Math.min(t.min, t.parts.length - common));
       for (let round = 0; round < 64 && todo.length; round++) {
         const seen = new Map();
-        for (const t of todo) {
-          const key = t.parts.slice(-t.n).join("/");
-          seen.set(key, (seen.get(key) || 0) + 1);
-        }
+        for (const t of todo) seen.set(nameOf(t), (seen.get(nameOf(t)) || 0) + 1);
         let grew = false;
         for (const t of todo) {
-          if (seen.get(t.parts.slice(-t.n).join("/")) > 1 && t.n < t.parts.length) { t.n++; grew = true; }
+          if (seen.get(nameOf(t)) > 1 && t.n < t.parts.length) { t.n++; grew = true; }
         }
         if (!grew) break;
       }
-      for (const t of todo) t.b.d.name = t.parts.slice(-t.n).join("/");
+      for (const t of todo) if (!t.run || t.n > 1) t.b.d.name = nameOf(t); // (a run told apart by its own names keeps them)
     }
     // what a block says: name, count, marks (summed over a run's members)
     function describe(m, b) {
@@ -315,7 +319,9 @@ PasslensGraphParts.part({
     function blocksIn(t, W, H, row) {
       const m = st.m, D = st.draw;
       if (!m || !D || st.drawn !== m) return [];
-      return mergeRuns(cutBlocks(m, D, t, W, H, row), row).map((b) => Object.assign(b, { d: describe(m, b) }));
+      const info = mergeRuns(cutBlocks(m, D, t, W, H, row), row).map((b) => Object.assign(b, { d: describe(m, b) }));
+      nameBlocks(m, info); // (the minimap's labels told apart as the blocks' are)
+      return info;
     }
     viewport.onMove(schedule); // the zoomed-out blocks
     return { render: drawBlocks, schedule, blocksIn };
