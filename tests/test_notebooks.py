@@ -10,6 +10,7 @@ jupyter_client replaces by ``sys.executable``): run the tests with the venv's py
 
 from __future__ import annotations
 
+import ast
 import base64
 import html
 import pathlib
@@ -431,11 +432,58 @@ SABOTAGE = {
 }
 
 
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """The names a cell's code reads and those it binds (assignments, loop and comprehension
+    variables, defs, classes, imports)."""
+    tree = ast.parse(source)
+    reads, binds = set(), set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            (reads if isinstance(n.ctx, ast.Load) else binds).add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            binds.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            binds.update((a.asname or a.name).split(".")[0] for a in n.names)
+    return reads, binds
+
+
+def cut_to_the_failing_cell(nb, failing_line: str):
+    """`nb` cut for a sabotage run: its cells up to the last code cell binding a name the
+    failing cell reads before and on `failing_line`, then the failing cell. Only a tail is cut
+    (every cell before the last one needed still runs, in order), so nothing the failing line
+    sees differs from a whole run; the cells cut are those a whole run would run after it was
+    decided (the stepper, reduce, the try-it cells)."""
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    k = next(i for i in code if failing_line in nb.cells[i].source)
+    source = nb.cells[k].source
+    prefix = source[: source.index(failing_line) + len(failing_line)]
+    try:
+        reads, own = _names(prefix)
+    except SyntaxError:  # the line is inside a statement: the whole cell
+        reads, own = _names(source)
+    reads -= own
+    last = max((i for i in code if i < k and _names(nb.cells[i].source)[1] & reads), default=0)
+    out = nbformat.from_dict(nb)
+    out.cells = nb.cells[: last + 1] + [nb.cells[k]]
+    return out
+
+
+def test_the_sabotage_runs_cut_only_what_runs_after_the_failing_line_is_decided():
+    nb = nbformat.read(NOTEBOOKS / "08_torch_compile.ipynb", as_version=4)
+    cut = cut_to_the_failing_cell(nb, SABOTAGE["08_torch_compile.ipynb"][1])
+    sources = [c.source for c in cut.cells if c.cell_type == "code"]
+    assert any("report = trace.check(" in s for s in sources)  # what the failing line reads
+    assert not any("report.reduce()" in s or "ablation = {}" in s for s in sources)
+    assert sources[-1].startswith("first = report.first_failure")
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    assert sources[:-1] == code[: len(sources) - 1]  # a head of the notebook, in order
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", sorted(SABOTAGE))
 def test_a_broken_detector_fails_the_notebook(name, tmp_path):
     sabotage, failing_cell = SABOTAGE[name]
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    nb = cut_to_the_failing_cell(nbformat.read(NOTEBOOKS / name, as_version=4), failing_cell)
     nb.cells.insert(0, new_code_cell(sabotage))
     failure = _execute(nb, tmp_path)
     assert failure is not None, f"{name} passed with its detector broken"
@@ -560,7 +608,10 @@ PRINTED = {
             "`SplitVarMean`'s (−3 nodes",
             "124    -3     234.2 kB                        ",
         ),
-        ("+3 `aten.var.correction`, +3 `aten.mean.dim`", "+3 aten.mean.dim, +3 aten.var.correction"),
+        (
+            "+3 `aten.var.correction`, +3 `aten.mean.dim`",
+            "+3 aten.mean.dim, +3 aten.var.correction",
+        ),
         ("`view_to_reshape` row", "+14 aten.reshape.default, -14 aten.view.default"),
     ],
 }

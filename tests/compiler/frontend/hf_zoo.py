@@ -493,6 +493,35 @@ def dynamic_axes(name: str) -> dict[str, dict[int, str]]:
     }
 
 
+def export_key(name: str, built: nn.Module, dynamic: bool = True) -> str:
+    """What `export_onnx(name, ..., built=built)` makes depends on, as a hex digest: the
+    model's name and exporter, its weights and buffers (names, dtypes, shapes, bytes), its
+    inputs' dtypes and shapes, the dynamic dims, this file (the configs) and the versions of
+    torch, transformers, onnx and onnxscript. Equal keys: the same export (a cache's key)."""
+    import hashlib
+    import importlib.metadata as md
+    from pathlib import Path
+
+    h = hashlib.sha256()
+    versions = []
+    for dist in ("torch", "transformers", "onnx", "onnxscript"):
+        try:
+            versions.append(md.version(dist))
+        except md.PackageNotFoundError:
+            versions.append(None)
+    spec = (name, EXPORTER.get(name, "dynamo"), dynamic, versions, type(built).__name__)
+    h.update(repr(spec).encode())
+    h.update(Path(__file__).read_bytes())
+    for key, t in built.state_dict().items():
+        t = t.detach().contiguous().cpu()
+        h.update(f"{key}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    for a in inputs(name):
+        h.update(f"{a.dtype}:{tuple(a.shape)}".encode())
+    h.update(repr(dynamic_shapes(name) if dynamic else None).encode())
+    return h.hexdigest()
+
+
 def export_onnx(name: str, path, dynamic: bool = True, built: nn.Module | None = None) -> str:
     """``torch.onnx.export`` of the model (built here unless given) to ``path`` (the exporter
     :data:`EXPORTER` names); returns the exporter used."""

@@ -107,10 +107,48 @@ def _unknown(module) -> list:
     return [b for b in module["main"].bindings if ANY in (getattr(b.ty, "shape", None) or ())]
 
 
-@pytest.mark.parametrize("name", _params([n for n in NAMES if n not in hf_zoo.NO_ONNX]))
-def test_onnx_path_with_dynamic_dims_checks_clean_and_the_compiled_build_matches(name, tmp_path):
-    path = tmp_path / f"{name}.onnx"
+@pytest.fixture(scope="module")
+def onnx_cache(request):
+    """Where the ONNX files torch.onnx.export made are kept between runs (pytest's cache,
+    .pytest_cache/d/hf-zoo-onnx; None without the cache plugin): the export is torch's, about
+    two thirds of this file's time, and the same model exported by the same versions is the
+    same file (`hf_zoo.export_key`)."""
+    cache = getattr(request.config, "cache", None)
+    return None if cache is None else cache.mkdir("hf-zoo-onnx")
+
+
+def exported(name: str, folder, cache) -> str:
+    """`name` exported to ONNX in `folder` (its files copied from `cache` when an export of
+    the same model by the same versions is there, else exported and kept there: the .onnx and
+    its external data file); the .onnx file's path."""
+    import os
+    import shutil
+
+    path = folder / f"{name}.onnx"
+    kept = cache / hf_zoo.export_key(name, _model(name)) if cache else None
+    if kept is not None and (kept / path.name).is_file():
+        for f in kept.iterdir():
+            shutil.copyfile(f, folder / f.name)
+        return str(path)
     hf_zoo.export_onnx(name, path, built=_model(name))
+    if kept is not None:
+        part = cache / f"{kept.name}.{os.getpid()}.part"
+        part.mkdir()
+        for f in folder.iterdir():
+            if f.name.startswith(path.name):  # the model and its external data
+                shutil.copyfile(f, part / f.name)
+        try:
+            os.replace(part, kept)  # whole or not at all (two workers may write it)
+        except OSError:  # the other one was first
+            shutil.rmtree(part, ignore_errors=True)
+    return str(path)
+
+
+@pytest.mark.parametrize("name", _params([n for n in NAMES if n not in hf_zoo.NO_ONNX]))
+def test_onnx_path_with_dynamic_dims_checks_clean_and_the_compiled_build_matches(
+    name, tmp_path, onnx_cache
+):
+    path = exported(name, tmp_path, onnx_cache)
     args, other = hf_zoo.inputs(name), hf_zoo.inputs(name, **OTHER)
     trace = explorer.explore(str(path), args, PIPELINE)
     assert trace.failure is None
@@ -127,3 +165,14 @@ def test_onnx_path_with_dynamic_dims_checks_clean_and_the_compiled_build_matches
         assert _failures(report) == []
     (got,) = trace["codegen"].executable()(*[a.numpy() for a in other])
     _close(got, _eager(name))
+
+
+def test_the_export_key_changes_with_what_the_export_depends_on():
+    name = "bert"
+    model = hf_zoo.model(name)
+    key = hf_zoo.export_key(name, model)
+    assert hf_zoo.export_key(name, hf_zoo.model(name)) == key  # built again: the same
+    assert hf_zoo.export_key(name, model, dynamic=False) != key
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[0] += 1.0  # one weight changed
+    assert hf_zoo.export_key(name, model) != key
