@@ -41,25 +41,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-MODEL = """
-import torch
-
-class Breaks(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(4, 8)
-
-    def forward(self, x):
-        y = torch.relu(self.fc(x))
-        torch._dynamo.graph_break()
-        return torch.sigmoid(y * 2.0 + 1.0)
-"""
-
+# the model is the tests' (tests/explorer/inductor/models.py), imported from the checkout
 CHILD = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import torch
-from breaks_model import Breaks
+from tests.explorer.inductor.models import Breaks
 import torch._inductor.config as cfg
 torch.manual_seed(0)
 model = Breaks()
@@ -73,12 +60,11 @@ with cfg.patch({"fx_graph_cache": False}), torch.no_grad():
 def run_tlparse(tlparse: str, tmp: Path) -> Path:
     script = tmp / "child.py"
     script.write_text(CHILD)
-    (tmp / "breaks_model.py").write_text(MODEL)
     logs = tmp / "trace"
     env = dict(os.environ, TORCH_TRACE=str(logs), INDUCTOR_PROVENANCE="1")
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, str(script), str(tmp)], env=env, check=True, capture_output=True
+        [sys.executable, str(script), str(ROOT)], env=env, check=True, capture_output=True
     )
     compiled = time.perf_counter() - start
     log = max(logs.iterdir(), key=lambda p: p.stat().st_mtime)
@@ -119,22 +105,16 @@ def run_tlparse(tlparse: str, tmp: Path) -> Path:
 
 
 def run_passlens(out: Path | None) -> object:
-    import importlib.util
-
     import torch
 
     import explorer
     from explorer.inductor.compile_log import TIMES
+    from tests.explorer.inductor.models import Breaks  # the child's model too
 
-    path = Path(tempfile.mkdtemp(prefix="passlens-compile-tab-")) / "breaks_model.py"
-    path.write_text(MODEL)  # the same model as the child's, from a file (its source lines)
-    spec = importlib.util.spec_from_file_location("breaks_model", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     torch.manual_seed(0)
     start = time.perf_counter()
     trace = explorer.explore(
-        module.Breaks(),
+        Breaks(),
         (torch.randn(2, 4),),
         compiler="inductor",
         dynamic=False,
@@ -228,9 +208,9 @@ def shoot_jupyter(out: Path) -> None:
     from tests.widgets.lab import jupyterlab, run_all
 
     folder = Path(tempfile.mkdtemp(prefix="passlens-compile-lab-"))
-    (folder / "breaks_model.py").write_text(MODEL)
     cells = [
-        "import sys, torch, explorer\nsys.path.insert(0, '.')\nfrom breaks_model import Breaks\n"
+        f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nimport torch, explorer\n"
+        "from tests.explorer.inductor.models import Breaks\n"
         "torch.manual_seed(0)\nt = explorer.explore(Breaks(), (torch.randn(2, 4),), "
         "compiler='inductor', dynamic=False, calls=[(torch.randn(3, 4),)], progress=False)",
         "s = t.stepper()\ns.tab = 'compile'\ns",

@@ -84,8 +84,8 @@ def _source_label(source: Any) -> str:
     return f"this {type(source).__name__}"
 
 
-def _either(names: list[str]) -> str:
-    quoted = [repr(n) for n in names]
+def _either(names: list[str], quote: bool = True) -> str:
+    quoted = [repr(n) if quote else n for n in names]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
@@ -119,18 +119,24 @@ class Adapter:
     #: what it does with a model, for an error naming a kind it does not take
     takes_text: str = ""
 
-    def refuse_source(self, source: Any, label: str | None = None) -> None:
+    def refuse_source(self, source: Any, label: str | None = None, flag: str | None = None) -> None:
         """An `Unsupported` error when `source` is a kind of model this compiler does
-        not take (an ONNX file given to torch.compile), naming the compilers that do."""
+        not take (an ONNX file given to torch.compile), naming the compilers that do.
+
+        `label`: how to name the model (default: from `source`); `flag`: how to name the
+        compilers, None as the Python API's argument (`compiler 'inductor'`), else as that
+        command-line flag (`--compiler inductor`, `--compiler passlens, tvm or onnxruntime`)."""
         kind = source_kind(source)
         if self.source_kinds is None or kind in self.source_kinds:
             return
         takers = [n for n in adapter_names() if n != self.name and kind in _kinds_of(n)]
         what = label if label is not None else _source_label(source)
+        word = f"{flag} " if flag else "compiler "
+        this = f"{word}{self.name}" if flag else f"{word}{self.name!r}"
         raise Unsupported(
-            f"compiler {self.name!r} {self.takes_text or 'takes ' + ', '.join(self.source_kinds)}"
+            f"{this} {self.takes_text or 'takes ' + ', '.join(self.source_kinds)}"
             f" models, and {what} is {_KIND_TEXT.get(kind, 'another kind of model')}"
-            + (f": explore it with compiler {_either(takers)}" if takers else "")
+            + (f": explore it with {word}{_either(takers, quote=not flag)}" if takers else "")
         )
 
     # ----- recording ----------------------------------------------------------------------

@@ -171,9 +171,9 @@ def _explore(args: argparse.Namespace) -> int:
     options = _iree_options(args, compiler)  # before the model is read: its flags, its phase
     source, inputs = load_model(args.model, args.input_shape)
     try:
-        adapter.refuse_source(source, str(args.model))
+        adapter.refuse_source(source, str(args.model), flag="--compiler")
     except explorer.adapters.Unsupported as e:
-        raise CLIError(str(e).replace(f"compiler {compiler!r}", f"--compiler {compiler}")) from None
+        raise CLIError(str(e)) from None
     if adapter.needs_inputs and inputs is None:
         raise CLIError(
             f"--compiler {compiler} needs example inputs for {args.model}: --input-shape, or "

@@ -10,8 +10,9 @@ the pipeline with them, with the recording's target (llvm-cpu, generic CPU) but 
 `flags=` it was recorded with, so a step's run shows what its module computes, not what a
 flag does to it in the passes after it. The module attributes `iree.fixedpoint.*` (the state
 of IREE's fixed-point iterator, which would stop a resumed pipeline) are taken out first.
-Steps after executable-configurations (their modules hold compiled executables) and dumps
-MLIR cannot parse back are not run, each with its reason.
+Steps after executable-configurations (code generation and the VM program, where not every
+dump resumes: a vm-phase dump compiles to a module that fails to load) and dumps MLIR cannot
+parse back are not run, each with its reason.
 
 Not every step is run: the check runs the import, the first and the last runnable step, then
 bisects over the steps that changed the module (each run halves the steps where the first
@@ -21,6 +22,12 @@ step that changes the numbers again is not looked for). Outputs only: the values
 compiled module are not reachable from iree.runtime, so a finding names the step, not a node.
 A failing compile or run of a step is its `run-failed` verdict, with iree-compile's
 diagnostics.
+
+What this finds: where the recorded compile departs from what IREE's own pipeline makes of a
+step's module: a flag's pass (the flags are left out of the check's compiles), a pass of the
+user's. A divergence IREE's own pipeline makes shows at the import already (compiled from the
+start, it goes through the same passes as every resumed step): the check says so, and runs no
+other step.
 """
 
 from __future__ import annotations
@@ -40,21 +47,23 @@ from explorer.check.numbers import judge_outputs, to_numpy
 from explorer.check.report import CheckError
 from explorer.check.runner import Checker, StepRunner
 from explorer.iree.convert import IREEError, parse_module
-from explorer.iree.record import MAX_DIAGNOSTIC_CHARS, PHASES, iree_compile_path
+from explorer.iree.record import (
+    MAX_DIAGNOSTIC_CHARS,
+    PHASES,
+    PRINT_FLAGS,
+    TARGET_FLAGS,
+    iree_compile_path,
+)
 
-#: the last phase whose dumps are run (``--compile-from`` cannot resume inside the later ones)
+#: the last phase whose dumps are run (past it, not every dump resumes: see ``_LATE``)
 LAST_RUN_PHASE = "executable-configurations"
 RUN_PHASES = PHASES[: PHASES.index(LAST_RUN_PHASE) + 1]
 COMPILE_TIMEOUT = 600.0  # seconds one iree-compile of a step may take
 _STRIPPED = ("iree.fixedpoint.iteration", "iree.fixedpoint.modified")
-_TARGET = (
-    "--iree-hal-target-device=local",
-    "--iree-hal-local-target-device-backends=llvm-cpu",
-    "--iree-llvmcpu-target-cpu=generic",
-)
 _LATE = (
-    f"steps after {LAST_RUN_PHASE} (executable-targets, hal, vm): their modules hold compiled "
-    "executables, which iree-compile --compile-from does not take back"
+    f"steps after {LAST_RUN_PHASE} (executable-targets, hal, vm): the check resumes dumps up "
+    "to there; past it IREE generates the executables' code and the VM program, whose dumps "
+    "do not all resume (a vm-phase dump compiles to a module that fails to load)"
 )
 _UNPARSED = "dumps MLIR cannot parse back (IREE printed them in a form its own parser refuses)"
 _BISECTION = (
@@ -91,7 +100,7 @@ def compile_module(text: str, phase: str | None, workdir: str) -> bytes:
         f.write(text)
     if os.path.exists(out):
         os.remove(out)
-    cmd = [iree_compile_path(), src, *_TARGET, "-o", out]
+    cmd = [iree_compile_path(), src, *TARGET_FLAGS, "-o", out]
     if phase is not None and phase != "start":
         cmd.append(f"--compile-from={phase}")
     try:
@@ -149,9 +158,9 @@ class IREERuntime:
         name = "main" if "main" in names else names[0]
         out = loaded[name](*inputs)
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        return tuple(
-            np.asarray(o.to_host()) if hasattr(o, "to_host") else np.asarray(o) for o in outs
-        )
+        # copied: a DeviceArray's host view is the device buffer's memory, which a later run
+        # may reuse once the array is gone (the outputs are judged after later steps ran)
+        return tuple(np.array(o.to_host() if hasattr(o, "to_host") else o, copy=True) for o in outs)
 
 
 class IREEStepRunner(StepRunner):
@@ -189,8 +198,10 @@ class IREEStepRunner(StepRunner):
         return [np.ascontiguousarray(to_numpy(x)) for x in inputs], []
 
     def set_reference(self, import_run: Run) -> bool:
-        """A torch model's reference is torch eager (the model in eval mode, no_grad), judged
-        with its exported graph run in float64; an MLIR source's is the imported step."""
+        """A torch model's reference is torch: its exported graph (`torch.export`, as
+        iree-turbine exports it) run op by op with eager's ATen kernels, judged with the same
+        graph run in float64 (the model's own forward, without a float64 run, when it does not
+        export); an MLIR source's is the imported step."""
         check = self.check
         model = check.trace.source
         if check.reference_kind == "import" or not _is_torch_module(model):
@@ -200,24 +211,30 @@ class IREEStepRunner(StepRunner):
         check.phase("the torch reference")
         ref = check.reference
         tensors = _inputs_of(check)
-        try:
-            outputs, _, how = torch_reference({"model": model}, tensors)
-        except Exception as e:  # the model cannot run eagerly: the import is the reference
-            check.notes.append(
-                f"the torch reference could not run ({type(e).__name__}: {str(e)[:300]})"
-            )
-            return False
-        check.ref_outputs, ref.name = outputs, "torch eager"
-        ref.description = f"torch eager ({how})"
+        source = {"model": model}
         try:
             import torch
 
-            ep = torch.export.export(model, tuple(_torch_tensors(tensors)))
-            ref.float64 = float64_reference("torch", {"model": model, "exported": ep}, tensors, [])
+            source["exported"] = torch.export.export(model, tuple(_torch_tensors(tensors)))
+        except Exception as e:  # the forward alone: the tolerance judges
+            check.notes.append(
+                f"no float64 reference: torch.export failed ({type(e).__name__}: {str(e)[:200]})"
+            )
+        try:
+            outputs, _, how = torch_reference(source, tensors)
+        except Exception as e:  # the model cannot run: the import is the reference
+            check.notes.append(
+                f"the torch reference could not run ({type(e).__name__}: {str(e)[:300]})"
+            )
+            check.ref_outputs, ref.name = import_run.outputs, "the imported step"
+            ref.description = "the imported step, as the torch reference failed"
+            return True
+        check.ref_outputs, ref.name = outputs, "torch eager"
+        ref.description = f"torch eager ({how})"
+        if "exported" in source and how.startswith("the exported graph"):
+            ref.float64 = float64_reference("torch", source, tensors, [])
             if ref.float64 is not None:
                 ref.float64.on_start = lambda: check.phase("the float64 run to judge with")
-        except Exception as e:  # no float64 run: the tolerance alone judges
-            check.notes.append(f"no float64 reference ({type(e).__name__}: {str(e)[:200]})")
         return True
 
     # ----- which steps run ---------------------------------------------------------------------
@@ -265,11 +282,19 @@ class IREEStepRunner(StepRunner):
         if not self.bisect:
             for s in list(self.candidates):
                 self._try(s)
+            bad = [k for k, s in enumerate(self.candidates) if self._bad(self.runs[id(s.module)])]
+            if bad and not self._bad(import_run):
+                k = bad[0]
+                self.first_diverging = self.candidates[k]
+                self.last_agreeing = self.candidates[k - 1] if k else check.imported
             return
         if self._bad(import_run):  # the import already differs: nothing to bisect
             for s in self.candidates:
                 self.reasons[id(s.module)] = (
-                    "bisection: the import already differs from the reference"
+                    "bisection: the import, compiled by iree-compile from the start, already "
+                    "differs from the reference or fails to run, so IREE's own pipeline (which "
+                    "every step's run goes through) is where it differs: resuming from the "
+                    "dumps cannot tell which of its passes"
                 )
             return
         self._bisect()
@@ -333,11 +358,14 @@ class IREEStepRunner(StepRunner):
         check = self.check
         run = Run()
         start = time.perf_counter()
+        prefix = ""
+        if self.chosen is not None:  # a step the bisection (or the run of all) chose
+            prefix = f"{'bisection' if self.bisect else 'step'} run {len(self.chosen) + 1}: "
         key = hashlib.sha256(f"{phase}\n{text}".encode()).hexdigest()
         try:
             built = self.builds.get(key)
             if built is None:
-                check.phase(f"compiling {label} (--compile-from={phase or 'start'})")
+                check.phase(f"{prefix}compiling {label} (--compile-from={phase or 'start'})")
                 self.compiles += 1
                 try:
                     built = compile_module(text, phase, self.workdir)
@@ -346,7 +374,7 @@ class IREEStepRunner(StepRunner):
                 self.builds[key] = built
             if isinstance(built, IREEError):
                 raise built
-            check.phase(f"running {label} with iree.runtime")
+            check.phase(f"{prefix}running {label} with iree.runtime")
             run.outputs = self.iree_rt.run(built, check.runtime)
             run.computed = 1
         except IREEError as e:
@@ -375,9 +403,21 @@ class IREEStepRunner(StepRunner):
         """A step the bisection ran after the first diverging one: its row says it diverged,
         but the finding is the first diverging step's (the bisection cannot say whether a later
         step changed the numbers again)."""
-        if run is None or not run.diverged or step is self.first_diverging:
+        if run is None or not run.diverged:
             return
-        if self.first_diverging is not None and step.index > self.first_diverging.index:
+        last = self.last_agreeing
+        if step is self.first_diverging and last is not None:
+            for f in self.check.findings:
+                if f.step is step and f.kind == "diverged":
+                    f.details["last_agreeing"] = last.index
+                    how = "bisection over" if self.bisect else "running all of"
+                    f.message += (
+                        f"; the step before it, #{last.index} {last.name}, agrees (found by "
+                        f"{how} the steps that changed the module; outputs only)"
+                    )
+            return
+        first = self.first_diverging
+        if self.bisect and first is not None and step.index > first.index:
             self.check.findings[:] = [
                 f for f in self.check.findings if not (f.step is step and f.kind == "diverged")
             ]
@@ -418,14 +458,22 @@ def summary_note(runner: IREEStepRunner, total_steps: int) -> str:
     )
     first, last = runner.first_diverging, runner.last_agreeing
     if first is not None:
+        failed = runner.runs[id(first.module)].error is not None
         text += (
-            f"; the first diverging step is #{first.index} {first.name}, the last agreeing "
-            f"#{last.index} {last.name}"
+            f"; the first step {'that fails to run' if failed else 'that diverges'} is "
+            f"#{first.index} {first.name}, the last agreeing #{last.index} {last.name}"
         )
     elif runner.bisect and ran:
         text += "; the first and last runnable steps agree, so the steps between are taken to"
         text += " agree"
     return text + "; outputs only: per-node values are not reachable in a compiled IREE module"
+
+
+def user_flags(flags: list[str]) -> list[str]:
+    """The flags a recording was given (`flags=`), without its own (the target, the phase
+    to compile to, the printing)."""
+    own = {*TARGET_FLAGS, *PRINT_FLAGS}
+    return [f for f in flags if f not in own and not f.startswith("--compile-to=")]
 
 
 def check_iree(trace, inputs, options, bisect: bool = True):
@@ -453,6 +501,13 @@ def check_iree(trace, inputs, options, bisect: bool = True):
         checker = Checker(trace, inputs, options, runner)
         report = checker.run()
         if checker.runtime is not None:
+            extra = user_flags(run.flags)
+            if extra:
+                report.notes.append(
+                    f"the steps were compiled from their dumps without the flags the trace was "
+                    f"recorded with ({' '.join(extra)[:300]}): a step's run shows what its module "
+                    "computes, not what the flags do in the passes after it"
+                )
             report.notes.append(summary_note(runner, len(trace.steps)))
         report.bisection = {
             "ran": sorted(s.index for s in runner.candidates if id(s.module) in runner.runs),

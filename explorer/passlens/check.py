@@ -206,7 +206,7 @@ class Interpreter(TieJudging, StepRunner):
                 if isinstance(node, If):
                     visit(node.then_branch.bindings)
                     visit(node.else_branch.bindings)
-                bad = any(id(c) in stale for c in children(node))
+                bad = bool(stale) and any(id(c) in stale for c in children(node))
                 if not bad and node in values:
                     if isinstance(node, Call) and node.op == "set_item":
                         bad = True  # its callback must see this run

@@ -75,8 +75,16 @@ def test_an_onnx_model_given_to_inductor_says_inductor_needs_a_torch_model(tmp_p
     _, proto = tiny_onnx()
     path = tmp_path / "m.onnx"
     path.write_bytes(proto.SerializeToString())
-    with pytest.raises(Unsupported, match="compiles torch models, and .* is an ONNX model: "):
+    with pytest.raises(Unsupported, match="compiles torch models, and .* is an ONNX model: ") as e:
         explorer.explore(str(path), compiler="inductor")
+    assert str(e.value).startswith("compiler 'inductor' compiles torch models, and ")
+    assert str(e.value).endswith(": explore it with compiler 'passlens', 'tvm' or 'onnxruntime'")
+    with pytest.raises(Unsupported) as e:  # how the CLI names them: its flag
+        explorer.get_adapter("inductor").refuse_source(str(path), "m.onnx", flag="--compiler")
+    assert str(e.value) == (
+        "--compiler inductor compiles torch models, and m.onnx is an ONNX model: explore it "
+        "with --compiler passlens, tvm or onnxruntime"
+    )
     assert source_kind(str(path)) == "onnx" and source_kind(_model()) == "torch"
     assert source_kind(path.read_bytes()) == "onnx" and source_kind(proto) == "onnx"
     assert source_kind("def @main(%x: f32[2]) -> f32[2] {\n  return %x\n}") == "ir"

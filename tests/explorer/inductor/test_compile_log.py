@@ -17,27 +17,14 @@ pytest.importorskip("torch._inductor")
 
 import explorer  # noqa: E402
 from explorer.inductor.compile_log import MAX_TEXT, clean_info  # noqa: E402
+from tests.explorer.inductor.models import Breaks  # noqa: E402
 from widgets.compile_view import compile_html, kernel_code  # noqa: E402
 from widgets.views import views_for  # noqa: E402
 
 
-class Breaks(torch.nn.Module):
-    """A linear, a graph break, then elementwise ops: two frames (the second Dynamo's resume
-    function), each compiled again when the batch size changes."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(4, 8)
-
-    def forward(self, x):
-        y = torch.relu(self.fc(x))
-        torch._dynamo.graph_break()
-        return torch.sigmoid(y * 2.0 + 1.0)
-
-
 def compiled_trace():
-    """The trace of :class:`Breaks` on a batch of 2, then called on a batch of 3 (static
-    shapes: a recompile of each frame)."""
+    """The trace of `Breaks` (tests/explorer/inductor/models.py) on a batch of 2, then
+    called on a batch of 3 (static shapes: a recompile of each frame)."""
     torch.manual_seed(0)
     return explorer.explore(
         Breaks(),
@@ -85,7 +72,7 @@ def test_frames_guards_and_recompiles(trace):
     assert [len(f["recompile_reasons"]) for f in sorted(resumed, key=lambda f: f["id"])] == [0, 1]
     # the graph break: Dynamo restarted the frame, and says where it broke
     assert first["restart_reasons"] and "graph_break" in first["graph_break"]
-    assert "test_compile_log.py" in first["graph_break"]
+    assert "models.py" in first["graph_break"]
 
 
 def test_compile_times_from_torch(trace):
@@ -109,7 +96,7 @@ def test_kernels_name_their_fx_nodes_and_source_lines(trace):
     assert "extern_kernels.addmm" in by_name  # the linear, an extern kernel
     addmm = by_name["extern_kernels.addmm"]
     assert addmm["nodes"] == ["addmm"] and addmm["pre"] == ["linear"]
-    assert addmm["sources"] == ["test_compile_log.py:33 in forward: y = torch.relu(self.fc(x))"]
+    assert addmm["sources"] == ["models.py:18 in forward: y = torch.relu(self.fc(x))"]
     # every post-grad node a kernel names is a node of the codegen step's graph, every
     # Dynamo node one of the import step's; the line is the output code's call of it
     for f in trace.compile_info["frames"]:

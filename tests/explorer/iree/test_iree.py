@@ -36,13 +36,6 @@ func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
-@pytest.fixture(scope="module")
-def mlp():
-    torch.manual_seed(0)
-    model = MLP().eval()
-    return explorer.explore(model, (torch.randn(2, 8),), compiler="iree", progress=False)
-
-
 def test_mlp_steps_are_the_import_then_every_phase_in_order_with_its_passes(mlp):
     steps = mlp.steps
     assert mlp.compiler == "iree"
@@ -323,16 +316,10 @@ def test_a_failing_pass_is_a_failed_step_in_its_phase_with_iree_compiles_error()
     assert trace.iree.returncode != 0 and trace.iree.output is None
 
 
-def test_the_check_runs_the_mlp_and_the_adapter_imports_no_iree(mlp):
+def test_the_adapter_imports_no_iree():
     import subprocess
     import sys
 
-    report = mlp.check((torch.randn(2, 8),), progress=False)  # other inputs than the example's
-    assert report.ok, str(report)
-    late = [n for n in report.notes if "steps not run: steps after executable-configurations" in n]
-    assert len(late) == 1  # their modules hold compiled executables: not run, and why
-    vm = next(s for s in mlp.steps if s.name == "vm" and s.depth == 0)
-    assert report.steps[vm.index].status == "not run"
     code = (
         "import sys, explorer; from explorer.adapters import get_adapter; get_adapter('iree'); "
         "print(sorted(m for m in sys.modules if m == 'iree' or m.startswith('iree.')))"

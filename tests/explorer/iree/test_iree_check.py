@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 import explorer  # noqa: E402
 from explorer.check import CheckError  # noqa: E402
 from explorer.iree.check import RUN_PHASES, resumable, resume_from  # noqa: E402
+from tests.explorer.iree.test_iree import MLP  # noqa: E402
 
 BF16 = [  # IREE 3.13's option that demotes matmul inputs to bf16 (changes the numbers)
     "--iree-global-opt-demote-contraction-inputs-type=bf16",
@@ -26,17 +27,7 @@ BF16 = [  # IREE 3.13's option that demotes matmul inputs to bf16 (changes the n
 DEMOTE = "iree-global-opt-demote-contraction-inputs"
 
 
-class MLP(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(8, 16)
-        self.fc2 = torch.nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
-
-
-def _record(flags=(), pipeline="executable-configurations"):
+def _record(flags, pipeline):
     torch.manual_seed(0)
     model = MLP().eval()
     x = torch.randn(2, 8)
@@ -51,11 +42,10 @@ def _record(flags=(), pipeline="executable-configurations"):
 
 
 @pytest.fixture(scope="module")
-def clean():
-    trace = _record()  # to executable-configurations, the last phase the check runs
+def clean(mlp):  # the MLP recorded through every phase (conftest.py)
     calls = []
-    report = trace.check(progress=lambda *a: calls.append(a))
-    return trace, report, calls
+    report = mlp.check(progress=lambda *a: calls.append(a))
+    return mlp, report, calls
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +78,11 @@ def test_a_clean_check_runs_the_import_and_the_first_and_last_steps_and_they_agr
     assert any(" not run: bisection" in n for n in report.notes)
     assert any("outputs only" in n for n in report.notes)
     assert "compiled by iree-compile" in report.reuse_text
+    # the phases after executable-configurations hold compiled executables: not run, and why
+    late = [n for n in report.notes if "not run: steps after executable-configurations" in n]
+    assert len(late) == 1
+    vm = next(s for s in trace.steps if s.name == "vm" and s.depth == 0)
+    assert report.steps[vm.index].status == "not run"
     # progress names each compile and run
     said = [c[2] for c in calls]
     assert any("compiling the import (--compile-from=start)" in s for s in said)
@@ -96,6 +91,10 @@ def test_a_clean_check_runs_the_import_and_the_first_and_last_steps_and_they_agr
         for s in said
     )
     assert any("running" in s and "iree.runtime" in s for s in said)
+    assert any(
+        s.endswith(f"bisection run 2: running #{last.index} {last.name} with iree.runtime")
+        for s in said
+    )
 
 
 def test_the_bf16_demotion_is_found_at_its_pass_by_bisection_in_fewer_runs_than_steps(demoted):
@@ -105,9 +104,13 @@ def test_the_bf16_demotion_is_found_at_its_pass_by_bisection_in_fewer_runs_than_
     assert first.kind == "diverged" and first.step.name == DEMOTE, str(report)
     assert [f.kind for f in report.failures] == ["diverged"]  # only where it starts
     assert first.details["rule"] == "float64"  # bf16 rounding, far beyond float32's
+    flags = [n for n in report.notes if "without the flags the trace was recorded with" in n]
+    assert len(flags) == 1 and BF16[0] in flags[0] and "--mlir-print" not in flags[0]
     info = report.bisection
     assert info["first_diverging"] == first.step.index
     last = trace.steps[info["last_agreeing"]]
+    assert first.details["last_agreeing"] == last.index
+    assert f"the step before it, #{last.index} {last.name}, agrees" in first.message
     assert report.steps[last.index].status == "ok"
     # the last agreeing step made the very module the demotion was given
     assert first.step.before is last.module
@@ -166,6 +169,15 @@ def test_a_dump_iree_compile_cannot_resume_is_run_failed_with_its_diagnostics():
     assert failed.step is last and report.steps[last.index].status == "run-failed"
     assert "iree-compile --compile-from=preprocessing failed" in failed.message
     assert "error:" in failed.message  # iree-compile's own diagnostics
+    assert "the first step that fails to run is" in report.notes[-1]
+    # a dump MLIR cannot parse back: not run, and why; the step before it is the last run
+    good = report.bisection["runnable"]
+    last.module.mlir = 'module { "x.y"() : () -> () }\n'
+    report = trace.check(progress=False)
+    assert report.ok, str(report)
+    assert report.steps[last.index].status == "not run"
+    assert report.bisection["runnable"] == good - 1 and last.index not in report.bisection["ran"]
+    assert any(" not run: dumps MLIR cannot parse back" in n for n in report.notes)
 
 
 def test_a_resumed_dump_loses_the_fixed_point_iterators_attributes():
@@ -176,3 +188,37 @@ def test_a_resumed_dump_loses_the_fixed_point_iterators_attributes():
     assert "fixedpoint" not in out and "module" in out
     assert resumable(SMALL) == SMALL  # nothing to take out: the text as it was
     assert resume_from("input") == "start" and resume_from("flow") == "dispatch-creation"
+
+
+def test_a_runs_outputs_are_its_own_memory(tmp_path):
+    import numpy as np
+
+    from explorer.iree.check import IREERuntime, compile_module
+
+    vmfb = compile_module(SMALL, None, str(tmp_path))
+    runtime = IREERuntime(None)
+    a = np.arange(4, dtype=np.float32)
+    first = runtime.run(vmfb, [a, a])
+    second = runtime.run(vmfb, [a + 1, a])
+    # copies, not host views of device buffers a later run may reuse (the check judges a
+    # step's outputs after the bisection ran others: a view read another run's numbers)
+    assert all(o.flags.owndata for o in (*first, *second))
+    assert first[0].tolist() == [0.0, 4.0, 16.0, 36.0]
+    assert second[0].tolist() == [1.0, 9.0, 25.0, 49.0]
+
+
+def test_an_import_that_already_differs_is_the_finding_and_nothing_is_bisected():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3).eval()
+    trace = explorer.explore(model, (torch.randn(2, 4),), compiler="iree", pipeline="abi")
+    with torch.no_grad():  # the model changed since it was recorded: its .irpa holds the old
+        model.weight += 1.0
+    report = trace.check(progress=False)
+    first = report.first_failure
+    assert first.kind == "diverged" and first.step is trace.steps[0], str(report)
+    assert [f.step.index for f in report.failures] == [0]
+    assert report.bisection["ran"] == [] and report.bisection["runnable"] > 0
+    assert any(
+        "the import, compiled by iree-compile from the start, already differs" in n
+        for n in report.notes
+    )
