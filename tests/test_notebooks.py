@@ -45,11 +45,12 @@ EXPECTED = [
     "08_torch_compile.ipynb",
     "09_onnxruntime.ipynb",
     "10_your_first_pass.ipynb",
+    "11_iree.ipynb",
 ]
 # a link to where the bug (or the tool) is discussed upstream: TVM's issues and forum, PyTorch's,
-# ONNX's and onnxruntime's
+# ONNX's and onnxruntime's, IREE's
 UPSTREAM = re.compile(
-    r"""href=["']https?://(?:github\.com/(?:apache/tvm|pytorch/|onnx/|microsoft/onnxruntime)"""
+    r"""href=["']https?://(?:github\.com/(?:apache/tvm|pytorch/|onnx/|microsoft/onnxruntime|iree-org/)"""
     r"""|discuss\.tvm\.apache\.org|(?:[a-z-]+\.)?pytorch\.org|onnx\.ai)"""
 )
 TAKEAWAY = re.compile(r"takeaway|why it matters", re.IGNORECASE)
@@ -428,6 +429,12 @@ SABOTAGE = {
         "ORTStepRunner._name_nodes = lambda self, step: None",
         'assert [fusion.graph.node_of(n).op for n in first.nodes] == ["LayerNormalization"]',
     ),
+    # the IREE check's bisection sees no run diverge: it cannot say which pass changed the numbers
+    "11_iree.ipynb": (
+        "from explorer.iree.check import IREEStepRunner\n"
+        "IREEStepRunner._bad = lambda self, run: False",
+        'assert first.kind == "diverged" and first.step.name == DEMOTE, report',
+    ),
 }
 
 
@@ -532,6 +539,14 @@ def test_06_defines_rel_before_the_first_output_that_prints_it():
 
 # what the prose says (left), printed by a cell of the executed notebook (right)
 PRINTED = {
+    "11_iree.ipynb": [
+        ("Of 155 steps, 21 changed the module", "155 steps, 21 of them changed the module"),
+        ("the check ran the import and 7 of them", "the check ran the import and 7 of them"),
+        ("#97 `iree-global-opt-demote-contraction-inputs`", "first at #97 iree-global-opt-demote-contraction-inputs"),
+        ("#88 as the last that agrees", "#88 iree-dispatch-creation-insert-tensor-barriers, agrees"),
+        ("The diff starts from #96", "#96 iree-dispatch-creation-fold-reshapes-into-tensor-barriers -> #97"),
+        ("`arith.truncf`", "+4 arith.truncf"),
+    ],
     "00_tour.ipynb": [("same module as its last pass #N", "same module as its last pass #9")],
     "01_linear_weight_bloat.ipynb": [
         ("112 copies", "112 copies of `linear.weight`"),
