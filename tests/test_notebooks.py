@@ -542,9 +542,18 @@ PRINTED = {
     "11_iree.ipynb": [
         ("Of 155 steps, 21 changed the module", "155 steps, 21 of them changed the module"),
         ("the check ran the import and 7 of them", "the check ran the import and 7 of them"),
-        ("#97 `iree-global-opt-demote-contraction-inputs`", "first at #97 iree-global-opt-demote-contraction-inputs"),
-        ("#88 as the last that agrees", "#88 iree-dispatch-creation-insert-tensor-barriers, agrees"),
-        ("The diff starts from #96", "#96 iree-dispatch-creation-fold-reshapes-into-tensor-barriers -> #97"),
+        (
+            "#97 `iree-global-opt-demote-contraction-inputs`",
+            "first at #97 iree-global-opt-demote-contraction-inputs",
+        ),
+        (
+            "#88 as the last that agrees",
+            "#88 iree-dispatch-creation-insert-tensor-barriers, agrees",
+        ),
+        (
+            "The diff starts from #96",
+            "#96 iree-dispatch-creation-fold-reshapes-into-tensor-barriers -> #97",
+        ),
         ("`arith.truncf`", "+4 arith.truncf"),
     ],
     "00_tour.ipynb": [("same module as its last pass #N", "same module as its last pass #9")],
