@@ -190,6 +190,13 @@ def page_problems(nb, page: str, folder: pathlib.Path = NOTEBOOKS) -> list[str]:
         at = text.find(str(ROOT))
         problems.append(f"a path of this machine on the page: {text[max(0, at - 40) : at + 60]!r}")
 
+    # no prose line that starts with "#9536" (an issue number wrapped to a line's start): the
+    # page's Markdown renderer makes it a heading
+    for c in visible:
+        if c.cell_type == "markdown":
+            for line in re.findall(r"^ {0,3}#+[^#\s].*$", c.source, re.MULTILINE):
+                problems.append(f"a prose line the page makes a heading: {line.strip()!r}")
+
     # the code cells shown are numbered 1, 2, 3 ... (no gap where a hidden cell ran)
     counts = [int(n) for n in PROMPT.findall(page)]
     if counts != list(range(1, len(counts) + 1)):
@@ -359,6 +366,10 @@ def test_each_check_of_the_page_can_fail(tmp_path):
     nb = _made(tmp_path)
     nb.cells[-1].source = "## In short\n\nLook at every step."
     assert any("no takeaway" in p for p in problems(nb))
+
+    nb = _made(tmp_path)
+    nb.cells[-1].source += "\nas the issues\n#9536 and #9716 say."
+    assert any("makes a heading: '#9536 and #9716 say.'" in p for p in problems(nb))
 
     nb = _made(tmp_path)
     nb.cells[0].source = "# A bug\n\n[a page](https://example.org/tvm)"
