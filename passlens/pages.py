@@ -78,6 +78,11 @@ GUIDE: dict[str, tuple[str, str]] = {
         "how to write a pass of your own, run it, find its bug, fix it and run it again",
         "the tour (00) and notebook 04's IR",
     ),
+    "11_iree": (
+        "how IREE compiles a torch model through MLIR, phase by phase and pass by pass, and how "
+        "the check's bisection names the pass whose option changed the numbers",
+        "the tour (00); notebook 09's check of every step helps",
+    ),
 }
 
 # (term, its anchor, what it means); a page links the first use of each in its prose
@@ -155,6 +160,31 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
         "inputs are all constants and stores the result as a new constant.",
     ),
     (
+        "MLIR",
+        "mlir",
+        "A compiler infrastructure of the LLVM project: IR made of operations from dialects, "
+        "with SSA values between them and regions nested inside them. IREE is built on it.",
+    ),
+    (
+        "dialect",
+        "dialect",
+        "In MLIR, a namespace of operations and types (`torch.`, `linalg.`, `arith.`, "
+        "`flow.`, `stream.`, `hal.` ...); a pipeline lowers a program from dialect to dialect.",
+    ),
+    (
+        "phase",
+        "phase",
+        "One of the named parts of IREE's pipeline (`input`, `abi`, `global-optimization`, "
+        "`dispatch-creation`, `flow`, `stream`, ... `vm`): what iree-compile's `--compile-to` "
+        "and `--compile-from` name.",
+    ),
+    (
+        "dispatch",
+        "dispatch",
+        "In IREE, a piece of the program compiled into one kernel that the runtime "
+        "launches (a `flow.dispatch`).",
+    ),
+    (
         "broadcast",
         "broadcast",
         "Stretching a tensor's dims of size 1 (and missing leading dims) to "
@@ -197,7 +227,9 @@ def versions() -> list[tuple[str, str]]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = [("Python", sys.version.split()[0])]
-    for package in ("passlens", "torch", "transformers", "onnx", "onnxruntime", "apache-tvm"):
+    packages = ("passlens", "torch", "transformers", "onnx", "onnxruntime", "apache-tvm",
+                "iree-base-compiler", "iree-turbine")  # fmt: skip
+    for package in packages:
         try:
             found.append((package, version(package)))
         except PackageNotFoundError:

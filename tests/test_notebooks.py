@@ -46,11 +46,12 @@ EXPECTED = [
     "08_torch_compile.ipynb",
     "09_onnxruntime.ipynb",
     "10_your_first_pass.ipynb",
+    "11_iree.ipynb",
 ]
 # a link to where the bug (or the tool) is discussed upstream: TVM's issues and forum, PyTorch's,
-# ONNX's and onnxruntime's
+# ONNX's and onnxruntime's, IREE's
 UPSTREAM = re.compile(
-    r"""href=["']https?://(?:github\.com/(?:apache/tvm|pytorch/|onnx/|microsoft/onnxruntime)"""
+    r"""href=["']https?://(?:github\.com/(?:apache/tvm|pytorch/|onnx/|microsoft/onnxruntime|iree-org/)"""
     r"""|discuss\.tvm\.apache\.org|(?:[a-z-]+\.)?pytorch\.org|onnx\.ai)"""
 )
 TAKEAWAY = re.compile(r"takeaway|why it matters", re.IGNORECASE)
@@ -189,6 +190,13 @@ def page_problems(nb, page: str, folder: pathlib.Path = NOTEBOOKS) -> list[str]:
     if str(ROOT) in text:
         at = text.find(str(ROOT))
         problems.append(f"a path of this machine on the page: {text[max(0, at - 40) : at + 60]!r}")
+
+    # no prose line that starts with "#9536" (an issue number wrapped to a line's start): the
+    # page's Markdown renderer makes it a heading
+    for c in visible:
+        if c.cell_type == "markdown":
+            for line in re.findall(r"^ {0,3}#+[^#\s].*$", c.source, re.MULTILINE):
+                problems.append(f"a prose line the page makes a heading: {line.strip()!r}")
 
     # the code cells shown are numbered 1, 2, 3 ... (no gap where a hidden cell ran)
     counts = [int(n) for n in PROMPT.findall(page)]
@@ -361,6 +369,10 @@ def test_each_check_of_the_page_can_fail(tmp_path):
     assert any("no takeaway" in p for p in problems(nb))
 
     nb = _made(tmp_path)
+    nb.cells[-1].source += "\nas the issues\n#9536 and #9716 say."
+    assert any("makes a heading: '#9536 and #9716 say.'" in p for p in problems(nb))
+
+    nb = _made(tmp_path)
     nb.cells[0].source = "# A bug\n\n[a page](https://example.org/tvm)"
     assert any("no link to an upstream" in p for p in problems(nb))
 
@@ -428,6 +440,12 @@ SABOTAGE = {
         "from explorer.onnxruntime.check import ORTStepRunner\n"
         "ORTStepRunner._name_nodes = lambda self, step: None",
         'assert [fusion.graph.node_of(n).op for n in first.nodes] == ["LayerNormalization"]',
+    ),
+    # the IREE check's bisection sees no run diverge: it cannot say which pass changed the numbers
+    "11_iree.ipynb": (
+        "from explorer.iree.check import IREEStepRunner\n"
+        "IREEStepRunner._bad = lambda self, run: False",
+        'assert first.kind == "diverged" and first.step.name == DEMOTE, report',
     ),
 }
 
@@ -580,6 +598,23 @@ def test_06_defines_rel_before_the_first_output_that_prints_it():
 
 # what the prose says (left), printed by a cell of the executed notebook (right)
 PRINTED = {
+    "11_iree.ipynb": [
+        ("Of 155 steps, 21 changed the module", "155 steps, 21 of them changed the module"),
+        ("the check ran the import and 7 of them", "the check ran the import and 7 of them"),
+        (
+            "#97 `iree-global-opt-demote-contraction-inputs`",
+            "first at #97 iree-global-opt-demote-contraction-inputs",
+        ),
+        (
+            "#88 as the last that agrees",
+            "#88 iree-dispatch-creation-insert-tensor-barriers, agrees",
+        ),
+        (
+            "The diff starts from #96",
+            "#96 iree-dispatch-creation-fold-reshapes-into-tensor-barriers -> #97",
+        ),
+        ("`arith.truncf`", "+4 arith.truncf"),
+    ],
     "00_tour.ipynb": [("same module as its last pass #N", "same module as its last pass #9")],
     "01_linear_weight_bloat.ipynb": [
         ("112 copies", "112 copies of `linear.weight`"),
