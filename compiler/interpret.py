@@ -60,6 +60,9 @@ most; an RNN of 1,000 steps of 50 bindings is 51,000). Loops each under MAX_LOOP
 nested, would otherwise multiply. A longer legitimate loop: raise it in code."""
 _LOOP_WORK: ContextVar[list[int] | None] = ContextVar("passlens_loop_work", default=None)
 
+_STATIC_BYTES: dict[TensorType, int] = {}
+"""The bytes of a value of each static tensor type seen (``check_size`` works each out once)."""
+
 KERNEL_SETS = ("torch", "numpy")
 """What ``evaluate(..., kernels=)`` takes (see the module docstring)."""
 # the kernel set of the evaluation running (nested evaluations and the memo's hooks use it)
@@ -368,7 +371,8 @@ def _matches(ty: Type, value: Any, env: dict[str, int]) -> bool:
     assert isinstance(ty, TensorType)
     if not isinstance(value, np.ndarray) or value.dtype != ty.dtype.numpy:
         return False
-    return shape_matches(ty.shape, value.shape, env)
+    # equal tuples: every annotated dim an int and the same (nothing to bind)
+    return value.shape == ty.shape or shape_matches(ty.shape, value.shape, env)
 
 
 def _value_desc(value: Any) -> str:
@@ -442,13 +446,21 @@ class _Evaluator:
         ty = node.ty
         if not isinstance(ty, TensorType) or ty.shape is None:
             return
-        n = 1
-        for d in ty.shape:
-            try:
-                n *= d if isinstance(d, int) else _resolve(d, self.env)
-            except (KeyError, InterpretError, TypeError):
-                return  # not known before computing: the op's own checks apply
-        if n * np.dtype(ty.dtype.numpy).itemsize > MAX_VALUE_BYTES:
+        nbytes = _STATIC_BYTES.get(ty)
+        if nbytes is None:
+            n = 1
+            for d in ty.shape:
+                try:
+                    n *= d if isinstance(d, int) else _resolve(d, self.env)
+                except (KeyError, InterpretError, TypeError):
+                    return  # not known before computing: the op's own checks apply
+            nbytes = n * ty.dtype.numpy.itemsize
+            if ty.is_static:  # worked out once per static type
+                if len(_STATIC_BYTES) > 50_000:
+                    _STATIC_BYTES.clear()
+                _STATIC_BYTES[ty] = nbytes
+        if nbytes > MAX_VALUE_BYTES:
+            n = nbytes // ty.dtype.numpy.itemsize
             raise InterpretError(
                 f"{_describe(node)} would hold {n:,} elements ({ty}), over the interpreter's "
                 f"limit of {MAX_VALUE_BYTES >> 30} GiB for one value "
@@ -471,11 +483,20 @@ class _Evaluator:
                 raise InterpretError(
                     f"while executing {_describe(node)}: {type(e).__name__}: {e}", node
                 ) from e
-            if self.check_types and not _matches(node.ty, result, dict(self.env)):
-                self.mismatches.append(TypeMismatch.of(node, result))
+            if self.check_types:
+                ty = node.ty
+                if not (  # the common case first: a static tensor type met exactly
+                    isinstance(result, np.ndarray)
+                    and isinstance(ty, TensorType)
+                    and result.shape == ty.shape
+                    and result.dtype == ty.dtype.numpy
+                ) and not _matches(ty, result, dict(self.env)):
+                    self.mismatches.append(TypeMismatch.of(node, result))
             values[node] = result
 
     def compute(self, node: Expr) -> Any:
+        if isinstance(node, Call) and node.op not in ("match_shape", "opaque"):
+            return self.call(node)
         if isinstance(node, Call) and node.op == "match_shape":
             value = np.asarray(self.value(node.args[0]))
             if not shape_matches(node.ty.shape, value.shape, self.env):
@@ -487,24 +508,6 @@ class _Evaluator:
             return value
         if isinstance(node, Call) and node.op == "opaque":
             return self.opaque(node)
-        if isinstance(node, Call):
-            self.check_size(node)
-            args = [self.value(a) for a in node.args]
-            memo = self.memo
-            if memo is not None:
-                out = memo.lookup(node, args)
-                if out is not None:
-                    return out
-            attrs = _resolved_attrs(node, self.env)
-            if node.op == "call_lowered":
-                out = self.kernel_call(node, args, attrs)
-            else:
-                out, used = _op_value(node.op, args, attrs, self.kernels)
-                counts = self.by_kernel.setdefault(used, {})
-                counts[node.op] = counts.get(node.op, 0) + 1
-            if isinstance(out, list):
-                out = tuple(out)
-            return out if memo is None else memo.record(node, args, out)
         if isinstance(node, Tuple):
             return tuple(self.value(f) for f in node.fields)
         if isinstance(node, TupleGetItem):
@@ -519,24 +522,52 @@ class _Evaluator:
         if isinstance(node, Loop):
             return self.loop(node)
         if isinstance(node, FuncCall):
-            if self.module is None:
-                raise InterpretError(f"call of @{node.func} outside a module", node)
-            args = [self.value(a) for a in node.args]
-            sub = evaluate(
-                self.module,
-                args,
-                function=node.func,
-                check_types=self.check_types,
-                memo=self.memo,
-                kernels=self.kernels,
-            )
-            if self.cache is not None:
-                self.cache.callees[node] = callee_closure(self.module, node.func)
-            self.mismatches.extend(sub.mismatches)
-            self.merge_counts(sub.by_kernel)
-            out = sub.outputs
-            return out if isinstance(self.module[node.func].output.ty, TupleType) else out[0]
+            return self.func_call(node)
         raise InterpretError(f"cannot evaluate {type(node).__name__}", node)
+
+    def call(self, node: Call) -> Any:
+        """The value of a call of an op (other than match_shape and opaque)."""
+        self.check_size(node)
+        values = self.values
+        try:
+            args = [a.data if isinstance(a, Constant) else values[a] for a in node.args]
+        except KeyError:
+            args = [self.value(a) for a in node.args]  # (says which is not computed)
+        memo = self.memo
+        if memo is not None:
+            out = memo.lookup(node, args)
+            if out is not None:
+                return out
+        attrs = _resolved_attrs(node, self.env)
+        if node.op == "call_lowered":
+            out = self.kernel_call(node, args, attrs)
+        else:
+            out, used = _op_value(node.op, args, attrs, self.kernels)
+            counts = self.by_kernel.setdefault(used, {})
+            counts[node.op] = counts.get(node.op, 0) + 1
+        if isinstance(out, list):
+            out = tuple(out)
+        return out if memo is None else memo.record(node, args, out)
+
+    def func_call(self, node: FuncCall) -> Any:
+        """The value of a call of another function of the module."""
+        if self.module is None:
+            raise InterpretError(f"call of @{node.func} outside a module", node)
+        args = [self.value(a) for a in node.args]
+        sub = evaluate(
+            self.module,
+            args,
+            function=node.func,
+            check_types=self.check_types,
+            memo=self.memo,
+            kernels=self.kernels,
+        )
+        if self.cache is not None:
+            self.cache.callees[node] = callee_closure(self.module, node.func)
+        self.mismatches.extend(sub.mismatches)
+        self.merge_counts(sub.by_kernel)
+        out = sub.outputs
+        return out if isinstance(self.module[node.func].output.ty, TupleType) else out[0]
 
     def merge_counts(self, by_kernel: dict[str, dict[str, int]]) -> None:
         """Add a nested evaluation's counts of ops by kernel set to this one's."""
@@ -761,6 +792,17 @@ def bind_inputs(
     or dims do not match its parameter's type. Inputs beyond `params` are not looked at."""
     env: dict[str, int] = {}
     arrays = [_to_value(v, p.ty, p, i) for i, (p, v) in enumerate(zip(params, inputs))]
+    for p, arr in zip(params, arrays):  # the common case: static types met exactly
+        ty = p.ty
+        if not (
+            isinstance(arr, np.ndarray)
+            and isinstance(ty, TensorType)
+            and arr.shape == ty.shape
+            and arr.dtype == ty.dtype.numpy
+        ):
+            break
+    else:
+        return arrays, env  # (no symbol to bind: equal tuples hold ints only)
     # Two rounds: the first binds symbols from plain dims (`n`); then a symbol seen only inside
     # an expression (`2*n + 1`) is solved for; the second round checks every dim, including
     # expressions of symbols bound by a later input (`2*n + 1` before `n`).

@@ -1,7 +1,7 @@
 """The `passlens` command (also `python -m passlens`).
 
     passlens explore MODEL [--input-shape SHAPE[:DTYPE] ...] [--pipeline SPEC] [--check]
-                   [--html OUT] [--save OUT.passlens]
+                   [--html OUT] [--save OUT.passlens] [--compiler NAME] [--flag=--iree-...]
     passlens show TRACE.passlens [--step N [--view NAME]] [--diff N]
     passlens serve TRACE.passlens [--port P] [--open] [--allow-host HOST ...]
     passlens reduce TRACE.passlens --out DIR [--finding N] [--budget SECONDS]
@@ -29,7 +29,10 @@ step, `--html` writes a self-contained report and `--save` the trace. MODEL is o
                        (the file is run as Python: only pass files you trust);
   model.py:ATTR,       ATTR of a Python file or an importable module: an nn.Module, an
   pkg.module:ATTR      nn.Module class, or a function returning a model or (model, example_args);
-  model.ir, .txt       a module in the IR text format.
+  model.ir, .txt       a module in the IR text format;
+  model.mlir           MLIR, with `--compiler iree` (`--flag=--iree-...`, repeatable, adds
+                       an iree-compile flag; explorer.iree.flags refuses those that write or
+                       read files, load a library or run a program).
 
 A torch model's example inputs are `--input-shape 1,3,224,224` (once per input; a dtype as in
 `1,16:int64`) if given, else the example_args returned, else an `example_inputs` attribute
@@ -64,8 +67,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from passlens import export as _export
-from passlens import model_sources
 from passlens import passes_cmd as _passes
+from passlens.cli_args import build_parser as _parser
+from passlens.cli_args import joined_flags, starting
 from passlens.errors import CLIError, port_error, print_error
 from passlens.errors import one_line as _one_line
 from passlens.model_sources import load_model
@@ -73,178 +77,12 @@ from passlens.model_sources import load_model
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-# ===== arguments ==============================================================================
-
-
-def _parser() -> argparse.ArgumentParser:
-    from explorer.adapters import adapter_names  # every registered compiler (none imported)
-
-    parser = argparse.ArgumentParser(
-        prog="passlens",
-        description="Explore and debug how a deep-learning compiler converts a model.",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    p = sub.add_parser(
-        "explore",
-        help="import a model, run a pipeline, print every step",
-        description="Import MODEL (a file, FILE.py:ATTR or package.module:ATTR; see below), "
-        "run the pipeline with every pass recorded, print the summary.",
-        epilog=model_sources.HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("model", metavar="MODEL", help=model_sources.ARG_HELP)
-    p.add_argument(
-        "--input-shape",
-        metavar="SHAPE[:DTYPE]",
-        action="append",
-        default=[],
-        help=model_sources.SHAPE_HELP,
-    )
-    p.add_argument(
-        "--pipeline",
-        default=None,
-        metavar="SPEC",
-        help="pass pipeline spec (default: default; with --compiler tvm a Relax pipeline name, "
-        "default zero; none with --compiler inductor)",
-    )
-    p.add_argument(
-        "--compiler",
-        choices=adapter_names(),
-        default="passlens",
-        help="whose passes to record: passlens's own, Apache TVM Relax's, or torch.compile's "
-        "(Inductor, CPU) (default: %(default)s)",
-    )
-    p.add_argument(
-        "--check", action="store_true", help="check numerics, shapes and parameters at every step"
-    )
-    p.add_argument(
-        "--strict",
-        action="store_true",
-        help="refuse a model with an operator passlens has no converter for (by default such "
-        "an operator is kept as an opaque op that torch or onnxruntime runs)",
-    )
-    p.add_argument("--html", metavar="OUT", help="write a self-contained HTML report")
-    p.add_argument("--save", metavar="OUT", help="save the trace (a .passlens file)")
-    _export.add_trust_op(p)
-
-    p = sub.add_parser(
-        "show",
-        help="print a saved trace",
-        description="Print a saved trace's summary, a step's IR or its diff.",
-    )
-    p.add_argument("trace", metavar="TRACE", help="a .passlens file")
-    p.add_argument("--step", metavar="N", help="print step N's IR text (index or pass name)")
-    p.add_argument(
-        "--view",
-        metavar="NAME",
-        default="IR",
-        help="with --step: which text (IR, 'loop IR', 'LLVM IR', assembly; default %(default)s)",
-    )
-    p.add_argument("--diff", metavar="N", help="print what step N changed")
-
-    p = sub.add_parser(
-        "serve",
-        help="open a saved trace in the Panel app",
-        description="Serve the Panel app on a saved trace on localhost: print its URL and "
-        "serve until Ctrl-C.",
-    )
-    p.add_argument("trace", metavar="TRACE", help="a .passlens file")
-    p.add_argument(
-        "--port", type=int, default=5006, help="port, 0 for a free one (default: %(default)s)"
-    )
-    p.add_argument("--open", action="store_true", help="open the app in a web browser")
-    p.add_argument(
-        "--allow-host",
-        metavar="HOST",
-        action="append",
-        default=[],
-        help="also answer requests to HOST or HOST:PORT (e.g. a reverse proxy's name; "
-        "repeatable); by default only localhost, 127.0.0.1 and [::1] on the port are answered",
-    )
-
-    p = sub.add_parser(
-        "reduce",
-        help="shrink a saved trace's finding to a small module, pipeline and test",
-        description="Check TRACE, then shrink its module and pipeline while the finding still "
-        "holds (same kind, same pass); write reduced.passlens, reduced.ir, pipeline.txt and "
-        "test_reduced.py (it fails while the bug is there) into DIR.",
-    )
-    p.add_argument("trace", metavar="TRACE", help="a .passlens file")
-    p.add_argument("--out", metavar="DIR", required=True, help="where to write the reduction")
-    p.add_argument(
-        "--finding",
-        metavar="N",
-        type=int,
-        help="which finding of the check (0 is the first; default: the first failure)",
-    )
-    p.add_argument(
-        "--budget",
-        metavar="SECONDS",
-        type=float,
-        default=60.0,
-        help="time to spend; the smallest case so far is kept (default: %(default)g)",
-    )
-    _export.add_trust_op(p)
-
-    _export.add_parser(sub)
-    _passes.add_parser(sub)
-
-    p = sub.add_parser(
-        "demo",
-        help="run the bundled demo",
-        description="Explore a small ConvNeXt-style model (random weights, built in code) "
-        "through torch.export and the default pipeline, check it against torch eager, then "
-        "replay a real TVM bug (a weight copied by folding) where the check names the step "
-        "and the copies; writes an HTML report and a saved trace to --out. With --notebook, "
-        "run that notebook headless instead (make demo runs notebooks/00_tour.ipynb).",
-    )
-    p.add_argument(
-        "--notebook",
-        metavar="PATH",
-        help="run this notebook headless instead (make demo: notebooks/00_tour.ipynb)",
-    )
-    p.add_argument(
-        "--out", metavar="DIR", default="build/demo", help="where to write (default %(default)s)"
-    )
-    for command in sub.choices.values():
-        command.add_argument(
-            "--verbose",
-            action="store_true",
-            help="on an error, also print what torch logged and the full traceback",
-        )
-    return parser
-
-
-# what a command says before its first slow step (importing torch and the compiler takes a few
-# seconds, exporting a model more): a line in the first second, on a terminal only
-_STARTING = {
-    "explore": "importing {model} (loading torch and the compiler first: a few seconds) ...",
-    "show": "reading {trace} ...",
-    "serve": "loading {trace}, then starting the app ...",
-    "reduce": "loading {trace} to reduce its first finding ...",
-    "demo": "running the demo (loading torch and the compiler first: a few seconds) ...",
-    "export": "loading {trace} ...",
-}
-
-
-def starting(args: argparse.Namespace, stream) -> None:
-    """Say on `stream` (stderr) what the command is about to do, when a person is watching
-    (a terminal): the slow imports come next, and nothing else would show for seconds."""
-    text = _STARTING.get(args.command)
-    isatty = getattr(stream, "isatty", None)
-    if text is None or not (callable(isatty) and isatty()):
-        return
-    names = {k: getattr(args, k, "") for k in ("model", "trace")}
-    print(f"passlens {args.command}: {text.format(**names)}", file=stream, flush=True)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `passlens` command with `argv` (default: the process arguments); returns
     the exit code."""
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(joined_flags(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:  # --help (0) or a usage error (2), already printed by argparse
         return int(e.code or 0)
     command = {
@@ -330,6 +168,7 @@ def _explore(args: argparse.Namespace) -> int:
     adapter = explorer.get_adapter(compiler)
     if not adapter.takes_pipeline and args.pipeline is not None:
         raise CLIError(f"--compiler {compiler} runs its own passes: give no --pipeline")
+    options = _iree_options(args, compiler)  # before the model is read: its flags, its phase
     source, inputs = load_model(args.model, args.input_shape)
     try:
         adapter.refuse_source(source, str(args.model), flag="--compiler")
@@ -340,7 +179,8 @@ def _explore(args: argparse.Namespace) -> int:
             f"--compiler {compiler} needs example inputs for {args.model}: --input-shape, or "
             "example args returned by model()"
         )
-    options = {"strict": True} if args.strict else {}
+    if args.strict:
+        options["strict"] = True
     from_file = Path(str(args.model)).suffix.lower() == ".pt2"  # a program read from a file
     if from_file:
         options.update(_file_program_options(source, compiler, args))
@@ -396,6 +236,31 @@ def _explore(args: argparse.Namespace) -> int:
         if not getattr(report, "ok", True):
             status = EXIT_FINDINGS
     return status
+
+
+def _iree_options(args: argparse.Namespace, compiler: str) -> dict:
+    """explore's options for `--compiler iree` (`flags`, each checked as the API checks
+    it: explorer.iree.flags), and its phase checked; an MLIR file or a `--flag` with
+    another compiler is one error."""
+    flags = list(getattr(args, "flag", None) or ())
+    if compiler != "iree":
+        if flags:
+            raise CLIError("--flag passes iree-compile flags: use it with --compiler iree")
+        if Path(str(args.model)).suffix.lower() == ".mlir":
+            raise CLIError(f"{args.model} is MLIR: explore it with --compiler iree")
+        return {}
+    from explorer.iree.flags import check_flags
+    from explorer.iree.record import PIPELINES
+
+    if args.pipeline is not None and args.pipeline not in PIPELINES:
+        raise CLIError(
+            f"bad --pipeline {args.pipeline[:60]!r} for --compiler iree: the phase to compile "
+            f"to, one of {', '.join(PIPELINES)}"
+        )
+    try:
+        return {"flags": check_flags(flags)} if flags else {}
+    except ValueError as e:  # one flag refused: which and why
+        raise CLIError(str(e)) from None
 
 
 def _missing_feature(option: str, e: ImportError, modules: tuple[str, ...]) -> str:

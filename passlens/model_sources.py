@@ -12,7 +12,8 @@ MODEL is one of:
 - `model.py:ATTR` or `package.module:ATTR`: an `nn.Module` instance, an `nn.Module`
   class or any function called with no arguments that returns a model or
   `(model, example_args)`;
-- `model.ir` / `model.txt`: a module in the IR text format.
+- `model.ir` / `model.txt`: a module in the IR text format;
+- `model.mlir`: MLIR for `--compiler iree` (passed on as its path: the adapter reads it).
 
 A torch model's example inputs are, first to last: `--input-shape` (repeatable, one per
 input: `1,3,224,224` or `1,16:int64`), the `example_args` a function returned, an
@@ -55,6 +56,7 @@ MODEL is one of:
                           class, or a function taking no arguments that returns a model
                           or (model, example_args)
   model.ir, model.txt     a module in the IR text format
+  model.mlir              MLIR (torch dialect or any IREE input), with --compiler iree
 
 a torch model's example inputs are the first of: --input-shape (once per input, in order:
 --input-shape 1,3,224,224 --input-shape 1,16:int64; floats are random normal, integers 0 or
@@ -66,7 +68,7 @@ then of its module or file (a tuple of tensors, or a function returning one).
 exit codes: 0 ok, 1 findings (a pass failed, or --check found problems), 2 error
 """
 
-ARG_HELP = "an .onnx, .pt2, .py or .ir/.txt file, FILE.py:ATTR or package.module:ATTR"
+ARG_HELP = "an .onnx, .pt2, .py, .ir/.txt or .mlir file, FILE.py:ATTR or package.module:ATTR"
 
 SHAPE_HELP = (
     "an example input's shape, with an optional dtype (default float32, or the .pt2 "
@@ -221,13 +223,15 @@ def load_model(spec: str, input_shapes: Sequence[str] = ()) -> tuple[Any, tuple 
         return _python_file(path, None, shapes, spec)
     if suffix in (".ir", ".txt"):
         return _ir_text(path), _numpy_inputs(shapes)
+    if suffix == ".mlir":  # read, size-capped and parsed by the iree adapter
+        return str(path), _numpy_inputs(shapes)
     raise CLIError(
         f"{path}: unknown model type {suffix or '(no suffix)'!r}; expected an .onnx, .pt2, "
-        ".py or .ir/.txt file, FILE.py:ATTR or package.module:ATTR"
+        ".py, .ir/.txt or .mlir file, FILE.py:ATTR or package.module:ATTR"
     )
 
 
-_SUFFIXES = (".onnx", ".pt2", ".py", ".ir", ".txt")
+_SUFFIXES = (".onnx", ".pt2", ".py", ".ir", ".txt", ".mlir")
 
 
 def _is(path: Path, test: str) -> bool:

@@ -94,7 +94,9 @@ def test_the_default_table_is_the_pipeline():
         assert len(row) == 3 and row[2], row
 
 
-@pytest.mark.parametrize("page", [README, REFERENCE], ids=["README", "reference"])
+@pytest.mark.parametrize(
+    "page", [README, REFERENCE, ROOT / "docs" / "views.md"], ids=["README", "reference", "views"]
+)
 def test_links_stay_in_the_repository(page):
     text = page.read_text()
     assert "../shared" not in text

@@ -253,7 +253,7 @@ class _Builder:
         pos = positions(entries, self.diff, self.ga, self.index)
         groups, of = group_tree(entries, drawn)
         alone = unframed_modules(entries, groups, drawn)
-        segment(groups, of, drawn, pos)
+        segment(groups, of, drawn, pos, {i for i in drawn if entries[i].status == "removed"})
         for i, host in inline.items():
             of[i] = of[host]
         roots = self._provenance_root()

@@ -5,7 +5,8 @@ are framed in, and the order the nodes are laid out in.
   groups not worth a frame dropped (one member in all, or a lone child group);
 - :func:`unframed_modules`: the ops alone in their module, titled by its name;
 - :func:`segment`: a group with more than :data:`MAX_CHILDREN` children has them split into
-  segments (``nodes 1–40 of 10,000``: what they hold, which of how many), so a flat graph of 10,000 ops is drawn as a few boxes;
+  segments (``nodes 1–40 of 10,000, 2 removed``: what they hold, which of how many live
+  ones, and the ghosts among them), so a flat graph of 10,000 ops is drawn as a few boxes;
 - :func:`positions`: graph order, with a removed node's ghost next to what replaced it;
 - :func:`group_marks`: where each group's findings and changes are (the overview's marks and
   the zoomed-out blocks' links).
@@ -145,9 +146,18 @@ def _simplify(groups: list[dict], of: list[int], drawn: list[int]) -> tuple[list
     return out, of
 
 
-def segment(groups: list[dict], of: list[int], drawn: list[int], pos: list[float]) -> None:
+def segment(
+    groups: list[dict],
+    of: list[int],
+    drawn: list[int],
+    pos: list[float],
+    ghosts: frozenset[int] | set[int] = frozenset(),
+) -> None:
     """Split a group's children into segments where it has more than MAX_CHILDREN
-    (segments of segments when there are very many)."""
+    (segments of segments when there are very many). A segment's label counts live members:
+    ``nodes 41–80 of 10,000`` numbers and counts the run's members that are not ghosts
+    (``ghosts``: indices of removed nodes drawn as ghosts), and says ``, 2 removed`` when it
+    holds ghosts too."""
     first: dict[int, float] = {}
     for i in drawn:  # the earliest position inside every group
         g, p = of[i], pos[i]
@@ -160,11 +170,14 @@ def segment(groups: list[dict], of: list[int], drawn: list[int], pos: list[float
     for g in range(1, len(groups)):
         members.setdefault(groups[g]["p"], []).append((first.get(g, 0.0), "g", g))
 
-    def split(g: int, items: list[tuple[float, str, int]], label_from: int) -> None:
-        total = len(items)  # the run the segments are parts of (their labels say "of N")
-        todo = [(g, items, label_from)]  # a stack, not recursion
+    def live(item: tuple[float, str, int]) -> bool:
+        return item[1] == "g" or item[2] not in ghosts
+
+    def split(g: int, items: list[tuple[float, str, int]]) -> None:
+        total = sum(map(live, items))  # the run's live members (its segments say "of N")
+        todo = [(g, items, 0, 0)]  # a stack, not recursion; live members and members before
         while todo:
-            g, items, label_from = todo.pop()
+            g, items, before, label_from = todo.pop()
             if len(items) <= MAX_CHILDREN:
                 for _pos, what, idx in items:
                     if what == "n":
@@ -177,18 +190,27 @@ def segment(groups: list[dict], of: list[int], drawn: list[int], pos: list[float
             gid = groups[g]["id"]
             for k in range(0, len(items), size):
                 chunk = items[k : k + size]
-                lo, hi = label_from + k + 1, label_from + k + len(chunk)
+                n = sum(map(live, chunk))
+                gone = len(chunk) - n
+                lo, hi = before + 1, before + n
                 s = len(groups)
                 what = _members(chunk)
-                span = f"{lo}–{hi}" if hi > lo else f"{lo}"
-                label = f"{what if hi > lo else what.rstrip('s')} {span} of {total:,}"
-                groups.append({"id": f"{gid}#{lo}-{hi}", "label": label, "p": g, "k": "segment"})
-                todo.append((s, chunk, lo - 1))
+                if n:
+                    span = f"{lo}–{hi}" if hi > lo else f"{lo}"
+                    label = f"{what if hi > lo else what.rstrip('s')} {span} of {total:,}"
+                    label += f", {gone:,} removed" if gone else ""
+                else:  # ghosts alone, next to the live member `before`
+                    at = f"after {before:,}" if before else "before 1"
+                    label = f"{gone:,} removed, {at} of {total:,}"
+                gid_k = f"{gid}#{label_from + k + 1}-{label_from + k + len(chunk)}"
+                groups.append({"id": gid_k, "label": label, "p": g, "k": "segment"})
+                todo.append((s, chunk, before, label_from + k))
+                before += n
 
     for g, items in list(members.items()):
         if len(items) > MAX_CHILDREN:
             items.sort()
-            split(g, items, 0)
+            split(g, items)
     # parents must come before children for the front end's bottom-up sums
     order = _topo_groups(groups)
     if order != list(range(len(groups))):

@@ -65,12 +65,19 @@ class DType(Enum):
     def numpy(self) -> np.dtype:
         """The numpy dtype holding values of this type (ml_dtypes' for bf16 and the
         low-precision types)."""
+        try:  # made once per dtype (the interpreter asks at every binding)
+            return _NUMPY_DTYPES[self._value_]
+        except KeyError:
+            pass
         ml_name = _ML_NAMES.get(self)
         if ml_name is not None:
             if _ml_dtypes is None:
                 raise TypeError(f"{self.name} needs the ml_dtypes package")
-            return np.dtype(getattr(_ml_dtypes, ml_name))
-        return np.dtype(self.name)
+            dtype = np.dtype(getattr(_ml_dtypes, ml_name))
+        else:
+            dtype = np.dtype(self.name)
+        _NUMPY_DTYPES[self._value_] = dtype
+        return dtype
 
     @property
     def itemsize(self) -> int:
@@ -136,6 +143,7 @@ class DType(Enum):
         return self.value
 
 
+_NUMPY_DTYPES: dict[str, np.dtype] = {}  # DType.numpy by value, made on first use
 _BY_NAME = {d.name: d for d in DType} | {d.value: d for d in DType}
 _ML_NAMES = {
     DType.bfloat16: "bfloat16",

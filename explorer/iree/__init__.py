@@ -20,7 +20,9 @@ graph model (operations, SSA edges with types, regions as groups, `loc` provenan
 parsed with `iree.compiler.ir` when a view asks (`explorer.iree.convert`).
 
 `pipeline`: the phase to compile to (`--compile-to`), default `"end"` (a .vmfb);
-`flags`: more iree-compile flags, each `--name=value`.
+`flags`: more iree-compile flags, each `--name=value`. `trace.check()` compiles steps
+from their dumps with `--compile-from` and runs them with iree.runtime, bisecting for the
+first that diverges from torch eager (`explorer.iree.check`).
 iree itself is imported only when an IREE trace is made or a view parses its MLIR.
 """
 

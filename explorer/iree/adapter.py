@@ -9,8 +9,9 @@ from explorer.adapters import Adapter, register_adapter
 class IREEAdapter(Adapter):
     """A torch model exported with iree-turbine (weights in an .irpa file), or an MLIR file,
     compiled by iree-compile printing the module after every pass; steps nested under IREE's
-    phases; graphs parsed with iree.compiler.ir. The check (`--compile-from` and
-    iree.runtime) is not built yet: `trace.check` says so."""
+    phases; graphs parsed with iree.compiler.ir. The check compiles a step's dump again with
+    `--compile-from` and runs it with iree.runtime, bisecting over the steps
+    (explorer.iree.check)."""
 
     name = "iree"
     default_pipeline = "end"
@@ -25,11 +26,14 @@ class IREEAdapter(Adapter):
         return explore_iree(source, example_inputs, pipeline, progress, **options)
 
     def check(self, trace, inputs, options):
-        from explorer.adapters import Unsupported
+        from explorer.iree.check import check_iree
 
-        raise Unsupported(
-            "the iree adapter cannot check a trace yet (compiling each step with "
-            "--compile-from and running it with iree.runtime is not built): see issue 46"
+        return check_iree(trace, inputs, options)
+
+    def reuse_text(self, report) -> str:
+        return (
+            f"{report.computed} modules compiled by iree-compile and run with iree.runtime "
+            "(outputs only; the steps run chosen by bisection)"
         )
 
     def load_module(self, rec, graph, text, texts, stage):

@@ -19,6 +19,7 @@ MLIR cannot parse is one `IREEError` with MLIR's first diagnostic.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from compiler import LimitError, PasslensError
@@ -197,6 +198,24 @@ def _global(g: GraphModel, node: GraphNode, attrs: dict) -> None:
     )
 
 
+def _weight_owner(op: Any, g: GraphModel, ids: dict, globals_: dict, weight_layer: dict):
+    """The layer owning the weight `op` reads, for an op the importer placed at its
+    function's own location: iree's FX importer gives the ops it makes for the parameters
+    (their `util.global.load` and conversion) the location of the function, which is its
+    first node's (`fc1`'s), so fc2's weight loads would be drawn in fc1. A load of a
+    parameter is in the layer that owns it (`fc2.weight`: `fc2`); an op reading only such
+    loads of one layer is in that layer. None: the op's own location stands."""
+    if op.name == "util.global.load" and "global" in op.attributes:
+        node = g.nodes.get(globals_.get(str(op.attributes["global"]), ""))
+        if node is None or node.kind != "weight" or "." not in node.label:
+            return None
+        return node.label.rsplit(".", 1)[0]
+    owners = {weight_layer.get(ids.get(v, ""), None) for v in op.operands}
+    if len(owners) == 1 and None not in owners:
+        return owners.pop()
+    return None
+
+
 def unparsed_graph(error: str) -> GraphModel:
     """The graph model of a dump MLIR cannot parse again (IREE prints some ops, such as a
     `vm.cond_fail` message holding quotes, in a form its parser refuses): one node saying
@@ -217,6 +236,8 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
     count = [0]
     seen: dict[tuple, int] = {}
     globals_: dict[str, str] = {}  # @symbol of a util.global -> its node
+    weight_layer: dict[str, str] = {}  # node reading a parameter -> the layer owning it
+    func_locs: dict[str, str] = {}  # a function -> its own location's text
 
     def add_node(nid, kind, op, label, function, ty, group, prov, obj, attrs=None):
         shape, dtype = _shape_dtype(ty) if ty is not None else (None, None)
@@ -271,13 +292,23 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
             fname = _symbol(op) or f"{name}{len(g.signatures)}"
             fty = op.attributes["function_type"] if "function_type" in op.attributes else None
             g.signatures[fname] = Signature(fname, [], _cut(str(fty)) if fty else "", None, {})
+            func_locs[fname] = str(op.location)
             walk(op, fname, fname, 1)
             return
         loc = str(op.location)
         prov = _provenance(loc)
+        owner = None
+        if function and loc == func_locs.get(function):
+            owner = _weight_owner(op, g, ids, globals_, weight_layer)
+            if owner is not None:
+                prov = replace(prov, module_path=owner, source_node=owner)
         results = list(op.results)
         has_regions = len(op.regions) > 0 and any(len(r.blocks) for r in op.regions)
-        body = f"{name} {op.attributes}" if has_regions else str(op)
+        # an op of a function: its own text, printed in its local scope (str(op) numbers the
+        # whole module's values first: a walk of the module per op); one with regions or at
+        # module level (printing a util.global walks the module too): its name and attributes
+        flat = has_regions or not function
+        body = f"{name} {op.attributes}" if flat else op.get_asm(use_local_scope=True)
         key0 = (function, _SSA.sub("%", body.split(" loc(", 1)[0])[:2000])
         k = seen.get(key0, 0)
         seen[key0] = k + 1
@@ -308,6 +339,8 @@ def graph_of_mlir(text: str, state: IREEState | None = None) -> GraphModel:
         )
         if len(results) > 1:
             g.nodes[nid].type = _cut("(" + ", ".join(str(r.type) for r in results) + ")")
+        if owner is not None:
+            weight_layer[nid] = owner
         if name == "util.global":
             _global(g, g.nodes[nid], attrs)
             globals_[f"@{label}"] = nid

@@ -45,6 +45,19 @@ PHASES = (
 )
 #: what ``pipeline`` may be: the phase to compile to (``--compile-to``), or "end" (all)
 PIPELINES = (*PHASES, "end")
+#: the target every recording (and the check's compiles) is for: llvm-cpu, a generic CPU
+TARGET_FLAGS = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=generic",
+)
+#: the module after every pass, whole, in the order the passes ran, with its locations
+PRINT_FLAGS = (
+    "--mlir-disable-threading",
+    "--mlir-print-ir-module-scope",
+    "--mlir-print-ir-after-all",
+    "--mlir-print-debuginfo",
+)
 MAX_STREAM_BYTES = 1024 * 1024 * 1024  # the whole pass-after-all stream of one compile
 MAX_DUMPS = 20_000  # dumps of one compile
 MAX_DIAGNOSTIC_CHARS = 4000  # iree-compile's diagnostics kept for an error
@@ -117,21 +130,10 @@ def compile_flags(pipeline: str, target: str, flags: Any) -> list[str]:
         )
     if target != "llvm-cpu":
         raise ValueError(f"compiler='iree' records the llvm-cpu target, not {str(target)[:40]!r}")
-    extra = [flags] if isinstance(flags, str) else list(flags or ())
-    bad = [f for f in extra if not isinstance(f, str) or not f.startswith("--") or "\n" in f]
-    if bad:
-        raise ValueError(f"flags for iree-compile are '--name=value' texts, not {bad[0]!r:.80}")
-    return [
-        "--iree-hal-target-device=local",
-        "--iree-hal-local-target-device-backends=llvm-cpu",
-        "--iree-llvmcpu-target-cpu=generic",
-        f"--compile-to={pipeline}",
-        *extra,
-        "--mlir-disable-threading",
-        "--mlir-print-ir-module-scope",
-        "--mlir-print-ir-after-all",
-        "--mlir-print-debuginfo",
-    ]
+    from explorer.iree.flags import check_flags  # what a user's flag may be, in one place
+
+    extra = check_flags(flags)
+    return [*TARGET_FLAGS, f"--compile-to={pipeline}", *extra, *PRINT_FLAGS]
 
 
 def _ends_module(line: str, state: list) -> bool:
@@ -389,6 +391,8 @@ def _export_torch(model: Any, example_inputs: Any) -> Imported:
 __all__ = [
     "PHASES",
     "PIPELINES",
+    "PRINT_FLAGS",
+    "TARGET_FLAGS",
     "Compiled",
     "Dump",
     "Imported",

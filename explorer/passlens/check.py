@@ -206,7 +206,7 @@ class Interpreter(TieJudging, StepRunner):
                 if isinstance(node, If):
                     visit(node.then_branch.bindings)
                     visit(node.else_branch.bindings)
-                bad = any(id(c) in stale for c in children(node))
+                bad = bool(stale) and any(id(c) in stale for c in children(node))
                 if not bad and node in values:
                     if isinstance(node, Call) and node.op == "set_item":
                         bad = True  # its callback must see this run
@@ -222,16 +222,19 @@ class Interpreter(TieJudging, StepRunner):
 
         visit(fn.bindings)
 
-    def _seed(self, run: Run, module: Module, fname: str, values: dict, params: dict) -> None:
+    def _seed(
+        self, run: Run, module: Module, fname: str, values: dict, params: dict, seeded: set
+    ) -> None:
         """Put in `values` what the memo already knows for the bindings of `fname`, in
         order (a call of another function is run here, through the memo, when its arguments
-        are known)."""
+        are known); the ids of the nodes seeded go to `seeded`."""
+        empty = not self.memo.entries  # (the import's run: no op call can be found)
         for node in module[fname].bindings:
             if node in values:
                 continue
             v = None
             if isinstance(node, Call):
-                if node.op in SIDE_EFFECT_OPS:
+                if empty or node.op in SIDE_EFFECT_OPS:
                     continue
                 ops = memo_operands(self.memo, node, values, params)
                 v = self.memo.get(node, ops) if ops is not None else None
@@ -247,6 +250,7 @@ class Interpreter(TieJudging, StepRunner):
                     v = self._call(run, module, node, args)
             if v is not None:
                 values[node] = v
+                seeded.add(id(node))
                 self.seeded += 1
 
     def _call(self, run: Run, module: Module, node: FuncCall, args: list) -> Any:
@@ -254,17 +258,21 @@ class Interpreter(TieJudging, StepRunner):
         callee = module[node.func]
         sub = ValueCache()
         params = dict(zip(callee.params, args, strict=False))
-        seeded = self.seeded
-        self._seed(run, module, node.func, sub.values, params)
+        seeded, found = self.seeded, set()
+        self._seed(run, module, node.func, sub.values, params, found)
         ev = evaluate(module, args, function=node.func, cache=sub, check_types=True)
         run.computed += sub.misses
         self.seeded = seeded  # hits inside the callee are not hits of the shared cache
         run.mismatches.extend((m, node.func) for m in ev.mismatches)
-        self._remember(module, node.func, sub.values, params)
+        self._remember(module, node.func, sub.values, params, found)
         return ev.outputs if isinstance(callee.output.ty, TupleType) else ev.outputs[0]
 
-    def _remember(self, module: Module, fname: str, values: dict, params: dict) -> None:
+    def _remember(self, module: Module, fname: str, values: dict, params: dict, known: set) -> None:
+        """Put the op call values of `fname` in the memo (kept for the next step), but for
+        the nodes in `known` (ids), whose entries this run already made or used."""
         for node in module[fname].bindings:
+            if id(node) in known:
+                continue
             if isinstance(node, Call) and node.op not in SIDE_EFFECT_OPS:
                 v = values.get(node)
                 if isinstance(v, np.ndarray):
@@ -287,9 +295,10 @@ class Interpreter(TieJudging, StepRunner):
         params = dict(zip(module[fname].params, args, strict=False))
         hits, misses, memo_hits = self.cache.hits, self.cache.misses, self.memo.hits
         hooks = MemoHooks(self.memo)
+        found: set[int] = set()
         with lazy_callbacks(get_item=get_item, set_item=set_item):
             seeded = self.seeded
-            self._seed(run, module, fname, self.cache.values, params)
+            self._seed(run, module, fname, self.cache.values, params, found)
             seeded = self.seeded - seeded
             ev = evaluate(
                 module, list(args), function=fname, cache=self.cache, check_types=True, memo=hooks
@@ -301,7 +310,7 @@ class Interpreter(TieJudging, StepRunner):
         for node in module[fname].iter_nodes():
             if isinstance(node, FuncCall):
                 self.callees[node] = self._closure(module, node.func)
-        self._remember(module, fname, self.cache.values, params)
+        self._remember(module, fname, self.cache.values, params, found | hooks.handled)
         outputs = ev.outputs
         if stored:  # what a runtime would keep is what was handed to set_item
             missing = [i for i in range(len(outputs)) if i not in stored]

@@ -36,8 +36,25 @@ class Memo:
         self.canonicals: dict[int, tuple] = {}  # id(view) -> (it, its canonical view), weakly
         self.contents: dict[tuple, list] = {}  # (shape, dtype, sampled bytes) -> arrays
         self.content_hits = 0
+        # (op, attrs, type, operand types) -> (its decomposition, the operands it reads)
+        self.decompositions: dict[tuple, tuple] = {}
         self.generation = 0
         self.hits = 0
+
+    def decomposition(self, node: Call) -> tuple[Expr | None, tuple]:
+        """What decompose-ops rewrites `node` into and the operands it is built on: made
+        once per op, attributes, type and operand types (a decomposition reads no more of
+        its node, and the parts' memo keys are made of those and the operand values), so
+        the 32 attentions of a decoder's layers are decomposed once; a node reading one
+        operand twice is decomposed on its own."""
+        args = node.args
+        if len({id(a) for a in args}) != len(args):
+            return decompose(node), args
+        sig = (node.op, node.attrs, node.ty, *(a.ty for a in args))
+        made = self.decompositions.get(sig)
+        if made is None:
+            made = self.decompositions[sig] = (decompose(node), args)
+        return made
 
     def start(self, keep: int | None) -> int:
         """Begin a module's run, keeping the entries of generation `keep`; its generation."""
@@ -56,7 +73,9 @@ class Memo:
     def canonical(self, value: Any) -> Any:
         """The array standing for `value`: itself, or for a view, the first view seen of
         the same memory with the same shape, strides and dtype."""
-        if not isinstance(value, np.ndarray) or value.base is None:
+        if value.__class__ is not np.ndarray and not isinstance(value, np.ndarray):
+            return value
+        if value.base is None:
             return value
         seen = self.canonicals.get(id(value))  # (a view is looked at again at every step)
         if seen is not None and seen[0]() is value and (first := seen[1]()) is not None:
@@ -85,7 +104,8 @@ class Memo:
 
     def operands(self, node: Call, arrays: list) -> list:
         """The canonical operands of `node` (see `key`)."""
-        ops = [self.canonical(a) for a in arrays]
+        canonical = self.canonical
+        ops = [a if a.__class__ is np.ndarray and a.base is None else canonical(a) for a in arrays]
         if _reads_transposed(node) and len(ops) == 2 and getattr(ops[1], "ndim", 0) >= 2:
             ops[1] = self.canonical(np.swapaxes(ops[1], -1, -2))
         return ops
@@ -109,6 +129,8 @@ class Memo:
 
     def _touch(self, entry: list) -> None:
         """Mark `entry` and its parts' entries used by this generation."""
+        if entry[2] == self.generation:  # (and so are its parts)
+            return
         stack = [entry]
         while stack:
             e = stack.pop()
@@ -161,10 +183,18 @@ class MemoHooks(CallMemo):
         self.memo = memo
         self._parts: list | None = None  # the keys a decomposition being computed used
         self._root: tuple | None = None  # the last decomposition's last part and its operands
+        # ids of the nodes whose entry this run made or used (their step need not remember them)
+        self.handled: set[int] = set()
+        # (node, args, canonical operands) of the last lookup that found nothing: the record
+        # of that call that follows takes its operands instead of working them out again
+        self._missed: tuple | None = None
 
     def _operands(self, node: Call, args: list) -> list | None:
-        if node.op in SIDE_EFFECT_OPS or not all(isinstance(a, np.ndarray) for a in args):
+        if node.op in SIDE_EFFECT_OPS:
             return None
+        for a in args:
+            if a.__class__ is not np.ndarray and not isinstance(a, np.ndarray):
+                return None
         return self.memo.operands(node, args)
 
     def lookup(self, node: Call, args: list) -> Any:
@@ -174,6 +204,7 @@ class MemoHooks(CallMemo):
         value = self.memo.get(node, ops)
         if value is not None:
             self.hits += 1
+            self.handled.add(id(node))
             if self._parts is not None:
                 self._parts.append(self.memo.key(node, ops))
             return value
@@ -191,8 +222,11 @@ class MemoHooks(CallMemo):
                 value = self._own(node, args, value)
             if value is not None:
                 key = self.memo.put(node, ops, value, parts)
+                self.handled.add(id(node))
                 if self._parts is not None:
                     self._parts.append(key)
+        if value is None:
+            self._missed = (node, args, ops)
         return value
 
     def _own(self, node: Call, args: list, parts_value: np.ndarray) -> np.ndarray:
@@ -222,10 +256,10 @@ class MemoHooks(CallMemo):
         rounds exactly like their decomposition (tested bitwise), and kept only when it has
         no NaN (where attention's value and its decomposition's differ)."""
         self._root = None
-        root = decompose(node)
+        root, leaves = self.memo.decomposition(node)
         if root is None:
             return None
-        known: dict[int, Any] = {id(a): v for a, v in zip(node.args, args, strict=False)}
+        known: dict[int, Any] = {id(a): v for a, v in zip(leaves, args, strict=False)}
 
         def value(e: Expr) -> Any:
             if id(e) in known:
@@ -247,11 +281,16 @@ class MemoHooks(CallMemo):
         return out
 
     def record(self, node: Call, args: list, value: Any) -> Any:
-        ops = self._operands(node, args)
+        missed, self._missed = self._missed, None
+        if missed is not None and missed[0] is node and missed[1] is args:
+            ops = missed[2]  # the lookup of this very call worked them out
+        else:
+            ops = self._operands(node, args)
         if ops is None or not isinstance(value, np.ndarray):
             return value
         value = self.memo.same_content(value)
         key = self.memo.put(node, ops, value)
+        self.handled.add(id(node))
         if self._parts is not None:
             self._parts.append(key)
         return value

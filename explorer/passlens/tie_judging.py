@@ -63,8 +63,10 @@ class TieJudging:
         main = module["main"]
         dirty: dict[int, Expr] = {}
         for node in main.iter_nodes():
+            if index_source(node) is None:
+                continue
             v = values.get(node)
-            if index_source(node) is None or not isinstance(v, np.ndarray):
+            if not isinstance(v, np.ndarray):
                 continue
             want = matched_reference(node, v, fx, node_ref)
             if want is None or want is v or not compare(v, want, self.rtol, self.atol)[2]:

@@ -59,11 +59,12 @@ class Graph:
         assert "," not in block.get_attribute("data-sem-groups"), f"{group_id} is in a run"
         return block
 
-    def settle(self) -> None:
+    def settle(self, timeout: float = 15_000) -> None:
         """Wait until what was asked is drawn: the layouts are made in a Web Worker, so a
         click that opens groups draws once they come back (``data-layout`` is "pending" until
-        then)."""
-        expect(self.root).not_to_have_attribute("data-layout", "pending")
+        then). `timeout` in ms: a big model's every group laid out takes long on a loaded
+        machine."""
+        expect(self.root).not_to_have_attribute("data-layout", "pending", timeout=timeout)
 
     @property
     def boxes(self) -> int:

@@ -10,7 +10,7 @@ import explorer
 from compiler import models
 from tests.widgets.test_scale_models import sm
 from widgets.graph_data import graph_payload, short_path
-from widgets.graph_groups import MAX_CHILDREN
+from widgets.graph_groups import MAX_CHILDREN, segment
 from widgets.graph_view import graph_data, node_details
 
 
@@ -171,8 +171,8 @@ def test_a_flat_chain_is_cut_into_segments():
     # each says what it holds, which of them, of how many (not "items 41-80")
     assert segments
     for g in segments:
-        m = re.fullmatch(r"nodes (\d+)–(\d+) of ([\d,]+)", g["label"])
-        assert m and int(m[1]) <= int(m[2]) and int(m[3].replace(",", "")) >= 10000, g["label"]
+        m = re.fullmatch(r"nodes (\d+)–(\d+) of ([\d,]+)(, \d+ removed)?", g["label"])
+        assert m and int(m[1]) <= int(m[2]) and int(m[3].replace(",", "")) >= 9990, g["label"]
     # every group comes after its parent; the focus (the folded op) is open
     assert all(g["p"] < i for i, g in enumerate(p["groups"]) if i)
     assert p["focus"] is not None
@@ -192,6 +192,46 @@ def test_a_flat_chain_is_cut_into_segments():
                 1 for k, g in enumerate(p["groups"]) if k and g["p"] == i and k not in opened
             )
     assert shown <= 300
+
+
+def test_segment_labels_count_live_nodes_and_say_how_many_removed():
+    """Issue 43: "nodes 41–80 of 10,002" counted the removed nodes' ghosts in N. N counts
+    the run's live nodes; a segment holding ghosts says ", K removed"; the spans number the
+    live nodes one after another, from 1 to N."""
+    trace = sm.flat_chain(10000)
+    step = trace["fold-constant"]
+    p = graph_payload(step, step.previous)
+    drawn = [n for n in p["nodes"] if "inl" not in n]
+    ghosts = sum(1 for n in drawn if n.get("st") == "removed")
+    live = len(drawn) - ghosts
+    assert ghosts > 0  # the folded op and its weight
+    groups = p["groups"]
+    segs = [g for g in groups if g["k"] == "segment"]
+    parents = {g["p"] for g in groups}
+    leaves = [g for k, g in enumerate(groups) if g["k"] == "segment" and k not in parents]
+    removed = 0
+    spans = []
+    for g in segs:
+        m = re.fullmatch(r"nodes (\d+)–(\d+) of ([\d,]+)(?:, (\d+) removed)?", g["label"])
+        assert m, g["label"]
+        assert int(m[3].replace(",", "")) == live, g["label"]
+        if g in leaves:
+            removed += int(m[4] or 0)
+            spans.append((int(m[1]), int(m[2])))
+    assert removed == ghosts
+    spans.sort()
+    assert spans[0][0] == 1 and spans[-1][1] == live
+    assert all(b[0] == a[1] + 1 for a, b in zip(spans, spans[1:], strict=False))
+
+
+def test_a_segment_of_ghosts_alone_says_so():
+    groups = [{"id": "", "p": -1, "k": "root"}]
+    n = 100  # three segments of 40, 40 and 20
+    of, drawn, pos = [0] * n, list(range(n)), [float(i) for i in range(n)]
+    ghosts = set(range(40, 80))  # the second segment of 40: ghosts only
+    segment(groups, of, drawn, pos, ghosts)
+    labels = [g["label"] for g in groups if g["k"] == "segment"]
+    assert labels == ["nodes 1–40 of 60", "40 removed, after 40 of 60", "nodes 41–60 of 60"]
 
 
 def test_a_decoder_groups_by_module_and_numbers_read_with_their_parent():

@@ -185,7 +185,7 @@ def test_a_fitted_chain_of_10000_ops_draws_labelled_blocks(browser, chain_data):
     # the blocks cover the chain: their counts add up to the nodes of the top groups
     top = sum(grp["n"] for grp in p["groups"] if grp["p"] == 0)
     assert sum(count_of(b) for b in bs) == top
-    assert all(re.match(r"nodes \d+–\d+ of 10,\d\d\d$", b["name"]) for b in bs), bs
+    assert all(re.match(r"nodes \d+–\d+ of 10,\d\d\d(, \d+ removed)?$", b["name"]) for b in bs), bs
     # readable: 12 px text, each block's label within the stage
     sizes = g.root.locator(".plg-sem text").evaluate_all(
         "ts => ts.map((t) => parseFloat(getComputedStyle(t).fontSize))"
@@ -438,7 +438,8 @@ def test_the_overviews_numbers_are_never_cut(browser, bloat_data, chain_data, de
     # a chain's segments say what they hold, which of them, of how many
     page, g, problems = page_of(browser, chain_data, width=width)
     names = g.root.locator(".plg-ov-seg .plg-ov-name").all_text_contents()
-    assert names and all(re.fullmatch(r"nodes \d+–\d+ of 10,\d{3}", n) for n in names), names
+    label = r"nodes \d+–\d+ of 10,\d{3}(, \d+ removed)?"
+    assert names and all(re.fullmatch(label, n) for n in names), names
     page.close()
 
 
@@ -490,3 +491,31 @@ def test_the_view_keeps_its_target_clear_of_every_pane(browser, bloat_data, deco
             assert page.evaluate(COVERED, ".plg-located") is None, rows.nth(k).get_attribute("data-group")
         assert problems == []
         page.close()
+
+
+def legend_items(g) -> list[str]:
+    return g.root.locator(".plg-legend .plg-lg-item").all_text_contents()
+
+
+def test_the_legend_names_only_what_the_step_draws(browser, bloat_data):
+    """Seen beside Netron and Model Explorer (issue 43, ui/2026-12-03): the legend listed
+    "moved (same values)", "failed" and "opaque (no converter)" on a step that has none of
+    them. It names what the side shown draws: the bloat step's added, changed and removed
+    nodes, its finding, weights and groups; a fuse-ops step's moved nodes; the step before's
+    side no ghosts."""
+    page, g, problems = page_of(browser, bloat_data)
+    items = legend_items(g)
+    assert items == ["added", "changed", "removed (ghost)", "finding", "weight", "group"], items
+    g.press("b")  # the step before: what this step removes or changes, no ghosts, no findings
+    expect(g.root).to_have_attribute("data-mode", "before")
+    g.settle()
+    expect(g.root.locator(".plg-legend")).not_to_contain_text("removed (ghost)")
+    assert "removed by the step" in legend_items(g)
+    page.close()
+    trace = explorer.explore(sm.flat_chain_module(300), pipeline="default")
+    step = trace["fuse-ops"]
+    page, g, problems2 = page_of(browser, graph_data(step, step.previous))
+    assert "moved (same values)" in legend_items(g)
+    assert "failed" not in legend_items(g) and "opaque (no converter)" not in legend_items(g)
+    assert problems == problems2 == []
+    page.close()

@@ -144,9 +144,9 @@ def test_layer_errors_match_the_checks_numbers_and_handle_nan():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_big_values_are_compared_by_torch_with_numpys_numbers(dtype, monkeypatch):
-    """From TORCH_MIN elements on, torch's kernels compare (when torch is loaded): the same
-    numbers as numpy's chunks within float32 rounding, strided and read-only values included,
-    NaN still judged in float64."""
+    """From TORCH_MIN elements on, torch's kernels compare a strided value (when torch is
+    loaded): the same numbers as numpy's chunks within float32 rounding, strided and read-only
+    values included, NaN still judged in float64; a contiguous one is numpy's (faster)."""
     pytest.importorskip("torch")
     rng = np.random.default_rng(1)
     ref = rng.standard_normal((3, 256, 97)).astype(dtype)
@@ -171,6 +171,9 @@ def test_big_values_are_compared_by_torch_with_numpys_numbers(dtype, monkeypatch
         )
         assert rel_t > 0 and share_t > 0
     assert layer_errors._torch_errors(*cases[1]) is not None  # torch really compared them
+    with monkeypatch.context() as m:  # contiguous values: numpy's chunks, torch not asked
+        m.setattr(layer_errors, "_torch_errors", lambda *a: pytest.fail("torch asked"))
+        assert _errors(*cases[0]) == by_numpy[0] and _errors(*cases[3]) == by_numpy[3]
     bad = got.copy()
     bad[2, 255, 96] = np.nan
     assert layer_errors._torch_errors(bad, ref, 1e-4, 1e-5) is None

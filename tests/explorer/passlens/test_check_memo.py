@@ -70,6 +70,52 @@ def test_a_pass_changing_an_attribute_only_is_caught_at_its_step():
     assert report.first_failure.details["max_abs"] > 0.1
 
 
+LINEARS = """
+def @main(%x: f32[4, 64], %w1: f32[64, 64], %b1: f32[64], %w2: f32[64, 64], %b2: f32[64])
+    -> f32[4, 64] {
+  %a: f32[4, 64] = linear(%x, %w1, %b1)
+  %b: f32[4, 64] = linear(%a, %w2, %b2)
+  %c: f32[4, 64] = linear(%b, %w2, %b2)
+  return %c
+}
+"""
+TWICE = """
+def @main(%w: f32[64, 64], %b: f32[64]) -> f32[64, 64] {
+  %c: f32[64, 64] = linear(%w, %w, %b)
+  return %c
+}
+"""
+
+
+def test_linears_of_one_signature_share_a_decomposition_each_on_its_own_operands():
+    """The memo decomposes once per op, attributes and types: each linear computed as its
+    parts on its own operands, every part found again after decompose-ops; a call reading
+    one operand twice is decomposed on its own."""
+    rng = np.random.default_rng(0)
+    x, w1, w2 = (rng.standard_normal(s).astype(np.float32) for s in [(4, 64), (64, 64), (64, 64)])
+    b1, b2 = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
+    module = parse(LINEARS)
+    inputs = [x, w1, b1, w2, b2]
+    memo = Memo()
+    hooks = MemoHooks(memo)
+    memo.start(None)
+    got = evaluate(module, inputs, cache=ValueCache(), memo=hooks).outputs[0]
+    plain = evaluate(module, inputs).outputs[0]  # no memo: each linear as its own op
+    assert got.tobytes() == plain.tobytes()  # each linear on its own weights
+    assert not np.array_equal(got, evaluate(module, [x, w1, b1, w1, b1]).outputs[0])
+    assert len(memo.decompositions) == 1
+    decomposed = explorer.explore(module, pipeline="decompose-ops")[-1].module
+    memo.start(memo.generation)
+    hits = hooks.hits
+    again = evaluate(decomposed, inputs, cache=ValueCache(), memo=hooks).outputs[0]
+    assert again is got and hooks.hits > hits  # the parts' values found again
+    twice = parse(TWICE)
+    assert memo.decomposition(twice["main"].bindings[-1])[1] is twice["main"].bindings[-1].args
+    memo.start(memo.generation)
+    got = evaluate(twice, [w2, b2], cache=ValueCache(), memo=hooks).outputs[0]
+    assert got.tobytes() == evaluate(twice, [w2, b2]).outputs[0].tobytes()
+
+
 # ----- attention by torch's fused kernel -------------------------------------------------------
 
 

@@ -1,14 +1,14 @@
 // passlens graph component, part `details`: selection and the details drawer (a node's or a
 // group's details, links to its inputs and users), and going somewhere: locating a node (its
 // groups opened), going to a group (opened and fitted), a group opened or closed in place.
-// Owns the selection (`sel`, a node index, -1: none); the parts that follow it subscribe with
-// onSelected(f).
+// Owns the selection (`sel`, a node index, -1: none; `selGroup`, the group whose details are
+// shown, -1: none); the parts that follow it subscribe with onSelected(f).
 (function () {
 "use strict";
 PasslensGraphParts.part({
   name: "details",
   needs: ["base", "dom", "host", "sides", "expansion", "shown", "drawing", "viewport"],
-  state: { sel: -1 },
+  state: { sel: -1, selGroup: -1 },
   make({ base, dom, host, expansion, shown, drawing, viewport }, st) {
     const { fmtBytes, signedBytes, fmtNum, h, modulePath } = base;
     const { el, vp, panel } = dom;
@@ -146,7 +146,7 @@ PasslensGraphParts.part({
       b.addEventListener("click", () => toggle(gi));
     }
     function select(i, quiet) {
-      st.sel = i;
+      st.sel = i; st.selGroup = -1;
       if (i >= 0) vp.querySelectorAll(".plg-focus").forEach((g) => g.classList.remove("plg-focus"));
       if (i >= 0) setCrumb(i);
       markSelection();
@@ -157,13 +157,14 @@ PasslensGraphParts.part({
     }
     // group gi's details shown (a click on its box or block): no node selected
     function selectGroup(gi) {
-      st.sel = -1;
+      st.sel = -1; st.selGroup = gi;
       markSelection();
       showGroupDetails(gi);
+      for (const f of selected) f();
       if (opts.onSelect) opts.onSelect("group:" + st.m.p.groups[gi].id);
     }
     // the selection dropped without a word (its index is of the side left)
-    function forget() { st.sel = -1; }
+    function forget() { st.sel = -1; st.selGroup = -1; }
     // open the groups holding node i; `then` runs once it is drawn (also when the data just set is
     // still being laid out: a live view's node selected with its step, as a re-run's old side is)
     function ensureVisible(i, then) {

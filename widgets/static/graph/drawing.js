@@ -256,10 +256,40 @@ PasslensGraphParts.part({
       for (const f of thens.splice(0)) f();
     }
     // ---- legend ----------------------------------------------------------------------------------
+    // the legend names what the side shown has (no "moved" or "opaque" where there is none)
+    const LEGEND = [["plg-s-added", "added"], ["plg-s-changed", "changed"], ["plg-s-moved", "moved (same values)"], ["plg-s-removed", "removed (ghost)"], ["plg-s-failed", "failed"], ["plg-bad", "finding"], ["plg-k-weight", "weight"], ["plg-opaque", "opaque (no converter)"], ["plg-group", "group"]];
+    let legendFor = null;
+    function kindsOf(m) {
+      const have = new Set();
+      if (!m) return new Set(LEGEND.map(([cls]) => cls));
+      for (let i = 0; i < m.N; i++) {
+        const n = m.p.nodes[i], s = statusOf(m, i);
+        if (s) have.add("plg-s-" + s);
+        if (n.bad && !plain()) have.add("plg-bad");
+        if (n.k === "weight") have.add("plg-k-weight");
+        if (n.opq) have.add("plg-opaque");
+      }
+      for (let g = 1; g < m.G; g++) {
+        const c = m.p.groups[g];
+        have.add("plg-group");
+        if (c.ch && !plain()) { if (c.ch.moved) have.add("plg-s-moved"); if (c.ch.failed) have.add("plg-s-failed"); }
+        if (c.bad && !plain()) have.add("plg-bad");
+      }
+      return have;
+    }
+    function legendNow() { // after a drawing: again when the side shown or its colours changed
+      const key = st.m ? [st.m, st.mode, plain()] : null;
+      if (legendFor && key && legendFor.every((x, k) => x === key[k])) return;
+      legendFor = key;
+      renderLegend();
+    }
     function renderLegend() {
       legend.textContent = "";
-      const items = [["plg-s-added", "added"], ["plg-s-changed", "changed"], ["plg-s-moved", "moved (same values)"], ["plg-s-removed", "removed (ghost)"], ["plg-s-failed", "failed"], ["plg-bad", "finding"], ["plg-k-weight", "weight"], ["plg-opaque", "opaque (no converter)"], ["plg-group", "group"]];
-      for (const [cls, text] of items) {
+      const have = kindsOf(st.drawn === st.m ? st.m : null);
+      for (const [cls, label] of LEGEND) {
+        if (!have.has(cls)) continue;
+        // the step before: what this step removes is drawn where it is, not as a ghost
+        const text = cls === "plg-s-removed" && st.mode === "before" ? "removed by the step" : label;
         const it = h("span", "plg-lg-item", legend);
         h("span", "plg-lg-sw " + cls, it);
         h("span", "", it, text);
@@ -272,6 +302,7 @@ PasslensGraphParts.part({
         const none = h("span", "plg-lg-sw", row); none.style.background = "#f5f5f5"; h("span", "", row, " no error reported (within tolerance, or not compared)");
       }
     }
+    onDrawn(legendNow);
     return { errColor, drawText, draw, renderLegend, curve, onDrawn, stop: stopJob };
   },
 });

@@ -4,7 +4,10 @@
 // are tinted, those holding the selection (else the focus) in bold; a click on a row goes
 // there (its groups opened, the view fitted to it, at most zoom 1). Toggled by `o` and the
 // toolbar's "overview"; open at first view when the component is wide enough. The minimap sits
-// at its foot while it is open.
+// at its foot while it is open. The list follows the row in focus (the selection's, else the
+// focus's: its tree opened down to it, the list scrolled to it) at first view, on n / p, a
+// locate and a click in the graph, through redraws and resizes, until the user scrolls or
+// clicks the list themselves; the next selection makes it follow again.
 (function () {
 "use strict";
 const WIDE = 1100;       // px: the component opens with the overview beside the graph from here
@@ -34,7 +37,8 @@ PasslensGraphParts.part({
     const list = h("div", "plg-ov-list", pane);
     list.setAttribute("role", "tree");
     const treeOpen = new WeakMap(); // model -> Set of groups opened in the tree
-    let decided = false, rowsOf = new Map(), drawnFor = null, scrolled = false;
+    let decided = false, rowsOf = new Map(), drawnFor = null;
+    let follow = true, hereRow = null; // the list kept on the row in focus (hereRow) until the user scrolls it
 
     function setOverview(open, keepCentre) {
       open = !!open;
@@ -122,9 +126,10 @@ PasslensGraphParts.part({
       return r;
     }
     function renderTree() {
-      const m = st.m;
+      const m = st.m, fresh = drawnFor !== m, keep = list.scrollTop; // drawn again where it was
+      if (fresh) follow = true; // another step or side: its first view
       list.textContent = "";
-      rowsOf = new Map();
+      rowsOf = new Map(); hereRow = null;
       drawnFor = m;
       if (!m) return;
       const top = m.p.groups[0];
@@ -145,6 +150,7 @@ PasslensGraphParts.part({
       }
       if (count > MAX_ROWS) h("div", "plg-dim plg-ov-more", list, "first " + MAX_ROWS + " rows shown: close some groups");
       if (!m.kids[0].length) h("div", "plg-dim plg-ov-more", list, "no modules: the graph is flat");
+      if (!fresh && keep) list.scrollTop = keep;
       markView();
     }
 
@@ -157,8 +163,8 @@ PasslensGraphParts.part({
       if (drawnFor !== m) { renderTree(); return; }
       const { w, h: H } = sizeNow(), v = st.view;
       const x0 = -v.x / v.k, y0 = -v.y / v.k, x1 = x0 + w / v.k, y1 = y0 + H / v.k;
-      const here = new Set(), i = st.sel >= 0 ? st.sel : focusIndex();
-      if (i >= 0 && i < m.N) for (let g = m.p.nodes[i].g; g > 0; g = m.p.groups[g].p) here.add(g);
+      const here = new Set();
+      for (let g = hereGroup(m); g > 0; g = m.p.groups[g].p) here.add(g);
       let first = null;
       for (const [g, r] of rowsOf) {
         const rect = D.frameOf.get(g) || D.boxes.get(m.N + g);
@@ -167,11 +173,37 @@ PasslensGraphParts.part({
         r.classList.toggle("plg-ov-here", here.has(g));
         if (here.has(g)) first = r;
       }
-      if (first && !scrolled) { // the list only (scrollIntoView would scroll a notebook too)
-        scrolled = true;
-        const top = first.offsetTop - list.offsetTop;
-        if (top < list.scrollTop || top > list.scrollTop + list.clientHeight - first.offsetHeight) list.scrollTop = Math.max(0, top - list.clientHeight / 3);
+      hereRow = first;
+      keepRow();
+    }
+    // the group in focus: the selected node's, else the selected group, else the focus's
+    function hereGroup(m) {
+      const i = st.sel >= 0 ? st.sel : st.selGroup >= 0 ? -1 : focusIndex();
+      if (i >= 0) return i < m.N ? m.p.nodes[i].g : -1;
+      return st.selGroup < m.G ? st.selGroup : -1;
+    }
+    // the row in focus scrolled into the list's view while the list follows it (the list only:
+    // scrollIntoView would scroll a notebook or the page too)
+    function keepRow() {
+      const H = list.clientHeight;
+      if (!follow || !hereRow || !hereRow.isConnected || !H) return;
+      const L = list.getBoundingClientRect(), R = hereRow.getBoundingClientRect();
+      const top = R.top - L.top + list.scrollTop;
+      if (top < list.scrollTop || top + R.height > list.scrollTop + H) list.scrollTop = Math.max(0, top - H / 3);
+    }
+    // a node or group selected (n / p, a locate, a click in the graph): the list follows its row
+    // again, the tree opened down to it
+    function selectedNow() {
+      follow = true;
+      const m = st.m;
+      if (!st.overviewOpen || !m || drawnFor !== m) { viewMoved(); return; }
+      const s = opened(m), g0 = hereGroup(m);
+      let grew = false;
+      for (let g = g0; g > 0; g = m.p.groups[g].p) {
+        const up = m.p.groups[g].p;
+        if (!s.has(up)) { s.add(up); grew = true; }
       }
+      if (grew) renderTree(); else viewMoved();
     }
     function viewMoved() { // after every pan / zoom: once a frame
       if (!st.overviewOpen || pending) return;
@@ -182,6 +214,10 @@ PasslensGraphParts.part({
       if (st.overviewOpen) renderTree();
     }
 
+    // the user scrolls or clicks the list: it stays where they put it
+    const mine = () => { follow = false; };
+    for (const ev of ["wheel", "pointerdown", "touchstart", "keydown"]) list.addEventListener(ev, mine, { passive: true });
+    if (typeof ResizeObserver !== "undefined") new ResizeObserver(keepRow).observe(list);
     list.addEventListener("click", (e) => {
       const m = st.m;
       if (!m) return;
@@ -196,7 +232,7 @@ PasslensGraphParts.part({
     });
     drawing.onDrawn(drawn);
     viewport.onMove(viewMoved); // the overview's rows in view
-    details.onSelected(viewMoved); // where the selection is
+    details.onSelected(selectedNow); // where the selection is
     return { setOverview, toggleOverview: () => setOverview(!st.overviewOpen) };
   },
 });
