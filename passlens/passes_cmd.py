@@ -44,11 +44,13 @@ def _options(cls) -> str:
 
 _ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")  # :func:`explorer.explore` -> explorer.explore
 _LITERAL = re.compile(r"``([^`]+)``")  # ``dtype`` -> dtype
+_CODE = re.compile(r"`([^`\n]+)`")  # `dtype` (the docstrings' own style) -> dtype
 
 
 def plain(text: str) -> str:
-    """A docstring's reStructuredText roles and literals as plain terminal text."""
-    return _LITERAL.sub(r"\1", _ROLE.sub(r"\1", text))
+    """A docstring's reStructuredText roles and literals, and its single-backticked code, as
+    plain terminal text."""
+    return _CODE.sub(r"\1", _LITERAL.sub(r"\1", _ROLE.sub(r"\1", text)))
 
 
 def summary(cls) -> str:
