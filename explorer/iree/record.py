@@ -276,10 +276,13 @@ class Imported:
 
 def _printed(mlir: str) -> str:
     """`mlir` as iree-compile prints it (with its locations), so the first pass that
-    changes nothing is not shown as a change of printing."""
+    changes nothing is not shown as a change of printing; refused unless it is pure
+    computation (`explorer.iree.gate`)."""
     from explorer.iree.convert import parse_module
+    from explorer.iree.gate import check_source
 
     _, module = parse_module(mlir, "the source MLIR")
+    check_source(module)  # pure computation only, before iree-compile reads it
     return module.operation.get_asm(enable_debug_info=True)
 
 
