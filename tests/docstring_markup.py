@@ -3,7 +3,7 @@ a plain REPL prints docstrings as they are, so double-backtick literals and ``:f
 as noise. The public API's docstrings use one plain style instead: code in single backticks
 (`pipeline`, `explorer.explore`), no roles.
 
-The scope (``scope()``): every module of explorer/ and passlens/ and compiler's packages (the
+The scope (``scope()``): every module of explorer/, widgets/ and passlens/ and compiler's packages (the
 ``__init__`` of compiler and of each of its subpackages: their public names), as
 ``pydoc.render_doc`` renders them, that is what ``help(module)`` prints, with the classes and
 functions it lists. ``tests/test_docstring_markup.py`` checks it; this converts the docstrings
@@ -11,7 +11,7 @@ themselves (only docstrings, found with ``ast``, so no string literal of the cod
 
     PYTHONPATH=. .venv/bin/python -m tests.docstring_markup --write
 
-in explorer/ and passlens/ every docstring, in compiler/ the files that define what its
+in explorer/, widgets/ and passlens/ every docstring, in compiler/ the files that define what its
 packages' ``help()`` shows. ``:role:`~a.b.c``` becomes `a.b.c`, ``:role:`text <target>``` `text`,
 a double-backticked literal a single-backticked one.
 """
@@ -51,7 +51,7 @@ def scope() -> list[str]:
         top = name.split(".")[0]
         if not _public(name):
             continue
-        if top in ("explorer", "passlens") or (top == "compiler" and path.name == "__init__.py"):
+        if top in ("explorer", "passlens", "widgets") or (top == "compiler" and path.name == "__init__.py"):
             out.append(name)
     return out
 
@@ -61,12 +61,35 @@ def help_text(name: str) -> str:
     return pydoc.render_doc(importlib.import_module(name), renderer=pydoc.plaintext)
 
 
+#: a help() section listing what a class inherits: pydoc prints the base's docstrings there
+_INHERITED = re.compile(r"^\s*\|?\s*[\w ]+ inherited from ([\w.]+):")
+_OURS = ("explorer.", "passlens.", "widgets.", "compiler.")
+
+
+def own_lines(text: str) -> list[str]:
+    """The lines of help text ``text`` but those of what a class inherits from a base outside
+    passlens (an ipywidgets widget's traitlets docstrings are not ours to write)."""
+    out, skipping = [], False
+    for line in text.splitlines():
+        m = _INHERITED.match(line)
+        if m:
+            skipping = not m.group(1).startswith(_OURS)
+            continue
+        bar = line.strip(" |")
+        if skipping and len(bar) >= 70 and set(bar) == {"-"}:  # pydoc's rule ends the section
+            skipping = False
+            continue
+        if not skipping:
+            out.append(line)
+    return out
+
+
 def problems() -> list[str]:
     """One line per module of ``scope()`` whose help text has markup: the module and the first
     lines that do."""
     out = []
     for name in scope():
-        lines = [line.strip() for line in help_text(name).splitlines() if MARKUP.search(line)]
+        lines = [line.strip() for line in own_lines(help_text(name)) if MARKUP.search(line)]
         if lines:
             out.append(f"{name}: {len(lines)} line(s), e.g. {lines[0][:120]!r}")
     return out
@@ -95,7 +118,7 @@ def _shown_files(name: str) -> set[Path]:
 
 
 def files_to_convert() -> list[Path]:
-    """explorer/ and passlens/ whole; in compiler/ the files its packages' help shows."""
+    """explorer/, widgets/ and passlens/ whole; in compiler/ the files its packages' help shows."""
     files: set[Path] = set()
     for name in scope():
         if name.startswith("compiler"):
@@ -103,7 +126,7 @@ def files_to_convert() -> list[Path]:
         else:
             files.add(MODULES[name].resolve())
     for name, path in MODULES.items():  # private modules of explorer/ and passlens/ too
-        if name.split(".")[0] in ("explorer", "passlens"):
+        if name.split(".")[0] in ("explorer", "passlens", "widgets"):
             files.add(path.resolve())
     return sorted(f for f in files if f.suffix == ".py")
 

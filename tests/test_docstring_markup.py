@@ -1,6 +1,6 @@
 """``help()`` on the public API reads as plain text (issue 45): no reStructuredText roles
-(``:func:`x```) and no double-backtick literals in what pydoc prints for explorer/, passlens/
-and compiler's packages (tests/docstring_markup.py says what is scanned, and converts)."""
+(``:func:`x```) and no double-backtick literals in what pydoc prints for explorer/, widgets/,
+passlens/ and compiler's packages (tests/docstring_markup.py says what is scanned, and converts)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def test_help_of_the_public_api_has_no_rst_markup():
 def test_the_scan_covers_the_api_and_sees_markup_where_there_is_some():
     names = scope()
     for name in ("explorer", "explorer.trace", "explorer.inductor", "passlens", "compiler",
-                 "compiler.ir", "compiler.passes"):  # fmt: skip
+                 "compiler.ir", "compiler.passes", "widgets", "widgets.stepper"):  # fmt: skip
         assert name in names, name
     assert not any(n.startswith("compiler.ir.") for n in names)  # compiler: its packages only
     assert MARKUP.search(pydoc.plaintext.document("x ``y`` z"))
@@ -54,3 +54,26 @@ def test_only_docstrings_are_converted():
     assert '"""Module `doc`."""' in out and '"""Run `f` (see `g`)."""' in out
     assert "'''Café `c`.'''" in out  # columns are byte offsets: a non-ASCII line is right
     assert 'PATTERN = "``x``"  # ``comment``' in out and 'return "``kept``"' in out
+
+
+def test_what_a_class_inherits_from_outside_passlens_is_not_ours_to_write():
+    rule = " |  " + "-" * 70
+    text = "\n".join([
+        " |  run(self) -> None",
+        " |      Run ``it``.",
+        rule,
+        " |  Methods inherited from traitlets.traitlets.HasTraits:",
+        " |  observe(self, handler)",
+        " |      signature should be ``handler(change)``",
+        " |      Parameters",
+        " |      ----------",
+        " |      ``names``: the traits",
+        rule,
+        " |  Methods inherited from widgets.frame.Frame:",
+        " |      Draw ``ours``.",
+    ])  # fmt: skip
+    kept = docstring_markup.own_lines(text)
+    assert [line for line in kept if MARKUP.search(line)] == [
+        " |      Run ``it``.",
+        " |      Draw ``ours``.",
+    ]

@@ -9,10 +9,10 @@
     ParamTable(step), ShapeTable(step, report), NumericsTable(step, report), TextDiff(step)
 
 Rendering is pure functions (step -> HTML) in modules with one job each, listed in
-:mod:`widgets.render`, shared by the widgets, the Panel app and the report; :mod:`widgets.views`
-is the registry of views (the tabs of all three, in one order) and :mod:`widgets.frame` the
+`widgets.render`, shared by the widgets, the Panel app and the report; `widgets.views`
+is the registry of views (the tabs of all three, in one order) and `widgets.frame` the
 frame they share (timeline, header, tab bar, panes). Names are imported on first use, so
-``import widgets`` stays cheap.
+`import widgets` stays cheap.
 """
 
 _LAZY = {

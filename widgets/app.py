@@ -5,24 +5,24 @@
     serve(trace)                        # serve it on localhost until Ctrl-C (or `passlens serve`)
     server = serve(trace, block=False)  # in a thread: server.url, server.stop()
 
-The same frame (:mod:`widgets.frame`) and views (:mod:`widgets.views`' registry: which tabs,
-in what order) as the Jupyter :class:`~widgets.stepper.PassStepper` and the report: a timeline
+The same frame (`widgets.frame`) and views (`widgets.views`' registry: which tabs,
+in what order) as the Jupyter `widgets.stepper.PassStepper` and the report: a timeline
 of steps with badges (changed, node delta, parameter-bytes delta, time, failed, findings),
 "hide unchanged passes", previous / next, the step's graph (the graph component of the report
 and of Jupyter's GraphView, run as a Panel ESM component: diff colours, a before / after toggle
 that keeps the selection on the matched node, pan, zoom, search inside collapsed groups,
 expand / collapse, a details drawer), tabs for the IR, IR diff, parameters, shapes and
-numerics, and the error and parameter maps (:mod:`widgets.error_map`: a cell opens its step
-and node). Its components are in :mod:`widgets.app_maps`.
+numerics, and the error and parameter maps (`widgets.error_map`: a cell opens its step
+and node). Its components are in `widgets.app_maps`.
 
 Nothing is loaded from the network: Panel serves its own scripts, and the components' code is
 plain ESM without imports.
 
-The server answers only requests addressed to it by a local name (``Host`` localhost,
-127.0.0.1 or [::1] with its port, or a host given in ``allow_host``) and coming from a page of
-those hosts (``Origin``, ``Referer``, ``Sec-Fetch-Site``; another site may only open the page
-itself), and only the paths its pages ask for (:data:`ROUTES`; no route imports a module a
-request names): see :class:`HostGuard` (in :mod:`widgets.app_guard`).
+The server answers only requests addressed to it by a local name (`Host` localhost,
+127.0.0.1 or [::1] with its port, or a host given in `allow_host`) and coming from a page of
+those hosts (`Origin`, `Referer`, `Sec-Fetch-Site`; another site may only open the page
+itself), and only the paths its pages ask for (`ROUTES`; no route imports a module a
+request names): see `HostGuard` (in `widgets.app_guard`).
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ _CSS = (
 
 
 class PassApp(StepFrame):
-    """The app's state and widgets for one browser session (:func:`build_app` returns its
-    ``layout``): the frame of :mod:`widgets.frame`, its tabs the views of :mod:`widgets.views`.
-    ``index`` is the current step; ``hide_unchanged``, ``tab`` and the graphs' ``selected``
+    """The app's state and widgets for one browser session (`build_app` returns its
+    `layout`): the frame of `widgets.frame`, its tabs the views of `widgets.views`.
+    `index` is the current step; `hide_unchanged`, `tab` and the graphs' `selected`
     nodes are read from the widgets."""
 
     def __init__(self, trace, report=None, max_boxes: int = MAX_BOXES, title: str = ""):
@@ -178,10 +178,10 @@ class PassApp(StepFrame):
 
 
 def build_app(trace, report=None, max_boxes: int = MAX_BOXES, title: str = ""):
-    """The Panel layout of the app for ``trace`` (and a check ``report``, by default the
-    trace's last one, ``trace.report``, as a loaded trace has it; False for none: numerics,
-    shape mismatches and finding badges). Its ``passlens_app`` attribute is the
-    :class:`PassApp`."""
+    """The Panel layout of the app for `trace` (and a check `report`, by default the
+    trace's last one, `trace.report`, as a loaded trace has it; False for none: numerics,
+    shape mismatches and finding badges). Its `passlens_app` attribute is the
+    `PassApp`."""
     report = getattr(trace, "report", None) if report is None else (report or None)
     app = PassApp(trace, report=report, max_boxes=max_boxes, title=title)
     app.layout.passlens_app = app
@@ -205,9 +205,9 @@ def _free_port(address: str) -> int:
 
 
 class Server:
-    """A running app (from ``serve(..., block=False)``): ``url``, ``port``, ``stop()``,
-    ``apps``, the :class:`PassApp` of every browser session opened so far, and ``refused``,
-    the last requests its :class:`HostGuard` refused (method, path, status, reason)."""
+    """A running app (from `serve(..., block=False)`): `url`, `port`, `stop()`,
+    `apps`, the `PassApp` of every browser session opened so far, and `refused`,
+    the last requests its `HostGuard` refused (method, path, status, reason)."""
 
     def __init__(self, server, thread, loop, address: str, apps: list, guard=None):
         self.server, self.thread, self.loop, self.apps = server, thread, loop, apps
@@ -250,16 +250,16 @@ def serve(
     title: str = "",
     allow_host: Iterable[str] = (),
 ):
-    """Serve the app for a trace (or a saved ``.passlens`` file) on ``address:port`` (a free
-    port when 0), with a check ``report`` (by default the trace's last one, which a file
-    saved after a check holds; False for none). ``show`` opens a browser. With ``block``
+    """Serve the app for a trace (or a saved `.passlens` file) on `address:port` (a free
+    port when 0), with a check `report` (by default the trace's last one, which a file
+    saved after a check holds; False for none). `show` opens a browser. With `block`
     (the default) prints the URL and serves until Ctrl-C; else serves from a thread and
-    returns a :class:`Server`.
+    returns a `Server`.
 
-    Only requests to localhost, 127.0.0.1 or [::1] on that port (or to ``address``) are
+    Only requests to localhost, 127.0.0.1 or [::1] on that port (or to `address`) are
     answered, from pages of those hosts (another site may only open the page), for the paths
-    the app's pages ask for; ``allow_host`` adds hosts (``host`` for any port, or
-    ``host:port``), e.g. the name of a reverse proxy in front of it. See :class:`HostGuard`.
+    the app's pages ask for; `allow_host` adds hosts (`host` for any port, or
+    `host:port`), e.g. the name of a reverse proxy in front of it. See `HostGuard`.
     """
     port = port or _free_port(address)
     guard = HostGuard(port, address, allow_host)

@@ -1,6 +1,6 @@
-"""Who may talk to the app's server (:mod:`widgets.app`): the :class:`HostGuard` in front of
+"""Who may talk to the app's server (`widgets.app`): the `HostGuard` in front of
 every Bokeh and Panel handler (Host, Origin, Referer, Sec-Fetch-Site, the paths the app's page
-asks for) and the component route that imports nothing (:class:`_Components`)."""
+asks for) and the component route that imports nothing (`_Components`)."""
 
 from __future__ import annotations
 
@@ -27,13 +27,13 @@ _HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9_.-]*[a-z0-9_-])(?::(\d{1,5}))?")
 
 
 class HostError(PasslensError, ValueError):
-    """A host to allow (``serve(allow_host=...)``, ``passlens serve --allow-host``) that is not
+    """A host to allow (`serve(allow_host=...)`, `passlens serve --allow-host`) that is not
     a host name or address with an optional port."""
 
 
 def _split_host(text: str) -> tuple[str, int | None] | None:
-    """``host[:port]`` as (host in lower case, IPv6 in brackets; port or None), or None when
-    ``text`` is not one (a scheme, a path, a wildcard, a bad port, several values)."""
+    """`host[:port]` as (host in lower case, IPv6 in brackets; port or None), or None when
+    `text` is not one (a scheme, a path, a wildcard, a bad port, several values)."""
     m = _HOST.fullmatch(text.strip().lower())
     if m is None:
         return None
@@ -58,32 +58,32 @@ log = logging.getLogger("passlens.serve")
 class HostGuard:
     """Which requests the server answers. Checked in this order, before any handler:
 
-    - ``Host`` must name this server (else 403);
-    - an ``Origin`` (sent by browsers with every websocket and with scripts' requests) and a
-      ``Referer`` must be a page of this server (else 403);
-    - a request a browser marks as coming from another site (``Sec-Fetch-Site: cross-site``
-      or ``same-site``: another port of localhost is the same site) is refused (403) unless it
-      is a top-level navigation to the page itself (``GET /``, ``Sec-Fetch-Mode: navigate``,
-      ``Sec-Fetch-Dest: document``), which may also carry another site's ``Referer``: a
-      link may open the app; an ``<img>``, ``<script>``, ``<iframe>``, ``fetch`` or
+    - `Host` must name this server (else 403);
+    - an `Origin` (sent by browsers with every websocket and with scripts' requests) and a
+      `Referer` must be a page of this server (else 403);
+    - a request a browser marks as coming from another site (`Sec-Fetch-Site: cross-site`
+      or `same-site`: another port of localhost is the same site) is refused (403) unless it
+      is a top-level navigation to the page itself (`GET /`, `Sec-Fetch-Mode: navigate`,
+      `Sec-Fetch-Dest: document`), which may also carry another site's `Referer`: a
+      link may open the app; an `<img>`, `<script>`, `<iframe>`, `fetch` or
       websocket of another site's page may not reach it;
-    - the path must be one the app's pages ask for (:data:`ROUTES`; no ``.`` or ``..``
-      segment, NUL or backslash once decoded, at most :data:`MAX_PATH` characters), else
-      404. ``/components/MODULE/CLASS/...`` serves only files listed by the app's own
+    - the path must be one the app's pages ask for (`ROUTES`; no `.` or `..`
+      segment, NUL or backslash once decoded, at most `MAX_PATH` characters), else
+      404. `/components/MODULE/CLASS/...` serves only files listed by the app's own
       components or Panel's, from modules already loaded: nothing is imported
-      (:class:`_Components`).
+      (`_Components`).
 
-    Why: a page of any web site can make the browser talk to ``localhost``: plainly (an
-    ``<img src=http://localhost:5006/...>``), or through DNS rebinding (its own name, resolved
-    to 127.0.0.1 once the page is loaded; the browser then sends ``Host`` and ``Origin`` of
+    Why: a page of any web site can make the browser talk to `localhost`: plainly (an
+    `<img src=http://localhost:5006/...>`), or through DNS rebinding (its own name, resolved
+    to 127.0.0.1 once the page is loaded; the browser then sends `Host` and `Origin` of
     that site, equal to each other). Tornado accepts a websocket whose Origin equals its Host
-    (or says ``Sec-Fetch-Site: same-origin``) without asking Bokeh's origin list, Bokeh checks
-    nothing on plain HTTP requests, and Panel's ``/components/`` route imports the module its
-    URL names (``/components/unittest.__main__/x/y/z`` ended the server).
+    (or says `Sec-Fetch-Site: same-origin`) without asking Bokeh's origin list, Bokeh checks
+    nothing on plain HTTP requests, and Panel's `/components/` route imports the module its
+    URL names (`/components/unittest.__main__/x/y/z` ended the server).
 
-    Allowed hosts: localhost, 127.0.0.1 and [::1] on the served ``port``; the listening
-    ``address`` on it (unless it listens everywhere); and each of ``allow_host``, ``host``
-    (any port) or ``host:port``. ``refused`` keeps the last refusals as (method, path,
+    Allowed hosts: localhost, 127.0.0.1 and [::1] on the served `port`; the listening
+    `address` on it (unless it listens everywhere); and each of `allow_host`, `host`
+    (any port) or `host:port`. `refused` keeps the last refusals as (method, path,
     status, reason)."""
 
     def __init__(self, port: int, address: str = "localhost", allow_host: Iterable[str] = ()):
@@ -108,7 +108,7 @@ class HostGuard:
             self.allowed.append(entry)
 
     def allows(self, netloc: str, default_port: int = 80) -> bool:
-        """Whether ``netloc`` (``host[:port]``, the port ``default_port`` when left out)
+        """Whether `netloc` (`host[:port]`, the port `default_port` when left out)
         is an allowed host."""
         entry = _split_host(netloc)
         if entry is None:
@@ -117,14 +117,14 @@ class HostGuard:
         return any(host == h and p in (None, port) for h, p in self.allowed)
 
     def is_own_page(self, url: str) -> bool:
-        """Whether ``url`` (an Origin or a Referer) is of a page of an allowed host."""
+        """Whether `url` (an Origin or a Referer) is of a page of an allowed host."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or "@" in parts.netloc:
             return False
         return self.allows(parts.netloc, 443 if parts.scheme == "https" else 80)
 
     def refusal(self, request) -> str | None:
-        """Why ``request`` (a Tornado request) is refused with 403, or None when it is not."""
+        """Why `request` (a Tornado request) is refused with 403, or None when it is not."""
         headers = request.headers
         host = headers.get("Host", "")
         if not self.allows(host):
@@ -154,7 +154,7 @@ class HostGuard:
         return None
 
     def unknown(self, request) -> str | None:
-        """Why ``request``'s path is not one of the app's (404), or None when it is."""
+        """Why `request`'s path is not one of the app's (404), or None when it is."""
         path = request.path
         if len(path) > MAX_PATH:
             return f"a path of {len(path)} characters"
@@ -167,7 +167,7 @@ class HostGuard:
         return None
 
     def record(self, request, status: int, reason: str) -> None:
-        """Keep a refusal in ``refused`` and log it (``passlens.serve``, level INFO)."""
+        """Keep a refusal in `refused` and log it (`passlens.serve`, level INFO)."""
         entry = (request.method, _cut(request.path), status, reason)
         self.refused.append(entry)
         log.info("refused %s %r (%d): %s", *entry)
@@ -187,7 +187,7 @@ class HostGuard:
         return sorted({h if p is None else f"{h}:{p}" for h, p in self.allowed if ":" not in h})
 
     def install(self, server) -> None:
-        """Put the guard in front of every handler of a Bokeh ``server`` (not started yet):
+        """Put the guard in front of every handler of a Bokeh `server` (not started yet):
         HTTP requests and websocket upgrades alike go through its first routing rules (the
         refusals, the unknown paths, then the components' files), before Bokeh's and Panel's
         own, whatever routes they or their plugins add."""
@@ -209,7 +209,7 @@ def _cut(text: str, n: int = 200) -> str:
 
 
 def _opens_the_page(request) -> bool:
-    """Whether ``request`` is a browser's top-level navigation to the page itself."""
+    """Whether `request` is a browser's top-level navigation to the page itself."""
     h = request.headers
     return (
         request.method in ("GET", "HEAD")
@@ -220,7 +220,7 @@ def _opens_the_page(request) -> bool:
 
 
 class _Refusal(Matcher):
-    """Matches the requests a :class:`HostGuard` test (``refusal`` or ``unknown``) refuses;
+    """Matches the requests a `HostGuard` test (`refusal` or `unknown`) refuses;
     the status and the reason go to the handler."""
 
     def __init__(self, guard: HostGuard, test, status: int):
@@ -248,15 +248,15 @@ class _Refused(RequestHandler):
 
 
 def own_components() -> tuple[type, ...]:
-    """The app's own components, whose listed files ``/components/`` may serve."""
+    """The app's own components, whose listed files `/components/` may serve."""
     return (GraphPane, MapPane, TabBar, Timeline)
 
 
 def component(module_name: str, class_name: str) -> type | None:
-    """The component ``/components/MODULE/CLASS/...`` may name, or None: one of
-    :func:`own_components`, or a class defined in a module of Panel's; only modules already
-    loaded are looked at (``sys.modules``, the module's own ``__dict__``): nothing is imported
-    and no module ``__getattr__`` runs."""
+    """The component `/components/MODULE/CLASS/...` may name, or None: one of
+    `own_components`, or a class defined in a module of Panel's; only modules already
+    loaded are looked at (`sys.modules`, the module's own `__dict__`): nothing is imported
+    and no module `__getattr__` runs."""
     for cls in own_components():
         if (cls.__module__, cls.__name__) == (module_name, class_name):
             return cls
@@ -270,8 +270,8 @@ def component(module_name: str, class_name: str) -> type | None:
 
 
 class _Components(ComponentResourceHandler):
-    """Panel's ``/components/MODULE/CLASS/ATTRIBUTE/PATH`` route (a file a component lists in
-    one of its resource attributes), answering only for a :func:`component`: Panel's own
+    """Panel's `/components/MODULE/CLASS/ATTRIBUTE/PATH` route (a file a component lists in
+    one of its resource attributes), answering only for a `component`: Panel's own
     handler imports MODULE, whatever it is."""
 
     def initialize(self, guard: HostGuard) -> None:

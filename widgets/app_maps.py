@@ -1,9 +1,9 @@
-"""The Panel app's components (Panel JSComponents), kept out of :mod:`widgets.app`, which holds
-the app and its server: the graph component (:class:`GraphPane`), the timeline
-(:class:`Timeline`), the tab bar (:class:`TabBar`) and a view of the whole trace such as the
-error map or the parameter map (:class:`MapPane`). Each runs the same script as its Jupyter
-twin of :mod:`widgets.stepper` (``static/timeline.js``, ``static/tabs.js``,
-``static/layer_map.js``) and the same graph component as the report."""
+"""The Panel app's components (Panel JSComponents), kept out of `widgets.app`, which holds
+the app and its server: the graph component (`GraphPane`), the timeline
+(`Timeline`), the tab bar (`TabBar`) and a view of the whole trace such as the
+error map or the parameter map (`MapPane`). Each runs the same script as its Jupyter
+twin of `widgets.stepper` (`static/timeline.js`, `static/tabs.js`,
+`static/layer_map.js`) and the same graph component as the report."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ _HOST = ":host{width:100%}"
 
 class GraphPane(GraphState, JSComponent):
     """A step's graph in the app: the graph component (diff-coloured against the previous
-    step, before / after toggle, search, expand / collapse, details drawer). ``selected`` is
-    the selected node's id, ``collapsed`` the collapsed groups, ``mode`` the side shown."""
+    step, before / after toggle, search, expand / collapse, details drawer). `selected` is
+    the selected node's id, `collapsed` the collapsed groups, `mode` the side shown."""
 
     data = param.Dict(default={})
     selected = param.String(default="")
@@ -49,7 +49,7 @@ class GraphPane(GraphState, JSComponent):
         self.stats = selected_stats(self)
 
     def show(self, step, baseline=None, report=None) -> None:
-        """Draw ``step`` against ``baseline`` in its default view state."""
+        """Draw `step` against `baseline` in its default view state."""
         self.step, self.baseline = step, baseline
         data = graph_data(step, baseline, report, self.max_boxes, stats=False)
         self._details = None
@@ -67,8 +67,8 @@ class GraphPane(GraphState, JSComponent):
 
 
 class Timeline(JSComponent):
-    """The steps of a trace with their badges (``rows``: :func:`views.timeline_row_html` of
-    each step); ``index`` is the current step (a click or the arrow keys set it), ``hidden`` the
+    """The steps of a trace with their badges (`rows`: `views.timeline_row_html` of
+    each step); `index` is the current step (a click or the arrow keys set it), `hidden` the
     steps not listed."""
 
     rows = param.String(default="")
@@ -85,7 +85,7 @@ class Timeline(JSComponent):
 
 
 class TabBar(JSComponent):
-    """The tab bar (``html``: :func:`widgets.frame.tab_bar_html`); ``active`` is the key of
+    """The tab bar (`html`: `widgets.frame.tab_bar_html`); `active` is the key of
     the tab shown (a click sets it)."""
 
     html = param.String(default="")
@@ -96,8 +96,8 @@ class TabBar(JSComponent):
 
 
 class MapPane(JSComponent):
-    """A view of the whole trace (``html``: :mod:`widgets.error_map`'s maps); ``current`` is
-    the step whose row is marked, ``pick`` what was clicked (``step``, ``node``)."""
+    """A view of the whole trace (`html`: `widgets.error_map`'s maps); `current` is
+    the step whose row is marked, `pick` what was clicked (`step`, `node`)."""
 
     html = param.String(default="")
     current = param.Integer(default=-1)

@@ -3,17 +3,17 @@ what the file holds (issue #39). A trace is untrusted: a name, a module path, a 
 attribute can be megabytes that compress to nothing, and one such text is repeated on every
 node and every step that shows it.
 
-- :func:`clip`: one text cut to :data:`MAX_TEXT` characters (or a smaller limit) with a visible
-  note, ``… (N more characters)``; :func:`esc <widgets.escape.esc>` cuts every text with it;
-- :func:`clip_id`: an identifier (a node id, a group id) cut the same way, but still unique (a
+- `clip`: one text cut to `MAX_TEXT` characters (or a smaller limit) with a visible
+  note, `… (N more characters)`; `esc` cuts every text with it;
+- `clip_id`: an identifier (a node id, a group id) cut the same way, but still unique (a
   digest of the whole text is kept);
-- :func:`clip_tree`: every text in a JSON-like value (a node's attributes, provenance) clipped,
+- `clip_tree`: every text in a JSON-like value (a node's attributes, provenance) clipped,
   without recursion, and its size counted;
-- :func:`module_path`: a module path bounded to :data:`MAX_GROUP_DEPTH` levels (the rest said
+- `module_path`: a module path bounded to `MAX_GROUP_DEPTH` levels (the rest said
   in one last level) and each level cut, so the graph's group tree is never deeper than that;
-- the budgets: a graph payload (:data:`MAX_PAYLOAD_BYTES`, what one view of a step sends to the
+- the budgets: a graph payload (`MAX_PAYLOAD_BYTES`, what one view of a step sends to the
   browser: the stepper, the Panel app, the report) and the whole report
-  (:data:`MAX_REPORT_BYTES`); past one, :class:`RenderLimitError` says what is big and how to
+  (`MAX_REPORT_BYTES`); past one, `RenderLimitError` says what is big and how to
   narrow it. ConvNeXt-base's report is 5 MB, the 10,000-op and 10,000-node models' 6-16 MB
   (their largest payload 7.9 MB): the budgets are some eight times those.
 """
@@ -34,8 +34,8 @@ MAX_REPORT_BYTES = 128 << 20  # the whole HTML report
 
 
 class RenderLimitError(LimitError):
-    """A view of a trace would be larger than its budget (:data:`MAX_PAYLOAD_BYTES`,
-    :data:`MAX_REPORT_BYTES`); the message names what is big and how to narrow it."""
+    """A view of a trace would be larger than its budget (`MAX_PAYLOAD_BYTES`,
+    `MAX_REPORT_BYTES`); the message names what is big and how to narrow it."""
 
 
 def more_note(n: int, what: str = "characters") -> str:
@@ -43,15 +43,15 @@ def more_note(n: int, what: str = "characters") -> str:
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> str:
-    """``text`` cut to ``limit`` characters, with a note saying how many were left out."""
+    """`text` cut to `limit` characters, with a note saying how many were left out."""
     if len(text) <= limit:
         return text
     return text[:limit] + more_note(len(text) - limit)
 
 
 def clip_id(text: str, limit: int = MAX_ID) -> str:
-    """An identifier cut to ``limit`` characters and still unique: the cut one ends in a
-    digest of the whole (``…#3f2a9c0d1e2b4f56``)."""
+    """An identifier cut to `limit` characters and still unique: the cut one ends in a
+    digest of the whole (`…#3f2a9c0d1e2b4f56`)."""
     if len(text) <= limit:
         return text
     digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -59,8 +59,8 @@ def clip_id(text: str, limit: int = MAX_ID) -> str:
 
 
 def clip_tree(value: Any, limit: int = MAX_TEXT) -> tuple[Any, int]:
-    """``value`` (text, numbers, lists, tuples and dicts, nested however deep) with every text
-    (keys too) clipped to ``limit``, and about how many bytes it takes as JSON. Walks with a
+    """`value` (text, numbers, lists, tuples and dicts, nested however deep) with every text
+    (keys too) clipped to `limit`, and about how many bytes it takes as JSON. Walks with a
     stack of its own: no recursion over the value's nesting. Other objects become text."""
     size = 0
 
@@ -108,9 +108,9 @@ def clip_tree(value: Any, limit: int = MAX_TEXT) -> tuple[Any, int]:
 
 
 def module_path(path: str) -> str:
-    """A module path as the graph groups it: at most :data:`MAX_GROUP_DEPTH` levels (the
-    levels past them said in the last: ``… (4,937 more levels)``), each level cut to
-    :data:`MAX_SEGMENT` characters. A path within both is returned as it is."""
+    """A module path as the graph groups it: at most `MAX_GROUP_DEPTH` levels (the
+    levels past them said in the last: `… (4,937 more levels)`), each level cut to
+    `MAX_SEGMENT` characters. A path within both is returned as it is."""
     if len(path) <= MAX_SEGMENT and path.count(".") < MAX_GROUP_DEPTH:
         return path
     parts = path.split(".", MAX_GROUP_DEPTH - 1)
@@ -120,8 +120,8 @@ def module_path(path: str) -> str:
 
 
 def check_budget(nbytes: int, limit: int, what: str, how: str) -> None:
-    """Raise :class:`RenderLimitError` when ``nbytes`` is over ``limit``: ``what`` names what
-    is big, ``how`` says how to narrow it."""
+    """Raise `RenderLimitError` when `nbytes` is over `limit`: `what` names what
+    is big, `how` says how to narrow it."""
     if nbytes > limit:
         raise RenderLimitError(
             f"{what} would be about {nbytes / 2**20:,.1f} MiB, over the "

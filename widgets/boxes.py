@@ -1,8 +1,8 @@
 """The nodes a step's graph is drawn with, before they become the graph payload
-(:mod:`widgets.graph_data`): the step's nodes and, against a baseline, the baseline's removed
+(`widgets.graph_data`): the step's nodes and, against a baseline, the baseline's removed
 nodes as ghosts, each marked added / changed / removed / failed and placed in its function and
-source module path (:func:`drawn_entries`); ``MAX_BOXES``, the boxes a first view holds at most; and
-:func:`step_diff`, the diffs every view of a step asks for, remembered.
+source module path (`drawn_entries`); `MAX_BOXES`, the boxes a first view holds at most; and
+`step_diff`, the diffs every view of a step asks for, remembered.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ MAX_BOXES = 300
 
 @dataclass
 class Entry:
-    """A node to draw (``key`` is its data-node-id): a node of the step, or a removed node of
+    """A node to draw (`key` is its data-node-id): a node of the step, or a removed node of
     the baseline (a ghost)."""
 
     key: str
@@ -32,7 +32,7 @@ class Entry:
 
 
 def prefixes(path: str) -> list[str]:
-    """The dotted prefixes of ``path`` (``a.b.c`` -> ``a``, ``a.b``, ``a.b.c``); none for ``""``."""
+    """The dotted prefixes of `path` (`a.b.c` -> `a`, `a.b`, `a.b.c`); none for `""`."""
     parts = path.split(".") if path else []
     return [".".join(parts[: k + 1]) for k in range(len(parts))]
 
@@ -64,13 +64,13 @@ _PLACED_KINDS = ("weight", "const")  # placed where their readers are
 
 
 def step_diff(baseline, step) -> Diff:
-    """``explorer.diff(baseline, step)``, remembered for the last few pairs of steps (every
+    """`explorer.diff(baseline, step)`, remembered for the last few pairs of steps (every
     view of a step asks for it)."""
     return _DIFFS.get((baseline, step), None, lambda: diff(baseline, step))
 
 
 def drawn_entries(step, baseline) -> tuple[list[Entry], Diff | None, GraphModel, GraphModel]:
-    """The nodes to draw of ``step`` against ``baseline`` (and of the baseline's removed nodes,
+    """The nodes to draw of `step` against `baseline` (and of the baseline's removed nodes,
     as ghosts), placed in their function and group; with the diff (None when there is no
     baseline or nothing changed) and the two graphs. Remembered for the last few pairs of
     steps: a payload and the payload of its baseline share them. Do not change them."""
@@ -112,14 +112,14 @@ def _make_entries(step, baseline) -> tuple[list[Entry], Diff | None, GraphModel,
 
 
 def _moved(c) -> str:
-    """Where a moved node was and is: ``from @main to @fused_add_relu``."""
+    """Where a moved node was and is: `from @main to @fused_add_relu`."""
     old, new = c.fields["function"]
     return f"from @{old} to @{new}, same values"
 
 
 def _place(entries: list[Entry], gb: GraphModel, ga: GraphModel) -> None:
     """Each entry's function and group (its module path bounded to MAX_GROUP_DEPTH levels:
-    :func:`widgets.bounds.module_path`). A weight (module-wide) sits in its readers' function
+    `widgets.bounds.module_path`). A weight (module-wide) sits in its readers' function
     when they share one and, without a module path of its own, in their group when they
     share one."""
     homeless = {False: set(), True: set()}  # the weights and constants, by graph (ghost or not)

@@ -1,7 +1,7 @@
 """The compile tab of a torch.compile trace: what tlparse shows, beside the passes.
 
-One pane for the whole trace (a ``scope="trace"`` view of :mod:`widgets.views`), from the
-trace's ``compile_info`` (:mod:`explorer.inductor.compile_log`): a row per frame Dynamo
+One pane for the whole trace (a `scope="trace"` view of `widgets.views`), from the
+trace's `compile_info` (`explorer.inductor.compile_log`): a row per frame Dynamo
 compiled (its compile id, graph, guard count, time, and why it was restarted, recompiled or
 broken), then per frame
 
@@ -9,11 +9,11 @@ broken), then per frame
   graph break;
 - the output code's kernels, each with its code (folded under its name: its definition and
   the line that calls it), the post-grad FX nodes it computes and the Dynamo nodes and source
-  lines those came from; a node is a link (``data-step``, ``data-node``)
+  lines those came from; a node is a link (`data-step`, `data-node`)
   that opens its step with the node selected, in the report, the stepper and the Panel app;
-- the compile-time breakdown from torch's own counters (``compilation_metrics``: entire frame,
+- the compile-time breakdown from torch's own counters (`compilation_metrics`: entire frame,
   backend, Inductor, codegen), the seconds passlens recorded for its pass groups (post-grad
-  passes, ...) and torch's ``dynamo_timed`` regions;
+  passes, ...) and torch's `dynamo_timed` regions;
 - Dynamo's guards (the guard manager's tree, one guard a line).
 
 Everything shown came from torch's log: every text is escaped here.
@@ -54,13 +54,13 @@ MAX_REASON = 600  # characters of a reason shown in the frames' table (the whole
 
 
 def has_compile_info(trace, report=None) -> bool:
-    """``when`` of the compile tab: a trace torch.compile recorded (or read from its file)."""
+    """`when` of the compile tab: a trace torch.compile recorded (or read from its file)."""
     info = getattr(trace, "compile_info", None)
     return bool(info and info.get("frames"))
 
 
 def _step_attr(trace, index) -> str:
-    """``data-step='i'`` for a step of ``trace`` (nothing for an index it does not have)."""
+    """`data-step='i'` for a step of `trace` (nothing for an index it does not have)."""
     if isinstance(index, int) and 0 <= index < len(trace.steps):
         return f" data-step='{index}'"
     return ""
@@ -145,8 +145,8 @@ MAX_KERNEL_LINES = 300  # lines of a kernel's code shown under it (the whole cod
 
 
 def kernel_code(lines: list[str], name: str, line: int | None) -> str:
-    """A kernel's text from the output code: its definition (``name = async_compile...``
-    to the closing ``\'\'\')``), if the code defines it, and the line that calls it."""
+    """A kernel's text from the output code: its definition (`name = async_compile...`
+    to the closing `\'\'\')`), if the code defines it, and the line that calls it."""
     out: list[str] = []
     start = next((i for i, t in enumerate(lines) if t.startswith(f"{name} = ")), None)
     if start is not None:

@@ -1,17 +1,17 @@
 """The error map and the parameter map as heat maps: one row per step, one column per source
 layer (model order), a colour per cell, a legend, the first failing step and layer marked.
 
-- :func:`error_map_html`: a check's :class:`~explorer.check.ErrorMap` (each layer's relative
+- `error_map_html`: a check's `explorer.check.ErrorMap` (each layer's relative
   error against the reference, coloured by the share of the tolerance it uses: cool within
   tolerance, warm beyond);
-- :func:`param_map_html`: a trace's :class:`~explorer.check.ParamMap` (each layer's weight
+- `param_map_html`: a trace's `explorer.check.ParamMap` (each layer's weight
   bytes against the import; outlined where a pass made them grow);
-Both are views of the whole trace in :mod:`widgets.views`' registry (the error map only with a
-check report): tabs of the report, the stepper and the Panel app (``static/layer_map.js``),
-where a click on a cell opens its step (:class:`widgets.frame.StepFrame`).
+Both are views of the whole trace in `widgets.views`' registry (the error map only with a
+check report): tabs of the report, the stepper and the Panel app (`static/layer_map.js`),
+where a click on a cell opens its step (`widgets.frame.StepFrame`).
 
-A cell carries ``data-step`` and ``data-node`` (the graph node id to select), a row's name
-``data-step``; the report (``static/report.js``) and ``static/layer_map.js`` read them. Every
+A cell carries `data-step` and `data-node` (the graph node id to select), a row's name
+`data-step`; the report (`static/report.js`) and `static/layer_map.js` read them. Every
 name is escaped here (layer names and node ids come from the model)."""
 
 from __future__ import annotations
@@ -90,9 +90,9 @@ def _bucket(x: float, edges: tuple[float, ...]) -> int:
 
 
 def _error_cell(rel: float, share: float, float64: float = math.nan) -> tuple[str, str]:
-    """A cell's colour class (by the share of the tolerance it uses: ``e0``-``e4`` within,
-    ``e5``-``e9`` beyond) and what its tooltip says. A cell beyond the tolerance that the
-    float64 rule judged (``float64``: the share of its allowance, NaN when it did not) is
+    """A cell's colour class (by the share of the tolerance it uses: `e0`-`e4` within,
+    `e5`-`e9` beyond) and what its tooltip says. A cell beyond the tolerance that the
+    float64 rule judged (`float64`: the share of its allowance, NaN when it did not) is
     coloured as within when that rule finds float32 rounding only."""
     if share > 1 and not math.isnan(float64):
         if float64 <= 1:
@@ -114,7 +114,7 @@ def _error_cell(rel: float, share: float, float64: float = math.nan) -> tuple[st
 
 
 def _bytes_cell(nbytes: int, base: int) -> str:
-    """A cell's colour class: ``b0`` the same bytes as the first, ``b1`` fewer, ``b2``-``b4``
+    """A cell's colour class: `b0` the same bytes as the first, `b1` fewer, `b2`-`b4`
     up to 2x, 8x, more."""
     ratio = nbytes / base if base else 1.0
     if abs(ratio - 1) < 0.01:
@@ -134,8 +134,8 @@ def _grid(
     cell: Callable[[int, int], tuple[str, str, str] | None],
     first_cell: tuple[int, int] | None,
 ) -> str:
-    """The table of a map ``m`` (steps, step_names, depths, layers, nodes, first_step,
-    first_layer): ``cell(i, j)`` is (colour class, tooltip text, extra class) or None
+    """The table of a map `m` (steps, step_names, depths, layers, nodes, first_step,
+    first_layer): `cell(i, j)` is (colour class, tooltip text, extra class) or None
     (blank). Cells are what a map weighs (a ConvNeXt-base: 2,700 of them): classes, not
     styles, and the step's name only in its row."""
     first_row, first_col = first_cell if first_cell is not None else (None, None)
@@ -181,7 +181,7 @@ def _grid(
 
 
 def error_map_html(m: ErrorMap, reference: str = "") -> str:
-    """The heat map of an :class:`~explorer.check.ErrorMap` (``reference``: what the steps
+    """The heat map of an `explorer.check.ErrorMap` (`reference`: what the steps
     were compared with, for the caption)."""
     if not m.layers:
         return (
@@ -243,7 +243,7 @@ def error_map_html(m: ErrorMap, reference: str = "") -> str:
 
 
 def param_map_html(m: ParamMap) -> str:
-    """The heat map of a :class:`~explorer.check.ParamMap`."""
+    """The heat map of a `explorer.check.ParamMap`."""
     if not m.layers:
         return (
             "<div class='pl-map'><p class='pl-map-note'>No parameter map: no weight of this "

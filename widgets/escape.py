@@ -1,9 +1,9 @@
 """Text from a model made safe for where it is shown: HTML, SVG, Graphviz HTML-like labels
-(:func:`esc`) and JSON inside a ``<script>`` element (:func:`json_script`).
+(`esc`) and JSON inside a `<script>` element (`json_script`).
 
-Every renderer in :mod:`widgets` passes what it takes from a model (names, attributes, types,
-paths, messages) through these; :func:`esc` also cuts a text at :data:`widgets.bounds.MAX_TEXT`
-characters with a note (a whole IR text, cut on its own, passes ``limit=None``).
+Every renderer in `widgets` passes what it takes from a model (names, attributes, types,
+paths, messages) through these; `esc` also cuts a text at `widgets.bounds.MAX_TEXT`
+characters with a note (a whole IR text, cut on its own, passes `limit=None`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ _CHANGED = re.compile(r"[<>&\"'\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 def esc(value: Any, limit: int | None = MAX_TEXT) -> str:
     """Text from a model made safe for HTML, SVG and Graphviz HTML-like labels: control
-    characters replaced, cut to ``limit`` characters with a note (``… (N more characters)``;
-    None: not cut), ``<>&"'`` escaped."""
+    characters replaced, cut to `limit` characters with a note (`… (N more characters)`;
+    None: not cut), `<>&"'` escaped."""
     text = str(value)
     if limit is not None:
         text = clip(text, limit)
@@ -34,8 +34,8 @@ def esc(value: Any, limit: int | None = MAX_TEXT) -> str:
 
 
 def jsonable(x: Any) -> Any:
-    """``x`` as JSON can hold it: dict keys and unknown objects as text, NaN and infinities as
-    their text ('nan', 'inf') rather than the non-standard tokens ``json`` writes. Walks with a
+    """`x` as JSON can hold it: dict keys and unknown objects as text, NaN and infinities as
+    their text ('nan', 'inf') rather than the non-standard tokens `json` writes. Walks with a
     stack of its own (no recursion over the value's nesting)."""
 
     def leaf(v: Any) -> Any:
@@ -62,7 +62,7 @@ def jsonable(x: Any) -> Any:
 
 
 def json_script(data: Any) -> str:
-    """JSON that is safe inside a ``<script type="application/json">`` element."""
+    """JSON that is safe inside a `<script type="application/json">` element."""
     try:  # most data is JSON-ready already: walking it to convert costs more than dumping it
         text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):

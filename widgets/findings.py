@@ -1,7 +1,7 @@
 """What the widgets show of a check report's findings: which findings are about a step
-(:func:`findings_of`), which of them are problems (:func:`problems_of`, counted on the badges
+(`findings_of`), which of them are problems (`problems_of`, counted on the badges
 of the timeline and the summary), and the marks they and the diff put on the graph payload's
-nodes (:func:`graph_marks`). The tables, the badges and the graph all read findings here, and
+nodes (`graph_marks`). The tables, the badges and the graph all read findings here, and
 what a kind of finding is (its severity, its marks) from the check's registry of kinds.
 """
 
@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 
 def findings_of(report, step, kinds: Iterable[str] | None = None) -> list:
-    """A check report's findings about ``step`` (of the given kinds; a finding's ``step`` may
-    be a Step or an index). The report is used through its ``findings`` only."""
+    """A check report's findings about `step` (of the given kinds; a finding's `step` may
+    be a Step or an index). The report is used through its `findings` only."""
     if report is None:
         return []
     kinds = set(kinds) if kinds is not None else None
@@ -44,7 +44,7 @@ def findings_of(report, step, kinds: Iterable[str] | None = None) -> list:
 
 
 def problems_of(report, step) -> list:
-    """The findings about ``step`` that are problems (not info such as a signature change)."""
+    """The findings about `step` that are problems (not info such as a signature change)."""
     return [
         f
         for f in findings_of(report, step)
@@ -63,15 +63,15 @@ def _node_id(target, graph: GraphModel) -> str | None:
 
 
 def finding_nodes(f, graph: GraphModel) -> list[str]:
-    """The ids of ``graph``'s nodes the finding ``f`` names (the ones it has in ``graph``)."""
+    """The ids of `graph`'s nodes the finding `f` names (the ones it has in `graph`)."""
     ids = (_node_id(n, graph) for n in getattr(f, "nodes", None) or [])
     return [i for i in ids if i is not None]
 
 
 def named_first(report, step, index: dict[str, int], graph: GraphModel) -> int | None:
-    """The payload index (``index``: by node id) of the first node the step's first problem
+    """The payload index (`index`: by node id) of the first node the step's first problem
     names (the finding the header names first; the next one when it names no node of
-    ``graph``), or None: where the view opens, so that the header and the view are about the
+    `graph`), or None: where the view opens, so that the header and the view are about the
     same node (a param-bloat names the copy that grew most first, not the first in the
     graph)."""
     for f in problems_of(report, step):
@@ -86,9 +86,9 @@ SUMMARY_CHARS = 240
 
 
 def finding_summary(message: str, limit: int = SUMMARY_CHARS) -> str:
-    """What a header shows of a finding's ``message``: up to its first ``; `` outside
+    """What a header shows of a finding's `message`: up to its first `; ` outside
     backquotes (the headline and its first reason: a param-bloat's growth and the copy that
-    grew most, not the other copies), cut at a space before ``limit`` characters; with ``…``
+    grew most, not the other copies), cut at a space before `limit` characters; with `…`
     where more follows (the whole message is shown beside it, on a click). A name in
     backquotes is never cut in two unless it alone is over the limit."""
     text = message.strip()
@@ -112,8 +112,8 @@ def finding_summary(message: str, limit: int = SUMMARY_CHARS) -> str:
 
 
 def finding_headline(message: str, limit: int = SUMMARY_CHARS) -> str:
-    """The headline of a finding's ``message`` for a one-line banner: its summary
-    (:func:`finding_summary`) up to the first ``: `` outside backquotes (a param-bloat's
+    """The headline of a finding's `message` for a one-line banner: its summary
+    (`finding_summary`) up to the first `: ` outside backquotes (a param-bloat's
     "parameter bytes grew A -> B (+C, 4.6x)", without the copies it names)."""
     summary = finding_summary(message, limit)
     quoted = False
@@ -133,10 +133,10 @@ def graph_marks(
     index: dict[str, int],
     graph: GraphModel,
 ) -> tuple[dict[int, str], set[int], dict[int, float]]:
-    """Badges, red outlines and per-node errors of the graph payload's nodes (``entries``,
-    by their ``index`` of keys; ``graph`` is the step's): from the ``diff`` against the
+    """Badges, red outlines and per-node errors of the graph payload's nodes (`entries`,
+    by their `index` of keys; `graph` is the step's): from the `diff` against the
     baseline (a parameter that made the total grow, a broadcast copy) and from the check
-    ``report``, if any."""
+    `report`, if any."""
     marks: dict[int, str] = {}
     bad: set[int] = set()
     errors: dict[int, float] = {}

@@ -1,16 +1,16 @@
 """The frame every front end draws a trace in: a timeline of steps, the current step's header,
-a tab bar, and the panes of the views (:mod:`widgets.views`, whose registry says which tabs, in
+a tab bar, and the panes of the views (`widgets.views`, whose registry says which tabs, in
 what order, for which steps).
 
-Shared by the HTML report (:mod:`widgets.report`), the Jupyter stepper
-(:mod:`widgets.stepper`) and the Panel app (:mod:`widgets.app`):
+Shared by the HTML report (`widgets.report`), the Jupyter stepper
+(`widgets.stepper`) and the Panel app (`widgets.app`):
 
-- the HTML and CSS: :func:`tab_bar_html` (the tab buttons), :data:`FRAME_CSS`
-  (``static/frame.css`` with ``static/timeline.css``), the timeline rows and the header of
-  :mod:`widgets.views`;
-- the tab logic in the page: ``plTabs`` of ``static/frame.js`` (the report's script, and the
-  tab component ``static/tabs.js`` of the stepper and the app);
-- the state in Python: :class:`StepFrame`, the current step, its tab, which panes are
+- the HTML and CSS: `tab_bar_html` (the tab buttons), `FRAME_CSS`
+  (`static/frame.css` with `static/timeline.css`), the timeline rows and the header of
+  `widgets.views`;
+- the tab logic in the page: `plTabs` of `static/frame.js` (the report's script, and the
+  tab component `static/tabs.js` of the stepper and the app);
+- the state in Python: `StepFrame`, the current step, its tab, which panes are
   rendered (a pane is rendered when its tab is shown), what a click on a trace view's cell
   opens. The stepper and the app only say how their toolkit (ipywidgets, Panel) sets a pane's
   HTML and shows a pane.
@@ -30,18 +30,18 @@ FRAME_CSS = (STATIC / "frame.css").read_text() + (STATIC / "timeline.css").read_
 
 
 def frame_js() -> str:
-    """The frame's script shared by every page (``plTabs``)."""
+    """The frame's script shared by every page (`plTabs`)."""
     return (STATIC / "frame.js").read_text()
 
 
 def tabs_esm() -> str:
-    """The tab component: ``static/frame.js`` and ``static/tabs.js`` (Panel's model API)."""
+    """The tab component: `static/frame.js` and `static/tabs.js` (Panel's model API)."""
     return frame_js() + "\n" + (STATIC / "tabs.js").read_text()
 
 
 def panel_esm(source: str) -> str:
-    """An ES module written for a Panel JSComponent model (``model.x``, ``model.x = v``,
-    ``model.on("x", f)``: the timeline, the tab bar, the trace views) under a shim of that API
+    """An ES module written for a Panel JSComponent model (`model.x`, `model.x = v`,
+    `model.on("x", f)`: the timeline, the tab bar, the trace views) under a shim of that API
     over an anywidget model (the Jupyter stepper)."""
     if "export function render(" not in source:
         raise RuntimeError("a component's module no longer exports `render`")
@@ -60,8 +60,8 @@ export default { render({ model, el }) {
 
 
 def tab_bar_html(shown: list[views.View], active: str = "graph") -> str:
-    """The buttons of the tab bar of ``shown`` (``data-tab`` a view's key; the one of key
-    ``active`` marked ``pl-on``)."""
+    """The buttons of the tab bar of `shown` (`data-tab` a view's key; the one of key
+    `active` marked `pl-on`)."""
     on = ' class="pl-on"'
     return "".join(
         f'<button data-tab="{v.key}"{on if v.key == active else ""}>{esc(v.label)}</button>'
@@ -72,16 +72,16 @@ def tab_bar_html(shown: list[views.View], active: str = "graph") -> str:
 class StepFrame(views.StepNavigation):
     """The state and tab logic of a live front end (the stepper, the Panel app).
 
-    The front end calls :meth:`_frame_views` in its ``__init__`` (which builds a pane per
-    view), then sets ``tab_bar`` (a component with ``html`` and ``active``, a view's key) and
-    ``graph``; it calls :meth:`_show` when the step changes, :meth:`_on_tab_key` when the tab
-    bar's ``active`` changes, and implements ``_set_html(pane, html)``, ``_show_pane(k)``
-    and ``_fill_timeline``'s ``timeline`` (with ``index`` and ``hidden``)."""
+    The front end calls `_frame_views` in its `__init__` (which builds a pane per
+    view), then sets `tab_bar` (a component with `html` and `active`, a view's key) and
+    `graph`; it calls `_show` when the step changes, `_on_tab_key` when the tab
+    bar's `active` changes, and implements `_set_html(pane, html)`, `_show_pane(k)`
+    and `_fill_timeline`'s `timeline` (with `index` and `hidden`)."""
 
     def _frame_views(self, trace, report, step_pane, trace_pane) -> None:
-        """Which views (from the registry), and a pane for each: ``step_pane(view)`` and
-        ``trace_pane(view)`` (a component with ``html``, ``current`` and ``pick``) make them;
-        the graph view's pane is ``self.graph``."""
+        """Which views (from the registry), and a pane for each: `step_pane(view)` and
+        `trace_pane(view)` (a component with `html`, `current` and `pick`) make them;
+        the graph view's pane is `self.graph`."""
         self.trace, self.report = trace, report
         self._rows: dict[int, dict] = {}  # the steps' badges, made when first shown
         self._rendered: set[str] = set()
@@ -98,7 +98,7 @@ class StepFrame(views.StepNavigation):
                 self.map_views[v.title] = self.panes[v.title] = trace_pane(v)
 
     def _row(self, step) -> dict:
-        """What the badges of ``step`` read (``explorer.summary.summary_row`` without the op
+        """What the badges of `step` read (`explorer.summary.summary_row` without the op
         counts: no diff, no graph model made for a step not shown)."""
         row = self._rows.get(step.index)
         if row is None:
@@ -134,7 +134,7 @@ class StepFrame(views.StepNavigation):
         self.tab_bar.active = self.views[self.tab_names.index(title)].key
 
     def show_node(self, step: int, node: str = "") -> None:
-        """Show step ``step`` in the graph tab, with the node of id ``node`` selected."""
+        """Show step `step` in the graph tab, with the node of id `node` selected."""
         self.index = step
         self.tab = "graph"
         if node:
@@ -142,7 +142,7 @@ class StepFrame(views.StepNavigation):
 
     # ----- what the front end calls -------------------------------------------------------
     def _open_pick(self, pick: dict) -> None:
-        """A click on a trace view's cell (``pick``: ``step``, ``node``) opens its step."""
+        """A click on a trace view's cell (`pick`: `step`, `node`) opens its step."""
         if isinstance(pick, dict) and isinstance(pick.get("step"), int):
             if 0 <= pick["step"] < len(self.trace.steps):
                 self.show_node(pick["step"], str(pick.get("node") or ""))
@@ -178,7 +178,7 @@ class StepFrame(views.StepNavigation):
         self._render_tab(self.tab)
 
     def _render_tab(self, title: str) -> None:
-        """Render the pane of ``title`` for the current step (once per step)."""
+        """Render the pane of `title` for the current step (once per step)."""
         if title in self._rendered:
             return
         self._rendered.add(title)

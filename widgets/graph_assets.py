@@ -1,6 +1,6 @@
-"""The graph component's files (``static/``): its script (the layout engine, the parts and
-``PasslensGraph``) and its style sheet, as the HTML report, the snapshot, the Jupyter widget and
-the Panel app embed them. Apart from :mod:`widgets.graph_view` so that writing a report does not
+"""The graph component's files (`static/`): its script (the layout engine, the parts and
+`PasslensGraph`) and its style sheet, as the HTML report, the snapshot, the Jupyter widget and
+the Panel app embed them. Apart from `widgets.graph_view` so that writing a report does not
 import the Jupyter widget's libraries (anywidget, ipywidgets: about a second)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ PARTS = STATIC / "graph"
 
 
 def layout_js() -> str:
-    """The layout engine as a plain script defining ``PasslensLayout``."""
+    """The layout engine as a plain script defining `PasslensLayout`."""
     return "\n".join((STATIC / name).read_text() for name in LAYOUT_JS)
 
 
@@ -37,7 +37,7 @@ def part_files() -> list[Path]:
 
 def graph_js() -> str:
     """The graph component as a plain script: the layout engine, how parts are declared
-    (graph_parts.js), the parts, and ``PasslensGraph`` wiring them (graph.js)."""
+    (graph_parts.js), the parts, and `PasslensGraph` wiring them (graph.js)."""
     files = [STATIC / "graph_parts.js", *part_files(), STATIC / "graph.js"]
     return "\n".join([layout_js(), *(f.read_text() for f in files)])
 

@@ -1,46 +1,46 @@
-"""The graph payload: what the graph component (``static/graph.js``) draws for one step.
+"""The graph payload: what the graph component (`static/graph.js`) draws for one step.
 
 One JSON-able dict per (step, baseline, report), shared by the three front ends (the Jupyter
-:class:`~widgets.graph_view.GraphView`, the Panel app and the HTML report). The browser lays it
+`widgets.graph_view.GraphView`, the Panel app and the HTML report). The browser lays it
 out itself, a module group at a time when the group is opened, so the payload holds the whole
 graph but the cost of drawing follows what is visible.
 
-``graph_payload(step, baseline, report)``:
+`graph_payload(step, baseline, report)`:
 
-- ``nodes``: every node of the step and, against ``baseline``, a *ghost* of every removed node
-  (status ``removed``), in graph order: ``id``, kind ``k``, title ``t``, lines ``s``, group
-  ``g`` (index into ``groups``), status ``st`` (added / changed / moved / removed / failed /
-  ""; moved: only moved into or out of a function, values unchanged, not among ``changes``),
-  type ``ty`` (index into ``types``), bytes ``b``, and: ``inl`` (the index of the node it is
+- `nodes`: every node of the step and, against `baseline`, a *ghost* of every removed node
+  (status `removed`), in graph order: `id`, kind `k`, title `t`, lines `s`, group
+  `g` (index into `groups`), status `st` (added / changed / moved / removed / failed /
+  ""; moved: only moved into or out of a function, values unchanged, not among `changes`),
+  type `ty` (index into `types`), bytes `b`, and: `inl` (the index of the node it is
   drawn on: a weight or constant this step did not touch is a line of its reader, like
-  Netron, not a box of its own), ``w`` (those lines on a reader), ``mark`` (a finding's badge,
-  e.g. ``×8 copies``), ``bad`` (a finding names it: red outline), ``err`` (its error against
-  the reference after a check, for the error overlay), ``chg`` (what changed, in words),
-  ``opq`` (an opaque op, no converter: who runs it, torch or onnxruntime; its title is the op
-  it stands for, e.g. ``aten.cummax.default``), ``mod`` (an op alone in its frameless module,
-  titled by it: ``q_proj``, the op its first line);
-- ``edges``: ``[src, dst, type index, flags]`` (flags: 1 ghost, 2 its shape changed);
-- ``groups``: the module hierarchy as a tree (index 0 the root): ``id`` (a module path,
-  ``@function``, or a segment), ``label``, parent ``p``, kind ``k`` (module / function /
-  segment), and (every group: drawn as a box, or a row of the overview) ``n`` (live nodes
-  inside: ghosts are not counted), ``ops`` (an op summary), ``b`` (parameter bytes inside),
-  ``db`` (their change against the baseline), ``ch`` (counts of added / changed / moved /
-  removed / failed nodes inside), ``bad``, ``f`` (nodes inside that a finding names), ``fm``
-  (the first one's badge), ``fi`` (the first one), ``ci`` (the first changed node inside; see
-  :func:`widgets.graph_groups.group_marks`);
-  more than :data:`MAX_CHILDREN` children are split into segments (10,000 ops: a few boxes);
-- ``collapsed``: the groups collapsed at first (the finest level that fits ``max_boxes``
-  boxes, the groups holding the focus opened first), ``changes`` (the changed nodes in graph
-  order: ``n`` / ``p`` step through them), ``focus`` (where the view opens: the node the
-  header's first finding names first, :func:`widgets.findings.named_first`, else the first
-  finding's node in graph order, else the first change), ``pairs`` (after index -> baseline
-  node id where the matched ids differ), ``details`` (per node: name, function, attributes,
+  Netron, not a box of its own), `w` (those lines on a reader), `mark` (a finding's badge,
+  e.g. `×8 copies`), `bad` (a finding names it: red outline), `err` (its error against
+  the reference after a check, for the error overlay), `chg` (what changed, in words),
+  `opq` (an opaque op, no converter: who runs it, torch or onnxruntime; its title is the op
+  it stands for, e.g. `aten.cummax.default`), `mod` (an op alone in its frameless module,
+  titled by it: `q_proj`, the op its first line);
+- `edges`: `[src, dst, type index, flags]` (flags: 1 ghost, 2 its shape changed);
+- `groups`: the module hierarchy as a tree (index 0 the root): `id` (a module path,
+  `@function`, or a segment), `label`, parent `p`, kind `k` (module / function /
+  segment), and (every group: drawn as a box, or a row of the overview) `n` (live nodes
+  inside: ghosts are not counted), `ops` (an op summary), `b` (parameter bytes inside),
+  `db` (their change against the baseline), `ch` (counts of added / changed / moved /
+  removed / failed nodes inside), `bad`, `f` (nodes inside that a finding names), `fm`
+  (the first one's badge), `fi` (the first one), `ci` (the first changed node inside; see
+  `widgets.graph_groups.group_marks`);
+  more than `MAX_CHILDREN` children are split into segments (10,000 ops: a few boxes);
+- `collapsed`: the groups collapsed at first (the finest level that fits `max_boxes`
+  boxes, the groups holding the focus opened first), `changes` (the changed nodes in graph
+  order: `n` / `p` step through them), `focus` (where the view opens: the node the
+  header's first finding names first, `widgets.findings.named_first`, else the first
+  finding's node in graph order, else the first change), `pairs` (after index -> baseline
+  node id where the matched ids differ), `details` (per node: name, function, attributes,
   provenance with paths relative to the model's folder, a weight's preview and statistics,
-  ``why``: the rule and the step that made it, from the steps' rewrites).
+  `why`: the rule and the step that made it, from the steps' rewrites).
 
-The group tree and the node order come from :mod:`widgets.graph_groups`, the findings' marks
-from :func:`widgets.findings.graph_marks`. Everything here is data: strings from the model are
-escaped by the component when drawn (it only ever sets ``textContent``).
+The group tree and the node order come from `widgets.graph_groups`, the findings' marks
+from `widgets.findings.graph_marks`. Everything here is data: strings from the model are
+escaped by the component when drawn (it only ever sets `textContent`).
 """
 
 from __future__ import annotations
@@ -95,10 +95,10 @@ _PAYLOADS = Memo(16)
 def graph_payload(
     step, baseline=None, report=None, max_boxes: int = MAX_BOXES, stats: bool = True
 ) -> dict:
-    """The payload of ``step``'s graph, diff-coloured against ``baseline``, with the findings
-    of a check ``report`` drawn on it (see the module docstring). ``stats``: weights' first
+    """The payload of `step`'s graph, diff-coloured against `baseline`, with the findings
+    of a check `report` drawn on it (see the module docstring). `stats`: weights' first
     values and statistics in the details (a live view leaves them out and sends a weight's
-    when it is selected: :func:`weight_stats`). Cached per (step, baseline, report,
+    when it is selected: `weight_stats`). Cached per (step, baseline, report,
     max_boxes, stats): the dict returned is shared, do not change it."""
     build = lambda: _build(step, baseline, report, stats, max_boxes)  # noqa: E731
     return _PAYLOADS.get((step, baseline, report), (max_boxes, stats), build)
@@ -114,7 +114,7 @@ def _build(step, baseline, report, stats: bool, max_boxes: int) -> dict:
 
 def weight_stats(step, node_id: str) -> dict:
     """A weight's first values and statistics (what the details show), by its node id in
-    ``step`` (or in the step's baseline, for a ghost ``removed:...``); empty for other
+    `step` (or in the step's baseline, for a ghost `removed:...`); empty for other
     nodes."""
     graph = step.graph
     if node_id.startswith("removed:"):
@@ -135,7 +135,7 @@ _size = functools.lru_cache(maxsize=1024)(format_bytes)  # weights share a few s
 
 
 def _key_attrs(attrs: dict) -> list[str]:
-    """The first few attributes of an op worth a line on its box (``strides=[2, 2]``)."""
+    """The first few attributes of an op worth a line on its box (`strides=[2, 2]`)."""
     out = []
     for k, v in attrs.items():
         v = str(v)
@@ -162,7 +162,7 @@ _FILE_LINE = re.compile(r"^(.*?)(:\d+)?$")
 
 @functools.lru_cache(maxsize=4096)
 def short_path(path: str, root: str) -> str:
-    """``path`` (``file`` or ``file:line``) relative to ``root`` when it lies under it."""
+    """`path` (`file` or `file:line`) relative to `root` when it lies under it."""
     m = _FILE_LINE.match(path)
     file, line = m.group(1), m.group(2) or ""
     if root and os.path.isabs(file):
@@ -202,7 +202,7 @@ def _by_first(t: dict[str, list[int]]) -> list[tuple[str, list[int]]]:
 
 
 def _op_line(t: dict[str, list[int]], limit: int = 3) -> str:
-    """``12 ops: add ×4, matmul ×3, exp, +2 more``: the commonest ops first (ties in the order
+    """`12 ops: add ×4, matmul ×3, exp, +2 more`: the commonest ops first (ties in the order
     first met)."""
     common = sorted(t.items(), key=lambda kv: (-kv[1][0], kv[1][1]))
     parts = [f"{op} ×{c}" if c > 1 else op for op, (c, _first) in common[:limit]]
@@ -409,7 +409,7 @@ class _Builder:
     def _details(self, root: str) -> tuple[list[dict], int]:
         """What the details drawer shows beyond the node itself (its inputs and users come
         from the edges): name, function, attributes, provenance (file paths relative to
-        ``root``), and a weight's first values and statistics when ``stats``; every text cut
+        `root`), and a weight's first values and statistics when `stats`; every text cut
         at MAX_TEXT characters with a note. With about their bytes as JSON."""
         out = []
         stats = self.stats
@@ -442,7 +442,7 @@ class _Builder:
 
     def _whys(self) -> dict[str, str]:
         """Why each node changed, by entry key: the rule and the step that made it
-        (:func:`explorer.rewrites.whys`), and for a removed node the rule of this step that
+        (`explorer.rewrites.whys`), and for a removed node the rule of this step that
         replaced it (when the baseline is the step this pass was given); for MAX_WHYS nodes
         at most (the others say so), each cut at 4 x MAX_TEXT characters."""
         out = whys(self.step)
@@ -463,7 +463,7 @@ class _Builder:
     def _group_summaries(self, groups, of, drawn, bad, inline) -> None:
         """Each group's box: live nodes inside, op summary, parameter bytes and their change,
         counts of changes, whether a finding is inside. Summed bottom-up: the groups come
-        parents first (``segment`` orders them so)."""
+        parents first (`segment` orders them so)."""
         n = len(groups)
         parent = [grp["p"] for grp in groups]
         assert all(parent[g] < g for g in range(1, n)), "groups must come parents first"
@@ -517,8 +517,8 @@ class _Builder:
                 grp["bad"] = 1
 
     def _bytes_by_path(self, entries, here: dict | None = None) -> dict[str, int]:
-        """Parameter bytes per group id (a module path, ``@fn`` or ``@fn/path``; "" the
-        whole graph) of ``entries``, each placed where ``here`` (key -> entry of this step)
+        """Parameter bytes per group id (a module path, `@fn` or `@fn/path`; "" the
+        whole graph) of `entries`, each placed where `here` (key -> entry of this step)
         places it, else where it is."""
         if self._functions is None:
             fns = {e.function for e in self.entries if e.function}
@@ -554,7 +554,7 @@ class _Builder:
 
     def _initial_collapsed(self, groups, of, drawn, focus, changes, max_boxes: int) -> list[str]:
         """The groups holding the focus are open; then those holding the other changes, then
-        groups breadth first, while the number of boxes stays within ``max_boxes``; the rest
+        groups breadth first, while the number of boxes stays within `max_boxes`; the rest
         start collapsed."""
         n = len(groups)
         kids, direct = group_shape(groups, of, drawn)

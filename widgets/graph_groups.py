@@ -1,14 +1,14 @@
-"""The module tree of the graph payload (:mod:`widgets.graph_data`): the groups a step's nodes
+"""The module tree of the graph payload (`widgets.graph_data`): the groups a step's nodes
 are framed in, and the order the nodes are laid out in.
 
-- :func:`group_tree`: a group per function (when there are several) and per module path, with
+- `group_tree`: a group per function (when there are several) and per module path, with
   groups not worth a frame dropped (one member in all, or a lone child group);
-- :func:`unframed_modules`: the ops alone in their module, titled by its name;
-- :func:`segment`: a group with more than :data:`MAX_CHILDREN` children has them split into
-  segments (``nodes 1–40 of 10,000, 2 removed``: what they hold, which of how many live
+- `unframed_modules`: the ops alone in their module, titled by its name;
+- `segment`: a group with more than `MAX_CHILDREN` children has them split into
+  segments (`nodes 1–40 of 10,000, 2 removed`: what they hold, which of how many live
   ones, and the ghosts among them), so a flat graph of 10,000 ops is drawn as a few boxes;
-- :func:`positions`: graph order, with a removed node's ghost next to what replaced it;
-- :func:`group_marks`: where each group's findings and changes are (the overview's marks and
+- `positions`: graph order, with a removed node's ghost next to what replaced it;
+- `group_marks`: where each group's findings and changes are (the overview's marks and
   the zoomed-out blocks' links).
 """
 
@@ -43,8 +43,8 @@ def group_tree(entries: list[Entry], drawn: list[int]) -> tuple[list[dict], list
     placed: dict[tuple[str, str], int] = {}  # (function, module path) -> its group
 
     def place(fn: str, path: str) -> int:
-        """The group of module ``path`` (its ancestors made first) in function ``fn``; a
-        loop, not recursion: paths are bounded (:func:`widgets.bounds.module_path`) but
+        """The group of module `path` (its ancestors made first) in function `fn`; a
+        loop, not recursion: paths are bounded (`widgets.bounds.module_path`) but
         come from a file."""
         chain = []  # the path and its ancestors without a group yet, innermost first
         while path and (fn, path) not in placed:
@@ -71,11 +71,11 @@ def group_tree(entries: list[Entry], drawn: list[int]) -> tuple[list[dict], list
 
 
 def unframed_modules(entries: list[Entry], groups: list[dict], drawn: list[int]) -> dict[int, str]:
-    """The drawn ops alone in their module (``q_proj``'s linear: a module of one node gets no
-    frame, :func:`group_tree`), each with the module's name to title it by, as Netron and
+    """The drawn ops alone in their module (`q_proj`'s linear: a module of one node gets no
+    frame, `group_tree`), each with the module's name to title it by, as Netron and
     Model Explorer do: the last part of its path, unless that is a number (a Sequential's
-    ``block.3`` says less than ``linear``).
-    ``groups`` are :func:`group_tree`'s, before :func:`segment`."""
+    `block.3` says less than `linear`).
+    `groups` are `group_tree`'s, before `segment`."""
     fns = {e.function for e in entries if e.function}
     main = "main" if "main" in fns else (sorted(fns)[0] if fns else "")
     several = len(fns) > 1
@@ -155,8 +155,8 @@ def segment(
 ) -> None:
     """Split a group's children into segments where it has more than MAX_CHILDREN
     (segments of segments when there are very many). A segment's label counts live members:
-    ``nodes 41–80 of 10,000`` numbers and counts the run's members that are not ghosts
-    (``ghosts``: indices of removed nodes drawn as ghosts), and says ``, 2 removed`` when it
+    `nodes 41–80 of 10,000` numbers and counts the run's members that are not ghosts
+    (`ghosts`: indices of removed nodes drawn as ghosts), and says `, 2 removed` when it
     holds ghosts too."""
     first: dict[int, float] = {}
     for i in drawn:  # the earliest position inside every group
@@ -221,7 +221,7 @@ def segment(
 
 
 def _members(items: list[tuple[float, str, int]]) -> str:
-    """What a segment holds, for its label: ``nodes``, ``groups`` or ``nodes & groups``."""
+    """What a segment holds, for its label: `nodes`, `groups` or `nodes & groups`."""
     kinds = {what for _pos, what, _idx in items}
     return "nodes" if kinds == {"n"} else "groups" if kinds == {"g"} else "nodes & groups"
 
@@ -241,8 +241,8 @@ def _topo_groups(groups: list[dict]) -> list[int]:
 def positions(
     entries: list[Entry], diff: Diff | None, ga: GraphModel, index: dict[str, int]
 ) -> list[float]:
-    """Each entry's position in graph order; a ghost (a removed node of the baseline ``ga``)
-    just before the first node of the step its values flowed into (matched by ``diff``)."""
+    """Each entry's position in graph order; a ghost (a removed node of the baseline `ga`)
+    just before the first node of the step its values flowed into (matched by `diff`)."""
     pos = [float(i) for i in range(len(entries))]
     if diff is None:
         return pos
@@ -282,10 +282,10 @@ def group_marks(
     changes: list[int],
 ) -> None:
     """Add to each group what the overview and the zoomed-out blocks show of its findings
-    and changes: ``f`` how many nodes inside it a finding names, ``fm`` the badge of the
-    first of them that has one (e.g. ``×8 copies of weight``), ``fi`` the first of them
-    (the node a click on the group's finding mark goes to), ``ci`` its first changed node.
-    ``findings`` and ``changes`` are node indices in graph order, ``of`` each node's group
+    and changes: `f` how many nodes inside it a finding names, `fm` the badge of the
+    first of them that has one (e.g. `×8 copies of weight`), `fi` the first of them
+    (the node a click on the group's finding mark goes to), `ci` its first changed node.
+    `findings` and `changes` are node indices in graph order, `of` each node's group
     (parents come before children). O(groups + findings x depth + changes)."""
     for i in findings:
         g = of[i]

@@ -1,12 +1,12 @@
 """GraphView: one step's graph as an anywidget, the same graph component as the HTML report and
-the Panel app (``static/graph.js``).
+the Panel app (`static/graph.js`).
 
-The Python side sends the step's payload (:func:`widgets.graph_data.graph_payload`: nodes,
+The Python side sends the step's payload (`widgets.graph_data.graph_payload`: nodes,
 edges, the module tree, changes, findings, details) as one binary buffer of JSON, and the
 previous step's graph for the before / after toggle when the browser first shows the before
 side (it asks for it); the browser lays it out a group at a time, pans, zooms, searches,
-expands and collapses groups, and reports back the selected node (``selected``), the collapsed
-groups (``collapsed``), the search (``query``) and the side shown (``mode``). Setting any of
+expands and collapses groups, and reports back the selected node (`selected`), the collapsed
+groups (`collapsed`), the search (`query`) and the side shown (`mode`). Setting any of
 them from Python moves the view.
 """
 
@@ -33,7 +33,7 @@ from widgets.graph_data import graph_payload, weight_stats
 
 def _module(entry: str) -> str:
     """An ES module of the component: its plain scripts, the widget adapter
-    (static/graph_widget.js: ``PasslensWidget``) and the entry file ``entry`` (its exports)."""
+    (static/graph_widget.js: `PasslensWidget`) and the entry file `entry` (its exports)."""
     return "\n".join(
         (graph_js(), (STATIC / "graph_widget.js").read_text(), (STATIC / entry).read_text())
     )
@@ -41,13 +41,13 @@ def _module(entry: str) -> str:
 
 def graph_esm() -> str:
     """The Jupyter GraphView's ES module (what anywidget loads): the component, its widget
-    adapter and the entry static/graph_anywidget.js (``export default { render }``)."""
+    adapter and the entry static/graph_anywidget.js (`export default { render }`)."""
     return _module("graph_anywidget.js")
 
 
 def graph_panel_esm() -> str:
     """The Panel GraphPane's ES module: the component, its widget adapter and the entry
-    static/graph_panel.js (``export function render``, the adapter under a shim of
+    static/graph_panel.js (`export function render`, the adapter under a shim of
     anywidget's model API over Panel's)."""
     return _module("graph_panel.js")
 
@@ -55,8 +55,8 @@ def graph_panel_esm() -> str:
 def graph_data(
     step, baseline=None, report=None, max_boxes: int = MAX_BOXES, stats: bool = True
 ) -> dict:
-    """What the component is given for ``step`` against ``baseline``: its payload, and the
-    baseline's own graph for the before / after toggle. Without ``stats`` the weights'
+    """What the component is given for `step` against `baseline`: its payload, and the
+    baseline's own graph for the before / after toggle. Without `stats` the weights'
     statistics are left out (a live view sends them when a weight is selected)."""
     return {
         "after": graph_payload(step, baseline, report, max_boxes, stats),
@@ -67,8 +67,8 @@ def graph_data(
 
 
 def selected_stats(view) -> dict:
-    """``{id: statistics}`` of the weight selected in a live view (a GraphView or the Panel
-    app's GraphPane: ``selected``, ``mode``, ``step``, ``baseline``), else ``{}``."""
+    """`{id: statistics}` of the weight selected in a live view (a GraphView or the Panel
+    app's GraphPane: `selected`, `mode`, `step`, `baseline`), else `{}`."""
     if not view.selected or view.step is None:
         return {}
     step = view.baseline if view.mode == "before" and view.baseline is not None else view.step
@@ -100,9 +100,9 @@ def node_details(payload: dict) -> dict[str, dict]:
 
 
 class GraphState:
-    """What a live graph view (:class:`GraphView`, the Panel app's ``GraphPane``) answers from
-    its synced state (``data``, ``selected``, ``stats``, ``collapsed``): the payload drawn,
-    node details, and expanding / collapsing a group. ``show`` resets ``_details``."""
+    """What a live graph view (`GraphView`, the Panel app's `GraphPane`) answers from
+    its synced state (`data`, `selected`, `stats`, `collapsed`): the payload drawn,
+    node details, and expanding / collapsing a group. `show` resets `_details`."""
 
     _details: dict | None = None
 
@@ -126,18 +126,18 @@ class GraphState:
         return {**info, **self.stats.get(self.selected, {})} if info else {}
 
     def expand(self, group: str) -> None:
-        """Show the nodes of a collapsed group (a module path, or ``@function``)."""
+        """Show the nodes of a collapsed group (a module path, or `@function`)."""
         self.collapsed = [g for g in self.collapsed if g != group]
 
     def collapse(self, group: str) -> None:
-        """Draw a group (a module path, or ``@function``) as one box."""
+        """Draw a group (a module path, or `@function`) as one box."""
         if group not in self.collapsed:
             self.collapsed = sorted([*self.collapsed, group])
 
 
 def json_buffer(value, widget=None):
     """A payload as ipywidgets sends it: one binary buffer of JSON (UTF-8), which the widget
-    parses with one ``JSON.parse`` (``static/graph_widget.js``), instead of a state of some
+    parses with one `JSON.parse` (`static/graph_widget.js`), instead of a state of some
     100,000 objects that ipywidgets walks for buffers and the kernel writes as JSON. A value
     JSON cannot hold as it is (a NaN, a set, a lone surrogate) is sent as it is, as before:
     the kernel's packer cleans it."""
@@ -151,16 +151,16 @@ def json_buffer(value, widget=None):
 
 
 class GraphView(GraphState, anywidget.AnyWidget):
-    """The graph of ``step`` (diff-coloured against ``baseline``, findings of a check
-    ``report`` drawn on it); ``selected`` is the selected node's id, ``collapsed`` the
-    collapsed groups (module paths, ``@function``), ``query`` the search, ``mode`` the side
-    shown (``after`` or ``before``).
+    """The graph of `step` (diff-coloured against `baseline`, findings of a check
+    `report` drawn on it); `selected` is the selected node's id, `collapsed` the
+    collapsed groups (module paths, `@function`), `query` the search, `mode` the side
+    shown (`after` or `before`).
 
-    ``data`` holds the step's payload (``after``) and whether it has a ``baseline``; the
-    baseline's own payload (the before side) is made and sent as ``baseline_data`` when
-    the browser first shows the before side (:meth:`send_baseline`): most views never show
+    `data` holds the step's payload (`after`) and whether it has a `baseline`; the
+    baseline's own payload (the before side) is made and sent as `baseline_data` when
+    the browser first shows the before side (`send_baseline`): most views never show
     it, and it would double what the first view costs. Both are sent as one binary buffer
-    each (:func:`json_buffer`)."""
+    each (`json_buffer`)."""
 
     _esm = graph_esm()
     _css = graph_css()
@@ -191,8 +191,8 @@ class GraphView(GraphState, anywidget.AnyWidget):
             self.show(step, baseline, report, collapsed)
 
     def show(self, step, baseline=None, report=None, collapsed=None) -> None:
-        """Draw ``step`` against ``baseline`` (in its default view state unless
-        ``collapsed`` is given)."""
+        """Draw `step` against `baseline` (in its default view state unless
+        `collapsed` is given)."""
         self.step, self.baseline, self.report = step, baseline, report
         after = graph_payload(step, baseline, report, self.max_boxes, stats=False)
         self._details = None
@@ -208,7 +208,7 @@ class GraphView(GraphState, anywidget.AnyWidget):
 
     def clear(self) -> None:
         """Show nothing (a step whose graph is over its budget: the frame says why); the next
-        ``show`` draws again."""
+        `show` draws again."""
         self.step = self.baseline = None
         self._details = None
         with self.hold_sync():
@@ -218,14 +218,14 @@ class GraphView(GraphState, anywidget.AnyWidget):
             self.layout.display = "none"  # the browser keeps the last drawing otherwise
 
     def baseline_payload(self) -> dict | None:
-        """The payload of the before side (the baseline's own graph: what ``graph_data``
-        gives as ``before``), None without a baseline."""
+        """The payload of the before side (the baseline's own graph: what `graph_data`
+        gives as `before`), None without a baseline."""
         if self.baseline is None:
             return None
         return graph_payload(self.baseline, None, None, self.max_boxes, stats=False)
 
     def send_baseline(self) -> None:
-        """Send the before side's payload (``baseline_data``): what the browser asks for when
+        """Send the before side's payload (`baseline_data`): what the browser asks for when
         it first shows the before side."""
         payload = self.baseline_payload()
         if payload is not None:

@@ -1,5 +1,5 @@
-"""A step's IR text (:func:`ir_text_html`; after legalize-ops and codegen also its loop IR,
-LLVM IR and assembly) and the IR diff of two steps (:func:`text_diff_html`), as HTML."""
+"""A step's IR text (`ir_text_html`; after legalize-ops and codegen also its loop IR,
+LLVM IR and assembly) and the IR diff of two steps (`text_diff_html`), as HTML."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ MAX_LINE_CHARS = 4000  # of one line of the IR diff (its 10,000 lines are not cu
 
 
 def cut_text(text: str, limit: int, what: str, whole: str) -> tuple[str, str]:
-    """``text`` cut to ``limit`` characters (at a line's end when there is one) and the note
-    saying so, as HTML (empty when nothing was cut); ``whole`` says how to get all of it."""
+    """`text` cut to `limit` characters (at a line's end when there is one) and the note
+    saying so, as HTML (empty when nothing was cut); `whole` says how to get all of it."""
     if len(text) <= limit:
         return text, ""
     shown = text[:limit]
@@ -71,8 +71,8 @@ _DIFF_CLASS = {"delete": "pl-del", "insert": "pl-ins", "replace": "pl-rep", "equ
 
 
 def text_diff_html(d: Diff, mode: str = "both", context: int = 3) -> str:
-    """The IR diff as HTML: ``side-by-side`` (two columns, runs of equal lines cut to
-    ``context`` lines), ``unified``, or ``both``."""
+    """The IR diff as HTML: `side-by-side` (two columns, runs of equal lines cut to
+    `context` lines), `unified`, or `both`."""
     if mode not in ("both", "side-by-side", "unified"):
         raise ValueError(f"mode must be 'both', 'side-by-side' or 'unified', not {mode!r}")
     if d.text_same:  # (the unified diff is made only when it is shown)

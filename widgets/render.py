@@ -3,18 +3,18 @@ shared by the Jupyter widgets, the Panel app and the static HTML report. Nothing
 state. Each job has its module; this one renders the trace summary (the badges and the table
 of steps) and gathers the public names of the others:
 
-- :mod:`widgets.escape`: text from a model made safe (``esc``, ``json_script``);
-- :mod:`widgets.boxes`: the nodes a graph is drawn with and the remembered step diffs
-  (``step_diff``);
-- :mod:`widgets.stats`: a weight's statistics (``param_stats``);
-- :mod:`widgets.findings`: a check report's findings about a step (``findings_of``,
-  ``problems_of``);
-- :mod:`widgets.tables_html`: the parameter, shape and numerics tables and ``TABLE_CSS``;
-- :mod:`widgets.ir_text`: the IR text and the IR diff.
+- `widgets.escape`: text from a model made safe (`esc`, `json_script`);
+- `widgets.boxes`: the nodes a graph is drawn with and the remembered step diffs
+  (`step_diff`);
+- `widgets.stats`: a weight's statistics (`param_stats`);
+- `widgets.findings`: a check report's findings about a step (`findings_of`,
+  `problems_of`);
+- `widgets.tables_html`: the parameter, shape and numerics tables and `TABLE_CSS`;
+- `widgets.ir_text`: the IR text and the IR diff.
 
-Every graph is drawn by the graph component (``static/graph.js``, fed by
-:mod:`widgets.graph_data`): live in Jupyter and Panel, in the HTML report, and as a picture with
-no kernel (:mod:`widgets.snapshot`: ``GraphSnapshot``, ``graph_page``).
+Every graph is drawn by the graph component (`static/graph.js`, fed by
+`widgets.graph_data`): live in Jupyter and Panel, in the HTML report, and as a picture with
+no kernel (`widgets.snapshot`: `GraphSnapshot`, `graph_page`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from widgets.tables_html import (
 
 
 def step_badges(row: dict, findings: int = 0) -> list[tuple[str, str]]:
-    """Badges of one summary row (``Trace.summary()``): ``(css class, text)`` for its status,
+    """Badges of one summary row (`Trace.summary()`): `(css class, text)` for its status,
     node delta, parameter-bytes delta, time, and findings."""
     out = [(f"pl-b-{row['status']}", row["status"])]
     if row["node_delta"]:
@@ -58,7 +58,7 @@ def badges_html(badges: list[tuple[str, str]]) -> str:
 
 
 def summary_html(trace, report=None) -> str:
-    """The trace's steps as a table with badges (one row per step, ``data-step`` its
+    """The trace's steps as a table with badges (one row per step, `data-step` its
     index; nested passes indented)."""
     steps = trace.steps
     columns = (

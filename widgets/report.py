@@ -1,23 +1,23 @@
 """The self-contained HTML report: one file, no server, no network.
 
-``write_html(trace, path)`` writes every step of a trace into one HTML file, in the frame every
-front end shares (:mod:`widgets.frame`): a timeline with badges (changed, node delta,
+`write_html(trace, path)` writes every step of a trace into one HTML file, in the frame every
+front end shares (`widgets.frame`): a timeline with badges (changed, node delta,
 parameter-bytes delta, time, failed, findings), previous / next buttons and arrow keys, a
-one-line findings banner, and a tab per view of :mod:`widgets.views`' registry, in its order:
-for the current step its graph (the graph component of ``static/graph.js``, diff-coloured
+one-line findings banner, and a tab per view of `widgets.views`' registry, in its order:
+for the current step its graph (the graph component of `static/graph.js`, diff-coloured
 against its previous step, with the before / after toggle), its IR text, the IR diff, the
 parameters, the shapes and the numerics (with a check report); for the whole trace the error
-map (with a check report) and the parameter map (:mod:`widgets.error_map`), whose cells open
+map (with a check report) and the parameter map (`widgets.error_map`), whose cells open
 their step with their node selected. A view registered later is a tab here with no change to
 this file.
 
 Kept small enough to attach to a bug report: only changed steps get a graph payload of their
-own (``<script type="application/json" id="pl-g{k}">``, parsed when first shown; an unchanged
+own (`<script type="application/json" id="pl-g{k}">`, parsed when first shown; an unchanged
 step shows the graph of the step it was given, drawn plain), and every other pane of a step
-(IR text, diff, table, ...) is stored once in a ``<template>`` however many steps show it.
-Steps whose payloads are the same but for their header (``step``, ``baseline``: an equal
-module of a pass's own against an equal module) share one script: ``steps[i].graph`` is its
-``k``, and its header names the first step that has it (the page reads neither).
+(IR text, diff, table, ...) is stored once in a `<template>` however many steps show it.
+Steps whose payloads are the same but for their header (`step`, `baseline`: an equal
+module of a pass's own against an equal module) share one script: `steps[i].graph` is its
+`k`, and its header names the first step that has it (the page reads neither).
 
 Written at scale (bench/render_speed.py --reports): what a pane or payload needs is made once
 per module or pair of modules (IR text, shape table, diffs), the timeline's badges make no
@@ -78,8 +78,8 @@ def _script(element_id: str, data: Any) -> str:
 
 
 def finding_line(report, step=None, short: bool = False) -> str:
-    """One line about a check's findings (of ``step``, or the first failure of the run);
-    ``short``: with the message's summary (:func:`widgets.findings.finding_summary`; for the
+    """One line about a check's findings (of `step`, or the first failure of the run);
+    `short`: with the message's summary (`widgets.findings.finding_summary`; for the
     run, its headline) instead of the whole of it."""
     if report is None:
         return ""
@@ -107,7 +107,7 @@ def _short(text: str, limit: int) -> str:
 
 
 def _over_budget(trace, sizes: dict[int, int], total: int, max_bytes: int) -> None:
-    """Raise :class:`widgets.bounds.RenderLimitError` once the report is over ``max_bytes``,
+    """Raise `widgets.bounds.RenderLimitError` once the report is over `max_bytes`,
     naming its largest steps."""
     big = sorted(sizes, key=lambda i: -sizes[i])[:3]
     names = ", ".join(
@@ -131,10 +131,10 @@ def report_html(
     progress=None,
     max_bytes: int = MAX_REPORT_BYTES,
 ) -> str:
-    """The whole report as one HTML string (see the module docstring); ``progress``: per
-    step, as :class:`explorer.progress.Job` shows it (a callback gets ``(done, total,
-    step name)``). Past ``max_bytes`` (about: characters) it raises
-    :class:`widgets.bounds.RenderLimitError`, naming the largest steps, rather than writing
+    """The whole report as one HTML string (see the module docstring); `progress`: per
+    step, as `explorer.progress.Job` shows it (a callback gets `(done, total,
+    step name)`). Past `max_bytes` (about: characters) it raises
+    `widgets.bounds.RenderLimitError`, naming the largest steps, rather than writing
     a report no browser opens. The cyclic garbage collector is paused meanwhile: a report of
     10,000-node steps makes millions of objects, all kept or freed by their counts, which the
     collector would walk again and again (with every other object of the process)."""
@@ -303,8 +303,8 @@ _STEP_IDS = iter(range(1, 1 << 62))
 
 
 def step_html(step, baseline=None, report=None, max_boxes: int = MAX_BOXES) -> str:
-    """One step's graph (diff-coloured against ``baseline``) as an HTML snippet that draws
-    the graph component in place: what ``Step._repr_html_`` shows in Jupyter (its scripts
+    """One step's graph (diff-coloured against `baseline`) as an HTML snippet that draws
+    the graph component in place: what `Step._repr_html_` shows in Jupyter (its scripts
     run in a trusted notebook; elsewhere the snippet says so)."""
     from widgets.graph_view import graph_css, graph_data, graph_js
 
@@ -336,11 +336,11 @@ def write_html(
     progress=None,
     max_bytes: int = MAX_REPORT_BYTES,
 ) -> int:
-    """Write the report of ``trace`` (and of a check ``report``, if given) to ``path``;
-    returns the file's size in bytes. ``max_boxes``: how many boxes a step's graph opens
-    with (groups are collapsed, finest first, until it fits); ``progress``: per step (see
-    :mod:`explorer.progress`); ``max_bytes``: the report's budget (past it, a
-    :class:`widgets.bounds.RenderLimitError` and no file)."""
+    """Write the report of `trace` (and of a check `report`, if given) to `path`;
+    returns the file's size in bytes. `max_boxes`: how many boxes a step's graph opens
+    with (groups are collapsed, finest first, until it fits); `progress`: per step (see
+    `explorer.progress`); `max_bytes`: the report's budget (past it, a
+    `widgets.bounds.RenderLimitError` and no file)."""
     text = report_html(
         trace, report=report, max_boxes=max_boxes, progress=progress, max_bytes=max_bytes
     )

@@ -1,12 +1,12 @@
 """Two runs side by side at the step where they differ: the old run of a re-run beside the new
-one (the stepper's graph tab, :mod:`widgets.stepper`), and the two traces of a comparison
-(``explorer.compare(a, b)``'s HTML, :func:`comparison_html`).
+one (the stepper's graph tab, `widgets.stepper`), and the two traces of a comparison
+(`explorer.compare(a, b)`'s HTML, `comparison_html`).
 
-A re-run (``new = old.rerun(...)``) has ``new.rerun_of`` (the old Trace) and ``new.rerun_from``
+A re-run (`new = old.rerun(...)`) has `new.rerun_of` (the old Trace) and `new.rerun_from`
 (the first step recorded anew; the steps before it are the old trace's). From that step on,
-step ``k`` of the new trace is paired with step ``k`` of the old one (:func:`old_step`): same
+step `k` of the new trace is paired with step `k` of the old one (`old_step`): same
 place in the pipeline, each drawn against its own previous step, each with its own run's check
-verdict and findings (:func:`run_caption_html`). Pure functions: every name escaped (``esc``).
+verdict and findings (`run_caption_html`). Pure functions: every name escaped (`esc`).
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ _GOOD = {"ok", "reference", "unchanged", "changed"}
 
 
 def rerun_base(trace):
-    """The trace ``trace`` was re-run from (``trace.rerun_of``), or None."""
+    """The trace `trace` was re-run from (`trace.rerun_of`), or None."""
     return getattr(trace, "rerun_of", None)
 
 
 def rerun_start(trace) -> int | None:
-    """The first step of a re-run recorded anew (``trace.rerun_from``), None for a trace that
+    """The first step of a re-run recorded anew (`trace.rerun_from`), None for a trace that
     is not a re-run (or whose start is not a step of both runs)."""
     base = rerun_base(trace)
     start = getattr(trace, "rerun_from", None)
@@ -49,8 +49,8 @@ def rerun_start(trace) -> int | None:
 
 
 def old_step(trace, index: int):
-    """The old run's step beside step ``index`` of a re-run: the old trace's step at the same
-    place, for a step recorded anew (``index >= trace.rerun_from``); None otherwise."""
+    """The old run's step beside step `index` of a re-run: the old trace's step at the same
+    place, for a step recorded anew (`index >= trace.rerun_from`); None otherwise."""
     start = rerun_start(trace)
     if start is None or index < start:
         return None
@@ -59,7 +59,7 @@ def old_step(trace, index: int):
 
 
 def family_root(trace):
-    """The first trace of a line of re-runs (``rerun_of`` followed back to a trace that is
+    """The first trace of a line of re-runs (`rerun_of` followed back to a trace that is
     not a re-run)."""
     seen = set()
     while rerun_base(trace) is not None and id(trace) not in seen:
@@ -69,7 +69,7 @@ def family_root(trace):
 
 
 def step_check(report, step):
-    """The check ``report``'s numbers of ``step`` (an ``explorer.check.StepCheck``), or None
+    """The check `report`'s numbers of `step` (an `explorer.check.StepCheck`), or None
     (no report, or the step not in it)."""
     for c in getattr(report, "steps", None) or ():
         s = getattr(c, "step", None)
@@ -81,8 +81,8 @@ def step_check(report, step):
 
 
 def verdict(report, step) -> tuple[str, bool]:
-    """What the check said of ``step``, in words, and whether that is good: ``diverged, max
-    rel 0.84``, ``ok, max rel 3.1e-07``, ``not checked`` (no report) ..."""
+    """What the check said of `step`, in words, and whether that is good: `diverged, max
+    rel 0.84`, `ok, max rel 3.1e-07`, `not checked` (no report) ..."""
     problems = problems_of(report, step)
     if step.failed:
         return f"failed: {type(step.error).__name__}", False
@@ -104,9 +104,9 @@ def verdict(report, step) -> tuple[str, bool]:
 
 def run_caption_html(label: str, step, report=None, side: str = "new") -> str:
     """The caption over one side, two lines whatever it says (so that two sides' graphs line
-    up): ``label`` (``old run``, ``A: torch`` ...), the step and its verdict under
-    ``report``; then its first finding (how many more; the whole text in the tooltip), or
-    that it has none. ``side`` is ``old`` or ``new`` (its colour)."""
+    up): `label` (`old run`, `A: torch` ...), the step and its verdict under
+    `report`; then its first finding (how many more; the whole text in the tooltip), or
+    that it has none. `side` is `old` or `new` (its colour)."""
     text, good = verdict(report, step)
     cls = "pl-run-ok" if good else "pl-run-bad"
     problems = problems_of(report, step)
@@ -142,7 +142,7 @@ def rerun_note_html(trace) -> str:
 
 
 def runs_html(left: tuple, right: tuple, max_boxes: int = MAX_BOXES, height: int = 480) -> str:
-    """Two steps side by side, each ``(label, step, report, side)``: its caption and its graph
+    """Two steps side by side, each `(label, step, report, side)`: its caption and its graph
     (drawn by the graph component in an iframe, against its own previous step)."""
     from widgets.snapshot import GraphSnapshot
 
@@ -163,7 +163,7 @@ def runs_html(left: tuple, right: tuple, max_boxes: int = MAX_BOXES, height: int
 
 def comparison_html(comparison, max_boxes: int = MAX_BOXES, height: int = 480) -> str:
     """The part of a comparison's HTML that opens on the first step where the two traces
-    differ (``comparison.changed_steps()``): both sides at that step, captioned with each
+    differ (`comparison.changed_steps()`): both sides at that step, captioned with each
     trace's check verdict; a note when they never differ."""
     pair = comparison.changed_steps()
     if pair is None:

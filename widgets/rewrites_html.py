@@ -1,12 +1,12 @@
-"""The ``rewrites`` view of a step: the rules its pass applied, with counts, and every rule
+"""The `rewrites` view of a step: the rules its pass applied, with counts, and every rule
 application (matched nodes before, produced nodes after); choosing a rule shows only its
 rewrites ("all rules" shows them all again).
 
 Self-contained HTML: the filter is a radio button per rule in the view's own form and CSS
-that works on rule numbers (``:has``), no script and no name in a selector, so the report,
+that works on rule numbers (`:has`), no script and no name in a selector, so the report,
 the Jupyter stepper and the Panel app show the same piece. Every name
-is escaped; long lists are cut (:data:`MAX_ROWS` rewrites, :data:`MAX_RULE_ROWS` rules,
-:data:`MAX_SHOWN_NAMES` names a cell, :data:`MAX_NAME_CHARS` characters a name), with a note.
+is escaped; long lists are cut (`MAX_ROWS` rewrites, `MAX_RULE_ROWS` rules,
+`MAX_SHOWN_NAMES` names a cell, `MAX_NAME_CHARS` characters a name), with a note.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _names(names, cut: int = 0, graph=None) -> str:
 
 
 def _nested(step) -> list:
-    """The passes nested in ``step`` that applied rules, in order."""
+    """The passes nested in `step` that applied rules, in order."""
     trace = step.trace
     if trace is None or not step.children:
         return []
@@ -79,8 +79,8 @@ def _nested(step) -> list:
 
 
 def rewrites_html(step, report=None) -> str:
-    """The rewrites view of ``step`` (see the module docstring); ``report`` is not used (a
-    view of the registry of :mod:`widgets.views` takes it)."""
+    """The rewrites view of `step` (see the module docstring); `report` is not used (a
+    view of the registry of `widgets.views` takes it)."""
     rewrites = list(getattr(step, "rewrites", ()) or ())
     if not rewrites:
         if step.kind != "pass":

@@ -1,14 +1,14 @@
-"""A step's graph without a kernel: the graph component itself (``static/graph.js``) and the
+"""A step's graph without a kernel: the graph component itself (`static/graph.js`) and the
 step's payload in one self-contained HTML page, for pictures in notebooks and documents.
 
-- :func:`graph_page`: the page (the component's script and style, the payload as JSON in a
-  ``<script type="application/json">`` element, nothing loaded from the network);
-- :class:`GraphSnapshot`: that page in an ``<iframe srcdoc>``, for a notebook cell: it is drawn
+- `graph_page`: the page (the component's script and style, the payload as JSON in a
+  `<script type="application/json">` element, nothing loaded from the network);
+- `GraphSnapshot`: that page in an `<iframe srcdoc>`, for a notebook cell: it is drawn
   where the cell's output is shown, in JupyterLab and in the published HTML of a notebook (no
   widget manager, no kernel: it can be panned, zoomed, searched and expanded, but nothing goes
-  back to Python). Several side by side: :func:`side_by_side`.
+  back to Python). Several side by side: `side_by_side`.
 
-There is one renderer: the same component, fed the same payload (:func:`widgets.graph_view.
+There is one renderer: the same component, fed the same payload (`widgets.graph_view.
 graph_data`) as the Jupyter widget, the Panel app and the HTML report. Weights' statistics are
 in the payload's details (no kernel is there to send them when a weight is selected).
 """
@@ -56,10 +56,10 @@ def graph_page(
     title: str = "",
     fit: bool = False,
 ) -> str:
-    """The graph of ``step`` (diff-coloured against ``baseline``, the findings of a check
-    ``report`` on it) as one self-contained HTML page drawn by the graph component; the graph
-    is ``height`` pixels tall, ``title`` the page's title (by default the step's). It opens
-    as the component opens it (readable, on the first change or finding), or with ``fit``
+    """The graph of `step` (diff-coloured against `baseline`, the findings of a check
+    `report` on it) as one self-contained HTML page drawn by the graph component; the graph
+    is `height` pixels tall, `title` the page's title (by default the step's). It opens
+    as the component opens it (readable, on the first change or finding), or with `fit`
     the whole graph in view (for a small graph)."""
     data = {**graph_data(step, baseline, report, max_boxes, stats=True), "fit": bool(fit)}
     title = title or f"#{step.index} {step.name}"
@@ -76,8 +76,8 @@ def graph_page(
 
 class GraphSnapshot:
     """A step's graph drawn by the component in a notebook cell's output, with no widget and
-    no kernel (see the module docstring). ``GraphSnapshot(step, baseline, report)``; the
-    other arguments as for :func:`graph_page`."""
+    no kernel (see the module docstring). `GraphSnapshot(step, baseline, report)`; the
+    other arguments as for `graph_page`."""
 
     def __init__(
         self,
@@ -94,7 +94,7 @@ class GraphSnapshot:
         self.page = graph_page(step, baseline, report, max_boxes, height, title, fit)
 
     def iframe_html(self) -> str:
-        """The page in an ``<iframe srcdoc>`` (the page escaped as an attribute value)."""
+        """The page in an `<iframe srcdoc>` (the page escaped as an attribute value)."""
         label = f"graph of #{self.step.index} {self.step.name}"
         return (
             f'<iframe srcdoc="{esc(self.page, None)}" title="{esc(label, 200)}" '
@@ -110,7 +110,7 @@ class GraphSnapshot:
 
 
 class SideBySide:
-    """Several snapshots in one row (:func:`side_by_side`)."""
+    """Several snapshots in one row (`side_by_side`)."""
 
     def __init__(self, snapshots: list[GraphSnapshot]):
         self.snapshots = snapshots

@@ -1,5 +1,5 @@
 """A weight's first values and statistics (min, max, mean, std), as the node details of the
-graph component show them (:func:`param_stats`), remembered per array."""
+graph component show them (`param_stats`), remembered per array."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ CHUNK = 1 << 18  # elements upcast to float64 at a time (2 MB: they stay in the 
 def _min_max_mean_std(flat: np.ndarray) -> tuple[float, float, float, float]:
     """Min, max, mean and standard deviation in float64, in one read of the array, a chunk
     at a time (Chan et al.'s pairwise update for the mean and variance), so a 1 GiB
-    embedding needs 2 MB of float64, not twice its size (``std`` made two float64 copies of
+    embedding needs 2 MB of float64, not twice its size (`std` made two float64 copies of
     the whole array: 26 s and 2 GiB for a 1B model's embedding), and is read from memory
     once (min and max are taken of the chunk, in the cache)."""
     n, mean, m2 = 0, 0.0, 0.0
@@ -66,14 +66,14 @@ _STATS: OrderedDict = OrderedDict()  # id(array) -> (array, stats), most recent 
 
 
 def _preview(data: np.ndarray, preview: int = 8) -> list:
-    """The first values in logical order, as :func:`param_stats` gives them."""
+    """The first values in logical order, as `param_stats` gives them."""
     return jsonable([float(v) for v in data.flat[:preview]])
 
 
 def whole_view_of(data: np.ndarray) -> np.ndarray:
-    """The array whose memory ``data`` reads whole, each element once, as a transposed or
-    reshaped view (a pass's ``w.T``): ``data``'s values in memory order are that array's, so
-    are its statistics. ``data`` itself when it is not such a view."""
+    """The array whose memory `data` reads whole, each element once, as a transposed or
+    reshaped view (a pass's `w.T`): `data`'s values in memory order are that array's, so
+    are its statistics. `data` itself when it is not such a view."""
     root = data
     while isinstance(root.base, np.ndarray):
         root = root.base
@@ -96,9 +96,9 @@ def whole_view_of(data: np.ndarray) -> np.ndarray:
 
 
 def cached_stats(data: np.ndarray) -> dict:
-    """``param_stats(data)``, remembered for the array ``data`` (by identity, the array kept
+    """`param_stats(data)`, remembered for the array `data` (by identity, the array kept
     with it; the last 65536). A transposed or reshaped view of a whole array (a pass's
-    ``w.T``) takes the statistics of that array (the same values, read in the same order:
+    `w.T`) takes the statistics of that array (the same values, read in the same order:
     the same numbers), with its own first values."""
     hit = _STATS.get(id(data))
     if hit is not None and hit[0] is data:

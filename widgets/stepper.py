@@ -1,28 +1,28 @@
 """PassStepper: step through a trace's passes in Jupyter.
 
-The frame of every front end (:mod:`widgets.frame`): a timeline of steps with coloured badges
+The frame of every front end (`widgets.frame`): a timeline of steps with coloured badges
 (changed, node delta, parameter-bytes delta, time, failed, findings; a click or the arrow keys
 step through it) under a "hide unchanged passes" checkbox; beside it previous / next buttons
 and the step's header, the tab bar and the pane of the tab shown. The tabs are the views of
-:mod:`widgets.views`' registry: the step's graph (the graph component: diff coloured, before /
+`widgets.views`' registry: the step's graph (the graph component: diff coloured, before /
 after toggle, search, expand / collapse), its IR, IR diff, parameters, shapes and numerics,
 and the trace's error map (with a check report) and parameter map, whose cells open their step
-with their node selected (``show_node``). It opens on the step the report and the Panel app
+with their node selected (`show_node`). It opens on the step the report and the Panel app
 open on (the failed pass, else the check report's first finding, else the first pass that
-changed the module: :func:`widgets.views.start_index`). The widget holds the state (``index``,
-``hide_unchanged``) as traitlets; a tab is rendered when it is shown (a step is a light
+changed the module: `widgets.views.start_index`). The widget holds the state (`index`,
+`hide_unchanged`) as traitlets; a tab is rendered when it is shown (a step is a light
 descriptor until it is opened).
 
 It takes the cell's whole width: the timeline is a column of 280 px and the step the rest;
 where the cell is too narrow for both (under about 850 px), the step goes under the timeline,
 which is then shorter.
 
-``stepper.show(trace)`` puts another trace in the same widget, where it is shown, keeping the
+`stepper.show(trace)` puts another trace in the same widget, where it is shown, keeping the
 step (the same place, when it holds a pass of the same name) and the selected node (when the
-new step has a node of that id). For a re-run (``new = old.rerun(...)``: ``new.rerun_of``,
-``new.rerun_from``), the graph tab of a step recorded anew has the old run's step beside the
-new one, each with its own check verdict and findings (:mod:`widgets.rerun_view`; the
-``side_by_side`` checkbox hides it). ``trace.stepper()`` of a re-run (:func:`stepper_for`)
+new step has a node of that id). For a re-run (`new = old.rerun(...)`: `new.rerun_of`,
+`new.rerun_from`), the graph tab of a step recorded anew has the old run's step beside the
+new one, each with its own check verdict and findings (`widgets.rerun_view`; the
+`side_by_side` checkbox hides it). `trace.stepper()` of a re-run (`stepper_for`)
 shows it in the stepper of the same line of runs that was displayed last, and returns that
 stepper, so re-running a cell shows the fix where the old run was; a stepper never displayed,
 or closed, is not reused: then it is a new one.
@@ -64,9 +64,9 @@ LAYOUT_CSS = """
 
 
 class Timeline(anywidget.AnyWidget):
-    """The steps of a trace with their coloured badges (``rows``: the HTML of
-    :func:`views.timeline_row_html` for each step); ``index`` is the current step (a click or
-    the arrow keys set it), ``hidden`` the steps not listed."""
+    """The steps of a trace with their coloured badges (`rows`: the HTML of
+    `views.timeline_row_html` for each step); `index` is the current step (a click or
+    the arrow keys set it), `hidden` the steps not listed."""
 
     _esm = panel_esm((STATIC / "timeline.js").read_text())
     _css = (
@@ -82,7 +82,7 @@ class Timeline(anywidget.AnyWidget):
 
 
 class TabBar(anywidget.AnyWidget):
-    """The tab bar (``html``: :func:`widgets.frame.tab_bar_html`); ``active`` is the key of
+    """The tab bar (`html`: `widgets.frame.tab_bar_html`); `active` is the key of
     the tab shown (a click sets it)."""
 
     _esm = panel_esm(tabs_esm())
@@ -92,9 +92,9 @@ class TabBar(anywidget.AnyWidget):
 
 
 class MapView(anywidget.AnyWidget):
-    """A view of the whole trace, such as the error map or the parameter map (``html``:
-    :mod:`widgets.error_map`); ``current`` is the step whose row is marked, ``pick`` what was
-    clicked (``step``, ``node``)."""
+    """A view of the whole trace, such as the error map or the parameter map (`html`:
+    `widgets.error_map`); `current` is the step whose row is marked, `pick` what was
+    clicked (`step`, `node`)."""
 
     _esm = panel_esm((STATIC / "layer_map.js").read_text())
     _css = MAP_CSS
@@ -111,8 +111,8 @@ _ORDER = itertools.count()
 
 class PassStepper(StepFrame, w.VBox):
     """The timeline of a trace's steps and the current step's views (see the module
-    docstring); ``index`` is the current step, ``hide_unchanged`` hides unchanged passes,
-    ``side_by_side`` shows a re-run's old step beside the new one."""
+    docstring); `index` is the current step, `hide_unchanged` hides unchanged passes,
+    `side_by_side` shows a re-run's old step beside the new one."""
 
     index = traitlets.Int(0)
     hide_unchanged = traitlets.Bool(False)
@@ -167,7 +167,7 @@ class PassStepper(StepFrame, w.VBox):
 
     def _graph_pane(self) -> None:
         """The graph tab's pane: the graph, and for a re-run a bar saying what was recorded
-        anew (with the ``side_by_side`` checkbox) and the old run's column beside it."""
+        anew (with the `side_by_side` checkbox) and the old run's column beside it."""
         self.rerun_note = w.HTML(layout=w.Layout(flex="1", min_width="0"))
         self.beside_box = w.Checkbox(
             value=True, description="old run | new run side by side", indent=False
@@ -194,7 +194,7 @@ class PassStepper(StepFrame, w.VBox):
         self.graph_pane = w.VBox([self.runs_bar, columns], layout=w.Layout(width="100%"))
 
     def _load(self, trace, report) -> None:
-        """Take ``trace``'s views, panes, tab bar and timeline (the step is chosen after)."""
+        """Take `trace`'s views, panes, tab bar and timeline (the step is chosen after)."""
         old_panes = [p for p in getattr(self, "panes", {}).values() if p is not self.graph]
 
         def trace_pane(view):
@@ -216,7 +216,7 @@ class PassStepper(StepFrame, w.VBox):
         self.tab_bar.active = self.views[0].key
 
     def _go_to(self, index: int) -> None:
-        """Show step ``index`` (drawn again if it is the current one)."""
+        """Show step `index` (drawn again if it is the current one)."""
         self._fill_timeline()
         if index != self.index:
             self.index = index
@@ -224,10 +224,10 @@ class PassStepper(StepFrame, w.VBox):
             self._show()
 
     def show(self, trace, report=None) -> None:
-        """Show ``trace`` in this stepper, in place (the same widget where it is displayed),
-        with a check ``report`` (by default the trace's own, ``trace.report``; False for
-        none). The step stays where it was when ``trace`` has a step of the same name at that
-        place, else it is the first step a re-run recorded anew (``trace.rerun_from``), else
+        """Show `trace` in this stepper, in place (the same widget where it is displayed),
+        with a check `report` (by default the trace's own, `trace.report`; False for
+        none). The step stays where it was when `trace` has a step of the same name at that
+        place, else it is the first step a re-run recorded anew (`trace.rerun_from`), else
         where a new stepper opens; the tab and the selected node stay (the node when the
         step has one of that id); "hide unchanged passes" stays."""
         steps = getattr(trace, "steps", None)
@@ -283,8 +283,8 @@ class PassStepper(StepFrame, w.VBox):
 
     def _show_runs(self, kept: str = "") -> None:
         """The re-run bar, and the old run's step beside the current one when it has one and
-        ``side_by_side`` is on (else the graph alone, as for any trace); ``kept``: the node
-        selected before ``show``, selected on the old side too where it is (the node a fix
+        `side_by_side` is on (else the graph alone, as for any trace); `kept`: the node
+        selected before `show`, selected on the old side too where it is (the node a fix
         took away is still there)."""
         note = rerun_view.rerun_note_html(self.trace)
         self.rerun_note.value = note
@@ -359,7 +359,7 @@ class PassStepper(StepFrame, w.VBox):
 def _opening_index(trace, report=None) -> int:
     """The step a stepper opens on: a re-run's first step recorded anew (the pass that was
     fixed) unless a pass failed, else the step the report and the Panel app open on
-    (:func:`widgets.views.start_index`: the failed pass, the first finding of ``report``, else
+    (`widgets.views.start_index`: the failed pass, the first finding of `report`, else
     the first pass that changed the module)."""
     start = rerun_view.rerun_start(trace)
     if start is not None and trace.failure is None:
@@ -368,7 +368,7 @@ def _opening_index(trace, report=None) -> int:
 
 
 def displayed_stepper(trace) -> PassStepper | None:
-    """The stepper of ``trace``'s line of re-runs (a trace it re-ran, re-runs of those, the
+    """The stepper of `trace`'s line of re-runs (a trace it re-ran, re-runs of those, the
     trace itself) displayed last and still open, or None."""
     root = rerun_view.family_root(trace)
     live = [
@@ -380,10 +380,10 @@ def displayed_stepper(trace) -> PassStepper | None:
 
 
 def stepper_for(trace, report=None) -> PassStepper:
-    """What ``trace.stepper()`` returns: for a re-run, the stepper of its line of runs that is
-    displayed (:func:`displayed_stepper`), now showing ``trace`` (``show``); otherwise (no
+    """What `trace.stepper()` returns: for a re-run, the stepper of its line of runs that is
+    displayed (`displayed_stepper`), now showing `trace` (`show`); otherwise (no
     such stepper: never displayed, or closed; or a trace that is not a re-run) a new one.
-    ``report`` is the one to show (None: none)."""
+    `report` is the one to show (None: none)."""
     if rerun_view.rerun_base(trace) is not None:
         stepper = displayed_stepper(trace)
         if stepper is not None:

@@ -5,9 +5,9 @@
     NumericsTable(step, report)         # error against the reference, per-node errors
     TextDiff(step, baseline=None)       # the IR diff, side by side or unified
 
-Each is an ipywidgets box whose content comes from :mod:`widgets.tables_html` and
-:mod:`widgets.ir_text` (the same HTML as the stepper's tabs, the Panel app and the report);
-``show(step, ...)`` points it at another step.
+Each is an ipywidgets box whose content comes from `widgets.tables_html` and
+`widgets.ir_text` (the same HTML as the stepper's tabs, the Panel app and the report);
+`show(step, ...)` points it at another step.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class _Table(w.VBox):
 
 
 class ParamTable(_Table):
-    """The parameters of ``step`` with their status against ``baseline`` (default: the step
+    """The parameters of `step` with their status against `baseline` (default: the step
     before it): new, removed, resized, cast, duplicate of another, N copies of a weight."""
 
     def __init__(self, step, baseline=None):
@@ -52,7 +52,7 @@ class ParamTable(_Table):
 
 class ShapeTable(_Table):
     """Every value's annotated type, shape changes against the previous step and, with a check
-    ``report``, annotated vs computed shapes (mismatches first)."""
+    `report`, annotated vs computed shapes (mismatches first)."""
 
     def __init__(self, step, report=None):
         self.report = report
@@ -69,7 +69,7 @@ class ShapeTable(_Table):
 
 
 class NumericsTable(ShapeTable):
-    """What a check ``report`` says about ``step``: error against the reference, findings, and
+    """What a check `report` says about `step`: error against the reference, findings, and
     the per-node errors of a divergence (earliest first, with their source layer)."""
 
     def render(self) -> str:
@@ -77,7 +77,7 @@ class NumericsTable(ShapeTable):
 
 
 class TextDiff(_Table):
-    """The IR text diff of ``step`` against ``baseline`` (default: the step before it), side by
+    """The IR text diff of `step` against `baseline` (default: the step before it), side by
     side or unified (a toggle)."""
 
     MODES = ("side-by-side", "unified")

@@ -1,7 +1,7 @@
-"""The step's tables as HTML: parameters (:func:`param_table_html`), shapes
-(:func:`shape_table_html`) and numerics (:func:`numerics_table_html`), sortable by a click on a
-column head; and :data:`TABLE_CSS`, the style sheet of every HTML piece (tables, the IR diff,
-badges). Shared by the Jupyter widgets (:mod:`widgets.tables`), the stepper, the Panel app and
+"""The step's tables as HTML: parameters (`param_table_html`), shapes
+(`shape_table_html`) and numerics (`numerics_table_html`), sortable by a click on a
+column head; and `TABLE_CSS`, the style sheet of every HTML piece (tables, the IR diff,
+badges). Shared by the Jupyter widgets (`widgets.tables`), the stepper, the Panel app and
 the report.
 """
 
@@ -80,14 +80,14 @@ def _shape_text(shape) -> str:
 
 
 def _elements(shape) -> int | str:
-    """A shape's element count for sorting; a symbolic dim (text, ``n``) counts as 1."""
+    """A shape's element count for sorting; a symbolic dim (text, `n`) counts as 1."""
     return math.prod(d for d in shape if isinstance(d, int)) if shape else 1
 
 
 def param_rows(step, baseline=None) -> list[dict]:
-    """One row per parameter of ``step`` (and per parameter of ``baseline`` it no longer
-    has): name, shape, dtype, bytes, status, and ``bloat`` when it made the total grow.
-    Status against ``baseline``: new, removed, resized, cast, new values, renamed from X,
+    """One row per parameter of `step` (and per parameter of `baseline` it no longer
+    has): name, shape, dtype, bytes, status, and `bloat` when it made the total grow.
+    Status against `baseline`: new, removed, resized, cast, new values, renamed from X,
     duplicate of X, N copies of X, X transposed; without a baseline, only duplicates and
     copies within the step."""
     params = step.graph.params
@@ -156,7 +156,7 @@ def param_rows(step, baseline=None) -> list[dict]:
 
 def param_table_html(step, baseline=None) -> str:
     """The parameter table (sortable): name, shape, dtype, bytes, status; totals, and the
-    delta against ``baseline``."""
+    delta against `baseline`."""
     rows = param_rows(step, baseline)
     body = []
     for r in rows:
@@ -255,7 +255,7 @@ def _shape_table(step, prev, mismatch: dict[str, str], report) -> str:
 
 
 def _step_check(report, step):
-    """The report's numbers for ``step`` (an entry of ``report.steps`` whose ``step`` is it)."""
+    """The report's numbers for `step` (an entry of `report.steps` whose `step` is it)."""
     for c in getattr(report, "steps", None) or []:
         if getattr(c, "step", None) is step:
             return c
@@ -263,7 +263,7 @@ def _step_check(report, step):
 
 
 def numerics_table_html(step, report=None) -> str:
-    """What a check ``report`` says about ``step``: its status and error against the
+    """What a check `report` says about `step`: its status and error against the
     reference, its findings, and the per-node errors of a divergence (earliest first, each
     node with where it came from in the source)."""
     if report is None:

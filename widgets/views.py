@@ -1,32 +1,32 @@
 """The views of a step, one registry for the three front ends (the Jupyter
-:class:`~widgets.stepper.PassStepper`, the Panel app of :mod:`widgets.app` and the HTML report of
-:mod:`widgets.report`), and what their frames share: which steps a timeline lists, where
+`widgets.stepper.PassStepper`, the Panel app of `widgets.app` and the HTML report of
+`widgets.report`), and what their frames share: which steps a timeline lists, where
 previous / next go, a step's timeline row and header.
 
 A view is a tab: the graph, the IR, the IR diff, the parameters, the shapes, the numerics, the
-error map, the parameter map. Each is one :class:`View` in :data:`VIEWS`: its title, its place
-(``order``: the tabs are sorted by it, in every front end), when a trace has it (``when``:
-numerics and the error map only with a check report), and how it renders (``html``). Every
-front end reads :func:`views_for` and nothing else to know its tabs; their frames (timeline,
-header, tab bar, panes) are :mod:`widgets.frame`.
+error map, the parameter map. Each is one `View` in `VIEWS`: its title, its place
+(`order`: the tabs are sorted by it, in every front end), when a trace has it (`when`:
+numerics and the error map only with a check report), and how it renders (`html`). Every
+front end reads `views_for` and nothing else to know its tabs; their frames (timeline,
+header, tab bar, panes) are `widgets.frame`.
 
 Adding a view is one function (in the module that renders it) and one line in the list of
-views below (``register(View(...))`` after the built-in ones), which every front end then shows::
+views below (`register(View(...))` after the built-in ones), which every front end then shows::
 
     def rewrites_html(step, report=None) -> str | None:   # HTML, every name escaped (esc)
         ...                                               # None: nothing for this step
     register(View("rewrites", 35, rewrites_html))          # 35: after the IR diff
 
-(the line must run when :mod:`widgets.views` is imported: a view registered in a module nobody
+(the line must run when `widgets.views` is imported: a view registered in a module nobody
 imports is in no front end). Built-in orders: graph 10, IR 20, IR diff 30, params 40, shapes
 50, numerics 60, error map 70, param map 80, compile 90 (torch.compile traces).
 
-``scope="step"`` (the default) renders one pane per step: ``html(step, report)``, returning
+`scope="step"` (the default) renders one pane per step: `html(step, report)`, returning
 None where the view has nothing for that step (the frames then say so). The report renders it
 for every step and stores each distinct pane once; the stepper and the app when the tab is
-shown. ``scope="trace"`` renders one pane for the whole trace, ``html(trace, report)``, whose
-cells carry ``data-step`` (and ``data-node``, a graph node id) to open that step (the maps of
-:mod:`widgets.error_map`); ``when(trace, report)`` leaves a view out of a trace (by default
+shown. `scope="trace"` renders one pane for the whole trace, `html(trace, report)`, whose
+cells carry `data-step` (and `data-node`, a graph node id) to open that step (the maps of
+`widgets.error_map`); `when(trace, report)` leaves a view out of a trace (by default
 it is always there). Pure functions: no widget state.
 """
 
@@ -53,19 +53,19 @@ _KEY = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
 def always(trace, report=None) -> bool:
-    """``when`` of a view every trace has."""
+    """`when` of a view every trace has."""
     return True
 
 
 def with_report(trace, report=None) -> bool:
-    """``when`` of a view shown only with a check report."""
+    """`when` of a view shown only with a check report."""
     return report is not None
 
 
 @dataclass(frozen=True)
 class View:
-    """One tab of every front end (see the module docstring). ``key`` names it in a page
-    (``data-tab``, ``pl-pane-{key}``): by default its title in lower case, spaces as dashes."""
+    """One tab of every front end (see the module docstring). `key` names it in a page
+    (`data-tab`, `pl-pane-{key}`): by default its title in lower case, spaces as dashes."""
 
     title: str
     order: float
@@ -96,7 +96,7 @@ VIEWS: dict[str, View] = {}
 
 
 def register(view: View) -> View:
-    """Add ``view`` to :data:`VIEWS` (replacing the view of the same title); returns it."""
+    """Add `view` to `VIEWS` (replacing the view of the same title); returns it."""
     clash = next((v for v in VIEWS.values() if v.key == view.key and v.title != view.title), None)
     if clash is not None:
         raise ValueError(f"view {view.title!r}: key {view.key!r} is taken by {clash.title!r}")
@@ -108,20 +108,20 @@ def register(view: View) -> View:
 
 
 def unregister(title: str) -> View:
-    """Take the view called ``title`` out of :data:`VIEWS`; returns it."""
+    """Take the view called `title` out of `VIEWS`; returns it."""
     if title not in VIEWS:
         raise ValueError(f"no view {title!r}; views: {', '.join(VIEWS)}")
     return VIEWS.pop(title)
 
 
 def views_for(trace, report=None) -> list[View]:
-    """The views a front end shows for ``trace`` (and a check ``report``), in tab order."""
+    """The views a front end shows for `trace` (and a check `report`), in tab order."""
     chosen = [v for v in VIEWS.values() if v.when(trace, report)]
     return sorted(chosen, key=lambda v: (v.order, v.title))
 
 
 def step_html(view: View, step, report=None) -> str | None:
-    """The HTML of a step view for ``step`` (None: nothing to show for it)."""
+    """The HTML of a step view for `step` (None: nothing to show for it)."""
     if view.scope != "step":
         raise ValueError(f"{view.title!r} is a {view.scope} view, not a view of a step")
     return view.html(step, report)
@@ -135,7 +135,7 @@ def trace_html(view: View, trace, report=None) -> str:
 
 
 def tab_html(step, tab: str, report=None) -> str:
-    """The HTML of the step view called ``tab`` for ``step`` (a note where it has nothing)."""
+    """The HTML of the step view called `tab` for `step` (a note where it has nothing)."""
     view = VIEWS.get(tab)
     if view is None or view.scope != "step":
         names = ", ".join(v.title for v in VIEWS.values() if v.scope == "step")
@@ -182,10 +182,10 @@ register(View("compile", 90, compile_html, when=has_compile_info, scope="trace")
 
 def start_index(trace, report=None, first_change: bool = True) -> int:
     """The step a front end opens on: the failed pass if one failed, else the step of the
-    check ``report``'s first finding (a failure before a note), else (with ``first_change``)
+    check `report`'s first finding (a failure before a note), else (with `first_change`)
     the first pass that changed the module (a pass of its own, not a pipeline holding
     others), else the first step. Where there is something to see, not the source graph:
-    the report, the Panel app and the Jupyter stepper all open there (``first_change``
+    the report, the Panel app and the Jupyter stepper all open there (`first_change`
     False: the failed pass or the first step)."""
     failure = trace.failure
     if failure is not None:
@@ -211,17 +211,17 @@ def visible_steps(trace, hide_unchanged: bool) -> list[int]:
 
 
 def next_index(visible: list[int], index: int) -> int | None:
-    """The first listed step after ``index`` (None at the end)."""
+    """The first listed step after `index` (None at the end)."""
     return next((i for i in visible if i > index), None)
 
 
 def prev_index(visible: list[int], index: int) -> int | None:
-    """The last listed step before ``index`` (None at the start)."""
+    """The last listed step before `index` (None at the start)."""
     return next((i for i in reversed(visible) if i < index), None)
 
 
 def nearest_index(visible: list[int], index: int) -> int:
-    """``index`` if it is listed, else the next listed step, else the previous one (``index``
+    """`index` if it is listed, else the next listed step, else the previous one (`index`
     itself when nothing is listed)."""
     if index in visible:
         return index
@@ -233,8 +233,8 @@ def nearest_index(visible: list[int], index: int) -> int:
 
 
 def timeline_row_html(step, row: dict, report=None) -> str:
-    """One step of an HTML timeline: a ``.pl-step-row`` (``data-step`` its index, indented by
-    depth) with its name and badges (styles in ``static/timeline.css``)."""
+    """One step of an HTML timeline: a `.pl-step-row` (`data-step` its index, indented by
+    depth) with its name and badges (styles in `static/timeline.css`)."""
     badges = badges_html(step_badges(row, len(problems_of(report, step))))
     return (
         f"<div class='pl-step-row pl-st-{step.status}' data-step='{step.index}' "
@@ -245,7 +245,7 @@ def timeline_row_html(step, row: dict, report=None) -> str:
 
 
 def header_html(step, row: dict, report=None, notes: bool = True) -> str:
-    """The current step's title, badges, what it changed, and (with ``notes``) its error if
+    """The current step's title, badges, what it changed, and (with `notes`) its error if
     it failed and its findings (the report shows those in lines of its own)."""
     prev = step.previous
     head = esc(step_diff(prev, step).headline()) if prev is not None else ""
@@ -278,9 +278,9 @@ HEADER_FINDINGS = 3  # findings a header shows (the rest counted)
 
 
 def finding_html(f) -> str:
-    """One finding in a header: its kind and summary (:func:`widgets.findings.finding_summary`:
+    """One finding in a header: its kind and summary (`widgets.findings.finding_summary`:
     the headline and first reason, wrapped, never cut to the width), and where the message
-    says more, the whole of it under the summary on a click (a ``<details>``)."""
+    says more, the whole of it under the summary on a click (a `<details>`)."""
     kind = esc(getattr(f, "kind", ""))
     message = str(getattr(f, "message", ""))
     summary = finding_summary(message)
@@ -303,8 +303,8 @@ def finding_banner(finding) -> str:
 
 
 class StepNavigation:
-    """``visible``, ``next()`` and ``prev()`` for a front end that has ``trace``,
-    ``hide_unchanged`` and a settable ``index`` (the stepper and the Panel app)."""
+    """`visible`, `next()` and `prev()` for a front end that has `trace`,
+    `hide_unchanged` and a settable `index` (the stepper and the Panel app)."""
 
     @property
     def visible(self) -> list[int]:
