@@ -73,6 +73,19 @@ class StepRunner:
         `self.check.notes`); raise `CheckError` for inputs that cannot be used."""
         raise NotImplementedError(f"{type(self).__name__} does not prepare inputs")
 
+    def given_inputs(self, inputs: Any) -> tuple | list | None:
+        """The inputs to check on as a sequence: `inputs` as given to the check, else the
+        trace's example inputs; None, with a note saying so, when there are neither (a
+        `prepare` then returns `(None, None)`)."""
+        if inputs is None:
+            inputs = self.check.trace.example_inputs
+        if inputs is None:
+            self.check.notes.append(
+                "numbers not checked: give inputs (trace.check(x)) or explore with example inputs"
+            )
+            return None
+        return inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+
     def run(self, module: Any) -> Run:
         """Run one step's module on `self.check.runtime` / `self.check.weights` and return
         its `Run` (outputs, or the error: a step that cannot run is a finding, never a

@@ -187,15 +187,9 @@ class IREEStepRunner(StepRunner):
 
     # ----- inputs and the reference ----------------------------------------------------------
     def prepare(self, inputs) -> tuple[list | None, list | None]:
+        inputs = self.given_inputs(inputs)
         if inputs is None:
-            inputs = self.check.trace.example_inputs
-        if inputs is None:
-            self.check.notes.append(
-                "numbers not checked: give inputs (trace.check(x)) or explore with example inputs"
-            )
             return None, None
-        if not isinstance(inputs, (tuple, list)):
-            inputs = (inputs,)
         return [np.ascontiguousarray(to_numpy(x)) for x in inputs], []
 
     def set_reference(self, import_run: Run) -> bool:

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from explorer.reduce import NotReproducible, ReduceError
+from explorer.reduce.errors import diverged_finding
 
 MAX_INLINE_BYTES = 1 << 20  # parameters inlined into the MLIR (above: the .irpa beside it)
 MAX_SYMBOL_TRIES = 64  # unused top-level symbols tried for deletion
@@ -69,22 +70,9 @@ class _OutOfBudget(Exception):
 def pick_finding(report, finding) -> Any:
     """The finding to reduce: the first failure by default, a Finding, or its index; a
     `diverged` one at a pass of the trace."""
-    if isinstance(finding, int) and not isinstance(finding, bool):
-        if not -len(report.findings) <= finding < len(report.findings):
-            raise ReduceError(
-                f"the report has {len(report.findings)} finding(s): no finding {finding}"
-            )
-        finding = report.findings[finding]
-    elif finding is not None and not hasattr(finding, "kind"):
-        raise ReduceError("finding is a Finding of the report, its index, or None")
-    finding = finding if finding is not None else report.first_failure
-    if finding is None:
-        raise ReduceError("the check found nothing to reduce")
-    if finding.kind != "diverged":
-        raise ReduceError(
-            f"an IREE trace's {finding.kind} finding cannot be reduced: the reducer shrinks a "
-            "diverged step (a pass that changed the numbers)"
-        )
+    finding = diverged_finding(
+        report, finding, "an IREE trace's", "a diverged step (a pass that changed the numbers)"
+    )
     if finding.step is report.trace.steps[0]:
         raise NotReproducible(
             "the finding is at the import: compiled by iree-compile from the start without the "

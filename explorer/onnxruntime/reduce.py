@@ -43,6 +43,7 @@ import numpy as np
 
 from explorer.check.numbers import compare
 from explorer.reduce import NotReproducible, ReduceError
+from explorer.reduce.errors import diverged_finding
 
 DEPTHS = (0, 1, 2, 3, 4, None)  # levels of producers kept above the node (None: all)
 TARGETS_TRIED = 8  # values the finding names, each tried at every depth
@@ -363,23 +364,12 @@ class Search:
 
 def pick_finding(report, finding) -> Any:
     """The finding to reduce: the first failure by default, or one by index."""
-    if isinstance(finding, int) and not isinstance(finding, bool):
-        if not -len(report.findings) <= finding < len(report.findings):
-            raise ReduceError(
-                f"the report has {len(report.findings)} finding(s): no finding {finding}"
-            )
-        finding = report.findings[finding]
-    elif finding is not None and not hasattr(finding, "kind"):
-        raise ReduceError("finding is a Finding of the report, its index, or None")
-    finding = finding if finding is not None else report.first_failure
-    if finding is None:
-        raise ReduceError("the check found nothing to reduce")
-    if finding.kind != "diverged":
-        raise ReduceError(
-            f"an ONNX Runtime trace's {finding.kind} finding cannot be reduced: the reducer "
-            "shrinks a diverged step (a rewrite or transformer that changed the numbers)"
-        )
-    return finding
+    return diverged_finding(
+        report,
+        finding,
+        "an ONNX Runtime trace's",
+        "a diverged step (a rewrite or transformer that changed the numbers)",
+    )
 
 
 def transformation_of(trace, step, rtol: float, atol: float) -> Transformation:

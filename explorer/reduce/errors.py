@@ -15,4 +15,26 @@ class NotReproducible(ReduceError):
     reference, or is not a pass's finding); the message says why."""
 
 
-__all__ = ["NotReproducible", "ReduceError"]
+def diverged_finding(report, finding, whose: str, shrinks: str):
+    """The finding a compiler's reducer shrinks: `finding` as given (a Finding of `report`,
+    its index, or None for the first failure), which must be `diverged`; `whose` names the
+    trace ("an IREE trace's") and `shrinks` what the reducer shrinks, for the error."""
+    if isinstance(finding, int) and not isinstance(finding, bool):
+        if not -len(report.findings) <= finding < len(report.findings):
+            raise ReduceError(
+                f"the report has {len(report.findings)} finding(s): no finding {finding}"
+            )
+        finding = report.findings[finding]
+    elif finding is not None and not hasattr(finding, "kind"):
+        raise ReduceError("finding is a Finding of the report, its index, or None")
+    finding = finding if finding is not None else report.first_failure
+    if finding is None:
+        raise ReduceError("the check found nothing to reduce")
+    if finding.kind != "diverged":
+        raise ReduceError(
+            f"{whose} {finding.kind} finding cannot be reduced: the reducer shrinks {shrinks}"
+        )
+    return finding
+
+
+__all__ = ["NotReproducible", "ReduceError", "diverged_finding"]
