@@ -22,7 +22,10 @@ pytestmark = pytest.mark.browser
 # the node `sel` (CSS) picks, the innermost open group's frame around it and the group's boxes,
 # against the stage: {group, frame, stage, target, cut: [boxes cut by a side of the stage]}
 WHOLE = """(root, sel) => {
-  const R = (e) => { const r = e.getBoundingClientRect(); return { l: r.left, r: r.right, t: r.top, b: r.bottom }; };
+  const R = (e) => {
+    const r = e.getBoundingClientRect();
+    return { l: r.left, r: r.right, t: r.top, b: r.bottom };
+  };
   const el = root.querySelector(sel);
   if (!el) return null;
   const S = R(root.querySelector('.plg-stage')), T = R(el);
@@ -30,8 +33,9 @@ WHOLE = """(root, sel) => {
   let best = null;
   for (const f of root.querySelectorAll('.plg-vp .plg-frame')) {
     const F = R(f.querySelector('rect'));
-    if (F.l <= cx && cx <= F.r && F.t <= cy && cy <= F.b && (!best || (F.r - F.l) * (F.b - F.t) < best.area))
-      best = { group: f.dataset.group, F, area: (F.r - F.l) * (F.b - F.t) };
+    const area = (F.r - F.l) * (F.b - F.t);
+    if (F.l <= cx && cx <= F.r && F.t <= cy && cy <= F.b && (!best || area < best.area))
+      best = { group: f.dataset.group, F, area };
   }
   if (!best) return { group: null, stage: S, target: T, cut: [] };
   const F = best.F, across = F.r - F.l <= S.r - S.l, down = F.b - F.t <= S.b - S.t, e = 0.5;
@@ -68,7 +72,8 @@ def whole(g, sel: str, what: str) -> dict:
 
 def ok(w: dict) -> bool:
     S, F, T, e = w["stage"], w["frame"], w["target"], 0.5
-    inside = T["l"] >= S["l"] - e and T["r"] <= S["r"] + e and T["t"] >= S["t"] - e and T["b"] <= S["b"] + e
+    inside = T["l"] >= S["l"] - e and T["r"] <= S["r"] + e
+    inside = inside and T["t"] >= S["t"] - e and T["b"] <= S["b"] + e
     framed = (not w["across"] or (F["l"] >= S["l"] - e and F["r"] <= S["r"] + e)) and (
         not w["down"] or (F["t"] >= S["t"] - e and F["b"] <= S["b"] + e)
     )
