@@ -109,7 +109,9 @@ def group_shape(
 
 def _simplify(groups: list[dict], of: list[int], drawn: list[int]) -> tuple[list[dict], list[int]]:
     """Drop groups not worth a frame (one member in all, or a lone child group and no
-    nodes of their own: the child takes the parent's place, its label the joined path)."""
+    nodes of their own: the child takes the parent's place, its label the joined path). A
+    label that starts with a number (a Sequential's index: ``3``, or a chain ``0.blocks``)
+    reads with its parent's name: ``block.3``, ``stages.0.blocks``."""
     n = len(groups)
     kids, direct = group_shape(groups, of, drawn)
     total = direct[:]
@@ -132,9 +134,9 @@ def _simplify(groups: list[dict], of: list[int], drawn: list[int]) -> tuple[list
             groups[child]["label"] = groups[g]["label"] + "." + groups[child]["label"]
             alias[g] = groups[g]["p"]
     keep = [g for g in range(n) if resolve(g) == g]
-    for g in keep:  # "3" says little on its own: "block.3"
+    for g in keep:  # "3" says little on its own: "block.3"; so does a chain "0.blocks"
         label, parent = groups[g]["label"], resolve(groups[g]["p"]) if g else -1
-        if g and label.isdigit() and parent > 0:
+        if g and label.partition(".")[0].isdigit() and parent > 0:
             groups[g]["label"] = groups[parent]["label"].rsplit(".", 1)[-1] + "." + label
     new_index = {g: k for k, g in enumerate(keep)}
     out = []

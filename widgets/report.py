@@ -102,6 +102,12 @@ def finding_line(report, step=None, short: bool = False) -> str:
     return f"{getattr(f, 'kind', '')}: {text}{more}"
 
 
+def _nbsp_ellipsis(text: str) -> str:
+    """``text`` with the ``…`` of a summary kept on the line of the word before it (the top
+    bar's line wraps, at most twice: a lone ``…`` must not take the second line)."""
+    return text.replace(" …", "\u00a0…")
+
+
 def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -253,7 +259,7 @@ def _report_html(trace, report, max_boxes, title, progress, max_bytes) -> str:
         if line:
             banner = (
                 f"<a id='pl-banner' href='#step-{first.step.index}' data-step='{first.step.index}' "
-                f"title='{esc(line)}'>⚠ {esc(finding_line(report, short=True))}</a>"
+                f"title='{esc(line)}'>⚠ {esc(_nbsp_ellipsis(finding_line(report, short=True)))}</a>"
             )
         else:
             banner = "<span id='pl-banner' class='pl-ok'>✓ check: no findings</span>"

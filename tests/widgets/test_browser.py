@@ -299,7 +299,7 @@ def test_graph_view_front_end(browser, convnext_trace, tmp_path):
     target = g.group_target("features.1.0")
     target.click()
     assert saved("selected") == "group:features.1.0"
-    expect(g.details.locator(".plg-d-title")).to_have_text("1.0")
+    expect(g.details.locator(".plg-d-title")).to_have_text("features.1.0")
     assert "features.1.0" in g.details.inner_text()
     target.dblclick()
     g.settle()  # opened once its layout is back from the Web Worker

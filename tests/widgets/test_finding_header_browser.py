@@ -87,3 +87,43 @@ def test_the_apps_finding_wraps_and_names_the_node_in_view(browser, bloat_large)
         assert g.inside(focus)
         check_line(page.locator("details.pl-finding"), finding.message, named)
         page.close()
+
+
+# the top bar's finding line: its box, the lines it takes, whether any is hidden, and the page
+BANNER = """() => {
+  const b = document.getElementById('pl-banner'), cs = getComputedStyle(b);
+  const app = document.getElementById('pl-app').getBoundingClientRect();
+  const lh = parseFloat(cs.lineHeight);
+  return { text: b.textContent, title: b.title, lines: Math.round(b.clientHeight / lh),
+           hidden: b.scrollHeight > b.clientHeight + 1 || b.scrollWidth > b.clientWidth + 1,
+           headerBottom: document.querySelector('header').getBoundingClientRect().bottom,
+           appTop: app.top, appBottom: app.bottom, page: document.documentElement.scrollHeight };
+}"""
+
+
+def test_the_top_bars_finding_wraps_to_two_lines_at_most(browser, bloat_large, tmp_path):
+    """Seen beside Netron and Model Explorer (issue 43, ui/2026-12-03): the top bar's
+    finding was one line cut with "…" at 1600 px though the header below has the whole. Now
+    it wraps: whole on two lines at 1600 px; on a narrow page clamped at two lines, its
+    whole line in its title; the views below start under the taller bar and end at the
+    page's foot (no page scroll)."""
+    from widgets.report import finding_line
+
+    trace, report = bloat_large
+    path = tmp_path / "r.html"
+    write_html(trace, path, report=report)
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page.add_init_script(TRAP)
+    page.goto(path.as_uri())
+    page.locator("#pl-graph.plg g.plg-n").first.wait_for()
+    wide = page.evaluate(BANNER)
+    assert not wide["hidden"] and 1 <= wide["lines"] <= 2, wide
+    assert "parameter bytes grew" in wide["text"] and wide["text"].rstrip().endswith("x)\u00a0…")
+    assert wide["title"] == finding_line(report)
+    assert wide["appTop"] >= wide["headerBottom"] - 0.5 and wide["appBottom"] <= 1000.5
+    assert wide["page"] <= 1000
+    page.set_viewport_size({"width": 1100, "height": 1000})
+    narrow = page.evaluate(BANNER)
+    assert narrow["lines"] == 2 and narrow["hidden"], narrow  # clamped, the rest in its title
+    assert narrow["appBottom"] <= 1000.5 and narrow["page"] <= 1000
+    page.close()

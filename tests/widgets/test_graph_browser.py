@@ -115,13 +115,17 @@ def check_the_drawer_keeps_the_node(g: Graph, payload: dict) -> None:
 
 
 def check_next_change(g: Graph, payload: dict) -> None:
-    """``n`` twice: the view moves to each next change, selected and inside the stage."""
+    """``n`` twice: the view moves to each next change (unless it is already drawn whole in
+    the stage: the view is placed to keep the change's open group whole, so two changes of
+    one group may share a view), selected and inside the stage."""
     ids = [payload["nodes"][k]["id"] for k in payload["changes"]]
     for k in range(2):
         before = g.transform
+        shown = g.node(ids[k]).count() == 1 and g.inside(g.node(ids[k]))
         g.press("n")
         g.wait_selected(ids[k])
-        assert g.transform != before, f"the view did not move to change {k + 1} ({ids[k]})"
+        moved = g.transform != before
+        assert moved or shown, f"the view did not move to change {k + 1} ({ids[k]})"
         g.assert_inside(g.node(ids[k]), f"change {k + 1} ({ids[k]})")
         expect(g.root.locator(".plg-change-info")).to_have_text(f"{k + 1}/{len(ids)}")
     g.press("p")

@@ -245,6 +245,26 @@ def test_a_decoder_groups_by_module_and_numbers_read_with_their_parent():
     assert _inside(p, focus, trace.scale_focus.group)
 
 
+def test_a_merged_chain_that_starts_with_a_number_reads_with_its_parent():
+    """Issue 43: ``stages.0`` holds only ``blocks``, so the two are one group; its label was
+    cut to "0.blocks" (the overview's row beside ``stages.1``). Now "stages.0.blocks"."""
+    import torch
+
+    from tests.compiler.frontend.torch_zoo import ConvNeXt
+
+    torch.manual_seed(0)
+    model = ConvNeXt(dims=(8, 16), depths=(2, 2)).eval()
+    trace = explorer.explore(model, (torch.randn(1, 3, 32, 32),), pipeline="fold-constant")
+    step = trace["fold-constant"]
+    p = graph_payload(step, step.previous)
+    labels = {g["id"]: g["label"] for g in p["groups"]}
+    assert "stages.0" not in labels  # (merged into its lone child)
+    assert labels["stages.0.blocks"] == "stages.0.blocks"
+    assert labels["stages.0.blocks.1"] == "blocks.1"
+    assert labels["stages.1"] == "stages.1" and labels["stages.1.blocks"] == "blocks"
+    assert not [v for v in labels.values() if v[:1].isdigit()]
+
+
 def test_a_group_shows_a_byte_change_only_where_parameters_changed():
     """A weight whose readers move to another module (decompose-ops, fuse-ops) is not a
     change of bytes: steps that change no parameter show no group byte change."""

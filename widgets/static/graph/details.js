@@ -16,7 +16,7 @@ PasslensGraphParts.part({
     const { notifyCollapsed } = expansion;
     const { ghost, inlined, plain, rep, statusOf } = shown;
     const { draw } = drawing;
-    const { boxRect, centreOn, fitView, keepInView, setCrumb, setView, size, sizeNow } = viewport;
+    const { boxRect, centreOnNode, fitView, keepInView, setCrumb, setView, size, sizeNow } = viewport;
     const selected = [];
     function onSelected(f) { selected.push(f); }
     // ---- the drawer covers nothing important ---------------------------------------------------
@@ -181,8 +181,7 @@ PasslensGraphParts.part({
       ensureVisible(i, () => {
         if (st.m !== m) return; // the side shown changed meanwhile
         select(i);
-        const r = boxRect(i);
-        if (r) centreOn(r, Math.max(st.view.k, k || 1));
+        centreOnNode(i, Math.max(st.view.k, k || 1));
       });
     }
     // group gi opened or closed, kept where it was on the screen

@@ -13,7 +13,7 @@ PasslensGraphParts.part({
     const { opts } = host;
     const { modelOf } = models;
     const { draw } = drawing;
-    const { boxRect, centreOn, openView, setView } = viewport;
+    const { boxRect, centreOnNode, openView, setView } = viewport;
     const { ensureVisible, select, showDetails } = details;
     const { search } = finding;
     // show one side; `then` runs once it is drawn
@@ -50,7 +50,7 @@ PasslensGraphParts.part({
             select(j);
             const r2 = boxRect(j);
             if (r2 && screen) setView({ x: screen.x - (r2.x + r2.w / 2) * st.view.k, y: screen.y - (r2.y + r2.h / 2) * st.view.k });
-            else if (r2) centreOn(r2);
+            else if (r2) centreOnNode(j);
           });
         } else if (added) select(-1);
         else { select(-1); openView(); }

@@ -13,7 +13,7 @@ PasslensGraphParts.part({
   make({ base, dom, shown, drawing }, st) {
     const { TITLE, EDGE, READABLE, modulePath } = base;
     const { stage, root, vp, crumb, legend, mini } = dom;
-    const { focusIndex, rep } = shown;
+    const { focusIndex, rep, parentOf } = shown;
     const moved = [];
     function onMove(f) { moved.push(f); }
     // the view moved to v ({x, y, k}; what it omits stays) and applied
@@ -69,10 +69,35 @@ PasslensGraphParts.part({
       const y = r.h * k > H - 2 * pad ? A.y0 + pad - r.y * k : A.y0 + H / 2 - (r.y + r.h / 2) * k;
       return { k, x, y };
     }
-    function centreOn(r, k) {
+    // placed(r, k, A), moved (each way it fits in A) so that all of the rectangle c around r is
+    // in A too: the open group holding a node in focus is drawn whole beside it, not cut by an edge
+    function placedWithin(r, k, A, c) {
+      const v = placed(r, k, A), pad = 12;
+      if (!c) return v;
+      const fits = (lo, hi, a0, a1) => (hi - lo) * k <= a1 - a0 - 2 * pad;
+      const clamp = (t, lo, hi, a0, a1) => Math.min(Math.max(t, a0 + pad - lo * k), a1 - pad - hi * k);
+      const x = fits(c.x, c.x + c.w, A.x0, A.x1) ? clamp(v.x, c.x, c.x + c.w, A.x0, A.x1) : v.x;
+      const y = fits(c.y, c.y + c.h, A.y0, A.y1) ? clamp(v.y, c.y, c.y + c.h, A.y0, A.y1) : v.y;
+      return { k, x, y };
+    }
+    function centreOn(r, k, around) {
       const { w, h } = size();
       k = k || st.view.k;
-      setView(placed(r, k, clearArea(w, h)));
+      setView(placedWithin(r, k, clearArea(w, h), around));
+    }
+    // the frame of the open group that holds the box of node i (none at the top level)
+    function frameAround(i) {
+      const m = st.m, D = st.draw;
+      if (!m || !D || i < 0) return null;
+      const g = parentOf(m, rep(m, i));
+      return g > 0 ? D.frameOf.get(g) || null : null;
+    }
+    // node i's box centred at zoom k, its open group drawn whole beside it where it fits (the
+    // first view, n / p, a locate)
+    function centreOnNode(i, k) {
+      const r = boxRect(i);
+      if (r) centreOn(r, k, frameAround(i));
+      return !!r;
     }
     function openView() {
       // readable first: zoom 1 (14 px titles, 12 px shapes and attributes), centred on the focus; the whole graph when it fits
@@ -87,7 +112,7 @@ PasslensGraphParts.part({
       vp.querySelectorAll(".plg-focus").forEach((g) => g.classList.remove("plg-focus"));
       const fg = f >= 0 && st.boxes && st.boxes.get(rep(st.m, f));
       if (fg) fg.classList.add("plg-focus"); // where the view opened, until something is selected
-      if (r) centreOn(r, 1);
+      if (r) centreOn(r, 1, frameAround(f));
       else setView({ k: 1, x: Math.max(20, (w - D.w) / 2), y: 20 });
     }
     function boxRect(i) { const m = st.m; return st.draw && st.draw.boxes.get(rep(m, i)); }
@@ -112,7 +137,7 @@ PasslensGraphParts.part({
       crumb.style.display = path ? "" : "none";
     }
     drawing.onDrawn(apply, true);
-    return { apply, setView, onMove, sizeNow, size, fit, fitView, centreOn, openView, boxRect, keepInView, setCrumb, clearArea };
+    return { apply, setView, onMove, sizeNow, size, fit, fitView, centreOn, centreOnNode, openView, boxRect, keepInView, setCrumb, clearArea };
   },
 });
 })();
