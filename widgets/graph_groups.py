@@ -110,8 +110,8 @@ def group_shape(
 def _simplify(groups: list[dict], of: list[int], drawn: list[int]) -> tuple[list[dict], list[int]]:
     """Drop groups not worth a frame (one member in all, or a lone child group and no
     nodes of their own: the child takes the parent's place, its label the joined path). A
-    label that starts with a number (a Sequential's index: ``3``, or a chain ``0.blocks``)
-    reads with its parent's name: ``block.3``, ``stages.0.blocks``."""
+    label that starts with a number (a Sequential's index: `3`, or a chain `0.blocks`)
+    reads with its parent's name: `block.3`, `stages.0.blocks`."""
     n = len(groups)
     kids, direct = group_shape(groups, of, drawn)
     total = direct[:]

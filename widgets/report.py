@@ -103,8 +103,8 @@ def finding_line(report, step=None, short: bool = False) -> str:
 
 
 def _nbsp_ellipsis(text: str) -> str:
-    """``text`` with the ``…`` of a summary kept on the line of the word before it (the top
-    bar's line wraps, at most twice: a lone ``…`` must not take the second line)."""
+    """`text` with the `…` of a summary kept on the line of the word before it (the top
+    bar's line wraps, at most twice: a lone `…` must not take the second line)."""
     return text.replace(" …", "\u00a0…")
 
 
