@@ -549,19 +549,24 @@ class _Evaluator:
             out = tuple(out)
         return out if memo is None else memo.record(node, args, out)
 
+    def run_function(self, func: str, args: list) -> Any:
+        """Function `func` of this run's module evaluated on `args` as this run evaluates (its
+        type checks, memo and kernels): a call's or a loop body's run."""
+        return evaluate(
+            self.module,
+            args,
+            function=func,
+            check_types=self.check_types,
+            memo=self.memo,
+            kernels=self.kernels,
+        )
+
     def func_call(self, node: FuncCall) -> Any:
         """The value of a call of another function of the module."""
         if self.module is None:
             raise InterpretError(f"call of @{node.func} outside a module", node)
         args = [self.value(a) for a in node.args]
-        sub = evaluate(
-            self.module,
-            args,
-            function=node.func,
-            check_types=self.check_types,
-            memo=self.memo,
-            kernels=self.kernels,
-        )
+        sub = self.run_function(node.func, args)
         if self.cache is not None:
             self.cache.callees[node] = callee_closure(self.module, node.func)
         self.mismatches.extend(sub.mismatches)
@@ -673,14 +678,7 @@ class _Evaluator:
                     node,
                 )
             args = [np.asarray(i, dtype=it_dtype), np.asarray(cond), *carried, *captured]
-            sub = evaluate(
-                self.module,
-                args,
-                function=node.func,
-                check_types=self.check_types,
-                memo=self.memo,
-                kernels=self.kernels,
-            )
+            sub = self.run_function(node.func, args)
             self.mismatches.extend(sub.mismatches)
             self.merge_counts(sub.by_kernel)
             out = sub.outputs
