@@ -27,11 +27,14 @@ trace it was re-run from from that trace's last check, when its runner allows it
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from compiler import InterpretError
 from compiler.opaque import ModelRefusedError
 from explorer.check import detectors, reuse  # noqa: F401 (detectors: the built-in kinds)
 from explorer.check.facts import Options, Reference, Run, StepFacts
@@ -72,6 +75,22 @@ class StepRunner:
         trace's). `(None, None)`: the numbers are not checked (say why in
         `self.check.notes`); raise `CheckError` for inputs that cannot be used."""
         raise NotImplementedError(f"{type(self).__name__} does not prepare inputs")
+
+    @contextlib.contextmanager
+    def timed_run(self, known: tuple = (), cut: int = 800) -> Iterator[Run]:
+        """A step's `Run`, filled in the `with` block and timed: an exception of `known` (the
+        runner's own errors, whose text is meant for the user) becomes its error as it says,
+        any other its type and text cut to `cut` characters. A step that cannot be run is a
+        finding, never a crash."""
+        run = Run()
+        start = time.perf_counter()
+        try:
+            yield run
+        except known as e:
+            run.error = InterpretError(str(e))
+        except Exception as e:
+            run.error = InterpretError(f"{type(e).__name__}: {str(e)[:cut]}")
+        run.seconds = time.perf_counter() - start
 
     def given_inputs(self, inputs: Any) -> tuple | list | None:
         """The inputs to check on as a sequence: `inputs` as given to the check, else the

@@ -17,12 +17,10 @@ ops and the imported step.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
-from compiler import InterpretError
 from explorer.check.facts import Run
 from explorer.check.layers import LayerError
 from explorer.check.numbers import compare, compare_outputs, to_numpy
@@ -141,9 +139,7 @@ class InductorStepRunner(StepRunner):
     def run(self, module) -> Run:
         from explorer.inductor.run import run_compiled, run_graph
 
-        run = Run()
-        start = time.perf_counter()
-        try:
+        with self.timed_run((CheckError,), cut=500) as run:
             if getattr(module, "graph", None) is None:
                 raise CheckError("the step's FX graph was not kept (a loaded trace)")
             inputs = self._inputs_of(module)
@@ -158,11 +154,6 @@ class InductorStepRunner(StepRunner):
             run.outputs = tuple(to_numpy(x) for x in outputs)
             run.computed = max(1, len(values))
             self.node_values_of[id(module)] = values
-        except CheckError as e:
-            run.error = InterpretError(str(e))
-        except Exception as e:  # a step that cannot be run is a finding, never a crash
-            run.error = InterpretError(f"{type(e).__name__}: {str(e)[:500]}")
-        run.seconds = time.perf_counter() - start
         return run
 
     # ----- references: per graph and IR level --------------------------------------------------

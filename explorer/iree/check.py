@@ -36,7 +36,6 @@ import hashlib
 import os
 import subprocess
 import tempfile
-import time
 from typing import Any
 
 import numpy as np
@@ -351,13 +350,11 @@ class IREEStepRunner(StepRunner):
     # ----- running -----------------------------------------------------------------------------
     def _run_text(self, text: str, phase: str | None, label: str) -> Run:
         check = self.check
-        run = Run()
-        start = time.perf_counter()
         prefix = ""
         if self.chosen is not None:  # a step the bisection (or the run of all) chose
             prefix = f"{'bisection' if self.bisect else 'step'} run {len(self.chosen) + 1}: "
         key = hashlib.sha256(f"{phase}\n{text}".encode()).hexdigest()
-        try:
+        with self.timed_run((IREEError,), cut=800) as run:
             built = self.builds.get(key)
             if built is None:
                 check.phase(f"{prefix}compiling {label} (--compile-from={phase or 'start'})")
@@ -372,11 +369,6 @@ class IREEStepRunner(StepRunner):
             check.phase(f"{prefix}running {label} with iree.runtime")
             run.outputs = self.iree_rt.run(built, check.runtime)
             run.computed = 1
-        except IREEError as e:
-            run.error = InterpretError(str(e))
-        except Exception as e:  # a step that cannot be run is a finding, never a crash
-            run.error = InterpretError(f"{type(e).__name__}: {str(e)[:800]}")
-        run.seconds = time.perf_counter() - start
         return run
 
     def run(self, module) -> Run:

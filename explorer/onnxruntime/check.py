@@ -14,12 +14,10 @@ fusion or rule is named at its own step and node.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
-from compiler import InterpretError
 from explorer.check.facts import Run
 from explorer.check.numbers import compare, to_numpy
 from explorer.check.report import CheckError, NodeError
@@ -132,9 +130,7 @@ class ORTStepRunner(StepRunner):
         return True
 
     def run(self, module) -> Run:
-        run = Run()
-        start = time.perf_counter()
-        try:
+        with self.timed_run((CheckError,), cut=800) as run:
             if not getattr(module, "live", False):
                 raise CheckError("the step's ONNX model was not kept (a loaded trace)")
             outputs, values = run_model(module.proto(), self.check.runtime, "a step's run")
@@ -143,11 +139,6 @@ class ORTStepRunner(StepRunner):
             self.values_of[id(module)] = values
             for name, v in values.items():
                 self.first_values.setdefault(name, v)
-        except CheckError as e:
-            run.error = InterpretError(str(e))
-        except Exception as e:  # a step that cannot be run is a finding, never a crash
-            run.error = InterpretError(f"{type(e).__name__}: {str(e)[:800]}")
-        run.seconds = time.perf_counter() - start
         return run
 
     def after_step(self, step, run: Run | None) -> None:

@@ -14,11 +14,8 @@ a false divergence. Modules a pass built for itself
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from compiler import InterpretError
 from compiler.passes import CallingConvention
 from explorer.check.facts import Run
 from explorer.check.numbers import to_numpy
@@ -63,20 +60,13 @@ class TVMStepRunner(StepRunner):
     def run(self, module) -> Run:
         from explorer.tvm.run import TVMRunError
 
-        run = Run()
-        start = time.perf_counter()
         ir = getattr(module, "ir", None)
-        try:
+        with self.timed_run((TVMRunError, CheckError), cut=500) as run:
             if ir is None:
                 raise CheckError("the step's TVM module was not kept (a loaded trace)")
             run.convention = convention(ir)
             run.outputs = self.vm.run(ir, self.check.runtime, self.check.weights)
             run.computed = 1
-        except (TVMRunError, CheckError) as e:
-            run.error = InterpretError(str(e))
-        except Exception as e:  # a step that cannot be run is a finding, never a crash
-            run.error = InterpretError(f"{type(e).__name__}: {str(e)[:500]}")
-        run.seconds = time.perf_counter() - start
         return run
 
     def should_run(self, step) -> bool:
