@@ -20,7 +20,10 @@ _INTERPRETER = (
     "warm_up_kernels",
 )
 
-__all__ = ["LimitError", "PasslensError", *_INTERPRETER]
+# torch calls shared between two runs (the check's import run and torch's reference)
+_SHARED_CALLS = ("SharedCalls", "sharing_calls")
+
+__all__ = ["LimitError", "PasslensError", *_INTERPRETER, *_SHARED_CALLS]
 
 
 def __getattr__(name: str):
@@ -29,6 +32,10 @@ def __getattr__(name: str):
         from compiler import backend
 
         return backend.build if name == "build" else backend.load
+    if name in _SHARED_CALLS:
+        from compiler import shared_calls
+
+        return getattr(shared_calls, name)
     if name in _INTERPRETER:
         from compiler import interpret
 

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from compiler.ir.op_registry import Attrs
+from compiler.shared_calls import shared_call, sharing, sharing_calls
 
 KERNELS: dict[str, Callable[[list, Attrs], Any]] = {}
 """The torch kernel of each op that has one, by op name (see the module docstring)."""
@@ -93,6 +94,18 @@ def _torch():
         torch.from_numpy(frozen)
     _TORCH = torch
     return torch
+
+
+_ATEN: dict[str, Any] = {}
+
+
+def _aten(name: str):
+    """ATen op `name` ("matmul.default"), looked up once."""
+    op = _ATEN.get(name)
+    if op is None:
+        base, overload = name.split(".")
+        op = _ATEN[name] = getattr(getattr(_torch().ops.aten, base), overload)
+    return op
 
 
 def warm_up() -> None:
@@ -201,7 +214,8 @@ def _float_unary(fn):
         x = tensor(values[0])
         _float(x)
         if _half(x):
-            return _out(fn(_up(x), attrs), x.dtype)
+            with sharing_calls(None):  # (a float64 copy: no other run makes this call)
+                return _out(fn(_up(x), attrs), x.dtype)
         return array(fn(x, attrs))
 
     return compute
@@ -209,28 +223,25 @@ def _float_unary(fn):
 
 def _unary_table() -> dict[str, Callable]:
     torch = _torch()
-    F = torch.nn.functional
+
+    def aten(name: str):  # the ATen op torch's function of that name calls, shared
+        op = _aten(f"{name}.default")
+        return lambda x, a: shared_call(op, x)
+
+    table = {name: aten(name) for name in _SHARED_UNARY}
     return {
-        "exp": lambda x, a: torch.exp(x),
-        "log": lambda x, a: torch.log(x),
-        "sqrt": lambda x, a: torch.sqrt(x),
-        "rsqrt": lambda x, a: torch.rsqrt(x),
-        "tanh": lambda x, a: torch.tanh(x),
-        "sigmoid": lambda x, a: torch.sigmoid(x),
-        "erf": lambda x, a: torch.erf(x),
-        "sin": lambda x, a: torch.sin(x),
-        "cos": lambda x, a: torch.cos(x),
+        **table,
         "floor": lambda x, a: torch.floor(x),
         "ceil": lambda x, a: torch.ceil(x),
         "round": lambda x, a: torch.round(x),  # half to even, as np.round
-        "reciprocal": lambda x, a: torch.reciprocal(x),
-        "silu": lambda x, a: F.silu(x),
-        "softplus": lambda x, a: F.softplus(x),
         "log1p": lambda x, a: torch.log1p(x),
         "expm1": lambda x, a: torch.expm1(x),
-        "gelu": lambda x, a: F.gelu(x, approximate=a["approximate"]),
-        "leaky_relu": lambda x, a: F.leaky_relu(x, a["alpha"]),
+        "gelu": lambda x, a: shared_call(_aten("gelu.default"), x, approximate=a["approximate"]),
+        "leaky_relu": lambda x, a: shared_call(_aten("leaky_relu.default"), x, a["alpha"]),
     }
+
+
+_SHARED_UNARY = "exp log sqrt rsqrt tanh sigmoid erf sin cos reciprocal silu softplus".split()
 
 
 _FLOAT_UNARY = (
@@ -325,12 +336,16 @@ _LOGICAL = ("logical_and", "logical_or", "logical_xor")
 
 def _binary_fns() -> None:
     torch = _torch()
+    def aten(name: str):  # shared calls of the ATen op (torch.add is aten's add.Tensor)
+        op = _aten(name)
+        return lambda a, b: shared_call(op, a, b)
+
     _BINARY_FNS.update(
-        add=torch.add,
-        subtract=torch.sub,
-        multiply=torch.mul,
-        maximum=torch.maximum,
-        minimum=torch.minimum,
+        add=aten("add.Tensor"),
+        subtract=aten("sub.Tensor"),
+        multiply=aten("mul.Tensor"),
+        maximum=aten("maximum.default"),
+        minimum=aten("minimum.default"),
         equal=torch.eq,
         not_equal=torch.ne,
         less=torch.lt,
@@ -363,7 +378,7 @@ for _name in (*_ARITH, *_COMPARE, *_LOGICAL):
 def _divide(values, attrs):
     a, b = (tensor(v) for v in values)
     _float(a)  # integer division truncates, and by zero raises, in the reference
-    return array(_TORCH.div(a, b))
+    return array(shared_call(_aten("div.Tensor"), a, b))
 
 
 @kernel("power")
@@ -374,7 +389,9 @@ def _power(values, attrs):
         return _out(_TORCH.pow(_up(a), _up(b)), a.dtype)
     e = _scalar_of(values[1])
     # a 0-d exponent as a number, as eager's ``x.pow(2)`` (2 is x * x, 0.5 the square root)
-    return array(_TORCH.pow(a, e) if e is not None else _TORCH.pow(a, b))
+    if e is not None:
+        return array(shared_call(_aten("pow.Tensor_Scalar"), a, e))
+    return array(_TORCH.pow(a, b))
 
 
 @kernel("where")
@@ -415,6 +432,8 @@ def _reduction(name: str):
         t = _up(x) if _half(x) else x
         if name == "sum":
             y = torch.sum(t, dim=dims, keepdim=keep)
+        elif name == "mean" and t is x:
+            y = shared_call(_aten("mean.dim"), x, dims, keep)
         elif name == "mean":
             y = torch.mean(t, dim=dims, keepdim=keep)
         else:
@@ -444,10 +463,10 @@ def _softmax(log: bool):
         if x.dim() == 0:
             raise Unsupported
         axis = attrs["axis"] % x.dim()
-        fn = _TORCH.log_softmax if log else _TORCH.softmax
         if _half(x):
+            fn = _TORCH.log_softmax if log else _TORCH.softmax
             return _out(fn(_up(x), axis), x.dtype)
-        return array(fn(x, axis))
+        return array(shared_call(_aten("log_softmax.int" if log else "softmax.int"), x, axis))
 
     return compute
 
@@ -475,7 +494,7 @@ def _matmul_tensors(a, b, out):
     torch = _TORCH
     if a.is_floating_point():
         if _native(a, b) and out == a.dtype:
-            return torch.matmul(a, b)
+            return shared_call(_aten("matmul.default"), a, b)
         return torch.matmul(_up(a), _up(b)).to(out)
     raise Unsupported  # integers: the reference (torch has no integer BLAS)
 
@@ -496,8 +515,9 @@ def _linear(values, attrs):
     bias = tensor(values[2]) if len(values) > 2 else None
     if _native(x, w) and out == x.dtype:
         # as its decomposition: the product rounded, then the bias added (in the result dtype)
-        y = _TORCH.matmul(x, w.T)
-        if bias is not None and y.shape == _TORCH.broadcast_shapes(y.shape, bias.shape):
+        y = shared_call(_aten("matmul.default"), x, w.T)
+        fits = bias is not None and y.shape == _TORCH.broadcast_shapes(y.shape, bias.shape)
+        if fits and not sharing():  # (a shared value is never written)
             return array(y.add_(bias.to(out)))  # in place: the same bits, one pass less
         return array(y if bias is None else _TORCH.add(y, bias.to(out)))
     y = _TORCH.matmul(_up(x), _up(w).T)
@@ -545,8 +565,12 @@ def _conv(nd: int):
         pads, widths = _symmetric_pads(attrs["padding"], nd)
         if widths is not None:
             x = torch.nn.functional.pad(x, widths)
-        conv = torch.nn.functional.conv1d if nd == 1 else torch.nn.functional.conv2d
-        y = conv(x, w, bias, list(attrs["strides"]), pads, list(attrs["dilation"]), attrs["groups"])
+        args = (x, w, bias, list(attrs["strides"]), pads, list(attrs["dilation"]), attrs["groups"])
+        if widths is None and x.dtype == out:  # (what another run may call as it is)
+            y = shared_call(_aten("conv1d.default" if nd == 1 else "conv2d.default"), *args)
+        else:
+            conv = torch.nn.functional.conv1d if nd == 1 else torch.nn.functional.conv2d
+            y = conv(*args)
         y = y.permute(_perm(canon_data, layout))
         return _out(y, out)
 
@@ -578,19 +602,15 @@ def _pool(kind: str):
         xc = x.permute(_perm(layout, "NCHW"))
         if kind == "max":
             pool, strides, dilation, pads = _pool_args(attrs, True)
-            y = F.max_pool2d(xc, pool, strides, pads, dilation, ceil_mode=attrs["ceil_mode"])
+            y = shared_call(
+                _aten("max_pool2d.default"), xc, pool, strides, pads, dilation, attrs["ceil_mode"]
+            )
         else:
             _float(x)
             pool, strides, _, pads = _pool_args(attrs, False)
             t = _up(xc) if _half(x) else xc
-            y = F.avg_pool2d(
-                t,
-                pool,
-                strides,
-                pads,
-                ceil_mode=attrs["ceil_mode"],
-                count_include_pad=attrs["count_include_pad"],
-            )
+            args = (t, pool, strides, pads, attrs["ceil_mode"], attrs["count_include_pad"])
+            y = shared_call(_aten("avg_pool2d.default"), *args) if t is xc else F.avg_pool2d(*args)
         return _out(y.permute(_perm("NCHW", layout)), x.dtype)
 
     return compute
@@ -607,8 +627,10 @@ def _adaptive(values, attrs):
     layout = attrs["layout"]
     xc = x.permute(_perm(layout, "NCHW"))
     size = list(attrs["output_size"] or xc.shape[2:])
-    t = _up(xc) if _half(x) else xc
-    y = _TORCH.nn.functional.adaptive_avg_pool2d(t, size)
+    if _half(x):
+        y = _TORCH.nn.functional.adaptive_avg_pool2d(_up(xc), size)
+    else:
+        y = shared_call(_aten("adaptive_avg_pool2d.default"), xc, size)
     return _out(y.permute(_perm("NCHW", layout)), x.dtype)
 
 
@@ -648,7 +670,9 @@ def _layer_norm(values, attrs):
     t = x.permute(order)
     if not _native(x, g, b):
         t, g, b = _up(t), _up(g), _up(b)
-    y = _TORCH.nn.functional.layer_norm(t, shape, g, b, attrs["epsilon"])
+        y = _TORCH.nn.functional.layer_norm(t, shape, g, b, attrs["epsilon"])
+    else:
+        y = shared_call(_aten("layer_norm.default"), t, shape, g, b, attrs["epsilon"])
     return _out(y.permute([order.index(a) for a in range(nd)]), x.dtype)
 
 
@@ -665,7 +689,9 @@ def _group_norm(values, attrs):
     b = params[1] if len(params) > 1 else None
     if not _native(x, g, b):
         xc, g, b = _up(xc), _up(g), _up(b)
-    y = _TORCH.nn.functional.group_norm(xc, attrs["num_groups"], g, b, attrs["epsilon"])
+        y = _TORCH.nn.functional.group_norm(xc, attrs["num_groups"], g, b, attrs["epsilon"])
+    else:
+        y = shared_call(_aten("group_norm.default"), xc, attrs["num_groups"], g, b, attrs["epsilon"])
     return _out(y.movedim(1, axis), x.dtype)
 
 
@@ -724,8 +750,15 @@ def _fused_attention(values, attrs) -> np.ndarray | None:
             return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = torch.nn.functional.scaled_dot_product_attention(
-            tensor(q), tensor(k), tensor(v), attn_mask=mask, is_causal=causal, scale=attrs["scale"]
+        out = shared_call(
+            _aten("scaled_dot_product_attention.default"),
+            tensor(q),
+            tensor(k),
+            tensor(v),
+            mask,
+            0.0,
+            causal,
+            scale=attrs["scale"],
         )
     if not bool(torch.isfinite(out).all()):
         return None  # infinities or NaN in: the op's value is its parts'

@@ -151,11 +151,14 @@ def errors_by_node(
 # ----- findings ----------------------------------------------------------------------------------
 
 
-def torch_reference(source: dict, inputs: list) -> tuple[tuple, dict, str]:
+def torch_reference(source: dict, inputs: list, shared: Any = None) -> tuple[tuple, dict, str]:
     """Torch eager outputs of the source model, every FX node's value (by node name), and how
     the model was run. With an exported program, one run of its graph op by op gives both
     (the same ATen kernels eager runs: a second forward of the model doubled the cost of the
-    reference on a 1B model); otherwise the model itself, without per-node values."""
+    reference on a 1B model); otherwise the model itself, without per-node values.
+
+    `shared`: the import's calls the graph's run takes (the step runner's `reference_calls`:
+    `call(name, target, args, kwargs)` is FX node `name`'s value, for a graph `takes` accepts)."""
     import torch
     from torch.utils._pytree import tree_leaves
 
@@ -170,7 +173,7 @@ def torch_reference(source: dict, inputs: list) -> tuple[tuple, dict, str]:
         return outputs, fx_values, "the exported graph run op by op, no_grad"
     if ep is not None:
         try:
-            outputs, fx_values = _fx_run(ep, tensors)
+            outputs, fx_values = _fx_run(ep, tensors, shared=shared)
             return outputs, fx_values, "the exported graph run op by op, no_grad"
         except Exception:  # per-node values are a bonus: the model's own forward below
             pass
@@ -271,12 +274,14 @@ def interpreter_base(untrusted: bool):
     return Filled
 
 
-def _fx_run(ep, tensors: list, untrusted: bool = False) -> tuple[tuple, dict[str, np.ndarray]]:
+def _fx_run(ep, tensors: list, untrusted: bool = False, shared: Any = None) -> tuple[tuple, dict]:
     """The exported graph run op by op: its user outputs and every call's value by name."""
     import torch
 
     values: dict[str, np.ndarray] = {}
     orders = order_nodes(ep.graph_module.graph)
+    if untrusted or (shared is not None and not shared.takes(ep.graph_module)):
+        shared = None
 
     class Capture(interpreter_base(untrusted)):
         def run_node(self, n):
@@ -284,7 +289,10 @@ def _fx_run(ep, tensors: list, untrusted: bool = False) -> tuple[tuple, dict[str
                 out = super().run_node(n)
             else:  # as torch's, without its per-node metadata context and log (~15% of a run)
                 args, kwargs = self.fetch_args_kwargs_from_env(n)
-                out = getattr(self, n.op)(n.target, args, kwargs)
+                if shared is not None and n.op == "call_function":
+                    out = shared.call(n.name, n.target, args, kwargs)
+                else:
+                    out = getattr(self, n.op)(n.target, args, kwargs)
             if n.op != "call_function":
                 return out
             if isinstance(out, torch.Tensor):

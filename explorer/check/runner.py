@@ -163,6 +163,12 @@ class StepRunner:
         default."""
         return {}
 
+    def reference_calls(self) -> Any:
+        """The calls of the import's run torch's reference may take instead of making them
+        again (`references.torch_reference`'s `shared`), handed over once; None (the
+        default): none."""
+        return None
+
     # ----- hooks: memory and counts -----------------------------------------------------------
     def plan(self, order: list[Step]) -> None:
         """Called once with the order the steps run in (to free values after their last use)."""
@@ -267,7 +273,9 @@ class Checker:
         self.phase(f"the {frontend} reference")
         try:
             if frontend == "torch":
-                outputs, fx, how = torch_reference(self.trace.source, self._all_inputs())
+                outputs, fx, how = torch_reference(
+                    self.trace.source, self._all_inputs(), self.runner.reference_calls()
+                )
                 self.ref_outputs, ref.fx_values = outputs, fx
                 ref.name = "torch eager"
                 ref.description = f"torch eager ({how})"

@@ -16,10 +16,12 @@ import numpy as np
 
 from compiler import (
     InterpretError,
+    SharedCalls,
     ValueCache,
     bind_inputs,
     default_kernels,
     evaluate,
+    sharing_calls,
     warm_up_kernels,
 )
 from compiler.ir import (
@@ -51,6 +53,7 @@ from explorer.check.references import node_reference
 from explorer.check.report import CheckError
 from explorer.check.runner import StepRunner
 from explorer.passlens.memo import Memo, MemoHooks, memo_operands
+from explorer.passlens.shared import ImportCalls
 from explorer.passlens.tie_judging import TieJudging
 
 if TYPE_CHECKING:
@@ -75,6 +78,8 @@ class Interpreter(TieJudging, StepRunner):
         self.set_items: dict[int, bool] = {}  # id(function) -> whether it calls set_item
         self.last_use: dict[int, int] = {}  # id(node) -> the last position using it
         self.layer_errors: LayerErrors | None = None
+        # the torch calls of the import's run, until torch's reference has taken what it can
+        self.shared: SharedCalls | None = None
 
     # what the tie judging reads of the check
     @property
@@ -330,6 +335,34 @@ class Interpreter(TieJudging, StepRunner):
             warm_up_kernels()
 
     def run(self, module: Module) -> Run:
+        shared = None
+        if module is self.check.imported.module and self._shares_calls():
+            shared = self.shared = SharedCalls()
+        with sharing_calls(shared):
+            return self._run(module)
+
+    def _shares_calls(self) -> bool:
+        """Whether the import's torch calls are kept for torch's reference to take: a torch
+        model's trace (not a program read from a file) checked with torch's kernels."""
+        source = self.check.trace.source
+        return (
+            self.check.trace.frontend == "torch"
+            and isinstance(source, dict)
+            and source.get("exported") is not None
+            and not source.get("untrusted_program")
+            and default_kernels() == "torch"
+        )
+
+    def reference_calls(self) -> ImportCalls | None:
+        shared, self.shared = self.shared, None
+        if shared is None or not len(shared):
+            return None
+        return ImportCalls(shared, self.check.imported.module["main"], self.cache.values)
+
+    def after_step(self, step: Step, run: Run | None) -> None:
+        self.shared = None  # (taken by the reference, or none was made)
+
+    def _run(self, module: Module) -> Run:
         run = Run()
         start = time.perf_counter()
         try:
