@@ -37,6 +37,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+import numpy as np
+
 SHAREABLE = frozenset(
     {
         "matmul.default",
@@ -197,6 +199,9 @@ class SharedCalls:
                 return _UNKEYED
             held.append(v)
             return ("t", v.data_ptr(), tuple(v.shape), v.stride(), v.dtype)
+        if t is not float and isinstance(v, np.generic) and v.dtype.kind in "biuf":
+            v = v.item()  # as torch reads a numpy scalar
+            t = type(v)
         if v is None or t is bool or t is int or t is str:
             return (t, v)
         if t is float:
