@@ -475,8 +475,9 @@ def check_iree(trace, inputs, options, bisect: bool = True):
     run = getattr(trace, "iree", None)
     if run is None:
         raise CheckError(
-            "this IREE trace was loaded from a file: it keeps each step's MLIR but not the "
-            "parameter file its weights are in; explore the model again to check it"
+            "this IREE trace was loaded from a file: it keeps each step's MLIR but not what "
+            "the check runs it with (the recording's session and, for a model, the parameter "
+            "file of its weights); explore the source again to check it"
         )
     with tempfile.TemporaryDirectory(prefix="passlens-iree-check-") as workdir:
         irpa = None
