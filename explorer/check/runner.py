@@ -165,8 +165,8 @@ class StepRunner:
 
     def reference_calls(self) -> Any:
         """The calls of the import's run torch's reference may take instead of making them
-        again (`references.torch_reference`'s `shared`), handed over once; None (the
-        default): none."""
+        again (`references.torch_reference`'s `shared`, let go of by its `done()` after the
+        reference's run), handed over once; None (the default): none."""
         return None
 
     # ----- hooks: memory and counts -----------------------------------------------------------
@@ -273,9 +273,12 @@ class Checker:
         self.phase(f"the {frontend} reference")
         try:
             if frontend == "torch":
-                outputs, fx, how = torch_reference(
-                    self.trace.source, self._all_inputs(), self.runner.reference_calls()
-                )
+                shared = self.runner.reference_calls()
+                try:
+                    outputs, fx, how = torch_reference(self.trace.source, self._all_inputs(), shared)
+                finally:
+                    if shared is not None:
+                        shared.done()  # (the values it kept: the reference holds those it took)
                 self.ref_outputs, ref.fx_values = outputs, fx
                 ref.name = "torch eager"
                 ref.description = f"torch eager ({how})"

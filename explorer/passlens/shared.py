@@ -34,6 +34,11 @@ class ImportCalls:
                 self.known.setdefault(prov.source_node, []).append(v)
         self.taken = 0  # values the reference took from the import's arrays (`same`)
 
+    def done(self) -> None:
+        """Let go of the import's values (the reference keeps those it took)."""
+        self.calls.entries.clear()
+        self.known.clear()
+
     def takes(self, graph_module: Any) -> bool:
         """Whether torch's run of `graph_module` may take calls: no op of it writes a value
         it is given (`writes_inputs`)."""
