@@ -97,7 +97,7 @@ def save(
         # of each chunk overlaps the write of the previous one
         with (
             os.fdopen(fd, "wb") as fp,
-            QueuedFile(fp) as out,
+            QueuedFile(fp, depth=2) as out,
             zipfile.ZipFile(out, "w", allowZip64=True) as zf,
         ):
             _write_json(zf, "manifest.json", manifest)
@@ -136,8 +136,10 @@ def _collector_paused():
 
 
 # bytes handed to the zip member at a time: zipfile's CRC-32 of one overlaps the write of the
-# one before (`QueuedFile`), so a member of a few chunks already overlaps most of its CRC-32
-_NPY_CHUNK = 1 << 23  # (8 MiB)
+# one before (`QueuedFile`, two chunks queued at most: the one written was read by the CRC-32
+# just before, so it is still in the CPU's cache), and a member of a few chunks overlaps most
+# of its CRC-32
+_NPY_CHUNK = 1 << 22  # (4 MiB)
 
 
 def write_npy(f, arr: np.ndarray) -> None:
@@ -561,7 +563,11 @@ def _bits(arr: np.ndarray) -> np.ndarray:
 
 
 def _bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(_bits(a), _bits(b)))
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.ctypes.data == b.ctypes.data and a.strides == b.strides:
+        return True  # the same memory read the same way (a transposed weight and its view)
+    return bool(np.array_equal(_bits(a), _bits(b)))
 
 
 def _dtype_name(arr: np.ndarray) -> str:
