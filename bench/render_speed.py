@@ -22,12 +22,15 @@ drawing, measured in one run in headless Chromium (Debian's chromium, through pl
 And the Python payload (``graph_data``, cold) of step 2 of the three scale models.
 
     .venv/bin/python bench/render_speed.py [--python | --expand-all | --reports [chain,decoder,1b]]
+        [--layers 16 --hidden 2048]
 
 ``--python``: only the Python payloads of the three scale models (each the fastest of three
 cold runs, with its CPU time), no browser. ``--reports``: the reports of issue 43's models at
 scale (the 10,000-op chain, the 32-layer 256-wide decoder and the 1.24B decoder, each from
 torch and checked), written once each (goals: under 5 s, 3 s and 3 s), and at 1B ``save``
-beside ``torch.save`` of the same state dict (goal: at most 1.2x). ``--expand-all``:
+beside ``torch.save`` of the same state dict (goal: at most 1.2x), four rounds alternating
+which goes first, each writing a new file in the same folder and deleting it; ``--layers`` and
+``--hidden`` make that decoder smaller (default 16 and 2048: the 1B). ``--expand-all``:
 decoder(32)'s expand-all alone (three runs), with the longest main-thread task of each
 (Chromium's Long Tasks API).
 
@@ -562,14 +565,16 @@ def _report_figures(label: str, trace, tmp: Path, goal: float) -> None:
     path.unlink()
 
 
-def reports(tmp: Path, which: list[str]) -> None:
+SAVE_ROUNDS = 4  # save and torch.save, alternating which goes first: the best of each
+
+
+def reports(tmp: Path, which: list[str], layers: int = 16, hidden: int = 2048) -> None:
     """``--reports``: the reports of issue 43's three models at scale, each explored from
     torch (``torch.export``, the default pipeline), checked against torch eager, then written
     once: the 10,000-op chain (``scale_models.torch_twin("flat_chain")``), the 32-layer,
-    256-wide decoder and the 1.24B decoder of ``bench/real_size.py``; at 1B also ``save``
-    beside ``torch.save`` of the model's state dict, in the same run."""
-    import torch
-
+    256-wide decoder and the 1.24B decoder of ``bench/real_size.py`` (or ``layers`` and
+    ``hidden`` of it); at 1B also ``save`` beside ``torch.save`` of the model's state dict,
+    in the same run."""
     import explorer
     from bench import real_size, scale_models
 
@@ -597,29 +602,44 @@ def reports(tmp: Path, which: list[str]) -> None:
         _report_figures("decoder32", trace, tmp, 3.0)
         del trace, model
     if "1b" in which:
-        model, ids, nbytes, _init = real_size.build_model(16, 128256)
-        trace = explored(
-            f"decoder of Llama-3.2-1B's shape, {nbytes / 2**30:.2f} GiB of weights", model, (ids,)
+        model, ids, nbytes, _init = real_size.build_model(layers, 128256, hidden=hidden)
+        shape = (
+            "Llama-3.2-1B's shape"
+            if (layers, hidden) == (16, 2048)
+            else f"{layers} layers, hidden {hidden}, the 1B's vocabulary"
         )
+        trace = explored(f"decoder of {shape}, {nbytes / 2**30:.2f} GiB of weights", model, (ids,))
         _report_figures("1b", trace, tmp, 3.0)
-        # one after the other, twice (the disk's write-back makes a single write vary 2-3x)
-        saves, torch_saves = [], []
-        for _ in range(2):
-            t0 = time.perf_counter()
-            trace.save(tmp / "run.passlens")
-            saves.append(time.perf_counter() - t0)
-            size = (tmp / "run.passlens").stat().st_size
-            (tmp / "run.passlens").unlink()
-            t0 = time.perf_counter()
-            torch.save(model.state_dict(), tmp / "state.pt")
-            torch_saves.append(time.perf_counter() - t0)
-            (tmp / "state.pt").unlink()
+        saves, torch_saves, size = _save_figures(trace, model, tmp)
         ratio = min(saves) / min(torch_saves)
         print(
-            f"  save {', '.join(f'{x:.1f}' for x in saves)} s ({size / nbytes:.3f}x the weights), "
-            f"torch.save of the state dict {', '.join(f'{x:.1f}' for x in torch_saves)} s: best "
-            f"{ratio:.2f}x (goal <= 1.2x: {'ok' if ratio <= 1.2 else 'OVER'})"
+            f"  save {', '.join(f'{x:.2f}' for x in saves)} s ({size / nbytes:.3f}x the weights), "
+            f"torch.save of the state dict {', '.join(f'{x:.2f}' for x in torch_saves)} s: best "
+            f"{ratio:.2f}x (goal <= 1.2x: {'ok' if ratio <= 1.2 else 'OVER'}); load "
+            f"{os.getloadavg()[0]:.1f}"
         )
+
+
+def _save_figures(trace, model, tmp: Path) -> tuple[list[float], list[float], int]:
+    """`trace.save` and `torch.save(model.state_dict())`, `SAVE_ROUNDS` times, alternating
+    which goes first (the first write after a pause finds the page cache's pages cold, and the
+    disk's write-back makes a single write vary 2-3x); each writes a new file in `tmp` and
+    deletes it. Returns the seconds of each and the saved file's size."""
+    import torch
+
+    saves, torch_saves, size = [], [], 0
+    for k in range(SAVE_ROUNDS):
+        for which in ("save", "torch") if k % 2 == 0 else ("torch", "save"):
+            path = tmp / ("run.passlens" if which == "save" else "state.pt")
+            t0 = time.perf_counter()
+            if which == "save":
+                trace.save(path)
+            else:
+                torch.save(model.state_dict(), path)
+            (saves if which == "save" else torch_saves).append(time.perf_counter() - t0)
+            size = path.stat().st_size if which == "save" else size
+            path.unlink()
+    return saves, torch_saves, size
 
 
 def main() -> int:
@@ -632,9 +652,15 @@ def main() -> int:
         return python_only()
     if "--reports" in sys.argv[1:]:
         k = sys.argv.index("--reports")
-        which = sys.argv[k + 1].split(",") if len(sys.argv) > k + 1 else ["chain", "decoder", "1b"]
+        named = len(sys.argv) > k + 1 and not sys.argv[k + 1].startswith("--")
+        which = sys.argv[k + 1].split(",") if named else ["chain", "decoder", "1b"]
+        sizes = {
+            key: int(sys.argv[sys.argv.index(f"--{key}") + 1])
+            for key in ("layers", "hidden")
+            if f"--{key}" in sys.argv
+        }
         with tempfile.TemporaryDirectory() as tmp:
-            reports(Path(tmp), which)
+            reports(Path(tmp), which, **sizes)
         print(f"load average at the end {os.getloadavg()[0]:.1f} (1 min)")
         return 0
     chromium = shutil.which("chromium")

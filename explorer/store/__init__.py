@@ -42,7 +42,9 @@ The package: `write` saves (it reads a trace through its attributes, without imp
 explorer.trace), `read` loads (the one place that builds Steps and Traces from a file), and
 `fileformat` holds what both share: the format name and version, the caps on what a file may
 make passlens read, and the errors; `checks` writes and reads the check report, `graphs`
-graph models (a source step's, another compiler's modules).
+graph models (a source step's, another compiler's modules); `queued_file` is the file `write`
+hands zipfile, written by a thread of its own (the CRC-32 of one chunk overlaps the write of the
+one before).
 """
 
 from explorer.store.fileformat import (
