@@ -339,7 +339,7 @@ class Interpreter(TieJudging, StepRunner):
         if module is self.check.imported.module and self._shares_calls():
             shared = self.shared = SharedCalls()
         with sharing_calls(shared):
-            return self._run(module)
+            return self._module_run(module)
 
     def _shares_calls(self) -> bool:
         """Whether the import's torch calls are kept for torch's reference to take: a torch
@@ -362,7 +362,7 @@ class Interpreter(TieJudging, StepRunner):
     def after_step(self, step: Step, run: Run | None) -> None:
         self.shared = None  # (taken by the reference, or none was made)
 
-    def _run(self, module: Module) -> Run:
+    def _module_run(self, module: Module) -> Run:
         run = Run()
         start = time.perf_counter()
         try:
