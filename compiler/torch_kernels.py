@@ -691,7 +691,8 @@ def _group_norm(values, attrs):
         xc, g, b = _up(xc), _up(g), _up(b)
         y = _TORCH.nn.functional.group_norm(xc, attrs["num_groups"], g, b, attrs["epsilon"])
     else:
-        y = shared_call(_aten("group_norm.default"), xc, attrs["num_groups"], g, b, attrs["epsilon"])
+        groups, eps = attrs["num_groups"], attrs["epsilon"]
+        y = shared_call(_aten("group_norm.default"), xc, groups, g, b, eps)
     return _out(y.movedim(1, axis), x.dtype)
 
 

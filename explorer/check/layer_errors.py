@@ -15,6 +15,7 @@ import numpy as np
 
 from explorer.check.judge import judge_float64
 from explorer.check.layers import LayerError, layer_of
+from explorer.check.numbers import same_memory
 from explorer.check.references import group_roots, input_reference, matched_reference, root_key
 from explorer.check.ties import tied
 
@@ -73,7 +74,7 @@ class LayerErrors:
         """(max rel, share of the tolerance, share of the float64 rule's allowance or None):
         a layer beyond the tolerance is judged against the float64 run of FX node `name`
         (`float64`: a `judge.Float64Reference`, run here on first need), as outputs are."""
-        if value is ref or _same_memory(value, ref):  # (torch's reference took the import's)
+        if same_memory(value, ref):  # (torch's reference took the import's)
             return 0.0, 0.0, None
         seen = self._seen.get(id(value))
         if seen is not None and seen[0]() is value and seen[1] == id(ref):
@@ -90,16 +91,6 @@ class LayerErrors:
         except TypeError:  # a value that cannot be referenced weakly is compared each time
             pass
         return rel, ratio, share
-
-
-def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether arrays `a` and `b` are views of the very same elements."""
-    return (
-        a.shape == b.shape
-        and a.strides == b.strides
-        and a.dtype == b.dtype
-        and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
-    )
 
 
 PARALLEL_CHUNKS = 4  # a value of at least twice this many chunks is compared on two threads

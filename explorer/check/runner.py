@@ -275,7 +275,8 @@ class Checker:
             if frontend == "torch":
                 shared = self.runner.reference_calls()
                 try:
-                    outputs, fx, how = torch_reference(self.trace.source, self._all_inputs(), shared)
+                    inputs = self._all_inputs()
+                    outputs, fx, how = torch_reference(self.trace.source, inputs, shared)
                 finally:
                     if shared is not None:
                         shared.done()  # (the values it kept: the reference holds those it took)

@@ -12,9 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from compiler import SharedCalls, sharing_calls  # noqa: E402
+from compiler.ir.op_registry import get_op  # noqa: E402
 from compiler.shared_calls import shared_call  # noqa: E402
 from compiler.torch_kernels import compute  # noqa: E402
-from compiler.ir.op_registry import get_op  # noqa: E402
 
 aten = torch.ops.aten
 

@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 
 import explorer  # noqa: E402
 import explorer.check.runner as runner_mod  # noqa: E402
+from explorer.check.numbers import compare, same_memory  # noqa: E402
 from explorer.passlens.check import Interpreter  # noqa: E402
 from explorer.passlens.shared import ImportCalls, writes_inputs  # noqa: E402
 
@@ -146,3 +147,17 @@ def test_a_program_read_from_a_file_takes_nothing(monkeypatch):
     trace.source["untrusted_program"] = True
     _, _, calls = _checked(trace, (x,), True, monkeypatch)
     assert calls is None
+
+
+def test_a_value_compared_with_its_own_memory_is_what_the_long_way_gives():
+    """The check compares a value torch's reference took from the import with the import's
+    own without reading it (explorer.check.numbers.compare, the layer errors): the long way
+    gives the same for every value against itself, NaN and infinities included."""
+    a = np.array([1.0, -0.0, np.nan, np.inf, -np.inf, 3e38, 1e-45], np.float32)
+    view = a.view()
+    assert same_memory(a, view) and not same_memory(a, a.copy())
+    assert not same_memory(a, a[::-1]) and not same_memory(a, a.view(np.int32))
+    assert compare(a, view, 1e-4, 1e-5) == compare(a, a.copy(), 1e-4, 1e-5) == (0.0, 0.0, 0)
+    b = a.copy()
+    b[0] = 2.0  # other memory: compared
+    assert compare(a, b, 1e-4, 1e-5)[2] == 1
