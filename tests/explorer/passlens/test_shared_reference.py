@@ -161,3 +161,23 @@ def test_a_value_compared_with_its_own_memory_is_what_the_long_way_gives():
     b = a.copy()
     b[0] = 2.0  # other memory: compared
     assert compare(a, b, 1e-4, 1e-5)[2] == 1
+
+
+class _Odd(torch.nn.Module):
+    """Several outputs, NaN (the log of a negative) and infinities (a division by zero)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8, bias=False)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return torch.log(y), y / (y - y), torch.softmax(y * 1e30, -1), y.sum(-1)
+
+
+def test_nan_infinities_and_several_outputs_check_alike(monkeypatch):
+    torch.manual_seed(0)
+    x = torch.randn(4, 8)
+    trace = explorer.explore(_Odd().eval(), (x,))
+    calls = _same_checks(trace, (x,), monkeypatch)
+    assert calls is not None and calls.calls.hits > 0
