@@ -46,6 +46,7 @@ from widgets.app_guard import (
     own_components,
 )
 from widgets.app_maps import GraphPane, MapPane, TabBar, Timeline
+from widgets.banner import TOPBAR_CSS, banner_html
 from widgets.boxes import MAX_BOXES
 from widgets.escape import esc
 from widgets.frame import StepFrame
@@ -58,6 +59,9 @@ _CSS = (
 .pl-ir{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;margin:0}
 .pl-ir .pl-failed-line{background:#ffcdd2;display:block}
 .pl-note{color:#666;font:13px sans-serif}
+.pl-topbar{font:12px sans-serif;color:#555}
+.pl-banner{color:#e65100}
+.pl-banner.pl-ok{color:#2e7d32}
 """
 )
 
@@ -111,19 +115,15 @@ class PassApp(StepFrame):
             f"{len(trace.steps)} steps · {esc(trace.frontend or 'IR')} · pipeline "
             f"<code>{esc(trace.pipeline)}</code>"
         )
-        first = getattr(report, "first_failure", None) if report is not None else None
-        if first is not None:  # its headline (the step's header says the rest)
-            meta += f" · <span title='{esc(str(first), 2000)}'>check: "
-            meta += f"{esc(views.finding_banner(first))}</span>"
-        one_line = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis;display:block"
         side = pn.Column(self.hide_box, self.timeline, width=300)
         bar = pn.Row(self.prev_button, self.next_button, self.header, sizing_mode="stretch_width")
         main = pn.Column(bar, self.tab_bar, self.stack, sizing_mode="stretch_width")
         self.layout = pn.Column(
             pn.pane.HTML(
                 f"<h2 style='margin:4px 0;font:600 18px sans-serif'>{esc(name)}</h2>"
-                f"<span style='font:12px sans-serif;color:#555;{one_line}'>{meta}</span>",
-                stylesheets=[_CSS],
+                f"<div class='pl-topbar'><span class='meta'>{meta}</span>"
+                f"{banner_html(report, link=False)}</div>",  # (the report's top bar's line)
+                stylesheets=[TOPBAR_CSS + _CSS],
                 sizing_mode="stretch_width",
             ),
             pn.Row(side, main, sizing_mode="stretch_width"),

@@ -2,14 +2,14 @@
 
 `write_html(trace, path)` writes every step of a trace into one HTML file, in the frame every
 front end shares (`widgets.frame`): a timeline with badges (changed, node delta,
-parameter-bytes delta, time, failed, findings), previous / next buttons and arrow keys, a
-one-line findings banner, and a tab per view of `widgets.views`' registry, in its order:
-for the current step its graph (the graph component of `static/graph.js`, diff-coloured
-against its previous step, with the before / after toggle), its IR text, the IR diff, the
-parameters, the shapes and the numerics (with a check report); for the whole trace the error
-map (with a check report) and the parameter map (`widgets.error_map`), whose cells open
-their step with their node selected. A view registered later is a tab here with no change to
-this file.
+parameter-bytes delta, time, failed, findings), previous / next buttons and arrow keys, the
+check's line in the top bar (`widgets.banner`), and a tab per view of `widgets.views`'
+registry, in its order: for the current step its graph (the graph component of
+`static/graph.js`, diff-coloured against its previous step, with the before / after toggle),
+its IR text, the IR diff, the parameters, the shapes and the numerics (with a check report);
+for the whole trace the error map (with a check report) and the parameter map
+(`widgets.error_map`), whose cells open their step with their node selected. A view
+registered later is a tab here with no change to this file.
 
 Kept small enough to attach to a bug report: only changed steps get a graph payload of their
 own (`<script type="application/json" id="pl-g{k}">`, parsed when first shown; an unchanged
@@ -33,11 +33,11 @@ from typing import Any
 from explorer.graph import collector_paused
 from explorer.summary import summary_row
 from widgets import views
+from widgets.banner import TOPBAR_CSS, banner_html, finding_line
 from widgets.bounds import MAX_REPORT_BYTES, check_budget, clip
 from widgets.boxes import MAX_BOXES
 from widgets.error_map import MAP_CSS
 from widgets.escape import esc, json_script
-from widgets.findings import finding_summary, problems_of
 from widgets.frame import FRAME_CSS, frame_js, tab_bar_html
 from widgets.ir_text import MAX_TRACEBACK_CHARS, traceback_text
 from widgets.tables_html import SORT_JS, SORT_ONCLICK, TABLE_CSS
@@ -75,37 +75,6 @@ _HEAD = ("step", "baseline")  # a payload's header: the rest is what the compone
 
 def _script(element_id: str, data: Any) -> str:
     return f'<script type="application/json" id="{element_id}">{json_script(data)}</script>'
-
-
-def finding_line(report, step=None, short: bool = False) -> str:
-    """One line about a check's findings (of `step`, or the first failure of the run);
-    `short`: with the message's summary (`widgets.findings.finding_summary`; for the
-    run, its headline) instead of the whole of it."""
-    if report is None:
-        return ""
-    if step is None:
-        first = getattr(report, "first_failure", None)
-        if first is None:
-            return ""
-        n = sum(1 for f in report.findings if f.is_failure)
-        more = f" (+{n - 1} more)" if n > 1 else ""
-        if short:
-            return views.finding_banner(first) + more
-        return f"{first.kind} at #{first.step.index} {first.step.name}: {first.message}{more}"
-    found = problems_of(report, step)
-    if not found:
-        return ""
-    f = found[0]
-    more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
-    message = str(getattr(f, "message", ""))
-    text = finding_summary(message) if short else message
-    return f"{getattr(f, 'kind', '')}: {text}{more}"
-
-
-def _nbsp_ellipsis(text: str) -> str:
-    """`text` with the `…` of a summary kept on the line of the word before it (the top
-    bar's line wraps, at most twice: a lone `…` must not take the second line)."""
-    return text.replace(" …", "\u00a0…")
 
 
 def _short(text: str, limit: int) -> str:
@@ -226,14 +195,20 @@ def _report_html(trace, report, max_boxes, title, progress, max_bytes) -> str:
         job.close()
 
     failure = trace.failure
-    first = getattr(report, "first_failure", None) if report is not None else None
     data = {
         "steps": steps_data,
         "start": views.start_index(trace, report),
         "panes": [v.key for v in step_views],
         "tabs": [v.key for v in shown],
     }
-    css = (_STATIC / "report.css").read_text() + FRAME_CSS + graph_css() + TABLE_CSS + MAP_CSS
+    css = (
+        TOPBAR_CSS
+        + (_STATIC / "report.css").read_text()
+        + FRAME_CSS
+        + graph_css()
+        + TABLE_CSS
+        + MAP_CSS
+    )
     # the tables' sorting, shared by every table instead of inline in each header
     js = f"function plSort(th){{(function(){{{SORT_JS}}}).call(th)}}\n"
     js += frame_js() + "\n" + graph_js() + "\n" + (_STATIC / "report.js").read_text()
@@ -253,16 +228,7 @@ def _report_html(trace, report, max_boxes, title, progress, max_bytes) -> str:
             f"computes their values): {esc(names)}'>{len(opaque)} opaque op(s): "
             f"{esc(_short(names, 80))}</span>"
         )
-    banner = ""
-    if report is not None:
-        line = finding_line(report)
-        if line:
-            banner = (
-                f"<a id='pl-banner' href='#step-{first.step.index}' data-step='{first.step.index}' "
-                f"title='{esc(line)}'>⚠ {esc(_nbsp_ellipsis(finding_line(report, short=True)))}</a>"
-            )
-        else:
-            banner = "<span id='pl-banner' class='pl-ok'>✓ check: no findings</span>"
+    banner = banner_html(report)  # the first failure: a click opens its numerics
     panes = "".join(_pane_html(v, trace, report, k == 0) for k, v in enumerate(shown))
     if total + len(panes) > max_bytes:  # the trace's views (the error and parameter maps)
         _over_budget(trace, sizes, total + len(panes), max_bytes)
@@ -273,7 +239,7 @@ def _report_html(trace, report, max_boxes, title, progress, max_bytes) -> str:
 <title>{esc(name)}</title>
 <style>{css}</style></head>
 <body>
-<header><h1 title="{esc(title or pipeline)}">{esc(name)}</h1>
+<header class="pl-topbar"><h1 title="{esc(title or pipeline)}">{esc(name)}</h1>
 <span class="meta">{meta}</span>{banner}</header>
 <div id="pl-app">
 <nav id="pl-timeline"><label><input type="checkbox" id="pl-hide"> hide unchanged passes</label>

@@ -127,3 +127,47 @@ def test_the_top_bars_finding_wraps_to_two_lines_at_most(browser, bloat_large, t
     assert narrow["lines"] == 2 and narrow["hidden"], narrow  # clamped, the rest in its title
     assert narrow["appBottom"] <= 1000.5 and narrow["page"] <= 1000
     page.close()
+
+
+# the app's top line about the check (in a shadow root: read on its element), as BANNER
+APP_BANNER = """(b) => {
+  const cs = getComputedStyle(b), lh = parseFloat(cs.lineHeight), r = b.getBoundingClientRect();
+  return { text: b.textContent, title: b.title, lines: Math.round(b.clientHeight / lh),
+           hidden: b.scrollHeight > b.clientHeight + 1 || b.scrollWidth > b.clientWidth + 1,
+           bottom: r.bottom, right: r.right, page: document.documentElement.clientWidth };
+}"""
+
+
+def test_the_apps_check_line_wraps_to_two_lines_at_most(browser, bloat_large):
+    """The Panel app's line about the check, under its title, was one line cut with "…"
+    (the report's top bar wraps since session 18). Now it is the report's line with the
+    report's style sheet (`widgets.banner`): whole on two lines at most at 1600 px; on a
+    narrow page (600 px: at 800 it is whole on two) clamped at two lines, its whole line in
+    its title; the step's bar below it."""
+    from widgets.app import serve
+    from widgets.banner import finding_line
+
+    trace, report = bloat_large
+    with serve(trace, report=report, block=False) as srv:
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.set_default_timeout(15000)
+        page.goto(srv.url)
+        page.locator(".plg g.plg-n").first.wait_for()
+        banner = page.locator(".pl-banner")
+        wide = banner.evaluate(APP_BANNER)
+        assert not wide["hidden"] and 1 <= wide["lines"] <= 2, wide
+        assert "parameter bytes grew" in wide["text"]
+        assert wide["text"].rstrip().endswith("x)\u00a0…")
+        assert wide["title"] == finding_line(report)
+        assert wide["right"] <= wide["page"] + 0.5
+        assert page.locator(".pl-prev").bounding_box()["y"] >= wide["bottom"] - 0.5
+        page.set_viewport_size({"width": 600, "height": 1000})
+        for _ in range(40):  # (Panel lays the page out again)
+            narrow = banner.evaluate(APP_BANNER)
+            if narrow["page"] == 600:
+                break
+            page.wait_for_timeout(50)
+        assert narrow["lines"] == 2 and narrow["hidden"], narrow  # clamped, the rest in its title
+        assert narrow["right"] <= 600.5
+        assert page.locator(".pl-prev").bounding_box()["y"] >= narrow["bottom"] - 0.5
+        page.close()

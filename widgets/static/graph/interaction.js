@@ -59,12 +59,15 @@ PasslensGraphParts.part({
       if (g) { e.preventDefault(); toggle(+g.dataset.gi); }
     });
     searchBox.addEventListener("input", () => search(searchBox.value, true));
+    // the search is what the box holds, though its value was set with no input event (by a
+    // script, a form's reset): an emptied box's old hits are dropped, not shown again
+    const current = () => { if (searchBox.value !== st.query) search(searchBox.value, true); };
     searchBox.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") { e.preventDefault(); nextHit(e.shiftKey ? -1 : 1); }
+      if (e.key === "Enter") { e.preventDefault(); current(); nextHit(e.shiftKey ? -1 : 1); }
       else if (e.key === "Escape") { results.classList.remove("plg-open"); el.focus(); }
       e.stopPropagation();
     });
-    searchBox.addEventListener("focus", () => { if (st.query.trim()) results.classList.add("plg-open"); });
+    searchBox.addEventListener("focus", () => { current(); if (st.query.trim()) results.classList.add("plg-open"); });
     prevHit.addEventListener("click", () => nextHit(-1));
     nextHitB.addEventListener("click", () => nextHit(1));
     prevChange.addEventListener("click", () => nextChange(-1));
