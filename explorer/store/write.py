@@ -538,11 +538,18 @@ _MIN_DERIVED = 64  # smaller arrays are stored as they are
 
 
 def _probe_index(arr: np.ndarray) -> tuple:
-    """A few positions of `arr` (first, last and spread between) to compare cheaply."""
+    """A few positions of `arr` (first, last and spread between by the golden ratio: evenly
+    spaced ones of a 2048 x 2048 matrix are all on its diagonal, where its transpose agrees,
+    so each square weight and its transposed copy were compared whole: 0.86 s at 1B)."""
     if arr.ndim == 0 or arr.size == 0:
         return (Ellipsis,)
-    flat = np.unique(np.linspace(0, arr.size - 1, num=min(arr.size, 24)).astype(np.int64))
-    return np.unravel_index(flat, arr.shape)
+    if arr.size <= _PROBES:
+        return np.unravel_index(np.arange(arr.size), arr.shape)
+    spread = (np.arange(1, _PROBES - 1) * _GOLDEN % 1.0 * arr.size).astype(np.int64)
+    return np.unravel_index(np.unique([0, arr.size - 1, *spread]), arr.shape)
+
+
+_PROBES, _GOLDEN = 24, (5**0.5 - 1) / 2  # positions sampled per array; their spread
 
 
 def _permutations_to(shape: tuple, target: tuple):

@@ -198,3 +198,34 @@ def test_a_queued_files_write_error_is_raised_by_the_next_call_and_close():
         f.write(b"y")
     with pytest.raises(OSError, match="Input/output error"):
         f.close()
+
+
+@pytest.mark.parametrize("shape", [(2048, 2048), (24, 24), (89, 89), (5, 5), (7,), (1,), (3, 1, 3)])
+def test_a_square_matrix_and_its_transpose_differ_at_the_probe(shape):
+    # evenly spaced positions of a 2048 x 2048 matrix were all on its diagonal: the probe
+    # then matched the weight's transpose, which was compared whole
+    arr = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    probe = store_write._probe_index(arr)
+    flat = np.ravel_multi_index(probe, shape)
+    assert flat[0] == 0 and flat[-1] == arr.size - 1 and len(flat) >= min(arr.size, 20)
+    assert len(set(flat)) == len(flat) and (arr.size > 24 or len(flat) == arr.size)
+    if arr.ndim == 2:
+        assert not np.array_equal(arr[probe], arr.T[probe])
+
+
+def test_a_square_weight_is_told_from_its_transposed_copy_without_reading_it(monkeypatch):
+    # one whole compare: the copy's derivation from the weight (it is the weight's transpose)
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((2048, 2048)).astype(np.float32)
+    copy = np.ascontiguousarray(weight.T)
+    compared: list = []
+    real_equal = np.array_equal
+
+    def array_equal(a, b, *args, **kwargs):
+        compared.append(a.shape)
+        return real_equal(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(np, "array_equal", array_equal)
+    w = store_write._Writer()
+    assert [w.array(weight), w.array(copy)] == [0, 1]
+    assert w.derived == [None, {"from": 0, "axes": [1, 0]}] and compared == [(2048, 2048)]
