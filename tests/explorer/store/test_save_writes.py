@@ -120,12 +120,8 @@ def test_no_garbage_collection_runs_while_the_tables_are_built(mlp_trace, tmp_pa
     assert gc.isenabled() and list(tmp_path.iterdir()) == [tmp_path / "x.passlens"]
 
 
-def test_a_view_of_a_stored_arrays_memory_is_derived_without_reading_it(monkeypatch):
-    # a transposed weight that is a view of the weight's own memory (torch.export's `W.T`):
-    # the same recipe as before, found without comparing the two arrays element by element
-    rng = np.random.default_rng(0)
-    weight = rng.standard_normal((96, 80)).astype(np.float32)
-    copy = np.ascontiguousarray(weight.T)
+def _count_compares(monkeypatch) -> list:
+    """The shapes of the arrays `np.array_equal` compares from now on (a list filled as it goes)."""
     compared: list = []
     real_equal = np.array_equal
 
@@ -134,6 +130,16 @@ def test_a_view_of_a_stored_arrays_memory_is_derived_without_reading_it(monkeypa
         return real_equal(a, b, *args, **kwargs)
 
     monkeypatch.setattr(np, "array_equal", array_equal)
+    return compared
+
+
+def test_a_view_of_a_stored_arrays_memory_is_derived_without_reading_it(monkeypatch):
+    # a transposed weight that is a view of the weight's own memory (torch.export's `W.T`):
+    # the same recipe as before, found without comparing the two arrays element by element
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((96, 80)).astype(np.float32)
+    copy = np.ascontiguousarray(weight.T)
+    compared = _count_compares(monkeypatch)
     w = store_write._Writer()
     assert w.array(weight) == 0 and w.array(weight.T) == 1
     assert w.derived == [None, {"from": 0, "axes": [1, 0]}] and compared == []
@@ -218,14 +224,7 @@ def test_a_square_weight_is_told_from_its_transposed_copy_without_reading_it(mon
     rng = np.random.default_rng(0)
     weight = rng.standard_normal((2048, 2048)).astype(np.float32)
     copy = np.ascontiguousarray(weight.T)
-    compared: list = []
-    real_equal = np.array_equal
-
-    def array_equal(a, b, *args, **kwargs):
-        compared.append(a.shape)
-        return real_equal(a, b, *args, **kwargs)
-
-    monkeypatch.setattr(np, "array_equal", array_equal)
+    compared = _count_compares(monkeypatch)
     w = store_write._Writer()
     assert [w.array(weight), w.array(copy)] == [0, 1]
     assert w.derived == [None, {"from": 0, "axes": [1, 0]}] and compared == [(2048, 2048)]
