@@ -249,6 +249,19 @@ def sent_state(view, keys=SYNCED) -> tuple[dict, list]:
     return state, [[p, base64.b64encode(b).decode()] for p, b in zip(paths, buffers, strict=True)]
 
 
+def host_view(page, state: dict, buffers: list) -> Graph:
+    """The graph view's front end in `page` on `state` and `buffers` (`sent_state`), as the
+    stepper's widget runs it, with the stand-in model `HOST` defines."""
+    html = HOST % {
+        "state": json.dumps(state),
+        "buffers": json.dumps(buffers),
+        "esm": json.dumps(graph_esm()),
+    }
+    page.set_content(f"<style>{graph_css()}</style>{html}")
+    page.wait_for_function("window.ready === true")
+    return Graph(page, page.locator("#root .plg"))
+
+
 def test_graph_view_front_end(browser, convnext_trace, tmp_path):
     step = convnext_trace["fold-constant"]
     view = GraphView(step, step.previous)
@@ -261,14 +274,7 @@ def test_graph_view_front_end(browser, convnext_trace, tmp_path):
     page.on("request", lambda r: None if r.url.startswith(LOCAL) else problems.append(r.url))
     asked = []  # the widget's custom messages to the kernel
     page.expose_function("toKernel", lambda content: asked.append(content))
-    html = HOST % {
-        "state": json.dumps(state),
-        "buffers": json.dumps(buffers),
-        "esm": json.dumps(graph_esm()),
-    }
-    page.set_content(f"<style>{graph_css()}</style>{html}")
-    page.wait_for_function("window.ready === true")
-    g = Graph(page, page.locator("#root .plg"))
+    g = host_view(page, state, buffers)
     expect(g.root).to_have_css("height", "640px")  # the `height` trait
     saved = lambda key: page.evaluate(f"window.saved.length ? window.saved.at(-1).{key} : null")  # noqa: E731
     # a click selects a node: `selected` is synced back and the details drawer shows it

@@ -10,13 +10,11 @@ it).
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.widgets.graph_page import Graph, wait_until
-from tests.widgets.test_browser import HOST, sent_state, sync_api
-from widgets.graph_view import GraphView, graph_css, graph_esm
+from tests.widgets.test_browser import host_view, sent_state, sync_api
+from widgets.graph_view import GraphView
 from widgets.report import write_html
 
 pytestmark = pytest.mark.browser
@@ -52,14 +50,7 @@ def front(request, browser, convnext_trace, tmp_path):
         view = GraphView(step, step.previous)
         state, buffers = sent_state(view)
         page.expose_function("toKernel", lambda content: None)
-        html = HOST % {
-            "state": json.dumps(state),
-            "buffers": json.dumps(buffers),
-            "esm": json.dumps(graph_esm()),
-        }
-        page.set_content(f"<style>{graph_css()}</style>{html}")
-        page.wait_for_function("window.ready === true")
-        g = Graph(page, page.locator("#root .plg"))
+        g = host_view(page, state, buffers)
         query = lambda: page.evaluate("window.saved.length ? window.saved.at(-1).query : null")  # noqa: E731
     g.root.locator("g.plg-n").first.wait_for()
     g.settle()
