@@ -164,11 +164,13 @@ class SharedCalls:
                 return None
         parts: list = [op]
         rank = None
+        named = 0  # the keyword arguments read (one the schema has not: the call is not keyed)
         for i, (name, default) in enumerate(sig):
             if i < len(args):
                 v = args[i]
             elif kwargs and name in kwargs:
                 v = kwargs[name]
+                named += 1
             elif default is not _NO_DEFAULT:
                 v = default
             else:
@@ -186,16 +188,15 @@ class SharedCalls:
             if k is _UNKEYED:
                 return None
             parts.append(k)
-        if kwargs and any(name not in {n for n, _ in sig} for name in kwargs):
+        if kwargs and named != len(kwargs):
             return None
         return tuple(parts)
 
     def _part(self, v: Any, held: list) -> Any:
         t = type(v)
         if t in self._tensor_types:
-            if v.device.type != "cpu" or v.layout != self._torch.strided or v.is_conj():
-                return _UNKEYED
-            if v.is_neg():
+            strided = v.layout == self._torch.strided
+            if v.device.type != "cpu" or not strided or v.is_conj() or v.is_neg():
                 return _UNKEYED
             held.append(v)
             return ("t", v.data_ptr(), tuple(v.shape), v.stride(), v.dtype)

@@ -108,6 +108,12 @@ def _aten(name: str):
     return op
 
 
+def _shared(name: str) -> Callable:
+    """ATen op `name` called through the shared calls (`shared_call`)."""
+    op = _aten(name)
+    return lambda *args: shared_call(op, *args)
+
+
 def warm_up() -> None:
     """Import torch and run one small call of each kernel family (what the first op of each
     would otherwise wait for: torch's import, its thread pool, oneDNN's set-up)."""
@@ -224,11 +230,11 @@ def _float_unary(fn):
 def _unary_table() -> dict[str, Callable]:
     torch = _torch()
 
-    def aten(name: str):  # the ATen op torch's function of that name calls, shared
-        op = _aten(f"{name}.default")
-        return lambda x, a: shared_call(op, x)
+    def unary(name: str):  # the ATen op torch's function of that name calls, shared
+        f = _shared(f"{name}.default")
+        return lambda x, a: f(x)
 
-    table = {name: aten(name) for name in _SHARED_UNARY}
+    table = {name: unary(name) for name in _SHARED_UNARY}
     return {
         **table,
         "floor": lambda x, a: torch.floor(x),
@@ -336,16 +342,12 @@ _LOGICAL = ("logical_and", "logical_or", "logical_xor")
 
 def _binary_fns() -> None:
     torch = _torch()
-    def aten(name: str):  # shared calls of the ATen op (torch.add is aten's add.Tensor)
-        op = _aten(name)
-        return lambda a, b: shared_call(op, a, b)
-
-    _BINARY_FNS.update(
-        add=aten("add.Tensor"),
-        subtract=aten("sub.Tensor"),
-        multiply=aten("mul.Tensor"),
-        maximum=aten("maximum.default"),
-        minimum=aten("minimum.default"),
+    _BINARY_FNS.update(  # (torch.add is aten's add.Tensor: the same call, shared)
+        add=_shared("add.Tensor"),
+        subtract=_shared("sub.Tensor"),
+        multiply=_shared("mul.Tensor"),
+        maximum=_shared("maximum.default"),
+        minimum=_shared("minimum.default"),
         equal=torch.eq,
         not_equal=torch.ne,
         less=torch.lt,

@@ -16,6 +16,7 @@ import numpy as np
 
 from compiler import SharedCalls
 from compiler.ir import Function
+from explorer.check.numbers import same_memory
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -73,7 +74,7 @@ class ImportCalls:
         for a in arrays:
             if a is o or a.dtype != o.dtype or a.strides != o.strides:
                 continue
-            if a.__array_interface__["data"][0] == o.__array_interface__["data"][0]:
+            if same_memory(a, o):
                 return out  # the very memory
             if _same_bits(a, o):
                 self.taken += 1

@@ -572,7 +572,9 @@ def _bits(arr: np.ndarray) -> np.ndarray:
 def _bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if a.ctypes.data == b.ctypes.data and a.strides == b.strides:
+    from explorer.check.numbers import same_memory  # (explorer.check imports the store)
+
+    if same_memory(a, b):
         return True  # the same memory read the same way (a transposed weight and its view)
     return bool(np.array_equal(_bits(a), _bits(b)))
 
