@@ -206,10 +206,11 @@ def float_to_int(x: np.ndarray, target: np.dtype) -> np.ndarray:
     if x.dtype not in (np.float32, np.float64):  # float16, bfloat16, float8: exact in float32
         x = x.astype(np.float32)
     info = np.iinfo(target)
-    # every truncation in range (a NaN fails both tests): numpy's cast truncates exactly
-    if x.size == 0 or info.min - 1 < float(x.min()) and float(x.max()) < info.max + 1:
-        return x.astype(target)
-    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):  # (a signalling NaN flags it in min and trunc)
+        # every truncation in range (a NaN fails both tests): numpy's cast truncates exactly
+        if x.size == 0 or info.min - 1 < float(x.min()) and float(x.max()) < info.max + 1:
+            return x.astype(target)
+        t = np.trunc(x)
     if target != np.uint64:
         return _indefinite(t, _THROUGH[target]).astype(target)  # integer casts keep low bits
     big = t >= 2.0**63  # [2**63, 2**64) exactly, 0 beyond; below as int64, then wrapped

@@ -50,8 +50,9 @@ def rule(x: float, target: str) -> int:
 
 
 def specials(src: np.dtype) -> np.ndarray:
-    """NaN, infinities, -1.0, -0.5, 1e30, and, for every integer range, its bounds and the
-    first values of `src` beyond them (whose truncation is out of range); a few others."""
+    """NaN (a signalling one too), infinities, -1.0, -0.5, 1e30, and, for every integer
+    range, its bounds and the first values of `src` beyond them (whose truncation is out of
+    range); a few others."""
     vals = [math.nan, math.inf, -math.inf, -1.0, -0.5, 1e30, -1e30, 0.0, 0.7, -2.7, 300.0]
     # beyond int32 with low bits set: through int32 or int64 differ (as uint8, int16, uint16)
     vals += [2.0**31 + 257, -(2.0**31) - 257, 2.0**33 + 2**20 + 3, -(2.0**40) - 2**17 - 1]
@@ -65,7 +66,10 @@ def specials(src: np.dtype) -> np.ndarray:
                 if not out:  # rounded back in (compared exactly: a float against an int)
                     beyond = np.nextafter(beyond, np.array(step * math.inf, src))
                 vals += [float(np.array(float(bound)).astype(src)), float(beyond)]
-        return np.array(vals).astype(src)
+        quiet = np.array(vals).astype(src)
+    bits = {2: 0x7C01 if src == np.float16 else 0x7F81, 4: 0x7F800001, 8: 0x7FF0000000000001}
+    signalling = np.array(bits[src.itemsize], f"u{src.itemsize}").view(src)  # a signalling NaN
+    return np.append(quiet, signalling)
 
 
 def expected(x: np.ndarray, target: str) -> np.ndarray:
@@ -119,11 +123,15 @@ def test_interpreter_and_compiled_code_follow_the_rule(src, target):
         compiled = passes.run(module, "legalize-ops", raise_on_failure=True).module
         for x in arrays(src, n):
             want = expected(x, target)
-            for got, by in [
-                (run(module, x, kernels="numpy")[0], "numpy kernels"),
-                (run(module, x, kernels="torch")[0], "torch kernels"),
-                (run(compiled, x)[0], "compiled code"),
-            ]:
+            with warnings.catch_warnings():
+                # numpy warns when it casts NaN or a value out of range: none is left to it
+                warnings.simplefilter("error", RuntimeWarning)
+                results = [
+                    (run(module, x, kernels="numpy")[0], "numpy kernels"),
+                    (run(module, x, kernels="torch")[0], "torch kernels"),
+                    (run(compiled, x)[0], "compiled code"),
+                ]
+            for got, by in results:
                 assert got.dtype == want.dtype, by
                 np.testing.assert_array_equal(got, want, err_msg=f"{by}, {src} -> {target}, {n}")
 
