@@ -21,7 +21,8 @@ What a kernel here computes, against the numpy reference:
   gives decompose-ops' parts of a fused attention the values they compute and its last part
   the fused value, when the two agree to rounding.
 - numpy computes what torch computes differently: integer division and remainder (a division
-  by zero, ``INT_MIN // -1``), casts from floats to integers (NaN, out of range), ``sign`` of
+  by zero, ``INT_MIN // -1``), casts from floats to integers (NaN, out of range: the ``cast``
+  op's rule, computed explicitly; torch's is the platform's conversion), ``sign`` of
   NaN, dtypes torch lacks (unsigned beyond uint8, the float8 / int4 types), negative strides,
   attribute combinations torch has no argument for (asymmetric pooling pads, resize modes);
   an error inside torch also falls back (numpy then gives the value or its own error).

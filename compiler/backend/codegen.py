@@ -11,9 +11,11 @@ are steps the runtime performs (see runtime.py).
 
 Semantics the code keeps: integer arithmetic wraps; integer division by zero gives 0 (the
 reference interpreter raises) and ``INT_MIN / -1`` wraps instead of trapping; float to int
-casts truncate and saturate (nan gives 0); float ops may be contracted into FMAs and
-reassociated (so reductions vectorise). float16 is LLVM ``half``; bfloat16 is kept as i16
-bits and converted by shifts (round to nearest even), so no runtime library is needed.
+casts truncate, and give NaN, infinities and values out of range what the ``cast`` op's rule
+says (compiler/ops/elementwise.py: x86-64's conversions, as torch eager gives them); float ops
+may be contracted into FMAs and reassociated (so reductions vectorise). float16 is LLVM
+``half``; bfloat16 is kept as i16 bits and converted by shifts (round to nearest even), so no
+runtime library is needed.
 """
 
 from __future__ import annotations
@@ -440,17 +442,8 @@ class _FunctionEmitter:
             if src is DType.float64 and dst is DType.float16:  # no f64 -> f16 instruction
                 v, st = b.fptrunc(v, _F32), _F32
             return b.fpext(v, dt) if _fbits(st) < _fbits(dt) else b.fptrunc(v, dt)
-        if src.is_float:  # truncate toward zero, saturating (nan -> 0)
-            if dst is DType.uint64:  # negatives wrap through i64, like numpy
-                usat = self.intrinsic(f"llvm.fptoui.sat.i64.{_fname(st)}", _I64, [st])
-                ssat = self.intrinsic(f"llvm.fptosi.sat.i64.{_fname(st)}", _I64, [st])
-                neg = b.fcmp_ordered("<", v, ir.Constant(st, 0.0))
-                return b.select(neg, b.call(ssat, [v]), b.call(usat, [v]))
-            # narrower unsigned types: through a wider signed int, then wrap (like numpy)
-            wide = {DType.uint8: _I32, DType.uint16: _I32, DType.uint32: _I64}.get(dst, dt)
-            sat = self.intrinsic(f"llvm.fptosi.sat.i{wide.width}.{_fname(st)}", wide, [st])
-            r = b.call(sat, [v])
-            return b.trunc(r, dt) if wide is not dt else r
+        if src.is_float:
+            return self.float_to_int(v, st, dst)
         src_signed = not _unsigned(src)
         if dst.is_float:
             return b.sitofp(v, dt) if src_signed else b.uitofp(v, dt)
@@ -459,6 +452,36 @@ class _FunctionEmitter:
         if st.width > dt.width:
             return b.trunc(v, dt)
         return b.sext(v, dt) if src_signed else b.zext(v, dt)
+
+    def float_to_int(self, v: ir.Value, st: ir.Type, dst: DType) -> ir.Value:
+        """Float ``v`` (LLVM type ``st``) to integer ``dst`` by the rule of the ``cast`` op
+        (compiler/ops/elementwise.py): truncate; out of range, through int32 / int64 as torch
+        converts on x86-64 (INT_MIN where it does not fit), then keep the low bits; uint64
+        takes [2**63, 2**64) exactly and gives 0 beyond."""
+        b = self.b
+        if st is _F16:  # exact; the bounds below are not half values
+            v, st = b.fpext(v, _F32), _F32
+        name = _fname(st)
+
+        def through(bits: int) -> ir.Value:  # trunc(v) where it fits, else INT_MIN (nan too)
+            it = ir.IntType(bits)
+            sat = b.call(self.intrinsic(f"llvm.fptosi.sat.i{bits}.{name}", it, [st]), [v])
+            over = b.fcmp_unordered(">=", v, ir.Constant(st, 2.0 ** (bits - 1)))
+            return b.select(over, ir.Constant(it, -(1 << (bits - 1))), sat)
+
+        if dst is DType.uint64:
+            usat = b.call(self.intrinsic(f"llvm.fptoui.sat.i64.{name}", _I64, [st]), [v])
+            huge = b.fcmp_ordered(">=", v, ir.Constant(st, 2.0**64))
+            big = b.select(huge, ir.Constant(_I64, 0), usat)
+            upper = b.fcmp_ordered(">=", v, ir.Constant(st, 2.0**63))
+            return b.select(upper, big, through(64))
+        # (uint8 through int64 as the rule says; from f32 that gives what int32 gives: a
+        # float32 beyond int32 is a multiple of 256)
+        wide = dst in (DType.int64, DType.uint32) or dst is DType.uint8 and st is _F64
+        bits = 64 if wide else 32
+        r = through(bits)
+        dt = _value_type(dst)
+        return b.trunc(r, dt) if dt.width < bits else r
 
     # ----- statements ---------------------------------------------------------------------
     def stmt(self, s: L.Stmt) -> None:

@@ -186,11 +186,45 @@ def _cast_infer(types, attrs):
     return tensor_input(t).with_dtype(attrs["dtype"])
 
 
+# the signed width a float -> integer cast converts through, as torch's CPU kernels do on
+# x86-64 (cvttss2si / cvttsd2si): 32 bits for int8, int16 and uint16; 64 for uint8 (torch
+# casts to uint8 through int64, c10's static_cast_with_inter_type), uint32 and the 64-bit types
+_THROUGH = {np.dtype(t): 32 for t in (np.int8, np.int16, np.uint16, np.int32)}
+_THROUGH.update({np.dtype(t): 64 for t in (np.uint8, np.uint32, np.int64, np.uint64)})
+
+
+def _indefinite(t: np.ndarray, bits: int) -> np.ndarray:
+    """Truncated floats `t` as `bits`-bit signed ints, INT_MIN where out of range or NaN."""
+    lo = -(2.0 ** (bits - 1))
+    fits = (t >= lo) & (t < -lo)  # (NaN is False)
+    return np.where(fits, t, lo).astype(f"int{bits}")
+
+
+def float_to_int(x: np.ndarray, target: np.dtype) -> np.ndarray:
+    """Float array `x` cast to integer dtype `target` (int8 to uint64) by the rule of
+    `cast`, computed explicitly (numpy's own cast is the platform's where out of range)."""
+    if x.dtype not in (np.float32, np.float64):  # float16, bfloat16, float8: exact in float32
+        x = x.astype(np.float32)
+    info = np.iinfo(target)
+    with np.errstate(invalid="ignore"):  # (a signalling NaN flags it in min and trunc)
+        # every truncation in range (a NaN fails both tests): numpy's cast truncates exactly
+        if x.size == 0 or info.min - 1 < float(x.min()) and float(x.max()) < info.max + 1:
+            return x.astype(target)
+        t = np.trunc(x)
+    if target != np.uint64:
+        return _indefinite(t, _THROUGH[target]).astype(target)  # integer casts keep low bits
+    big = t >= 2.0**63  # [2**63, 2**64) exactly, 0 beyond; below as int64, then wrapped
+    r = _indefinite(np.where(big, 0.0, t), 64).view(np.uint64)
+    if big.any():
+        r[big] = np.where(t[big] < 2.0**64, t[big], 0.0).astype(np.uint64)
+    return r
+
+
 def _cast_compute(values, attrs):
     (x,) = values
-    target = attrs["dtype"].numpy
-    if is_float_dtype(x.dtype) and np.dtype(target).kind in "iub" and target != np.bool_:
-        return np.trunc(x).astype(target)  # C-style truncation toward zero, like torch / ONNX
+    target = np.dtype(attrs["dtype"].numpy)
+    if is_float_dtype(x.dtype) and target in _THROUGH:
+        return float_to_int(x, target)
     return x.astype(target)
 
 
@@ -201,8 +235,15 @@ define_op(
     infer=_cast_infer,
     compute=_cast_compute,
     pattern=ELEMWISE,
-    doc="Convert each element to another dtype (floats to ints truncate toward zero; to a "
-    "float8 / float4 type round to nearest even without saturating, like ml_dtypes).",
+    doc="Convert each element to another dtype. Floats to integers truncate toward zero; "
+    "NaN, infinities and values out of range give what torch eager gives on x86-64: int32 / "
+    "int64 give INT_MIN; int8, int16 and uint16 convert through int32 (INT_MIN where it does "
+    "not fit) and keep the low bits, uint8 and uint32 through int64 likewise, so NaN gives 0, "
+    "300.0 gives 44 as int8, -1.0 gives 255 as uint8; uint64 takes [2**63, 2**64) exactly, "
+    "gives 0 from 2**64 up (inf too), and below converts as int64 and wraps (NaN gives 2**63). "
+    "(To uint32 that is torch's scalar loop; its vectorised loops differ for NaN, -inf and "
+    "values below -2**31 or from 2**32 up: 2**31 for NaN.) To a float8 / float4 type floats "
+    "round to nearest even without saturating, like ml_dtypes.",
 )
 
 # ----- binary -----------------------------------------------------------------------------
