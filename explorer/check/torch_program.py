@@ -54,17 +54,19 @@ def interpreter_base(untrusted: bool):
     return Filled
 
 
+GRAPH_RUN = "the exported graph run op by op, no_grad"
+
+
 def graph_run(ep) -> str:
     """How torch's reference ran program `ep` (for the report's reference line)."""
     import torch
 
-    how = "the exported graph run op by op, no_grad"
-    for gm in ep.graph_module.modules():
-        graph = getattr(gm, "graph", None)
+    for sub in ep.graph_module.modules():
+        graph = getattr(sub, "graph", None)
         for n in graph.nodes if isinstance(graph, torch.fx.Graph) else ():
             if n.op == "call_function" and _bias_of(n.target, n.args, n.kwargs) is not None:
-                return how + "; a linear's bias added after its product"
-    return how
+                return GRAPH_RUN + "; a linear's bias added after its product"
+    return GRAPH_RUN
 
 
 def unfused_bias(target: Any, args: tuple, kwargs: dict) -> tuple | None:
@@ -95,21 +97,27 @@ def unfused_bias(target: Any, args: tuple, kwargs: dict) -> tuple | None:
     return lhs, (rhs if bias_first else torch.ops.aten.t.default(rhs)), bias, bias_first
 
 
+_FUSED: list = []  # aten's linear.default and addmm.default, once torch is imported
+
+
 def _bias_of(target: Any, args: tuple, kwargs: dict) -> tuple | None:
     """`(lhs, rhs, bias, bias_first)` as the call names them (`unfused_bias`: the linear's
     weight not yet transposed), or None."""
-    import torch
+    if not _FUSED:
+        import torch
 
-    aten, kwargs = torch.ops.aten, kwargs or {}
-    if target is aten.linear.default:
+        _FUSED.extend((torch.ops.aten.linear.default, torch.ops.aten.addmm.default))
+    if target is not _FUSED[0] and target is not _FUSED[1]:
+        return None
+    kwargs = kwargs or {}
+    if target is _FUSED[0]:
         bias = args[2] if len(args) > 2 else kwargs.get("bias")
         if bias is None or len(args) < 2 or set(kwargs) - {"bias"}:
             return None
         return args[0], args[1], bias, False
-    if target is aten.addmm.default:
-        if len(args) != 3 or set(kwargs) - {"beta", "alpha"}:
-            return None
-        if any(type(v) not in (int, float) or v != 1 for v in kwargs.values()):
-            return None
-        return args[1], args[2], args[0], True
-    return None
+    # addmm(bias, lhs, rhs), its beta and alpha 1
+    if len(args) != 3 or set(kwargs) - {"beta", "alpha"}:
+        return None
+    if any(type(v) not in (int, float) or v != 1 for v in kwargs.values()):
+        return None
+    return args[1], args[2], args[0], True
