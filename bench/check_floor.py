@@ -102,19 +102,16 @@ def main() -> int:
         calls.done()
     kept_s, taking_s = min(kept), min(taking)
     print(f"{name}: {calls_n} ATen calls in the exported graph, {ops} IR bindings imported")
-    print(f"  eager forward (warm, best of {n}): {eager * 1e3:8.1f} ms")
-    print(
-        f"  exported graph, generated code:   {generated * 1e3:8.1f} ms = {generated / eager:.2f}x"
-    )
-    print(f"  exported graph, torch.fx.Interpreter: {fx * 1e3:8.1f} ms = {fx / eager:.2f}x")
-    print(
-        f"  interpreter, imported module (torch's):     {ours * 1e3:8.1f} ms = {ours / eager:.2f}x"
-    )
-    print(f"  the same, keeping its torch calls: {kept_s * 1e3:8.1f} ms = {kept_s / eager:.2f}x")
-    print(
-        f"  torch's reference taking them ({hits} found, {made} made): "
-        f"{taking_s * 1e3:6.1f} ms = {taking_s / eager:.2f}x"
-    )
+    rows = [
+        (f"eager forward (warm, best of {n})", eager),
+        ("exported graph, generated code", generated),
+        ("exported graph, torch.fx.Interpreter", fx),
+        ("interpreter, imported module (torch's)", ours),
+        ("the same, keeping its torch calls", kept_s),
+        (f"torch's reference taking them ({hits} found, {made} made)", taking_s),
+    ]
+    for label, seconds in rows:
+        print(f"  {label:<58} {seconds * 1e3:7.1f} ms = {seconds / eager:.2f}x")
     print(
         f"  floor of the check's import step (no other step, no findings): "
         f"{(kept_s + taking_s) / eager:.2f}x eager"
