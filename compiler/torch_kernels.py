@@ -522,7 +522,7 @@ def _linear(values, attrs):
         fits = bias is not None and y.shape == _TORCH.broadcast_shapes(y.shape, bias.shape)
         if fits and not sharing():  # (a shared value is never written)
             return array(y.add_(bias.to(out)))  # in place: the same bits, one pass less
-        return array(y if bias is None else _TORCH.add(y, bias.to(out)))
+        return array(y if bias is None else shared_call(_aten("add.Tensor"), y, bias.to(out)))
     y = _TORCH.matmul(_up(x), _up(w).T)
     return _out(y if bias is None else y + _up(bias), out)
 

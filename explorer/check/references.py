@@ -13,6 +13,7 @@ from compiler import matmul_float64
 from compiler.ir import Expr, Function, If, TupleGetItem, children
 from explorer.check.numbers import compare, to_numpy
 from explorer.check.report import CheckError, NodeError
+from explorer.check.torch_program import graph_run, interpreter_base, program_budget, unfused_bias
 
 
 def node_location(node: Expr) -> str:
@@ -170,11 +171,11 @@ def torch_reference(source: dict, inputs: list, shared: Any = None) -> tuple[tup
     if source.get("untrusted_program"):  # a program read from a file (a .pt2): see below
         with program_budget(ep, tensors, "torch's reference run of the program"):
             outputs, fx_values = _fx_run(ep, tensors, untrusted=True)
-        return outputs, fx_values, "the exported graph run op by op, no_grad"
+        return outputs, fx_values, graph_run(ep)
     if ep is not None:
         try:
             outputs, fx_values = _fx_run(ep, tensors, shared=shared)
-            return outputs, fx_values, "the exported graph run op by op, no_grad"
+            return outputs, fx_values, graph_run(ep)
         except Exception:  # per-node values are a bonus: the model's own forward below
             pass
     fn = model.module() if exported else model
@@ -226,54 +227,6 @@ def _user_outputs(ep, out) -> tuple:
     return tuple(to_numpy(t) for t in outs if isinstance(t, torch.Tensor))
 
 
-PROGRAM_BUDGET = 4 << 30
-"""What the reference run of a torch program read from a file (a ``.pt2``) may allocate
-beyond what the process holds, its weights and twice its inputs and weights: the run is made
-under that address-space limit (``compiler.opaque.memory_budget``), so a program asking for a huge
-value (``full([100000, 100000])``) fails with one error instead of taking the machine."""
-
-
-def program_budget(ep, tensors: list, what: str):
-    """The memory budget a program read from a file runs under (see PROGRAM_BUDGET)."""
-    import torch
-
-    from compiler.opaque import memory_budget
-
-    storages = {}  # what the weights and inputs really hold: a stride-0 weight holds little
-    for t in [*ep.state_dict.values(), *tensors]:
-        if isinstance(t, torch.Tensor):
-            s = t.untyped_storage()
-            storages[s.data_ptr()] = s.nbytes()
-    held = sum(storages.values())
-    return memory_budget(what, PROGRAM_BUDGET + 2 * held)
-
-
-def interpreter_base(untrusted: bool):
-    """`torch.fx.Interpreter`, or for a program read from a file one that fills what an
-    allocating op (`empty`, `empty_like`, ..., explorer.trust.PROGRAM_EMPTY) makes with
-    zeros before anything reads it: uninitialised memory may hold what the process held
-    before."""
-    import torch
-
-    if not untrusted:
-        return torch.fx.Interpreter
-    from compiler.opaque import check_kernel_shapes
-    from explorer.trust import PROGRAM_EMPTY
-
-    class Filled(torch.fx.Interpreter):
-        def call_function(self, target, args, kwargs):
-            name = getattr(target, "_overloadname", None)
-            full = f"{target.namespace}.{target._opname}.{name}" if name is not None else ""
-            if full:
-                check_kernel_shapes(full, args)  # inputs a kernel would take on trust
-            out = super().call_function(target, args, kwargs)
-            if full in PROGRAM_EMPTY and isinstance(out, torch.Tensor):
-                out.zero_()
-            return out
-
-    return Filled
-
-
 def _fx_run(ep, tensors: list, untrusted: bool = False, shared: Any = None) -> tuple[tuple, dict]:
     """The exported graph run op by op: its user outputs and every call's value by name."""
     import torch
@@ -284,15 +237,31 @@ def _fx_run(ep, tensors: list, untrusted: bool = False, shared: Any = None) -> t
         shared = None
 
     class Capture(interpreter_base(untrusted)):
+        name = ""  # the FX node being run
+
+        def call_function(self, target, args, kwargs):
+            parts = unfused_bias(target, args, kwargs)
+            if parts is None:
+                return self._call(target, args, kwargs, self.name)
+            lhs, rhs, bias, bias_first = parts  # the product, then the bias (`unfused_bias`)
+            aten = torch.ops.aten
+            y = self._call(aten.matmul.default, (lhs, rhs), {}, None)
+            return self._call(
+                aten.add.Tensor, (bias, y) if bias_first else (y, bias), {}, self.name
+            )
+
+        def _call(self, target, args, kwargs, name):
+            if shared is not None:
+                return shared.call(name, target, args, kwargs)
+            return super().call_function(target, args, kwargs)
+
         def run_node(self, n):
+            self.name = n.name
             if untrusted:
                 out = super().run_node(n)
             else:  # as torch's, without its per-node metadata context and log (~15% of a run)
                 args, kwargs = self.fetch_args_kwargs_from_env(n)
-                if shared is not None and n.op == "call_function":
-                    out = shared.call(n.name, n.target, args, kwargs)
-                else:
-                    out = getattr(self, n.op)(n.target, args, kwargs)
+                out = getattr(self, n.op)(n.target, args, kwargs)
             if n.op != "call_function":
                 return out
             if isinstance(out, torch.Tensor):

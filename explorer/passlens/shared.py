@@ -45,12 +45,12 @@ class ImportCalls:
         it is given (`writes_inputs`)."""
         return not writes_inputs(graph_module)
 
-    def call(self, name: str, target: Any, args: tuple, kwargs: dict) -> Any:
-        """The value of FX node `name`, `target(*args, **kwargs)`: the import's call, or the
-        call made now, then replaced by the import's array of the same bits when it is another
-        (not for a view: it has the memory of what it views)."""
+    def call(self, name: str | None, target: Any, args: tuple, kwargs: dict) -> Any:
+        """The value of FX node `name` (None: a part of one), `target(*args, **kwargs)`: the
+        import's call, or the call made now, then replaced by the import's array of the same
+        bits when it is another (not for a view: it has the memory of what it views)."""
         out = self.calls.call(target, args, kwargs)
-        if name not in self.known or _views(target):
+        if name is None or name not in self.known or _views(target):
             return out
         # (a call found again is looked at too: the import's run may hand on another array of
         # the same bits, the memo's `same_content`, which the calls after it then read)

@@ -160,7 +160,7 @@ def test_outside_a_sharing_block_a_call_is_just_made():
 
 def test_a_kernel_never_writes_a_value_it_shares():
     """linear with a bias adds it in place outside sharing; inside, the matmul's value is
-    shared and must keep its bits (torch's reference may take it)."""
+    shared and must keep its bits (torch's reference may take it), and the add is shared too."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8, 32)).astype(np.float32)
     w = rng.standard_normal((16, 32)).astype(np.float32)
@@ -170,6 +170,6 @@ def test_a_kernel_never_writes_a_value_it_shares():
     with sharing_calls(calls):
         y = compute("linear", [x, w, b], attrs)
     product = (torch.from_numpy(x) @ torch.from_numpy(w).T).numpy()
-    (kept,) = [v for v, _ in calls.entries.values()]
+    kept, added = [v for v, _ in calls.entries.values()]  # the product, then the bias added
     assert np.array_equal(kept.numpy(), product)  # not the product plus the bias
-    assert np.array_equal(y, product + b)
+    assert np.array_equal(y, product + b) and np.array_equal(added.numpy(), y)

@@ -2,7 +2,7 @@
 then its JSON edited). Each runs in a child process under an address-space limit.
 
 - The reference run of a program read from a file runs under a memory budget of
-  ``PROGRAM_BUDGET + 2 * held`` (explorer/check/references.py ``program_budget``), where
+  ``PROGRAM_BUDGET + 2 * held`` (explorer/check/torch_program.py ``program_budget``), where
   ``held`` counts each weight's *elements*: a weight stored as 4 bytes but declared
   [32768, 32768] with strides [0, 0] (``torch.as_strided`` accepts it: one element is
   enough storage) counts as 4 GiB held, so the budget grows from 4 GiB to 12 GiB and the

@@ -395,7 +395,10 @@ def test_exported_program_and_weights_as_inputs_check_clean():
     ep = torch.export.export(model, (x,))
     report = explorer.explore(ep, (x,)).check()
     assert report.ok
-    assert report.reference == "torch eager (the exported graph run op by op, no_grad)"
+    assert report.reference == (
+        "torch eager (the exported graph run op by op, no_grad; a linear's bias added after "
+        "its product)"
+    )
     # Weights as parameters after the input: the check takes them from the imported module.
     spec = "lift-transform-params,lazy-transform-params,default"
     trace = explorer.explore(model, (x,), keep_params_as_input=True, pipeline=spec)

@@ -85,7 +85,7 @@ def test_transformers_models_check_alike_with_and_without_sharing(name, monkeypa
 
 
 def test_a_convnext_with_biased_linears_checks_alike(monkeypatch):
-    # a linear with a bias is torch's fused addmm: never shared, and what follows it differs
+    # a linear with a bias is its product, then the bias, in the reference too (unfused_bias)
     from tests.compiler.frontend.torch_zoo import ConvNeXt
 
     torch.manual_seed(0)
