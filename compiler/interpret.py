@@ -106,11 +106,23 @@ def _kernel_set(kernels: str | None) -> str:
     return kernels
 
 
+def _torch_kernels():
+    """compiler/torch_kernels.py, imported on first use (it imports torch)."""
+    global _TORCH_KERNELS
+    if _TORCH_KERNELS is None:
+        from compiler import torch_kernels
+
+        _TORCH_KERNELS = torch_kernels
+    return _TORCH_KERNELS
+
+
+_TORCH_KERNELS = None
+
+
 def _op_value(op: str, values: list, attrs, kernels: str) -> tuple[Any, str]:
     """The value of `op` and the kernel set that computed it."""
     if kernels == "torch":
-        from compiler import torch_kernels
-
+        torch_kernels = _TORCH_KERNELS or _torch_kernels()
         if op in torch_kernels.KERNELS:
             out = torch_kernels.compute(op, values, attrs)
             if out is not None:
@@ -130,9 +142,7 @@ def rounds_otherwise(op: str, kernels: str | None = None) -> bool:
     (`compiler.passes.rounds_as_decomposed`): torch's fused attention."""
     if _kernel_set(kernels) != "torch":
         return False
-    from compiler.torch_kernels import ROUNDS_OTHERWISE
-
-    return op in ROUNDS_OTHERWISE
+    return op in (_TORCH_KERNELS or _torch_kernels()).ROUNDS_OTHERWISE
 
 
 def compute_op(op: str, values: list, attrs, kernels: str | None = None) -> Any:
@@ -314,12 +324,24 @@ def _resolve(value: Any, env: dict[str, int]) -> Any:
     return value
 
 
+_SYMBOLIC_ATTRS: dict[int, tuple] = {}
+"""id(attrs) -> (the attributes, whether a value names a symbol): ``_resolved_attrs`` looks
+at each attributes object once (they are immutable; the entry keeps it, so its id stays)."""
+
+
 def _resolved_attrs(node: Call, env: dict[str, int]):
     attrs = node.attrs
-    if any(
-        isinstance(v, SymExpr) or (isinstance(v, tuple) and any(isinstance(x, SymExpr) for x in v))
-        for v in attrs.values()
-    ):
+    seen = _SYMBOLIC_ATTRS.get(id(attrs))
+    if seen is None or seen[0] is not attrs:
+        if len(_SYMBOLIC_ATTRS) > 50_000:
+            _SYMBOLIC_ATTRS.clear()
+        symbolic = any(
+            isinstance(v, SymExpr)
+            or (isinstance(v, tuple) and any(isinstance(x, SymExpr) for x in v))
+            for v in attrs.values()
+        )
+        seen = _SYMBOLIC_ATTRS[id(attrs)] = (attrs, symbolic)
+    if seen[1]:
         specs = get_op(node.op).attrs
         resolved = {}
         for k, v in attrs.items():

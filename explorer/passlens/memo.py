@@ -66,7 +66,9 @@ class Memo:
         """Begin a module's run, keeping the entries of generation `keep`; its generation."""
         self.generation += 1
         live = {keep, self.generation}
-        self.entries = {k: e for k, e in self.entries.items() if e[2] in live}
+        entries = self.entries
+        for k in [k for k, e in entries.items() if e[2] not in live]:
+            del entries[k]
         # the weak tables' dead references (looked at again before use) dropped once they
         # have doubled since the last time, not at every step
         size = len(self.views) + len(self.canonicals) + len(self.contents)
@@ -137,10 +139,11 @@ class Memo:
         ops = arrays
         for a in arrays:
             if a.__class__ is not np.ndarray or isinstance(a.base, np.ndarray):
-                if not all(isinstance(a, np.ndarray) for a in arrays):
-                    return None
-                canonical = self.canonical
-                ops = [canonical(a) for a in arrays]
+                canonical, ops = self.canonical, []
+                for b in arrays:
+                    if not isinstance(b, np.ndarray):
+                        return None
+                    ops.append(canonical(b))
                 break
         if number in self._transposed and len(ops) == 2 and ops[1].ndim >= 2:
             ops = [ops[0], self.canonical(np.swapaxes(ops[1], -1, -2))]
@@ -190,15 +193,21 @@ class Memo:
 
     def _touch(self, entry: list) -> None:
         """Mark `entry` and its parts' entries used by this generation."""
-        if entry[2] == self.generation:  # (and so are its parts)
+        generation = self.generation
+        if entry[2] == generation:  # (and so are its parts)
             return
+        entry[2] = generation
+        if not entry[3]:  # (most entries: no parts)
+            return
+        entries = self.entries
         stack = [entry]
         while stack:
             e = stack.pop()
-            if e[2] == self.generation:
-                continue
-            e[2] = self.generation
-            stack.extend(p for k in e[3] if (p := self.entries.get(k)) is not None)
+            e[2] = generation
+            for k in e[3]:
+                p = entries.get(k)
+                if p is not None and p[2] != generation:
+                    stack.append(p)
 
     def put(
         self, node: Call, operands: list, value: Any, parts: tuple = (), key: tuple | None = None
@@ -221,9 +230,12 @@ class Memo:
         if not isinstance(value, np.ndarray) or value.size < 64 or not value.flags.c_contiguous:
             return value
         flat = value.reshape(-1)
-        probe = flat[:: max(1, flat.size // 32)][:32].tobytes()
-        key = (value.shape, value.dtype.str, probe)
-        refs = self.contents.setdefault(key, [])
+        step = max(1, flat.size // 32)
+        key = (value.shape, value.dtype.str, flat[: 32 * step : step].tobytes())  # 32 probes
+        refs = self.contents.get(key)
+        if refs is None:  # (the common case: nothing seen with these probes)
+            self.contents[key] = [weakref.ref(value)]
+            return value
         bits = flat.view(np.uint8)
         for ref in refs:
             old = ref()
@@ -324,25 +336,26 @@ class MemoHooks(CallMemo):
         if root is None:
             return None
         known: dict[int, Any] = {id(a): v for a, v in zip(leaves, args, strict=False)}
-
-        def value(e: Expr) -> Any:
-            if id(e) in known:
-                return known[id(e)]
-            if isinstance(e, Constant):
-                return e.data
-            if not isinstance(e, Call):
-                raise TypeError(f"unexpected {type(e).__name__} in a decomposition")
-            vals = [value(a) for a in e.args]
-            v = self.lookup(e, vals)
-            if v is None:
-                v = self.record(e, vals, compute_op(e.op, vals, e.attrs))
-            known[id(e)] = v
-            return v
-
-        out = value(root)
+        out = self._part(root, known)
         if isinstance(root, Call):  # the last part and its operands (``_own``)
             self._root = (root, [known[id(a)] if id(a) in known else a.data for a in root.args])
         return out
+
+    def _part(self, e: Expr, known: dict[int, Any]) -> Any:
+        """The value of part `e` of a decomposition (`known`: values by id of the parts and
+        operands already known), through the memo."""
+        if id(e) in known:
+            return known[id(e)]
+        if isinstance(e, Constant):
+            return e.data
+        if not isinstance(e, Call):
+            raise TypeError(f"unexpected {type(e).__name__} in a decomposition")
+        vals = [self._part(a, known) for a in e.args]
+        v = self.lookup(e, vals)
+        if v is None:
+            v = self.record(e, vals, compute_op(e.op, vals, e.attrs))
+        known[id(e)] = v
+        return v
 
     def record(self, node: Call, args: list, value: Any) -> Any:
         missed, self._missed = self._missed, None
