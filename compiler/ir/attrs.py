@@ -46,6 +46,11 @@ class Attrs(Mapping):
     def items(self):
         return self._dict.items()
 
+    @property
+    def pairs(self) -> tuple[tuple[str, Any], ...]:
+        """The `(name, value)` pairs sorted by name: what equality and the hash compare."""
+        return self._items
+
     def __hash__(self) -> int:
         if self._hash is None:
             object.__setattr__(self, "_hash", hash(self._items))

@@ -168,7 +168,15 @@ class Memo:
     def _signature(self, node: Expr) -> int:
         transposed = _reads_transposed(node)
         attrs = node.attrs.with_(transpose_b=False) if transposed else node.attrs
-        number = self._numbers.setdefault((node.op, attrs, node.ty), len(self._numbers))
+        ty = node.ty
+        # what the attributes and a tensor type compare equal by, as values hashed and compared
+        # without a Python call (their `__eq__` and `__hash__` are Python's; a dtype is one
+        # object per dtype)
+        if ty.__class__ is TensorType:
+            what = (node.op, attrs.pairs, id(ty.dtype), ty.shape)
+        else:
+            what = (node.op, attrs.pairs, ty)
+        number = self._numbers.setdefault(what, len(self._numbers))
         if transposed:
             self._transposed.add(number)
         self.signatures[node] = number
