@@ -60,8 +60,9 @@ most; an RNN of 1,000 steps of 50 bindings is 51,000). Loops each under MAX_LOOP
 nested, would otherwise multiply. A longer legitimate loop: raise it in code."""
 _LOOP_WORK: ContextVar[list[int] | None] = ContextVar("passlens_loop_work", default=None)
 
-_STATIC_BYTES: dict[TensorType, int] = {}
-"""The bytes of a value of each static tensor type seen (``check_size`` works each out once)."""
+_STATIC_BYTES: dict[tuple, int] = {}
+"""The bytes of a value of each static tensor type seen, by its shape and dtype's id (compared
+as a type compares, without Python's ``__eq__``; ``check_size`` works each out once)."""
 
 KERNEL_SETS = ("torch", "numpy")
 """What ``evaluate(..., kernels=)`` takes (see the module docstring)."""
@@ -357,6 +358,8 @@ def _resolved_attrs(node: Call, env: dict[str, int]):
 
 
 def _to_array(value: Any, param: Var, index: int) -> np.ndarray:
+    if value.__class__ is np.ndarray:  # (the common case: what np.asarray gives back as is)
+        return value
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
         value = value.detach().cpu().numpy()
     if not isinstance(value, (np.ndarray, np.generic)):
@@ -468,7 +471,8 @@ class _Evaluator:
         ty = node.ty
         if not isinstance(ty, TensorType) or ty.shape is None:
             return
-        nbytes = _STATIC_BYTES.get(ty)
+        key = (ty.shape, id(ty.dtype))
+        nbytes = _STATIC_BYTES.get(key)
         if nbytes is None:
             n = 1
             for d in ty.shape:
@@ -480,7 +484,7 @@ class _Evaluator:
             if ty.is_static:  # worked out once per static type
                 if len(_STATIC_BYTES) > 50_000:
                     _STATIC_BYTES.clear()
-                _STATIC_BYTES[ty] = nbytes
+                _STATIC_BYTES[key] = nbytes
         if nbytes > MAX_VALUE_BYTES:
             n = nbytes // ty.dtype.numpy.itemsize
             raise InterpretError(

@@ -438,18 +438,17 @@ class Interpreter(TieJudging, StepRunner):
     def plan(self, order: list[Step]) -> None:
         """For every position in `order`: the nodes no later step's module has (`release`
         drops their values after it)."""
-        last: dict[int, tuple[int, Expr]] = {}  # id(node) -> (the last position using it, it)
-        done: set[int] = set()
+        first: dict[int, int] = {}  # id(module) -> the first position running it
         for k, step in enumerate(order):
             m = step.module
-            if m is None or step.failed or id(m) in done:
-                continue
-            done.add(id(m))
-            for node in _module_nodes(m):
-                last[id(node)] = (k, node)
+            if m is not None and not step.failed and id(m) not in first:
+                first[id(m)] = k
         self.last_use = {}
-        for k, node in last.values():
-            self.last_use.setdefault(k, []).append(node)
+        seen: set[int] = set()  # ids of the nodes of the modules after (walked last first)
+        for k in reversed(first.values()):
+            last = [n for n in _module_nodes(order[k].module) if id(n) not in seen]
+            seen.update(map(id, last))
+            self.last_use[k] = last
 
     def release(self, order: list[Step], k: int) -> None:
         values = self.cache.values

@@ -147,6 +147,11 @@ class Memo:
                 break
         if number in self._transposed and len(ops) == 2 and ops[1].ndim >= 2:
             ops = [ops[0], self.canonical(np.swapaxes(ops[1], -1, -2))]
+        n = len(ops)
+        if n == 2:  # (most calls: one or two operands, keyed without a map)
+            return (number, id(ops[0]), id(ops[1])), ops
+        if n == 1:
+            return (number, id(ops[0])), ops
         return (number, *map(id, ops)), ops
 
     def operands(self, node: Call, arrays: list) -> list:
@@ -276,7 +281,7 @@ class MemoHooks(CallMemo):
         return None if node.op in SIDE_EFFECT_OPS else self.memo.key_of(node, args)
 
     def lookup(self, node: Call, args: list) -> Any:
-        made = self._key(node, args)
+        made = None if node.op in SIDE_EFFECT_OPS else self.memo.key_of(node, args)
         if made is None:
             return None
         key, ops = made
