@@ -267,8 +267,9 @@ class Interpreter(TieJudging, StepRunner):
         seeded, found = self.seeded, set()
         self._seed(run, module, node.func, sub.values, params, found)
         if len(found) == len(callee.bindings) and len(args) == len(callee.params):
-            self.seeded = seeded  # every binding found: nothing to run
-            arrays, _ = bind_inputs(callee.params, args, node.func)  # (raises as evaluate)
+            # every binding found: nothing to run but the inputs' check evaluate makes
+            arrays, _ = bind_inputs(callee.params, args, node.func)
+            self.seeded = seeded
             for p, a in zip(callee.params, arrays, strict=True):
                 sub.bind(p, a)
             out = callee.output
