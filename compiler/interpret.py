@@ -325,24 +325,9 @@ def _resolve(value: Any, env: dict[str, int]) -> Any:
     return value
 
 
-_SYMBOLIC_ATTRS: dict[int, tuple] = {}
-"""id(attrs) -> (the attributes, whether a value names a symbol): ``_resolved_attrs`` looks
-at each attributes object once (they are immutable; the entry keeps it, so its id stays)."""
-
-
 def _resolved_attrs(node: Call, env: dict[str, int]):
     attrs = node.attrs
-    seen = _SYMBOLIC_ATTRS.get(id(attrs))
-    if seen is None or seen[0] is not attrs:
-        if len(_SYMBOLIC_ATTRS) > 50_000:
-            _SYMBOLIC_ATTRS.clear()
-        symbolic = any(
-            isinstance(v, SymExpr)
-            or (isinstance(v, tuple) and any(isinstance(x, SymExpr) for x in v))
-            for v in attrs.values()
-        )
-        seen = _SYMBOLIC_ATTRS[id(attrs)] = (attrs, symbolic)
-    if seen[1]:
+    if attrs.symbolic:
         specs = get_op(node.op).attrs
         resolved = {}
         for k, v in attrs.items():
