@@ -60,8 +60,9 @@ most; an RNN of 1,000 steps of 50 bindings is 51,000). Loops each under MAX_LOOP
 nested, would otherwise multiply. A longer legitimate loop: raise it in code."""
 _LOOP_WORK: ContextVar[list[int] | None] = ContextVar("passlens_loop_work", default=None)
 
-_STATIC_BYTES: dict[TensorType, int] = {}
-"""The bytes of a value of each static tensor type seen (``check_size`` works each out once)."""
+_STATIC_BYTES: dict[tuple, int] = {}
+"""The bytes of a value of each static tensor type seen, by its shape and dtype's id (compared
+as a type compares, without Python's ``__eq__``; ``check_size`` works each out once)."""
 
 KERNEL_SETS = ("torch", "numpy")
 """What ``evaluate(..., kernels=)`` takes (see the module docstring)."""
@@ -106,11 +107,23 @@ def _kernel_set(kernels: str | None) -> str:
     return kernels
 
 
+def _torch_kernels():
+    """compiler/torch_kernels.py, imported on first use (it imports torch)."""
+    global _TORCH_KERNELS
+    if _TORCH_KERNELS is None:
+        from compiler import torch_kernels
+
+        _TORCH_KERNELS = torch_kernels
+    return _TORCH_KERNELS
+
+
+_TORCH_KERNELS = None
+
+
 def _op_value(op: str, values: list, attrs, kernels: str) -> tuple[Any, str]:
     """The value of `op` and the kernel set that computed it."""
     if kernels == "torch":
-        from compiler import torch_kernels
-
+        torch_kernels = _TORCH_KERNELS or _torch_kernels()
         if op in torch_kernels.KERNELS:
             out = torch_kernels.compute(op, values, attrs)
             if out is not None:
@@ -130,9 +143,7 @@ def rounds_otherwise(op: str, kernels: str | None = None) -> bool:
     (`compiler.passes.rounds_as_decomposed`): torch's fused attention."""
     if _kernel_set(kernels) != "torch":
         return False
-    from compiler.torch_kernels import ROUNDS_OTHERWISE
-
-    return op in ROUNDS_OTHERWISE
+    return op in (_TORCH_KERNELS or _torch_kernels()).ROUNDS_OTHERWISE
 
 
 def compute_op(op: str, values: list, attrs, kernels: str | None = None) -> Any:
@@ -316,10 +327,7 @@ def _resolve(value: Any, env: dict[str, int]) -> Any:
 
 def _resolved_attrs(node: Call, env: dict[str, int]):
     attrs = node.attrs
-    if any(
-        isinstance(v, SymExpr) or (isinstance(v, tuple) and any(isinstance(x, SymExpr) for x in v))
-        for v in attrs.values()
-    ):
+    if attrs.symbolic:
         specs = get_op(node.op).attrs
         resolved = {}
         for k, v in attrs.items():
@@ -335,6 +343,8 @@ def _resolved_attrs(node: Call, env: dict[str, int]):
 
 
 def _to_array(value: Any, param: Var, index: int) -> np.ndarray:
+    if value.__class__ is np.ndarray:  # (the common case: what np.asarray gives back as is)
+        return value
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
         value = value.detach().cpu().numpy()
     if not isinstance(value, (np.ndarray, np.generic)):
@@ -446,7 +456,8 @@ class _Evaluator:
         ty = node.ty
         if not isinstance(ty, TensorType) or ty.shape is None:
             return
-        nbytes = _STATIC_BYTES.get(ty)
+        key = (ty.shape, id(ty.dtype))
+        nbytes = _STATIC_BYTES.get(key)
         if nbytes is None:
             n = 1
             for d in ty.shape:
@@ -458,7 +469,7 @@ class _Evaluator:
             if ty.is_static:  # worked out once per static type
                 if len(_STATIC_BYTES) > 50_000:
                     _STATIC_BYTES.clear()
-                _STATIC_BYTES[ty] = nbytes
+                _STATIC_BYTES[key] = nbytes
         if nbytes > MAX_VALUE_BYTES:
             n = nbytes // ty.dtype.numpy.itemsize
             raise InterpretError(

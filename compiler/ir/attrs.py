@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from compiler.errors import PasslensError
+from compiler.ir.symbolic import SymExpr
 
 
 class TypeInferenceError(PasslensError, TypeError):
@@ -16,13 +17,14 @@ class TypeInferenceError(PasslensError, TypeError):
 class Attrs(Mapping):
     """Immutable, hashable attribute mapping of a call (keys sorted)."""
 
-    __slots__ = ("_items", "_dict", "_hash")
+    __slots__ = ("_items", "_dict", "_hash", "_symbolic")
 
     def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()):
         pairs = tuple(sorted(dict(items).items()))
         object.__setattr__(self, "_items", pairs)
         object.__setattr__(self, "_dict", dict(pairs))
         object.__setattr__(self, "_hash", None)
+        object.__setattr__(self, "_symbolic", None)
 
     def __setattr__(self, key, value):
         raise AttributeError("Attrs are immutable")
@@ -45,6 +47,24 @@ class Attrs(Mapping):
 
     def items(self):
         return self._dict.items()
+
+    @property
+    def symbolic(self) -> bool:
+        """Whether a value is a symbolic size (a `SymExpr`, or a tuple holding one), which the
+        interpreter resolves against a run's sizes (looked at once: attributes are immutable)."""
+        if self._symbolic is None:
+            found = any(
+                isinstance(v, SymExpr)
+                or (isinstance(v, tuple) and any(isinstance(x, SymExpr) for x in v))
+                for v in self._dict.values()
+            )
+            object.__setattr__(self, "_symbolic", found)
+        return self._symbolic
+
+    @property
+    def pairs(self) -> tuple[tuple[str, Any], ...]:
+        """The `(name, value)` pairs sorted by name: what equality and the hash compare."""
+        return self._items
 
     def __hash__(self) -> int:
         if self._hash is None:

@@ -582,7 +582,7 @@ class Function(Node):
     `attrs['num_input']` counts the runtime inputs), bindings in SSA order, an output
     expression (a Tuple for several outputs) and attributes (`private`, ...)."""
 
-    __slots__ = ("params", "bindings", "output", "attrs", "prov")
+    __slots__ = ("params", "bindings", "output", "attrs", "prov", "_nodes")
     _fields = ("params", "bindings", "output", "attrs", "prov")
 
     def __init__(
@@ -640,13 +640,21 @@ class Function(Node):
 
     def iter_nodes(self) -> Iterator[Expr]:
         """Every bound node, entering If branches (depth first, in binding order)."""
+        try:  # a function is immutable: its nodes are listed once (many walk them)
+            return iter(self._nodes)
+        except AttributeError:
+            pass
+        nodes = []
         stack = list(reversed(self.bindings))
         while stack:
             node = stack.pop()
-            yield node
+            nodes.append(node)
             if isinstance(node, If):
                 stack.extend(reversed(node.else_branch.bindings))
                 stack.extend(reversed(node.then_branch.bindings))
+        nodes = tuple(nodes) if len(nodes) > len(self.bindings) else self.bindings
+        object.__setattr__(self, "_nodes", nodes)
+        return iter(nodes)
 
     def __repr__(self) -> str:
         sig = ", ".join(f"%{p.name}: {p.ty}" for p in self.params)

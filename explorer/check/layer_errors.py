@@ -50,6 +50,7 @@ class LayerErrors:
         if not fx and not node_ref:
             return {}
         found: dict[str, LayerError] = {}
+        within = input_reference(fx, node_ref)
         for node in reversed(group_roots(main, root_key(fx))):
             layer = layer_of(node)
             if layer is None or layer in found:
@@ -58,9 +59,7 @@ class LayerErrors:
             if not isinstance(value, np.ndarray):
                 continue
             ref = matched_reference(node, value, fx, node_ref)
-            if ref is not None and tied(
-                node, value, ref, values, self.rtol, self.atol, input_reference(fx, node_ref)
-            ):
+            if ref is not None and tied(node, value, ref, values, self.rtol, self.atol, within):
                 found[layer] = LayerError(0.0, 0.0, node, None)  # ties ordered otherwise
             elif ref is not None:
                 name = node.prov.source_node if fx else None
@@ -74,12 +73,13 @@ class LayerErrors:
         """(max rel, share of the tolerance, share of the float64 rule's allowance or None):
         a layer beyond the tolerance is judged against the float64 run of FX node `name`
         (`float64`: a `judge.Float64Reference`, run here on first need), as outputs are."""
-        if same_memory(value, ref):  # (torch's reference took the import's)
-            return 0.0, 0.0, None
         seen = self._seen.get(id(value))
         if seen is not None and seen[0]() is value and seen[1] == id(ref):
             return seen[2], seen[3], seen[4]
-        rel, ratio = _errors(value, ref, self.rtol, self.atol)
+        if same_memory(value, ref):  # (torch's reference took the import's)
+            rel = ratio = 0.0
+        else:
+            rel, ratio = _errors(value, ref, self.rtol, self.atol)
         share = None
         if ratio > 1 and name is not None and float64 is not None and float64.available:
             judged = judge_float64(

@@ -52,7 +52,7 @@ from explorer.check.random_inputs import random_arrays as _random_arrays
 from explorer.check.references import node_reference
 from explorer.check.report import CheckError
 from explorer.check.runner import StepRunner
-from explorer.passlens.memo import Memo, MemoHooks, memo_operands
+from explorer.passlens.memo import Memo, MemoHooks, call_arrays
 from explorer.passlens.shared import ImportCalls
 from explorer.passlens.tie_judging import TieJudging
 
@@ -76,7 +76,7 @@ class Interpreter(TieJudging, StepRunner):
         self.callees: dict[Expr, tuple] = {}  # call node -> the callee functions its value used
         self.closures: dict[int, dict[str, tuple]] = {}
         self.set_items: dict[int, bool] = {}  # id(function) -> whether it calls set_item
-        self.last_use: dict[int, int] = {}  # id(node) -> the last position using it
+        self.last_use: dict[int, list] = {}  # position -> the nodes last used there
         self.layer_errors: LayerErrors | None = None
         # the torch calls of the import's run, until torch's reference has taken what it can
         self.shared: SharedCalls | None = None
@@ -233,7 +233,8 @@ class Interpreter(TieJudging, StepRunner):
         """Put in `values` what the memo already knows for the bindings of `fname`, in
         order (a call of another function is run here, through the memo, when its arguments
         are known); the ids of the nodes seeded go to `seeded`."""
-        empty = not self.memo.entries  # (the import's run: no op call can be found)
+        memo = self.memo
+        empty = not memo.entries  # (the import's run: no op call can be found)
         for node in module[fname].bindings:
             if node in values:
                 continue
@@ -241,8 +242,8 @@ class Interpreter(TieJudging, StepRunner):
             if isinstance(node, Call):
                 if empty or node.op in SIDE_EFFECT_OPS:
                     continue
-                ops = memo_operands(self.memo, node, values, params)
-                v = self.memo.get(node, ops) if ops is not None else None
+                arrays = call_arrays(node, values, params)
+                v = memo.find(node, arrays) if arrays is not None else None
             elif isinstance(node, Tuple):
                 fields = [_known(f, values, params) for f in node.fields]
                 v = tuple(fields) if all(f is not None for f in fields) else None
@@ -265,6 +266,16 @@ class Interpreter(TieJudging, StepRunner):
         params = dict(zip(callee.params, args, strict=False))
         seeded, found = self.seeded, set()
         self._seed(run, module, node.func, sub.values, params, found)
+        if len(found) == len(callee.bindings) and len(args) == len(callee.params):
+            # every binding found: nothing to run but the inputs' check evaluate makes
+            arrays, _ = bind_inputs(callee.params, args, node.func)
+            self.seeded = seeded
+            for p, a in zip(callee.params, arrays, strict=True):
+                sub.bind(p, a)
+            out = callee.output
+            v = out.data if isinstance(out, Constant) else sub.values.get(out)
+            if v is not None:
+                return tuple(v) if isinstance(out.ty, TupleType) else v
         ev = evaluate(module, args, function=node.func, cache=sub, check_types=True)
         run.computed += sub.misses
         self.seeded = seeded  # hits inside the callee are not hits of the shared cache
@@ -281,9 +292,10 @@ class Interpreter(TieJudging, StepRunner):
             if isinstance(node, Call) and node.op not in SIDE_EFFECT_OPS:
                 v = values.get(node)
                 if isinstance(v, np.ndarray):
-                    ops = memo_operands(self.memo, node, values, params)
-                    if ops is not None:
-                        self.memo.put(node, ops, v)
+                    arrays = call_arrays(node, values, params)
+                    made = self.memo.key_of(node, arrays) if arrays is not None else None
+                    if made is not None:
+                        self.memo.put(node, made[1], v, (), made[0])
 
     def _evaluate(self, run: Run, module: Module, fname: str, args: Sequence, fetch: Sequence):
         self._drop_stale(module, fname, args, fetch)
@@ -425,24 +437,24 @@ class Interpreter(TieJudging, StepRunner):
 
     # ----- memory -------------------------------------------------------------------------------
     def plan(self, order: list[Step]) -> None:
-        """For every node: the position in `order` of the last step whose module has it."""
-        last: dict[int, int] = {}
-        done: set[int] = set()
+        """For every position in `order`: the nodes no later step's module has (`release`
+        drops their values after it)."""
+        first: dict[int, int] = {}  # id(module) -> the first position running it
         for k, step in enumerate(order):
             m = step.module
-            if m is None or step.failed or id(m) in done:
-                continue
-            done.add(id(m))
-            for node in _module_nodes(m):
-                last[id(node)] = k
-        self.last_use = last
+            if m is not None and not step.failed and id(m) not in first:
+                first[id(m)] = k
+        self.last_use = {}
+        seen: set[int] = set()  # ids of the nodes of the modules after (walked last first)
+        for k in reversed(first.values()):
+            last = [n for n in _module_nodes(order[k].module) if id(n) not in seen]
+            seen.update(map(id, last))
+            self.last_use[k] = last
 
     def release(self, order: list[Step], k: int) -> None:
-        values, last = self.cache.values, self.last_use
-        m = order[k].module
-        for node in _module_nodes(m):
-            if last.get(id(node)) == k:
-                values.pop(node, None)
+        values = self.cache.values
+        for node in self.last_use.pop(k, ()):
+            values.pop(node, None)
 
 
 def check_passlens(trace: Any, inputs: Any, options: Any) -> Any:

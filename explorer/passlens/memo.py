@@ -40,6 +40,12 @@ class Memo:
         self.decompositions: dict[tuple, tuple] = {}
         self.generation = 0
         self.hits = 0
+        # node -> the number standing for its (op, attributes, type) in keys: made once per
+        # node, so a key is a tuple of ints, hashed and compared without Python's `__eq__`s
+        self.signatures: dict[Expr, int] = {}
+        self._numbers: dict[tuple, int] = {}  # (op, attributes, type) -> its number
+        self._transposed: set[int] = set()  # the numbers of matmuls reading rhs transposed
+        self._swept = 0  # the size of the weak tables when their dead references were dropped
 
     def decomposition(self, node: Call) -> tuple[Expr | None, tuple]:
         """What decompose-ops rewrites `node` into and the operands it is built on: made
@@ -60,41 +66,62 @@ class Memo:
         """Begin a module's run, keeping the entries of generation `keep`; its generation."""
         self.generation += 1
         live = {keep, self.generation}
-        self.entries = {k: e for k, e in self.entries.items() if e[2] in live}
-        self.views = {k: r for k, r in self.views.items() if r() is not None}
-        self.canonicals = {k: c for k, c in self.canonicals.items() if c[0]() is not None}
-        self.contents = {
-            k: live
-            for k, refs in self.contents.items()
-            if (live := [r for r in refs if r() is not None])
-        }
+        entries = self.entries
+        for k in [k for k, e in entries.items() if e[2] not in live]:
+            del entries[k]
+        # the weak tables' dead references (looked at again before use) dropped once they
+        # have doubled since the last time, not at every step
+        size = len(self.views) + len(self.canonicals) + len(self.contents)
+        if size > 2 * self._swept:
+            self.views = {k: r for k, r in self.views.items() if r() is not None}
+            self.canonicals = {k: c for k, c in self.canonicals.items() if c[0]() is not None}
+            self.contents = {
+                k: live
+                for k, refs in self.contents.items()
+                if (live := [r for r in refs if r() is not None])
+            }
+            self._swept = len(self.views) + len(self.canonicals) + len(self.contents)
         return self.generation
 
     def canonical(self, value: Any) -> Any:
         """The array standing for `value`: itself, or for a view, the first view seen of
-        the same memory with the same shape, strides and dtype."""
+        the same memory with the same shape, strides and dtype. An array over memory numpy
+        does not own (a torch kernel's result: its base a tensor) stands for itself and for
+        its views of its own layout, so it is not looked up."""
         if value.__class__ is not np.ndarray and not isinstance(value, np.ndarray):
             return value
-        if value.base is None:
+        base = value.base
+        if base is None or not isinstance(base, np.ndarray):
             return value
         seen = self.canonicals.get(id(value))  # (a view is looked at again at every step)
-        if seen is not None and seen[0]() is value and (first := seen[1]()) is not None:
-            return first
+        if seen is not None and seen[0]() is value:
+            if seen[1] is None:  # (itself the first)
+                return value
+            first = seen[1]()
+            if first is not None:
+                return first
         first = self._first_view(value)
-        self.canonicals[id(value)] = (weakref.ref(value), weakref.ref(first))
+        self.canonicals[id(value)] = (
+            weakref.ref(value),
+            None if first is value else weakref.ref(first),
+        )
         return first
 
     def _first_view(self, value: np.ndarray) -> np.ndarray:
         root = value
         while isinstance(root.base, np.ndarray):
             root = root.base
-        key = (
-            id(root),
-            value.__array_interface__["data"][0],
-            value.shape,
-            value.strides,
-            value.dtype.str,
-        )
+        address = value.__array_interface__["data"][0]
+        shape, strides, dtype = value.shape, value.strides, value.dtype.str
+        if (
+            root.base is not None  # a root over memory numpy does not own (`canonical`)
+            and shape == root.shape
+            and strides == root.strides
+            and dtype == root.dtype.str
+            and address == root.__array_interface__["data"][0]
+        ):
+            return root
+        key = (id(root), address, shape, strides, dtype)
         ref = self.views.get(key)
         first = ref() if ref is not None else None
         if first is None:
@@ -102,51 +129,109 @@ class Memo:
             return value
         return first
 
+    def key_of(self, node: Call, arrays: list) -> tuple[tuple, list] | None:
+        """The key of a call of `node` on `arrays` (see `key`) and its canonical operands
+        (`arrays` itself when each array is its own canonical one), or None when one of
+        `arrays` is no array."""
+        number = self.signatures.get(node)
+        if number is None:
+            number = self._signature(node)
+        ops = arrays
+        for a in arrays:
+            if a.__class__ is not np.ndarray or isinstance(a.base, np.ndarray):
+                canonical, ops = self.canonical, []
+                for b in arrays:
+                    if not isinstance(b, np.ndarray):
+                        return None
+                    ops.append(canonical(b))
+                break
+        if number in self._transposed and len(ops) == 2 and ops[1].ndim >= 2:
+            ops = [ops[0], self.canonical(np.swapaxes(ops[1], -1, -2))]
+        n = len(ops)
+        if n == 2:  # (most calls: one or two operands, keyed without a map)
+            return (number, id(ops[0]), id(ops[1])), ops
+        if n == 1:
+            return (number, id(ops[0])), ops
+        return (number, *map(id, ops)), ops
+
     def operands(self, node: Call, arrays: list) -> list:
-        """The canonical operands of `node` (see `key`)."""
-        canonical = self.canonical
-        ops = [a if a.__class__ is np.ndarray and a.base is None else canonical(a) for a in arrays]
-        if _reads_transposed(node) and len(ops) == 2 and getattr(ops[1], "ndim", 0) >= 2:
-            ops[1] = self.canonical(np.swapaxes(ops[1], -1, -2))
-        return ops
+        """The canonical operands of `node` on `arrays` (see `key`)."""
+        return self.key_of(node, arrays)[1]
 
     def key(self, node: Expr, operands: list) -> tuple:
-        """What computes a value: the op, attributes, type and operands by identity. A matmul
-        reading its rhs transposed (`transpose_b`) is keyed as the plain matmul of the
-        transposed view, which is what it computes (the same view, the same `_matmul`
-        call): fold-constant's `matmul(x, E, transpose_b)` for `matmul(x,
-        permute_dims(E))` of a tied embedding gets the value computed before."""
-        attrs = node.attrs.with_(transpose_b=False) if _reads_transposed(node) else node.attrs
-        return (node.op, attrs, node.ty, *map(id, operands))
+        """What computes a value: the op, attributes and type (as their number in
+        `signatures`) and the operands by identity. A matmul reading its rhs transposed
+        (`transpose_b`) is keyed as the plain matmul of the transposed view, which is what it
+        computes (the same view, the same `_matmul` call): fold-constant's `matmul(x, E,
+        transpose_b)` for `matmul(x, permute_dims(E))` of a tied embedding gets the value
+        computed before."""
+        number = self.signatures.get(node)
+        if number is None:
+            number = self._signature(node)
+        return (number, *map(id, operands))
+
+    def _signature(self, node: Expr) -> int:
+        transposed = _reads_transposed(node)
+        attrs = node.attrs.with_(transpose_b=False) if transposed else node.attrs
+        ty = node.ty
+        # what the attributes and a tensor type compare equal by, as values hashed and compared
+        # without a Python call (their `__eq__` and `__hash__` are Python's; a dtype is one
+        # object per dtype)
+        if ty.__class__ is TensorType:
+            what = (node.op, attrs.pairs, id(ty.dtype), ty.shape)
+        else:
+            what = (node.op, attrs.pairs, ty)
+        number = self._numbers.setdefault(what, len(self._numbers))
+        if transposed:
+            self._transposed.add(number)
+        self.signatures[node] = number
+        return number
 
     def get(self, node: Call, operands: list) -> Any:
-        entry = self.entries.get(self.key(node, operands))
+        """The value remembered for `node` on `operands` (canonical), or None."""
+        return self._found(self.entries.get(self.key(node, operands)))
+
+    def find(self, node: Call, arrays: list) -> Any:
+        """The value remembered for a call of `node` on `arrays`, or None."""
+        made = self.key_of(node, arrays)
+        return None if made is None else self._found(self.entries.get(made[0]))
+
+    def _found(self, entry: list | None) -> Any:
         if entry is None:
             return None
-        self._touch(entry)
+        if entry[2] != self.generation:
+            self._touch(entry)
         self.hits += 1
         return entry[1]
 
     def _touch(self, entry: list) -> None:
         """Mark `entry` and its parts' entries used by this generation."""
-        if entry[2] == self.generation:  # (and so are its parts)
+        generation = self.generation
+        if entry[2] == generation:  # (and so are its parts)
             return
+        entry[2] = generation
+        if not entry[3]:  # (most entries: no parts)
+            return
+        entries = self.entries
         stack = [entry]
         while stack:
             e = stack.pop()
-            if e[2] == self.generation:
-                continue
-            e[2] = self.generation
-            stack.extend(p for k in e[3] if (p := self.entries.get(k)) is not None)
+            e[2] = generation
+            for k in e[3]:
+                p = entries.get(k)
+                if p is not None and p[2] != generation:
+                    stack.append(p)
 
-    def put(self, node: Call, operands: list, value: Any, parts: tuple = ()) -> tuple:
-        """Remember `value` (its parts: the keys of the entries it was computed from);
-        returns its key."""
-        k = self.key(node, operands)
+    def put(
+        self, node: Call, operands: list, value: Any, parts: tuple = (), key: tuple | None = None
+    ) -> tuple:
+        """Remember `value` (its parts: the keys of the entries it was computed from; `key`:
+        `key(node, operands)` when already made); returns its key."""
+        k = self.key(node, operands) if key is None else key
         entry = self.entries.get(k)
         if entry is None:
-            self.entries[k] = [operands, value, self.generation, parts]
-        else:  # computed before and found again (the node cache): keep it with its parts
+            self.entries[k] = [tuple(operands), value, self.generation, parts]
+        elif entry[2] != self.generation:  # found again (the node cache): kept with its parts
             self._touch(entry)
         return k
 
@@ -158,9 +243,12 @@ class Memo:
         if not isinstance(value, np.ndarray) or value.size < 64 or not value.flags.c_contiguous:
             return value
         flat = value.reshape(-1)
-        probe = flat[:: max(1, flat.size // 32)][:32].tobytes()
-        key = (value.shape, value.dtype.str, probe)
-        refs = self.contents.setdefault(key, [])
+        step = max(1, flat.size // 32)
+        key = (value.shape, value.dtype.str, flat[: 32 * step : step].tobytes())  # 32 probes
+        refs = self.contents.get(key)
+        if refs is None:  # (the common case: nothing seen with these probes)
+            self.contents[key] = [weakref.ref(value)]
+            return value
         bits = flat.view(np.uint8)
         for ref in refs:
             old = ref()
@@ -185,31 +273,32 @@ class MemoHooks(CallMemo):
         self._root: tuple | None = None  # the last decomposition's last part and its operands
         # ids of the nodes whose entry this run made or used (their step need not remember them)
         self.handled: set[int] = set()
-        # (node, args, canonical operands) of the last lookup that found nothing: the record
-        # of that call that follows takes its operands instead of working them out again
+        # (node, args, key, canonical operands) of the last lookup that found nothing: the
+        # record of that call that follows takes its key instead of working it out again
         self._missed: tuple | None = None
 
-    def _operands(self, node: Call, args: list) -> list | None:
-        if node.op in SIDE_EFFECT_OPS:
-            return None
-        for a in args:
-            if a.__class__ is not np.ndarray and not isinstance(a, np.ndarray):
-                return None
-        return self.memo.operands(node, args)
+    def _key(self, node: Call, args: list) -> tuple[tuple, list] | None:
+        return None if node.op in SIDE_EFFECT_OPS else self.memo.key_of(node, args)
 
     def lookup(self, node: Call, args: list) -> Any:
-        ops = self._operands(node, args)
-        if ops is None:
+        made = None if node.op in SIDE_EFFECT_OPS else self.memo.key_of(node, args)
+        if made is None:
             return None
-        value = self.memo.get(node, ops)
-        if value is not None:
+        key, ops = made
+        memo = self.memo
+        entry = memo.entries.get(key)
+        if entry is not None:
+            if entry[2] != memo.generation:
+                memo._touch(entry)
+            memo.hits += 1
             self.hits += 1
             self.handled.add(id(node))
             if self._parts is not None:
-                self._parts.append(self.memo.key(node, ops))
-            return value
+                self._parts.append(key)
+            return entry[1]
         # an op whose reference rounds as its decomposition is computed as its parts, so the
         # values of decompose-ops' matmul and add are found in the memo, not computed again
+        value = None
         if isinstance(node.ty, TensorType) and rounds_as_decomposed(node.op, node.ty.dtype):
             outer, self._parts = self._parts, []
             try:
@@ -221,12 +310,12 @@ class MemoHooks(CallMemo):
             if value is not None and rounds_otherwise(node.op):
                 value = self._own(node, args, value)
             if value is not None:
-                key = self.memo.put(node, ops, value, parts)
+                memo.put(node, ops, value, parts, key)
                 self.handled.add(id(node))
                 if self._parts is not None:
                     self._parts.append(key)
         if value is None:
-            self._missed = (node, args, ops)
+            self._missed = (node, args, key, ops)
         return value
 
     def _own(self, node: Call, args: list, parts_value: np.ndarray) -> np.ndarray:
@@ -260,36 +349,38 @@ class MemoHooks(CallMemo):
         if root is None:
             return None
         known: dict[int, Any] = {id(a): v for a, v in zip(leaves, args, strict=False)}
-
-        def value(e: Expr) -> Any:
-            if id(e) in known:
-                return known[id(e)]
-            if isinstance(e, Constant):
-                return e.data
-            if not isinstance(e, Call):
-                raise TypeError(f"unexpected {type(e).__name__} in a decomposition")
-            vals = [value(a) for a in e.args]
-            v = self.lookup(e, vals)
-            if v is None:
-                v = self.record(e, vals, compute_op(e.op, vals, e.attrs))
-            known[id(e)] = v
-            return v
-
-        out = value(root)
+        out = self._part(root, known)
         if isinstance(root, Call):  # the last part and its operands (``_own``)
             self._root = (root, [known[id(a)] if id(a) in known else a.data for a in root.args])
         return out
 
+    def _part(self, e: Expr, known: dict[int, Any]) -> Any:
+        """The value of part `e` of a decomposition (`known`: values by id of the parts and
+        operands already known), through the memo."""
+        if id(e) in known:
+            return known[id(e)]
+        if isinstance(e, Constant):
+            return e.data
+        if not isinstance(e, Call):
+            raise TypeError(f"unexpected {type(e).__name__} in a decomposition")
+        vals = [self._part(a, known) for a in e.args]
+        v = self.lookup(e, vals)
+        if v is None:
+            v = self.record(e, vals, compute_op(e.op, vals, e.attrs))
+        known[id(e)] = v
+        return v
+
     def record(self, node: Call, args: list, value: Any) -> Any:
         missed, self._missed = self._missed, None
         if missed is not None and missed[0] is node and missed[1] is args:
-            ops = missed[2]  # the lookup of this very call worked them out
+            made = missed[2:]  # the lookup of this very call worked them out
         else:
-            ops = self._operands(node, args)
-        if ops is None or not isinstance(value, np.ndarray):
+            made = self._key(node, args)
+        if made is None or not isinstance(value, np.ndarray):
             return value
+        key, ops = made
         value = self.memo.same_content(value)
-        key = self.memo.put(node, ops, value)
+        key = self.memo.put(node, ops, value, (), key)
         self.handled.add(id(node))
         if self._parts is not None:
             self._parts.append(key)
@@ -314,8 +405,9 @@ def agree(own: np.ndarray, parts: np.ndarray, values: np.ndarray) -> bool:
     return bool(np.abs(own.astype(np.float64) - parts).max() <= rtol * max(scale, 1e-30))
 
 
-def memo_operands(memo: Memo, node: Call, values: dict, params: dict) -> list | None:
-    """The canonical operand arrays of a call, or None when one is not known yet."""
+def call_arrays(node: Call, values: dict, params: dict) -> list | None:
+    """The operand arrays of a call (`Memo.key_of` canonicalizes them), or None when one is
+    not known yet or is no array."""
     out = []
     for a in node.args:
         if isinstance(a, Constant):
@@ -324,10 +416,10 @@ def memo_operands(memo: Memo, node: Call, values: dict, params: dict) -> list | 
             v = values.get(a)
             if v is None:
                 v = params.get(a)
-        if not isinstance(v, np.ndarray):
+        if v.__class__ is not np.ndarray and not isinstance(v, np.ndarray):
             return None
         out.append(v)
-    return memo.operands(node, out)
+    return out
 
 
 def _reads_transposed(node: Expr) -> bool:

@@ -195,7 +195,8 @@ def test_if_reads_from_outside_are_bound_before_it():
     assert nested.then_branch.bindings == (deep,)
     assert [b.op for b in top.else_branch.bindings] == ["abs", "tanh"]
     verify(fn)
-    assert list(fn.iter_nodes()) == [
+    walked = list(fn.iter_nodes())
+    assert walked == [
         shared,
         top,
         nested,
@@ -203,6 +204,7 @@ def test_if_reads_from_outside_are_bound_before_it():
         then_result,
         *top.else_branch.bindings,
     ]
+    assert list(fn.iter_nodes()) == walked  # (listed once, the same every time)
     assert set(map(id, children(top))) >= {id(c), id(nested), id(then_result)}
 
 

@@ -70,6 +70,23 @@ def test_a_pass_changing_an_attribute_only_is_caught_at_its_step():
     assert report.first_failure.details["max_abs"] > 0.1
 
 
+def test_a_torch_kernels_result_stands_for_its_views_of_its_own_layout():
+    """An array over a tensor's memory (what a torch kernel gives) is its own canonical array
+    and a view of it with its very layout is keyed as it; a view of another layout is not,
+    and two such views are one operand."""
+    torch = pytest.importorskip("torch")
+    memo = Memo()
+    memo.start(None)
+    root = torch.arange(12.0).reshape(3, 4).numpy()
+    same, other, other_again = root.reshape(3, 4), root.T, root.T
+    node = parse(CLIP)["main"].bindings[0]
+    assert memo.canonical(root) is root and memo.canonical(same) is root
+    assert memo.key_of(node, [same])[0] == memo.key_of(node, [root])[0] == memo.key(node, [root])
+    assert memo.canonical(other) is other and memo.canonical(other_again) is other
+    assert memo.key_of(node, [other])[0] != memo.key_of(node, [root])[0]
+    assert memo.key_of(node, [root, (1, 2)]) is None  # (a tuple is no operand to key)
+
+
 LINEARS = """
 def @main(%x: f32[4, 64], %w1: f32[64, 64], %b1: f32[64], %w2: f32[64, 64], %b2: f32[64])
     -> f32[4, 64] {
