@@ -92,8 +92,15 @@ def unfused_bias(target: Any, args: tuple, kwargs: dict) -> tuple | None:
         return None  # (the fused op errs on mixed dtypes: let it)
     if rhs.dim() != 2 or lhs.dim() < 1 or bias.dim() > 2 or (not bias_first and bias.dim() > 1):
         return None
-    if bias_first and lhs.dim() != 2:
-        return None
+    if bias_first:  # addmm's bias broadcasts to the product, never the product to it
+        if lhs.dim() != 2:
+            return None
+        out = (lhs.shape[0], rhs.shape[1])
+        try:
+            if tuple(torch.broadcast_shapes(bias.shape, out)) != out:
+                return None
+        except RuntimeError:
+            return None
     return lhs, (rhs if bias_first else torch.ops.aten.t.default(rhs)), bias, bias_first
 
 

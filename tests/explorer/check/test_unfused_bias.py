@@ -88,6 +88,12 @@ def test_only_a_float_linear_or_addmm_with_a_bias_is_unfused():
     assert unfused_bias(aten.addmm.default, (b, x, m), {"beta": 0.5}) is None
     assert unfused_bias(aten.addmm.default, (b, x, m), {"alpha": 2}) is None
     assert unfused_bias(aten.mm.default, (x, m), {}) is None
+    # addmm's bias broadcasts to the product: a bias the product would broadcast to is
+    # addmm's own error, not an add's larger result
+    one = torch.randn(1, 8)
+    assert unfused_bias(aten.addmm.default, (torch.randn(5, 3), one, m), {}) is None
+    assert unfused_bias(aten.addmm.default, (torch.randn(4, 3), x, m), {}) is not None
+    assert unfused_bias(aten.addmm.default, (torch.randn(4, 1), x, m), {}) is not None
 
 
 def test_the_reference_line_says_so_where_a_graph_has_a_biased_linear():
