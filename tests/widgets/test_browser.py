@@ -205,7 +205,7 @@ def test_names_from_the_model_stay_text_in_the_report(browser, evil_trace, tmp_p
 # is what the kernel sends (ipywidgets' state, its binary buffers put back as DataViews, as the
 # widget manager does: `withBuffers`); a custom message (`send`) goes to `window.toKernel`.
 HOST = """
-<div id="root" style="width:1000px"></div>
+<div id="root" style="width:%(width)s"></div>
 <script type="module">
 const state = %(state)s, listeners = {};
 window.withBuffers = (st, buffers) => {
@@ -231,6 +231,13 @@ const model = {
   send: (content) => window.toKernel(content),
 };
 window.model = model;
+// an update from the kernel: every key of it set, then each key's change event in its order
+// (Backbone's `set(attrs)`, which the widget manager calls)
+window.fromKernel = (changes, buffers) => {
+  withBuffers(changes, buffers);
+  Object.assign(state, changes);
+  for (const k of Object.keys(changes)) (listeners["change:" + k] || []).forEach((f) => f());
+};
 const url = URL.createObjectURL(new Blob([%(esm)s], { type: "text/javascript" }));
 const widget = (await import(url)).default;
 widget.render({ model, el: document.getElementById("root") });
@@ -249,10 +256,25 @@ def sent_state(view, keys=SYNCED) -> tuple[dict, list]:
     return state, [[p, base64.b64encode(b).decode()] for p, b in zip(paths, buffers, strict=True)]
 
 
-def host_view(page, state: dict, buffers: list) -> Graph:
+def link_kernel(page, view) -> None:
+    """Every update `view` sends its front end from now on (`send_state`'s messages, through
+    its comm) goes to the front end `host_view` made in `page` (`fromKernel`), as it is
+    sent: Python moving the view moves the page's."""
+
+    def send(data=None, metadata=None, buffers=None):
+        if isinstance(data, dict) and data.get("method") == "update":
+            pairs = zip(data["buffer_paths"], buffers or [], strict=True)
+            sent = [[p, base64.b64encode(b).decode()] for p, b in pairs]
+            page.evaluate("([st, bufs]) => fromKernel(st, bufs)", [data["state"], sent])
+
+    view.comm.send = send
+
+
+def host_view(page, state: dict, buffers: list, width: str = "1000px") -> Graph:
     """The graph view's front end in `page` on `state` and `buffers` (`sent_state`), as the
-    stepper's widget runs it, with the stand-in model `HOST` defines."""
+    stepper's widget runs it, with the stand-in model `HOST` defines, in a box `width` wide."""
     html = HOST % {
+        "width": width,
         "state": json.dumps(state),
         "buffers": json.dumps(buffers),
         "esm": json.dumps(graph_esm()),
