@@ -4,7 +4,8 @@ decoder (fold-constant changes ``layers.3.self_attn``) the focus, the folded ``r
 centred alone: its group's frame started 40 px left of the stage and ``v_proj`` (at the group's
 left edge) was cut in half by the overview pane beside the stage.
 
-Checked at 1600x1000 in the HTML report and the Panel app, at first view, after ``n`` / ``p``
+Checked at 1600x1000 in the HTML report, the Panel app and the stepper (its view 1200 px wide: the
+front fixture of test_overview_scroll_browser.py), at first view, after ``n`` / ``p``
 and after a locate (a search's result): the group's frame lies inside the stage each way it fits
 (``layers.3.self_attn`` is 733 px wide, 1800 px tall at zoom 1: across only), every node of the
 group the stage shows any of is whole along that way, and the node in focus is whole inside.
@@ -81,7 +82,7 @@ def ok(w: dict) -> bool:
 
 
 def test_the_focus_group_is_drawn_whole_at_first_view_and_after_n_p_and_locate(front, decoder4):  # noqa: F811
-    page, g, problems = front(decoder4)
+    page, g, problems, _ = front(decoder4)
     first = whole(g, "g.plg-n.plg-focus", "first view")
     assert first["group"] == "model.layers.3.self_attn"
     assert first["across"] and not first["down"]  # (733 px wide, 1800 px tall: across only)
