@@ -154,10 +154,6 @@ class Memo:
             return (number, id(ops[0])), ops
         return (number, *map(id, ops)), ops
 
-    def operands(self, node: Call, arrays: list) -> list:
-        """The canonical operands of `node` on `arrays` (see `key`)."""
-        return self.key_of(node, arrays)[1]
-
     def key(self, node: Expr, operands: list) -> tuple:
         """What computes a value: the op, attributes and type (as their number in
         `signatures`) and the operands by identity. A matmul reading its rhs transposed
@@ -186,10 +182,6 @@ class Memo:
             self._transposed.add(number)
         self.signatures[node] = number
         return number
-
-    def get(self, node: Call, operands: list) -> Any:
-        """The value remembered for `node` on `operands` (canonical), or None."""
-        return self._found(self.entries.get(self.key(node, operands)))
 
     def find(self, node: Call, arrays: list) -> Any:
         """The value remembered for a call of `node` on `arrays`, or None."""
@@ -281,16 +273,14 @@ class MemoHooks(CallMemo):
         return None if node.op in SIDE_EFFECT_OPS else self.memo.key_of(node, args)
 
     def lookup(self, node: Call, args: list) -> Any:
-        made = None if node.op in SIDE_EFFECT_OPS else self.memo.key_of(node, args)
+        made = self._key(node, args)
         if made is None:
             return None
         key, ops = made
         memo = self.memo
         entry = memo.entries.get(key)
         if entry is not None:
-            if entry[2] != memo.generation:
-                memo._touch(entry)
-            memo.hits += 1
+            memo._found(entry)
             self.hits += 1
             self.handled.add(id(node))
             if self._parts is not None:
@@ -333,8 +323,9 @@ class MemoHooks(CallMemo):
             return parts_value
         if agree(own, parts_value, args[2]):
             root = self._root
-            if root is not None:
-                entry = self.memo.entries.get(self.memo.key(root[0], self.memo.operands(*root)))
+            made = self.memo.key_of(*root) if root is not None else None
+            if made is not None:
+                entry = self.memo.entries.get(made[0])
                 if entry is not None and entry[1] is parts_value:
                     entry[1] = own
         return own
